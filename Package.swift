@@ -1,0 +1,51 @@
+// swift-tools-version:6.0
+// MediaFarm: a batch media processing worker farm. GPL-2.0-or-later.
+import PackageDescription
+
+let package = Package(
+    name: "MediaFarm",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "mediafarm", targets: ["mediafarm"]),
+        .library(name: "MediaTime", targets: ["MediaTime"]),
+        .library(name: "MediaCore", targets: ["MediaCore"]),
+        .library(name: "MediaInspect", targets: ["MediaInspect"]),
+        .library(name: "MediaFarmCLI", targets: ["MediaFarmCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // C at the edge: system libraries found through pkg-config, and the shims Swift cannot import.
+        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat",
+                       providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev",
+                                         "libswresample-dev", "libswscale-dev"])]),
+        .systemLibrary(name: "CRubberBand", pkgConfig: "rubberband", providers: [.apt(["librubberband-dev"])]),
+        .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
+        .target(name: "CMediaShims", dependencies: ["CFFmpeg"]),
+
+        // Pure Swift time model.
+        .target(name: "MediaTime"),
+
+        // Swift over FFmpeg, no policy.
+        .target(name: "MediaCore", dependencies: [
+            "CFFmpeg", "CMediaShims", "MediaTime",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "MediaInspect", dependencies: ["MediaCore", "MediaTime"]),
+        .target(name: "MediaFarmCLI", dependencies: [
+            "MediaInspect", "MediaCore", "MediaTime",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "mediafarm", dependencies: ["MediaFarmCLI"]),
+
+        // Tests: one target per module, plus a helper that makes media fixtures with real FFmpeg.
+        .target(name: "FarmTestSupport", dependencies: ["MediaTime"], path: "Tests/FarmTestSupport"),
+        .testTarget(name: "MediaTimeTests", dependencies: ["MediaTime"]),
+        .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "FarmTestSupport"]),
+        .testTarget(name: "MediaInspectTests", dependencies: ["MediaInspect", "FarmTestSupport"]),
+        .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "FarmTestSupport"]),
+    ]
+)

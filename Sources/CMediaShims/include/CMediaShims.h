@@ -1,0 +1,36 @@
+// FFmpeg macros Swift cannot import, and the av_log trampoline. Every symbol carries the mf_ prefix.
+// The header uses only standard C types so that no FFmpeg type leaks through this module.
+#ifndef MEDIAFARM_SHIMS_H
+#define MEDIAFARM_SHIMS_H
+#include <stddef.h>
+#include <stdint.h>
+
+/// AVERROR_EOF.
+int mf_averror_eof(void);
+/// AVERROR(EAGAIN).
+int mf_averror_eagain(void);
+/// AVERROR(errno_value): FFmpeg's negative error code for a POSIX errno.
+int mf_averror(int errno_value);
+/// AVUNERROR(code): the POSIX errno inside an FFmpeg error code.
+int mf_avunerror(int code);
+/// AV_NOPTS_VALUE.
+int64_t mf_av_nopts_value(void);
+/// AV_TIME_BASE (microseconds per second).
+int mf_av_time_base(void);
+
+/// Receives one formatted FFmpeg log line (without trailing newline) at an AV_LOG_* level.
+/// Called on whatever thread FFmpeg logs from.
+typedef void (*mf_log_sink)(int level, const char *line);
+
+/// Routes av_log into `sink` for lines at or below `max_level` (AV_LOG_*); lines are never written to
+/// stderr. Lines at AV_LOG_ERROR or more severe are also remembered per thread (see mf_log_last_error).
+/// Pass NULL to silence FFmpeg entirely (errors are still remembered).
+void mf_log_install(mf_log_sink sink, int max_level);
+/// Changes the forwarding level without changing the sink.
+void mf_log_set_max_level(int max_level);
+/// Copies the calling thread's most recent error line into buf (empty when none). Returns its length.
+size_t mf_log_last_error(char *buf, size_t size);
+/// Forgets the calling thread's most recent error line.
+void mf_log_clear_last_error(void);
+
+#endif

@@ -1,0 +1,61 @@
+#include "CMediaShims.h"
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <libavutil/avutil.h>
+#include <libavutil/error.h>
+#include <libavutil/log.h>
+
+int mf_averror_eof(void) { return AVERROR_EOF; }
+int mf_averror_eagain(void) { return AVERROR(EAGAIN); }
+int mf_averror(int errno_value) { return AVERROR(errno_value); }
+int mf_avunerror(int code) { return AVUNERROR(code); }
+int64_t mf_av_nopts_value(void) { return AV_NOPTS_VALUE; }
+int mf_av_time_base(void) { return AV_TIME_BASE; }
+
+static _Atomic(mf_log_sink) installed_sink = NULL;
+static atomic_int forward_level = AV_LOG_QUIET;
+
+static _Thread_local char last_error[512];
+static _Thread_local int print_prefix = 1;
+
+static void trampoline(void *avcl, int level, const char *fmt, va_list args) {
+    int forward = level <= atomic_load(&forward_level);
+    int remember = level <= AV_LOG_ERROR;
+    if (!forward && !remember) return;
+
+    char line[1024];
+    av_log_format_line2(avcl, level, fmt, args, line, sizeof line, &print_prefix);
+    size_t n = strlen(line);
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+    if (n == 0) return;
+
+    if (remember) {
+        strncpy(last_error, line, sizeof last_error - 1);
+        last_error[sizeof last_error - 1] = '\0';
+    }
+    mf_log_sink sink = atomic_load(&installed_sink);
+    if (forward && sink) sink(level, line);
+}
+
+void mf_log_install(mf_log_sink sink, int max_level) {
+    atomic_store(&installed_sink, sink);
+    atomic_store(&forward_level, max_level);
+    av_log_set_level(max_level > AV_LOG_ERROR ? max_level : AV_LOG_ERROR);
+    av_log_set_callback(trampoline);
+}
+
+void mf_log_set_max_level(int max_level) {
+    atomic_store(&forward_level, max_level);
+    av_log_set_level(max_level > AV_LOG_ERROR ? max_level : AV_LOG_ERROR);
+}
+
+size_t mf_log_last_error(char *buf, size_t size) {
+    if (size == 0) return 0;
+    strncpy(buf, last_error, size - 1);
+    buf[size - 1] = '\0';
+    return strlen(buf);
+}
+
+void mf_log_clear_last_error(void) { last_error[0] = '\0'; }

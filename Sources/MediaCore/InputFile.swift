@@ -1,0 +1,168 @@
+internal import CFFmpeg
+internal import CMediaShims
+import MediaTime
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An opened, probed media file to read packets from: the owner of one AVFormatContext.
+///
+/// Opening checks the path, opens the demuxer with `SafetyLimits` (protocol whitelist, probe bounds,
+/// stream count, frame size) and an `Interrupter` whose cancel flag and deadline FFmpeg polls during
+/// I/O. `streams`, `container` are value snapshots taken after probing.
+///
+/// Threading: not thread-safe; use one `InputFile` on one thread at a time (blocking: run it on a
+/// `BlockingWorkPool`). The context is closed in `deinit`.
+public final class InputFile {
+    public let path: String
+    public let streams: [StreamInfo]
+    public let container: ContainerInfo
+    public let limits: SafetyLimits
+    let context: UnsafeMutablePointer<AVFormatContext>
+    private let interrupter: Interrupter
+    private let interruptBox: Unmanaged<Interrupter>
+
+    /// Opens and probes `path`. Throws `MediaFileError` naming the file and the problem.
+    public init(path: String, limits: SafetyLimits = .default, interrupter: Interrupter = Interrupter()) throws(MediaFileError) {
+        self.path = path
+        self.limits = limits
+        self.interrupter = interrupter
+        let fileSize = try InputFile.checkPath(path)
+
+        if interrupter.reason == nil { interrupter.setDeadline(after: limits.operationTimeout) }
+        guard var ctx = avformat_alloc_context() else {
+            throw MediaFileError(path: path, reason: .ffmpeg(.outOfMemory, while: "allocating the demuxer"))
+        }
+        let box = Unmanaged.passRetained(interrupter)
+        ctx.pointee.interrupt_callback.callback = { opaque in
+            guard let opaque else { return 0 }
+            return Unmanaged<Interrupter>.fromOpaque(opaque).takeUnretainedValue().reason == nil ? 0 : 1
+        }
+        ctx.pointee.interrupt_callback.opaque = box.toOpaque()
+
+        var options: OpaquePointer? = nil
+        av_dict_set(&options, "protocol_whitelist", limits.allowedProtocols.joined(separator: ","), 0)
+        av_dict_set(&options, "probesize", String(limits.probeSize), 0)
+        let analyzeMicros = limits.analyzeDuration.count(in: Rational(1, 1_000_000)) ?? 10_000_000
+        av_dict_set(&options, "analyzeduration", String(analyzeMicros), 0)
+        av_dict_set(&options, "max_streams", String(limits.maxStreams), 0)
+        FFmpegLog.clearLastError()
+        var maybeCtx: UnsafeMutablePointer<AVFormatContext>? = ctx
+        let openResult = avformat_open_input(&maybeCtx, path, nil, &options)
+        av_dict_free(&options)
+        guard openResult >= 0, let opened = maybeCtx else {
+            box.release()   // avformat_open_input frees the context on failure
+            throw InputFile.openError(path: path, code: openResult, interrupter: interrupter, limits: limits)
+        }
+        ctx = opened
+
+        func fail(_ reason: MediaFileError.Reason) -> MediaFileError {
+            var doomed: UnsafeMutablePointer<AVFormatContext>? = ctx
+            avformat_close_input(&doomed)
+            box.release()
+            return MediaFileError(path: path, reason: reason)
+        }
+
+        let declared = Int(ctx.pointee.nb_streams)
+        if declared > limits.maxStreams {
+            throw fail(.tooManyStreams(count: declared, limit: limits.maxStreams))
+        }
+        // Bound the frame size the probing decoders may allocate.
+        var perStream = [OpaquePointer?](repeating: nil, count: declared)
+        for i in 0..<declared {
+            av_dict_set(&perStream[i], "max_pixels", String(limits.maxPixels), 0)
+            av_dict_set(&perStream[i], "threads", "1", 0)
+        }
+        let probeResult = perStream.withUnsafeMutableBufferPointer { buffer in
+            avformat_find_stream_info(ctx, declared == 0 ? nil : buffer.baseAddress)
+        }
+        for i in 0..<declared { av_dict_free(&perStream[i]) }
+        if probeResult < 0 {
+            if let reason = interrupter.reason {
+                throw fail(reason == .cancelled ? .cancelled : .timedOut(after: limits.operationTimeout))
+            }
+            throw fail(.ffmpeg(.capture(probeResult, "avformat_find_stream_info"), while: "reading stream parameters"))
+        }
+        let count = Int(ctx.pointee.nb_streams)
+        if count > limits.maxStreams { throw fail(.tooManyStreams(count: count, limit: limits.maxStreams)) }
+        if count == 0 { throw fail(.noStreams) }
+
+        var snapshots: [StreamInfo] = []
+        for i in 0..<count {
+            let s = InputFile.snapshot(ctx.pointee.streams[i]!, index: i)
+            if s.mediaType == .video {
+                let tooWide = s.width > limits.maxDimension || s.height > limits.maxDimension
+                if tooWide || s.width * s.height > limits.maxPixels {
+                    throw fail(.frameTooLarge(width: s.width, height: s.height,
+                                              limits: "at most \(limits.maxDimension) px a side and \(limits.maxPixels) pixels"))
+                }
+            }
+            snapshots.append(s)
+        }
+        self.context = ctx
+        self.interruptBox = box
+        self.streams = snapshots
+        self.container = InputFile.containerSnapshot(ctx, fileSize: fileSize)
+    }
+
+    deinit {
+        var ctx: UnsafeMutablePointer<AVFormatContext>? = context
+        avformat_close_input(&ctx)
+        interruptBox.release()
+    }
+
+    /// The result of reading one packet.
+    public enum ReadResult: Sendable { case packet, endOfFile }
+
+    /// Reads the next packet of any stream into `packet` (which is reset first).
+    public func read(into packet: inout Packet) throws(MediaFileError) -> ReadResult {
+        packet.reset()
+        let r = av_read_frame(context, packet.pointer)
+        if r >= 0 { return .packet }
+        if r == mf_averror_eof() { return .endOfFile }
+        if let reason = interrupter.reason {
+            throw MediaFileError(path: path, reason: reason == .cancelled ? .cancelled : .timedOut(after: limits.operationTimeout))
+        }
+        throw MediaFileError(path: path, reason: .ffmpeg(.capture(r, "av_read_frame"), while: "reading packets"))
+    }
+
+    /// Throws when the owner cancelled or the deadline passed; call between units of work.
+    public func checkInterrupt() throws(MediaFileError) {
+        if let reason = interrupter.reason {
+            throw MediaFileError(path: path, reason: reason == .cancelled ? .cancelled : .timedOut(after: limits.operationTimeout))
+        }
+    }
+
+    // MARK: - Opening
+
+    /// Stats the path before FFmpeg sees it, for errors that say exactly what is wrong. Returns the size.
+    static func checkPath(_ path: String) throws(MediaFileError) -> Int64 {
+        var st = stat()
+        if stat(path, &st) != 0 {
+            switch errno {
+            case ENOENT, ENOTDIR: throw MediaFileError(path: path, reason: .notFound)
+            case EACCES: throw MediaFileError(path: path, reason: .permissionDenied)
+            default: throw MediaFileError(path: path, reason: .ffmpeg(FFmpegError(code: mf_averror(errno)), while: "checking the file"))
+            }
+        }
+        let type = st.st_mode & S_IFMT
+        if type == S_IFDIR { throw MediaFileError(path: path, reason: .isDirectory) }
+        if type != S_IFREG { throw MediaFileError(path: path, reason: .notRegularFile) }
+        if st.st_size == 0 { throw MediaFileError(path: path, reason: .empty) }
+        if access(path, R_OK) != 0 { throw MediaFileError(path: path, reason: .permissionDenied) }
+        return Int64(st.st_size)
+    }
+
+    private static func openError(path: String, code: Int32, interrupter: Interrupter, limits: SafetyLimits) -> MediaFileError {
+        if let reason = interrupter.reason {
+            return MediaFileError(path: path, reason: reason == .cancelled ? .cancelled : .timedOut(after: limits.operationTimeout))
+        }
+        let error = FFmpegError.capture(code, "avformat_open_input")
+        switch error {
+        case .notFound: return MediaFileError(path: path, reason: .notFound)
+        case .permissionDenied: return MediaFileError(path: path, reason: .permissionDenied)
+        case .invalidData, .demuxerNotFound: return MediaFileError(path: path, reason: .unknownFormat)
+        default: return MediaFileError(path: path, reason: .ffmpeg(error, while: "opening"))
+        }
+    }
+}

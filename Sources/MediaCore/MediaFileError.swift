@@ -1,0 +1,62 @@
+import MediaTime
+
+/// A failure on one media file, in words a user can act on: which file, and what went wrong.
+public struct MediaFileError: Error, Sendable, CustomStringConvertible {
+    public enum Reason: Sendable {
+        case notFound
+        case isDirectory
+        case notRegularFile
+        case empty
+        case permissionDenied
+        case unknownFormat
+        case noStreams
+        case tooManyStreams(count: Int, limit: Int)
+        case frameTooLarge(width: Int, height: Int, limits: String)
+        case tooLong(duration: MediaTime, limit: MediaTime)
+        case timedOut(after: Duration)
+        case cancelled
+        /// `track` is the 0-based stream index; messages number tracks from 1, like `trackID`.
+        case undecodable(track: Int, codec: String, FFmpegError)
+        case ffmpeg(FFmpegError, while: String)
+    }
+
+    public let path: String
+    public let reason: Reason
+
+    public init(path: String, reason: Reason) {
+        self.path = path
+        self.reason = reason
+    }
+
+    public var description: String { "\(path): \(problem)" }
+
+    /// The problem alone, without the path.
+    public var problem: String {
+        switch reason {
+        case .notFound: return "no such file"
+        case .isDirectory: return "is a folder, not a media file"
+        case .notRegularFile: return "is not a regular file"
+        case .empty: return "the file is empty (0 bytes)"
+        case .permissionDenied: return "permission denied: the file cannot be read by this user"
+        case .unknownFormat:
+            return "not a media file FFmpeg recognises (unknown or corrupt format)"
+        case .noStreams: return "the file contains no audio, video or subtitle streams"
+        case let .tooManyStreams(count, limit):
+            return "declares \(count) streams, more than the limit of \(limit)"
+        case let .frameTooLarge(width, height, limits):
+            return "frame size \(width)x\(height) exceeds the safety limit (\(limits))"
+        case let .tooLong(duration, limit):
+            return "duration \(MediaTime.formatSeconds(duration.seconds)) s exceeds the limit of \(MediaTime.formatSeconds(limit.seconds)) s"
+        case let .timedOut(after):
+            return "gave up after \(after.components.seconds) s (the file is too slow to read or the operation hung)"
+        case .cancelled: return "cancelled"
+        case let .undecodable(track, codec, error):
+            return "track \(track + 1) (\(codec)) cannot be decoded: \(error)"
+        case let .ffmpeg(error, activity):
+            if error == .invalidData || error == .endOfFile {
+                return "\(activity) failed: the file is truncated or corrupt (\(error))"
+            }
+            return "\(activity) failed: \(error)"
+        }
+    }
+}

@@ -1,0 +1,42 @@
+internal import CFFmpeg
+internal import CMediaShims
+import MediaTime
+
+/// One compressed packet: the sole owner of an AVPacket, freed when the value is consumed or dies.
+/// Timestamps are in the time base of the stream the packet came from. Reused across reads.
+public struct Packet: ~Copyable {
+    let pointer: UnsafeMutablePointer<AVPacket>
+
+    public init() {
+        guard let p = av_packet_alloc() else { fatalError("out of memory allocating an AVPacket") }
+        pointer = p
+    }
+
+    deinit {
+        var p: UnsafeMutablePointer<AVPacket>? = pointer
+        av_packet_free(&p)
+    }
+
+    /// Drops the packet's data and resets its fields (the allocation is kept).
+    public mutating func reset() { av_packet_unref(pointer) }
+
+    public var streamIndex: Int { Int(pointer.pointee.stream_index) }
+    /// Presentation timestamp in stream ticks, nil when the packet has none.
+    public var pts: Int64? { let v = pointer.pointee.pts; return v == mf_av_nopts_value() ? nil : v }
+    /// Decoding timestamp in stream ticks, nil when the packet has none.
+    public var dts: Int64? { let v = pointer.pointee.dts; return v == mf_av_nopts_value() ? nil : v }
+    /// Duration in stream ticks; 0 when unknown.
+    public var duration: Int64 { pointer.pointee.duration }
+    public var size: Int { Int(pointer.pointee.size) }
+    public var isKeyframe: Bool { pointer.pointee.flags & AV_PKT_FLAG_KEY != 0 }
+    public var isCorrupt: Bool { pointer.pointee.flags & AV_PKT_FLAG_CORRUPT != 0 }
+    /// The demuxer marks the packet as decode-only: it precedes the start an edit list sets (pre-roll).
+    public var isDiscarded: Bool { pointer.pointee.flags & AV_PKT_FLAG_DISCARD != 0 }
+    /// Audio samples the decoder drops from the start of this packet (encoder priming cut by an edit
+    /// list); 0 when the packet carries no such side data.
+    public var skippedLeadingSamples: Int {
+        var size: Int = 0
+        guard let data = av_packet_get_side_data(pointer, AV_PKT_DATA_SKIP_SAMPLES, &size), size >= 4 else { return 0 }
+        return Int(UInt32(data[0]) | UInt32(data[1]) << 8 | UInt32(data[2]) << 16 | UInt32(data[3]) << 24)
+    }
+}

@@ -1,0 +1,75 @@
+import ArgumentParser
+import Foundation
+import MediaCore
+import MediaInspect
+import MediaTime
+
+/// `mediafarm inspect`: load asset properties of many files concurrently and report them.
+struct InspectCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "inspect",
+        abstract: "Inspect media files: duration, tracks, codecs, frame rates, metadata, chapters.",
+        discussion: """
+        PATH may be a file or a folder (walked for media files). Files are inspected concurrently; \
+        results come out in input order. Exit status: 0 when every input was inspected, 1 when any \
+        failed, 2 for bad usage.
+
+        Keys: \(AssetKey.allCases.map(\.rawValue).joined(separator: ", ")).
+        """)
+
+    @Flag(name: .long, help: "Print a JSON array, one object per input, in input order.")
+    var json = false
+
+    @Option(name: .long, help: "Comma-separated asset keys to load (default: all).")
+    var keys: String?
+
+    @Option(name: .long, help: "How many files to inspect at once (default: number of cores, at least 2).")
+    var concurrency: Int?
+
+    @Argument(help: "Media files or folders.")
+    var paths: [String]
+
+    func validate() throws {
+        _ = try parsedKeys()
+        if let concurrency, concurrency < 1 || concurrency > 256 {
+            throw ValidationError("--concurrency must be between 1 and 256, got \(concurrency)")
+        }
+    }
+
+    func parsedKeys() throws -> Set<AssetKey> {
+        guard let keys else { return Set(AssetKey.allCases) }
+        var result: Set<AssetKey> = []
+        for name in keys.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
+            guard let key = AssetKey(rawValue: name) else {
+                throw ValidationError("unknown key \"\(name)\"; known keys: \(AssetKey.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            result.insert(key)
+        }
+        guard !result.isEmpty else { throw ValidationError("--keys names no key") }
+        return result
+    }
+
+    func run() async throws {
+        let keys = try parsedKeys()
+        let width = concurrency ?? max(2, ProcessInfo.processInfo.activeProcessorCount)
+        var options = AssetOptions()
+        options.pool = BlockingWorkPool(threads: width)
+        let entries = MediaFileFinder.expand(paths)
+        let progress = TerminalProgress(label: "inspecting", total: entries.count)
+        let reports = await BatchInspector.inspect(entries, keys: keys, options: options, concurrency: width) { done, total in
+            progress.update(done)
+        }
+        progress.finish()
+
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            FileHandle.standardOutput.write(try encoder.encode(reports))
+            FileHandle.standardOutput.write(Data("\n".utf8))
+        } else {
+            print(InspectText.render(reports), terminator: "")
+            for r in reports { if let e = r.error { FileHandle.standardError.write(Data("error: \(e)\n".utf8)) } }
+        }
+        if reports.contains(where: { $0.error != nil }) { throw ExitCode(ExitStatus.failure) }
+    }
+}

@@ -1,0 +1,73 @@
+import ArgumentParser
+import Foundation
+import Logging
+import MediaCore
+
+/// `mediafarm`: the root command. Exit status: 0 success, 1 a job or file failed, 2 bad usage or an
+/// invalid manifest.
+public struct MediaFarmMain: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "mediafarm",
+        abstract: "Batch media processing: inspect, retime, scan and export media on a farm of workers.",
+        version: MediaFarmVersion.string,
+        subcommands: [InspectCommand.self])
+
+    public init() {}
+
+    /// Parses the arguments, runs the command, and exits with MediaFarm's exit codes.
+    public static func runAndExit() async -> Never {
+        let code = await run(arguments: Array(CommandLine.arguments.dropFirst()))
+        Foundation.exit(code)
+    }
+
+    /// Runs a command line in-process and returns the exit status (used by `main` and by tests).
+    public static func run(arguments: [String]) async -> Int32 {
+        bootstrapLogging()
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+            return 0
+        } catch let code as ExitCode {
+            return code.rawValue
+        } catch {
+            let status = exitCode(for: error)
+            if status == .success {
+                print(fullMessage(for: error))
+                return 0
+            }
+            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            return status == .validationFailure ? ExitStatus.usage : ExitStatus.failure
+        }
+    }
+
+    private static let loggingOnce: Void = {
+        let level = ProcessInfo.processInfo.environment["MEDIAFARM_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        // FFmpeg's own chatter stays silent unless asked for: its errors reach users through our messages.
+        let ffmpegLevel = ProcessInfo.processInfo.environment["MEDIAFARM_FFMPEG_LOG"].flatMap(Logger.Level.init(rawValue:))
+        FFmpegLog.install(level: ffmpegLevel)
+    }()
+
+    static func bootstrapLogging() { _ = loggingOnce }
+}
+
+/// MediaFarm's exit statuses.
+public enum ExitStatus {
+    public static let success: Int32 = 0
+    /// A job or a file failed.
+    public static let failure: Int32 = 1
+    /// Bad usage or an invalid manifest.
+    public static let usage: Int32 = 2
+}
+
+public enum MediaFarmVersion {
+    public static let string = "0.1.0"
+}

@@ -1,0 +1,79 @@
+import Foundation
+
+/// Expands the paths a user gives into the files to inspect: files are taken as they are (whatever
+/// their name), folders are walked recursively for files with a media extension, in name order.
+public enum MediaFileFinder {
+    public static let mediaExtensions: Set<String> = [
+        "mp4", "m4v", "m4a", "mov", "qt", "3gp", "3g2", "mkv", "mka", "mks", "webm", "avi", "ts", "m2ts", "mts",
+        "mpg", "mpeg", "vob", "flv", "wmv", "wma", "asf", "mxf", "dv", "y4m", "ogg", "oga", "ogv", "opus",
+        "mp3", "aac", "ac3", "eac3", "flac", "wav", "aif", "aiff", "aifc", "caf", "amr", "mp2",
+    ]
+
+    /// One entry per file to inspect, or an error for a folder that holds no media.
+    public enum Entry: Sendable, Equatable {
+        case file(String)
+        case emptyFolder(String)
+    }
+
+    public static func expand(_ paths: [String]) -> [Entry] {
+        var result: [Entry] = []
+        for path in paths {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+                result.append(.file(path))   // files, and paths that do not exist (reported when inspected)
+                continue
+            }
+            let found = walk(path)
+            result += found.isEmpty ? [.emptyFolder(path)] : found.map(Entry.file)
+        }
+        return result
+    }
+
+    private static func walk(_ folder: String) -> [String] {
+        let root = URL(fileURLWithPath: folder)
+        guard let enumerator = FileManager.default.enumerator(
+            at: root, includingPropertiesForKeys: [.isRegularFileKey], options: [.skipsHiddenFiles]) else { return [] }
+        var files: [String] = []
+        for case let url as URL in enumerator {
+            guard mediaExtensions.contains(url.pathExtension.lowercased()),
+                  (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true else { continue }
+            let relative = url.path.hasPrefix(root.path + "/") ? String(url.path.dropFirst(root.path.count + 1)) : url.lastPathComponent
+            files.append((folder as NSString).appendingPathComponent(relative))
+        }
+        return files.sorted()
+    }
+}
+
+/// Inspects many inputs concurrently and returns their reports in input order.
+public enum BatchInspector {
+    public static func inspect(_ entries: [MediaFileFinder.Entry], keys: Set<AssetKey>, options: AssetOptions,
+                               concurrency: Int, progress: (@Sendable (Int, Int) -> Void)? = nil) async -> [AssetReport] {
+        var reports = [AssetReport?](repeating: nil, count: entries.count)
+        let limit = max(1, concurrency)
+        await withTaskGroup(of: (Int, AssetReport).self) { group in
+            var next = 0
+            var done = 0
+            func addNext() {
+                let i = next
+                next += 1
+                group.addTask {
+                    switch entries[i] {
+                    case .emptyFolder(let folder):
+                        return (i, AssetReport(path: folder, error: "\(folder): the folder contains no media files"))
+                    case .file(let path):
+                        let asset = Asset(path: path, options: options)
+                        return (i, await AssetReport.inspect(asset, keys: keys, displayPath: path))
+                    }
+                }
+            }
+            while next < entries.count && next < limit { addNext() }
+            for await (i, report) in group {
+                reports[i] = report
+                done += 1
+                progress?(done, entries.count)
+                if next < entries.count { addNext() }
+            }
+        }
+        return reports.map { $0! }
+    }
+}
