@@ -28,7 +28,7 @@ extension InputFile {
             timeBase: tb,
             startTime: tb.isValid && tb.numerator > 0 && stream.pointee.start_time != nopts
                 ? MediaTime(count: stream.pointee.start_time, timeBase: tb) : .invalid,
-            headerDuration: tb.isValid && tb.numerator > 0 && stream.pointee.duration != nopts && stream.pointee.duration > 0
+            headerDuration: tb.isValid && tb.numerator > 0 && !isUnknownDuration(stream.pointee.duration)
                 ? MediaTime(count: stream.pointee.duration, timeBase: tb) : .invalid,
             headerFrameCount: Int(stream.pointee.nb_frames),
             bitRate: Int(par.bit_rate),
@@ -75,6 +75,12 @@ extension InputFile {
         return info
     }
 
+    /// Missing, zero, or all ones in 32 bits: an ISO BMFF header that does not know its duration
+    /// (fragmented MP4 writes 0xFFFFFFFF) and that FFmpeg passes on as if it were real.
+    static func isUnknownDuration(_ ticks: Int64) -> Bool {
+        ticks == mf_av_nopts_value() || ticks <= 0 || ticks == Int64(UInt32.max)
+    }
+
     static func containerSnapshot(_ ctx: UnsafeMutablePointer<AVFormatContext>, fileSize: Int64) -> ContainerInfo {
         let nopts = mf_av_nopts_value()
         let micros = Rational(1, mf_av_time_base())
@@ -88,11 +94,15 @@ extension InputFile {
                                         end: MediaTime(count: ch.end, timeBase: tb), title: tags["title"], tags: tags))
         }
         let iformat = ctx.pointee.iformat!.pointee
+        // The container duration is derived from the streams': unknown if any of theirs is the sentinel.
+        let derivedFromSentinel = (0..<Int(ctx.pointee.nb_streams)).contains {
+            ctx.pointee.streams[$0]!.pointee.duration == Int64(UInt32.max)
+        }
         return ContainerInfo(
             formatName: String(cString: iformat.name),
             formatLongName: iformat.long_name.map { String(cString: $0) },
             startTime: ctx.pointee.start_time != nopts ? MediaTime(count: ctx.pointee.start_time, timeBase: micros) : .invalid,
-            headerDuration: ctx.pointee.duration != nopts && ctx.pointee.duration > 0
+            headerDuration: ctx.pointee.duration != nopts && ctx.pointee.duration > 0 && !derivedFromSentinel
                 ? MediaTime(count: ctx.pointee.duration, timeBase: micros) : .invalid,
             bitRate: Int(ctx.pointee.bit_rate),
             fileSize: fileSize,

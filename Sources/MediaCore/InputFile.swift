@@ -161,7 +161,7 @@ public final class InputFile {
         switch error {
         case .notFound: return MediaFileError(path: path, reason: .notFound)
         case .permissionDenied: return MediaFileError(path: path, reason: .permissionDenied)
-        case .invalidData, .demuxerNotFound: return MediaFileError(path: path, reason: .unknownFormat)
+        case .invalidData, .demuxerNotFound: return MediaFileError(path: path, reason: .unknownFormat(detail: error.detail))
         default: return MediaFileError(path: path, reason: .ffmpeg(error, while: "opening"))
         }
     }

@@ -8,7 +8,9 @@ public struct MediaFileError: Error, Sendable, CustomStringConvertible {
         case notRegularFile
         case empty
         case permissionDenied
-        case unknownFormat
+        case unknownFormat(detail: String?)
+        /// Packets end well before the duration the header declares.
+        case truncated(endsAt: MediaTime, declared: MediaTime)
         case noStreams
         case tooManyStreams(count: Int, limit: Int)
         case frameTooLarge(width: Int, height: Int, limits: String)
@@ -38,8 +40,11 @@ public struct MediaFileError: Error, Sendable, CustomStringConvertible {
         case .notRegularFile: return "is not a regular file"
         case .empty: return "the file is empty (0 bytes)"
         case .permissionDenied: return "permission denied: the file cannot be read by this user"
-        case .unknownFormat:
-            return "not a media file FFmpeg recognises (unknown or corrupt format)"
+        case .unknownFormat(let detail):
+            let base = "not a media file FFmpeg recognises, or a damaged one"
+            return detail.map { "\(base) (\(FFmpegError.stripAddress($0)))" } ?? base
+        case let .truncated(endsAt, declared):
+            return "the file looks truncated: its media ends at \(MediaTime.formatSeconds(endsAt.seconds)) s but its header declares \(MediaTime.formatSeconds(declared.seconds)) s"
         case .noStreams: return "the file contains no audio, video or subtitle streams"
         case let .tooManyStreams(count, limit):
             return "declares \(count) streams, more than the limit of \(limit)"

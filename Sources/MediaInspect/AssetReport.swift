@@ -105,6 +105,7 @@ extension AssetReport {
         guard let probe = s.probe else { return report }
         func has(_ key: AssetKey) -> Bool { keys.contains(key) && asset.status(of: key).isLoaded }
 
+        if report.error == nil, let truncation = s.timing?.truncation { report.error = truncation.description }
         if has(.duration), let timing = s.timing {
             report.duration = timing.duration
             report.durationSource = timing.source.rawValue

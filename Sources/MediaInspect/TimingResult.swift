@@ -20,6 +20,8 @@ struct TimingResult: Sendable {
 
     var source: Source
     var tracks: [Int: Track]
+    /// Set when a full scan found the media ending well before the header's durations.
+    var truncation: MediaFileError?
 
     /// Span from the earliest track start to the latest track end; `.invalid` when nothing is known.
     var duration: MediaTime {
@@ -47,11 +49,36 @@ extension TimingResult {
                 result.tracks[s.index] = t
             }
         }
+        if full { result.truncation = truncation(of: result, probe: probe, path: file.path) }
         let duration = result.duration
         if duration.isNumeric, duration > file.limits.maxDuration {
             throw MediaFileError(path: file.path, reason: .tooLong(duration: duration, limit: file.limits.maxDuration))
         }
         return result
+    }
+
+    /// Compares measured track ends with the ends the header declares (per stream when the streams
+    /// declare durations, else for the container). Short by more than max(0.5 s, 5 %) is truncation.
+    static func truncation(of result: TimingResult, probe: ProbeResult, path: String) -> MediaFileError? {
+        func short(measured: MediaTime, declared: MediaTime, length: MediaTime) -> Bool {
+            let slack = MediaTime.max(MediaTime(value: 1, timescale: 2), length.multiplied(by: Rational(1, 20)))
+            return measured + slack < declared
+        }
+        let declaring = probe.audiovisualStreams.filter { $0.headerDuration.isNumeric && $0.startTime.isNumeric }
+        if !declaring.isEmpty {
+            for s in declaring {
+                guard let t = result.tracks[s.index], t.timeRange.isValid else { continue }
+                let declaredEnd = s.startTime + s.headerDuration
+                if short(measured: t.timeRange.end, declared: declaredEnd, length: s.headerDuration) {
+                    return MediaFileError(path: path, reason: .truncated(endsAt: t.timeRange.end, declared: declaredEnd))
+                }
+            }
+            return nil
+        }
+        let declared = probe.container.headerDuration
+        let measured = result.duration
+        guard declared.isNumeric, measured.isNumeric, short(measured: measured, declared: declared, length: declared) else { return nil }
+        return MediaFileError(path: path, reason: .truncated(endsAt: measured, declared: declared))
     }
 
     /// A header is plausible when every timed stream declares a duration within limits and the file
