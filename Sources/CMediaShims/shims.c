@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <pthread.h>
 #include <string.h>
 #include <libavutil/avutil.h>
 #include <libavutil/error.h>
@@ -18,6 +19,10 @@ static _Atomic(mf_log_sink) installed_sink = NULL;
 static atomic_int forward_level = AV_LOG_QUIET;
 
 static _Thread_local char last_error[512];
+static atomic_ulong error_sequence = 0;
+static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
+static char global_last_error[512];
+static unsigned long global_last_sequence = 0;
 static _Thread_local int print_prefix = 1;
 
 static void trampoline(void *avcl, int level, const char *fmt, va_list args) {
@@ -34,6 +39,11 @@ static void trampoline(void *avcl, int level, const char *fmt, va_list args) {
     if (remember) {
         strncpy(last_error, line, sizeof last_error - 1);
         last_error[sizeof last_error - 1] = '\0';
+        pthread_mutex_lock(&global_lock);
+        strncpy(global_last_error, line, sizeof global_last_error - 1);
+        global_last_error[sizeof global_last_error - 1] = '\0';
+        global_last_sequence = atomic_fetch_add(&error_sequence, 1) + 1;
+        pthread_mutex_unlock(&global_lock);
     }
     mf_log_sink sink = atomic_load(&installed_sink);
     if (forward && sink) sink(level, line);
@@ -59,3 +69,17 @@ size_t mf_log_last_error(char *buf, size_t size) {
 }
 
 void mf_log_clear_last_error(void) { last_error[0] = '\0'; }
+
+uint64_t mf_log_error_sequence(void) { return atomic_load(&error_sequence); }
+
+size_t mf_log_last_error_since(uint64_t sequence, char *buf, size_t size) {
+    if (size == 0) return 0;
+    buf[0] = '\0';
+    pthread_mutex_lock(&global_lock);
+    if (global_last_sequence > sequence) {
+        strncpy(buf, global_last_error, size - 1);
+        buf[size - 1] = '\0';
+    }
+    pthread_mutex_unlock(&global_lock);
+    return strlen(buf);
+}

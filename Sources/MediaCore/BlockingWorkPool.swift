@@ -62,7 +62,15 @@ public final class BlockingWorkPool: Sendable {
         condition.unlock()
     }
 
+    /// True on a thread of any `BlockingWorkPool`.
+    public static var isPoolThread: Bool {
+        Thread.current.threadDictionary[poolThreadKey] as? Bool == true
+    }
+
+    private static let poolThreadKey = "mediafarm.blocking-work-pool"
+
     private func loop() {
+        Thread.current.threadDictionary[BlockingWorkPool.poolThreadKey] = true
         while true {
             condition.lock()
             var job: Job?

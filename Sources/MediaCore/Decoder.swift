@@ -53,27 +53,30 @@ public final class Decoder {
 
     /// Feeds one packet. `.full` means receive frames first, then send the same packet again.
     public func send(_ packet: borrowing Packet) throws(FFmpegError) -> SendResult {
+        let sequence = FFmpegLog.errorSequence
         let r = avcodec_send_packet(context, packet.pointer)
         if r >= 0 { return .accepted }
         if r == mf_averror_eagain() { return .full }
         if r == mf_averror_eof() { return .endOfStream }
-        throw .capture(r, "avcodec_send_packet")
+        throw .capture(r, "avcodec_send_packet", since: sequence)
     }
 
     /// Signals the end of input, so that `receive` drains the frames still buffered.
     public func sendEndOfStream() throws(FFmpegError) {
+        let sequence = FFmpegLog.errorSequence
         let r = avcodec_send_packet(context, nil)
-        if r < 0 && r != mf_averror_eof() { throw .capture(r, "avcodec_send_packet") }
+        if r < 0 && r != mf_averror_eof() { throw .capture(r, "avcodec_send_packet", since: sequence) }
     }
 
     /// Takes the next decoded frame into `frame` (reset first).
     public func receive(into frame: inout Frame) throws(FFmpegError) -> ReceiveResult {
         frame.reset()
+        let sequence = FFmpegLog.errorSequence
         let r = avcodec_receive_frame(context, frame.pointer)
         if r >= 0 { return .frame }
         if r == mf_averror_eagain() { return .needsInput }
         if r == mf_averror_eof() { return .endOfStream }
-        throw .capture(r, "avcodec_receive_frame")
+        throw .capture(r, "avcodec_receive_frame", since: sequence)
     }
 
     /// Drops buffered frames, for a seek.

@@ -22,6 +22,11 @@ public struct FFmpegError: Error, Sendable, Hashable, CustomStringConvertible {
         FFmpegError(code: code, operation: operation, detail: FFmpegLog.takeLastError())
     }
 
+    /// As `capture`, also accepting a line another thread logged after `sequence` (codec threads).
+    static func capture(_ code: Int32, _ operation: String, since sequence: UInt64) -> FFmpegError {
+        FFmpegError(code: code, operation: operation, detail: FFmpegLog.takeLastError(since: sequence))
+    }
+
     public static let endOfFile = FFmpegError(code: mf_averror_eof())
     public static let tryAgain = FFmpegError(code: mf_averror_eagain())
     public static let exit = FFmpegError(code: fferrtag("E", "X", "I", "T"))

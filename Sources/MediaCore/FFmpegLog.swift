@@ -1,5 +1,6 @@
 internal import CMediaShims
 import Logging
+import Synchronization
 
 /// Routes FFmpeg's av_log into swift-log under the label "ffmpeg"; nothing goes to stderr directly.
 ///
@@ -8,8 +9,21 @@ import Logging
 /// `nil` forwards nothing. Independently of the level, the last error line FFmpeg logs on each thread is
 /// kept, so that `FFmpegError` can quote it. Thread-safe: FFmpeg logs from its own threads too.
 public enum FFmpegLog {
+    private static let installed = Atomic<Bool>(false)
+
     public static func install(level: Logger.Level?) {
+        installed.store(true, ordering: .releasing)
         mf_log_install(sink, avLevel(for: level))
+    }
+
+    /// Installs the trampoline silently unless the application installed it first. MediaCore calls
+    /// this before touching FFmpeg, so that library users get no stderr noise and errors keep
+    /// FFmpeg's reasons without any set-up.
+    static func installDefaultIfNeeded() {
+        guard !installed.load(ordering: .acquiring) else { return }
+        if installed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged {
+            mf_log_install(sink, avLevel(for: nil))
+        }
     }
 
     public static func setLevel(_ level: Logger.Level?) {
@@ -25,6 +39,15 @@ public enum FFmpegLog {
     }
 
     static func clearLastError() { mf_log_clear_last_error() }
+
+    static var errorSequence: UInt64 { mf_log_error_sequence() }
+
+    /// This thread's last error line, else one logged by any thread after `sequence` (codec worker threads).
+    static func takeLastError(since sequence: UInt64) -> String? {
+        if let own = takeLastError() { return own }
+        var buffer = [CChar](repeating: 0, count: 512)
+        return mf_log_last_error_since(sequence, &buffer, buffer.count) == 0 ? nil : String(cBuffer: buffer)
+    }
 
     // AV_LOG_* values.
     private static let quiet: Int32 = -8, fatal: Int32 = 8, error: Int32 = 16, warning: Int32 = 24,

@@ -27,6 +27,7 @@ public final class InputFile {
         self.path = path
         self.limits = limits
         self.interrupter = interrupter
+        FFmpegLog.installDefaultIfNeeded()
         let fileSize = try InputFile.checkPath(path)
 
         if interrupter.reason == nil { interrupter.setDeadline(after: limits.operationTimeout) }
@@ -161,6 +162,8 @@ public final class InputFile {
         switch error {
         case .notFound: return MediaFileError(path: path, reason: .notFound)
         case .permissionDenied: return MediaFileError(path: path, reason: .permissionDenied)
+        case .outOfMemory where error.detail?.contains("max_streams") == true:
+            return MediaFileError(path: path, reason: .tooManyStreams(count: nil, limit: limits.maxStreams))
         case .invalidData, .demuxerNotFound: return MediaFileError(path: path, reason: .unknownFormat(detail: error.detail))
         default: return MediaFileError(path: path, reason: .ffmpeg(error, while: "opening"))
         }

@@ -12,7 +12,8 @@ public struct MediaFileError: Error, Sendable, CustomStringConvertible {
         /// Packets end well before the duration the header declares.
         case truncated(endsAt: MediaTime, declared: MediaTime)
         case noStreams
-        case tooManyStreams(count: Int, limit: Int)
+        /// `count` is nil when the demuxer stopped at the limit before counting them all.
+        case tooManyStreams(count: Int?, limit: Int)
         case frameTooLarge(width: Int, height: Int, limits: String)
         case tooLong(duration: MediaTime, limit: MediaTime)
         case timedOut(after: Duration)
@@ -47,7 +48,7 @@ public struct MediaFileError: Error, Sendable, CustomStringConvertible {
             return "the file looks truncated: its media ends at \(MediaTime.formatSeconds(endsAt.seconds)) s but its header declares \(MediaTime.formatSeconds(declared.seconds)) s"
         case .noStreams: return "the file contains no audio, video or subtitle streams"
         case let .tooManyStreams(count, limit):
-            return "declares \(count) streams, more than the limit of \(limit)"
+            return "declares \(count.map(String.init) ?? "more") streams, more than the limit of \(limit)"
         case let .frameTooLarge(width, height, limits):
             return "frame size \(width)x\(height) exceeds the safety limit (\(limits))"
         case let .tooLong(duration, limit):

@@ -32,5 +32,10 @@ void mf_log_set_max_level(int max_level);
 size_t mf_log_last_error(char *buf, size_t size);
 /// Forgets the calling thread's most recent error line.
 void mf_log_clear_last_error(void);
+/// A counter that grows with every error line logged on any thread.
+uint64_t mf_log_error_sequence(void);
+/// Copies the most recent error line logged on any thread, if it was logged after `sequence` was
+/// read (for codecs whose worker threads log their errors). Returns its length, 0 when none.
+size_t mf_log_last_error_since(uint64_t sequence, char *buf, size_t size);
 
 #endif

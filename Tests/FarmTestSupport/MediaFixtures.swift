@@ -1,0 +1,122 @@
+import Foundation
+
+/// Media files generated at test time with real FFmpeg (lavfi sources), made once per test process
+/// and shared by every test that asks for them.
+public enum MediaFixture: String, CaseIterable, Sendable {
+    /// 2 s, 320x240, 30 fps H.264 + 48 kHz stereo AAC (440 Hz), title tag, languages eng / fra.
+    case cfr30MP4 = "cfr30.mp4"
+    /// 2 s, 320x240, 60 fps H.264 + AAC in Matroska, chapters "Intro" [0, 1) and "Main" [1, 2), languages eng / ger.
+    case cfr60MKV = "cfr60.mkv"
+    /// Variable frame rate: 30 frames at 1/30 s, then 15 frames at 2/30 s (45 frames, 2 s).
+    case vfrMP4 = "vfr.mp4"
+    /// 3 s of 44.1 kHz mono AAC, audio only.
+    case audioM4A = "audio.m4a"
+    /// 1.5 s of 44.1 kHz mono PCM.
+    case audioWAV = "audio.wav"
+    /// 1.6 s, 25 fps H.264 + AAC in QuickTime.
+    case movH264 = "clip.mov"
+    /// 1 s, 320x240 H.264 whose track matrix rotates it 90 degrees for display (as phones write it).
+    case rotatedMP4 = "rotated.mp4"
+    /// 10 s, 320x240, 30 fps H.264 + AAC with the index at the front (faststart).
+    case longMP4 = "long.mp4"
+    /// 0.5 s of audio in 17 streams: one more than the safety limit.
+    case seventeenStreamsMKV = "seventeen.mkv"
+
+    public var path: String { Fixtures.path(self) }
+}
+
+public enum Fixtures {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var made: [MediaFixture: String] = [:]
+    private static let folder: URL = {
+        (try? TestPaths.makeTemporaryFolder("fixtures")) ?? FileManager.default.temporaryDirectory
+    }()
+
+    /// The fixture's path, generating it on first use.
+    public static func path(_ fixture: MediaFixture) -> String {
+        lock.lock()
+        defer { lock.unlock() }
+        if let p = made[fixture] { return p }
+        let out = folder.appendingPathComponent(fixture.rawValue).path
+        do {
+            try generate(fixture, to: out)
+        } catch {
+            fatalError("could not generate fixture \(fixture.rawValue): \(error)")
+        }
+        made[fixture] = out
+        return out
+    }
+
+    private static let x264 = ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"]
+
+    private static func ffmpeg(_ args: [String]) throws {
+        try ProcessRunner.check("ffmpeg", ["-y", "-nostdin", "-v", "error"] + args)
+    }
+
+    private static func generate(_ fixture: MediaFixture, to out: String) throws {
+        switch fixture {
+        case .cfr30MP4:
+            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=2",
+                        "-f", "lavfi", "-i", "sine=f=440:sample_rate=48000:d=2"]
+                       + x264 + ["-c:a", "aac", "-ac", "2", "-b:a", "96k",
+                                 "-metadata", "title=MediaFarm fixture",
+                                 "-metadata:s:v:0", "language=eng", "-metadata:s:a:0", "language=fra", out])
+        case .cfr60MKV:
+            let meta = out + ".ffmeta"
+            try """
+            ;FFMETADATA1
+            title=Chaptered
+            [CHAPTER]
+            TIMEBASE=1/1000
+            START=0
+            END=1000
+            title=Intro
+            [CHAPTER]
+            TIMEBASE=1/1000
+            START=1000
+            END=2000
+            title=Main
+
+            """.write(toFile: meta, atomically: true, encoding: .utf8)
+            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=60:d=2",
+                        "-f", "lavfi", "-i", "sine=f=330:sample_rate=44100:d=2", "-i", meta,
+                        "-map", "0:v", "-map", "1:a", "-map_metadata", "2", "-map_chapters", "2"]
+                       + x264 + ["-c:a", "aac", "-metadata:s:v:0", "language=eng", "-metadata:s:a:0", "language=ger", out])
+        case .vfrMP4:
+            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=2",
+                        "-vf", "select='lt(n,30)+not(mod(n,2))'", "-vsync", "vfr"] + x264 + [out])
+        case .audioM4A:
+            try ffmpeg(["-f", "lavfi", "-i", "sine=f=1000:sample_rate=44100:d=3", "-c:a", "aac", out])
+        case .audioWAV:
+            try ffmpeg(["-f", "lavfi", "-i", "sine=f=440:sample_rate=44100:d=1.5", "-c:a", "pcm_s16le", out])
+        case .movH264:
+            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=25:d=1.6",
+                        "-f", "lavfi", "-i", "sine=f=550:sample_rate=48000:d=1.6"] + x264 + ["-c:a", "aac", out])
+        case .rotatedMP4:
+            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=1"] + x264 + [out])
+            try setRotationMatrix(path: out, width: 320)
+        case .longMP4:
+            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=10",
+                        "-f", "lavfi", "-i", "sine=f=440:sample_rate=48000:d=10"]
+                       + x264 + ["-c:a", "aac", "-movflags", "+faststart", out])
+        case .seventeenStreamsMKV:
+            try ffmpeg(["-f", "lavfi", "-i", "sine=d=0.5"] + Array(repeating: ["-map", "0:a"], count: 17).flatMap { $0 }
+                       + ["-c:a", "pcm_s16le", out])
+        }
+    }
+
+    /// Writes a 90-degree display matrix {0 1 0, -1 0 0, h 0 1} into the first `tkhd` box (version 0).
+    static func setRotationMatrix(path: String, width: Int) throws {
+        var data = try Data(contentsOf: URL(fileURLWithPath: path))
+        guard let range = data.range(of: Data("tkhd".utf8)) else { throw FixtureError("no tkhd box in \(path)") }
+        let matrixOffset = range.upperBound + 40   // version/flags, times, track id, duration, layer, volume
+        let values: [Int32] = [0, 0x10000, 0, -0x10000, 0, 0, Int32(width) << 16, 0, 0x4000_0000]
+        for (i, v) in values.enumerated() {
+            let be = UInt32(bitPattern: v).bigEndian
+            withUnsafeBytes(of: be) { bytes in
+                data.replaceSubrange(matrixOffset + 4 * i ..< matrixOffset + 4 * i + 4, with: bytes)
+            }
+        }
+        try data.write(to: URL(fileURLWithPath: path))
+    }
+}

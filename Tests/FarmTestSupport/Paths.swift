@@ -1,0 +1,37 @@
+import Foundation
+
+/// Where things are, relative to the package.
+public enum TestPaths {
+    /// The package root (the folder holding Package.swift).
+    public static let packageRoot: URL = {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }()
+
+    /// `../shared/corpus` beside the project, or nil when it is absent (tests then skip).
+    public static let corpus: URL? = {
+        let url = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus")
+        return FileManager.default.fileExists(atPath: url.path) ? url : nil
+    }()
+
+    /// Every media file of the corpus, sorted; empty when the corpus is absent.
+    public static var corpusFiles: [URL] {
+        guard let corpus else { return [] }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: corpus.path)) ?? []
+        return names.filter { !$0.hasSuffix(".md") }.sorted().map { corpus.appendingPathComponent($0) }
+    }
+
+    /// The built `mediafarm` executable (debug build made by `swift build --build-tests`).
+    public static var mediafarmExecutable: String {
+        let candidates = [".build/debug/mediafarm", ".build/release/mediafarm"].map { packageRoot.appendingPathComponent($0).path }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]
+    }
+
+    /// A new empty folder under the system temporary folder, readable by every user.
+    public static func makeTemporaryFolder(_ label: String) throws -> URL {
+        let url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("mediafarm-tests-\(label)-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o755])
+        return url
+    }
+}

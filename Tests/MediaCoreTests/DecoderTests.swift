@@ -1,0 +1,116 @@
+import FarmTestSupport
+import Foundation
+import Synchronization
+import MediaTime
+import Testing
+@testable import MediaCore
+
+@Suite struct DecoderTests {
+    /// Decodes every frame of every stream and counts frames and audio samples.
+    private func decodeAll(_ path: String) throws -> (frames: [Int], samples: [Int], errors: [FFmpegError]) {
+        let file = try InputFile(path: path)
+        let decoders = try file.streams.map { try Decoder(file: file, streamIndex: $0.index) }
+        var frames = [Int](repeating: 0, count: decoders.count)
+        var samples = [Int](repeating: 0, count: decoders.count)
+        var errors: [FFmpegError] = []
+        var packet = Packet()
+        var frame = Frame()
+        func drain(_ i: Int) {
+            while true {
+                do {
+                    guard try decoders[i].receive(into: &frame) == .frame else { return }
+                    frames[i] += 1
+                    samples[i] += frame.sampleCount
+                } catch {
+                    errors.append(error)
+                    return
+                }
+            }
+        }
+        while try file.read(into: &packet) == .packet {
+            let i = packet.streamIndex
+            do {
+                while try decoders[i].send(packet) == .full { drain(i) }
+            } catch {
+                errors.append(error)
+            }
+            drain(i)
+        }
+        for i in decoders.indices {
+            do { try decoders[i].sendEndOfStream() } catch { errors.append(error) }
+            drain(i)
+        }
+        return (frames, samples, errors)
+    }
+
+    @Test func frameCountsMatchFFprobe() throws {
+        for fixture in [MediaFixture.cfr30MP4, .vfrMP4, .movH264] {
+            let (frames, _, errors) = try decodeAll(fixture.path)
+            #expect(errors.isEmpty)
+            let r = try ProcessRunner.check("ffprobe", ["-v", "error", "-count_frames", "-show_entries", "stream=nb_read_frames",
+                                                         "-of", "csv=p=0", fixture.path])
+            let expected = r.stdout.split(separator: "\n").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+            #expect(frames == expected, "\(fixture)")
+        }
+    }
+
+    @Test func audioSampleCountMatchesDuration() throws {
+        let (_, samples, _) = try decodeAll(MediaFixture.audioWAV.path)
+        #expect(samples == [66150])   // 1.5 s at 44.1 kHz
+    }
+
+    @Test func damagedBitstreamFailsCleanly() throws {
+        guard let corpus = TestPaths.corpus else { return }
+        let (frames, _, errors) = try decodeAll(corpus.appendingPathComponent("vp9_invalid-bitstream.webm").path)
+        #expect(frames == [0])
+        #expect(!errors.isEmpty)
+        #expect(errors.allSatisfy { $0 == .invalidData })
+        // FFmpeg's own words come along with the code.
+        #expect(errors.contains { $0.description.contains("vp9") })
+    }
+}
+
+@Suite struct FFmpegErrorTests {
+    @Test func namedCodesMatchByPattern() {
+        let e = FFmpegError(code: FFmpegError.invalidData.code, operation: "x", detail: "[vp9 @ 0x1234] Invalid sync code")
+        #expect(e == .invalidData)
+        switch e as any Error {
+        case FFmpegError.endOfFile: Issue.record("matched the wrong code")
+        case FFmpegError.invalidData: break
+        default: Issue.record("did not match")
+        }
+        #expect(e.description == "Invalid data found when processing input (vp9: Invalid sync code)")
+        #expect(FFmpegError.notFound.posixErrno == 2)
+        #expect(FFmpegError.endOfFile.message == "End of file")
+    }
+}
+
+@Suite struct BlockingWorkPoolTests {
+    @Test func runsOnDedicatedThreads() async throws {
+        let pool = BlockingWorkPool(threads: 2)
+        #expect(!BlockingWorkPool.isPoolThread)
+        #expect(try await pool.run { _ in BlockingWorkPool.isPoolThread })
+    }
+
+    @Test func cancellationReachesTheWork() async throws {
+        let pool = BlockingWorkPool(threads: 1)
+        let started = Atomic<Bool>(false)
+        let task = Task {
+            try await pool.run { interrupter -> Interrupter.Reason? in
+                started.store(true, ordering: .releasing)
+                let deadline = Date().addingTimeInterval(10)
+                while interrupter.reason == nil && Date() < deadline { usleep(1000) }
+                return interrupter.reason
+            }
+        }
+        while !started.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(5)) }
+        task.cancel()
+        #expect(try await task.value == .cancelled)
+    }
+
+    @Test func deadlineTrips() {
+        let interrupter = Interrupter(timeout: .milliseconds(1))
+        usleep(5000)
+        #expect(interrupter.reason == .timedOut)
+    }
+}
