@@ -19,6 +19,10 @@ public final class Asset: Sendable {
     public let path: String
     let options: AssetOptions
     private let state = Mutex(State())
+    /// How many times each stage actually ran (for tests: a loaded key is never loaded again).
+    private let runs = Mutex<[LoadStage: Int]>([:])
+
+    func runCount(_ stage: LoadStage) -> Int { runs.withLock { $0[stage] ?? 0 } }
 
     private enum StageState {
         case notLoaded
@@ -131,6 +135,7 @@ public final class Asset: Sendable {
         let outcome: Outcome
         do {
             outcome = try await options.pool.run { interrupter -> Outcome in
+                assert(BlockingWorkPool.isPoolThread, "FFmpeg work must not run on the cooperative pool")
                 interrupter.setDeadline(after: options.limits.operationTimeout)
                 let file = try InputFile(path: path, limits: options.limits, interrupter: interrupter)
                 let probe = known ?? ProbeResult(file: file)
@@ -164,6 +169,7 @@ public final class Asset: Sendable {
             throw error
         }
         let (probe, timing, decoding, failures) = outcome
+        runs.withLock { r in for stage in stages { r[stage, default: 0] += 1 } }
         state.withLock { s in
             if s.probe == nil {
                 s.probe = probe

@@ -15,6 +15,13 @@ public struct TrackProperty<Value: Sendable>: Sendable {
 }
 
 extension Asset {
+    /// Loads one property: `let duration = try await asset.load(.duration)`.
+    public func load<Value>(_ property: AssetProperty<Value>) async throws -> Value {
+        try await ensure(property.key.stages)
+        return try property.value(snapshot)
+    }
+
+    /// Loads several properties at once, opening the file once: `let (d, t) = try await asset.load(.duration, .tracks)`.
     public func load<each Value>(_ property: repeat AssetProperty<each Value>) async throws -> (repeat each Value) {
         var stages: Set<LoadStage> = []
         for p in repeat each property { stages.formUnion(p.key.stages) }

@@ -30,6 +30,13 @@ public final class AssetTrack: Sendable {
         try await asset.ensure(Set(keys.flatMap(\.stages)))
     }
 
+    /// Loads one property: `let range = try await track.load(.timeRange)`.
+    public func load<Value>(_ property: TrackProperty<Value>) async throws -> Value {
+        try await asset.ensure(property.key.stages)
+        return try property.value(self, asset.snapshot)
+    }
+
+    /// Loads several properties at once.
     public func load<each Value>(_ property: repeat TrackProperty<each Value>) async throws -> (repeat each Value) {
         var stages: Set<LoadStage> = []
         for p in repeat each property { stages.formUnion(p.key.stages) }

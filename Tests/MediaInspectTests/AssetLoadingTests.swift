@@ -1,0 +1,134 @@
+import FarmTestSupport
+import Foundation
+import MediaCore
+import MediaTime
+import Synchronization
+import Testing
+@testable import MediaInspect
+
+/// The asynchronous, per-key loading contract.
+@Suite struct AssetLoadingTests {
+    @Test func opensNothingUntilAsked() async throws {
+        let asset = Asset(path: MediaFixture.cfr30MP4.path)
+        #expect(asset.status(of: .duration).description == "notYetLoaded")
+        #expect(asset.runCount(.probe) == 0)
+
+        _ = try await asset.load(.tracks)
+        #expect(asset.status(of: .tracks).isLoaded)
+        #expect(asset.status(of: .duration).description == "notYetLoaded")   // tracks need no timing scan
+        #expect(asset.runCount(.timing) == 0 && asset.runCount(.decoding) == 0)
+
+        _ = try await asset.load(.duration)
+        #expect(asset.status(of: .duration).isLoaded)
+        #expect(asset.runCount(.probe) == 1)   // the probe is not repeated for a later key
+    }
+
+    @Test func aLoadedKeyIsNotLoadedAgain() async throws {
+        let asset = Asset(path: MediaFixture.cfr30MP4.path)
+        let first = try await asset.load(.duration)
+        let second = try await asset.load(.duration)
+        #expect(first == second)
+        #expect(asset.runCount(.timing) == 1)
+    }
+
+    @Test func concurrentLoadsShareOneStage() async throws {
+        let asset = Asset(path: MediaFixture.longMP4.path)
+        let durations = try await withThrowingTaskGroup(of: MediaTime.self) { group in
+            for _ in 0..<8 { group.addTask { try await asset.load(.duration) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(Set(durations).count == 1)
+        #expect(asset.runCount(.timing) == 1)
+        #expect(asset.runCount(.probe) == 1)
+    }
+
+    @Test func cancellationLeavesTheKeyLoadableAgain() async throws {
+        var options = AssetOptions()
+        options.pool = BlockingWorkPool(threads: 1)
+        // Hold the only pool thread so that the load below is queued when it is cancelled.
+        let release = Atomic<Bool>(false)
+        let blocker = Task { try await options.pool.run { _ in while !release.load(ordering: .acquiring) { usleep(1000) } } }
+        let asset = Asset(path: MediaFixture.cfr30MP4.path, options: options)
+        let load = Task { try await asset.load(.duration) }
+        while asset.status(of: .duration).description != "loading" { try await Task.sleep(for: .milliseconds(2)) }
+        load.cancel()
+        release.store(true, ordering: .releasing)
+        await #expect(throws: CancellationError.self) { try await load.value }
+        try await blocker.value
+        #expect(asset.status(of: .duration).description == "cancelled")
+        let duration = try await asset.load(.duration)
+        #expect(duration.isNumeric)
+        #expect(asset.status(of: .duration).isLoaded)
+    }
+
+    @Test func aFailedKeyStaysFailed() async throws {
+        let asset = Asset(path: "/nonexistent/clip.mov")
+        for _ in 0..<2 {
+            do {
+                _ = try await asset.load(.tracks)
+                Issue.record("loaded a missing file")
+            } catch let error as MediaFileError {
+                guard case .notFound = error.reason else { Issue.record("wrong reason \(error)"); continue }
+            }
+        }
+        guard case .failed = asset.status(of: .tracks) else { Issue.record("status \(asset.status(of: .tracks))"); return }
+        #expect(asset.runCount(.probe) == 0)
+    }
+
+    @Test func largeFilesTrustAPlausibleHeader() async throws {
+        var options = AssetOptions()
+        options.fullScanLimitBytes = 0
+        let asset = Asset(path: MediaFixture.longMP4.path, options: options)
+        let duration = try await asset.load(.duration)
+        #expect(asset.snapshot.timing?.source == .header)
+        #expect(abs(duration.seconds - 10) < 0.03)
+    }
+
+    @Test func truncatedMovieIsReported() async throws {
+        let source = try Data(contentsOf: URL(fileURLWithPath: MediaFixture.longMP4.path))
+        let path = try TestPaths.makeTemporaryFolder("half").appendingPathComponent("half.mp4").path
+        FileManager.default.createFile(atPath: path, contents: source.prefix(source.count / 2))
+        let report = await AssetReport.inspect(Asset(path: path), keys: Set(AssetKey.allCases))
+        let error = try #require(report.error)
+        #expect(error.contains("half.mp4") && error.contains("truncated"))
+        #expect(report.tracks?.count == 2)   // what could be read is still reported
+    }
+}
+
+/// The real-world files in ../shared/corpus (skipped when the folder is absent).
+@Suite struct CorpusTests {
+    @Test func fragmentedMP4IsMeasuredNotTrusted() async throws {
+        guard let corpus = TestPaths.corpus else { return }
+        var options = AssetOptions()
+        options.fullScanLimitBytes = 0   // even when told to trust headers of large files
+        let asset = Asset(path: corpus.appendingPathComponent("mp4_sample_fragmented.mp4").path, options: options)
+        let duration = try await asset.load(.duration)
+        #expect(duration.seconds > 1.0 && duration.seconds < 1.1, "fragmented MP4 measured \(duration)")
+        #expect(asset.snapshot.timing?.source == .measured)
+    }
+
+    @Test(arguments: TestPaths.corpusFiles)
+    func everyCorpusFileInspects(_ url: URL) async throws {
+        let name = url.lastPathComponent
+        let report = await AssetReport.inspect(Asset(path: url.path), keys: Set(AssetKey.allCases))
+        if name == "vp9_invalid-bitstream.webm" {
+            let error = try #require(report.error)
+            #expect(error.contains(name) && error.contains("cannot be decoded"))
+            #expect(report.isPlayable == false)
+            return
+        }
+        #expect(report.error == nil, "\(name): \(report.error ?? "")")
+        #expect(report.isPlayable == true)
+        guard name != "mp4_sample_fragmented.mp4" else { return }
+        // Expected length: ffprobe's track spans where it gives them, else its container duration.
+        let probe = try FFprobeReport(path: url.path)
+        let spans = probe.streams.compactMap { s -> (Double, Double)? in
+            guard let start = FFprobeReport.double(s, "start_time"), let d = FFprobeReport.double(s, "duration") else { return nil }
+            return (start, start + d)
+        }
+        let expected = spans.isEmpty ? FFprobeReport.double(probe.format, "duration")!
+            : spans.map(\.1).max()! - spans.map(\.0).min()!
+        let measured = try #require(report.duration).seconds
+        #expect(abs(measured - expected) < 0.1, "\(name): measured \(measured), ffprobe \(expected)")
+    }
+}
