@@ -44,7 +44,7 @@ let package = Package(
         // Tests: one target per module, plus a helper that makes media fixtures with real FFmpeg.
         .target(name: "FarmTestSupport", dependencies: ["MediaTime"], path: "Tests/FarmTestSupport"),
         .testTarget(name: "MediaTimeTests", dependencies: ["MediaTime"]),
-        .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "FarmTestSupport"]),
+        .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "FarmTestSupport", "CRubberBand", "CZBar"]),
         .testTarget(name: "MediaInspectTests", dependencies: ["MediaInspect", "FarmTestSupport"]),
         .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "FarmTestSupport"]),
     ]

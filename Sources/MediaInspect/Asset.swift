@@ -37,7 +37,6 @@ public final class Asset: Sendable {
         var probe: ProbeResult?
         var timing: TimingResult?
         var decoding: DecodeResult?
-        var tracks: [AssetTrack]?
     }
 
     public init(url: URL, options: AssetOptions = AssetOptions()) {
@@ -171,10 +170,7 @@ public final class Asset: Sendable {
         let (probe, timing, decoding, failures) = outcome
         runs.withLock { r in for stage in stages { r[stage, default: 0] += 1 } }
         state.withLock { s in
-            if s.probe == nil {
-                s.probe = probe
-                s.tracks = probe.streams.map { AssetTrack(asset: self, stream: $0) }
-            }
+            if s.probe == nil { s.probe = probe }
             if let timing { s.timing = timing }
             if let decoding { s.decoding = decoding }
         }
@@ -202,7 +198,11 @@ public final class Asset: Sendable {
         var tracks: [AssetTrack]
     }
 
+    /// The loaded results. Tracks are made afresh from the probed streams: a track keeps its asset alive,
+    /// and the asset keeps no track, so there is no reference cycle.
     var snapshot: Snapshot {
-        state.withLock { Snapshot(probe: $0.probe, timing: $0.timing, decoding: $0.decoding, tracks: $0.tracks ?? []) }
+        let s = state.withLock { ($0.probe, $0.timing, $0.decoding) }
+        return Snapshot(probe: s.0, timing: s.1, decoding: s.2,
+                        tracks: s.0?.streams.map { AssetTrack(asset: self, stream: $0) } ?? [])
     }
 }

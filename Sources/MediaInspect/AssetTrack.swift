@@ -2,7 +2,8 @@ import MediaCore
 import MediaTime
 
 /// One track of an `Asset`, as AVAssetTrack. Its probe-time facts are a value snapshot; keys that need
-/// timing or decoding load through the asset (`try await track.load(.timeRange)`).
+/// timing or decoding load through the asset (`try await track.load(.timeRange)`), which the track keeps
+/// alive. Identify tracks by `trackID`: each `load(.tracks)` hands out new track objects.
 public final class AssetTrack: Sendable {
     /// 1-based position of the track in the file, stable for a given file.
     public let trackID: Int
@@ -11,7 +12,7 @@ public final class AssetTrack: Sendable {
     public let mediaType: MediaType
     /// The stream snapshot taken when the asset was probed.
     public let stream: StreamInfo
-    unowned let asset: Asset
+    let asset: Asset
 
     init(asset: Asset, stream: StreamInfo) {
         self.asset = asset

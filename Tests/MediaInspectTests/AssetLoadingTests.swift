@@ -23,6 +23,28 @@ import Testing
         #expect(asset.runCount(.probe) == 1)   // the probe is not repeated for a later key
     }
 
+    @Test func tracksOutliveATemporaryAsset() async throws {
+        weak var released: Asset?
+        let tracks: [AssetTrack] = try await {
+            let asset = Asset(path: MediaFixture.cfr30MP4.path)
+            released = asset
+            return try await asset.load(.tracks)
+        }()
+        #expect(released != nil)   // kept alive by its tracks
+        let range = try await tracks[0].load(.timeRange)
+        #expect(range.duration.isNumeric)
+    }
+
+    @Test func anAssetIsFreedWhenNothingHoldsIt() async throws {
+        weak var released: Asset?
+        do {
+            let asset = Asset(path: MediaFixture.cfr30MP4.path)
+            released = asset
+            _ = try await asset.load(.tracks, .duration, .isPlayable)
+        }
+        #expect(released == nil)   // no cycle between an asset and its tracks or results
+    }
+
     @Test func aLoadedKeyIsNotLoadedAgain() async throws {
         let asset = Asset(path: MediaFixture.cfr30MP4.path)
         let first = try await asset.load(.duration)
