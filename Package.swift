@@ -34,8 +34,12 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "MediaInspect", dependencies: ["MediaCore", "MediaTime"]),
+        .target(name: "MediaEdit", dependencies: ["MediaInspect", "MediaCore", "MediaTime"]),
+
+        // The farm's pure model: manifests, jobs, state machine. No I/O.
+        .target(name: "FarmModel", dependencies: ["MediaTime"]),
         .target(name: "MediaFarmCLI", dependencies: [
-            "MediaInspect", "MediaCore", "MediaTime",
+            "MediaEdit", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -46,6 +50,8 @@ let package = Package(
         .testTarget(name: "MediaTimeTests", dependencies: ["MediaTime"]),
         .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "FarmTestSupport", "CRubberBand", "CZBar"]),
         .testTarget(name: "MediaInspectTests", dependencies: ["MediaInspect", "FarmTestSupport"]),
+        .testTarget(name: "MediaEditTests", dependencies: ["MediaEdit", "FarmTestSupport"]),
+        .testTarget(name: "FarmModelTests", dependencies: ["FarmModel"]),
         .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "FarmTestSupport"]),
     ]
 )

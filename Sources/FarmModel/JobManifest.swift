@@ -1,0 +1,158 @@
+import MediaTime
+
+/// A validated job manifest, version 1: what to read, how to edit and retime it, what to scan and
+/// what to export. Paths are absolute (resolved against the manifest's folder). Build one with
+/// `ManifestValidator`; see `jobs/schema.json` for the JSON form.
+public struct JobManifest: Sendable, Hashable {
+    public var version: Int
+    public var name: String
+    /// The composition: pieces of sources placed end to end. `input` becomes one whole-asset edit.
+    public var edits: [Edit]
+    /// Scaled ranges in composition time, sorted, not overlapping.
+    public var scale: [ScaleRange]
+    public var audio: AudioSettings
+    public var scan: ScanSettings?
+    public var export: ExportSettings?
+    /// Where the JSON report goes, when asked for.
+    public var report: String?
+    /// The folder relative paths were resolved against.
+    public var baseDirectory: String
+
+    /// A manifest with nothing but an input: inspect it and report.
+    public var isInspectionOnly: Bool { export == nil && scan == nil }
+
+    public struct Edit: Sendable, Hashable {
+        public var source: String
+        public var start: MediaTime
+        /// nil: to the end of the source.
+        public var duration: MediaTime?
+
+        public init(source: String, start: MediaTime = .zero, duration: MediaTime? = nil) {
+            self.source = source
+            self.start = start
+            self.duration = duration
+        }
+    }
+
+    /// `[start, start + duration)` of composition time plays in `toDuration`: rate = duration / toDuration.
+    public struct ScaleRange: Sendable, Hashable {
+        public var start: MediaTime
+        public var duration: MediaTime
+        public var toDuration: MediaTime
+
+        public init(start: MediaTime, duration: MediaTime, toDuration: MediaTime) {
+            self.start = start
+            self.duration = duration
+            self.toDuration = toDuration
+        }
+
+        public var range: TimeRange { TimeRange(start: start, duration: duration) }
+        /// Playback rate: 0.25 is four times slower.
+        public var rate: Rational? { MediaTime.ratio(duration, toDuration) }
+    }
+
+    public struct AudioSettings: Sendable, Hashable {
+        public var timePitch: TimePitchAlgorithm = .spectral
+        public init(timePitch: TimePitchAlgorithm = .spectral) { self.timePitch = timePitch }
+    }
+
+    public struct ScanSettings: Sendable, Hashable {
+        public var symbologies: [String]
+        public var regionOfInterest: NormalizedRect?
+        /// 0: every frame.
+        public var interval: MediaTime
+        public var maxCodesPerFrame: Int
+    }
+
+    public struct NormalizedRect: Sendable, Hashable, Codable {
+        public var x: Double, y: Double, width: Double, height: Double
+        public init(x: Double, y: Double, width: Double, height: Double) {
+            (self.x, self.y, self.width, self.height) = (x, y, width, height)
+        }
+    }
+
+    public struct ExportSettings: Sendable, Hashable {
+        public var mode: ExportMode
+        public var output: String
+        public var fileType: ContainerType
+        /// constantFrameRate only.
+        public var frameDuration: MediaTime?
+        public var video: VideoSettings
+        public var audio: AudioExportSettings
+        /// Put the MP4/MOV index first (default for mp4 and mov).
+        public var faststart: Bool
+    }
+
+    public struct VideoSettings: Sendable, Hashable {
+        public var codec: String = "h264"
+        public var crf: Int = 20
+        public var preset: String = "veryfast"
+        /// 0: as many as there are cores.
+        public var threads: Int = 0
+        public init() {}
+    }
+
+    public struct AudioExportSettings: Sendable, Hashable {
+        public var policy: AudioPolicy = .auto
+        public var codec: String = "aac"
+        public var bitrate: Int = 128_000
+        public init() {}
+    }
+}
+
+/// How retimed audio keeps or changes its pitch (AVAudioTimePitchAlgorithm).
+public enum TimePitchAlgorithm: String, Sendable, Hashable, CaseIterable, Codable {
+    /// Highest quality, for music: Rubber Band's finer (R3) engine, offline.
+    case spectral
+    /// Cheaper, for speech: Rubber Band's faster (R2) engine, offline.
+    case timeDomain
+    /// Pitch follows the rate, as tape does: resampling.
+    case varispeed
+}
+
+public enum ExportMode: String, Sendable, Hashable, CaseIterable, Codable {
+    /// Copy video packets, retimed; never decode them.
+    case passthrough
+    /// Decode and emit one frame every frameDuration; encode H.264 and AAC.
+    case constantFrameRate
+}
+
+public enum ContainerType: String, Sendable, Hashable, CaseIterable, Codable {
+    case mp4, mov, mkv
+
+    /// FFmpeg's muxer name.
+    public var muxerName: String {
+        switch self {
+        case .mp4: return "mp4"
+        case .mov: return "mov"
+        case .mkv: return "matroska"
+        }
+    }
+
+    public init?(fileExtension: String) {
+        switch fileExtension.lowercased() {
+        case "mp4", "m4v": self = .mp4
+        case "mov", "qt": self = .mov
+        case "mkv": self = .mkv
+        default: return nil
+        }
+    }
+}
+
+/// What happens to audio in a passthrough export.
+public enum AudioPolicy: String, Sendable, Hashable, CaseIterable, Codable {
+    /// Copy audio when nothing retimes it; otherwise re-encode it through the time-pitch algorithm.
+    case auto
+    /// Copy audio packets; fail if any audio is retimed.
+    case copy
+    /// Always decode and re-encode.
+    case reencode
+    /// No audio in the output.
+    case drop
+}
+
+/// The symbology names a manifest may ask for (AVMetadataObject.ObjectType names).
+public enum KnownSymbology {
+    public static let names: [String] = ["qr", "aztec", "dataMatrix", "pdf417", "code128", "code39", "code93",
+                                         "ean8", "ean13", "upce", "interleaved2of5", "itf14", "codabar", "databar"]
+}

@@ -1,0 +1,70 @@
+/// One thing wrong with a manifest, at a JSON path ("$.scale[1].rate").
+public struct ManifestIssue: Sendable, Hashable, CustomStringConvertible {
+    public var path: String
+    public var message: String
+
+    public init(path: String, message: String) {
+        self.path = path
+        self.message = message
+    }
+
+    public var description: String { "\(path): \(message)" }
+}
+
+/// A manifest that failed validation, with every issue found.
+public struct ManifestValidationError: Error, Sendable, CustomStringConvertible {
+    /// The manifest file, when it came from one.
+    public var file: String?
+    public var issues: [ManifestIssue]
+
+    public init(file: String?, issues: [ManifestIssue]) {
+        self.file = file
+        self.issues = issues
+    }
+
+    public var description: String {
+        let head = "\(file ?? "manifest"): invalid manifest (\(issues.count) \(issues.count == 1 ? "error" : "errors"))"
+        return ([head] + issues.map { "  \($0)" }).joined(separator: "\n")
+    }
+}
+
+/// Where relative paths resolve and where outputs may go. `realPath` resolves symbolic links of the
+/// part of a path that exists (the default leaves paths as they are; the CLI passes the file system's).
+public struct ManifestContext: Sendable {
+    public var baseDirectory: String
+    public var outputRoots: [String]
+    public var defaultName: String
+    public var realPath: @Sendable (String) -> String
+
+    public init(baseDirectory: String, outputRoots: [String]? = nil, defaultName: String = "job",
+                realPath: @escaping @Sendable (String) -> String = { $0 }) {
+        self.baseDirectory = PathRules.normalize(baseDirectory)
+        self.outputRoots = (outputRoots ?? [baseDirectory]).map { PathRules.normalize(PathRules.resolve($0, against: baseDirectory)) }
+        self.defaultName = defaultName
+        self.realPath = realPath
+    }
+}
+
+/// Lexical path handling, no file system access.
+public enum PathRules {
+    /// `path` made absolute against `base` (when relative) and normalized.
+    public static func resolve(_ path: String, against base: String) -> String {
+        normalize(path.hasPrefix("/") ? path : base + "/" + path)
+    }
+
+    /// Removes ".", "..", and repeated slashes. ".." above the root stays at the root.
+    public static func normalize(_ path: String) -> String {
+        var parts: [Substring] = []
+        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            if part == "." { continue }
+            if part == ".." { if !parts.isEmpty { parts.removeLast() }; continue }
+            parts.append(part)
+        }
+        return "/" + parts.joined(separator: "/")
+    }
+
+    /// True when `path` is `root` or inside it.
+    public static func isInside(_ path: String, root: String) -> Bool {
+        root == "/" || path == root || path.hasPrefix(root.hasSuffix("/") ? root : root + "/")
+    }
+}

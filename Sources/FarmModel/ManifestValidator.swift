@@ -1,0 +1,406 @@
+import MediaTime
+
+/// Turns manifest JSON into a `JobManifest`, or reports every problem with its JSON path. Pure: paths
+/// are resolved lexically, and symbolic links only through `ManifestContext.realPath`.
+public enum ManifestValidator {
+    public static func validate(json bytes: [UInt8], file: String? = nil,
+                                context: ManifestContext) -> Result<JobManifest, ManifestValidationError> {
+        let document: JSONValue
+        do {
+            document = try JSONParser.parse(bytes)
+        } catch {
+            return .failure(ManifestValidationError(file: file, issues: [ManifestIssue(path: "$", message: error.description)]))
+        }
+        return validate(document, file: file, context: context)
+    }
+
+    public static func validate(_ document: JSONValue, file: String? = nil,
+                                context: ManifestContext) -> Result<JobManifest, ManifestValidationError> {
+        var w = Walker(context: context)
+        let manifest = w.manifest(document)
+        if let manifest, w.issues.isEmpty { return .success(manifest) }
+        return .failure(ManifestValidationError(file: file, issues: w.issues))
+    }
+}
+
+/// Walks the document once, collecting issues; returns nil for parts it could not read.
+private struct Walker {
+    let context: ManifestContext
+    var issues: [ManifestIssue] = []
+
+    init(context: ManifestContext) { self.context = context }
+
+    mutating func fail(_ path: String, _ message: String) {
+        issues.append(ManifestIssue(path: path, message: message))
+    }
+
+    // MARK: - Shapes
+
+    /// The members of an object, reporting unknown and duplicate keys.
+    mutating func object(_ value: JSONValue, _ path: String, allowed: [String]) -> [String: JSONValue]? {
+        guard case .object(let members) = value else {
+            fail(path, "expected an object, found \(value.kindName)")
+            return nil
+        }
+        var result: [String: JSONValue] = [:]
+        for (key, member) in members {
+            if result[key] != nil { fail("\(path).\(key)", "the key \"\(key)\" appears twice") }
+            if !allowed.contains(key) {
+                let hint = Self.closest(key, in: allowed).map { " (did you mean \"\($0)\"?)" } ?? ""
+                fail("\(path).\(key)", "unknown key \"\(key)\"\(hint); allowed here: \(allowed.joined(separator: ", "))")
+            }
+            result[key] = member
+        }
+        return result
+    }
+
+    mutating func string(_ value: JSONValue?, _ path: String, required: Bool = false) -> String? {
+        guard let value else {
+            if required { fail(path, "is required") }
+            return nil
+        }
+        guard case .string(let s) = value else { fail(path, "expected a string, found \(value.kindName)"); return nil }
+        guard !s.isEmpty else { fail(path, "must not be empty"); return nil }
+        guard !s.contains("\0") else { fail(path, "must not contain a NUL character"); return nil }
+        return s
+    }
+
+    mutating func enumeration<E: RawRepresentable & CaseIterable>(_ value: JSONValue?, _ path: String, _ type: E.Type,
+                                                                   required: Bool = false) -> E? where E.RawValue == String {
+        guard let s = string(value, path, required: required) else { return nil }
+        guard let e = E(rawValue: s) else {
+            let names = E.allCases.map(\.rawValue)
+            let hint = Self.closest(s, in: names).map { " (did you mean \"\($0)\"?)" } ?? ""
+            fail(path, "\"\(s)\" is not one of \(names.joined(separator: ", "))\(hint)")
+            return nil
+        }
+        return e
+    }
+
+    mutating func integer(_ value: JSONValue?, _ path: String, in range: ClosedRange<Int>) -> Int? {
+        guard let value else { return nil }
+        guard case .number(let text) = value, let i = Int(text) else {
+            fail(path, "expected a whole number, found \(value.kindName == "a number" ? "a fraction" : value.kindName)")
+            return nil
+        }
+        guard range.contains(i) else { fail(path, "\(i) is outside \(range.lowerBound)...\(range.upperBound)"); return nil }
+        return i
+    }
+
+    mutating func boolean(_ value: JSONValue?, _ path: String) -> Bool? {
+        guard let value else { return nil }
+        guard case .bool(let b) = value else { fail(path, "expected true or false, found \(value.kindName)"); return nil }
+        return b
+    }
+
+    mutating func fraction(_ value: JSONValue?, _ path: String) -> Double? {
+        guard let value else { return nil }
+        guard case .number(let text) = value, let d = Double(text), d.isFinite else {
+            fail(path, "expected a number, found \(value.kindName)")
+            return nil
+        }
+        return d
+    }
+
+    /// A time: seconds (number or string), "5/2", or "00:00:02.500".
+    mutating func time(_ value: JSONValue?, _ path: String, required: Bool = false, positive: Bool = false) -> MediaTime? {
+        guard let value else {
+            if required { fail(path, "is required") }
+            return nil
+        }
+        let text: String
+        switch value {
+        case .number(let n): text = n
+        case .string(let s): text = s
+        default:
+            fail(path, "expected a time (seconds like 2.5, \"5/2\" or \"00:00:02.500\"), found \(value.kindName)")
+            return nil
+        }
+        let t: MediaTime
+        do { t = try MediaTime(parsing: text) } catch { fail(path, error.description); return nil }
+        if t < .zero { fail(path, "must not be negative"); return nil }
+        if positive && t == .zero { fail(path, "must be greater than zero"); return nil }
+        if t > MediaTime(value: 48 * 3600, timescale: 1) { fail(path, "must be at most 48 hours"); return nil }
+        return t
+    }
+
+    mutating func path(_ value: JSONValue?, _ jsonPath: String, required: Bool = false, output: Bool = false) -> String? {
+        guard let raw = string(value, jsonPath, required: required) else { return nil }
+        let resolved = PathRules.resolve(raw, against: context.baseDirectory)
+        guard output else { return resolved }
+        if raw.hasSuffix("/") { fail(jsonPath, "must name a file, not a folder"); return nil }
+        let lexicallyInside = context.outputRoots.contains { PathRules.isInside(resolved, root: $0) }
+        let real = context.realPath(resolved)
+        let reallyInside = context.outputRoots.contains { PathRules.isInside(real, root: context.realPath($0)) }
+        guard lexicallyInside && reallyInside else {
+            let via = lexicallyInside ? " through a symbolic link" : ""
+            fail(jsonPath, "\"\(raw)\" resolves to \(real)\(via), outside the output roots (\(context.outputRoots.joined(separator: ", ")))")
+            return nil
+        }
+        return resolved
+    }
+
+    /// A rate as a number or a string ("0.25", "1/4"); the result is exact.
+    mutating func rate(_ value: JSONValue, _ path: String) -> Rational? {
+        let text: String
+        switch value {
+        case .number(let n): text = n
+        case .string(let s): text = s
+        default: fail(path, "expected a rate like 0.25 or \"1/4\", found \(value.kindName)"); return nil
+        }
+        guard let t = try? MediaTime(parsing: text), t > .zero,
+              let r = MediaTime.ratio(t, MediaTime(value: 1, timescale: 1)) else {
+            fail(path, "\"\(text)\" is not a positive rate like 0.25 or \"1/4\"")
+            return nil
+        }
+        return r
+    }
+
+    // MARK: - The manifest
+
+    mutating func manifest(_ root: JSONValue) -> JobManifest? {
+        let keys = ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report"]
+        guard let o = object(root, "$", allowed: keys) else { return nil }
+
+        if let v = o["version"] {
+            if case .number("1") = v {} else { fail("$.version", "must be 1 (the only manifest version), found \(v.kindName == "a number" ? v.numberText : v.kindName)") }
+        } else {
+            fail("$.version", "is required (use 1)")
+        }
+        let name = string(o["name"], "$.name") ?? context.defaultName
+        if name.count > 200 { fail("$.name", "must be at most 200 characters") }
+
+        var edits: [JobManifest.Edit] = []
+        switch (o["input"], o["edits"]) {
+        case (nil, nil): fail("$", "needs \"input\" (a file) or \"edits\" (pieces of files)")
+        case (.some, .some): fail("$.edits", "\"input\" and \"edits\" cannot both be given; use one")
+        case (let input?, nil):
+            if let source = path(input, "$.input") { edits = [JobManifest.Edit(source: source)] }
+        case (nil, let list?):
+            edits = self.edits(list)
+        }
+
+        var scale: [JobManifest.ScaleRange] = []
+        if let s = o["scale"] { scale = self.scale(s) }
+        var audio = JobManifest.AudioSettings()
+        if let a = o["audio"], let ao = object(a, "$.audio", allowed: ["timePitch"]) {
+            audio.timePitch = enumeration(ao["timePitch"], "$.audio.timePitch", TimePitchAlgorithm.self) ?? .spectral
+        }
+        var scan: JobManifest.ScanSettings?
+        if let s = o["scan"] { scan = self.scan(s) }
+        var export: JobManifest.ExportSettings?
+        if let e = o["export"] { export = self.export(e) }
+        let report = path(o["report"], "$.report", output: true)
+
+        if !scale.isEmpty && export == nil { fail("$.scale", "retiming needs an \"export\" section to write the result") }
+        if let export, let report, export.output == report { fail("$.report", "is the same file as $.export.output") }
+        if let export, edits.contains(where: { $0.source == export.output }) {
+            fail("$.export.output", "would overwrite an input")
+        }
+        return JobManifest(version: 1, name: name, edits: edits, scale: scale, audio: audio, scan: scan,
+                           export: export, report: report, baseDirectory: context.baseDirectory)
+    }
+
+    mutating func edits(_ value: JSONValue) -> [JobManifest.Edit] {
+        guard case .array(let items) = value else { fail("$.edits", "expected an array of edits, found \(value.kindName)"); return [] }
+        if items.isEmpty { fail("$.edits", "must hold at least one edit") }
+        var result: [JobManifest.Edit] = []
+        for (i, item) in items.enumerated() {
+            let p = "$.edits[\(i)]"
+            guard let o = object(item, p, allowed: ["source", "start", "duration"]) else { continue }
+            let source = path(o["source"], "\(p).source", required: true)
+            let start = time(o["start"], "\(p).start") ?? .zero
+            let duration = time(o["duration"], "\(p).duration", positive: true)
+            if let source { result.append(JobManifest.Edit(source: source, start: start, duration: duration)) }
+        }
+        return result
+    }
+
+    mutating func scale(_ value: JSONValue) -> [JobManifest.ScaleRange] {
+        guard case .array(let items) = value else { fail("$.scale", "expected an array of ranges, found \(value.kindName)"); return [] }
+        var result: [(Int, JobManifest.ScaleRange)] = []
+        let minRate = Rational(1, 32), maxRate = Rational(32, 1)
+        for (i, item) in items.enumerated() {
+            let p = "$.scale[\(i)]"
+            guard let o = object(item, p, allowed: ["start", "duration", "toDuration", "rate"]) else { continue }
+            let start = time(o["start"], "\(p).start", required: true)
+            let duration = time(o["duration"], "\(p).duration", required: true, positive: true)
+            var toDuration: MediaTime?
+            switch (o["toDuration"], o["rate"]) {
+            case (nil, nil): fail(p, "needs \"toDuration\" or \"rate\"")
+            case (.some, .some): fail("\(p).rate", "give \"toDuration\" or \"rate\", not both")
+            case (let t?, nil):
+                toDuration = time(t, "\(p).toDuration", positive: true)
+            case (nil, let r?):
+                if let rate = rate(r, "\(p).rate") {
+                    if rate.doubleValue < minRate.doubleValue || rate.doubleValue > maxRate.doubleValue {
+                        fail("\(p).rate", "rate \(r.numberText) is outside 1/32...32")
+                    } else if let duration {
+                        toDuration = duration.multiplied(by: rate.inverted)
+                    }
+                }
+            }
+            guard let start, let duration, let toDuration else { continue }
+            let range = JobManifest.ScaleRange(start: start, duration: duration, toDuration: toDuration)
+            if o["toDuration"] != nil {
+                let r = range.rate.map(\.doubleValue) ?? 0
+                if r < minRate.doubleValue || r > maxRate.doubleValue {
+                    fail("\(p).toDuration", "gives rate \(MediaTime.formatSeconds(r)), outside 1/32...32")
+                    continue
+                }
+            }
+            result.append((i, range))
+        }
+        let sorted = result.sorted { $0.1.start < $1.1.start }
+        for (a, b) in zip(sorted, sorted.dropFirst()) where b.1.start < a.1.range.end {
+            fail("$.scale[\(b.0)]", "overlaps $.scale[\(a.0)] (\(describe(a.1.range)))")
+        }
+        return sorted.map(\.1)
+    }
+
+    private func describe(_ r: TimeRange) -> String {
+        "\(MediaTime.formatSeconds(r.start.seconds)) s to \(MediaTime.formatSeconds(r.end.seconds)) s"
+    }
+
+    mutating func scan(_ value: JSONValue) -> JobManifest.ScanSettings? {
+        guard let o = object(value, "$.scan", allowed: ["symbologies", "regionOfInterest", "interval", "maxCodesPerFrame"]) else { return nil }
+        var symbologies: [String] = []
+        if let list = o["symbologies"] {
+            if case .array(let items) = list {
+                for (i, item) in items.enumerated() {
+                    guard let s = string(item, "$.scan.symbologies[\(i)]") else { continue }
+                    if KnownSymbology.names.contains(s) {
+                        if !symbologies.contains(s) { symbologies.append(s) }
+                    } else {
+                        let hint = Self.closest(s, in: KnownSymbology.names).map { " (did you mean \"\($0)\"?)" } ?? ""
+                        fail("$.scan.symbologies[\(i)]", "unknown symbology \"\(s)\"\(hint); known: \(KnownSymbology.names.joined(separator: ", "))")
+                    }
+                }
+            } else {
+                fail("$.scan.symbologies", "expected an array of names, found \(list.kindName)")
+            }
+        } else {
+            fail("$.scan.symbologies", "is required: symbologies are opt-in (for example [\"qr\"])")
+        }
+        var roi: JobManifest.NormalizedRect?
+        if let r = o["regionOfInterest"], let ro = object(r, "$.scan.regionOfInterest", allowed: ["x", "y", "width", "height"]) {
+            var parts: [Double] = []
+            for key in ["x", "y", "width", "height"] {
+                let p = "$.scan.regionOfInterest.\(key)"
+                guard let v = fraction(ro[key], p) else { if ro[key] == nil { fail(p, "is required") }; continue }
+                guard v >= 0 && v <= 1 else { fail(p, "must be between 0 and 1 (normalized coordinates)"); continue }
+                parts.append(v)
+            }
+            if parts.count == 4 {
+                if parts[2] == 0 || parts[3] == 0 { fail("$.scan.regionOfInterest", "must have a non-zero width and height") }
+                else if parts[0] + parts[2] > 1.000001 || parts[1] + parts[3] > 1.000001 {
+                    fail("$.scan.regionOfInterest", "must lie inside the frame (x + width and y + height at most 1)")
+                } else {
+                    roi = JobManifest.NormalizedRect(x: parts[0], y: parts[1], width: parts[2], height: parts[3])
+                }
+            }
+        }
+        let interval = time(o["interval"], "$.scan.interval") ?? .zero
+        let maxCodes = integer(o["maxCodesPerFrame"], "$.scan.maxCodesPerFrame", in: 1...1000) ?? 64
+        return JobManifest.ScanSettings(symbologies: symbologies, regionOfInterest: roi, interval: interval, maxCodesPerFrame: maxCodes)
+    }
+
+    mutating func export(_ value: JSONValue) -> JobManifest.ExportSettings? {
+        let p = "$.export"
+        guard let o = object(value, p, allowed: ["mode", "output", "fileType", "frameRate", "frameDuration", "video", "audio", "faststart"]) else { return nil }
+        let mode = enumeration(o["mode"], "\(p).mode", ExportMode.self, required: true)
+        let output = path(o["output"], "\(p).output", required: true, output: true)
+        var fileType: ContainerType?
+        if o["fileType"] != nil {
+            fileType = enumeration(o["fileType"], "\(p).fileType", ContainerType.self)
+        } else if let output {
+            let ext = output.split(separator: "/").last.flatMap { $0.contains(".") ? $0.split(separator: ".").last : nil }.map(String.init) ?? ""
+            fileType = ContainerType(fileExtension: ext)
+            if fileType == nil { fail("\(p).output", "cannot tell the container from \".\(ext)\": use .mp4, .mov or .mkv, or set \"fileType\"") }
+        }
+
+        var frameDuration: MediaTime?
+        switch (o["frameRate"], o["frameDuration"]) {
+        case (.some, .some): fail("\(p).frameDuration", "give \"frameRate\" or \"frameDuration\", not both")
+        case (let r?, nil):
+            if let rate = rate(r, "\(p).frameRate") {
+                if rate.doubleValue < 1 || rate.doubleValue > 240 { fail("\(p).frameRate", "must be between 1 and 240 frames per second") }
+                else { frameDuration = rate.period }
+            }
+        case (nil, let d?):
+            if let t = time(d, "\(p).frameDuration", positive: true) {
+                if t > MediaTime(value: 1, timescale: 1) || t < MediaTime(value: 1, timescale: 240) {
+                    fail("\(p).frameDuration", "must be between 1/240 and 1 second")
+                } else { frameDuration = t }
+            }
+        case (nil, nil): break
+        }
+        if mode == .passthrough && frameDuration != nil {
+            fail(o["frameRate"] != nil ? "\(p).frameRate" : "\(p).frameDuration",
+                 "applies to constantFrameRate exports only; passthrough keeps the source's frame timing")
+        }
+        if mode == .constantFrameRate && frameDuration == nil && o["frameRate"] == nil && o["frameDuration"] == nil {
+            frameDuration = MediaTime(value: 1, timescale: 30)
+        }
+
+        var video = JobManifest.VideoSettings()
+        if let v = o["video"], let vo = object(v, "\(p).video", allowed: ["codec", "crf", "preset", "threads"]) {
+            if let codec = string(vo["codec"], "\(p).video.codec") {
+                if codec != "h264" { fail("\(p).video.codec", "\"\(codec)\" is not supported; use \"h264\"") }
+            }
+            video.crf = integer(vo["crf"], "\(p).video.crf", in: 0...51) ?? video.crf
+            if let preset = string(vo["preset"], "\(p).video.preset") {
+                let presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
+                if presets.contains(preset) { video.preset = preset }
+                else { fail("\(p).video.preset", "\"\(preset)\" is not one of \(presets.joined(separator: ", "))") }
+            }
+            video.threads = integer(vo["threads"], "\(p).video.threads", in: 0...64) ?? video.threads
+        }
+        var audio = JobManifest.AudioExportSettings()
+        if let a = o["audio"], let ao = object(a, "\(p).audio", allowed: ["policy", "codec", "bitrate"]) {
+            audio.policy = enumeration(ao["policy"], "\(p).audio.policy", AudioPolicy.self) ?? .auto
+            if let codec = string(ao["codec"], "\(p).audio.codec"), codec != "aac" {
+                fail("\(p).audio.codec", "\"\(codec)\" is not supported; use \"aac\"")
+            }
+            audio.bitrate = integer(ao["bitrate"], "\(p).audio.bitrate", in: 16_000...512_000) ?? audio.bitrate
+        }
+        let faststart = boolean(o["faststart"], "\(p).faststart")
+        if faststart == true, fileType == .mkv { fail("\(p).faststart", "applies to mp4 and mov only") }
+        guard let mode, let output, let fileType else { return nil }
+        return JobManifest.ExportSettings(mode: mode, output: output, fileType: fileType, frameDuration: frameDuration,
+                                          video: video, audio: audio, faststart: faststart ?? (fileType != .mkv))
+    }
+
+    // MARK: - Suggestions
+
+    /// The allowed name nearest to a typo, when it is close (edit distance at most 2, or case only).
+    static func closest(_ word: String, in candidates: [String]) -> String? {
+        let scored = candidates.map { ($0, distance(word.lowercased(), $0.lowercased())) }.min { $0.1 < $1.1 }
+        guard let (best, d) = scored, d <= 2, d < max(word.count, 1) else { return nil }
+        return best
+    }
+
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        var row = Array(0...b.count)
+        for i in 1...max(a.count, 1) where !a.isEmpty {
+            var previous = row[0]
+            row[0] = i
+            for j in stride(from: 1, through: b.count, by: 1) {
+                let current = row[j]
+                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
+                previous = current
+            }
+        }
+        return a.isEmpty ? b.count : row[b.count]
+    }
+}
+
+extension JSONValue {
+    /// The literal text of a number, or its kind for anything else (for messages).
+    var numberText: String {
+        if case .number(let n) = self { return n }
+        if case .string(let s) = self { return "\"\(s)\"" }
+        return kindName
+    }
+}
