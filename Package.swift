@@ -30,7 +30,7 @@ let package = Package(
 
         // Swift over FFmpeg, no policy.
         .target(name: "MediaCore", dependencies: [
-            "CFFmpeg", "CMediaShims", "MediaTime",
+            "CFFmpeg", "CMediaShims", "CRubberBand", "MediaTime",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "MediaInspect", dependencies: ["MediaCore", "MediaTime"]),

@@ -19,6 +19,36 @@ public struct Frame: ~Copyable {
 
     public mutating func reset() { av_frame_unref(pointer) }
 
+    /// Sets the presentation time (in the time base of the encoder it goes to).
+    public mutating func setPTS(_ pts: Int64) {
+        pointer.pointee.pts = pts
+        pointer.pointee.pkt_dts = mf_av_nopts_value()
+    }
+
+    /// Makes this frame a new reference to `other`'s data (no pixel copy).
+    public mutating func reference(_ other: borrowing Frame) throws(FFmpegError) {
+        av_frame_unref(pointer)
+        let r = av_frame_ref(pointer, other.pointer)
+        if r < 0 { throw .capture(r, "av_frame_ref") }
+    }
+
+    /// Moves `other`'s data into this frame, leaving `other` empty.
+    public mutating func take(_ other: inout Frame) {
+        av_frame_unref(pointer)
+        av_frame_move_ref(pointer, other.pointer)
+    }
+
+    /// True when the frame holds data.
+    public var hasData: Bool { pointer.pointee.buf.0 != nil }
+
+    /// FFmpeg's name for the pixel format ("yuv420p"); nil for audio frames.
+    public var pixelFormatName: String? {
+        guard pointer.pointee.width > 0, let n = av_get_pix_fmt_name(AVPixelFormat(rawValue: pointer.pointee.format)) else { return nil }
+        return String(cString: n)
+    }
+
+
+
     /// The decoder's best estimate of the presentation time, in stream ticks; nil when unknown.
     public var pts: Int64? {
         let v = pointer.pointee.best_effort_timestamp
@@ -34,4 +64,69 @@ public struct Frame: ~Copyable {
     public var isKeyframe: Bool { pointer.pointee.key_frame != 0 }
     /// The decoder flagged this frame as damaged.
     public var isCorrupt: Bool { pointer.pointee.flags & AV_FRAME_FLAG_CORRUPT != 0 || pointer.pointee.decode_error_flags != 0 }
+
+    /// A frame of planar 32-bit float audio holding `count` samples of `samples` from `offset`.
+    public init(audio samples: AudioSamples, offset: Int, count: Int, sampleRate: Int) throws(FFmpegError) {
+        self.init()
+        let f = pointer
+        f.pointee.format = AV_SAMPLE_FMT_FLTP.rawValue
+        f.pointee.nb_samples = Int32(count)
+        f.pointee.sample_rate = Int32(sampleRate)
+        av_channel_layout_default(&f.pointee.ch_layout, Int32(samples.channelCount))
+        let r = av_frame_get_buffer(f, 0)
+        if r < 0 { throw .capture(r, "av_frame_get_buffer") }
+        for c in 0..<samples.channelCount {
+            let dst = UnsafeMutableRawPointer(f.pointee.extended_data[c]!).assumingMemoryBound(to: Float.self)
+            samples.channels[c].withUnsafeBufferPointer { src in
+                dst.update(from: src.baseAddress! + offset, count: count)
+            }
+        }
+    }
+}
+
+/// Planar 32-bit float audio: one array per channel, all the same length.
+public struct AudioSamples: Sendable, Equatable {
+    public var channels: [[Float]]
+
+    public init(channels: [[Float]]) { self.channels = channels }
+    public init(channelCount: Int, count: Int = 0) {
+        channels = Array(repeating: [Float](repeating: 0, count: count), count: channelCount)
+    }
+
+    public var channelCount: Int { channels.count }
+    public var count: Int { channels.first?.count ?? 0 }
+
+    public mutating func append(_ other: AudioSamples) {
+        for c in channels.indices { channels[c].append(contentsOf: other.channels[c]) }
+    }
+
+    /// Appends `count` samples of silence.
+    public mutating func appendSilence(_ count: Int) {
+        guard count > 0 else { return }
+        for c in channels.indices { channels[c].append(contentsOf: repeatElement(0, count: count)) }
+    }
+
+    /// Samples `[from, from + count)`; positions outside the buffer are silence.
+    public func slice(from: Int, count: Int) -> AudioSamples {
+        var out = AudioSamples(channelCount: channelCount, count: count)
+        let lo = max(from, 0), hi = min(from + count, self.count)
+        if lo < hi {
+            for c in channels.indices {
+                out.channels[c].replaceSubrange((lo - from)..<(hi - from), with: channels[c][lo..<hi])
+            }
+        }
+        return out
+    }
+
+    /// Drops the first `count` samples.
+    public mutating func removeFirst(_ count: Int) {
+        let n = min(count, self.count)
+        for c in channels.indices { channels[c].removeFirst(n) }
+    }
+
+    /// Pads with silence or trims to exactly `count` samples.
+    public mutating func fit(to count: Int) {
+        if self.count < count { appendSilence(count - self.count) }
+        else if self.count > count { for c in channels.indices { channels[c].removeLast(self.count - count) } }
+    }
 }

@@ -51,6 +51,9 @@ extension InputFile {
             hasDecoder: avcodec_find_decoder(par.codec_id) != nil,
             passthroughContainers: passthroughContainers(par.codec_id)
         )
+        if par.extradata_size > 0, let data = par.extradata {
+            info.extradata = Array(UnsafeBufferPointer(start: data, count: Int(par.extradata_size)))
+        }
         if mediaType == .video, par.format >= 0, let name = av_get_pix_fmt_name(AVPixelFormat(rawValue: par.format)) {
             info.pixelFormat = String(cString: name)
         }

@@ -127,6 +127,20 @@ public final class InputFile {
         throw MediaFileError(path: path, reason: .ffmpeg(.capture(r, "av_read_frame"), while: "reading packets"))
     }
 
+    /// Seeks so that the next packets of `streamIndex` start at the keyframe at or before `ticks`
+    /// (in that stream's time base). Packets of other streams follow from about the same place.
+    public func seek(stream streamIndex: Int, toKeyframeBefore ticks: Int64) throws(MediaFileError) {
+        let r = av_seek_frame(context, Int32(streamIndex), ticks, AVSEEK_FLAG_BACKWARD)
+        if r < 0 { throw MediaFileError(path: path, reason: .ffmpeg(.capture(r, "av_seek_frame"), while: "seeking")) }
+    }
+
+    /// Tells the demuxer to skip every stream not in `streams` (their packets are not read or returned).
+    public func discardAll(except streams: Set<Int>) {
+        for i in 0..<Int(context.pointee.nb_streams) {
+            context.pointee.streams[i]!.pointee.discard = streams.contains(i) ? AVDISCARD_DEFAULT : AVDISCARD_ALL
+        }
+    }
+
     /// Throws when the owner cancelled or the deadline passed; call between units of work.
     public func checkInterrupt() throws(MediaFileError) {
         if let reason = interrupter.reason {

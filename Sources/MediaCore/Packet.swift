@@ -2,6 +2,12 @@ internal import CFFmpeg
 internal import CMediaShims
 import MediaTime
 
+/// A packet kept for later (queued encoder output): a class so it can live in arrays.
+public final class PacketBox {
+    public var packet = Packet()
+    public init() {}
+}
+
 /// One compressed packet: the sole owner of an AVPacket, freed when the value is consumed or dies.
 /// Timestamps are in the time base of the stream the packet came from. Reused across reads.
 public struct Packet: ~Copyable {
@@ -30,6 +36,15 @@ public struct Packet: ~Copyable {
     public var size: Int { Int(pointer.pointee.size) }
     public var isKeyframe: Bool { pointer.pointee.flags & AV_PKT_FLAG_KEY != 0 }
     public var isCorrupt: Bool { pointer.pointee.flags & AV_PKT_FLAG_CORRUPT != 0 }
+
+    /// Rewrites the timing (in the time base of the stream it will be written to) and the stream.
+    public mutating func retime(pts: Int64?, dts: Int64?, duration: Int64, streamIndex: Int) {
+        pointer.pointee.pts = pts ?? mf_av_nopts_value()
+        pointer.pointee.dts = dts ?? mf_av_nopts_value()
+        pointer.pointee.duration = duration
+        pointer.pointee.stream_index = Int32(streamIndex)
+        pointer.pointee.pos = -1
+    }
     /// The demuxer marks the packet as decode-only: it precedes the start an edit list sets (pre-roll).
     public var isDiscarded: Bool { pointer.pointee.flags & AV_PKT_FLAG_DISCARD != 0 }
     /// Audio samples the decoder drops from the start of this packet (encoder priming cut by an edit

@@ -49,6 +49,9 @@ public struct StreamInfo: Sendable, Hashable {
     public var hasDecoder: Bool
     /// Containers this stream's packets can be copied into without re-encoding ("mp4", "mov", "matroska").
     public var passthroughContainers: [String]
+    /// The codec's out-of-band configuration (avcC, AudioSpecificConfig): streams can be joined by
+    /// copying packets only when it is identical.
+    public var extradata: [UInt8] = []
 
     public var language: String? {
         tags["language"].flatMap { $0.isEmpty ? nil : $0 }

@@ -8,7 +8,7 @@ public struct CompositionError: Error, Sendable, CustomStringConvertible {
 
 /// Pieces of source assets placed end to end, with ranges of composition time rescaled
 /// (AVMutableComposition.insertTimeRange and scaleTimeRange(_:toDuration:)).
-public struct Composition: Sendable, Hashable {
+public struct Composition: Sendable {
     public struct Segment: Sendable, Hashable {
         /// The source asset's path.
         public var source: String
@@ -22,6 +22,8 @@ public struct Composition: Sendable, Hashable {
     }
 
     public private(set) var segments: [Segment] = []
+    /// The scale operations applied so far, in order.
+    public private(set) var scaleOperations: [(range: TimeRange, toDuration: MediaTime)] = []
     /// The current mapping; starts as identity over the inserted segments.
     public private(set) var timeMapping = TimeMapping(pieces: [])
 
@@ -53,6 +55,7 @@ public struct Composition: Sendable, Hashable {
               rate.doubleValue >= 1.0 / 32 - 1e-12, rate.doubleValue <= 32 + 1e-12 else {
             throw CompositionError("rate \(Self.seconds(range.duration)) s / \(Self.seconds(toDuration)) s is outside 1/32...32")
         }
+        scaleOperations.append((range, toDuration))
         split(at: range.start)
         split(at: range.end)
         let factor = rate.inverted   // target durations grow by 1 / rate
@@ -67,6 +70,30 @@ public struct Composition: Sendable, Hashable {
         }
         // Make the scaled span exactly toDuration, whatever rounding the pieces needed.
         timeMapping.pieces = pieces
+    }
+
+    /// The same composition with segments starting earlier (a passthrough cut snapped back to a
+    /// keyframe): each scaled range keeps the source content it covered, so the lead-in that snapping
+    /// adds plays unscaled before it.
+    public func withSegmentStarts(_ starts: [MediaTime]) throws(CompositionError) -> Composition {
+        precondition(starts.count == segments.count)
+        var old = Composition()
+        var new = Composition()
+        for (segment, start) in zip(segments, starts) {
+            try old.insert(segment.sourceRange, of: segment.source)
+            try new.insert(TimeRange(start: start, end: segment.sourceRange.end), of: segment.source)
+        }
+        for op in scaleOperations {
+            guard let a = old.timeMapping.sourceTime(at: op.range.start),
+                  let newStart = new.timeMapping.targetTime(segment: a.segment, source: a.time) else { continue }
+            // The end is the last source moment inside the range: take it from the piece ending there.
+            let endPiece = old.timeMapping.pieces.last { $0.target.start < op.range.end }!
+            let endSource = endPiece.sourceTime(at: op.range.end)
+            guard let newEnd = new.timeMapping.targetTime(segment: endPiece.segment, source: endSource) else { continue }
+            try old.scale(op.range, toDuration: op.toDuration)
+            try new.scale(TimeRange(start: newStart, end: newEnd), toDuration: op.toDuration)
+        }
+        return new
     }
 
     /// Splits the piece containing composition time `t` so that a piece boundary falls on `t`.

@@ -64,7 +64,7 @@ public struct AssetReport: Sendable, Encodable {
         case format, metadata, chapters, mediaSelectionGroups, tracks
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    public func encode(to encoder: any Swift.Encoder) throws {
         var c = encoder.container(keyedBy: Keys.self)
         try c.encode(path, forKey: .path)
         try c.encode(error, forKey: .error)

@@ -4,7 +4,7 @@
 extension MediaTime: Codable {
     private enum Keys: String, CodingKey { case value, timescale, seconds }
 
-    public func encode(to encoder: any Encoder) throws {
+    public func encode(to encoder: any Swift.Encoder) throws {
         switch kind {
         case .invalid:
             var c = encoder.singleValueContainer()
@@ -20,7 +20,7 @@ extension MediaTime: Codable {
         }
     }
 
-    public init(from decoder: any Decoder) throws {
+    public init(from decoder: any Swift.Decoder) throws {
         if let keyed = try? decoder.container(keyedBy: Keys.self), keyed.contains(.value) {
             let value = try keyed.decode(Int64.self, forKey: .value)
             let timescale = try keyed.decode(Int32.self, forKey: .timescale)
@@ -58,13 +58,13 @@ extension MediaTime: Codable {
 extension TimeRange: Codable {
     private enum Keys: String, CodingKey { case start, duration }
 
-    public func encode(to encoder: any Encoder) throws {
+    public func encode(to encoder: any Swift.Encoder) throws {
         var c = encoder.container(keyedBy: Keys.self)
         try c.encode(start, forKey: .start)
         try c.encode(duration, forKey: .duration)
     }
 
-    public init(from decoder: any Decoder) throws {
+    public init(from decoder: any Swift.Decoder) throws {
         let c = try decoder.container(keyedBy: Keys.self)
         self.init(start: try c.decode(MediaTime.self, forKey: .start),
                   duration: try c.decode(MediaTime.self, forKey: .duration))

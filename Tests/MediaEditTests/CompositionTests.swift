@@ -63,6 +63,20 @@ private func range(_ a: MediaTime, _ b: MediaTime) -> TimeRange { TimeRange(star
         #expect(throws: CompositionError.self) { try c.insert(range(t(2), t(2)), of: "a.mp4") }        // empty
     }
 
+    @Test func snappingKeepsScaledContent() throws {
+        var c = Composition()
+        try c.insert(range(t(1), t(4)), of: "a.mp4")
+        try c.insert(range(t(5), t(7)), of: "b.mp4")
+        try c.scale(range(t(3), t(4)), toDuration: t(2))        // b's 5..6 at half speed
+        // b's cut at 5 s snaps back to a keyframe at 4.5 s; a's at 1 s to 0.
+        let snapped = try c.withSegmentStarts([.zero, t(9, 2)])
+        let m = snapped.timeMapping
+        #expect(snapped.duration == t(1) + c.duration + t(1, 2))
+        let scaled = try #require(m.pieces.first { $0.isScaled })
+        #expect(scaled.segment == 1 && scaled.source == range(t(5), t(6)) && scaled.target.duration == t(2))
+        #expect(m.pieces.first?.source == range(.zero, t(4)))
+    }
+
     @Test func thirdsStayExact() throws {
         var c = Composition()
         try c.insert(range(.zero, t(1)), of: "a.mp4")

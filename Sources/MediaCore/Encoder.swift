@@ -1,0 +1,90 @@
+internal import CFFmpeg
+internal import CMediaShims
+import MediaTime
+
+/// Encodes frames into packets: the owner of one AVCodecContext for an encoder, freed in `deinit`.
+/// Packets come out in the encoder's `timeBase`. Thread-confined.
+public final class Encoder {
+    public enum SendResult: Sendable, Equatable { case accepted, full }
+    public enum ReceiveResult: Sendable, Equatable { case packet, needsInput, endOfStream }
+
+    let context: UnsafeMutablePointer<AVCodecContext>
+    public let codecName: String
+
+    private init(codecName: String, configure: (UnsafeMutablePointer<AVCodecContext>) -> Void,
+                 options: [String: String]) throws(FFmpegError) {
+        guard let codec = avcodec_find_encoder_by_name(codecName) else { throw FFmpegError(code: FFmpegError.decoderNotFound.code, operation: "avcodec_find_encoder_by_name", detail: "no \(codecName) encoder in this FFmpeg") }
+        guard let ctx = avcodec_alloc_context3(codec) else { throw .outOfMemory }
+        configure(ctx)
+        var dict: OpaquePointer? = nil
+        for (k, v) in options { av_dict_set(&dict, k, v, 0) }
+        FFmpegLog.clearLastError()
+        let r = avcodec_open2(ctx, codec, &dict)
+        av_dict_free(&dict)
+        if r < 0 {
+            var owned: UnsafeMutablePointer<AVCodecContext>? = ctx
+            avcodec_free_context(&owned)
+            throw .capture(r, "avcodec_open2(\(codecName))")
+        }
+        context = ctx
+        self.codecName = codecName
+    }
+
+    deinit {
+        var ctx: UnsafeMutablePointer<AVCodecContext>? = context
+        avcodec_free_context(&ctx)
+    }
+
+    /// H.264 through libx264, yuv420p, one frame per `frameDuration` (the time base).
+    public static func h264(width: Int, height: Int, frameDuration: MediaTime, crf: Int, preset: String,
+                            threads: Int, globalHeader: Bool) throws(FFmpegError) -> Encoder {
+        let tb = Rational(Int32(clamping: frameDuration.value), frameDuration.timescale).reduced
+        return try Encoder(codecName: "libx264", configure: { c in
+            c.pointee.width = Int32(width)
+            c.pointee.height = Int32(height)
+            c.pointee.pix_fmt = AV_PIX_FMT_YUV420P
+            c.pointee.time_base = tb.avRational
+            c.pointee.framerate = tb.inverted.avRational
+            c.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
+            c.pointee.thread_count = Int32(threads)
+            if globalHeader { c.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
+        }, options: ["crf": String(crf), "preset": preset])
+    }
+
+    /// AAC (FFmpeg's native encoder), planar float input.
+    public static func aac(sampleRate: Int, channelCount: Int, bitRate: Int, globalHeader: Bool) throws(FFmpegError) -> Encoder {
+        try Encoder(codecName: "aac", configure: { c in
+            c.pointee.sample_rate = Int32(sampleRate)
+            c.pointee.sample_fmt = AV_SAMPLE_FMT_FLTP
+            av_channel_layout_default(&c.pointee.ch_layout, Int32(channelCount))
+            c.pointee.bit_rate = Int64(bitRate)
+            c.pointee.time_base = AVRational(num: 1, den: Int32(sampleRate))
+            if globalHeader { c.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
+        }, options: [:])
+    }
+
+    public var timeBase: Rational { Rational(context.pointee.time_base) }
+    /// Samples per audio frame the encoder wants (1024 for AAC); 0 for video.
+    public var frameSize: Int { Int(context.pointee.frame_size) }
+
+    public func send(_ frame: borrowing Frame) throws(FFmpegError) -> SendResult {
+        let r = avcodec_send_frame(context, frame.pointer)
+        if r >= 0 { return .accepted }
+        if r == mf_averror_eagain() { return .full }
+        throw .capture(r, "avcodec_send_frame")
+    }
+
+    public func sendEndOfStream() throws(FFmpegError) {
+        let r = avcodec_send_frame(context, nil)
+        if r < 0 && r != mf_averror_eof() { throw .capture(r, "avcodec_send_frame") }
+    }
+
+    public func receive(into packet: inout Packet) throws(FFmpegError) -> ReceiveResult {
+        packet.reset()
+        let r = avcodec_receive_packet(context, packet.pointer)
+        if r >= 0 { return .packet }
+        if r == mf_averror_eagain() { return .needsInput }
+        if r == mf_averror_eof() { return .endOfStream }
+        throw .capture(r, "avcodec_receive_packet")
+    }
+}
