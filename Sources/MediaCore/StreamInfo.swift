@@ -65,6 +65,14 @@ public struct ChapterInfo: Sendable, Hashable {
     public var end: MediaTime
     public var title: String?
     public var tags: [String: String]
+
+    public init(id: Int64, start: MediaTime, end: MediaTime, title: String?, tags: [String: String] = [:]) {
+        self.id = id
+        self.start = start
+        self.end = end
+        self.title = title
+        self.tags = tags
+    }
 }
 
 /// A value snapshot of the container-level facts of an `InputFile`.

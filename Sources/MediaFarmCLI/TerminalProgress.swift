@@ -15,10 +15,10 @@ final class TerminalProgress: Sendable {
     init(label: String, total: Int) {
         self.label = label
         self.total = total
-        self.enabled = total > 1 && isatty(STDERR_FILENO) == 1
+        self.enabled = total > 1 && isatty(STDERR_FILENO) == 1 && ProcessInfo.processInfo.environment["TERM"] != "dumb"
     }
 
-    func update(_ done: Int) {
+    func update(_ done: Int, detail: String? = nil) {
         guard enabled else { return }
         let width = 30
         let filled = total == 0 ? width : done * width / total
@@ -26,7 +26,8 @@ final class TerminalProgress: Sendable {
             guard done != last else { return }
             last = done
             let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-            FileHandle.standardError.write(Data("\r\(label) [\(bar)] \(done)/\(total)".utf8))
+            let count = detail.map { "\(done * 100 / max(total, 1))% \($0)" } ?? "\(done)/\(total)"
+            FileHandle.standardError.write(Data("\r\u{1B}[2K\(label) [\(bar)] \(count)".utf8))
         }
     }
 

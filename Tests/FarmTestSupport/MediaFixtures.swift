@@ -19,6 +19,12 @@ public enum MediaFixture: String, CaseIterable, Sendable {
     case rotatedMP4 = "rotated.mp4"
     /// 10 s, 320x240, 30 fps H.264 + AAC with the index at the front (faststart).
     case longMP4 = "long.mp4"
+    /// 10 s, 320x240, 60 fps H.264 (a keyframe every second) + 48 kHz stereo AAC, a 440 Hz tone.
+    case tone60MP4 = "tone60.mp4"
+    /// 3 s encoded exactly as tone60 (same codec parameters, so passthrough can join them), 660 Hz.
+    case tone60ShortMP4 = "tone60-short.mp4"
+    /// Variable frame rate (30 fps for 2 s, then 10 fps) with 44.1 kHz AAC, 4 s.
+    case vfrWithAudioMP4 = "vfr-audio.mp4"
     /// 0.5 s of audio in 17 streams: one more than the safety limit.
     case seventeenStreamsMKV = "seventeen.mkv"
 
@@ -99,6 +105,16 @@ public enum Fixtures {
             try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=10",
                         "-f", "lavfi", "-i", "sine=f=440:sample_rate=48000:d=10"]
                        + x264 + ["-c:a", "aac", "-movflags", "+faststart", out])
+        case .tone60MP4, .tone60ShortMP4:
+            let (seconds, hz) = fixture == .tone60MP4 ? (10, 440) : (3, 660)
+            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=60:d=\(seconds)",
+                        "-f", "lavfi", "-i", "sine=f=\(hz):sample_rate=48000:d=\(seconds)"]
+                       + x264 + ["-g", "60", "-keyint_min", "60", "-sc_threshold", "0",
+                                 "-c:a", "aac", "-ac", "2", "-b:a", "128k", out])
+        case .vfrWithAudioMP4:
+            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=4",
+                        "-f", "lavfi", "-i", "sine=f=440:sample_rate=44100:d=4",
+                        "-vf", "select='lt(n,60)+not(mod(n,3))'", "-vsync", "vfr"] + x264 + ["-c:a", "aac", out])
         case .seventeenStreamsMKV:
             try ffmpeg(["-f", "lavfi", "-i", "sine=d=0.5"] + Array(repeating: ["-map", "0:a"], count: 17).flatMap { $0 }
                        + ["-c:a", "pcm_s16le", out])

@@ -1,0 +1,84 @@
+/// What a running job reports, one JSON line each (`mediafarm run --json`, and a worker's stdout).
+public enum JobEvent: Sendable, Codable, Equatable {
+    case progress(JobProgress)
+    case log(level: String, message: String)
+    case result(JobResult)
+
+    private enum Keys: String, CodingKey { case event, fraction, phase, framesPerSecond, eta, level, message, job }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        switch self {
+        case .progress(let p):
+            try c.encode("progress", forKey: .event)
+            try c.encode(p.fraction, forKey: .fraction)
+            try c.encode(p.phase, forKey: .phase)
+            try c.encodeIfPresent(p.framesPerSecond, forKey: .framesPerSecond)
+            try c.encodeIfPresent(p.eta, forKey: .eta)
+        case let .log(level, message):
+            try c.encode("log", forKey: .event)
+            try c.encode(level, forKey: .level)
+            try c.encode(message, forKey: .message)
+        case .result(let r):
+            try c.encode("result", forKey: .event)
+            try c.encode(r, forKey: .job)
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Keys.self)
+        switch try c.decode(String.self, forKey: .event) {
+        case "progress":
+            self = .progress(JobProgress(fraction: try c.decode(Double.self, forKey: .fraction), phase: try c.decode(String.self, forKey: .phase),
+                                         framesPerSecond: try c.decodeIfPresent(Double.self, forKey: .framesPerSecond),
+                                         eta: try c.decodeIfPresent(Double.self, forKey: .eta)))
+        case "log":
+            self = .log(level: try c.decode(String.self, forKey: .level), message: try c.decode(String.self, forKey: .message))
+        case "result":
+            self = .result(try c.decode(JobResult.self, forKey: .job))
+        case let other:
+            throw DecodingError.dataCorruptedError(forKey: .event, in: c, debugDescription: "unknown event \(other)")
+        }
+    }
+}
+
+public struct JobProgress: Sendable, Codable, Equatable {
+    /// 0...1 over the whole job.
+    public var fraction: Double
+    /// "inspecting", "copying", "encoding", "finishing", ...
+    public var phase: String
+    public var framesPerSecond: Double?
+    /// Estimated seconds left.
+    public var eta: Double?
+
+    public init(fraction: Double, phase: String, framesPerSecond: Double? = nil, eta: Double? = nil) {
+        self.fraction = fraction
+        self.phase = phase
+        self.framesPerSecond = framesPerSecond
+        self.eta = eta
+    }
+}
+
+/// How a job ended.
+public struct JobResult: Sendable, Codable, Equatable {
+    public var name: String
+    public var succeeded: Bool
+    /// What failed, naming the file and the problem.
+    public var error: String?
+    public var output: String?
+    public var report: String?
+    /// Output duration in seconds, when something was exported.
+    public var duration: Double?
+    public var seconds: Double
+
+    public init(name: String, succeeded: Bool, error: String? = nil, output: String? = nil, report: String? = nil,
+                duration: Double? = nil, seconds: Double) {
+        self.name = name
+        self.succeeded = succeeded
+        self.error = error
+        self.output = output
+        self.report = report
+        self.duration = duration
+        self.seconds = seconds
+    }
+}

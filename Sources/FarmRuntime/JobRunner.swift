@@ -1,0 +1,166 @@
+import FarmModel
+import Foundation
+import MediaCore
+import MediaEdit
+import MediaInspect
+import MediaTime
+
+/// Runs one validated manifest with the media modules: inspect the sources, build the composition,
+/// export, and write the report. Where the farm meets the media code. Never throws: a failure is a
+/// `JobResult` with the error in words.
+public struct JobRunner: Sendable {
+    public let manifest: JobManifest
+    public var limits: SafetyLimits = .default
+    public var pool: BlockingWorkPool = .shared
+
+    public init(manifest: JobManifest) { self.manifest = manifest }
+
+    public func run(events: @escaping @Sendable (JobEvent) -> Void = { _ in }) async -> JobResult {
+        let started = Date()
+        do {
+            return try await execute(events: events, started: started)
+        } catch is CancellationError {
+            return JobResult(name: manifest.name, succeeded: false, error: "cancelled", seconds: Date().timeIntervalSince(started))
+        } catch {
+            return JobResult(name: manifest.name, succeeded: false, error: Self.describe(error), seconds: Date().timeIntervalSince(started))
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let e = error as? MediaFileError { return e.description }
+        if let e = error as? ExportError { return e.description }
+        if let e = error as? CompositionError { return e.description }
+        if let e = error as? JobError { return e.description }
+        return String(describing: error)
+    }
+
+    private func execute(events: @escaping @Sendable (JobEvent) -> Void, started: Date) async throws -> JobResult {
+        events(.progress(JobProgress(fraction: 0, phase: "inspecting")))
+        var options = AssetOptions()
+        options.limits = limits
+        options.pool = pool
+
+        // Inspect every distinct source once.
+        var assets: [String: Asset] = [:]
+        var inspections: [AssetReport] = []
+        for edit in manifest.edits where assets[edit.source] == nil {
+            let asset = Asset(path: edit.source, options: options)
+            assets[edit.source] = asset
+            let report = await AssetReport.inspect(asset, keys: Set(AssetKey.allCases))
+            inspections.append(report)
+            if let error = report.error { throw JobError(error) }
+        }
+        let inspectSeconds = Date().timeIntervalSince(started)
+
+        guard let export = manifest.export else {
+            if manifest.scan != nil {
+                throw JobError("\(manifest.name): code scanning is not available in this version of MediaFarm")
+            }
+            let reportPath = try writeReport(inspections: inspections, composition: nil, export: nil,
+                                             timings: ["inspect": inspectSeconds, "total": Date().timeIntervalSince(started)])
+            return JobResult(name: manifest.name, succeeded: true, report: reportPath, seconds: Date().timeIntervalSince(started))
+        }
+        if manifest.scan != nil {
+            throw JobError("\(manifest.name): code scanning is not available in this version of MediaFarm")
+        }
+
+        // The composition: edits end to end, then the scaled ranges (latest first, so that each range
+        // is in the composition time the manifest means: after edits, before any scaling).
+        var composition = Composition()
+        for (i, edit) in manifest.edits.enumerated() {
+            let length = try await assets[edit.source]!.load(.duration)
+            guard length.isNumeric, length > .zero else { throw JobError("\(edit.source): the file has no measurable duration") }
+            guard edit.start < length else {
+                throw JobError("$.edits[\(i)]: starts at \(Self.seconds(edit.start)) s, but \(edit.source) is only \(Self.seconds(length)) s long")
+            }
+            let duration = edit.duration ?? (length - edit.start)
+            if length < edit.start + duration {
+                throw JobError("$.edits[\(i)]: \(Self.seconds(edit.start)) s + \(Self.seconds(duration)) s extends past the end of \(edit.source) (\(Self.seconds(length)) s)")
+            }
+            try composition.insert(TimeRange(start: edit.start, duration: duration), of: edit.source)
+        }
+        for range in manifest.scale.reversed() {
+            do {
+                try composition.scale(range.range, toDuration: range.toDuration)
+            } catch {
+                throw JobError("$.scale: \(error.description)")
+            }
+        }
+
+        let settings = ExportSettings(
+            mode: export.mode == .passthrough ? .passthrough : .constantFrameRate,
+            outputPath: export.output, muxer: export.fileType.muxerName, faststart: export.faststart,
+            frameDuration: export.frameDuration ?? MediaTime(value: 1, timescale: 30),
+            crf: export.video.crf, preset: export.video.preset, threads: export.video.threads,
+            audioPolicy: ExportSettings.AudioPolicy(rawValue: export.audio.policy.rawValue) ?? .auto,
+            audioBitRate: export.audio.bitrate,
+            timePitch: AudioTimePitchAlgorithm(rawValue: manifest.audio.timePitch.rawValue) ?? .spectral,
+            metadata: [:], limits: limits)
+        var session = ExportSession(composition: composition, settings: settings)
+        session.pool = pool
+        let exportStarted = Date()
+        let exported = try await session.export { p in
+            events(.progress(JobProgress(fraction: 0.02 + 0.97 * p.fraction, phase: p.phase, framesPerSecond: p.framesPerSecond, eta: p.eta)))
+        }
+        let reportPath = try writeReport(
+            inspections: inspections, composition: composition, export: exported,
+            timings: ["inspect": inspectSeconds, "export": Date().timeIntervalSince(exportStarted), "total": Date().timeIntervalSince(started)])
+        events(.progress(JobProgress(fraction: 1, phase: "done")))
+        return JobResult(name: manifest.name, succeeded: true, output: export.output, report: reportPath,
+                         duration: exported.duration.seconds, seconds: Date().timeIntervalSince(started))
+    }
+
+    static func seconds(_ t: MediaTime) -> String { MediaTime.formatSeconds(t.seconds) }
+
+    /// Writes the JSON report (atomically) when the manifest asks for one; returns its path.
+    private func writeReport(inspections: [AssetReport], composition: Composition?, export: ExportReport?,
+                             timings: [String: Double]) throws -> String? {
+        guard let path = manifest.report else { return nil }
+        let report = JobReport(name: manifest.name, inspection: inspections,
+                               composition: composition.map(JobReport.CompositionReport.init), export: export, timings: timings)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let data = try encoder.encode(report)
+        let output = try AtomicOutput(finalPath: path)
+        guard FileManager.default.createFile(atPath: output.temporaryPath, contents: data) else {
+            throw JobError("\(path): cannot write the report")
+        }
+        try output.commit()
+        return path
+    }
+}
+
+/// A job failure that is not about one media file.
+public struct JobError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// The report a manifest's `report` path receives.
+struct JobReport: Encodable {
+    struct CompositionReport: Encodable {
+        struct Piece: Encodable {
+            var segment: Int
+            var source: String
+            var sourceRange: TimeRange
+            var targetRange: TimeRange
+            var rate: Double
+        }
+        var duration: MediaTime
+        var pieces: [Piece]
+
+        init(_ c: Composition) {
+            duration = c.duration
+            pieces = c.timeMapping.pieces.map {
+                Piece(segment: $0.segment, source: c.segments[$0.segment].source, sourceRange: $0.source,
+                      targetRange: $0.target, rate: $0.rate?.doubleValue ?? 1)
+            }
+        }
+    }
+
+    var name: String
+    var inspection: [AssetReport]
+    var composition: CompositionReport?
+    var export: ExportReport?
+    var timings: [String: Double]
+}

@@ -1,0 +1,43 @@
+import FarmModel
+import Foundation
+
+/// Reads manifest files from disk and validates them against the real file system (symbolic links
+/// resolved for the output-root check).
+public enum ManifestLoader {
+    /// Largest manifest file accepted.
+    public static let maxBytes = 1 << 20
+
+    /// Loads and validates `path`; relative paths in it resolve against its folder. Output roots are
+    /// `outputRoots` (absolute, or relative to the current folder), else the manifest's folder.
+    public static func load(_ path: String, outputRoots: [String]? = nil) -> Result<JobManifest, ManifestValidationError> {
+        let absolute = PathRules.resolve(path, against: FileManager.default.currentDirectoryPath)
+        func fail(_ message: String) -> Result<JobManifest, ManifestValidationError> {
+            .failure(ManifestValidationError(file: path, issues: [ManifestIssue(path: "$", message: message)]))
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory) else { return fail("no such file") }
+        if isDirectory.boolValue { return fail("is a folder, not a manifest") }
+        guard let handle = FileHandle(forReadingAtPath: absolute) else { return fail("cannot be read (permission denied?)") }
+        defer { try? handle.close() }
+        let data = (try? handle.read(upToCount: maxBytes + 1)) ?? Data()
+        if data.count > maxBytes { return fail("is larger than \(maxBytes / 1024) KiB; a manifest is a small JSON file") }
+        let folder = URL(fileURLWithPath: absolute).deletingLastPathComponent().path
+        let roots = outputRoots.map { $0.map { PathRules.resolve($0, against: FileManager.default.currentDirectoryPath) } }
+        let name = URL(fileURLWithPath: absolute).deletingPathExtension().lastPathComponent
+        let context = ManifestContext(baseDirectory: folder, outputRoots: roots, defaultName: name, realPath: realPath)
+        return ManifestValidator.validate(json: [UInt8](data), file: path, context: context)
+    }
+
+    /// `path` with every symbolic link in its existing part resolved; the part that does not exist yet
+    /// is appended as written.
+    @Sendable public static func realPath(_ path: String) -> String {
+        var existing = path
+        var rest: [String] = []
+        while !FileManager.default.fileExists(atPath: existing), existing != "/" {
+            rest.insert((existing as NSString).lastPathComponent, at: 0)
+            existing = (existing as NSString).deletingLastPathComponent
+        }
+        let resolved = URL(fileURLWithPath: existing).resolvingSymlinksInPath().path
+        return PathRules.normalize(([resolved] + rest).joined(separator: "/"))
+    }
+}

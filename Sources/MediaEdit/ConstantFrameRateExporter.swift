@@ -1,0 +1,153 @@
+import Foundation
+import MediaCore
+import MediaTime
+
+/// Constant-frame-rate export: decode, then emit exactly one frame every frameDuration
+/// (k x frameDuration for k = 0..<ceil(D / frameDuration)), each the source frame on screen at the
+/// mapped time (sample and hold); H.264 through libx264 and AAC audio through the time-pitch
+/// algorithm, padded with silence to end with the last frame.
+struct ConstantFrameRateExporter {
+    let composition: Composition
+    let settings: ExportSettings
+    let interrupter: Interrupter
+    let progress: @Sendable (ExportProgress) -> Void
+
+    func run() throws -> ExportReport {
+        let started = Date()
+        let sources = try composition.segments.map { try ExportSource(path: $0.source, limits: settings.limits, interrupter: interrupter) }
+        guard let firstVideo = sources.first(where: { $0.video != nil })?.video else {
+            throw ExportError("\(sources[0].path): a constant-frame-rate export needs video, and no source has any")
+        }
+        for (i, s) in sources.enumerated() where s.video == nil {
+            throw ExportError("\(s.path) (segment \(i + 1)) has no video to fill its part of a constant-frame-rate export")
+        }
+        let output = try AtomicOutput(finalPath: settings.outputPath)
+        do {
+            let report = try write(to: output, sources: sources, width: firstVideo.width, height: firstVideo.height, started: started)
+            try output.commit()
+            return report
+        } catch {
+            output.discard()
+            throw error
+        }
+    }
+
+    private func write(to output: AtomicOutput, sources: [ExportSource], width: Int, height: Int, started: Date) throws -> ExportReport {
+        let mapping = composition.timeMapping
+        let fd = settings.frameDuration.reduced
+        let frameTB = Rational(Int32(clamping: fd.value), fd.timescale)
+        let frameCount = Int(mapping.duration.count(in: frameTB, rounding: .up) ?? 0)
+        guard frameCount > 0 else { throw ExportError("the composition is empty: nothing to export") }
+        let videoEnd = fd.multiplied(by: Int32(clamping: frameCount))
+
+        let file = try OutputFile(path: output.temporaryPath, format: settings.muxer)
+        let encoder: Encoder
+        do {
+            encoder = try Encoder.h264(width: width, height: height, frameDuration: fd, crf: settings.crf, preset: settings.preset,
+                                       threads: settings.threads, globalHeader: file.needsGlobalHeader)
+        } catch {
+            throw ExportError("cannot set up the H.264 encoder: \(error)")
+        }
+        let videoOut = try file.addStream(for: encoder, displayMatrix: sources[0].displayMatrix, language: sources[0].video?.language)
+
+        var renderer: AudioTrackRenderer?
+        var audioOut: Int?
+        let audioSource = sources.first { $0.audio != nil }?.audio
+        if let audio = audioSource, settings.audioPolicy != .drop {
+            let r = try AudioTrackRenderer(
+                mapping: mapping, sources: sources.map { .init(path: $0.path, streamIndex: $0.audio?.index) },
+                sampleRate: audio.sampleRate, channels: min(max(audio.channelCount, 1), 8), algorithm: settings.timePitch,
+                bitRate: settings.audioBitRate, totalDuration: videoEnd, globalHeader: file.needsGlobalHeader,
+                limits: settings.limits, interrupter: interrupter)
+            audioOut = try file.addStream(for: r.encoder, language: audio.language)
+            renderer = r
+        }
+        file.setMetadata(sources[0].carriedTags.merging(settings.metadata) { _, new in new })
+        let chapters = ExportSource.remappedChapters(sources, mapping: mapping)
+        file.setChapters(chapters)
+        try file.writeHeader(options: settings.faststart && settings.muxer != "matroska" ? ["movflags": "+faststart"] : [:])
+
+        var audioPackets = 0
+        var audioTimes = MonotonicTimestamps()
+        var pendingAudio: PacketBox?
+        func writeAudio(until: MediaTime?) throws {
+            guard let r = renderer, let audioOut else { return }
+            let tb = file.timeBase(of: audioOut)
+            let sampleTB = Rational(1, Int32(r.sampleRate))
+            while let box = try pendingAudio ?? r.nextPacket() {
+                let t = MediaTime(count: box.packet.pts ?? 0, timeBase: sampleTB)
+                if let until, t > until { pendingAudio = box; return }
+                pendingAudio = nil
+                let ticks = t.count(in: tb) ?? 0
+                let fixed = audioTimes.fix(pts: ticks, dts: ticks)
+                box.packet.retime(pts: fixed.pts, dts: fixed.dts,
+                                  duration: MediaTime(count: box.packet.duration, timeBase: sampleTB).count(in: tb) ?? 0, streamIndex: audioOut)
+                try file.write(&box.packet)
+                audioPackets += 1
+            }
+        }
+
+        var videoPackets = 0
+        var packet = Packet()
+        func drainVideo() throws {
+            let tb = file.timeBase(of: videoOut)
+            while try encoder.receive(into: &packet) == .packet {
+                let pts = MediaTime(count: packet.pts ?? 0, timeBase: frameTB)
+                let dts = MediaTime(count: packet.dts ?? packet.pts ?? 0, timeBase: frameTB)
+                try writeAudio(until: dts)
+                packet.retime(pts: pts.count(in: tb), dts: dts.count(in: tb), duration: fd.count(in: tb) ?? 0, streamIndex: videoOut)
+                try file.write(&packet)
+                videoPackets += 1
+            }
+        }
+
+        let scaler = VideoScaler(outputFormat: "yuv420p", width: width, height: height)
+        var converted = Frame()
+        var reader: SegmentVideoReader?
+        var readerSegment = -1
+        var decoded = 0, decodeErrors = 0
+        let clock = Date()
+        for k in 0..<frameCount {
+            let t = fd.multiplied(by: Int32(clamping: k))
+            guard let (segment, s) = mapping.sourceTime(at: t) ?? mapping.pieces.last.map({ ($0.segment, $0.source.end) }) else { break }
+            if segment != readerSegment {
+                if let reader { decoded += reader.framesDecoded; decodeErrors += reader.decodeErrors }
+                reader = try SegmentVideoReader(source: sources[segment], startingAt: s, threads: settings.threads,
+                                                limits: settings.limits, interrupter: interrupter)
+                readerSegment = segment
+            }
+            guard try reader!.advance(to: s) else {
+                throw ExportError("\(sources[segment].path): no video frame could be decoded")
+            }
+            try scaler.prepare(reader!.current, into: &converted)
+            converted.setPTS(Int64(k))
+            while try encoder.send(converted) == .full { try drainVideo() }
+            try drainVideo()
+            if k % 30 == 0 {
+                let elapsed = Date().timeIntervalSince(clock)
+                let fraction = Double(k) / Double(frameCount)
+                progress(ExportProgress(fraction: fraction, phase: "encoding", framesPerSecond: elapsed > 0 ? Double(k) / elapsed : nil,
+                                        eta: fraction > 0.01 ? elapsed / fraction * (1 - fraction) : nil))
+            }
+            if k % 16 == 0, let reason = interrupter.reason {
+                throw MediaFileError(path: settings.outputPath, reason: reason == .cancelled ? .cancelled : .timedOut(after: settings.limits.operationTimeout))
+            }
+        }
+        if let reader { decoded += reader.framesDecoded; decodeErrors += reader.decodeErrors }
+        try encoder.sendEndOfStream()
+        try drainVideo()
+        try writeAudio(until: nil)
+        progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
+        try file.finish()
+
+        let audioReport: ExportReport.Audio = renderer.map {
+            .init(handling: "encoded", codec: "aac", sampleRate: $0.sampleRate, channels: $0.channels, samples: $0.samplesWritten,
+                  packets: audioPackets, pieces: $0.pieces, decodeErrors: $0.decodeErrors)
+        } ?? .init(handling: audioSource == nil ? "none" : "dropped", codec: nil, sampleRate: nil, channels: nil, samples: nil,
+                   packets: 0, pieces: nil, decodeErrors: nil)
+        return ExportReport(
+            mode: .constantFrameRate, output: settings.outputPath, container: settings.muxer, duration: videoEnd,
+            video: .init(codec: "h264", frames: frameCount, framesDecoded: decoded, frameDuration: fd, width: width, height: height),
+            audio: audioReport, snappedCuts: [], chapters: chapters.count, seconds: Date().timeIntervalSince(started))
+    }
+}

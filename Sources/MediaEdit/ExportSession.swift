@@ -1,0 +1,32 @@
+import Foundation
+import MediaCore
+import MediaTime
+
+/// Exports a composition to a movie file, as AVAssetExportSession: passthrough (packets copied and
+/// retimed) or constant frame rate (decoded and re-encoded). The output appears at its path only
+/// when complete (written beside it under a temporary name, fsynced, renamed). Runs on the blocking
+/// pool; cancelling the calling task stops it and leaves no output. `progress` is called from the
+/// pool thread.
+public struct ExportSession: Sendable {
+    public let composition: Composition
+    public let settings: ExportSettings
+    public var pool: BlockingWorkPool = .shared
+
+    public init(composition: Composition, settings: ExportSettings) {
+        self.composition = composition
+        self.settings = settings
+    }
+
+    public func export(progress: @escaping @Sendable (ExportProgress) -> Void = { _ in }) async throws -> ExportReport {
+        let composition = self.composition, settings = self.settings
+        return try await pool.run { interrupter in
+            interrupter.setDeadline(after: .seconds(86_400))
+            switch settings.mode {
+            case .passthrough:
+                return try PassthroughExporter(composition: composition, settings: settings, interrupter: interrupter, progress: progress).run()
+            case .constantFrameRate:
+                return try ConstantFrameRateExporter(composition: composition, settings: settings, interrupter: interrupter, progress: progress).run()
+            }
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import MediaCore
+import MediaTime
+
+/// How retimed audio keeps or changes its pitch, as AVAudioTimePitchAlgorithm.
+public enum AudioTimePitchAlgorithm: String, Sendable, Hashable, CaseIterable, Codable {
+    /// Rubber Band offline, finer (R3) engine: highest quality, for music.
+    case spectral
+    /// Rubber Band offline, faster (R2) engine: cheaper, for speech.
+    case timeDomain
+    /// Resampling: the pitch follows the rate, as tape does.
+    case varispeed
+}
+
+/// What an `ExportSession` writes and how.
+public struct ExportSettings: Sendable {
+    public enum Mode: String, Sendable, Codable {
+        /// Video packets copied and retimed, never decoded.
+        case passthrough
+        /// Decoded, one frame every frameDuration (sample and hold), H.264 + AAC.
+        case constantFrameRate
+    }
+
+    public enum AudioPolicy: String, Sendable, Codable {
+        case auto, copy, reencode, drop
+    }
+
+    public var mode: Mode
+    public var outputPath: String
+    /// FFmpeg muxer name: "mp4", "mov" or "matroska".
+    public var muxer: String
+    public var faststart: Bool
+    /// constantFrameRate only.
+    public var frameDuration: MediaTime
+    public var crf: Int
+    public var preset: String
+    public var threads: Int
+    public var audioPolicy: AudioPolicy
+    public var audioBitRate: Int
+    public var timePitch: AudioTimePitchAlgorithm
+    /// Carried into the output (title, ...); chapters come from the first source, remapped.
+    public var metadata: [String: String]
+    public var limits: SafetyLimits
+
+    public init(mode: Mode, outputPath: String, muxer: String, faststart: Bool = true,
+                frameDuration: MediaTime = MediaTime(value: 1, timescale: 30), crf: Int = 20, preset: String = "veryfast",
+                threads: Int = 0, audioPolicy: AudioPolicy = .auto, audioBitRate: Int = 128_000,
+                timePitch: AudioTimePitchAlgorithm = .spectral, metadata: [String: String] = [:], limits: SafetyLimits = .default) {
+        self.mode = mode
+        self.outputPath = outputPath
+        self.muxer = muxer
+        self.faststart = faststart
+        self.frameDuration = frameDuration
+        self.crf = crf
+        self.preset = preset
+        self.threads = threads
+        self.audioPolicy = audioPolicy
+        self.audioBitRate = audioBitRate
+        self.timePitch = timePitch
+        self.metadata = metadata
+        self.limits = limits
+    }
+}
+
+/// How far an export has come, reported as it runs.
+public struct ExportProgress: Sendable, Codable {
+    public var fraction: Double
+    public var phase: String
+    public var framesPerSecond: Double?
+    /// Estimated seconds left.
+    public var eta: Double?
+}
+
+/// Why an export failed, in words.
+public struct ExportError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,71 @@
+import MediaCore
+import MediaTime
+
+/// The streams an export reads from each composition segment.
+struct ExportSource {
+    var path: String
+    var video: StreamInfo?
+    var audio: StreamInfo?
+    /// Source time zero: the container's start time.
+    var origin: MediaTime
+    var displayMatrix: [Int32]?
+    var tags: [String: String]
+    var chapters: [ChapterInfo]
+
+    init(path: String, limits: SafetyLimits, interrupter: Interrupter) throws(MediaFileError) {
+        let file = try InputFile(path: path, limits: limits, interrupter: interrupter)
+        self.path = path
+        video = file.streams.first { $0.mediaType == .video && !$0.isAttachedPicture }
+        audio = file.streams.first { $0.mediaType == .audio }
+        origin = file.container.startTime.isNumeric ? file.container.startTime : .zero
+        displayMatrix = video?.displayMatrix
+        tags = file.container.tags
+        chapters = file.container.chapters
+    }
+
+    /// Source time (relative to the origin) of a timestamp in `stream`'s time base.
+    func time(_ ticks: Int64, in stream: StreamInfo) -> MediaTime {
+        MediaTime(count: ticks, timeBase: stream.timeBase) - origin
+    }
+
+    /// Ticks of `stream` for a source time.
+    func ticks(_ time: MediaTime, in stream: StreamInfo, rounding: TimeRounding = .down) -> Int64 {
+        (time + origin).count(in: stream.timeBase, rounding: rounding) ?? 0
+    }
+}
+
+extension ExportSource {
+    /// Tags worth carrying into an output: not the ones that describe the old file's encoding.
+    var carriedTags: [String: String] {
+        tags.filter { !["major_brand", "minor_version", "compatible_brands", "encoder", "creation_time", "duration"].contains($0.key) }
+    }
+
+    /// Chapters of all segments placed on the output timeline through the mapping, clipped to it.
+    static func remappedChapters(_ sources: [ExportSource], mapping: TimeMapping) -> [ChapterInfo] {
+        var result: [ChapterInfo] = []
+        for (segment, source) in sources.enumerated() {
+            let own = mapping.pieces.filter { $0.segment == segment }
+            guard let first = own.first, let last = own.last else { continue }
+            for ch in source.chapters {
+                let s = MediaTime.max(ch.start - source.origin, first.source.start)
+                let e = MediaTime.min(ch.end - source.origin, last.source.end)
+                guard s < e, let ts = mapping.targetTime(segment: segment, source: s),
+                      let te = mapping.targetTime(segment: segment, source: e) else { continue }
+                result.append(ChapterInfo(id: Int64(result.count + 1), start: ts, end: te, title: ch.title, tags: ch.tags))
+            }
+        }
+        return result
+    }
+}
+
+/// Keeps decoding timestamps strictly increasing after rounding to an output time base.
+struct MonotonicTimestamps {
+    private var lastDTS: Int64?
+
+    mutating func fix(pts: Int64, dts: Int64) -> (pts: Int64, dts: Int64) {
+        var d = dts
+        if let last = lastDTS, d <= last { d = last + 1 }
+        lastDTS = d
+        return (max(pts, d), d)
+    }
+}

@@ -1,0 +1,89 @@
+import MediaCore
+import MediaTime
+
+/// Decodes one source's video track in presentation order, for sample and hold: `advance(to:)` makes
+/// `current` the last frame whose presentation time is at or before a source time.
+/// Blocking and thread-confined.
+final class SegmentVideoReader {
+    private let file: InputFile
+    private let decoder: Decoder
+    private let source: ExportSource
+    private let stream: StreamInfo
+    private var packet = Packet()
+    /// The frame shown at the last time asked for.
+    var current = Frame()
+    private var next = Frame()
+    private var nextTime: MediaTime?
+    private var currentTime: MediaTime?
+    private var inputFinished = false
+    private var decoderFinished = false
+    private(set) var framesDecoded = 0
+    private(set) var decodeErrors = 0
+    private var lastError: FFmpegError?
+
+    init(source: ExportSource, startingAt time: MediaTime, threads: Int, limits: SafetyLimits, interrupter: Interrupter) throws(MediaFileError) {
+        self.source = source
+        stream = source.video!
+        file = try InputFile(path: source.path, limits: limits, interrupter: interrupter)
+        file.discardAll(except: [stream.index])
+        decoder = try Decoder(file: file, streamIndex: stream.index, threads: threads)
+        if time > .zero { try file.seek(stream: stream.index, toKeyframeBefore: source.ticks(time, in: stream)) }
+        try fetchNext()
+    }
+
+    /// Makes `current` the frame on screen at source time `s`; false when the track has no frame at all.
+    func advance(to s: MediaTime) throws(MediaFileError) -> Bool {
+        while let t = nextTime, !(s < t) || currentTime == nil {
+            current.take(&next)
+            currentTime = t
+            nextTime = nil
+            try fetchNext()
+        }
+        return currentTime != nil
+    }
+
+    /// Decodes until a frame is waiting in `next` or the stream ends.
+    private func fetchNext() throws(MediaFileError) {
+        while nextTime == nil && !decoderFinished {
+            do {
+                switch try decoder.receive(into: &next) {
+                case .frame:
+                    framesDecoded += 1
+                    nextTime = next.pts.map { source.time($0, in: stream) } ?? (currentTime ?? .zero)
+                    continue
+                case .endOfStream:
+                    decoderFinished = true
+                    continue
+                case .needsInput:
+                    break
+                }
+            } catch {
+                decodeErrors += 1
+                lastError = error
+            }
+            if inputFinished {
+                try? decoder.sendEndOfStream()
+                if decodeErrors > 0 && framesDecoded == 0 { break }
+                continue
+            }
+            try file.checkInterrupt()
+            if try file.read(into: &packet) == .endOfFile {
+                inputFinished = true
+                try? decoder.sendEndOfStream()
+                continue
+            }
+            do {
+                if try decoder.send(packet) == .full { continue }
+            } catch {
+                decodeErrors += 1
+                lastError = error
+                if decodeErrors > 100 && framesDecoded == 0 {
+                    throw MediaFileError(path: source.path, reason: .undecodable(track: stream.index, codec: stream.codecName, error))
+                }
+            }
+        }
+        if decoderFinished || inputFinished, framesDecoded == 0, let lastError {
+            throw MediaFileError(path: source.path, reason: .undecodable(track: stream.index, codec: stream.codecName, lastError))
+        }
+    }
+}

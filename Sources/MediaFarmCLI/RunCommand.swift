@@ -1,0 +1,97 @@
+import ArgumentParser
+import FarmModel
+import FarmRuntime
+import Foundation
+
+/// `mediafarm run`: execute manifests inline, without a queue.
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run job manifests now, in this process (no queue).",
+        discussion: """
+        Every manifest is validated first: if any is invalid, every error is listed with its JSON path and \
+        nothing runs (exit 2). Then the jobs run one after another, with a progress bar on a terminal, or \
+        JSON-line events on stdout with --json. Exit status: 0 when every job succeeded, 1 when any failed.
+
+        Outputs may only be written under the output roots: --output-root (repeatable), else \
+        MEDIAFARM_OUTPUT_ROOTS (colon-separated), else each manifest's own folder.
+        """)
+
+    @Flag(name: .long, help: "Print one JSON event per line (progress, result) instead of a progress bar.")
+    var json = false
+
+    @Option(name: .customLong("output-root"), help: "A folder outputs may be written under (repeatable).")
+    var outputRoots: [String] = []
+
+    @Argument(help: "Manifest files (JSON).")
+    var manifests: [String]
+
+    func run() async throws {
+        let roots = outputRoots.isEmpty
+            ? ProcessInfo.processInfo.environment["MEDIAFARM_OUTPUT_ROOTS"].map { $0.split(separator: ":").map(String.init) }
+            : outputRoots
+        var loaded: [JobManifest] = []
+        var invalid: [ManifestValidationError] = []
+        for path in manifests {
+            switch ManifestLoader.load(path, outputRoots: roots) {
+            case .success(let m): loaded.append(m)
+            case .failure(let e): invalid.append(e)
+            }
+        }
+        if !invalid.isEmpty {
+            for e in invalid { FileHandle.standardError.write(Data((e.description + "\n").utf8)) }
+            if json {
+                let lines = invalid.map { e in
+                    JobEvent.result(JobResult(name: e.file ?? "manifest", succeeded: false,
+                                              error: e.issues.map(\.description).joined(separator: "; "), seconds: 0))
+                }
+                for line in lines { EventPrinter.print(line) }
+            }
+            throw ExitCode(ExitStatus.usage)
+        }
+
+        var failed = false
+        for manifest in loaded {
+            let bar = json ? nil : TerminalProgress(label: manifest.name, total: 1000)
+            let json = self.json
+            let result = await JobRunner(manifest: manifest).run { event in
+                if json { EventPrinter.print(event) }
+                if case .progress(let p) = event { bar?.update(Int(p.fraction * 1000), detail: p.detail) }
+            }
+            bar?.finish()
+            if json {
+                EventPrinter.print(.result(result))
+            } else if result.succeeded {
+                var line = "\(manifest.name): succeeded in \(String(format: "%.1f", result.seconds)) s"
+                if let output = result.output { line += " -> \(output)" }
+                if let d = result.duration { line += " (\(String(format: "%.3f", d)) s)" }
+                if let report = result.report { line += ", report \(report)" }
+                print(line)
+            } else {
+                FileHandle.standardError.write(Data("\(manifest.name): failed: \(result.error ?? "unknown error")\n".utf8))
+            }
+            failed = failed || !result.succeeded
+        }
+        if failed { throw ExitCode(ExitStatus.failure) }
+    }
+}
+
+/// Writes one JSON event per line to stdout.
+enum EventPrinter {
+    static func print(_ event: JobEvent) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard var data = try? encoder.encode(event) else { return }
+        data.append(UInt8(ascii: "\n"))
+        FileHandle.standardOutput.write(data)
+    }
+}
+
+extension JobProgress {
+    var detail: String {
+        var parts = [phase]
+        if let fps = framesPerSecond { parts.append(String(format: "%.0f fps", fps)) }
+        if let eta { parts.append(String(format: "ETA %.0f s", eta)) }
+        return parts.joined(separator: ", ")
+    }
+}
