@@ -1,0 +1,132 @@
+import FarmTestSupport
+import Foundation
+import Testing
+
+/// `mediafarm run`, as a user runs it.
+@Suite struct RunCLITests {
+    func mediafarm(_ args: [String], in folder: URL? = nil) throws -> ProcessResult {
+        try ProcessRunner.run(TestPaths.mediafarmExecutable, args, currentDirectory: folder?.path)
+    }
+
+    /// A folder holding `manifest` (as manifest.json) and a copy of the tone movie as input.mp4.
+    func job(_ manifest: String, fixture: MediaFixture = .tone60MP4) throws -> URL {
+        let dir = try TestPaths.makeTemporaryFolder("run")
+        try FileManager.default.copyItem(atPath: fixture.path, toPath: dir.appendingPathComponent("input.mp4").path)
+        try manifest.write(to: dir.appendingPathComponent("manifest.json"), atomically: true, encoding: .utf8)
+        return dir
+    }
+
+    @Test func jsonEventsAndAReport() throws {
+        let dir = try job("""
+        { "version": 1, "name": "slowmo", "input": "input.mp4",
+          "scale": [ { "start": "2", "duration": "2", "rate": "1/4" } ],
+          "export": { "mode": "passthrough", "output": "out/slowmo.mp4" }, "report": "out/slowmo.json" }
+        """)
+        let r = try mediafarm(["run", "--json", dir.appendingPathComponent("manifest.json").path])
+        #expect(r.status == 0, "\(r.stderr)")
+        let events = r.stdout.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(events.contains { $0["event"] as? String == "progress" && $0["phase"] as? String == "inspecting" })
+        let result = try #require(events.last)
+        #expect(result["event"] as? String == "result")
+        let job = try #require(result["job"] as? [String: Any])
+        #expect(job["succeeded"] as? Bool == true && job["duration"] as? Double == 16)
+        let fractions = events.compactMap { $0["fraction"] as? Double }
+        #expect(fractions == fractions.sorted() && fractions.last == 1)
+
+        let report = try #require(try JSONSerialization.jsonObject(
+            with: Data(contentsOf: dir.appendingPathComponent("out/slowmo.json"))) as? [String: Any])
+        let export = try #require(report["export"] as? [String: Any])
+        #expect((export["duration"] as? [String: Any])?["seconds"] as? Double == 16)
+        #expect((export["video"] as? [String: Any])?["framesDecoded"] as? Int == 0)
+        #expect((report["inspection"] as? [[String: Any]])?.count == 1)
+        #expect((report["composition"] as? [String: Any])?["pieces"] is [[String: Any]])
+        #expect((report["timings"] as? [String: Any])?["total"] is Double)
+    }
+
+    @Test func invalidManifestsAreRefusedWithEveryErrorAndNothingIsWritten() throws {
+        let dir = try job("""
+        { "version": 1, "inptu": "input.mp4",
+          "scale": [ { "start": 1, "duration": 1, "rate": 33 } ],
+          "export": { "mode": "passthrough", "output": "../escape/out.mp4", "frameRate": 30 } }
+        """)
+        let good = dir.appendingPathComponent("good.json")
+        try #"{ "version": 1, "input": "input.mp4", "export": { "mode": "passthrough", "output": "out/good.mp4" } }"#
+            .write(to: good, atomically: true, encoding: .utf8)
+        let r = try mediafarm(["run", good.path, dir.appendingPathComponent("manifest.json").path])
+        #expect(r.status == 2)
+        for path in ["$.inptu", "$.scale[0].rate", "$.export.output", "$.export.frameRate", "$: needs \"input\""] {
+            #expect(r.stderr.contains(path), "missing \(path) in \(r.stderr)")
+        }
+        // Not even the valid manifest ran.
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("out").path))
+        #expect(!FileManager.default.fileExists(atPath: dir.deletingLastPathComponent().appendingPathComponent("escape").path))
+    }
+
+    @Test(arguments: ["{ not json", "[]", "{ \"version\": 1, \"input\": 7 }", "{}"])
+    func malformedManifests(_ text: String) throws {
+        let dir = try job(text)
+        let r = try mediafarm(["run", dir.appendingPathComponent("manifest.json").path])
+        #expect(r.status == 2 && r.stderr.contains("manifest.json"))
+    }
+
+    @Test func missingManifestAndMissingInput() throws {
+        #expect(try mediafarm(["run", "/nonexistent/job.json"]).status == 2)
+        let dir = try job(#"{ "version": 1, "input": "nothere.mov", "export": { "mode": "passthrough", "output": "out/x.mp4" } }"#)
+        let r = try mediafarm(["run", dir.appendingPathComponent("manifest.json").path])
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("nothere.mov") && r.stderr.contains("no such file"), "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("out/x.mp4").path))
+    }
+
+    @Test func unwritableOutputFolder() throws {
+        let dir = try job(#"{ "version": 1, "input": "input.mp4", "export": { "mode": "passthrough", "output": "out/taken/x.mp4" } }"#)
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("out"), withIntermediateDirectories: true)
+        try "a file where a folder should be".write(to: dir.appendingPathComponent("out/taken"), atomically: true, encoding: .utf8)
+        let r = try mediafarm(["run", dir.appendingPathComponent("manifest.json").path])
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("out/taken") && r.stderr.contains("cannot create the output folder"), "\(r.stderr)")
+    }
+
+    @Test func editBeyondTheEndOfTheSource() throws {
+        let dir = try job(#"{ "version": 1, "edits": [ { "source": "input.mp4", "start": 8, "duration": 5 } ], "export": { "mode": "passthrough", "output": "out/x.mp4" } }"#)
+        let r = try mediafarm(["run", dir.appendingPathComponent("manifest.json").path])
+        #expect(r.status == 1 && r.stderr.contains("$.edits[0]") && r.stderr.contains("past the end"), "\(r.stderr)")
+    }
+
+    @Test func killedExportLeavesNoOutputAndItsTemporaryIsCleanedLater() throws {
+        let dir = try job("""
+        { "version": 1, "input": "input.mp4", "scale": [ { "start": 0, "duration": 10, "rate": 0.125 } ],
+          "export": { "mode": "constantFrameRate", "output": "out/slow.mp4", "frameRate": 60, "video": { "preset": "medium" } } }
+        """)
+        let out = dir.appendingPathComponent("out")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestPaths.mediafarmExecutable)
+        process.arguments = ["run", dir.appendingPathComponent("manifest.json").path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Wait until the export is writing its temporary, then kill it without warning.
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? []
+            if names.contains(where: { $0.hasSuffix(".tmp") }) { break }
+            usleep(20_000)
+        }
+        usleep(200_000)
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+        #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("slow.mp4").path))
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: out.path)
+        #expect(leftovers.count == 1 && leftovers[0].hasPrefix(".slow.mp4.mediafarm-"))
+
+        // The next export into the folder removes the dead process's temporary.
+        let quick = dir.appendingPathComponent("quick.json")
+        try #"{ "version": 1, "input": "input.mp4", "export": { "mode": "passthrough", "output": "out/quick.mp4" } }"#
+            .write(to: quick, atomically: true, encoding: .utf8)
+        #expect(try mediafarm(["run", quick.path]).status == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.path) == ["quick.mp4"])
+    }
+}
