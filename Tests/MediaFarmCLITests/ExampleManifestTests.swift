@@ -1,0 +1,92 @@
+import FarmTestSupport
+import Foundation
+import Testing
+
+/// The example manifests in jobs/examples run as-is on the media script/make-demo-media makes, and
+/// jobs/schema.json says what the validator says.
+@Suite struct ExampleManifestTests {
+    let examples = TestPaths.packageRoot.appendingPathComponent("jobs/examples")
+    let schema = TestPaths.packageRoot.appendingPathComponent("jobs/schema.json")
+
+    var exampleFiles: [URL] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: examples.path)) ?? [])
+            .filter { $0.hasSuffix(".json") }.sorted().map { examples.appendingPathComponent($0) }
+    }
+
+    @Test func everyExampleRunsAsIs() throws {
+        // A scratch copy, so the run writes nothing into the repository.
+        let dir = try TestPaths.makeTemporaryFolder("examples")
+        for file in exampleFiles { try FileManager.default.copyItem(at: file, to: dir.appendingPathComponent(file.lastPathComponent)) }
+        try ProcessRunner.check(TestPaths.packageRoot.appendingPathComponent("script/make-demo-media").path,
+                                [dir.appendingPathComponent("media").path])
+        let manifests = exampleFiles.map { dir.appendingPathComponent($0.lastPathComponent).path }
+        #expect(manifests.count >= 5)
+        let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", "--json"] + manifests)
+        #expect(r.status == 0, "\(r.stderr)")
+        let results = r.stdout.split(separator: "\n").compactMap { line -> [String: Any]? in
+            guard let e = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], e["event"] as? String == "result" else { return nil }
+            return e["job"] as? [String: Any]
+        }
+        #expect(results.count == manifests.count)
+        for job in results {
+            #expect(job["succeeded"] as? Bool == true, "\(job)")
+            if let output = job["output"] as? String {
+                let inspect = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["inspect", "--json", output])
+                #expect(inspect.status == 0, "\(output) does not inspect cleanly: \(inspect.stdout)")
+            }
+        }
+    }
+
+    @Test func schemaAndValidatorAgreeOnEveryKey() throws {
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: schema)) as? [String: Any])
+        #expect(json["$schema"] as? String == "https://json-schema.org/draft/2020-12/schema")
+        func keys(_ object: [String: Any]?) -> Set<String> { Set((object?["properties"] as? [String: Any])?.keys.map { $0 } ?? []) }
+        let top = keys(json)
+        let properties = json["properties"] as? [String: Any] ?? [:]
+        #expect(top == ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report"])
+        #expect(keys((properties["edits"] as? [String: Any])?["items"] as? [String: Any]) == ["source", "start", "duration"])
+        #expect(keys((properties["scale"] as? [String: Any])?["items"] as? [String: Any]) == ["start", "duration", "toDuration", "rate"])
+        #expect(keys(properties["audio"] as? [String: Any]) == ["timePitch"])
+        #expect(keys(properties["scan"] as? [String: Any]) == ["symbologies", "regionOfInterest", "interval", "maxCodesPerFrame"])
+        let export = properties["export"] as? [String: Any]
+        #expect(keys(export) == ["mode", "output", "fileType", "frameRate", "frameDuration", "video", "audio", "faststart"])
+        let exportProperties = export?["properties"] as? [String: Any]
+        #expect(keys(exportProperties?["video"] as? [String: Any]) == ["codec", "crf", "preset", "threads"])
+        #expect(keys(exportProperties?["audio"] as? [String: Any]) == ["policy", "codec", "bitrate"])
+        // Every key the schema allows is one the validator accepts: try them all in one manifest.
+        let everything = """
+        { "version": 1, "name": "all", "input": "a.mp4", "scale": [ { "start": 0, "duration": 1, "rate": 0.5 } ],
+          "audio": { "timePitch": "timeDomain" },
+          "scan": { "symbologies": ["qr"], "regionOfInterest": { "x": 0, "y": 0, "width": 1, "height": 1 }, "interval": 0, "maxCodesPerFrame": 4 },
+          "export": { "mode": "constantFrameRate", "output": "out/a.mp4", "fileType": "mp4", "frameRate": 25, "faststart": true,
+                      "video": { "codec": "h264", "crf": 18, "preset": "fast", "threads": 2 },
+                      "audio": { "policy": "reencode", "codec": "aac", "bitrate": 96000 } },
+          "report": "out/a.json" }
+        """
+        let dir = try TestPaths.makeTemporaryFolder("schema")
+        try everything.write(to: dir.appendingPathComponent("all.json"), atomically: true, encoding: .utf8)
+        let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", dir.appendingPathComponent("all.json").path])
+        #expect(!r.stderr.contains("unknown key"), "\(r.stderr)")
+        #expect(r.status == 1)   // valid; it fails only because a.mp4 does not exist
+    }
+
+    @Test func examplesMatchTheSchema() throws {
+        // jsonschema (Python) is the independent oracle when it is installed.
+        guard (try? ProcessRunner.run("python3", ["-c", "import jsonschema"]))?.status == 0 else { return }
+        let script = """
+        import json, sys, jsonschema
+        schema = json.load(open(sys.argv[1]))
+        jsonschema.Draft202012Validator.check_schema(schema)
+        for path in sys.argv[2:]:
+            jsonschema.validate(json.load(open(path)), schema, cls=jsonschema.Draft202012Validator)
+        bad = {"version": 1, "inptu": "a.mp4"}
+        try:
+            jsonschema.validate(bad, schema, cls=jsonschema.Draft202012Validator)
+            sys.exit("the schema accepted a typo")
+        except jsonschema.ValidationError:
+            pass
+        """
+        let r = try ProcessRunner.run("python3", ["-c", script, schema.path] + exampleFiles.map(\.path))
+        #expect(r.status == 0, "\(r.stderr)")
+    }
+}
