@@ -34,7 +34,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "MediaInspect", dependencies: ["MediaCore", "MediaTime"]),
-        .target(name: "MediaEdit", dependencies: ["MediaInspect", "MediaCore", "MediaTime"]),
+        .target(name: "MediaEdit", dependencies: ["MediaInspect", "MediaCore", "MediaTime",
+                                                  .product(name: "Logging", package: "swift-log")]),
 
         // The farm's pure model: manifests, jobs, state machine. No I/O.
         .target(name: "FarmModel", dependencies: ["MediaTime"]),

@@ -1,3 +1,5 @@
+#define _GNU_SOURCE
+#include <fcntl.h>
 #include "CMediaShims.h"
 #include <errno.h>
 #include <stdarg.h>
@@ -82,4 +84,13 @@ size_t mf_log_last_error_since(uint64_t sequence, char *buf, size_t size) {
     }
     pthread_mutex_unlock(&global_lock);
     return strlen(buf);
+}
+
+int mf_start_writeback(int fd, int64_t offset, int64_t length) {
+#ifdef SYNC_FILE_RANGE_WRITE
+    return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
+#else
+    (void)fd; (void)offset; (void)length;
+    return 0;
+#endif
 }

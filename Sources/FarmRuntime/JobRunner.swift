@@ -46,7 +46,11 @@ public struct JobRunner: Sendable {
         for edit in manifest.edits where assets[edit.source] == nil {
             let asset = Asset(path: edit.source, options: options)
             assets[edit.source] = asset
-            let report = await AssetReport.inspect(asset, keys: Set(AssetKey.allCases))
+            // An export reads every packet anyway and fails clearly on damaged data: it skips the
+            // decode check (isPlayable, isDecodable), which costs an extra opening and decoding.
+            let keys = manifest.export == nil ? Set(AssetKey.allCases) : Set(AssetKey.allCases).subtracting([.isPlayable])
+            let trackKeys = manifest.export == nil ? Set(TrackKey.allCases) : Set(TrackKey.allCases).subtracting([.isDecodable])
+            let report = await AssetReport.inspect(asset, keys: keys, trackKeys: trackKeys)
             inspections.append(report)
             if let error = report.error { throw JobError(error) }
         }

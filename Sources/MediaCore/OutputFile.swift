@@ -17,6 +17,10 @@ public final class OutputFile {
     let context: UnsafeMutablePointer<AVFormatContext>
     private var isOpen = false
     private var finished = false
+    /// A second descriptor on the file, used to start writeback early (see `write`).
+    private var syncDescriptor: Int32 = -1
+    private var writebackOffset: Int64 = 0
+    private static let writebackChunk: Int64 = 8 << 20
 
     /// Creates `path` for writing with the muxer `format` ("mp4", "mov", "matroska").
     public init(path: String, format: String) throws(MediaFileError) {
@@ -34,9 +38,11 @@ public final class OutputFile {
             throw MediaFileError(path: path, reason: .ffmpeg(.capture(o, "avio_open"), while: "creating the file"))
         }
         isOpen = true
+        syncDescriptor = open(path, O_RDONLY)
     }
 
     deinit {
+        if syncDescriptor >= 0 { close(syncDescriptor) }
         if isOpen { avio_closep(&context.pointee.pb) }
         avformat_free_context(context)
     }
@@ -122,6 +128,14 @@ public final class OutputFile {
     public func write(_ packet: inout Packet) throws(MediaFileError) {
         let r = av_interleaved_write_frame(context, packet.pointer)
         if r < 0 { throw failure(.capture(r, "av_interleaved_write_frame"), "writing packets") }
+        // Let the disk catch up while we write, instead of all at the final fsync.
+        if syncDescriptor >= 0 {
+            let written = avio_tell(context.pointee.pb)
+            if written - writebackOffset >= Self.writebackChunk {
+                _ = mf_start_writeback(syncDescriptor, writebackOffset, written - writebackOffset)
+                writebackOffset = written
+            }
+        }
     }
 
     /// Writes the trailer, closes the file and fsyncs it to disk.

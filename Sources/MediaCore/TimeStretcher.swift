@@ -14,24 +14,31 @@ public enum TimeStretcher {
     /// Returns `input` stretched by `timeRatio` (output duration / input duration). The length is
     /// Rubber Band's; callers pad or trim to their exact target and report the difference.
     public static func stretch(_ input: AudioSamples, sampleRate: Int, timeRatio: Double, engine: Engine) -> AudioSamples {
+        var output = AudioSamples(channelCount: input.channelCount)
+        _ = stretch(input, sampleRate: sampleRate, timeRatio: timeRatio, engine: engine) { output.append($0) }
+        return output
+    }
+
+    /// Streams `input` stretched by `timeRatio` to `output` block by block as Rubber Band produces it
+    /// (so that a consumer, an encoder, can work meanwhile). Returns how many samples it produced.
+    public static func stretch(_ input: AudioSamples, sampleRate: Int, timeRatio: Double, engine: Engine,
+                               output emit: (AudioSamples) -> Void) -> Int {
         let channels = input.channelCount
-        var output = AudioSamples(channelCount: channels)
-        guard channels > 0, input.count > 0 else { return output }
+        var produced = 0
+        guard channels > 0, input.count > 0 else { return 0 }
         var options = UInt32(RubberBandOptionProcessOffline.rawValue)
         switch engine {
         case .finer: options |= UInt32(RubberBandOptionEngineFiner.rawValue)
         case .faster: options |= UInt32(RubberBandOptionEngineFaster.rawValue)
         }
         guard let state = rubberband_new(UInt32(sampleRate), UInt32(channels), Int32(bitPattern: options), timeRatio, 1.0) else {
-            return input
+            emit(input)   // Rubber Band refused the settings: hand back the input, the caller fits it
+            return input.count
         }
         defer { rubberband_delete(state) }
         let block = 8192
         rubberband_set_expected_input_duration(state, UInt32(input.count))
         rubberband_set_max_process_size(state, UInt32(block))
-        let expected = Int(Double(input.count) * timeRatio) + block
-        for c in 0..<channels { output.channels[c].reserveCapacity(expected) }
-
         let inBuffer = PlanarBuffer(channels: channels, capacity: block)
         let outBuffer = PlanarBuffer(channels: channels, capacity: block)
         func retrieve() {
@@ -39,7 +46,10 @@ public enum TimeStretcher {
                 let available = Int(rubberband_available(state))
                 guard available > 0 else { return }
                 let got = Int(rubberband_retrieve(state, outBuffer.pointers, UInt32(min(available, block))))
-                outBuffer.store(got, appendingTo: &output)
+                var chunk = AudioSamples(channelCount: channels)
+                outBuffer.store(got, appendingTo: &chunk)
+                produced += got
+                emit(chunk)
             }
         }
         for pass in 0..<2 {
@@ -58,6 +68,6 @@ public enum TimeStretcher {
             }
         }
         retrieve()
-        return output
+        return produced
     }
 }

@@ -1,3 +1,5 @@
+import Foundation
+import Logging
 import MediaCore
 import MediaTime
 
@@ -24,7 +26,7 @@ final class AudioTrackRenderer {
         var streamIndex: Int?
     }
 
-    let encoder: Encoder
+    var encoder: Encoder { encoderThread.encoder }
     let sampleRate: Int
     let channels: Int
     private let mapping: TimeMapping
@@ -33,16 +35,13 @@ final class AudioTrackRenderer {
     private let totalSamples: Int
     private let limits: SafetyLimits
     private let interrupter: Interrupter
+    private let encoderThread: AACEncoderThread
 
     private var pieceIndex = 0
     /// Next sample of the current piece to produce, for unscaled pieces streamed in chunks.
     private var pieceOffset = 0
     private var readers: [Int: SegmentAudioReader] = [:]
-    private var pending = AudioSamples(channelCount: 0)
     private var produced = 0
-    private var encodedSamples = 0
-    private var queue: [PacketBox] = []
-    private var flushed = false
     private(set) var pieces: [AudioPieceReport] = []
 
     /// `totalDuration` may exceed the mapping's duration: the rest is silence (to end with the video).
@@ -56,34 +55,48 @@ final class AudioTrackRenderer {
         self.limits = limits
         self.interrupter = interrupter
         totalSamples = Int(totalDuration.count(in: Rational(1, Int32(sampleRate))) ?? 0)
-        pending = AudioSamples(channelCount: channels)
         do {
-            encoder = try Encoder.aac(sampleRate: sampleRate, channelCount: channels, bitRate: bitRate, globalHeader: globalHeader)
+            let encoder = try Encoder.aac(sampleRate: sampleRate, channelCount: channels, bitRate: bitRate, globalHeader: globalHeader)
+            encoderThread = AACEncoderThread(encoder: encoder, sampleRate: sampleRate)
         } catch {
             throw ExportError("cannot set up the AAC encoder: \(error)")
         }
     }
 
+    deinit { encoderThread.stop() }
+
     /// Samples of all segments decoded with errors (damaged packets skipped).
     var decodeErrors: Int { readers.values.reduce(0) { $0 + $1.decodeErrors } }
     var samplesWritten: Int { totalSamples }
 
-    /// The next encoded packet (time base 1/sampleRate), nil at the end.
+    /// The next encoded packet (time base 1/sampleRate), nil at the end. Decoding and time-stretching
+    /// run here; AAC encoding runs meanwhile on the encoder's own thread.
     func nextPacket() throws -> PacketBox? {
-        while queue.isEmpty && !flushed {
-            try produceMore()
-            try encodeAvailable(final: produced >= totalSamples && pieceIndex >= mapping.pieces.count)
+        while true {
+            if let p = try encoderThread.next(wait: false) { return p }
+            if produced < totalSamples || pieceIndex < mapping.pieces.count {
+                try produceMore()
+                if produced >= totalSamples && pieceIndex >= mapping.pieces.count { encoderThread.finishInput() }
+            } else {
+                encoderThread.finishInput()
+                return try encoderThread.next(wait: true)
+            }
         }
-        return queue.isEmpty ? nil : queue.removeFirst()
     }
 
     private func index(_ t: MediaTime) -> Int { Int(t.count(in: Rational(1, Int32(sampleRate))) ?? 0) }
 
+    private func emit(_ samples: AudioSamples) throws {
+        produced += samples.count
+        try encoderThread.submit(samples)
+    }
+
     private func produceMore() throws {
+        try interruptCheck()
         guard pieceIndex < mapping.pieces.count else {
             // After the mapping: silence up to the total (so audio ends with the video).
             let rest = totalSamples - produced
-            if rest > 0 { pending.appendSilence(rest); produced += rest }
+            if rest > 0 { try emit(AudioSamples(channelCount: channels, count: rest)) }
             return
         }
         let p = mapping.pieces[pieceIndex]
@@ -95,8 +108,7 @@ final class AudioTrackRenderer {
             // Stream unscaled audio in chunks of about a second.
             let chunk = min(sampleRate, targetCount - pieceOffset)
             if chunk > 0 {
-                pending.append(try read(segment: p.segment, from: srcStart + pieceOffset, count: chunk))
-                produced += chunk
+                try emit(try read(segment: p.segment, from: srcStart + pieceOffset, count: chunk))
                 pieceOffset += chunk
             }
             if pieceOffset >= targetCount {
@@ -107,13 +119,29 @@ final class AudioTrackRenderer {
             return
         }
         let input = try read(segment: p.segment, from: srcStart, count: srcCount)
-        var output: AudioSamples
+        // Emit exactly targetCount samples: the stretcher's output as it comes, cut at the target,
+        // then silence if it fell short. The residual is what it produced beyond (or short of) that.
+        var emitted = 0
+        var failure: (any Error)?
+        let sink: (AudioSamples) -> Void = { chunk in
+            guard failure == nil, emitted < targetCount else { return }
+            let take = min(chunk.count, targetCount - emitted)
+            do { try self.emit(take == chunk.count ? chunk : chunk.slice(from: 0, count: take)) } catch { failure = error }
+            emitted += take
+        }
+        let producedByStage: Int
+        let stageStarted = Date()
+        defer {
+            Logger(label: "mediafarm.audio").debug("retimed piece", metadata: [
+                "algorithm": "\(algorithm)", "rate": "\(rate)", "inputSamples": "\(srcCount)",
+                "seconds": "\(String(format: "%.3f", Date().timeIntervalSince(stageStarted)))"])
+        }
         switch algorithm {
         case .spectral, .timeDomain:
-            output = TimeStretcher.stretch(input, sampleRate: sampleRate, timeRatio: rate.inverted.doubleValue,
-                                           engine: algorithm == .spectral ? .finer : .faster)
+            producedByStage = TimeStretcher.stretch(input, sampleRate: sampleRate, timeRatio: rate.inverted.doubleValue,
+                                                    engine: algorithm == .spectral ? .finer : .faster, output: sink)
         case .varispeed:
-            output = AudioSamples(channelCount: channels)
+            var output = AudioSamples(channelCount: channels)
             let r = rate.reduced
             do {
                 let resampler = try AudioResampler(inputRate: sampleRate * Int(r.numerator), inputChannels: channels,
@@ -123,14 +151,20 @@ final class AudioTrackRenderer {
             } catch {
                 throw ExportError("varispeed resampling failed: \(error)")
             }
+            producedByStage = output.count
+            sink(output)
         }
-        let residual = output.count - targetCount
-        output.fit(to: targetCount)
-        pending.append(output)
-        produced += targetCount
+        if let failure { throw failure }
+        if emitted < targetCount { try emit(AudioSamples(channelCount: channels, count: targetCount - emitted)) }
         pieces.append(AudioPieceReport(segment: p.segment, target: p.target, rate: rate.doubleValue,
-                                       samples: targetCount, residual: residual))
+                                       samples: targetCount, residual: producedByStage - targetCount))
         pieceIndex += 1
+    }
+
+    private func interruptCheck() throws {
+        if let reason = interrupter.reason {
+            throw ExportError(reason == .cancelled ? "cancelled" : "timed out")
+        }
     }
 
     private func read(segment: Int, from position: Int, count: Int) throws -> AudioSamples {
@@ -143,31 +177,5 @@ final class AudioTrackRenderer {
                                                       channels: channels, startingAt: position, limits: limits, interrupter: interrupter)
         }
         return try readers[segment]!.read(from: position, count: count)
-    }
-
-    private func encodeAvailable(final: Bool) throws {
-        let size = max(encoder.frameSize, 1)
-        while pending.count >= size || (final && pending.count > 0) {
-            let n = min(size, pending.count)
-            var frame = try Frame(audio: pending, offset: 0, count: n, sampleRate: sampleRate)
-            frame.setPTS(Int64(encodedSamples))
-            encodedSamples += n
-            pending.removeFirst(n)
-            while try encoder.send(frame) == .full { try receive() }
-            try receive()
-        }
-        if final && !flushed {
-            try encoder.sendEndOfStream()
-            try receive()
-            flushed = true
-        }
-    }
-
-    private func receive() throws {
-        while true {
-            let box = PacketBox()
-            guard try encoder.receive(into: &box.packet) == .packet else { return }
-            queue.append(box)
-        }
     }
 }

@@ -1,9 +1,13 @@
 import MediaCore
 import MediaTime
 
-/// The streams an export reads from each composition segment.
+/// The streams an export reads from each composition segment, and the file opened for them (reused for
+/// stream set-up and packet copying, so that each source is probed once). Thread-confined.
 struct ExportSource {
     var path: String
+    let file: InputFile
+    /// Packets have been read from `file` (a later reader must seek first).
+    var used = false
     var video: StreamInfo?
     var audio: StreamInfo?
     /// Source time zero: the container's start time.
@@ -14,6 +18,7 @@ struct ExportSource {
 
     init(path: String, limits: SafetyLimits, interrupter: Interrupter) throws(MediaFileError) {
         let file = try InputFile(path: path, limits: limits, interrupter: interrupter)
+        self.file = file
         self.path = path
         video = file.streams.first { $0.mediaType == .video && !$0.isAttachedPicture }
         audio = file.streams.first { $0.mediaType == .audio }

@@ -14,7 +14,7 @@ struct PassthroughExporter {
     func run() throws -> ExportReport {
         let started = Date()
         let limits = settings.limits
-        let sources = try composition.segments.map { try ExportSource(path: $0.source, limits: limits, interrupter: interrupter) }
+        var sources = try composition.segments.map { try ExportSource(path: $0.source, limits: limits, interrupter: interrupter) }
         try checkJoinable(sources)
 
         // Snap every cut that is not on a keyframe back to the keyframe before it.
@@ -25,6 +25,7 @@ struct PassthroughExporter {
             var start = requested
             if let video = sources[i].video, requested > .zero {
                 start = try keyframe(atOrBefore: requested, in: sources[i], video: video)
+                sources[i].used = true
                 if start != requested { snapped.append(.init(segment: i, requested: requested, snappedTo: start)) }
             }
             starts.append(start)
@@ -52,7 +53,7 @@ struct PassthroughExporter {
 
         let output = try AtomicOutput(finalPath: settings.outputPath)
         do {
-            let report = try write(to: output, sources: sources, mapping: mapping, audioHandling: handling,
+            let report = try write(to: output, sources: &sources, mapping: mapping, audioHandling: handling,
                                    snapped: snapped, started: started)
             try output.commit()
             return report
@@ -62,10 +63,10 @@ struct PassthroughExporter {
         }
     }
 
-    private func write(to output: AtomicOutput, sources: [ExportSource], mapping: TimeMapping, audioHandling: String,
+    private func write(to output: AtomicOutput, sources: inout [ExportSource], mapping: TimeMapping, audioHandling: String,
                        snapped: [ExportReport.SnappedCut], started: Date) throws -> ExportReport {
         let file = try OutputFile(path: output.temporaryPath, format: settings.muxer)
-        let first = try InputFile(path: sources[0].path, limits: settings.limits, interrupter: interrupter)
+        let first = sources[0].file
         let video = sources[0].video
         var videoOut: Int?
         if let video {
@@ -113,19 +114,24 @@ struct PassthroughExporter {
                 audioPackets += 1
             }
         }
-        for (segment, source) in sources.enumerated() {
+        for segment in sources.indices {
+            let source = sources[segment]
             let own = mapping.pieces.filter { $0.segment == segment }
             guard let firstPiece = own.first, let lastPiece = own.last else { continue }
             let segStart = firstPiece.source.start, segEnd = lastPiece.source.end
-            let input = try InputFile(path: source.path, limits: settings.limits, interrupter: interrupter)
+            // Each source's file is opened once; a source met again (or searched for a keyframe) is
+            // read from a fresh opening.
+            let input = source.used ? try InputFile(path: source.path, limits: settings.limits, interrupter: interrupter) : source.file
+            for later in sources.indices where sources[later].path == source.path { sources[later].used = true }
             var wanted: Set<Int> = []
             if let v = source.video { wanted.insert(v.index) }
             if audioHandling == "copied", let a = source.audio { wanted.insert(a.index) }
             guard !wanted.isEmpty else { continue }
             input.discardAll(except: wanted)
-            if segStart > MediaTime(value: 2, timescale: 1) {
+            if segStart > MediaTime(value: 2, timescale: 1) || source.used {
                 let seekStream = source.video ?? source.audio!
-                try input.seek(stream: seekStream.index, toKeyframeBefore: source.ticks(segStart - MediaTime(value: 2, timescale: 1), in: seekStream))
+                let from = MediaTime.max(segStart - MediaTime(value: 2, timescale: 1), MediaTime(value: -1, timescale: 1))
+                try input.seek(stream: seekStream.index, toKeyframeBefore: source.ticks(from, in: seekStream))
             }
             var videoDone = source.video == nil
             var audioDone = !(audioHandling == "copied" && source.audio != nil)
@@ -220,7 +226,7 @@ struct PassthroughExporter {
 
     /// The latest keyframe at or before `time` (source time) of the video stream.
     private func keyframe(atOrBefore time: MediaTime, in source: ExportSource, video: StreamInfo) throws -> MediaTime {
-        let input = try InputFile(path: source.path, limits: settings.limits, interrupter: interrupter)
+        let input = source.file
         input.discardAll(except: [video.index])
         func scan() throws -> MediaTime? {
             var packet = Packet()

@@ -32,6 +32,11 @@ void mf_log_set_max_level(int max_level);
 size_t mf_log_last_error(char *buf, size_t size);
 /// Forgets the calling thread's most recent error line.
 void mf_log_clear_last_error(void);
+/// Starts writing back `length` bytes of `fd` from `offset` to disk without waiting (Linux
+/// sync_file_range with SYNC_FILE_RANGE_WRITE), so that a later fsync has little left to do.
+/// Returns 0, or -1 with errno set. A no-op returning 0 where the call does not exist.
+int mf_start_writeback(int fd, int64_t offset, int64_t length);
+
 /// A counter that grows with every error line logged on any thread.
 uint64_t mf_log_error_sequence(void);
 /// Copies the most recent error line logged on any thread, if it was logged after `sequence` was

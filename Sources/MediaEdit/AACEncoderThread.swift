@@ -1,0 +1,137 @@
+import Foundation
+import MediaCore
+
+/// Encodes planar float audio to AAC on a thread of its own, so that encoding overlaps decoding and
+/// time-stretching on the caller's thread. Samples go in with `submit` (which waits while too much is
+/// queued), packets come out with `next`, in order, timed in samples (time base 1/sampleRate).
+final class AACEncoderThread: @unchecked Sendable {
+    let encoder: Encoder
+    private let sampleRate: Int
+    private let condition = NSCondition()
+    // Guarded by `condition`:
+    private var input: [AudioSamples] = []
+    private var queuedSamples = 0
+    private var inputFinished = false
+    private var output: [PacketBox] = []
+    private var done = false
+    private var failure: (any Error)?
+    private var stopped = false
+    /// At most this many samples wait to be encoded (about 4 s at 48 kHz).
+    private let maxQueued = 1 << 18
+
+    init(encoder: Encoder, sampleRate: Int) {
+        self.encoder = encoder
+        self.sampleRate = sampleRate
+        let thread = Thread { [self] in run() }
+        thread.name = "mediafarm-aac"
+        thread.start()
+    }
+
+    deinit { stop() }
+
+    /// Queues samples for encoding; waits while the queue is full.
+    func submit(_ samples: AudioSamples) throws {
+        guard samples.count > 0 else { return }
+        condition.lock()
+        defer { condition.unlock() }
+        while queuedSamples >= maxQueued && failure == nil && !stopped { condition.wait() }
+        if let failure { throw failure }
+        input.append(samples)
+        queuedSamples += samples.count
+        condition.broadcast()
+    }
+
+    /// No more samples: the encoder flushes what it holds.
+    func finishInput() {
+        condition.lock()
+        inputFinished = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// The next packet: immediately when one is ready, else nil if `wait` is false; with `wait`, blocks
+    /// until one is ready or the encoder has finished (then nil).
+    func next(wait: Bool) throws -> PacketBox? {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if let failure { throw failure }
+            if !output.isEmpty { return output.removeFirst() }
+            if done || !wait { return nil }
+            condition.wait()
+        }
+    }
+
+    var isDone: Bool { condition.lock(); defer { condition.unlock() }; return done && output.isEmpty }
+
+    /// Stops the thread (after a failure elsewhere).
+    func stop() {
+        condition.lock()
+        stopped = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func run() {
+        var pending = AudioSamples(channelCount: 0)
+        var offset = 0
+        var encoded = 0
+        let size = max(encoder.frameSize, 1)
+        do {
+            while true {
+                condition.lock()
+                while input.isEmpty && !inputFinished && !stopped { condition.wait() }
+                if stopped { condition.unlock(); return }
+                let batch = input
+                let finished = inputFinished
+                input.removeAll()
+                queuedSamples = 0
+                condition.broadcast()
+                condition.unlock()
+
+                for b in batch {
+                    if pending.channelCount == 0 { pending = AudioSamples(channelCount: b.channelCount) }
+                    pending.append(b)
+                }
+                var packets: [PacketBox] = []
+                while pending.count - offset >= size || (finished && pending.count > offset) {
+                    let n = min(size, pending.count - offset)
+                    var frame = try Frame(audio: pending, offset: offset, count: n, sampleRate: sampleRate)
+                    frame.setPTS(Int64(encoded))
+                    encoded += n
+                    offset += n
+                    while try encoder.send(frame) == .full { try receive(into: &packets) }
+                    try receive(into: &packets)
+                }
+                if offset >= 1 << 16 || offset == pending.count {
+                    pending.removeFirst(offset)
+                    offset = 0
+                }
+                if finished {
+                    try encoder.sendEndOfStream()
+                    try receive(into: &packets)
+                }
+                condition.lock()
+                output.append(contentsOf: packets)
+                if finished { done = true }
+                condition.broadcast()
+                condition.unlock()
+                if finished { return }
+            }
+        } catch {
+            condition.lock()
+            failure = error
+            done = true
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+
+    private func receive(into packets: inout [PacketBox]) throws {
+        while true {
+            let box = PacketBox()
+            guard try encoder.receive(into: &box.packet) == .packet else { return }
+            packets.append(box)
+        }
+    }
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Export benchmarks: MediaFarm against the command a user would otherwise script, side by side in one
+# run (hyperfine), plus the peak memory of a long passthrough.
+#   bench/export.sh            (about 5 minutes on 2 cores; media is generated once into /tmp)
+# Targets: passthrough 60 s 1080p vs ffmpeg -c copy: ratio <= 1.2; constant frame rate 720p vs the same
+# ffmpeg encode: <= 1.0; spectral stretch of 60 s stereo 48 kHz by 0.5 vs rubberband -3 -t 2: <= 1.0;
+# peak resident memory of a 10-minute 1080p passthrough: under 200 MB.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+script/bootstrap
+swift build -c release --product mediafarm >&2
+bin=$(swift build -c release --show-bin-path)/mediafarm
+
+media=${MEDIAFARM_BENCH_MEDIA:-/tmp/mediafarm-bench-media}
+work=$(mktemp -d /tmp/mediafarm-bench-export.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$media"
+ff() { ffmpeg -nostdin -y -v error "$@"; }
+if [ ! -f "$media/1080p-60s.mp4" ]; then
+  echo "generating 60 s of 1080p..." >&2
+  ff -f lavfi -i testsrc2=s=1920x1080:r=30:d=60 -f lavfi -i sine=f=440:sample_rate=48000:d=60 \
+     -c:v libx264 -preset ultrafast -pix_fmt yuv420p -g 60 -c:a aac -ac 2 "$media/1080p-60s.mp4"
+fi
+if [ ! -f "$media/720p-30s.mp4" ]; then
+  echo "generating 30 s of 720p..." >&2
+  ff -f lavfi -i testsrc2=s=1280x720:r=30:d=30 -f lavfi -i sine=f=440:sample_rate=48000:d=30 \
+     -c:v libx264 -preset ultrafast -pix_fmt yuv420p -c:a aac -ac 2 "$media/720p-30s.mp4"
+fi
+[ -f "$media/stereo-60s.wav" ] || ff -f lavfi -i "sine=f=440:sample_rate=48000:d=60" -f lavfi -i "sine=f=660:sample_rate=48000:d=60" \
+  -filter_complex "[0][1]amerge=inputs=2" -c:a pcm_s16le "$media/stereo-60s.wav"
+if [ ! -f "$media/1080p-10min.mp4" ]; then
+  for i in $(seq 10); do echo "file '$media/1080p-60s.mp4'"; done > "$media/ten.txt"
+  ff -f concat -safe 0 -i "$media/ten.txt" -c copy "$media/1080p-10min.mp4"
+fi
+
+manifest() { # name input export-json
+  printf '{ "version": 1, "input": "%s", %s "export": %s }\n' "$2" "${4:-}" "$3" > "$work/$1.json"
+}
+manifest passthrough "$media/1080p-60s.mp4" '{ "mode": "passthrough", "output": "out/pass.mp4", "faststart": false }'
+manifest cfr "$media/720p-30s.mp4" '{ "mode": "constantFrameRate", "output": "out/cfr.mp4", "frameRate": 30, "video": { "crf": 20, "preset": "veryfast" }, "audio": { "bitrate": 128000 }, "faststart": false }'
+manifest stretch "$media/stereo-60s.wav" '{ "mode": "passthrough", "output": "out/stretch.mp4", "faststart": false }' \
+  '"scale": [ { "start": 0, "duration": 60, "rate": 0.5 } ], "audio": { "timePitch": "spectral" },'
+manifest long "$media/1080p-10min.mp4" '{ "mode": "passthrough", "output": "out/long.mp4", "faststart": false }'
+export MEDIAFARM_OUTPUT_ROOTS="$work"
+
+run_pair() { # label ours theirs
+  hyperfine --warmup 1 --runs "${RUNS:-3}" -N --export-json "$work/$1.result.json" \
+    -n "mediafarm" "$2" -n "$4" "$3" >&2
+  python3 - "$work/$1.result.json" "$1" "$5" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["results"]
+print(f"{sys.argv[2]:<28} mediafarm {r[0]['mean']:7.3f} s   {r[1]['command']:<18} {r[1]['mean']:7.3f} s   ratio {r[0]['mean']/r[1]['mean']:.3f}  (target <= {sys.argv[3]})")
+PY
+}
+echo
+run_pair "passthrough 1080p 60 s" "$bin run $work/passthrough.json" \
+  "ffmpeg -nostdin -y -v error -i $media/1080p-60s.mp4 -map 0 -c copy $work/ff-pass.mp4" "ffmpeg -c copy" 1.2
+run_pair "constant frame rate 720p" "$bin run $work/cfr.json" \
+  "ffmpeg -nostdin -y -v error -i $media/720p-30s.mp4 -vf fps=30 -c:v libx264 -preset veryfast -crf 20 -pix_fmt yuv420p -c:a aac -b:a 128k $work/ff-cfr.mp4" "ffmpeg fps+x264" 1.0
+run_pair "spectral stretch 60 s x2" "$bin run $work/stretch.json" \
+  "rubberband -q -3 -t 2 $media/stereo-60s.wav $work/rb.wav" "rubberband -3" 1.0
+
+python3 - "$bin" "$work/long.json" <<'PY'
+import resource, subprocess, sys, time
+start = time.time()
+subprocess.run([sys.argv[1], "run", sys.argv[2]], check=True, stdout=subprocess.DEVNULL)
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(f"{'passthrough 1080p 10 min':<28} peak resident memory {peak:.0f} MB in {time.time()-start:.1f} s  (target < 200 MB)")
+PY
