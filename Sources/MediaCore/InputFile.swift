@@ -141,6 +141,36 @@ public final class InputFile {
         }
     }
 
+    /// What the demuxer's sample index says about a stream, without reading any packet: for
+    /// index-based containers (MP4, MOV) it is built from the sample tables at open and is the source
+    /// of the timestamps packets would carry. Nil when the demuxer keeps no index for the stream.
+    public struct StreamIndex: Sendable {
+        /// Entries, one per packet the demuxer returns (those an edit list discards included, as
+        /// packets flagged discard).
+        public var entries: Int
+        /// One past the last byte any entry occupies.
+        public var endOffset: Int64
+        public var bytes: Int64
+        /// Timestamps in stream ticks (decoding order) of the entries that are not discarded.
+        public var timestamps: [Int64]
+    }
+
+    public func index(of streamIndex: Int) -> StreamIndex? {
+        let st = context.pointee.streams[streamIndex]!
+        let count = Int(avformat_index_get_entries_count(st))
+        guard count > 0 else { return nil }
+        var result = StreamIndex(entries: count, endOffset: 0, bytes: 0, timestamps: [])
+        result.timestamps.reserveCapacity(count)
+        for i in 0..<count {
+            guard let e = avformat_index_get_entry(st, Int32(i))?.pointee else { return nil }
+            let size = Int64(e.size)
+            result.endOffset = max(result.endOffset, e.pos + size)
+            result.bytes += size
+            if e.flags & AVINDEX_DISCARD_FRAME == 0 { result.timestamps.append(e.timestamp) }
+        }
+        return result
+    }
+
     /// Throws when the owner cancelled or the deadline passed; call between units of work.
     public func checkInterrupt() throws(MediaFileError) {
         if let reason = interrupter.reason {

@@ -11,9 +11,9 @@ public struct SafetyLimits: Sendable, Hashable {
     /// Largest frame area in pixels (decoders refuse bigger frames too).
     public var maxPixels: Int = 40_000_000
     /// Bytes FFmpeg may read to identify the format and streams.
-    public var probeSize: Int = 10_000_000
+    public var probeSize: Int = 5_000_000
     /// Media time FFmpeg may analyse to find stream parameters.
-    public var analyzeDuration: MediaTime = MediaTime(value: 10, timescale: 1)
+    public var analyzeDuration: MediaTime = MediaTime(value: 5, timescale: 1)
     /// Longest duration accepted for one asset (measured, not taken from a header).
     public var maxDuration: MediaTime = MediaTime(value: 48 * 3600, timescale: 1)
     /// Wall-clock deadline for any one blocking operation on a file (open, probe, a whole scan).

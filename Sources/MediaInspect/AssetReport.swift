@@ -159,7 +159,7 @@ extension AssetReport {
             minFrameDuration: timing == nil || !isVideo ? nil : (measured?.minFrameDuration ?? .invalid),
             estimatedDataRate: timing == nil ? nil : TrackFacts.estimatedDataRate(s, measured),
             timeRange: timing == nil ? nil : (measured?.timeRange ?? .invalid),
-            frameCount: timing == nil || !isVideo || timing?.source != .measured ? nil : measured?.packetCount,
+            frameCount: timing == nil || !isVideo || timing?.source == .header ? nil : measured?.packetCount,
             languageCode: s.language ?? "und", title: s.tags["title"], isDefault: s.isDefault,
             isDecodable: decoding.map { $0.tracks[s.index]?.isDecodable ?? false },
             decodeError: decoding?.tracks[s.index]?.error?.problem)

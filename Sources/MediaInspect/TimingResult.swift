@@ -6,6 +6,9 @@ struct TimingResult: Sendable {
     enum Source: String, Sendable, Codable {
         /// Every packet's timestamps were read.
         case measured
+        /// MP4/MOV: the complete sample index, checked against the header and the file size, gave the
+        /// timing without reading the media data.
+        case index
         /// The container header's durations were used (large file with plausible header).
         case header
     }
@@ -36,6 +39,13 @@ extension TimingResult {
     /// Measures `file`: every packet when the file is small enough or its header cannot be trusted,
     /// otherwise header durations plus a bounded scan of the first packets.
     static func measure(_ file: InputFile, probe: ProbeResult, options: AssetOptions) throws(MediaFileError) -> TimingResult {
+        if let indexed = fromIndex(file, probe: probe) {
+            let duration = indexed.duration
+            if duration.isNumeric, duration > file.limits.maxDuration {
+                throw MediaFileError(path: file.path, reason: .tooLong(duration: duration, limit: file.limits.maxDuration))
+            }
+            return indexed
+        }
         let full = file.container.fileSize <= options.fullScanLimitBytes || !headerIsPlausible(probe)
         var result = try scan(file, probe: probe, packetLimit: full ? nil : options.prefixScanPackets)
         if !full {
@@ -55,6 +65,37 @@ extension TimingResult {
             throw MediaFileError(path: file.path, reason: .tooLong(duration: duration, limit: file.limits.maxDuration))
         }
         return result
+    }
+
+    /// Timing from the sample index of an index-based container (MP4, MOV), when it can be trusted:
+    /// every timed stream has a complete index (one entry per sample the header counts), every entry
+    /// lies inside the file, and the header declares a start and duration. The header's durations come
+    /// from the same sample tables the index was built from (edit lists applied), so this is what a
+    /// packet scan would measure, without reading the media data. A fragmented or truncated file fails
+    /// the check and is scanned packet by packet.
+    static func fromIndex(_ file: InputFile, probe: ProbeResult) -> TimingResult? {
+        guard probe.container.formatName.hasPrefix("mov,mp4") else { return nil }
+        let streams = probe.timedStreams
+        guard !streams.isEmpty else { return nil }
+        var tracks: [Int: Track] = [:]
+        for s in streams {
+            guard s.headerDuration.isNumeric, s.startTime.isNumeric, s.headerFrameCount > 0, s.timeBase.numerator > 0,
+                  let index = file.index(of: s.index), index.entries == s.headerFrameCount,
+                  index.endOffset <= file.container.fileSize else { return nil }
+            var t = Track(timeRange: TimeRange(start: s.startTime, duration: s.headerDuration),
+                          packetCount: index.entries, byteCount: index.bytes)
+            if s.mediaType == .video {
+                let sorted = index.timestamps.sorted()
+                var minStep: Int64 = .max
+                for k in sorted.indices.dropFirst() {
+                    let step = sorted[k] - sorted[k - 1]
+                    if step > 0 { minStep = min(minStep, step) }
+                }
+                if minStep != .max { t.minFrameDuration = MediaTime(count: minStep, timeBase: s.timeBase).reduced }
+            }
+            tracks[s.index] = t
+        }
+        return TimingResult(source: .index, tracks: tracks)
     }
 
     /// Compares measured track ends with the ends the header declares (per stream when the streams

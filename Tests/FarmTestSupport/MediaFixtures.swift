@@ -25,6 +25,8 @@ public enum MediaFixture: String, CaseIterable, Sendable {
     case tone60ShortMP4 = "tone60-short.mp4"
     /// Variable frame rate (30 fps for 2 s, then 10 fps) with 44.1 kHz AAC, 4 s.
     case vfrWithAudioMP4 = "vfr-audio.mp4"
+    /// 3 s of MPEG-4 Part 2 video + MP3 in AVI: stream durations in the header, no sample index.
+    case clipAVI = "clip.avi"
     /// 0.5 s of audio in 17 streams: one more than the safety limit.
     case seventeenStreamsMKV = "seventeen.mkv"
 
@@ -115,6 +117,9 @@ public enum Fixtures {
             try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=4",
                         "-f", "lavfi", "-i", "sine=f=440:sample_rate=44100:d=4",
                         "-vf", "select='lt(n,60)+not(mod(n,3))'", "-vsync", "vfr"] + x264 + ["-c:a", "aac", out])
+        case .clipAVI:
+            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=25:d=3", "-f", "lavfi", "-i", "sine=f=440:d=3",
+                        "-c:v", "mpeg4", "-c:a", "libmp3lame", out])
         case .seventeenStreamsMKV:
             try ffmpeg(["-f", "lavfi", "-i", "sine=d=0.5"] + Array(repeating: ["-map", "0:a"], count: 17).flatMap { $0 }
                        + ["-c:a", "pcm_s16le", out])

@@ -5,6 +5,7 @@ import MediaTime
 import Synchronization
 import Testing
 @testable import MediaInspect
+@testable import MediaCore
 
 /// The asynchronous, per-key loading contract.
 @Suite struct AssetLoadingTests {
@@ -100,10 +101,30 @@ import Testing
     @Test func largeFilesTrustAPlausibleHeader() async throws {
         var options = AssetOptions()
         options.fullScanLimitBytes = 0
-        let asset = Asset(path: MediaFixture.longMP4.path, options: options)
+        let asset = Asset(path: MediaFixture.clipAVI.path, options: options)
         let duration = try await asset.load(.duration)
         #expect(asset.snapshot.timing?.source == .header)
-        #expect(abs(duration.seconds - 10) < 0.03)
+        #expect(abs(duration.seconds - 3) < 0.05)
+    }
+
+    @Test(arguments: [MediaFixture.cfr30MP4, .vfrMP4, .audioM4A, .movH264, .rotatedMP4, .longMP4, .tone60MP4, .vfrWithAudioMP4])
+    func theSampleIndexAgreesWithAPacketScan(_ fixture: MediaFixture) throws {
+        // MP4/MOV timing comes from the sample index; it must be what reading every packet measures.
+        let file = try InputFile(path: fixture.path)
+        let probe = ProbeResult(file: file)
+        let indexed = try #require(TimingResult.fromIndex(file, probe: probe))
+        let scanned = try TimingResult.scan(InputFile(path: fixture.path), probe: probe, packetLimit: nil)
+        for s in probe.timedStreams {
+            let a = try #require(indexed.tracks[s.index]), b = try #require(scanned.tracks[s.index])
+            #expect(a.packetCount == b.packetCount && a.byteCount == b.byteCount, "\(fixture) track \(s.index)")
+            #expect(a.minFrameDuration == b.minFrameDuration, "\(fixture) track \(s.index)")
+            #expect(a.timeRange.start == b.timeRange.start, "\(fixture) track \(s.index): \(a.timeRange) vs \(b.timeRange)")
+            // The index ends where the edit list ends; packets can run on by the padding of a last AAC frame.
+            let slack = s.mediaType == .audio ? MediaTime(value: 1024, timescale: Int32(s.sampleRate)) : .zero
+            #expect(!(b.timeRange.end < a.timeRange.end) && !(a.timeRange.end + slack < b.timeRange.end),
+                    "\(fixture) track \(s.index): \(a.timeRange) vs \(b.timeRange)")
+        }
+        #expect(indexed.source == .index)
     }
 
     @Test func truncatedMovieIsReported() async throws {
