@@ -48,6 +48,19 @@ public struct AtomicOutput: Sendable {
         if fd >= 0 { fsync(fd); close(fd) }
     }
 
+    /// Runs `body` with the temporary path to write, then moves the result into place; on any failure
+    /// the temporary is removed and the error passed on.
+    public func write<T>(_ body: (String) throws -> T) throws -> T {
+        do {
+            let result = try body(temporaryPath)
+            try commit()
+            return result
+        } catch {
+            discard()
+            throw error
+        }
+    }
+
     /// Removes the temporary (after a failure or cancellation).
     public func discard() { unlink(temporaryPath) }
 

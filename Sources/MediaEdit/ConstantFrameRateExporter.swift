@@ -21,18 +21,12 @@ struct ConstantFrameRateExporter {
         for (i, s) in sources.enumerated() where s.video == nil {
             throw ExportError("\(s.path) (segment \(i + 1)) has no video to fill its part of a constant-frame-rate export")
         }
-        let output = try AtomicOutput(finalPath: settings.outputPath)
-        do {
-            let report = try write(to: output, sources: sources, width: firstVideo.width, height: firstVideo.height, started: started)
-            try output.commit()
-            return report
-        } catch {
-            output.discard()
-            throw error
+        return try AtomicOutput(finalPath: settings.outputPath).write { temporary in
+            try write(to: temporary, sources: sources, width: firstVideo.width, height: firstVideo.height, started: started)
         }
     }
 
-    private func write(to output: AtomicOutput, sources: [ExportSource], width: Int, height: Int, started: Date) throws -> ExportReport {
+    private func write(to temporary: String, sources: [ExportSource], width: Int, height: Int, started: Date) throws -> ExportReport {
         let mapping = composition.timeMapping
         let fd = settings.frameDuration.reduced
         let frameTB = Rational(Int32(clamping: fd.value), fd.timescale)
@@ -40,7 +34,7 @@ struct ConstantFrameRateExporter {
         guard frameCount > 0 else { throw ExportError("the composition is empty: nothing to export") }
         let videoEnd = fd.multiplied(by: Int32(clamping: frameCount))
 
-        let file = try OutputFile(path: output.temporaryPath, format: settings.muxer)
+        let file = try OutputFile(path: temporary, format: settings.muxer)
         let encoder: Encoder
         do {
             encoder = try Encoder.h264(width: width, height: height, frameDuration: fd, crf: settings.crf, preset: settings.preset,
@@ -50,8 +44,7 @@ struct ConstantFrameRateExporter {
         }
         let videoOut = try file.addStream(for: encoder, displayMatrix: sources[0].displayMatrix, language: sources[0].video?.language)
 
-        var renderer: AudioTrackRenderer?
-        var audioOut: Int?
+        var renderedAudio: RenderedAudioWriter?
         let audioSource = sources.first { $0.audio != nil }?.audio
         if let audio = audioSource, settings.audioPolicy != .drop {
             let r = try AudioTrackRenderer(
@@ -59,33 +52,12 @@ struct ConstantFrameRateExporter {
                 sampleRate: audio.sampleRate, channels: min(max(audio.channelCount, 1), 8), algorithm: settings.timePitch,
                 bitRate: settings.audioBitRate, totalDuration: videoEnd, globalHeader: file.needsGlobalHeader,
                 limits: settings.limits, interrupter: interrupter)
-            audioOut = try file.addStream(for: r.encoder, language: audio.language)
-            renderer = r
+            renderedAudio = RenderedAudioWriter(renderer: r, file: file, stream: try file.addStream(for: r.encoder, language: audio.language))
         }
         file.setMetadata(sources[0].carriedTags.merging(settings.metadata) { _, new in new })
         let chapters = ExportSource.remappedChapters(sources, mapping: mapping)
         file.setChapters(chapters)
         try file.writeHeader(options: settings.faststart && settings.muxer != "matroska" ? ["movflags": "+faststart"] : [:])
-
-        var audioPackets = 0
-        var audioTimes = MonotonicTimestamps()
-        var pendingAudio: PacketBox?
-        func writeAudio(until: MediaTime?) throws {
-            guard let r = renderer, let audioOut else { return }
-            let tb = file.timeBase(of: audioOut)
-            let sampleTB = Rational(1, Int32(r.sampleRate))
-            while let box = try pendingAudio ?? r.nextPacket() {
-                let t = MediaTime(count: box.packet.pts ?? 0, timeBase: sampleTB)
-                if let until, t > until { pendingAudio = box; return }
-                pendingAudio = nil
-                let ticks = t.count(in: tb) ?? 0
-                let fixed = audioTimes.fix(pts: ticks, dts: ticks)
-                box.packet.retime(pts: fixed.pts, dts: fixed.dts,
-                                  duration: MediaTime(count: box.packet.duration, timeBase: sampleTB).count(in: tb) ?? 0, streamIndex: audioOut)
-                try file.write(&box.packet)
-                audioPackets += 1
-            }
-        }
 
         var videoPackets = 0
         var packet = Packet()
@@ -94,7 +66,7 @@ struct ConstantFrameRateExporter {
             while try encoder.receive(into: &packet) == .packet {
                 let pts = MediaTime(count: packet.pts ?? 0, timeBase: frameTB)
                 let dts = MediaTime(count: packet.dts ?? packet.pts ?? 0, timeBase: frameTB)
-                try writeAudio(until: dts)
+                try renderedAudio?.write(until: dts)
                 packet.retime(pts: pts.count(in: tb), dts: dts.count(in: tb), duration: fd.count(in: tb) ?? 0, streamIndex: videoOut)
                 try file.write(&packet)
                 videoPackets += 1
@@ -136,14 +108,11 @@ struct ConstantFrameRateExporter {
         if let reader { decoded += reader.framesDecoded; decodeErrors += reader.decodeErrors }
         try encoder.sendEndOfStream()
         try drainVideo()
-        try writeAudio(until: nil)
+        try renderedAudio?.write(until: nil)
         progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
         try file.finish()
 
-        let audioReport: ExportReport.Audio = renderer.map {
-            .init(handling: "encoded", codec: "aac", sampleRate: $0.sampleRate, channels: $0.channels, samples: $0.samplesWritten,
-                  packets: audioPackets, pieces: $0.pieces, decodeErrors: $0.decodeErrors)
-        } ?? .init(handling: audioSource == nil ? "none" : "dropped", codec: nil, sampleRate: nil, channels: nil, samples: nil,
+        let audioReport: ExportReport.Audio = renderedAudio?.report ?? .init(handling: audioSource == nil ? "none" : "dropped", codec: nil, sampleRate: nil, channels: nil, samples: nil,
                    packets: 0, pieces: nil, decodeErrors: nil)
         return ExportReport(
             mode: .constantFrameRate, output: settings.outputPath, container: settings.muxer, duration: videoEnd,

@@ -51,21 +51,14 @@ struct PassthroughExporter {
             }
         }
 
-        let output = try AtomicOutput(finalPath: settings.outputPath)
-        do {
-            let report = try write(to: output, sources: &sources, mapping: mapping, audioHandling: handling,
-                                   snapped: snapped, started: started)
-            try output.commit()
-            return report
-        } catch {
-            output.discard()
-            throw error
+        return try AtomicOutput(finalPath: settings.outputPath).write { temporary in
+            try write(to: temporary, sources: &sources, mapping: mapping, audioHandling: handling, snapped: snapped, started: started)
         }
     }
 
-    private func write(to output: AtomicOutput, sources: inout [ExportSource], mapping: TimeMapping, audioHandling: String,
+    private func write(to temporary: String, sources: inout [ExportSource], mapping: TimeMapping, audioHandling: String,
                        snapped: [ExportReport.SnappedCut], started: Date) throws -> ExportReport {
-        let file = try OutputFile(path: output.temporaryPath, format: settings.muxer)
+        let file = try OutputFile(path: temporary, format: settings.muxer)
         let first = sources[0].file
         let video = sources[0].video
         var videoOut: Int?
@@ -73,7 +66,7 @@ struct PassthroughExporter {
             videoOut = try file.addStream(copying: video.index, of: first, timeBase: outputTimeBase(video.timeBase, mapping: mapping))
         }
         var audioOut: Int?
-        var renderer: AudioTrackRenderer?
+        var rendered: RenderedAudioWriter?
         let audioSource = sources.first { $0.audio != nil }?.audio
         if audioHandling == "copied", let audio = sources[0].audio {
             audioOut = try file.addStream(copying: audio.index, of: first, timeBase: audio.timeBase)
@@ -83,37 +76,18 @@ struct PassthroughExporter {
                 sampleRate: audio.sampleRate, channels: min(max(audio.channelCount, 1), 8), algorithm: settings.timePitch,
                 bitRate: settings.audioBitRate, totalDuration: mapping.duration, globalHeader: file.needsGlobalHeader,
                 limits: settings.limits, interrupter: interrupter)
-            audioOut = try file.addStream(for: r.encoder, language: audio.language)
-            renderer = r
+            rendered = RenderedAudioWriter(renderer: r, file: file, stream: try file.addStream(for: r.encoder, language: audio.language))
         }
         file.setMetadata(sources[0].carriedTags.merging(settings.metadata) { _, new in new })
         let chapters = ExportSource.remappedChapters(sources, mapping: mapping)
         file.setChapters(chapters)
         try file.writeHeader(options: settings.faststart && settings.muxer != "matroska" ? ["movflags": "+faststart"] : [:])
 
-        var videoPackets = 0, audioPackets = 0
-        var videoTimes = MonotonicTimestamps(), audioTimes = MonotonicTimestamps()
+        var videoPackets = 0, copiedAudioPackets = 0
+        var videoTimes = MonotonicTimestamps(), copiedAudioTimes = MonotonicTimestamps()
         let total = mapping.duration
         let clock = Date()
 
-        var pendingAudio: PacketBox?
-        /// Writes encoded audio up to output time `until` (all of it when nil).
-        func writeRenderedAudio(until: MediaTime?) throws {
-            guard let r = renderer, let audioOut else { return }
-            let tb = file.timeBase(of: audioOut)
-            while let box = try pendingAudio ?? r.nextPacket() {
-                let pts = box.packet.pts ?? 0
-                let t = MediaTime(count: pts, timeBase: Rational(1, Int32(r.sampleRate)))
-                if let until, t > until { pendingAudio = box; return }
-                pendingAudio = nil
-                let ticks = t.count(in: tb) ?? 0
-                let fixed = audioTimes.fix(pts: ticks, dts: ticks)
-                let duration = MediaTime(count: box.packet.duration, timeBase: Rational(1, Int32(r.sampleRate))).count(in: tb) ?? 0
-                box.packet.retime(pts: fixed.pts, dts: fixed.dts, duration: duration, streamIndex: audioOut)
-                try file.write(&box.packet)
-                audioPackets += 1
-            }
-        }
         for segment in sources.indices {
             let source = sources[segment]
             let own = mapping.pieces.filter { $0.segment == segment }
@@ -146,7 +120,7 @@ struct PassthroughExporter {
                     guard !(s < segStart), s < segEnd else { continue }
                     guard let t = mapping.targetTime(segment: segment, source: s),
                           let td = mapping.targetTime(segment: segment, source: sd) else { continue }
-                    try writeRenderedAudio(until: t)
+                    try rendered?.write(until: t)
                     let tb = file.timeBase(of: videoOut)
                     let rate = mapping.rate(segment: segment, source: s)
                     let duration = MediaTime(count: packet.duration, timeBase: v.timeBase).multiplied(by: rate.inverted)
@@ -166,29 +140,27 @@ struct PassthroughExporter {
                           let t = mapping.targetTime(segment: segment, source: s) else { continue }
                     let tb = file.timeBase(of: audioOut)
                     let ticks = t.count(in: tb) ?? 0
-                    let fixed = audioTimes.fix(pts: ticks, dts: ticks)
+                    let fixed = copiedAudioTimes.fix(pts: ticks, dts: ticks)
                     let duration = MediaTime(count: packet.duration, timeBase: a.timeBase).count(in: tb) ?? 0
                     packet.retime(pts: fixed.pts, dts: fixed.dts, duration: duration, streamIndex: audioOut)
                     try file.write(&packet)
-                    audioPackets += 1
+                    copiedAudioPackets += 1
                 }
             }
         }
-        try writeRenderedAudio(until: nil)
+        try rendered?.write(until: nil)
         progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
         try file.finish()
 
         let audioReport: ExportReport.Audio
-        if let renderer {
-            audioReport = .init(handling: audioHandling, codec: "aac", sampleRate: renderer.sampleRate, channels: renderer.channels,
-                                samples: renderer.samplesWritten, packets: audioPackets, pieces: renderer.pieces,
-                                decodeErrors: renderer.decodeErrors)
+        if let rendered {
+            audioReport = rendered.report
         } else {
             let a = sources[0].audio
             audioReport = .init(handling: audioHandling, codec: audioHandling == "copied" ? a?.codecName : nil,
                                 sampleRate: audioHandling == "copied" ? a?.sampleRate : nil,
                                 channels: audioHandling == "copied" ? a?.channelCount : nil,
-                                samples: nil, packets: audioPackets, pieces: nil, decodeErrors: nil)
+                                samples: nil, packets: copiedAudioPackets, pieces: nil, decodeErrors: nil)
         }
         return ExportReport(
             mode: .passthrough, output: settings.outputPath, container: settings.muxer, duration: mapping.duration,

@@ -1,0 +1,41 @@
+import MediaCore
+import MediaTime
+
+/// Writes an `AudioTrackRenderer`'s AAC packets into one stream of an output file, interleaved with
+/// what else is written: `write(until:)` writes every packet starting at or before an output time,
+/// `write(until: nil)` the rest. Thread-confined like the file.
+final class RenderedAudioWriter {
+    let renderer: AudioTrackRenderer
+    private let file: OutputFile
+    private let stream: Int
+    private var times = MonotonicTimestamps()
+    private var pending: PacketBox?
+    private(set) var packets = 0
+
+    init(renderer: AudioTrackRenderer, file: OutputFile, stream: Int) {
+        self.renderer = renderer
+        self.file = file
+        self.stream = stream
+    }
+
+    func write(until: MediaTime?) throws {
+        let tb = file.timeBase(of: stream)
+        let sampleTB = Rational(1, Int32(renderer.sampleRate))
+        while let box = try pending ?? renderer.nextPacket() {
+            let t = MediaTime(count: box.packet.pts ?? 0, timeBase: sampleTB)
+            if let until, t > until { pending = box; return }
+            pending = nil
+            let ticks = t.count(in: tb) ?? 0
+            let fixed = times.fix(pts: ticks, dts: ticks)
+            box.packet.retime(pts: fixed.pts, dts: fixed.dts,
+                              duration: MediaTime(count: box.packet.duration, timeBase: sampleTB).count(in: tb) ?? 0, streamIndex: stream)
+            try file.write(&box.packet)
+            packets += 1
+        }
+    }
+
+    var report: ExportReport.Audio {
+        .init(handling: "encoded", codec: "aac", sampleRate: renderer.sampleRate, channels: renderer.channels,
+              samples: renderer.samplesWritten, packets: packets, pieces: renderer.pieces, decodeErrors: renderer.decodeErrors)
+    }
+}
