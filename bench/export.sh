@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Export benchmarks: MediaFarm against the command a user would otherwise script, side by side in one
-# run (hyperfine), plus the peak memory of a long passthrough.
-#   bench/export.sh            (about 5 minutes on 2 cores; media is generated once into /tmp)
+# run (interleaved runs, medians: bench/compare.py), plus the peak memory of a long passthrough.
+#   RUNS=5 bench/export.sh     (about 8 minutes on 2 cores; media is generated once into /tmp)
 # Targets: passthrough 60 s 1080p vs ffmpeg -c copy: ratio <= 1.2; constant frame rate 720p vs the same
 # ffmpeg encode: <= 1.0; spectral stretch of 60 s stereo 48 kHz by 0.5 vs rubberband -3 -t 2: <= 1.0;
 # peak resident memory of a 10-minute 1080p passthrough: under 200 MB.
@@ -43,22 +43,14 @@ manifest stretch "$media/stereo-60s.wav" '{ "mode": "passthrough", "output": "ou
 manifest long "$media/1080p-10min.mp4" '{ "mode": "passthrough", "output": "out/long.mp4", "faststart": false }'
 export MEDIAFARM_OUTPUT_ROOTS="$work"
 
-run_pair() { # label ours theirs
-  hyperfine --warmup 1 --runs "${RUNS:-3}" -N --export-json "$work/$1.result.json" \
-    -n "mediafarm" "$2" -n "$4" "$3" >&2
-  python3 - "$work/$1.result.json" "$1" "$5" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))["results"]
-print(f"{sys.argv[2]:<28} mediafarm {r[0]['mean']:7.3f} s   {r[1]['command']:<18} {r[1]['mean']:7.3f} s   ratio {r[0]['mean']/r[1]['mean']:.3f}  (target <= {sys.argv[3]})")
-PY
-}
+runs=${RUNS:-5}
 echo
-run_pair "passthrough 1080p 60 s" "$bin run $work/passthrough.json" \
-  "ffmpeg -nostdin -y -v error -i $media/1080p-60s.mp4 -map 0 -c copy $work/ff-pass.mp4" "ffmpeg -c copy" 1.2
-run_pair "constant frame rate 720p" "$bin run $work/cfr.json" \
-  "ffmpeg -nostdin -y -v error -i $media/720p-30s.mp4 -vf fps=30 -c:v libx264 -preset veryfast -crf 20 -pix_fmt yuv420p -c:a aac -b:a 128k $work/ff-cfr.mp4" "ffmpeg fps+x264" 1.0
-run_pair "spectral stretch 60 s x2" "$bin run $work/stretch.json" \
-  "rubberband -q -3 -t 2 $media/stereo-60s.wav $work/rb.wav" "rubberband -3" 1.0
+bench/compare.py "passthrough 1080p 60 s" 1.2 "$runs" "$bin run $work/passthrough.json" "ffmpeg -c copy" \
+  "ffmpeg -nostdin -y -v error -i $media/1080p-60s.mp4 -map 0 -c copy $work/ff-pass.mp4"
+bench/compare.py "constant frame rate 720p" 1.0 "$runs" "$bin run $work/cfr.json" "ffmpeg fps+x264" \
+  "ffmpeg -nostdin -y -v error -i $media/720p-30s.mp4 -vf fps=30 -c:v libx264 -preset veryfast -crf 20 -pix_fmt yuv420p -c:a aac -b:a 128k $work/ff-cfr.mp4"
+bench/compare.py "spectral stretch 60 s x2" 1.0 "$runs" "$bin run $work/stretch.json" "rubberband -3" \
+  "rubberband -q -3 -t 2 $media/stereo-60s.wav $work/rb.wav"
 
 python3 - "$bin" "$work/long.json" <<'PY'
 import resource, subprocess, sys, time

@@ -166,6 +166,29 @@ private func t(_ v: Int64, _ s: Int32 = 1) -> MediaTime { MediaTime(value: v, ti
         #expect(chapters.map(\.start) == [0, 2] && chapters.map(\.end) == [2, 3])
     }
 
+    @Test func constantFrameRateKeepsRotationAndMetadata() async throws {
+        let path = try output("rotated-cfr.mp4")
+        _ = try await export(try await composition([(.rotatedMP4, nil)]), path, mode: .constantFrameRate, frameDuration: t(1, 25))
+        let probe = try FFprobeReport(path: path)
+        #expect(FFprobeReport.rotation(probe.streams[0]) == -90)
+        #expect(probe.streams[0]["width"] as? Int == 320)
+
+        let titled = try output("titled.mp4")
+        _ = try await export(try await composition([(.cfr30MP4, nil)]), titled)
+        #expect(FFprobeReport.tag(try FFprobeReport(path: titled).format, "title") == "MediaFarm fixture")
+    }
+
+    @Test(arguments: [true, false])
+    func faststartPutsTheIndexFirst(_ faststart: Bool) async throws {
+        let path = try output("faststart-\(faststart).mp4")
+        let settings = ExportSettings(mode: .passthrough, outputPath: path, muxer: "mp4", faststart: faststart)
+        _ = try await ExportSession(composition: try await composition([(.cfr30MP4, nil)]), settings: settings).export()
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let moov = try #require(data.range(of: Data("moov".utf8))?.lowerBound)
+        let mdat = try #require(data.range(of: Data("mdat".utf8))?.lowerBound)
+        #expect((moov < mdat) == faststart)
+    }
+
     @Test func copyPolicyRefusesRetimedAudio() async throws {
         let path = try output("copy-refused.mp4")
         let c = try await composition([(.tone60MP4, nil)], scales: [(TimeRange(start: t(2), end: t(4)), t(8))])
