@@ -30,10 +30,11 @@ let package = Package(
 
         // Swift over FFmpeg, no policy.
         .target(name: "MediaCore", dependencies: [
-            "CFFmpeg", "CMediaShims", "CRubberBand", "MediaTime",
+            "CFFmpeg", "CMediaShims", "CRubberBand", "CZBar", "MediaTime",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "MediaInspect", dependencies: ["MediaCore", "MediaTime"]),
+        .target(name: "CodeScan", dependencies: ["MediaCore", "MediaTime"]),
         .target(name: "MediaEdit", dependencies: ["MediaInspect", "MediaCore", "MediaTime",
                                                   .product(name: "Logging", package: "swift-log")]),
 
@@ -42,7 +43,7 @@ let package = Package(
         // Where the farm meets the media modules.
         .target(name: "FarmRuntime", dependencies: ["FarmModel", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime"]),
         .target(name: "MediaFarmCLI", dependencies: [
-            "FarmRuntime", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
+            "FarmRuntime", "CodeScan", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -55,6 +56,7 @@ let package = Package(
         .testTarget(name: "MediaInspectTests", dependencies: ["MediaInspect", "FarmTestSupport"]),
         .testTarget(name: "MediaEditTests", dependencies: ["MediaEdit", "FarmTestSupport"]),
         .testTarget(name: "FarmModelTests", dependencies: ["FarmModel"]),
+        .testTarget(name: "CodeScanTests", dependencies: ["CodeScan", "FarmTestSupport"]),
         .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "FarmTestSupport"]),
     ]
 )

@@ -38,6 +38,20 @@ public struct Frame: ~Copyable {
         av_frame_move_ref(pointer, other.pointer)
     }
 
+    /// Calls `body` with the 8-bit luma plane of a video frame (width, height, bytes per row) when
+    /// the pixel format has one as its first plane (yuv*p, yuvj*p, nv12, nv21, gray); nil otherwise.
+    /// The pointer is valid only inside `body`.
+    public func withLumaPlane<T>(_ body: (UnsafePointer<UInt8>, Int, Int, Int) throws -> T) rethrows -> T? {
+        let f = pointer.pointee
+        guard f.width > 0, let data = f.data.0,
+              let desc = av_pix_fmt_desc_get(AVPixelFormat(rawValue: f.format))?.pointee else { return nil }
+        let notLuma = UInt64(AV_PIX_FMT_FLAG_RGB) | UInt64(AV_PIX_FMT_FLAG_PAL) | UInt64(AV_PIX_FMT_FLAG_BAYER)
+        let isYUVorGray = desc.flags & notLuma == 0 && desc.comp.0.depth == 8
+            && desc.comp.0.plane == 0 && desc.comp.0.step == 1
+        guard isYUVorGray else { return nil }
+        return try body(UnsafePointer(data), Int(f.width), Int(f.height), Int(f.linesize.0))
+    }
+
     /// True when the frame holds data.
     public var hasData: Bool { pointer.pointee.buf.0 != nil }
 

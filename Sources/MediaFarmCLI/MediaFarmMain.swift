@@ -10,7 +10,7 @@ public struct MediaFarmMain: AsyncParsableCommand {
         commandName: "mediafarm",
         abstract: "Batch media processing: inspect, retime, scan and export media on a farm of workers.",
         version: MediaFarmVersion.string,
-        subcommands: [InspectCommand.self, RunCommand.self])
+        subcommands: [InspectCommand.self, ScanCommand.self, RunCommand.self])
 
     public init() {}
 

@@ -15,7 +15,7 @@ public enum MediaFileFinder {
         case emptyFolder(String)
     }
 
-    public static func expand(_ paths: [String]) -> [Entry] {
+    public static func expand(_ paths: [String], extensions: Set<String> = mediaExtensions) -> [Entry] {
         var result: [Entry] = []
         for path in paths {
             var isDirectory: ObjCBool = false
@@ -23,19 +23,19 @@ public enum MediaFileFinder {
                 result.append(.file(path))   // files, and paths that do not exist (reported when inspected)
                 continue
             }
-            let found = walk(path)
+            let found = walk(path, extensions: extensions)
             result += found.isEmpty ? [.emptyFolder(path)] : found.map(Entry.file)
         }
         return result
     }
 
-    private static func walk(_ folder: String) -> [String] {
+    private static func walk(_ folder: String, extensions: Set<String>) -> [String] {
         let root = URL(fileURLWithPath: folder)
         guard let enumerator = FileManager.default.enumerator(
             at: root, includingPropertiesForKeys: [.isRegularFileKey], options: [.skipsHiddenFiles]) else { return [] }
         var files: [String] = []
         for case let url as URL in enumerator {
-            guard mediaExtensions.contains(url.pathExtension.lowercased()),
+            guard extensions.contains(url.pathExtension.lowercased()),
                   (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true else { continue }
             let relative = url.path.hasPrefix(root.path + "/") ? String(url.path.dropFirst(root.path.count + 1)) : url.lastPathComponent
             files.append((folder as NSString).appendingPathComponent(relative))

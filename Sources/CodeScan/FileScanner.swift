@@ -1,0 +1,86 @@
+import Foundation
+import MediaCore
+import MediaTime
+
+/// What scanning one file found.
+public struct FileScanReport: Sendable {
+    public var path: String
+    public var codes: [ScannedCode]
+    public var framesDecoded: Int
+    public var framesScanned: Int
+    public var decodeErrors: Int
+    public var seconds: Double
+}
+
+/// Scans every frame (or one every `interval`) of a movie's first video track, or a still image (PNG,
+/// JPEG: FFmpeg reads them as one-frame video), and merges what it finds. Runs on the blocking pool.
+public enum FileScanner {
+    public static func scan(path: String, configuration: CodeScanner.Configuration, limits: SafetyLimits = .default,
+                            pool: BlockingWorkPool = .shared) async throws -> FileScanReport {
+        try await pool.run { interrupter in
+            try scanBlocking(path: path, configuration: configuration, limits: limits, interrupter: interrupter)
+        }
+    }
+
+    static func scanBlocking(path: String, configuration: CodeScanner.Configuration, limits: SafetyLimits,
+                             interrupter: Interrupter) throws -> FileScanReport {
+        let started = Date()
+        let file = try InputFile(path: path, limits: limits, interrupter: interrupter)
+        guard let stream = file.streams.first(where: { $0.mediaType == .video }) else {
+            throw MediaFileError(path: path, reason: .noStreams)
+        }
+        file.discardAll(except: [stream.index])
+        let decoder = try Decoder(file: file, streamIndex: stream.index)
+        let origin = file.container.startTime.isNumeric ? file.container.startTime : .zero
+        let scanner = CodeScanner(configuration)
+        var aggregator = CodeAggregator()
+        var packet = Packet()
+        var frame = Frame()
+        var decoded = 0, scanned = 0, errors = 0
+        var lastError: FFmpegError?
+        var nextScan: MediaTime?
+
+        func drain() throws {
+            while true {
+                do {
+                    guard try decoder.receive(into: &frame) == .frame else { return }
+                } catch {
+                    errors += 1
+                    lastError = error
+                    return
+                }
+                decoded += 1
+                let time = frame.pts.map { MediaTime(count: $0, timeBase: stream.timeBase) - origin } ?? .zero
+                if let next = nextScan, time < next { continue }
+                if configuration.interval > .zero {
+                    nextScan = (nextScan ?? time) + configuration.interval
+                    while let n = nextScan, !(time < n) { nextScan = n + configuration.interval }
+                }
+                do {
+                    aggregator.add(try scanner.scan(frame, at: time))
+                } catch {
+                    throw MediaFileError(path: path, reason: .ffmpeg(error, while: "converting a frame for scanning"))
+                }
+                scanned += 1
+            }
+        }
+        while try file.read(into: &packet) == .packet {
+            if decoded & 15 == 0 { try file.checkInterrupt() }
+            do {
+                if try decoder.send(packet) == .full { try drain(); _ = try decoder.send(packet) }
+            } catch let error as FFmpegError {
+                errors += 1
+                lastError = error
+            }
+            try drain()
+        }
+        try? decoder.sendEndOfStream()
+        try drain()
+        if decoded == 0 {
+            throw MediaFileError(path: path, reason: .undecodable(track: stream.index, codec: stream.codecName,
+                                                                  lastError ?? FFmpegError.invalidData))
+        }
+        return FileScanReport(path: path, codes: aggregator.codes, framesDecoded: decoded, framesScanned: scanned,
+                              decodeErrors: errors, seconds: Date().timeIntervalSince(started))
+    }
+}

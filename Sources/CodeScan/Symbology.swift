@@ -1,0 +1,67 @@
+import MediaCore
+
+/// Machine-readable code types, named as AVMetadataObject.ObjectType names them. Opt-in: a scanner
+/// reads only the ones it is asked for.
+public enum Symbology: String, Sendable, Hashable, CaseIterable, Codable {
+    case qr, aztec, dataMatrix, pdf417, code128, code39, code93, ean8, ean13, upce
+    case interleaved2of5, itf14, codabar, databar
+
+    /// The engine that reads it: ZBar for the linear codes and QR; Aztec, Data Matrix and PDF417 need
+    /// zxing-cpp (ZBar 0.23 cannot read the first two and its PDF417 decoder is unfinished).
+    public enum Engine: String, Sendable { case zbar, zxing }
+
+    public var engine: Engine {
+        switch self {
+        case .aztec, .dataMatrix, .pdf417: return .zxing
+        default: return .zbar
+        }
+    }
+
+    /// Whether this build can read it. A symbology that cannot be read is refused up front (a usage
+    /// or validation error), never silently missed.
+    public var isReadable: Bool { engine == .zbar }
+
+    /// The ZBar symbol types to enable for this symbology.
+    var zbarTypes: Set<ZBarScanner.SymbolType> {
+        switch self {
+        case .qr: return [.qr]
+        case .code128: return [.code128]
+        case .code39: return [.code39]
+        case .code93: return [.code93]
+        case .ean8: return [.ean8]
+        // ZBar reads UPC-A as EAN-13 with a leading zero, as AVFoundation reports it.
+        case .ean13: return [.ean13, .upca]
+        // Enabled explicitly: ZBar otherwise reports a UPC-E as the EAN-13 it expands to.
+        case .upce: return [.upce]
+        case .interleaved2of5, .itf14: return [.i25]
+        case .codabar: return [.codabar]
+        case .databar: return [.databar, .databarExpanded]
+        case .aztec, .dataMatrix, .pdf417: return []
+        }
+    }
+
+    /// Parses a comma-separated list ("qr,ean13"); throws naming the unknown entries.
+    public static func parseList(_ text: String) throws(UnknownSymbology) -> [Symbology] {
+        var result: [Symbology] = []
+        var unknown: [String] = []
+        for name in text.split(separator: ",").map({ $0.trimmingCharacters(in: " ") }) where !name.isEmpty {
+            if let s = Symbology(rawValue: name) { if !result.contains(s) { result.append(s) } } else { unknown.append(name) }
+        }
+        if !unknown.isEmpty { throw UnknownSymbology(names: unknown) }
+        return result
+    }
+}
+
+/// Symbology names that are not in `Symbology.allCases`.
+public struct UnknownSymbology: Error, Sendable, CustomStringConvertible {
+    public let names: [String]
+    public var description: String {
+        "unknown symbology \(names.map { "\"\($0)\"" }.joined(separator: ", ")); known: \(Symbology.allCases.map(\.rawValue).joined(separator: ", "))"
+    }
+}
+
+extension StringProtocol {
+    func trimmingCharacters(in set: Character) -> String {
+        String(drop(while: { $0 == set }).reversed().drop(while: { $0 == set }).reversed())
+    }
+}

@@ -1,0 +1,201 @@
+import ArgumentParser
+import CodeScan
+import Foundation
+import MediaCore
+import MediaInspect
+import MediaTime
+
+/// `mediafarm scan`: find bar codes and QR codes in movies and still images.
+struct ScanCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "scan",
+        abstract: "Find bar codes and QR codes in movies and still images (PNG, JPEG).",
+        discussion: """
+        Symbologies are opt-in (as AVCaptureMetadataOutput): \(Symbology.allCases.map(\.rawValue).joined(separator: ", ")). \
+        Detections of the same code are merged across frames, with the first and last time it was seen. \
+        Exit status: 0 when every input was scanned, 1 when any failed, 2 for bad usage.
+        """)
+
+    @Flag(name: .long, help: "Print a JSON array, one object per input, in input order.")
+    var json = false
+
+    @Option(name: .long, help: "Comma-separated symbologies to look for (required), e.g. qr,ean13.")
+    var symbologies: String
+
+    @Option(name: .long, help: "Region of interest x,y,width,height in normalized coordinates (0...1); codes intersecting it are reported.")
+    var roi: String?
+
+    @Option(name: .long, help: "Scan one frame every this many seconds (default: every frame).")
+    var interval: String?
+
+    @Option(name: .customLong("max-codes"), help: "At most this many codes per frame (default 64).")
+    var maxCodes: Int = 64
+
+    @Option(name: .long, help: "How many files to scan at once (default: 1; each scan uses the decoder's threads).")
+    var concurrency: Int = 1
+
+    @Argument(help: "Movies, images or folders.")
+    var paths: [String]
+
+    func validate() throws { _ = try configuration() }
+
+    func configuration() throws -> CodeScanner.Configuration {
+        let list: [Symbology]
+        do { list = try Symbology.parseList(symbologies) } catch { throw ValidationError(error.description) }
+        guard !list.isEmpty else { throw ValidationError("--symbologies names none; symbologies are opt-in") }
+        let unreadable = list.filter { !$0.isReadable }
+        if !unreadable.isEmpty {
+            throw ValidationError("\(unreadable.map(\.rawValue).joined(separator: ", ")) cannot be read by this build of MediaFarm (the zxing-cpp engine is not built in yet)")
+        }
+        var region = NormalizedRect.full
+        if let roi {
+            let parts = roi.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+            guard parts.count == 4, let x = parts[0], let y = parts[1], let w = parts[2], let h = parts[3],
+                  x >= 0, y >= 0, w > 0, h > 0, x + w <= 1.000001, y + h <= 1.000001 else {
+                throw ValidationError("--roi must be x,y,width,height inside 0...1 with a non-zero size, got \"\(roi)\"")
+            }
+            region = NormalizedRect(x: x, y: y, width: w, height: h)
+        }
+        var every = MediaTime.zero
+        if let interval {
+            do { every = try MediaTime(parsing: interval) } catch { throw ValidationError("--interval: \(error.description)") }
+            guard !(every < .zero) else { throw ValidationError("--interval must not be negative") }
+        }
+        guard (1...1000).contains(maxCodes) else { throw ValidationError("--max-codes must be between 1 and 1000") }
+        guard (1...64).contains(concurrency) else { throw ValidationError("--concurrency must be between 1 and 64") }
+        return CodeScanner.Configuration(symbologies: list, regionOfInterest: region, interval: every, maxCodesPerFrame: maxCodes)
+    }
+
+    func run() async throws {
+        let config = try configuration()
+        var extensions = MediaFileFinder.mediaExtensions
+        extensions.formUnion(["png", "jpg", "jpeg", "bmp", "tif", "tiff", "webp"])
+        let entries = MediaFileFinder.expand(paths, extensions: extensions)
+        let pool = BlockingWorkPool(threads: concurrency)
+        let progress = TerminalProgress(label: "scanning", total: entries.count)
+        var reports = [ScanOutput?](repeating: nil, count: entries.count)
+        await withTaskGroup(of: (Int, ScanOutput).self) { group in
+            var next = 0, done = 0
+            func add() {
+                let i = next
+                next += 1
+                group.addTask {
+                    switch entries[i] {
+                    case .emptyFolder(let folder):
+                        return (i, ScanOutput(path: folder, error: "\(folder): the folder contains no media files or images"))
+                    case .file(let path):
+                        do {
+                            return (i, ScanOutput(try await FileScanner.scan(path: path, configuration: config, pool: pool)))
+                        } catch let e as MediaFileError {
+                            return (i, ScanOutput(path: path, error: e.description))
+                        } catch {
+                            return (i, ScanOutput(path: path, error: "\(path): \(error)"))
+                        }
+                    }
+                }
+            }
+            while next < entries.count && next < concurrency { add() }
+            for await (i, r) in group {
+                reports[i] = r
+                done += 1
+                progress.update(done)
+                if next < entries.count { add() }
+            }
+        }
+        progress.finish()
+        let results = reports.map { $0! }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            FileHandle.standardOutput.write(try encoder.encode(results))
+            FileHandle.standardOutput.write(Data("\n".utf8))
+        } else {
+            for r in results {
+                if let e = r.error {
+                    print("\(r.path)\n  ERROR \(e)\n")
+                    FileHandle.standardError.write(Data("error: \(e)\n".utf8))
+                    continue
+                }
+                print("\(r.path)  \(r.codes.count) code\(r.codes.count == 1 ? "" : "s")\(r.framesScanned.map { ", \($0) frames scanned" } ?? "")")
+                for c in r.codes {
+                    let text = c.payload.map { "\"\($0)\"" } ?? "(binary, base64 \(c.payloadBase64 ?? ""))"
+                    let span = "\(MediaTime.formatSeconds(c.firstTime.seconds))-\(MediaTime.formatSeconds(c.lastTime.seconds)) s"
+                    print("  \(c.symbology)  \(text)  \(span)  \(c.frameCount) frame\(c.frameCount == 1 ? "" : "s")  at \(c.pixelBounds.x),\(c.pixelBounds.y) \(c.pixelBounds.width)x\(c.pixelBounds.height)")
+                }
+                print("")
+            }
+        }
+        if results.contains(where: { $0.error != nil }) { throw ExitCode(ExitStatus.failure) }
+    }
+}
+
+/// One input's scan, as `scan --json` prints it.
+struct ScanOutput: Encodable, Sendable {
+    struct Rect: Encodable, Sendable { var x: Double, y: Double, width: Double, height: Double }
+    struct PixelRect: Encodable, Sendable { var x: Int, y: Int, width: Int, height: Int }
+    struct Code: Encodable, Sendable {
+        var symbology: String
+        var payload: String?
+        /// The payload's bytes, base64: always given, the only form when the bytes are not text.
+        var payloadBase64: String?
+        var firstTime: MediaTime
+        var lastTime: MediaTime
+        var frameCount: Int
+        var bounds: Rect
+        var pixelBounds: PixelRect
+        var corners: [CodePoint]
+
+        private enum Keys: String, CodingKey {
+            case symbology, payload, payloadBase64, firstTime, lastTime, frameCount, bounds, pixelBounds, corners
+        }
+        func encode(to encoder: any Swift.Encoder) throws {
+            var c = encoder.container(keyedBy: Keys.self)
+            try c.encode(symbology, forKey: .symbology)
+            try c.encode(payload, forKey: .payload)
+            try c.encode(payloadBase64, forKey: .payloadBase64)
+            try c.encode(firstTime, forKey: .firstTime)
+            try c.encode(lastTime, forKey: .lastTime)
+            try c.encode(frameCount, forKey: .frameCount)
+            try c.encode(bounds, forKey: .bounds)
+            try c.encode(pixelBounds, forKey: .pixelBounds)
+            try c.encode(corners, forKey: .corners)
+        }
+    }
+
+    var path: String
+    var error: String?
+    var codes: [Code] = []
+    var framesScanned: Int?
+    var framesDecoded: Int?
+    var seconds: Double?
+
+    init(path: String, error: String) {
+        self.path = path
+        self.error = error
+    }
+
+    init(_ r: FileScanReport) {
+        path = r.path
+        framesScanned = r.framesScanned
+        framesDecoded = r.framesDecoded
+        seconds = r.seconds
+        codes = r.codes.map { c in
+            Code(symbology: c.symbology.rawValue, payload: c.payload, payloadBase64: Data(c.payloadBytes).base64EncodedString(),
+                 firstTime: c.firstTime, lastTime: c.lastTime, frameCount: c.frameCount,
+                 bounds: Rect(x: c.bounds.x, y: c.bounds.y, width: c.bounds.width, height: c.bounds.height),
+                 pixelBounds: PixelRect(x: c.pixelBounds[0], y: c.pixelBounds[1], width: c.pixelBounds[2], height: c.pixelBounds[3]),
+                 corners: c.corners)
+        }
+    }
+
+    private enum Keys: String, CodingKey { case path, error, codes, framesScanned, framesDecoded, seconds }
+    func encode(to encoder: any Swift.Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(path, forKey: .path)
+        try c.encode(error, forKey: .error)
+        try c.encode(codes, forKey: .codes)
+        try c.encodeIfPresent(framesScanned, forKey: .framesScanned)
+        try c.encodeIfPresent(framesDecoded, forKey: .framesDecoded)
+        try c.encodeIfPresent(seconds, forKey: .seconds)
+    }
+}
