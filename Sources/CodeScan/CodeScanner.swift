@@ -3,7 +3,8 @@ import MediaTime
 
 /// Finds machine-readable codes in pictures, with AVCaptureMetadataOutput's semantics: only the
 /// symbologies asked for (none asked, nothing reported), only codes that intersect the region of
-/// interest, at most `maxCodesPerFrame` per picture. Thread-confined (it owns engine state); blocking.
+/// interest (the whole picture is searched, so a code straddling the region's edge is still read),
+/// at most `maxCodesPerFrame` per picture. Thread-confined (it owns engine state); blocking.
 public final class CodeScanner {
     public struct Configuration: Sendable, Hashable {
         public var symbologies: [Symbology]
@@ -42,16 +43,11 @@ public final class CodeScanner {
 
     /// Codes in an 8-bit grayscale picture.
     public func scan(_ pixels: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, time: MediaTime) -> [DetectedCode] {
-        // Search the region of interest with a margin, so that a code straddling its edge is still read;
-        // report only codes that intersect it.
+        // The whole picture is searched, so that a code straddling the region's edge is read whole; the
+        // region then selects the codes that intersect it.
         let roi = configuration.regionOfInterest
-        let margin = 0.1
-        let x0 = max(0, Int(((roi.x - margin) * Double(width)).rounded(.down)))
-        let y0 = max(0, Int(((roi.y - margin) * Double(height)).rounded(.down)))
-        let x1 = min(width, Int(((roi.x + roi.width + margin) * Double(width)).rounded(.up)))
-        let y1 = min(height, Int(((roi.y + roi.height + margin) * Double(height)).rounded(.up)))
-        guard x1 > x0, y1 > y0 else { return [] }
-        let origin = pixels + y0 * stride + x0
+        let (x0, y0, x1, y1) = (0, 0, width, height)
+        let origin = pixels
 
         var found: [DetectedCode] = []
         if let zbar {
