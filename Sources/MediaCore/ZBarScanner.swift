@@ -23,13 +23,16 @@ public final class ZBarScanner {
 
     /// Enables exactly `types`. `binary` keeps QR payload bytes as they are instead of converting
     /// them to text.
-    public init(types: Set<SymbolType>, binary: Bool = true) {
+    public init(types: Set<SymbolType>, binary: Bool = true, density: Int = 1) {
         scanner = zbar_image_scanner_create()
         zbar_image_scanner_set_config(scanner, ZBAR_NONE, ZBAR_CFG_ENABLE, 0)
         for t in types {
             zbar_image_scanner_set_config(scanner, zbar_symbol_type_t(rawValue: UInt32(t.rawValue)), ZBAR_CFG_ENABLE, 1)
         }
         if binary { zbar_image_scanner_set_config(scanner, ZBAR_QRCODE, ZBAR_CFG_BINARY, 1) }
+        // Scan every `density`-th row and column (1: every one, ZBar's default).
+        zbar_image_scanner_set_config(scanner, ZBAR_NONE, ZBAR_CFG_X_DENSITY, Int32(density))
+        zbar_image_scanner_set_config(scanner, ZBAR_NONE, ZBAR_CFG_Y_DENSITY, Int32(density))
         // Leave the built-in result cache off: every picture is scanned on its own.
         zbar_image_scanner_enable_cache(scanner, 0)
     }
