@@ -32,7 +32,9 @@ public enum FileScanner {
         file.discardAll(except: [stream.index])
         let decoder = try Decoder(file: file, streamIndex: stream.index)
         let origin = file.container.startTime.isNumeric ? file.container.startTime : .zero
-        let scanner = CodeScanner(configuration)
+        // Decoding here, scanning on workers: one per core, at least two.
+        let workers = ScanWorkers(configuration: configuration, workers: max(2, ProcessInfo.processInfo.activeProcessorCount))
+        defer { workers.shutDown() }
         var aggregator = CodeAggregator()
         var packet = Packet()
         var frame = Frame()
@@ -56,11 +58,7 @@ public enum FileScanner {
                     nextScan = (nextScan ?? time) + configuration.interval
                     while let n = nextScan, !(time < n) { nextScan = n + configuration.interval }
                 }
-                do {
-                    aggregator.add(try scanner.scan(frame, at: time))
-                } catch {
-                    throw MediaFileError(path: path, reason: .ffmpeg(error, while: "converting a frame for scanning"))
-                }
+                try workers.submit(index: scanned, time: time, frame: frame)
                 scanned += 1
             }
         }
@@ -76,6 +74,11 @@ public enum FileScanner {
         }
         try? decoder.sendEndOfStream()
         try drain()
+        do {
+            for detections in try workers.finish() { aggregator.add(detections) }
+        } catch let error as FFmpegError {
+            throw MediaFileError(path: path, reason: .ffmpeg(error, while: "converting a frame for scanning"))
+        }
         if decoded == 0 {
             throw MediaFileError(path: path, reason: .undecodable(track: stream.index, codec: stream.codecName,
                                                                   lastError ?? FFmpegError.invalidData))
