@@ -122,9 +122,7 @@ public struct JobRunner: Sendable {
         guard let path = manifest.report else { return nil }
         let report = JobReport(name: manifest.name, inspection: inspections,
                                composition: composition.map(JobReport.CompositionReport.init), export: export, timings: timings)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        let data = try encoder.encode(report)
+        let data = try JSONEncoder.mediafarm().encode(report)
         let output = try AtomicOutput(finalPath: path)
         guard FileManager.default.createFile(atPath: output.temporaryPath, contents: data) else {
             throw JobError("\(path): cannot write the report")

@@ -62,9 +62,7 @@ struct InspectCommand: AsyncParsableCommand {
         progress.finish()
 
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            FileHandle.standardOutput.write(try encoder.encode(reports))
+            FileHandle.standardOutput.write(try JSONEncoder.mediafarm().encode(reports))
             FileHandle.standardOutput.write(Data("\n".utf8))
         } else {
             print(InspectText.render(reports), terminator: "")

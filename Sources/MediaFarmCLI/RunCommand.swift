@@ -2,6 +2,7 @@ import ArgumentParser
 import FarmModel
 import FarmRuntime
 import Foundation
+import MediaInspect
 
 /// `mediafarm run`: execute manifests inline, without a queue.
 struct RunCommand: AsyncParsableCommand {
@@ -79,9 +80,7 @@ struct RunCommand: AsyncParsableCommand {
 /// Writes one JSON event per line to stdout.
 enum EventPrinter {
     static func print(_ event: JobEvent) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard var data = try? encoder.encode(event) else { return }
+        guard var data = try? JSONEncoder.mediafarm(compact: true).encode(event) else { return }
         data.append(UInt8(ascii: "\n"))
         FileHandle.standardOutput.write(data)
     }

@@ -73,41 +73,23 @@ struct ScanCommand: AsyncParsableCommand {
         let entries = MediaFileFinder.expand(paths, extensions: extensions)
         let pool = BlockingWorkPool(threads: concurrency)
         let progress = TerminalProgress(label: "scanning", total: entries.count)
-        var reports = [ScanOutput?](repeating: nil, count: entries.count)
-        await withTaskGroup(of: (Int, ScanOutput).self) { group in
-            var next = 0, done = 0
-            func add() {
-                let i = next
-                next += 1
-                group.addTask {
-                    switch entries[i] {
-                    case .emptyFolder(let folder):
-                        return (i, ScanOutput(path: folder, error: "\(folder): the folder contains no media files or images"))
-                    case .file(let path):
-                        do {
-                            return (i, ScanOutput(try await FileScanner.scan(path: path, configuration: config, pool: pool)))
-                        } catch let e as MediaFileError {
-                            return (i, ScanOutput(path: path, error: e.description))
-                        } catch {
-                            return (i, ScanOutput(path: path, error: "\(path): \(error)"))
-                        }
-                    }
+        let results = await concurrentMap(entries, limit: concurrency, progress: { done, _ in progress.update(done) }) { entry in
+            switch entry {
+            case .emptyFolder(let folder):
+                return ScanOutput(path: folder, error: "\(folder): the folder contains no media files or images")
+            case .file(let path):
+                do {
+                    return ScanOutput(try await FileScanner.scan(path: path, configuration: config, pool: pool))
+                } catch let e as MediaFileError {
+                    return ScanOutput(path: path, error: e.description)
+                } catch {
+                    return ScanOutput(path: path, error: "\(path): \(error)")
                 }
-            }
-            while next < entries.count && next < concurrency { add() }
-            for await (i, r) in group {
-                reports[i] = r
-                done += 1
-                progress.update(done)
-                if next < entries.count { add() }
             }
         }
         progress.finish()
-        let results = reports.map { $0! }
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            FileHandle.standardOutput.write(try encoder.encode(results))
+            FileHandle.standardOutput.write(try JSONEncoder.mediafarm().encode(results))
             FileHandle.standardOutput.write(Data("\n".utf8))
         } else {
             for r in results {

@@ -1,4 +1,5 @@
 import Foundation
+import MediaCore
 
 /// Expands the paths a user gives into the files to inspect: files are taken as they are (whatever
 /// their name), folders are walked recursively for files with a media extension, in name order.
@@ -48,32 +49,13 @@ public enum MediaFileFinder {
 public enum BatchInspector {
     public static func inspect(_ entries: [MediaFileFinder.Entry], keys: Set<AssetKey>, options: AssetOptions,
                                concurrency: Int, progress: (@Sendable (Int, Int) -> Void)? = nil) async -> [AssetReport] {
-        var reports = [AssetReport?](repeating: nil, count: entries.count)
-        let limit = max(1, concurrency)
-        await withTaskGroup(of: (Int, AssetReport).self) { group in
-            var next = 0
-            var done = 0
-            func addNext() {
-                let i = next
-                next += 1
-                group.addTask {
-                    switch entries[i] {
-                    case .emptyFolder(let folder):
-                        return (i, AssetReport(path: folder, error: "\(folder): the folder contains no media files"))
-                    case .file(let path):
-                        let asset = Asset(path: path, options: options)
-                        return (i, await AssetReport.inspect(asset, keys: keys, displayPath: path))
-                    }
-                }
-            }
-            while next < entries.count && next < limit { addNext() }
-            for await (i, report) in group {
-                reports[i] = report
-                done += 1
-                progress?(done, entries.count)
-                if next < entries.count { addNext() }
+        await concurrentMap(entries, limit: concurrency, progress: progress) { entry in
+            switch entry {
+            case .emptyFolder(let folder):
+                return AssetReport(path: folder, error: "\(folder): the folder contains no media files")
+            case .file(let path):
+                return await AssetReport.inspect(Asset(path: path, options: options), keys: keys, displayPath: path)
             }
         }
-        return reports.map { $0! }
     }
 }
