@@ -41,7 +41,7 @@ let package = Package(
         // The farm's pure model: manifests, jobs, state machine. No I/O.
         .target(name: "FarmModel", dependencies: ["MediaTime"]),
         // Where the farm meets the media modules.
-        .target(name: "FarmRuntime", dependencies: ["FarmModel", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime"]),
+        .target(name: "FarmRuntime", dependencies: ["FarmModel", "CodeScan", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime"]),
         .target(name: "MediaFarmCLI", dependencies: [
             "FarmRuntime", "CodeScan", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -1,3 +1,4 @@
+import Foundation
 import MediaTime
 
 /// A rectangle in normalized coordinates (0...1 of the picture's width and height, origin top left).
@@ -60,6 +61,31 @@ public struct ScannedCode: Sendable, Hashable {
     public var corners: [CodePoint]
 }
 
+extension ScannedCode: Encodable {
+    private enum Keys: String, CodingKey {
+        case symbology, payload, payloadBase64, firstTime, lastTime, frameCount, bounds, pixelBounds, corners
+    }
+    private enum RectKeys: String, CodingKey { case x, y, width, height }
+
+    /// `payload` is null when the bytes are not text; `payloadBase64` always holds the bytes.
+    public func encode(to encoder: any Swift.Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(symbology, forKey: .symbology)
+        try c.encode(payload, forKey: .payload)
+        try c.encode(Data(payloadBytes).base64EncodedString(), forKey: .payloadBase64)
+        try c.encode(firstTime, forKey: .firstTime)
+        try c.encode(lastTime, forKey: .lastTime)
+        try c.encode(frameCount, forKey: .frameCount)
+        try c.encode(bounds, forKey: .bounds)
+        var p = c.nestedContainer(keyedBy: RectKeys.self, forKey: .pixelBounds)
+        try p.encode(pixelBounds[0], forKey: .x)
+        try p.encode(pixelBounds[1], forKey: .y)
+        try p.encode(pixelBounds[2], forKey: .width)
+        try p.encode(pixelBounds[3], forKey: .height)
+        try c.encode(corners, forKey: .corners)
+    }
+}
+
 /// Merges detections frame by frame, keeping first-seen order.
 public struct CodeAggregator: Sendable {
     private struct Key: Hashable { var symbology: Symbology; var bytes: [UInt8] }
@@ -67,6 +93,21 @@ public struct CodeAggregator: Sendable {
     public private(set) var codes: [ScannedCode] = []
 
     public init() {}
+
+    /// Adds codes already merged elsewhere (another segment's scan).
+    public mutating func merge(_ scanned: [ScannedCode]) {
+        for s in scanned {
+            let key = Key(symbology: s.symbology, bytes: s.payloadBytes)
+            if let i = index[key] {
+                codes[i].firstTime = MediaTime.min(codes[i].firstTime, s.firstTime)
+                codes[i].lastTime = MediaTime.max(codes[i].lastTime, s.lastTime)
+                codes[i].frameCount += s.frameCount
+            } else {
+                index[key] = codes.count
+                codes.append(s)
+            }
+        }
+    }
 
     /// Adds one frame's detections (a code counted once per frame however often it appears in it).
     public mutating func add(_ detections: [DetectedCode]) {

@@ -15,14 +15,19 @@ public struct FileScanReport: Sendable {
 /// Scans every frame (or one every `interval`) of a movie's first video track, or a still image (PNG,
 /// JPEG: FFmpeg reads them as one-frame video), and merges what it finds. Runs on the blocking pool.
 public enum FileScanner {
-    public static func scan(path: String, configuration: CodeScanner.Configuration, limits: SafetyLimits = .default,
-                            pool: BlockingWorkPool = .shared) async throws -> FileScanReport {
+    /// `range` (source time, from the file's start) limits the frames scanned; `mapTime` turns each
+    /// frame's source time into the time reported (a composition's), or nil to skip the frame.
+    public static func scan(path: String, configuration: CodeScanner.Configuration, range: TimeRange? = nil,
+                            mapTime: (@Sendable (MediaTime) -> MediaTime?)? = nil,
+                            limits: SafetyLimits = .default, pool: BlockingWorkPool = .shared) async throws -> FileScanReport {
         try await pool.run { interrupter in
-            try scanBlocking(path: path, configuration: configuration, limits: limits, interrupter: interrupter)
+            try scanBlocking(path: path, configuration: configuration, range: range, mapTime: mapTime,
+                             limits: limits, interrupter: interrupter)
         }
     }
 
-    static func scanBlocking(path: String, configuration: CodeScanner.Configuration, limits: SafetyLimits,
+    static func scanBlocking(path: String, configuration: CodeScanner.Configuration, range: TimeRange? = nil,
+                             mapTime: (@Sendable (MediaTime) -> MediaTime?)? = nil, limits: SafetyLimits,
                              interrupter: Interrupter) throws -> FileScanReport {
         let started = Date()
         let file = try InputFile(path: path, limits: limits, interrupter: interrupter)
@@ -32,6 +37,10 @@ public enum FileScanner {
         file.discardAll(except: [stream.index])
         let decoder = try Decoder(file: file, streamIndex: stream.index)
         let origin = file.container.startTime.isNumeric ? file.container.startTime : .zero
+        if let range, range.start > MediaTime(value: 2, timescale: 1),
+           let ticks = (range.start - MediaTime(value: 2, timescale: 1) + origin).count(in: stream.timeBase, rounding: .down) {
+            try file.seek(stream: stream.index, toKeyframeBefore: ticks)
+        }
         // Decoding here, scanning on workers: one per core, at least two.
         let workers = ScanWorkers(configuration: configuration, workers: max(2, ProcessInfo.processInfo.activeProcessorCount))
         defer { workers.shutDown() }
@@ -52,7 +61,9 @@ public enum FileScanner {
                     return
                 }
                 decoded += 1
-                let time = frame.pts.map { MediaTime(count: $0, timeBase: stream.timeBase) - origin } ?? .zero
+                let sourceTime = frame.pts.map { MediaTime(count: $0, timeBase: stream.timeBase) - origin } ?? .zero
+                if let range, !range.contains(sourceTime) { continue }
+                guard let time = mapTime.map({ $0(sourceTime) }) ?? sourceTime else { continue }
                 if let next = nextScan, time < next { continue }
                 if configuration.interval > .zero {
                     nextScan = (nextScan ?? time) + configuration.interval

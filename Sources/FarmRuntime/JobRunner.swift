@@ -1,3 +1,4 @@
+import CodeScan
 import FarmModel
 import Foundation
 import MediaCore
@@ -56,18 +57,6 @@ public struct JobRunner: Sendable {
         }
         let inspectSeconds = Date().timeIntervalSince(started)
 
-        guard let export = manifest.export else {
-            if manifest.scan != nil {
-                throw JobError("\(manifest.name): code scanning is not available in this version of MediaFarm")
-            }
-            let reportPath = try writeReport(inspections: inspections, composition: nil, export: nil,
-                                             timings: ["inspect": inspectSeconds, "total": Date().timeIntervalSince(started)])
-            return JobResult(name: manifest.name, succeeded: true, report: reportPath, seconds: Date().timeIntervalSince(started))
-        }
-        if manifest.scan != nil {
-            throw JobError("\(manifest.name): code scanning is not available in this version of MediaFarm")
-        }
-
         // The composition: edits end to end, then the scaled ranges (latest first, so that each range
         // is in the composition time the manifest means: after edits, before any scaling).
         var composition = Composition()
@@ -91,6 +80,23 @@ public struct JobRunner: Sendable {
             }
         }
 
+        var scan: ScanSummary?
+        var scanSeconds = 0.0
+        if let settings = manifest.scan {
+            events(.progress(JobProgress(fraction: 0.02, phase: "scanning")))
+            let scanStarted = Date()
+            scan = try await scanCodes(settings, composition: composition)
+            scanSeconds = Date().timeIntervalSince(scanStarted)
+        }
+
+        guard let export = manifest.export else {
+            let reportPath = try writeReport(inspections: inspections, composition: manifest.isInspectionOnly ? nil : composition,
+                                             export: nil, scan: scan,
+                                             timings: ["inspect": inspectSeconds, "scan": scanSeconds, "total": Date().timeIntervalSince(started)])
+            events(.progress(JobProgress(fraction: 1, phase: "done")))
+            return JobResult(name: manifest.name, succeeded: true, report: reportPath, seconds: Date().timeIntervalSince(started))
+        }
+
         let settings = ExportSettings(
             mode: export.mode == .passthrough ? .passthrough : .constantFrameRate,
             outputPath: export.output, muxer: export.fileType.muxerName, faststart: export.faststart,
@@ -107,8 +113,9 @@ public struct JobRunner: Sendable {
             events(.progress(JobProgress(fraction: 0.02 + 0.97 * p.fraction, phase: p.phase, framesPerSecond: p.framesPerSecond, eta: p.eta)))
         }
         let reportPath = try writeReport(
-            inspections: inspections, composition: composition, export: exported,
-            timings: ["inspect": inspectSeconds, "export": Date().timeIntervalSince(exportStarted), "total": Date().timeIntervalSince(started)])
+            inspections: inspections, composition: composition, export: exported, scan: scan,
+            timings: ["inspect": inspectSeconds, "scan": scanSeconds, "export": Date().timeIntervalSince(exportStarted),
+                      "total": Date().timeIntervalSince(started)])
         events(.progress(JobProgress(fraction: 1, phase: "done")))
         return JobResult(name: manifest.name, succeeded: true, output: export.output, report: reportPath,
                          duration: exported.duration.seconds, seconds: Date().timeIntervalSince(started))
@@ -117,11 +124,29 @@ public struct JobRunner: Sendable {
     static func seconds(_ t: MediaTime) -> String { MediaTime.formatSeconds(t.seconds) }
 
     /// Writes the JSON report (atomically) when the manifest asks for one; returns its path.
-    private func writeReport(inspections: [AssetReport], composition: Composition?, export: ExportReport?,
+    /// Scans every segment's source range; codes are timed on the composition's timeline.
+    private func scanCodes(_ settings: JobManifest.ScanSettings, composition: Composition) async throws -> ScanSummary {
+        let symbologies = settings.symbologies.compactMap(Symbology.init(rawValue:))
+        let roi = settings.regionOfInterest.map { NormalizedRect(x: $0.x, y: $0.y, width: $0.width, height: $0.height) } ?? .full
+        let configuration = CodeScanner.Configuration(symbologies: symbologies, regionOfInterest: roi,
+                                                      interval: settings.interval, maxCodesPerFrame: settings.maxCodesPerFrame)
+        var aggregator = CodeAggregator()
+        var framesScanned = 0
+        let mapping = composition.timeMapping
+        for (i, segment) in composition.segments.enumerated() {
+            let report = try await FileScanner.scan(path: segment.source, configuration: configuration, range: segment.sourceRange,
+                                                    mapTime: { mapping.targetTime(segment: i, source: $0) }, limits: limits, pool: pool)
+            aggregator.merge(report.codes)
+            framesScanned += report.framesScanned
+        }
+        return ScanSummary(symbologies: settings.symbologies, framesScanned: framesScanned, codes: aggregator.codes)
+    }
+
+    private func writeReport(inspections: [AssetReport], composition: Composition?, export: ExportReport?, scan: ScanSummary? = nil,
                              timings: [String: Double]) throws -> String? {
         guard let path = manifest.report else { return nil }
         let report = JobReport(name: manifest.name, inspection: inspections,
-                               composition: composition.map(JobReport.CompositionReport.init), export: export, timings: timings)
+                               composition: composition.map(JobReport.CompositionReport.init), scan: scan, export: export, timings: timings)
         let data = try JSONEncoder.mediafarm().encode(report)
         let output = try AtomicOutput(finalPath: path)
         guard FileManager.default.createFile(atPath: output.temporaryPath, contents: data) else {
@@ -130,6 +155,13 @@ public struct JobRunner: Sendable {
         try output.commit()
         return path
     }
+}
+
+/// What a job's scan found, in composition time.
+struct ScanSummary: Encodable {
+    var symbologies: [String]
+    var framesScanned: Int
+    var codes: [ScannedCode]
 }
 
 /// A job failure that is not about one media file.
@@ -163,6 +195,7 @@ struct JobReport: Encodable {
     var name: String
     var inspection: [AssetReport]
     var composition: CompositionReport?
+    var scan: ScanSummary?
     var export: ExportReport?
     var timings: [String: Double]
 }

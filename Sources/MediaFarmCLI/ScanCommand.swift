@@ -100,9 +100,9 @@ struct ScanCommand: AsyncParsableCommand {
                 }
                 print("\(r.path)  \(r.codes.count) code\(r.codes.count == 1 ? "" : "s")\(r.framesScanned.map { ", \($0) frames scanned" } ?? "")")
                 for c in r.codes {
-                    let text = c.payload.map { "\"\($0)\"" } ?? "(binary, base64 \(c.payloadBase64 ?? ""))"
+                    let text = c.payload.map { "\"\($0)\"" } ?? "(binary, base64 \(Data(c.payloadBytes).base64EncodedString()))"
                     let span = "\(MediaTime.formatSeconds(c.firstTime.seconds))-\(MediaTime.formatSeconds(c.lastTime.seconds)) s"
-                    print("  \(c.symbology)  \(text)  \(span)  \(c.frameCount) frame\(c.frameCount == 1 ? "" : "s")  at \(c.pixelBounds.x),\(c.pixelBounds.y) \(c.pixelBounds.width)x\(c.pixelBounds.height)")
+                    print("  \(c.symbology)  \(text)  \(span)  \(c.frameCount) frame\(c.frameCount == 1 ? "" : "s")  at \(c.pixelBounds[0]),\(c.pixelBounds[1]) \(c.pixelBounds[2])x\(c.pixelBounds[3])")
                 }
                 print("")
             }
@@ -113,40 +113,9 @@ struct ScanCommand: AsyncParsableCommand {
 
 /// One input's scan, as `scan --json` prints it.
 struct ScanOutput: Encodable, Sendable {
-    struct Rect: Encodable, Sendable { var x: Double, y: Double, width: Double, height: Double }
-    struct PixelRect: Encodable, Sendable { var x: Int, y: Int, width: Int, height: Int }
-    struct Code: Encodable, Sendable {
-        var symbology: String
-        var payload: String?
-        /// The payload's bytes, base64: always given, the only form when the bytes are not text.
-        var payloadBase64: String?
-        var firstTime: MediaTime
-        var lastTime: MediaTime
-        var frameCount: Int
-        var bounds: Rect
-        var pixelBounds: PixelRect
-        var corners: [CodePoint]
-
-        private enum Keys: String, CodingKey {
-            case symbology, payload, payloadBase64, firstTime, lastTime, frameCount, bounds, pixelBounds, corners
-        }
-        func encode(to encoder: any Swift.Encoder) throws {
-            var c = encoder.container(keyedBy: Keys.self)
-            try c.encode(symbology, forKey: .symbology)
-            try c.encode(payload, forKey: .payload)
-            try c.encode(payloadBase64, forKey: .payloadBase64)
-            try c.encode(firstTime, forKey: .firstTime)
-            try c.encode(lastTime, forKey: .lastTime)
-            try c.encode(frameCount, forKey: .frameCount)
-            try c.encode(bounds, forKey: .bounds)
-            try c.encode(pixelBounds, forKey: .pixelBounds)
-            try c.encode(corners, forKey: .corners)
-        }
-    }
-
     var path: String
     var error: String?
-    var codes: [Code] = []
+    var codes: [ScannedCode] = []
     var framesScanned: Int?
     var framesDecoded: Int?
     var seconds: Double?
@@ -161,13 +130,7 @@ struct ScanOutput: Encodable, Sendable {
         framesScanned = r.framesScanned
         framesDecoded = r.framesDecoded
         seconds = r.seconds
-        codes = r.codes.map { c in
-            Code(symbology: c.symbology.rawValue, payload: c.payload, payloadBase64: Data(c.payloadBytes).base64EncodedString(),
-                 firstTime: c.firstTime, lastTime: c.lastTime, frameCount: c.frameCount,
-                 bounds: Rect(x: c.bounds.x, y: c.bounds.y, width: c.bounds.width, height: c.bounds.height),
-                 pixelBounds: PixelRect(x: c.pixelBounds[0], y: c.pixelBounds[1], width: c.pixelBounds[2], height: c.pixelBounds[3]),
-                 corners: c.corners)
-        }
+        codes = r.codes
     }
 
     private enum Keys: String, CodingKey { case path, error, codes, framesScanned, framesDecoded, seconds }

@@ -95,6 +95,28 @@ import Testing
         #expect(r.status == 1 && r.stderr.contains("$.edits[0]") && r.stderr.contains("past the end"), "\(r.stderr)")
     }
 
+    @Test func scanSectionReportsCodesInCompositionTime() throws {
+        let dir = try TestPaths.makeTemporaryFolder("run-scan")
+        let qr = try CodeFixtures.draw(CodeFixtures.zbarCodes[0], in: dir)
+        try CodeFixtures.movie([.init(image: qr, x: 40, y: 40, start: 1, end: 2)], seconds: 3, to: dir.appendingPathComponent("slate.mp4").path)
+        // The edit starts at 0.5 s of the source: the code, shown at 1...2 s there, is at 0.5...1.5 s here.
+        try #"{ "version": 1, "edits": [ { "source": "slate.mp4", "start": 0.5 } ], "scan": { "symbologies": ["qr"] }, "report": "out/scan.json" }"#
+            .write(to: dir.appendingPathComponent("scan.json"), atomically: true, encoding: .utf8)
+        let r = try mediafarm(["run", dir.appendingPathComponent("scan.json").path])
+        #expect(r.status == 0, "\(r.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: dir.appendingPathComponent("out/scan.json"))) as? [String: Any])
+        let codes = try #require((report["scan"] as? [String: Any])?["codes"] as? [[String: Any]])
+        #expect(codes.count == 1 && codes[0]["payload"] as? String == "MediaFarm QR 1")
+        #expect((codes[0]["firstTime"] as? [String: Any])?["seconds"] as? Double == 0.5)
+        #expect((codes[0]["lastTime"] as? [String: Any])?["seconds"] as? Double == 1.4)
+        #expect(codes[0]["frameCount"] as? Int == 10)
+
+        try #"{ "version": 1, "input": "slate.mp4", "scan": { "symbologies": ["qr", "dataMatrix"] } }"#
+            .write(to: dir.appendingPathComponent("matrix.json"), atomically: true, encoding: .utf8)
+        let refused = try mediafarm(["run", dir.appendingPathComponent("matrix.json").path])
+        #expect(refused.status == 2 && refused.stderr.contains("$.scan.symbologies[1]"), "\(refused.stderr)")
+    }
+
     @Test func killedExportLeavesNoOutputAndItsTemporaryIsCleanedLater() throws {
         let dir = try job("""
         { "version": 1, "input": "input.mp4", "scale": [ { "start": 0, "duration": 10, "rate": 0.125 } ],
