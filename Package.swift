@@ -24,13 +24,15 @@ let package = Package(
         .systemLibrary(name: "CRubberBand", pkgConfig: "rubberband", providers: [.apt(["librubberband-dev"])]),
         .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
         .target(name: "CMediaShims", dependencies: ["CFFmpeg"]),
+        // zxing-cpp (C++) behind a C header, for Aztec, Data Matrix and PDF417.
+        .target(name: "CZXingShim", linkerSettings: [.linkedLibrary("ZXing")]),
 
         // Pure Swift time model.
         .target(name: "MediaTime"),
 
         // Swift over FFmpeg, no policy.
         .target(name: "MediaCore", dependencies: [
-            "CFFmpeg", "CMediaShims", "CRubberBand", "CZBar", "MediaTime",
+            "CFFmpeg", "CMediaShims", "CRubberBand", "CZBar", "CZXingShim", "MediaTime",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "MediaInspect", dependencies: ["MediaCore", "MediaTime"]),
@@ -58,5 +60,6 @@ let package = Package(
         .testTarget(name: "FarmModelTests", dependencies: ["FarmModel"]),
         .testTarget(name: "CodeScanTests", dependencies: ["CodeScan", "FarmTestSupport"]),
         .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "FarmTestSupport"]),
-    ]
+    ],
+    cxxLanguageStandard: .cxx17
 )

@@ -24,6 +24,7 @@ public final class CodeScanner {
 
     public let configuration: Configuration
     private let zbar: ZBarScanner?
+    private let zxing: ZXingReader?
     private var gray = Frame()
     private let toGray = VideoScaler(outputFormat: "gray")
 
@@ -32,6 +33,8 @@ public final class CodeScanner {
         let zbarTypes = configuration.symbologies.reduce(into: Set<ZBarScanner.SymbolType>()) { $0.formUnion($1.zbarTypes) }
         // Every row and column: scanning every second one halves the work but loses codes with 2-pixel modules.
         zbar = zbarTypes.isEmpty ? nil : ZBarScanner(types: zbarTypes, density: 1)
+        let zxingFormats = Set(configuration.symbologies.compactMap(\.zxingFormat))
+        zxing = zxingFormats.isEmpty ? nil : ZXingReader(formats: zxingFormats)
     }
 
     /// Codes in a decoded video frame shown at `time`.
@@ -56,6 +59,17 @@ public final class CodeScanner {
                 guard let symbology = symbology(of: s) else { continue }
                 let points = s.points.map { (x: $0.x + x0, y: $0.y + y0) }
                 found.append(detection(symbology: symbology, bytes: s.data, points: points, width: width, height: height, time: time))
+            }
+        }
+        if let zxing {
+            for s in zxing.read(origin, width: x1 - x0, height: y1 - y0, stride: stride) {
+                let symbology: Symbology
+                switch s.format {
+                case .aztec: symbology = .aztec
+                case .dataMatrix: symbology = .dataMatrix
+                case .pdf417: symbology = .pdf417
+                }
+                found.append(detection(symbology: symbology, bytes: s.data, points: s.corners, width: width, height: height, time: time))
             }
         }
         return Array(found.filter { $0.bounds.intersects(roi) }.prefix(configuration.maxCodesPerFrame))

@@ -17,9 +17,15 @@ public enum Symbology: String, Sendable, Hashable, CaseIterable, Codable {
         }
     }
 
-    /// Whether this build can read it. A symbology that cannot be read is refused up front (a usage
-    /// or validation error), never silently missed.
-    public var isReadable: Bool { engine == .zbar }
+    /// The zxing-cpp format, for the symbologies zxing-cpp reads.
+    var zxingFormat: ZXingReader.Format? {
+        switch self {
+        case .aztec: return .aztec
+        case .dataMatrix: return .dataMatrix
+        case .pdf417: return .pdf417
+        default: return nil
+        }
+    }
 
     /// The ZBar symbol types to enable for this symbology.
     var zbarTypes: Set<ZBarScanner.SymbolType> {

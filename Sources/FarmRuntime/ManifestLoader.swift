@@ -1,4 +1,3 @@
-import CodeScan
 import FarmModel
 import Foundation
 
@@ -26,15 +25,7 @@ public enum ManifestLoader {
         let roots = outputRoots.map { $0.map { PathRules.resolve($0, against: FileManager.default.currentDirectoryPath) } }
         let name = URL(fileURLWithPath: absolute).deletingPathExtension().lastPathComponent
         let context = ManifestContext(baseDirectory: folder, outputRoots: roots, defaultName: name, realPath: realPath)
-        return ManifestValidator.validate(json: [UInt8](data), file: path, context: context).flatMap { manifest in
-            // Names the schema knows but this build cannot read are refused, never silently missed.
-            let unreadable = (manifest.scan?.symbologies ?? []).enumerated().compactMap { i, name -> ManifestIssue? in
-                guard let s = Symbology(rawValue: name), !s.isReadable else { return nil }
-                return ManifestIssue(path: "$.scan.symbologies[\(i)]",
-                                     message: "\(name) cannot be read by this build of MediaFarm (the zxing-cpp engine is not built in yet)")
-            }
-            return unreadable.isEmpty ? .success(manifest) : .failure(ManifestValidationError(file: path, issues: unreadable))
-        }
+        return ManifestValidator.validate(json: [UInt8](data), file: path, context: context)
     }
 
     /// `path` with every symbolic link in its existing part resolved; the part that does not exist yet

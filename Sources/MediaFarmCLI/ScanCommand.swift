@@ -43,10 +43,6 @@ struct ScanCommand: AsyncParsableCommand {
         let list: [Symbology]
         do { list = try Symbology.parseList(symbologies) } catch { throw ValidationError(error.description) }
         guard !list.isEmpty else { throw ValidationError("--symbologies names none; symbologies are opt-in") }
-        let unreadable = list.filter { !$0.isReadable }
-        if !unreadable.isEmpty {
-            throw ValidationError("\(unreadable.map(\.rawValue).joined(separator: ", ")) cannot be read by this build of MediaFarm (the zxing-cpp engine is not built in yet)")
-        }
         var region = NormalizedRect.full
         if let roi {
             let parts = roi.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }

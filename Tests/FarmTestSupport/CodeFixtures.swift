@@ -32,6 +32,13 @@ public enum CodeFixtures {
         },
     ]
 
+    /// One code of each symbology zxing-cpp reads for MediaFarm.
+    public static let zxingCodes: [Code] = [
+        Code(symbology: "aztec", payload: "MF Aztec 7", draw: zxing("Aztec", "MF Aztec 7", "200x200")),
+        Code(symbology: "dataMatrix", payload: "MF DataMatrix 8", draw: zxing("DataMatrix", "MF DataMatrix 8", "200x200")),
+        Code(symbology: "pdf417", payload: "MF PDF417 9", draw: zxing("PDF417", "MF PDF417 9", "300x120")),
+    ]
+
     /// Where and when a picture is shown in a generated movie: the half-open interval [start, end).
     public struct Placement: Sendable {
         public var image: String
