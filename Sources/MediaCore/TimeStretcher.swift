@@ -11,16 +11,9 @@ public enum TimeStretcher {
         case faster
     }
 
-    /// Returns `input` stretched by `timeRatio` (output duration / input duration). The length is
-    /// Rubber Band's; callers pad or trim to their exact target and report the difference.
-    public static func stretch(_ input: AudioSamples, sampleRate: Int, timeRatio: Double, engine: Engine) -> AudioSamples {
-        var output = AudioSamples(channelCount: input.channelCount)
-        _ = stretch(input, sampleRate: sampleRate, timeRatio: timeRatio, engine: engine) { output.append($0) }
-        return output
-    }
-
-    /// Streams `input` stretched by `timeRatio` to `output` block by block as Rubber Band produces it
-    /// (so that a consumer, an encoder, can work meanwhile). Returns how many samples it produced.
+    /// Streams `input` stretched by `timeRatio` (output duration / input duration) to `output` block by
+    /// block as Rubber Band produces it (so that a consumer, an encoder, can work meanwhile). Returns how
+    /// many samples it produced: Rubber Band's count, which callers fit to their exact target.
     public static func stretch(_ input: AudioSamples, sampleRate: Int, timeRatio: Double, engine: Engine,
                                output emit: (AudioSamples) -> Void) -> Int {
         let channels = input.channelCount

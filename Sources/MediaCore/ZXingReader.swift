@@ -27,9 +27,6 @@ public final class ZXingReader: Sendable {
         self.tileSize = tileSize
     }
 
-    /// Tiles read per picture of this size (for cost accounting).
-    public func tileCount(width: Int, height: Int) -> Int { origins(width).count * origins(height).count }
-
     public func read(_ pixels: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, maxSymbols: Int = 16) -> [Symbol] {
         guard formats != 0, width > 0, height > 0 else { return [] }
         var found: [Symbol] = []

@@ -62,8 +62,6 @@ final class AACEncoderThread: @unchecked Sendable {
         }
     }
 
-    var isDone: Bool { condition.lock(); defer { condition.unlock() }; return done && output.isEmpty }
-
     /// Stops the thread (after a failure elsewhere).
     func stop() {
         condition.lock()
