@@ -42,14 +42,11 @@ public enum FileScanner {
             try file.seek(stream: stream.index, toKeyframeBefore: ticks)
         }
         // Decoding here, scanning on workers: one per core, at least two.
-        let workers = ScanWorkers(configuration: configuration, workers: max(2, ProcessInfo.processInfo.activeProcessorCount))
-        defer { workers.shutDown() }
-        var aggregator = CodeAggregator()
+        let session = FrameScanSession(configuration: configuration, workers: max(2, ProcessInfo.processInfo.activeProcessorCount))
         var packet = Packet()
         var frame = Frame()
-        var decoded = 0, scanned = 0, errors = 0
+        var decoded = 0, errors = 0
         var lastError: FFmpegError?
-        var nextScan: MediaTime?
 
         func drain() throws {
             while true {
@@ -64,13 +61,7 @@ public enum FileScanner {
                 let sourceTime = frame.pts.map { MediaTime(count: $0, timeBase: stream.timeBase) - origin } ?? .zero
                 if let range, !range.contains(sourceTime) { continue }
                 guard let time = mapTime.map({ $0(sourceTime) }) ?? sourceTime else { continue }
-                if let next = nextScan, time < next { continue }
-                if configuration.interval > .zero {
-                    nextScan = (nextScan ?? time) + configuration.interval
-                    while let n = nextScan, !(time < n) { nextScan = n + configuration.interval }
-                }
-                try workers.submit(index: scanned, time: time, frame: frame)
-                scanned += 1
+                try session.submit(time: time, frame: frame)
             }
         }
         while try file.read(into: &packet) == .packet {
@@ -85,8 +76,9 @@ public enum FileScanner {
         }
         try? decoder.sendEndOfStream()
         try drain()
+        let codes: [ScannedCode]
         do {
-            for detections in try workers.finish() { aggregator.add(detections) }
+            codes = try session.finish()
         } catch let error as FFmpegError {
             throw MediaFileError(path: path, reason: .ffmpeg(error, while: "converting a frame for scanning"))
         }
@@ -94,7 +86,7 @@ public enum FileScanner {
             throw MediaFileError(path: path, reason: .undecodable(track: stream.index, codec: stream.codecName,
                                                                   lastError ?? FFmpegError.invalidData))
         }
-        return FileScanReport(path: path, codes: aggregator.codes, framesDecoded: decoded, framesScanned: scanned,
+        return FileScanReport(path: path, codes: codes, framesDecoded: decoded, framesScanned: session.framesScanned,
                               decodeErrors: errors, seconds: Date().timeIntervalSince(started))
     }
 }

@@ -82,7 +82,9 @@ public struct JobRunner: Sendable {
 
         var scan: ScanSummary?
         var scanSeconds = 0.0
-        if let settings = manifest.scan {
+        // A constant-frame-rate export decodes every frame anyway: scan them there, decoding once.
+        let scanWhileExporting = manifest.scan != nil && manifest.export?.mode == .constantFrameRate
+        if let settings = manifest.scan, !scanWhileExporting {
             events(.progress(JobProgress(fraction: 0.02, phase: "scanning")))
             let scanStarted = Date()
             scan = try await scanCodes(settings, composition: composition)
@@ -109,8 +111,24 @@ public struct JobRunner: Sendable {
         var session = ExportSession(composition: composition, settings: settings)
         session.pool = pool
         let exportStarted = Date()
-        let exported = try await session.export { p in
+        var scanSession: FrameScanSession?
+        if scanWhileExporting, let settings = manifest.scan {
+            scanSession = FrameScanSession(configuration: Self.scanConfiguration(settings), workers: 1)
+        }
+        let observedComposition = composition
+        let exported = try await session.export(progress: { p in
             events(.progress(JobProgress(fraction: 0.02 + 0.97 * p.fraction, phase: p.phase, framesPerSecond: p.framesPerSecond, eta: p.eta)))
+        }, observingDecodedFrames: scanSession.map { scanner in { @Sendable in
+            let mapping = observedComposition.timeMapping
+            return { segment, sourceTime, frame in
+                guard observedComposition.segments[segment].sourceRange.contains(sourceTime),
+                      let t = mapping.targetTime(segment: segment, source: sourceTime) else { return }
+                try scanner.submit(time: t, frame: frame)
+            }
+        } })
+        if let scanSession, let settings = manifest.scan {
+            scan = ScanSummary(decodedBy: "export", symbologies: settings.symbologies, framesScanned: scanSession.framesScanned,
+                               codes: try scanSession.finish())
         }
         let reportPath = try writeReport(
             inspections: inspections, composition: composition, export: exported, scan: scan,
@@ -125,11 +143,15 @@ public struct JobRunner: Sendable {
 
     /// Writes the JSON report (atomically) when the manifest asks for one; returns its path.
     /// Scans every segment's source range; codes are timed on the composition's timeline.
-    private func scanCodes(_ settings: JobManifest.ScanSettings, composition: Composition) async throws -> ScanSummary {
+    static func scanConfiguration(_ settings: JobManifest.ScanSettings) -> CodeScanner.Configuration {
         let symbologies = settings.symbologies.compactMap(Symbology.init(rawValue:))
         let roi = settings.regionOfInterest.map { NormalizedRect(x: $0.x, y: $0.y, width: $0.width, height: $0.height) } ?? .full
-        let configuration = CodeScanner.Configuration(symbologies: symbologies, regionOfInterest: roi,
-                                                      interval: settings.interval, maxCodesPerFrame: settings.maxCodesPerFrame)
+        return CodeScanner.Configuration(symbologies: symbologies, regionOfInterest: roi,
+                                         interval: settings.interval, maxCodesPerFrame: settings.maxCodesPerFrame)
+    }
+
+    private func scanCodes(_ settings: JobManifest.ScanSettings, composition: Composition) async throws -> ScanSummary {
+        let configuration = Self.scanConfiguration(settings)
         var aggregator = CodeAggregator()
         var framesScanned = 0
         let mapping = composition.timeMapping
@@ -139,7 +161,7 @@ public struct JobRunner: Sendable {
             aggregator.merge(report.codes)
             framesScanned += report.framesScanned
         }
-        return ScanSummary(symbologies: settings.symbologies, framesScanned: framesScanned, codes: aggregator.codes)
+        return ScanSummary(decodedBy: "scan", symbologies: settings.symbologies, framesScanned: framesScanned, codes: aggregator.codes)
     }
 
     private func writeReport(inspections: [AssetReport], composition: Composition?, export: ExportReport?, scan: ScanSummary? = nil,
@@ -159,6 +181,9 @@ public struct JobRunner: Sendable {
 
 /// What a job's scan found, in composition time.
 struct ScanSummary: Encodable {
+    /// "export": frames the constant-frame-rate export decoded were scanned (decoded once);
+    /// "scan": a pass of its own decoded them.
+    var decodedBy: String
     var symbologies: [String]
     var framesScanned: Int
     var codes: [ScannedCode]

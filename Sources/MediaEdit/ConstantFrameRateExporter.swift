@@ -11,6 +11,7 @@ struct ConstantFrameRateExporter {
     let settings: ExportSettings
     let interrupter: Interrupter
     let progress: @Sendable (ExportProgress) -> Void
+    var observer: DecodedFrameObserver? = nil
 
     func run() throws -> ExportReport {
         let started = Date()
@@ -84,11 +85,13 @@ struct ConstantFrameRateExporter {
             guard let (segment, s) = mapping.sourceTime(at: t) ?? mapping.pieces.last.map({ ($0.segment, $0.source.end) }) else { break }
             if segment != readerSegment {
                 if let reader { decoded += reader.framesDecoded; decodeErrors += reader.decodeErrors }
-                reader = try SegmentVideoReader(source: sources[segment], startingAt: s, threads: settings.threads,
-                                                limits: settings.limits, interrupter: interrupter)
+                reader = try SegmentVideoReader(source: sources[segment], segment: segment, startingAt: s, threads: settings.threads,
+                                                limits: settings.limits, interrupter: interrupter, observer: observer)
                 readerSegment = segment
             }
-            guard try reader!.advance(to: s) else {
+            let shown = try reader!.advance(to: s)
+            if let failure = reader!.failure { throw failure }
+            guard shown else {
                 throw ExportError("\(sources[segment].path): no video frame could be decoded")
             }
             try scaler.prepare(reader!.current, into: &converted)

@@ -18,6 +18,13 @@ public struct ExportSession: Sendable {
     }
 
     public func export(progress: @escaping @Sendable (ExportProgress) -> Void = { _ in }) async throws -> ExportReport {
+        try await export(progress: progress, observingDecodedFrames: nil)
+    }
+
+    /// As `export`, also handing every decoded source frame of a constant-frame-rate export to
+    /// `observer` (to scan it without decoding it again). `makeObserver` runs on the export's thread.
+    public func export(progress: @escaping @Sendable (ExportProgress) -> Void,
+                       observingDecodedFrames makeObserver: (@Sendable () -> DecodedFrameObserver)?) async throws -> ExportReport {
         let composition = self.composition, settings = self.settings
         return try await pool.run { interrupter in
             interrupter.setDeadline(after: .seconds(86_400))
@@ -25,7 +32,9 @@ public struct ExportSession: Sendable {
             case .passthrough:
                 return try PassthroughExporter(composition: composition, settings: settings, interrupter: interrupter, progress: progress).run()
             case .constantFrameRate:
-                return try ConstantFrameRateExporter(composition: composition, settings: settings, interrupter: interrupter, progress: progress).run()
+                var exporter = ConstantFrameRateExporter(composition: composition, settings: settings, interrupter: interrupter, progress: progress)
+                exporter.observer = makeObserver?()
+                return try exporter.run()
             }
         }
     }

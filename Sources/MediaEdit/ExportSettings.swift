@@ -61,6 +61,11 @@ public struct ExportSettings: Sendable {
     }
 }
 
+/// Sees every source video frame a constant-frame-rate export decodes, once, in decoding order per
+/// segment: (segment index, source time from the asset's start, the frame). Called on the export's
+/// thread; it may keep a new reference to the frame (`Frame.reference`), not the frame itself.
+public typealias DecodedFrameObserver = (Int, MediaTime, borrowing Frame) throws -> Void
+
 /// How far an export has come, reported as it runs.
 public struct ExportProgress: Sendable, Codable {
     public var fraction: Double

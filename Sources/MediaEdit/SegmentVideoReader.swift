@@ -21,8 +21,15 @@ final class SegmentVideoReader {
     private(set) var decodeErrors = 0
     private var lastError: FFmpegError?
 
-    init(source: ExportSource, startingAt time: MediaTime, threads: Int, limits: SafetyLimits, interrupter: Interrupter) throws(MediaFileError) {
+    private let segment: Int
+    private let observer: DecodedFrameObserver?
+    private var observerFailure: (any Error)?
+
+    init(source: ExportSource, segment: Int, startingAt time: MediaTime, threads: Int, limits: SafetyLimits,
+         interrupter: Interrupter, observer: DecodedFrameObserver?) throws(MediaFileError) {
         self.source = source
+        self.segment = segment
+        self.observer = observer
         stream = source.video!
         file = try InputFile(path: source.path, limits: limits, interrupter: interrupter)
         file.discardAll(except: [stream.index])
@@ -30,6 +37,9 @@ final class SegmentVideoReader {
         if time > .zero { try file.seek(stream: stream.index, toKeyframeBefore: source.ticks(time, in: stream)) }
         try fetchNext()
     }
+
+    /// The first error the frame observer threw, if any.
+    var failure: (any Error)? { observerFailure }
 
     /// Makes `current` the frame on screen at source time `s`; false when the track has no frame at all.
     func advance(to s: MediaTime) throws(MediaFileError) -> Bool {
@@ -49,7 +59,11 @@ final class SegmentVideoReader {
                 switch try decoder.receive(into: &next) {
                 case .frame:
                     framesDecoded += 1
-                    nextTime = next.pts.map { source.time($0, in: stream) } ?? (currentTime ?? .zero)
+                    let t = next.pts.map { source.time($0, in: stream) } ?? (currentTime ?? .zero)
+                    nextTime = t
+                    if let observer, observerFailure == nil {
+                        do { try observer(segment, t, next) } catch { observerFailure = error }
+                    }
                     continue
                 case .endOfStream:
                     decoderFinished = true

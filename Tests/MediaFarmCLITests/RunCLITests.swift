@@ -110,6 +110,23 @@ import Testing
         #expect((codes[0]["firstTime"] as? [String: Any])?["seconds"] as? Double == 0.5)
         #expect((codes[0]["lastTime"] as? [String: Any])?["seconds"] as? Double == 1.4)
         #expect(codes[0]["frameCount"] as? Int == 10)
+        #expect((report["scan"] as? [String: Any])?["decodedBy"] as? String == "scan")
+
+        // Scanning while exporting at a constant frame rate: the export's decoded frames are scanned,
+        // with the same result on the composition timeline (here slowed down twice from 1 s on).
+        try #"{ "version": 1, "edits": [ { "source": "slate.mp4", "start": 0.5 } ], "scale": [ { "start": 1, "duration": 1, "rate": 0.5 } ], "scan": { "symbologies": ["qr"] }, "export": { "mode": "constantFrameRate", "output": "out/cfr.mp4", "frameRate": 10, "video": { "preset": "ultrafast" } }, "report": "out/cfr.json" }"#
+            .write(to: dir.appendingPathComponent("cfr.json"), atomically: true, encoding: .utf8)
+        let cfr = try mediafarm(["run", dir.appendingPathComponent("cfr.json").path])
+        #expect(cfr.status == 0, "\(cfr.stderr)")
+        let cfrReport = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: dir.appendingPathComponent("out/cfr.json"))) as? [String: Any])
+        let cfrScan = try #require(cfrReport["scan"] as? [String: Any])
+        #expect(cfrScan["decodedBy"] as? String == "export")
+        let cfrCodes = try #require(cfrScan["codes"] as? [[String: Any]])
+        #expect(cfrCodes.count == 1 && cfrCodes[0]["frameCount"] as? Int == 10)
+        // Composition 1...2 s (source 1.5...2.5 s) plays at half speed. Source 1.0 s is composition 0.5 s;
+        // source 1.9 s is 1 + (1.9 - 1.5) x 2 = 1.8 s.
+        #expect((cfrCodes[0]["firstTime"] as? [String: Any])?["seconds"] as? Double == 0.5)
+        #expect((cfrCodes[0]["lastTime"] as? [String: Any])?["seconds"] as? Double == 1.8)
 
     }
 
