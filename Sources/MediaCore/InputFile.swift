@@ -80,7 +80,7 @@ public final class InputFile {
         for i in 0..<declared { av_dict_free(&perStream[i]) }
         if probeResult < 0 {
             if let reason = interrupter.reason {
-                throw fail(reason == .cancelled ? .cancelled : .timedOut(after: limits.operationTimeout))
+                throw fail(MediaFileError.interrupted(path: path, reason, timeout: limits.operationTimeout).reason)
             }
             throw fail(.ffmpeg(.capture(probeResult, "avformat_find_stream_info"), while: "reading stream parameters"))
         }
@@ -122,7 +122,7 @@ public final class InputFile {
         if r >= 0 { return .packet }
         if r == mf_averror_eof() { return .endOfFile }
         if let reason = interrupter.reason {
-            throw MediaFileError(path: path, reason: reason == .cancelled ? .cancelled : .timedOut(after: limits.operationTimeout))
+            throw MediaFileError.interrupted(path: path, reason, timeout: limits.operationTimeout)
         }
         throw MediaFileError(path: path, reason: .ffmpeg(.capture(r, "av_read_frame"), while: "reading packets"))
     }
@@ -174,7 +174,7 @@ public final class InputFile {
     /// Throws when the owner cancelled or the deadline passed; call between units of work.
     public func checkInterrupt() throws(MediaFileError) {
         if let reason = interrupter.reason {
-            throw MediaFileError(path: path, reason: reason == .cancelled ? .cancelled : .timedOut(after: limits.operationTimeout))
+            throw MediaFileError.interrupted(path: path, reason, timeout: limits.operationTimeout)
         }
     }
 
@@ -200,7 +200,7 @@ public final class InputFile {
 
     private static func openError(path: String, code: Int32, interrupter: Interrupter, limits: SafetyLimits) -> MediaFileError {
         if let reason = interrupter.reason {
-            return MediaFileError(path: path, reason: reason == .cancelled ? .cancelled : .timedOut(after: limits.operationTimeout))
+            return MediaFileError.interrupted(path: path, reason, timeout: limits.operationTimeout)
         }
         let error = FFmpegError.capture(code, "avformat_open_input")
         switch error {

@@ -31,6 +31,11 @@ public struct MediaFileError: Error, Sendable, CustomStringConvertible {
         self.reason = reason
     }
 
+    /// The error for work on `path` stopped by an `Interrupter`: cancelled, or past its deadline.
+    public static func interrupted(path: String, _ reason: Interrupter.Reason, timeout: Duration) -> MediaFileError {
+        MediaFileError(path: path, reason: reason == .cancelled ? .cancelled : .timedOut(after: timeout))
+    }
+
     public var description: String { "\(path): \(problem)" }
 
     /// The problem alone, without the path.

@@ -48,17 +48,10 @@ struct ConstantFrameRateExporter {
         var renderedAudio: RenderedAudioWriter?
         let audioSource = sources.first { $0.audio != nil }?.audio
         if let audio = audioSource, settings.audioPolicy != .drop {
-            let r = try AudioTrackRenderer(
-                mapping: mapping, sources: sources.map { .init(path: $0.path, streamIndex: $0.audio?.index) },
-                sampleRate: audio.sampleRate, channels: min(max(audio.channelCount, 1), 8), algorithm: settings.timePitch,
-                bitRate: settings.audioBitRate, totalDuration: videoEnd, globalHeader: file.needsGlobalHeader,
-                limits: settings.limits, interrupter: interrupter)
-            renderedAudio = RenderedAudioWriter(renderer: r, file: file, stream: try file.addStream(for: r.encoder, language: audio.language))
+            renderedAudio = try RenderedAudioWriter(mapping: mapping, sources: sources, audio: audio, totalDuration: videoEnd,
+                                                    file: file, settings: settings, interrupter: interrupter)
         }
-        file.setMetadata(sources[0].carriedTags.merging(settings.metadata) { _, new in new })
-        let chapters = ExportSource.remappedChapters(sources, mapping: mapping)
-        file.setChapters(chapters)
-        try file.writeHeader(options: settings.faststart && settings.muxer != "matroska" ? ["movflags": "+faststart"] : [:])
+        let chapters = try file.writeHeader(sources: sources, mapping: mapping, settings: settings)
 
         var videoPackets = 0
         var packet = Packet()
@@ -105,7 +98,7 @@ struct ConstantFrameRateExporter {
                                         eta: fraction > 0.01 ? elapsed / fraction * (1 - fraction) : nil))
             }
             if k % 16 == 0, let reason = interrupter.reason {
-                throw MediaFileError(path: settings.outputPath, reason: reason == .cancelled ? .cancelled : .timedOut(after: settings.limits.operationTimeout))
+                throw MediaFileError.interrupted(path: settings.outputPath, reason, timeout: settings.limits.operationTimeout)
             }
         }
         if let reader { decoded += reader.framesDecoded; decodeErrors += reader.decodeErrors }
@@ -120,6 +113,6 @@ struct ConstantFrameRateExporter {
         return ExportReport(
             mode: .constantFrameRate, output: settings.outputPath, container: settings.muxer, duration: videoEnd,
             video: .init(codec: "h264", frames: frameCount, framesDecoded: decoded, frameDuration: fd, width: width, height: height),
-            audio: audioReport, snappedCuts: [], chapters: chapters.count, seconds: Date().timeIntervalSince(started))
+            audio: audioReport, snappedCuts: [], chapters: chapters, seconds: Date().timeIntervalSince(started))
     }
 }

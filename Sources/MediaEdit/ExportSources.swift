@@ -63,6 +63,18 @@ extension ExportSource {
     }
 }
 
+extension OutputFile {
+    /// Carries the first source's tags (and the settings' own) and every source's chapters, remapped,
+    /// into the file, then writes its header. Returns how many chapters were written.
+    func writeHeader(sources: [ExportSource], mapping: TimeMapping, settings: ExportSettings) throws -> Int {
+        setMetadata(sources[0].carriedTags.merging(settings.metadata) { _, new in new })
+        let chapters = ExportSource.remappedChapters(sources, mapping: mapping)
+        setChapters(chapters)
+        try writeHeader(options: settings.faststart && settings.muxer != "matroska" ? ["movflags": "+faststart"] : [:])
+        return chapters.count
+    }
+}
+
 /// Keeps decoding timestamps strictly increasing after rounding to an output time base.
 struct MonotonicTimestamps {
     private var lastDTS: Int64?

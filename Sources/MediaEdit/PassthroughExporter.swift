@@ -71,17 +71,10 @@ struct PassthroughExporter {
         if audioHandling == "copied", let audio = sources[0].audio {
             audioOut = try file.addStream(copying: audio.index, of: first, timeBase: audio.timeBase)
         } else if audioHandling == "encoded", let audio = audioSource {
-            let r = try AudioTrackRenderer(
-                mapping: mapping, sources: sources.map { .init(path: $0.path, streamIndex: $0.audio?.index) },
-                sampleRate: audio.sampleRate, channels: min(max(audio.channelCount, 1), 8), algorithm: settings.timePitch,
-                bitRate: settings.audioBitRate, totalDuration: mapping.duration, globalHeader: file.needsGlobalHeader,
-                limits: settings.limits, interrupter: interrupter)
-            rendered = RenderedAudioWriter(renderer: r, file: file, stream: try file.addStream(for: r.encoder, language: audio.language))
+            rendered = try RenderedAudioWriter(mapping: mapping, sources: sources, audio: audio, totalDuration: mapping.duration,
+                                               file: file, settings: settings, interrupter: interrupter)
         }
-        file.setMetadata(sources[0].carriedTags.merging(settings.metadata) { _, new in new })
-        let chapters = ExportSource.remappedChapters(sources, mapping: mapping)
-        file.setChapters(chapters)
-        try file.writeHeader(options: settings.faststart && settings.muxer != "matroska" ? ["movflags": "+faststart"] : [:])
+        let chapters = try file.writeHeader(sources: sources, mapping: mapping, settings: settings)
 
         var videoPackets = 0, copiedAudioPackets = 0
         var videoTimes = MonotonicTimestamps(), copiedAudioTimes = MonotonicTimestamps()
@@ -166,7 +159,7 @@ struct PassthroughExporter {
             mode: .passthrough, output: settings.outputPath, container: settings.muxer, duration: mapping.duration,
             video: video.map { .init(codec: $0.codecName, frames: videoPackets, framesDecoded: 0, frameDuration: nil,
                                      width: $0.width, height: $0.height) },
-            audio: audioReport, snappedCuts: snapped, chapters: chapters.count, seconds: Date().timeIntervalSince(started))
+            audio: audioReport, snappedCuts: snapped, chapters: chapters, seconds: Date().timeIntervalSince(started))
     }
 
     private func report(_ t: MediaTime, total: MediaTime, frames: Int, since clock: Date) {

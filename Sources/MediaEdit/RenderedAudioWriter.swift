@@ -18,6 +18,18 @@ final class RenderedAudioWriter {
         self.stream = stream
     }
 
+    /// Sets up the composition's audio track, rendered from `audio`'s format, as a new stream of `file`;
+    /// `totalDuration` may run past the mapping (silence to the end).
+    convenience init(mapping: TimeMapping, sources: [ExportSource], audio: StreamInfo, totalDuration: MediaTime,
+                     file: OutputFile, settings: ExportSettings, interrupter: Interrupter) throws {
+        let renderer = try AudioTrackRenderer(
+            mapping: mapping, sources: sources.map { .init(path: $0.path, streamIndex: $0.audio?.index) },
+            sampleRate: audio.sampleRate, channels: min(max(audio.channelCount, 1), 8), algorithm: settings.timePitch,
+            bitRate: settings.audioBitRate, totalDuration: totalDuration, globalHeader: file.needsGlobalHeader,
+            limits: settings.limits, interrupter: interrupter)
+        self.init(renderer: renderer, file: file, stream: try file.addStream(for: renderer.encoder, language: audio.language))
+    }
+
     func write(until: MediaTime?) throws {
         let tb = file.timeBase(of: stream)
         let sampleTB = Rational(1, Int32(renderer.sampleRate))

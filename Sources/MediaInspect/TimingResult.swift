@@ -39,13 +39,17 @@ extension TimingResult {
     /// Measures `file`: every packet when the file is small enough or its header cannot be trusted,
     /// otherwise header durations plus a bounded scan of the first packets.
     static func measure(_ file: InputFile, probe: ProbeResult, options: AssetOptions) throws(MediaFileError) -> TimingResult {
-        if let indexed = fromIndex(file, probe: probe) {
-            let duration = indexed.duration
-            if duration.isNumeric, duration > file.limits.maxDuration {
-                throw MediaFileError(path: file.path, reason: .tooLong(duration: duration, limit: file.limits.maxDuration))
-            }
-            return indexed
+        let result: TimingResult
+        if let indexed = fromIndex(file, probe: probe) { result = indexed } else { result = try scanned(file, probe: probe, options: options) }
+        let duration = result.duration
+        if duration.isNumeric, duration > file.limits.maxDuration {
+            throw MediaFileError(path: file.path, reason: .tooLong(duration: duration, limit: file.limits.maxDuration))
         }
+        return result
+    }
+
+    /// Timing from packets: all of them, or header durations plus the first packets of a large file.
+    private static func scanned(_ file: InputFile, probe: ProbeResult, options: AssetOptions) throws(MediaFileError) -> TimingResult {
         let full = file.container.fileSize <= options.fullScanLimitBytes || !headerIsPlausible(probe)
         var result = try scan(file, probe: probe, packetLimit: full ? nil : options.prefixScanPackets)
         if !full {
@@ -60,10 +64,6 @@ extension TimingResult {
             }
         }
         if full { result.truncation = truncation(of: result, probe: probe, path: file.path) }
-        let duration = result.duration
-        if duration.isNumeric, duration > file.limits.maxDuration {
-            throw MediaFileError(path: file.path, reason: .tooLong(duration: duration, limit: file.limits.maxDuration))
-        }
         return result
     }
 
