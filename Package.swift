@@ -15,6 +15,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [
         // C at the edge: system libraries found through pkg-config, and the shims Swift cannot import.
@@ -24,6 +26,8 @@ let package = Package(
         .systemLibrary(name: "CRubberBand", pkgConfig: "rubberband", providers: [.apt(["librubberband-dev"])]),
         .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
         .target(name: "CMediaShims", dependencies: ["CFFmpeg"]),
+        // Process spawning with resource limits (fork/exec in C: only async-signal-safe calls in the child).
+        .target(name: "CProcessShims"),
         // zxing-cpp (C++) behind a C header, for Aztec, Data Matrix and PDF417.
         .target(name: "CZXingShim", linkerSettings: [.linkedLibrary("ZXing")]),
 
@@ -42,10 +46,16 @@ let package = Package(
 
         // The farm's pure model: manifests, jobs, state machine. No I/O.
         .target(name: "FarmModel", dependencies: ["MediaTime"]),
-        // Where the farm meets the media modules.
-        .target(name: "FarmRuntime", dependencies: ["FarmModel", "CodeScan", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime"]),
+        // The queue: one protocol, SQLite (GRDB) the embedded backend.
+        .target(name: "FarmStore", dependencies: ["FarmModel", .product(name: "GRDB", package: "GRDB.swift")]),
+        // Where the farm meets the media modules: JobRunner, the coordinator and its worker processes.
+        .target(name: "FarmRuntime", dependencies: [
+            "FarmModel", "FarmStore", "CProcessShims", "CodeScan", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime",
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .target(name: "MediaFarmCLI", dependencies: [
-            "FarmRuntime", "CodeScan", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
+            "FarmRuntime", "FarmStore", "CodeScan", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -58,6 +68,8 @@ let package = Package(
         .testTarget(name: "MediaInspectTests", dependencies: ["MediaInspect", "FarmTestSupport"]),
         .testTarget(name: "MediaEditTests", dependencies: ["MediaEdit", "FarmTestSupport"]),
         .testTarget(name: "FarmModelTests", dependencies: ["FarmModel"]),
+        .testTarget(name: "FarmStoreTests", dependencies: ["FarmStore", "FarmModel"]),
+        .testTarget(name: "FarmRuntimeTests", dependencies: ["FarmRuntime", "FarmStore", "FarmModel", "FarmTestSupport"]),
         .testTarget(name: "CodeScanTests", dependencies: ["CodeScan", "FarmTestSupport"]),
         .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "FarmTestSupport"]),
     ],

@@ -1,0 +1,86 @@
+import Foundation
+
+/// One job of the queue, as every backend stores it. Times are seconds since 1970 (UTC), as `Date`.
+public struct Job: Sendable, Hashable, Codable {
+    public var id: Int64
+    public var name: String
+    /// The manifest as submitted (JSON text); relative paths in it resolve against `baseDirectory`.
+    public var manifest: String
+    public var baseDirectory: String
+    /// Folders the job may write under, checked again by the worker.
+    public var outputRoots: [String]
+    public var state: JobState
+    /// Higher runs first.
+    public var priority: Int
+    /// Attempts started so far.
+    public var attempt: Int
+    public var maxAttempts: Int
+    /// Not claimed before this time (backoff after a failure, or a delayed submission).
+    public var runAt: Date
+    /// At most one live (queued or running) job holds a given key.
+    public var uniqueKey: String?
+    /// Wall-clock limit of one attempt, seconds; nil: the coordinator's default.
+    public var timeout: Double?
+    public var lease: Lease?
+    public var progress: Double?
+    public var phase: String?
+    /// The worker process of the running attempt.
+    public var workerPID: Int32?
+    public var createdAt: Date
+    public var startedAt: Date?
+    public var finishedAt: Date?
+    public var updatedAt: Date
+    /// The worker's result of the last finished attempt (JSON text).
+    public var result: String?
+    /// One entry per failed attempt.
+    public var errors: [AttemptError]
+
+    /// Who runs the job now, and until when the claim holds without renewal.
+    public struct Lease: Sendable, Hashable, Codable {
+        /// The coordinator: "host:pid:random".
+        public var owner: String
+        /// Changes with every claim: completion and publication must present it (fencing).
+        public var token: String
+        public var expiresAt: Date
+
+        public init(owner: String, token: String, expiresAt: Date) {
+            self.owner = owner
+            self.token = token
+            self.expiresAt = expiresAt
+        }
+    }
+
+    /// Why one attempt failed.
+    public struct AttemptError: Sendable, Hashable, Codable {
+        public var attempt: Int
+        public var at: Date
+        public var message: String
+
+        public init(attempt: Int, at: Date, message: String) {
+            self.attempt = attempt
+            self.at = at
+            self.message = message
+        }
+    }
+
+    /// A new queued job.
+    public init(id: Int64 = 0, name: String, manifest: String, baseDirectory: String, outputRoots: [String] = [],
+                priority: Int = 0, maxAttempts: Int = RetryPolicy.default.maxAttempts, runAt: Date? = nil,
+                uniqueKey: String? = nil, timeout: Double? = nil, createdAt: Date) {
+        self.id = id
+        self.name = name
+        self.manifest = manifest
+        self.baseDirectory = baseDirectory
+        self.outputRoots = outputRoots
+        self.state = .queued
+        self.priority = priority
+        self.attempt = 0
+        self.maxAttempts = max(1, maxAttempts)
+        self.runAt = runAt ?? createdAt
+        self.uniqueKey = uniqueKey
+        self.timeout = timeout
+        self.createdAt = createdAt
+        self.updatedAt = createdAt
+        self.errors = []
+    }
+}

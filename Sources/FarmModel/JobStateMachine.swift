@@ -1,0 +1,163 @@
+import Foundation
+
+/// Everything that can happen to a job. Each backend applies these through `JobStateMachine`, so that
+/// the legal moves live in one place.
+public enum JobTransition: Sendable, Hashable {
+    /// queued -> running: a coordinator takes the job with a fresh lease token.
+    case claim(owner: String, token: String, leaseExpiresAt: Date)
+    /// running -> running: the lease holder extends it, and reports progress.
+    case renew(token: String, leaseExpiresAt: Date, progress: Double?, phase: String?, workerPID: Int32?)
+    /// running -> succeeded.
+    case succeed(token: String, result: String?)
+    /// running -> failed: the worker finished and reported a failure in words; not retried.
+    case fail(token: String, message: String, result: String?)
+    /// running -> queued (after a backoff) or dead: the attempt crashed, was killed or timed out.
+    case crash(token: String, message: String)
+    /// running -> queued or dead: nobody renewed the lease in time (a lost coordinator).
+    case expire
+    /// running -> queued without using up the attempt (a coordinator draining on SIGTERM).
+    case release(token: String)
+    /// queued or running -> cancelled.
+    case cancel
+    /// failed, dead or cancelled -> queued, with a fresh set of attempts.
+    case retry
+
+    public var name: String {
+        switch self {
+        case .claim: "claim"
+        case .renew: "renew"
+        case .succeed: "succeed"
+        case .fail: "fail"
+        case .crash: "crash"
+        case .expire: "expire"
+        case .release: "release"
+        case .cancel: "cancel"
+        case .retry: "retry"
+        }
+    }
+}
+
+/// Why a transition was refused.
+public enum JobTransitionError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The transition does not apply to a job in this state.
+    case illegal(JobTransition, from: JobState)
+    /// The caller's lease token is not the job's current one: a newer attempt owns the job.
+    case staleLease
+    /// The lease has not expired yet.
+    case leaseStillValid
+
+    public var description: String {
+        switch self {
+        case let .illegal(t, from): "cannot \(t.name) a job that is \(from.rawValue)"
+        case .staleLease: "the lease is no longer held: a newer attempt owns the job"
+        case .leaseStillValid: "the lease has not expired"
+        }
+    }
+}
+
+/// The job state machine: pure, no I/O. `apply` returns the job after a transition, or refuses it.
+public struct JobStateMachine: Sendable {
+    public var policy: RetryPolicy
+
+    public init(policy: RetryPolicy = .default) { self.policy = policy }
+
+    /// The job after `transition` at `now`. `jitter` in [0, 1] is the random draw of the backoff.
+    public func apply(_ transition: JobTransition, to job: Job, at now: Date, jitter: Double = 0.5) throws(JobTransitionError) -> Job {
+        var next = job
+        next.updatedAt = now
+        switch (job.state, transition) {
+        case let (.queued, .claim(owner, token, expiresAt)):
+            next.state = .running
+            next.attempt += 1
+            next.lease = Job.Lease(owner: owner, token: token, expiresAt: expiresAt)
+            next.startedAt = now
+            next.finishedAt = nil
+            next.progress = 0
+            next.phase = "starting"
+            next.workerPID = nil
+
+        case let (.running, .renew(token, expiresAt, progress, phase, pid)):
+            try Self.check(token, job)
+            next.lease?.expiresAt = expiresAt
+            if let progress { next.progress = min(max(progress, 0), 1) }
+            if let phase { next.phase = phase }
+            if let pid { next.workerPID = pid }
+
+        case let (.running, .succeed(token, result)):
+            try Self.check(token, job)
+            next.state = .succeeded
+            next.result = result
+            next.progress = 1
+            next.phase = "done"
+            finish(&next, at: now)
+
+        case let (.running, .fail(token, message, result)):
+            try Self.check(token, job)
+            next.state = .failed
+            next.result = result
+            next.errors.append(Job.AttemptError(attempt: job.attempt, at: now, message: message))
+            finish(&next, at: now)
+
+        case let (.running, .crash(token, message)):
+            try Self.check(token, job)
+            attemptLost(&next, message: message, at: now, jitter: jitter)
+
+        case (.running, .expire):
+            guard let lease = job.lease, lease.expiresAt <= now else { throw .leaseStillValid }
+            attemptLost(&next, message: "lease of \(lease.owner) expired: its coordinator stopped renewing it", at: now, jitter: jitter)
+
+        case let (.running, .release(token)):
+            try Self.check(token, job)
+            next.state = .queued
+            next.attempt = max(0, job.attempt - 1)
+            next.runAt = now
+            clearAttempt(&next)
+
+        case (.queued, .cancel), (.running, .cancel):
+            next.state = .cancelled
+            finish(&next, at: now)
+
+        case (.failed, .retry), (.dead, .retry), (.cancelled, .retry):
+            next.state = .queued
+            next.attempt = 0
+            next.runAt = now
+            next.result = nil
+            next.finishedAt = nil
+            clearAttempt(&next)
+
+        default:
+            throw .illegal(transition, from: job.state)
+        }
+        return next
+    }
+
+    private static func check(_ token: String, _ job: Job) throws(JobTransitionError) {
+        guard job.lease?.token == token else { throw .staleLease }
+    }
+
+    /// A crashed, killed, timed-out or abandoned attempt: back to the queue after a backoff, or dead.
+    private func attemptLost(_ job: inout Job, message: String, at now: Date, jitter: Double) {
+        job.errors.append(Job.AttemptError(attempt: job.attempt, at: now, message: message))
+        if policy.allowsRetry(after: job.attempt, maxAttempts: job.maxAttempts) {
+            job.state = .queued
+            job.runAt = now.addingTimeInterval(policy.delay(afterAttempt: job.attempt, unit: jitter))
+            clearAttempt(&job)
+        } else {
+            job.state = .dead
+            finish(&job, at: now)
+        }
+    }
+
+    private func finish(_ job: inout Job, at now: Date) {
+        job.finishedAt = now
+        job.lease = nil
+        job.workerPID = nil
+    }
+
+    private func clearAttempt(_ job: inout Job) {
+        job.lease = nil
+        job.workerPID = nil
+        job.progress = nil
+        job.phase = nil
+    }
+}

@@ -1,0 +1,118 @@
+import FarmModel
+import Foundation
+
+/// What a submission asks for.
+public struct NewJob: Sendable, Hashable {
+    public var name: String
+    public var manifest: String
+    public var baseDirectory: String
+    public var outputRoots: [String]
+    public var priority: Int
+    public var maxAttempts: Int
+    public var runAt: Date?
+    public var uniqueKey: String?
+    public var timeout: Double?
+
+    public init(name: String, manifest: String, baseDirectory: String, outputRoots: [String] = [], priority: Int = 0,
+                maxAttempts: Int = RetryPolicy.default.maxAttempts, runAt: Date? = nil, uniqueKey: String? = nil,
+                timeout: Double? = nil) {
+        self.name = name
+        self.manifest = manifest
+        self.baseDirectory = baseDirectory
+        self.outputRoots = outputRoots
+        self.priority = priority
+        self.maxAttempts = maxAttempts
+        self.runAt = runAt
+        self.uniqueKey = uniqueKey
+        self.timeout = timeout
+    }
+}
+
+/// The outcome of one submitted job: a new id, or the live job that already holds its unique key.
+public struct Enqueued: Sendable, Hashable {
+    public var id: Int64
+    /// false: a live job with the same unique key existed; `id` is that job's.
+    public var inserted: Bool
+
+    public init(id: Int64, inserted: Bool) {
+        self.id = id
+        self.inserted = inserted
+    }
+}
+
+/// What a lease holder reports while a job runs.
+public struct LeaseRenewal: Sendable, Hashable {
+    public var id: Int64
+    public var token: String
+    public var progress: Double?
+    public var phase: String?
+    public var workerPID: Int32?
+
+    public init(id: Int64, token: String, progress: Double? = nil, phase: String? = nil, workerPID: Int32? = nil) {
+        self.id = id
+        self.token = token
+        self.progress = progress
+        self.phase = phase
+        self.workerPID = workerPID
+    }
+}
+
+/// How a finished attempt ended, as the lease holder reports it.
+public enum AttemptOutcome: Sendable, Hashable {
+    case succeeded(result: String?)
+    /// The worker reported a failure in words: the job is `failed`, not retried.
+    case failed(message: String, result: String?)
+    /// Crash, signal, timeout: retried after a backoff, or `dead`.
+    case crashed(message: String)
+    /// Given back without using up the attempt (drain).
+    case released
+}
+
+/// The queue: one contract, several backends (SQLite now). Every state change goes through
+/// `JobStateMachine`; every change to a running job carries its lease token (fencing). Times are
+/// passed in, so that callers and tests own the clock. Calls block briefly (one transaction each).
+public protocol JobStore: Sendable {
+    /// Adds `jobs` in one transaction: all of them or none.
+    func enqueue(_ jobs: [NewJob], at now: Date) throws(JobStoreError) -> [Enqueued]
+    /// Atomically claims up to `limit` queued jobs whose runAt has come, highest priority first, then
+    /// oldest runAt; each gets a fresh lease token valid for `leaseDuration` seconds.
+    func claim(limit: Int, owner: String, leaseDuration: Double, at now: Date) throws(JobStoreError) -> [Job]
+    /// Extends the leases (and records progress) of running jobs; returns the ids whose lease is no longer
+    /// held (cancelled, rescued and re-claimed, finished): their workers must stop.
+    func renew(_ renewals: [LeaseRenewal], leaseDuration: Double, at now: Date) throws(JobStoreError) -> Set<Int64>
+    /// Ids among `leases` (id -> token) whose lease is no longer held. Read only.
+    func lostLeases(_ leases: [Int64: String], at now: Date) throws(JobStoreError) -> Set<Int64>
+    /// Ends the attempt holding `token`. Throws `.transition(.staleLease)` when a newer attempt owns the job.
+    func finish(id: Int64, token: String, outcome: AttemptOutcome, at now: Date) throws(JobStoreError) -> Job
+    /// Returns running jobs whose lease expired to the queue (or makes them dead); returns them as they
+    /// were before, with the expired lease, so the caller can clean up what that attempt left.
+    func rescueExpired(at now: Date) throws(JobStoreError) -> [Job]
+    func cancel(id: Int64, at now: Date) throws(JobStoreError) -> Job
+    func retry(id: Int64, at now: Date) throws(JobStoreError) -> Job
+    func job(id: Int64) throws(JobStoreError) -> Job?
+    /// Jobs by id (missing ids are skipped), or every job when `ids` is nil, oldest first.
+    func jobs(ids: [Int64]?) throws(JobStoreError) -> [Job]
+    func counts() throws(JobStoreError) -> [JobState: Int]
+    /// The earliest runAt among queued jobs, to sleep until.
+    func nextRunAt() throws(JobStoreError) -> Date?
+}
+
+public enum JobStoreError: Error, Sendable, CustomStringConvertible {
+    case notFound(Int64)
+    case transition(id: Int64, JobTransitionError)
+    /// The queue cannot be opened or used.
+    case unavailable(String)
+
+    public var description: String {
+        switch self {
+        case .notFound(let id): "no job \(id) in the queue"
+        case let .transition(id, e): "job \(id): \(e.description)"
+        case .unavailable(let message): message
+        }
+    }
+
+    public var isStaleLease: Bool {
+        if case .transition(_, .staleLease) = self { return true }
+        return false
+    }
+}

@@ -1,0 +1,335 @@
+import FarmModel
+import Foundation
+import GRDB
+
+/// The embedded queue: one SQLite file in WAL mode, shared by every process on the host. Writes are
+/// IMMEDIATE transactions (the write lock is taken up front, so a read-then-write never fails half-way),
+/// committed durably (synchronous=FULL), with a busy timeout for concurrent writers.
+public final class SQLiteJobStore: JobStore {
+    public let path: String
+    let pool: DatabasePool
+    let machine: JobStateMachine
+
+    /// Opens (and with `create`, creates) the queue at `path` and migrates it to the current schema.
+    public init(path: String, create: Bool = true, policy: RetryPolicy = .default, busyTimeout: Double = 10) throws(JobStoreError) {
+        self.path = path
+        self.machine = JobStateMachine(policy: policy)
+        var isDirectory: ObjCBool = false
+        let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+        if isDirectory.boolValue { throw .unavailable("\(path): is a folder, not a queue file") }
+        if !exists && !create { throw .unavailable("\(path): no queue there (submit a job to create it, or give --queue)") }
+        if exists, let handle = FileHandle(forReadingAtPath: path) {
+            let header = (try? handle.read(upToCount: 16)) ?? Data()
+            try? handle.close()
+            if !header.isEmpty && header != Data("SQLite format 3\0".utf8) {
+                throw .unavailable("\(path): not a MediaFarm queue (the file is not an SQLite database); give another --queue")
+            }
+        }
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(busyTimeout)
+        configuration.label = "mediafarm-queue"
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            try Self.migrator.migrate(pool)
+        } catch {
+            throw .unavailable("\(path): cannot open the queue: \(Self.describe(error))")
+        }
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1 jobs") { db in
+            try db.execute(sql: """
+                CREATE TABLE jobs (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    name TEXT NOT NULL,
+                    manifest TEXT NOT NULL,
+                    base_directory TEXT NOT NULL,
+                    output_roots TEXT NOT NULL DEFAULT '[]',
+                    state TEXT NOT NULL CHECK (state IN ('queued','running','succeeded','failed','cancelled','dead')),
+                    priority INTEGER NOT NULL DEFAULT 0,
+                    attempt INTEGER NOT NULL DEFAULT 0,
+                    max_attempts INTEGER NOT NULL,
+                    run_at REAL NOT NULL,
+                    unique_key TEXT,
+                    timeout REAL,
+                    lease_owner TEXT,
+                    lease_token TEXT,
+                    lease_expires_at REAL,
+                    progress REAL,
+                    phase TEXT,
+                    worker_pid INTEGER,
+                    created_at REAL NOT NULL,
+                    started_at REAL,
+                    finished_at REAL,
+                    updated_at REAL NOT NULL,
+                    result TEXT,
+                    errors TEXT NOT NULL DEFAULT '[]'
+                );
+                CREATE INDEX jobs_claimable ON jobs(priority DESC, run_at, id) WHERE state = 'queued';
+                CREATE INDEX jobs_leases ON jobs(lease_expires_at) WHERE state = 'running';
+                CREATE UNIQUE INDEX jobs_unique_live ON jobs(unique_key)
+                    WHERE unique_key IS NOT NULL AND state IN ('queued', 'running');
+                """)
+        }
+        return migrator
+    }
+
+    // MARK: - JobStore
+
+    public func enqueue(_ jobs: [NewJob], at now: Date) throws(JobStoreError) -> [Enqueued] {
+        try write { db in
+            try jobs.map { new in
+                if let key = new.uniqueKey,
+                   let live = try Int64.fetchOne(db, sql: "SELECT id FROM jobs WHERE unique_key = ? AND state IN ('queued', 'running')",
+                                                 arguments: [key]) {
+                    return Enqueued(id: live, inserted: false)
+                }
+                let job = Job(name: new.name, manifest: new.manifest, baseDirectory: new.baseDirectory, outputRoots: new.outputRoots,
+                              priority: new.priority, maxAttempts: new.maxAttempts, runAt: new.runAt, uniqueKey: new.uniqueKey,
+                              timeout: new.timeout, createdAt: now)
+                try db.execute(sql: """
+                    INSERT INTO jobs (name, manifest, base_directory, output_roots, state, priority, attempt, max_attempts, run_at,
+                                      unique_key, timeout, created_at, updated_at, errors)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '[]')
+                    """, arguments: [job.name, job.manifest, job.baseDirectory, Self.json(job.outputRoots), job.state.rawValue,
+                                     job.priority, job.attempt, job.maxAttempts, job.runAt.timeIntervalSince1970, job.uniqueKey,
+                                     job.timeout, now.timeIntervalSince1970, now.timeIntervalSince1970])
+                return Enqueued(id: db.lastInsertedRowID, inserted: true)
+            }
+        }
+    }
+
+    public func claim(limit: Int, owner: String, leaseDuration: Double, at now: Date) throws(JobStoreError) -> [Job] {
+        guard limit > 0 else { return [] }
+        return try write { db in
+            let candidates = try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT * FROM jobs WHERE state = 'queued' AND run_at <= ? ORDER BY priority DESC, run_at, id LIMIT ?
+                """), arguments: [now.timeIntervalSince1970, limit]).map(Self.job)
+            return try candidates.map { job in
+                let token = Self.newToken()
+                let claimed = try transition(job, .claim(owner: owner, token: token, leaseExpiresAt: now.addingTimeInterval(leaseDuration)), now)
+                try save(claimed, db)
+                return claimed
+            }
+        }
+    }
+
+    public func renew(_ renewals: [LeaseRenewal], leaseDuration: Double, at now: Date) throws(JobStoreError) -> Set<Int64> {
+        guard !renewals.isEmpty else { return [] }
+        return try write { db in
+            var lost = Set<Int64>()
+            for r in renewals {
+                guard let job = try fetch(r.id, db) else { lost.insert(r.id); continue }
+                do {
+                    let renewed = try machine.apply(.renew(token: r.token, leaseExpiresAt: now.addingTimeInterval(leaseDuration),
+                                                           progress: r.progress, phase: r.phase, workerPID: r.workerPID), to: job, at: now)
+                    try save(renewed, db)
+                } catch {
+                    lost.insert(r.id)
+                }
+            }
+            return lost
+        }
+    }
+
+    public func lostLeases(_ leases: [Int64: String], at now: Date) throws(JobStoreError) -> Set<Int64> {
+        guard !leases.isEmpty else { return [] }
+        return try read { db in
+            var held = Set<Int64>()
+            let ids = leases.keys.map { String($0) }.joined(separator: ",")
+            for row in try Row.fetchAll(db, sql: "SELECT id, lease_token FROM jobs WHERE state = 'running' AND id IN (\(ids))") {
+                let id: Int64 = row["id"]
+                if let token: String = row["lease_token"], leases[id] == token { held.insert(id) }
+            }
+            return Set(leases.keys).subtracting(held)
+        }
+    }
+
+    public func finish(id: Int64, token: String, outcome: AttemptOutcome, at now: Date) throws(JobStoreError) -> Job {
+        let transition: JobTransition = switch outcome {
+        case .succeeded(let result): .succeed(token: token, result: result)
+        case let .failed(message, result): .fail(token: token, message: message, result: result)
+        case .crashed(let message): .crash(token: token, message: message)
+        case .released: .release(token: token)
+        }
+        return try change(id, transition, at: now)
+    }
+
+    public func rescueExpired(at now: Date) throws(JobStoreError) -> [Job] {
+        try write { db in
+            let expired = try Row.fetchAll(db, sql: "SELECT * FROM jobs WHERE state = 'running' AND lease_expires_at <= ?",
+                                           arguments: [now.timeIntervalSince1970]).map(Self.job)
+            for job in expired {
+                try save(try transition(job, .expire, now), db)
+            }
+            return expired
+        }
+    }
+
+    public func cancel(id: Int64, at now: Date) throws(JobStoreError) -> Job { try change(id, .cancel, at: now) }
+
+    public func retry(id: Int64, at now: Date) throws(JobStoreError) -> Job {
+        do {
+            return try change(id, .retry, at: now)
+        } catch .unavailable(let message) where message.contains("UNIQUE") {
+            throw .unavailable("job \(id): another live job holds its unique key; cancel that one first")
+        }
+    }
+
+    public func job(id: Int64) throws(JobStoreError) -> Job? {
+        try read { db in try fetch(id, db) }
+    }
+
+    public func jobs(ids: [Int64]?) throws(JobStoreError) -> [Job] {
+        try read { db in
+            if let ids {
+                return try ids.compactMap { try fetch($0, db) }
+            }
+            return try Row.fetchAll(db, sql: "SELECT * FROM jobs ORDER BY id").map(Self.job)
+        }
+    }
+
+    public func counts() throws(JobStoreError) -> [JobState: Int] {
+        try read { db in
+            var counts: [JobState: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM jobs GROUP BY state") {
+                if let state = JobState(rawValue: row["state"]) { counts[state] = row["n"] }
+            }
+            return counts
+        }
+    }
+
+    public func nextRunAt() throws(JobStoreError) -> Date? {
+        try read { db in
+            try Double.fetchOne(db, sql: "SELECT MIN(run_at) FROM jobs WHERE state = 'queued'").map(Date.init(timeIntervalSince1970:))
+        }
+    }
+
+    // MARK: - Rows
+
+    private func change(_ id: Int64, _ transition: JobTransition, at now: Date) throws(JobStoreError) -> Job {
+        try write { db in
+            guard let job = try fetch(id, db) else { throw JobStoreError.notFound(id) }
+            let next = try self.transition(job, transition, now)
+            try save(next, db)
+            return next
+        }
+    }
+
+    private func transition(_ job: Job, _ t: JobTransition, _ now: Date) throws -> Job {
+        do {
+            return try machine.apply(t, to: job, at: now, jitter: Double.random(in: 0...1))
+        } catch {
+            throw JobStoreError.transition(id: job.id, error)
+        }
+    }
+
+    private func fetch(_ id: Int64, _ db: Database) throws -> Job? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM jobs WHERE id = ?"), arguments: [id]).map(Self.job)
+    }
+
+    /// Writes every mutable column of `job` (identity and manifest never change).
+    private func save(_ job: Job, _ db: Database) throws {
+        try db.cachedStatement(sql: """
+            UPDATE jobs SET state = ?, priority = ?, attempt = ?, max_attempts = ?, run_at = ?, lease_owner = ?, lease_token = ?,
+                lease_expires_at = ?, progress = ?, phase = ?, worker_pid = ?, started_at = ?, finished_at = ?, updated_at = ?,
+                result = ?, errors = ?
+            WHERE id = ?
+            """).execute(arguments: [
+                job.state.rawValue, job.priority, job.attempt, job.maxAttempts, job.runAt.timeIntervalSince1970,
+                job.lease?.owner, job.lease?.token, job.lease?.expiresAt.timeIntervalSince1970, job.progress, job.phase,
+                job.workerPID.map { Int64($0) }, job.startedAt?.timeIntervalSince1970, job.finishedAt?.timeIntervalSince1970,
+                job.updatedAt.timeIntervalSince1970, job.result, Self.json(job.errors), job.id,
+            ])
+    }
+
+    static func job(_ row: Row) -> Job {
+        func date(_ column: String) -> Date? { (row[column] as Double?).map(Date.init(timeIntervalSince1970:)) }
+        var job = Job(id: row["id"], name: row["name"], manifest: row["manifest"], baseDirectory: row["base_directory"],
+                      outputRoots: decode([String].self, row["output_roots"]) ?? [], priority: row["priority"],
+                      maxAttempts: row["max_attempts"], runAt: date("run_at"), uniqueKey: row["unique_key"],
+                      timeout: row["timeout"], createdAt: date("created_at") ?? Date(timeIntervalSince1970: 0))
+        job.state = JobState(rawValue: row["state"]) ?? .dead
+        job.attempt = row["attempt"]
+        if let owner: String = row["lease_owner"], let token: String = row["lease_token"], let expiry = date("lease_expires_at") {
+            job.lease = Job.Lease(owner: owner, token: token, expiresAt: expiry)
+        }
+        job.progress = row["progress"]
+        job.phase = row["phase"]
+        job.workerPID = (row["worker_pid"] as Int64?).map { Int32(truncatingIfNeeded: $0) }
+        job.startedAt = date("started_at")
+        job.finishedAt = date("finished_at")
+        job.updatedAt = date("updated_at") ?? job.createdAt
+        job.result = row["result"]
+        job.errors = decode([Job.AttemptError].self, row["errors"]) ?? []
+        return job
+    }
+
+    static func json<T: Encodable>(_ value: T) -> String {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: (try? encoder.encode(value)) ?? Data("[]".utf8), as: UTF8.self)
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ text: String?) -> T? {
+        guard let text else { return nil }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        return try? decoder.decode(type, from: Data(text.utf8))
+    }
+
+    static func newToken() -> String {
+        var g = SystemRandomNumberGenerator()
+        return (0..<2).map { _ in String(g.next() as UInt64, radix: 16).leftPadded(to: 16) }.joined()
+    }
+
+    // MARK: - Transactions
+
+    /// One IMMEDIATE transaction, committed durably.
+    private func write<T>(_ body: (Database) throws -> T) throws(JobStoreError) -> T {
+        do {
+            return try pool.writeWithoutTransaction { db in
+                var value: T?
+                try db.inTransaction(.immediate) {
+                    value = try body(db)
+                    return .commit
+                }
+                return value!
+            }
+        } catch let e as JobStoreError {
+            throw e
+        } catch {
+            throw .unavailable("\(path): \(Self.describe(error))")
+        }
+    }
+
+    private func read<T>(_ body: (Database) throws -> T) throws(JobStoreError) -> T {
+        do {
+            return try pool.read(body)
+        } catch let e as JobStoreError {
+            throw e
+        } catch {
+            throw .unavailable("\(path): \(Self.describe(error))")
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let e = error as? DatabaseError {
+            if e.resultCode == .SQLITE_NOTADB { return "not a MediaFarm queue (the file is not an SQLite database)" }
+            if e.resultCode == .SQLITE_BUSY { return "the queue stayed locked by another process (\(e.message ?? "busy"))" }
+            return e.message ?? e.description
+        }
+        return String(describing: error)
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

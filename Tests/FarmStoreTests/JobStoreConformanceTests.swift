@@ -1,0 +1,209 @@
+import FarmModel
+import FarmStore
+import Foundation
+import Testing
+
+/// Every backend of `JobStore`. The suite below runs against each one (a PostgreSQL backend joins here).
+enum Backend: String, CaseIterable, CustomTestStringConvertible {
+    case sqlite
+
+    var testDescription: String { rawValue }
+
+    /// A new, empty queue, and a second connection to the same queue (another process would have one).
+    func makePair(policy: RetryPolicy = RetryPolicy(maxAttempts: 3, baseDelay: 5, maxDelay: 60, jitter: 0)) throws -> (any JobStore, any JobStore) {
+        switch self {
+        case .sqlite:
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mf-store-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            let path = folder + "/queue.sqlite"
+            return (try SQLiteJobStore(path: path, policy: policy), try SQLiteJobStore(path: path, create: false, policy: policy))
+        }
+    }
+
+    func make() throws -> any JobStore { try makePair().0 }
+}
+
+@Suite struct JobStoreConformanceTests {
+    let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+
+    func new(_ name: String, priority: Int = 0, runAt: Date? = nil, key: String? = nil, maxAttempts: Int = 3) -> NewJob {
+        NewJob(name: name, manifest: #"{"version":1,"input":"a.mp4"}"#, baseDirectory: "/data", outputRoots: ["/data/out"],
+               priority: priority, maxAttempts: maxAttempts, runAt: runAt, uniqueKey: key, timeout: 60)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func enqueueKeepsEverythingSubmitted(backend: Backend) throws {
+        let store = try backend.make()
+        let ids = try store.enqueue([new("a", priority: 3, key: "k"), new("b")], at: t0)
+        #expect(ids.map(\.inserted) == [true, true] && ids[0].id != ids[1].id)
+        let a = try #require(try store.job(id: ids[0].id))
+        #expect(a.name == "a" && a.state == .queued && a.priority == 3 && a.uniqueKey == "k" && a.attempt == 0 && a.maxAttempts == 3)
+        #expect(a.manifest == #"{"version":1,"input":"a.mp4"}"# && a.baseDirectory == "/data" && a.outputRoots == ["/data/out"])
+        #expect(a.timeout == 60 && a.createdAt == t0 && a.runAt == t0 && a.errors.isEmpty && a.lease == nil)
+        #expect(try store.jobs(ids: nil).map(\.name) == ["a", "b"])
+        #expect(try store.jobs(ids: [ids[1].id, 999]).map(\.name) == ["b"])
+        #expect(try store.job(id: 999) == nil)
+        #expect(try store.counts() == [.queued: 2])
+    }
+
+    @Test(arguments: Backend.allCases)
+    func oneLiveJobPerUniqueKey(backend: Backend) throws {
+        let store = try backend.make()
+        let first = try store.enqueue([new("a", key: "k"), new("b", key: "k"), new("c", key: "other")], at: t0)
+        #expect(first[1] == Enqueued(id: first[0].id, inserted: false) && first[2].inserted)
+        // Still live while running.
+        let claimed = try store.claim(limit: 1, owner: "o", leaseDuration: 30, at: t0)
+        #expect(claimed.map(\.id) == [first[0].id])
+        #expect(try store.enqueue([new("d", key: "k")], at: t0)[0] == Enqueued(id: first[0].id, inserted: false))
+        // Finished: the key is free again.
+        _ = try store.finish(id: first[0].id, token: claimed[0].lease!.token, outcome: .succeeded(result: nil), at: t0)
+        let again = try store.enqueue([new("e", key: "k")], at: t0)[0]
+        #expect(again.inserted && again.id != first[0].id)
+        // A retry may not bring a second live job under the key.
+        let cancelled = try store.cancel(id: first[2].id, at: t0)
+        #expect(cancelled.state == .cancelled)
+        #expect(try store.enqueue([new("f", key: "other")], at: t0)[0].inserted)
+        #expect(throws: JobStoreError.self) { try store.retry(id: first[2].id, at: t0) }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func claimTakesPriorityThenRunAtAndNothingEarly(backend: Backend) throws {
+        let store = try backend.make()
+        let ids = try store.enqueue([new("low"), new("high", priority: 5), new("later", priority: 9, runAt: t0.addingTimeInterval(60)),
+                                     new("low2")], at: t0).map(\.id)
+        let first = try store.claim(limit: 2, owner: "o", leaseDuration: 30, at: t0)
+        #expect(first.map(\.name) == ["high", "low"])
+        #expect(first.allSatisfy { $0.state == .running && $0.attempt == 1 && $0.lease?.owner == "o" && $0.lease?.expiresAt == t0.addingTimeInterval(30) })
+        #expect(Set(first.compactMap(\.lease?.token)).count == 2)
+        #expect(try store.claim(limit: 5, owner: "o", leaseDuration: 30, at: t0).map(\.name) == ["low2"])
+        #expect(try store.claim(limit: 5, owner: "o", leaseDuration: 30, at: t0).isEmpty)
+        #expect(try store.nextRunAt() == t0.addingTimeInterval(60))
+        #expect(try store.claim(limit: 5, owner: "o", leaseDuration: 30, at: t0.addingTimeInterval(60)).map(\.id) == [ids[2]])
+        #expect(try store.claim(limit: 0, owner: "o", leaseDuration: 30, at: t0.addingTimeInterval(60)).isEmpty)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func concurrentClaimersNeverShareAJob(backend: Backend) async throws {
+        let (a, b) = try backend.makePair()
+        _ = try a.enqueue((0..<200).map { new("j\($0)") }, at: t0)
+        let claims = await withTaskGroup(of: [Int64].self) { group in
+            for i in 0..<8 {
+                let store = i % 2 == 0 ? a : b
+                group.addTask {
+                    await Task.detached {
+                        var mine: [Int64] = []
+                        while let batch = try? store.claim(limit: 3, owner: "c\(i)", leaseDuration: 30, at: self.t0), !batch.isEmpty {
+                            mine += batch.map(\.id)
+                        }
+                        return mine
+                    }.value
+                }
+            }
+            var all: [Int64] = []
+            for await ids in group { all += ids }
+            return all
+        }
+        #expect(claims.count == 200 && Set(claims).count == 200)
+        #expect(try a.counts() == [.running: 200])
+    }
+
+    @Test(arguments: Backend.allCases)
+    func onlyTheCurrentLeaseHolderRenewsAndFinishes(backend: Backend) throws {
+        let store = try backend.make()
+        let id = try store.enqueue([new("a")], at: t0)[0].id
+        let job = try store.claim(limit: 1, owner: "o", leaseDuration: 10, at: t0)[0]
+        let token = try #require(job.lease?.token)
+        let lost = try store.renew([LeaseRenewal(id: id, token: token, progress: 0.4, phase: "encoding", workerPID: 1234),
+                                    LeaseRenewal(id: 999, token: "x")], leaseDuration: 10, at: t0.addingTimeInterval(5))
+        #expect(lost == [999])
+        let renewed = try #require(try store.job(id: id))
+        #expect(renewed.lease?.expiresAt == t0.addingTimeInterval(15) && renewed.progress == 0.4 && renewed.phase == "encoding" && renewed.workerPID == 1234)
+        #expect(try store.lostLeases([id: token], at: t0) == [])
+        #expect(try store.lostLeases([id: "stale"], at: t0) == [id])
+        #expect(try store.renew([LeaseRenewal(id: id, token: "stale")], leaseDuration: 10, at: t0) == [id])
+        #expect {
+            try store.finish(id: id, token: "stale", outcome: .succeeded(result: nil), at: t0)
+        } throws: { ($0 as? JobStoreError)?.isStaleLease == true }
+        let done = try store.finish(id: id, token: token, outcome: .succeeded(result: #"{"ok":true}"#), at: t0.addingTimeInterval(6))
+        #expect(done.state == .succeeded && done.result == #"{"ok":true}"# && done.finishedAt == t0.addingTimeInterval(6) && done.lease == nil)
+        // Finished: the lease is gone, a second completion is refused.
+        #expect(try store.lostLeases([id: token], at: t0) == [id])
+        #expect(throws: JobStoreError.self) { try store.finish(id: id, token: token, outcome: .succeeded(result: nil), at: t0) }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func expiredLeasesAreRescuedAndTheOldHolderIsFencedOff(backend: Backend) throws {
+        let (store, other) = try backend.makePair()
+        let id = try store.enqueue([new("a")], at: t0)[0].id
+        let old = try store.claim(limit: 1, owner: "dead-coordinator", leaseDuration: 10, at: t0)[0]
+        #expect(try other.rescueExpired(at: t0.addingTimeInterval(9)).isEmpty)
+        let rescued = try other.rescueExpired(at: t0.addingTimeInterval(10))
+        #expect(rescued.map(\.id) == [id] && rescued[0].lease?.token == old.lease?.token)
+        let queued = try #require(try store.job(id: id))
+        #expect(queued.state == .queued && queued.errors.count == 1 && queued.errors[0].message.contains("dead-coordinator"))
+        // Backoff of 5 s after attempt 1.
+        #expect(queued.runAt == t0.addingTimeInterval(15))
+        let new = try other.claim(limit: 1, owner: "new-coordinator", leaseDuration: 10, at: t0.addingTimeInterval(15))[0]
+        #expect(new.attempt == 2 && new.lease?.token != old.lease?.token)
+        // The stale holder comes back: nothing it says is accepted.
+        #expect(try store.renew([LeaseRenewal(id: id, token: old.lease!.token)], leaseDuration: 10, at: t0.addingTimeInterval(16)) == [id])
+        #expect(throws: JobStoreError.self) {
+            try store.finish(id: id, token: old.lease!.token, outcome: .succeeded(result: "stale"), at: t0.addingTimeInterval(16))
+        }
+        let done = try other.finish(id: id, token: new.lease!.token, outcome: .succeeded(result: "fresh"), at: t0.addingTimeInterval(17))
+        #expect(done.state == .succeeded && done.result == "fresh" && done.attempt == 2)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func crashesRetryThenDieWithOneErrorPerAttempt(backend: Backend) throws {
+        let store = try backend.make()
+        let id = try store.enqueue([new("a", maxAttempts: 2)], at: t0)[0].id
+        var now = t0
+        for attempt in 1...2 {
+            let job = try #require(try store.claim(limit: 1, owner: "o", leaseDuration: 10, at: now).first)
+            #expect(job.attempt == attempt)
+            let after = try store.finish(id: id, token: job.lease!.token, outcome: .crashed(message: "killed by SIGSEGV"), at: now)
+            now = after.runAt
+            #expect(try store.claim(limit: 1, owner: "o", leaseDuration: 10, at: now.addingTimeInterval(-0.001)).isEmpty)
+        }
+        let dead = try #require(try store.job(id: id))
+        #expect(dead.state == .dead && dead.errors.map(\.attempt) == [1, 2] && dead.errors.allSatisfy { $0.message == "killed by SIGSEGV" })
+        let again = try store.retry(id: id, at: now)
+        #expect(again.state == .queued && again.attempt == 0 && again.errors.count == 2)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func failureReleaseAndCancel(backend: Backend) throws {
+        let store = try backend.make()
+        let ids = try store.enqueue([new("fails"), new("released"), new("cancelled-running"), new("cancelled-queued")], at: t0).map(\.id)
+        let jobs = try store.claim(limit: 3, owner: "o", leaseDuration: 10, at: t0)
+        let token = Dictionary(uniqueKeysWithValues: jobs.map { ($0.id, $0.lease!.token) })
+        let failed = try store.finish(id: ids[0], token: token[ids[0]]!, outcome: .failed(message: "in.mp4: no such file", result: "{}"), at: t0)
+        #expect(failed.state == .failed && failed.errors.map(\.message) == ["in.mp4: no such file"])
+        let released = try store.finish(id: ids[1], token: token[ids[1]]!, outcome: .released, at: t0)
+        #expect(released.state == .queued && released.attempt == 0 && released.errors.isEmpty)
+        let cancelled = try store.cancel(id: ids[2], at: t0)
+        #expect(cancelled.state == .cancelled && cancelled.lease == nil)
+        #expect(try store.lostLeases([ids[2]: token[ids[2]]!], at: t0) == [ids[2]])
+        #expect(try store.cancel(id: ids[3], at: t0).state == .cancelled)
+        #expect(throws: JobStoreError.self) { try store.cancel(id: ids[0], at: t0) }
+        #expect(throws: JobStoreError.self) { try store.cancel(id: 12345, at: t0) }
+        #expect(try store.counts() == [.failed: 1, .queued: 1, .cancelled: 2])
+    }
+
+    @Test func aFileThatIsNotAQueueIsRefusedAndLeftAlone() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mf-store-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = folder + "/notes.txt"
+        let text = Data(String(repeating: "shopping list\n", count: 100).utf8)
+        FileManager.default.createFile(atPath: path, contents: text)
+        #expect {
+            _ = try SQLiteJobStore(path: path)
+        } throws: { "\($0)".contains("notes.txt: not a MediaFarm queue") }
+        #expect(FileManager.default.contents(atPath: path) == text)
+        #expect {
+            _ = try SQLiteJobStore(path: folder + "/missing.sqlite", create: false)
+        } throws: { "\($0)".contains("no queue there") }
+        #expect(!FileManager.default.fileExists(atPath: folder + "/missing.sqlite"))
+    }
+}
