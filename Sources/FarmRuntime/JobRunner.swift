@@ -13,8 +13,19 @@ public struct JobRunner: Sendable {
     public let manifest: JobManifest
     public var limits: SafetyLimits = .default
     public var pool: BlockingWorkPool = .shared
+    /// When set (a worker started by a coordinator), finished outputs are left under their staged names
+    /// (`StagedOutput`) for the coordinator to publish under this lease token.
+    public var stagingToken: String?
 
-    public init(manifest: JobManifest) { self.manifest = manifest }
+    public init(manifest: JobManifest, stagingToken: String? = nil) {
+        self.manifest = manifest
+        self.stagingToken = stagingToken
+    }
+
+    /// Where a finished file is written: its final path, or its staged name.
+    func writePath(_ finalPath: String) -> String {
+        stagingToken.map { StagedOutput.path(for: finalPath, token: $0) } ?? finalPath
+    }
 
     public func run(events: @escaping @Sendable (JobEvent) -> Void = { _ in }) async -> JobResult {
         let started = Date()
@@ -101,7 +112,7 @@ public struct JobRunner: Sendable {
 
         let settings = ExportSettings(
             mode: export.mode == .passthrough ? .passthrough : .constantFrameRate,
-            outputPath: export.output, muxer: export.fileType.muxerName, faststart: export.faststart,
+            outputPath: writePath(export.output), muxer: export.fileType.muxerName, faststart: export.faststart,
             frameDuration: export.frameDuration ?? MediaTime(value: 1, timescale: 30),
             crf: export.video.crf, preset: export.video.preset, threads: export.video.threads,
             audioPolicy: ExportSettings.AudioPolicy(rawValue: export.audio.policy.rawValue) ?? .auto,
@@ -116,7 +127,7 @@ public struct JobRunner: Sendable {
             scanSession = FrameScanSession(configuration: Self.scanConfiguration(settings), workers: 1)
         }
         let observedComposition = composition
-        let exported = try await session.export(progress: { p in
+        var exported = try await session.export(progress: { p in
             events(.progress(JobProgress(fraction: 0.02 + 0.97 * p.fraction, phase: p.phase, framesPerSecond: p.framesPerSecond, eta: p.eta)))
         }, observingDecodedFrames: scanSession.map { scanner in { @Sendable in
             let mapping = observedComposition.timeMapping
@@ -126,6 +137,7 @@ public struct JobRunner: Sendable {
                 try scanner.submit(time: t, frame: frame)
             }
         } })
+        exported.output = export.output
         if let scanSession, let settings = manifest.scan {
             scan = ScanSummary(decodedBy: "export", symbologies: settings.symbologies, framesScanned: scanSession.framesScanned,
                                codes: try scanSession.finish())
@@ -170,7 +182,7 @@ public struct JobRunner: Sendable {
         let report = JobReport(name: manifest.name, inspection: inspections,
                                composition: composition.map(JobReport.CompositionReport.init), scan: scan, export: export, timings: timings)
         let data = try JSONEncoder.mediafarm().encode(report)
-        let output = try AtomicOutput(finalPath: path)
+        let output = try AtomicOutput(finalPath: writePath(path))
         guard FileManager.default.createFile(atPath: output.temporaryPath, contents: data) else {
             throw JobError("\(path): cannot write the report")
         }

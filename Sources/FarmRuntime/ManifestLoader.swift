@@ -41,3 +41,13 @@ public enum ManifestLoader {
         return PathRules.normalize(([resolved] + rest).joined(separator: "/"))
     }
 }
+
+extension ManifestLoader {
+    /// Validates a queued job's manifest text as it was submitted: relative paths against `baseDirectory`,
+    /// outputs under `outputRoots` (symbolic links resolved now, again).
+    public static func validate(text: String, name: String, baseDirectory: String, outputRoots: [String]) -> Result<JobManifest, ManifestValidationError> {
+        let context = ManifestContext(baseDirectory: baseDirectory, outputRoots: outputRoots.isEmpty ? nil : outputRoots,
+                                      defaultName: name, realPath: realPath)
+        return ManifestValidator.validate(json: Array(text.utf8), file: name, context: context)
+    }
+}

@@ -10,7 +10,8 @@ public struct MediaFarmMain: AsyncParsableCommand {
         commandName: "mediafarm",
         abstract: "Batch media processing: inspect, retime, scan and export media on a farm of workers.",
         version: MediaFarmVersion.string,
-        subcommands: [InspectCommand.self, ScanCommand.self, RunCommand.self])
+        subcommands: [InspectCommand.self, ScanCommand.self, RunCommand.self, SubmitCommand.self, StatusCommand.self,
+                      CancelCommand.self, RetryCommand.self, CoordinatorCommand.self, WorkerCommand.self])
 
     public init() {}
 
@@ -33,6 +34,9 @@ public struct MediaFarmMain: AsyncParsableCommand {
             return 0
         } catch let code as ExitCode {
             return code.rawValue
+        } catch let error as CLIError {
+            FileHandle.standardError.write(Data((error.description + "\n").utf8))
+            return error.status
         } catch {
             let status = exitCode(for: error)
             if status == .success {

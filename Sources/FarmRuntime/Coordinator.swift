@@ -1,0 +1,331 @@
+import FarmModel
+import FarmStore
+import Foundation
+import ServiceLifecycle
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `mediafarm coordinator`: claims jobs for free worker slots, runs each in its own worker process
+/// (`mediafarm worker`, manifest on stdin, JSON-line events on stdout), renews the leases while they run,
+/// rescues jobs whose lease expired, enforces timeouts and cancellation, publishes outputs under the
+/// lease token, and drains on SIGTERM. A swift-service-lifecycle `Service`.
+///
+/// Threading: `run()` drives the loop on the cooperative pool; each worker process is supervised by a
+/// thread of its own (`WorkerProcess`); the shared table of running jobs is guarded by a lock. Store calls
+/// are short transactions.
+public final class Coordinator: Service, @unchecked Sendable {
+    public let store: any JobStore
+    public let configuration: CoordinatorConfiguration
+    let events: @Sendable (CoordinatorEvent) -> Void
+    let now: @Sendable () -> Date
+
+    private let lock = NSLock()
+    private var running: [Int64: Running] = [:]
+    private var draining = false
+    private var finishedStates: [Int64: JobState] = [:]
+    private var lastRescue = Date.distantPast
+
+    /// Why the coordinator stopped a worker itself.
+    enum StopReason: Equatable {
+        case lost(JobState?)
+        case timeout(Double)
+        case drain
+    }
+
+    struct Running {
+        var job: Job
+        var token: String
+        var pid: Int32?
+        var progress: JobProgress?
+        var result: JobResult?
+        var started: Date
+        var timeout: Double
+        var stop: StopReason?
+    }
+
+    public init(store: any JobStore, configuration: CoordinatorConfiguration = .init(),
+                now: @escaping @Sendable () -> Date = { Date() },
+                events: @escaping @Sendable (CoordinatorEvent) -> Void = { _ in }) {
+        self.store = store
+        self.configuration = configuration
+        self.now = now
+        self.events = events
+    }
+
+    /// Jobs this coordinator saw end failed or dead (and not succeed later).
+    public var failedJobs: [Int64] {
+        lock.withLock { finishedStates.filter { $0.value == .failed || $0.value == .dead }.keys.sorted() }
+    }
+
+    public var finishedJobs: [Int64: JobState] { lock.withLock { finishedStates } }
+
+    /// Stops claiming; running jobs get the grace period, then are stopped and given back.
+    public func beginDrain() {
+        lock.withLock { draining = true }
+    }
+
+    public func run() async throws {
+        signal(SIGPIPE, SIG_IGN)
+        await withGracefulShutdownHandler {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await self.checkLoop() }
+                await self.claimLoop(group: &group)
+                await self.drain()
+                lock.withLock { draining = true }
+                await group.waitForAll()
+            }
+        } onGracefulShutdown: { [weak self] in
+            self?.events(.notice("draining: no new jobs; running jobs have \(Int(self?.configuration.grace ?? 0)) s to finish"))
+            self?.beginDrain()
+        }
+    }
+
+    // MARK: - Claiming
+
+    private func claimLoop(group: inout TaskGroup<Void>) async {
+        while !Task.isCancelled {
+            if lock.withLock({ draining }) { return }
+            rescueIfDue()
+            let free = configuration.workers - lock.withLock { running.count }
+            var claimed: [Job] = []
+            if free > 0 {
+                do {
+                    if let next = try store.nextRunAt(), next <= now() {
+                        claimed = try store.claim(limit: free, owner: configuration.owner, leaseDuration: configuration.leaseDuration, at: now())
+                    }
+                } catch {
+                    events(.notice("queue: \(error)"))
+                }
+            }
+            for job in claimed {
+                guard let token = job.lease?.token else { continue }
+                lock.withLock {
+                    running[job.id] = Running(job: job, token: token, started: now(), timeout: job.timeout ?? configuration.jobTimeout)
+                }
+                group.addTask { await self.supervise(job, token: token) }
+            }
+            if configuration.exitWhenIdle, claimed.isEmpty, lock.withLock({ running.isEmpty }), isQueueIdle() { return }
+            if claimed.isEmpty { try? await Task.sleep(for: .seconds(configuration.pollInterval)) }
+        }
+    }
+
+    /// Nothing queued and nothing running anywhere (a running job elsewhere may come back for a retry).
+    private func isQueueIdle() -> Bool {
+        guard let counts = try? store.counts() else { return false }
+        return (counts[.queued] ?? 0) == 0 && (counts[.running] ?? 0) == 0
+    }
+
+    private func rescueIfDue() {
+        let t = now()
+        guard t.timeIntervalSince(lastRescue) >= configuration.rescueInterval else { return }
+        lastRescue = t
+        do {
+            for job in try store.rescueExpired(at: t) {
+                let after = try? store.job(id: job.id)
+                events(.notice("job \(job.id) (\(job.name)): lease of \(job.lease?.owner ?? "?") expired; "
+                               + (after?.state == .dead ? "dead after \(job.attempt) attempts" : "back in the queue")))
+                if after?.state == .dead { lock.withLock { finishedStates[job.id] = .dead } }
+                if let token = job.lease?.token, case .success(let manifest) = ManifestLoader.validate(
+                    text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
+                    StagedOutput.discard(manifest, token: token)
+                }
+            }
+        } catch {
+            events(.notice("rescuer: \(error)"))
+        }
+    }
+
+    // MARK: - One job
+
+    private func supervise(_ job: Job, token: String) async {
+        let manifest: JobManifest
+        switch ManifestLoader.validate(text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
+        case .success(let m):
+            manifest = m
+        case .failure(let e):
+            _ = lock.withLock { running.removeValue(forKey: job.id) }
+            finish(job, token: token, outcome: .failed(message: e.description, result: nil), seconds: 0)
+            return
+        }
+        var command = configuration.workerCommand + ["--name", job.name, "--base-dir", job.baseDirectory, "--stage-token", token]
+        for root in job.outputRoots { command += ["--output-root", root] }
+        let started = now()
+        let id = job.id
+        let exit: WorkerExit
+        do {
+            exit = try await WorkerProcess.run(command: command, input: Data(job.manifest.utf8), limits: configuration.limits,
+                                               onStart: { pid in self.workerStarted(id, pid: pid) },
+                                               onLine: { line in self.workerSaid(id, line) })
+        } catch {
+            _ = lock.withLock { running.removeValue(forKey: id) }
+            finish(job, token: token, outcome: .crashed(message: "\(error)"), seconds: 0)
+            return
+        }
+        let seconds = now().timeIntervalSince(started)
+        guard let entry = lock.withLock({ running.removeValue(forKey: id) }) else { return }
+        defer { StagedOutput.discard(manifest, token: token) }
+
+        switch entry.stop {
+        case .lost(let state):
+            events(.finished(id: id, name: job.name, state: state?.rawValue ?? "lost", attempt: job.attempt,
+                             message: state == .cancelled ? "cancelled: worker stopped, temporary files removed"
+                                 : "lease lost: worker stopped, nothing published", seconds: seconds))
+        case .timeout(let limit):
+            finish(job, token: token, outcome: .crashed(message: "timed out after \(Self.format(limit)) s: worker killed"), seconds: seconds)
+        case .drain:
+            finish(job, token: token, outcome: .released, seconds: seconds)
+        case nil:
+            let resultJSON = entry.result.flatMap { try? String(decoding: JSONEncoder().encode($0), as: UTF8.self) }
+            if exit.status == 0, let result = entry.result, result.succeeded {
+                publish(job, token: token, manifest: manifest, resultJSON: resultJSON, seconds: seconds)
+            } else if let result = entry.result, !result.succeeded, exit.status == 1 || exit.status == 2 {
+                finish(job, token: token, outcome: .failed(message: result.error ?? "failed", result: resultJSON), seconds: seconds)
+            } else {
+                var message = "worker \(exit.description)"
+                if let last = exit.stderrTail.split(separator: "\n").last { message += ": \(last)" }
+                finish(job, token: token, outcome: .crashed(message: message), seconds: seconds)
+            }
+        }
+    }
+
+    /// Publishes the staged outputs while the lease is held (renewed first: a stale attempt is refused
+    /// here), then records success.
+    private func publish(_ job: Job, token: String, manifest: JobManifest, resultJSON: String?, seconds: Double) {
+        do {
+            let lost = try store.renew([LeaseRenewal(id: job.id, token: token, progress: 1, phase: "publishing")],
+                                       leaseDuration: configuration.leaseDuration, at: now())
+            if lost.contains(job.id) {
+                events(.finished(id: job.id, name: job.name, state: "stale", attempt: job.attempt,
+                                 message: "the lease was lost before publishing: outputs discarded", seconds: seconds))
+                return
+            }
+            _ = try StagedOutput.publish(manifest, token: token)
+        } catch let error as JobStoreError {
+            events(.notice("job \(job.id): cannot confirm the lease before publishing (\(error)); outputs discarded"))
+            return
+        } catch {
+            finish(job, token: token, outcome: .failed(message: "\(error)", result: resultJSON), seconds: seconds)
+            return
+        }
+        finish(job, token: token, outcome: .succeeded(result: resultJSON), seconds: seconds)
+    }
+
+    private func finish(_ job: Job, token: String, outcome: AttemptOutcome, seconds: Double) {
+        for attempt in 1...5 {
+            do {
+                let after = try store.finish(id: job.id, token: token, outcome: outcome, at: now())
+                lock.withLock { finishedStates[job.id] = after.state.isTerminal ? after.state : nil }
+                let message: String? = switch outcome {
+                case .succeeded: nil
+                case .failed(let m, _), .crashed(let m): m
+                case .released: "released without using up the attempt"
+                }
+                events(.finished(id: job.id, name: job.name, state: after.state.rawValue, attempt: job.attempt, message: message, seconds: seconds))
+                return
+            } catch let error where error.isStaleLease {
+                events(.finished(id: job.id, name: job.name, state: "stale", attempt: job.attempt,
+                                 message: "a newer attempt owns the job: this attempt's result is discarded", seconds: seconds))
+                return
+            } catch {
+                events(.notice("job \(job.id): cannot record the end of attempt \(job.attempt): \(error)"
+                               + (attempt < 5 ? "; trying again" : "; the lease will expire and the job be rescued")))
+                Thread.sleep(forTimeInterval: 0.2 * Double(attempt))
+            }
+        }
+    }
+
+    private func workerStarted(_ id: Int64, pid: Int32) {
+        let (entry, stopNow) = lock.withLock { () -> (Running?, Bool) in
+            running[id]?.pid = pid
+            return (running[id], running[id]?.stop != nil)
+        }
+        if stopNow { Self.kill(pid) }
+        if let entry {
+            events(.started(id: id, name: entry.job.name, attempt: entry.job.attempt, pid: pid,
+                            queuedFor: now().timeIntervalSince(entry.job.runAt > entry.job.createdAt ? entry.job.runAt : entry.job.createdAt)))
+        }
+    }
+
+    private func workerSaid(_ id: Int64, _ line: Substring) {
+        guard let event = try? JSONDecoder().decode(JobEvent.self, from: Data(line.utf8)) else { return }
+        switch event {
+        case .progress(let p):
+            let name = lock.withLock { () -> String? in
+                running[id]?.progress = p
+                return running[id]?.job.name
+            }
+            if let name { events(.progress(id: id, name: name, fraction: p.fraction, phase: p.phase)) }
+        case .result(let r):
+            lock.withLock { running[id]?.result = r }
+        case .log(let level, let message):
+            events(.notice("job \(id): \(level): \(message)"))
+        }
+    }
+
+    // MARK: - Checks: cancellation, lost leases, timeouts, renewal
+
+    private func checkLoop() async {
+        var lastRenew = now()
+        while true {
+            let (entries, stop) = lock.withLock { (running, draining && running.isEmpty) }
+            if stop { return }
+            let t = now()
+            for (id, entry) in entries where entry.stop == nil && t.timeIntervalSince(entry.started) > entry.timeout {
+                stopWorker(id, reason: .timeout(entry.timeout))
+            }
+            let live = entries.filter { $0.value.stop == nil }
+            do {
+                var lost = try store.lostLeases(live.mapValues(\.token), at: t)
+                if t.timeIntervalSince(lastRenew) >= configuration.renewInterval {
+                    lastRenew = t
+                    let renewals = live.map { id, e in
+                        LeaseRenewal(id: id, token: e.token, progress: e.progress?.fraction, phase: e.progress?.phase, workerPID: e.pid)
+                    }
+                    lost.formUnion(try store.renew(renewals, leaseDuration: configuration.leaseDuration, at: t))
+                }
+                for id in lost {
+                    stopWorker(id, reason: .lost(try? store.job(id: id)?.state))
+                }
+            } catch {
+                events(.notice("lease check: \(error)"))
+            }
+            try? await Task.sleep(for: .seconds(configuration.checkInterval))
+        }
+    }
+
+    private func stopWorker(_ id: Int64, reason: StopReason) {
+        let pid = lock.withLock { () -> Int32? in
+            guard running[id]?.stop == nil else { return nil }
+            running[id]?.stop = reason
+            return running[id]?.pid
+        }
+        if let pid { Self.kill(pid) }
+    }
+
+    /// The worker and anything it started (its process group).
+    static func kill(_ pid: Int32) {
+        Glibc.kill(-pid, SIGKILL)
+        Glibc.kill(pid, SIGKILL)
+    }
+
+    // MARK: - Drain
+
+    private func drain() async {
+        let deadline = now().addingTimeInterval(configuration.grace)
+        while lock.withLock({ !running.isEmpty }) {
+            if now() >= deadline {
+                let ids = lock.withLock { Array(running.keys) }
+                events(.notice("grace period over: stopping \(ids.count) job(s) and giving them back to the queue"))
+                for id in ids { stopWorker(id, reason: .drain) }
+                while lock.withLock({ !running.isEmpty }) { try? await Task.sleep(for: .milliseconds(20)) }
+                return
+            }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    static func format(_ seconds: Double) -> String {
+        seconds == seconds.rounded() ? String(Int(seconds)) : String(format: "%.1f", seconds)
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+
+/// How a coordinator runs its workers. Times are seconds.
+public struct CoordinatorConfiguration: Sendable {
+    /// Worker processes at once: jobs are claimed only for free slots.
+    public var workers: Int = 2
+    /// How long a claim holds without renewal; a coordinator that stops renewing loses its jobs to the rescuer.
+    public var leaseDuration: Double = 30
+    /// How often running jobs are checked for cancellation, lost leases and timeouts.
+    public var checkInterval: Double = 0.25
+    /// How often leases are renewed and progress recorded.
+    public var renewInterval: Double = 1
+    /// How often the queue is looked at when slots are free.
+    public var pollInterval: Double = 0.02
+    /// How often expired leases are looked for.
+    public var rescueInterval: Double = 1
+    /// Wall-clock limit of one attempt, unless the job sets its own.
+    public var jobTimeout: Double = 3600
+    /// On SIGTERM: how long running jobs may take to finish before they are stopped and given back.
+    public var grace: Double = 30
+    /// Process the queue, then exit (non-zero when a job failed).
+    public var exitWhenIdle = false
+    /// The worker program; the worker's arguments are appended. Default: this executable's `worker`.
+    public var workerCommand: [String] = [WorkerProcess.currentExecutable, "worker"]
+    public var limits: WorkerLimits = .default
+    /// This coordinator's name in leases: "host:pid:random".
+    public var owner: String = CoordinatorConfiguration.defaultOwner()
+
+    public init() {}
+
+    public static func defaultOwner() -> String {
+        let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "host"
+        return "\(host):\(getpid()):\(String(UInt16.random(in: 0...UInt16.max), radix: 16))"
+    }
+}
+
+/// What a coordinator reports as it works.
+public enum CoordinatorEvent: Sendable {
+    /// A worker process started on a claimed job.
+    case started(id: Int64, name: String, attempt: Int, pid: Int32, queuedFor: Double)
+    case progress(id: Int64, name: String, fraction: Double, phase: String)
+    /// An attempt ended; `state` is the job's state after it.
+    case finished(id: Int64, name: String, state: String, attempt: Int, message: String?, seconds: Double)
+    /// Something worth a line in the log (a rescued job, a stale attempt, a store error).
+    case notice(String)
+}

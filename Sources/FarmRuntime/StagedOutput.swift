@@ -1,0 +1,55 @@
+import FarmModel
+import Foundation
+import MediaEdit
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Outputs published under a lease token. A worker started by a coordinator writes each finished file
+/// (the exported movie, the report) to a staged name beside its final path; the coordinator renames
+/// it into place only while it still holds the job's lease, so a stale attempt can never overwrite the
+/// outputs of a newer one (fencing). Staged names are derived from the manifest and the token: the
+/// coordinator does not take file names from the worker.
+public enum StagedOutput {
+    static let marker = ".mediafarm-staged-"
+
+    /// `.NAME.mediafarm-staged-TOKEN` beside `finalPath`.
+    public static func path(for finalPath: String, token: String) -> String {
+        let url = URL(fileURLWithPath: finalPath)
+        return url.deletingLastPathComponent().path + "/." + url.lastPathComponent + marker + token
+    }
+
+    /// The final paths a manifest writes.
+    public static func finalPaths(of manifest: JobManifest) -> [String] {
+        [manifest.export?.output, manifest.report].compactMap { $0 }
+    }
+
+    /// Renames every staged output of `token` into place (the caller holds the lease) and syncs the folders.
+    /// Returns the paths published.
+    public static func publish(_ manifest: JobManifest, token: String) throws -> [String] {
+        var published: [String] = []
+        for final in finalPaths(of: manifest) {
+            let staged = path(for: final, token: token)
+            guard FileManager.default.fileExists(atPath: staged) else {
+                throw JobError("\(final): the worker reported success but left no finished file to publish")
+            }
+            guard rename(staged, final) == 0 else {
+                throw JobError("\(final): cannot publish the finished file: \(String(cString: strerror(errno)))")
+            }
+            let folder = URL(fileURLWithPath: final).deletingLastPathComponent().path
+            let fd = open(folder, O_RDONLY | O_DIRECTORY)
+            if fd >= 0 { fsync(fd); close(fd) }
+            published.append(final)
+        }
+        return published
+    }
+
+    /// Removes what an attempt holding `token` left: its staged files, and temporaries of writers that
+    /// are gone, in the folders the manifest writes to.
+    public static func discard(_ manifest: JobManifest, token: String) {
+        for final in finalPaths(of: manifest) {
+            unlink(path(for: final, token: token))
+            AtomicOutput.removeStaleTemporaries(in: URL(fileURLWithPath: final).deletingLastPathComponent().path)
+        }
+    }
+}

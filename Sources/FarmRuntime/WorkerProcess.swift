@@ -1,0 +1,165 @@
+internal import CProcessShims
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Resource limits applied to every worker process (0: inherited).
+public struct WorkerLimits: Sendable, Hashable {
+    public var addressSpaceBytes: UInt64
+    public var cpuSeconds: UInt64
+    public var fileSizeBytes: UInt64
+
+    public static let `default` = WorkerLimits(addressSpaceBytes: 8 << 30, cpuSeconds: 0, fileSizeBytes: 0)
+
+    public init(addressSpaceBytes: UInt64 = 0, cpuSeconds: UInt64 = 0, fileSizeBytes: UInt64 = 0) {
+        self.addressSpaceBytes = addressSpaceBytes
+        self.cpuSeconds = cpuSeconds
+        self.fileSizeBytes = fileSizeBytes
+    }
+}
+
+/// How a worker process ended.
+public struct WorkerExit: Sendable, Hashable {
+    /// Exit status, when it exited.
+    public var status: Int32?
+    /// The signal that ended it, when one did.
+    public var signal: Int32?
+    /// The last lines it wrote to stderr (at most 4 KiB).
+    public var stderrTail: String
+
+    public var description: String {
+        if let signal { return "killed by signal \(WorkerExit.signalName(signal))" }
+        return "exited with status \(status ?? -1)"
+    }
+
+    static func signalName(_ signal: Int32) -> String {
+        let names: [Int32: String] = [SIGKILL: "SIGKILL", SIGSEGV: "SIGSEGV", SIGABRT: "SIGABRT", SIGTERM: "SIGTERM", SIGBUS: "SIGBUS",
+                                      SIGILL: "SIGILL", SIGTRAP: "SIGTRAP", SIGFPE: "SIGFPE", SIGXCPU: "SIGXCPU (CPU time limit)",
+                                      SIGXFSZ: "SIGXFSZ (file size limit)", SIGINT: "SIGINT", SIGPIPE: "SIGPIPE"]
+        return names[signal] ?? "\(signal)"
+    }
+}
+
+/// Runs one worker process on a thread of its own: starts it (own process group, resource limits, killed
+/// if that thread ends), writes `input` to its stdin, hands each stdout line to `onLine`, keeps the tail of
+/// its stderr, and reaps it. Blocking calls stay on that thread, off Swift's cooperative pool.
+enum WorkerProcess {
+    struct StartError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    static func run(command: [String], input: Data, limits: WorkerLimits,
+                    onStart: @escaping @Sendable (Int32) -> Void,
+                    onLine: @escaping @Sendable (Substring) -> Void) async throws -> WorkerExit {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<WorkerExit, any Error>) in
+            let thread = Thread {
+                do {
+                    continuation.resume(returning: try runBlocking(command: command, input: input, limits: limits, onStart: onStart, onLine: onLine))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+            thread.name = "mediafarm-worker-supervisor"
+            thread.start()
+        }
+    }
+
+    private static func runBlocking(command: [String], input: Data, limits: WorkerLimits,
+                                    onStart: @Sendable (Int32) -> Void, onLine: @Sendable (Substring) -> Void) throws -> WorkerExit {
+        guard let name = command.first else { throw StartError(description: "no worker command") }
+        guard let executable = resolve(name) else { throw StartError(description: "\(name): worker command not found") }
+        var stdinPipe: [Int32] = [0, 0], stdoutPipe: [Int32] = [0, 0], stderrPipe: [Int32] = [0, 0]
+        guard mf_pipe(&stdinPipe) == 0 else { throw StartError(description: "cannot make a pipe: \(String(cString: strerror(errno)))") }
+        guard mf_pipe(&stdoutPipe) == 0 else {
+            close(stdinPipe[0]); close(stdinPipe[1])
+            throw StartError(description: "cannot make a pipe: \(String(cString: strerror(errno)))")
+        }
+        guard mf_pipe(&stderrPipe) == 0 else {
+            for fd in stdinPipe + stdoutPipe { close(fd) }
+            throw StartError(description: "cannot make a pipe: \(String(cString: strerror(errno)))")
+        }
+        var cLimits = mf_process_limits(address_space_bytes: limits.addressSpaceBytes, cpu_seconds: limits.cpuSeconds,
+                                        file_size_bytes: limits.fileSizeBytes)
+        let argv = command.map { strdup($0) } + [nil]
+        let envp = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for p in argv { free(p) }
+            for p in envp { free(p) }
+        }
+        let pid = mf_spawn(executable, argv, envp, stdinPipe[0], stdoutPipe[1], stderrPipe[1], &cLimits)
+        close(stdinPipe[0]); close(stdoutPipe[1]); close(stderrPipe[1])
+        guard pid > 0 else {
+            for fd in [stdinPipe[1], stdoutPipe[0], stderrPipe[0]] { close(fd) }
+            throw StartError(description: "\(executable): cannot start the worker: \(String(cString: strerror(-pid)))")
+        }
+        onStart(pid)
+
+        // The manifest, then end of input. A worker that dies first makes this fail with EPIPE: its exit says why.
+        input.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = write(stdinPipe[1], raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 { if errno == EINTR { continue }; break }
+                offset += n
+            }
+        }
+        close(stdinPipe[1])
+
+        var stdoutBuffer: [UInt8] = []
+        var stderrTail: [UInt8] = []
+        var fds = [pollfd(fd: stdoutPipe[0], events: Int16(POLLIN), revents: 0), pollfd(fd: stderrPipe[0], events: Int16(POLLIN), revents: 0)]
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        var open = 2
+        while open > 0 {
+            let ready = poll(&fds, nfds_t(fds.count), -1)
+            if ready < 0 { if errno == EINTR { continue }; break }
+            for i in fds.indices where fds[i].fd >= 0 && fds[i].revents != 0 {
+                let n = chunk.withUnsafeMutableBytes { read(fds[i].fd, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 {
+                    close(fds[i].fd)
+                    fds[i].fd = -1
+                    open -= 1
+                    continue
+                }
+                if i == 0 {
+                    stdoutBuffer += chunk[0..<n]
+                    while let newline = stdoutBuffer.firstIndex(of: UInt8(ascii: "\n")) {
+                        let line = String(decoding: stdoutBuffer[..<newline], as: UTF8.self)
+                        stdoutBuffer.removeSubrange(...newline)
+                        onLine(Substring(line))
+                    }
+                    if stdoutBuffer.count > 1 << 20 { stdoutBuffer.removeAll() }  // a runaway line is dropped
+                } else {
+                    stderrTail += chunk[0..<n]
+                    if stderrTail.count > 4096 { stderrTail.removeFirst(stderrTail.count - 4096) }
+                }
+            }
+        }
+        if !stdoutBuffer.isEmpty { onLine(Substring(String(decoding: stdoutBuffer, as: UTF8.self))) }
+        var status: Int32 = 0
+        _ = mf_wait(pid, &status)
+        let tail = String(decoding: stderrTail, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if mf_signaled(status) != 0 { return WorkerExit(status: nil, signal: mf_term_signal(status), stderrTail: tail) }
+        return WorkerExit(status: mf_exit_status(status), signal: nil, stderrTail: tail)
+    }
+
+    /// `name` as an executable path: as given when it has a slash, else searched in PATH.
+    static func resolve(_ name: String) -> String? {
+        if name.contains("/") { return access(name, X_OK) == 0 ? name : nil }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        for folder in path.split(separator: ":") {
+            let candidate = "\(folder)/\(name)"
+            if access(candidate, X_OK) == 0 { return candidate }
+        }
+        return nil
+    }
+
+    /// This program's own executable, to start `mediafarm worker` with.
+    static var currentExecutable: String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        return n > 0 ? String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
+    }
+}

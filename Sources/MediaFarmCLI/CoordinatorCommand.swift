@@ -1,0 +1,191 @@
+import ArgumentParser
+import FarmModel
+import FarmRuntime
+import FarmStore
+import Foundation
+import Logging
+import ServiceLifecycle
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `mediafarm coordinator`: runs queued jobs in worker processes until stopped (SIGTERM drains), or
+/// with --exit-when-idle until the queue is empty.
+struct CoordinatorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coordinator",
+        abstract: "Run queued jobs in worker processes, one process per job.",
+        discussion: """
+        Claims jobs only for free worker slots and renews their leases while they run; jobs of a coordinator \
+        that died are rescued when their lease expires. A worker that crashes, is killed or passes its timeout \
+        fails that attempt; the job is retried with exponential backoff and is dead after its max attempts. \
+        SIGTERM or SIGINT drains: no new claims; running jobs get --grace seconds, then are stopped and given \
+        back to the queue without using up an attempt. With --exit-when-idle the coordinator exits once nothing \
+        is queued or running: status 1 when a job it ran failed or died, else 0.
+        """)
+
+    @OptionGroup var queue: QueueOptions
+
+    @Option(help: "Worker processes at once.")
+    var workers: Int = 2
+
+    @Flag(name: .customLong("exit-when-idle"), help: "Exit when nothing is queued or running (for CI); status 1 if a job failed.")
+    var exitWhenIdle = false
+
+    @Option(help: "Seconds a lease holds without renewal.")
+    var lease: Double = 30
+
+    @Option(name: .customLong("job-timeout"), help: "Seconds an attempt may take unless its job sets --timeout.")
+    var jobTimeout: Double = 3600
+
+    @Option(help: "Seconds running jobs get to finish after SIGTERM.")
+    var grace: Double = 30
+
+    @Option(name: .customLong("max-memory"), help: "Address-space limit of each worker (e.g. 8G, 512M; 0: none).")
+    var maxMemory: String = "8G"
+
+    @Option(name: .customLong("max-cpu"), help: "CPU-time limit of each worker in seconds (0: none).")
+    var maxCPU: UInt64 = 0
+
+    @Option(name: .customLong("max-file-size"), help: "Largest file a worker may write (e.g. 20G; 0: none).")
+    var maxFileSize: String = "0"
+
+    @Option(name: .customLong("worker-command"),
+            help: "The worker program and its first arguments, split on spaces; the worker's arguments are appended (default: this program's `worker`).")
+    var workerCommand: String?
+
+    @Flag(help: "Print one JSON event per line (started, progress, finished, notice).")
+    var json = false
+
+    func validate() throws {
+        guard workers >= 1 else { throw ValidationError("--workers must be at least 1") }
+        guard lease >= 1 else { throw ValidationError("--lease must be at least 1 second") }
+        guard jobTimeout > 0, grace >= 0 else { throw ValidationError("--job-timeout must be positive and --grace not negative") }
+        _ = try Self.bytes(maxMemory, "--max-memory")
+        _ = try Self.bytes(maxFileSize, "--max-file-size")
+    }
+
+    func run() async throws {
+        let store = try queue.open(create: true)
+        var configuration = CoordinatorConfiguration()
+        configuration.workers = workers
+        configuration.leaseDuration = lease
+        configuration.renewInterval = min(1, lease / 4)
+        configuration.jobTimeout = jobTimeout
+        configuration.grace = grace
+        configuration.exitWhenIdle = exitWhenIdle
+        configuration.limits = WorkerLimits(addressSpaceBytes: try Self.bytes(maxMemory, "--max-memory"), cpuSeconds: maxCPU,
+                                            fileSizeBytes: try Self.bytes(maxFileSize, "--max-file-size"))
+        if let workerCommand {
+            configuration.workerCommand = workerCommand.split(separator: " ").map(String.init)
+        }
+        let printer = CoordinatorPrinter(json: json)
+        let coordinator = Coordinator(store: store, configuration: configuration, events: { printer.print($0) })
+        printer.notice("coordinator \(configuration.owner): \(workers) workers on \(store.path)")
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [.init(service: coordinator, successTerminationBehavior: .gracefullyShutdownGroup)],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "mediafarm.coordinator")))
+        try await group.run()
+        printer.finish()
+        let failed = coordinator.failedJobs
+        let finished = coordinator.finishedJobs
+        printer.notice("coordinator stopped: \(finished.values.filter { $0 == .succeeded }.count) succeeded, \(failed.count) failed or dead")
+        if exitWhenIdle && !failed.isEmpty { throw ExitCode(ExitStatus.failure) }
+    }
+
+    /// "8G", "512M", "64K", "1000": bytes.
+    static func bytes(_ text: String, _ option: String) throws -> UInt64 {
+        let units: [Character: UInt64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
+        var digits = text.uppercased()
+        var scale: UInt64 = 1
+        if digits.hasSuffix("B") { digits.removeLast() }
+        if let last = digits.last, let unit = units[last] {
+            scale = unit
+            digits.removeLast()
+        }
+        guard let value = Double(digits), value >= 0 else { throw ValidationError("\(option) \(text): give bytes, or a number with K, M, G or T") }
+        return UInt64(value * Double(scale))
+    }
+}
+
+/// The coordinator's output: a line per event, or JSON lines; a live line of running jobs on a terminal.
+final class CoordinatorPrinter: @unchecked Sendable {
+    let json: Bool
+    let live: Bool
+    private let lock = NSLock()
+    private var progress: [Int64: (name: String, fraction: Double, phase: String)] = [:]
+    private var lastDraw = Date.distantPast
+
+    init(json: Bool) {
+        self.json = json
+        self.live = !json && isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["TERM"] != "dumb"
+    }
+
+    func notice(_ text: String) { print(.notice(text)) }
+
+    func print(_ event: CoordinatorEvent) {
+        lock.withLock {
+            if json {
+                emit(json: event)
+                return
+            }
+            switch event {
+            case let .started(id, name, attempt, pid, queuedFor):
+                progress[id] = (name, 0, "starting")
+                line(String(format: "job %lld (%@) started: attempt %d, worker pid %d, %.0f ms after it was due", id, name, attempt, pid, queuedFor * 1000))
+            case let .progress(id, name, fraction, phase):
+                progress[id] = (name, fraction, phase)
+                drawLive(force: false)
+            case let .finished(id, name, state, attempt, message, seconds):
+                progress[id] = nil
+                var text = String(format: "job %lld (%@) %@ after %.1f s (attempt %d)", id, name, state, seconds, attempt)
+                if let message { text += ": \(message)" }
+                line(text)
+            case .notice(let text):
+                line(text)
+            }
+        }
+    }
+
+    func finish() {
+        lock.withLock {
+            if live { FileHandle.standardOutput.write(Data("\r\u{1B}[2K".utf8)) }
+        }
+    }
+
+    private func line(_ text: String) {
+        var out = live ? "\r\u{1B}[2K" : ""
+        out += text + "\n"
+        FileHandle.standardOutput.write(Data(out.utf8))
+        drawLive(force: true)
+    }
+
+    private func drawLive(force: Bool) {
+        guard live, !progress.isEmpty else { return }
+        guard force || Date().timeIntervalSince(lastDraw) > 0.2 else { return }
+        lastDraw = Date()
+        let parts = progress.sorted { $0.key < $1.key }.map { id, p in
+            let filled = Int(p.fraction * 10)
+            return "\(id) \(p.name) [" + String(repeating: "#", count: filled) + String(repeating: "-", count: 10 - filled) + "] \(p.phase)"
+        }
+        FileHandle.standardOutput.write(Data(("\r\u{1B}[2K" + parts.joined(separator: " | ")).prefix(200).utf8))
+    }
+
+    private func emit(json event: CoordinatorEvent) {
+        var object: [String: Any] = ["at": Date().timeIntervalSince1970]
+        switch event {
+        case let .started(id, name, attempt, pid, queuedFor):
+            object.merge(["event": "started", "job": id, "name": name, "attempt": attempt, "pid": pid, "queuedFor": queuedFor]) { $1 }
+        case let .progress(id, name, fraction, phase):
+            object.merge(["event": "progress", "job": id, "name": name, "fraction": fraction, "phase": phase]) { $1 }
+        case let .finished(id, name, state, attempt, message, seconds):
+            object.merge(["event": "finished", "job": id, "name": name, "state": state, "attempt": attempt, "seconds": seconds]) { $1 }
+            if let message { object["message"] = message }
+        case .notice(let text):
+            object.merge(["event": "notice", "message": text]) { $1 }
+        }
+        guard var data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        data.append(UInt8(ascii: "\n"))
+        FileHandle.standardOutput.write(data)
+    }
+}

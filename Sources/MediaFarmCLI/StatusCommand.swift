@@ -1,0 +1,197 @@
+import ArgumentParser
+import FarmModel
+import FarmStore
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `mediafarm status`: the job table, or JSON.
+struct StatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show jobs: a table with a progress bar per running job, or --json.",
+        discussion: "Without job ids, every job in the queue. --watch redraws until the jobs shown have all ended.")
+
+    @OptionGroup var queue: QueueOptions
+
+    @Flag(help: "Print an array of jobs as JSON.")
+    var json = false
+
+    @Flag(help: "Redraw every half second until every job shown has ended.")
+    var watch = false
+
+    @OptionGroup var jobIDs: JobIDs
+
+    func run() async throws {
+        let store = try queue.open()
+        let ids = jobIDs.ids.isEmpty ? nil : jobIDs.ids
+        var jobs = try Self.fetch(store, ids: ids)
+        if watch {
+            jobs = try await Self.watch(store: store, ids: ids ?? jobs.map(\.id), draw: !json)
+        }
+        if json {
+            print(String(decoding: try JSONEncoder.sortedPretty().encode(jobs.map(JobStatus.init)), as: UTF8.self))
+        } else if !watch {
+            print(Self.table(jobs), terminator: "")
+        }
+        if let ids, jobs.count < ids.count {
+            let missing = Set(ids).subtracting(jobs.map(\.id)).sorted()
+            throw CLIError("no job \(missing.map(String.init).joined(separator: ", ")) in \(try queue.path())")
+        }
+    }
+
+    static func fetch(_ store: any JobStore, ids: [Int64]?) throws -> [Job] {
+        do { return try store.jobs(ids: ids) } catch { throw CLIError(error.description) }
+    }
+
+    /// Polls until every job in `ids` has ended, redrawing the table on a terminal; returns the jobs.
+    static func watch(store: any JobStore, ids: [Int64], draw: Bool) async throws -> [Job] {
+        let terminal = draw && isatty(STDOUT_FILENO) == 1
+        var lines = 0
+        while true {
+            let jobs = try fetch(store, ids: ids)
+            let text = table(jobs)
+            if terminal {
+                if lines > 0 { FileHandle.standardOutput.write(Data("\u{1B}[\(lines)A\u{1B}[J".utf8)) }
+                FileHandle.standardOutput.write(Data(text.utf8))
+                lines = text.split(separator: "\n", omittingEmptySubsequences: false).count - 1
+            }
+            if jobs.allSatisfy(\.state.isTerminal) {
+                if draw && !terminal { print(text, terminator: "") }
+                return jobs
+            }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+    }
+
+    /// One line per job: id, name, state, attempts, progress bar or outcome.
+    static func table(_ jobs: [Job]) -> String {
+        guard !jobs.isEmpty else { return "no jobs\n" }
+        let nameWidth = min(28, max(4, jobs.map(\.name.count).max() ?? 4))
+        func pad(_ s: String, _ w: Int) -> String { s.count >= w ? String(s.prefix(w)) : s + String(repeating: " ", count: w - s.count) }
+        var out = pad("ID", 6) + pad("NAME", nameWidth + 2) + pad("STATE", 11) + pad("TRY", 6) + "PROGRESS / RESULT\n"
+        for job in jobs {
+            var detail: String
+            switch job.state {
+            case .running:
+                let fraction = job.progress ?? 0
+                let filled = Int(fraction * 20)
+                detail = "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: 20 - filled) + "] "
+                    + String(format: "%3.0f%% ", fraction * 100) + (job.phase ?? "")
+                if let pid = job.workerPID { detail += " (pid \(pid))" }
+            case .queued:
+                let wait = job.runAt.timeIntervalSinceNow
+                detail = wait > 0.5 ? String(format: "starts in %.0f s", wait) : "waiting for a worker"
+                if let last = job.errors.last { detail += "; last error: \(last.message)" }
+            case .succeeded:
+                let result = job.result.flatMap { try? JSONDecoder().decode(JobResult.self, from: Data($0.utf8)) }
+                detail = String(format: "%.1f s", result?.seconds ?? 0)
+                if let output = result?.output { detail += " -> \(output)" } else if let report = result?.report { detail += " -> \(report)" }
+            case .failed, .dead:
+                detail = job.errors.last?.message ?? "failed"
+            case .cancelled:
+                detail = "cancelled"
+            }
+            out += pad(String(job.id), 6) + pad(job.name, nameWidth + 2) + pad(job.state.rawValue, 11)
+                + pad("\(job.attempt)/\(job.maxAttempts)", 6) + detail + "\n"
+        }
+        return out
+    }
+}
+
+/// `status --json`: one job.
+struct JobStatus: Encodable {
+    struct Worker: Encodable {
+        var owner: String
+        var pid: Int32?
+        var leaseExpiresAt: Date
+    }
+
+    var id: Int64
+    var name: String
+    var state: String
+    var attempt: Int
+    var maxAttempts: Int
+    var priority: Int
+    var uniqueKey: String?
+    var progress: Double?
+    var phase: String?
+    var worker: Worker?
+    var errors: [Job.AttemptError]
+    var result: JobResult?
+    var createdAt: Date
+    var runAt: Date
+    var startedAt: Date?
+    var finishedAt: Date?
+    var updatedAt: Date
+
+    init(_ job: Job) {
+        id = job.id
+        name = job.name
+        state = job.state.rawValue
+        attempt = job.attempt
+        maxAttempts = job.maxAttempts
+        priority = job.priority
+        uniqueKey = job.uniqueKey
+        progress = job.progress
+        phase = job.phase
+        worker = job.lease.map { Worker(owner: $0.owner, pid: job.workerPID, leaseExpiresAt: $0.expiresAt) }
+        errors = job.errors
+        result = job.result.flatMap { try? JSONDecoder().decode(JobResult.self, from: Data($0.utf8)) }
+        createdAt = job.createdAt
+        runAt = job.runAt
+        startedAt = job.startedAt
+        finishedAt = job.finishedAt
+        updatedAt = job.updatedAt
+    }
+}
+
+/// `mediafarm cancel`.
+struct CancelCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cancel",
+        abstract: "Cancel queued or running jobs (a running worker is stopped within 2 s and its temporary files removed).")
+
+    @OptionGroup var queue: QueueOptions
+    @OptionGroup var jobIDs: JobIDs
+
+    func run() async throws {
+        guard !jobIDs.ids.isEmpty else { throw ValidationError("name the jobs to cancel") }
+        let store = try queue.open()
+        try JobControl.apply(jobIDs.ids, verb: "cancelled") { (id: Int64) throws(JobStoreError) -> Job in try store.cancel(id: id, at: Date()) }
+    }
+}
+
+/// `mediafarm retry`.
+struct RetryCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "retry",
+        abstract: "Queue failed, dead or cancelled jobs again, with a fresh set of attempts.")
+
+    @OptionGroup var queue: QueueOptions
+    @OptionGroup var jobIDs: JobIDs
+
+    func run() async throws {
+        guard !jobIDs.ids.isEmpty else { throw ValidationError("name the jobs to retry") }
+        let store = try queue.open()
+        try JobControl.apply(jobIDs.ids, verb: "queued again") { (id: Int64) throws(JobStoreError) -> Job in try store.retry(id: id, at: Date()) }
+    }
+}
+
+enum JobControl {
+    /// Applies `change` to each job; reports each; exit 1 when any was refused.
+    static func apply(_ ids: [Int64], verb: String, _ change: (Int64) throws(JobStoreError) -> Job) throws {
+        var refused = 0
+        for id in ids {
+            do {
+                let job = try change(id)
+                print("job \(id) (\(job.name)) \(verb)")
+            } catch {
+                refused += 1
+                FileHandle.standardError.write(Data("\(error)\n".utf8))
+            }
+        }
+        if refused > 0 { throw ExitCode(ExitStatus.failure) }
+    }
+}

@@ -1,0 +1,53 @@
+import ArgumentParser
+import FarmModel
+import FarmRuntime
+import Foundation
+
+/// `mediafarm worker`: runs the one manifest on stdin and reports JSON-line events on stdout. The
+/// coordinator starts one per job; it is also usable by hand (`mediafarm worker < job.json`).
+struct WorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "worker",
+        abstract: "Run the job manifest read from stdin; JSON-line events on stdout (started by the coordinator).",
+        discussion: """
+        Exit status: 0 the job succeeded, 1 it failed (the last event says why), 2 the manifest is invalid. \
+        With --stage-token, finished outputs are left under staged names for the coordinator to publish.
+        """)
+
+    @Option(help: "The job's name when the manifest has none.")
+    var name: String = "job"
+
+    @Option(name: .customLong("base-dir"), help: "The folder relative paths in the manifest resolve against (default: the current folder).")
+    var baseDirectory: String?
+
+    @Option(name: .customLong("output-root"), help: "A folder outputs may be written under (repeatable; default: the base folder).")
+    var outputRoots: [String] = []
+
+    @Option(name: .customLong("stage-token"), help: "Leave finished outputs staged under this lease token.")
+    var stageToken: String?
+
+    func run() async throws {
+        let input = (try? FileHandle.standardInput.read(upToCount: ManifestLoader.maxBytes + 1)) ?? Data()
+        let base = baseDirectory ?? FileManager.default.currentDirectoryPath
+        let manifest: JobManifest
+        if input.count > ManifestLoader.maxBytes {
+            report(invalid: "stdin: the manifest is larger than \(ManifestLoader.maxBytes / 1024) KiB")
+        }
+        switch ManifestLoader.validate(text: String(decoding: input, as: UTF8.self), name: name, baseDirectory: base, outputRoots: outputRoots) {
+        case .success(let m): manifest = m
+        case .failure(let e): report(invalid: e.description)
+        }
+        let result = await JobRunner(manifest: manifest, stagingToken: stageToken).run { EventPrinter.print($0) }
+        EventPrinter.print(.result(result))
+        if !result.succeeded {
+            FileHandle.standardError.write(Data("\(manifest.name): failed: \(result.error ?? "unknown error")\n".utf8))
+            throw ExitCode(ExitStatus.failure)
+        }
+    }
+
+    private func report(invalid message: String) -> Never {
+        FileHandle.standardError.write(Data((message + "\n").utf8))
+        EventPrinter.print(.result(JobResult(name: name, succeeded: false, error: message, seconds: 0)))
+        Foundation.exit(ExitStatus.usage)
+    }
+}
