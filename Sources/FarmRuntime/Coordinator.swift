@@ -168,7 +168,7 @@ public final class Coordinator: Service, @unchecked Sendable {
 
         switch entry.stop {
         case .lost(let state):
-            events(.finished(id: id, name: job.name, state: state?.rawValue ?? "lost", attempt: job.attempt,
+            events(.finished(id: id, name: job.name, state: state == .cancelled ? "cancelled" : "lost", attempt: job.attempt,
                              message: state == .cancelled ? "cancelled: worker stopped, temporary files removed"
                                  : "lease lost: worker stopped, nothing published", seconds: seconds))
         case .timeout(let limit):

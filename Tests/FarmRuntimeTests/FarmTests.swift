@@ -1,0 +1,338 @@
+import FarmTestSupport
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The farm as operators use it: submit, a coordinator with worker processes, crashes and restarts.
+/// Serialized: each test runs real worker processes, and the machine has two cores.
+@Suite(.serialized) struct FarmTests {
+    /// A small deterministic generator, so that each kill test's moments come from its seed.
+    struct SeededRandom: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    @Test func examplesRunThroughTheQueue() throws {
+        let farm = try Farm("basic")
+        let ids = try farm.submit([try farm.exportManifest("a"), try farm.inspectManifest("b")])
+        #expect(ids.count == 2)
+        #expect(try farm.state(ids[0]) == "queued")
+        let coordinator = try farm.startCoordinator(["--exit-when-idle"])
+        #expect(coordinator.wait(timeout: 60) == 0, "\(coordinator.log)")
+        let jobs = try farm.status()
+        for id in ids {
+            #expect(jobs[id]?["state"] as? String == "succeeded")
+            #expect(jobs[id]?.int == 1)
+        }
+        let result = try #require(jobs[ids[0]]?["result"] as? [String: Any])
+        #expect(result["output"] as? String == farm.out.appendingPathComponent("a.mp4").path)
+        #expect(try MediaProbe.packets(farm.out.appendingPathComponent("a.mp4").path, stream: "v").count == 300)
+        let report = try JSONSerialization.jsonObject(with: Data(contentsOf: farm.out.appendingPathComponent("a.json"))) as? [String: Any]
+        #expect((report?["export"] as? [String: Any])?["output"] as? String == farm.out.appendingPathComponent("a.mp4").path)
+        #expect(farm.leftovers().isEmpty)
+        let started = coordinator.events().filter { $0["event"] as? String == "started" }
+        #expect(Set(started.compactMap { ($0["job"] as? NSNumber)?.int64Value }) == Set(ids))
+        // The table.
+        let table = try farm.mediafarm(["status"])
+        #expect(table.status == 0 && table.stdout.contains("succeeded") && table.stdout.contains("a.mp4"))
+    }
+
+    @Test func workersKilledAtRandomMomentsAreRetriedAndNothingPartialIsLeft() throws {
+        let farm = try Farm("sigkill")
+        let manifests = try (0..<20).map { try farm.exportManifest("kill\($0)") }
+        let ids = try farm.submit(manifests)
+        let coordinator = try farm.startCoordinator(["--workers", "2", "--lease", "5"])
+        defer { kill(coordinator.pid, SIGKILL); _ = coordinator.wait(timeout: 5) }
+        var kills: [Int64: Int] = [:]
+        for (seed, id) in ids.enumerated() {
+            var random = SeededRandom(state: UInt64(seed + 1))
+            var pid: Int32?
+            let running = try eventually(60) {
+                pid = try farm.workerPID(id)
+                return pid != nil
+            }
+            #expect(running, "job \(id) never ran")
+            guard let pid else { continue }
+            usleep(UInt32.random(in: 0...400_000, using: &random))
+            // Only a kill that lands on a live worker counts.
+            if isAlive(pid), kill(pid, SIGKILL) == 0 { kills[id] = 1 }
+        }
+        let done = try eventually(120) { try farm.status().values.allSatisfy { ($0["state"] as? String) == "succeeded" } }
+        #expect(done, "\(coordinator.log.suffix(2000))")
+        let jobs = try farm.status()
+        #expect(jobs.count == 20)
+        #expect(kills.values.reduce(0, +) >= 10, "most kills should land: \(kills.count)")
+        for (n, id) in ids.enumerated() {
+            let job = try #require(jobs[id])
+            #expect(job["state"] as? String == "succeeded")
+            #expect(job.int == (kills[id] ?? 0) + 1, "job \(id): attempt \(job.int ?? -1), killed \(kills[id] ?? 0) times")
+            #expect(job.errors.count == kills[id] ?? 0)
+            #expect(job.errors.allSatisfy { $0.contains("SIGKILL") })
+            let output = farm.out.appendingPathComponent("kill\(n).mp4").path
+            #expect(try MediaProbe.packets(output, stream: "v").count == 300, "\(output)")
+        }
+        #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
+    @Test func jobsOfAKilledCoordinatorAreRescuedAndCompleteOnce() throws {
+        let farm = try Farm("rescue")
+        let ids = try farm.submit([try farm.exportManifest("r1", slow: 4), try farm.exportManifest("r2", slow: 4)])
+        let first = try farm.startCoordinator(["--workers", "2", "--lease", "2"], log: "first.log")
+        var pids: [Int32] = []
+        #expect(try eventually(30) {
+            pids = try ids.compactMap { try farm.workerPID($0) }
+            return pids.count == 2
+        })
+        kill(first.pid, SIGKILL)
+        _ = first.wait(timeout: 5)
+        // Its workers die with it.
+        #expect(eventually(3) { pids.allSatisfy { !isAlive($0) } })
+        #expect(try ids.allSatisfy { try farm.state($0) == "running" })
+        let second = try farm.startCoordinator(["--workers", "2", "--lease", "2", "--exit-when-idle"], log: "second.log")
+        #expect(second.wait(timeout: 90) == 0, "\(second.log)")
+        let jobs = try farm.status()
+        for id in ids {
+            let job = try #require(jobs[id])
+            #expect(job["state"] as? String == "succeeded")
+            #expect(job.int == 2)
+            #expect(job.errors.count == 1 && job.errors[0].contains("expired"))
+        }
+        let finished = second.events().filter { $0["event"] as? String == "finished" && $0["state"] as? String == "succeeded" }
+        #expect(finished.count == 2)
+        #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
+    @Test func aStaleWorkerNeverPublishes() throws {
+        let farm = try Farm("stale")
+        let id = try farm.submit([try farm.exportManifest("s", slow: 3)])[0]
+        let first = try farm.startCoordinator(["--workers", "1", "--lease", "2"], log: "first.log")
+        var stalePID: Int32?
+        #expect(try eventually(30) {
+            stalePID = try farm.workerPID(id)
+            return stalePID != nil
+        })
+        let workerPID = try #require(stalePID)
+        usleep(300_000)
+        kill(first.pid, SIGSTOP)
+        kill(workerPID, SIGSTOP)
+        let second = try farm.startCoordinator(["--workers", "1", "--lease", "2", "--exit-when-idle"], log: "second.log")
+        #expect(second.wait(timeout: 90) == 0, "\(second.log)")
+        let output = farm.out.appendingPathComponent("s.mp4").path
+        let before = try FileManager.default.attributesOfItem(atPath: output)
+        let afterSecond = try #require(try farm.status()[id])
+        #expect(afterSecond["state"] as? String == "succeeded" && afterSecond.int == 2)
+
+        // The stale attempt wakes up and runs on.
+        kill(workerPID, SIGCONT)
+        kill(first.pid, SIGCONT)
+        #expect(eventually(20) {
+            first.events().contains { $0["event"] as? String == "finished" && ["lost", "stale", "succeeded"].contains($0["state"] as? String ?? "") }
+        }, "\(first.log)")
+        let staleEnd = first.events().last { $0["event"] as? String == "finished" }
+        #expect(staleEnd?["state"] as? String != "succeeded", "\(first.log)")
+        kill(first.pid, SIGTERM)
+        #expect(first.wait(timeout: 30) == 0, "\(first.log)")
+
+        let after = try FileManager.default.attributesOfItem(atPath: output)
+        #expect(after[.systemFileNumber] as? Int == before[.systemFileNumber] as? Int, "the output was replaced by the stale attempt")
+        #expect(after[.modificationDate] as? Date == before[.modificationDate] as? Date)
+        let job = try #require(try farm.status()[id])
+        #expect(job["state"] as? String == "succeeded" && job.int == 2 && job["finishedAt"] as? String == afterSecond["finishedAt"] as? String)
+        #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
+    @Test func aWorkerThatCrashesEveryTimeEndsDeadWhileOthersFlow() throws {
+        let farm = try Farm("crash")
+        let script = farm.folder.appendingPathComponent("worker.sh").path
+        try """
+            #!/bin/sh
+            manifest=$(cat)
+            case "$manifest" in *crash-me*) kill -SEGV $$ ;; esac
+            printf '%s' "$manifest" | exec "\(TestPaths.mediafarmExecutable)" worker "$@"
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+        let crash = try farm.submit(["--max-attempts", "3", try farm.inspectManifest("crash-me")])[0]
+        let others = try farm.submit((0..<4).map { try farm.inspectManifest("fine\($0)") })
+        let coordinator = try farm.startCoordinator(["--workers", "2", "--exit-when-idle", "--worker-command", script])
+        #expect(coordinator.wait(timeout: 90) == 1, "\(coordinator.log)")
+        let jobs = try farm.status()
+        let dead = try #require(jobs[crash])
+        #expect(dead["state"] as? String == "dead" && dead.int == 3)
+        #expect(dead.errors.count == 3 && dead.errors.allSatisfy { $0.contains("SIGSEGV") }, "\(dead.errors)")
+        let attempts = (dead["errors"] as? [[String: Any]] ?? []).compactMap { ($0["attempt"] as? NSNumber)?.intValue }
+        #expect(attempts == [1, 2, 3])
+        for id in others { #expect(jobs[id]?["state"] as? String == "succeeded") }
+        // The fine jobs did not wait for the crashing one's retries.
+        let finished = coordinator.events().filter { $0["event"] as? String == "finished" }
+        let lastFine = finished.lastIndex { $0["state"] as? String == "succeeded" } ?? 99
+        let deadAt = finished.firstIndex { $0["state"] as? String == "dead" } ?? -1
+        #expect(lastFine < deadAt)
+    }
+
+    @Test func sigtermDrains() throws {
+        // Finishing within the grace period.
+        let farm = try Farm("drain")
+        let ids = try farm.submit([try farm.exportManifest("d1", slow: 2), try farm.exportManifest("d2", slow: 2)])
+        let coordinator = try farm.startCoordinator(["--workers", "2", "--grace", "60"])
+        #expect(try eventually(30) { try ids.allSatisfy { try farm.workerPID($0) != nil } })
+        let queuedLater = try farm.submit([try farm.inspectManifest("later")])[0]
+        kill(coordinator.pid, SIGTERM)
+        #expect(coordinator.wait(timeout: 60) == 0, "\(coordinator.log)")
+        let jobs = try farm.status()
+        for id in ids { #expect(jobs[id]?["state"] as? String == "succeeded") }
+        #expect(jobs[queuedLater]?["state"] as? String == "queued", "no new claims while draining")
+
+        // Past the grace period: given back without using up an attempt.
+        let slow = try Farm("drain-grace")
+        let slowIDs = try slow.submit([try slow.exportManifest("g1", slow: 8), try slow.exportManifest("g2", slow: 8)])
+        let impatient = try slow.startCoordinator(["--workers", "2", "--grace", "0.5"])
+        #expect(try eventually(30) { try slowIDs.allSatisfy { try slow.workerPID($0) != nil } })
+        kill(impatient.pid, SIGTERM)
+        #expect(impatient.wait(timeout: 30) == 0, "\(impatient.log)")
+        let released = try slow.status()
+        for id in slowIDs {
+            #expect(released[id]?["state"] as? String == "queued")
+            #expect(released[id]?.int == 0 && released[id]?.errors.isEmpty == true)
+        }
+        #expect(slow.leftovers().isEmpty, "\(slow.leftovers())")
+        #expect(!FileManager.default.fileExists(atPath: slow.out.appendingPathComponent("g1.mp4").path))
+    }
+
+    @Test func cancelStopsTheWorkerWithinTwoSeconds() throws {
+        let farm = try Farm("cancel")
+        let id = try farm.submit([try farm.exportManifest("c", slow: 8)])[0]
+        let queuedID = try farm.submit(["--delay", "600", try farm.inspectManifest("never")])[0]
+        let coordinator = try farm.startCoordinator(["--workers", "1"])
+        defer { kill(coordinator.pid, SIGKILL); _ = coordinator.wait(timeout: 5) }
+        var pid: Int32?
+        #expect(try eventually(30) {
+            pid = try farm.workerPID(id)
+            return pid != nil
+        })
+        let worker = try #require(pid)
+        usleep(500_000)  // let it write part of the movie
+        let asked = Date()
+        let r = try farm.mediafarm(["cancel", String(id), String(queuedID)])
+        #expect(r.status == 0 && r.stdout.contains("job \(id) (c) cancelled"), "\(r.stderr)")
+        #expect(eventually(2 - Date().timeIntervalSince(asked)) { !isAlive(worker) }, "worker \(worker) still running 2 s after cancel")
+        #expect(eventually(2) { farm.leftovers().isEmpty }, "\(farm.leftovers())")
+        #expect(!FileManager.default.fileExists(atPath: farm.out.appendingPathComponent("c.mp4").path))
+        #expect(try farm.state(id) == "cancelled" && farm.state(queuedID) == "cancelled")
+        // Cancelling an ended job is refused; a retry queues it again.
+        #expect(try farm.mediafarm(["cancel", String(id)]).status == 1)
+        kill(coordinator.pid, SIGTERM)
+        #expect(coordinator.wait(timeout: 30) == 0)
+        let retry = try farm.mediafarm(["retry", String(queuedID)])
+        let state = try farm.state(queuedID)
+        #expect(retry.status == 0 && state == "queued")
+    }
+
+    @Test func aJobOverItsTimeoutIsKilledAndCountedAsAFailedAttempt() throws {
+        let farm = try Farm("timeout")
+        let id = try farm.submit(["--timeout", "1", "--max-attempts", "1", try farm.exportManifest("t", slow: 8)])[0]
+        let coordinator = try farm.startCoordinator(["--exit-when-idle"])
+        #expect(coordinator.wait(timeout: 60) == 1, "\(coordinator.log)")
+        let job = try #require(try farm.status()[id])
+        #expect(job["state"] as? String == "dead")
+        #expect(job.errors == ["timed out after 1 s: worker killed"])
+        #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
+    @Test func workersRunUnderResourceLimits() throws {
+        let farm = try Farm("limits")
+        let id = try farm.submit(["--max-attempts", "1", try farm.exportManifest("big")])[0]
+        let coordinator = try farm.startCoordinator(["--exit-when-idle", "--max-file-size", "64K"])
+        // A limit the workers run under, not the coordinator.
+        #expect(coordinator.wait(timeout: 60) == 1, "\(coordinator.log)")
+        let job = try #require(try farm.status()[id])
+        // Past the limit, writes fail (or SIGXFSZ ends the worker): the attempt fails with the reason.
+        #expect(["failed", "dead"].contains(job["state"] as? String ?? ""))
+        #expect(job.errors.first.map { $0.contains("File too large") || $0.contains("SIGXFSZ") } == true, "\(job.errors)")
+        #expect(!FileManager.default.fileExists(atPath: farm.out.appendingPathComponent("big.mp4").path))
+        #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
+    @Test func concurrentSubmittersOfOneUniqueKeyMakeOneLiveJob() async throws {
+        let farm = try Farm("unique")
+        let manifest = try farm.inspectManifest("nightly")
+        let outputs = try await withThrowingTaskGroup(of: ProcessResult.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    try farm.mediafarm(["submit", "--unique-key", "nightly-ingest"] + Array(repeating: manifest, count: 100))
+                }
+            }
+            var all: [ProcessResult] = []
+            for try await r in group { all.append(r) }
+            return all
+        }
+        #expect(outputs.allSatisfy { $0.status == 0 }, "\(outputs.map(\.stderr))")
+        let jobs = try farm.status()
+        #expect(jobs.count == 1)
+        let id = try #require(jobs.keys.first)
+        let lines = outputs.flatMap { $0.stdout.split(separator: "\n") }
+        #expect(lines.count == 800)
+        #expect(lines.filter { $0.hasPrefix("queued job \(id) ") }.count == 1)
+        #expect(lines.filter { $0.hasPrefix("job \(id) already holds key nightly-ingest") }.count == 799)
+    }
+
+    @Test func badInputAsANewUserWouldTryIt() throws {
+        let farm = try Farm("bad")
+        // Invalid manifests: every error, nothing queued (not even the valid one).
+        let good = try farm.inspectManifest("good")
+        let bad = try farm.manifest("bad", #"{ "version": 2, "input": "in.mp4", "export": { "mode": "fast" } }"#)
+        let r = try farm.mediafarm(["submit", good, bad])
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("bad.json") && r.stderr.contains("$.version") && r.stderr.contains("$.export.mode"), "\(r.stderr)")
+        #expect(r.stderr.contains("nothing was queued"))
+        #expect(!FileManager.default.fileExists(atPath: farm.queue))
+        #expect(try farm.mediafarm(["submit", farm.folder.appendingPathComponent("nope.json").path]).stderr.contains("nope.json: invalid manifest"))
+
+        // A missing input and an unwritable output folder: queued, then failed with the reason, not retried.
+        let missing = try farm.inspectManifest("missing", input: "gone.mp4")
+        let locked = farm.folder.appendingPathComponent("locked")
+        try FileManager.default.createDirectory(at: locked, withIntermediateDirectories: true)
+        let unwritable = try farm.manifest("unwritable", """
+            { "version": 1, "input": "in.mp4", "export": { "mode": "passthrough", "output": "locked/out.mp4" } }
+            """)
+        let ids = try farm.submit([missing, unwritable])
+        try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: locked.path)
+        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: locked.path) }
+        // As root every folder is writable: run the workers as nobody's group-less uid where possible.
+        let asRoot = getuid() == 0
+        let coordinatorArgs = ["--exit-when-idle"] + (asRoot ? ["--worker-command", "setpriv --reuid=65534 --regid=65534 --clear-groups \(TestPaths.mediafarmExecutable) worker"] : [])
+        if asRoot {
+            // nobody must be able to read the input, the queue's folder and the binary.
+            chmod(farm.folder.path, 0o755)
+            var dir = farm.folder.deletingLastPathComponent()
+            while dir.path != "/" { chmod(dir.path, 0o755); dir = dir.deletingLastPathComponent() }
+        }
+        let coordinator = try farm.startCoordinator(coordinatorArgs)
+        #expect(coordinator.wait(timeout: 60) == 1, "\(coordinator.log)")
+        let jobs = try farm.status()
+        #expect(jobs[ids[0]]?["state"] as? String == "failed" && jobs[ids[0]]?.int == 1)
+        #expect(jobs[ids[0]]?.errors.first?.contains("gone.mp4") == true, "\(jobs[ids[0]]?.errors ?? [])")
+        #expect(jobs[ids[1]]?["state"] as? String == "failed", "\(jobs[ids[1]] ?? [:])")
+        #expect(jobs[ids[1]]?.errors.first?.contains("not writable") == true, "\(jobs[ids[1]]?.errors ?? [])")
+
+        // A queue file that is not a database: refused, and left as it was.
+        let notes = farm.folder.appendingPathComponent("notes.txt").path
+        try "not a queue\n".write(toFile: notes, atomically: true, encoding: .utf8)
+        for args in [["submit", "--queue", notes, good], ["status", "--queue", notes], ["coordinator", "--queue", notes, "--exit-when-idle"]] {
+            let r = try farm.mediafarm(args)
+            #expect(r.status == 2 && r.stderr.contains("notes.txt: not a MediaFarm queue"), "\(args[0]): \(r.stderr)")
+        }
+        #expect(try String(contentsOfFile: notes, encoding: .utf8) == "not a queue\n")
+        // No queue at all: status says so instead of creating one.
+        let empty = try farm.mediafarm(["status", "--queue", farm.folder.appendingPathComponent("none.sqlite").path])
+        #expect(empty.status == 2 && empty.stderr.contains("no queue there"))
+        #expect(try farm.mediafarm(["status", "--queue", "postgres://db/farm"]).stderr.contains("not supported yet"))
+    }
+}
