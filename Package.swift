@@ -60,6 +60,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "mediafarm", dependencies: ["MediaFarmCLI"]),
+        // bench/queue's store throughput measurement.
+        .executableTarget(name: "mediafarm-queue-bench", dependencies: ["FarmStore", "FarmModel"], path: "bench/QueueBench"),
 
         // Tests: one target per module, plus a helper that makes media fixtures with real FFmpeg.
         .target(name: "FarmTestSupport", dependencies: ["MediaTime"], path: "Tests/FarmTestSupport"),

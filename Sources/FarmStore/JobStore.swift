@@ -57,6 +57,19 @@ public struct LeaseRenewal: Sendable, Hashable {
     }
 }
 
+/// One attempt to end, for `finish(_:at:)`.
+public struct FinishedAttempt: Sendable, Hashable {
+    public var id: Int64
+    public var token: String
+    public var outcome: AttemptOutcome
+
+    public init(id: Int64, token: String, outcome: AttemptOutcome) {
+        self.id = id
+        self.token = token
+        self.outcome = outcome
+    }
+}
+
 /// How a finished attempt ended, as the lease holder reports it.
 public enum AttemptOutcome: Sendable, Hashable {
     case succeeded(result: String?)
@@ -84,6 +97,8 @@ public protocol JobStore: Sendable {
     func lostLeases(_ leases: [Int64: String], at now: Date) throws(JobStoreError) -> Set<Int64>
     /// Ends the attempt holding `token`. Throws `.transition(.staleLease)` when a newer attempt owns the job.
     func finish(id: Int64, token: String, outcome: AttemptOutcome, at now: Date) throws(JobStoreError) -> Job
+    /// Ends several attempts in one transaction (each fenced by its own token); one result per item.
+    func finish(_ attempts: [FinishedAttempt], at now: Date) throws(JobStoreError) -> [Result<Job, JobStoreError>]
     /// Returns running jobs whose lease expired to the queue (or makes them dead); returns them as they
     /// were before, with the expired lease, so the caller can clean up what that attempt left.
     func rescueExpired(at now: Date) throws(JobStoreError) -> [Job]

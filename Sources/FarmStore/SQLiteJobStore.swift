@@ -106,9 +106,9 @@ public final class SQLiteJobStore: JobStore {
     public func claim(limit: Int, owner: String, leaseDuration: Double, at now: Date) throws(JobStoreError) -> [Job] {
         guard limit > 0 else { return [] }
         return try write { db in
-            let candidates = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT * FROM jobs WHERE state = 'queued' AND run_at <= ? ORDER BY priority DESC, run_at, id LIMIT ?
-                """), arguments: [now.timeIntervalSince1970, limit]).map(Self.job)
+            let candidates = try Array(Row.fetchCursor(db.cachedStatement(sql: """
+                SELECT \(Self.columns) FROM jobs WHERE state = 'queued' AND run_at <= ? ORDER BY priority DESC, run_at, id LIMIT ?
+                """), arguments: [now.timeIntervalSince1970, limit]).map(Self.job))
             return try candidates.map { job in
                 let token = Self.newToken()
                 let claimed = try transition(job, .claim(owner: owner, token: token, leaseExpiresAt: now.addingTimeInterval(leaseDuration)), now)
@@ -150,18 +150,41 @@ public final class SQLiteJobStore: JobStore {
     }
 
     public func finish(id: Int64, token: String, outcome: AttemptOutcome, at now: Date) throws(JobStoreError) -> Job {
-        let transition: JobTransition = switch outcome {
+        try change(id, Self.transition(token, outcome), at: now)
+    }
+
+    public func finish(_ attempts: [FinishedAttempt], at now: Date) throws(JobStoreError) -> [Result<Job, JobStoreError>] {
+        guard !attempts.isEmpty else { return [] }
+        return try write { db in
+            let ids = attempts.map { String($0.id) }.joined(separator: ",")
+            let rows = try Array(Row.fetchCursor(db, sql: "SELECT \(Self.columns) FROM jobs WHERE id IN (\(ids))").map(Self.job))
+            var jobs = Dictionary(rows.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+            return try attempts.map { a in
+                guard let job = jobs[a.id] else { return .failure(JobStoreError.notFound(a.id)) }
+                do {
+                    let next = try transition(job, Self.transition(a.token, a.outcome), now)
+                    try save(next, db)
+                    jobs[a.id] = next
+                    return .success(next)
+                } catch let e as JobStoreError {
+                    return .failure(e)
+                }
+            }
+        }
+    }
+
+    static func transition(_ token: String, _ outcome: AttemptOutcome) -> JobTransition {
+        switch outcome {
         case .succeeded(let result): .succeed(token: token, result: result)
         case let .failed(message, result): .fail(token: token, message: message, result: result)
         case .crashed(let message): .crash(token: token, message: message)
         case .released: .release(token: token)
         }
-        return try change(id, transition, at: now)
     }
 
     public func rescueExpired(at now: Date) throws(JobStoreError) -> [Job] {
         try write { db in
-            let expired = try Row.fetchAll(db, sql: "SELECT * FROM jobs WHERE state = 'running' AND lease_expires_at <= ?",
+            let expired = try Row.fetchAll(db, sql: "SELECT \(Self.columns) FROM jobs WHERE state = 'running' AND lease_expires_at <= ?",
                                            arguments: [now.timeIntervalSince1970]).map(Self.job)
             for job in expired {
                 try save(try transition(job, .expire, now), db)
@@ -189,7 +212,7 @@ public final class SQLiteJobStore: JobStore {
             if let ids {
                 return try ids.compactMap { try fetch($0, db) }
             }
-            return try Row.fetchAll(db, sql: "SELECT * FROM jobs ORDER BY id").map(Self.job)
+            return try Row.fetchAll(db, sql: "SELECT \(Self.columns) FROM jobs ORDER BY id").map(Self.job)
         }
     }
 
@@ -229,7 +252,7 @@ public final class SQLiteJobStore: JobStore {
     }
 
     private func fetch(_ id: Int64, _ db: Database) throws -> Job? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM jobs WHERE id = ?"), arguments: [id]).map(Self.job)
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.columns) FROM jobs WHERE id = ?"), arguments: [id]).map(Self.job)
     }
 
     /// Writes every mutable column of `job` (identity and manifest never change).
@@ -247,29 +270,38 @@ public final class SQLiteJobStore: JobStore {
             ])
     }
 
+    /// The columns `job(_:)` reads, in its order (read by index: a name lookup per column costs more
+    /// than the rest of the row).
+    static let columns = """
+        id, name, manifest, base_directory, output_roots, priority, max_attempts, run_at, unique_key, timeout, created_at, \
+        state, attempt, lease_owner, lease_token, lease_expires_at, progress, phase, worker_pid, started_at, finished_at, \
+        updated_at, result, errors
+        """
+
     static func job(_ row: Row) -> Job {
-        func date(_ column: String) -> Date? { (row[column] as Double?).map(Date.init(timeIntervalSince1970:)) }
-        var job = Job(id: row["id"], name: row["name"], manifest: row["manifest"], baseDirectory: row["base_directory"],
-                      outputRoots: decode([String].self, row["output_roots"]) ?? [], priority: row["priority"],
-                      maxAttempts: row["max_attempts"], runAt: date("run_at"), uniqueKey: row["unique_key"],
-                      timeout: row["timeout"], createdAt: date("created_at") ?? Date(timeIntervalSince1970: 0))
-        job.state = JobState(rawValue: row["state"]) ?? .dead
-        job.attempt = row["attempt"]
-        if let owner: String = row["lease_owner"], let token: String = row["lease_token"], let expiry = date("lease_expires_at") {
+        func date(_ i: Int) -> Date? { (row[i] as Double?).map(Date.init(timeIntervalSince1970:)) }
+        var job = Job(id: row[0], name: row[1], manifest: row[2], baseDirectory: row[3],
+                      outputRoots: decode([String].self, row[4]) ?? [], priority: row[5],
+                      maxAttempts: row[6], runAt: date(7), uniqueKey: row[8],
+                      timeout: row[9], createdAt: date(10) ?? Date(timeIntervalSince1970: 0))
+        job.state = JobState(rawValue: row[11]) ?? .dead
+        job.attempt = row[12]
+        if let owner: String = row[13], let token: String = row[14], let expiry = date(15) {
             job.lease = Job.Lease(owner: owner, token: token, expiresAt: expiry)
         }
-        job.progress = row["progress"]
-        job.phase = row["phase"]
-        job.workerPID = (row["worker_pid"] as Int64?).map { Int32(truncatingIfNeeded: $0) }
-        job.startedAt = date("started_at")
-        job.finishedAt = date("finished_at")
-        job.updatedAt = date("updated_at") ?? job.createdAt
-        job.result = row["result"]
-        job.errors = decode([Job.AttemptError].self, row["errors"]) ?? []
+        job.progress = row[16]
+        job.phase = row[17]
+        job.workerPID = (row[18] as Int64?).map { Int32(truncatingIfNeeded: $0) }
+        job.startedAt = date(19)
+        job.finishedAt = date(20)
+        job.updatedAt = date(21) ?? job.createdAt
+        job.result = row[22]
+        job.errors = decode([Job.AttemptError].self, row[23]) ?? []
         return job
     }
 
-    static func json<T: Encodable>(_ value: T) -> String {
+    static func json<T: Encodable & Collection>(_ value: T) -> String {
+        if value.isEmpty { return "[]" }  // the common case, without a JSON encoder
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
         encoder.outputFormatting = .sortedKeys
@@ -278,6 +310,7 @@ public final class SQLiteJobStore: JobStore {
 
     static func decode<T: Decodable>(_ type: T.Type, _ text: String?) -> T? {
         guard let text else { return nil }
+        if text == "[]", let empty = ([] as [String] as? T) ?? ([] as [Job.AttemptError] as? T) { return empty }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
         return try? decoder.decode(type, from: Data(text.utf8))

@@ -191,6 +191,23 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
         #expect(try store.counts() == [.failed: 1, .queued: 1, .cancelled: 2])
     }
 
+    @Test(arguments: Backend.allCases)
+    func batchedFinishFencesEachAttempt(backend: Backend) throws {
+        let store = try backend.make()
+        _ = try store.enqueue([new("a"), new("b"), new("c")], at: t0)
+        let jobs = try store.claim(limit: 3, owner: "o", leaseDuration: 10, at: t0)
+        let results = try store.finish([FinishedAttempt(id: jobs[0].id, token: jobs[0].lease!.token, outcome: .succeeded(result: nil)),
+                                        FinishedAttempt(id: jobs[1].id, token: "stale", outcome: .succeeded(result: nil)),
+                                        FinishedAttempt(id: jobs[2].id, token: jobs[2].lease!.token, outcome: .crashed(message: "x")),
+                                        FinishedAttempt(id: 999, token: "t", outcome: .released)], at: t0)
+        #expect(results.count == 4)
+        #expect((try? results[0].get())?.state == .succeeded)
+        #expect((try? results[2].get())?.state == .queued)
+        if case .failure(let e) = results[1] { #expect(e.isStaleLease) } else { Issue.record("a stale token was accepted") }
+        if case .failure(.notFound(999)) = results[3] {} else { Issue.record("a missing job was not reported") }
+        #expect(try store.counts() == [.succeeded: 1, .running: 1, .queued: 1])
+    }
+
     @Test func aFileThatIsNotAQueueIsRefusedAndLeftAlone() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mf-store-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
