@@ -11,7 +11,7 @@ public struct CoordinatorConfiguration: Sendable {
     /// How often leases are renewed and progress recorded.
     public var renewInterval: Double = 1
     /// How often the queue is looked at when slots are free.
-    public var pollInterval: Double = 0.02
+    public var pollInterval: Double = 0.01
     /// How often expired leases are looked for.
     public var rescueInterval: Double = 1
     /// Wall-clock limit of one attempt, unless the job sets its own.
