@@ -25,6 +25,7 @@ public final class Coordinator: Service, @unchecked Sendable {
     private var draining = false
     private var finishedStates: [Int64: JobState] = [:]
     private var lastRescue = Date.distantPast
+    private var standbys: [StandbyWorker] = []
 
     /// Why the coordinator stopped a worker itself.
     enum StopReason: Equatable {
@@ -83,7 +84,25 @@ public final class Coordinator: Service, @unchecked Sendable {
 
     // MARK: - Claiming
 
+    /// Keeps one standby worker process per free slot (one started per turn of the loop).
+    private func topUpStandbys() {
+        guard configuration.standbyWorkers else { return }
+        lock.withLock {
+            guard !draining, standbys.count < configuration.workers - running.count else { return }
+            standbys.append(StandbyWorker(command: configuration.workerCommand + ["--standby"], limits: configuration.limits))
+        }
+    }
+
+    private func retireStandbys() {
+        let idle = lock.withLock { () -> [StandbyWorker] in
+            defer { standbys.removeAll() }
+            return standbys
+        }
+        for standby in idle { standby.retire() }
+    }
+
     private func claimLoop(group: inout TaskGroup<Void>) async {
+        defer { retireStandbys() }
         while !Task.isCancelled {
             if lock.withLock({ draining }) { return }
             rescueIfDue()
@@ -100,12 +119,17 @@ public final class Coordinator: Service, @unchecked Sendable {
             }
             for job in claimed {
                 guard let token = job.lease?.token else { continue }
-                lock.withLock {
+                let standby = lock.withLock { () -> StandbyWorker? in
                     running[job.id] = Running(job: job, token: token, started: now(), timeout: job.timeout ?? configuration.jobTimeout)
+                    return standbys.isEmpty ? nil : standbys.removeFirst()
                 }
-                group.addTask { await self.supervise(job, token: token) }
+                group.addTask { await self.supervise(job, token: token, standby: standby) }
             }
-            if configuration.exitWhenIdle, claimed.isEmpty, lock.withLock({ running.isEmpty }), isQueueIdle() { return }
+            if configuration.exitWhenIdle, claimed.isEmpty, lock.withLock({ running.isEmpty }), isQueueIdle() {
+                retireStandbys()
+                return
+            }
+            topUpStandbys()
             if claimed.isEmpty { try? await Task.sleep(for: .seconds(configuration.pollInterval)) }
         }
     }
@@ -138,7 +162,7 @@ public final class Coordinator: Service, @unchecked Sendable {
 
     // MARK: - One job
 
-    private func supervise(_ job: Job, token: String) async {
+    private func supervise(_ job: Job, token: String, standby: StandbyWorker?) async {
         let manifest: JobManifest
         switch ManifestLoader.validate(text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
         case .success(let m):
@@ -148,15 +172,20 @@ public final class Coordinator: Service, @unchecked Sendable {
             finish(job, token: token, outcome: .failed(message: e.description, result: nil), seconds: 0)
             return
         }
-        var command = configuration.workerCommand + ["--name", job.name, "--base-dir", job.baseDirectory, "--stage-token", token]
-        for root in job.outputRoots { command += ["--output-root", root] }
         let started = now()
         let id = job.id
+        let onStart: @Sendable (Int32) -> Void = { pid in self.workerStarted(id, pid: pid) }
+        let onLine: @Sendable (Substring) -> Void = { line in self.workerSaid(id, line) }
         let exit: WorkerExit
         do {
-            exit = try await WorkerProcess.run(command: command, input: Data(job.manifest.utf8), limits: configuration.limits,
-                                               onStart: { pid in self.workerStarted(id, pid: pid) },
-                                               onLine: { line in self.workerSaid(id, line) })
+            if let standby, let ran = try await Self.run(job, token: token, on: standby, onStart: onStart, onLine: onLine) {
+                exit = ran
+            } else {
+                var command = configuration.workerCommand + ["--name", job.name, "--base-dir", job.baseDirectory, "--stage-token", token]
+                for root in job.outputRoots { command += ["--output-root", root] }
+                exit = try await WorkerProcess.run(command: command, input: Data(job.manifest.utf8), limits: configuration.limits,
+                                                   onStart: onStart, onLine: onLine)
+            }
         } catch {
             _ = lock.withLock { running.removeValue(forKey: id) }
             finish(job, token: token, outcome: .crashed(message: "\(error)"), seconds: 0)
@@ -186,6 +215,22 @@ public final class Coordinator: Service, @unchecked Sendable {
                 if let last = exit.stderrTail.split(separator: "\n").last { message += ": \(last)" }
                 finish(job, token: token, outcome: .crashed(message: message), seconds: seconds)
             }
+        }
+    }
+
+    /// Runs the job on a standby worker: a header line with the job's options, then the manifest. nil when
+    /// the standby process is not up (or died): the caller starts one.
+    static func run(_ job: Job, token: String, on standby: StandbyWorker, onStart: @escaping @Sendable (Int32) -> Void,
+                    onLine: @escaping @Sendable (Substring) -> Void) async throws -> WorkerExit? {
+        let header = WorkerHeader(name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots, stageToken: token)
+        var input = try JSONEncoder().encode(header)
+        input.append(UInt8(ascii: "\n"))
+        input.append(Data(job.manifest.utf8))
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<WorkerExit?, any Error>) in
+            let assigned = standby.assign(StandbyWorker.Assignment(input: input, onStart: onStart, onLine: onLine, done: { result in
+                continuation.resume(with: result.map { Optional($0) })
+            }))
+            if !assigned { continuation.resume(returning: nil) }
         }
     }
 
@@ -242,6 +287,11 @@ public final class Coordinator: Service, @unchecked Sendable {
         }
         if stopNow { Self.kill(pid) }
         if let entry {
+            // Recorded at once, so that `status` shows which process runs the job.
+            if let lost = try? store.renew([LeaseRenewal(id: id, token: entry.token, phase: "starting", workerPID: pid)],
+                                           leaseDuration: configuration.leaseDuration, at: now()), lost.contains(id) {
+                stopWorker(id, reason: .lost(try? store.job(id: id)?.state))
+            }
             events(.started(id: id, name: entry.job.name, attempt: entry.job.attempt, pid: pid,
                             queuedFor: now().timeIntervalSince(entry.job.runAt > entry.job.createdAt ? entry.job.runAt : entry.job.createdAt)))
         }

@@ -23,6 +23,9 @@ public struct CoordinatorConfiguration: Sendable {
     /// The worker program; the worker's arguments are appended. Default: this executable's `worker`.
     public var workerCommand: [String] = [WorkerProcess.currentExecutable, "worker"]
     public var limits: WorkerLimits = .default
+    /// Start a worker process (`worker --standby`) for each free slot ahead of its job, so that a claimed
+    /// job starts without waiting for a process to load.
+    public var standbyWorkers = true
     /// This coordinator's name in leases: "host:pid:random".
     public var owner: String = CoordinatorConfiguration.defaultOwner()
 

@@ -49,13 +49,23 @@ enum WorkerProcess {
         var description: String
     }
 
+    /// A started process and our ends of its pipes.
+    struct Spawned {
+        var pid: Int32
+        var stdin: Int32
+        var stdout: Int32
+        var stderr: Int32
+    }
+
     static func run(command: [String], input: Data, limits: WorkerLimits,
                     onStart: @escaping @Sendable (Int32) -> Void,
                     onLine: @escaping @Sendable (Substring) -> Void) async throws -> WorkerExit {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<WorkerExit, any Error>) in
             let thread = Thread {
                 do {
-                    continuation.resume(returning: try runBlocking(command: command, input: input, limits: limits, onStart: onStart, onLine: onLine))
+                    let process = try spawn(command: command, limits: limits)
+                    onStart(process.pid)
+                    continuation.resume(returning: drive(process, input: input, onLine: onLine))
                 } catch {
                     continuation.resume(throwing: error)
                 }
@@ -65,8 +75,9 @@ enum WorkerProcess {
         }
     }
 
-    private static func runBlocking(command: [String], input: Data, limits: WorkerLimits,
-                                    onStart: @Sendable (Int32) -> Void, onLine: @Sendable (Substring) -> Void) throws -> WorkerExit {
+    /// Starts `command` with pipes on its stdin, stdout and stderr. Call it on the thread that will
+    /// supervise the process: the process is killed when that thread ends.
+    static func spawn(command: [String], limits: WorkerLimits) throws -> Spawned {
         guard let name = command.first else { throw StartError(description: "no worker command") }
         guard let executable = resolve(name) else { throw StartError(description: "\(name): worker command not found") }
         var stdinPipe: [Int32] = [0, 0], stdoutPipe: [Int32] = [0, 0], stderrPipe: [Int32] = [0, 0]
@@ -93,22 +104,31 @@ enum WorkerProcess {
             for fd in [stdinPipe[1], stdoutPipe[0], stderrPipe[0]] { close(fd) }
             throw StartError(description: "\(executable): cannot start the worker: \(String(cString: strerror(-pid)))")
         }
-        onStart(pid)
+        return Spawned(pid: pid, stdin: stdinPipe[1], stdout: stdoutPipe[0], stderr: stderrPipe[0])
+    }
 
+    /// Whether a started process is still there (not exited); reaps it when it is not.
+    static func isRunning(_ process: Spawned) -> Bool {
+        var status: Int32 = 0
+        return waitpid(process.pid, &status, WNOHANG) == 0
+    }
+
+    /// Writes `input` to the process, reads its output to the end, and reaps it.
+    static func drive(_ process: Spawned, input: Data, onLine: @Sendable (Substring) -> Void) -> WorkerExit {
         // The manifest, then end of input. A worker that dies first makes this fail with EPIPE: its exit says why.
         input.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
-                let n = write(stdinPipe[1], raw.baseAddress! + offset, raw.count - offset)
+                let n = write(process.stdin, raw.baseAddress! + offset, raw.count - offset)
                 if n < 0 { if errno == EINTR { continue }; break }
                 offset += n
             }
         }
-        close(stdinPipe[1])
+        close(process.stdin)
 
         var stdoutBuffer: [UInt8] = []
         var stderrTail: [UInt8] = []
-        var fds = [pollfd(fd: stdoutPipe[0], events: Int16(POLLIN), revents: 0), pollfd(fd: stderrPipe[0], events: Int16(POLLIN), revents: 0)]
+        var fds = [pollfd(fd: process.stdout, events: Int16(POLLIN), revents: 0), pollfd(fd: process.stderr, events: Int16(POLLIN), revents: 0)]
         var chunk = [UInt8](repeating: 0, count: 65536)
         var open = 2
         while open > 0 {
@@ -139,10 +159,19 @@ enum WorkerProcess {
         }
         if !stdoutBuffer.isEmpty { onLine(Substring(String(decoding: stdoutBuffer, as: UTF8.self))) }
         var status: Int32 = 0
-        _ = mf_wait(pid, &status)
+        _ = mf_wait(process.pid, &status)
         let tail = String(decoding: stderrTail, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if mf_signaled(status) != 0 { return WorkerExit(status: nil, signal: mf_term_signal(status), stderrTail: tail) }
         return WorkerExit(status: mf_exit_status(status), signal: nil, stderrTail: tail)
+    }
+
+    /// Kills an unused process and reaps it.
+    static func discard(_ process: Spawned) {
+        kill(-process.pid, SIGKILL)
+        kill(process.pid, SIGKILL)
+        for fd in [process.stdin, process.stdout, process.stderr] { close(fd) }
+        var status: Int32 = 0
+        _ = mf_wait(process.pid, &status)
     }
 
     /// `name` as an executable path: as given when it has a slash, else searched in PATH.

@@ -54,6 +54,9 @@ struct CoordinatorCommand: AsyncParsableCommand {
             help: "The worker program and its first arguments, split on spaces; the worker's arguments are appended (default: this program's `worker`).")
     var workerCommand: String?
 
+    @Flag(name: .customLong("no-standby"), help: "Start each worker process when its job is claimed, not ahead of it.")
+    var noStandby = false
+
     @Flag(help: "Print one JSON event per line (started, progress, finished, notice).")
     var json = false
 
@@ -74,6 +77,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
         configuration.jobTimeout = jobTimeout
         configuration.grace = grace
         configuration.exitWhenIdle = exitWhenIdle
+        configuration.standbyWorkers = !noStandby
         configuration.limits = WorkerLimits(addressSpaceBytes: try Self.bytes(maxMemory, "--max-memory"), cpuSeconds: maxCPU,
                                             fileSizeBytes: try Self.bytes(maxFileSize, "--max-file-size"))
         if let workerCommand {

@@ -26,8 +26,20 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(name: .customLong("stage-token"), help: "Leave finished outputs staged under this lease token.")
     var stageToken: String?
 
+    @Flag(help: "Start ahead of the job: read its options as a JSON line on stdin, then the manifest (the coordinator's standby workers).")
+    var standby = false
+
     func run() async throws {
-        let input = (try? FileHandle.standardInput.read(upToCount: ManifestLoader.maxBytes + 1)) ?? Data()
+        var input = (try? FileHandle.standardInput.read(upToCount: ManifestLoader.maxBytes + (1 << 16))) ?? Data()
+        var name = self.name, baseDirectory = self.baseDirectory, outputRoots = self.outputRoots, stageToken = self.stageToken
+        if standby {
+            guard let newline = input.firstIndex(of: UInt8(ascii: "\n")),
+                  let header = try? JSONDecoder().decode(WorkerHeader.self, from: input[..<newline]) else {
+                report(invalid: "stdin: a standby worker expects a JSON line with the job's options, then the manifest")
+            }
+            (name, baseDirectory, outputRoots, stageToken) = (header.name, header.baseDirectory, header.outputRoots, header.stageToken)
+            input = Data(input[input.index(after: newline)...])
+        }
         let base = baseDirectory ?? FileManager.default.currentDirectoryPath
         let manifest: JobManifest
         if input.count > ManifestLoader.maxBytes {
@@ -47,7 +59,7 @@ struct WorkerCommand: AsyncParsableCommand {
 
     private func report(invalid message: String) -> Never {
         FileHandle.standardError.write(Data((message + "\n").utf8))
-        EventPrinter.print(.result(JobResult(name: name, succeeded: false, error: message, seconds: 0)))
+        EventPrinter.print(.result(JobResult(name: self.name, succeeded: false, error: message, seconds: 0)))
         Foundation.exit(ExitStatus.usage)
     }
 }

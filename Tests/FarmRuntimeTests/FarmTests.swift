@@ -47,7 +47,8 @@ import Glibc
 
     @Test func workersKilledAtRandomMomentsAreRetriedAndNothingPartialIsLeft() throws {
         let farm = try Farm("sigkill")
-        let manifests = try (0..<20).map { try farm.exportManifest("kill\($0)") }
+        // About 2 s each; every kill comes within 0.5 s of the worker's start, before it can be finishing.
+        let manifests = try (0..<20).map { try farm.exportManifest("kill\($0)", slow: 2) }
         let ids = try farm.submit(manifests)
         let coordinator = try farm.startCoordinator(["--workers", "2", "--lease", "5"])
         defer { kill(coordinator.pid, SIGKILL); _ = coordinator.wait(timeout: 5) }
@@ -55,13 +56,14 @@ import Glibc
         for (seed, id) in ids.enumerated() {
             var random = SeededRandom(state: UInt64(seed + 1))
             var pid: Int32?
-            let running = try eventually(60) {
+            let seen = try eventually(60) {
                 pid = try farm.workerPID(id)
-                return pid != nil
+                if pid != nil { return true }
+                return try farm.state(id) == "succeeded"
             }
-            #expect(running, "job \(id) never ran")
-            guard let pid else { continue }
-            usleep(UInt32.random(in: 0...400_000, using: &random))
+            #expect(seen, "job \(id) never ran")
+            guard let pid else { continue }  // it ended before this test saw it: no kill
+            usleep(UInt32.random(in: 0...500_000, using: &random))
             // Only a kill that lands on a live worker counts.
             if isAlive(pid), kill(pid, SIGKILL) == 0 { kills[id] = 1 }
         }
@@ -77,7 +79,7 @@ import Glibc
             #expect(job.errors.count == kills[id] ?? 0)
             #expect(job.errors.allSatisfy { $0.contains("SIGKILL") })
             let output = farm.out.appendingPathComponent("kill\(n).mp4").path
-            #expect(try MediaProbe.packets(output, stream: "v").count == 300, "\(output)")
+            #expect(try MediaProbe.packets(output, stream: "v").count == 600, "\(output)")
         }
         #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
     }
@@ -258,6 +260,33 @@ import Glibc
         #expect(job.errors.first.map { $0.contains("File too large") || $0.contains("SIGXFSZ") } == true, "\(job.errors)")
         #expect(!FileManager.default.fileExists(atPath: farm.out.appendingPathComponent("big.mp4").path))
         #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
+    @Test func aStandbyWorkerThatDiedIdleCostsNoAttempt() throws {
+        let farm = try Farm("standby")
+        let coordinator = try farm.startCoordinator(["--workers", "2"])
+        defer { kill(coordinator.pid, SIGKILL); _ = coordinator.wait(timeout: 5) }
+        // The standby processes waiting for jobs: children of the coordinator running `worker --standby`.
+        var standbys: [Int32] = []
+        #expect(eventually(10) {
+            standbys = Self.children(of: coordinator.pid).filter {
+                ((try? String(contentsOfFile: "/proc/\($0)/cmdline", encoding: .utf8)) ?? "").contains("--standby")
+            }
+            return standbys.count == 2
+        })
+        for pid in standbys { kill(pid, SIGKILL) }
+        let id = try farm.submit([try farm.inspectManifest("after")])[0]
+        #expect(try eventually(30) { try farm.state(id) == "succeeded" })
+        let job = try #require(try farm.status()[id])
+        #expect(job.int == 1 && job.errors.isEmpty)
+    }
+
+    static func children(of parent: Int32) -> [Int32] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(parent)/task")) ?? []
+        return tasks.flatMap { task in
+            ((try? String(contentsOfFile: "/proc/\(parent)/task/\(task)/children", encoding: .utf8)) ?? "")
+                .split(separator: " ").compactMap { Int32($0) }
+        }
     }
 
     @Test func concurrentSubmittersOfOneUniqueKeyMakeOneLiveJob() async throws {
