@@ -28,9 +28,7 @@ struct RunCommand: AsyncParsableCommand {
     var manifests: [String]
 
     func run() async throws {
-        let roots = outputRoots.isEmpty
-            ? ProcessInfo.processInfo.environment["MEDIAFARM_OUTPUT_ROOTS"].map { $0.split(separator: ":").map(String.init) }
-            : outputRoots
+        let roots = OutputRoots.chosen(outputRoots)
         var loaded: [JobManifest] = []
         var invalid: [ManifestValidationError] = []
         for path in manifests {
@@ -92,5 +90,17 @@ extension JobProgress {
         if let fps = framesPerSecond { parts.append(String(format: "%.0f fps", fps)) }
         if let eta { parts.append(String(format: "ETA %.0f s", eta)) }
         return parts.joined(separator: ", ")
+    }
+}
+
+/// Where outputs may go: `--output-root` folders, else MEDIAFARM_OUTPUT_ROOTS (colon-separated), else nil
+/// (each manifest's own folder). Made absolute against the current folder.
+enum OutputRoots {
+    static func chosen(_ flags: [String]) -> [String]? {
+        let roots = flags.isEmpty
+            ? ProcessInfo.processInfo.environment["MEDIAFARM_OUTPUT_ROOTS"].map { $0.split(separator: ":").map(String.init) }
+            : flags
+        let cwd = FileManager.default.currentDirectoryPath
+        return roots?.map { PathRules.resolve($0, against: cwd) }
     }
 }

@@ -53,10 +53,7 @@ struct SubmitCommand: AsyncParsableCommand {
 
     func run() async throws {
         let files = try Self.expand(manifests)
-        let cwd = FileManager.default.currentDirectoryPath
-        let roots = (outputRoots.isEmpty
-            ? ProcessInfo.processInfo.environment["MEDIAFARM_OUTPUT_ROOTS"].map { $0.split(separator: ":").map(String.init) }
-            : outputRoots)?.map { PathRules.resolve($0, against: cwd) }
+        let roots = OutputRoots.chosen(outputRoots)
 
         var jobs: [NewJob] = []
         var invalid: [ManifestValidationError] = []

@@ -262,6 +262,20 @@ import Glibc
         #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
     }
 
+    @Test func submitWaitFollowsItsJobsToTheEnd() throws {
+        let farm = try Farm("wait")
+        _ = try farm.submit(["--delay", "600", try farm.inspectManifest("unrelated")])  // creates the queue
+        let coordinator = try farm.startCoordinator(["--workers", "2"])
+        defer { kill(coordinator.pid, SIGKILL); _ = coordinator.wait(timeout: 5) }
+        let ok = try farm.mediafarm(["submit", "--wait", try farm.inspectManifest("fine")])
+        #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(ok.stdout.contains("queued job 2 (fine)") && ok.stdout.contains("succeeded"), "\(ok.stdout)")
+        let bad = try farm.mediafarm(["submit", "--wait", try farm.inspectManifest("broken", input: "absent.mp4")])
+        #expect(bad.status == 1)
+        #expect(bad.stdout.contains("failed") && bad.stdout.contains("absent.mp4"), "\(bad.stdout)")
+        #expect(try farm.state(1) == "queued")
+    }
+
     @Test func aStandbyWorkerThatDiedIdleCostsNoAttempt() throws {
         let farm = try Farm("standby")
         let coordinator = try farm.startCoordinator(["--workers", "2"])
