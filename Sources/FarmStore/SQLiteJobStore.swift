@@ -31,11 +31,25 @@ public final class SQLiteJobStore: JobStore {
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
         }
-        do {
-            pool = try DatabasePool(path: path, configuration: configuration)
-            try Self.migrator.migrate(pool)
-        } catch {
-            throw .unavailable("\(path): cannot open the queue: \(Self.describe(error))")
+        pool = try Self.open(path: path, configuration: configuration, patience: busyTimeout)
+    }
+
+    /// Opens the pool and migrates it. Several processes opening a new queue at once contend for the
+    /// switch to WAL and for the migration, where SQLite reports "busy" without waiting: those are retried.
+    private static func open(path: String, configuration: Configuration, patience: Double) throws(JobStoreError) -> DatabasePool {
+        let deadline = Date().addingTimeInterval(patience)
+        var delay = 0.005
+        while true {
+            do {
+                let pool = try DatabasePool(path: path, configuration: configuration)
+                try migrator.migrate(pool)
+                return pool
+            } catch let error as DatabaseError where (error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED) && Date() < deadline {
+                Thread.sleep(forTimeInterval: delay * Double.random(in: 0.5...1.5))
+                delay = min(delay * 2, 0.2)
+            } catch {
+                throw .unavailable("\(path): cannot open the queue: \(describe(error))")
+            }
         }
     }
 

@@ -182,7 +182,8 @@ import Glibc
     @Test func sigtermDrains() throws {
         // Finishing within the grace period.
         let farm = try Farm("drain")
-        let ids = try farm.submit([try farm.exportManifest("d1", slow: 2), try farm.exportManifest("d2", slow: 2)])
+        // Long enough (about 4 s) that no slot frees before the SIGTERM.
+        let ids = try farm.submit([try farm.exportManifest("d1", slow: 4), try farm.exportManifest("d2", slow: 4)])
         let coordinator = try farm.startCoordinator(["--workers", "2", "--grace", "60"])
         #expect(try eventually(30) { try ids.allSatisfy { try farm.workerPID($0) != nil } })
         let queuedLater = try farm.submit([try farm.inspectManifest("later")])[0]
