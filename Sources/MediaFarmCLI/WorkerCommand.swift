@@ -35,7 +35,7 @@ struct WorkerCommand: AsyncParsableCommand {
         if standby {
             guard let newline = input.firstIndex(of: UInt8(ascii: "\n")),
                   let header = try? JSONDecoder().decode(WorkerHeader.self, from: input[..<newline]) else {
-                report(invalid: "stdin: a standby worker expects a JSON line with the job's options, then the manifest")
+                report(invalid: "stdin: a standby worker expects a JSON line with the job's options, then the manifest", name: name)
             }
             (name, baseDirectory, outputRoots, stageToken) = (header.name, header.baseDirectory, header.outputRoots, header.stageToken)
             input = Data(input[input.index(after: newline)...])
@@ -43,11 +43,11 @@ struct WorkerCommand: AsyncParsableCommand {
         let base = baseDirectory ?? FileManager.default.currentDirectoryPath
         let manifest: JobManifest
         if input.count > ManifestLoader.maxBytes {
-            report(invalid: "stdin: the manifest is larger than \(ManifestLoader.maxBytes / 1024) KiB")
+            report(invalid: "stdin: the manifest is larger than \(ManifestLoader.maxBytes / 1024) KiB", name: name)
         }
         switch ManifestLoader.validate(text: String(decoding: input, as: UTF8.self), name: name, baseDirectory: base, outputRoots: outputRoots) {
         case .success(let m): manifest = m
-        case .failure(let e): report(invalid: e.description)
+        case .failure(let e): report(invalid: e.description, name: name)
         }
         let result = await JobRunner(manifest: manifest, stagingToken: stageToken).run { EventPrinter.print($0) }
         EventPrinter.print(.result(result))
@@ -57,9 +57,9 @@ struct WorkerCommand: AsyncParsableCommand {
         }
     }
 
-    private func report(invalid message: String) -> Never {
+    private func report(invalid message: String, name: String) -> Never {
         FileHandle.standardError.write(Data((message + "\n").utf8))
-        EventPrinter.print(.result(JobResult(name: self.name, succeeded: false, error: message, seconds: 0)))
+        EventPrinter.print(.result(JobResult(name: name, succeeded: false, error: message, seconds: 0)))
         Foundation.exit(ExitStatus.usage)
     }
 }
