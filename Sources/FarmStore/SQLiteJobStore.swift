@@ -98,18 +98,18 @@ public final class SQLiteJobStore: JobStore {
         try write { db in
             try jobs.map { new in
                 if let key = new.uniqueKey,
-                   let live = try Int64.fetchOne(db, sql: "SELECT id FROM jobs WHERE unique_key = ? AND state IN ('queued', 'running')",
+                   let live = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM jobs WHERE unique_key = ? AND state IN ('queued', 'running')"),
                                                  arguments: [key]) {
                     return Enqueued(id: live, inserted: false)
                 }
                 let job = Job(name: new.name, manifest: new.manifest, baseDirectory: new.baseDirectory, outputRoots: new.outputRoots,
                               priority: new.priority, maxAttempts: new.maxAttempts, runAt: new.runAt, uniqueKey: new.uniqueKey,
                               timeout: new.timeout, createdAt: now)
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     INSERT INTO jobs (name, manifest, base_directory, output_roots, state, priority, attempt, max_attempts, run_at,
                                       unique_key, timeout, created_at, updated_at, errors)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '[]')
-                    """, arguments: [job.name, job.manifest, job.baseDirectory, Self.json(job.outputRoots), job.state.rawValue,
+                    """).execute(arguments: [job.name, job.manifest, job.baseDirectory, Self.json(job.outputRoots), job.state.rawValue,
                                      job.priority, job.attempt, job.maxAttempts, job.runAt.timeIntervalSince1970, job.uniqueKey,
                                      job.timeout, now.timeIntervalSince1970, now.timeIntervalSince1970])
                 return Enqueued(id: db.lastInsertedRowID, inserted: true)
