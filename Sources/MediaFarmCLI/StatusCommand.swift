@@ -21,12 +21,25 @@ struct StatusCommand: AsyncParsableCommand {
     @Flag(help: "Redraw every half second until every job shown has ended.")
     var watch = false
 
+    @Option(help: "Only jobs in this state (repeatable): queued, running, succeeded, failed, cancelled, dead.")
+    var state: [String] = []
+
     @OptionGroup var jobIDs: JobIDs
+
+    func validate() throws {
+        for s in state where JobState(rawValue: s) == nil {
+            throw ValidationError("--state \(s): one of \(JobState.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+    }
 
     func run() async throws {
         let store = try queue.open()
-        let ids = jobIDs.ids.isEmpty ? nil : jobIDs.ids
+        var ids = jobIDs.ids.isEmpty ? nil : jobIDs.ids
         var jobs = try Self.fetch(store, ids: ids)
+        if !state.isEmpty {
+            jobs = jobs.filter { state.contains($0.state.rawValue) }
+            if ids == nil { ids = jobs.map(\.id) }
+        }
         if watch {
             jobs = try await Self.watch(store: store, ids: ids ?? jobs.map(\.id), draw: !json)
         }
@@ -35,7 +48,7 @@ struct StatusCommand: AsyncParsableCommand {
         } else if !watch {
             print(Self.table(jobs), terminator: "")
         }
-        if let ids, jobs.count < ids.count {
+        if !jobIDs.ids.isEmpty, state.isEmpty, let ids, jobs.count < ids.count {
             let missing = Set(ids).subtracting(jobs.map(\.id)).sorted()
             throw CLIError("no job \(missing.map(String.init).joined(separator: ", ")) in \(try queue.path())")
         }
@@ -154,12 +167,14 @@ struct CancelCommand: AsyncParsableCommand {
         abstract: "Cancel queued or running jobs (a running worker is stopped within 2 s and its temporary files removed).")
 
     @OptionGroup var queue: QueueOptions
+    @Flag(help: "Print the jobs as JSON (as status --json does).")
+    var json = false
     @OptionGroup var jobIDs: JobIDs
 
     func run() async throws {
         guard !jobIDs.ids.isEmpty else { throw ValidationError("name the jobs to cancel") }
         let store = try queue.open()
-        try JobControl.apply(jobIDs.ids, verb: "cancelled") { (id: Int64) throws(JobStoreError) -> Job in try store.cancel(id: id, at: Date()) }
+        try JobControl.apply(jobIDs.ids, verb: "cancelled", json: json) { (id: Int64) throws(JobStoreError) -> Job in try store.cancel(id: id, at: Date()) }
     }
 }
 
@@ -170,28 +185,33 @@ struct RetryCommand: AsyncParsableCommand {
         abstract: "Queue failed, dead or cancelled jobs again, with a fresh set of attempts.")
 
     @OptionGroup var queue: QueueOptions
+    @Flag(help: "Print the jobs as JSON (as status --json does).")
+    var json = false
     @OptionGroup var jobIDs: JobIDs
 
     func run() async throws {
         guard !jobIDs.ids.isEmpty else { throw ValidationError("name the jobs to retry") }
         let store = try queue.open()
-        try JobControl.apply(jobIDs.ids, verb: "queued again") { (id: Int64) throws(JobStoreError) -> Job in try store.retry(id: id, at: Date()) }
+        try JobControl.apply(jobIDs.ids, verb: "queued again", json: json) { (id: Int64) throws(JobStoreError) -> Job in try store.retry(id: id, at: Date()) }
     }
 }
 
 enum JobControl {
     /// Applies `change` to each job; reports each; exit 1 when any was refused.
-    static func apply(_ ids: [Int64], verb: String, _ change: (Int64) throws(JobStoreError) -> Job) throws {
+    static func apply(_ ids: [Int64], verb: String, json: Bool, _ change: (Int64) throws(JobStoreError) -> Job) throws {
         var refused = 0
+        var changed: [Job] = []
         for id in ids {
             do {
                 let job = try change(id)
-                print("job \(id) (\(job.name)) \(verb)")
+                changed.append(job)
+                if !json { print("job \(id) (\(job.name)) \(verb)") }
             } catch {
                 refused += 1
                 FileHandle.standardError.write(Data("\(error)\n".utf8))
             }
         }
+        if json { print(String(decoding: try JSONEncoder.sortedPretty().encode(changed.map(JobStatus.init)), as: UTF8.self)) }
         if refused > 0 { throw ExitCode(ExitStatus.failure) }
     }
 }

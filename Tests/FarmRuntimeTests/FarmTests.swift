@@ -233,9 +233,14 @@ import Glibc
         #expect(try farm.mediafarm(["cancel", String(id)]).status == 1)
         kill(coordinator.pid, SIGTERM)
         #expect(coordinator.wait(timeout: 30) == 0)
-        let retry = try farm.mediafarm(["retry", String(queuedID)])
+        let retry = try farm.mediafarm(["retry", "--json", String(queuedID)])
         let state = try farm.state(queuedID)
         #expect(retry.status == 0 && state == "queued")
+        let retried = try JSONSerialization.jsonObject(with: Data(retry.stdout.utf8)) as? [[String: Any]]
+        #expect(retried?.first?["state"] as? String == "queued" && retried?.first?.int == 0)
+        let cancelledOnly = try farm.mediafarm(["status", "--state", "cancelled"])
+        #expect(cancelledOnly.stdout.contains("c ") && !cancelledOnly.stdout.contains("never"), "\(cancelledOnly.stdout)")
+        #expect(try farm.mediafarm(["status", "--state", "lost"]).status == 2)
     }
 
     @Test func aJobOverItsTimeoutIsKilledAndCountedAsAFailedAttempt() throws {
