@@ -136,8 +136,7 @@ public final class Coordinator: Service, @unchecked Sendable {
 
     /// Nothing queued and nothing running anywhere (a running job elsewhere may come back for a retry).
     private func isQueueIdle() -> Bool {
-        guard let counts = try? store.counts() else { return false }
-        return (counts[.queued] ?? 0) == 0 && (counts[.running] ?? 0) == 0
+        (try? store.hasLiveJobs()) == false
     }
 
     private func rescueIfDue() {
@@ -169,7 +168,7 @@ public final class Coordinator: Service, @unchecked Sendable {
             manifest = m
         case .failure(let e):
             _ = lock.withLock { running.removeValue(forKey: job.id) }
-            finish(job, token: token, outcome: .failed(message: e.description, result: nil), seconds: 0)
+            await finish(job, token: token, outcome: .failed(message: e.description, result: nil), seconds: 0)
             return
         }
         let started = now()
@@ -188,7 +187,7 @@ public final class Coordinator: Service, @unchecked Sendable {
             }
         } catch {
             _ = lock.withLock { running.removeValue(forKey: id) }
-            finish(job, token: token, outcome: .crashed(message: "\(error)"), seconds: 0)
+            await finish(job, token: token, outcome: .crashed(message: "\(error)"), seconds: 0)
             return
         }
         let seconds = now().timeIntervalSince(started)
@@ -201,19 +200,19 @@ public final class Coordinator: Service, @unchecked Sendable {
                              message: state == .cancelled ? "cancelled: worker stopped, temporary files removed"
                                  : "lease lost: worker stopped, nothing published", seconds: seconds))
         case .timeout(let limit):
-            finish(job, token: token, outcome: .crashed(message: "timed out after \(Self.format(limit)) s: worker killed"), seconds: seconds)
+            await finish(job, token: token, outcome: .crashed(message: "timed out after \(Self.format(limit)) s: worker killed"), seconds: seconds)
         case .drain:
-            finish(job, token: token, outcome: .released, seconds: seconds)
+            await finish(job, token: token, outcome: .released, seconds: seconds)
         case nil:
             let resultJSON = entry.result.flatMap { try? String(decoding: JSONEncoder().encode($0), as: UTF8.self) }
             if exit.status == 0, let result = entry.result, result.succeeded {
-                publish(job, token: token, manifest: manifest, resultJSON: resultJSON, seconds: seconds)
+                await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, seconds: seconds)
             } else if let result = entry.result, !result.succeeded, exit.status == 1 || exit.status == 2 {
-                finish(job, token: token, outcome: .failed(message: result.error ?? "failed", result: resultJSON), seconds: seconds)
+                await finish(job, token: token, outcome: .failed(message: result.error ?? "failed", result: resultJSON), seconds: seconds)
             } else {
                 var message = "worker \(exit.description)"
                 if let last = exit.stderrTail.split(separator: "\n").last { message += ": \(last)" }
-                finish(job, token: token, outcome: .crashed(message: message), seconds: seconds)
+                await finish(job, token: token, outcome: .crashed(message: message), seconds: seconds)
             }
         }
     }
@@ -236,7 +235,7 @@ public final class Coordinator: Service, @unchecked Sendable {
 
     /// Publishes the staged outputs while the lease is held (renewed first: a stale attempt is refused
     /// here), then records success.
-    private func publish(_ job: Job, token: String, manifest: JobManifest, resultJSON: String?, seconds: Double) {
+    private func publish(_ job: Job, token: String, manifest: JobManifest, resultJSON: String?, seconds: Double) async {
         do {
             let lost = try store.renew([LeaseRenewal(id: job.id, token: token, progress: 1, phase: "publishing")],
                                        leaseDuration: configuration.leaseDuration, at: now())
@@ -250,13 +249,13 @@ public final class Coordinator: Service, @unchecked Sendable {
             events(.notice("job \(job.id): cannot confirm the lease before publishing (\(error)); outputs discarded"))
             return
         } catch {
-            finish(job, token: token, outcome: .failed(message: "\(error)", result: resultJSON), seconds: seconds)
+            await finish(job, token: token, outcome: .failed(message: "\(error)", result: resultJSON), seconds: seconds)
             return
         }
-        finish(job, token: token, outcome: .succeeded(result: resultJSON), seconds: seconds)
+        await finish(job, token: token, outcome: .succeeded(result: resultJSON), seconds: seconds)
     }
 
-    private func finish(_ job: Job, token: String, outcome: AttemptOutcome, seconds: Double) {
+    private func finish(_ job: Job, token: String, outcome: AttemptOutcome, seconds: Double) async {
         for attempt in 1...5 {
             do {
                 let after = try store.finish(id: job.id, token: token, outcome: outcome, at: now())
@@ -275,7 +274,7 @@ public final class Coordinator: Service, @unchecked Sendable {
             } catch {
                 events(.notice("job \(job.id): cannot record the end of attempt \(job.attempt): \(error)"
                                + (attempt < 5 ? "; trying again" : "; the lease will expire and the job be rescued")))
-                Thread.sleep(forTimeInterval: 0.2 * Double(attempt))
+                try? await Task.sleep(for: .seconds(0.2 * Double(attempt)))
             }
         }
     }
@@ -285,7 +284,7 @@ public final class Coordinator: Service, @unchecked Sendable {
             running[id]?.pid = pid
             return (running[id], running[id]?.stop != nil)
         }
-        if stopNow { Self.kill(pid) }
+        if stopNow { WorkerProcess.kill(pid) }
         if let entry {
             // Recorded at once, so that `status` shows which process runs the job.
             if let lost = try? store.renew([LeaseRenewal(id: id, token: entry.token, phase: "starting", workerPID: pid)],
@@ -350,13 +349,7 @@ public final class Coordinator: Service, @unchecked Sendable {
             running[id]?.stop = reason
             return running[id]?.pid
         }
-        if let pid { Self.kill(pid) }
-    }
-
-    /// The worker and anything it started (its process group).
-    static func kill(_ pid: Int32) {
-        Glibc.kill(-pid, SIGKILL)
-        Glibc.kill(pid, SIGKILL)
+        if let pid { WorkerProcess.kill(pid) }
     }
 
     // MARK: - Drain

@@ -10,8 +10,14 @@ public enum ManifestLoader {
     /// Loads and validates `path`; relative paths in it resolve against its folder. Output roots are
     /// `outputRoots` (absolute, or relative to the current folder), else the manifest's folder.
     public static func load(_ path: String, outputRoots: [String]? = nil) -> Result<JobManifest, ManifestValidationError> {
+        loadWithText(path, outputRoots: outputRoots).map(\.manifest)
+    }
+
+    /// As `load`, with the manifest's text as read (what a queue stores), so the file is read once.
+    public static func loadWithText(_ path: String, outputRoots: [String]? = nil)
+        -> Result<(manifest: JobManifest, text: String), ManifestValidationError> {
         let absolute = PathRules.resolve(path, against: FileManager.default.currentDirectoryPath)
-        func fail(_ message: String) -> Result<JobManifest, ManifestValidationError> {
+        func fail(_ message: String) -> Result<(manifest: JobManifest, text: String), ManifestValidationError> {
             .failure(ManifestValidationError(file: path, issues: [ManifestIssue(path: "$", message: message)]))
         }
         var isDirectory: ObjCBool = false
@@ -24,8 +30,8 @@ public enum ManifestLoader {
         let folder = URL(fileURLWithPath: absolute).deletingLastPathComponent().path
         let roots = outputRoots.map { $0.map { PathRules.resolve($0, against: FileManager.default.currentDirectoryPath) } }
         let name = URL(fileURLWithPath: absolute).deletingPathExtension().lastPathComponent
-        let context = ManifestContext(baseDirectory: folder, outputRoots: roots, defaultName: name, realPath: realPath)
-        return ManifestValidator.validate(json: [UInt8](data), file: path, context: context)
+        return validate(bytes: [UInt8](data), file: path, name: name, baseDirectory: folder, outputRoots: roots)
+            .map { ($0, String(decoding: data, as: UTF8.self)) }
     }
 
     /// `path` with every symbolic link in its existing part resolved; the part that does not exist yet
@@ -46,8 +52,14 @@ extension ManifestLoader {
     /// Validates a queued job's manifest text as it was submitted: relative paths against `baseDirectory`,
     /// outputs under `outputRoots` (symbolic links resolved now, again).
     public static func validate(text: String, name: String, baseDirectory: String, outputRoots: [String]) -> Result<JobManifest, ManifestValidationError> {
-        let context = ManifestContext(baseDirectory: baseDirectory, outputRoots: outputRoots.isEmpty ? nil : outputRoots,
-                                      defaultName: name, realPath: realPath)
-        return ManifestValidator.validate(json: Array(text.utf8), file: name, context: context)
+        validate(bytes: Array(text.utf8), file: name, name: name, baseDirectory: baseDirectory,
+                 outputRoots: outputRoots.isEmpty ? nil : outputRoots)
+    }
+
+    /// Validation against the file system: `outputRoots` nil means the manifest's folder.
+    static func validate(bytes: [UInt8], file: String, name: String, baseDirectory: String,
+                         outputRoots: [String]?) -> Result<JobManifest, ManifestValidationError> {
+        let context = ManifestContext(baseDirectory: baseDirectory, outputRoots: outputRoots, defaultName: name, realPath: realPath)
+        return ManifestValidator.validate(json: bytes, file: file, context: context)
     }
 }

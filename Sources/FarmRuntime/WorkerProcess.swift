@@ -165,10 +165,15 @@ enum WorkerProcess {
         return WorkerExit(status: mf_exit_status(status), signal: nil, stderrTail: tail)
     }
 
+    /// Kills a worker and anything it started (its process group).
+    static func kill(_ pid: Int32) {
+        Glibc.kill(-pid, SIGKILL)
+        Glibc.kill(pid, SIGKILL)
+    }
+
     /// Kills an unused process and reaps it.
     static func discard(_ process: Spawned) {
-        kill(-process.pid, SIGKILL)
-        kill(process.pid, SIGKILL)
+        kill(process.pid)
         for fd in [process.stdin, process.stdout, process.stderr] { close(fd) }
         var status: Int32 = 0
         _ = mf_wait(process.pid, &status)

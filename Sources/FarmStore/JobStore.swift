@@ -108,6 +108,8 @@ public protocol JobStore: Sendable {
     /// Jobs by id (missing ids are skipped), or every job when `ids` is nil, oldest first.
     func jobs(ids: [Int64]?) throws(JobStoreError) -> [Job]
     func counts() throws(JobStoreError) -> [JobState: Int]
+    /// Whether any job is queued or running (cheap: a coordinator asks it while idle).
+    func hasLiveJobs() throws(JobStoreError) -> Bool
     /// The earliest runAt among queued jobs, to sleep until.
     func nextRunAt() throws(JobStoreError) -> Date?
 }

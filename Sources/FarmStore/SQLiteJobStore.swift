@@ -240,6 +240,15 @@ public final class SQLiteJobStore: JobStore {
         }
     }
 
+    public func hasLiveJobs() throws(JobStoreError) -> Bool {
+        try read { db in
+            // One EXISTS per state, each answered by that state's partial index.
+            try Bool.fetchOne(db, sql: """
+                SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'queued') OR EXISTS (SELECT 1 FROM jobs WHERE state = 'running')
+                """) ?? false
+        }
+    }
+
     public func nextRunAt() throws(JobStoreError) -> Date? {
         try read { db in
             try Double.fetchOne(db, sql: "SELECT MIN(run_at) FROM jobs WHERE state = 'queued'").map(Date.init(timeIntervalSince1970:))
@@ -322,9 +331,9 @@ public final class SQLiteJobStore: JobStore {
         return String(decoding: (try? encoder.encode(value)) ?? Data("[]".utf8), as: UTF8.self)
     }
 
-    static func decode<T: Decodable>(_ type: T.Type, _ text: String?) -> T? {
+    static func decode<T: Decodable & RangeReplaceableCollection>(_ type: T.Type, _ text: String?) -> T? {
         guard let text else { return nil }
-        if text == "[]", let empty = ([] as [String] as? T) ?? ([] as [Job.AttemptError] as? T) { return empty }
+        if text == "[]" { return T() }  // the common case, without a JSON decoder
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
         return try? decoder.decode(type, from: Data(text.utf8))

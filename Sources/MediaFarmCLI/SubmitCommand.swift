@@ -58,9 +58,8 @@ struct SubmitCommand: AsyncParsableCommand {
         var jobs: [NewJob] = []
         var invalid: [ManifestValidationError] = []
         for file in files {
-            switch ManifestLoader.load(file, outputRoots: roots) {
-            case .success(let manifest):
-                let text = String(decoding: FileManager.default.contents(atPath: file) ?? Data(), as: UTF8.self)
+            switch ManifestLoader.loadWithText(file, outputRoots: roots) {
+            case .success(let (manifest, text)):
                 let runAt = delay > 0 ? Date().addingTimeInterval(delay) : nil
                 jobs.append(NewJob(name: manifest.name, manifest: text, baseDirectory: manifest.baseDirectory, outputRoots: roots ?? [],
                                    priority: priority, maxAttempts: maxAttempts, runAt: runAt, uniqueKey: uniqueKey, timeout: timeout))
