@@ -20,7 +20,7 @@ public enum FileScanner {
     public static func scan(path: String, configuration: CodeScanner.Configuration, range: TimeRange? = nil,
                             mapTime: (@Sendable (MediaTime) -> MediaTime?)? = nil,
                             limits: SafetyLimits = .default, pool: BlockingWorkPool = .shared) async throws -> FileScanReport {
-        try await pool.run { interrupter in
+        try await pool.run(stallLimit: limits.stallTimeout) { interrupter in
             try scanBlocking(path: path, configuration: configuration, range: range, mapTime: mapTime,
                              limits: limits, interrupter: interrupter)
         }
@@ -58,6 +58,7 @@ public enum FileScanner {
                     return
                 }
                 decoded += 1
+                file.progressed()
                 let sourceTime = frame.pts.map { MediaTime(count: $0, timeBase: stream.timeBase) - origin } ?? .zero
                 if let range, !range.contains(sourceTime) { continue }
                 guard let time = mapTime.map({ $0(sourceTime) }) ?? sourceTime else { continue }
@@ -66,6 +67,10 @@ public enum FileScanner {
         }
         while try file.read(into: &packet) == .packet {
             if decoded & 15 == 0 { try file.checkInterrupt() }
+            // A packet decoded at or after the range's end can only hold frames shown after it
+            // (a frame is decoded no later than it is shown): stop reading, flush the decoder.
+            if let range, let dts = packet.dts ?? packet.pts,
+               !(MediaTime(count: dts, timeBase: stream.timeBase) - origin < range.end) { break }
             do {
                 if try decoder.send(packet) == .full { try drain(); _ = try decoder.send(packet) }
             } catch let error as FFmpegError {

@@ -15,6 +15,8 @@ public struct JobManifest: Sendable, Hashable {
     public var export: ExportSettings?
     /// Where the JSON report goes, when asked for.
     public var report: String?
+    /// Outputs (movie, report) that already exist may be replaced. Inputs never are.
+    public var overwrite: Bool = false
     /// The folder relative paths were resolved against.
     public var baseDirectory: String
 

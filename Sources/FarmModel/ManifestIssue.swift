@@ -30,19 +30,41 @@ public struct ManifestValidationError: Error, Sendable, CustomStringConvertible 
 
 /// Where relative paths resolve and where outputs may go. `realPath` resolves symbolic links of the
 /// part of a path that exists (the default leaves paths as they are; the CLI passes the file system's).
+///
+/// `fileIdentity` names the file a path reaches (device and inode, symbolic links followed), so that
+/// two spellings of one file are recognised; the default knows none. With `refuseExistingOutputs`, an
+/// output that already exists is an error unless the manifest says `"overwrite": true`
+/// (AVAssetExportSession's rule); queued manifests re-validated by a worker leave that check to the
+/// coordinator's publication, where a retried attempt may replace what its job published before.
 public struct ManifestContext: Sendable {
     public var baseDirectory: String
     public var outputRoots: [String]
     public var defaultName: String
     public var realPath: @Sendable (String) -> String
+    public var fileIdentity: @Sendable (String) -> FileIdentity?
+    public var refuseExistingOutputs: Bool
 
     public init(baseDirectory: String, outputRoots: [String]? = nil, defaultName: String = "job",
-                realPath: @escaping @Sendable (String) -> String = { $0 }) {
+                realPath: @escaping @Sendable (String) -> String = { $0 },
+                fileIdentity: @escaping @Sendable (String) -> FileIdentity? = { _ in nil },
+                refuseExistingOutputs: Bool = false) {
         self.baseDirectory = PathRules.normalize(baseDirectory)
         self.outputRoots = (outputRoots ?? [baseDirectory]).map { PathRules.normalize(PathRules.resolve($0, against: baseDirectory)) }
         self.defaultName = defaultName
         self.realPath = realPath
+        self.fileIdentity = fileIdentity
+        self.refuseExistingOutputs = refuseExistingOutputs
     }
+}
+
+/// Which file a path reaches, whatever its spelling: an existing file by device and inode (symbolic
+/// links followed, hard links equal), a file yet to be made by its folder's device and inode and its
+/// name there.
+public enum FileIdentity: Sendable, Hashable {
+    case existing(device: UInt64, inode: UInt64)
+    case new(folderDevice: UInt64, folderInode: UInt64, name: String)
+
+    public var exists: Bool { if case .existing = self { true } else { false } }
 }
 
 /// Lexical path handling, no file system access.

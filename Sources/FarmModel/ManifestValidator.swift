@@ -159,7 +159,7 @@ private struct Walker {
     // MARK: - The manifest
 
     mutating func manifest(_ root: JSONValue) -> JobManifest? {
-        let keys = ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report"]
+        let keys = ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report", "overwrite"]
         guard let o = object(root, "$", allowed: keys) else { return nil }
 
         if let v = o["version"] {
@@ -194,11 +194,41 @@ private struct Walker {
 
         if !scale.isEmpty && export == nil { fail("$.scale", "retiming needs an \"export\" section to write the result") }
         if let export, let report, export.output == report { fail("$.report", "is the same file as $.export.output") }
-        if let export, edits.contains(where: { $0.source == export.output }) {
-            fail("$.export.output", "would overwrite an input")
+        var overwrite = false
+        if let v = o["overwrite"] {
+            if case .bool(let b) = v { overwrite = b } else { fail("$.overwrite", "expected true or false, found \(v.kindName)") }
         }
-        return JobManifest(version: 1, name: name, edits: edits, scale: scale, audio: audio, scan: scan,
-                           export: export, report: report, baseDirectory: context.baseDirectory)
+        var outputs: [(String, String)] = []
+        if let output = export?.output { outputs.append(("$.export.output", output)) }
+        if let report { outputs.append(("$.report", report)) }
+        checkOutputs(outputs, inputs: edits.enumerated().map { (o["input"] != nil ? "$.input" : "$.edits[\($0.offset)].source", $0.element.source) },
+                     overwrite: overwrite)
+        var manifest = JobManifest(version: 1, name: name, edits: edits, scale: scale, audio: audio, scan: scan,
+                                   export: export, report: report, baseDirectory: context.baseDirectory)
+        manifest.overwrite = overwrite
+        return manifest
+    }
+
+    /// No output may be an input (by path, or by identity: another spelling, a symbolic link, a hard
+    /// link); an existing output needs `"overwrite": true` when the context refuses existing outputs.
+    mutating func checkOutputs(_ outputs: [(String, String)], inputs: [(String, String)], overwrite: Bool) {
+        var inputIdentities: [(String, String, FileIdentity?)] = []
+        for (jsonPath, path) in inputs where !inputIdentities.contains(where: { $0.1 == path }) {
+            inputIdentities.append((jsonPath, path, context.fileIdentity(path)))
+        }
+        var seen: [(String, String, FileIdentity?)] = []
+        for (jsonPath, path) in outputs {
+            let identity = context.fileIdentity(path)
+            defer { seen.append((jsonPath, path, identity)) }
+            if let other = seen.first(where: { $0.1 != path && identity != nil && $0.2 == identity }) {
+                fail(jsonPath, "is the same file as \(other.0) (\(path) and \(other.1) are one file)")
+            } else if let input = inputIdentities.first(where: { $0.1 == path || (identity != nil && $0.2 == identity) }) {
+                let how = input.1 == path ? "" : " (\(path) and \(input.1) are one file)"
+                fail(jsonPath, "would overwrite the input \(input.0)\(how): an export never replaces its own source")
+            } else if context.refuseExistingOutputs, !overwrite, identity?.exists == true {
+                fail(jsonPath, "\(path) already exists; set \"overwrite\": true to replace it")
+            }
+        }
     }
 
     mutating func edits(_ value: JSONValue) -> [JobManifest.Edit] {

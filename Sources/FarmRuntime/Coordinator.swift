@@ -244,7 +244,8 @@ public final class Coordinator: Service, @unchecked Sendable {
                                  message: "the lease was lost before publishing: outputs discarded", seconds: seconds))
                 return
             }
-            _ = try StagedOutput.publish(manifest, token: token)
+            // A retried attempt may replace what an earlier attempt of this job published.
+            _ = try StagedOutput.publish(manifest, token: token, allowExisting: manifest.overwrite || job.attempt > 1)
         } catch let error as JobStoreError {
             events(.notice("job \(job.id): cannot confirm the lease before publishing (\(error)); outputs discarded"))
             return

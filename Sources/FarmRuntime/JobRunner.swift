@@ -14,28 +14,42 @@ public struct JobRunner: Sendable {
     public var limits: SafetyLimits = .default
     public var pool: BlockingWorkPool = .shared
     /// When set (a worker started by a coordinator), finished outputs are left under their staged names
-    /// (`StagedOutput`) for the coordinator to publish under this lease token.
+    /// (`StagedOutput`) for the coordinator to publish under this lease token. When nil (`mediafarm run`),
+    /// the runner stages them under a token of its own and publishes them itself when the job succeeds,
+    /// through the same checks.
     public var stagingToken: String?
+    private let ownToken = "run-\(ProcessInfo.processInfo.processIdentifier)-\(UInt64.random(in: 0...UInt64.max))"
 
     public init(manifest: JobManifest, stagingToken: String? = nil) {
         self.manifest = manifest
         self.stagingToken = stagingToken
     }
 
-    /// Where a finished file is written: its final path, or its staged name.
+    /// Where a finished file is written: its staged name.
     func writePath(_ finalPath: String) -> String {
-        stagingToken.map { StagedOutput.path(for: finalPath, token: $0) } ?? finalPath
+        StagedOutput.path(for: finalPath, token: stagingToken ?? ownToken)
     }
 
     public func run(events: @escaping @Sendable (JobEvent) -> Void = { _ in }) async -> JobResult {
         let started = Date()
+        var result: JobResult
         do {
-            return try await execute(events: events, started: started)
+            result = try await execute(events: events, started: started)
         } catch is CancellationError {
-            return JobResult(name: manifest.name, succeeded: false, error: "cancelled", seconds: Date().timeIntervalSince(started))
+            result = JobResult(name: manifest.name, succeeded: false, error: "cancelled", seconds: Date().timeIntervalSince(started))
         } catch {
-            return JobResult(name: manifest.name, succeeded: false, error: Self.describe(error), seconds: Date().timeIntervalSince(started))
+            result = JobResult(name: manifest.name, succeeded: false, error: Self.describe(error), seconds: Date().timeIntervalSince(started))
         }
+        guard stagingToken == nil else { return result }
+        if result.succeeded {
+            do {
+                _ = try StagedOutput.publish(manifest, token: ownToken, allowExisting: manifest.overwrite)
+            } catch {
+                result = JobResult(name: manifest.name, succeeded: false, error: Self.describe(error), seconds: Date().timeIntervalSince(started))
+            }
+        }
+        if !result.succeeded { StagedOutput.discard(manifest, token: ownToken) }
+        return result
     }
 
     static func describe(_ error: any Error) -> String {
@@ -183,9 +197,7 @@ public struct JobRunner: Sendable {
                                composition: composition.map(JobReport.CompositionReport.init), scan: scan, export: export, timings: timings)
         let data = try JSONEncoder.mediafarm().encode(report)
         let output = try AtomicOutput(finalPath: writePath(path))
-        guard FileManager.default.createFile(atPath: output.temporaryPath, contents: data) else {
-            throw JobError("\(path): cannot write the report")
-        }
+        try output.write(contents: data)
         try output.commit()
         return path
     }

@@ -30,7 +30,8 @@ public enum ManifestLoader {
         let folder = URL(fileURLWithPath: absolute).deletingLastPathComponent().path
         let roots = outputRoots.map { $0.map { PathRules.resolve($0, against: FileManager.default.currentDirectoryPath) } }
         let name = URL(fileURLWithPath: absolute).deletingPathExtension().lastPathComponent
-        return validate(bytes: [UInt8](data), file: path, name: name, baseDirectory: folder, outputRoots: roots)
+        return validate(bytes: [UInt8](data), file: path, name: name, baseDirectory: folder, outputRoots: roots,
+                        refuseExistingOutputs: true)
             .map { ($0, String(decoding: data, as: UTF8.self)) }
     }
 
@@ -56,10 +57,12 @@ extension ManifestLoader {
                  outputRoots: outputRoots.isEmpty ? nil : outputRoots)
     }
 
-    /// Validation against the file system: `outputRoots` nil means the manifest's folder.
+    /// Validation against the file system: `outputRoots` nil means the manifest's folder. Inputs and
+    /// outputs are compared by file identity; `refuseExistingOutputs` at submission (see `ManifestContext`).
     static func validate(bytes: [UInt8], file: String, name: String, baseDirectory: String,
-                         outputRoots: [String]?) -> Result<JobManifest, ManifestValidationError> {
-        let context = ManifestContext(baseDirectory: baseDirectory, outputRoots: outputRoots, defaultName: name, realPath: realPath)
+                         outputRoots: [String]?, refuseExistingOutputs: Bool = false) -> Result<JobManifest, ManifestValidationError> {
+        let context = ManifestContext(baseDirectory: baseDirectory, outputRoots: outputRoots, defaultName: name, realPath: realPath,
+                                      fileIdentity: FileIdentity.of, refuseExistingOutputs: refuseExistingOutputs)
         return ManifestValidator.validate(json: bytes, file: file, context: context)
     }
 }

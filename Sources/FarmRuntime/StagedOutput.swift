@@ -25,14 +25,16 @@ public enum StagedOutput {
     }
 
     /// Renames every staged output of `token` into place (the caller holds the lease) and syncs the folders.
-    /// Returns the paths published.
-    public static func publish(_ manifest: JobManifest, token: String) throws -> [String] {
+    /// Just before, each final path is checked again by file identity: it must not be one of the job's
+    /// inputs (whatever its spelling), and must not exist unless `allowExisting`. Returns the paths published.
+    public static func publish(_ manifest: JobManifest, token: String, allowExisting: Bool) throws -> [String] {
         var published: [String] = []
         for final in finalPaths(of: manifest) {
             let staged = path(for: final, token: token)
             guard FileManager.default.fileExists(atPath: staged) else {
                 throw JobError("\(final): the worker reported success but left no finished file to publish")
             }
+            try checkBeforePublishing(final, of: manifest, allowExisting: allowExisting)
             guard rename(staged, final) == 0 else {
                 throw JobError("\(final): cannot publish the finished file: \(String(cString: strerror(errno)))")
             }
@@ -42,6 +44,25 @@ public enum StagedOutput {
             published.append(final)
         }
         return published
+    }
+
+    /// Refuses to replace an input of the job (compared by device and inode, so that a symbolic link, a
+    /// hard link or another spelling cannot hide it), and an existing file unless `allowExisting`.
+    static func checkBeforePublishing(_ final: String, of manifest: JobManifest, allowExisting: Bool) throws {
+        guard let identity = FileIdentity.of(final) else {
+            throw JobError("\(final): cannot check what the output path names (a dangling symbolic link, or a folder that cannot be read)")
+        }
+        guard identity.exists else { return }
+        for source in Set(manifest.edits.map(\.source)) where FileIdentity.of(source) == identity {
+            throw JobError("\(final): refusing to publish: it is the input \(source) (one file under two paths); the input is left untouched")
+        }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: final, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw JobError("\(final): a folder with that name is in the way")
+        }
+        if !allowExisting {
+            throw JobError("\(final): already exists; set \"overwrite\": true in the manifest to replace it")
+        }
     }
 
     /// Removes what an attempt holding `token` left: its staged files, and temporaries of writers that

@@ -36,10 +36,11 @@ public final class BlockingWorkPool: Sendable {
         }
     }
 
-    /// Runs `body` on a pool thread and returns its result. `body` receives an interrupter that trips
-    /// when the calling task is cancelled.
-    public func run<T: Sendable>(_ body: @escaping @Sendable (Interrupter) throws -> T) async throws -> T {
-        let interrupter = Interrupter()
+    /// Runs `body` on a pool thread and returns its result. `body` receives an interrupter of its own
+    /// that trips when the calling task is cancelled, or when the work makes no progress for
+    /// `stallLimit` (nil: never).
+    public func run<T: Sendable>(stallLimit: Duration? = nil, _ body: @escaping @Sendable (Interrupter) throws -> T) async throws -> T {
+        let interrupter = Interrupter(stallLimit: stallLimit)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
                 enqueue(Job {
@@ -47,6 +48,7 @@ public final class BlockingWorkPool: Sendable {
                         continuation.resume(throwing: CancellationError())
                         return
                     }
+                    interrupter.progressed()   // the limit counts from the start of the work, not its queueing
                     continuation.resume(with: Result { try body(interrupter) })
                 })
             }

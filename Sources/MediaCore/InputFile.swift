@@ -7,9 +7,9 @@ import Glibc
 
 /// An opened, probed media file to read packets from: the owner of one AVFormatContext.
 ///
-/// Opening checks the path, opens the demuxer with `SafetyLimits` (protocol whitelist, probe bounds,
-/// stream count, frame size) and an `Interrupter` whose cancel flag and deadline FFmpeg polls during
-/// I/O. `streams`, `container` are value snapshots taken after probing.
+/// Opening checks the path, opens the demuxer with `SafetyLimits` (protocol and demuxer whitelists,
+/// probe bounds, stream count, frame size) and an `Interrupter` whose cancel flag and stall limit FFmpeg
+/// polls during I/O; every packet read marks progress on it. `streams`, `container` are value snapshots taken after probing.
 ///
 /// Threading: not thread-safe; use one `InputFile` on one thread at a time (blocking: run it on a
 /// `BlockingWorkPool`). The context is closed in `deinit`.
@@ -30,32 +30,20 @@ public final class InputFile {
         FFmpegLog.installDefaultIfNeeded()
         let fileSize = try InputFile.checkPath(path)
 
-        if interrupter.reason == nil { interrupter.setDeadline(after: limits.operationTimeout) }
-        guard var ctx = avformat_alloc_context() else {
-            throw MediaFileError(path: path, reason: .ffmpeg(.outOfMemory, while: "allocating the demuxer"))
-        }
+        interrupter.progressed()
         let box = Unmanaged.passRetained(interrupter)
-        ctx.pointee.interrupt_callback.callback = { opaque in
-            guard let opaque else { return 0 }
-            return Unmanaged<Interrupter>.fromOpaque(opaque).takeUnretainedValue().reason == nil ? 0 : 1
+        var opened = InputFile.open(path, format: nil, limits: limits, interruptBox: box)
+        // A single still picture is probed as "image2" (the image-sequence demuxer) by its name: read
+        // it with the demuxer its content names (jpeg_pipe, png_pipe...), which reads one picture.
+        if opened.context == nil, let allowed = limits.allowedFormats, !path.contains("%"),
+           let still = InputFile.probeFormat(path, byContentOnly: true),
+           case let name = String(cString: still.pointee.name), name.hasSuffix("_pipe"), allowed.contains(name) {
+            opened = InputFile.open(path, format: still, limits: limits, interruptBox: box)
         }
-        ctx.pointee.interrupt_callback.opaque = box.toOpaque()
-
-        var options: OpaquePointer? = nil
-        av_dict_set(&options, "protocol_whitelist", limits.allowedProtocols.joined(separator: ","), 0)
-        av_dict_set(&options, "probesize", String(limits.probeSize), 0)
-        let analyzeMicros = limits.analyzeDuration.count(in: Rational(1, 1_000_000)) ?? 10_000_000
-        av_dict_set(&options, "analyzeduration", String(analyzeMicros), 0)
-        av_dict_set(&options, "max_streams", String(limits.maxStreams), 0)
-        FFmpegLog.clearLastError()
-        var maybeCtx: UnsafeMutablePointer<AVFormatContext>? = ctx
-        let openResult = avformat_open_input(&maybeCtx, path, nil, &options)
-        av_dict_free(&options)
-        guard openResult >= 0, let opened = maybeCtx else {
+        guard var ctx = opened.context else {
             box.release()   // avformat_open_input frees the context on failure
-            throw InputFile.openError(path: path, code: openResult, interrupter: interrupter, limits: limits)
+            throw InputFile.openError(path: path, code: opened.code, interrupter: interrupter, limits: limits)
         }
-        ctx = opened
 
         func fail(_ reason: MediaFileError.Reason) -> MediaFileError {
             var doomed: UnsafeMutablePointer<AVFormatContext>? = ctx
@@ -80,7 +68,7 @@ public final class InputFile {
         for i in 0..<declared { av_dict_free(&perStream[i]) }
         if probeResult < 0 {
             if let reason = interrupter.reason {
-                throw fail(MediaFileError.interrupted(path: path, reason, timeout: limits.operationTimeout).reason)
+                throw fail(MediaFileError.interrupted(path: path, reason).reason)
             }
             throw fail(.ffmpeg(.capture(probeResult, "avformat_find_stream_info"), while: "reading stream parameters"))
         }
@@ -119,10 +107,10 @@ public final class InputFile {
     public func read(into packet: inout Packet) throws(MediaFileError) -> ReadResult {
         packet.reset()
         let r = av_read_frame(context, packet.pointer)
-        if r >= 0 { return .packet }
+        if r >= 0 { interrupter.progressed(); return .packet }
         if r == mf_averror_eof() { return .endOfFile }
         if let reason = interrupter.reason {
-            throw MediaFileError.interrupted(path: path, reason, timeout: limits.operationTimeout)
+            throw MediaFileError.interrupted(path: path, reason)
         }
         throw MediaFileError(path: path, reason: .ffmpeg(.capture(r, "av_read_frame"), while: "reading packets"))
     }
@@ -171,12 +159,15 @@ public final class InputFile {
         return result
     }
 
-    /// Throws when the owner cancelled or the deadline passed; call between units of work.
+    /// Throws when the owner cancelled or the work stalled; call between units of work.
     public func checkInterrupt() throws(MediaFileError) {
         if let reason = interrupter.reason {
-            throw MediaFileError.interrupted(path: path, reason, timeout: limits.operationTimeout)
+            throw MediaFileError.interrupted(path: path, reason)
         }
     }
+
+    /// Marks progress on this file's operation (a frame decoded, samples produced): see `Interrupter`.
+    public func progressed() { interrupter.progressed() }
 
     // MARK: - Opening
 
@@ -198,11 +189,71 @@ public final class InputFile {
         return Int64(st.st_size)
     }
 
+    /// A demuxer context opened on `path` with the limits' options (nil and FFmpeg's code on failure).
+    private static func open(_ path: String, format: UnsafePointer<AVInputFormat>?, limits: SafetyLimits,
+                             interruptBox: Unmanaged<Interrupter>) -> (context: UnsafeMutablePointer<AVFormatContext>?, code: Int32) {
+        guard let ctx = avformat_alloc_context() else { return (nil, mf_averror(ENOMEM)) }
+        ctx.pointee.interrupt_callback.callback = { opaque in
+            guard let opaque else { return 0 }
+            return Unmanaged<Interrupter>.fromOpaque(opaque).takeUnretainedValue().reason == nil ? 0 : 1
+        }
+        ctx.pointee.interrupt_callback.opaque = interruptBox.toOpaque()
+        var options: OpaquePointer? = nil
+        av_dict_set(&options, "protocol_whitelist", limits.allowedProtocols.joined(separator: ","), 0)
+        av_dict_set(&options, "probesize", String(limits.probeSize), 0)
+        let analyzeMicros = limits.analyzeDuration.count(in: Rational(1, 1_000_000)) ?? 10_000_000
+        av_dict_set(&options, "analyzeduration", String(analyzeMicros), 0)
+        av_dict_set(&options, "max_streams", String(limits.maxStreams), 0)
+        if let formats = limits.allowedFormats { av_dict_set(&options, "format_whitelist", formats.joined(separator: ","), 0) }
+        FFmpegLog.clearLastError()
+        var maybeCtx: UnsafeMutablePointer<AVFormatContext>? = ctx
+        let result = avformat_open_input(&maybeCtx, path, format, &options)
+        av_dict_free(&options)
+        return result >= 0 ? (maybeCtx, result) : (nil, result)
+    }
+
+    /// The name of the demuxer FFmpeg's probe picks for the file's first bytes and name, without
+    /// opening it (so that nothing the file names is opened). Nil when nothing matches.
+    static func probeFormatName(_ path: String) -> String? {
+        probeFormat(path, byContentOnly: false).map { String(cString: $0.pointee.name) }
+    }
+
+    /// The demuxer FFmpeg's probe picks for the file's first megabyte (and its name, unless
+    /// `byContentOnly`).
+    static func probeFormat(_ path: String, byContentOnly: Bool) -> UnsafePointer<AVInputFormat>? {
+        let fd = Glibc.open(path, O_RDONLY)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        let size = 1 << 20
+        let padding = Int(AVPROBE_PADDING_SIZE)
+        var buffer = [UInt8](repeating: 0, count: size + padding)
+        var filled = 0
+        while filled < size {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, size - filled) }
+            if n <= 0 { break }
+            filled += n
+        }
+        return buffer.withUnsafeMutableBufferPointer { bytes in
+            path.withCString { name in
+                var data = AVProbeData()
+                data.filename = byContentOnly ? nil : name
+                data.buf = bytes.baseAddress
+                data.buf_size = Int32(filled)
+                var score: Int32 = 0
+                return av_probe_input_format3(&data, 1, &score)
+            }
+        }
+    }
+
     private static func openError(path: String, code: Int32, interrupter: Interrupter, limits: SafetyLimits) -> MediaFileError {
         if let reason = interrupter.reason {
-            return MediaFileError.interrupted(path: path, reason, timeout: limits.operationTimeout)
+            return MediaFileError.interrupted(path: path, reason)
         }
         let error = FFmpegError.capture(code, "avformat_open_input")
+        if let allowed = limits.allowedFormats, let name = InputFile.probeFormatName(path),
+           !name.split(separator: ",").contains(where: { allowed.contains(String($0)) }) {
+            return MediaFileError(path: path, reason: .formatRefused(name))
+        }
         switch error {
         case .notFound: return MediaFileError(path: path, reason: .notFound)
         case .permissionDenied: return MediaFileError(path: path, reason: .permissionDenied)

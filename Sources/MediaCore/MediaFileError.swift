@@ -16,7 +16,10 @@ public struct MediaFileError: Error, Sendable, CustomStringConvertible {
         case tooManyStreams(count: Int?, limit: Int)
         case frameTooLarge(width: Int, height: Int, limits: String)
         case tooLong(duration: MediaTime, limit: MediaTime)
-        case timedOut(after: Duration)
+        /// No progress for the stall limit: a read, decode or write that did not return.
+        case stalled(after: Duration)
+        /// A demuxer outside `SafetyLimits.allowedFormats` (a playlist, a concat list, an image sequence).
+        case formatRefused(String)
         case cancelled
         /// `track` is the 0-based stream index; messages number tracks from 1, like `trackID`.
         case undecodable(track: Int, codec: String, FFmpegError)
@@ -31,9 +34,12 @@ public struct MediaFileError: Error, Sendable, CustomStringConvertible {
         self.reason = reason
     }
 
-    /// The error for work on `path` stopped by an `Interrupter`: cancelled, or past its deadline.
-    public static func interrupted(path: String, _ reason: Interrupter.Reason, timeout: Duration) -> MediaFileError {
-        MediaFileError(path: path, reason: reason == .cancelled ? .cancelled : .timedOut(after: timeout))
+    /// The error for work on `path` stopped by an `Interrupter`: cancelled, or stalled.
+    public static func interrupted(path: String, _ reason: Interrupter.Reason) -> MediaFileError {
+        switch reason {
+        case .cancelled: MediaFileError(path: path, reason: .cancelled)
+        case .stalled(let after): MediaFileError(path: path, reason: .stalled(after: after))
+        }
     }
 
     public var description: String { "\(path): \(problem)" }
@@ -58,8 +64,13 @@ public struct MediaFileError: Error, Sendable, CustomStringConvertible {
             return "frame size \(width)x\(height) exceeds the safety limit (\(limits))"
         case let .tooLong(duration, limit):
             return "duration \(MediaTime.formatSeconds(duration.seconds)) s exceeds the limit of \(MediaTime.formatSeconds(limit.seconds)) s"
-        case let .timedOut(after):
-            return "gave up after \(after.components.seconds) s (the file is too slow to read or the operation hung)"
+        case let .stalled(after):
+            let seconds = MediaTime.formatSeconds(Double(after.components.seconds) + Double(after.components.attoseconds) / 1e18)
+            return "no progress for \(seconds) s: the file is too slow to read, or reading, decoding or writing hung "
+                + "(the stall limit is set by --stall-timeout or \(SafetyLimits.stallTimeoutVariable))"
+        case let .formatRefused(name):
+            return "refused: FFmpeg reads it as \"\(name)\", which is not a media container (playlists, concat lists, "
+                + "image sequences and other formats that open further files are not accepted as inputs)"
         case .cancelled: return "cancelled"
         case let .undecodable(track, codec, error):
             return "track \(track + 1) (\(codec)) cannot be decoded: \(error)"

@@ -1,9 +1,14 @@
 import MediaTime
+import Foundation
 
 /// Bounds applied when opening untrusted media. The defaults suit a farm that takes files from anyone.
 public struct SafetyLimits: Sendable, Hashable {
     /// Protocols FFmpeg may use; "file" only unless a manifest explicitly allows network sources.
     public var allowedProtocols: [String] = ["file"]
+    /// Demuxers a file input may open: real media containers only. Playlists (HLS, DASH), concat and
+    /// other reference formats, which open further files named inside the input, and image-sequence
+    /// demuxers are refused. Nil allows every demuxer (only for trusted inputs).
+    public var allowedFormats: [String]? = SafetyLimits.mediaContainerFormats
     /// Most streams a container may declare.
     public var maxStreams: Int = 16
     /// Largest frame width or height.
@@ -16,10 +21,41 @@ public struct SafetyLimits: Sendable, Hashable {
     public var analyzeDuration: MediaTime = MediaTime(value: 5, timescale: 1)
     /// Longest duration accepted for one asset (measured, not taken from a header).
     public var maxDuration: MediaTime = MediaTime(value: 48 * 3600, timescale: 1)
-    /// Wall-clock deadline for any one blocking operation on a file (open, probe, a whole scan).
-    public var operationTimeout: Duration = .seconds(120)
+    /// How long one blocking operation (a read, a decode, a write) may go without progress before it
+    /// is given up as stalled. Not a limit on total time: work of hours runs as long as it progresses.
+    public var stallTimeout: Duration = SafetyLimits.defaultStallTimeout
 
     public init() {}
 
-    public static let `default` = SafetyLimits()
+    public static let defaultStallTimeout: Duration = .seconds(120)
+
+    /// The defaults, with the stall timeout taken from `MEDIAFARM_STALL_TIMEOUT` (seconds) when set.
+    public static var `default`: SafetyLimits {
+        var limits = SafetyLimits()
+        if let text = ProcessInfo.processInfo.environment[stallTimeoutVariable], let seconds = Double(text), seconds > 0 {
+            limits.stallTimeout = .milliseconds(Int64(seconds * 1000))
+        }
+        return limits
+    }
+
+    /// The environment variable that sets `stallTimeout` in seconds (workers inherit it).
+    public static let stallTimeoutVariable = "MEDIAFARM_STALL_TIMEOUT"
+
+    /// FFmpeg demuxers that read one self-contained media file: audio/video containers and elementary
+    /// streams. Each name is a demuxer FFmpeg 5.1 registers (a format with several names, such as
+    /// "mov,mp4,m4a,3gp,3g2,mj2", is allowed by any of them).
+    public static let mediaContainerFormats: [String] = [
+        // ISO base media, QuickTime, Matroska/WebM, transport and program streams
+        "mov", "mp4", "m4a", "3gp", "3g2", "mj2", "matroska", "webm", "mpegts", "mpegtsraw", "mpeg", "mpegvideo",
+        // other containers
+        "avi", "flv", "asf", "ogg", "nut", "mxf", "gxf", "wtv", "dv", "rm", "smjpeg", "ivf", "y4m", "caf", "aiff", "au",
+        "wav", "w64", "rf64", "flac", "mp3", "aac", "ac3", "eac3", "dts", "dtshd", "truehd", "mlp", "amr", "amrnb", "amrwb",
+        "wv", "ape", "tta", "opus", "voc", "s337m", "xwma", "mpc", "mpc8", "tak", "shn", "gsm", "loas", "latm", "adts",
+        // elementary video streams
+        "h264", "hevc", "h261", "h263", "m4v", "vc1", "dirac", "avs2", "obu", "av1",
+        // still images (single pictures, for scanning)
+        "png_pipe", "jpeg_pipe", "bmp_pipe", "webp_pipe", "tiff_pipe", "gif", "gif_pipe", "jpegls_pipe", "pgm_pipe", "ppm_pipe",
+        // subtitles carried as files
+        "srt", "webvtt", "ass",
+    ]
 }

@@ -5,16 +5,30 @@ import Glibc
 #endif
 
 /// A file written under a temporary name beside its final path and renamed into place only when
-/// complete: the final path is either absent or a whole file. Temporaries left by a process that died
-/// (SIGKILL, power loss) are removed the next time anything is written to the same folder.
-public struct AtomicOutput: Sendable {
+/// complete: the final path is either absent or a whole file.
+///
+/// The temporary's writer holds an exclusive `flock` on it from the moment it has a name until it is
+/// committed or discarded, so a temporary is recognised as live by its lock, not by a process id (which
+/// means nothing in another container or on another host sharing the folder). A temporary nobody holds
+/// a lock on was left by a writer that died (SIGKILL, power loss) and is removed the next time anything
+/// is written to the same folder. The file appears already locked: it is made unnamed (`O_TMPFILE`)
+/// and linked under its name after locking; on file systems without `O_TMPFILE` it is created and
+/// locked at once, and a cleaner leaves unlocked temporaries younger than a few seconds alone.
+///
+/// Thread-confined. An output neither committed nor discarded is discarded when it is released.
+public final class AtomicOutput {
     public let finalPath: String
     public let temporaryPath: String
+    private var lockDescriptor: Int32
+    private var committed = false
 
     static let marker = ".mediafarm-"
     static let suffix = ".tmp"
+    /// Unlocked temporaries younger than this are not removed (see the type's notes).
+    static let youngestStale: TimeInterval = 5
 
-    /// Prepares to write `finalPath`: creates its folder, cleans stale temporaries there.
+    /// Prepares to write `finalPath`: creates its folder, cleans stale temporaries there, and makes the
+    /// locked temporary.
     public init(finalPath: String) throws(ExportError) {
         self.finalPath = finalPath
         let url = URL(fileURLWithPath: finalPath)
@@ -32,8 +46,48 @@ public struct AtomicOutput: Sendable {
             throw ExportError("\(finalPath): a folder with that name is in the way")
         }
         Self.removeStaleTemporaries(in: folder)
-        temporaryPath = folder + "/." + url.lastPathComponent + Self.marker + String(getpid()) + "-"
-            + String(UInt32.random(in: 0...UInt32.max), radix: 36) + Self.suffix
+        let name = url.lastPathComponent
+        temporaryPath = folder + "/." + (name.hasPrefix(".") ? String(name.dropFirst()) : name) + Self.marker
+            + String(UInt64.random(in: 0...UInt64.max), radix: 36) + Self.suffix
+        lockDescriptor = try Self.createLocked(temporaryPath, in: folder)
+    }
+
+    deinit {
+        if !committed { unlink(temporaryPath) }
+        if lockDescriptor >= 0 { close(lockDescriptor) }
+    }
+
+    /// Makes `path` and returns a descriptor holding an exclusive lock on it.
+    private static func createLocked(_ path: String, in folder: String) throws(ExportError) -> Int32 {
+        let fd = open(folder, Self.unnamedFileFlag | O_RDWR | O_CLOEXEC, 0o644)
+        if fd >= 0 {
+            if flock(fd, LOCK_EX) == 0, linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 {
+                return fd
+            }
+            close(fd)
+        }
+        // No O_TMPFILE here (or no /proc): create, then lock at once.
+        let created = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0o644)
+        guard created >= 0 else {
+            throw ExportError("\(path): cannot create the temporary output: \(String(cString: strerror(errno)))")
+        }
+        flock(created, LOCK_EX)
+        return created
+    }
+
+    /// Writes `data` as the whole temporary file and syncs it (for small outputs such as reports).
+    public func write(contents data: Data) throws(ExportError) {
+        let ok = data.withUnsafeBytes { raw -> Bool in
+            guard ftruncate(lockDescriptor, 0) == 0 else { return false }
+            var offset = 0
+            while offset < raw.count {
+                let n = pwrite(lockDescriptor, raw.baseAddress! + offset, raw.count - offset, off_t(offset))
+                if n < 0 { if errno == EINTR { continue }; return false }
+                offset += n
+            }
+            return fsync(lockDescriptor) == 0
+        }
+        if !ok { throw ExportError("\(finalPath): cannot write the file: \(String(cString: strerror(errno)))") }
     }
 
     /// Moves the finished temporary into place and syncs the folder, so the rename survives a crash.
@@ -43,6 +97,9 @@ public struct AtomicOutput: Sendable {
             discard()
             throw ExportError("\(finalPath): cannot move the finished file into place: \(reason)")
         }
+        committed = true
+        close(lockDescriptor)
+        lockDescriptor = -1
         let folder = URL(fileURLWithPath: finalPath).deletingLastPathComponent().path
         let fd = open(folder, O_RDONLY | O_DIRECTORY)
         if fd >= 0 { fsync(fd); close(fd) }
@@ -62,18 +119,47 @@ public struct AtomicOutput: Sendable {
     }
 
     /// Removes the temporary (after a failure or cancellation).
-    public func discard() { unlink(temporaryPath) }
+    public func discard() {
+        guard !committed else { return }
+        unlink(temporaryPath)
+    }
 
-    /// Deletes `.NAME.mediafarm-PID-XXXX.tmp` files whose writing process no longer exists.
+    /// Whether `name` is a temporary's name.
+    static func isTemporaryName(_ name: String) -> Bool {
+        name.hasPrefix(".") && name.hasSuffix(suffix) && name.contains(marker)
+    }
+
+    /// Deletes the temporaries in `folder` that no writer holds a lock on. Safe with writers in other
+    /// processes, containers and hosts sharing the folder: a live writer's lock makes this skip it.
     public static func removeStaleTemporaries(in folder: String) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
-        for name in names where name.hasPrefix(".") && name.hasSuffix(suffix) {
-            guard let range = name.range(of: marker, options: .backwards) else { continue }
-            let rest = name[range.upperBound...].dropLast(suffix.count)
-            guard let pid = rest.split(separator: "-").first.flatMap({ Int32($0) }) else { continue }
-            if kill(pid, 0) != 0 && errno == ESRCH { unlink(folder + "/" + name) }
+        for name in names where isTemporaryName(name) {
+            let path = folder + "/" + name
+            let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard fd >= 0 else { continue }
+            defer { close(fd) }
+            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }   // its writer is alive
+            var st = stat()
+            guard fstat(fd, &st) == 0, st.st_nlink > 0 else { continue }
+            let age = Date().timeIntervalSince1970 - (Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9)
+            if age < youngestStale && !supportsUnnamedFiles(folder) { continue }
+            // Still the file we locked (not replaced under the same name meanwhile)?
+            var now = stat()
+            guard lstat(path, &now) == 0, now.st_ino == st.st_ino, now.st_dev == st.st_dev else { continue }
+            unlink(path)
         }
     }
+
+    /// Whether temporaries in `folder` are made unnamed and linked already locked (`O_TMPFILE`).
+    static func supportsUnnamedFiles(_ folder: String) -> Bool {
+        let fd = open(folder, Self.unnamedFileFlag | O_RDWR | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return false }
+        close(fd)
+        return true
+    }
+
+    /// Linux's O_TMPFILE (__O_TMPFILE | O_DIRECTORY), which Glibc's Swift overlay does not export.
+    static let unnamedFileFlag: Int32 = 0o20_000_000 | O_DIRECTORY
 
     static func reason(_ error: any Error) -> String {
         (error as NSError).localizedFailureReason ?? (error as NSError).localizedDescription

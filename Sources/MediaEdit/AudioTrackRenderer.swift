@@ -161,10 +161,10 @@ final class AudioTrackRenderer {
         pieceIndex += 1
     }
 
+    /// Called between chunks of samples produced: marks progress, then stops when cancelled or stalled.
     private func interruptCheck() throws {
-        if let reason = interrupter.reason {
-            throw ExportError(reason == .cancelled ? "cancelled" : "timed out")
-        }
+        interrupter.progressed()
+        if let reason = interrupter.reason { throw ExportError("audio time-pitch: " + MediaFileError.interrupted(path: "", reason).problem) }
     }
 
     private func read(segment: Int, from position: Int, count: Int) throws -> AudioSamples {

@@ -97,8 +97,9 @@ struct ConstantFrameRateExporter {
                 progress(ExportProgress(fraction: fraction, phase: "encoding", framesPerSecond: elapsed > 0 ? Double(k) / elapsed : nil,
                                         eta: fraction > 0.01 ? elapsed / fraction * (1 - fraction) : nil))
             }
+            interrupter.progressed()   // a frame encoded
             if k % 16 == 0, let reason = interrupter.reason {
-                throw MediaFileError.interrupted(path: settings.outputPath, reason, timeout: settings.limits.operationTimeout)
+                throw MediaFileError.interrupted(path: settings.outputPath, reason)
             }
         }
         if let reader { decoded += reader.framesDecoded; decodeErrors += reader.decodeErrors }

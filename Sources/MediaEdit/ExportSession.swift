@@ -26,8 +26,7 @@ public struct ExportSession: Sendable {
     public func export(progress: @escaping @Sendable (ExportProgress) -> Void,
                        observingDecodedFrames makeObserver: (@Sendable () -> DecodedFrameObserver)?) async throws -> ExportReport {
         let composition = self.composition, settings = self.settings
-        return try await pool.run { interrupter in
-            interrupter.setDeadline(after: .seconds(86_400))
+        return try await pool.run(stallLimit: settings.limits.stallTimeout) { interrupter in
             switch settings.mode {
             case .passthrough:
                 return try PassthroughExporter(composition: composition, settings: settings, interrupter: interrupter, progress: progress).run()

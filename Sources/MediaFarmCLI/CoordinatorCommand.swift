@@ -68,7 +68,10 @@ struct CoordinatorCommand: AsyncParsableCommand {
         _ = try Self.bytes(maxFileSize, "--max-file-size")
     }
 
+    @OptionGroup var stall: StallOptions
+
     func run() async throws {
+        stall.apply()
         let store = try queue.open(create: true)
         var configuration = CoordinatorConfiguration()
         configuration.workers = workers

@@ -49,17 +49,28 @@ struct InspectCommand: AsyncParsableCommand {
         return result
     }
 
+    @OptionGroup var stall: StallOptions
+
     func run() async throws {
+        stall.apply()
         let keys = try parsedKeys()
         let width = concurrency ?? max(2, ProcessInfo.processInfo.activeProcessorCount)
         var options = AssetOptions()
         options.pool = BlockingWorkPool(threads: width)
         let entries = MediaFileFinder.expand(paths)
         let progress = TerminalProgress(label: "inspecting", total: entries.count)
-        let reports = await BatchInspector.inspect(entries, keys: keys, options: options, concurrency: width) { done, total in
-            progress.update(done)
+        let stop = SignalStop()
+        let batchOptions = options
+        let reports = try await stop.run {
+            await BatchInspector.inspect(entries, keys: keys, options: batchOptions, concurrency: width) { done, total in
+                progress.update(done)
+            }
         }
         progress.finish()
+        if let signal = stop.signal {
+            FileHandle.standardError.write(Data("inspect: stopped by \(SignalStop.name(signal))\n".utf8))
+            throw SignalStop.exitCode(signal)
+        }
 
         if json {
             FileHandle.standardOutput.write(try JSONEncoder.mediafarm().encode(reports))

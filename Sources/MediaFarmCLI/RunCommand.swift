@@ -27,7 +27,10 @@ struct RunCommand: AsyncParsableCommand {
     @Argument(help: "Manifest files (JSON).")
     var manifests: [String]
 
+    @OptionGroup var stall: StallOptions
+
     func run() async throws {
+        stall.apply()
         let roots = OutputRoots.chosen(outputRoots)
         var loaded: [JobManifest] = []
         var invalid: [ManifestValidationError] = []
@@ -50,14 +53,20 @@ struct RunCommand: AsyncParsableCommand {
         }
 
         var failed = false
+        let stop = SignalStop()
         for manifest in loaded {
             let bar = json ? nil : TerminalProgress(label: manifest.name, total: 1000)
             let json = self.json
-            let result = await JobRunner(manifest: manifest).run { event in
-                if json { EventPrinter.print(event) }
-                if case .progress(let p) = event { bar?.update(Int(p.fraction * 1000), detail: p.detail) }
+            var result = try await stop.run {
+                await JobRunner(manifest: manifest).run { event in
+                    if json { EventPrinter.print(event) }
+                    if case .progress(let p) = event { bar?.update(Int(p.fraction * 1000), detail: p.detail) }
+                }
             }
             bar?.finish()
+            if let signal = stop.signal, !result.succeeded {
+                result.error = "stopped by \(SignalStop.name(signal)); temporary outputs removed, nothing published"
+            }
             if json {
                 EventPrinter.print(.result(result))
             } else if result.succeeded {
@@ -70,6 +79,7 @@ struct RunCommand: AsyncParsableCommand {
                 FileHandle.standardError.write(Data("\(manifest.name): failed: \(result.error ?? "unknown error")\n".utf8))
             }
             failed = failed || !result.succeeded
+            if let signal = stop.signal { throw SignalStop.exitCode(signal) }
         }
         if failed { throw ExitCode(ExitStatus.failure) }
     }

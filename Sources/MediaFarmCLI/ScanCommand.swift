@@ -62,14 +62,18 @@ struct ScanCommand: AsyncParsableCommand {
         return CodeScanner.Configuration(symbologies: list, regionOfInterest: region, interval: every, maxCodesPerFrame: maxCodes)
     }
 
+    @OptionGroup var stall: StallOptions
+
     func run() async throws {
+        stall.apply()
         let config = try configuration()
         var extensions = MediaFileFinder.mediaExtensions
         extensions.formUnion(["png", "jpg", "jpeg", "bmp", "tif", "tiff", "webp"])
         let entries = MediaFileFinder.expand(paths, extensions: extensions)
         let pool = BlockingWorkPool(threads: concurrency)
         let progress = TerminalProgress(label: "scanning", total: entries.count)
-        let results = await concurrentMap(entries, limit: concurrency, progress: { done, _ in progress.update(done) }) { entry in
+        let stop = SignalStop()
+        let results = try await stop.run { await concurrentMap(entries, limit: concurrency, progress: { done, _ in progress.update(done) }) { entry in
             switch entry {
             case .emptyFolder(let folder):
                 return ScanOutput(path: folder, error: "\(folder): the folder contains no media files or images")
@@ -82,8 +86,12 @@ struct ScanCommand: AsyncParsableCommand {
                     return ScanOutput(path: path, error: "\(path): \(error)")
                 }
             }
-        }
+        } }
         progress.finish()
+        if let signal = stop.signal {
+            FileHandle.standardError.write(Data("scan: stopped by \(SignalStop.name(signal))\n".utf8))
+            throw SignalStop.exitCode(signal)
+        }
         if json {
             FileHandle.standardOutput.write(try JSONEncoder.mediafarm().encode(results))
             FileHandle.standardOutput.write(Data("\n".utf8))

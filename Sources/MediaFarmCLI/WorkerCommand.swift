@@ -29,7 +29,10 @@ struct WorkerCommand: AsyncParsableCommand {
     @Flag(help: "Start ahead of the job: read its options as a JSON line on stdin, then the manifest (the coordinator's standby workers).")
     var standby = false
 
+    @OptionGroup var stall: StallOptions
+
     func run() async throws {
+        stall.apply()
         var input = (try? FileHandle.standardInput.read(upToCount: ManifestLoader.maxBytes + (1 << 16))) ?? Data()
         var name = self.name, baseDirectory = self.baseDirectory, outputRoots = self.outputRoots, stageToken = self.stageToken
         if standby {

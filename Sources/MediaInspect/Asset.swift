@@ -133,9 +133,8 @@ public final class Asset: Sendable {
         typealias Outcome = (ProbeResult, TimingResult?, DecodeResult?, [LoadStage: MediaFileError])
         let outcome: Outcome
         do {
-            outcome = try await options.pool.run { interrupter -> Outcome in
+            outcome = try await options.pool.run(stallLimit: options.limits.stallTimeout) { interrupter -> Outcome in
                 assert(BlockingWorkPool.isPoolThread, "FFmpeg work must not run on the cooperative pool")
-                interrupter.setDeadline(after: options.limits.operationTimeout)
                 let file = try InputFile(path: path, limits: options.limits, interrupter: interrupter)
                 let probe = known ?? ProbeResult(file: file)
                 var timing: TimingResult?

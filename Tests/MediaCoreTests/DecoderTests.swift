@@ -109,9 +109,36 @@ import Testing
         #expect(try await task.value == .cancelled)
     }
 
-    @Test func deadlineTrips() {
-        let interrupter = Interrupter(timeout: .milliseconds(1))
-        usleep(5000)
-        #expect(interrupter.reason == .timedOut)
+    @Test func stallLimitCountsFromTheLastProgress() {
+        let now = FakeClock(1_000_000_000)
+        let interrupter = Interrupter(stallLimit: .seconds(2), clock: { now.value.load(ordering: .relaxed) })
+        now.value.add(1_900_000_000, ordering: .relaxed)
+        #expect(interrupter.reason == nil)
+        interrupter.progressed()
+        // Work of any total length goes on while it progresses.
+        for _ in 0..<100 {
+            now.value.add(1_500_000_000, ordering: .relaxed)
+            interrupter.progressed()
+        }
+        #expect(interrupter.reason == nil)
+        now.value.add(2_000_000_001, ordering: .relaxed)
+        #expect(interrupter.reason == .stalled(after: .seconds(2)))
+        interrupter.progressed()
+        #expect(interrupter.reason == nil)
+        interrupter.cancel()
+        #expect(interrupter.reason == .cancelled)
     }
+
+    @Test func noStallLimitNeverStalls() {
+        let now = FakeClock(0)
+        let interrupter = Interrupter(stallLimit: nil, clock: { now.value.load(ordering: .relaxed) })
+        now.value.add(1 << 62, ordering: .relaxed)
+        #expect(interrupter.reason == nil)
+    }
+}
+
+/// A monotonic clock the test moves by hand (nanoseconds).
+final class FakeClock: Sendable {
+    let value: Atomic<UInt64>
+    init(_ start: UInt64) { value = Atomic(start) }
 }

@@ -81,6 +81,52 @@ import Testing
         #expect(error != nil)
     }
 
+    /// Text files that make FFmpeg open other files (an HLS playlist, a concat list, an image sequence),
+    /// under media names, are refused before anything they name is read.
+    @Test(arguments: [
+        ("playlist.mp4", "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\nsegment.ts\n#EXT-X-ENDLIST\n", "hls"),
+        ("list.mp4", "ffconcat version 1.0\nfile segment.ts\n", "concat"),
+        ("list.mov", "ffconcat version 1.0\nfile 'segment.ts'\nfile 'segment.ts'\n", "concat"),
+    ])
+    func referenceFormatsAreRefused(name: String, text: String, format: String) throws {
+        let folder = try TestPaths.makeTemporaryFolder("reference")
+        _ = try ProcessRunner.check("ffmpeg", ["-v", "error", "-y", "-i", MediaFixture.cfr30MP4.path, "-c", "copy",
+                                               folder.appendingPathComponent("segment.ts").path])
+        // The segment itself is a media file and opens.
+        #expect(throws: Never.self) { _ = try InputFile(path: folder.appendingPathComponent("segment.ts").path) }
+        let path = folder.appendingPathComponent(name).path
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        let error = expectFailure(path: path) { if case .formatRefused(let f) = $0 { f == format } else { false } }
+        #expect(error?.description.contains("not a media container") == true)
+    }
+
+    @Test func imageSequencePatternIsRefusedAndAStillOpens() throws {
+        let folder = try TestPaths.makeTemporaryFolder("sequence")
+        for name in ["still.jpg", "frame001.png", "frame002.png"] {
+            _ = try ProcessRunner.check("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=160x120",
+                                                   "-frames:v", "1", folder.appendingPathComponent(name).path])
+        }
+        try FileManager.default.copyItem(atPath: folder.appendingPathComponent("frame001.png").path,
+                                         toPath: folder.appendingPathComponent("frame%03d.png").path)
+        expectFailure(path: folder.appendingPathComponent("frame%03d.png").path) {
+            if case .formatRefused("image2") = $0 { true } else { false }
+        }
+        let still = try InputFile(path: folder.appendingPathComponent("still.jpg").path)
+        #expect(still.container.formatName == "jpeg_pipe")
+    }
+
+    /// FFmpeg's interrupt callback sees a stall: with a clock that jumps past the limit on every
+    /// look, opening gives up as stalled and says how to raise the limit.
+    @Test func stallDuringOpeningIsReported() {
+        let now = FakeClock(0)
+        let interrupter = Interrupter(stallLimit: .seconds(5), clock: { now.value.add(10_000_000_000, ordering: .relaxed).newValue })
+        let error = expectFailure(path: MediaFixture.cfr30MP4.path, interrupter: interrupter) {
+            if case .stalled(after: .seconds(5)) = $0 { true } else { false }
+        }
+        #expect(error?.description.contains("no progress for 5 s") == true)
+        #expect(error?.description.contains("MEDIAFARM_STALL_TIMEOUT") == true)
+    }
+
     @Test func cancelledBeforeOpening() {
         let interrupter = Interrupter()
         interrupter.cancel()

@@ -1,0 +1,25 @@
+import ArgumentParser
+import Foundation
+import MediaCore
+
+/// `--stall-timeout`: how long one read, decode or write may go without progress before the work is
+/// given up as stalled. It never limits a job's total time (that is the job's `timeout`). Applied by
+/// setting MEDIAFARM_STALL_TIMEOUT in this process, so that `SafetyLimits.default` and every worker
+/// process started from here see it.
+struct StallOptions: ParsableArguments {
+    @Option(name: .customLong("stall-timeout"),
+            help: ArgumentHelp("Seconds a read, decode or write may make no progress before it is given up (default 120, or MEDIAFARM_STALL_TIMEOUT). Not a limit on total time.",
+                               valueName: "seconds"))
+    var stallTimeout: Double?
+
+    func validate() throws {
+        if let stallTimeout, !(stallTimeout > 0 && stallTimeout.isFinite) {
+            throw ValidationError("--stall-timeout must be a number of seconds greater than 0, not \(stallTimeout)")
+        }
+    }
+
+    /// Puts the option into the environment (an explicit option wins over an inherited variable).
+    func apply() {
+        if let stallTimeout { setenv(SafetyLimits.stallTimeoutVariable, String(stallTimeout), 1) }
+    }
+}
