@@ -15,7 +15,7 @@ struct ConstantFrameRateExporter {
 
     func run() throws -> ExportReport {
         let started = Date()
-        let sources = try composition.segments.map { try ExportSource(path: $0.source, limits: settings.limits, interrupter: interrupter) }
+        let sources = try ExportSource.open(composition.segments.map(\.source), limits: settings.limits, interrupter: interrupter)
         guard let firstVideo = sources.first(where: { $0.video != nil })?.video else {
             throw ExportError("\(sources[0].path): a constant-frame-rate export needs video, and no source has any")
         }

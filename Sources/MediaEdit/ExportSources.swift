@@ -2,12 +2,12 @@ import MediaCore
 import MediaTime
 
 /// The streams an export reads from each composition segment, and the file opened for them (reused for
-/// stream set-up and packet copying, so that each source is probed once). Thread-confined.
+/// stream set-up and packet copying, so that each source is probed once). Segments of one source file
+/// share one `ExportSource` and so one opened `InputFile` (see `open(_:limits:interrupter:)`): memory
+/// does not grow with the number of edits. Thread-confined.
 struct ExportSource {
     var path: String
     let file: InputFile
-    /// Packets have been read from `file` (a later reader must seek first).
-    var used = false
     var video: StreamInfo?
     var audio: StreamInfo?
     /// Source time zero: the container's start time.
@@ -26,6 +26,20 @@ struct ExportSource {
         displayMatrix = video?.displayMatrix
         tags = file.container.tags
         chapters = file.container.chapters
+    }
+
+    /// One source per segment, opened once per distinct path and shared by every segment of it.
+    static func open(_ paths: [String], limits: SafetyLimits, interrupter: Interrupter) throws(MediaFileError) -> [ExportSource] {
+        var opened: [String: ExportSource] = [:]
+        var result: [ExportSource] = []
+        result.reserveCapacity(paths.count)
+        for path in paths {
+            if let source = opened[path] { result.append(source); continue }
+            let source = try ExportSource(path: path, limits: limits, interrupter: interrupter)
+            opened[path] = source
+            result.append(source)
+        }
+        return result
     }
 
     /// Source time (relative to the origin) of a timestamp in `stream`'s time base.
@@ -49,7 +63,7 @@ extension ExportSource {
     static func remappedChapters(_ sources: [ExportSource], mapping: TimeMapping) -> [ChapterInfo] {
         var result: [ChapterInfo] = []
         for (segment, source) in sources.enumerated() {
-            let own = mapping.pieces.filter { $0.segment == segment }
+            let own = mapping.pieces(of: segment)
             guard let first = own.first, let last = own.last else { continue }
             for ch in source.chapters {
                 let s = MediaTime.max(ch.start - source.origin, first.source.start)

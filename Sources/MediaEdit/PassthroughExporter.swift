@@ -14,7 +14,9 @@ struct PassthroughExporter {
     func run() throws -> ExportReport {
         let started = Date()
         let limits = settings.limits
-        var sources = try composition.segments.map { try ExportSource(path: $0.source, limits: limits, interrupter: interrupter) }
+        let sources = try ExportSource.open(composition.segments.map(\.source), limits: limits, interrupter: interrupter)
+        // Paths whose shared file has been read from (a later reader must seek, or open afresh).
+        var usedPaths: Set<String> = []
         try checkJoinable(sources)
 
         // Snap every cut that is not on a keyframe back to the keyframe before it.
@@ -25,7 +27,7 @@ struct PassthroughExporter {
             var start = requested
             if let video = sources[i].video, requested > .zero {
                 start = try keyframe(atOrBefore: requested, in: sources[i], video: video)
-                sources[i].used = true
+                usedPaths.insert(sources[i].path)
                 if start != requested { snapped.append(.init(segment: i, requested: requested, snappedTo: start)) }
             }
             starts.append(start)
@@ -52,11 +54,11 @@ struct PassthroughExporter {
         }
 
         return try AtomicOutput(finalPath: settings.outputPath).write { temporary in
-            try write(to: temporary, sources: &sources, mapping: mapping, audioHandling: handling, snapped: snapped, started: started)
+            try write(to: temporary, sources: sources, usedPaths: usedPaths, mapping: mapping, audioHandling: handling, snapped: snapped, started: started)
         }
     }
 
-    private func write(to temporary: String, sources: inout [ExportSource], mapping: TimeMapping, audioHandling: String,
+    private func write(to temporary: String, sources: [ExportSource], usedPaths: Set<String>, mapping: TimeMapping, audioHandling: String,
                        snapped: [ExportReport.SnappedCut], started: Date) throws -> ExportReport {
         let file = try OutputFile(path: temporary, format: settings.muxer)
         let first = sources[0].file
@@ -81,21 +83,25 @@ struct PassthroughExporter {
         let total = mapping.duration
         let clock = Date()
 
+        var usedPaths = usedPaths
         for segment in sources.indices {
             let source = sources[segment]
-            let own = mapping.pieces.filter { $0.segment == segment }
+            let own = mapping.pieces(of: segment)
             guard let firstPiece = own.first, let lastPiece = own.last else { continue }
             let segStart = firstPiece.source.start, segEnd = lastPiece.source.end
-            // Each source's file is opened once; a source met again (or searched for a keyframe) is
-            // read from a fresh opening.
-            let input = source.used ? try InputFile(path: source.path, limits: settings.limits, interrupter: interrupter) : source.file
-            for later in sources.indices where sources[later].path == source.path { sources[later].used = true }
+            // Each source's file is opened once and shared by its segments. A segment of a file already
+            // read seeks in it; one that starts near the beginning reads from a fresh opening instead
+            // (seeking back to the very start is unreliable in some containers), released after it.
+            let used = usedPaths.contains(source.path)
+            let input = used && !(segStart > MediaTime(value: 2, timescale: 1))
+                ? try InputFile(path: source.path, limits: settings.limits, interrupter: interrupter) : source.file
+            usedPaths.insert(source.path)
             var wanted: Set<Int> = []
             if let v = source.video { wanted.insert(v.index) }
             if audioHandling == "copied", let a = source.audio { wanted.insert(a.index) }
             guard !wanted.isEmpty else { continue }
             input.discardAll(except: wanted)
-            if segStart > MediaTime(value: 2, timescale: 1) || source.used {
+            if segStart > MediaTime(value: 2, timescale: 1) || used {
                 let seekStream = source.video ?? source.audio!
                 let from = MediaTime.max(segStart - MediaTime(value: 2, timescale: 1), MediaTime(value: -1, timescale: 1))
                 try input.seek(stream: seekStream.index, toKeyframeBefore: source.ticks(from, in: seekStream))

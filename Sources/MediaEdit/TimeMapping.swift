@@ -58,11 +58,25 @@ public struct TimeMapping: Sendable, Hashable {
         return (p.segment, p.sourceTime(at: t))
     }
 
+    /// The pieces that play `segment`, found by binary search (pieces are in segment order: segments
+    /// play end to end), so per-packet look-ups cost O(log n) in the number of edits.
+    public func pieces(of segment: Int) -> ArraySlice<Piece> {
+        func firstIndex(atLeast value: Int) -> Int {
+            var lo = 0, hi = pieces.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if pieces[mid].segment < value { lo = mid + 1 } else { hi = mid }
+            }
+            return lo
+        }
+        return pieces[firstIndex(atLeast: segment)..<firstIndex(atLeast: segment + 1)]
+    }
+
     /// Target time of source time `s` of `segment`: continuous and increasing across the segment's
     /// pieces, extended linearly before its first piece and after its last (for packets that
     /// straddle a cut).
     public func targetTime(segment: Int, source s: MediaTime) -> MediaTime? {
-        let own = pieces.filter { $0.segment == segment }
+        let own = pieces(of: segment)
         guard let first = own.first, let last = own.last else { return nil }
         if s < first.source.start { return first.targetTime(at: s) }
         for p in own where s < p.source.end { return p.targetTime(at: s) }
@@ -71,7 +85,7 @@ public struct TimeMapping: Sendable, Hashable {
 
     /// The rate in force at source time `s` of `segment` (for retiming packet durations).
     public func rate(segment: Int, source s: MediaTime) -> Rational {
-        let own = pieces.filter { $0.segment == segment }
+        let own = pieces(of: segment)
         let p = own.first { s < $0.source.end } ?? own.last
         return p?.rate ?? Rational(1, 1)
     }
