@@ -3,6 +3,7 @@
 #include "mf_process.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
@@ -25,7 +26,9 @@ static void mf_set_limit(int resource, unsigned long long value) {
 }
 
 pid_t mf_spawn(const char *path, char *const argv[], char *const envp[],
-               int stdin_fd, int stdout_fd, int stderr_fd, const mf_process_limits *limits) {
+               int stdin_fd, int stdout_fd, int stderr_fd,
+               unsigned long long address_space_bytes, unsigned long long cpu_seconds,
+               unsigned long long file_size_bytes) {
     int report[2];
     if (pipe2(report, O_CLOEXEC) != 0) return -errno;
     pid_t parent = getpid();
@@ -55,11 +58,9 @@ pid_t mf_spawn(const char *path, char *const argv[], char *const envp[],
         for (int fd = 3; fd < 1024; fd++) {
             if (fd != report[1]) close(fd);
         }
-        if (limits) {
-            mf_set_limit(RLIMIT_AS, limits->address_space_bytes);
-            mf_set_limit(RLIMIT_CPU, limits->cpu_seconds);
-            mf_set_limit(RLIMIT_FSIZE, limits->file_size_bytes);
-        }
+        mf_set_limit(RLIMIT_AS, address_space_bytes);
+        mf_set_limit(RLIMIT_CPU, cpu_seconds);
+        mf_set_limit(RLIMIT_FSIZE, file_size_bytes);
         execve(path, argv, envp);
         mf_child_fail(report[1], errno);
     }
@@ -92,3 +93,33 @@ int mf_signaled(int status) { return WIFSIGNALED(status); }
 int mf_term_signal(int status) { return WTERMSIG(status); }
 
 int mf_pipe(int fds[2]) { return pipe2(fds, O_CLOEXEC) == 0 ? 0 : -errno; }
+
+int mf_pidfd_open(pid_t pid) {
+    long fd = syscall(SYS_pidfd_open, pid, 0);
+    return fd < 0 ? -errno : (int)fd;
+}
+
+int mf_pidfd_signal(int pidfd, int sig) {
+    return syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) == 0 ? 0 : -errno;
+}
+
+int mf_pidfd_wait_exit(int pidfd, int timeout_ms) {
+    struct pollfd p = { pidfd, POLLIN, 0 };
+    int r;
+    do {
+        r = poll(&p, 1, timeout_ms);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) return -errno;
+    return r > 0 ? 1 : 0;
+}
+
+int mf_wait_exit_nowait(pid_t pid, int block) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    int r;
+    do {
+        r = waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT | (block ? 0 : WNOHANG));
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) return -errno;
+    return info.si_pid == pid ? 1 : 0;
+}

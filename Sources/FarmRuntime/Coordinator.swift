@@ -11,9 +11,15 @@ import Glibc
 /// rescues jobs whose lease expired, enforces timeouts and cancellation, publishes outputs under the
 /// lease token, and drains on SIGTERM. A swift-service-lifecycle `Service`.
 ///
-/// Threading: `run()` drives the loop on the cooperative pool; each worker process is supervised by a
-/// thread of its own (`WorkerProcess`); the shared table of running jobs is guarded by a lock. Store calls
-/// are short transactions.
+/// Structure (as River splits producer, executor and rescuer): three loops run as child tasks of
+/// `run()`: the claimer (claims for free slots, starts a supervising task per job), the lease
+/// heartbeat (renewals, lost leases, cancellation, timeouts) and the rescuer (expired leases of dead
+/// coordinators). Each sleeps through `pause`, which ends at once when the task is cancelled.
+/// Cancelling `run()` stops claiming and stops running workers at once (their jobs are released).
+///
+/// Threading: the loops run on the cooperative pool; each worker process is supervised by a thread of
+/// its own (`WorkerProcess`); every mutable field is guarded by `lock`. Workers are signalled through
+/// `ChildProcess` (pidfds), never by a pid that may have been reaped. Store calls are short transactions.
 public final class Coordinator: Service, @unchecked Sendable {
     public let store: any JobStore
     public let configuration: CoordinatorConfiguration
@@ -24,7 +30,6 @@ public final class Coordinator: Service, @unchecked Sendable {
     private var running: [Int64: Running] = [:]
     private var draining = false
     private var finishedStates: [Int64: JobState] = [:]
-    private var lastRescue = Date.distantPast
     private var standbys: [StandbyWorker] = []
 
     /// Why the coordinator stopped a worker itself.
@@ -37,7 +42,8 @@ public final class Coordinator: Service, @unchecked Sendable {
     struct Running {
         var job: Job
         var token: String
-        var pid: Int32?
+        var child: ChildProcess?
+        var pid: Int32? { child?.pid }
         var progress: JobProgress?
         var result: JobResult?
         var started: Date
@@ -71,6 +77,7 @@ public final class Coordinator: Service, @unchecked Sendable {
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await self.checkLoop() }
+                group.addTask { await self.rescueLoop() }
                 await self.claimLoop(group: &group)
                 await self.drain()
                 lock.withLock { draining = true }
@@ -105,7 +112,6 @@ public final class Coordinator: Service, @unchecked Sendable {
         defer { retireStandbys() }
         while !Task.isCancelled {
             if lock.withLock({ draining }) { return }
-            rescueIfDue()
             let free = configuration.workers - lock.withLock { running.count }
             var claimed: [Job] = []
             if free > 0 {
@@ -130,7 +136,17 @@ public final class Coordinator: Service, @unchecked Sendable {
                 return
             }
             topUpStandbys()
-            if claimed.isEmpty { try? await Task.sleep(for: .seconds(configuration.pollInterval)) }
+            if claimed.isEmpty, !(await pause(configuration.pollInterval)) { return }
+        }
+    }
+
+    /// Sleeps `seconds`; false when the task was cancelled (the caller's loop should end).
+    private func pause(_ seconds: Double) async -> Bool {
+        do {
+            try await Task.sleep(for: .seconds(seconds))
+            return true
+        } catch {
+            return false
         }
     }
 
@@ -139,10 +155,16 @@ public final class Coordinator: Service, @unchecked Sendable {
         (try? store.hasLiveJobs()) == false
     }
 
-    private func rescueIfDue() {
+    /// The rescuer: every `rescueInterval`, jobs whose lease expired go back to the queue (or end dead).
+    private func rescueLoop() async {
+        while !Task.isCancelled, !lock.withLock({ draining }) {
+            rescueExpired()
+            guard await pause(configuration.rescueInterval) else { return }
+        }
+    }
+
+    private func rescueExpired() {
         let t = now()
-        guard t.timeIntervalSince(lastRescue) >= configuration.rescueInterval else { return }
-        lastRescue = t
         do {
             for job in try store.rescueExpired(at: t) {
                 let after = try? store.job(id: job.id)
@@ -173,7 +195,7 @@ public final class Coordinator: Service, @unchecked Sendable {
         }
         let started = now()
         let id = job.id
-        let onStart: @Sendable (Int32) -> Void = { pid in self.workerStarted(id, pid: pid) }
+        let onStart: @Sendable (ChildProcess) -> Void = { child in self.workerStarted(id, child: child) }
         let onLine: @Sendable (Substring) -> Void = { line in self.workerSaid(id, line) }
         let exit: WorkerExit
         do {
@@ -219,7 +241,7 @@ public final class Coordinator: Service, @unchecked Sendable {
 
     /// Runs the job on a standby worker: a header line with the job's options, then the manifest. nil when
     /// the standby process is not up (or died): the caller starts one.
-    static func run(_ job: Job, token: String, on standby: StandbyWorker, onStart: @escaping @Sendable (Int32) -> Void,
+    static func run(_ job: Job, token: String, on standby: StandbyWorker, onStart: @escaping @Sendable (ChildProcess) -> Void,
                     onLine: @escaping @Sendable (Substring) -> Void) async throws -> WorkerExit? {
         let header = WorkerHeader(name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots, stageToken: token)
         var input = try JSONEncoder().encode(header)
@@ -275,17 +297,18 @@ public final class Coordinator: Service, @unchecked Sendable {
             } catch {
                 events(.notice("job \(job.id): cannot record the end of attempt \(job.attempt): \(error)"
                                + (attempt < 5 ? "; trying again" : "; the lease will expire and the job be rescued")))
-                try? await Task.sleep(for: .seconds(0.2 * Double(attempt)))
+                guard await pause(0.2 * Double(attempt)) else { break }
             }
         }
     }
 
-    private func workerStarted(_ id: Int64, pid: Int32) {
+    private func workerStarted(_ id: Int64, child: ChildProcess) {
+        let pid = child.pid
         let (entry, stopNow) = lock.withLock { () -> (Running?, Bool) in
-            running[id]?.pid = pid
+            running[id]?.child = child
             return (running[id], running[id]?.stop != nil)
         }
-        if stopNow { WorkerProcess.kill(pid) }
+        if stopNow { child.kill() }
         if let entry {
             // Recorded at once, so that `status` shows which process runs the job.
             if let lost = try? store.renew([LeaseRenewal(id: id, token: entry.token, phase: "starting", workerPID: pid)],
@@ -315,11 +338,18 @@ public final class Coordinator: Service, @unchecked Sendable {
 
     // MARK: - Checks: cancellation, lost leases, timeouts, renewal
 
+    /// The lease heartbeat. It runs until draining has ended every job; when cancelled, it stops every
+    /// worker (their jobs are released) and waits for their supervisors to finish.
     private func checkLoop() async {
         var lastRenew = now()
         while true {
             let (entries, stop) = lock.withLock { (running, draining && running.isEmpty) }
             if stop { return }
+            if Task.isCancelled {
+                for id in entries.keys { stopWorker(id, reason: .drain) }
+                while lock.withLock({ !running.isEmpty }) { usleep(10_000) }
+                return
+            }
             let t = now()
             for (id, entry) in entries where entry.stop == nil && t.timeIntervalSince(entry.started) > entry.timeout {
                 stopWorker(id, reason: .timeout(entry.timeout))
@@ -340,17 +370,18 @@ public final class Coordinator: Service, @unchecked Sendable {
             } catch {
                 events(.notice("lease check: \(error)"))
             }
-            try? await Task.sleep(for: .seconds(configuration.checkInterval))
+            _ = await pause(configuration.checkInterval)
         }
     }
 
     private func stopWorker(_ id: Int64, reason: StopReason) {
-        let pid = lock.withLock { () -> Int32? in
+        let child = lock.withLock { () -> ChildProcess? in
             guard running[id]?.stop == nil else { return nil }
             running[id]?.stop = reason
-            return running[id]?.pid
+            return running[id]?.child
         }
-        if let pid { WorkerProcess.kill(pid) }
+        // Through the child's pidfd: a no-op once its supervisor has reaped it.
+        child?.kill()
     }
 
     // MARK: - Drain
@@ -358,14 +389,16 @@ public final class Coordinator: Service, @unchecked Sendable {
     private func drain() async {
         let deadline = now().addingTimeInterval(configuration.grace)
         while lock.withLock({ !running.isEmpty }) {
-            if now() >= deadline {
+            if now() >= deadline || Task.isCancelled {
                 let ids = lock.withLock { Array(running.keys) }
                 events(.notice("grace period over: stopping \(ids.count) job(s) and giving them back to the queue"))
                 for id in ids { stopWorker(id, reason: .drain) }
-                while lock.withLock({ !running.isEmpty }) { try? await Task.sleep(for: .milliseconds(20)) }
+                while lock.withLock({ !running.isEmpty }) {
+                    if !(await pause(0.02)) { usleep(20_000) }   // cancelled: the workers are stopping anyway
+                }
                 return
             }
-            try? await Task.sleep(for: .milliseconds(50))
+            if !(await pause(0.05)) { continue }
         }
     }
 

@@ -8,7 +8,7 @@ final class StandbyWorker: @unchecked Sendable {
     /// What the standby process is given to run.
     struct Assignment {
         var input: Data
-        var onStart: @Sendable (Int32) -> Void
+        var onStart: @Sendable (ChildProcess) -> Void
         var onLine: @Sendable (Substring) -> Void
         var done: @Sendable (Result<WorkerExit, any Error>) -> Void
     }
@@ -91,7 +91,7 @@ final class StandbyWorker: @unchecked Sendable {
             return  // retired: the process was discarded by retire()/assign()
         }
         condition.unlock()
-        assignment.onStart(process.pid)
+        assignment.onStart(process.child)
         assignment.done(.success(WorkerProcess.drive(process, input: assignment.input, onLine: assignment.onLine)))
     }
 }

@@ -51,20 +51,21 @@ enum WorkerProcess {
 
     /// A started process and our ends of its pipes.
     struct Spawned {
-        var pid: Int32
+        var child: ChildProcess
         var stdin: Int32
         var stdout: Int32
         var stderr: Int32
+        var pid: Int32 { child.pid }
     }
 
     static func run(command: [String], input: Data, limits: WorkerLimits,
-                    onStart: @escaping @Sendable (Int32) -> Void,
+                    onStart: @escaping @Sendable (ChildProcess) -> Void,
                     onLine: @escaping @Sendable (Substring) -> Void) async throws -> WorkerExit {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<WorkerExit, any Error>) in
             let thread = Thread {
                 do {
                     let process = try spawn(command: command, limits: limits)
-                    onStart(process.pid)
+                    onStart(process.child)
                     continuation.resume(returning: drive(process, input: input, onLine: onLine))
                 } catch {
                     continuation.resume(throwing: error)
@@ -90,28 +91,24 @@ enum WorkerProcess {
             for fd in stdinPipe + stdoutPipe { close(fd) }
             throw StartError(description: "cannot make a pipe: \(String(cString: strerror(errno)))")
         }
-        var cLimits = mf_process_limits(address_space_bytes: limits.addressSpaceBytes, cpu_seconds: limits.cpuSeconds,
-                                        file_size_bytes: limits.fileSizeBytes)
         let argv = command.map { strdup($0) } + [nil]
         let envp = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             for p in argv { free(p) }
             for p in envp { free(p) }
         }
-        let pid = mf_spawn(executable, argv, envp, stdinPipe[0], stdoutPipe[1], stderrPipe[1], &cLimits)
+        let pid = mf_spawn(executable, argv, envp, stdinPipe[0], stdoutPipe[1], stderrPipe[1],
+                           limits.addressSpaceBytes, limits.cpuSeconds, limits.fileSizeBytes)
         close(stdinPipe[0]); close(stdoutPipe[1]); close(stderrPipe[1])
         guard pid > 0 else {
             for fd in [stdinPipe[1], stdoutPipe[0], stderrPipe[0]] { close(fd) }
             throw StartError(description: "\(executable): cannot start the worker: \(String(cString: strerror(-pid)))")
         }
-        return Spawned(pid: pid, stdin: stdinPipe[1], stdout: stdoutPipe[0], stderr: stderrPipe[0])
+        return Spawned(child: ChildProcess(pid: pid), stdin: stdinPipe[1], stdout: stdoutPipe[0], stderr: stderrPipe[0])
     }
 
-    /// Whether a started process is still there (not exited); reaps it when it is not.
-    static func isRunning(_ process: Spawned) -> Bool {
-        var status: Int32 = 0
-        return waitpid(process.pid, &status, WNOHANG) == 0
-    }
+    /// Whether a started process is still there (not exited). It is not reaped by asking.
+    static func isRunning(_ process: Spawned) -> Bool { !process.child.hasExited }
 
     /// Writes `input` to the process, reads its output to the end, and reaps it.
     static func drive(_ process: Spawned, input: Data, onLine: @Sendable (Substring) -> Void) -> WorkerExit {
@@ -158,25 +155,17 @@ enum WorkerProcess {
             }
         }
         if !stdoutBuffer.isEmpty { onLine(Substring(String(decoding: stdoutBuffer, as: UTF8.self))) }
-        var status: Int32 = 0
-        _ = mf_wait(process.pid, &status)
+        let status = process.child.wait()
         let tail = String(decoding: stderrTail, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if mf_signaled(status) != 0 { return WorkerExit(status: nil, signal: mf_term_signal(status), stderrTail: tail) }
         return WorkerExit(status: mf_exit_status(status), signal: nil, stderrTail: tail)
     }
 
-    /// Kills a worker and anything it started (its process group).
-    static func kill(_ pid: Int32) {
-        Glibc.kill(-pid, SIGKILL)
-        Glibc.kill(pid, SIGKILL)
-    }
-
     /// Kills an unused process and reaps it.
     static func discard(_ process: Spawned) {
-        kill(process.pid)
+        process.child.kill()
         for fd in [process.stdin, process.stdout, process.stderr] { close(fd) }
-        var status: Int32 = 0
-        _ = mf_wait(process.pid, &status)
+        _ = process.child.wait()
     }
 
     /// `name` as an executable path: as given when it has a slash, else searched in PATH.

@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+@testable import FarmRuntime
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Child processes are signalled by identity: never through a pid after it was reaped.
+@Suite(.serialized) struct ChildProcessTests {
+    func spawn(_ script: String) throws -> WorkerProcess.Spawned {
+        let spawned = try WorkerProcess.spawn(command: ["/bin/sh", "-c", script], limits: WorkerLimits())
+        for fd in [spawned.stdin, spawned.stdout, spawned.stderr] { close(fd) }
+        return spawned
+    }
+
+    @Test func killReachesALiveChildAndItsGroup() throws {
+        let spawned = try spawn("sleep 30 & wait")
+        #expect(!spawned.child.hasExited)
+        spawned.child.kill()
+        let status = spawned.child.wait()
+        #expect(status & 0x7f == SIGKILL)
+        #expect(spawned.child.hasExited)
+    }
+
+    /// The pid of a reaped worker is handed to a new, unrelated process (forced through ns_last_pid):
+    /// killing the old worker must not touch it.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isWritableFile(atPath: "/proc/sys/kernel/ns_last_pid"),
+                   "forcing a pid needs root and /proc/sys/kernel/ns_last_pid"))
+    func aReapedChildsReusedPidIsNeverSignalled() throws {
+        let old = try spawn("exit 0")
+        _ = old.child.wait()
+        var stranger: WorkerProcess.Spawned?
+        for _ in 0..<200 {
+            try "\(old.pid - 1)".write(toFile: "/proc/sys/kernel/ns_last_pid", atomically: false, encoding: .utf8)
+            let p = try spawn("exec sleep 30")
+            if p.pid == old.pid { stranger = p; break }
+            p.child.kill()
+            _ = p.child.wait()
+        }
+        let reused = try #require(stranger, "could not make a new process take pid \(old.pid)")
+        defer { reused.child.kill(); _ = reused.child.wait() }
+        old.child.kill()
+        old.child.signal(SIGTERM)
+        usleep(200_000)
+        #expect(!reused.child.hasExited, "the process that reused the pid was signalled")
+    }
+}
