@@ -60,6 +60,10 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "mediafarm", dependencies: ["MediaFarmCLI"]),
+        // libFuzzer targets (script/fuzz builds them with -DFUZZING and the fuzzer sanitizer); in an ordinary
+        // build it replays the kept regression inputs.
+        .executableTarget(name: "mediafarm-fuzz", dependencies: ["FarmModel", "MediaInspect"], path: "fuzz",
+                          exclude: ["regressions"]),
         // bench/queue's store throughput measurement.
         .executableTarget(name: "mediafarm-queue-bench", dependencies: ["FarmStore", "FarmModel"], path: "bench/QueueBench"),
 

@@ -60,18 +60,23 @@ public struct JSONSyntaxError: Error, Sendable, Hashable, CustomStringConvertibl
     public var description: String { "invalid JSON at line \(line), column \(column): \(reason)" }
 }
 
-/// A strict JSON parser (RFC 8259) with a nesting limit, for untrusted manifests.
+/// A strict JSON parser (RFC 8259) with a nesting limit and a size limit, for untrusted manifests.
 public struct JSONParser {
     private let bytes: [UInt8]
     private var index = 0
     private var depth = 0
     public static let maxDepth = 64
+    /// The largest document accepted (a 10,000-edit manifest is about 600 KB).
+    public static let maxDocumentBytes = 4 << 20
 
     public static func parse(_ text: String) throws(JSONSyntaxError) -> JSONValue {
         try parse(Array(text.utf8))
     }
 
     public static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
+        guard bytes.count <= maxDocumentBytes else {
+            throw JSONSyntaxError(line: 1, column: 1, reason: "the document is larger than \(maxDocumentBytes >> 20) MiB")
+        }
         var parser = JSONParser(bytes: bytes)
         if parser.bytes.starts(with: [0xEF, 0xBB, 0xBF]) { parser.index = 3 }   // UTF-8 byte order mark
         parser.skipSpace()

@@ -5,7 +5,7 @@ import Foundation
 /// resolved for the output-root check).
 public enum ManifestLoader {
     /// Largest manifest file accepted.
-    public static let maxBytes = 1 << 20
+    public static let maxBytes = JSONParser.maxDocumentBytes
 
     /// Loads and validates `path`; relative paths in it resolve against its folder. Output roots are
     /// `outputRoots` (absolute, or relative to the current folder), else the manifest's folder.
@@ -26,7 +26,7 @@ public enum ManifestLoader {
         guard let handle = FileHandle(forReadingAtPath: absolute) else { return fail("cannot be read (permission denied?)") }
         defer { try? handle.close() }
         let data = (try? handle.read(upToCount: maxBytes + 1)) ?? Data()
-        if data.count > maxBytes { return fail("is larger than \(maxBytes / 1024) KiB; a manifest is a small JSON file") }
+        if data.count > maxBytes { return fail("is larger than \(maxBytes >> 20) MiB; a manifest is a small JSON file") }
         let folder = URL(fileURLWithPath: absolute).deletingLastPathComponent().path
         let roots = outputRoots.map { $0.map { PathRules.resolve($0, against: FileManager.default.currentDirectoryPath) } }
         let name = URL(fileURLWithPath: absolute).deletingPathExtension().lastPathComponent

@@ -7,7 +7,8 @@ public enum TestPaths {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }()
 
-    /// `../shared/corpus` beside the project, or nil when it is absent (tests then skip).
+    /// `../shared/corpus` beside the project, or nil when it is absent (tests that need it then fail;
+    /// `CorpusTests.corpusIsPresent` says so once).
     public static let corpus: URL? = {
         let url = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus")
         return FileManager.default.fileExists(atPath: url.path) ? url : nil

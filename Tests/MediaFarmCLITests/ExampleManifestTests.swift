@@ -43,7 +43,7 @@ import Testing
         func keys(_ object: [String: Any]?) -> Set<String> { Set((object?["properties"] as? [String: Any])?.keys.map { $0 } ?? []) }
         let top = keys(json)
         let properties = json["properties"] as? [String: Any] ?? [:]
-        #expect(top == ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report"])
+        #expect(top == ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report", "overwrite"])
         #expect(keys((properties["edits"] as? [String: Any])?["items"] as? [String: Any]) == ["source", "start", "duration"])
         #expect(keys((properties["scale"] as? [String: Any])?["items"] as? [String: Any]) == ["start", "duration", "toDuration", "rate"])
         #expect(keys(properties["audio"] as? [String: Any]) == ["timePitch"])
@@ -61,7 +61,7 @@ import Testing
           "export": { "mode": "constantFrameRate", "output": "out/a.mp4", "fileType": "mp4", "frameRate": 25, "faststart": true,
                       "video": { "codec": "h264", "crf": 18, "preset": "fast", "threads": 2 },
                       "audio": { "policy": "reencode", "codec": "aac", "bitrate": 96000 } },
-          "report": "out/a.json" }
+          "report": "out/a.json", "overwrite": false }
         """
         let dir = try TestPaths.makeTemporaryFolder("schema")
         try everything.write(to: dir.appendingPathComponent("all.json"), atomically: true, encoding: .utf8)
@@ -71,8 +71,10 @@ import Testing
     }
 
     @Test func examplesMatchTheSchema() throws {
-        // jsonschema (Python) is the independent oracle when it is installed.
-        guard (try? ProcessRunner.run("python3", ["-c", "import jsonschema"]))?.status == 0 else { return }
+        // jsonschema (Debian's python3-jsonschema, installed by script/bootstrap) is the independent oracle.
+        let python = "/usr/bin/python3"
+        let probe = try ProcessRunner.run(python, ["-c", "import jsonschema"])
+        try #require(probe.status == 0, "python3-jsonschema is missing (script/bootstrap installs it): \(probe.stderr)")
         let script = """
         import json, sys, jsonschema
         schema = json.load(open(sys.argv[1]))
@@ -86,7 +88,7 @@ import Testing
         except jsonschema.ValidationError:
             pass
         """
-        let r = try ProcessRunner.run("python3", ["-c", script, schema.path] + exampleFiles.map(\.path))
+        let r = try ProcessRunner.run(python, ["-c", script, schema.path] + exampleFiles.map(\.path))
         #expect(r.status == 0, "\(r.stderr)")
     }
 }
