@@ -41,7 +41,7 @@ let package = Package(
         ]),
         .target(name: "MediaInspect", dependencies: ["MediaCore", "MediaTime"]),
         .target(name: "CodeScan", dependencies: ["MediaCore", "MediaTime"]),
-        .target(name: "MediaEdit", dependencies: ["MediaInspect", "MediaCore", "MediaTime",
+        .target(name: "MediaEdit", dependencies: ["MediaCore", "MediaTime",
                                                   .product(name: "Logging", package: "swift-log")]),
 
         // The farm's pure model: manifests, jobs, state machine. No I/O.
@@ -55,9 +55,10 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "MediaFarmCLI", dependencies: [
-            "FarmRuntime", "FarmStore", "CodeScan", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
+            "FarmRuntime", "FarmStore", "CodeScan", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "mediafarm", dependencies: ["MediaFarmCLI"]),
         // libFuzzer targets (script/fuzz builds them with -DFUZZING and the fuzzer sanitizer); in an ordinary
@@ -68,15 +69,15 @@ let package = Package(
         .executableTarget(name: "mediafarm-queue-bench", dependencies: ["FarmStore", "FarmModel"], path: "bench/QueueBench"),
 
         // Tests: one target per module, plus a helper that makes media fixtures with real FFmpeg.
-        .target(name: "FarmTestSupport", dependencies: ["MediaTime"], path: "Tests/FarmTestSupport"),
+        .target(name: "FarmTestSupport", path: "Tests/FarmTestSupport"),
         .testTarget(name: "MediaTimeTests", dependencies: ["MediaTime"]),
-        .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "FarmTestSupport", "CRubberBand", "CZBar"]),
-        .testTarget(name: "MediaInspectTests", dependencies: ["MediaInspect", "FarmTestSupport"]),
-        .testTarget(name: "MediaEditTests", dependencies: ["MediaEdit", "FarmTestSupport"]),
-        .testTarget(name: "FarmModelTests", dependencies: ["FarmModel"]),
+        .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "MediaTime", "FarmTestSupport", "CRubberBand", "CZBar"]),
+        .testTarget(name: "MediaInspectTests", dependencies: ["MediaInspect", "MediaCore", "MediaTime", "FarmTestSupport"]),
+        .testTarget(name: "MediaEditTests", dependencies: ["MediaEdit", "MediaInspect", "MediaCore", "MediaTime", "FarmTestSupport"]),
+        .testTarget(name: "FarmModelTests", dependencies: ["FarmModel", "MediaTime"]),
         .testTarget(name: "FarmStoreTests", dependencies: ["FarmStore", "FarmModel"]),
-        .testTarget(name: "FarmRuntimeTests", dependencies: ["FarmRuntime", "FarmStore", "FarmModel", "FarmTestSupport"]),
-        .testTarget(name: "CodeScanTests", dependencies: ["CodeScan", "FarmTestSupport"]),
+        .testTarget(name: "FarmRuntimeTests", dependencies: ["FarmRuntime", "FarmStore", "FarmModel", "CodeScan", "MediaEdit", "FarmTestSupport"]),
+        .testTarget(name: "CodeScanTests", dependencies: ["CodeScan", "MediaCore", "MediaTime", "FarmTestSupport"]),
         .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "FarmTestSupport"]),
     ],
     cxxLanguageStandard: .cxx17

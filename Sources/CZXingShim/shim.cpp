@@ -7,6 +7,7 @@ using namespace ZXing;
 
 extern "C" int mf_zx_read(const uint8_t *gray, int width, int height, int stride, int formats, int try_harder,
                           mf_zx_result *results, int capacity) {
+    int n = 0;
     try {
         BarcodeFormats wanted;
         if (formats & MF_ZX_AZTEC) wanted |= BarcodeFormat::Aztec;
@@ -20,7 +21,6 @@ extern "C" int mf_zx_read(const uint8_t *gray, int width, int height, int stride
         hints.setMaxNumberOfSymbols(static_cast<uint8_t>(capacity > 255 ? 255 : capacity));
         ImageView view(gray, width, height, ImageFormat::Lum, stride);
         auto found = ReadBarcodes(view, hints);
-        int n = 0;
         for (const auto &r : found) {
             if (n >= capacity) break;
             if (!r.isValid()) continue;
@@ -35,14 +35,16 @@ extern "C" int mf_zx_read(const uint8_t *gray, int width, int height, int stride
             out.byte_count = static_cast<int>(bytes.size());
             out.bytes = static_cast<unsigned char *>(malloc(bytes.size() ? bytes.size() : 1));
             if (!out.bytes) return n;
+            n++;   // counted at once: the catch below frees it if anything after this throws
             if (!bytes.empty()) memcpy(out.bytes, bytes.data(), bytes.size());
             const auto &p = r.position();
             const PointI corners[4] = { p.topLeft(), p.topRight(), p.bottomRight(), p.bottomLeft() };
             for (int i = 0; i < 4; i++) { out.x[i] = corners[i].x; out.y[i] = corners[i].y; }
-            n++;
         }
         return n;
     } catch (...) {
+        // zxing-cpp threw midway: free what was already handed out, report failure.
+        mf_zx_free(results, n);
         return -1;
     }
 }

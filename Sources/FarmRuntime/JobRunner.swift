@@ -125,20 +125,20 @@ public struct JobRunner: Sendable {
         }
 
         let settings = ExportSettings(
-            mode: export.mode == .passthrough ? .passthrough : .constantFrameRate,
+            mode: ExportSettings.Mode(export.mode),
             outputPath: writePath(export.output), muxer: export.fileType.muxerName, faststart: export.faststart,
             frameDuration: export.frameDuration ?? MediaTime(value: 1, timescale: 30),
             crf: export.video.crf, preset: export.video.preset, threads: export.video.threads,
-            audioPolicy: ExportSettings.AudioPolicy(rawValue: export.audio.policy.rawValue) ?? .auto,
+            audioPolicy: ExportSettings.AudioPolicy(export.audio.policy),
             audioBitRate: export.audio.bitrate,
-            timePitch: AudioTimePitchAlgorithm(rawValue: manifest.audio.timePitch.rawValue) ?? .spectral,
+            timePitch: AudioTimePitchAlgorithm(manifest.audio.timePitch),
             metadata: [:], limits: limits)
         var session = ExportSession(composition: composition, settings: settings)
         session.pool = pool
         let exportStarted = Date()
         var scanSession: FrameScanSession?
         if scanWhileExporting, let settings = manifest.scan {
-            scanSession = FrameScanSession(configuration: Self.scanConfiguration(settings), workers: 1)
+            scanSession = FrameScanSession(configuration: try Self.scanConfiguration(settings), workers: 1)
         }
         let observedComposition = composition
         var exported = try await session.export(progress: { p in
@@ -169,15 +169,15 @@ public struct JobRunner: Sendable {
 
     /// Writes the JSON report (atomically) when the manifest asks for one; returns its path.
     /// Scans every segment's source range; codes are timed on the composition's timeline.
-    static func scanConfiguration(_ settings: JobManifest.ScanSettings) -> CodeScanner.Configuration {
-        let symbologies = settings.symbologies.compactMap(Symbology.init(rawValue:))
-        let roi = settings.regionOfInterest.map { NormalizedRect(x: $0.x, y: $0.y, width: $0.width, height: $0.height) } ?? .full
+    static func scanConfiguration(_ settings: JobManifest.ScanSettings) throws -> CodeScanner.Configuration {
+        let symbologies = try Symbology.fromManifest(settings.symbologies)
+        let roi = settings.regionOfInterest.map(NormalizedRect.init) ?? .full
         return CodeScanner.Configuration(symbologies: symbologies, regionOfInterest: roi,
                                          interval: settings.interval, maxCodesPerFrame: settings.maxCodesPerFrame)
     }
 
     private func scanCodes(_ settings: JobManifest.ScanSettings, composition: Composition) async throws -> ScanSummary {
-        let configuration = Self.scanConfiguration(settings)
+        let configuration = try Self.scanConfiguration(settings)
         var aggregator = CodeAggregator()
         var framesScanned = 0
         let mapping = composition.timeMapping

@@ -82,6 +82,10 @@ public struct Frame: ~Copyable {
     /// A frame of planar 32-bit float audio holding `count` samples of `samples` from `offset`.
     public init(audio samples: AudioSamples, offset: Int, count: Int, sampleRate: Int) throws(FFmpegError) {
         self.init()
+        guard offset >= 0, count >= 0, offset <= samples.count - count, samples.channelCount > 0 else {
+            throw FFmpegError(code: FFmpegError.invalidArgument.code, operation: "Frame(audio:)",
+                              detail: "samples \(offset)..<\(offset + count) outside 0..<\(samples.count)")
+        }
         let f = pointer
         f.pointee.format = AV_SAMPLE_FMT_FLTP.rawValue
         f.pointee.nb_samples = Int32(count)

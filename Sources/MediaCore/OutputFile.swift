@@ -89,8 +89,9 @@ public final class OutputFile {
         for (k, v) in tags { av_dict_set(&context.pointee.metadata, k, v, 0) }
     }
 
-    /// Chapters, in output time.
+    /// Chapters, in output time. Replaces any chapters set before (which are freed).
     public func setChapters(_ chapters: [ChapterInfo]) {
+        freeChapters()
         guard !chapters.isEmpty else { return }
         let count = chapters.count
         guard let list = av_calloc(count, MemoryLayout<UnsafeMutablePointer<AVChapter>?>.size)?
@@ -108,6 +109,20 @@ public final class OutputFile {
         }
         context.pointee.chapters = list
         context.pointee.nb_chapters = UInt32(made)
+    }
+
+    private func freeChapters() {
+        if let list = context.pointee.chapters {
+            for i in 0..<Int(context.pointee.nb_chapters) {
+                if let c = list[i] {
+                    av_dict_free(&c.pointee.metadata)
+                    av_free(c)
+                }
+            }
+            av_free(list)
+        }
+        context.pointee.chapters = nil
+        context.pointee.nb_chapters = 0
     }
 
     /// Writes the container header. `options` are muxer options ("movflags": "+faststart").

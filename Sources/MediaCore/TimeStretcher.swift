@@ -11,22 +11,30 @@ public enum TimeStretcher {
         case faster
     }
 
+    /// Rubber Band refused the settings: the audio is not stretched, so the export must fail.
+    public struct Refused: Error, Sendable, CustomStringConvertible {
+        public var description: String
+    }
+
     /// Streams `input` stretched by `timeRatio` (output duration / input duration) to `output` block by
     /// block as Rubber Band produces it (so that a consumer, an encoder, can work meanwhile). Returns how
-    /// many samples it produced: Rubber Band's count, which callers fit to their exact target.
+    /// many samples it produced: Rubber Band's count, which callers fit to their exact target. Throws
+    /// `Refused` when Rubber Band will not take the settings: never hands back unstretched audio.
     public static func stretch(_ input: AudioSamples, sampleRate: Int, timeRatio: Double, engine: Engine,
-                               output emit: (AudioSamples) -> Void) -> Int {
+                               output emit: (AudioSamples) -> Void) throws(Refused) -> Int {
         let channels = input.channelCount
         var produced = 0
         guard channels > 0, input.count > 0 else { return 0 }
+        guard sampleRate > 0, timeRatio.isFinite, timeRatio > 0 else {
+            throw Refused(description: "Rubber Band cannot stretch \(sampleRate) Hz audio by a time ratio of \(timeRatio)")
+        }
         var options = UInt32(RubberBandOptionProcessOffline.rawValue)
         switch engine {
         case .finer: options |= UInt32(RubberBandOptionEngineFiner.rawValue)
         case .faster: options |= UInt32(RubberBandOptionEngineFaster.rawValue)
         }
         guard let state = rubberband_new(UInt32(sampleRate), UInt32(channels), Int32(bitPattern: options), timeRatio, 1.0) else {
-            emit(input)   // Rubber Band refused the settings: hand back the input, the caller fits it
-            return input.count
+            throw Refused(description: "Rubber Band refused \(channels)-channel \(sampleRate) Hz audio at a time ratio of \(timeRatio)")
         }
         defer { rubberband_delete(state) }
         let block = 8192

@@ -138,8 +138,12 @@ final class AudioTrackRenderer {
         }
         switch algorithm {
         case .spectral, .timeDomain:
-            producedByStage = TimeStretcher.stretch(input, sampleRate: sampleRate, timeRatio: rate.inverted.doubleValue,
-                                                    engine: algorithm == .spectral ? .finer : .faster, output: sink)
+            do {
+                producedByStage = try TimeStretcher.stretch(input, sampleRate: sampleRate, timeRatio: rate.inverted.doubleValue,
+                                                            engine: algorithm == .spectral ? .finer : .faster, output: sink)
+            } catch {
+                throw ExportError("audio time-pitch (\(algorithm.rawValue)): \(error.description)")
+            }
         case .varispeed:
             var output = AudioSamples(channelCount: channels)
             let r = rate.reduced

@@ -142,3 +142,23 @@ final class FakeClock: Sendable {
     let value: Atomic<UInt64>
     init(_ start: UInt64) { value = Atomic(start) }
 }
+
+/// Bounds and refusals in the audio helpers: errors, never out-of-bounds reads or unstretched audio.
+@Suite struct AudioHelperTests {
+    @Test func audioFrameOutsideTheSamplesIsRefused() {
+        let samples = AudioSamples(channelCount: 2, count: 100)
+        #expect(throws: FFmpegError.self) { _ = try Frame(audio: samples, offset: 90, count: 20, sampleRate: 48000) }
+        #expect(throws: FFmpegError.self) { _ = try Frame(audio: samples, offset: -1, count: 10, sampleRate: 48000) }
+        #expect(throws: Never.self) { _ = try Frame(audio: samples, offset: 80, count: 20, sampleRate: 48000) }
+    }
+
+    @Test func rubberBandRefusalIsAnError() {
+        let samples = AudioSamples(channelCount: 1, count: 4800)
+        #expect(throws: TimeStretcher.Refused.self) {
+            _ = try TimeStretcher.stretch(samples, sampleRate: 48000, timeRatio: .nan, engine: .finer) { _ in }
+        }
+        #expect(throws: TimeStretcher.Refused.self) {
+            _ = try TimeStretcher.stretch(samples, sampleRate: 0, timeRatio: 2, engine: .faster) { _ in }
+        }
+    }
+}
