@@ -55,6 +55,19 @@ public struct Frame: ~Copyable {
     /// True when the frame holds data.
     public var hasData: Bool { pointer.pointee.buf.0 != nil }
 
+    /// Crops the right and bottom edges of a picture to `width` x `height` (no copy: the planes are
+    /// shared, the size shrinks). For encoders that need even sizes.
+    public mutating func crop(toWidth width: Int, height: Int) throws(FFmpegError) {
+        let f = pointer
+        guard width > 0, height > 0, width <= Int(f.pointee.width), height <= Int(f.pointee.height) else {
+            throw FFmpegError(code: FFmpegError.invalidArgument.code, operation: "crop", detail: "\(width)x\(height) is not inside the picture")
+        }
+        f.pointee.crop_right += Int(f.pointee.width) - width
+        f.pointee.crop_bottom += Int(f.pointee.height) - height
+        let r = av_frame_apply_cropping(f, Int32(AV_FRAME_CROP_UNALIGNED))
+        if r < 0 { throw .capture(r, "av_frame_apply_cropping") }
+    }
+
     /// FFmpeg's name for the pixel format ("yuv420p"); nil for audio frames.
     public var pixelFormatName: String? {
         guard pointer.pointee.width > 0, let n = av_get_pix_fmt_name(AVPixelFormat(rawValue: pointer.pointee.format)) else { return nil }

@@ -20,6 +20,8 @@ public struct MediaFileError: Error, Sendable, CustomStringConvertible {
         case stalled(after: Duration)
         /// A demuxer outside `SafetyLimits.allowedFormats` (a playlist, a concat list, an image sequence).
         case formatRefused(String)
+        /// The track's packets are encrypted (protected content); `track` is the 0-based stream index.
+        case protectedContent(track: Int)
         case cancelled
         /// `track` is the 0-based stream index; messages number tracks from 1, like `trackID`.
         case undecodable(track: Int, codec: String, FFmpegError)
@@ -72,6 +74,8 @@ public struct MediaFileError: Error, Sendable, CustomStringConvertible {
             return "refused: FFmpeg reads it as \"\(name)\", which is not a media container (playlists, concat lists, "
                 + "image sequences and other formats that open further files are not accepted as inputs)"
         case .cancelled: return "cancelled"
+        case let .protectedContent(track):
+            return "track \(track + 1) is encrypted (protected content): it cannot be decoded or exported"
         case let .undecodable(track, codec, error):
             return "track \(track + 1) (\(codec)) cannot be decoded: \(error)"
         case let .ffmpeg(error, activity):

@@ -112,6 +112,10 @@ public final class AtomicOutput {
             let result = try body(temporaryPath)
             try commit()
             return result
+        } catch let error as MediaFileError where error.path == temporaryPath {
+            // Name the output the user asked for, not its temporary.
+            discard()
+            throw MediaFileError(path: finalPath, reason: error.reason)
         } catch {
             discard()
             throw error

@@ -36,9 +36,11 @@ struct ConstantFrameRateExporter {
         let videoEnd = fd.multiplied(by: Int32(clamping: frameCount))
 
         let file = try OutputFile(path: temporary, format: settings.muxer)
+        // 4:2:0 H.264 needs even sizes: an odd width or height loses its last column or row (reported).
+        let encodedWidth = width & ~1, encodedHeight = height & ~1
         let encoder: Encoder
         do {
-            encoder = try Encoder.h264(width: width, height: height, frameDuration: fd, crf: settings.crf, preset: settings.preset,
+            encoder = try Encoder.h264(width: encodedWidth, height: encodedHeight, frameDuration: fd, crf: settings.crf, preset: settings.preset,
                                        threads: settings.threads, globalHeader: file.needsGlobalHeader)
         } catch {
             throw ExportError("cannot set up the H.264 encoder: \(error)")
@@ -88,6 +90,7 @@ struct ConstantFrameRateExporter {
                 throw ExportError("\(sources[segment].path): no video frame could be decoded")
             }
             try scaler.prepare(reader!.current, into: &converted)
+            if encodedWidth != width || encodedHeight != height { try converted.crop(toWidth: encodedWidth, height: encodedHeight) }
             converted.setPTS(Int64(k))
             while try encoder.send(converted) == .full { try drainVideo() }
             try drainVideo()
@@ -113,7 +116,10 @@ struct ConstantFrameRateExporter {
                    packets: 0, pieces: nil, decodeErrors: nil)
         return ExportReport(
             mode: .constantFrameRate, output: settings.outputPath, container: settings.muxer, duration: videoEnd,
-            video: .init(codec: "h264", frames: frameCount, framesDecoded: decoded, frameDuration: fd, width: width, height: height),
+            video: .init(codec: "h264", frames: frameCount, framesDecoded: decoded, frameDuration: fd, width: encodedWidth, height: encodedHeight,
+                         cropped: encodedWidth != width || encodedHeight != height
+                             ? "the source is \(width)x\(height); H.264 4:2:0 needs even sizes, so the last \(width != encodedWidth ? "column" : "")\(width != encodedWidth && height != encodedHeight ? " and " : "")\(height != encodedHeight ? "row" : "") of pixels were cropped"
+                             : nil),
             audio: audioReport, snappedCuts: [], chapters: chapters, seconds: Date().timeIntervalSince(started))
     }
 }

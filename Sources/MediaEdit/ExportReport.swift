@@ -12,6 +12,8 @@ public struct ExportReport: Sendable, Encodable {
         public var frameDuration: MediaTime?
         public var width: Int
         public var height: Int
+        /// Why the output is smaller than the source, when it is (odd sizes cropped to even).
+        public var cropped: String? = nil
     }
 
     public struct Audio: Sendable, Encodable {

@@ -21,6 +21,11 @@ struct ExportSource {
         self.file = file
         self.path = path
         video = file.streams.first { $0.mediaType == .video && !$0.isAttachedPicture }
+        if let v = video, v.width <= 0 || v.height <= 0 {
+            // Declared (a transport stream's program table) but never carried: nothing to copy or decode.
+            throw MediaFileError(path: path, reason: .undecodable(track: v.index, codec: v.codecName, FFmpegError(
+                code: FFmpegError.endOfFile.code, operation: nil, detail: "the video track has no packets, so its picture size is unknown")))
+        }
         audio = file.streams.first { $0.mediaType == .audio }
         origin = file.container.startTime.isNumeric ? file.container.startTime : .zero
         displayMatrix = video?.displayMatrix

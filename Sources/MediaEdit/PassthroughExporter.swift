@@ -111,6 +111,9 @@ struct PassthroughExporter {
             var packet = Packet()
             while !(videoDone && audioDone) {
                 guard try input.read(into: &packet) == .packet else { break }
+                if packet.isEncrypted {
+                    throw MediaFileError(path: source.path, reason: .protectedContent(track: packet.streamIndex))
+                }
                 if let v = source.video, packet.streamIndex == v.index, let videoOut {
                     guard let rawPTS = packet.pts ?? packet.dts else { continue }
                     let s = source.time(rawPTS, in: v)

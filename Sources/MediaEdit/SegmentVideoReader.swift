@@ -86,6 +86,9 @@ final class SegmentVideoReader {
                 try? decoder.sendEndOfStream()
                 continue
             }
+            if packet.isEncrypted {
+                throw MediaFileError(path: source.path, reason: .protectedContent(track: stream.index))
+            }
             do {
                 if try decoder.send(packet) == .full { continue }
             } catch {

@@ -13,6 +13,8 @@ public struct AssetReport: Sendable, Encodable {
     public var isExportable: Bool?
     public var isReadable: Bool?
     public var isComposable: Bool?
+    /// AVAsset.hasProtectedContent: some track is encrypted (then it is not playable, and that is not an error).
+    public var hasProtectedContent: Bool?
     public var format: ContainerReport?
     public var metadata: AssetMetadata?
     public var chapters: [Chapter]?
@@ -60,7 +62,7 @@ public struct AssetReport: Sendable, Encodable {
     }
 
     private enum Keys: String, CodingKey {
-        case path, error, duration, durationSource, isPlayable, isExportable, isReadable, isComposable
+        case path, error, duration, durationSource, isPlayable, isExportable, isReadable, isComposable, hasProtectedContent
         case format, metadata, chapters, mediaSelectionGroups, tracks
     }
 
@@ -74,6 +76,7 @@ public struct AssetReport: Sendable, Encodable {
         try c.encodeIfPresent(isExportable, forKey: .isExportable)
         try c.encodeIfPresent(isReadable, forKey: .isReadable)
         try c.encodeIfPresent(isComposable, forKey: .isComposable)
+        try c.encodeIfPresent(hasProtectedContent, forKey: .hasProtectedContent)
         try c.encodeIfPresent(format, forKey: .format)
         try c.encodeIfPresent(metadata, forKey: .metadata)
         try c.encodeIfPresent(chapters, forKey: .chapters)
@@ -110,7 +113,10 @@ extension AssetReport {
             report.duration = timing.duration
             report.durationSource = timing.source.rawValue
         }
-        if has(.isPlayable), let d = s.decoding { report.isPlayable = AssetFlags.isPlayable(probe, d) }
+        if has(.isPlayable), let d = s.decoding {
+            report.isPlayable = AssetFlags.isPlayable(probe, d)
+            report.hasProtectedContent = d.hasProtectedContent
+        }
         if has(.isExportable) { report.isExportable = AssetFlags.isExportable(probe) }
         if has(.isReadable) { report.isReadable = AssetFlags.isReadable(probe) }
         if has(.isComposable), let t = s.timing { report.isComposable = AssetFlags.isComposable(probe, t) }
@@ -162,6 +168,6 @@ extension AssetReport {
             frameCount: timing == nil || !isVideo || timing?.source == .header ? nil : measured?.packetCount,
             languageCode: s.language ?? "und", title: s.tags["title"], isDefault: s.isDefault,
             isDecodable: decoding.map { $0.tracks[s.index]?.isDecodable ?? false },
-            decodeError: decoding?.tracks[s.index]?.error?.problem)
+            decodeError: decoding?.tracks[s.index].flatMap { $0.isEncrypted ? "encrypted (protected content)" : $0.error?.problem })
     }
 }

@@ -7,7 +7,12 @@ struct DecodeResult: Sendable {
         var isDecodable: Bool
         /// Why a track with a decoder produced no frame.
         var error: MediaFileError?
+        /// Its packets are encrypted (protected content): not decodable, and not an error.
+        var isEncrypted = false
     }
+
+    /// AVAsset.hasProtectedContent: some track is encrypted.
+    var hasProtectedContent: Bool { tracks.values.contains { $0.isEncrypted } }
 
     var tracks: [Int: Track]
 
@@ -82,6 +87,11 @@ struct DecodeResult: Sendable {
             guard try file.read(into: &packet) == .packet else { break }
             read += 1
             guard let p = pending[packet.streamIndex] else { continue }
+            if packet.isEncrypted {
+                pending.removeValue(forKey: packet.streamIndex)
+                tracks[packet.streamIndex] = Track(isDecodable: false, error: nil, isEncrypted: true)
+                continue
+            }
             p.packetsSent += 1
             var gotFrame = false
             do {

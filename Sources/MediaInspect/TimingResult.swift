@@ -100,6 +100,7 @@ extension TimingResult {
 
     /// Compares measured track ends with the ends the header declares (per stream when the streams
     /// declare durations, else for the container). Short by more than max(0.5 s, 5 %) is truncation.
+    /// Only audio and video count: a text-only file is never called truncated for its sparse cues.
     static func truncation(of result: TimingResult, probe: ProbeResult, path: String) -> MediaFileError? {
         func short(measured: MediaTime, declared: MediaTime, length: MediaTime) -> Bool {
             let slack = MediaTime.max(MediaTime(value: 1, timescale: 2), length.multiplied(by: Rational(1, 20)))
@@ -116,6 +117,9 @@ extension TimingResult {
             }
             return nil
         }
+        // Text tracks are sparse: their last cue may end long before the movie does. A file of text
+        // alone cannot be judged by where its packets end.
+        guard !probe.audiovisualStreams.isEmpty else { return nil }
         let declared = probe.container.headerDuration
         let measured = result.duration
         guard declared.isNumeric, measured.isNumeric, short(measured: measured, declared: declared, length: declared) else { return nil }

@@ -29,6 +29,14 @@ public enum MediaFixture: String, CaseIterable, Sendable {
     case clipAVI = "clip.avi"
     /// 0.5 s of audio in 17 streams: one more than the safety limit.
     case seventeenStreamsMKV = "seventeen.mkv"
+    /// 2 s of 161x121 VP9 in WebM: an odd size, which 4:2:0 H.264 cannot encode.
+    case oddSizeWebM = "odd-161x121.webm"
+    /// A WebVTT cue (0 to 0.456 s) as mov_text alone in MP4, whose header declares 6 s (sparse text).
+    case textOnlyMP4 = "text-only.mp4"
+    /// 2 s of H.264 encrypted with Common Encryption (cenc-aes-ctr): protected content.
+    case encryptedMP4 = "encrypted.mp4"
+    /// 4 KB of MPEG-TS whose program declares an H.264 track that has no packets, and AAC audio.
+    case videoWithoutPacketsTS = "video-without-packets.ts"
 
     public var path: String { Fixtures.path(self) }
 }
@@ -123,7 +131,49 @@ public enum Fixtures {
         case .seventeenStreamsMKV:
             try ffmpeg(["-f", "lavfi", "-i", "sine=d=0.5"] + Array(repeating: ["-map", "0:a"], count: 17).flatMap { $0 }
                        + ["-c:a", "pcm_s16le", out])
+        case .oddSizeWebM:
+            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=15:d=2", "-vf", "scale=161:121",
+                        "-c:v", "libvpx-vp9", "-deadline", "realtime", out])
+        case .textOnlyMP4:
+            let vtt = out + ".vtt"
+            try "WEBVTT\n\n00:00.000 --> 00:00.456\nhello\n\n".write(toFile: vtt, atomically: true, encoding: .utf8)
+            try ffmpeg(["-i", vtt, "-c:s", "mov_text", out])
+            try setDeclaredDuration(path: out, seconds: 6)
+        case .encryptedMP4:
+            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=160x120:r=15:d=2"] + x264
+                       + ["-encryption_scheme", "cenc-aes-ctr", "-encryption_key", "00112233445566778899aabbccddeeff",
+                          "-encryption_kid", "00112233445566778899aabbccddeeff", out])
+        case .videoWithoutPacketsTS:
+            let full = out + ".full.ts"
+            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=160x120:r=15:d=0.3", "-f", "lavfi", "-i", "sine=d=0.3"]
+                       + x264 + ["-c:a", "aac", "-f", "mpegts", full])
+            // Drop every packet of the video PID (FFmpeg's first elementary stream, 0x100), keep 4 KB.
+            let data = try Data(contentsOf: URL(fileURLWithPath: full))
+            var kept = Data()
+            for start in stride(from: 0, to: data.count - 187, by: 188) {
+                let pid = (Int(data[start + 1]) & 0x1f) << 8 | Int(data[start + 2])
+                if pid != 0x100 { kept.append(data[start..<start + 188]) }
+            }
+            try kept.prefix(22 * 188).write(to: URL(fileURLWithPath: out))
         }
+    }
+
+    /// Sets the durations an MP4's headers declare (mvhd, tkhd, mdhd; version 0 boxes) to `seconds`.
+    static func setDeclaredDuration(path: String, seconds: Double) throws {
+        var data = try Data(contentsOf: URL(fileURLWithPath: path))
+        func u32(_ at: Int) -> UInt32 { data[at..<at + 4].reduce(0) { $0 << 8 | UInt32($1) } }
+        func put(_ value: UInt32, at: Int) { withUnsafeBytes(of: value.bigEndian) { data.replaceSubrange(at..<at + 4, with: $0) } }
+        func boxes(_ tag: String) -> [Int] {
+            var found: [Int] = [], from = data.startIndex
+            while let r = data.range(of: Data(tag.utf8), in: from..<data.endIndex) { found.append(r.upperBound); from = r.upperBound }
+            return found
+        }
+        guard let mvhd = boxes("mvhd").first else { throw FixtureError("no mvhd box in \(path)") }
+        let movieScale = u32(mvhd + 12)
+        put(UInt32(seconds * Double(movieScale)), at: mvhd + 16)
+        for tkhd in boxes("tkhd") { put(UInt32(seconds * Double(movieScale)), at: tkhd + 20) }
+        for mdhd in boxes("mdhd") { put(UInt32(seconds * Double(u32(mdhd + 12))), at: mdhd + 16) }
+        try data.write(to: URL(fileURLWithPath: path))
     }
 
     /// Writes a 90-degree display matrix {0 1 0, -1 0 0, h 0 1} into the first `tkhd` box (version 0).
