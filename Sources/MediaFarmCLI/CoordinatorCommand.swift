@@ -26,19 +26,19 @@ struct CoordinatorCommand: AsyncParsableCommand {
 
     @OptionGroup var queue: QueueOptions
 
-    @Option(help: "Worker processes at once.")
+    @Option(parsing: .unconditional, help: "Worker processes at once.")
     var workers: Int = 2
 
     @Flag(name: .customLong("exit-when-idle"), help: "Exit when nothing is queued or running (for CI); status 1 if a job failed.")
     var exitWhenIdle = false
 
-    @Option(help: "Seconds a lease holds without renewal.")
+    @Option(parsing: .unconditional, help: "Seconds a lease holds without renewal.")
     var lease: Double = 30
 
-    @Option(name: .customLong("job-timeout"), help: "Seconds an attempt may take unless its job sets --timeout.")
+    @Option(name: .customLong("job-timeout"), parsing: .unconditional, help: "Seconds an attempt may take unless its job sets --timeout.")
     var jobTimeout: Double = 3600
 
-    @Option(help: "Seconds running jobs get to finish after SIGTERM.")
+    @Option(parsing: .unconditional, help: "Seconds running jobs get to finish after SIGTERM.")
     var grace: Double = 30
 
     @Option(name: .customLong("max-memory"), help: "Address-space limit of each worker (e.g. 8G, 512M; 0: none).")

@@ -23,7 +23,7 @@ struct InspectCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Comma-separated asset keys to load (default: all).")
     var keys: String?
 
-    @Option(name: .long, help: "How many files to inspect at once (default: number of cores, at least 2).")
+    @Option(name: .long, parsing: .unconditional, help: "How many files to inspect at once (default: number of cores, at least 2).")
     var concurrency: Int?
 
     @Argument(help: "Media files or folders.")

@@ -24,7 +24,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .customLong("output-root"), help: "A folder outputs may be written under (repeatable).")
     var outputRoots: [String] = []
 
-    @Argument(help: "Manifest files (JSON).")
+    @Argument(help: "Manifest files, or folders whose *.json files are manifests.")
     var manifests: [String]
 
     @OptionGroup var stall: StallOptions
@@ -34,7 +34,7 @@ struct RunCommand: AsyncParsableCommand {
         let roots = OutputRoots.chosen(outputRoots)
         var loaded: [JobManifest] = []
         var invalid: [ManifestValidationError] = []
-        for path in manifests {
+        for path in try SubmitCommand.expand(manifests) {
             switch ManifestLoader.load(path, outputRoots: roots) {
             case .success(let m): loaded.append(m)
             case .failure(let e): invalid.append(e)

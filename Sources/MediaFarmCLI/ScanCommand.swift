@@ -28,10 +28,10 @@ struct ScanCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Scan one frame every this many seconds (default: every frame).")
     var interval: String?
 
-    @Option(name: .customLong("max-codes"), help: "At most this many codes per frame (default 64).")
+    @Option(name: .customLong("max-codes"), parsing: .unconditional, help: "At most this many codes per frame (default 64).")
     var maxCodes: Int = 64
 
-    @Option(name: .long, help: "How many files to scan at once (default: 1; each scan uses the decoder's threads).")
+    @Option(name: .long, parsing: .unconditional, help: "How many files to scan at once (default: 1; each scan uses the decoder's threads).")
     var concurrency: Int = 1
 
     @Argument(help: "Movies, images or folders.")

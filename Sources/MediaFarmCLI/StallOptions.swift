@@ -7,7 +7,7 @@ import MediaCore
 /// setting MEDIAFARM_STALL_TIMEOUT in this process, so that `SafetyLimits.default` and every worker
 /// process started from here see it.
 struct StallOptions: ParsableArguments {
-    @Option(name: .customLong("stall-timeout"),
+    @Option(name: .customLong("stall-timeout"), parsing: .unconditional,
             help: ArgumentHelp("Seconds a read, decode or write may make no progress before it is given up (default 120, or MEDIAFARM_STALL_TIMEOUT). Not a limit on total time.",
                                valueName: "seconds"))
     var stallTimeout: Double?

@@ -171,8 +171,13 @@ struct CancelCommand: AsyncParsableCommand {
     var json = false
     @OptionGroup var jobIDs: JobIDs
 
+    func validate() throws {
+        guard !jobIDs.ids.isEmpty else {
+            throw ValidationError("name the jobs to cancel, e.g. `mediafarm cancel 12 13` (ids as submit and status print them)")
+        }
+    }
+
     func run() async throws {
-        guard !jobIDs.ids.isEmpty else { throw ValidationError("name the jobs to cancel") }
         let store = try queue.open()
         try JobControl.apply(jobIDs.ids, verb: "cancelled", json: json) { (id: Int64) throws(JobStoreError) -> Job in try store.cancel(id: id, at: Date()) }
     }
@@ -189,8 +194,13 @@ struct RetryCommand: AsyncParsableCommand {
     var json = false
     @OptionGroup var jobIDs: JobIDs
 
+    func validate() throws {
+        guard !jobIDs.ids.isEmpty else {
+            throw ValidationError("name the jobs to retry, e.g. `mediafarm retry 12 13` (ids as submit and status print them)")
+        }
+    }
+
     func run() async throws {
-        guard !jobIDs.ids.isEmpty else { throw ValidationError("name the jobs to retry") }
         let store = try queue.open()
         try JobControl.apply(jobIDs.ids, verb: "queued again", json: json) { (id: Int64) throws(JobStoreError) -> Job in try store.retry(id: id, at: Date()) }
     }

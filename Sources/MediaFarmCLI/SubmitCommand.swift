@@ -18,19 +18,19 @@ struct SubmitCommand: AsyncParsableCommand {
 
     @OptionGroup var queue: QueueOptions
 
-    @Option(help: "Higher runs first (default 0).")
+    @Option(parsing: .unconditional, help: "Higher runs first (default 0).")
     var priority: Int = 0
 
     @Option(name: .customLong("unique-key"), help: "At most one live job per key.")
     var uniqueKey: String?
 
-    @Option(name: .customLong("max-attempts"), help: "Attempts before a crashing job is dead (default 3).")
+    @Option(name: .customLong("max-attempts"), parsing: .unconditional, help: "Attempts before a crashing job is dead (default 3).")
     var maxAttempts: Int = RetryPolicy.default.maxAttempts
 
-    @Option(help: "Seconds one attempt may take (default: the coordinator's --job-timeout).")
+    @Option(parsing: .unconditional, help: "Seconds one attempt may take (default: the coordinator's --job-timeout).")
     var timeout: Double?
 
-    @Option(help: "Seconds to wait before the job may start.")
+    @Option(parsing: .unconditional, help: "Seconds to wait before the job may start.")
     var delay: Double = 0
 
     @Option(name: .customLong("output-root"), help: "A folder outputs may be written under (repeatable; default: MEDIAFARM_OUTPUT_ROOTS, else each manifest's folder).")
