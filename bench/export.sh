@@ -34,7 +34,7 @@ if [ ! -f "$media/1080p-10min.mp4" ]; then
 fi
 
 manifest() { # name input export-json
-  printf '{ "version": 1, "input": "%s", %s "export": %s }\n' "$2" "${4:-}" "$3" > "$work/$1.json"
+  printf '{ "version": 1, "input": "%s", %s "export": %s, "overwrite": true }\n' "$2" "${4:-}" "$3" > "$work/$1.json"
 }
 manifest passthrough "$media/1080p-60s.mp4" '{ "mode": "passthrough", "output": "out/pass.mp4", "faststart": false }'
 manifest cfr "$media/720p-30s.mp4" '{ "mode": "constantFrameRate", "output": "out/cfr.mp4", "frameRate": 30, "video": { "crf": 20, "preset": "veryfast" }, "audio": { "bitrate": 128000 }, "faststart": false }'

@@ -93,7 +93,8 @@ extension MediaTime {
         guard seconds < MediaTime(value: 60, timescale: 1) else {
             throw TimeParseError(text: original, reason: "seconds must be below 60")
         }
-        guard hours < 1_000_000 else { throw TimeParseError(text: original, reason: "it is too large") }
+        // MM:SS leaves the minutes unbounded: keep both fields where the sum cannot overflow.
+        guard hours < 1_000_000, minutes < 60_000_000 else { throw TimeParseError(text: original, reason: "it is too large") }
         let total = MediaTime(value: hours * 3600 + minutes * 60, timescale: 1) + seconds
         return negative ? -total : total
     }

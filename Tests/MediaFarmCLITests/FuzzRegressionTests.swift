@@ -11,6 +11,7 @@ import Testing
         let url = TestPaths.packageRoot.appendingPathComponent(folder)
         return ((try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? [])
             .filter { !$0.hasPrefix(".") && !$0.hasSuffix(".md") }.sorted().map { url.appendingPathComponent($0).path }
+            .filter { var isFolder: ObjCBool = false; return FileManager.default.fileExists(atPath: $0, isDirectory: &isFolder) && !isFolder.boolValue }
     }
 
     @Test func manifestInputsAreHandled() throws {

@@ -96,7 +96,9 @@ import Testing
     }
 
     @Test(arguments: ["", "abc", "1/0", "1/-2", "2.5s", "1.2.3", "00:61:00", "00:00:60", "1:2:3:4",
-                      "0.0000000001", "99999999999999999999", "--1", "1/", "/2", "00::01"])
+                      "0.0000000001", "99999999999999999999", "--1", "1/", "/2", "00::01",
+                      // found by fuzzing: minutes of an MM:SS timecode that overflowed when multiplied by 60
+                      "2049638222634394623:000000004", "4403519635651153080:040.0", "-153722867280912931:00"])
     func rejects(text: String) {
         #expect(throws: TimeParseError.self) { try MediaTime(parsing: text) }
     }
