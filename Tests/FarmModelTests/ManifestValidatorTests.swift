@@ -177,5 +177,23 @@ import Testing
     @Test func limitsNesting() {
         let deep = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
         #expect(throws: JSONSyntaxError.self) { try JSONParser.parse(deep) }
+        // 10,000 levels inside a manifest: a clear error at the 65th, no stack overflow.
+        let manifest = #"{"version":1,"input":"# + String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000) + "}"
+        do {
+            _ = try JSONParser.parse(manifest)
+            Issue.record("a 10,000-deep document parsed")
+        } catch {
+            #expect("\(error)".contains("nested deeper than 64 levels"))
+        }
+    }
+
+    @Test func limitsDocumentSize() {
+        let huge = "\"" + String(repeating: "a", count: JSONParser.maxDocumentBytes) + "\""
+        do {
+            _ = try JSONParser.parse(huge)
+            Issue.record("a document over the size limit parsed")
+        } catch {
+            #expect("\(error)".contains("larger than 4 MiB"))
+        }
     }
 }

@@ -65,4 +65,21 @@ import Testing
             #expect(((try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? []).isEmpty)
         }
     }
+
+    /// A playlist named .mp4 that lists a real local segment: refused by inspect and by an export,
+    /// which never pull the segment in.
+    @Test func aPlaylistUnderAMediaNameIsRefusedEverywhere() throws {
+        let dir = try TestPaths.makeTemporaryFolder("playlist")
+        _ = try ProcessRunner.check("ffmpeg", ["-v", "error", "-y", "-i", MediaFixture.cfr30MP4.path, "-c", "copy",
+                                               dir.appendingPathComponent("secret.ts").path])
+        try "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\nsecret.ts\n#EXT-X-ENDLIST\n"
+            .write(to: dir.appendingPathComponent("movie.mp4"), atomically: true, encoding: .utf8)
+        let inspect = try mediafarm(["inspect", dir.appendingPathComponent("movie.mp4").path])
+        #expect(inspect.status == 1 && inspect.stderr.contains("refused: FFmpeg reads it as \"hls\""), "\(inspect.stderr)")
+        try #"{ "version": 1, "input": "movie.mp4", "export": { "mode": "passthrough", "output": "out/x.mp4" } }"#
+            .write(to: dir.appendingPathComponent("job.json"), atomically: true, encoding: .utf8)
+        let run = try mediafarm(["run", dir.appendingPathComponent("job.json").path])
+        #expect(run.status == 1 && run.stderr.contains("not a media container"), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("out/x.mp4").path))
+    }
 }
