@@ -130,6 +130,15 @@ import Testing
         #expect(recall >= 0.95, "frame recall \(recall) on the degraded matrix set")
     }
 
+    /// Scanning a segment reads up to the segment's end, not to the end of the file.
+    @Test func aSegmentScanStopsReadingAtItsEnd() async throws {
+        let range = TimeRange(start: MediaTime(value: 1, timescale: 1), duration: MediaTime(value: 1, timescale: 1))
+        let report = try await FileScanner.scan(path: MediaFixture.longMP4.path, configuration: .init(symbologies: [.qr]), range: range)
+        #expect(report.framesScanned == 30)
+        // 10 s at 30 fps: reading on would decode 300 frames; the decoder's reordering delay adds a few.
+        #expect(report.framesDecoded >= 60 && report.framesDecoded < 80, "decoded \(report.framesDecoded) frames for [1, 2) s")
+    }
+
     @Test func noFalseDetectionsOnTenSecondsOfNoise() async throws {
         let dir = try CodeFixtures.folder("noise")
         let movie = dir.appendingPathComponent("noise.mp4").path
