@@ -6,16 +6,7 @@
 # ffmpeg encode: <= 1.0; spectral stretch of 60 s stereo 48 kHz by 0.5 vs rubberband -3 -t 2: <= 1.0;
 # peak resident memory of a 10-minute 1080p passthrough: under 200 MB.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-script/bootstrap
-swift build -c release --product mediafarm >&2
-bin=$(swift build -c release --show-bin-path)/mediafarm
-
-media=${MEDIAFARM_BENCH_MEDIA:-/tmp/mediafarm-bench-media}
-work=$(mktemp -d /tmp/mediafarm-bench-export.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$media"
-ff() { ffmpeg -nostdin -y -v error "$@"; }
+source "$(dirname "$0")/setup.sh" export
 if [ ! -f "$media/1080p-60s.mp4" ]; then
   echo "generating 60 s of 1080p..." >&2
   ff -f lavfi -i testsrc2=s=1920x1080:r=30:d=60 -f lavfi -i sine=f=440:sample_rate=48000:d=60 \

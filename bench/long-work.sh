@@ -8,16 +8,7 @@
 #    of 120 s, against the same ffmpeg encode in one interleaved run (goal: ratio <= 1.0, and it
 #    completes), with peak memory (goal: < 300 MB, flat in length: a 2-minute export for comparison).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-script/bootstrap
-swift build -c release --product mediafarm >&2
-bin=$(swift build -c release --show-bin-path)/mediafarm
-
-media=${MEDIAFARM_BENCH_MEDIA:-/tmp/mediafarm-bench-media}
-work=$(mktemp -d /tmp/mediafarm-bench-long.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$media"
-ff() { ffmpeg -nostdin -y -v error "$@"; }
+source "$(dirname "$0")/setup.sh" long
 [ -f "$media/edits-src.mp4" ] || ff -f lavfi -i testsrc2=size=640x360:rate=30 -f lavfi -i sine -t 10 \
   -c:v libx264 -preset ultrafast -g 30 -c:a aac "$media/edits-src.mp4"
 if [ ! -f "$media/long720.mp4" ]; then

@@ -1,0 +1,14 @@
+# Sourced by the benchmark scripts: installs what is missing, builds the release binary, and sets
+#   bin    the release mediafarm
+#   media  where generated media are kept between runs (MEDIAFARM_BENCH_MEDIA, default /tmp/...)
+#   work   a scratch folder removed on exit (named after $1)
+#   ff     ffmpeg, quiet and non-interactive
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+script/bootstrap
+swift build -c release --product mediafarm >&2
+bin=$(swift build -c release --show-bin-path)/mediafarm
+media=${MEDIAFARM_BENCH_MEDIA:-/tmp/mediafarm-bench-media}
+work=$(mktemp -d "/tmp/mediafarm-bench-$1.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$media"
+ff() { ffmpeg -nostdin -y -v error "$@"; }
