@@ -140,6 +140,15 @@ public final class Coordinator: Service, @unchecked Sendable {
         }
     }
 
+    /// Waits `seconds` even when the task is cancelled, without holding a thread: for the short waits
+    /// of a cancelled coordinator while its stopped workers are reaped (a cancelled `Task.sleep` would
+    /// return at once and spin).
+    static func waitWhileStopping(_ seconds: Double) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { done.resume() }
+        }
+    }
+
     /// Sleeps `seconds`; false when the task was cancelled (the caller's loop should end).
     private func pause(_ seconds: Double) async -> Bool {
         do {
@@ -347,7 +356,7 @@ public final class Coordinator: Service, @unchecked Sendable {
             if stop { return }
             if Task.isCancelled {
                 for id in entries.keys { stopWorker(id, reason: .drain) }
-                while lock.withLock({ !running.isEmpty }) { usleep(10_000) }
+                while lock.withLock({ !running.isEmpty }) { await Self.waitWhileStopping(0.01) }
                 return
             }
             let t = now()
@@ -394,7 +403,7 @@ public final class Coordinator: Service, @unchecked Sendable {
                 events(.notice("grace period over: stopping \(ids.count) job(s) and giving them back to the queue"))
                 for id in ids { stopWorker(id, reason: .drain) }
                 while lock.withLock({ !running.isEmpty }) {
-                    if !(await pause(0.02)) { usleep(20_000) }   // cancelled: the workers are stopping anyway
+                    if !(await pause(0.02)) { await Self.waitWhileStopping(0.02) }
                 }
                 return
             }
