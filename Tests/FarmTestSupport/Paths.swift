@@ -27,6 +27,18 @@ public enum TestPaths {
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]
     }
 
+    /// Waits up to `timeout` seconds until `folder` holds an output temporary (`*.tmp`): an export is
+    /// writing. Its names (empty on timeout).
+    @discardableResult
+    public static func waitForTemporary(in folder: URL, timeout: Double) -> [String] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".tmp") }
+            if !names.isEmpty || Date() >= deadline { return names }
+            usleep(20_000)
+        }
+    }
+
     /// A new empty folder under the system temporary folder, readable by every user.
     public static func makeTemporaryFolder(_ label: String) throws -> URL {
         let url = FileManager.default.temporaryDirectory

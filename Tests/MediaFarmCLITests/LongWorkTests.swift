@@ -66,12 +66,7 @@ import Glibc
         process.standardOutput = stdout
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? []
-            if names.contains(where: { $0.hasSuffix(".tmp") }) { break }
-            usleep(20_000)
-        }
+        TestPaths.waitForTemporary(in: out, timeout: 60)
         usleep(300_000)
         #expect(process.isRunning, "the export ended before the signal: nothing was tested")
         kill(process.processIdentifier, signal)

@@ -143,12 +143,7 @@ import Testing
         process.standardError = FileHandle.nullDevice
         try process.run()
         // Wait until the export is writing its temporary, then kill it without warning.
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? []
-            if names.contains(where: { $0.hasSuffix(".tmp") }) { break }
-            usleep(20_000)
-        }
+        TestPaths.waitForTemporary(in: out, timeout: 30)
         usleep(200_000)
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
