@@ -15,24 +15,31 @@ public struct JobRunner: Sendable {
     public var pool: BlockingWorkPool = .shared
     /// When set (a worker started by a coordinator), finished outputs are left under their staged names
     /// (`StagedOutput`) for the coordinator to publish under this lease token. When nil (`mediafarm run`),
-    /// the runner stages them under a token of its own and publishes them itself when the job succeeds,
-    /// through the same checks.
+    /// each output is renamed into place as it is finished, after the same checks as a publication
+    /// (`publicationCheck`): nothing is left under a staged name for anyone to clean.
     public var stagingToken: String?
-    private let ownToken = "run-\(ProcessInfo.processInfo.processIdentifier)-\(UInt64.random(in: 0...UInt64.max))"
 
     public init(manifest: JobManifest, stagingToken: String? = nil) {
         self.manifest = manifest
         self.stagingToken = stagingToken
     }
 
-    /// Where a finished file is written: its staged name.
+    /// Where a finished file is written: its staged name, or its final path.
     func writePath(_ finalPath: String) -> String {
-        StagedOutput.path(for: finalPath, token: stagingToken ?? ownToken)
+        stagingToken.map { StagedOutput.path(for: finalPath, token: $0) } ?? finalPath
+    }
+
+    /// Without a coordinator, the last check before an output is renamed into place: it is not an
+    /// input (by identity) and exists only if the manifest allows overwriting.
+    var publicationCheck: (@Sendable (String) throws -> Void)? {
+        guard stagingToken == nil else { return nil }
+        let manifest = self.manifest
+        return { final in try StagedOutput.checkBeforePublishing(final, of: manifest, allowExisting: manifest.overwrite) }
     }
 
     public func run(events: @escaping @Sendable (JobEvent) -> Void = { _ in }) async -> JobResult {
         let started = Date()
-        var result: JobResult
+        let result: JobResult
         do {
             result = try await execute(events: events, started: started)
         } catch is CancellationError {
@@ -40,15 +47,6 @@ public struct JobRunner: Sendable {
         } catch {
             result = JobResult(name: manifest.name, succeeded: false, error: Self.describe(error), seconds: Date().timeIntervalSince(started))
         }
-        guard stagingToken == nil else { return result }
-        if result.succeeded {
-            do {
-                _ = try StagedOutput.publish(manifest, token: ownToken, allowExisting: manifest.overwrite)
-            } catch {
-                result = JobResult(name: manifest.name, succeeded: false, error: Self.describe(error), seconds: Date().timeIntervalSince(started))
-            }
-        }
-        if !result.succeeded { StagedOutput.discard(manifest, token: ownToken) }
         return result
     }
 
@@ -124,7 +122,7 @@ public struct JobRunner: Sendable {
             return JobResult(name: manifest.name, succeeded: true, report: reportPath, seconds: Date().timeIntervalSince(started))
         }
 
-        let settings = ExportSettings(
+        var settings = ExportSettings(
             mode: ExportSettings.Mode(export.mode),
             outputPath: writePath(export.output), muxer: export.fileType.muxerName, faststart: export.faststart,
             frameDuration: export.frameDuration ?? MediaTime(value: 1, timescale: 30),
@@ -133,6 +131,7 @@ public struct JobRunner: Sendable {
             audioBitRate: export.audio.bitrate,
             timePitch: AudioTimePitchAlgorithm(manifest.audio.timePitch),
             metadata: [:], limits: limits)
+        settings.beforeCommit = publicationCheck
         var session = ExportSession(composition: composition, settings: settings)
         session.pool = pool
         let exportStarted = Date()
@@ -197,6 +196,7 @@ public struct JobRunner: Sendable {
                                composition: composition.map(JobReport.CompositionReport.init), scan: scan, export: export, timings: timings)
         let data = try JSONEncoder.mediafarm().encode(report)
         let output = try AtomicOutput(finalPath: writePath(path))
+        output.beforeCommit = publicationCheck
         try output.write(contents: data)
         try output.commit()
         return path

@@ -21,6 +21,8 @@ public final class AtomicOutput {
     public let temporaryPath: String
     private var lockDescriptor: Int32
     private var committed = false
+    /// Runs with the final path just before the rename; a throw discards the output.
+    public var beforeCommit: (@Sendable (String) throws -> Void)?
 
     static let marker = ".mediafarm-"
     static let suffix = ".tmp"
@@ -92,6 +94,14 @@ public final class AtomicOutput {
 
     /// Moves the finished temporary into place and syncs the folder, so the rename survives a crash.
     public func commit() throws(ExportError) {
+        if let beforeCommit {
+            do {
+                try beforeCommit(finalPath)
+            } catch {
+                discard()
+                throw ExportError("\(error)")
+            }
+        }
         guard rename(temporaryPath, finalPath) == 0 else {
             let reason = String(cString: strerror(errno))
             discard()

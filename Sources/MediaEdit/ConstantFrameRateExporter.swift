@@ -22,7 +22,9 @@ struct ConstantFrameRateExporter {
         for (i, s) in sources.enumerated() where s.video == nil {
             throw ExportError("\(s.path) (segment \(i + 1)) has no video to fill its part of a constant-frame-rate export")
         }
-        return try AtomicOutput(finalPath: settings.outputPath).write { temporary in
+        let output = try AtomicOutput(finalPath: settings.outputPath)
+        output.beforeCommit = settings.beforeCommit
+        return try output.write { temporary in
             try write(to: temporary, sources: sources, width: firstVideo.width, height: firstVideo.height, started: started)
         }
     }

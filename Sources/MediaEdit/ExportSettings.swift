@@ -40,6 +40,9 @@ public struct ExportSettings: Sendable {
     /// Carried into the output (title, ...); chapters come from the first source, remapped.
     public var metadata: [String: String]
     public var limits: SafetyLimits
+    /// Runs just before the finished output is renamed to `outputPath` (given as its argument); a
+    /// throw discards the output (the caller's last check that the path does not name an input).
+    public var beforeCommit: (@Sendable (String) throws -> Void)? = nil
 
     public init(mode: Mode, outputPath: String, muxer: String, faststart: Bool = true,
                 frameDuration: MediaTime = MediaTime(value: 1, timescale: 30), crf: Int = 20, preset: String = "veryfast",

@@ -53,7 +53,9 @@ struct PassthroughExporter {
             }
         }
 
-        return try AtomicOutput(finalPath: settings.outputPath).write { temporary in
+        let output = try AtomicOutput(finalPath: settings.outputPath)
+        output.beforeCommit = settings.beforeCommit
+        return try output.write { temporary in
             try write(to: temporary, sources: sources, usedPaths: usedPaths, mapping: mapping, audioHandling: handling, snapped: snapped, started: started)
         }
     }

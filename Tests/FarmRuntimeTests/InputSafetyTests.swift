@@ -81,6 +81,20 @@ import Glibc
         #expect(try Data(contentsOf: farm.folder.appendingPathComponent("media/src.mp4")) == original)
     }
 
+    /// Without a coordinator (`mediafarm run`), the same check runs just before the rename into place.
+    @Test func runRefusesToRenameOntoAnOutputThatBecameTheInput() async throws {
+        let (farm, original) = try farmWithLinkedMedia("run-publish")
+        let path = try farm.manifest("cut", cut(input: "media/src.mp4", output: "out/cut.mp4", overwrite: true))
+        let manifest = try ManifestLoader.load(path).get()
+        try FileManager.default.createDirectory(at: farm.out, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: manifest.export!.output, withDestinationPath: "../media/src.mp4")
+        let result = await JobRunner(manifest: manifest).run()
+        #expect(!result.succeeded)
+        #expect(result.error?.contains("refusing to publish") == true, "\(result.error ?? "")")
+        #expect(try Data(contentsOf: farm.folder.appendingPathComponent("media/src.mp4")) == original)
+        #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
     @Test func anExistingOutputNeedsOverwrite() throws {
         let farm = try Farm("overwrite")
         try FileManager.default.createDirectory(at: farm.out, withIntermediateDirectories: true)
