@@ -402,9 +402,7 @@ public final class Coordinator: Service, @unchecked Sendable {
                 let ids = lock.withLock { Array(running.keys) }
                 events(.notice("grace period over: stopping \(ids.count) job(s) and giving them back to the queue"))
                 for id in ids { stopWorker(id, reason: .drain) }
-                while lock.withLock({ !running.isEmpty }) {
-                    if !(await pause(0.02)) { await Self.waitWhileStopping(0.02) }
-                }
+                while lock.withLock({ !running.isEmpty }) { await Self.waitWhileStopping(0.02) }
                 return
             }
             if !(await pause(0.05)) { continue }

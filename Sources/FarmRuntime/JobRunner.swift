@@ -39,15 +39,13 @@ public struct JobRunner: Sendable {
 
     public func run(events: @escaping @Sendable (JobEvent) -> Void = { _ in }) async -> JobResult {
         let started = Date()
-        let result: JobResult
         do {
-            result = try await execute(events: events, started: started)
+            return try await execute(events: events, started: started)
         } catch is CancellationError {
-            result = JobResult(name: manifest.name, succeeded: false, error: "cancelled", seconds: Date().timeIntervalSince(started))
+            return JobResult(name: manifest.name, succeeded: false, error: "cancelled", seconds: Date().timeIntervalSince(started))
         } catch {
-            result = JobResult(name: manifest.name, succeeded: false, error: Self.describe(error), seconds: Date().timeIntervalSince(started))
+            return JobResult(name: manifest.name, succeeded: false, error: Self.describe(error), seconds: Date().timeIntervalSince(started))
         }
-        return result
     }
 
     static func describe(_ error: any Error) -> String {

@@ -67,7 +67,7 @@ public struct MediaFileError: Error, Sendable, CustomStringConvertible {
         case let .tooLong(duration, limit):
             return "duration \(MediaTime.formatSeconds(duration.seconds)) s exceeds the limit of \(MediaTime.formatSeconds(limit.seconds)) s"
         case let .stalled(after):
-            let seconds = MediaTime.formatSeconds(Double(after.components.seconds) + Double(after.components.attoseconds) / 1e18)
+            let seconds = MediaTime.formatSeconds(Double(Interrupter.nanos(after)) / 1e9)
             return "no progress for \(seconds) s: the file is too slow to read, or reading, decoding or writing hung "
                 + "(the stall limit is set by --stall-timeout or \(SafetyLimits.stallTimeoutVariable))"
         case let .formatRefused(name):

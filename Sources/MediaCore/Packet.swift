@@ -45,11 +45,11 @@ public struct Packet: ~Copyable {
         pointer.pointee.stream_index = Int32(streamIndex)
         pointer.pointee.pos = -1
     }
-    /// The demuxer marks the packet as decode-only: it precedes the start an edit list sets (pre-roll).
     /// The packet carries encryption info (Common Encryption): its payload cannot be decoded without
     /// the key, and copying it produces an unplayable file.
     public var isEncrypted: Bool { av_packet_get_side_data(pointer, AV_PKT_DATA_ENCRYPTION_INFO, nil) != nil }
 
+    /// The demuxer marks the packet as decode-only: it precedes the start an edit list sets (pre-roll).
     public var isDiscarded: Bool { pointer.pointee.flags & AV_PKT_FLAG_DISCARD != 0 }
     /// Audio samples the decoder drops from the start of this packet (encoder priming cut by an edit
     /// list); 0 when the packet carries no such side data.

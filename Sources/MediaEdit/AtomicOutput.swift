@@ -147,6 +147,7 @@ public final class AtomicOutput {
     /// processes, containers and hosts sharing the folder: a live writer's lock makes this skip it.
     public static func removeStaleTemporaries(in folder: String) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
+        var unnamedFiles: Bool?   // asked once, only when a young unlocked temporary needs it
         for name in names where isTemporaryName(name) {
             let path = folder + "/" + name
             let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
@@ -156,7 +157,10 @@ public final class AtomicOutput {
             var st = stat()
             guard fstat(fd, &st) == 0, st.st_nlink > 0 else { continue }
             let age = Date().timeIntervalSince1970 - (Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9)
-            if age < youngestStale && !supportsUnnamedFiles(folder) { continue }
+            if age < youngestStale {
+                if unnamedFiles == nil { unnamedFiles = supportsUnnamedFiles(folder) }
+                if unnamedFiles == false { continue }
+            }
             // Still the file we locked (not replaced under the same name meanwhile)?
             var now = stat()
             guard lstat(path, &now) == 0, now.st_ino == st.st_ino, now.st_dev == st.st_dev else { continue }

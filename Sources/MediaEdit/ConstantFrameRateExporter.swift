@@ -29,6 +29,13 @@ struct ConstantFrameRateExporter {
         }
     }
 
+    /// What the report says when an odd size lost its last column or row (nil when nothing was cropped).
+    static func croppedNote(width: Int, height: Int) -> String? {
+        let lost = [width & 1 == 1 ? "column" : nil, height & 1 == 1 ? "row" : nil].compactMap { $0 }
+        guard !lost.isEmpty else { return nil }
+        return "the source is \(width)x\(height); H.264 4:2:0 needs even sizes, so the last \(lost.joined(separator: " and ")) of pixels were cropped"
+    }
+
     private func write(to temporary: String, sources: [ExportSource], width: Int, height: Int, started: Date) throws -> ExportReport {
         let mapping = composition.timeMapping
         let fd = settings.frameDuration.reduced
@@ -119,9 +126,7 @@ struct ConstantFrameRateExporter {
         return ExportReport(
             mode: .constantFrameRate, output: settings.outputPath, container: settings.muxer, duration: videoEnd,
             video: .init(codec: "h264", frames: frameCount, framesDecoded: decoded, frameDuration: fd, width: encodedWidth, height: encodedHeight,
-                         cropped: encodedWidth != width || encodedHeight != height
-                             ? "the source is \(width)x\(height); H.264 4:2:0 needs even sizes, so the last \(width != encodedWidth ? "column" : "")\(width != encodedWidth && height != encodedHeight ? " and " : "")\(height != encodedHeight ? "row" : "") of pixels were cropped"
-                             : nil),
+                         cropped: Self.croppedNote(width: width, height: height)),
             audio: audioReport, snappedCuts: [], chapters: chapters, seconds: Date().timeIntervalSince(started))
     }
 }

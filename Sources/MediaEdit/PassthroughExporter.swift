@@ -56,11 +56,11 @@ struct PassthroughExporter {
         let output = try AtomicOutput(finalPath: settings.outputPath)
         output.beforeCommit = settings.beforeCommit
         return try output.write { temporary in
-            try write(to: temporary, sources: sources, usedPaths: usedPaths, mapping: mapping, audioHandling: handling, snapped: snapped, started: started)
+            try write(to: temporary, sources: sources, usedPaths: &usedPaths, mapping: mapping, audioHandling: handling, snapped: snapped, started: started)
         }
     }
 
-    private func write(to temporary: String, sources: [ExportSource], usedPaths: Set<String>, mapping: TimeMapping, audioHandling: String,
+    private func write(to temporary: String, sources: [ExportSource], usedPaths: inout Set<String>, mapping: TimeMapping, audioHandling: String,
                        snapped: [ExportReport.SnappedCut], started: Date) throws -> ExportReport {
         let file = try OutputFile(path: temporary, format: settings.muxer)
         let first = sources[0].file
@@ -85,7 +85,6 @@ struct PassthroughExporter {
         let total = mapping.duration
         let clock = Date()
 
-        var usedPaths = usedPaths
         for segment in sources.indices {
             let source = sources[segment]
             let own = mapping.pieces(of: segment)

@@ -67,10 +67,7 @@ struct InspectCommand: AsyncParsableCommand {
             }
         }
         progress.finish()
-        if let signal = stop.signal {
-            FileHandle.standardError.write(Data("inspect: stopped by \(SignalStop.name(signal))\n".utf8))
-            throw SignalStop.exitCode(signal)
-        }
+        try stop.exitIfStopped("inspect")
 
         if json {
             FileHandle.standardOutput.write(try JSONEncoder.mediafarm().encode(reports))

@@ -88,10 +88,7 @@ struct ScanCommand: AsyncParsableCommand {
             }
         } }
         progress.finish()
-        if let signal = stop.signal {
-            FileHandle.standardError.write(Data("scan: stopped by \(SignalStop.name(signal))\n".utf8))
-            throw SignalStop.exitCode(signal)
-        }
+        try stop.exitIfStopped("scan")
         if json {
             FileHandle.standardOutput.write(try JSONEncoder.mediafarm().encode(results))
             FileHandle.standardOutput.write(Data("\n".utf8))

@@ -34,6 +34,13 @@ final class SignalStop: Sendable {
         return try await task.value
     }
 
+    /// After the work: when a signal stopped it, says so on stderr for `command` and exits 128 + signal.
+    func exitIfStopped(_ command: String) throws {
+        guard let signal else { return }
+        FileHandle.standardError.write(Data("\(command): stopped by \(Self.name(signal))\n".utf8))
+        throw Self.exitCode(signal)
+    }
+
     /// "SIGINT" / "SIGTERM".
     static func name(_ signal: Int32) -> String { signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal \(signal)" }
 
