@@ -83,6 +83,8 @@ public struct JobManifest: Sendable, Hashable {
         public var audio: AudioExportSettings
         /// Put the MP4/MOV index first (default for mp4 and mov).
         public var faststart: Bool
+        /// passthrough only: how edits that do not start on a keyframe are cut.
+        public var cuts: CutMode = .exact
     }
 
     public struct VideoSettings: Sendable, Hashable {
@@ -139,6 +141,15 @@ public enum ContainerType: String, Sendable, Hashable, CaseIterable, Codable {
         default: return nil
         }
     }
+}
+
+/// How a passthrough export cuts an edit that does not start on a keyframe.
+public enum CutMode: String, Sendable, Hashable, CaseIterable, Codable {
+    /// Exactly the frames and samples asked for: the decoding lead-in is kept and hidden by edit lists
+    /// (mp4, mov). Matroska has none: there an edit must start on a keyframe.
+    case exact
+    /// Pure copying: snap back to the keyframe before the cut and show the frames from there.
+    case keyframe
 }
 
 /// What happens to audio in a passthrough export.

@@ -337,7 +337,7 @@ private struct Walker {
 
     mutating func export(_ value: JSONValue) -> JobManifest.ExportSettings? {
         let p = "$.export"
-        guard let o = object(value, p, allowed: ["mode", "output", "fileType", "frameRate", "frameDuration", "video", "audio", "faststart"]) else { return nil }
+        guard let o = object(value, p, allowed: ["mode", "output", "fileType", "frameRate", "frameDuration", "video", "audio", "faststart", "cuts"]) else { return nil }
         let mode = enumeration(o["mode"], "\(p).mode", ExportMode.self, required: true)
         let output = path(o["output"], "\(p).output", required: true, output: true)
         var fileType: ContainerType?
@@ -396,9 +396,14 @@ private struct Walker {
         }
         let faststart = boolean(o["faststart"], "\(p).faststart")
         if faststart == true, fileType == .mkv { fail("\(p).faststart", "applies to mp4 and mov only") }
+        let cuts = enumeration(o["cuts"], "\(p).cuts", CutMode.self)
+        if cuts != nil, mode == .constantFrameRate {
+            fail("\(p).cuts", "applies to passthrough exports only; constantFrameRate decodes every frame and is always exact")
+        }
         guard let mode, let output, let fileType else { return nil }
         return JobManifest.ExportSettings(mode: mode, output: output, fileType: fileType, frameDuration: frameDuration,
-                                          video: video, audio: audio, faststart: faststart ?? (fileType != .mkv))
+                                          video: video, audio: audio, faststart: faststart ?? (fileType != .mkv),
+                                          cuts: cuts ?? .exact)
     }
 
     // MARK: - Suggestions

@@ -27,6 +27,15 @@ extension ExportSettings.AudioPolicy {
     }
 }
 
+extension ExportSettings.Cuts {
+    init(_ cuts: CutMode) {
+        switch cuts {
+        case .exact: self = .exact
+        case .keyframe: self = .keyframe
+        }
+    }
+}
+
 extension AudioTimePitchAlgorithm {
     init(_ algorithm: TimePitchAlgorithm) {
         switch algorithm {

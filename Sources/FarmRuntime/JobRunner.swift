@@ -125,7 +125,7 @@ public struct JobRunner: Sendable {
             outputPath: writePath(export.output), muxer: export.fileType.muxerName, faststart: export.faststart,
             frameDuration: export.frameDuration ?? MediaTime(value: 1, timescale: 30),
             crf: export.video.crf, preset: export.video.preset, threads: export.video.threads,
-            audioPolicy: ExportSettings.AudioPolicy(export.audio.policy),
+            audioPolicy: ExportSettings.AudioPolicy(export.audio.policy), cuts: ExportSettings.Cuts(export.cuts),
             audioBitRate: export.audio.bitrate,
             timePitch: AudioTimePitchAlgorithm(manifest.audio.timePitch),
             metadata: [:], limits: limits)

@@ -41,6 +41,7 @@ extension InputFile {
             displayMatrix: nil,
             rotation: nil,
             sampleRate: Int(par.sample_rate),
+            frameSize: Int(par.frame_size),
             channelCount: Int(par.ch_layout.nb_channels),
             channelLayout: nil,
             sampleFormat: nil,

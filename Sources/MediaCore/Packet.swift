@@ -26,6 +26,18 @@ public struct Packet: ~Copyable {
     /// Drops the packet's data and resets its fields (the allocation is kept).
     public mutating func reset() { av_packet_unref(pointer) }
 
+    /// Calls `body` with the packet's data, made writable (copied first if it is shared).
+    public mutating func withMutableData<R>(_ body: (UnsafeMutableBufferPointer<UInt8>) throws -> R) rethrows -> R? {
+        guard av_packet_make_writable(pointer) >= 0, let data = pointer.pointee.data else { return nil }
+        return try body(UnsafeMutableBufferPointer(start: data, count: Int(pointer.pointee.size)))
+    }
+
+    /// Takes over `other`'s data and fields, leaving it empty (to keep a packet while reading on).
+    public mutating func take(from other: inout Packet) {
+        av_packet_unref(pointer)
+        av_packet_move_ref(pointer, other.pointer)
+    }
+
     public var streamIndex: Int { Int(pointer.pointee.stream_index) }
     /// Presentation timestamp in stream ticks, nil when the packet has none.
     public var pts: Int64? { let v = pointer.pointee.pts; return v == mf_av_nopts_value() ? nil : v }

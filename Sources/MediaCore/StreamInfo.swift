@@ -38,6 +38,8 @@ public struct StreamInfo: Sendable, Hashable {
     /// Counter-clockwise rotation in degrees from the display matrix, as FFmpeg reports it.
     public var rotation: Double?
     public var sampleRate: Int
+    /// Audio samples per packet when the codec's is fixed (1024 for AAC); 0 when unknown or variable.
+    public var frameSize: Int
     public var channelCount: Int
     public var channelLayout: String?
     public var sampleFormat: String?

@@ -35,6 +35,30 @@ public struct ExportReport: Sendable, Encodable {
         public var snappedTo: MediaTime
     }
 
+    /// How one edit of a passthrough export was cut.
+    public struct Cut: Sendable, Encodable, Equatable {
+        public enum Method: String, Sendable, Encodable {
+            /// Starts on a keyframe and ends where nothing after it is needed: plain copying.
+            case copied
+            /// Packets from the keyframe before the start (and references after the end) are kept
+            /// for decoding and hidden by the track's edit list.
+            case editList
+            /// Snapped back to the keyframe before it (`cuts: keyframe`): the extra frames are shown.
+            case snapped
+        }
+        /// Composition segment (0-based).
+        public var segment: Int
+        public var method: Method
+        /// The edit's source range as asked.
+        public var start: MediaTime
+        public var end: MediaTime
+        /// Where decoding (and copying) of its video starts: the keyframe at or before `start`.
+        public var decodeFrom: MediaTime?
+        /// Video packets copied only to be decoded, never shown (before the start, or referenced
+        /// from after the end).
+        public var hiddenFrames: Int
+    }
+
     public var mode: ExportSettings.Mode
     public var output: String
     public var container: String
@@ -42,6 +66,8 @@ public struct ExportReport: Sendable, Encodable {
     public var video: Video?
     public var audio: Audio
     public var snappedCuts: [SnappedCut]
+    /// Passthrough: how each edit was cut, in composition order.
+    public var cuts: [Cut] = []
     public var chapters: Int
     public var seconds: Double
 }

@@ -24,6 +24,15 @@ public struct ExportSettings: Sendable {
         case auto, copy, reencode, drop
     }
 
+    /// How a passthrough export cuts where an edit does not start on a keyframe.
+    public enum Cuts: String, Sendable, Codable, CaseIterable {
+        /// Every edit shows exactly its frames and samples: the packets from the keyframe before a cut
+        /// are kept for decoding and hidden (an MP4/QuickTime edit list).
+        case exact
+        /// Pure copying: a cut snaps back to the keyframe before it and the frames from there are shown.
+        case keyframe
+    }
+
     public var mode: Mode
     public var outputPath: String
     /// FFmpeg muxer name: "mp4", "mov" or "matroska".
@@ -35,6 +44,8 @@ public struct ExportSettings: Sendable {
     public var preset: String
     public var threads: Int
     public var audioPolicy: AudioPolicy
+    /// passthrough only.
+    public var cuts: Cuts
     public var audioBitRate: Int
     public var timePitch: AudioTimePitchAlgorithm
     /// Carried into the output (title, ...); chapters come from the first source, remapped.
@@ -46,7 +57,7 @@ public struct ExportSettings: Sendable {
 
     public init(mode: Mode, outputPath: String, muxer: String, faststart: Bool = true,
                 frameDuration: MediaTime = MediaTime(value: 1, timescale: 30), crf: Int = 20, preset: String = "veryfast",
-                threads: Int = 0, audioPolicy: AudioPolicy = .auto, audioBitRate: Int = 128_000,
+                threads: Int = 0, audioPolicy: AudioPolicy = .auto, cuts: Cuts = .exact, audioBitRate: Int = 128_000,
                 timePitch: AudioTimePitchAlgorithm = .spectral, metadata: [String: String] = [:], limits: SafetyLimits = .default) {
         self.mode = mode
         self.outputPath = outputPath
@@ -57,6 +68,7 @@ public struct ExportSettings: Sendable {
         self.preset = preset
         self.threads = threads
         self.audioPolicy = audioPolicy
+        self.cuts = cuts
         self.audioBitRate = audioBitRate
         self.timePitch = timePitch
         self.metadata = metadata

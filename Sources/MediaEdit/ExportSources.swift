@@ -85,11 +85,16 @@ extension ExportSource {
 extension OutputFile {
     /// Carries the first source's tags (and the settings' own) and every source's chapters, remapped,
     /// into the file, then writes its header. Returns how many chapters were written.
-    func writeHeader(sources: [ExportSource], mapping: TimeMapping, settings: ExportSettings) throws -> Int {
+    /// `options` are further muxer options; `faststart` overrides the settings' (for a caller that moves
+    /// the index itself).
+    func writeHeader(sources: [ExportSource], mapping: TimeMapping, settings: ExportSettings,
+                     options: [String: String] = [:], faststart: Bool? = nil) throws -> Int {
         setMetadata(sources[0].carriedTags.merging(settings.metadata) { _, new in new })
         let chapters = ExportSource.remappedChapters(sources, mapping: mapping)
         setChapters(chapters)
-        try writeHeader(options: settings.faststart && settings.muxer != "matroska" ? ["movflags": "+faststart"] : [:])
+        var all = options
+        if faststart ?? settings.faststart, settings.muxer != "matroska" { all["movflags"] = "+faststart" }
+        try writeHeader(options: all)
         return chapters.count
     }
 }

@@ -27,9 +27,9 @@ private func t(_ v: Int64, _ s: Int32 = 1) -> MediaTime { MediaTime(value: v, ti
 
     func export(_ c: Composition, _ path: String, mode: ExportSettings.Mode = .passthrough, muxer: String = "mp4",
                 timePitch: AudioTimePitchAlgorithm = .spectral, policy: ExportSettings.AudioPolicy = .auto,
-                frameDuration: MediaTime = t(1, 30)) async throws -> ExportReport {
+                cuts: ExportSettings.Cuts = .exact, frameDuration: MediaTime = t(1, 30)) async throws -> ExportReport {
         let settings = ExportSettings(mode: mode, outputPath: path, muxer: muxer, frameDuration: frameDuration, preset: "ultrafast",
-                                      audioPolicy: policy, timePitch: timePitch)
+                                      audioPolicy: policy, cuts: cuts, timePitch: timePitch)
         return try await ExportSession(composition: c, settings: settings).export()
     }
 
@@ -145,11 +145,12 @@ private func t(_ v: Int64, _ s: Int32 = 1) -> MediaTime { MediaTime(value: v, ti
         #expect(abs(MediaProbe.toneFrequency(audio, from: 4.2, to: 5.8) - 660) / 660 < 0.01)
     }
 
-    @Test func cutsSnapBackToKeyframes() async throws {
+    @Test func keyframeCutsSnapBackToKeyframes() async throws {
         let path = try output("snap.mp4")
         // Keyframes every second: a cut at 2.5 s snaps back to 2 s, and the report says so.
         let c = try await composition([(.tone60MP4, TimeRange(start: t(5, 2), end: t(5)))])
-        let report = try await export(c, path)
+        let report = try await export(c, path, cuts: .keyframe)
+        #expect(report.cuts.map(\.method) == [.snapped])
         #expect(report.snappedCuts.count == 1)
         #expect(report.snappedCuts.first?.requested == t(5, 2) && report.snappedCuts.first?.snappedTo == t(2))
         #expect(report.duration == t(3))
@@ -200,11 +201,23 @@ private func t(_ v: Int64, _ s: Int32 = 1) -> MediaTime { MediaTime(value: v, ti
         let path = try output("cancelled.mp4")
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         let c = try await composition([(.tone60MP4, nil)], scales: [(TimeRange(start: .zero, end: t(10)), t(40))])
-        let task = Task { try await export(c, path, mode: .constantFrameRate, frameDuration: t(1, 60)) }
-        try await Task.sleep(for: .milliseconds(300))
+        let settings = ExportSettings(mode: .constantFrameRate, outputPath: path, muxer: "mp4", frameDuration: t(1, 60), preset: "ultrafast")
+        let started = Flag()
+        let task = Task { try await ExportSession(composition: c, settings: settings).export { _ in started.set() } }
+        // Cancel once it reports progress (a fixed sleep can end before a loaded machine has started it).
+        for _ in 0..<600 where !started.value { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(started.value)
         task.cancel()
         await #expect(throws: (any Error).self) { _ = try await task.value }
         #expect(!FileManager.default.fileExists(atPath: path))
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder).isEmpty)   // no temporary left either
     }
+}
+
+/// A flag set from any thread.
+final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var isSet = false
+    var value: Bool { lock.lock(); defer { lock.unlock() }; return isSet }
+    func set() { lock.lock(); isSet = true; lock.unlock() }
 }

@@ -49,7 +49,7 @@ import Testing
         #expect(keys(properties["audio"] as? [String: Any]) == ["timePitch"])
         #expect(keys(properties["scan"] as? [String: Any]) == ["symbologies", "regionOfInterest", "interval", "maxCodesPerFrame"])
         let export = properties["export"] as? [String: Any]
-        #expect(keys(export) == ["mode", "output", "fileType", "frameRate", "frameDuration", "video", "audio", "faststart"])
+        #expect(keys(export) == ["mode", "output", "fileType", "frameRate", "frameDuration", "video", "audio", "faststart", "cuts"])
         let exportProperties = export?["properties"] as? [String: Any]
         #expect(keys(exportProperties?["video"] as? [String: Any]) == ["codec", "crf", "preset", "threads"])
         #expect(keys(exportProperties?["audio"] as? [String: Any]) == ["policy", "codec", "bitrate"])
@@ -68,6 +68,12 @@ import Testing
         let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", dir.appendingPathComponent("all.json").path])
         #expect(!r.stderr.contains("unknown key"), "\(r.stderr)")
         #expect(r.status == 1)   // valid; it fails only because a.mp4 does not exist
+        // The passthrough-only key.
+        let cuts = #"{ "version": 1, "input": "a.mp4", "export": { "mode": "passthrough", "output": "out/a.mp4", "cuts": "keyframe" } }"#
+        try cuts.write(to: dir.appendingPathComponent("cuts.json"), atomically: true, encoding: .utf8)
+        let c = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", dir.appendingPathComponent("cuts.json").path])
+        #expect(!c.stderr.contains("unknown key") && c.stderr.contains("a.mp4"), "\(c.stderr)")
+        #expect(c.status == 1)
     }
 
     @Test func examplesMatchTheSchema() throws {

@@ -1,0 +1,333 @@
+import Foundation
+import MediaCore
+import MediaTime
+
+/// The packet copying of a passthrough export (see `PassthroughExporter`): reads each segment's
+/// packets, retimes them through the mapping and writes them, keeping per output track the running
+/// timeline and, when cuts are exact, the edit list that hides what is only there to be decoded.
+/// Thread-confined.
+struct PassthroughCopier {
+    let exporter: PassthroughExporter
+    let sources: [ExportSource]
+    let mapping: TimeMapping
+    let keyframes: [PassthroughExporter.Keyframe?]
+    let audioHandling: String
+    /// Edit lists hide what is copied only to be decoded (MP4/QuickTime); otherwise packets are placed
+    /// at their mapped times and what precedes a cut or follows its end is not copied.
+    let editLists: Bool
+
+    private var settings: ExportSettings { exporter.settings }
+    private var interrupter: Interrupter { exporter.interrupter }
+
+    /// One output track's timeline across edits, in its own time base.
+    private struct Track {
+        let index: Int
+        var timeBase: Rational
+        var firstDTS: Int64?
+        var lastDTS: Int64?
+        /// The latest presentation end written (pts + duration), in output time.
+        var end: MediaTime?
+        var times = MonotonicTimestamps()
+        /// The current edit's placement after the previous edits' media, in ticks.
+        var shift: Int64 = 0
+        var entries: [EditListEntry] = []
+        var packets = 0
+
+        init(index: Int, timeBase: Rational) { self.index = index; self.timeBase = timeBase }
+
+        /// Writes a packet at output times `pts`/`dts` (ticks, before the shift) lasting `duration` ticks.
+        mutating func write(_ packet: inout Packet, pts: Int64, dts: Int64, duration: Int64, to file: OutputFile) throws {
+            let fixed = times.fix(pts: pts + shift, dts: dts + shift)
+            packet.retime(pts: fixed.pts, dts: fixed.dts, duration: duration, streamIndex: index)
+            try file.write(&packet)
+            if firstDTS == nil { firstDTS = fixed.dts }
+            lastDTS = fixed.dts
+            let e = MediaTime(count: fixed.pts + max(duration, 1), timeBase: timeBase)
+            end = end.map { MediaTime.max($0, e) } ?? e
+            packets += 1
+        }
+
+        /// The entry that plays target range [start, start + duration) of the current edit.
+        mutating func addEntry(start: MediaTime, duration: MediaTime) {
+            let media = (start.count(in: timeBase) ?? 0) + shift - (firstDTS ?? 0)
+            let entry = EditListEntry(duration: duration, mediaTime: MediaTime(count: media, timeBase: timeBase))
+            // An edit that continues the previous one's media extends it.
+            if let last = entries.last, let lastMedia = last.mediaTime, lastMedia + last.duration == entry.mediaTime! {
+                entries[entries.count - 1].duration = last.duration + duration
+            } else {
+                entries.append(entry)
+            }
+        }
+    }
+
+    mutating func write(to temporary: String, usedPaths: inout Set<String>, started: Date) throws -> ExportReport {
+        let file = try OutputFile(path: temporary, format: settings.muxer)
+        let first = sources[0].file
+        let video = sources[0].video
+        var videoTrack: Track?
+        var headerOptions: [String: String] = [:]
+        if let video {
+            let tb = outputTimeBase(video.timeBase, mapping: mapping)
+            videoTrack = Track(index: try file.addStream(copying: video.index, of: first, timeBase: tb), timeBase: tb)
+            // Edit durations are in the movie's timescale: make it the video track's, as the muxer
+            // will choose it (at least 10,000 Hz), so that cuts on frame times stay exact.
+            var scale = Int(tb.denominator)
+            while scale < 10_000 { scale *= 2 }
+            headerOptions["movie_timescale"] = String(scale)
+        }
+        var audioTrack: Track?
+        var rendered: RenderedAudioWriter?
+        let audioSource = sources.first { $0.audio != nil }?.audio
+        if audioHandling == "copied", let audio = sources[0].audio {
+            audioTrack = Track(index: try file.addStream(copying: audio.index, of: first, timeBase: audio.timeBase), timeBase: audio.timeBase)
+            if video == nil, audio.sampleRate > 0 { headerOptions["movie_timescale"] = String(audio.sampleRate) }
+        } else if audioHandling == "encoded", let audio = audioSource {
+            rendered = try RenderedAudioWriter(mapping: mapping, sources: sources, audio: audio, totalDuration: mapping.duration,
+                                               file: file, settings: settings, interrupter: interrupter)
+        }
+        if !editLists { headerOptions = [:] }
+        // With edit lists the movie box is rewritten at the end, and moved to the front then if asked.
+        let chapters = try file.writeHeader(sources: sources, mapping: mapping, settings: settings,
+                                            options: headerOptions, faststart: settings.faststart && !editLists)
+        if videoTrack != nil { videoTrack!.timeBase = file.timeBase(of: videoTrack!.index) }
+        if audioTrack != nil { audioTrack!.timeBase = file.timeBase(of: audioTrack!.index) }
+
+        // Readers that honour multi-entry edit lists by re-deriving decoding times (FFmpeg's) place an
+        // edit's frames right only when, in every edit, the first packet shown has its decoding time
+        // the same distance before the edit's first presentation time. Give every edit the largest
+        // distance found, by moving the decoding times of the edits with less earlier (presentation
+        // times are kept; decoding order, and so the stream, is unchanged).
+        let decodeLeads = self.decodeLeads
+        let reorder = decodeLeads.compactMap { $0 }.max() ?? .zero
+        var cuts: [ExportReport.Cut] = []
+        var shift = MediaTime.zero
+        let total = mapping.duration
+        let clock = Date()
+
+        for segment in sources.indices {
+            let source = sources[segment]
+            let own = mapping.pieces(of: segment)
+            guard let firstPiece = own.first, let lastPiece = own.last else { continue }
+            let segStart = firstPiece.source.start, segEnd = lastPiece.source.end
+            let targetStart = firstPiece.target.start, targetDuration = lastPiece.target.end - firstPiece.target.start
+            func target(_ s: MediaTime) -> MediaTime { mapping.targetTime(segment: segment, source: s) ?? .zero }
+            let key = editLists ? keyframes[segment] : nil
+            let snapped = exporter.settings.cuts == .keyframe && keyframes[segment].map { $0.pts != composition(segment).start } == true
+            // How much earlier this edit's decoding times are written (see `reorder`).
+            let lead = decodeLeads[segment].map { reorder - $0 } ?? .zero
+            var cut = ExportReport.Cut(segment: segment, method: snapped ? .snapped : .copied,
+                                       start: composition(segment).start, end: composition(segment).end,
+                                       decodeFrom: keyframes[segment]?.pts, hiddenFrames: 0)
+
+            if editLists {
+                // Place this edit's packets after everything already written, in every track.
+                if let key, let v = videoTrack {
+                    if let end = v.end { shift = MediaTime.max(shift, end - target(key.pts)) }
+                    let lastDTS = v.lastDTS.map { MediaTime(count: $0 + 1, timeBase: v.timeBase) } ?? .zero
+                    shift = MediaTime.max(shift, lastDTS - (target(key.dts) - lead))
+                }
+                if let a = audioTrack, let audio = source.audio {
+                    // The audio's pre-roll starts at most two packets before the cut.
+                    let packet = MediaTime(value: Int64(max(audio.frameSize, 2048)), timescale: Int32(max(audio.sampleRate, 1)))
+                    let earliest = target(segStart) - packet.multiplied(by: 2)
+                    shift = MediaTime.max(shift, (a.end ?? .zero) - earliest)
+                }
+                if videoTrack != nil { videoTrack!.shift = shift.count(in: videoTrack!.timeBase, rounding: .up) ?? 0 }
+                if audioTrack != nil { audioTrack!.shift = shift.count(in: audioTrack!.timeBase, rounding: .up) ?? 0 }
+            }
+
+            // Each source's file is opened once and shared by its segments. A segment of a file already
+            // read seeks in it; one that starts near the beginning reads from a fresh opening instead
+            // (seeking back to the very start is unreliable in some containers), released after it.
+            let readFrom = key.map { MediaTime.min($0.pts, segStart) } ?? segStart
+            let used = usedPaths.contains(source.path)
+            let nearStart = !(readFrom > MediaTime(value: 2, timescale: 1))
+            let input = used && nearStart ? try InputFile(path: source.path, limits: settings.limits, interrupter: interrupter) : source.file
+            usedPaths.insert(source.path)
+            var wanted: Set<Int> = []
+            if let v = source.video { wanted.insert(v.index) }
+            if audioTrack != nil, let a = source.audio { wanted.insert(a.index) }
+            guard !wanted.isEmpty else { continue }
+            input.discardAll(except: wanted)
+            if !nearStart {
+                let seekStream = source.video ?? source.audio!
+                let from = MediaTime.max(readFrom - MediaTime(value: 2, timescale: 1), MediaTime(value: -1, timescale: 1))
+                try input.seek(stream: seekStream.index, toKeyframeBefore: source.ticks(from, in: seekStream))
+            }
+            var videoDone = source.video == nil
+            var audioDone = !(audioTrack != nil && source.audio != nil)
+            var videoStarted = false
+            // Video packets past the edit's end kept until a packet shown before the end needs them.
+            var heldVideo: [PacketBox] = []
+            // The audio packet before the first one that overlaps the edit: its pre-roll.
+            var audioPreroll: PacketBox?
+            var packet = Packet()
+
+            var firstVideoPacket = true
+            func writeVideo(_ packet: inout Packet, _ v: StreamInfo) throws {
+                guard let rawPTS = packet.pts ?? packet.dts else { return }
+                if firstVideoPacket, segment > 0, editLists, let lengthSize = hevcLengthSize {
+                    // An open-GOP keyframe (CRA) after another edit's frames becomes a broken-link
+                    // picture (BLA), as splicers do: decoders start a new sequence there, skip its
+                    // leading pictures that reference the previous GOP (hidden anyway) and still output
+                    // the previous edit's last frames (a CRA starting a sequence would drop them).
+                    packet.withMutableData { HEVCSplice.markBrokenLinks($0, lengthSize: lengthSize) }
+                }
+                firstVideoPacket = false
+                let s = source.time(rawPTS, in: v)
+                let sd = packet.dts.map { source.time($0, in: v) } ?? s
+                let t = target(s), td = target(sd) - lead
+                try rendered?.write(until: t + shift)
+                let tb = videoTrack!.timeBase
+                let rate = mapping.rate(segment: segment, source: s)
+                let duration = MediaTime(count: packet.duration, timeBase: v.timeBase).multiplied(by: rate.inverted)
+                if s < segStart || !(s < segEnd) { cut.hiddenFrames += 1 }
+                try videoTrack!.write(&packet, pts: t.count(in: tb) ?? 0, dts: td.count(in: tb) ?? 0,
+                                      duration: duration.count(in: tb) ?? 0, to: file)
+                if videoTrack!.packets % 64 == 0 { report(t, total: total, frames: videoTrack!.packets, since: clock) }
+            }
+            func writeAudio(_ packet: inout Packet, _ a: StreamInfo) throws {
+                guard let rawPTS = packet.pts ?? packet.dts else { return }
+                let tb = audioTrack!.timeBase
+                let ticks = target(source.time(rawPTS, in: a)).count(in: tb) ?? 0
+                let duration = MediaTime(count: packet.duration, timeBase: a.timeBase).count(in: tb) ?? 0
+                try audioTrack!.write(&packet, pts: ticks, dts: ticks, duration: duration, to: file)
+            }
+
+            while !(videoDone && audioDone) {
+                guard try input.read(into: &packet) == .packet else { break }
+                if packet.isEncrypted {
+                    throw MediaFileError(path: source.path, reason: .protectedContent(track: packet.streamIndex))
+                }
+                if let v = source.video, packet.streamIndex == v.index, videoTrack != nil {
+                    guard let rawPTS = packet.pts ?? packet.dts else { continue }
+                    let s = source.time(rawPTS, in: v)
+                    let sd = packet.dts.map { source.time($0, in: v) } ?? s
+                    if !(sd < segEnd) { videoDone = true }
+                    if let key {
+                        // Decode order from the keyframe; whatever is shown before the end, and what it
+                        // references after the end (B-frames), hidden outside the edit by its entry.
+                        if !videoStarted { guard !(sd < key.dts) else { continue }; videoStarted = true }
+                        if videoDone { continue }
+                        if !(s < segEnd) {
+                            let box = PacketBox()
+                            box.packet.take(from: &packet)
+                            heldVideo.append(box)
+                            continue
+                        }
+                        for box in heldVideo { try writeVideo(&box.packet, v) }
+                        heldVideo.removeAll()
+                        try writeVideo(&packet, v)
+                    } else {
+                        guard !(s < segStart), s < segEnd else { continue }
+                        try writeVideo(&packet, v)
+                    }
+                } else if let a = source.audio, packet.streamIndex == a.index, audioTrack != nil {
+                    guard let rawPTS = packet.pts ?? packet.dts else { continue }
+                    let s = source.time(rawPTS, in: a)
+                    if !(s < segEnd) { audioDone = true; continue }
+                    if editLists {
+                        let end = s + MediaTime(count: max(packet.duration, 1), timeBase: a.timeBase)
+                        if !(segStart < end) {
+                            let box = audioPreroll ?? PacketBox()
+                            box.packet.take(from: &packet)
+                            audioPreroll = box
+                            continue
+                        }
+                        if let box = audioPreroll { try writeAudio(&box.packet, a); audioPreroll = nil }
+                        try writeAudio(&packet, a)
+                    } else {
+                        // Encoder priming (packets an edit list discards) is kept at the very start of the
+                        // output, where the muxer can discard it again with an edit list of its own.
+                        let priming = packet.isDiscarded && segment == 0 && segStart == .zero
+                        guard !(s < segStart) || priming, !packet.isDiscarded || priming else { continue }
+                        try writeAudio(&packet, a)
+                    }
+                }
+            }
+            if editLists {
+                videoTrack?.addEntry(start: targetStart, duration: targetDuration)
+                audioTrack?.addEntry(start: targetStart, duration: targetDuration)
+                if cut.hiddenFrames > 0 && !snapped { cut.method = .editList }
+            }
+            cuts.append(cut)
+        }
+        try rendered?.write(until: nil)
+        progress(fraction: 1, phase: "finishing")
+        try file.finish()
+        if editLists {
+            var lists: [UInt32: [EditListEntry]] = [:]
+            for track in [videoTrack, audioTrack].compactMap({ $0 }) { lists[UInt32(track.index + 1)] = track.entries }
+            try MP4EditLists.rewrite(path: temporary, lists: lists, faststart: settings.faststart)
+        }
+
+        let audioReport: ExportReport.Audio
+        if let rendered {
+            audioReport = rendered.report
+        } else {
+            let a = sources[0].audio
+            let copied = audioHandling == "copied"
+            audioReport = .init(handling: audioHandling, codec: copied ? a?.codecName : nil, sampleRate: copied ? a?.sampleRate : nil,
+                                channels: copied ? a?.channelCount : nil, samples: nil, packets: audioTrack?.packets ?? 0,
+                                pieces: nil, decodeErrors: nil)
+        }
+        return ExportReport(
+            mode: .passthrough, output: settings.outputPath, container: settings.muxer, duration: mapping.duration,
+            video: video.map { .init(codec: $0.codecName, frames: videoTrack?.packets ?? 0, framesDecoded: 0, frameDuration: nil,
+                                     width: $0.width, height: $0.height) },
+            audio: audioReport, snappedCuts: [], cuts: cuts, chapters: chapters, seconds: Date().timeIntervalSince(started))
+    }
+
+    /// The NAL unit length size of HEVC video in MP4/QuickTime framing (from its hvcC record); nil
+    /// for other codecs.
+    private var hevcLengthSize: Int? {
+        guard let v = sources[0].video, v.codecName == "hevc" else { return nil }
+        let e = v.extradata
+        return e.count > 21 && e[0] == 1 ? Int(e[21] & 3) + 1 : nil
+    }
+
+    /// Per segment, in output time: how long before the edit's first presentation time the first
+    /// packet shown is decoded (nil without edit lists, video or a known such packet).
+    private var decodeLeads: [MediaTime?] {
+        sources.indices.map { segment in
+            guard editLists, let key = keyframes[segment], let first = key.firstShownDTS,
+                  let own = mapping.pieces(of: segment).first,
+                  let t = mapping.targetTime(segment: segment, source: first) else { return nil }
+            return MediaTime.max(own.target.start - t, .zero)
+        }
+    }
+
+    /// The requested source range of a segment.
+    private func composition(_ segment: Int) -> TimeRange { exporter.composition.segments[segment].sourceRange }
+
+    private func progress(fraction: Double, phase: String) {
+        exporter.progress(ExportProgress(fraction: fraction, phase: phase, framesPerSecond: nil, eta: 0))
+    }
+
+    private func report(_ t: MediaTime, total: MediaTime, frames: Int, since clock: Date) {
+        let fraction = total > .zero ? min(max(t.seconds / total.seconds, 0), 1) : 0
+        let elapsed = Date().timeIntervalSince(clock)
+        let fps = elapsed > 0 ? Double(frames) / elapsed : nil
+        let eta = fraction > 0.01 ? elapsed / fraction * (1 - fraction) : nil
+        exporter.progress(ExportProgress(fraction: fraction, phase: "copying", framesPerSecond: fps, eta: eta))
+    }
+
+    /// A time base in which every retimed timestamp is exact: the source's, divided by the numerators
+    /// of the scaled rates (when that still fits 32 bits).
+    private func outputTimeBase(_ source: Rational, mapping: TimeMapping) -> Rational {
+        var factor: Int64 = 1
+        for r in mapping.rates where r.numerator > 1 {
+            factor = lcm(factor, Int64(r.numerator))
+            if factor > 1 << 20 { return source }
+        }
+        let den = Int64(source.denominator) * factor
+        guard den <= Int64(Int32.max) else { return source }
+        return Rational(source.numerator, Int32(den))
+    }
+
+    private func lcm(_ a: Int64, _ b: Int64) -> Int64 {
+        var x = a, y = b
+        while y != 0 { (x, y) = (y, x % y) }
+        return a / x * b
+    }
+}

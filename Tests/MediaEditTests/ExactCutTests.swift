@@ -1,0 +1,175 @@
+import FarmTestSupport
+import Foundation
+import MediaCore
+import MediaInspect
+import MediaTime
+import Testing
+@testable import MediaEdit
+
+/// Passthrough cuts at arbitrary frames: the decoded output holds exactly the composition's frames
+/// (compared by content with the same frames decoded from the source) and its audio exactly the
+/// composition's samples, through the edit lists MediaFarm writes.
+@Suite struct ExactCutTests {
+    /// A small deterministic generator (SplitMix64), so a failing case can be replayed by its seed.
+    struct Seeded: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    /// Source frames (30 fps), decoded once per fixture.
+    static let sourceFrames = Memo<MediaFixture, [String]> { try EditListProbe.videoFrameHashes($0.path) }
+    static let sourceAudio = Memo<MediaFixture, (samples: [Int16], rate: Int)> { try MediaProbe.monoSamples($0.path) }
+
+    func output(_ name: String) throws -> String {
+        try TestPaths.makeTemporaryFolder("exact").appendingPathComponent(name).path
+    }
+
+    /// `count` edits at random frames (1 to 60 frames long) of a 30 fps source of `frames` frames.
+    func randomEdits(_ count: Int, frames: Int, seed: UInt64) -> [(start: Int, length: Int)] {
+        var rng = Seeded(state: seed)
+        return (0..<count).map { _ in
+            let start = Int.random(in: 0..<(frames - 1), using: &rng)
+            return (start, Int.random(in: 1...min(60, frames - start), using: &rng))
+        }
+    }
+
+    func export(_ fixture: MediaFixture, _ edits: [(start: Int, length: Int)], to path: String, muxer: String,
+                scale: (TimeRange, MediaTime)? = nil) async throws -> (Composition, ExportReport) {
+        var c = Composition()
+        for e in edits {
+            try c.insert(TimeRange(start: MediaTime(value: Int64(e.start), timescale: 30),
+                                   duration: MediaTime(value: Int64(e.length), timescale: 30)), of: fixture.path)
+        }
+        if let scale { try c.scale(scale.0, toDuration: scale.1) }
+        let settings = ExportSettings(mode: .passthrough, outputPath: path, muxer: muxer)
+        return (c, try await ExportSession(composition: c, settings: settings).export())
+    }
+
+    @Test(arguments: [
+        (MediaFixture.bframesGOP1sMP4, "mp4", 1, UInt64(1)),
+        (.bframesGOP1sMP4, "mov", 20, 2),
+        (.bframesGOP1sMP4, "mp4", 200, 3),
+        (.bframesGOP10sMP4, "mp4", 20, 4),
+        (.bframesGOP10sMP4, "mov", 1, 5),
+        (.hevcGOP1sMP4, "mp4", 20, 6),
+        (.hevcGOP1sMP4, "mov", 3, 7),
+    ])
+    func randomCutsShowExactlyTheirFramesAndSamples(_ fixture: MediaFixture, _ container: String, _ count: Int, _ seed: UInt64) async throws {
+        let source = try Self.sourceFrames.get(fixture)
+        let edits = randomEdits(count, frames: source.count, seed: seed)
+        let path = try output("cuts-\(seed).\(container)")
+        let (composition, report) = try await export(fixture, edits, to: path, muxer: container)
+
+        // Every source frame is distinct, so equal hashes mean the very frames asked for.
+        #expect(Set(source).count == source.count)
+        let wanted = edits.flatMap { source[$0.start..<($0.start + $0.length)] }
+        let got = try EditListProbe.videoFrameHashes(path)
+        #expect(got.count == wanted.count, "seed \(seed): \(got.count) frames decoded, \(wanted.count) asked for")
+        if let i = zip(got, wanted).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset {
+            Issue.record("seed \(seed): output frame \(i) is not the frame asked for")
+        }
+        #expect(report.duration == composition.duration)
+        #expect(report.cuts.count == count && report.cuts.allSatisfy { $0.method == .editList || $0.method == .copied })
+        #expect(report.cuts.contains { $0.method == .editList })
+
+        // Audio: the edit lists play exactly the composition's samples, the same samples as the source's.
+        let audio = try Self.sourceAudio.get(fixture)
+        let perFrame = audio.rate / 30
+        let expected = edits.flatMap { audio.samples[($0.start * perFrame)..<(($0.start + $0.length) * perFrame)] }
+        let played = try EditListProbe.editedAudio(path)
+        #expect(played.count == expected.count, "seed \(seed): \(played.count) samples play, \(expected.count) asked for")
+        let worst = zip(played, expected).map { abs(Int($0) - Int($1)) }.max() ?? 0
+        #expect(worst <= 4, "seed \(seed): samples differ by up to \(worst)")
+    }
+
+    @Test func aScaledRangeKeepsItsFramesAndTiming() async throws {
+        // One cut between keyframes, then its middle second slowed to half speed.
+        let source = try Self.sourceFrames.get(.bframesGOP1sMP4)
+        let path = try output("scaled.mp4")
+        let (composition, report) = try await export(.bframesGOP1sMP4, [(start: 47, length: 90)], to: path, muxer: "mp4",
+                                                     scale: (TimeRange(start: MediaTime(value: 1, timescale: 1), duration: MediaTime(value: 1, timescale: 1)),
+                                                             MediaTime(value: 2, timescale: 1)))
+        #expect(report.duration == composition.duration && composition.duration == MediaTime(value: 4, timescale: 1))
+        #expect(try EditListProbe.videoFrameHashes(path) == Array(source[47..<137]))
+        let times = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "frame=pts_time",
+                                                        "-of", "csv=p=0", path]).stdout.split(separator: "\n").compactMap { Double($0) }
+        #expect(times.count == 90)
+        // Frames 0-29 at 1/30 s, 30-59 at 2/30 s (slowed), 60-89 at 1/30 s again.
+        let steps = zip(times, times.dropFirst()).map { $1 - $0 }
+        #expect(steps[0..<29].allSatisfy { abs($0 - 1.0 / 30) < 1e-4 })
+        #expect(steps[30..<59].allSatisfy { abs($0 - 2.0 / 30) < 1e-4 })
+        #expect(steps[60...].allSatisfy { abs($0 - 1.0 / 30) < 1e-4 })
+        #expect(abs(times[0]) < 1e-4)
+    }
+
+    @Test func chromiumPlaysExactlyTheCompositionsFrames() async throws {
+        // A second reader with its own media pipeline: duration and every presented frame's time.
+        let edits = randomEdits(8, frames: 300, seed: 11).map { (start: $0.start, length: min($0.length, 12)) }
+        let path = try output("chromium.mp4")
+        let (composition, _) = try await export(.bframesGOP1sMP4, edits, to: path, muxer: "mp4")
+        let frames = edits.reduce(0) { $0 + $1.length }
+        let script = TestPaths.packageRoot.appendingPathComponent("Tests/Readers/chromium-play.py").path
+        let r = try ProcessRunner.check("/usr/bin/python3", [script, path])
+        let json = try #require(try JSONSerialization.jsonObject(with: r.stdoutData) as? [String: Any])
+        #expect(json["error"] == nil, "\(json["error"] ?? "")")
+        // The duration from the movie's header; once playback ends Chromium extends it to the last audio
+        // its decoder gave (its FFmpeg trims an AAC edit's start, not its end).
+        let duration = try #require(json["duration"] as? Double)
+        #expect(abs(duration - composition.duration.seconds) < 1e-3)
+        let times = (json["times"] as? [Double]) ?? []
+        #expect(times.count == frames, "Chromium presented \(times.count) frames, the composition has \(frames)")
+        #expect(zip(times, (0..<frames).map { Double($0) / 30 }).allSatisfy { abs($0 - $1) < 1e-3 })
+    }
+
+    @Test func matroskaRefusesACutBetweenKeyframesAndNamesTheWayOut() async throws {
+        let path = try output("between.mkv")
+        await #expect {
+            _ = try await export(.bframesGOP1sMP4, [(start: 45, length: 30)], to: path, muxer: "matroska")
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("edit 1 starts at 1.5 s") && text.contains("\"cuts\": \"keyframe\"") && text.contains("mp4")
+        }
+        #expect(!FileManager.default.fileExists(atPath: path))
+        // On keyframes, Matroska is exact by copying alone.
+        let onKeyframes = try output("on-keyframes.mkv")
+        let (_, report) = try await export(.bframesGOP1sMP4, [(start: 30, length: 30), (start: 120, length: 60)], to: onKeyframes, muxer: "matroska")
+        let source = try Self.sourceFrames.get(.bframesGOP1sMP4)
+        #expect(try EditListProbe.videoFrameHashes(onKeyframes) == Array(source[30..<60] + source[120..<180]))
+        #expect(report.cuts.map(\.method) == [.copied, .copied])
+    }
+
+    @Test func keyframeCutsShowTheLeadIn() async throws {
+        let path = try output("keyframe.mp4")
+        var c = Composition()
+        try c.insert(TimeRange(start: MediaTime(value: 45, timescale: 30), duration: MediaTime(value: 1, timescale: 1)),
+                     of: MediaFixture.bframesGOP1sMP4.path)
+        let settings = ExportSettings(mode: .passthrough, outputPath: path, muxer: "mp4", cuts: .keyframe)
+        let report = try await ExportSession(composition: c, settings: settings).export()
+        // Snapped back to the keyframe at 1 s: 15 more frames, and the report says so.
+        #expect(report.cuts.map(\.method) == [.snapped] && report.cuts.first?.decodeFrom == MediaTime(value: 1, timescale: 1))
+        #expect(report.duration == MediaTime(value: 3, timescale: 2))
+        let source = try Self.sourceFrames.get(.bframesGOP1sMP4)
+        #expect(try EditListProbe.videoFrameHashes(path).prefix(45) == source[30..<75])
+    }
+}
+
+/// A value computed once per key and shared by every test that asks for it.
+final class Memo<Key: Hashable & Sendable, Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var values: [Key: Value] = [:]
+    private let make: (Key) throws -> Value
+    init(_ make: @escaping (Key) throws -> Value) { self.make = make }
+    func get(_ key: Key) throws -> Value {
+        lock.lock(); defer { lock.unlock() }
+        if let v = values[key] { return v }
+        let v = try make(key)
+        values[key] = v
+        return v
+    }
+}

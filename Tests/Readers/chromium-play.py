@@ -1,0 +1,73 @@
+#!/usr/bin/python3
+# A second, independent reader for exact-cut tests: plays a movie in headless Chromium (its own media
+# pipeline, demuxer and renderer) and prints, as JSON, the duration it reports once it has read the
+# movie's header ("duration") and when playback has ended ("endedDuration": Chromium extends it to the
+# last decoded audio or video), and the media time of every frame it presents
+# (HTMLVideoElement.requestVideoFrameCallback); or {"error": ...}.
+#   chromium-play.py MOVIE [--rate R]
+# Playback runs in real time divided by R (default 1).
+import json, os, shutil, socket, subprocess, sys, tempfile, time, urllib.request
+import websocket  # python3-websocket
+
+PAGE = """<!doctype html><html><body><video id=v muted playsinline></video><pre id=out>pending</pre><script>
+const v = document.getElementById('v'), out = document.getElementById('out');
+const times = []; let duration = null;
+v.onloadedmetadata = () => { duration = v.duration; };
+function onFrame(now, m) { times.push(m.mediaTime); v.requestVideoFrameCallback(onFrame); }
+v.requestVideoFrameCallback(onFrame);
+v.onended = () => { const q = v.getVideoPlaybackQuality();
+  out.textContent = JSON.stringify({duration, endedDuration: v.duration, times, decoded: q.totalVideoFrames, dropped: q.droppedVideoFrames}); };
+v.onerror = () => { out.textContent = JSON.stringify({error: 'media error ' + (v.error && (v.error.code + ': ' + v.error.message))}); };
+v.playbackRate = RATE;
+v.src = 'movie' + EXT;
+v.play().catch(e => { out.textContent = JSON.stringify({error: String(e)}); });
+</script></body></html>"""
+
+def main():
+    movie = os.path.abspath(sys.argv[1])
+    rate = float(sys.argv[sys.argv.index("--rate") + 1]) if "--rate" in sys.argv else 1.0
+    folder = tempfile.mkdtemp(prefix="mediafarm-chromium-")
+    try:
+        ext = os.path.splitext(movie)[1]
+        os.symlink(movie, os.path.join(folder, "movie" + ext))
+        with open(os.path.join(folder, "play.html"), "w") as f:
+            f.write(PAGE.replace("RATE", repr(rate)).replace("EXT", json.dumps(ext)))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
+        chrome = subprocess.Popen(["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--mute-audio",
+                                   f"--user-data-dir={folder}/profile", "--autoplay-policy=no-user-gesture-required",
+                                   "--allow-file-access-from-files", f"--remote-debugging-port={port}", "about:blank"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            targets = None
+            for _ in range(300):
+                try:
+                    targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json")); break
+                except Exception:
+                    time.sleep(0.1)
+            if targets is None:
+                print(json.dumps({"error": "chromium did not start"})); return 1
+            page = [t for t in targets if t["type"] == "page"][0]
+            ws = websocket.create_connection(page["webSocketDebuggerUrl"], suppress_origin=True, timeout=30)
+            ids = [0]
+            def call(method, **params):
+                ids[0] += 1
+                ws.send(json.dumps({"id": ids[0], "method": method, "params": params}))
+                while True:
+                    reply = json.loads(ws.recv())
+                    if reply.get("id") == ids[0]: return reply
+            call("Page.navigate", url=f"file://{folder}/play.html")
+            deadline = time.time() + 120
+            while time.time() < deadline:
+                r = call("Runtime.evaluate", expression="document.getElementById('out') ? document.getElementById('out').textContent : 'pending'")
+                value = r.get("result", {}).get("result", {}).get("value")
+                if value and value != "pending":
+                    print(value); return 0
+                time.sleep(0.2)
+            print(json.dumps({"error": "playback did not end within 120 s"})); return 1
+        finally:
+            chrome.kill(); chrome.wait()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+sys.exit(main())
