@@ -51,6 +51,29 @@ public final class Encoder {
         }, options: ["crf": String(crf), "preset": preset])
     }
 
+    /// A video encoder (`codecName`: "libx264", "libx265") for pictures like `frame`: its size, pixel
+    /// format, sample aspect ratio and colour description. Frames are timed in `timeBase`; `frameRate`
+    /// guides rate control. Headers go in-band (no global header).
+    public static func video(codecName: String, like frame: borrowing Frame, timeBase: Rational, frameRate: Rational?,
+                             level: Int?, threads: Int, options: [String: String]) throws(FFmpegError) -> Encoder {
+        let f = frame.pointer.pointee
+        return try Encoder(codecName: codecName, configure: { c in
+            c.pointee.width = f.width
+            c.pointee.height = f.height
+            c.pointee.pix_fmt = AVPixelFormat(rawValue: f.format)
+            c.pointee.sample_aspect_ratio = f.sample_aspect_ratio.num > 0 ? f.sample_aspect_ratio : AVRational(num: 1, den: 1)
+            c.pointee.color_range = f.color_range
+            c.pointee.color_primaries = f.color_primaries
+            c.pointee.color_trc = f.color_trc
+            c.pointee.colorspace = f.colorspace
+            c.pointee.chroma_sample_location = f.chroma_location
+            c.pointee.time_base = timeBase.avRational
+            if let frameRate { c.pointee.framerate = frameRate.avRational }
+            if let level, level > 0 { c.pointee.level = Int32(level) }
+            c.pointee.thread_count = Int32(threads)
+        }, options: options)
+    }
+
     /// AAC (FFmpeg's native encoder), planar float input.
     public static func aac(sampleRate: Int, channelCount: Int, bitRate: Int, globalHeader: Bool) throws(FFmpegError) -> Encoder {
         try Encoder(codecName: "aac", configure: { c in

@@ -25,6 +25,7 @@ extension InputFile {
             codecLongName: descriptor?.pointee.long_name.map { String(cString: $0) },
             codecTag: fourCC(par.codec_tag),
             profile: avcodec_profile_name(par.codec_id, par.profile).map { String(cString: $0) },
+            level: Int(par.level),
             timeBase: tb,
             startTime: tb.isValid && tb.numerator > 0 && stream.pointee.start_time != nopts
                 ? MediaTime(count: stream.pointee.start_time, timeBase: tb) : .invalid,

@@ -26,6 +26,25 @@ public struct Packet: ~Copyable {
     /// Drops the packet's data and resets its fields (the allocation is kept).
     public mutating func reset() { av_packet_unref(pointer) }
 
+    /// A copy of the packet's data.
+    public var bytes: [UInt8] {
+        guard let data = pointer.pointee.data, pointer.pointee.size > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: data, count: Int(pointer.pointee.size)))
+    }
+
+    /// Replaces the packet's data with `bytes` (its fields are kept).
+    public mutating func replaceData(with bytes: [UInt8]) {
+        let padding = Int(AV_INPUT_BUFFER_PADDING_SIZE)
+        guard let buffer = av_buffer_alloc(bytes.count + padding) else { return }
+        let data = buffer.pointee.data!
+        bytes.withUnsafeBufferPointer { if let base = $0.baseAddress { data.update(from: base, count: bytes.count) } }
+        (data + bytes.count).initialize(repeating: 0, count: padding)
+        av_buffer_unref(&pointer.pointee.buf)
+        pointer.pointee.buf = buffer
+        pointer.pointee.data = data
+        pointer.pointee.size = Int32(bytes.count)
+    }
+
     /// Calls `body` with the packet's data, made writable (copied first if it is shared).
     public mutating func withMutableData<R>(_ body: (UnsafeMutableBufferPointer<UInt8>) throws -> R) rethrows -> R? {
         guard av_packet_make_writable(pointer) >= 0, let data = pointer.pointee.data else { return nil }

@@ -18,6 +18,8 @@ public struct StreamInfo: Sendable, Hashable {
     /// The four-character code from the container, when present ("avc1").
     public var codecTag: String?
     public var profile: String?
+    /// The codec level as the stream declares it (H.264: 31 for 3.1; HEVC: 93 for 3.1); <= 0 when unknown.
+    public var level: Int
     public var timeBase: Rational
     /// From the container header; `.invalid` when absent.
     public var startTime: MediaTime

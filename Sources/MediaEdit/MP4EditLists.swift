@@ -153,14 +153,29 @@ enum MP4EditLists {
         }
     }
 
-    /// Moves the bytes [start, end) to [start + by, end + by), last chunk first.
+    /// Moves the bytes [start, end) to [start + by, end + by), last chunk first, through one buffer.
     private static func shiftForward(_ fd: Int32, from start: Int64, to end: Int64, by: Int64) throws(BoxError) {
-        let chunk: Int64 = 8 << 20
+        let chunk = 8 << 20
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunk, alignment: 4096)
+        defer { buffer.deallocate() }
         var upper = end
         while upper > start {
-            let lower = max(start, upper - chunk)
-            let bytes = try read(fd, at: lower, count: Int(upper - lower))
-            try write(fd, bytes, at: lower + by)
+            let lower = max(start, upper - Int64(chunk))
+            let count = Int(upper - lower)
+            var done = 0
+            while done < count {
+                let n = pread(fd, buffer + done, count - done, off_t(lower) + off_t(done))
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw n == 0 ? BoxError("the file ends early") : BoxError(errno: errno, "reading") }
+                done += n
+            }
+            done = 0
+            while done < count {
+                let n = pwrite(fd, buffer + done, count - done, off_t(lower + by) + off_t(done))
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw BoxError(errno: errno, "writing") }
+                done += n
+            }
             upper = lower
         }
     }

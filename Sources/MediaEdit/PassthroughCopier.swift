@@ -139,7 +139,10 @@ struct PassthroughCopier {
             // Each source's file is opened once and shared by its segments. A segment of a file already
             // read seeks in it; one that starts near the beginning reads from a fresh opening instead
             // (seeking back to the very start is unreliable in some containers), released after it.
-            let readFrom = key.map { MediaTime.min($0.pts, segStart) } ?? segStart
+            // Where reading starts. With a keyframe found by seeking to the cut (`keyframe(atOrBefore:)`),
+            // a seek to a little before the cut (the audio's lead-in) lands on it or earlier; otherwise
+            // two seconds earlier, as some demuxers seek imprecisely.
+            let readFrom = key == nil ? segStart : segStart - MediaTime(value: 1, timescale: 4)
             let used = usedPaths.contains(source.path)
             let nearStart = !(readFrom > MediaTime(value: 2, timescale: 1))
             let input = used && nearStart ? try InputFile(path: source.path, limits: settings.limits, interrupter: interrupter) : source.file
@@ -151,7 +154,7 @@ struct PassthroughCopier {
             input.discardAll(except: wanted)
             if !nearStart {
                 let seekStream = source.video ?? source.audio!
-                let from = MediaTime.max(readFrom - MediaTime(value: 2, timescale: 1), MediaTime(value: -1, timescale: 1))
+                let from = MediaTime.max(key == nil ? readFrom - MediaTime(value: 2, timescale: 1) : readFrom, MediaTime(value: -1, timescale: 1))
                 try input.seek(stream: seekStream.index, toKeyframeBefore: source.ticks(from, in: seekStream))
             }
             var videoDone = source.video == nil
@@ -171,7 +174,7 @@ struct PassthroughCopier {
                     // picture (BLA), as splicers do: decoders start a new sequence there, skip its
                     // leading pictures that reference the previous GOP (hidden anyway) and still output
                     // the previous edit's last frames (a CRA starting a sequence would drop them).
-                    packet.withMutableData { HEVCSplice.markBrokenLinks($0, lengthSize: lengthSize) }
+                    packet.withMutableData { NALUnits.markBrokenLinks($0, lengthSize: lengthSize) }
                 }
                 firstVideoPacket = false
                 let s = source.time(rawPTS, in: v)
@@ -282,8 +285,7 @@ struct PassthroughCopier {
     /// for other codecs.
     private var hevcLengthSize: Int? {
         guard let v = sources[0].video, v.codecName == "hevc" else { return nil }
-        let e = v.extradata
-        return e.count > 21 && e[0] == 1 ? Int(e[21] & 3) + 1 : nil
+        return NALUnits.lengthSize(codec: v.codecName, extradata: v.extradata)
     }
 
     /// Per segment, in output time: how long before the edit's first presentation time the first
