@@ -51,6 +51,12 @@ public struct Packet: ~Copyable {
         return try body(UnsafeMutableBufferPointer(start: data, count: Int(pointer.pointee.size)))
     }
 
+    /// Makes this packet a new reference to `other`'s data and fields (no copy of the data).
+    public mutating func reference(_ other: borrowing Packet) {
+        av_packet_unref(pointer)
+        _ = av_packet_ref(pointer, other.pointer)
+    }
+
     /// Takes over `other`'s data and fields, leaving it empty (to keep a packet while reading on).
     public mutating func take(from other: inout Packet) {
         av_packet_unref(pointer)

@@ -45,6 +45,9 @@ public struct ExportReport: Sendable, Encodable {
             case editList
             /// Snapped back to the keyframe before it (`cuts: keyframe`): the extra frames are shown.
             case snapped
+            /// The frames from the cut to the next keyframe (and, when B-frames need it, the edit's last
+            /// GOP up to its end) re-encoded with the source's codec; the rest copied (no edit lists).
+            case smartRendered
         }
         /// Composition segment (0-based).
         public var segment: Int
@@ -57,6 +60,8 @@ public struct ExportReport: Sendable, Encodable {
         /// Video packets copied only to be decoded, never shown (before the start, or referenced
         /// from after the end).
         public var hiddenFrames: Int
+        /// Frames decoded and encoded again (smart rendering); 0 when copied.
+        public var reencodedFrames: Int = 0
     }
 
     public var mode: ExportSettings.Mode

@@ -15,6 +15,8 @@ struct PassthroughCopier {
     /// Edit lists hide what is copied only to be decoded (MP4/QuickTime); otherwise packets are placed
     /// at their mapped times and what precedes a cut or follows its end is not copied.
     let editLists: Bool
+    /// Exact cuts without edit lists (Matroska): the frames before a keyframe are re-encoded.
+    var smartCutter: SmartCutter?
 
     private var settings: ExportSettings { exporter.settings }
     private var interrupter: Interrupter { exporter.interrupter }
@@ -195,6 +197,17 @@ struct PassthroughCopier {
                 let ticks = target(source.time(rawPTS, in: a)).count(in: tb) ?? 0
                 let duration = MediaTime(count: packet.duration, timeBase: a.timeBase).count(in: tb) ?? 0
                 try audioTrack!.write(&packet, pts: ticks, dts: ticks, duration: duration, to: file)
+            }
+
+            if var cutter = smartCutter, audioTrack == nil, let v = source.video, let k = keyframes[segment] {
+                let r = try cutter.cut(input: input, source: source, key: k, start: segStart, end: segEnd) { packet in
+                    try writeVideo(&packet, v)
+                }
+                smartCutter = cutter
+                cut.method = r.reencoded > 0 ? .smartRendered : .copied
+                cut.reencodedFrames = r.reencoded
+                cuts.append(cut)
+                continue
             }
 
             while !(videoDone && audioDone) {

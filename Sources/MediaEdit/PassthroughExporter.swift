@@ -37,11 +37,19 @@ struct PassthroughExporter {
         var usedPaths: Set<String> = []
         try checkJoinable(sources)
         let exact = settings.cuts == .exact
-        if exact && !["mp4", "mov"].contains(settings.muxer) {
-            // Matroska has no edit lists: an edit not starting on a keyframe would need its first GOP
-            // re-encoded. Find out before anything is written.
-            try refuseInexactMatroska(sources, usedPaths: &usedPaths)
+        let editLists = ["mp4", "mov"].contains(settings.muxer)
+        // Matroska has no edit lists: exact cuts re-encode from a cut to the next keyframe (H.264 and
+        // HEVC). For other codecs every edit must start on a keyframe: found out before anything is written.
+        var smartCutter: SmartCutter?
+        if exact && !editLists, let video = sources[0].video {
+            do {
+                smartCutter = try SmartCutter.make(for: video, settings: settings)
+            } catch let error as ExportError {
+                try refuseInexactMatroska(sources, usedPaths: &usedPaths, because: error)
+            }
         }
+        // Nor can Matroska cut copied audio inside a packet: exact cuts there encode the audio.
+        let cutsInsideAudio = exact && !editLists && !isWholeFiles(sources)
 
         var keyframes: [Keyframe?] = []
         var snapped: [ExportReport.SnappedCut] = []
@@ -73,16 +81,19 @@ struct PassthroughExporter {
                     throw ExportError("audio policy \"copy\" cannot keep retimed audio: $.scale changes its speed; use \"auto\" or \"reencode\"")
                 }
                 if let why = audioCopyProblem(sources) { throw ExportError("audio policy \"copy\" is impossible: \(why); use \"auto\" or \"reencode\"") }
+                if cutsInsideAudio {
+                    throw ExportError("audio policy \"copy\" cannot cut audio to the sample in \(settings.muxer), which has no edit lists: use \"auto\" or \"reencode\" (the audio is encoded), export to mp4 or mov, or set \"cuts\": \"keyframe\"")
+                }
                 handling = "copied"
             case .auto:
-                handling = mapping.isScaled || audioCopyProblem(sources) != nil ? "encoded" : "copied"
+                handling = mapping.isScaled || cutsInsideAudio || audioCopyProblem(sources) != nil ? "encoded" : "copied"
             }
         }
 
         let output = try AtomicOutput(finalPath: settings.outputPath)
         output.beforeCommit = settings.beforeCommit
         var copier = PassthroughCopier(exporter: self, sources: sources, mapping: mapping, keyframes: keyframes,
-                                       audioHandling: handling, editLists: ["mp4", "mov"].contains(settings.muxer))
+                                       audioHandling: handling, editLists: editLists, smartCutter: smartCutter)
         return try output.write { temporary in
             var report = try copier.write(to: temporary, usedPaths: &usedPaths, started: started)
             report.snappedCuts = snapped
@@ -90,16 +101,24 @@ struct PassthroughExporter {
         }
     }
 
+    /// True when the composition is one whole source file (nothing is cut).
+    private func isWholeFiles(_ sources: [ExportSource]) -> Bool {
+        guard composition.segments.count == 1, let s = composition.segments.first, s.sourceRange.start == .zero else { return false }
+        let duration = sources[0].file.container.headerDuration
+        return duration.isNumeric && !(s.sourceRange.end < duration)
+    }
+
     /// Throws unless every edit can be copied exactly into a container without edit lists: each
-    /// starts on a keyframe (or at the very start) of its source.
-    private func refuseInexactMatroska(_ sources: [ExportSource], usedPaths: inout Set<String>) throws {
+    /// starts on a keyframe (or at the very start) of its source. `because` says why the frames before
+    /// a keyframe cannot be re-encoded instead.
+    private func refuseInexactMatroska(_ sources: [ExportSource], usedPaths: inout Set<String>, because: ExportError) throws {
         for (i, segment) in composition.segments.enumerated() {
             let start = segment.sourceRange.start
             guard let video = sources[i].video, start > .zero else { continue }
             let k = try keyframe(atOrBefore: start, in: sources[i], video: video)
             usedPaths.insert(sources[i].path)
             if k.pts != start {
-                throw ExportError("edit \(i + 1) starts at \(Composition.seconds(start)) s of \(segment.source), between keyframes (the one before it is at \(Composition.seconds(k.pts)) s): \(settings.muxer) has no edit lists to cut it exactly without re-encoding; export to mp4 or mov, or set \"cuts\": \"keyframe\" to snap it back to the keyframe")
+                throw ExportError("edit \(i + 1) starts at \(Composition.seconds(start)) s of \(segment.source), between keyframes (the one before it is at \(Composition.seconds(k.pts)) s): \(because.description)")
             }
         }
     }

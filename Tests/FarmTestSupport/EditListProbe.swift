@@ -14,6 +14,25 @@ public enum EditListProbe {
         }
     }
 
+    /// The luma plane of every decoded frame of the first video stream, in presentation order, scaled
+    /// to `width` x `height` bytes (as decoded: `-fps_mode passthrough`).
+    public static func lumaFrames(_ path: String, width: Int, height: Int) throws -> [[UInt8]] {
+        let r = try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", path, "-map", "0:v:0", "-fps_mode", "passthrough",
+                                                   "-vf", "scale=\(width):\(height):flags=area", "-pix_fmt", "gray", "-f", "rawvideo", "-"])
+        let bytes = [UInt8](r.stdoutData)
+        let size = width * height
+        return stride(from: 0, to: bytes.count - size + 1, by: size).map { Array(bytes[$0..<($0 + size)]) }
+    }
+
+    /// Peak signal-to-noise ratio of two 8-bit pictures, in dB (infinity when identical).
+    public static func psnr(_ a: [UInt8], _ b: [UInt8]) -> Double {
+        guard a.count == b.count, !a.isEmpty else { return 0 }
+        var sum = 0.0
+        for i in a.indices { let d = Double(a[i]) - Double(b[i]); sum += d * d }
+        let mse = sum / Double(a.count)
+        return mse == 0 ? .infinity : 10 * log10(255 * 255 / mse)
+    }
+
     /// One track's edit list and timescales, read from an MP4 or QuickTime file.
     public struct Track: Sendable {
         public var handler: String

@@ -127,21 +127,63 @@ import Testing
         #expect(zip(times, (0..<frames).map { Double($0) / 30 }).allSatisfy { abs($0 - $1) < 1e-3 })
     }
 
-    @Test func matroskaRefusesACutBetweenKeyframesAndNamesTheWayOut() async throws {
-        let path = try output("between.mkv")
-        await #expect {
-            _ = try await export(.bframesGOP1sMP4, [(start: 45, length: 30)], to: path, muxer: "matroska")
-        } throws: { error in
-            let text = "\(error)"
-            return text.contains("edit 1 starts at 1.5 s") && text.contains("\"cuts\": \"keyframe\"") && text.contains("mp4")
+    static let sourceLuma = Memo<MediaFixture, [[UInt8]]> { try EditListProbe.lumaFrames($0.path, width: 80, height: 60) }
+
+    @Test(arguments: [
+        (MediaFixture.bframesGOP1sMP4, 1, UInt64(21)),
+        (.bframesGOP1sMP4, 20, 22),
+        (.bframesGOP10sMP4, 5, 23),
+        (.hevcGOP1sMP4, 20, 24),
+    ])
+    func matroskaReencodesOnlyAroundTheCuts(_ fixture: MediaFixture, _ count: Int, _ seed: UInt64) async throws {
+        // No edit lists: the frames from a cut to the next keyframe (and a last GOP whose B-frames
+        // reference past the end) are re-encoded with the source's codec, the rest copied.
+        let source = try Self.sourceFrames.get(fixture)
+        let luma = try Self.sourceLuma.get(fixture)
+        let edits = randomEdits(count, frames: source.count, seed: seed)
+        let path = try output("smart-\(seed).mkv")
+        let (composition, report) = try await export(fixture, edits, to: path, muxer: "matroska")
+        let wanted = edits.flatMap { Array($0.start..<($0.start + $0.length)) }
+        let got = try EditListProbe.videoFrameHashes(path)
+        #expect(got.count == wanted.count, "seed \(seed): \(got.count) frames decoded, \(wanted.count) asked for")
+        // Copied frames are the source's own; re-encoded ones look the same (x264/x265 at crf 20).
+        let gotLuma = try EditListProbe.lumaFrames(path, width: 80, height: 60)
+        var identical = 0, worst = Double.infinity
+        for (i, frame) in zip(got.indices, wanted) {
+            if got[i] == source[frame] { identical += 1; continue }
+            worst = min(worst, EditListProbe.psnr(gotLuma[i], luma[frame]))
         }
-        #expect(!FileManager.default.fileExists(atPath: path))
-        // On keyframes, Matroska is exact by copying alone.
+        let reencoded = report.cuts.reduce(0) { $0 + $1.reencodedFrames }
+        #expect(identical == wanted.count - reencoded, "seed \(seed): \(identical) frames copied, report says \(wanted.count - reencoded)")
+        #expect(worst > 30, "seed \(seed): a re-encoded frame is only \(worst) dB from its source")
+        #expect(report.cuts.allSatisfy { $0.method == ($0.reencodedFrames > 0 ? .smartRendered : .copied) })
+        // At most a GOP at each end of an edit, with the leading pictures of the next keyframe.
+        let gop = fixture == .bframesGOP10sMP4 ? 300 : 30
+        #expect(report.cuts.allSatisfy { $0.reencodedFrames <= 2 * gop + 3 })
+        #expect(report.duration == composition.duration)
+        // Audio cannot be cut inside a packet without edit lists: it is encoded, exactly the composition.
+        #expect(report.audio.handling == "encoded")
+        #expect(report.audio.samples == Int(composition.duration.seconds * Double(try Self.sourceAudio.get(fixture).rate) + 0.5))
+    }
+
+    @Test func matroskaCutsOnKeyframesAreCopiedAndOtherCodecsAreRefused() async throws {
+        // On keyframes, with clean ends (no B-frame needs a frame past the end), Matroska is exact by copying.
+        let source = try Self.sourceFrames.get(.bframesGOP1sMP4)
         let onKeyframes = try output("on-keyframes.mkv")
         let (_, report) = try await export(.bframesGOP1sMP4, [(start: 30, length: 30), (start: 120, length: 60)], to: onKeyframes, muxer: "matroska")
-        let source = try Self.sourceFrames.get(.bframesGOP1sMP4)
         #expect(try EditListProbe.videoFrameHashes(onKeyframes) == Array(source[30..<60] + source[120..<180]))
         #expect(report.cuts.map(\.method) == [.copied, .copied])
+        // VP9 cannot be re-encoded to match: a cut between its keyframes is refused, naming the ways out.
+        let vp9 = try output("vp9.mkv")
+        var c = Composition()
+        try c.insert(TimeRange(start: MediaTime(value: 1, timescale: 2), duration: MediaTime(value: 1, timescale: 1)), of: MediaFixture.oddSizeWebM.path)
+        await #expect {
+            _ = try await ExportSession(composition: c, settings: ExportSettings(mode: .passthrough, outputPath: vp9, muxer: "matroska")).export()
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("edit 1 starts at 0.5 s") && text.contains("vp9 video") && text.contains("\"cuts\": \"keyframe\"") && text.contains("mp4")
+        }
+        #expect(!FileManager.default.fileExists(atPath: vp9))
     }
 
     @Test func keyframeCutsShowTheLeadIn() async throws {

@@ -202,22 +202,32 @@ private func t(_ v: Int64, _ s: Int32 = 1) -> MediaTime { MediaTime(value: v, ti
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         let c = try await composition([(.tone60MP4, nil)], scales: [(TimeRange(start: .zero, end: t(10)), t(40))])
         let settings = ExportSettings(mode: .constantFrameRate, outputPath: path, muxer: "mp4", frameDuration: t(1, 60), preset: "ultrafast")
-        let started = Flag()
-        let task = Task { try await ExportSession(composition: c, settings: settings).export { _ in started.set() } }
-        // Cancel once it reports progress (a fixed sleep can end before a loaded machine has started it).
-        for _ in 0..<600 where !started.value { try await Task.sleep(for: .milliseconds(100)) }
-        #expect(started.value)
-        task.cancel()
+        // Cancelled from its first progress report, on the export's own thread: a sleeping test task can
+        // wake too late on a loaded machine, when the export is already done.
+        let canceller = Canceller()
+        let task = Task { try await ExportSession(composition: c, settings: settings).export { _ in canceller.fire() } }
+        canceller.set(task)
         await #expect(throws: (any Error).self) { _ = try await task.value }
         #expect(!FileManager.default.fileExists(atPath: path))
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder).isEmpty)   // no temporary left either
     }
 }
 
-/// A flag set from any thread.
-final class Flag: @unchecked Sendable {
+/// Cancels a task when fired, from any thread, even if fired before the task is handed over.
+final class Canceller: @unchecked Sendable {
     private let lock = NSLock()
-    private var isSet = false
-    var value: Bool { lock.lock(); defer { lock.unlock() }; return isSet }
-    func set() { lock.lock(); isSet = true; lock.unlock() }
+    private var task: Task<ExportReport, any Error>?
+    private var fired = false
+
+    func set(_ task: Task<ExportReport, any Error>) {
+        lock.lock(); defer { lock.unlock() }
+        self.task = task
+        if fired { task.cancel() }
+    }
+
+    func fire() {
+        lock.lock(); defer { lock.unlock() }
+        fired = true
+        task?.cancel()
+    }
 }

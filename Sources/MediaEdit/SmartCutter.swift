@@ -1,0 +1,260 @@
+import Foundation
+import MediaCore
+import MediaTime
+
+/// Exact cuts where the container has no edit lists (Matroska): "smart rendering". The frames from a
+/// cut to the next keyframe are decoded and re-encoded with the source's codec (H.264 through libx264,
+/// HEVC through libx265, same size, pixel format, profile and level, no B-frames, headers in-band);
+/// the rest of the edit is copied. Where an edit ends, its last GOP is copied up to the end when no
+/// frame shown before the end needs one after it (B-frames), and re-encoded otherwise. After
+/// re-encoded frames the source's parameter sets are repeated in-band at the next copied keyframe
+/// (an HEVC CRA there becomes a BLA: a new sequence starts).
+///
+/// At most one GOP is re-encoded at each end of an edit. Thread-confined.
+struct SmartCutter {
+    let stream: StreamInfo
+    let encoderName: String
+    let encoderOptions: [String: String]
+    let lengthSize: Int
+    let parameterSets: [UInt8]
+    let threads: Int
+    /// Encoded packets were written since the last copied keyframe: the next one needs the source's
+    /// parameter sets (and, for HEVC, a broken link).
+    private var afterEncoded = false
+
+    /// What one edit needed.
+    struct Result {
+        var reencoded = 0
+        var copied = 0
+    }
+
+    /// The cutter for `stream`, or why there can be none (a codec it cannot match).
+    static func make(for stream: StreamInfo, settings: ExportSettings) throws -> SmartCutter {
+        let profile = stream.profile ?? ""
+        var options = ["crf": String(settings.crf), "preset": settings.preset]
+        let name: String
+        switch stream.codecName {
+        case "h264":
+            let profiles = ["Baseline": "baseline", "Constrained Baseline": "baseline", "Main": "main", "High": "high",
+                            "High 10": "high10", "High 4:2:2": "high422", "High 4:4:4 Predictive": "high444"]
+            guard let p = profiles[profile] else { throw unsupported(stream, "its H.264 profile \"\(profile)\"") }
+            name = "libx264"
+            options["profile"] = p
+            options["x264-params"] = "bframes=0:scenecut=0:keyint=infinite:annexb=1:repeat-headers=1"
+        case "hevc":
+            let profiles = ["Main": "main", "Main 10": "main10"]
+            guard let p = profiles[profile] else { throw unsupported(stream, "its HEVC profile \"\(profile)\"") }
+            name = "libx265"
+            options["profile"] = p
+            var params = "bframes=0:scenecut=0:keyint=100000:min-keyint=100000:repeat-headers=1:annexb=1:log-level=error"
+            if stream.level > 0 { params += ":level-idc=\(Double(stream.level) / 30)" }
+            options["x265-params"] = params
+        default:
+            throw unsupported(stream, "\(stream.codecName) video (smart rendering re-encodes H.264 and HEVC)")
+        }
+        guard let lengthSize = NALUnits.lengthSize(codec: stream.codecName, extradata: stream.extradata) else {
+            throw unsupported(stream, "its video has no configuration record (Annex B framing)")
+        }
+        return SmartCutter(stream: stream, encoderName: name, encoderOptions: options, lengthSize: lengthSize,
+                           parameterSets: NALUnits.parameterSets(codec: stream.codecName, extradata: stream.extradata, lengthSize: lengthSize),
+                           threads: settings.threads)
+    }
+
+    private static func unsupported(_ stream: StreamInfo, _ what: String) -> ExportError {
+        ExportError("cannot cut exactly between keyframes in Matroska: \(what) cannot be re-encoded to match; export to mp4 or mov (edit lists, no re-encoding), or set \"cuts\": \"keyframe\"")
+    }
+
+    /// Copies or re-encodes the source range [start, end) of `source`'s video, reading `input` from
+    /// `key` on (the caller has positioned it at or before the keyframe). `write` receives each packet
+    /// in decoding order, timed in the source stream's time base.
+    mutating func cut(input: InputFile, source: ExportSource, key: PassthroughExporter.Keyframe, start: MediaTime,
+                      end: MediaTime, write: (inout Packet) throws -> Void) throws -> Result {
+        var result = Result()
+        // Decoding leads presentation by this much at keyframes; re-encoded frames (no B-frames) are
+        // given decoding times as far behind, so that decoding times stay increasing into copied GOPs.
+        let lead = max(source.ticks(key.pts, in: stream) - source.ticks(key.dts, in: stream), 0)
+        var run = EncodeRun(cutter: self, lead: lead)
+        var packet = Packet()
+        var started = false
+        var head = key.pts < start
+        var decoder: Decoder? = head ? try Decoder(file: input, streamIndex: stream.index, threads: threads) : nil
+        // The keyframe that ends the re-encoded head, once read, with the packets after it.
+        var nextKey: MediaTime?
+        var carried: [PacketBox] = []
+        // The current GOP being copied, written when the next keyframe comes (or resolved at the end).
+        var pending: [PacketBox] = []
+        var dropBefore: MediaTime?
+
+        func time(_ p: borrowing Packet) -> (pts: MediaTime, dts: MediaTime)? {
+            guard let raw = p.pts ?? p.dts else { return nil }
+            let s = source.time(raw, in: stream)
+            return (s, p.dts.map { source.time($0, in: stream) } ?? s)
+        }
+        func encodeDecoded(_ decoder: Decoder, until limit: MediaTime, draining: Bool) throws {
+            var frame = Frame()
+            if draining { try decoder.sendEndOfStream() }
+            while true {
+                let r: Decoder.ReceiveResult
+                do { r = try decoder.receive(into: &frame) } catch { throw MediaFileError(path: source.path, reason: .undecodable(track: stream.index, codec: stream.codecName, error)) }
+                guard r == .frame, let raw = frame.pts else { break }
+                let t = source.time(raw, in: stream)
+                guard !(t < start), t < limit else { continue }
+                try run.encode(&frame, pts: raw, write: write)
+                result.reencoded += 1
+            }
+        }
+        func feed(_ decoder: Decoder, _ packet: borrowing Packet, until limit: MediaTime) throws {
+            while true {
+                let r: Decoder.SendResult
+                do { r = try decoder.send(packet) } catch { throw MediaFileError(path: source.path, reason: .undecodable(track: stream.index, codec: stream.codecName, error)) }
+                try encodeDecoded(decoder, until: limit, draining: false)
+                if r != .full { break }
+            }
+        }
+        // The GOP copied last: decoding context for the next one's leading pictures (open GOPs).
+        var context: [PacketBox] = []
+        func flushPending() throws {
+            for box in pending {
+                let kept = PacketBox(); kept.packet.reference(box.packet)
+                try copy(&box.packet, write: write); result.copied += 1
+                box.packet.take(from: &kept.packet)
+            }
+            context = pending
+            pending.removeAll()
+        }
+
+        while try input.read(into: &packet) == .packet {
+            guard packet.streamIndex == stream.index, let (s, sd) = time(packet) else { continue }
+            if !started { guard !(sd < key.dts) else { continue }; started = true }
+            guard sd < end else { break }
+            if head, let decoder {
+                if let k2 = nextKey {
+                    try feed(decoder, packet, until: MediaTime.min(k2, end))
+                    if k2 < s {
+                        // The first picture after the keyframe's leading ones: the head is complete.
+                        try encodeDecoded(decoder, until: MediaTime.min(k2, end), draining: true)
+                        try run.finish(write: write)
+                        afterEncoded = afterEncoded || run.wrote
+                        head = false
+                        dropBefore = k2
+                        pending = carried
+                        carried.removeAll()
+                        let box = PacketBox(); box.packet.take(from: &packet); pending.append(box)
+                    }
+                    continue
+                }
+                if packet.isKeyframe, start < s, s < end {
+                    nextKey = s
+                    let box = PacketBox(); box.packet.reference(packet); carried.append(box)
+                }
+                try feed(decoder, packet, until: MediaTime.min(nextKey ?? end, end))
+                continue
+            }
+            // A keyframe shown before the end starts a new GOP; one at or after it may still carry
+            // leading pictures shown before the end, so it stays in the last GOP.
+            if packet.isKeyframe, s < end, !pending.isEmpty { try flushPending(); dropBefore = nil }
+            if let d = dropBefore, s < d { continue }   // a leading picture, re-encoded in the head
+            let box = PacketBox(); box.packet.take(from: &packet); pending.append(box)
+        }
+
+        if head, let decoder {
+            try encodeDecoded(decoder, until: MediaTime.min(nextKey ?? end, end), draining: true)
+            try run.finish(write: write)
+            afterEncoded = afterEncoded || run.wrote
+            if let k2 = nextKey { pending = carried.filter { time($0.packet).map { !($0.pts < k2) } ?? false } }
+        }
+        // The last GOP: copy it up to the end if nothing shown before the end needs a later packet.
+        guard !pending.isEmpty else { return result }
+        let times = pending.map { time($0.packet)?.pts ?? end }
+        let shown = times.filter { $0 < end }.count
+        if times.prefix(shown).allSatisfy({ $0 < end }) {
+            for box in pending.prefix(shown) { try copy(&box.packet, write: write); result.copied += 1 }
+            return result
+        }
+        // Re-encode the frames of the last GOP shown before the end, decoded after the GOP before it
+        // (whose frames leading pictures may reference).
+        let wanted = Set(times.filter { $0 < end && !($0 < start) })
+        let tail = try Decoder(file: input, streamIndex: stream.index, threads: threads)
+        var tailRun = EncodeRun(cutter: self, lead: lead)
+        var frame = Frame()
+        func encodeWanted() throws {
+            while (try? tail.receive(into: &frame)) == .frame {
+                if let raw = frame.pts, wanted.contains(source.time(raw, in: stream)) {
+                    try tailRun.encode(&frame, pts: raw, write: write)
+                    result.reencoded += 1
+                }
+            }
+        }
+        for box in context + pending {
+            while (try? tail.send(box.packet)) == .full { try encodeWanted() }
+            try encodeWanted()
+        }
+        try? tail.sendEndOfStream()
+        try encodeWanted()
+        try tailRun.finish(write: write)
+        afterEncoded = afterEncoded || tailRun.wrote
+        return result
+    }
+
+    /// Writes a copied packet; the first keyframe after re-encoded frames carries the source's
+    /// parameter sets again (and an HEVC CRA becomes a BLA).
+    private mutating func copy(_ packet: inout Packet, write: (inout Packet) throws -> Void) throws {
+        if afterEncoded && packet.isKeyframe {
+            if stream.codecName == "hevc" { packet.withMutableData { NALUnits.markBrokenLinks($0, lengthSize: lengthSize) } }
+            packet.replaceData(with: parameterSets + packet.bytes)
+            afterEncoded = false
+        }
+        try write(&packet)
+    }
+
+    /// One run of re-encoded frames: its own encoder (made at the first frame, which becomes an IDR
+    /// picture carrying its parameter sets), drained at the end.
+    struct EncodeRun {
+        let cutter: SmartCutter
+        let lead: Int64
+        var encoder: Encoder?
+        var wrote = false
+
+        init(cutter: SmartCutter, lead: Int64) { self.cutter = cutter; self.lead = lead }
+
+        mutating func encode(_ frame: inout Frame, pts: Int64, write: (inout Packet) throws -> Void) throws {
+            if encoder == nil {
+                do {
+                    encoder = try Encoder.video(codecName: cutter.encoderName, like: frame, timeBase: cutter.stream.timeBase,
+                                                frameRate: cutter.stream.averageFrameRate, level: cutter.stream.codecName == "h264" ? cutter.stream.level : nil,
+                                                threads: cutter.threads, options: cutter.encoderOptions)
+                } catch {
+                    throw ExportError("cannot open \(cutter.encoderName) to re-encode the frames at a cut: \(error)")
+                }
+            }
+            frame.setPTS(pts)
+            while true {
+                let r: Encoder.SendResult
+                do { r = try encoder!.send(frame) } catch { throw ExportError("\(cutter.encoderName) refused a frame at a cut: \(error)") }
+                try drain(write: write)
+                if r == .accepted { break }
+            }
+        }
+
+        mutating func finish(write: (inout Packet) throws -> Void) throws {
+            guard let encoder else { return }
+            do { try encoder.sendEndOfStream() } catch { throw ExportError("\(cutter.encoderName) failed at a cut: \(error)") }
+            try drain(write: write)
+            self.encoder = nil
+        }
+
+        private mutating func drain(write: (inout Packet) throws -> Void) throws {
+            guard let encoder else { return }
+            var packet = Packet()
+            while true {
+                let r: Encoder.ReceiveResult
+                do { r = try encoder.receive(into: &packet) } catch { throw ExportError("\(cutter.encoderName) failed at a cut: \(error)") }
+                guard r == .packet, let pts = packet.pts else { return }
+                packet.replaceData(with: NALUnits.lengthPrefixed(annexB: packet.bytes, lengthSize: cutter.lengthSize))
+                packet.retime(pts: pts, dts: pts - lead, duration: packet.duration, streamIndex: cutter.stream.index)
+                try write(&packet)
+                wrote = true
+            }
+        }
+    }
+}
