@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Exact cuts in passthrough (issue "exact cuts"): ten edits starting between keyframes, taken from ten
-# minutes of 1080p H.264 with B-frames and a keyframe every 2 s, against what a user would otherwise run:
-#   bench/cuts.sh                 (about 10 minutes on 2 cores; media generated once into /tmp)
-# 1. Time against `ffmpeg -c copy` of the same total duration (goal: ratio <= 1.5).
-# 2. Time against a full re-encode of the same ten edits (ffmpeg, libx264 veryfast, crf 20; goal <= 0.1).
-# 3. Frames re-encoded per cut (goal: at most one GOP; edit lists need none) and frames copied only to
-#    be decoded (hidden by the edit list), from the export report.
-# Also times faststart (the index moved to the front, the whole file rewritten once) separately.
+# Exact cuts in passthrough (issue "exact cuts"): ten edits, each starting 0.7 s after a keyframe, from
+# ten minutes of 1080p H.264 with B-frames and a keyframe every 2 s, against what a user would otherwise run:
+#   bench/cuts.sh                 (about 20 minutes on 2 cores; media generated once into /tmp)
+# 1. mp4 (edit lists), ten cuts making a 10-minute output (10 x 59 s) and a 100 s one (10 x 10 s), against
+#    `ffmpeg -c copy` of the same duration (goal: ratio <= 1.5). MediaFarm fsyncs its output before
+#    renaming it into place, so the ffmpeg side is followed by `sync FILE` (fsync) to compare like with like.
+# 2. The same, faststart (the index moved to the front: one more pass over the file).
+# 3. Against a full re-encode of the same edits (ffmpeg, libx264 veryfast, crf 20; goal <= 0.1).
+# 4. mkv (smart rendering: the frames from each cut to the next keyframe re-encoded), against the same.
+# 5. Frames re-encoded per cut (goal: at most one GOP) and frames copied only to be decoded, from the reports.
 set -euo pipefail
 source "$(dirname "$0")/setup.sh" cuts
 if [ ! -f "$media/1080p-bframes-60s.mp4" ]; then
@@ -22,40 +24,45 @@ fi
 src="$media/1080p-bframes-10min.mp4"
 export MEDIAFARM_OUTPUT_ROOTS="$work"
 
-# Ten 10-second edits, one per minute, each starting 0.7 s after a keyframe (21 frames in).
 python3 - "$src" "$work" <<'PY'
 import json, sys
 src, work = sys.argv[1:3]
-edits = [{"source": src, "start": f"{60 * i + 12.7:.1f}", "duration": "10"} for i in range(10)]
-for name, faststart in (("cuts", False), ("cuts-faststart", True)):
-    json.dump({"version": 1, "edits": edits, "overwrite": True, "report": f"out/{name}-report.json",
-               "export": {"mode": "passthrough", "output": f"out/{name}.mp4", "faststart": faststart}},
+def edits(length):
+    return [{"source": src, "start": f"{60 * i + 12.7:.1f}", "duration": str(length)} for i in range(10)]
+for name, length, ext, faststart in (("ten-min", 47, "mp4", False), ("hundred", 10, "mp4", False),
+                                     ("hundred-fs", 10, "mp4", True), ("ten-min-mkv", 47, "mkv", None), ("hundred-mkv", 10, "mkv", None)):
+    export = {"mode": "passthrough", "output": f"out/{name}.{ext}"}
+    if faststart is not None: export["faststart"] = faststart
+    json.dump({"version": 1, "edits": edits(length), "overwrite": True, "report": f"out/{name}-report.json", "export": export},
               open(f"{work}/{name}.json", "w"))
-# The same ten edits re-encoded by ffmpeg: trim + concat in one filter graph.
+# The ten 10 s edits re-encoded by ffmpeg: trim + concat in one filter graph.
 parts = "".join(f"[0:v]trim=start={60 * i + 12.7:.1f}:duration=10,setpts=PTS-STARTPTS[v{i}];"
                 f"[0:a]atrim=start={60 * i + 12.7:.1f}:duration=10,asetpts=PTS-STARTPTS[a{i}];" for i in range(10))
-graph = parts + "".join(f"[v{i}][a{i}]" for i in range(10)) + "concat=n=10:v=1:a=1[v][a]"
-open(f"{work}/graph.txt", "w").write(graph)
+open(f"{work}/graph.txt", "w").write(parts + "".join(f"[v{i}][a{i}]" for i in range(10)) + "concat=n=10:v=1:a=1[v][a]")
 PY
+copy() { echo "sh -c 'ffmpeg -nostdin -y -v error -i $src -t $1 -map 0 -c copy $2 $work/$3 && sync $work/$3'"; }
 
 runs=${RUNS:-3}
 echo
-bench/compare.py "10 exact cuts, 100 s out" 1.5 "$runs" "$bin run $work/cuts.json" "ffmpeg -c copy" \
-  "ffmpeg -nostdin -y -v error -i $src -t 100 -map 0 -c copy $work/ff-copy.mp4"
-bench/compare.py "same, with faststart" 1.5 "$runs" "$bin run $work/cuts-faststart.json" "ffmpeg +faststart" \
-  "ffmpeg -nostdin -y -v error -i $src -t 100 -map 0 -c copy -movflags +faststart $work/ff-copy-fs.mp4"
-bench/compare.py "10 exact cuts vs re-encode" 0.1 1 "$bin run $work/cuts.json" "ffmpeg x264 veryfast" \
-  "ffmpeg -nostdin -y -v error -i $src -filter_complex_script $work/graph.txt -map [v] -map [a] -c:v libx264 -preset veryfast -crf 20 -c:a aac $work/ff-reencode.mp4"
+bench/compare.py "mp4, 10 cuts, 470 s out" 1.5 "$runs" "$bin run $work/ten-min.json" "ffmpeg -c copy" "$(copy 470 "" ff1.mp4)"
+bench/compare.py "mp4, 10 cuts, 100 s out" 1.5 "$runs" "$bin run $work/hundred.json" "ffmpeg -c copy" "$(copy 100 "" ff2.mp4)"
+bench/compare.py "mp4 faststart, 100 s out" 1.5 "$runs" "$bin run $work/hundred-fs.json" "ffmpeg +faststart" \
+  "$(copy 100 "-movflags +faststart" ff3.mp4)"
+bench/compare.py "mkv, 10 cuts, 470 s out" 1.5 "$runs" "$bin run $work/ten-min-mkv.json" "ffmpeg -c copy" "$(copy 470 "" ff4.mkv)"
+reencode="ffmpeg -nostdin -y -v error -i $src -filter_complex_script $work/graph.txt -map [v] -map [a] -c:v libx264 -preset veryfast -crf 20 -c:a aac"
+bench/compare.py "mp4 cuts vs re-encode, 100 s" 0.1 1 "$bin run $work/hundred.json" "ffmpeg x264" "$reencode $work/re.mp4"
+bench/compare.py "mkv cuts vs re-encode, 100 s" 0.1 1 "$bin run $work/hundred-mkv.json" "ffmpeg x264" "$reencode $work/re.mkv"
 
-python3 - "$work/out/cuts-report.json" "$work/out/cuts.mp4" <<'PY'
+python3 - "$work/out" <<'PY'
 import json, subprocess, sys
-report = json.load(open(sys.argv[1]))
-export = report.get("export", report)
-cuts = export["cuts"]
-hidden = [c["hiddenFrames"] for c in cuts]
-print(f"{'per cut':<28} frames re-encoded: 0 (methods: {sorted(set(c['method'] for c in cuts))}); "
-      f"frames copied only for decoding: min {min(hidden)}, max {max(hidden)} (a GOP is 60)")
-frames = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v", "-count_frames", "-show_entries",
-                         "stream=nb_read_frames", "-of", "csv=p=0", sys.argv[2]], capture_output=True, text=True).stdout.strip()
-print(f"{'decoded output':<28} {frames} frames (the composition has 3000); report duration {export['duration']}")
+out = sys.argv[1]
+for name, ext, frames in (("ten-min", "mp4", 14100), ("hundred", "mp4", 3000), ("ten-min-mkv", "mkv", 14100), ("hundred-mkv", "mkv", 3000)):
+    export = json.load(open(f"{out}/{name}-report.json"))["export"]
+    cuts = export["cuts"]
+    hidden = [c["hiddenFrames"] for c in cuts]
+    again = [c["reencodedFrames"] for c in cuts]
+    decoded = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v", "-count_frames", "-show_entries",
+                              "stream=nb_read_frames", "-of", "csv=p=0", f"{out}/{name}.{ext}"], capture_output=True, text=True).stdout.strip()
+    print(f"{name:<14} {sorted(set(c['method'] for c in cuts))}: re-encoded per edit {min(again)}-{max(again)} frames, "
+          f"copied only to decode {min(hidden)}-{max(hidden)} (a GOP is 60); decoded {decoded} of {frames} frames; {export['duration']['seconds']} s")
 PY

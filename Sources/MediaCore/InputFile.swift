@@ -40,7 +40,7 @@ public final class InputFile {
            case let name = String(cString: still.pointee.name), name.hasSuffix("_pipe"), allowed.contains(name) {
             opened = InputFile.open(path, format: still, limits: limits, interruptBox: box)
         }
-        guard var ctx = opened.context else {
+        guard let ctx = opened.context else {
             box.release()   // avformat_open_input frees the context on failure
             throw InputFile.openError(path: path, code: opened.code, interrupter: interrupter, limits: limits)
         }

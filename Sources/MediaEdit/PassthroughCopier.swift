@@ -191,8 +191,12 @@ struct PassthroughCopier {
                                       duration: duration.count(in: tb) ?? 0, to: file)
                 if videoTrack!.packets % 64 == 0 { report(t, total: total, frames: videoTrack!.packets, since: clock) }
             }
+            // Audio copied outside the edit, hidden by its entry.
+            var audioTrimmed = false
             func writeAudio(_ packet: inout Packet, _ a: StreamInfo) throws {
                 guard let rawPTS = packet.pts ?? packet.dts else { return }
+                let s = source.time(rawPTS, in: a)
+                if s < segStart || segEnd < s + MediaTime(count: packet.duration, timeBase: a.timeBase) { audioTrimmed = true }
                 let tb = audioTrack!.timeBase
                 let ticks = target(source.time(rawPTS, in: a)).count(in: tb) ?? 0
                 let duration = MediaTime(count: packet.duration, timeBase: a.timeBase).count(in: tb) ?? 0
@@ -264,7 +268,7 @@ struct PassthroughCopier {
             if editLists {
                 videoTrack?.addEntry(start: targetStart, duration: targetDuration)
                 audioTrack?.addEntry(start: targetStart, duration: targetDuration)
-                if cut.hiddenFrames > 0 && !snapped { cut.method = .editList }
+                if (cut.hiddenFrames > 0 || audioTrimmed) && !snapped { cut.method = .editList }
             }
             cuts.append(cut)
         }

@@ -77,7 +77,7 @@ struct SmartCutter {
         var packet = Packet()
         var started = false
         var head = key.pts < start
-        var decoder: Decoder? = head ? try Decoder(file: input, streamIndex: stream.index, threads: threads) : nil
+        let decoder: Decoder? = head ? try Decoder(file: input, streamIndex: stream.index, threads: threads) : nil
         // The keyframe that ends the re-encoded head, once read, with the packets after it.
         var nextKey: MediaTime?
         var carried: [PacketBox] = []

@@ -42,8 +42,10 @@ public enum MediaFixture: String, CaseIterable, Sendable {
     case bframesGOP1sMP4 = "bframes-gop1s.mp4"
     /// 30 s as bframesGOP1s but a keyframe every 10 s (300 frames) and 44.1 kHz audio.
     case bframesGOP10sMP4 = "bframes-gop10s.mp4"
-    /// 10 s, 320x240, 30 fps HEVC (x265, B-frames, a keyframe every second, 'hvc1') + AAC.
+    /// 10 s, 320x240, 30 fps HEVC (x265, B-frames, open GOPs, a keyframe every second, 'hvc1') + AAC.
     case hevcGOP1sMP4 = "hevc-gop1s.mp4"
+    /// 30 s as hevcGOP1s but a keyframe every 10 s and 44.1 kHz audio.
+    case hevcGOP10sMP4 = "hevc-gop10s.mp4"
 
     public var path: String { Fixtures.path(self) }
 }
@@ -91,11 +93,12 @@ public enum Fixtures {
                         "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-bf", "2",
                         "-x264-params", "keyint=\(long ? 300 : 30):min-keyint=\(long ? 300 : 30):scenecut=0:b-adapt=0",
                         "-c:a", "aac", "-ac", "2", out])
-        case .hevcGOP1sMP4:
-            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=10",
-                        "-f", "lavfi", "-i", "sine=f=440:sample_rate=48000:d=10",
+        case .hevcGOP1sMP4, .hevcGOP10sMP4:
+            let long = fixture == .hevcGOP10sMP4
+            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=\(long ? 30 : 10)",
+                        "-f", "lavfi", "-i", "sine=f=440:sample_rate=\(long ? 44100 : 48000):d=\(long ? 30 : 10)",
                         "-c:v", "libx265", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-tag:v", "hvc1",
-                        "-x265-params", "keyint=30:min-keyint=30:scenecut=0:bframes=3:log-level=error",
+                        "-x265-params", "keyint=\(long ? 300 : 30):min-keyint=\(long ? 300 : 30):scenecut=0:bframes=3:log-level=error",
                         "-c:a", "aac", "-ac", "2", out])
         case .cfr60MKV:
             let meta = out + ".ffmeta"
