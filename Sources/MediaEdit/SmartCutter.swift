@@ -21,6 +21,9 @@ struct SmartCutter {
     /// Encoded packets were written since the last copied keyframe: the next one needs the source's
     /// parameter sets (and, for HEVC, a broken link).
     private var afterEncoded = false
+    /// The next copied keyframe starts a new sequence (an edit's first, or after encoded packets): an
+    /// HEVC CRA there becomes a BLA, so that decoders drop its leading pictures.
+    private var brokenLink = false
 
     /// What one edit needed.
     struct Result {
@@ -70,6 +73,7 @@ struct SmartCutter {
     mutating func cut(input: InputFile, source: ExportSource, key: PassthroughExporter.Keyframe, start: MediaTime,
                       end: MediaTime, write: (inout Packet) throws -> Void) throws -> Result {
         var result = Result()
+        brokenLink = true
         // Decoding leads presentation by this much at keyframes; re-encoded frames (no B-frames) are
         // given decoding times as far behind, so that decoding times stay increasing into copied GOPs.
         let lead = max(source.ticks(key.pts, in: stream) - source.ticks(key.dts, in: stream), 0)
@@ -153,7 +157,9 @@ struct SmartCutter {
             // A keyframe shown before the end starts a new GOP; one at or after it may still carry
             // leading pictures shown before the end, so it stays in the last GOP.
             if packet.isKeyframe, s < end, !pending.isEmpty { try flushPending(); dropBefore = nil }
-            if let d = dropBefore, s < d { continue }   // a leading picture, re-encoded in the head
+            // A leading picture: re-encoded in the head, or shown before the edit.
+            if let d = dropBefore, s < d { continue }
+            if s < start { continue }
             let box = PacketBox(); box.packet.take(from: &packet); pending.append(box)
         }
 
@@ -163,17 +169,26 @@ struct SmartCutter {
             afterEncoded = afterEncoded || run.wrote
             if let k2 = nextKey { pending = carried.filter { time($0.packet).map { !($0.pts < k2) } ?? false } }
         }
-        // The last GOP: copy it up to the end if nothing shown before the end needs a later packet.
+        // The last GOP. Its packets before the first one shown at or after the end (in decoding order)
+        // need nothing later: copied. Frames shown before the end that come after that packet (B-frames
+        // referencing past the end, leading pictures of a keyframe past the end) are re-encoded, when
+        // they all follow the copied ones; otherwise the whole GOP is.
         guard !pending.isEmpty else { return result }
         let times = pending.map { time($0.packet)?.pts ?? end }
-        let shown = times.filter { $0 < end }.count
-        if times.prefix(shown).allSatisfy({ $0 < end }) {
-            for box in pending.prefix(shown) { try copy(&box.packet, write: write); result.copied += 1 }
-            return result
+        let clean = times.firstIndex { !($0 < end) } ?? times.count
+        let rest = times[clean...].filter { $0 < end && !($0 < start) }
+        let copiedUntil = times[..<clean].max()
+        let copyPrefix = rest.isEmpty || copiedUntil.map { last in rest.allSatisfy { last < $0 } } ?? true
+        if copyPrefix {
+            for box in pending.prefix(clean) {
+                let kept = PacketBox(); kept.packet.reference(box.packet)
+                try copy(&box.packet, write: write); result.copied += 1
+                box.packet.take(from: &kept.packet)
+            }
+            if rest.isEmpty { return result }
         }
-        // Re-encode the frames of the last GOP shown before the end, decoded after the GOP before it
-        // (whose frames leading pictures may reference).
-        let wanted = Set(times.filter { $0 < end && !($0 < start) })
+        // Decoded after the GOP before it (whose frames leading pictures may reference).
+        let wanted = Set(copyPrefix ? rest : times.filter { $0 < end && !($0 < start) })
         let tail = try Decoder(file: input, streamIndex: stream.index, threads: threads)
         var tailRun = EncodeRun(cutter: self, lead: lead)
         var frame = Frame()
@@ -199,10 +214,11 @@ struct SmartCutter {
     /// Writes a copied packet; the first keyframe after re-encoded frames carries the source's
     /// parameter sets again (and an HEVC CRA becomes a BLA).
     private mutating func copy(_ packet: inout Packet, write: (inout Packet) throws -> Void) throws {
-        if afterEncoded && packet.isKeyframe {
+        if packet.isKeyframe && (brokenLink || afterEncoded) {
             if stream.codecName == "hevc" { packet.withMutableData { NALUnits.markBrokenLinks($0, lengthSize: lengthSize) } }
-            packet.replaceData(with: parameterSets + packet.bytes)
+            if afterEncoded { packet.replaceData(with: parameterSets + packet.bytes) }
             afterEncoded = false
+            brokenLink = false
         }
         try write(&packet)
     }
