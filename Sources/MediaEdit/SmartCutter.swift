@@ -200,7 +200,10 @@ struct SmartCutter {
                 }
             }
         }
-        for box in context + pending {
+        // The GOP before is needed only for the leading pictures of this one's keyframe (open GOP).
+        let keyTime = times[0]
+        let needsContext = wanted.contains { $0 < keyTime }
+        for box in (needsContext ? context : []) + pending {
             while (try? tail.send(box.packet)) == .full { try encodeWanted() }
             try encodeWanted()
         }
