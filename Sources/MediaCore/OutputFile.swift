@@ -20,6 +20,9 @@ public final class OutputFile {
     /// A second descriptor on the file, used to start writeback early (see `write`).
     private var syncDescriptor: Int32 = -1
     private var writebackOffset: Int64 = 0
+    /// Start writing the file back to disk while it is written (see `write`). Off for a file that will
+    /// be rewritten in place afterwards (its first layout never needs to reach the disk).
+    public var startsWriteback = true
     private static let writebackChunk: Int64 = 8 << 20
 
     /// Creates `path` for writing with the muxer `format` ("mp4", "mov", "matroska").
@@ -144,7 +147,7 @@ public final class OutputFile {
         let r = av_interleaved_write_frame(context, packet.pointer)
         if r < 0 { throw failure(.capture(r, "av_interleaved_write_frame"), "writing packets") }
         // Let the disk catch up while we write, instead of all at the final fsync.
-        if syncDescriptor >= 0 {
+        if syncDescriptor >= 0 && startsWriteback {
             let written = avio_tell(context.pointee.pb)
             if written - writebackOffset >= Self.writebackChunk {
                 _ = mf_start_writeback(syncDescriptor, writebackOffset, written - writebackOffset)
@@ -153,14 +156,16 @@ public final class OutputFile {
         }
     }
 
-    /// Writes the trailer, closes the file and fsyncs it to disk.
-    public func finish() throws(MediaFileError) {
+    /// Writes the trailer, closes the file and fsyncs it to disk (unless `sync` is false: for a file the
+    /// caller rewrites and syncs itself).
+    public func finish(sync: Bool = true) throws(MediaFileError) {
         guard !finished else { return }
         finished = true
         let r = av_write_trailer(context)
         if r < 0 { throw failure(.capture(r, "av_write_trailer"), "finishing the file") }
         avio_closep(&context.pointee.pb)
         isOpen = false
+        guard sync else { return }
         let fd = open(path, O_RDONLY)
         if fd >= 0 {
             defer { close(fd) }

@@ -12,8 +12,9 @@ struct EditListEntry: Sendable, Hashable {
 }
 
 /// Rewrites the edit lists of a finished MP4 or QuickTime file, which FFmpeg's muxer cannot write with
-/// more than one media entry: the file must have its `moov` box last (written without faststart), and
-/// can have it moved to the front afterwards, chunk offsets adjusted, as faststart would.
+/// more than one media entry. The movie box is either last (written without faststart; it can then be
+/// moved to the front, chunk offsets adjusted, as faststart would), or first in space the muxer
+/// reserved for it (a `free` box after it), where it is rewritten in place when it still fits.
 ///
 /// Movie durations (the `mvhd` and each changed `tkhd`) are set from the new lists. Times are exact
 /// rationals, converted to the movie's and each track's timescale (as the muxer chose them) by rounding
@@ -55,10 +56,36 @@ enum MP4EditLists {
         }
         guard let moovIndex = top.firstIndex(where: { $0.type == "moov" }) else { throw BoxError("the file has no moov box") }
         let moovEntry = top[moovIndex]
-        guard moovIndex == top.count - 1 else { throw BoxError("the moov box is not the last box (the file was written with faststart)") }
         var moov = try Box.parse(try read(fd, at: moovEntry.offset, count: Int(moovEntry.size)))
 
         try apply(lists, to: &moov)
+
+        if moovIndex < top.count - 1 {
+            // Written first into space the muxer reserved (`moov_size`): the movie box and the `free`
+            // box after it. Rewritten there when it fits; otherwise what follows moves forward.
+            var space = moovEntry.size
+            if top[moovIndex + 1].type == "free" { space += top[moovIndex + 1].size }
+            let end = moovEntry.offset + space
+            var shift: Int64 = 0
+            var placed = moov
+            while true {
+                placed = moov
+                try placed.shiftChunkOffsets(by: shift)
+                let size = Int64(placed.serializedSize)
+                let needed = size == space ? 0 : max(0, size + 8 - space)
+                if needed == shift { break }
+                shift = needed
+            }
+            if shift > 0 { try shiftForward(fd, from: end, to: fileSize, by: shift) }
+            var bytes = placed.serialized()
+            let filler = space + shift - Int64(bytes.count)
+            if filler > 0 {
+                putBE32(&bytes, UInt32(filler)); bytes += Array("free".utf8)
+                bytes += [UInt8](repeating: 0, count: Int(filler) - 8)
+            }
+            try write(fd, bytes, at: moovEntry.offset)
+            return
+        }
 
         if !faststart {
             let bytes = moov.serialized()

@@ -88,6 +88,11 @@ struct PassthroughCopier {
                                                file: file, settings: settings, interrupter: interrupter)
         }
         if !editLists { headerOptions = [:] }
+        if editLists && settings.faststart {
+            // Space for the index at the front, so that it need not be moved there afterwards (a pass
+            // over the whole file): what the muxer's index takes, and the edit lists, with room to spare.
+            headerOptions["moov_size"] = String(reservedIndexSize())
+        }
         // With edit lists the movie box is rewritten at the end, and moved to the front then if asked.
         let chapters = try file.writeHeader(sources: sources, mapping: mapping, settings: settings,
                                             options: headerOptions, faststart: settings.faststart && !editLists)
@@ -274,7 +279,8 @@ struct PassthroughCopier {
         }
         try rendered?.write(until: nil)
         progress(fraction: 1, phase: "finishing")
-        try file.finish()
+        // With edit lists the file is rewritten (and synced) once more: no sync now.
+        try file.finish(sync: !editLists)
         if editLists {
             var lists: [UInt32: [EditListEntry]] = [:]
             for track in [videoTrack, audioTrack].compactMap({ $0 }) { lists[UInt32(track.index + 1)] = track.entries }
@@ -303,6 +309,25 @@ struct PassthroughCopier {
     private var hevcLengthSize: Int? {
         guard let v = sources[0].video, v.codecName == "hevc" else { return nil }
         return NALUnits.lengthSize(codec: v.codecName, extradata: v.extradata)
+    }
+
+    /// Bytes to reserve for the movie box of an edit-listed MP4: about 40 bytes per packet (sample
+    /// size, time, composition offset, chunk offset, sync sample) for the packets the edits will copy,
+    /// lead-ins included, doubled, plus each track's edit list and headers. Zero (no reservation, the
+    /// index is moved afterwards) when that would pass 64 MB.
+    private func reservedIndexSize() -> Int {
+        var seconds = 0.0
+        for (segment, edit) in exporter.composition.segments.enumerated() {
+            let lead = keyframes[segment].map { max(edit.sourceRange.start.seconds - $0.pts.seconds, 0) } ?? 0
+            seconds += edit.sourceRange.duration.seconds + lead + 1
+        }
+        var rate = 0.0
+        if let v = sources[0].video { rate += v.averageFrameRate?.doubleValue ?? 60 }
+        if audioHandling != "none", audioHandling != "dropped", let a = sources.first(where: { $0.audio != nil })?.audio {
+            rate += Double(a.sampleRate) / Double(max(a.frameSize, 1024)) + 1
+        }
+        let bytes = 2 * 40 * seconds * max(rate, 1) + Double(sources.count * 2 * 24) + 65_536
+        return bytes > 64 * 1024 * 1024 ? 0 : Int(bytes)
     }
 
     /// Per segment, in output time: how long before the edit's first presentation time the first
