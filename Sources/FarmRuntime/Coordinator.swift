@@ -30,6 +30,8 @@ public final class Coordinator: Service, @unchecked Sendable {
     private var running: [Int64: Running] = [:]
     private var draining = false
     private var finishedStates: [Int64: JobState] = [:]
+    /// A worker started: renew the leases (recording its process id) at the next check.
+    private var renewSoon = false
     private var standbys: [StandbyWorker] = []
 
     /// Why the coordinator stopped a worker itself.
@@ -116,8 +118,8 @@ public final class Coordinator: Service, @unchecked Sendable {
             var claimed: [Job] = []
             if free > 0 {
                 do {
-                    if let next = try store.nextRunAt(), next <= now() {
-                        claimed = try store.claim(limit: free, owner: configuration.owner, leaseDuration: configuration.leaseDuration, at: now())
+                    if let next = try await store.nextRunAt(), next <= now() {
+                        claimed = try await store.claim(limit: free, owner: configuration.owner, leaseDuration: configuration.leaseDuration, at: now())
                     }
                 } catch {
                     events(.notice("queue: \(error)"))
@@ -131,7 +133,7 @@ public final class Coordinator: Service, @unchecked Sendable {
                 }
                 group.addTask { await self.supervise(job, token: token, standby: standby) }
             }
-            if configuration.exitWhenIdle, claimed.isEmpty, lock.withLock({ running.isEmpty }), isQueueIdle() {
+            if configuration.exitWhenIdle, claimed.isEmpty, lock.withLock({ running.isEmpty }), await isQueueIdle() {
                 retireStandbys()
                 return
             }
@@ -160,23 +162,23 @@ public final class Coordinator: Service, @unchecked Sendable {
     }
 
     /// Nothing queued and nothing running anywhere (a running job elsewhere may come back for a retry).
-    private func isQueueIdle() -> Bool {
-        (try? store.hasLiveJobs()) == false
+    private func isQueueIdle() async -> Bool {
+        (try? await store.hasLiveJobs()) == false
     }
 
     /// The rescuer: every `rescueInterval`, jobs whose lease expired go back to the queue (or end dead).
     private func rescueLoop() async {
         while !Task.isCancelled, !lock.withLock({ draining }) {
-            rescueExpired()
+            await rescueExpired()
             guard await pause(configuration.rescueInterval) else { return }
         }
     }
 
-    private func rescueExpired() {
+    private func rescueExpired() async {
         let t = now()
         do {
-            for job in try store.rescueExpired(at: t) {
-                let after = try? store.job(id: job.id)
+            for job in try await store.rescueExpired(at: t) {
+                let after = try? await store.job(id: job.id)
                 events(.notice("job \(job.id) (\(job.name)): lease of \(job.lease?.owner ?? "?") expired; "
                                + (after?.state == .dead ? "dead after \(job.attempt) attempts" : "back in the queue")))
                 if after?.state == .dead { lock.withLock { finishedStates[job.id] = .dead } }
@@ -268,7 +270,7 @@ public final class Coordinator: Service, @unchecked Sendable {
     /// here), then records success.
     private func publish(_ job: Job, token: String, manifest: JobManifest, resultJSON: String?, seconds: Double) async {
         do {
-            let lost = try store.renew([LeaseRenewal(id: job.id, token: token, progress: 1, phase: "publishing")],
+            let lost = try await store.renew([LeaseRenewal(id: job.id, token: token, progress: 1, phase: "publishing")],
                                        leaseDuration: configuration.leaseDuration, at: now())
             if lost.contains(job.id) {
                 events(.finished(id: job.id, name: job.name, state: "stale", attempt: job.attempt,
@@ -290,7 +292,7 @@ public final class Coordinator: Service, @unchecked Sendable {
     private func finish(_ job: Job, token: String, outcome: AttemptOutcome, seconds: Double) async {
         for attempt in 1...5 {
             do {
-                let after = try store.finish(id: job.id, token: token, outcome: outcome, at: now())
+                let after = try await store.finish(id: job.id, token: token, outcome: outcome, at: now())
                 lock.withLock { finishedStates[job.id] = after.state.isTerminal ? after.state : nil }
                 let message: String? = switch outcome {
                 case .succeeded: nil
@@ -319,11 +321,9 @@ public final class Coordinator: Service, @unchecked Sendable {
         }
         if stopNow { child.kill() }
         if let entry {
-            // Recorded at once, so that `status` shows which process runs the job.
-            if let lost = try? store.renew([LeaseRenewal(id: id, token: entry.token, phase: "starting", workerPID: pid)],
-                                           leaseDuration: configuration.leaseDuration, at: now()), lost.contains(id) {
-                stopWorker(id, reason: .lost(try? store.job(id: id)?.state))
-            }
+            // Recorded at the lease check's next pass (not its next renewal), so that `status` soon
+            // shows which process runs the job.
+            lock.withLock { renewSoon = true }
             events(.started(id: id, name: entry.job.name, attempt: entry.job.attempt, pid: pid,
                             queuedFor: now().timeIntervalSince(entry.job.runAt > entry.job.createdAt ? entry.job.runAt : entry.job.createdAt)))
         }
@@ -365,16 +365,17 @@ public final class Coordinator: Service, @unchecked Sendable {
             }
             let live = entries.filter { $0.value.stop == nil }
             do {
-                var lost = try store.lostLeases(live.mapValues(\.token), at: t)
-                if t.timeIntervalSince(lastRenew) >= configuration.renewInterval {
+                var lost = try await store.lostLeases(live.mapValues(\.token), at: t)
+                let soon = lock.withLock { () -> Bool in defer { renewSoon = false }; return renewSoon }
+                if soon || t.timeIntervalSince(lastRenew) >= configuration.renewInterval {
                     lastRenew = t
                     let renewals = live.map { id, e in
                         LeaseRenewal(id: id, token: e.token, progress: e.progress?.fraction, phase: e.progress?.phase, workerPID: e.pid)
                     }
-                    lost.formUnion(try store.renew(renewals, leaseDuration: configuration.leaseDuration, at: t))
+                    lost.formUnion(try await store.renew(renewals, leaseDuration: configuration.leaseDuration, at: t))
                 }
                 for id in lost {
-                    stopWorker(id, reason: .lost(try? store.job(id: id)?.state))
+                    stopWorker(id, reason: .lost(try? await store.job(id: id)?.state))
                 }
             } catch {
                 events(.notice("lease check: \(error)"))

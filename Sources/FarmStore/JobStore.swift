@@ -83,35 +83,36 @@ public enum AttemptOutcome: Sendable, Hashable {
 
 /// The queue: one contract, several backends (SQLite now). Every state change goes through
 /// `JobStateMachine`; every change to a running job carries its lease token (fencing). Times are
-/// passed in, so that callers and tests own the clock. Calls block briefly (one transaction each).
+/// passed in, so that callers and tests own the clock. Calls are async: a backend waits for its
+/// database without holding a thread of the caller's (one transaction each).
 public protocol JobStore: Sendable {
     /// Adds `jobs` in one transaction: all of them or none.
-    func enqueue(_ jobs: [NewJob], at now: Date) throws(JobStoreError) -> [Enqueued]
+    func enqueue(_ jobs: [NewJob], at now: Date) async throws(JobStoreError) -> [Enqueued]
     /// Atomically claims up to `limit` queued jobs whose runAt has come, highest priority first, then
     /// oldest runAt; each gets a fresh lease token valid for `leaseDuration` seconds.
-    func claim(limit: Int, owner: String, leaseDuration: Double, at now: Date) throws(JobStoreError) -> [Job]
+    func claim(limit: Int, owner: String, leaseDuration: Double, at now: Date) async throws(JobStoreError) -> [Job]
     /// Extends the leases (and records progress) of running jobs; returns the ids whose lease is no longer
     /// held (cancelled, rescued and re-claimed, finished): their workers must stop.
-    func renew(_ renewals: [LeaseRenewal], leaseDuration: Double, at now: Date) throws(JobStoreError) -> Set<Int64>
+    func renew(_ renewals: [LeaseRenewal], leaseDuration: Double, at now: Date) async throws(JobStoreError) -> Set<Int64>
     /// Ids among `leases` (id -> token) whose lease is no longer held. Read only.
-    func lostLeases(_ leases: [Int64: String], at now: Date) throws(JobStoreError) -> Set<Int64>
+    func lostLeases(_ leases: [Int64: String], at now: Date) async throws(JobStoreError) -> Set<Int64>
     /// Ends the attempt holding `token`. Throws `.transition(.staleLease)` when a newer attempt owns the job.
-    func finish(id: Int64, token: String, outcome: AttemptOutcome, at now: Date) throws(JobStoreError) -> Job
+    func finish(id: Int64, token: String, outcome: AttemptOutcome, at now: Date) async throws(JobStoreError) -> Job
     /// Ends several attempts in one transaction (each fenced by its own token); one result per item.
-    func finish(_ attempts: [FinishedAttempt], at now: Date) throws(JobStoreError) -> [Result<Job, JobStoreError>]
+    func finish(_ attempts: [FinishedAttempt], at now: Date) async throws(JobStoreError) -> [Result<Job, JobStoreError>]
     /// Returns running jobs whose lease expired to the queue (or makes them dead); returns them as they
     /// were before, with the expired lease, so the caller can clean up what that attempt left.
-    func rescueExpired(at now: Date) throws(JobStoreError) -> [Job]
-    func cancel(id: Int64, at now: Date) throws(JobStoreError) -> Job
-    func retry(id: Int64, at now: Date) throws(JobStoreError) -> Job
-    func job(id: Int64) throws(JobStoreError) -> Job?
+    func rescueExpired(at now: Date) async throws(JobStoreError) -> [Job]
+    func cancel(id: Int64, at now: Date) async throws(JobStoreError) -> Job
+    func retry(id: Int64, at now: Date) async throws(JobStoreError) -> Job
+    func job(id: Int64) async throws(JobStoreError) -> Job?
     /// Jobs by id (missing ids are skipped), or every job when `ids` is nil, oldest first.
-    func jobs(ids: [Int64]?) throws(JobStoreError) -> [Job]
-    func counts() throws(JobStoreError) -> [JobState: Int]
+    func jobs(ids: [Int64]?) async throws(JobStoreError) -> [Job]
+    func counts() async throws(JobStoreError) -> [JobState: Int]
     /// Whether any job is queued or running (cheap: a coordinator asks it while idle).
-    func hasLiveJobs() throws(JobStoreError) -> Bool
+    func hasLiveJobs() async throws(JobStoreError) -> Bool
     /// The earliest runAt among queued jobs, to sleep until.
-    func nextRunAt() throws(JobStoreError) -> Date?
+    func nextRunAt() async throws(JobStoreError) -> Date?
 }
 
 public enum JobStoreError: Error, Sendable, CustomStringConvertible {

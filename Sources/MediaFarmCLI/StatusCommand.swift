@@ -35,7 +35,7 @@ struct StatusCommand: AsyncParsableCommand {
     func run() async throws {
         let store = try queue.open()
         var ids = jobIDs.ids.isEmpty ? nil : jobIDs.ids
-        var jobs = try Self.fetch(store, ids: ids)
+        var jobs = try await Self.fetch(store, ids: ids)
         if !state.isEmpty {
             jobs = jobs.filter { state.contains($0.state.rawValue) }
             if ids == nil { ids = jobs.map(\.id) }
@@ -54,8 +54,8 @@ struct StatusCommand: AsyncParsableCommand {
         }
     }
 
-    static func fetch(_ store: any JobStore, ids: [Int64]?) throws -> [Job] {
-        do { return try store.jobs(ids: ids) } catch { throw CLIError(error.description) }
+    static func fetch(_ store: any JobStore, ids: [Int64]?) async throws -> [Job] {
+        do { return try await store.jobs(ids: ids) } catch { throw CLIError(error.description) }
     }
 
     /// Polls until every job in `ids` has ended, redrawing the table on a terminal; returns the jobs.
@@ -63,7 +63,7 @@ struct StatusCommand: AsyncParsableCommand {
         let terminal = draw && isatty(STDOUT_FILENO) == 1
         var lines = 0
         while true {
-            let jobs = try fetch(store, ids: ids)
+            let jobs = try await fetch(store, ids: ids)
             let text = table(jobs)
             if terminal {
                 if lines > 0 { FileHandle.standardOutput.write(Data("\u{1B}[\(lines)A\u{1B}[J".utf8)) }
@@ -179,7 +179,7 @@ struct CancelCommand: AsyncParsableCommand {
 
     func run() async throws {
         let store = try queue.open()
-        try JobControl.apply(jobIDs.ids, verb: "cancelled", json: json) { (id: Int64) throws(JobStoreError) -> Job in try store.cancel(id: id, at: Date()) }
+        try await JobControl.apply(jobIDs.ids, verb: "cancelled", json: json) { (id: Int64) async throws(JobStoreError) -> Job in try await store.cancel(id: id, at: Date()) }
     }
 }
 
@@ -202,18 +202,18 @@ struct RetryCommand: AsyncParsableCommand {
 
     func run() async throws {
         let store = try queue.open()
-        try JobControl.apply(jobIDs.ids, verb: "queued again", json: json) { (id: Int64) throws(JobStoreError) -> Job in try store.retry(id: id, at: Date()) }
+        try await JobControl.apply(jobIDs.ids, verb: "queued again", json: json) { (id: Int64) async throws(JobStoreError) -> Job in try await store.retry(id: id, at: Date()) }
     }
 }
 
 enum JobControl {
     /// Applies `change` to each job; reports each; exit 1 when any was refused.
-    static func apply(_ ids: [Int64], verb: String, json: Bool, _ change: (Int64) throws(JobStoreError) -> Job) throws {
+    static func apply(_ ids: [Int64], verb: String, json: Bool, _ change: (Int64) async throws(JobStoreError) -> Job) async throws {
         var refused = 0
         var changed: [Job] = []
         for id in ids {
             do {
-                let job = try change(id)
+                let job = try await change(id)
                 changed.append(job)
                 if !json { print("job \(id) (\(job.name)) \(verb)") }
             } catch {

@@ -76,7 +76,7 @@ struct SubmitCommand: AsyncParsableCommand {
         let store = try queue.open(create: true)
         let queued: [Enqueued]
         do {
-            queued = try store.enqueue(jobs, at: Date())
+            queued = try await store.enqueue(jobs, at: Date())
         } catch {
             throw CLIError("\(error); nothing was queued")
         }

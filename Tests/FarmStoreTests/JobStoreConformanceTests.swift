@@ -32,67 +32,67 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
     }
 
     @Test(arguments: Backend.allCases)
-    func enqueueKeepsEverythingSubmitted(backend: Backend) throws {
+    func enqueueKeepsEverythingSubmitted(backend: Backend) async throws {
         let store = try backend.make()
-        let ids = try store.enqueue([new("a", priority: 3, key: "k"), new("b")], at: t0)
+        let ids = try await store.enqueue([new("a", priority: 3, key: "k"), new("b")], at: t0)
         #expect(ids.map(\.inserted) == [true, true] && ids[0].id != ids[1].id)
-        let a = try #require(try store.job(id: ids[0].id))
+        let a = try #require(try await store.job(id: ids[0].id))
         #expect(a.name == "a" && a.state == .queued && a.priority == 3 && a.uniqueKey == "k" && a.attempt == 0 && a.maxAttempts == 3)
         #expect(a.manifest == #"{"version":1,"input":"a.mp4"}"# && a.baseDirectory == "/data" && a.outputRoots == ["/data/out"])
         #expect(a.timeout == 60 && a.createdAt == t0 && a.runAt == t0 && a.errors.isEmpty && a.lease == nil)
-        #expect(try store.jobs(ids: nil).map(\.name) == ["a", "b"])
-        #expect(try store.jobs(ids: [ids[1].id, 999]).map(\.name) == ["b"])
-        #expect(try store.job(id: 999) == nil)
-        #expect(try store.counts() == [.queued: 2])
+        #expect(try await store.jobs(ids: nil).map(\.name) == ["a", "b"])
+        #expect(try await store.jobs(ids: [ids[1].id, 999]).map(\.name) == ["b"])
+        #expect(try await store.job(id: 999) == nil)
+        #expect(try await store.counts() == [.queued: 2])
     }
 
     @Test(arguments: Backend.allCases)
-    func oneLiveJobPerUniqueKey(backend: Backend) throws {
+    func oneLiveJobPerUniqueKey(backend: Backend) async throws {
         let store = try backend.make()
-        let first = try store.enqueue([new("a", key: "k"), new("b", key: "k"), new("c", key: "other")], at: t0)
+        let first = try await store.enqueue([new("a", key: "k"), new("b", key: "k"), new("c", key: "other")], at: t0)
         #expect(first[1] == Enqueued(id: first[0].id, inserted: false) && first[2].inserted)
         // Still live while running.
-        let claimed = try store.claim(limit: 1, owner: "o", leaseDuration: 30, at: t0)
+        let claimed = try await store.claim(limit: 1, owner: "o", leaseDuration: 30, at: t0)
         #expect(claimed.map(\.id) == [first[0].id])
-        #expect(try store.enqueue([new("d", key: "k")], at: t0)[0] == Enqueued(id: first[0].id, inserted: false))
+        #expect(try await store.enqueue([new("d", key: "k")], at: t0)[0] == Enqueued(id: first[0].id, inserted: false))
         // Finished: the key is free again.
-        _ = try store.finish(id: first[0].id, token: claimed[0].lease!.token, outcome: .succeeded(result: nil), at: t0)
-        let again = try store.enqueue([new("e", key: "k")], at: t0)[0]
+        _ = try await store.finish(id: first[0].id, token: claimed[0].lease!.token, outcome: .succeeded(result: nil), at: t0)
+        let again = try await store.enqueue([new("e", key: "k")], at: t0)[0]
         #expect(again.inserted && again.id != first[0].id)
         // A retry may not bring a second live job under the key.
-        let cancelled = try store.cancel(id: first[2].id, at: t0)
+        let cancelled = try await store.cancel(id: first[2].id, at: t0)
         #expect(cancelled.state == .cancelled)
-        #expect(try store.enqueue([new("f", key: "other")], at: t0)[0].inserted)
-        #expect(throws: JobStoreError.self) { try store.retry(id: first[2].id, at: t0) }
+        #expect(try await store.enqueue([new("f", key: "other")], at: t0)[0].inserted)
+        await #expect(throws: JobStoreError.self) { try await store.retry(id: first[2].id, at: t0) }
     }
 
     @Test(arguments: Backend.allCases)
-    func claimTakesPriorityThenRunAtAndNothingEarly(backend: Backend) throws {
+    func claimTakesPriorityThenRunAtAndNothingEarly(backend: Backend) async throws {
         let store = try backend.make()
-        let ids = try store.enqueue([new("low"), new("high", priority: 5), new("later", priority: 9, runAt: t0.addingTimeInterval(60)),
+        let ids = try await store.enqueue([new("low"), new("high", priority: 5), new("later", priority: 9, runAt: t0.addingTimeInterval(60)),
                                      new("low2")], at: t0).map(\.id)
-        let first = try store.claim(limit: 2, owner: "o", leaseDuration: 30, at: t0)
+        let first = try await store.claim(limit: 2, owner: "o", leaseDuration: 30, at: t0)
         #expect(first.map(\.name) == ["high", "low"])
         #expect(first.allSatisfy { $0.state == .running && $0.attempt == 1 && $0.lease?.owner == "o" && $0.lease?.expiresAt == t0.addingTimeInterval(30) })
         #expect(Set(first.compactMap(\.lease?.token)).count == 2)
-        #expect(try store.claim(limit: 5, owner: "o", leaseDuration: 30, at: t0).map(\.name) == ["low2"])
-        #expect(try store.claim(limit: 5, owner: "o", leaseDuration: 30, at: t0).isEmpty)
-        #expect(try store.nextRunAt() == t0.addingTimeInterval(60))
-        #expect(try store.claim(limit: 5, owner: "o", leaseDuration: 30, at: t0.addingTimeInterval(60)).map(\.id) == [ids[2]])
-        #expect(try store.claim(limit: 0, owner: "o", leaseDuration: 30, at: t0.addingTimeInterval(60)).isEmpty)
+        #expect(try await store.claim(limit: 5, owner: "o", leaseDuration: 30, at: t0).map(\.name) == ["low2"])
+        #expect(try await store.claim(limit: 5, owner: "o", leaseDuration: 30, at: t0).isEmpty)
+        #expect(try await store.nextRunAt() == t0.addingTimeInterval(60))
+        #expect(try await store.claim(limit: 5, owner: "o", leaseDuration: 30, at: t0.addingTimeInterval(60)).map(\.id) == [ids[2]])
+        #expect(try await store.claim(limit: 0, owner: "o", leaseDuration: 30, at: t0.addingTimeInterval(60)).isEmpty)
     }
 
     @Test(arguments: Backend.allCases)
     func concurrentClaimersNeverShareAJob(backend: Backend) async throws {
         let (a, b) = try backend.makePair()
-        _ = try a.enqueue((0..<200).map { new("j\($0)") }, at: t0)
+        _ = try await a.enqueue((0..<200).map { new("j\($0)") }, at: t0)
         let claims = await withTaskGroup(of: [Int64].self) { group in
             for i in 0..<8 {
                 let store = i % 2 == 0 ? a : b
                 group.addTask {
                     await Task.detached {
                         var mine: [Int64] = []
-                        while let batch = try? store.claim(limit: 3, owner: "c\(i)", leaseDuration: 30, at: self.t0), !batch.isEmpty {
+                        while let batch = try? await store.claim(limit: 3, owner: "c\(i)", leaseDuration: 30, at: self.t0), !batch.isEmpty {
                             mine += batch.map(\.id)
                         }
                         return mine
@@ -104,99 +104,99 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
             return all
         }
         #expect(claims.count == 200 && Set(claims).count == 200)
-        #expect(try a.counts() == [.running: 200])
+        #expect(try await a.counts() == [.running: 200])
     }
 
     @Test(arguments: Backend.allCases)
-    func onlyTheCurrentLeaseHolderRenewsAndFinishes(backend: Backend) throws {
+    func onlyTheCurrentLeaseHolderRenewsAndFinishes(backend: Backend) async throws {
         let store = try backend.make()
-        let id = try store.enqueue([new("a")], at: t0)[0].id
-        let job = try store.claim(limit: 1, owner: "o", leaseDuration: 10, at: t0)[0]
+        let id = try await store.enqueue([new("a")], at: t0)[0].id
+        let job = try await store.claim(limit: 1, owner: "o", leaseDuration: 10, at: t0)[0]
         let token = try #require(job.lease?.token)
-        let lost = try store.renew([LeaseRenewal(id: id, token: token, progress: 0.4, phase: "encoding", workerPID: 1234),
+        let lost = try await store.renew([LeaseRenewal(id: id, token: token, progress: 0.4, phase: "encoding", workerPID: 1234),
                                     LeaseRenewal(id: 999, token: "x")], leaseDuration: 10, at: t0.addingTimeInterval(5))
         #expect(lost == [999])
-        let renewed = try #require(try store.job(id: id))
+        let renewed = try #require(try await store.job(id: id))
         #expect(renewed.lease?.expiresAt == t0.addingTimeInterval(15) && renewed.progress == 0.4 && renewed.phase == "encoding" && renewed.workerPID == 1234)
-        #expect(try store.lostLeases([id: token], at: t0) == [])
-        #expect(try store.lostLeases([id: "stale"], at: t0) == [id])
-        #expect(try store.renew([LeaseRenewal(id: id, token: "stale")], leaseDuration: 10, at: t0) == [id])
-        #expect {
-            try store.finish(id: id, token: "stale", outcome: .succeeded(result: nil), at: t0)
+        #expect(try await store.lostLeases([id: token], at: t0) == [])
+        #expect(try await store.lostLeases([id: "stale"], at: t0) == [id])
+        #expect(try await store.renew([LeaseRenewal(id: id, token: "stale")], leaseDuration: 10, at: t0) == [id])
+        await #expect {
+            try await store.finish(id: id, token: "stale", outcome: .succeeded(result: nil), at: t0)
         } throws: { ($0 as? JobStoreError)?.isStaleLease == true }
-        let done = try store.finish(id: id, token: token, outcome: .succeeded(result: #"{"ok":true}"#), at: t0.addingTimeInterval(6))
+        let done = try await store.finish(id: id, token: token, outcome: .succeeded(result: #"{"ok":true}"#), at: t0.addingTimeInterval(6))
         #expect(done.state == .succeeded && done.result == #"{"ok":true}"# && done.finishedAt == t0.addingTimeInterval(6) && done.lease == nil)
         // Finished: the lease is gone, a second completion is refused.
-        #expect(try store.lostLeases([id: token], at: t0) == [id])
-        #expect(throws: JobStoreError.self) { try store.finish(id: id, token: token, outcome: .succeeded(result: nil), at: t0) }
+        #expect(try await store.lostLeases([id: token], at: t0) == [id])
+        await #expect(throws: JobStoreError.self) { try await store.finish(id: id, token: token, outcome: .succeeded(result: nil), at: t0) }
     }
 
     @Test(arguments: Backend.allCases)
-    func expiredLeasesAreRescuedAndTheOldHolderIsFencedOff(backend: Backend) throws {
+    func expiredLeasesAreRescuedAndTheOldHolderIsFencedOff(backend: Backend) async throws {
         let (store, other) = try backend.makePair()
-        let id = try store.enqueue([new("a")], at: t0)[0].id
-        let old = try store.claim(limit: 1, owner: "dead-coordinator", leaseDuration: 10, at: t0)[0]
-        #expect(try other.rescueExpired(at: t0.addingTimeInterval(9)).isEmpty)
-        let rescued = try other.rescueExpired(at: t0.addingTimeInterval(10))
+        let id = try await store.enqueue([new("a")], at: t0)[0].id
+        let old = try await store.claim(limit: 1, owner: "dead-coordinator", leaseDuration: 10, at: t0)[0]
+        #expect(try await other.rescueExpired(at: t0.addingTimeInterval(9)).isEmpty)
+        let rescued = try await other.rescueExpired(at: t0.addingTimeInterval(10))
         #expect(rescued.map(\.id) == [id] && rescued[0].lease?.token == old.lease?.token)
-        let queued = try #require(try store.job(id: id))
+        let queued = try #require(try await store.job(id: id))
         #expect(queued.state == .queued && queued.errors.count == 1 && queued.errors[0].message.contains("dead-coordinator"))
         // Backoff of 5 s after attempt 1.
         #expect(queued.runAt == t0.addingTimeInterval(15))
-        let new = try other.claim(limit: 1, owner: "new-coordinator", leaseDuration: 10, at: t0.addingTimeInterval(15))[0]
+        let new = try await other.claim(limit: 1, owner: "new-coordinator", leaseDuration: 10, at: t0.addingTimeInterval(15))[0]
         #expect(new.attempt == 2 && new.lease?.token != old.lease?.token)
         // The stale holder comes back: nothing it says is accepted.
-        #expect(try store.renew([LeaseRenewal(id: id, token: old.lease!.token)], leaseDuration: 10, at: t0.addingTimeInterval(16)) == [id])
-        #expect(throws: JobStoreError.self) {
-            try store.finish(id: id, token: old.lease!.token, outcome: .succeeded(result: "stale"), at: t0.addingTimeInterval(16))
+        #expect(try await store.renew([LeaseRenewal(id: id, token: old.lease!.token)], leaseDuration: 10, at: t0.addingTimeInterval(16)) == [id])
+        await #expect(throws: JobStoreError.self) {
+            try await store.finish(id: id, token: old.lease!.token, outcome: .succeeded(result: "stale"), at: t0.addingTimeInterval(16))
         }
-        let done = try other.finish(id: id, token: new.lease!.token, outcome: .succeeded(result: "fresh"), at: t0.addingTimeInterval(17))
+        let done = try await other.finish(id: id, token: new.lease!.token, outcome: .succeeded(result: "fresh"), at: t0.addingTimeInterval(17))
         #expect(done.state == .succeeded && done.result == "fresh" && done.attempt == 2)
     }
 
     @Test(arguments: Backend.allCases)
-    func crashesRetryThenDieWithOneErrorPerAttempt(backend: Backend) throws {
+    func crashesRetryThenDieWithOneErrorPerAttempt(backend: Backend) async throws {
         let store = try backend.make()
-        let id = try store.enqueue([new("a", maxAttempts: 2)], at: t0)[0].id
+        let id = try await store.enqueue([new("a", maxAttempts: 2)], at: t0)[0].id
         var now = t0
         for attempt in 1...2 {
-            let job = try #require(try store.claim(limit: 1, owner: "o", leaseDuration: 10, at: now).first)
+            let job = try #require(try await store.claim(limit: 1, owner: "o", leaseDuration: 10, at: now).first)
             #expect(job.attempt == attempt)
-            let after = try store.finish(id: id, token: job.lease!.token, outcome: .crashed(message: "killed by SIGSEGV"), at: now)
+            let after = try await store.finish(id: id, token: job.lease!.token, outcome: .crashed(message: "killed by SIGSEGV"), at: now)
             now = after.runAt
-            #expect(try store.claim(limit: 1, owner: "o", leaseDuration: 10, at: now.addingTimeInterval(-0.001)).isEmpty)
+            #expect(try await store.claim(limit: 1, owner: "o", leaseDuration: 10, at: now.addingTimeInterval(-0.001)).isEmpty)
         }
-        let dead = try #require(try store.job(id: id))
+        let dead = try #require(try await store.job(id: id))
         #expect(dead.state == .dead && dead.errors.map(\.attempt) == [1, 2] && dead.errors.allSatisfy { $0.message == "killed by SIGSEGV" })
-        let again = try store.retry(id: id, at: now)
+        let again = try await store.retry(id: id, at: now)
         #expect(again.state == .queued && again.attempt == 0 && again.errors.count == 2)
     }
 
     @Test(arguments: Backend.allCases)
-    func failureReleaseAndCancel(backend: Backend) throws {
+    func failureReleaseAndCancel(backend: Backend) async throws {
         let store = try backend.make()
-        let ids = try store.enqueue([new("fails"), new("released"), new("cancelled-running"), new("cancelled-queued")], at: t0).map(\.id)
-        let jobs = try store.claim(limit: 3, owner: "o", leaseDuration: 10, at: t0)
+        let ids = try await store.enqueue([new("fails"), new("released"), new("cancelled-running"), new("cancelled-queued")], at: t0).map(\.id)
+        let jobs = try await store.claim(limit: 3, owner: "o", leaseDuration: 10, at: t0)
         let token = Dictionary(uniqueKeysWithValues: jobs.map { ($0.id, $0.lease!.token) })
-        let failed = try store.finish(id: ids[0], token: token[ids[0]]!, outcome: .failed(message: "in.mp4: no such file", result: "{}"), at: t0)
+        let failed = try await store.finish(id: ids[0], token: token[ids[0]]!, outcome: .failed(message: "in.mp4: no such file", result: "{}"), at: t0)
         #expect(failed.state == .failed && failed.errors.map(\.message) == ["in.mp4: no such file"])
-        let released = try store.finish(id: ids[1], token: token[ids[1]]!, outcome: .released, at: t0)
+        let released = try await store.finish(id: ids[1], token: token[ids[1]]!, outcome: .released, at: t0)
         #expect(released.state == .queued && released.attempt == 0 && released.errors.isEmpty)
-        let cancelled = try store.cancel(id: ids[2], at: t0)
+        let cancelled = try await store.cancel(id: ids[2], at: t0)
         #expect(cancelled.state == .cancelled && cancelled.lease == nil)
-        #expect(try store.lostLeases([ids[2]: token[ids[2]]!], at: t0) == [ids[2]])
-        #expect(try store.cancel(id: ids[3], at: t0).state == .cancelled)
-        #expect(throws: JobStoreError.self) { try store.cancel(id: ids[0], at: t0) }
-        #expect(throws: JobStoreError.self) { try store.cancel(id: 12345, at: t0) }
-        #expect(try store.counts() == [.failed: 1, .queued: 1, .cancelled: 2])
+        #expect(try await store.lostLeases([ids[2]: token[ids[2]]!], at: t0) == [ids[2]])
+        #expect(try await store.cancel(id: ids[3], at: t0).state == .cancelled)
+        await #expect(throws: JobStoreError.self) { try await store.cancel(id: ids[0], at: t0) }
+        await #expect(throws: JobStoreError.self) { try await store.cancel(id: 12345, at: t0) }
+        #expect(try await store.counts() == [.failed: 1, .queued: 1, .cancelled: 2])
     }
 
     @Test(arguments: Backend.allCases)
-    func batchedFinishFencesEachAttempt(backend: Backend) throws {
+    func batchedFinishFencesEachAttempt(backend: Backend) async throws {
         let store = try backend.make()
-        _ = try store.enqueue([new("a"), new("b"), new("c")], at: t0)
-        let jobs = try store.claim(limit: 3, owner: "o", leaseDuration: 10, at: t0)
-        let results = try store.finish([FinishedAttempt(id: jobs[0].id, token: jobs[0].lease!.token, outcome: .succeeded(result: nil)),
+        _ = try await store.enqueue([new("a"), new("b"), new("c")], at: t0)
+        let jobs = try await store.claim(limit: 3, owner: "o", leaseDuration: 10, at: t0)
+        let results = try await store.finish([FinishedAttempt(id: jobs[0].id, token: jobs[0].lease!.token, outcome: .succeeded(result: nil)),
                                         FinishedAttempt(id: jobs[1].id, token: "stale", outcome: .succeeded(result: nil)),
                                         FinishedAttempt(id: jobs[2].id, token: jobs[2].lease!.token, outcome: .crashed(message: "x")),
                                         FinishedAttempt(id: 999, token: "t", outcome: .released)], at: t0)
@@ -205,7 +205,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
         #expect((try? results[2].get())?.state == .queued)
         if case .failure(let e) = results[1] { #expect(e.isStaleLease) } else { Issue.record("a stale token was accepted") }
         if case .failure(.notFound(999)) = results[3] {} else { Issue.record("a missing job was not reported") }
-        #expect(try store.counts() == [.succeeded: 1, .running: 1, .queued: 1])
+        #expect(try await store.counts() == [.succeeded: 1, .running: 1, .queued: 1])
     }
 
     @Test func aFileThatIsNotAQueueIsRefusedAndLeftAlone() throws {
