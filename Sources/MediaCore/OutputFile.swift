@@ -20,9 +20,6 @@ public final class OutputFile {
     /// A second descriptor on the file, used to start writeback early (see `write`).
     private var syncDescriptor: Int32 = -1
     private var writebackOffset: Int64 = 0
-    /// Start writing the file back to disk while it is written (see `write`). Off for a file that will
-    /// be rewritten in place afterwards (its first layout never needs to reach the disk).
-    public var startsWriteback = true
     private static let writebackChunk: Int64 = 8 << 20
 
     /// Creates `path` for writing with the muxer `format` ("mp4", "mov", "matroska").
@@ -147,7 +144,7 @@ public final class OutputFile {
         let r = av_interleaved_write_frame(context, packet.pointer)
         if r < 0 { throw failure(.capture(r, "av_interleaved_write_frame"), "writing packets") }
         // Let the disk catch up while we write, instead of all at the final fsync.
-        if syncDescriptor >= 0 && startsWriteback {
+        if syncDescriptor >= 0 {
             let written = avio_tell(context.pointee.pb)
             if written - writebackOffset >= Self.writebackChunk {
                 _ = mf_start_writeback(syncDescriptor, writebackOffset, written - writebackOffset)

@@ -41,11 +41,12 @@ struct PassthroughExporter {
         // Matroska has no edit lists: exact cuts re-encode from a cut to the next keyframe (H.264 and
         // HEVC). For other codecs every edit must start on a keyframe: found out before anything is written.
         var smartCutter: SmartCutter?
+        var cannotReencode: ExportError?
         if exact && !editLists, let video = sources[0].video {
             do {
                 smartCutter = try SmartCutter.make(for: video, settings: settings)
             } catch let error as ExportError {
-                try refuseInexactMatroska(sources, usedPaths: &usedPaths, because: error)
+                cannotReencode = error
             }
         }
         // Nor can Matroska cut copied audio inside a packet: exact cuts there encode the audio.
@@ -63,6 +64,7 @@ struct PassthroughExporter {
             }
             keyframes.append(k)
         }
+        if let cannotReencode { try refuseInexactMatroska(keyframes, because: cannotReencode) }
         let final = snapped.isEmpty || exact ? composition
             : try composition.withSegmentStarts(keyframes.enumerated().map { i, k in
                 k.map { MediaTime.max(MediaTime.min($0.pts, composition.segments[i].sourceRange.start), .zero) } ?? composition.segments[i].sourceRange.start
@@ -109,17 +111,13 @@ struct PassthroughExporter {
     }
 
     /// Throws unless every edit can be copied exactly into a container without edit lists: each
-    /// starts on a keyframe (or at the very start) of its source. `because` says why the frames before
+    /// starts on its keyframe (or at the very start) of its source. `because` says why the frames before
     /// a keyframe cannot be re-encoded instead.
-    private func refuseInexactMatroska(_ sources: [ExportSource], usedPaths: inout Set<String>, because: ExportError) throws {
+    private func refuseInexactMatroska(_ keyframes: [Keyframe?], because: ExportError) throws {
         for (i, segment) in composition.segments.enumerated() {
             let start = segment.sourceRange.start
-            guard let video = sources[i].video, start > .zero else { continue }
-            let k = try keyframe(atOrBefore: start, in: sources[i], video: video)
-            usedPaths.insert(sources[i].path)
-            if k.pts != start {
-                throw ExportError("edit \(i + 1) starts at \(Composition.seconds(start)) s of \(segment.source), between keyframes (the one before it is at \(Composition.seconds(k.pts)) s): \(because.description)")
-            }
+            guard let k = keyframes[i], start > .zero, k.pts != start else { continue }
+            throw ExportError("edit \(i + 1) starts at \(Composition.seconds(start)) s of \(segment.source), between keyframes (the one before it is at \(Composition.seconds(k.pts)) s): \(because.description)")
         }
     }
 

@@ -8,17 +8,6 @@ import Glibc
 /// The farm as operators use it: submit, a coordinator with worker processes, crashes and restarts.
 /// Serialized: each test runs real worker processes, and the machine has two cores.
 @Suite(.serialized) struct FarmTests {
-    /// A small deterministic generator, so that each kill test's moments come from its seed.
-    struct SeededRandom: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     @Test func examplesRunThroughTheQueue() throws {
         let farm = try Farm("basic")

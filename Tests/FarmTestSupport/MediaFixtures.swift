@@ -86,20 +86,16 @@ public enum Fixtures {
                        + x264 + ["-c:a", "aac", "-ac", "2", "-b:a", "96k",
                                  "-metadata", "title=MediaFarm fixture",
                                  "-metadata:s:v:0", "language=eng", "-metadata:s:a:0", "language=fra", out])
-        case .bframesGOP1sMP4, .bframesGOP10sMP4:
-            let long = fixture == .bframesGOP10sMP4
-            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=\(long ? 30 : 10)",
-                        "-f", "lavfi", "-i", "sine=f=440:sample_rate=\(long ? 44100 : 48000):d=\(long ? 30 : 10)",
-                        "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-bf", "2",
-                        "-x264-params", "keyint=\(long ? 300 : 30):min-keyint=\(long ? 300 : 30):scenecut=0:b-adapt=0",
-                        "-c:a", "aac", "-ac", "2", out])
-        case .hevcGOP1sMP4, .hevcGOP10sMP4:
-            let long = fixture == .hevcGOP10sMP4
-            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=\(long ? 30 : 10)",
-                        "-f", "lavfi", "-i", "sine=f=440:sample_rate=\(long ? 44100 : 48000):d=\(long ? 30 : 10)",
-                        "-c:v", "libx265", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-tag:v", "hvc1",
-                        "-x265-params", "keyint=\(long ? 300 : 30):min-keyint=\(long ? 300 : 30):scenecut=0:bframes=3:log-level=error",
-                        "-c:a", "aac", "-ac", "2", out])
+        case .bframesGOP1sMP4, .bframesGOP10sMP4, .hevcGOP1sMP4, .hevcGOP10sMP4:
+            // 10 s with a keyframe every second, or 30 s with one every 10 s (and 44.1 kHz audio).
+            let long = fixture == .bframesGOP10sMP4 || fixture == .hevcGOP10sMP4
+            let seconds = long ? 30 : 10, gop = long ? 300 : 30
+            let video = fixture == .hevcGOP1sMP4 || fixture == .hevcGOP10sMP4
+                ? ["-c:v", "libx265", "-tag:v", "hvc1", "-x265-params", "keyint=\(gop):min-keyint=\(gop):scenecut=0:bframes=3:log-level=error"]
+                : ["-c:v", "libx264", "-bf", "2", "-x264-params", "keyint=\(gop):min-keyint=\(gop):scenecut=0:b-adapt=0"]
+            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=\(seconds)",
+                        "-f", "lavfi", "-i", "sine=f=440:sample_rate=\(long ? 44100 : 48000):d=\(seconds)"]
+                       + video + ["-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-ac", "2", out])
         case .cfr60MKV:
             let meta = out + ".ffmeta"
             try """

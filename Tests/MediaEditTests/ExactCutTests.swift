@@ -10,18 +10,6 @@ import Testing
 /// (compared by content with the same frames decoded from the source) and its audio exactly the
 /// composition's samples, through the edit lists MediaFarm writes.
 @Suite struct ExactCutTests {
-    /// A small deterministic generator (SplitMix64), so a failing case can be replayed by its seed.
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Source frames (30 fps), decoded once per fixture.
     static let sourceFrames = Memo<MediaFixture, [String]> { try EditListProbe.videoFrameHashes($0.path) }
     static let sourceAudio = Memo<MediaFixture, (samples: [Int16], rate: Int)> { try MediaProbe.monoSamples($0.path) }
@@ -32,7 +20,7 @@ import Testing
 
     /// `count` edits at random frames (1 to 60 frames long) of a 30 fps source of `frames` frames.
     func randomEdits(_ count: Int, frames: Int, seed: UInt64) -> [(start: Int, length: Int)] {
-        var rng = Seeded(state: seed)
+        var rng = SeededRandom(state: seed)
         return (0..<count).map { _ in
             let start = Int.random(in: 0..<(frames - 1), using: &rng)
             return (start, Int.random(in: 1...min(60, frames - start), using: &rng))
