@@ -1,6 +1,7 @@
 import FarmModel
 import FarmStore
 import Foundation
+import GRDB
 import Testing
 
 /// Every backend of `JobStore`. The suite below runs against each one (a PostgreSQL backend joins here).
@@ -222,5 +223,34 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
             _ = try SQLiteJobStore(path: folder + "/missing.sqlite", create: false)
         } throws: { "\($0)".contains("no queue there") }
         #expect(!FileManager.default.fileExists(atPath: folder + "/missing.sqlite"))
+    }
+
+    /// Another process's write transaction: a writer waits for it asleep (holding no thread, even when its
+    /// task is cancelled), then commits; one that waits longer than its busy timeout fails, saying why.
+    @Test func aWriterWaitsForAnotherProcesssLockThenGivesUp() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mf-store-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let path = folder + "/queue.sqlite"
+        let store = try SQLiteJobStore(path: path)
+        let impatient = try SQLiteJobStore(path: path, create: false, busyTimeout: 0.3)
+        let other = try DatabaseQueue(path: path)
+        let holding = Task.detached {
+            try other.inTransaction(.immediate) { _ in
+                Thread.sleep(forTimeInterval: 1.0)
+                return .commit
+            }
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let start = Date()
+        await #expect {
+            _ = try await impatient.enqueue([new("x")], at: t0)
+        } throws: { "\($0)".contains("stayed locked by another process") }
+        let waiting = Task { try await store.enqueue([new("a")], at: t0) }
+        waiting.cancel()
+        #expect(try await waiting.value.count == 1)
+        let waited = Date().timeIntervalSince(start)
+        try await holding.value
+        #expect(waited > 0.6 && waited < 5)
+        #expect(try await store.jobs(ids: nil).map(\.name) == ["a"])
     }
 }
