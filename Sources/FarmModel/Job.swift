@@ -50,6 +50,11 @@ public struct Job: Sendable, Hashable, Codable {
         }
     }
 
+    /// The host part of a lease owner ("host:pid:random").
+    public static func host(ofOwner owner: String) -> String {
+        String(owner.prefix { $0 != ":" })
+    }
+
     /// Why one attempt failed.
     public struct AttemptError: Sendable, Hashable, Codable {
         public var attempt: Int

@@ -5,8 +5,9 @@ import Foundation
 public enum JobTransition: Sendable, Hashable {
     /// queued -> running: a coordinator takes the job with a fresh lease token.
     case claim(owner: String, token: String, leaseExpiresAt: Date)
-    /// running -> running: the lease holder extends it, and reports progress.
-    case renew(token: String, leaseExpiresAt: Date, progress: Double?, phase: String?, workerPID: Int32?)
+    /// running -> running: the lease holder extends it, and reports progress (and, as it starts
+    /// publishing, the worker's result: a rescuer that finds the attempt publishing can finish it).
+    case renew(token: String, leaseExpiresAt: Date, progress: Double?, phase: String?, workerPID: Int32?, result: String? = nil)
     /// running -> succeeded.
     case succeed(token: String, result: String?)
     /// running -> failed: the worker finished and reported a failure in words; not retried.
@@ -76,12 +77,13 @@ public struct JobStateMachine: Sendable {
             next.phase = "starting"
             next.workerPID = nil
 
-        case let (.running, .renew(token, expiresAt, progress, phase, pid)):
+        case let (.running, .renew(token, expiresAt, progress, phase, pid, result)):
             try Self.check(token, job)
             next.lease?.expiresAt = expiresAt
             if let progress { next.progress = min(max(progress, 0), 1) }
             if let phase { next.phase = phase }
             if let pid { next.workerPID = pid }
+            if let result { next.result = result }
 
         case let (.running, .succeed(token, result)):
             try Self.check(token, job)

@@ -112,13 +112,16 @@ public final class Coordinator: Service, @unchecked Sendable {
 
     private func claimLoop(group: inout TaskGroup<Void>) async {
         defer { retireStandbys() }
+        var poll = configuration.pollInterval
         while !Task.isCancelled {
             if lock.withLock({ draining }) { return }
             let free = configuration.workers - lock.withLock { running.count }
             var claimed: [Job] = []
+            var nextRunAt: Date?
             if free > 0 {
                 do {
-                    if let next = try await store.nextRunAt(), next <= now() {
+                    nextRunAt = try await store.nextRunAt()
+                    if let next = nextRunAt, next <= now() {
                         claimed = try await store.claim(limit: free, owner: configuration.owner, leaseDuration: configuration.leaseDuration, at: now())
                     }
                 } catch {
@@ -138,7 +141,23 @@ public final class Coordinator: Service, @unchecked Sendable {
                 return
             }
             topUpStandbys()
-            if claimed.isEmpty, !(await pause(configuration.pollInterval)) { return }
+            guard claimed.isEmpty else {
+                poll = configuration.pollInterval
+                continue
+            }
+            if free > 0 && store.hearsOfWork {
+                // Idle with a free slot: a submission anywhere wakes the store's listener; otherwise look
+                // again when the next delayed job is due, or after a while (a missed notification).
+                let due = nextRunAt.map { max(0.001, $0.timeIntervalSince(now())) } ?? configuration.idleWait
+                await store.waitForWork(upTo: min(due, configuration.idleWait))
+                poll = configuration.pollInterval
+                if Task.isCancelled { return }
+            } else {
+                // No notifications (SQLite, or the listener is reconnecting), or every slot is busy: poll,
+                // backing off as far as the store advises.
+                if !(await pause(poll)) { return }
+                if free > 0 { poll = min(poll * 2, max(configuration.pollInterval, store.idlePollLimit)) }
+            }
         }
     }
 
@@ -166,18 +185,71 @@ public final class Coordinator: Service, @unchecked Sendable {
         (try? await store.hasLiveJobs()) == false
     }
 
-    /// The rescuer: every `rescueInterval`, jobs whose lease expired go back to the queue (or end dead).
+    /// The rescuer: every `rescueInterval`, jobs whose lease expired go back to the queue (or end dead);
+    /// every `pruneInterval`, jobs finished longer ago than `keepFinished` are deleted.
     private func rescueLoop() async {
+        var lastPrune: Date?
         while !Task.isCancelled, !lock.withLock({ draining }) {
             await rescueExpired()
+            if let keep = configuration.keepFinished, lastPrune.map({ now().timeIntervalSince($0) >= configuration.pruneInterval }) ?? true {
+                lastPrune = now()
+                await prune(keep)
+            }
             guard await pause(configuration.rescueInterval) else { return }
         }
     }
 
+    private func prune(_ keep: Double) async {
+        let cutoff = now().addingTimeInterval(-keep)
+        var deleted = 0
+        do {
+            while !Task.isCancelled {
+                let n = try await store.prune(finishedBefore: cutoff, limit: 1000)
+                deleted += n
+                if n < 1000 { break }
+            }
+        } catch {
+            events(.notice("pruning: \(error)"))
+        }
+        if deleted > 0 { events(.notice("pruned \(deleted) jobs that finished more than \(Self.format(keep / 86400)) days ago")) }
+    }
+
+    /// Attempts whose coordinator died while publishing: their worker succeeded and every output was
+    /// staged, so the publication is completed here and the job finished under the expired lease's token
+    /// (fenced: when several rescuers race, one records it; renaming is idempotent). One that cannot be
+    /// completed is rescued as usual once the grace of one lease has passed.
+    private func completeInterruptedPublications() async {
+        let expired: [Job]
+        do { expired = try await store.expiredPublications(at: now()) } catch {
+            events(.notice("rescuer: \(error)"))
+            return
+        }
+        for job in expired {
+            guard let lease = job.lease, case .success(let manifest) = ManifestLoader.validate(
+                text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) else { continue }
+            do {
+                _ = try StagedOutput.publish(manifest, token: lease.token, allowExisting: manifest.overwrite || job.attempt > 1, resuming: true)
+            } catch {
+                events(.notice("job \(job.id) (\(job.name)): cannot complete the publication of \(lease.owner): \(error)"))
+                continue
+            }
+            do {
+                let after = try await store.finish(id: job.id, token: lease.token, outcome: .succeeded(result: job.result), at: now())
+                events(.notice("job \(job.id) (\(job.name)): \(lease.owner) stopped while publishing attempt \(job.attempt); "
+                               + "publication completed here, job \(after.state.rawValue)"))
+            } catch where error.isStaleLease {
+                continue  // another rescuer recorded it
+            } catch {
+                events(.notice("job \(job.id) (\(job.name)): publication completed, but recording it failed: \(error)"))
+            }
+        }
+    }
+
     private func rescueExpired() async {
+        await completeInterruptedPublications()
         let t = now()
         do {
-            for job in try await store.rescueExpired(at: t) {
+            for job in try await store.rescueExpired(at: t, publishingGrace: configuration.leaseDuration) {
                 let after = try? await store.job(id: job.id)
                 events(.notice("job \(job.id) (\(job.name)): lease of \(job.lease?.owner ?? "?") expired; "
                                + (after?.state == .dead ? "dead after \(job.attempt) attempts" : "back in the queue")))
@@ -268,20 +340,25 @@ public final class Coordinator: Service, @unchecked Sendable {
 
     /// Publishes the staged outputs while the lease is held (renewed first: a stale attempt is refused
     /// here), then records success.
+    /// Publishing is recorded first (the lease renewed in phase `publishing`, with the worker's result),
+    /// so that if this coordinator dies while renaming or before recording success, whichever rescuer
+    /// finds the expired lease completes this publication (`completeInterruptedPublications`) instead of
+    /// running the job again: each output is published once.
     private func publish(_ job: Job, token: String, manifest: JobManifest, resultJSON: String?, seconds: Double) async {
+        guard StagedOutput.isStaged(manifest, token: token) else {
+            let missing = StagedOutput.finalPaths(of: manifest).first { !FileManager.default.fileExists(atPath: StagedOutput.path(for: $0, token: token)) }
+            await finish(job, token: token, outcome: .failed(message: "\(missing ?? "output"): the worker reported success but left no finished file to publish",
+                                                             result: resultJSON), seconds: seconds)
+            return
+        }
+        guard await confirmLease(job, token: token, result: resultJSON) else {
+            events(.finished(id: job.id, name: job.name, state: "stale", attempt: job.attempt,
+                             message: "the lease was lost before publishing: outputs discarded", seconds: seconds))
+            return
+        }
         do {
-            let lost = try await store.renew([LeaseRenewal(id: job.id, token: token, progress: 1, phase: "publishing")],
-                                       leaseDuration: configuration.leaseDuration, at: now())
-            if lost.contains(job.id) {
-                events(.finished(id: job.id, name: job.name, state: "stale", attempt: job.attempt,
-                                 message: "the lease was lost before publishing: outputs discarded", seconds: seconds))
-                return
-            }
             // A retried attempt may replace what an earlier attempt of this job published.
             _ = try StagedOutput.publish(manifest, token: token, allowExisting: manifest.overwrite || job.attempt > 1)
-        } catch let error as JobStoreError {
-            events(.notice("job \(job.id): cannot confirm the lease before publishing (\(error)); outputs discarded"))
-            return
         } catch {
             await finish(job, token: token, outcome: .failed(message: "\(error)", result: resultJSON), seconds: seconds)
             return
@@ -289,8 +366,13 @@ public final class Coordinator: Service, @unchecked Sendable {
         await finish(job, token: token, outcome: .succeeded(result: resultJSON), seconds: seconds)
     }
 
+    /// Records the end of an attempt. A queue that does not answer (a server restarting, a network
+    /// down) is retried with backoff for as long as the lease would hold, so that a finished job is not
+    /// rescued and run again; after that the rescuer of whichever coordinator sees it first takes over.
     private func finish(_ job: Job, token: String, outcome: AttemptOutcome, seconds: Double) async {
-        for attempt in 1...5 {
+        let deadline = now().addingTimeInterval(configuration.leaseDuration)
+        var delay = 0.1
+        while true {
             do {
                 let after = try await store.finish(id: job.id, token: token, outcome: outcome, at: now())
                 lock.withLock { finishedStates[job.id] = after.state.isTerminal ? after.state : nil }
@@ -306,9 +388,34 @@ public final class Coordinator: Service, @unchecked Sendable {
                                  message: "a newer attempt owns the job: this attempt's result is discarded", seconds: seconds))
                 return
             } catch {
+                let giveUp = now().addingTimeInterval(delay) >= deadline
                 events(.notice("job \(job.id): cannot record the end of attempt \(job.attempt): \(error)"
-                               + (attempt < 5 ? "; trying again" : "; the lease will expire and the job be rescued")))
-                guard await pause(0.2 * Double(attempt)) else { break }
+                               + (giveUp ? "; the lease will expire and the job be rescued" : "; trying again")))
+                if giveUp { return }
+                await Self.waitWhileStopping(delay)
+                delay = min(delay * 2, 2)
+            }
+        }
+    }
+
+    /// Renews one lease, retrying a queue that does not answer while the lease would still hold.
+    /// false: the lease is lost (or could not be confirmed in time).
+    private func confirmLease(_ job: Job, token: String, result: String?) async -> Bool {
+        let deadline = now().addingTimeInterval(configuration.leaseDuration)
+        var delay = 0.1
+        while true {
+            do {
+                let lost = try await store.renew([LeaseRenewal(id: job.id, token: token, progress: 1, phase: "publishing", result: result)],
+                                                 leaseDuration: configuration.leaseDuration, at: now())
+                return !lost.contains(job.id)
+            } catch {
+                guard now().addingTimeInterval(delay) < deadline else {
+                    events(.notice("job \(job.id): cannot confirm the lease before publishing (\(error))"))
+                    return false
+                }
+                events(.notice("job \(job.id): cannot confirm the lease before publishing (\(error)); trying again"))
+                await Self.waitWhileStopping(delay)
+                delay = min(delay * 2, 2)
             }
         }
     }

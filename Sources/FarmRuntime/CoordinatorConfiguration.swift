@@ -10,10 +10,17 @@ public struct CoordinatorConfiguration: Sendable {
     public var checkInterval: Double = 0.25
     /// How often leases are renewed and progress recorded.
     public var renewInterval: Double = 1
-    /// How often the queue is looked at when slots are free.
+    /// How often the queue is looked at when slots are free (at first: with a queue that does not
+    /// notify, idle polls back off up to the store's `idlePollLimit`).
     public var pollInterval: Double = 0.01
+    /// With a queue that notifies of new work: the longest idle wait between looks at the queue.
+    public var idleWait: Double = 2
     /// How often expired leases are looked for.
     public var rescueInterval: Double = 1
+    /// Finished jobs are deleted this many seconds after they finished; nil keeps them.
+    public var keepFinished: Double? = 30 * 86400
+    /// How often finished jobs are pruned.
+    public var pruneInterval: Double = 3600
     /// Wall-clock limit of one attempt, unless the job sets its own.
     public var jobTimeout: Double = 3600
     /// On SIGTERM: how long running jobs may take to finish before they are stopped and given back.
@@ -31,8 +38,9 @@ public struct CoordinatorConfiguration: Sendable {
 
     public init() {}
 
-    public static func defaultOwner() -> String {
-        let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "host"
+    /// "host:pid:random", with this machine's short host name unless `host` is given.
+    public static func defaultOwner(host: String? = nil) -> String {
+        let host = host ?? ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "host"
         return "\(host):\(getpid()):\(String(UInt16.random(in: 0...UInt16.max), radix: 16))"
     }
 }

@@ -24,13 +24,23 @@ public enum StagedOutput {
         [manifest.export?.output, manifest.report].compactMap { $0 }
     }
 
+    /// Whether every output of the attempt holding `token` is staged (the worker finished them all).
+    public static func isStaged(_ manifest: JobManifest, token: String) -> Bool {
+        finalPaths(of: manifest).allSatisfy { FileManager.default.fileExists(atPath: path(for: $0, token: token)) }
+    }
+
     /// Renames every staged output of `token` into place (the caller holds the lease) and syncs the folders.
     /// Just before, each final path is checked again by file identity: it must not be one of the job's
     /// inputs (whatever its spelling), and must not exist unless `allowExisting`. Returns the paths published.
-    public static func publish(_ manifest: JobManifest, token: String, allowExisting: Bool) throws -> [String] {
+    /// `resuming` finishes a publication that was interrupted: an output whose staged file is gone
+    /// while its final file is there was published by it already.
+    public static func publish(_ manifest: JobManifest, token: String, allowExisting: Bool, resuming: Bool = false) throws -> [String] {
         var published: [String] = []
         for final in finalPaths(of: manifest) {
             let staged = path(for: final, token: token)
+            if resuming && !FileManager.default.fileExists(atPath: staged) && FileManager.default.fileExists(atPath: final) {
+                continue
+            }
             guard FileManager.default.fileExists(atPath: staged) else {
                 throw JobError("\(final): the worker reported success but left no finished file to publish")
             }

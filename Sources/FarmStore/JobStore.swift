@@ -47,13 +47,16 @@ public struct LeaseRenewal: Sendable, Hashable {
     public var progress: Double?
     public var phase: String?
     public var workerPID: Int32?
+    /// The worker's result, recorded as publishing starts.
+    public var result: String?
 
-    public init(id: Int64, token: String, progress: Double? = nil, phase: String? = nil, workerPID: Int32? = nil) {
+    public init(id: Int64, token: String, progress: Double? = nil, phase: String? = nil, workerPID: Int32? = nil, result: String? = nil) {
         self.id = id
         self.token = token
         self.progress = progress
         self.phase = phase
         self.workerPID = workerPID
+        self.result = result
     }
 }
 
@@ -81,7 +84,43 @@ public enum AttemptOutcome: Sendable, Hashable {
     case released
 }
 
-/// The queue: one contract, several backends (SQLite now). Every state change goes through
+/// Which jobs `jobs(matching:)` returns, oldest first; nil fields do not filter.
+public struct JobQuery: Sendable, Hashable {
+    public var ids: [Int64]?
+    public var states: [JobState]?
+    /// At most this many (the newest ones when `newest` is set).
+    public var limit: Int?
+    public var newest: Bool
+
+    public init(ids: [Int64]? = nil, states: [JobState]? = nil, limit: Int? = nil, newest: Bool = false) {
+        self.ids = ids
+        self.states = states
+        self.limit = limit
+        self.newest = newest
+    }
+}
+
+/// `mediafarm queue stats`: the queue at a glance.
+public struct QueueStats: Sendable, Hashable, Codable {
+    public var counts: [String: Int]
+    /// The runAt of the queued job that has waited longest (due now or earlier); nil when none is due.
+    public var oldestDueAt: Date?
+    /// Running jobs by the host in their lease.
+    public var runningByHost: [String: Int]
+    /// Jobs that used up their attempts.
+    public var dead: Int
+    public var total: Int
+
+    public init(counts: [String: Int], oldestDueAt: Date?, runningByHost: [String: Int], dead: Int, total: Int) {
+        self.counts = counts
+        self.oldestDueAt = oldestDueAt
+        self.runningByHost = runningByHost
+        self.dead = dead
+        self.total = total
+    }
+}
+
+/// The queue: one contract, two backends (SQLite on one host, PostgreSQL for several). Every state change goes through
 /// `JobStateMachine`; every change to a running job carries its lease token (fencing). Times are
 /// passed in, so that callers and tests own the clock. Calls are async: a backend waits for its
 /// database without holding a thread of the caller's (one transaction each).
@@ -101,18 +140,51 @@ public protocol JobStore: Sendable {
     /// Ends several attempts in one transaction (each fenced by its own token); one result per item.
     func finish(_ attempts: [FinishedAttempt], at now: Date) async throws(JobStoreError) -> [Result<Job, JobStoreError>]
     /// Returns running jobs whose lease expired to the queue (or makes them dead); returns them as they
-    /// were before, with the expired lease, so the caller can clean up what that attempt left.
-    func rescueExpired(at now: Date) async throws(JobStoreError) -> [Job]
+    /// were before, with the expired lease, so the caller can clean up what that attempt left. Jobs whose
+    /// attempt was publishing (phase `publishing`) are spared for `publishingGrace` seconds past their
+    /// lease: their publication is finished by `expiredPublications` and a rescuer instead.
+    func rescueExpired(at now: Date, publishingGrace: Double) async throws(JobStoreError) -> [Job]
+    /// Running jobs in phase `publishing` whose lease expired: their worker succeeded and their outputs
+    /// were staged; a rescuer completes the publication and finishes them under the expired lease's token.
+    func expiredPublications(at now: Date) async throws(JobStoreError) -> [Job]
     func cancel(id: Int64, at now: Date) async throws(JobStoreError) -> Job
     func retry(id: Int64, at now: Date) async throws(JobStoreError) -> Job
     func job(id: Int64) async throws(JobStoreError) -> Job?
-    /// Jobs by id (missing ids are skipped), or every job when `ids` is nil, oldest first.
-    func jobs(ids: [Int64]?) async throws(JobStoreError) -> [Job]
+    /// The jobs a query selects (missing ids are skipped), oldest first; filtered by the database.
+    func jobs(matching query: JobQuery) async throws(JobStoreError) -> [Job]
     func counts() async throws(JobStoreError) -> [JobState: Int]
+    func stats(at now: Date) async throws(JobStoreError) -> QueueStats
+    /// Deletes up to `limit` jobs that finished (succeeded, failed, cancelled, dead) before `date`;
+    /// returns how many.
+    func prune(finishedBefore date: Date, limit: Int) async throws(JobStoreError) -> Int
     /// Whether any job is queued or running (cheap: a coordinator asks it while idle).
     func hasLiveJobs() async throws(JobStoreError) -> Bool
     /// The earliest runAt among queued jobs, to sleep until.
     func nextRunAt() async throws(JobStoreError) -> Date?
+    /// Returns when work may have arrived (a submission, a retry, a released job) or after `seconds`,
+    /// whichever comes first; at once when the task is cancelled. Without notifications, a sleep.
+    func waitForWork(upTo seconds: Double) async
+    /// Whether `waitForWork` hears of new work (so an idle caller may wait long), or only sleeps.
+    var hearsOfWork: Bool { get }
+    /// Without notifications, how far an idle caller's polls may back off: a local file is cheap to
+    /// look at often; a server shared by many hosts is not.
+    var idlePollLimit: Double { get }
+    /// Where the queue is, for messages (never with a password).
+    var location: String { get }
+    /// Closes connections; the store is not used afterwards.
+    func close() async
+}
+
+extension JobStore {
+    /// Rescues every expired lease, publishing or not.
+    public func rescueExpired(at now: Date) async throws(JobStoreError) -> [Job] {
+        try await rescueExpired(at: now, publishingGrace: 0)
+    }
+
+    /// Jobs by id (missing ids are skipped), or every job when `ids` is nil, oldest first.
+    public func jobs(ids: [Int64]?) async throws(JobStoreError) -> [Job] {
+        try await jobs(matching: JobQuery(ids: ids))
+    }
 }
 
 public enum JobStoreError: Error, Sendable, CustomStringConvertible {
@@ -120,12 +192,14 @@ public enum JobStoreError: Error, Sendable, CustomStringConvertible {
     case transition(id: Int64, JobTransitionError)
     /// The queue cannot be opened or used.
     case unavailable(String)
+    /// The queue URL itself is wrong (a usage error).
+    case invalidLocation(String)
 
     public var description: String {
         switch self {
         case .notFound(let id): "no job \(id) in the queue"
         case let .transition(id, e): "job \(id): \(e.description)"
-        case .unavailable(let message): message
+        case .unavailable(let message), .invalidLocation(let message): message
         }
     }
 

@@ -99,6 +99,9 @@ public final class SQLiteJobStore: JobStore {
                     WHERE unique_key IS NOT NULL AND state IN ('queued', 'running');
                 """)
         }
+        migrator.registerMigration("v2 pruning") { db in
+            try db.execute(sql: "CREATE INDEX jobs_finished ON jobs(finished_at) WHERE finished_at IS NOT NULL")
+        }
         return migrator
     }
 
@@ -119,7 +122,7 @@ public final class SQLiteJobStore: JobStore {
                     INSERT INTO jobs (name, manifest, base_directory, output_roots, state, priority, attempt, max_attempts, run_at,
                                       unique_key, timeout, created_at, updated_at, errors)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '[]')
-                    """).execute(arguments: [job.name, job.manifest, job.baseDirectory, Self.json(job.outputRoots), job.state.rawValue,
+                    """).execute(arguments: [job.name, job.manifest, job.baseDirectory, JobCoding.json(job.outputRoots), job.state.rawValue,
                                      job.priority, job.attempt, job.maxAttempts, job.runAt.timeIntervalSince1970, job.uniqueKey,
                                      job.timeout, now.timeIntervalSince1970, now.timeIntervalSince1970])
                 return Enqueued(id: db.lastInsertedRowID, inserted: true)
@@ -150,7 +153,8 @@ public final class SQLiteJobStore: JobStore {
                 guard let job = try fetch(r.id, db) else { lost.insert(r.id); continue }
                 do {
                     let renewed = try machine.apply(.renew(token: r.token, leaseExpiresAt: now.addingTimeInterval(leaseDuration),
-                                                           progress: r.progress, phase: r.phase, workerPID: r.workerPID), to: job, at: now)
+                                                           progress: r.progress, phase: r.phase, workerPID: r.workerPID,
+                                                           result: r.result), to: job, at: now)
                     try save(renewed, db)
                 } catch {
                     lost.insert(r.id)
@@ -206,14 +210,24 @@ public final class SQLiteJobStore: JobStore {
         }
     }
 
-    public func rescueExpired(at now: Date) async throws(JobStoreError) -> [Job] {
+    public func rescueExpired(at now: Date, publishingGrace: Double) async throws(JobStoreError) -> [Job] {
         try await write { db in
-            let expired = try Row.fetchAll(db, sql: "SELECT \(Self.columns) FROM jobs WHERE state = 'running' AND lease_expires_at <= ?",
-                                           arguments: [now.timeIntervalSince1970]).map(Self.job)
+            let expired = try Row.fetchAll(db, sql: """
+                SELECT \(Self.columns) FROM jobs WHERE state = 'running' AND lease_expires_at <= ?
+                AND (phase IS NOT 'publishing' OR lease_expires_at <= ?)
+                """, arguments: [now.timeIntervalSince1970, now.timeIntervalSince1970 - publishingGrace]).map(Self.job)
             for job in expired {
                 try save(try transition(job, .expire, now), db)
             }
             return expired
+        }
+    }
+
+    public func expiredPublications(at now: Date) async throws(JobStoreError) -> [Job] {
+        try await read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT \(Self.columns) FROM jobs WHERE state = 'running' AND phase = 'publishing' AND lease_expires_at <= ? ORDER BY id
+                """, arguments: [now.timeIntervalSince1970]).map(Self.job)
         }
     }
 
@@ -231,12 +245,26 @@ public final class SQLiteJobStore: JobStore {
         try await read { db in try fetch(id, db) }
     }
 
-    public func jobs(ids: [Int64]?) async throws(JobStoreError) -> [Job] {
+    public func jobs(matching query: JobQuery) async throws(JobStoreError) -> [Job] {
         try await read { db in
-            if let ids {
-                return try ids.compactMap { try fetch($0, db) }
+            var conditions: [String] = []
+            var arguments: [any DatabaseValueConvertible] = []
+            if let ids = query.ids {
+                conditions.append("id IN (\(ids.map { String($0) }.joined(separator: ",")))")
             }
-            return try Row.fetchAll(db, sql: "SELECT \(Self.columns) FROM jobs ORDER BY id").map(Self.job)
+            if let states = query.states {
+                conditions.append("state IN (\(states.map { _ in "?" }.joined(separator: ",")))")
+                arguments += states.map(\.rawValue)
+            }
+            var sql = "SELECT \(Self.columns) FROM jobs"
+            if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
+            sql += query.newest ? " ORDER BY id DESC" : " ORDER BY id"
+            if let limit = query.limit {
+                sql += " LIMIT ?"
+                arguments.append(limit)
+            }
+            let jobs = try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map(Self.job)
+            return query.newest ? jobs.reversed() : jobs
         }
     }
 
@@ -247,6 +275,36 @@ public final class SQLiteJobStore: JobStore {
                 if let state = JobState(rawValue: row["state"]) { counts[state] = row["n"] }
             }
             return counts
+        }
+    }
+
+    public func stats(at now: Date) async throws(JobStoreError) -> QueueStats {
+        try await read { db in
+            var counts: [String: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM jobs GROUP BY state") {
+                counts[row["state"]] = row["n"]
+            }
+            var hosts: [String: Int] = [:]
+            for row in try Row.fetchAll(db, sql: """
+                SELECT substr(lease_owner, 1, instr(lease_owner || ':', ':') - 1) AS host, COUNT(*) AS n
+                FROM jobs WHERE state = 'running' GROUP BY host
+                """) {
+                hosts[row["host"]] = row["n"]
+            }
+            let oldest = try Double.fetchOne(db, sql: "SELECT MIN(run_at) FROM jobs WHERE state = 'queued' AND run_at <= ?",
+                                             arguments: [now.timeIntervalSince1970])
+            return QueueStats(counts: counts, oldestDueAt: oldest.map(Date.init(timeIntervalSince1970:)), runningByHost: hosts,
+                              dead: counts["dead"] ?? 0, total: counts.values.reduce(0, +))
+        }
+    }
+
+    public func prune(finishedBefore date: Date, limit: Int) async throws(JobStoreError) -> Int {
+        try await write { db in
+            try db.execute(sql: """
+                DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN ('succeeded', 'failed', 'cancelled', 'dead')
+                                              AND finished_at < ? ORDER BY finished_at LIMIT ?)
+                """, arguments: [date.timeIntervalSince1970, limit])
+            return db.changesCount
         }
     }
 
@@ -264,6 +322,16 @@ public final class SQLiteJobStore: JobStore {
             try Double.fetchOne(db, sql: "SELECT MIN(run_at) FROM jobs WHERE state = 'queued'").map(Date.init(timeIntervalSince1970:))
         }
     }
+
+    /// SQLite cannot tell other processes' submissions: a plain sleep.
+    public func waitForWork(upTo seconds: Double) async {
+        try? await Task.sleep(for: .seconds(seconds))
+    }
+
+    public var hearsOfWork: Bool { false }
+    public var idlePollLimit: Double { 0.01 }
+    public var location: String { path }
+    public func close() async {}
 
     // MARK: - Rows
 
@@ -299,7 +367,7 @@ public final class SQLiteJobStore: JobStore {
                 job.state.rawValue, job.priority, job.attempt, job.maxAttempts, job.runAt.timeIntervalSince1970,
                 job.lease?.owner, job.lease?.token, job.lease?.expiresAt.timeIntervalSince1970, job.progress, job.phase,
                 job.workerPID.map { Int64($0) }, job.startedAt?.timeIntervalSince1970, job.finishedAt?.timeIntervalSince1970,
-                job.updatedAt.timeIntervalSince1970, job.result, Self.json(job.errors), job.id,
+                job.updatedAt.timeIntervalSince1970, job.result, JobCoding.json(job.errors), job.id,
             ])
     }
 
@@ -314,7 +382,7 @@ public final class SQLiteJobStore: JobStore {
     static func job(_ row: Row) -> Job {
         func date(_ i: Int) -> Date? { (row[i] as Double?).map(Date.init(timeIntervalSince1970:)) }
         var job = Job(id: row[0], name: row[1], manifest: row[2], baseDirectory: row[3],
-                      outputRoots: decode([String].self, row[4]) ?? [], priority: row[5],
+                      outputRoots: JobCoding.decode([String].self, row[4]) ?? [], priority: row[5],
                       maxAttempts: row[6], runAt: date(7), uniqueKey: row[8],
                       timeout: row[9], createdAt: date(10) ?? Date(timeIntervalSince1970: 0))
         job.state = JobState(rawValue: row[11]) ?? .dead
@@ -329,24 +397,8 @@ public final class SQLiteJobStore: JobStore {
         job.finishedAt = date(20)
         job.updatedAt = date(21) ?? job.createdAt
         job.result = row[22]
-        job.errors = decode([Job.AttemptError].self, row[23]) ?? []
+        job.errors = JobCoding.decode([Job.AttemptError].self, row[23]) ?? []
         return job
-    }
-
-    static func json<T: Encodable & Collection>(_ value: T) -> String {
-        if value.isEmpty { return "[]" }  // the common case, without a JSON encoder
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .secondsSince1970
-        encoder.outputFormatting = .sortedKeys
-        return String(decoding: (try? encoder.encode(value)) ?? Data("[]".utf8), as: UTF8.self)
-    }
-
-    static func decode<T: Decodable & RangeReplaceableCollection>(_ type: T.Type, _ text: String?) -> T? {
-        guard let text else { return nil }
-        if text == "[]" { return T() }  // the common case, without a JSON decoder
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .secondsSince1970
-        return try? decoder.decode(type, from: Data(text.utf8))
     }
 
     static func newToken() -> String {

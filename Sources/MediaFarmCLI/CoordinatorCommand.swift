@@ -57,12 +57,21 @@ struct CoordinatorCommand: AsyncParsableCommand {
     @Flag(name: .customLong("no-standby"), help: "Start each worker process when its job is claimed, not ahead of it.")
     var noStandby = false
 
+    @Option(help: "This host's name in leases, as `status` and `queue stats` show it (default: the machine's host name).")
+    var host: String?
+
+    @Option(name: .customLong("keep-finished"), parsing: .unconditional,
+            help: "Days finished jobs stay in the queue before this coordinator prunes them (0: keep them).")
+    var keepFinished: Double = 30
+
     @Flag(help: "Print one JSON event per line (started, progress, finished, notice).")
     var json = false
 
     func validate() throws {
         guard workers >= 1 else { throw ValidationError("--workers must be at least 1") }
         guard lease >= 1 else { throw ValidationError("--lease must be at least 1 second") }
+        guard keepFinished >= 0 else { throw ValidationError("--keep-finished must not be negative") }
+        if let host, host.isEmpty || host.contains(":") { throw ValidationError("--host \(host): give a name without ':'") }
         guard jobTimeout > 0, grace >= 0 else { throw ValidationError("--job-timeout must be positive and --grace not negative") }
         _ = try Self.bytes(maxMemory, "--max-memory")
         _ = try Self.bytes(maxFileSize, "--max-file-size")
@@ -72,7 +81,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
 
     func run() async throws {
         stall.apply()
-        let store = try queue.open(create: true)
+        let store = try await queue.open(create: true, connections: workers + 4, listen: true)
         var configuration = CoordinatorConfiguration()
         configuration.workers = workers
         configuration.leaseDuration = lease
@@ -81,6 +90,8 @@ struct CoordinatorCommand: AsyncParsableCommand {
         configuration.grace = grace
         configuration.exitWhenIdle = exitWhenIdle
         configuration.standbyWorkers = !noStandby
+        configuration.owner = CoordinatorConfiguration.defaultOwner(host: host)
+        configuration.keepFinished = keepFinished > 0 ? keepFinished * 86400 : nil
         configuration.limits = WorkerLimits(addressSpaceBytes: try Self.bytes(maxMemory, "--max-memory"), cpuSeconds: maxCPU,
                                             fileSizeBytes: try Self.bytes(maxFileSize, "--max-file-size"))
         if let workerCommand {
@@ -88,7 +99,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
         }
         let printer = CoordinatorPrinter(json: json)
         let coordinator = Coordinator(store: store, configuration: configuration, events: { printer.print($0) })
-        printer.notice("coordinator \(configuration.owner): \(workers) workers on \(store.path)")
+        printer.notice("coordinator \(configuration.owner): \(workers) workers on \(store.location)")
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
             services: [.init(service: coordinator, successTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "mediafarm.coordinator")))

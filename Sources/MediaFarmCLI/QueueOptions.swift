@@ -1,4 +1,5 @@
 import ArgumentParser
+import FarmModel
 import FarmStore
 import Foundation
 
@@ -6,32 +7,36 @@ import Foundation
 struct QueueOptions: ParsableArguments {
     static let defaultFile = "mediafarm-queue.sqlite"
 
-    @Option(name: .long, help: ArgumentHelp("The queue: sqlite:PATH or a file path (default: $MEDIAFARM_QUEUE, else ./\(defaultFile)).",
-                                            valueName: "url"))
+    @Option(name: .long, help: ArgumentHelp("""
+        The queue: sqlite:PATH (or a file path), or postgres://USER@HOST[:PORT]/DATABASE (password from \
+        PGPASSWORD or the URL) (default: $MEDIAFARM_QUEUE, else ./\(defaultFile)).
+        """, valueName: "url"))
     var queue: String?
 
-    /// The SQLite file the queue URL names.
-    func path() throws -> String {
+    /// Where the queue is; a malformed URL is a usage error.
+    func location() throws -> QueueLocation {
         let url = queue ?? ProcessInfo.processInfo.environment["MEDIAFARM_QUEUE"] ?? Self.defaultFile
-        if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
-            throw ValidationError("\(url): PostgreSQL queues are not supported yet; use sqlite:PATH")
-        }
-        var path = url
-        for prefix in ["sqlite://", "sqlite:", "file://", "file:"] where path.hasPrefix(prefix) {
-            path = String(path.dropFirst(prefix.count))
-            break
-        }
-        guard !path.isEmpty else { throw ValidationError("\(url): the queue URL names no file") }
-        return path
-    }
-
-    /// Opens the queue; `create` makes a new one where none exists (submit does, the others do not).
-    func open(create: Bool = false) throws -> SQLiteJobStore {
-        let path = try path()
         do {
-            return try SQLiteJobStore(path: path, create: create)
+            return try QueueLocation.parse(url)
         } catch {
             throw CLIError(error.description, status: ExitStatus.usage)
+        }
+    }
+
+    /// Opens the queue; `create` makes a new SQLite queue where none exists (submit and the coordinator
+    /// do, the others do not). A PostgreSQL queue must have been made with `mediafarm queue migrate`.
+    func open(create: Bool = false, migrate: Bool = false, connections: Int = 2, listen: Bool = false) async throws -> any JobStore {
+        let location = try location()
+        do {
+            return try await JobStores.open(location, create: create, migrate: migrate, connections: connections, listen: listen)
+        } catch {
+            // An SQLite file that is not there or not a queue is a usage error, as it always was; a server
+            // that does not answer is a failure.
+            let status: Int32 = switch (location, error) {
+            case (_, .invalidLocation), (.sqlite, _): ExitStatus.usage
+            default: ExitStatus.failure
+            }
+            throw CLIError(error.description, status: status)
         }
     }
 }

@@ -27,35 +27,36 @@ struct StatusCommand: AsyncParsableCommand {
     @OptionGroup var jobIDs: JobIDs
 
     func validate() throws {
+        if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
         for s in state where JobState(rawValue: s) == nil {
             throw ValidationError("--state \(s): one of \(JobState.allCases.map(\.rawValue).joined(separator: ", "))")
         }
     }
 
+    @Option(parsing: .unconditional, help: "Only the newest N jobs (after the other filters).")
+    var limit: Int?
+
     func run() async throws {
-        let store = try queue.open()
-        var ids = jobIDs.ids.isEmpty ? nil : jobIDs.ids
-        var jobs = try await Self.fetch(store, ids: ids)
-        if !state.isEmpty {
-            jobs = jobs.filter { state.contains($0.state.rawValue) }
-            if ids == nil { ids = jobs.map(\.id) }
-        }
+        let store = try await queue.open()
+        let states = state.isEmpty ? nil : state.compactMap(JobState.init(rawValue:))
+        let query = JobQuery(ids: jobIDs.ids.isEmpty ? nil : jobIDs.ids, states: states, limit: limit, newest: limit != nil)
+        var jobs = try await Self.fetch(store, query)
         if watch {
-            jobs = try await Self.watch(store: store, ids: ids ?? jobs.map(\.id), draw: !json)
+            jobs = try await Self.watch(store: store, ids: jobs.map(\.id), draw: !json)
         }
         if json {
             print(String(decoding: try JSONEncoder.sortedPretty().encode(jobs.map(JobStatus.init)), as: UTF8.self))
         } else if !watch {
             print(Self.table(jobs), terminator: "")
         }
-        if !jobIDs.ids.isEmpty, state.isEmpty, let ids, jobs.count < ids.count {
-            let missing = Set(ids).subtracting(jobs.map(\.id)).sorted()
-            throw CLIError("no job \(missing.map(String.init).joined(separator: ", ")) in \(try queue.path())")
+        if !jobIDs.ids.isEmpty, state.isEmpty, limit == nil, jobs.count < jobIDs.ids.count {
+            let missing = Set(jobIDs.ids).subtracting(jobs.map(\.id)).sorted()
+            throw CLIError("no job \(missing.map(String.init).joined(separator: ", ")) in \(store.location)")
         }
     }
 
-    static func fetch(_ store: any JobStore, ids: [Int64]?) async throws -> [Job] {
-        do { return try await store.jobs(ids: ids) } catch { throw CLIError(error.description) }
+    static func fetch(_ store: any JobStore, _ query: JobQuery) async throws -> [Job] {
+        do { return try await store.jobs(matching: query) } catch { throw CLIError(error.description) }
     }
 
     /// Polls until every job in `ids` has ended, redrawing the table on a terminal; returns the jobs.
@@ -63,7 +64,7 @@ struct StatusCommand: AsyncParsableCommand {
         let terminal = draw && isatty(STDOUT_FILENO) == 1
         var lines = 0
         while true {
-            let jobs = try await fetch(store, ids: ids)
+            let jobs = try await fetch(store, JobQuery(ids: ids))
             let text = table(jobs)
             if terminal {
                 if lines > 0 { FileHandle.standardOutput.write(Data("\u{1B}[\(lines)A\u{1B}[J".utf8)) }
@@ -92,7 +93,9 @@ struct StatusCommand: AsyncParsableCommand {
                 let filled = Int(fraction * 20)
                 detail = "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: 20 - filled) + "] "
                     + String(format: "%3.0f%% ", fraction * 100) + (job.phase ?? "")
-                if let pid = job.workerPID { detail += " (pid \(pid))" }
+                if let lease = job.lease {
+                    detail += " (" + Job.host(ofOwner: lease.owner) + (job.workerPID.map { ", pid \($0)" } ?? "") + ")"
+                }
             case .queued:
                 let wait = job.runAt.timeIntervalSinceNow
                 detail = wait > 0.5 ? String(format: "starts in %.0f s", wait) : "waiting for a worker"
@@ -116,6 +119,7 @@ struct StatusCommand: AsyncParsableCommand {
 /// `status --json`: one job.
 struct JobStatus: Encodable {
     struct Worker: Encodable {
+        var host: String
         var owner: String
         var pid: Int32?
         var leaseExpiresAt: Date
@@ -149,7 +153,7 @@ struct JobStatus: Encodable {
         uniqueKey = job.uniqueKey
         progress = job.progress
         phase = job.phase
-        worker = job.lease.map { Worker(owner: $0.owner, pid: job.workerPID, leaseExpiresAt: $0.expiresAt) }
+        worker = job.lease.map { Worker(host: Job.host(ofOwner: $0.owner), owner: $0.owner, pid: job.workerPID, leaseExpiresAt: $0.expiresAt) }
         errors = job.errors
         result = job.result.flatMap { try? JSONDecoder().decode(JobResult.self, from: Data($0.utf8)) }
         createdAt = job.createdAt
@@ -178,7 +182,7 @@ struct CancelCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let store = try queue.open()
+        let store = try await queue.open()
         try await JobControl.apply(jobIDs.ids, verb: "cancelled", json: json) { (id: Int64) async throws(JobStoreError) -> Job in try await store.cancel(id: id, at: Date()) }
     }
 }
@@ -201,7 +205,7 @@ struct RetryCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let store = try queue.open()
+        let store = try await queue.open()
         try await JobControl.apply(jobIDs.ids, verb: "queued again", json: json) { (id: Int64) async throws(JobStoreError) -> Job in try await store.retry(id: id, at: Date()) }
     }
 }

@@ -73,7 +73,7 @@ struct SubmitCommand: AsyncParsableCommand {
             throw ExitCode(ExitStatus.usage)
         }
 
-        let store = try queue.open(create: true)
+        let store = try await queue.open(create: true)
         let queued: [Enqueued]
         do {
             queued = try await store.enqueue(jobs, at: Date())

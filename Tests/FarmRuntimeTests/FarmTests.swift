@@ -371,6 +371,10 @@ import Glibc
         // No queue at all: status says so instead of creating one.
         let empty = try farm.mediafarm(["status", "--queue", farm.folder.appendingPathComponent("none.sqlite").path])
         #expect(empty.status == 2 && empty.stderr.contains("no queue there"))
-        #expect(try farm.mediafarm(["status", "--queue", "postgres://db/farm"]).stderr.contains("not supported yet"))
+        // A server that is not there: named, with the reason, exit 1; a URL with a parameter nobody knows: exit 2.
+        let absent = try farm.mediafarm(["status", "--queue", "postgres://farm@127.0.0.1:1/farm?connect_timeout=5"])
+        #expect(absent.status == 1 && absent.stderr.contains("postgres://farm@127.0.0.1:1/farm: cannot connect") && absent.stderr.contains("refused"))
+        let unknown = try farm.mediafarm(["status", "--queue", "postgres://farm@db/farm?sslmod=disable"])
+        #expect(unknown.status == 2 && unknown.stderr.contains("unknown parameter \"sslmod\""))
     }
 }

@@ -1,27 +1,34 @@
 import FarmModel
 import FarmStore
 import Foundation
+import FarmTestSupport
 import GRDB
 import Testing
 
-/// Every backend of `JobStore`. The suite below runs against each one (a PostgreSQL backend joins here).
+/// Every backend of `JobStore`: the suite below runs unchanged against each.
 enum Backend: String, CaseIterable, CustomTestStringConvertible {
     case sqlite
+    case postgres
 
     var testDescription: String { rawValue }
 
     /// A new, empty queue, and a second connection to the same queue (another process would have one).
-    func makePair(policy: RetryPolicy = RetryPolicy(maxAttempts: 3, baseDelay: 5, maxDelay: 60, jitter: 0)) throws -> (any JobStore, any JobStore) {
+    func makePair(policy: RetryPolicy = RetryPolicy(maxAttempts: 3, baseDelay: 5, maxDelay: 60, jitter: 0)) async throws -> (any JobStore, any JobStore) {
         switch self {
         case .sqlite:
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mf-store-\(UUID().uuidString)").path
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             let path = folder + "/queue.sqlite"
             return (try SQLiteJobStore(path: path, policy: policy), try SQLiteJobStore(path: path, create: false, policy: policy))
+        case .postgres:
+            // A schema of its own: an empty queue in the server script/test started.
+            let location = try QueueLocation.parse(try TestPostgres.url(freshSchema: true))
+            let first = try await JobStores.open(location, migrate: true, policy: policy, connections: 4)
+            return (first, try await JobStores.open(location, policy: policy, connections: 4))
         }
     }
 
-    func make() throws -> any JobStore { try makePair().0 }
+    func make() async throws -> any JobStore { try await makePair().0 }
 }
 
 @Suite struct JobStoreConformanceTests {
@@ -34,7 +41,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
 
     @Test(arguments: Backend.allCases)
     func enqueueKeepsEverythingSubmitted(backend: Backend) async throws {
-        let store = try backend.make()
+        let store = try await backend.make()
         let ids = try await store.enqueue([new("a", priority: 3, key: "k"), new("b")], at: t0)
         #expect(ids.map(\.inserted) == [true, true] && ids[0].id != ids[1].id)
         let a = try #require(try await store.job(id: ids[0].id))
@@ -49,7 +56,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
 
     @Test(arguments: Backend.allCases)
     func oneLiveJobPerUniqueKey(backend: Backend) async throws {
-        let store = try backend.make()
+        let store = try await backend.make()
         let first = try await store.enqueue([new("a", key: "k"), new("b", key: "k"), new("c", key: "other")], at: t0)
         #expect(first[1] == Enqueued(id: first[0].id, inserted: false) && first[2].inserted)
         // Still live while running.
@@ -69,7 +76,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
 
     @Test(arguments: Backend.allCases)
     func claimTakesPriorityThenRunAtAndNothingEarly(backend: Backend) async throws {
-        let store = try backend.make()
+        let store = try await backend.make()
         let ids = try await store.enqueue([new("low"), new("high", priority: 5), new("later", priority: 9, runAt: t0.addingTimeInterval(60)),
                                      new("low2")], at: t0).map(\.id)
         let first = try await store.claim(limit: 2, owner: "o", leaseDuration: 30, at: t0)
@@ -85,7 +92,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
 
     @Test(arguments: Backend.allCases)
     func concurrentClaimersNeverShareAJob(backend: Backend) async throws {
-        let (a, b) = try backend.makePair()
+        let (a, b) = try await backend.makePair()
         _ = try await a.enqueue((0..<200).map { new("j\($0)") }, at: t0)
         let claims = await withTaskGroup(of: [Int64].self) { group in
             for i in 0..<8 {
@@ -110,7 +117,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
 
     @Test(arguments: Backend.allCases)
     func onlyTheCurrentLeaseHolderRenewsAndFinishes(backend: Backend) async throws {
-        let store = try backend.make()
+        let store = try await backend.make()
         let id = try await store.enqueue([new("a")], at: t0)[0].id
         let job = try await store.claim(limit: 1, owner: "o", leaseDuration: 10, at: t0)[0]
         let token = try #require(job.lease?.token)
@@ -134,7 +141,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
 
     @Test(arguments: Backend.allCases)
     func expiredLeasesAreRescuedAndTheOldHolderIsFencedOff(backend: Backend) async throws {
-        let (store, other) = try backend.makePair()
+        let (store, other) = try await backend.makePair()
         let id = try await store.enqueue([new("a")], at: t0)[0].id
         let old = try await store.claim(limit: 1, owner: "dead-coordinator", leaseDuration: 10, at: t0)[0]
         #expect(try await other.rescueExpired(at: t0.addingTimeInterval(9)).isEmpty)
@@ -157,7 +164,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
 
     @Test(arguments: Backend.allCases)
     func crashesRetryThenDieWithOneErrorPerAttempt(backend: Backend) async throws {
-        let store = try backend.make()
+        let store = try await backend.make()
         let id = try await store.enqueue([new("a", maxAttempts: 2)], at: t0)[0].id
         var now = t0
         for attempt in 1...2 {
@@ -175,7 +182,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
 
     @Test(arguments: Backend.allCases)
     func failureReleaseAndCancel(backend: Backend) async throws {
-        let store = try backend.make()
+        let store = try await backend.make()
         let ids = try await store.enqueue([new("fails"), new("released"), new("cancelled-running"), new("cancelled-queued")], at: t0).map(\.id)
         let jobs = try await store.claim(limit: 3, owner: "o", leaseDuration: 10, at: t0)
         let token = Dictionary(uniqueKeysWithValues: jobs.map { ($0.id, $0.lease!.token) })
@@ -194,7 +201,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
 
     @Test(arguments: Backend.allCases)
     func batchedFinishFencesEachAttempt(backend: Backend) async throws {
-        let store = try backend.make()
+        let store = try await backend.make()
         _ = try await store.enqueue([new("a"), new("b"), new("c")], at: t0)
         let jobs = try await store.claim(limit: 3, owner: "o", leaseDuration: 10, at: t0)
         let results = try await store.finish([FinishedAttempt(id: jobs[0].id, token: jobs[0].lease!.token, outcome: .succeeded(result: nil)),
@@ -226,31 +233,42 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
     }
 
     /// Another process's write transaction: a writer waits for it asleep (holding no thread, even when its
-    /// task is cancelled), then commits; one that waits longer than its busy timeout fails, saying why.
+    /// task is cancelled), then commits after it; one that would wait longer than its busy timeout fails,
+    /// saying why.
     @Test func aWriterWaitsForAnotherProcesssLockThenGivesUp() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mf-store-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let path = folder + "/queue.sqlite"
         let store = try SQLiteJobStore(path: path)
-        let impatient = try SQLiteJobStore(path: path, create: false, busyTimeout: 0.3)
+        let impatient = try SQLiteJobStore(path: path, create: false, busyTimeout: 0.2)
         let other = try DatabaseQueue(path: path)
-        let holding = Task.detached {
-            try other.inTransaction(.immediate) { _ in
-                Thread.sleep(forTimeInterval: 1.0)
+        let locked = DispatchSemaphore(value: 0)
+        let released = Flag()
+        // A thread of its own (not the test's task pool, which other tests may keep busy).
+        let holder = Thread {
+            try? other.inTransaction(.immediate) { _ in
+                locked.signal()
+                Thread.sleep(forTimeInterval: 3)
+                released.set()
                 return .commit
             }
         }
-        try await Task.sleep(for: .milliseconds(200))
-        let start = Date()
+        holder.start()
+        locked.wait()
         await #expect {
             _ = try await impatient.enqueue([new("x")], at: t0)
         } throws: { "\($0)".contains("stayed locked by another process") }
         let waiting = Task { try await store.enqueue([new("a")], at: t0) }
         waiting.cancel()
         #expect(try await waiting.value.count == 1)
-        let waited = Date().timeIntervalSince(start)
-        try await holding.value
-        #expect(waited > 0.6 && waited < 5)
+        #expect(released.isSet)
         #expect(try await store.jobs(ids: nil).map(\.name) == ["a"])
     }
+}
+
+final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
 }

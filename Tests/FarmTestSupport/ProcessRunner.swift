@@ -67,3 +67,36 @@ public struct FixtureError: Error, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
 }
+
+extension ProcessRunner {
+    /// Runs a program with posix_spawn and waits with waitpid, its output through temporary files. For
+    /// test processes that also run SwiftNIO: there, Foundation's `Process` can miss its child's exit
+    /// (seen: the child a zombie, `waitUntilExit` waiting for ever).
+    public static func spawn(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> ProcessResult {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mf-spawn-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let outPath = folder.appendingPathComponent("out").path, errPath = folder.appendingPathComponent("err").path
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let env = (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { env.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = executable.contains("/") ? posix_spawn(&pid, executable, &actions, nil, argv, env)
+                                               : posix_spawnp(&pid, executable, &actions, nil, argv, env)
+        guard spawned == 0 else { throw FixtureError("cannot start \(executable): \(String(cString: strerror(spawned)))") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        let out = FileManager.default.contents(atPath: outPath) ?? Data()
+        let err = FileManager.default.contents(atPath: errPath) ?? Data()
+        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return ProcessResult(status: code, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self),
+                             stdoutData: out)
+    }
+}

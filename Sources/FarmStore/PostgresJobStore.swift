@@ -1,0 +1,578 @@
+import FarmModel
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import PostgresNIO
+import Synchronization
+
+/// The queue for several hosts: one PostgreSQL database that every host's coordinator uses, over a pool
+/// of postgres-nio connections.
+///
+/// - Claims are one statement: `FOR UPDATE SKIP LOCKED` in priority, runAt, id order, so concurrent
+///   claimers never wait for each other nor take the same job.
+/// - Every other change reads the row, applies `JobStateMachine`, and writes it back with one UPDATE
+///   that checks the row's revision and the lease token it read (fencing in the statement itself): a
+///   coordinator whose lease was rescued and re-claimed cannot finish, fail or renew the newer attempt.
+///   Batches (several finishes, the rescuer) lock their rows instead (`FOR UPDATE`, `SKIP LOCKED` for
+///   the rescuer, so that many rescuers rescue each expired lease once).
+/// - One live job per unique key is a partial unique index.
+/// - Submissions and retries `NOTIFY` the schema's channel; a coordinator that asked to listen keeps
+///   one connection on it (reconnecting with backoff) and wakes within milliseconds.
+/// - The pool reconnects by itself when the server restarts; each call has a deadline, so a caller
+///   (the lease heartbeat) gets an error and tries again rather than hanging on a dead network.
+public final class PostgresJobStore: JobStore {
+    public let server: PostgresLocation
+    let client: PostgresClient
+    let machine: JobStateMachine
+    /// `"schema".jobs`, quoted.
+    let table: String
+    let channel: String
+    let logger = Logger(label: "mediafarm.queue.postgres")
+    private let running: Task<Void, Never>
+    private let listener = Mutex<Task<Void, Never>?>(nil)
+    private let work = WorkSignal()
+    /// How long one call may take before it fails (the server is unreachable).
+    let deadline: Double
+
+    /// The schema version this program writes; it refuses a newer one.
+    public static let schemaVersion = PostgresSchema.migrations.count
+
+    private init(server: PostgresLocation, policy: RetryPolicy, connections: Int) {
+        self.server = server
+        self.machine = JobStateMachine(policy: policy)
+        self.table = "\"\(server.schema)\".jobs"
+        self.channel = "\(server.schema)_work"
+        self.deadline = max(server.connectTimeout, 5) + 5
+        var configuration = Self.clientConfiguration(server)
+        configuration.options.maximumConnections = max(2, connections)
+        configuration.options.minimumConnections = 0
+        let client = PostgresClient(configuration: configuration)
+        self.client = client
+        running = Task { await client.run() }
+    }
+
+    deinit {
+        running.cancel()
+        listener.withLock { $0?.cancel() }
+    }
+
+    /// Connects once to check the server, the credentials and the schema (creating or upgrading it with
+    /// `migrate`), then opens the pool.
+    static func open(_ server: PostgresLocation, migrate: Bool, policy: RetryPolicy, connections: Int,
+                     listen: Bool) async throws(JobStoreError) -> PostgresJobStore {
+        try await Self.withConnection(server) { connection, logger in
+            try await PostgresSchema.check(connection, server: server, migrate: migrate, logger: logger)
+        }
+        let store = PostgresJobStore(server: server, policy: policy, connections: connections + (listen ? 1 : 0))
+        if listen { store.startListening() }
+        return store
+    }
+
+    public func close() async {
+        listener.withLock { $0?.cancel() }
+        running.cancel()
+    }
+
+    public var location: String { server.description }
+
+    // MARK: - JobStore
+
+    public func enqueue(_ jobs: [NewJob], at now: Date) async throws(JobStoreError) -> [Enqueued] {
+        guard !jobs.isEmpty else { return [] }
+        return try await transaction { [self] c in
+            var results: [Enqueued] = []
+            for new in jobs {
+                results.append(try await insert(new, at: now, on: c))
+            }
+            if results.contains(where: \.inserted) {
+                try await c.run("SELECT pg_notify(\(channel), '')")
+            }
+            return results
+        }
+    }
+
+    private func insert(_ new: NewJob, at now: Date, on c: some Queryable) async throws -> Enqueued {
+        let job = Job(name: new.name, manifest: new.manifest, baseDirectory: new.baseDirectory, outputRoots: new.outputRoots,
+                      priority: new.priority, maxAttempts: new.maxAttempts, runAt: new.runAt, uniqueKey: new.uniqueKey,
+                      timeout: new.timeout, createdAt: now)
+        // A key held by a job that ends between the two statements: try again.
+        for _ in 0..<10 {
+            let inserted = try await c.run("""
+                INSERT INTO \(unescaped: table) (name, manifest, base_directory, output_roots, state, priority, attempt, max_attempts,
+                                                 run_at, unique_key, timeout, created_at, updated_at)
+                VALUES (\(job.name), \(job.manifest), \(job.baseDirectory), \(JobCoding.json(job.outputRoots)), 'queued',
+                        \(job.priority), 0, \(job.maxAttempts), \(job.runAt.timeIntervalSince1970), \(job.uniqueKey), \(job.timeout),
+                        \(now.timeIntervalSince1970), \(now.timeIntervalSince1970))
+                ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running') DO NOTHING
+                RETURNING id
+                """)
+            if let row = inserted.first { return Enqueued(id: try row.decode(Int64.self), inserted: true) }
+            let live = try await c.run("SELECT id FROM \(unescaped: table) WHERE unique_key = \(job.uniqueKey) AND state IN ('queued', 'running')")
+            if let row = live.first { return Enqueued(id: try row.decode(Int64.self), inserted: false) }
+        }
+        throw JobStoreError.unavailable("\(location): the unique key \(job.uniqueKey ?? "") keeps changing hands; try again")
+    }
+
+    /// One statement. It sets what `JobStateMachine`'s claim sets (queued -> running, the attempt
+    /// counted, a fresh token, progress 0, phase "starting"); the conformance suite holds both backends
+    /// to the same result.
+    public func claim(limit: Int, owner: String, leaseDuration: Double, at now: Date) async throws(JobStoreError) -> [Job] {
+        guard limit > 0 else { return [] }
+        let t = now.timeIntervalSince1970
+        let rows = try await run("""
+            WITH picked AS (
+                SELECT id FROM \(unescaped: table) WHERE state = 'queued' AND run_at <= \(t)
+                ORDER BY priority DESC, run_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+            UPDATE \(unescaped: table) AS j
+            SET state = 'running', attempt = j.attempt + 1, lease_owner = \(owner),
+                lease_token = replace(gen_random_uuid()::text, '-', ''), lease_expires_at = \(t + leaseDuration),
+                started_at = \(t), finished_at = NULL, progress = 0, phase = 'starting', worker_pid = NULL, updated_at = \(t),
+                revision = j.revision + 1
+            FROM picked WHERE j.id = picked.id
+            RETURNING \(unescaped: Self.columns("j"))
+            """)
+        return try decodeJobs(rows).map(\.job).sorted { a, b in
+            (a.priority, b.runAt, b.id) > (b.priority, a.runAt, a.id)
+        }
+    }
+
+    /// One statement for every renewal: what `JobStateMachine`'s renew sets, where the token still holds.
+    public func renew(_ renewals: [LeaseRenewal], leaseDuration: Double, at now: Date) async throws(JobStoreError) -> Set<Int64> {
+        guard !renewals.isEmpty else { return [] }
+        let t = now.timeIntervalSince1970
+        let renewed = try await run("""
+            UPDATE \(unescaped: table) AS j
+            SET lease_expires_at = \(t + leaseDuration), updated_at = \(t), revision = j.revision + 1,
+                progress = COALESCE(LEAST(GREATEST(NULLIF(r.progress, 'NaN'::float8), 0), 1), j.progress),
+                phase = COALESCE(NULLIF(r.phase, ''), j.phase),
+                worker_pid = COALESCE(NULLIF(r.pid, 0), j.worker_pid),
+                result = COALESCE(NULLIF(r.result, ''), j.result)
+            FROM unnest(\(renewals.map(\.id))::int8[], \(renewals.map(\.token))::text[], \(renewals.map { $0.progress ?? .nan })::float8[],
+                        \(renewals.map { $0.phase ?? "" })::text[], \(renewals.map { Int64($0.workerPID ?? 0) })::int8[],
+                        \(renewals.map { $0.result ?? "" })::text[])
+                 AS r(id, token, progress, phase, pid, result)
+            WHERE j.id = r.id AND j.state = 'running' AND j.lease_token = r.token
+            RETURNING j.id
+            """) { try $0.decode(Int64.self) }
+        return Set(renewals.map(\.id)).subtracting(renewed)
+    }
+
+    public func lostLeases(_ leases: [Int64: String], at now: Date) async throws(JobStoreError) -> Set<Int64> {
+        guard !leases.isEmpty else { return [] }
+        let rows = try await run("SELECT id, lease_token FROM \(unescaped: table) WHERE state = 'running' AND id = ANY(\(Array(leases.keys)))") {
+            try $0.decode((Int64, String?).self)
+        }
+        var held = Set<Int64>()
+        for (id, token) in rows {
+            if let token, leases[id] == token { held.insert(id) }
+        }
+        return Set(leases.keys).subtracting(held)
+    }
+
+    public func finish(id: Int64, token: String, outcome: AttemptOutcome, at now: Date) async throws(JobStoreError) -> Job {
+        try await change(id, SQLiteJobStore.transition(token, outcome), at: now)
+    }
+
+    public func finish(_ attempts: [FinishedAttempt], at now: Date) async throws(JobStoreError) -> [Result<Job, JobStoreError>] {
+        guard !attempts.isEmpty else { return [] }
+        return try await transaction { [self] c in
+            let rows = try await c.run("""
+                SELECT \(unescaped: Self.columns()) FROM \(unescaped: table) WHERE id = ANY(\(attempts.map(\.id))) ORDER BY id FOR UPDATE
+                """)
+            var jobs = Dictionary(try decodeJobs(rows).map { ($0.job.id, $0) }, uniquingKeysWith: { a, _ in a })
+            var results: [Result<Job, JobStoreError>] = []
+            var wake = false
+            for a in attempts {
+                guard let (job, revision) = jobs[a.id] else {
+                    results.append(.failure(.notFound(a.id)))
+                    continue
+                }
+                do {
+                    let next = try transition(job, SQLiteJobStore.transition(a.token, a.outcome), now)
+                    guard try await save(next, over: job, revision: revision, on: c) else {
+                        throw JobStoreError.unavailable("\(location): job \(a.id) changed while locked")
+                    }
+                    jobs[a.id] = (next, revision + 1)
+                    wake = wake || (next.state == .queued && next.runAt <= now)
+                    results.append(.success(next))
+                } catch let e as JobStoreError {
+                    results.append(.failure(e))
+                }
+            }
+            if wake { try await c.run("SELECT pg_notify(\(channel), '')") }
+            return results
+        }
+    }
+
+    /// Each expired lease is rescued once however many coordinators run this at once: the rows are
+    /// locked, and rows another rescuer holds are skipped (it rescues them).
+    public func rescueExpired(at now: Date, publishingGrace: Double) async throws(JobStoreError) -> [Job] {
+        try await transaction { [self] c in
+            let rows = try await c.run("""
+                SELECT \(unescaped: Self.columns()) FROM \(unescaped: table)
+                WHERE state = 'running' AND lease_expires_at <= \(now.timeIntervalSince1970)
+                  AND (phase IS DISTINCT FROM 'publishing' OR lease_expires_at <= \(now.timeIntervalSince1970 - publishingGrace))
+                ORDER BY id FOR UPDATE SKIP LOCKED
+                """)
+            var rescued: [Job] = []
+            for (job, revision) in try decodeJobs(rows) {
+                if try await save(try transition(job, .expire, now), over: job, revision: revision, on: c) {
+                    rescued.append(job)
+                }
+            }
+            return rescued
+        }
+    }
+
+    public func expiredPublications(at now: Date) async throws(JobStoreError) -> [Job] {
+        try await decodeJobs(try await run("""
+            SELECT \(unescaped: Self.columns()) FROM \(unescaped: table)
+            WHERE state = 'running' AND phase = 'publishing' AND lease_expires_at <= \(now.timeIntervalSince1970) ORDER BY id
+            """)).map(\.job)
+    }
+
+    public func cancel(id: Int64, at now: Date) async throws(JobStoreError) -> Job { try await change(id, .cancel, at: now) }
+
+    public func retry(id: Int64, at now: Date) async throws(JobStoreError) -> Job {
+        do {
+            return try await change(id, .retry, at: now)
+        } catch .unavailable(let message) where message.contains("jobs_unique_live") {
+            throw .unavailable("job \(id): another live job holds its unique key; cancel that one first")
+        }
+    }
+
+    public func job(id: Int64) async throws(JobStoreError) -> Job? {
+        try await fetch(id)?.job
+    }
+
+    public func jobs(matching query: JobQuery) async throws(JobStoreError) -> [Job] {
+        let order = query.newest ? "DESC" : "ASC"
+        let rows = try await run("""
+            SELECT \(unescaped: Self.columns()) FROM \(unescaped: table)
+            WHERE (\(query.ids == nil) OR id = ANY(\(query.ids ?? []))) AND (\(query.states == nil) OR state = ANY(\((query.states ?? []).map(\.rawValue))))
+            ORDER BY id \(unescaped: order) LIMIT \(query.limit.map(Int64.init))
+            """)
+        let jobs = try decodeJobs(rows).map(\.job)
+        return query.newest ? jobs.reversed() : jobs
+    }
+
+    public func counts() async throws(JobStoreError) -> [JobState: Int] {
+        var counts: [JobState: Int] = [:]
+        for (state, n) in try await run("SELECT state, COUNT(*) FROM \(unescaped: table) GROUP BY state", { try $0.decode((String, Int).self) }) {
+            if let state = JobState(rawValue: state) { counts[state] = n }
+        }
+        return counts
+    }
+
+    public func stats(at now: Date) async throws(JobStoreError) -> QueueStats {
+        var counts: [String: Int] = [:]
+        for (state, n) in try await run("SELECT state, COUNT(*) FROM \(unescaped: table) GROUP BY state", { try $0.decode((String, Int).self) }) {
+            counts[state] = n
+        }
+        var hosts: [String: Int] = [:]
+        for (host, n) in try await run("""
+            SELECT split_part(lease_owner, ':', 1), COUNT(*) FROM \(unescaped: table) WHERE state = 'running' GROUP BY 1
+            """, { try $0.decode((String, Int).self) }) {
+            hosts[host] = n
+        }
+        let oldest = try await run("""
+            SELECT MIN(run_at) FROM \(unescaped: table) WHERE state = 'queued' AND run_at <= \(now.timeIntervalSince1970)
+            """, { try $0.decode(Double?.self) }).first ?? nil
+        return QueueStats(counts: counts, oldestDueAt: oldest.map(Date.init(timeIntervalSince1970:)), runningByHost: hosts,
+                          dead: counts["dead"] ?? 0, total: counts.values.reduce(0, +))
+    }
+
+    public func prune(finishedBefore date: Date, limit: Int) async throws(JobStoreError) -> Int {
+        return try await run("""
+            DELETE FROM \(unescaped: table) WHERE id IN (
+                SELECT id FROM \(unescaped: table) WHERE state IN ('succeeded', 'failed', 'cancelled', 'dead')
+                AND finished_at < \(date.timeIntervalSince1970) ORDER BY finished_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+            RETURNING id
+            """).count
+    }
+
+    public func hasLiveJobs() async throws(JobStoreError) -> Bool {
+        let live = try await run("""
+            SELECT EXISTS (SELECT 1 FROM \(unescaped: table) WHERE state = 'queued')
+                OR EXISTS (SELECT 1 FROM \(unescaped: table) WHERE state = 'running')
+            """, { try $0.decode(Bool.self) })
+        return live.first ?? false
+    }
+
+    public func nextRunAt() async throws(JobStoreError) -> Date? {
+        let next = try await run("SELECT MIN(run_at) FROM \(unescaped: table) WHERE state = 'queued'") { try $0.decode(Double?.self) }
+        return (next.first ?? nil).map(Date.init(timeIntervalSince1970:))
+    }
+
+    // MARK: - Work notifications
+
+    public func waitForWork(upTo seconds: Double) async {
+        await work.wait(upTo: seconds)
+    }
+
+    public var hearsOfWork: Bool { work.listening.load(ordering: .relaxed) }
+    public var idlePollLimit: Double { 0.5 }
+
+    /// Keeps one connection listening on the channel; after it drops, reconnects with backoff (waking
+    /// waiters meanwhile, so that they poll).
+    private func startListening() {
+        let task = Task { [server, channel, work] in
+            var delay = 0.05
+            while !Task.isCancelled {
+                do {
+                    try await Self.withConnection(server) { connection, _ in
+                        try await connection.listen(on: channel) { notifications in
+                            work.listening.store(true, ordering: .relaxed)
+                            work.signal()  // anything submitted while no one listened
+                            for try await _ in notifications { work.signal() }
+                        }
+                    }
+                } catch {
+                    if Task.isCancelled { break }
+                }
+                if work.listening.exchange(false, ordering: .relaxed) { delay = 0.05 }
+                work.signal()
+                try? await Task.sleep(for: .seconds(delay * Double.random(in: 0.5...1.5)))
+                delay = min(delay * 2, 5)
+            }
+        }
+        listener.withLock { $0 = task }
+    }
+
+    // MARK: - Rows
+
+    /// Read, apply, write back under the revision and token read (retried when another writer got
+    /// there first). Two statements, no transaction held open.
+    private func change(_ id: Int64, _ t: JobTransition, at now: Date) async throws(JobStoreError) -> Job {
+        for _ in 0..<20 {
+            guard let (job, revision) = try await fetch(id) else { throw .notFound(id) }
+            let next = try transition(job, t, now)
+            let saved = try await call { [self] in try await save(next, over: job, revision: revision, on: client) }
+            if saved {
+                if next.state == .queued && next.runAt <= now { try? await run("SELECT pg_notify(\(channel), '')") }
+                return next
+            }
+        }
+        throw .unavailable("\(location): job \(id) keeps changing under this change; try again")
+    }
+
+    private func transition(_ job: Job, _ t: JobTransition, _ now: Date) throws(JobStoreError) -> Job {
+        do {
+            return try machine.apply(t, to: job, at: now, jitter: Double.random(in: 0...1))
+        } catch {
+            throw .transition(id: job.id, error)
+        }
+    }
+
+    private func fetch(_ id: Int64) async throws(JobStoreError) -> (job: Job, revision: Int64)? {
+        try decodeJobs(try await run("SELECT \(unescaped: Self.columns()) FROM \(unescaped: table) WHERE id = \(id)")).first
+    }
+
+    /// Writes every mutable column of `job`, if the row is still at `revision` with the token `old`
+    /// had: false when another change came first.
+    private func save(_ job: Job, over old: Job, revision: Int64, on c: some Queryable) async throws -> Bool {
+        let rows = try await c.run("""
+            UPDATE \(unescaped: table) SET state = \(job.state.rawValue), priority = \(job.priority), attempt = \(job.attempt),
+                max_attempts = \(job.maxAttempts), run_at = \(job.runAt.timeIntervalSince1970), lease_owner = \(job.lease?.owner),
+                lease_token = \(job.lease?.token), lease_expires_at = \(job.lease?.expiresAt.timeIntervalSince1970),
+                progress = \(job.progress), phase = \(job.phase), worker_pid = \(job.workerPID.map(Int64.init)),
+                started_at = \(job.startedAt?.timeIntervalSince1970), finished_at = \(job.finishedAt?.timeIntervalSince1970),
+                updated_at = \(job.updatedAt.timeIntervalSince1970), result = \(job.result), errors = \(JobCoding.json(job.errors)),
+                revision = revision + 1
+            WHERE id = \(job.id) AND revision = \(revision) AND lease_token IS NOT DISTINCT FROM \(old.lease?.token)
+            RETURNING id
+            """)
+        return !rows.isEmpty
+    }
+
+    /// The columns `decodeJobs` reads, in its order: the job's, then the revision.
+    static func columns(_ alias: String? = nil) -> String {
+        let names = SQLiteJobStore.columns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } + ["revision"]
+        return names.map { name in alias.map { "\($0).\(name)" } ?? name }.joined(separator: ", ")
+    }
+
+    private func decodeJobs(_ rows: [PostgresRow]) throws(JobStoreError) -> [(job: Job, revision: Int64)] {
+        do {
+            return try rows.map { row in
+                let r = row.makeRandomAccess()
+                func date(_ i: Int) throws -> Date? { try r[i].decode(Double?.self).map(Date.init(timeIntervalSince1970:)) }
+                var job = Job(id: try r[0].decode(Int64.self), name: try r[1].decode(String.self), manifest: try r[2].decode(String.self),
+                              baseDirectory: try r[3].decode(String.self),
+                              outputRoots: JobCoding.decode([String].self, try r[4].decode(String.self)) ?? [],
+                              priority: try r[5].decode(Int.self), maxAttempts: try r[6].decode(Int.self), runAt: try date(7),
+                              uniqueKey: try r[8].decode(String?.self), timeout: try r[9].decode(Double?.self),
+                              createdAt: try date(10) ?? Date(timeIntervalSince1970: 0))
+                job.state = JobState(rawValue: try r[11].decode(String.self)) ?? .dead
+                job.attempt = try r[12].decode(Int.self)
+                if let owner = try r[13].decode(String?.self), let token = try r[14].decode(String?.self), let expiry = try date(15) {
+                    job.lease = Job.Lease(owner: owner, token: token, expiresAt: expiry)
+                }
+                job.progress = try r[16].decode(Double?.self)
+                job.phase = try r[17].decode(String?.self)
+                job.workerPID = try r[18].decode(Int64?.self).map { Int32(truncatingIfNeeded: $0) }
+                job.startedAt = try date(19)
+                job.finishedAt = try date(20)
+                job.updatedAt = try date(21) ?? job.createdAt
+                job.result = try r[22].decode(String?.self)
+                job.errors = JobCoding.decode([Job.AttemptError].self, try r[23].decode(String.self)) ?? []
+                return (job, try r[24].decode(Int64.self))
+            }
+        } catch {
+            throw .unavailable("\(location): a job row could not be read: \(Self.describe(error))")
+        }
+    }
+
+    // MARK: - Calls
+
+    /// One statement on a pooled connection (autocommit), within the deadline.
+    @discardableResult
+    private func run(_ query: PostgresQuery) async throws(JobStoreError) -> [PostgresRow] {
+        try await call { [client] in try await client.run(query) }
+    }
+
+    /// One statement, each row decoded.
+    private func run<T: Sendable>(_ query: PostgresQuery, _ decode: @escaping @Sendable (PostgresRow) throws -> T) async throws(JobStoreError) -> [T] {
+        try await call { [client] in try await client.run(query).map(decode) }
+    }
+
+    /// A transaction on one pooled connection, committed when `body` returns, rolled back when it throws.
+    private func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(JobStoreError) -> T {
+        try await call { [client, logger] in
+            try await client.withConnection { connection in
+                try await connection.query("BEGIN", logger: logger)
+                do {
+                    let value = try await body(connection)
+                    try await connection.query("COMMIT", logger: logger)
+                    return value
+                } catch {
+                    _ = try? await connection.query("ROLLBACK", logger: logger)
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// Runs `body` with this store's deadline; errors become `JobStoreError`s naming the server.
+    private func call<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws(JobStoreError) -> T {
+        do {
+            return try await Deadline.run(seconds: deadline, body)
+        } catch let error as JobStoreError {
+            throw error
+        } catch is Deadline.Expired {
+            throw .unavailable("\(location): no answer within \(Int(deadline)) s (is the server up and reachable?)")
+        } catch {
+            throw .unavailable("\(location): \(Self.describe(error))")
+        }
+    }
+
+    // MARK: - Connections
+
+    static func clientConfiguration(_ server: PostgresLocation) -> PostgresClient.Configuration {
+        var configuration: PostgresClient.Configuration
+        if let socket = server.socketPath {
+            configuration = .init(unixSocketPath: socket, username: server.user, password: server.password, database: server.database)
+        } else {
+            let tls: PostgresClient.Configuration.TLS = switch server.tls {
+            case .disable: .disable
+            case .prefer: .prefer(.makeClientConfiguration())
+            case .require: .require(.makeClientConfiguration())
+            }
+            configuration = .init(host: server.host, port: server.port, username: server.user, password: server.password,
+                                  database: server.database, tls: tls)
+        }
+        configuration.options.connectTimeout = .milliseconds(Int64(server.connectTimeout * 1000))
+        configuration.options.additionalStartupParameters = [("application_name", server.applicationName)]
+        return configuration
+    }
+
+    /// One connection outside the pool (the schema check, the listener), closed after `body`.
+    static func withConnection<T: Sendable>(_ server: PostgresLocation,
+                                            _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws(JobStoreError) -> T {
+        let logger = Logger(label: "mediafarm.queue.postgres")
+        do {
+            var configuration: PostgresConnection.Configuration
+            if let socket = server.socketPath {
+                configuration = .init(unixSocketPath: socket, username: server.user, password: server.password, database: server.database)
+            } else {
+                let tls: PostgresConnection.Configuration.TLS = switch server.tls {
+                case .disable: .disable
+                case .prefer: .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+                case .require: .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+                }
+                configuration = .init(host: server.host, port: server.port, username: server.user, password: server.password,
+                                      database: server.database, tls: tls)
+            }
+            configuration.options.connectTimeout = .milliseconds(Int64(server.connectTimeout * 1000))
+            configuration.options.additionalStartupParameters = [("application_name", server.applicationName)]
+            let configured = configuration
+            let connection = try await Deadline.run(seconds: server.connectTimeout) {
+                try await PostgresConnection.connect(configuration: configured, id: 1, logger: logger)
+            }
+            do {
+                let value = try await body(connection, logger)
+                try? await connection.close()
+                return value
+            } catch {
+                try? await connection.close()
+                throw error
+            }
+        } catch let error as JobStoreError {
+            throw error
+        } catch is Deadline.Expired {
+            throw .unavailable("\(server): cannot connect: no answer within \(Self.format(server.connectTimeout)) s")
+        } catch {
+            throw .unavailable("\(server): cannot connect: \(describe(error))")
+        }
+    }
+
+    /// The server's own message when there is one (wrong password, missing database, constraint),
+    /// else what failed on the way (connection refused, closed), in words.
+    static func describe(_ error: any Error) -> String {
+        if let e = error as? PSQLError {
+            if let message = e.serverInfo?[.message] {
+                return message + (e.serverInfo?[.constraintName].map { " (\($0))" } ?? "")
+            }
+            let what: String = switch e.code {
+            case .connectionError: "cannot reach the server"
+            case .serverClosedConnection: "the server closed the connection"
+            case .clientClosedConnection, .poolClosed: "the connection was closed"
+            case .sslUnsupported: "the server does not offer TLS (sslmode=require)"
+            case .queryCancelled: "the query was cancelled"
+            case .authMechanismRequiresPassword: "the server asks for a password (give one in the URL or PGPASSWORD)"
+            case .unsupportedAuthMechanism: "the server asks for an authentication method this program does not support"
+            default: e.code.description
+            }
+            return e.underlying.map { "\(what): \(describe($0))" } ?? what
+        }
+        if let e = error as? NIOConnectionError {
+            let reasons = e.connectionErrors.map { describe($0.error) } + (e.dnsAAAAError.map { [describe($0)] } ?? [])
+                + (e.dnsAError.map { [describe($0)] } ?? [])
+            return reasons.isEmpty ? "cannot connect to \(e.host):\(e.port)" : Array(Set(reasons)).sorted().joined(separator: "; ")
+        }
+        if let e = error as? IOError { return String(cString: strerror(e.errnoCode)) }
+        return String(describing: error)
+    }
+
+    static func format(_ seconds: Double) -> String {
+        seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
+    }
+}
+
+/// Something that runs one statement: the pool (autocommit) or a connection in a transaction.
+protocol Queryable: Sendable {
+    func run(_ query: PostgresQuery) async throws -> [PostgresRow]
+}
+
+extension PostgresClient: Queryable {
+    func run(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        try await self.query(query).collect()
+    }
+}
+
+extension PostgresConnection: Queryable {
+    func run(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        try await self.query(query, logger: Logger(label: "mediafarm.queue.postgres")).collect()
+    }
+}

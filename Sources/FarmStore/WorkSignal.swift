@@ -1,0 +1,116 @@
+import Foundation
+import Synchronization
+
+/// Wakes the tasks waiting for new work. A signal with no one waiting is kept for the next waiter, so
+/// that work announced between a caller's last look at the queue and its wait is not slept through.
+final class WorkSignal: Sendable {
+    private struct State {
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var next: UInt64 = 0
+        var pending = false
+    }
+
+    private let state = Mutex(State())
+    /// Whether a connection is listening now (signals can come).
+    let listening = Atomic<Bool>(false)
+
+    /// Returns at the next signal, after `seconds`, or when the task is cancelled.
+    func wait(upTo seconds: Double) async {
+        let id = state.withLock { s -> UInt64? in
+            if s.pending {
+                s.pending = false
+                return nil
+            }
+            s.next += 1
+            return s.next
+        }
+        guard let id else { return }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                state.withLock { $0.waiters[id] = done }
+                DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { self.resume(id) }
+                if Task.isCancelled { resume(id) }
+            }
+        } onCancel: {
+            resume(id)
+        }
+    }
+
+    func signal() {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            if s.waiters.isEmpty { s.pending = true }
+            defer { s.waiters.removeAll() }
+            return Array(s.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func resume(_ id: UInt64) {
+        state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+    }
+}
+
+/// Runs an async call with a time limit that holds even when the call ignores cancellation (a query on
+/// a connection whose peer vanished): the caller gets `Expired` at the limit, and the call is
+/// cancelled and left to end on its own.
+enum Deadline {
+    struct Expired: Error {}
+
+    static func run<T: Sendable>(seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (done: CheckedContinuation<T, any Error>) in
+            let once = Once(done)
+            let task = Task { once.resume(with: await Result(catching: body)) }
+            let timer = DispatchWorkItem {
+                if once.resume(with: .failure(Expired())) { task.cancel() }
+            }
+            let pending = Timer(item: timer)
+            once.onResume { pending.item.cancel() }
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: timer)
+        }
+    }
+
+    /// A scheduled work item; cancelling one is thread-safe.
+    private struct Timer: @unchecked Sendable {
+        let item: DispatchWorkItem
+    }
+
+    /// A continuation resumed by whichever comes first.
+    private final class Once<T: Sendable>: Sendable {
+        private let state: Mutex<(continuation: CheckedContinuation<T, any Error>?, cleanup: (@Sendable () -> Void)?)>
+
+        init(_ continuation: CheckedContinuation<T, any Error>) {
+            state = Mutex((continuation, nil))
+        }
+
+        func onResume(_ cleanup: @escaping @Sendable () -> Void) {
+            let done = state.withLock { s -> Bool in
+                if s.continuation == nil { return true }
+                s.cleanup = cleanup
+                return false
+            }
+            if done { cleanup() }
+        }
+
+        @discardableResult
+        func resume(with result: Result<T, any Error>) -> Bool {
+            let (continuation, cleanup) = state.withLock { s in
+                defer { s = (nil, nil) }
+                return s
+            }
+            guard let continuation else { return false }
+            continuation.resume(with: result)
+            cleanup?()
+            return true
+        }
+    }
+}
+
+extension Result where Failure == any Error {
+    init(catching body: () async throws -> Success) async {
+        do {
+            self = .success(try await body())
+        } catch {
+            self = .failure(error)
+        }
+    }
+}

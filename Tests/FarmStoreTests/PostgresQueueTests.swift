@@ -1,0 +1,166 @@
+import FarmModel
+import FarmStore
+import FarmTestSupport
+import Foundation
+import Testing
+
+/// What only the PostgreSQL queue has: many connections and hosts, notifications, a server that can go
+/// away and come back, and a schema that other versions of MediaFarm may have written.
+@Suite struct PostgresQueueTests {
+    let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+
+    func new(_ name: String) -> NewJob {
+        NewJob(name: name, manifest: #"{"version":1,"input":"a.mp4"}"#, baseDirectory: "/data", maxAttempts: 3)
+    }
+
+    func open(_ url: String, migrate: Bool = false, listen: Bool = false, connections: Int = 4) async throws -> any JobStore {
+        try await JobStores.open(try QueueLocation.parse(url), migrate: migrate, connections: connections, listen: listen)
+    }
+
+    /// Waits until `condition` holds, up to `seconds`.
+    func eventually(_ seconds: Double, _ condition: () async -> Bool) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return await condition()
+    }
+
+    @Test func aSubmissionWakesAnIdleListener() async throws {
+        let url = try TestPostgres.url(freshSchema: true)
+        let listener = try await open(url, migrate: true, listen: true)
+        let submitter = try await open(url)
+        #expect(await eventually(10) { listener.hearsOfWork })
+        await listener.waitForWork(upTo: 0.05)  // the signal sent when listening began
+        let started = Date()
+        let waiter = Task { await listener.waitForWork(upTo: 30); return Date().timeIntervalSince(started) }
+        try await Task.sleep(for: .milliseconds(200))
+        _ = try await submitter.enqueue([new("a")], at: t0)
+        let waited = await waiter.value
+        // Woken by the notification, not by the end of its 30 s wait.
+        #expect(waited >= 0.2 && waited < 10)
+        // Without a listener the store only sleeps.
+        #expect(!submitter.hearsOfWork)
+    }
+
+    @Test func manyClaimersOnManyConnectionsNeverShareAJobAndRescuersRescueOnce() async throws {
+        let url = try TestPostgres.url(freshSchema: true)
+        let first = try await open(url, migrate: true)
+        var stores = [first]
+        for _ in 0..<3 { stores.append(try await open(url)) }
+        _ = try await first.enqueue((0..<300).map { new("j\($0)") }, at: t0)
+        let claimed = await withTaskGroup(of: [Job].self) { group in
+            for i in 0..<12 {
+                let store = stores[i % stores.count]
+                group.addTask {
+                    var mine: [Job] = []
+                    while let batch = try? await store.claim(limit: 1 + i % 3, owner: "host\(i):1:a", leaseDuration: 10, at: self.t0),
+                          !batch.isEmpty {
+                        mine += batch
+                    }
+                    return mine
+                }
+            }
+            var all: [Job] = []
+            for await jobs in group { all += jobs }
+            return all
+        }
+        #expect(claimed.count == 300 && Set(claimed.map(\.id)).count == 300)
+        let stats = try await first.stats(at: t0)
+        #expect(stats.counts["running"] == 300 && stats.runningByHost.count == 12 && stats.runningByHost.values.reduce(0, +) == 300)
+        // Every lease expires; six rescuers on four connections run at once.
+        let rescued = await withTaskGroup(of: [Int64].self) { group in
+            for i in 0..<6 {
+                let store = stores[i % stores.count]
+                group.addTask { (try? await store.rescueExpired(at: self.t0.addingTimeInterval(10)).map(\.id)) ?? [] }
+            }
+            var all: [Int64] = []
+            for await ids in group { all += ids }
+            return all
+        }
+        #expect(rescued.count == 300 && Set(rescued).count == 300)
+        let jobs = try await first.jobs(ids: nil)
+        #expect(jobs.allSatisfy { $0.state == .queued && $0.errors.count == 1 && $0.attempt == 1 })
+    }
+
+    @Test func migrationsAreIdempotentAndSafeToRunAtOnce() async throws {
+        let url = try TestPostgres.url(freshSchema: true)
+        await #expect {
+            _ = try await open(url)
+        } throws: { "\($0)".contains("no MediaFarm queue there yet: run `mediafarm queue migrate`") }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 { group.addTask { await try self.open(url, migrate: true).close() } }
+            try await group.waitForAll()
+        }
+        let store = try await open(url, migrate: true)
+        _ = try await store.enqueue([new("a")], at: t0)
+        #expect(try await open(url).counts() == [.queued: 1])
+    }
+
+    @Test func aNewerSchemaIsRefusedNamingBothVersions() async throws {
+        let url = try TestPostgres.url(freshSchema: true)
+        let schema = try #require(url.split(separator: "schema=").last.map(String.init))
+        _ = try await open(url, migrate: true)
+        let base = try TestPostgres.url()
+        let psql = try ProcessRunner.spawn("psql", [base.replacingOccurrences(of: "postgres://", with: "postgresql://"), "-q", "-c",
+                                                   "UPDATE \(schema).schema_version SET version = 99"])
+        try #require(psql.status == 0, Comment(rawValue: psql.stderr))
+        for migrate in [false, true] {
+            await #expect {
+                _ = try await open(url, migrate: migrate)
+            } throws: { "\($0)".contains("version 99, newer than this program's \(PostgresJobStore.schemaVersion)") }
+        }
+    }
+
+    @Test func unreachableAndRefusingServersAreNamedWithTheReason() async throws {
+        let base = try TestPostgres.url()
+        var parts = try #require(URLComponents(string: base))
+        parts.password = "wrong"
+        await #expect {
+            _ = try await open(parts.string!)
+        } throws: { "\($0)".contains("password authentication failed for user \"farm\"") && "\($0)".contains("127.0.0.1") }
+        let closed = "postgres://farm:x@127.0.0.1:1/farm?sslmode=disable&connect_timeout=2"
+        await #expect {
+            _ = try await open(closed)
+        } throws: { "\($0)".contains("postgres://farm@127.0.0.1:1/farm: cannot connect") && "\($0)".contains("Connection refused") }
+        #expect(throws: JobStoreError.self) { _ = try QueueLocation.parse(base + "&colour=blue") }
+        #expect {
+            _ = try QueueLocation.parse("postgres://farm:secret@db/farm?colour=blue")
+        } throws: { "\($0)".contains("unknown parameter \"colour\"") && !"\($0)".contains("secret") }
+    }
+
+    /// The server stops with a job running and a coordinator's listener connected: calls fail with the
+    /// server's name (no hang), and after the restart the same store carries on: the running job's lease
+    /// renews and its attempt finishes, and notifications come again.
+    @Test func theStoreCarriesOnAfterTheServerRestarts() async throws {
+        let cluster = try TestPostgres.Cluster()
+        defer { cluster.stop() }
+        let url = cluster.url + "&connect_timeout=2"
+        let store = try await open(url, migrate: true, listen: true)
+        let ids = try await store.enqueue([new("a"), new("b")], at: t0).map(\.id)
+        let job = try await store.claim(limit: 1, owner: "h:1:a", leaseDuration: 600, at: t0)[0]
+        let token = try #require(job.lease?.token)
+        #expect(await eventually(10) { store.hearsOfWork })
+
+        try cluster.kill()
+        let started = Date()
+        await #expect {
+            _ = try await store.counts()
+        } throws: { "\($0)".contains("127.0.0.1:\(cluster.port)") }
+        #expect(Date().timeIntervalSince(started) < 30)
+        #expect(await eventually(10) { !store.hearsOfWork })
+
+        try cluster.start()
+        #expect(await eventually(30) { (try? await store.counts()) != nil })
+        #expect(try await store.renew([LeaseRenewal(id: job.id, token: token, progress: 0.5)], leaseDuration: 600, at: t0) == [])
+        #expect(try await store.finish(id: job.id, token: token, outcome: .succeeded(result: nil), at: t0).state == .succeeded)
+        #expect(await eventually(30) { store.hearsOfWork })
+        await store.waitForWork(upTo: 0.05)
+        let waiter = Task { let s = Date(); await store.waitForWork(upTo: 30); return Date().timeIntervalSince(s) }
+        try await Task.sleep(for: .milliseconds(100))
+        _ = try await store.enqueue([new("c")], at: t0)
+        #expect(await waiter.value < 10)
+        #expect(try await store.jobs(ids: ids).map(\.state) == [.succeeded, .queued])
+    }
+}
