@@ -163,6 +163,28 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
     }
 
     @Test(arguments: Backend.allCases)
+    func anAttemptThatWasPublishingIsSparedForItsGraceAndListed(backend: Backend) async throws {
+        let (store, other) = try await backend.makePair()
+        let ids = try await store.enqueue([new("publishing"), new("encoding")], at: t0).map(\.id)
+        let jobs = try await store.claim(limit: 2, owner: "gone:1:a", leaseDuration: 10, at: t0)
+        let tokens = Dictionary(uniqueKeysWithValues: jobs.map { ($0.id, $0.lease!.token) })
+        #expect(try await store.renew([LeaseRenewal(id: ids[0], token: tokens[ids[0]]!, progress: 1, phase: "publishing", result: #"{"ok":1}"#)],
+                                      leaseDuration: 10, at: t0) == [])
+        #expect(try await other.expiredPublications(at: t0.addingTimeInterval(9)).isEmpty)
+        let listed = try await other.expiredPublications(at: t0.addingTimeInterval(10))
+        #expect(listed.map(\.id) == [ids[0]] && listed[0].result == #"{"ok":1}"# && listed[0].lease?.token == tokens[ids[0]])
+        // Within the grace only the other job is rescued; after it, both.
+        #expect(try await other.rescueExpired(at: t0.addingTimeInterval(12), publishingGrace: 5).map(\.id) == [ids[1]])
+        // A rescuer completes the publication under the expired lease's token; a second one is refused.
+        let done = try await other.finish(id: ids[0], token: tokens[ids[0]]!, outcome: .succeeded(result: listed[0].result), at: t0.addingTimeInterval(13))
+        #expect(done.state == .succeeded && done.attempt == 1 && done.result == #"{"ok":1}"#)
+        await #expect(throws: JobStoreError.self) {
+            try await store.finish(id: ids[0], token: tokens[ids[0]]!, outcome: .succeeded(result: nil), at: t0.addingTimeInterval(13))
+        }
+        #expect(try await other.rescueExpired(at: t0.addingTimeInterval(30), publishingGrace: 5).isEmpty)
+    }
+
+    @Test(arguments: Backend.allCases)
     func crashesRetryThenDieWithOneErrorPerAttempt(backend: Backend) async throws {
         let store = try await backend.make()
         let id = try await store.enqueue([new("a", maxAttempts: 2)], at: t0)[0].id
