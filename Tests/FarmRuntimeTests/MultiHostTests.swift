@@ -1,0 +1,279 @@
+import FarmTestSupport
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Several hosts on one PostgreSQL queue, as separate processes: each coordinator in a network
+/// namespace of its own reaching the server over a veth pair (a real network hop), killed and restarted
+/// at random while jobs run; then the server itself restarted in the middle of a run.
+@Suite(.serialized) struct MultiHostTests {
+    /// A folder of manifests over a 2 s clip: inspections and retimed passthrough exports.
+    struct Work {
+        let folder: URL
+        let names: [String]
+        let exports: Set<String>
+        var out: URL { folder.appendingPathComponent("out") }
+
+        init(_ label: String, inspections: Int, exports: Int) throws {
+            folder = try TestPaths.makeTemporaryFolder(label)
+            try FileManager.default.copyItem(atPath: MediaFixture.cfr30MP4.path, toPath: folder.appendingPathComponent("in.mp4").path)
+            let manifests = folder.appendingPathComponent("jobs")
+            try FileManager.default.createDirectory(at: manifests, withIntermediateDirectories: true)
+            var names: [String] = []
+            for i in 0..<(inspections + exports) {
+                let name = String(format: "job%03d", i)
+                let text = i < inspections
+                    ? #"{ "version": 1, "name": "\#(name)", "input": "../in.mp4", "report": "../out/\#(name).json" }"#
+                    : """
+                      { "version": 1, "name": "\(name)", "input": "../in.mp4",
+                        "scale": [{ "start": "0", "duration": "2", "rate": "1/2" }],
+                        "export": { "mode": "passthrough", "output": "../out/\(name).mp4" }, "report": "../out/\(name).json" }
+                      """
+                try text.write(to: manifests.appendingPathComponent(name + ".json"), atomically: true, encoding: .utf8)
+                names.append(name)
+            }
+            self.names = names
+            self.exports = Set(names.suffix(exports))
+        }
+
+        func mediafarm(_ args: [String], queue: String) throws -> ProcessResult {
+            try ProcessRunner.spawn(TestPaths.mediafarmExecutable, args,
+                                    environment: ProcessInfo.processInfo.environment.merging(["MEDIAFARM_QUEUE": queue]) { $1 })
+        }
+
+        /// Every job as `status --json` reports it.
+        func jobs(queue: String) throws -> [[String: Any]] {
+            let r = try mediafarm(["status", "--json"], queue: queue)
+            guard r.status == 0 else { throw FixtureError("status: \(r.stderr)") }
+            return try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]] ?? []
+        }
+
+        /// What every run must leave: each job succeeded once, with attempts = failures + 1; each output
+        /// complete; nothing else in the output folder; at most one success event per job in all logs.
+        func checkEverythingDoneOnce(queue: String, logs: [String]) throws {
+            let jobs = try self.jobs(queue: queue)
+            #expect(jobs.count == names.count)
+            for job in jobs {
+                let errors = (job["errors"] as? [[String: Any]]) ?? []
+                #expect(job["state"] as? String == "succeeded", "\(job)")
+                #expect((job["attempt"] as? Int) == errors.count + 1, "\(job)")
+            }
+            var expected = Set(names.map { $0 + ".json" })
+            expected.formUnion(exports.map { $0 + ".mp4" })
+            let present = Set((try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? [])
+            #expect(present == expected, "missing \(expected.subtracting(present).sorted()), extra \(present.subtracting(expected).sorted())")
+            for name in names {
+                let report = try Data(contentsOf: out.appendingPathComponent(name + ".json"))
+                #expect((try? JSONSerialization.jsonObject(with: report)) != nil, "\(name).json is not a whole report")
+                if exports.contains(name) {
+                    // The 2 s clip slowed to 4 s: its 60 frames, the last ending at 4 s.
+                    let video = try MediaProbe.packets(out.appendingPathComponent(name + ".mp4").path, stream: "v")
+                    let end = video.map { $0.pts + $0.duration }.max() ?? 0
+                    #expect(video.count == 60 && abs(end - 4) < 0.01, "\(name).mp4: \(video.count) frames ending at \(end) s")
+                }
+            }
+            var successes: [Int: Int] = [:]
+            for log in logs {
+                for line in ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n") {
+                    guard let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
+                    if event["event"] as? String == "finished", event["state"] as? String == "succeeded", let id = event["job"] as? Int {
+                        successes[id, default: 0] += 1
+                    }
+                }
+            }
+            #expect(successes.values.allSatisfy { $0 == 1 }, "\(successes.filter { $0.value > 1 })")
+        }
+    }
+
+    @Test func threeHostsWithCoordinatorsAndWorkersKilledAtRandomDoEveryJobOnce() throws {
+        var random = SeededRandom(state: 11)
+        let cluster: TestPostgres.Cluster
+        let network = try? HostNetwork(hosts: 3)
+        if let network {
+            cluster = try TestPostgres.Cluster(listen: (["127.0.0.1"] + network.serverAddresses).joined(separator: ","))
+        } else {
+            // Where network namespaces cannot be made, the coordinators still reach the server over TCP.
+            Issue.record("network namespaces unavailable here: the coordinators use loopback TCP")
+            cluster = try TestPostgres.Cluster()
+        }
+        defer { cluster.stop() }
+        let work = try Work("multihost", inspections: 200, exports: 100)
+        let hostQueue = cluster.url
+        #expect(try work.mediafarm(["queue", "migrate"], queue: hostQueue).status == 0)
+        let submitted = try work.mediafarm(["submit", "--max-attempts", "20", "--output-root", work.out.path,
+                                            work.folder.appendingPathComponent("jobs").path], queue: hostQueue)
+        try #require(submitted.status == 0, Comment(rawValue: submitted.stderr))
+
+        var coordinators: [Background] = []
+        var logs: [String] = []
+        func start(_ i: Int) throws -> Background {
+            let queue = network.map { cluster.url.replacingOccurrences(of: "127.0.0.1", with: $0.serverAddresses[i]) } ?? hostQueue
+            let log = work.folder.appendingPathComponent("host\(i)-\(logs.count).log").path
+            logs.append(log)
+            var command = [TestPaths.mediafarmExecutable, "coordinator", "--queue", queue, "--workers", "2", "--lease", "3",
+                           "--host", "host\(i)", "--json"]
+            if let network { command = ["/usr/sbin/ip", "netns", "exec", network.namespaces[i]] + command }
+            return try Background(command, log: log)
+        }
+        for i in 0..<3 { coordinators.append(try start(i)) }
+        defer { for c in coordinators { c.kill(SIGKILL); _ = c.wait(timeout: 10) } }
+
+        var kills = (coordinators: 0, workers: 0)
+        var sawThreeHosts = false
+        let deadline = Date().addingTimeInterval(600)
+        while Date() < deadline {
+            Thread.sleep(forTimeInterval: 2 + Double(random.next() % 1000) / 1000)
+            let stats = try work.mediafarm(["queue", "stats", "--json"], queue: hostQueue)
+            let figures = try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any] ?? [:]
+            let counts = figures["counts"] as? [String: Int] ?? [:]
+            if (figures["runningByHost"] as? [String: Int])?.count == 3 { sawThreeHosts = true }
+            if counts["succeeded"] == work.names.count { break }
+            #expect(counts["dead"] == 0 && counts["failed"] == 0, "\(figures)")
+            // Chaos while most of the work remains: a coordinator (restarted at once) or a worker.
+            guard (counts["succeeded"] ?? 0) < work.names.count * 3 / 4 else { continue }
+            if random.next() % 2 == 0 {
+                let i = Int(random.next() % 3)
+                coordinators[i].kill(SIGKILL)
+                _ = coordinators[i].wait(timeout: 10)
+                coordinators[i] = try start(i)
+                kills.coordinators += 1
+            } else if let pid = try work.jobs(queue: hostQueue).compactMap({ ($0["worker"] as? [String: Any])?["pid"] as? Int }).first {
+                kill(Int32(pid), SIGKILL)
+                kills.workers += 1
+            }
+        }
+        #expect(kills.coordinators >= 2 && kills.workers >= 1, "\(kills)")
+        #expect(sawThreeHosts)
+        for c in coordinators { c.kill(SIGTERM) }
+        for c in coordinators { #expect(c.wait(timeout: 60) != nil) }
+        try work.checkEverythingDoneOnce(queue: hostQueue, logs: logs)
+    }
+
+    @Test func coordinatorsCarryOnThroughAServerRestart() throws {
+        let cluster = try TestPostgres.Cluster()
+        defer { cluster.stop() }
+        let work = try Work("restart", inspections: 60, exports: 30)
+        let queue = cluster.url + "&connect_timeout=3"
+        #expect(try work.mediafarm(["queue", "migrate"], queue: queue).status == 0)
+        let submitted = try work.mediafarm(["submit", "--output-root", work.out.path, work.folder.appendingPathComponent("jobs").path], queue: queue)
+        try #require(submitted.status == 0, Comment(rawValue: submitted.stderr))
+        let logs = (0..<2).map { work.folder.appendingPathComponent("coordinator\($0).log").path }
+        let coordinators = try logs.enumerated().map { i, log in
+            try Background([TestPaths.mediafarmExecutable, "coordinator", "--queue", queue, "--workers", "2", "--lease", "20",
+                            "--host", "host\(i)", "--json", "--exit-when-idle"], log: log)
+        }
+        defer { for c in coordinators { c.kill(SIGKILL); _ = c.wait(timeout: 10) } }
+        // Twice, once work is under way: the server stops at once (connections drop), and comes back 2 s later.
+        for round in 1...2 {
+            let started = Date()
+            while Date().timeIntervalSince(started) < 60 {
+                let done = logs.map { ((try? String(contentsOfFile: $0, encoding: .utf8)) ?? "").components(separatedBy: "\"succeeded\"").count - 1 }
+                if done.reduce(0, +) >= round * 20 { break }
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+            try cluster.kill()
+            Thread.sleep(forTimeInterval: 2)
+            try cluster.start()
+        }
+        for c in coordinators { #expect(c.wait(timeout: 300) == 0, "\(c.log)") }
+        try work.checkEverythingDoneOnce(queue: queue, logs: logs)
+        let notices = logs.map { (try? String(contentsOfFile: $0, encoding: .utf8)) ?? "" }.joined()
+        #expect(notices.contains("127.0.0.1:\(cluster.port)"), "the outage was never noticed")
+    }
+}
+
+/// Network namespaces joined to this one by veth pairs: namespace i reaches the server at
+/// `serverAddresses[i]`. Removed when released.
+final class HostNetwork: @unchecked Sendable {
+    let namespaces: [String]
+    let serverAddresses: [String]
+    private let links: [String]
+
+    init(hosts: Int) throws {
+        let tag = String(UInt32.random(in: 0...0xFFFFF), radix: 16)
+        let subnet = Int.random(in: 16...31)
+        var namespaces: [String] = [], addresses: [String] = [], links: [String] = []
+        func ip(_ args: [String]) throws {
+            let r = try ProcessRunner.spawn("/usr/sbin/ip", args)
+            guard r.status == 0 else { throw FixtureError("ip \(args.joined(separator: " ")): \(r.stderr)") }
+        }
+        do {
+            for i in 0..<hosts {
+                let ns = "mf\(tag)n\(i)", outside = "mf\(tag)h\(i)", inside = "mf\(tag)c\(i)"
+                let net = "172.\(subnet).\(10 + i)"
+                try ip(["netns", "add", ns])
+                namespaces.append(ns)
+                try ip(["link", "add", outside, "type", "veth", "peer", "name", inside])
+                links.append(outside)
+                try ip(["link", "set", inside, "netns", ns])
+                try ip(["addr", "add", "\(net).1/24", "dev", outside])
+                try ip(["link", "set", outside, "up"])
+                try ip(["netns", "exec", ns, "ip", "addr", "add", "\(net).2/24", "dev", inside])
+                try ip(["netns", "exec", ns, "ip", "link", "set", inside, "up"])
+                try ip(["netns", "exec", ns, "ip", "link", "set", "lo", "up"])
+                addresses.append("\(net).1")
+            }
+        } catch {
+            Self.remove(namespaces: namespaces, links: links)
+            throw error
+        }
+        self.namespaces = namespaces
+        self.serverAddresses = addresses
+        self.links = links
+    }
+
+    deinit { Self.remove(namespaces: namespaces, links: links) }
+
+    static func remove(namespaces: [String], links: [String]) {
+        for link in links { _ = try? ProcessRunner.spawn("/usr/sbin/ip", ["link", "del", link]) }
+        for ns in namespaces { _ = try? ProcessRunner.spawn("/usr/sbin/ip", ["netns", "del", ns]) }
+    }
+}
+
+/// A long-running process (posix_spawn), its output appended to a log file.
+final class Background: @unchecked Sendable {
+    let pid: pid_t
+    let logPath: String
+    private var status: Int32?
+
+    init(_ command: [String], log: String) throws {
+        logPath = log
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv = command.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let env = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { env.forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, command[0], &actions, nil, argv, env)
+        guard result == 0 else { throw FixtureError("cannot start \(command[0]): \(String(cString: strerror(result)))") }
+        self.pid = pid
+    }
+
+    func kill(_ signal: Int32) {
+        if status == nil { Glibc.kill(pid, signal) }
+    }
+
+    /// The exit status (128 + signal when killed), or nil if still running after `timeout` seconds.
+    func wait(timeout: Double) -> Int32? {
+        if let status { return status }
+        let deadline = Date().addingTimeInterval(timeout)
+        repeat {
+            var raw: Int32 = 0
+            if waitpid(pid, &raw, WNOHANG) == pid {
+                status = (raw & 0x7f) == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
+                return status
+            }
+            usleep(20_000)
+        } while Date() < deadline
+        return nil
+    }
+
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+}
