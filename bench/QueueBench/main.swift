@@ -1,30 +1,40 @@
-// mediafarm-queue-bench: throughput of the SQLite queue on this machine, durable commits
-// (WAL, synchronous=FULL). Usage: mediafarm-queue-bench FOLDER [JOBS]. Prints one JSON object.
+// mediafarm-queue-bench: throughput of a queue backend on this machine, durable commits (SQLite: WAL,
+// synchronous=FULL; PostgreSQL: synchronous_commit on). Usage:
+//   mediafarm-queue-bench sqlite:FOLDER [JOBS]      fresh queue files in FOLDER
+//   mediafarm-queue-bench postgres://... [JOBS]     fresh schemas in that database
+// Prints one JSON object.
 import FarmModel
 import FarmStore
 import Foundation
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 2 else {
-    FileHandle.standardError.write(Data("usage: mediafarm-queue-bench FOLDER [JOBS]\n".utf8))
+    FileHandle.standardError.write(Data("usage: mediafarm-queue-bench sqlite:FOLDER|postgres://... [JOBS]\n".utf8))
     exit(2)
 }
-let folder = arguments[1]
+let target = arguments[1]
 let count = arguments.count > 2 ? Int(arguments[2]) ?? 2000 : 2000
-try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+if target.hasPrefix("sqlite:") {
+    try FileManager.default.createDirectory(atPath: String(target.dropFirst("sqlite:".count)), withIntermediateDirectories: true)
+}
 
 /// The measurements, run off the main actor: top-level code is main-actor isolated, and every store call
 /// from there would hop to the task pool and back (two thread switches per call, which this bench would
 /// measure instead of the store).
 struct QueueBench {
-    let folder: String
+    let target: String
     let count: Int
     let owner = "bench:\(getpid())"
 
-    func freshStore(_ name: String) throws -> SQLiteJobStore {
-        let path = folder + "/" + name + ".sqlite"
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-        return try SQLiteJobStore(path: path)
+    /// An empty queue: a new file, or a new schema.
+    func freshStore(_ name: String) async throws -> any JobStore {
+        if target.hasPrefix("sqlite:") {
+            let path = String(target.dropFirst("sqlite:".count)) + "/" + name + ".sqlite"
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            return try SQLiteJobStore(path: path)
+        }
+        let url = target + (target.contains("?") ? "&" : "?") + "schema=bench_\(name)_\(getpid())"
+        return try await JobStores.open(try QueueLocation.parse(url), migrate: true, connections: 2)
     }
 
     func job(_ i: Int) -> NewJob {
@@ -42,7 +52,7 @@ struct QueueBench {
     func run() async throws -> [String: Double] {
         var results: [String: Double] = [:]
         // One job per transaction: one durable commit each.
-        let single = try freshStore("single")
+        let single = try await freshStore("single")
         results["enqueuePerSecond"] = try await rate(count) {
             for i in 0..<count { _ = try await single.enqueue([job(i)], at: Date()) }
         }
@@ -54,7 +64,7 @@ struct QueueBench {
         }
 
         // Batches of 500: one durable commit per batch.
-        let batched = try freshStore("batched")
+        let batched = try await freshStore("batched")
         let batchCount = count * 10
         let batch = 500
         results["batchedEnqueuePerSecond"] = try await rate(batchCount) {
@@ -83,6 +93,6 @@ struct QueueBench {
     }
 }
 
-let results = try await QueueBench(folder: folder, count: count).run()
+let results = try await QueueBench(target: target, count: count).run()
 let data = try JSONSerialization.data(withJSONObject: results, options: [.sortedKeys])
 print(String(decoding: data, as: UTF8.self))
