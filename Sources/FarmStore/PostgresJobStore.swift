@@ -24,13 +24,15 @@ import Synchronization
 ///   (the lease heartbeat) gets an error and tries again rather than hanging on a dead network.
 public final class PostgresJobStore: JobStore {
     public let server: PostgresLocation
-    let client: PostgresClient
+    /// Where statements run.
+    let lanes: Lanes
     let machine: JobStateMachine
     /// `"schema".jobs`, quoted.
     let table: String
     let channel: String
     let logger = Logger(label: "mediafarm.queue.postgres")
-    private let running: Task<Void, Never>
+    static let quietLogger = Logger(label: "mediafarm.queue.postgres")
+    private let running: Task<Void, Never>?
     private let listener = Mutex<Task<Void, Never>?>(nil)
     private let work = WorkSignal()
     /// How long one call may take before it fails (the server is unreachable).
@@ -39,40 +41,56 @@ public final class PostgresJobStore: JobStore {
     /// The schema version this program writes; it refuses a newer one.
     public static let schemaVersion = PostgresSchema.migrations.count
 
-    private init(server: PostgresLocation, policy: RetryPolicy, connections: Int) {
+    private init(server: PostgresLocation, policy: RetryPolicy, lanes: Lanes) {
         self.server = server
         self.machine = JobStateMachine(policy: policy)
         self.table = "\"\(server.schema)\".jobs"
         self.channel = "\(server.schema)_work"
         self.deadline = max(server.connectTimeout, 5) + 5
-        var configuration = Self.clientConfiguration(server)
-        configuration.options.maximumConnections = max(2, connections)
-        configuration.options.minimumConnections = 0
-        let client = PostgresClient(configuration: configuration)
-        self.client = client
-        running = Task { await client.run() }
+        self.lanes = lanes
+        if case .pool(let client) = lanes {
+            running = Task { await client.run() }
+        } else {
+            running = nil
+        }
     }
 
     deinit {
-        running.cancel()
+        running?.cancel()
         listener.withLock { $0?.cancel() }
+        // A store dropped without close(): its connection closes on its own (and lives until it has).
+        if case .single(let connection, _) = lanes { connection.close().whenComplete { _ in withExtendedLifetime(connection) {} } }
     }
 
-    /// Connects once to check the server, the credentials and the schema (creating or upgrading it with
-    /// `migrate`), then opens the pool.
+    /// Connects to check the server, the credentials and the schema (creating or upgrading it with
+    /// `migrate`). With `connections` 1 (a command that makes a few calls one after another) that
+    /// connection is the store's; otherwise a pool of up to `connections` opens, one connection at
+    /// once, and reconnects by itself when connections drop.
     static func open(_ server: PostgresLocation, migrate: Bool, policy: RetryPolicy, connections: Int,
                      listen: Bool) async throws(JobStoreError) -> PostgresJobStore {
-        try await Self.withConnection(server) { connection, logger in
-            try await PostgresSchema.check(connection, server: server, migrate: migrate, logger: logger)
+        let connection = try await connect(server)
+        do {
+            try await PostgresSchema.check(connection, server: server, migrate: migrate, logger: quietLogger)
+        } catch {
+            try? await connection.close()
+            throw (error as? JobStoreError) ?? .unavailable("\(server): \(describe(error))")
         }
-        let store = PostgresJobStore(server: server, policy: policy, connections: connections + (listen ? 1 : 0))
+        if connections <= 1 && !listen {
+            return PostgresJobStore(server: server, policy: policy, lanes: .single(connection, Turnstile()))
+        }
+        try? await connection.close()
+        var configuration = Self.clientConfiguration(server)
+        configuration.options.maximumConnections = max(2, connections + (listen ? 1 : 0))
+        configuration.options.minimumConnections = 1
+        let store = PostgresJobStore(server: server, policy: policy, lanes: .pool(PostgresClient(configuration: configuration)))
         if listen { store.startListening() }
         return store
     }
 
     public func close() async {
         listener.withLock { $0?.cancel() }
-        running.cancel()
+        running?.cancel()
+        if case .single(let connection, _) = lanes { try? await connection.close() }
     }
 
     public var location: String { server.description }
@@ -81,6 +99,14 @@ public final class PostgresJobStore: JobStore {
 
     public func enqueue(_ jobs: [NewJob], at now: Date) async throws(JobStoreError) -> [Enqueued] {
         guard !jobs.isEmpty else { return [] }
+        if jobs.count == 1, jobs[0].uniqueKey == nil {
+            // One job, no key: one statement (the notification goes out as it commits).
+            let ids = try await run(insertion(jobs[0], at: now, before: "WITH inserted AS (", after: """
+                RETURNING id), notified AS (SELECT pg_notify('\(channel)', '')) SELECT id FROM inserted, notified
+                """)) { try $0.decode(Int64.self) }
+            guard let id = ids.first else { throw .unavailable("\(location): the new job's id did not come back") }
+            return [Enqueued(id: id, inserted: true)]
+        }
         return try await transaction { [self] c in
             var results: [Enqueued] = []
             for new in jobs {
@@ -93,26 +119,32 @@ public final class PostgresJobStore: JobStore {
         }
     }
 
-    private func insert(_ new: NewJob, at now: Date, on c: some Queryable) async throws -> Enqueued {
+    /// The INSERT of one new job, with SQL of ours before and after it.
+    private func insertion(_ new: NewJob, at now: Date, before: String = "", after: String) -> PostgresQuery {
         let job = Job(name: new.name, manifest: new.manifest, baseDirectory: new.baseDirectory, outputRoots: new.outputRoots,
                       priority: new.priority, maxAttempts: new.maxAttempts, runAt: new.runAt, uniqueKey: new.uniqueKey,
                       timeout: new.timeout, createdAt: now)
+        return """
+            \(unescaped: before)INSERT INTO \(unescaped: table) (name, manifest, base_directory, output_roots, state, priority, attempt, max_attempts,
+                                             run_at, unique_key, timeout, created_at, updated_at)
+            VALUES (\(job.name), \(job.manifest), \(job.baseDirectory), \(JobCoding.json(job.outputRoots)), 'queued',
+                    \(job.priority), 0, \(job.maxAttempts), \(job.runAt.timeIntervalSince1970), \(job.uniqueKey), \(job.timeout),
+                    \(now.timeIntervalSince1970), \(now.timeIntervalSince1970))
+            \(unescaped: after)
+            """
+    }
+
+    private func insert(_ new: NewJob, at now: Date, on c: some Queryable) async throws -> Enqueued {
         // A key held by a job that ends between the two statements: try again.
         for _ in 0..<10 {
-            let inserted = try await c.run("""
-                INSERT INTO \(unescaped: table) (name, manifest, base_directory, output_roots, state, priority, attempt, max_attempts,
-                                                 run_at, unique_key, timeout, created_at, updated_at)
-                VALUES (\(job.name), \(job.manifest), \(job.baseDirectory), \(JobCoding.json(job.outputRoots)), 'queued',
-                        \(job.priority), 0, \(job.maxAttempts), \(job.runAt.timeIntervalSince1970), \(job.uniqueKey), \(job.timeout),
-                        \(now.timeIntervalSince1970), \(now.timeIntervalSince1970))
-                ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running') DO NOTHING
-                RETURNING id
-                """)
+            let inserted = try await c.run(insertion(new, at: now, after: """
+                ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running') DO NOTHING RETURNING id
+                """))
             if let row = inserted.first { return Enqueued(id: try row.decode(Int64.self), inserted: true) }
-            let live = try await c.run("SELECT id FROM \(unescaped: table) WHERE unique_key = \(job.uniqueKey) AND state IN ('queued', 'running')")
+            let live = try await c.run("SELECT id FROM \(unescaped: table) WHERE unique_key = \(new.uniqueKey) AND state IN ('queued', 'running')")
             if let row = live.first { return Enqueued(id: try row.decode(Int64.self), inserted: false) }
         }
-        throw JobStoreError.unavailable("\(location): the unique key \(job.uniqueKey ?? "") keeps changing hands; try again")
+        throw JobStoreError.unavailable("\(location): the unique key \(new.uniqueKey ?? "") keeps changing hands; try again")
     }
 
     /// One statement. It sets what `JobStateMachine`'s claim sets (queued -> running, the attempt
@@ -171,8 +203,22 @@ public final class PostgresJobStore: JobStore {
         return Set(leases.keys).subtracting(held)
     }
 
+    /// A success (the common end) is one statement setting what `JobStateMachine`'s succeed sets, where
+    /// the token still holds; any other outcome, or a refused success (to say why), goes through the
+    /// state machine.
     public func finish(id: Int64, token: String, outcome: AttemptOutcome, at now: Date) async throws(JobStoreError) -> Job {
-        try await change(id, SQLiteJobStore.transition(token, outcome), at: now)
+        if case .succeeded(let result) = outcome {
+            let t = now.timeIntervalSince1970
+            let rows = try await run("""
+                UPDATE \(unescaped: table) SET state = 'succeeded', result = \(result), progress = 1, phase = 'done', finished_at = \(t),
+                    lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, worker_pid = NULL, updated_at = \(t),
+                    revision = revision + 1
+                WHERE id = \(id) AND state = 'running' AND lease_token = \(token)
+                RETURNING \(unescaped: Self.columns())
+                """)
+            if let done = try decodeJobs(rows).first { return done.job }
+        }
+        return try await change(id, SQLiteJobStore.transition(token, outcome), at: now)
     }
 
     public func finish(_ attempts: [FinishedAttempt], at now: Date) async throws(JobStoreError) -> [Result<Job, JobStoreError>] {
@@ -349,7 +395,7 @@ public final class PostgresJobStore: JobStore {
         for _ in 0..<20 {
             guard let (job, revision) = try await fetch(id) else { throw .notFound(id) }
             let next = try transition(job, t, now)
-            let saved = try await call { [self] in try await save(next, over: job, revision: revision, on: client) }
+            let saved = try await call { [self, lanes] in try await lanes.with { c in try await save(next, over: job, revision: revision, on: c) } }
             if saved {
                 if next.state == .queued && next.runAt <= now { try? await run("SELECT pg_notify(\(channel), '')") }
                 return next
@@ -429,18 +475,18 @@ public final class PostgresJobStore: JobStore {
     /// One statement on a pooled connection (autocommit), within the deadline.
     @discardableResult
     private func run(_ query: PostgresQuery) async throws(JobStoreError) -> [PostgresRow] {
-        try await call { [client] in try await client.run(query) }
+        try await call { [lanes] in try await lanes.with { c in try await c.run(query) } }
     }
 
     /// One statement, each row decoded.
     private func run<T: Sendable>(_ query: PostgresQuery, _ decode: @escaping @Sendable (PostgresRow) throws -> T) async throws(JobStoreError) -> [T] {
-        try await call { [client] in try await client.run(query).map(decode) }
+        try await call { [lanes] in try await lanes.with { c in try await c.run(query).map(decode) } }
     }
 
     /// A transaction on one pooled connection, committed when `body` returns, rolled back when it throws.
     private func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(JobStoreError) -> T {
-        try await call { [client, logger] in
-            try await client.withConnection { connection in
+        try await call { [lanes, logger] in
+            try await lanes.with { connection in
                 try await connection.query("BEGIN", logger: logger)
                 do {
                     let value = try await body(connection)
@@ -487,10 +533,23 @@ public final class PostgresJobStore: JobStore {
         return configuration
     }
 
-    /// One connection outside the pool (the schema check, the listener), closed after `body`.
+    /// One connection outside the pool (the listener), closed after `body`.
     static func withConnection<T: Sendable>(_ server: PostgresLocation,
                                             _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws(JobStoreError) -> T {
-        let logger = Logger(label: "mediafarm.queue.postgres")
+        let connection = try await connect(server)
+        do {
+            let value = try await body(connection, quietLogger)
+            try? await connection.close()
+            return value
+        } catch {
+            try? await connection.close()
+            throw (error as? JobStoreError) ?? .unavailable("\(server): \(describe(error))")
+        }
+    }
+
+    /// A new connection, or an error that names the server and says why not.
+    static func connect(_ server: PostgresLocation) async throws(JobStoreError) -> PostgresConnection {
+        let logger = quietLogger
         do {
             var configuration: PostgresConnection.Configuration
             if let socket = server.socketPath {
@@ -507,16 +566,8 @@ public final class PostgresJobStore: JobStore {
             configuration.options.connectTimeout = .milliseconds(Int64(server.connectTimeout * 1000))
             configuration.options.additionalStartupParameters = [("application_name", server.applicationName)]
             let configured = configuration
-            let connection = try await Deadline.run(seconds: server.connectTimeout) {
+            return try await Deadline.run(seconds: server.connectTimeout) {
                 try await PostgresConnection.connect(configuration: configured, id: 1, logger: logger)
-            }
-            do {
-                let value = try await body(connection, logger)
-                try? await connection.close()
-                return value
-            } catch {
-                try? await connection.close()
-                throw error
             }
         } catch let error as JobStoreError {
             throw error
@@ -560,19 +611,63 @@ public final class PostgresJobStore: JobStore {
     }
 }
 
-/// Something that runs one statement: the pool (autocommit) or a connection in a transaction.
+/// Something that runs one statement.
 protocol Queryable: Sendable {
     func run(_ query: PostgresQuery) async throws -> [PostgresRow]
 }
 
-extension PostgresClient: Queryable {
-    func run(_ query: PostgresQuery) async throws -> [PostgresRow] {
-        try await self.query(query).collect()
+/// Where a store's statements run: a pool (a coordinator: many tasks at once, reconnection), or the one
+/// connection a short command opened to check the schema (no second connection to make and
+/// authenticate before its first statement), one call at a time.
+enum Lanes: Sendable {
+    case pool(PostgresClient)
+    case single(PostgresConnection, Turnstile)
+
+    func with<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        switch self {
+        case .pool(let client):
+            return try await client.withConnection { connection in try await body(connection) }
+        case let .single(connection, turnstile):
+            await turnstile.enter()
+            do {
+                let value = try await body(connection)
+                await turnstile.leave()
+                return value
+            } catch {
+                await turnstile.leave()
+                throw error
+            }
+        }
+    }
+}
+
+/// One caller at a time, the others waiting in order.
+actor Turnstile {
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func enter() async {
+        if busy {
+            await withCheckedContinuation { waiting.append($0) }
+        } else {
+            busy = true
+        }
+    }
+
+    func leave() {
+        if waiting.isEmpty {
+            busy = false
+        } else {
+            waiting.removeFirst().resume()
+        }
     }
 }
 
 extension PostgresConnection: Queryable {
+    /// Collects the rows on the connection's event loop and hands them over once (the row sequence's
+    /// async iteration costs a thread switch per step, which measured as much as the query).
     func run(_ query: PostgresQuery) async throws -> [PostgresRow] {
-        try await self.query(query, logger: Logger(label: "mediafarm.queue.postgres")).collect()
+        let result: EventLoopFuture<PostgresQueryResult> = self.query(query, logger: PostgresJobStore.quietLogger)
+        return try await result.get().rows
     }
 }

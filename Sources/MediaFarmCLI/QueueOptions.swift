@@ -25,7 +25,7 @@ struct QueueOptions: ParsableArguments {
 
     /// Opens the queue; `create` makes a new SQLite queue where none exists (submit and the coordinator
     /// do, the others do not). A PostgreSQL queue must have been made with `mediafarm queue migrate`.
-    func open(create: Bool = false, migrate: Bool = false, connections: Int = 2, listen: Bool = false) async throws -> any JobStore {
+    func open(create: Bool = false, migrate: Bool = false, connections: Int = 1, listen: Bool = false) async throws -> any JobStore {
         let location = try location()
         do {
             return try await JobStores.open(location, create: create, migrate: migrate, connections: connections, listen: listen)

@@ -21,10 +21,11 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
             let path = folder + "/queue.sqlite"
             return (try SQLiteJobStore(path: path, policy: policy), try SQLiteJobStore(path: path, create: false, policy: policy))
         case .postgres:
-            // A schema of its own: an empty queue in the server script/test started.
+            // A schema of its own: an empty queue in the server script/test started. The first store
+            // has a pool (as a coordinator), the second one connection (as a command line).
             let location = try QueueLocation.parse(try TestPostgres.url(freshSchema: true))
             let first = try await JobStores.open(location, migrate: true, policy: policy, connections: 4)
-            return (first, try await JobStores.open(location, policy: policy, connections: 4))
+            return (first, try await JobStores.open(location, policy: policy, connections: 1))
         }
     }
 

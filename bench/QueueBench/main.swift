@@ -56,12 +56,22 @@ struct QueueBench {
         results["enqueuePerSecond"] = try await rate(count) {
             for i in 0..<count { _ = try await single.enqueue([job(i)], at: Date()) }
         }
+        var singleClaim = 0.0, singleFinish = 0.0
         results["claimCompletePerSecond"] = try await rate(count) {
             for _ in 0..<count {
+                let t0 = now()
                 guard let claimed = try await single.claim(limit: 1, owner: owner, leaseDuration: 30, at: Date()).first else { fatalError("queue ran dry") }
+                let t1 = now()
                 _ = try await single.finish(id: claimed.id, token: claimed.lease!.token, outcome: .succeeded(result: nil), at: Date())
+                singleClaim += Double(t1 - t0) / 1e9
+                singleFinish += Double(now() - t1) / 1e9
             }
         }
+        results["claimMicroseconds"] = singleClaim / Double(count) * 1e6
+        let reads = now()
+        for _ in 0..<count { _ = try await single.nextRunAt() }
+        results["readMicroseconds"] = Double(now() - reads) / 1e3 / Double(count)
+        results["completeMicroseconds"] = singleFinish / Double(count) * 1e6
 
         // Batches of 500: one durable commit per batch.
         let batched = try await freshStore("batched")
