@@ -147,24 +147,11 @@ public final class PostgresJobStore: JobStore {
         throw JobStoreError.unavailable("\(location): the unique key \(new.uniqueKey ?? "") keeps changing hands; try again")
     }
 
-    /// One statement. It sets what `JobStateMachine`'s claim sets (queued -> running, the attempt
-    /// counted, a fresh token, progress 0, phase "starting"); the conformance suite holds both backends
-    /// to the same result.
+    /// One prepared statement (`ClaimStatement`).
     public func claim(limit: Int, owner: String, leaseDuration: Double, at now: Date) async throws(JobStoreError) -> [Job] {
         guard limit > 0 else { return [] }
         let t = now.timeIntervalSince1970
-        let rows = try await run("""
-            WITH picked AS (
-                SELECT id FROM \(unescaped: table) WHERE state = 'queued' AND run_at <= \(t)
-                ORDER BY priority DESC, run_at, id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-            UPDATE \(unescaped: table) AS j
-            SET state = 'running', attempt = j.attempt + 1, lease_owner = \(owner),
-                lease_token = replace(gen_random_uuid()::text, '-', ''), lease_expires_at = \(t + leaseDuration),
-                started_at = \(t), finished_at = NULL, progress = 0, phase = 'starting', worker_pid = NULL, updated_at = \(t),
-                revision = j.revision + 1
-            FROM picked WHERE j.id = picked.id
-            RETURNING \(unescaped: Self.columns("j"))
-            """)
+        let rows = try await execute(ClaimStatement(now: t, limit: Int64(limit), owner: owner, expires: t + leaseDuration))
         return try decodeJobs(rows).map(\.job).sorted { a, b in
             (a.priority, b.runAt, b.id) > (b.priority, a.runAt, a.id)
         }
@@ -203,19 +190,11 @@ public final class PostgresJobStore: JobStore {
         return Set(leases.keys).subtracting(held)
     }
 
-    /// A success (the common end) is one statement setting what `JobStateMachine`'s succeed sets, where
-    /// the token still holds; any other outcome, or a refused success (to say why), goes through the
-    /// state machine.
+    /// A success (the common end) is one prepared statement (`SucceedStatement`); any other outcome, or
+    /// a refused success (to say why), goes through the state machine.
     public func finish(id: Int64, token: String, outcome: AttemptOutcome, at now: Date) async throws(JobStoreError) -> Job {
         if case .succeeded(let result) = outcome {
-            let t = now.timeIntervalSince1970
-            let rows = try await run("""
-                UPDATE \(unescaped: table) SET state = 'succeeded', result = \(result), progress = 1, phase = 'done', finished_at = \(t),
-                    lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, worker_pid = NULL, updated_at = \(t),
-                    revision = revision + 1
-                WHERE id = \(id) AND state = 'running' AND lease_token = \(token)
-                RETURNING \(unescaped: Self.columns())
-                """)
+            let rows = try await execute(SucceedStatement(id: id, token: token, result: result, now: now.timeIntervalSince1970))
             if let done = try decodeJobs(rows).first { return done.job }
         }
         return try await change(id, SQLiteJobStore.transition(token, outcome), at: now)
@@ -478,6 +457,17 @@ public final class PostgresJobStore: JobStore {
         try await call { [lanes] in try await lanes.with { c in try await c.run(query) } }
     }
 
+    /// A prepared statement (prepared once per connection, then only bound and run).
+    private func execute<S: PostgresPreparedStatement>(_ statement: S) async throws(JobStoreError) -> [PostgresRow] where S.Row == PostgresRow {
+        try await call { [lanes] in
+            try await lanes.with { c in
+                var rows: [PostgresRow] = []
+                for try await row in try await c.execute(statement, logger: Self.quietLogger) { rows.append(row) }
+                return rows
+            }
+        }
+    }
+
     /// One statement, each row decoded.
     private func run<T: Sendable>(_ query: PostgresQuery, _ decode: @escaping @Sendable (PostgresRow) throws -> T) async throws(JobStoreError) -> [T] {
         try await call { [lanes] in try await lanes.with { c in try await c.run(query).map(decode) } }
@@ -529,8 +519,14 @@ public final class PostgresJobStore: JobStore {
                                   database: server.database, tls: tls)
         }
         configuration.options.connectTimeout = .milliseconds(Int64(server.connectTimeout * 1000))
-        configuration.options.additionalStartupParameters = [("application_name", server.applicationName)]
+        configuration.options.additionalStartupParameters = Self.startupParameters(server)
         return configuration
+    }
+
+    /// The application's name, and the schema as the search path: the prepared statements name their
+    /// table unqualified.
+    static func startupParameters(_ server: PostgresLocation) -> [(String, String)] {
+        [("application_name", server.applicationName), ("search_path", "\"\(server.schema)\"")]
     }
 
     /// One connection outside the pool (the listener), closed after `body`.
@@ -564,7 +560,7 @@ public final class PostgresJobStore: JobStore {
                                       database: server.database, tls: tls)
             }
             configuration.options.connectTimeout = .milliseconds(Int64(server.connectTimeout * 1000))
-            configuration.options.additionalStartupParameters = [("application_name", server.applicationName)]
+            configuration.options.additionalStartupParameters = Self.startupParameters(server)
             let configured = configuration
             return try await Deadline.run(seconds: server.connectTimeout) {
                 try await PostgresConnection.connect(configuration: configured, id: 1, logger: logger)
@@ -609,6 +605,68 @@ public final class PostgresJobStore: JobStore {
     static func format(_ seconds: Double) -> String {
         seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
     }
+}
+
+/// queued -> running for up to `limit` jobs: what `JobStateMachine`'s claim sets (the attempt counted,
+/// a fresh token, progress 0, phase "starting"; the conformance suite holds both backends to the same
+/// result), in priority, runAt, id order, skipping rows other claimers hold. Prepared: planning it
+/// cost as much as running it. `jobs` is found through the connection's search path (the schema).
+struct ClaimStatement: PostgresPreparedStatement {
+    static let sql = """
+        WITH picked AS (
+            SELECT id FROM jobs WHERE state = 'queued' AND run_at <= $1
+            ORDER BY priority DESC, run_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)
+        UPDATE jobs AS j
+        SET state = 'running', attempt = j.attempt + 1, lease_owner = $3, lease_token = replace(gen_random_uuid()::text, '-', ''),
+            lease_expires_at = $4, started_at = $1, finished_at = NULL, progress = 0, phase = 'starting', worker_pid = NULL,
+            updated_at = $1, revision = j.revision + 1
+        FROM picked WHERE j.id = picked.id
+        RETURNING \(PostgresJobStore.columns("j"))
+        """
+    static let bindingDataTypes: [PostgresDataType] = [.float8, .int8, .text, .float8]
+
+    let now: Double
+    let limit: Int64
+    let owner: String
+    let expires: Double
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 4)
+        bindings.append(now)
+        bindings.append(limit)
+        bindings.append(owner)
+        bindings.append(expires)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+}
+
+/// running -> succeeded where the token still holds: what `JobStateMachine`'s succeed sets. Prepared.
+struct SucceedStatement: PostgresPreparedStatement {
+    static let sql = """
+        UPDATE jobs SET state = 'succeeded', result = $3, progress = 1, phase = 'done', finished_at = $4, lease_owner = NULL,
+            lease_token = NULL, lease_expires_at = NULL, worker_pid = NULL, updated_at = $4, revision = revision + 1
+        WHERE id = $1 AND state = 'running' AND lease_token = $2
+        RETURNING \(PostgresJobStore.columns())
+        """
+    static let bindingDataTypes: [PostgresDataType] = [.int8, .text, .text, .float8]
+
+    let id: Int64
+    let token: String
+    let result: String?
+    let now: Double
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 4)
+        bindings.append(id)
+        bindings.append(token)
+        bindings.append(result)
+        bindings.append(now)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 }
 
 /// Something that runs one statement.

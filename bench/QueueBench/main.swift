@@ -2,6 +2,7 @@
 // synchronous=FULL; PostgreSQL: synchronous_commit on). Usage:
 //   mediafarm-queue-bench sqlite:FOLDER [JOBS]      fresh queue files in FOLDER
 //   mediafarm-queue-bench postgres://... [JOBS]     fresh schemas in that database
+//   mediafarm-queue-bench URL JOBS claimloop        only claim+complete, one commit each (jobs queued untimed)
 // Prints one JSON object.
 import FarmModel
 import FarmStore
@@ -47,6 +48,22 @@ struct QueueBench {
         let start = now()
         try await body()
         return Double(n) / (Double(now() - start) / 1e9)
+    }
+
+    /// Claim+complete alone, as the raw SQL loop it is compared with does it.
+    func claimLoop() async throws -> [String: Double] {
+        let store = try await freshStore("loop\(UInt32.random(in: 0...UInt32.max))")
+        for start in stride(from: 0, to: count, by: 500) {
+            _ = try await store.enqueue((start..<min(start + 500, count)).map(job), at: Date())
+        }
+        let perSecond = try await rate(count) {
+            for _ in 0..<count {
+                guard let claimed = try await store.claim(limit: 1, owner: owner, leaseDuration: 30, at: Date()).first else { fatalError("queue ran dry") }
+                _ = try await store.finish(id: claimed.id, token: claimed.lease!.token, outcome: .succeeded(result: nil), at: Date())
+            }
+        }
+        await store.close()
+        return ["claimCompletePerSecond": perSecond, "jobs": Double(count)]
     }
 
     func run() async throws -> [String: Double] {
@@ -103,6 +120,7 @@ struct QueueBench {
     }
 }
 
-let results = try await QueueBench(target: target, count: count).run()
+let bench = QueueBench(target: target, count: count)
+let results = arguments.count > 3 && arguments[3] == "claimloop" ? try await bench.claimLoop() : try await bench.run()
 let data = try JSONSerialization.data(withJSONObject: results, options: [.sortedKeys])
 print(String(decoding: data, as: UTF8.self))
