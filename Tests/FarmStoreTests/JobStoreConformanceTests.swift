@@ -186,6 +186,28 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
     }
 
     @Test(arguments: Backend.allCases)
+    func queriesStatsAndPruningAreDoneByTheDatabase(backend: Backend) async throws {
+        let store = try await backend.make()
+        let ids = try await store.enqueue((0..<6).map { new("j\($0)") }, at: t0).map(\.id)
+        let claimed = try await store.claim(limit: 3, owner: "alpha:1:a", leaseDuration: 30, at: t0)
+        _ = try await store.finish(id: claimed[0].id, token: claimed[0].lease!.token, outcome: .succeeded(result: nil), at: t0.addingTimeInterval(1))
+        _ = try await store.finish(id: claimed[1].id, token: claimed[1].lease!.token, outcome: .failed(message: "no", result: nil),
+                                   at: t0.addingTimeInterval(100))
+        _ = try await store.cancel(id: ids[5], at: t0.addingTimeInterval(2))
+        #expect(try await store.jobs(matching: JobQuery(states: [.queued])).map(\.id) == [ids[3], ids[4]])
+        #expect(try await store.jobs(matching: JobQuery(states: [.succeeded, .cancelled])).map(\.id) == [ids[0], ids[5]])
+        #expect(try await store.jobs(matching: JobQuery(limit: 2, newest: true)).map(\.id) == [ids[4], ids[5]])
+        #expect(try await store.jobs(matching: JobQuery(ids: [ids[1], ids[3]], states: [.queued])).map(\.id) == [ids[3]])
+        let stats = try await store.stats(at: t0.addingTimeInterval(10))
+        #expect(stats.counts == ["succeeded": 1, "failed": 1, "running": 1, "queued": 2, "cancelled": 1] && stats.total == 6)
+        #expect(stats.runningByHost == ["alpha": 1] && stats.oldestDueAt == t0 && stats.dead == 0)
+        // Finished before t0+50: the success and the cancellation; the failure (t0+100) stays.
+        #expect(try await store.prune(finishedBefore: t0.addingTimeInterval(50), limit: 1) == 1)
+        #expect(try await store.prune(finishedBefore: t0.addingTimeInterval(50), limit: 10) == 1)
+        #expect(try await store.jobs(ids: nil).map(\.id) == [ids[1], ids[2], ids[3], ids[4]])
+    }
+
+    @Test(arguments: Backend.allCases)
     func crashesRetryThenDieWithOneErrorPerAttempt(backend: Backend) async throws {
         let store = try await backend.make()
         let id = try await store.enqueue([new("a", maxAttempts: 2)], at: t0)[0].id

@@ -163,4 +163,38 @@ import Testing
         #expect(await waiter.value < 10)
         #expect(try await store.jobs(ids: ids).map(\.state) == [.succeeded, .queued])
     }
+
+    /// The operator's commands against a PostgreSQL queue, as processes.
+    @Test func migrateStatsStatusAndPruneFromTheCommandLine() throws {
+        let url = try TestPostgres.url(freshSchema: true)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mf-pgcli-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: folder.appendingPathComponent("a.mp4").path, contents: Data())
+        for name in ["one", "two", "three"] {
+            try #"{"version":1,"name":"\#(name)","input":"a.mp4"}"#.write(to: folder.appendingPathComponent(name + ".json"),
+                                                                           atomically: true, encoding: .utf8)
+        }
+        func mediafarm(_ args: [String]) throws -> ProcessResult {
+            try ProcessRunner.spawn(TestPaths.mediafarmExecutable, args + ["--queue", url])
+        }
+        let before = try mediafarm(["status"])
+        #expect(before.status == 1 && before.stderr.contains("run `mediafarm queue migrate`"), "\(before.stderr)")
+        for _ in 0..<2 {
+            let migrated = try mediafarm(["queue", "migrate"])
+            #expect(migrated.status == 0 && migrated.stdout.contains("schema is current"), "\(migrated.stderr)")
+        }
+        let submitted = try mediafarm(["submit", "--delay", "3600", folder.appendingPathComponent("one.json").path,
+                                       folder.appendingPathComponent("two.json").path, folder.appendingPathComponent("three.json").path])
+        #expect(submitted.status == 0, "\(submitted.stderr)")
+        let stats = try mediafarm(["queue", "stats", "--json"])
+        let figures = try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any]
+        #expect((figures?["counts"] as? [String: Int])?["queued"] == 3 && figures?["total"] as? Int == 3, "\(stats.stdout)")
+        let newest = try mediafarm(["status", "--json", "--state", "queued", "--limit", "2"])
+        let rows = try JSONSerialization.jsonObject(with: Data(newest.stdout.utf8)) as? [[String: Any]] ?? []
+        #expect(rows.compactMap { $0["name"] as? String } == ["two", "three"], "\(newest.stdout)")
+        #expect(try mediafarm(["cancel", "1"]).status == 0)
+        let pruned = try mediafarm(["queue", "prune", "--older-than", "0", "--json"])
+        #expect(pruned.status == 0 && pruned.stdout.contains("\"deleted\" : 1"), "\(pruned.stdout) \(pruned.stderr)")
+        #expect(try mediafarm(["status", "--json"]).stdout.components(separatedBy: "\"name\"").count - 1 == 2)
+    }
 }
