@@ -338,12 +338,11 @@ public final class Coordinator: Service, @unchecked Sendable {
         }
     }
 
-    /// Publishes the staged outputs while the lease is held (renewed first: a stale attempt is refused
-    /// here), then records success.
-    /// Publishing is recorded first (the lease renewed in phase `publishing`, with the worker's result),
-    /// so that if this coordinator dies while renaming or before recording success, whichever rescuer
-    /// finds the expired lease completes this publication (`completeInterruptedPublications`) instead of
-    /// running the job again: each output is published once.
+    /// Publishes the staged outputs while the lease is held, then records success. The lease is renewed
+    /// first (a stale attempt is refused there) in phase `publishing` with the worker's result, so that
+    /// if this coordinator dies while renaming or before recording success, whichever rescuer finds the
+    /// expired lease completes this publication (`completeInterruptedPublications`) instead of running
+    /// the job again: each output is published once.
     private func publish(_ job: Job, token: String, manifest: JobManifest, resultJSON: String?, seconds: Double) async {
         guard StagedOutput.isStaged(manifest, token: token) else {
             let missing = StagedOutput.finalPaths(of: manifest).first { !FileManager.default.fileExists(atPath: StagedOutput.path(for: $0, token: token)) }

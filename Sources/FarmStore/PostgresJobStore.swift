@@ -8,10 +8,10 @@ import PostgresNIO
 import Synchronization
 
 /// The queue for several hosts: one PostgreSQL database that every host's coordinator uses, over a pool
-/// of postgres-nio connections.
+/// of postgres-nio connections (a command line: the one connection it opened).
 ///
-/// - Claims are one statement: `FOR UPDATE SKIP LOCKED` in priority, runAt, id order, so concurrent
-///   claimers never wait for each other nor take the same job.
+/// - Claims are one prepared statement: `FOR UPDATE SKIP LOCKED` in priority, runAt, id order, so
+///   concurrent claimers never wait for each other nor take the same job.
 /// - Every other change reads the row, applies `JobStateMachine`, and writes it back with one UPDATE
 ///   that checks the row's revision and the lease token it read (fencing in the statement itself): a
 ///   coordinator whose lease was rescued and re-claimed cannot finish, fail or renew the newer attempt.
@@ -30,8 +30,8 @@ public final class PostgresJobStore: JobStore {
     /// `"schema".jobs`, quoted.
     let table: String
     let channel: String
-    let logger = Logger(label: "mediafarm.queue.postgres")
-    static let quietLogger = Logger(label: "mediafarm.queue.postgres")
+    /// postgres-nio's own messages (debug and trace); errors reach users through `JobStoreError`.
+    static let logger = Logger(label: "mediafarm.queue.postgres")
     private let running: Task<Void, Never>?
     private let listener = Mutex<Task<Void, Never>?>(nil)
     private let work = WorkSignal()
@@ -70,7 +70,7 @@ public final class PostgresJobStore: JobStore {
                      listen: Bool) async throws(JobStoreError) -> PostgresJobStore {
         let connection = try await connect(server)
         do {
-            try await PostgresSchema.check(connection, server: server, migrate: migrate, logger: quietLogger)
+            try await PostgresSchema.check(connection, server: server, migrate: migrate, logger: logger)
         } catch {
             try? await connection.close()
             throw (error as? JobStoreError) ?? .unavailable("\(server): \(describe(error))")
@@ -462,7 +462,7 @@ public final class PostgresJobStore: JobStore {
         try await call { [lanes] in
             try await lanes.with { c in
                 var rows: [PostgresRow] = []
-                for try await row in try await c.execute(statement, logger: Self.quietLogger) { rows.append(row) }
+                for try await row in try await c.execute(statement, logger: Self.logger) { rows.append(row) }
                 return rows
             }
         }
@@ -475,15 +475,15 @@ public final class PostgresJobStore: JobStore {
 
     /// A transaction on one pooled connection, committed when `body` returns, rolled back when it throws.
     private func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(JobStoreError) -> T {
-        try await call { [lanes, logger] in
+        try await call { [lanes] in
             try await lanes.with { connection in
-                try await connection.query("BEGIN", logger: logger)
+                try await connection.query("BEGIN", logger: Self.logger)
                 do {
                     let value = try await body(connection)
-                    try await connection.query("COMMIT", logger: logger)
+                    try await connection.query("COMMIT", logger: Self.logger)
                     return value
                 } catch {
-                    _ = try? await connection.query("ROLLBACK", logger: logger)
+                    _ = try? await connection.query("ROLLBACK", logger: Self.logger)
                     throw error
                 }
             }
@@ -534,7 +534,7 @@ public final class PostgresJobStore: JobStore {
                                             _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws(JobStoreError) -> T {
         let connection = try await connect(server)
         do {
-            let value = try await body(connection, quietLogger)
+            let value = try await body(connection, logger)
             try? await connection.close()
             return value
         } catch {
@@ -545,7 +545,7 @@ public final class PostgresJobStore: JobStore {
 
     /// A new connection, or an error that names the server and says why not.
     static func connect(_ server: PostgresLocation) async throws(JobStoreError) -> PostgresConnection {
-        let logger = quietLogger
+        let logger = Self.logger
         do {
             var configuration: PostgresConnection.Configuration
             if let socket = server.socketPath {
@@ -725,7 +725,7 @@ extension PostgresConnection: Queryable {
     /// Collects the rows on the connection's event loop and hands them over once (the row sequence's
     /// async iteration costs a thread switch per step, which measured as much as the query).
     func run(_ query: PostgresQuery) async throws -> [PostgresRow] {
-        let result: EventLoopFuture<PostgresQueryResult> = self.query(query, logger: PostgresJobStore.quietLogger)
+        let result: EventLoopFuture<PostgresQueryResult> = self.query(query, logger: PostgresJobStore.logger)
         return try await result.get().rows
     }
 }
