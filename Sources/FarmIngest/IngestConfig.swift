@@ -1,0 +1,178 @@
+import Foundation
+
+/// `mediafarm ingest --config FILE`: which folders become jobs, and how. Relative paths resolve against the
+/// config file's folder. Loading checks everything a pass needs (folders, the templates and their
+/// placeholders), so a bad config fails before anything is touched.
+public struct IngestConfig: Sendable, Hashable {
+    public struct Watch: Sendable, Hashable {
+        /// The folder, absolute.
+        public var path: String
+        /// File-name patterns (fnmatch) a file must match one of; empty: every file.
+        public var include: [String]
+        public var exclude: [String]
+        public var template: IngestTemplate
+    }
+
+    public enum AfterEnqueue: String, Sendable, Hashable, CaseIterable {
+        /// The file stays; the state remembers it.
+        case leave
+        /// The file moves into `processing/` beside its watch folder (a rename: same file system only).
+        case move
+    }
+
+    public var file: String
+    public var watch: [Watch]
+    public var settleSeconds: Double
+    public var quarantine: String
+    public var state: String
+    public var afterEnqueue: AfterEnqueue
+    /// Folders the jobs' outputs may be written under; default: each template's folder.
+    public var outputRoots: [String]?
+    public var priority: Int
+    public var maxAttempts: Int?
+
+    static let keys = ["version", "watch", "settleSeconds", "quarantine", "state", "afterEnqueue", "outputRoots", "priority",
+                       "maxAttempts"]
+    static let watchKeys = ["path", "include", "exclude", "template"]
+
+    /// Reads and checks `path`; every problem is listed with where it is.
+    public static func load(_ path: String) throws(IngestConfigError) -> IngestConfig {
+        let absolute = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardized.path
+        var issues: [String] = []
+        guard let data = FileManager.default.contents(atPath: absolute) else {
+            throw IngestConfigError(file: path, issues: ["cannot be read (no such file, or no permission)"])
+        }
+        guard data.count <= 1 << 20 else { throw IngestConfigError(file: path, issues: ["is larger than 1 MiB; a config is a small JSON file"]) }
+        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            throw IngestConfigError(file: path, issues: ["is not a JSON object"])
+        }
+        let folder = URL(fileURLWithPath: absolute).deletingLastPathComponent()
+        func resolve(_ p: String) -> String { URL(fileURLWithPath: p, relativeTo: folder).standardized.path }
+
+        for key in object.keys.sorted() where !keys.contains(key) {
+            issues.append("$.\(key): unknown key (known: \(keys.joined(separator: ", ")))")
+        }
+        if (object["version"] as? NSNumber)?.intValue != 1 || isBool(object["version"]) { issues.append("$.version: must be 1") }
+        var watches: [Watch] = []
+        if let list = object["watch"] as? [Any], !list.isEmpty {
+            for (i, item) in list.enumerated() {
+                let at = "$.watch[\(i)]"
+                guard let entry = item as? [String: Any] else {
+                    issues.append("\(at): must be an object with path and template")
+                    continue
+                }
+                for key in entry.keys.sorted() where !watchKeys.contains(key) {
+                    issues.append("\(at).\(key): unknown key (known: \(watchKeys.joined(separator: ", ")))")
+                }
+                var watchPath = ""
+                if let p = entry["path"] as? String, !p.isEmpty {
+                    watchPath = resolve(p)
+                    var isDirectory: ObjCBool = false
+                    if !FileManager.default.fileExists(atPath: watchPath, isDirectory: &isDirectory) || !isDirectory.boolValue {
+                        issues.append("\(at).path: \(watchPath) is not a folder")
+                    }
+                } else {
+                    issues.append("\(at).path: required, a folder")
+                }
+                func patterns(_ key: String) -> [String] {
+                    guard let value = entry[key] else { return [] }
+                    guard let list = value as? [String], list.allSatisfy({ !$0.isEmpty && !$0.contains("/") }) else {
+                        issues.append("\(at).\(key): a list of file-name patterns such as \"*.mp4\" (no '/')")
+                        return []
+                    }
+                    return list
+                }
+                let include = patterns("include"), exclude = patterns("exclude")
+                var template: IngestTemplate?
+                if let t = entry["template"] as? String, !t.isEmpty {
+                    do {
+                        template = try IngestTemplate.load(resolve(t))
+                    } catch {
+                        issues.append("\(at).template: \(error.description)")
+                    }
+                } else {
+                    issues.append("\(at).template: required, a job manifest with {input}")
+                }
+                if let template, !watchPath.isEmpty {
+                    watches.append(Watch(path: watchPath, include: include, exclude: exclude, template: template))
+                }
+            }
+        } else {
+            issues.append("$.watch: required, a non-empty list of {path, template}")
+        }
+        var settle = 60.0
+        if let value = object["settleSeconds"] {
+            if let n = value as? NSNumber, !isBool(value), n.doubleValue >= 0, n.doubleValue <= 86400 {
+                settle = n.doubleValue
+            } else {
+                issues.append("$.settleSeconds: seconds, from 0 to 86400")
+            }
+        }
+        func pathValue(_ key: String, default fallback: String) -> String {
+            guard let value = object[key] else { return resolve(fallback) }
+            guard let p = value as? String, !p.isEmpty else {
+                issues.append("$.\(key): a path")
+                return resolve(fallback)
+            }
+            return resolve(p)
+        }
+        let quarantine = pathValue("quarantine", default: "quarantine")
+        let state = pathValue("state", default: "ingest-state.sqlite")
+        var after = AfterEnqueue.leave
+        if let value = object["afterEnqueue"] {
+            if let text = value as? String, let mode = AfterEnqueue(rawValue: text) {
+                after = mode
+            } else {
+                issues.append("$.afterEnqueue: one of \(AfterEnqueue.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+        }
+        var roots: [String]?
+        if let value = object["outputRoots"] {
+            if let list = value as? [String], !list.isEmpty, list.allSatisfy({ !$0.isEmpty }) {
+                roots = list.map(resolve)
+            } else {
+                issues.append("$.outputRoots: a non-empty list of folders")
+            }
+        }
+        var priority = 0
+        if let value = object["priority"] {
+            if let n = value as? NSNumber, !isBool(value), n.doubleValue == n.doubleValue.rounded(), abs(n.doubleValue) <= 1_000_000 {
+                priority = n.intValue
+            } else {
+                issues.append("$.priority: a whole number")
+            }
+        }
+        var maxAttempts: Int?
+        if let value = object["maxAttempts"] {
+            if let n = value as? NSNumber, !isBool(value), n.intValue >= 1, n.intValue <= 100, n.doubleValue == n.doubleValue.rounded() {
+                maxAttempts = n.intValue
+            } else {
+                issues.append("$.maxAttempts: a whole number from 1 to 100")
+            }
+        }
+        for w in watches where state.hasPrefix(w.path + "/") || quarantine.hasPrefix(w.path + "/") {
+            issues.append("$.state and $.quarantine must lie outside the watch folders (\(w.path))")
+        }
+        guard issues.isEmpty else { throw IngestConfigError(file: path, issues: issues) }
+        return IngestConfig(file: absolute, watch: watches, settleSeconds: settle, quarantine: quarantine, state: state,
+                            afterEnqueue: after, outputRoots: roots, priority: priority, maxAttempts: maxAttempts)
+    }
+}
+
+/// JSON's true and false (Foundation hands them over as NSNumbers, which also convert to Bool).
+func isBool(_ value: Any?) -> Bool {
+    guard let value else { return false }
+    if let number = value as? NSNumber { return String(cString: number.objCType) == "c" }
+    return value is Bool
+}
+
+/// A config that cannot be used, with every problem found.
+public struct IngestConfigError: Error, Sendable, CustomStringConvertible {
+    public var file: String
+    public var issues: [String]
+
+    public var description: String {
+        "\(file): invalid ingest config (\(issues.count) \(issues.count == 1 ? "error" : "errors"))\n"
+            + issues.map { "  " + $0 }.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,372 @@
+import Crypto
+import FarmStore
+import Foundation
+import MediaInspect
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What one pass found and did (`ingest --json`).
+public struct IngestReport: Sendable, Codable, Hashable {
+    public struct Skipped: Sendable, Codable, Hashable {
+        public var path: String
+        public var reason: String
+    }
+
+    public struct Ingested: Sendable, Codable, Hashable {
+        /// The job's id; nil in a dry run.
+        public var id: Int64?
+        /// The file the job reads (in `processing/` when the config moves files).
+        public var path: String
+        public var hash: String
+    }
+
+    public struct Quarantined: Sendable, Codable, Hashable {
+        public var path: String
+        public var movedTo: String?
+        public var reason: String
+    }
+
+    public var seen = 0
+    public var settling = 0
+    public var enqueued = 0
+    public var duplicates = 0
+    public var quarantined = 0
+    public var skipped: [Skipped] = []
+    public var jobs: [Ingested] = []
+    public var quarantine: [Quarantined] = []
+    public var duplicateFiles: [Skipped] = []
+    public var dryRun = false
+    /// Another pass held the lock: this one did nothing.
+    public var busy = false
+
+    public init() {}
+}
+
+/// Why a pass could not run (exit 1; nothing was marked ingested, so the next pass tries again).
+public struct IngestError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// One ingest pass over the watch folders: new and changed files start settling; files that have kept
+/// their size, modification time and inode for the settle time are hashed, checked against every hash
+/// ingested before (duplicates are reported, not enqueued), inspected (bad ones go to quarantine with a
+/// reason file), and enqueued from their folder's template with the unique key `ingest:<hash>`. A lock
+/// beside the state keeps overlapping passes from racing: the second one does nothing and says so.
+public struct IngestPass: Sendable {
+    public let config: IngestConfig
+    /// Checks an expanded manifest (text, default name, base folder, output roots) as `submit` would:
+    /// the job's name, or what is wrong.
+    public let validate: @Sendable (String, String, String, [String]) -> Result<String, IngestError>
+    /// Opens the queue (only when there is something to enqueue).
+    public let openQueue: @Sendable () async throws -> any JobStore
+    public let now: @Sendable () -> Date
+
+    public init(config: IngestConfig, validate: @escaping @Sendable (String, String, String, [String]) -> Result<String, IngestError>,
+                openQueue: @escaping @Sendable () async throws -> any JobStore, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.config = config
+        self.validate = validate
+        self.openQueue = openQueue
+        self.now = now
+    }
+
+    /// Files ingest never takes, by name.
+    static func unwanted(_ name: String) -> String? {
+        if name.hasPrefix(".") { return "hidden file" }
+        for suffix in [".part", ".tmp", ".crdownload"] where name.lowercased().hasSuffix(suffix) {
+            return "a partial download or temporary file (\(suffix))"
+        }
+        if name.hasSuffix("~") { return "a backup file (~)" }
+        return nil
+    }
+
+    struct Candidate {
+        var path: String
+        var identity: IngestState.Identity
+        var modified: Date
+        var template: IngestTemplate
+        var watch: IngestConfig.Watch
+    }
+
+    /// - Parameters:
+    ///   - dryRun: report what would happen; change nothing (no state, no moves, no jobs).
+    ///   - reingest: hashes (or paths of files) to ingest again although ingested before.
+    public func run(dryRun: Bool = false, reingest: [String] = []) async throws(IngestError) -> IngestReport {
+        var report = IngestReport()
+        report.dryRun = dryRun
+        // One pass at a time per state file.
+        var lock: Int32 = -1
+        if !dryRun {
+            do {
+                try FileManager.default.createDirectory(atPath: (config.state as NSString).deletingLastPathComponent,
+                                                        withIntermediateDirectories: true)
+            } catch {
+                throw IngestError("\(config.state): cannot make its folder: \(error.localizedDescription)")
+            }
+            lock = open(config.state + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+            guard lock >= 0 else { throw IngestError("\(config.state).lock: \(String(cString: strerror(errno)))") }
+            if flock(lock, LOCK_EX | LOCK_NB) != 0 {
+                close(lock)
+                report.busy = true
+                return report
+            }
+        }
+        defer { if lock >= 0 { close(lock) } }
+
+        let state: IngestState?
+        let known: [String: IngestState.Row]
+        do {
+            state = try IngestState.open(config.state, readOnly: dryRun)
+            known = try state?.rows() ?? [:]
+        } catch {
+            throw IngestError("\(config.state): cannot open the ingest state: \(error)")
+        }
+        let passStart = now().timeIntervalSince1970
+        var changes: [IngestState.Change] = []
+        var candidates: [Candidate] = []
+        var forced = Set(reingest)
+
+        for watch in config.watch {
+            let root = URL(fileURLWithPath: watch.path).resolvingSymlinksInPath().path
+            for path in Self.walk(watch.path, skipped: &report.skipped) {
+                let name = (path as NSString).lastPathComponent
+                guard Self.matches(name, watch) else { continue }
+                report.seen += 1
+                if let why = Self.unwanted(name) {
+                    report.skipped.append(.init(path: path, reason: why))
+                    continue
+                }
+                var info = stat()
+                guard lstat(path, &info) == 0 else { continue }
+                if (info.st_mode & S_IFMT) == S_IFLNK {
+                    let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+                    guard target.hasPrefix(root + "/") else {
+                        report.skipped.append(.init(path: path, reason: "a symbolic link to outside the watch folder"))
+                        continue
+                    }
+                    guard stat(path, &info) == 0 else {
+                        report.skipped.append(.init(path: path, reason: "a symbolic link to nothing"))
+                        continue
+                    }
+                }
+                guard (info.st_mode & S_IFMT) == S_IFREG else { continue }
+                guard access(path, R_OK) == 0 else {
+                    report.skipped.append(.init(path: path, reason: "no permission to read it"))
+                    continue
+                }
+                let identity = IngestState.Identity(size: Int64(info.st_size),
+                                                    mtimeNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
+                                                    inode: UInt64(info.st_ino), device: UInt64(info.st_dev))
+                let isForced = forced.contains(path)
+                if isForced { forced.remove(path) }
+                guard let row = known[path], row.identity == identity else {
+                    // New, or changed since it was last seen: it settles from now.
+                    changes.append(.seen(path: path, identity, at: passStart))
+                    report.settling += 1
+                    continue
+                }
+                if row.status == .settling {
+                    guard row.seenAt < passStart, passStart - row.seenAt >= config.settleSeconds else {
+                        report.settling += 1
+                        continue
+                    }
+                } else if !isForced && !(row.hash.map { forced.contains($0) } ?? false) {
+                    continue  // already ingested, a duplicate, quarantined or rejected: nothing to do
+                }
+                let modified = Date(timeIntervalSince1970: Double(identity.mtimeNanoseconds) / 1e9)
+                candidates.append(Candidate(path: path, identity: identity, modified: modified, template: watch.template, watch: watch))
+            }
+        }
+
+        // Settled files: hash, weed out duplicates, inspect, and make their jobs.
+        var hashesThisPass: [String: String] = [:]
+        var jobs: [(candidate: Candidate, hash: String, input: String, job: NewJob)] = []
+        for candidate in candidates {
+            let at = now().timeIntervalSince1970
+            let hash: String
+            do {
+                hash = try Self.sha256(candidate.path)
+            } catch {
+                report.skipped.append(.init(path: candidate.path, reason: "cannot be read: \(error)"))
+                continue
+            }
+            let forcedHash = forced.contains(hash) || reingest.contains(candidate.path)
+            let earlier = hashesThisPass[hash] ?? (try? state?.hashIsKnown(hash)) ?? nil
+            if !forcedHash, let earlier {
+                report.duplicates += 1
+                report.duplicateFiles.append(.init(path: candidate.path, reason: "the same content as \(earlier)"))
+                changes.append(.ended(path: candidate.path, candidate.identity, status: .duplicate, hash: hash, jobID: nil,
+                                      reason: "same content as \(earlier)", at: at))
+                continue
+            }
+            if let problem = await Self.probe(candidate.path, size: candidate.identity.size) {
+                report.quarantined += 1
+                var moved: String?
+                if !dryRun {
+                    moved = quarantine(candidate.path, hash: hash, reason: problem)
+                    changes.append(.forget(path: candidate.path))
+                }
+                report.quarantine.append(.init(path: candidate.path, movedTo: moved, reason: problem))
+                continue
+            }
+            let input = config.afterEnqueue == .move ? processingPath(for: candidate.path, watch: candidate.watch, hash: hash) : candidate.path
+            let manifest = candidate.template.manifest(for: input, hash: hash, modified: candidate.modified)
+            let stem = ((candidate.path as NSString).lastPathComponent as NSString).deletingPathExtension
+            let name = "\(stem)-\(hash.prefix(8))"
+            let roots = config.outputRoots ?? [candidate.template.folder]
+            let jobName: String
+            switch validate(manifest, name, candidate.template.folder, roots) {
+            case .success(let validName):
+                jobName = validName
+            case .failure(let problem):
+                report.skipped.append(.init(path: candidate.path, reason: "its job would be invalid: \(problem)"))
+                changes.append(.ended(path: candidate.path, candidate.identity, status: .rejected, hash: hash, jobID: nil,
+                                      reason: problem.description, at: at))
+                continue
+            }
+            hashesThisPass[hash] = candidate.path
+            jobs.append((candidate, hash, input, NewJob(name: jobName, manifest: manifest, baseDirectory: candidate.template.folder,
+                                                        outputRoots: roots, priority: config.priority,
+                                                        maxAttempts: config.maxAttempts ?? 3, uniqueKey: "ingest:\(hash)")))
+        }
+
+        if dryRun {
+            report.enqueued = jobs.count
+            report.jobs = jobs.map { .init(id: nil, path: $0.input, hash: $0.hash) }
+            return report
+        }
+
+        // Enqueue (moving files first when asked); a queue that fails undoes the moves and marks nothing.
+        if !jobs.isEmpty {
+            var moved: [(from: String, to: String)] = []
+            if config.afterEnqueue == .move {
+                for entry in jobs {
+                    do {
+                        try FileManager.default.createDirectory(atPath: (entry.input as NSString).deletingLastPathComponent,
+                                                                withIntermediateDirectories: true)
+                    } catch {}
+                    guard rename(entry.candidate.path, entry.input) == 0 else {
+                        let reason = String(cString: strerror(errno))
+                        for m in moved.reversed() { rename(m.to, m.from) }
+                        throw IngestError("\(entry.candidate.path): cannot move it to \(entry.input): \(reason) "
+                                          + "(processing/ must be on the same file system as the watch folder)")
+                    }
+                    moved.append((entry.candidate.path, entry.input))
+                }
+            }
+            let enqueued: [Enqueued]
+            do {
+                let store = try await openQueue()
+                enqueued = try await store.enqueue(jobs.map(\.job), at: now())
+                await store.close()
+            } catch {
+                for m in moved.reversed() { rename(m.to, m.from) }
+                do { try state?.apply(changes) } catch {}  // what settled is still remembered
+                throw IngestError("the queue: \(error); nothing was enqueued (the next pass tries again)")
+            }
+            let at = now().timeIntervalSince1970
+            for (entry, queued) in zip(jobs, enqueued) {
+                report.enqueued += 1
+                report.jobs.append(.init(id: queued.id, path: entry.input, hash: entry.hash))
+                changes.append(.ingested(hash: entry.hash, path: entry.input, jobID: queued.id, at: at))
+                if config.afterEnqueue == .move {
+                    changes.append(.forget(path: entry.candidate.path))
+                } else {
+                    changes.append(.ended(path: entry.candidate.path, entry.candidate.identity, status: .ingested, hash: entry.hash,
+                                          jobID: queued.id, reason: nil, at: at))
+                }
+            }
+        }
+        do {
+            try state?.apply(changes)
+        } catch {
+            throw IngestError("\(config.state): cannot record the pass: \(error)")
+        }
+        return report
+    }
+
+    // MARK: - Files
+
+    /// Every file under `folder` (not following links to folders, not entering hidden folders), sorted.
+    static func walk(_ folder: String, skipped: inout [IngestReport.Skipped]) -> [String] {
+        var files: [String] = []
+        var pending = [folder]
+        while let current = pending.popLast() {
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: current) else {
+                skipped.append(.init(path: current, reason: "a folder that cannot be read"))
+                continue
+            }
+            for name in names.sorted() {
+                let path = current + "/" + name
+                var info = stat()
+                guard lstat(path, &info) == 0 else { continue }
+                if (info.st_mode & S_IFMT) == S_IFDIR {
+                    if !name.hasPrefix(".") { pending.append(path) }
+                } else {
+                    files.append(path)
+                }
+            }
+        }
+        return files.sorted()
+    }
+
+    static func matches(_ name: String, _ watch: IngestConfig.Watch) -> Bool {
+        if !watch.include.isEmpty && !watch.include.contains(where: { fnmatch($0, name, 0) == 0 }) { return false }
+        return !watch.exclude.contains { fnmatch($0, name, 0) == 0 }
+    }
+
+    /// SHA-256 of the file's content, read 1 MiB at a time.
+    static func sha256(_ path: String) throws -> String {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw IngestError("cannot open it") }
+        defer { try? handle.close() }
+        var hasher = SHA256()
+        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+            hasher.update(data: chunk)
+        }
+        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// nil when the file is a readable, composable movie (as `mediafarm inspect` says); else why not.
+    static func probe(_ path: String, size: Int64) async -> String? {
+        if size == 0 { return "the file is empty" }
+        let asset = Asset(path: path)
+        do {
+            let (readable, composable) = try await asset.load(.isReadable, .isComposable)
+            if !readable { return "not readable as media" }
+            if !composable { return "not composable: no track can be placed in a composition" }
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    /// Moves a bad file into the quarantine folder with `NAME.reason.json` beside it; where it went, or nil
+    /// when it could not be moved (it is then left where it is, and reported).
+    func quarantine(_ path: String, hash: String, reason: String) -> String? {
+        let name = (path as NSString).lastPathComponent
+        try? FileManager.default.createDirectory(atPath: config.quarantine, withIntermediateDirectories: true)
+        var target = config.quarantine + "/" + name
+        if FileManager.default.fileExists(atPath: target) { target = config.quarantine + "/\(hash.prefix(8))-" + name }
+        if rename(path, target) != 0 {
+            guard errno == EXDEV, (try? FileManager.default.copyItem(atPath: path, toPath: target)) != nil else { return nil }
+            unlink(path)
+        }
+        let record: [String: String] = ["file": path, "quarantined": target, "reason": reason, "hash": hash,
+                                        "at": ISO8601DateFormatter().string(from: now())]
+        if let data = try? JSONSerialization.data(withJSONObject: record, options: [.prettyPrinted, .sortedKeys]) {
+            let reasonPath = target + ".reason.json"
+            let temporary = reasonPath + ".tmp"
+            if FileManager.default.createFile(atPath: temporary, contents: data) { rename(temporary, reasonPath) }
+        }
+        return target
+    }
+
+    /// `processing/NAME` beside the watch folder (the hash's first digits added when the name is taken).
+    func processingPath(for path: String, watch: IngestConfig.Watch, hash: String) -> String {
+        let folder = (watch.path as NSString).deletingLastPathComponent + "/processing"
+        let name = (path as NSString).lastPathComponent
+        let plain = folder + "/" + name
+        return FileManager.default.fileExists(atPath: plain) ? folder + "/\(hash.prefix(8))-" + name : plain
+    }
+}

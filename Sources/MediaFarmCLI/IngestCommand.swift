@@ -1,0 +1,74 @@
+import ArgumentParser
+import FarmIngest
+import FarmRuntime
+import FarmStore
+import Foundation
+
+/// `mediafarm ingest`: one pass over the watch folders of a config, for cron or a systemd timer.
+struct IngestCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ingest",
+        abstract: "One pass over watch folders: new media files that have settled become jobs, once each.",
+        discussion: """
+        A file is enqueued when its size, modification time and inode stayed the same across passes at least \
+        settleSeconds apart, it is not a duplicate of anything ingested before (by SHA-256 of its content), \
+        and it inspects as readable, composable media; bad files go to the quarantine folder with a \
+        NAME.reason.json beside them. A pass that finds another one running on the same state exits 0 at \
+        once. Exit 0 when the pass ran, 1 when it failed (nothing marked ingested: the next pass retries), \
+        2 for a bad config. The config's JSON Schema is jobs/ingest.schema.json.
+        """)
+
+    @Option(help: "The ingest config (JSON).")
+    var config: String
+
+    @OptionGroup var queue: QueueOptions
+
+    @Flag(name: .customLong("dry-run"), help: "Say what the pass would do; change nothing.")
+    var dryRun = false
+
+    @Option(help: "Ingest again a file (path) or content (SHA-256) ingested before (repeatable).")
+    var reingest: [String] = []
+
+    @Flag(help: "Print the pass as JSON.")
+    var json = false
+
+    func run() async throws {
+        let settings: IngestConfig
+        do {
+            settings = try IngestConfig.load(config)
+        } catch {
+            throw CLIError(error.description, status: ExitStatus.usage)
+        }
+        let location = try queue.location()
+        let pass = IngestPass(config: settings, validate: { text, name, base, roots in
+            switch ManifestLoader.validate(text: text, name: name, baseDirectory: base, outputRoots: roots) {
+            case .success(let manifest): .success(manifest.name)
+            case .failure(let e): .failure(IngestError(e.issues.map { "\($0.path): \($0.message)" }.joined(separator: "; ")))
+            }
+        }, openQueue: { try await JobStores.open(location, create: true) })
+        let report: IngestReport
+        do {
+            report = try await pass.run(dryRun: dryRun, reingest: reingest)
+        } catch {
+            throw CLIError("ingest: \(error)")
+        }
+        if json {
+            print(String(decoding: try JSONEncoder.sortedPretty().encode(report), as: UTF8.self))
+            return
+        }
+        if report.busy {
+            print("ingest: another pass is running on \(settings.state); this one did nothing")
+            return
+        }
+        var summary = "ingest\(dryRun ? " (dry run: nothing changed)" : ""): \(report.seen) files seen, \(report.settling) settling, "
+        summary += "\(report.enqueued) \(dryRun ? "to enqueue" : "enqueued"), \(report.duplicates) duplicates, "
+        summary += "\(report.quarantined) quarantined, \(report.skipped.count) skipped"
+        print(summary)
+        for job in report.jobs {
+            print("  " + (job.id.map { "job \($0)" } ?? "would enqueue") + ": \(job.path) (\(job.hash.prefix(16)))")
+        }
+        for q in report.quarantine { print("  quarantined: \(q.path): \(q.reason)" + (q.movedTo.map { " -> \($0)" } ?? "")) }
+        for d in report.duplicateFiles { print("  duplicate: \(d.path): \(d.reason)") }
+        for s in report.skipped { print("  skipped: \(s.path): \(s.reason)") }
+    }
+}
