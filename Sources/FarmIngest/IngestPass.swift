@@ -327,18 +327,15 @@ public struct IngestPass: Sendable {
         return hasher.finalize().map { String(format: "%02x", $0) }.joined()
     }
 
-    /// nil when the file is a readable, composable movie (as `mediafarm inspect` says); else why not.
+    /// nil when the file is readable, composable media, as `mediafarm inspect` reports it (a file that
+    /// ends before its header says it does is truncated, and refused); else why not.
     static func probe(_ path: String, size: Int64) async -> String? {
         if size == 0 { return "the file is empty" }
-        let asset = Asset(path: path)
-        do {
-            let (readable, composable) = try await asset.load(.isReadable, .isComposable)
-            if !readable { return "not readable as media" }
-            if !composable { return "not composable: no track can be placed in a composition" }
-            return nil
-        } catch {
-            return "\(error)"
-        }
+        let report = await AssetReport.inspect(Asset(path: path), keys: [.isReadable, .isComposable, .duration], trackKeys: [])
+        if let error = report.error { return error }
+        if report.isReadable != true { return "not readable as media" }
+        if report.isComposable != true { return "not composable: no track can be placed in a composition" }
+        return nil
     }
 
     /// Moves a bad file into the quarantine folder with `NAME.reason.json` beside it; where it went, or nil

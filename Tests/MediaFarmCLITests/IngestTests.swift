@@ -1,0 +1,229 @@
+import FarmTestSupport
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `mediafarm ingest` as cron runs it: real files, real processes, a real SQLite queue.
+@Suite struct IngestTests {
+    /// A watch folder, a template, a config (settleSeconds 0: a file settles at its second sighting) and a
+    /// queue, in a temporary folder.
+    struct Site {
+        let folder: URL
+        var incoming: URL { folder.appendingPathComponent("incoming") }
+        var queue: String { folder.appendingPathComponent("queue.sqlite").path }
+        var config: String { folder.appendingPathComponent("ingest.json").path }
+
+        init(_ label: String, settle: Double = 0, afterEnqueue: String = "leave", extra: String = "") throws {
+            folder = try TestPaths.makeTemporaryFolder("ingest-\(label)")
+            try FileManager.default.createDirectory(at: folder.appendingPathComponent("incoming"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(at: folder.appendingPathComponent("templates"), withIntermediateDirectories: true)
+            try """
+            { "version": 1, "name": "proxy-{stem}", "input": "{input}",
+              "export": { "mode": "passthrough", "output": "../out/{stem}-{hash}.{ext}" }, "report": "../out/{stem}-{hash}.json" }
+            """.write(to: folder.appendingPathComponent("templates/proxy.json"), atomically: true, encoding: .utf8)
+            try """
+            { "version": 1,
+              "watch": [ { "path": "incoming", "include": ["*.mp4", "*.mov", "*.part"], "template": "templates/proxy.json" } ],
+              "settleSeconds": \(settle), "quarantine": "quarantine", "state": "state/ingest.sqlite",
+              "afterEnqueue": "\(afterEnqueue)", "outputRoots": ["out"]\(extra) }
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        }
+
+        func ingest(_ args: [String] = [], queue: String? = nil) throws -> ProcessResult {
+            try ProcessRunner.run(TestPaths.mediafarmExecutable, ["ingest", "--config", config, "--json", "--queue", queue ?? self.queue] + args)
+        }
+
+        /// The pass's JSON report.
+        func pass(_ args: [String] = []) throws -> [String: Any] {
+            let r = try ingest(args)
+            guard r.status == 0, let report = try JSONSerialization.jsonObject(with: r.stdoutData) as? [String: Any] else {
+                throw FixtureError("ingest exited \(r.status): \(r.stderr)")
+            }
+            return report
+        }
+
+        func add(_ fixture: MediaFixture, as name: String) throws {
+            try FileManager.default.copyItem(atPath: fixture.path, toPath: incoming.appendingPathComponent(name).path)
+        }
+
+        /// The jobs in the queue: name -> manifest text.
+        func jobs() throws -> [String: String] {
+            let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["status", "--json", "--queue", queue])
+            guard r.status == 0 else { return [:] }
+            let rows = try JSONSerialization.jsonObject(with: r.stdoutData) as? [[String: Any]] ?? []
+            return Dictionary(uniqueKeysWithValues: rows.map { ($0["name"] as? String ?? "", "\($0)") })
+        }
+    }
+
+    static func names(_ report: [String: Any], _ key: String) -> [String] {
+        ((report[key] as? [[String: Any]]) ?? []).compactMap { ($0["path"] as? String).map { ($0 as NSString).lastPathComponent } }.sorted()
+    }
+
+    @Test func aFileStillBeingWrittenIsNotTakenUntilItSettles() throws {
+        let site = try Site("growing")
+        let path = site.incoming.appendingPathComponent("growing.mp4").path
+        let movie = try Data(contentsOf: URL(fileURLWithPath: MediaFixture.cfr30MP4.path))
+        let third = movie.count / 3
+        // Three passes, the file longer at each: never enqueued.
+        for part in 1...3 {
+            let handle = FileManager.default.fileExists(atPath: path) ? try FileHandle(forWritingTo: URL(fileURLWithPath: path)) : nil
+            if let handle {
+                try handle.seekToEnd()
+                try handle.write(contentsOf: movie[(part - 1) * third..<(part == 3 ? movie.count : part * third)])
+                try handle.close()
+            } else {
+                #expect(FileManager.default.createFile(atPath: path, contents: movie[0..<third]))
+            }
+            let report = try site.pass()
+            #expect(report["enqueued"] as? Int == 0 && report["settling"] as? Int == 1, "pass \(part): \(report)")
+        }
+        // It stops growing: the next pass sees it unchanged and takes it (whole).
+        let settled = try site.pass()
+        #expect(settled["enqueued"] as? Int == 1 && Self.names(settled, "jobs") == ["growing.mp4"], "\(settled)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == movie)
+        #expect(try site.pass()["enqueued"] as? Int == 0)
+    }
+
+    @Test func aSettleTimeIsCountedBetweenPassesNotSleptThrough() throws {
+        let site = try Site("settle", settle: 2)
+        try site.add(.cfr30MP4, as: "a.mp4")
+        let started = Date()
+        #expect(try site.pass()["settling"] as? Int == 1)
+        #expect(try site.pass()["settling"] as? Int == 1)  // unchanged, but not for 2 s yet
+        #expect(Date().timeIntervalSince(started) < 2, "a pass waited for the settle time")
+        Thread.sleep(forTimeInterval: 2.1)
+        #expect(try site.pass()["enqueued"] as? Int == 1)
+    }
+
+    @Test func renamedAndCopiedFilesAreDuplicatesAndBadFilesGoToQuarantine() throws {
+        let site = try Site("duplicates")
+        try site.add(.cfr30MP4, as: "take1.mp4")
+        try site.add(.movH264, as: "take2.mov")
+        try site.add(.cfr30MP4, as: "copy-of-take1.mp4")
+        let movie = try Data(contentsOf: URL(fileURLWithPath: MediaFixture.longMP4.path))
+        #expect(FileManager.default.createFile(atPath: site.incoming.appendingPathComponent("truncated.mp4").path, contents: movie.prefix(movie.count / 2)))
+        var garbage = SeededRandom(state: 3)
+        #expect(FileManager.default.createFile(atPath: site.incoming.appendingPathComponent("garbage.mov").path,
+                                               contents: Data((0..<20_000).map { _ in UInt8(truncatingIfNeeded: garbage.next()) })))
+        #expect(FileManager.default.createFile(atPath: site.incoming.appendingPathComponent("empty.mp4").path, contents: Data()))
+        #expect(FileManager.default.createFile(atPath: site.incoming.appendingPathComponent("upload.mp4.part").path, contents: Data("x".utf8)))
+        let outside = site.folder.appendingPathComponent("outside.mp4").path
+        try FileManager.default.copyItem(atPath: MediaFixture.movH264.path, toPath: outside)
+        try FileManager.default.createSymbolicLink(atPath: site.incoming.appendingPathComponent("link.mp4").path, withDestinationPath: outside)
+
+        _ = try site.pass()
+        let report = try site.pass()
+        // Files are taken in path order: the copy comes first, so the original is its duplicate.
+        #expect(Self.names(report, "jobs") == ["copy-of-take1.mp4", "take2.mov"], "\(report)")
+        #expect(Self.names(report, "duplicateFiles") == ["take1.mp4"])
+        #expect(Self.names(report, "quarantine") == ["empty.mp4", "garbage.mov", "truncated.mp4"], "\(report)")
+        let skipped = (report["skipped"] as? [[String: Any]]) ?? []
+        #expect(skipped.contains { ($0["path"] as? String)?.hasSuffix("link.mp4") == true && ($0["reason"] as? String)?.contains("outside") == true })
+        #expect(skipped.contains { ($0["path"] as? String)?.hasSuffix("upload.mp4.part") == true })
+        // Quarantined files moved, each with its reason; the others stay where they were.
+        let quarantine = site.folder.appendingPathComponent("quarantine")
+        for name in ["empty.mp4", "garbage.mov", "truncated.mp4"] {
+            #expect(!FileManager.default.fileExists(atPath: site.incoming.appendingPathComponent(name).path))
+            let reason = try JSONSerialization.jsonObject(with: Data(contentsOf: quarantine.appendingPathComponent(name + ".reason.json"))) as? [String: Any]
+            #expect((reason?["hash"] as? String)?.count == 64 && (reason?["reason"] as? String)?.isEmpty == false, "\(String(describing: reason))")
+        }
+        #expect(try String(contentsOf: quarantine.appendingPathComponent("empty.mp4.reason.json"), encoding: .utf8).contains("empty"))
+
+        // Renamed after ingest, and a copy in the folder next month: duplicates, nothing enqueued.
+        try FileManager.default.moveItem(at: site.incoming.appendingPathComponent("take2.mov"), to: site.incoming.appendingPathComponent("renamed.mov"))
+        try site.add(.cfr30MP4, as: "again.mp4")
+        _ = try site.pass()
+        let later = try site.pass()
+        #expect(later["enqueued"] as? Int == 0 && Self.names(later, "duplicateFiles") == ["again.mp4", "renamed.mov"], "\(later)")
+        #expect(try site.jobs().count == 2)
+        // Unless asked to ingest it again.
+        let again = try site.pass(["--reingest", site.incoming.appendingPathComponent("again.mp4").path])
+        #expect(Self.names(again, "jobs") == ["again.mp4"], "\(again)")
+    }
+
+    @Test func twoPassesAtOnceEnqueueEachFileOnce() throws {
+        let site = try Site("overlap")
+        let movie = try Data(contentsOf: URL(fileURLWithPath: MediaFixture.cfr30MP4.path))
+        for i in 0..<200 {
+            // 200 different files: the same movie with a different tail (still a readable MP4).
+            var bytes = movie
+            bytes.append(contentsOf: Array("\(i)".utf8))
+            #expect(FileManager.default.createFile(atPath: site.incoming.appendingPathComponent(String(format: "clip%03d.mp4", i)).path,
+                                                   contents: bytes))
+        }
+        _ = try site.pass()
+        let results = try [0, 1].map { _ in
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: TestPaths.mediafarmExecutable)
+            p.arguments = ["ingest", "--config", site.config, "--json", "--queue", site.queue]
+            let out = Pipe()
+            p.standardOutput = out
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            return (p, out)
+        }.map { p, out in
+            let data = out.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+            return (p.terminationStatus, (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:])
+        }
+        #expect(results.allSatisfy { $0.0 == 0 })
+        let enqueued = results.map { $0.1["enqueued"] as? Int ?? 0 }.reduce(0, +)
+        #expect(enqueued == 200, "\(results.map { $0.1["enqueued"] ?? "?" }) busy: \(results.map { $0.1["busy"] ?? "?" })")
+        #expect(try site.jobs().count == 200)
+        #expect(try site.pass()["enqueued"] as? Int == 0)
+    }
+
+    @Test func aQueueThatCannotBeOpenedFailsThePassAndTheNextOneCatchesUp() throws {
+        let site = try Site("queue-down", afterEnqueue: "move")
+        try site.add(.cfr30MP4, as: "a.mp4")
+        _ = try site.pass()
+        let failed = try site.ingest([], queue: "postgres://farm@127.0.0.1:1/farm?connect_timeout=2")
+        #expect(failed.status == 1 && failed.stderr.contains("nothing was enqueued"), "\(failed.stderr)")
+        // Nothing moved, nothing marked.
+        #expect(FileManager.default.fileExists(atPath: site.incoming.appendingPathComponent("a.mp4").path))
+        let next = try site.pass()
+        #expect(next["enqueued"] as? Int == 1, "\(next)")
+        let moved = site.folder.appendingPathComponent("processing/a.mp4").path
+        #expect(FileManager.default.fileExists(atPath: moved) && !FileManager.default.fileExists(atPath: site.incoming.appendingPathComponent("a.mp4").path))
+        // The job reads the file where it now is.
+        #expect(((next["jobs"] as? [[String: Any]])?.first?["path"] as? String) == moved)
+        #expect(try site.jobs().keys.sorted() == ["proxy-a"])
+    }
+
+    @Test func badConfigsAreRefusedWithEveryProblem() throws {
+        let site = try Site("config")
+        try #"{ "version": 1, "input": "{input}", "report": "../out/{basename}.json" }"#
+            .write(to: site.folder.appendingPathComponent("templates/bad.json"), atomically: true, encoding: .utf8)
+        try #"""
+        { "version": 2, "watch": [ { "path": "nowhere", "template": "templates/bad.json", "colour": "blue" } ],
+          "settleSeconds": -1, "afterEnqueue": "delete", "sparkle": true }
+        """#.write(toFile: site.config, atomically: true, encoding: .utf8)
+        let r = try site.ingest()
+        #expect(r.status == 2)
+        for expected in ["$.version: must be 1", "$.watch[0].path:", "nowhere", "$.watch[0].colour: unknown key", "unknown placeholder {basename}",
+                         "$.settleSeconds", "$.afterEnqueue: one of leave, move", "$.sparkle: unknown key"] {
+            #expect(r.stderr.contains(expected), "\(expected) not in: \(r.stderr)")
+        }
+    }
+
+    @Test func ingestedFilesRunThroughTheFarmToTheTemplatesOutputs() throws {
+        let site = try Site("end-to-end")
+        try site.add(.cfr30MP4, as: "scene one.mp4")
+        try site.add(.movH264, as: "scene2.mov")
+        _ = try site.pass()
+        let report = try site.pass()
+        #expect(report["enqueued"] as? Int == 2)
+        let hashes = Dictionary(uniqueKeysWithValues: ((report["jobs"] as? [[String: Any]]) ?? []).map {
+            (($0["path"] as? String).map { ($0 as NSString).lastPathComponent } ?? "", String(($0["hash"] as? String ?? "").prefix(16)))
+        })
+        let coordinator = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["coordinator", "--exit-when-idle", "--queue", site.queue])
+        #expect(coordinator.status == 0, "\(coordinator.stderr)")
+        let out = site.folder.appendingPathComponent("out")
+        let files = Set((try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? [])
+        let one = try #require(hashes["scene one.mp4"]), two = try #require(hashes["scene2.mov"])
+        #expect(files == ["scene one-\(one).mp4", "scene one-\(one).json", "scene2-\(two).mov", "scene2-\(two).json"], "\(files)")
+        #expect(try MediaProbe.packets(out.appendingPathComponent("scene one-\(one).mp4").path, stream: "v").count == 60)
+    }
+}
