@@ -226,4 +226,39 @@ import Glibc
         #expect(files == ["scene one-\(one).mp4", "scene one-\(one).json", "scene2-\(two).mov", "scene2-\(two).json"], "\(files)")
         #expect(try MediaProbe.packets(out.appendingPathComponent("scene one-\(one).mp4").path, stream: "v").count == 60)
     }
+
+    /// jobs/ingest.schema.json and the loader agree: the example config matches the schema and loads;
+    /// typos are refused by both; every key the schema names is one the loader knows.
+    @Test func theExampleConfigMatchesTheSchemaAndLoads() throws {
+        let schema = TestPaths.packageRoot.appendingPathComponent("jobs/ingest.schema.json").path
+        let example = TestPaths.packageRoot.appendingPathComponent("jobs/ingest")
+        let script = """
+        import json, sys, jsonschema
+        schema = json.load(open(sys.argv[1]))
+        jsonschema.Draft202012Validator.check_schema(schema)
+        jsonschema.validate(json.load(open(sys.argv[2])), schema, cls=jsonschema.Draft202012Validator)
+        for bad in ({"version": 1, "watch": [{"path": "a", "templat": "t.json"}]}, {"version": 1, "watch": [], "settle": 5},
+                    {"version": 1, "watch": [{"path": "a", "template": "t", "include": ["a/*.mp4"]}]}):
+            try:
+                jsonschema.validate(bad, schema, cls=jsonschema.Draft202012Validator)
+                sys.exit("the schema accepted " + json.dumps(bad))
+            except jsonschema.ValidationError:
+                pass
+        print(" ".join(sorted(schema["properties"])), "|", " ".join(sorted(schema["properties"]["watch"]["items"]["properties"])))
+        """
+        let r = try ProcessRunner.run("/usr/bin/python3", ["-c", script, schema, example.appendingPathComponent("ingest.json").path])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                == "afterEnqueue maxAttempts outputRoots priority quarantine settleSeconds state version watch | exclude include path template")
+        // A scratch copy of the example, with a movie dropped in: a dry run would enqueue it after settling.
+        let site = try TestPaths.makeTemporaryFolder("ingest-example")
+        try FileManager.default.copyItem(at: example, to: site.appendingPathComponent("ingest"))
+        let config = site.appendingPathComponent("ingest/ingest.json").path
+        try FileManager.default.copyItem(atPath: MediaFixture.cfr30MP4.path, toPath: site.appendingPathComponent("ingest/incoming/cam-a/a.mp4").path)
+        let dry = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["ingest", "--config", config, "--dry-run",
+                                                                        "--queue", site.appendingPathComponent("q.sqlite").path])
+        #expect(dry.status == 0 && dry.stdout.contains("1 files seen, 1 settling"), "\(dry.stdout) \(dry.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: site.appendingPathComponent("ingest/state").path), "a dry run wrote its state")
+        #expect(!FileManager.default.fileExists(atPath: site.appendingPathComponent("q.sqlite").path), "a dry run made a queue")
+    }
 }
