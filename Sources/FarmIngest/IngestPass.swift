@@ -332,7 +332,7 @@ public struct IngestPass: Sendable {
     static func probe(_ path: String, size: Int64) async -> String? {
         if size == 0 { return "the file is empty" }
         let report = await AssetReport.inspect(Asset(path: path), keys: [.isReadable, .isComposable, .duration], trackKeys: [])
-        if let error = report.error { return error }
+        if let error = report.error { return error.hasPrefix(path + ": ") ? String(error.dropFirst(path.count + 2)) : error }
         if report.isReadable != true { return "not readable as media" }
         if report.isComposable != true { return "not composable: no track can be placed in a composition" }
         return nil
