@@ -62,13 +62,17 @@ public struct IngestPass: Sendable {
     /// Opens the queue (only when there is something to enqueue).
     public let openQueue: @Sendable () async throws -> any JobStore
     public let now: @Sendable () -> Date
+    /// Called as settled files are checked: (done, of how many).
+    public let progress: @Sendable (Int, Int) -> Void
 
     public init(config: IngestConfig, validate: @escaping @Sendable (String, String, String, [String]) -> Result<String, IngestError>,
-                openQueue: @escaping @Sendable () async throws -> any JobStore, now: @escaping @Sendable () -> Date = { Date() }) {
+                openQueue: @escaping @Sendable () async throws -> any JobStore, now: @escaping @Sendable () -> Date = { Date() },
+                progress: @escaping @Sendable (Int, Int) -> Void = { _, _ in }) {
         self.config = config
         self.validate = validate
         self.openQueue = openQueue
         self.now = now
+        self.progress = progress
     }
 
     /// Files ingest never takes, by name.
@@ -182,7 +186,8 @@ public struct IngestPass: Sendable {
         // Settled files: hash, weed out duplicates, inspect, and make their jobs.
         var hashesThisPass: [String: String] = [:]
         var jobs: [(candidate: Candidate, hash: String, input: String, job: NewJob)] = []
-        for candidate in candidates {
+        for (done, candidate) in candidates.enumerated() {
+            progress(done, candidates.count)
             let at = now().timeIntervalSince1970
             let hash: String
             do {
@@ -231,6 +236,7 @@ public struct IngestPass: Sendable {
                                                         maxAttempts: config.maxAttempts ?? 3, uniqueKey: "ingest:\(hash)")))
         }
 
+        progress(candidates.count, candidates.count)
         if dryRun {
             report.enqueued = jobs.count
             report.jobs = jobs.map { .init(id: nil, path: $0.input, hash: $0.hash) }

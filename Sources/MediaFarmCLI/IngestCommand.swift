@@ -3,6 +3,24 @@ import FarmIngest
 import FarmRuntime
 import FarmStore
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// On a terminal, a line on stderr while settled files are hashed and inspected (a long first pass).
+enum IngestProgress {
+    static func callback() -> @Sendable (Int, Int) -> Void {
+        guard isatty(STDERR_FILENO) == 1 else { return { _, _ in } }
+        return { done, total in
+            guard total >= 20 else { return }
+            if done == total {
+                FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+            } else if done % 10 == 0 {
+                FileHandle.standardError.write(Data("\rchecking settled files: \(done) of \(total)\u{1B}[K".utf8))
+            }
+        }
+    }
+}
 
 /// `mediafarm ingest`: one pass over the watch folders of a config, for cron or a systemd timer.
 struct IngestCommand: AsyncParsableCommand {
@@ -45,7 +63,7 @@ struct IngestCommand: AsyncParsableCommand {
             case .success(let manifest): .success(manifest.name)
             case .failure(let e): .failure(IngestError(e.issues.map { "\($0.path): \($0.message)" }.joined(separator: "; ")))
             }
-        }, openQueue: { try await JobStores.open(location, create: true) })
+        }, openQueue: { try await JobStores.open(location, create: true) }, progress: IngestProgress.callback())
         let report: IngestReport
         do {
             report = try await pass.run(dryRun: dryRun, reingest: reingest)

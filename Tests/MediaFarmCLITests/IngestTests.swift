@@ -212,9 +212,12 @@ import Glibc
         let site = try Site("end-to-end")
         try site.add(.cfr30MP4, as: "scene one.mp4")
         try site.add(.movH264, as: "scene2.mov")
+        // A name that must be escaped in the manifest's JSON.
+        let odd = #"take "3" \ é.mp4"#
+        try site.add(.tone60ShortMP4, as: odd)
         _ = try site.pass()
         let report = try site.pass()
-        #expect(report["enqueued"] as? Int == 2)
+        #expect(report["enqueued"] as? Int == 3, "\(report)")
         let hashes = Dictionary(uniqueKeysWithValues: ((report["jobs"] as? [[String: Any]]) ?? []).map {
             (($0["path"] as? String).map { ($0 as NSString).lastPathComponent } ?? "", String(($0["hash"] as? String ?? "").prefix(16)))
         })
@@ -222,8 +225,9 @@ import Glibc
         #expect(coordinator.status == 0, "\(coordinator.stderr)")
         let out = site.folder.appendingPathComponent("out")
         let files = Set((try? FileManager.default.contentsOfDirectory(atPath: out.path)) ?? [])
-        let one = try #require(hashes["scene one.mp4"]), two = try #require(hashes["scene2.mov"])
-        #expect(files == ["scene one-\(one).mp4", "scene one-\(one).json", "scene2-\(two).mov", "scene2-\(two).json"], "\(files)")
+        let one = try #require(hashes["scene one.mp4"]), two = try #require(hashes["scene2.mov"]), three = try #require(hashes[odd])
+        #expect(files == ["scene one-\(one).mp4", "scene one-\(one).json", "scene2-\(two).mov", "scene2-\(two).json",
+                          #"take "3" \ é-"# + three + ".mp4", #"take "3" \ é-"# + three + ".json"], "\(files)")
         #expect(try MediaProbe.packets(out.appendingPathComponent("scene one-\(one).mp4").path, stream: "v").count == 60)
     }
 
@@ -252,7 +256,10 @@ import Glibc
                 == "afterEnqueue maxAttempts outputRoots priority quarantine settleSeconds state version watch | exclude include path template")
         // A scratch copy of the example, with a movie dropped in: a dry run would enqueue it after settling.
         let site = try TestPaths.makeTemporaryFolder("ingest-example")
-        try FileManager.default.copyItem(at: example, to: site.appendingPathComponent("ingest"))
+        // The config and its template only (script/demo leaves its passes' files beside them).
+        try FileManager.default.createDirectory(at: site.appendingPathComponent("ingest/incoming/cam-a"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: example.appendingPathComponent("ingest.json"), to: site.appendingPathComponent("ingest/ingest.json"))
+        try FileManager.default.copyItem(at: example.appendingPathComponent("templates"), to: site.appendingPathComponent("ingest/templates"))
         let config = site.appendingPathComponent("ingest/ingest.json").path
         try FileManager.default.copyItem(atPath: MediaFixture.cfr30MP4.path, toPath: site.appendingPathComponent("ingest/incoming/cam-a/a.mp4").path)
         let dry = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["ingest", "--config", config, "--dry-run",
