@@ -210,7 +210,11 @@ public struct IngestPass: Sendable {
                 var moved: String?
                 if !dryRun {
                     moved = quarantine(candidate.path, hash: hash, reason: problem)
-                    changes.append(.forget(path: candidate.path))
+                    // Moved: forgotten here. Not movable: remembered as quarantined, so that it is not
+                    // inspected again at every pass while it stays.
+                    changes.append(moved == nil
+                        ? .ended(path: candidate.path, candidate.identity, status: .quarantined, hash: hash, jobID: nil, reason: problem, at: at)
+                        : .forget(path: candidate.path))
                 }
                 report.quarantine.append(.init(path: candidate.path, movedTo: moved, reason: problem))
                 continue

@@ -143,6 +143,21 @@ import Glibc
         #expect(Self.names(again, "jobs") == ["again.mp4"], "\(again)")
     }
 
+    @Test func aBadFileThatCannotBeMovedIsReportedOnceAndLeftInPlace() throws {
+        let site = try Site("unmovable")
+        // The quarantine path is taken by a file: nothing can be moved there.
+        #expect(FileManager.default.createFile(atPath: site.folder.appendingPathComponent("quarantine").path, contents: Data("x".utf8)))
+        #expect(FileManager.default.createFile(atPath: site.incoming.appendingPathComponent("bad.mp4").path, contents: Data("not a movie".utf8)))
+        _ = try site.pass()
+        let report = try site.pass()
+        let entry = (report["quarantine"] as? [[String: Any]])?.first
+        #expect(report["quarantined"] as? Int == 1 && entry?["movedTo"] == nil, "\(report)")
+        #expect(FileManager.default.fileExists(atPath: site.incoming.appendingPathComponent("bad.mp4").path))
+        // Remembered: not inspected again while it stays as it is.
+        let next = try site.pass()
+        #expect(next["quarantined"] as? Int == 0 && next["settling"] as? Int == 0, "\(next)")
+    }
+
     @Test func twoPassesAtOnceEnqueueEachFileOnce() throws {
         let site = try Site("overlap")
         let movie = try Data(contentsOf: URL(fileURLWithPath: MediaFixture.cfr30MP4.path))
