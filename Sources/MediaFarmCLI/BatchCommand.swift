@@ -1,0 +1,212 @@
+import ArgumentParser
+import FarmModel
+import FarmRuntime
+import FarmStore
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// `mediafarm batch`: CI mode. Every manifest is validated first; then all of them run through an
+/// embedded queue in a temporary folder and a coordinator with worker processes (the farm's own path:
+/// crashes retried, outputs published atomically); a summary, optionally a JUnit XML report, and exit 0
+/// only if every job succeeded.
+struct BatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "batch",
+        abstract: "Run manifests to completion as a farm would (for CI): exit 0 only if every job succeeded.",
+        discussion: """
+        All manifests are validated before anything runs: if any is invalid, every error is printed and \
+        nothing runs (exit 2). The jobs then run through a queue in a temporary folder (removed afterwards) \
+        and a coordinator with --workers worker processes: a crashing worker is retried, outputs appear \
+        only when complete. --junit writes a JUnit XML report (one test case per job, the job's error as the \
+        failure) that CI systems display. SIGTERM or SIGINT drains: running jobs get --grace seconds.
+        """)
+
+    @Option(parsing: .unconditional, help: "Worker processes at once.")
+    var workers: Int = 2
+
+    @Option(help: "Write a JUnit XML report here.")
+    var junit: String?
+
+    @Flag(help: "Print the coordinator's events and then a summary as JSON lines.")
+    var json = false
+
+    @Option(name: .customLong("output-root"), help: "A folder outputs may be written under (repeatable; default: MEDIAFARM_OUTPUT_ROOTS, else each manifest's folder).")
+    var outputRoots: [String] = []
+
+    @Option(name: .customLong("max-attempts"), parsing: .unconditional, help: "Attempts before a crashing job counts as failed (default 3).")
+    var maxAttempts: Int = RetryPolicy.default.maxAttempts
+
+    @Option(name: .customLong("job-timeout"), parsing: .unconditional, help: "Seconds an attempt may take.")
+    var jobTimeout: Double = 3600
+
+    @Option(parsing: .unconditional, help: "Seconds running jobs get to finish after SIGTERM.")
+    var grace: Double = 30
+
+    @Argument(help: "Manifest files, or folders whose *.json files are manifests.")
+    var manifests: [String]
+
+    @OptionGroup var stall: StallOptions
+
+    func validate() throws {
+        guard workers >= 1 else { throw ValidationError("--workers must be at least 1") }
+        guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be at least 1") }
+        guard jobTimeout > 0, grace >= 0 else { throw ValidationError("--job-timeout must be positive and --grace not negative") }
+    }
+
+    func run() async throws {
+        stall.apply()
+        let files = try SubmitCommand.expand(manifests)
+        let roots = OutputRoots.chosen(outputRoots)
+        var jobs: [NewJob] = []
+        var invalid: [ManifestValidationError] = []
+        for file in files {
+            switch ManifestLoader.loadWithText(file, outputRoots: roots) {
+            case .success(let (manifest, text)):
+                jobs.append(NewJob(name: manifest.name, manifest: text, baseDirectory: manifest.baseDirectory, outputRoots: roots ?? [],
+                                   maxAttempts: maxAttempts))
+            case .failure(let e):
+                invalid.append(e)
+            }
+        }
+        if !invalid.isEmpty {
+            for e in invalid { FileHandle.standardError.write(Data((e.description + "\n").utf8)) }
+            FileHandle.standardError.write(Data("nothing was run: \(invalid.count) of \(files.count) manifests are invalid\n".utf8))
+            throw ExitCode(ExitStatus.usage)
+        }
+
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mediafarm-batch-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store: SQLiteJobStore
+        let queued: [Enqueued]
+        do {
+            store = try SQLiteJobStore(path: folder.appendingPathComponent("queue.sqlite").path)
+            queued = try await store.enqueue(jobs, at: Date())
+        } catch {
+            throw CLIError("batch: cannot make its queue in \(folder.path): \(error)")
+        }
+
+        var configuration = CoordinatorConfiguration()
+        configuration.workers = workers
+        configuration.jobTimeout = jobTimeout
+        configuration.grace = grace
+        configuration.exitWhenIdle = true
+        configuration.keepFinished = nil
+        let printer = CoordinatorPrinter(json: json)
+        let coordinator = Coordinator(store: store, configuration: configuration, events: { printer.print($0) })
+        let started = Date()
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [.init(service: coordinator, successTerminationBehavior: .gracefullyShutdownGroup)],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "mediafarm.batch")))
+        try await group.run()
+        printer.finish()
+        let seconds = Date().timeIntervalSince(started)
+
+        let ended = try await store.jobs(ids: queued.map(\.id))
+        let byID = Dictionary(uniqueKeysWithValues: zip(queued.map(\.id), files))
+        let results = ended.map { BatchResult($0, file: byID[$0.id] ?? $0.name) }
+        let failed = results.filter { $0.state != "succeeded" }
+        if let junit {
+            do {
+                try Data(JUnitReport.xml(results, seconds: seconds).utf8).write(to: URL(fileURLWithPath: junit), options: .atomic)
+            } catch {
+                throw CLIError("\(junit): cannot write the JUnit report: \(error.localizedDescription)")
+            }
+        }
+        if json {
+            let summary = BatchSummary(event: "summary", jobs: results, succeeded: results.count - failed.count, failed: failed.count,
+                                       seconds: (seconds * 1000).rounded() / 1000)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            print(String(decoding: try encoder.encode(summary), as: UTF8.self))
+        } else {
+            print(String(format: "batch: %d jobs, %d succeeded, %d failed, in %.1f s", results.count, results.count - failed.count,
+                         failed.count, seconds))
+            for r in failed { print("  \(r.state): \(r.name) (\(r.manifest)): \(r.error ?? "no reason recorded")") }
+        }
+        if !failed.isEmpty { throw ExitCode(ExitStatus.failure) }
+    }
+}
+
+/// One job of a batch, as the summary and the JUnit report show it.
+struct BatchResult: Encodable {
+    var name: String
+    var manifest: String
+    var state: String
+    var attempts: Int
+    var seconds: Double?
+    var output: String?
+    var report: String?
+    var error: String?
+
+    init(_ job: Job, file: String) {
+        name = job.name
+        manifest = file
+        // A job the coordinator could not finish (stopped by a drain) is still queued or running.
+        state = job.state.rawValue
+        attempts = job.attempt
+        let result = job.result.flatMap { try? JSONDecoder().decode(JobResult.self, from: Data($0.utf8)) }
+        seconds = result?.seconds
+        output = result?.output
+        report = result?.report
+        switch job.state {
+        case .succeeded: error = nil
+        case .queued, .running: error = "not finished: the batch was stopped"
+        case .cancelled: error = "cancelled"
+        case .failed, .dead: error = job.errors.last?.message ?? result?.error ?? "failed"
+        }
+    }
+}
+
+struct BatchSummary: Encodable {
+    var event: String
+    var jobs: [BatchResult]
+    var succeeded: Int
+    var failed: Int
+    var seconds: Double
+}
+
+/// JUnit XML, as Jenkins, GitLab and GitHub's test reporters read it.
+enum JUnitReport {
+    static func xml(_ results: [BatchResult], seconds: Double) -> String {
+        let failures = results.filter { $0.state != "succeeded" }.count
+        var out = #"<?xml version="1.0" encoding="UTF-8"?>"# + "\n"
+        out += #"<testsuites name="mediafarm batch" tests="\#(results.count)" failures="\#(failures)" time="\#(time(seconds))">"# + "\n"
+        out += #"  <testsuite name="mediafarm batch" tests="\#(results.count)" failures="\#(failures)" errors="0" time="\#(time(seconds))">"# + "\n"
+        for r in results {
+            let head = #"    <testcase name="\#(escape(r.name))" classname="\#(escape(r.manifest))" time="\#(time(r.seconds ?? 0))""#
+            if r.state == "succeeded" {
+                out += head + "/>\n"
+            } else {
+                let message = r.error ?? r.state
+                out += head + ">\n"
+                out += #"      <failure message="\#(escape(message))" type="\#(r.state)">\#(escape(message))</failure>"# + "\n"
+                out += "    </testcase>\n"
+            }
+        }
+        out += "  </testsuite>\n</testsuites>\n"
+        return out
+    }
+
+    static func time(_ seconds: Double) -> String { String(format: "%.3f", seconds) }
+
+    /// Text as XML attribute or element content: markup escaped, characters XML 1.0 cannot hold dropped.
+    static func escape(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&apos;"
+            case "\n": out += "&#10;"
+            case "\t", "\r": out.unicodeScalars.append(scalar)
+            case _ where scalar.value < 0x20 || scalar.value == 0xFFFE || scalar.value == 0xFFFF: continue
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}
