@@ -113,7 +113,7 @@ public final class PostgresJobStore: JobStore {
                 results.append(try await insert(new, at: now, on: c))
             }
             if results.contains(where: \.inserted) {
-                try await c.run("SELECT pg_notify(\(channel), '')")
+                _ = try await c.run("SELECT pg_notify(\(channel), '')")
             }
             return results
         }
@@ -226,7 +226,7 @@ public final class PostgresJobStore: JobStore {
                     results.append(.failure(e))
                 }
             }
-            if wake { try await c.run("SELECT pg_notify(\(channel), '')") }
+            if wake { _ = try await c.run("SELECT pg_notify(\(channel), '')") }
             return results
         }
     }
@@ -252,7 +252,7 @@ public final class PostgresJobStore: JobStore {
     }
 
     public func expiredPublications(at now: Date) async throws(JobStoreError) -> [Job] {
-        try await decodeJobs(try await run("""
+        try decodeJobs(try await run("""
             SELECT \(unescaped: Self.columns()) FROM \(unescaped: table)
             WHERE state = 'running' AND phase = 'publishing' AND lease_expires_at <= \(now.timeIntervalSince1970) ORDER BY id
             """)).map(\.job)
@@ -376,7 +376,7 @@ public final class PostgresJobStore: JobStore {
             let next = try transition(job, t, now)
             let saved = try await call { [self, lanes] in try await lanes.with { c in try await save(next, over: job, revision: revision, on: c) } }
             if saved {
-                if next.state == .queued && next.runAt <= now { try? await run("SELECT pg_notify(\(channel), '')") }
+                if next.state == .queued && next.runAt <= now { _ = try? await run("SELECT pg_notify(\(channel), '')") }
                 return next
             }
         }
