@@ -58,21 +58,8 @@ struct BatchCommand: AsyncParsableCommand {
         stall.apply()
         let files = try SubmitCommand.expand(manifests)
         let roots = OutputRoots.chosen(outputRoots)
-        var jobs: [NewJob] = []
-        var invalid: [ManifestValidationError] = []
-        for file in files {
-            switch ManifestLoader.loadWithText(file, outputRoots: roots) {
-            case .success(let (manifest, text)):
-                jobs.append(NewJob(name: manifest.name, manifest: text, baseDirectory: manifest.baseDirectory, outputRoots: roots ?? [],
-                                   maxAttempts: maxAttempts))
-            case .failure(let e):
-                invalid.append(e)
-            }
-        }
-        if !invalid.isEmpty {
-            for e in invalid { FileHandle.standardError.write(Data((e.description + "\n").utf8)) }
-            FileHandle.standardError.write(Data("nothing was run: \(invalid.count) of \(files.count) manifests are invalid\n".utf8))
-            throw ExitCode(ExitStatus.usage)
+        let jobs = try SubmitCommand.load(files, outputRoots: roots, nothing: "run") { manifest, text in
+            NewJob(name: manifest.name, manifest: text, baseDirectory: manifest.baseDirectory, outputRoots: roots ?? [], maxAttempts: maxAttempts)
         }
 
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mediafarm-batch-\(UUID().uuidString.prefix(8))")

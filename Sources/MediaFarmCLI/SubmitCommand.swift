@@ -55,22 +55,10 @@ struct SubmitCommand: AsyncParsableCommand {
         let files = try Self.expand(manifests)
         let roots = OutputRoots.chosen(outputRoots)
 
-        var jobs: [NewJob] = []
-        var invalid: [ManifestValidationError] = []
-        for file in files {
-            switch ManifestLoader.loadWithText(file, outputRoots: roots) {
-            case .success(let (manifest, text)):
-                let runAt = delay > 0 ? Date().addingTimeInterval(delay) : nil
-                jobs.append(NewJob(name: manifest.name, manifest: text, baseDirectory: manifest.baseDirectory, outputRoots: roots ?? [],
-                                   priority: priority, maxAttempts: maxAttempts, runAt: runAt, uniqueKey: uniqueKey, timeout: timeout))
-            case .failure(let e):
-                invalid.append(e)
-            }
-        }
-        if !invalid.isEmpty {
-            for e in invalid { FileHandle.standardError.write(Data((e.description + "\n").utf8)) }
-            FileHandle.standardError.write(Data("nothing was queued: \(invalid.count) of \(files.count) manifests are invalid\n".utf8))
-            throw ExitCode(ExitStatus.usage)
+        let runAt = delay > 0 ? Date().addingTimeInterval(delay) : nil
+        let jobs = try Self.load(files, outputRoots: roots, nothing: "queued") { manifest, text in
+            NewJob(name: manifest.name, manifest: text, baseDirectory: manifest.baseDirectory, outputRoots: roots ?? [],
+                   priority: priority, maxAttempts: maxAttempts, runAt: runAt, uniqueKey: uniqueKey, timeout: timeout)
         }
 
         let store = try await queue.open(create: true)
@@ -94,6 +82,26 @@ struct SubmitCommand: AsyncParsableCommand {
             let jobs = try await StatusCommand.watch(store: store, ids: ids, draw: !json)
             if jobs.contains(where: { $0.state != .succeeded }) { throw ExitCode(ExitStatus.failure) }
         }
+    }
+
+    /// Loads and validates every manifest, making a job of each; if any is invalid, prints every error and
+    /// exits 2 ("nothing was `nothing`").
+    static func load(_ files: [String], outputRoots roots: [String]?, nothing: String,
+                     job: (JobManifest, String) -> NewJob) throws -> [NewJob] {
+        var jobs: [NewJob] = []
+        var invalid: [ManifestValidationError] = []
+        for file in files {
+            switch ManifestLoader.loadWithText(file, outputRoots: roots) {
+            case .success(let (manifest, text)): jobs.append(job(manifest, text))
+            case .failure(let e): invalid.append(e)
+            }
+        }
+        guard invalid.isEmpty else {
+            for e in invalid { FileHandle.standardError.write(Data((e.description + "\n").utf8)) }
+            FileHandle.standardError.write(Data("nothing was \(nothing): \(invalid.count) of \(files.count) manifests are invalid\n".utf8))
+            throw ExitCode(ExitStatus.usage)
+        }
+        return jobs
     }
 
     /// Manifest files: each file as given, each folder's *.json files in name order.

@@ -1,0 +1,172 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import PostgresNIO
+
+/// How a PostgreSQL store reaches its server: configurations, single connections (the schema check,
+/// the listener), the lanes its statements run on, and errors in words.
+extension PostgresJobStore {
+    static func clientConfiguration(_ server: PostgresLocation) -> PostgresClient.Configuration {
+        var configuration: PostgresClient.Configuration
+        if let socket = server.socketPath {
+            configuration = .init(unixSocketPath: socket, username: server.user, password: server.password, database: server.database)
+        } else {
+            let tls: PostgresClient.Configuration.TLS = switch server.tls {
+            case .disable: .disable
+            case .prefer: .prefer(.makeClientConfiguration())
+            case .require: .require(.makeClientConfiguration())
+            }
+            configuration = .init(host: server.host, port: server.port, username: server.user, password: server.password,
+                                  database: server.database, tls: tls)
+        }
+        configuration.options.connectTimeout = .milliseconds(Int64(server.connectTimeout * 1000))
+        configuration.options.additionalStartupParameters = Self.startupParameters(server)
+        return configuration
+    }
+
+    /// The application's name, and the schema as the search path: the prepared statements name their
+    /// table unqualified.
+    static func startupParameters(_ server: PostgresLocation) -> [(String, String)] {
+        [("application_name", server.applicationName), ("search_path", "\"\(server.schema)\"")]
+    }
+
+    /// One connection outside the pool (the listener), closed after `body`.
+    static func withConnection<T: Sendable>(_ server: PostgresLocation,
+                                            _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws(JobStoreError) -> T {
+        let connection = try await connect(server)
+        do {
+            let value = try await body(connection, logger)
+            try? await connection.close()
+            return value
+        } catch {
+            try? await connection.close()
+            throw (error as? JobStoreError) ?? .unavailable("\(server): \(describe(error))")
+        }
+    }
+
+    /// A new connection, or an error that names the server and says why not.
+    static func connect(_ server: PostgresLocation) async throws(JobStoreError) -> PostgresConnection {
+        let logger = Self.logger
+        do {
+            var configuration: PostgresConnection.Configuration
+            if let socket = server.socketPath {
+                configuration = .init(unixSocketPath: socket, username: server.user, password: server.password, database: server.database)
+            } else {
+                let tls: PostgresConnection.Configuration.TLS = switch server.tls {
+                case .disable: .disable
+                case .prefer: .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+                case .require: .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+                }
+                configuration = .init(host: server.host, port: server.port, username: server.user, password: server.password,
+                                      database: server.database, tls: tls)
+            }
+            configuration.options.connectTimeout = .milliseconds(Int64(server.connectTimeout * 1000))
+            configuration.options.additionalStartupParameters = Self.startupParameters(server)
+            let configured = configuration
+            return try await Deadline.run(seconds: server.connectTimeout) {
+                try await PostgresConnection.connect(configuration: configured, id: 1, logger: logger)
+            }
+        } catch let error as JobStoreError {
+            throw error
+        } catch is Deadline.Expired {
+            throw .unavailable("\(server): cannot connect: no answer within \(Self.format(server.connectTimeout)) s")
+        } catch {
+            throw .unavailable("\(server): cannot connect: \(describe(error))")
+        }
+    }
+
+    /// The server's own message when there is one (wrong password, missing database, constraint),
+    /// else what failed on the way (connection refused, closed), in words.
+    static func describe(_ error: any Error) -> String {
+        if let e = error as? PSQLError {
+            if let message = e.serverInfo?[.message] {
+                return message + (e.serverInfo?[.constraintName].map { " (\($0))" } ?? "")
+            }
+            let what: String = switch e.code {
+            case .connectionError: "cannot reach the server"
+            case .serverClosedConnection: "the server closed the connection"
+            case .clientClosedConnection, .poolClosed: "the connection was closed"
+            case .sslUnsupported: "the server does not offer TLS (sslmode=require)"
+            case .queryCancelled: "the query was cancelled"
+            case .authMechanismRequiresPassword: "the server asks for a password (give one in the URL or PGPASSWORD)"
+            case .unsupportedAuthMechanism: "the server asks for an authentication method this program does not support"
+            default: e.code.description
+            }
+            return e.underlying.map { "\(what): \(describe($0))" } ?? what
+        }
+        if let e = error as? NIOConnectionError {
+            let reasons = e.connectionErrors.map { describe($0.error) } + (e.dnsAAAAError.map { [describe($0)] } ?? [])
+                + (e.dnsAError.map { [describe($0)] } ?? [])
+            return reasons.isEmpty ? "cannot connect to \(e.host):\(e.port)" : Array(Set(reasons)).sorted().joined(separator: "; ")
+        }
+        if let e = error as? IOError { return String(cString: strerror(e.errnoCode)) }
+        return String(describing: error)
+    }
+
+    static func format(_ seconds: Double) -> String {
+        seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
+    }
+}
+
+/// Something that runs one statement.
+protocol Queryable: Sendable {
+    func run(_ query: PostgresQuery) async throws -> [PostgresRow]
+}
+
+/// Where a store's statements run: a pool (a coordinator: many tasks at once, reconnection), or the one
+/// connection a short command opened to check the schema (no second connection to make and
+/// authenticate before its first statement), one call at a time.
+enum Lanes: Sendable {
+    case pool(PostgresClient)
+    case single(PostgresConnection, Turnstile)
+
+    func with<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        switch self {
+        case .pool(let client):
+            return try await client.withConnection { connection in try await body(connection) }
+        case let .single(connection, turnstile):
+            await turnstile.enter()
+            do {
+                let value = try await body(connection)
+                await turnstile.leave()
+                return value
+            } catch {
+                await turnstile.leave()
+                throw error
+            }
+        }
+    }
+}
+
+/// One caller at a time, the others waiting in order.
+actor Turnstile {
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func enter() async {
+        if busy {
+            await withCheckedContinuation { waiting.append($0) }
+        } else {
+            busy = true
+        }
+    }
+
+    func leave() {
+        if waiting.isEmpty {
+            busy = false
+        } else {
+            waiting.removeFirst().resume()
+        }
+    }
+}
+
+extension PostgresConnection: Queryable {
+    /// Collects the rows on the connection's event loop and hands them over once (the row sequence's
+    /// async iteration costs a thread switch per step, which measured as much as the query).
+    func run(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        let result: EventLoopFuture<PostgresQueryResult> = self.query(query, logger: PostgresJobStore.logger)
+        return try await result.get().rows
+    }
+}

@@ -1,0 +1,65 @@
+import PostgresNIO
+
+// The hot statements, prepared once per connection.
+
+/// queued -> running for up to `limit` jobs: what `JobStateMachine`'s claim sets (the attempt counted,
+/// a fresh token, progress 0, phase "starting"; the conformance suite holds both backends to the same
+/// result), in priority, runAt, id order, skipping rows other claimers hold. Prepared: planning it
+/// cost as much as running it. `jobs` is found through the connection's search path (the schema).
+struct ClaimStatement: PostgresPreparedStatement {
+    static let sql = """
+        WITH picked AS (
+            SELECT id FROM jobs WHERE state = 'queued' AND run_at <= $1
+            ORDER BY priority DESC, run_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)
+        UPDATE jobs AS j
+        SET state = 'running', attempt = j.attempt + 1, lease_owner = $3, lease_token = replace(gen_random_uuid()::text, '-', ''),
+            lease_expires_at = $4, started_at = $1, finished_at = NULL, progress = 0, phase = 'starting', worker_pid = NULL,
+            updated_at = $1, revision = j.revision + 1
+        FROM picked WHERE j.id = picked.id
+        RETURNING \(PostgresJobStore.columns("j"))
+        """
+    static let bindingDataTypes: [PostgresDataType] = [.float8, .int8, .text, .float8]
+
+    let now: Double
+    let limit: Int64
+    let owner: String
+    let expires: Double
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 4)
+        bindings.append(now)
+        bindings.append(limit)
+        bindings.append(owner)
+        bindings.append(expires)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+}
+
+/// running -> succeeded where the token still holds: what `JobStateMachine`'s succeed sets. Prepared.
+struct SucceedStatement: PostgresPreparedStatement {
+    static let sql = """
+        UPDATE jobs SET state = 'succeeded', result = $3, progress = 1, phase = 'done', finished_at = $4, lease_owner = NULL,
+            lease_token = NULL, lease_expires_at = NULL, worker_pid = NULL, updated_at = $4, revision = revision + 1
+        WHERE id = $1 AND state = 'running' AND lease_token = $2
+        RETURNING \(PostgresJobStore.columns())
+        """
+    static let bindingDataTypes: [PostgresDataType] = [.int8, .text, .text, .float8]
+
+    let id: Int64
+    let token: String
+    let result: String?
+    let now: Double
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 4)
+        bindings.append(id)
+        bindings.append(token)
+        bindings.append(result)
+        bindings.append(now)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+}
