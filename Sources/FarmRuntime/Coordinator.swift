@@ -1,6 +1,7 @@
 import FarmModel
 import FarmStore
 import Foundation
+import Metrics
 import ServiceLifecycle
 #if canImport(Glibc)
 import Glibc
@@ -33,6 +34,9 @@ public final class Coordinator: Service, @unchecked Sendable {
     /// A worker started: renew the leases (recording its process id) at the next check.
     private var renewSoon = false
     private var standbys: [StandbyWorker] = []
+    private var loopTurns: [String: Date] = [:]
+    private let startedAt = Date()
+    let metrics: CoordinatorMetrics
 
     /// Why the coordinator stopped a worker itself.
     enum StopReason: Equatable {
@@ -60,6 +64,28 @@ public final class Coordinator: Service, @unchecked Sendable {
         self.configuration = configuration
         self.now = now
         self.events = events
+        self.metrics = CoordinatorMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
+    }
+
+    /// Slots, running jobs with their latest progress, and the loops' last turns.
+    public var snapshot: CoordinatorSnapshot {
+        lock.withLock {
+            CoordinatorSnapshot(
+                owner: configuration.owner, workers: configuration.workers, draining: draining,
+                running: running.map { id, r in
+                    CoordinatorSnapshot.RunningJob(id: id, name: r.job.name, attempt: r.job.attempt, pid: r.pid, started: r.started,
+                                                   fraction: r.progress?.fraction, phase: r.progress?.phase, eta: r.progress?.eta)
+                }.sorted { $0.id < $1.id },
+                loops: loopTurns, started: startedAt)
+        }
+    }
+
+    /// Whether the coordinator is draining (SIGTERM): it claims nothing more.
+    public var isDraining: Bool { lock.withLock { draining } }
+
+    private func turned(_ loop: String) {
+        let t = now()
+        lock.withLock { loopTurns[loop] = t }
     }
 
     /// Jobs this coordinator saw end failed or dead (and not succeed later).
@@ -114,6 +140,7 @@ public final class Coordinator: Service, @unchecked Sendable {
         defer { retireStandbys() }
         var poll = configuration.pollInterval
         while !Task.isCancelled {
+            turned("claimer")
             if lock.withLock({ draining }) { return }
             let free = configuration.workers - lock.withLock { running.count }
             var claimed: [Job] = []
@@ -123,6 +150,7 @@ public final class Coordinator: Service, @unchecked Sendable {
                     nextRunAt = try await store.nextRunAt()
                     if let next = nextRunAt, next <= now() {
                         claimed = try await store.claim(limit: free, owner: configuration.owner, leaseDuration: configuration.leaseDuration, at: now())
+                        if !claimed.isEmpty { metrics.claims.increment(by: claimed.count) }
                     }
                 } catch {
                     events(.notice("queue: \(error)"))
@@ -190,6 +218,7 @@ public final class Coordinator: Service, @unchecked Sendable {
     private func rescueLoop() async {
         var lastPrune: Date?
         while !Task.isCancelled, !lock.withLock({ draining }) {
+            turned("rescuer")
             await rescueExpired()
             if let keep = configuration.keepFinished, lastPrune.map({ now().timeIntervalSince($0) >= configuration.pruneInterval }) ?? true {
                 lastPrune = now()
@@ -228,13 +257,14 @@ public final class Coordinator: Service, @unchecked Sendable {
             guard let lease = job.lease, case .success(let manifest) = ManifestLoader.validate(
                 text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) else { continue }
             do {
-                _ = try StagedOutput.publish(manifest, token: lease.token, allowExisting: manifest.overwrite || job.attempt > 1, resuming: true)
+                metrics.published(try StagedOutput.publish(manifest, token: lease.token, allowExisting: manifest.overwrite || job.attempt > 1, resuming: true))
             } catch {
                 events(.notice("job \(job.id) (\(job.name)): cannot complete the publication of \(lease.owner): \(error)"))
                 continue
             }
             do {
                 let after = try await store.finish(id: job.id, token: lease.token, outcome: .succeeded(result: job.result), at: now())
+                metrics.rescued("publication_completed")
                 events(.notice("job \(job.id) (\(job.name)): \(lease.owner) stopped while publishing attempt \(job.attempt); "
                                + "publication completed here, job \(after.state.rawValue)"))
             } catch where error.isStaleLease {
@@ -254,6 +284,7 @@ public final class Coordinator: Service, @unchecked Sendable {
                 events(.notice("job \(job.id) (\(job.name)): lease of \(job.lease?.owner ?? "?") expired; "
                                + (after?.state == .dead ? "dead after \(job.attempt) attempts" : "back in the queue")))
                 if after?.state == .dead { lock.withLock { finishedStates[job.id] = .dead } }
+                metrics.rescued(after?.state == .dead ? "dead" : "requeued")
                 if let token = job.lease?.token, case .success(let manifest) = ManifestLoader.validate(
                     text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
                     StagedOutput.discard(manifest, token: token)
@@ -301,11 +332,13 @@ public final class Coordinator: Service, @unchecked Sendable {
 
         switch entry.stop {
         case .lost(let state):
+            metrics.attemptEnded(state == .cancelled ? "cancelled" : "lost", seconds: seconds)
             events(.finished(id: id, name: job.name, state: state == .cancelled ? "cancelled" : "lost", attempt: job.attempt,
                              message: state == .cancelled ? "cancelled: worker stopped, temporary files removed"
                                  : "lease lost: worker stopped, nothing published", seconds: seconds))
         case .timeout(let limit):
-            await finish(job, token: token, outcome: .crashed(message: "timed out after \(Self.format(limit)) s: worker killed"), seconds: seconds)
+            await finish(job, token: token, outcome: .crashed(message: "timed out after \(Self.format(limit)) s: worker killed"), seconds: seconds,
+                         reason: "timed_out")
         case .drain:
             await finish(job, token: token, outcome: .released, seconds: seconds)
         case nil:
@@ -351,13 +384,14 @@ public final class Coordinator: Service, @unchecked Sendable {
             return
         }
         guard await confirmLease(job, token: token, result: resultJSON) else {
+            metrics.attemptEnded("stale", seconds: seconds)
             events(.finished(id: job.id, name: job.name, state: "stale", attempt: job.attempt,
                              message: "the lease was lost before publishing: outputs discarded", seconds: seconds))
             return
         }
         do {
             // A retried attempt may replace what an earlier attempt of this job published.
-            _ = try StagedOutput.publish(manifest, token: token, allowExisting: manifest.overwrite || job.attempt > 1)
+            metrics.published(try StagedOutput.publish(manifest, token: token, allowExisting: manifest.overwrite || job.attempt > 1))
         } catch {
             await finish(job, token: token, outcome: .failed(message: "\(error)", result: resultJSON), seconds: seconds)
             return
@@ -368,13 +402,14 @@ public final class Coordinator: Service, @unchecked Sendable {
     /// Records the end of an attempt. A queue that does not answer (a server restarting, a network
     /// down) is retried with backoff for as long as the lease would hold, so that a finished job is not
     /// rescued and run again; after that the rescuer of whichever coordinator sees it first takes over.
-    private func finish(_ job: Job, token: String, outcome: AttemptOutcome, seconds: Double) async {
+    private func finish(_ job: Job, token: String, outcome: AttemptOutcome, seconds: Double, reason: String? = nil) async {
         let deadline = now().addingTimeInterval(configuration.leaseDuration)
         var delay = 0.1
         while true {
             do {
                 let after = try await store.finish(id: job.id, token: token, outcome: outcome, at: now())
                 lock.withLock { finishedStates[job.id] = after.state.isTerminal ? after.state : nil }
+                metrics.attemptEnded(reason ?? outcome.metricName, seconds: seconds)
                 let message: String? = switch outcome {
                 case .succeeded: nil
                 case .failed(let m, _), .crashed(let m): m
@@ -383,6 +418,7 @@ public final class Coordinator: Service, @unchecked Sendable {
                 events(.finished(id: job.id, name: job.name, state: after.state.rawValue, attempt: job.attempt, message: message, seconds: seconds))
                 return
             } catch let error where error.isStaleLease {
+                metrics.attemptEnded("stale", seconds: seconds)
                 events(.finished(id: job.id, name: job.name, state: "stale", attempt: job.attempt,
                                  message: "a newer attempt owns the job: this attempt's result is discarded", seconds: seconds))
                 return
@@ -458,6 +494,7 @@ public final class Coordinator: Service, @unchecked Sendable {
     private func checkLoop() async {
         var lastRenew = now()
         while true {
+            turned("heartbeat")
             let (entries, stop) = lock.withLock { (running, draining && running.isEmpty) }
             if stop { return }
             if Task.isCancelled {
@@ -479,6 +516,7 @@ public final class Coordinator: Service, @unchecked Sendable {
                         LeaseRenewal(id: id, token: e.token, progress: e.progress?.fraction, phase: e.progress?.phase, workerPID: e.pid)
                     }
                     lost.formUnion(try await store.renew(renewals, leaseDuration: configuration.leaseDuration, at: t))
+                    if !renewals.isEmpty { metrics.renewals.increment(by: renewals.count) }
                 }
                 for id in lost {
                     stopWorker(id, reason: .lost(try? await store.job(id: id)?.state))
@@ -518,5 +556,17 @@ public final class Coordinator: Service, @unchecked Sendable {
 
     static func format(_ seconds: Double) -> String {
         seconds == seconds.rounded() ? String(Int(seconds)) : String(format: "%.1f", seconds)
+    }
+}
+
+extension AttemptOutcome {
+    /// The outcome label of `mediafarm_attempts_total`.
+    var metricName: String {
+        switch self {
+        case .succeeded: "succeeded"
+        case .failed: "failed"
+        case .crashed: "crashed"
+        case .released: "released"
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Metrics
 
 /// How a coordinator runs its workers. Times are seconds.
 public struct CoordinatorConfiguration: Sendable {
@@ -35,6 +36,8 @@ public struct CoordinatorConfiguration: Sendable {
     public var standbyWorkers = true
     /// This coordinator's name in leases: "host:pid:random".
     public var owner: String = CoordinatorConfiguration.defaultOwner()
+    /// Where the coordinator's counters go (`CoordinatorMetrics`); nil: swift-metrics' global factory.
+    public var metricsFactory: (any MetricsFactory)?
 
     public init() {}
 

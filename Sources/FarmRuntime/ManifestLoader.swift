@@ -59,7 +59,8 @@ extension ManifestLoader {
 
     /// Validation against the file system: `outputRoots` nil means the manifest's folder. Inputs and
     /// outputs are compared by file identity; `refuseExistingOutputs` at submission (see `ManifestContext`).
-    static func validate(bytes: [UInt8], file: String, name: String, baseDirectory: String,
+    /// The HTTP API submits through this with the body's bytes.
+    public static func validate(bytes: [UInt8], file: String, name: String, baseDirectory: String,
                          outputRoots: [String]?, refuseExistingOutputs: Bool = false) -> Result<JobManifest, ManifestValidationError> {
         let context = ManifestContext(baseDirectory: baseDirectory, outputRoots: outputRoots, defaultName: name, realPath: realPath,
                                       fileIdentity: FileIdentity.of, refuseExistingOutputs: refuseExistingOutputs)

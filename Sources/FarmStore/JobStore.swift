@@ -91,12 +91,15 @@ public struct JobQuery: Sendable, Hashable {
     /// At most this many (the newest ones when `newest` is set).
     public var limit: Int?
     public var newest: Bool
+    /// Only jobs with a smaller id: the next page of a listing newest first, after the job `before`.
+    public var before: Int64?
 
-    public init(ids: [Int64]? = nil, states: [JobState]? = nil, limit: Int? = nil, newest: Bool = false) {
+    public init(ids: [Int64]? = nil, states: [JobState]? = nil, limit: Int? = nil, newest: Bool = false, before: Int64? = nil) {
         self.ids = ids
         self.states = states
         self.limit = limit
         self.newest = newest
+        self.before = before
     }
 }
 

@@ -274,6 +274,7 @@ public final class PostgresJobStore: JobStore {
         let rows = try await run("""
             SELECT \(unescaped: Self.columns()) FROM \(unescaped: table)
             WHERE (\(query.ids == nil) OR id = ANY(\(query.ids ?? []))) AND (\(query.states == nil) OR state = ANY(\((query.states ?? []).map(\.rawValue))))
+              AND id < \(query.before ?? Int64.max)
             ORDER BY id \(unescaped: order) LIMIT \(query.limit.map(Int64.init))
             """)
         let jobs = try decodeJobs(rows).map(\.job)

@@ -256,6 +256,10 @@ public final class SQLiteJobStore: JobStore {
                 conditions.append("state IN (\(states.map { _ in "?" }.joined(separator: ",")))")
                 arguments += states.map(\.rawValue)
             }
+            if let before = query.before {
+                conditions.append("id < ?")
+                arguments.append(before)
+            }
             var sql = "SELECT \(Self.columns) FROM jobs"
             if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
             sql += query.newest ? " ORDER BY id DESC" : " ORDER BY id"

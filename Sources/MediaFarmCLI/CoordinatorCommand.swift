@@ -1,10 +1,12 @@
 import ArgumentParser
+import FarmHTTP
 import FarmModel
 import FarmRuntime
 import FarmStore
 import Foundation
 import Logging
 import ServiceLifecycle
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,6 +24,8 @@ struct CoordinatorCommand: AsyncParsableCommand {
         SIGTERM or SIGINT drains: no new claims; running jobs get --grace seconds, then are stopped and given \
         back to the queue without using up an attempt. With --exit-when-idle the coordinator exits once nothing \
         is queued or running: status 1 when a job it ran failed or died, else 0.
+
+        With --http HOST:PORT it serves /healthz, /readyz (503 while draining), /metrics (Prometheus), the JSON         API under /api (see docs/openapi.json) and a status page at /. Listening on anything but loopback         requires --token-file: requests must then carry `Authorization: Bearer TOKEN` (browsers sign in at /login).
         """)
 
     @OptionGroup var queue: QueueOptions
@@ -67,6 +71,20 @@ struct CoordinatorCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON event per line (started, progress, finished, notice).")
     var json = false
 
+    @Option(help: ArgumentHelp("Serve health, metrics, the JSON API and the status page on HOST:PORT (port 0: any free port).",
+                               valueName: "host:port"))
+    var http: String?
+
+    @Option(name: .customLong("token-file"), help: "A file holding the bearer token HTTP requests must carry (required off loopback).")
+    var tokenFile: String?
+
+    @Option(name: .customLong("api-base-dir"), help: "Relative paths in manifests posted to the API resolve against this folder (default: the current one).")
+    var apiBaseDir: String?
+
+    @Option(name: .customLong("output-root"),
+            help: "A folder outputs of API-submitted manifests may be written under (repeatable; default: MEDIAFARM_OUTPUT_ROOTS, else --api-base-dir).")
+    var outputRoots: [String] = []
+
     func validate() throws {
         guard workers >= 1 else { throw ValidationError("--workers must be at least 1") }
         guard lease >= 1 else { throw ValidationError("--lease must be at least 1 second") }
@@ -75,12 +93,43 @@ struct CoordinatorCommand: AsyncParsableCommand {
         guard jobTimeout > 0, grace >= 0 else { throw ValidationError("--job-timeout must be positive and --grace not negative") }
         _ = try Self.bytes(maxMemory, "--max-memory")
         _ = try Self.bytes(maxFileSize, "--max-file-size")
+        if let http {
+            guard let address = BindAddress(http) else { throw ValidationError("--http \(http): give HOST:PORT, e.g. 127.0.0.1:8080") }
+            if !address.isLoopback && tokenFile == nil {
+                throw ValidationError("--http \(http) listens beyond this machine: give --token-file with the bearer token clients must send")
+            }
+        } else if tokenFile != nil || apiBaseDir != nil || !outputRoots.isEmpty {
+            throw ValidationError("--token-file, --api-base-dir and --output-root apply to --http: give --http HOST:PORT")
+        }
+    }
+
+    /// The HTTP face's settings, the token read from its file (whitespace around it dropped).
+    func httpConfiguration() throws -> HTTPFaceConfiguration? {
+        guard let http, let address = BindAddress(http) else { return nil }
+        var token: String?
+        if let tokenFile {
+            guard let data = FileManager.default.contents(atPath: tokenFile) else { throw CLIError("--token-file \(tokenFile): cannot be read", status: ExitStatus.usage) }
+            let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard text.count >= 16, !text.contains(where: \.isWhitespace) else {
+                throw CLIError("--token-file \(tokenFile): the token must be at least 16 characters without spaces (e.g. `openssl rand -hex 32`)", status: ExitStatus.usage)
+            }
+            token = text
+        }
+        let cwd = FileManager.default.currentDirectoryPath
+        let base = apiBaseDir.map { PathRules.resolve($0, against: cwd) } ?? cwd
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: base, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw CLIError("--api-base-dir \(base): no such folder", status: ExitStatus.usage)
+        }
+        return HTTPFaceConfiguration(host: address.host, port: address.port, token: token, baseDirectory: base,
+                                     outputRoots: OutputRoots.chosen(outputRoots))
     }
 
     @OptionGroup var stall: StallOptions
 
     func run() async throws {
         stall.apply()
+        let httpConfiguration = try httpConfiguration()
         let store = try await queue.open(create: true, connections: workers + 4, listen: true)
         var configuration = CoordinatorConfiguration()
         configuration.workers = workers
@@ -98,12 +147,32 @@ struct CoordinatorCommand: AsyncParsableCommand {
             configuration.workerCommand = workerCommand.split(separator: " ").map(String.init)
         }
         let printer = CoordinatorPrinter(json: json)
-        let coordinator = Coordinator(store: store, configuration: configuration, events: { printer.print($0) })
+        let metrics = httpConfiguration.map { _ in FarmMetrics() }
+        configuration.metricsFactory = metrics?.factory
+        let face = Mutex<HTTPFace?>(nil)
+        let coordinator = Coordinator(store: store, configuration: configuration, events: { event in
+            printer.print(event)
+            face.withLock { $0 }?.publish(event)
+        })
         printer.notice("coordinator \(configuration.owner): \(workers) workers on \(store.location)")
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let httpConfiguration, let metrics {
+            let http = HTTPFace(configuration: httpConfiguration, coordinator: coordinator, store: store, metrics: metrics,
+                                logger: Logger(label: "mediafarm.http"),
+                                onListening: { printer.notice("http: listening on \($0)" + (httpConfiguration.token == nil ? "" : " (bearer token required)")) })
+            face.withLock { $0 = http }
+            // Before the coordinator: a graceful shutdown stops the coordinator first (draining while
+            // /readyz says 503), then the server.
+            services.append(.init(service: http))
+        }
+        services.append(.init(service: coordinator, successTerminationBehavior: .gracefullyShutdownGroup))
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: [.init(service: coordinator, successTerminationBehavior: .gracefullyShutdownGroup)],
-            gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "mediafarm.coordinator")))
-        try await group.run()
+            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "mediafarm.coordinator")))
+        do {
+            try await group.run()
+        } catch where httpConfiguration != nil && "\(error)".contains("bind") {
+            throw CLIError("--http \(http ?? ""): cannot listen: \(error)")
+        }
         printer.finish()
         let failed = coordinator.failedJobs
         let finished = coordinator.finishedJobs

@@ -50,7 +50,9 @@ public struct MediaFarmMain: AsyncParsableCommand {
 
     private static let loggingOnce: Void = {
         let level = ProcessInfo.processInfo.environment["MEDIAFARM_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .warning
+        let json = JSONLogHandler.wanted
         LoggingSystem.bootstrap { label in
+            if json { return JSONLogHandler(label: label, level: level) }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler

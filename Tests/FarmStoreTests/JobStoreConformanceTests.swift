@@ -197,6 +197,9 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
         #expect(try await store.jobs(matching: JobQuery(states: [.queued])).map(\.id) == [ids[3], ids[4]])
         #expect(try await store.jobs(matching: JobQuery(states: [.succeeded, .cancelled])).map(\.id) == [ids[0], ids[5]])
         #expect(try await store.jobs(matching: JobQuery(limit: 2, newest: true)).map(\.id) == [ids[4], ids[5]])
+        // Paging newest first: the page after ids[4] holds the two before it.
+        #expect(try await store.jobs(matching: JobQuery(limit: 2, newest: true, before: ids[4])).map(\.id) == [ids[2], ids[3]])
+        #expect(try await store.jobs(matching: JobQuery(states: [.queued], newest: true, before: ids[4])).map(\.id) == [ids[3]])
         #expect(try await store.jobs(matching: JobQuery(ids: [ids[1], ids[3]], states: [.queued])).map(\.id) == [ids[3]])
         let stats = try await store.stats(at: t0.addingTimeInterval(10))
         #expect(stats.counts == ["succeeded": 1, "failed": 1, "running": 1, "queued": 2, "cancelled": 1] && stats.total == 6)

@@ -1,0 +1,71 @@
+import FarmModel
+import FarmRuntime
+import FarmStore
+import Foundation
+
+import Prometheus
+import Synchronization
+
+/// The Prometheus side of the coordinator: a registry of its own (not the process-global one, so that
+/// several coordinators in one process do not mix), the swift-metrics factory the coordinator counts
+/// through, and the gauges that describe the queue, refreshed from the store at each scrape.
+public final class FarmMetrics: Sendable {
+    public let registry = PrometheusCollectorRegistry()
+    public let factory: PrometheusMetricsFactory
+    /// Hosts that had running jobs at an earlier scrape: their gauge drops to 0 rather than going stale.
+    private let hostsSeen = Mutex<Set<String>>([])
+
+    public init() {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets[CoordinatorMetrics.durationLabel] = CoordinatorMetrics.durationBuckets.map { .milliseconds(Int64($0 * 1000)) }
+        self.factory = factory
+        // Counters a fresh coordinator has not touched yet still appear, at 0.
+        // (The coordinator's counters carry no help text: swift-metrics has none to give.)
+        for outcome in ["succeeded", "failed", "crashed", "timed_out", "released", "cancelled", "lost", "stale"] {
+            _ = registry.makeCounter(descriptor: Self.name("attempts_total"), labels: [("outcome", outcome)])
+        }
+        for kind in ["requeued", "dead", "publication_completed"] {
+            _ = registry.makeCounter(descriptor: Self.name("rescues_total"), labels: [("kind", kind)])
+        }
+        for name in ["claims_total", "lease_renewals_total", "output_bytes_total"] {
+            _ = registry.makeCounter(descriptor: Self.name(name))
+        }
+    }
+
+    static func name(_ name: String, help: String = "") -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "mediafarm", metricName: name, unitName: "", helpText: help)
+    }
+
+    private func gauge(_ name: String, _ help: String, _ labels: [(String, String)] = []) -> Prometheus.Gauge {
+        registry.makeGauge(descriptor: Self.name(name, help: help), labels: labels)
+    }
+
+    /// Sets the gauges from the queue and the coordinator, then renders every metric in the text format.
+    func scrape(stats: QueueStats?, snapshot: CoordinatorSnapshot, now: Date) -> [UInt8] {
+        if let stats {
+            for state in JobState.allCases {
+                gauge("jobs", "Jobs in the queue by state.", [("state", state.rawValue)])
+                    .set(Double(stats.counts[state.rawValue] ?? 0))
+            }
+            gauge("queue_depth", "Queued jobs.")
+                .set(Double(stats.counts[JobState.queued.rawValue] ?? 0))
+            gauge("oldest_queued_age_seconds", "How long the longest-waiting due job has waited.")
+                .set(stats.oldestDueAt.map { max(0, now.timeIntervalSince($0)) } ?? 0)
+            let hosts = hostsSeen.withLock { seen -> Set<String> in
+                seen.formUnion(stats.runningByHost.keys)
+                return seen
+            }
+            for host in hosts {
+                gauge("running_jobs", "Running jobs by the host holding their lease.", [("host", host)])
+                    .set(Double(stats.runningByHost[host] ?? 0))
+            }
+        }
+        gauge("queue_up", "1 when the queue answered this scrape.").set(stats == nil ? 0.0 : 1.0)
+        gauge("worker_slots", "This coordinator's worker slots.", [("state", "busy")])
+            .set(Double(snapshot.busySlots))
+        gauge("worker_slots", "This coordinator's worker slots.", [("state", "free")])
+            .set(Double(snapshot.freeSlots))
+        gauge("draining", "1 while the coordinator drains (SIGTERM).").set(snapshot.draining ? 1.0 : 0.0)
+        return registry.emitToBuffer()
+    }
+}

@@ -1,0 +1,136 @@
+import FarmModel
+import FarmRuntime
+import FarmStore
+import Foundation
+import Hummingbird
+import Logging
+import ServiceLifecycle
+
+/// How the coordinator's HTTP face listens and what the API may do.
+public struct HTTPFaceConfiguration: Sendable {
+    public var host: String
+    public var port: Int
+    /// The bearer token requests must carry; nil: none (loopback only, see `BindAddress.isLoopback`).
+    public var token: String?
+    /// Relative paths in manifests posted to the API resolve against this folder.
+    public var baseDirectory: String
+    /// Outputs of manifests posted to the API must lie under these folders; nil: under `baseDirectory`.
+    public var outputRoots: [String]?
+    /// Larger request bodies are refused with 413.
+    public var maxBodyBytes = 1 << 20
+    /// A job stuck in none of the coordinator's loops for this long makes `/healthz` fail.
+    public var stalledLoopSeconds: Double = 120
+
+    public init(host: String, port: Int, token: String?, baseDirectory: String, outputRoots: [String]?) {
+        self.host = host
+        self.port = port
+        self.token = token
+        self.baseDirectory = baseDirectory
+        self.outputRoots = outputRoots
+    }
+}
+
+/// `HOST:PORT` as `--http` takes it (`[::1]:8080` for IPv6).
+public struct BindAddress: Sendable, Equatable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+
+    public init?(_ text: String) {
+        var host: Substring
+        let portText: Substring
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") {
+            host = text[text.index(after: text.startIndex)..<close]
+            portText = text[text.index(close, offsetBy: 2)...]
+        } else if let colon = text.lastIndex(of: ":") {
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+        } else {
+            return nil
+        }
+        if host.isEmpty { host = "0.0.0.0" }
+        guard let port = Int(portText), (0...65535).contains(port), !host.contains(" ") else { return nil }
+        self.host = String(host)
+        self.port = port
+    }
+
+    /// Only this machine can connect: 127.0.0.0/8, ::1, localhost.
+    public var isLoopback: Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// The coordinator's HTTP face (Hummingbird 2): `/healthz`, `/readyz`, `/metrics`, the JSON API under
+/// `/api`, and the status page at `/`. A swift-service-lifecycle `Service`: run it in the coordinator's
+/// service group, before the coordinator, so that it serves (readyz: 503) while the coordinator drains
+/// and stops after it.
+public final class HTTPFace: Service, Sendable {
+    public let configuration: HTTPFaceConfiguration
+    let coordinator: Coordinator
+    let store: any JobStore
+    let metrics: FarmMetrics
+    let hub = EventHub()
+    let logger: Logger
+    let onListening: @Sendable (String) -> Void
+
+    /// `metrics` must be the one whose factory the coordinator counts through.
+    public init(configuration: HTTPFaceConfiguration, coordinator: Coordinator, store: any JobStore, metrics: FarmMetrics,
+                logger: Logger, onListening: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.configuration = configuration
+        self.coordinator = coordinator
+        self.store = store
+        self.metrics = metrics
+        self.logger = logger
+        self.onListening = onListening
+    }
+
+    /// Passes a coordinator event to `/api/events` clients.
+    public func publish(_ event: CoordinatorEvent) {
+        switch event {
+        case let .started(id, name, attempt, pid, _):
+            hub.publish("started", json: ["id": id, "name": name, "attempt": attempt, "pid": pid])
+        case let .progress(id, name, fraction, phase):
+            hub.publish("progress", json: ["id": id, "name": name, "fraction": fraction, "phase": phase])
+        case let .finished(id, name, state, attempt, message, seconds):
+            var json: [String: Any] = ["id": id, "name": name, "state": state, "attempt": attempt, "seconds": seconds]
+            if let message { json["message"] = message }
+            hub.publish("finished", json: json)
+        case .notice(let text):
+            hub.publish("notice", json: ["message": text])
+        }
+    }
+
+    public func run() async throws {
+        let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: ErrorMiddleware(logger: logger))
+        if let token = configuration.token { router.add(middleware: BearerAuthMiddleware(token: token)) }
+        addRoutes(to: router)
+        let app = Application(
+            router: router,
+            configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),
+                                                    serverName: "mediafarm", reuseAddress: true),
+            onServerRunning: { [configuration, onListening] channel in
+                let port = channel.localAddress?.port ?? configuration.port
+                onListening(BindAddress("\(configuration.host):\(port)")?.description ?? "\(configuration.host):\(port)")
+            },
+            logger: logger)
+        try await withGracefulShutdownHandler {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await app.run() }
+                group.addTask { [hub] in
+                    // Comment frames keep event clients' connections open and find those that went away.
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .seconds(15))
+                        hub.keepAlive()
+                    }
+                }
+                try await group.next()
+                group.cancelAll()
+            }
+        } onGracefulShutdown: { [hub] in
+            // Event streams end, so that the server's graceful shutdown does not wait on them.
+            hub.close()
+        }
+    }
+}

@@ -1,0 +1,215 @@
+import FarmModel
+import FarmRuntime
+import FarmStore
+import Foundation
+import Hummingbird
+
+extension HTTPFace {
+    func addRoutes(to router: Router<BasicRequestContext>) {
+        router.get("/healthz") { _, _ in self.health() }
+        router.get("/readyz") { _, _ in await self.readiness() }
+        router.get("/metrics") { _, _ in await self.metricsText() }
+        router.post("/api/jobs") { request, context in try await self.submit(request) }
+        router.get("/api/jobs") { request, _ in try await self.list(request) }
+        router.get("/api/jobs/:id") { _, context in
+            let id = try Self.jobID(context)
+            guard let job = try await self.store.job(id: id) else { throw APIError(status: .notFound, message: "no job \(id)") }
+            return Response.json(JobView(job, now: Date()))
+        }
+        router.post("/api/jobs/:id/cancel") { request, context in
+            try await self.change(request, id: try Self.jobID(context), "cancelled") { (id: Int64) throws(JobStoreError) in try await self.store.cancel(id: id, at: Date()) }
+        }
+        router.post("/api/jobs/:id/retry") { request, context in
+            try await self.change(request, id: try Self.jobID(context), "retried") { (id: Int64) throws(JobStoreError) in try await self.store.retry(id: id, at: Date()) }
+        }
+        router.get("/api/events") { _, _ in self.events() }
+        router.get("/") { _, _ in await self.statusPage() }
+        router.get("/login") { _, _ in Response.text(StatusPage.login(failed: false), type: "text/html; charset=utf-8") }
+        router.post("/login") { request, _ in try await self.login(request) }
+    }
+
+    static func jobID(_ context: BasicRequestContext) throws -> Int64 {
+        guard let text = context.parameters.get("id"), let id = Int64(text), id > 0 else {
+            throw APIError(status: .notFound, message: "a job id is a positive integer, not \(context.parameters.get("id") ?? "nothing")")
+        }
+        return id
+    }
+
+    // MARK: - Health
+
+    /// Alive while the coordinator's loops keep turning (a loop stuck longer than `stalledLoopSeconds`
+    /// fails it; draining is healthy).
+    func health() -> Response {
+        let snapshot = coordinator.snapshot
+        let now = Date()
+        let ages = snapshot.loops.mapValues { now.timeIntervalSince($0) }
+        let stalled = snapshot.draining ? [] : ages.filter { $0.value > configuration.stalledLoopSeconds }.keys.sorted()
+        struct Health: Encodable {
+            var status: String
+            var draining: Bool
+            var loopAgeSeconds: [String: Double]
+            var stalled: [String]?
+        }
+        let body = Health(status: stalled.isEmpty ? "ok" : "stalled", draining: snapshot.draining,
+                          loopAgeSeconds: ages.mapValues { ($0 * 1000).rounded() / 1000 }, stalled: stalled.isEmpty ? nil : stalled)
+        return .json(body, status: stalled.isEmpty ? .ok : .serviceUnavailable)
+    }
+
+    /// Ready while the queue answers and the coordinator is not draining.
+    func readiness() async -> Response {
+        struct Ready: Encodable {
+            var status: String
+            var queue: String
+            var error: String?
+        }
+        if coordinator.isDraining {
+            return .json(Ready(status: "draining", queue: store.location), status: .serviceUnavailable)
+        }
+        do {
+            _ = try await store.counts()
+            return .json(Ready(status: "ready", queue: store.location))
+        } catch {
+            return .json(Ready(status: "queue unavailable", queue: store.location, error: error.description), status: .serviceUnavailable)
+        }
+    }
+
+    func metricsText() async -> Response {
+        let stats = try? await store.stats(at: Date())
+        let bytes = metrics.scrape(stats: stats, snapshot: coordinator.snapshot, now: Date())
+        return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    // MARK: - Jobs
+
+    /// `POST /api/jobs`: the body is a manifest; query: name, priority, key (unique key), maxAttempts, timeout, delay.
+    func submit(_ request: Request) async throws -> Response {
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > configuration.maxBodyBytes {
+            throw APIError(status: .contentTooLarge, message: "the request body is \(length) bytes; a manifest may be at most 1 MiB")
+        }
+        var request = request
+        let body = try await request.collectBody(upTo: configuration.maxBodyBytes)
+        let query = request.uri.queryParameters
+        let name = query.get("name") ?? "api-job"
+        let priority = try Self.integer(query, "priority", default: 0, in: Int.min...Int.max)
+        let maxAttempts = try Self.integer(query, "maxAttempts", default: RetryPolicy.default.maxAttempts, in: 1...1000)
+        let timeout = try Self.seconds(query, "timeout")
+        let delay = try Self.seconds(query, "delay") ?? 0
+        let key = query.get("key").flatMap { $0.isEmpty ? nil : $0 }
+        let bytes = Array(body.readableBytesView)
+        let manifest: JobManifest
+        switch ManifestLoader.validate(bytes: bytes, file: "request body", name: name, baseDirectory: configuration.baseDirectory,
+                                       outputRoots: configuration.outputRoots ?? [configuration.baseDirectory], refuseExistingOutputs: true) {
+        case .success(let m): manifest = m
+        case .failure(let e):
+            throw APIError(status: .unprocessableContent, message: "invalid manifest: nothing was queued",
+                           issues: e.issues.map { APIError.Issue(path: $0.path, message: $0.message) })
+        }
+        let job = NewJob(name: manifest.name, manifest: String(decoding: bytes, as: UTF8.self), baseDirectory: configuration.baseDirectory,
+                         outputRoots: configuration.outputRoots ?? [configuration.baseDirectory], priority: priority, maxAttempts: maxAttempts,
+                         runAt: delay > 0 ? Date().addingTimeInterval(delay) : nil, uniqueKey: key, timeout: timeout)
+        let queued: Enqueued
+        do {
+            guard let first = try await store.enqueue([job], at: Date()).first else { throw JobStoreError.unavailable("nothing queued") }
+            queued = first
+        } catch {
+            throw APIError(status: .serviceUnavailable, message: "the queue did not take the job: \(error)")
+        }
+        struct Submitted: Encodable {
+            var id: Int64
+            var name: String
+            var queued: Bool
+        }
+        hub.publish("submitted", json: ["id": queued.id, "name": job.name, "queued": queued.inserted])
+        var response = Response.json(Submitted(id: queued.id, name: job.name, queued: queued.inserted), status: queued.inserted ? .created : .ok)
+        response.headers[.location] = "/api/jobs/\(queued.id)"
+        return response
+    }
+
+    /// `GET /api/jobs?state=&limit=&after=`: newest first; `next` is the `after` of the following page.
+    func list(_ request: Request) async throws -> Response {
+        let query = request.uri.queryParameters
+        var states: [JobState]?
+        if let text = query.get("state"), !text.isEmpty {
+            states = try text.split(separator: ",").map { name in
+                guard let state = JobState(rawValue: String(name)) else {
+                    throw APIError(status: .badRequest, message: "state \(name): give one of \(JobState.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                return state
+            }
+        }
+        let limit = try Self.integer(query, "limit", default: 50, in: 1...1000)
+        let after = query.get("after").map { Int64($0) }
+        if let after, after == nil { throw APIError(status: .badRequest, message: "after: give the id of the last job of the previous page") }
+        let jobs = try await store.jobs(matching: JobQuery(states: states, limit: limit, newest: true, before: after ?? nil))
+        struct Page: Encodable {
+            var jobs: [JobView]
+            var next: Int64?
+        }
+        let now = Date()
+        let newestFirst = jobs.reversed().map { JobView($0, now: now) }
+        return .json(Page(jobs: newestFirst, next: jobs.count == limit ? newestFirst.last?.id : nil))
+    }
+
+    /// Cancel or retry; from the status page's form (not JSON) the answer is a redirect back to it.
+    func change(_ request: Request, id: Int64, _ verb: String, _ apply: (Int64) async throws(JobStoreError) -> Job) async throws -> Response {
+        let job: Job
+        do {
+            job = try await apply(id)
+        } catch {
+            switch error {
+            case .notFound: throw APIError(status: .notFound, message: "no job \(id)")
+            case .transition: throw APIError(status: .conflict, message: error.description)
+            default: throw APIError(status: .serviceUnavailable, message: error.description)
+            }
+        }
+        hub.publish(verb, json: ["id": id, "name": job.name, "state": job.state.rawValue])
+        if request.headers[.contentType]?.hasPrefix("application/x-www-form-urlencoded") == true {
+            return .redirect(to: "/", type: .normal)
+        }
+        return .json(JobView(job, now: Date()))
+    }
+
+    /// `GET /api/events`: server-sent events (`started`, `progress`, `finished`, `submitted`, `cancelled`,
+    /// `retried`, `notice`), each with a JSON `data` line.
+    func events() -> Response {
+        let stream = hub.subscribe()
+        return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
+                        body: ResponseBody { writer in
+                            try await writer.write(ByteBuffer(string: ": mediafarm events\nretry: 2000\n\n"))
+                            for await frame in stream { try await writer.write(ByteBuffer(string: frame)) }
+                            try await writer.finish(nil)
+                        })
+    }
+
+    func login(_ request: Request) async throws -> Response {
+        var request = request
+        let body = try await request.collectBody(upTo: 4096)
+        let form = URLComponents(string: "?" + String(buffer: body).replacingOccurrences(of: "+", with: " "))?.queryItems ?? []
+        let given = form.first { $0.name == "token" }?.value ?? ""
+        guard let token = configuration.token else { return .redirect(to: "/", type: .normal) }
+        guard BearerAuthMiddleware<BasicRequestContext>.constantTimeEqual(given, token) else {
+            return .text(StatusPage.login(failed: true), status: .unauthorized, type: "text/html; charset=utf-8")
+        }
+        var response = Response.redirect(to: "/", type: .normal)
+        response.setCookie(Cookie(name: BearerAuthMiddleware<BasicRequestContext>.cookieName, value: token, path: "/", secure: false,
+                                  httpOnly: true, sameSite: .strict))
+        return response
+    }
+
+    // MARK: - Query parameters
+
+    static func integer(_ query: Parameters, _ name: String, default value: Int, in range: ClosedRange<Int>) throws -> Int {
+        guard let text = query.get(name) else { return value }
+        guard let n = Int(text), range.contains(n) else {
+            throw APIError(status: .badRequest, message: "\(name) \(text): give an integer in \(range.lowerBound)...\(range.upperBound)")
+        }
+        return n
+    }
+
+    static func seconds(_ query: Parameters, _ name: String) throws -> Double? {
+        guard let text = query.get(name) else { return nil }
+        guard let s = Double(text), s >= 0, s.isFinite else { throw APIError(status: .badRequest, message: "\(name) \(text): give seconds") }
+        return s
+    }
+}

@@ -1,0 +1,107 @@
+import FarmModel
+import Foundation
+
+/// A job as the JSON API shows it (`GET /api/jobs/{id}`), described in `docs/openapi.json`.
+struct JobView: Encodable {
+    var id: Int64
+    var name: String
+    var state: String
+    var priority: Int
+    var attempt: Int
+    var maxAttempts: Int
+    var progress: Double?
+    var phase: String?
+    /// The host and the coordinator holding the lease of a running job.
+    var host: String?
+    var owner: String?
+    var workerPID: Int32?
+    var uniqueKey: String?
+    var createdAt: Date
+    var runAt: Date
+    var startedAt: Date?
+    var finishedAt: Date?
+    /// Seconds left, estimated from the progress so far (running jobs that reported progress).
+    var etaSeconds: Double?
+    var errors: [AttemptErrorView]
+    /// The worker's report (inspection, scan, export statistics), when the last attempt gave one.
+    var result: AnyJSON?
+    var manifest: AnyJSON?
+
+    struct AttemptErrorView: Encodable {
+        var attempt: Int
+        var at: Date
+        var message: String
+    }
+
+    init(_ job: Job, now: Date) {
+        id = job.id
+        name = job.name
+        state = job.state.rawValue
+        priority = job.priority
+        attempt = job.attempt
+        maxAttempts = job.maxAttempts
+        progress = job.progress
+        phase = job.phase
+        owner = job.state == .running ? job.lease?.owner : nil
+        host = owner.map(Job.host(ofOwner:))
+        workerPID = job.state == .running ? job.workerPID : nil
+        uniqueKey = job.uniqueKey
+        createdAt = job.createdAt
+        runAt = job.runAt
+        startedAt = job.startedAt
+        finishedAt = job.finishedAt
+        if job.state == .running, let started = job.startedAt, let fraction = job.progress {
+            etaSeconds = Self.eta(elapsed: now.timeIntervalSince(started), fraction: fraction)
+        }
+        errors = job.errors.map { AttemptErrorView(attempt: $0.attempt, at: $0.at, message: $0.message) }
+        result = job.result.flatMap { try? JSONDecoder().decode(AnyJSON.self, from: Data($0.utf8)) }
+        manifest = try? JSONDecoder().decode(AnyJSON.self, from: Data(job.manifest.utf8))
+    }
+
+    /// Seconds left at the rate so far; nil before the first percent.
+    static func eta(elapsed: Double, fraction: Double) -> Double? {
+        guard fraction >= 0.01, fraction < 1, elapsed > 0 else { return fraction >= 1 ? 0 : nil }
+        return (elapsed * (1 - fraction) / fraction).rounded()
+    }
+}
+
+extension JSONEncoder {
+    static let api: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return encoder
+    }()
+}
+
+/// Any JSON document, decoded to be embedded in a response (a job's manifest and report).
+enum AnyJSON: Codable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([AnyJSON])
+    case object([String: AnyJSON])
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() { self = .null }
+        else if let b = try? container.decode(Bool.self) { self = .bool(b) }
+        else if let n = try? container.decode(Double.self) { self = .number(n) }
+        else if let s = try? container.decode(String.self) { self = .string(s) }
+        else if let a = try? container.decode([AnyJSON].self) { self = .array(a) }
+        else { self = .object(try container.decode([String: AnyJSON].self)) }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let b): try container.encode(b)
+        case .number(let n): try container.encode(n)
+        case .string(let s): try container.encode(s)
+        case .array(let a): try container.encode(a)
+        case .object(let o): try container.encode(o)
+        }
+    }
+}

@@ -1,0 +1,178 @@
+import FarmModel
+import FarmRuntime
+import FarmStore
+import Foundation
+import Hummingbird
+
+extension HTTPFace {
+    /// `GET /`: the status page, rendered from the queue and this coordinator at the time of the request.
+    func statusPage() async -> Response {
+        let now = Date()
+        var page = StatusPage(snapshot: coordinator.snapshot, location: store.location, now: now)
+        do {
+            page.stats = try await store.stats(at: now)
+            page.running = try await store.jobs(matching: JobQuery(states: [.running], limit: 200, newest: true)).reversed()
+            page.failures = try await store.jobs(matching: JobQuery(states: [.failed, .dead, .queued], limit: 200, newest: true))
+                .reversed().filter { !$0.errors.isEmpty }.prefix(20).map { $0 }
+        } catch {
+            page.queueError = error.description
+        }
+        return .text(page.html, type: "text/html; charset=utf-8")
+    }
+}
+
+/// The status page's HTML. Every string that came from a manifest, a job or an error goes through
+/// `escape`. A small script follows `/api/events`: progress moves the bars, other events reload the page.
+struct StatusPage {
+    var snapshot: CoordinatorSnapshot
+    var location: String
+    var now: Date
+    var stats: QueueStats?
+    var running: [Job] = []
+    var failures: [Job] = []
+    var queueError: String?
+
+    init(snapshot: CoordinatorSnapshot, location: String, now: Date) {
+        self.snapshot = snapshot
+        self.location = location
+        self.now = now
+    }
+
+    static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for c in text {
+            switch c {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.append(c)
+            }
+        }
+        return out
+    }
+
+    static func duration(_ seconds: Double?) -> String {
+        guard let seconds, seconds.isFinite, seconds >= 0 else { return "–" }
+        let s = Int(seconds.rounded())
+        if s < 60 { return "\(s) s" }
+        if s < 3600 { return "\(s / 60) min \(s % 60) s" }
+        return "\(s / 3600) h \(s % 3600 / 60) min"
+    }
+
+    var html: String {
+        let e = Self.escape
+        var body = """
+        <header><h1>MediaFarm</h1><p>Coordinator <b>\(e(snapshot.owner))</b> on <code>\(e(location))</code> · \
+        \(snapshot.busySlots) of \(snapshot.workers) worker slots busy\(snapshot.draining ? " · <b class=\"warn\">draining</b>" : "") · \
+        page made \(e(ISO8601DateFormatter().string(from: now)))</p></header>
+
+        """
+        if let queueError { body += "<p class=\"error\" id=\"queue-error\">The queue does not answer: \(e(queueError))</p>\n" }
+        if let stats {
+            body += "<section id=\"queue\"><h2>Queue</h2><table><tr>"
+            body += JobState.allCases.map { "<th>\($0.rawValue)</th>" }.joined()
+            body += "<th>oldest queued</th></tr><tr>"
+            body += JobState.allCases.map { "<td data-state=\"\($0.rawValue)\">\(stats.counts[$0.rawValue] ?? 0)</td>" }.joined()
+            body += "<td>\(Self.duration(stats.oldestDueAt.map { now.timeIntervalSince($0) }))</td></tr></table></section>\n"
+            body += "<section id=\"hosts\"><h2>Hosts</h2><table><tr><th>host</th><th>running jobs</th><th>slots</th></tr>"
+            let me = Job.host(ofOwner: snapshot.owner)
+            var hosts = stats.runningByHost
+            hosts[me, default: 0] += 0
+            for (host, n) in hosts.sorted(by: { $0.key < $1.key }) {
+                let slots = host == me ? "\(snapshot.busySlots) busy, \(snapshot.freeSlots) free (this coordinator)" : "–"
+                body += "<tr><td>\(e(host))</td><td>\(n)</td><td>\(slots)</td></tr>"
+            }
+            body += "</table></section>\n"
+        }
+        body += "<section id=\"running\"><h2>Running</h2>"
+        if running.isEmpty {
+            body += "<p>Nothing is running.</p>"
+        } else {
+            body += "<table><tr><th>job</th><th>name</th><th>host</th><th>attempt</th><th>progress</th><th>phase</th><th>elapsed</th><th>ETA</th></tr>"
+            let live = Dictionary(snapshot.running.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+            for job in running {
+                let fraction = live[job.id]?.fraction ?? job.progress ?? 0
+                let phase = live[job.id]?.phase ?? job.phase ?? "starting"
+                let elapsed = job.startedAt.map { now.timeIntervalSince($0) }
+                let eta = live[job.id]?.eta ?? elapsed.flatMap { JobView.eta(elapsed: $0, fraction: fraction) }
+                let percent = Int((fraction * 100).rounded())
+                body += """
+                <tr class="job" data-job="\(job.id)"><td>\(job.id)</td><td class="name">\(e(job.name))</td>\
+                <td>\(e(job.lease.map { Job.host(ofOwner: $0.owner) } ?? "–"))</td><td>\(job.attempt) of \(job.maxAttempts)</td>\
+                <td><progress max="100" value="\(percent)"></progress> <span class="percent">\(percent)%</span></td>\
+                <td class="phase">\(e(phase))</td><td>\(Self.duration(elapsed))</td><td class="eta">\(Self.duration(eta))</td></tr>
+                """
+            }
+            body += "</table>"
+        }
+        body += "</section>\n<section id=\"failures\"><h2>Recent failures</h2>"
+        if failures.isEmpty {
+            body += "<p>No failures.</p>"
+        } else {
+            body += "<table><tr><th>job</th><th>name</th><th>state</th><th>attempts</th><th>last error</th><th></th></tr>"
+            for job in failures {
+                let last = job.errors.last.map { "attempt \($0.attempt): \($0.message)" } ?? ""
+                let retry = job.state == .dead || job.state == .failed
+                    ? "<form method=\"post\" action=\"/api/jobs/\(job.id)/retry\"><button>Retry</button></form>" : "retrying"
+                body += """
+                <tr class="failure \(job.state.rawValue)" data-job="\(job.id)"><td>\(job.id)</td><td class="name">\(e(job.name))</td>\
+                <td>\(job.state.rawValue)</td><td>\(job.attempt) of \(job.maxAttempts)</td><td class="reason">\(e(last))</td><td>\(retry)</td></tr>
+                """
+            }
+            body += "</table>"
+        }
+        body += "</section>\n"
+        return Self.document(title: "MediaFarm", body: body + Self.script)
+    }
+
+    static func document(title: String, body: String) -> String {
+        """
+        <!doctype html>
+        <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+        <title>\(escape(title))</title>
+        <style>
+        body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
+        h1 { margin: 0; font-size: 1.5em; } h2 { font-size: 1.1em; margin-top: 1.5em; }
+        table { border-collapse: collapse; } th, td { text-align: left; padding: .25em .75em; border-bottom: 1px solid #ddd; }
+        progress { width: 12em; } .warn, .error { color: #b00; } .reason { max-width: 40em; word-break: break-word; }
+        form { margin: 0; } code { background: #f4f4f4; padding: 0 .25em; }
+        </style></head>
+        <body>
+        \(body)
+        </body></html>
+
+        """
+    }
+
+    static func login(failed: Bool) -> String {
+        document(title: "MediaFarm: sign in", body: """
+        <h1>MediaFarm</h1>
+        \(failed ? "<p class=\"error\">That is not the coordinator's token.</p>" : "")
+        <form method="post" action="/login"><label>Token <input type="password" name="token" autofocus></label> <button>Sign in</button></form>
+        """)
+    }
+
+    /// Live updates: progress events move a running job's bar; other job events reload (at most every 2 s).
+    /// The stream opens after the page's load event, so the page counts as loaded without it.
+    static let script = """
+    <script>
+    window.addEventListener("load", function () { setTimeout(function () {
+      if (!window.EventSource) return;
+      var source = new EventSource("/api/events"), pending = null;
+      function reload() { if (!pending) pending = setTimeout(function () { location.reload(); }, 2000); }
+      source.addEventListener("progress", function (m) {
+        var e = JSON.parse(m.data), row = document.querySelector('tr.job[data-job="' + e.id + '"]');
+        if (!row) { reload(); return; }
+        var p = Math.round(e.fraction * 100);
+        row.querySelector("progress").value = p;
+        row.querySelector(".percent").textContent = p + "%";
+        row.querySelector(".phase").textContent = e.phase;
+      });
+      ["started", "finished", "submitted", "cancelled", "retried"].forEach(function (name) { source.addEventListener(name, reload); });
+    }, 0); });
+    </script>
+    """
+}

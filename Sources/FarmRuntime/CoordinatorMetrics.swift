@@ -1,0 +1,71 @@
+import Foundation
+import Metrics
+
+/// What a coordinator counts as it works, through swift-metrics: the process chooses the backend (the HTTP
+/// face's Prometheus registry), a coordinator without one counts into the no-op backend. Names follow
+/// Prometheus conventions (`_total` counters, seconds).
+public struct CoordinatorMetrics: Sendable {
+    /// The buckets of `mediafarm_job_duration_seconds`: a second to two hours.
+    public static let durationBuckets: [Double] = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200]
+    public static let durationLabel = "mediafarm_job_duration_seconds"
+
+    let factory: any MetricsFactory
+    let claims: Counter
+    let renewals: Counter
+    let outputBytes: Counter
+    let duration: Metrics.Timer
+
+    public init(factory: any MetricsFactory = MetricsSystem.factory) {
+        self.factory = factory
+        claims = Counter(label: "mediafarm_claims_total", factory: factory)
+        renewals = Counter(label: "mediafarm_lease_renewals_total", factory: factory)
+        outputBytes = Counter(label: "mediafarm_output_bytes_total", factory: factory)
+        duration = Metrics.Timer(label: Self.durationLabel, factory: factory)
+    }
+
+    /// An attempt ended: `outcome` is succeeded, failed, crashed, timed_out, released, cancelled, lost or stale.
+    func attemptEnded(_ outcome: String, seconds: Double) {
+        Counter(label: "mediafarm_attempts_total", dimensions: [("outcome", outcome)], factory: factory).increment()
+        if seconds > 0 { duration.recordSeconds(seconds) }
+    }
+
+    /// The rescuer acted on an expired lease: `requeued`, `dead`, or `publication_completed`.
+    func rescued(_ kind: String) {
+        Counter(label: "mediafarm_rescues_total", dimensions: [("kind", kind)], factory: factory).increment()
+    }
+
+    /// Files just published: their sizes are added to the bytes written.
+    func published(_ paths: [String]) {
+        let bytes = paths.reduce(Int64(0)) { sum, path in
+            sum + (((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.int64Value ?? 0)
+        }
+        if bytes > 0 { outputBytes.increment(by: bytes) }
+    }
+}
+
+/// A coordinator's own view, for its HTTP face: its slots, its running jobs with their live progress, and
+/// when each of its loops last turned (a loop that stopped turning makes the process unhealthy).
+public struct CoordinatorSnapshot: Sendable {
+    public struct RunningJob: Sendable {
+        public var id: Int64
+        public var name: String
+        public var attempt: Int
+        public var pid: Int32?
+        public var started: Date
+        public var fraction: Double?
+        public var phase: String?
+        /// The worker's estimate of the seconds left.
+        public var eta: Double?
+    }
+
+    public var owner: String
+    public var workers: Int
+    public var draining: Bool
+    public var running: [RunningJob]
+    /// The last turn of the claimer, the lease heartbeat and the rescuer; nil before the first.
+    public var loops: [String: Date]
+    public var started: Date
+
+    public var busySlots: Int { running.count }
+    public var freeSlots: Int { max(0, workers - running.count) }
+}

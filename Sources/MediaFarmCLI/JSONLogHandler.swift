@@ -1,0 +1,51 @@
+import Foundation
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// swift-log handler writing one JSON object per line on stderr: what log collectors (journald, Loki,
+/// a container runtime) read when stderr is not a terminal. Fields: at (ISO 8601, ms), level, label,
+/// message, and the metadata as strings.
+struct JSONLogHandler: LogHandler {
+    let label: String
+    var logLevel: Logger.Level
+    var metadata: Logger.Metadata = [:]
+    private static let lock = NSLock()
+
+    init(label: String, level: Logger.Level) {
+        self.label = label
+        self.logLevel = level
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let (level, message, extra) = (event.level, event.message, event.metadata)
+        var object: [String: Any] = ["at": Self.timestamp(), "level": level.rawValue, "label": label, "message": message.description]
+        let all = metadata.merging(extra ?? [:]) { $1 }
+        if !all.isEmpty { object["metadata"] = all.mapValues { $0.description } }
+        if let error = event.error { object["error"] = "\(error)" }
+        guard var data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
+        data.append(UInt8(ascii: "\n"))
+        Self.lock.withLock { FileHandle.standardError.write(data) }
+    }
+
+    static func timestamp() -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date())
+    }
+
+    /// JSON lines unless stderr is a terminal (MEDIAFARM_LOG_FORMAT=json|text decides otherwise).
+    static var wanted: Bool {
+        switch ProcessInfo.processInfo.environment["MEDIAFARM_LOG_FORMAT"] {
+        case "json": true
+        case "text": false
+        default: isatty(STDERR_FILENO) != 1
+        }
+    }
+}

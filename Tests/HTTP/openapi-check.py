@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Exercises every operation of docs/openapi.json against a running coordinator and checks each answer:
+its status is one the document declares for that operation, and a JSON body validates against the
+declared schema (JSON Schema 2020-12, as OpenAPI 3.1 uses). Fails if an operation was not exercised.
+
+usage: openapi-check.py SPEC BASE_URL MANIFEST [TOKEN]
+MANIFEST is a valid manifest for the coordinator's --api-base-dir (queued with a long delay, so it stays
+queued while the script cancels and retries it)."""
+import json, re, socket, sys, threading, time, urllib.error, urllib.request
+import jsonschema
+
+spec_path, base, manifest_path = sys.argv[1:4]
+token = sys.argv[4] if len(sys.argv) > 4 else None
+spec = json.load(open(spec_path))
+manifest = open(manifest_path, "rb").read()
+exercised, failures = set(), []
+
+
+def operation(method, path):
+    """The spec's path template matching `path`, and its operation object."""
+    for template, item in spec["paths"].items():
+        pattern = "^" + re.sub(r"\{[^}]+\}", r"[^/]+", template) + "$"
+        if re.match(pattern, path) and method.lower() in item:
+            return template, item[method.lower()]
+    return None, None
+
+
+def resolve(obj):
+    while "$ref" in obj:
+        node = spec
+        for part in obj["$ref"][2:].split("/"):
+            node = node[part]
+        obj = node
+    return obj
+
+
+def request(method, path, body=None, headers=None, auth=True):
+    headers = dict(headers or {})
+    if token and auth:
+        headers["Authorization"] = "Bearer " + token
+    req = urllib.request.Request(base + path, data=body, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            status, ctype, data = r.status, r.headers.get("Content-Type", ""), r.read()
+    except urllib.error.HTTPError as e:
+        status, ctype, data = e.code, e.headers.get("Content-Type", ""), e.read()
+    check(method, path.split("?")[0], status, ctype, data)
+    return status, (json.loads(data) if ctype.startswith("application/json") else data.decode())
+
+
+def check(method, path, status, ctype, data):
+    template, op = operation(method, path)
+    if op is None:
+        failures.append(f"{method} {path}: not in the document")
+        return
+    exercised.add((method, template))
+    declared = op["responses"].get(str(status))
+    if declared is None:
+        failures.append(f"{method} {path}: status {status} is not declared ({sorted(op['responses'])})")
+        return
+    content = resolve(declared).get("content", {})
+    media = ctype.split(";")[0].strip()
+    if content and media not in content:
+        failures.append(f"{method} {path} {status}: Content-Type {media}, declared {sorted(content)}")
+        return
+    schema = content.get(media, {}).get("schema")
+    if media == "application/json" and schema is not None:
+        document = dict(schema, components=spec["components"])
+        errors = list(jsonschema.Draft202012Validator(document).iter_errors(json.loads(data)))
+        for e in errors:
+            failures.append(f"{method} {path} {status}: {'/'.join(map(str, e.absolute_path))}: {e.message}")
+
+
+def expect(condition, message):
+    if not condition:
+        failures.append(message)
+
+
+def events_reader(seen, ready):
+    """Reads /api/events over a raw socket and records the event names with their data."""
+    host, port = base.split("//")[1].split(":")
+    s = socket.create_connection((host, int(port)), timeout=20)
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    s.sendall(f"GET /api/events HTTP/1.1\r\nHost: {host}\r\n{auth}Accept: text/event-stream\r\n\r\n".encode())
+    buffer, offset = b"", 0
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return
+            buffer += chunk
+            if b"\r\n\r\n" in buffer and not ready.is_set():
+                head = buffer.split(b"\r\n\r\n")[0].decode()
+                seen.append(("head", head))
+                ready.set()
+            while True:
+                m = re.compile(rb"event: (\w+)\ndata: (\{[^\n]*\})\n\n").search(buffer, offset)
+                if not m:
+                    break
+                seen.append((m.group(1).decode(), json.loads(m.group(2))))
+                offset = m.end()
+    except socket.timeout:
+        return
+    finally:
+        s.close()
+
+
+status, body = request("GET", "/healthz")
+expect(status == 200 and body["status"] == "ok", f"healthz: {status} {body}")
+status, body = request("GET", "/readyz")
+expect(status == 200 and body["status"] == "ready", f"readyz: {status} {body}")
+status, body = request("GET", "/metrics")
+expect(status == 200 and "mediafarm_jobs{state=\"queued\"}" in body, f"metrics: {status}")
+status, body = request("GET", "/")
+expect(status == 200 and "<h1>MediaFarm</h1>" in body, f"status page: {status}")
+
+seen, ready = [], threading.Event()
+reader = threading.Thread(target=events_reader, args=(seen, ready), daemon=True)
+reader.start()
+expect(ready.wait(10), "events: no answer")
+exercised.add(("GET", "/api/events"))
+head = dict(seen).get("head", "")
+expect(head.startswith("HTTP/1.1 200") and "text/event-stream" in head, f"events: {head!r}")
+
+status, body = request("POST", "/api/jobs", b'{"version": 1, "inptu": "x.mp4"}')
+expect(status == 422 and any(i["path"] == "$.inptu" for i in body.get("issues", [])), f"invalid manifest: {status} {body}")
+status, body = request("POST", "/api/jobs", b"{" + b" " * (1536 * 1024) + b"}")
+expect(status == 413, f"oversize body: {status} {body}")
+status, body = request("POST", "/api/jobs?priority=high", manifest)
+expect(status == 400, f"bad priority: {status} {body}")
+status, body = request("POST", "/api/jobs?key=openapi-check&delay=3600&priority=5", manifest)
+expect(status == 201 and body["queued"], f"submit: {status} {body}")
+job = body.get("id")
+status, body = request("POST", "/api/jobs?key=openapi-check&delay=3600", manifest)
+expect(status == 200 and not body["queued"] and body["id"] == job, f"same key: {status} {body}")
+
+status, body = request("GET", f"/api/jobs/{job}")
+expect(status == 200 and body["state"] == "queued" and body["priority"] == 5, f"job: {status} {body}")
+status, body = request("GET", "/api/jobs/99999999")
+expect(status == 404, f"missing job: {status}")
+status, body = request("GET", "/api/jobs?limit=1")
+expect(status == 200 and len(body["jobs"]) == 1 and body["jobs"][0]["id"] == job, f"page: {status} {body}")
+status, body = request("GET", "/api/jobs?state=queued,running&limit=1000")
+expect(status == 200 and job in [j["id"] for j in body["jobs"]] and "next" not in body, f"by state: {status} {body}")
+status, body = request("GET", f"/api/jobs?after={job}")
+expect(status == 200 and all(j["id"] < job for j in body["jobs"]), f"after: {status} {body}")
+status, body = request("GET", "/api/jobs?state=sleeping")
+expect(status == 400, f"bad state: {status} {body}")
+
+status, body = request("POST", f"/api/jobs/{job}/cancel")
+expect(status == 200 and body["state"] == "cancelled", f"cancel: {status} {body}")
+status, body = request("POST", f"/api/jobs/{job}/cancel")
+expect(status == 409, f"cancel twice: {status} {body}")
+status, body = request("POST", f"/api/jobs/{job}/retry")
+expect(status == 200 and body["state"] == "queued", f"retry: {status} {body}")
+status, body = request("POST", "/api/jobs/99999999/retry")
+expect(status == 404, f"retry missing: {status}")
+status, body = request("POST", f"/api/jobs/{job}/cancel")
+expect(status == 200, f"cancel again: {status}")
+
+deadline = time.time() + 10
+names = lambda: [name for name, data in seen if name != "head" and isinstance(data, dict) and data.get("id") == job]
+while time.time() < deadline and names().count("cancelled") < 2:
+    time.sleep(0.1)
+expect(names() == ["submitted", "submitted", "cancelled", "retried", "cancelled"], f"events for job {job}: {names()}")
+
+if token:
+    status, body = request("GET", "/api/jobs", auth=False)
+    expect(status == 401, f"no token: {status}")
+    status, body = request("GET", "/metrics", headers={"Authorization": "Bearer wrong-token-of-some-length"}, auth=False)
+    expect(status == 401, f"wrong token: {status}")
+
+missing = {(m.upper(), p) for p, item in spec["paths"].items() for m in item if m in ("get", "post")} - exercised
+for method, path in sorted(missing):
+    failures.append(f"{method} {path}: not exercised")
+for f in failures:
+    print("FAIL", f)
+print(f"{len(exercised)} operations exercised, {len(failures)} failures")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,177 @@
+import FarmTestSupport
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `mediafarm coordinator --http`: the real process, its workers, curl, Python's JSON Schema validator
+/// and headless Chromium as the clients.
+@Suite(.serialized) struct HTTPFaceTests {
+    static let token = "test-token-0123456789abcdef"
+
+    /// Every operation of docs/openapi.json answers with a declared status and a body that validates
+    /// against the declared schema, with a bearer token required.
+    @Test func theServerAnswersAsItsOpenAPIDocumentSays() throws {
+        let farm = try HTTPFarm("openapi", token: Self.token)
+        let manifest = farm.dir.appendingPathComponent("probe.json").path
+        try #"{ "version": 1, "name": "probe", "input": "clip.mp4", "report": "out/probe.json" }"#
+            .write(toFile: manifest, atomically: true, encoding: .utf8)
+        let spec = TestPaths.packageRoot.appendingPathComponent("docs/openapi.json").path
+        let script = TestPaths.packageRoot.appendingPathComponent("Tests/HTTP/openapi-check.py").path
+        let r = try ProcessRunner.run("/usr/bin/python3", [script, spec, farm.base, manifest, Self.token])
+        #expect(r.status == 0 && r.stdout.contains("10 operations exercised, 0 failures"), "\(r.stdout)\n\(r.stderr)\n\(farm.process.log)")
+    }
+
+    @Test func listeningBeyondLoopbackNeedsATokenFile() throws {
+        let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["coordinator", "--queue", "sqlite:/nonexistent/q.sqlite", "--http", "0.0.0.0:0"])
+        #expect(r.status == 2 && r.stderr.contains("--token-file"), "\(r.stderr)")
+        let bad = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["coordinator", "--http", "localhost"])
+        #expect(bad.status == 2 && bad.stderr.contains("HOST:PORT"), "\(bad.stderr)")
+        let dir = try TestPaths.makeTemporaryFolder("http-token")
+        let file = dir.appendingPathComponent("token").path
+        try "short".write(toFile: file, atomically: true, encoding: .utf8)
+        let weak = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["coordinator", "--queue", "sqlite:" + dir.path + "/q.sqlite",
+                                                                         "--http", "0.0.0.0:0", "--token-file", file])
+        #expect(weak.status == 2 && weak.stderr.contains("at least 16 characters"), "\(weak.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/q.sqlite"), "a refused start must not create the queue")
+    }
+
+    @Test func theTokenGuardsEverythingButTheHealthChecks() throws {
+        let farm = try HTTPFarm("auth", token: Self.token)
+        #expect(try farm.request("GET", "/healthz", auth: false).status == 200)
+        #expect(try farm.request("GET", "/readyz", auth: false).status == 200)
+        for path in ["/metrics", "/api/jobs", "/api/jobs/1", "/api/events"] {
+            let none = try farm.request("GET", path, auth: false)
+            #expect(none.status == 401 && none.headers.lowercased().contains("www-authenticate: bearer"), "\(path): \(none.status)")
+            #expect(try farm.request("GET", path, auth: false, ["-H", "Authorization: Bearer \(Self.token)x"]).status == 401, "\(path)")
+            #expect(try farm.request("GET", path, auth: false, ["-H", "Authorization: Bearer \(Self.token.dropLast())"]).status == 401, "\(path)")
+        }
+        #expect(try farm.request("POST", "/api/jobs", body: "{}", auth: false).status == 401)
+        // A browser without the token is sent to sign in; signing in sets a cookie that opens the page.
+        let page = try farm.request("GET", "/", auth: false, ["-H", "Accept: text/html"])
+        #expect(page.status == 303 && page.headers.contains("/login"), "\(page.headers)")
+        let jar = farm.dir.appendingPathComponent("cookies").path
+        let wrong = try farm.request("POST", "/login", body: "token=nope", auth: false, ["-c", jar])
+        #expect(wrong.status == 401)
+        let login = try farm.request("POST", "/login", body: "token=\(Self.token)", auth: false, ["-c", jar])
+        #expect(login.status == 303 && login.headers.lowercased().contains("httponly"), "\(login.headers)")
+        let signedIn = try farm.request("GET", "/", auth: false, ["-b", jar])
+        #expect(signedIn.status == 200 && signedIn.body.contains("<h1>MediaFarm</h1>"))
+    }
+
+    /// Logs are JSON lines on stderr when it is not a terminal (here: a file).
+    @Test func logsAreJSONLinesOffATerminal() throws {
+        let farm = try HTTPFarm("logs", environment: ["MEDIAFARM_LOG_LEVEL": "info"])
+        #expect(try farm.request("GET", "/healthz").status == 200)
+        farm.process.kill(SIGTERM)
+        #expect(farm.process.wait(timeout: 30) == 0)
+        let records = farm.process.log.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let server = records.first { $0["label"] as? String == "mediafarm.http" }
+        #expect(server?["level"] as? String == "info" && server?["at"] is String && server?["message"] is String, "\(farm.process.log)")
+        #expect(records.allSatisfy { $0["label"] is String && $0["message"] is String })
+    }
+
+    /// The counters and gauges of /metrics follow the jobs: claims, outcomes, durations, bytes, states, slots.
+    @Test func metricsMoveAsJobsRun() throws {
+        let farm = try HTTPFarm("metrics")
+        #expect(try farm.metric(#"mediafarm_attempts_total{outcome="succeeded"}"#) == 0)
+        #expect(try farm.metric(#"mediafarm_worker_slots{state="free"}"#) == 2)
+        let a = try farm.submit(#"{ "version": 1, "name": "a", "input": "clip.mp4", "report": "out/a.json" }"#)
+        let b = try farm.submit(#"""
+            { "version": 1, "name": "b", "input": "clip.mp4", "scale": [ { "start": 0, "duration": 2, "rate": 0.5 } ],
+              "export": { "mode": "passthrough", "output": "out/b.mp4" } }
+            """#)
+        let c = try farm.submit(#"{ "version": 1, "name": "c", "input": "missing.mp4", "report": "out/c.json" }"#)
+        for id in [a, b, c] {
+            let job = try farm.waitFor(id) { ["succeeded", "failed", "dead"].contains($0["state"] as? String) }
+            #expect(job["state"] as? String == (id == c ? "failed" : "succeeded"), "\(job)")
+        }
+        let failed = try farm.job(c)
+        #expect((failed["errors"] as? [[String: Any]])?.last?["message"] as? String ?? "" != "", "\(failed)")
+        #expect(try farm.metric(#"mediafarm_attempts_total{outcome="succeeded"}"#) == 2)
+        #expect(try farm.metric(#"mediafarm_attempts_total{outcome="failed"}"#) == 1)
+        #expect(try farm.metric("mediafarm_claims_total") == 3)
+        #expect(try farm.metric("mediafarm_job_duration_seconds_count") == 3)
+        #expect(try farm.metric(#"mediafarm_jobs{state="succeeded"}"#) == 2)
+        #expect(try farm.metric(#"mediafarm_jobs{state="failed"}"#) == 1)
+        #expect(try farm.metric("mediafarm_queue_depth") == 0)
+        let written = try #require(try farm.metric("mediafarm_output_bytes_total"))
+        let sizes = try ["out/a.json", "out/b.mp4"].map { try FileManager.default.attributesOfItem(atPath: farm.dir.appendingPathComponent($0).path)[.size] as! Int }
+        #expect(written == Double(sizes.reduce(0, +)), "bytes written \(written), files \(sizes)")
+        #expect(try farm.metric("mediafarm_lease_renewals_total") ?? 0 > 0)
+    }
+
+    /// A running job cancelled through the API: the worker is stopped, nothing is published.
+    @Test func cancellingARunningJobThroughTheAPI() throws {
+        let farm = try HTTPFarm("cancel")
+        let id = try farm.submit(farm.longManifest(name: "long", output: "out/long.mp4"))
+        let running = try farm.waitFor(id) { $0["state"] as? String == "running" && ($0["progress"] as? Double ?? 0) > 0 }
+        #expect(running["state"] as? String == "running" && running["host"] != nil && running["workerPID"] != nil, "\(running)")
+        let cancelled = try farm.request("POST", "/api/jobs/\(id)/cancel")
+        #expect(cancelled.status == 200 && cancelled.json?["state"] as? String == "cancelled", "\(cancelled.body)")
+        let deadline = Date().addingTimeInterval(20)
+        while try farm.metric(#"mediafarm_attempts_total{outcome="cancelled"}"#) != 1 && Date() < deadline { usleep(100_000) }
+        #expect(try farm.metric(#"mediafarm_attempts_total{outcome="cancelled"}"#) == 1, "\(farm.process.log)")
+        #expect(!FileManager.default.fileExists(atPath: farm.dir.appendingPathComponent("out/long.mp4").path))
+        #expect(try farm.metric(#"mediafarm_worker_slots{state="busy"}"#) == 0)
+    }
+
+    /// SIGTERM: /readyz says 503 while the coordinator drains; /healthz stays 200; the job is finished
+    /// or given back, and the process exits 0.
+    @Test func drainingIsNotReady() throws {
+        let farm = try HTTPFarm("drain", arguments: ["--grace", "1"])
+        let id = try farm.submit(farm.longManifest(name: "long", output: "out/long.mp4"))
+        try farm.waitFor(id) { $0["state"] as? String == "running" }
+        farm.process.kill(SIGTERM)
+        var ready = try farm.request("GET", "/readyz")
+        let deadline = Date().addingTimeInterval(5)
+        while ready.status != 503 && Date() < deadline {
+            usleep(50_000)
+            ready = try farm.request("GET", "/readyz")
+        }
+        #expect(ready.status == 503 && ready.json?["status"] as? String == "draining", "\(ready.body)")
+        let health = try farm.request("GET", "/healthz")
+        #expect(health.status == 200 && health.json?["draining"] as? Bool == true, "\(health.body)")
+        #expect(farm.process.wait(timeout: 30) == 0, "\(farm.process.log)")
+        #expect(farm.process.log.contains("released without using up the attempt"), "\(farm.process.log)")
+    }
+
+    /// The status page in a real browser while a job runs: the DOM shows the running job with its
+    /// progress bar and phase; a job named like markup shows as text. A screenshot is kept in
+    /// .build/test-artifacts/status-page.png to look at.
+    @Test func theStatusPageInChromiumShowsTheRunningJob() throws {
+        let farm = try HTTPFarm("page")
+        let name = #"<script>document.title="owned"</script> & <b>co</b>"#
+        let id = try farm.submit(farm.longManifest(name: name, output: "out/long.mp4"))
+        let failed = try farm.submit(#"{ "version": 1, "name": "<img src=x onerror=alert(1)>", "input": "missing.mp4", "report": "out/m.json" }"#)
+        try farm.waitFor(failed) { $0["state"] as? String == "failed" }
+        let running = try farm.waitFor(id) { $0["state"] as? String == "running" && ($0["progress"] as? Double ?? 0) >= 0.05 }
+        #expect(running["state"] as? String == "running", "\(running)")
+
+        let chromium = ["timeout", "60", "chromium", "--headless=new", "--no-sandbox", "--disable-gpu"]
+        let dom = try ProcessRunner.run("/usr/bin/env", chromium + ["--dump-dom", farm.base + "/"])
+        #expect(dom.status == 0, "\(dom.stderr)")
+        let html = dom.stdout
+        let row = try #require(html.firstMatch(of: /<tr class="job" data-job="(\d+)">(.*?)<\/tr>/), "no running job row in:\n\(html)")
+        #expect(row.1 == "\(id)")
+        #expect(row.2.contains("&lt;script&gt;document.title=\"owned\"&lt;/script&gt; &amp; &lt;b&gt;co&lt;/b&gt;"), "\(row.2)")
+        let progress = try #require(row.2.firstMatch(of: /<progress max="100" value="(\d+)"><\/progress>/), "\(row.2)")
+        #expect((Int(progress.1) ?? 0) >= 5, "\(row.2)")
+        #expect(row.2.contains("class=\"phase\">") && !row.2.contains("class=\"phase\">starting<"), "\(row.2)")
+        #expect(html.contains("<title>MediaFarm</title>"), "the job's name ran as a script")
+        #expect(html.contains("&lt;img src=x onerror=alert(1)&gt;") && !html.contains("<img"), "the failure's name became markup")
+        #expect(html.contains("missing.mp4"), "the failure's reason is not shown")
+
+        let artifacts = TestPaths.packageRoot.appendingPathComponent(".build/test-artifacts")
+        try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)
+        let png = artifacts.appendingPathComponent("status-page.png").path
+        unlink(png)
+        let shot = try ProcessRunner.run("/usr/bin/env", chromium + ["--window-size=1280,800", "--screenshot=\(png)", farm.base + "/"])
+        #expect(shot.status == 0, "\(shot.stderr)")
+        let bytes = try #require(FileManager.default.contents(atPath: png))
+        #expect(bytes.count > 5000 && bytes.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]), "screenshot: \(bytes.count) bytes")
+    }
+}
