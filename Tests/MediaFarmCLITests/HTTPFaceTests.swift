@@ -125,6 +125,9 @@ import Glibc
         let farm = try HTTPFarm("drain", arguments: ["--grace", "1"])
         let id = try farm.submit(farm.longManifest(name: "long", output: "out/long.mp4"))
         try farm.waitFor(id) { $0["state"] as? String == "running" }
+        // `mediafarm healthcheck`, the image's HEALTHCHECK, asks the same endpoints.
+        let healthy = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["healthcheck", "--url", farm.base + "/healthz"])
+        #expect(healthy.status == 0, "\(healthy.stderr)")
         farm.process.kill(SIGTERM)
         var ready = try farm.request("GET", "/readyz")
         let deadline = Date().addingTimeInterval(5)
@@ -133,6 +136,8 @@ import Glibc
             ready = try farm.request("GET", "/readyz")
         }
         #expect(ready.status == 503 && ready.json?["status"] as? String == "draining", "\(ready.body)")
+        let notReady = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["healthcheck", "--url", farm.base + "/readyz"])
+        #expect(notReady.status == 1 && notReady.stderr.contains("answered 503"), "\(notReady.stderr)")
         let health = try farm.request("GET", "/healthz")
         #expect(health.status == 200 && health.json?["draining"] as? Bool == true, "\(health.body)")
         #expect(farm.process.wait(timeout: 30) == 0, "\(farm.process.log)")
