@@ -18,7 +18,7 @@ public struct HTTPFaceConfiguration: Sendable {
     public var outputRoots: [String]?
     /// Larger request bodies are refused with 413.
     public var maxBodyBytes = 1 << 20
-    /// A job stuck in none of the coordinator's loops for this long makes `/healthz` fail.
+    /// A coordinator loop that has not turned for this long makes `/healthz` fail.
     public var stalledLoopSeconds: Double = 120
 
     public init(host: String, port: Int, token: String?, baseDirectory: String, outputRoots: [String]?) {
@@ -104,6 +104,7 @@ public final class HTTPFace: Service, Sendable {
     public func run() async throws {
         let router = Router(context: BasicRequestContext.self)
         router.add(middleware: ErrorMiddleware(logger: logger))
+        router.add(middleware: SameOriginMiddleware())
         if let token = configuration.token { router.add(middleware: BearerAuthMiddleware(token: token)) }
         addRoutes(to: router)
         let app = Application(

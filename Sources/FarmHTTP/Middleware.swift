@@ -95,3 +95,18 @@ extension Response {
         Response(status: status, headers: [.contentType: type], body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 }
+
+/// Refuses state-changing requests a browser sends from another site (a page elsewhere posting to a
+/// coordinator on loopback): when a request other than GET carries an `Origin`, its host and port must be
+/// the ones the request was sent to. Command-line clients send no Origin and are not affected.
+struct SameOriginMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if request.method != .get, request.method != .head, let origin = request.headers[.origin] {
+            let from = URLComponents(string: origin).flatMap { c in c.host.map { host in c.port.map { "\(host):\($0)" } ?? host } }
+            guard let from, let to = request.head.authority, from.lowercased() == to.lowercased() else {
+                throw APIError(status: .forbidden, message: "cross-origin request refused (Origin: \(origin))")
+            }
+        }
+        return try await next(request, context)
+    }
+}

@@ -124,6 +124,9 @@ expect(head.startswith("HTTP/1.1 200") and "text/event-stream" in head, f"events
 
 status, body = request("POST", "/api/jobs", b'{"version": 1, "inptu": "x.mp4"}')
 expect(status == 422 and any(i["path"] == "$.inptu" for i in body.get("issues", [])), f"invalid manifest: {status} {body}")
+status, body = request("POST", "/api/jobs", b'{"version": 1, "input": "clip.mp4", "report": "../outside.json"}')
+expect(status == 422 and any(i["path"] == "$.report" and "outside the output roots" in i["message"] for i in body.get("issues", [])),
+       f"output outside the roots: {status} {body}")
 status, body = request("POST", "/api/jobs", b"{" + b" " * (1536 * 1024) + b"}")
 expect(status == 413, f"oversize body: {status} {body}")
 status, body = request("POST", "/api/jobs?priority=high", manifest)
@@ -147,6 +150,8 @@ expect(status == 200 and all(j["id"] < job for j in body["jobs"]), f"after: {sta
 status, body = request("GET", "/api/jobs?state=sleeping")
 expect(status == 400, f"bad state: {status} {body}")
 
+status, body = request("POST", f"/api/jobs/{job}/cancel", headers={"Origin": "http://elsewhere.example"})
+expect(status == 403, f"cross-origin cancel: {status} {body}")
 status, body = request("POST", f"/api/jobs/{job}/cancel")
 expect(status == 200 and body["state"] == "cancelled", f"cancel: {status} {body}")
 status, body = request("POST", f"/api/jobs/{job}/cancel")

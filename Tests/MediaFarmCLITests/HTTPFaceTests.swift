@@ -48,6 +48,11 @@ import Glibc
             #expect(try farm.request("GET", path, auth: false, ["-H", "Authorization: Bearer \(Self.token.dropLast())"]).status == 401, "\(path)")
         }
         #expect(try farm.request("POST", "/api/jobs", body: "{}", auth: false).status == 401)
+        // A page on another site cannot make a signed-in browser change jobs.
+        let crossSite = try farm.request("POST", "/api/jobs/1/cancel", ["-H", "Origin: http://evil.example"])
+        #expect(crossSite.status == 403 && crossSite.body.contains("cross-origin"), "\(crossSite.body)")
+        let sameSite = try farm.request("POST", "/api/jobs/1/cancel", ["-H", "Origin: \(farm.base)"])
+        #expect(sameSite.status == 404, "\(sameSite.body)")
         // A browser without the token is sent to sign in; signing in sets a cookie that opens the page.
         let page = try farm.request("GET", "/", auth: false, ["-H", "Accept: text/html"])
         #expect(page.status == 303 && page.headers.contains("/login"), "\(page.headers)")
