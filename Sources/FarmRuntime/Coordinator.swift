@@ -34,8 +34,8 @@ public final class Coordinator: Service, @unchecked Sendable {
     /// A worker started: renew the leases (recording its process id) at the next check.
     private var renewSoon = false
     private var standbys: [StandbyWorker] = []
+    /// When each loop (claimer, heartbeat, rescuer) last began a turn: the HTTP face's liveness.
     private var loopTurns: [String: Date] = [:]
-    private let startedAt = Date()
     let metrics: CoordinatorMetrics
 
     /// Why the coordinator stopped a worker itself.
@@ -76,7 +76,7 @@ public final class Coordinator: Service, @unchecked Sendable {
                     CoordinatorSnapshot.RunningJob(id: id, name: r.job.name, attempt: r.job.attempt, pid: r.pid, started: r.started,
                                                    fraction: r.progress?.fraction, phase: r.progress?.phase, eta: r.progress?.eta)
                 }.sorted { $0.id < $1.id },
-                loops: loopTurns, started: startedAt)
+                loops: loopTurns)
         }
     }
 

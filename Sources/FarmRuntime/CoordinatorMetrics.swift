@@ -64,7 +64,6 @@ public struct CoordinatorSnapshot: Sendable {
     public var running: [RunningJob]
     /// The last turn of the claimer, the lease heartbeat and the rescuer; nil before the first.
     public var loops: [String: Date]
-    public var started: Date
 
     public var busySlots: Int { running.count }
     public var freeSlots: Int { max(0, workers - running.count) }
