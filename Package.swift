@@ -90,6 +90,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         .executableTarget(name: "mediafarm", dependencies: ["MediaFarmCLI"]),
         // libFuzzer targets (script/fuzz builds them with -DFUZZING and the fuzzer sanitizer); in an ordinary

@@ -50,6 +50,10 @@ struct IngestCommand: AsyncParsableCommand {
     @Flag(help: "Print the pass as JSON.")
     var json = false
 
+    @Option(name: .customLong("metrics-file"),
+            help: "Write the pass's figures in Prometheus' text format to this file (for node_exporter's textfile collector).")
+    var metricsFile: String?
+
     func run() async throws {
         let settings: IngestConfig
         do {
@@ -65,10 +69,15 @@ struct IngestCommand: AsyncParsableCommand {
             }
         }, openQueue: { try await JobStores.open(location, create: true) }, progress: IngestProgress.callback())
         let report: IngestReport
+        let started = Date()
         do {
             report = try await pass.run(dryRun: dryRun, reingest: reingest)
         } catch {
+            if let metricsFile, !dryRun { try? IngestMetrics.write(nil, seconds: Date().timeIntervalSince(started), to: metricsFile) }
             throw CLIError("ingest: \(error)")
+        }
+        if let metricsFile, !dryRun, !report.busy {
+            try IngestMetrics.write(report, seconds: Date().timeIntervalSince(started), to: metricsFile)
         }
         if json {
             print(String(decoding: try JSONEncoder.sortedPretty().encode(report), as: UTF8.self))

@@ -207,6 +207,30 @@ import Glibc
         #expect(try site.jobs().keys.sorted() == ["proxy-a"])
     }
 
+    /// `--metrics-file`: each pass leaves its figures for node_exporter's textfile collector; a failed pass
+    /// says so (success 0) without losing the file.
+    @Test func eachPassWritesItsMetricsFile() throws {
+        let site = try Site("metrics")
+        let file = site.folder.appendingPathComponent("ingest.prom").path
+        try site.add(.cfr30MP4, as: "a.mp4")
+        try site.add(.cfr30MP4, as: "copy.mp4")
+        let text = { (try? String(contentsOfFile: file, encoding: .utf8)) ?? "" }
+        func value(_ name: String) -> Double? {
+            text().split(separator: "\n").first { $0.hasPrefix("mediafarm_ingest_\(name) ") }.flatMap { Double($0.split(separator: " ")[1]) }
+        }
+        _ = try site.pass(["--metrics-file", file])
+        #expect(value("last_pass_files_seen") == 2 && value("last_pass_files_settling") == 2 && value("last_pass_success") == 1, "\(text())")
+        try site.add(.tone60MP4, as: "b.mp4")  // first seen now: settled (and needing the queue) at the third pass
+        _ = try site.pass(["--metrics-file", file])
+        #expect(value("last_pass_jobs_enqueued") == 1 && value("last_pass_duplicates") == 1, "\(text())")
+        #expect((value("last_pass_timestamp_seconds") ?? 0) > Date().timeIntervalSince1970 - 60)
+        let failed = try site.ingest(["--metrics-file", file], queue: "postgres://farm@127.0.0.1:1/farm?connect_timeout=2")
+        #expect(failed.status == 1)
+        #expect(value("last_pass_success") == 0 && value("last_pass_files_seen") == nil, "\(text())")
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: site.folder.path).filter { $0.hasSuffix(".tmp") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
     @Test func badConfigsAreRefusedWithEveryProblem() throws {
         let site = try Site("config")
         try #"{ "version": 1, "input": "{input}", "report": "../out/{basename}.json" }"#
