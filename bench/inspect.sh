@@ -5,6 +5,8 @@
 # Target: the mediafarm batch takes at most a fifth of the ffprobe loop (ratio <= 0.20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mkdir -p bench/results
+exec > >(tee bench/results/inspect.txt)   # kept beside the script, replaced by each run
 copies=${1:-10}
 script/bootstrap
 swift build -c release --product mediafarm >&2

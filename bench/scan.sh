@@ -4,6 +4,8 @@
 #   bench/scan.sh        Target: <= 12 ms per frame without losing recall.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mkdir -p bench/results
+exec > >(tee bench/results/scan.txt)   # kept beside the script, replaced by each run
 script/bootstrap
 swift build -c release --product mediafarm >&2
 bin=$(swift build -c release --show-bin-path)/mediafarm

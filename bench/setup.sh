@@ -4,6 +4,9 @@
 #   work   a scratch folder removed on exit (named after $1)
 #   ff     ffmpeg, quiet and non-interactive
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# What the benchmark prints is kept in bench/results/NAME.txt, replaced by each run.
+mkdir -p bench/results
+exec > >(tee "bench/results/$1.txt")
 script/bootstrap
 swift build -c release --product mediafarm >&2
 bin=$(swift build -c release --show-bin-path)/mediafarm
