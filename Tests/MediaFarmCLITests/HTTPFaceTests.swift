@@ -37,6 +37,14 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: dir.path + "/q.sqlite"), "a refused start must not create the queue")
     }
 
+    @Test func aPortInUseIsNamedAndTheCoordinatorExits() throws {
+        let farm = try HTTPFarm("busy")
+        let port = String(farm.base.split(separator: ":").last ?? "")
+        let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["coordinator", "--queue", "sqlite:" + farm.dir.path + "/other.sqlite",
+                                                                      "--http", "127.0.0.1:\(port)"])
+        #expect(r.status == 1 && r.stderr.contains("--http 127.0.0.1:\(port): cannot listen") && r.stderr.contains("in use"), "\(r.stderr)")
+    }
+
     @Test func theTokenGuardsEverythingButTheHealthChecks() throws {
         let farm = try HTTPFarm("auth", token: Self.token)
         #expect(try farm.request("GET", "/healthz", auth: false).status == 200)
