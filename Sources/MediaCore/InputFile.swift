@@ -23,10 +23,7 @@ public final class InputFile {
     private let interruptBox: Unmanaged<Interrupter>
 
     /// Opens and probes `path`. Throws `MediaFileError` naming the file and the problem.
-    public init(path: String, limits: SafetyLimits = .default, interrupter: Interrupter = Interrupter()) throws(MediaFileError) {
-        self.path = path
-        self.limits = limits
-        self.interrupter = interrupter
+    public convenience init(path: String, limits: SafetyLimits = .default, interrupter: Interrupter = Interrupter()) throws(MediaFileError) {
         FFmpegLog.installDefaultIfNeeded()
         let fileSize = try InputFile.checkPath(path)
 
@@ -44,7 +41,38 @@ public final class InputFile {
             box.release()   // avformat_open_input frees the context on failure
             throw InputFile.openError(path: path, code: opened.code, interrupter: interrupter, limits: limits)
         }
+        try self.init(opened: ctx, box: box, path: path, limits: limits, interrupter: interrupter, fileSize: fileSize)
+    }
 
+    /// Opens a live source: `url` read by the demuxer or capture device named `format` (libavdevice's
+    /// v4l2, x11grab, alsa, pulse, lavfi; or nil to probe a network stream), with its `options`
+    /// (video_size, framerate, input_format, timeout...). `interrupter` bounds every wait for data.
+    public convenience init(live url: String, format: String?, options: [String: String], limits: SafetyLimits,
+                            interrupter: Interrupter) throws(MediaFileError) {
+        FFmpegLog.installDefaultIfNeeded()
+        LiveDevices.registerOnce()
+        var inputFormat: UnsafePointer<AVInputFormat>?
+        if let format {
+            guard let found = av_find_input_format(format) else { throw MediaFileError(path: url, reason: .formatRefused(format)) }
+            inputFormat = found
+        }
+        interrupter.progressed()
+        let box = Unmanaged.passRetained(interrupter)
+        let opened = InputFile.open(url, format: inputFormat, limits: limits, interruptBox: box, extra: options)
+        guard let ctx = opened.context else {
+            box.release()
+            if let reason = interrupter.reason { throw MediaFileError.interrupted(path: url, reason) }
+            throw MediaFileError(path: url, reason: .ffmpeg(.capture(opened.code, "avformat_open_input"), while: "opening the live source"))
+        }
+        try self.init(opened: ctx, box: box, path: url, limits: limits, interrupter: interrupter, fileSize: 0)
+    }
+
+    /// Probes an opened demuxer context (owning it and `box` from here on, closing both on failure).
+    private init(opened ctx: UnsafeMutablePointer<AVFormatContext>, box: Unmanaged<Interrupter>, path: String, limits: SafetyLimits,
+                 interrupter: Interrupter, fileSize: Int64) throws(MediaFileError) {
+        self.path = path
+        self.limits = limits
+        self.interrupter = interrupter
         func fail(_ reason: MediaFileError.Reason) -> MediaFileError {
             var doomed: UnsafeMutablePointer<AVFormatContext>? = ctx
             avformat_close_input(&doomed)
@@ -191,7 +219,7 @@ public final class InputFile {
 
     /// A demuxer context opened on `path` with the limits' options (nil and FFmpeg's code on failure).
     private static func open(_ path: String, format: UnsafePointer<AVInputFormat>?, limits: SafetyLimits,
-                             interruptBox: Unmanaged<Interrupter>) -> (context: UnsafeMutablePointer<AVFormatContext>?, code: Int32) {
+                             interruptBox: Unmanaged<Interrupter>, extra: [String: String] = [:]) -> (context: UnsafeMutablePointer<AVFormatContext>?, code: Int32) {
         guard let ctx = avformat_alloc_context() else { return (nil, mf_averror(ENOMEM)) }
         ctx.pointee.interrupt_callback.callback = { opaque in
             guard let opaque else { return 0 }
@@ -205,6 +233,7 @@ public final class InputFile {
         av_dict_set(&options, "analyzeduration", String(analyzeMicros), 0)
         av_dict_set(&options, "max_streams", String(limits.maxStreams), 0)
         if let formats = limits.allowedFormats { av_dict_set(&options, "format_whitelist", formats.joined(separator: ","), 0) }
+        for (key, value) in extra { av_dict_set(&options, key, value, 0) }
         FFmpegLog.clearLastError()
         var maybeCtx: UnsafeMutablePointer<AVFormatContext>? = ctx
         let result = avformat_open_input(&maybeCtx, path, format, &options)
@@ -263,4 +292,10 @@ public final class InputFile {
         default: return MediaFileError(path: path, reason: .ffmpeg(error, while: "opening"))
         }
     }
+}
+
+/// libavdevice's capture devices (v4l2, x11grab, alsa, pulse, lavfi), registered once per process.
+enum LiveDevices {
+    private static let registered: Void = { avdevice_register_all() }()
+    static func registerOnce() { _ = registered }
 }

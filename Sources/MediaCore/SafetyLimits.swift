@@ -29,6 +29,17 @@ public struct SafetyLimits: Sendable, Hashable {
 
     public static let defaultStallTimeout: Duration = .seconds(120)
 
+    /// For live sources the user named on the command line (never from a manifest): the network
+    /// protocols of live streams, any demuxer or capture device, and a short stall limit (a source that
+    /// sends nothing for `stallTimeout` is given up on, not waited for).
+    public static func live(stallTimeout: Duration = .seconds(10)) -> SafetyLimits {
+        var limits = SafetyLimits()
+        limits.allowedProtocols = ["file", "pipe", "udp", "tcp", "rtp", "srt", "rtmp", "rtsp", "http", "https", "tls", "hls", "crypto", "data"]
+        limits.allowedFormats = nil
+        limits.stallTimeout = stallTimeout
+        return limits
+    }
+
     /// The defaults, with the stall timeout taken from `MEDIAFARM_STALL_TIMEOUT` (seconds) when set.
     public static var `default`: SafetyLimits {
         var limits = SafetyLimits()
