@@ -51,6 +51,8 @@ let package = Package(
         .target(name: "MediaEdit", dependencies: ["MediaCore", "MediaTime",
                                                   .product(name: "Logging", package: "swift-log")]),
 
+        // Live capture: sources, the segment writer, the capture session (AVCaptureMovieFileOutput).
+        .target(name: "MediaCapture", dependencies: ["MediaCore", "MediaTime"]),
         // The farm's pure model: manifests, jobs, state machine. No I/O.
         .target(name: "FarmModel", dependencies: ["MediaTime"]),
         // The queue: one protocol; SQLite (GRDB) the embedded backend, PostgreSQL (postgres-nio) for several hosts.
@@ -86,7 +88,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .target(name: "MediaFarmCLI", dependencies: [
-            "FarmHTTP", "FarmRuntime", "FarmStore", "FarmIngest", "CodeScan", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
+            "FarmHTTP", "MediaCapture", "FarmRuntime", "FarmStore", "FarmIngest", "CodeScan", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

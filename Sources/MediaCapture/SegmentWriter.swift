@@ -1,0 +1,106 @@
+import Foundation
+import MediaCore
+import MediaTime
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One segment being recorded: a fragmented MP4 (a readable prefix survives a crash) under a hidden
+/// partial name beside its final name, its packets copied from the source and timed from the segment's
+/// start. `finish` writes the trailer, fsyncs, and renames it to its final name, so a final name always
+/// holds a complete movie.
+final class SegmentWriter {
+    let index: Int
+    let finalPath: String
+    let partialPath: String
+    /// Where the segment starts, in source seconds (exact: the cutting keyframe's time).
+    let start: MediaTime
+    let startWallClock: Date
+    private let file: OutputFile
+    private struct Track {
+        var output: Int
+        var inputBase: Rational
+        var outputBase: Rational
+        /// The segment's start in input ticks.
+        var startTicks: Int64
+    }
+
+    /// By input stream.
+    private var tracks: [Int: Track] = [:]
+    private(set) var bytes: Int64 = 0
+    private(set) var packets = 0
+    /// The latest end (pts + duration) of a video packet, else of any packet, in source seconds.
+    private(set) var end: MediaTime
+    /// Where the next segment starts, once this one was cut: its exact end.
+    var cutAt: MediaTime?
+
+    /// A fragment per keyframe. Not `empty_moov`: the index is written with the first fragment, once
+    /// FFmpeg's automatic aac_adtstoasc has found the AAC configuration a live MPEG-TS stream carries in
+    /// its packets (an empty index written up front would lack it).
+    static let fragmentedMP4 = ["movflags": "+frag_keyframe+default_base_moof"]
+
+    init(index: Int, folder: String, captureID: String, start: MediaTime, input: InputFile, streams: [StreamInfo]) throws(MediaFileError) {
+        self.index = index
+        self.start = start
+        self.end = start
+        startWallClock = Date()
+        let name = "\(captureID)-\(String(format: "%05d", index)).mp4"
+        finalPath = folder + "/" + name
+        partialPath = folder + "/." + name + ".partial"
+        file = try OutputFile(path: partialPath, format: "mp4")
+        for stream in streams {
+            let output = try file.addStream(copying: stream.index, of: input, timeBase: stream.timeBase)
+            tracks[stream.index] = Track(output: output, inputBase: stream.timeBase, outputBase: stream.timeBase,
+                                         startTicks: Self.ticks(start, in: stream.timeBase))
+        }
+        try file.writeHeader(options: Self.fragmentedMP4)
+        for (key, track) in tracks { tracks[key]?.outputBase = file.timeBase(of: track.output) }
+    }
+
+    /// Writes a packet of input stream `packet.streamIndex` (consumed).
+    func write(_ packet: inout Packet, isVideo: Bool) throws(MediaFileError) {
+        guard let track = tracks[packet.streamIndex] else { return }
+        let size = packet.size
+        let rescale = { (v: Int64?) in v.map { Self.rescale($0 - track.startTicks, from: track.inputBase, to: track.outputBase) } }
+        let duration = Self.rescale(packet.duration, from: track.inputBase, to: track.outputBase)
+        if let pts = packet.pts, isVideo || tracks.count == 1 {
+            end = max(end, MediaTime(count: pts + packet.duration, timeBase: track.inputBase))
+        }
+        packet.retime(pts: rescale(packet.pts), dts: rescale(packet.dts), duration: duration, streamIndex: track.output)
+        try file.write(&packet)
+        bytes += Int64(size)
+        packets += 1
+    }
+
+    /// Completes the movie and renames it to its final name (both synced to disk).
+    func finish() throws(MediaFileError) {
+        try file.finish(sync: true)
+        guard rename(partialPath, finalPath) == 0 else {
+            throw MediaFileError(path: finalPath, reason: .ffmpeg(FFmpegError(code: -errno), while: "renaming the finished segment"))
+        }
+        let folder = URL(fileURLWithPath: finalPath).deletingLastPathComponent().path
+        let fd = open(folder, O_RDONLY | O_DIRECTORY)
+        if fd >= 0 { fsync(fd); close(fd) }
+        bytes = (try? FileManager.default.attributesOfItem(atPath: finalPath)[.size] as? Int64) ?? bytes
+    }
+
+    /// Removes an empty segment (nothing was recorded into it).
+    func discard() throws(MediaFileError) {
+        try file.finish(sync: false)
+        unlink(partialPath)
+    }
+
+    /// `time` in ticks of `timeBase`, rounded down.
+    static func ticks(_ time: MediaTime, in timeBase: Rational) -> Int64 {
+        let num = Int128(time.value) * Int128(timeBase.denominator)
+        let den = Int128(time.timescale) * Int128(timeBase.numerator)
+        return Int64(num >= 0 ? num / den : (num - den + 1) / den)
+    }
+
+    static func rescale(_ value: Int64, from a: Rational, to b: Rational) -> Int64 {
+        let num = Int128(value) * Int128(a.numerator) * Int128(b.denominator)
+        let den = Int128(a.denominator) * Int128(b.numerator)
+        let half = den / 2
+        return Int64(num >= 0 ? (num + half) / den : (num - half) / den)
+    }
+}

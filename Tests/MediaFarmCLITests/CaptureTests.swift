@@ -1,0 +1,150 @@
+import FarmTestSupport
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `mediafarm capture` from real live streams: MPEG-TS (H.264 + AAC) sent in real time by `ffmpeg -re`
+/// over UDP and TCP on loopback.
+@Suite struct CaptureTests {
+    static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// An `ffmpeg -re` process sending `seconds` of 640x360 30 fps H.264 (a keyframe a second) and AAC to `url`.
+    static func sender(_ url: String, seconds: Int, log: String) throws -> Background {
+        try Background(["/usr/bin/ffmpeg", "-nostdin", "-v", "error", "-re",
+                        "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30:duration=\(seconds)",
+                        "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=\(seconds)",
+                        "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-c:a", "aac", "-f", "mpegts", url], log: log)
+    }
+
+    static func events(_ log: String) -> [[String: Any]] {
+        log.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    /// Video frames and duration of a movie, as ffprobe counts them.
+    static func frames(_ path: String) throws -> Int {
+        let r = try ProcessRunner.run("/usr/bin/ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v:0",
+                                                           "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path])
+        return Int(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+
+    func capture(_ dir: URL, _ arguments: [String]) throws -> Background {
+        try Background([TestPaths.mediafarmExecutable, "capture", "--output-dir", dir.appendingPathComponent("out").path, "--json"] + arguments,
+                       log: dir.appendingPathComponent("capture.log").path)
+    }
+
+    @Test func aUDPStreamBecomesSegmentsThatJoinExactly() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-udp")
+        let port = Self.freePort()
+        let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "4", "--max-duration", "10",
+                                         "--capture-id", "cam"])
+        usleep(300_000)
+        let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 14, log: dir.appendingPathComponent("sender.log").path)
+        defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }
+        #expect(recorder.wait(timeout: 40) == 0, "\(recorder.log)")
+        let events = Self.events(recorder.log)
+        let segments = events.filter { $0["event"] as? String == "segment" }
+        let finished = try #require(events.last)
+        #expect(finished["event"] as? String == "finished" && finished["reason"] as? String == "maximumDurationReached"
+                && finished["successfullyFinished"] as? Bool == true && finished["segments"] as? Int == 3, "\(finished)")
+        #expect(segments.map { $0["start"] as? Double } == [0, 4, 8], "\(segments)")
+        #expect(segments.map { $0["duration"] as? Double } == [4, 4, 2], "\(segments)")
+        // Each segment plays on its own; together they hold every frame of the 10 s once.
+        var total = 0
+        for (i, segment) in segments.enumerated() {
+            let path = try #require(segment["path"] as? String)
+            #expect(path.hasSuffix("cam-0000\(i + 1).mp4"))
+            total += try Self.frames(path)
+        }
+        #expect(total == 300, "\(total) frames in the segments")
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("out").path).sorted()
+        #expect(names == ["cam-00001.mp4", "cam-00002.mp4", "cam-00003.mp4"], "\(names)")
+    }
+
+    @Test func aTCPStreamIsRecordedAndSIGTERMFinishesTheLastSegment() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-tcp")
+        let port = Self.freePort()
+        let sender = try Self.sender("tcp://127.0.0.1:\(port)?listen=1", seconds: 30, log: dir.appendingPathComponent("sender.log").path)
+        defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }
+        usleep(500_000)
+        let recorder = try capture(dir, ["--source", "tcp://127.0.0.1:\(port)", "--segment-duration", "2", "--capture-id", "cam"])
+        let deadline = Date().addingTimeInterval(20)
+        while Self.events(recorder.log).filter({ $0["event"] as? String == "segment" }).count < 2 && Date() < deadline { usleep(100_000) }
+        usleep(700_000)
+        recorder.kill(SIGTERM)
+        #expect(recorder.wait(timeout: 20) == 0, "\(recorder.log)")
+        let events = Self.events(recorder.log)
+        let finished = try #require(events.last)
+        #expect(finished["reason"] as? String == "sessionWasInterrupted" && finished["successfullyFinished"] as? Bool == true, "\(finished)")
+        let segments = events.filter { $0["event"] as? String == "segment" }
+        #expect(segments.count >= 3 && finished["segments"] as? Int == segments.count, "\(events)")
+        for segment in segments {
+            let path = try #require(segment["path"] as? String)
+            let expected = Int(((segment["duration"] as? Double ?? 0) * 30).rounded())
+            #expect(try Self.frames(path) == expected, "\(path)")
+        }
+        let partials = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("out").path).filter { $0.hasPrefix(".") }
+        #expect(partials.isEmpty, "\(partials)")
+    }
+
+    /// The sender dies: after the read timeout the recording ends `deviceWasDisconnected` (exit 1) with
+    /// what was recorded complete.
+    @Test func aSourceThatStopsSendingEndsTheRecording() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-drop")
+        let port = Self.freePort()
+        let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "60", "--read-timeout", "1.5"])
+        usleep(300_000)
+        let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 30, log: dir.appendingPathComponent("sender.log").path)
+        sleep(3)
+        sender.kill(SIGKILL)
+        _ = sender.wait(timeout: 5)
+        #expect(recorder.wait(timeout: 20) == 1, "\(recorder.log)")
+        let finished = try #require(Self.events(recorder.log).last)
+        #expect(finished["reason"] as? String == "deviceWasDisconnected" && finished["segments"] as? Int == 1, "\(finished)")
+        let segment = try #require(Self.events(recorder.log).first { $0["event"] as? String == "segment" })
+        #expect(try Self.frames(segment["path"] as? String ?? "") > 30)
+    }
+
+    @Test func badSourcesAreNamedWithinTheirTimeout() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-bad")
+        let usage = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["capture", "--source", "webcam", "--output-dir", dir.path])
+        #expect(usage.status == 2 && usage.stderr.contains("--source webcam"), "\(usage.stderr)")
+        let scheme = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["capture", "--source", "ftp://x/y", "--output-dir", dir.path])
+        #expect(scheme.status == 2 && scheme.stderr.contains("not a live stream URL"), "\(scheme.stderr)")
+        let started = Date()
+        let url = "udp://127.0.0.1:\(Self.freePort())"
+        let silent = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["capture", "--source", url, "--output-dir", dir.path,
+                                                                           "--read-timeout", "1", "--json"])
+        #expect(silent.status == 1 && Date().timeIntervalSince(started) < 15)
+        let finished = Self.events(silent.stdout).last
+        #expect(finished?["reason"] as? String == "noDataCaptured" && (finished?["message"] as? String)?.contains(url) == true, "\(silent.stdout)")
+        let device = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["capture", "--source", "v4l2:/dev/video99", "--output-dir", dir.path, "--json"])
+        #expect(device.status == 1 && device.stdout.contains("/dev/video99"), "\(device.stdout)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
+    }
+
+    /// Below the free-space floor the recording does not start writing: diskFull, nothing left behind.
+    @Test func theFreeSpaceFloorStopsTheRecording() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-disk")
+        let port = Self.freePort()
+        let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--min-free-disk", "1000000T"])
+        usleep(300_000)
+        let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 10, log: dir.appendingPathComponent("sender.log").path)
+        defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }
+        #expect(recorder.wait(timeout: 20) == 1, "\(recorder.log)")
+        let finished = try #require(Self.events(recorder.log).last)
+        #expect(finished["reason"] as? String == "diskFull" && (finished["message"] as? String)?.contains("--min-free-disk") == true, "\(finished)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("out").path).isEmpty)
+    }
+}
