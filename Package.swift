@@ -28,7 +28,7 @@ let package = Package(
     targets: [
         // C at the edge: system libraries found through pkg-config, and the shims Swift cannot import.
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat",
-                       providers: [.apt(["libavformat-dev", "libavdevice-dev", "libavcodec-dev", "libavutil-dev",
+                       providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavutil-dev",
                                          "libswresample-dev", "libswscale-dev"])]),
         .systemLibrary(name: "CRubberBand", pkgConfig: "rubberband", providers: [.apt(["librubberband-dev"])]),
         .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),

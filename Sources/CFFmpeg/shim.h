@@ -1,7 +1,6 @@
 #ifndef MEDIAFARM_CFFMPEG_H
 #define MEDIAFARM_CFFMPEG_H
 #include <libavformat/avformat.h>
-#include <libavdevice/avdevice.h>
 #include <libavcodec/avcodec.h>
 #include <libavutil/avutil.h>
 #include <libavutil/dict.h>

@@ -10,8 +10,9 @@ public struct IngestTemplate: Sendable, Hashable {
     public var folder: String { (path as NSString).deletingLastPathComponent }
     public var text: String
 
-    /// Reads the template; it must be JSON, use `{input}`, and use no other `{...}` than the placeholders.
-    public static func load(_ path: String) throws(IngestTemplateError) -> IngestTemplate {
+    /// Reads the template; it must be JSON, use `{input}`, and use no other `{...}` than `placeholders`
+    /// (ingest's by default; a capture's segments have their own).
+    public static func load(_ path: String, placeholders: [String] = IngestTemplate.placeholders) throws(IngestTemplateError) -> IngestTemplate {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw IngestTemplateError("\(path): cannot be read (no such file, or no permission)")
         }
@@ -26,7 +27,7 @@ public struct IngestTemplate: Sendable, Hashable {
             throw IngestTemplateError("\(path): unknown placeholder \(unknown.map { "{\($0)}" }.joined(separator: ", ")) "
                                       + "(known: \(placeholders.map { "{\($0)}" }.joined(separator: ", ")))")
         }
-        guard used.contains("input") else { throw IngestTemplateError("\(path): never says {input}, the ingested file") }
+        guard used.contains("input") else { throw IngestTemplateError("\(path): never says {input}, the file a job is made for") }
         return IngestTemplate(path: path, text: text)
     }
 
@@ -48,19 +49,28 @@ public struct IngestTemplate: Sendable, Hashable {
 
     /// The manifest for one file: each placeholder replaced by its value, escaped for a JSON string.
     public func manifest(for file: String, hash: String, modified: Date) -> String {
+        manifest(values: ["input": file, "hash": String(hash.prefix(16)), "date": Self.day(modified)], file: file)
+    }
+
+    /// The manifest with `values` (and `file`'s `{stem}` and `{ext}`) in place of the placeholders.
+    public func manifest(values: [String: String], file: String) -> String {
         let name = (file as NSString).lastPathComponent
         let ext = (name as NSString).pathExtension
         let stem = ext.isEmpty ? name : String(name.dropLast(ext.count + 1))
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        let day = calendar.dateComponents([.year, .month, .day], from: modified)
-        let date = String(format: "%04d-%02d-%02d", day.year ?? 0, day.month ?? 0, day.day ?? 0)
-        let values = ["input": file, "stem": stem, "ext": ext, "hash": String(hash.prefix(16)), "date": date]
+        let values = values.merging(["stem": stem, "ext": ext]) { a, _ in a }
         var out = text
         for (key, value) in values {
             out = out.replacingOccurrences(of: "{\(key)}", with: Self.escaped(value))
         }
         return out
+    }
+
+    /// YYYY-MM-DD of `date` in UTC.
+    public static func day(_ date: Date) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let day = calendar.dateComponents([.year, .month, .day], from: date)
+        return String(format: "%04d-%02d-%02d", day.year ?? 0, day.month ?? 0, day.day ?? 0)
     }
 
     /// `value` as it must appear inside a JSON string.

@@ -50,10 +50,12 @@ public final class InputFile {
     public convenience init(live url: String, format: String?, options: [String: String], limits: SafetyLimits,
                             interrupter: Interrupter) throws(MediaFileError) {
         FFmpegLog.installDefaultIfNeeded()
-        LiveDevices.registerOnce()
         var inputFormat: UnsafePointer<AVInputFormat>?
         if let format {
-            guard let found = av_find_input_format(format) else { throw MediaFileError(path: url, reason: .formatRefused(format)) }
+            let devices = LiveDevices.load()
+            guard let found = av_find_input_format(format) else {
+                throw MediaFileError(path: url, reason: .formatRefused(devices ? format : "\(format) (capture devices need libavdevice59, which is not installed)"))
+            }
             inputFormat = found
         }
         interrupter.progressed()
@@ -294,8 +296,17 @@ public final class InputFile {
     }
 }
 
-/// libavdevice's capture devices (v4l2, x11grab, alsa, pulse, lavfi), registered once per process.
+/// libavdevice's capture devices (v4l2, x11grab, alsa, pulse, lavfi). The library is loaded and its
+/// devices registered the first time a device is opened, so that everything else (and a container image
+/// for jobs and network streams) runs without it and the many libraries it links.
 enum LiveDevices {
-    private static let registered: Void = { avdevice_register_all() }()
-    static func registerOnce() { _ = registered }
+    private static let loaded: Bool = {
+        guard let handle = dlopen("libavdevice.so.59", RTLD_NOW | RTLD_GLOBAL),
+              let register = dlsym(handle, "avdevice_register_all") else { return false }
+        unsafeBitCast(register, to: (@convention(c) () -> Void).self)()
+        return true
+    }()
+
+    /// Whether libavdevice is there (its devices registered).
+    static func load() -> Bool { loaded }
 }

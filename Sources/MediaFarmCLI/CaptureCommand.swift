@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import FarmIngest
 import Foundation
 import MediaCapture
 #if canImport(Glibc)
@@ -59,8 +60,17 @@ struct CaptureCommand: AsyncParsableCommand {
     @Option(name: .customLong("read-timeout"), parsing: .unconditional, help: "Seconds a read may wait for data before the source counts as gone.")
     var readTimeout: Double = 10
 
-    @Flag(help: "Print one JSON event per line (started, segment, finished).")
+    @Flag(help: "Print one JSON event per line (started, segment, enqueued, notice, finished).")
     var json = false
+
+    @Option(help: ArgumentHelp("A manifest template: each finished segment becomes a job from it ({input}: the segment; also {stem}, {ext}, {index}, {captureID}, {date}).",
+                               valueName: "template.json"))
+    var enqueue: String?
+
+    @OptionGroup var queue: QueueOptions
+
+    @Option(name: .customLong("output-root"), help: "A folder the jobs' outputs may be written under (repeatable; default: MEDIAFARM_OUTPUT_ROOTS, else the template's folder).")
+    var outputRoots: [String] = []
 
     func validate() throws {
         guard segmentDuration > 0 else { throw ValidationError("--segment-duration must be positive") }
@@ -98,7 +108,23 @@ struct CaptureCommand: AsyncParsableCommand {
         configuration.readTimeout = readTimeout
 
         let json = self.json
-        let session = CaptureSession(configuration: configuration) { event in CaptureCommand.print(event, json: json) }
+        let feeder: CaptureQueue? = try enqueue.map { path in
+            let template: IngestTemplate
+            do {
+                template = try IngestTemplate.load(path, placeholders: CaptureQueue.placeholders)
+            } catch {
+                throw CLIError("--enqueue \(error)", status: ExitStatus.usage)
+            }
+            return CaptureQueue(template: template, captureID: id, outputDirectory: configuration.outputDirectory,
+                                outputRoots: OutputRoots.chosen(outputRoots), location: try queue.location()) { event, fields in
+                CaptureCommand.printLine(event, fields, json: json)
+            }
+        }
+        let queueTask = feeder.map { feeder in Task { await feeder.run() } }
+        let session = CaptureSession(configuration: configuration) { event in
+            CaptureCommand.print(event, json: json)
+            if case .segment(let report) = event { feeder?.segmentFinished(report) }
+        }
         var sources: [any DispatchSourceSignal] = []
         for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)
@@ -110,6 +136,11 @@ struct CaptureCommand: AsyncParsableCommand {
         defer { for s in sources { s.cancel() } }
         let summary = await withCheckedContinuation { (done: CheckedContinuation<CaptureSummary, Never>) in
             Thread { done.resume(returning: session.run()) }.start()
+        }
+        feeder?.finishFeeding()
+        if let waiting = await queueTask?.value, !waiting.isEmpty, let feeder {
+            Self.printLine("notice", ["message": "\(waiting.count) segments were not enqueued (the queue did not answer); they are listed in \(feeder.journalPath)"], json: json)
+            throw ExitCode(ExitStatus.failure)
         }
         if !summary.successfullyFinished { throw ExitCode(ExitStatus.failure) }
     }
@@ -145,6 +176,14 @@ struct CaptureCommand: AsyncParsableCommand {
                     + String(format: "%.1f s", summary.duration) + (summary.message.map { ": \($0)" } ?? "")
             }
         }
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    /// An event line from the queue feeder: JSON, or "event: key value, ...".
+    static func printLine(_ event: String, _ fields: [String: Any], json: Bool) {
+        let line = json ? object(fields.merging(["event": event]) { a, _ in a })
+            : event == "enqueued" ? "segment \(fields["index"] ?? "?"): job \(fields["job"] ?? "?")\(fields["queued"] as? Bool == false ? " (already queued)" : "")"
+            : "\(fields["message"] ?? event)"
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 

@@ -116,6 +116,60 @@ import Glibc
         #expect(try Self.frames(segment["path"] as? String ?? "") > 30)
     }
 
+    /// `--enqueue`: each finished segment becomes a job once (key capture:ID:INDEX), within 100 ms of its
+    /// close, journaled first; a coordinator then processes them like any job.
+    @Test func finishedSegmentsFeedTheQueue() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-queue")
+        let templates = dir.appendingPathComponent("templates")
+        try FileManager.default.createDirectory(at: templates, withIntermediateDirectories: true)
+        try #"{ "version": 1, "name": "check-{captureID}-{index}", "input": "{input}", "report": "reports/{stem}.json" }"#
+            .write(to: templates.appendingPathComponent("segment.json"), atomically: true, encoding: .utf8)
+        let queue = "sqlite:" + dir.appendingPathComponent("queue.sqlite").path
+        let port = Self.freePort()
+        let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "3", "--max-duration", "6",
+                                         "--capture-id", "cam", "--enqueue", templates.appendingPathComponent("segment.json").path,
+                                         "--queue", queue])
+        usleep(300_000)
+        let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 10, log: dir.appendingPathComponent("sender.log").path)
+        defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }
+        #expect(recorder.wait(timeout: 40) == 0, "\(recorder.log)")
+        let enqueued = Self.events(recorder.log).filter { $0["event"] as? String == "enqueued" }
+        #expect(enqueued.map { $0["index"] as? Int } == [1, 2], "\(recorder.log)")
+        #expect(enqueued.allSatisfy { ($0["latencyMs"] as? Double ?? 1000) < 100 }, "\(enqueued)")
+        let journal = try String(contentsOfFile: dir.appendingPathComponent("out/.cam.journal").path, encoding: .utf8)
+        #expect(journal.split(separator: "\n").count == 4, "\(journal)")
+        let run = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["coordinator", "--queue", queue, "--exit-when-idle", "--json"])
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        for index in 1...2 {
+            let report = templates.appendingPathComponent("reports/cam-0000\(index).json").path
+            #expect(FileManager.default.fileExists(atPath: report), "no report for segment \(index)")
+        }
+        // The same segments offered again (a restarted capture, a retry) are not queued twice.
+        let status = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["status", "--queue", queue, "--json"])
+        let jobs = try JSONSerialization.jsonObject(with: status.stdoutData) as? [[String: Any]] ?? []
+        #expect(jobs.count == 2 && jobs.allSatisfy { $0["state"] as? String == "succeeded" }, "\(jobs)")
+    }
+
+    /// A queue that cannot be reached: the recording goes on, its segments wait in the journal, exit 1 says so.
+    @Test func segmentsWaitInTheJournalWhenTheQueueIsDown() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-journal")
+        let template = dir.appendingPathComponent("segment.json")
+        try #"{ "version": 1, "input": "{input}", "report": "reports/{stem}.json" }"#.write(to: template, atomically: true, encoding: .utf8)
+        let port = Self.freePort()
+        let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "2", "--max-duration", "4",
+                                         "--capture-id", "cam", "--enqueue", template.path,
+                                         "--queue", "postgres://farm@127.0.0.1:1/farm?connect_timeout=1"])
+        usleep(300_000)
+        let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 8, log: dir.appendingPathComponent("sender.log").path)
+        defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }
+        #expect(recorder.wait(timeout: 60) == 1, "\(recorder.log)")
+        #expect(recorder.log.contains("2 segments were not enqueued"), "\(recorder.log)")
+        let journal = try String(contentsOfFile: dir.appendingPathComponent("out/.cam.journal").path, encoding: .utf8)
+        let entries = journal.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(entries.count == 2 && entries.allSatisfy { $0["job"] == nil } && entries.map { $0["index"] as? Int } == [1, 2], "\(journal)")
+        #expect(Self.events(recorder.log).contains { $0["event"] as? String == "finished" && $0["successfullyFinished"] as? Bool == true })
+    }
+
     @Test func badSourcesAreNamedWithinTheirTimeout() throws {
         let dir = try TestPaths.makeTemporaryFolder("capture-bad")
         let usage = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["capture", "--source", "webcam", "--output-dir", dir.path])

@@ -1,0 +1,134 @@
+import FarmIngest
+import FarmModel
+import FarmRuntime
+import FarmStore
+import Foundation
+import MediaCapture
+
+/// Feeds finished segments to the queue (`capture --enqueue TEMPLATE`): one job per segment from the
+/// template, under the unique key `capture:<capture-id>:<index>`, so that a segment is enqueued once
+/// however often it is retried. Every segment is first written to the journal beside the output folder
+/// (`.<capture-id>.journal`, one JSON line per segment, then one per enqueued job); while the queue
+/// cannot be reached, segments wait there and are enqueued, in order, when it answers again. The
+/// recording never waits for the queue.
+final class CaptureQueue: @unchecked Sendable {
+    struct Entry: Codable {
+        var index: Int
+        var path: String
+        var job: Int64?
+    }
+
+    let template: IngestTemplate
+    let captureID: String
+    let journalPath: String
+    let outputRoots: [String]?
+    let location: QueueLocation
+    /// Segments not yet enqueued, in order, and whether more may come; `wake` tells `run` of a change.
+    private let lock = NSLock()
+    private var pending: [SegmentReport] = []
+    private var feeding = true
+    private let wakeUps: AsyncStream<Void>
+    private let wake: AsyncStream<Void>.Continuation
+    private let report: @Sendable (String, [String: Any]) -> Void
+    private var store: (any JobStore)?
+
+    static let placeholders = ["input", "stem", "ext", "index", "captureID", "date"]
+
+    init(template: IngestTemplate, captureID: String, outputDirectory: String, outputRoots: [String]?, location: QueueLocation,
+         report: @escaping @Sendable (String, [String: Any]) -> Void) {
+        self.template = template
+        self.captureID = captureID
+        self.outputRoots = outputRoots
+        self.location = location
+        self.report = report
+        journalPath = outputDirectory + "/." + captureID + ".journal"
+        (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Called on the capture thread as each segment is finished: journaled at once, enqueued by `run`.
+    func segmentFinished(_ segment: SegmentReport) {
+        append(Entry(index: segment.index, path: segment.path, job: nil))
+        lock.withLock { pending.append(segment) }
+        wake.yield()
+    }
+
+    /// No more segments will come.
+    func finishFeeding() {
+        lock.withLock { feeding = false }
+        wake.yield()
+    }
+
+    /// Enqueues segments as they come, retrying a queue that does not answer with backoff (up to 5 s
+    /// apart); when feeding has finished, one last attempt, then returns the segments still waiting.
+    func run() async -> [SegmentReport] {
+        var wakeUps = self.wakeUps.makeAsyncIterator()
+        var delay = 0.25
+        var failing: Int?
+        while true {
+            let (next, more) = lock.withLock { (pending.first, feeding) }
+            guard let segment = next else {
+                if !more { break }
+                _ = await wakeUps.next()
+                continue
+            }
+            do {
+                try await enqueue(segment)
+                lock.withLock { _ = pending.removeFirst() }
+                delay = 0.25
+                failing = nil
+            } catch {
+                if failing != segment.index {
+                    failing = segment.index
+                    report("notice", ["message": "segment \(segment.index): the queue did not take it (\(error)); journaled in \(journalPath), trying again"])
+                }
+                if !more { break }
+                try? await Task.sleep(for: .seconds(delay))
+                delay = min(delay * 2, 5)
+            }
+        }
+        await store?.close()
+        return lock.withLock { pending }
+    }
+
+    private func enqueue(_ segment: SegmentReport) async throws {
+        let started = Date()
+        let text = template.manifest(values: [
+            "input": segment.path, "index": String(segment.index), "captureID": captureID,
+            "date": IngestTemplate.day(segment.wallClock),
+        ], file: segment.path)
+        let name = "\(captureID)-\(segment.index)"
+        let roots = outputRoots ?? [template.folder]
+        let manifest: JobManifest
+        switch ManifestLoader.validate(text: text, name: name, baseDirectory: template.folder, outputRoots: roots) {
+        case .success(let m): manifest = m
+        case .failure(let e): throw CLIError("the --enqueue template gives an invalid manifest for \(segment.path): \(e.issues.map(\.description).joined(separator: "; "))")
+        }
+        if store == nil { store = try await JobStores.open(location, create: true) }
+        guard let store else { return }
+        let job = NewJob(name: manifest.name, manifest: text, baseDirectory: template.folder, outputRoots: roots,
+                         uniqueKey: "capture:\(captureID):\(segment.index)")
+        let queued: [Enqueued]
+        do {
+            queued = try await store.enqueue([job], at: Date())
+        } catch {
+            await store.close()
+            self.store = nil
+            throw error
+        }
+        guard let first = queued.first else { return }
+        append(Entry(index: segment.index, path: segment.path, job: first.id))
+        report("enqueued", ["index": segment.index, "job": first.id, "queued": first.inserted,
+                            "latencyMs": (Date().timeIntervalSince(started) * 1000 * 10).rounded() / 10])
+    }
+
+    private func append(_ entry: Entry) {
+        guard var line = try? JSONEncoder().encode(entry) else { return }
+        line.append(UInt8(ascii: "\n"))
+        if !FileManager.default.fileExists(atPath: journalPath) { FileManager.default.createFile(atPath: journalPath, contents: nil) }
+        guard let handle = FileHandle(forWritingAtPath: journalPath) else { return }
+        defer { try? handle.close() }
+        _ = try? handle.seekToEnd()
+        try? handle.write(contentsOf: line)
+        try? handle.synchronize()
+    }
+}
