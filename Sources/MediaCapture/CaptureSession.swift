@@ -46,6 +46,16 @@ public struct SegmentReport: Sendable, Codable {
     public var duration: Double
     public var bytes: Int64
     public var packets: Int
+
+    public init(index: Int, path: String, start: Double, wallClock: Date, duration: Double, bytes: Int64, packets: Int) {
+        self.index = index
+        self.path = path
+        self.start = start
+        self.wallClock = wallClock
+        self.duration = duration
+        self.bytes = bytes
+        self.packets = packets
+    }
 }
 
 public struct CaptureSummary: Sendable, Codable {

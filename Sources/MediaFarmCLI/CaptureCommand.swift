@@ -121,6 +121,27 @@ struct CaptureCommand: AsyncParsableCommand {
             }
         }
         let queueTask = feeder.map { feeder in Task { await feeder.run() } }
+        // Segments an earlier recording into this folder finished but did not get queued.
+        if let feeder {
+            for left in CaptureQueue.notEnqueued(in: configuration.outputDirectory) {
+                feeder.segmentFinished(SegmentReport(index: left.index, path: left.path, start: 0, wallClock: Date(), duration: 0, bytes: 0, packets: 0),
+                                       captureID: left.captureID)
+            }
+        }
+        // What a recording into this folder left when it died: salvaged (and enqueued) or quarantined.
+        for salvaged in Salvage.run(folder: configuration.outputDirectory) {
+            if let path = salvaged.path {
+                Self.printLine("salvaged", ["captureID": salvaged.captureID, "index": salvaged.index, "path": path,
+                                            "duration": salvaged.duration, "packets": salvaged.packets], json: json)
+                feeder?.segmentFinished(SegmentReport(index: salvaged.index, path: path, start: 0, wallClock: salvaged.wallClock,
+                                                      duration: salvaged.duration, bytes: 0, packets: salvaged.packets),
+                                        captureID: salvaged.captureID)
+            } else {
+                Self.printLine("quarantined", ["captureID": salvaged.captureID, "index": salvaged.index, "path": salvaged.quarantined ?? "",
+                                               "message": "segment \(salvaged.index) of \(salvaged.captureID) could not be salvaged: \(salvaged.reason ?? "")"],
+                               json: json)
+            }
+        }
         let session = CaptureSession(configuration: configuration) { event in
             CaptureCommand.print(event, json: json)
             if case .segment(let report) = event { feeder?.segmentFinished(report) }
@@ -183,6 +204,7 @@ struct CaptureCommand: AsyncParsableCommand {
     static func printLine(_ event: String, _ fields: [String: Any], json: Bool) {
         let line = json ? object(fields.merging(["event": event]) { a, _ in a })
             : event == "enqueued" ? "segment \(fields["index"] ?? "?"): job \(fields["job"] ?? "?")\(fields["queued"] as? Bool == false ? " (already queued)" : "")"
+            : event == "salvaged" ? "salvaged segment \(fields["index"] ?? "?") of \(fields["captureID"] ?? "?"): \(fields["path"] ?? "")"
             : "\(fields["message"] ?? event)"
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }

@@ -13,6 +13,7 @@ import MediaCapture
 /// recording never waits for the queue.
 final class CaptureQueue: @unchecked Sendable {
     struct Entry: Codable {
+        var captureID: String
         var index: Int
         var path: String
         var job: Int64?
@@ -25,7 +26,7 @@ final class CaptureQueue: @unchecked Sendable {
     let location: QueueLocation
     /// Segments not yet enqueued, in order, and whether more may come; `wake` tells `run` of a change.
     private let lock = NSLock()
-    private var pending: [SegmentReport] = []
+    private var pending: [(segment: SegmentReport, captureID: String)] = []
     private var feeding = true
     private let wakeUps: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
@@ -46,9 +47,11 @@ final class CaptureQueue: @unchecked Sendable {
     }
 
     /// Called on the capture thread as each segment is finished: journaled at once, enqueued by `run`.
-    func segmentFinished(_ segment: SegmentReport) {
-        append(Entry(index: segment.index, path: segment.path, job: nil))
-        lock.withLock { pending.append(segment) }
+    /// `captureID`: the recording it belongs to (a salvaged segment's may be an earlier one's).
+    func segmentFinished(_ segment: SegmentReport, captureID: String? = nil) {
+        let id = captureID ?? self.captureID
+        append(Entry(captureID: id, index: segment.index, path: segment.path, job: nil))
+        lock.withLock { pending.append((segment, id)) }
         wake.yield()
     }
 
@@ -66,13 +69,13 @@ final class CaptureQueue: @unchecked Sendable {
         var failing: Int?
         while true {
             let (next, more) = lock.withLock { (pending.first, feeding) }
-            guard let segment = next else {
+            guard let (segment, id) = next else {
                 if !more { break }
                 _ = await wakeUps.next()
                 continue
             }
             do {
-                try await enqueue(segment)
+                try await enqueue(segment, captureID: id)
                 lock.withLock { _ = pending.removeFirst() }
                 delay = 0.25
                 failing = nil
@@ -87,10 +90,10 @@ final class CaptureQueue: @unchecked Sendable {
             }
         }
         await store?.close()
-        return lock.withLock { pending }
+        return lock.withLock { pending.map(\.segment) }
     }
 
-    private func enqueue(_ segment: SegmentReport) async throws {
+    private func enqueue(_ segment: SegmentReport, captureID: String) async throws {
         let started = Date()
         let text = template.manifest(values: [
             "input": segment.path, "index": String(segment.index), "captureID": captureID,
@@ -116,9 +119,31 @@ final class CaptureQueue: @unchecked Sendable {
             throw error
         }
         guard let first = queued.first else { return }
-        append(Entry(index: segment.index, path: segment.path, job: first.id))
-        report("enqueued", ["index": segment.index, "job": first.id, "queued": first.inserted,
+        append(Entry(captureID: captureID, index: segment.index, path: segment.path, job: first.id))
+        report("enqueued", ["captureID": captureID, "index": segment.index, "job": first.id, "queued": first.inserted,
                             "latencyMs": (Date().timeIntervalSince(started) * 1000 * 10).rounded() / 10])
+    }
+
+    /// Segments in `folder` whose job no journal there records (a recording that died between finishing
+    /// a segment and queueing it), in name order: (path, capture id, index).
+    static func notEnqueued(in folder: String) -> [(path: String, captureID: String, index: Int)] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        var queued = Set<String>()
+        for journal in names where journal.hasPrefix(".") && journal.hasSuffix(".journal") {
+            let text = (try? String(contentsOfFile: folder + "/" + journal, encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n") {
+                if let entry = try? JSONDecoder().decode(Entry.self, from: Data(line.utf8)), entry.job != nil {
+                    queued.insert("\(entry.captureID)-\(entry.index)")
+                }
+            }
+        }
+        return names.sorted().compactMap { name in
+            guard !name.hasPrefix("."), name.hasSuffix(".mp4") else { return nil }
+            let stem = name.dropLast(4)
+            guard let dash = stem.lastIndex(of: "-"), let index = Int(stem[stem.index(after: dash)...]) else { return nil }
+            let id = String(stem[..<dash])
+            return queued.contains("\(id)-\(index)") ? nil : (folder + "/" + name, id, index)
+        }
     }
 
     private func append(_ entry: Entry) {

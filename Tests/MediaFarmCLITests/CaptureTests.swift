@@ -170,6 +170,52 @@ import Glibc
         #expect(Self.events(recorder.log).contains { $0["event"] as? String == "finished" && $0["successfullyFinished"] as? Bool == true })
     }
 
+    /// `kill -9` at random moments, each followed by a restart into the same folder: every unfinished
+    /// segment is salvaged (it plays) or quarantined with its reason, none is left behind, and every
+    /// segment becomes exactly one job.
+    @Test func killedRecordingsAreSalvagedAndEachSegmentQueuedOnce() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-kill")
+        let template = dir.appendingPathComponent("segment.json")
+        try #"{ "version": 1, "input": "{input}", "report": "reports/{stem}.json" }"#.write(to: template, atomically: true, encoding: .utf8)
+        let queue = "sqlite:" + dir.appendingPathComponent("queue.sqlite").path
+        let port = Self.freePort()
+        let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 60, log: dir.appendingPathComponent("sender.log").path)
+        defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }
+        var random = SeededRandom(state: 0xC0FFEE)
+        var logs = ""
+        for round in 0..<5 {
+            let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "1", "--capture-id", "cam\(round)",
+                                             "--enqueue", template.path, "--queue", queue])
+            usleep(UInt32(1_500_000 + Int(random.next() % 2_000_000)))
+            recorder.kill(round == 4 ? SIGTERM : SIGKILL)
+            _ = recorder.wait(timeout: 20)
+            logs += recorder.log
+            try? FileManager.default.removeItem(atPath: recorder.logPath)
+        }
+        // A last start salvages what the last kill left and queues anything still waiting.
+        let last = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "1", "--capture-id", "cam5", "--max-duration", "1",
+                                     "--enqueue", template.path, "--queue", queue])
+        #expect(last.wait(timeout: 30) == 0, "\(last.log)")
+        logs += last.log
+        let out = dir.appendingPathComponent("out").path
+        let names = try FileManager.default.contentsOfDirectory(atPath: out)
+        #expect(!names.contains { $0.hasSuffix(".partial") || $0.hasSuffix(".salvage") }, "\(names)")
+        let segments = names.filter { $0.hasSuffix(".mp4") }.sorted()
+        #expect(segments.count >= 5, "\(names)")
+        for name in segments { #expect(try Self.frames(out + "/" + name) > 0, "\(name) does not play") }
+        let quarantined = (try? FileManager.default.contentsOfDirectory(atPath: out + "/quarantine")) ?? []
+        #expect(quarantined.filter { $0.hasSuffix(".partial") }.count * 2 == quarantined.count, "\(quarantined)")
+        let salvaged = Self.events(logs).filter { $0["event"] as? String == "salvaged" }
+        #expect(salvaged.count + quarantined.count / 2 >= 3, "kills left \(salvaged.count) salvaged and \(quarantined.count / 2) quarantined segments\n\(logs)")
+        // One job per segment file, keyed by its capture and index (SQLite's own CLI reads the queue).
+        let keys = try ProcessRunner.run("/usr/bin/sqlite3", [dir.appendingPathComponent("queue.sqlite").path, "SELECT unique_key FROM jobs ORDER BY unique_key"])
+        let expected = segments.map { name -> String in
+            let stem = name.dropLast(4), dash = stem.lastIndex(of: "-")!
+            return "capture:\(stem[..<dash]):\(Int(stem[stem.index(after: dash)...])!)"
+        }.sorted()
+        #expect(keys.stdout.split(separator: "\n").map(String.init) == expected, "\(keys.stdout) for \(segments)")
+    }
+
     @Test func badSourcesAreNamedWithinTheirTimeout() throws {
         let dir = try TestPaths.makeTemporaryFolder("capture-bad")
         let usage = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["capture", "--source", "webcam", "--output-dir", dir.path])
