@@ -33,6 +33,21 @@ struct Recorder {
         self.video = video
         self.events = events
         timeBases = Dictionary(uniqueKeysWithValues: streams.map { ($0.index, $0.timeBase) })
+        nextIndex = Self.nextIndex(for: configuration.captureID, in: configuration.outputDirectory)
+    }
+
+    /// After the highest index a recording with this id already left in the folder (finished, unfinished
+    /// or quarantined), so that a capture restarted with the same id never replaces a segment.
+    static func nextIndex(for captureID: String, in folder: String) -> Int {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])
+            + ((try? FileManager.default.contentsOfDirectory(atPath: folder + "/quarantine")) ?? [])
+        let prefix = captureID + "-"
+        let used = names.compactMap { name -> Int? in
+            let bare = name.hasPrefix(".") ? String(name.dropFirst()) : name
+            guard bare.hasPrefix(prefix) else { return nil }
+            return Int(bare.dropFirst(prefix.count).prefix { $0.isNumber })
+        }
+        return (used.max() ?? 0) + 1
     }
 
     private var recordedBytes: Int64 {

@@ -50,7 +50,7 @@ import Glibc
         let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "4", "--max-duration", "10",
                                          "--capture-id", "cam"])
         usleep(300_000)
-        let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 14, log: dir.appendingPathComponent("sender.log").path)
+        let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 20, log: dir.appendingPathComponent("sender.log").path)
         defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }
         #expect(recorder.wait(timeout: 40) == 0, "\(recorder.log)")
         let events = Self.events(recorder.log)
@@ -70,6 +70,12 @@ import Glibc
         #expect(total == 300, "\(total) frames in the segments")
         let names = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("out").path).sorted()
         #expect(names == ["cam-00001.mp4", "cam-00002.mp4", "cam-00003.mp4"], "\(names)")
+        // Started again with the same id (a service restarted), it goes on after the last segment and replaces none.
+        let again = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "4", "--max-duration", "1", "--capture-id", "cam"])
+        #expect(again.wait(timeout: 30) == 0, "\(again.log)")
+        let after = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("out").path).sorted()
+        #expect(after == names + ["cam-00004.mp4"], "\(after)")
+        #expect(try Self.frames(dir.appendingPathComponent("out/cam-00001.mp4").path) == 120)
     }
 
     @Test func aTCPStreamIsRecordedAndSIGTERMFinishesTheLastSegment() throws {
