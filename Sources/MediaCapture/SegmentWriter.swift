@@ -51,7 +51,7 @@ final class SegmentWriter {
         for stream in streams {
             let output = try file.addStream(copying: stream.index, of: input, timeBase: stream.timeBase)
             tracks[stream.index] = Track(output: output, inputBase: stream.timeBase, outputBase: stream.timeBase,
-                                         startTicks: Self.ticks(start, in: stream.timeBase))
+                                         startTicks: start.count(in: stream.timeBase, rounding: .down) ?? 0)
         }
         try file.writeHeader(options: Self.fragmentedMP4)
         for (key, track) in tracks { tracks[key]?.outputBase = file.timeBase(of: track.output) }
@@ -90,17 +90,8 @@ final class SegmentWriter {
         unlink(partialPath)
     }
 
-    /// `time` in ticks of `timeBase`, rounded down.
-    static func ticks(_ time: MediaTime, in timeBase: Rational) -> Int64 {
-        let num = Int128(time.value) * Int128(timeBase.denominator)
-        let den = Int128(time.timescale) * Int128(timeBase.numerator)
-        return Int64(num >= 0 ? num / den : (num - den + 1) / den)
-    }
-
+    /// `value` ticks of `a` as ticks of `b`, to the nearest.
     static func rescale(_ value: Int64, from a: Rational, to b: Rational) -> Int64 {
-        let num = Int128(value) * Int128(a.numerator) * Int128(b.denominator)
-        let den = Int128(a.denominator) * Int128(b.numerator)
-        let half = den / 2
-        return Int64(num >= 0 ? (num + half) / den : (num - half) / den)
+        MediaTime(count: value, timeBase: a).count(in: b) ?? value
     }
 }

@@ -35,9 +35,7 @@ struct JSONLogHandler: LogHandler {
     }
 
     static func timestamp() -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date())
+        Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
     }
 
     /// JSON lines unless stderr is a terminal (MEDIAFARM_LOG_FORMAT=json|text decides otherwise).

@@ -9,18 +9,6 @@ import Glibc
 /// Live sources through `InputFile(live:)`: libavdevice's lavfi device, and a real MPEG-TS stream an
 /// `ffmpeg -re` process sends over UDP on loopback.
 @Suite struct LiveInputTests {
-    static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     @Test func aSyntheticDeviceIsReadPacketByPacket() throws {
         let input = try InputFile(live: "testsrc2=size=320x240:rate=30", format: "lavfi", options: [:], limits: .live(),
                                   interrupter: Interrupter(stallLimit: .seconds(5)))
@@ -32,7 +20,7 @@ import Glibc
     }
 
     @Test func aUDPStreamSentByFFmpegIsReceived() throws {
-        let port = Self.freePort()
+        let port = TestPaths.freeLoopbackPort()
         let sender = Process()
         sender.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
         sender.arguments = ["-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=10",
@@ -53,7 +41,7 @@ import Glibc
 
     /// Nothing arrives: the open gives up after the stall limit, naming the source; never a hang.
     @Test func aSilentSourceIsGivenUpOnWithinItsTimeout() throws {
-        let url = "udp://127.0.0.1:\(Self.freePort())"
+        let url = "udp://127.0.0.1:\(TestPaths.freeLoopbackPort())"
         let started = Date()
         #expect {
             _ = try InputFile(live: url, format: "mpegts", options: [:], limits: .live(), interrupter: Interrupter(stallLimit: .seconds(1)))

@@ -8,18 +8,6 @@ import Glibc
 /// `mediafarm capture` from real live streams: MPEG-TS (H.264 + AAC) sent in real time by `ffmpeg -re`
 /// over UDP and TCP on loopback.
 @Suite struct CaptureTests {
-    static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     /// An `ffmpeg -re` process sending `seconds` of 640x360 30 fps H.264 (a keyframe a second) and AAC to `url`.
     static func sender(_ url: String, seconds: Int, log: String) throws -> Background {
         try Background(["/usr/bin/ffmpeg", "-nostdin", "-v", "error", "-re",
@@ -46,7 +34,7 @@ import Glibc
 
     @Test func aUDPStreamBecomesSegmentsThatJoinExactly() throws {
         let dir = try TestPaths.makeTemporaryFolder("capture-udp")
-        let port = Self.freePort()
+        let port = TestPaths.freeLoopbackPort()
         let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "4", "--max-duration", "10",
                                          "--capture-id", "cam"])
         usleep(300_000)
@@ -80,7 +68,7 @@ import Glibc
 
     @Test func aTCPStreamIsRecordedAndSIGTERMFinishesTheLastSegment() throws {
         let dir = try TestPaths.makeTemporaryFolder("capture-tcp")
-        let port = Self.freePort()
+        let port = TestPaths.freeLoopbackPort()
         let sender = try Self.sender("tcp://127.0.0.1:\(port)?listen=1", seconds: 30, log: dir.appendingPathComponent("sender.log").path)
         defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }
         usleep(500_000)
@@ -108,7 +96,7 @@ import Glibc
     /// what was recorded complete.
     @Test func aSourceThatStopsSendingEndsTheRecording() throws {
         let dir = try TestPaths.makeTemporaryFolder("capture-drop")
-        let port = Self.freePort()
+        let port = TestPaths.freeLoopbackPort()
         let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "60", "--read-timeout", "1.5"])
         usleep(300_000)
         let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 30, log: dir.appendingPathComponent("sender.log").path)
@@ -131,7 +119,7 @@ import Glibc
         try #"{ "version": 1, "name": "check-{captureID}-{index}", "input": "{input}", "report": "reports/{stem}.json" }"#
             .write(to: templates.appendingPathComponent("segment.json"), atomically: true, encoding: .utf8)
         let queue = "sqlite:" + dir.appendingPathComponent("queue.sqlite").path
-        let port = Self.freePort()
+        let port = TestPaths.freeLoopbackPort()
         let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "3", "--max-duration", "6",
                                          "--capture-id", "cam", "--enqueue", templates.appendingPathComponent("segment.json").path,
                                          "--queue", queue])
@@ -161,7 +149,7 @@ import Glibc
         let dir = try TestPaths.makeTemporaryFolder("capture-journal")
         let template = dir.appendingPathComponent("segment.json")
         try #"{ "version": 1, "input": "{input}", "report": "reports/{stem}.json" }"#.write(to: template, atomically: true, encoding: .utf8)
-        let port = Self.freePort()
+        let port = TestPaths.freeLoopbackPort()
         let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "2", "--max-duration", "4",
                                          "--capture-id", "cam", "--enqueue", template.path,
                                          "--queue", "postgres://farm@127.0.0.1:1/farm?connect_timeout=1"])
@@ -184,7 +172,7 @@ import Glibc
         let template = dir.appendingPathComponent("segment.json")
         try #"{ "version": 1, "input": "{input}", "report": "reports/{stem}.json" }"#.write(to: template, atomically: true, encoding: .utf8)
         let queue = "sqlite:" + dir.appendingPathComponent("queue.sqlite").path
-        let port = Self.freePort()
+        let port = TestPaths.freeLoopbackPort()
         let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 60, log: dir.appendingPathComponent("sender.log").path)
         defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }
         var random = SeededRandom(state: 0xC0FFEE)
@@ -229,7 +217,7 @@ import Glibc
         let scheme = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["capture", "--source", "ftp://x/y", "--output-dir", dir.path])
         #expect(scheme.status == 2 && scheme.stderr.contains("not a live stream URL"), "\(scheme.stderr)")
         let started = Date()
-        let url = "udp://127.0.0.1:\(Self.freePort())"
+        let url = "udp://127.0.0.1:\(TestPaths.freeLoopbackPort())"
         let silent = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["capture", "--source", url, "--output-dir", dir.path,
                                                                            "--read-timeout", "1", "--json"])
         #expect(silent.status == 1 && Date().timeIntervalSince(started) < 15)
@@ -243,7 +231,7 @@ import Glibc
     /// Below the free-space floor the recording does not start writing: diskFull, nothing left behind.
     @Test func theFreeSpaceFloorStopsTheRecording() throws {
         let dir = try TestPaths.makeTemporaryFolder("capture-disk")
-        let port = Self.freePort()
+        let port = TestPaths.freeLoopbackPort()
         let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--min-free-disk", "1000000T"])
         usleep(300_000)
         let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 10, log: dir.appendingPathComponent("sender.log").path)
