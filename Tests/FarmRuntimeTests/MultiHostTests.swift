@@ -131,9 +131,10 @@ import Glibc
             if (figures["runningByHost"] as? [String: Int])?.count == 3 { sawThreeHosts = true }
             if counts["succeeded"] == work.names.count { break }
             #expect(counts["dead"] == 0 && counts["failed"] == 0, "\(figures)")
-            // Chaos while most of the work remains: a coordinator (restarted at once) or a worker.
+            // Chaos while most of the work remains, taking turns: a random coordinator (restarted at
+            // once), then a running job's worker (tried again next round when none runs at that moment).
             guard (counts["succeeded"] ?? 0) < work.names.count * 3 / 4 else { continue }
-            if random.next() % 2 == 0 {
+            if kills.coordinators <= kills.workers {
                 let i = Int(random.next() % 3)
                 coordinators[i].kill(SIGKILL)
                 _ = coordinators[i].wait(timeout: 10)
