@@ -13,6 +13,7 @@ extern "C" int mf_zx_read(const uint8_t *gray, int width, int height, int stride
         if (formats & MF_ZX_AZTEC) wanted |= BarcodeFormat::Aztec;
         if (formats & MF_ZX_DATAMATRIX) wanted |= BarcodeFormat::DataMatrix;
         if (formats & MF_ZX_PDF417) wanted |= BarcodeFormat::PDF417;
+        if (formats & MF_ZX_QR) wanted |= BarcodeFormat::QRCode;
         if (wanted.empty() || capacity <= 0) return 0;
         DecodeHints hints;
         hints.setFormats(wanted);
@@ -29,6 +30,7 @@ extern "C" int mf_zx_read(const uint8_t *gray, int width, int height, int stride
             case BarcodeFormat::Aztec: out.format = MF_ZX_AZTEC; break;
             case BarcodeFormat::DataMatrix: out.format = MF_ZX_DATAMATRIX; break;
             case BarcodeFormat::PDF417: out.format = MF_ZX_PDF417; break;
+            case BarcodeFormat::QRCode: out.format = MF_ZX_QR; break;
             default: continue;
             }
             const auto &bytes = r.bytes();

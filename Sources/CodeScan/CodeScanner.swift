@@ -25,6 +25,7 @@ public final class CodeScanner {
     public let configuration: Configuration
     private let zbar: ZBarScanner?
     private let zxing: ZXingReader?
+    private let zxingQR: ZXingReader?
     private var gray = Frame()
     private let toGray = VideoScaler(outputFormat: "gray")
 
@@ -33,8 +34,11 @@ public final class CodeScanner {
         let zbarTypes = configuration.symbologies.reduce(into: Set<ZBarScanner.SymbolType>()) { $0.formUnion($1.zbarTypes) }
         // Every row and column: scanning every second one halves the work but loses codes with 2-pixel modules.
         zbar = zbarTypes.isEmpty ? nil : ZBarScanner(types: zbarTypes, density: 1)
+        // QR codes are read in the whole picture at once; the other matrix codes in tiles (see ZXingReader).
         let zxingFormats = Set(configuration.symbologies.compactMap(\.zxingFormat))
-        zxing = zxingFormats.isEmpty ? nil : ZXingReader(formats: zxingFormats)
+        let tiled = zxingFormats.subtracting([.qr])
+        zxing = tiled.isEmpty ? nil : ZXingReader(formats: tiled)
+        zxingQR = zxingFormats.contains(.qr) ? ZXingReader(formats: [.qr], tileSize: nil) : nil
     }
 
     /// Codes in a decoded video frame shown at `time`.
@@ -61,13 +65,14 @@ public final class CodeScanner {
                 found.append(detection(symbology: symbology, bytes: s.data, points: points, width: width, height: height, time: time))
             }
         }
-        if let zxing {
-            for s in zxing.read(origin, width: x1 - x0, height: y1 - y0, stride: stride) {
+        for reader in [zxingQR, zxing].compactMap({ $0 }) {
+            for s in reader.read(origin, width: x1 - x0, height: y1 - y0, stride: stride) {
                 let symbology: Symbology
                 switch s.format {
                 case .aztec: symbology = .aztec
                 case .dataMatrix: symbology = .dataMatrix
                 case .pdf417: symbology = .pdf417
+                case .qr: symbology = .qr
                 }
                 found.append(detection(symbology: symbology, bytes: s.data, points: s.corners, width: width, height: height, time: time))
             }
@@ -79,7 +84,6 @@ public final class CodeScanner {
     private func symbology(of s: ZBarScanner.Symbol) -> Symbology? {
         let asked = configuration.symbologies
         switch s.type {
-        case .qr: return asked.contains(.qr) ? .qr : nil
         case .code128: return asked.contains(.code128) ? .code128 : nil
         case .code39: return asked.contains(.code39) ? .code39 : nil
         case .code93: return asked.contains(.code93) ? .code93 : nil
@@ -92,7 +96,7 @@ public final class CodeScanner {
             // ITF-14 is Interleaved 2 of 5 with 14 digits.
             if s.data.count == 14, asked.contains(.itf14) { return .itf14 }
             return asked.contains(.interleaved2of5) ? .interleaved2of5 : (asked.contains(.itf14) && s.data.count == 14 ? .itf14 : nil)
-        case .pdf417: return nil
+        case .qr, .pdf417: return nil
         }
     }
 

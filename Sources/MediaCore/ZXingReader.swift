@@ -9,7 +9,7 @@ internal import CZXingShim
 /// once. Thread-safe (no shared state); blocking.
 public final class ZXingReader: Sendable {
     public enum Format: Int32, Sendable, CaseIterable {
-        case aztec = 1, dataMatrix = 2, pdf417 = 4
+        case aztec = 1, dataMatrix = 2, pdf417 = 4, qr = 8
     }
 
     public struct Symbol: Sendable {
@@ -21,10 +21,13 @@ public final class ZXingReader: Sendable {
 
     private let formats: Int32
     public let tileSize: Int
+    public let tryHarder: Bool
 
-    public init(formats: Set<Format>, tileSize: Int = 400) {
+    /// `tileSize` nil reads the whole picture at once.
+    public init(formats: Set<Format>, tileSize: Int? = 400, tryHarder: Bool = true) {
         self.formats = formats.reduce(0) { $0 | $1.rawValue }
-        self.tileSize = tileSize
+        self.tileSize = tileSize ?? Int.max / 4
+        self.tryHarder = tryHarder
     }
 
     public func read(_ pixels: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, maxSymbols: Int = 16) -> [Symbol] {
@@ -52,7 +55,7 @@ public final class ZXingReader: Sendable {
 
     private func readTile(_ pixels: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, maxSymbols: Int) -> [Symbol] {
         var results = [mf_zx_result](repeating: mf_zx_result(), count: maxSymbols)
-        let n = Int(mf_zx_read(pixels, Int32(width), Int32(height), Int32(stride), formats, 1, &results, Int32(maxSymbols)))
+        let n = Int(mf_zx_read(pixels, Int32(width), Int32(height), Int32(stride), formats, tryHarder ? 1 : 0, &results, Int32(maxSymbols)))
         guard n > 0 else { return [] }
         defer { mf_zx_free(&results, Int32(n)) }
         return results.prefix(n).compactMap { r in

@@ -7,9 +7,9 @@ import Testing
 
 /// Movies with codes at known times and places, drawn by real encoders; zbarimg as a cross-check.
 @Suite struct CodeScanTests {
-    static let everyZBarSymbology = Symbology.allCases.filter { $0.engine == .zbar }
+    static let qrAndLinear = [Symbology.qr] + Symbology.allCases.filter { $0.engine == .zbar }
 
-    func scan(_ path: String, _ symbologies: [Symbology] = everyZBarSymbology, roi: NormalizedRect = .full,
+    func scan(_ path: String, _ symbologies: [Symbology] = qrAndLinear, roi: NormalizedRect = .full,
               interval: MediaTime = .zero) async throws -> FileScanReport {
         try await FileScanner.scan(path: path, configuration: .init(symbologies: symbologies, regionOfInterest: roi, interval: interval))
     }
@@ -17,7 +17,7 @@ import Testing
     @Test func everySymbologyOnTheCleanSetWithItsTimes() async throws {
         let dir = try CodeFixtures.folder("clean")
         var placements: [CodeFixtures.Placement] = []
-        for (i, code) in CodeFixtures.zbarCodes.enumerated() {
+        for (i, code) in CodeFixtures.qrAndLinearCodes.enumerated() {
             let start = 0.3 + Double(i) * 0.6
             placements.append(.init(image: try CodeFixtures.draw(code, in: dir), x: 40 + (i % 3) * 60, y: 40 + (i % 2) * 120,
                                     start: start, end: start + 0.5))
@@ -27,8 +27,8 @@ import Testing
         let report = try await scan(movie)
         #expect(report.framesScanned == 72)
         // 100% found, nothing else, at the right times (within one frame) and places.
-        #expect(report.codes.count == CodeFixtures.zbarCodes.count, "\(report.codes.map { ($0.symbology, $0.payload) })")
-        for (code, placement) in zip(CodeFixtures.zbarCodes, placements) {
+        #expect(report.codes.count == CodeFixtures.qrAndLinearCodes.count, "\(report.codes.map { ($0.symbology, $0.payload) })")
+        for (code, placement) in zip(CodeFixtures.qrAndLinearCodes, placements) {
             let found = report.codes.first { $0.symbology.rawValue == code.symbology && $0.payload == code.payload }
             guard let found else { Issue.record("missed \(code.symbology) \(code.payload)"); continue }
             #expect(abs(found.firstTime.seconds - placement.start) <= 0.1 + 1e-9, "\(code.symbology) first \(found.firstTime)")
@@ -44,17 +44,17 @@ import Testing
         // abort when asked for every format), and symbols away from the frame's centre must be found.
         let dir = try CodeFixtures.folder("matrix")
         var placements: [CodeFixtures.Placement] = [
-            .init(image: try CodeFixtures.draw(CodeFixtures.zbarCodes[1], in: dir), x: 760, y: 560, start: 0, end: 3)
+            .init(image: try CodeFixtures.draw(CodeFixtures.qrAndLinearCodes[1], in: dir), x: 760, y: 560, start: 0, end: 3)
         ]
         let spots = [(60, 60), (980, 80), (500, 380)]
-        for (i, code) in CodeFixtures.zxingCodes.enumerated() {
+        for (i, code) in CodeFixtures.otherMatrixCodes.enumerated() {
             placements.append(.init(image: try CodeFixtures.draw(code, in: dir), x: spots[i].0, y: spots[i].1,
                                     start: 0.5 + Double(i) * 0.5, end: 2 + Double(i) * 0.3))
         }
         let movie = dir.appendingPathComponent("matrix.mp4").path
         try CodeFixtures.movie(placements, seconds: 3, size: "1280x720", to: movie)
         let report = try await scan(movie, [.aztec, .dataMatrix, .pdf417, .code128])
-        for (code, p) in zip(CodeFixtures.zxingCodes, placements.dropFirst()) {
+        for (code, p) in zip(CodeFixtures.otherMatrixCodes, placements.dropFirst()) {
             let found = report.codes.first { $0.symbology.rawValue == code.symbology && $0.payload == code.payload }
             guard let found else { Issue.record("missed \(code.symbology)"); continue }
             #expect(abs(found.firstTime.seconds - p.start) <= 0.1 + 1e-9, "\(code.symbology) first \(found.firstTime)")
@@ -66,7 +66,7 @@ import Testing
 
     @Test func degradedCodesAreStillRead() async throws {
         let dir = try CodeFixtures.folder("degraded")
-        let qr = CodeFixtures.zbarCodes[0], code128 = CodeFixtures.zbarCodes[1], ean13 = CodeFixtures.zbarCodes[5]
+        let qr = CodeFixtures.qrAndLinearCodes[0], code128 = CodeFixtures.qrAndLinearCodes[1], ean13 = CodeFixtures.qrAndLinearCodes[5]
         let tinyQR = dir.appendingPathComponent("tiny-qr.png").path
         try ProcessRunner.check("qrencode", ["-o", tinyQR, "-s", "2", "-m", "4", "tiny modules"])
         let blurred = try CodeFixtures.degrade(try CodeFixtures.draw(code128, in: dir), filter: "gblur=sigma=0.8", as: "blurred", in: dir)
@@ -104,7 +104,7 @@ import Testing
         // Aztec with 2 px modules on the moving test pattern is read only from a tight crop around it
         // (not from the frame, nor from a 200 px crop), though it is read as a still on white.
         let dir = try CodeFixtures.folder("degraded-matrix")
-        let aztec = CodeFixtures.zxingCodes[0], dataMatrix = CodeFixtures.zxingCodes[1], pdf417 = CodeFixtures.zxingCodes[2]
+        let aztec = CodeFixtures.otherMatrixCodes[0], dataMatrix = CodeFixtures.otherMatrixCodes[1], pdf417 = CodeFixtures.otherMatrixCodes[2]
         func writer(_ format: String, _ text: String, _ size: String, _ margin: String, _ name: String) throws -> String {
             let out = dir.appendingPathComponent("\(name).png").path
             try ProcessRunner.check("ZXingWriter", ["-size", size, "-margin", margin, format, text, out])
@@ -150,7 +150,7 @@ import Testing
 
     @Test func regionOfInterestIsHonoured() async throws {
         let dir = try CodeFixtures.folder("roi")
-        let left = try CodeFixtures.draw(CodeFixtures.zbarCodes[0], in: dir)
+        let left = try CodeFixtures.draw(CodeFixtures.qrAndLinearCodes[0], in: dir)
         let right = dir.appendingPathComponent("right.png").path
         try ProcessRunner.check("qrencode", ["-o", right, "-s", "4", "-m", "4", "right side"])
         let movie = dir.appendingPathComponent("roi.mp4").path
@@ -186,7 +186,7 @@ import Testing
     @Test func agreesWithZbarimgOnExtractedFrames() async throws {
         let dir = try CodeFixtures.folder("zbarimg")
         var placements: [CodeFixtures.Placement] = []
-        for (i, code) in CodeFixtures.zbarCodes.prefix(6).enumerated() {
+        for (i, code) in CodeFixtures.qrAndLinearCodes.prefix(6).enumerated() {
             placements.append(.init(image: try CodeFixtures.draw(code, in: dir), x: 60, y: 60, start: Double(i), end: Double(i) + 1))
         }
         let movie = dir.appendingPathComponent("m.mp4").path
@@ -219,7 +219,7 @@ import Testing
     @Test func intervalScansFewerFrames() async throws {
         let dir = try CodeFixtures.folder("interval")
         let movie = dir.appendingPathComponent("m.mp4").path
-        try CodeFixtures.movie([.init(image: try CodeFixtures.draw(CodeFixtures.zbarCodes[0], in: dir), x: 40, y: 40, start: 0, end: 3)],
+        try CodeFixtures.movie([.init(image: try CodeFixtures.draw(CodeFixtures.qrAndLinearCodes[0], in: dir), x: 40, y: 40, start: 0, end: 3)],
                                seconds: 3, to: movie)
         let every = try await scan(movie, [.qr])
         let sparse = try await scan(movie, [.qr], interval: MediaTime(value: 1, timescale: 2))

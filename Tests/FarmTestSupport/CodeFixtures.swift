@@ -15,8 +15,9 @@ public enum CodeFixtures {
         { out in try ProcessRunner.check("ZXingWriter", ["-size", size, "-margin", "20", format, text, out]) }
     }
 
-    /// One code of every symbology ZBar reads, each with a distinct payload.
-    public static let zbarCodes: [Code] = [
+    /// A QR code and one code of every linear symbology (all of them codes zbarimg reads too), each with
+    /// a distinct payload.
+    public static let qrAndLinearCodes: [Code] = [
         Code(symbology: "qr", payload: "MediaFarm QR 1") { try ProcessRunner.check("qrencode", ["-o", $0, "-s", "4", "-m", "4", "MediaFarm QR 1"]) },
         Code(symbology: "code128", payload: "MF-CODE128-42", draw: zxing("Code128", "MF-CODE128-42", "480x120")),
         Code(symbology: "code39", payload: "MEDIAFARM39", draw: zxing("Code39", "MEDIAFARM39", "480x120")),
@@ -32,8 +33,8 @@ public enum CodeFixtures {
         },
     ]
 
-    /// One code of each symbology zxing-cpp reads for MediaFarm.
-    public static let zxingCodes: [Code] = [
+    /// One code of each of the other matrix symbologies (zbarimg reads none of them).
+    public static let otherMatrixCodes: [Code] = [
         Code(symbology: "aztec", payload: "MF Aztec 7", draw: zxing("Aztec", "MF Aztec 7", "200x200")),
         Code(symbology: "dataMatrix", payload: "MF DataMatrix 8", draw: zxing("DataMatrix", "MF DataMatrix 8", "200x200")),
         Code(symbology: "pdf417", payload: "MF PDF417 9", draw: zxing("PDF417", "MF PDF417 9", "300x120")),

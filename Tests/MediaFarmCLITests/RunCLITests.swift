@@ -97,7 +97,7 @@ import Testing
 
     @Test func scanSectionReportsCodesInCompositionTime() throws {
         let dir = try TestPaths.makeTemporaryFolder("run-scan")
-        let qr = try CodeFixtures.draw(CodeFixtures.zbarCodes[0], in: dir)
+        let qr = try CodeFixtures.draw(CodeFixtures.qrAndLinearCodes[0], in: dir)
         try CodeFixtures.movie([.init(image: qr, x: 40, y: 40, start: 1, end: 2)], seconds: 3, to: dir.appendingPathComponent("slate.mp4").path)
         // The edit starts at 0.5 s of the source: the code, shown at 1...2 s there, is at 0.5...1.5 s here.
         try #"{ "version": 1, "edits": [ { "source": "slate.mp4", "start": 0.5 } ], "scan": { "symbologies": ["qr"] }, "report": "out/scan.json" }"#

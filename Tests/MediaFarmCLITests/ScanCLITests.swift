@@ -10,8 +10,8 @@ import Testing
 
     @Test func jsonForMoviesAndImagesInInputOrder() throws {
         let dir = try CodeFixtures.folder("cli")
-        let qr = try CodeFixtures.draw(CodeFixtures.zbarCodes[0], in: dir)
-        let ean = try CodeFixtures.draw(CodeFixtures.zbarCodes[5], in: dir)
+        let qr = try CodeFixtures.draw(CodeFixtures.qrAndLinearCodes[0], in: dir)
+        let ean = try CodeFixtures.draw(CodeFixtures.qrAndLinearCodes[5], in: dir)
         let movie = dir.appendingPathComponent("take.mp4").path
         try CodeFixtures.movie([.init(image: qr, x: 40, y: 40, start: 1, end: 2), .init(image: ean, x: 200, y: 200, start: 1.5, end: 3)],
                                seconds: 3, to: movie)

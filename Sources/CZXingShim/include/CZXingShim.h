@@ -11,7 +11,8 @@ extern "C" {
 enum {
     MF_ZX_AZTEC = 1,
     MF_ZX_DATAMATRIX = 2,
-    MF_ZX_PDF417 = 4
+    MF_ZX_PDF417 = 4,
+    MF_ZX_QR = 8
 };
 
 typedef struct {
