@@ -35,6 +35,8 @@ let package = Package(
         .target(name: "CMediaShims", dependencies: ["CFFmpeg"]),
         // Process spawning with resource limits (fork/exec in C: only async-signal-safe calls in the child).
         .target(name: "CProcessShims"),
+        // V4L2 device queries (ioctl), for listing capture devices.
+        .target(name: "CDeviceShims"),
         // zxing-cpp (C++) behind a C header, for Aztec, Data Matrix and PDF417.
         .target(name: "CZXingShim", linkerSettings: [.linkedLibrary("ZXing")]),
 
@@ -52,7 +54,7 @@ let package = Package(
                                                   .product(name: "Logging", package: "swift-log")]),
 
         // Live capture: sources, the segment writer, the capture session (AVCaptureMovieFileOutput).
-        .target(name: "MediaCapture", dependencies: ["MediaCore", "MediaTime"]),
+        .target(name: "MediaCapture", dependencies: ["CDeviceShims", "CodeScan", "MediaCore", "MediaTime"]),
         // The farm's pure model: manifests, jobs, state machine. No I/O.
         .target(name: "FarmModel", dependencies: ["MediaTime"]),
         // The queue: one protocol; SQLite (GRDB) the embedded backend, PostgreSQL (postgres-nio) for several hosts.

@@ -1,3 +1,4 @@
+import CodeScan
 import Foundation
 import MediaCore
 import MediaTime
@@ -23,6 +24,11 @@ public struct CaptureConfiguration: Sendable {
     public var minFreeDisk: Int64?
     /// How long a read may wait for data before the source counts as gone.
     public var readTimeout: Double = 10
+    /// A network source that drops is reopened with backoff for this long before the recording ends
+    /// with `deviceWasDisconnected`; zero does not reconnect.
+    public var reconnectFor: Double = 0
+    /// Live code scanning (AVCaptureMetadataOutput); nil scans nothing.
+    public var scan: CodeScanner.Configuration?
 
     public init(source: CaptureSource, outputDirectory: String, captureID: String) {
         self.source = source
@@ -37,7 +43,7 @@ public enum CaptureEndReason: String, Sendable, Codable {
 }
 
 /// A finished segment.
-public struct SegmentReport: Sendable, Codable {
+public struct SegmentReport: Sendable, Encodable {
     public var index: Int
     public var path: String
     /// Where it starts in capture time (seconds from the recording's first packet), and when that was.
@@ -46,6 +52,10 @@ public struct SegmentReport: Sendable, Codable {
     public var duration: Double
     public var bytes: Int64
     public var packets: Int
+    /// The source was gone this many seconds before this segment (it reconnected).
+    public var gapBefore: Double?
+    /// With live scanning: the codes seen in this segment, merged (first and last time in capture time).
+    public var codes: [ScannedCode]?
 
     public init(index: Int, path: String, start: Double, wallClock: Date, duration: Double, bytes: Int64, packets: Int) {
         self.index = index
@@ -58,7 +68,7 @@ public struct SegmentReport: Sendable, Codable {
     }
 }
 
-public struct CaptureSummary: Sendable, Codable {
+public struct CaptureSummary: Sendable, Encodable {
     public var captureID: String
     public var reason: CaptureEndReason
     public var successfullyFinished: Bool
@@ -66,17 +76,27 @@ public struct CaptureSummary: Sendable, Codable {
     public var duration: Double
     public var bytes: Int64
     public var message: String?
+    /// How often the source dropped and came back.
+    public var reconnections = 0
+    public var scan: LiveScanSummary?
 }
 
 public enum CaptureEvent: Sendable {
     case started(captureID: String, source: String, streams: [String])
     case segment(SegmentReport)
+    /// The source dropped; it is reopened until `until`.
+    case sourceLost(message: String, until: Date)
+    /// The source is back after `gap` seconds.
+    case reconnected(gap: Double)
+    case code(CodeSighting)
+    case codeGone(CodeSighting)
     case finished(CaptureSummary)
 }
 
 /// Records a live source into segments (AVCaptureSession + AVCaptureMovieFileOutput). Packets are copied
-/// (passthrough); a segment is cut on a video keyframe, so that each one starts exactly where the one
-/// before ended in source time. Blocking: run it on a thread of its own; `stop` ends it from anywhere.
+/// when an MP4 segment can hold their codec, else encoded (H.264 + AAC); a segment is cut on a video
+/// keyframe, so that each one starts exactly where the one before ended in source time. A source that
+/// drops is reopened within `reconnectFor`, the gap reported; live scanning runs beside the recording. Blocking: run it on a thread of its own; `stop` ends it from anywhere.
 public final class CaptureSession: @unchecked Sendable {
     public let configuration: CaptureConfiguration
     private let events: @Sendable (CaptureEvent) -> Void
@@ -100,88 +120,176 @@ public final class CaptureSession: @unchecked Sendable {
 
     private var isStopped: Bool { stopRequested.withLock { stopped } }
 
-    /// Codecs an MP4 segment can hold as they come.
-    static let copyable: Set<String> = ["h264", "hevc", "av1", "vp9", "mpeg4", "mjpeg", "aac", "mp3", "opus", "ac3", "eac3", "alac", "flac"]
-
-    /// Records until a limit, the end of the source, or `stop`; returns the summary it also sent.
+    /// Records until a limit, the end of the source (after any reconnection budget), or `stop`;
+    /// returns the summary it also sent.
     @discardableResult
     public func run() -> CaptureSummary {
         var summary = CaptureSummary(captureID: configuration.captureID, reason: .noDataCaptured, successfullyFinished: false,
                                      segments: 0, duration: 0, bytes: 0, message: nil)
-        defer { events(.finished(summary)) }
-        let input: InputFile
-        do {
-            input = try InputFile(live: configuration.source.url, format: configuration.source.format, options: configuration.source.options,
-                                  limits: .live(stallTimeout: .milliseconds(Int64(configuration.readTimeout * 1000))), interrupter: interrupter)
-        } catch {
-            summary.reason = isStopped ? .sessionWasInterrupted : .noDataCaptured
-            summary.message = "\(configuration.source): \(error)"
-            return summary
-        }
-        let streams = input.streams.filter { $0.mediaType == .video || $0.mediaType == .audio }
-        if let unfit = streams.first(where: { !Self.copyable.contains($0.codecName) }) {
-            summary.message = "\(configuration.source): its \(unfit.mediaType) is \(unfit.codecName), which an MP4 segment cannot hold as it comes; "
-                + "encoding live sources is not supported yet: send H.264/HEVC with AAC"
-            return summary
-        }
-        guard !streams.isEmpty else {
-            summary.message = "\(configuration.source): no video or audio stream"
-            return summary
-        }
-        input.discardAll(except: Set(streams.map(\.index)))
-        let video = streams.first { $0.mediaType == .video }?.index
-        events(.started(captureID: configuration.captureID, source: configuration.source.text,
-                        streams: streams.map { "\($0.mediaType) \($0.codecName)" }))
-
-        var recorder = Recorder(configuration: configuration, input: input, streams: streams, video: video, events: events)
-        var packet = Packet()
-        var lastDiskCheck = Date.distantPast
-        loop: while true {
-            if isStopped { summary.reason = .sessionWasInterrupted; break }
-            let read: InputFile.ReadResult
+        let scanner = configuration.scan.map { LiveScanner(configuration: $0, events: events) }
+        var reports: [SegmentReport] = []
+        var progress = Recorder.Progress()
+        /// When the source dropped, while it is being reconnected.
+        var lostAt: Date?
+        var lastArrival = Date()
+        var backoff = 0.5
+        connection: while true {
+            let input: InputFile
+            let tracks: [RecordedTrack]
             do {
-                read = try input.read(into: &packet)
+                input = try InputFile(live: configuration.source.url, format: configuration.source.format, options: configuration.source.options,
+                                      limits: .live(stallTimeout: .milliseconds(Int64(configuration.readTimeout * 1000))), interrupter: interrupter)
+                tracks = try RecordedTrack.plan(input)
             } catch {
-                summary.reason = isStopped ? .sessionWasInterrupted : .deviceWasDisconnected
-                if !isStopped { summary.message = "\(configuration.source): \(error)" }
+                if isStopped { summary.reason = .sessionWasInterrupted; break }
+                summary.message = "\(configuration.source): \(error)"
+                if let lostAt, Date().addingTimeInterval(backoff) < lostAt.addingTimeInterval(configuration.reconnectFor) {
+                    sleep(backoff)
+                    backoff = min(backoff * 2, 5)
+                    continue
+                }
+                summary.reason = lostAt == nil ? .noDataCaptured : .deviceWasDisconnected
                 break
             }
-            guard read == .packet else {
-                summary.reason = .deviceWasDisconnected
-                summary.message = "\(configuration.source): the stream ended"
+            guard !tracks.isEmpty else {
+                summary.message = "\(configuration.source): no video or audio stream"
+                summary.reason = lostAt == nil ? .noDataCaptured : .deviceWasDisconnected
                 break
             }
-            if let minFree = configuration.minFreeDisk, Date().timeIntervalSince(lastDiskCheck) >= 0.5 {
-                lastDiskCheck = Date()
-                if let free = freeSpace(configuration.outputDirectory), free < minFree {
-                    summary.reason = .diskFull
-                    summary.message = "\(configuration.outputDirectory): \(free) bytes free, below --min-free-disk \(minFree)"
+            input.discardAll(except: Set(tracks.map(\.index)))
+            if lostAt != nil {
+                let gap = Date().timeIntervalSince(lastArrival)
+                progress.gap = gap
+                progress.captureTime += MediaTime(value: Int64(gap * 1_000_000), timescale: 1_000_000)
+                summary.reconnections += 1
+                summary.message = nil
+                events(.reconnected(gap: gap))
+            } else {
+                events(.started(captureID: configuration.captureID, source: configuration.source.text,
+                                streams: tracks.map { "\($0.isVideo ? "video" : "audio") \($0.codecName)\(Self.isEncoded($0) ? " (encoded)" : "")" }))
+            }
+            lostAt = nil
+            backoff = 0.5
+
+            let events = self.events
+            var recorder = Recorder(configuration: configuration, tracks: tracks, before: progress) { report in
+                if let scanner { scanner.segmentClosed(report) { events(.segment($0)) } } else { events(.segment(report)) }
+            }
+            let byIndex = Dictionary(uniqueKeysWithValues: tracks.map { ($0.index, $0) })
+            var feed: LiveScanner.Feed?
+            var pictureOrigin: MediaTime?
+            var packet = Packet()
+            var ended: CaptureEndReason?
+            var sourceDropped = false
+            var lastDiskCheck = Date.distantPast
+            reading: while true {
+                if isStopped { ended = .sessionWasInterrupted; break }
+                let read: InputFile.ReadResult
+                do {
+                    read = try input.read(into: &packet)
+                } catch {
+                    if isStopped { ended = .sessionWasInterrupted } else { sourceDropped = true; summary.message = "\(configuration.source): \(error)" }
+                    break
+                }
+                guard read == .packet else {
+                    sourceDropped = true
+                    summary.message = "\(configuration.source): the stream ended"
+                    break
+                }
+                let arrival = Date()
+                lastArrival = arrival
+                if let minFree = configuration.minFreeDisk, arrival.timeIntervalSince(lastDiskCheck) >= 0.5 {
+                    lastDiskCheck = arrival
+                    if let free = freeSpace(configuration.outputDirectory), free < minFree {
+                        ended = .diskFull
+                        summary.message = "\(configuration.outputDirectory): \(free) bytes free, below --min-free-disk \(minFree)"
+                        break
+                    }
+                }
+                guard let track = byIndex[packet.streamIndex] else { continue }
+                do {
+                    switch track.origin {
+                    case .copied(let file):
+                        // Scanning decodes its own reference to the packet, from the first recorded keyframe on.
+                        let toScan: PacketBox? = scanner != nil && track.isVideo ? PacketBox() : nil
+                        toScan?.packet.reference(packet)
+                        if case .limit(let reason) = try recorder.take(&packet) { ended = reason; break reading }
+                        if let scanner, let toScan, let origin = recorder.origin {
+                            if feed == nil {
+                                feed = try LiveScanner.Feed(scanner: scanner, input: file, stream: track.index, origin: origin,
+                                                            offset: progress.captureTime)
+                            }
+                            feed?.submit(toScan.packet, arrival: arrival)
+                        }
+                    case .encoded(let live):
+                        var limit: CaptureEndReason?
+                        try live.encode(packet, picture: { frame, time in
+                            guard let scanner, track.isVideo else { return }
+                            let origin = pictureOrigin ?? time
+                            pictureOrigin = origin
+                            // The encoder holds pictures back: one past the duration limit is never recorded.
+                            if let limit = configuration.maxDuration, (progress.recorded + (time - origin)).seconds >= limit { return }
+                            scanner.submit(frame, time: progress.captureTime + (time - origin), arrival: arrival)
+                        }, emit: { out throws(MediaFileError) in
+                            if case .limit(let reason) = try recorder.take(&out) { limit = reason }
+                        })
+                        if let limit { ended = limit; break reading }
+                    }
+                } catch {
+                    sourceDropped = false
+                    ended = .deviceWasDisconnected
+                    summary.message = "\(error)"
                     break
                 }
             }
-            do {
-                switch try recorder.take(&packet) {
-                case .recorded: continue loop
-                case .limit(let reason): summary.reason = reason; break loop
+            // What the encoders still hold belongs to the recording (packets past a limit are not written).
+            for track in tracks {
+                guard case .encoded(let live) = track.origin else { continue }
+                do {
+                    try live.flush(emit: { out throws(MediaFileError) in _ = try recorder.take(&out) })
+                } catch {
+                    summary.message = [summary.message, "\(error)"].compactMap { $0 }.joined(separator: "; ")
                 }
-            } catch {
-                summary.reason = .deviceWasDisconnected
-                summary.message = "\(error)"
-                break
             }
+            feed?.finish()
+            do {
+                try recorder.finishAll()
+            } catch {
+                summary.message = [summary.message, "\(error)"].compactMap { $0 }.joined(separator: "; ")
+            }
+            reports += recorder.finished
+            progress = recorder.progress
+            if sourceDropped, !isStopped, configuration.reconnectFor > 0 {
+                let now = Date()
+                lostAt = now
+                events(.sourceLost(message: summary.message ?? "\(configuration.source): the source dropped",
+                                   until: now.addingTimeInterval(configuration.reconnectFor)))
+                continue connection
+            }
+            summary.reason = ended ?? (isStopped ? .sessionWasInterrupted : .deviceWasDisconnected)
+            break
         }
-        do {
-            try recorder.finishAll()
-        } catch {
-            summary.message = [summary.message, "\(error)"].compactMap { $0 }.joined(separator: "; ")
-        }
-        summary.segments = recorder.finished.count
-        summary.bytes = recorder.finished.reduce(0) { $0 + $1.bytes }
-        summary.duration = recorder.finished.reduce(0) { $0 + $1.duration }
-        if summary.segments == 0 && summary.reason != .diskFull { summary.reason = summary.reason == .sessionWasInterrupted ? .sessionWasInterrupted : .noDataCaptured }
+        if let scanner { summary.scan = scanner.finish() }
+        summary.segments = reports.count
+        summary.bytes = reports.reduce(0) { $0 + $1.bytes }
+        summary.duration = reports.reduce(0) { $0 + $1.duration }
+        if summary.segments == 0 && summary.reason != .diskFull && summary.reason != .sessionWasInterrupted { summary.reason = .noDataCaptured }
         summary.successfullyFinished = summary.segments > 0
             && [.maximumDurationReached, .maximumFileSizeReached, .sessionWasInterrupted, .diskFull].contains(summary.reason)
+        if summary.successfullyFinished && summary.reason != .diskFull { summary.message = nil }
+        events(.finished(summary))
         return summary
+    }
+
+    private static func isEncoded(_ track: RecordedTrack) -> Bool {
+        if case .encoded = track.origin { return true }
+        return false
+    }
+
+    /// Waits `seconds`, or less when the session is stopped.
+    private func sleep(_ seconds: Double) {
+        let until = Date().addingTimeInterval(seconds)
+        while Date() < until && !isStopped { Thread.sleep(forTimeInterval: min(0.1, until.timeIntervalSinceNow)) }
     }
 
     static func statvfsFree(_ path: String) -> Int64? {

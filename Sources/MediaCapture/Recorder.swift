@@ -12,13 +12,16 @@ struct Recorder {
     }
 
     let configuration: CaptureConfiguration
-    let input: InputFile
-    let streams: [StreamInfo]
+    let tracks: [RecordedTrack]
     let video: Int?
-    let events: @Sendable (CaptureEvent) -> Void
+    /// Where this recorder's first keyframe lies in capture time, and what the recording held before it
+    /// (a recorder starts again after a reconnection).
+    let before: Progress
+    /// Called with each finished segment.
+    let closed: (SegmentReport) -> Void
     private let timeBases: [Int: Rational]
-    /// Capture time zero: the first recorded keyframe.
-    private var origin: MediaTime?
+    /// The source time of this recorder's first recorded keyframe.
+    private(set) var origin: MediaTime?
     private var current: SegmentWriter?
     /// The segment before the last cut, until every stream has passed the cut.
     private var previous: SegmentWriter?
@@ -26,15 +29,37 @@ struct Recorder {
     private var nextIndex = 1
     private(set) var finished: [SegmentReport] = []
 
-    init(configuration: CaptureConfiguration, input: InputFile, streams: [StreamInfo], video: Int?, events: @escaping @Sendable (CaptureEvent) -> Void) {
+    /// How far a recording has come: capture time, recorded seconds and bytes.
+    struct Progress {
+        var captureTime: MediaTime = .zero
+        var recorded: MediaTime = .zero
+        var bytes: Int64 = 0
+        /// The source was gone this long before the next segment (a reconnection).
+        var gap: Double?
+    }
+
+    init(configuration: CaptureConfiguration, tracks: [RecordedTrack], before: Progress = .init(), closed: @escaping (SegmentReport) -> Void) {
         self.configuration = configuration
-        self.input = input
-        self.streams = streams
-        self.video = video
-        self.events = events
-        timeBases = Dictionary(uniqueKeysWithValues: streams.map { ($0.index, $0.timeBase) })
+        self.tracks = tracks
+        self.video = tracks.first { $0.isVideo }?.index
+        self.before = before
+        self.closed = closed
+        timeBases = Dictionary(uniqueKeysWithValues: tracks.map { ($0.index, $0.timeBase) })
         nextIndex = Self.nextIndex(for: configuration.captureID, in: configuration.outputDirectory)
     }
+
+    /// Capture time (from the recording's first keyframe, gaps included) of a source time.
+    func captureTime(_ time: MediaTime) -> MediaTime {
+        before.captureTime + (time - (origin ?? time))
+    }
+
+    /// Where the recording stands after this recorder's segments.
+    var progress: Progress {
+        Progress(captureTime: before.captureTime + recordedHere, recorded: before.recorded + recordedHere,
+                 bytes: before.bytes + finished.reduce(0) { $0 + $1.bytes })
+    }
+
+    private var recordedHere: MediaTime = .zero
 
     /// After the highest index a recording with this id already left in the folder (finished, unfinished
     /// or quarantined), so that a capture restarted with the same id never replaces a segment.
@@ -54,7 +79,39 @@ struct Recorder {
         finished.reduce(0) { $0 + $1.bytes } + (current?.bytes ?? 0) + (previous?.bytes ?? 0)
     }
 
+    /// Audio packets waiting for an encoded video stream to catch up (see `take`).
+    private var held: [(time: MediaTime, box: PacketBox)] = []
+    private var holdsAudio: Bool {
+        guard let video, case .encoded = tracks.first(where: { $0.index == video })?.origin else { return false }
+        return true
+    }
+
+    /// Records a packet (consumed). The video encoder holds pictures back for a while (its lookahead)
+    /// while audio flows at once; so with encoded video, audio waits until the video has reached its
+    /// time, and each lands in the segment it belongs to.
     mutating func take(_ packet: inout Packet) throws(MediaFileError) -> Outcome {
+        guard holdsAudio, let timeBase = timeBases[packet.streamIndex], let ticks = packet.dts ?? packet.pts else { return try record(&packet) }
+        let time = MediaTime(count: ticks, timeBase: timeBase)
+        if packet.streamIndex != video {
+            let box = PacketBox()
+            box.packet.reference(packet)
+            packet.reset()
+            held.append((time, box))
+            return .recorded
+        }
+        if case .limit(let reason) = try record(&packet) { return .limit(reason) }
+        return try release(upTo: time)
+    }
+
+    private mutating func release(upTo time: MediaTime?) throws(MediaFileError) -> Outcome {
+        while let first = held.first, time.map({ first.time <= $0 }) ?? true {
+            held.removeFirst()
+            if case .limit(let reason) = try record(&first.box.packet) { held.removeAll(); return .limit(reason) }
+        }
+        return .recorded
+    }
+
+    private mutating func record(_ packet: inout Packet) throws(MediaFileError) -> Outcome {
         let stream = packet.streamIndex
         guard let timeBase = timeBases[stream], let ticks = packet.pts ?? packet.dts else { return .recorded }
         let time = MediaTime(count: ticks, timeBase: timeBase)
@@ -64,10 +121,10 @@ struct Recorder {
             guard canCut else { return .recorded }   // nothing before the first keyframe is decodable
             self.origin = time
             current = try open(at: time)
-            return try take(&packet)
+            return try record(&packet)
         }
-        if let limit = configuration.maxDuration, (time - origin).seconds >= limit { return .limit(.maximumDurationReached) }
-        if let limit = configuration.maxSize, recordedBytes + Int64(packet.size) > limit { return .limit(.maximumFileSizeReached) }
+        if let limit = configuration.maxDuration, (before.recorded + (time - origin)).seconds >= limit { return .limit(.maximumDurationReached) }
+        if let limit = configuration.maxSize, before.bytes + recordedBytes + Int64(packet.size) > limit { return .limit(.maximumFileSizeReached) }
         guard var segment = current else { return .recorded }
         if canCut, time > segment.start,
            (time - segment.start).seconds >= configuration.segmentDuration || configuration.segmentMaxBytes.map({ segment.bytes >= $0 }) == true {
@@ -83,7 +140,7 @@ struct Recorder {
         } else if time >= origin {
             try segment.write(&packet, isVideo: isVideo)
         }
-        if let previous, streams.allSatisfy({ (latest[$0.index] ?? origin) >= segment.start }) || (time - previous.start).seconds > configuration.segmentDuration + 2 {
+        if let previous, tracks.allSatisfy({ (latest[$0.index] ?? origin) >= segment.start }) || (time - previous.start).seconds > configuration.segmentDuration + 2 {
             try finishPrevious()
         }
         return .recorded
@@ -92,7 +149,7 @@ struct Recorder {
     private mutating func open(at time: MediaTime) throws(MediaFileError) -> SegmentWriter {
         defer { nextIndex += 1 }
         return try SegmentWriter(index: nextIndex, folder: configuration.outputDirectory, captureID: configuration.captureID,
-                                 start: time, input: input, streams: streams)
+                                 start: time, tracks: tracks)
     }
 
     private mutating func finishPrevious() throws(MediaFileError) {
@@ -104,15 +161,19 @@ struct Recorder {
     private mutating func close(_ segment: SegmentWriter) throws(MediaFileError) {
         try segment.finish()
         let end = segment.cutAt ?? segment.end
-        let report = SegmentReport(index: segment.index, path: segment.finalPath, start: (segment.start - (origin ?? segment.start)).seconds,
-                                   wallClock: segment.startWallClock, duration: max(0, (end - segment.start).seconds),
+        let duration = MediaTime.max(.zero, end - segment.start)
+        recordedHere += duration
+        var report = SegmentReport(index: segment.index, path: segment.finalPath, start: captureTime(segment.start).seconds,
+                                   wallClock: segment.startWallClock, duration: duration.seconds,
                                    bytes: segment.bytes, packets: segment.packets)
+        if finished.isEmpty { report.gapBefore = before.gap }
         finished.append(report)
-        events(.segment(report))
+        closed(report)
     }
 
     /// Finishes whatever is open, in order.
     mutating func finishAll() throws(MediaFileError) {
+        _ = try release(upTo: nil)
         try finishPrevious()
         if let segment = current {
             current = nil

@@ -6,8 +6,8 @@ import Glibc
 #endif
 
 /// One segment being recorded: a fragmented MP4 (a readable prefix survives a crash) under a hidden
-/// partial name beside its final name, its packets copied from the source and timed from the segment's
-/// start. `finish` writes the trailer, fsyncs, and renames it to its final name, so a final name always
+/// partial name beside its final name, its packets copied from the source (or from its live encoder)
+/// and timed from the segment's start. `finish` writes the trailer, fsyncs, and renames it to its final name, so a final name always
 /// holds a complete movie.
 final class SegmentWriter {
     let index: Int
@@ -39,7 +39,7 @@ final class SegmentWriter {
     /// its packets (an empty index written up front would lack it).
     static let fragmentedMP4 = ["movflags": "+frag_keyframe+default_base_moof"]
 
-    init(index: Int, folder: String, captureID: String, start: MediaTime, input: InputFile, streams: [StreamInfo]) throws(MediaFileError) {
+    init(index: Int, folder: String, captureID: String, start: MediaTime, tracks recorded: [RecordedTrack]) throws(MediaFileError) {
         self.index = index
         self.start = start
         self.end = start
@@ -48,10 +48,16 @@ final class SegmentWriter {
         finalPath = folder + "/" + name
         partialPath = folder + "/." + name + ".partial"
         file = try OutputFile(path: partialPath, format: "mp4")
-        for stream in streams {
-            let output = try file.addStream(copying: stream.index, of: input, timeBase: stream.timeBase)
-            tracks[stream.index] = Track(output: output, inputBase: stream.timeBase, outputBase: stream.timeBase,
-                                         startTicks: start.count(in: stream.timeBase, rounding: .down) ?? 0)
+        for track in recorded {
+            let output: Int
+            switch track.origin {
+            case .copied(let input): output = try file.addStream(copying: track.index, of: input, timeBase: track.timeBase)
+            case .encoded(let live):
+                guard let encoder = live.encoder else { continue }   // nothing encoded yet: no packets to hold
+                output = try file.addStream(for: encoder)
+            }
+            tracks[track.index] = Track(output: output, inputBase: track.timeBase, outputBase: track.timeBase,
+                                        startTicks: start.count(in: track.timeBase, rounding: .down) ?? 0)
         }
         try file.writeHeader(options: Self.fragmentedMP4)
         for (key, track) in tracks { tracks[key]?.outputBase = file.timeBase(of: track.output) }

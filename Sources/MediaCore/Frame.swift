@@ -25,6 +25,13 @@ public struct Frame: ~Copyable {
         pointer.pointee.pkt_dts = mf_av_nopts_value()
     }
 
+    /// Lets the encoder choose this picture's type: decoders of raw video mark every picture as a
+    /// keyframe, which an encoder would otherwise obey.
+    public mutating func clearPictureType() {
+        pointer.pointee.pict_type = AV_PICTURE_TYPE_NONE
+        pointer.pointee.key_frame = 0
+    }
+
     /// Makes this frame a new reference to `other`'s data (no pixel copy).
     public mutating func reference(_ other: borrowing Frame) throws(FFmpegError) {
         av_frame_unref(pointer)
@@ -88,6 +95,8 @@ public struct Frame: ~Copyable {
     /// Audio samples per channel in this frame; 0 for video.
     public var sampleCount: Int { Int(pointer.pointee.nb_samples) }
     public var sampleRate: Int { Int(pointer.pointee.sample_rate) }
+    /// Audio channels; 0 for video.
+    public var channelCount: Int { Int(pointer.pointee.ch_layout.nb_channels) }
     public var isKeyframe: Bool { pointer.pointee.key_frame != 0 }
     /// The decoder flagged this frame as damaged.
     public var isCorrupt: Bool { pointer.pointee.flags & AV_FRAME_FLAG_CORRUPT != 0 || pointer.pointee.decode_error_flags != 0 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CodeScan
 import Dispatch
 import FarmIngest
 import Foundation
@@ -14,24 +15,33 @@ struct CaptureCommand: AsyncParsableCommand {
         abstract: "Record a live source into complete, playable segments.",
         discussion: """
         Sources: v4l2:/dev/videoN, x11grab::DISPLAY, alsa:DEVICE, pulse:DEVICE, lavfi:GRAPH, or a udp://, tcp://, \
-        srt://, rtmp://, rtsp://, http(s)://...m3u8 live stream. Packets are copied: the source must carry \
-        H.264/HEVC (or another codec MP4 holds) with AAC (or similar). Each segment is a fragmented MP4 written \
-        under a hidden .partial name and renamed <capture-id>-<index>.mp4 when complete; segments are cut on \
-        video keyframes, each starting where the one before ended. SIGTERM or SIGINT ends the recording with \
-        its last segment complete. Every recording ends with one `finished` event giving its reason: \
-        maximumDurationReached, maximumFileSizeReached, diskFull, deviceWasDisconnected, sessionWasInterrupted \
-        or noDataCaptured. Exit 0 when it finished successfully (a limit or a signal, with complete segments), \
-        1 otherwise, 2 for bad usage.
+        srt://, rtmp://, rtsp://, http(s)://...m3u8 live stream (--list-devices shows this machine's devices). \
+        Video and audio are copied when an MP4 holds their codecs (H.264, HEVC, AAC, ...), else encoded as \
+        exports are (H.264 CRF 20 veryfast, AAC 128 kb/s, a keyframe every second). Each segment is a \
+        fragmented MP4 written under a hidden .partial name and renamed <capture-id>-<index>.mp4 when \
+        complete; segments are cut on video keyframes, each starting where the one before ended. A source \
+        that drops is reopened with backoff for --reconnect-for seconds, the gap reported. --scan reads codes \
+        in the pictures on threads of its own, never delaying the recording. SIGTERM or SIGINT ends the \
+        recording with its last segment complete. Every recording ends with one `finished` event giving its \
+        reason: maximumDurationReached, maximumFileSizeReached, diskFull, deviceWasDisconnected, \
+        sessionWasInterrupted or noDataCaptured. Exit 0 when it finished successfully (a limit or a signal, \
+        with complete segments), 1 otherwise, 2 for bad usage.
         """)
 
+    @Flag(name: .customLong("list-devices"), help: "List this machine's capture devices (V4L2 cameras with their formats, sizes and frame rates; X displays; ALSA capture devices) and exit.")
+    var listDevices = false
+
+    @Option(help: ArgumentHelp("The capture's settings as JSON (jobs/capture.schema.json); options given here win.", valueName: "file"))
+    var config: String?
+
     @Option(help: "The live source.")
-    var source: String
+    var source: String?
 
     @Option(name: .customLong("output-dir"), help: "Where segments are written (created if missing).")
-    var outputDir: String
+    var outputDir: String?
 
-    @Option(name: .customLong("segment-duration"), parsing: .unconditional, help: "Seconds per segment (cut at the next keyframe).")
-    var segmentDuration: Double = 60
+    @Option(name: .customLong("segment-duration"), parsing: .unconditional, help: "Seconds per segment (cut at the next keyframe; default 60).")
+    var segmentDuration: Double?
 
     @Option(name: .customLong("max-duration"), parsing: .unconditional, help: "Stop after this many seconds of capture.")
     var maxDuration: Double?
@@ -57,10 +67,19 @@ struct CaptureCommand: AsyncParsableCommand {
     @Option(name: .customLong("frame-rate"), help: "The device's frame rate.")
     var frameRate: String?
 
-    @Option(name: .customLong("read-timeout"), parsing: .unconditional, help: "Seconds a read may wait for data before the source counts as gone.")
-    var readTimeout: Double = 10
+    @Option(name: .customLong("read-timeout"), parsing: .unconditional, help: "Seconds a read may wait for data before the source counts as gone (default 10).")
+    var readTimeout: Double?
 
-    @Flag(help: "Print one JSON event per line (started, segment, enqueued, notice, finished).")
+    @Option(name: .customLong("reconnect-for"), parsing: .unconditional, help: "Seconds to keep reopening a source that dropped, with backoff, before the recording ends (default 0: no reconnection).")
+    var reconnectFor: Double?
+
+    @Option(help: ArgumentHelp("Scan the pictures for these symbologies while recording (e.g. qr,ean13): code and codeGone events, and each segment's codes.", valueName: "symbologies"))
+    var scan: String?
+
+    @Option(help: "With --scan: the region of interest x,y,width,height in normalized coordinates (0...1).")
+    var roi: String?
+
+    @Flag(help: "Print one JSON event per line (started, segment, code, codeGone, sourceLost, reconnected, enqueued, notice, finished).")
     var json = false
 
     @Option(help: ArgumentHelp("A manifest template: each finished segment becomes a job from it ({input}: the segment; also {stem}, {ext}, {index}, {captureID}, {date}).",
@@ -72,40 +91,121 @@ struct CaptureCommand: AsyncParsableCommand {
     @Option(name: .customLong("output-root"), help: "A folder the jobs' outputs may be written under (repeatable; default: MEDIAFARM_OUTPUT_ROOTS, else the template's folder).")
     var outputRoots: [String] = []
 
+    /// The options merged with the config file's settings (options win), defaults applied.
+    struct Settings {
+        var source: String
+        var outputDir: String
+        var segmentDuration: Double
+        var maxDuration: Double?
+        var maxSize: String?
+        var segmentMaxBytes: String?
+        var minFreeDisk: String?
+        var captureID: String?
+        var inputFormat: String?
+        var videoSize: String?
+        var frameRate: String?
+        var readTimeout: Double
+        var reconnectFor: Double
+        var scan: CodeScanner.Configuration?
+        var enqueue: String?
+        var queue: QueueOptions
+        var outputRoots: [String]
+    }
+
     func validate() throws {
-        guard segmentDuration > 0 else { throw ValidationError("--segment-duration must be positive") }
-        if let maxDuration, maxDuration <= 0 { throw ValidationError("--max-duration must be positive") }
-        guard readTimeout > 0 else { throw ValidationError("--read-timeout must be positive") }
-        if let captureID, captureID.isEmpty || captureID.contains("/") || captureID.hasPrefix(".") {
-            throw ValidationError("--capture-id \(captureID): give a name without '/' that does not start with '.'")
+        if listDevices { return }
+        if config == nil {
+            guard source != nil else { throw ValidationError("give --source (or --config FILE, or --list-devices)") }
+            guard outputDir != nil else { throw ValidationError("give --output-dir (or --config FILE)") }
         }
-        for (name, value) in [("--max-size", maxSize), ("--segment-max-bytes", segmentMaxBytes), ("--min-free-disk", minFreeDisk)] {
-            if let value { _ = try CoordinatorCommand.bytes(value, name) }
+        if config == nil { _ = try settings(file: nil) }
+    }
+
+    func settings(file: CaptureConfigFile?) throws -> Settings {
+        let from = config.map { "--config \($0): " } ?? ""
+        guard let source = source ?? file?.source else { throw ValidationError("\(from)no source: give --source or \"source\"") }
+        guard let outputDir = outputDir ?? file?.outputDir else { throw ValidationError("\(from)no output folder: give --output-dir or \"outputDir\"") }
+        var queue = self.queue
+        if queue.queue == nil { queue.queue = file?.queue }
+        var s = Settings(source: source, outputDir: outputDir, segmentDuration: segmentDuration ?? file?.segmentDuration ?? 60,
+                         maxDuration: maxDuration ?? file?.maxDuration, maxSize: maxSize ?? file?.maxSize?.text,
+                         segmentMaxBytes: segmentMaxBytes ?? file?.segmentMaxBytes?.text, minFreeDisk: minFreeDisk ?? file?.minFreeDisk?.text,
+                         captureID: captureID ?? file?.captureID, inputFormat: inputFormat ?? file?.inputFormat,
+                         videoSize: videoSize ?? file?.videoSize, frameRate: frameRate ?? file?.frameRate,
+                         readTimeout: readTimeout ?? file?.readTimeout ?? 10, reconnectFor: reconnectFor ?? file?.reconnectFor ?? 0,
+                         scan: nil, enqueue: enqueue ?? file?.enqueue, queue: queue,
+                         outputRoots: outputRoots.isEmpty ? file?.outputRoots ?? [] : outputRoots)
+        guard s.segmentDuration > 0 else { throw ValidationError("\(from)segment duration must be positive") }
+        if let maxDuration = s.maxDuration, maxDuration <= 0 { throw ValidationError("\(from)max duration must be positive") }
+        guard s.readTimeout > 0 else { throw ValidationError("\(from)read timeout must be positive") }
+        guard s.reconnectFor >= 0 else { throw ValidationError("\(from)reconnect-for must not be negative") }
+        if let captureID = s.captureID, captureID.isEmpty || captureID.contains("/") || captureID.hasPrefix(".") {
+            throw ValidationError("\(from)capture id \(captureID): give a name without '/' that does not start with '.'")
         }
+        for (name, value) in [("--max-size", s.maxSize), ("--segment-max-bytes", s.segmentMaxBytes), ("--min-free-disk", s.minFreeDisk)] {
+            if let value { _ = try CoordinatorCommand.bytes(value, from + name) }
+        }
+        if let list = scan ?? file?.scan {
+            let symbologies: [Symbology]
+            do { symbologies = try Symbology.parseList(list) } catch { throw ValidationError("\(from)--scan: \(error.description)") }
+            guard !symbologies.isEmpty else { throw ValidationError("\(from)--scan names no symbology; symbologies are opt-in") }
+            s.scan = CodeScanner.Configuration(symbologies: symbologies, regionOfInterest: try ScanCommand.region(roi ?? file?.roi))
+        } else if roi ?? file?.roi != nil {
+            throw ValidationError("\(from)--roi needs --scan")
+        }
+        return s
     }
 
     func run() async throws {
+        if listDevices {
+            let devices = CaptureDevices.list()
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
+                FileHandle.standardOutput.write(try encoder.encode(devices) + Data("\n".utf8))
+            } else if devices.isEmpty {
+                print("no capture devices found (no V4L2 camera in /dev, no X display in /tmp/.X11-unix, no ALSA capture device)")
+            } else {
+                for d in devices {
+                    print("\(d.source)  \(d.name)")
+                    for f in d.formats ?? [] {
+                        let sizes = f.sizes.map { s in
+                            "\(s.range ? "up to " : "")\(s.width)x\(s.height)" + (s.frameRates.isEmpty ? "" : "@" + s.frameRates.map { String(format: "%g", $0) }.joined(separator: "/"))
+                        }
+                        print("    --input-format \(f.inputFormat)  (\(f.description)\(f.compressed ? ", compressed" : "")): \(sizes.joined(separator: ", "))")
+                    }
+                }
+            }
+            return
+        }
+        let file = try config.map { try CaptureConfigFile.load($0) }
+        let settings: Settings
+        do { settings = try self.settings(file: file) } catch let error as ValidationError { throw CLIError(error.message, status: ExitStatus.usage) }
         let parsed: CaptureSource
         do {
-            parsed = try CaptureSource.parse(source, settings: .init(inputFormat: inputFormat, videoSize: videoSize, frameRate: frameRate,
-                                                                     readTimeout: readTimeout))
+            parsed = try CaptureSource.parse(settings.source, settings: .init(inputFormat: settings.inputFormat, videoSize: settings.videoSize,
+                                                                              frameRate: settings.frameRate, readTimeout: settings.readTimeout))
         } catch {
             throw CLIError(error.description, status: ExitStatus.usage)
         }
+        let outputDir = settings.outputDir
         do {
             try FileManager.default.createDirectory(atPath: outputDir, withIntermediateDirectories: true)
         } catch {
             throw CLIError("--output-dir \(outputDir): cannot create it: \(error.localizedDescription)")
         }
-        let id = captureID ?? "cap-" + Self.stamp(Date())
+        let id = settings.captureID ?? "cap-" + Self.stamp(Date())
         var configuration = CaptureConfiguration(source: parsed, outputDirectory: URL(fileURLWithPath: outputDir).standardizedFileURL.path,
                                                  captureID: id)
-        configuration.segmentDuration = segmentDuration
-        configuration.maxDuration = maxDuration
-        configuration.maxSize = try maxSize.map { Int64(try CoordinatorCommand.bytes($0, "--max-size")) }
-        configuration.segmentMaxBytes = try segmentMaxBytes.map { Int64(try CoordinatorCommand.bytes($0, "--segment-max-bytes")) }
-        configuration.minFreeDisk = try minFreeDisk.map { Int64(try CoordinatorCommand.bytes($0, "--min-free-disk")) }
-        configuration.readTimeout = readTimeout
+        configuration.segmentDuration = settings.segmentDuration
+        configuration.maxDuration = settings.maxDuration
+        configuration.maxSize = try settings.maxSize.map { Int64(try CoordinatorCommand.bytes($0, "--max-size")) }
+        configuration.segmentMaxBytes = try settings.segmentMaxBytes.map { Int64(try CoordinatorCommand.bytes($0, "--segment-max-bytes")) }
+        configuration.minFreeDisk = try settings.minFreeDisk.map { Int64(try CoordinatorCommand.bytes($0, "--min-free-disk")) }
+        configuration.readTimeout = settings.readTimeout
+        configuration.reconnectFor = settings.reconnectFor
+        configuration.scan = settings.scan
+        let enqueue = settings.enqueue, outputRoots = settings.outputRoots, queue = settings.queue
 
         let json = self.json
         let feeder: CaptureQueue? = try enqueue.map { path in
@@ -143,7 +243,7 @@ struct CaptureCommand: AsyncParsableCommand {
             }
         }
         let session = CaptureSession(configuration: configuration) { event in
-            CaptureCommand.print(event, json: json)
+            CaptureCommand.printEvent(event, json: json)
             if case .segment(let report) = event { feeder?.segmentFinished(report) }
         }
         var sources: [any DispatchSourceSignal] = []
@@ -166,6 +266,8 @@ struct CaptureCommand: AsyncParsableCommand {
         if !summary.successfullyFinished { throw ExitCode(ExitStatus.failure) }
     }
 
+    static let wallClockFormat = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
     static func stamp(_ date: Date) -> String {
         let f = DateFormatter()
         f.locale = Locale(identifier: "en_US_POSIX")
@@ -174,7 +276,7 @@ struct CaptureCommand: AsyncParsableCommand {
         return f.string(from: date)
     }
 
-    static func print(_ event: CaptureEvent, json: Bool) {
+    static func printEvent(_ event: CaptureEvent, json: Bool) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
@@ -188,6 +290,35 @@ struct CaptureCommand: AsyncParsableCommand {
                 line = "{\"event\":\"segment\"," + String(decoding: data, as: UTF8.self).dropFirst()
             } else {
                 line = String(format: "segment %d: %@ (%.3f s from %.3f s, %lld bytes)", report.index, report.path, report.duration, report.start, report.bytes)
+                    + (report.gapBefore.map { String(format: ", after a gap of %.3f s", $0) } ?? "")
+                    + (report.codes.map { codes in ", codes: " + (codes.isEmpty ? "none" : codes.map { $0.payload ?? $0.symbology.rawValue }.joined(separator: ", ")) } ?? "")
+            }
+        case let .sourceLost(message, until):
+            line = json ? Self.object(["event": "sourceLost", "message": message, "reconnectUntil": ISO8601DateFormatter().string(from: until)])
+                        : "source lost: \(message); reconnecting until \(ISO8601DateFormatter().string(from: until))"
+        case .reconnected(let gap):
+            line = json ? Self.object(["event": "reconnected", "gap": gap]) : String(format: "reconnected after %.3f s", gap)
+        case .code(let code), .codeGone(let code):
+            let gone: Bool = if case .codeGone = event { true } else { false }
+            if json {
+                var fields: [String: Any] = [
+                    "event": gone ? "codeGone" : "code", "symbology": code.symbology.rawValue, "payload": code.payload ?? NSNull(),
+                    "payloadBase64": Data(code.payloadBytes).base64EncodedString(), "time": code.time.seconds,
+                    "wallClock": code.wallClock.formatted(Self.wallClockFormat),
+                    "latencyMs": (code.latency * 10_000).rounded() / 10, "corners": code.corners.map { [$0.x, $0.y] },
+                ]
+                if gone {
+                    fields["firstTime"] = code.firstTime?.seconds ?? code.time.seconds
+                    fields["lastTime"] = code.time.seconds
+                    fields["frames"] = code.frames ?? 0
+                }
+                line = Self.object(fields)
+            } else {
+                let payload = code.payload.map { "\"\($0)\"" } ?? "\(code.payloadBytes.count) bytes"
+                line = gone ? String(format: "code gone: %@ %@ (%.3f-%.3f s, %d frames)", code.symbology.rawValue, payload,
+                                     code.firstTime?.seconds ?? code.time.seconds, code.time.seconds, code.frames ?? 0)
+                            : String(format: "code: %@ %@ at %.3f s (%.1f ms after the picture arrived)", code.symbology.rawValue, payload,
+                                     code.time.seconds, code.latency * 1000)
             }
         case .finished(let summary):
             if json, let data = try? encoder.encode(summary) {

@@ -43,15 +43,7 @@ struct ScanCommand: AsyncParsableCommand {
         let list: [Symbology]
         do { list = try Symbology.parseList(symbologies) } catch { throw ValidationError(error.description) }
         guard !list.isEmpty else { throw ValidationError("--symbologies names none; symbologies are opt-in") }
-        var region = NormalizedRect.full
-        if let roi {
-            let parts = roi.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
-            guard parts.count == 4, let x = parts[0], let y = parts[1], let w = parts[2], let h = parts[3],
-                  x >= 0, y >= 0, w > 0, h > 0, x + w <= 1.000001, y + h <= 1.000001 else {
-                throw ValidationError("--roi must be x,y,width,height inside 0...1 with a non-zero size, got \"\(roi)\"")
-            }
-            region = NormalizedRect(x: x, y: y, width: w, height: h)
-        }
+        let region = try Self.region(roi)
         var every = MediaTime.zero
         if let interval {
             do { every = try MediaTime(parsing: interval) } catch { throw ValidationError("--interval: \(error.description)") }
@@ -60,6 +52,17 @@ struct ScanCommand: AsyncParsableCommand {
         guard (1...1000).contains(maxCodes) else { throw ValidationError("--max-codes must be between 1 and 1000") }
         guard (1...64).contains(concurrency) else { throw ValidationError("--concurrency must be between 1 and 64") }
         return CodeScanner.Configuration(symbologies: list, regionOfInterest: region, interval: every, maxCodesPerFrame: maxCodes)
+    }
+
+    /// `--roi x,y,width,height` (normalized); nil is the whole picture.
+    static func region(_ roi: String?) throws -> NormalizedRect {
+        guard let roi else { return .full }
+        let parts = roi.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+        guard parts.count == 4, let x = parts[0], let y = parts[1], let w = parts[2], let h = parts[3],
+              x >= 0, y >= 0, w > 0, h > 0, x + w <= 1.000001, y + h <= 1.000001 else {
+            throw ValidationError("--roi must be x,y,width,height inside 0...1 with a non-zero size, got \"\(roi)\"")
+        }
+        return NormalizedRect(x: x, y: y, width: w, height: h)
     }
 
     @OptionGroup var stall: StallOptions

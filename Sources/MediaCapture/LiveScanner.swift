@@ -1,0 +1,297 @@
+import CodeScan
+import Foundation
+import MediaCore
+import MediaTime
+
+/// A code as live scanning reports it (AVCaptureMetadataOutput's metadata objects): when it appears
+/// (`code`) and when it has not been seen for a second (`codeGone`).
+public struct CodeSighting: Sendable {
+    public var symbology: Symbology
+    public var payload: String?
+    public var payloadBytes: [UInt8]
+    /// Capture time of the picture it was seen in (the first for `code`, the last for `codeGone`).
+    public var time: MediaTime
+    /// When that picture arrived from the source.
+    public var wallClock: Date
+    public var corners: [CodePoint]
+    /// From the picture's arrival to the event.
+    public var latency: Double
+    /// For `codeGone`: first and last sighting, in how many scanned pictures.
+    public var firstTime: MediaTime?
+    public var frames: Int?
+}
+
+/// How much of the picture stream live scanning saw.
+public struct LiveScanSummary: Sendable, Codable {
+    public var framesScanned: Int
+    /// Pictures not scanned because the scanner was still busy with an earlier one (the recording
+    /// keeps every picture; scanning takes fewer under load).
+    public var framesNotScanned: Int
+    /// Distinct codes seen.
+    public var codes: Int
+}
+
+/// Scans a live recording's pictures on threads of its own, never delaying the recording: the newest
+/// picture waits in a one-picture slot while the scanner is busy, replacing (and counting) an unscanned
+/// older one. Codes are reported as they appear and go; each finished segment is handed back with the
+/// codes seen in it once the scanner has passed its end (or a second after it closed, whichever comes
+/// first). Copied (compressed) video is decoded on a thread of its own first (`Feed`).
+final class LiveScanner: @unchecked Sendable {
+    private final class Picture {
+        var frame = Frame()
+        let time: MediaTime
+        let arrival: Date
+        init(time: MediaTime, arrival: Date) { self.time = time; self.arrival = arrival }
+    }
+
+    private struct Key: Hashable { var symbology: Symbology; var bytes: [UInt8] }
+    private struct Active { var first: DetectedCode; var last: DetectedCode; var frames: Int; var lastArrival: Date }
+    private struct PendingSegment { var report: SegmentReport; var closed: Date; var deliver: (SegmentReport) -> Void }
+
+    /// A code unseen this long is gone.
+    static let goneAfter = MediaTime(value: 1, timescale: 1)
+    /// A closed segment waits at most this long for the scanner.
+    static let segmentWait = 1.0
+
+    private let events: @Sendable (CaptureEvent) -> Void
+    private let condition = NSCondition()
+    // Guarded by `condition`:
+    private var slot: Picture?
+    private var finished = false
+    private var scanned = 0
+    private var notScanned = 0
+    private var progress: MediaTime?
+    private var pending: [PendingSegment] = []
+    private var done = false
+    // The scan thread's own:
+    private var active: [Key: Active] = [:]
+    private var seen: Set<Key> = []
+    /// Detections of pictures whose segment has not been reported yet.
+    private var sightings: [(time: MediaTime, codes: [DetectedCode])] = []
+
+    init(configuration: CodeScanner.Configuration, events: @escaping @Sendable (CaptureEvent) -> Void) {
+        self.events = events
+        let thread = Thread { [self] in run(CodeScanner(configuration)) }
+        thread.name = "mediafarm-live-scan"
+        thread.stackSize = 4 << 20
+        thread.start()
+    }
+
+    /// Offers a picture shown at capture time `time`: it is scanned if the scanner gets to it before the
+    /// next picture arrives. Takes a reference (no pixel copy).
+    func submit(_ frame: borrowing Frame, time: MediaTime, arrival: Date) {
+        let picture = Picture(time: time, arrival: arrival)
+        guard (try? picture.frame.reference(frame)) != nil else { return }
+        condition.lock()
+        if slot != nil { notScanned += 1 }
+        slot = picture
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Counts pictures that never reached the scanner (dropped before decoding).
+    func countNotScanned(_ n: Int) {
+        condition.lock()
+        notScanned += n
+        condition.unlock()
+    }
+
+    /// Hands `report` to `deliver` with the codes seen in it, once the scanner has passed its end.
+    func segmentClosed(_ report: SegmentReport, deliver: @escaping (SegmentReport) -> Void) {
+        condition.lock()
+        pending.append(PendingSegment(report: report, closed: Date(), deliver: deliver))
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Scans what waits, reports every code still seen as gone and every waiting segment; then stops.
+    func finish() -> LiveScanSummary {
+        condition.lock()
+        finished = true
+        condition.broadcast()
+        while !done { condition.wait() }
+        let summary = LiveScanSummary(framesScanned: scanned, framesNotScanned: notScanned, codes: seen.count)
+        condition.unlock()
+        return summary
+    }
+
+    private func run(_ scanner: CodeScanner) {
+        while true {
+            condition.lock()
+            while slot == nil && !finished && !hasDuePending() {
+                _ = condition.wait(until: Date().addingTimeInterval(0.1))
+            }
+            let picture = slot
+            slot = nil
+            let stop = finished && picture == nil
+            condition.unlock()
+
+            if let picture {
+                let codes = (try? scanner.scan(picture.frame, at: picture.time)) ?? []
+                track(codes, at: picture.time, arrival: picture.arrival)
+                condition.lock()
+                scanned += 1
+                progress = MediaTime.max(progress ?? picture.time, picture.time)
+                condition.unlock()
+            }
+            deliverDue(all: stop)
+            if stop {
+                for (_, a) in active { gone(a) }
+                active.removeAll()
+                condition.lock()
+                done = true
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
+        }
+    }
+
+    /// Caller holds the lock.
+    private func hasDuePending() -> Bool {
+        guard let first = pending.first else { return false }
+        return Date().timeIntervalSince(first.closed) >= Self.segmentWait || isPast(first.report)
+    }
+
+    /// Caller holds the lock. The scanner has seen the segment's last picture (within half a 30 fps frame).
+    private func isPast(_ report: SegmentReport) -> Bool {
+        guard let progress else { return false }
+        return progress.seconds >= report.start + report.duration - 0.05
+    }
+
+    private func deliverDue(all: Bool) {
+        condition.lock()
+        var due: [PendingSegment] = []
+        while let first = pending.first, all || Date().timeIntervalSince(first.closed) >= Self.segmentWait || isPast(first.report) {
+            due.append(pending.removeFirst())
+        }
+        condition.unlock()
+        for segment in due {
+            let start = segment.report.start, end = segment.report.start + segment.report.duration
+            var merged = CodeAggregator()
+            for s in sightings where s.time.seconds >= start && s.time.seconds < end { merged.add(s.codes) }
+            sightings.removeAll { $0.time.seconds < end }
+            var report = segment.report
+            report.codes = merged.codes
+            segment.deliver(report)
+        }
+    }
+
+    private func track(_ codes: [DetectedCode], at time: MediaTime, arrival: Date) {
+        if !codes.isEmpty { sightings.append((time, codes)) }
+        var thisFrame: Set<Key> = []
+        for code in codes {
+            let key = Key(symbology: code.symbology, bytes: code.payloadBytes)
+            guard thisFrame.insert(key).inserted else { continue }
+            if var a = active[key] {
+                a.last = code
+                a.frames += 1
+                a.lastArrival = arrival
+                active[key] = a
+            } else {
+                active[key] = Active(first: code, last: code, frames: 1, lastArrival: arrival)
+                seen.insert(key)
+                events(.code(CodeSighting(symbology: code.symbology, payload: code.payload, payloadBytes: code.payloadBytes,
+                                          time: time, wallClock: arrival, corners: code.corners,
+                                          latency: Date().timeIntervalSince(arrival))))
+            }
+        }
+        for (key, a) in active where time - a.last.time >= Self.goneAfter {
+            active[key] = nil
+            gone(a)
+        }
+    }
+
+    private func gone(_ a: Active) {
+        events(.codeGone(CodeSighting(symbology: a.last.symbology, payload: a.last.payload, payloadBytes: a.last.payloadBytes,
+                                      time: a.last.time, wallClock: a.lastArrival, corners: a.last.corners,
+                                      latency: Date().timeIntervalSince(a.lastArrival), firstTime: a.first.time, frames: a.frames)))
+    }
+
+    /// Decodes a copied video stream on a thread of its own and offers its pictures to the scanner.
+    /// Packets wait in a bounded queue; when it is full (decoding falls behind), packets are dropped up
+    /// to the next keyframe and counted as pictures not scanned. One per connection to the source.
+    final class Feed: @unchecked Sendable {
+        private let scanner: LiveScanner
+        private let decoder: Decoder
+        private let timeBase: Rational
+        /// Source time → capture time.
+        private let origin: MediaTime, offset: MediaTime
+        private let condition = NSCondition()
+        private var queue: [(PacketBox, Date)] = []
+        private var ended = false
+        private var running = true
+        private var dropping = false
+        static let capacity = 90
+
+        init(scanner: LiveScanner, input: InputFile, stream: Int, origin: MediaTime, offset: MediaTime) throws(MediaFileError) {
+            self.scanner = scanner
+            decoder = try Decoder(file: input, streamIndex: stream, threads: 1)
+            timeBase = input.streams[stream].timeBase
+            self.origin = origin
+            self.offset = offset
+            let thread = Thread { [self] in run() }
+            thread.name = "mediafarm-live-decode"
+            thread.start()
+        }
+
+        /// Queues a new reference to `packet`.
+        func submit(_ packet: borrowing Packet, arrival: Date) {
+            condition.lock()
+            defer { condition.unlock() }
+            if dropping && packet.isKeyframe && queue.count < Self.capacity / 2 { dropping = false }
+            if !dropping && queue.count >= Self.capacity { dropping = true }
+            if dropping {
+                scanner.countNotScanned(1)
+                return
+            }
+            let box = PacketBox()
+            box.packet.reference(packet)
+            queue.append((box, arrival))
+            condition.broadcast()
+        }
+
+        /// Decodes what is queued, then stops (the connection ended).
+        func finish() {
+            condition.lock()
+            ended = true
+            condition.broadcast()
+            while running { condition.wait() }
+            condition.unlock()
+        }
+
+        private func run() {
+            var frame = Frame()
+            defer {
+                condition.lock()
+                running = false
+                condition.broadcast()
+                condition.unlock()
+            }
+            while true {
+                condition.lock()
+                while queue.isEmpty && !ended { condition.wait() }
+                guard !queue.isEmpty else { condition.unlock(); break }
+                let (box, arrival) = queue.removeFirst()
+                condition.unlock()
+                do {
+                    while try decoder.send(box.packet) == .full { try drain(&frame, arrival: arrival) }
+                    try drain(&frame, arrival: arrival)
+                } catch {
+                    continue   // a damaged packet: its pictures are not scanned; the recording has them
+                }
+            }
+            try? decoder.sendEndOfStream()
+            try? drain(&frame, arrival: Date())
+        }
+
+        private func drain(_ frame: inout Frame, arrival: Date) throws(FFmpegError) {
+            while try decoder.receive(into: &frame) == .frame {
+                guard let pts = frame.pts else { continue }
+                let time = MediaTime(count: pts, timeBase: timeBase)
+                guard time >= origin else { continue }
+                scanner.submit(frame, time: offset + (time - origin), arrival: arrival)
+            }
+        }
+    }
+}
