@@ -136,16 +136,23 @@ public final class CaptureSession: @unchecked Sendable {
         connection: while true {
             let input: InputFile
             let tracks: [RecordedTrack]
+            let attempt = Date()
             do {
                 input = try InputFile(live: configuration.source.url, format: configuration.source.format, options: configuration.source.options,
                                       limits: .live(stallTimeout: .milliseconds(Int64(configuration.readTimeout * 1000))), interrupter: interrupter)
                 tracks = try RecordedTrack.plan(input)
             } catch {
                 if isStopped { summary.reason = .sessionWasInterrupted; break }
-                summary.message = "\(configuration.source): \(error)"
-                if let lostAt, Date().addingTimeInterval(backoff) < lostAt.addingTimeInterval(configuration.reconnectFor) {
-                    sleep(backoff)
-                    backoff = min(backoff * 2, 5)
+                summary.message = describe(error)
+                if let lostAt, Date() < lostAt.addingTimeInterval(configuration.reconnectFor) {
+                    // An attempt that failed at once (refused) waits before the next, longer each time; one that
+                    // waited for data (a listening UDP socket) already took its time, and waiting more with the
+                    // socket closed would lose the start of a stream that comes back.
+                    let spent = Date().timeIntervalSince(attempt)
+                    if spent < backoff {
+                        sleep(min(backoff - spent, lostAt.addingTimeInterval(configuration.reconnectFor).timeIntervalSinceNow))
+                        backoff = min(backoff * 2, 5)
+                    }
                     continue
                 }
                 summary.reason = lostAt == nil ? .noDataCaptured : .deviceWasDisconnected
@@ -158,12 +165,10 @@ public final class CaptureSession: @unchecked Sendable {
             }
             input.discardAll(except: Set(tracks.map(\.index)))
             if lostAt != nil {
-                let gap = Date().timeIntervalSince(lastArrival)
-                progress.gap = gap
-                progress.captureTime += MediaTime(value: Int64(gap * 1_000_000), timescale: 1_000_000)
+                // The gap is known when recording resumes, at the first keyframe (see Recorder.resumed).
+                progress.lostAt = lastArrival
                 summary.reconnections += 1
                 summary.message = nil
-                events(.reconnected(gap: gap))
             } else {
                 events(.started(captureID: configuration.captureID, source: configuration.source.text,
                                 streams: tracks.map { "\($0.isVideo ? "video" : "audio") \($0.codecName)\(Self.isEncoded($0) ? " (encoded)" : "")" }))
@@ -172,12 +177,15 @@ public final class CaptureSession: @unchecked Sendable {
             backoff = 0.5
 
             let events = self.events
-            var recorder = Recorder(configuration: configuration, tracks: tracks, before: progress) { report in
+            var recorder = Recorder(configuration: configuration, tracks: tracks, before: progress, resumed: { events(.reconnected(gap: $0)) }) { report in
                 if let scanner { scanner.segmentClosed(report) { events(.segment($0)) } } else { events(.segment(report)) }
             }
             let byIndex = Dictionary(uniqueKeysWithValues: tracks.map { ($0.index, $0) })
             var feed: LiveScanner.Feed?
+            /// The first picture's source time and capture time (encoded video: pictures reach the scanner
+            /// before the encoder hands their packets to the recorder).
             var pictureOrigin: MediaTime?
+            var pictureBase: MediaTime?
             var packet = Packet()
             var ended: CaptureEndReason?
             var sourceDropped = false
@@ -188,7 +196,7 @@ public final class CaptureSession: @unchecked Sendable {
                 do {
                     read = try input.read(into: &packet)
                 } catch {
-                    if isStopped { ended = .sessionWasInterrupted } else { sourceDropped = true; summary.message = "\(configuration.source): \(error)" }
+                    if isStopped { ended = .sessionWasInterrupted } else { sourceDropped = true; summary.message = describe(error) }
                     break
                 }
                 guard read == .packet else {
@@ -217,7 +225,7 @@ public final class CaptureSession: @unchecked Sendable {
                         if let scanner, let toScan, let origin = recorder.origin {
                             if feed == nil {
                                 feed = try LiveScanner.Feed(scanner: scanner, input: file, stream: track.index, origin: origin,
-                                                            offset: progress.captureTime)
+                                                            offset: recorder.before.captureTime)
                             }
                             feed?.submit(toScan.packet, arrival: arrival)
                         }
@@ -229,7 +237,9 @@ public final class CaptureSession: @unchecked Sendable {
                             pictureOrigin = origin
                             // The encoder holds pictures back: one past the duration limit is never recorded.
                             if let limit = configuration.maxDuration, (progress.recorded + (time - origin)).seconds >= limit { return }
-                            scanner.submit(frame, time: progress.captureTime + (time - origin), arrival: arrival)
+                            let base = pictureBase ?? progress.captureTime + progress.pendingGap
+                            pictureBase = base
+                            scanner.submit(frame, time: base + (time - origin), arrival: arrival)
                         }, emit: { out throws(MediaFileError) in
                             if case .limit(let reason) = try recorder.take(&out) { limit = reason }
                         })
@@ -279,6 +289,22 @@ public final class CaptureSession: @unchecked Sendable {
         if summary.successfullyFinished && summary.reason != .diskFull { summary.message = nil }
         events(.finished(summary))
         return summary
+    }
+
+    /// A read or open failure in a live source's words: a stall is the read timeout (the source went
+    /// quiet), not a slow file.
+    private func describe(_ error: any Error) -> String {
+        if let error = error as? MediaFileError {
+            switch error.reason {
+            case .stalled, .cancelled:
+                return "\(configuration.source): no data for \(String(format: "%g", configuration.readTimeout)) s (--read-timeout)"
+            case .ffmpeg(let ffmpeg, _) where ffmpeg.code == FFmpegError.exit.code:
+                return "\(configuration.source): no data for \(String(format: "%g", configuration.readTimeout)) s (--read-timeout)"
+            default:
+                return error.path == configuration.source.url ? "\(configuration.source): \(error.problem)" : "\(configuration.source): \(error)"
+            }
+        }
+        return "\(configuration.source): \(error)"
     }
 
     private static func isEncoded(_ track: RecordedTrack) -> Bool {

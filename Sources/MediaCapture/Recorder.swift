@@ -16,9 +16,11 @@ struct Recorder {
     let video: Int?
     /// Where this recorder's first keyframe lies in capture time, and what the recording held before it
     /// (a recorder starts again after a reconnection).
-    let before: Progress
+    private(set) var before: Progress
     /// Called with each finished segment.
     let closed: (SegmentReport) -> Void
+    /// Called when recording resumes after a reconnection, with the gap in seconds.
+    let resumed: (Double) -> Void
     private let timeBases: [Int: Rational]
     /// The source time of this recorder's first recorded keyframe.
     private(set) var origin: MediaTime?
@@ -36,14 +38,21 @@ struct Recorder {
         var bytes: Int64 = 0
         /// The source was gone this long before the next segment (a reconnection).
         var gap: Double?
+        /// After a reconnection: when the last packet before the drop arrived. The gap runs from there to
+        /// the first keyframe recorded again.
+        var lostAt: Date?
+        /// The gap so far, for pictures seen before recording resumes.
+        var pendingGap: MediaTime { lostAt.map { MediaTime(value: Int64(Date().timeIntervalSince($0) * 1_000_000), timescale: 1_000_000) } ?? .zero }
     }
 
-    init(configuration: CaptureConfiguration, tracks: [RecordedTrack], before: Progress = .init(), closed: @escaping (SegmentReport) -> Void) {
+    init(configuration: CaptureConfiguration, tracks: [RecordedTrack], before: Progress = .init(), resumed: @escaping (Double) -> Void = { _ in },
+         closed: @escaping (SegmentReport) -> Void) {
         self.configuration = configuration
         self.tracks = tracks
         self.video = tracks.first { $0.isVideo }?.index
         self.before = before
         self.closed = closed
+        self.resumed = resumed
         timeBases = Dictionary(uniqueKeysWithValues: tracks.map { ($0.index, $0.timeBase) })
         nextIndex = Self.nextIndex(for: configuration.captureID, in: configuration.outputDirectory)
     }
@@ -120,6 +129,13 @@ struct Recorder {
         guard let origin else {
             guard canCut else { return .recorded }   // nothing before the first keyframe is decodable
             self.origin = time
+            if let lostAt = before.lostAt {
+                let gap = Date().timeIntervalSince(lostAt)
+                before.gap = gap
+                before.captureTime += MediaTime(value: Int64(gap * 1_000_000), timescale: 1_000_000)
+                before.lostAt = nil
+                resumed(gap)
+            }
             current = try open(at: time)
             return try record(&packet)
         }

@@ -1,0 +1,213 @@
+import FarmTestSupport
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A virtual X display (Xvfb) for screen capture, stopped when released.
+final class VirtualDisplay {
+    let number: Int
+    private let server: Background
+
+    init(width: Int = 1280, height: Int = 720, log: String) throws {
+        var n = 0
+        repeat { n = Int.random(in: 100...899) } while FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(n)")
+        number = n
+        server = try Background(["/usr/bin/Xvfb", ":\(n)", "-screen", "0", "\(width)x\(height)x24", "-nolisten", "tcp"], log: log)
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(n)") && Date() < deadline { usleep(50_000) }
+        guard FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(n)") else { throw FixtureError("Xvfb :\(n) did not start: \(server.log)") }
+    }
+
+    deinit {
+        server.kill(SIGTERM)
+        _ = server.wait(timeout: 5)
+    }
+
+    /// Shows a picture full screen (feh) until the returned process is killed.
+    func show(_ picture: String, log: String) throws -> Background {
+        try Background(["/usr/bin/feh", "--geometry", "1280x720+0+0", "--borderless", "--image-bg", "white", picture], log: log,
+                       environment: ProcessInfo.processInfo.environment.merging(["DISPLAY": ":\(number)"]) { $1 })
+    }
+}
+
+/// `mediafarm capture` of sources that need encoding (a screen, a synthetic graph), with live code
+/// scanning, reconnection and a config file.
+@Suite struct LiveCaptureTests {
+    func capture(_ dir: URL, _ arguments: [String], log: String = "capture.log") throws -> Background {
+        try Background([TestPaths.mediafarmExecutable, "capture", "--output-dir", dir.appendingPathComponent("out").path, "--json"] + arguments,
+                       log: dir.appendingPathComponent(log).path)
+    }
+
+    /// Seconds of AAC audio in a movie: its packets of 1024 samples at 48 kHz.
+    static func audioSeconds(_ path: String) throws -> Double {
+        let r = try ProcessRunner.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "a", "-count_packets", "-show_entries",
+                                                           "stream=nb_read_packets", "-of", "csv=p=0", path])
+        return Double(Int(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) * 1024 / 48000
+    }
+
+    /// A screen showing three QR codes one after another (Xvfb + feh), recorded with x11grab: each code
+    /// is reported as it appears (within half a second of being shown) and as gone once hidden, and
+    /// each segment's report holds the codes seen in it.
+    @Test func codesShownOnAScreenAreReportedLiveAndInTheirSegments() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-x11")
+        let display = try VirtualDisplay(log: dir.appendingPathComponent("xvfb.log").path)
+        let devices = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["capture", "--list-devices", "--json"])
+        let listed = try JSONSerialization.jsonObject(with: devices.stdoutData) as? [[String: Any]] ?? []
+        #expect(devices.status == 0 && listed.contains { $0["source"] as? String == "x11grab::\(display.number)" }, "\(devices.stdout)")
+
+        let payloads = ["MF-LIVE-1", "MF-LIVE-2", "MF-LIVE-3"]
+        var pictures: [String] = []
+        for (i, payload) in payloads.enumerated() {
+            let png = dir.appendingPathComponent("code\(i).png").path
+            try ProcessRunner.check("qrencode", ["-o", png, "-s", "8", "-m", "4", payload])
+            pictures.append(png)
+        }
+        let recorder = try capture(dir, ["--source", "x11grab::\(display.number)", "--video-size", "1280x720", "--frame-rate", "30",
+                                         "--segment-duration", "2", "--capture-id", "screen", "--scan", "qr"])
+        let deadline = Date().addingTimeInterval(15)
+        while !recorder.log.contains("\"started\"") && Date() < deadline { usleep(50_000) }
+        usleep(500_000)
+        var shown: [(payload: String, from: Date, to: Date)] = []
+        for (payload, picture) in zip(payloads, pictures) {
+            let viewer = try display.show(picture, log: dir.appendingPathComponent("feh.log").path)
+            let from = Date()
+            sleep(2)
+            viewer.kill(SIGKILL)
+            _ = viewer.wait(timeout: 5)
+            shown.append((payload, from, Date()))
+            usleep(1_500_000)
+        }
+        recorder.kill(SIGTERM)
+        #expect(recorder.wait(timeout: 20) == 0, "\(recorder.log)")
+        let events = CaptureTests.events(recorder.log)
+        let finished = try #require(events.last)
+        #expect(finished["reason"] as? String == "sessionWasInterrupted", "\(finished)")
+
+        // Live: each code appears once, within 0.5 s of being shown, and goes after it was hidden.
+        let codes = events.filter { $0["event"] as? String == "code" }, gone = events.filter { $0["event"] as? String == "codeGone" }
+        #expect(codes.map { $0["payload"] as? String } == payloads, "\(codes)")
+        #expect(gone.map { $0["payload"] as? String } == payloads, "\(gone)")
+        let clock = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        for (event, show) in zip(codes, shown) {
+            let seen = try clock.parse(event["wallClock"] as? String ?? "")
+            #expect(seen.timeIntervalSince(show.from) > -0.05 && seen.timeIntervalSince(show.from) < 0.5,
+                    "\(show.payload) seen \(seen.timeIntervalSince(show.from)) s after it was shown")
+            #expect((event["latencyMs"] as? Double ?? 1000) < 100, "\(event)")
+        }
+        for (event, show) in zip(gone, shown) {
+            let lastSeen = try clock.parse(event["wallClock"] as? String ?? "")
+            #expect(abs(lastSeen.timeIntervalSince(show.to)) < 0.5, "\(show.payload) last seen \(lastSeen.timeIntervalSince(show.to)) s from when it was hidden")
+            #expect((event["frames"] as? Int ?? 0) >= 45, "\(event)")
+        }
+        // Each segment holds the codes seen inside it, at capture times inside it; together, all three.
+        let segments = events.filter { $0["event"] as? String == "segment" }
+        var inSegments: Set<String> = []
+        for segment in segments {
+            let start = segment["start"] as? Double ?? 0, end = start + (segment["duration"] as? Double ?? 0)
+            for code in segment["codes"] as? [[String: Any]] ?? [] {
+                let first = (code["firstTime"] as? [String: Any])?["seconds"] as? Double ?? -1
+                let last = (code["lastTime"] as? [String: Any])?["seconds"] as? Double ?? -1
+                #expect(first >= start && last < end && first <= last, "\(code) in \(start)..<\(end)")
+                inSegments.insert(code["payload"] as? String ?? "")
+            }
+            #expect(try CaptureTests.frames(segment["path"] as? String ?? "") > 0)
+        }
+        #expect(inSegments == Set(payloads), "\(segments)")
+        let scan = finished["scan"] as? [String: Any]
+        #expect((scan?["framesScanned"] as? Int ?? 0) > 0 && scan?["codes"] as? Int == 3, "\(finished)")
+    }
+
+    /// A source an MP4 cannot hold as it comes (raw video and PCM from a lavfi graph) is encoded: H.264
+    /// and AAC segments, every picture once, the audio as long as the video.
+    @Test func aRawSourceIsEncodedIntoSegments() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-raw")
+        let recorder = try capture(dir, ["--source", "lavfi:testsrc2=s=640x360:r=30[out0];sine=f=440:r=48000[out1]",
+                                         "--segment-duration", "2", "--max-duration", "5", "--capture-id", "raw"])
+        #expect(recorder.wait(timeout: 60) == 0, "\(recorder.log)")
+        let events = CaptureTests.events(recorder.log)
+        #expect((events.first?["streams"] as? [String]) == ["video h264 (encoded)", "audio aac (encoded)"], "\(events.first ?? [:])")
+        let segments = events.filter { $0["event"] as? String == "segment" }
+        #expect(segments.map { $0["duration"] as? Double } == [2, 2, 1], "\(segments)")
+        for segment in segments {
+            let path = segment["path"] as? String ?? ""
+            let seconds = segment["duration"] as? Double ?? 0
+            #expect(try CaptureTests.frames(path) == Int(seconds * 30), "\(path)")
+            let codecs = try ProcessRunner.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", path])
+            #expect(codecs.stdout.split(separator: "\n") == ["h264", "aac"], "\(codecs.stdout)")
+            let audio = try Self.audioSeconds(path)
+            #expect(abs(audio - seconds) < 0.05, "\(path): \(audio) s of audio for \(seconds) s of video")
+        }
+    }
+
+    /// The sender stops, then a new one starts within --reconnect-for: the recording goes on, the gap
+    /// reported in the event and in the next segment; once no sender comes back within the budget, it
+    /// ends deviceWasDisconnected.
+    @Test func aDroppedStreamIsReconnectedWithTheGapReported() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-reconnect")
+        let port = TestPaths.freeLoopbackPort()
+        let started = Date()
+        let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "2", "--read-timeout", "1",
+                                         "--reconnect-for", "5", "--capture-id", "cam"])
+        usleep(300_000)
+        let first = try CaptureTests.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 4, log: dir.appendingPathComponent("sender1.log").path)
+        _ = first.wait(timeout: 20)
+        sleep(2)
+        let second = try CaptureTests.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 4, log: dir.appendingPathComponent("sender2.log").path)
+        _ = second.wait(timeout: 20)
+        #expect(recorder.wait(timeout: 40) == 1, "\(recorder.log)")
+        #expect(Date().timeIntervalSince(started) < 30)
+        let events = CaptureTests.events(recorder.log)
+        let finished = try #require(events.last)
+        #expect(finished["reason"] as? String == "deviceWasDisconnected" && finished["reconnections"] as? Int == 1, "\(finished)")
+        let reconnected = try #require(events.first { $0["event"] as? String == "reconnected" }, "\(recorder.log)")
+        let gap = reconnected["gap"] as? Double ?? 0
+        #expect(gap > 1.5 && gap < 4, "gap \(gap)")
+        #expect(events.filter { $0["event"] as? String == "sourceLost" }.count == 2, "\(recorder.log)")
+        let segments = events.filter { $0["event"] as? String == "segment" }
+        let after = try #require(segments.firstIndex { $0["gapBefore"] != nil }, "\(segments)")
+        #expect(after > 0 && segments[after]["gapBefore"] as? Double == gap)
+        // Capture time goes on across the gap: the segment after it starts where the one before ended, plus the gap.
+        let before = segments[after - 1]
+        let expectedStart = (before["start"] as? Double ?? 0) + (before["duration"] as? Double ?? 0) + gap
+        #expect(abs((segments[after]["start"] as? Double ?? 0) - expectedStart) < 0.01, "\(segments)")
+        // Both connections' recordings are there, whole: about 4 s each.
+        let total = segments.reduce(0) { $0 + ($1["duration"] as? Double ?? 0) }
+        #expect(total > 7 && total < 8.5, "\(total) s recorded")
+        for segment in segments { #expect(try CaptureTests.frames(segment["path"] as? String ?? "") > 0) }
+    }
+
+    /// `--config FILE` runs a capture from a JSON file (paths relative to it; options win); a bad file
+    /// is a usage error naming the file and the key.
+    @Test func aConfigFileRunsACaptureAndBadOnesAreNamed() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-config")
+        let config = dir.appendingPathComponent("cam.json")
+        try #"{ "source": "lavfi:testsrc2=s=320x240:r=25", "outputDir": "recordings", "captureID": "conf", "segmentDuration": 1, "maxDuration": 3, "maxSize": "1G", "scan": "qr" }"#
+            .write(to: config, atomically: true, encoding: .utf8)
+        let run = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["capture", "--config", config.path, "--max-duration", "2", "--json"])
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        let finished = CaptureTests.events(run.stdout).last
+        #expect(finished?["duration"] as? Double == 2 && finished?["segments"] as? Int == 2 && finished?["scan"] != nil, "\(run.stdout)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("recordings").path).sorted()
+        #expect(names == ["conf-00001.mp4", "conf-00002.mp4"], "\(names)")
+
+        let cases: [(String, String)] = [
+            (#"{ "source": "lavfi:testsrc2", "outputDir": "x", "sourc": 1 }"#, "unknown key sourc"),
+            (#"{ "source": "lavfi:testsrc2", "outputDir": "x", "maxDuration": "long" }"#, "maxDuration"),
+            (#"{ "source": "lavfi:testsrc2", "outputDir": "x", "maxSize": true }"#, "maxSize"),
+            (#"{ "outputDir": "x" }"#, "no source"),
+            ("[1, 2]", "not a JSON object"),
+            ("\u{0}\u{1}garbage", "not a JSON object"),
+            (#"{ "source": "lavfi:testsrc2", "outputDir": "x", "scan": "qr,nope" }"#, "nope"),
+        ]
+        for (text, expected) in cases {
+            try text.write(to: config, atomically: true, encoding: .utf8)
+            let bad = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["capture", "--config", config.path])
+            #expect(bad.status == 2 && bad.stderr.contains(config.path) && bad.stderr.contains(expected), "\(text): \(bad.stderr)")
+        }
+        let missing = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["capture", "--config", dir.appendingPathComponent("none.json").path])
+        #expect(missing.status == 2 && missing.stderr.contains("none.json"), "\(missing.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("x").path))
+    }
+}
