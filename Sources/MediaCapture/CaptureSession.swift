@@ -140,7 +140,7 @@ public final class CaptureSession: @unchecked Sendable {
             do {
                 input = try InputFile(live: configuration.source.url, format: configuration.source.format, options: configuration.source.options,
                                       limits: .live(stallTimeout: .milliseconds(Int64(configuration.readTimeout * 1000))), interrupter: interrupter)
-                tracks = try RecordedTrack.plan(input)
+                tracks = try RecordedTrack.plan(input, segmentDuration: configuration.segmentDuration)
             } catch {
                 if isStopped { summary.reason = .sessionWasInterrupted; break }
                 summary.message = describe(error)
@@ -190,6 +190,7 @@ public final class CaptureSession: @unchecked Sendable {
             var ended: CaptureEndReason?
             var sourceDropped = false
             var lastDiskCheck = Date.distantPast
+            var bytesSinceDiskCheck = 0
             reading: while true {
                 if isStopped { ended = .sessionWasInterrupted; break }
                 let read: InputFile.ReadResult
@@ -206,8 +207,11 @@ public final class CaptureSession: @unchecked Sendable {
                 }
                 let arrival = Date()
                 lastArrival = arrival
-                if let minFree = configuration.minFreeDisk, arrival.timeIntervalSince(lastDiskCheck) >= 0.5 {
+                bytesSinceDiskCheck += packet.size
+                if let minFree = configuration.minFreeDisk,
+                   arrival.timeIntervalSince(lastDiskCheck) >= 0.5 || bytesSinceDiskCheck >= Self.diskCheckBytes {
                     lastDiskCheck = arrival
+                    bytesSinceDiskCheck = 0
                     if let free = freeSpace(configuration.outputDirectory), free < minFree {
                         ended = .diskFull
                         summary.message = "\(configuration.outputDirectory): \(free) bytes free, below --min-free-disk \(minFree)"
@@ -306,6 +310,9 @@ public final class CaptureSession: @unchecked Sendable {
         }
         return "\(configuration.source): \(error)"
     }
+
+    /// Free space is checked twice a second, and after each this many bytes read from the source.
+    static let diskCheckBytes = 1 << 20
 
     private static func isEncoded(_ track: RecordedTrack) -> Bool {
         if case .encoded = track.origin { return true }

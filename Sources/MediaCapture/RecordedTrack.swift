@@ -22,7 +22,7 @@ struct RecordedTrack {
 
     /// The source's video (the first) and audio (the first) streams, each copied when an MP4 segment
     /// can hold its codec, else encoded.
-    static func plan(_ input: InputFile) throws(MediaFileError) -> [RecordedTrack] {
+    static func plan(_ input: InputFile, segmentDuration: Double) throws(MediaFileError) -> [RecordedTrack] {
         var tracks: [RecordedTrack] = []
         for type in [MediaType.video, .audio] {
             guard let stream = input.streams.first(where: { $0.mediaType == type && !$0.isAttachedPicture }) else { continue }
@@ -30,7 +30,7 @@ struct RecordedTrack {
                 tracks.append(RecordedTrack(index: stream.index, isVideo: type == .video, timeBase: stream.timeBase,
                                             origin: .copied(input), codecName: stream.codecName))
             } else {
-                let encoder = try LiveEncoder(file: input, stream: stream)
+                let encoder = try LiveEncoder(file: input, stream: stream, segmentDuration: segmentDuration)
                 tracks.append(RecordedTrack(index: stream.index, isVideo: type == .video, timeBase: encoder.timeBase,
                                             origin: .encoded(encoder), codecName: encoder.codecName))
             }
@@ -41,8 +41,9 @@ struct RecordedTrack {
 
 /// Encodes a live stream an MP4 segment cannot hold as it comes (raw video from a screen or camera,
 /// PCM audio) with the exports' settings: H.264 (libx264, CRF 20, veryfast) and AAC at 128 kb/s, codec
-/// headers in the stream's configuration (MP4 wants them there), a keyframe at least every second so
-/// that segments can be cut close to their duration. Thread-confined (the recording's thread).
+/// headers in the stream's configuration (MP4 wants them there), a keyframe at least every second (a
+/// fragment each, so that a crash loses at most a second) and one forced at each segment boundary, so
+/// that segments are cut at their duration. Thread-confined (the recording's thread).
 final class LiveEncoder {
     let source: StreamInfo
     let timeBase: Rational
@@ -56,17 +57,21 @@ final class LiveEncoder {
     private var out = Packet()
     private let scaler = VideoScaler(outputFormat: "yuv420p")
     private var lastVideoPTS: Int64?
+    private let segmentDuration: MediaTime
+    /// Where the next segment boundary lies (source time): the picture there is made a keyframe.
+    private var nextBoundary: MediaTime?
     private var resampler: AudioResampler?
     private var pending = AudioSamples(channelCount: 0)
     /// The time of the next sample to encode, in samples.
     private var sampleClock: Int64?
 
-    init(file: InputFile, stream: StreamInfo) throws(MediaFileError) {
+    init(file: InputFile, stream: StreamInfo, segmentDuration: Double) throws(MediaFileError) {
         guard stream.mediaType == .video || stream.mediaType == .audio else {
             throw MediaFileError(path: file.path, reason: .ffmpeg(.invalidArgument, while: "encoding a \(stream.mediaType) stream"))
         }
         self.file = file
         source = stream
+        self.segmentDuration = MediaTime(value: max(1, Int64((segmentDuration * 1000).rounded())), timescale: 1000)
         timeBase = stream.mediaType == .video ? stream.timeBase : Rational(1, Int32(max(stream.sampleRate, 1)))
         decoder = try Decoder(file: file, streamIndex: stream.index, threads: 1)
         if stream.mediaType == .audio {
@@ -138,14 +143,19 @@ final class LiveEncoder {
         }
         picture(converted, MediaTime(count: pts, timeBase: source.timeBase))
         converted.setPTS(pts)
-        converted.clearPictureType()
+        let time = MediaTime(count: pts, timeBase: source.timeBase)
+        let boundary = nextBoundary ?? time
+        let atBoundary = time >= boundary
+        if atBoundary { nextBoundary = boundary + segmentDuration }
+        converted.requestKeyframe(atBoundary)
         if encoder == nil {
             let rate = source.averageFrameRate ?? source.realFrameRate
             let perSecond = rate.map { max(1, Int(($0.doubleValue).rounded())) } ?? 30
             do {
                 encoder = try Encoder.video(codecName: "libx264", like: converted, timeBase: source.timeBase, frameRate: rate,
                                             level: nil, threads: 0,
-                                            options: ["crf": "20", "preset": "veryfast", "g": String(perSecond), "flags": "+global_header"])
+                                            options: ["crf": "20", "preset": "veryfast", "g": String(perSecond), "forced-idr": "1",
+                                                      "flags": "+global_header"])
             } catch {
                 throw failure(error, "opening the H.264 encoder")
             }

@@ -25,11 +25,11 @@ public struct Frame: ~Copyable {
         pointer.pointee.pkt_dts = mf_av_nopts_value()
     }
 
-    /// Lets the encoder choose this picture's type: decoders of raw video mark every picture as a
-    /// keyframe, which an encoder would otherwise obey.
-    public mutating func clearPictureType() {
-        pointer.pointee.pict_type = AV_PICTURE_TYPE_NONE
-        pointer.pointee.key_frame = 0
+    /// Tells the encoder this picture must be a keyframe, or (false) lets it choose the picture's type:
+    /// decoders of raw video mark every picture as a keyframe, which an encoder would otherwise obey.
+    public mutating func requestKeyframe(_ keyframe: Bool) {
+        pointer.pointee.pict_type = keyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
+        pointer.pointee.key_frame = keyframe ? 1 : 0
     }
 
     /// Makes this frame a new reference to `other`'s data (no pixel copy).

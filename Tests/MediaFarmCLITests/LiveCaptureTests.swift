@@ -210,4 +210,103 @@ final class VirtualDisplay {
         #expect(missing.status == 2 && missing.stderr.contains("none.json"), "\(missing.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("x").path))
     }
+    /// jobs/capture.schema.json and the loader agree: the example config matches the schema and runs
+    /// (shortened from the command line), its segments become jobs a coordinator runs; typos are refused.
+    @Test func theExampleConfigMatchesTheSchemaAndRuns() throws {
+        let schema = TestPaths.packageRoot.appendingPathComponent("jobs/capture.schema.json").path
+        let example = TestPaths.packageRoot.appendingPathComponent("jobs/capture")
+        let script = """
+        import json, sys, jsonschema
+        schema = json.load(open(sys.argv[1]))
+        jsonschema.Draft202012Validator.check_schema(schema)
+        jsonschema.validate(json.load(open(sys.argv[2])), schema, cls=jsonschema.Draft202012Validator)
+        for bad in ({"source": "lavfi:x"}, {"source": "lavfi:x", "outputDir": "o", "sourc": 1},
+                    {"source": "lavfi:x", "outputDir": "o", "maxSize": "lots"}, {"source": "lavfi:x", "outputDir": "o", "captureID": "a/b"}):
+            try:
+                jsonschema.validate(bad, schema, cls=jsonschema.Draft202012Validator)
+                sys.exit("the schema accepted " + json.dumps(bad))
+            except jsonschema.ValidationError:
+                pass
+        print(" ".join(sorted(schema["properties"])))
+        """
+        let r = try ProcessRunner.run("/usr/bin/python3", ["-c", script, schema, example.appendingPathComponent("capture.json").path])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                == "captureID enqueue frameRate inputFormat maxDuration maxSize minFreeDisk outputDir outputRoots queue readTimeout reconnectFor roi scan segmentDuration segmentMaxBytes source videoSize")
+        let site = try TestPaths.makeTemporaryFolder("capture-example")
+        try FileManager.default.copyItem(at: example, to: site.appendingPathComponent("capture"))
+        let queue = "sqlite:" + site.appendingPathComponent("queue.sqlite").path
+        let run = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["capture", "--config", site.appendingPathComponent("capture/capture.json").path,
+                                                                        "--max-duration", "2", "--segment-duration", "1", "--queue", queue, "--json"])
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        #expect(CaptureTests.events(run.stdout).filter { $0["event"] as? String == "enqueued" }.count == 2, "\(run.stdout)")
+        let coordinator = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["coordinator", "--queue", queue, "--exit-when-idle", "--json"])
+        #expect(coordinator.status == 0, "\(coordinator.stdout)\(coordinator.stderr)")
+        let reports = try FileManager.default.contentsOfDirectory(atPath: site.appendingPathComponent("capture/reports").path).sorted()
+        #expect(reports == ["demo-00001.json", "demo-00002.json"], "\(reports)")
+    }
+    /// The limits end a recording with their reasons: --max-size before the recording exceeds it, and
+    /// --min-free-disk on a small file system (a 16 MB tmpfs) before it fills: every segment complete,
+    /// nothing half-written, space left.
+    @Test func limitsEndTheRecordingWithTheirReasons() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-limits")
+        // Noise costs the encoder many bits: megabytes a second.
+        let noisy = "lavfi:testsrc2=s=640x360:r=30,noise=alls=40:allf=t[out0]"
+        let sized = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["capture", "--source", noisy, "--output-dir", dir.appendingPathComponent("sized").path,
+                                                                          "--segment-duration", "1", "--max-size", "3M", "--json"])
+        #expect(sized.status == 0, "\(sized.stdout)\(sized.stderr)")
+        let finished = CaptureTests.events(sized.stdout).last
+        #expect(finished?["reason"] as? String == "maximumFileSizeReached" && (finished?["bytes"] as? Int ?? .max) <= 3 << 20
+                && (finished?["bytes"] as? Int ?? 0) > 1 << 20, "\(sized.stdout)")
+
+        let small = dir.appendingPathComponent("small")
+        try FileManager.default.createDirectory(at: small, withIntermediateDirectories: true)
+        let mount = try ProcessRunner.run("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=16m", "tmpfs", small.path])
+        try #require(mount.status == 0, "a 16 MB tmpfs for the free-space test: \(mount.stderr)")
+        defer { _ = try? ProcessRunner.run("/usr/bin/umount", [small.path]) }
+        let full = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["capture", "--source", noisy, "--output-dir", small.path,
+                                                                         "--segment-duration", "1", "--min-free-disk", "6M", "--json"])
+        #expect(full.status == 0, "\(full.stdout)\(full.stderr)")
+        let events = CaptureTests.events(full.stdout)
+        #expect(events.last?["reason"] as? String == "diskFull" && events.last?["successfullyFinished"] as? Bool == true, "\(full.stdout)")
+        #expect(!full.stdout.contains("No space left"), "\(full.stdout)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: small.path)
+        #expect(!names.isEmpty && names.allSatisfy { $0.hasSuffix(".mp4") && !$0.hasPrefix(".") }, "\(names)")
+        for name in names { #expect(try CaptureTests.frames(small.appendingPathComponent(name).path) > 0, "\(name)") }
+        var stats = statvfs()
+        #expect(statvfs(small.path, &stats) == 0 && Int(stats.f_bavail) * Int(stats.f_frsize) > 2 << 20, "the file system filled up")
+    }
+    /// A copied (compressed) stream is decoded for scanning on a thread of its own: a QR code shown from
+    /// 1 s to 3 s of a live UDP stream is reported at 1 s, gone after 3 s, and lands in the two segments
+    /// it spans, with times inside each.
+    @Test func codesInACopiedStreamAreReadFromItsOwnDecoding() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-scan-udp")
+        let code = dir.appendingPathComponent("code.png").path
+        try ProcessRunner.check("qrencode", ["-o", code, "-s", "5", "-m", "4", "MF-UDP-CODE"])
+        let port = TestPaths.freeLoopbackPort()
+        let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "2", "--max-duration", "5", "--scan", "qr"])
+        usleep(300_000)
+        let sender = try Background(["/usr/bin/ffmpeg", "-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30:duration=8",
+                                     "-i", code, "-filter_complex", "[0][1]overlay=40:40:enable='between(t,1,2.99)'",
+                                     "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-f", "mpegts", "udp://127.0.0.1:\(port)?pkt_size=1316"],
+                                    log: dir.appendingPathComponent("sender.log").path)
+        defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }
+        #expect(recorder.wait(timeout: 30) == 0, "\(recorder.log)")
+        let events = CaptureTests.events(recorder.log)
+        let codes = events.filter { $0["event"] as? String == "code" }, gone = events.filter { $0["event"] as? String == "codeGone" }
+        #expect(codes.count == 1 && abs((codes.first?["time"] as? Double ?? 0) - 1) < 0.05, "\(codes)")
+        #expect(gone.count == 1 && abs((gone.first?["lastTime"] as? Double ?? 0) - 2.967) < 0.05, "\(gone)")
+        let segments = events.filter { $0["event"] as? String == "segment" }
+        let spans = segments.map { segment -> [Double] in
+            guard let code = (segment["codes"] as? [[String: Any]])?.first else { return [] }
+            return ["firstTime", "lastTime"].map { ((code[$0] as? [String: Any])?["seconds"] as? Double ?? -1) }
+        }
+        #expect(spans.count == 3 && spans[2].isEmpty, "\(segments)")
+        if spans.count == 3 {
+            #expect(abs(spans[0][0] - 1) < 0.05 && abs(spans[0][1] - 1.967) < 0.05, "\(spans)")
+            #expect(abs(spans[1][0] - 2) < 0.05 && abs(spans[1][1] - 2.967) < 0.05, "\(spans)")
+        }
+        let scan = events.last?["scan"] as? [String: Any]
+        #expect((scan?["framesScanned"] as? Int ?? 0) + (scan?["framesNotScanned"] as? Int ?? 0) >= 140, "\(events.last ?? [:])")
+    }
 }
