@@ -328,7 +328,7 @@ struct CaptureCommand: AsyncParsableCommand {
                     + String(format: "%.1f s", summary.duration) + (summary.message.map { ": \($0)" } ?? "")
             }
         }
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        writeLine(line)
     }
 
     /// An event line from the queue feeder: JSON, or "event: key value, ...".
@@ -337,7 +337,14 @@ struct CaptureCommand: AsyncParsableCommand {
             : event == "enqueued" ? "segment \(fields["index"] ?? "?"): job \(fields["job"] ?? "?")\(fields["queued"] as? Bool == false ? " (already queued)" : "")"
             : event == "salvaged" ? "salvaged segment \(fields["index"] ?? "?") of \(fields["captureID"] ?? "?"): \(fields["path"] ?? "")"
             : "\(fields["message"] ?? event)"
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        writeLine(line)
+    }
+
+    /// Events come from the recording's thread, the scanner's and the queue feeder's: one line at a time.
+    private static let output = NSLock()
+
+    static func writeLine(_ line: String) {
+        output.withLock { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
     }
 
     static func object(_ value: [String: Any]) -> String {

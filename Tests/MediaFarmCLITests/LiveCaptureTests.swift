@@ -309,4 +309,22 @@ final class VirtualDisplay {
         let scan = events.last?["scan"] as? [String: Any]
         #expect((scan?["framesScanned"] as? Int ?? 0) + (scan?["framesNotScanned"] as? Int ?? 0) >= 140, "\(events.last ?? [:])")
     }
+    /// MPEG-TS timestamps are 33 bits of 90 kHz: they wrap after 26.5 hours. A stream crossing the wrap
+    /// (its clock started 3 s before it) is recorded without a break: segments join, every frame once.
+    @Test func anMPEGTSStreamCrossingItsTimestampWrapIsRecordedWhole() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-wrap")
+        let port = TestPaths.freeLoopbackPort()
+        let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "2", "--max-duration", "6"])
+        usleep(300_000)
+        let wrap = Double(1 << 33) / 90_000
+        let sender = try Background(["/usr/bin/ffmpeg", "-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30:duration=10",
+                                     "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-output_ts_offset", String(format: "%.3f", wrap - 3),
+                                     "-f", "mpegts", "udp://127.0.0.1:\(port)?pkt_size=1316"], log: dir.appendingPathComponent("sender.log").path)
+        defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }
+        #expect(recorder.wait(timeout: 30) == 0, "\(recorder.log)")
+        let segments = CaptureTests.events(recorder.log).filter { $0["event"] as? String == "segment" }
+        #expect(segments.map { $0["start"] as? Double } == [0, 2, 4] && segments.map { $0["duration"] as? Double } == [2, 2, 2], "\(recorder.log)")
+        let frames = try segments.map { try CaptureTests.frames($0["path"] as? String ?? "") }
+        #expect(frames == [60, 60, 60], "\(frames)")
+    }
 }
