@@ -56,6 +56,8 @@ public struct SegmentReport: Sendable, Encodable {
     public var gapBefore: Double?
     /// With live scanning: the codes seen in this segment, merged (first and last time in capture time).
     public var codes: [ScannedCode]?
+    /// When it was finished (renamed to its final name), for the latency of what follows.
+    public var closedAt: Date?
 
     public init(index: Int, path: String, start: Double, wallClock: Date, duration: Double, bytes: Int64, packets: Int) {
         self.index = index

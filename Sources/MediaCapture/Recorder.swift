@@ -183,6 +183,7 @@ struct Recorder {
                                    wallClock: segment.startWallClock, duration: duration.seconds,
                                    bytes: segment.bytes, packets: segment.packets)
         if finished.isEmpty { report.gapBefore = before.gap }
+        report.closedAt = Date()
         finished.append(report)
         closed(report)
     }

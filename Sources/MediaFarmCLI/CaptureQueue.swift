@@ -121,7 +121,7 @@ final class CaptureQueue: @unchecked Sendable {
         guard let first = queued.first else { return }
         append(Entry(captureID: captureID, index: segment.index, path: segment.path, job: first.id))
         report("enqueued", ["captureID": captureID, "index": segment.index, "job": first.id, "queued": first.inserted,
-                            "latencyMs": (Date().timeIntervalSince(started) * 1000 * 10).rounded() / 10])
+                            "latencyMs": (Date().timeIntervalSince(segment.closedAt ?? started) * 1000 * 10).rounded() / 10])
     }
 
     /// Segments in `folder` whose job no journal there records (a recording that died between finishing

@@ -223,6 +223,10 @@ import Glibc
         #expect(silent.status == 1 && Date().timeIntervalSince(started) < 15)
         let finished = Self.events(silent.stdout).last
         #expect(finished?["reason"] as? String == "noDataCaptured" && (finished?["message"] as? String)?.contains(url) == true, "\(silent.stdout)")
+        // A server that refuses the connection: named at once.
+        let refusedAt = Date()
+        let refused = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["capture", "--source", "tcp://127.0.0.1:1", "--output-dir", dir.path, "--json"])
+        #expect(refused.status == 1 && refused.stdout.contains("tcp://127.0.0.1:1") && Date().timeIntervalSince(refusedAt) < 5, "\(refused.stdout)")
         // Garbage bytes on the port: not a stream; named, exit 1, within the timeout.
         let garbagePort = TestPaths.freeLoopbackPort()
         let garbage = try Background(["/usr/bin/python3", "-c", "import os, socket, time\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
