@@ -131,8 +131,11 @@ public final class CaptureSession: @unchecked Sendable {
         let scanner = configuration.scan.map { LiveScanner(configuration: $0, events: events) }
         var reports: [SegmentReport] = []
         var progress = Recorder.Progress()
-        /// When the source dropped, while it is being reconnected.
+        /// When the source dropped, while it is being reconnected (and, with a reconnection budget, the
+        /// session's start until the source first opens: a source not up yet is waited for as long).
         var lostAt: Date?
+        let started = Date()
+        var connected = false
         var lastArrival = Date()
         var backoff = 0.5
         connection: while true {
@@ -146,23 +149,23 @@ public final class CaptureSession: @unchecked Sendable {
             } catch {
                 if isStopped { summary.reason = .sessionWasInterrupted; break }
                 summary.message = describe(error)
-                if let lostAt, Date() < lostAt.addingTimeInterval(configuration.reconnectFor) {
+                if let since = lostAt ?? (connected ? nil : started), Date() < since.addingTimeInterval(configuration.reconnectFor) {
                     // An attempt that failed at once (refused) waits before the next, longer each time; one that
                     // waited for data (a listening UDP socket) already took its time, and waiting more with the
                     // socket closed would lose the start of a stream that comes back.
                     let spent = Date().timeIntervalSince(attempt)
                     if spent < backoff {
-                        sleep(min(backoff - spent, lostAt.addingTimeInterval(configuration.reconnectFor).timeIntervalSinceNow))
+                        sleep(min(backoff - spent, since.addingTimeInterval(configuration.reconnectFor).timeIntervalSinceNow))
                         backoff = min(backoff * 2, 5)
                     }
                     continue
                 }
-                summary.reason = lostAt == nil ? .noDataCaptured : .deviceWasDisconnected
+                summary.reason = connected ? .deviceWasDisconnected : .noDataCaptured
                 break
             }
             guard !tracks.isEmpty else {
                 summary.message = "\(configuration.source): no video or audio stream"
-                summary.reason = lostAt == nil ? .noDataCaptured : .deviceWasDisconnected
+                summary.reason = connected ? .deviceWasDisconnected : .noDataCaptured
                 break
             }
             input.discardAll(except: Set(tracks.map(\.index)))
@@ -176,6 +179,7 @@ public final class CaptureSession: @unchecked Sendable {
                                 streams: tracks.map { "\($0.isVideo ? "video" : "audio") \($0.codecName)\(Self.isEncoded($0) ? " (encoded)" : "")" }))
             }
             lostAt = nil
+            connected = true
             backoff = 0.5
 
             let events = self.events

@@ -210,6 +210,7 @@ final class VirtualDisplay {
         #expect(missing.status == 2 && missing.stderr.contains("none.json"), "\(missing.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("x").path))
     }
+
     /// jobs/capture.schema.json and the loader agree: the example config matches the schema and runs
     /// (shortened from the command line), its segments become jobs a coordinator runs; typos are refused.
     @Test func theExampleConfigMatchesTheSchemaAndRuns() throws {
@@ -245,6 +246,7 @@ final class VirtualDisplay {
         let reports = try FileManager.default.contentsOfDirectory(atPath: site.appendingPathComponent("capture/reports").path).sorted()
         #expect(reports == ["demo-00001.json", "demo-00002.json"], "\(reports)")
     }
+
     /// The limits end a recording with their reasons: --max-size before the recording exceeds it, and
     /// --min-free-disk on a small file system (a 16 MB tmpfs) before it fills: every segment complete,
     /// nothing half-written, space left.
@@ -276,6 +278,7 @@ final class VirtualDisplay {
         var stats = statvfs()
         #expect(statvfs(small.path, &stats) == 0 && Int(stats.f_bavail) * Int(stats.f_frsize) > 2 << 20, "the file system filled up")
     }
+
     /// A copied (compressed) stream is decoded for scanning on a thread of its own: a QR code shown from
     /// 1 s to 3 s of a live UDP stream is reported at 1 s, gone after 3 s, and lands in the two segments
     /// it spans, with times inside each.
@@ -309,6 +312,7 @@ final class VirtualDisplay {
         let scan = events.last?["scan"] as? [String: Any]
         #expect((scan?["framesScanned"] as? Int ?? 0) + (scan?["framesNotScanned"] as? Int ?? 0) >= 140, "\(events.last ?? [:])")
     }
+
     /// MPEG-TS timestamps are 33 bits of 90 kHz: they wrap after 26.5 hours. A stream crossing the wrap
     /// (its clock started 3 s before it) is recorded without a break: segments join, every frame once.
     @Test func anMPEGTSStreamCrossingItsTimestampWrapIsRecordedWhole() throws {
@@ -326,5 +330,19 @@ final class VirtualDisplay {
         #expect(segments.map { $0["start"] as? Double } == [0, 2, 4] && segments.map { $0["duration"] as? Double } == [2, 2, 2], "\(recorder.log)")
         let frames = try segments.map { try CaptureTests.frames($0["path"] as? String ?? "") }
         #expect(frames == [60, 60, 60], "\(frames)")
+    }
+
+    /// With --reconnect-for, a source not up yet when the capture starts (a TCP server that refuses) is
+    /// tried again with backoff until it is.
+    @Test func aSourceNotUpYetIsWaitedForWithinTheBudget() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-wait")
+        let port = TestPaths.freeLoopbackPort()
+        let recorder = try capture(dir, ["--source", "tcp://127.0.0.1:\(port)", "--reconnect-for", "10", "--max-duration", "2"])
+        sleep(2)
+        let sender = try CaptureTests.sender("tcp://127.0.0.1:\(port)?listen=1", seconds: 10, log: dir.appendingPathComponent("sender.log").path)
+        defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }
+        #expect(recorder.wait(timeout: 30) == 0, "\(recorder.log)")
+        let finished = CaptureTests.events(recorder.log).last
+        #expect(finished?["reason"] as? String == "maximumDurationReached" && finished?["duration"] as? Double == 2, "\(recorder.log)")
     }
 }
