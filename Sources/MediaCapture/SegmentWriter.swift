@@ -7,8 +7,8 @@ import Glibc
 
 /// One segment being recorded: a fragmented MP4 (a readable prefix survives a crash) under a hidden
 /// partial name beside its final name, its packets copied from the source (or from its live encoder)
-/// and timed from the segment's start. `finish` writes the trailer, fsyncs, and renames it to its final name, so a final name always
-/// holds a complete movie.
+/// and timed from the segment's start. `finish` writes the trailer, fsyncs, and renames it to its final
+/// name, so a final name always holds a complete movie.
 final class SegmentWriter {
     let index: Int
     let finalPath: String

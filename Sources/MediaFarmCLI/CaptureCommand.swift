@@ -17,8 +17,8 @@ struct CaptureCommand: AsyncParsableCommand {
         Sources: v4l2:/dev/videoN, x11grab::DISPLAY, alsa:DEVICE, pulse:DEVICE, lavfi:GRAPH, or a udp://, tcp://, \
         srt://, rtmp://, rtsp://, http(s)://...m3u8 live stream (--list-devices shows this machine's devices). \
         Video and audio are copied when an MP4 holds their codecs (H.264, HEVC, AAC, ...), else encoded as \
-        exports are (H.264 CRF 20 veryfast, AAC 128 kb/s, a keyframe every second and at each segment boundary). Each segment is a \
-        fragmented MP4 written under a hidden .partial name and renamed <capture-id>-<index>.mp4 when \
+        exports are (H.264 CRF 20 veryfast, AAC 128 kb/s, a keyframe every second and at each segment \
+        boundary). Each segment is a fragmented MP4 written under a hidden .partial name and renamed <capture-id>-<index>.mp4 when \
         complete; segments are cut on video keyframes, each starting where the one before ended. A source \
         that drops is reopened with backoff for --reconnect-for seconds, the gap reported. --scan reads codes \
         in the pictures on threads of its own, never delaying the recording. SIGTERM or SIGINT ends the \
