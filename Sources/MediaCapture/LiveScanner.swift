@@ -14,7 +14,8 @@ public struct CodeSighting: Sendable {
     /// When that picture arrived from the source.
     public var wallClock: Date
     public var corners: [CodePoint]
-    /// From the picture's arrival to the event.
+    /// From the picture's arrival to the event (for `codeGone`, the first picture a second after the
+    /// last sighting).
     public var latency: Double
     /// For `codeGone`: first and last sighting, in how many scanned pictures.
     public var firstTime: MediaTime?
@@ -136,7 +137,7 @@ final class LiveScanner: @unchecked Sendable {
             }
             deliverDue(all: stop)
             if stop {
-                for (_, a) in active { gone(a) }
+                for (_, a) in active { gone(a, provenAt: Date()) }
                 active.removeAll()
                 condition.lock()
                 done = true
@@ -198,14 +199,15 @@ final class LiveScanner: @unchecked Sendable {
         }
         for (key, a) in active where time - a.last.time >= Self.goneAfter {
             active[key] = nil
-            gone(a)
+            gone(a, provenAt: arrival)
         }
     }
 
-    private func gone(_ a: Active) {
+    /// `provenAt`: when the picture that showed the code gone arrived (the latency runs from there).
+    private func gone(_ a: Active, provenAt: Date) {
         events(.codeGone(CodeSighting(symbology: a.last.symbology, payload: a.last.payload, payloadBytes: a.last.payloadBytes,
                                       time: a.last.time, wallClock: a.lastArrival, corners: a.last.corners,
-                                      latency: Date().timeIntervalSince(a.lastArrival), firstTime: a.first.time, frames: a.frames)))
+                                      latency: Date().timeIntervalSince(provenAt), firstTime: a.first.time, frames: a.frames)))
     }
 
     /// Decodes a copied video stream on a thread of its own and offers its pictures to the scanner.
