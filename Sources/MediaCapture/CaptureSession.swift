@@ -81,6 +81,11 @@ public struct CaptureSummary: Sendable, Encodable {
     /// How often the source dropped and came back.
     public var reconnections = 0
     public var scan: LiveScanSummary?
+
+    /// Adds a problem to what the message already says.
+    mutating func add(message: String) {
+        self.message = [self.message, message].compactMap { $0 }.joined(separator: "; ")
+    }
 }
 
 public enum CaptureEvent: Sendable {
@@ -256,7 +261,6 @@ public final class CaptureSession: @unchecked Sendable {
                         if let limit { ended = limit; break reading }
                     }
                 } catch {
-                    sourceDropped = false
                     ended = .deviceWasDisconnected
                     summary.message = "\(error)"
                     break
@@ -268,14 +272,14 @@ public final class CaptureSession: @unchecked Sendable {
                 do {
                     try live.flush(emit: { out throws(MediaFileError) in _ = try recorder.take(&out) })
                 } catch {
-                    summary.message = [summary.message, "\(error)"].compactMap { $0 }.joined(separator: "; ")
+                    summary.add(message: "\(error)")
                 }
             }
             feed?.finish()
             do {
                 try recorder.finishAll()
             } catch {
-                summary.message = [summary.message, "\(error)"].compactMap { $0 }.joined(separator: "; ")
+                summary.add(message: "\(error)")
             }
             reports += recorder.finished
             progress = recorder.progress

@@ -49,7 +49,9 @@ struct Recorder {
          closed: @escaping (SegmentReport) -> Void) {
         self.configuration = configuration
         self.tracks = tracks
-        self.video = tracks.first { $0.isVideo }?.index
+        let video = tracks.first { $0.isVideo }
+        self.video = video?.index
+        if case .encoded = video?.origin { holdsAudio = true } else { holdsAudio = false }
         self.before = before
         self.closed = closed
         self.resumed = resumed
@@ -65,10 +67,12 @@ struct Recorder {
     /// Where the recording stands after this recorder's segments.
     var progress: Progress {
         Progress(captureTime: before.captureTime + recordedHere, recorded: before.recorded + recordedHere,
-                 bytes: before.bytes + finished.reduce(0) { $0 + $1.bytes })
+                 bytes: before.bytes + finishedBytes)
     }
 
     private var recordedHere: MediaTime = .zero
+    /// The finished segments' bytes, kept as they finish (asked for each packet under --max-size).
+    private var finishedBytes: Int64 = 0
 
     /// After the highest index a recording with this id already left in the folder (finished, unfinished
     /// or quarantined), so that a capture restarted with the same id never replaces a segment.
@@ -85,15 +89,13 @@ struct Recorder {
     }
 
     private var recordedBytes: Int64 {
-        finished.reduce(0) { $0 + $1.bytes } + (current?.bytes ?? 0) + (previous?.bytes ?? 0)
+        finishedBytes + (current?.bytes ?? 0) + (previous?.bytes ?? 0)
     }
 
     /// Audio packets waiting for an encoded video stream to catch up (see `take`).
     private var held: [(time: MediaTime, box: PacketBox)] = []
-    private var holdsAudio: Bool {
-        guard let video, case .encoded = tracks.first(where: { $0.index == video })?.origin else { return false }
-        return true
-    }
+    /// The video is encoded: audio is held back (see `take`).
+    private let holdsAudio: Bool
 
     /// Records a packet (consumed). The video encoder holds pictures back for a while (its lookahead)
     /// while audio flows at once; so with encoded video, audio waits until the video has reached its
@@ -184,6 +186,7 @@ struct Recorder {
                                    bytes: segment.bytes, packets: segment.packets)
         if finished.isEmpty { report.gapBefore = before.gap }
         report.closedAt = Date()
+        finishedBytes += report.bytes
         finished.append(report)
         closed(report)
     }
