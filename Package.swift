@@ -67,15 +67,20 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // The asset library: content ids, local paths per host, albums, fetches, representations, changes.
+        .target(name: "FarmLibrary", dependencies: [
+            "FarmStore", "FarmModel", "MediaInspect", "MediaTime",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         // Watch-folder ingest: settle state, probe gate, content hashes, quarantine, templates.
         .target(name: "FarmIngest", dependencies: [
-            "FarmStore", "MediaInspect",
+            "FarmStore", "FarmLibrary", "MediaInspect",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // Where the farm meets the media modules: JobRunner, the coordinator and its worker processes.
         .target(name: "FarmRuntime", dependencies: [
-            "FarmModel", "FarmStore", "CProcessShims", "CodeScan", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime",
+            "FarmModel", "FarmStore", "FarmLibrary", "CProcessShims", "CodeScan", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
@@ -90,7 +95,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .target(name: "MediaFarmCLI", dependencies: [
-            "FarmHTTP", "MediaCapture", "FarmRuntime", "FarmStore", "FarmIngest", "CodeScan", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
+            "FarmHTTP", "MediaCapture", "FarmRuntime", "FarmStore", "FarmLibrary", "FarmIngest", "CodeScan", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -112,6 +117,7 @@ let package = Package(
         .testTarget(name: "MediaEditTests", dependencies: ["MediaEdit", "MediaInspect", "MediaCore", "MediaTime", "FarmTestSupport"]),
         .testTarget(name: "FarmModelTests", dependencies: ["FarmModel", "MediaTime"]),
         .testTarget(name: "FarmStoreTests", dependencies: ["FarmStore", "FarmModel", "FarmTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "FarmLibraryTests", dependencies: ["FarmLibrary", "FarmStore", "FarmModel", "FarmTestSupport"]),
         .testTarget(name: "FarmRuntimeTests", dependencies: ["FarmRuntime", "FarmStore", "FarmModel", "CodeScan", "MediaEdit", "FarmTestSupport"]),
         .testTarget(name: "CodeScanTests", dependencies: ["CodeScan", "MediaCore", "MediaTime", "FarmTestSupport"]),
         .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "FarmTestSupport"]),

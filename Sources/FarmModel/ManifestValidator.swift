@@ -126,6 +126,15 @@ private struct Walker {
 
     mutating func path(_ value: JSONValue?, _ jsonPath: String, required: Bool = false, output: Bool = false) -> String? {
         guard let raw = string(value, jsonPath, required: required) else { return nil }
+        if let reference = AssetID.reference(raw) {
+            // An asset of the library: its host resolves it to a path when the job runs.
+            switch reference {
+            case .success(let id) where !output: return id.reference
+            case .success: fail(jsonPath, "an output is a path, not an asset: the library registers what a job makes")
+            case .failure(let error): fail(jsonPath, error.description)
+            }
+            return nil
+        }
         let resolved = PathRules.resolve(raw, against: context.baseDirectory)
         guard output else { return resolved }
         if raw.hasSuffix("/") { fail(jsonPath, "must name a file, not a folder"); return nil }

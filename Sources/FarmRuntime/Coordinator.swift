@@ -1,3 +1,4 @@
+import FarmLibrary
 import FarmModel
 import FarmStore
 import Foundation
@@ -298,6 +299,20 @@ public final class Coordinator: Service, @unchecked Sendable {
     // MARK: - One job
 
     private func supervise(_ job: Job, token: String, standby: StandbyWorker?) async {
+        var job = job
+        var sources: [AssetID] = []
+        if job.manifest.contains(AssetID.scheme) {
+            switch await resolveAssets(job) {
+            case .success(let resolved):
+                (job.manifest, sources) = resolved
+                try? await configuration.library?.recordJobInputs(job.id, sources)
+            case .failure(let failure):
+                _ = lock.withLock { running.removeValue(forKey: job.id) }
+                await finish(job, token: token, outcome: failure.retry ? .crashed(message: failure.message) : .failed(message: failure.message, result: nil),
+                             seconds: 0)
+                return
+            }
+        }
         let manifest: JobManifest
         switch ManifestLoader.validate(text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
         case .success(let m):
@@ -344,7 +359,9 @@ public final class Coordinator: Service, @unchecked Sendable {
         case nil:
             let resultJSON = entry.result.flatMap { try? String(decoding: JSONEncoder().encode($0), as: UTF8.self) }
             if exit.status == 0, let result = entry.result, result.succeeded {
-                await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, seconds: seconds)
+                if await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, seconds: seconds) {
+                    await registerInLibrary(job, manifest: manifest, sources: sources)
+                }
             } else if let result = entry.result, !result.succeeded, exit.status == 1 || exit.status == 2 {
                 await finish(job, token: token, outcome: .failed(message: result.error ?? "failed", result: resultJSON), seconds: seconds)
             } else {
@@ -376,27 +393,89 @@ public final class Coordinator: Service, @unchecked Sendable {
     /// if this coordinator dies while renaming or before recording success, whichever rescuer finds the
     /// expired lease completes this publication (`completeInterruptedPublications`) instead of running
     /// the job again: each output is published once.
-    private func publish(_ job: Job, token: String, manifest: JobManifest, resultJSON: String?, seconds: Double) async {
+    /// - Returns: whether the outputs were published.
+    @discardableResult
+    private func publish(_ job: Job, token: String, manifest: JobManifest, resultJSON: String?, seconds: Double) async -> Bool {
         guard StagedOutput.isStaged(manifest, token: token) else {
             let missing = StagedOutput.finalPaths(of: manifest).first { !FileManager.default.fileExists(atPath: StagedOutput.path(for: $0, token: token)) }
             await finish(job, token: token, outcome: .failed(message: "\(missing ?? "output"): the worker reported success but left no finished file to publish",
                                                              result: resultJSON), seconds: seconds)
-            return
+            return false
         }
         guard await confirmLease(job, token: token, result: resultJSON) else {
             metrics.attemptEnded("stale", seconds: seconds)
             events(.finished(id: job.id, name: job.name, state: "stale", attempt: job.attempt,
                              message: "the lease was lost before publishing: outputs discarded", seconds: seconds))
-            return
+            return false
         }
         do {
             // A retried attempt may replace what an earlier attempt of this job published.
             metrics.published(try StagedOutput.publish(manifest, token: token, allowExisting: manifest.overwrite || job.attempt > 1))
         } catch {
             await finish(job, token: token, outcome: .failed(message: "\(error)", result: resultJSON), seconds: seconds)
-            return
+            return false
         }
         await finish(job, token: token, outcome: .succeeded(result: resultJSON), seconds: seconds)
+        return true
+    }
+
+    // MARK: - The asset library
+
+    struct AssetFailure: Error {
+        var message: String
+        /// Another host may hold the asset: the attempt is retried (there, or here once it is added).
+        var retry: Bool
+    }
+
+    /// The manifest with each `asset:ID` replaced by this host's path, and the ids.
+    private func resolveAssets(_ job: Job) async -> Result<(String, [AssetID]), AssetFailure> {
+        guard let library = configuration.library else {
+            return .failure(AssetFailure(message: "the manifest names assets (asset:ID) but this coordinator has no asset library", retry: false))
+        }
+        do {
+            let (text, ids) = try await library.resolveManifest(job.manifest)
+            return .success((text, ids))
+        } catch {
+            if case .unknownAsset = error { return .failure(AssetFailure(message: error.description, retry: false)) }
+            return .failure(AssetFailure(message: error.description, retry: true))
+        }
+    }
+
+    /// Registers the job's exported output as a representation of its sources (the assets it named, or
+    /// input files this host registered), and the codes its scan found on them. Errors are notices: the
+    /// job itself has succeeded.
+    private func registerInLibrary(_ job: Job, manifest: JobManifest, sources named: [AssetID]) async {
+        guard let library = configuration.library else { return }
+        do {
+            var sources = named
+            for path in Set(manifest.edits.map(\.source)) where AssetID.reference(path) == nil {
+                if let id = try await library.assetID(at: path), !sources.contains(id) { sources.append(id) }
+            }
+            for id in try await library.jobInputs(job.id) where !sources.contains(id) { sources.append(id) }
+            guard !sources.isEmpty else { return }
+            try await library.recordJobInputs(job.id, sources)
+            if let report = manifest.report, manifest.scan != nil {
+                let codes = Self.codes(inReport: report)
+                for id in sources { try await library.recordCodes(id, codes) }
+            }
+            if let output = manifest.export?.output {
+                let id = try await library.registerOutput(output, sources: sources, jobID: job.id, jobName: job.name, parameters: job.manifest)
+                events(.notice("job \(job.id): output \(output) registered in the library as \(id)"))
+            }
+        } catch {
+            events(.notice("job \(job.id): the library did not record its output: \(error)"))
+        }
+    }
+
+    /// The codes in a job's report (`scan.codes`).
+    static func codes(inReport path: String) -> [LibraryCode] {
+        guard let data = FileManager.default.contents(atPath: path),
+              let report = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+              let scan = report["scan"] as? [String: Any], let codes = scan["codes"] as? [[String: Any]] else { return [] }
+        return codes.compactMap { code in
+            guard let symbology = code["symbology"] as? String else { return nil }
+            return LibraryCode(symbology: symbology, payload: code["payload"] as? String, payloadBase64: code["payloadBase64"] as? String)
+        }
     }
 
     /// Records the end of an attempt. A queue that does not answer (a server restarting, a network

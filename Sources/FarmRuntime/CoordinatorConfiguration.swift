@@ -1,3 +1,4 @@
+import FarmLibrary
 import Foundation
 import Metrics
 
@@ -36,6 +37,10 @@ public struct CoordinatorConfiguration: Sendable {
     public var standbyWorkers = true
     /// This coordinator's name in leases: "host:pid:random".
     public var owner: String = CoordinatorConfiguration.defaultOwner()
+    /// The asset library of this host: `asset:ID` inputs are resolved to its paths before a worker starts,
+    /// and each exported output of a job whose sources are in the library is registered as their
+    /// representation. nil: manifests that name assets fail.
+    public var library: AssetLibrary?
     /// Where the coordinator's counters go (`CoordinatorMetrics`); nil: swift-metrics' global factory.
     public var metricsFactory: (any MetricsFactory)?
 

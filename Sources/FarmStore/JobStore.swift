@@ -174,6 +174,8 @@ public protocol JobStore: Sendable {
     var idlePollLimit: Double { get }
     /// Where the queue is, for messages (never with a password).
     var location: String { get }
+    /// The tables beside the jobs (the asset library's), in the same database.
+    var database: any SQLDatabase { get throws(JobStoreError) }
     /// Closes connections; the store is not used afterwards.
     func close() async
 }

@@ -15,6 +15,7 @@ public final class SQLiteJobStore: JobStore {
     private let gate = Mutex(())
     private let busyTimeout: Double
     let machine: JobStateMachine
+    private let libraryDatabase = Mutex<SQLiteSQLDatabase?>(nil)
 
     /// Opens (and with `create`, creates) the queue at `path` and migrates it to the current schema.
     public init(path: String, create: Bool = true, policy: RetryPolicy = .default, busyTimeout: Double = 10) throws(JobStoreError) {
@@ -102,7 +103,22 @@ public final class SQLiteJobStore: JobStore {
         migrator.registerMigration("v2 pruning") { db in
             try db.execute(sql: "CREATE INDEX jobs_finished ON jobs(finished_at) WHERE finished_at IS NOT NULL")
         }
+        migrator.registerMigration("v3 library") { db in
+            for statement in LibrarySchema.statements(.sqlite) { try db.execute(sql: statement) }
+        }
         return migrator
+    }
+
+    /// The tables beside the jobs (the asset library's), on a connection of their own, opened when first asked for.
+    public var database: any SQLDatabase {
+        get throws(JobStoreError) {
+            try libraryDatabase.withLock { (opened: inout SQLiteSQLDatabase?) throws(JobStoreError) -> SQLiteSQLDatabase in
+                if let opened { return opened }
+                let database = try SQLiteSQLDatabase(path: path, busyTimeout: busyTimeout)
+                opened = database
+                return database
+            }
+        }
     }
 
     // MARK: - JobStore

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FarmHTTP
+import FarmLibrary
 import FarmModel
 import FarmRuntime
 import FarmStore
@@ -140,6 +141,8 @@ struct CoordinatorCommand: AsyncParsableCommand {
         configuration.exitWhenIdle = exitWhenIdle
         configuration.standbyWorkers = !noStandby
         configuration.owner = CoordinatorConfiguration.defaultOwner(host: host)
+        let libraryHost = host ?? ProcessInfo.processInfo.environment["MEDIAFARM_HOST"].flatMap { $0.isEmpty ? nil : $0 } ?? AssetLibrary.defaultHost
+        configuration.library = try? AssetLibrary(database: store.database, host: libraryHost)
         configuration.keepFinished = keepFinished > 0 ? keepFinished * 86400 : nil
         configuration.limits = WorkerLimits(addressSpaceBytes: try Self.bytes(maxMemory, "--max-memory"), cpuSeconds: maxCPU,
                                             fileSizeBytes: try Self.bytes(maxFileSize, "--max-file-size"))

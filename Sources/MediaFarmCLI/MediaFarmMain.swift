@@ -11,7 +11,8 @@ public struct MediaFarmMain: AsyncParsableCommand {
         abstract: "Batch media processing: inspect, retime, scan and export media on a farm of workers.",
         version: MediaFarmVersion.string,
         subcommands: [InspectCommand.self, ScanCommand.self, RunCommand.self, SubmitCommand.self, StatusCommand.self,
-                      CancelCommand.self, RetryCommand.self, CoordinatorCommand.self, WorkerCommand.self, QueueCommand.self, IngestCommand.self, BatchCommand.self, HealthcheckCommand.self, CaptureCommand.self])
+                      CancelCommand.self, RetryCommand.self, CoordinatorCommand.self, WorkerCommand.self, QueueCommand.self, IngestCommand.self, BatchCommand.self, HealthcheckCommand.self, CaptureCommand.self,
+                      LibraryCommand.self])
 
     public init() {}
 

@@ -1,0 +1,92 @@
+import Foundation
+import MediaInspect
+import MediaTime
+
+/// What kind of media an asset is (PHAssetMediaType).
+public enum LibraryMediaType: String, Sendable, Hashable, Codable, CaseIterable {
+    case video, audio, image
+}
+
+/// What inspection says about an asset, as the library keeps it: what fetches filter and sort on, and
+/// what `library show` prints.
+public struct AssetFacts: Sendable, Hashable, Codable {
+    public var mediaType: LibraryMediaType
+    /// Exact, as inspection measured it; zero for a still image.
+    public var duration: MediaTime
+    public var size: Int64
+    public var container: String?
+    /// The first video track's codec (the first audio track's for audio).
+    public var codec: String?
+    public var audioCodec: String?
+    public var frameRate: Double?
+    public var width: Int?
+    public var height: Int?
+    /// Degrees the picture is turned for display (from the display matrix).
+    public var rotation: Double?
+    public var hasAudio: Bool
+    public var creationDate: Date?
+    /// ISO 6709.
+    public var location: String?
+    public var make: String?
+    public var model: String?
+
+    /// PHAssetMediaSubtype, in words: `highFrameRate` (and `slowMotion`, 100 fps or more), `rotated`, `hasAudio`.
+    public var subtypes: [String] {
+        var result: [String] = []
+        if isSlowMotion { result += ["highFrameRate", "slowMotion"] }
+        if let rotation, rotation.truncatingRemainder(dividingBy: 360) != 0 { result.append("rotated") }
+        if hasAudio && mediaType == .video { result.append("hasAudio") }
+        return result
+    }
+
+    /// 100 fps or more: a slow-motion take.
+    public var isSlowMotion: Bool { mediaType == .video && (frameRate ?? 0) >= 100 }
+    public var isRotated: Bool { subtypes.contains("rotated") }
+
+    static let stillCodecs: Set<String> = ["png", "mjpeg", "bmp", "tiff", "webp", "gif", "jpeg2000", "jpegls", "pam", "ppm", "pgm",
+                                          "pgmyuv", "pbm", "qoi", "targa", "sgi", "exr", "jpegxl", "dpx", "pcx", "xbm", "xwd"]
+
+    /// Inspects the file at `path`; throws the reason when it is not media the farm can read.
+    public static func inspect(_ path: String, size: Int64) async throws(LibraryError) -> AssetFacts {
+        if size == 0 { throw .notMedia(path, "the file is empty") }
+        let report = await AssetReport.inspect(Asset(path: path), keys: [.isReadable, .duration, .metadata, .tracks],
+                                               trackKeys: [.mediaType, .formatDescription, .naturalSize, .preferredTransform, .nominalFrameRate])
+        if let error = report.error {
+            throw .notMedia(path, error.hasPrefix(path + ": ") ? String(error.dropFirst(path.count + 2)) : error)
+        }
+        guard report.isReadable == true else { throw .notMedia(path, "not readable as media") }
+        let tracks = report.tracks ?? []
+        let video = tracks.first { $0.mediaType == .video }
+        let audio = tracks.first { $0.mediaType == .audio }
+        guard video != nil || audio != nil else { throw .notMedia(path, "no video or audio track") }
+        let container = report.format?.name
+        let still = video.map { v in
+            audio == nil && stillCodecs.contains(v.codec)
+                && ((container.map { $0.hasSuffix("_pipe") || $0 == "image2" } ?? false) || (v.frameCount ?? 2) <= 1)
+        } ?? false
+        let mediaType: LibraryMediaType = still ? .image : video != nil ? .video : .audio
+        var facts = AssetFacts(mediaType: mediaType, duration: still ? .zero : (report.duration ?? .zero), size: size,
+                               container: container, codec: (video ?? audio)?.codec, audioCodec: audio?.codec,
+                               frameRate: still ? nil : video?.nominalFrameRate, width: video?.naturalSize?.width, height: video?.naturalSize?.height,
+                               rotation: video?.rotation, hasAudio: audio != nil)
+        if let metadata = report.metadata {
+            facts.creationDate = metadata.creationDate.flatMap(Self.date)
+            facts.location = metadata.location
+            facts.make = metadata.make
+            facts.model = metadata.model
+        }
+        return facts
+    }
+
+    /// A creation date as containers write it: ISO 8601 with or without fractional seconds, or a day.
+    static func date(_ text: String) -> Date? {
+        let fractional = ISO8601DateFormatter()
+        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = fractional.date(from: text) { return date }
+        let plain = ISO8601DateFormatter()
+        if let date = plain.date(from: text) { return date }
+        let day = ISO8601DateFormatter()
+        day.formatOptions = [.withFullDate]
+        return day.date(from: text)
+    }
+}

@@ -1,0 +1,57 @@
+import Crypto
+import FarmModel
+import Foundation
+
+/// A file's content identity: SHA-256 of every byte, and the asset id derived from it.
+public struct ContentHash: Sendable, Hashable {
+    public var sha256: String
+    public var id: AssetID
+
+    /// Reads the file 1 MiB at a time. Throws a message naming why it could not be read.
+    public static func of(file path: String) throws(LibraryError) -> ContentHash {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .unreadable(path, String(cString: strerror(errno))) }
+        defer { close(fd) }
+        var hasher = SHA256()
+        let size = 1 << 20
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let n = read(fd, buffer.baseAddress, size)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .unreadable(path, String(cString: strerror(errno)))
+            }
+            if n == 0 { break }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+        }
+        let digest = Array(hasher.finalize())
+        return ContentHash(sha256: digest.map { String(format: "%02x", $0) }.joined(), id: AssetID(digest: digest))
+    }
+}
+
+/// What `stat` says about a file: a registered path whose identity is unchanged is not hashed again.
+public struct FileStamp: Sendable, Hashable {
+    public var size: Int64
+    /// Modification time, seconds since 1970 with nanoseconds.
+    public var mtime: Double
+    public var inode: Int64
+    public var device: Int64
+
+    /// nil when there is no regular file at `path` (following symbolic links).
+    public init?(path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        size = Int64(info.st_size)
+        mtime = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+        inode = Int64(bitPattern: UInt64(info.st_ino))
+        device = Int64(bitPattern: UInt64(info.st_dev))
+    }
+
+    public init(size: Int64, mtime: Double, inode: Int64, device: Int64) {
+        self.size = size
+        self.mtime = mtime
+        self.inode = inode
+        self.device = device
+    }
+}

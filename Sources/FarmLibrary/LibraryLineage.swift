@@ -1,0 +1,138 @@
+import FarmModel
+import FarmStore
+import Foundation
+
+/// An output a job made from an asset (ALAssetRepresentation), and how.
+public struct Representation: Sendable, Hashable, Codable {
+    public var source: AssetID
+    public var output: AssetID
+    public var jobID: Int64
+    public var jobName: String
+    /// The job's manifest (JSON): its edits, scale, audio and export settings.
+    public var parameters: String
+    public var host: String
+    public var path: String
+    public var createdAt: Date
+}
+
+/// Where a host keeps an asset (a local identifier) and whether it is still there.
+public struct LocalIdentifier: Sendable, Hashable, Codable {
+    public var host: String
+    public var path: String
+    /// present, missing (the file is gone) or changed (other content is there now).
+    public var state: String
+    public var seenAt: Date
+}
+
+/// Everything `library show` says about one asset.
+public struct AssetDetail: Sendable, Hashable, Codable {
+    public var asset: LibraryAsset
+    public var locations: [LocalIdentifier]
+    public var albums: [String]
+    /// What jobs made from it.
+    public var representations: [Representation]
+    /// What it was made from, when a job made it.
+    public var derivedFrom: [Representation]
+    /// Jobs that read it (newest first, at most 50).
+    public var jobs: [Int64]
+}
+
+extension AssetLibrary {
+    public func detail(_ id: AssetID) async throws(LibraryError) -> AssetDetail {
+        let access = access
+        let time = now()
+        let found: AssetDetail? = try await read { s in
+            guard try await visible(s, id) else { return nil }
+            guard let row = try await s.rows("SELECT \(Self.assetColumns) FROM assets a WHERE a.id = ?", [.text(id.rawValue)]).first,
+                  var asset = Self.asset(row) else { return nil }
+            let locations = try await s.rows("SELECT host, path, state, seen_at FROM asset_locations WHERE asset_id = ? ORDER BY host, path",
+                                             [.text(id.rawValue)]).map { r in
+                LocalIdentifier(host: r[0].string ?? "", path: r[1].string ?? "", state: r[2].string ?? "", seenAt: r[3].date ?? .distantPast)
+            }
+            asset.path = locations.first { $0.host == host && $0.state == "present" }?.path
+            var albums = try await s.rows("SELECT album FROM album_assets WHERE asset_id = ? ORDER BY album", [.text(id.rawValue)])
+                .compactMap { $0[0].string }
+            if let scope = access.albums { albums = albums.filter(scope.contains) }
+            for smart in SmartAlbum.allCases {
+                let condition = smart.condition(now: time)
+                if try await s.value("SELECT 1 FROM assets a WHERE a.id = ? AND \(condition.sql)", [.text(id.rawValue)] + condition.binds) != nil {
+                    albums.append(smart.rawValue)
+                }
+            }
+            let columns = "source_id, output_id, job_id, job_name, parameters, host, path, created_at"
+            func representation(_ r: SQLRow) -> Representation? {
+                guard let source = r[0].string.flatMap(AssetID.init), let output = r[1].string.flatMap(AssetID.init) else { return nil }
+                return Representation(source: source, output: output, jobID: r[2].int ?? 0, jobName: r[3].string ?? "", parameters: r[4].string ?? "{}",
+                                      host: r[5].string ?? "", path: r[6].string ?? "", createdAt: r[7].date ?? .distantPast)
+            }
+            let made = try await s.rows("SELECT \(columns) FROM asset_representations WHERE source_id = ? ORDER BY id", [.text(id.rawValue)])
+                .compactMap(representation)
+            let from = try await s.rows("SELECT \(columns) FROM asset_representations WHERE output_id = ? ORDER BY id", [.text(id.rawValue)])
+                .compactMap(representation)
+            let jobs = try await s.rows("SELECT job_id FROM job_inputs WHERE asset_id = ? ORDER BY job_id DESC LIMIT 50", [.text(id.rawValue)])
+                .compactMap { $0[0].int }
+            return AssetDetail(asset: asset, locations: locations, albums: albums, representations: made, derivedFrom: from, jobs: jobs)
+        }
+        guard let found else { throw .unknownAsset(id) }
+        return found
+    }
+
+    /// Records which assets a job reads (Failed Jobs' Inputs, and the sources of what it makes).
+    public func recordJobInputs(_ jobID: Int64, _ ids: [AssetID]) async throws(LibraryError) {
+        guard !ids.isEmpty else { return }
+        try await write { s in
+            for id in Set(ids) {
+                try await s.execute("INSERT INTO job_inputs (job_id, asset_id) VALUES (?, ?) ON CONFLICT (job_id, asset_id) DO NOTHING",
+                                    [.integer(jobID), .text(id.rawValue)])
+            }
+        }
+    }
+
+    /// The assets a job was recorded as reading.
+    public func jobInputs(_ jobID: Int64) async throws(LibraryError) -> [AssetID] {
+        try await read { s in
+            try await s.rows("SELECT asset_id FROM job_inputs WHERE job_id = ? ORDER BY asset_id", [.integer(jobID)]).compactMap { $0[0].string.flatMap(AssetID.init) }
+        }
+    }
+
+    /// Registers a job's output (a file on this host) as an asset and as a representation of each source,
+    /// with the job's lineage. Returns the output's id.
+    @discardableResult
+    public func registerOutput(_ path: String, sources: [AssetID], jobID: Int64, jobName: String, parameters: String) async throws(LibraryError) -> AssetID {
+        let real = Self.realPath(path)
+        guard let stamp = FileStamp(path: real) else { throw .unreadable(path, "no regular file there") }
+        let hash = try ContentHash.of(file: real)
+        let exists = try await read { s in try await s.value("SELECT 1 FROM assets WHERE id = ?", [.text(hash.id.rawValue)]) != nil }
+        let facts = exists ? nil : try await AssetFacts.inspect(real, size: stamp.size)
+        _ = try await place(hash, facts: facts, at: real, stamp: stamp, album: nil)
+        let time = now()
+        let host = host
+        try await write { s in
+            for source in sources where source != hash.id {
+                let rows = try await s.rows("""
+                    INSERT INTO asset_representations (source_id, output_id, job_id, job_name, parameters, host, path, created_at)
+                    SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM assets WHERE id = ?)
+                    ON CONFLICT (source_id, output_id, job_id) DO NOTHING RETURNING id
+                    """, [.text(source.rawValue), .text(hash.id.rawValue), .integer(jobID), .text(jobName), .text(parameters), .text(host), .text(real),
+                          SQLValue(time), .text(source.rawValue)])
+                if !rows.isEmpty {
+                    try await record(s, .representationAdded, asset: source, path: real, detail: "\(hash.id) from job \(jobID) (\(jobName))", at: time)
+                }
+            }
+        }
+        return hash.id
+    }
+
+    /// Adds codes a scan found to an asset's facts (merged with those it had).
+    public func recordCodes(_ id: AssetID, _ codes: [LibraryCode]) async throws(LibraryError) {
+        guard !codes.isEmpty else { return }
+        let time = now()
+        try await write { s in
+            guard let current = try await s.value("SELECT codes FROM assets WHERE id = ?", [.text(id.rawValue)]) else { return }
+            var merged = Self.decode([LibraryCode].self, current.string) ?? []
+            for code in codes where !merged.contains(code) { merged.append(code) }
+            try await s.execute("UPDATE assets SET codes = ?, has_codes = ? WHERE id = ?", [.text(Self.json(merged)), SQLValue(!merged.isEmpty), .text(id.rawValue)])
+            try await record(s, .assetUpdated, asset: id, detail: "\(merged.count) code(s)", at: time)
+        }
+    }
+}

@@ -1,0 +1,135 @@
+import FarmModel
+import FarmStore
+import Foundation
+
+/// Where an id is on this host (PHCloudIdentifierMapping): one answer per id, never a guess.
+public struct Resolution: Sendable, Hashable, Codable {
+    public enum Status: String, Sendable, Hashable, Codable {
+        /// One file on this host: `paths[0]`.
+        case found
+        /// Several files on this host hold it: all in `paths`.
+        case several
+        /// It was on this host and is no longer (removed, or its content changed): `paths` where it was.
+        case missing
+        /// Known, on other hosts only (`hosts`).
+        case notOnThisHost
+        /// Not in the library (or not visible to a scoped token).
+        case unknown
+    }
+
+    public var id: AssetID
+    public var status: Status
+    public var paths: [String]
+    public var hosts: [String]
+    public var reason: String?
+
+    public init(id: AssetID, status: Status, paths: [String], hosts: [String], reason: String?) {
+        self.id = id
+        self.status = status
+        self.paths = paths
+        self.hosts = hosts
+        self.reason = reason
+    }
+
+    /// The one path, or an error saying why there is not one.
+    public func path(host: String) throws(LibraryError) -> String {
+        switch status {
+        case .found: return paths[0]
+        case .several: throw .invalid("asset \(id) is at several paths on \(host): \(paths.joined(separator: ", ")); remove all but one (`library forget`)")
+        case .missing: throw .invalid("asset \(id) is missing on \(host): \(reason ?? "gone") (was \(paths.joined(separator: ", ")))")
+        case .notOnThisHost: throw .invalid("asset \(id) is not on \(host) (it is on \(hosts.joined(separator: ", ")))")
+        case .unknown: throw .unknownAsset(id)
+        }
+    }
+}
+
+extension AssetLibrary {
+    /// Maps each id to this host's path(s). A registered file that is gone, or whose size, modification
+    /// time or inode changed since, is reported missing (`library verify` hashes it again).
+    public func resolve(_ ids: [AssetID]) async throws(LibraryError) -> [Resolution] {
+        let unique = Array(Set(ids))
+        var known: Set<AssetID> = []
+        var locations: [AssetID: [(host: String, path: String, state: String, stamp: FileStamp)]] = [:]
+        let access = access
+        for chunk in stride(from: 0, to: unique.count, by: 500).map({ Array(unique[$0..<min($0 + 500, unique.count)]) }) {
+            let binds = chunk.map { SQLValue.text($0.rawValue) }
+            let scope = access.filter("a.id")
+            let rows = try await read { s in
+                let visible = try await s.rows("SELECT a.id FROM assets a WHERE a.id IN (\(Self.marks(chunk.count)))"
+                                               + (scope.map { " AND \($0.sql)" } ?? ""), binds + (scope?.binds ?? []))
+                let places = try await s.rows("""
+                    SELECT asset_id, host, path, state, size, mtime, inode, device FROM asset_locations
+                    WHERE asset_id IN (\(Self.marks(chunk.count))) ORDER BY path
+                    """, binds)
+                return (visible, places)
+            }
+            for row in rows.0 { if let id = row[0].string.flatMap(AssetID.init) { known.insert(id) } }
+            for row in rows.1 {
+                guard let id = row[0].string.flatMap(AssetID.init), known.contains(id) else { continue }
+                locations[id, default: []].append((row[1].string ?? "", row[2].string ?? "", row[3].string ?? "",
+                                                   FileStamp(size: row[4].int ?? 0, mtime: row[5].double ?? 0, inode: row[6].int ?? 0, device: row[7].int ?? 0)))
+            }
+        }
+        return ids.map { id in
+            guard known.contains(id) else { return Resolution(id: id, status: .unknown, paths: [], hosts: [], reason: "not in the library") }
+            let all = locations[id] ?? []
+            let here = all.filter { $0.host == host }
+            let others = Array(Set(all.filter { $0.host != host && $0.state == "present" }.map(\.host))).sorted()
+            var present: [String] = []
+            var gone: [(String, String)] = []
+            for place in here {
+                if place.state != "present" {
+                    gone.append((place.path, place.state == "changed" ? "its content changed" : "the file is gone"))
+                } else if let stamp = FileStamp(path: place.path) {
+                    if stamp == place.stamp { present.append(place.path) } else { gone.append((place.path, "the file changed since it was registered (`library verify` hashes it again)")) }
+                } else {
+                    gone.append((place.path, "no file there any more"))
+                }
+            }
+            if present.count == 1 { return Resolution(id: id, status: .found, paths: present, hosts: [host], reason: nil) }
+            if present.count > 1 { return Resolution(id: id, status: .several, paths: present, hosts: [host], reason: nil) }
+            if !gone.isEmpty {
+                return Resolution(id: id, status: .missing, paths: gone.map(\.0), hosts: others, reason: gone.map { "\($0.0): \($0.1)" }.joined(separator: "; "))
+            }
+            return Resolution(id: id, status: .notOnThisHost, paths: [], hosts: others,
+                              reason: others.isEmpty ? "no host has it any more" : "on \(others.joined(separator: ", "))")
+        }
+    }
+
+    /// The asset registered at `path` on this host, if any.
+    public func assetID(at path: String) async throws(LibraryError) -> AssetID? {
+        let real = Self.realPath(path)
+        let host = host
+        return try await read { s in
+            try await s.value("SELECT asset_id FROM asset_locations WHERE host = ? AND path = ? AND state = 'present'", [.text(host), .text(real)])
+        }?.string.flatMap(AssetID.init)
+    }
+
+    /// Replaces every `asset:ID` in a manifest's `input` and `edits[].source` with this host's path;
+    /// throws naming the first id that does not resolve to exactly one file. Other text is kept as it was.
+    public func resolveManifest(_ text: String) async throws(LibraryError) -> (text: String, assets: [AssetID]) {
+        guard text.contains(AssetID.scheme),
+              let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else { return (text, []) }
+        var references: [AssetID] = []
+        func reference(_ value: Any?) -> AssetID? {
+            guard let string = value as? String, case .success(let id)? = AssetID.reference(string) else { return nil }
+            return id
+        }
+        if let id = reference(object["input"]) { references.append(id) }
+        let edits = object["edits"] as? [[String: Any]] ?? []
+        for edit in edits { if let id = reference(edit["source"]) { references.append(id) } }
+        guard !references.isEmpty else { return (text, []) }
+        let resolutions = try await resolve(references)
+        // The text itself is kept (numbers exactly as written); each reference's JSON string is replaced.
+        var result = text
+        for resolution in resolutions {
+            let path = try resolution.path(host: host)
+            guard let quoted = try? JSONSerialization.data(withJSONObject: [path], options: [.withoutEscapingSlashes]) else { continue }
+            let json = String(decoding: quoted, as: UTF8.self).dropFirst().dropLast()
+            result = result.replacingOccurrences(of: "\"\(resolution.id.reference)\"", with: String(json), options: .caseInsensitive)
+        }
+        var unique: [AssetID] = []
+        for id in references where !unique.contains(id) { unique.append(id) }
+        return (result, unique)
+    }
+}

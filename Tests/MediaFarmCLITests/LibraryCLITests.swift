@@ -1,0 +1,245 @@
+import FarmTestSupport
+import Foundation
+import Testing
+
+/// `mediafarm library` and asset-naming jobs as users run them: real files, real processes, real queues.
+@Suite struct LibraryCLITests {
+    enum Queue: String, CaseIterable, CustomTestStringConvertible {
+        case sqlite, postgres
+        var testDescription: String { rawValue }
+
+        /// A new queue URL (a PostgreSQL one migrated).
+        func make(_ folder: URL) throws -> String {
+            switch self {
+            case .sqlite: return "sqlite:" + folder.appendingPathComponent("queue.sqlite").path
+            case .postgres:
+                let url = try TestPostgres.url(freshSchema: true)
+                let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["queue", "migrate", "--queue", url])
+                guard r.status == 0 else { throw FixtureError("queue migrate: \(r.stderr)") }
+                return url
+            }
+        }
+    }
+
+    func mediafarm(_ args: [String], queue: String, in folder: URL? = nil) throws -> ProcessResult {
+        var environment = ProcessInfo.processInfo.environment
+        environment["MEDIAFARM_QUEUE"] = queue
+        environment["MEDIAFARM_LIBRARY_TOKEN"] = nil
+        return try ProcessRunner.run(TestPaths.mediafarmExecutable, args, currentDirectory: folder?.path, environment: environment)
+    }
+
+    func json(_ r: ProcessResult) throws -> Any {
+        try JSONSerialization.jsonObject(with: Data(r.stdout.utf8))
+    }
+
+    /// Makes a short H.264 + AAC movie.
+    func movie(_ path: String, seconds: Int = 2, frequency: Int = 440) throws {
+        let r = try ProcessRunner.run("ffmpeg", ["-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=128x96:rate=30:duration=\(seconds)",
+                                                 "-f", "lavfi", "-i", "sine=frequency=\(frequency):duration=\(seconds)", "-c:v", "libx264", "-g", "30",
+                                                 "-c:a", "aac", path])
+        guard r.status == 0 else { throw FixtureError("ffmpeg: \(r.stderr)") }
+    }
+
+    /// `library add --json`: the id of each file by its name.
+    func add(_ paths: [String], host: String, queue: String, album: String? = nil) throws -> [String: String] {
+        let r = try mediafarm(["library", "add", "--json", "--host", host] + (album.map { ["--album", $0] } ?? []) + paths, queue: queue)
+        #expect(r.status == 0, "\(r.stderr)")
+        let files = try #require((try json(r) as? [String: Any])?["files"] as? [[String: Any]])
+        return Dictionary(uniqueKeysWithValues: files.compactMap { f in
+            (f["id"] as? String).map { (((f["path"] as? String ?? "") as NSString).lastPathComponent, $0) }
+        })
+    }
+
+    @Test(arguments: Queue.allCases)
+    func twoHostsAddingTheSameFileGetOneIDAndEachResolvesItsOwnPath(queue kind: Queue) throws {
+        let folder = try TestPaths.makeTemporaryFolder("library-hosts")
+        let queue = try kind.make(folder)
+        for host in ["a", "b"] { try FileManager.default.createDirectory(at: folder.appendingPathComponent(host), withIntermediateDirectories: true) }
+        let onA = folder.appendingPathComponent("a/take.mp4").path, onB = folder.appendingPathComponent("b/ingest/renamed.mp4").path
+        try movie(onA)
+        try FileManager.default.createDirectory(atPath: (onB as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: onA, toPath: onB)
+
+        let a = try add([onA], host: "a", queue: queue)
+        let b = try add([onB], host: "b", queue: queue)
+        let id = try #require(a["take.mp4"])
+        #expect(b["renamed.mp4"] == id)
+
+        for (host, path) in [("a", onA), ("b", onB)] {
+            let r = try mediafarm(["library", "resolve", "--json", "--host", host, id], queue: queue)
+            #expect(r.status == 0, "\(r.stderr)")
+            let rows = try #require(try json(r) as? [[String: Any]])
+            #expect(rows.count == 1 && rows[0]["status"] as? String == "found" && rows[0]["paths"] as? [String] == [path])
+        }
+        let elsewhere = try mediafarm(["library", "resolve", "--host", "c", "asset:" + id], queue: queue)
+        #expect(elsewhere.status == 1 && elsewhere.stdout.contains("notOnThisHost") && elsewhere.stdout.contains("on a, b"))
+
+        // The same through the environment's host name, and `show` by path.
+        var environment = ProcessInfo.processInfo.environment
+        environment["MEDIAFARM_QUEUE"] = queue
+        environment["MEDIAFARM_HOST"] = "b"
+        let shown = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["library", "show", "--json", onB], environment: environment)
+        #expect(shown.status == 0, "\(shown.stderr)")
+        let detail = try #require(try json(shown) as? [String: Any])
+        let locations = try #require(detail["locations"] as? [[String: Any]])
+        #expect(Set(locations.compactMap { $0["host"] as? String }) == ["a", "b"])
+    }
+
+    @Test func aManifestNamingAnAssetRunsOnTheHostThatHasItAndItsOutputIsARepresentation() throws {
+        let folder = try TestPaths.makeTemporaryFolder("library-jobs")
+        let queue = try Queue.sqlite.make(folder)
+        let media = folder.appendingPathComponent("render-host-media")
+        try FileManager.default.createDirectory(at: media, withIntermediateDirectories: true)
+        try movie(media.appendingPathComponent("take.mp4").path, seconds: 4)
+        let id = try #require(try add([media.path], host: "render", queue: queue)["take.mp4"])
+
+        // The manifest knows only the id; it lives elsewhere, with its outputs.
+        let jobs = folder.appendingPathComponent("jobs")
+        try FileManager.default.createDirectory(at: jobs, withIntermediateDirectories: true)
+        try """
+        { "version": 1, "name": "take-slowmo", "input": "asset:\(id)",
+          "scale": [ { "start": "0", "duration": "2", "toDuration": "4" } ],
+          "export": { "mode": "passthrough", "output": "out/take-slowmo.mp4" } }
+        """.write(to: jobs.appendingPathComponent("slowmo.json"), atomically: true, encoding: .utf8)
+        let submitted = try mediafarm(["submit", "--json", "slowmo.json"], queue: queue, in: jobs)
+        #expect(submitted.status == 0, "\(submitted.stderr)")
+        let jobID = try #require((try json(submitted) as? [[String: Any]])?.first?["id"] as? Int)
+
+        let coordinator = try mediafarm(["coordinator", "--host", "render", "--workers", "1", "--exit-when-idle"], queue: queue)
+        #expect(coordinator.status == 0, "\(coordinator.stdout)\(coordinator.stderr)")
+        let output = jobs.appendingPathComponent("out/take-slowmo.mp4").path
+        #expect(FileManager.default.fileExists(atPath: output))
+        let duration = try #require(FFprobeReport.double(try FFprobeReport(path: output).format, "duration"))
+        #expect(abs(duration - 6) < 0.1, "2 s slowed to 4 s, then 2 s more: \(duration)")
+
+        let shown = try mediafarm(["library", "show", "--json", "--host", "render", id], queue: queue)
+        let detail = try #require(try json(shown) as? [String: Any])
+        let representations = try #require(detail["representations"] as? [[String: Any]])
+        #expect(representations.count == 1)
+        #expect(representations.first?["jobID"] as? Int == jobID && representations.first?["jobName"] as? String == "take-slowmo")
+        #expect(representations.first?["path"] as? String == output && representations.first?["host"] as? String == "render")
+        #expect((representations.first?["parameters"] as? String)?.contains("toDuration") == true)
+        #expect(detail["jobs"] as? [Int] == [jobID])
+        let outputID = try #require(representations.first?["output"] as? String)
+        let made = try #require(try json(try mediafarm(["library", "show", "--json", "--host", "render", outputID], queue: queue)) as? [String: Any])
+        #expect((made["derivedFrom"] as? [[String: Any]])?.first?["source"] as? String == id)
+
+        // A host without the asset fails the attempt, naming the id and where it is.
+        try """
+        { "version": 1, "name": "elsewhere", "input": "asset:\(id)", "export": { "mode": "passthrough", "output": "out/elsewhere.mp4" } }
+        """.write(to: jobs.appendingPathComponent("elsewhere.json"), atomically: true, encoding: .utf8)
+        #expect(try mediafarm(["submit", "--max-attempts", "1", "elsewhere.json"], queue: queue, in: jobs).status == 0)
+        let other = try mediafarm(["coordinator", "--host", "laptop", "--workers", "1", "--exit-when-idle"], queue: queue)
+        #expect(other.status == 1)
+        let status = try mediafarm(["status", "--json"], queue: queue)
+        let failed = try #require((try json(status) as? [[String: Any]])?.first { $0["name"] as? String == "elsewhere" })
+        #expect(failed["state"] as? String == "dead")
+        #expect("\(failed["errors"] ?? "")".contains("asset \(id) is not on laptop (it is on render)"))
+        let failedInputs = try mediafarm(["library", "list", "--json", "--album", "Failed Jobs' Inputs"], queue: queue)
+        #expect(((try json(failedInputs) as? [String: Any])?["assets"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [id])
+
+        // An id the library does not know is refused at submission.
+        try #"{ "version": 1, "input": "asset:0000000000000000000000000g" }"#.write(to: jobs.appendingPathComponent("unknown.json"), atomically: true, encoding: .utf8)
+        let unknown = try mediafarm(["submit", "unknown.json"], queue: queue, in: jobs)
+        #expect(unknown.status == 2 && unknown.stderr.contains("no asset 0000000000000000000000000g in the library; nothing was queued"))
+    }
+
+    @Test func albumSubmissionsAndScopedTokens() throws {
+        let folder = try TestPaths.makeTemporaryFolder("library-albums")
+        let queue = try Queue.sqlite.make(folder)
+        let media = folder.appendingPathComponent("media")
+        try FileManager.default.createDirectory(at: media, withIntermediateDirectories: true)
+        for (i, name) in ["one", "two", "three", "other"].enumerated() { try movie(media.appendingPathComponent("\(name).mp4").path, seconds: 1, frequency: 300 + 100 * i) }
+        let picks = try add(["one", "two", "three"].map { media.appendingPathComponent("\($0).mp4").path }, host: "h", queue: queue, album: "Picks")
+        let others = try add([media.appendingPathComponent("other.mp4").path], host: "h", queue: queue, album: "Other")
+        #expect(picks.count == 3 && others.count == 1)
+
+        try """
+        { "version": 1, "name": "proxy-{stem}", "input": "{input}", "export": { "mode": "passthrough", "output": "out/{stem}-{id}.mp4" } }
+        """.write(to: folder.appendingPathComponent("proxy.json"), atomically: true, encoding: .utf8)
+        let submitted = try mediafarm(["submit", "--json", "--album", "Picks", "proxy.json"], queue: queue, in: folder)
+        #expect(submitted.status == 0, "\(submitted.stderr)")
+        let jobs = try #require(try json(submitted) as? [[String: Any]])
+        #expect(Set(jobs.compactMap { $0["name"] as? String }) == ["proxy-one", "proxy-two", "proxy-three"])
+        let stems = try #require(try json(try mediafarm(["submit", "--json", "--album", "Picks", "--host", "h", "proxy.json"], queue: queue, in: folder))
+                                 as? [[String: Any]])
+        #expect(Set(stems.compactMap { $0["name"] as? String }) == ["proxy-one", "proxy-two", "proxy-three"], "{stem}: the file's name on this host")
+
+        // A token for Picks sees and submits only Picks.
+        let token = try mediafarm(["library", "token", "create", "--album", "Picks", "client"], queue: queue)
+        #expect(token.status == 0, "\(token.stderr)")
+        let tokenFile = folder.appendingPathComponent("client.token").path
+        try token.stdout.write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let listed = try mediafarm(["library", "list", "--json", "--token-file", tokenFile], queue: queue)
+        let visible = ((try json(listed) as? [String: Any])?["assets"] as? [[String: Any]])?.compactMap { $0["id"] as? String } ?? []
+        #expect(Set(visible) == Set(picks.values))
+        let outside = try mediafarm(["library", "resolve", "--token-file", tokenFile, others["other.mp4"]!], queue: queue)
+        #expect(outside.status == 1 && outside.stdout.contains("unknown"))
+
+        try """
+        { "version": 1, "input": "asset:\(others["other.mp4"]!)", "export": { "mode": "passthrough", "output": "out/x.mp4" } }
+        """.write(to: folder.appendingPathComponent("outside.json"), atomically: true, encoding: .utf8)
+        let refused = try mediafarm(["submit", "--token-file", tokenFile, "outside.json"], queue: queue, in: folder)
+        #expect(refused.status == 2 && refused.stderr.contains("no asset \(others["other.mp4"]!) in the library"), "\(refused.stderr)")
+        try #"{ "version": 1, "input": "media/one.mp4" }"#.write(to: folder.appendingPathComponent("bypath.json"), atomically: true, encoding: .utf8)
+        let byPath = try mediafarm(["submit", "--token-file", tokenFile, "bypath.json"], queue: queue, in: folder)
+        #expect(byPath.status == 2 && byPath.stderr.contains("submits only assets of its albums"))
+        let album = try mediafarm(["submit", "--token-file", tokenFile, "--album", "Other", "proxy.json"], queue: queue, in: folder)
+        #expect(album.status == 1 && album.stderr.contains("no access to the album \"Other\""), "\(album.stderr)")
+        #expect(try #require(try json(try mediafarm(["status", "--json"], queue: queue)) as? [[String: Any]]).count == 6, "nothing more was queued")
+        let allowed = try mediafarm(["submit", "--token-file", tokenFile, "--album", "Picks", "--json", "proxy.json"], queue: queue, in: folder)
+        #expect(allowed.status == 0, "\(allowed.stderr)")
+        #expect(try #require(try json(try mediafarm(["status", "--json"], queue: queue)) as? [[String: Any]]).count == 9)
+    }
+
+    @Test func badInputGetsClearErrorsAndExitStatuses() throws {
+        let folder = try TestPaths.makeTemporaryFolder("library-errors")
+        let queue = try Queue.sqlite.make(folder)
+        try movie(folder.appendingPathComponent("good.mp4").path, seconds: 1)
+        try Data("garbage bytes".utf8).write(to: folder.appendingPathComponent("junk.mp4"))
+        let added = try mediafarm(["library", "add", folder.appendingPathComponent("good.mp4").path, folder.appendingPathComponent("junk.mp4").path,
+                                   folder.appendingPathComponent("absent.mp4").path], queue: queue)
+        #expect(added.status == 1)
+        #expect(added.stdout.contains("added") && added.stdout.contains("junk.mp4: not media the farm can read"))
+        #expect(added.stdout.contains("absent.mp4: No such file or directory"))
+        #expect(added.stderr.contains("1 added, 2 refused"))
+
+        let cases: [([String], Int32, String)] = [
+            (["library", "resolve", "not-an-id"], 2, "\"not-an-id\" is not an asset id"),
+            (["library", "resolve", "0000000000000000000000000g"], 1, "unknown"),
+            (["library", "show", "0000000000000000000000000g"], 1, "no asset 0000000000000000000000000g in the library"),
+            (["library", "show", folder.appendingPathComponent("junk.mp4").path], 1, "not in the library on this host"),
+            (["library", "list", "--album", "Nope"], 1, "no album \"Nope\""),
+            (["library", "list", "--type", "movie"], 2, "--type movie"),
+            (["library", "list", "--after", "zzz"], 2, "is not a cursor"),
+            (["library", "album", "create", "Slo-mo"], 2, "is a smart album"),
+            (["library", "album", "delete", "Nope"], 1, "no album \"Nope\""),
+            (["library", "changes", "--since", "garbage"], 2, "is not a change token"),
+            (["library", "remove", "0000000000000000000000000g"], 1, "no asset"),
+            (["library", "list", "--token-file", "/nonexistent/token"], 2, "/nonexistent/token: cannot be read"),
+        ]
+        for (args, status, message) in cases {
+            let r = try mediafarm(args, queue: queue)
+            #expect(r.status == status && (r.stderr + r.stdout).contains(message), "\(args): \(r.status) \(r.stderr)\(r.stdout)")
+        }
+        let missingQueue = try mediafarm(["library", "list"], queue: "sqlite:" + folder.appendingPathComponent("none.sqlite").path)
+        #expect(missingQueue.status == 2 && missingQueue.stderr.contains("no queue there"))
+    }
+
+    @Test func changesSinceATokenListWhatHappenedAfterIt() throws {
+        let folder = try TestPaths.makeTemporaryFolder("library-changes")
+        let queue = try Queue.sqlite.make(folder)
+        try movie(folder.appendingPathComponent("a.mp4").path, seconds: 1)
+        try movie(folder.appendingPathComponent("b.mp4").path, seconds: 1, frequency: 880)
+        _ = try add([folder.appendingPathComponent("a.mp4").path], host: "h", queue: queue)
+        let before = try #require((try json(try mediafarm(["library", "changes", "--json"], queue: queue)) as? [String: Any])?["token"] as? String)
+        let b = try #require(try add([folder.appendingPathComponent("b.mp4").path], host: "h", queue: queue, album: "New")["b.mp4"])
+        let after = try mediafarm(["library", "changes", "--json", "--since", before], queue: queue)
+        let list = try #require(try json(after) as? [String: Any])
+        let kinds = (list["changes"] as? [[String: Any]])?.compactMap { $0["kind"] as? String }
+        #expect(kinds == ["assetAdded", "albumCreated", "albumAssetAdded"])
+        #expect((list["changes"] as? [[String: Any]])?.first?["assetID"] as? String == b)
+        let text = try mediafarm(["library", "changes", "--since", list["token"] as! String], queue: queue)
+        #expect(text.status == 0 && text.stdout.hasPrefix("token: "))
+    }
+}
