@@ -108,6 +108,8 @@ let package = Package(
                           exclude: ["regressions"]),
         // bench/queue's store throughput measurement.
         .executableTarget(name: "mediafarm-queue-bench", dependencies: ["FarmStore", "FarmModel"], path: "bench/QueueBench"),
+        // bench/library's fetch and resolve measurement over a large library.
+        .executableTarget(name: "mediafarm-library-bench", dependencies: ["FarmLibrary", "FarmStore", "FarmModel", "MediaTime"], path: "bench/LibraryBench"),
 
         // Tests: one target per module, plus a helper that makes media fixtures with real FFmpeg.
         .target(name: "FarmTestSupport", path: "Tests/FarmTestSupport"),

@@ -30,6 +30,26 @@ public struct AssetFacts: Sendable, Hashable, Codable {
     public var make: String?
     public var model: String?
 
+    public init(mediaType: LibraryMediaType, duration: MediaTime, size: Int64, container: String? = nil, codec: String? = nil,
+                audioCodec: String? = nil, frameRate: Double? = nil, width: Int? = nil, height: Int? = nil, rotation: Double? = nil,
+                hasAudio: Bool = false, creationDate: Date? = nil, location: String? = nil, make: String? = nil, model: String? = nil) {
+        self.mediaType = mediaType
+        self.duration = duration
+        self.size = size
+        self.container = container
+        self.codec = codec
+        self.audioCodec = audioCodec
+        self.frameRate = frameRate
+        self.width = width
+        self.height = height
+        self.rotation = rotation
+        self.hasAudio = hasAudio
+        self.creationDate = creationDate
+        self.location = location
+        self.make = make
+        self.model = model
+    }
+
     /// PHAssetMediaSubtype, in words: `highFrameRate` (and `slowMotion`, 100 fps or more), `rotated`, `hasAudio`.
     public var subtypes: [String] {
         var result: [String] = []
