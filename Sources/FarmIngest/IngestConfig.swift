@@ -30,9 +30,11 @@ public struct IngestConfig: Sendable, Hashable {
     public var outputRoots: [String]?
     public var priority: Int
     public var maxAttempts: Int?
+    /// The asset library album every ingested file is put in (the library registers them either way).
+    public var libraryAlbum: String?
 
     static let keys = ["version", "watch", "settleSeconds", "quarantine", "state", "afterEnqueue", "outputRoots", "priority",
-                       "maxAttempts"]
+                       "maxAttempts", "libraryAlbum"]
     static let watchKeys = ["path", "include", "exclude", "template"]
 
     /// Reads and checks `path`; every problem is listed with where it is.
@@ -150,12 +152,20 @@ public struct IngestConfig: Sendable, Hashable {
                 issues.append("$.maxAttempts: a whole number from 1 to 100")
             }
         }
+        var libraryAlbum: String?
+        if let value = object["libraryAlbum"] {
+            if let name = value as? String, !name.trimmingCharacters(in: .whitespaces).isEmpty, name.count <= 200 {
+                libraryAlbum = name
+            } else {
+                issues.append("$.libraryAlbum: an album's name (1 to 200 characters)")
+            }
+        }
         for w in watches where state.hasPrefix(w.path + "/") || quarantine.hasPrefix(w.path + "/") {
             issues.append("$.state and $.quarantine must lie outside the watch folders (\(w.path))")
         }
         guard issues.isEmpty else { throw IngestConfigError(file: path, issues: issues) }
         return IngestConfig(file: absolute, watch: watches, settleSeconds: settle, quarantine: quarantine, state: state,
-                            afterEnqueue: after, outputRoots: roots, priority: priority, maxAttempts: maxAttempts)
+                            afterEnqueue: after, outputRoots: roots, priority: priority, maxAttempts: maxAttempts, libraryAlbum: libraryAlbum)
     }
 }
 

@@ -1,4 +1,5 @@
 import Crypto
+import FarmLibrary
 import FarmStore
 import Foundation
 import MediaInspect
@@ -37,6 +38,9 @@ public struct IngestReport: Sendable, Codable, Hashable {
     public var quarantine: [Quarantined] = []
     public var duplicateFiles: [Skipped] = []
     public var dryRun = false
+    /// Enqueued files registered in the asset library, and what went wrong registering the others.
+    public var registered = 0
+    public var libraryWarnings: [String] = []
     /// Another pass held the lock: this one did nothing.
     public var busy = false
 
@@ -64,11 +68,14 @@ public struct IngestPass: Sendable {
     public let now: @Sendable () -> Date
     /// Called as settled files are checked: (done, of how many).
     public let progress: @Sendable (Int, Int) -> Void
+    /// This host's name in the asset library.
+    public let libraryHost: String
 
     public init(config: IngestConfig, validate: @escaping @Sendable (String, String, String, [String]) -> Result<String, IngestError>,
                 openQueue: @escaping @Sendable () async throws -> any JobStore, now: @escaping @Sendable () -> Date = { Date() },
-                progress: @escaping @Sendable (Int, Int) -> Void = { _, _ in }) {
+                progress: @escaping @Sendable (Int, Int) -> Void = { _, _ in }, libraryHost: String = AssetLibrary.defaultHost) {
         self.config = config
+        self.libraryHost = libraryHost
         self.validate = validate
         self.openQueue = openQueue
         self.now = now
@@ -185,7 +192,7 @@ public struct IngestPass: Sendable {
 
         // Settled files: hash, weed out duplicates, inspect, and make their jobs.
         var hashesThisPass: [String: String] = [:]
-        var jobs: [(candidate: Candidate, hash: String, input: String, job: NewJob)] = []
+        var jobs: [(candidate: Candidate, hash: String, input: String, facts: AssetFacts?, job: NewJob)] = []
         for (done, candidate) in candidates.enumerated() {
             progress(done, candidates.count)
             let at = now().timeIntervalSince1970
@@ -205,7 +212,8 @@ public struct IngestPass: Sendable {
                                       reason: "same content as \(earlier)", at: at))
                 continue
             }
-            if let problem = await Self.probe(candidate.path, size: candidate.identity.size) {
+            let (problem, facts) = await Self.probe(candidate.path, size: candidate.identity.size)
+            if let problem {
                 report.quarantined += 1
                 var moved: String?
                 if !dryRun {
@@ -235,7 +243,7 @@ public struct IngestPass: Sendable {
                 continue
             }
             hashesThisPass[hash] = candidate.path
-            jobs.append((candidate, hash, input, NewJob(name: jobName, manifest: manifest, baseDirectory: candidate.template.folder,
+            jobs.append((candidate, hash, input, facts, NewJob(name: jobName, manifest: manifest, baseDirectory: candidate.template.folder,
                                                         outputRoots: roots, priority: config.priority,
                                                         maxAttempts: config.maxAttempts ?? 3, uniqueKey: "ingest:\(hash)")))
         }
@@ -266,10 +274,10 @@ public struct IngestPass: Sendable {
                 }
             }
             let enqueued: [Enqueued]
+            let store: any JobStore
             do {
-                let store = try await openQueue()
+                store = try await openQueue()
                 enqueued = try await store.enqueue(jobs.map(\.job), at: now())
-                await store.close()
             } catch {
                 for m in moved.reversed() { rename(m.to, m.from) }
                 do { try state?.apply(changes) } catch {}  // what settled is still remembered
@@ -287,6 +295,22 @@ public struct IngestPass: Sendable {
                                           jobID: queued.id, reason: nil, at: at))
                 }
             }
+            // The asset library learns each ingested file and its job; the jobs are queued whatever it says.
+            do {
+                let library = AssetLibrary(database: try store.database, host: libraryHost)
+                for (entry, queued) in zip(jobs, enqueued) where queued.inserted {
+                    do {
+                        let added = try await library.register(entry.input, sha256: entry.hash, facts: entry.facts, album: config.libraryAlbum)
+                        if let id = added.id { try await library.recordJobInputs(queued.id, [id]) }
+                        report.registered += 1
+                    } catch {
+                        report.libraryWarnings.append("\(entry.input): not registered in the asset library: \(error)")
+                    }
+                }
+            } catch {
+                report.libraryWarnings.append("the asset library: \(error)")
+            }
+            await store.close()
         }
         do {
             try state?.apply(changes)
@@ -339,13 +363,14 @@ public struct IngestPass: Sendable {
 
     /// nil when the file is readable, composable media, as `mediafarm inspect` reports it (a file that
     /// ends before its header says it does is truncated, and refused); else why not.
-    static func probe(_ path: String, size: Int64) async -> String? {
-        if size == 0 { return "the file is empty" }
-        let report = await AssetReport.inspect(Asset(path: path), keys: [.isReadable, .isComposable, .duration], trackKeys: [])
-        if let error = report.error { return error.hasPrefix(path + ": ") ? String(error.dropFirst(path.count + 2)) : error }
-        if report.isReadable != true { return "not readable as media" }
-        if report.isComposable != true { return "not composable: no track can be placed in a composition" }
-        return nil
+    /// The same inspection gives the asset library its facts.
+    static func probe(_ path: String, size: Int64) async -> (problem: String?, facts: AssetFacts?) {
+        if size == 0 { return ("the file is empty", nil) }
+        let report = await AssetReport.inspect(Asset(path: path), keys: AssetFacts.keys.union([.isComposable]), trackKeys: AssetFacts.trackKeys)
+        if let error = report.error { return (error.hasPrefix(path + ": ") ? String(error.dropFirst(path.count + 2)) : error, nil) }
+        if report.isReadable != true { return ("not readable as media", nil) }
+        if report.isComposable != true { return ("not composable: no track can be placed in a composition", nil) }
+        return (nil, try? AssetFacts.facts(report, path: path, size: size))
     }
 
     /// Moves a bad file into the quarantine folder with `NAME.reason.json` beside it; where it went, or nil

@@ -66,11 +66,19 @@ public struct AssetFacts: Sendable, Hashable, Codable {
     static let stillCodecs: Set<String> = ["png", "mjpeg", "bmp", "tiff", "webp", "gif", "jpeg2000", "jpegls", "pam", "ppm", "pgm",
                                           "pgmyuv", "pbm", "qoi", "targa", "sgi", "exr", "jpegxl", "dpx", "pcx", "xbm", "xwd"]
 
+    /// What an inspection must load for the facts (ingest asks for these with its own).
+    public static let keys: Set<AssetKey> = [.isReadable, .duration, .metadata, .tracks]
+    public static let trackKeys: Set<TrackKey> = [.mediaType, .formatDescription, .naturalSize, .preferredTransform, .nominalFrameRate]
+
     /// Inspects the file at `path`; throws the reason when it is not media the farm can read.
     public static func inspect(_ path: String, size: Int64) async throws(LibraryError) -> AssetFacts {
         if size == 0 { throw .notMedia(path, "the file is empty") }
-        let report = await AssetReport.inspect(Asset(path: path), keys: [.isReadable, .duration, .metadata, .tracks],
-                                               trackKeys: [.mediaType, .formatDescription, .naturalSize, .preferredTransform, .nominalFrameRate])
+        let report = await AssetReport.inspect(Asset(path: path), keys: keys, trackKeys: trackKeys)
+        return try facts(report, path: path, size: size)
+    }
+
+    /// The facts of an inspection that loaded `keys` and `trackKeys`.
+    public static func facts(_ report: AssetReport, path: String, size: Int64) throws(LibraryError) -> AssetFacts {
         if let error = report.error {
             throw .notMedia(path, error.hasPrefix(path + ": ") ? String(error.dropFirst(path.count + 2)) : error)
         }

@@ -168,6 +168,28 @@ public struct AssetLibrary: Sendable {
         return AddOutcome(path: path, id: hash.id, status: status, previous: known?[0].string.flatMap(AssetID.init).flatMap { $0 == hash.id ? nil : $0 })
     }
 
+    /// Registers a file whose SHA-256 (hex) the caller computed, with its facts when it inspected it too
+    /// (ingest, capture): nothing is read again unless the content is new and `facts` is nil.
+    @discardableResult
+    public func register(_ path: String, sha256: String, facts: AssetFacts? = nil, album: String? = nil) async throws(LibraryError) -> AddOutcome {
+        if let album { try Self.checkAlbumName(album) }
+        let real = Self.realPath(path)
+        guard let stamp = FileStamp(path: real) else { throw .unreadable(path, "no regular file there") }
+        let digest = stride(from: 0, to: sha256.count - 1, by: 2).compactMap { i -> UInt8? in
+            let start = sha256.index(sha256.startIndex, offsetBy: i)
+            return UInt8(sha256[start...sha256.index(after: start)], radix: 16)
+        }
+        guard digest.count == 32 else { throw .invalid("\(sha256) is not a SHA-256 in hex") }
+        let hash = ContentHash(sha256: sha256.lowercased(), id: AssetID(digest: digest))
+        let exists = try await read { s in try await s.value("SELECT 1 FROM assets WHERE id = ?", [.text(hash.id.rawValue)]) != nil }
+        var known: AssetFacts?
+        if !exists {
+            if let facts { known = facts } else { known = try await AssetFacts.inspect(real, size: stamp.size) }
+        }
+        let status = try await place(hash, facts: known, at: real, stamp: stamp, album: album)
+        return AddOutcome(path: real, id: hash.id, status: status)
+    }
+
     /// Records the asset (when new), its location on this host (marking another asset that was at the
     /// same path as changed) and its album, in one transaction.
     func place(_ hash: ContentHash, facts: AssetFacts?, at path: String, stamp: FileStamp, album: String?) async throws(LibraryError) -> AddOutcome.Status {

@@ -7,6 +7,11 @@ public struct ContentHash: Sendable, Hashable {
     public var sha256: String
     public var id: AssetID
 
+    public init(sha256: String, id: AssetID) {
+        self.sha256 = sha256
+        self.id = id
+    }
+
     /// Reads the file 1 MiB at a time. Throws a message naming why it could not be read.
     public static func of(file path: String) throws(LibraryError) -> ContentHash {
         let fd = open(path, O_RDONLY | O_CLOEXEC)

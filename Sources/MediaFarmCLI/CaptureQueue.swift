@@ -1,4 +1,5 @@
 import FarmIngest
+import FarmLibrary
 import FarmModel
 import FarmRuntime
 import FarmStore
@@ -122,6 +123,15 @@ final class CaptureQueue: @unchecked Sendable {
         append(Entry(captureID: captureID, index: segment.index, path: segment.path, job: first.id))
         report("enqueued", ["captureID": captureID, "index": segment.index, "job": first.id, "queued": first.inserted,
                             "latencyMs": (Date().timeIntervalSince(segment.closedAt ?? started) * 1000 * 10).rounded() / 10])
+        // The asset library learns the segment and its job (after the enqueue: it never delays it).
+        do {
+            let library = AssetLibrary(database: try store.database, host: LibraryOptions.hostName(nil))
+            let hash = try ContentHash.of(file: segment.path)
+            let added = try await library.register(segment.path, sha256: hash.sha256)
+            if first.inserted, let id = added.id { try await library.recordJobInputs(first.id, [id]) }
+        } catch {
+            report("notice", ["message": "segment \(segment.index): not registered in the asset library: \(error)"])
+        }
     }
 
     /// Segments in `folder` whose job no journal there records (a recording that died between finishing

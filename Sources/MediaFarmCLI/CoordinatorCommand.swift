@@ -141,7 +141,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
         configuration.exitWhenIdle = exitWhenIdle
         configuration.standbyWorkers = !noStandby
         configuration.owner = CoordinatorConfiguration.defaultOwner(host: host)
-        let libraryHost = host ?? ProcessInfo.processInfo.environment["MEDIAFARM_HOST"].flatMap { $0.isEmpty ? nil : $0 } ?? AssetLibrary.defaultHost
+        let libraryHost = LibraryOptions.hostName(host)
         configuration.library = try? AssetLibrary(database: store.database, host: libraryHost)
         configuration.keepFinished = keepFinished > 0 ? keepFinished * 86400 : nil
         configuration.limits = WorkerLimits(addressSpaceBytes: try Self.bytes(maxMemory, "--max-memory"), cpuSeconds: maxCPU,

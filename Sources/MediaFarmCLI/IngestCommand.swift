@@ -41,6 +41,9 @@ struct IngestCommand: AsyncParsableCommand {
 
     @OptionGroup var queue: QueueOptions
 
+    @Option(help: ArgumentHelp("This host's name in the asset library, which registers every ingested file (default: $MEDIAFARM_HOST, else the machine's host name).", valueName: "name"))
+    var host: String?
+
     @Flag(name: .customLong("dry-run"), help: "Say what the pass would do; change nothing.")
     var dryRun = false
 
@@ -67,7 +70,8 @@ struct IngestCommand: AsyncParsableCommand {
             case .success(let manifest): .success(manifest.name)
             case .failure(let e): .failure(IngestError(e.issues.map { "\($0.path): \($0.message)" }.joined(separator: "; ")))
             }
-        }, openQueue: { try await JobStores.open(location, create: true) }, progress: IngestProgress.callback())
+        }, openQueue: { try await JobStores.open(location, create: true) }, progress: IngestProgress.callback(),
+           libraryHost: LibraryOptions.hostName(host))
         let report: IngestReport
         let started = Date()
         do {
@@ -97,5 +101,6 @@ struct IngestCommand: AsyncParsableCommand {
         for q in report.quarantine { print("  quarantined: \(q.path): \(q.reason)" + (q.movedTo.map { " -> \($0)" } ?? "")) }
         for d in report.duplicateFiles { print("  duplicate: \(d.path): \(d.reason)") }
         for s in report.skipped { print("  skipped: \(s.path): \(s.reason)") }
+        for w in report.libraryWarnings { print("  warning: \(w)") }
     }
 }

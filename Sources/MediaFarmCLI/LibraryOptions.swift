@@ -13,7 +13,10 @@ struct LibraryOptions: ParsableArguments {
     @Option(name: .customLong("token-file"), help: ArgumentHelp("A file holding a scoped library token: only its albums' assets are seen (default: $MEDIAFARM_LIBRARY_TOKEN).", valueName: "file"))
     var tokenFile: String?
 
-    var hostName: String {
+    var hostName: String { Self.hostName(host) }
+
+    /// `host`, else MEDIAFARM_HOST, else this machine's short host name.
+    static func hostName(_ host: String?) -> String {
         host ?? ProcessInfo.processInfo.environment["MEDIAFARM_HOST"].flatMap { $0.isEmpty ? nil : $0 } ?? AssetLibrary.defaultHost
     }
 

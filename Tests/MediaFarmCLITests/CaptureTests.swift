@@ -142,6 +142,15 @@ import Glibc
         let status = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["status", "--queue", queue, "--json"])
         let jobs = try JSONSerialization.jsonObject(with: status.stdoutData) as? [[String: Any]] ?? []
         #expect(jobs.count == 2 && jobs.allSatisfy { $0["state"] as? String == "succeeded" }, "\(jobs)")
+        // Each segment is in the asset library, with its job.
+        let library = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["library", "list", "--json", "--queue", queue])
+        let assets = (try JSONSerialization.jsonObject(with: library.stdoutData) as? [String: Any])?["assets"] as? [[String: Any]] ?? []
+        #expect(Set(assets.compactMap { ($0["path"] as? String).map { ($0 as NSString).lastPathComponent } }) == ["cam-00001.mp4", "cam-00002.mp4"],
+                "\(library.stdout)\(library.stderr)")
+        for asset in assets {
+            let shown = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["library", "show", "--json", "--queue", queue, asset["id"] as? String ?? ""])
+            #expect((try JSONSerialization.jsonObject(with: shown.stdoutData) as? [String: Any])?["jobs"] as? [Int] != [], "\(shown.stdout)")
+        }
     }
 
     /// A queue that cannot be reached: the recording goes on, its segments wait in the journal, exit 1 says so.

@@ -248,7 +248,7 @@ import Glibc
     }
 
     @Test func ingestedFilesRunThroughTheFarmToTheTemplatesOutputs() throws {
-        let site = try Site("end-to-end")
+        let site = try Site("end-to-end", extra: #", "libraryAlbum": "Ingested""#)
         try site.add(.cfr30MP4, as: "scene one.mp4")
         try site.add(.movH264, as: "scene2.mov")
         // A name that must be escaped in the manifest's JSON.
@@ -268,6 +268,21 @@ import Glibc
         #expect(files == ["scene one-\(one).mp4", "scene one-\(one).json", "scene2-\(two).mov", "scene2-\(two).json",
                           #"take "3" \ é-"# + three + ".mp4", #"take "3" \ é-"# + three + ".json"], "\(files)")
         #expect(try MediaProbe.packets(out.appendingPathComponent("scene one-\(one).mp4").path, stream: "v").count == 60)
+
+        // The asset library registered each ingested file in the album, with its job, and each output as
+        // a representation of it.
+        #expect(report["registered"] as? Int == 3, "\(report)")
+        let album = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["library", "list", "--json", "--album", "Ingested", "--queue", site.queue])
+        let assets = (try JSONSerialization.jsonObject(with: album.stdoutData) as? [String: Any])?["assets"] as? [[String: Any]] ?? []
+        #expect(assets.count == 3, "\(album.stdout)\(album.stderr)")
+        let shown = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["library", "show", "--json", "--queue", site.queue,
+                                                                           site.incoming.appendingPathComponent("scene one.mp4").path])
+        let detail = try JSONSerialization.jsonObject(with: shown.stdoutData) as? [String: Any] ?? [:]
+        #expect((detail["asset"] as? [String: Any])?["sha256"] as? String == (report["jobs"] as? [[String: Any]])?
+            .first { ($0["path"] as? String)?.hasSuffix("scene one.mp4") == true }?["hash"] as? String, "\(shown.stdout)\(shown.stderr)")
+        let made = (detail["representations"] as? [[String: Any]])?.compactMap { ($0["path"] as? String).map { ($0 as NSString).lastPathComponent } }
+        #expect(made == ["scene one-\(one).mp4"], "\(shown.stdout)")
+        #expect((detail["jobs"] as? [Int])?.count == 1)
     }
 
     /// jobs/ingest.schema.json and the loader agree: the example config matches the schema and loads;
@@ -292,7 +307,7 @@ import Glibc
         let r = try ProcessRunner.run("/usr/bin/python3", ["-c", script, schema, example.appendingPathComponent("ingest.json").path])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-                == "afterEnqueue maxAttempts outputRoots priority quarantine settleSeconds state version watch | exclude include path template")
+                == "afterEnqueue libraryAlbum maxAttempts outputRoots priority quarantine settleSeconds state version watch | exclude include path template")
         // A scratch copy of the example, with a movie dropped in: a dry run would enqueue it after settling.
         let site = try TestPaths.makeTemporaryFolder("ingest-example")
         // The config and its template only (script/demo leaves its passes' files beside them).
