@@ -87,7 +87,7 @@ let package = Package(
         ]),
         // The coordinator's HTTP face: health, Prometheus metrics, the JSON API, the status page.
         .target(name: "FarmHTTP", dependencies: [
-            "FarmRuntime", "FarmStore", "FarmModel",
+            "FarmRuntime", "FarmLibrary", "FarmStore", "FarmModel",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Prometheus", package: "swift-prometheus"),

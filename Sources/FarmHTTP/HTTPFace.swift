@@ -1,6 +1,7 @@
 import FarmModel
 import FarmRuntime
 import FarmStore
+import FarmLibrary
 import Foundation
 import Hummingbird
 import Logging
@@ -16,6 +17,8 @@ public struct HTTPFaceConfiguration: Sendable {
     public var baseDirectory: String
     /// Outputs of manifests posted to the API must lie under these folders; nil: under `baseDirectory`.
     public var outputRoots: [String]?
+    /// This host's name in the asset library (`/api/library/resolve` answers with its paths).
+    public var libraryHost: String = AssetLibrary.defaultHost
     /// Larger request bodies are refused with 413.
     public var maxBodyBytes = 1 << 20
     /// A coordinator loop that has not turned for this long makes `/healthz` fail.

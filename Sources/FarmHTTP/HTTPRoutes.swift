@@ -1,3 +1,4 @@
+import FarmLibrary
 import FarmModel
 import FarmRuntime
 import FarmStore
@@ -23,6 +24,7 @@ extension HTTPFace {
             try await self.change(request, id: try Self.jobID(context), "retried") { (id: Int64) throws(JobStoreError) in try await self.store.retry(id: id, at: Date()) }
         }
         router.get("/api/events") { _, _ in self.events() }
+        addLibraryRoutes(to: router)
         router.get("/") { _, _ in await self.statusPage() }
         router.get("/login") { _, _ in Response.text(StatusPage.login(failed: false), type: "text/html; charset=utf-8") }
         router.post("/login") { request, _ in try await self.login(request) }
@@ -105,6 +107,7 @@ extension HTTPFace {
             throw APIError(status: .unprocessableContent, message: "invalid manifest: nothing was queued",
                            issues: e.issues.map { APIError.Issue(path: $0.path, message: $0.message) })
         }
+        let (library, assets) = try await checkAssets(manifest, request: request)
         let job = NewJob(name: manifest.name, manifest: String(decoding: bytes, as: UTF8.self), baseDirectory: configuration.baseDirectory,
                          outputRoots: configuration.outputRoots ?? [configuration.baseDirectory], priority: priority, maxAttempts: maxAttempts,
                          runAt: delay > 0 ? Date().addingTimeInterval(delay) : nil, uniqueKey: key, timeout: timeout)
@@ -114,6 +117,14 @@ extension HTTPFace {
             queued = first
         } catch {
             throw APIError(status: .serviceUnavailable, message: "the queue did not take the job: \(error)")
+        }
+        if queued.inserted {
+            // The assets it reads (named, or registered files on this host), for lineage and Failed Jobs' Inputs.
+            var inputs = assets
+            for source in manifest.edits.map(\.source) where AssetID.reference(source) == nil {
+                if let id = try? await library.assetID(at: source) { inputs.append(id) }
+            }
+            try? await library.recordJobInputs(queued.id, inputs)
         }
         struct Submitted: Encodable {
             var id: Int64

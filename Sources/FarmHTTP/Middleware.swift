@@ -54,8 +54,17 @@ struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
     static var cookieName: String { "mediafarm_token" }
     static var open: Set<String> { ["/healthz", "/readyz", "/login"] }
 
+    /// What a scoped library token may reach (its handlers check the token and limit what it sees).
+    static func scoped(_ request: Request) -> Bool {
+        let path = request.uri.path
+        return path.hasPrefix("/api/assets") || path == "/api/albums" || path.hasPrefix("/api/library/")
+            || (path == "/api/jobs" && request.method == .post)
+    }
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        if Self.open.contains(request.uri.path) || presented(request).map({ Self.constantTimeEqual($0, token) }) == true {
+        let token = Self.presented(request)
+        if Self.open.contains(request.uri.path) || token.map({ Self.constantTimeEqual($0, self.token) }) == true
+            || (token != nil && Self.scoped(request)) {
             return try await next(request, context)
         }
         if request.method == .get, request.headers[.accept]?.contains("text/html") == true {
@@ -66,7 +75,7 @@ struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
         return response
     }
 
-    private func presented(_ request: Request) -> String? {
+    static func presented(_ request: Request) -> String? {
         if let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") {
             return String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
         }

@@ -122,8 +122,10 @@ struct CoordinatorCommand: AsyncParsableCommand {
         guard FileManager.default.fileExists(atPath: base, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw CLIError("--api-base-dir \(base): no such folder", status: ExitStatus.usage)
         }
-        return HTTPFaceConfiguration(host: address.host, port: address.port, token: token, baseDirectory: base,
-                                     outputRoots: OutputRoots.chosen(outputRoots))
+        var configuration = HTTPFaceConfiguration(host: address.host, port: address.port, token: token, baseDirectory: base,
+                                                  outputRoots: OutputRoots.chosen(outputRoots))
+        configuration.libraryHost = LibraryOptions.hostName(host)
+        return configuration
     }
 
     @OptionGroup var stall: StallOptions

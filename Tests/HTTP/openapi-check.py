@@ -170,6 +170,28 @@ while time.time() < deadline and names().count("cancelled") < 2:
     time.sleep(0.1)
 expect(names() == ["submitted", "submitted", "cancelled", "retried", "cancelled"], f"events for job {job}: {names()}")
 
+# The asset library (empty in this farm; the library's own tests fill one).
+status, body = request("GET", "/api/assets?type=video&sort=duration&limit=10")
+expect(status == 200 and body["assets"] == [] and "nextCursor" not in body, f"assets: {status} {body}")
+status, body = request("GET", "/api/assets?type=movie")
+expect(status == 400, f"bad type: {status} {body}")
+status, body = request("GET", "/api/assets?album=Nope")
+expect(status == 404, f"unknown album: {status} {body}")
+status, body = request("GET", "/api/assets/0000000000000000000000000g")
+expect(status == 404, f"unknown asset: {status} {body}")
+status, body = request("GET", "/api/assets/not-an-id")
+expect(status == 400, f"malformed asset id: {status} {body}")
+status, body = request("GET", "/api/library/resolve?ids=0000000000000000000000000g")
+expect(status == 200 and body[0]["status"] == "unknown", f"resolve: {status} {body}")
+status, body = request("GET", "/api/albums")
+expect(status == 200 and [a["name"] for a in body][:1] == ["Videos"], f"albums: {status} {body}")
+status, body = request("GET", "/api/library/changes")
+expect(status == 200 and body["changes"] == [] and body["more"] is False, f"changes: {status} {body}")
+status, body = request("GET", "/api/library/changes?since=garbage")
+expect(status == 400, f"bad change token: {status} {body}")
+status, body = request("POST", "/api/jobs", b'{"version": 1, "input": "asset:0000000000000000000000000g"}')
+expect(status == 422 and "no asset" in json.dumps(body), f"unknown asset in a manifest: {status} {body}")
+
 if token:
     status, body = request("GET", "/api/jobs", auth=False)
     expect(status == 401, f"no token: {status}")

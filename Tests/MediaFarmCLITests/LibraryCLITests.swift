@@ -242,4 +242,45 @@ import Testing
         let text = try mediafarm(["library", "changes", "--since", list["token"] as! String], queue: queue)
         #expect(text.status == 0 && text.stdout.hasPrefix("token: "))
     }
+
+    /// Over HTTP, a scoped library token as the bearer reaches the library and job submission only, and
+    /// sees and submits only its albums' assets; the API's token sees everything.
+    @Test func theHTTPAPIInheritsTheScopedTokensLimits() throws {
+        let apiToken = "api-token-0123456789abcdef"
+        let farm = try HTTPFarm("library", workers: 1, token: apiToken, arguments: ["--host", "web"])
+        let queue = "sqlite:" + farm.dir.appendingPathComponent("queue.sqlite").path
+        let clip = try #require(try add([farm.dir.appendingPathComponent("clip.mp4").path], host: "web", queue: queue, album: "Public")["clip.mp4"])
+        let tone = try #require(try add([farm.dir.appendingPathComponent("tone.mp4").path], host: "web", queue: queue, album: "Private")["tone.mp4"])
+        let created = try mediafarm(["library", "token", "create", "--album", "Public", "partner"], queue: queue)
+        let scoped = created.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(created.status == 0 && scoped.hasPrefix("mfl_"), "\(created.stderr)")
+        let bearer = ["-H", "Authorization: Bearer \(scoped)"]
+
+        let all = try farm.request("GET", "/api/assets")
+        #expect(all.status == 200 && (all.json?["assets"] as? [[String: Any]])?.count == 2, "\(all.body)")
+        let mine = try farm.request("GET", "/api/assets", auth: false, bearer)
+        #expect((mine.json?["assets"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [clip], "\(mine.status) \(mine.body)")
+        #expect((mine.json?["assets"] as? [[String: Any]])?.first?["path"] as? String == farm.dir.appendingPathComponent("clip.mp4").path)
+        #expect(try farm.request("GET", "/api/assets/\(tone)", auth: false, bearer).status == 404)
+        #expect(try farm.request("GET", "/api/assets?album=Private", auth: false, bearer).status == 403)
+        #expect(try farm.request("GET", "/api/albums", auth: false, bearer).body.contains("Private") == false)
+        let resolved = try farm.request("GET", "/api/library/resolve?ids=\(clip),\(tone)", auth: false, bearer)
+        #expect(resolved.body.contains("\"found\"") && resolved.body.contains("\"unknown\""), "\(resolved.body)")
+        for path in ["/api/jobs", "/metrics", "/"] { #expect(try farm.request("GET", path, auth: false, bearer).status == 401, "\(path)") }
+        #expect(try farm.request("GET", "/api/assets", auth: false, ["-H", "Authorization: Bearer mfl_not_a_token"]).status == 401)
+
+        let outside = try farm.request("POST", "/api/jobs", body: #"{"version": 1, "input": "asset:\#(tone)"}"#, auth: false, bearer)
+        #expect(outside.status == 422 && outside.body.contains("no asset \(tone)"), "\(outside.body)")
+        let byPath = try farm.request("POST", "/api/jobs", body: #"{"version": 1, "input": "tone.mp4"}"#, auth: false, bearer)
+        #expect(byPath.status == 403 && byPath.body.contains("only assets of its albums"), "\(byPath.body)")
+        let ok = try farm.request("POST", "/api/jobs", body: #"{"version": 1, "name": "partner-job", "input": "asset:\#(clip)", "report": "out/p.json"}"#,
+                                  auth: false, bearer)
+        #expect(ok.status == 201, "\(ok.body)")
+        let id = try #require(ok.json?["id"] as? Int)
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, try farm.job(Int64(id))["state"] as? String != "succeeded" { usleep(100_000) }
+        #expect(try farm.job(Int64(id))["state"] as? String == "succeeded", "\(farm.process.log)")
+        let detail = try farm.request("GET", "/api/assets/\(clip)", auth: false, bearer)
+        #expect((detail.json?["jobs"] as? [Int]) == [id], "\(detail.body)")
+    }
 }
