@@ -105,8 +105,9 @@ extension AssetLibrary {
         }?.string.flatMap(AssetID.init)
     }
 
-    /// Replaces every `asset:ID` in a manifest's `input` and `edits[].source` with this host's path;
-    /// throws naming the first id that does not resolve to exactly one file. Other text is kept as it was.
+    /// Replaces every `asset:ID` in a manifest's `input` and `edits[].source` with this host's path (of
+    /// several identical files, the first by path); throws naming the first id that has no file here.
+    /// Other text is kept as it was.
     public func resolveManifest(_ text: String) async throws(LibraryError) -> (text: String, assets: [AssetID]) {
         guard text.contains(AssetID.scheme),
               let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else { return (text, []) }
@@ -123,7 +124,9 @@ extension AssetLibrary {
         // The text itself is kept (numbers exactly as written); each reference's JSON string is replaced.
         var result = text
         for resolution in resolutions {
-            let path = try resolution.path(host: host)
+            // Several files on this host with the same bytes (each checked unchanged): any of them is the
+            // asset; the first by path, so that every run picks the same.
+            let path = resolution.status == .several ? resolution.paths.sorted()[0] : try resolution.path(host: host)
             guard let quoted = try? JSONSerialization.data(withJSONObject: [path], options: [.withoutEscapingSlashes]) else { continue }
             let json = String(decoding: quoted, as: UTF8.self).dropFirst().dropLast()
             result = result.replacingOccurrences(of: "\"\(resolution.id.reference)\"", with: String(json), options: .caseInsensitive)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FarmLibrary
 import FarmModel
 import FarmRuntime
 import Foundation
@@ -15,8 +16,12 @@ struct RunCommand: AsyncParsableCommand {
         JSON-line events on stdout with --json. Exit status: 0 when every job succeeded, 1 when any failed.
 
         Outputs may only be written under the output roots: --output-root (repeatable), else \
-        MEDIAFARM_OUTPUT_ROOTS (colon-separated), else each manifest's own folder.
+        MEDIAFARM_OUTPUT_ROOTS (colon-separated), else each manifest's own folder. A manifest that names \
+        library assets (asset:ID) has them resolved to this host's paths in the queue's library (--queue).
         """)
+
+    @OptionGroup var queue: QueueOptions
+    @OptionGroup var library: LibraryOptions
 
     @Flag(name: .long, help: "Print one JSON event per line (progress, result) instead of a progress bar.")
     var json = false
@@ -34,9 +39,23 @@ struct RunCommand: AsyncParsableCommand {
         let roots = OutputRoots.chosen(outputRoots)
         var loaded: [JobManifest] = []
         var invalid: [ManifestValidationError] = []
+        var assets: AssetLibrary?
         for path in try SubmitCommand.expand(manifests) {
-            switch ManifestLoader.load(path, outputRoots: roots) {
-            case .success(let m): loaded.append(m)
+            switch ManifestLoader.loadWithText(path, outputRoots: roots) {
+            case .success(let (m, text)) where m.edits.contains(where: { AssetID.reference($0.source) != nil }):
+                // Library assets, resolved on this host.
+                do {
+                    if assets == nil { assets = try await library.open(try await queue.open()) }
+                    let resolved = try await LibraryOptions.run { try await assets!.resolveManifest(text) }.text
+                    switch ManifestLoader.validate(bytes: Array(resolved.utf8), file: path, name: m.name, baseDirectory: m.baseDirectory,
+                                                   outputRoots: roots, refuseExistingOutputs: true) {
+                    case .success(let resolvedManifest): loaded.append(resolvedManifest)
+                    case .failure(let e): invalid.append(e)
+                    }
+                } catch {
+                    invalid.append(ManifestValidationError(file: path, issues: [ManifestIssue(path: "$", message: "\(error)")]))
+                }
+            case .success(let (m, _)): loaded.append(m)
             case .failure(let e): invalid.append(e)
             }
         }

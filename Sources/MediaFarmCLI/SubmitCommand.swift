@@ -73,18 +73,20 @@ struct SubmitCommand: AsyncParsableCommand {
             NewJob(name: manifest.name, manifest: text, baseDirectory: manifest.baseDirectory, outputRoots: roots ?? [],
                    priority: priority, maxAttempts: maxAttempts, runAt: runAt, uniqueKey: uniqueKey, timeout: timeout)
         }
-        let store = try await queue.open(create: true)
         let token = try library.token()
         var sources: [[String]] = []
         var jobs: [NewJob] = []
-        if let album {
-            let assets = try await library.open(store)
-            (jobs, sources) = try await Self.albumJobs(album, template: files[0], library: assets, outputRoots: roots, make: make)
-        } else {
+        // Invalid manifests are refused before the queue is touched (or made).
+        if album == nil {
             jobs = try Self.load(files, outputRoots: roots, nothing: "queued") { manifest, text in
                 sources.append(manifest.edits.map(\.source))
                 return make(manifest, text)
             }
+        }
+        let store = try await queue.open(create: album == nil)
+        if let album {
+            let assets = try await library.open(store)
+            (jobs, sources) = try await Self.albumJobs(album, template: files[0], library: assets, outputRoots: roots, make: make)
         }
         // Assets must be known (and visible to a scoped token, which submits nothing but assets).
         let named = sources.flatMap { $0 }.compactMap { source -> AssetID? in

@@ -144,6 +144,26 @@ import Testing
         #expect(unknown.status == 2 && unknown.stderr.contains("no asset 0000000000000000000000000g in the library; nothing was queued"))
     }
 
+    /// `run` resolves assets through the queue's library on this host; of two identical copies, the first by path.
+    @Test func runResolvesAssetsOnThisHost() throws {
+        let folder = try TestPaths.makeTemporaryFolder("library-run")
+        let queue = try Queue.sqlite.make(folder)
+        try movie(folder.appendingPathComponent("b-copy.mp4").path, seconds: 2)
+        try FileManager.default.copyItem(atPath: folder.appendingPathComponent("b-copy.mp4").path, toPath: folder.appendingPathComponent("a-copy.mp4").path)
+        let ids = try add([folder.path], host: "studio", queue: queue)
+        let id = try #require(ids["a-copy.mp4"])
+        #expect(ids["b-copy.mp4"] == id)
+        try #"{ "version": 1, "name": "r", "input": "asset:\#(id)", "report": "out/r.json" }"#
+            .write(to: folder.appendingPathComponent("r.json"), atomically: true, encoding: .utf8)
+        let ran = try mediafarm(["run", "--host", "studio", "r.json"], queue: queue, in: folder)
+        #expect(ran.status == 0, "\(ran.stdout)\(ran.stderr)")
+        let report = try String(contentsOf: folder.appendingPathComponent("out/r.json"), encoding: .utf8)
+        #expect(report.contains(folder.appendingPathComponent("a-copy.mp4").path), "the first copy by path")
+        try FileManager.default.removeItem(at: folder.appendingPathComponent("out/r.json"))
+        let elsewhere = try mediafarm(["run", "--host", "laptop", "r.json"], queue: queue, in: folder)
+        #expect(elsewhere.status == 2 && elsewhere.stderr.contains("asset \(id) is not on laptop (it is on studio)"), "\(elsewhere.stderr)")
+    }
+
     @Test func albumSubmissionsAndScopedTokens() throws {
         let folder = try TestPaths.makeTemporaryFolder("library-albums")
         let queue = try Queue.sqlite.make(folder)
