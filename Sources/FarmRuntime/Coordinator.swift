@@ -299,6 +299,7 @@ public final class Coordinator: Service, @unchecked Sendable {
     // MARK: - One job
 
     private func supervise(_ job: Job, token: String, standby: StandbyWorker?) async {
+        let submitted = job.manifest
         var job = job
         var sources: [AssetID] = []
         if job.manifest.contains(AssetID.scheme) {
@@ -360,7 +361,7 @@ public final class Coordinator: Service, @unchecked Sendable {
             let resultJSON = entry.result.flatMap { try? String(decoding: JSONEncoder().encode($0), as: UTF8.self) }
             if exit.status == 0, let result = entry.result, result.succeeded {
                 if await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, seconds: seconds) {
-                    await registerInLibrary(job, manifest: manifest, sources: sources)
+                    await registerInLibrary(job, manifest: manifest, submitted: submitted, sources: sources)
                 }
             } else if let result = entry.result, !result.succeeded, exit.status == 1 || exit.status == 2 {
                 await finish(job, token: token, outcome: .failed(message: result.error ?? "failed", result: resultJSON), seconds: seconds)
@@ -444,7 +445,8 @@ public final class Coordinator: Service, @unchecked Sendable {
     /// Registers the job's exported output as a representation of its sources (the assets it named, or
     /// input files this host registered), and the codes its scan found on them. Errors are notices: the
     /// job itself has succeeded.
-    private func registerInLibrary(_ job: Job, manifest: JobManifest, sources named: [AssetID]) async {
+    /// `submitted`: the manifest as it was queued (with its asset ids), the lineage's parameters.
+    private func registerInLibrary(_ job: Job, manifest: JobManifest, submitted: String, sources named: [AssetID]) async {
         guard let library = configuration.library else { return }
         do {
             var sources = named
@@ -459,7 +461,7 @@ public final class Coordinator: Service, @unchecked Sendable {
                 for id in sources { try await library.recordCodes(id, codes) }
             }
             if let output = manifest.export?.output {
-                let id = try await library.registerOutput(output, sources: sources, jobID: job.id, jobName: job.name, parameters: job.manifest)
+                let id = try await library.registerOutput(output, sources: sources, jobID: job.id, jobName: job.name, parameters: submitted)
                 events(.notice("job \(job.id): output \(output) registered in the library as \(id)"))
             }
         } catch {
@@ -474,7 +476,8 @@ public final class Coordinator: Service, @unchecked Sendable {
               let scan = report["scan"] as? [String: Any], let codes = scan["codes"] as? [[String: Any]] else { return [] }
         return codes.compactMap { code in
             guard let symbology = code["symbology"] as? String else { return nil }
-            return LibraryCode(symbology: symbology, payload: code["payload"] as? String, payloadBase64: code["payloadBase64"] as? String)
+            let payload = code["payload"] as? String
+            return LibraryCode(symbology: symbology, payload: payload, payloadBase64: payload == nil ? code["payloadBase64"] as? String : nil)
         }
     }
 

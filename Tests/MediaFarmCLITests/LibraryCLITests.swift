@@ -119,6 +119,7 @@ import Testing
         #expect(representations.first?["jobID"] as? Int == jobID && representations.first?["jobName"] as? String == "take-slowmo")
         #expect(representations.first?["path"] as? String == output && representations.first?["host"] as? String == "render")
         #expect((representations.first?["parameters"] as? String)?.contains("toDuration") == true)
+        #expect((representations.first?["parameters"] as? String)?.contains("asset:\(id)") == true, "the manifest as submitted")
         #expect(detail["jobs"] as? [Int] == [jobID])
         let outputID = try #require(representations.first?["output"] as? String)
         let made = try #require(try json(try mediafarm(["library", "show", "--json", "--host", "render", outputID], queue: queue)) as? [String: Any])
@@ -142,6 +143,29 @@ import Testing
         try #"{ "version": 1, "input": "asset:0000000000000000000000000g" }"#.write(to: jobs.appendingPathComponent("unknown.json"), atomically: true, encoding: .utf8)
         let unknown = try mediafarm(["submit", "unknown.json"], queue: queue, in: jobs)
         #expect(unknown.status == 2 && unknown.stderr.contains("no asset 0000000000000000000000000g in the library; nothing was queued"))
+    }
+
+    /// The codes a scan job finds are added to its source asset's facts: With Codes and --has-codes find it.
+    @Test func codesAScanFindsBecomeTheAssetsFacts() throws {
+        let folder = try TestPaths.makeTemporaryFolder("library-codes")
+        let queue = try Queue.sqlite.make(folder)
+        let qr = CodeFixtures.qrAndLinearCodes[0]
+        let image = try CodeFixtures.draw(qr, in: folder)
+        let clip = folder.appendingPathComponent("label.mp4").path
+        try CodeFixtures.movie([.init(image: image, x: 200, y: 80, start: 0.5, end: 1.5)], seconds: 2, to: clip)
+        let id = try #require(try add([clip], host: "h", queue: queue)["label.mp4"])
+        #expect(try mediafarm(["library", "list", "--json", "--has-codes"], queue: queue).stdout.contains(id) == false)
+        try #"{ "version": 1, "name": "find-labels", "input": "asset:\#(id)", "scan": { "symbologies": ["qr"] }, "report": "out/labels.json" }"#
+            .write(to: folder.appendingPathComponent("scan.json"), atomically: true, encoding: .utf8)
+        #expect(try mediafarm(["submit", "scan.json"], queue: queue, in: folder).status == 0)
+        let ran = try mediafarm(["coordinator", "--host", "h", "--exit-when-idle"], queue: queue)
+        #expect(ran.status == 0, "\(ran.stdout)\(ran.stderr)")
+        let found = try #require(try json(try mediafarm(["library", "list", "--json", "--has-codes"], queue: queue)) as? [String: Any])
+        let assets = try #require(found["assets"] as? [[String: Any]])
+        #expect(assets.compactMap { $0["id"] as? String } == [id])
+        #expect((assets.first?["codes"] as? [[String: Any]])?.map { "\($0["symbology"] ?? ""):\($0["payload"] ?? "")" } == ["qr:\(qr.payload)"])
+        let smart = try mediafarm(["library", "list", "--album", "With Codes"], queue: queue)
+        #expect(smart.stdout.contains(id), "\(smart.stdout)")
     }
 
     /// `run` resolves assets through the queue's library on this host; of two identical copies, the first by path.

@@ -79,8 +79,11 @@ struct LibraryBench {
                 }
             }
         }
+        // What `library add` does after adding (SQLite), and autovacuum does by itself (PostgreSQL).
         if case .postgres = try QueueLocation.parse(arguments[1]) {
             try await library.database.write { s in try await s.execute("ANALYZE") }
+        } else {
+            try await library.maintain()
         }
         let seedSeconds = Date().timeIntervalSince(seeded)
 
