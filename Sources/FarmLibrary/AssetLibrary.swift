@@ -176,14 +176,12 @@ public struct AssetLibrary: Sendable {
                              [.text(host), .text(path)]).first
         }
         if let known, let id = known[0].string.flatMap(AssetID.init),
-           FileStamp(size: known[1].int ?? -1, mtime: known[2].double ?? -1, inode: known[3].int ?? -1, device: known[4].int ?? -1) == stamp {
+           FileStamp(known, from: 1) == stamp {
             if let album { _ = try await write { s in try await insertMembers(s, album: album, [id], creating: true, checked: false, at: now()) } }
             return AddOutcome(path: path, id: id, status: .unchanged)
         }
         let hash = try ContentHash.of(file: path)
-        let exists = try await read { s in try await s.value("SELECT 1 FROM assets WHERE id = ?", [.text(hash.id.rawValue)]) != nil }
-        let facts = exists ? nil : try await AssetFacts.inspect(path, size: stamp.size)
-        let status = try await place(hash, facts: facts, at: path, stamp: stamp, album: album)
+        let status = try await record(hash, at: path, stamp: stamp, album: album)
         return AddOutcome(path: path, id: hash.id, status: status, previous: known?[0].string.flatMap(AssetID.init).flatMap { $0 == hash.id ? nil : $0 })
     }
 
@@ -200,14 +198,21 @@ public struct AssetLibrary: Sendable {
         }
         guard digest.count == 32 else { throw .invalid("\(sha256) is not a SHA-256 in hex") }
         let hash = ContentHash(sha256: sha256.lowercased(), id: AssetID(digest: digest))
-        let exists = try await read { s in try await s.value("SELECT 1 FROM assets WHERE id = ?", [.text(hash.id.rawValue)]) != nil }
-        var known: AssetFacts?
-        if !exists {
-            if let facts { known = facts } else { known = try await AssetFacts.inspect(real, size: stamp.size) }
-        }
-        let status = try await place(hash, facts: known, at: real, stamp: stamp, album: album)
+        let status = try await record(hash, at: real, stamp: stamp, facts: facts, album: album)
         if status == .added { try await maintain() }
         return AddOutcome(path: real, id: hash.id, status: status)
+    }
+
+    /// Records content at a path of this host: its facts are inspected only when the library does not
+    /// know the content yet (and the caller has none).
+    func record(_ hash: ContentHash, at path: String, stamp: FileStamp, facts given: AssetFacts? = nil,
+                album: String?) async throws(LibraryError) -> AddOutcome.Status {
+        let known = try await read { s in try await s.value("SELECT 1 FROM assets WHERE id = ?", [.text(hash.id.rawValue)]) != nil }
+        var facts: AssetFacts?
+        if !known {
+            if let given { facts = given } else { facts = try await AssetFacts.inspect(path, size: stamp.size) }
+        }
+        return try await place(hash, facts: facts, at: path, stamp: stamp, album: album)
     }
 
     /// Records the asset (when new), its location on this host (marking another asset that was at the
@@ -354,5 +359,12 @@ extension LibraryError {
         case .notMedia(_, let why): "not media the farm can read: \(why)"
         default: description
         }
+    }
+}
+
+extension FileStamp {
+    /// The stamp in four columns of a row from `index` on: size, mtime, inode, device (as asset_locations keeps them).
+    init(_ row: SQLRow, from index: Int) {
+        self.init(size: row[index].int ?? -1, mtime: row[index + 1].double ?? -1, inode: row[index + 2].int ?? -1, device: row[index + 3].int ?? -1)
     }
 }

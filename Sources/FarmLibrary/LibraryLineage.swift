@@ -102,9 +102,7 @@ extension AssetLibrary {
         let real = Self.realPath(path)
         guard let stamp = FileStamp(path: real) else { throw .unreadable(path, "no regular file there") }
         let hash = try ContentHash.of(file: real)
-        let exists = try await read { s in try await s.value("SELECT 1 FROM assets WHERE id = ?", [.text(hash.id.rawValue)]) != nil }
-        let facts = exists ? nil : try await AssetFacts.inspect(real, size: stamp.size)
-        _ = try await place(hash, facts: facts, at: real, stamp: stamp, album: nil)
+        _ = try await record(hash, at: real, stamp: stamp, album: nil)
         let time = now()
         let host = host
         try await write { s in

@@ -67,7 +67,7 @@ extension AssetLibrary {
             for row in rows.1 {
                 guard let id = row[0].string.flatMap(AssetID.init), known.contains(id) else { continue }
                 locations[id, default: []].append((row[1].string ?? "", row[2].string ?? "", row[3].string ?? "",
-                                                   FileStamp(size: row[4].int ?? 0, mtime: row[5].double ?? 0, inode: row[6].int ?? 0, device: row[7].int ?? 0)))
+                                                   FileStamp(row, from: 4)))
             }
         }
         return ids.map { id in

@@ -37,7 +37,7 @@ extension AssetLibrary {
         for (index, row) in rows.enumerated() {
             progress?(index + 1, rows.count)
             guard let id = row[0].string.flatMap(AssetID.init), let path = row[1].string else { continue }
-            let registered = FileStamp(size: row[2].int ?? 0, mtime: row[3].double ?? 0, inode: row[4].int ?? 0, device: row[5].int ?? 0)
+            let registered = FileStamp(row, from: 2)
             guard let stamp = FileStamp(path: path) else {
                 try await mark(id, path: path, state: "missing", kind: .locationMissing, detail: "no file there any more")
                 report.missing.append(.init(id: id, path: path, now: nil, reason: "no file there any more"))
@@ -63,9 +63,7 @@ extension AssetLibrary {
                 continue
             }
             do {
-                let exists = try await read { s in try await s.value("SELECT 1 FROM assets WHERE id = ?", [.text(hash.id.rawValue)]) != nil }
-                let facts = exists ? nil : try await AssetFacts.inspect(path, size: stamp.size)
-                _ = try await place(hash, facts: facts, at: path, stamp: stamp, album: nil)
+                _ = try await record(hash, at: path, stamp: stamp, album: nil)
                 report.changed.append(.init(id: id, path: path, now: hash.id, reason: "other content is there now: asset \(hash.id)"))
             } catch let error where error.isPerFile {
                 try await mark(id, path: path, state: "changed", kind: .locationChanged, detail: "other content, \(error.reasonOnly)")

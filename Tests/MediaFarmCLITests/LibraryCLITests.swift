@@ -85,9 +85,10 @@ import Testing
         #expect(Set(locations.compactMap { $0["host"] as? String }) == ["a", "b"])
     }
 
-    @Test func aManifestNamingAnAssetRunsOnTheHostThatHasItAndItsOutputIsARepresentation() throws {
+    @Test(arguments: Queue.allCases)
+    func aManifestNamingAnAssetRunsOnTheHostThatHasItAndItsOutputIsARepresentation(queue kind: Queue) throws {
         let folder = try TestPaths.makeTemporaryFolder("library-jobs")
-        let queue = try Queue.sqlite.make(folder)
+        let queue = try kind.make(folder)
         let media = folder.appendingPathComponent("render-host-media")
         try FileManager.default.createDirectory(at: media, withIntermediateDirectories: true)
         try movie(media.appendingPathComponent("take.mp4").path, seconds: 4)
