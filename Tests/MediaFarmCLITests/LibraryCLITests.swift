@@ -85,6 +85,38 @@ import Testing
         #expect(Set(locations.compactMap { $0["host"] as? String }) == ["a", "b"])
     }
 
+    /// Hosts adding the same new files at the same moment: every file gets one asset, each host its own
+    /// locations, and every change is numbered once.
+    @Test(arguments: Queue.allCases)
+    func hostsAddingAtOnceAgreeOnEveryID(queue kind: Queue) throws {
+        let folder = try TestPaths.makeTemporaryFolder("library-race")
+        let queue = try kind.make(folder)
+        let media = folder.appendingPathComponent("media")
+        try FileManager.default.createDirectory(at: media, withIntermediateDirectories: true)
+        for i in 0..<6 { try movie(media.appendingPathComponent("clip\(i).mp4").path, seconds: 1, frequency: 300 + 50 * i) }
+        var environment = ProcessInfo.processInfo.environment
+        environment["MEDIAFARM_QUEUE"] = queue
+        let hosts = ["h1", "h2", "h3", "h4"]
+        let runs = try hosts.map { host in
+            try Background([TestPaths.mediafarmExecutable, "library", "add", "--json", "--host", host, "--album", "Shared", media.path],
+                           log: folder.appendingPathComponent("\(host).log").path, environment: environment)
+        }
+        for (host, run) in zip(hosts, runs) { #expect(run.wait(timeout: 60) == 0, "\(host): \(run.log)") }
+        let listed = try #require(try json(try mediafarm(["library", "list", "--json", "--album", "Shared"], queue: queue)) as? [String: Any])
+        #expect((listed["assets"] as? [[String: Any]])?.count == 6, "\(listed)")
+        for host in hosts {
+            let ids = try #require(try json(try mediafarm(["library", "list", "--json", "--host", host], queue: queue)) as? [String: Any])
+            #expect((ids["assets"] as? [[String: Any]])?.allSatisfy { ($0["path"] as? String)?.hasPrefix(media.path) == true } == true, "\(host)")
+        }
+        let changes = try #require(try json(try mediafarm(["library", "changes", "--json"], queue: queue)) as? [String: Any])
+        let list = try #require(changes["changes"] as? [[String: Any]])
+        let kinds = list.compactMap { $0["kind"] as? String }
+        #expect(kinds.filter { $0 == "assetAdded" }.count == 6 && kinds.filter { $0 == "locationAdded" }.count == 18, "\(kinds)")
+        #expect(kinds.filter { $0 == "albumCreated" }.count == 1 && kinds.filter { $0 == "albumAssetAdded" }.count == 6, "\(kinds)")
+        let numbers = list.compactMap { ($0["token"] as? String)?.split(separator: ".").last.flatMap { Int($0) } }
+        #expect(numbers.count == list.count && zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 }, "numbered once each, in order: \(numbers)")
+    }
+
     @Test(arguments: Queue.allCases)
     func aManifestNamingAnAssetRunsOnTheHostThatHasItAndItsOutputIsARepresentation(queue kind: Queue) throws {
         let folder = try TestPaths.makeTemporaryFolder("library-jobs")
