@@ -180,7 +180,7 @@ public struct AssetLibrary: Sendable {
             if let album { _ = try await write { s in try await insertMembers(s, album: album, [id], creating: true, checked: false, at: now()) } }
             return AddOutcome(path: path, id: id, status: .unchanged)
         }
-        let hash = try ContentHash.of(file: path)
+        let hash = try await ContentHash.reading(path)
         let status = try await record(hash, at: path, stamp: stamp, album: album)
         return AddOutcome(path: path, id: hash.id, status: status, previous: known?[0].string.flatMap(AssetID.init).flatMap { $0 == hash.id ? nil : $0 })
     }

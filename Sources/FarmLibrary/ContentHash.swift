@@ -12,6 +12,15 @@ public struct ContentHash: Sendable, Hashable {
         self.id = id
     }
 
+    /// Hashes the file on a thread of its own, not the caller's: a large file takes seconds, and a
+    /// coordinator's few task threads must keep turning meanwhile.
+    public static func reading(_ path: String) async throws(LibraryError) -> ContentHash {
+        let result: Result<ContentHash, LibraryError> = await withCheckedContinuation { done in
+            DispatchQueue.global().async { done.resume(returning: Result { () throws(LibraryError) in try of(file: path) }) }
+        }
+        return try result.get()
+    }
+
     /// Reads the file 1 MiB at a time. Throws a message naming why it could not be read.
     public static func of(file path: String) throws(LibraryError) -> ContentHash {
         let fd = open(path, O_RDONLY | O_CLOEXEC)

@@ -101,7 +101,7 @@ extension AssetLibrary {
     public func registerOutput(_ path: String, sources: [AssetID], jobID: Int64, jobName: String, parameters: String) async throws(LibraryError) -> AssetID {
         let real = Self.realPath(path)
         guard let stamp = FileStamp(path: real) else { throw .unreadable(path, "no regular file there") }
-        let hash = try ContentHash.of(file: real)
+        let hash = try await ContentHash.reading(real)
         _ = try await record(hash, at: real, stamp: stamp, album: nil)
         let time = now()
         let host = host

@@ -46,7 +46,7 @@ extension AssetLibrary {
             if stamp == registered { continue }
             let hash: ContentHash
             do {
-                hash = try ContentHash.of(file: path)
+                hash = try await ContentHash.reading(path)
             } catch {
                 report.missing.append(.init(id: id, path: path, now: nil, reason: error.reasonOnly))
                 try await mark(id, path: path, state: "missing", kind: .locationMissing, detail: error.reasonOnly)

@@ -126,7 +126,7 @@ final class CaptureQueue: @unchecked Sendable {
         // The asset library learns the segment and its job (after the enqueue: it never delays it).
         do {
             let library = AssetLibrary(database: try store.database, host: LibraryOptions.hostName(nil))
-            let hash = try ContentHash.of(file: segment.path)
+            let hash = try await ContentHash.reading(segment.path)
             let added = try await library.register(segment.path, sha256: hash.sha256)
             if first.inserted, let id = added.id { try await library.recordJobInputs(first.id, [id]) }
         } catch {
