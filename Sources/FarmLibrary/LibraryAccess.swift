@@ -8,7 +8,8 @@ import Foundation
 /// (the command line, the HTTP API) inherits it.
 public enum LibraryAccess: Sendable, Hashable {
     case full
-    case limited(token: String, albums: [String])
+    /// A scoped token, by its name, and the albums it may see.
+    case limited(name: String, albums: [String])
 
     public var albums: [String]? {
         if case .limited(_, let albums) = self { return albums }
@@ -90,7 +91,7 @@ extension AssetLibrary {
         guard let row, let name = row[0].string, let albums = Self.decode([String].self, row[1].string) else {
             throw .notPermitted("the library token is not valid (unknown or revoked)")
         }
-        return .limited(token: name, albums: albums)
+        return .limited(name: name, albums: albums)
     }
 
     static func tokenHash(_ secret: String) -> String {

@@ -249,7 +249,7 @@ import Testing
         await #expect { try await lib.createToken(name: "x", albums: ["Nope"]) } throws: { "\($0)".contains("no album") }
 
         let scoped = try await AssetLibrary.open(store, host: "h", token: secret)
-        #expect(scoped.access == .limited(token: "client-a", albums: ["Client A"]))
+        #expect(scoped.access == .limited(name: "client-a", albums: ["Client A"]))
         #expect(Set(try await scoped.fetch(FetchOptions()).assets.map(\.id)) == [ids["v1.mp4"]!, ids["a1.m4a"]!])
         var videos = FetchOptions(); videos.album = "Videos"
         #expect(try await scoped.fetch(videos).assets.map(\.id) == [ids["v1.mp4"]!], "smart albums are limited too")
