@@ -147,16 +147,19 @@ public struct AssetLibrary: Sendable {
                 result.append(.failure(AddOutcome(path: folder, status: .refused, reason: "a folder that cannot be read")))
                 continue
             }
-            for name in names.sorted().reversed() where !name.hasPrefix(".") {
+            var folders: [String] = []
+            for name in names.sorted() where !name.hasPrefix(".") {
                 let child = folder + "/" + name
                 var entry = stat()
                 guard lstat(child, &entry) == 0 else { continue }
                 switch entry.st_mode & S_IFMT {
-                case S_IFDIR: pending.append(child)
+                case S_IFDIR: folders.append(child)
                 case S_IFREG: result.append(.success(child))
                 default: continue
                 }
             }
+            // A folder's files in name order, then its folders, each in name order.
+            pending += folders.reversed()
         }
         return result
     }
