@@ -23,6 +23,7 @@ extension HTTPFace {
         router.post("/api/jobs/:id/retry") { request, context in
             try await self.change(request, id: try Self.jobID(context), "retried") { (id: Int64) throws(JobStoreError) in try await self.store.retry(id: id, at: Date()) }
         }
+        router.get("/api/coordinators") { _, _ in try await self.coordinatorList() }
         router.get("/api/events") { _, _ in self.events() }
         addLibraryRoutes(to: router)
         router.get("/") { _, _ in await self.statusPage() }

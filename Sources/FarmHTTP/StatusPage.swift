@@ -11,11 +11,12 @@ extension HTTPFace {
         var page = StatusPage(snapshot: coordinator.snapshot, location: store.location, now: now)
         do {
             page.stats = try await store.stats(at: now)
+            page.coordinators = try await coordinators(at: now)
             page.running = try await store.jobs(matching: JobQuery(states: [.running], limit: 200, newest: true)).reversed()
             page.failures = try await store.jobs(matching: JobQuery(states: [.failed, .dead, .queued], limit: 200, newest: true))
                 .reversed().filter { !$0.errors.isEmpty }.prefix(20).map { $0 }
         } catch {
-            page.queueError = error.description
+            page.queueError = String(describing: error)
         }
         return .text(page.html, type: "text/html; charset=utf-8")
     }
@@ -30,6 +31,7 @@ struct StatusPage {
     var stats: QueueStats?
     var running: [Job] = []
     var failures: [Job] = []
+    var coordinators: [CoordinatorView] = []
     var queueError: String?
 
     init(snapshot: CoordinatorSnapshot, location: String, now: Date) {
@@ -77,13 +79,18 @@ struct StatusPage {
             body += "<th>oldest queued</th></tr><tr>"
             body += JobState.allCases.map { "<td data-state=\"\($0.rawValue)\">\(stats.counts[$0.rawValue] ?? 0)</td>" }.joined()
             body += "<td>\(Self.duration(stats.oldestDueAt.map { now.timeIntervalSince($0) }))</td></tr></table></section>\n"
-            body += "<section id=\"hosts\"><h2>Hosts</h2><table><tr><th>host</th><th>running jobs</th><th>slots</th></tr>"
-            let me = Job.host(ofOwner: snapshot.owner)
-            var hosts = stats.runningByHost
-            hosts[me, default: 0] += 0
-            for (host, n) in hosts.sorted(by: { $0.key < $1.key }) {
-                let slots = host == me ? "\(snapshot.busySlots) busy, \(snapshot.freeSlots) free (this coordinator)" : "–"
-                body += "<tr><td>\(e(host))</td><td>\(n)</td><td>\(slots)</td></tr>"
+            body += "<section id=\"hosts\"><h2>Coordinators</h2><table><tr><th>host</th><th>coordinator</th><th>slots</th>"
+            body += "<th>last report</th></tr>"
+            for c in coordinators {
+                let state = c.silent ? " <b class=\"warn\">silent</b>" : c.draining ? " <b class=\"warn\">draining</b>" : ""
+                let seen = c.thisCoordinator ? "now (this coordinator)" : "\(Self.duration(c.secondsSinceReport)) ago"
+                body += "<tr data-owner=\"\(e(c.owner))\"><td>\(e(c.host))</td><td>\(e(c.owner))\(state)</td>"
+                body += "<td>\(c.busy) busy, \(c.free) free</td><td>\(seen)</td></tr>"
+            }
+            // Jobs leased to hosts with no coordinator in the list (stopped, or of an older MediaFarm).
+            let listed = Set(coordinators.map(\.host))
+            for (host, n) in stats.runningByHost.filter({ !listed.contains($0.key) }).sorted(by: { $0.key < $1.key }) {
+                body += "<tr><td>\(e(host))</td><td>not reporting</td><td>\(n) running</td><td>–</td></tr>"
             }
             body += "</table></section>\n"
         }

@@ -37,6 +37,9 @@ public final class Coordinator: Service, @unchecked Sendable {
     private var standbys: [StandbyWorker] = []
     /// When each loop (claimer, heartbeat, rescuer) last began a turn: the HTTP face's liveness.
     private var loopTurns: [String: Date] = [:]
+    private let startedAt = Date()
+    /// The last report in the queue's list of coordinators failed (said once).
+    private var presenceFailing = false
     let metrics: CoordinatorMetrics
 
     /// Why the coordinator stopped a worker itself.
@@ -72,7 +75,7 @@ public final class Coordinator: Service, @unchecked Sendable {
     public var snapshot: CoordinatorSnapshot {
         lock.withLock {
             CoordinatorSnapshot(
-                owner: configuration.owner, workers: configuration.workers, draining: draining,
+                owner: configuration.owner, workers: configuration.workers, draining: draining, startedAt: startedAt,
                 running: running.map { id, r in
                     CoordinatorSnapshot.RunningJob(id: id, name: r.job.name, attempt: r.job.attempt, pid: r.pid, started: r.started,
                                                    fraction: r.progress?.fraction, phase: r.progress?.phase, eta: r.progress?.eta)
@@ -107,11 +110,13 @@ public final class Coordinator: Service, @unchecked Sendable {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await self.checkLoop() }
                 group.addTask { await self.rescueLoop() }
+                group.addTask { await self.presenceLoop() }
                 await self.claimLoop(group: &group)
                 await self.drain()
                 lock.withLock { draining = true }
                 await group.waitForAll()
             }
+            await self.leaveRegistry()
         } onGracefulShutdown: { [weak self] in
             self?.events(.notice("draining: no new jobs; running jobs have \(Int(self?.configuration.grace ?? 0)) s to finish"))
             self?.beginDrain()
@@ -607,6 +612,50 @@ public final class Coordinator: Service, @unchecked Sendable {
                 events(.notice("lease check: \(error)"))
             }
             _ = await pause(configuration.checkInterval)
+        }
+    }
+
+    // MARK: - The queue's list of coordinators
+
+    private var registry: CoordinatorRegistry {
+        get throws { CoordinatorRegistry(try store.database) }
+    }
+
+    /// Reports this coordinator in the queue's list every `presenceInterval` (a loop of its own, so that a
+    /// slow report never delays the lease heartbeat), until draining has ended every job.
+    private func presenceLoop() async {
+        while true {
+            await reportPresence(at: now())
+            var waited = 0.0
+            while waited < configuration.presenceInterval {
+                if lock.withLock({ draining && running.isEmpty }) { return }
+                if !(await pause(0.25)) { return }
+                waited += 0.25
+            }
+        }
+    }
+
+    /// Reports this coordinator's slots in the queue. A failure is said once, until a report succeeds again:
+    /// the list is for people looking at the farm; jobs do not depend on it.
+    private func reportPresence(at t: Date) async {
+        let presence = lock.withLock {
+            CoordinatorPresence(owner: configuration.owner, host: Job.host(ofOwner: configuration.owner), slots: configuration.workers,
+                                busy: running.count, draining: draining, startedAt: startedAt, seenAt: t)
+        }
+        do {
+            try await registry.report(presence)
+            lock.withLock { presenceFailing = false }
+        } catch {
+            let first = lock.withLock { () -> Bool in defer { presenceFailing = true }; return !presenceFailing }
+            if first { events(.notice("the queue's list of coordinators: \(error)")) }
+        }
+    }
+
+    private func leaveRegistry() async {
+        do {
+            try await registry.leave(owner: configuration.owner)
+        } catch {
+            events(.notice("the queue's list of coordinators: \(error)"))
         }
     }
 

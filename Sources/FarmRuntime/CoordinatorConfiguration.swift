@@ -17,6 +17,9 @@ public struct CoordinatorConfiguration: Sendable {
     public var pollInterval: Double = 0.01
     /// With a queue that notifies of new work: the longest idle wait between looks at the queue.
     public var idleWait: Double = 2
+    /// How often the coordinator reports its slots in the queue's list of coordinators (status pages on
+    /// every host show it; one not heard from for three of these is shown as silent).
+    public var presenceInterval: Double = 5
     /// How often expired leases are looked for.
     public var rescueInterval: Double = 1
     /// Finished jobs are deleted this many seconds after they finished; nil keeps them.

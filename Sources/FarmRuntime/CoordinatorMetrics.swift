@@ -61,6 +61,7 @@ public struct CoordinatorSnapshot: Sendable {
     public var owner: String
     public var workers: Int
     public var draining: Bool
+    public var startedAt: Date
     public var running: [RunningJob]
     /// The last turn of the claimer, the lease heartbeat and the rescuer; nil before the first.
     public var loops: [String: Date]

@@ -47,6 +47,7 @@ enum PostgresSchema {
             "CREATE INDEX jobs_finished ON {schema}.jobs (finished_at) WHERE finished_at IS NOT NULL",
         ],
         LibrarySchema.statements(.postgres),
+        CoordinatorRegistry.statements(.postgres),
     ]
 
     /// Checks the schema's version, creating or upgrading it with `migrate` (concurrent migrators wait

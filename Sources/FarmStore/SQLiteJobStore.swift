@@ -106,6 +106,9 @@ public final class SQLiteJobStore: JobStore {
         migrator.registerMigration("v3 library") { db in
             for statement in LibrarySchema.statements(.sqlite) { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v4 coordinators") { db in
+            for statement in CoordinatorRegistry.statements(.sqlite) { try db.execute(sql: statement) }
+        }
         return migrator
     }
 

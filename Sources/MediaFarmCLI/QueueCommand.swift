@@ -1,5 +1,6 @@
 import ArgumentParser
 import FarmModel
+import FarmRuntime
 import FarmStore
 import Foundation
 
@@ -37,7 +38,12 @@ struct QueueCommand: AsyncParsableCommand {
 
     struct Stats: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Jobs by state, the oldest due job's wait, running jobs per host, dead jobs.")
+            abstract: "Jobs by state, the oldest due job's wait, running jobs per host, dead jobs, and the coordinators.",
+            discussion: """
+                Coordinators report their worker slots every 5 seconds and leave the list when they stop; one \
+                not heard from for 15 seconds is shown as silent (it died or lost the queue), and is forgotten \
+                after a day.
+                """)
 
         @OptionGroup var queue: QueueOptions
         @Flag(help: "Print the figures as JSON.")
@@ -47,8 +53,15 @@ struct QueueCommand: AsyncParsableCommand {
             let store = try await queue.open()
             let now = Date()
             let stats: QueueStats
-            do { stats = try await store.stats(at: now) } catch { throw CLIError(error.description) }
+            let coordinators: [CoordinatorPresence]
+            do {
+                stats = try await store.stats(at: now)
+                coordinators = try await CoordinatorRegistry(try store.database).all()
+            } catch {
+                throw CLIError(String(describing: error))
+            }
             await store.close()
+            let silentAfter = 3 * CoordinatorConfiguration().presenceInterval
             let oldestWait = stats.oldestDueAt.map { max(0, now.timeIntervalSince($0)) }
             if json {
                 struct Row: Encodable {
@@ -58,11 +71,26 @@ struct QueueCommand: AsyncParsableCommand {
                     var oldestQueuedSeconds: Double?
                     var runningByHost: [String: Int]
                     var dead: Int
+                    var coordinators: [CoordinatorRow]
+                }
+                struct CoordinatorRow: Encodable {
+                    var owner: String
+                    var host: String
+                    var slots: Int
+                    var busy: Int
+                    var draining: Bool
+                    var secondsSinceReport: Double
+                    var silent: Bool
                 }
                 let counts = Dictionary(uniqueKeysWithValues: JobState.allCases.map { ($0.rawValue, stats.counts[$0.rawValue] ?? 0) })
                 let row = Row(queue: store.location, total: stats.total, counts: counts,
                               oldestQueuedSeconds: oldestWait.map { ($0 * 1000).rounded() / 1000 },
-                              runningByHost: stats.runningByHost, dead: stats.dead)
+                              runningByHost: stats.runningByHost, dead: stats.dead,
+                              coordinators: coordinators.map { c in
+                                  let since = max(0, now.timeIntervalSince(c.seenAt))
+                                  return CoordinatorRow(owner: c.owner, host: c.host, slots: c.slots, busy: c.busy, draining: c.draining,
+                                                     secondsSinceReport: (since * 1000).rounded() / 1000, silent: since > silentAfter)
+                              })
                 print(String(decoding: try JSONEncoder.sortedPretty().encode(row), as: UTF8.self))
                 return
             }
@@ -75,6 +103,12 @@ struct QueueCommand: AsyncParsableCommand {
                 print("running: none")
             } else {
                 print("running by host: " + stats.runningByHost.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+            }
+            print(coordinators.isEmpty ? "coordinators: none" : "coordinators:")
+            for c in coordinators {
+                let since = max(0, now.timeIntervalSince(c.seenAt))
+                let state = since > silentAfter ? ", silent" : c.draining ? ", draining" : ""
+                print("  \(c.owner): \(c.busy) of \(c.slots) slots busy\(state), last report \(String(format: "%.0f", since)) s ago")
             }
         }
     }

@@ -210,6 +210,34 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
         #expect(try await store.jobs(ids: nil).map(\.id) == [ids[1], ids[2], ids[3], ids[4]])
     }
 
+    /// The queue's list of coordinators: reports from two connections, updated in place, left on stop, and
+    /// a row a day old forgotten by anyone's next report.
+    @Test(arguments: Backend.allCases)
+    func coordinatorsReportTheirSlotsAndLeave(backend: Backend) async throws {
+        let (store, other) = try await backend.makePair()
+        let a = CoordinatorRegistry(try store.database)
+        let b = CoordinatorRegistry(try other.database)
+        let alpha = CoordinatorPresence(owner: "alpha:1:a", host: "alpha", slots: 4, busy: 1, draining: false, startedAt: t0, seenAt: t0)
+        var beta = CoordinatorPresence(owner: "beta:2:b", host: "beta", slots: 2, busy: 0, draining: false, startedAt: t0, seenAt: t0)
+        try await b.report(beta)
+        try await a.report(alpha)
+        #expect(try await a.all() == [alpha, beta])
+        beta.busy = 2
+        beta.draining = true
+        beta.seenAt = t0.addingTimeInterval(5)
+        var restarted = beta
+        restarted.startedAt = t0.addingTimeInterval(5)
+        try await b.report(restarted)
+        // Updated in place; the start is the first report's.
+        #expect(try await b.all() == [alpha, beta])
+        try await b.leave(owner: beta.owner)
+        #expect(try await a.all() == [alpha])
+        let gamma = CoordinatorPresence(owner: "gamma:3:c", host: "gamma", slots: 1, busy: 0, draining: false,
+                                        startedAt: t0, seenAt: t0.addingTimeInterval(CoordinatorRegistry.forgetAfter + 1))
+        try await b.report(gamma)
+        #expect(try await a.all() == [gamma])
+    }
+
     @Test(arguments: Backend.allCases)
     func crashesRetryThenDieWithOneErrorPerAttempt(backend: Backend) async throws {
         let store = try await backend.make()

@@ -20,7 +20,7 @@ import Glibc
         let spec = TestPaths.packageRoot.appendingPathComponent("docs/openapi.json").path
         let script = TestPaths.packageRoot.appendingPathComponent("Tests/HTTP/openapi-check.py").path
         let r = try ProcessRunner.run("/usr/bin/python3", [script, spec, farm.base, manifest, Self.token])
-        #expect(r.status == 0 && r.stdout.contains("15 operations exercised, 0 failures"), "\(r.stdout)\n\(r.stderr)\n\(farm.process.log)")
+        #expect(r.status == 0 && r.stdout.contains("16 operations exercised, 0 failures"), "\(r.stdout)\n\(r.stderr)\n\(farm.process.log)")
     }
 
     @Test func listeningBeyondLoopbackNeedsATokenFile() throws {
@@ -155,6 +155,56 @@ import Glibc
         #expect(health.status == 200 && health.json?["draining"] as? Bool == true, "\(health.body)")
         #expect(farm.process.wait(timeout: 30) == 0, "\(farm.process.log)")
         #expect(farm.process.log.contains("released without using up the attempt"), "\(farm.process.log)")
+    }
+
+    /// Every coordinator on the queue reports its slots: the API, the page and `queue stats` of one show
+    /// the other; one that stops leaves the list, one that dies is shown as silent.
+    @Test func everyCoordinatorOfTheQueueIsShownWithItsSlots() throws {
+        let farm = try HTTPFarm("coordinators")
+        let queue = "sqlite:" + farm.dir.appendingPathComponent("queue.sqlite").path
+        func listed() throws -> [[String: Any]] {
+            try farm.request("GET", "/api/coordinators").json?["coordinators"] as? [[String: Any]] ?? []
+        }
+        func waitUntil(_ what: String, seconds: Double = 20, _ condition: ([[String: Any]]) -> Bool) throws -> [[String: Any]] {
+            let deadline = Date().addingTimeInterval(seconds)
+            var list = try listed()
+            while !condition(list) && Date() < deadline {
+                usleep(100_000)
+                list = try listed()
+            }
+            #expect(condition(list), "\(what): \(list)")
+            return list
+        }
+        let other = try Background([TestPaths.mediafarmExecutable, "coordinator", "--queue", queue, "--workers", "3", "--host", "render7"],
+                                   log: farm.dir.appendingPathComponent("other.log").path)
+        let two = try waitUntil("the second coordinator reports") { $0.count == 2 }
+        let mine = two.first { $0["thisCoordinator"] as? Bool == true }
+        let theirs = two.first { $0["host"] as? String == "render7" }
+        #expect(mine?["slots"] as? Int == 2 && mine?["free"] as? Int == 2, "\(two)")
+        #expect(theirs?["slots"] as? Int == 3 && theirs?["busy"] as? Int == 0 && theirs?["silent"] as? Bool == false, "\(two)")
+        let owner = theirs?["owner"] as? String ?? "?"
+        #expect(owner.hasPrefix("render7:"), "\(owner)")
+        let page = try farm.request("GET", "/")
+        #expect(page.body.contains("data-owner=\"\(owner)\"") && page.body.contains("0 busy, 3 free"), "\(page.body)")
+        let stats = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["queue", "stats", "--json", "--queue", queue])
+        let coordinators = (try? JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any])?["coordinators"] as? [[String: Any]]
+        #expect(coordinators?.compactMap { $0["host"] as? String }.sorted() == ["render7", mine?["host"] as? String ?? "?"].sorted(),
+                "\(stats.stdout)")
+        // Stopped, it leaves the list.
+        other.kill(SIGTERM)
+        #expect(other.wait(timeout: 30) == 0, "\(other.log)")
+        _ = try waitUntil("the stopped coordinator leaves") { $0.count == 1 }
+        // Killed, it stays, and is called silent after three reports' time (15 s).
+        let dying = try Background([TestPaths.mediafarmExecutable, "coordinator", "--queue", queue, "--workers", "1", "--host", "render8"],
+                                   log: farm.dir.appendingPathComponent("dying.log").path)
+        _ = try waitUntil("the third coordinator reports") { $0.count == 2 }
+        dying.kill(SIGKILL)
+        _ = dying.wait(timeout: 10)
+        let silent = try waitUntil("the killed coordinator is silent", seconds: 40) { list in
+            list.contains { $0["host"] as? String == "render8" && $0["silent"] as? Bool == true }
+        }
+        #expect(silent.count == 2)
+        #expect(try farm.request("GET", "/").body.contains("silent"))
     }
 
     /// The status page in a real browser while a job runs: the DOM shows the running job with its
