@@ -29,7 +29,7 @@ struct CoordinatorView: Encodable, Sendable {
         draining = presence.draining
         startedAt = presence.startedAt
         seenAt = presence.seenAt
-        secondsSinceReport = (max(0, now.timeIntervalSince(presence.seenAt)) * 1000).rounded() / 1000
+        secondsSinceReport = presence.secondsSinceReport(at: now)
         silent = !this && secondsSinceReport > silentAfter
         thisCoordinator = this
     }
@@ -46,8 +46,7 @@ extension HTTPFace {
         var all = try await CoordinatorRegistry(try store.database).all().filter { $0.owner != me.owner }
         all.append(me)
         all.sort { ($0.host, $0.owner) < ($1.host, $1.owner) }
-        let silentAfter = 3 * coordinator.configuration.presenceInterval
-        return all.map { CoordinatorView($0, now: now, silentAfter: silentAfter, this: $0.owner == me.owner) }
+        return all.map { CoordinatorView($0, now: now, silentAfter: coordinator.configuration.silentAfter, this: $0.owner == me.owner) }
     }
 
     func coordinatorList() async throws -> Response {

@@ -20,6 +20,8 @@ public struct CoordinatorConfiguration: Sendable {
     /// How often the coordinator reports its slots in the queue's list of coordinators (status pages on
     /// every host show it; one not heard from for three of these is shown as silent).
     public var presenceInterval: Double = 5
+    /// A coordinator not heard from for this long is shown as silent: three report intervals.
+    public var silentAfter: Double { 3 * presenceInterval }
     /// How often expired leases are looked for.
     public var rescueInterval: Double = 1
     /// Finished jobs are deleted this many seconds after they finished; nil keeps them.

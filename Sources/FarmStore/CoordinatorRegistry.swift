@@ -13,6 +13,11 @@ public struct CoordinatorPresence: Sendable, Equatable {
     /// When it last reported.
     public var seenAt: Date
 
+    /// Seconds from its last report to `now`, to the millisecond.
+    public func secondsSinceReport(at now: Date) -> Double {
+        (max(0, now.timeIntervalSince(seenAt)) * 1000).rounded() / 1000
+    }
+
     public init(owner: String, host: String, slots: Int, busy: Int, draining: Bool, startedAt: Date, seenAt: Date) {
         self.owner = owner
         self.host = host

@@ -61,7 +61,7 @@ struct QueueCommand: AsyncParsableCommand {
                 throw CLIError(String(describing: error))
             }
             await store.close()
-            let silentAfter = 3 * CoordinatorConfiguration().presenceInterval
+            let silentAfter = CoordinatorConfiguration().silentAfter
             let oldestWait = stats.oldestDueAt.map { max(0, now.timeIntervalSince($0)) }
             if json {
                 struct Row: Encodable {
@@ -87,9 +87,9 @@ struct QueueCommand: AsyncParsableCommand {
                               oldestQueuedSeconds: oldestWait.map { ($0 * 1000).rounded() / 1000 },
                               runningByHost: stats.runningByHost, dead: stats.dead,
                               coordinators: coordinators.map { c in
-                                  let since = max(0, now.timeIntervalSince(c.seenAt))
+                                  let since = c.secondsSinceReport(at: now)
                                   return CoordinatorRow(owner: c.owner, host: c.host, slots: c.slots, busy: c.busy, draining: c.draining,
-                                                     secondsSinceReport: (since * 1000).rounded() / 1000, silent: since > silentAfter)
+                                                        secondsSinceReport: since, silent: since > silentAfter)
                               })
                 print(String(decoding: try JSONEncoder.sortedPretty().encode(row), as: UTF8.self))
                 return
@@ -106,7 +106,7 @@ struct QueueCommand: AsyncParsableCommand {
             }
             print(coordinators.isEmpty ? "coordinators: none" : "coordinators:")
             for c in coordinators {
-                let since = max(0, now.timeIntervalSince(c.seenAt))
+                let since = c.secondsSinceReport(at: now)
                 let state = since > silentAfter ? ", silent" : c.draining ? ", draining" : ""
                 print("  \(c.owner): \(c.busy) of \(c.slots) slots busy\(state), last report \(String(format: "%.0f", since)) s ago")
             }
