@@ -319,12 +319,16 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
         let impatient = try SQLiteJobStore(path: path, create: false, busyTimeout: 0.2)
         let other = try DatabaseQueue(path: path)
         let locked = DispatchSemaphore(value: 0)
+        let impatientDone = DispatchSemaphore(value: 0)
         let released = Flag()
-        // A thread of its own (not the test's task pool, which other tests may keep busy).
+        // A thread of its own (not the test's task pool, which other tests may keep busy). It holds the
+        // lock until the impatient writer has given up (however late the busy test pool lets it try),
+        // then a second longer, while the patient writer waits.
         let holder = Thread {
             try? other.inTransaction(.immediate) { _ in
                 locked.signal()
-                Thread.sleep(forTimeInterval: 3)
+                _ = impatientDone.wait(timeout: .now() + 60)
+                Thread.sleep(forTimeInterval: 1)
                 released.set()
                 return .commit
             }
@@ -334,6 +338,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
         await #expect {
             _ = try await impatient.enqueue([new("x")], at: t0)
         } throws: { "\($0)".contains("stayed locked by another process") }
+        impatientDone.signal()
         let waiting = Task { try await store.enqueue([new("a")], at: t0) }
         waiting.cancel()
         #expect(try await waiting.value.count == 1)
