@@ -76,7 +76,6 @@ let package = Package(
         .target(name: "FarmIngest", dependencies: [
             "FarmStore", "FarmLibrary", "MediaInspect",
             .product(name: "GRDB", package: "GRDB.swift"),
-            .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // Where the farm meets the media modules: JobRunner, the coordinator and its worker processes.
         .target(name: "FarmRuntime", dependencies: [

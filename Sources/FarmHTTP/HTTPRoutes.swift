@@ -108,7 +108,7 @@ extension HTTPFace {
             throw APIError(status: .unprocessableContent, message: "invalid manifest: nothing was queued",
                            issues: e.issues.map { APIError.Issue(path: $0.path, message: $0.message) })
         }
-        let (library, assets) = try await checkAssets(manifest, request: request)
+        let library = try await checkAssets(manifest, request: request)
         let job = NewJob(name: manifest.name, manifest: String(decoding: bytes, as: UTF8.self), baseDirectory: configuration.baseDirectory,
                          outputRoots: configuration.outputRoots ?? [configuration.baseDirectory], priority: priority, maxAttempts: maxAttempts,
                          runAt: delay > 0 ? Date().addingTimeInterval(delay) : nil, uniqueKey: key, timeout: timeout)
@@ -121,11 +121,7 @@ extension HTTPFace {
         }
         if queued.inserted {
             // The assets it reads (named, or registered files on this host), for lineage and Failed Jobs' Inputs.
-            var inputs = assets
-            for source in manifest.edits.map(\.source) where AssetID.reference(source) == nil {
-                if let id = try? await library.assetID(at: source) { inputs.append(id) }
-            }
-            try? await library.recordJobInputs(queued.id, inputs)
+            try? await library.recordJobInputs(queued.id, sources: manifest.edits.map(\.source))
         }
         struct Submitted: Encodable {
             var id: Int64

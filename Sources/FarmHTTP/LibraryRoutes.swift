@@ -85,7 +85,7 @@ extension HTTPFace {
 
     /// For `POST /api/jobs`: with a scoped token every source must be an asset of its albums; any asset
     /// named must be in the library. Returns the assets named.
-    func checkAssets(_ manifest: JobManifest, request: Request) async throws -> (AssetLibrary, [AssetID]) {
+    func checkAssets(_ manifest: JobManifest, request: Request) async throws -> AssetLibrary {
         let library = try await library(for: request)
         var ids: [AssetID] = []
         for (index, source) in manifest.edits.map(\.source).enumerated() {
@@ -96,13 +96,13 @@ extension HTTPFace {
                                issues: [.init(path: manifest.edits.count == 1 ? "$.input" : "$.edits[\(index)].source", message: "not an asset")])
             }
         }
-        guard !ids.isEmpty else { return (library, []) }
+        guard !ids.isEmpty else { return library }
         let unknown = try await Self.answer { try await library.resolve(ids) }.filter { $0.status == .unknown }
         guard unknown.isEmpty else {
             throw APIError(status: .unprocessableContent, message: "invalid manifest: nothing was queued",
                            issues: unknown.map { .init(path: "$", message: "no asset \($0.id) in the library") })
         }
-        return (library, ids)
+        return library
     }
 
     static func assetID(_ text: String) throws -> AssetID {

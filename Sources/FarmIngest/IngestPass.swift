@@ -1,4 +1,3 @@
-import Crypto
 import FarmLibrary
 import FarmStore
 import Foundation
@@ -192,17 +191,18 @@ public struct IngestPass: Sendable {
 
         // Settled files: hash, weed out duplicates, inspect, and make their jobs.
         var hashesThisPass: [String: String] = [:]
-        var jobs: [(candidate: Candidate, hash: String, input: String, facts: AssetFacts?, job: NewJob)] = []
+        var jobs: [(candidate: Candidate, content: ContentHash, input: String, facts: AssetFacts?, job: NewJob)] = []
         for (done, candidate) in candidates.enumerated() {
             progress(done, candidates.count)
             let at = now().timeIntervalSince1970
-            let hash: String
+            let content: ContentHash
             do {
-                hash = try Self.sha256(candidate.path)
+                content = try ContentHash.of(file: candidate.path)
             } catch {
-                report.skipped.append(.init(path: candidate.path, reason: "cannot be read: \(error)"))
+                report.skipped.append(.init(path: candidate.path, reason: error.reasonOnly))
                 continue
             }
+            let hash = content.sha256
             let forcedHash = forced.contains(hash) || reingest.contains(candidate.path)
             let earlier = hashesThisPass[hash] ?? (try? state?.hashIsKnown(hash)) ?? nil
             if !forcedHash, let earlier {
@@ -243,7 +243,7 @@ public struct IngestPass: Sendable {
                 continue
             }
             hashesThisPass[hash] = candidate.path
-            jobs.append((candidate, hash, input, facts, NewJob(name: jobName, manifest: manifest, baseDirectory: candidate.template.folder,
+            jobs.append((candidate, content, input, facts, NewJob(name: jobName, manifest: manifest, baseDirectory: candidate.template.folder,
                                                         outputRoots: roots, priority: config.priority,
                                                         maxAttempts: config.maxAttempts ?? 3, uniqueKey: "ingest:\(hash)")))
         }
@@ -251,7 +251,7 @@ public struct IngestPass: Sendable {
         progress(candidates.count, candidates.count)
         if dryRun {
             report.enqueued = jobs.count
-            report.jobs = jobs.map { .init(id: nil, path: $0.input, hash: $0.hash) }
+            report.jobs = jobs.map { .init(id: nil, path: $0.input, hash: $0.content.sha256) }
             return report
         }
 
@@ -286,12 +286,12 @@ public struct IngestPass: Sendable {
             let at = now().timeIntervalSince1970
             for (entry, queued) in zip(jobs, enqueued) {
                 report.enqueued += 1
-                report.jobs.append(.init(id: queued.id, path: entry.input, hash: entry.hash))
-                changes.append(.ingested(hash: entry.hash, path: entry.input, jobID: queued.id, at: at))
+                report.jobs.append(.init(id: queued.id, path: entry.input, hash: entry.content.sha256))
+                changes.append(.ingested(hash: entry.content.sha256, path: entry.input, jobID: queued.id, at: at))
                 if config.afterEnqueue == .move {
                     changes.append(.forget(path: entry.candidate.path))
                 } else {
-                    changes.append(.ended(path: entry.candidate.path, entry.candidate.identity, status: .ingested, hash: entry.hash,
+                    changes.append(.ended(path: entry.candidate.path, entry.candidate.identity, status: .ingested, hash: entry.content.sha256,
                                           jobID: queued.id, reason: nil, at: at))
                 }
             }
@@ -300,7 +300,7 @@ public struct IngestPass: Sendable {
                 let library = AssetLibrary(database: try store.database, host: libraryHost)
                 for (entry, queued) in zip(jobs, enqueued) where queued.inserted {
                     do {
-                        let added = try await library.register(entry.input, sha256: entry.hash, facts: entry.facts, album: config.libraryAlbum)
+                        let added = try await library.register(entry.input, hash: entry.content, facts: entry.facts, album: config.libraryAlbum)
                         if let id = added.id { try await library.recordJobInputs(queued.id, [id]) }
                         report.registered += 1
                     } catch {
@@ -348,17 +348,6 @@ public struct IngestPass: Sendable {
     static func matches(_ name: String, _ watch: IngestConfig.Watch) -> Bool {
         if !watch.include.isEmpty && !watch.include.contains(where: { fnmatch($0, name, 0) == 0 }) { return false }
         return !watch.exclude.contains { fnmatch($0, name, 0) == 0 }
-    }
-
-    /// SHA-256 of the file's content, read 1 MiB at a time.
-    static func sha256(_ path: String) throws -> String {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw IngestError("cannot open it") }
-        defer { try? handle.close() }
-        var hasher = SHA256()
-        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-            hasher.update(data: chunk)
-        }
-        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
     }
 
     /// nil when the file is readable, composable media, as `mediafarm inspect` reports it (a file that

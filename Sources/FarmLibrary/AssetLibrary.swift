@@ -188,19 +188,13 @@ public struct AssetLibrary: Sendable {
         return AddOutcome(path: path, id: hash.id, status: status, previous: known?[0].string.flatMap(AssetID.init).flatMap { $0 == hash.id ? nil : $0 })
     }
 
-    /// Registers a file whose SHA-256 (hex) the caller computed, with its facts when it inspected it too
+    /// Registers a file whose content hash the caller computed, with its facts when it inspected it too
     /// (ingest, capture): nothing is read again unless the content is new and `facts` is nil.
     @discardableResult
-    public func register(_ path: String, sha256: String, facts: AssetFacts? = nil, album: String? = nil) async throws(LibraryError) -> AddOutcome {
+    public func register(_ path: String, hash: ContentHash, facts: AssetFacts? = nil, album: String? = nil) async throws(LibraryError) -> AddOutcome {
         if let album { try Self.checkAlbumName(album) }
         let real = Self.realPath(path)
         guard let stamp = FileStamp(path: real) else { throw .unreadable(path, "no regular file there") }
-        let digest = stride(from: 0, to: sha256.count - 1, by: 2).compactMap { i -> UInt8? in
-            let start = sha256.index(sha256.startIndex, offsetBy: i)
-            return UInt8(sha256[start...sha256.index(after: start)], radix: 16)
-        }
-        guard digest.count == 32 else { throw .invalid("\(sha256) is not a SHA-256 in hex") }
-        let hash = ContentHash(sha256: sha256.lowercased(), id: AssetID(digest: digest))
         let status = try await record(hash, at: real, stamp: stamp, facts: facts, album: album)
         if status == .added { try await maintain() }
         return AddOutcome(path: real, id: hash.id, status: status)
@@ -356,7 +350,7 @@ extension LibraryError {
     }
 
     /// The reason without the path in front.
-    var reasonOnly: String {
+    public var reasonOnly: String {
         switch self {
         case .unreadable(_, let why): "cannot be read: \(why)"
         case .notMedia(_, let why): "not media the farm can read: \(why)"

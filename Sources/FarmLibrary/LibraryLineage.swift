@@ -88,6 +88,23 @@ extension AssetLibrary {
         }
     }
 
+    /// Records which assets a job reads, from its manifest's sources (`edits[].source`): see `assets(in:)`.
+    public func recordJobInputs(_ jobID: Int64, sources: [String]) async throws(LibraryError) {
+        try await recordJobInputs(jobID, try await assets(in: sources))
+    }
+
+    /// The assets that sources stand for: those they name (`asset:ID`), and those registered at their paths
+    /// on this host; in order, each once.
+    public func assets(in sources: [String]) async throws(LibraryError) -> [AssetID] {
+        var ids: [AssetID] = []
+        for source in sources {
+            let id: AssetID?
+            if case .success(let named)? = AssetID.reference(source) { id = named } else { id = try await assetID(at: source) }
+            if let id, !ids.contains(id) { ids.append(id) }
+        }
+        return ids
+    }
+
     /// The assets a job was recorded as reading.
     public func jobInputs(_ jobID: Int64) async throws(LibraryError) -> [AssetID] {
         try await read { s in

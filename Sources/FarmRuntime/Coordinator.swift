@@ -38,8 +38,6 @@ public final class Coordinator: Service, @unchecked Sendable {
     /// When each loop (claimer, heartbeat, rescuer) last began a turn: the HTTP face's liveness.
     private var loopTurns: [String: Date] = [:]
     private let startedAt = Date()
-    /// The last report in the queue's list of coordinators failed (said once).
-    private var presenceFailing = false
     let metrics: CoordinatorMetrics
 
     /// Why the coordinator stopped a worker itself.
@@ -205,7 +203,7 @@ public final class Coordinator: Service, @unchecked Sendable {
     }
 
     /// Sleeps `seconds`; false when the task was cancelled (the caller's loop should end).
-    private func pause(_ seconds: Double) async -> Bool {
+    func pause(_ seconds: Double) async -> Bool {
         do {
             try await Task.sleep(for: .seconds(seconds))
             return true
@@ -425,67 +423,6 @@ public final class Coordinator: Service, @unchecked Sendable {
         return true
     }
 
-    // MARK: - The asset library
-
-    struct AssetFailure: Error {
-        var message: String
-        /// Another host may hold the asset: the attempt is retried (there, or here once it is added).
-        var retry: Bool
-    }
-
-    /// The manifest with each `asset:ID` replaced by this host's path, and the ids.
-    private func resolveAssets(_ job: Job) async -> Result<(String, [AssetID]), AssetFailure> {
-        guard let library = configuration.library else {
-            return .failure(AssetFailure(message: "the manifest names assets (asset:ID) but this coordinator has no asset library", retry: false))
-        }
-        do {
-            let (text, ids) = try await library.resolveManifest(job.manifest)
-            return .success((text, ids))
-        } catch {
-            if case .unknownAsset = error { return .failure(AssetFailure(message: error.description, retry: false)) }
-            return .failure(AssetFailure(message: error.description, retry: true))
-        }
-    }
-
-    /// Registers the job's exported output as a representation of its sources (the assets it named, or
-    /// input files this host registered), and the codes its scan found on them. Errors are notices: the
-    /// job itself has succeeded.
-    /// `submitted`: the manifest as it was queued (with its asset ids), the lineage's parameters.
-    private func registerInLibrary(_ job: Job, manifest: JobManifest, submitted: String, sources named: [AssetID]) async {
-        guard let library = configuration.library else { return }
-        do {
-            var sources = named
-            for path in Set(manifest.edits.map(\.source)) where AssetID.reference(path) == nil {
-                if let id = try await library.assetID(at: path), !sources.contains(id) { sources.append(id) }
-            }
-            for id in try await library.jobInputs(job.id) where !sources.contains(id) { sources.append(id) }
-            guard !sources.isEmpty else { return }
-            try await library.recordJobInputs(job.id, sources)
-            if let report = manifest.report, manifest.scan != nil {
-                let codes = Self.codes(inReport: report)
-                for id in sources { try await library.recordCodes(id, codes) }
-            }
-            if let output = manifest.export?.output {
-                let id = try await library.registerOutput(output, sources: sources, jobID: job.id, jobName: job.name, parameters: submitted)
-                events(.notice("job \(job.id): output \(output) registered in the library as \(id)"))
-            }
-        } catch {
-            events(.notice("job \(job.id): the library did not record its output: \(error)"))
-        }
-    }
-
-    /// The codes in a job's report (`scan.codes`).
-    static func codes(inReport path: String) -> [LibraryCode] {
-        guard let data = FileManager.default.contents(atPath: path),
-              let report = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
-              let scan = report["scan"] as? [String: Any], let codes = scan["codes"] as? [[String: Any]] else { return [] }
-        return codes.compactMap { code in
-            guard let symbology = code["symbology"] as? String else { return nil }
-            let payload = code["payload"] as? String
-            return LibraryCode(symbology: symbology, payload: payload, payloadBase64: payload == nil ? code["payloadBase64"] as? String : nil)
-        }
-    }
-
     /// Records the end of an attempt. A queue that does not answer (a server restarting, a network
     /// down) is retried with backoff for as long as the lease would hold, so that a finished job is not
     /// rescued and run again; after that the rescuer of whichever coordinator sees it first takes over.
@@ -612,50 +549,6 @@ public final class Coordinator: Service, @unchecked Sendable {
                 events(.notice("lease check: \(error)"))
             }
             _ = await pause(configuration.checkInterval)
-        }
-    }
-
-    // MARK: - The queue's list of coordinators
-
-    private var registry: CoordinatorRegistry {
-        get throws { CoordinatorRegistry(try store.database) }
-    }
-
-    /// Reports this coordinator in the queue's list every `presenceInterval` (a loop of its own, so that a
-    /// slow report never delays the lease heartbeat), until draining has ended every job.
-    private func presenceLoop() async {
-        while true {
-            await reportPresence(at: now())
-            var waited = 0.0
-            while waited < configuration.presenceInterval {
-                if lock.withLock({ draining && running.isEmpty }) { return }
-                if !(await pause(0.25)) { return }
-                waited += 0.25
-            }
-        }
-    }
-
-    /// Reports this coordinator's slots in the queue. A failure is said once, until a report succeeds again:
-    /// the list is for people looking at the farm; jobs do not depend on it.
-    private func reportPresence(at t: Date) async {
-        let presence = lock.withLock {
-            CoordinatorPresence(owner: configuration.owner, host: Job.host(ofOwner: configuration.owner), slots: configuration.workers,
-                                busy: running.count, draining: draining, startedAt: startedAt, seenAt: t)
-        }
-        do {
-            try await registry.report(presence)
-            lock.withLock { presenceFailing = false }
-        } catch {
-            let first = lock.withLock { () -> Bool in defer { presenceFailing = true }; return !presenceFailing }
-            if first { events(.notice("the queue's list of coordinators: \(error)")) }
-        }
-    }
-
-    private func leaveRegistry() async {
-        do {
-            try await registry.leave(owner: configuration.owner)
-        } catch {
-            events(.notice("the queue's list of coordinators: \(error)"))
         }
     }
 

@@ -127,7 +127,7 @@ final class CaptureQueue: @unchecked Sendable {
         do {
             let library = AssetLibrary(database: try store.database, host: LibraryOptions.hostName(nil))
             let hash = try await ContentHash.reading(segment.path)
-            let added = try await library.register(segment.path, sha256: hash.sha256)
+            let added = try await library.register(segment.path, hash: hash)
             if first.inserted, let id = added.id { try await library.recordJobInputs(first.id, [id]) }
         } catch {
             report("notice", ["message": "segment \(segment.index): not registered in the asset library: \(error)"])

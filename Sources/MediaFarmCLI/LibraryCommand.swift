@@ -188,7 +188,7 @@ struct LibraryList: AsyncParsableCommand {
     }
 
     static func line(_ a: LibraryAsset) -> String {
-        let date = ISO8601DateFormatter().string(from: a.date)
+        let date = a.date.formatted(.iso8601)
         let duration = String(format: "%9.3f s", a.facts.duration.seconds)
         return "\(a.id)  \(a.facts.mediaType.rawValue.padding(toLength: 5, withPad: " ", startingAt: 0))  \(duration)  \(date)  "
             + "\((a.facts.codec ?? "-").padding(toLength: 6, withPad: " ", startingAt: 0))  \(a.path ?? "(not on this host)")"
@@ -221,10 +221,10 @@ struct LibraryShow: AsyncParsableCommand {
                      "  duration   \(String(format: "%.3f", f.duration.seconds)) s", "  size       \(f.size) bytes"]
         if let codec = f.codec { lines.append("  codec      \(codec)\(f.audioCodec.map { $0 == codec ? "" : " + \($0)" } ?? "")") }
         if let w = f.width, let h = f.height { lines.append("  picture    \(w)x\(h)\(f.frameRate.map { String(format: " at %.3f fps", $0) } ?? "")") }
-        if let date = f.creationDate { lines.append("  created    \(ISO8601DateFormatter().string(from: date))") }
+        if let date = f.creationDate { lines.append("  created    \(date.formatted(.iso8601))") }
         if let location = f.location { lines.append("  location   \(location)") }
         if f.make != nil || f.model != nil { lines.append("  camera     \([f.make, f.model].compactMap { $0 }.joined(separator: " "))") }
-        lines.append("  added      \(ISO8601DateFormatter().string(from: a.addedAt))")
+        lines.append("  added      \(a.addedAt.formatted(.iso8601))")
         for code in a.codes { lines.append("  code       \(code.symbology): \(code.payload ?? code.payloadBase64 ?? "")") }
         for l in detail.locations { lines.append("  local      \(l.host):\(l.path)\(l.state == "present" ? "" : " (\(l.state))")") }
         if !detail.albums.isEmpty { lines.append("  albums     \(detail.albums.joined(separator: ", "))") }

@@ -136,12 +136,8 @@ struct SubmitCommand: AsyncParsableCommand {
     static func recordInputs(_ queued: [Enqueued], _ sources: [[String]], library: AssetLibrary?) async {
         guard let library else { return }
         for (job, paths) in zip(queued, sources) where job.inserted {
-            var ids: [AssetID] = []
             do {
-                for path in paths {
-                    if case .success(let id)? = AssetID.reference(path) { ids.append(id) } else if let id = try await library.assetID(at: path) { ids.append(id) }
-                }
-                try await library.recordJobInputs(job.id, ids)
+                try await library.recordJobInputs(job.id, sources: paths)
             } catch {
                 FileHandle.standardError.write(Data("warning: job \(job.id): the library did not record its inputs: \(error)\n".utf8))
             }

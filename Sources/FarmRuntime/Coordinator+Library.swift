@@ -1,0 +1,65 @@
+import FarmLibrary
+import FarmModel
+import Foundation
+
+/// The asset library as a coordinator uses it: `asset:ID` inputs resolved to this host's paths before the
+/// worker starts, and a successful job's output and codes recorded afterwards.
+extension Coordinator {
+    struct AssetFailure: Error {
+        var message: String
+        /// Another host may hold the asset: the attempt is retried (there, or here once it is added).
+        var retry: Bool
+    }
+
+    /// The manifest with each `asset:ID` replaced by this host's path, and the ids.
+    func resolveAssets(_ job: Job) async -> Result<(String, [AssetID]), AssetFailure> {
+        guard let library = configuration.library else {
+            return .failure(AssetFailure(message: "the manifest names assets (asset:ID) but this coordinator has no asset library", retry: false))
+        }
+        do {
+            let (text, ids) = try await library.resolveManifest(job.manifest)
+            return .success((text, ids))
+        } catch {
+            if case .unknownAsset = error { return .failure(AssetFailure(message: error.description, retry: false)) }
+            return .failure(AssetFailure(message: error.description, retry: true))
+        }
+    }
+
+    /// Registers the job's exported output as a representation of its sources (the assets it named, or
+    /// input files this host registered), and the codes its scan found on them. Errors are notices: the
+    /// job itself has succeeded.
+    /// `submitted`: the manifest as it was queued (with its asset ids), the lineage's parameters.
+    func registerInLibrary(_ job: Job, manifest: JobManifest, submitted: String, sources named: [AssetID]) async {
+        guard let library = configuration.library else { return }
+        do {
+            var sources = named
+            for id in try await library.assets(in: manifest.edits.map(\.source)) + library.jobInputs(job.id) where !sources.contains(id) {
+                sources.append(id)
+            }
+            guard !sources.isEmpty else { return }
+            try await library.recordJobInputs(job.id, sources)
+            if let report = manifest.report, manifest.scan != nil {
+                let codes = Self.codes(inReport: report)
+                for id in sources { try await library.recordCodes(id, codes) }
+            }
+            if let output = manifest.export?.output {
+                let id = try await library.registerOutput(output, sources: sources, jobID: job.id, jobName: job.name, parameters: submitted)
+                events(.notice("job \(job.id): output \(output) registered in the library as \(id)"))
+            }
+        } catch {
+            events(.notice("job \(job.id): the library did not record its output: \(error)"))
+        }
+    }
+
+    /// The codes in a job's report (`scan.codes`).
+    static func codes(inReport path: String) -> [LibraryCode] {
+        guard let data = FileManager.default.contents(atPath: path),
+              let report = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+              let scan = report["scan"] as? [String: Any], let codes = scan["codes"] as? [[String: Any]] else { return [] }
+        return codes.compactMap { code in
+            guard let symbology = code["symbology"] as? String else { return nil }
+            let payload = code["payload"] as? String
+            return LibraryCode(symbology: symbology, payload: payload, payloadBase64: payload == nil ? code["payloadBase64"] as? String : nil)
+        }
+    }
+}

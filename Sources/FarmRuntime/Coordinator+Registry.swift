@@ -1,0 +1,46 @@
+import FarmModel
+import FarmStore
+import Foundation
+
+/// The queue's list of coordinators: this coordinator's slots, reported every few seconds, and its row
+/// removed when it stops, so that status pages on every host show the whole farm.
+extension Coordinator {
+    private var registry: CoordinatorRegistry {
+        get throws { CoordinatorRegistry(try store.database) }
+    }
+
+    /// Reports this coordinator in the queue's list every `presenceInterval` (a loop of its own, so that a
+    /// slow report never delays the lease heartbeat), until draining has ended every job. A failure is said
+    /// once, until a report succeeds again: the list is for people looking at the farm; jobs do not depend on it.
+    func presenceLoop() async {
+        var failing = false
+        while true {
+            let snapshot = self.snapshot
+            let presence = CoordinatorPresence(owner: snapshot.owner, host: Job.host(ofOwner: snapshot.owner), slots: snapshot.workers,
+                                               busy: snapshot.busySlots, draining: snapshot.draining, startedAt: snapshot.startedAt,
+                                               seenAt: now())
+            do {
+                try await registry.report(presence)
+                failing = false
+            } catch {
+                if !failing { events(.notice("the queue's list of coordinators: \(error)")) }
+                failing = true
+            }
+            var waited = 0.0
+            while waited < configuration.presenceInterval {
+                let current = self.snapshot
+                if current.draining && current.running.isEmpty { return }
+                if !(await pause(0.25)) { return }
+                waited += 0.25
+            }
+        }
+    }
+
+    func leaveRegistry() async {
+        do {
+            try await registry.leave(owner: configuration.owner)
+        } catch {
+            events(.notice("the queue's list of coordinators: \(error)"))
+        }
+    }
+}
