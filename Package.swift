@@ -39,6 +39,10 @@ let package = Package(
         .target(name: "CDeviceShims"),
         // zxing-cpp (C++) behind a C header, for Aztec, Data Matrix and PDF417.
         .target(name: "CZXingShim", linkerSettings: [.linkedLibrary("ZXing")]),
+        // renameat2(RENAME_NOREPLACE), which Glibc's Swift overlay does not export.
+        .target(name: "CFileShims"),
+        // Files never lost: moves that cannot replace, one quarantine writer, the farm's own files.
+        .target(name: "SafeFiles", dependencies: ["CFileShims"]),
 
         // Pure Swift time model.
         .target(name: "MediaTime"),
@@ -54,12 +58,12 @@ let package = Package(
                                                   .product(name: "Logging", package: "swift-log")]),
 
         // Live capture: sources, the segment writer, the capture session (AVCaptureMovieFileOutput).
-        .target(name: "MediaCapture", dependencies: ["CDeviceShims", "CodeScan", "MediaCore", "MediaTime"]),
+        .target(name: "MediaCapture", dependencies: ["CDeviceShims", "CodeScan", "MediaCore", "MediaTime", "SafeFiles"]),
         // The farm's pure model: manifests, jobs, state machine. No I/O.
         .target(name: "FarmModel", dependencies: ["MediaTime"]),
         // The queue: one protocol; SQLite (GRDB) the embedded backend, PostgreSQL (postgres-nio) for several hosts.
         .target(name: "FarmStore", dependencies: [
-            "FarmModel",
+            "FarmModel", "SafeFiles",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -74,12 +78,12 @@ let package = Package(
         ]),
         // Watch-folder ingest: settle state, probe gate, content hashes, quarantine, templates.
         .target(name: "FarmIngest", dependencies: [
-            "FarmStore", "FarmLibrary", "MediaInspect",
+            "FarmStore", "FarmLibrary", "MediaInspect", "SafeFiles",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         // Where the farm meets the media modules: JobRunner, the coordinator and its worker processes.
         .target(name: "FarmRuntime", dependencies: [
-            "FarmModel", "FarmStore", "FarmLibrary", "CProcessShims", "CodeScan", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime",
+            "FarmModel", "FarmStore", "FarmLibrary", "SafeFiles", "CProcessShims", "CodeScan", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
@@ -94,7 +98,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .target(name: "MediaFarmCLI", dependencies: [
-            "FarmHTTP", "MediaCapture", "FarmRuntime", "FarmStore", "FarmLibrary", "FarmIngest", "CodeScan", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
+            "FarmHTTP", "MediaCapture", "FarmRuntime", "SafeFiles", "FarmStore", "FarmLibrary", "FarmIngest", "CodeScan", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -113,6 +117,7 @@ let package = Package(
         // Tests: one target per module, plus a helper that makes media fixtures with real FFmpeg.
         .target(name: "FarmTestSupport", path: "Tests/FarmTestSupport"),
         .testTarget(name: "MediaTimeTests", dependencies: ["MediaTime"]),
+        .testTarget(name: "SafeFilesTests", dependencies: ["SafeFiles", "FarmTestSupport"]),
         .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "MediaTime", "FarmTestSupport", "CRubberBand", "CZBar"]),
         .testTarget(name: "MediaInspectTests", dependencies: ["MediaInspect", "MediaCore", "MediaTime", "FarmTestSupport"]),
         .testTarget(name: "MediaEditTests", dependencies: ["MediaEdit", "MediaInspect", "MediaCore", "MediaTime", "FarmTestSupport"]),

@@ -1,4 +1,5 @@
 import Foundation
+import SafeFiles
 
 /// `mediafarm ingest --config FILE`: which folders become jobs, and how. Relative paths resolve against the
 /// config file's folder. Loading checks everything a pass needs (folders, the templates and their
@@ -164,6 +165,10 @@ public struct IngestConfig: Sendable, Hashable {
             issues.append("$.state and $.quarantine must lie outside the watch folders (\(w.path))")
         }
         guard issues.isEmpty else { throw IngestConfigError(file: path, issues: issues) }
+        // No job this config makes may write over the config, the state or its lock.
+        ProtectedFiles.shared.protect(absolute, role: "the ingest config")
+        ProtectedFiles.shared.protectDatabase(state, role: "the ingest state")
+        ProtectedFiles.shared.protect(state + ".lock", role: "the ingest lock file")
         return IngestConfig(file: absolute, watch: watches, settleSeconds: settle, quarantine: quarantine, state: state,
                             afterEnqueue: after, outputRoots: roots, priority: priority, maxAttempts: maxAttempts, libraryAlbum: libraryAlbum)
     }

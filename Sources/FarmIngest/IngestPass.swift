@@ -2,6 +2,7 @@ import FarmLibrary
 import FarmStore
 import Foundation
 import MediaInspect
+import SafeFiles
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,6 +26,8 @@ public struct IngestReport: Sendable, Codable, Hashable {
         public var path: String
         public var movedTo: String?
         public var reason: String
+        /// Why it could not be moved into quarantine (it stays where it is).
+        public var notMoved: String?
     }
 
     public var seen = 0
@@ -37,7 +40,8 @@ public struct IngestReport: Sendable, Codable, Hashable {
     public var quarantine: [Quarantined] = []
     public var duplicateFiles: [Skipped] = []
     public var dryRun = false
-    /// Enqueued files registered in the asset library, and what went wrong registering the others.
+    /// Enqueued files registered in the asset library, and what went wrong registering the others (the pass
+    /// then counts as failed: exit 1).
     public var registered = 0
     public var libraryWarnings: [String] = []
     /// Another pass held the lock: this one did nothing.
@@ -191,6 +195,7 @@ public struct IngestPass: Sendable {
 
         // Settled files: hash, weed out duplicates, inspect, and make their jobs.
         var hashesThisPass: [String: String] = [:]
+        var reservedNames: Set<String> = []   // processing/ paths this pass gives out
         var jobs: [(candidate: Candidate, content: ContentHash, input: String, facts: AssetFacts?, job: NewJob)] = []
         for (done, candidate) in candidates.enumerated() {
             progress(done, candidates.count)
@@ -204,7 +209,12 @@ public struct IngestPass: Sendable {
             }
             let hash = content.sha256
             let forcedHash = forced.contains(hash) || reingest.contains(candidate.path)
-            let earlier = hashesThisPass[hash] ?? (try? state?.hashIsKnown(hash)) ?? nil
+            let earlier: String?
+            do {
+                earlier = try hashesThisPass[hash] ?? state?.hashIsKnown(hash)
+            } catch {
+                throw IngestError("\(config.state): cannot look up \(candidate.path)'s content among the files ingested before: \(error); nothing was enqueued")
+            }
             if !forcedHash, let earlier {
                 report.duplicates += 1
                 report.duplicateFiles.append(.init(path: candidate.path, reason: "the same content as \(earlier)"))
@@ -216,18 +226,24 @@ public struct IngestPass: Sendable {
             if let problem {
                 report.quarantined += 1
                 var moved: String?
+                var notMoved: String?
                 if !dryRun {
-                    moved = quarantine(candidate.path, hash: hash, reason: problem)
+                    do {
+                        moved = try QuarantineFolder(config.quarantine).place(candidate.path, reason: problem, details: ["hash": hash], at: now())
+                    } catch {
+                        notMoved = error.reason
+                    }
                     // Moved: forgotten here. Not movable: remembered as quarantined, so that it is not
                     // inspected again at every pass while it stays.
                     changes.append(moved == nil
                         ? .ended(path: candidate.path, candidate.identity, status: .quarantined, hash: hash, jobID: nil, reason: problem, at: at)
                         : .forget(path: candidate.path))
                 }
-                report.quarantine.append(.init(path: candidate.path, movedTo: moved, reason: problem))
+                report.quarantine.append(.init(path: candidate.path, movedTo: moved, reason: problem, notMoved: notMoved))
                 continue
             }
-            let input = config.afterEnqueue == .move ? processingPath(for: candidate.path, watch: candidate.watch, hash: hash) : candidate.path
+            let input = config.afterEnqueue == .move
+                ? processingPath(for: candidate.path, watch: candidate.watch, hash: hash, reserved: &reservedNames) : candidate.path
             let manifest = candidate.template.manifest(for: input, hash: hash, modified: candidate.modified)
             let stem = ((candidate.path as NSString).lastPathComponent as NSString).deletingPathExtension
             let name = "\(stem)-\(hash.prefix(8))"
@@ -260,15 +276,15 @@ public struct IngestPass: Sendable {
             var moved: [(from: String, to: String)] = []
             if config.afterEnqueue == .move {
                 for entry in jobs {
+                    let folder = (entry.input as NSString).deletingLastPathComponent
                     do {
-                        try FileManager.default.createDirectory(atPath: (entry.input as NSString).deletingLastPathComponent,
-                                                                withIntermediateDirectories: true)
-                    } catch {}
-                    guard rename(entry.candidate.path, entry.input) == 0 else {
-                        let reason = String(cString: strerror(errno))
-                        for m in moved.reversed() { rename(m.to, m.from) }
-                        throw IngestError("\(entry.candidate.path): cannot move it to \(entry.input): \(reason) "
-                                          + "(processing/ must be on the same file system as the watch folder)")
+                        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                        try SafeFiles.move(entry.candidate.path, to: entry.input)
+                    } catch {
+                        let undone = undo(moved)
+                        let hint = (error as? FileMoveError)?.crossesDevices == true
+                            ? " (processing/ must be on the same file system as the watch folder)" : ""
+                        throw IngestError("\(entry.candidate.path): \(error)\(hint); nothing was enqueued\(undone)")
                     }
                     moved.append((entry.candidate.path, entry.input))
                 }
@@ -279,9 +295,11 @@ public struct IngestPass: Sendable {
                 store = try await openQueue()
                 enqueued = try await store.enqueue(jobs.map(\.job), at: now())
             } catch {
-                for m in moved.reversed() { rename(m.to, m.from) }
-                do { try state?.apply(changes) } catch {}  // what settled is still remembered
-                throw IngestError("the queue: \(error); nothing was enqueued (the next pass tries again)")
+                let undone = undo(moved)
+                // What settled is still remembered (the next pass tries again at once).
+                let recorded: String
+                do { try state?.apply(changes); recorded = "" } catch { recorded = "; \(config.state): cannot record the pass either: \(error)" }
+                throw IngestError("the queue: \(error); nothing was enqueued (the next pass tries again)\(undone)\(recorded)")
             }
             let at = now().timeIntervalSince1970
             for (entry, queued) in zip(jobs, enqueued) {
@@ -295,7 +313,8 @@ public struct IngestPass: Sendable {
                                           jobID: queued.id, reason: nil, at: at))
                 }
             }
-            // The asset library learns each ingested file and its job; the jobs are queued whatever it says.
+            // The asset library learns each ingested file and its job. The jobs are queued and the files
+            // moved whatever it says, so the pass is recorded; `libraryWarnings` makes the command exit 1.
             do {
                 let library = AssetLibrary(database: try store.database, host: libraryHost)
                 for (entry, queued) in zip(jobs, enqueued) where queued.inserted {
@@ -318,6 +337,16 @@ public struct IngestPass: Sendable {
             throw IngestError("\(config.state): cannot record the pass: \(error)")
         }
         return report
+    }
+
+    /// Moves files back where they were after a failed pass; what could not be moved back, in words
+    /// (nothing is replaced to put a file back: a new file at its old name stays, and the moved one is named).
+    func undo(_ moved: [(from: String, to: String)]) -> String {
+        var stuck: [String] = []
+        for m in moved.reversed() {
+            do { try SafeFiles.move(m.to, to: m.from) } catch { stuck.append("\(m.from) stays at \(m.to): \(error)") }
+        }
+        return stuck.isEmpty ? "" : "; " + stuck.joined(separator: "; ")
     }
 
     // MARK: - Files
@@ -345,9 +374,12 @@ public struct IngestPass: Sendable {
         return files.sorted()
     }
 
+    /// Whether `name` passes the watch folder's patterns, upper and lower case alike (cameras write
+    /// `C0001.MP4`, configs say `*.mp4`).
     static func matches(_ name: String, _ watch: IngestConfig.Watch) -> Bool {
-        if !watch.include.isEmpty && !watch.include.contains(where: { fnmatch($0, name, 0) == 0 }) { return false }
-        return !watch.exclude.contains { fnmatch($0, name, 0) == 0 }
+        let caseFold: Int32 = 1 << 4   // glibc's FNM_CASEFOLD, which the Swift overlay does not export
+        if !watch.include.isEmpty && !watch.include.contains(where: { fnmatch($0, name, caseFold) == 0 }) { return false }
+        return !watch.exclude.contains { fnmatch($0, name, caseFold) == 0 }
     }
 
     /// nil when the file is readable, composable media, as `mediafarm inspect` reports it (a file that
@@ -362,32 +394,21 @@ public struct IngestPass: Sendable {
         return (nil, try? AssetFacts.facts(report, path: path, size: size))
     }
 
-    /// Moves a bad file into the quarantine folder with `NAME.reason.json` beside it; where it went, or nil
-    /// when it could not be moved (it is then left where it is, and reported).
-    func quarantine(_ path: String, hash: String, reason: String) -> String? {
-        let name = (path as NSString).lastPathComponent
-        try? FileManager.default.createDirectory(atPath: config.quarantine, withIntermediateDirectories: true)
-        var target = config.quarantine + "/" + name
-        if FileManager.default.fileExists(atPath: target) { target = config.quarantine + "/\(hash.prefix(8))-" + name }
-        if rename(path, target) != 0 {
-            guard errno == EXDEV, (try? FileManager.default.copyItem(atPath: path, toPath: target)) != nil else { return nil }
-            unlink(path)
-        }
-        let record: [String: String] = ["file": path, "quarantined": target, "reason": reason, "hash": hash,
-                                        "at": ISO8601DateFormatter().string(from: now())]
-        if let data = try? JSONSerialization.data(withJSONObject: record, options: [.prettyPrinted, .sortedKeys]) {
-            let reasonPath = target + ".reason.json"
-            let temporary = reasonPath + ".tmp"
-            if FileManager.default.createFile(atPath: temporary, contents: data) { rename(temporary, reasonPath) }
-        }
-        return target
-    }
-
-    /// `processing/NAME` beside the watch folder (the hash's first digits added when the name is taken).
-    func processingPath(for path: String, watch: IngestConfig.Watch, hash: String) -> String {
+    /// The file's place in `processing/` beside its watch folder: its path inside the watch folder kept
+    /// (`processing/cardA/C0001.MP4`), with the hash's first digits added (`C0001-1a2b3c4d.MP4`) when that
+    /// name is taken, by a file there or by another file of this pass (`reserved`). The move itself
+    /// refuses to replace anything, so a name taken meanwhile fails the pass instead of losing a file.
+    func processingPath(for path: String, watch: IngestConfig.Watch, hash: String, reserved: inout Set<String>) -> String {
         let folder = (watch.path as NSString).deletingLastPathComponent + "/processing"
-        let name = (path as NSString).lastPathComponent
-        let plain = folder + "/" + name
-        return FileManager.default.fileExists(atPath: plain) ? folder + "/\(hash.prefix(8))-" + name : plain
+        let relative = path.hasPrefix(watch.path + "/") ? String(path.dropFirst(watch.path.count + 1)) : (path as NSString).lastPathComponent
+        let plain = folder + "/" + relative
+        var chosen = plain
+        if reserved.contains(plain) || FileManager.default.fileExists(atPath: plain) {
+            let ext = (plain as NSString).pathExtension
+            let stem = ext.isEmpty ? plain : String(plain.dropLast(ext.count + 1))
+            chosen = stem + "-" + hash.prefix(8) + (ext.isEmpty ? "" : "." + ext)
+        }
+        reserved.insert(chosen)
+        return chosen
     }
 }

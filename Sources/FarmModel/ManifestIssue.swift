@@ -43,17 +43,27 @@ public struct ManifestContext: Sendable {
     public var realPath: @Sendable (String) -> String
     public var fileIdentity: @Sendable (String) -> FileIdentity?
     public var refuseExistingOutputs: Bool
+    /// What farm file (the queue's database, an ingest state, a token file...) an output path reaches, in
+    /// words; nil when none. Such an output is refused, whatever `"overwrite"` says.
+    public var protectedFile: @Sendable (String) -> String?
+    /// Why `"overwrite": true` may not be given here (the HTTP API refuses it unless its coordinator
+    /// allows it); nil: it may.
+    public var overwriteRefusal: ManifestIssue?
 
     public init(baseDirectory: String, outputRoots: [String]? = nil, defaultName: String = "job",
                 realPath: @escaping @Sendable (String) -> String = { $0 },
                 fileIdentity: @escaping @Sendable (String) -> FileIdentity? = { _ in nil },
-                refuseExistingOutputs: Bool = false) {
+                refuseExistingOutputs: Bool = false,
+                protectedFile: @escaping @Sendable (String) -> String? = { _ in nil },
+                overwriteRefusal: ManifestIssue? = nil) {
         self.baseDirectory = PathRules.normalize(baseDirectory)
         self.outputRoots = (outputRoots ?? [baseDirectory]).map { PathRules.normalize(PathRules.resolve($0, against: baseDirectory)) }
         self.defaultName = defaultName
         self.realPath = realPath
         self.fileIdentity = fileIdentity
         self.refuseExistingOutputs = refuseExistingOutputs
+        self.protectedFile = protectedFile
+        self.overwriteRefusal = overwriteRefusal
     }
 }
 

@@ -206,6 +206,7 @@ private struct Walker {
         var overwrite = false
         if let v = o["overwrite"] {
             if case .bool(let b) = v { overwrite = b } else { fail("$.overwrite", "expected true or false, found \(v.kindName)") }
+            if overwrite, let issue = context.overwriteRefusal { fail(issue.path, issue.message) }
         }
         var outputs: [(String, String)] = []
         if let output = export?.output { outputs.append(("$.export.output", output)) }
@@ -229,7 +230,9 @@ private struct Walker {
         for (jsonPath, path) in outputs {
             let identity = context.fileIdentity(path)
             defer { seen.append((jsonPath, path, identity)) }
-            if let other = seen.first(where: { $0.1 != path && identity != nil && $0.2 == identity }) {
+            if let farmFile = context.protectedFile(path) {
+                fail(jsonPath, "\(path) is \(farmFile): an output never replaces the farm's own files; choose another path")
+            } else if let other = seen.first(where: { $0.1 != path && identity != nil && $0.2 == identity }) {
                 fail(jsonPath, "is the same file as \(other.0) (\(path) and \(other.1) are one file)")
             } else if let input = inputIdentities.first(where: { $0.1 == path || (identity != nil && $0.2 == identity) }) {
                 let how = input.1 == path ? "" : " (\(path) and \(input.1) are one file)"

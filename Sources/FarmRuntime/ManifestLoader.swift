@@ -1,5 +1,6 @@
 import FarmModel
 import Foundation
+import SafeFiles
 
 /// Reads manifest files from disk and validates them against the real file system (symbolic links
 /// resolved for the output-root check).
@@ -60,10 +61,14 @@ extension ManifestLoader {
     /// Validation against the file system: `outputRoots` nil means the manifest's folder. Inputs and
     /// outputs are compared by file identity; `refuseExistingOutputs` at submission (see `ManifestContext`).
     /// The HTTP API submits through this with the body's bytes.
+    /// Outputs that are the farm's own files (`ProtectedFiles.shared`) are refused; `overwriteRefusal`
+    /// refuses `"overwrite": true` where the submitter may not replace files (see `ManifestContext`).
     public static func validate(bytes: [UInt8], file: String, name: String, baseDirectory: String,
-                         outputRoots: [String]?, refuseExistingOutputs: Bool = false) -> Result<JobManifest, ManifestValidationError> {
+                                outputRoots: [String]?, refuseExistingOutputs: Bool = false,
+                                overwriteRefusal: ManifestIssue? = nil) -> Result<JobManifest, ManifestValidationError> {
         let context = ManifestContext(baseDirectory: baseDirectory, outputRoots: outputRoots, defaultName: name, realPath: realPath,
-                                      fileIdentity: FileIdentity.of, refuseExistingOutputs: refuseExistingOutputs)
+                                      fileIdentity: FileIdentity.of, refuseExistingOutputs: refuseExistingOutputs,
+                                      protectedFile: { ProtectedFiles.shared.refusal(for: $0) }, overwriteRefusal: overwriteRefusal)
         return ManifestValidator.validate(json: bytes, file: file, context: context)
     }
 }

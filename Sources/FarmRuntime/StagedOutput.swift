@@ -1,6 +1,7 @@
 import FarmModel
 import Foundation
 import MediaEdit
+import SafeFiles
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -45,20 +46,28 @@ public enum StagedOutput {
                 throw JobError("\(final): the worker reported success but left no finished file to publish")
             }
             try checkBeforePublishing(final, of: manifest, allowExisting: allowExisting)
-            guard rename(staged, final) == 0 else {
-                throw JobError("\(final): cannot publish the finished file: \(String(cString: strerror(errno)))")
+            if allowExisting {
+                guard rename(staged, final) == 0 else {
+                    throw JobError("\(final): cannot publish the finished file: \(String(cString: strerror(errno)))")
+                }
+            } else {
+                // A file that appeared since the check is not replaced either.
+                do { try SafeFiles.move(staged, to: final) } catch {
+                    throw JobError("\(final): cannot publish the finished file: " + (error.targetExists
+                        ? "it appeared meanwhile; set \"overwrite\": true in the manifest to replace it" : String(cString: strerror(error.code))))
+                }
             }
-            let folder = URL(fileURLWithPath: final).deletingLastPathComponent().path
-            let fd = open(folder, O_RDONLY | O_DIRECTORY)
-            if fd >= 0 { fsync(fd); close(fd) }
+            SafeFiles.syncFolder(of: final)
             published.append(final)
         }
         return published
     }
 
-    /// Refuses to replace an input of the job (compared by device and inode, so that a symbolic link, a
-    /// hard link or another spelling cannot hide it), and an existing file unless `allowExisting`.
+    /// Refuses the farm's own files (`ProtectedFiles`), an input of the job (compared by device and inode,
+    /// so that a symbolic link, a hard link or another spelling cannot hide it), and an existing file
+    /// unless `allowExisting`.
     static func checkBeforePublishing(_ final: String, of manifest: JobManifest, allowExisting: Bool) throws {
+        if let refusal = ProtectedFiles.shared.check(final) { throw JobError("refusing to publish: \(refusal)") }
         guard let identity = FileIdentity.of(final) else {
             throw JobError("\(final): cannot check what the output path names (a dangling symbolic link, or a folder that cannot be read)")
         }

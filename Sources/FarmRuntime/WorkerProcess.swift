@@ -1,5 +1,6 @@
 internal import CProcessShims
 import Foundation
+import SafeFiles
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -92,7 +93,10 @@ enum WorkerProcess {
             throw StartError(description: "cannot make a pipe: \(String(cString: strerror(errno)))")
         }
         let argv = command.map { strdup($0) } + [nil]
-        let envp = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        // The worker refuses outputs that are this process's own files too.
+        var environment = ProcessInfo.processInfo.environment
+        environment[ProtectedFiles.environmentKey] = ProtectedFiles.shared.environmentValue
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             for p in argv { free(p) }
             for p in envp { free(p) }

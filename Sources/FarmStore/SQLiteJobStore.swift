@@ -1,5 +1,6 @@
 import FarmModel
 import Foundation
+import SafeFiles
 import GRDB
 import Synchronization
 
@@ -33,6 +34,8 @@ public final class SQLiteJobStore: JobStore {
                 throw .unavailable("\(path): not a MediaFarm queue (the file is not an SQLite database); give another --queue")
             }
         }
+        // No job's output may replace the queue (nor the asset library in it) while this process uses it.
+        ProtectedFiles.shared.protectDatabase(path, role: "the queue's database")
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
         configuration.label = "mediafarm-queue"

@@ -1,6 +1,7 @@
 import Foundation
 import MediaCore
 import MediaTime
+import SafeFiles
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -85,20 +86,20 @@ public enum Salvage {
             throw SalvageError("nothing readable: the recording stopped before its first fragment was written")
         }
         try output.finish(sync: true)
-        guard rename(temporary, final) == 0 else { throw SalvageError("cannot rename the salvaged segment to \(final)") }
+        do {
+            try SafeFiles.move(temporary, to: final)
+        } catch {
+            unlink(temporary)
+            throw SalvageError("cannot rename the salvaged segment: \(error)")
+        }
+        SafeFiles.syncFolder(of: final)
         return (end.seconds, count)
     }
 
+    /// `quarantine/<capture-id>-<index>.mp4.partial` (numbered when taken), with its reason file; nil when
+    /// it could not be moved (the partial file then stays, and is tried again at the next start).
     static func quarantine(_ partial: String, name: String, folder: String, reason: String) -> String? {
-        let place = folder + "/quarantine"
-        try? FileManager.default.createDirectory(atPath: place, withIntermediateDirectories: true)
-        let target = place + "/" + String(name.dropFirst())
-        guard rename(partial, target) == 0 else { return nil }
-        let note = ["file": target, "reason": reason, "at": ISO8601DateFormatter().string(from: Date())]
-        if let data = try? JSONSerialization.data(withJSONObject: note, options: [.sortedKeys, .prettyPrinted]) {
-            FileManager.default.createFile(atPath: target + ".reason.json", contents: data)
-        }
-        return target
+        try? QuarantineFolder(folder + "/quarantine").place(partial, name: String(name.dropFirst()), reason: reason)
     }
 }
 

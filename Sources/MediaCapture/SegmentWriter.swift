@@ -1,6 +1,7 @@
 import Foundation
 import MediaCore
 import MediaTime
+import SafeFiles
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -81,12 +82,12 @@ final class SegmentWriter {
     /// Completes the movie and renames it to its final name (both synced to disk).
     func finish() throws(MediaFileError) {
         try file.finish(sync: true)
-        guard rename(partialPath, finalPath) == 0 else {
-            throw MediaFileError(path: finalPath, reason: .ffmpeg(FFmpegError(code: -errno), while: "renaming the finished segment"))
+        do {
+            try SafeFiles.move(partialPath, to: finalPath)   // never over a segment already there
+        } catch {
+            throw MediaFileError(path: finalPath, reason: .ffmpeg(FFmpegError(code: -error.code), while: "renaming the finished segment"))
         }
-        let folder = URL(fileURLWithPath: finalPath).deletingLastPathComponent().path
-        let fd = open(folder, O_RDONLY | O_DIRECTORY)
-        if fd >= 0 { fsync(fd); close(fd) }
+        SafeFiles.syncFolder(of: finalPath)
         bytes = (try? FileManager.default.attributesOfItem(atPath: finalPath)[.size] as? Int64) ?? bytes
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import SafeFiles
 
 /// `mediafarm capture --config FILE`: the capture's settings as a JSON object (jobs/capture.schema.json),
 /// the options' names in camelCase, so that a systemd unit can run a capture from a file. Options given
@@ -46,6 +47,7 @@ struct CaptureConfigFile: Decodable {
             throw bad("cannot read it: \((error as NSError).localizedDescription)")
         }
         guard data.count <= 1 << 20 else { throw bad("larger than 1 MiB; a capture config is a small JSON object") }
+        ProtectedFiles.shared.protect(path, role: "the capture config")
         guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
             throw bad("not a JSON object")
         }

@@ -5,6 +5,7 @@ import FarmRuntime
 import FarmStore
 import Foundation
 import MediaCapture
+import SafeFiles
 
 /// Feeds finished segments to the queue (`capture --enqueue TEMPLATE`): one job per segment from the
 /// template, under the unique key `capture:<capture-id>:<index>`, so that a segment is enqueued once
@@ -44,6 +45,7 @@ final class CaptureQueue: @unchecked Sendable {
         self.location = location
         self.report = report
         journalPath = outputDirectory + "/." + captureID + ".journal"
+        ProtectedFiles.shared.protect(journalPath, role: "this capture's journal")
         (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 

@@ -6,6 +6,7 @@ import FarmRuntime
 import FarmStore
 import Foundation
 import Logging
+import SafeFiles
 import ServiceLifecycle
 import Synchronization
 #if canImport(Glibc)
@@ -110,6 +111,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
         var token: String?
         if let tokenFile {
             guard let data = FileManager.default.contents(atPath: tokenFile) else { throw CLIError("--token-file \(tokenFile): cannot be read", status: ExitStatus.usage) }
+            ProtectedFiles.shared.protect(tokenFile, role: "the HTTP face's token file")
             let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             guard text.count >= 16, !text.contains(where: \.isWhitespace) else {
                 throw CLIError("--token-file \(tokenFile): the token must be at least 16 characters without spaces (e.g. `openssl rand -hex 32`)", status: ExitStatus.usage)

@@ -73,6 +73,7 @@ struct IngestCommand: AsyncParsableCommand {
         }, openQueue: { try await JobStores.open(location, create: true) }, progress: IngestProgress.callback(),
            libraryHost: LibraryOptions.hostName(host))
         let report: IngestReport
+        var failed = false
         let started = Date()
         do {
             report = try await pass.run(dryRun: dryRun, reingest: reingest)
@@ -83,8 +84,16 @@ struct IngestCommand: AsyncParsableCommand {
         if let metricsFile, !dryRun, !report.busy {
             try IngestMetrics.write(report, seconds: Date().timeIntervalSince(started), to: metricsFile)
         }
+        defer {
+            if !report.libraryWarnings.isEmpty {
+                FileHandle.standardError.write(Data(("ingest: the jobs are queued, but the asset library did not record every file "
+                    + "(register them with `mediafarm library add PATH`):\n" + report.libraryWarnings.map { "  \($0)\n" }.joined()).utf8))
+            }
+        }
+        if !report.libraryWarnings.isEmpty { failed = true }
         if json {
             print(String(decoding: try JSONEncoder.sortedPretty().encode(report), as: UTF8.self))
+            if failed { throw ExitCode(ExitStatus.failure) }
             return
         }
         if report.busy {
@@ -98,9 +107,11 @@ struct IngestCommand: AsyncParsableCommand {
         for job in report.jobs {
             print("  " + (job.id.map { "job \($0)" } ?? "would enqueue") + ": \(job.path) (\(job.hash.prefix(16)))")
         }
-        for q in report.quarantine { print("  quarantined: \(q.path): \(q.reason)" + (q.movedTo.map { " -> \($0)" } ?? "")) }
+        for q in report.quarantine {
+            print("  quarantined: \(q.path): \(q.reason)" + (q.movedTo.map { " -> \($0)" } ?? "") + (q.notMoved.map { " (left in place: \($0))" } ?? ""))
+        }
         for d in report.duplicateFiles { print("  duplicate: \(d.path): \(d.reason)") }
         for s in report.skipped { print("  skipped: \(s.path): \(s.reason)") }
-        for w in report.libraryWarnings { print("  warning: \(w)") }
+        if failed { throw ExitCode(ExitStatus.failure) }
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import FarmModel
 import FarmStore
 import Foundation
+import SafeFiles
 
 /// `--queue URL`, else `MEDIAFARM_QUEUE`, else `mediafarm-queue.sqlite` in the current folder.
 struct QueueOptions: ParsableArguments {
@@ -17,7 +18,10 @@ struct QueueOptions: ParsableArguments {
     func location() throws -> QueueLocation {
         let url = queue ?? ProcessInfo.processInfo.environment["MEDIAFARM_QUEUE"] ?? Self.defaultFile
         do {
-            return try QueueLocation.parse(url)
+            let location = try QueueLocation.parse(url)
+            // Outputs this process validates or publishes never replace the queue.
+            if case .sqlite(let path) = location { ProtectedFiles.shared.protectDatabase(path, role: "the queue's database") }
+            return location
         } catch {
             throw CLIError(error.description, status: ExitStatus.usage)
         }

@@ -48,6 +48,13 @@ import Glibc
             try FileManager.default.copyItem(atPath: fixture.path, toPath: incoming.appendingPathComponent(name).path)
         }
 
+        /// Every queued job's manifest, read from the queue's file with sqlite3.
+        func manifests() throws -> [String] {
+            let r = try ProcessRunner.run("/usr/bin/sqlite3", [queue, "SELECT replace(manifest, char(10), ' ') FROM jobs ORDER BY id"])
+            guard r.status == 0 else { throw FixtureError("sqlite3: \(r.stderr)") }
+            return r.stdout.split(separator: "\n").map(String.init)
+        }
+
         /// The jobs in the queue: name -> manifest text.
         func jobs() throws -> [String: String] {
             let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["status", "--json", "--queue", queue])
@@ -141,6 +148,79 @@ import Glibc
         // Unless asked to ingest it again.
         let again = try site.pass(["--reingest", site.incoming.appendingPathComponent("again.mp4").path])
         #expect(Self.names(again, "jobs") == ["again.mp4"], "\(again)")
+    }
+
+    /// The path each job reads (its manifest's input) -> the bytes there now.
+    static func inputsOfJobs(_ report: [String: Any]) -> [String: Data] {
+        var inputs: [String: Data] = [:]
+        for job in (report["jobs"] as? [[String: Any]]) ?? [] {
+            if let path = job["path"] as? String { inputs[path] = FileManager.default.contents(atPath: path) }
+        }
+        return inputs
+    }
+
+    /// Camera cards copied into one watch tree hold files of the same name: with `afterEnqueue: move` each
+    /// keeps its place under processing/, in one pass and across passes, and no file is ever replaced.
+    @Test func sameNamedFilesFromTwoCardsAreBothKeptAndEachJobReadsItsOwn() throws {
+        let site = try Site("cards", afterEnqueue: "move")
+        let cards: [(String, MediaFixture)] = [("cardA", .cfr30MP4), ("cardB", .tone60ShortMP4)]
+        for (card, fixture) in cards {
+            try FileManager.default.createDirectory(at: site.incoming.appendingPathComponent(card), withIntermediateDirectories: true)
+            try site.add(fixture, as: "\(card)/C0001.MP4")
+        }
+        _ = try site.pass()
+        let report = try site.pass()
+        #expect(report["enqueued"] as? Int == 2, "\(report)")
+        let processing = site.folder.appendingPathComponent("processing").path
+        let inputs = Self.inputsOfJobs(report)
+        #expect(Set(inputs.keys) == [processing + "/cardA/C0001.MP4", processing + "/cardB/C0001.MP4"], "\(report)")
+        for (card, fixture) in cards {
+            #expect(inputs[processing + "/\(card)/C0001.MP4"] == FileManager.default.contents(atPath: fixture.path), "\(card) is byte-identical")
+        }
+        // Each job's manifest names its own file.
+        let manifests = try site.manifests()
+        #expect(manifests.count == 2 && manifests[0] != manifests[1], "\(manifests)")
+        #expect(manifests.contains { $0.contains("/processing/cardA/C0001.MP4\"") }, "\(manifests)")
+        #expect(manifests.contains { $0.contains("/processing/cardB/C0001.MP4\"") }, "\(manifests)")
+
+        // A second pass: the next card's C0001.MP4 lands in cardA again before the first job ran.
+        try site.add(.movH264, as: "cardA/C0001.MP4")
+        _ = try site.pass()
+        let later = try site.pass()
+        let laterInputs = Self.inputsOfJobs(later)
+        #expect(laterInputs.count == 1 && laterInputs.keys.first.map { ($0 as NSString).lastPathComponent.hasPrefix("C0001-") } == true,
+                "\(later)")
+        #expect(laterInputs.values.first == FileManager.default.contents(atPath: MediaFixture.movH264.path))
+        #expect(FileManager.default.contents(atPath: processing + "/cardA/C0001.MP4") == FileManager.default.contents(atPath: MediaFixture.cfr30MP4.path),
+                "the first card's file is still there")
+        #expect(try site.manifests().count == 3)
+    }
+
+    /// Two watch folders beside each other share processing/: their same-named files both survive.
+    @Test func sameNamedFilesFromTwoWatchFoldersAreBothKept() throws {
+        let site = try Site("two-watches", afterEnqueue: "move")
+        let config = try String(contentsOfFile: site.config, encoding: .utf8)
+        try config.replacingOccurrences(of: #""watch": [ { "path": "incoming", "#,
+                                        with: #""watch": [ { "path": "incoming2", "include": ["*.mp4"], "template": "templates/proxy.json" }, { "path": "incoming", "#)
+            .write(toFile: site.config, atomically: true, encoding: .utf8)
+        let second = site.folder.appendingPathComponent("incoming2")
+        try FileManager.default.createDirectory(at: second, withIntermediateDirectories: true)
+        try site.add(.cfr30MP4, as: "C0001.mp4")
+        try FileManager.default.copyItem(atPath: MediaFixture.tone60ShortMP4.path, toPath: second.appendingPathComponent("C0001.mp4").path)
+        _ = try site.pass()
+        let report = try site.pass()
+        let inputs = Self.inputsOfJobs(report)
+        #expect(inputs.count == 2, "\(report)")
+        let originals = [MediaFixture.cfr30MP4, .tone60ShortMP4].compactMap { FileManager.default.contents(atPath: $0.path) }
+        #expect(Set(inputs.values) == Set(originals), "both files, byte-identical")
+        #expect(inputs.keys.allSatisfy { $0.hasPrefix(site.folder.appendingPathComponent("processing").path + "/C0001") })
+        // And the asset library records each under its own content.
+        for path in inputs.keys {
+            let shown = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["library", "show", "--json", "--queue", site.queue, path])
+            let detail = try JSONSerialization.jsonObject(with: shown.stdoutData) as? [String: Any] ?? [:]
+            let hash = (report["jobs"] as? [[String: Any]])?.first { $0["path"] as? String == path }?["hash"] as? String
+            #expect((detail["asset"] as? [String: Any])?["sha256"] as? String == hash, "\(shown.stdout)\(shown.stderr)")
+        }
     }
 
     @Test func aBadFileThatCannotBeMovedIsReportedOnceAndLeftInPlace() throws {

@@ -1,0 +1,10 @@
+// MediaFarm: renames that can never replace a file. GPL-2.0-or-later.
+#ifndef MF_FILES_H
+#define MF_FILES_H
+
+/// Renames `from` to `to` only if nothing is at `to`: renameat2(RENAME_NOREPLACE), atomic. Where the file
+/// system does not support that flag (EINVAL, ENOSYS), a hard link to `to` (which fails when `to` exists)
+/// followed by unlinking `from`. 0, or -errno (-EEXIST: `to` exists and was left untouched).
+int mf_rename_noreplace(const char *from, const char *to);
+
+#endif
