@@ -11,8 +11,20 @@ import ServiceLifecycle
 public struct HTTPFaceConfiguration: Sendable {
     public var host: String
     public var port: Int
-    /// The bearer token requests must carry; nil: none (loopback only, see `BindAddress.isLoopback`).
+    /// The bearer token requests must carry; nil: none (`--no-auth`, loopback only, see `BindAddress.isLoopback`).
     public var token: String?
+    /// Names besides the listen address, `localhost`, `127.0.0.1` and `[::1]` a request's `Host` may give
+    /// (`--allowed-host`): the names clients reach this coordinator by. Any other name is refused (DNS
+    /// rebinding: a page on another site whose name now points here).
+    public var allowedHosts: [String] = []
+    /// Browser sessions' cookies are `Secure` (the face is behind a TLS proxy).
+    public var cookieSecure = false
+    /// How long a browser session lasts after sign-in.
+    public var sessionSeconds: Double = 12 * 3600
+    /// Whether manifests posted with the coordinator's own token may set `"overwrite": true`.
+    public var allowOverwrite = false
+    /// What a scoped library token's submissions may ask for.
+    public var scopedLimits = ScopedLimits()
     /// Relative paths in manifests posted to the API resolve against this folder.
     public var baseDirectory: String
     /// Outputs of manifests posted to the API must lie under these folders; nil: under `baseDirectory`.
@@ -31,6 +43,15 @@ public struct HTTPFaceConfiguration: Sendable {
         self.baseDirectory = baseDirectory
         self.outputRoots = outputRoots
     }
+}
+
+/// Bounds on what a job submitted with a scoped library token may ask for (it can never set `overwrite`).
+public struct ScopedLimits: Sendable, Hashable {
+    public var maxPriority = 0
+    public var maxAttempts = 3
+    public var maxDelaySeconds: Double = 86_400
+
+    public init() {}
 }
 
 /// `HOST:PORT` as `--http` takes it (`[::1]:8080` for IPv6).
@@ -86,6 +107,7 @@ public final class HTTPFace: Service, Sendable {
         self.metrics = metrics
         self.logger = logger
         self.onListening = onListening
+        sessions = SessionStore(lifetime: configuration.sessionSeconds, secureCookies: configuration.cookieSecure)
     }
 
     /// Passes a coordinator event to `/api/events` clients.
@@ -104,12 +126,26 @@ public final class HTTPFace: Service, Sendable {
         }
     }
 
-    public func run() async throws {
+    /// Browser sessions signed in at `/login` or with the URL's `?token=`.
+    let sessions: SessionStore
+
+    /// The router with its middleware: errors as JSON (internal ones by id), the Host allowlist, the
+    /// same-origin rule, then the token or a session, before any route reads a body or the file system.
+    public func buildRouter() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
-        router.add(middleware: ErrorMiddleware(logger: logger))
+        router.add(middleware: ErrorMiddleware(logger: logger, maxBodyBytes: configuration.maxBodyBytes))
+        router.add(middleware: HostAllowlistMiddleware(allowed: HostAllowlistMiddleware<BasicRequestContext>.names(listening: configuration.host,
+                                                                                                               extra: configuration.allowedHosts)))
         router.add(middleware: SameOriginMiddleware())
-        if let token = configuration.token { router.add(middleware: BearerAuthMiddleware(token: token)) }
+        if let token = configuration.token {
+            router.add(middleware: BearerAuthMiddleware(token: token, sessions: sessions))
+        }
         addRoutes(to: router)
+        return router
+    }
+
+    public func run() async throws {
+        let router = buildRouter()
         let app = Application(
             router: router,
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),

@@ -3,6 +3,7 @@ import FarmModel
 import FarmRuntime
 import FarmStore
 import Foundation
+import HTTPTypes
 import Hummingbird
 
 extension HTTPFace {
@@ -30,6 +31,8 @@ extension HTTPFace {
         router.get("/login") { _, _ in Response.text(StatusPage.login(failed: false), type: "text/html; charset=utf-8") }
         router.post("/login") { request, _ in try await self.login(request) }
     }
+
+    static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
 
     static func jobID(_ context: BasicRequestContext) throws -> Int64 {
         guard let text = context.parameters.get("id"), let id = Int64(text), id > 0 else {
@@ -86,38 +89,57 @@ extension HTTPFace {
     // MARK: - Jobs
 
     /// `POST /api/jobs`: the body is a manifest; query: name, priority, key (unique key), maxAttempts, timeout, delay.
+    /// Who asks is settled first: nothing reads the body, the manifest or the file system for a caller
+    /// without a valid token.
     func submit(_ request: Request) async throws -> Response {
+        let library = try await library(for: request)
+        let scoped: Bool = if case .limited = library.access { true } else { false }
         if let length = request.headers[.contentLength].flatMap(Int.init), length > configuration.maxBodyBytes {
-            throw APIError(status: .contentTooLarge, message: "the request body is \(length) bytes; a manifest may be at most 1 MiB")
+            throw APIError(status: .contentTooLarge, message: ErrorMiddleware<BasicRequestContext>.tooLarge(limit: configuration.maxBodyBytes, length: length))
         }
         var request = request
         let body = try await request.collectBody(upTo: configuration.maxBodyBytes)
         let query = request.uri.queryParameters
         let name = query.get("name") ?? "api-job"
-        let priority = try Self.integer(query, "priority", default: 0, in: Int.min...Int.max)
-        let maxAttempts = try Self.integer(query, "maxAttempts", default: RetryPolicy.default.maxAttempts, in: 1...1000)
+        let limits = configuration.scopedLimits
+        let priority = try Self.integer(query, "priority", default: 0, in: Int.min...(scoped ? limits.maxPriority : Int.max))
+        let maxAttempts = try Self.integer(query, "maxAttempts", default: min(RetryPolicy.default.maxAttempts, scoped ? limits.maxAttempts : 1000),
+                                           in: 1...(scoped ? limits.maxAttempts : 1000))
         let timeout = try Self.seconds(query, "timeout")
-        let delay = try Self.seconds(query, "delay") ?? 0
+        let delay = try Self.seconds(query, "delay", atMost: scoped ? limits.maxDelaySeconds : nil) ?? 0
+        // A client that may retry names its request: the same key answers with the same job.
         let key = query.get("key").flatMap { $0.isEmpty ? nil : $0 }
+            ?? request.headers[Self.idempotencyKey].flatMap { $0.isEmpty ? nil : $0 }
         let bytes = Array(body.readableBytesView)
+        let overwriteRefusal: ManifestIssue? = scoped
+            ? ManifestIssue(path: "$.overwrite", message: "a scoped library token cannot replace existing files")
+            : configuration.allowOverwrite ? nil
+            : ManifestIssue(path: "$.overwrite", message: "not allowed through the API: the coordinator replaces no existing file for a request "
+                            + "unless started with --api-allow-overwrite")
         let manifest: JobManifest
         switch ManifestLoader.validate(bytes: bytes, file: "request body", name: name, baseDirectory: configuration.baseDirectory,
-                                       outputRoots: configuration.outputRoots ?? [configuration.baseDirectory], refuseExistingOutputs: true) {
+                                       outputRoots: configuration.outputRoots ?? [configuration.baseDirectory], refuseExistingOutputs: true,
+                                       overwriteRefusal: overwriteRefusal) {
         case .success(let m): manifest = m
         case .failure(let e):
             throw APIError(status: .unprocessableContent, message: "invalid manifest: nothing was queued",
                            issues: e.issues.map { APIError.Issue(path: $0.path, message: $0.message) })
         }
-        let library = try await checkAssets(manifest, request: request)
+        try await checkAssets(manifest, library: library)
         let job = NewJob(name: manifest.name, manifest: String(decoding: bytes, as: UTF8.self), baseDirectory: configuration.baseDirectory,
                          outputRoots: configuration.outputRoots ?? [configuration.baseDirectory], priority: priority, maxAttempts: maxAttempts,
-                         runAt: delay > 0 ? Date().addingTimeInterval(delay) : nil, uniqueKey: key, timeout: timeout)
+                         runAt: delay > 0 ? Date().addingTimeInterval(delay) : nil, uniqueKey: key.map { Self.apiKey($0, access: library.access) },
+                         timeout: timeout)
         let queued: Enqueued
         do {
             guard let first = try await store.enqueue([job], at: Date()).first else { throw JobStoreError.unavailable("nothing queued") }
             queued = first
         } catch {
-            throw APIError(status: .serviceUnavailable, message: "the queue did not take the job: \(error)")
+            // The statement may still commit after its deadline: say so, and how to find out.
+            let retry = key == nil
+                ? "send the request again with an Idempotency-Key header (or ?key=) so that a retry cannot queue it twice, or look for it in GET /api/jobs"
+                : "send the same request with the same key: it answers with the job if it was queued, and queues it once if not"
+            throw APIError(status: .serviceUnavailable, message: "outcome unknown: the queue did not confirm the job (\(error)); it may have been queued; " + retry)
         }
         if queued.inserted {
             // The assets it reads (named, or registered files on this host), for lineage and Failed Jobs' Inputs.
@@ -190,19 +212,29 @@ extension HTTPFace {
                         })
     }
 
+    /// The sign-in form: the token for a session cookie (never the token itself in the cookie).
     func login(_ request: Request) async throws -> Response {
+        struct Form: Decodable { var token: String? }
         var request = request
         let body = try await request.collectBody(upTo: 4096)
-        let form = URLComponents(string: "?" + String(buffer: body).replacingOccurrences(of: "+", with: " "))?.queryItems ?? []
-        let given = form.first { $0.name == "token" }?.value ?? ""
+        let given = (try? URLEncodedFormDecoder().decode(Form.self, from: String(buffer: body)))?.token ?? ""
         guard let token = configuration.token else { return .redirect(to: "/", type: .normal) }
         guard BearerAuthMiddleware<BasicRequestContext>.constantTimeEqual(given, token) else {
             return .text(StatusPage.login(failed: true), status: .unauthorized, type: "text/html; charset=utf-8")
         }
         var response = Response.redirect(to: "/", type: .normal)
-        response.setCookie(Cookie(name: BearerAuthMiddleware<BasicRequestContext>.cookieName, value: token, path: "/", secure: false,
-                                  httpOnly: true, sameSite: .strict))
+        response.setCookie(sessions.newCookie())
         return response
+    }
+
+    /// A unique key as the API stores it: in a namespace of its own (`api:KEY`, `api:TOKEN-NAME:KEY` for a
+    /// scoped token), so that no request can take the keys ingest (`ingest:HASH`), capture or another
+    /// token's clients hold.
+    static func apiKey(_ key: String, access: LibraryAccess) -> String {
+        switch access {
+        case .full: "api:" + key
+        case .limited(let name, _): "api:\(name):" + key
+        }
     }
 
     // MARK: - Query parameters
@@ -215,9 +247,10 @@ extension HTTPFace {
         return n
     }
 
-    static func seconds(_ query: Parameters, _ name: String) throws -> Double? {
+    static func seconds(_ query: Parameters, _ name: String, atMost limit: Double? = nil) throws -> Double? {
         guard let text = query.get(name) else { return nil }
         guard let s = Double(text), s >= 0, s.isFinite else { throw APIError(status: .badRequest, message: "\(name) \(text): give seconds") }
+        if let limit, s > limit { throw APIError(status: .badRequest, message: "\(name) \(text): give seconds up to \(limit)") }
         return s
     }
 }

@@ -84,9 +84,8 @@ extension HTTPFace {
     }
 
     /// For `POST /api/jobs`: with a scoped token every source must be an asset of its albums; any asset
-    /// named must be in the library. Returns the assets named.
-    func checkAssets(_ manifest: JobManifest, request: Request) async throws -> AssetLibrary {
-        let library = try await library(for: request)
+    /// named must be in the library.
+    func checkAssets(_ manifest: JobManifest, library: AssetLibrary) async throws {
         var ids: [AssetID] = []
         for (index, source) in manifest.edits.map(\.source).enumerated() {
             if case .success(let id)? = AssetID.reference(source) {
@@ -96,13 +95,12 @@ extension HTTPFace {
                                issues: [.init(path: manifest.edits.count == 1 ? "$.input" : "$.edits[\(index)].source", message: "not an asset")])
             }
         }
-        guard !ids.isEmpty else { return library }
+        guard !ids.isEmpty else { return }
         let unknown = try await Self.answer { try await library.resolve(ids) }.filter { $0.status == .unknown }
         guard unknown.isEmpty else {
             throw APIError(status: .unprocessableContent, message: "invalid manifest: nothing was queued",
                            issues: unknown.map { .init(path: "$", message: "no asset \($0.id) in the library") })
         }
-        return library
     }
 
     static func assetID(_ text: String) throws -> AssetID {

@@ -1,6 +1,10 @@
 import Foundation
 import Hummingbird
 import Logging
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An error the API answers with a status and a JSON body `{"error": ..., "issues": [...]}`.
 struct APIError: Error {
@@ -23,9 +27,11 @@ struct APIError: Error {
     }
 }
 
-/// Every error becomes a JSON answer naming the problem; nothing leaks a stack or a Swift type name.
+/// Every error becomes a JSON answer naming the problem; nothing leaks a stack or a Swift type name. An
+/// unexpected error is answered with an id that the log line with its details carries too.
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     let logger: Logger
+    let maxBodyBytes: Int
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
@@ -35,23 +41,123 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as any HTTPResponseError {
             let message = switch error.status {
             case .notFound: "no such resource: \(request.method) \(request.uri.path)"
-            case .contentTooLarge: "the request body is larger than 1 MiB"
+            case .contentTooLarge: Self.tooLarge(limit: maxBodyBytes)
             case .methodNotAllowed: "\(request.method) is not allowed on \(request.uri.path)"
             default: error.status.reasonPhrase
             }
             return APIError(status: error.status, message: message).response
         } catch {
-            logger.error("\(request.method) \(request.uri.path): \(error)")
-            return APIError(status: .internalServerError, message: "\(error)").response
+            let id = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+            logger.error("\(request.method) \(request.uri.path): internal error \(id): \(error)")
+            return APIError(status: .internalServerError, message: "internal error \(id); the coordinator's log has the details").response
         }
+    }
+
+    static func tooLarge(limit: Int, length: Int? = nil) -> String {
+        let limitText = limit % (1 << 20) == 0 ? "\(limit >> 20) MiB" : "\(limit) bytes"
+        return (length.map { "the request body is \($0) bytes" } ?? "the request body is too large") + "; a manifest may be at most \(limitText)"
     }
 }
 
-/// With `--token-file`: every request but the health checks carries `Authorization: Bearer TOKEN`, or
-/// the cookie `/login` sets for browsers. Compared in constant time.
+/// Answers only requests whose `Host` names this coordinator: an IP address, `localhost`, the listen
+/// address, or a name given with `--allowed-host`. A page on another site that makes its own name point at
+/// 127.0.0.1 (DNS rebinding) sends its name as Host and is refused, on every path but `/healthz`.
+struct HostAllowlistMiddleware<Context: RequestContext>: RouterMiddleware {
+    let allowed: Set<String>
+
+    /// The names answered when listening on `host`, with `extra` from `--allowed-host`.
+    static func names(listening host: String, extra: [String]) -> Set<String> {
+        var names: Set<String> = ["localhost"]
+        if !["0.0.0.0", "::", ""].contains(host) { names.insert(host.lowercased()) }
+        for name in extra { names.insert(name.lowercased()) }
+        return names
+    }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard request.uri.path != "/healthz" else { return try await next(request, context) }
+        let given = request.head.authority ?? ""
+        guard let host = Self.hostName(given), allowed.contains(host) || Self.isAddress(host) else {
+            throw APIError(status: .misdirectedRequest,
+                           message: "Host \"\(given)\" is not a name this coordinator answers to; start it with --allowed-host NAME to allow a name")
+        }
+        return try await next(request, context)
+    }
+
+    /// The host of a `Host` value, lower case, without port or IPv6 brackets; nil when malformed.
+    static func hostName(_ authority: String) -> String? {
+        let text = authority.lowercased()
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            let rest = text[text.index(after: close)...]
+            guard rest.isEmpty || (rest.hasPrefix(":") && Int(rest.dropFirst()) != nil) else { return nil }
+            return String(text[text.index(after: text.startIndex)..<close])
+        }
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count <= 2, let name = parts.first, !name.isEmpty else { return nil }
+        if parts.count == 2, Int(parts[1]) == nil { return nil }
+        return String(name)
+    }
+
+    /// An IP address literal: no name to rebind.
+    static func isAddress(_ host: String) -> Bool {
+        var v4 = in_addr(), v6 = in6_addr()
+        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+    }
+}
+
+/// Browser sessions: a random value in an HttpOnly cookie, valid until its expiry; the token itself is
+/// never put in a cookie. Bounded: expired sessions are dropped as new ones start, and at most
+/// `capacity` live at once (the oldest make way).
+final class SessionStore: Sendable {
+    private let sessions = Mutex<[String: Date]>([:])
+    let capacity = 10_000
+    let lifetime: Double
+    let secureCookies: Bool
+    static var cookieName: String { "mediafarm_session" }
+
+    init(lifetime: Double, secureCookies: Bool) {
+        self.lifetime = lifetime
+        self.secureCookies = secureCookies
+    }
+
+    /// A new session's cookie: HttpOnly, SameSite=Strict, `Secure` behind TLS, expiring with the session.
+    func newCookie() -> Cookie {
+        Cookie(name: Self.cookieName, value: start(lasting: lifetime), maxAge: Int(lifetime), path: "/",
+               secure: secureCookies, httpOnly: true, sameSite: .strict)
+    }
+
+    /// A new session lasting `seconds`.
+    func start(lasting seconds: Double, now: Date = Date()) -> String {
+        var bytes = [UInt8](repeating: 0, count: 32)
+        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
+        let id = bytes.map { String(format: "%02x", $0) }.joined()
+        sessions.withLock { table in
+            table = table.filter { $0.value > now }
+            while table.count >= capacity, let oldest = table.min(by: { $0.value < $1.value }) { table[oldest.key] = nil }
+            table[id] = now.addingTimeInterval(seconds)
+        }
+        return id
+    }
+
+    func isValid(_ id: String, now: Date = Date()) -> Bool {
+        sessions.withLock { table in
+            guard let expiry = table[id] else { return false }
+            if expiry <= now { table[id] = nil; return false }
+            return true
+        }
+    }
+
+    var count: Int { sessions.withLock { $0.count } }
+}
+
+/// With a token (`--token-file`, or one made at start): every request but the health checks and `/login`
+/// carries `Authorization: Bearer TOKEN`, or the cookie of a browser session begun at `/login` or by
+/// opening a URL with `?token=TOKEN` (which then redirects to the same URL without it). Compared in
+/// constant time. A bearer that is not the token passes only to the routes a scoped library token may
+/// use, whose handlers check it before reading anything else of the request.
 struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
     let token: String
-    static var cookieName: String { "mediafarm_token" }
+    let sessions: SessionStore
     static var open: Set<String> { ["/healthz", "/readyz", "/login"] }
 
     /// What a scoped library token may reach (its handlers check the token and limit what it sees).
@@ -62,10 +168,22 @@ struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let token = Self.presented(request)
-        if Self.open.contains(request.uri.path) || token.map({ Self.constantTimeEqual($0, self.token) }) == true
-            || (token != nil && Self.scoped(request)) {
+        if Self.open.contains(request.uri.path) { return try await next(request, context) }
+        let bearer = Self.presented(request)
+        if let bearer {
+            if Self.constantTimeEqual(bearer, token) || Self.scoped(request) { return try await next(request, context) }
+        } else if let session = request.cookies[SessionStore.cookieName]?.value, sessions.isValid(session) {
             return try await next(request, context)
+        } else if request.method == .get, let given = request.uri.queryParameters.get("token") {
+            if Self.constantTimeEqual(given, token) {
+                // The URL printed at start: a session for this browser, and the token out of the address bar.
+                var query = URLComponents(string: "?" + (request.uri.query ?? ""))?.queryItems ?? []
+                query.removeAll { $0.name == "token" }
+                var response = Response.redirect(to: request.uri.path + (query.isEmpty ? "" : "?" + query.map { "\($0.name)=\($0.value ?? "")" }
+                    .joined(separator: "&")), type: .normal)
+                response.setCookie(sessions.newCookie())
+                return response
+            }
         }
         if request.method == .get, request.headers[.accept]?.contains("text/html") == true {
             return .redirect(to: "/login", type: .normal)
@@ -75,11 +193,10 @@ struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
         return response
     }
 
+    /// The bearer token of the `Authorization` header.
     static func presented(_ request: Request) -> String? {
-        if let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") {
-            return String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
-        }
-        return request.cookies[Self.cookieName]?.value
+        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else { return nil }
+        return String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
     }
 
     /// Equal strings, in a time that depends on the lengths only.

@@ -27,7 +27,12 @@ struct CoordinatorCommand: AsyncParsableCommand {
         back to the queue without using up an attempt. With --exit-when-idle the coordinator exits once nothing \
         is queued or running: status 1 when a job it ran failed or died, else 0.
 
-        With --http HOST:PORT it serves /healthz, /readyz (503 while draining), /metrics (Prometheus), the JSON         API under /api (see docs/openapi.json) and a status page at /. Listening on anything but loopback         requires --token-file: requests must then carry `Authorization: Bearer TOKEN` (browsers sign in at /login).
+        With --http HOST:PORT it serves /healthz, /readyz (503 while draining), /metrics (Prometheus), the JSON \
+        API under /api (see docs/openapi.json) and a status page at /. Requests carry `Authorization: Bearer TOKEN` \
+        (browsers sign in at /login, or open the URL printed at start): the token comes from --token-file, which \
+        listening beyond loopback requires; on loopback without it, a token is made for the run and printed \
+        (--no-auth serves loopback without one). A Host header that is not an IP address, localhost, the listen \
+        address or an --allowed-host name is refused (421).
         """)
 
     @OptionGroup var queue: QueueOptions
@@ -80,6 +85,19 @@ struct CoordinatorCommand: AsyncParsableCommand {
     @Option(name: .customLong("token-file"), help: "A file holding the bearer token HTTP requests must carry (required off loopback).")
     var tokenFile: String?
 
+    @Flag(name: .customLong("no-auth"), help: "Serve loopback HTTP without a token (any local program and any page a local browser opens may then use the API).")
+    var noAuth = false
+
+    @Option(name: .customLong("allowed-host"),
+            help: ArgumentHelp("A name clients reach the HTTP face by, besides IP addresses, localhost and the listen address (repeatable); other Host headers are refused.", valueName: "name"))
+    var allowedHosts: [String] = []
+
+    @Flag(name: .customLong("cookie-secure"), help: "Mark browser session cookies Secure (the HTTP face is behind a TLS proxy).")
+    var cookieSecure = false
+
+    @Flag(name: .customLong("api-allow-overwrite"), help: "Let manifests posted with the coordinator's token set \"overwrite\": true (replace existing files).")
+    var apiAllowOverwrite = false
+
     @Option(name: .customLong("api-base-dir"), help: "Relative paths in manifests posted to the API resolve against this folder (default: the current one).")
     var apiBaseDir: String?
 
@@ -97,11 +115,14 @@ struct CoordinatorCommand: AsyncParsableCommand {
         _ = try Self.bytes(maxFileSize, "--max-file-size")
         if let http {
             guard let address = BindAddress(http) else { throw ValidationError("--http \(http): give HOST:PORT, e.g. 127.0.0.1:8080") }
+            if noAuth && tokenFile != nil { throw ValidationError("--no-auth and --token-file contradict each other: give one") }
+            if noAuth && !address.isLoopback { throw ValidationError("--no-auth is for loopback only; beyond this machine give --token-file") }
             if !address.isLoopback && tokenFile == nil {
                 throw ValidationError("--http \(http) listens beyond this machine: give --token-file with the bearer token clients must send")
             }
-        } else if tokenFile != nil || apiBaseDir != nil || !outputRoots.isEmpty {
-            throw ValidationError("--token-file, --api-base-dir and --output-root apply to --http: give --http HOST:PORT")
+        } else if tokenFile != nil || apiBaseDir != nil || !outputRoots.isEmpty || noAuth || !allowedHosts.isEmpty || cookieSecure || apiAllowOverwrite {
+            throw ValidationError("--token-file, --no-auth, --allowed-host, --cookie-secure, --api-allow-overwrite, --api-base-dir and --output-root "
+                                  + "apply to --http: give --http HOST:PORT")
         }
     }
 
@@ -117,6 +138,9 @@ struct CoordinatorCommand: AsyncParsableCommand {
                 throw CLIError("--token-file \(tokenFile): the token must be at least 16 characters without spaces (e.g. `openssl rand -hex 32`)", status: ExitStatus.usage)
             }
             token = text
+        } else if !noAuth {
+            // Loopback without a token file: a token for this run, printed with the URL that signs a browser in.
+            token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         }
         let cwd = FileManager.default.currentDirectoryPath
         let base = apiBaseDir.map { PathRules.resolve($0, against: cwd) } ?? cwd
@@ -127,6 +151,9 @@ struct CoordinatorCommand: AsyncParsableCommand {
         var configuration = HTTPFaceConfiguration(host: address.host, port: address.port, token: token, baseDirectory: base,
                                                   outputRoots: OutputRoots.chosen(outputRoots))
         configuration.libraryHost = LibraryOptions.hostName(host)
+        configuration.allowedHosts = allowedHosts
+        configuration.cookieSecure = cookieSecure
+        configuration.allowOverwrite = apiAllowOverwrite
         return configuration
     }
 
@@ -166,7 +193,12 @@ struct CoordinatorCommand: AsyncParsableCommand {
         if let httpConfiguration, let metrics {
             let http = HTTPFace(configuration: httpConfiguration, coordinator: coordinator, store: store, metrics: metrics,
                                 logger: Logger(label: "mediafarm.http"),
-                                onListening: { printer.notice("http: listening on \($0)" + (httpConfiguration.token == nil ? "" : " (bearer token required)")) })
+                                onListening: { address in
+                                    printer.notice("http: listening on \(address)" + (httpConfiguration.token == nil ? " (no authentication: --no-auth)" : " (bearer token required)"))
+                                    if let token = httpConfiguration.token, tokenFile == nil {
+                                        printer.notice("http: this run's token is \(token); open http://\(address)/?token=\(token) to sign in")
+                                    }
+                                })
             face.withLock { $0 = http }
             // Before the coordinator: a graceful shutdown stops the coordinator first (draining while
             // /readyz says 503), then the server.

@@ -14,6 +14,11 @@ struct QueueOptions: ParsableArguments {
         """, valueName: "url"))
     var queue: String?
 
+    /// Before any command runs: the queue's files are protected from the first manifest checked on.
+    func validate() throws {
+        _ = try location()
+    }
+
     /// Where the queue is; a malformed URL is a usage error.
     func location() throws -> QueueLocation {
         let url = queue ?? ProcessInfo.processInfo.environment["MEDIAFARM_QUEUE"] ?? Self.defaultFile

@@ -73,6 +73,93 @@ import Glibc
         #expect(signedIn.status == 200 && signedIn.body.contains("<h1>MediaFarm</h1>"))
     }
 
+    /// DNS rebinding: a page on another site whose name now points at 127.0.0.1 sends its own name as Host.
+    /// Only IP addresses, localhost, the listen address and --allowed-host names are answered.
+    @Test func aForeignHostIsRefusedOnEveryPathButHealthz() throws {
+        let farm = try HTTPFarm("rebind", token: Self.token, arguments: ["--allowed-host", "farm.example"])
+        let port = String(farm.base.split(separator: ":").last ?? "")
+        for path in ["/", "/readyz", "/metrics", "/api/jobs", "/api/jobs/1", "/api/events", "/api/assets", "/login", "/nothing"] {
+            for host in ["rebind.attacker.example", "rebind.attacker.example:\(port)", "localhost.attacker.example", "127.0.0.1.nip.io:\(port)"] {
+                let answer = try farm.request("GET", path, ["-H", "Host: \(host)"])
+                #expect(answer.status == 421 && answer.body.contains("--allowed-host"), "\(path) Host \(host): \(answer.status) \(answer.body)")
+            }
+        }
+        let post = try farm.request("POST", "/api/jobs", body: #"{"version": 1, "input": "clip.mp4"}"#, ["-H", "Host: rebind.attacker.example"])
+        #expect(post.status == 421)
+        #expect(try farm.request("GET", "/healthz", auth: false, ["-H", "Host: rebind.attacker.example"]).status == 200)
+        for host in ["127.0.0.1:\(port)", "localhost:\(port)", "LOCALHOST", "[::1]:\(port)", "farm.example:\(port)", "10.1.2.3"] {
+            #expect(try farm.request("GET", "/api/jobs", ["-H", "Host: \(host)"]).status == 200, "Host \(host)")
+        }
+        #expect(try farm.request("GET", "/api/jobs", ["-H", "Host: a:b:c"]).status == 421)
+    }
+
+    /// Nothing of the file system answers a caller without a valid token: the manifest is not read.
+    @Test func theTokenIsCheckedBeforeTheManifestIsRead() throws {
+        let farm = try HTTPFarm("token-first", token: Self.token)
+        let probe = #"{"version": 1, "input": "/etc/shadow", "report": "/etc/passwd"}"#
+        for bearer in [[], ["-H", "Authorization: Bearer wrong-token-of-some-length"], ["-H", "Authorization: Bearer mfl_not_a_library_token"]] {
+            let answer = try farm.request("POST", "/api/jobs", body: probe, auth: false, bearer)
+            #expect(answer.status == 401, "\(bearer): \(answer.status) \(answer.body)")
+            #expect(!answer.body.contains("shadow") && !answer.body.contains("passwd") && !answer.body.contains("resolves")
+                    && !answer.body.contains("outside"), "\(answer.body)")
+        }
+        // With the token, the manifest is checked.
+        let valid = try farm.request("POST", "/api/jobs", body: probe)
+        #expect(valid.status == 422, "\(valid.body)")
+        // Too large: the limit is named.
+        let big = farm.dir.appendingPathComponent("big.json")
+        try Data(repeating: 0x20, count: (1 << 20) + 10).write(to: big)
+        let tooLarge = try farm.request("POST", "/api/jobs", ["--data-binary", "@" + big.path])
+        #expect(tooLarge.status == 413 && tooLarge.body.contains("at most 1 MiB"), "\(tooLarge.body)")
+    }
+
+    /// Loopback without --token-file: a token is made for the run and printed with a sign-in URL; the URL
+    /// gives the browser a session cookie that is not the token. --no-auth opens the API on purpose.
+    @Test func loopbackWithoutATokenFileMakesOneAndSignsBrowsersInWithASession() throws {
+        let farm = try HTTPFarm("made-token")
+        let token = try #require(farm.token)
+        #expect(token.count == 64)
+        #expect(farm.process.log.contains("open http://127.0.0.1:"), "\(farm.process.log)")
+        #expect(try farm.request("GET", "/api/jobs", auth: false).status == 401)
+        #expect(try farm.request("GET", "/api/jobs").status == 200)
+        let jar = farm.dir.appendingPathComponent("jar").path
+        let signIn = try farm.request("GET", "/?token=\(token)", auth: false, ["-c", jar])
+        #expect(signIn.status == 303 && signIn.headers.lowercased().contains("location: /\r"), "\(signIn.headers)")
+        let cookies = try String(contentsOfFile: jar, encoding: .utf8)
+        #expect(cookies.contains("mediafarm_session") && !cookies.contains(token), "the cookie holds a session, not the token: \(cookies)")
+        #expect(signIn.headers.lowercased().contains("max-age=") && signIn.headers.lowercased().contains("httponly"), "\(signIn.headers)")
+        #expect(try farm.request("GET", "/api/jobs", auth: false, ["-b", jar]).status == 200)
+        #expect(try farm.request("GET", "/?token=\(token)x", auth: false).status == 401)
+
+        let open = try HTTPFarm("no-auth", arguments: ["--no-auth"])
+        #expect(open.token == nil)
+        #expect(try open.request("GET", "/api/jobs", auth: false).status == 200)
+        #expect(open.process.log.contains("no authentication"))
+        let beyond = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["coordinator", "--queue", "sqlite:" + open.dir.path + "/q2.sqlite",
+                                                                           "--http", "0.0.0.0:0", "--no-auth"])
+        #expect(beyond.status == 2 && beyond.stderr.contains("--no-auth is for loopback only"), "\(beyond.stderr)")
+    }
+
+    /// Through the API, "overwrite": true needs --api-allow-overwrite; and even then no output may be the
+    /// queue's database or its companions.
+    @Test func theAPIReplacesNoFileUnlessAllowedAndNeverTheFarmsOwn() throws {
+        let farm = try HTTPFarm("overwrite", token: Self.token)
+        try Data("old".utf8).write(to: farm.dir.appendingPathComponent("old.json"))
+        let overwrite = try farm.request("POST", "/api/jobs", body: #"{"version": 1, "input": "clip.mp4", "report": "old.json", "overwrite": true}"#)
+        #expect(overwrite.status == 422 && overwrite.body.contains("--api-allow-overwrite"), "\(overwrite.body)")
+
+        let allowed = try HTTPFarm("overwrite-allowed", token: Self.token, arguments: ["--api-allow-overwrite"])
+        try Data("old".utf8).write(to: allowed.dir.appendingPathComponent("old.json"))
+        let replaced = try allowed.submit(#"{"version": 1, "input": "clip.mp4", "report": "old.json", "overwrite": true}"#)
+        let done = try allowed.waitFor(replaced) { ["succeeded", "failed", "dead"].contains($0["state"] as? String ?? "") }
+        #expect(done["state"] as? String == "succeeded", "\(done)")
+        for target in ["queue.sqlite", "queue.sqlite-wal", "queue.sqlite-shm", "./sub/../queue.sqlite", "token"] {
+            let answer = try allowed.request("POST", "/api/jobs", body: #"{"version": 1, "input": "clip.mp4", "report": "\#(target)", "overwrite": true}"#)
+            #expect(answer.status == 422 && answer.body.contains("the farm's own files"), "\(target): \(answer.body)")
+        }
+        #expect(try allowed.request("GET", "/readyz").status == 200, "the queue still answers")
+    }
+
     /// Logs are JSON lines on stderr when it is not a terminal (here: a file).
     @Test func logsAreJSONLinesOffATerminal() throws {
         let farm = try HTTPFarm("logs", environment: ["MEDIAFARM_LOG_LEVEL": "info"])
@@ -220,7 +307,9 @@ import Glibc
         #expect(running["state"] as? String == "running", "\(running)")
 
         let chromium = ["timeout", "60", "chromium", "--headless=new", "--no-sandbox", "--disable-gpu"]
-        let dom = try ProcessRunner.run("/usr/bin/env", chromium + ["--dump-dom", farm.base + "/"])
+        // The URL the coordinator printed signs the browser in (a session cookie) and redirects to the page.
+        let signIn = farm.base + "/?token=" + (farm.token ?? "")
+        let dom = try ProcessRunner.run("/usr/bin/env", chromium + ["--dump-dom", signIn])
         #expect(dom.status == 0, "\(dom.stderr)")
         let html = dom.stdout
         let row = try #require(html.firstMatch(of: /<tr class="job" data-job="(\d+)">(.*?)<\/tr>/), "no running job row in:\n\(html)")
@@ -237,7 +326,7 @@ import Glibc
         try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)
         let png = artifacts.appendingPathComponent("status-page.png").path
         unlink(png)
-        let shot = try ProcessRunner.run("/usr/bin/env", chromium + ["--window-size=1280,800", "--screenshot=\(png)", farm.base + "/"])
+        let shot = try ProcessRunner.run("/usr/bin/env", chromium + ["--window-size=1280,800", "--screenshot=\(png)", signIn])
         #expect(shot.status == 0, "\(shot.stderr)")
         let bytes = try #require(FileManager.default.contents(atPath: png))
         #expect(bytes.count > 5000 && bytes.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]), "screenshot: \(bytes.count) bytes")

@@ -18,7 +18,6 @@ final class HTTPFarm: @unchecked Sendable {
         try FileManager.default.copyItem(atPath: MediaFixture.tone60MP4.path, toPath: dir.appendingPathComponent("tone.mp4").path)
         var command = [TestPaths.mediafarmExecutable, "coordinator", "--queue", "sqlite:" + dir.appendingPathComponent("queue.sqlite").path,
                        "--workers", String(workers), "--http", "127.0.0.1:0", "--api-base-dir", dir.path]
-        self.token = token
         if let token {
             let file = dir.appendingPathComponent("token").path
             try token.write(toFile: file, atomically: true, encoding: .utf8)
@@ -28,15 +27,19 @@ final class HTTPFarm: @unchecked Sendable {
                                  environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
         let deadline = Date().addingTimeInterval(20)
         var port: String?
-        while port == nil && Date() < deadline {
+        let madeToken = token == nil && !arguments.contains("--no-auth")
+        var printedToken: String?
+        while (port == nil || (madeToken && printedToken == nil)) && Date() < deadline {
             if let match = process.log.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/) { port = String(match.1) }
-            else { usleep(50_000) }
+            if let match = process.log.firstMatch(of: /this run's token is ([0-9a-f]+);/) { printedToken = String(match.1) }
+            if port == nil || (madeToken && printedToken == nil) { usleep(50_000) }
         }
-        guard let port else {
+        guard let port, !madeToken || printedToken != nil else {
             process.kill(SIGKILL)
             _ = process.wait(timeout: 5)
             throw FixtureError("the coordinator did not start its HTTP face: \(process.log)")
         }
+        self.token = madeToken ? printedToken : token
         base = "http://127.0.0.1:\(port)"
     }
 
