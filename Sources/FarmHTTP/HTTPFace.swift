@@ -25,6 +25,8 @@ public struct HTTPFaceConfiguration: Sendable {
     public var allowOverwrite = false
     /// What a scoped library token's submissions may ask for.
     public var scopedLimits = ScopedLimits()
+    /// The clock sessions expire by (tests pass their own).
+    public var now: @Sendable () -> Date = { Date() }
     /// Relative paths in manifests posted to the API resolve against this folder.
     public var baseDirectory: String
     /// Outputs of manifests posted to the API must lie under these folders; nil: under `baseDirectory`.
@@ -107,7 +109,7 @@ public final class HTTPFace: Service, Sendable {
         self.metrics = metrics
         self.logger = logger
         self.onListening = onListening
-        sessions = SessionStore(lifetime: configuration.sessionSeconds, secureCookies: configuration.cookieSecure)
+        sessions = SessionStore(lifetime: configuration.sessionSeconds, secureCookies: configuration.cookieSecure, now: configuration.now)
     }
 
     /// Passes a coordinator event to `/api/events` clients.
@@ -131,8 +133,8 @@ public final class HTTPFace: Service, Sendable {
 
     /// The router with its middleware: errors as JSON (internal ones by id), the Host allowlist, the
     /// same-origin rule, then the token or a session, before any route reads a body or the file system.
-    public func buildRouter() -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+    /// `router` may come with middleware of its own that runs first (tests).
+    public func buildRouter(_ router: Router<BasicRequestContext> = Router(context: BasicRequestContext.self)) -> Router<BasicRequestContext> {
         router.add(middleware: ErrorMiddleware(logger: logger, maxBodyBytes: configuration.maxBodyBytes))
         router.add(middleware: HostAllowlistMiddleware(allowed: HostAllowlistMiddleware<BasicRequestContext>.names(listening: configuration.host,
                                                                                                                extra: configuration.allowedHosts)))

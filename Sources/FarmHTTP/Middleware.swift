@@ -106,18 +106,20 @@ struct HostAllowlistMiddleware<Context: RequestContext>: RouterMiddleware {
 }
 
 /// Browser sessions: a random value in an HttpOnly cookie, valid until its expiry; the token itself is
-/// never put in a cookie. Bounded: expired sessions are dropped as new ones start, and at most
-/// `capacity` live at once (the oldest make way).
+/// never put in a cookie. Bounded: at most `capacity` at once (when full, expired sessions are dropped,
+/// then the oldest make way); an expired session is forgotten when it is presented.
 final class SessionStore: Sendable {
     private let sessions = Mutex<[String: Date]>([:])
     let capacity = 10_000
     let lifetime: Double
     let secureCookies: Bool
+    let now: @Sendable () -> Date
     static var cookieName: String { "mediafarm_session" }
 
-    init(lifetime: Double, secureCookies: Bool) {
+    init(lifetime: Double, secureCookies: Bool, now: @escaping @Sendable () -> Date = { Date() }) {
         self.lifetime = lifetime
         self.secureCookies = secureCookies
+        self.now = now
     }
 
     /// A new session's cookie: HttpOnly, SameSite=Strict, `Secure` behind TLS, expiring with the session.
@@ -127,20 +129,22 @@ final class SessionStore: Sendable {
     }
 
     /// A new session lasting `seconds`.
-    func start(lasting seconds: Double, now: Date = Date()) -> String {
+    func start(lasting seconds: Double) -> String {
+        let now = self.now()
         var bytes = [UInt8](repeating: 0, count: 32)
         for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
         let id = bytes.map { String(format: "%02x", $0) }.joined()
         sessions.withLock { table in
-            table = table.filter { $0.value > now }
+            if table.count >= capacity { table = table.filter { $0.value > now } }
             while table.count >= capacity, let oldest = table.min(by: { $0.value < $1.value }) { table[oldest.key] = nil }
             table[id] = now.addingTimeInterval(seconds)
         }
         return id
     }
 
-    func isValid(_ id: String, now: Date = Date()) -> Bool {
-        sessions.withLock { table in
+    func isValid(_ id: String) -> Bool {
+        let now = self.now()
+        return sessions.withLock { table in
             guard let expiry = table[id] else { return false }
             if expiry <= now { table[id] = nil; return false }
             return true
