@@ -14,9 +14,10 @@ struct QueueOptions: ParsableArguments {
         """, valueName: "url"))
     var queue: String?
 
-    /// Before any command runs: the queue's files are protected from the first manifest checked on.
+    /// Before any command runs: the queue's files are protected from the first manifest checked on. A
+    /// malformed URL is reported by the command itself, with the usage status (`location()` throws it).
     func validate() throws {
-        _ = try location()
+        _ = try? location()
     }
 
     /// Where the queue is; a malformed URL is a usage error.
