@@ -79,7 +79,7 @@ let package = Package(
         ]),
         // Watch-folder ingest: settle state, probe gate, content hashes, quarantine, templates.
         .target(name: "FarmIngest", dependencies: [
-            "FarmStore", "FarmLibrary", "MediaInspect", "SafeFiles",
+            "FarmModel", "FarmStore", "FarmLibrary", "MediaInspect", "MediaCapture", "SafeFiles",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         // Where the farm meets the media modules: JobRunner, the coordinator and its worker processes.

@@ -33,9 +33,12 @@ public struct IngestConfig: Sendable, Hashable {
     public var maxAttempts: Int?
     /// The asset library album every ingested file is put in (the library registers them either way).
     public var libraryAlbum: String?
+    /// How long ingest keeps its row for a file that is no longer in the watch folders (the content's hash
+    /// is remembered for good: the same bytes are still a duplicate later).
+    public var forgetGoneAfterDays: Double = 7
 
     static let keys = ["version", "watch", "settleSeconds", "quarantine", "state", "afterEnqueue", "outputRoots", "priority",
-                       "maxAttempts", "libraryAlbum"]
+                       "maxAttempts", "libraryAlbum", "forgetGoneAfterDays"]
     static let watchKeys = ["path", "include", "exclude", "template"]
 
     /// Reads and checks `path`; every problem is listed with where it is.
@@ -161,6 +164,14 @@ public struct IngestConfig: Sendable, Hashable {
                 issues.append("$.libraryAlbum: an album's name (1 to 200 characters)")
             }
         }
+        var forgetGone = 7.0
+        if let value = object["forgetGoneAfterDays"] {
+            if let n = value as? NSNumber, !isBool(value), n.doubleValue >= 0, n.doubleValue <= 36500 {
+                forgetGone = n.doubleValue
+            } else {
+                issues.append("$.forgetGoneAfterDays: days, from 0 to 36500")
+            }
+        }
         for w in watches where state.hasPrefix(w.path + "/") || quarantine.hasPrefix(w.path + "/") {
             issues.append("$.state and $.quarantine must lie outside the watch folders (\(w.path))")
         }
@@ -170,7 +181,8 @@ public struct IngestConfig: Sendable, Hashable {
         ProtectedFiles.shared.protectDatabase(state, role: "the ingest state")
         ProtectedFiles.shared.protect(state + ".lock", role: "the ingest lock file")
         return IngestConfig(file: absolute, watch: watches, settleSeconds: settle, quarantine: quarantine, state: state,
-                            afterEnqueue: after, outputRoots: roots, priority: priority, maxAttempts: maxAttempts, libraryAlbum: libraryAlbum)
+                            afterEnqueue: after, outputRoots: roots, priority: priority, maxAttempts: maxAttempts, libraryAlbum: libraryAlbum,
+                            forgetGoneAfterDays: forgetGone)
     }
 }
 

@@ -22,6 +22,11 @@ public struct IngestReport: Sendable, Codable, Hashable {
         public var hash: String
     }
 
+    public struct Renamed: Sendable, Codable, Hashable {
+        public var path: String
+        public var from: String
+    }
+
     public struct Quarantined: Sendable, Codable, Hashable {
         public var path: String
         public var movedTo: String?
@@ -39,6 +44,11 @@ public struct IngestReport: Sendable, Codable, Hashable {
     public var jobs: [Ingested] = []
     public var quarantine: [Quarantined] = []
     public var duplicateFiles: [Skipped] = []
+    /// Files ingested before and since renamed or moved inside the watch folders (`afterEnqueue: leave`):
+    /// the library learns the new path, and a job that has not run yet reads the file there.
+    public var renamed: [Renamed] = []
+    /// Rows for files gone from the watch folders longer than `forgetGoneAfterDays`, forgotten this pass.
+    public var forgotten = 0
     public var dryRun = false
     /// Enqueued files registered in the asset library, and what went wrong registering the others (the pass
     /// then counts as failed: exit 1).
@@ -140,10 +150,16 @@ public struct IngestPass: Sendable {
         var changes: [IngestState.Change] = []
         var candidates: [Candidate] = []
         var forced = Set(reingest)
+        var walked: Set<String> = []
+        var unread: [String] = []
 
         for watch in config.watch {
             let root = URL(fileURLWithPath: watch.path).resolvingSymlinksInPath().path
-            for path in Self.walk(watch.path, skipped: &report.skipped) {
+            let skippedBefore = report.skipped.count
+            let files = Self.walk(watch.path, skipped: &report.skipped)
+            unread += report.skipped[skippedBefore...].map(\.path)
+            walked.formUnion(files)
+            for path in files {
                 let name = (path as NSString).lastPathComponent
                 guard Self.matches(name, watch) else { continue }
                 report.seen += 1
@@ -180,6 +196,7 @@ public struct IngestPass: Sendable {
                     report.settling += 1
                     continue
                 }
+                if row.goneSince != nil { changes.append(.back(path: path)) }
                 if row.status == .settling {
                     guard row.seenAt < passStart, passStart - row.seenAt >= config.settleSeconds else {
                         report.settling += 1
@@ -193,10 +210,26 @@ public struct IngestPass: Sendable {
             }
         }
 
+        // Rows of files no longer there (deleted, or renamed: the new name is a new row) are marked at the
+        // first pass that misses them and forgotten after the grace period; a folder that could not be read
+        // this pass (an unmounted card) leaves its rows as they are.
+        let grace = config.forgetGoneAfterDays * 86400
+        for (path, row) in known where !walked.contains(path) && !unread.contains(where: { path.hasPrefix($0 + "/") }) {
+            if let since = row.goneSince {
+                if passStart - since >= grace {
+                    changes.append(.forget(path: path))
+                    report.forgotten += 1
+                }
+            } else {
+                changes.append(.gone(path: path, at: passStart))
+            }
+        }
+
         // Settled files: hash, weed out duplicates, inspect, and make their jobs.
         var hashesThisPass: [String: String] = [:]
         var reservedNames: Set<String> = []   // processing/ paths this pass gives out
         var jobs: [(candidate: Candidate, content: ContentHash, input: String, facts: AssetFacts?, job: NewJob)] = []
+        var renamed: [(candidate: Candidate, content: ContentHash)] = []
         for (done, candidate) in candidates.enumerated() {
             progress(done, candidates.count)
             let at = now().timeIntervalSince1970
@@ -214,6 +247,18 @@ public struct IngestPass: Sendable {
                 earlier = try hashesThisPass[hash] ?? state?.hashIsKnown(hash)
             } catch {
                 throw IngestError("\(config.state): cannot look up \(candidate.path)'s content among the files ingested before: \(error); nothing was enqueued")
+            }
+            // Known content at a new path where the file ingested before is gone: renamed or moved inside the
+            // watch folders. Not a new job: the library learns where it is now, so that its job (queued and
+            // not run yet, or run again) reads it here.
+            if !forcedHash, let earlier, hashesThisPass[hash] == nil, config.afterEnqueue == .leave, !Self.exists(earlier) {
+                renamed.append((candidate, content))
+                report.renamed.append(.init(path: candidate.path, from: earlier))
+                changes.append(.ended(path: candidate.path, candidate.identity, status: .ingested, hash: hash, jobID: nil,
+                                      reason: "renamed from \(earlier)", at: at))
+                changes.append(.renamed(hash: hash, path: candidate.path))
+                hashesThisPass[hash] = candidate.path
+                continue
             }
             if !forcedHash, let earlier {
                 report.duplicates += 1
@@ -272,6 +317,8 @@ public struct IngestPass: Sendable {
         }
 
         // Enqueue (moving files first when asked); a queue that fails undoes the moves and marks nothing.
+        var store: (any JobStore)?
+        var enqueued: [Enqueued] = []
         if !jobs.isEmpty {
             var moved: [(from: String, to: String)] = []
             if config.afterEnqueue == .move {
@@ -289,13 +336,13 @@ public struct IngestPass: Sendable {
                     moved.append((entry.candidate.path, entry.input))
                 }
             }
-            let enqueued: [Enqueued]
-            let store: any JobStore
             do {
-                store = try await openQueue()
-                enqueued = try await store.enqueue(jobs.map(\.job), at: now())
+                let opened = try await openQueue()
+                store = opened
+                enqueued = try await opened.enqueue(jobs.map(\.job), at: now())
             } catch {
                 let undone = undo(moved)
+                await store?.close()
                 // What settled is still remembered (the next pass tries again at once).
                 let recorded: String
                 do { try state?.apply(changes); recorded = "" } catch { recorded = "; \(config.state): cannot record the pass either: \(error)" }
@@ -313,10 +360,16 @@ public struct IngestPass: Sendable {
                                           jobID: queued.id, reason: nil, at: at))
                 }
             }
-            // The asset library learns each ingested file and its job. The jobs are queued and the files
-            // moved whatever it says, so the pass is recorded; `libraryWarnings` makes the command exit 1.
+        }
+        // The asset library learns each ingested file and its job, and where renamed files are now. The jobs
+        // are queued and the files moved whatever it says, so the pass is recorded; `libraryWarnings` makes
+        // the command exit 1.
+        if !jobs.isEmpty || !renamed.isEmpty {
             do {
-                let library = AssetLibrary(database: try store.database, host: libraryHost)
+                let opened: any JobStore
+                if let store { opened = store } else { opened = try await openQueue() }
+                store = opened
+                let library = AssetLibrary(database: try opened.database, host: libraryHost)
                 for (entry, queued) in zip(jobs, enqueued) where queued.inserted {
                     do {
                         let added = try await library.register(entry.input, hash: entry.content, facts: entry.facts, album: config.libraryAlbum)
@@ -326,10 +379,18 @@ public struct IngestPass: Sendable {
                         report.libraryWarnings.append("\(entry.input): not registered in the asset library: \(error)")
                     }
                 }
+                for entry in renamed {
+                    do {
+                        _ = try await library.register(entry.candidate.path, hash: entry.content, album: config.libraryAlbum)
+                        report.registered += 1
+                    } catch {
+                        report.libraryWarnings.append("\(entry.candidate.path): its new path is not registered in the asset library: \(error)")
+                    }
+                }
             } catch {
                 report.libraryWarnings.append("the asset library: \(error)")
             }
-            await store.close()
+            await store?.close()
         }
         do {
             try state?.apply(changes)
@@ -350,6 +411,12 @@ public struct IngestPass: Sendable {
     }
 
     // MARK: - Files
+
+    /// Whether anything is at `path` (a link to nothing counts: something is there).
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
 
     /// Every file under `folder` (not following links to folders, not entering hidden folders), sorted.
     static func walk(_ folder: String, skipped: inout [IngestReport.Skipped]) -> [String] {

@@ -27,6 +27,8 @@ final class IngestState: Sendable {
         var seenAt: Double
         var status: Status
         var hash: String?
+        /// When a pass first missed the file (it is forgotten `forgetGoneAfterDays` later); nil while it is there.
+        var goneSince: Double?
     }
 
     let queue: DatabaseQueue
@@ -69,6 +71,9 @@ final class IngestState: Sendable {
                 );
                 """)
         }
+        migrator.registerMigration("v2: files that are gone") { db in
+            try db.execute(sql: "ALTER TABLE files ADD COLUMN gone_since REAL")
+        }
         return migrator
     }
 
@@ -76,10 +81,11 @@ final class IngestState: Sendable {
     func rows() throws -> [String: Row] {
         try queue.read { db in
             var rows: [String: Row] = [:]
-            let cursor = try GRDB.Row.fetchCursor(db, sql: "SELECT path, size, mtime_ns, inode, device, seen_at, status, hash FROM files")
+            let cursor = try GRDB.Row.fetchCursor(db, sql: "SELECT path, size, mtime_ns, inode, device, seen_at, status, hash, gone_since FROM files")
             while let r = try cursor.next() {
                 let identity = Identity(size: r[1], mtimeNanoseconds: r[2], inode: UInt64(bitPattern: r[3]), device: UInt64(bitPattern: r[4]))
-                rows[r[0]] = Row(identity: identity, seenAt: r[5], status: Status(rawValue: r[6]) ?? .settling, hash: r[7])
+                rows[r[0]] = Row(identity: identity, seenAt: r[5], status: Status(rawValue: r[6]) ?? .settling, hash: r[7],
+                                 goneSince: r[8])
             }
             return rows
         }
@@ -96,6 +102,12 @@ final class IngestState: Sendable {
         case ingested(hash: String, path: String, jobID: Int64, at: Double)
         case forget(path: String)
         case forgetHash(String)
+        /// The file was not in its watch folder at `at` (kept: a folder that cannot be read leaves its rows alone).
+        case gone(path: String, at: Double)
+        /// A file missed before is there again, unchanged.
+        case back(path: String)
+        /// Ingested content is now at `path` (the file was renamed).
+        case renamed(hash: String, path: String)
     }
 
     func apply(_ changes: [Change]) throws {
@@ -121,6 +133,12 @@ final class IngestState: Sendable {
                     try db.execute(sql: "DELETE FROM files WHERE path = ?", arguments: [path])
                 case .forgetHash(let hash):
                     try db.execute(sql: "DELETE FROM hashes WHERE hash = ?", arguments: [hash])
+                case let .gone(path, at):
+                    try db.execute(sql: "UPDATE files SET gone_since = ? WHERE path = ? AND gone_since IS NULL", arguments: [at, path])
+                case .back(let path):
+                    try db.execute(sql: "UPDATE files SET gone_since = NULL WHERE path = ?", arguments: [path])
+                case let .renamed(hash, path):
+                    try db.execute(sql: "UPDATE hashes SET path = ? WHERE hash = ?", arguments: [path, hash])
                 }
             }
             return .commit

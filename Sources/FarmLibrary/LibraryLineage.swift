@@ -65,12 +65,27 @@ extension AssetLibrary {
                 return Representation(source: source, output: output, jobID: r[2].int ?? 0, jobName: r[3].string ?? "", parameters: r[4].string ?? "{}",
                                       host: r[5].string ?? "", path: r[6].string ?? "", createdAt: r[7].date ?? .distantPast)
             }
-            let made = try await s.rows("SELECT \(columns) FROM asset_representations WHERE source_id = ? ORDER BY id", [.text(id.rawValue)])
-                .compactMap(representation)
-            let from = try await s.rows("SELECT \(columns) FROM asset_representations WHERE output_id = ? ORDER BY id", [.text(id.rawValue)])
-                .compactMap(representation)
-            let jobs = try await s.rows("SELECT job_id FROM job_inputs WHERE asset_id = ? ORDER BY job_id DESC LIMIT 50", [.text(id.rawValue)])
-                .compactMap { $0[0].int }
+            // A scoped token sees lineage between assets it can see, without the manifests that made them
+            // (a manifest may name files and assets outside its albums), and only jobs that read nothing else.
+            func scoped(_ column: String) -> (sql: String, binds: [SQLValue]) {
+                guard let scope = access.filter(column) else { return ("", []) }
+                return (" AND " + scope.sql, scope.binds)
+            }
+            let hidden = access.albums != nil
+            let outputs = scoped("output_id"), sources = scoped("source_id")
+            var made = try await s.rows("SELECT \(columns) FROM asset_representations WHERE source_id = ?\(outputs.sql) ORDER BY id",
+                                        [.text(id.rawValue)] + outputs.binds).compactMap(representation)
+            var from = try await s.rows("SELECT \(columns) FROM asset_representations WHERE output_id = ?\(sources.sql) ORDER BY id",
+                                        [.text(id.rawValue)] + sources.binds).compactMap(representation)
+            if hidden {
+                for i in made.indices { made[i].parameters = "{}" }
+                for i in from.indices { from[i].parameters = "{}" }
+            }
+            let outside: (sql: String, binds: [SQLValue]) = access.filter("other.asset_id").map {
+                (" AND NOT EXISTS (SELECT 1 FROM job_inputs other WHERE other.job_id = job_inputs.job_id AND NOT (\($0.sql)))", $0.binds)
+            } ?? ("", [])
+            let jobs = try await s.rows("SELECT job_id FROM job_inputs WHERE asset_id = ?\(outside.sql) ORDER BY job_id DESC LIMIT 50",
+                                        [.text(id.rawValue)] + outside.binds).compactMap { $0[0].int }
             return AssetDetail(asset: asset, locations: locations, albums: albums, representations: made, derivedFrom: from, jobs: jobs)
         }
         guard let found else { throw .unknownAsset(id) }

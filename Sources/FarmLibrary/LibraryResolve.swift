@@ -96,6 +96,25 @@ extension AssetLibrary {
         }
     }
 
+    /// Where the content once registered at `path` on this host is now, when nothing is at `path` any more
+    /// and the same bytes are registered, unchanged, at another path here (the file was renamed, and
+    /// ingest or `library add` saw it at its new name): the asset and that path. nil otherwise.
+    public func relocation(of path: String) async throws(LibraryError) -> (id: AssetID, path: String)? {
+        var info = stat()
+        guard lstat(path, &info) != 0 else { return nil }
+        let host = host
+        let value = try await read { s in
+            try await s.value("SELECT asset_id FROM asset_locations WHERE host = ? AND path = ? ORDER BY asset_id LIMIT 1",
+                              [.text(host), .text(path)])
+        }
+        guard let id = value?.string.flatMap(AssetID.init), let found = try await resolve([id]).first else { return nil }
+        switch found.status {
+        case .found: return (id, found.paths[0])
+        case .several: return (id, found.paths.sorted()[0])
+        default: return nil
+        }
+    }
+
     /// The asset registered at `path` on this host, if any.
     public func assetID(at path: String) async throws(LibraryError) -> AssetID? {
         let real = Self.realPath(path)

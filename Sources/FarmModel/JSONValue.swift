@@ -256,3 +256,81 @@ public struct JSONParser {
         return v
     }
 }
+
+extension JSONValue {
+    /// The value as compact JSON text: keys in their order, numbers as written, `/` not escaped.
+    public var text: String {
+        var out = ""
+        write(to: &out)
+        return out
+    }
+
+    private func write(to out: inout String) {
+        switch self {
+        case .null: out += "null"
+        case .bool(let b): out += b ? "true" : "false"
+        case .number(let n): out += n
+        case .string(let s): Self.quote(s, to: &out)
+        case .array(let items):
+            out += "["
+            for (i, item) in items.enumerated() {
+                if i > 0 { out += "," }
+                item.write(to: &out)
+            }
+            out += "]"
+        case .object(let members):
+            out += "{"
+            for (i, member) in members.enumerated() {
+                if i > 0 { out += "," }
+                Self.quote(member.key, to: &out)
+                out += ":"
+                member.value.write(to: &out)
+            }
+            out += "}"
+        }
+    }
+
+    /// `s` as a JSON string literal.
+    public static func quoted(_ s: String) -> String {
+        var out = ""
+        quote(s, to: &out)
+        return out
+    }
+
+    private static func quote(_ s: String, to out: inout String) {
+        out += "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        out += "\""
+    }
+
+    /// The value with `transform` applied to every string value (keys are left as they are).
+    public func mappingStrings(_ transform: (String) throws -> String) rethrows -> JSONValue {
+        switch self {
+        case .string(let s): return .string(try transform(s))
+        case .array(let items): return .array(try items.map { try $0.mappingStrings(transform) })
+        case .object(let members): return .object(try members.map { ($0.key, try $0.value.mappingStrings(transform)) })
+        default: return self
+        }
+    }
+
+    /// The value with the member `key` of this object replaced by `transform` of it (nil: unchanged).
+    public func replacing(_ key: String, with transform: (JSONValue) throws -> JSONValue?) rethrows -> JSONValue {
+        guard case .object(let members) = self else { return self }
+        return .object(try members.map { member in
+            guard member.key == key, let new = try transform(member.value) else { return member }
+            return (member.key, new)
+        })
+    }
+}

@@ -25,6 +25,36 @@ extension Coordinator {
         }
     }
 
+    /// The manifest with each input or edit source that is no longer at its path replaced by where the
+    /// library has the same bytes now on this host (a file renamed after its job was queued, which ingest
+    /// or `library add` saw at its new name); nil when nothing needed following. Each change is a notice.
+    func followRenamedInputs(_ job: Job) async -> String? {
+        guard let library = configuration.library, let document = try? JSONParser.parse(job.manifest) else { return nil }
+        var changed = false
+        func follow(_ value: JSONValue) async -> JSONValue? {
+            guard case .string(let text) = value, !text.isEmpty, !text.hasPrefix(AssetID.scheme) else { return nil }
+            let path = PathRules.resolve(text, against: job.baseDirectory)
+            guard let (id, now) = try? await library.relocation(of: path) else { return nil }
+            events(.notice("job \(job.id): \(path) is gone; the same content (\(id)) is at \(now): the job reads it there"))
+            changed = true
+            return .string(now)
+        }
+        var result = document
+        if let input = document["input"], let new = await follow(input) { result = result.replacing("input") { _ in new } }
+        if case .array(let edits)? = document["edits"] {
+            var followed: [JSONValue] = []
+            for edit in edits {
+                if let source = edit["source"], let new = await follow(source) {
+                    followed.append(edit.replacing("source") { _ in new })
+                } else {
+                    followed.append(edit)
+                }
+            }
+            result = result.replacing("edits") { _ in .array(followed) }
+        }
+        return changed ? result.text : nil
+    }
+
     /// Registers the job's exported output as a representation of its sources (the assets it named, or
     /// input files this host registered), and the codes its scan found on them. Errors are notices: the
     /// job itself has succeeded.

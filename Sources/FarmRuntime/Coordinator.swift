@@ -31,7 +31,8 @@ public final class Coordinator: Service, @unchecked Sendable {
     private let lock = NSLock()
     private var running: [Int64: Running] = [:]
     private var draining = false
-    private var finishedStates: [Int64: JobState] = [:]
+    /// What became of the jobs this coordinator finished: a count, and the ids of those that failed.
+    private var tally = FinishedTally()
     /// A worker started: renew the leases (recording its process id) at the next check.
     private var renewSoon = false
     private var standbys: [StandbyWorker] = []
@@ -91,11 +92,10 @@ public final class Coordinator: Service, @unchecked Sendable {
     }
 
     /// Jobs this coordinator saw end failed or dead (and not succeed later).
-    public var failedJobs: [Int64] {
-        lock.withLock { finishedStates.filter { $0.value == .failed || $0.value == .dead }.keys.sorted() }
-    }
+    public var failedJobs: [Int64] { lock.withLock { tally.failed.sorted() } }
 
-    public var finishedJobs: [Int64: JobState] { lock.withLock { finishedStates } }
+    /// How many jobs this coordinator saw succeed.
+    public var succeededCount: Int { lock.withLock { tally.succeeded } }
 
     /// Stops claiming; running jobs get the grace period, then are stopped and given back.
     public func beginDrain() {
@@ -287,7 +287,7 @@ public final class Coordinator: Service, @unchecked Sendable {
                 let after = try? await store.job(id: job.id)
                 events(.notice("job \(job.id) (\(job.name)): lease of \(job.lease?.owner ?? "?") expired; "
                                + (after?.state == .dead ? "dead after \(job.attempt) attempts" : "back in the queue")))
-                if after?.state == .dead { lock.withLock { finishedStates[job.id] = .dead } }
+                if after?.state == .dead { lock.withLock { tally.record(job.id, .dead) } }
                 metrics.rescued(after?.state == .dead ? "dead" : "requeued")
                 if let token = job.lease?.token, case .success(let manifest) = ManifestLoader.validate(
                     text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
@@ -317,6 +317,7 @@ public final class Coordinator: Service, @unchecked Sendable {
                 return
             }
         }
+        if let followed = await followRenamedInputs(job) { job.manifest = followed }
         let manifest: JobManifest
         switch ManifestLoader.validate(text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
         case .success(let m):
@@ -432,7 +433,7 @@ public final class Coordinator: Service, @unchecked Sendable {
         while true {
             do {
                 let after = try await store.finish(id: job.id, token: token, outcome: outcome, at: now())
-                lock.withLock { finishedStates[job.id] = after.state.isTerminal ? after.state : nil }
+                lock.withLock { tally.record(job.id, after.state) }
                 metrics.attemptEnded(reason ?? outcome.metricName, seconds: seconds)
                 let message: String? = switch outcome {
                 case .succeeded: nil
@@ -591,6 +592,27 @@ extension AttemptOutcome {
         case .failed: "failed"
         case .crashed: "crashed"
         case .released: "released"
+        }
+    }
+}
+
+/// The end of each job a coordinator finished, in memory that does not grow with the jobs that went well:
+/// a coordinator that ran 100,000 jobs keeps a count, and the ids of the jobs that are still failed (a job
+/// retried and then succeeding leaves the set), which its exit status and summary need.
+struct FinishedTally {
+    private(set) var succeeded = 0
+    private(set) var failed: Set<Int64> = []
+
+    mutating func record(_ id: Int64, _ state: JobState) {
+        switch state {
+        case .succeeded:
+            succeeded += 1
+            failed.remove(id)
+        case .failed, .dead:
+            failed.insert(id)
+        default:
+            // Back in the queue (a retry) or cancelled: no longer a failure of this run.
+            failed.remove(id)
         }
     }
 }

@@ -261,7 +261,8 @@ public final class CaptureSession: @unchecked Sendable {
                         if let limit { ended = limit; break reading }
                     }
                 } catch {
-                    ended = .deviceWasDisconnected
+                    // A write the disk had no room for ends the recording as the free-space floor would.
+                    if case .ffmpeg(let code, _) = error.reason, code.code == -ENOSPC { ended = .diskFull } else { ended = .deviceWasDisconnected }
                     summary.message = "\(error)"
                     break
                 }

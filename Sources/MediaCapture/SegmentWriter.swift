@@ -34,6 +34,8 @@ final class SegmentWriter {
     private(set) var end: MediaTime
     /// Where the next segment starts, once this one was cut: its exact end.
     var cutAt: MediaTime?
+    /// The write that failed (a full disk): the segment is not complete and is never given its final name.
+    private(set) var failure: MediaFileError?
 
     /// A fragment per keyframe. Not `empty_moov`: the index is written with the first fragment, once
     /// FFmpeg's automatic aac_adtstoasc has found the AAC configuration a live MPEG-TS stream carries in
@@ -49,6 +51,17 @@ final class SegmentWriter {
         finalPath = folder + "/" + name
         partialPath = folder + "/." + name + ".partial"
         file = try OutputFile(path: partialPath, format: "mp4")
+        do {
+            try addTracks(recorded)
+        } catch {
+            // Nothing of the segment was written (e.g. no space for its header): no file is left behind
+            // (the muxer is freed, not finished: a trailer after a failed header is not FFmpeg's to write).
+            unlink(partialPath)
+            throw error
+        }
+    }
+
+    private func addTracks(_ recorded: [RecordedTrack]) throws(MediaFileError) {
         for track in recorded {
             let output: Int
             switch track.origin {
@@ -74,13 +87,26 @@ final class SegmentWriter {
             end = max(end, MediaTime(count: pts + packet.duration, timeBase: track.inputBase))
         }
         packet.retime(pts: rescale(packet.pts), dts: rescale(packet.dts), duration: duration, streamIndex: track.output)
-        try file.write(&packet)
+        if let failure { throw failure }
+        do {
+            try file.write(&packet)
+        } catch {
+            failure = error
+            throw error
+        }
         bytes += Int64(size)
         packets += 1
     }
 
-    /// Completes the movie and renames it to its final name (both synced to disk).
+    /// Completes the movie and renames it to its final name (both synced to disk). A segment whose writing
+    /// failed is closed under its partial name, which the next capture into the folder salvages (up to its
+    /// last complete fragment) or quarantines, and the failure is thrown.
     func finish() throws(MediaFileError) {
+        if let failure {
+            // No trailer after a failed write: the file is closed as it is when this writer goes.
+            throw MediaFileError(path: partialPath, reason: .ffmpeg(Self.code(of: failure),
+                while: "completing segment \(index) (left under its partial name: the next capture into this folder salvages it)"))
+        }
         try file.finish(sync: true)
         do {
             try SafeFiles.move(partialPath, to: finalPath)   // never over a segment already there
@@ -95,6 +121,12 @@ final class SegmentWriter {
     func discard() throws(MediaFileError) {
         try file.finish(sync: false)
         unlink(partialPath)
+    }
+
+    /// The FFmpeg error inside `error` (EIO when there is none).
+    static func code(of error: MediaFileError) -> FFmpegError {
+        if case .ffmpeg(let code, _) = error.reason { return code }
+        return FFmpegError(code: -EIO)
     }
 
     /// `value` ticks of `a` as ticks of `b`, to the nearest.

@@ -216,7 +216,8 @@ struct CaptureCommand: AsyncParsableCommand {
                 throw CLIError("--enqueue \(error)", status: ExitStatus.usage)
             }
             return CaptureQueue(template: template, captureID: id, outputDirectory: configuration.outputDirectory,
-                                outputRoots: OutputRoots.chosen(outputRoots), location: try queue.location()) { event, fields in
+                                outputRoots: OutputRoots.chosen(outputRoots), location: try queue.location(),
+                                libraryHost: LibraryOptions.hostName(nil), validate: IngestCommand.validateManifest) { event, fields in
                 CaptureCommand.printLine(event, fields, json: json)
             }
         }
@@ -259,11 +260,24 @@ struct CaptureCommand: AsyncParsableCommand {
             Thread { done.resume(returning: session.run()) }.start()
         }
         feeder?.finishFeeding()
-        if let waiting = await queueTask?.value, !waiting.isEmpty, let feeder {
-            Self.printLine("notice", ["message": "\(waiting.count) segments were not enqueued (the queue did not answer); they are listed in \(feeder.journalPath)"], json: json)
-            throw ExitCode(ExitStatus.failure)
+        var failed = !summary.successfullyFinished
+        if let outcome = await queueTask?.value, let feeder {
+            if !outcome.waiting.isEmpty {
+                Self.printLine("notice", ["message": "\(outcome.waiting.count) segments were not enqueued (the queue did not answer); "
+                                          + "they are listed in \(feeder.journalPath), and the next capture into this folder enqueues them"], json: json)
+                failed = true
+            }
+            if !outcome.rejected.isEmpty {
+                Self.printLine("notice", ["message": "\(outcome.rejected.count) segments were not enqueued: the template gives an invalid manifest "
+                                          + "(\(outcome.rejected[0].reason)); fix the --enqueue template, then `mediafarm submit` them"], json: json)
+                failed = true
+            }
+            if let problem = feeder.journalProblem {
+                Self.printLine("error", ["message": "\(feeder.journalPath): the journal could not be kept: \(problem)"], json: json)
+                failed = true
+            }
         }
-        if !summary.successfullyFinished { throw ExitCode(ExitStatus.failure) }
+        if failed { throw ExitCode(ExitStatus.failure) }
     }
 
     static let wallClockFormat = Date.ISO8601FormatStyle(includingFractionalSeconds: true)

@@ -214,8 +214,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
         }
         printer.finish()
         let failed = coordinator.failedJobs
-        let finished = coordinator.finishedJobs
-        printer.notice("coordinator stopped: \(finished.values.filter { $0 == .succeeded }.count) succeeded, \(failed.count) failed or dead")
+        printer.notice("coordinator stopped: \(coordinator.succeededCount) succeeded, \(failed.count) failed or dead")
         if exitWhenIdle && !failed.isEmpty { throw ExitCode(ExitStatus.failure) }
     }
 

@@ -57,6 +57,15 @@ struct IngestCommand: AsyncParsableCommand {
             help: "Write the pass's figures in Prometheus' text format to this file (for node_exporter's textfile collector).")
     var metricsFile: String?
 
+    /// A manifest made from a template (text, default name, base folder, output roots), checked as
+    /// `submit` checks one: the job's name, or every problem.
+    @Sendable static func validateManifest(_ text: String, _ name: String, _ base: String, _ roots: [String]) -> Result<String, IngestError> {
+        switch ManifestLoader.validate(text: text, name: name, baseDirectory: base, outputRoots: roots) {
+        case .success(let manifest): .success(manifest.name)
+        case .failure(let e): .failure(IngestError(e.issues.map { "\($0.path): \($0.message)" }.joined(separator: "; ")))
+        }
+    }
+
     func run() async throws {
         let settings: IngestConfig
         do {
@@ -65,12 +74,7 @@ struct IngestCommand: AsyncParsableCommand {
             throw CLIError(error.description, status: ExitStatus.usage)
         }
         let location = try queue.location()
-        let pass = IngestPass(config: settings, validate: { text, name, base, roots in
-            switch ManifestLoader.validate(text: text, name: name, baseDirectory: base, outputRoots: roots) {
-            case .success(let manifest): .success(manifest.name)
-            case .failure(let e): .failure(IngestError(e.issues.map { "\($0.path): \($0.message)" }.joined(separator: "; ")))
-            }
-        }, openQueue: { try await JobStores.open(location, create: true) }, progress: IngestProgress.callback(),
+        let pass = IngestPass(config: settings, validate: Self.validateManifest, openQueue: { try await JobStores.open(location, create: true) }, progress: IngestProgress.callback(),
            libraryHost: LibraryOptions.hostName(host))
         let report: IngestReport
         var failed = false

@@ -281,6 +281,41 @@ import Testing
         await store.close()
     }
 
+    /// An asset in a scoped token's album whose lineage crosses into another album: the token sees the
+    /// lineage inside its albums only, no job's manifest, and only the jobs that read nothing else.
+    @Test(arguments: Backend.allCases)
+    func aScopedTokensLineageStaysInsideItsAlbums(backend: Backend) async throws {
+        let store = try await backend.makeStore()
+        let lib = try library(store, host: "h")
+        let folder = try MediaSet.copy("scoped-lineage")
+        let ids = try await addAll(lib, folder)
+        let v1 = ids["v1.mp4"]!, v2 = ids["v2.mp4"]!, a1 = ids["a1.m4a"]!
+        try await lib.createAlbum("Client A")
+        try await lib.createAlbum("Client B")
+        try await lib.addToAlbum("Client A", [v1, a1])
+        try await lib.addToAlbum("Client B", [v2])
+        _ = try await lib.registerOutput(folder.appendingPathComponent("v2.mp4").path, sources: [v1], jobID: 7, jobName: "for-client-b",
+                                         parameters: #"{"input":"/clients/b/secret-plan.mp4"}"#)
+        _ = try await lib.registerOutput(folder.appendingPathComponent("a1.m4a").path, sources: [v1], jobID: 8, jobName: "for-client-a",
+                                         parameters: #"{"input":"/clients/a/own.mp4"}"#)
+        try await lib.recordJobInputs(9, [v1, v2])
+        try await lib.recordJobInputs(10, [v1])
+
+        let full = try await lib.detail(v1)
+        #expect(Set(full.representations.map(\.output)) == [v2, a1] && Set(full.jobs) == [9, 10])
+        #expect(try await lib.detail(v2).derivedFrom.map(\.parameters) == [#"{"input":"/clients/b/secret-plan.mp4"}"#])
+
+        let scoped = try await AssetLibrary.open(store, host: "h", token: try await lib.createToken(name: "a", albums: ["Client A"]))
+        let seen = try await scoped.detail(v1)
+        #expect(seen.representations.map(\.output) == [a1], "\(seen.representations)")
+        #expect(seen.jobs == [10], "a job that also read Client B's asset is not shown: \(seen.jobs)")
+        let made = try await scoped.detail(a1)
+        #expect(made.derivedFrom.map(\.source) == [v1] && made.derivedFrom.allSatisfy { $0.parameters == "{}" })
+        let text = String(decoding: try JSONEncoder().encode([seen, made]), as: UTF8.self)
+        #expect(!text.contains("secret-plan") && !text.contains("for-client-b") && !text.contains("/clients/"), "\(text)")
+        await store.close()
+    }
+
     @Test(arguments: Backend.allCases)
     func changesSinceATokenAreExactlyTheChangesMadeAfterIt(backend: Backend) async throws {
         let store = try await backend.makeStore()

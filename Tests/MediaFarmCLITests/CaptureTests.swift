@@ -173,6 +173,83 @@ import Glibc
         #expect(Self.events(recorder.log).contains { $0["event"] as? String == "finished" && $0["successfullyFinished"] as? Bool == true })
     }
 
+    /// A template that gives an invalid manifest is a permanent error: each segment is reported once, with
+    /// the reason, and set aside (never retried, never holding up the recording or later segments); the
+    /// summary says so instead of blaming the queue; exit 1.
+    @Test func aTemplateThatGivesAnInvalidManifestIsReportedOncePerSegment() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-bad-template")
+        let template = dir.appendingPathComponent("segment.json")
+        try #"{ "version": 1, "input": "{input}", "export": { "mode": "passthrough", "output": "/proc/{stem}.mp4" } }"#
+            .write(to: template, atomically: true, encoding: .utf8)
+        let queue = "sqlite:" + dir.appendingPathComponent("queue.sqlite").path
+        let recorder = try capture(dir, ["--source", "lavfi:testsrc2=s=160x120:r=10", "--segment-duration", "1", "--max-duration", "3",
+                                         "--capture-id", "cam", "--enqueue", template.path, "--queue", queue])
+        #expect(recorder.wait(timeout: 60) == 1, "\(recorder.log)")
+        let events = Self.events(recorder.log)
+        let segments = events.filter { $0["event"] as? String == "segment" }.compactMap { $0["index"] as? Int }
+        let refusals = events.compactMap { $0["message"] as? String }.filter { $0.hasPrefix("segment ") && $0.contains(": not enqueued: the template gives an invalid manifest") }
+        #expect(segments == [1, 2, 3] && refusals.count == 3, "\(recorder.log)")
+        for index in segments { #expect(refusals.filter { $0.hasPrefix("segment \(index):") }.count == 1, "\(refusals)") }
+        #expect(refusals.allSatisfy { $0.contains("outside the output roots") }, "\(refusals)")
+        #expect(recorder.log.contains("3 segments were not enqueued: the template gives an invalid manifest"), "\(recorder.log)")
+        #expect(!recorder.log.contains("did not answer") && !recorder.log.contains("trying again"), "\(recorder.log)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("queue.sqlite").path), "no job was made, so no queue")
+    }
+
+    /// A journal that cannot be written (here: the journal's name links to /dev/full, a disk that is
+    /// always full) is an error event at once and exit 1, while the recording and the queue go on; and a
+    /// recording into a 1 MB file system ends with exit 1 and nothing half-written.
+    @Test func aJournalThatCannotBeKeptIsAnErrorAndExit1() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-journal-full")
+        let template = dir.appendingPathComponent("segment.json")
+        try #"{ "version": 1, "input": "{input}", "report": "reports/{stem}.json" }"#.write(to: template, atomically: true, encoding: .utf8)
+        let queue = "sqlite:" + dir.appendingPathComponent("queue.sqlite").path
+        let out = dir.appendingPathComponent("out")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: out.appendingPathComponent(".cam.journal").path, withDestinationPath: "/dev/full")
+        let recorder = try capture(dir, ["--source", "lavfi:testsrc2=s=160x120:r=10", "--segment-duration", "1", "--max-duration", "2",
+                                         "--capture-id", "cam", "--enqueue", template.path, "--queue", queue])
+        #expect(recorder.wait(timeout: 60) == 1, "\(recorder.log)")
+        let events = Self.events(recorder.log)
+        let errors = events.filter { $0["event"] as? String == "error" }.compactMap { $0["message"] as? String }
+        #expect(errors.count == 2 && errors.allSatisfy { $0.contains(".cam.journal") && $0.contains("No space left on device") }, "\(recorder.log)")
+        #expect(errors.first?.contains("the capture will exit 1") == true, "\(errors)")
+        #expect(events.filter { $0["event"] as? String == "enqueued" }.count == 2, "the queue still gets the segments: \(recorder.log)")
+
+        let small = dir.appendingPathComponent("small")
+        try FileManager.default.createDirectory(at: small, withIntermediateDirectories: true)
+        let mount = try ProcessRunner.run("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", small.path])
+        try #require(mount.status == 0, "a 1 MB tmpfs: \(mount.stderr)")
+        defer { _ = try? ProcessRunner.run("/usr/bin/umount", [small.path]) }
+        let full = try Background([TestPaths.mediafarmExecutable, "capture", "--output-dir", small.path, "--json",
+                                   "--source", "lavfi:testsrc2=s=640x360:r=30,noise=alls=40:allf=t[out0]", "--segment-duration", "1",
+                                   "--max-duration", "20", "--capture-id", "cam", "--enqueue", template.path, "--queue", queue],
+                                  log: dir.appendingPathComponent("full.log").path)
+        #expect(full.wait(timeout: 60) == 1, "\(full.log)")
+        let end = Self.events(full.log).last { $0["event"] as? String == "finished" }
+        #expect(end?["reason"] as? String == "diskFull" && end?["successfullyFinished"] as? Bool == false, "\(full.log)")
+        #expect((end?["message"] as? String)?.contains("No space left on device") == true, "\(full.log)")
+        // No final name holds a half-written movie: what the disk could not take stays under its partial
+        // name, and the next capture into the folder (here, a copy of it with room) salvages it.
+        let names = try FileManager.default.contentsOfDirectory(atPath: small.path)
+        for name in names where !name.hasPrefix(".") {
+            #expect(try Self.frames(small.appendingPathComponent(name).path) > 0, "\(name) is whole")
+        }
+        let partials = names.filter { $0.hasSuffix(".mp4.partial") }
+        #expect(!partials.isEmpty && names.allSatisfy { !$0.hasPrefix(".") || $0.hasSuffix(".mp4.partial") || $0.hasSuffix(".journal") }, "\(names)")
+        let roomy = dir.appendingPathComponent("roomy")
+        try FileManager.default.createDirectory(at: roomy, withIntermediateDirectories: true)
+        for name in partials { try FileManager.default.copyItem(at: small.appendingPathComponent(name), to: roomy.appendingPathComponent(name)) }
+        let next = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["capture", "--output-dir", roomy.path, "--json", "--capture-id", "cam2",
+                                                                         "--source", "lavfi:testsrc2=s=160x120:r=10", "--max-duration", "1"])
+        #expect(next.status == 0, "\(next.stdout)\(next.stderr)")
+        let salvaged = Self.events(next.stdout).filter { $0["event"] as? String == "salvaged" }
+        #expect(salvaged.count == partials.count, "\(next.stdout)")
+        for event in salvaged {
+            #expect(try Self.frames(event["path"] as? String ?? "") > 0, "\(event)")
+        }
+    }
+
     /// `kill -9` at random moments, each followed by a restart into the same folder: every unfinished
     /// segment is salvaged (it plays) or quarantined with its reason, none is left behind, and every
     /// segment becomes exactly one job.

@@ -138,16 +138,61 @@ import Glibc
         }
         #expect(try String(contentsOf: quarantine.appendingPathComponent("empty.mp4.reason.json"), encoding: .utf8).contains("empty"))
 
-        // Renamed after ingest, and a copy in the folder next month: duplicates, nothing enqueued.
+        // Renamed after ingest (the library learns its new name), and a copy in the folder next month (a
+        // duplicate): nothing enqueued.
         try FileManager.default.moveItem(at: site.incoming.appendingPathComponent("take2.mov"), to: site.incoming.appendingPathComponent("renamed.mov"))
         try site.add(.cfr30MP4, as: "again.mp4")
         _ = try site.pass()
         let later = try site.pass()
-        #expect(later["enqueued"] as? Int == 0 && Self.names(later, "duplicateFiles") == ["again.mp4", "renamed.mov"], "\(later)")
+        #expect(later["enqueued"] as? Int == 0 && Self.names(later, "duplicateFiles") == ["again.mp4"], "\(later)")
+        #expect(Self.names(later, "renamed") == ["renamed.mov"], "\(later)")
         #expect(try site.jobs().count == 2)
         // Unless asked to ingest it again.
         let again = try site.pass(["--reingest", site.incoming.appendingPathComponent("again.mp4").path])
         #expect(Self.names(again, "jobs") == ["again.mp4"], "\(again)")
+    }
+
+    /// With `afterEnqueue: leave`, a file renamed after its job was queued and before it ran: the next pass
+    /// sees its content at the new name (not a duplicate, no second job) and the library learns the path;
+    /// the job then reads the file where it is. The old name's row is forgotten after the grace period;
+    /// the content's hash is not.
+    @Test func aFileRenamedBeforeItsJobRanIsStillProcessed() throws {
+        let site = try Site("renamed", extra: #", "forgetGoneAfterDays": 0"#)
+        try site.add(.cfr30MP4, as: "clip2.mp4")
+        _ = try site.pass()
+        let first = try site.pass()
+        #expect(first["enqueued"] as? Int == 1, "\(first)")
+        func rows() throws -> [String] {
+            let r = try ProcessRunner.run("/usr/bin/sqlite3", [site.folder.appendingPathComponent("state/ingest.sqlite").path,
+                                                               "SELECT path || ' ' || (gone_since IS NOT NULL) FROM files ORDER BY path"])
+            return r.stdout.split(separator: "\n").map { ($0 as NSString).lastPathComponent }
+        }
+        try FileManager.default.moveItem(at: site.incoming.appendingPathComponent("clip2.mp4"), to: site.incoming.appendingPathComponent("clip2-renamed.mp4"))
+        let missed = try site.pass()
+        // The pass that misses the old name marks it gone; the next one forgets it (grace 0).
+        #expect(missed["forgotten"] as? Int == 0, "\(missed)")
+        #expect(try rows() == ["clip2-renamed.mp4 0", "clip2.mp4 1"])
+        let seen = try site.pass()
+        #expect(seen["enqueued"] as? Int == 0 && Self.names(seen, "duplicateFiles").isEmpty, "\(seen)")
+        #expect(seen["forgotten"] as? Int == 1, "\(seen)")
+        #expect(try rows() == ["clip2-renamed.mp4 0"])
+        let renamed = (seen["renamed"] as? [[String: Any]]) ?? []
+        #expect(renamed.count == 1 && (renamed[0]["path"] as? String)?.hasSuffix("/clip2-renamed.mp4") == true
+                && (renamed[0]["from"] as? String)?.hasSuffix("/clip2.mp4") == true, "\(seen)")
+
+        let coordinator = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["coordinator", "--exit-when-idle", "--queue", site.queue])
+        #expect(coordinator.status == 0, "\(coordinator.stdout)\(coordinator.stderr)")
+        #expect((coordinator.stdout + coordinator.stderr).contains("clip2-renamed.mp4: the job reads it there"), "\(coordinator.stdout)\(coordinator.stderr)")
+        let out = try FileManager.default.contentsOfDirectory(atPath: site.folder.appendingPathComponent("out").path).sorted()
+        #expect(out.count == 2 && out.allSatisfy { $0.hasPrefix("clip2-") }, "\(out)")
+        let movie = try #require(out.first { $0.hasSuffix(".mp4") })
+        #expect(try MediaProbe.packets(site.folder.appendingPathComponent("out/" + movie).path, stream: "v").count == 60)
+
+        // The content is still known after its first name was forgotten: a copy is a duplicate.
+        try site.add(.cfr30MP4, as: "clip2-copy.mp4")
+        _ = try site.pass()
+        let copy = try site.pass()
+        #expect(Self.names(copy, "duplicateFiles") == ["clip2-copy.mp4"] && copy["enqueued"] as? Int == 0, "\(copy)")
     }
 
     /// The path each job reads (its manifest's input) -> the bytes there now.
@@ -387,7 +432,7 @@ import Glibc
         let r = try ProcessRunner.run("/usr/bin/python3", ["-c", script, schema, example.appendingPathComponent("ingest.json").path])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-                == "afterEnqueue libraryAlbum maxAttempts outputRoots priority quarantine settleSeconds state version watch | exclude include path template")
+                == "afterEnqueue forgetGoneAfterDays libraryAlbum maxAttempts outputRoots priority quarantine settleSeconds state version watch | exclude include path template")
         // A scratch copy of the example, with a movie dropped in: a dry run would enqueue it after settling.
         let site = try TestPaths.makeTemporaryFolder("ingest-example")
         // The config and its template only (script/demo leaves its passes' files beside them).

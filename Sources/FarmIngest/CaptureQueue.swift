@@ -1,19 +1,22 @@
-import FarmIngest
 import FarmLibrary
 import FarmModel
-import FarmRuntime
 import FarmStore
 import Foundation
 import MediaCapture
 import SafeFiles
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Feeds finished segments to the queue (`capture --enqueue TEMPLATE`): one job per segment from the
 /// template, under the unique key `capture:<capture-id>:<index>`, so that a segment is enqueued once
 /// however often it is retried. Every segment is first written to the journal beside the output folder
 /// (`.<capture-id>.journal`, one JSON line per segment, then one per enqueued job); while the queue
 /// cannot be reached, segments wait there and are enqueued, in order, when it answers again. The
-/// recording never waits for the queue.
-final class CaptureQueue: @unchecked Sendable {
+/// recording never waits for the queue. A segment the template makes an invalid manifest for is reported
+/// once and set aside (it is never retried, and never holds up the segments after it); a journal that
+/// cannot be written is reported at once and makes `journalProblem` say why.
+public final class CaptureQueue: @unchecked Sendable {
     struct Entry: Codable {
         var captureID: String
         var index: Int
@@ -21,11 +24,23 @@ final class CaptureQueue: @unchecked Sendable {
         var job: Int64?
     }
 
+    /// What `run` left undone when feeding ended.
+    public struct Outcome: Sendable {
+        /// Segments still waiting for the queue (journaled: the next capture into the folder enqueues them).
+        public var waiting: [SegmentReport] = []
+        /// Segments the template gives an invalid manifest for, with the reason.
+        public var rejected: [(segment: SegmentReport, reason: String)] = []
+    }
+
     let template: IngestTemplate
     let captureID: String
-    let journalPath: String
+    public let journalPath: String
     let outputRoots: [String]?
     let location: QueueLocation
+    let libraryHost: String
+    /// Checks a filled-in manifest (text, default name, base folder, output roots): the job's name, or
+    /// what is wrong.
+    let validate: @Sendable (String, String, String, [String]) -> Result<String, IngestError>
     /// Segments not yet enqueued, in order, and whether more may come; `wake` tells `run` of a change.
     private let lock = NSLock()
     private var pending: [(segment: SegmentReport, captureID: String)] = []
@@ -34,39 +49,49 @@ final class CaptureQueue: @unchecked Sendable {
     private let wake: AsyncStream<Void>.Continuation
     private let report: @Sendable (String, [String: Any]) -> Void
     private var store: (any JobStore)?
+    private var rejected: [(segment: SegmentReport, reason: String)] = []
+    private var journalError: String?
 
-    static let placeholders = ["input", "stem", "ext", "index", "captureID", "date"]
+    public static let placeholders = ["input", "stem", "ext", "index", "captureID", "date"]
 
-    init(template: IngestTemplate, captureID: String, outputDirectory: String, outputRoots: [String]?, location: QueueLocation,
-         report: @escaping @Sendable (String, [String: Any]) -> Void) {
+    public init(template: IngestTemplate, captureID: String, outputDirectory: String, outputRoots: [String]?, location: QueueLocation,
+                libraryHost: String, validate: @escaping @Sendable (String, String, String, [String]) -> Result<String, IngestError>,
+                report: @escaping @Sendable (String, [String: Any]) -> Void) {
         self.template = template
         self.captureID = captureID
         self.outputRoots = outputRoots
         self.location = location
+        self.libraryHost = libraryHost
+        self.validate = validate
         self.report = report
         journalPath = outputDirectory + "/." + captureID + ".journal"
         ProtectedFiles.shared.protect(journalPath, role: "this capture's journal")
         (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
+    /// Why the journal could not be kept (the first failure), or nil: the capture then exits 1, since a
+    /// segment it did not record could be lost to the queue if this process died before enqueueing it.
+    public var journalProblem: String? { lock.withLock { journalError } }
+
     /// Called on the capture thread as each segment is finished: journaled at once, enqueued by `run`.
     /// `captureID`: the recording it belongs to (a salvaged segment's may be an earlier one's).
-    func segmentFinished(_ segment: SegmentReport, captureID: String? = nil) {
+    public func segmentFinished(_ segment: SegmentReport, captureID: String? = nil) {
         let id = captureID ?? self.captureID
-        append(Entry(captureID: id, index: segment.index, path: segment.path, job: nil))
+        journal(Entry(captureID: id, index: segment.index, path: segment.path, job: nil))
         lock.withLock { pending.append((segment, id)) }
         wake.yield()
     }
 
     /// No more segments will come.
-    func finishFeeding() {
+    public func finishFeeding() {
         lock.withLock { feeding = false }
         wake.yield()
     }
 
     /// Enqueues segments as they come, retrying a queue that does not answer with backoff (up to 5 s
-    /// apart); when feeding has finished, one last attempt, then returns the segments still waiting.
-    func run() async -> [SegmentReport] {
+    /// apart); when feeding has finished, one last attempt, then returns what is still waiting and what
+    /// the template could not make a job of.
+    public func run() async -> Outcome {
         var wakeUps = self.wakeUps.makeAsyncIterator()
         var delay = 0.25
         var failing: Int?
@@ -82,6 +107,13 @@ final class CaptureQueue: @unchecked Sendable {
                 lock.withLock { _ = pending.removeFirst() }
                 delay = 0.25
                 failing = nil
+            } catch let invalid as InvalidSegmentManifest {
+                // Permanent: the same template gives the same manifest however often it is tried.
+                report("notice", ["message": "segment \(segment.index): not enqueued: the template gives an invalid manifest for \(segment.path): \(invalid.reason)"])
+                lock.withLock {
+                    _ = pending.removeFirst()
+                    rejected.append((segment, invalid.reason))
+                }
             } catch {
                 if failing != segment.index {
                     failing = segment.index
@@ -93,7 +125,11 @@ final class CaptureQueue: @unchecked Sendable {
             }
         }
         await store?.close()
-        return lock.withLock { pending.map(\.segment) }
+        return lock.withLock { Outcome(waiting: pending.map(\.segment), rejected: rejected) }
+    }
+
+    struct InvalidSegmentManifest: Error {
+        var reason: String
     }
 
     private func enqueue(_ segment: SegmentReport, captureID: String) async throws {
@@ -104,14 +140,14 @@ final class CaptureQueue: @unchecked Sendable {
         ], file: segment.path)
         let name = "\(captureID)-\(segment.index)"
         let roots = outputRoots ?? [template.folder]
-        let manifest: JobManifest
-        switch ManifestLoader.validate(text: text, name: name, baseDirectory: template.folder, outputRoots: roots) {
-        case .success(let m): manifest = m
-        case .failure(let e): throw CLIError("the --enqueue template gives an invalid manifest for \(segment.path): \(e.issues.map(\.description).joined(separator: "; "))")
+        let jobName: String
+        switch validate(text, name, template.folder, roots) {
+        case .success(let valid): jobName = valid
+        case .failure(let problem): throw InvalidSegmentManifest(reason: problem.description)
         }
         if store == nil { store = try await JobStores.open(location, create: true) }
         guard let store else { return }
-        let job = NewJob(name: manifest.name, manifest: text, baseDirectory: template.folder, outputRoots: roots,
+        let job = NewJob(name: jobName, manifest: text, baseDirectory: template.folder, outputRoots: roots,
                          uniqueKey: "capture:\(captureID):\(segment.index)")
         let queued: [Enqueued]
         do {
@@ -122,12 +158,12 @@ final class CaptureQueue: @unchecked Sendable {
             throw error
         }
         guard let first = queued.first else { return }
-        append(Entry(captureID: captureID, index: segment.index, path: segment.path, job: first.id))
+        journal(Entry(captureID: captureID, index: segment.index, path: segment.path, job: first.id))
         report("enqueued", ["captureID": captureID, "index": segment.index, "job": first.id, "queued": first.inserted,
                             "latencyMs": (Date().timeIntervalSince(segment.closedAt ?? started) * 1000 * 10).rounded() / 10])
         // The asset library learns the segment and its job (after the enqueue: it never delays it).
         do {
-            let library = AssetLibrary(database: try store.database, host: LibraryOptions.hostName(nil))
+            let library = AssetLibrary(database: try store.database, host: libraryHost)
             let hash = try await ContentHash.reading(segment.path)
             let added = try await library.register(segment.path, hash: hash)
             if first.inserted, let id = added.id { try await library.recordJobInputs(first.id, [id]) }
@@ -138,7 +174,7 @@ final class CaptureQueue: @unchecked Sendable {
 
     /// Segments in `folder` whose job no journal there records (a recording that died between finishing
     /// a segment and queueing it), in name order: (path, capture id, index).
-    static func notEnqueued(in folder: String) -> [(path: String, captureID: String, index: Int)] {
+    public static func notEnqueued(in folder: String) -> [(path: String, captureID: String, index: Int)] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
         var queued = Set<String>()
         for journal in names where journal.hasPrefix(".") && journal.hasSuffix(".journal") {
@@ -158,14 +194,49 @@ final class CaptureQueue: @unchecked Sendable {
         }
     }
 
-    private func append(_ entry: Entry) {
-        guard var line = try? JSONEncoder().encode(entry) else { return }
+    /// Appends one line to the journal and syncs it; a failure is reported once, as an error event, and
+    /// kept for `journalProblem`. A line cut short by a full disk is taken back.
+    private func journal(_ entry: Entry) {
+        do {
+            try append(entry)
+        } catch {
+            let first = lock.withLock {
+                defer { if journalError == nil { journalError = error.description } }
+                return journalError == nil
+            }
+            if first {
+                report("error", ["message": "\(journalPath): the journal cannot be kept (\(error.description)); segment \(entry.index) and later ones "
+                                 + "are enqueued while this capture runs, but would not be found again if it died first; the capture will exit 1"])
+            }
+        }
+    }
+
+    struct JournalError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private func append(_ entry: Entry) throws(JournalError) {
+        guard var line = try? JSONEncoder().encode(entry) else { throw JournalError(description: "the entry cannot be encoded") }
         line.append(UInt8(ascii: "\n"))
-        if !FileManager.default.fileExists(atPath: journalPath) { FileManager.default.createFile(atPath: journalPath, contents: nil) }
-        guard let handle = FileHandle(forWritingAtPath: journalPath) else { return }
-        defer { try? handle.close() }
-        _ = try? handle.seekToEnd()
-        try? handle.write(contentsOf: line)
-        try? handle.synchronize()
+        let fd = open(journalPath, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw JournalError(description: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        let before = lseek(fd, 0, SEEK_END)
+        let failure: Int32? = line.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                offset += n
+            }
+            return fsync(fd) == 0 || errno == EINVAL ? nil : errno
+        }
+        if let failure {
+            if before >= 0 { _ = ftruncate(fd, before) }
+            throw JournalError(description: String(cString: strerror(failure)))
+        }
     }
 }
