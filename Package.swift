@@ -74,7 +74,7 @@ let package = Package(
         ]),
         // The asset library: content ids, local paths per host, albums, fetches, representations, changes.
         .target(name: "FarmLibrary", dependencies: [
-            "FarmStore", "FarmModel", "MediaInspect", "MediaTime",
+            "FarmStore", "FarmModel", "MediaInspect", "MediaTime", "SafeFiles",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // Watch-folder ingest: settle state, probe gate, content hashes, quarantine, templates.

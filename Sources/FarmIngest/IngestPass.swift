@@ -155,9 +155,10 @@ public struct IngestPass: Sendable {
 
         for watch in config.watch {
             let root = URL(fileURLWithPath: watch.path).resolvingSymlinksInPath().path
-            let skippedBefore = report.skipped.count
-            let files = Self.walk(watch.path, skipped: &report.skipped)
-            unread += report.skipped[skippedBefore...].map(\.path)
+            let walk = FolderWalk(watch.path)
+            for folder in walk.unreadable { report.skipped.append(.init(path: folder, reason: "a folder that cannot be read")) }
+            unread += walk.unreadable
+            let files = walk.entries.map(\.path).sorted()
             walked.formUnion(files)
             for path in files {
                 let name = (path as NSString).lastPathComponent
@@ -416,29 +417,6 @@ public struct IngestPass: Sendable {
     static func exists(_ path: String) -> Bool {
         var info = stat()
         return lstat(path, &info) == 0
-    }
-
-    /// Every file under `folder` (not following links to folders, not entering hidden folders), sorted.
-    static func walk(_ folder: String, skipped: inout [IngestReport.Skipped]) -> [String] {
-        var files: [String] = []
-        var pending = [folder]
-        while let current = pending.popLast() {
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: current) else {
-                skipped.append(.init(path: current, reason: "a folder that cannot be read"))
-                continue
-            }
-            for name in names.sorted() {
-                let path = current + "/" + name
-                var info = stat()
-                guard lstat(path, &info) == 0 else { continue }
-                if (info.st_mode & S_IFMT) == S_IFDIR {
-                    if !name.hasPrefix(".") { pending.append(path) }
-                } else {
-                    files.append(path)
-                }
-            }
-        }
-        return files.sorted()
     }
 
     /// Whether `name` passes the watch folder's patterns, upper and lower case alike (cameras write

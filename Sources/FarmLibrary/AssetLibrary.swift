@@ -1,6 +1,7 @@
 import FarmModel
 import FarmStore
 import Foundation
+import SafeFiles
 
 /// The asset library (PhotoKit for a farm), in the queue's database beside the jobs. An asset's id comes
 /// from its content, so the same file has the same id on every host; each host records where it keeps
@@ -140,27 +141,11 @@ public struct AssetLibrary: Sendable {
             guard (info.st_mode & S_IFMT) == S_IFREG else { return [.failure(AddOutcome(path: path, status: .refused, reason: "not a regular file"))] }
             return [.success(realPath(path))]
         }
-        var result: [Result<String, AddOutcome>] = []
-        var pending = [realPath(path)]
-        while let folder = pending.popLast() {
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else {
-                result.append(.failure(AddOutcome(path: folder, status: .refused, reason: "a folder that cannot be read")))
-                continue
-            }
-            var folders: [String] = []
-            for name in names.sorted() where !name.hasPrefix(".") {
-                let child = folder + "/" + name
-                var entry = stat()
-                guard lstat(child, &entry) == 0 else { continue }
-                switch entry.st_mode & S_IFMT {
-                case S_IFDIR: folders.append(child)
-                case S_IFREG: result.append(.success(child))
-                default: continue
-                }
-            }
-            // A folder's files in name order, then its folders, each in name order.
-            pending += folders.reversed()
+        let walk = FolderWalk(realPath(path))
+        var result: [Result<String, AddOutcome>] = walk.entries.compactMap { entry in
+            entry.kind == .regular && !entry.name.hasPrefix(".") ? .success(entry.path) : nil
         }
+        result += walk.unreadable.map { .failure(AddOutcome(path: $0, status: .refused, reason: "a folder that cannot be read")) }
         return result
     }
 

@@ -45,7 +45,7 @@ struct StatusCommand: AsyncParsableCommand {
             jobs = try await Self.watch(store: store, ids: jobs.map(\.id), draw: !json)
         }
         if json {
-            print(String(decoding: try JSONEncoder.sortedPretty().encode(jobs.map(JobStatus.init)), as: UTF8.self))
+            print(String(decoding: try JSONEncoder.sortedPretty().encode(jobs.map { JobView($0, now: Date()) }), as: UTF8.self))
         } else if !watch {
             print(Self.table(jobs), terminator: "")
         }
@@ -116,54 +116,6 @@ struct StatusCommand: AsyncParsableCommand {
     }
 }
 
-/// `status --json`: one job.
-struct JobStatus: Encodable {
-    struct Worker: Encodable {
-        var host: String
-        var owner: String
-        var pid: Int32?
-        var leaseExpiresAt: Date
-    }
-
-    var id: Int64
-    var name: String
-    var state: String
-    var attempt: Int
-    var maxAttempts: Int
-    var priority: Int
-    var uniqueKey: String?
-    var progress: Double?
-    var phase: String?
-    var worker: Worker?
-    var errors: [Job.AttemptError]
-    var result: JobResult?
-    var createdAt: Date
-    var runAt: Date
-    var startedAt: Date?
-    var finishedAt: Date?
-    var updatedAt: Date
-
-    init(_ job: Job) {
-        id = job.id
-        name = job.name
-        state = job.state.rawValue
-        attempt = job.attempt
-        maxAttempts = job.maxAttempts
-        priority = job.priority
-        uniqueKey = job.uniqueKey
-        progress = job.progress
-        phase = job.phase
-        worker = job.lease.map { Worker(host: Job.host(ofOwner: $0.owner), owner: $0.owner, pid: job.workerPID, leaseExpiresAt: $0.expiresAt) }
-        errors = job.errors
-        result = job.result.flatMap { try? JSONDecoder().decode(JobResult.self, from: Data($0.utf8)) }
-        createdAt = job.createdAt
-        runAt = job.runAt
-        startedAt = job.startedAt
-        finishedAt = job.finishedAt
-        updatedAt = job.updatedAt
-    }
-}
-
 /// `mediafarm cancel`.
 struct CancelCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -225,7 +177,7 @@ enum JobControl {
                 FileHandle.standardError.write(Data("\(error)\n".utf8))
             }
         }
-        if json { print(String(decoding: try JSONEncoder.sortedPretty().encode(changed.map(JobStatus.init)), as: UTF8.self)) }
+        if json { print(String(decoding: try JSONEncoder.sortedPretty().encode(changed.map { JobView($0, now: Date()) }), as: UTF8.self)) }
         if refused > 0 { throw ExitCode(ExitStatus.failure) }
     }
 }

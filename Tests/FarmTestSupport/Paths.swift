@@ -42,6 +42,28 @@ public enum TestPaths {
         }
     }
 
+    /// Waits up to `timeout` seconds until something listens on loopback `port` (a UDP socket bound to it,
+    /// or a TCP socket listening), as /proc/net shows it: a receiver is ready before its sender starts.
+    /// Whether it does.
+    @discardableResult
+    public static func waitForListener(port: Int, udp: Bool = true, timeout: Double = 15) -> Bool {
+        let hex = String(format: ":%04X", port)
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            for table in udp ? ["/proc/net/udp", "/proc/net/udp6"] : ["/proc/net/tcp", "/proc/net/tcp6"] {
+                let lines = ((try? String(contentsOfFile: table, encoding: .utf8)) ?? "").split(separator: "\n").dropFirst()
+                for line in lines {
+                    let fields = line.split(separator: " ")
+                    // local_address is the second field; TCP's state 0A is LISTEN.
+                    guard fields.count > 3, fields[1].hasSuffix(hex) else { continue }
+                    if udp || fields[3] == "0A" { return true }
+                }
+            }
+            usleep(20_000)
+        }
+        return false
+    }
+
     /// A new empty folder under the system temporary folder, readable by every user.
     public static func makeTemporaryFolder(_ label: String) throws -> URL {
         let url = FileManager.default.temporaryDirectory

@@ -37,7 +37,8 @@ import Glibc
         let port = TestPaths.freeLoopbackPort()
         let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "4", "--max-duration", "10",
                                          "--capture-id", "cam"])
-        usleep(300_000)
+
+        #expect(TestPaths.waitForListener(port: port), "the capture never listened on \(port)")
         let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 20, log: dir.appendingPathComponent("sender.log").path)
         defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }
         #expect(recorder.wait(timeout: 40) == 0, "\(recorder.log)")
@@ -71,7 +72,7 @@ import Glibc
         let port = TestPaths.freeLoopbackPort()
         let sender = try Self.sender("tcp://127.0.0.1:\(port)?listen=1", seconds: 30, log: dir.appendingPathComponent("sender.log").path)
         defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }
-        usleep(500_000)
+        #expect(TestPaths.waitForListener(port: port, udp: false), "the sender never listened on \(port)")
         let recorder = try capture(dir, ["--source", "tcp://127.0.0.1:\(port)", "--segment-duration", "2", "--capture-id", "cam"])
         let deadline = Date().addingTimeInterval(20)
         while Self.events(recorder.log).filter({ $0["event"] as? String == "segment" }).count < 2 && Date() < deadline { usleep(100_000) }
@@ -98,7 +99,8 @@ import Glibc
         let dir = try TestPaths.makeTemporaryFolder("capture-drop")
         let port = TestPaths.freeLoopbackPort()
         let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "60", "--read-timeout", "1.5"])
-        usleep(300_000)
+
+        #expect(TestPaths.waitForListener(port: port), "the capture never listened on \(port)")
         let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 30, log: dir.appendingPathComponent("sender.log").path)
         sleep(3)
         sender.kill(SIGKILL)
@@ -123,7 +125,7 @@ import Glibc
         let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "3", "--max-duration", "6",
                                          "--capture-id", "cam", "--enqueue", templates.appendingPathComponent("segment.json").path,
                                          "--queue", queue])
-        usleep(300_000)
+        #expect(TestPaths.waitForListener(port: port), "the capture never listened on \(port)")
         let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 10, log: dir.appendingPathComponent("sender.log").path)
         defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }
         #expect(recorder.wait(timeout: 40) == 0, "\(recorder.log)")
@@ -162,7 +164,7 @@ import Glibc
         let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "2", "--max-duration", "4",
                                          "--capture-id", "cam", "--enqueue", template.path,
                                          "--queue", "postgres://farm@127.0.0.1:1/farm?connect_timeout=1"])
-        usleep(300_000)
+        #expect(TestPaths.waitForListener(port: port), "the capture never listened on \(port)")
         let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 8, log: dir.appendingPathComponent("sender.log").path)
         defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }
         #expect(recorder.wait(timeout: 60) == 1, "\(recorder.log)")
@@ -333,7 +335,8 @@ import Glibc
         let dir = try TestPaths.makeTemporaryFolder("capture-disk")
         let port = TestPaths.freeLoopbackPort()
         let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--min-free-disk", "1000000T"])
-        usleep(300_000)
+
+        #expect(TestPaths.waitForListener(port: port), "the capture never listened on \(port)")
         let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 10, log: dir.appendingPathComponent("sender.log").path)
         defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }
         #expect(recorder.wait(timeout: 20) == 1, "\(recorder.log)")

@@ -152,7 +152,8 @@ final class VirtualDisplay {
         let started = Date()
         let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "2", "--read-timeout", "2",
                                          "--reconnect-for", "6", "--capture-id", "cam"])
-        usleep(300_000)
+
+        #expect(TestPaths.waitForListener(port: port), "the capture never listened on \(port)")
         let first = try CaptureTests.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 4, log: dir.appendingPathComponent("sender1.log").path)
         _ = first.wait(timeout: 20)
         sleep(3)
@@ -291,7 +292,8 @@ final class VirtualDisplay {
         try ProcessRunner.check("qrencode", ["-o", code, "-s", "5", "-m", "4", "MF-UDP-CODE"])
         let port = TestPaths.freeLoopbackPort()
         let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "2", "--max-duration", "5", "--scan", "qr"])
-        usleep(300_000)
+
+        #expect(TestPaths.waitForListener(port: port), "the capture never listened on \(port)")
         let sender = try Background(["/usr/bin/ffmpeg", "-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30:duration=8",
                                      "-i", code, "-filter_complex", "[0][1]overlay=40:40:enable='between(t,1,2.99)'",
                                      "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-f", "mpegts", "udp://127.0.0.1:\(port)?pkt_size=1316"],
@@ -322,7 +324,8 @@ final class VirtualDisplay {
         let dir = try TestPaths.makeTemporaryFolder("capture-wrap")
         let port = TestPaths.freeLoopbackPort()
         let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "2", "--max-duration", "6"])
-        usleep(300_000)
+
+        #expect(TestPaths.waitForListener(port: port), "the capture never listened on \(port)")
         let wrap = Double(1 << 33) / 90_000
         let sender = try Background(["/usr/bin/ffmpeg", "-nostdin", "-v", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30:duration=10",
                                      "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-output_ts_offset", String(format: "%.3f", wrap - 3),

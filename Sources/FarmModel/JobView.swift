@@ -1,11 +1,18 @@
-import FarmModel
 import Foundation
 
-/// A job as the JSON API shows it (`GET /api/jobs/{id}`), described in `docs/openapi.json`.
-struct JobView: Encodable {
-    var id: Int64
-    var name: String
-    var state: String
+/// A job as JSON: the API's (`GET /api/jobs/{id}`, described in `docs/openapi.json`) and `status --json`'s,
+/// `cancel --json`'s and `retry --json`'s, one view for all.
+public struct JobView: Encodable {
+    public struct Worker: Encodable {
+        var host: String
+        var owner: String
+        var pid: Int32?
+        var leaseExpiresAt: Date
+    }
+
+    public var id: Int64
+    public var name: String
+    public var state: String
     var priority: Int
     var attempt: Int
     var maxAttempts: Int
@@ -22,6 +29,9 @@ struct JobView: Encodable {
     var finishedAt: Date?
     /// Seconds left, estimated from the progress so far (running jobs that reported progress).
     var etaSeconds: Double?
+    /// The lease of a job that holds one (running, or publishing): who holds it, until when.
+    var worker: Worker?
+    var updatedAt: Date
     var errors: [AttemptErrorView]
     /// The worker's report (inspection, scan, export statistics), when the last attempt gave one.
     var result: AnyJSON?
@@ -33,7 +43,7 @@ struct JobView: Encodable {
         var message: String
     }
 
-    init(_ job: Job, now: Date) {
+    public init(_ job: Job, now: Date) {
         id = job.id
         name = job.name
         state = job.state.rawValue
@@ -50,6 +60,8 @@ struct JobView: Encodable {
         runAt = job.runAt
         startedAt = job.startedAt
         finishedAt = job.finishedAt
+        updatedAt = job.updatedAt
+        worker = job.lease.map { Worker(host: Job.host(ofOwner: $0.owner), owner: $0.owner, pid: job.workerPID, leaseExpiresAt: $0.expiresAt) }
         if job.state == .running, let started = job.startedAt, let fraction = job.progress {
             etaSeconds = Self.eta(elapsed: now.timeIntervalSince(started), fraction: fraction)
         }
@@ -59,27 +71,14 @@ struct JobView: Encodable {
     }
 
     /// Seconds left at the rate so far; nil before the first percent.
-    static func eta(elapsed: Double, fraction: Double) -> Double? {
+    public static func eta(elapsed: Double, fraction: Double) -> Double? {
         guard fraction >= 0.01, fraction < 1, elapsed > 0 else { return fraction >= 1 ? 0 : nil }
         return (elapsed * (1 - fraction) / fraction).rounded()
     }
 }
 
-extension JSONEncoder {
-    static let api: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // ISO 8601 with milliseconds: attempts are timed to better than a second.
-        encoder.dateEncodingStrategy = .custom { date, encoder in
-            var container = encoder.singleValueContainer()
-            try container.encode(date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted)))
-        }
-        return encoder
-    }()
-}
-
 /// Any JSON document, decoded to be embedded in a response (a job's manifest and report).
-enum AnyJSON: Codable {
+public enum AnyJSON: Codable, Sendable {
     case null
     case bool(Bool)
     case number(Double)
@@ -87,7 +86,7 @@ enum AnyJSON: Codable {
     case array([AnyJSON])
     case object([String: AnyJSON])
 
-    init(from decoder: any Decoder) throws {
+    public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() { self = .null }
         else if let b = try? container.decode(Bool.self) { self = .bool(b) }
@@ -97,7 +96,7 @@ enum AnyJSON: Codable {
         else { self = .object(try container.decode([String: AnyJSON].self)) }
     }
 
-    func encode(to encoder: any Encoder) throws {
+    public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()
