@@ -271,6 +271,32 @@ import Glibc
         #expect(try farm.state(1) == "queued")
     }
 
+    /// A coordinator's memory does not grow with the jobs it has run: resident memory after 1,500 real jobs
+    /// within 6 MB of what it was after 300 (a task group that kept every finished job's task grew it by
+    /// about 16 KB a job, 19 MB over these). `bench/coordinator-memory.sh` runs 20,000.
+    @Test func aCoordinatorsMemoryStaysFlatOverALongRun() throws {
+        let farm = try Farm("long-run")
+        try FileManager.default.copyItem(atPath: MediaFixture.cfr30MP4.path, toPath: farm.folder.appendingPathComponent("small.mp4").path)
+        let manifests = try (0..<1500).map { try farm.inspectManifest("j\($0)", input: "small.mp4") }
+        for start in stride(from: 0, to: manifests.count, by: 500) {
+            _ = try farm.submit(Array(manifests[start..<min(start + 500, manifests.count)]))
+        }
+        let coordinator = try farm.startCoordinator(["--workers", "2", "--exit-when-idle"])
+        func finished() -> Int { coordinator.log.components(separatedBy: #""event":"finished""#).count - 1 }
+        func residentKB() -> Int? {
+            guard let status = try? String(contentsOfFile: "/proc/\(coordinator.pid)/status", encoding: .utf8),
+                  let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
+            return Int(line.split(separator: " ")[1])
+        }
+        #expect(eventually(300) { finished() >= 300 }, "\(coordinator.log.suffix(2000))")
+        let early = try #require(residentKB())
+        #expect(eventually(600) { finished() >= 1490 }, "\(finished()) finished")
+        let late = try #require(residentKB())
+        #expect(coordinator.wait(timeout: 60) == 0, "\(coordinator.log.suffix(2000))")
+        #expect(late - early < 6 * 1024, "resident memory grew from \(early) KB after 300 jobs to \(late) KB after 1,490")
+        #expect(try farm.status().values.allSatisfy { $0["state"] as? String == "succeeded" })
+    }
+
     @Test func aStandbyWorkerThatDiedIdleCostsNoAttempt() throws {
         let farm = try Farm("standby")
         let coordinator = try farm.startCoordinator(["--workers", "2"])
