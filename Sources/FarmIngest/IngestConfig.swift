@@ -106,14 +106,16 @@ public struct IngestConfig: Sendable, Hashable {
         } else {
             issues.append("$.watch: required, a non-empty list of {path, template}")
         }
-        var settle = 60.0
-        if let value = object["settleSeconds"] {
-            if let n = value as? NSNumber, !isBool(value), n.doubleValue >= 0, n.doubleValue <= 86400 {
-                settle = n.doubleValue
-            } else {
-                issues.append("$.settleSeconds: seconds, from 0 to 86400")
+        /// A number from 0 to `limit` (`unit` names it in the error), else `fallback`.
+        func amount(_ key: String, _ unit: String, limit: Double, default fallback: Double) -> Double {
+            guard let value = object[key] else { return fallback }
+            guard let n = value as? NSNumber, !isBool(value), n.doubleValue >= 0, n.doubleValue <= limit else {
+                issues.append("$.\(key): \(unit), from 0 to \(Int(limit))")
+                return fallback
             }
+            return n.doubleValue
         }
+        let settle = amount("settleSeconds", "seconds", limit: 86400, default: 60)
         func pathValue(_ key: String, default fallback: String) -> String {
             guard let value = object[key] else { return resolve(fallback) }
             guard let p = value as? String, !p.isEmpty else {
@@ -164,14 +166,7 @@ public struct IngestConfig: Sendable, Hashable {
                 issues.append("$.libraryAlbum: an album's name (1 to 200 characters)")
             }
         }
-        var forgetGone = 7.0
-        if let value = object["forgetGoneAfterDays"] {
-            if let n = value as? NSNumber, !isBool(value), n.doubleValue >= 0, n.doubleValue <= 36500 {
-                forgetGone = n.doubleValue
-            } else {
-                issues.append("$.forgetGoneAfterDays: days, from 0 to 36500")
-            }
-        }
+        let forgetGone = amount("forgetGoneAfterDays", "days", limit: 36500, default: 7)
         for w in watches where state.hasPrefix(w.path + "/") || quarantine.hasPrefix(w.path + "/") {
             issues.append("$.state and $.quarantine must lie outside the watch folders (\(w.path))")
         }
