@@ -28,8 +28,10 @@ public final class CaptureQueue: @unchecked Sendable {
     public struct Outcome: Sendable {
         /// Segments still waiting for the queue (journaled: the next capture into the folder enqueues them).
         public var waiting: [SegmentReport] = []
-        /// Segments the template gives an invalid manifest for, with the reason.
-        public var rejected: [(segment: SegmentReport, reason: String)] = []
+        /// How many segments the template gave an invalid manifest for, and the first one's reason (each
+        /// was reported as it came).
+        public var rejected = 0
+        public var firstRejection: String?
     }
 
     let template: IngestTemplate
@@ -49,7 +51,8 @@ public final class CaptureQueue: @unchecked Sendable {
     private let wake: AsyncStream<Void>.Continuation
     private let report: @Sendable (String, [String: Any]) -> Void
     private var store: (any JobStore)?
-    private var rejected: [(segment: SegmentReport, reason: String)] = []
+    private var rejected = 0
+    private var firstRejection: String?
     private var journalError: String?
 
     public static let placeholders = ["input", "stem", "ext", "index", "captureID", "date"]
@@ -112,7 +115,8 @@ public final class CaptureQueue: @unchecked Sendable {
                 report("notice", ["message": "segment \(segment.index): not enqueued: the template gives an invalid manifest for \(segment.path): \(invalid.reason)"])
                 lock.withLock {
                     _ = pending.removeFirst()
-                    rejected.append((segment, invalid.reason))
+                    rejected += 1
+                    if firstRejection == nil { firstRejection = invalid.reason }
                 }
             } catch {
                 if failing != segment.index {
@@ -125,7 +129,7 @@ public final class CaptureQueue: @unchecked Sendable {
             }
         }
         await store?.close()
-        return lock.withLock { Outcome(waiting: pending.map(\.segment), rejected: rejected) }
+        return lock.withLock { Outcome(waiting: pending.map(\.segment), rejected: rejected, firstRejection: firstRejection) }
     }
 
     struct InvalidSegmentManifest: Error {

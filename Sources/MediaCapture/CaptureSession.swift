@@ -134,7 +134,7 @@ public final class CaptureSession: @unchecked Sendable {
         var summary = CaptureSummary(captureID: configuration.captureID, reason: .noDataCaptured, successfullyFinished: false,
                                      segments: 0, duration: 0, bytes: 0, message: nil)
         let scanner = configuration.scan.map { LiveScanner(configuration: $0, events: events) }
-        var reports: [SegmentReport] = []
+        var finished = (segments: 0, bytes: Int64(0), duration: 0.0)
         var progress = Recorder.Progress()
         /// When the source dropped, while it is being reconnected (and, with a reconnection budget, the
         /// session's start until the source first opens: a source not up yet is waited for as long).
@@ -282,7 +282,9 @@ public final class CaptureSession: @unchecked Sendable {
             } catch {
                 summary.add(message: "\(error)")
             }
-            reports += recorder.finished
+            finished.segments += recorder.finishedCount
+            finished.bytes += recorder.finishedBytes
+            finished.duration += recorder.finishedDuration
             progress = recorder.progress
             if sourceDropped, !isStopped, configuration.reconnectFor > 0 {
                 let now = Date()
@@ -295,9 +297,9 @@ public final class CaptureSession: @unchecked Sendable {
             break
         }
         if let scanner { summary.scan = scanner.finish() }
-        summary.segments = reports.count
-        summary.bytes = reports.reduce(0) { $0 + $1.bytes }
-        summary.duration = reports.reduce(0) { $0 + $1.duration }
+        summary.segments = finished.segments
+        summary.bytes = finished.bytes
+        summary.duration = finished.duration
         if summary.segments == 0 && summary.reason != .diskFull && summary.reason != .sessionWasInterrupted { summary.reason = .noDataCaptured }
         summary.successfullyFinished = summary.segments > 0
             && [.maximumDurationReached, .maximumFileSizeReached, .sessionWasInterrupted, .diskFull].contains(summary.reason)

@@ -29,7 +29,10 @@ struct Recorder {
     private var previous: SegmentWriter?
     private var latest: [Int: MediaTime] = [:]
     private var nextIndex = 1
-    private(set) var finished: [SegmentReport] = []
+    /// How many segments this connection finished and how long they are together (a recording of days
+    /// keeps a count, not every segment's report).
+    private(set) var finishedCount = 0
+    private(set) var finishedDuration = 0.0
 
     /// How far a recording has come: capture time, recorded seconds and bytes.
     struct Progress {
@@ -72,7 +75,7 @@ struct Recorder {
 
     private var recordedHere: MediaTime = .zero
     /// The finished segments' bytes, kept as they finish (asked for each packet under --max-size).
-    private var finishedBytes: Int64 = 0
+    private(set) var finishedBytes: Int64 = 0
 
     /// After the highest index a recording with this id already left in the folder (finished, unfinished
     /// or quarantined), so that a capture restarted with the same id never replaces a segment.
@@ -184,10 +187,11 @@ struct Recorder {
         var report = SegmentReport(index: segment.index, path: segment.finalPath, start: captureTime(segment.start).seconds,
                                    wallClock: segment.startWallClock, duration: duration.seconds,
                                    bytes: segment.bytes, packets: segment.packets)
-        if finished.isEmpty { report.gapBefore = before.gap }
+        if finishedCount == 0 { report.gapBefore = before.gap }
         report.closedAt = Date()
         finishedBytes += report.bytes
-        finished.append(report)
+        finishedCount += 1
+        finishedDuration += report.duration
         closed(report)
     }
 

@@ -267,9 +267,9 @@ struct CaptureCommand: AsyncParsableCommand {
                                           + "they are listed in \(feeder.journalPath), and the next capture into this folder enqueues them"], json: json)
                 failed = true
             }
-            if !outcome.rejected.isEmpty {
-                Self.printLine("notice", ["message": "\(outcome.rejected.count) segments were not enqueued: the template gives an invalid manifest "
-                                          + "(\(outcome.rejected[0].reason)); fix the --enqueue template, then `mediafarm submit` them"], json: json)
+            if outcome.rejected > 0 {
+                Self.printLine("notice", ["message": "\(outcome.rejected) segments were not enqueued: the template gives an invalid manifest "
+                                          + "(\(outcome.firstRejection ?? "")); fix the --enqueue template, then `mediafarm submit` them"], json: json)
                 failed = true
             }
             if let problem = feeder.journalProblem {
