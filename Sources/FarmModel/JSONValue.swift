@@ -325,12 +325,9 @@ extension JSONValue {
         }
     }
 
-    /// The value with the member `key` of this object replaced by `transform` of it (nil: unchanged).
-    public func replacing(_ key: String, with transform: (JSONValue) throws -> JSONValue?) rethrows -> JSONValue {
+    /// This object with the value of its member `key` (every occurrence) replaced by `value`.
+    public func replacing(_ key: String, with value: JSONValue) -> JSONValue {
         guard case .object(let members) = self else { return self }
-        return .object(try members.map { member in
-            guard member.key == key, let new = try transform(member.value) else { return member }
-            return (member.key, new)
-        })
+        return .object(members.map { $0.key == key ? ($0.key, value) : $0 })
     }
 }

@@ -40,17 +40,17 @@ extension Coordinator {
             return .string(now)
         }
         var result = document
-        if let input = document["input"], let new = await follow(input) { result = result.replacing("input") { _ in new } }
+        if let input = document["input"], let new = await follow(input) { result = result.replacing("input", with: new) }
         if case .array(let edits)? = document["edits"] {
             var followed: [JSONValue] = []
             for edit in edits {
                 if let source = edit["source"], let new = await follow(source) {
-                    followed.append(edit.replacing("source") { _ in new })
+                    followed.append(edit.replacing("source", with: new))
                 } else {
                     followed.append(edit)
                 }
             }
-            result = result.replacing("edits") { _ in .array(followed) }
+            result = result.replacing("edits", with: .array(followed))
         }
         return changed ? result.text : nil
     }

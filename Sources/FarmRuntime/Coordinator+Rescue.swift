@@ -1,0 +1,109 @@
+import FarmModel
+import Foundation
+
+/// The rescuer's side of a coordinator: leases that expired (their jobs back in the queue, or dead),
+/// publications a dead coordinator left half done, and pruning of old finished jobs.
+extension Coordinator {
+    /// The rescuer: every `rescueInterval`, jobs whose lease expired go back to the queue (or end dead);
+    /// every `pruneInterval`, jobs finished longer ago than `keepFinished` are deleted.
+    func rescueLoop() async {
+        var lastPrune: Date?
+        while !Task.isCancelled, !isDraining {
+            turned("rescuer")
+            await rescueExpired()
+            if let keep = configuration.keepFinished, lastPrune.map({ now().timeIntervalSince($0) >= configuration.pruneInterval }) ?? true {
+                lastPrune = now()
+                await prune(keep)
+            }
+            guard await pause(configuration.rescueInterval) else { return }
+        }
+    }
+
+    private func prune(_ keep: Double) async {
+        let cutoff = now().addingTimeInterval(-keep)
+        var deleted = 0
+        do {
+            while !Task.isCancelled {
+                let n = try await store.prune(finishedBefore: cutoff, limit: 1000)
+                deleted += n
+                if n < 1000 { break }
+            }
+        } catch {
+            events(.notice("pruning: \(error)"))
+        }
+        if deleted > 0 { events(.notice("pruned \(deleted) jobs that finished more than \(Self.format(keep / 86400)) days ago")) }
+    }
+
+    /// Attempts whose coordinator died while publishing: their worker succeeded and every output was
+    /// staged, so the publication is completed here and the job finished under the expired lease's token
+    /// (fenced: when several rescuers race, one records it; renaming is idempotent). One that cannot be
+    /// completed is rescued as usual once the grace of one lease has passed.
+    private func completeInterruptedPublications() async {
+        let expired: [Job]
+        do { expired = try await store.expiredPublications(at: now()) } catch {
+            events(.notice("rescuer: \(error)"))
+            return
+        }
+        for job in expired {
+            guard let lease = job.lease, case .success(let manifest) = ManifestLoader.validate(
+                text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) else { continue }
+            do {
+                metrics.published(try StagedOutput.publish(manifest, token: lease.token, allowExisting: manifest.overwrite || job.attempt > 1, resuming: true))
+            } catch {
+                events(.notice("job \(job.id) (\(job.name)): cannot complete the publication of \(lease.owner): \(error)"))
+                continue
+            }
+            do {
+                let after = try await store.finish(id: job.id, token: lease.token, outcome: .succeeded(result: job.result), at: now())
+                metrics.rescued("publication_completed")
+                events(.notice("job \(job.id) (\(job.name)): \(lease.owner) stopped while publishing attempt \(job.attempt); "
+                               + "publication completed here, job \(after.state.rawValue)"))
+            } catch where error.isStaleLease {
+                continue  // another rescuer recorded it
+            } catch {
+                events(.notice("job \(job.id) (\(job.name)): publication completed, but recording it failed: \(error)"))
+            }
+        }
+    }
+
+    private func rescueExpired() async {
+        await completeInterruptedPublications()
+        let t = now()
+        do {
+            for job in try await store.rescueExpired(at: t, publishingGrace: configuration.leaseDuration) {
+                let after = try? await store.job(id: job.id)
+                events(.notice("job \(job.id) (\(job.name)): lease of \(job.lease?.owner ?? "?") expired; "
+                               + (after?.state == .dead ? "dead after \(job.attempt) attempts" : "back in the queue")))
+                if after?.state == .dead { recordEnd(job.id, .dead) }
+                metrics.rescued(after?.state == .dead ? "dead" : "requeued")
+                if let token = job.lease?.token, case .success(let manifest) = ManifestLoader.validate(
+                    text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
+                    StagedOutput.discard(manifest, token: token)
+                }
+            }
+        } catch {
+            events(.notice("rescuer: \(error)"))
+        }
+    }
+}
+
+/// The end of each job a coordinator finished, in memory that does not grow with the jobs that went well:
+/// a coordinator that ran 100,000 jobs keeps a count, and the ids of the jobs that are still failed (a job
+/// retried and then succeeding leaves the set), which its exit status and summary need.
+struct FinishedTally {
+    private(set) var succeeded = 0
+    private(set) var failed: Set<Int64> = []
+
+    mutating func record(_ id: Int64, _ state: JobState) {
+        switch state {
+        case .succeeded:
+            succeeded += 1
+            failed.remove(id)
+        case .failed, .dead:
+            failed.insert(id)
+        default:
+            // Back in the queue (a retry) or cancelled: no longer a failure of this run.
+            failed.remove(id)
+        }
+    }
+}
