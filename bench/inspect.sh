@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: one `mediafarm inspect` over a folder of 100+ media files, against the loop a user would
 # otherwise script (one ffprobe per file). Both print JSON for every file; timed by hyperfine in one run.
-#   bench/inspect.sh [COPIES]      (default 10 copies of each of 12 generated files, plus ../shared/corpus)
+#   bench/inspect.sh [COPIES]      (default 10 copies of each of 12 generated files, plus Tests/Fixtures/corpus)
 # Target: the mediafarm batch takes at most a fifth of the ffprobe loop (ratio <= 0.20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,7 +33,7 @@ ff -f lavfi -i testsrc2=s=320x240:r=15:d=6 -c:v mpeg4 "$src/old.avi"
 for i in $(seq 1 "$copies"); do
   for f in "$src"/*; do cp "$f" "$set_dir/$(printf '%03d' "$i")-$(basename "$f")"; done
 done
-if [ -d ../shared/corpus ]; then cp ../shared/corpus/*.* "$set_dir/" && rm -f "$set_dir/README.md"; fi
+cp Tests/Fixtures/corpus/*_*.* "$set_dir/"
 count=$(ls "$set_dir" | wc -l)
 echo "files: $count" >&2
 

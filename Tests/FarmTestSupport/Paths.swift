@@ -10,18 +10,19 @@ public enum TestPaths {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }()
 
-    /// `../shared/corpus` beside the project, or nil when it is absent (tests that need it then fail;
-    /// `CorpusTests.corpusIsPresent` says so once).
+    /// The real-world corpus, `Tests/Fixtures/corpus` (see its NOTICE), or nil when it is absent (tests
+    /// that need it then fail; `CorpusTests.corpusIsPresent` says so once).
     public static let corpus: URL? = {
-        let url = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/corpus")
+        let url = packageRoot.appendingPathComponent("Tests/Fixtures/corpus")
         return FileManager.default.fileExists(atPath: url.path) ? url : nil
     }()
 
-    /// Every media file of the corpus, sorted; empty when the corpus is absent.
+    /// Every media file of the corpus (not its README, NOTICE or license), sorted; empty when the corpus is absent.
     public static var corpusFiles: [URL] {
         guard let corpus else { return [] }
         let names = (try? FileManager.default.contentsOfDirectory(atPath: corpus.path)) ?? []
-        return names.filter { !$0.hasSuffix(".md") }.sorted().map { corpus.appendingPathComponent($0) }
+        return names.filter { !$0.hasSuffix(".md") && $0 != "NOTICE" && !$0.hasPrefix("LICENSE") }.sorted()
+            .map { corpus.appendingPathComponent($0) }
     }
 
     /// The built `mediafarm` executable (debug build made by `swift build --build-tests`).

@@ -60,7 +60,7 @@ import Testing
     }
 
     @Test func damagedBitstreamFailsCleanly() throws {
-        let corpus = try #require(TestPaths.corpus, "../shared/corpus is missing")
+        let corpus = try #require(TestPaths.corpus, "Tests/Fixtures/corpus is missing")
         let (frames, _, errors) = try decodeAll(corpus.appendingPathComponent("vp9_invalid-bitstream.webm").path)
         #expect(frames == [0])
         #expect(!errors.isEmpty)

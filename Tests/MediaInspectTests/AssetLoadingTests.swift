@@ -138,15 +138,15 @@ import Testing
     }
 }
 
-/// The real-world files in ../shared/corpus (a failure when the folder is absent: it is always beside
-/// the project, in CI too).
+/// The real-world files in Tests/Fixtures/corpus (a failure when the folder is absent: it is part of the
+/// repository).
 @Suite struct CorpusTests {
     @Test func corpusIsPresent() {
-        #expect(TestPaths.corpusFiles.count >= 10, "../shared/corpus is missing or empty: the corpus tests ran on nothing")
+        #expect(TestPaths.corpusFiles.count >= 10, "Tests/Fixtures/corpus is missing or empty: the corpus tests ran on nothing")
     }
 
     @Test func fragmentedMP4IsMeasuredNotTrusted() async throws {
-        let corpus = try #require(TestPaths.corpus, "../shared/corpus is missing")
+        let corpus = try #require(TestPaths.corpus, "Tests/Fixtures/corpus is missing")
         var options = AssetOptions()
         options.fullScanLimitBytes = 0   // even when told to trust headers of large files
         let asset = Asset(path: corpus.appendingPathComponent("mp4_sample_fragmented.mp4").path, options: options)
