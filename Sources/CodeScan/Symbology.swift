@@ -47,12 +47,18 @@ public enum Symbology: String, Sendable, Hashable, CaseIterable, Codable {
         }
     }
 
-    /// Parses a comma-separated list ("qr,ean13"); throws naming the unknown entries.
+    /// The symbology of a name in any case ("QR", "datamatrix").
+    public init?(named name: String) {
+        guard let s = Self.allCases.first(where: { $0.rawValue.lowercased() == name.lowercased() }) else { return nil }
+        self = s
+    }
+
+    /// Parses a comma-separated list ("qr,ean13", any case); throws naming the unknown entries.
     public static func parseList(_ text: String) throws(UnknownSymbology) -> [Symbology] {
         var result: [Symbology] = []
         var unknown: [String] = []
         for name in text.split(separator: ",").map({ $0.trimmingCharacters(in: " ") }) where !name.isEmpty {
-            if let s = Symbology(rawValue: name) { if !result.contains(s) { result.append(s) } } else { unknown.append(name) }
+            if let s = Symbology(named: name) { if !result.contains(s) { result.append(s) } } else { unknown.append(name) }
         }
         if !unknown.isEmpty { throw UnknownSymbology(names: unknown) }
         return result

@@ -88,7 +88,8 @@ extension HTTPFace {
 
     // MARK: - Jobs
 
-    /// `POST /api/jobs`: the body is a manifest; query: name, priority, key (unique key), maxAttempts, timeout, delay.
+    /// `POST /api/jobs`: the body is a manifest; query: name, priority, key (unique key), maxAttempts, timeout, delay,
+    /// allowMissingInputs (as `submit --allow-missing-inputs`: inputs that are not there yet).
     /// Who asks is settled first: nothing reads the body, the manifest or the file system for a caller
     /// without a valid token.
     func submit(_ request: Request) async throws -> Response {
@@ -110,6 +111,7 @@ extension HTTPFace {
         // A client that may retry names its request: the same key answers with the same job.
         let key = query.get("key").flatMap { $0.isEmpty ? nil : $0 }
             ?? request.headers[Self.idempotencyKey].flatMap { $0.isEmpty ? nil : $0 }
+        let allowMissingInputs = try Self.boolean(query, "allowMissingInputs")
         let bytes = Array(body.readableBytesView)
         let overwriteRefusal: ManifestIssue? = scoped
             ? ManifestIssue(path: "$.overwrite", message: "a scoped library token cannot replace existing files")
@@ -119,13 +121,20 @@ extension HTTPFace {
         let manifest: JobManifest
         switch ManifestLoader.validate(bytes: bytes, file: "request body", name: name, baseDirectory: configuration.baseDirectory,
                                        outputRoots: configuration.outputRoots ?? [configuration.baseDirectory], refuseExistingOutputs: true,
-                                       overwriteRefusal: overwriteRefusal) {
+                                       overwriteRefusal: overwriteRefusal,
+                                       outputRootsWayOut: "to write there, the coordinator must be started with --output-root naming a folder above it",
+                                       missingInputWayOut: allowMissingInputs ? nil
+                                           : "if it will be there when the job runs, add ?allowMissingInputs=true") {
         case .success(let m): manifest = m
         case .failure(let e):
             throw APIError(status: .unprocessableContent, message: "invalid manifest: nothing was queued",
-                           issues: e.issues.map { APIError.Issue(path: $0.path, message: $0.message) })
+                           issues: (e.issues + (try await unknownAssets(bytes, library: library))).map { APIError.Issue(path: $0.path, message: $0.message) })
         }
-        try await checkAssets(manifest, library: library)
+        if case let unknown = try await unknownAssets(bytes, library: library), !unknown.isEmpty {
+            throw APIError(status: .unprocessableContent, message: "invalid manifest: nothing was queued",
+                           issues: unknown.map { APIError.Issue(path: $0.path, message: $0.message) })
+        }
+        try checkScopedSources(manifest, library: library)
         let job = NewJob(name: manifest.name, manifest: String(decoding: bytes, as: UTF8.self), baseDirectory: configuration.baseDirectory,
                          outputRoots: configuration.outputRoots ?? [configuration.baseDirectory], priority: priority, maxAttempts: maxAttempts,
                          runAt: delay > 0 ? Date().addingTimeInterval(delay) : nil, uniqueKey: key.map { Self.apiKey($0, access: library.access) },
@@ -245,6 +254,14 @@ extension HTTPFace {
             throw APIError(status: .badRequest, message: "\(name) \(text): give an integer in \(range.lowerBound)...\(range.upperBound)")
         }
         return n
+    }
+
+    static func boolean(_ query: Parameters, _ name: String) throws -> Bool {
+        switch query.get(name) {
+        case nil, "false": return false
+        case "true": return true
+        case let text?: throw APIError(status: .badRequest, message: "\(name) \(text): give true or false")
+        }
     }
 
     static func seconds(_ query: Parameters, _ name: String, atMost limit: Double? = nil) throws -> Double? {

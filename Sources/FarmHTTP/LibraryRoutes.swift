@@ -83,24 +83,19 @@ extension HTTPFace {
         return Response.json(try await Self.answer { try await library.fetch(options) })
     }
 
-    /// For `POST /api/jobs`: with a scoped token every source must be an asset of its albums; any asset
-    /// named must be in the library.
-    func checkAssets(_ manifest: JobManifest, library: AssetLibrary) async throws {
-        var ids: [AssetID] = []
-        for (index, source) in manifest.edits.map(\.source).enumerated() {
-            if case .success(let id)? = AssetID.reference(source) {
-                ids.append(id)
-            } else if case .limited = library.access {
-                throw APIError(status: .forbidden, message: "a scoped library token submits only assets of its albums (asset:ID), not \(source)",
-                               issues: [.init(path: manifest.edits.count == 1 ? "$.input" : "$.edits[\(index)].source", message: "not an asset")])
-            }
+    /// For `POST /api/jobs`: with a scoped token every source must be an asset (of its albums: the
+    /// library shows it no other).
+    func checkScopedSources(_ manifest: JobManifest, library: AssetLibrary) throws {
+        guard case .limited = library.access else { return }
+        for (index, source) in manifest.edits.map(\.source).enumerated() where AssetID.reference(source) == nil {
+            throw APIError(status: .forbidden, message: "a scoped library token submits only assets of its albums (asset:ID), not \(source)",
+                           issues: [.init(path: manifest.edits.count == 1 ? "$.input" : "$.edits[\(index)].source", message: "not an asset")])
         }
-        guard !ids.isEmpty else { return }
-        let unknown = try await Self.answer { try await library.resolve(ids) }.filter { $0.status == .unknown }
-        guard unknown.isEmpty else {
-            throw APIError(status: .unprocessableContent, message: "invalid manifest: nothing was queued",
-                           issues: unknown.map { .init(path: "$", message: "no asset \($0.id) in the library") })
-        }
+    }
+
+    /// The manifest's asset references the library does not know, as issues at their JSON paths.
+    func unknownAssets(_ bytes: [UInt8], library: AssetLibrary) async throws -> [ManifestIssue] {
+        try await Self.answer { try await library.unknownReferences(AssetID.references(inManifest: bytes)) }
     }
 
     static func assetID(_ text: String) throws -> AssetID {

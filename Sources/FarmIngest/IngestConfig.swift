@@ -1,3 +1,4 @@
+import FarmModel
 import Foundation
 import SafeFiles
 
@@ -49,14 +50,18 @@ public struct IngestConfig: Sendable, Hashable {
             throw IngestConfigError(file: path, issues: ["cannot be read (no such file, or no permission)"])
         }
         guard data.count <= 1 << 20 else { throw IngestConfigError(file: path, issues: ["is larger than 1 MiB; a config is a small JSON file"]) }
+        // The strict parser first: a syntax error is named with its line and column.
+        let value: JSONValue
+        do { value = try JSONParser.parse([UInt8](data)) } catch { throw IngestConfigError(file: path, issues: [error.description]) }
+        guard case .object = value else { throw IngestConfigError(file: path, issues: ["$: expected a JSON object, found \(value.kindName)"]) }
         guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
-            throw IngestConfigError(file: path, issues: ["is not a JSON object"])
+            throw IngestConfigError(file: path, issues: ["$: expected a JSON object"])
         }
         let folder = URL(fileURLWithPath: absolute).deletingLastPathComponent()
         func resolve(_ p: String) -> String { URL(fileURLWithPath: p, relativeTo: folder).standardized.path }
 
         for key in object.keys.sorted() where !keys.contains(key) {
-            issues.append("$.\(key): unknown key (known: \(keys.joined(separator: ", ")))")
+            issues.append("$.\(key): unknown key\(Suggestion.hint(key, in: keys)) (known: \(keys.joined(separator: ", ")))")
         }
         if (object["version"] as? NSNumber)?.intValue != 1 || isBool(object["version"]) { issues.append("$.version: must be 1") }
         var watches: [Watch] = []
@@ -68,7 +73,7 @@ public struct IngestConfig: Sendable, Hashable {
                     continue
                 }
                 for key in entry.keys.sorted() where !watchKeys.contains(key) {
-                    issues.append("\(at).\(key): unknown key (known: \(watchKeys.joined(separator: ", ")))")
+                    issues.append("\(at).\(key): unknown key\(Suggestion.hint(key, in: watchKeys)) (known: \(watchKeys.joined(separator: ", ")))")
                 }
                 var watchPath = ""
                 if let p = entry["path"] as? String, !p.isEmpty {

@@ -37,6 +37,9 @@ public struct IngestReport: Sendable, Codable, Hashable {
 
     public var seen = 0
     public var settling = 0
+    /// Of `settling`, the files first seen (or changed) this pass: their settle time starts now (in a dry
+    /// run, it would start: a dry run records nothing).
+    public var firstSeen = 0
     public var enqueued = 0
     public var duplicates = 0
     public var quarantined = 0
@@ -49,6 +52,13 @@ public struct IngestReport: Sendable, Codable, Hashable {
     public var renamed: [Renamed] = []
     /// Rows for files gone from the watch folders longer than `forgetGoneAfterDays`, forgotten this pass.
     public var forgotten = 0
+    /// What `--reingest` named that this pass did not ingest again, and why (the command then exits 1).
+    public var notReingested: [Skipped] = []
+
+    /// Whether `text` is a SHA-256 in hex (a content), not a path.
+    public static func isHash(_ text: String) -> Bool {
+        text.count == 64 && text.allSatisfy(\.isHexDigit)
+    }
     public var dryRun = false
     /// Enqueued files registered in the asset library, and what went wrong registering the others (the pass
     /// then counts as failed: exit 1).
@@ -63,7 +73,12 @@ public struct IngestReport: Sendable, Codable, Hashable {
 /// Why a pass could not run (exit 1; nothing was marked ingested, so the next pass tries again).
 public struct IngestError: Error, Sendable, CustomStringConvertible {
     public let description: String
-    public init(_ description: String) { self.description = description }
+    /// The pass was asked for something it cannot do (a bad `--reingest`): nothing was done.
+    public var isUsage = false
+    public init(_ description: String, isUsage: Bool = false) {
+        self.description = description
+        self.isUsage = isUsage
+    }
 }
 
 /// One ingest pass over the watch folders: new and changed files start settling; files that have kept
@@ -76,7 +91,7 @@ public struct IngestPass: Sendable {
     /// Checks an expanded manifest (text, default name, base folder, output roots) as `submit` would:
     /// the job's name, or what is wrong.
     public let validate: @Sendable (String, String, String, [String]) -> Result<String, IngestError>
-    /// Opens the queue (only when there is something to enqueue).
+    /// Opens the queue (at every pass that is not a dry run: to enqueue, or to check that it answers).
     public let openQueue: @Sendable () async throws -> any JobStore
     public let now: @Sendable () -> Date
     /// Called as settled files are checked: (done, of how many).
@@ -146,6 +161,7 @@ public struct IngestPass: Sendable {
         } catch {
             throw IngestError("\(config.state): cannot open the ingest state: \(error)")
         }
+        try checkReingest(reingest, known: known, state: state)
         let passStart = now().timeIntervalSince1970
         var changes: [IngestState.Change] = []
         var candidates: [Candidate] = []
@@ -195,6 +211,7 @@ public struct IngestPass: Sendable {
                     // New, or changed since it was last seen: it settles from now.
                     changes.append(.seen(path: path, identity, at: passStart))
                     report.settling += 1
+                    report.firstSeen += 1
                     continue
                 }
                 if row.goneSince != nil { changes.append(.back(path: path)) }
@@ -311,6 +328,18 @@ public struct IngestPass: Sendable {
         }
 
         progress(candidates.count, candidates.count)
+        // Every file or content asked for again must have been taken; say why not of the others.
+        for item in reingest {
+            let taken = IngestReport.isHash(item)
+                ? jobs.contains { $0.content.sha256 == item.lowercased() }
+                : jobs.contains { $0.candidate.path == item }
+            guard !taken else { continue }
+            let why = IngestReport.isHash(item)
+                ? "no settled file in the watch folders has this content now"
+                : known[item] == nil || known[item]?.status == .settling ? "it is new or still settling: a pass will ingest it when it has settled"
+                : "it was not ingested again (see the other lines of this pass)"
+            report.notReingested.append(.init(path: item, reason: why))
+        }
         if dryRun {
             report.enqueued = jobs.count
             report.jobs = jobs.map { .init(id: nil, path: $0.input, hash: $0.content.sha256) }
@@ -362,6 +391,21 @@ public struct IngestPass: Sendable {
                 }
             }
         }
+        // Nothing to enqueue: the queue is still asked, so that cron notices a queue that cannot be reached
+        // (a wrong URL, a server down) at the first pass, not at the first file.
+        if jobs.isEmpty {
+            do {
+                let opened = try await openQueue()
+                store = opened
+                _ = try await opened.counts()
+            } catch {
+                await store?.close()
+                store = nil
+                let recorded: String
+                do { try state?.apply(changes); recorded = "" } catch { recorded = "; \(config.state): cannot record the pass either: \(error)" }
+                throw IngestError("the queue: \(error); nothing was due this pass, but the next files cannot be enqueued\(recorded)")
+            }
+        }
         // The asset library learns each ingested file and its job, and where renamed files are now. The jobs
         // are queued and the files moved whatever it says, so the pass is recorded; `libraryWarnings` makes
         // the command exit 1.
@@ -391,14 +435,35 @@ public struct IngestPass: Sendable {
             } catch {
                 report.libraryWarnings.append("the asset library: \(error)")
             }
-            await store?.close()
         }
+        await store?.close()
         do {
             try state?.apply(changes)
         } catch {
             throw IngestError("\(config.state): cannot record the pass: \(error)")
         }
         return report
+    }
+
+    /// What `--reingest` names must be there to take: a path (absolute) of a file in a watch folder, or the
+    /// SHA-256 of content ingested before. Anything else is refused before the pass does anything.
+    func checkReingest(_ items: [String], known: [String: IngestState.Row], state: IngestState?) throws(IngestError) {
+        var problems: [String] = []
+        for item in items {
+            if IngestReport.isHash(item) {
+                let earlier = try? state?.hashIsKnown(item.lowercased())
+                if earlier == nil || earlier! == nil {
+                    problems.append("--reingest \(item): no file with this content was ingested (the state \(config.state) does not know it)")
+                }
+            } else if !item.hasPrefix("/") {
+                problems.append("--reingest \(item): give the file's absolute path, or its SHA-256")
+            } else if !Self.exists(item) {
+                problems.append("--reingest \(item): no such file")
+            } else if !config.watch.contains(where: { item.hasPrefix(URL(fileURLWithPath: $0.path).standardizedFileURL.path + "/") || item.hasPrefix($0.path + "/") }) {
+                problems.append("--reingest \(item): not in a watch folder of the config (\(config.watch.map(\.path).joined(separator: ", ")))")
+            }
+        }
+        if !problems.isEmpty { throw IngestError(problems.joined(separator: "\n") + "\nnothing was done", isUsage: true) }
     }
 
     /// Moves files back where they were after a failed pass; what could not be moved back, in words

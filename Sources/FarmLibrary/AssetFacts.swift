@@ -66,8 +66,9 @@ public struct AssetFacts: Sendable, Hashable, Codable {
     static let stillCodecs: Set<String> = ["png", "mjpeg", "bmp", "tiff", "webp", "gif", "jpeg2000", "jpegls", "pam", "ppm", "pgm",
                                           "pgmyuv", "pbm", "qoi", "targa", "sgi", "exr", "jpegxl", "dpx", "pcx", "xbm", "xwd"]
 
-    /// What an inspection must load for the facts (ingest asks for these with its own).
-    public static let keys: Set<AssetKey> = [.isReadable, .duration, .metadata, .tracks]
+    /// What an inspection must load for the facts (ingest asks for these with its own). `isPlayable`
+    /// decodes each track's first frame, so that the library (and ingest) refuse what `inspect` fails on.
+    public static let keys: Set<AssetKey> = [.isReadable, .isPlayable, .duration, .metadata, .tracks]
     public static let trackKeys: Set<TrackKey> = [.mediaType, .formatDescription, .naturalSize, .preferredTransform, .nominalFrameRate]
 
     /// Inspects the file at `path`; throws the reason when it is not media the farm can read.
@@ -83,6 +84,7 @@ public struct AssetFacts: Sendable, Hashable, Codable {
             throw .notMedia(path, error.hasPrefix(path + ": ") ? String(error.dropFirst(path.count + 2)) : error)
         }
         guard report.isReadable == true else { throw .notMedia(path, "not readable as media") }
+        if report.isPlayable == false { throw .notMedia(path, "no track can be decoded (see `mediafarm inspect`)") }
         let tracks = report.tracks ?? []
         let video = tracks.first { $0.mediaType == .video }
         let audio = tracks.first { $0.mediaType == .audio }

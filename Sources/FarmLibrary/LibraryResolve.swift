@@ -124,6 +124,17 @@ extension AssetLibrary {
         }?.string.flatMap(AssetID.init)
     }
 
+    /// Which of a manifest's `asset:ID` references (`AssetID.references(inManifest:)`) the library does
+    /// not know (or a scoped token may not see), as validation issues at their JSON paths.
+    public func unknownReferences(_ references: [(path: String, id: AssetID)]) async throws(LibraryError) -> [ManifestIssue] {
+        guard !references.isEmpty else { return [] }
+        let unknown = Set(try await resolve(references.map(\.id)).filter { $0.status == .unknown }.map(\.id))
+        return references.filter { unknown.contains($0.id) }.map {
+            ManifestIssue(path: $0.path, message: "no asset \($0.id) in the library (`mediafarm library add FILE` registers a file; "
+                          + "`library list` shows what is there)")
+        }
+    }
+
     /// Replaces every `asset:ID` in a manifest's `input` and `edits[].source` with this host's path (of
     /// several identical files, the first by path); throws naming the first id that has no file here.
     /// Other text is kept as it was.

@@ -71,7 +71,42 @@ public struct AssetIDError: Error, Sendable, Hashable, CustomStringConvertible {
 
     public init(text: String) { self.text = text }
 
+    /// Which rule `text` breaks: its length, a character outside the alphabet, or the last character,
+    /// which carries only 3 of the id's 128 bits (the other 2 are zero: it is one of 0 4 8 c g m r w).
     public var description: String {
-        "\"\(text)\" is not an asset id (26 characters of 0-9 and a-z without i, l, o, u, as `mediafarm library add` prints them)"
+        let lower = text.lowercased()
+        let rule = "26 characters of 0-9 and a-z without i, l, o, u, as `mediafarm library add` prints them"
+        if lower.count != AssetID.length {
+            return "\"\(text)\" is not an asset id: it has \(lower.count) characters (\(rule))"
+        }
+        if let bad = lower.first(where: { !$0.isASCII || !AssetID.alphabet.contains($0.asciiValue!) }) {
+            return "\"\(text)\" is not an asset id: \"\(bad)\" is not one of its characters (\(rule))"
+        }
+        return "\"\(text)\" is not an asset id: its last character must be one of 0 4 8 c g m r w (an id is 128 bits: "
+            + "the last of its 26 characters holds 3 bits and two zero bits), not \"\(lower.last!)\""
+    }
+}
+
+extension AssetID {
+    /// The well-formed `asset:ID` references of a manifest's text with their JSON paths (`$.input`,
+    /// `$.edits[N].source`), read whether or not the rest of the manifest is valid, so that an unknown
+    /// asset can be reported beside the manifest's other errors.
+    public static func references(inManifest bytes: [UInt8]) -> [(path: String, id: AssetID)] {
+        guard case .object(let fields)? = try? JSONParser.parse(bytes) else { return [] }
+        var found: [(path: String, id: AssetID)] = []
+        for (key, value) in fields {
+            if key == "input", case .string(let text) = value, case .success(let id)? = reference(text) {
+                found.append(("$.input", id))
+            }
+            if key == "edits", case .array(let edits) = value {
+                for (n, edit) in edits.enumerated() {
+                    guard case .object(let members) = edit else { continue }
+                    for (name, source) in members where name == "source" {
+                        if case .string(let text) = source, case .success(let id)? = reference(text) { found.append(("$.edits[\(n)].source", id)) }
+                    }
+                }
+            }
+        }
+        return found
     }
 }

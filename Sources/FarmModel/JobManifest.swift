@@ -168,4 +168,9 @@ public enum AudioPolicy: String, Sendable, Hashable, CaseIterable, Codable {
 public enum KnownSymbology {
     public static let names: [String] = ["qr", "aztec", "dataMatrix", "pdf417", "code128", "code39", "code93",
                                          "ean8", "ean13", "upce", "interleaved2of5", "itf14", "codabar", "databar"]
+
+    /// The name as `names` spells it, whatever the case of `name` ("QR", "datamatrix"); nil when unknown.
+    public static func canonical(_ name: String) -> String? {
+        names.first { $0.lowercased() == name.lowercased() }
+    }
 }

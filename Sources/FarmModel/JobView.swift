@@ -17,6 +17,8 @@ public struct JobView: Encodable {
     var attempt: Int
     var maxAttempts: Int
     var progress: Double?
+    /// What a running (or publishing) job is doing now; absent once it ended, when the last phase it
+    /// reported would mislead (a job failed while "starting").
     var phase: String?
     /// The host and the coordinator holding the lease of a running job.
     var host: String?
@@ -51,7 +53,7 @@ public struct JobView: Encodable {
         attempt = job.attempt
         maxAttempts = job.maxAttempts
         progress = job.progress
-        phase = job.phase
+        phase = job.state == .running ? job.phase : nil
         owner = job.state == .running ? job.lease?.owner : nil
         host = owner.map(Job.host(ofOwner:))
         workerPID = job.state == .running ? job.workerPID : nil

@@ -49,13 +49,25 @@ public struct ManifestContext: Sendable {
     /// Why `"overwrite": true` may not be given here (the HTTP API refuses it unless its coordinator
     /// allows it); nil: it may.
     public var overwriteRefusal: ManifestIssue?
+    /// How the submitter may write outside the output roots, in the words of the way it submits (an
+    /// option, a config key); appended to the refusal.
+    public var outputRootsWayOut: String
+    /// When set, an input file that does not exist (by `fileIdentity`) is an error, and this says how to
+    /// submit it anyway; nil: inputs are checked when the job runs.
+    public var missingInputWayOut: String?
+
+    /// The way past an output-root refusal for a user of the command line.
+    public static let commandLineOutputRootsWayOut =
+        "to write there, add a root: --output-root FOLDER, or MEDIAFARM_OUTPUT_ROOTS=FOLDER:... (outputRoots in an ingest or capture config)"
 
     public init(baseDirectory: String, outputRoots: [String]? = nil, defaultName: String = "job",
                 realPath: @escaping @Sendable (String) -> String = { $0 },
                 fileIdentity: @escaping @Sendable (String) -> FileIdentity? = { _ in nil },
                 refuseExistingOutputs: Bool = false,
                 protectedFile: @escaping @Sendable (String) -> String? = { _ in nil },
-                overwriteRefusal: ManifestIssue? = nil) {
+                overwriteRefusal: ManifestIssue? = nil,
+                outputRootsWayOut: String = ManifestContext.commandLineOutputRootsWayOut,
+                missingInputWayOut: String? = nil) {
         self.baseDirectory = PathRules.normalize(baseDirectory)
         self.outputRoots = (outputRoots ?? [baseDirectory]).map { PathRules.normalize(PathRules.resolve($0, against: baseDirectory)) }
         self.defaultName = defaultName
@@ -64,6 +76,8 @@ public struct ManifestContext: Sendable {
         self.refuseExistingOutputs = refuseExistingOutputs
         self.protectedFile = protectedFile
         self.overwriteRefusal = overwriteRefusal
+        self.outputRootsWayOut = outputRootsWayOut
+        self.missingInputWayOut = missingInputWayOut
     }
 }
 

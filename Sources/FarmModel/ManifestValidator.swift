@@ -143,7 +143,8 @@ private struct Walker {
         let reallyInside = context.outputRoots.contains { PathRules.isInside(real, root: context.realPath($0)) }
         guard lexicallyInside && reallyInside else {
             let via = lexicallyInside ? " through a symbolic link" : ""
-            fail(jsonPath, "\"\(raw)\" resolves to \(real)\(via), outside the output roots (\(context.outputRoots.joined(separator: ", ")))")
+            fail(jsonPath, "\"\(raw)\" resolves to \(real)\(via), outside the output roots (\(context.outputRoots.joined(separator: ", "))); "
+                 + context.outputRootsWayOut)
             return nil
         }
         return resolved
@@ -208,11 +209,17 @@ private struct Walker {
             if case .bool(let b) = v { overwrite = b } else { fail("$.overwrite", "expected true or false, found \(v.kindName)") }
             if overwrite, let issue = context.overwriteRefusal { fail(issue.path, issue.message) }
         }
+        let inputs = edits.enumerated().map { (o["input"] != nil ? "$.input" : "$.edits[\($0.offset)].source", $0.element.source) }
+        if let wayOut = context.missingInputWayOut {
+            var checked = Set<String>()
+            for (jsonPath, source) in inputs where AssetID.reference(source) == nil && checked.insert(source).inserted {
+                if context.fileIdentity(source)?.exists != true { fail(jsonPath, "\(source): no such file (\(wayOut))") }
+            }
+        }
         var outputs: [(String, String)] = []
         if let output = export?.output { outputs.append(("$.export.output", output)) }
         if let report { outputs.append(("$.report", report)) }
-        checkOutputs(outputs, inputs: edits.enumerated().map { (o["input"] != nil ? "$.input" : "$.edits[\($0.offset)].source", $0.element.source) },
-                     overwrite: overwrite)
+        checkOutputs(outputs, inputs: inputs, overwrite: overwrite)
         var manifest = JobManifest(version: 1, name: name, edits: edits, scale: scale, audio: audio, scan: scan,
                                    export: export, report: report, baseDirectory: context.baseDirectory)
         manifest.overwrite = overwrite
@@ -311,8 +318,8 @@ private struct Walker {
             if case .array(let items) = list {
                 for (i, item) in items.enumerated() {
                     guard let s = string(item, "$.scan.symbologies[\(i)]") else { continue }
-                    if KnownSymbology.names.contains(s) {
-                        if !symbologies.contains(s) { symbologies.append(s) }
+                    if let name = KnownSymbology.canonical(s) {
+                        if !symbologies.contains(name) { symbologies.append(name) }
                     } else {
                         let hint = Self.closest(s, in: KnownSymbology.names).map { " (did you mean \"\($0)\"?)" } ?? ""
                         fail("$.scan.symbologies[\(i)]", "unknown symbology \"\(s)\"\(hint); known: \(KnownSymbology.names.joined(separator: ", "))")
@@ -420,27 +427,7 @@ private struct Walker {
 
     // MARK: - Suggestions
 
-    /// The allowed name nearest to a typo, when it is close (edit distance at most 2, or case only).
-    static func closest(_ word: String, in candidates: [String]) -> String? {
-        let scored = candidates.map { ($0, distance(word.lowercased(), $0.lowercased())) }.min { $0.1 < $1.1 }
-        guard let (best, d) = scored, d <= 2, d < max(word.count, 1) else { return nil }
-        return best
-    }
-
-    static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
-        var row = Array(0...b.count)
-        for i in 1...max(a.count, 1) where !a.isEmpty {
-            var previous = row[0]
-            row[0] = i
-            for j in stride(from: 1, through: b.count, by: 1) {
-                let current = row[j]
-                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
-                previous = current
-            }
-        }
-        return a.isEmpty ? b.count : row[b.count]
-    }
+    static func closest(_ word: String, in candidates: [String]) -> String? { Suggestion.closest(word, in: candidates) }
 }
 
 extension JSONValue {

@@ -15,7 +15,8 @@ public enum ManifestLoader {
     }
 
     /// As `load`, with the manifest's text as read (what a queue stores), so the file is read once.
-    public static func loadWithText(_ path: String, outputRoots: [String]? = nil)
+    /// `missingInputWayOut`: see `ManifestContext` (submission refuses inputs that do not exist).
+    public static func loadWithText(_ path: String, outputRoots: [String]? = nil, missingInputWayOut: String? = nil)
         -> Result<(manifest: JobManifest, text: String), ManifestValidationError> {
         let absolute = PathRules.resolve(path, against: FileManager.default.currentDirectoryPath)
         func fail(_ message: String) -> Result<(manifest: JobManifest, text: String), ManifestValidationError> {
@@ -32,7 +33,7 @@ public enum ManifestLoader {
         let roots = outputRoots.map { $0.map { PathRules.resolve($0, against: FileManager.default.currentDirectoryPath) } }
         let name = URL(fileURLWithPath: absolute).deletingPathExtension().lastPathComponent
         return validate(bytes: [UInt8](data), file: path, name: name, baseDirectory: folder, outputRoots: roots,
-                        refuseExistingOutputs: true)
+                        refuseExistingOutputs: true, missingInputWayOut: missingInputWayOut)
             .map { ($0, String(decoding: data, as: UTF8.self)) }
     }
 
@@ -53,9 +54,10 @@ public enum ManifestLoader {
 extension ManifestLoader {
     /// Validates a queued job's manifest text as it was submitted: relative paths against `baseDirectory`,
     /// outputs under `outputRoots` (symbolic links resolved now, again).
-    public static func validate(text: String, name: String, baseDirectory: String, outputRoots: [String]) -> Result<JobManifest, ManifestValidationError> {
+    public static func validate(text: String, name: String, baseDirectory: String, outputRoots: [String],
+                                outputRootsWayOut: String = ManifestContext.commandLineOutputRootsWayOut) -> Result<JobManifest, ManifestValidationError> {
         validate(bytes: Array(text.utf8), file: name, name: name, baseDirectory: baseDirectory,
-                 outputRoots: outputRoots.isEmpty ? nil : outputRoots)
+                 outputRoots: outputRoots.isEmpty ? nil : outputRoots, outputRootsWayOut: outputRootsWayOut)
     }
 
     /// Validation against the file system: `outputRoots` nil means the manifest's folder. Inputs and
@@ -65,10 +67,13 @@ extension ManifestLoader {
     /// refuses `"overwrite": true` where the submitter may not replace files (see `ManifestContext`).
     public static func validate(bytes: [UInt8], file: String, name: String, baseDirectory: String,
                                 outputRoots: [String]?, refuseExistingOutputs: Bool = false,
-                                overwriteRefusal: ManifestIssue? = nil) -> Result<JobManifest, ManifestValidationError> {
+                                overwriteRefusal: ManifestIssue? = nil,
+                                outputRootsWayOut: String = ManifestContext.commandLineOutputRootsWayOut,
+                                missingInputWayOut: String? = nil) -> Result<JobManifest, ManifestValidationError> {
         let context = ManifestContext(baseDirectory: baseDirectory, outputRoots: outputRoots, defaultName: name, realPath: realPath,
                                       fileIdentity: FileIdentity.of, refuseExistingOutputs: refuseExistingOutputs,
-                                      protectedFile: { ProtectedFiles.shared.refusal(for: $0) }, overwriteRefusal: overwriteRefusal)
+                                      protectedFile: { ProtectedFiles.shared.refusal(for: $0) }, overwriteRefusal: overwriteRefusal,
+                                      outputRootsWayOut: outputRootsWayOut, missingInputWayOut: missingInputWayOut)
         return ManifestValidator.validate(json: bytes, file: file, context: context)
     }
 }

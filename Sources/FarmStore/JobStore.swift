@@ -174,6 +174,8 @@ public protocol JobStore: Sendable {
     var idlePollLimit: Double { get }
     /// Where the queue is, for messages (never with a password).
     var location: String { get }
+    /// What opening the store did to its schema (created, upgraded, or nothing).
+    var schemaChange: SchemaChange { get }
     /// The tables beside the jobs (the asset library's), in the same database.
     var database: any SQLDatabase { get throws(JobStoreError) }
     /// Closes connections; the store is not used afterwards.
@@ -211,5 +213,23 @@ public enum JobStoreError: Error, Sendable, CustomStringConvertible {
     public var isStaleLease: Bool {
         if case .transition(_, .staleLease) = self { return true }
         return false
+    }
+}
+
+/// The schema's version before and after a store was opened: `from` 0 is a queue created now.
+public struct SchemaChange: Sendable, Hashable {
+    public var from: Int
+    public var to: Int
+
+    public init(from: Int, to: Int) {
+        self.from = from
+        self.to = to
+    }
+
+    /// "created (schema version 4)", "upgraded from schema version 3 to 4", "schema version 4 is current".
+    public var description: String {
+        from == to ? "the queue's schema (version \(to)) is current"
+            : from == 0 ? "created the queue (schema version \(to))"
+            : "upgraded the queue's schema from version \(from) to \(to)"
     }
 }

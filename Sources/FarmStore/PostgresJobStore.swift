@@ -38,7 +38,10 @@ public final class PostgresJobStore: JobStore {
     /// The schema version this program writes; it refuses a newer one.
     public static let schemaVersion = PostgresSchema.migrations.count
 
-    private init(server: PostgresLocation, policy: RetryPolicy, lanes: Lanes) {
+    public let schemaChange: SchemaChange
+
+    private init(server: PostgresLocation, policy: RetryPolicy, lanes: Lanes, schemaChange: SchemaChange) {
+        self.schemaChange = schemaChange
         self.server = server
         self.machine = JobStateMachine(policy: policy)
         self.table = "\"\(server.schema)\".jobs"
@@ -66,20 +69,21 @@ public final class PostgresJobStore: JobStore {
     static func open(_ server: PostgresLocation, migrate: Bool, policy: RetryPolicy, connections: Int,
                      listen: Bool) async throws(JobStoreError) -> PostgresJobStore {
         let connection = try await connect(server)
+        let change: SchemaChange
         do {
-            try await PostgresSchema.check(connection, server: server, migrate: migrate, logger: logger)
+            change = try await PostgresSchema.check(connection, server: server, migrate: migrate, logger: logger)
         } catch {
             try? await connection.close()
             throw (error as? JobStoreError) ?? .unavailable("\(server): \(describe(error))")
         }
         if connections <= 1 && !listen {
-            return PostgresJobStore(server: server, policy: policy, lanes: .single(connection, Turnstile()))
+            return PostgresJobStore(server: server, policy: policy, lanes: .single(connection, Turnstile()), schemaChange: change)
         }
         try? await connection.close()
         var configuration = Self.clientConfiguration(server)
         configuration.options.maximumConnections = max(2, connections + (listen ? 1 : 0))
         configuration.options.minimumConnections = 1
-        let store = PostgresJobStore(server: server, policy: policy, lanes: .pool(PostgresClient(configuration: configuration)))
+        let store = PostgresJobStore(server: server, policy: policy, lanes: .pool(PostgresClient(configuration: configuration)), schemaChange: change)
         if listen { store.startListening() }
         return store
     }

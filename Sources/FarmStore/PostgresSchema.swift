@@ -52,7 +52,8 @@ enum PostgresSchema {
 
     /// Checks the schema's version, creating or upgrading it with `migrate` (concurrent migrators wait
     /// for each other on an advisory lock; each version is applied once, in one transaction).
-    static func check(_ connection: PostgresConnection, server: PostgresLocation, migrate: Bool, logger: Logger) async throws {
+    @discardableResult
+    static func check(_ connection: PostgresConnection, server: PostgresLocation, migrate: Bool, logger: Logger) async throws -> SchemaChange {
         let schema = "\"\(server.schema)\""
         let found = try await version(connection, server: server, logger: logger)
         let current = migrations.count
@@ -62,7 +63,7 @@ enum PostgresSchema {
                 use the MediaFarm that migrated it (or a newer one)
                 """)
         }
-        if found == current { return }
+        if found == current { return SchemaChange(from: found, to: current) }
         guard migrate else {
             throw JobStoreError.unavailable(found == 0
                 ? "\(server): no MediaFarm queue there yet: run `mediafarm queue migrate` to create it"
@@ -86,6 +87,7 @@ enum PostgresSchema {
                 try await connection.query(PostgresQuery(unsafeSQL: "INSERT INTO \(schema).schema_version VALUES (\(current))"), logger: logger)
             }
             try await connection.query("COMMIT", logger: logger)
+            return SchemaChange(from: now, to: current)
         } catch {
             _ = try? await connection.query("ROLLBACK", logger: logger)
             throw error

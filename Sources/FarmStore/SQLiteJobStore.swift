@@ -11,6 +11,7 @@ import Synchronization
 public final class SQLiteJobStore: JobStore {
     public let path: String
     let pool: DatabasePool
+    public let schemaChange: SchemaChange
     /// One write transaction of this store at a time. It is held only while SQLite's write lock is too
     /// (never while waiting for another process), so waiting for it is waiting for one transaction.
     private let gate = Mutex(())
@@ -45,19 +46,20 @@ public final class SQLiteJobStore: JobStore {
             // itself, asleep (readers in WAL mode do not wait for writers).
             if !db.configuration.readonly { try db.execute(sql: "PRAGMA busy_timeout = 0") }
         }
-        pool = try Self.open(path: path, configuration: configuration, patience: busyTimeout)
+        (pool, schemaChange) = try Self.open(path: path, configuration: configuration, patience: busyTimeout)
     }
 
     /// Opens the pool and migrates it. Several processes opening a new queue at once contend for the
     /// switch to WAL and for the migration, where SQLite reports "busy" without waiting: those are retried.
-    private static func open(path: String, configuration: Configuration, patience: Double) throws(JobStoreError) -> DatabasePool {
+    private static func open(path: String, configuration: Configuration, patience: Double) throws(JobStoreError) -> (DatabasePool, SchemaChange) {
         let deadline = Date().addingTimeInterval(patience)
         var delay = 0.005
         while true {
             do {
                 let pool = try DatabasePool(path: path, configuration: configuration)
+                let before = try pool.read { try migrator.appliedIdentifiers($0).count }
                 try migrator.migrate(pool)
-                return pool
+                return (pool, SchemaChange(from: before, to: migrator.migrations.count))
             } catch let error as DatabaseError where (error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED) && Date() < deadline {
                 Thread.sleep(forTimeInterval: delay * Double.random(in: 0.5...1.5))
                 delay = min(delay * 2, 0.2)

@@ -202,6 +202,11 @@ public final class CaptureSession: @unchecked Sendable {
             var sourceDropped = false
             var lastDiskCheck = Date.distantPast
             var bytesSinceDiskCheck = 0
+            // A synthetic source (lavfi) makes its frames as fast as they are read: it is paced to real time,
+            // as `ffmpeg -re` does, so that a recording of N seconds takes N seconds and events carry the
+            // times a live source would give them.
+            let pace = configuration.source.kind == .synthetic
+                ? RealTimePace(timeBases: Dictionary(uniqueKeysWithValues: input.streams.map { ($0.index, $0.timeBase) })) : nil
             reading: while true {
                 if isStopped { ended = .sessionWasInterrupted; break }
                 let read: InputFile.ReadResult
@@ -216,6 +221,7 @@ public final class CaptureSession: @unchecked Sendable {
                     summary.message = "\(configuration.source): the stream ended"
                     break
                 }
+                if let wait = pace?.wait(for: packet) { sleep(wait) }
                 let arrival = Date()
                 lastArrival = arrival
                 bytesSinceDiskCheck += packet.size
@@ -330,6 +336,26 @@ public final class CaptureSession: @unchecked Sendable {
     private static func isEncoded(_ track: RecordedTrack) -> Bool {
         if case .encoded = track.origin { return true }
         return false
+    }
+
+    /// Real time for a source that has none: how long to wait before a packet is due, its time measured
+    /// from the first packet's, on the clock started when that packet was read.
+    final class RealTimePace {
+        let timeBases: [Int: Rational]
+        var origin: (time: Double, clock: Date)?
+
+        init(timeBases: [Int: Rational]) { self.timeBases = timeBases }
+
+        func wait(for packet: borrowing Packet) -> Double? {
+            guard let base = timeBases[packet.streamIndex], let ticks = packet.pts ?? packet.dts else { return nil }
+            let time = MediaTime(count: ticks, timeBase: base).seconds
+            guard let origin else {
+                self.origin = (time, Date())
+                return nil
+            }
+            let due = origin.clock.addingTimeInterval(time - origin.time).timeIntervalSinceNow
+            return due > 0.001 ? due : nil
+        }
     }
 
     /// Waits `seconds`, or less when the session is stopped.

@@ -19,7 +19,9 @@ struct BatchCommand: AsyncParsableCommand {
         nothing runs (exit 2). The jobs then run through a queue in a temporary folder (removed afterwards) \
         and a coordinator with --workers worker processes: a crashing worker is retried, outputs appear \
         only when complete. --junit writes a JUnit XML report (one test case per job, the job's error as the \
-        failure) that CI systems display. SIGTERM or SIGINT drains: running jobs get --grace seconds.
+        failure) that CI systems display; its folder is checked before anything runs, and when manifests are \
+        invalid the report holds each of them as a failed test case (the valid ones as skipped). SIGTERM or \
+        SIGINT drains: running jobs get --grace seconds.
         """)
 
     @Option(parsing: .unconditional, help: "Worker processes at once.")
@@ -34,7 +36,7 @@ struct BatchCommand: AsyncParsableCommand {
     @Option(name: .customLong("output-root"), help: "A folder outputs may be written under (repeatable; default: MEDIAFARM_OUTPUT_ROOTS, else each manifest's folder).")
     var outputRoots: [String] = []
 
-    @Option(name: .customLong("max-attempts"), parsing: .unconditional, help: "Attempts before a crashing job counts as failed (default 3).")
+    @Option(name: .customLong("max-attempts"), parsing: .unconditional, help: "Attempts before a crashing job counts as failed.")
     var maxAttempts: Int = RetryPolicy.default.maxAttempts
 
     @Option(name: .customLong("job-timeout"), parsing: .unconditional, help: "Seconds an attempt may take.")
@@ -58,8 +60,19 @@ struct BatchCommand: AsyncParsableCommand {
         stall.apply()
         let files = try SubmitCommand.expand(manifests)
         let roots = OutputRoots.chosen(outputRoots)
-        let jobs = try SubmitCommand.load(files, outputRoots: roots, nothing: "run") { manifest, text in
-            NewJob(name: manifest.name, manifest: text, baseDirectory: manifest.baseDirectory, outputRoots: roots ?? [], maxAttempts: maxAttempts)
+        // The report's place is checked before anything runs: a CI run must not end without it.
+        if let junit { try JUnitReport.checkWritable(junit) }
+        let loaded = SubmitCommand.validateAll(files, outputRoots: roots)
+        if !loaded.invalid.isEmpty, let junit {
+            // CI shows what it can read: each invalid manifest a failed test case, the others not run.
+            let results = loaded.invalid.map(BatchResult.init(invalid:))
+                + loaded.valid.map { BatchResult(notRun: $0.manifest.name, file: $0.file) }
+            try JUnitReport.write(results, seconds: 0, to: junit)
+        }
+        try SubmitCommand.refuseInvalid(loaded, nothing: "run")
+        let jobs = loaded.valid.map {
+            NewJob(name: $0.manifest.name, manifest: $0.text, baseDirectory: $0.manifest.baseDirectory, outputRoots: roots ?? [],
+                   maxAttempts: maxAttempts)
         }
 
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mediafarm-batch-\(UUID().uuidString.prefix(8))")
@@ -94,13 +107,7 @@ struct BatchCommand: AsyncParsableCommand {
         let byID = Dictionary(uniqueKeysWithValues: zip(queued.map(\.id), files))
         let results = ended.map { BatchResult($0, file: byID[$0.id] ?? $0.name) }
         let failed = results.filter { $0.state != "succeeded" }
-        if let junit {
-            do {
-                try Data(JUnitReport.xml(results, seconds: seconds).utf8).write(to: URL(fileURLWithPath: junit), options: .atomic)
-            } catch {
-                throw CLIError("\(junit): cannot write the JUnit report: \(error.localizedDescription)")
-            }
-        }
+        if let junit { try JUnitReport.write(results, seconds: seconds, to: junit) }
         if json {
             let summary = BatchSummary(event: "summary", jobs: results, succeeded: results.count - failed.count, failed: failed.count,
                                        seconds: (seconds * 1000).rounded() / 1000)
@@ -144,6 +151,25 @@ struct BatchResult: Encodable {
         case .failed, .dead: error = job.errors.last?.message ?? result?.error ?? "failed"
         }
     }
+
+    /// A manifest that failed validation: a failure of its own kind, every issue its message.
+    init(invalid: ManifestValidationError) {
+        let file = invalid.file ?? "manifest"
+        name = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
+        manifest = file
+        state = "invalid"
+        attempts = 0
+        error = "invalid manifest: " + invalid.issues.map { "\($0.path): \($0.message)" }.joined(separator: "; ")
+    }
+
+    /// A valid manifest that did not run because another was invalid.
+    init(notRun name: String, file: String) {
+        self.name = name
+        manifest = file
+        state = "skipped"
+        attempts = 0
+        error = "not run: another manifest of the batch is invalid"
+    }
 }
 
 struct BatchSummary: Encodable {
@@ -156,15 +182,47 @@ struct BatchSummary: Encodable {
 
 /// JUnit XML, as Jenkins, GitLab and GitHub's test reporters read it.
 enum JUnitReport {
+    /// Fails (exit 2, before any job runs) when `path` cannot be written: its folder missing, it a folder,
+    /// or no permission (tried by making and removing a file beside it).
+    static func checkWritable(_ path: String) throws {
+        let url = URL(fileURLWithPath: path)
+        let folder = url.deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw CLIError("--junit \(path): the folder \(folder) does not exist; create it first (nothing was run)", status: ExitStatus.usage)
+        }
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw CLIError("--junit \(path): is a folder; name the report's file (nothing was run)", status: ExitStatus.usage)
+        }
+        let probe = folder + "/.mediafarm-junit-check-\(getpid())"
+        guard FileManager.default.createFile(atPath: probe, contents: nil) else {
+            throw CLIError("--junit \(path): cannot write in \(folder) (permission denied or a read-only file system; nothing was run)",
+                           status: ExitStatus.usage)
+        }
+        try? FileManager.default.removeItem(atPath: probe)
+    }
+
+    /// Writes the report (a temporary beside it, then renamed over it).
+    static func write(_ results: [BatchResult], seconds: Double, to path: String) throws {
+        do {
+            try Data(xml(results, seconds: seconds).utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+        } catch {
+            throw CLIError("--junit \(path): cannot write the JUnit report: \((error as NSError).localizedFailureReason ?? error.localizedDescription)")
+        }
+    }
+
     static func xml(_ results: [BatchResult], seconds: Double) -> String {
-        let failures = results.filter { $0.state != "succeeded" }.count
+        let failures = results.filter { $0.state != "succeeded" && $0.state != "skipped" }.count
+        let skipped = results.filter { $0.state == "skipped" }.count
         var out = #"<?xml version="1.0" encoding="UTF-8"?>"# + "\n"
         out += #"<testsuites name="mediafarm batch" tests="\#(results.count)" failures="\#(failures)" time="\#(time(seconds))">"# + "\n"
-        out += #"  <testsuite name="mediafarm batch" tests="\#(results.count)" failures="\#(failures)" errors="0" time="\#(time(seconds))">"# + "\n"
+        out += #"  <testsuite name="mediafarm batch" tests="\#(results.count)" failures="\#(failures)" errors="0" skipped="\#(skipped)" time="\#(time(seconds))">"# + "\n"
         for r in results {
             let head = #"    <testcase name="\#(escape(r.name))" classname="\#(escape(r.manifest))" time="\#(time(r.seconds ?? 0))""#
             if r.state == "succeeded" {
                 out += head + "/>\n"
+            } else if r.state == "skipped" {
+                out += head + ">\n" + #"      <skipped message="\#(escape(r.error ?? "not run"))"/>"# + "\n    </testcase>\n"
             } else {
                 let message = r.error ?? r.state
                 out += head + ">\n"

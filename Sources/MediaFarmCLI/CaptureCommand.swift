@@ -46,13 +46,13 @@ struct CaptureCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-duration"), parsing: .unconditional, help: "Stop after this many seconds of capture.")
     var maxDuration: Double?
 
-    @Option(name: .customLong("max-size"), help: "Stop before the recording exceeds this size (e.g. 2G).")
+    @Option(name: .customLong("max-size"), parsing: .unconditional, help: "Stop before the recording exceeds this size (e.g. 2G).")
     var maxSize: String?
 
-    @Option(name: .customLong("segment-max-bytes"), help: "Cut a segment at the next keyframe once it reaches this size.")
+    @Option(name: .customLong("segment-max-bytes"), parsing: .unconditional, help: "Cut a segment at the next keyframe once it reaches this size.")
     var segmentMaxBytes: String?
 
-    @Option(name: .customLong("min-free-disk"), help: "Stop before the output's file system has less free space than this.")
+    @Option(name: .customLong("min-free-disk"), parsing: .unconditional, help: "Stop before the output's file system has less free space than this.")
     var minFreeDisk: String?
 
     @Option(name: .customLong("capture-id"), help: "Names the segments (default: cap-<date>-<time>).")
@@ -64,7 +64,7 @@ struct CaptureCommand: AsyncParsableCommand {
     @Option(name: .customLong("video-size"), help: "The device's frame size, WxH.")
     var videoSize: String?
 
-    @Option(name: .customLong("frame-rate"), help: "The device's frame rate.")
+    @Option(name: .customLong("frame-rate"), parsing: .unconditional, help: "The device's frame rate.")
     var frameRate: String?
 
     @Option(name: .customLong("read-timeout"), parsing: .unconditional, help: "Seconds a read may wait for data before the source counts as gone (default 10).")
@@ -147,7 +147,7 @@ struct CaptureCommand: AsyncParsableCommand {
         }
         if let list = scan ?? file?.scan {
             let symbologies: [Symbology]
-            do { symbologies = try Symbology.parseList(list) } catch { throw ValidationError("\(from)--scan: \(error.description)") }
+            do { symbologies = try Symbology.parseList(list) } catch { throw ValidationError("\(from)--scan: \(ScanCommand.describe(error))") }
             guard !symbologies.isEmpty else { throw ValidationError("\(from)--scan names no symbology; symbologies are opt-in") }
             s.scan = CodeScanner.Configuration(symbologies: symbologies, regionOfInterest: try ScanCommand.region(roi ?? file?.roi))
         } else if roi ?? file?.roi != nil {
@@ -263,12 +263,12 @@ struct CaptureCommand: AsyncParsableCommand {
         var failed = !summary.successfullyFinished
         if let outcome = await queueTask?.value, let feeder {
             if !outcome.waiting.isEmpty {
-                Self.printLine("notice", ["message": "\(outcome.waiting.count) segments were not enqueued (the queue did not answer); "
+                Self.printLine("notice", ["message": "\(counted(outcome.waiting.count, "segment")) \(outcome.waiting.count == 1 ? "was" : "were") not enqueued (the queue did not answer); "
                                           + "they are listed in \(feeder.journalPath), and the next capture into this folder enqueues them"], json: json)
                 failed = true
             }
             if outcome.rejected > 0 {
-                Self.printLine("notice", ["message": "\(outcome.rejected) segments were not enqueued: the template gives an invalid manifest "
+                Self.printLine("notice", ["message": "\(counted(outcome.rejected, "segment")) \(outcome.rejected == 1 ? "was" : "were") not enqueued: the template gives an invalid manifest "
                                           + "(\(outcome.firstRejection ?? "")); fix the --enqueue template, then `mediafarm submit` them"], json: json)
                 failed = true
             }

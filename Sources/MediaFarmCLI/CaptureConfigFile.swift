@@ -1,3 +1,4 @@
+import FarmModel
 import Foundation
 import SafeFiles
 
@@ -48,12 +49,17 @@ struct CaptureConfigFile: Decodable {
         }
         guard data.count <= 1 << 20 else { throw bad("larger than 1 MiB; a capture config is a small JSON object") }
         ProtectedFiles.shared.protect(path, role: "the capture config")
+        // The strict parser first: a syntax error is named with its line and column.
+        let value: JSONValue
+        do { value = try JSONParser.parse([UInt8](data)) } catch { throw bad(error.description) }
+        guard case .object = value else { throw bad("expected a JSON object, found \(value.kindName)") }
         guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
-            throw bad("not a JSON object")
+            throw bad("expected a JSON object")
         }
         let unknown = Set(object.keys).subtracting(keys)
         guard unknown.isEmpty else {
-            throw bad("unknown key\(unknown.count > 1 ? "s" : "") \(unknown.sorted().joined(separator: ", ")); known: \(keys.sorted().joined(separator: ", "))")
+            let named = unknown.sorted().map { "\"\($0)\"" + Suggestion.hint($0, in: keys.sorted()) }
+            throw bad("unknown key\(unknown.count > 1 ? "s" : "") \(named.joined(separator: ", ")); known: \(keys.sorted().joined(separator: ", "))")
         }
         var file: CaptureConfigFile
         do {

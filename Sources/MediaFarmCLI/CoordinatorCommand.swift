@@ -52,13 +52,13 @@ struct CoordinatorCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Seconds running jobs get to finish after SIGTERM.")
     var grace: Double = 30
 
-    @Option(name: .customLong("max-memory"), help: "Address-space limit of each worker (e.g. 8G, 512M; 0: none).")
+    @Option(name: .customLong("max-memory"), parsing: .unconditional, help: "Address-space limit of each worker (e.g. 8G, 512M; 0: none).")
     var maxMemory: String = "8G"
 
     @Option(name: .customLong("max-cpu"), help: "CPU-time limit of each worker in seconds (0: none).")
     var maxCPU: UInt64 = 0
 
-    @Option(name: .customLong("max-file-size"), help: "Largest file a worker may write (e.g. 20G; 0: none).")
+    @Option(name: .customLong("max-file-size"), parsing: .unconditional, help: "Largest file a worker may write (e.g. 20G; 0: none).")
     var maxFileSize: String = "0"
 
     @Option(name: .customLong("worker-command"),

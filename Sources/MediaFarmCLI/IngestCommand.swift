@@ -1,5 +1,6 @@
 import ArgumentParser
 import FarmIngest
+import FarmModel
 import FarmRuntime
 import FarmStore
 import Foundation
@@ -57,10 +58,23 @@ struct IngestCommand: AsyncParsableCommand {
             help: "Write the pass's figures in Prometheus' text format to this file (for node_exporter's textfile collector).")
     var metricsFile: String?
 
+    /// The pass in one line; a dry run says what a pass would do, since it does nothing.
+    static func summary(_ report: IngestReport) -> String {
+        guard report.dryRun else {
+            return "ingest: \(counted(report.seen, "file")) seen, \(report.settling) settling, \(report.enqueued) enqueued, "
+                + "\(counted(report.duplicates, "duplicate")), \(report.quarantined) quarantined, \(report.skipped.count) skipped"
+        }
+        return "ingest (dry run: nothing changed): \(counted(report.seen, "file")) seen; a pass would "
+            + "start the settle time of \(counted(report.firstSeen, "new or changed file")), "
+            + "wait for \(report.settling - report.firstSeen) still settling, enqueue \(report.enqueued), skip \(counted(report.duplicates, "duplicate")), "
+            + "quarantine \(report.quarantined), and skip \(counted(report.skipped.count, "other file"))"
+    }
+
     /// A manifest made from a template (text, default name, base folder, output roots), checked as
     /// `submit` checks one: the job's name, or every problem.
     @Sendable static func validateManifest(_ text: String, _ name: String, _ base: String, _ roots: [String]) -> Result<String, IngestError> {
-        switch ManifestLoader.validate(text: text, name: name, baseDirectory: base, outputRoots: roots) {
+        switch ManifestLoader.validate(text: text, name: name, baseDirectory: base, outputRoots: roots,
+                                       outputRootsWayOut: "to write there, add the folder to outputRoots in the config") {
         case .success(let manifest): .success(manifest.name)
         case .failure(let e): .failure(IngestError(e.issues.map { "\($0.path): \($0.message)" }.joined(separator: "; ")))
         }
@@ -79,9 +93,12 @@ struct IngestCommand: AsyncParsableCommand {
         let report: IngestReport
         var failed = false
         let started = Date()
+        // Paths to ingest again are absolute, as the state records them; hashes are lower case.
+        let reingest = reingest.map { IngestReport.isHash($0) ? $0.lowercased() : PathRules.resolve($0, against: FileManager.default.currentDirectoryPath) }
         do {
             report = try await pass.run(dryRun: dryRun, reingest: reingest)
         } catch {
+            if (error as? IngestError)?.isUsage == true { throw CLIError("ingest: \(error)", status: ExitStatus.usage) }
             if let metricsFile, !dryRun { try? IngestMetrics.write(nil, seconds: Date().timeIntervalSince(started), to: metricsFile) }
             throw CLIError("ingest: \(error)")
         }
@@ -94,7 +111,7 @@ struct IngestCommand: AsyncParsableCommand {
                     + "(register them with `mediafarm library add PATH`):\n" + report.libraryWarnings.map { "  \($0)\n" }.joined()).utf8))
             }
         }
-        if !report.libraryWarnings.isEmpty { failed = true }
+        if !report.libraryWarnings.isEmpty || !report.notReingested.isEmpty { failed = true }
         if json {
             print(String(decoding: try JSONEncoder.sortedPretty().encode(report), as: UTF8.self))
             if failed { throw ExitCode(ExitStatus.failure) }
@@ -104,16 +121,15 @@ struct IngestCommand: AsyncParsableCommand {
             print("ingest: another pass is running on \(settings.state); this one did nothing")
             return
         }
-        var summary = "ingest\(dryRun ? " (dry run: nothing changed)" : ""): \(report.seen) files seen, \(report.settling) settling, "
-        summary += "\(report.enqueued) \(dryRun ? "to enqueue" : "enqueued"), \(report.duplicates) duplicates, "
-        summary += "\(report.quarantined) quarantined, \(report.skipped.count) skipped"
-        print(summary)
+        print(Self.summary(report))
         for job in report.jobs {
             print("  " + (job.id.map { "job \($0)" } ?? "would enqueue") + ": \(job.path) (\(job.hash.prefix(16)))")
         }
         for q in report.quarantine {
-            print("  quarantined: \(q.path): \(q.reason)" + (q.movedTo.map { " -> \($0)" } ?? "") + (q.notMoved.map { " (left in place: \($0))" } ?? ""))
+            print("  \(dryRun ? "would quarantine" : "quarantined"): \(q.path): \(q.reason)"
+                  + (q.movedTo.map { " -> \($0)" } ?? "") + (q.notMoved.map { " (left in place: \($0))" } ?? ""))
         }
+        for r in report.notReingested { print("  not ingested again: \(r.path): \(r.reason)") }
         for d in report.duplicateFiles { print("  duplicate: \(d.path): \(d.reason)") }
         for s in report.skipped { print("  skipped: \(s.path): \(s.reason)") }
         if failed { throw ExitCode(ExitStatus.failure) }

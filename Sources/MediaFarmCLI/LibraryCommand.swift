@@ -151,7 +151,9 @@ struct LibraryList: AsyncParsableCommand {
         var options = FetchOptions()
         options.album = album
         if let type {
-            guard let t = LibraryMediaType(rawValue: type) else { throw ValidationError("--type \(type): video, audio or image") }
+            guard let t = LibraryMediaType(rawValue: type) else {
+                throw ValidationError("--type \(type)\(Suggestion.hint(type, in: ["video", "audio", "image"])): give video, audio or image")
+            }
             options.mediaType = t
         }
         options.since = try since.map { try Self.date($0, "--since") }
@@ -161,7 +163,9 @@ struct LibraryList: AsyncParsableCommand {
         options.codec = codec
         options.hasCodes = hasCodes ? true : nil
         options.slowMotion = slowMotion ? true : nil
-        guard let s = FetchOptions.Sort(rawValue: sort) else { throw ValidationError("--sort \(sort): date, duration or added") }
+        guard let s = FetchOptions.Sort(rawValue: sort) else {
+            throw ValidationError("--sort \(sort)\(Suggestion.hint(sort, in: ["date", "duration", "added"])): give date, duration or added")
+        }
         options.sort = s
         options.descending = reverse
         if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
@@ -177,6 +181,8 @@ struct LibraryList: AsyncParsableCommand {
         if let d = formatter.date(from: text) { return d }
         throw ValidationError("\(option) \(text): give a date as YYYY-MM-DD or ISO 8601 (2026-11-24T10:00:00Z)")
     }
+
+    func validate() throws { _ = try options() }
 
     func run() async throws {
         let options = try options()
@@ -367,7 +373,7 @@ struct LibraryChanges: AsyncParsableCommand {
     @Option(help: "A token an earlier `changes` printed.")
     var since: String?
 
-    @Option(parsing: .unconditional, help: "At most N changes (default 10000); \"more\" says when others follow.")
+    @Option(parsing: .unconditional, help: "At most N changes; \"more\" says when others follow.")
     var limit: Int = 10_000
 
     @Flag(help: "Print the changes and the new token as JSON.")

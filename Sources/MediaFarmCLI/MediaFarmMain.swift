@@ -25,14 +25,28 @@ public struct MediaFarmMain: AsyncParsableCommand {
     /// Runs a command line in-process and returns the exit status (used by `main` and by tests).
     public static func run(arguments: [String]) async -> Int32 {
         bootstrapLogging()
+        // `mediafarm` alone is a usage error: the help, on stderr, and exit 2 (not a silent success).
+        if arguments.isEmpty {
+            FileHandle.standardError.write(Data((helpMessage() + "\n").utf8))
+            return ExitStatus.usage
+        }
+        var parsed: (any ParsableCommand)?
         do {
             var command = try parseAsRoot(arguments)
+            parsed = command
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()
             }
             return 0
+        } catch let error as ValidationError where parsed != nil {
+            // Found wrong while running: the usage shown is the command's own, not the root's.
+            let command = type(of: parsed!)
+            let path = commandPath(arguments)
+            FileHandle.standardError.write(Data(("Error: \(error.message)\nUsage: \(usageString(for: command))\n"
+                + "  See '\(path) --help' for more information.\n").utf8))
+            return ExitStatus.usage
         } catch let code as ExitCode {
             return code.rawValue
         } catch let error as CLIError {
@@ -47,6 +61,18 @@ public struct MediaFarmMain: AsyncParsableCommand {
             FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
             return status == .validationFailure ? ExitStatus.usage : ExitStatus.failure
         }
+    }
+
+    /// "mediafarm library list": the root and the subcommand names that lead the arguments.
+    static func commandPath(_ arguments: [String]) -> String {
+        var names = ["mediafarm"]
+        var command: any ParsableCommand.Type = MediaFarmMain.self
+        for argument in arguments {
+            guard let sub = command.configuration.subcommands.first(where: { $0._commandName == argument }) else { break }
+            names.append(argument)
+            command = sub
+        }
+        return names.joined(separator: " ")
     }
 
     private static let loggingOnce: Void = {

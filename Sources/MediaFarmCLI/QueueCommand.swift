@@ -27,11 +27,14 @@ struct QueueCommand: AsyncParsableCommand {
         func run() async throws {
             let store = try await queue.open(create: true, migrate: true)
             await store.close()
+            let change = store.schemaChange
             if json {
-                let row = ["queue": store.location, "schema": "current"]
-                print(String(decoding: try JSONEncoder.sortedPretty().encode(row), as: UTF8.self))
+                let outcome = change.from == change.to ? "current" : change.from == 0 ? "created" : "upgraded"
+                let row: [String: JSONValue] = ["queue": .string(store.location), "schema": .string(outcome),
+                                                "versionBefore": .number(String(change.from)), "version": .number(String(change.to))]
+                print(JSONValue.object(row.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }).text)
             } else {
-                print("\(store.location): the queue's schema is current")
+                print("\(store.location): \(change.description)")
             }
         }
     }

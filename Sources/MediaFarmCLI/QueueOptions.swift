@@ -67,3 +67,8 @@ struct JobIDs: ParsableArguments {
     @Argument(help: "Job ids (as `submit` and `status` print them).")
     var ids: [Int64] = []
 }
+
+/// "1 file", "2 files": a count with its noun (`plural` when adding "s" is wrong).
+func counted(_ n: Int, _ noun: String, plural: String? = nil) -> String {
+    "\(n) \(n == 1 ? noun : plural ?? noun + "s")"
+}

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CodeScan
+import FarmModel
 import Foundation
 import MediaCore
 import MediaInspect
@@ -25,13 +26,13 @@ struct ScanCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Region of interest x,y,width,height in normalized coordinates (0...1); codes intersecting it are reported.")
     var roi: String?
 
-    @Option(name: .long, help: "Scan one frame every this many seconds (default: every frame).")
+    @Option(name: .long, parsing: .unconditional, help: "Scan one frame every this many seconds (default: every frame).")
     var interval: String?
 
-    @Option(name: .customLong("max-codes"), parsing: .unconditional, help: "At most this many codes per frame (default 64).")
+    @Option(name: .customLong("max-codes"), parsing: .unconditional, help: "At most this many codes per frame.")
     var maxCodes: Int = 64
 
-    @Option(name: .long, parsing: .unconditional, help: "How many files to scan at once (default: 1; each scan uses the decoder's threads).")
+    @Option(name: .long, parsing: .unconditional, help: "How many files to scan at once (each scan uses the decoder's threads).")
     var concurrency: Int = 1
 
     @Argument(help: "Movies, images or folders.")
@@ -41,7 +42,7 @@ struct ScanCommand: AsyncParsableCommand {
 
     func configuration() throws -> CodeScanner.Configuration {
         let list: [Symbology]
-        do { list = try Symbology.parseList(symbologies) } catch { throw ValidationError(error.description) }
+        do { list = try Symbology.parseList(symbologies) } catch { throw ValidationError(Self.describe(error)) }
         guard !list.isEmpty else { throw ValidationError("--symbologies names none; symbologies are opt-in") }
         let region = try Self.region(roi)
         var every = MediaTime.zero
@@ -52,6 +53,13 @@ struct ScanCommand: AsyncParsableCommand {
         guard (1...1000).contains(maxCodes) else { throw ValidationError("--max-codes must be between 1 and 1000") }
         guard (1...64).contains(concurrency) else { throw ValidationError("--concurrency must be between 1 and 64") }
         return CodeScanner.Configuration(symbologies: list, regionOfInterest: region, interval: every, maxCodesPerFrame: maxCodes)
+    }
+
+    /// Unknown symbology names, each with the nearest known one when it looks like a typo.
+    static func describe(_ error: UnknownSymbology) -> String {
+        let known = Symbology.allCases.map(\.rawValue)
+        return "unknown symbology " + error.names.map { "\"\($0)\"" + Suggestion.hint($0, in: known) }.joined(separator: ", ")
+            + "; known (in any case): " + known.joined(separator: ", ")
     }
 
     /// `--roi x,y,width,height` (normalized); nil is the whole picture.
@@ -102,7 +110,7 @@ struct ScanCommand: AsyncParsableCommand {
                     FileHandle.standardError.write(Data("error: \(e)\n".utf8))
                     continue
                 }
-                print("\(r.path)  \(r.codes.count) code\(r.codes.count == 1 ? "" : "s")\(r.framesScanned.map { ", \($0) frames scanned" } ?? "")")
+                print("\(r.path)  \(counted(r.codes.count, "code"))\(r.framesScanned.map { ", \(counted($0, "frame")) scanned" } ?? "")")
                 for c in r.codes {
                     let text = c.payload.map { "\"\($0)\"" } ?? "(binary, base64 \(Data(c.payloadBytes).base64EncodedString()))"
                     let span = "\(MediaTime.formatSeconds(c.firstTime.seconds))-\(MediaTime.formatSeconds(c.lastTime.seconds)) s"

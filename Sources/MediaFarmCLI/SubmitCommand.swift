@@ -30,13 +30,13 @@ struct SubmitCommand: AsyncParsableCommand {
     @Option(help: "One job per asset of this album (user or smart), from the manifest template given.")
     var album: String?
 
-    @Option(parsing: .unconditional, help: "Higher runs first (default 0).")
+    @Option(parsing: .unconditional, help: "Higher runs first.")
     var priority: Int = 0
 
     @Option(name: .customLong("unique-key"), help: "At most one live job per key.")
     var uniqueKey: String?
 
-    @Option(name: .customLong("max-attempts"), parsing: .unconditional, help: "Attempts before a crashing job is dead (default 3).")
+    @Option(name: .customLong("max-attempts"), parsing: .unconditional, help: "Attempts before a crashing job is dead.")
     var maxAttempts: Int = RetryPolicy.default.maxAttempts
 
     @Option(parsing: .unconditional, help: "Seconds one attempt may take (default: the coordinator's --job-timeout).")
@@ -47,6 +47,10 @@ struct SubmitCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("output-root"), help: "A folder outputs may be written under (repeatable; default: MEDIAFARM_OUTPUT_ROOTS, else each manifest's folder).")
     var outputRoots: [String] = []
+
+    @Flag(name: .customLong("allow-missing-inputs"),
+          help: "Queue manifests whose input files are not there yet (they must be when the job runs).")
+    var allowMissingInputs = false
 
     @Flag(help: "Wait until every job ends; exit 1 when any did not succeed.")
     var wait = false
@@ -76,36 +80,36 @@ struct SubmitCommand: AsyncParsableCommand {
         let token = try library.token()
         var sources: [[String]] = []
         var jobs: [NewJob] = []
-        // Invalid manifests are refused before the queue is touched (or made).
+        var loaded = Loaded()
         if album == nil {
-            jobs = try Self.load(files, outputRoots: roots, nothing: "queued") { manifest, text in
-                sources.append(manifest.edits.map(\.source))
-                return make(manifest, text)
-            }
+            loaded = Self.validateAll(files, outputRoots: roots, missingInputWayOut: allowMissingInputs ? nil
+                                      : "if it will be there when the job runs, give --allow-missing-inputs")
         }
-        let store = try await queue.open(create: album == nil)
-        if let album {
-            let assets = try await library.open(store)
+        let namesAssets = !loaded.references.isEmpty
+        // Invalid manifests are refused before the queue is made; the library is asked about the assets
+        // they name only when the queue is there to ask.
+        var store: (any JobStore)?
+        var assets: AssetLibrary?
+        if album != nil || namesAssets || token != nil {
+            let opened = loaded.invalid.isEmpty ? try await queue.open(create: album == nil) : try? await queue.open()
+            store = opened
+            if let opened { assets = try await library.open(opened) }
+        }
+        if let assets, album == nil, namesAssets { try await Self.addUnknownAssets(&loaded, library: assets) }
+        try Self.refuseInvalid(loaded, nothing: "queued")
+        for entry in loaded.valid {
+            sources.append(entry.manifest.edits.map(\.source))
+            jobs.append(make(entry.manifest, entry.text))
+        }
+        if store == nil { store = try await queue.open(create: true) }
+        guard let store else { return }
+        if let album, let assets {
             (jobs, sources) = try await Self.albumJobs(album, template: files[0], library: assets, outputRoots: roots, make: make)
         }
-        // Assets must be known (and visible to a scoped token, which submits nothing but assets).
-        let named = sources.flatMap { $0 }.compactMap { source -> AssetID? in
-            if case .success(let id)? = AssetID.reference(source) { return id }
-            return nil
-        }
-        var assets: AssetLibrary?
-        if !named.isEmpty || token != nil {
-            let opened = try await library.open(store)
-            assets = opened
-            if token != nil, let path = sources.flatMap({ $0 }).first(where: { AssetID.reference($0) == nil }) {
-                throw CLIError("\(path): a scoped library token submits only assets of its albums (asset:ID); nothing was queued",
-                               status: ExitStatus.usage)
-            }
-            let unknown = try await LibraryOptions.run { try await opened.resolve(Array(Set(named))) }.filter { $0.status == .unknown }
-            guard unknown.isEmpty else {
-                throw CLIError("no asset \(unknown.map(\.id.rawValue).sorted().joined(separator: ", ")) in the library; nothing was queued",
-                               status: ExitStatus.usage)
-            }
+        // A scoped token submits nothing but assets (of its albums: it sees no other).
+        if token != nil, let path = sources.flatMap({ $0 }).first(where: { AssetID.reference($0) == nil }) {
+            throw CLIError("\(path): a scoped library token submits only assets of its albums (asset:ID); nothing was queued",
+                           status: ExitStatus.usage)
         }
         let queued: [Enqueued]
         do {
@@ -187,24 +191,54 @@ struct SubmitCommand: AsyncParsableCommand {
         return (jobs, sources)
     }
 
-    /// Loads and validates every manifest, making a job of each; if any is invalid, prints every error and
-    /// exits 2 ("nothing was `nothing`").
-    static func load(_ files: [String], outputRoots roots: [String]?, nothing: String,
-                     job: (JobManifest, String) -> NewJob) throws -> [NewJob] {
-        var jobs: [NewJob] = []
+    /// Every manifest loaded and validated: the valid ones (file, manifest, text), every error, and the
+    /// well-formed `asset:ID` references of each file, valid or not.
+    struct Loaded {
+        var valid: [(file: String, manifest: JobManifest, text: String)] = []
         var invalid: [ManifestValidationError] = []
+        var references: [String: [(path: String, id: AssetID)]] = [:]
+        var count: Int { valid.count + invalid.count }
+    }
+
+    static func validateAll(_ files: [String], outputRoots roots: [String]?, missingInputWayOut: String? = nil) -> Loaded {
+        var loaded = Loaded()
         for file in files {
-            switch ManifestLoader.loadWithText(file, outputRoots: roots) {
-            case .success(let (manifest, text)): jobs.append(job(manifest, text))
-            case .failure(let e): invalid.append(e)
+            let references: [(path: String, id: AssetID)]
+            switch ManifestLoader.loadWithText(file, outputRoots: roots, missingInputWayOut: missingInputWayOut) {
+            case .success(let (manifest, text)):
+                loaded.valid.append((file, manifest, text))
+                references = AssetID.references(inManifest: Array(text.utf8))
+            case .failure(let e):
+                loaded.invalid.append(e)
+                let bytes = FileHandle(forReadingAtPath: file).flatMap { try? $0.read(upToCount: ManifestLoader.maxBytes) } ?? Data()
+                references = AssetID.references(inManifest: Array(bytes))
+            }
+            if !references.isEmpty { loaded.references[file] = references }
+        }
+        return loaded
+    }
+
+    /// Adds to `loaded`'s errors the assets its manifests name (valid or not) that `library` does not know,
+    /// at their JSON paths, so that they are reported with the manifests' other errors.
+    static func addUnknownAssets(_ loaded: inout Loaded, library: AssetLibrary) async throws {
+        for (file, references) in loaded.references.sorted(by: { $0.key < $1.key }) {
+            let unknown = try await LibraryOptions.run { try await library.unknownReferences(references) }
+            guard !unknown.isEmpty else { continue }
+            if let index = loaded.invalid.firstIndex(where: { $0.file == file }) {
+                loaded.invalid[index].issues += unknown
+            } else if let index = loaded.valid.firstIndex(where: { $0.file == file }) {
+                loaded.valid.remove(at: index)
+                loaded.invalid.append(ManifestValidationError(file: file, issues: unknown))
             }
         }
-        guard invalid.isEmpty else {
-            for e in invalid { FileHandle.standardError.write(Data((e.description + "\n").utf8)) }
-            FileHandle.standardError.write(Data("nothing was \(nothing): \(invalid.count) of \(files.count) manifests are invalid\n".utf8))
-            throw ExitCode(ExitStatus.usage)
-        }
-        return jobs
+    }
+
+    /// Prints every error of `loaded` and exits 2 ("nothing was `nothing`") when any manifest is invalid.
+    static func refuseInvalid(_ loaded: Loaded, nothing: String) throws {
+        guard !loaded.invalid.isEmpty else { return }
+        for e in loaded.invalid { FileHandle.standardError.write(Data((e.description + "\n").utf8)) }
+        FileHandle.standardError.write(Data("nothing was \(nothing): \(loaded.invalid.count) of \(loaded.count) manifests are invalid\n".utf8))
+        throw ExitCode(ExitStatus.usage)
     }
 
     /// Manifest files: each file as given, each folder's *.json files in name order.

@@ -184,7 +184,7 @@ import Glibc
             { "version": 1, "name": "b", "input": "clip.mp4", "scale": [ { "start": 0, "duration": 2, "rate": 0.5 } ],
               "export": { "mode": "passthrough", "output": "out/b.mp4" } }
             """#)
-        let c = try farm.submit(#"{ "version": 1, "name": "c", "input": "missing.mp4", "report": "out/c.json" }"#)
+        let c = try farm.submit(#"{ "version": 1, "name": "c", "input": "missing.mp4", "report": "out/c.json" }"#, query: "?allowMissingInputs=true")
         for id in [a, b, c] {
             let job = try farm.waitFor(id) { ["succeeded", "failed", "dead"].contains($0["state"] as? String) }
             #expect(job["state"] as? String == (id == c ? "failed" : "succeeded"), "\(job)")
@@ -301,7 +301,7 @@ import Glibc
         let farm = try HTTPFarm("page")
         let name = #"<script>document.title="owned"</script> & <b>co</b>"#
         let id = try farm.submit(farm.longManifest(name: name, output: "out/long.mp4"))
-        let failed = try farm.submit(#"{ "version": 1, "name": "<img src=x onerror=alert(1)>", "input": "missing.mp4", "report": "out/m.json" }"#)
+        let failed = try farm.submit(#"{ "version": 1, "name": "<img src=x onerror=alert(1)>", "input": "missing.mp4", "report": "out/m.json" }"#, query: "?allowMissingInputs=true")
         try farm.waitFor(failed) { $0["state"] as? String == "failed" }
         let running = try farm.waitFor(id) { $0["state"] as? String == "running" && ($0["progress"] as? Double ?? 0) >= 0.05 }
         #expect(running["state"] as? String == "running", "\(running)")

@@ -175,7 +175,7 @@ import Testing
         // An id the library does not know is refused at submission.
         try #"{ "version": 1, "input": "asset:0000000000000000000000000g" }"#.write(to: jobs.appendingPathComponent("unknown.json"), atomically: true, encoding: .utf8)
         let unknown = try mediafarm(["submit", "unknown.json"], queue: queue, in: jobs)
-        #expect(unknown.status == 2 && unknown.stderr.contains("no asset 0000000000000000000000000g in the library; nothing was queued"))
+        #expect(unknown.status == 2 && unknown.stderr.contains("$.input: no asset 0000000000000000000000000g in the library") && unknown.stderr.contains("nothing was queued"), "\(unknown.stderr)")
     }
 
     /// The codes a scan job finds are added to its source asset's facts: With Codes and --has-codes find it.

@@ -197,12 +197,13 @@ final class VirtualDisplay {
         #expect(names == ["conf-00001.mp4", "conf-00002.mp4"], "\(names)")
 
         let cases: [(String, String)] = [
-            (#"{ "source": "lavfi:testsrc2", "outputDir": "x", "sourc": 1 }"#, "unknown key sourc"),
+            (#"{ "source": "lavfi:testsrc2", "outputDir": "x", "sourc": 1 }"#, #"unknown key "sourc" (did you mean "source"?)"#),
             (#"{ "source": "lavfi:testsrc2", "outputDir": "x", "maxDuration": "long" }"#, "maxDuration"),
             (#"{ "source": "lavfi:testsrc2", "outputDir": "x", "maxSize": true }"#, "maxSize"),
             (#"{ "outputDir": "x" }"#, "no source"),
-            ("[1, 2]", "not a JSON object"),
-            ("\u{0}\u{1}garbage", "not a JSON object"),
+            ("[1, 2]", "expected a JSON object, found an array"),
+            ("\u{0}\u{1}garbage", "invalid JSON at line 1, column 1"),
+            ("{ \"source\": \"lavfi:testsrc2\",\n  \"outputDir\": }", "invalid JSON at line 2, column 16"),
             (#"{ "source": "lavfi:testsrc2", "outputDir": "x", "scan": "qr,nope" }"#, "nope"),
         ]
         for (text, expected) in cases {

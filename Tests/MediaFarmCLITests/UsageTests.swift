@@ -13,6 +13,7 @@ import Testing
         let dir = try TestPaths.makeTemporaryFolder("usage")
         let manifest = dir.appendingPathComponent("job.json").path
         try #"{ "version": 1, "input": "in.mp4" }"#.write(toFile: manifest, atomically: true, encoding: .utf8)
+        FileManager.default.createFile(atPath: dir.appendingPathComponent("in.mp4").path, contents: Data())
         let queue = "sqlite:" + dir.appendingPathComponent("q.sqlite").path
         let r = try mediafarm(["submit", "--queue", queue, "--timeout", "-5", manifest])
         #expect(r.status == 2 && r.stderr.contains("--timeout must be positive"), "\(r.stderr)")
