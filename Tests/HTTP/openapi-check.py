@@ -6,7 +6,7 @@ declared schema (JSON Schema 2020-12, as OpenAPI 3.1 uses). Fails if an operatio
 usage: openapi-check.py SPEC BASE_URL MANIFEST [TOKEN]
 MANIFEST is a valid manifest for the coordinator's --api-base-dir (queued with a long delay, so it stays
 queued while the script cancels and retries it)."""
-import json, re, socket, sys, threading, time, urllib.error, urllib.request
+import json, os, re, socket, sys, threading, time, urllib.error, urllib.parse, urllib.request
 import jsonschema
 
 spec_path, base, manifest_path = sys.argv[1:4]
@@ -199,6 +199,79 @@ if token:
     expect(status == 401, f"no token: {status}")
     status, body = request("GET", "/metrics", headers={"Authorization": "Bearer wrong-token-of-some-length"}, auth=False)
     expect(status == 401, f"wrong token: {status}")
+
+# The browser's sign-in: the form, a wrong token (the form again, 401), and with a token a session cookie.
+status, body = request("GET", "/login", auth=False)
+expect(status == 200 and "<form" in body, f"login form: {status}")
+status, body = request("POST", "/login", b"token=wrong-token-of-some-length", headers={"Content-Type": "application/x-www-form-urlencoded"},
+                       auth=False)
+expect(status == (401 if token else 303) or (not token and status == 200), f"login with a wrong token: {status}")
+
+
+# The document is no looser than the server: every value the document accepts for a parameter, the server
+# accepts too (a client generated from the document never sends what the server refuses with 400 or 422).
+# Strings the document leaves free are probed with "x"; a pattern must come with examples that match it
+# (probed unless marked x-semantic: a value only the server's own answers can give, such as a cursor).
+def probes(schema, where):
+    s = resolve(schema)
+    if "enum" in s:
+        return [str(v).lower() if isinstance(v, bool) else str(v) for v in s["enum"]]
+    kind = s.get("type")
+    if kind == "boolean":
+        return ["true", "false"]
+    if kind in ("integer", "number"):
+        bounds = [v for v in (s.get("minimum"), s.get("maximum")) if v is not None]
+        return [str(v) for v in bounds] or ["1"]
+    if kind == "string":
+        if "pattern" not in s:
+            return ["x"]
+        examples = s.get("examples", [])
+        expect(examples, f"{where}: a pattern without examples")
+        for e in examples:
+            expect(re.search(s["pattern"], e) is not None, f"{where}: the example {e!r} does not match {s['pattern']}")
+        return [] if "x-semantic" in s else examples
+    return []
+
+
+refusing_body = b'{"version": 1, "inptu": "x.mp4"}'
+for template, item in spec["paths"].items():
+    shared = item.get("parameters", [])
+    for method in ("get", "post"):
+        op = item.get(method)
+        if op is None or template == "/api/events":
+            continue
+        params = [resolve(p) for p in shared + op.get("parameters", [])]
+        for param in params:
+            if param["in"] not in ("query", "path"):
+                continue
+            values = probes(param["schema"], f"{method.upper()} {template} {param['name']}")
+            if param["in"] == "path" and resolve(param["schema"]).get("type") == "integer":
+                values = ["99999999"]   # any integer: one that names no job, so that probes change nothing
+            for value in values:
+                path = template
+                for other in params:
+                    if other["in"] == "path":
+                        path = path.replace("{" + other["name"] + "}", value if other is param else "99999999")
+                if param["in"] == "query":
+                    path += "?" + urllib.parse.urlencode({param["name"]: value})
+                if template == "/api/library/resolve" and param["name"] != "ids":
+                    path += "&ids=0000000000000000000000000g"
+                body = refusing_body if (method, template) == ("post", "/api/jobs") else (b"" if method == "post" else None)
+                status, answer = request(method.upper(), path, body, headers={"Content-Type": "application/json"} if method == "post" else None)
+                refused = status == 400 or (status == 422 and not (body == refusing_body and all(
+                    i["path"] == "$.inptu" or i["path"] == "$" for i in answer.get("issues", []))))
+                expect(not refused, f"{method.upper()} {template}: the document accepts {param['name']}={value!r}, the server refused it: "
+                                    f"{status} {answer}")
+
+# Manifests: the request body is jobs/schema.json, as strict as the server where the server's rule is one of form.
+manifest_schema = json.load(open(os.path.join(os.path.dirname(spec_path), "..", "jobs", "schema.json")))
+validator = jsonschema.Draft202012Validator(manifest_schema)
+expect(not list(validator.iter_errors(json.loads(manifest))), "the valid manifest fails jobs/schema.json")
+for refused_body in [b'{"version": 1, "inptu": "x.mp4"}', b'{"version": 1, "input": "asset:0000000000000000000000000a"}',
+                     b'{"version": 2, "input": "clip.mp4"}', b'{"version": 1, "input": "clip.mp4", "scan": {"symbologies": ["qrr"]}}']:
+    status, body = request("POST", "/api/jobs", refused_body)
+    expect(status == 422, f"{refused_body!r}: the server answered {status}")
+    expect(list(validator.iter_errors(json.loads(refused_body))), f"{refused_body!r}: refused by the server, accepted by jobs/schema.json")
 
 missing = {(m.upper(), p) for p, item in spec["paths"].items() for m in item if m in ("get", "post")} - exercised
 for method, path in sorted(missing):
