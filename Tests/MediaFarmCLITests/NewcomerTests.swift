@@ -224,6 +224,10 @@ import Testing
             let prose = help.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
             let twice = prose.range(of: #"\(default[^)]*\)\.?\s*\(default:"#, options: .regularExpression)
             #expect(twice == nil, "\(command): \(twice.map { String(prose[$0]) } ?? "")")
+            // The overview and discussion (the text before USAGE) read as prose: no runs of spaces.
+            let overview = help.stdout.components(separatedBy: "USAGE:")[0]
+            let runs = overview.range(of: #"\S {2,}\S"#, options: .regularExpression)
+            #expect(runs == nil, "\(command): \(runs.map { String(overview[$0]) } ?? "")")
         }
     }
 
