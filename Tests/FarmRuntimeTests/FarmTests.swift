@@ -265,7 +265,10 @@ import Glibc
         let ok = try farm.mediafarm(["submit", "--wait", try farm.inspectManifest("fine")])
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(ok.stdout.contains("queued job 2 (fine)") && ok.stdout.contains("succeeded"), "\(ok.stdout)")
-        let bad = try farm.mediafarm(["submit", "--wait", try farm.inspectManifest("broken", input: "absent.mp4")])
+        let broken = try farm.inspectManifest("broken", input: "absent.mp4")
+        let refused = try farm.mediafarm(["submit", "--wait", broken])
+        #expect(refused.status == 2 && refused.stderr.contains("--allow-missing-inputs"), "\(refused.stderr)")
+        let bad = try farm.mediafarm(["submit", "--wait", "--allow-missing-inputs", broken])
         #expect(bad.status == 1)
         #expect(bad.stdout.contains("failed") && bad.stdout.contains("absent.mp4"), "\(bad.stdout)")
         #expect(try farm.state(1) == "queued")
@@ -366,7 +369,8 @@ import Glibc
         let unwritable = try farm.manifest("unwritable", """
             { "version": 1, "input": "in.mp4", "export": { "mode": "passthrough", "output": "locked/out.mp4" } }
             """)
-        let ids = try farm.submit([missing, unwritable])
+        // (submit refuses an input that is not there unless told it will be: here the worker must see it gone)
+        let ids = try farm.submit(["--allow-missing-inputs", missing, unwritable])
         try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: locked.path)
         defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: locked.path) }
         // As root every folder is writable: run the workers as nobody's group-less uid where possible.
