@@ -118,21 +118,19 @@ extension HTTPFace {
             : configuration.allowOverwrite ? nil
             : ManifestIssue(path: "$.overwrite", message: "not allowed through the API: the coordinator replaces no existing file for a request "
                             + "unless started with --api-allow-overwrite")
-        let manifest: JobManifest
-        switch ManifestLoader.validate(bytes: bytes, file: "request body", name: name, baseDirectory: configuration.baseDirectory,
+        let validation = ManifestLoader.validate(bytes: bytes, file: "request body", name: name, baseDirectory: configuration.baseDirectory,
                                        outputRoots: configuration.outputRoots ?? [configuration.baseDirectory], refuseExistingOutputs: true,
                                        overwriteRefusal: overwriteRefusal,
                                        outputRootsWayOut: "to write there, the coordinator must be started with --output-root naming a folder above it",
                                        missingInputWayOut: allowMissingInputs ? nil
-                                           : "if it will be there when the job runs, add ?allowMissingInputs=true") {
-        case .success(let m): manifest = m
-        case .failure(let e):
-            throw APIError(status: .unprocessableContent, message: "invalid manifest: nothing was queued",
-                           issues: (e.issues + (try await unknownAssets(bytes, library: library))).map { APIError.Issue(path: $0.path, message: $0.message) })
-        }
-        if case let unknown = try await unknownAssets(bytes, library: library), !unknown.isEmpty {
-            throw APIError(status: .unprocessableContent, message: "invalid manifest: nothing was queued",
-                           issues: unknown.map { APIError.Issue(path: $0.path, message: $0.message) })
+                                           : "if it will be there when the job runs, add ?allowMissingInputs=true")
+        // Assets the library does not know are reported with the manifest's other errors.
+        let unknown = try await unknownAssets(bytes, library: library)
+        let manifest: JobManifest
+        switch validation {
+        case .success(let m) where unknown.isEmpty: manifest = m
+        case .success: throw Self.invalidManifest(unknown)
+        case .failure(let e): throw Self.invalidManifest(e.issues + unknown)
         }
         try checkScopedSources(manifest, library: library)
         let job = NewJob(name: manifest.name, manifest: String(decoding: bytes, as: UTF8.self), baseDirectory: configuration.baseDirectory,
@@ -254,6 +252,12 @@ extension HTTPFace {
             throw APIError(status: .badRequest, message: "\(name) \(text): give an integer in \(range.lowerBound)...\(range.upperBound)")
         }
         return n
+    }
+
+    /// 422 with every issue at its JSON path.
+    static func invalidManifest(_ issues: [ManifestIssue]) -> APIError {
+        APIError(status: .unprocessableContent, message: "invalid manifest: nothing was queued",
+                 issues: issues.map { APIError.Issue(path: $0.path, message: $0.message) })
     }
 
     static func boolean(_ query: Parameters, _ name: String) throws -> Bool {

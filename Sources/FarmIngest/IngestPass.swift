@@ -1,4 +1,5 @@
 import FarmLibrary
+import FarmModel
 import FarmStore
 import Foundation
 import MediaInspect
@@ -161,7 +162,7 @@ public struct IngestPass: Sendable {
         } catch {
             throw IngestError("\(config.state): cannot open the ingest state: \(error)")
         }
-        try checkReingest(reingest, known: known, state: state)
+        try checkReingest(reingest, state: state)
         let passStart = now().timeIntervalSince1970
         var changes: [IngestState.Change] = []
         var candidates: [Candidate] = []
@@ -391,16 +392,12 @@ public struct IngestPass: Sendable {
                 }
             }
         }
-        // Nothing to enqueue: the queue is still asked, so that cron notices a queue that cannot be reached
-        // (a wrong URL, a server down) at the first pass, not at the first file.
+        // Nothing to enqueue: the queue is still opened (which connects and checks its schema), so that cron
+        // notices a queue that cannot be reached (a wrong URL, a server down) at the first pass, not the first file.
         if jobs.isEmpty {
             do {
-                let opened = try await openQueue()
-                store = opened
-                _ = try await opened.counts()
+                store = try await openQueue()
             } catch {
-                await store?.close()
-                store = nil
                 let recorded: String
                 do { try state?.apply(changes); recorded = "" } catch { recorded = "; \(config.state): cannot record the pass either: \(error)" }
                 throw IngestError("the queue: \(error); nothing was due this pass, but the next files cannot be enqueued\(recorded)")
@@ -447,19 +444,22 @@ public struct IngestPass: Sendable {
 
     /// What `--reingest` names must be there to take: a path (absolute) of a file in a watch folder, or the
     /// SHA-256 of content ingested before. Anything else is refused before the pass does anything.
-    func checkReingest(_ items: [String], known: [String: IngestState.Row], state: IngestState?) throws(IngestError) {
+    func checkReingest(_ items: [String], state: IngestState?) throws(IngestError) {
         var problems: [String] = []
         for item in items {
             if IngestReport.isHash(item) {
-                let earlier = try? state?.hashIsKnown(item.lowercased())
-                if earlier == nil || earlier! == nil {
+                let earlier: String?
+                do { earlier = try state?.hashIsKnown(item.lowercased()) } catch {
+                    throw IngestError("\(config.state): cannot look up --reingest \(item): \(error); nothing was done")
+                }
+                if earlier == nil {
                     problems.append("--reingest \(item): no file with this content was ingested (the state \(config.state) does not know it)")
                 }
             } else if !item.hasPrefix("/") {
                 problems.append("--reingest \(item): give the file's absolute path, or its SHA-256")
             } else if !Self.exists(item) {
                 problems.append("--reingest \(item): no such file")
-            } else if !config.watch.contains(where: { item.hasPrefix(URL(fileURLWithPath: $0.path).standardizedFileURL.path + "/") || item.hasPrefix($0.path + "/") }) {
+            } else if !config.watch.contains(where: { PathRules.isInside(item, root: $0.path) && item != $0.path }) {
                 problems.append("--reingest \(item): not in a watch folder of the config (\(config.watch.map(\.path).joined(separator: ", ")))")
             }
         }

@@ -124,12 +124,21 @@ extension AssetLibrary {
         }?.string.flatMap(AssetID.init)
     }
 
+    /// Which of `ids` the library does not know (or a scoped token may not see), asked in one go.
+    public func unknown(_ ids: [AssetID]) async throws(LibraryError) -> Set<AssetID> {
+        guard !ids.isEmpty else { return [] }
+        return Set(try await resolve(ids).filter { $0.status == .unknown }.map(\.id))
+    }
+
     /// Which of a manifest's `asset:ID` references (`AssetID.references(inManifest:)`) the library does
-    /// not know (or a scoped token may not see), as validation issues at their JSON paths.
+    /// not know, as validation issues at their JSON paths.
     public func unknownReferences(_ references: [(path: String, id: AssetID)]) async throws(LibraryError) -> [ManifestIssue] {
-        guard !references.isEmpty else { return [] }
-        let unknown = Set(try await resolve(references.map(\.id)).filter { $0.status == .unknown }.map(\.id))
-        return references.filter { unknown.contains($0.id) }.map {
+        Self.issues(references, unknown: try await unknown(references.map(\.id)))
+    }
+
+    /// The references to `unknown` assets, as validation issues at their JSON paths.
+    public static func issues(_ references: [(path: String, id: AssetID)], unknown: Set<AssetID>) -> [ManifestIssue] {
+        references.filter { unknown.contains($0.id) }.map {
             ManifestIssue(path: $0.path, message: "no asset \($0.id) in the library (`mediafarm library add FILE` registers a file; "
                           + "`library list` shows what is there)")
         }

@@ -46,7 +46,7 @@ private struct Walker {
         for (key, member) in members {
             if result[key] != nil { fail("\(path).\(key)", "the key \"\(key)\" appears twice") }
             if !allowed.contains(key) {
-                let hint = Self.closest(key, in: allowed).map { " (did you mean \"\($0)\"?)" } ?? ""
+                let hint = Suggestion.hint(key, in: allowed)
                 fail("\(path).\(key)", "unknown key \"\(key)\"\(hint); allowed here: \(allowed.joined(separator: ", "))")
             }
             result[key] = member
@@ -70,7 +70,7 @@ private struct Walker {
         guard let s = string(value, path, required: required) else { return nil }
         guard let e = E(rawValue: s) else {
             let names = E.allCases.map(\.rawValue)
-            let hint = Self.closest(s, in: names).map { " (did you mean \"\($0)\"?)" } ?? ""
+            let hint = Suggestion.hint(s, in: names)
             fail(path, "\"\(s)\" is not one of \(names.joined(separator: ", "))\(hint)")
             return nil
         }
@@ -321,7 +321,7 @@ private struct Walker {
                     if let name = KnownSymbology.canonical(s) {
                         if !symbologies.contains(name) { symbologies.append(name) }
                     } else {
-                        let hint = Self.closest(s, in: KnownSymbology.names).map { " (did you mean \"\($0)\"?)" } ?? ""
+                        let hint = Suggestion.hint(s, in: KnownSymbology.names)
                         fail("$.scan.symbologies[\(i)]", "unknown symbology \"\(s)\"\(hint); known: \(KnownSymbology.names.joined(separator: ", "))")
                     }
                 }
@@ -424,10 +424,6 @@ private struct Walker {
                                           video: video, audio: audio, faststart: faststart ?? (fileType != .mkv),
                                           cuts: cuts ?? .exact)
     }
-
-    // MARK: - Suggestions
-
-    static func closest(_ word: String, in candidates: [String]) -> String? { Suggestion.closest(word, in: candidates) }
 }
 
 extension JSONValue {

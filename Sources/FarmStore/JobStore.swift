@@ -226,7 +226,8 @@ public struct SchemaChange: Sendable, Hashable {
         self.to = to
     }
 
-    /// "created (schema version 4)", "upgraded from schema version 3 to 4", "schema version 4 is current".
+    /// "created the queue (schema version 4)", "upgraded the queue's schema from version 3 to 4", or "the
+    /// queue's schema (version 4) is current".
     public var description: String {
         from == to ? "the queue's schema (version \(to)) is current"
             : from == 0 ? "created the queue (schema version \(to))"

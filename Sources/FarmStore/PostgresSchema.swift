@@ -52,7 +52,6 @@ enum PostgresSchema {
 
     /// Checks the schema's version, creating or upgrading it with `migrate` (concurrent migrators wait
     /// for each other on an advisory lock; each version is applied once, in one transaction).
-    @discardableResult
     static func check(_ connection: PostgresConnection, server: PostgresLocation, migrate: Bool, logger: Logger) async throws -> SchemaChange {
         let schema = "\"\(server.schema)\""
         let found = try await version(connection, server: server, logger: logger)

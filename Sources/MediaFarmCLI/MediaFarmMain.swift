@@ -42,10 +42,8 @@ public struct MediaFarmMain: AsyncParsableCommand {
             return 0
         } catch let error as ValidationError where parsed != nil {
             // Found wrong while running: the usage shown is the command's own, not the root's.
-            let command = type(of: parsed!)
-            let path = commandPath(arguments)
-            FileHandle.standardError.write(Data(("Error: \(error.message)\nUsage: \(usageString(for: command))\n"
-                + "  See '\(path) --help' for more information.\n").utf8))
+            FileHandle.standardError.write(Data(("Error: \(error.message)\nUsage: \(usageString(for: type(of: parsed!)))\n"
+                + "  See '\(commandPath(arguments)) --help' for more information.\n").utf8))
             return ExitStatus.usage
         } catch let code as ExitCode {
             return code.rawValue

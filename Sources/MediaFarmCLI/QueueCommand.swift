@@ -29,10 +29,10 @@ struct QueueCommand: AsyncParsableCommand {
             await store.close()
             let change = store.schemaChange
             if json {
+                struct Migrated: Encodable { var queue: String, schema: String, versionBefore: Int, version: Int }
                 let outcome = change.from == change.to ? "current" : change.from == 0 ? "created" : "upgraded"
-                let row: [String: JSONValue] = ["queue": .string(store.location), "schema": .string(outcome),
-                                                "versionBefore": .number(String(change.from)), "version": .number(String(change.to))]
-                print(JSONValue.object(row.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }).text)
+                let row = Migrated(queue: store.location, schema: outcome, versionBefore: change.from, version: change.to)
+                print(String(decoding: try JSONEncoder.sortedPretty().encode(row), as: UTF8.self))
             } else {
                 print("\(store.location): \(change.description)")
             }

@@ -88,11 +88,10 @@ struct SubmitCommand: AsyncParsableCommand {
         let namesAssets = !loaded.references.isEmpty
         // Invalid manifests are refused before the queue is made; the library is asked about the assets
         // they name only when the queue is there to ask.
-        var store: (any JobStore)?
+        var opened: (any JobStore)?
         var assets: AssetLibrary?
         if album != nil || namesAssets || token != nil {
-            let opened = loaded.invalid.isEmpty ? try await queue.open(create: album == nil) : try? await queue.open()
-            store = opened
+            opened = loaded.invalid.isEmpty ? try await queue.open(create: album == nil) : try? await queue.open()
             if let opened { assets = try await library.open(opened) }
         }
         if let assets, album == nil, namesAssets { try await Self.addUnknownAssets(&loaded, library: assets) }
@@ -101,8 +100,8 @@ struct SubmitCommand: AsyncParsableCommand {
             sources.append(entry.manifest.edits.map(\.source))
             jobs.append(make(entry.manifest, entry.text))
         }
-        if store == nil { store = try await queue.open(create: true) }
-        guard let store else { return }
+        let store: any JobStore
+        if let opened { store = opened } else { store = try await queue.open(create: true) }
         if let album, let assets {
             (jobs, sources) = try await Self.albumJobs(album, template: files[0], library: assets, outputRoots: roots, make: make)
         }
@@ -220,9 +219,13 @@ struct SubmitCommand: AsyncParsableCommand {
 
     /// Adds to `loaded`'s errors the assets its manifests name (valid or not) that `library` does not know,
     /// at their JSON paths, so that they are reported with the manifests' other errors.
+    /// The library is asked once for every id of every file (not once a file: a folder of thousands).
     static func addUnknownAssets(_ loaded: inout Loaded, library: AssetLibrary) async throws {
+        let ids = Array(Set(loaded.references.values.flatMap { $0.map(\.id) }))
+        let missing = try await LibraryOptions.run { try await library.unknown(ids) }
+        guard !missing.isEmpty else { return }
         for (file, references) in loaded.references.sorted(by: { $0.key < $1.key }) {
-            let unknown = try await LibraryOptions.run { try await library.unknownReferences(references) }
+            let unknown = AssetLibrary.issues(references, unknown: missing)
             guard !unknown.isEmpty else { continue }
             if let index = loaded.invalid.firstIndex(where: { $0.file == file }) {
                 loaded.invalid[index].issues += unknown
