@@ -123,3 +123,7 @@ int mf_wait_exit_nowait(pid_t pid, int block) {
     if (r < 0) return -errno;
     return info.si_pid == pid ? 1 : 0;
 }
+
+#include <malloc.h>
+
+void mf_trim_heap(void) { malloc_trim(0); }

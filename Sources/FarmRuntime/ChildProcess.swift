@@ -51,6 +51,14 @@ final class ChildProcess: Sendable {
         }
     }
 
+    /// Waits up to `milliseconds` for the child to exit, without reaping it: whether it has.
+    func waitForExit(milliseconds: Int32) -> Bool {
+        let fd = state.withLock { $0.reaped ? -2 : $0.pidfd }
+        if fd == -2 { return true }
+        if fd >= 0 { return mf_pidfd_wait_exit(fd, milliseconds) == 1 }
+        return mf_wait_exit_nowait(pid, 0) == 1
+    }
+
     /// Waits for the child to exit and reaps it; the raw wait status. Call once.
     func wait() -> Int32 {
         let fd = state.withLock { $0.pidfd }

@@ -35,7 +35,16 @@ public final class Coordinator: Service, @unchecked Sendable {
     private var tally = FinishedTally()
     /// A worker started: renew the leases (recording its process id) at the next check.
     private var renewSoon = false
+    /// Kept worker processes waiting for a job.
     private var standbys: [StandbyWorker] = []
+    /// Claimed ahead of a free slot, in claim order: started the moment a worker is free.
+    private var ahead: [Int64] = []
+    /// Whether the claimer still runs (a worker offered back after it ended is retired).
+    private var claiming = true
+    /// How long recent attempts took (a moving average): jobs are claimed ahead only while they are short.
+    private var recentAttemptSeconds: Double?
+    /// Rung when a worker slot frees: the claimer starts the next job at once.
+    private let slotFreed = WorkSignal()
     /// When each loop (claimer, heartbeat, rescuer) last began a turn: the HTTP face's liveness.
     private var loopTurns: [String: Date] = [:]
     private let startedAt = Date()
@@ -49,6 +58,10 @@ public final class Coordinator: Service, @unchecked Sendable {
     }
 
     struct Running {
+        /// Claimed ahead, waiting for a slot; holding a worker slot; or done with its worker (publishing,
+        /// recording the end).
+        enum Phase { case ahead, working, finishing }
+        var phase: Phase = .working
         var job: Job
         var token: String
         var child: ChildProcess?
@@ -77,7 +90,8 @@ public final class Coordinator: Service, @unchecked Sendable {
                 owner: configuration.owner, workers: configuration.workers, draining: draining, startedAt: startedAt,
                 running: running.map { id, r in
                     CoordinatorSnapshot.RunningJob(id: id, name: r.job.name, attempt: r.job.attempt, pid: r.pid, started: r.started,
-                                                   fraction: r.progress?.fraction, phase: r.progress?.phase, eta: r.progress?.eta)
+                                                   fraction: r.progress?.fraction, phase: r.phase == .ahead ? "waiting for a worker" : r.progress?.phase,
+                                                   eta: r.progress?.eta)
                 }.sorted { $0.id < $1.id },
                 loops: loopTurns)
         }
@@ -130,21 +144,107 @@ public final class Coordinator: Service, @unchecked Sendable {
 
     // MARK: - Claiming
 
-    /// Keeps one standby worker process per free slot (one started per turn of the loop).
+    /// Keeps a kept worker process waiting for each free slot (one started per turn of the loop).
     private func topUpStandbys() {
         guard configuration.standbyWorkers else { return }
         lock.withLock {
-            guard !draining, standbys.count < configuration.workers - running.count else { return }
-            standbys.append(StandbyWorker(command: configuration.workerCommand + ["--standby"], limits: configuration.limits))
+            let free = configuration.workers - running.values.count { $0.phase == .working }
+            guard !draining, claiming, standbys.count < free else { return }
+            standbys.append(newKeptWorker())
         }
+    }
+
+    /// Starts a kept worker process (on a thread of its own; it does not wait for it).
+    private func newKeptWorker() -> StandbyWorker {
+        StandbyWorker(command: configuration.workerCommand + ["--standby"] + configuration.recycling.arguments, limits: configuration.limits,
+                      onIdle: { [weak self] worker in self?.workerIdle(worker) },
+                      onRetire: { [weak self] reason in self?.workerRetired(reason) })
+    }
+
+    /// A kept worker finished a job and waits for another: first in line for the next job.
+    private func workerIdle(_ worker: StandbyWorker) {
+        let keep = lock.withLock { () -> Bool in
+            // Never more waiting than free slots (a job may have started a process of its own meanwhile).
+            let free = configuration.workers - running.values.count { $0.phase == .working }
+            guard !draining, claiming, standbys.count < free else { return false }
+            standbys.insert(worker, at: 0)
+            return true
+        }
+        if keep { slotFreed.signal() } else { worker.retire() }
+    }
+
+    /// A kept worker's process ended: counted by why (`mediafarm_worker_retirements_total`).
+    private func workerRetired(_ reason: WorkerRetirement?) {
+        metrics.workerRetired(reason?.kind ?? "stopped")
+        if let reason, reason.kind != "jobs" { events(.notice("worker replaced: \(reason.message)")) }
+        slotFreed.signal()
     }
 
     private func retireStandbys() {
         let idle = lock.withLock { () -> [StandbyWorker] in
+            claiming = false
             defer { standbys.removeAll() }
             return standbys
         }
         for standby in idle { standby.retire() }
+    }
+
+    /// How many jobs may be claimed now: one per free slot, and while recent jobs were short, up to
+    /// `claimAhead` more (started the moment a worker is free, without a claim's round trip).
+    private func claimable() -> Int {
+        lock.withLock {
+            let working = running.values.count { $0.phase == .working }
+            let short = (recentAttemptSeconds ?? .infinity) < configuration.claimAheadBelow
+            return configuration.workers - working - ahead.count + (short ? configuration.claimAhead : 0)
+        }
+    }
+
+    /// Moves jobs claimed ahead into free slots; each with a kept worker if one waits.
+    private func startAhead() -> [(Job, String, StandbyWorker?)] {
+        lock.withLock {
+            var started: [(Job, String, StandbyWorker?)] = []
+            var working = running.values.count { $0.phase == .working }
+            while working < configuration.workers, !ahead.isEmpty {
+                let id = ahead.removeFirst()
+                guard var entry = running[id] else { continue }
+                entry.phase = .working
+                entry.started = now()
+                running[id] = entry
+                working += 1
+                started.append((entry.job, entry.token, standbys.isEmpty ? nil : standbys.removeFirst()))
+            }
+            return started
+        }
+    }
+
+    /// Claimed jobs: into free slots at once, the rest waiting ahead.
+    private func place(_ claimed: [Job]) -> [(Job, String, StandbyWorker?)] {
+        lock.withLock {
+            var started: [(Job, String, StandbyWorker?)] = []
+            var working = running.values.count { $0.phase == .working }
+            for job in claimed {
+                guard let token = job.lease?.token else { continue }
+                var entry = Running(job: job, token: token, started: now(), timeout: job.timeout ?? configuration.jobTimeout)
+                if working < configuration.workers && ahead.isEmpty {
+                    working += 1
+                    started.append((job, token, standbys.isEmpty ? nil : standbys.removeFirst()))
+                } else {
+                    entry.phase = .ahead
+                    ahead.append(job.id)
+                }
+                running[job.id] = entry
+            }
+            return started
+        }
+    }
+
+    /// Gives back every job claimed ahead (draining, stopping): queued again without using up an attempt.
+    private func releaseAhead() async {
+        let waiting = lock.withLock { () -> [Running] in
+            defer { ahead.removeAll() }
+            return ahead.compactMap { running.removeValue(forKey: $0) }
+        }
+        for entry in waiting { await finish(entry.job, token: entry.token, outcome: .released, seconds: 0) }
     }
 
     private func claimLoop(group: inout DiscardingTaskGroup) async {
@@ -153,26 +253,25 @@ public final class Coordinator: Service, @unchecked Sendable {
         while !Task.isCancelled {
             turned("claimer")
             if lock.withLock({ draining }) { return }
-            let free = configuration.workers - lock.withLock { running.count }
+            for (job, token, standby) in startAhead() {
+                group.addTask { await self.supervise(job, token: token, standby: standby) }
+            }
+            let want = claimable()
+            let free = configuration.workers - lock.withLock { running.values.count { $0.phase == .working } }
             var claimed: [Job] = []
             var nextRunAt: Date?
-            if free > 0 {
+            if want > 0 {
                 do {
                     nextRunAt = try await store.nextRunAt()
                     if let next = nextRunAt, next <= now() {
-                        claimed = try await store.claim(limit: free, owner: configuration.owner, leaseDuration: configuration.leaseDuration, at: now())
+                        claimed = try await store.claim(limit: want, owner: configuration.owner, leaseDuration: configuration.leaseDuration, at: now())
                         if !claimed.isEmpty { metrics.claims.increment(by: claimed.count) }
                     }
                 } catch {
                     events(.notice("queue: \(error)"))
                 }
             }
-            for job in claimed {
-                guard let token = job.lease?.token else { continue }
-                let standby = lock.withLock { () -> StandbyWorker? in
-                    running[job.id] = Running(job: job, token: token, started: now(), timeout: job.timeout ?? configuration.jobTimeout)
-                    return standbys.isEmpty ? nil : standbys.removeFirst()
-                }
+            for (job, token, standby) in place(claimed) {
                 group.addTask { await self.supervise(job, token: token, standby: standby) }
             }
             if configuration.exitWhenIdle, claimed.isEmpty, lock.withLock({ running.isEmpty }), await isQueueIdle() {
@@ -192,10 +291,11 @@ public final class Coordinator: Service, @unchecked Sendable {
                 poll = configuration.pollInterval
                 if Task.isCancelled { return }
             } else {
-                // No notifications (SQLite, or the listener is reconnecting), or every slot is busy: poll,
-                // backing off as far as the store advises.
-                if !(await pause(poll)) { return }
-                if free > 0 { poll = min(poll * 2, max(configuration.pollInterval, store.idlePollLimit)) }
+                // No notifications (the listener is reconnecting), or every slot is busy: a freed slot
+                // wakes the claimer at once; otherwise it polls, backing off as far as the store advises.
+                await slotFreed.wait(upTo: poll)
+                if Task.isCancelled { return }
+                if want > 0 { poll = min(poll * 2, max(configuration.pollInterval, store.idlePollLimit)) }
             }
         }
     }
@@ -255,10 +355,13 @@ public final class Coordinator: Service, @unchecked Sendable {
         let started = now()
         let id = job.id
         let onStart: @Sendable (ChildProcess) -> Void = { child in self.workerStarted(id, child: child) }
+        defer { slotFreed.signal() }
         let onLine: @Sendable (Substring) -> Void = { line in self.workerSaid(id, line) }
         let exit: WorkerExit
         do {
-            if let standby, let ran = try await Self.run(job, token: token, on: standby, onStart: onStart, onLine: onLine) {
+            let kept = standby ?? (configuration.standbyWorkers ? newKeptWorker() : nil)
+            if let kept, let ran = try await Self.run(job, token: token, on: kept, onStart: onStart, onLine: onLine,
+                                                      onEnd: { self.workerReturned(id, end: $0) }) {
                 exit = ran
             } else {
                 var command = configuration.workerCommand + ["--name", job.name, "--base-dir", job.baseDirectory, "--stage-token", token]
@@ -272,7 +375,10 @@ public final class Coordinator: Service, @unchecked Sendable {
             return
         }
         let seconds = now().timeIntervalSince(started)
-        guard let entry = lock.withLock({ running.removeValue(forKey: id) }) else { return }
+        guard let entry = lock.withLock({ () -> Running? in
+            recentAttemptSeconds = recentAttemptSeconds.map { 0.8 * $0 + 0.2 * seconds } ?? seconds
+            return running.removeValue(forKey: id)
+        }) else { return }
         defer { StagedOutput.discard(manifest, token: token) }
 
         switch entry.stop {
@@ -302,16 +408,17 @@ public final class Coordinator: Service, @unchecked Sendable {
         }
     }
 
-    /// Runs the job on a standby worker: a header line with the job's options, then the manifest. nil when
-    /// the standby process is not up (or died): the caller starts one.
+    /// Runs the job on a kept worker: one line with the job's options and manifest. nil when the process
+    /// is not up (or died waiting): the caller starts one. `onEnd` runs on the worker's thread as soon as
+    /// the job ended, before the process is offered to another job: whether it may be.
     static func run(_ job: Job, token: String, on standby: StandbyWorker, onStart: @escaping @Sendable (ChildProcess) -> Void,
-                    onLine: @escaping @Sendable (Substring) -> Void) async throws -> WorkerExit? {
-        let header = WorkerHeader(name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots, stageToken: token)
-        var input = try JSONEncoder().encode(header)
+                    onLine: @escaping @Sendable (Substring) -> Void, onEnd: @escaping @Sendable (WorkerJobEnd?) -> Bool) async throws -> WorkerExit? {
+        let assignment = WorkerAssignment(name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots, stageToken: token,
+                                          manifest: job.manifest)
+        var input = try JSONEncoder().encode(assignment)
         input.append(UInt8(ascii: "\n"))
-        input.append(Data(job.manifest.utf8))
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<WorkerExit?, any Error>) in
-            let assigned = standby.assign(StandbyWorker.Assignment(input: input, onStart: onStart, onLine: onLine, done: { result in
+            let assigned = standby.assign(StandbyWorker.Assignment(input: input, onStart: onStart, onLine: onLine, onEnd: onEnd, done: { result in
                 continuation.resume(with: result.map { Optional($0) })
             }))
             if !assigned { continuation.resume(returning: nil) }
@@ -405,6 +512,19 @@ public final class Coordinator: Service, @unchecked Sendable {
         }
     }
 
+    /// A kept worker ended this job: it no longer runs it, so stopping the job must not touch the process.
+    /// Whether the process may run another job (not when it was being stopped for this one).
+    private func workerReturned(_ id: Int64, end: WorkerJobEnd?) -> Bool {
+        if let end, !end.restored.isEmpty {
+            events(.notice("job \(id): the worker put back what the job left: \(end.restored.joined(separator: "; "))"))
+        }
+        return lock.withLock {
+            running[id]?.child = nil
+            running[id]?.phase = .finishing
+            return running[id]?.stop == nil
+        }
+    }
+
     private func workerStarted(_ id: Int64, child: ChildProcess) {
         let pid = child.pid
         let (entry, stopNow) = lock.withLock { () -> (Running?, Bool) in
@@ -448,12 +568,13 @@ public final class Coordinator: Service, @unchecked Sendable {
             let (entries, stop) = lock.withLock { (running, draining && running.isEmpty) }
             if stop { return }
             if Task.isCancelled {
+                await releaseAhead()
                 for id in entries.keys { stopWorker(id, reason: .drain) }
                 while lock.withLock({ !running.isEmpty }) { await Self.waitWhileStopping(0.01) }
                 return
             }
             let t = now()
-            for (id, entry) in entries where entry.stop == nil && t.timeIntervalSince(entry.started) > entry.timeout {
+            for (id, entry) in entries where entry.phase == .working && entry.stop == nil && t.timeIntervalSince(entry.started) > entry.timeout {
                 stopWorker(id, reason: .timeout(entry.timeout))
             }
             let live = entries.filter { $0.value.stop == nil }
@@ -471,6 +592,7 @@ public final class Coordinator: Service, @unchecked Sendable {
                 for id in lost {
                     stopWorker(id, reason: .lost(try? await store.job(id: id)?.state))
                 }
+                await releaseStaleAhead(at: t)
             } catch {
                 events(.notice("lease check: \(error)"))
             }
@@ -479,18 +601,42 @@ public final class Coordinator: Service, @unchecked Sendable {
     }
 
     private func stopWorker(_ id: Int64, reason: StopReason) {
-        let child = lock.withLock { () -> ChildProcess? in
-            guard running[id]?.stop == nil else { return nil }
-            running[id]?.stop = reason
-            return running[id]?.child
+        let dropped = lock.withLock { () -> Running? in
+            guard var entry = running[id], entry.stop == nil else { return nil }
+            if entry.phase == .ahead {
+                ahead.removeAll { $0 == id }
+                return running.removeValue(forKey: id)
+            }
+            entry.stop = reason
+            running[id] = entry
+            // Under the lock, through the child's pidfd: a kept worker that has already ended this job
+            // (`workerReturned`) is never killed for it, and a reaped one never signalled.
+            entry.child?.kill()
+            return nil
         }
-        // Through the child's pidfd: a no-op once its supervisor has reaped it.
-        child?.kill()
+        guard let dropped else { return }
+        // Claimed ahead and never started: nothing ran.
+        let cancelled = reason == .lost(.cancelled)
+        metrics.attemptEnded(cancelled ? "cancelled" : "lost", seconds: 0)
+        events(.finished(id: id, name: dropped.job.name, state: cancelled ? "cancelled" : "lost", attempt: dropped.job.attempt,
+                         message: cancelled ? "cancelled before it started" : "lease lost before it started", seconds: 0))
+    }
+
+    /// Jobs claimed ahead that have waited longer than `claimAheadHold` (the jobs before them turned out
+    /// long) go back to the queue, for another coordinator's free slot.
+    private func releaseStaleAhead(at t: Date) async {
+        let stale = lock.withLock { () -> [Running] in
+            let old = ahead.filter { running[$0].map { t.timeIntervalSince($0.started) > configuration.claimAheadHold } ?? true }
+            ahead.removeAll { old.contains($0) }
+            return old.compactMap { running.removeValue(forKey: $0) }
+        }
+        for entry in stale { await finish(entry.job, token: entry.token, outcome: .released, seconds: 0) }
     }
 
     // MARK: - Drain
 
     private func drain() async {
+        await releaseAhead()
         let deadline = now().addingTimeInterval(configuration.grace)
         while lock.withLock({ !running.isEmpty }) {
             if now() >= deadline || Task.isCancelled {

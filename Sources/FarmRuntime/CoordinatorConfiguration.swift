@@ -37,9 +37,18 @@ public struct CoordinatorConfiguration: Sendable {
     /// The worker program; the worker's arguments are appended. Default: this executable's `worker`.
     public var workerCommand: [String] = [WorkerProcess.currentExecutable, "worker"]
     public var limits: WorkerLimits = .default
-    /// Start a worker process (`worker --standby`) for each free slot ahead of its job, so that a claimed
-    /// job starts without waiting for a process to load.
+    /// Keep a worker process (`worker --standby`) waiting for each free slot, and run job after job in it
+    /// (up to `recycling`), so that a claimed job neither waits for nor pays for a process start.
     public var standbyWorkers = true
+    /// When a kept worker process is replaced by a new one.
+    public var recycling: WorkerRecycling = .default
+    /// Jobs claimed beyond the free slots while recent jobs are short (shorter than `claimAheadBelow`
+    /// seconds on average): the next job starts the moment a worker is free, without a claim's round
+    /// trip. Their leases are renewed with the running jobs'; one that waits longer than
+    /// `claimAheadHold` goes back to the queue.
+    public var claimAhead: Int = 2
+    public var claimAheadBelow: Double = 1
+    public var claimAheadHold: Double = 2
     /// This coordinator's name in leases: "host:pid:random".
     public var owner: String = CoordinatorConfiguration.defaultOwner()
     /// The asset library of this host: `asset:ID` inputs are resolved to its paths before a worker starts,

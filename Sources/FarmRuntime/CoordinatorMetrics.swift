@@ -29,6 +29,11 @@ public struct CoordinatorMetrics: Sendable {
         if seconds > 0 { duration.recordSeconds(seconds) }
     }
 
+    /// A kept worker process ended: `kind` is jobs, memory, unclean, died or stopped (`WorkerRetirement`).
+    func workerRetired(_ kind: String) {
+        Counter(label: "mediafarm_worker_retirements_total", dimensions: [("reason", kind)], factory: factory).increment()
+    }
+
     /// The rescuer acted on an expired lease: `requeued`, `dead`, or `publication_completed`.
     func rescued(_ kind: String) {
         Counter(label: "mediafarm_rescues_total", dimensions: [("kind", kind)], factory: factory).increment()

@@ -165,6 +165,83 @@ enum WorkerProcess {
         return WorkerExit(status: mf_exit_status(status), signal: nil, stderrTail: tail)
     }
 
+    /// How one job on a kept worker ended: its exit (the status the worker reported, or how the process
+    /// ended when it died during the job) and the worker's "ended" line (nil when it died: it is reaped).
+    struct JobEnded {
+        var exit: WorkerExit
+        var end: WorkerJobEnd?
+    }
+
+    /// Gives a kept worker one job (a line on its stdin) and reads its output up to the job's "ended"
+    /// line, or to the end when the process dies (then it is reaped).
+    static func driveOne(_ process: Spawned, input: Data, onLine: @Sendable (Substring) -> Void) -> JobEnded {
+        input.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = write(process.stdin, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 { if errno == EINTR { continue }; break }  // EPIPE: it died; its exit says why
+                offset += n
+            }
+        }
+        var stdoutBuffer: [UInt8] = []
+        var stderrTail: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        var fds = [pollfd(fd: process.stdout, events: Int16(POLLIN), revents: 0), pollfd(fd: process.stderr, events: Int16(POLLIN), revents: 0)]
+        var open = 2
+        func keepTail(_ n: Int) {
+            stderrTail += chunk[0..<n]
+            if stderrTail.count > 4096 { stderrTail.removeFirst(stderrTail.count - 4096) }
+        }
+        func tail() -> String { String(decoding: stderrTail, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) }
+        while open > 0 {
+            let ready = poll(&fds, nfds_t(fds.count), -1)
+            if ready < 0 { if errno == EINTR { continue }; break }
+            for i in fds.indices where fds[i].fd >= 0 && fds[i].revents != 0 {
+                let n = chunk.withUnsafeMutableBytes { read(fds[i].fd, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 {
+                    fds[i].fd = -1
+                    open -= 1
+                    continue
+                }
+                if i == 1 {
+                    keepTail(n)
+                    continue
+                }
+                stdoutBuffer += chunk[0..<n]
+                while let newline = stdoutBuffer.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: stdoutBuffer[..<newline], as: UTF8.self)
+                    stdoutBuffer.removeSubrange(...newline)
+                    if line.hasPrefix(WorkerJobEnd.marker), let end = try? JSONDecoder().decode(WorkerJobEnd.self, from: Data(line.utf8)) {
+                        // What it wrote to stderr before this line is in the pipe: it belongs to this job.
+                        var quick = pollfd(fd: process.stderr, events: Int16(POLLIN), revents: 0)
+                        while fds[1].fd >= 0, poll(&quick, 1, 0) > 0, quick.revents & Int16(POLLIN) != 0 {
+                            let n = chunk.withUnsafeMutableBytes { read(process.stderr, $0.baseAddress, $0.count) }
+                            if n <= 0 { break }
+                            keepTail(n)
+                        }
+                        return JobEnded(exit: WorkerExit(status: end.status, signal: nil, stderrTail: tail()), end: end)
+                    }
+                    onLine(Substring(line))
+                }
+                if stdoutBuffer.count > 1 << 20 { stdoutBuffer.removeAll() }  // a runaway line is dropped
+            }
+        }
+        if !stdoutBuffer.isEmpty { onLine(Substring(String(decoding: stdoutBuffer, as: UTF8.self))) }
+        let status = process.child.wait()
+        if mf_signaled(status) != 0 { return JobEnded(exit: WorkerExit(status: nil, signal: mf_term_signal(status), stderrTail: tail()), end: nil) }
+        return JobEnded(exit: WorkerExit(status: mf_exit_status(status), signal: nil, stderrTail: tail()), end: nil)
+    }
+
+    /// Ends a kept worker's process: closes its pipes (a waiting worker sees the end of its input and
+    /// exits), kills it unless it has been reaped, and reaps it.
+    static func release(_ process: Spawned, reaped: Bool) {
+        for fd in [process.stdin, process.stdout, process.stderr] { close(fd) }
+        guard !reaped else { return }
+        if !process.child.waitForExit(milliseconds: 100) { process.child.kill() }
+        _ = process.child.wait()
+    }
+
     /// Kills an unused process and reaps it.
     static func discard(_ process: Spawned) {
         process.child.kill()

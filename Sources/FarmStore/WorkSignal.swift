@@ -3,7 +3,7 @@ import Synchronization
 
 /// Wakes the tasks waiting for new work. A signal with no one waiting is kept for the next waiter, so
 /// that work announced between a caller's last look at the queue and its wait is not slept through.
-final class WorkSignal: Sendable {
+public final class WorkSignal: Sendable {
     private struct State {
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var next: UInt64 = 0
@@ -11,11 +11,13 @@ final class WorkSignal: Sendable {
     }
 
     private let state = Mutex(State())
+
+    public init() {}
     /// Whether a connection is listening now (signals can come).
     let listening = Atomic<Bool>(false)
 
     /// Returns at the next signal, after `seconds`, or when the task is cancelled.
-    func wait(upTo seconds: Double) async {
+    public func wait(upTo seconds: Double) async {
         let id = state.withLock { s -> UInt64? in
             if s.pending {
                 s.pending = false
@@ -36,7 +38,7 @@ final class WorkSignal: Sendable {
         }
     }
 
-    func signal() {
+    public func signal() {
         let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             if s.waiters.isEmpty { s.pending = true }
             defer { s.waiters.removeAll() }

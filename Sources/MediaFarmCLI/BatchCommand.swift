@@ -48,6 +48,8 @@ struct BatchCommand: AsyncParsableCommand {
     @Argument(help: "Manifest files, or folders whose *.json files are manifests.")
     var manifests: [String]
 
+    @OptionGroup var reuse: WorkerReuseOptions
+
     @OptionGroup var stall: StallOptions
 
     func validate() throws {
@@ -92,6 +94,7 @@ struct BatchCommand: AsyncParsableCommand {
         configuration.jobTimeout = jobTimeout
         configuration.grace = grace
         configuration.exitWhenIdle = true
+        try reuse.apply(to: &configuration)
         configuration.keepFinished = nil
         let printer = CoordinatorPrinter(json: json)
         let coordinator = Coordinator(store: store, configuration: configuration, events: { printer.print($0) })

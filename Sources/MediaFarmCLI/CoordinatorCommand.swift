@@ -65,8 +65,10 @@ struct CoordinatorCommand: AsyncParsableCommand {
             help: "The worker program and its first arguments, split on spaces; the worker's arguments are appended (default: this program's `worker`).")
     var workerCommand: String?
 
-    @Flag(name: .customLong("no-standby"), help: "Start each worker process when its job is claimed, not ahead of it.")
+    @Flag(name: .customLong("no-standby"), help: "Start a worker process for each job when it is claimed: no kept workers (slower; for wrappers that cannot run several jobs).")
     var noStandby = false
+
+    @OptionGroup var reuse: WorkerReuseOptions
 
     @Option(help: "This host's name in leases, as `status` and `queue stats` show it (default: the machine's host name).")
     var host: String?
@@ -171,6 +173,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
         configuration.grace = grace
         configuration.exitWhenIdle = exitWhenIdle
         configuration.standbyWorkers = !noStandby
+        try reuse.apply(to: &configuration)
         configuration.owner = CoordinatorConfiguration.defaultOwner(host: host)
         let libraryHost = LibraryOptions.hostName(host)
         configuration.library = try? AssetLibrary(database: store.database, host: libraryHost)

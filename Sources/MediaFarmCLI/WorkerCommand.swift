@@ -3,8 +3,9 @@ import FarmModel
 import FarmRuntime
 import Foundation
 
-/// `mediafarm worker`: runs the one manifest on stdin and reports JSON-line events on stdout. The
-/// coordinator starts one per job; it is also usable by hand (`mediafarm worker < job.json`).
+/// `mediafarm worker`: runs the one manifest on stdin and reports JSON-line events on stdout; usable by
+/// hand (`mediafarm worker < job.json`). The coordinator keeps workers started with `--standby`, which
+/// run job after job (`WorkerAssignment` lines in, events and `WorkerJobEnd` lines out).
 struct WorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "worker",
@@ -26,43 +27,106 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(name: .customLong("stage-token"), help: "Leave finished outputs staged under this lease token.")
     var stageToken: String?
 
-    @Flag(help: "Start ahead of the job: read its options as a JSON line on stdin, then the manifest (the coordinator's standby workers).")
+    @Flag(help: "Start ahead of the jobs and run one after another: each a JSON line on stdin (its options and manifest), answered by its events and an \"ended\" line (the coordinator's kept workers).")
     var standby = false
+
+    @Option(name: .customLong("jobs-per-worker"), parsing: .unconditional,
+            help: "With --standby: jobs to run before exiting (the coordinator then starts a new worker).")
+    var jobsPerWorker: Int = WorkerRecycling.default.jobsPerWorker
+
+    @Option(name: .customLong("recycle-above"), parsing: .unconditional,
+            help: ArgumentHelp("With --standby: exit after a job that leaves the resident memory above this many bytes (0: no limit).", valueName: "bytes"))
+    var recycleAbove: UInt64 = WorkerRecycling.default.residentLimit
+
+    @Option(name: .customLong("test-misbehave"), help: .hidden)
+    var misbehave: String?
 
     @OptionGroup var stall: StallOptions
 
-    func run() async throws {
-        stall.apply()
-        var input = (try? FileHandle.standardInput.read(upToCount: ManifestLoader.maxBytes + (1 << 16))) ?? Data()
-        var name = self.name, baseDirectory = self.baseDirectory, outputRoots = self.outputRoots, stageToken = self.stageToken
-        if standby {
-            guard let newline = input.firstIndex(of: UInt8(ascii: "\n")),
-                  let header = try? JSONDecoder().decode(WorkerHeader.self, from: input[..<newline]) else {
-                report(invalid: "stdin: a standby worker expects a JSON line with the job's options, then the manifest", name: name)
-            }
-            (name, baseDirectory, outputRoots, stageToken) = (header.name, header.baseDirectory, header.outputRoots, header.stageToken)
-            input = Data(input[input.index(after: newline)...])
-        }
-        let base = baseDirectory ?? FileManager.default.currentDirectoryPath
-        let manifest: JobManifest
-        if input.count > ManifestLoader.maxBytes {
-            report(invalid: "stdin: the manifest is larger than \(ManifestLoader.maxBytes / 1024) KiB", name: name)
-        }
-        switch ManifestLoader.validate(text: String(decoding: input, as: UTF8.self), name: name, baseDirectory: base, outputRoots: outputRoots) {
-        case .success(let m): manifest = m
-        case .failure(let e): report(invalid: e.description, name: name)
-        }
-        let result = await JobRunner(manifest: manifest, stagingToken: stageToken).run { EventPrinter.print($0) }
-        EventPrinter.print(.result(result))
-        if !result.succeeded {
-            FileHandle.standardError.write(Data("\(manifest.name): failed: \(result.error ?? "unknown error")\n".utf8))
-            throw ExitCode(ExitStatus.failure)
+    func validate() throws {
+        guard jobsPerWorker >= 1 else { throw ValidationError("--jobs-per-worker must be at least 1, not \(jobsPerWorker)") }
+        if let misbehave {
+            let unknown = Set(misbehave.split(separator: ",").map(String.init)).subtracting(WorkerMisbehaviour.known)
+            guard unknown.isEmpty else { throw ValidationError("--test-misbehave: unknown \(unknown.sorted().joined(separator: ", "))") }
         }
     }
 
-    private func report(invalid message: String, name: String) -> Never {
+    func run() async throws {
+        stall.apply()
+        if standby {
+            await serve()
+            return
+        }
+        let input = (try? FileHandle.standardInput.read(upToCount: ManifestLoader.maxBytes + 1)) ?? Data()
+        let assignment = WorkerAssignment(name: name, baseDirectory: baseDirectory ?? FileManager.default.currentDirectoryPath,
+                                          outputRoots: outputRoots, stageToken: stageToken, manifest: String(decoding: input, as: UTF8.self))
+        let status = await Self.runJob(assignment, tooLarge: input.count > ManifestLoader.maxBytes)
+        if status != ExitStatus.success { throw ExitCode(status) }
+    }
+
+    /// Runs one job: its events and result on stdout, a failure's reason on stderr. Returns the exit
+    /// status a worker of its own would end with.
+    static func runJob(_ job: WorkerAssignment, tooLarge: Bool = false, misbehaviour: WorkerMisbehaviour? = nil) async -> Int32 {
+        if tooLarge || job.manifest.utf8.count > ManifestLoader.maxBytes {
+            return report(invalid: "stdin: the manifest is larger than \(ManifestLoader.maxBytes / 1024) KiB", name: job.name)
+        }
+        let manifest: JobManifest
+        switch ManifestLoader.validate(text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
+        case .success(let m): manifest = m
+        case .failure(let e): return report(invalid: e.description, name: job.name)
+        }
+        let result = await JobRunner(manifest: manifest, stagingToken: job.stageToken).run { EventPrinter.print($0) }
+        misbehaviour?.leaveState()
+        EventPrinter.print(.result(result))
+        if !result.succeeded {
+            FileHandle.standardError.write(Data("\(manifest.name): failed: \(result.error ?? "unknown error")\n".utf8))
+            return ExitStatus.failure
+        }
+        return ExitStatus.success
+    }
+
+    /// A kept worker: job after job from stdin until it ends, or until the worker must retire (enough
+    /// jobs, too much memory, something a job left that cannot be put right). Before each job the
+    /// process is as it was before the first (`WorkerHygiene`).
+    private func serve() async {
+        var hygiene = WorkerHygiene()
+        let misbehaviour = misbehave.map { WorkerMisbehaviour(Set($0.split(separator: ",").map(String.init))) }
+        var served = 0
+        while let line = readLine(strippingNewline: true) {
+            if line.isEmpty { continue }
+            served += 1
+            hygiene.prepareJob()
+            if misbehaviour?.kinds.contains("report") == true {
+                EventPrinter.print(.log(level: "debug", message: WorkerMisbehaviour.describeState()))
+            }
+            let status: Int32
+            if let job = try? JSONDecoder().decode(WorkerAssignment.self, from: Data(line.utf8)) {
+                status = await Self.runJob(job, misbehaviour: misbehaviour)
+            } else {
+                status = Self.report(invalid: "stdin: a kept worker expects one JSON line per job (its options and manifest)", name: name)
+            }
+            let (restored, unfixable) = hygiene.cleanUp()
+            let resident = WorkerHygiene.residentBytes()
+            var retiring: WorkerRetirement?
+            if !unfixable.isEmpty {
+                retiring = WorkerRetirement(kind: "unclean", message: unfixable.joined(separator: "; "))
+            } else if recycleAbove > 0 && resident > recycleAbove {
+                retiring = WorkerRetirement(kind: "memory", message: "resident memory after a job \(resident >> 20) MiB is above the limit of \(recycleAbove >> 20) MiB")
+            } else if served >= jobsPerWorker {
+                retiring = WorkerRetirement(kind: "jobs", message: "ran \(served) job(s), its limit")
+            }
+            let end = WorkerJobEnd(status: status, retiring: retiring, residentBytes: resident, restored: restored)
+            if var data = try? JSONEncoder.mediafarm(compact: true).encode(end) {
+                data.append(UInt8(ascii: "\n"))
+                FileHandle.standardOutput.write(data)
+            }
+            if retiring != nil { return }
+        }
+    }
+
+    private static func report(invalid message: String, name: String) -> Int32 {
         FileHandle.standardError.write(Data((message + "\n").utf8))
         EventPrinter.print(.result(JobResult(name: name, succeeded: false, error: message, seconds: 0)))
-        Foundation.exit(ExitStatus.usage)
+        return ExitStatus.usage
     }
 }

@@ -145,9 +145,12 @@ import Glibc
         let script = farm.folder.appendingPathComponent("worker.sh").path
         try """
             #!/bin/sh
-            manifest=$(cat)
-            case "$manifest" in *crash-me*) kill -SEGV $$ ;; esac
-            printf '%s' "$manifest" | exec "\(TestPaths.mediafarmExecutable)" worker "$@"
+            # A kept worker reads a job per line: the wrapper passes them on, and crashes (its whole
+            # process group, the worker included) on the poisoned one.
+            while IFS= read -r job; do
+                case "$job" in *crash-me*) kill -SEGV 0 ;; esac
+                printf '%s\n' "$job"
+            done | "\(TestPaths.mediafarmExecutable)" worker "$@"
             """.write(toFile: script, atomically: true, encoding: .utf8)
         chmod(script, 0o755)
         let crash = try farm.submit(["--max-attempts", "3", try farm.inspectManifest("crash-me")])[0]

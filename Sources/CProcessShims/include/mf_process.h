@@ -42,4 +42,7 @@ int mf_exit_status(int status);
 int mf_signaled(int status);
 int mf_term_signal(int status);
 
+/// Gives freed heap memory back to the system (malloc_trim), before a worker measures its resident size.
+void mf_trim_heap(void);
+
 #endif

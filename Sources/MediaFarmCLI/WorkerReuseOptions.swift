@@ -1,0 +1,32 @@
+import ArgumentParser
+import FarmRuntime
+
+/// How long a coordinator keeps each worker process (`coordinator` and `batch`): a process runs job after
+/// job, and is replaced after `--jobs-per-worker` jobs, when its resident memory after a job is above
+/// `--recycle-memory`, and after any job that crashed it or left it unclean.
+struct WorkerReuseOptions: ParsableArguments {
+    @Option(name: .customLong("jobs-per-worker"), parsing: .unconditional,
+            help: "Jobs one worker process runs before it is replaced (1: a new process for every job).")
+    var jobsPerWorker: Int = WorkerRecycling.default.jobsPerWorker
+
+    @Option(name: .customLong("recycle-memory"), parsing: .unconditional,
+            help: ArgumentHelp("Replace a worker process whose resident memory after a job is above this (e.g. 1G, 512M; 0: no limit).",
+                               valueName: "size"))
+    var recycleMemory: String = "1G"
+
+    @Option(name: .customLong("claim-ahead"), parsing: .unconditional,
+            help: "Jobs claimed beyond the free slots while recent jobs take under a second, started the moment a worker is free (0: none).")
+    var claimAhead: Int = 2
+
+    func validate() throws {
+        guard jobsPerWorker >= 1 else { throw ValidationError("--jobs-per-worker must be at least 1, not \(jobsPerWorker)") }
+        guard claimAhead >= 0 else { throw ValidationError("--claim-ahead must not be negative, not \(claimAhead)") }
+        _ = try CoordinatorCommand.bytes(recycleMemory, "--recycle-memory")
+    }
+
+    func apply(to configuration: inout CoordinatorConfiguration) throws {
+        configuration.recycling = WorkerRecycling(jobsPerWorker: jobsPerWorker,
+                                                  residentLimit: try CoordinatorCommand.bytes(recycleMemory, "--recycle-memory"))
+        configuration.claimAhead = claimAhead
+    }
+}
