@@ -115,7 +115,7 @@ public final class HTTPFace: Service, Sendable {
     /// Passes a coordinator event to `/api/events` clients.
     public func publish(_ event: CoordinatorEvent) {
         switch event {
-        case let .started(id, name, attempt, pid, _):
+        case let .started(id, name, attempt, pid, _, _):
             hub.publish("started", json: ["id": id, "name": name, "attempt": attempt, "pid": pid])
         case let .progress(id, name, fraction, phase):
             hub.publish("progress", json: ["id": id, "name": name, "fraction": fraction, "phase": phase])

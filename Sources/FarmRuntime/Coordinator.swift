@@ -71,6 +71,9 @@ public final class Coordinator: Service, @unchecked Sendable {
         var started: Date
         var timeout: Double
         var stop: StopReason?
+        /// The claimer's turn that claimed it began; the claim returned.
+        var woke = Date.distantPast
+        var claimed = Date.distantPast
     }
 
     public init(store: any JobStore, configuration: CoordinatorConfiguration = .init(),
@@ -209,6 +212,7 @@ public final class Coordinator: Service, @unchecked Sendable {
                 guard var entry = running[id] else { continue }
                 entry.phase = .working
                 entry.started = now()
+                (entry.woke, entry.claimed) = (entry.started, entry.started)
                 running[id] = entry
                 working += 1
                 started.append((entry.job, entry.token, standbys.isEmpty ? nil : standbys.removeFirst()))
@@ -218,13 +222,14 @@ public final class Coordinator: Service, @unchecked Sendable {
     }
 
     /// Claimed jobs: into free slots at once, the rest waiting ahead.
-    private func place(_ claimed: [Job]) -> [(Job, String, StandbyWorker?)] {
+    private func place(_ claimed: [Job], woke: Date, at claimedAt: Date) -> [(Job, String, StandbyWorker?)] {
         lock.withLock {
             var started: [(Job, String, StandbyWorker?)] = []
             var working = running.values.count { $0.phase == .working }
             for job in claimed {
                 guard let token = job.lease?.token else { continue }
-                var entry = Running(job: job, token: token, started: now(), timeout: job.timeout ?? configuration.jobTimeout)
+                var entry = Running(job: job, token: token, started: claimedAt, timeout: job.timeout ?? configuration.jobTimeout,
+                                    woke: woke, claimed: claimedAt)
                 if working < configuration.workers && ahead.isEmpty {
                     working += 1
                     started.append((job, token, standbys.isEmpty ? nil : standbys.removeFirst()))
@@ -252,6 +257,7 @@ public final class Coordinator: Service, @unchecked Sendable {
         var poll = configuration.pollInterval
         while !Task.isCancelled {
             turned("claimer")
+            let woke = now()
             if lock.withLock({ draining }) { return }
             for (job, token, standby) in startAhead() {
                 group.addTask { await self.supervise(job, token: token, standby: standby) }
@@ -262,16 +268,18 @@ public final class Coordinator: Service, @unchecked Sendable {
             var nextRunAt: Date?
             if want > 0 {
                 do {
-                    nextRunAt = try await store.nextRunAt()
-                    if let next = nextRunAt, next <= now() {
-                        claimed = try await store.claim(limit: want, owner: configuration.owner, leaseDuration: configuration.leaseDuration, at: now())
-                        if !claimed.isEmpty { metrics.claims.increment(by: claimed.count) }
+                    // The claim first (one round trip when work is due); when nothing was, when it will be.
+                    claimed = try await store.claim(limit: want, owner: configuration.owner, leaseDuration: configuration.leaseDuration, at: now())
+                    if !claimed.isEmpty {
+                        metrics.claims.increment(by: claimed.count)
+                    } else {
+                        nextRunAt = try await store.nextRunAt()
                     }
                 } catch {
                     events(.notice("queue: \(error)"))
                 }
             }
-            for (job, token, standby) in place(claimed) {
+            for (job, token, standby) in place(claimed, woke: woke, at: now()) {
                 group.addTask { await self.supervise(job, token: token, standby: standby) }
             }
             if configuration.exitWhenIdle, claimed.isEmpty, lock.withLock({ running.isEmpty }), await isQueueIdle() {
@@ -536,8 +544,10 @@ public final class Coordinator: Service, @unchecked Sendable {
             // Recorded at the lease check's next pass (not its next renewal), so that `status` soon
             // shows which process runs the job.
             lock.withLock { renewSoon = true }
+            let handed = now()
             events(.started(id: id, name: entry.job.name, attempt: entry.job.attempt, pid: pid,
-                            queuedFor: now().timeIntervalSince(entry.job.runAt > entry.job.createdAt ? entry.job.runAt : entry.job.createdAt)))
+                            queuedFor: handed.timeIntervalSince(entry.job.runAt > entry.job.createdAt ? entry.job.runAt : entry.job.createdAt),
+                            hops: PickupHops(woke: entry.woke, claimed: entry.claimed, handed: handed)))
         }
     }
 

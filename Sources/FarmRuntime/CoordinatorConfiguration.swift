@@ -70,10 +70,26 @@ public struct CoordinatorConfiguration: Sendable {
 /// What a coordinator reports as it works.
 public enum CoordinatorEvent: Sendable {
     /// A worker process started on a claimed job.
-    case started(id: Int64, name: String, attempt: Int, pid: Int32, queuedFor: Double)
+    case started(id: Int64, name: String, attempt: Int, pid: Int32, queuedFor: Double, hops: PickupHops)
     case progress(id: Int64, name: String, fraction: Double, phase: String)
     /// An attempt ended; `state` is the job's state after it.
     case finished(id: Int64, name: String, state: String, attempt: Int, message: String?, seconds: Double)
     /// Something worth a line in the log (a rescued job, a stale attempt, a store error).
     case notice(String)
+}
+
+/// When a job passed each step between the queue and its worker (wall-clock times): the claimer's turn
+/// that claimed it began (`woke`: after a notification, a freed slot or a poll), the claim returned, and
+/// the job was handed to its worker process. With the job's submission time and the worker's first
+/// event, the hops of a pickup (`bench/farm` reports them).
+public struct PickupHops: Sendable, Hashable {
+    public var woke: Date
+    public var claimed: Date
+    public var handed: Date
+
+    public init(woke: Date, claimed: Date, handed: Date) {
+        self.woke = woke
+        self.claimed = claimed
+        self.handed = handed
+    }
 }

@@ -134,7 +134,7 @@ public enum JobStores {
                             connections: Int = 4, listen: Bool = false) async throws(JobStoreError) -> any JobStore {
         switch location {
         case .sqlite(let path):
-            return try SQLiteJobStore(path: path, create: create || migrate, policy: policy)
+            return try SQLiteJobStore(path: path, create: create || migrate, policy: policy, listen: listen)
         case .postgres(let server):
             return try await PostgresJobStore.open(server, migrate: migrate, policy: policy, connections: connections, listen: listen)
         }

@@ -18,9 +18,13 @@ public final class SQLiteJobStore: JobStore {
     private let busyTimeout: Double
     let machine: JobStateMachine
     private let libraryDatabase = Mutex<SQLiteSQLDatabase?>(nil)
+    /// Touched after commits that make work due; watched when the store was opened to listen.
+    private let doorbell: Doorbell
 
     /// Opens (and with `create`, creates) the queue at `path` and migrates it to the current schema.
-    public init(path: String, create: Bool = true, policy: RetryPolicy = .default, busyTimeout: Double = 10) throws(JobStoreError) {
+    /// - Parameter listen: watch for other processes' submissions (a coordinator's idle wait).
+    public init(path: String, create: Bool = true, policy: RetryPolicy = .default, busyTimeout: Double = 10,
+                listen: Bool = false) throws(JobStoreError) {
         self.path = path
         self.busyTimeout = busyTimeout
         self.machine = JobStateMachine(policy: policy)
@@ -47,6 +51,7 @@ public final class SQLiteJobStore: JobStore {
             if !db.configuration.readonly { try db.execute(sql: "PRAGMA busy_timeout = 0") }
         }
         (pool, schemaChange) = try Self.open(path: path, configuration: configuration, patience: busyTimeout)
+        doorbell = listen ? Doorbell(listeningBeside: path) : Doorbell(queuePath: path)
     }
 
     /// Opens the pool and migrates it. Several processes opening a new queue at once contend for the
@@ -132,7 +137,8 @@ public final class SQLiteJobStore: JobStore {
     // MARK: - JobStore
 
     public func enqueue(_ jobs: [NewJob], at now: Date) async throws(JobStoreError) -> [Enqueued] {
-        try await write { db in
+        defer { doorbell.ring() }
+        return try await write { db in
             try jobs.map { new in
                 if let key = new.uniqueKey,
                    let live = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM jobs WHERE unique_key = ? AND state IN ('queued', 'running')"),
@@ -156,6 +162,12 @@ public final class SQLiteJobStore: JobStore {
 
     public func claim(limit: Int, owner: String, leaseDuration: Double, at now: Date) async throws(JobStoreError) -> [Job] {
         guard limit > 0 else { return [] }
+        // Nothing due: answered by a read, without taking the write lock from other processes.
+        let due = try await read { db in
+            try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'queued' AND run_at <= ?)"),
+                              arguments: [now.timeIntervalSince1970]) ?? false
+        }
+        guard due else { return [] }
         return try await write { db in
             let candidates = try Array(Row.fetchCursor(db.cachedStatement(sql: """
                 SELECT \(Self.columns) FROM jobs WHERE state = 'queued' AND run_at <= ? ORDER BY priority DESC, run_at, id LIMIT ?
@@ -206,6 +218,8 @@ public final class SQLiteJobStore: JobStore {
     }
 
     public func finish(_ attempts: [FinishedAttempt], at now: Date) async throws(JobStoreError) -> [Result<Job, JobStoreError>] {
+        // A released job is due again at once.
+        defer { if attempts.contains(where: { if case .released = $0.outcome { true } else { false } }) { doorbell.ring() } }
         guard !attempts.isEmpty else { return [] }
         return try await write { db in
             let ids = attempts.map { String($0.id) }.joined(separator: ",")
@@ -235,7 +249,7 @@ public final class SQLiteJobStore: JobStore {
     }
 
     public func rescueExpired(at now: Date, publishingGrace: Double) async throws(JobStoreError) -> [Job] {
-        try await write { db in
+        let rescued = try await write { db in
             let expired = try Row.fetchAll(db, sql: """
                 SELECT \(Self.columns) FROM jobs WHERE state = 'running' AND lease_expires_at <= ?
                 AND (phase IS NOT 'publishing' OR lease_expires_at <= ?)
@@ -245,6 +259,8 @@ public final class SQLiteJobStore: JobStore {
             }
             return expired
         }
+        if !rescued.isEmpty { doorbell.ring() }
+        return rescued
     }
 
     public func expiredPublications(at now: Date) async throws(JobStoreError) -> [Job] {
@@ -258,6 +274,7 @@ public final class SQLiteJobStore: JobStore {
     public func cancel(id: Int64, at now: Date) async throws(JobStoreError) -> Job { try await change(id, .cancel, at: now) }
 
     public func retry(id: Int64, at now: Date) async throws(JobStoreError) -> Job {
+        defer { doorbell.ring() }
         do {
             return try await change(id, .retry, at: now)
         } catch .unavailable(let message) where message.contains("UNIQUE") {
@@ -351,12 +368,18 @@ public final class SQLiteJobStore: JobStore {
         }
     }
 
-    /// SQLite cannot tell other processes' submissions: a plain sleep.
+    /// Other processes' submissions ring the doorbell beside the queue (when this store listens);
+    /// otherwise a plain sleep.
     public func waitForWork(upTo seconds: Double) async {
-        try? await Task.sleep(for: .seconds(seconds))
+        if doorbell.listening {
+            await doorbell.wait(upTo: seconds)
+        } else {
+            try? await Task.sleep(for: .seconds(seconds))
+        }
     }
 
-    public var hearsOfWork: Bool { false }
+    public var hearsOfWork: Bool { doorbell.listening }
+    /// Without the doorbell's watch, idle coordinators poll this often.
     public var idlePollLimit: Double { 0.01 }
     public var location: String { path }
     public func close() async {}

@@ -258,7 +258,7 @@ final class CoordinatorPrinter: @unchecked Sendable {
                 return
             }
             switch event {
-            case let .started(id, name, attempt, pid, queuedFor):
+            case let .started(id, name, attempt, pid, queuedFor, _):
                 progress[id] = (name, 0, "starting")
                 line(String(format: "job %lld (%@) started: attempt %d, worker pid %d, %.0f ms after it was due", id, name, attempt, pid, queuedFor * 1000))
             case let .progress(id, name, fraction, phase):
@@ -302,8 +302,10 @@ final class CoordinatorPrinter: @unchecked Sendable {
     private func emit(json event: CoordinatorEvent) {
         var object: [String: Any] = ["at": Date().timeIntervalSince1970]
         switch event {
-        case let .started(id, name, attempt, pid, queuedFor):
-            object.merge(["event": "started", "job": id, "name": name, "attempt": attempt, "pid": pid, "queuedFor": queuedFor]) { $1 }
+        case let .started(id, name, attempt, pid, queuedFor, hops):
+            object.merge(["event": "started", "job": id, "name": name, "attempt": attempt, "pid": pid, "queuedFor": queuedFor,
+                          "hops": ["woke": hops.woke.timeIntervalSince1970, "claimed": hops.claimed.timeIntervalSince1970,
+                                   "handed": hops.handed.timeIntervalSince1970]]) { $1 }
         case let .progress(id, name, fraction, phase):
             object.merge(["event": "progress", "job": id, "name": name, "fraction": fraction, "phase": phase]) { $1 }
         case let .finished(id, name, state, attempt, message, seconds):
