@@ -295,7 +295,7 @@ public final class Coordinator: Service, @unchecked Sendable {
                 // Idle with a free slot: a submission anywhere wakes the store's listener; otherwise look
                 // again when the next delayed job is due, or after a while (a missed notification).
                 let due = nextRunAt.map { max(0.001, $0.timeIntervalSince(now())) } ?? configuration.idleWait
-                await store.waitForWork(upTo: min(due, configuration.idleWait))
+                await waitForWorkOrSlot(upTo: min(due, configuration.idleWait))
                 poll = configuration.pollInterval
                 if Task.isCancelled { return }
             } else {
@@ -305,6 +305,17 @@ public final class Coordinator: Service, @unchecked Sendable {
                 if Task.isCancelled { return }
                 if want > 0 { poll = min(poll * 2, max(configuration.pollInterval, store.idlePollLimit)) }
             }
+        }
+    }
+
+    /// Returns at the first of: the store hears of new work, a job ends (a slot frees: with
+    /// `exitWhenIdle` that may be the last), `seconds` pass, or the task is cancelled.
+    private func waitForWorkOrSlot(upTo seconds: Double) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.store.waitForWork(upTo: seconds) }
+            group.addTask { await self.slotFreed.wait(upTo: seconds) }
+            await group.next()
+            group.cancelAll()
         }
     }
 
