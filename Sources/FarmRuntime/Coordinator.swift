@@ -126,6 +126,12 @@ public final class Coordinator: Service, @unchecked Sendable {
 
     public func run() async throws {
         signal(SIGPIPE, SIG_IGN)
+        // The loops run where the store's blocking work does (SQLite: its writer thread), so that no
+        // transaction runs on the cooperative pool that the HTTP face shares, and none pays a hop.
+        await withTaskExecutorPreference(store.executor) { await self.runLoops() }
+    }
+
+    private func runLoops() async {
         await withGracefulShutdownHandler {
             // A discarding group: a finished job's task is freed at once (a plain task group keeps every
             // child's result until it is awaited, which grew the coordinator by ~16 KB a job).

@@ -169,6 +169,10 @@ public protocol JobStore: Sendable {
     func waitForWork(upTo seconds: Double) async
     /// Whether `waitForWork` hears of new work (so an idle caller may wait long), or only sleeps.
     var hearsOfWork: Bool { get }
+    /// Where a caller that makes many calls (a coordinator's loops) should run, so that the store's
+    /// blocking work runs there without a hop per call and never on the cooperative pool (SQLite: its
+    /// writer thread); nil when the store never blocks a thread (PostgreSQL: non-blocking I/O).
+    var executor: (any TaskExecutor)? { get }
     /// Without notifications, how far an idle caller's polls may back off: a local file is cheap to
     /// look at often; a server shared by many hosts is not.
     var idlePollLimit: Double { get }
@@ -183,6 +187,8 @@ public protocol JobStore: Sendable {
 }
 
 extension JobStore {
+    public var executor: (any TaskExecutor)? { nil }
+
     /// Rescues every expired lease, publishing or not.
     public func rescueExpired(at now: Date) async throws(JobStoreError) -> [Job] {
         try await rescueExpired(at: now, publishingGrace: 0)

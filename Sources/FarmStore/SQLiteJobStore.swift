@@ -20,6 +20,9 @@ public final class SQLiteJobStore: JobStore {
     private let libraryDatabase = Mutex<SQLiteSQLDatabase?>(nil)
     /// Touched after commits that make work due; watched when the store was opened to listen.
     private let doorbell: Doorbell
+    /// Where transactions run, and where reads run: never on the cooperative pool.
+    private let writer = DatabaseThread(name: "mediafarm-queue-writer")
+    private let reader = DatabaseThread(name: "mediafarm-queue-reader")
 
     /// Opens (and with `create`, creates) the queue at `path` and migrates it to the current schema.
     /// - Parameter listen: watch for other processes' submissions (a coordinator's idle wait).
@@ -138,7 +141,7 @@ public final class SQLiteJobStore: JobStore {
 
     public func enqueue(_ jobs: [NewJob], at now: Date) async throws(JobStoreError) -> [Enqueued] {
         defer { doorbell.ring() }
-        return try await write { db in
+        return try await write { [self] db in
             try jobs.map { new in
                 if let key = new.uniqueKey,
                    let live = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM jobs WHERE unique_key = ? AND state IN ('queued', 'running')"),
@@ -162,13 +165,7 @@ public final class SQLiteJobStore: JobStore {
 
     public func claim(limit: Int, owner: String, leaseDuration: Double, at now: Date) async throws(JobStoreError) -> [Job] {
         guard limit > 0 else { return [] }
-        // Nothing due: answered by a read, without taking the write lock from other processes.
-        let due = try await read { db in
-            try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'queued' AND run_at <= ?)"),
-                              arguments: [now.timeIntervalSince1970]) ?? false
-        }
-        guard due else { return [] }
-        return try await write { db in
+        return try await write { [self] db in
             let candidates = try Array(Row.fetchCursor(db.cachedStatement(sql: """
                 SELECT \(Self.columns) FROM jobs WHERE state = 'queued' AND run_at <= ? ORDER BY priority DESC, run_at, id LIMIT ?
                 """), arguments: [now.timeIntervalSince1970, limit]).map(Self.job))
@@ -183,7 +180,7 @@ public final class SQLiteJobStore: JobStore {
 
     public func renew(_ renewals: [LeaseRenewal], leaseDuration: Double, at now: Date) async throws(JobStoreError) -> Set<Int64> {
         guard !renewals.isEmpty else { return [] }
-        return try await write { db in
+        return try await write { [self] db in
             var lost = Set<Int64>()
             for r in renewals {
                 guard let job = try fetch(r.id, db) else { lost.insert(r.id); continue }
@@ -202,7 +199,7 @@ public final class SQLiteJobStore: JobStore {
 
     public func lostLeases(_ leases: [Int64: String], at now: Date) async throws(JobStoreError) -> Set<Int64> {
         guard !leases.isEmpty else { return [] }
-        return try await read { db in
+        return try await read { [self] db in
             var held = Set<Int64>()
             let ids = leases.keys.map { String($0) }.joined(separator: ",")
             for row in try Row.fetchAll(db, sql: "SELECT id, lease_token FROM jobs WHERE state = 'running' AND id IN (\(ids))") {
@@ -221,7 +218,7 @@ public final class SQLiteJobStore: JobStore {
         // A released job is due again at once.
         defer { if attempts.contains(where: { if case .released = $0.outcome { true } else { false } }) { doorbell.ring() } }
         guard !attempts.isEmpty else { return [] }
-        return try await write { db in
+        return try await write { [self] db in
             let ids = attempts.map { String($0.id) }.joined(separator: ",")
             let rows = try Array(Row.fetchCursor(db, sql: "SELECT \(Self.columns) FROM jobs WHERE id IN (\(ids))").map(Self.job))
             var jobs = Dictionary(rows.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
@@ -249,7 +246,7 @@ public final class SQLiteJobStore: JobStore {
     }
 
     public func rescueExpired(at now: Date, publishingGrace: Double) async throws(JobStoreError) -> [Job] {
-        let rescued = try await write { db in
+        let rescued = try await write { [self] db in
             let expired = try Row.fetchAll(db, sql: """
                 SELECT \(Self.columns) FROM jobs WHERE state = 'running' AND lease_expires_at <= ?
                 AND (phase IS NOT 'publishing' OR lease_expires_at <= ?)
@@ -264,7 +261,7 @@ public final class SQLiteJobStore: JobStore {
     }
 
     public func expiredPublications(at now: Date) async throws(JobStoreError) -> [Job] {
-        try await read { db in
+        try await read { [self] db in
             try Row.fetchAll(db, sql: """
                 SELECT \(Self.columns) FROM jobs WHERE state = 'running' AND phase = 'publishing' AND lease_expires_at <= ? ORDER BY id
                 """, arguments: [now.timeIntervalSince1970]).map(Self.job)
@@ -283,11 +280,11 @@ public final class SQLiteJobStore: JobStore {
     }
 
     public func job(id: Int64) async throws(JobStoreError) -> Job? {
-        try await read { db in try fetch(id, db) }
+        try await read { [self] db in try fetch(id, db) }
     }
 
     public func jobs(matching query: JobQuery) async throws(JobStoreError) -> [Job] {
-        try await read { db in
+        try await read { [self] db in
             var conditions: [String] = []
             var arguments: [any DatabaseValueConvertible] = []
             if let ids = query.ids {
@@ -314,7 +311,7 @@ public final class SQLiteJobStore: JobStore {
     }
 
     public func counts() async throws(JobStoreError) -> [JobState: Int] {
-        try await read { db in
+        try await read { [self] db in
             var counts: [JobState: Int] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM jobs GROUP BY state") {
                 if let state = JobState(rawValue: row["state"]) { counts[state] = row["n"] }
@@ -324,7 +321,7 @@ public final class SQLiteJobStore: JobStore {
     }
 
     public func stats(at now: Date) async throws(JobStoreError) -> QueueStats {
-        try await read { db in
+        try await read { [self] db in
             var counts: [String: Int] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM jobs GROUP BY state") {
                 counts[row["state"]] = row["n"]
@@ -344,7 +341,7 @@ public final class SQLiteJobStore: JobStore {
     }
 
     public func prune(finishedBefore date: Date, limit: Int) async throws(JobStoreError) -> Int {
-        try await write { db in
+        try await write { [self] db in
             try db.execute(sql: """
                 DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN ('succeeded', 'failed', 'cancelled', 'dead')
                                               AND finished_at < ? ORDER BY finished_at LIMIT ?)
@@ -354,7 +351,7 @@ public final class SQLiteJobStore: JobStore {
     }
 
     public func hasLiveJobs() async throws(JobStoreError) -> Bool {
-        try await read { db in
+        try await read { [self] db in
             // One EXISTS per state, each answered by that state's partial index.
             try Bool.fetchOne(db, sql: """
                 SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'queued') OR EXISTS (SELECT 1 FROM jobs WHERE state = 'running')
@@ -363,7 +360,7 @@ public final class SQLiteJobStore: JobStore {
     }
 
     public func nextRunAt() async throws(JobStoreError) -> Date? {
-        try await read { db in
+        try await read { [self] db in
             try Double.fetchOne(db, sql: "SELECT MIN(run_at) FROM jobs WHERE state = 'queued'").map(Date.init(timeIntervalSince1970:))
         }
     }
@@ -379,6 +376,8 @@ public final class SQLiteJobStore: JobStore {
     }
 
     public var hearsOfWork: Bool { doorbell.listening }
+    /// The writer thread: a coordinator's loops run there, and its transactions in place.
+    public var executor: (any TaskExecutor)? { writer }
     /// Without the doorbell's watch, idle coordinators poll this often.
     public var idlePollLimit: Double { 0.01 }
     public var location: String { path }
@@ -387,7 +386,7 @@ public final class SQLiteJobStore: JobStore {
     // MARK: - Rows
 
     private func change(_ id: Int64, _ transition: JobTransition, at now: Date) async throws(JobStoreError) -> Job {
-        try await write { db in
+        try await write { [self] db in
             guard let job = try fetch(id, db) else { throw JobStoreError.notFound(id) }
             let next = try self.transition(job, transition, now)
             try save(next, db)
@@ -459,16 +458,17 @@ public final class SQLiteJobStore: JobStore {
 
     // MARK: - Transactions
 
-    /// One IMMEDIATE transaction, committed durably, run on the caller's thread: it holds that thread
-    /// for the transaction only. When another process holds SQLite's write lock, the caller sleeps
-    /// (backing off, holding no thread) and tries again, for up to the busy timeout. (A hop to a
-    /// dispatch queue per transaction, or GRDB's async API, measured 2 to 3 times slower here.)
-    private func write<T: Sendable>(_ body: (Database) throws -> T) async throws(JobStoreError) -> T {
+    /// One IMMEDIATE transaction, committed durably, on the store's writer thread (never on the
+    /// cooperative pool: a commit's fsync must not hold up the tasks that share it). When another
+    /// process holds SQLite's write lock, the caller sleeps (backing off, holding no thread) and tries
+    /// again, for up to the busy timeout. (GRDB's async API, a hop to a dispatch queue per transaction,
+    /// measured 2 to 3 times slower here; the writer thread spins briefly for the next transaction.)
+    private func write<T: Sendable>(_ body: @escaping (Database) throws -> T) async throws(JobStoreError) -> T {
         let deadline = Date().addingTimeInterval(busyTimeout)
         var delay = 0.001
         while true {
             do {
-                if let value = try gate.withLock({ _ in try transaction(body) }) { return value }
+                if let value = try await writer.run({ [self] in try gate.withLock { _ in try transaction(body) } }) { return value }
             } catch {
                 throw Self.storeError(error, path)
             }
@@ -481,7 +481,7 @@ public final class SQLiteJobStore: JobStore {
     }
 
     /// The transaction, or nil when another connection holds the write lock.
-    private func transaction<T>(_ body: (Database) throws -> T) throws -> T? {
+    private func transaction<T>(_ body: @escaping (Database) throws -> T) throws -> T? {
         try pool.writeWithoutTransaction { db in
             do {
                 try db.beginTransaction(.immediate)
@@ -499,10 +499,12 @@ public final class SQLiteJobStore: JobStore {
         }
     }
 
-    /// Reads see the last commit (WAL): they never wait for a writer.
-    private func read<T: Sendable>(_ body: (Database) throws -> T) async throws(JobStoreError) -> T {
+    /// Reads see the last commit (WAL): they never wait for a writer. On the reader thread.
+    private func read<T: Sendable>(_ body: @escaping (Database) throws -> T) async throws(JobStoreError) -> T {
         do {
-            return try pool.read(body)
+            // On the writer thread (a coordinator's loops), in place; elsewhere on the reader thread.
+            if writer.isCurrent { return try pool.read(body) }
+            return try await reader.run { [pool] in try pool.read(body) }
         } catch {
             throw Self.storeError(error, path)
         }

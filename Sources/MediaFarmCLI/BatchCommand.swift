@@ -83,7 +83,7 @@ struct BatchCommand: AsyncParsableCommand {
         let store: SQLiteJobStore
         let queued: [Enqueued]
         do {
-            store = try SQLiteJobStore(path: folder.appendingPathComponent("queue.sqlite").path)
+            store = try SQLiteJobStore(path: folder.appendingPathComponent("queue.sqlite").path, listen: true)
             queued = try await store.enqueue(jobs, at: Date())
         } catch {
             throw CLIError("batch: cannot make its queue in \(folder.path): \(error)")
