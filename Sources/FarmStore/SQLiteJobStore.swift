@@ -211,7 +211,9 @@ public final class SQLiteJobStore: JobStore {
     }
 
     public func finish(id: Int64, token: String, outcome: AttemptOutcome, at now: Date) async throws(JobStoreError) -> Job {
-        try await change(id, Self.transition(token, outcome), at: now)
+        // A released job is due again at once.
+        defer { if case .released = outcome { doorbell.ring() } }
+        return try await change(id, Self.transition(token, outcome), at: now)
     }
 
     public func finish(_ attempts: [FinishedAttempt], at now: Date) async throws(JobStoreError) -> [Result<Job, JobStoreError>] {

@@ -1,0 +1,72 @@
+import FarmModel
+import FarmStore
+import FarmTestSupport
+import Foundation
+import Testing
+
+/// The SQLite queue's own ways: its doorbell, which wakes listening coordinators when another process
+/// commits work.
+@Suite struct SQLiteQueueTests {
+    let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+
+    func new(_ name: String) -> NewJob {
+        NewJob(name: name, manifest: #"{"version":1,"input":"a.mp4"}"#, baseDirectory: "/data")
+    }
+
+    func freshQueue() throws -> String {
+        let folder = try TestPaths.makeTemporaryFolder("sqlite-doorbell")
+        return folder.appendingPathComponent("queue.sqlite").path
+    }
+
+    /// Waits up to 30 s for work; how long it waited. Started, then `act` runs 0.2 s later.
+    func woken(_ listener: SQLiteJobStore, by act: @escaping @Sendable () async throws -> Void) async throws -> Double {
+        await listener.waitForWork(upTo: 0.05)  // a ring left from opening
+        let started = Date()
+        let waiter = Task { await listener.waitForWork(upTo: 30); return Date().timeIntervalSince(started) }
+        try await Task.sleep(for: .milliseconds(200))
+        try await act()
+        return await waiter.value
+    }
+
+    @Test func anotherProcessesSubmissionWakesAListener() async throws {
+        let path = try freshQueue()
+        let listener = try SQLiteJobStore(path: path, listen: true)
+        #expect(listener.hearsOfWork)
+        let manifest = (path as NSString).deletingLastPathComponent + "/job.json"
+        try #"{"version": 1, "input": "a.mp4"}"#.write(toFile: manifest, atomically: true, encoding: .utf8)
+        let waited = try await woken(listener) {
+            let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["submit", "--queue", path, "--allow-missing-inputs", manifest])
+            #expect(r.status == 0, "\(r.stderr)")
+        }
+        // Woken by the doorbell, not by the end of its 30 s wait.
+        #expect(waited >= 0.2 && waited < 10, "waited \(waited) s")
+        // A store opened without listening only sleeps.
+        #expect(!(try SQLiteJobStore(path: path, create: false)).hearsOfWork)
+    }
+
+    @Test func aReleasedOrRetriedJobRingsToo() async throws {
+        let path = try freshQueue()
+        let listener = try SQLiteJobStore(path: path, listen: true)
+        let other = try SQLiteJobStore(path: path, create: false)
+        let id = try await other.enqueue([new("a")], at: t0)[0].id
+        let claimed = try #require(try await other.claim(limit: 1, owner: "o", leaseDuration: 30, at: t0).first)
+        var waited = try await woken(listener) {
+            _ = try await other.finish(id: id, token: claimed.lease!.token, outcome: .released, at: t0)
+        }
+        #expect(waited < 10, "a release: waited \(waited) s")
+        _ = try await other.cancel(id: id, at: t0)
+        waited = try await woken(listener) { _ = try await other.retry(id: id, at: t0) }
+        #expect(waited < 10, "a retry: waited \(waited) s")
+    }
+
+    @Test func aDoorbellRemovedIsMadeAgainAndStillHeard() async throws {
+        let path = try freshQueue()
+        let listener = try SQLiteJobStore(path: path, listen: true)
+        #expect(FileManager.default.fileExists(atPath: path + "-wake"))
+        try FileManager.default.removeItem(atPath: path + "-wake")
+        let other = try SQLiteJobStore(path: path, create: false)
+        let waited = try await woken(listener) { _ = try await other.enqueue([self.new("b")], at: self.t0) }
+        #expect(waited < 10, "waited \(waited) s")
+        #expect(FileManager.default.fileExists(atPath: path + "-wake"))
+    }
+}
