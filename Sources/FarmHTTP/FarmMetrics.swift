@@ -18,6 +18,7 @@ public final class FarmMetrics: Sendable {
     public init() {
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.durationHistogramBuckets[CoordinatorMetrics.durationLabel] = CoordinatorMetrics.durationBuckets.map { .milliseconds(Int64($0 * 1000)) }
+        factory.durationHistogramBuckets[CoordinatorMetrics.latenessLabel] = CoordinatorMetrics.latenessBuckets.map { .microseconds(Int64($0 * 1_000_000)) }
         self.factory = factory
         // Counters a fresh coordinator has not touched yet still appear, at 0.
         // (The coordinator's counters carry no help text: swift-metrics has none to give.)
@@ -26,6 +27,9 @@ public final class FarmMetrics: Sendable {
         }
         for kind in ["requeued", "dead", "publication_completed"] {
             _ = registry.makeCounter(descriptor: Self.name("rescues_total"), labels: [("kind", kind)])
+        }
+        for reason in ["jobs", "memory", "unclean", "died", "stopped"] {
+            _ = registry.makeCounter(descriptor: Self.name("worker_retirements_total"), labels: [("reason", reason)])
         }
         for name in ["claims_total", "lease_renewals_total", "output_bytes_total"] {
             _ = registry.makeCounter(descriptor: Self.name(name))

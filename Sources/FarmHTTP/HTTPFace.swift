@@ -3,9 +3,11 @@ import FarmRuntime
 import FarmStore
 import FarmLibrary
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// How the coordinator's HTTP face listens and what the API may do.
 public struct HTTPFaceConfiguration: Sendable {
@@ -56,6 +58,13 @@ public struct ScopedLimits: Sendable, Hashable {
     public init() {}
 }
 
+/// A `/healthz` answer as made at `at`.
+struct HealthAnswer: Sendable {
+    var at: Date
+    var status: HTTPResponse.Status
+    var body: ByteBuffer
+}
+
 /// `HOST:PORT` as `--http` takes it (`[::1]:8080` for IPv6).
 public struct BindAddress: Sendable, Equatable, CustomStringConvertible {
     public var host: String
@@ -97,6 +106,8 @@ public final class HTTPFace: Service, Sendable {
     let store: any JobStore
     let metrics: FarmMetrics
     let hub = EventHub()
+    /// The last `/healthz` answer, kept for 0.1 s.
+    let healthCache = Mutex<HealthAnswer?>(nil)
     let logger: Logger
     let onListening: @Sendable (String) -> Void
 
@@ -150,6 +161,10 @@ public final class HTTPFace: Service, Sendable {
         let router = buildRouter()
         let app = Application(
             router: router,
+            server: .http1(additionalChannelHandlers: [HealthHandler(serverName: "mediafarm") { [self] in
+                let answer = health()
+                return (answer.status, answer.body)
+            }]),
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),
                                                     serverName: "mediafarm", reuseAddress: true),
             onServerRunning: { [configuration, onListening] channel in

@@ -100,6 +100,11 @@ public final class Coordinator: Service, @unchecked Sendable {
         }
     }
 
+    /// The loops' last turns and whether it drains, without the running jobs (what `/healthz` needs).
+    public var loopsSnapshot: (draining: Bool, loops: [String: Date]) {
+        lock.withLock { (draining, loopTurns) }
+    }
+
     /// Whether the coordinator is draining (SIGTERM): it claims nothing more.
     public var isDraining: Bool { lock.withLock { draining } }
 
@@ -590,8 +595,10 @@ public final class Coordinator: Service, @unchecked Sendable {
     /// worker (their jobs are released) and waits for their supervisors to finish.
     private func checkLoop() async {
         var lastRenew = now()
+        var due: Date?
         while true {
             turned("heartbeat")
+            if let due { metrics.heartbeatLateness.recordSeconds(max(0, now().timeIntervalSince(due))) }
             let (entries, stop) = lock.withLock { (running, draining && running.isEmpty) }
             if stop { return }
             if Task.isCancelled {
@@ -623,6 +630,7 @@ public final class Coordinator: Service, @unchecked Sendable {
             } catch {
                 events(.notice("lease check: \(error)"))
             }
+            due = now().addingTimeInterval(configuration.checkInterval)
             _ = await pause(configuration.checkInterval)
         }
     }

@@ -8,12 +8,16 @@ public struct CoordinatorMetrics: Sendable {
     /// The buckets of `mediafarm_job_duration_seconds`: a second to two hours.
     public static let durationBuckets: [Double] = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200]
     public static let durationLabel = "mediafarm_job_duration_seconds"
+    /// How late each turn of the lease heartbeat began (after its 0.25 s wait): a millisecond to 2.5 s.
+    public static let latenessLabel = "mediafarm_heartbeat_lateness_seconds"
+    public static let latenessBuckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
 
     let factory: any MetricsFactory
     let claims: Counter
     let renewals: Counter
     let outputBytes: Counter
     let duration: Metrics.Timer
+    let heartbeatLateness: Metrics.Timer
 
     public init(factory: any MetricsFactory = MetricsSystem.factory) {
         self.factory = factory
@@ -21,6 +25,7 @@ public struct CoordinatorMetrics: Sendable {
         renewals = Counter(label: "mediafarm_lease_renewals_total", factory: factory)
         outputBytes = Counter(label: "mediafarm_output_bytes_total", factory: factory)
         duration = Metrics.Timer(label: Self.durationLabel, factory: factory)
+        heartbeatLateness = Metrics.Timer(label: Self.latenessLabel, factory: factory)
     }
 
     /// An attempt ended: `outcome` is succeeded, failed, crashed, timed_out, released, cancelled, lost or stale.

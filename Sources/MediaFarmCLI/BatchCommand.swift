@@ -45,10 +45,10 @@ struct BatchCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Seconds running jobs get to finish after SIGTERM.")
     var grace: Double = 30
 
+    @OptionGroup var reuse: WorkerReuseOptions
+
     @Argument(help: "Manifest files, or folders whose *.json files are manifests.")
     var manifests: [String]
-
-    @OptionGroup var reuse: WorkerReuseOptions
 
     @OptionGroup var stall: StallOptions
 

@@ -19,7 +19,9 @@ import Testing
         func walk(_ command: [String: Any], _ path: [String]) {
             let subcommands = (command["subcommands"] as? [[String: Any]] ?? []).filter { $0["commandName"] as? String != "help" }
             if path.count > 1 && subcommands.isEmpty {
-                let options = (command["arguments"] as? [[String: Any]] ?? []).flatMap { argument in
+                // Hidden options (the worker's test hooks) are for tests, not for pages.
+                let shown = (command["arguments"] as? [[String: Any]] ?? []).filter { ($0["shouldDisplay"] as? Bool) != false }
+                let options = shown.flatMap { argument in
                     (argument["names"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "long" }.compactMap { $0["name"] as? String }
                 }.filter { !["help", "version", "experimental-dump-help"].contains($0) }
                 found.append(Command(path: path, options: options))

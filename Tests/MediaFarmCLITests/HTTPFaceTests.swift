@@ -94,6 +94,28 @@ import Glibc
     }
 
     /// Nothing of the file system answers a caller without a valid token: the manifest is not read.
+    @Test func healthChecksAnsweredOnTheEventLoopLeaveTheOtherRequestsOfAConnectionAlone() throws {
+        let farm = try HTTPFarm("health", token: Self.token)
+        // One connection (curl reuses it for every URL): health checks between API requests, in order.
+        let paths = ["/healthz", "/api/jobs", "/healthz", "/readyz", "/healthz?verbose=1", "/api/jobs/999", "/healthz"]
+        let r = try ProcessRunner.run("/usr/bin/curl", ["-s", "-H", "Authorization: Bearer \(Self.token)", "-w", "\n%{http_code} %{num_connects}\n"]
+                                      + paths.map { farm.base + $0 })
+        let lines: [[Substring]] = r.stdout.split(separator: "\n").map { $0.split(separator: " ") }
+        let codes: [Substring] = lines.filter { $0.count == 2 && $0[0].allSatisfy(\.isNumber) }.map { $0[0] }
+        let connects: [Substring] = lines.filter { $0.count == 2 && $0[0].allSatisfy(\.isNumber) }.map { $0[1] }
+        #expect(codes == ["200", "200", "200", "200", "200", "404", "200"], "\(r.stdout)")
+        #expect(connects.filter { $0 == "1" }.count == 1, "one connection for all: \(r.stdout)")
+        let first = try #require(r.stdout.split(separator: "\n").first)
+        let health = try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any]
+        #expect(health?["status"] as? String == "ok" && health?["loopAgeSeconds"] is [String: Any], "\(first)")
+        // A check that closes its connection goes through the router: the same answer.
+        let closing = try farm.request("GET", "/healthz", auth: false, ["-H", "Connection: close"])
+        #expect(closing.status == 200 && closing.body.contains("\"status\":\"ok\""), "\(closing.body)")
+        let head = try ProcessRunner.run("/usr/bin/curl", ["-si", farm.base + "/healthz"])
+        #expect(head.stdout.lowercased().contains("content-type: application/json") && head.stdout.lowercased().contains("server: mediafarm"),
+                "\(head.stdout)")
+    }
+
     @Test func theTokenIsCheckedBeforeTheManifestIsRead() throws {
         let farm = try HTTPFarm("token-first", token: Self.token)
         let probe = #"{"version": 1, "input": "/etc/shadow", "report": "/etc/passwd"}"#
