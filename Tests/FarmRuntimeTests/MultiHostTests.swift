@@ -94,11 +94,11 @@ import Glibc
     /// Small jobs through kept workers, each process running job after job: a kill ends only the job it
     /// hit, a killed coordinator's jobs are rescued, and every job still succeeds once.
     @Test func twoThousandSmallJobsOnThreeHostsWithKeptWorkersKilledAtRandom() throws {
-        try chaos(try Work("multihost-small", inspections: 2000, exports: 0), seed: 25, every: 0.5)
+        try chaos(try Work("multihost-small", inspections: 2000, exports: 0), seed: 25, every: 0.2)
     }
 
     /// Three coordinators (each in a network namespace when they can be made) on one PostgreSQL queue run
-    /// `work`, while every `every` to `every + 1` seconds a random coordinator (restarted at once) or a
+    /// `work`, while every `every` to `2 × every` seconds a random coordinator (restarted at once) or a
     /// running job's worker is killed with SIGKILL; then every job must be done once.
     func chaos(_ work: Work, seed: UInt64, every: Double) throws {
         var random = SeededRandom(state: seed)
@@ -136,7 +136,7 @@ import Glibc
         var sawThreeHosts = false
         let deadline = Date().addingTimeInterval(600)
         while Date() < deadline {
-            Thread.sleep(forTimeInterval: every + Double(random.next() % 1000) / 1000)
+            Thread.sleep(forTimeInterval: every * (1 + Double(random.next() % 1000) / 1000))
             let stats = try work.mediafarm(["queue", "stats", "--json"], queue: hostQueue)
             let figures = try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any] ?? [:]
             let counts = figures["counts"] as? [String: Int] ?? [:]
