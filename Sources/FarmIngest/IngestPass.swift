@@ -254,7 +254,7 @@ public struct IngestPass: Sendable {
             let at = now().timeIntervalSince1970
             let content: ContentHash
             do {
-                content = try ContentHash.of(file: candidate.path)
+                content = try await ContentHash.reading(candidate.path)
             } catch {
                 report.skipped.append(.init(path: candidate.path, reason: error.reasonOnly))
                 continue

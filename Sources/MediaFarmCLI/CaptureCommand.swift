@@ -230,7 +230,12 @@ struct CaptureCommand: AsyncParsableCommand {
             }
         }
         // What a recording into this folder left when it died: salvaged (and enqueued) or quarantined.
-        for salvaged in Salvage.run(folder: configuration.outputDirectory) {
+        // Remuxing what was left reads and writes whole files: on a thread of its own, off the task pool.
+        let folder = configuration.outputDirectory
+        let leftovers = await withCheckedContinuation { (done: CheckedContinuation<[Salvage.Result], Never>) in
+            DispatchQueue.global().async { done.resume(returning: Salvage.run(folder: folder)) }
+        }
+        for salvaged in leftovers {
             if let path = salvaged.path {
                 Self.printLine("salvaged", ["captureID": salvaged.captureID, "index": salvaged.index, "path": path,
                                             "duration": salvaged.duration, "packets": salvaged.packets], json: json)
