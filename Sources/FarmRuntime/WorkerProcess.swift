@@ -117,52 +117,12 @@ enum WorkerProcess {
     /// Writes `input` to the process, reads its output to the end, and reaps it.
     static func drive(_ process: Spawned, input: Data, onLine: @Sendable (Substring) -> Void) -> WorkerExit {
         // The manifest, then end of input. A worker that dies first makes this fail with EPIPE: its exit says why.
-        input.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(process.stdin, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 { if errno == EINTR { continue }; break }
-                offset += n
-            }
-        }
+        write(input, to: process.stdin)
         close(process.stdin)
-
-        var stdoutBuffer: [UInt8] = []
-        var stderrTail: [UInt8] = []
-        var fds = [pollfd(fd: process.stdout, events: Int16(POLLIN), revents: 0), pollfd(fd: process.stderr, events: Int16(POLLIN), revents: 0)]
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        var open = 2
-        while open > 0 {
-            let ready = poll(&fds, nfds_t(fds.count), -1)
-            if ready < 0 { if errno == EINTR { continue }; break }
-            for i in fds.indices where fds[i].fd >= 0 && fds[i].revents != 0 {
-                let n = chunk.withUnsafeMutableBytes { read(fds[i].fd, $0.baseAddress, $0.count) }
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 {
-                    close(fds[i].fd)
-                    fds[i].fd = -1
-                    open -= 1
-                    continue
-                }
-                if i == 0 {
-                    stdoutBuffer += chunk[0..<n]
-                    while let newline = stdoutBuffer.firstIndex(of: UInt8(ascii: "\n")) {
-                        let line = String(decoding: stdoutBuffer[..<newline], as: UTF8.self)
-                        stdoutBuffer.removeSubrange(...newline)
-                        onLine(Substring(line))
-                    }
-                    if stdoutBuffer.count > 1 << 20 { stdoutBuffer.removeAll() }  // a runaway line is dropped
-                } else {
-                    stderrTail += chunk[0..<n]
-                    if stderrTail.count > 4096 { stderrTail.removeFirst(stderrTail.count - 4096) }
-                }
-            }
-        }
-        if !stdoutBuffer.isEmpty { onLine(Substring(String(decoding: stdoutBuffer, as: UTF8.self))) }
-        let status = process.child.wait()
-        let tail = String(decoding: stderrTail, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if mf_signaled(status) != 0 { return WorkerExit(status: nil, signal: mf_term_signal(status), stderrTail: tail) }
-        return WorkerExit(status: mf_exit_status(status), signal: nil, stderrTail: tail)
+        let ended = read(process, untilEndLine: false, onLine: onLine)
+        close(process.stdout)
+        close(process.stderr)
+        return ended.exit
     }
 
     /// How one job on a kept worker ended: its exit (the status the worker reported, or how the process
@@ -175,14 +135,25 @@ enum WorkerProcess {
     /// Gives a kept worker one job (a line on its stdin) and reads its output up to the job's "ended"
     /// line, or to the end when the process dies (then it is reaped).
     static func driveOne(_ process: Spawned, input: Data, onLine: @Sendable (Substring) -> Void) -> JobEnded {
+        write(input, to: process.stdin)  // EPIPE: it died; its exit says why
+        return read(process, untilEndLine: true, onLine: onLine)
+    }
+
+    private static func write(_ input: Data, to fd: Int32) {
         input.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
-                let n = write(process.stdin, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 { if errno == EINTR { continue }; break }  // EPIPE: it died; its exit says why
+                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 { if errno == EINTR { continue }; break }
                 offset += n
             }
         }
+    }
+
+    /// Reads the process's stdout a line at a time (each to `onLine`) and keeps the tail of its stderr,
+    /// until its "ended" line when `untilEndLine`, else until both end; at their end the process is
+    /// reaped. The descriptors stay open.
+    private static func read(_ process: Spawned, untilEndLine: Bool, onLine: @Sendable (Substring) -> Void) -> JobEnded {
         var stdoutBuffer: [UInt8] = []
         var stderrTail: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
@@ -197,7 +168,7 @@ enum WorkerProcess {
             let ready = poll(&fds, nfds_t(fds.count), -1)
             if ready < 0 { if errno == EINTR { continue }; break }
             for i in fds.indices where fds[i].fd >= 0 && fds[i].revents != 0 {
-                let n = chunk.withUnsafeMutableBytes { read(fds[i].fd, $0.baseAddress, $0.count) }
+                let n = chunk.withUnsafeMutableBytes { Glibc.read(fds[i].fd, $0.baseAddress, $0.count) }
                 if n < 0 && errno == EINTR { continue }
                 if n <= 0 {
                     fds[i].fd = -1
@@ -212,11 +183,12 @@ enum WorkerProcess {
                 while let newline = stdoutBuffer.firstIndex(of: UInt8(ascii: "\n")) {
                     let line = String(decoding: stdoutBuffer[..<newline], as: UTF8.self)
                     stdoutBuffer.removeSubrange(...newline)
-                    if line.hasPrefix(WorkerJobEnd.marker), let end = try? JSONDecoder().decode(WorkerJobEnd.self, from: Data(line.utf8)) {
+                    if untilEndLine, line.hasPrefix(WorkerJobEnd.marker),
+                       let end = try? JSONDecoder().decode(WorkerJobEnd.self, from: Data(line.utf8)) {
                         // What it wrote to stderr before this line is in the pipe: it belongs to this job.
                         var quick = pollfd(fd: process.stderr, events: Int16(POLLIN), revents: 0)
                         while fds[1].fd >= 0, poll(&quick, 1, 0) > 0, quick.revents & Int16(POLLIN) != 0 {
-                            let n = chunk.withUnsafeMutableBytes { read(process.stderr, $0.baseAddress, $0.count) }
+                            let n = chunk.withUnsafeMutableBytes { Glibc.read(process.stderr, $0.baseAddress, $0.count) }
                             if n <= 0 { break }
                             keepTail(n)
                         }
@@ -242,12 +214,6 @@ enum WorkerProcess {
         _ = process.child.wait()
     }
 
-    /// Kills an unused process and reaps it.
-    static func discard(_ process: Spawned) {
-        process.child.kill()
-        for fd in [process.stdin, process.stdout, process.stderr] { close(fd) }
-        _ = process.child.wait()
-    }
 
     /// `name` as an executable path: as given when it has a slash, else searched in PATH.
     static func resolve(_ name: String) -> String? {

@@ -65,9 +65,9 @@ extension PostgresJobStore {
             configuration.options.connectTimeout = .milliseconds(Int64(server.connectTimeout * 1000))
             configuration.options.additionalStartupParameters = Self.startupParameters(server)
             let configured = configuration
-            return try await Deadline.run(seconds: server.connectTimeout) {
+            return try await Deadline.run(seconds: server.connectTimeout, {
                 try await PostgresConnection.connect(configuration: configured, id: 1, logger: logger)
-            }
+            }, late: { connection in try? await connection.close() })
         } catch let error as JobStoreError {
             throw error
         } catch is Deadline.Expired {

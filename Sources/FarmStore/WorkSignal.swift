@@ -13,23 +13,32 @@ public final class WorkSignal: Sendable {
     private let state = Mutex(State())
 
     public init() {}
+
     /// Whether a connection is listening now (signals can come).
     let listening = Atomic<Bool>(false)
 
-    /// Returns at the next signal, after `seconds`, or when the task is cancelled.
+    /// Returns at the next signal, after `seconds`, or when the task is cancelled. A signal kept for
+    /// the next waiter is taken in the same step that would register this one, so that none is lost
+    /// between the two.
     public func wait(upTo seconds: Double) async {
-        let id = state.withLock { s -> UInt64? in
-            if s.pending {
-                s.pending = false
-                return nil
-            }
+        let id = state.withLock { s -> UInt64 in
             s.next += 1
             return s.next
         }
-        guard let id else { return }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                state.withLock { $0.waiters[id] = done }
+                let kept = state.withLock { s -> Bool in
+                    if s.pending {
+                        s.pending = false
+                        return true
+                    }
+                    s.waiters[id] = done
+                    return false
+                }
+                if kept {
+                    done.resume()
+                    return
+                }
                 DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { self.resume(id) }
                 if Task.isCancelled { resume(id) }
             }
@@ -58,10 +67,16 @@ public final class WorkSignal: Sendable {
 enum Deadline {
     struct Expired: Error {}
 
-    static func run<T: Sendable>(seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    /// `late` receives what the call returned after the caller was given `Expired` (a connection that
+    /// came up too late, to be closed rather than dropped open).
+    static func run<T: Sendable>(seconds: Double, _ body: @escaping @Sendable () async throws -> T,
+                                 late: @escaping @Sendable (T) async -> Void = { _ in }) async throws -> T {
         try await withCheckedThrowingContinuation { (done: CheckedContinuation<T, any Error>) in
             let once = Once(done)
-            let task = Task { once.resume(with: await Result(catching: body)) }
+            let task = Task {
+                let result = await Result(catching: body)
+                if !once.resume(with: result), case .success(let value) = result { await late(value) }
+            }
             let timer = DispatchWorkItem {
                 if once.resume(with: .failure(Expired())) { task.cancel() }
             }
