@@ -93,7 +93,7 @@ public final class Coordinator: Service, @unchecked Sendable {
                 owner: configuration.owner, workers: configuration.workers, draining: draining, startedAt: startedAt,
                 running: running.map { id, r in
                     CoordinatorSnapshot.RunningJob(id: id, name: r.job.name, attempt: r.job.attempt, pid: r.pid, started: r.started,
-                                                   fraction: r.progress?.fraction, phase: r.phase == .ahead ? "waiting for a worker" : r.progress?.phase,
+                                                   fraction: r.progress?.fraction, phase: r.phase == .ahead ? Self.waitingPhase : r.progress?.phase,
                                                    eta: r.progress?.eta)
                 }.sorted { $0.id < $1.id },
                 loops: loopTurns)
@@ -618,7 +618,8 @@ public final class Coordinator: Service, @unchecked Sendable {
                 if soon || t.timeIntervalSince(lastRenew) >= configuration.renewInterval {
                     lastRenew = t
                     let renewals = live.map { id, e in
-                        LeaseRenewal(id: id, token: e.token, progress: e.progress?.fraction, phase: e.progress?.phase, workerPID: e.pid)
+                        LeaseRenewal(id: id, token: e.token, progress: e.progress?.fraction,
+                                     phase: e.phase == .ahead ? Self.waitingPhase : e.progress?.phase, workerPID: e.pid)
                     }
                     lost.formUnion(try await store.renew(renewals, leaseDuration: configuration.leaseDuration, at: t))
                     if !renewals.isEmpty { metrics.renewals.increment(by: renewals.count) }
@@ -663,6 +664,8 @@ public final class Coordinator: Service, @unchecked Sendable {
         let stale = lock.withLock { () -> [Running] in
             let old = ahead.filter { running[$0].map { t.timeIntervalSince($0.started) > configuration.claimAheadHold } ?? true }
             ahead.removeAll { old.contains($0) }
+            // Jobs are long now: no more claims ahead until short ones bring the average down again.
+            if !old.isEmpty { recentAttemptSeconds = max(recentAttemptSeconds ?? 0, configuration.claimAheadHold) }
             return old.compactMap { running.removeValue(forKey: $0) }
         }
         for entry in stale { await finish(entry.job, token: entry.token, outcome: .released, seconds: 0) }
@@ -684,6 +687,9 @@ public final class Coordinator: Service, @unchecked Sendable {
             if !(await pause(0.05)) { continue }
         }
     }
+
+    /// The phase `status` and the status page show for a job claimed ahead of a free worker.
+    static let waitingPhase = "waiting for a worker"
 
     static func format(_ seconds: Double) -> String {
         seconds == seconds.rounded() ? String(Int(seconds)) : String(format: "%.1f", seconds)

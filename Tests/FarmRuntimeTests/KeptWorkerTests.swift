@@ -146,6 +146,25 @@ import Glibc
         #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
     }
 
+    @Test func jobsClaimedAheadOfALongJobGoBackOnceAndRunLater() throws {
+        let farm = try Farm("kept-ahead")
+        // Short jobs first (claims ahead begin), then a long one (about 4 s), then short ones again.
+        var manifests = try (0..<4).map { try farm.inspectManifest("a\($0)") }
+        manifests.append(try farm.exportManifest("long", slow: 8))
+        manifests += try (4..<7).map { try farm.inspectManifest("a\($0)") }
+        let ids = try farm.submit(manifests)
+        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"])
+        #expect(coordinator.wait(timeout: 120) == 0, "\(coordinator.log)")
+        let jobs = try farm.status()
+        for id in ids { #expect(jobs[id]?["state"] as? String == "succeeded" && jobs[id]?.int == 1, "\(jobs[id] ?? [:])") }
+        // What was claimed behind the long job went back to the queue once, not again and again.
+        let released = coordinator.events().filter { $0["event"] as? String == "finished" && $0["state"] as? String == "queued" }
+        #expect(released.count >= 1 && released.count <= 2, "\(released)")
+        let order = coordinator.events().filter { $0["event"] as? String == "finished" && $0["state"] as? String == "succeeded" }
+            .compactMap { ($0["job"] as? NSNumber)?.int64Value }
+        #expect(Set(order) == Set(ids))
+    }
+
     @Test func aTimeoutOrACancellationInAKeptWorkerEndsOnlyThatJob() throws {
         let farm = try Farm("kept-stop")
         let warm = try farm.submit([try farm.inspectManifest("w0")])
