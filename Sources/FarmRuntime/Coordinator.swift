@@ -28,23 +28,24 @@ public final class Coordinator: Service, @unchecked Sendable {
     let events: @Sendable (CoordinatorEvent) -> Void
     let now: @Sendable () -> Date
 
-    private let lock = NSLock()
-    private var running: [Int64: Running] = [:]
-    private var draining = false
+    /// Guards every mutable field below (the claimer's, in Coordinator+Claiming.swift, too).
+    let lock = NSLock()
+    var running: [Int64: Running] = [:]
+    var draining = false
     /// What became of the jobs this coordinator finished: a count, and the ids of those that failed.
     private var tally = FinishedTally()
     /// A worker started: renew the leases (recording its process id) at the next check.
     private var renewSoon = false
     /// Kept worker processes waiting for a job.
-    private var standbys: [StandbyWorker] = []
+    var standbys: [StandbyWorker] = []
     /// Claimed ahead of a free slot, in claim order: started the moment a worker is free.
-    private var ahead: [Int64] = []
+    var ahead: [Int64] = []
     /// Whether the claimer still runs (a worker offered back after it ended is retired).
-    private var claiming = true
+    var claiming = true
     /// How long recent attempts took (a moving average): jobs are claimed ahead only while they are short.
-    private var recentAttemptSeconds: Double?
+    var recentAttemptSeconds: Double?
     /// Rung when a worker slot frees: the claimer starts the next job at once.
-    private let slotFreed = WorkSignal()
+    let slotFreed = WorkSignal()
     /// When each loop (claimer, heartbeat, rescuer) last began a turn: the HTTP face's liveness.
     private var loopTurns: [String: Date] = [:]
     private let startedAt = Date()
@@ -105,6 +106,9 @@ public final class Coordinator: Service, @unchecked Sendable {
         lock.withLock { (draining, loopTurns) }
     }
 
+    /// Jobs holding a worker slot now. The caller holds `lock`.
+    var workingCount: Int { running.values.count { $0.phase == .working } }
+
     /// Whether the coordinator is draining (SIGTERM): it claims nothing more.
     public var isDraining: Bool { lock.withLock { draining } }
 
@@ -156,180 +160,6 @@ public final class Coordinator: Service, @unchecked Sendable {
         }
     }
 
-    // MARK: - Claiming
-
-    /// Keeps a kept worker process waiting for each free slot (one started per turn of the loop).
-    private func topUpStandbys() {
-        guard configuration.standbyWorkers else { return }
-        lock.withLock {
-            let free = configuration.workers - running.values.count { $0.phase == .working }
-            guard !draining, claiming, standbys.count < free else { return }
-            standbys.append(newKeptWorker())
-        }
-    }
-
-    /// Starts a kept worker process (on a thread of its own; it does not wait for it).
-    private func newKeptWorker() -> StandbyWorker {
-        StandbyWorker(command: configuration.workerCommand + ["--standby"] + configuration.recycling.arguments, limits: configuration.limits,
-                      onIdle: { [weak self] worker in self?.workerIdle(worker) },
-                      onRetire: { [weak self] reason in self?.workerRetired(reason) })
-    }
-
-    /// A kept worker finished a job and waits for another: first in line for the next job.
-    private func workerIdle(_ worker: StandbyWorker) {
-        let keep = lock.withLock { () -> Bool in
-            // Never more waiting than free slots (a job may have started a process of its own meanwhile).
-            let free = configuration.workers - running.values.count { $0.phase == .working }
-            guard !draining, claiming, standbys.count < free else { return false }
-            standbys.insert(worker, at: 0)
-            return true
-        }
-        if keep { slotFreed.signal() } else { worker.retire() }
-    }
-
-    /// A kept worker's process ended: counted by why (`mediafarm_worker_retirements_total`).
-    private func workerRetired(_ reason: WorkerRetirement?) {
-        metrics.workerRetired(reason?.kind ?? "stopped")
-        if let reason, reason.kind != "jobs" { events(.notice("worker replaced: \(reason.message)")) }
-        slotFreed.signal()
-    }
-
-    private func retireStandbys() {
-        let idle = lock.withLock { () -> [StandbyWorker] in
-            claiming = false
-            defer { standbys.removeAll() }
-            return standbys
-        }
-        for standby in idle { standby.retire() }
-    }
-
-    /// How many jobs may be claimed now: one per free slot, and while recent jobs were short, up to
-    /// `claimAhead` more (started the moment a worker is free, without a claim's round trip).
-    private func claimable() -> Int {
-        lock.withLock {
-            let working = running.values.count { $0.phase == .working }
-            let short = (recentAttemptSeconds ?? .infinity) < configuration.claimAheadBelow
-            return configuration.workers - working - ahead.count + (short ? configuration.claimAhead : 0)
-        }
-    }
-
-    /// Moves jobs claimed ahead into free slots; each with a kept worker if one waits.
-    private func startAhead() -> [(Job, String, StandbyWorker?)] {
-        lock.withLock {
-            var started: [(Job, String, StandbyWorker?)] = []
-            var working = running.values.count { $0.phase == .working }
-            while working < configuration.workers, !ahead.isEmpty {
-                let id = ahead.removeFirst()
-                guard var entry = running[id] else { continue }
-                entry.phase = .working
-                entry.started = now()
-                (entry.woke, entry.claimed) = (entry.started, entry.started)
-                running[id] = entry
-                working += 1
-                started.append((entry.job, entry.token, standbys.isEmpty ? nil : standbys.removeFirst()))
-            }
-            return started
-        }
-    }
-
-    /// Claimed jobs: into free slots at once, the rest waiting ahead.
-    private func place(_ claimed: [Job], woke: Date, at claimedAt: Date) -> [(Job, String, StandbyWorker?)] {
-        lock.withLock {
-            var started: [(Job, String, StandbyWorker?)] = []
-            var working = running.values.count { $0.phase == .working }
-            for job in claimed {
-                guard let token = job.lease?.token else { continue }
-                var entry = Running(job: job, token: token, started: claimedAt, timeout: job.timeout ?? configuration.jobTimeout,
-                                    woke: woke, claimed: claimedAt)
-                if working < configuration.workers && ahead.isEmpty {
-                    working += 1
-                    started.append((job, token, standbys.isEmpty ? nil : standbys.removeFirst()))
-                } else {
-                    entry.phase = .ahead
-                    ahead.append(job.id)
-                }
-                running[job.id] = entry
-            }
-            return started
-        }
-    }
-
-    /// Gives back every job claimed ahead (draining, stopping): queued again without using up an attempt.
-    private func releaseAhead() async {
-        let waiting = lock.withLock { () -> [Running] in
-            defer { ahead.removeAll() }
-            return ahead.compactMap { running.removeValue(forKey: $0) }
-        }
-        for entry in waiting { await finish(entry.job, token: entry.token, outcome: .released, seconds: 0) }
-    }
-
-    private func claimLoop(group: inout DiscardingTaskGroup) async {
-        defer { retireStandbys() }
-        var poll = configuration.pollInterval
-        while !Task.isCancelled {
-            turned("claimer")
-            let woke = now()
-            if lock.withLock({ draining }) { return }
-            for (job, token, standby) in startAhead() {
-                group.addTask { await self.supervise(job, token: token, standby: standby) }
-            }
-            let want = claimable()
-            let free = configuration.workers - lock.withLock { running.values.count { $0.phase == .working } }
-            var claimed: [Job] = []
-            var nextRunAt: Date?
-            if want > 0 {
-                do {
-                    // The claim first (one round trip when work is due); when nothing was, when it will be.
-                    claimed = try await store.claim(limit: want, owner: configuration.owner, leaseDuration: configuration.leaseDuration, at: now())
-                    if !claimed.isEmpty {
-                        metrics.claims.increment(by: claimed.count)
-                    } else {
-                        nextRunAt = try await store.nextRunAt()
-                    }
-                } catch {
-                    events(.notice("queue: \(error)"))
-                }
-            }
-            for (job, token, standby) in place(claimed, woke: woke, at: now()) {
-                group.addTask { await self.supervise(job, token: token, standby: standby) }
-            }
-            if configuration.exitWhenIdle, claimed.isEmpty, lock.withLock({ running.isEmpty }), await isQueueIdle() {
-                retireStandbys()
-                return
-            }
-            topUpStandbys()
-            guard claimed.isEmpty else {
-                poll = configuration.pollInterval
-                continue
-            }
-            if free > 0 && store.hearsOfWork {
-                // Idle with a free slot: a submission anywhere wakes the store's listener; otherwise look
-                // again when the next delayed job is due, or after a while (a missed notification).
-                let due = nextRunAt.map { max(0.001, $0.timeIntervalSince(now())) } ?? configuration.idleWait
-                await waitForWorkOrSlot(upTo: min(due, configuration.idleWait))
-                poll = configuration.pollInterval
-                if Task.isCancelled { return }
-            } else {
-                // No notifications (the listener is reconnecting), or every slot is busy: a freed slot
-                // wakes the claimer at once; otherwise it polls, backing off as far as the store advises.
-                await slotFreed.wait(upTo: poll)
-                if Task.isCancelled { return }
-                if want > 0 { poll = min(poll * 2, max(configuration.pollInterval, store.idlePollLimit)) }
-            }
-        }
-    }
-
-    /// Returns at the first of: the store hears of new work, a job ends (a slot frees: with
-    /// `exitWhenIdle` that may be the last), `seconds` pass, or the task is cancelled.
-    private func waitForWorkOrSlot(upTo seconds: Double) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.store.waitForWork(upTo: seconds) }
-            group.addTask { await self.slotFreed.wait(upTo: seconds) }
-            await group.next()
-            group.cancelAll()
-        }
-    }
-
     /// Waits `seconds` even when the task is cancelled, without holding a thread: for the short waits
     /// of a cancelled coordinator while its stopped workers are reaped (a cancelled `Task.sleep` would
     /// return at once and spin).
@@ -349,14 +179,9 @@ public final class Coordinator: Service, @unchecked Sendable {
         }
     }
 
-    /// Nothing queued and nothing running anywhere (a running job elsewhere may come back for a retry).
-    private func isQueueIdle() async -> Bool {
-        (try? await store.hasLiveJobs()) == false
-    }
-
     // MARK: - One job
 
-    private func supervise(_ job: Job, token: String, standby: StandbyWorker?) async {
+    func supervise(_ job: Job, token: String, standby: StandbyWorker?) async {
         let submitted = job.manifest
         var job = job
         var sources: [AssetID] = []
@@ -489,7 +314,7 @@ public final class Coordinator: Service, @unchecked Sendable {
     /// Records the end of an attempt. A queue that does not answer (a server restarting, a network
     /// down) is retried with backoff for as long as the lease would hold, so that a finished job is not
     /// rescued and run again; after that the rescuer of whichever coordinator sees it first takes over.
-    private func finish(_ job: Job, token: String, outcome: AttemptOutcome, seconds: Double, reason: String? = nil) async {
+    func finish(_ job: Job, token: String, outcome: AttemptOutcome, seconds: Double, reason: String? = nil) async {
         let deadline = now().addingTimeInterval(configuration.leaseDuration)
         var delay = 0.1
         while true {
@@ -656,19 +481,6 @@ public final class Coordinator: Service, @unchecked Sendable {
         metrics.attemptEnded(cancelled ? "cancelled" : "lost", seconds: 0)
         events(.finished(id: id, name: dropped.job.name, state: cancelled ? "cancelled" : "lost", attempt: dropped.job.attempt,
                          message: cancelled ? "cancelled before it started" : "lease lost before it started", seconds: 0))
-    }
-
-    /// Jobs claimed ahead that have waited longer than `claimAheadHold` (the jobs before them turned out
-    /// long) go back to the queue, for another coordinator's free slot.
-    private func releaseStaleAhead(at t: Date) async {
-        let stale = lock.withLock { () -> [Running] in
-            let old = ahead.filter { running[$0].map { t.timeIntervalSince($0.started) > configuration.claimAheadHold } ?? true }
-            ahead.removeAll { old.contains($0) }
-            // Jobs are long now: no more claims ahead until short ones bring the average down again.
-            if !old.isEmpty { recentAttemptSeconds = max(recentAttemptSeconds ?? 0, configuration.claimAheadHold) }
-            return old.compactMap { running.removeValue(forKey: $0) }
-        }
-        for entry in stale { await finish(entry.job, token: entry.token, outcome: .released, seconds: 0) }
     }
 
     // MARK: - Drain

@@ -31,8 +31,6 @@ final class StandbyWorker: @unchecked Sendable {
 
     private let condition = NSCondition()
     private var slot = Slot.starting
-    /// Jobs this process has been given.
-    private(set) var jobsRun = 0
     /// Called on the worker's thread after a job, when the process waits for another.
     private let onIdle: @Sendable (StandbyWorker) -> Void
     /// Called when the process has ended: why (nil: retired unused).
@@ -66,17 +64,8 @@ final class StandbyWorker: @unchecked Sendable {
             return false
         }
         slot = .assigned(assignment)
-        jobsRun += 1
         condition.broadcast()
         return true
-    }
-
-    /// Whether the process is up and waiting.
-    var isReady: Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        if case .ready = slot { return true }
-        return false
     }
 
     /// Stops the process if it is waiting (a running job is left to finish: its worker retires after it).

@@ -19,7 +19,7 @@ public struct WorkerHygiene {
     private let temporaryRoot: String
     private var jobs = 0
     /// The current job's temporary folder.
-    public private(set) var jobTemporaries: String?
+    private var jobTemporaries: String?
 
     /// The limits a job may change and the worker puts back.
     private static let resources: [Int32] = [Int32(RLIMIT_AS.rawValue), Int32(RLIMIT_CPU.rawValue), Int32(RLIMIT_FSIZE.rawValue),

@@ -12,13 +12,11 @@ import Glibc
 final class Doorbell: Sendable {
     let path: String
     private let work = WorkSignal()
-    private let descriptor: Int32
     /// Whether the watch is in place (coordinators then wait for it, polling only as a fallback).
     var listening: Bool { work.listening.load(ordering: .relaxed) }
 
     init(queuePath: String) {
         path = queuePath + "-wake"
-        descriptor = -1
     }
 
     /// Watches the doorbell on a thread of its own, for as long as the process lives.
@@ -26,7 +24,6 @@ final class Doorbell: Sendable {
         path = queuePath + "-wake"
         Self.ring(path)
         let fd = inotify_init1(Int32(IN_CLOEXEC))
-        descriptor = fd
         let folder = (path as NSString).deletingLastPathComponent
         let name = (path as NSString).lastPathComponent
         guard fd >= 0,
@@ -63,11 +60,12 @@ final class Doorbell: Sendable {
         await work.wait(upTo: seconds)
     }
 
-    /// Touches the doorbell (creating it when it is missing).
+    /// Touches the doorbell (creating it when it is missing); a link put in its place is touched itself,
+    /// never the file it points at.
     func ring() { Self.ring(path) }
 
     static func ring(_ path: String) {
-        if utimensat(AT_FDCWD, path, nil, 0) == 0 { return }
+        if utimensat(AT_FDCWD, path, nil, AT_SYMLINK_NOFOLLOW) == 0 { return }
         guard errno == ENOENT else { return }
         let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o666)
         if fd >= 0 { close(fd) }
