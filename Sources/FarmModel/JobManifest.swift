@@ -150,6 +150,9 @@ public enum CutMode: String, Sendable, Hashable, CaseIterable, Codable {
     case exact
     /// Pure copying: snap back to the keyframe before the cut and show the frames from there.
     case keyframe
+    /// Exactly the frames and samples asked for with no edit list hiding anything: the frames from a cut
+    /// to the next keyframe are re-encoded with the source's codec, the rest copied, the audio encoded.
+    case smart
 }
 
 /// What happens to audio in a passthrough export.

@@ -32,6 +32,7 @@ extension ExportSettings.Cuts {
         switch cuts {
         case .exact: self = .exact
         case .keyframe: self = .keyframe
+        case .smart: self = .smart
         }
     }
 }

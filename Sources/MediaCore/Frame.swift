@@ -90,6 +90,8 @@ public struct Frame: ~Copyable {
         let p = pointer.pointee.pts
         return p == mf_av_nopts_value() ? nil : p
     }
+    /// How long the frame is shown, in stream ticks, as its packet said; 0 when unknown.
+    public var duration: Int64 { max(pointer.pointee.pkt_duration, 0) }
     public var width: Int { Int(pointer.pointee.width) }
     public var height: Int { Int(pointer.pointee.height) }
     /// Audio samples per channel in this frame; 0 for video.

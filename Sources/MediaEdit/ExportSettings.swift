@@ -31,6 +31,11 @@ public struct ExportSettings: Sendable {
         case exact
         /// Pure copying: a cut snaps back to the keyframe before it and the frames from there are shown.
         case keyframe
+        /// Every edit shows exactly its frames and samples with no edit list to hide anything: the frames
+        /// from a cut to the next keyframe are re-encoded with the source's codec ("smart rendering"), the
+        /// rest copied, and the audio encoded. For readers that ignore edit lists (what Matroska gets for
+        /// `exact` too).
+        case smart
     }
 
     public var mode: Mode

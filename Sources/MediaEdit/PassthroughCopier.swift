@@ -15,7 +15,7 @@ struct PassthroughCopier {
     /// Edit lists hide what is copied only to be decoded (MP4/QuickTime); otherwise packets are placed
     /// at their mapped times and what precedes a cut or follows its end is not copied.
     let editLists: Bool
-    /// Exact cuts without edit lists (Matroska): the frames before a keyframe are re-encoded.
+    /// Exact cuts without edit lists (Matroska, `cuts: smart`): the frames before a keyframe are re-encoded.
     var smartCutter: SmartCutter?
 
     private var settings: ExportSettings { exporter.settings }
@@ -87,7 +87,7 @@ struct PassthroughCopier {
             rendered = try RenderedAudioWriter(mapping: mapping, sources: sources, audio: audio, totalDuration: mapping.duration,
                                                file: file, settings: settings, interrupter: interrupter)
         }
-        if !editLists { headerOptions = [:] }
+        if !["mp4", "mov"].contains(settings.muxer) { headerOptions = [:] }
         if editLists && settings.faststart {
             // Space for the index at the front, so that it need not be moved there afterwards (a pass
             // over the whole file): what the muxer's index takes, and the edit lists, with room to spare.

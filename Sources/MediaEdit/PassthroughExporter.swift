@@ -11,8 +11,9 @@ import MediaTime
 /// QuickTime); each edit's packets are placed after the previous edit's in the track's media time
 /// (a gap of `shift`), and one edit-list entry per edit plays exactly its range. Frames after an
 /// edit's end that its B-frames reference are copied and hidden the same way. With `cuts: keyframe`
-/// the cut snaps back to the keyframe instead and the extra frames are shown. Matroska has no edit
-/// lists: there an exact cut must start on a keyframe.
+/// the cut snaps back to the keyframe instead and the extra frames are shown. Without edit lists
+/// (Matroska, or `cuts: smart` in MP4 and QuickTime, for readers that ignore them) a cut between
+/// keyframes is smart-rendered (`SmartCutter`) and the audio encoded.
 struct PassthroughExporter {
     let composition: Composition
     let settings: ExportSettings
@@ -36,10 +37,10 @@ struct PassthroughExporter {
         // Paths whose shared file has been read from (a later reader must seek, or open afresh).
         var usedPaths: Set<String> = []
         try checkJoinable(sources)
-        let exact = settings.cuts == .exact
-        let editLists = ["mp4", "mov"].contains(settings.muxer)
-        // Matroska has no edit lists: exact cuts re-encode from a cut to the next keyframe (H.264 and
-        // HEVC). For other codecs every edit must start on a keyframe: found out before anything is written.
+        let exact = settings.cuts != .keyframe
+        let editLists = ["mp4", "mov"].contains(settings.muxer) && settings.cuts != .smart
+        // Without edit lists exact cuts re-encode from a cut to the next keyframe (H.264 and HEVC). For
+        // other codecs every edit must start on a keyframe: found out before anything is written.
         var smartCutter: SmartCutter?
         var cannotReencode: ExportError?
         if exact && !editLists, let video = sources[0].video {
@@ -49,7 +50,7 @@ struct PassthroughExporter {
                 cannotReencode = error
             }
         }
-        // Nor can Matroska cut copied audio inside a packet: exact cuts there encode the audio.
+        // Nor can copied audio be cut inside a packet without edit lists: exact cuts there encode the audio.
         let cutsInsideAudio = exact && !editLists && !isWholeFiles(sources)
 
         var keyframes: [Keyframe?] = []
@@ -64,7 +65,7 @@ struct PassthroughExporter {
             }
             keyframes.append(k)
         }
-        if let cannotReencode { try refuseInexactMatroska(keyframes, because: cannotReencode) }
+        if let cannotReencode { try refuseInexactCuts(keyframes, because: cannotReencode) }
         let final = snapped.isEmpty || exact ? composition
             : try composition.withSegmentStarts(keyframes.enumerated().map { i, k in
                 k.map { MediaTime.max(MediaTime.min($0.pts, composition.segments[i].sourceRange.start), .zero) } ?? composition.segments[i].sourceRange.start
@@ -83,6 +84,9 @@ struct PassthroughExporter {
                     throw ExportError("audio policy \"copy\" cannot keep retimed audio: $.scale changes its speed; use \"auto\" or \"reencode\"")
                 }
                 if let why = audioCopyProblem(sources) { throw ExportError("audio policy \"copy\" is impossible: \(why); use \"auto\" or \"reencode\"") }
+                if cutsInsideAudio && settings.cuts == .smart {
+                    throw ExportError("audio policy \"copy\" cannot cut audio to the sample with \"cuts\": \"smart\", which writes no edit lists: use \"auto\" or \"reencode\" (the audio is encoded), or set \"cuts\": \"exact\" (copied audio cut by an edit list) or \"keyframe\"")
+                }
                 if cutsInsideAudio {
                     throw ExportError("audio policy \"copy\" cannot cut audio to the sample in \(settings.muxer), which has no edit lists: use \"auto\" or \"reencode\" (the audio is encoded), export to mp4 or mov, or set \"cuts\": \"keyframe\"")
                 }
@@ -110,10 +114,10 @@ struct PassthroughExporter {
         return duration.isNumeric && !(s.sourceRange.end < duration)
     }
 
-    /// Throws unless every edit can be copied exactly into a container without edit lists: each
-    /// starts on its keyframe (or at the very start) of its source. `because` says why the frames before
-    /// a keyframe cannot be re-encoded instead.
-    private func refuseInexactMatroska(_ keyframes: [Keyframe?], because: ExportError) throws {
+    /// Throws unless every edit can be copied exactly without edit lists: each starts on its keyframe
+    /// (or at the very start) of its source. `because` says why the frames before a keyframe cannot be
+    /// re-encoded instead.
+    private func refuseInexactCuts(_ keyframes: [Keyframe?], because: ExportError) throws {
         for (i, segment) in composition.segments.enumerated() {
             let start = segment.sourceRange.start
             guard let k = keyframes[i], start > .zero, k.pts != start else { continue }

@@ -2,7 +2,7 @@ import Foundation
 import MediaCore
 import MediaTime
 
-/// Exact cuts where the container has no edit lists (Matroska): "smart rendering". The frames from a
+/// Exact cuts without edit lists (Matroska, or `cuts: smart`): "smart rendering". The frames from a
 /// cut to the next keyframe are decoded and re-encoded with the source's codec (H.264 through libx264,
 /// HEVC through libx265, same size, pixel format, profile and level, no B-frames, headers in-band);
 /// the rest of the edit is copied. Where an edit ends, its last GOP is copied up to the end when no
@@ -22,8 +22,10 @@ struct SmartCutter {
     /// parameter sets (and, for HEVC, a broken link).
     private var afterEncoded = false
     /// The next copied keyframe starts a new sequence (an edit's first, or after encoded packets): an
-    /// HEVC CRA there becomes a BLA, so that decoders drop its leading pictures.
+    /// HEVC CRA there becomes a BLA, so that decoders drop its leading pictures; an H.264 keyframe that
+    /// is not an IDR picture (open GOP) becomes one (`H264Splice`).
     private var brokenLink = false
+    private var splice: H264Splice?
 
     /// What one edit needed.
     struct Result {
@@ -40,31 +42,36 @@ struct SmartCutter {
         case "h264":
             let profiles = ["Baseline": "baseline", "Constrained Baseline": "baseline", "Main": "main", "High": "high",
                             "High 10": "high10", "High 4:2:2": "high422", "High 4:4:4 Predictive": "high444"]
-            guard let p = profiles[profile] else { throw unsupported(stream, "its H.264 profile \"\(profile)\"") }
+            guard let p = profiles[profile] else { throw unsupported(stream, "its H.264 profile \"\(profile)\"", settings) }
             name = "libx264"
             options["profile"] = p
             options["x264-params"] = "bframes=0:scenecut=0:keyint=infinite:annexb=1:repeat-headers=1"
         case "hevc":
             let profiles = ["Main": "main", "Main 10": "main10"]
-            guard let p = profiles[profile] else { throw unsupported(stream, "its HEVC profile \"\(profile)\"") }
+            guard let p = profiles[profile] else { throw unsupported(stream, "its HEVC profile \"\(profile)\"", settings) }
             name = "libx265"
             options["profile"] = p
             var params = "bframes=0:scenecut=0:keyint=100000:min-keyint=100000:repeat-headers=1:annexb=1:log-level=error"
             if stream.level > 0 { params += ":level-idc=\(Double(stream.level) / 30)" }
             options["x265-params"] = params
         default:
-            throw unsupported(stream, "\(stream.codecName) video (smart rendering re-encodes H.264 and HEVC)")
+            throw unsupported(stream, "\(stream.codecName) video (smart rendering re-encodes H.264 and HEVC)", settings)
         }
         guard let lengthSize = NALUnits.lengthSize(codec: stream.codecName, extradata: stream.extradata) else {
-            throw unsupported(stream, "its video has no configuration record (Annex B framing)")
+            throw unsupported(stream, "its video has no configuration record (Annex B framing)", settings)
         }
-        return SmartCutter(stream: stream, encoderName: name, encoderOptions: options, lengthSize: lengthSize,
-                           parameterSets: NALUnits.parameterSets(codec: stream.codecName, extradata: stream.extradata, lengthSize: lengthSize),
-                           threads: settings.threads)
+        let sets = NALUnits.parameterSets(codec: stream.codecName, extradata: stream.extradata, lengthSize: lengthSize)
+        var cutter = SmartCutter(stream: stream, encoderName: name, encoderOptions: options, lengthSize: lengthSize,
+                                 parameterSets: sets, threads: settings.threads)
+        if stream.codecName == "h264" { cutter.splice = H264Splice(parameterSets: sets, lengthSize: lengthSize) }
+        return cutter
     }
 
-    private static func unsupported(_ stream: StreamInfo, _ what: String) -> ExportError {
-        ExportError("cannot cut exactly between keyframes in Matroska: \(what) cannot be re-encoded to match; export to mp4 or mov (edit lists, no re-encoding), or set \"cuts\": \"keyframe\"")
+    private static func unsupported(_ stream: StreamInfo, _ what: String, _ settings: ExportSettings) -> ExportError {
+        if settings.cuts == .smart {
+            return ExportError("cannot smart-render a cut between keyframes: \(what) cannot be re-encoded to match; set \"cuts\": \"exact\" with mp4 or mov (an edit list hides the lead-in, nothing re-encoded), or \"keyframe\"")
+        }
+        return ExportError("cannot cut exactly between keyframes in Matroska: \(what) cannot be re-encoded to match; export to mp4 or mov (edit lists, no re-encoding), or set \"cuts\": \"keyframe\"")
     }
 
     /// Copies or re-encodes the source range [start, end) of `source`'s video, reading `input` from
@@ -74,6 +81,7 @@ struct SmartCutter {
                       end: MediaTime, write: (inout Packet) throws -> Void) throws -> Result {
         var result = Result()
         brokenLink = true
+        splice?.endRun()
         // Decoding leads presentation by this much at keyframes; re-encoded frames (no B-frames) are
         // given decoding times as far behind, so that decoding times stay increasing into copied GOPs.
         let lead = max(source.ticks(key.pts, in: stream) - source.ticks(key.dts, in: stream), 0)
@@ -120,7 +128,7 @@ struct SmartCutter {
         func flushPending() throws {
             for box in pending {
                 let kept = PacketBox(); kept.packet.reference(box.packet)
-                try copy(&box.packet, write: write); result.copied += 1
+                try copy(&box.packet, source: source, write: write); result.copied += 1
                 box.packet.take(from: &kept.packet)
             }
             context = pending
@@ -182,7 +190,7 @@ struct SmartCutter {
         if copyPrefix {
             for box in pending.prefix(clean) {
                 let kept = PacketBox(); kept.packet.reference(box.packet)
-                try copy(&box.packet, write: write); result.copied += 1
+                try copy(&box.packet, source: source, write: write); result.copied += 1
                 box.packet.take(from: &kept.packet)
             }
             if rest.isEmpty { return result }
@@ -214,14 +222,29 @@ struct SmartCutter {
         return result
     }
 
+    /// One frame's duration at the stream's average rate, in its ticks (for frames that state none).
+    var frameDuration: Int64 {
+        guard let rate = stream.averageFrameRate, rate.numerator > 0 else { return 0 }
+        return MediaTime(value: Int64(rate.denominator), timescale: rate.numerator).count(in: stream.timeBase) ?? 0
+    }
+
     /// Writes a copied packet; the first keyframe after re-encoded frames carries the source's
-    /// parameter sets again (and an HEVC CRA becomes a BLA).
-    private mutating func copy(_ packet: inout Packet, write: (inout Packet) throws -> Void) throws {
-        if packet.isKeyframe && (brokenLink || afterEncoded) {
-            if stream.codecName == "hevc" { packet.withMutableData { NALUnits.markBrokenLinks($0, lengthSize: lengthSize) } }
-            if afterEncoded { packet.replaceData(with: parameterSets + packet.bytes) }
-            afterEncoded = false
-            brokenLink = false
+    /// parameter sets again, and one that follows other frames starts a new sequence (an HEVC CRA
+    /// becomes a BLA, an H.264 non-IDR keyframe an IDR picture, with the frames after it renumbered).
+    private mutating func copy(_ packet: inout Packet, source: ExportSource, write: (inout Packet) throws -> Void) throws {
+        do {
+            if packet.isKeyframe && (brokenLink || afterEncoded) {
+                if stream.codecName == "hevc" { packet.withMutableData { NALUnits.markBrokenLinks($0, lengthSize: lengthSize) } }
+                if let idr = try splice?.startSequence(packet.bytes) { packet.replaceData(with: idr) }
+                if afterEncoded { packet.replaceData(with: parameterSets + packet.bytes) }
+                afterEncoded = false
+                brokenLink = false
+            } else if let renumbered = try splice?.continueRun(packet.bytes) {
+                packet.replaceData(with: renumbered)
+            }
+        } catch let error as H264Splice.Malformed {
+            let at = (packet.pts ?? packet.dts).map { Composition.seconds(source.time($0, in: stream)) } ?? "?"
+            throw ExportError("cannot join the H.264 frames at \(at) s of \(source.path) to the frames before them: \(error.description); use \"cuts\": \"keyframe\" (pure copying)")
         }
         try write(&packet)
     }
@@ -233,6 +256,9 @@ struct SmartCutter {
         let lead: Int64
         var encoder: Encoder?
         var wrote = false
+        /// Each frame's duration by presentation time: encoders that buffer frames (libx264, libx265)
+        /// give their packets none, and the muxer needs the last one's.
+        private var durations: [Int64: Int64] = [:]
 
         init(cutter: SmartCutter, lead: Int64) { self.cutter = cutter; self.lead = lead }
 
@@ -247,6 +273,7 @@ struct SmartCutter {
                 }
             }
             frame.setPTS(pts)
+            durations[pts] = frame.duration > 0 ? frame.duration : cutter.frameDuration
             while true {
                 let r: Encoder.SendResult
                 do { r = try encoder!.send(frame) } catch { throw ExportError("\(cutter.encoderName) refused a frame at a cut: \(error)") }
@@ -270,7 +297,8 @@ struct SmartCutter {
                 do { r = try encoder.receive(into: &packet) } catch { throw ExportError("\(cutter.encoderName) failed at a cut: \(error)") }
                 guard r == .packet, let pts = packet.pts else { return }
                 packet.replaceData(with: NALUnits.lengthPrefixed(annexB: packet.bytes, lengthSize: cutter.lengthSize))
-                packet.retime(pts: pts, dts: pts - lead, duration: packet.duration, streamIndex: cutter.stream.index)
+                let duration = durations.removeValue(forKey: pts) ?? packet.duration
+                packet.retime(pts: pts, dts: pts - lead, duration: duration, streamIndex: cutter.stream.index)
                 try write(&packet)
                 wrote = true
             }

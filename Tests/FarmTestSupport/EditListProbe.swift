@@ -24,6 +24,38 @@ public enum EditListProbe {
         return stride(from: 0, to: bytes.count - size + 1, by: size).map { Array(bytes[$0..<($0 + size)]) }
     }
 
+    /// The luma planes of every decoded frame of a file's first video stream, at full size, held in one
+    /// buffer (as decoded: `-fps_mode passthrough`): for comparing many frames quickly.
+    public struct LumaFrames: Sendable {
+        public let width: Int, height: Int
+        private let bytes: [UInt8]
+        public var count: Int { bytes.count / (width * height) }
+
+        public init(_ path: String, width: Int, height: Int) throws {
+            let r = try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", path, "-map", "0:v:0", "-fps_mode", "passthrough",
+                                                       "-pix_fmt", "gray", "-f", "rawvideo", "-"])
+            self.width = width
+            self.height = height
+            var bytes = [UInt8](repeating: 0, count: r.stdoutData.count)
+            bytes.withUnsafeMutableBytes { _ = r.stdoutData.copyBytes(to: $0) }
+            self.bytes = bytes
+        }
+
+        /// PSNR of frame `i` against frame `j` of `other`, in dB (infinity when identical).
+        public func psnr(_ i: Int, against other: LumaFrames, _ j: Int) -> Double {
+            let size = width * height
+            guard other.width == width, other.height == height, i < count, j < other.count else { return 0 }
+            var sum = 0
+            bytes.withUnsafeBufferPointer { a in
+                other.bytes.withUnsafeBufferPointer { b in
+                    let pa = a.baseAddress! + i * size, pb = b.baseAddress! + j * size
+                    for k in 0..<size { let d = Int(pa[k]) - Int(pb[k]); sum += d * d }
+                }
+            }
+            return sum == 0 ? .infinity : 10 * log10(255 * 255 / (Double(sum) / Double(size)))
+        }
+    }
+
     /// Peak signal-to-noise ratio of two 8-bit pictures, in dB (infinity when identical).
     public static func psnr(_ a: [UInt8], _ b: [UInt8]) -> Double {
         guard a.count == b.count, !a.isEmpty else { return 0 }

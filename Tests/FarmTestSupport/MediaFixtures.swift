@@ -42,6 +42,9 @@ public enum MediaFixture: String, CaseIterable, Sendable {
     case bframesGOP1sMP4 = "bframes-gop1s.mp4"
     /// 30 s as bframesGOP1s but a keyframe every 10 s (300 frames) and 44.1 kHz audio.
     case bframesGOP10sMP4 = "bframes-gop10s.mp4"
+    /// As bframesGOP1s but with open GOPs: its keyframes after the first are I pictures, not IDR, and the
+    /// B-frames before each (in presentation order) reference the GOP before it.
+    case openGOPMP4 = "open-gop.mp4"
     /// 10 s, 320x240, 30 fps HEVC (x265, B-frames, open GOPs, a keyframe every second, 'hvc1') + AAC.
     case hevcGOP1sMP4 = "hevc-gop1s.mp4"
     /// 30 s as hevcGOP1s but a keyframe every 10 s and 44.1 kHz audio.
@@ -86,13 +89,14 @@ public enum Fixtures {
                        + x264 + ["-c:a", "aac", "-ac", "2", "-b:a", "96k",
                                  "-metadata", "title=MediaFarm fixture",
                                  "-metadata:s:v:0", "language=eng", "-metadata:s:a:0", "language=fra", out])
-        case .bframesGOP1sMP4, .bframesGOP10sMP4, .hevcGOP1sMP4, .hevcGOP10sMP4:
+        case .bframesGOP1sMP4, .bframesGOP10sMP4, .hevcGOP1sMP4, .hevcGOP10sMP4, .openGOPMP4:
             // 10 s with a keyframe every second, or 30 s with one every 10 s (and 44.1 kHz audio).
             let long = fixture == .bframesGOP10sMP4 || fixture == .hevcGOP10sMP4
             let seconds = long ? 30 : 10, gop = long ? 300 : 30
             let video = fixture == .hevcGOP1sMP4 || fixture == .hevcGOP10sMP4
                 ? ["-c:v", "libx265", "-tag:v", "hvc1", "-x265-params", "keyint=\(gop):min-keyint=\(gop):scenecut=0:bframes=3:log-level=error"]
-                : ["-c:v", "libx264", "-bf", "2", "-x264-params", "keyint=\(gop):min-keyint=\(gop):scenecut=0:b-adapt=0"]
+                : ["-c:v", "libx264", "-bf", "2", "-x264-params", "keyint=\(gop):min-keyint=\(gop):scenecut=0:b-adapt=0"
+                    + (fixture == .openGOPMP4 ? ":open-gop=1" : "")]
             try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=\(seconds)",
                         "-f", "lavfi", "-i", "sine=f=440:sample_rate=\(long ? 44100 : 48000):d=\(seconds)"]
                        + video + ["-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-ac", "2", out])

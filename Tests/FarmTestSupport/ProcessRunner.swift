@@ -3,9 +3,17 @@ import Foundation
 /// Runs a program to completion and captures its output. For fixtures, oracles and black-box CLI tests.
 public struct ProcessResult: Sendable {
     public var status: Int32
-    public var stdout: String
     public var stderr: String
     public var stdoutData: Data
+    /// The output as text, decoded when asked (never for binary output: repairing megabytes of
+    /// invalid UTF-8 is slow where swift-testing records each error the decoder throws inside).
+    public var stdout: String { String(decoding: stdoutData, as: UTF8.self) }
+
+    public init(status: Int32, stdout: Data, stderr: String) {
+        self.status = status
+        self.stderr = stderr
+        self.stdoutData = stdout
+    }
 }
 
 public enum ProcessRunner {
@@ -35,10 +43,7 @@ public enum ProcessRunner {
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         while !errBox.done { usleep(1000) }
-        return ProcessResult(status: process.terminationStatus,
-                             stdout: String(decoding: outData, as: UTF8.self),
-                             stderr: String(decoding: errBox.data, as: UTF8.self),
-                             stdoutData: outData)
+        return ProcessResult(status: process.terminationStatus, stdout: outData, stderr: String(decoding: errBox.data, as: UTF8.self))
     }
 
     /// Runs and throws when the program fails, with its stderr in the message.
@@ -96,7 +101,6 @@ extension ProcessRunner {
         let out = FileManager.default.contents(atPath: outPath) ?? Data()
         let err = FileManager.default.contents(atPath: errPath) ?? Data()
         let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return ProcessResult(status: code, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self),
-                             stdoutData: out)
+        return ProcessResult(status: code, stdout: out, stderr: String(decoding: err, as: UTF8.self))
     }
 }

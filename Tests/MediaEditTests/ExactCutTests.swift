@@ -149,6 +149,7 @@ import Testing
         (.bframesGOP10sMP4, 5, 23),
         (.hevcGOP1sMP4, 20, 24),
         (.hevcGOP10sMP4, 3, 25),
+        (.openGOPMP4, 20, 26),
     ])
     func matroskaReencodesOnlyAroundTheCuts(_ fixture: MediaFixture, _ count: Int, _ seed: UInt64) async throws {
         // No edit lists: the frames from a cut to the next keyframe (and a last GOP whose B-frames

@@ -1,0 +1,26 @@
+import Foundation
+
+/// A second decoder stack for cut outputs: GStreamer 1.22's own demuxers (`qtdemux` for MP4 and
+/// QuickTime, `matroskademux`), which apply edit lists their own way, decoding through `avdec_*`.
+public enum GStreamerProbe {
+    /// MD5 of every frame GStreamer presents from the file's first video stream, as I420, in order
+    /// (comparable with `EditListProbe.videoFrameHashes` for sizes whose rows need no padding).
+    public static func videoFrameHashes(_ path: String) throws -> [String] {
+        let demuxer = path.hasSuffix(".mkv") || path.hasSuffix(".webm") ? "matroskademux" : "qtdemux"
+        let r = try ProcessRunner.run("gst-launch-1.0", ["-q", "filesrc", "location=\(path)", "!", demuxer, "!", "queue", "!",
+                                                         "decodebin", "!", "videoconvert", "!", "video/x-raw,format=I420", "!",
+                                                         "checksumsink", "hash=md5", "sync=false"])
+        guard r.status == 0 else {
+            throw GStreamerError(description: "gst-launch-1.0 could not play \(path) (status \(r.status)): \(r.stderr.prefix(600))")
+        }
+        // One line per buffer: "H:MM:SS.NNNNNNNNN HASH".
+        return r.stdout.split(separator: "\n").compactMap { line in
+            let parts = line.split(separator: " ")
+            return parts.count == 2 && parts[0].contains(":") ? String(parts[1]) : nil
+        }
+    }
+
+    public struct GStreamerError: Error, CustomStringConvertible {
+        public let description: String
+    }
+}

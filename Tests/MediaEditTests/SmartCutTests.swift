@@ -1,0 +1,103 @@
+import FarmTestSupport
+import Foundation
+import MediaCore
+import MediaTime
+import Testing
+@testable import MediaEdit
+
+/// `"cuts": "smart"` into MP4 and QuickTime: exact without multi-entry edit lists, so that a reader that
+/// ignores or misreads them (GStreamer's qtdemux) still shows exactly the composition's frames.
+@Suite struct SmartCutTests {
+    static let sourceFrames = Memo<MediaFixture, [String]> { try EditListProbe.videoFrameHashes($0.path) }
+    static let sourceLuma = Memo<MediaFixture, EditListProbe.LumaFrames> { try EditListProbe.LumaFrames($0.path, width: 320, height: 240) }
+    static let sourceRate = Memo<MediaFixture, Int> { try MediaProbe.monoSamples($0.path).rate }
+
+    /// `count` edits at random frames (1 to 60 frames long) of a 30 fps source of `frames` frames.
+    func randomEdits(_ count: Int, frames: Int, seed: UInt64) -> [(start: Int, length: Int)] {
+        var rng = SeededRandom(state: seed)
+        return (0..<count).map { _ in
+            let start = Int.random(in: 0..<(frames - 1), using: &rng)
+            return (start, Int.random(in: 1...min(60, frames - start), using: &rng))
+        }
+    }
+
+    func export(_ fixture: MediaFixture, _ edits: [(start: Int, length: Int)], to path: String, muxer: String) async throws -> (Composition, ExportReport) {
+        var c = Composition()
+        for e in edits {
+            try c.insert(TimeRange(start: MediaTime(value: Int64(e.start), timescale: 30),
+                                   duration: MediaTime(value: Int64(e.length), timescale: 30)), of: fixture.path)
+        }
+        let settings = ExportSettings(mode: .passthrough, outputPath: path, muxer: muxer, cuts: .smart)
+        return (c, try await ExportSession(composition: c, settings: settings).export())
+    }
+
+    @Test(arguments: [
+        (MediaFixture.bframesGOP1sMP4, "mp4", 1, UInt64(31)),
+        (.bframesGOP1sMP4, "mov", 20, 32),
+        (.bframesGOP1sMP4, "mp4", 50, 33),
+        (.bframesGOP10sMP4, "mp4", 4, 34),
+        (.openGOPMP4, "mp4", 20, 35),
+        (.openGOPMP4, "mov", 7, 36),
+        (.hevcGOP1sMP4, "mov", 20, 37),
+        (.hevcGOP10sMP4, "mp4", 3, 38),
+    ])
+    func randomSmartCutsAreExactInFFmpegAndGStreamer(_ fixture: MediaFixture, _ container: String, _ count: Int, _ seed: UInt64) async throws {
+        let source = try Self.sourceFrames.get(fixture)
+        let luma = try Self.sourceLuma.get(fixture)
+        let edits = randomEdits(count, frames: source.count, seed: seed)
+        let path = try TestPaths.makeTemporaryFolder("smart").appendingPathComponent("cut-\(seed).\(container)").path
+        let (composition, report) = try await export(fixture, edits, to: path, muxer: container)
+        let wanted = edits.flatMap { Array($0.start..<($0.start + $0.length)) }
+
+        // FFmpeg: exactly the composition's frames, copied ones bit-identical, re-encoded ones close.
+        let got = try EditListProbe.videoFrameHashes(path)
+        #expect(got.count == wanted.count, "seed \(seed): FFmpeg decodes \(got.count) frames, \(wanted.count) asked for")
+        let gotLuma = try EditListProbe.LumaFrames(path, width: 320, height: 240)
+        var identical = 0, worst = Double.infinity
+        for (i, frame) in zip(got.indices, wanted) {
+            if got[i] == source[frame] { identical += 1; continue }
+            worst = min(worst, gotLuma.psnr(i, against: luma, frame))
+        }
+        let reencoded = report.cuts.reduce(0) { $0 + $1.reencodedFrames }
+        #expect(identical == wanted.count - reencoded, "seed \(seed): \(identical) frames copied, the report says \(wanted.count - reencoded)")
+        #expect(worst >= 40, "seed \(seed): a re-encoded frame is only \(worst) dB from its source frame")
+        #expect(report.cuts.count == count && report.cuts.allSatisfy { $0.method == ($0.reencodedFrames > 0 ? .smartRendered : .copied) })
+
+        // GStreamer's qtdemux (which misreads multi-entry edit lists) presents the same frames.
+        let gst = try GStreamerProbe.videoFrameHashes(path)
+        #expect(gst.count == got.count, "seed \(seed): GStreamer presents \(gst.count) frames, FFmpeg \(got.count)")
+        if let i = zip(gst, got).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset {
+            Issue.record("seed \(seed): GStreamer's frame \(i) differs from FFmpeg's")
+        }
+
+        // At most one edit-list entry per track (the encoder delay), lasting exactly the composition.
+        let lists = try EditListProbe.editLists(path)
+        for track in lists.tracks {
+            #expect(track.entries.count <= 1, "seed \(seed): the \(track.handler) track has \(track.entries.count) edit-list entries")
+            if let e = track.entries.first {
+                #expect(MediaTime(value: Int64(e.duration), timescale: Int32(lists.movieTimescale)) == composition.duration,
+                        "seed \(seed): the \(track.handler) edit lasts \(e.duration)/\(lists.movieTimescale) s")
+            }
+        }
+        #expect(report.duration == composition.duration)
+        // Audio cannot be cut inside a packet without an edit list: it is encoded, exactly the composition.
+        let rate = try Self.sourceRate.get(fixture)
+        let samples = Int(composition.duration.seconds * Double(rate) + 0.5)
+        #expect(report.audio.handling == "encoded" && report.audio.samples == samples)
+        #expect(try EditListProbe.editedAudio(path).count == samples, "seed \(seed): the audio track does not play \(samples) samples")
+    }
+
+    @Test func copiedAudioIsRefusedWithTheWayOut() async throws {
+        let path = try TestPaths.makeTemporaryFolder("smart").appendingPathComponent("copy.mp4").path
+        var c = Composition()
+        try c.insert(TimeRange(start: MediaTime(value: 1, timescale: 2), duration: MediaTime(value: 1, timescale: 1)), of: MediaFixture.bframesGOP1sMP4.path)
+        let settings = ExportSettings(mode: .passthrough, outputPath: path, muxer: "mp4", audioPolicy: .copy, cuts: .smart)
+        await #expect {
+            _ = try await ExportSession(composition: c, settings: settings).export()
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("\"cuts\": \"smart\"") && text.contains("\"auto\"") && text.contains("\"cuts\": \"exact\"")
+        }
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+}
