@@ -209,8 +209,13 @@ struct PassthroughCopier {
             }
 
             if var cutter = smartCutter, audioTrack == nil, let v = source.video, let k = keyframes[segment] {
-                let r = try cutter.cut(input: input, source: source, key: k, start: segStart, end: segEnd) { packet in
-                    try writeVideo(&packet, v)
+                let r: SmartCutter.Result
+                do {
+                    r = try cutter.cut(input: input, source: source, key: k, start: segStart, end: segEnd) { packet in
+                        try writeVideo(&packet, v)
+                    }
+                } catch let error as ExportError {
+                    throw ExportError("edit \(segment + 1) (\(Composition.seconds(segStart)) s of \(source.path)): \(error.description)")
                 }
                 smartCutter = cutter
                 cut.method = r.reencoded > 0 ? .smartRendered : .copied

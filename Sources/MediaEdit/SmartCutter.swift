@@ -4,7 +4,8 @@ import MediaTime
 
 /// Exact cuts without edit lists (Matroska, or `cuts: smart`): "smart rendering". The frames from a
 /// cut to the next keyframe are decoded and re-encoded with the source's codec (H.264 through libx264,
-/// HEVC through libx265, same size, pixel format, profile and level, no B-frames, headers in-band);
+/// HEVC through libx265, VP9 through libvpx, AV1 through libaom; same size, pixel format, profile,
+/// colour and level, no B-frames or hidden frames, headers in-band);
 /// the rest of the edit is copied. Where an edit ends, its last GOP is copied up to the end when no
 /// frame shown before the end needs one after it (B-frames), and re-encoded otherwise. After
 /// re-encoded frames the source's parameter sets are repeated in-band at the next copied keyframe
@@ -15,7 +16,8 @@ struct SmartCutter {
     let stream: StreamInfo
     let encoderName: String
     let encoderOptions: [String: String]
-    let lengthSize: Int
+    /// The NAL unit length size of H.264 and HEVC (length-prefixed framing); nil for VP9 and AV1.
+    let lengthSize: Int?
     let parameterSets: [UInt8]
     let threads: Int
     /// Encoded packets were written since the last copied keyframe: the next one needs the source's
@@ -54,8 +56,32 @@ struct SmartCutter {
             var params = "bframes=0:scenecut=0:keyint=100000:min-keyint=100000:repeat-headers=1:annexb=1:log-level=error"
             if stream.level > 0 { params += ":level-idc=\(Double(stream.level) / 30)" }
             options["x265-params"] = params
+        case "vp9", "av1":
+            // Every keyframe of VP9 and AV1 resets the decoder's references: no open GOPs. The encoder
+            // takes the profile and bit depth from the decoded frames' pixel format, the colour from
+            // their properties; one keyframe per run, no hidden (alternate reference) frames, no lag.
+            let profiles = stream.codecName == "vp9" ? ["Profile 0", "Profile 1", "Profile 2", "Profile 3"] : ["Main", "High", "Professional"]
+            guard profiles.contains(profile) else { throw unsupported(stream, "its \(stream.codecName.uppercased()) profile \"\(profile)\"", settings) }
+            options = ["crf": String(min(max(settings.crf, 0), 63)), "b": "0", "g": "100000", "lag-in-frames": "0", "row-mt": "1"]
+            if stream.codecName == "vp9" {
+                name = "libvpx-vp9"
+                options["deadline"] = "good"
+                options["cpu-used"] = "4"
+                options["auto-alt-ref"] = "0"
+            } else {
+                name = "libaom-av1"
+                options["usage"] = "realtime"
+                options["cpu-used"] = "8"
+            }
         default:
-            throw unsupported(stream, "\(stream.codecName) video (smart rendering re-encodes H.264 and HEVC)", settings)
+            throw unsupported(stream, "\(stream.codecName) video (smart rendering re-encodes H.264, HEVC, VP9 and AV1)", settings)
+        }
+        if stream.codecName == "vp9" || stream.codecName == "av1" {
+            // AV1: the configuration record's sequence header, repeated at the first copied keyframe
+            // after re-encoded frames when it carries none (the encoder's differs).
+            let sequenceHeader = stream.codecName == "av1" && stream.extradata.count > 4 ? Array(stream.extradata.dropFirst(4)) : []
+            return SmartCutter(stream: stream, encoderName: name, encoderOptions: options, lengthSize: nil,
+                               parameterSets: sequenceHeader, threads: settings.threads)
         }
         guard let lengthSize = NALUnits.lengthSize(codec: stream.codecName, extradata: stream.extradata) else {
             throw unsupported(stream, "its video has no configuration record (Annex B framing)", settings)
@@ -65,6 +91,27 @@ struct SmartCutter {
                                  parameterSets: sets, threads: settings.threads)
         if stream.codecName == "h264" { cutter.splice = H264Splice(parameterSets: sets, lengthSize: lengthSize) }
         return cutter
+    }
+
+    /// True when an AV1 temporal unit (low-overhead OBUs with sizes) holds a sequence header.
+    static func hasSequenceHeader(_ data: [UInt8]) -> Bool {
+        var at = 0
+        while at < data.count {
+            let header = data[at]
+            let type = (header >> 3) & 0xF
+            if type == 1 { return true }
+            var next = at + 1 + (header & 4 != 0 ? 1 : 0)
+            guard header & 2 != 0 else { return false } // no size: the rest is this OBU
+            var size = 0, shift = 0
+            while next < data.count {
+                let b = data[next]; next += 1
+                size |= Int(b & 0x7F) << shift
+                shift += 7
+                if b & 0x80 == 0 || shift > 56 { break }
+            }
+            at = next + size
+        }
+        return false
     }
 
     private static func unsupported(_ stream: StreamInfo, _ what: String, _ settings: ExportSettings) -> ExportError {
@@ -234,9 +281,11 @@ struct SmartCutter {
     private mutating func copy(_ packet: inout Packet, source: ExportSource, write: (inout Packet) throws -> Void) throws {
         do {
             if packet.isKeyframe && (brokenLink || afterEncoded) {
-                if stream.codecName == "hevc" { packet.withMutableData { NALUnits.markBrokenLinks($0, lengthSize: lengthSize) } }
+                if stream.codecName == "hevc", let lengthSize { packet.withMutableData { NALUnits.markBrokenLinks($0, lengthSize: lengthSize) } }
                 if let idr = try splice?.startSequence(packet.bytes) { packet.replaceData(with: idr) }
-                if afterEncoded { packet.replaceData(with: parameterSets + packet.bytes) }
+                if afterEncoded, !parameterSets.isEmpty, stream.codecName != "av1" || !Self.hasSequenceHeader(packet.bytes) {
+                    packet.replaceData(with: parameterSets + packet.bytes)
+                }
                 afterEncoded = false
                 brokenLink = false
             } else if let renumbered = try splice?.continueRun(packet.bytes) {
@@ -269,7 +318,8 @@ struct SmartCutter {
                                                 frameRate: cutter.stream.averageFrameRate, level: cutter.stream.codecName == "h264" ? cutter.stream.level : nil,
                                                 threads: cutter.threads, options: cutter.encoderOptions)
                 } catch {
-                    throw ExportError("cannot open \(cutter.encoderName) to re-encode the frames at a cut: \(error)")
+                    let format = "\(frame.width)x\(frame.height) \(frame.pixelFormatName ?? "?"), \(cutter.stream.profile ?? "no profile")"
+                    throw ExportError("\(cutter.encoderName) cannot encode frames like the source's (\(format)) to re-encode those at a cut: \(error); set \"cuts\": \"exact\" with mp4 or mov (nothing re-encoded), or \"keyframe\"")
                 }
             }
             frame.setPTS(pts)
@@ -296,7 +346,9 @@ struct SmartCutter {
                 let r: Encoder.ReceiveResult
                 do { r = try encoder.receive(into: &packet) } catch { throw ExportError("\(cutter.encoderName) failed at a cut: \(error)") }
                 guard r == .packet, let pts = packet.pts else { return }
-                packet.replaceData(with: NALUnits.lengthPrefixed(annexB: packet.bytes, lengthSize: cutter.lengthSize))
+                if let lengthSize = cutter.lengthSize {
+                    packet.replaceData(with: NALUnits.lengthPrefixed(annexB: packet.bytes, lengthSize: lengthSize))
+                }
                 let duration = durations.removeValue(forKey: pts) ?? packet.duration
                 packet.retime(pts: pts, dts: pts - lead, duration: duration, streamIndex: cutter.stream.index)
                 try write(&packet)

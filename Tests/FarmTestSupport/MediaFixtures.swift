@@ -45,6 +45,12 @@ public enum MediaFixture: String, CaseIterable, Sendable {
     /// As bframesGOP1s but with open GOPs: its keyframes after the first are I pictures, not IDR, and the
     /// B-frames before each (in presentation order) reference the GOP before it.
     case openGOPMP4 = "open-gop.mp4"
+    /// 10 s, 320x240, 30 fps VP9 (libvpx, a keyframe every second, alternate reference frames) + AAC in MP4.
+    case vp9MP4 = "vp9.mp4"
+    /// 10 s, 320x240, 30 fps 10-bit VP9 (profile 2, a keyframe every second) + Opus in WebM.
+    case vp9TenBitWebM = "vp9-10bit.webm"
+    /// 10 s, 320x240, 30 fps AV1 (libaom, a keyframe every second) + AAC in MP4.
+    case av1MP4 = "av1.mp4"
     /// 10 s, 320x240, 30 fps HEVC (x265, B-frames, open GOPs, a keyframe every second, 'hvc1') + AAC.
     case hevcGOP1sMP4 = "hevc-gop1s.mp4"
     /// 30 s as hevcGOP1s but a keyframe every 10 s and 44.1 kHz audio.
@@ -100,6 +106,13 @@ public enum Fixtures {
             try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=\(seconds)",
                         "-f", "lavfi", "-i", "sine=f=440:sample_rate=\(long ? 44100 : 48000):d=\(seconds)"]
                        + video + ["-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-ac", "2", out])
+        case .vp9MP4, .vp9TenBitWebM, .av1MP4:
+            let video = fixture == .av1MP4
+                ? ["-c:v", "libaom-av1", "-usage", "realtime", "-cpu-used", "8", "-pix_fmt", "yuv420p"]
+                : ["-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-auto-alt-ref", "1", "-lag-in-frames", "10",
+                   "-pix_fmt", fixture == .vp9TenBitWebM ? "yuv420p10le" : "yuv420p"]
+            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=10", "-f", "lavfi", "-i", "sine=f=440:sample_rate=48000:d=10"]
+                       + video + ["-g", "30", "-keyint_min", "30", "-b:v", "1M", "-c:a", fixture == .vp9TenBitWebM ? "libopus" : "aac", "-ac", "2", out])
         case .cfr60MKV:
             let meta = out + ".ffmeta"
             try """

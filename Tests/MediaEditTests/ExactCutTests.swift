@@ -189,17 +189,24 @@ import Testing
         let (_, report) = try await export(.bframesGOP1sMP4, [(start: 30, length: 30), (start: 120, length: 60)], to: onKeyframes, muxer: "matroska")
         #expect(try EditListProbe.videoFrameHashes(onKeyframes) == Array(source[30..<60] + source[120..<180]))
         #expect(report.cuts.map(\.method) == [.copied, .copied])
-        // VP9 cannot be re-encoded to match: a cut between its keyframes is refused, naming the ways out.
+        // VP9 is re-encoded to match, at its odd size too.
         let vp9 = try output("vp9.mkv")
         var c = Composition()
         try c.insert(TimeRange(start: MediaTime(value: 1, timescale: 2), duration: MediaTime(value: 1, timescale: 1)), of: MediaFixture.oddSizeWebM.path)
+        let r = try await ExportSession(composition: c, settings: ExportSettings(mode: .passthrough, outputPath: vp9, muxer: "matroska")).export()
+        #expect(r.cuts.map(\.method) == [.smartRendered] && (r.video?.width, r.video?.height) == (161, 121))
+        #expect(try EditListProbe.videoFrameHashes(vp9).count == 15)
+        // MPEG-4 Part 2 cannot be re-encoded to match: a cut between its keyframes is refused, naming the ways out.
+        let mpeg4 = try output("mpeg4.mkv")
+        var m = Composition()
+        try m.insert(TimeRange(start: MediaTime(value: 1, timescale: 2), duration: MediaTime(value: 1, timescale: 1)), of: MediaFixture.clipAVI.path)
         await #expect {
-            _ = try await ExportSession(composition: c, settings: ExportSettings(mode: .passthrough, outputPath: vp9, muxer: "matroska")).export()
+            _ = try await ExportSession(composition: m, settings: ExportSettings(mode: .passthrough, outputPath: mpeg4, muxer: "matroska")).export()
         } throws: { error in
             let text = "\(error)"
-            return text.contains("edit 1 starts at 0.5 s") && text.contains("vp9 video") && text.contains("\"cuts\": \"keyframe\"") && text.contains("mp4")
+            return text.contains("edit 1 starts at 0.5 s") && text.contains("mpeg4 video") && text.contains("\"cuts\": \"keyframe\"") && text.contains("mp4")
         }
-        #expect(!FileManager.default.fileExists(atPath: vp9))
+        #expect(!FileManager.default.fileExists(atPath: mpeg4))
     }
 
     @Test func keyframeCutsShowTheLeadIn() async throws {

@@ -40,12 +40,17 @@ import Testing
         (.openGOPMP4, "mov", 7, 36),
         (.hevcGOP1sMP4, "mov", 20, 37),
         (.hevcGOP10sMP4, "mp4", 3, 38),
+        (.vp9MP4, "mp4", 20, 39),
+        (.vp9MP4, "matroska", 6, 40),
+        (.vp9TenBitWebM, "matroska", 8, 41),
+        (.av1MP4, "mp4", 10, 42),
+        (.av1MP4, "matroska", 3, 43),
     ])
     func randomSmartCutsAreExactInFFmpegAndGStreamer(_ fixture: MediaFixture, _ container: String, _ count: Int, _ seed: UInt64) async throws {
         let source = try Self.sourceFrames.get(fixture)
         let luma = try Self.sourceLuma.get(fixture)
         let edits = randomEdits(count, frames: source.count, seed: seed)
-        let path = try TestPaths.makeTemporaryFolder("smart").appendingPathComponent("cut-\(seed).\(container)").path
+        let path = try TestPaths.makeTemporaryFolder("smart").appendingPathComponent("cut-\(seed).\(container == "matroska" ? "mkv" : container)").path
         let (composition, report) = try await export(fixture, edits, to: path, muxer: container)
         let wanted = edits.flatMap { Array($0.start..<($0.start + $0.length)) }
 
@@ -63,12 +68,19 @@ import Testing
         #expect(worst >= 40, "seed \(seed): a re-encoded frame is only \(worst) dB from its source frame")
         #expect(report.cuts.count == count && report.cuts.allSatisfy { $0.method == ($0.reencodedFrames > 0 ? .smartRendered : .copied) })
 
-        // GStreamer's qtdemux (which misreads multi-entry edit lists) presents the same frames.
+        // GStreamer's qtdemux (which misreads multi-entry edit lists) presents the same frames. (10-bit
+        // frames are compared by count: GStreamer and FFmpeg convert them to 8 bits differently.)
         let gst = try GStreamerProbe.videoFrameHashes(path)
         #expect(gst.count == got.count, "seed \(seed): GStreamer presents \(gst.count) frames, FFmpeg \(got.count)")
-        if let i = zip(gst, got).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset {
+        if fixture != .vp9TenBitWebM, let i = zip(gst, got).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset {
             Issue.record("seed \(seed): GStreamer's frame \(i) differs from FFmpeg's")
         }
+        let rate = try Self.sourceRate.get(fixture)
+        let samples = Int(composition.duration.seconds * Double(rate) + 0.5)
+        #expect(report.duration == composition.duration)
+        #expect(report.audio.handling == "encoded" && report.audio.samples == samples)
+        // Matroska has no edit lists at all (and FFmpeg 5.1 does not mark AAC priming there).
+        guard container != "matroska" else { return }
 
         // At most one edit-list entry per track (the encoder delay), lasting exactly the composition.
         let lists = try EditListProbe.editLists(path)
@@ -79,11 +91,7 @@ import Testing
                         "seed \(seed): the \(track.handler) edit lasts \(e.duration)/\(lists.movieTimescale) s")
             }
         }
-        #expect(report.duration == composition.duration)
         // Audio cannot be cut inside a packet without an edit list: it is encoded, exactly the composition.
-        let rate = try Self.sourceRate.get(fixture)
-        let samples = Int(composition.duration.seconds * Double(rate) + 0.5)
-        #expect(report.audio.handling == "encoded" && report.audio.samples == samples)
         #expect(try EditListProbe.editedAudio(path).count == samples, "seed \(seed): the audio track does not play \(samples) samples")
     }
 
