@@ -61,6 +61,8 @@ public struct ScopedLimits: Sendable, Hashable {
 /// A `/healthz` answer as made at `at`.
 struct HealthAnswer: Sendable {
     var at: Date
+    /// The coordinator was draining when it was made (a cached answer from before the drain is stale).
+    var draining = false
     var status: HTTPResponse.Status
     var body: ByteBuffer
 }

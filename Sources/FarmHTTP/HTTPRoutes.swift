@@ -50,10 +50,12 @@ extension HTTPFace {
 
     /// Alive while the coordinator's loops keep turning (a loop stuck longer than `stalledLoopSeconds`
     /// fails it; draining is healthy). The answer is made at most every 0.1 s and kept: a probe or a
-    /// load balancer asking thousands of times a second costs the jobs as little as it can.
+    /// load balancer asking thousands of times a second costs the jobs as little as it can; a drain
+    /// shows at once.
     func health() -> HealthAnswer {
         let now = Date()
-        if let cached = healthCache.withLock({ $0 }), now.timeIntervalSince(cached.at) < 0.1 { return cached }
+        if let cached = healthCache.withLock({ $0 }), now.timeIntervalSince(cached.at) < 0.1,
+           cached.draining || !coordinator.isDraining { return cached }
         let made = makeHealth(now)
         healthCache.withLock { $0 = made }
         return made
@@ -72,7 +74,7 @@ extension HTTPFace {
         let body = Health(status: stalled.isEmpty ? "ok" : "stalled", draining: snapshot.draining,
                           loopAgeSeconds: ages.mapValues { ($0 * 1000).rounded() / 1000 }, stalled: stalled.isEmpty ? nil : stalled)
         let data = (try? JSONEncoder.api.encode(body)) ?? Data("{}".utf8)
-        return HealthAnswer(at: now, status: stalled.isEmpty ? .ok : .serviceUnavailable, body: ByteBuffer(bytes: data))
+        return HealthAnswer(at: now, draining: snapshot.draining, status: stalled.isEmpty ? .ok : .serviceUnavailable, body: ByteBuffer(bytes: data))
     }
 
     /// Ready while the queue answers and the coordinator is not draining.
