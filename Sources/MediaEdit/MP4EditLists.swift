@@ -79,11 +79,11 @@ enum MP4EditLists {
             if shift > 0 { try shiftForward(fd, from: end, to: fileSize, by: shift) }
             var bytes = placed.serialized()
             let filler = space + shift - Int64(bytes.count)
-            if filler > 0 {
-                putBE32(&bytes, UInt32(filler)); bytes += Array("free".utf8)
-                bytes += [UInt8](repeating: 0, count: Int(filler) - 8)
-            }
+            let fillerAt = moovEntry.offset + Int64(bytes.count)
+            if filler > 0 { putBE32(&bytes, UInt32(filler)); bytes += Array("free".utf8) }
             try write(fd, bytes, at: moovEntry.offset)
+            // The rest of the reserved space, zeroed a chunk at a time (it can be tens of megabytes).
+            if filler > 8 { try zero(fd, from: fillerAt + 8, count: filler - 8) }
             return
         }
 
@@ -176,6 +176,17 @@ enum MP4EditLists {
             let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done)) }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { throw BoxError(errno: errno, "writing") }
+            done += n
+        }
+    }
+
+    /// Writes `count` zero bytes from `offset`, through one buffer of at most 1 MiB.
+    private static func zero(_ fd: Int32, from offset: Int64, count: Int64) throws(BoxError) {
+        let chunk = [UInt8](repeating: 0, count: Int(min(count, 1 << 20)))
+        var done: Int64 = 0
+        while done < count {
+            let n = min(Int64(chunk.count), count - done)
+            try write(fd, n == Int64(chunk.count) ? chunk : Array(chunk[0..<Int(n)]), at: offset + done)
             done += n
         }
     }
