@@ -8,7 +8,8 @@
 #   gstreamer  GStreamer 1.22's qtdemux / matroskademux, avdec_* decoders: every presented frame
 #   chromium   headless Chromium, requestVideoFrameCallback: the media time of every presented frame
 #   firefox    headless Firefox ESR, the same
-#   vlc        VLC's own mp4 and mkv demuxers, every displayed frame saved by its scene filter
+#   vlc        VLC's own mp4 and mkv demuxers, every displayed frame saved by its scene filter; the
+#              duration from libvlc (python3-vlc). VLC refuses to run as root: as root, it runs as nobody
 # Frames are compared by content where the reader gives pictures (each must be within 35 dB of the
 # composition's frame at its place; re-encoded frames are >= 40 dB from theirs, neighbouring source
 # frames far below), by presentation time where it gives times (browsers). Durations: from the header.
@@ -38,9 +39,11 @@ def run(args, **kw):
     return subprocess.run(args, capture_output=True, **kw)
 
 
-def gray_frames(data):
-    n = len(data) // (W * H)
-    return np.frombuffer(data[:n * W * H], dtype=np.uint8).reshape(n, H, W).astype(np.float64)
+def luma_frames(data):
+    """The Y planes of raw I420 frames (each reader's own pixels, no range conversion between them)."""
+    size = W * H * 3 // 2
+    n = len(data) // size
+    return np.frombuffer(data[:n * size], dtype=np.uint8).reshape(n, size)[:, :W * H].reshape(n, H, W).astype(np.float64)
 
 
 def psnr(a, b):
@@ -59,37 +62,71 @@ def compare_pictures(frames, wanted, source):
     return True, None
 
 
-def compare_times(times, count, mkv):
+def expected_times(src):
+    """When each wanted frame is presented in the output: its time in its source (from the container's
+    start, as MediaFarm counts source time) less its edit's start, plus the edits before it."""
+    start = float(run(["ffprobe", "-v", "error", "-show_entries", "format=start_time", "-of", "csv=p=0", src]).stdout.decode().strip() or 0)
+    pts = sorted(float(t) for t in run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time",
+                                         "-of", "csv=p=0", src]).stdout.decode().split() if t.replace(".", "").replace("-", "").isdigit())
+    times, offset = [], 0.0
+    for first, length in EDITS:
+        times += [offset + (pts[f] - start) - first / FPS for f in range(first, first + length)]
+        offset += length / FPS
+    return times
+
+
+def compare_times(times, expected, mkv, sampled=False, decoded=None):
     """Presented media times against 0, 1/25, ...; Matroska starts up to 21.4 ms late (the encoded AAC's
-    priming, which FFmpeg 5.1's Matroska muxer moves to zero)."""
-    if len(times) != count:
-        return False, len(times)
-    first = times[0]
-    if abs(first) > (0.0215 if mkv else 0.001):
+    priming, which FFmpeg 5.1's Matroska muxer moves to zero). `sampled`: the reader reports only some
+    presented frames (headless Firefox calls back for about five in six, at any playback rate): every
+    time reported must then be a frame time of the composition, in order, first and last included, and
+    the frames it decoded (getVideoPlaybackQuality, none dropped) must be the composition's count."""
+    count = len(expected)
+    if not times:
         return False, 0
+    # Matroska: everything may start up to 21.4 ms late (the priming of the encoded AAC).
+    late = times[0] - expected[0]
+    if not (-0.002 <= late <= (0.0215 if mkv else 0.002)):
+        return False, 0
+    if not sampled:
+        if len(times) != count:
+            return False, min(len(times), count)
+        for i, t in enumerate(times):
+            if abs(t - late - expected[i]) > 0.002:
+                return False, i
+        return True, None
+    k = 0
     for i, t in enumerate(times):
-        if abs(t - first - i / FPS) > 0.002:
+        while k < count and expected[k] < t - late - 0.002:
+            k += 1
+        if k == count or abs(t - late - expected[k]) > 0.002:
             return False, i
+        k += 1
+    if k != count or decoded != count:
+        return False, len(times)
     return True, None
 
 
 def ffmpeg_reader(path):
-    frames = run(["ffmpeg", "-v", "error", "-i", path, "-map", "0:v:0", "-fps_mode", "passthrough", "-pix_fmt", "gray",
+    frames = run(["ffmpeg", "-v", "error", "-i", path, "-map", "0:v:0", "-fps_mode", "passthrough", "-pix_fmt", "yuv420p",
                   "-f", "rawvideo", "-"]).stdout
     d = run(["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", path]).stdout.decode().strip()
-    return {"frames": gray_frames(frames), "duration": float(d) if d else None}
+    return {"frames": luma_frames(frames), "duration": float(d) if d else None}
 
 
 def gstreamer_reader(path):
     demux = "matroskademux" if path.endswith((".mkv", ".webm")) else "qtdemux"
-    r = run(["gst-launch-1.0", "-q", "filesrc", f"location={path}", "!", demux, "!", "queue", "!", "decodebin", "!",
-             "videoconvert", "!", "video/x-raw,format=GRAY8", "!", "fdsink", "fd=1", "sync=false"])
+    try:
+        r = run(["gst-launch-1.0", "-q", "filesrc", f"location={path}", "!", demux, "!", "queue", "!", "decodebin", "!",
+                 "videoconvert", "!", "video/x-raw,format=I420", "!", "fdsink", "fd=1", "sync=false"], timeout=120)
+    except subprocess.TimeoutExpired:
+        return {"error": "hangs (no end of stream within 120 s)"}
     if r.returncode != 0:
         return {"error": r.stderr.decode()[-300:]}
     d = run(["gst-discoverer-1.0", path]).stdout.decode()
     m = re.search(r"Duration: (\d+):(\d+):(\d+\.\d+)", d)
     duration = int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3]) if m else None
-    return {"frames": gray_frames(r.stdout), "duration": duration}
+    return {"frames": luma_frames(r.stdout), "duration": duration}
 
 
 def browser_reader(script, path):
@@ -100,7 +137,8 @@ def browser_reader(script, path):
         return {"error": (r.stdout + r.stderr).decode()[-300:]}
     if "error" in j:
         return {"error": j["error"]}
-    return {"times": j.get("times", []), "duration": j.get("duration")}
+    return {"times": j.get("times", []), "duration": j.get("duration"), "decoded": j.get("decoded"),
+            "sampled": script.startswith("firefox")}
 
 
 def vlc_reader(path):
@@ -120,11 +158,28 @@ def vlc_reader(path):
         pngs = sorted(f for f in os.listdir(folder) if f.startswith("f") and f.endswith(".png"))
         if not pngs:
             return {"error": "VLC showed no frame"}
-        frames = run(["ffmpeg", "-v", "error", "-framerate", "25", "-i", os.path.join(folder, "f%05d.png"), "-pix_fmt", "gray",
+        frames = run(["ffmpeg", "-v", "error", "-framerate", "25", "-i", os.path.join(folder, "f%05d.png"), "-pix_fmt", "yuv420p",
                       "-vf", f"scale={W}:{H}", "-f", "rawvideo", "-"]).stdout
-        return {"frames": gray_frames(frames), "duration": None}
+        # The duration VLC's demuxer gives (libvlc, milliseconds).
+        probe = ["/usr/bin/python3", "-c", VLC_DURATION, movie]
+        if os.geteuid() == 0:
+            probe = ["runuser", "-u", "nobody", "--"] + probe
+        d = run(probe, timeout=60).stdout.decode().strip().splitlines()
+        duration = int(d[-1]) / 1000 if d and d[-1].lstrip("-").isdigit() and int(d[-1]) > 0 else None
+        return {"frames": luma_frames(frames), "duration": duration}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+VLC_DURATION = """
+import sys, time, vlc
+media = vlc.Instance("--no-audio", "--vout=dummy", "--intf=dummy").media_new(sys.argv[1])
+media.parse_with_options(vlc.MediaParseFlag.local, 10000)
+for _ in range(200):
+    if media.get_parsed_status() == vlc.MediaParsedStatus.done: break
+    time.sleep(0.05)
+print(media.get_duration())
+"""
 
 
 def read(reader, path):
@@ -135,15 +190,17 @@ def read(reader, path):
     return vlc_reader(path)
 
 
-def verdict(result, wanted, source, duration, mkv):
+def verdict(result, wanted, source, duration, mkv, expected):
     if "error" in result:
         return {"verdict": "does not play", "detail": result["error"].strip().splitlines()[-1][:160] if result["error"].strip() else ""}
     if "frames" in result:
         ok, bad = compare_pictures(result["frames"], wanted, source)
         shown = len(result["frames"])
     else:
-        ok, bad = compare_times(result["times"], len(wanted), mkv)
-        shown = len(result["times"])
+        ok, bad = compare_times(result["times"], expected, mkv, result.get("sampled", False), result.get("decoded"))
+        shown = result["decoded"] if result.get("sampled") else len(result["times"])
+        if shown == 0:
+            return {"verdict": "shows no video", "detail": "plays, presents no frame (no decoder for the codec)", "duration": result.get("duration")}
     out = {"shown": shown, "wanted": len(wanted), "duration": result.get("duration")}
     if not ok:
         out["verdict"] = "frames wrong"
@@ -171,9 +228,12 @@ def main():
             src = os.path.join(work, re.sub(r"\W+", "-", name.lower()) + "." + ext)
             subprocess.run(["ffmpeg", "-nostdin", "-y", "-v", "error", "-f", "lavfi", "-i", f"testsrc2=s={W}x{H}:r={FPS}:d=10",
                             "-f", "lavfi", "-i", "sine=f=440:sample_rate=48000:d=10"] + codec + ["-pix_fmt", "yuv420p", "-ac", "2", src], check=True)
-            source = gray_frames(run(["ffmpeg", "-v", "error", "-i", src, "-map", "0:v:0", "-fps_mode", "passthrough",
-                                      "-pix_fmt", "gray", "-f", "rawvideo", "-"]).stdout)
+            source = luma_frames(run(["ffmpeg", "-v", "error", "-i", src, "-map", "0:v:0", "-fps_mode", "passthrough",
+                                      "-pix_fmt", "yuv420p", "-f", "rawvideo", "-"]).stdout)
+            expected = expected_times(src)
             for cuts, container in OUTPUTS:
+                if container == "mov" and "VP9" in name:
+                    continue  # FFmpeg writes VP9 (and AV1) to mp4 and mkv only
                 kind = f"{name}, {cuts}, {container}"
                 out = os.path.join(work, f"{os.path.basename(src)}-{cuts}.{container}")
                 manifest = {"version": 1, "edits": [{"source": src, "start": f"{s}/{FPS}", "duration": f"{n}/{FPS}"} for s, n in EDITS],
@@ -187,7 +247,7 @@ def main():
                     continue
                 row = {"output": kind, "readers": {}}
                 for reader in readers:
-                    row["readers"][reader] = verdict(read(reader, out), wanted, source, duration, container == "mkv")
+                    row["readers"][reader] = verdict(read(reader, out), wanted, source, duration, container == "mkv", expected)
                     print(f"{kind} / {reader}: {row['readers'][reader]}", file=sys.stderr)
                 rows.append(row)
     finally:

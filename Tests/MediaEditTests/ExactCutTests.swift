@@ -28,14 +28,14 @@ import Testing
     }
 
     func export(_ fixture: MediaFixture, _ edits: [(start: Int, length: Int)], to path: String, muxer: String,
-                scale: (TimeRange, MediaTime)? = nil) async throws -> (Composition, ExportReport) {
+                scale: (TimeRange, MediaTime)? = nil, cuts: ExportSettings.Cuts = .exact) async throws -> (Composition, ExportReport) {
         var c = Composition()
         for e in edits {
             try c.insert(TimeRange(start: MediaTime(value: Int64(e.start), timescale: 30),
                                    duration: MediaTime(value: Int64(e.length), timescale: 30)), of: fixture.path)
         }
         if let scale { try c.scale(scale.0, toDuration: scale.1) }
-        let settings = ExportSettings(mode: .passthrough, outputPath: path, muxer: muxer)
+        let settings = ExportSettings(mode: .passthrough, outputPath: path, muxer: muxer, cuts: cuts)
         return (c, try await ExportSession(composition: c, settings: settings).export())
     }
 
@@ -113,14 +113,14 @@ import Testing
         #expect((zip(played, expected).map { abs(Int($0) - Int($1)) }.max() ?? 99) <= 4)
     }
 
-    @Test(arguments: ["mp4", "matroska"])
-    func chromiumPlaysExactlyTheCompositionsFrames(_ muxer: String) async throws {
+    @Test(arguments: [("mp4", ExportSettings.Cuts.exact), ("matroska", .exact), ("mp4", .smart)])
+    func chromiumPlaysExactlyTheCompositionsFrames(_ muxer: String, _ cuts: ExportSettings.Cuts) async throws {
         // A second reader with its own media pipeline: duration and every presented frame's time, for
-        // edit lists (mp4) and for smart rendering (Matroska). Played at half speed, so that a loaded
-        // machine does not make it drop frames.
+        // edit lists (mp4) and for smart rendering (Matroska, smart mp4). Played at half speed, so that a
+        // loaded machine does not make it drop frames.
         let edits = randomEdits(8, frames: 300, seed: 11).map { (start: $0.start, length: min($0.length, 12)) }
-        let path = try output("chromium.\(muxer == "mp4" ? "mp4" : "mkv")")
-        let (composition, _) = try await export(.bframesGOP1sMP4, edits, to: path, muxer: muxer)
+        let path = try output("chromium-\(cuts).\(muxer == "mp4" ? "mp4" : "mkv")")
+        let (composition, _) = try await export(.bframesGOP1sMP4, edits, to: path, muxer: muxer, cuts: cuts)
         let frames = edits.reduce(0) { $0 + $1.length }
         let script = TestPaths.packageRoot.appendingPathComponent("Tests/Readers/chromium-play.py").path
         let r = try ProcessRunner.check("/usr/bin/python3", [script, path, "--rate", "0.5"])
