@@ -14,16 +14,6 @@ public enum EditListProbe {
         }
     }
 
-    /// The luma plane of every decoded frame of the first video stream, in presentation order, scaled
-    /// to `width` x `height` bytes (as decoded: `-fps_mode passthrough`).
-    public static func lumaFrames(_ path: String, width: Int, height: Int) throws -> [[UInt8]] {
-        let r = try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", path, "-map", "0:v:0", "-fps_mode", "passthrough",
-                                                   "-vf", "scale=\(width):\(height):flags=area", "-pix_fmt", "gray", "-f", "rawvideo", "-"])
-        let bytes = [UInt8](r.stdoutData)
-        let size = width * height
-        return stride(from: 0, to: bytes.count - size + 1, by: size).map { Array(bytes[$0..<($0 + size)]) }
-    }
-
     /// The luma planes of every decoded frame of a file's first video stream, at full size, held in one
     /// buffer (as decoded: `-fps_mode passthrough`): for comparing many frames quickly.
     public struct LumaFrames: Sendable {
