@@ -27,9 +27,12 @@ public struct Packet: ~Copyable {
     public mutating func reset() { av_packet_unref(pointer) }
 
     /// A copy of the packet's data.
-    public var bytes: [UInt8] {
-        guard let data = pointer.pointee.data, pointer.pointee.size > 0 else { return [] }
-        return Array(UnsafeBufferPointer(start: data, count: Int(pointer.pointee.size)))
+    public var bytes: [UInt8] { withBytes { Array($0) } }
+
+    /// Reads the packet's data in place (no copy; the buffer may be shared with other references).
+    public func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        guard let data = pointer.pointee.data, pointer.pointee.size > 0 else { return try body(UnsafeBufferPointer(start: nil, count: 0)) }
+        return try body(UnsafeBufferPointer(start: data, count: Int(pointer.pointee.size)))
     }
 
     /// Replaces the packet's data with `bytes` (its fields are kept).

@@ -49,6 +49,17 @@ struct H264Splice {
         forEachUnit(parameterSets) { unit in learn(unit) }
     }
 
+    /// The frames since the last keyframe made an IDR picture need their slices renumbered
+    /// (`continueRun`); otherwise copied packets pass as they are.
+    var renumbers: Bool { frameNumOffset.map { $0 != 0 } ?? false }
+
+    /// Takes note of parameter sets sent in-band in a packet that is copied as it is (read in place:
+    /// only those units are copied).
+    mutating func noteParameterSets(_ data: UnsafeBufferPointer<UInt8>) {
+        guard let units = try? Self.units(data, lengthSize: lengthSize) else { return }
+        for range in units where [7, 8].contains(Int(data[range.lowerBound]) & 0x1F) { learn(ArraySlice(data[range])) }
+    }
+
     /// The run of copied frames continues: renumbers its slices when a keyframe was made an IDR
     /// picture, and takes note of parameter sets sent in-band.
     mutating func continueRun(_ data: [UInt8]) throws -> [UInt8]? {
@@ -102,20 +113,27 @@ struct H264Splice {
 
     // MARK: NAL units
 
+    /// Where each NAL unit of a length-prefixed access unit lies (empty units left out).
+    static func units<C: RandomAccessCollection>(_ data: C, lengthSize: Int) throws -> [Range<Int>] where C.Element == UInt8, C.Index == Int {
+        var ranges: [Range<Int>] = []
+        var at = data.startIndex
+        while at + lengthSize <= data.endIndex {
+            var length = 0
+            for i in 0..<lengthSize { length = length << 8 | Int(data[at + i]) }
+            let start = at + lengthSize
+            guard start + length <= data.endIndex else { throw Malformed(description: "a NAL unit runs past its packet") }
+            if length > 0 { ranges.append(start..<(start + length)) }
+            at = start + length
+        }
+        return ranges
+    }
+
     private func forEachUnit(_ data: [UInt8], _ body: (ArraySlice<UInt8>) -> Void) {
         try? forEachUnitThrowing(data) { body($0) }
     }
 
     private func forEachUnitThrowing(_ data: [UInt8], _ body: (ArraySlice<UInt8>) throws -> Void) throws {
-        var at = 0
-        while at + lengthSize <= data.count {
-            var length = 0
-            for i in 0..<lengthSize { length = length << 8 | Int(data[at + i]) }
-            let start = at + lengthSize
-            guard start + length <= data.count else { throw Malformed(description: "a NAL unit runs past its packet") }
-            if length > 0 { try body(data[start..<(start + length)]) }
-            at = start + length
-        }
+        for range in try Self.units(data, lengthSize: lengthSize) { try body(data[range]) }
     }
 
     private mutating func learn(_ unit: ArraySlice<UInt8>) {
@@ -192,6 +210,14 @@ struct H264Splice {
     /// One slice NAL unit rewritten: made an IDR slice (`makeIDR`), its frame_num lowered by
     /// `frameNumOffset`. Returns the unit (header byte included, escaped) and its original frame_num.
     func rewriteSlice(_ unit: ArraySlice<UInt8>, makeIDR: Bool, frameNumOffset: Int) throws -> (unit: [UInt8], frameNum: Int) {
+        do {
+            return try rewriteSliceHeader(unit, makeIDR: makeIDR, frameNumOffset: frameNumOffset)
+        } catch is BitReader.Exhausted {
+            throw Malformed(description: "a slice header is cut short")
+        }
+    }
+
+    private func rewriteSliceHeader(_ unit: ArraySlice<UInt8>, makeIDR: Bool, frameNumOffset: Int) throws -> (unit: [UInt8], frameNum: Int) {
         guard let header = unit.first else { throw Malformed(description: "an empty slice") }
         let nalType = Int(header) & 0x1F
         let refIdc = Int(header >> 5) & 3

@@ -84,11 +84,11 @@ struct PassthroughExporter {
                     throw ExportError("audio policy \"copy\" cannot keep retimed audio: $.scale changes its speed; use \"auto\" or \"reencode\"")
                 }
                 if let why = audioCopyProblem(sources) { throw ExportError("audio policy \"copy\" is impossible: \(why); use \"auto\" or \"reencode\"") }
-                if cutsInsideAudio && settings.cuts == .smart {
-                    throw ExportError("audio policy \"copy\" cannot cut audio to the sample with \"cuts\": \"smart\", which writes no edit lists: use \"auto\" or \"reencode\" (the audio is encoded), or set \"cuts\": \"exact\" (copied audio cut by an edit list) or \"keyframe\"")
-                }
                 if cutsInsideAudio {
-                    throw ExportError("audio policy \"copy\" cannot cut audio to the sample in \(settings.muxer), which has no edit lists: use \"auto\" or \"reencode\" (the audio is encoded), export to mp4 or mov, or set \"cuts\": \"keyframe\"")
+                    let (why, otherwise) = settings.cuts == .smart
+                        ? ("with \"cuts\": \"smart\", which writes no edit lists", "or set \"cuts\": \"exact\" (copied audio cut by an edit list) or \"keyframe\"")
+                        : ("in \(settings.muxer), which has no edit lists", "export to mp4 or mov, or set \"cuts\": \"keyframe\"")
+                    throw ExportError("audio policy \"copy\" cannot cut audio to the sample \(why): use \"auto\" or \"reencode\" (the audio is encoded), \(otherwise)")
                 }
                 handling = "copied"
             case .auto:

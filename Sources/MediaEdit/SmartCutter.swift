@@ -288,8 +288,10 @@ struct SmartCutter {
                 }
                 afterEncoded = false
                 brokenLink = false
-            } else if let renumbered = try splice?.continueRun(packet.bytes) {
-                packet.replaceData(with: renumbered)
+            } else if splice?.renumbers == true {
+                if let renumbered = try splice?.continueRun(packet.bytes) { packet.replaceData(with: renumbered) }
+            } else if splice != nil {
+                packet.withBytes { splice?.noteParameterSets($0) }
             }
         } catch let error as H264Splice.Malformed {
             let at = (packet.pts ?? packet.dts).map { Composition.seconds(source.time($0, in: stream)) } ?? "?"

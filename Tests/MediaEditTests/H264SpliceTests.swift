@@ -63,5 +63,11 @@ import Testing
         #expect(try splice.continueRun(bytes(packets[keyframes[1] + 1])) != nil)
         var fresh = H264Splice(parameterSets: sets, lengthSize: 4)
         #expect(try fresh.startSequence(bytes(packets[keyframes[0]])) == nil)
+        // Damaged keyframes are refused with a reason, never passed on half rewritten: a unit that runs
+        // past its packet, and a slice cut after its first bytes (its length says so).
+        #expect(throws: H264Splice.Malformed.self) { _ = try fresh.startSequence(Array(key.prefix(key.count / 2))) }
+        let sliceAt = try H264Splice.units(key, lengthSize: 4).first { key[$0.lowerBound] & 0x1F == 1 }!
+        let cut: [UInt8] = [0, 0, 0, 2] + key[sliceAt.lowerBound..<(sliceAt.lowerBound + 2)]
+        #expect(throws: H264Splice.Malformed.self) { _ = try fresh.startSequence(cut) }
     }
 }
