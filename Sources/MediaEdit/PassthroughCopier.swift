@@ -69,7 +69,7 @@ struct PassthroughCopier {
         var videoTrack: Track?
         var headerOptions: [String: String] = [:]
         if let video {
-            let tb = outputTimeBase(video.timeBase, mapping: mapping)
+            let tb = outputTimeBase(video.timeBase, mapping: mapping, ending: editLists ? nil : mapping.duration)
             videoTrack = Track(index: try file.addStream(copying: video.index, of: first, timeBase: tb), timeBase: tb)
             // Edit durations are in the movie's timescale: make it the video track's, as the muxer
             // will choose it (at least 10,000 Hz), so that cuts on frame times stay exact.
@@ -86,6 +86,12 @@ struct PassthroughCopier {
         } else if audioHandling == "encoded", let audio = audioSource {
             rendered = try RenderedAudioWriter(mapping: mapping, sources: sources, audio: audio, totalDuration: mapping.duration,
                                                file: file, settings: settings, interrupter: interrupter)
+            // The encoded audio's edit (its priming hidden) lasts the composition to the sample: a
+            // timescale both the video's and the sample rate divide, when one is small enough.
+            if let rendered, let movie = headerOptions["movie_timescale"].flatMap(Int.init), rendered.renderer.sampleRate > 0 {
+                let both = lcm(Int64(movie), Int64(rendered.renderer.sampleRate))
+                if both <= 1_000_000 { headerOptions["movie_timescale"] = String(both) }
+            }
         }
         if !["mp4", "mov"].contains(settings.muxer) { headerOptions = [:] }
         if editLists && settings.faststart {
@@ -186,11 +192,21 @@ struct PassthroughCopier {
                 firstVideoPacket = false
                 let s = source.time(rawPTS, in: v)
                 let sd = packet.dts.map { source.time($0, in: v) } ?? s
-                let t = target(s), td = target(sd) - lead
+                var t = target(s), td = target(sd) - lead
+                if smartCutter != nil, videoTrack!.packets == 0, t > .zero {
+                    // Without edit lists, a source whose video starts after the edit does (WebM with
+                    // Opus: 14 ms) would start the output late (an empty edit, which some readers
+                    // ignore): the first frame, the first shown here, is shown from the start instead.
+                    td = td - t
+                    t = .zero
+                }
                 try rendered?.write(until: t + shift)
                 let tb = videoTrack!.timeBase
                 let rate = mapping.rate(segment: segment, source: s)
-                let duration = MediaTime(count: packet.duration, timeBase: v.timeBase).multiplied(by: rate.inverted)
+                var duration = MediaTime(count: packet.duration, timeBase: v.timeBase).multiplied(by: rate.inverted)
+                // Without edit lists a frame is shown at most until its edit ends (the last one sets the
+                // track's duration).
+                if !editLists { duration = MediaTime.max(.zero, MediaTime.min(duration, targetStart + targetDuration - t)) }
                 if s < segStart || !(s < segEnd) { cut.hiddenFrames += 1 }
                 try videoTrack!.write(&packet, pts: t.count(in: tb) ?? 0, dts: td.count(in: tb) ?? 0,
                                       duration: duration.count(in: tb) ?? 0, to: file)
@@ -363,7 +379,9 @@ struct PassthroughCopier {
 
     /// A time base in which every retimed timestamp is exact: the source's, divided by the numerators
     /// of the scaled rates (when that still fits 32 bits).
-    private func outputTimeBase(_ source: Rational, mapping: TimeMapping) -> Rational {
+    /// Without edit lists (`ending`), also one in which the composition's end lies on a tick, for the
+    /// last frame to end there, when it stays small (a millisecond source cut on 1/30 s: 1/3000).
+    private func outputTimeBase(_ source: Rational, mapping: TimeMapping, ending: MediaTime?) -> Rational {
         var factor: Int64 = 1
         for r in mapping.rates where r.numerator > 1 {
             factor = lcm(factor, Int64(r.numerator))
@@ -371,6 +389,10 @@ struct PassthroughCopier {
         }
         let den = Int64(source.denominator) * factor
         guard den <= Int64(Int32.max) else { return source }
+        if source.numerator == 1, let end = ending?.reduced, end.timescale > 0 {
+            let both = lcm(den, Int64(end.timescale))
+            if both <= 1 << 20 { return Rational(1, Int32(both)) }
+        }
         return Rational(source.numerator, Int32(den))
     }
 
