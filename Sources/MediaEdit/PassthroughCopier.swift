@@ -113,6 +113,7 @@ struct PassthroughCopier {
         let decodeLeads = self.decodeLeads
         let reorder = decodeLeads.compactMap { $0 }.max() ?? .zero
         var cuts: [ExportReport.Cut] = []
+        cuts.reserveCapacity(sources.count)
         var shift = MediaTime.zero
         let total = mapping.duration
         let clock = Date()

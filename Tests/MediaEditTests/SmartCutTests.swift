@@ -112,7 +112,8 @@ import Testing
         #expect(json["error"] == nil, "\(json["error"] ?? "")")
         let duration = try #require(json["duration"] as? Double)
         #expect(abs(duration - composition.duration.seconds) < 1e-3, "Firefox says \(duration) s")
-        #expect(json["decoded"] as? Int == frames && json["dropped"] as? Int == 0, "\(json["decoded"] ?? "") decoded, \(frames) in the composition")
+        // (Frames it decoded but dropped, late on a busy machine, are counted: lateness is not a cut's.)
+        #expect(json["decoded"] as? Int == frames, "\(json["decoded"] ?? "") decoded (\(json["dropped"] ?? "") of them dropped late), \(frames) in the composition")
         // Every time called back is one of the composition's frame times, in order, the last one included.
         let times = (json["times"] as? [Double]) ?? []
         let places = times.map { ($0 * 30).rounded() }
