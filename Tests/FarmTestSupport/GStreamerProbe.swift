@@ -24,3 +24,18 @@ public enum GStreamerProbe {
         public let description: String
     }
 }
+
+extension GStreamerProbe {
+    /// The duration GStreamer's discoverer gives the file (what a GStreamer-based player shows).
+    public static func duration(_ path: String) throws -> Double {
+        let r = try ProcessRunner.check("gst-discoverer-1.0", [path])
+        guard let line = r.stdout.split(separator: "\n").first(where: { $0.contains("Duration: ") }),
+              let text = line.split(separator: " ").last else {
+            throw GStreamerError(description: "gst-discoverer-1.0 gives no duration for \(path): \(r.stdout.suffix(400))")
+        }
+        // H:MM:SS.NNNNNNNNN
+        let parts = text.split(separator: ":").compactMap { Double($0) }
+        guard parts.count == 3 else { throw GStreamerError(description: "gst-discoverer-1.0: unreadable duration \(text)") }
+        return parts[0] * 3600 + parts[1] * 60 + parts[2]
+    }
+}
