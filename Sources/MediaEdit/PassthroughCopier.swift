@@ -126,6 +126,10 @@ struct PassthroughCopier {
             let targetStart = firstPiece.target.start, targetDuration = lastPiece.target.end - firstPiece.target.start
             func target(_ s: MediaTime) -> MediaTime { mapping.targetTime(segment: segment, source: s) ?? .zero }
             let key = editLists ? keyframes[segment] : nil
+            // A source whose video starts after the cut (WebM with Opus: 14 ms after the file's time
+            // zero) has its first frame shown from the edit's start, as a composition shows it (and
+            // with no empty edit, which FFmpeg honours only at a file's start): it is moved earlier.
+            let late = keyframes[segment].map { $0.pts > segStart ? $0.pts - segStart : .zero } ?? .zero
             let snapped = exporter.settings.cuts == .keyframe && keyframes[segment].map { $0.pts != composition(segment).start } == true
             // How much earlier this edit's decoding times are written (see `reorder`).
             let lead = decodeLeads[segment].map { reorder - $0 } ?? .zero
@@ -136,9 +140,9 @@ struct PassthroughCopier {
             if editLists {
                 // Place this edit's packets after everything already written, in every track.
                 if let key, let v = videoTrack {
-                    if let end = v.end { shift = MediaTime.max(shift, end - target(key.pts)) }
+                    if let end = v.end { shift = MediaTime.max(shift, end - target(key.pts - late)) }
                     let lastDTS = v.lastDTS.map { MediaTime(count: $0 + 1, timeBase: v.timeBase) } ?? .zero
-                    shift = MediaTime.max(shift, lastDTS - (target(key.dts) - lead))
+                    shift = MediaTime.max(shift, lastDTS - (target(key.dts - late) - lead))
                 }
                 if let a = audioTrack, let audio = source.audio {
                     // The audio's pre-roll starts at most two packets before the cut.
@@ -181,6 +185,7 @@ struct PassthroughCopier {
             var packet = Packet()
 
             var firstVideoPacket = true
+            var firstOfEdit = true
             func writeVideo(_ packet: inout Packet, _ v: StreamInfo) throws {
                 guard let rawPTS = packet.pts ?? packet.dts else { return }
                 if firstVideoPacket, segment > 0, editLists, let lengthSize = hevcLengthSize {
@@ -194,13 +199,17 @@ struct PassthroughCopier {
                 let s = source.time(rawPTS, in: v)
                 let sd = packet.dts.map { source.time($0, in: v) } ?? s
                 var t = target(s), td = target(sd) - lead
-                if smartCutter != nil, videoTrack!.packets == 0, t > .zero {
-                    // Without edit lists, a source whose video starts after the edit does (WebM with
-                    // Opus: 14 ms) would start the output late (an empty edit, which some readers
-                    // ignore): the first frame, the first shown here, is shown from the start instead.
+                if late > .zero, firstOfEdit {
+                    // (The keyframe: the first packet, and the first shown, of a source's video.)
+                    t = target(s - late)
+                    td = target(sd - late) - lead
+                } else if smartCutter != nil, videoTrack!.packets == 0, t > .zero {
+                    // Without edit lists the output's first frame is shown from its start (never an
+                    // empty edit, which some readers ignore).
                     td = td - t
                     t = .zero
                 }
+                firstOfEdit = false
                 try rendered?.write(until: t + shift)
                 let tb = videoTrack!.timeBase
                 let rate = mapping.rate(segment: segment, source: s)

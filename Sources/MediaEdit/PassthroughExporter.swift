@@ -60,7 +60,7 @@ struct PassthroughExporter {
             guard let video = sources[i].video else { keyframes.append(nil); continue }
             let k = try keyframe(atOrBefore: requested, in: sources[i], video: video, until: segment.sourceRange.end)
             usedPaths.insert(sources[i].path)
-            if !exact && k.pts != requested && requested > .zero {
+            if !exact && k.pts < requested && requested > .zero {
                 snapped.append(.init(segment: i, requested: requested, snappedTo: k.pts))
             }
             keyframes.append(k)
@@ -120,7 +120,7 @@ struct PassthroughExporter {
     private func refuseInexactCuts(_ keyframes: [Keyframe?], because: ExportError) throws {
         for (i, segment) in composition.segments.enumerated() {
             let start = segment.sourceRange.start
-            guard let k = keyframes[i], start > .zero, k.pts != start else { continue }
+            guard let k = keyframes[i], start > .zero, k.pts < start else { continue }
             throw ExportError("edit \(i + 1) starts at \(Composition.seconds(start)) s of \(segment.source), between keyframes (the one before it is at \(Composition.seconds(k.pts)) s): \(because.description)")
         }
     }
@@ -146,9 +146,20 @@ struct PassthroughExporter {
         if let k = try scan() { return k }
         // The seek overshot (some demuxers index sparsely): scan from the start.
         try input.seek(stream: video.index, toKeyframeBefore: Int64.min / 2)
-        // None at or before it (the video starts later): decode from its first packet.
-        let never = MediaTime(value: Int64(Int32.min), timescale: 1)
-        return try scan() ?? Keyframe(pts: never, dts: never)
+        if let k = try scan() { return k }
+        // None at or before it: the video starts after it (WebM with Opus: 14 ms after the file's
+        // time zero). Its first keyframe, after the cut, is where the edit's pictures start.
+        try input.seek(stream: video.index, toKeyframeBefore: Int64.min / 2)
+        var packet = Packet()
+        while try input.read(into: &packet) == .packet {
+            guard packet.isKeyframe, let pts = packet.pts ?? packet.dts else { continue }
+            let s = source.time(pts, in: video), d = packet.dts.map { source.time($0, in: video) } ?? s
+            var k = Keyframe(pts: s, dts: d)
+            k.firstShownDTS = d
+            return k
+        }
+        throw MediaFileError(path: source.path, reason: .undecodable(track: video.index, codec: video.codecName, FFmpegError(
+            code: FFmpegError.endOfFile.code, operation: nil, detail: "the video track has no keyframe")))
     }
 
     private func checkJoinable(_ sources: [ExportSource]) throws {

@@ -77,6 +77,29 @@ import Testing
         #expect(worst <= 4, "seed \(seed): samples differ by up to \(worst)")
     }
 
+    @Test(arguments: [ExportSettings.Cuts.exact, .smart])
+    func anEditBeforeTheFirstFrameShowsItFromTheEditsStart(_ cuts: ExportSettings.Cuts) async throws {
+        // WebM with Opus: the video starts 14 ms after the audio (the file's time zero). Edits cut from 0
+        // (the first one and later ones) show the first frame from their start, as a composition does:
+        // no empty edit (FFmpeg honours one only at a file's start), no frame of another edit.
+        let source = try Self.sourceFrames.get(.vp9TenBitWebM)
+        let path = try output("from-zero-\(cuts).mp4")
+        let edits = [(start: 0, length: 40), (start: 0, length: 10), (start: 90, length: 25), (start: 0, length: 20)]  // (90: a keyframe, nothing re-encoded)
+        let (composition, report) = try await export(.vp9TenBitWebM, edits, to: path, muxer: "mp4", cuts: cuts)
+        #expect(report.duration == composition.duration)
+        let got = try EditListProbe.videoFrameHashes(path)
+        let wanted = edits.flatMap { source[$0.start..<($0.start + $0.length)] }
+        #expect(got.count == wanted.count && got == wanted, "\(got.count) frames, \(wanted.count) asked for")
+        let lists = try EditListProbe.editLists(path)
+        let video = try #require(lists.tracks.first { $0.handler == "vide" })
+        #expect(!video.entries.contains { $0.mediaTime == -1 }, "\(video.entries)")
+        let total = video.entries.reduce(0) { $0 + $1.duration }
+        #expect(abs(Double(total) / Double(lists.movieTimescale) - composition.duration.seconds) < 1e-3)
+        let first = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "frame=pts_time",
+                                                        "-of", "csv=p=0", path]).stdout.split(separator: "\n").compactMap { Double($0) }.first
+        #expect(first == 0, "the first frame is shown at \(first ?? -1) s")
+    }
+
     @Test func aScaledRangeKeepsItsFramesAndTiming() async throws {
         // One cut between keyframes, then its middle second slowed to half speed.
         let source = try Self.sourceFrames.get(.bframesGOP1sMP4)
