@@ -130,7 +130,7 @@ struct PassthroughCopier {
             // zero) has its first frame shown from the edit's start, as a composition shows it (and
             // with no empty edit, which FFmpeg honours only at a file's start): it is moved earlier.
             let late = keyframes[segment].map { $0.pts > segStart ? $0.pts - segStart : .zero } ?? .zero
-            let snapped = exporter.settings.cuts == .keyframe && keyframes[segment].map { $0.pts != composition(segment).start } == true
+            let snapped = exporter.settings.cuts == .keyframe && keyframes[segment].map { $0.pts < composition(segment).start } == true
             // How much earlier this edit's decoding times are written (see `reorder`).
             let lead = decodeLeads[segment].map { reorder - $0 } ?? .zero
             var cut = ExportReport.Cut(segment: segment, method: snapped ? .snapped : .copied,

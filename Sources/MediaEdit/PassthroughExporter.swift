@@ -129,35 +129,28 @@ struct PassthroughExporter {
     func keyframe(atOrBefore time: MediaTime, in source: ExportSource, video: StreamInfo, until end: MediaTime? = nil) throws -> Keyframe {
         let input = source.file
         input.discardAll(except: [video.index])
-        func scan() throws -> Keyframe? {
+        // `orFirst`: when none is at or before `time` (the video starts after it: WebM with Opus, 14 ms
+        // after the file's time zero), the first keyframe read, after the cut, where its pictures start.
+        func scan(orFirst: Bool) throws -> Keyframe? {
             var packet = Packet()
             var found: Keyframe?
+            var first: Keyframe?
             while try input.read(into: &packet) == .packet {
                 guard let pts = packet.pts ?? packet.dts else { continue }
                 let s = source.time(pts, in: video)
                 let d = packet.dts.map { source.time($0, in: video) } ?? s
                 if packet.isKeyframe && !(time < s) { found = Keyframe(pts: s, dts: d) }
+                if packet.isKeyframe, first == nil { first = Keyframe(pts: s, dts: d); first?.firstShownDTS = d }
                 if found != nil, found?.firstShownDTS == nil, !(s < time), end.map({ s < $0 }) ?? true { found?.firstShownDTS = d }
-                if time < d { break }
+                if time < d, found != nil || !orFirst || first != nil { break }
             }
-            return found
+            return found ?? (orFirst ? first : nil)
         }
         try input.seek(stream: video.index, toKeyframeBefore: source.ticks(time, in: video))
-        if let k = try scan() { return k }
+        if let k = try scan(orFirst: false) { return k }
         // The seek overshot (some demuxers index sparsely): scan from the start.
         try input.seek(stream: video.index, toKeyframeBefore: Int64.min / 2)
-        if let k = try scan() { return k }
-        // None at or before it: the video starts after it (WebM with Opus: 14 ms after the file's
-        // time zero). Its first keyframe, after the cut, is where the edit's pictures start.
-        try input.seek(stream: video.index, toKeyframeBefore: Int64.min / 2)
-        var packet = Packet()
-        while try input.read(into: &packet) == .packet {
-            guard packet.isKeyframe, let pts = packet.pts ?? packet.dts else { continue }
-            let s = source.time(pts, in: video), d = packet.dts.map { source.time($0, in: video) } ?? s
-            var k = Keyframe(pts: s, dts: d)
-            k.firstShownDTS = d
-            return k
-        }
+        if let k = try scan(orFirst: true) { return k }
         throw MediaFileError(path: source.path, reason: .undecodable(track: video.index, codec: video.codecName, FFmpegError(
             code: FFmpegError.endOfFile.code, operation: nil, detail: "the video track has no keyframe")))
     }
