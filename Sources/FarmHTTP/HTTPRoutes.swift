@@ -152,11 +152,13 @@ extension HTTPFace {
         let job = NewJob(name: manifest.name, manifest: String(decoding: bytes, as: UTF8.self), baseDirectory: configuration.baseDirectory,
                          outputRoots: configuration.outputRoots ?? [configuration.baseDirectory], priority: priority, maxAttempts: maxAttempts,
                          runAt: delay > 0 ? Date().addingTimeInterval(delay) : nil, uniqueKey: key.map { Self.apiKey($0, access: library.access) },
-                         timeout: timeout)
+                         timeout: timeout, after: manifest.after, afterPolicy: manifest.afterPolicy)
         let queued: Enqueued
         do {
             guard let first = try await store.enqueue([job], at: Date()).first else { throw JobStoreError.unavailable("nothing queued") }
             queued = first
+        } catch JobStoreError.refused(let message) {
+            throw APIError(status: .unprocessableContent, message: message)
         } catch {
             // The statement may still commit after its deadline: say so, and how to find out.
             let retry = key == nil
@@ -212,7 +214,7 @@ extension HTTPFace {
         } catch {
             switch error {
             case .notFound: throw APIError(status: .notFound, message: "no job \(id)")
-            case .transition: throw APIError(status: .conflict, message: error.description)
+            case .transition, .refused: throw APIError(status: .conflict, message: error.description)
             default: throw APIError(status: .serviceUnavailable, message: error.description)
             }
         }

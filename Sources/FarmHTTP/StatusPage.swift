@@ -13,6 +13,7 @@ extension HTTPFace {
             page.stats = try await store.stats(at: now)
             page.coordinators = try await coordinators(at: now)
             page.running = try await store.jobs(matching: JobQuery(states: [.running], limit: 200, newest: true)).reversed()
+            page.waiting = try await store.jobs(matching: JobQuery(states: [.waiting], limit: 20))
             page.failures = try await store.jobs(matching: JobQuery(states: [.failed, .dead, .queued], limit: 200, newest: true))
                 .reversed().filter { !$0.errors.isEmpty }.prefix(20).map { $0 }
         } catch {
@@ -31,6 +32,8 @@ struct StatusPage {
     var stats: QueueStats?
     var running: [Job] = []
     var failures: [Job] = []
+    /// The oldest jobs that wait for others.
+    var waiting: [Job] = []
     var coordinators: [CoordinatorView] = []
     var queueError: String?
 
@@ -115,7 +118,22 @@ struct StatusPage {
             }
             body += "</table>"
         }
-        body += "</section>\n<section id=\"failures\"><h2>Recent failures</h2>"
+        body += "</section>\n"
+        if !waiting.isEmpty {
+            let total = stats?.counts[JobState.waiting.rawValue] ?? waiting.count
+            body += "<section id=\"waiting\"><h2>Waiting for other jobs (\(total))</h2>"
+            body += "<table><tr><th>job</th><th>name</th><th>waits for</th><th>not ended</th><th>runs when they</th></tr>"
+            for job in waiting {
+                let ids = job.after.prefix(10).map { "<a href=\"/api/jobs/\($0)\">\($0)</a>" }.joined(separator: ", ")
+                    + (job.after.count > 10 ? " and \(job.after.count - 10) more" : "")
+                body += """
+                <tr class="waiting" data-job="\(job.id)"><td>\(job.id)</td><td class="name">\(e(job.name))</td><td class="after">\(ids)</td>\
+                <td>\(job.waitingFor)</td><td>\(job.afterPolicy == .always ? "end" : "succeed")</td></tr>
+                """
+            }
+            body += "</table></section>\n"
+        }
+        body += "<section id=\"failures\"><h2>Recent failures</h2>"
         if failures.isEmpty {
             body += "<p>No failures.</p>"
         } else {

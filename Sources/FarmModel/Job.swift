@@ -34,6 +34,13 @@ public struct Job: Sendable, Hashable, Codable {
     public var result: String?
     /// One entry per failed attempt.
     public var errors: [AttemptError]
+    /// The jobs this one waits for (ids, resolved at submission; they existed then, so there are no cycles).
+    public var after: [Int64] = []
+    public var afterPolicy: AfterPolicy = .success
+    /// How many of `after` have not ended yet (a `waiting` job's count; 0 otherwise).
+    public var waitingFor: Int = 0
+    /// The dependency whose failure failed this job: retrying that one brings this one back to waiting.
+    public var blockedBy: Int64?
 
     /// Who runs the job now, and until when the claim holds without renewal.
     public struct Lease: Sendable, Hashable, Codable {

@@ -19,6 +19,9 @@ public struct JobManifest: Sendable, Hashable {
     public var overwrite: Bool = false
     /// The folder relative paths were resolved against.
     public var baseDirectory: String
+    /// Jobs this one waits for (the queue's ids, or unique keys of earlier submissions).
+    public var after: [JobReference] = []
+    public var afterPolicy: AfterPolicy = .success
 
     /// A manifest with nothing but an input: inspect it and report.
     public var isInspectionOnly: Bool { export == nil && scan == nil }

@@ -20,8 +20,13 @@ public enum JobTransition: Sendable, Hashable {
     case release(token: String)
     /// queued or running -> cancelled.
     case cancel
-    /// failed, dead or cancelled -> queued, with a fresh set of attempts.
+    /// failed, dead or cancelled -> queued (or waiting, when `waitingFor` dependencies have not ended),
+    /// with a fresh set of attempts.
     case retry
+    /// waiting -> queued: the last dependency ended as the job's policy needs.
+    case ready
+    /// waiting -> failed: a dependency ended without success (the job's policy needs success).
+    case dependencyFailed(id: Int64, message: String)
 
     public var name: String {
         switch self {
@@ -34,6 +39,8 @@ public enum JobTransition: Sendable, Hashable {
         case .release: "release"
         case .cancel: "cancel"
         case .retry: "retry"
+        case .ready: "ready"
+        case .dependencyFailed: "fail for a dependency"
         }
     }
 }
@@ -115,17 +122,31 @@ public struct JobStateMachine: Sendable {
             next.runAt = now
             clearAttempt(&next)
 
-        case (.queued, .cancel), (.running, .cancel):
+        case (.queued, .cancel), (.running, .cancel), (.waiting, .cancel):
             next.state = .cancelled
+            next.waitingFor = 0
             finish(&next, at: now)
 
         case (.failed, .retry), (.dead, .retry), (.cancelled, .retry):
-            next.state = .queued
+            next.state = job.waitingFor > 0 ? .waiting : .queued
             next.attempt = 0
             next.runAt = now
             next.result = nil
             next.finishedAt = nil
+            next.blockedBy = nil
             clearAttempt(&next)
+
+        case (.waiting, .ready):
+            next.state = .queued
+            next.waitingFor = 0
+            next.runAt = max(job.runAt, now)
+
+        case let (.waiting, .dependencyFailed(id, message)):
+            next.state = .failed
+            next.waitingFor = 0
+            next.blockedBy = id
+            next.errors.append(Job.AttemptError(attempt: job.attempt, at: now, message: message))
+            finish(&next, at: now)
 
         default:
             throw .illegal(transition, from: job.state)

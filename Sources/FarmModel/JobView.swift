@@ -34,6 +34,12 @@ public struct JobView: Encodable {
     /// The lease of a job that holds one (running, or publishing): who holds it, until when.
     var worker: Worker?
     var updatedAt: Date
+    /// The jobs this one waits for (absent when none), whether it needs their success, how many have
+    /// not ended yet (a waiting job), and the one whose failure failed it.
+    var after: [Int64]?
+    var afterPolicy: String?
+    var waitingFor: Int?
+    var blockedBy: Int64?
     var errors: [AttemptErrorView]
     /// The worker's report (inspection, scan, export statistics), when the last attempt gave one.
     var result: AnyJSON?
@@ -67,6 +73,12 @@ public struct JobView: Encodable {
         if job.state == .running, let started = job.startedAt, let fraction = job.progress {
             etaSeconds = Self.eta(elapsed: now.timeIntervalSince(started), fraction: fraction)
         }
+        if !job.after.isEmpty {
+            after = job.after
+            afterPolicy = job.afterPolicy.rawValue
+            waitingFor = job.state == .waiting ? job.waitingFor : nil
+        }
+        blockedBy = job.blockedBy
         errors = job.errors.map { AttemptErrorView(attempt: $0.attempt, at: $0.at, message: $0.message) }
         result = job.result.flatMap { try? JSONDecoder().decode(AnyJSON.self, from: Data($0.utf8)) }
         manifest = try? JSONDecoder().decode(AnyJSON.self, from: Data(job.manifest.utf8))

@@ -169,7 +169,7 @@ private struct Walker {
     // MARK: - The manifest
 
     mutating func manifest(_ root: JSONValue) -> JobManifest? {
-        let keys = ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report", "overwrite"]
+        let keys = ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report", "overwrite", "after", "afterPolicy"]
         guard let o = object(root, "$", allowed: keys) else { return nil }
 
         if let v = o["version"] {
@@ -223,7 +223,33 @@ private struct Walker {
         var manifest = JobManifest(version: 1, name: name, edits: edits, scale: scale, audio: audio, scan: scan,
                                    export: export, report: report, baseDirectory: context.baseDirectory)
         manifest.overwrite = overwrite
+        if let a = o["after"] { manifest.after = after(a) }
+        manifest.afterPolicy = enumeration(o["afterPolicy"], "$.afterPolicy", AfterPolicy.self) ?? .success
         return manifest
+    }
+
+    /// `"after"`: job ids (numbers) and unique keys (strings), at most 10,000.
+    mutating func after(_ value: JSONValue) -> [JobReference] {
+        guard case .array(let items) = value else {
+            fail("$.after", "expected an array of job ids and unique keys, found \(value.kindName)")
+            return []
+        }
+        if items.count > 10_000 { fail("$.after", "names \(items.count) jobs; at most 10000") }
+        var result: [JobReference] = []
+        for (i, item) in items.enumerated() {
+            let p = "$.after[\(i)]"
+            switch item {
+            case .number(let text):
+                if let id = Int64(text), id > 0 { result.append(.id(id)) } else { fail(p, "\(text) is not a job id (a positive whole number)") }
+            case .string(let key):
+                if key.isEmpty { fail(p, "must not be empty") } else if key.count > 500 { fail(p, "a unique key has at most 500 characters") }
+                else { result.append(.key(key)) }
+            default:
+                fail(p, "expected a job id (a number) or a unique key (a string), found \(item.kindName)")
+            }
+        }
+        var seen = Set<JobReference>()
+        return result.filter { seen.insert($0).inserted }
     }
 
     /// No output may be an input (by path, or by identity: another spelling, a symbolic link, a hard

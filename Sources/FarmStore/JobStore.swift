@@ -12,10 +12,14 @@ public struct NewJob: Sendable, Hashable {
     public var runAt: Date?
     public var uniqueKey: String?
     public var timeout: Double?
+    /// Jobs this one waits for: each must exist (an id, or a key some job was submitted with, earlier or
+    /// earlier in the same submission), else the submission is refused.
+    public var after: [JobReference]
+    public var afterPolicy: AfterPolicy
 
     public init(name: String, manifest: String, baseDirectory: String, outputRoots: [String] = [], priority: Int = 0,
                 maxAttempts: Int = RetryPolicy.default.maxAttempts, runAt: Date? = nil, uniqueKey: String? = nil,
-                timeout: Double? = nil) {
+                timeout: Double? = nil, after: [JobReference] = [], afterPolicy: AfterPolicy = .success) {
         self.name = name
         self.manifest = manifest
         self.baseDirectory = baseDirectory
@@ -25,6 +29,8 @@ public struct NewJob: Sendable, Hashable {
         self.runAt = runAt
         self.uniqueKey = uniqueKey
         self.timeout = timeout
+        self.after = after
+        self.afterPolicy = afterPolicy
     }
 }
 
@@ -207,12 +213,14 @@ public enum JobStoreError: Error, Sendable, CustomStringConvertible {
     case unavailable(String)
     /// The queue URL itself is wrong (a usage error).
     case invalidLocation(String)
+    /// The submission cannot be taken as it is (a dependency that does not exist); nothing was queued.
+    case refused(String)
 
     public var description: String {
         switch self {
         case .notFound(let id): "no job \(id) in the queue"
         case let .transition(id, e): "job \(id): \(e.description)"
-        case .unavailable(let message), .invalidLocation(let message): message
+        case .unavailable(let message), .invalidLocation(let message), .refused(let message): message
         }
     }
 

@@ -26,6 +26,8 @@ public final class PostgresJobStore: JobStore {
     let machine: JobStateMachine
     /// `"schema".jobs`, quoted.
     let table: String
+    /// `"schema".job_dependencies`: who waits for whom.
+    let edges: String
     let channel: String
     /// postgres-nio's own messages (debug and trace); errors reach users through `JobStoreError`.
     static let logger = Logger(label: "mediafarm.queue.postgres")
@@ -45,6 +47,7 @@ public final class PostgresJobStore: JobStore {
         self.server = server
         self.machine = JobStateMachine(policy: policy)
         self.table = "\"\(server.schema)\".jobs"
+        self.edges = "\"\(server.schema)\".job_dependencies"
         self.channel = "\(server.schema)_work"
         self.deadline = max(server.connectTimeout, 5) + 5
         self.lanes = lanes
@@ -100,9 +103,9 @@ public final class PostgresJobStore: JobStore {
 
     public func enqueue(_ jobs: [NewJob], at now: Date) async throws(JobStoreError) -> [Enqueued] {
         guard !jobs.isEmpty else { return [] }
-        if jobs.count == 1, jobs[0].uniqueKey == nil {
-            // One job, no key: one statement (the notification goes out as it commits).
-            let ids = try await run(insertion(jobs[0], at: now, before: "WITH inserted AS (", after: """
+        if jobs.count == 1, jobs[0].uniqueKey == nil, jobs[0].after.isEmpty {
+            // One job, no key, no dependency: one statement (the notification goes out as it commits).
+            let ids = try await run(insertion(Self.newJob(jobs[0], at: now), before: "WITH inserted AS (", after: """
                 RETURNING id), notified AS (SELECT pg_notify('\(channel)', '')) SELECT id FROM inserted, notified
                 """)) { try $0.decode(Int64.self) }
             guard let id = ids.first else { throw .unavailable("\(location): the new job's id did not come back") }
@@ -120,32 +123,145 @@ public final class PostgresJobStore: JobStore {
         }
     }
 
-    /// The INSERT of one new job, with SQL of ours before and after it.
-    private func insertion(_ new: NewJob, at now: Date, before: String = "", after: String) -> PostgresQuery {
-        let job = Job(name: new.name, manifest: new.manifest, baseDirectory: new.baseDirectory, outputRoots: new.outputRoots,
+    static func newJob(_ new: NewJob, at now: Date) -> Job {
+        var job = Job(name: new.name, manifest: new.manifest, baseDirectory: new.baseDirectory, outputRoots: new.outputRoots,
                       priority: new.priority, maxAttempts: new.maxAttempts, runAt: new.runAt, uniqueKey: new.uniqueKey,
                       timeout: new.timeout, createdAt: now)
+        job.afterPolicy = new.afterPolicy
+        return job
+    }
+
+    /// The INSERT of one new job, with SQL of ours before and after it.
+    private func insertion(_ job: Job, before: String = "", after: String) -> PostgresQuery {
+        let now = job.createdAt.timeIntervalSince1970
         return """
             \(unescaped: before)INSERT INTO \(unescaped: table) (name, manifest, base_directory, output_roots, state, priority, attempt, max_attempts,
-                                             run_at, unique_key, timeout, created_at, updated_at)
-            VALUES (\(job.name), \(job.manifest), \(job.baseDirectory), \(JobCoding.json(job.outputRoots)), 'queued',
+                                             run_at, unique_key, timeout, created_at, updated_at, errors, after_ids, after_policy,
+                                             waiting_for, blocked_by, finished_at)
+            VALUES (\(job.name), \(job.manifest), \(job.baseDirectory), \(JobCoding.json(job.outputRoots)), \(job.state.rawValue),
                     \(job.priority), 0, \(job.maxAttempts), \(job.runAt.timeIntervalSince1970), \(job.uniqueKey), \(job.timeout),
-                    \(now.timeIntervalSince1970), \(now.timeIntervalSince1970))
+                    \(now), \(now), \(JobCoding.json(job.errors)), \(JobCoding.json(job.after)),
+                    \(job.after.isEmpty ? nil : job.afterPolicy.rawValue), \(Int64(job.waitingFor)), \(job.blockedBy),
+                    \(job.finishedAt?.timeIntervalSince1970))
             \(unescaped: after)
             """
     }
 
-    private func insert(_ new: NewJob, at now: Date, on c: some Queryable) async throws -> Enqueued {
+    private func insert(_ new: NewJob, at now: Date, on c: PostgresConnection) async throws -> Enqueued {
+        var job = Self.newJob(new, at: now)
+        if !new.after.isEmpty {
+            job.after = try await resolve(new.after, for: new.name, on: c)
+            Dependencies.start(&job, DependencyVerdict.of(try await dependencies(job.after, on: c), policy: job.afterPolicy), at: now)
+        }
         // A key held by a job that ends between the two statements: try again.
         for _ in 0..<10 {
-            let inserted = try await c.run(insertion(new, at: now, after: """
-                ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('queued', 'running') DO NOTHING RETURNING id
+            let inserted = try await c.run(insertion(job, after: """
+                ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('waiting', 'queued', 'running') DO NOTHING RETURNING id
                 """))
-            if let row = inserted.first { return Enqueued(id: try row.decode(Int64.self), inserted: true) }
-            let live = try await c.run("SELECT id FROM \(unescaped: table) WHERE unique_key = \(new.uniqueKey) AND state IN ('queued', 'running')")
+            if let row = inserted.first {
+                let id = try row.decode(Int64.self)
+                if !job.after.isEmpty {
+                    _ = try await c.run("INSERT INTO \(unescaped: edges) (depends_on, job_id) SELECT unnest(\(job.after)::int8[]), \(id)")
+                }
+                return Enqueued(id: id, inserted: true)
+            }
+            let live = try await c.run("""
+                SELECT id FROM \(unescaped: table) WHERE unique_key = \(new.uniqueKey) AND state IN ('waiting', 'queued', 'running')
+                """)
             if let row = live.first { return Enqueued(id: try row.decode(Int64.self), inserted: false) }
         }
         throw JobStoreError.unavailable("\(location): the unique key \(new.uniqueKey ?? "") keeps changing hands; try again")
+    }
+
+    /// The ids of the jobs `references` name; refused (nothing queued) when one names no job.
+    private func resolve(_ references: [JobReference], for name: String, on c: PostgresConnection) async throws -> [Int64] {
+        var ids: [Int64] = []
+        for reference in references {
+            let rows = switch reference {
+            case .id(let id): try await c.run("SELECT id FROM \(unescaped: table) WHERE id = \(id)")
+            case .key(let key): try await c.run("SELECT MAX(id) FROM \(unescaped: table) WHERE unique_key = \(key)")
+            }
+            guard let found = try rows.first?.decode(Int64?.self) else { throw JobStoreError.refused(Dependencies.unknown(reference, of: name)) }
+            if !ids.contains(found) { ids.append(found) }
+        }
+        return ids
+    }
+
+    /// The jobs `ids` as the dependency verdict needs them.
+    private func dependencies(_ ids: [Int64], on c: PostgresConnection) async throws -> [DependencyVerdict.Dependency] {
+        guard !ids.isEmpty else { return [] }
+        return try await c.run("SELECT id, name, state, errors FROM \(unescaped: table) WHERE id = ANY(\(ids))").map { row in
+            let (id, name, state, errors) = try row.decode((Int64, String, String, String).self)
+            return DependencyVerdict.Dependency(id: id, name: name, state: JobState(rawValue: state) ?? .dead,
+                                                lastError: JobCoding.decode([Job.AttemptError].self, errors)?.last?.message)
+        }
+    }
+
+    /// Applies and saves a transition to a row locked in this transaction, and follows it through the
+    /// jobs that wait: a job that ended releases (or fails) its dependents, a retried one brings back
+    /// those its failure had failed. `due`: a job became due (the caller notifies).
+    private func moved(_ job: Job, revision: Int64, _ t: JobTransition, at now: Date, on c: PostgresConnection) async throws -> (job: Job, due: Bool) {
+        let next = if case .retry = t {
+            try Dependencies.retried(job, DependencyVerdict.of(try await dependencies(job.after, on: c), policy: job.afterPolicy),
+                                     machine: machine, at: now)
+        } else {
+            try transition(job, t, now)
+        }
+        guard try await save(next, over: job, revision: revision, on: c) else {
+            throw JobStoreError.unavailable("\(location): job \(job.id) changed while locked")
+        }
+        if next.state.isTerminal && !job.state.isTerminal { return (next, try await release(next, at: now, on: c)) }
+        if job.state.isTerminal && next.state.isLive { try await unblock(next, at: now, on: c) }
+        return (next, next.state == .queued && next.runAt <= now)
+    }
+
+    /// After `ended` reached a terminal state: its waiting dependents count it as ended (queued when it
+    /// was their last) or fail naming it, and so on down the graph. True when a job became due.
+    private func release(_ ended: Job, at now: Date, on c: PostgresConnection) async throws -> Bool {
+        var due = false
+        var work = [ended]
+        while let done = work.popLast() {
+            let rows = try await c.run("""
+                SELECT \(unescaped: Self.columns()) FROM \(unescaped: table)
+                WHERE state = 'waiting' AND id IN (SELECT job_id FROM \(unescaped: edges) WHERE depends_on = \(done.id)) ORDER BY id FOR UPDATE
+                """)
+            for (dependent, revision) in try decodeJobs(rows) {
+                var next = dependent
+                switch Dependencies.release(&next, after: done) {
+                case .ready:
+                    next = try transition(next, .ready, now)
+                    due = true
+                case .waiting:
+                    next.updatedAt = now
+                case let .failed(id, message):
+                    next = try transition(next, .dependencyFailed(id: id, message: message), now)
+                    work.append(next)
+                }
+                guard try await save(next, over: dependent, revision: revision, on: c) else {
+                    throw JobStoreError.unavailable("\(location): job \(dependent.id) changed while locked")
+                }
+            }
+        }
+        return due
+    }
+
+    /// After `retried` left a terminal state: the jobs its failure had failed wait again (unless another
+    /// dependency of theirs failed too), and so on down the graph.
+    private func unblock(_ retried: Job, at now: Date, on c: PostgresConnection) async throws {
+        var work = [retried.id]
+        while let id = work.popLast() {
+            let rows = try await c.run("""
+                SELECT \(unescaped: Self.columns()) FROM \(unescaped: table) WHERE blocked_by = \(id) AND state = 'failed' ORDER BY id FOR UPDATE
+                """)
+            for (job, revision) in try decodeJobs(rows) {
+                let verdict = DependencyVerdict.of(try await dependencies(job.after, on: c), policy: job.afterPolicy)
+                let next = try Dependencies.unblocked(job, verdict, machine: machine, at: now)
+                guard try await save(next, over: job, revision: revision, on: c) else {
+                    throw JobStoreError.unavailable("\(location): job \(job.id) changed while locked")
+                }
+                if next.state.isLive { work.append(next.id) }
+            }
+        }
     }
 
     /// One prepared statement (`ClaimStatement`).
@@ -196,7 +312,13 @@ public final class PostgresJobStore: JobStore {
     public func finish(id: Int64, token: String, outcome: AttemptOutcome, at now: Date) async throws(JobStoreError) -> Job {
         if case .succeeded(let result) = outcome {
             let rows = try await execute(SucceedStatement(id: id, token: token, result: result, now: now.timeIntervalSince1970))
-            if let done = try decodeJobs(rows).first { return done.job }
+            if let done = try decodeJobs(rows).first {
+                // Jobs whose last dependency this was are due: wake the coordinators.
+                if let row = rows.first, (try? row.makeRandomAccess()[29].decode(Int64.self)) ?? 0 > 0 {
+                    _ = try? await run("SELECT pg_notify(\(channel), '')")
+                }
+                return done.job
+            }
         }
         return try await change(id, SQLiteJobStore.transition(token, outcome), at: now)
     }
@@ -216,12 +338,9 @@ public final class PostgresJobStore: JobStore {
                     continue
                 }
                 do {
-                    let next = try transition(job, SQLiteJobStore.transition(a.token, a.outcome), now)
-                    guard try await save(next, over: job, revision: revision, on: c) else {
-                        throw JobStoreError.unavailable("\(location): job \(a.id) changed while locked")
-                    }
+                    let (next, due) = try await moved(job, revision: revision, SQLiteJobStore.transition(a.token, a.outcome), at: now, on: c)
                     jobs[a.id] = (next, revision + 1)
-                    wake = wake || (next.state == .queued && next.runAt <= now)
+                    wake = wake || due
                     results.append(.success(next))
                 } catch let e as JobStoreError {
                     results.append(.failure(e))
@@ -243,11 +362,13 @@ public final class PostgresJobStore: JobStore {
                 ORDER BY id FOR UPDATE SKIP LOCKED
                 """)
             var rescued: [Job] = []
+            var wake = false
             for (job, revision) in try decodeJobs(rows) {
-                if try await save(try transition(job, .expire, now), over: job, revision: revision, on: c) {
-                    rescued.append(job)
-                }
+                let (_, due) = try await moved(job, revision: revision, .expire, at: now, on: c)
+                rescued.append(job)
+                wake = wake || due
             }
+            if wake { _ = try await c.run("SELECT pg_notify(\(channel), '')") }
             return rescued
         }
     }
@@ -312,11 +433,18 @@ public final class PostgresJobStore: JobStore {
     }
 
     public func prune(finishedBefore date: Date, limit: Int) async throws(JobStoreError) -> Int {
+        // With their edges: nothing waits for a job that ended any more, and it waits for nothing.
         return try await run("""
-            DELETE FROM \(unescaped: table) WHERE id IN (
-                SELECT id FROM \(unescaped: table) WHERE state IN ('succeeded', 'failed', 'cancelled', 'dead')
-                AND finished_at < \(date.timeIntervalSince1970) ORDER BY finished_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-            RETURNING id
+            WITH pruned AS (
+                DELETE FROM \(unescaped: table) WHERE id IN (
+                    SELECT id FROM \(unescaped: table) WHERE state IN ('succeeded', 'failed', 'cancelled', 'dead')
+                    AND finished_at < \(date.timeIntervalSince1970) ORDER BY finished_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                RETURNING id, after_ids),
+            edges AS (
+                DELETE FROM \(unescaped: edges) AS e USING pruned
+                WHERE e.depends_on = pruned.id
+                   OR (e.job_id = pruned.id AND e.depends_on = ANY(SELECT jsonb_array_elements_text(pruned.after_ids::jsonb)::int8)))
+            SELECT id FROM pruned
             """).count
     }
 
@@ -370,19 +498,16 @@ public final class PostgresJobStore: JobStore {
 
     // MARK: - Rows
 
-    /// Read, apply, write back under the revision and token read (retried when another writer got
-    /// there first). Two statements, no transaction held open.
+    /// Locks the row, applies the transition and follows it through the jobs that wait for it, in one
+    /// transaction.
     private func change(_ id: Int64, _ t: JobTransition, at now: Date) async throws(JobStoreError) -> Job {
-        for _ in 0..<20 {
-            guard let (job, revision) = try await fetch(id) else { throw .notFound(id) }
-            let next = try transition(job, t, now)
-            let saved = try await call { [self, lanes] in try await lanes.with { c in try await save(next, over: job, revision: revision, on: c) } }
-            if saved {
-                if next.state == .queued && next.runAt <= now { _ = try? await run("SELECT pg_notify(\(channel), '')") }
-                return next
-            }
+        try await transaction { [self] c in
+            let rows = try await c.run("SELECT \(unescaped: Self.columns()) FROM \(unescaped: table) WHERE id = \(id) FOR UPDATE")
+            guard let (job, revision) = try decodeJobs(rows).first else { throw JobStoreError.notFound(id) }
+            let (next, due) = try await moved(job, revision: revision, t, at: now, on: c)
+            if due { _ = try await c.run("SELECT pg_notify(\(channel), '')") }
+            return next
         }
-        throw .unavailable("\(location): job \(id) keeps changing under this change; try again")
     }
 
     private func transition(_ job: Job, _ t: JobTransition, _ now: Date) throws(JobStoreError) -> Job {
@@ -407,7 +532,7 @@ public final class PostgresJobStore: JobStore {
                 progress = \(job.progress), phase = \(job.phase), worker_pid = \(job.workerPID.map(Int64.init)),
                 started_at = \(job.startedAt?.timeIntervalSince1970), finished_at = \(job.finishedAt?.timeIntervalSince1970),
                 updated_at = \(job.updatedAt.timeIntervalSince1970), result = \(job.result), errors = \(JobCoding.json(job.errors)),
-                revision = revision + 1
+                waiting_for = \(Int64(job.waitingFor)), blocked_by = \(job.blockedBy), revision = revision + 1
             WHERE id = \(job.id) AND revision = \(revision) AND lease_token IS NOT DISTINCT FROM \(old.lease?.token)
             RETURNING id
             """)
@@ -444,7 +569,11 @@ public final class PostgresJobStore: JobStore {
                 job.updatedAt = try date(21) ?? job.createdAt
                 job.result = try r[22].decode(String?.self)
                 job.errors = JobCoding.decode([Job.AttemptError].self, try r[23].decode(String.self)) ?? []
-                return (job, try r[24].decode(Int64.self))
+                job.after = JobCoding.decode([Int64].self, try r[24].decode(String.self)) ?? []
+                job.afterPolicy = try r[25].decode(String?.self).flatMap(AfterPolicy.init(rawValue:)) ?? .success
+                job.waitingFor = try r[26].decode(Int.self)
+                job.blockedBy = try r[27].decode(Int64?.self)
+                return (job, try r[28].decode(Int64.self))
             }
         } catch {
             throw .unavailable("\(location): a job row could not be read: \(Self.describe(error))")
@@ -476,17 +605,27 @@ public final class PostgresJobStore: JobStore {
     }
 
     /// A transaction on one pooled connection, committed when `body` returns, rolled back when it throws.
+    /// A deadlock (two transactions locking the same jobs in different orders, as dependents are released
+    /// down a graph) is tried again.
     private func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(JobStoreError) -> T {
         try await call { [lanes] in
-            try await lanes.with { connection in
-                try await connection.query("BEGIN", logger: Self.logger)
+            var attempt = 0
+            while true {
+                attempt += 1
                 do {
-                    let value = try await body(connection)
-                    try await connection.query("COMMIT", logger: Self.logger)
-                    return value
-                } catch {
-                    _ = try? await connection.query("ROLLBACK", logger: Self.logger)
-                    throw error
+                    return try await lanes.with { connection in
+                        try await connection.query("BEGIN", logger: Self.logger)
+                        do {
+                            let value = try await body(connection)
+                            try await connection.query("COMMIT", logger: Self.logger)
+                            return value
+                        } catch {
+                            _ = try? await connection.query("ROLLBACK", logger: Self.logger)
+                            throw error
+                        }
+                    }
+                } catch let error as PSQLError where attempt < 5 && ["40P01", "40001"].contains(error.serverInfo?[.sqlState] ?? "") {
+                    try await Task.sleep(for: .milliseconds(Int.random(in: 1...(10 * attempt))))
                 }
             }
         }

@@ -48,6 +48,31 @@ enum PostgresSchema {
         ],
         LibrarySchema.statements(.postgres),
         CoordinatorRegistry.statements(.postgres),
+        [
+            // Jobs that wait for others.
+            """
+            ALTER TABLE {schema}.jobs DROP CONSTRAINT jobs_state_check,
+                ADD CONSTRAINT jobs_state_check CHECK (state IN ('waiting', 'queued', 'running', 'succeeded', 'failed', 'cancelled', 'dead')),
+                ADD COLUMN after_ids TEXT NOT NULL DEFAULT '[]',
+                ADD COLUMN after_policy TEXT,
+                ADD COLUMN waiting_for BIGINT NOT NULL DEFAULT 0,
+                ADD COLUMN blocked_by BIGINT
+            """,
+            "DROP INDEX {schema}.jobs_unique_live",
+            """
+            CREATE UNIQUE INDEX jobs_unique_live ON {schema}.jobs (unique_key)
+                WHERE unique_key IS NOT NULL AND state IN ('waiting', 'queued', 'running')
+            """,
+            "CREATE INDEX jobs_keys ON {schema}.jobs (unique_key, id) WHERE unique_key IS NOT NULL",
+            "CREATE INDEX jobs_blocked ON {schema}.jobs (blocked_by) WHERE blocked_by IS NOT NULL",
+            """
+            CREATE TABLE {schema}.job_dependencies (
+                depends_on BIGINT NOT NULL,
+                job_id BIGINT NOT NULL,
+                PRIMARY KEY (depends_on, job_id)
+            )
+            """,
+        ],
     ]
 
     /// Checks the schema's version, creating or upgrading it with `migrate` (concurrent migrators wait

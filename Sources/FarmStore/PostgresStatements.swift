@@ -37,13 +37,25 @@ struct ClaimStatement: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 }
 
-/// running -> succeeded where the token still holds: what `JobStateMachine`'s succeed sets. Prepared.
+/// running -> succeeded where the token still holds: what `JobStateMachine`'s succeed sets; and in the
+/// same statement, what it means for the jobs waiting for this one: one dependency fewer, `ready`
+/// (queued, runAt at the latest now) for those whose last it was. The last column counts those. Prepared.
 struct SucceedStatement: PostgresPreparedStatement {
     static let sql = """
-        UPDATE jobs SET state = 'succeeded', result = $3, progress = 1, phase = 'done', finished_at = $4, lease_owner = NULL,
-            lease_token = NULL, lease_expires_at = NULL, worker_pid = NULL, updated_at = $4, revision = revision + 1
-        WHERE id = $1 AND state = 'running' AND lease_token = $2
-        RETURNING \(PostgresJobStore.columns())
+        WITH done AS (
+            UPDATE jobs SET state = 'succeeded', result = $3, progress = 1, phase = 'done', finished_at = $4, lease_owner = NULL,
+                lease_token = NULL, lease_expires_at = NULL, worker_pid = NULL, updated_at = $4, revision = revision + 1
+            WHERE id = $1 AND state = 'running' AND lease_token = $2
+            RETURNING \(PostgresJobStore.columns())),
+        released AS (
+            UPDATE jobs AS d SET waiting_for = d.waiting_for - 1,
+                state = CASE WHEN d.waiting_for <= 1 THEN 'queued' ELSE 'waiting' END,
+                run_at = CASE WHEN d.waiting_for <= 1 THEN GREATEST(d.run_at, $4) ELSE d.run_at END,
+                updated_at = $4, revision = d.revision + 1
+            FROM job_dependencies AS e, done
+            WHERE e.depends_on = done.id AND d.id = e.job_id AND d.state = 'waiting'
+            RETURNING d.state)
+        SELECT done.*, (SELECT COUNT(*) FROM released WHERE released.state = 'queued') FROM done
         """
     static let bindingDataTypes: [PostgresDataType] = [.int8, .text, .text, .float8]
 

@@ -122,6 +122,64 @@ public final class SQLiteJobStore: JobStore {
         migrator.registerMigration("v4 coordinators") { db in
             for statement in CoordinatorRegistry.statements(.sqlite) { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v5 dependencies") { db in
+            // A new state (`waiting`) changes the state column's CHECK: SQLite rebuilds the table for it.
+            let sequence = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'jobs'")
+            let kept = """
+                id, name, manifest, base_directory, output_roots, state, priority, attempt, max_attempts, run_at, unique_key, timeout, \
+                lease_owner, lease_token, lease_expires_at, progress, phase, worker_pid, created_at, started_at, finished_at, updated_at, \
+                result, errors
+                """
+            try db.execute(sql: """
+                CREATE TABLE jobs_v5 (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    name TEXT NOT NULL,
+                    manifest TEXT NOT NULL,
+                    base_directory TEXT NOT NULL,
+                    output_roots TEXT NOT NULL DEFAULT '[]',
+                    state TEXT NOT NULL CHECK (state IN ('waiting','queued','running','succeeded','failed','cancelled','dead')),
+                    priority INTEGER NOT NULL DEFAULT 0,
+                    attempt INTEGER NOT NULL DEFAULT 0,
+                    max_attempts INTEGER NOT NULL,
+                    run_at REAL NOT NULL,
+                    unique_key TEXT,
+                    timeout REAL,
+                    lease_owner TEXT,
+                    lease_token TEXT,
+                    lease_expires_at REAL,
+                    progress REAL,
+                    phase TEXT,
+                    worker_pid INTEGER,
+                    created_at REAL NOT NULL,
+                    started_at REAL,
+                    finished_at REAL,
+                    updated_at REAL NOT NULL,
+                    result TEXT,
+                    errors TEXT NOT NULL DEFAULT '[]',
+                    after_ids TEXT NOT NULL DEFAULT '[]',
+                    after_policy TEXT,
+                    waiting_for INTEGER NOT NULL DEFAULT 0,
+                    blocked_by INTEGER
+                );
+                INSERT INTO jobs_v5 (\(kept)) SELECT \(kept) FROM jobs;
+                DROP TABLE jobs;
+                ALTER TABLE jobs_v5 RENAME TO jobs;
+                CREATE INDEX jobs_claimable ON jobs(priority DESC, run_at, id) WHERE state = 'queued';
+                CREATE INDEX jobs_leases ON jobs(lease_expires_at) WHERE state = 'running';
+                CREATE UNIQUE INDEX jobs_unique_live ON jobs(unique_key)
+                    WHERE unique_key IS NOT NULL AND state IN ('waiting', 'queued', 'running');
+                CREATE INDEX jobs_finished ON jobs(finished_at) WHERE finished_at IS NOT NULL;
+                CREATE INDEX jobs_keys ON jobs(unique_key, id) WHERE unique_key IS NOT NULL;
+                CREATE INDEX jobs_blocked ON jobs(blocked_by) WHERE blocked_by IS NOT NULL;
+                CREATE TABLE job_dependencies (
+                    depends_on INTEGER NOT NULL,
+                    job_id INTEGER NOT NULL,
+                    PRIMARY KEY (depends_on, job_id)
+                ) WITHOUT ROWID;
+                """)
+            // Ids are never reused, pruned ones included.
+            if let sequence { try db.execute(sql: "UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = 'jobs'", arguments: [sequence]) }
+        }
         return migrator
     }
 
@@ -144,23 +202,109 @@ public final class SQLiteJobStore: JobStore {
         return try await write { [self] db in
             try jobs.map { new in
                 if let key = new.uniqueKey,
-                   let live = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM jobs WHERE unique_key = ? AND state IN ('queued', 'running')"),
+                   let live = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM jobs WHERE unique_key = ? AND state IN ('waiting', 'queued', 'running')"),
                                                  arguments: [key]) {
                     return Enqueued(id: live, inserted: false)
                 }
-                let job = Job(name: new.name, manifest: new.manifest, baseDirectory: new.baseDirectory, outputRoots: new.outputRoots,
+                var job = Job(name: new.name, manifest: new.manifest, baseDirectory: new.baseDirectory, outputRoots: new.outputRoots,
                               priority: new.priority, maxAttempts: new.maxAttempts, runAt: new.runAt, uniqueKey: new.uniqueKey,
                               timeout: new.timeout, createdAt: now)
+                job.afterPolicy = new.afterPolicy
+                if !new.after.isEmpty {
+                    job.after = try resolve(new.after, for: new.name, db)
+                    Dependencies.start(&job, DependencyVerdict.of(try dependencies(job.after, db), policy: job.afterPolicy), at: now)
+                }
                 try db.cachedStatement(sql: """
                     INSERT INTO jobs (name, manifest, base_directory, output_roots, state, priority, attempt, max_attempts, run_at,
-                                      unique_key, timeout, created_at, updated_at, errors)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '[]')
+                                      unique_key, timeout, created_at, updated_at, errors, after_ids, after_policy, waiting_for, blocked_by,
+                                      finished_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """).execute(arguments: [job.name, job.manifest, job.baseDirectory, JobCoding.json(job.outputRoots), job.state.rawValue,
                                      job.priority, job.attempt, job.maxAttempts, job.runAt.timeIntervalSince1970, job.uniqueKey,
-                                     job.timeout, now.timeIntervalSince1970, now.timeIntervalSince1970])
-                return Enqueued(id: db.lastInsertedRowID, inserted: true)
+                                     job.timeout, now.timeIntervalSince1970, now.timeIntervalSince1970, JobCoding.json(job.errors),
+                                     JobCoding.json(job.after), job.after.isEmpty ? nil : job.afterPolicy.rawValue, job.waitingFor,
+                                     job.blockedBy, job.finishedAt?.timeIntervalSince1970])
+                let id = db.lastInsertedRowID
+                for dependency in job.after {
+                    try db.cachedStatement(sql: "INSERT INTO job_dependencies (depends_on, job_id) VALUES (?, ?)").execute(arguments: [dependency, id])
+                }
+                return Enqueued(id: id, inserted: true)
             }
         }
+    }
+
+    /// The ids of the jobs `references` name; refused (nothing queued) when one names no job.
+    private func resolve(_ references: [JobReference], for name: String, _ db: Database) throws -> [Int64] {
+        var ids: [Int64] = []
+        for reference in references {
+            let found: Int64? = switch reference {
+            case .id(let id): try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM jobs WHERE id = ?"), arguments: [id])
+            case .key(let key):
+                try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(id) FROM jobs WHERE unique_key = ?"), arguments: [key])
+            }
+            guard let found else { throw JobStoreError.refused(Dependencies.unknown(reference, of: name)) }
+            if !ids.contains(found) { ids.append(found) }
+        }
+        return ids
+    }
+
+    /// The jobs `ids` as the dependency verdict needs them.
+    private func dependencies(_ ids: [Int64], _ db: Database) throws -> [DependencyVerdict.Dependency] {
+        guard !ids.isEmpty else { return [] }
+        return try Row.fetchAll(db, sql: "SELECT id, name, state, errors FROM jobs WHERE id IN (\(ids.map { String($0) }.joined(separator: ",")))").map { row in
+            DependencyVerdict.Dependency(id: row[0], name: row[1], state: JobState(rawValue: row[2]) ?? .dead,
+                                         lastError: JobCoding.decode([Job.AttemptError].self, row[3])?.last?.message)
+        }
+    }
+
+    /// After `ended` reached a terminal state: its waiting dependents count it as ended (queued when it
+    /// was their last) or fail naming it, and so on down the graph. True when a job became due.
+    private func release(_ ended: Job, at now: Date, _ db: Database) throws -> Bool {
+        var due = false
+        var work = [ended]
+        while let done = work.popLast() {
+            let dependents = try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT \(Self.columns) FROM jobs WHERE state = 'waiting' AND id IN (SELECT job_id FROM job_dependencies WHERE depends_on = ?)
+                """), arguments: [done.id]).map(Self.job)
+            for var dependent in dependents {
+                switch Dependencies.release(&dependent, after: done) {
+                case .ready:
+                    try save(try transition(dependent, .ready, now), db)
+                    due = true
+                case .waiting:
+                    dependent.updatedAt = now
+                    try save(dependent, db)
+                case let .failed(id, message):
+                    let failed = try transition(dependent, .dependencyFailed(id: id, message: message), now)
+                    try save(failed, db)
+                    work.append(failed)
+                }
+            }
+        }
+        return due
+    }
+
+    /// After `retried` left a terminal state: the jobs its failure had failed wait again (unless another
+    /// dependency of theirs failed too), and so on down the graph.
+    private func unblock(_ retried: Job, at now: Date, _ db: Database) throws {
+        var work = [retried.id]
+        while let id = work.popLast() {
+            let blocked = try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT \(Self.columns) FROM jobs WHERE blocked_by = ? AND state = 'failed'
+                """), arguments: [id]).map(Self.job)
+            for job in blocked {
+                let verdict = DependencyVerdict.of(try dependencies(job.after, db), policy: job.afterPolicy)
+                let next = try Dependencies.unblocked(job, verdict, machine: machine, at: now)
+                try save(next, db)
+                if next.state.isLive { work.append(next.id) }
+            }
+        }
+    }
+
+    /// A job's retry: its dependencies decide whether it waits; one that failed refuses it.
+    private func retried(_ job: Job, at now: Date, _ db: Database) throws -> Job {
+        let verdict = DependencyVerdict.of(try dependencies(job.after, db), policy: job.afterPolicy)
+        return try Dependencies.retried(job, verdict, machine: machine, at: now)
     }
 
     public func claim(limit: Int, owner: String, leaseDuration: Double, at now: Date) async throws(JobStoreError) -> [Job] {
@@ -217,25 +361,29 @@ public final class SQLiteJobStore: JobStore {
     }
 
     public func finish(_ attempts: [FinishedAttempt], at now: Date) async throws(JobStoreError) -> [Result<Job, JobStoreError>] {
-        // A released job is due again at once.
-        defer { if attempts.contains(where: { if case .released = $0.outcome { true } else { false } }) { doorbell.ring() } }
         guard !attempts.isEmpty else { return [] }
-        return try await write { [self] db in
+        // A released job is due again at once, and so is a job whose last dependency succeeded.
+        var due = attempts.contains(where: { if case .released = $0.outcome { true } else { false } })
+        defer { if due { doorbell.ring() } }
+        let (results, released) = try await write { [self] db in
             let ids = attempts.map { String($0.id) }.joined(separator: ",")
             let rows = try Array(Row.fetchCursor(db, sql: "SELECT \(Self.columns) FROM jobs WHERE id IN (\(ids))").map(Self.job))
             var jobs = Dictionary(rows.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-            return try attempts.map { a in
-                guard let job = jobs[a.id] else { return .failure(JobStoreError.notFound(a.id)) }
+            var released = false
+            return (try attempts.map { a in
+                guard let job = jobs[a.id] else { return Result<Job, JobStoreError>.failure(.notFound(a.id)) }
                 do {
-                    let next = try transition(job, Self.transition(a.token, a.outcome), now)
-                    try save(next, db)
+                    let (next, due) = try moved(job, Self.transition(a.token, a.outcome), now, db)
+                    released = released || due
                     jobs[a.id] = next
                     return .success(next)
                 } catch let e as JobStoreError {
                     return .failure(e)
                 }
-            }
+            }, released)
         }
+        due = due || released
+        return results
     }
 
     static func transition(_ token: String, _ outcome: AttemptOutcome) -> JobTransition {
@@ -254,7 +402,7 @@ public final class SQLiteJobStore: JobStore {
                 AND (phase IS NOT 'publishing' OR lease_expires_at <= ?)
                 """, arguments: [now.timeIntervalSince1970, now.timeIntervalSince1970 - publishingGrace]).map(Self.job)
             for job in expired {
-                try save(try transition(job, .expire, now), db)
+                _ = try moved(job, .expire, now, db)
             }
             return expired
         }
@@ -344,11 +492,19 @@ public final class SQLiteJobStore: JobStore {
 
     public func prune(finishedBefore date: Date, limit: Int) async throws(JobStoreError) -> Int {
         try await write { [self] db in
-            try db.execute(sql: """
-                DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE state IN ('succeeded', 'failed', 'cancelled', 'dead')
-                                              AND finished_at < ? ORDER BY finished_at LIMIT ?)
-                """, arguments: [date.timeIntervalSince1970, limit])
-            return db.changesCount
+            let pruned = try Row.fetchAll(db, sql: """
+                SELECT id, after_ids FROM jobs WHERE state IN ('succeeded', 'failed', 'cancelled', 'dead')
+                AND finished_at < ? ORDER BY finished_at LIMIT ?
+                """, arguments: [date.timeIntervalSince1970, limit]).map { row in (id: row[0] as Int64, after: JobCoding.decode([Int64].self, row[1]) ?? []) }
+            for job in pruned {
+                try db.cachedStatement(sql: "DELETE FROM jobs WHERE id = ?").execute(arguments: [job.id])
+                // Its edges: nothing waits for a job that ended any more, and it waits for nothing.
+                try db.cachedStatement(sql: "DELETE FROM job_dependencies WHERE depends_on = ?").execute(arguments: [job.id])
+                for dependency in job.after {
+                    try db.cachedStatement(sql: "DELETE FROM job_dependencies WHERE depends_on = ? AND job_id = ?").execute(arguments: [dependency, job.id])
+                }
+            }
+            return pruned.count
         }
     }
 
@@ -388,12 +544,23 @@ public final class SQLiteJobStore: JobStore {
     // MARK: - Rows
 
     private func change(_ id: Int64, _ transition: JobTransition, at now: Date) async throws(JobStoreError) -> Job {
-        try await write { [self] db in
+        let (job, due) = try await write { [self] db in
             guard let job = try fetch(id, db) else { throw JobStoreError.notFound(id) }
-            let next = try self.transition(job, transition, now)
-            try save(next, db)
-            return next
+            return try moved(job, transition, now, db)
         }
+        if due { doorbell.ring() }
+        return job
+    }
+
+    /// Applies and saves a transition, and follows it through the jobs that wait: a job that ended
+    /// releases (or fails) its dependents, a retried one brings back those its failure had failed.
+    /// `due`: a job became due.
+    private func moved(_ job: Job, _ t: JobTransition, _ now: Date, _ db: Database) throws -> (job: Job, due: Bool) {
+        let next = if case .retry = t { try retried(job, at: now, db) } else { try transition(job, t, now) }
+        try save(next, db)
+        if next.state.isTerminal && !job.state.isTerminal { return (next, try release(next, at: now, db)) }
+        if job.state.isTerminal && next.state.isLive { try unblock(next, at: now, db) }
+        return (next, false)
     }
 
     private func transition(_ job: Job, _ t: JobTransition, _ now: Date) throws -> Job {
@@ -413,13 +580,13 @@ public final class SQLiteJobStore: JobStore {
         try db.cachedStatement(sql: """
             UPDATE jobs SET state = ?, priority = ?, attempt = ?, max_attempts = ?, run_at = ?, lease_owner = ?, lease_token = ?,
                 lease_expires_at = ?, progress = ?, phase = ?, worker_pid = ?, started_at = ?, finished_at = ?, updated_at = ?,
-                result = ?, errors = ?
+                result = ?, errors = ?, waiting_for = ?, blocked_by = ?
             WHERE id = ?
             """).execute(arguments: [
                 job.state.rawValue, job.priority, job.attempt, job.maxAttempts, job.runAt.timeIntervalSince1970,
                 job.lease?.owner, job.lease?.token, job.lease?.expiresAt.timeIntervalSince1970, job.progress, job.phase,
                 job.workerPID.map { Int64($0) }, job.startedAt?.timeIntervalSince1970, job.finishedAt?.timeIntervalSince1970,
-                job.updatedAt.timeIntervalSince1970, job.result, JobCoding.json(job.errors), job.id,
+                job.updatedAt.timeIntervalSince1970, job.result, JobCoding.json(job.errors), job.waitingFor, job.blockedBy, job.id,
             ])
     }
 
@@ -428,7 +595,7 @@ public final class SQLiteJobStore: JobStore {
     static let columns = """
         id, name, manifest, base_directory, output_roots, priority, max_attempts, run_at, unique_key, timeout, created_at, \
         state, attempt, lease_owner, lease_token, lease_expires_at, progress, phase, worker_pid, started_at, finished_at, \
-        updated_at, result, errors
+        updated_at, result, errors, after_ids, after_policy, waiting_for, blocked_by
         """
 
     static func job(_ row: Row) -> Job {
@@ -450,6 +617,10 @@ public final class SQLiteJobStore: JobStore {
         job.updatedAt = date(21) ?? job.createdAt
         job.result = row[22]
         job.errors = JobCoding.decode([Job.AttemptError].self, row[23]) ?? []
+        job.after = JobCoding.decode([Int64].self, row[24]) ?? []
+        job.afterPolicy = (row[25] as String?).flatMap(AfterPolicy.init(rawValue:)) ?? .success
+        job.waitingFor = row[26]
+        job.blockedBy = row[27]
         return job
     }
 

@@ -149,7 +149,7 @@ struct BatchResult: Encodable {
         report = result?.report
         switch job.state {
         case .succeeded: error = nil
-        case .queued, .running: error = "not finished: the batch was stopped"
+        case .waiting, .queued, .running: error = "not finished: the batch was stopped"
         case .cancelled: error = "cancelled"
         case .failed, .dead: error = job.errors.last?.message ?? result?.error ?? "failed"
         }

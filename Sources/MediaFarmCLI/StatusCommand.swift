@@ -79,6 +79,15 @@ struct StatusCommand: AsyncParsableCommand {
         }
     }
 
+    /// "job 3", "jobs 3, 4 and 7", "jobs 3, 4, 5 and 97 more".
+    static func jobList(_ ids: [Int64]) -> String {
+        let shown = ids.prefix(ids.count > 5 ? 3 : 5).map(String.init)
+        let more = ids.count - shown.count
+        if ids.count == 1 { return "job \(ids[0])" }
+        if more > 0 { return "jobs " + shown.joined(separator: ", ") + " and \(more) more" }
+        return "jobs " + shown.dropLast().joined(separator: ", ") + " and " + shown.last!
+    }
+
     /// One line per job: id, name, state, attempts, progress bar or outcome.
     static func table(_ jobs: [Job]) -> String {
         guard !jobs.isEmpty else { return "no jobs\n" }
@@ -96,6 +105,9 @@ struct StatusCommand: AsyncParsableCommand {
                 if let lease = job.lease {
                     detail += " (" + Job.host(ofOwner: lease.owner) + (job.workerPID.map { ", pid \($0)" } ?? "") + ")"
                 }
+            case .waiting:
+                detail = "waits for " + StatusCommand.jobList(job.after) + " (\(job.waitingFor) not ended"
+                    + (job.afterPolicy == .always ? "; runs however they end)" : ")")
             case .queued:
                 let wait = job.runAt.timeIntervalSinceNow
                 detail = wait > 0.5 ? String(format: "starts in %.0f s", wait) : "waiting for a worker"

@@ -36,6 +36,14 @@ struct SubmitCommand: AsyncParsableCommand {
     @Option(name: .customLong("unique-key"), help: "At most one live job per key.")
     var uniqueKey: String?
 
+    @Option(name: .customLong("after"), help: ArgumentHelp(
+        "Run only after this job succeeded: an id, or a key given with --unique-key to an earlier submission (repeatable).",
+        valueName: "id|key"))
+    var after: [String] = []
+
+    @Option(name: .customLong("after-policy"), help: "success (default): a dependency that fails fails these jobs; always: run once every dependency ended.")
+    var afterPolicy: AfterPolicy?
+
     @Option(name: .customLong("max-attempts"), parsing: .unconditional, help: "Attempts before a crashing job is dead.")
     var maxAttempts: Int = RetryPolicy.default.maxAttempts
 
@@ -66,6 +74,9 @@ struct SubmitCommand: AsyncParsableCommand {
         if let timeout, timeout <= 0 { throw ValidationError("--timeout must be positive") }
         guard delay >= 0 else { throw ValidationError("--delay cannot be negative") }
         if album != nil && manifests.count != 1 { throw ValidationError("--album takes one manifest template") }
+        for text in after where JobReference(parsing: text) == nil {
+            throw ValidationError("--after \(text): give a job id (a positive number) or a unique key (key:NAME for a key of digits)")
+        }
     }
 
     func run() async throws {
@@ -73,9 +84,12 @@ struct SubmitCommand: AsyncParsableCommand {
         let roots = OutputRoots.chosen(outputRoots)
 
         let runAt = delay > 0 ? Date().addingTimeInterval(delay) : nil
+        let dependencies = after.compactMap(JobReference.init(parsing:))
         let make = { (manifest: JobManifest, text: String) in
             NewJob(name: manifest.name, manifest: text, baseDirectory: manifest.baseDirectory, outputRoots: roots ?? [],
-                   priority: priority, maxAttempts: maxAttempts, runAt: runAt, uniqueKey: uniqueKey, timeout: timeout)
+                   priority: priority, maxAttempts: maxAttempts, runAt: runAt, uniqueKey: uniqueKey, timeout: timeout,
+                   after: manifest.after + dependencies.filter { !manifest.after.contains($0) },
+                   afterPolicy: afterPolicy ?? manifest.afterPolicy)
         }
         let token = try library.token()
         var sources: [[String]] = []
@@ -113,6 +127,8 @@ struct SubmitCommand: AsyncParsableCommand {
         let queued: [Enqueued]
         do {
             queued = try await store.enqueue(jobs, at: Date())
+        } catch .refused(let message) {
+            throw CLIError(message, status: ExitStatus.usage)
         } catch {
             throw CLIError("\(error); nothing was queued")
         }
@@ -123,8 +139,9 @@ struct SubmitCommand: AsyncParsableCommand {
             print(String(decoding: try JSONEncoder.sortedPretty().encode(rows), as: UTF8.self))
         } else {
             for (job, q) in zip(jobs, queued) {
-                print(q.inserted ? "queued job \(q.id) (\(job.name))"
-                                 : "job \(q.id) already holds key \(uniqueKey ?? ""): \(job.name) not queued again")
+                print(!q.inserted ? "job \(q.id) already holds key \(uniqueKey ?? ""): \(job.name) not queued again"
+                      : job.after.isEmpty ? "queued job \(q.id) (\(job.name))"
+                      : "queued job \(q.id) (\(job.name)), after \(job.after.map(\.description).joined(separator: ", "))")
             }
         }
         if wait {
@@ -261,6 +278,8 @@ struct SubmitCommand: AsyncParsableCommand {
         return files
     }
 }
+
+extension AfterPolicy: ExpressibleByArgument {}
 
 struct SubmittedJob: Encodable {
     var id: Int64

@@ -25,10 +25,13 @@ import Testing
         .release(token: "tok"),
         .cancel,
         .retry,
+        .ready,
+        .dependencyFailed(id: 3, message: "dependency job 3 (scan) failed"),
     ]
 
     /// The whole table: which state each transition leads to from each state, nil where it is illegal.
     static let table: [JobState: [String: JobState]] = [
+        .waiting: ["ready": .queued, "fail for a dependency": .failed, "cancel": .cancelled],
         .queued: ["claim": .running, "cancel": .cancelled],
         .running: ["renew": .running, "succeed": .succeeded, "fail": .failed, "crash": .queued, "expire": .queued,
                    "release": .queued, "cancel": .cancelled],
@@ -57,6 +60,36 @@ import Testing
                 }
             }
         }
+    }
+
+    @Test func aWaitingJobIsQueuedOrFailedByItsDependencies() throws {
+        var waiting = job(.waiting)
+        waiting.waitingFor = 1
+        waiting.runAt = t0.addingTimeInterval(60)  // a delayed submission keeps its delay
+        let ready = try machine.apply(.ready, to: waiting, at: t0.addingTimeInterval(5))
+        #expect(ready.state == .queued && ready.waitingFor == 0 && ready.runAt == t0.addingTimeInterval(60))
+        #expect(try machine.apply(.ready, to: waiting, at: t0.addingTimeInterval(90)).runAt == t0.addingTimeInterval(90))
+        let failed = try machine.apply(.dependencyFailed(id: 3, message: "dependency job 3 (scan) failed"), to: waiting, at: t0)
+        #expect(failed.state == .failed && failed.blockedBy == 3 && failed.errors.map(\.message) == ["dependency job 3 (scan) failed"])
+        // Retried while a dependency has not ended: waiting again, not blocked.
+        var again = failed
+        again.waitingFor = 1
+        let retried = try machine.apply(.retry, to: again, at: t0)
+        #expect(retried.state == .waiting && retried.blockedBy == nil)
+    }
+
+    @Test func theVerdictOfDependencies() {
+        func d(_ id: Int64, _ state: JobState) -> DependencyVerdict.Dependency {
+            DependencyVerdict.Dependency(id: id, name: "j\(id)", state: state, lastError: state == .failed ? "no such file" : nil)
+        }
+        #expect(DependencyVerdict.of([], policy: .success) == .ready)
+        #expect(DependencyVerdict.of([d(1, .succeeded), d(2, .running), d(3, .waiting)], policy: .success) == .waiting(2))
+        #expect(DependencyVerdict.of([d(1, .succeeded), d(5, .cancelled), d(2, .failed)], policy: .success)
+                == .failed(by: 2, message: "dependency job 2 (j2) failed: no such file; retry job 2 to run this one after it"))
+        #expect(DependencyVerdict.of([d(1, .dead), d(2, .failed), d(3, .queued)], policy: .always) == .waiting(1))
+        #expect(DependencyVerdict.of([d(1, .dead), d(2, .cancelled)], policy: .always) == .ready)
+        #expect(JobReference(parsing: "12") == .id(12) && JobReference(parsing: "scan-1") == .key("scan-1"))
+        #expect(JobReference(parsing: "key:12") == .key("12") && JobReference(parsing: "0") == nil && JobReference(parsing: "") == nil)
     }
 
     @Test func claimTakesALeaseAndCountsTheAttempt() throws {

@@ -1,0 +1,84 @@
+/// A job another job waits for, as a submission names it: by id, or by the unique key an earlier
+/// submission gave it (the newest job with that key).
+public enum JobReference: Sendable, Hashable, CustomStringConvertible {
+    case id(Int64)
+    case key(String)
+
+    /// "12" is an id; "key:12" the key "12"; anything else a key.
+    public init?(parsing text: String) {
+        if text.hasPrefix("key:") {
+            let key = String(text.dropFirst(4))
+            guard !key.isEmpty else { return nil }
+            self = .key(key)
+        } else if let id = Int64(text), id > 0 {
+            self = .id(id)
+        } else if text.isEmpty || text.allSatisfy(\.isNumber) {
+            return nil
+        } else {
+            self = .key(text)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .id(let id): "job \(id)"
+        case .key(let key): "the job with key \"\(key)\""
+        }
+    }
+}
+
+/// When a job that waits for others may run.
+public enum AfterPolicy: String, Sendable, Hashable, CaseIterable, Codable {
+    /// When every dependency succeeded; a dependency that fails for good (failed, dead, cancelled)
+    /// fails the job, naming it.
+    case success
+    /// When every dependency ended, however it ended: clean-up jobs.
+    case always
+}
+
+/// What a job's dependencies, as they are now, make of it: shared by submission, retry and the
+/// release of a dependency's dependents, on every backend.
+public enum DependencyVerdict: Sendable, Hashable {
+    /// Every dependency ended as the policy needs: the job may be queued.
+    case ready
+    /// This many dependencies have not ended yet.
+    case waiting(Int)
+    /// A dependency ended without success (and the policy needs success): the job fails, naming it.
+    case failed(by: Int64, message: String)
+
+    /// One dependency as the verdict needs it.
+    public struct Dependency: Sendable, Hashable {
+        public var id: Int64
+        public var name: String
+        public var state: JobState
+        /// Its last error, for the message of a job it fails.
+        public var lastError: String?
+
+        public init(id: Int64, name: String, state: JobState, lastError: String?) {
+            self.id = id
+            self.name = name
+            self.state = state
+            self.lastError = lastError
+        }
+    }
+
+    public static func of(_ dependencies: [Dependency], policy: AfterPolicy) -> DependencyVerdict {
+        if policy == .success,
+           let failed = dependencies.filter({ $0.state.isTerminal && $0.state != .succeeded }).min(by: { $0.id < $1.id }) {
+            return .failed(by: failed.id, message: failureMessage(failed))
+        }
+        let open = dependencies.filter { !$0.state.isTerminal }.count
+        return open == 0 ? .ready : .waiting(open)
+    }
+
+    /// "dependency job 12 (scan) failed: no such file", "... was cancelled", "... is dead: ...".
+    public static func failureMessage(_ d: Dependency) -> String {
+        let how = switch d.state {
+        case .cancelled: "was cancelled"
+        case .dead: "is dead (every attempt crashed)"
+        default: d.state.rawValue
+        }
+        let why = d.lastError.map { ": \($0)" } ?? ""
+        return "dependency job \(d.id) (\(d.name)) \(how)\(why); retry job \(d.id) to run this one after it"
+    }
+}
