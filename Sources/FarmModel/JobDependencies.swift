@@ -71,14 +71,73 @@ public enum DependencyVerdict: Sendable, Hashable {
         return open == 0 ? .ready : .waiting(open)
     }
 
-    /// "dependency job 12 (scan) failed: no such file", "... was cancelled", "... is dead: ...".
-    public static func failureMessage(_ d: Dependency) -> String {
-        let how = switch d.state {
-        case .cancelled: "was cancelled"
-        case .dead: "is dead (every attempt crashed)"
-        default: d.state.rawValue
+    /// "dependency job 12 (scan) failed: no such file; retry job 12 ...", "... was cancelled", "... is dead ...";
+    /// when the dependency failed because of another job (`root`, down a graph): "dependency job 13 (cut)
+    /// failed, because job 12 (scan) failed: no such file; retry job 12 ...", naming the job to retry.
+    public static func failureMessage(_ d: Dependency, root: Dependency? = nil) -> String {
+        func how(_ d: Dependency) -> String {
+            switch d.state {
+            case .cancelled: "was cancelled"
+            case .dead: "is dead (every attempt crashed)"
+            default: d.state.rawValue
+            }
         }
-        let why = d.lastError.map { ": \($0)" } ?? ""
-        return "dependency job \(d.id) (\(d.name)) \(how)\(why); retry job \(d.id) to run this one after it"
+        guard let root else {
+            return "dependency job \(d.id) (\(d.name)) \(how(d))\(d.lastError.map { ": \($0)" } ?? ""); retry job \(d.id) to run this one after it"
+        }
+        return "dependency job \(d.id) (\(d.name)) \(how(d)), because job \(root.id) (\(root.name)) \(how(root))"
+            + "\(root.lastError.map { ": \($0)" } ?? ""); retry job \(root.id) to run this one after it"
+    }
+}
+
+/// An input that is another job's result: `job:ID#output` or `job:KEY#output` (`#report` for its
+/// report). The job named becomes a dependency; when the dependent is due, its coordinator puts the
+/// path the dependency wrote in place of the reference.
+public struct JobOutputReference: Sendable, Hashable, CustomStringConvertible {
+    public enum Field: String, Sendable, Hashable, CaseIterable {
+        case output, report
+    }
+
+    public var job: JobReference
+    public var field: Field
+
+    public static let scheme = "job:"
+
+    public init(job: JobReference, field: Field) {
+        self.job = job
+        self.field = field
+    }
+
+    /// nil when `text` does not start with `job:`; `.failure` (saying what is wrong) when the rest is
+    /// not `ID#field` or `KEY#field`.
+    public static func parse(_ text: String) -> Result<JobOutputReference, JobOutputReferenceError>? {
+        guard text.hasPrefix(scheme) else { return nil }
+        let rest = text.dropFirst(scheme.count)
+        guard let hash = rest.lastIndex(of: "#") else { return .failure(JobOutputReferenceError(text: text, problem: "it names no result (add #output or #report)")) }
+        let name = String(rest[..<hash]), fieldText = String(rest[rest.index(after: hash)...])
+        guard let field = Field(rawValue: fieldText) else {
+            return .failure(JobOutputReferenceError(text: text, problem: "#\(fieldText) is not a result of a job (use #output or #report)"))
+        }
+        guard let job = JobReference(parsing: name) else {
+            return .failure(JobOutputReferenceError(text: text, problem: "\"\(name)\" is not a job id or a unique key"))
+        }
+        return .success(JobOutputReference(job: job, field: field))
+    }
+
+    public var description: String {
+        let name = switch job {
+        case .id(let id): String(id)
+        case .key(let key): key.allSatisfy(\.isNumber) ? "key:" + key : key
+        }
+        return Self.scheme + name + "#" + field.rawValue
+    }
+}
+
+public struct JobOutputReferenceError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var text: String
+    public var problem: String
+
+    public var description: String {
+        "\(text): not a job's result (job:ID#output or job:KEY#output, KEY a --unique-key of an earlier submission): \(problem)"
     }
 }

@@ -27,6 +27,8 @@ public enum ManifestValidator {
 private struct Walker {
     let context: ManifestContext
     var issues: [ManifestIssue] = []
+    /// The jobs whose results the inputs name (`job:KEY#output`).
+    var jobInputs: [JobReference] = []
 
     init(context: ManifestContext) { self.context = context }
 
@@ -126,6 +128,17 @@ private struct Walker {
 
     mutating func path(_ value: JSONValue?, _ jsonPath: String, required: Bool = false, output: Bool = false) -> String? {
         guard let raw = string(value, jsonPath, required: required) else { return nil }
+        if let reference = JobOutputReference.parse(raw) {
+            // Another job's result: that job becomes a dependency; its path is put in when this job is due.
+            switch reference {
+            case .success(let r) where !output:
+                if !jobInputs.contains(r.job) { jobInputs.append(r.job) }
+                return raw
+            case .success: fail(jsonPath, "an output is a path, not another job's result")
+            case .failure(let error): fail(jsonPath, error.description)
+            }
+            return nil
+        }
         if let reference = AssetID.reference(raw) {
             // An asset of the library: its host resolves it to a path when the job runs.
             switch reference {
@@ -212,7 +225,8 @@ private struct Walker {
         let inputs = edits.enumerated().map { (o["input"] != nil ? "$.input" : "$.edits[\($0.offset)].source", $0.element.source) }
         if let wayOut = context.missingInputWayOut {
             var checked = Set<String>()
-            for (jsonPath, source) in inputs where AssetID.reference(source) == nil && checked.insert(source).inserted {
+            for (jsonPath, source) in inputs where AssetID.reference(source) == nil && JobOutputReference.parse(source) == nil
+                && checked.insert(source).inserted {
                 if context.fileIdentity(source)?.exists != true { fail(jsonPath, "\(source): no such file (\(wayOut))") }
             }
         }
@@ -224,6 +238,7 @@ private struct Walker {
                                    export: export, report: report, baseDirectory: context.baseDirectory)
         manifest.overwrite = overwrite
         if let a = o["after"] { manifest.after = after(a) }
+        manifest.after += jobInputs.filter { !manifest.after.contains($0) }
         manifest.afterPolicy = enumeration(o["afterPolicy"], "$.afterPolicy", AfterPolicy.self) ?? .success
         return manifest
     }

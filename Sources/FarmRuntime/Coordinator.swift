@@ -185,6 +185,16 @@ public final class Coordinator: Service, @unchecked Sendable {
         let submitted = job.manifest
         var job = job
         var sources: [AssetID] = []
+        if !job.after.isEmpty, job.manifest.contains(JobOutputReference.scheme) {
+            switch await resolveJobResults(job) {
+            case .success(let resolved): job.manifest = resolved
+            case .failure(let failure):
+                _ = lock.withLock { running.removeValue(forKey: job.id) }
+                await finish(job, token: token, outcome: failure.retry ? .crashed(message: failure.message) : .failed(message: failure.message, result: nil),
+                             seconds: 0)
+                return
+            }
+        }
         if job.manifest.contains(AssetID.scheme) {
             switch await resolveAssets(job) {
             case .success(let resolved):

@@ -25,14 +25,19 @@ enum Dependencies {
     }
 
     /// A waiting `dependent` after its dependency `done` ended: one fewer to wait for (`.ready` when it
-    /// was the last), or `.failed` naming `done` when the dependent needs success and `done` did not succeed.
-    static func release(_ dependent: inout Job, after done: Job) -> DependencyVerdict {
+    /// was the last), or `.failed` naming `done` when the dependent needs success and `done` did not succeed
+    /// (and `root`, the job whose failure ran down the graph to `done`, when it was not `done` itself).
+    static func release(_ dependent: inout Job, after done: Job, root: DependencyVerdict.Dependency?) -> DependencyVerdict {
         if done.state == .succeeded || dependent.afterPolicy == .always {
             dependent.waitingFor -= 1
             return dependent.waitingFor <= 0 ? .ready : .waiting(dependent.waitingFor)
         }
-        let reason = DependencyVerdict.Dependency(id: done.id, name: done.name, state: done.state, lastError: done.errors.last?.message)
-        return .failed(by: done.id, message: DependencyVerdict.failureMessage(reason))
+        return .failed(by: done.id, message: DependencyVerdict.failureMessage(cause(done), root: root))
+    }
+
+    /// A job that ended, as the cause of its dependents' failure.
+    static func cause(_ job: Job) -> DependencyVerdict.Dependency {
+        DependencyVerdict.Dependency(id: job.id, name: job.name, state: job.state, lastError: job.errors.last?.message)
     }
 
     /// A job a dependency's failure had failed, after that dependency was retried: waiting again, or

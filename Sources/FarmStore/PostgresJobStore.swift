@@ -219,15 +219,16 @@ public final class PostgresJobStore: JobStore {
     /// was their last) or fail naming it, and so on down the graph. True when a job became due.
     private func release(_ ended: Job, at now: Date, on c: PostgresConnection) async throws -> Bool {
         var due = false
-        var work = [ended]
-        while let done = work.popLast() {
+        // Each job that ended, with the job whose failure made it end (nil: itself).
+        var work: [(job: Job, root: DependencyVerdict.Dependency?)] = [(ended, nil)]
+        while let (done, root) = work.popLast() {
             let rows = try await c.run("""
                 SELECT \(unescaped: Self.columns()) FROM \(unescaped: table)
                 WHERE state = 'waiting' AND id IN (SELECT job_id FROM \(unescaped: edges) WHERE depends_on = \(done.id)) ORDER BY id FOR UPDATE
                 """)
             for (dependent, revision) in try decodeJobs(rows) {
                 var next = dependent
-                switch Dependencies.release(&next, after: done) {
+                switch Dependencies.release(&next, after: done, root: root) {
                 case .ready:
                     next = try transition(next, .ready, now)
                     due = true
@@ -235,7 +236,7 @@ public final class PostgresJobStore: JobStore {
                     next.updatedAt = now
                 case let .failed(id, message):
                     next = try transition(next, .dependencyFailed(id: id, message: message), now)
-                    work.append(next)
+                    work.append((next, root ?? Dependencies.cause(done)))
                 }
                 guard try await save(next, over: dependent, revision: revision, on: c) else {
                     throw JobStoreError.unavailable("\(location): job \(dependent.id) changed while locked")

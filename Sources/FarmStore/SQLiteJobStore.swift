@@ -261,13 +261,14 @@ public final class SQLiteJobStore: JobStore {
     /// was their last) or fail naming it, and so on down the graph. True when a job became due.
     private func release(_ ended: Job, at now: Date, _ db: Database) throws -> Bool {
         var due = false
-        var work = [ended]
-        while let done = work.popLast() {
+        // Each job that ended, with the job whose failure made it end (nil: itself).
+        var work: [(job: Job, root: DependencyVerdict.Dependency?)] = [(ended, nil)]
+        while let (done, root) = work.popLast() {
             let dependents = try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT \(Self.columns) FROM jobs WHERE state = 'waiting' AND id IN (SELECT job_id FROM job_dependencies WHERE depends_on = ?)
                 """), arguments: [done.id]).map(Self.job)
             for var dependent in dependents {
-                switch Dependencies.release(&dependent, after: done) {
+                switch Dependencies.release(&dependent, after: done, root: root) {
                 case .ready:
                     try save(try transition(dependent, .ready, now), db)
                     due = true
@@ -277,7 +278,7 @@ public final class SQLiteJobStore: JobStore {
                 case let .failed(id, message):
                     let failed = try transition(dependent, .dependencyFailed(id: id, message: message), now)
                     try save(failed, db)
-                    work.append(failed)
+                    work.append((failed, root ?? Dependencies.cause(done)))
                 }
             }
         }

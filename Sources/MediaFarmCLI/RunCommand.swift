@@ -42,6 +42,12 @@ struct RunCommand: AsyncParsableCommand {
         var assets: AssetLibrary?
         for path in try SubmitCommand.expand(manifests) {
             switch ManifestLoader.loadWithText(path, outputRoots: roots) {
+            case .success(let (m, _)) where m.edits.contains(where: { JobOutputReference.parse($0.source) != nil }):
+                let source = m.edits.first { JobOutputReference.parse($0.source) != nil }!.source
+                invalid.append(ManifestValidationError(file: path, issues: [ManifestIssue(path: "$", message: """
+                    \(source) is another job's result, put in by the coordinator that runs this job when it is due: \
+                    queue it with `mediafarm submit` instead of running it here
+                    """)]))
             case .success(let (m, text)) where m.edits.contains(where: { AssetID.reference($0.source) != nil }):
                 // Library assets, resolved on this host.
                 do {
