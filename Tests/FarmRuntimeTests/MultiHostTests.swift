@@ -14,22 +14,33 @@ import Glibc
         let folder: URL
         let names: [String]
         let exports: Set<String>
+        /// Job (by name) -> the ids of the jobs it waits for ("after"); the queue gives ids 1, 2, ... in
+        /// name order to a fresh queue's one submission.
+        var dependencies: [String: [Int]] = [:]
         var out: URL { folder.appendingPathComponent("out") }
 
-        init(_ label: String, inspections: Int, exports: Int) throws {
+        /// With `graph`, each job after the first 10 waits for 0 to 3 of the 30 jobs before it (seeded).
+        init(_ label: String, inspections: Int, exports: Int, graph: Bool = false) throws {
             folder = try TestPaths.makeTemporaryFolder(label)
             try FileManager.default.copyItem(atPath: MediaFixture.cfr30MP4.path, toPath: folder.appendingPathComponent("in.mp4").path)
             let manifests = folder.appendingPathComponent("jobs")
             try FileManager.default.createDirectory(at: manifests, withIntermediateDirectories: true)
             var names: [String] = []
+            var random = SeededRandom(state: 27)
             for i in 0..<(inspections + exports) {
                 let name = String(format: "job%03d", i)
+                var after = ""
+                if graph && i >= 10 {
+                    let ids = Set((0..<Int(random.next() % 4)).map { _ in i - Int(random.next() % UInt64(min(i, 30))) }).sorted()
+                    dependencies[name] = ids
+                    after = #", "after": \#(ids)"#
+                }
                 let text = i < inspections
-                    ? #"{ "version": 1, "name": "\#(name)", "input": "../in.mp4", "report": "../out/\#(name).json" }"#
+                    ? #"{ "version": 1, "name": "\#(name)", "input": "../in.mp4", "report": "../out/\#(name).json"\#(after) }"#
                     : """
                       { "version": 1, "name": "\(name)", "input": "../in.mp4",
                         "scale": [{ "start": "0", "duration": "2", "rate": "1/2" }],
-                        "export": { "mode": "passthrough", "output": "../out/\(name).mp4" }, "report": "../out/\(name).json" }
+                        "export": { "mode": "passthrough", "output": "../out/\(name).mp4" }, "report": "../out/\(name).json"\(after) }
                       """
                 try text.write(to: manifests.appendingPathComponent(name + ".json"), atomically: true, encoding: .utf8)
                 names.append(name)
@@ -52,7 +63,7 @@ import Glibc
 
         /// What every run must leave: each job succeeded once, with attempts = failures + 1; each output
         /// complete; nothing else in the output folder; at most one success event per job in all logs.
-        func checkEverythingDoneOnce(queue: String, logs: [String]) throws {
+        func checkEverythingDoneOnce(queue: String, logs: [String], server: String? = nil) throws {
             let jobs = try self.jobs(queue: queue)
             #expect(jobs.count == names.count)
             for job in jobs {
@@ -84,12 +95,42 @@ import Glibc
                 }
             }
             #expect(successes.values.allSatisfy { $0 == 1 }, "\(successes.filter { $0.value > 1 })")
+            if !dependencies.isEmpty { try checkNothingStartedBeforeItsDependencies(jobs: jobs, logs: logs, server: server) }
+        }
+
+        /// Every attempt of every job (each "started" event in every log) came after each of its
+        /// dependencies succeeded (the dependency's finished_at, the time its success committed with).
+        func checkNothingStartedBeforeItsDependencies(jobs: [[String: Any]], logs: [String], server: String?) throws {
+            let ids = Dictionary(uniqueKeysWithValues: jobs.compactMap { job in (job["name"] as? String).map { ($0, job["id"] as? Int ?? 0) } })
+            for (i, name) in names.enumerated() { #expect(ids[name] == i + 1, "\(name) has id \(ids[name] ?? 0), not \(i + 1)") }
+            let server = try #require(server)
+            let rows = try ProcessRunner.run("/usr/bin/psql", [server, "-At", "-F", " ", "-c", "SELECT id, finished_at FROM mediafarm.jobs"])
+            try #require(rows.status == 0, Comment(rawValue: rows.stderr))
+            var finished: [Int: Double] = [:]
+            for line in rows.stdout.split(separator: "\n") {
+                let parts = line.split(separator: " ")
+                if parts.count == 2, let id = Int(parts[0]), let t = Double(parts[1]) { finished[id] = t }
+            }
+            var starts = 0
+            for log in logs {
+                for line in ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n") {
+                    guard let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                          event["event"] as? String == "started", let id = event["job"] as? Int, let at = event["at"] as? Double else { continue }
+                    starts += 1
+                    for dependency in dependencies[names[id - 1]] ?? [] {
+                        let done = try #require(finished[dependency])
+                        #expect(at > done, "job \(id) started at \(at), before its dependency \(dependency) succeeded at \(done)")
+                    }
+                }
+            }
+            #expect(starts >= names.count)
         }
     }
 
     @Test func threeHostsWithCoordinatorsAndWorkersKilledAtRandomDoEveryJobOnce() throws {
-        // Kept workers run the 300 jobs in well under a minute: chaos every 0.5 to 1 s.
-        try chaos(try Work("multihost", inspections: 200, exports: 100), seed: 11, every: 0.5)
+        // Kept workers run the 300 jobs in well under a minute: chaos every 0.5 to 1 s. The jobs are a graph:
+        // most wait for some of the jobs before them, and none may start before those succeeded.
+        try chaos(try Work("multihost", inspections: 200, exports: 100, graph: true), seed: 11, every: 0.5)
     }
 
     /// Small jobs through kept workers, each process running job after job: a kill ends only the job it
@@ -162,7 +203,7 @@ import Glibc
         #expect(sawThreeHosts)
         for c in coordinators { c.kill(SIGTERM) }
         for c in coordinators { #expect(c.wait(timeout: 60) != nil) }
-        try work.checkEverythingDoneOnce(queue: hostQueue, logs: logs)
+        try work.checkEverythingDoneOnce(queue: hostQueue, logs: logs, server: cluster.url)
     }
 
     @Test func coordinatorsCarryOnThroughAServerRestart() throws {
