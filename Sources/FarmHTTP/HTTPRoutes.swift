@@ -152,7 +152,8 @@ extension HTTPFace {
         let job = NewJob(name: manifest.name, manifest: String(decoding: bytes, as: UTF8.self), baseDirectory: configuration.baseDirectory,
                          outputRoots: configuration.outputRoots ?? [configuration.baseDirectory], priority: priority, maxAttempts: maxAttempts,
                          runAt: delay > 0 ? Date().addingTimeInterval(delay) : nil, uniqueKey: key.map { Self.apiKey($0, access: library.access) },
-                         timeout: timeout, after: manifest.after, afterPolicy: manifest.afterPolicy)
+                         timeout: timeout, after: manifest.after.map { Self.apiReference($0, access: library.access) },
+                         afterPolicy: manifest.afterPolicy)
         let queued: Enqueued
         do {
             guard let first = try await store.enqueue([job], at: Date()).first else { throw JobStoreError.unavailable("nothing queued") }
@@ -255,6 +256,13 @@ extension HTTPFace {
     /// A unique key as the API stores it: in a namespace of its own (`api:KEY`, `api:TOKEN-NAME:KEY` for a
     /// scoped token), so that no request can take the keys ingest (`ingest:HASH`), capture or another
     /// token's clients hold.
+    /// A dependency named by key in a request is a key given through the API (`?key=`), as that request's
+    /// caller gave it; ids are the queue's.
+    static func apiReference(_ reference: JobReference, access: LibraryAccess) -> JobReference {
+        if case .key(let key) = reference { return .key(apiKey(key, access: access)) }
+        return reference
+    }
+
     static func apiKey(_ key: String, access: LibraryAccess) -> String {
         switch access {
         case .full: "api:" + key

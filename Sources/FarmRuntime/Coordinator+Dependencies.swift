@@ -18,7 +18,10 @@ extension Coordinator {
             guard case .string(let text) = value, case .success(let reference)? = JobOutputReference.parse(text) else { return .success(nil) }
             let found: Job? = switch reference.job {
             case .id(let id): dependencies.first { $0.id == id }
-            case .key(let key): dependencies.filter { $0.uniqueKey == key }.max { $0.id < $1.id }
+            case .key(let key):
+                // A key given through the API is kept as "api:KEY" (or "api:TOKEN:KEY"): its submitter names it KEY.
+                dependencies.filter { $0.uniqueKey == key }.max { $0.id < $1.id }
+                    ?? dependencies.filter { $0.uniqueKey.map { $0.hasPrefix("api:") && $0.hasSuffix(":" + key) } ?? false }.max { $0.id < $1.id }
             }
             guard let found else {
                 return .failure(AssetFailure(message: "\(text): that job is no longer in the queue (pruned?); its result cannot be read", retry: false))

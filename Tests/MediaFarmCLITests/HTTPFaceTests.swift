@@ -182,6 +182,35 @@ import Glibc
         #expect(try allowed.request("GET", "/readyz").status == 200, "the queue still answers")
     }
 
+    /// A job submitted through the API may wait for others ("after": ids or keys): an unknown one is refused
+    /// with 422 and nothing queued; a waiting job shows what it waits for in the API and on the status page,
+    /// and runs once they succeeded.
+    @Test func jobsSubmittedThroughTheAPIWaitForOthers() throws {
+        let farm = try HTTPFarm("after", token: Self.token)
+        let unknown = try farm.request("POST", "/api/jobs", body: #"{"version": 1, "input": "clip.mp4", "after": ["no-such-key", 77]}"#)
+        #expect(unknown.status == 422 && unknown.body.contains("not in the queue"), "\(unknown.body)")
+        let bad = try farm.request("POST", "/api/jobs", body: #"{"version": 1, "input": "clip.mp4", "after": [true]}"#)
+        #expect(bad.status == 422 && bad.body.contains("$.after[0]"), "\(bad.body)")
+        #expect((try farm.request("GET", "/api/jobs").json?["jobs"] as? [Any])?.isEmpty == true, "nothing was queued")
+        // The first job waits an hour (delayed): the second waits for it, by key.
+        let first = try farm.submit(#"{"version": 1, "name": "first", "input": "clip.mp4"}"#, query: "?key=first-1&delay=3600")
+        let second = try farm.submit(#"{"version": 1, "name": "second", "input": "clip.mp4", "after": ["first-1"]}"#)
+        let waiting = try farm.job(second)
+        #expect(waiting["state"] as? String == "waiting" && (waiting["after"] as? [Int]) == [Int(first)] && waiting["waitingFor"] as? Int == 1
+                && waiting["afterPolicy"] as? String == "success", "\(waiting)")
+        let page = try farm.request("GET", "/").body
+        #expect(page.contains("Waiting for other jobs (1)") && page.contains("<td class=\"name\">second</td>"), "\(page)")
+        // Cancelling the first fails the second, naming it; retrying the first brings it back.
+        #expect(try farm.request("POST", "/api/jobs/\(first)/cancel").status == 200)
+        let failed = try farm.job(second)
+        #expect(failed["state"] as? String == "failed" && failed["blockedBy"] as? Int == Int(first), "\(failed)")
+        let refused = try farm.request("POST", "/api/jobs/\(second)/retry")
+        #expect(refused.status == 409 && refused.body.contains("retry job \(first)"), "\(refused.body)")
+        #expect(try farm.request("POST", "/api/jobs/\(first)/retry").status == 200)
+        let done = try farm.waitFor(second) { $0["state"] as? String == "succeeded" }
+        #expect(done["state"] as? String == "succeeded", "\(done)")
+    }
+
     /// Logs are JSON lines on stderr when it is not a terminal (here: a file).
     @Test func logsAreJSONLinesOffATerminal() throws {
         let farm = try HTTPFarm("logs", environment: ["MEDIAFARM_LOG_LEVEL": "info"])
