@@ -43,7 +43,8 @@ import Testing
         func keys(_ object: [String: Any]?) -> Set<String> { Set((object?["properties"] as? [String: Any])?.keys.map { $0 } ?? []) }
         let top = keys(json)
         let properties = json["properties"] as? [String: Any] ?? [:]
-        #expect(top == ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report", "overwrite"])
+        #expect(top == ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report", "overwrite",
+                       "after", "afterPolicy"])
         #expect(keys((properties["edits"] as? [String: Any])?["items"] as? [String: Any]) == ["source", "start", "duration"])
         #expect(keys((properties["scale"] as? [String: Any])?["items"] as? [String: Any]) == ["start", "duration", "toDuration", "rate"])
         #expect(keys(properties["audio"] as? [String: Any]) == ["timePitch"])
