@@ -153,7 +153,7 @@ extension HTTPFace {
                          outputRoots: configuration.outputRoots ?? [configuration.baseDirectory], priority: priority, maxAttempts: maxAttempts,
                          runAt: delay > 0 ? Date().addingTimeInterval(delay) : nil, uniqueKey: key.map { Self.apiKey($0, access: library.access) },
                          timeout: timeout, after: manifest.after.map { Self.apiReference($0, access: library.access) },
-                         afterPolicy: manifest.afterPolicy)
+                         afterPolicy: manifest.afterPolicy, requires: manifest.requires)
         let queued: Enqueued
         do {
             guard let first = try await store.enqueue([job], at: Date()).first else { throw JobStoreError.unavailable("nothing queued") }

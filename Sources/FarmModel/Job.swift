@@ -41,6 +41,8 @@ public struct Job: Sendable, Hashable, Codable {
     public var waitingFor: Int = 0
     /// The dependency whose failure failed this job: retrying that one brings this one back to waiting.
     public var blockedBy: Int64?
+    /// What a host must provide to claim the job (`coordinator --provides`).
+    public var requires: [String] = []
 
     /// Who runs the job now, and until when the claim holds without renewal.
     public struct Lease: Sendable, Hashable, Codable {

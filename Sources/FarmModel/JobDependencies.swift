@@ -141,3 +141,16 @@ public struct JobOutputReferenceError: Error, Sendable, Hashable, CustomStringCo
         "\(text): not a job's result (job:ID#output or job:KEY#output, KEY a --unique-key of an earlier submission): \(problem)"
     }
 }
+
+/// A capability a host provides (`coordinator --provides gpu`) and a job may require (`"requires": ["gpu"]`).
+public enum HostCapability {
+    /// Why `tag` is not a capability's name (1 to 64 of a-z, 0-9, '.', '_', '-', starting with a letter or
+    /// digit); nil when it is one.
+    public static func problem(_ tag: String) -> String? {
+        let allowed = tag.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 46 || $0 == 95 || $0 == 45 }
+        guard (1...64).contains(tag.utf8.count), allowed, let first = tag.utf8.first, first != 46 && first != 95 && first != 45 else {
+            return "\"\(tag)\" is not a capability: 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit (as `coordinator --provides` names it)"
+        }
+        return nil
+    }
+}

@@ -22,6 +22,8 @@ public struct JobManifest: Sendable, Hashable {
     /// Jobs this one waits for (the queue's ids, or unique keys of earlier submissions).
     public var after: [JobReference] = []
     public var afterPolicy: AfterPolicy = .success
+    /// What a host must provide to run the job (`coordinator --provides`), e.g. "gpu".
+    public var requires: [String] = []
 
     /// A manifest with nothing but an input: inspect it and report.
     public var isInspectionOnly: Bool { export == nil && scan == nil }

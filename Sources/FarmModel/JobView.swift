@@ -40,6 +40,8 @@ public struct JobView: Encodable {
     var afterPolicy: String?
     var waitingFor: Int?
     var blockedBy: Int64?
+    /// What a host must provide to run the job.
+    var requires: [String]?
     var errors: [AttemptErrorView]
     /// The worker's report (inspection, scan, export statistics), when the last attempt gave one.
     var result: AnyJSON?
@@ -79,6 +81,7 @@ public struct JobView: Encodable {
             waitingFor = job.state == .waiting ? job.waitingFor : nil
         }
         blockedBy = job.blockedBy
+        requires = job.requires.isEmpty ? nil : job.requires
         errors = job.errors.map { AttemptErrorView(attempt: $0.attempt, at: $0.at, message: $0.message) }
         result = job.result.flatMap { try? JSONDecoder().decode(AnyJSON.self, from: Data($0.utf8)) }
         manifest = try? JSONDecoder().decode(AnyJSON.self, from: Data(job.manifest.utf8))

@@ -182,7 +182,7 @@ private struct Walker {
     // MARK: - The manifest
 
     mutating func manifest(_ root: JSONValue) -> JobManifest? {
-        let keys = ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report", "overwrite", "after", "afterPolicy"]
+        let keys = ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report", "overwrite", "after", "afterPolicy", "requires"]
         guard let o = object(root, "$", allowed: keys) else { return nil }
 
         if let v = o["version"] {
@@ -240,7 +240,23 @@ private struct Walker {
         if let a = o["after"] { manifest.after = after(a) }
         manifest.after += jobInputs.filter { !manifest.after.contains($0) }
         manifest.afterPolicy = enumeration(o["afterPolicy"], "$.afterPolicy", AfterPolicy.self) ?? .success
+        if let r = o["requires"] { manifest.requires = requires(r) }
         return manifest
+    }
+
+    /// `"requires"`: host capabilities, as `coordinator --provides` names them.
+    mutating func requires(_ value: JSONValue) -> [String] {
+        guard case .array(let items) = value else {
+            fail("$.requires", "expected an array of capabilities like [\"gpu\"], found \(value.kindName)")
+            return []
+        }
+        if items.count > 64 { fail("$.requires", "names \(items.count) capabilities; at most 64") }
+        var tags: [String] = []
+        for (i, item) in items.enumerated() {
+            guard let tag = string(item, "$.requires[\(i)]") else { continue }
+            if let problem = HostCapability.problem(tag) { fail("$.requires[\(i)]", problem) } else if !tags.contains(tag) { tags.append(tag) }
+        }
+        return tags
     }
 
     /// `"after"`: job ids (numbers) and unique keys (strings), at most 10,000.

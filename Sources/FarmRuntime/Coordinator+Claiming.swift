@@ -127,11 +127,12 @@ extension Coordinator {
             if want > 0 {
                 do {
                     // The claim first (one round trip when work is due); when nothing was, when it will be.
-                    claimed = try await store.claim(limit: want, owner: configuration.owner, leaseDuration: configuration.leaseDuration, at: now())
+                    claimed = try await store.claim(limit: want, owner: configuration.owner, leaseDuration: configuration.leaseDuration,
+                                                    provides: configuration.provides, at: now())
                     if !claimed.isEmpty {
                         metrics.claims.increment(by: claimed.count)
                     } else {
-                        nextRunAt = try await store.nextRunAt()
+                        nextRunAt = try await store.nextRunAt(provides: configuration.provides, host: Job.host(ofOwner: configuration.owner))
                     }
                 } catch {
                     events(.notice("queue: \(error)"))
@@ -174,9 +175,10 @@ extension Coordinator {
         }
     }
 
-    /// Nothing queued and nothing running anywhere (a running job elsewhere may come back for a retry).
+    /// Nothing running anywhere (a running job elsewhere may come back for a retry) and nothing queued that
+    /// this coordinator can run (a job that needs another host waits for it).
     private func isQueueIdle() async -> Bool {
-        (try? await store.hasLiveJobs()) == false
+        (try? await store.hasWork(provides: configuration.provides, host: Job.host(ofOwner: configuration.owner))) == false
     }
 
     /// Jobs claimed ahead that have waited longer than `claimAheadHold` (the jobs before them turned out

@@ -49,6 +49,9 @@ public struct CoordinatorConfiguration: Sendable {
     public var claimAhead: Int = 2
     public var claimAheadBelow: Double = 1
     public var claimAheadHold: Double = 2
+    /// What this host provides (`--provides gpu`): it claims only jobs whose requirements are among these
+    /// (and whose `asset:ID` inputs are present on its host, the host part of `owner`).
+    public var provides: [String] = []
     /// This coordinator's name in leases: "host:pid:random".
     public var owner: String = CoordinatorConfiguration.defaultOwner()
     /// The asset library of this host: `asset:ID` inputs are resolved to its paths before a worker starts,

@@ -16,10 +16,12 @@ public struct NewJob: Sendable, Hashable {
     /// earlier in the same submission), else the submission is refused.
     public var after: [JobReference]
     public var afterPolicy: AfterPolicy
+    /// Only a coordinator that provides every one of these claims the job.
+    public var requires: [String]
 
     public init(name: String, manifest: String, baseDirectory: String, outputRoots: [String] = [], priority: Int = 0,
                 maxAttempts: Int = RetryPolicy.default.maxAttempts, runAt: Date? = nil, uniqueKey: String? = nil,
-                timeout: Double? = nil, after: [JobReference] = [], afterPolicy: AfterPolicy = .success) {
+                timeout: Double? = nil, after: [JobReference] = [], afterPolicy: AfterPolicy = .success, requires: [String] = []) {
         self.name = name
         self.manifest = manifest
         self.baseDirectory = baseDirectory
@@ -31,6 +33,7 @@ public struct NewJob: Sendable, Hashable {
         self.timeout = timeout
         self.after = after
         self.afterPolicy = afterPolicy
+        self.requires = requires
     }
 }
 
@@ -138,7 +141,10 @@ public protocol JobStore: Sendable {
     func enqueue(_ jobs: [NewJob], at now: Date) async throws(JobStoreError) -> [Enqueued]
     /// Atomically claims up to `limit` queued jobs whose runAt has come, highest priority first, then
     /// oldest runAt; each gets a fresh lease token valid for `leaseDuration` seconds.
-    func claim(limit: Int, owner: String, leaseDuration: Double, at now: Date) async throws(JobStoreError) -> [Job]
+    ///
+    /// Only jobs the claimer can run: those whose `requires` are all in `provides`, and whose `asset:ID`
+    /// inputs are all present on the owner's host (per the asset library); the others wait for such a host.
+    func claim(limit: Int, owner: String, leaseDuration: Double, provides: [String], at now: Date) async throws(JobStoreError) -> [Job]
     /// Extends the leases (and records progress) of running jobs; returns the ids whose lease is no longer
     /// held (cancelled, rescued and re-claimed, finished): their workers must stop.
     func renew(_ renewals: [LeaseRenewal], leaseDuration: Double, at now: Date) async throws(JobStoreError) -> Set<Int64>
@@ -168,8 +174,11 @@ public protocol JobStore: Sendable {
     func prune(finishedBefore date: Date, limit: Int) async throws(JobStoreError) -> Int
     /// Whether any job is queued or running (cheap: a coordinator asks it while idle).
     func hasLiveJobs() async throws(JobStoreError) -> Bool
-    /// The earliest runAt among queued jobs, to sleep until.
-    func nextRunAt() async throws(JobStoreError) -> Date?
+    /// The earliest runAt among queued jobs that a claimer providing `provides` on `host` can run, to sleep until.
+    func nextRunAt(provides: [String], host: String) async throws(JobStoreError) -> Date?
+    /// Whether a job is running anywhere, or one is queued that a claimer providing `provides` on `host`
+    /// can run (an idle coordinator with `--exit-when-idle` exits when neither is so).
+    func hasWork(provides: [String], host: String) async throws(JobStoreError) -> Bool
     /// Returns when work may have arrived (a submission, a retry, a released job) or after `seconds`,
     /// whichever comes first; at once when the task is cancelled. Without notifications, a sleep.
     func waitForWork(upTo seconds: Double) async
@@ -194,6 +203,15 @@ public protocol JobStore: Sendable {
 
 extension JobStore {
     public var executor: (any TaskExecutor)? { nil }
+
+    /// A claim by a coordinator that provides nothing: jobs without requirements.
+    public func claim(limit: Int, owner: String, leaseDuration: Double, at now: Date) async throws(JobStoreError) -> [Job] {
+        try await claim(limit: limit, owner: owner, leaseDuration: leaseDuration, provides: [], at: now)
+    }
+
+    public func nextRunAt() async throws(JobStoreError) -> Date? {
+        try await nextRunAt(provides: [], host: "")
+    }
 
     /// Rescues every expired lease, publishing or not.
     public func rescueExpired(at now: Date) async throws(JobStoreError) -> [Job] {

@@ -105,7 +105,8 @@ public final class PostgresJobStore: JobStore {
         guard !jobs.isEmpty else { return [] }
         if jobs.count == 1, jobs[0].uniqueKey == nil, jobs[0].after.isEmpty {
             // One job, no key, no dependency: one statement (the notification goes out as it commits).
-            let ids = try await run(insertion(Self.newJob(jobs[0], at: now), before: "WITH inserted AS (", after: """
+            let ids = try await run(insertion(Self.newJob(jobs[0], at: now), requires: Placement.requires(jobs[0]), assets: Placement.assets(jobs[0]),
+                                              before: "WITH inserted AS (", after: """
                 RETURNING id), notified AS (SELECT pg_notify('\(channel)', '')) SELECT id FROM inserted, notified
                 """)) { try $0.decode(Int64.self) }
             guard let id = ids.first else { throw .unavailable("\(location): the new job's id did not come back") }
@@ -132,17 +133,17 @@ public final class PostgresJobStore: JobStore {
     }
 
     /// The INSERT of one new job, with SQL of ours before and after it.
-    private func insertion(_ job: Job, before: String = "", after: String) -> PostgresQuery {
+    private func insertion(_ job: Job, requires: String?, assets: String?, before: String = "", after: String) -> PostgresQuery {
         let now = job.createdAt.timeIntervalSince1970
         return """
             \(unescaped: before)INSERT INTO \(unescaped: table) (name, manifest, base_directory, output_roots, state, priority, attempt, max_attempts,
                                              run_at, unique_key, timeout, created_at, updated_at, errors, after_ids, after_policy,
-                                             waiting_for, blocked_by, finished_at)
+                                             waiting_for, blocked_by, finished_at, requires, assets)
             VALUES (\(job.name), \(job.manifest), \(job.baseDirectory), \(JobCoding.json(job.outputRoots)), \(job.state.rawValue),
                     \(job.priority), 0, \(job.maxAttempts), \(job.runAt.timeIntervalSince1970), \(job.uniqueKey), \(job.timeout),
                     \(now), \(now), \(JobCoding.json(job.errors)), \(JobCoding.json(job.after)),
                     \(job.after.isEmpty ? nil : job.afterPolicy.rawValue), \(Int64(job.waitingFor)), \(job.blockedBy),
-                    \(job.finishedAt?.timeIntervalSince1970))
+                    \(job.finishedAt?.timeIntervalSince1970), \(requires), \(assets))
             \(unescaped: after)
             """
     }
@@ -155,7 +156,7 @@ public final class PostgresJobStore: JobStore {
         }
         // A key held by a job that ends between the two statements: try again.
         for _ in 0..<10 {
-            let inserted = try await c.run(insertion(job, after: """
+            let inserted = try await c.run(insertion(job, requires: Placement.requires(new), assets: Placement.assets(new), after: """
                 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('waiting', 'queued', 'running') DO NOTHING RETURNING id
                 """))
             if let row = inserted.first {
@@ -266,10 +267,11 @@ public final class PostgresJobStore: JobStore {
     }
 
     /// One prepared statement (`ClaimStatement`).
-    public func claim(limit: Int, owner: String, leaseDuration: Double, at now: Date) async throws(JobStoreError) -> [Job] {
+    public func claim(limit: Int, owner: String, leaseDuration: Double, provides: [String], at now: Date) async throws(JobStoreError) -> [Job] {
         guard limit > 0 else { return [] }
         let t = now.timeIntervalSince1970
-        let rows = try await execute(ClaimStatement(now: t, limit: Int64(limit), owner: owner, expires: t + leaseDuration))
+        let rows = try await execute(ClaimStatement(now: t, limit: Int64(limit), owner: owner, expires: t + leaseDuration,
+                                                    provides: JobCoding.json(provides), host: Job.host(ofOwner: owner)))
         return try decodeJobs(rows).map(\.job).sorted { a, b in
             (a.priority, b.runAt, b.id) > (b.priority, a.runAt, a.id)
         }
@@ -315,7 +317,7 @@ public final class PostgresJobStore: JobStore {
             let rows = try await execute(SucceedStatement(id: id, token: token, result: result, now: now.timeIntervalSince1970))
             if let done = try decodeJobs(rows).first {
                 // Jobs whose last dependency this was are due: wake the coordinators.
-                if let row = rows.first, (try? row.makeRandomAccess()[29].decode(Int64.self)) ?? 0 > 0 {
+                if let row = rows.first, (try? row.makeRandomAccess()[Self.columnCount].decode(Int64.self)) ?? 0 > 0 {
                     _ = try? await run("SELECT pg_notify(\(channel), '')")
                 }
                 return done.job
@@ -457,9 +459,27 @@ public final class PostgresJobStore: JobStore {
         return live.first ?? false
     }
 
-    public func nextRunAt() async throws(JobStoreError) -> Date? {
-        let next = try await run("SELECT MIN(run_at) FROM \(unescaped: table) WHERE state = 'queued'") { try $0.decode(Double?.self) }
+    public func nextRunAt(provides: [String], host: String) async throws(JobStoreError) -> Date? {
+        let next = try await run("""
+            SELECT MIN(run_at) FROM \(unescaped: table) WHERE state = 'queued' AND \(unescaped: runnable(provides, host))
+            """) { try $0.decode(Double?.self) }
         return (next.first ?? nil).map(Date.init(timeIntervalSince1970:))
+    }
+
+    public func hasWork(provides: [String], host: String) async throws(JobStoreError) -> Bool {
+        let work = try await run("""
+            SELECT EXISTS (SELECT 1 FROM \(unescaped: table) WHERE state = 'running')
+                OR EXISTS (SELECT 1 FROM \(unescaped: table) WHERE state = 'queued' AND \(unescaped: runnable(provides, host)))
+            """, { try $0.decode(Bool.self) })
+        return work.first ?? false
+    }
+
+    /// `ClaimStatement.runnable` with its two values in place (quoted as literals) and the schema's tables.
+    private func runnable(_ provides: [String], _ host: String) -> String {
+        func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
+        return ClaimStatement.runnable.replacingOccurrences(of: "$5", with: literal(JobCoding.json(provides)))
+            .replacingOccurrences(of: "$6", with: literal(host))
+            .replacingOccurrences(of: "FROM asset_locations", with: "FROM \"\(server.schema)\".asset_locations")
     }
 
     // MARK: - Work notifications
@@ -540,6 +560,9 @@ public final class PostgresJobStore: JobStore {
         return !rows.isEmpty
     }
 
+    /// How many columns `columns()` names (the revision last).
+    static let columnCount = columns().split(separator: ",").count
+
     /// The columns `decodeJobs` reads, in its order: the job's, then the revision.
     static func columns(_ alias: String? = nil) -> String {
         let names = SQLiteJobStore.columns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } + ["revision"]
@@ -574,7 +597,8 @@ public final class PostgresJobStore: JobStore {
                 job.afterPolicy = try r[25].decode(String?.self).flatMap(AfterPolicy.init(rawValue:)) ?? .success
                 job.waitingFor = try r[26].decode(Int.self)
                 job.blockedBy = try r[27].decode(Int64?.self)
-                return (job, try r[28].decode(Int64.self))
+                job.requires = JobCoding.decode([String].self, try r[28].decode(String?.self)) ?? []
+                return (job, try r[29].decode(Int64.self))
             }
         } catch {
             throw .unavailable("\(location): a job row could not be read: \(Self.describe(error))")

@@ -73,6 +73,10 @@ enum PostgresSchema {
             )
             """,
         ],
+        [
+            // What a claimer must provide, and the library assets the job reads (present on its host).
+            "ALTER TABLE {schema}.jobs ADD COLUMN requires TEXT, ADD COLUMN assets TEXT",
+        ],
     ]
 
     /// Checks the schema's version, creating or upgrading it with `migrate` (concurrent migrators wait

@@ -180,6 +180,11 @@ public final class SQLiteJobStore: JobStore {
             // Ids are never reused, pruned ones included.
             if let sequence { try db.execute(sql: "UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = 'jobs'", arguments: [sequence]) }
         }
+        migrator.registerMigration("v6 placement") { db in
+            // What a claimer must provide, and the library assets the job reads (present on its host).
+            try db.execute(sql: "ALTER TABLE jobs ADD COLUMN requires TEXT")
+            try db.execute(sql: "ALTER TABLE jobs ADD COLUMN assets TEXT")
+        }
         return migrator
     }
 
@@ -217,13 +222,13 @@ public final class SQLiteJobStore: JobStore {
                 try db.cachedStatement(sql: """
                     INSERT INTO jobs (name, manifest, base_directory, output_roots, state, priority, attempt, max_attempts, run_at,
                                       unique_key, timeout, created_at, updated_at, errors, after_ids, after_policy, waiting_for, blocked_by,
-                                      finished_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                      finished_at, requires, assets)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """).execute(arguments: [job.name, job.manifest, job.baseDirectory, JobCoding.json(job.outputRoots), job.state.rawValue,
                                      job.priority, job.attempt, job.maxAttempts, job.runAt.timeIntervalSince1970, job.uniqueKey,
                                      job.timeout, now.timeIntervalSince1970, now.timeIntervalSince1970, JobCoding.json(job.errors),
                                      JobCoding.json(job.after), job.after.isEmpty ? nil : job.afterPolicy.rawValue, job.waitingFor,
-                                     job.blockedBy, job.finishedAt?.timeIntervalSince1970])
+                                     job.blockedBy, job.finishedAt?.timeIntervalSince1970, Placement.requires(new), Placement.assets(new)])
                 let id = db.lastInsertedRowID
                 for dependency in job.after {
                     try db.cachedStatement(sql: "INSERT INTO job_dependencies (depends_on, job_id) VALUES (?, ?)").execute(arguments: [dependency, id])
@@ -308,12 +313,13 @@ public final class SQLiteJobStore: JobStore {
         return try Dependencies.retried(job, verdict, machine: machine, at: now)
     }
 
-    public func claim(limit: Int, owner: String, leaseDuration: Double, at now: Date) async throws(JobStoreError) -> [Job] {
+    public func claim(limit: Int, owner: String, leaseDuration: Double, provides: [String], at now: Date) async throws(JobStoreError) -> [Job] {
         guard limit > 0 else { return [] }
         return try await write { [self] db in
             let candidates = try Array(Row.fetchCursor(db.cachedStatement(sql: """
-                SELECT \(Self.columns) FROM jobs WHERE state = 'queued' AND run_at <= ? ORDER BY priority DESC, run_at, id LIMIT ?
-                """), arguments: [now.timeIntervalSince1970, limit]).map(Self.job))
+                SELECT \(Self.columns) FROM jobs WHERE state = 'queued' AND run_at <= ? AND \(Self.runnable)
+                ORDER BY priority DESC, run_at, id LIMIT ?
+                """), arguments: [now.timeIntervalSince1970, JobCoding.json(provides), Job.host(ofOwner: owner), limit]).map(Self.job))
             return try candidates.map { job in
                 let token = Self.newToken()
                 let claimed = try transition(job, .claim(owner: owner, token: token, leaseExpiresAt: now.addingTimeInterval(leaseDuration)), now)
@@ -518,11 +524,29 @@ public final class SQLiteJobStore: JobStore {
         }
     }
 
-    public func nextRunAt() async throws(JobStoreError) -> Date? {
+    public func nextRunAt(provides: [String], host: String) async throws(JobStoreError) -> Date? {
         try await read { [self] db in
-            try Double.fetchOne(db, sql: "SELECT MIN(run_at) FROM jobs WHERE state = 'queued'").map(Date.init(timeIntervalSince1970:))
+            try Double.fetchOne(db.cachedStatement(sql: "SELECT MIN(run_at) FROM jobs WHERE state = 'queued' AND \(Self.runnable)"),
+                                arguments: [JobCoding.json(provides), host]).map(Date.init(timeIntervalSince1970:))
         }
     }
+
+    public func hasWork(provides: [String], host: String) async throws(JobStoreError) -> Bool {
+        try await read { [self] db in
+            try Bool.fetchOne(db.cachedStatement(sql: """
+                SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'running')
+                    OR EXISTS (SELECT 1 FROM jobs WHERE state = 'queued' AND \(Self.runnable))
+                """), arguments: [JobCoding.json(provides), host]) ?? false
+        }
+    }
+
+    /// The condition on a queued job that a claimer can run it: it provides (the first argument, a JSON
+    /// array) every capability the job requires, and its host (the second) holds every asset the job reads.
+    static let runnable = """
+        (requires IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(jobs.requires) AS r WHERE r.value NOT IN (SELECT value FROM json_each(?))))
+        AND (assets IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(jobs.assets) AS a WHERE NOT EXISTS (
+            SELECT 1 FROM asset_locations AS l WHERE l.asset_id = a.value AND l.host = ? AND l.state = 'present')))
+        """
 
     /// Other processes' submissions ring the doorbell beside the queue (when this store listens);
     /// otherwise a plain sleep.
@@ -596,7 +620,7 @@ public final class SQLiteJobStore: JobStore {
     static let columns = """
         id, name, manifest, base_directory, output_roots, priority, max_attempts, run_at, unique_key, timeout, created_at, \
         state, attempt, lease_owner, lease_token, lease_expires_at, progress, phase, worker_pid, started_at, finished_at, \
-        updated_at, result, errors, after_ids, after_policy, waiting_for, blocked_by
+        updated_at, result, errors, after_ids, after_policy, waiting_for, blocked_by, requires
         """
 
     static func job(_ row: Row) -> Job {
@@ -622,6 +646,7 @@ public final class SQLiteJobStore: JobStore {
         job.afterPolicy = (row[25] as String?).flatMap(AfterPolicy.init(rawValue:)) ?? .success
         job.waitingFor = row[26]
         job.blockedBy = row[27]
+        job.requires = JobCoding.decode([String].self, row[28]) ?? []
         return job
     }
 

@@ -73,6 +73,11 @@ struct CoordinatorCommand: AsyncParsableCommand {
     @Option(help: "This host's name in leases, as `status` and `queue stats` show it (default: the machine's host name).")
     var host: String?
 
+    @Option(name: .customLong("provides"), help: ArgumentHelp(
+        "A capability of this host (repeatable, e.g. gpu): jobs that require it (\"requires\": [\"gpu\"]) are claimed only by coordinators that provide it.",
+        valueName: "tag"))
+    var provides: [String] = []
+
     @Option(name: .customLong("keep-finished"), parsing: .unconditional,
             help: "Days finished jobs stay in the queue before this coordinator prunes them (0: keep them).")
     var keepFinished: Double = 30
@@ -112,6 +117,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
         guard lease >= 1 else { throw ValidationError("--lease must be at least 1 second") }
         guard keepFinished >= 0 else { throw ValidationError("--keep-finished must not be negative") }
         if let host, host.isEmpty || host.contains(":") { throw ValidationError("--host \(host): give a name without ':'") }
+        for tag in provides { if let problem = HostCapability.problem(tag) { throw ValidationError("--provides: \(problem)") } }
         guard jobTimeout > 0, grace >= 0 else { throw ValidationError("--job-timeout must be positive and --grace not negative") }
         _ = try Self.bytes(maxMemory, "--max-memory")
         _ = try Self.bytes(maxFileSize, "--max-file-size")
@@ -174,8 +180,10 @@ struct CoordinatorCommand: AsyncParsableCommand {
         configuration.exitWhenIdle = exitWhenIdle
         configuration.standbyWorkers = !noStandby
         try reuse.apply(to: &configuration)
-        configuration.owner = CoordinatorConfiguration.defaultOwner(host: host)
         let libraryHost = LibraryOptions.hostName(host)
+        // One name for the host in leases and in the library: a job reading assets is claimed where they are.
+        configuration.owner = CoordinatorConfiguration.defaultOwner(host: libraryHost)
+        configuration.provides = provides
         configuration.library = try? AssetLibrary(database: store.database, host: libraryHost)
         configuration.keepFinished = keepFinished > 0 ? keepFinished * 86400 : nil
         configuration.limits = WorkerLimits(addressSpaceBytes: try Self.bytes(maxMemory, "--max-memory"), cpuSeconds: maxCPU,

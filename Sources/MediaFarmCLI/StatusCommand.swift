@@ -110,7 +110,8 @@ struct StatusCommand: AsyncParsableCommand {
                     + (job.afterPolicy == .always ? "; runs however they end)" : ")")
             case .queued:
                 let wait = job.runAt.timeIntervalSinceNow
-                detail = wait > 0.5 ? String(format: "starts in %.0f s", wait) : "waiting for a worker"
+                detail = wait > 0.5 ? String(format: "starts in %.0f s", wait)
+                    : job.requires.isEmpty ? "waiting for a worker" : "waiting for a host that provides " + job.requires.joined(separator: ", ")
                 if let last = job.errors.last { detail += "; last error: \(last.message)" }
             case .succeeded:
                 let result = job.result.flatMap { try? JSONDecoder().decode(JobResult.self, from: Data($0.utf8)) }

@@ -89,7 +89,7 @@ struct SubmitCommand: AsyncParsableCommand {
             NewJob(name: manifest.name, manifest: text, baseDirectory: manifest.baseDirectory, outputRoots: roots ?? [],
                    priority: priority, maxAttempts: maxAttempts, runAt: runAt, uniqueKey: uniqueKey, timeout: timeout,
                    after: manifest.after + dependencies.filter { !manifest.after.contains($0) },
-                   afterPolicy: afterPolicy ?? manifest.afterPolicy)
+                   afterPolicy: afterPolicy ?? manifest.afterPolicy, requires: manifest.requires)
         }
         let token = try library.token()
         var sources: [[String]] = []

@@ -166,3 +166,37 @@ import Testing
         #expect(try await store.enqueue([new("w again", key: "w")], at: t0)[0] == Enqueued(id: chained.id, inserted: false))
     }
 }
+
+/// Jobs go where they can run: a claimer takes only jobs whose requirements it provides and whose library
+/// assets are present on its host; the others wait (not claimed, not counted as work for it).
+@Suite struct PlacementConformanceTests {
+    let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+
+    @Test(arguments: Backend.allCases)
+    func aJobIsClaimedOnlyWhereItCanRun(backend: Backend) async throws {
+        let store = try await backend.make()
+        let asset = "0123456789abcdefghjkmnpqr0"
+        let gpu = try await store.enqueue([NewJob(name: "gpu", manifest: #"{"version":1,"input":"a.mp4"}"#, baseDirectory: "/", requires: ["gpu"])], at: t0)[0].id
+        let onRender = try await store.enqueue([NewJob(name: "asset", manifest: #"{"version":1,"input":"asset:\#(asset)"}"#, baseDirectory: "/")], at: t0)[0].id
+        #expect(try await store.job(id: gpu)?.requires == ["gpu"])
+        // A coordinator that provides nothing, on a host without the asset: nothing for it.
+        #expect(try await store.claim(limit: 5, owner: "laptop:1:a", leaseDuration: 30, at: t0).isEmpty)
+        #expect(try await store.nextRunAt(provides: [], host: "laptop") == nil)
+        #expect(try await store.hasWork(provides: [], host: "laptop") == false)
+        #expect(try await store.hasWork(provides: ["gpu"], host: "laptop"))
+        #expect(try await store.claim(limit: 5, owner: "laptop:1:a", leaseDuration: 30, provides: ["cpu"], at: t0).isEmpty)
+        // Registered on "render" (the library's tables, beside the jobs'): claimed there only.
+        let database = try store.database
+        try await database.write { s in
+            _ = try await s.execute("INSERT INTO assets (id, sha256, size, media_type, added_at, date_key) VALUES (?, 'x', 1, 'video', 0, 0)",
+                                    [.text(asset)])
+            _ = try await s.execute("""
+                INSERT INTO asset_locations (asset_id, host, path, state, size, mtime, inode, device, seen_at)
+                VALUES (?, 'render', '/media/a.mp4', 'present', 1, 0, 1, 1, 0)
+                """, [.text(asset)])
+        }
+        #expect(try await store.claim(limit: 5, owner: "laptop:1:a", leaseDuration: 30, at: t0).isEmpty)
+        #expect(try await store.claim(limit: 5, owner: "render:1:a", leaseDuration: 30, at: t0).map(\.id) == [onRender])
+        #expect(try await store.claim(limit: 5, owner: "laptop:1:a", leaseDuration: 30, provides: ["gpu", "capture-host"], at: t0).map(\.id) == [gpu])
+    }
+}

@@ -158,17 +158,24 @@ import Testing
         let made = try #require(try json(try mediafarm(["library", "show", "--json", "--host", "render", outputID], queue: queue)) as? [String: Any])
         #expect((made["derivedFrom"] as? [[String: Any]])?.first?["source"] as? String == id)
 
-        // A host without the asset fails the attempt, naming the id and where it is.
+        // A host without the asset does not claim the job: it waits for a host that has it (a coordinator with
+        // --exit-when-idle that can run nothing of what is queued exits). There it runs, and fails in words.
         try """
-        { "version": 1, "name": "elsewhere", "input": "asset:\(id)", "export": { "mode": "passthrough", "output": "out/elsewhere.mp4" } }
+        { "version": 1, "name": "elsewhere", "edits": [{ "source": "asset:\(id)", "start": "100" }],
+          "export": { "mode": "passthrough", "output": "out/elsewhere.mp4" } }
         """.write(to: jobs.appendingPathComponent("elsewhere.json"), atomically: true, encoding: .utf8)
         #expect(try mediafarm(["submit", "--max-attempts", "1", "elsewhere.json"], queue: queue, in: jobs).status == 0)
         let other = try mediafarm(["coordinator", "--host", "laptop", "--workers", "1", "--exit-when-idle"], queue: queue)
-        #expect(other.status == 1)
-        let status = try mediafarm(["status", "--json"], queue: queue)
-        let failed = try #require((try json(status) as? [[String: Any]])?.first { $0["name"] as? String == "elsewhere" })
-        #expect(failed["state"] as? String == "dead")
-        #expect("\(failed["errors"] ?? "")".contains("asset \(id) is not on laptop (it is on render)"))
+        #expect(other.status == 0, "\(other.stdout)\(other.stderr)")
+        func elsewhere() throws -> [String: Any] {
+            try #require((try json(try mediafarm(["status", "--json"], queue: queue)) as? [[String: Any]])?.first { $0["name"] as? String == "elsewhere" })
+        }
+        #expect(try elsewhere()["state"] as? String == "queued" && (try elsewhere()["attempt"] as? Int) == 0)
+        let render = try mediafarm(["coordinator", "--host", "render", "--workers", "1", "--exit-when-idle"], queue: queue)
+        #expect(render.status == 1, "the job failed there: \(render.stdout)\(render.stderr)")
+        let failed = try elsewhere()
+        #expect(failed["state"] as? String == "failed" && (failed["worker"] == nil))
+        #expect("\(failed["errors"] ?? "")".contains("100"), "\(failed)")
         let failedInputs = try mediafarm(["library", "list", "--json", "--album", "Failed Jobs' Inputs"], queue: queue)
         #expect(((try json(failedInputs) as? [String: Any])?["assets"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [id])
 
