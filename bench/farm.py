@@ -1,34 +1,12 @@
 # The measurements of bench/farm (see there). Arguments: mediafarm, a scratch folder, the media
 # folder, a PostgreSQL URL and its port, the rounds of the interleaved comparison.
 import json, os, re, shutil, socket, sqlite3, statistics, subprocess, sys, time, urllib.request
+from benchlib import events, log, percentiles
 
 bin, work, media, pg_url, pg_port, rounds = sys.argv[1:7]
 rounds = int(rounds)
 clip = os.path.join(media, "clip-2s.mp4")
 source = os.path.join(media, "1080p-bframes-60s.mp4")
-
-
-def log(message):
-    print(message, file=sys.stderr, flush=True)
-
-
-def percentiles(values):
-    v = sorted(values)
-    pick = lambda q: v[min(len(v) - 1, int(round(q * (len(v) - 1))))]
-    return {"p50": round(statistics.median(v), 2), "p90": round(pick(0.9), 2), "p99": round(pick(0.99), 2),
-            "max": round(v[-1], 2), "samples": len(v)}
-
-
-def events(path):
-    out = []
-    with open(path) as f:
-        for line in f:
-            if line.startswith("{"):
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass
-    return out
 
 
 def schema_queue(name):

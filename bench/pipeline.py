@@ -1,30 +1,9 @@
 # The measurements of bench/pipeline (see there). Arguments: mediafarm, a scratch folder holding clip.mp4,
 # a PostgreSQL URL and its port.
-import json, os, re, sqlite3, statistics, subprocess, sys, time
+import json, os, re, sqlite3, subprocess, sys, time
+from benchlib import events, log, percentiles
 
 bin, work, pg_url, pg_port = sys.argv[1:5]
-
-
-def log(message):
-    print(message, file=sys.stderr, flush=True)
-
-
-def percentiles(values):
-    v = sorted(values)
-    pick = lambda q: v[min(len(v) - 1, int(round(q * (len(v) - 1))))]
-    return {"p50": round(statistics.median(v), 2), "p90": round(pick(0.9), 2), "p99": round(pick(0.99), 2),
-            "max": round(v[-1], 2), "samples": len(v)}
-
-
-def events(path):
-    out = []
-    for line in open(path):
-        if line.startswith("{"):
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                pass
-    return out
 
 
 def rows(queue, sql):
@@ -43,6 +22,17 @@ def queue_for(label, backend):
     return "sqlite:" + os.path.join(work, f"{label}.sqlite")
 
 
+def setup(label, backend):
+    """A folder and an empty queue for one measurement: (folder, queue, environment)."""
+    folder = os.path.join(work, label)
+    os.makedirs(folder)
+    queue = queue_for(label, backend)
+    env = dict(os.environ, MEDIAFARM_QUEUE=queue)
+    if backend == "postgres":
+        run(env, "queue", "migrate")
+    return folder, queue, env
+
+
 def manifest(folder, name):
     path = os.path.join(folder, f"{name}.json")
     json.dump({"version": 1, "name": name, "input": os.path.join(work, "clip.mp4")}, open(path, "w"))
@@ -54,13 +44,7 @@ def run(env, *args):
 
 
 def chain(backend, length=100):
-    label = f"chain_{backend}"
-    folder = os.path.join(work, label)
-    os.makedirs(folder)
-    queue = queue_for(label, backend)
-    env = dict(os.environ, MEDIAFARM_QUEUE=queue)
-    if backend == "postgres":
-        run(env, "queue", "migrate")
+    folder, queue, env = setup(f"chain_{backend}", backend)
     path = manifest(folder, "step")
     ids = []
     for i in range(length):
@@ -86,13 +70,7 @@ def chain(backend, length=100):
 
 def pickup(backend, jobs=40):
     """Submission's commit to the worker's first event, one job at a time into an idle coordinator."""
-    label = f"pickup_{backend}"
-    folder = os.path.join(work, label)
-    os.makedirs(folder)
-    queue = queue_for(label, backend)
-    env = dict(os.environ, MEDIAFARM_QUEUE=queue)
-    if backend == "postgres":
-        run(env, "queue", "migrate")
+    folder, queue, env = setup(f"pickup_{backend}", backend)
     paths = [manifest(folder, f"p{i}") for i in range(jobs)]
     run(env, "submit", "--delay", "3600", paths[0])  # makes the queue
     log_path = os.path.join(folder, "coordinator.log")
@@ -114,13 +92,7 @@ def pickup(backend, jobs=40):
 
 
 def fan_in(backend, width=500):
-    label = f"fanin_{backend}"
-    folder = os.path.join(work, label)
-    os.makedirs(folder)
-    queue = queue_for(label, backend)
-    env = dict(os.environ, MEDIAFARM_QUEUE=queue)
-    if backend == "postgres":
-        run(env, "queue", "migrate")
+    folder, queue, env = setup(f"fanin_{backend}", backend)
     parts = os.path.join(folder, "parts")
     os.makedirs(parts)
     for i in range(width):
