@@ -6,15 +6,15 @@ import Foundation
 extension Coordinator {
     /// The manifest with each `job:REF#output` (or `#report`) input replaced by the path that job wrote.
     /// A failure names the reference and why (the job did not succeed, wrote no such file, or is gone).
-    func resolveJobResults(_ job: Job) async -> Result<String, AssetFailure> {
+    func resolveJobResults(_ job: Job) async -> Result<String, InputFailure> {
         guard let document = try? JSONParser.parse(job.manifest) else { return .success(job.manifest) }
         let dependencies: [Job]
         do {
             dependencies = try await store.jobs(ids: job.after)
         } catch {
-            return .failure(AssetFailure(message: "the results of the jobs this one waited for could not be read: \(error)", retry: true))
+            return .failure(InputFailure(message: "the results of the jobs this one waited for could not be read: \(error)", retry: true))
         }
-        func resolve(_ value: JSONValue) -> Result<JSONValue?, AssetFailure> {
+        func resolve(_ value: JSONValue) -> Result<JSONValue?, InputFailure> {
             guard case .string(let text) = value, case .success(let reference)? = JobOutputReference.parse(text) else { return .success(nil) }
             let found: Job? = switch reference.job {
             case .id(let id): dependencies.first { $0.id == id }
@@ -24,16 +24,16 @@ extension Coordinator {
                     ?? dependencies.filter { $0.uniqueKey.map { $0.hasPrefix("api:") && $0.hasSuffix(":" + key) } ?? false }.max { $0.id < $1.id }
             }
             guard let found else {
-                return .failure(AssetFailure(message: "\(text): that job is no longer in the queue (pruned?); its result cannot be read", retry: false))
+                return .failure(InputFailure(message: "\(text): that job is no longer in the queue (pruned?); its result cannot be read", retry: false))
             }
             guard found.state == .succeeded else {
-                return .failure(AssetFailure(message: "\(text): job \(found.id) (\(found.name)) \(found.state.rawValue), so it has no \(reference.field.rawValue)",
+                return .failure(InputFailure(message: "\(text): job \(found.id) (\(found.name)) \(found.state.rawValue), so it has no \(reference.field.rawValue)",
                                              retry: false))
             }
             let result = found.result.flatMap { try? JSONDecoder().decode(JobResult.self, from: Data($0.utf8)) }
             let path = reference.field == .output ? result?.output : result?.report
             guard let path else {
-                return .failure(AssetFailure(message: "\(text): job \(found.id) (\(found.name)) wrote no \(reference.field.rawValue)", retry: false))
+                return .failure(InputFailure(message: "\(text): job \(found.id) (\(found.name)) wrote no \(reference.field.rawValue)", retry: false))
             }
             return .success(.string(path))
         }

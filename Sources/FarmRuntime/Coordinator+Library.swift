@@ -5,23 +5,24 @@ import Foundation
 /// The asset library as a coordinator uses it: `asset:ID` inputs resolved to this host's paths before the
 /// worker starts, and a successful job's output and codes recorded afterwards.
 extension Coordinator {
-    struct AssetFailure: Error {
+    /// An input (a library asset, another job's result) that could not be put in before the worker starts.
+    struct InputFailure: Error {
         var message: String
-        /// Another host may hold the asset: the attempt is retried (there, or here once it is added).
+        /// It may be there on a later attempt (another host, the queue answering again): the attempt is retried.
         var retry: Bool
     }
 
     /// The manifest with each `asset:ID` replaced by this host's path, and the ids.
-    func resolveAssets(_ job: Job) async -> Result<(String, [AssetID]), AssetFailure> {
+    func resolveAssets(_ job: Job) async -> Result<(String, [AssetID]), InputFailure> {
         guard let library = configuration.library else {
-            return .failure(AssetFailure(message: "the manifest names assets (asset:ID) but this coordinator has no asset library", retry: false))
+            return .failure(InputFailure(message: "the manifest names assets (asset:ID) but this coordinator has no asset library", retry: false))
         }
         do {
             let (text, ids) = try await library.resolveManifest(job.manifest)
             return .success((text, ids))
         } catch {
-            if case .unknownAsset = error { return .failure(AssetFailure(message: error.description, retry: false)) }
-            return .failure(AssetFailure(message: error.description, retry: true))
+            if case .unknownAsset = error { return .failure(InputFailure(message: error.description, retry: false)) }
+            return .failure(InputFailure(message: error.description, retry: true))
         }
     }
 

@@ -181,6 +181,13 @@ public final class Coordinator: Service, @unchecked Sendable {
 
     // MARK: - One job
 
+    /// Ends an attempt whose inputs could not be put in before its worker started.
+    private func inputsFailed(_ job: Job, token: String, _ failure: InputFailure) async {
+        _ = lock.withLock { running.removeValue(forKey: job.id) }
+        await finish(job, token: token, outcome: failure.retry ? .crashed(message: failure.message) : .failed(message: failure.message, result: nil),
+                     seconds: 0)
+    }
+
     func supervise(_ job: Job, token: String, standby: StandbyWorker?) async {
         let submitted = job.manifest
         var job = job
@@ -189,9 +196,7 @@ public final class Coordinator: Service, @unchecked Sendable {
             switch await resolveJobResults(job) {
             case .success(let resolved): job.manifest = resolved
             case .failure(let failure):
-                _ = lock.withLock { running.removeValue(forKey: job.id) }
-                await finish(job, token: token, outcome: failure.retry ? .crashed(message: failure.message) : .failed(message: failure.message, result: nil),
-                             seconds: 0)
+                await inputsFailed(job, token: token, failure)
                 return
             }
         }
@@ -201,9 +206,7 @@ public final class Coordinator: Service, @unchecked Sendable {
                 (job.manifest, sources) = resolved
                 try? await configuration.library?.recordJobInputs(job.id, sources)
             case .failure(let failure):
-                _ = lock.withLock { running.removeValue(forKey: job.id) }
-                await finish(job, token: token, outcome: failure.retry ? .crashed(message: failure.message) : .failed(message: failure.message, result: nil),
-                             seconds: 0)
+                await inputsFailed(job, token: token, failure)
                 return
             }
         }

@@ -172,8 +172,6 @@ public protocol JobStore: Sendable {
     /// Deletes up to `limit` jobs that finished (succeeded, failed, cancelled, dead) before `date`;
     /// returns how many.
     func prune(finishedBefore date: Date, limit: Int) async throws(JobStoreError) -> Int
-    /// Whether any job is queued or running (cheap: a coordinator asks it while idle).
-    func hasLiveJobs() async throws(JobStoreError) -> Bool
     /// The earliest runAt among queued jobs that a claimer providing `provides` on `host` can run, to sleep until.
     func nextRunAt(provides: [String], host: String) async throws(JobStoreError) -> Date?
     /// Whether a job is running anywhere, or one is queued that a claimer providing `provides` on `host`

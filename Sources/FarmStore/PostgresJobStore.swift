@@ -174,98 +174,6 @@ public final class PostgresJobStore: JobStore {
         throw JobStoreError.unavailable("\(location): the unique key \(new.uniqueKey ?? "") keeps changing hands; try again")
     }
 
-    /// The ids of the jobs `references` name; refused (nothing queued) when one names no job.
-    private func resolve(_ references: [JobReference], for name: String, on c: PostgresConnection) async throws -> [Int64] {
-        var ids: [Int64] = []
-        for reference in references {
-            let rows = switch reference {
-            case .id(let id): try await c.run("SELECT id FROM \(unescaped: table) WHERE id = \(id)")
-            case .key(let key): try await c.run("SELECT MAX(id) FROM \(unescaped: table) WHERE unique_key = \(key)")
-            }
-            guard let found = try rows.first?.decode(Int64?.self) else { throw JobStoreError.refused(Dependencies.unknown(reference, of: name)) }
-            if !ids.contains(found) { ids.append(found) }
-        }
-        return ids
-    }
-
-    /// The jobs `ids` as the dependency verdict needs them.
-    private func dependencies(_ ids: [Int64], on c: PostgresConnection) async throws -> [DependencyVerdict.Dependency] {
-        guard !ids.isEmpty else { return [] }
-        return try await c.run("SELECT id, name, state, errors FROM \(unescaped: table) WHERE id = ANY(\(ids))").map { row in
-            let (id, name, state, errors) = try row.decode((Int64, String, String, String).self)
-            return DependencyVerdict.Dependency(id: id, name: name, state: JobState(rawValue: state) ?? .dead,
-                                                lastError: JobCoding.decode([Job.AttemptError].self, errors)?.last?.message)
-        }
-    }
-
-    /// Applies and saves a transition to a row locked in this transaction, and follows it through the
-    /// jobs that wait: a job that ended releases (or fails) its dependents, a retried one brings back
-    /// those its failure had failed. `due`: a job became due (the caller notifies).
-    private func moved(_ job: Job, revision: Int64, _ t: JobTransition, at now: Date, on c: PostgresConnection) async throws -> (job: Job, due: Bool) {
-        let next = if case .retry = t {
-            try Dependencies.retried(job, DependencyVerdict.of(try await dependencies(job.after, on: c), policy: job.afterPolicy),
-                                     machine: machine, at: now)
-        } else {
-            try transition(job, t, now)
-        }
-        guard try await save(next, over: job, revision: revision, on: c) else {
-            throw JobStoreError.unavailable("\(location): job \(job.id) changed while locked")
-        }
-        if next.state.isTerminal && !job.state.isTerminal { return (next, try await release(next, at: now, on: c)) }
-        if job.state.isTerminal && next.state.isLive { try await unblock(next, at: now, on: c) }
-        return (next, next.state == .queued && next.runAt <= now)
-    }
-
-    /// After `ended` reached a terminal state: its waiting dependents count it as ended (queued when it
-    /// was their last) or fail naming it, and so on down the graph. True when a job became due.
-    private func release(_ ended: Job, at now: Date, on c: PostgresConnection) async throws -> Bool {
-        var due = false
-        // Each job that ended, with the job whose failure made it end (nil: itself).
-        var work: [(job: Job, root: DependencyVerdict.Dependency?)] = [(ended, nil)]
-        while let (done, root) = work.popLast() {
-            let rows = try await c.run("""
-                SELECT \(unescaped: Self.columns()) FROM \(unescaped: table)
-                WHERE state = 'waiting' AND id IN (SELECT job_id FROM \(unescaped: edges) WHERE depends_on = \(done.id)) ORDER BY id FOR UPDATE
-                """)
-            for (dependent, revision) in try decodeJobs(rows) {
-                var next = dependent
-                switch Dependencies.release(&next, after: done, root: root) {
-                case .ready:
-                    next = try transition(next, .ready, now)
-                    due = true
-                case .waiting:
-                    next.updatedAt = now
-                case let .failed(id, message):
-                    next = try transition(next, .dependencyFailed(id: id, message: message), now)
-                    work.append((next, root ?? Dependencies.cause(done)))
-                }
-                guard try await save(next, over: dependent, revision: revision, on: c) else {
-                    throw JobStoreError.unavailable("\(location): job \(dependent.id) changed while locked")
-                }
-            }
-        }
-        return due
-    }
-
-    /// After `retried` left a terminal state: the jobs its failure had failed wait again (unless another
-    /// dependency of theirs failed too), and so on down the graph.
-    private func unblock(_ retried: Job, at now: Date, on c: PostgresConnection) async throws {
-        var work = [retried.id]
-        while let id = work.popLast() {
-            let rows = try await c.run("""
-                SELECT \(unescaped: Self.columns()) FROM \(unescaped: table) WHERE blocked_by = \(id) AND state = 'failed' ORDER BY id FOR UPDATE
-                """)
-            for (job, revision) in try decodeJobs(rows) {
-                let verdict = DependencyVerdict.of(try await dependencies(job.after, on: c), policy: job.afterPolicy)
-                let next = try Dependencies.unblocked(job, verdict, machine: machine, at: now)
-                guard try await save(next, over: job, revision: revision, on: c) else {
-                    throw JobStoreError.unavailable("\(location): job \(job.id) changed while locked")
-                }
-                if next.state.isLive { work.append(next.id) }
-            }
-        }
-    }
-
     /// One prepared statement (`ClaimStatement`).
     public func claim(limit: Int, owner: String, leaseDuration: Double, provides: [String], at now: Date) async throws(JobStoreError) -> [Job] {
         guard limit > 0 else { return [] }
@@ -451,35 +359,27 @@ public final class PostgresJobStore: JobStore {
             """).count
     }
 
-    public func hasLiveJobs() async throws(JobStoreError) -> Bool {
-        let live = try await run("""
-            SELECT EXISTS (SELECT 1 FROM \(unescaped: table) WHERE state = 'queued')
-                OR EXISTS (SELECT 1 FROM \(unescaped: table) WHERE state = 'running')
-            """, { try $0.decode(Bool.self) })
-        return live.first ?? false
-    }
-
     public func nextRunAt(provides: [String], host: String) async throws(JobStoreError) -> Date? {
-        let next = try await run("""
-            SELECT MIN(run_at) FROM \(unescaped: table) WHERE state = 'queued' AND \(unescaped: runnable(provides, host))
-            """) { try $0.decode(Double?.self) }
+        let next = try await run(Self.placed("""
+            SELECT MIN(run_at) FROM \(table) WHERE state = 'queued' AND \(ClaimStatement.runnable(provides: "$1", host: "$2"))
+            """, provides, host)) { try $0.decode(Double?.self) }
         return (next.first ?? nil).map(Date.init(timeIntervalSince1970:))
     }
 
     public func hasWork(provides: [String], host: String) async throws(JobStoreError) -> Bool {
-        let work = try await run("""
-            SELECT EXISTS (SELECT 1 FROM \(unescaped: table) WHERE state = 'running')
-                OR EXISTS (SELECT 1 FROM \(unescaped: table) WHERE state = 'queued' AND \(unescaped: runnable(provides, host)))
-            """, { try $0.decode(Bool.self) })
+        let work = try await run(Self.placed("""
+            SELECT EXISTS (SELECT 1 FROM \(table) WHERE state = 'running')
+                OR EXISTS (SELECT 1 FROM \(table) WHERE state = 'queued' AND \(ClaimStatement.runnable(provides: "$1", host: "$2")))
+            """, provides, host), { try $0.decode(Bool.self) })
         return work.first ?? false
     }
 
-    /// `ClaimStatement.runnable` with its two values in place (quoted as literals) and the schema's tables.
-    private func runnable(_ provides: [String], _ host: String) -> String {
-        func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
-        return ClaimStatement.runnable.replacingOccurrences(of: "$5", with: literal(JobCoding.json(provides)))
-            .replacingOccurrences(of: "$6", with: literal(host))
-            .replacingOccurrences(of: "FROM asset_locations", with: "FROM \"\(server.schema)\".asset_locations")
+    /// `sql` with what a claimer provides ($1, a JSON array) and its host ($2) bound.
+    private static func placed(_ sql: String, _ provides: [String], _ host: String) -> PostgresQuery {
+        var binds = PostgresBindings(capacity: 2)
+        binds.append(JobCoding.json(provides))
+        binds.append(host)
+        return PostgresQuery(unsafeSQL: sql, binds: binds)
     }
 
     // MARK: - Work notifications
@@ -531,7 +431,7 @@ public final class PostgresJobStore: JobStore {
         }
     }
 
-    private func transition(_ job: Job, _ t: JobTransition, _ now: Date) throws(JobStoreError) -> Job {
+    func transition(_ job: Job, _ t: JobTransition, _ now: Date) throws(JobStoreError) -> Job {
         do {
             return try machine.apply(t, to: job, at: now, jitter: Double.random(in: 0...1))
         } catch {
@@ -545,7 +445,7 @@ public final class PostgresJobStore: JobStore {
 
     /// Writes every mutable column of `job`, if the row is still at `revision` with the token `old`
     /// had: false when another change came first.
-    private func save(_ job: Job, over old: Job, revision: Int64, on c: some Queryable) async throws -> Bool {
+    func save(_ job: Job, over old: Job, revision: Int64, on c: some Queryable) async throws -> Bool {
         let rows = try await c.run("""
             UPDATE \(unescaped: table) SET state = \(job.state.rawValue), priority = \(job.priority), attempt = \(job.attempt),
                 max_attempts = \(job.maxAttempts), run_at = \(job.runAt.timeIntervalSince1970), lease_owner = \(job.lease?.owner),
@@ -569,7 +469,7 @@ public final class PostgresJobStore: JobStore {
         return names.map { name in alias.map { "\($0).\(name)" } ?? name }.joined(separator: ", ")
     }
 
-    private func decodeJobs(_ rows: [PostgresRow]) throws(JobStoreError) -> [(job: Job, revision: Int64)] {
+    func decodeJobs(_ rows: [PostgresRow]) throws(JobStoreError) -> [(job: Job, revision: Int64)] {
         do {
             return try rows.map { row in
                 let r = row.makeRandomAccess()

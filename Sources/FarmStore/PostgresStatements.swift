@@ -9,7 +9,7 @@ import PostgresNIO
 struct ClaimStatement: PostgresPreparedStatement {
     static let sql = """
         WITH picked AS (
-            SELECT id FROM jobs WHERE state = 'queued' AND run_at <= $1 AND \(runnable)
+            SELECT id FROM jobs WHERE state = 'queued' AND run_at <= $1 AND \(runnable(provides: "$5", host: "$6"))
             ORDER BY priority DESC, run_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)
         UPDATE jobs AS j
         SET state = 'running', attempt = j.attempt + 1, lease_owner = $3, lease_token = replace(gen_random_uuid()::text, '-', ''),
@@ -19,13 +19,16 @@ struct ClaimStatement: PostgresPreparedStatement {
         RETURNING \(PostgresJobStore.columns("j"))
         """
     static let bindingDataTypes: [PostgresDataType] = [.float8, .int8, .text, .float8, .text, .text]
-    /// A queued job the claimer can run: it provides ($5, a JSON array) every capability the job requires,
-    /// and its host ($6) holds every asset the job reads.
-    static let runnable = """
-        (requires IS NULL OR requires::jsonb <@ $5::jsonb)
-        AND (assets IS NULL OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(assets::jsonb) AS a(id) WHERE NOT EXISTS (
-            SELECT 1 FROM asset_locations AS l WHERE l.asset_id = a.id AND l.host = $6 AND l.state = 'present')))
+    /// A queued job the claimer can run: it provides (`provides`, the placeholder of a JSON array) every
+    /// capability the job requires, and its host (`host`) holds every asset the job reads. Tables are
+    /// found through the connection's search path.
+    static func runnable(provides: String, host: String) -> String {
         """
+        (requires IS NULL OR requires::jsonb <@ \(provides)::jsonb)
+        AND (assets IS NULL OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(assets::jsonb) AS a(id) WHERE NOT EXISTS (
+            SELECT 1 FROM asset_locations AS l WHERE l.asset_id = a.id AND l.host = \(host) AND l.state = 'present')))
+        """
+    }
 
     let now: Double
     let limit: Int64

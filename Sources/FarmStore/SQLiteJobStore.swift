@@ -77,117 +77,6 @@ public final class SQLiteJobStore: JobStore {
         }
     }
 
-    static var migrator: DatabaseMigrator {
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1 jobs") { db in
-            try db.execute(sql: """
-                CREATE TABLE jobs (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    name TEXT NOT NULL,
-                    manifest TEXT NOT NULL,
-                    base_directory TEXT NOT NULL,
-                    output_roots TEXT NOT NULL DEFAULT '[]',
-                    state TEXT NOT NULL CHECK (state IN ('queued','running','succeeded','failed','cancelled','dead')),
-                    priority INTEGER NOT NULL DEFAULT 0,
-                    attempt INTEGER NOT NULL DEFAULT 0,
-                    max_attempts INTEGER NOT NULL,
-                    run_at REAL NOT NULL,
-                    unique_key TEXT,
-                    timeout REAL,
-                    lease_owner TEXT,
-                    lease_token TEXT,
-                    lease_expires_at REAL,
-                    progress REAL,
-                    phase TEXT,
-                    worker_pid INTEGER,
-                    created_at REAL NOT NULL,
-                    started_at REAL,
-                    finished_at REAL,
-                    updated_at REAL NOT NULL,
-                    result TEXT,
-                    errors TEXT NOT NULL DEFAULT '[]'
-                );
-                CREATE INDEX jobs_claimable ON jobs(priority DESC, run_at, id) WHERE state = 'queued';
-                CREATE INDEX jobs_leases ON jobs(lease_expires_at) WHERE state = 'running';
-                CREATE UNIQUE INDEX jobs_unique_live ON jobs(unique_key)
-                    WHERE unique_key IS NOT NULL AND state IN ('queued', 'running');
-                """)
-        }
-        migrator.registerMigration("v2 pruning") { db in
-            try db.execute(sql: "CREATE INDEX jobs_finished ON jobs(finished_at) WHERE finished_at IS NOT NULL")
-        }
-        migrator.registerMigration("v3 library") { db in
-            for statement in LibrarySchema.statements(.sqlite) { try db.execute(sql: statement) }
-        }
-        migrator.registerMigration("v4 coordinators") { db in
-            for statement in CoordinatorRegistry.statements(.sqlite) { try db.execute(sql: statement) }
-        }
-        migrator.registerMigration("v5 dependencies") { db in
-            // A new state (`waiting`) changes the state column's CHECK: SQLite rebuilds the table for it.
-            let sequence = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'jobs'")
-            let kept = """
-                id, name, manifest, base_directory, output_roots, state, priority, attempt, max_attempts, run_at, unique_key, timeout, \
-                lease_owner, lease_token, lease_expires_at, progress, phase, worker_pid, created_at, started_at, finished_at, updated_at, \
-                result, errors
-                """
-            try db.execute(sql: """
-                CREATE TABLE jobs_v5 (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    name TEXT NOT NULL,
-                    manifest TEXT NOT NULL,
-                    base_directory TEXT NOT NULL,
-                    output_roots TEXT NOT NULL DEFAULT '[]',
-                    state TEXT NOT NULL CHECK (state IN ('waiting','queued','running','succeeded','failed','cancelled','dead')),
-                    priority INTEGER NOT NULL DEFAULT 0,
-                    attempt INTEGER NOT NULL DEFAULT 0,
-                    max_attempts INTEGER NOT NULL,
-                    run_at REAL NOT NULL,
-                    unique_key TEXT,
-                    timeout REAL,
-                    lease_owner TEXT,
-                    lease_token TEXT,
-                    lease_expires_at REAL,
-                    progress REAL,
-                    phase TEXT,
-                    worker_pid INTEGER,
-                    created_at REAL NOT NULL,
-                    started_at REAL,
-                    finished_at REAL,
-                    updated_at REAL NOT NULL,
-                    result TEXT,
-                    errors TEXT NOT NULL DEFAULT '[]',
-                    after_ids TEXT NOT NULL DEFAULT '[]',
-                    after_policy TEXT,
-                    waiting_for INTEGER NOT NULL DEFAULT 0,
-                    blocked_by INTEGER
-                );
-                INSERT INTO jobs_v5 (\(kept)) SELECT \(kept) FROM jobs;
-                DROP TABLE jobs;
-                ALTER TABLE jobs_v5 RENAME TO jobs;
-                CREATE INDEX jobs_claimable ON jobs(priority DESC, run_at, id) WHERE state = 'queued';
-                CREATE INDEX jobs_leases ON jobs(lease_expires_at) WHERE state = 'running';
-                CREATE UNIQUE INDEX jobs_unique_live ON jobs(unique_key)
-                    WHERE unique_key IS NOT NULL AND state IN ('waiting', 'queued', 'running');
-                CREATE INDEX jobs_finished ON jobs(finished_at) WHERE finished_at IS NOT NULL;
-                CREATE INDEX jobs_keys ON jobs(unique_key, id) WHERE unique_key IS NOT NULL;
-                CREATE INDEX jobs_blocked ON jobs(blocked_by) WHERE blocked_by IS NOT NULL;
-                CREATE TABLE job_dependencies (
-                    depends_on INTEGER NOT NULL,
-                    job_id INTEGER NOT NULL,
-                    PRIMARY KEY (depends_on, job_id)
-                ) WITHOUT ROWID;
-                """)
-            // Ids are never reused, pruned ones included.
-            if let sequence { try db.execute(sql: "UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = 'jobs'", arguments: [sequence]) }
-        }
-        migrator.registerMigration("v6 placement") { db in
-            // What a claimer must provide, and the library assets the job reads (present on its host).
-            try db.execute(sql: "ALTER TABLE jobs ADD COLUMN requires TEXT")
-            try db.execute(sql: "ALTER TABLE jobs ADD COLUMN assets TEXT")
-        }
-        return migrator
-    }
-
     /// The tables beside the jobs (the asset library's), on a connection of their own, opened when first asked for.
     public var database: any SQLDatabase {
         get throws(JobStoreError) {
@@ -238,80 +127,6 @@ public final class SQLiteJobStore: JobStore {
         }
     }
 
-    /// The ids of the jobs `references` name; refused (nothing queued) when one names no job.
-    private func resolve(_ references: [JobReference], for name: String, _ db: Database) throws -> [Int64] {
-        var ids: [Int64] = []
-        for reference in references {
-            let found: Int64? = switch reference {
-            case .id(let id): try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM jobs WHERE id = ?"), arguments: [id])
-            case .key(let key):
-                try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(id) FROM jobs WHERE unique_key = ?"), arguments: [key])
-            }
-            guard let found else { throw JobStoreError.refused(Dependencies.unknown(reference, of: name)) }
-            if !ids.contains(found) { ids.append(found) }
-        }
-        return ids
-    }
-
-    /// The jobs `ids` as the dependency verdict needs them.
-    private func dependencies(_ ids: [Int64], _ db: Database) throws -> [DependencyVerdict.Dependency] {
-        guard !ids.isEmpty else { return [] }
-        return try Row.fetchAll(db, sql: "SELECT id, name, state, errors FROM jobs WHERE id IN (\(ids.map { String($0) }.joined(separator: ",")))").map { row in
-            DependencyVerdict.Dependency(id: row[0], name: row[1], state: JobState(rawValue: row[2]) ?? .dead,
-                                         lastError: JobCoding.decode([Job.AttemptError].self, row[3])?.last?.message)
-        }
-    }
-
-    /// After `ended` reached a terminal state: its waiting dependents count it as ended (queued when it
-    /// was their last) or fail naming it, and so on down the graph. True when a job became due.
-    private func release(_ ended: Job, at now: Date, _ db: Database) throws -> Bool {
-        var due = false
-        // Each job that ended, with the job whose failure made it end (nil: itself).
-        var work: [(job: Job, root: DependencyVerdict.Dependency?)] = [(ended, nil)]
-        while let (done, root) = work.popLast() {
-            let dependents = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT \(Self.columns) FROM jobs WHERE state = 'waiting' AND id IN (SELECT job_id FROM job_dependencies WHERE depends_on = ?)
-                """), arguments: [done.id]).map(Self.job)
-            for var dependent in dependents {
-                switch Dependencies.release(&dependent, after: done, root: root) {
-                case .ready:
-                    try save(try transition(dependent, .ready, now), db)
-                    due = true
-                case .waiting:
-                    dependent.updatedAt = now
-                    try save(dependent, db)
-                case let .failed(id, message):
-                    let failed = try transition(dependent, .dependencyFailed(id: id, message: message), now)
-                    try save(failed, db)
-                    work.append((failed, root ?? Dependencies.cause(done)))
-                }
-            }
-        }
-        return due
-    }
-
-    /// After `retried` left a terminal state: the jobs its failure had failed wait again (unless another
-    /// dependency of theirs failed too), and so on down the graph.
-    private func unblock(_ retried: Job, at now: Date, _ db: Database) throws {
-        var work = [retried.id]
-        while let id = work.popLast() {
-            let blocked = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT \(Self.columns) FROM jobs WHERE blocked_by = ? AND state = 'failed'
-                """), arguments: [id]).map(Self.job)
-            for job in blocked {
-                let verdict = DependencyVerdict.of(try dependencies(job.after, db), policy: job.afterPolicy)
-                let next = try Dependencies.unblocked(job, verdict, machine: machine, at: now)
-                try save(next, db)
-                if next.state.isLive { work.append(next.id) }
-            }
-        }
-    }
-
-    /// A job's retry: its dependencies decide whether it waits; one that failed refuses it.
-    private func retried(_ job: Job, at now: Date, _ db: Database) throws -> Job {
-        let verdict = DependencyVerdict.of(try dependencies(job.after, db), policy: job.afterPolicy)
-        return try Dependencies.retried(job, verdict, machine: machine, at: now)
-    }
 
     public func claim(limit: Int, owner: String, leaseDuration: Double, provides: [String], at now: Date) async throws(JobStoreError) -> [Job] {
         guard limit > 0 else { return [] }
@@ -515,15 +330,6 @@ public final class SQLiteJobStore: JobStore {
         }
     }
 
-    public func hasLiveJobs() async throws(JobStoreError) -> Bool {
-        try await read { [self] db in
-            // One EXISTS per state, each answered by that state's partial index.
-            try Bool.fetchOne(db, sql: """
-                SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'queued') OR EXISTS (SELECT 1 FROM jobs WHERE state = 'running')
-                """) ?? false
-        }
-    }
-
     public func nextRunAt(provides: [String], host: String) async throws(JobStoreError) -> Date? {
         try await read { [self] db in
             try Double.fetchOne(db.cachedStatement(sql: "SELECT MIN(run_at) FROM jobs WHERE state = 'queued' AND \(Self.runnable)"),
@@ -577,18 +383,8 @@ public final class SQLiteJobStore: JobStore {
         return job
     }
 
-    /// Applies and saves a transition, and follows it through the jobs that wait: a job that ended
-    /// releases (or fails) its dependents, a retried one brings back those its failure had failed.
-    /// `due`: a job became due.
-    private func moved(_ job: Job, _ t: JobTransition, _ now: Date, _ db: Database) throws -> (job: Job, due: Bool) {
-        let next = if case .retry = t { try retried(job, at: now, db) } else { try transition(job, t, now) }
-        try save(next, db)
-        if next.state.isTerminal && !job.state.isTerminal { return (next, try release(next, at: now, db)) }
-        if job.state.isTerminal && next.state.isLive { try unblock(next, at: now, db) }
-        return (next, false)
-    }
 
-    private func transition(_ job: Job, _ t: JobTransition, _ now: Date) throws -> Job {
+    func transition(_ job: Job, _ t: JobTransition, _ now: Date) throws -> Job {
         do {
             return try machine.apply(t, to: job, at: now, jitter: Double.random(in: 0...1))
         } catch {
@@ -596,12 +392,12 @@ public final class SQLiteJobStore: JobStore {
         }
     }
 
-    private func fetch(_ id: Int64, _ db: Database) throws -> Job? {
+    func fetch(_ id: Int64, _ db: Database) throws -> Job? {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT \(Self.columns) FROM jobs WHERE id = ?"), arguments: [id]).map(Self.job)
     }
 
     /// Writes every mutable column of `job` (identity and manifest never change).
-    private func save(_ job: Job, _ db: Database) throws {
+    func save(_ job: Job, _ db: Database) throws {
         try db.cachedStatement(sql: """
             UPDATE jobs SET state = ?, priority = ?, attempt = ?, max_attempts = ?, run_at = ?, lease_owner = ?, lease_token = ?,
                 lease_expires_at = ?, progress = ?, phase = ?, worker_pid = ?, started_at = ?, finished_at = ?, updated_at = ?,

@@ -1,0 +1,117 @@
+import FarmModel
+import GRDB
+
+/// The SQLite queue's schema, as GRDB migrations. A migration is never edited once released: a change is
+/// a new one (v5 rebuilds the jobs table, which is how SQLite changes a CHECK constraint).
+extension SQLiteJobStore {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1 jobs") { db in
+            try db.execute(sql: """
+                CREATE TABLE jobs (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    name TEXT NOT NULL,
+                    manifest TEXT NOT NULL,
+                    base_directory TEXT NOT NULL,
+                    output_roots TEXT NOT NULL DEFAULT '[]',
+                    state TEXT NOT NULL CHECK (state IN ('queued','running','succeeded','failed','cancelled','dead')),
+                    priority INTEGER NOT NULL DEFAULT 0,
+                    attempt INTEGER NOT NULL DEFAULT 0,
+                    max_attempts INTEGER NOT NULL,
+                    run_at REAL NOT NULL,
+                    unique_key TEXT,
+                    timeout REAL,
+                    lease_owner TEXT,
+                    lease_token TEXT,
+                    lease_expires_at REAL,
+                    progress REAL,
+                    phase TEXT,
+                    worker_pid INTEGER,
+                    created_at REAL NOT NULL,
+                    started_at REAL,
+                    finished_at REAL,
+                    updated_at REAL NOT NULL,
+                    result TEXT,
+                    errors TEXT NOT NULL DEFAULT '[]'
+                );
+                CREATE INDEX jobs_claimable ON jobs(priority DESC, run_at, id) WHERE state = 'queued';
+                CREATE INDEX jobs_leases ON jobs(lease_expires_at) WHERE state = 'running';
+                CREATE UNIQUE INDEX jobs_unique_live ON jobs(unique_key)
+                    WHERE unique_key IS NOT NULL AND state IN ('queued', 'running');
+                """)
+        }
+        migrator.registerMigration("v2 pruning") { db in
+            try db.execute(sql: "CREATE INDEX jobs_finished ON jobs(finished_at) WHERE finished_at IS NOT NULL")
+        }
+        migrator.registerMigration("v3 library") { db in
+            for statement in LibrarySchema.statements(.sqlite) { try db.execute(sql: statement) }
+        }
+        migrator.registerMigration("v4 coordinators") { db in
+            for statement in CoordinatorRegistry.statements(.sqlite) { try db.execute(sql: statement) }
+        }
+        migrator.registerMigration("v5 dependencies") { db in
+            // A new state (`waiting`) changes the state column's CHECK: SQLite rebuilds the table for it.
+            let sequence = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'jobs'")
+            let kept = """
+                id, name, manifest, base_directory, output_roots, state, priority, attempt, max_attempts, run_at, unique_key, timeout, \
+                lease_owner, lease_token, lease_expires_at, progress, phase, worker_pid, created_at, started_at, finished_at, updated_at, \
+                result, errors
+                """
+            try db.execute(sql: """
+                CREATE TABLE jobs_v5 (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    name TEXT NOT NULL,
+                    manifest TEXT NOT NULL,
+                    base_directory TEXT NOT NULL,
+                    output_roots TEXT NOT NULL DEFAULT '[]',
+                    state TEXT NOT NULL CHECK (state IN ('waiting','queued','running','succeeded','failed','cancelled','dead')),
+                    priority INTEGER NOT NULL DEFAULT 0,
+                    attempt INTEGER NOT NULL DEFAULT 0,
+                    max_attempts INTEGER NOT NULL,
+                    run_at REAL NOT NULL,
+                    unique_key TEXT,
+                    timeout REAL,
+                    lease_owner TEXT,
+                    lease_token TEXT,
+                    lease_expires_at REAL,
+                    progress REAL,
+                    phase TEXT,
+                    worker_pid INTEGER,
+                    created_at REAL NOT NULL,
+                    started_at REAL,
+                    finished_at REAL,
+                    updated_at REAL NOT NULL,
+                    result TEXT,
+                    errors TEXT NOT NULL DEFAULT '[]',
+                    after_ids TEXT NOT NULL DEFAULT '[]',
+                    after_policy TEXT,
+                    waiting_for INTEGER NOT NULL DEFAULT 0,
+                    blocked_by INTEGER
+                );
+                INSERT INTO jobs_v5 (\(kept)) SELECT \(kept) FROM jobs;
+                DROP TABLE jobs;
+                ALTER TABLE jobs_v5 RENAME TO jobs;
+                CREATE INDEX jobs_claimable ON jobs(priority DESC, run_at, id) WHERE state = 'queued';
+                CREATE INDEX jobs_leases ON jobs(lease_expires_at) WHERE state = 'running';
+                CREATE UNIQUE INDEX jobs_unique_live ON jobs(unique_key)
+                    WHERE unique_key IS NOT NULL AND state IN ('waiting', 'queued', 'running');
+                CREATE INDEX jobs_finished ON jobs(finished_at) WHERE finished_at IS NOT NULL;
+                CREATE INDEX jobs_keys ON jobs(unique_key, id) WHERE unique_key IS NOT NULL;
+                CREATE INDEX jobs_blocked ON jobs(blocked_by) WHERE blocked_by IS NOT NULL;
+                CREATE TABLE job_dependencies (
+                    depends_on INTEGER NOT NULL,
+                    job_id INTEGER NOT NULL,
+                    PRIMARY KEY (depends_on, job_id)
+                ) WITHOUT ROWID;
+                """)
+            // Ids are never reused, pruned ones included.
+            if let sequence { try db.execute(sql: "UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = 'jobs'", arguments: [sequence]) }
+        }
+        migrator.registerMigration("v6 placement") { db in
+            // What a claimer must provide, and the library assets the job reads (present on its host).
+            try db.execute(sql: "ALTER TABLE jobs ADD COLUMN requires TEXT")
+            try db.execute(sql: "ALTER TABLE jobs ADD COLUMN assets TEXT")
+        }
+        return migrator
+    }
+}
