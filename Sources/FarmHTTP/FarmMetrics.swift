@@ -18,6 +18,8 @@ public final class FarmMetrics: Sendable {
     public init() {
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.durationHistogramBuckets[CoordinatorMetrics.durationLabel] = CoordinatorMetrics.durationBuckets.map { .milliseconds(Int64($0 * 1000)) }
+        factory.durationHistogramBuckets["mediafarm_webhook_delivery_latency_seconds"] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 60, 600, 3600, 86400]
+            .map { .microseconds(Int64($0 * 1_000_000)) }
         factory.durationHistogramBuckets[CoordinatorMetrics.latenessLabel] = CoordinatorMetrics.latenessBuckets.map { .microseconds(Int64($0 * 1_000_000)) }
         self.factory = factory
         // Counters a fresh coordinator has not touched yet still appear, at 0.
@@ -30,6 +32,9 @@ public final class FarmMetrics: Sendable {
         }
         for reason in ["jobs", "memory", "unclean", "died", "stopped"] {
             _ = registry.makeCounter(descriptor: Self.name("worker_retirements_total"), labels: [("reason", reason)])
+        }
+        for outcome in ["delivered", "retried", "failed", "refused"] {
+            _ = registry.makeCounter(descriptor: Self.name("webhook_deliveries_total"), labels: [("outcome", outcome)])
         }
         for name in ["claims_total", "lease_renewals_total", "output_bytes_total"] {
             _ = registry.makeCounter(descriptor: Self.name(name))
@@ -45,7 +50,15 @@ public final class FarmMetrics: Sendable {
     }
 
     /// Sets the gauges from the queue and the coordinator, then renders every metric in the text format.
-    func scrape(stats: QueueStats?, snapshot: CoordinatorSnapshot, now: Date) -> [UInt8] {
+    func scrape(stats: QueueStats?, webhooks: WebhookSettings? = nil, snapshot: CoordinatorSnapshot, now: Date) -> [UInt8] {
+        if let webhooks {
+            for state in WebhookDeliveryState.allCases {
+                gauge("webhook_deliveries", "Webhook deliveries in the queue by state.", [("state", state.rawValue)])
+                    .set(Double(webhooks.counts[state] ?? 0))
+            }
+            gauge("webhook_oldest_pending_age_seconds", "How long ago the event of the oldest undelivered webhook happened.")
+                .set(webhooks.oldestPendingAt.map { max(0, now.timeIntervalSince($0)) } ?? 0)
+        }
         if let stats {
             for state in JobState.allCases {
                 gauge("jobs", "Jobs in the queue by state.", [("state", state.rawValue)])

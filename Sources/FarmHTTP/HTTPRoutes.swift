@@ -29,6 +29,12 @@ extension HTTPFace {
         router.post("/api/jobs/:id/retry") { request, context in
             try await self.change(request, id: try Self.jobID(context), "retried") { (id: Int64) throws(JobStoreError) in try await self.store.retry(id: id, at: Date()) }
         }
+        router.get("/api/jobs/:id/deliveries") { _, context in
+            let id = try Self.jobID(context)
+            guard try await self.store.job(id: id) != nil else { throw APIError(status: .notFound, message: "no job \(id)") }
+            return Response.json(try await self.store.deliveries(matching: DeliveryQuery(jobID: id, limit: 1000)).map(DeliveryView.init))
+        }
+        router.get("/api/webhooks") { _, _ in try await self.webhookSummary() }
         router.get("/api/coordinators") { _, _ in try await self.coordinatorList() }
         router.get("/api/events") { _, _ in self.events() }
         addLibraryRoutes(to: router)
@@ -97,9 +103,26 @@ extension HTTPFace {
 
     func metricsText() async -> Response {
         let stats = try? await store.stats(at: Date())
-        let bytes = metrics.scrape(stats: stats, snapshot: coordinator.snapshot, now: Date())
+        let webhooks = try? await store.webhookSettings(at: Date())
+        let bytes = metrics.scrape(stats: stats, webhooks: webhooks, snapshot: coordinator.snapshot, now: Date())
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    /// `GET /api/webhooks`: the farm's endpoints and allowed hosts, and deliveries by state.
+    func webhookSummary() async throws -> Response {
+        struct Endpoint: Encodable { var url: String, events: [String]?, addedBy: String, addedAt: Date }
+        struct Summary: Encodable {
+            var endpoints: [Endpoint], allowedHosts: [String], deliveries: [String: Int], oldestPendingAt: Date?
+            var failed: [DeliveryView]
+        }
+        let now = Date()
+        let settings = try await store.webhookSettings(at: now)
+        let failed = try await store.deliveries(matching: DeliveryQuery(states: [.failed, .refused], limit: 20))
+        return .json(Summary(endpoints: settings.endpoints.map { Endpoint(url: $0.url, events: $0.events, addedBy: $0.addedBy, addedAt: $0.addedAt) },
+                             allowedHosts: settings.allowedHosts.map(\.host),
+                             deliveries: Dictionary(uniqueKeysWithValues: WebhookDeliveryState.allCases.map { ($0.rawValue, settings.counts[$0] ?? 0) }),
+                             oldestPendingAt: settings.oldestPendingAt, failed: failed.map(DeliveryView.init)))
     }
 
     // MARK: - Jobs

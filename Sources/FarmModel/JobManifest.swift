@@ -24,6 +24,9 @@ public struct JobManifest: Sendable, Hashable {
     public var afterPolicy: AfterPolicy = .success
     /// What a host must provide to run the job (`coordinator --provides`), e.g. "gpu".
     public var requires: [String] = []
+    /// Where webhooks go when the job ends, besides the farm's own (`coordinator --webhook`); each host
+    /// must be one the farm allows (`coordinator --webhook-allow-host`), which the queue checks.
+    public var notify: [WebhookURL] = []
 
     /// A manifest with nothing but an input: inspect it and report.
     public var isInspectionOnly: Bool { export == nil && scan == nil }

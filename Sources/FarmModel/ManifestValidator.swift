@@ -182,7 +182,7 @@ private struct Walker {
     // MARK: - The manifest
 
     mutating func manifest(_ root: JSONValue) -> JobManifest? {
-        let keys = ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report", "overwrite", "after", "afterPolicy", "requires"]
+        let keys = ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report", "overwrite", "after", "afterPolicy", "requires", "notify"]
         guard let o = object(root, "$", allowed: keys) else { return nil }
 
         if let v = o["version"] {
@@ -241,7 +241,26 @@ private struct Walker {
         manifest.after += jobInputs.filter { !manifest.after.contains($0) }
         manifest.afterPolicy = enumeration(o["afterPolicy"], "$.afterPolicy", AfterPolicy.self) ?? .success
         if let r = o["requires"] { manifest.requires = requires(r) }
+        if let n = o["notify"] { manifest.notify = notify(n) }
         return manifest
+    }
+
+    /// `"notify"`: http(s) URLs that receive the job's terminal events, at most 16.
+    mutating func notify(_ value: JSONValue) -> [WebhookURL] {
+        guard case .array(let items) = value else {
+            fail("$.notify", "expected an array of URLs like [\"https://hooks.example.com/farm\"], found \(value.kindName)")
+            return []
+        }
+        if items.count > 16 { fail("$.notify", "names \(items.count) URLs; at most 16") }
+        var urls: [WebhookURL] = []
+        for (i, item) in items.enumerated() {
+            guard let text = string(item, "$.notify[\(i)]") else { continue }
+            switch WebhookURL.parse(text) {
+            case .success(let url): if !urls.contains(url) { urls.append(url) }
+            case .failure(let problem): fail("$.notify[\(i)]", problem.message)
+            }
+        }
+        return urls
     }
 
     /// `"requires"`: host capabilities, as `coordinator --provides` names them.

@@ -136,7 +136,7 @@ public struct QueueStats: Sendable, Hashable, Codable {
 /// `JobStateMachine`; every change to a running job carries its lease token (fencing). Times are
 /// passed in, so that callers and tests own the clock. Calls are async: a backend waits for its
 /// database without holding a thread of the caller's (one transaction each).
-public protocol JobStore: Sendable {
+public protocol JobStore: WebhookOutbox {
     /// Adds `jobs` in one transaction: all of them or none.
     func enqueue(_ jobs: [NewJob], at now: Date) async throws(JobStoreError) -> [Enqueued]
     /// Atomically claims up to `limit` queued jobs whose runAt has come, highest priority first, then

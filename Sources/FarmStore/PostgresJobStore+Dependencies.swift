@@ -41,7 +41,10 @@ extension PostgresJobStore {
             try transition(job, t, now)
         }
         try await saveLocked(next, over: job, revision: revision, on: c)
-        if next.state.isTerminal && !job.state.isTerminal { return (next, try await release(next, at: now, on: c)) }
+        if next.state.isTerminal && !job.state.isTerminal {
+            try await recordEvent(next, at: now, on: c)
+            return (next, try await release(next, at: now, on: c))
+        }
         if job.state.isTerminal && next.state.isLive { try await unblock(next, at: now, on: c) }
         return (next, next.state == .queued && next.runAt <= now)
     }
@@ -70,6 +73,7 @@ extension PostgresJobStore {
                     work.append((next, root ?? Dependencies.cause(done)))
                 }
                 try await saveLocked(next, over: dependent, revision: revision, on: c)
+                if next.state.isTerminal { try await recordEvent(next, at: now, on: c) }
             }
         }
         return due

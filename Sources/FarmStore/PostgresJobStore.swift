@@ -34,6 +34,9 @@ public final class PostgresJobStore: JobStore {
     private let running: Task<Void, Never>?
     private let listener = Mutex<Task<Void, Never>?>(nil)
     private let work = WorkSignal()
+    /// The connections whose open transaction recorded a webhook event: its commit wakes this process's senders.
+    let recorded = Mutex<Set<ObjectIdentifier>>([])
+    let outboxSignal = WorkSignal()
     /// How long one call may take before it fails (the server is unreachable).
     let deadline: Double
 
@@ -103,10 +106,10 @@ public final class PostgresJobStore: JobStore {
 
     public func enqueue(_ jobs: [NewJob], at now: Date) async throws(JobStoreError) -> [Enqueued] {
         guard !jobs.isEmpty else { return [] }
-        if jobs.count == 1, jobs[0].uniqueKey == nil, jobs[0].after.isEmpty {
+        if jobs.count == 1, jobs[0].uniqueKey == nil, jobs[0].after.isEmpty, Outbox.notify(jobs[0].manifest) == nil {
             // One job, no key, no dependency: one statement (the notification goes out as it commits).
             let ids = try await run(insertion(Self.newJob(jobs[0], at: now), requires: Placement.requires(jobs[0]), assets: Placement.assets(jobs[0]),
-                                              before: "WITH inserted AS (", after: """
+                                              notify: nil, before: "WITH inserted AS (", after: """
                 RETURNING id), notified AS (SELECT pg_notify('\(channel)', '')) SELECT id FROM inserted, notified
                 """)) { try $0.decode(Int64.self) }
             guard let id = ids.first else { throw .unavailable("\(location): the new job's id did not come back") }
@@ -133,17 +136,17 @@ public final class PostgresJobStore: JobStore {
     }
 
     /// The INSERT of one new job, with SQL of ours before and after it.
-    private func insertion(_ job: Job, requires: String?, assets: String?, before: String = "", after: String) -> PostgresQuery {
+    private func insertion(_ job: Job, requires: String?, assets: String?, notify: String?, before: String = "", after: String) -> PostgresQuery {
         let now = job.createdAt.timeIntervalSince1970
         return """
             \(unescaped: before)INSERT INTO \(unescaped: table) (name, manifest, base_directory, output_roots, state, priority, attempt, max_attempts,
                                              run_at, unique_key, timeout, created_at, updated_at, errors, after_ids, after_policy,
-                                             waiting_for, blocked_by, finished_at, requires, assets)
+                                             waiting_for, blocked_by, finished_at, requires, assets, notify)
             VALUES (\(job.name), \(job.manifest), \(job.baseDirectory), \(JobCoding.json(job.outputRoots)), \(job.state.rawValue),
                     \(job.priority), 0, \(job.maxAttempts), \(job.runAt.timeIntervalSince1970), \(job.uniqueKey), \(job.timeout),
                     \(now), \(now), \(JobCoding.json(job.errors)), \(JobCoding.json(job.after)),
                     \(job.after.isEmpty ? nil : job.afterPolicy.rawValue), \(Int64(job.waitingFor)), \(job.blockedBy),
-                    \(job.finishedAt?.timeIntervalSince1970), \(requires), \(assets))
+                    \(job.finishedAt?.timeIntervalSince1970), \(requires), \(assets), \(notify))
             \(unescaped: after)
             """
     }
@@ -154,15 +157,22 @@ public final class PostgresJobStore: JobStore {
             job.after = try await resolve(new.after, for: new.name, on: c)
             Dependencies.start(&job, DependencyVerdict.of(try await dependencies(job.after, on: c), policy: job.afterPolicy), at: now)
         }
+        let notify = Outbox.notify(new.manifest)
+        if let notify { try await checkNotify(notify, of: new.name, on: c) }
         // A key held by a job that ends between the two statements: try again.
         for _ in 0..<10 {
-            let inserted = try await c.run(insertion(job, requires: Placement.requires(new), assets: Placement.assets(new), after: """
+            let inserted = try await c.run(insertion(job, requires: Placement.requires(new), assets: Placement.assets(new),
+                                                     notify: Outbox.notifyColumn(notify), after: """
                 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('waiting', 'queued', 'running') DO NOTHING RETURNING id
                 """))
             if let row = inserted.first {
                 let id = try row.decode(Int64.self)
                 if !job.after.isEmpty {
                     _ = try await c.run("INSERT INTO \(unescaped: edges) (depends_on, job_id) SELECT unnest(\(job.after)::int8[]), \(id)")
+                }
+                if job.state.isTerminal {
+                    job.id = id
+                    try await recordEvent(job, at: now, on: c)
                 }
                 return Enqueued(id: id, inserted: true)
             }
@@ -225,8 +235,9 @@ public final class PostgresJobStore: JobStore {
             let rows = try await execute(SucceedStatement(id: id, token: token, result: result, now: now.timeIntervalSince1970))
             if let done = try decodeJobs(rows).first {
                 // Jobs whose last dependency this was are due: wake the coordinators.
-                if let row = rows.first, (try? row.makeRandomAccess()[Self.columnCount].decode(Int64.self)) ?? 0 > 0 {
-                    _ = try? await run("SELECT pg_notify(\(channel), '')")
+                if let row = rows.first?.makeRandomAccess() {
+                    if (try? row[Self.columnCount + 1].decode(Int64.self)) ?? 0 > 0 { outboxSignal.signal() }
+                    if (try? row[Self.columnCount].decode(Int64.self)) ?? 0 > 0 { _ = try? await run("SELECT pg_notify(\(channel), '')") }
                 }
                 return done.job
             }
@@ -345,7 +356,7 @@ public final class PostgresJobStore: JobStore {
 
     public func prune(finishedBefore date: Date, limit: Int) async throws(JobStoreError) -> Int {
         // With their edges: nothing waits for a job that ended any more, and it waits for nothing.
-        return try await run("""
+        let pruned = try await run("""
             WITH pruned AS (
                 DELETE FROM \(unescaped: table) WHERE id IN (
                     SELECT id FROM \(unescaped: table) WHERE state IN ('succeeded', 'failed', 'cancelled', 'dead')
@@ -357,6 +368,13 @@ public final class PostgresJobStore: JobStore {
                    OR (e.job_id = pruned.id AND e.depends_on = ANY(SELECT jsonb_array_elements_text(pruned.after_ids::jsonb)::int8)))
             SELECT id FROM pruned
             """).count
+        for statement in Outbox.pruning("") {
+            var binds = PostgresBindings(capacity: 2)
+            binds.append(date.timeIntervalSince1970)
+            binds.append(Int64(limit))
+            try await run(PostgresQuery(unsafeSQL: statement, binds: binds))
+        }
+        return pruned
     }
 
     public func nextRunAt(provides: [String], host: String) async throws(JobStoreError) -> Date? {
@@ -509,7 +527,7 @@ public final class PostgresJobStore: JobStore {
 
     /// One statement on a pooled connection (autocommit), within the deadline.
     @discardableResult
-    private func run(_ query: PostgresQuery) async throws(JobStoreError) -> [PostgresRow] {
+    func run(_ query: PostgresQuery) async throws(JobStoreError) -> [PostgresRow] {
         try await call { [lanes] in try await lanes.with { c in try await c.run(query) } }
     }
 
@@ -525,15 +543,15 @@ public final class PostgresJobStore: JobStore {
     }
 
     /// One statement, each row decoded.
-    private func run<T: Sendable>(_ query: PostgresQuery, _ decode: @escaping @Sendable (PostgresRow) throws -> T) async throws(JobStoreError) -> [T] {
+    func run<T: Sendable>(_ query: PostgresQuery, _ decode: @escaping @Sendable (PostgresRow) throws -> T) async throws(JobStoreError) -> [T] {
         try await call { [lanes] in try await lanes.with { c in try await c.run(query).map(decode) } }
     }
 
     /// A transaction on one pooled connection, committed when `body` returns, rolled back when it throws.
     /// A deadlock (two transactions locking the same jobs in different orders, as dependents are released
     /// down a graph) is tried again.
-    private func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(JobStoreError) -> T {
-        try await call { [lanes] in
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(JobStoreError) -> T {
+        try await call { [self, lanes] in
             var attempt = 0
             while true {
                 attempt += 1
@@ -543,8 +561,10 @@ public final class PostgresJobStore: JobStore {
                         do {
                             let value = try await body(connection)
                             try await connection.query("COMMIT", logger: Self.logger)
+                            if self.recorded.withLock({ $0.remove(ObjectIdentifier(connection)) }) != nil { self.outboxSignal.signal() }
                             return value
                         } catch {
+                            self.recorded.withLock { _ = $0.remove(ObjectIdentifier(connection)) }
                             _ = try? await connection.query("ROLLBACK", logger: Self.logger)
                             throw error
                         }

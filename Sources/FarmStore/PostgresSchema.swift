@@ -77,6 +77,7 @@ enum PostgresSchema {
             // What a claimer must provide, and the library assets the job reads (present on its host).
             "ALTER TABLE {schema}.jobs ADD COLUMN requires TEXT, ADD COLUMN assets TEXT",
         ],
+        WebhookSchema.statements(.postgres),
     ]
 
     /// Checks the schema's version, creating or upgrading it with `migrate` (concurrent migrators wait

@@ -53,14 +53,16 @@ struct ClaimStatement: PostgresPreparedStatement {
 
 /// running -> succeeded where the token still holds: what `JobStateMachine`'s succeed sets; and in the
 /// same statement, what it means for the jobs waiting for this one: one dependency fewer, `ready`
-/// (queued, runAt at the latest now) for those whose last it was. The last column counts those. Prepared.
+/// (queued, runAt at the latest now) for those whose last it was; and the webhook event with its
+/// deliveries, when anyone wants it. After the job's columns come the count of jobs made due, then the
+/// count of deliveries recorded. Prepared.
 struct SucceedStatement: PostgresPreparedStatement {
-    static let sql = """
+    static let sql = PostgresJobStore.recording(after: """
         WITH done AS (
             UPDATE jobs SET state = 'succeeded', result = $3, progress = 1, phase = 'done', finished_at = $4, lease_owner = NULL,
                 lease_token = NULL, lease_expires_at = NULL, worker_pid = NULL, updated_at = $4, revision = revision + 1
             WHERE id = $1 AND state = 'running' AND lease_token = $2
-            RETURNING \(PostgresJobStore.columns())),
+            RETURNING \(PostgresJobStore.columns()), notify),
         released AS (
             UPDATE jobs AS d SET waiting_for = d.waiting_for - 1,
                 state = CASE WHEN d.waiting_for <= 1 THEN 'queued' ELSE 'waiting' END,
@@ -68,8 +70,10 @@ struct SucceedStatement: PostgresPreparedStatement {
                 updated_at = $4, revision = d.revision + 1
             FROM job_dependencies AS e, done
             WHERE e.depends_on = done.id AND d.id = e.job_id AND d.state = 'waiting'
-            RETURNING d.state)
-        SELECT done.*, (SELECT COUNT(*) FROM released WHERE released.state = 'queued') FROM done
+            RETURNING d.state),
+        """, source: "done", type: "'job.succeeded'", now: "$4") + """
+        SELECT \(PostgresJobStore.columns("done")), (SELECT COUNT(*) FROM released WHERE released.state = 'queued'),
+            (SELECT COUNT(*) FROM sent) FROM done
         """
     static let bindingDataTypes: [PostgresDataType] = [.int8, .text, .text, .float8]
 

@@ -50,6 +50,7 @@ extension SQLiteJobStore {
                 case let .failed(id, message):
                     let failed = try transition(dependent, .dependencyFailed(id: id, message: message), now)
                     try save(failed, db)
+                    try recordEvent(failed, at: now, db)
                     work.append((failed, root ?? Dependencies.cause(done)))
                 }
             }
@@ -86,7 +87,10 @@ extension SQLiteJobStore {
     func moved(_ job: Job, _ t: JobTransition, _ now: Date, _ db: Database) throws -> (job: Job, due: Bool) {
         let next = if case .retry = t { try retried(job, at: now, db) } else { try transition(job, t, now) }
         try save(next, db)
-        if next.state.isTerminal && !job.state.isTerminal { return (next, try release(next, at: now, db)) }
+        if next.state.isTerminal && !job.state.isTerminal {
+            try recordEvent(next, at: now, db)
+            return (next, try release(next, at: now, db))
+        }
         if job.state.isTerminal && next.state.isLive { try unblock(next, at: now, db) }
         return (next, false)
     }

@@ -23,6 +23,9 @@ public final class SQLiteJobStore: JobStore {
     /// Where transactions run, and where reads run: never on the cooperative pool.
     private let writer = DatabaseThread(name: "mediafarm-queue-writer")
     private let reader = DatabaseThread(name: "mediafarm-queue-reader")
+    /// Set when a transaction recorded a webhook event; its commit wakes this process's senders.
+    let recorded = Atomic<Bool>(false)
+    let outboxSignal = WorkSignal()
 
     /// Opens (and with `create`, creates) the queue at `path` and migrates it to the current schema.
     /// - Parameter listen: watch for other processes' submissions (a coordinator's idle wait).
@@ -108,19 +111,26 @@ public final class SQLiteJobStore: JobStore {
                     job.after = try resolve(new.after, for: new.name, db)
                     Dependencies.start(&job, DependencyVerdict.of(try dependencies(job.after, db), policy: job.afterPolicy), at: now)
                 }
+                let notify = Outbox.notify(new.manifest)
+                if let notify { try checkNotify(notify, of: new.name, db) }
                 try db.cachedStatement(sql: """
                     INSERT INTO jobs (name, manifest, base_directory, output_roots, state, priority, attempt, max_attempts, run_at,
                                       unique_key, timeout, created_at, updated_at, errors, after_ids, after_policy, waiting_for, blocked_by,
-                                      finished_at, requires, assets)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                      finished_at, requires, assets, notify)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """).execute(arguments: [job.name, job.manifest, job.baseDirectory, JobCoding.json(job.outputRoots), job.state.rawValue,
                                      job.priority, job.attempt, job.maxAttempts, job.runAt.timeIntervalSince1970, job.uniqueKey,
                                      job.timeout, now.timeIntervalSince1970, now.timeIntervalSince1970, JobCoding.json(job.errors),
                                      JobCoding.json(job.after), job.after.isEmpty ? nil : job.afterPolicy.rawValue, job.waitingFor,
-                                     job.blockedBy, job.finishedAt?.timeIntervalSince1970, Placement.requires(new), Placement.assets(new)])
+                                     job.blockedBy, job.finishedAt?.timeIntervalSince1970, Placement.requires(new), Placement.assets(new),
+                                     Outbox.notifyColumn(notify)])
                 let id = db.lastInsertedRowID
                 for dependency in job.after {
                     try db.cachedStatement(sql: "INSERT INTO job_dependencies (depends_on, job_id) VALUES (?, ?)").execute(arguments: [dependency, id])
+                }
+                if job.state.isTerminal {
+                    job.id = id
+                    try recordEvent(job, at: now, db)
                 }
                 return Enqueued(id: id, inserted: true)
             }
@@ -326,6 +336,10 @@ public final class SQLiteJobStore: JobStore {
                     try db.cachedStatement(sql: "DELETE FROM job_dependencies WHERE depends_on = ? AND job_id = ?").execute(arguments: [dependency, job.id])
                 }
             }
+            for statement in Outbox.pruning("") {
+                try db.cachedStatement(sql: statement.replacingOccurrences(of: "$1", with: "?1").replacingOccurrences(of: "$2", with: "?2"))
+                    .execute(arguments: [date.timeIntervalSince1970, limit])
+            }
             return pruned.count
         }
     }
@@ -458,12 +472,22 @@ public final class SQLiteJobStore: JobStore {
     /// process holds SQLite's write lock, the caller sleeps (backing off, holding no thread) and tries
     /// again, for up to the busy timeout. (GRDB's async API, a hop to a dispatch queue per transaction,
     /// measured 2 to 3 times slower here; the writer thread spins briefly for the next transaction.)
-    private func write<T: Sendable>(_ body: @escaping (Database) throws -> T) async throws(JobStoreError) -> T {
+    func write<T: Sendable>(_ body: @escaping (Database) throws -> T) async throws(JobStoreError) -> T {
         let deadline = Date().addingTimeInterval(busyTimeout)
         var delay = 0.001
         while true {
             do {
-                if let value = try await writer.run({ [self] in try gate.withLock { _ in try transaction(body) } }) { return value }
+                if let value = try await writer.run({ [self] in
+                    try gate.withLock { _ in
+                        recorded.store(false, ordering: .relaxed)
+                        let value = try transaction(body)
+                        // Committed (or not begun: nil): a recorded event wakes this process's senders.
+                        if recorded.exchange(false, ordering: .relaxed) && value != nil { outboxSignal.signal() }
+                        return value
+                    }
+                }) {
+                    return value
+                }
             } catch {
                 throw Self.storeError(error, path)
             }
@@ -495,7 +519,7 @@ public final class SQLiteJobStore: JobStore {
     }
 
     /// Reads see the last commit (WAL): they never wait for a writer. On the reader thread.
-    private func read<T: Sendable>(_ body: @escaping (Database) throws -> T) async throws(JobStoreError) -> T {
+    func read<T: Sendable>(_ body: @escaping (Database) throws -> T) async throws(JobStoreError) -> T {
         do {
             // On the writer thread (a coordinator's loops), in place; elsewhere on the reader thread.
             if writer.isCurrent { return try pool.read(body) }

@@ -112,6 +112,9 @@ extension SQLiteJobStore {
             try db.execute(sql: "ALTER TABLE jobs ADD COLUMN requires TEXT")
             try db.execute(sql: "ALTER TABLE jobs ADD COLUMN assets TEXT")
         }
+        migrator.registerMigration("v7 webhooks") { db in
+            for statement in WebhookSchema.statements(.sqlite) { try db.execute(sql: statement) }
+        }
         return migrator
     }
 }

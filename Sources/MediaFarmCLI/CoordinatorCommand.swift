@@ -4,8 +4,10 @@ import FarmLibrary
 import FarmModel
 import FarmRuntime
 import FarmStore
+import FarmWebhooks
 import Foundation
 import Logging
+import Metrics
 import SafeFiles
 import ServiceLifecycle
 import Synchronization
@@ -166,10 +168,12 @@ struct CoordinatorCommand: AsyncParsableCommand {
     }
 
     @OptionGroup var stall: StallOptions
+    @OptionGroup(title: "Webhooks") var webhooks: WebhookOptions
 
     func run() async throws {
         stall.apply()
         let httpConfiguration = try httpConfiguration()
+        let secret = try webhooks.secret()
         let store = try await queue.open(create: true, connections: workers + 4, listen: true)
         var configuration = CoordinatorConfiguration()
         configuration.workers = workers
@@ -214,6 +218,24 @@ struct CoordinatorCommand: AsyncParsableCommand {
             // Before the coordinator: a graceful shutdown stops the coordinator first (draining while
             // /readyz says 503), then the server.
             services.append(.init(service: http))
+        }
+        if !webhooks.parsedEndpoints.isEmpty || !webhooks.allowHosts.isEmpty {
+            do {
+                try await store.registerWebhooks(webhooks.parsedEndpoints, allowing: webhooks.allowHosts, by: configuration.owner, at: Date())
+            } catch {
+                throw CLIError("webhooks: \(error)")
+            }
+        }
+        if secret == nil && !webhooks.parsedEndpoints.isEmpty {
+            printer.notice("webhooks: endpoints added to the queue; this coordinator does not send them (no --webhook-secret-file): another one with the secret does")
+        }
+        if let secret {
+            // Before the coordinator: it stops first, and the events of its last jobs are sent before this stops.
+            let deliverer = WebhookDeliverer(store: store, secret: secret, configuration: webhooks.configuration(owner: configuration.owner),
+                                             logger: Logger(label: "mediafarm.webhooks"),
+                                             metrics: metrics?.factory ?? MetricsSystem.factory)
+            printer.notice("webhooks: delivering the queue's webhooks, signed with key \(secret.keyID)")
+            services.append(.init(service: deliverer, successTerminationBehavior: .gracefullyShutdownGroup))
         }
         services.append(.init(service: coordinator, successTerminationBehavior: .gracefullyShutdownGroup))
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(

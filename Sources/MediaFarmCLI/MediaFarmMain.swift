@@ -12,7 +12,7 @@ public struct MediaFarmMain: AsyncParsableCommand {
         version: MediaFarmVersion.string,
         subcommands: [InspectCommand.self, ScanCommand.self, RunCommand.self, SubmitCommand.self, StatusCommand.self,
                       CancelCommand.self, RetryCommand.self, CoordinatorCommand.self, WorkerCommand.self, QueueCommand.self, IngestCommand.self, BatchCommand.self, HealthcheckCommand.self, CaptureCommand.self,
-                      LibraryCommand.self])
+                      LibraryCommand.self, WebhooksCommand.self])
 
     public init() {}
 

@@ -28,7 +28,7 @@ import Testing
             try pool.close()
         }
         let store = try SQLiteJobStore(path: path, create: false)
-        #expect(store.schemaChange == SchemaChange(from: 4, to: 6))
+        #expect(store.schemaChange == SchemaChange(from: 4, to: SQLiteJobStore.migrator.migrations.count))
         #expect(try await store.jobs(ids: nil).map { "\($0.id) \($0.name) \($0.state.rawValue)" } == ["1 old1 succeeded", "2 old2 queued", "7 old7 failed"])
         let now = Date()
         let added = try await store.enqueue([NewJob(name: "new", manifest: "{}", baseDirectory: "/data", after: [.id(2)]),

@@ -163,6 +163,19 @@ expect(status == 404, f"retry missing: {status}")
 status, body = request("POST", f"/api/jobs/{job}/cancel")
 expect(status == 200, f"cancel again: {status}")
 
+# Webhooks: the job's deliveries (none: no endpoint in this farm), the settings, and a job naming a host the
+# farm does not allow, refused.
+status, body = request("GET", f"/api/jobs/{job}/deliveries")
+expect(status == 200 and body == [], f"deliveries: {status} {body}")
+status, body = request("GET", "/api/jobs/99999999/deliveries")
+expect(status == 404, f"deliveries of a missing job: {status}")
+status, body = request("GET", "/api/webhooks")
+expect(status == 200 and body["deliveries"]["pending"] == 0 and body["endpoints"] == [], f"webhooks: {status} {body}")
+notifying = json.loads(manifest)
+notifying["notify"] = ["http://169.254.169.254/latest/meta-data"]
+status, body = request("POST", "/api/jobs", json.dumps(notifying).encode())
+expect(status == 422 and "169.254.169.254:80" in body.get("error", ""), f"notify to a host not allowed: {status} {body}")
+
 deadline = time.time() + 10
 # The API's own events for the job, in order (the coordinator may also start it once it is retried).
 names = lambda: [name for name, data in seen if name in ("submitted", "cancelled", "retried") and data.get("id") == job]

@@ -1,0 +1,173 @@
+import FarmModel
+import Foundation
+import PostgresNIO
+
+/// The webhook outbox in the PostgreSQL queue: events recorded in the transaction of the state change (a
+/// success's common case in `SucceedStatement` itself), deliveries claimed with `FOR UPDATE SKIP LOCKED`
+/// under leases, so that many coordinators send each once. Tables are found through the connection's
+/// search path (the queue's schema).
+extension PostgresJobStore {
+    /// The endpoints that want events of type `type` (SQL: a placeholder or a literal).
+    static func wanting(_ type: String) -> String {
+        "SELECT url, host FROM webhook_endpoints WHERE events IS NULL OR events::jsonb @> jsonb_build_array(\(type)::text)"
+    }
+
+    /// Inserts the event of `source` (a row set with the job's columns and `notify`, one row) of type
+    /// `type` at `now` (SQL: placeholders or literals), with its deliveries, when anyone wants it. The CTEs
+    /// `event` and `sent` follow `prefix` (which defines `source`).
+    static func recording(after prefix: String, source: String, type: String, now: String) -> String {
+        let wanting = wanting(type)
+        return 
+        """
+        \(prefix)
+        event AS (
+            INSERT INTO webhook_events (job_id, type, created_at, job)
+            SELECT s.id, \(type), \(now), \(Outbox.snapshot(.postgres, "s")) FROM \(source) AS s
+            WHERE s.notify IS NOT NULL OR EXISTS (\(wanting))
+            RETURNING id, job_id),
+        sent AS (
+            INSERT INTO webhook_deliveries (event_id, job_id, url, host, origin, state, attempts, next_at, created_at)
+            SELECT event.id, event.job_id, t.url, t.host, t.origin, 'pending', 0, \(now), \(now) FROM event, (
+                SELECT url, host, 'endpoint' AS origin FROM (\(wanting)) AS w
+                UNION ALL
+                SELECT n->>'url', n->>'host', 'notify' FROM \(source) AS s, jsonb_array_elements(s.notify::jsonb) AS n
+                WHERE s.notify IS NOT NULL AND n->>'url' NOT IN (SELECT url FROM (\(wanting)) AS w)) AS t
+            RETURNING 1)
+        """
+    }
+
+    /// Records `job`'s terminal event in this transaction, after its row was saved.
+    func recordEvent(_ job: Job, at now: Date, on c: PostgresConnection) async throws {
+        guard let type = WebhookEventType(ending: job.state) else { return }
+        var binds = PostgresBindings(capacity: 3)
+        binds.append(type.rawValue)
+        binds.append(now.timeIntervalSince1970)
+        binds.append(job.id)
+        let sql = Self.recording(after: "WITH source AS (SELECT * FROM jobs WHERE id = $3),", source: "source", type: "$1", now: "$2")
+            + " SELECT COUNT(*) FROM sent"
+        let rows = try await c.run(PostgresQuery(unsafeSQL: sql, binds: binds))
+        if try rows.first?.decode(Int64.self) ?? 0 > 0 { _ = recorded.withLock { $0.insert(ObjectIdentifier(c)) } }
+    }
+
+    /// Refuses a submission whose `"notify"` names a host the farm does not send to.
+    func checkNotify(_ urls: [WebhookURL], of name: String, on c: PostgresConnection) async throws {
+        let hosts = Outbox.Hosts(allowed: try await c.run("SELECT host FROM webhook_allowed_hosts").map { try $0.decode(String.self) },
+                                 endpoints: try await c.run("SELECT host FROM webhook_endpoints").map { try $0.decode(String.self) })
+        if let refused = urls.first(where: { !hosts.allow($0) }) { throw JobStoreError.refused(Outbox.refusal(refused, job: name)) }
+    }
+
+    public func registerWebhooks(_ endpoints: [WebhookEndpoint], allowing hosts: [String], by owner: String, at now: Date) async throws(JobStoreError) {
+        let t = now.timeIntervalSince1970
+        try await transaction { c in
+            for e in endpoints {
+                _ = try await c.run("""
+                    INSERT INTO webhook_endpoints (url, host, events, added_by, added_at)
+                    VALUES (\(e.url.text), \(e.url.hostKey), \(e.events.map { JobCoding.json($0.map(\.rawValue)) }), \(owner), \(t))
+                    ON CONFLICT (url) DO UPDATE SET events = excluded.events, added_by = excluded.added_by, added_at = excluded.added_at
+                    """)
+            }
+            for host in hosts {
+                _ = try await c.run("""
+                    INSERT INTO webhook_allowed_hosts (host, added_by, added_at) VALUES (\(WebhookAllowance.normalized(host)), \(owner), \(t))
+                    ON CONFLICT (host) DO NOTHING
+                    """)
+            }
+        }
+    }
+
+    public func removeWebhookTarget(_ target: String) async throws(JobStoreError) -> Bool {
+        try await transaction { c in
+            let endpoints = try await c.run("DELETE FROM webhook_endpoints WHERE url = \(target) RETURNING 1").count
+            let hosts = try await c.run("DELETE FROM webhook_allowed_hosts WHERE host = \(WebhookAllowance.normalized(target)) RETURNING 1").count
+            return endpoints + hosts > 0
+        }
+    }
+
+    public func webhookSettings(at now: Date) async throws(JobStoreError) -> WebhookSettings {
+        let endpoints = try await run("SELECT url, host, events, added_by, added_at FROM webhook_endpoints ORDER BY url") { row in
+            let (url, host, events, by, at) = try row.decode((String, String, String?, String, Double).self)
+            return WebhookSettings.Endpoint(url: url, host: host, events: JobCoding.decode([String].self, events), addedBy: by,
+                                            addedAt: Date(timeIntervalSince1970: at))
+        }
+        let hosts = try await run("SELECT host, added_by, added_at FROM webhook_allowed_hosts ORDER BY host") { row in
+            let (host, by, at) = try row.decode((String, String, Double).self)
+            return WebhookSettings.AllowedHost(host: host, addedBy: by, addedAt: Date(timeIntervalSince1970: at))
+        }
+        var counts: [WebhookDeliveryState: Int] = [:]
+        for (state, n) in try await run("SELECT state, COUNT(*) FROM webhook_deliveries GROUP BY state", { try $0.decode((String, Int).self) }) {
+            if let state = WebhookDeliveryState(rawValue: state) { counts[state] = n }
+        }
+        let oldest = try await run("SELECT MIN(created_at) FROM webhook_deliveries WHERE state = 'pending'") { try $0.decode(Double?.self) }
+        return WebhookSettings(endpoints: endpoints, allowedHosts: hosts, counts: counts,
+                               oldestPendingAt: (oldest.first ?? nil).map(Date.init(timeIntervalSince1970:)))
+    }
+
+    public func claimDeliveries(limit: Int, owner: String, leaseDuration: Double, at now: Date) async throws(JobStoreError) -> [WebhookDelivery] {
+        guard limit > 0 else { return [] }
+        let t = now.timeIntervalSince1970
+        return try await transaction { c in
+            let rows = try await c.run("""
+                WITH picked AS (
+                    SELECT d.id FROM webhook_deliveries AS d
+                    WHERE d.state = 'pending' AND d.next_at <= \(t) AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= \(t))
+                      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries AS p
+                                      WHERE p.state = 'pending' AND p.job_id = d.job_id AND p.url = d.url AND p.id < d.id)
+                    ORDER BY d.next_at, d.id LIMIT \(Int64(limit)) FOR UPDATE SKIP LOCKED)
+                UPDATE webhook_deliveries AS d
+                SET lease_owner = \(owner), lease_token = replace(gen_random_uuid()::text, '-', ''), lease_expires_at = \(t + leaseDuration),
+                    attempts = d.attempts + 1
+                FROM picked, webhook_events AS e WHERE d.id = picked.id AND e.id = d.event_id
+                RETURNING d.id, d.event_id, d.job_id, e.type, d.url, d.origin, d.attempts, e.created_at, d.last_status, d.last_error, e.job,
+                          d.lease_token
+                """)
+            guard !rows.isEmpty else { return [] }
+            let hosts = Outbox.Hosts(allowed: try await c.run("SELECT host FROM webhook_allowed_hosts").map { try $0.decode(String.self) },
+                                     endpoints: try await c.run("SELECT host FROM webhook_endpoints").map { try $0.decode(String.self) })
+            return try rows.map { row in
+                let r = row.makeRandomAccess()
+                let url = try r[4].decode(String.self), origin = try r[5].decode(String.self)
+                return WebhookDelivery(id: try r[0].decode(Int64.self), eventID: try r[1].decode(Int64.self), jobID: try r[2].decode(Int64.self),
+                                       type: try r[3].decode(String.self), url: url, origin: origin, state: .pending,
+                                       attempts: try r[6].decode(Int.self), eventAt: Date(timeIntervalSince1970: try r[7].decode(Double.self)),
+                                       lastStatus: try r[8].decode(Int?.self), lastError: try r[9].decode(String?.self),
+                                       leaseToken: try r[11].decode(String.self), job: try r[10].decode(String.self),
+                                       allowed: hosts.allow(url, origin: origin))
+            }.sorted { $0.id < $1.id }
+        }
+    }
+
+    @discardableResult
+    public func finishDelivery(id: Int64, token: String, outcome: DeliveryOutcome, at now: Date) async throws(JobStoreError) -> Bool {
+        let (state, status, error, next, delivered) = SQLiteJobStore.columns(of: outcome, at: now)
+        return try await run("""
+            UPDATE webhook_deliveries SET state = \(state.rawValue), last_status = COALESCE(\(status.map(Int64.init)), last_status),
+                last_error = \(error), next_at = \(next), delivered_at = \(delivered), lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+            WHERE id = \(id) AND state = 'pending' AND lease_token = \(token)
+            RETURNING 1
+            """).count > 0
+    }
+
+    public func deliveries(matching query: DeliveryQuery) async throws(JobStoreError) -> [WebhookDelivery] {
+        try await run("""
+            SELECT d.id, d.event_id, d.job_id, e.type, d.url, d.origin, d.state, d.attempts, e.created_at, d.next_at, d.last_status,
+                   d.last_error, d.delivered_at
+            FROM webhook_deliveries AS d JOIN webhook_events AS e ON e.id = d.event_id
+            WHERE (\(query.jobID == nil) OR d.job_id = \(query.jobID ?? 0))
+              AND (\(query.states == nil) OR d.state = ANY(\((query.states ?? []).map(\.rawValue))))
+            ORDER BY d.id DESC LIMIT \(Int64(query.limit))
+            """) { row in
+            let r = row.makeRandomAccess()
+            let state = WebhookDeliveryState(rawValue: try r[6].decode(String.self)) ?? .failed
+            return WebhookDelivery(id: try r[0].decode(Int64.self), eventID: try r[1].decode(Int64.self), jobID: try r[2].decode(Int64.self),
+                                   type: try r[3].decode(String.self), url: try r[4].decode(String.self), origin: try r[5].decode(String.self),
+                                   state: state, attempts: try r[7].decode(Int.self), eventAt: Date(timeIntervalSince1970: try r[8].decode(Double.self)),
+                                   nextAttemptAt: state == .pending ? Date(timeIntervalSince1970: try r[9].decode(Double.self)) : nil,
+                                   lastStatus: try r[10].decode(Int?.self), lastError: try r[11].decode(String?.self),
+                                   deliveredAt: try r[12].decode(Double?.self).map(Date.init(timeIntervalSince1970:)))
+        }
+    }
+
+    public func waitForDeliveries(upTo seconds: Double) async {
+        await outboxSignal.wait(upTo: seconds)
+    }
+}

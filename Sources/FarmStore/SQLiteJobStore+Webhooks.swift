@@ -1,0 +1,169 @@
+import FarmModel
+import Foundation
+import GRDB
+
+/// The webhook outbox in the SQLite queue: events recorded in the transaction of the state change,
+/// deliveries claimed under leases (`WebhookOutbox`).
+extension SQLiteJobStore {
+    /// Records `job`'s terminal event, with a delivery for every endpoint that wants it and every URL the
+    /// job names, when there is one at all. In the caller's transaction, after the job's row was saved.
+    func recordEvent(_ job: Job, at now: Date, _ db: Database) throws {
+        guard let type = WebhookEventType(ending: job.state) else { return }
+        try db.cachedStatement(sql: """
+            INSERT INTO webhook_events (job_id, type, created_at, job)
+            SELECT id, ?1, ?2, \(Outbox.snapshot(.sqlite, "jobs")) FROM jobs
+            WHERE id = ?3 AND (notify IS NOT NULL OR EXISTS (SELECT 1 FROM webhook_endpoints
+                WHERE events IS NULL OR EXISTS (SELECT 1 FROM json_each(webhook_endpoints.events) WHERE value = ?1)))
+            """).execute(arguments: [type.rawValue, now.timeIntervalSince1970, job.id])
+        guard db.changesCount > 0 else { return }
+        let event = db.lastInsertedRowID
+        try db.cachedStatement(sql: """
+            INSERT INTO webhook_deliveries (event_id, job_id, url, host, origin, state, attempts, next_at, created_at)
+            SELECT ?1, ?2, url, host, 'endpoint', 'pending', 0, ?3, ?3 FROM webhook_endpoints
+            WHERE events IS NULL OR EXISTS (SELECT 1 FROM json_each(webhook_endpoints.events) WHERE value = ?4)
+            UNION ALL
+            SELECT ?1, ?2, json_extract(n.value, '$.url'), json_extract(n.value, '$.host'), 'notify', 'pending', 0, ?3, ?3
+            FROM jobs, json_each(jobs.notify) AS n
+            WHERE jobs.id = ?2 AND json_extract(n.value, '$.url') NOT IN (SELECT url FROM webhook_endpoints
+                WHERE events IS NULL OR EXISTS (SELECT 1 FROM json_each(webhook_endpoints.events) WHERE value = ?4))
+            """).execute(arguments: [event, job.id, now.timeIntervalSince1970, type.rawValue])
+        recorded.store(true, ordering: .relaxed)
+    }
+
+    /// Refuses a submission whose `"notify"` names a host the farm does not send to.
+    func checkNotify(_ urls: [WebhookURL], of name: String, _ db: Database) throws {
+        let hosts = Outbox.Hosts(allowed: try String.fetchAll(db, sql: "SELECT host FROM webhook_allowed_hosts"),
+                                 endpoints: try String.fetchAll(db, sql: "SELECT host FROM webhook_endpoints"))
+        if let refused = urls.first(where: { !hosts.allow($0) }) { throw JobStoreError.refused(Outbox.refusal(refused, job: name)) }
+    }
+
+    public func registerWebhooks(_ endpoints: [WebhookEndpoint], allowing hosts: [String], by owner: String, at now: Date) async throws(JobStoreError) {
+        try await write { db in
+            for e in endpoints {
+                try db.execute(sql: """
+                    INSERT INTO webhook_endpoints (url, host, events, added_by, added_at) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (url) DO UPDATE SET events = excluded.events, added_by = excluded.added_by, added_at = excluded.added_at
+                    """, arguments: [e.url.text, e.url.hostKey, e.events.map { JobCoding.json($0.map(\.rawValue)) }, owner, now.timeIntervalSince1970])
+            }
+            for host in hosts {
+                try db.execute(sql: "INSERT INTO webhook_allowed_hosts (host, added_by, added_at) VALUES (?, ?, ?) ON CONFLICT (host) DO NOTHING",
+                               arguments: [WebhookAllowance.normalized(host), owner, now.timeIntervalSince1970])
+            }
+        }
+    }
+
+    public func removeWebhookTarget(_ target: String) async throws(JobStoreError) -> Bool {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM webhook_endpoints WHERE url = ?", arguments: [target])
+            var removed = db.changesCount
+            try db.execute(sql: "DELETE FROM webhook_allowed_hosts WHERE host = ?", arguments: [WebhookAllowance.normalized(target)])
+            removed += db.changesCount
+            return removed > 0
+        }
+    }
+
+    public func webhookSettings(at now: Date) async throws(JobStoreError) -> WebhookSettings {
+        try await read { db in
+            let endpoints = try Row.fetchAll(db, sql: "SELECT url, host, events, added_by, added_at FROM webhook_endpoints ORDER BY url").map { row in
+                WebhookSettings.Endpoint(url: row[0], host: row[1], events: JobCoding.decode([String].self, row[2] as String?), addedBy: row[3],
+                                         addedAt: Date(timeIntervalSince1970: row[4]))
+            }
+            let hosts = try Row.fetchAll(db, sql: "SELECT host, added_by, added_at FROM webhook_allowed_hosts ORDER BY host").map { row in
+                WebhookSettings.AllowedHost(host: row[0], addedBy: row[1], addedAt: Date(timeIntervalSince1970: row[2]))
+            }
+            var counts: [WebhookDeliveryState: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) FROM webhook_deliveries GROUP BY state") {
+                if let state = WebhookDeliveryState(rawValue: row[0]) { counts[state] = row[1] }
+            }
+            let oldest = try Double.fetchOne(db, sql: "SELECT MIN(created_at) FROM webhook_deliveries WHERE state = 'pending'")
+            return WebhookSettings(endpoints: endpoints, allowedHosts: hosts, counts: counts,
+                                   oldestPendingAt: oldest.map(Date.init(timeIntervalSince1970:)))
+        }
+    }
+
+    public func claimDeliveries(limit: Int, owner: String, leaseDuration: Double, at now: Date) async throws(JobStoreError) -> [WebhookDelivery] {
+        guard limit > 0 else { return [] }
+        return try await write { db in
+            let t = now.timeIntervalSince1970
+            let rows = try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT d.id, d.event_id, d.job_id, e.type, d.url, d.origin, d.attempts, e.created_at, d.last_status, d.last_error, e.job
+                FROM webhook_deliveries AS d JOIN webhook_events AS e ON e.id = d.event_id
+                WHERE d.state = 'pending' AND d.next_at <= ?1 AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= ?1)
+                  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries AS p
+                                  WHERE p.state = 'pending' AND p.job_id = d.job_id AND p.url = d.url AND p.id < d.id)
+                ORDER BY d.next_at, d.id LIMIT ?2
+                """), arguments: [t, limit])
+            guard !rows.isEmpty else { return [] }
+            let hosts = Outbox.Hosts(allowed: try String.fetchAll(db, sql: "SELECT host FROM webhook_allowed_hosts"),
+                                     endpoints: try String.fetchAll(db, sql: "SELECT host FROM webhook_endpoints"))
+            var claimed: [WebhookDelivery] = []
+            for row in rows {
+                let token = Outbox.token()
+                try db.cachedStatement(sql: """
+                    UPDATE webhook_deliveries SET lease_owner = ?, lease_token = ?, lease_expires_at = ?, attempts = attempts + 1 WHERE id = ?
+                    """).execute(arguments: [owner, token, t + leaseDuration, row[0] as Int64])
+                claimed.append(WebhookDelivery(id: row[0], eventID: row[1], jobID: row[2], type: row[3], url: row[4], origin: row[5],
+                                               state: .pending, attempts: (row[6] as Int) + 1, eventAt: Date(timeIntervalSince1970: row[7]),
+                                               lastStatus: row[8], lastError: row[9], leaseToken: token, job: row[10],
+                                               allowed: hosts.allow(row[4], origin: row[5])))
+            }
+            return claimed
+        }
+    }
+
+    @discardableResult
+    public func finishDelivery(id: Int64, token: String, outcome: DeliveryOutcome, at now: Date) async throws(JobStoreError) -> Bool {
+        let (state, status, error, next, delivered) = Self.columns(of: outcome, at: now)
+        return try await write { db in
+            try db.cachedStatement(sql: """
+                UPDATE webhook_deliveries SET state = ?, last_status = COALESCE(?, last_status), last_error = ?, next_at = ?, delivered_at = ?,
+                    lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
+                WHERE id = ? AND state = 'pending' AND lease_token = ?
+                """).execute(arguments: [state.rawValue, status, error, next, delivered, id, token])
+            return db.changesCount > 0
+        }
+    }
+
+    /// The columns an outcome sets: state, last status, last error, next attempt, delivery time.
+    static func columns(of outcome: DeliveryOutcome, at now: Date) -> (WebhookDeliveryState, Int?, String?, Double, Double?) {
+        let t = now.timeIntervalSince1970
+        return switch outcome {
+        case .delivered(let status): (.delivered, status, nil, t, t)
+        case let .retry(status, error, next): (.pending, status, error, next.timeIntervalSince1970, nil)
+        case let .gaveUp(status, error): (.failed, status, error, t, nil)
+        case .refused(let error): (.refused, nil, error, t, nil)
+        }
+    }
+
+    public func deliveries(matching query: DeliveryQuery) async throws(JobStoreError) -> [WebhookDelivery] {
+        try await read { db in
+            var conditions: [String] = []
+            var arguments: [any DatabaseValueConvertible] = []
+            if let job = query.jobID {
+                conditions.append("d.job_id = ?")
+                arguments.append(job)
+            }
+            if let states = query.states {
+                conditions.append("d.state IN (\(states.map { _ in "?" }.joined(separator: ",")))")
+                arguments += states.map(\.rawValue)
+            }
+            arguments.append(query.limit)
+            return try Row.fetchAll(db, sql: """
+                SELECT d.id, d.event_id, d.job_id, e.type, d.url, d.origin, d.state, d.attempts, e.created_at, d.next_at, d.last_status,
+                       d.last_error, d.delivered_at
+                FROM webhook_deliveries AS d JOIN webhook_events AS e ON e.id = d.event_id
+                \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")) ORDER BY d.id DESC LIMIT ?
+                """, arguments: StatementArguments(arguments)).map { row in
+                let state = WebhookDeliveryState(rawValue: row[6]) ?? .failed
+                return WebhookDelivery(id: row[0], eventID: row[1], jobID: row[2], type: row[3], url: row[4], origin: row[5], state: state,
+                                       attempts: row[7], eventAt: Date(timeIntervalSince1970: row[8]),
+                                       nextAttemptAt: state == .pending ? Date(timeIntervalSince1970: row[9]) : nil, lastStatus: row[10],
+                                       lastError: row[11], deliveredAt: (row[12] as Double?).map(Date.init(timeIntervalSince1970:)))
+            }
+        }
+    }
+
+    public func waitForDeliveries(upTo seconds: Double) async {
+        await outboxSignal.wait(upTo: seconds)
+    }
+}

@@ -1,0 +1,64 @@
+import ArgumentParser
+import FarmModel
+import FarmWebhooks
+import Foundation
+import SafeFiles
+
+/// A coordinator's webhook options: where events go, which hosts jobs may name, the signing key, and how
+/// long deliveries are retried.
+struct WebhookOptions: ParsableArguments {
+    @Option(name: .customLong("webhook"), help: ArgumentHelp(
+        "Send every job's terminal events to URL (repeatable); TYPES=URL sends only those (e.g. job.failed,job.dead=https://pager.example/hook). Kept in the queue: every coordinator with the secret delivers them.",
+        valueName: "[types=]url"))
+    var endpoints: [String] = []
+
+    @Option(name: .customLong("webhook-allow-host"), help: ArgumentHelp(
+        "A host jobs' \"notify\" URLs may name (repeatable; host for any port, host:port for one). Other hosts are refused at submission and never requested.",
+        valueName: "host[:port]"))
+    var allowHosts: [String] = []
+
+    @Option(name: .customLong("webhook-secret-file"), help: ArgumentHelp(
+        "A file holding the signing secret (whsec_ + base64, per Standard Webhooks; `mediafarm webhooks new-secret` makes one). With it this coordinator delivers the queue's webhooks.",
+        valueName: "file"))
+    var secretFile: String?
+
+    @Option(name: .customLong("webhook-retry-hours"), parsing: .unconditional, help: "Hours a delivery is retried before it is given up.")
+    var retryHours: Double = 24
+
+    @Option(name: .customLong("webhook-backoff"), parsing: .unconditional, help: "Seconds before a failed delivery's first retry (doubling after each, up to an hour).")
+    var backoff: Double = 5
+
+    @Option(name: .customLong("webhook-timeout"), parsing: .unconditional, help: "Seconds a receiver has to answer.")
+    var timeout: Double = 10
+
+    func validate() throws {
+        for spec in endpoints {
+            if case .failure(let problem) = WebhookEndpoint.parse(spec) { throw ValidationError("--webhook: \(problem.message)") }
+        }
+        for host in allowHosts {
+            if let problem = WebhookAllowance.problem(host) { throw ValidationError("--webhook-allow-host: \(problem)") }
+        }
+        guard retryHours > 0, backoff > 0, timeout > 0 else {
+            throw ValidationError("--webhook-retry-hours, --webhook-backoff and --webhook-timeout must be positive")
+        }
+    }
+
+    var parsedEndpoints: [WebhookEndpoint] { endpoints.compactMap { try? WebhookEndpoint.parse($0).get() } }
+
+    /// The signing secret, when this coordinator delivers.
+    func secret() throws -> WebhookSecret? {
+        guard let secretFile else { return nil }
+        do {
+            let secret = try WebhookSecret(contentsOf: secretFile)
+            ProtectedFiles.shared.protect(secretFile, role: "the webhook secret file")
+            return secret
+        } catch {
+            throw CLIError("--webhook-secret-file \(error.message)", status: ExitStatus.usage)
+        }
+    }
+
+    func configuration(owner: String) -> WebhookDelivererConfiguration {
+        WebhookDelivererConfiguration(owner: owner, timeout: timeout, retryFor: retryHours * 3600, backoff: backoff,
+                                      maxBackoff: 3600, poll: min(1, backoff))
+    }
+}

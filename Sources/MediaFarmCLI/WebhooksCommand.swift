@@ -1,0 +1,128 @@
+import ArgumentParser
+import FarmModel
+import FarmStore
+import FarmWebhooks
+import Foundation
+
+/// `mediafarm webhooks`: the farm's webhook settings and deliveries, as the queue holds them.
+struct WebhooksCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "webhooks",
+        abstract: "Show the farm's webhook endpoints, allowed hosts and deliveries; remove a target; make a signing secret.",
+        discussion: """
+            Coordinators add endpoints (--webhook) and allowed hosts (--webhook-allow-host) to the queue when they \
+            start; every terminal event of a job (job.succeeded, job.failed, job.dead, job.cancelled) is recorded \
+            with the state change and delivered by any coordinator given --webhook-secret-file, retried with backoff \
+            for --webhook-retry-hours (24). Receivers verify the Standard Webhooks signature headers.
+            """,
+        subcommands: [List.self, Deliveries.self, Remove.self, NewSecret.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Endpoints, allowed hosts, and deliveries by state.")
+        @OptionGroup var queue: QueueOptions
+        @Flag(help: "Print the settings as JSON.")
+        var json = false
+
+        func run() async throws {
+            let store = try await queue.open()
+            let now = Date()
+            let settings: WebhookSettings
+            do { settings = try await store.webhookSettings(at: now) } catch { throw CLIError(String(describing: error)) }
+            await store.close()
+            if json {
+                struct Endpoint: Encodable { var url: String, events: [String]?, addedBy: String, addedAt: Date }
+                struct Host: Encodable { var host: String, addedBy: String, addedAt: Date }
+                struct Row: Encodable {
+                    var endpoints: [Endpoint], allowedHosts: [Host], deliveries: [String: Int], oldestPendingSeconds: Double?
+                }
+                let row = Row(endpoints: settings.endpoints.map { Endpoint(url: $0.url, events: $0.events, addedBy: $0.addedBy, addedAt: $0.addedAt) },
+                              allowedHosts: settings.allowedHosts.map { Host(host: $0.host, addedBy: $0.addedBy, addedAt: $0.addedAt) },
+                              deliveries: Dictionary(uniqueKeysWithValues: WebhookDeliveryState.allCases.map { ($0.rawValue, settings.counts[$0] ?? 0) }),
+                              oldestPendingSeconds: settings.oldestPendingAt.map { max(0, now.timeIntervalSince($0)) })
+                print(String(decoding: try JSONEncoder.sortedPretty().encode(row), as: UTF8.self))
+                return
+            }
+            print(settings.endpoints.isEmpty ? "endpoints: none (coordinator --webhook URL adds one)" : "endpoints:")
+            for e in settings.endpoints {
+                print("  \(e.url)  \(e.events.map { $0.joined(separator: ",") } ?? "all events")  (added by \(e.addedBy))")
+            }
+            print(settings.allowedHosts.isEmpty ? "hosts jobs may notify: the endpoints' only (coordinator --webhook-allow-host HOST adds one)"
+                  : "hosts jobs may notify: " + settings.allowedHosts.map(\.host).joined(separator: ", "))
+            let counts = WebhookDeliveryState.allCases.map { "\(settings.counts[$0] ?? 0) \($0.rawValue)" }.joined(separator: ", ")
+            let oldest = settings.oldestPendingAt.map { "; the oldest pending is \(Int(now.timeIntervalSince($0))) s old" } ?? ""
+            print("deliveries: \(counts)\(oldest)")
+        }
+    }
+
+    struct Deliveries: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Deliveries, newest first, with their attempts and last error.")
+        @OptionGroup var queue: QueueOptions
+        @Option(help: "Only this job's.")
+        var job: Int64?
+        @Option(help: "Only deliveries in this state (pending, delivered, failed, refused); repeatable.")
+        var state: [String] = []
+        @Option(parsing: .unconditional, help: "At most this many.")
+        var limit = 50
+        @Flag(help: "Print the deliveries as JSON.")
+        var json = false
+
+        func validate() throws {
+            for s in state where WebhookDeliveryState(rawValue: s) == nil {
+                throw ValidationError("--state \(s): one of \(WebhookDeliveryState.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            guard (1...10_000).contains(limit) else { throw ValidationError("--limit must be 1 to 10000") }
+        }
+
+        func run() async throws {
+            let store = try await queue.open()
+            let rows: [WebhookDelivery]
+            do {
+                rows = try await store.deliveries(matching: DeliveryQuery(jobID: job, states: state.isEmpty ? nil : state.compactMap(WebhookDeliveryState.init),
+                                                                          limit: limit))
+            } catch {
+                throw CLIError(String(describing: error))
+            }
+            await store.close()
+            if json {
+                print(String(decoding: try JSONEncoder.sortedPretty().encode(rows.map(DeliveryView.init)), as: UTF8.self))
+                return
+            }
+            if rows.isEmpty { print("no deliveries") }
+            for d in rows {
+                var line = "\(d.id)  job \(d.jobID)  \(d.type)  \(d.url)  \(d.state.rawValue), \(d.attempts) attempt\(d.attempts == 1 ? "" : "s")"
+                if let status = d.lastStatus { line += ", last HTTP \(status)" }
+                if d.state == .pending, let next = d.nextAttemptAt { line += ", next at \(next.formatted(.iso8601))" }
+                if let error = d.lastError, d.state != .delivered { line += ": \(error)" }
+                print(line)
+            }
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove an endpoint (by its URL) or an allowed host; deliveries already recorded stay.",
+            discussion: "A coordinator started again with the same --webhook or --webhook-allow-host adds it back.")
+        @OptionGroup var queue: QueueOptions
+        @Argument(help: "The endpoint's URL, or the allowed host, as `webhooks list` shows it.")
+        var target: String
+
+        func run() async throws {
+            let store = try await queue.open()
+            let removed: Bool
+            do { removed = try await store.removeWebhookTarget(target) } catch { throw CLIError(String(describing: error)) }
+            await store.close()
+            guard removed else { throw CLIError("\(target): no such endpoint or allowed host (see `mediafarm webhooks list`)") }
+            print("removed \(target)")
+        }
+    }
+
+    struct NewSecret: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "new-secret",
+            abstract: "Print a new signing secret (whsec_ + 32 random bytes in base64) for --webhook-secret-file and your receivers.")
+
+        func run() {
+            print(WebhookSecret.generate())
+        }
+    }
+}
