@@ -12,26 +12,21 @@ extension PostgresJobStore {
         "SELECT url, host FROM webhook_endpoints WHERE events IS NULL OR events::jsonb @> jsonb_build_array(\(type)::text)"
     }
 
-    /// Inserts the event of `source` (a row set with the job's columns and `notify`, one row) of type
-    /// `type` at `now` (SQL: placeholders or literals), with its deliveries, when anyone wants it. The CTEs
-    /// `event` and `sent` follow `prefix` (which defines `source`).
+    /// Inserts the deliveries of the event of `source` (a row set with the job's columns and `notify`, one
+    /// row) of type `type` at `now` (SQL: placeholders or literals): one per endpoint that wants it and per
+    /// URL the job names. The CTE `sent` follows `prefix` (which defines `source`).
     static func recording(after prefix: String, source: String, type: String, now: String) -> String {
         let wanting = wanting(type)
-        return 
-        """
+        return """
         \(prefix)
-        event AS (
-            INSERT INTO webhook_events (job_id, type, created_at, job)
-            SELECT s.id, \(type), \(now), \(Outbox.snapshot(.postgres, "s")) FROM \(source) AS s
-            WHERE s.notify IS NOT NULL OR EXISTS (\(wanting))
-            RETURNING id, job_id),
         sent AS (
-            INSERT INTO webhook_deliveries (event_id, job_id, url, host, origin, state, attempts, next_at, created_at)
-            SELECT event.id, event.job_id, t.url, t.host, t.origin, 'pending', 0, \(now), \(now) FROM event, (
+            INSERT INTO webhook_deliveries (job_id, type, url, host, origin, state, attempts, next_at, created_at, job)
+            SELECT s.id, \(type), t.url, t.host, t.origin, 'pending', 0, \(now), \(now), \(Outbox.snapshot(.postgres, "s"))
+            FROM \(source) AS s, LATERAL (
                 SELECT url, host, 'endpoint' AS origin FROM (\(wanting)) AS w
                 UNION ALL
-                SELECT n->>'url', n->>'host', 'notify' FROM \(source) AS s, jsonb_array_elements(s.notify::jsonb) AS n
-                WHERE s.notify IS NOT NULL AND n->>'url' NOT IN (SELECT url FROM (\(wanting)) AS w)) AS t
+                SELECT n->>'url', n->>'host', 'notify' FROM jsonb_array_elements(COALESCE(s.notify, '[]')::jsonb) AS n
+                WHERE n->>'url' NOT IN (SELECT url FROM (\(wanting)) AS w)) AS t
             RETURNING 1)
         """
     }
@@ -116,21 +111,20 @@ extension PostgresJobStore {
                 UPDATE webhook_deliveries AS d
                 SET lease_owner = \(owner), lease_token = replace(gen_random_uuid()::text, '-', ''), lease_expires_at = \(t + leaseDuration),
                     attempts = d.attempts + 1
-                FROM picked, webhook_events AS e WHERE d.id = picked.id AND e.id = d.event_id
-                RETURNING d.id, d.event_id, d.job_id, e.type, d.url, d.origin, d.attempts, e.created_at, d.last_status, d.last_error, e.job,
-                          d.lease_token
+                FROM picked WHERE d.id = picked.id
+                RETURNING d.id, d.job_id, d.type, d.url, d.origin, d.attempts, d.created_at, d.last_status, d.last_error, d.job, d.lease_token
                 """)
             guard !rows.isEmpty else { return [] }
             let hosts = Outbox.Hosts(allowed: try await c.run("SELECT host FROM webhook_allowed_hosts").map { try $0.decode(String.self) },
                                      endpoints: try await c.run("SELECT host FROM webhook_endpoints").map { try $0.decode(String.self) })
             return try rows.map { row in
                 let r = row.makeRandomAccess()
-                let url = try r[4].decode(String.self), origin = try r[5].decode(String.self)
-                return WebhookDelivery(id: try r[0].decode(Int64.self), eventID: try r[1].decode(Int64.self), jobID: try r[2].decode(Int64.self),
-                                       type: try r[3].decode(String.self), url: url, origin: origin, state: .pending,
-                                       attempts: try r[6].decode(Int.self), eventAt: Date(timeIntervalSince1970: try r[7].decode(Double.self)),
-                                       lastStatus: try r[8].decode(Int?.self), lastError: try r[9].decode(String?.self),
-                                       leaseToken: try r[11].decode(String.self), job: try r[10].decode(String.self),
+                let url = try r[3].decode(String.self), origin = try r[4].decode(String.self)
+                return WebhookDelivery(id: try r[0].decode(Int64.self), jobID: try r[1].decode(Int64.self),
+                                       type: try r[2].decode(String.self), url: url, origin: origin, state: .pending,
+                                       attempts: try r[5].decode(Int.self), eventAt: Date(timeIntervalSince1970: try r[6].decode(Double.self)),
+                                       lastStatus: try r[7].decode(Int?.self), lastError: try r[8].decode(String?.self),
+                                       leaseToken: try r[10].decode(String.self), job: try r[9].decode(String.self),
                                        allowed: hosts.allow(url, origin: origin))
             }.sorted { $0.id < $1.id }
         }
@@ -139,31 +133,41 @@ extension PostgresJobStore {
     @discardableResult
     public func finishDelivery(id: Int64, token: String, outcome: DeliveryOutcome, at now: Date) async throws(JobStoreError) -> Bool {
         let (state, status, error, next, delivered) = SQLiteJobStore.columns(of: outcome, at: now)
+        // A delivery that ended after its job was pruned goes with it (deleted instead of updated: one
+        // statement cannot do both to a row).
         return try await run("""
-            UPDATE webhook_deliveries SET state = \(state.rawValue), last_status = COALESCE(\(status.map(Int64.init)), last_status),
-                last_error = \(error), next_at = \(next), delivered_at = \(delivered), lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
-            WHERE id = \(id) AND state = 'pending' AND lease_token = \(token)
-            RETURNING 1
+            WITH orphan AS (
+                DELETE FROM webhook_deliveries
+                WHERE id = \(id) AND state = 'pending' AND lease_token = \(token) AND \(state != .pending)
+                  AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = webhook_deliveries.job_id)
+                RETURNING id),
+            ended AS (
+                UPDATE webhook_deliveries SET state = \(state.rawValue), last_status = COALESCE(\(status.map(Int64.init)), last_status),
+                    last_error = \(error), next_at = \(next), delivered_at = \(delivered), lease_owner = NULL, lease_token = NULL,
+                    lease_expires_at = NULL
+                WHERE id = \(id) AND state = 'pending' AND lease_token = \(token) AND NOT EXISTS (SELECT 1 FROM orphan)
+                RETURNING id)
+            SELECT id FROM orphan UNION ALL SELECT id FROM ended
             """).count > 0
     }
 
     public func deliveries(matching query: DeliveryQuery) async throws(JobStoreError) -> [WebhookDelivery] {
         try await run("""
-            SELECT d.id, d.event_id, d.job_id, e.type, d.url, d.origin, d.state, d.attempts, e.created_at, d.next_at, d.last_status,
+            SELECT d.id, d.job_id, d.type, d.url, d.origin, d.state, d.attempts, d.created_at, d.next_at, d.last_status,
                    d.last_error, d.delivered_at
-            FROM webhook_deliveries AS d JOIN webhook_events AS e ON e.id = d.event_id
+            FROM webhook_deliveries AS d
             WHERE (\(query.jobID == nil) OR d.job_id = \(query.jobID ?? 0))
               AND (\(query.states == nil) OR d.state = ANY(\((query.states ?? []).map(\.rawValue))))
             ORDER BY d.id DESC LIMIT \(Int64(query.limit))
             """) { row in
             let r = row.makeRandomAccess()
-            let state = WebhookDeliveryState(rawValue: try r[6].decode(String.self)) ?? .failed
-            return WebhookDelivery(id: try r[0].decode(Int64.self), eventID: try r[1].decode(Int64.self), jobID: try r[2].decode(Int64.self),
-                                   type: try r[3].decode(String.self), url: try r[4].decode(String.self), origin: try r[5].decode(String.self),
-                                   state: state, attempts: try r[7].decode(Int.self), eventAt: Date(timeIntervalSince1970: try r[8].decode(Double.self)),
-                                   nextAttemptAt: state == .pending ? Date(timeIntervalSince1970: try r[9].decode(Double.self)) : nil,
-                                   lastStatus: try r[10].decode(Int?.self), lastError: try r[11].decode(String?.self),
-                                   deliveredAt: try r[12].decode(Double?.self).map(Date.init(timeIntervalSince1970:)))
+            let state = WebhookDeliveryState(rawValue: try r[5].decode(String.self)) ?? .failed
+            return WebhookDelivery(id: try r[0].decode(Int64.self), jobID: try r[1].decode(Int64.self),
+                                   type: try r[2].decode(String.self), url: try r[3].decode(String.self), origin: try r[4].decode(String.self),
+                                   state: state, attempts: try r[6].decode(Int.self), eventAt: Date(timeIntervalSince1970: try r[7].decode(Double.self)),
+                                   nextAttemptAt: state == .pending ? Date(timeIntervalSince1970: try r[8].decode(Double.self)) : nil,
+                                   lastStatus: try r[9].decode(Int?.self), lastError: try r[10].decode(String?.self),
+                                   deliveredAt: try r[11].decode(Double?.self).map(Date.init(timeIntervalSince1970:)))
         }
     }
 

@@ -356,6 +356,7 @@ public final class PostgresJobStore: JobStore {
 
     public func prune(finishedBefore date: Date, limit: Int) async throws(JobStoreError) -> Int {
         // With their edges: nothing waits for a job that ended any more, and it waits for nothing.
+        // Its webhook deliveries that ended go too (a pending one outlives it: its row carries the job).
         let pruned = try await run("""
             WITH pruned AS (
                 DELETE FROM \(unescaped: table) WHERE id IN (
@@ -365,15 +366,11 @@ public final class PostgresJobStore: JobStore {
             edges AS (
                 DELETE FROM \(unescaped: edges) AS e USING pruned
                 WHERE e.depends_on = pruned.id
-                   OR (e.job_id = pruned.id AND e.depends_on = ANY(SELECT jsonb_array_elements_text(pruned.after_ids::jsonb)::int8)))
+                   OR (e.job_id = pruned.id AND e.depends_on = ANY(SELECT jsonb_array_elements_text(pruned.after_ids::jsonb)::int8))),
+            hooks AS (
+                DELETE FROM webhook_deliveries AS d USING pruned WHERE d.job_id = pruned.id AND d.state <> 'pending')
             SELECT id FROM pruned
             """).count
-        for statement in Outbox.pruning("") {
-            var binds = PostgresBindings(capacity: 2)
-            binds.append(date.timeIntervalSince1970)
-            binds.append(Int64(limit))
-            try await run(PostgresQuery(unsafeSQL: statement, binds: binds))
-        }
         return pruned
     }
 

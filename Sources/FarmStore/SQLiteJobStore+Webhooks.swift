@@ -5,28 +5,27 @@ import GRDB
 /// The webhook outbox in the SQLite queue: events recorded in the transaction of the state change,
 /// deliveries claimed under leases (`WebhookOutbox`).
 extension SQLiteJobStore {
-    /// Records `job`'s terminal event, with a delivery for every endpoint that wants it and every URL the
-    /// job names, when there is one at all. In the caller's transaction, after the job's row was saved.
+    /// Records `job`'s terminal event: a delivery for every endpoint that wants it and every URL the job
+    /// names, when there is one at all. In the caller's transaction, after the job's row was saved.
     func recordEvent(_ job: Job, at now: Date, _ db: Database) throws {
         guard let type = WebhookEventType(ending: job.state) else { return }
-        try db.cachedStatement(sql: """
-            INSERT INTO webhook_events (job_id, type, created_at, job)
-            SELECT id, ?1, ?2, \(Outbox.snapshot(.sqlite, "jobs")) FROM jobs
-            WHERE id = ?3 AND (notify IS NOT NULL OR EXISTS (SELECT 1 FROM webhook_endpoints
-                WHERE events IS NULL OR EXISTS (SELECT 1 FROM json_each(webhook_endpoints.events) WHERE value = ?1)))
-            """).execute(arguments: [type.rawValue, now.timeIntervalSince1970, job.id])
-        guard db.changesCount > 0 else { return }
-        let event = db.lastInsertedRowID
-        try db.cachedStatement(sql: """
-            INSERT INTO webhook_deliveries (event_id, job_id, url, host, origin, state, attempts, next_at, created_at)
-            SELECT ?1, ?2, url, host, 'endpoint', 'pending', 0, ?3, ?3 FROM webhook_endpoints
-            WHERE events IS NULL OR EXISTS (SELECT 1 FROM json_each(webhook_endpoints.events) WHERE value = ?4)
-            UNION ALL
-            SELECT ?1, ?2, json_extract(n.value, '$.url'), json_extract(n.value, '$.host'), 'notify', 'pending', 0, ?3, ?3
-            FROM jobs, json_each(jobs.notify) AS n
-            WHERE jobs.id = ?2 AND json_extract(n.value, '$.url') NOT IN (SELECT url FROM webhook_endpoints
-                WHERE events IS NULL OR EXISTS (SELECT 1 FROM json_each(webhook_endpoints.events) WHERE value = ?4))
-            """).execute(arguments: [event, job.id, now.timeIntervalSince1970, type.rawValue])
+        var targets: [(url: String, host: String, origin: String)] = []
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT url, host, events FROM webhook_endpoints")) {
+            let events = row[2] as String?
+            if events.map({ $0.contains("\"\(type.rawValue)\"") }) ?? true { targets.append((row[0], row[1], "endpoint")) }
+        }
+        for url in Outbox.notify(job.manifest) ?? [] where !targets.contains(where: { $0.url == url.text }) {
+            targets.append((url.text, url.hostKey, "notify"))
+        }
+        guard !targets.isEmpty else { return }
+        let insert = try db.cachedStatement(sql: """
+            INSERT INTO webhook_deliveries (job_id, type, url, host, origin, state, attempts, next_at, created_at, job)
+            VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)
+            """)
+        let snapshot = Outbox.snapshot(of: job)
+        for t in targets {
+            try insert.execute(arguments: [job.id, type.rawValue, t.url, t.host, t.origin, now.timeIntervalSince1970, now.timeIntervalSince1970, snapshot])
+        }
         recorded.store(true, ordering: .relaxed)
     }
 
@@ -86,8 +85,8 @@ extension SQLiteJobStore {
         return try await write { db in
             let t = now.timeIntervalSince1970
             let rows = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT d.id, d.event_id, d.job_id, e.type, d.url, d.origin, d.attempts, e.created_at, d.last_status, d.last_error, e.job
-                FROM webhook_deliveries AS d JOIN webhook_events AS e ON e.id = d.event_id
+                SELECT d.id, d.job_id, d.type, d.url, d.origin, d.attempts, d.created_at, d.last_status, d.last_error, d.job
+                FROM webhook_deliveries AS d
                 WHERE d.state = 'pending' AND d.next_at <= ?1 AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= ?1)
                   AND NOT EXISTS (SELECT 1 FROM webhook_deliveries AS p
                                   WHERE p.state = 'pending' AND p.job_id = d.job_id AND p.url = d.url AND p.id < d.id)
@@ -102,10 +101,10 @@ extension SQLiteJobStore {
                 try db.cachedStatement(sql: """
                     UPDATE webhook_deliveries SET lease_owner = ?, lease_token = ?, lease_expires_at = ?, attempts = attempts + 1 WHERE id = ?
                     """).execute(arguments: [owner, token, t + leaseDuration, row[0] as Int64])
-                claimed.append(WebhookDelivery(id: row[0], eventID: row[1], jobID: row[2], type: row[3], url: row[4], origin: row[5],
-                                               state: .pending, attempts: (row[6] as Int) + 1, eventAt: Date(timeIntervalSince1970: row[7]),
-                                               lastStatus: row[8], lastError: row[9], leaseToken: token, job: row[10],
-                                               allowed: hosts.allow(row[4], origin: row[5])))
+                claimed.append(WebhookDelivery(id: row[0], jobID: row[1], type: row[2], url: row[3], origin: row[4],
+                                               state: .pending, attempts: (row[5] as Int) + 1, eventAt: Date(timeIntervalSince1970: row[6]),
+                                               lastStatus: row[7], lastError: row[8], leaseToken: token, job: row[9],
+                                               allowed: hosts.allow(row[3], origin: row[4])))
             }
             return claimed
         }
@@ -120,7 +119,13 @@ extension SQLiteJobStore {
                     lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL
                 WHERE id = ? AND state = 'pending' AND lease_token = ?
                 """).execute(arguments: [state.rawValue, status, error, next, delivered, id, token])
-            return db.changesCount > 0
+            let held = db.changesCount > 0
+            // A delivery that ended after its job was pruned goes with it.
+            if held && state != .pending {
+                try db.cachedStatement(sql: "DELETE FROM webhook_deliveries WHERE id = ? AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = job_id)")
+                    .execute(arguments: [id])
+            }
+            return held
         }
     }
 
@@ -149,16 +154,16 @@ extension SQLiteJobStore {
             }
             arguments.append(query.limit)
             return try Row.fetchAll(db, sql: """
-                SELECT d.id, d.event_id, d.job_id, e.type, d.url, d.origin, d.state, d.attempts, e.created_at, d.next_at, d.last_status,
+                SELECT d.id, d.job_id, d.type, d.url, d.origin, d.state, d.attempts, d.created_at, d.next_at, d.last_status,
                        d.last_error, d.delivered_at
-                FROM webhook_deliveries AS d JOIN webhook_events AS e ON e.id = d.event_id
+                FROM webhook_deliveries AS d
                 \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")) ORDER BY d.id DESC LIMIT ?
                 """, arguments: StatementArguments(arguments)).map { row in
-                let state = WebhookDeliveryState(rawValue: row[6]) ?? .failed
-                return WebhookDelivery(id: row[0], eventID: row[1], jobID: row[2], type: row[3], url: row[4], origin: row[5], state: state,
-                                       attempts: row[7], eventAt: Date(timeIntervalSince1970: row[8]),
-                                       nextAttemptAt: state == .pending ? Date(timeIntervalSince1970: row[9]) : nil, lastStatus: row[10],
-                                       lastError: row[11], deliveredAt: (row[12] as Double?).map(Date.init(timeIntervalSince1970:)))
+                let state = WebhookDeliveryState(rawValue: row[5]) ?? .failed
+                return WebhookDelivery(id: row[0], jobID: row[1], type: row[2], url: row[3], origin: row[4], state: state,
+                                       attempts: row[6], eventAt: Date(timeIntervalSince1970: row[7]),
+                                       nextAttemptAt: state == .pending ? Date(timeIntervalSince1970: row[8]) : nil, lastStatus: row[9],
+                                       lastError: row[10], deliveredAt: (row[11] as Double?).map(Date.init(timeIntervalSince1970:)))
             }
         }
     }

@@ -332,13 +332,11 @@ public final class SQLiteJobStore: JobStore {
                 try db.cachedStatement(sql: "DELETE FROM jobs WHERE id = ?").execute(arguments: [job.id])
                 // Its edges: nothing waits for a job that ended any more, and it waits for nothing.
                 try db.cachedStatement(sql: "DELETE FROM job_dependencies WHERE depends_on = ?").execute(arguments: [job.id])
+                // Its webhook deliveries that ended (a pending one outlives it: its row carries the job).
+                try db.cachedStatement(sql: "DELETE FROM webhook_deliveries WHERE job_id = ? AND state <> 'pending'").execute(arguments: [job.id])
                 for dependency in job.after {
                     try db.cachedStatement(sql: "DELETE FROM job_dependencies WHERE depends_on = ? AND job_id = ?").execute(arguments: [dependency, job.id])
                 }
-            }
-            for statement in Outbox.pruning("") {
-                try db.cachedStatement(sql: statement.replacingOccurrences(of: "$1", with: "?1").replacingOccurrences(of: "$2", with: "?2"))
-                    .execute(arguments: [date.timeIntervalSince1970, limit])
             }
             return pruned.count
         }

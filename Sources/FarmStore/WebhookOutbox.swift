@@ -6,10 +6,11 @@ import Foundation
 ///   event filter; kept in the queue so that any coordinator delivers and none is needed for an event to
 ///   be recorded;
 /// - `webhook_allowed_hosts`: the hosts a job's `"notify"` may name (`coordinator --webhook-allow-host`);
-/// - `webhook_events`: one row per terminal event, written in the transaction of the state change, with
-///   the job as it was then (its columns as a JSON object, which the body's `data` is made from);
-/// - `webhook_deliveries`: one row per (event, URL), made in the same transaction; claimed under a lease
-///   by any coordinator, delivered in order per job and URL, retried with backoff until given up.
+/// - `webhook_deliveries`: one row per terminal event and URL, written in the transaction of the state
+///   change with the job as it was then (its columns as a JSON object, which the body's `data` is made
+///   from); claimed under a lease by any coordinator, delivered in order per job and URL, retried with
+///   backoff until given up. One table with two indexes: a completion that records its event writes as
+///   few pages as it can.
 enum WebhookSchema {
     static func statements(_ dialect: SQLDialect) -> [String] {
         let (integer, real, serial, prefix) = switch dialect {
@@ -35,21 +36,10 @@ enum WebhookSchema {
             )
             """,
             """
-            CREATE TABLE \(prefix)webhook_events (
+            CREATE TABLE \(prefix)webhook_deliveries (
                 id \(serial),
                 job_id \(integer) NOT NULL,
                 type TEXT NOT NULL,
-                created_at \(real) NOT NULL,
-                job TEXT NOT NULL
-            )
-            """,
-            "CREATE INDEX webhook_events_job ON \(prefix)webhook_events (job_id)",
-            "CREATE INDEX webhook_events_created ON \(prefix)webhook_events (created_at)",
-            """
-            CREATE TABLE \(prefix)webhook_deliveries (
-                id \(serial),
-                event_id \(integer) NOT NULL,
-                job_id \(integer) NOT NULL,
                 url TEXT NOT NULL,
                 host TEXT NOT NULL,
                 origin TEXT NOT NULL CHECK (origin IN ('endpoint', 'notify')),
@@ -62,12 +52,12 @@ enum WebhookSchema {
                 last_status \(integer),
                 last_error TEXT,
                 delivered_at \(real),
-                created_at \(real) NOT NULL
+                created_at \(real) NOT NULL,
+                job TEXT NOT NULL
             )
             """,
             "CREATE INDEX webhook_deliveries_due ON \(prefix)webhook_deliveries (next_at, id) WHERE state = 'pending'",
-            "CREATE INDEX webhook_deliveries_order ON \(prefix)webhook_deliveries (job_id, url, id) WHERE state = 'pending'",
-            "CREATE INDEX webhook_deliveries_event ON \(prefix)webhook_deliveries (event_id)",
+            "CREATE INDEX webhook_deliveries_job ON \(prefix)webhook_deliveries (job_id, url, id)",
         ]
     }
 }
@@ -86,8 +76,8 @@ public enum WebhookDeliveryState: String, Sendable, Hashable, Codable, CaseItera
 
 /// One event to one URL.
 public struct WebhookDelivery: Sendable, Hashable {
+    /// Also the message's id: `webhook-id` is `msg_` and this, the same on every attempt.
     public var id: Int64
-    public var eventID: Int64
     public var jobID: Int64
     public var type: String
     public var url: String
@@ -107,11 +97,10 @@ public struct WebhookDelivery: Sendable, Hashable {
     public var job: String?
     public var allowed: Bool
 
-    public init(id: Int64, eventID: Int64, jobID: Int64, type: String, url: String, origin: String, state: WebhookDeliveryState,
+    public init(id: Int64, jobID: Int64, type: String, url: String, origin: String, state: WebhookDeliveryState,
                 attempts: Int, eventAt: Date, nextAttemptAt: Date? = nil, lastStatus: Int? = nil, lastError: String? = nil,
                 deliveredAt: Date? = nil, leaseToken: String? = nil, job: String? = nil, allowed: Bool = true) {
         self.id = id
-        self.eventID = eventID
         self.jobID = jobID
         self.type = type
         self.url = url
@@ -220,6 +209,71 @@ enum Outbox {
         }
     }
 
+    /// The same object made from a job in memory (as its row holds it): no work for the database in the
+    /// transaction that records the event.
+    static func snapshot(of job: Job) -> String {
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(job.manifest.utf8.count + (job.result?.utf8.count ?? 0) + 1024)
+        func key(_ name: StaticString) {
+            if out.count > 1 { out.append(UInt8(ascii: ",")) }
+            out.append(UInt8(ascii: "\""))
+            out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+            out.append(contentsOf: "\":".utf8)
+        }
+        func string(_ name: StaticString, _ value: String?) {
+            key(name)
+            guard let value else { return out.append(contentsOf: "null".utf8) }
+            out.append(UInt8(ascii: "\""))
+            for byte in value.utf8 {
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(byte)
+                case 0..<0x20: out.append(contentsOf: String(format: "\\u%04x", byte).utf8)
+                default: out.append(byte)
+                }
+            }
+            out.append(UInt8(ascii: "\""))
+        }
+        func number(_ name: StaticString, _ value: Double?) {
+            key(name)
+            out.append(contentsOf: (value.map { $0.isFinite ? "\($0)" : "null" } ?? "null").utf8)
+        }
+        func integer(_ name: StaticString, _ value: Int64?) {
+            key(name)
+            out.append(contentsOf: (value.map { "\($0)" } ?? "null").utf8)
+        }
+        integer("id", job.id)
+        string("name", job.name)
+        string("manifest", job.manifest)
+        string("base_directory", job.baseDirectory)
+        string("output_roots", JobCoding.json(job.outputRoots))
+        integer("priority", Int64(job.priority))
+        integer("max_attempts", Int64(job.maxAttempts))
+        number("run_at", job.runAt.timeIntervalSince1970)
+        string("unique_key", job.uniqueKey)
+        number("timeout", job.timeout)
+        number("created_at", job.createdAt.timeIntervalSince1970)
+        string("state", job.state.rawValue)
+        integer("attempt", Int64(job.attempt))
+        string("lease_owner", job.lease?.owner)
+        string("lease_token", job.lease?.token)
+        number("lease_expires_at", job.lease?.expiresAt.timeIntervalSince1970)
+        number("progress", job.progress)
+        string("phase", job.phase)
+        integer("worker_pid", job.workerPID.map(Int64.init))
+        number("started_at", job.startedAt?.timeIntervalSince1970)
+        number("finished_at", job.finishedAt?.timeIntervalSince1970)
+        number("updated_at", job.updatedAt.timeIntervalSince1970)
+        string("result", job.result)
+        string("errors", JobCoding.json(job.errors))
+        string("after_ids", JobCoding.json(job.after))
+        string("after_policy", job.after.isEmpty ? nil : job.afterPolicy.rawValue)
+        integer("waiting_for", Int64(job.waitingFor))
+        integer("blocked_by", job.blockedBy)
+        string("requires", job.requires.isEmpty ? nil : JobCoding.json(job.requires))
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// A job from the JSON object `snapshot` made (nil when it is not one).
     static func job(fromSnapshot text: String) -> Job? {
         guard let o = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else { return nil }
@@ -295,23 +349,6 @@ enum Outbox {
         }
     }
 
-    /// Deletes up to `limit` events recorded before `$1` none of whose deliveries is pending, with their
-    /// deliveries (pruning's share of the outbox: a pending delivery outlives its job). `$2`: the limit.
-    static func pruning(_ prefix: String) -> [String] {
-        let old = """
-            SELECT e.id FROM \(prefix)webhook_events AS e WHERE e.created_at < $1
-            AND NOT EXISTS (SELECT 1 FROM \(prefix)webhook_deliveries AS p WHERE p.event_id = e.id AND p.state = 'pending')
-            ORDER BY e.created_at LIMIT $2
-            """
-        return [
-            "DELETE FROM \(prefix)webhook_deliveries WHERE event_id IN (\(old))",
-            """
-            DELETE FROM \(prefix)webhook_events WHERE id IN (SELECT e.id FROM \(prefix)webhook_events AS e WHERE e.created_at < $1
-                AND NOT EXISTS (SELECT 1 FROM \(prefix)webhook_deliveries AS p WHERE p.event_id = e.id) ORDER BY e.created_at LIMIT $2)
-            """,
-        ]
-    }
-
     /// How a delivery lease's token is made: 128 random bits, hex.
     static func token() -> String { SQLiteJobStore.newToken() }
 }
@@ -325,7 +362,6 @@ extension WebhookDelivery {
 public struct DeliveryView: Encodable, Sendable {
     var id: Int64
     var jobID: Int64
-    var eventID: Int64
     var type: String
     var url: String
     var origin: String
@@ -340,7 +376,6 @@ public struct DeliveryView: Encodable, Sendable {
     public init(_ d: WebhookDelivery) {
         id = d.id
         jobID = d.jobID
-        eventID = d.eventID
         type = d.type
         url = d.url
         origin = d.origin

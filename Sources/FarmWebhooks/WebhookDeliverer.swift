@@ -182,7 +182,7 @@ public final class WebhookDeliverer: Service {
         } catch {
             return .gaveUp(status: nil, error: "the body could not be encoded: \(error)")
         }
-        let id = "msg_\(delivery.eventID)"
+        let id = "msg_\(delivery.id)"
         let timestamp = Int(Date().timeIntervalSince1970)
         var request = HTTPClientRequest(url: delivery.url)
         request.method = .POST

@@ -155,5 +155,8 @@ import Testing
         // Its job is gone; the event still carries it.
         let again = try await store.claimDeliveries(limit: 10, owner: "s", leaseDuration: 30, at: t0.addingTimeInterval(31))
         #expect(again.count == 1 && again[0].jobAtEvent?.name == "b")
+        // Once it ended, it goes the way of its job.
+        #expect(try await store.finishDelivery(id: again[0].id, token: again[0].leaseToken!, outcome: .delivered(status: 200), at: t0.addingTimeInterval(32)))
+        #expect(try await store.deliveries(matching: DeliveryQuery()).isEmpty)
     }
 }

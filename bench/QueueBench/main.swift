@@ -3,6 +3,8 @@
 //   mediafarm-queue-bench sqlite:FOLDER [JOBS]      fresh queue files in FOLDER
 //   mediafarm-queue-bench postgres://... [JOBS]     fresh schemas in that database
 //   mediafarm-queue-bench URL JOBS claimloop        only claim+complete, one commit each (jobs queued untimed)
+//   mediafarm-queue-bench URL JOBS claimloop webhook  the same with a webhook endpoint in the queue: every
+//                                                      completion also records its event and delivery
 // Prints one JSON object.
 import FarmModel
 import FarmStore
@@ -52,9 +54,14 @@ struct QueueBench {
         return Double(n) / (Double(now() - start) / 1e9)
     }
 
-    /// Claim+complete alone, as the raw SQL loop it is compared with does it.
-    func claimLoop() async throws -> [String: Double] {
+    /// Claim+complete alone, as the raw SQL loop it is compared with does it; with `webhook`, with an endpoint
+    /// registered, so that each completion records a webhook event and its delivery (nothing sends them).
+    func claimLoop(webhook: Bool = false) async throws -> [String: Double] {
         let store = try await freshStore("loop\(UInt32.random(in: 0...UInt32.max))")
+        if webhook {
+            try await store.registerWebhooks([WebhookEndpoint(url: try WebhookURL.parse("http://127.0.0.1:9/hook").get())], allowing: [],
+                                             by: owner, at: Date())
+        }
         for start in stride(from: 0, to: count, by: 500) {
             _ = try await store.enqueue((start..<min(start + 500, count)).map(job), at: Date())
         }
@@ -64,8 +71,10 @@ struct QueueBench {
                 _ = try await store.finish(id: claimed.id, token: claimed.lease!.token, outcome: .succeeded(result: nil), at: Date())
             }
         }
+        let recorded = try await store.deliveries(matching: DeliveryQuery(limit: count + 1)).count
+        guard recorded == (webhook ? count : 0) else { fatalError("\(recorded) deliveries recorded for \(count) completions") }
         await store.close()
-        return ["claimCompletePerSecond": perSecond, "jobs": Double(count)]
+        return ["claimCompletePerSecond": perSecond, "jobs": Double(count), "deliveriesRecorded": Double(recorded)]
     }
 
     func run() async throws -> [String: Double] {
@@ -134,6 +143,7 @@ struct QueueBench {
 }
 
 let bench = QueueBench(target: target, count: count)
-let results = arguments.count > 3 && arguments[3] == "claimloop" ? try await bench.claimLoop() : try await bench.run()
+let results = arguments.count > 3 && arguments[3] == "claimloop"
+    ? try await bench.claimLoop(webhook: arguments.count > 4 && arguments[4] == "webhook") : try await bench.run()
 let data = try JSONSerialization.data(withJSONObject: results, options: [.sortedKeys])
 print(String(decoding: data, as: UTF8.self))
