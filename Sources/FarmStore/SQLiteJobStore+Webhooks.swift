@@ -93,8 +93,10 @@ extension SQLiteJobStore {
                 ORDER BY d.next_at, d.id LIMIT ?2
                 """), arguments: [t, limit])
             guard !rows.isEmpty else { return [] }
-            let hosts = Outbox.Hosts(allowed: try String.fetchAll(db, sql: "SELECT host FROM webhook_allowed_hosts"),
-                                     endpoints: try String.fetchAll(db, sql: "SELECT host FROM webhook_endpoints"))
+            // A job's own URLs go only to hosts allowed now.
+            let hosts = rows.allSatisfy({ ($0[4] as String) == "endpoint" }) ? Outbox.Hosts(allowed: [], endpoints: [])
+                : Outbox.Hosts(allowed: try String.fetchAll(db, sql: "SELECT host FROM webhook_allowed_hosts"),
+                               endpoints: try String.fetchAll(db, sql: "SELECT host FROM webhook_endpoints"))
             var claimed: [WebhookDelivery] = []
             for row in rows {
                 let token = Outbox.token()
