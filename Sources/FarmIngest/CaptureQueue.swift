@@ -42,7 +42,7 @@ public final class CaptureQueue: @unchecked Sendable {
     let libraryHost: String
     /// Checks a filled-in manifest (text, default name, base folder, output roots): the job's name, or
     /// what is wrong.
-    let validate: @Sendable (String, String, String, [String]) -> Result<String, IngestError>
+    let validate: @Sendable (String, String, String, [String]) -> Result<JobManifest, IngestError>
     /// Segments not yet enqueued, in order, and whether more may come; `wake` tells `run` of a change.
     private let lock = NSLock()
     private var pending: [(segment: SegmentReport, captureID: String)] = []
@@ -58,7 +58,7 @@ public final class CaptureQueue: @unchecked Sendable {
     public static let placeholders = ["input", "stem", "ext", "index", "captureID", "date"]
 
     public init(template: IngestTemplate, captureID: String, outputDirectory: String, outputRoots: [String]?, location: QueueLocation,
-                libraryHost: String, validate: @escaping @Sendable (String, String, String, [String]) -> Result<String, IngestError>,
+                libraryHost: String, validate: @escaping @Sendable (String, String, String, [String]) -> Result<JobManifest, IngestError>,
                 report: @escaping @Sendable (String, [String: Any]) -> Void) {
         self.template = template
         self.captureID = captureID
@@ -144,15 +144,16 @@ public final class CaptureQueue: @unchecked Sendable {
         ], file: segment.path)
         let name = "\(captureID)-\(segment.index)"
         let roots = outputRoots ?? [template.folder]
-        let jobName: String
+        let manifest: JobManifest
         switch validate(text, name, template.folder, roots) {
-        case .success(let valid): jobName = valid
+        case .success(let valid): manifest = valid
         case .failure(let problem): throw InvalidSegmentManifest(reason: problem.description)
         }
         if store == nil { store = try await JobStores.open(location, create: true) }
         guard let store else { return }
-        let job = NewJob(name: jobName, manifest: text, baseDirectory: template.folder, outputRoots: roots,
-                         uniqueKey: "capture:\(captureID):\(segment.index)")
+        let job = NewJob(name: manifest.name, manifest: text, baseDirectory: template.folder, outputRoots: roots,
+                         uniqueKey: "capture:\(captureID):\(segment.index)", after: manifest.after, afterPolicy: manifest.afterPolicy,
+                         requires: manifest.requires)
         let queued: [Enqueued]
         do {
             queued = try await store.enqueue([job], at: Date())

@@ -97,7 +97,7 @@ public struct IngestConfig: Sendable, Hashable {
                 var template: IngestTemplate?
                 if let t = entry["template"] as? String, !t.isEmpty {
                     do {
-                        template = try IngestTemplate.load(resolve(t))
+                        template = try IngestTemplate.load(resolve(t), allowChain: true)
                     } catch {
                         issues.append("\(at).template: \(error.description)")
                     }

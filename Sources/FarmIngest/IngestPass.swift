@@ -91,7 +91,8 @@ public struct IngestPass: Sendable {
     public let config: IngestConfig
     /// Checks an expanded manifest (text, default name, base folder, output roots) as `submit` would:
     /// the job's name, or what is wrong.
-    public let validate: @Sendable (String, String, String, [String]) -> Result<String, IngestError>
+    /// Validates a job's manifest (text, default name, base folder, output roots).
+    public let validate: @Sendable (String, String, String, [String]) -> Result<JobManifest, IngestError>
     /// Opens the queue (at every pass that is not a dry run: to enqueue, or to check that it answers).
     public let openQueue: @Sendable () async throws -> any JobStore
     public let now: @Sendable () -> Date
@@ -100,7 +101,7 @@ public struct IngestPass: Sendable {
     /// This host's name in the asset library.
     public let libraryHost: String
 
-    public init(config: IngestConfig, validate: @escaping @Sendable (String, String, String, [String]) -> Result<String, IngestError>,
+    public init(config: IngestConfig, validate: @escaping @Sendable (String, String, String, [String]) -> Result<JobManifest, IngestError>,
                 openQueue: @escaping @Sendable () async throws -> any JobStore, now: @escaping @Sendable () -> Date = { Date() },
                 progress: @escaping @Sendable (Int, Int) -> Void = { _, _ in }, libraryHost: String = AssetLibrary.defaultHost) {
         self.config = config
@@ -247,7 +248,8 @@ public struct IngestPass: Sendable {
         // Settled files: hash, weed out duplicates, inspect, and make their jobs.
         var hashesThisPass: [String: String] = [:]
         var reservedNames: Set<String> = []   // processing/ paths this pass gives out
-        var jobs: [(candidate: Candidate, content: ContentHash, input: String, facts: AssetFacts?, job: NewJob)] = []
+        // Each file's jobs: its template's one, or its chain (enqueued together, in one transaction with the others).
+        var jobs: [(candidate: Candidate, content: ContentHash, input: String, facts: AssetFacts?, chain: [NewJob])] = []
         var renamed: [(candidate: Candidate, content: ContentHash)] = []
         for (done, candidate) in candidates.enumerated() {
             progress(done, candidates.count)
@@ -308,24 +310,30 @@ public struct IngestPass: Sendable {
             }
             let input = config.afterEnqueue == .move
                 ? processingPath(for: candidate.path, watch: candidate.watch, hash: hash, reserved: &reservedNames) : candidate.path
-            let manifest = candidate.template.manifest(for: input, hash: hash, modified: candidate.modified)
             let stem = ((candidate.path as NSString).lastPathComponent as NSString).deletingPathExtension
             let name = "\(stem)-\(hash.prefix(8))"
             let roots = config.outputRoots ?? [candidate.template.folder]
-            let jobName: String
-            switch validate(manifest, name, candidate.template.folder, roots) {
-            case .success(let validName):
-                jobName = validName
-            case .failure(let problem):
-                report.skipped.append(.init(path: candidate.path, reason: "its job would be invalid: \(problem)"))
+            var chain: [NewJob] = []
+            var invalid: IngestError?
+            for step in candidate.template.jobs(for: input, hash: hash, modified: candidate.modified) {
+                switch validate(step.manifest, step.key.map { "\(name)-\($0)" } ?? name, candidate.template.folder, roots) {
+                case .success(let manifest):
+                    chain.append(NewJob(name: manifest.name, manifest: step.manifest, baseDirectory: candidate.template.folder, outputRoots: roots,
+                                        priority: config.priority, maxAttempts: config.maxAttempts ?? 3, uniqueKey: step.uniqueKey,
+                                        after: manifest.after, afterPolicy: manifest.afterPolicy, requires: manifest.requires))
+                case .failure(let problem):
+                    invalid = step.key.map { IngestError("its chain's job \"\($0)\": \(problem)") } ?? problem
+                }
+                if invalid != nil { break }
+            }
+            if let invalid {
+                report.skipped.append(.init(path: candidate.path, reason: "its job would be invalid: \(invalid)"))
                 changes.append(.ended(path: candidate.path, candidate.identity, status: .rejected, hash: hash, jobID: nil,
-                                      reason: problem.description, at: at))
+                                      reason: invalid.description, at: at))
                 continue
             }
             hashesThisPass[hash] = candidate.path
-            jobs.append((candidate, content, input, facts, NewJob(name: jobName, manifest: manifest, baseDirectory: candidate.template.folder,
-                                                        outputRoots: roots, priority: config.priority,
-                                                        maxAttempts: config.maxAttempts ?? 3, uniqueKey: "ingest:\(hash)")))
+            jobs.append((candidate, content, input, facts, chain))
         }
 
         progress(candidates.count, candidates.count)
@@ -370,7 +378,7 @@ public struct IngestPass: Sendable {
             do {
                 let opened = try await openQueue()
                 store = opened
-                enqueued = try await opened.enqueue(jobs.map(\.job), at: now())
+                enqueued = try await opened.enqueue(jobs.flatMap(\.chain), at: now())
             } catch {
                 let undone = undo(moved)
                 await store?.close()
@@ -380,7 +388,7 @@ public struct IngestPass: Sendable {
                 throw IngestError("the queue: \(error); nothing was enqueued (the next pass tries again)\(undone)\(recorded)")
             }
             let at = now().timeIntervalSince1970
-            for (entry, queued) in zip(jobs, enqueued) {
+            for (entry, queued) in zip(jobs, Self.firsts(of: jobs.map(\.chain.count), in: enqueued)) {
                 report.enqueued += 1
                 report.jobs.append(.init(id: queued.id, path: entry.input, hash: entry.content.sha256))
                 changes.append(.ingested(hash: entry.content.sha256, path: entry.input, jobID: queued.id, at: at))
@@ -412,10 +420,12 @@ public struct IngestPass: Sendable {
                 if let store { opened = store } else { opened = try await openQueue() }
                 store = opened
                 let library = AssetLibrary(database: try opened.database, host: libraryHost)
-                for (entry, queued) in zip(jobs, enqueued) where queued.inserted {
+                for (entry, chain) in zip(jobs, Self.groups(of: jobs.map(\.chain.count), in: enqueued)) where chain.contains(where: \.inserted) {
                     do {
                         let added = try await library.register(entry.input, hash: entry.content, facts: entry.facts, album: config.libraryAlbum)
-                        if let id = added.id { try await library.recordJobInputs(queued.id, [id]) }
+                        if let id = added.id {
+                            for queued in chain where queued.inserted { try await library.recordJobInputs(queued.id, [id]) }
+                        }
                         report.registered += 1
                     } catch {
                         report.libraryWarnings.append("\(entry.input): not registered in the asset library: \(error)")
@@ -440,6 +450,20 @@ public struct IngestPass: Sendable {
             throw IngestError("\(config.state): cannot record the pass: \(error)")
         }
         return report
+    }
+
+    /// `enqueued` cut into each file's chain, of `counts` jobs each.
+    static func groups(of counts: [Int], in enqueued: [Enqueued]) -> [[Enqueued]] {
+        var start = 0
+        return counts.map { n in
+            defer { start += n }
+            return Array(enqueued[start..<min(start + n, enqueued.count)])
+        }
+    }
+
+    /// The first job of each file's chain: the one the file is recorded with.
+    static func firsts(of counts: [Int], in enqueued: [Enqueued]) -> [Enqueued] {
+        groups(of: counts, in: enqueued).compactMap(\.first)
     }
 
     /// What `--reingest` names must be there to take: a path (absolute) of a file in a watch folder, or the

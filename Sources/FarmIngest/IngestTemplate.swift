@@ -6,18 +6,40 @@ import Foundation
 /// may appear in any string value. Relative paths in it resolve against its own folder. The template is
 /// parsed once; each job's manifest is the parsed document with its string values filled in, so that no
 /// file name can change the manifest's structure.
+///
+/// An ingest template may also be a chain: `{"jobs": [MANIFEST, ...]}`, each manifest with an optional
+/// `"key"` (a name within the chain; default `step1`, `step2`, ...) that later ones name in `"after"` and in
+/// `job:KEY#output` / `job:KEY#report` sources. A file's chain is enqueued in one transaction, all of it or
+/// none; its jobs' unique keys are `ingest:<hash>` (the first) and `ingest:<hash>:<key>` (the others), and
+/// what the chain's manifests call each other is rewritten to those.
 public struct IngestTemplate: Sendable, Hashable {
     public static let placeholders = ["input", "stem", "ext", "hash", "date"]
 
     public var path: String
     public var folder: String { (path as NSString).deletingLastPathComponent }
+    /// The manifest (a single job), or the first one of a chain.
     public var document: JSONValue
+    /// A chain's jobs, with their keys; nil for a single manifest.
+    public var chain: [Step]?
+
+    public struct Step: Sendable, Hashable {
+        public var key: String
+        public var document: JSONValue
+    }
+
+    /// One job of a file's chain, its manifest filled in.
+    public struct Job: Sendable, Hashable {
+        public var key: String?
+        public var uniqueKey: String
+        public var manifest: String
+    }
 
     /// Reads the template; it must be a JSON object, use `{input}`, and use no other `{...}` than
     /// `placeholders` (ingest's by default; a capture's segments have their own) in its string values.
     /// A relative `path` is taken from the current folder: the template's folder, against which its paths
     /// resolve and which is its jobs' default output root, is always absolute.
-    public static func load(_ path: String, placeholders: [String] = IngestTemplate.placeholders) throws(IngestTemplateError) -> IngestTemplate {
+    public static func load(_ path: String, placeholders: [String] = IngestTemplate.placeholders,
+                            allowChain: Bool = false) throws(IngestTemplateError) -> IngestTemplate {
         let path = PathRules.resolve(path, against: FileManager.default.currentDirectoryPath)
         guard let data = FileManager.default.contents(atPath: path) else {
             throw IngestTemplateError("\(path): cannot be read (no such file, or no permission)")
@@ -41,7 +63,70 @@ public struct IngestTemplate: Sendable, Hashable {
                                       + "(known: \(placeholders.map { "{\($0)}" }.joined(separator: ", ")))")
         }
         guard used.contains("input") else { throw IngestTemplateError("\(path): never says {input}, the file a job is made for") }
-        return IngestTemplate(path: path, document: document)
+        guard case .object(let members) = document, let jobs = members.first(where: { $0.key == "jobs" })?.value else {
+            return IngestTemplate(path: path, document: document)
+        }
+        guard allowChain else {
+            throw IngestTemplateError("\(path): a chain of jobs (\"jobs\") is for ingest templates; this template is one manifest")
+        }
+        let chain = try Self.chain(jobs, others: members.map(\.key).filter { $0 != "jobs" }, path: path)
+        return IngestTemplate(path: path, document: chain[0].document, chain: chain)
+    }
+
+    /// A chain's steps: 1 to 20 manifest objects, keys unique, each "after" naming only earlier steps.
+    static func chain(_ jobs: JSONValue, others: [String], path: String) throws(IngestTemplateError) -> [Step] {
+        guard others.isEmpty else {
+            throw IngestTemplateError("\(path): a chain has only \"jobs\" at its top, not \(others.map { "\"\($0)\"" }.joined(separator: ", "))")
+        }
+        guard case .array(let items) = jobs, (1...20).contains(items.count) else {
+            throw IngestTemplateError("\(path): \"jobs\" is a list of 1 to 20 job manifests")
+        }
+        var steps: [Step] = []
+        for (i, item) in items.enumerated() {
+            guard case .object(let members) = item else { throw IngestTemplateError("\(path): jobs[\(i)] is not a job manifest (an object)") }
+            var key = "step\(i + 1)"
+            if let value = members.first(where: { $0.key == "key" })?.value {
+                guard case .string(let text) = value, HostCapability.problem(text) == nil else {
+                    throw IngestTemplateError("\(path): jobs[\(i)].key: 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit")
+                }
+                key = text
+            }
+            guard !steps.contains(where: { $0.key == key }) else { throw IngestTemplateError("\(path): jobs[\(i)].key \"\(key)\" is taken by an earlier job") }
+            if case .array(let after)? = members.first(where: { $0.key == "after" })?.value {
+                for case .string(let name) in after where !steps.contains(where: { $0.key == name }) {
+                    throw IngestTemplateError("\(path): jobs[\(i)].after names \"\(name)\", which is not an earlier job of the chain")
+                }
+            }
+            steps.append(Step(key: key, document: .object(members.filter { $0.key != "key" })))
+        }
+        return steps
+    }
+
+    /// The jobs for one file: its manifest, or its chain's, with their unique keys, and what the chain's
+    /// manifests call each other rewritten to those keys.
+    public func jobs(for file: String, hash: String, modified: Date) -> [Job] {
+        let values = ["input": file, "hash": String(hash.prefix(16)), "date": Self.day(modified)]
+        guard let chain else {
+            return [Job(key: nil, uniqueKey: "ingest:\(hash)", manifest: manifest(values: values, file: file))]
+        }
+        let keys = Dictionary(uniqueKeysWithValues: chain.enumerated().map { i, step in
+            (step.key, i == 0 ? "ingest:\(hash)" : "ingest:\(hash):\(step.key)")
+        })
+        return chain.map { step in
+            var document = step.document.mappingStrings { text in
+                // job:KEY#output and job:KEY#report of the chain's own jobs.
+                guard text.hasPrefix("job:"), let hashMark = text.lastIndex(of: "#"),
+                      let unique = keys[String(text.dropFirst(4)[..<hashMark])] else { return text }
+                return "job:" + unique + text[hashMark...]
+            }
+            if case .object(let members) = document, case .array(let after)? = members.first(where: { $0.key == "after" })?.value {
+                document = document.replacing("after", with: .array(after.map { item in
+                    if case .string(let name) = item, let unique = keys[name] { return .string(unique) }
+                    return item
+                }))
+            }
+            return Job(key: step.key, uniqueKey: keys[step.key]!, manifest: Self.filled(document, values: values, file: file).text)
+        }
     }
 
     /// The names between braces in a string value (a brace followed by a letter, up to the closing one).
@@ -67,6 +152,12 @@ public struct IngestTemplate: Sendable, Hashable {
     /// The manifest (JSON text) with `values` (and `file`'s `{stem}` and `{ext}`) in place of the
     /// placeholders in its string values.
     public func manifest(values: [String: String], file: String) -> String {
+        Self.filled(document, values: values, file: file).text
+    }
+
+    /// `document` with `values` (and `file`'s `{stem}` and `{ext}`) in place of the placeholders in its
+    /// string values.
+    static func filled(_ document: JSONValue, values: [String: String], file: String) -> JSONValue {
         let name = (file as NSString).lastPathComponent
         let ext = (name as NSString).pathExtension
         let stem = ext.isEmpty ? name : String(name.dropLast(ext.count + 1))
@@ -76,7 +167,7 @@ public struct IngestTemplate: Sendable, Hashable {
             var out = text
             for (key, value) in values { out = out.replacingOccurrences(of: "{\(key)}", with: value) }
             return out
-        }.text
+        }
     }
 
     /// YYYY-MM-DD of `date` in UTC.

@@ -72,10 +72,10 @@ struct IngestCommand: AsyncParsableCommand {
 
     /// A manifest made from a template (text, default name, base folder, output roots), checked as
     /// `submit` checks one: the job's name, or every problem.
-    @Sendable static func validateManifest(_ text: String, _ name: String, _ base: String, _ roots: [String]) -> Result<String, IngestError> {
+    @Sendable static func validateManifest(_ text: String, _ name: String, _ base: String, _ roots: [String]) -> Result<JobManifest, IngestError> {
         switch ManifestLoader.validate(text: text, name: name, baseDirectory: base, outputRoots: roots,
                                        outputRootsWayOut: "to write there, add the folder to outputRoots in the config") {
-        case .success(let manifest): .success(manifest.name)
+        case .success(let manifest): .success(manifest)
         case .failure(let e): .failure(IngestError(e.issues.map { "\($0.path): \($0.message)" }.joined(separator: "; ")))
         }
     }

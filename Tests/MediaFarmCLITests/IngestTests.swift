@@ -410,6 +410,66 @@ import Glibc
         #expect((detail["jobs"] as? [Int])?.count == 1)
     }
 
+    /// A template that is a chain of two jobs: a cut of the file, then an inspection of the cut
+    /// (`job:cut#output`). Each file's chain is enqueued in one go, the second waiting for the first; a
+    /// chain with one invalid job enqueues none of it; a chain that names a later job is refused.
+    @Test func aChainTemplateEnqueuesItsJobsTogetherOrNotAtAll() throws {
+        let site = try Site("chain")
+        let chain = site.folder.appendingPathComponent("templates/chain.json")
+        try """
+        { "jobs": [
+            { "key": "cut", "version": 1, "name": "cut-{stem}", "input": "{input}",
+              "export": { "mode": "passthrough", "output": "../out/{stem}-cut.mp4" } },
+            { "key": "check", "version": 1, "name": "check-{stem}", "input": "job:cut#output", "after": ["cut"],
+              "report": "../out/{stem}-check.json" } ] }
+        """.write(to: chain, atomically: true, encoding: .utf8)
+        var config = try String(contentsOfFile: site.config, encoding: .utf8)
+        config = config.replacingOccurrences(of: "templates/proxy.json", with: "templates/chain.json")
+        try config.write(toFile: site.config, atomically: true, encoding: .utf8)
+        try site.add(.cfr30MP4, as: "take1.mp4")
+        _ = try site.pass()
+        let report = try site.pass()
+        #expect(report["enqueued"] as? Int == 1, "\(report)")
+        let hash = try #require(((report["jobs"] as? [[String: Any]])?.first?["hash"] as? String))
+        let status = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["status", "--json", "--queue", site.queue])
+        let jobs = try JSONSerialization.jsonObject(with: status.stdoutData) as? [[String: Any]] ?? []
+        #expect(jobs.map { $0["name"] as? String } == ["cut-take1", "check-take1"], "\(status.stdout)")
+        #expect(jobs.map { $0["uniqueKey"] as? String } == ["ingest:\(hash)", "ingest:\(hash):check"])
+        let first = try #require((jobs.first?["id"] as? NSNumber)?.int64Value)
+        #expect(jobs.last?["state"] as? String == "waiting" && (jobs.last?["after"] as? [NSNumber])?.map(\.int64Value) == [first])
+        let manifests = try site.manifests()
+        #expect(manifests.last?.contains(#""input":"job:ingest:\#(hash)#output""#) == true, "\(manifests)")
+
+        let coordinator = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["coordinator", "--exit-when-idle", "--queue", site.queue])
+        #expect(coordinator.status == 0, "\(coordinator.stderr)")
+        let check = site.folder.appendingPathComponent("out/take1-check.json")
+        let inspected = try JSONSerialization.jsonObject(with: Data(contentsOf: check)) as? [String: Any]
+        let path = ((inspected?["inspection"] as? [[String: Any]])?.first?["path"] as? String) ?? ""
+        #expect(path.hasSuffix("out/take1-cut.mp4"), "\(path)")
+
+        // The second job cannot be written where it says: the file's chain is rejected whole.
+        try """
+        { "jobs": [
+            { "key": "cut", "version": 1, "input": "{input}", "export": { "mode": "passthrough", "output": "../out/{stem}-cut.mp4" } },
+            { "version": 1, "input": "job:cut#output", "after": ["cut"], "report": "/elsewhere/{stem}.json" } ] }
+        """.write(to: chain, atomically: true, encoding: .utf8)
+        try site.add(.movH264, as: "take2.mov")
+        _ = try site.pass()
+        let rejected = try site.pass()
+        #expect(rejected["enqueued"] as? Int == 0, "\(rejected)")
+        let reason = ((rejected["skipped"] as? [[String: Any]])?.first?["reason"] as? String) ?? ""
+        #expect(reason.contains("its chain's job \"step2\"") && reason.contains("/elsewhere"), "\(rejected)")
+        #expect(try site.manifests().count == 2)
+
+        // A job that names one after it (or one that is not in the chain) is refused when the config loads.
+        try """
+        { "jobs": [ { "version": 1, "input": "{input}", "after": ["later"] }, { "key": "later", "version": 1, "input": "{input}" } ] }
+        """.write(to: chain, atomically: true, encoding: .utf8)
+        let refused = try site.ingest()
+        #expect(refused.status == 2 && refused.stderr.contains("jobs[0].after names \"later\", which is not an earlier job of the chain"),
+                "\(refused.stderr)")
+    }
+
     /// jobs/ingest.schema.json and the loader agree: the example config matches the schema and loads;
     /// typos are refused by both; every key the schema names is one the loader knows.
     @Test func theExampleConfigMatchesTheSchemaAndLoads() throws {
