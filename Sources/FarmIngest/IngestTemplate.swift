@@ -144,11 +144,6 @@ public struct IngestTemplate: Sendable, Hashable {
         return names
     }
 
-    /// The manifest for one file.
-    public func manifest(for file: String, hash: String, modified: Date) -> String {
-        manifest(values: ["input": file, "hash": String(hash.prefix(16)), "date": Self.day(modified)], file: file)
-    }
-
     /// The manifest (JSON text) with `values` (and `file`'s `{stem}` and `{ext}`) in place of the
     /// placeholders in its string values.
     public func manifest(values: [String: String], file: String) -> String {

@@ -29,7 +29,9 @@ public struct WebhookURL: Sendable, Hashable, CustomStringConvertible {
     public let host: String
     public let port: Int
 
-    public var hostKey: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    /// The host as an allowance names it: an IPv6 address in brackets.
+    public var bareHost: String { host.contains(":") ? "[\(host)]" : host }
+    public var hostKey: String { "\(bareHost):\(port)" }
     public var description: String { text }
 
     /// The URL, or why `text` is not one a webhook can go to.
@@ -102,8 +104,7 @@ public enum WebhookAllowance {
 
     /// Whether `url` goes to a host `entries` allow.
     public static func allows(_ url: WebhookURL, entries: some Sequence<String>) -> Bool {
-        let bare = url.host.contains(":") ? "[\(url.host)]" : url.host
-        return entries.contains { $0 == bare || $0 == url.hostKey }
+        entries.contains { $0 == url.bareHost || $0 == url.hostKey }
     }
 }
 

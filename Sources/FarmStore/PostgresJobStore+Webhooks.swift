@@ -21,7 +21,7 @@ extension PostgresJobStore {
         \(prefix)
         sent AS (
             INSERT INTO webhook_deliveries (job_id, type, url, host, origin, state, attempts, next_at, created_at, job)
-            SELECT s.id, \(type), t.url, t.host, t.origin, 'pending', 0, \(now), \(now), \(Outbox.snapshot(.postgres, "s"))
+            SELECT s.id, \(type), t.url, t.host, t.origin, 'pending', 0, \(now), \(now), \(Outbox.snapshotSQL("s"))
             FROM \(source) AS s, LATERAL (
                 SELECT url, host, 'endpoint' AS origin FROM (\(wanting)) AS w
                 UNION ALL
@@ -46,9 +46,14 @@ extension PostgresJobStore {
 
     /// Refuses a submission whose `"notify"` names a host the farm does not send to.
     func checkNotify(_ urls: [WebhookURL], of name: String, on c: PostgresConnection) async throws {
-        let hosts = Outbox.Hosts(allowed: try await c.run("SELECT host FROM webhook_allowed_hosts").map { try $0.decode(String.self) },
-                                 endpoints: try await c.run("SELECT host FROM webhook_endpoints").map { try $0.decode(String.self) })
+        let hosts = try await Self.hosts(c)
         if let refused = urls.first(where: { !hosts.allow($0) }) { throw JobStoreError.refused(Outbox.refusal(refused, job: name)) }
+    }
+
+    /// The hosts the farm sends to, as the queue holds them.
+    static func hosts(_ c: PostgresConnection) async throws -> Outbox.Hosts {
+        Outbox.Hosts(allowed: try await c.run("SELECT host FROM webhook_allowed_hosts").map { try $0.decode(String.self) },
+                     endpoints: try await c.run("SELECT host FROM webhook_endpoints").map { try $0.decode(String.self) })
     }
 
     public func registerWebhooks(_ endpoints: [WebhookEndpoint], allowing hosts: [String], by owner: String, at now: Date) async throws(JobStoreError) {
@@ -131,8 +136,7 @@ extension PostgresJobStore {
         }
         // A job's own URLs go only to hosts allowed now.
         if claimed.contains(where: { $0.origin != "endpoint" }) {
-            let hosts = Outbox.Hosts(allowed: try await run("SELECT host FROM webhook_allowed_hosts") { try $0.decode(String.self) },
-                                     endpoints: try await run("SELECT host FROM webhook_endpoints") { try $0.decode(String.self) })
+            let hosts = try await call { [lanes] in try await lanes.with { c in try await Self.hosts(c) } }
             for i in claimed.indices { claimed[i].allowed = hosts.allow(claimed[i].url, origin: claimed[i].origin) }
         }
         return claimed
@@ -140,7 +144,7 @@ extension PostgresJobStore {
 
     @discardableResult
     public func finishDelivery(id: Int64, token: String, outcome: DeliveryOutcome, at now: Date) async throws(JobStoreError) -> Bool {
-        let (state, status, error, next, delivered) = SQLiteJobStore.columns(of: outcome, at: now)
+        let (state, status, error, next, delivered) = Outbox.columns(of: outcome, at: now)
         // A delivery that ended after its job was pruned goes with it (deleted instead of updated: one
         // statement cannot do both to a row).
         return try await run("""

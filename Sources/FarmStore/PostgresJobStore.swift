@@ -574,7 +574,7 @@ public final class PostgresJobStore: JobStore {
     }
 
     /// Runs `body` with this store's deadline; errors become `JobStoreError`s naming the server.
-    private func call<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws(JobStoreError) -> T {
+    func call<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws(JobStoreError) -> T {
         do {
             return try await Deadline.run(seconds: deadline, body)
         } catch let error as JobStoreError {

@@ -31,9 +31,14 @@ extension SQLiteJobStore {
 
     /// Refuses a submission whose `"notify"` names a host the farm does not send to.
     func checkNotify(_ urls: [WebhookURL], of name: String, _ db: Database) throws {
-        let hosts = Outbox.Hosts(allowed: try String.fetchAll(db, sql: "SELECT host FROM webhook_allowed_hosts"),
-                                 endpoints: try String.fetchAll(db, sql: "SELECT host FROM webhook_endpoints"))
+        let hosts = try Self.hosts(db)
         if let refused = urls.first(where: { !hosts.allow($0) }) { throw JobStoreError.refused(Outbox.refusal(refused, job: name)) }
+    }
+
+    /// The hosts the farm sends to, as the queue holds them.
+    static func hosts(_ db: Database) throws -> Outbox.Hosts {
+        Outbox.Hosts(allowed: try String.fetchAll(db, sql: "SELECT host FROM webhook_allowed_hosts"),
+                     endpoints: try String.fetchAll(db, sql: "SELECT host FROM webhook_endpoints"))
     }
 
     public func registerWebhooks(_ endpoints: [WebhookEndpoint], allowing hosts: [String], by owner: String, at now: Date) async throws(JobStoreError) {
@@ -94,9 +99,7 @@ extension SQLiteJobStore {
                 """), arguments: [t, limit])
             guard !rows.isEmpty else { return [] }
             // A job's own URLs go only to hosts allowed now.
-            let hosts = rows.allSatisfy({ ($0[4] as String) == "endpoint" }) ? Outbox.Hosts(allowed: [], endpoints: [])
-                : Outbox.Hosts(allowed: try String.fetchAll(db, sql: "SELECT host FROM webhook_allowed_hosts"),
-                               endpoints: try String.fetchAll(db, sql: "SELECT host FROM webhook_endpoints"))
+            let hosts = rows.allSatisfy({ ($0[4] as String) == "endpoint" }) ? Outbox.Hosts(allowed: [], endpoints: []) : try Self.hosts(db)
             var claimed: [WebhookDelivery] = []
             for row in rows {
                 let token = Outbox.token()
@@ -114,7 +117,7 @@ extension SQLiteJobStore {
 
     @discardableResult
     public func finishDelivery(id: Int64, token: String, outcome: DeliveryOutcome, at now: Date) async throws(JobStoreError) -> Bool {
-        let (state, status, error, next, delivered) = Self.columns(of: outcome, at: now)
+        let (state, status, error, next, delivered) = Outbox.columns(of: outcome, at: now)
         return try await write { db in
             try db.cachedStatement(sql: """
                 UPDATE webhook_deliveries SET state = ?, last_status = COALESCE(?, last_status), last_error = ?, next_at = ?, delivered_at = ?,
@@ -128,17 +131,6 @@ extension SQLiteJobStore {
                     .execute(arguments: [id])
             }
             return held
-        }
-    }
-
-    /// The columns an outcome sets: state, last status, last error, next attempt, delivery time.
-    static func columns(of outcome: DeliveryOutcome, at now: Date) -> (WebhookDeliveryState, Int?, String?, Double, Double?) {
-        let t = now.timeIntervalSince1970
-        return switch outcome {
-        case .delivered(let status): (.delivered, status, nil, t, t)
-        case let .retry(status, error, next): (.pending, status, error, next.timeIntervalSince1970, nil)
-        case let .gaveUp(status, error): (.failed, status, error, t, nil)
-        case .refused(let error): (.refused, nil, error, t, nil)
         }
     }
 

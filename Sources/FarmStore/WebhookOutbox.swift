@@ -172,10 +172,6 @@ public struct WebhookSettings: Sendable, Hashable {
         self.oldestPendingAt = oldestPendingAt
     }
 
-    /// Whether a job may name `url` in `"notify"`: its host is allowed, or is an endpoint's.
-    public func allows(_ url: WebhookURL) -> Bool {
-        Outbox.Hosts(allowed: allowedHosts.map(\.host), endpoints: endpoints.map(\.host)).allow(url)
-    }
 }
 
 /// The webhook outbox's calls, which both queue backends answer. Events are recorded by the stores
@@ -199,14 +195,11 @@ public protocol WebhookOutbox: Sendable {
 
 /// What both backends share of the outbox.
 enum Outbox {
-    /// The job columns an event keeps, as one JSON object (`alias`: the row's table or CTE).
-    static func snapshot(_ dialect: SQLDialect, _ alias: String) -> String {
+    /// The job columns an event keeps, as one JSON object made by PostgreSQL (`alias`: the row's table or
+    /// CTE); `snapshot(of:)` makes the same from a job in memory.
+    static func snapshotSQL(_ alias: String) -> String {
         let names = SQLiteJobStore.columns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-        let pairs = names.map { "'\($0)', \(alias).\($0)" }.joined(separator: ", ")
-        return switch dialect {
-        case .sqlite: "json_object(\(pairs))"
-        case .postgres: "json_build_object(\(pairs))::text"
-        }
+        return "json_build_object(" + names.map { "'\($0)', \(alias).\($0)" }.joined(separator: ", ") + ")::text"
     }
 
     /// The same object made from a job in memory (as its row holds it): no work for the database in the
@@ -326,9 +319,8 @@ enum Outbox {
 
     /// The refusal of a job whose `"notify"` names a host the farm does not send to.
     static func refusal(_ url: WebhookURL, job name: String) -> String {
-        let bare = url.host.contains(":") ? "[\(url.host)]" : url.host
-        return "\(name): \"notify\" names \(url.text), whose host \(url.hostKey) is not one the farm sends webhooks to "
-            + "(a coordinator allows it with --webhook-allow-host \(bare) or \(url.hostKey)); nothing was queued"
+        "\(name): \"notify\" names \(url.text), whose host \(url.hostKey) is not one the farm sends webhooks to "
+            + "(a coordinator allows it with --webhook-allow-host \(url.bareHost) or \(url.hostKey)); nothing was queued"
     }
 
     /// The hosts the farm sends to: those allowed for jobs' `"notify"` (host, or host:port), and its
@@ -346,6 +338,17 @@ enum Outbox {
             if origin == "endpoint" { return true }
             guard let url = try? WebhookURL.parse(text).get() else { return false }
             return allow(url)
+        }
+    }
+
+    /// The columns an outcome sets: state, last status, last error, next attempt, delivery time.
+    static func columns(of outcome: DeliveryOutcome, at now: Date) -> (WebhookDeliveryState, Int?, String?, Double, Double?) {
+        let t = now.timeIntervalSince1970
+        return switch outcome {
+        case .delivered(let status): (.delivered, status, nil, t, t)
+        case let .retry(status, error, next): (.pending, status, error, next.timeIntervalSince1970, nil)
+        case let .gaveUp(status, error): (.failed, status, error, t, nil)
+        case .refused(let error): (.refused, nil, error, t, nil)
         }
     }
 

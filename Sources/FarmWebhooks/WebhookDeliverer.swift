@@ -97,7 +97,7 @@ public final class WebhookDeliverer: Service {
                 }
             }
             await withGracefulShutdownHandler {
-                await send()
+                await sendUntilStopped()
             } onGracefulShutdown: { [wake] in
                 wake.signal()
             }
@@ -109,7 +109,7 @@ public final class WebhookDeliverer: Service {
     /// Claims and sends until shutdown. A graceful shutdown (the coordinator stopped first) still sends what
     /// is due then, such as the events of the coordinator's last jobs, for up to `drainSeconds`; what is
     /// left stays in the queue for the next sender.
-    func send(drainSeconds: Double = 5) async {
+    func sendUntilStopped(drainSeconds: Double = 5) async {
         var drainUntil: Date?
         await withDiscardingTaskGroup { senders in
             while !Task.isCancelled {
