@@ -15,19 +15,31 @@ import Glibc
 /// cannot be reached, segments wait there and are enqueued, in order, when it answers again. The
 /// recording never waits for the queue. A segment the template makes an invalid manifest for is reported
 /// once and set aside (it is never retried, and never holds up the segments after it); a journal that
-/// cannot be written is reported at once and makes `journalProblem` say why.
+/// cannot be written is reported at once and makes `journalProblem` say why. A recording's assembly
+/// (`assemble`) is journaled and queued the same way, after its segments.
 public final class CaptureQueue: @unchecked Sendable {
     struct Entry: Codable {
         var captureID: String
         var index: Int
         var path: String
         var job: Int64?
+        /// A line about an assembly rather than a segment (`index` is its first segment's).
+        var assembly: CaptureAssembly?
+    }
+
+    enum Item {
+        case segment(SegmentReport, captureID: String)
+        case assembly(CaptureAssembly)
     }
 
     /// What `run` left undone when feeding ended.
     public struct Outcome: Sendable {
         /// Segments still waiting for the queue (journaled: the next capture into the folder enqueues them).
         public var waiting: [SegmentReport] = []
+        /// Assemblies still waiting for the queue (journaled too).
+        public var waitingAssemblies: [CaptureAssembly] = []
+        /// Assemblies the queue took: (job, the assembly).
+        public var assembled: [(job: Int64, assembly: CaptureAssembly)] = []
         /// How many segments the template gave an invalid manifest for, and the first one's reason (each
         /// was reported as it came).
         public var rejected = 0
@@ -37,6 +49,7 @@ public final class CaptureQueue: @unchecked Sendable {
     let template: IngestTemplate
     let captureID: String
     public let journalPath: String
+    let folder: String
     let outputRoots: [String]?
     let location: QueueLocation
     let libraryHost: String
@@ -45,7 +58,11 @@ public final class CaptureQueue: @unchecked Sendable {
     let validate: @Sendable (String, String, String, [String]) -> Result<JobManifest, IngestError>
     /// Segments not yet enqueued, in order, and whether more may come; `wake` tells `run` of a change.
     private let lock = NSLock()
-    private var pending: [(segment: SegmentReport, captureID: String)] = []
+    private var pending: [Item] = []
+    /// Jobs of segments, by "captureID-index": the ones this capture queued and, once an assembly needs
+    /// them, those the folder's journals record.
+    private var segmentJobs: [String: Int64] = [:]
+    private var assembled: [(job: Int64, assembly: CaptureAssembly)] = []
     private var feeding = true
     private let wakeUps: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
@@ -67,6 +84,7 @@ public final class CaptureQueue: @unchecked Sendable {
         self.libraryHost = libraryHost
         self.validate = validate
         self.report = report
+        folder = outputDirectory
         journalPath = outputDirectory + "/." + captureID + ".journal"
         ProtectedFiles.shared.protect(journalPath, role: "this capture's journal")
         (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -81,7 +99,15 @@ public final class CaptureQueue: @unchecked Sendable {
     public func segmentFinished(_ segment: SegmentReport, captureID: String? = nil) {
         let id = captureID ?? self.captureID
         journal(Entry(captureID: id, index: segment.index, path: segment.path, job: nil))
-        lock.withLock { pending.append((segment, id)) }
+        lock.withLock { pending.append(.segment(segment, captureID: id)) }
+        wake.yield()
+    }
+
+    /// Called when a recording has ended, with its assembly: journaled at once, enqueued by `run` after
+    /// every segment offered before it.
+    public func assemble(_ assembly: CaptureAssembly) {
+        journal(Entry(captureID: assembly.captureID, index: assembly.first, path: "", job: nil, assembly: assembly))
+        lock.withLock { pending.append(.assembly(assembly)) }
         wake.yield()
     }
 
@@ -97,31 +123,45 @@ public final class CaptureQueue: @unchecked Sendable {
     public func run() async -> Outcome {
         var wakeUps = self.wakeUps.makeAsyncIterator()
         var delay = 0.25
-        var failing: Int?
+        var failing: String?
         while true {
             let (next, more) = lock.withLock { (pending.first, feeding) }
-            guard let (segment, id) = next else {
+            guard let next else {
                 if !more { break }
                 _ = await wakeUps.next()
                 continue
             }
+            let what: String
+            switch next {
+            case .segment(let segment, _): what = "segment \(segment.index)"
+            case .assembly(let assembly): what = "the assembly of \(assembly.captureID)"
+            }
             do {
-                try await enqueue(segment, captureID: id)
+                switch next {
+                case .segment(let segment, let id): try await enqueue(segment, captureID: id)
+                case .assembly(let assembly): try await enqueue(assembly)
+                }
                 lock.withLock { _ = pending.removeFirst() }
                 delay = 0.25
                 failing = nil
             } catch let invalid as InvalidSegmentManifest {
                 // Permanent: the same template gives the same manifest however often it is tried.
-                report("notice", ["message": "segment \(segment.index): not enqueued: the template gives an invalid manifest for \(segment.path): \(invalid.reason)"])
+                switch next {
+                case .segment(let segment, _):
+                    report("notice", ["message": "segment \(segment.index): not enqueued: the template gives an invalid manifest for \(segment.path): \(invalid.reason)"])
+                case .assembly(let assembly):
+                    report("notice", ["message": "the assembly of \(assembly.captureID) (segments \(assembly.first)-\(assembly.last)) was not enqueued: "
+                                      + "the --assemble template gives an invalid manifest: \(invalid.reason)"])
+                }
                 lock.withLock {
                     _ = pending.removeFirst()
                     rejected += 1
                     if firstRejection == nil { firstRejection = invalid.reason }
                 }
             } catch {
-                if failing != segment.index {
-                    failing = segment.index
-                    report("notice", ["message": "segment \(segment.index): the queue did not take it (\(error)); journaled in \(journalPath), trying again"])
+                if failing != what {
+                    failing = what
+                    report("notice", ["message": "\(what): the queue did not take it (\(error)); journaled in \(journalPath), trying again"])
                 }
                 if !more { break }
                 try? await Task.sleep(for: .seconds(delay))
@@ -129,7 +169,17 @@ public final class CaptureQueue: @unchecked Sendable {
             }
         }
         await store?.close()
-        return lock.withLock { Outcome(waiting: pending.map(\.segment), rejected: rejected, firstRejection: firstRejection) }
+        return lock.withLock {
+            var outcome = Outcome(rejected: rejected, firstRejection: firstRejection)
+            for item in pending {
+                switch item {
+                case .segment(let segment, _): outcome.waiting.append(segment)
+                case .assembly(let assembly): outcome.waitingAssemblies.append(assembly)
+                }
+            }
+            outcome.assembled = assembled
+            return outcome
+        }
     }
 
     struct InvalidSegmentManifest: Error {
@@ -163,6 +213,7 @@ public final class CaptureQueue: @unchecked Sendable {
             throw error
         }
         guard let first = queued.first else { return }
+        lock.withLock { segmentJobs["\(captureID)-\(segment.index)"] = first.id }
         journal(Entry(captureID: captureID, index: segment.index, path: segment.path, job: first.id))
         report("enqueued", ["captureID": captureID, "index": segment.index, "job": first.id, "queued": first.inserted,
                             "latencyMs": (Date().timeIntervalSince(segment.closedAt ?? started) * 1000 * 10).rounded() / 10])
@@ -177,25 +228,82 @@ public final class CaptureQueue: @unchecked Sendable {
         }
     }
 
+    /// Queues an assembly after the jobs of its segments (those that have one: a segment the segment
+    /// template was invalid for has none).
+    private func enqueue(_ assembly: CaptureAssembly) async throws {
+        let manifest: JobManifest
+        switch validate(assembly.manifest, assembly.name, assembly.baseDirectory, assembly.outputRoots) {
+        case .success(let valid): manifest = valid
+        case .failure(let problem): throw InvalidSegmentManifest(reason: problem.description)
+        }
+        var known = lock.withLock { segmentJobs }
+        if assembly.segments.contains(where: { known["\(assembly.captureID)-\($0.index)"] == nil }) {
+            known.merge(Self.journaled(in: folder).segmentJobs) { a, _ in a }
+        }
+        let after = assembly.segments.compactMap { known["\(assembly.captureID)-\($0.index)"] }.map(JobReference.id)
+        if store == nil { store = try await JobStores.open(location, create: true) }
+        guard let store else { return }
+        let job = NewJob(name: manifest.name, manifest: assembly.manifest, baseDirectory: assembly.baseDirectory, outputRoots: assembly.outputRoots,
+                         uniqueKey: assembly.uniqueKey, after: manifest.after + after, afterPolicy: manifest.afterPolicy,
+                         requires: manifest.requires)
+        let queued: [Enqueued]
+        do {
+            queued = try await store.enqueue([job], at: Date())
+        } catch {
+            await store.close()
+            self.store = nil
+            throw error
+        }
+        guard let first = queued.first else { return }
+        lock.withLock { assembled.append((first.id, assembly)) }
+        journal(Entry(captureID: assembly.captureID, index: assembly.first, path: "", job: first.id, assembly: assembly))
+        report("assembly", [
+            "captureID": assembly.captureID, "job": first.id, "queued": first.inserted, "first": assembly.first, "last": assembly.last,
+            "segments": assembly.segments.count, "after": after.count, "duration": assembly.duration,
+            "gaps": assembly.gaps.map { ["beforeSegment": $0.beforeSegment, "at": $0.at, "duration": $0.duration] },
+        ])
+    }
+
+    /// What the journals in `folder` record: each segment's job (by "captureID-index"), and the
+    /// assemblies they journaled with the queue's job where it took them.
+    static func journaled(in folder: String) -> (segmentJobs: [String: Int64], assemblies: [(assembly: CaptureAssembly, job: Int64?)]) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        var jobs: [String: Int64] = [:]
+        var assemblies: [String: (assembly: CaptureAssembly, job: Int64?)] = [:]
+        var order: [String] = []
+        for journal in names.sorted() where journal.hasPrefix(".") && journal.hasSuffix(".journal") {
+            let text = (try? String(contentsOfFile: folder + "/" + journal, encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n") {
+                guard let entry = try? JSONDecoder().decode(Entry.self, from: Data(line.utf8)) else { continue }
+                if let assembly = entry.assembly {
+                    let key = assembly.uniqueKey
+                    if assemblies[key] == nil { order.append(key) }
+                    assemblies[key] = (assembly, entry.job ?? assemblies[key]?.job)
+                } else if let job = entry.job {
+                    jobs["\(entry.captureID)-\(entry.index)"] = job
+                }
+            }
+        }
+        return (jobs, order.compactMap { assemblies[$0] })
+    }
+
+    /// Assemblies journaled in `folder` that the queue never took (a capture that died, or ended while
+    /// the queue did not answer), in the order they were journaled.
+    public static func assembliesNotEnqueued(in folder: String) -> [CaptureAssembly] {
+        journaled(in: folder).assemblies.filter { $0.job == nil }.map(\.assembly)
+    }
+
     /// Segments in `folder` whose job no journal there records (a recording that died between finishing
     /// a segment and queueing it), in name order: (path, capture id, index).
     public static func notEnqueued(in folder: String) -> [(path: String, captureID: String, index: Int)] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        var queued = Set<String>()
-        for journal in names where journal.hasPrefix(".") && journal.hasSuffix(".journal") {
-            let text = (try? String(contentsOfFile: folder + "/" + journal, encoding: .utf8)) ?? ""
-            for line in text.split(separator: "\n") {
-                if let entry = try? JSONDecoder().decode(Entry.self, from: Data(line.utf8)), entry.job != nil {
-                    queued.insert("\(entry.captureID)-\(entry.index)")
-                }
-            }
-        }
+        let queued = journaled(in: folder).segmentJobs
         return names.sorted().compactMap { name in
             guard !name.hasPrefix("."), name.hasSuffix(".mp4") else { return nil }
             let stem = name.dropLast(4)
             guard let dash = stem.lastIndex(of: "-"), let index = Int(stem[stem.index(after: dash)...]) else { return nil }
             let id = String(stem[..<dash])
-            return queued.contains("\(id)-\(index)") ? nil : (folder + "/" + name, id, index)
+            return queued["\(id)-\(index)"] != nil ? nil : (folder + "/" + name, id, index)
         }
     }
 

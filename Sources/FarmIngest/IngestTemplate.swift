@@ -34,12 +34,13 @@ public struct IngestTemplate: Sendable, Hashable {
         public var manifest: String
     }
 
-    /// Reads the template; it must be a JSON object, use `{input}`, and use no other `{...}` than
-    /// `placeholders` (ingest's by default; a capture's segments have their own) in its string values.
+    /// Reads the template; it must be a JSON object, use `required` (`{input}` unless told otherwise), and
+    /// use no other `{...}` than `placeholders` (ingest's by default; a capture's segments and assemblies
+    /// have their own) in its string values.
     /// A relative `path` is taken from the current folder: the template's folder, against which its paths
     /// resolve and which is its jobs' default output root, is always absolute.
     public static func load(_ path: String, placeholders: [String] = IngestTemplate.placeholders,
-                            allowChain: Bool = false) throws(IngestTemplateError) -> IngestTemplate {
+                            required: String? = "input", allowChain: Bool = false) throws(IngestTemplateError) -> IngestTemplate {
         let path = PathRules.resolve(path, against: FileManager.default.currentDirectoryPath)
         guard let data = FileManager.default.contents(atPath: path) else {
             throw IngestTemplateError("\(path): cannot be read (no such file, or no permission)")
@@ -62,7 +63,9 @@ public struct IngestTemplate: Sendable, Hashable {
             throw IngestTemplateError("\(path): unknown placeholder \(unknown.map { "{\($0)}" }.joined(separator: ", ")) "
                                       + "(known: \(placeholders.map { "{\($0)}" }.joined(separator: ", ")))")
         }
-        guard used.contains("input") else { throw IngestTemplateError("\(path): never says {input}, the file a job is made for") }
+        if let required, !used.contains(required) {
+            throw IngestTemplateError("\(path): never says {\(required)}" + (required == "input" ? ", the file a job is made for" : ""))
+        }
         guard case .object(let members) = document, let jobs = members.first(where: { $0.key == "jobs" })?.value else {
             return IngestTemplate(path: path, document: document)
         }

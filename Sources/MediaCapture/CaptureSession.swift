@@ -58,6 +58,12 @@ public struct SegmentReport: Sendable, Encodable {
     public var codes: [ScannedCode]?
     /// When it was finished (renamed to its final name), for the latency of what follows.
     public var closedAt: Date?
+    /// `duration` exactly (the cutting keyframes' times), for an assembly's edits; not in the JSON event.
+    public var exactDuration: MediaTime?
+
+    enum CodingKeys: String, CodingKey {
+        case index, path, start, wallClock, duration, bytes, packets, gapBefore, codes, closedAt
+    }
 
     public init(index: Int, path: String, start: Double, wallClock: Date, duration: Double, bytes: Int64, packets: Int) {
         self.index = index

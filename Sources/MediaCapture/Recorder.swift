@@ -188,6 +188,7 @@ struct Recorder {
                                    wallClock: segment.startWallClock, duration: duration.seconds,
                                    bytes: segment.bytes, packets: segment.packets)
         if finishedCount == 0 { report.gapBefore = before.gap }
+        report.exactDuration = duration
         report.closedAt = Date()
         finishedBytes += report.bytes
         finishedCount += 1

@@ -5,10 +5,12 @@ import MediaTime
 /// stream set-up and packet copying, so that each source is probed once). Segments of one source file
 /// share one `ExportSource` and so one opened `InputFile` (see `open(_:limits:interrupter:)`): a class,
 /// so that the per-segment list holds a reference each (10,000 edits of one file: 80 KB, not the 7 MB
-/// of as many copies of its stream descriptions). Thread-confined.
+/// of as many copies of its stream descriptions). An export of many files (a day's recording in
+/// 1,440 segments) keeps none of them open between uses: `release` closes one, and `file` opens it
+/// again when it is next read (a descriptor and about 300 KB each would otherwise run into a service's
+/// 1,024-descriptor limit, and gigabytes). Thread-confined.
 final class ExportSource {
     let path: String
-    let file: InputFile
     let video: StreamInfo?
     let audio: StreamInfo?
     /// Source time zero: the container's start time.
@@ -16,11 +18,35 @@ final class ExportSource {
     let displayMatrix: [Int32]?
     let tags: [String: String]
     let chapters: [ChapterInfo]
+    private var opened: InputFile?
+    private let limits: SafetyLimits
+    private let interrupter: Interrupter
+
+    /// More distinct files than this in one export and each is closed between its uses.
+    static let keptOpen = 32
+
+    /// The opened file; opened again, read from its start, after `release`.
+    var file: InputFile {
+        get throws(MediaFileError) {
+            if let opened { return opened }
+            let file = try InputFile(path: path, limits: limits, interrupter: interrupter)
+            opened = file
+            return file
+        }
+    }
+
+    /// Whether the file is open now (a released one reads from its start when opened again).
+    var isOpen: Bool { opened != nil }
+
+    /// Closes the file until it is read again.
+    func release() { opened = nil }
 
     init(path: String, limits: SafetyLimits, interrupter: Interrupter) throws(MediaFileError) {
         let file = try InputFile(path: path, limits: limits, interrupter: interrupter)
-        self.file = file
+        opened = file
         self.path = path
+        self.limits = limits
+        self.interrupter = interrupter
         video = file.streams.first { $0.mediaType == .video && !$0.isAttachedPicture }
         if let v = video, v.width <= 0 || v.height <= 0 {
             // Declared (a transport stream's program table) but never carried: nothing to copy or decode.
@@ -34,18 +60,26 @@ final class ExportSource {
         chapters = file.container.chapters
     }
 
-    /// One source per segment, opened once per distinct path and shared by every segment of it.
+    /// One source per segment, opened once per distinct path and shared by every segment of it. With
+    /// more than `keptOpen` distinct paths, each is closed once its streams are known.
     static func open(_ paths: [String], limits: SafetyLimits, interrupter: Interrupter) throws(MediaFileError) -> [ExportSource] {
         var opened: [String: ExportSource] = [:]
         var result: [ExportSource] = []
         result.reserveCapacity(paths.count)
+        let closing = Set(paths).count > keptOpen
         for path in paths {
             if let source = opened[path] { result.append(source); continue }
             let source = try ExportSource(path: path, limits: limits, interrupter: interrupter)
+            if closing { source.release() }
             opened[path] = source
             result.append(source)
         }
         return result
+    }
+
+    /// Whether an export of `sources` closes each file between its uses.
+    static func closesBetweenUses(_ sources: [ExportSource]) -> Bool {
+        Set(sources.map(\.path)).count > keptOpen
     }
 
     /// Source time (relative to the origin) of a timestamp in `stream`'s time base.

@@ -64,7 +64,7 @@ struct PassthroughCopier {
 
     mutating func write(to temporary: String, usedPaths: inout Set<String>, started: Date) throws -> ExportReport {
         let file = try OutputFile(path: temporary, format: settings.muxer)
-        let first = sources[0].file
+        let first = try sources[0].file
         let video = sources[0].video
         var videoTrack: Track?
         var headerOptions: [String: String] = [:]
@@ -118,8 +118,15 @@ struct PassthroughCopier {
         let total = mapping.duration
         let clock = Date()
 
+        let closing = ExportSource.closesBetweenUses(sources)
         for segment in sources.indices {
             let source = sources[segment]
+            defer {
+                if closing, segment + 1 == sources.count || sources[segment + 1] !== source {
+                    source.release()
+                    usedPaths.remove(source.path)
+                }
+            }
             let own = mapping.pieces(of: segment)
             guard let firstPiece = own.first, let lastPiece = own.last else { continue }
             let segStart = firstPiece.source.start, segEnd = lastPiece.source.end
@@ -163,7 +170,7 @@ struct PassthroughCopier {
             let readFrom = key == nil ? segStart : segStart - MediaTime(value: 1, timescale: 4)
             let used = usedPaths.contains(source.path)
             let nearStart = !(readFrom > MediaTime(value: 2, timescale: 1))
-            let input = used && nearStart ? try InputFile(path: source.path, limits: settings.limits, interrupter: interrupter) : source.file
+            let input = used && nearStart ? try InputFile(path: source.path, limits: settings.limits, interrupter: interrupter) : try source.file
             usedPaths.insert(source.path)
             var wanted: Set<Int> = []
             if let v = source.video { wanted.insert(v.index) }

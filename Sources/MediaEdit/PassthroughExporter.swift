@@ -55,11 +55,17 @@ struct PassthroughExporter {
 
         var keyframes: [Keyframe?] = []
         var snapped: [ExportReport.SnappedCut] = []
+        let closing = ExportSource.closesBetweenUses(sources)
         for (i, segment) in composition.segments.enumerated() {
             let requested = segment.sourceRange.start
             guard let video = sources[i].video else { keyframes.append(nil); continue }
             let k = try keyframe(atOrBefore: requested, in: sources[i], video: video, until: segment.sourceRange.end)
             usedPaths.insert(sources[i].path)
+            if closing, i + 1 == sources.count || sources[i + 1] !== sources[i] {
+                // Opened again, from its start, when its packets are copied.
+                sources[i].release()
+                usedPaths.remove(sources[i].path)
+            }
             if !exact && k.pts < requested && requested > .zero {
                 snapped.append(.init(segment: i, requested: requested, snappedTo: k.pts))
             }
@@ -110,7 +116,7 @@ struct PassthroughExporter {
     /// True when the composition is one whole source file (nothing is cut).
     private func isWholeFiles(_ sources: [ExportSource]) -> Bool {
         guard composition.segments.count == 1, let s = composition.segments.first, s.sourceRange.start == .zero else { return false }
-        let duration = sources[0].file.container.headerDuration
+        guard let duration = (try? sources[0].file)?.container.headerDuration else { return false }
         return duration.isNumeric && !(s.sourceRange.end < duration)
     }
 
@@ -127,7 +133,7 @@ struct PassthroughExporter {
 
     /// The latest keyframe at or before `time` (source time) of the video stream.
     func keyframe(atOrBefore time: MediaTime, in source: ExportSource, video: StreamInfo, until end: MediaTime? = nil) throws -> Keyframe {
-        let input = source.file
+        let input = try source.file
         input.discardAll(except: [video.index])
         // `orFirst`: when none is at or before `time` (the video starts after it: WebM with Opus, 14 ms
         // after the file's time zero), the first keyframe read, after the cut, where its pictures start.

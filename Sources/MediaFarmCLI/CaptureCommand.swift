@@ -22,7 +22,8 @@ struct CaptureCommand: AsyncParsableCommand {
         complete; segments are cut on video keyframes, each starting where the one before ended. A source \
         that drops is reopened with backoff for --reconnect-for seconds, the gap reported. --scan reads codes \
         in the pictures on threads of its own, never delaying the recording. SIGTERM or SIGINT ends the \
-        recording with its last segment complete. Every recording ends with one `finished` event giving its \
+        recording with its last segment complete. --enqueue makes each segment a job; --assemble joins a \
+        finished recording's segments into one movie, after their jobs. Every recording ends with one `finished` event giving its \
         reason: maximumDurationReached, maximumFileSizeReached, diskFull, deviceWasDisconnected, \
         sessionWasInterrupted or noDataCaptured. Exit 0 when it finished successfully (a limit or a signal, \
         with complete segments), 1 otherwise, 2 for bad usage.
@@ -79,12 +80,16 @@ struct CaptureCommand: AsyncParsableCommand {
     @Option(help: "With --scan: the region of interest x,y,width,height in normalized coordinates (0...1).")
     var roi: String?
 
-    @Flag(help: "Print one JSON event per line (started, segment, code, codeGone, sourceLost, reconnected, enqueued, notice, finished).")
+    @Flag(help: "Print one JSON event per line (started, segment, code, codeGone, sourceLost, reconnected, enqueued, assembly, notice, finished).")
     var json = false
 
     @Option(help: ArgumentHelp("A manifest template: each finished segment becomes a job from it ({input}: the segment; also {stem}, {ext}, {index}, {captureID}, {date}).",
                                valueName: "template.json"))
     var enqueue: String?
+
+    @Option(help: ArgumentHelp("With --enqueue: a manifest template without input or edits. When the recording ends (for any reason), one job from it joins the recording's segments end to end, exact at the joins, after all their jobs; gaps where the source dropped are reported ({captureID}, {date}, {first}, {last}, {segments}).",
+                               valueName: "template.json"))
+    var assemble: String?
 
     @OptionGroup var queue: QueueOptions
 
@@ -108,6 +113,7 @@ struct CaptureCommand: AsyncParsableCommand {
         var reconnectFor: Double
         var scan: CodeScanner.Configuration?
         var enqueue: String?
+        var assemble: String?
         var queue: QueueOptions
         var outputRoots: [String]
     }
@@ -133,12 +139,16 @@ struct CaptureCommand: AsyncParsableCommand {
                          captureID: captureID ?? file?.captureID, inputFormat: inputFormat ?? file?.inputFormat,
                          videoSize: videoSize ?? file?.videoSize, frameRate: frameRate ?? file?.frameRate,
                          readTimeout: readTimeout ?? file?.readTimeout ?? 10, reconnectFor: reconnectFor ?? file?.reconnectFor ?? 0,
-                         scan: nil, enqueue: enqueue ?? file?.enqueue, queue: queue,
+                         scan: nil, enqueue: enqueue ?? file?.enqueue, assemble: assemble ?? file?.assemble, queue: queue,
                          outputRoots: outputRoots.isEmpty ? file?.outputRoots ?? [] : outputRoots)
         guard s.segmentDuration > 0 else { throw ValidationError("\(from)segment duration must be positive") }
         if let maxDuration = s.maxDuration, maxDuration <= 0 { throw ValidationError("\(from)max duration must be positive") }
         guard s.readTimeout > 0 else { throw ValidationError("\(from)read timeout must be positive") }
         guard s.reconnectFor >= 0 else { throw ValidationError("\(from)reconnect-for must not be negative") }
+        if s.assemble != nil, s.enqueue == nil {
+            throw ValidationError("\(from)--assemble needs --enqueue: the assembly waits for the segments' jobs "
+                                  + "(a template as small as {\"version\": 1, \"input\": \"{input}\"} inspects each segment)")
+        }
         if let captureID = s.captureID, captureID.isEmpty || captureID.contains("/") || captureID.hasPrefix(".") {
             throw ValidationError("\(from)capture id \(captureID): give a name without '/' that does not start with '.'")
         }
@@ -206,6 +216,24 @@ struct CaptureCommand: AsyncParsableCommand {
         configuration.reconnectFor = settings.reconnectFor
         configuration.scan = settings.scan
         let enqueue = settings.enqueue, outputRoots = settings.outputRoots, queue = settings.queue
+        let assembly: IngestTemplate? = try settings.assemble.map { path in
+            let template: IngestTemplate
+            do {
+                template = try IngestTemplate.load(path, placeholders: CaptureAssembly.placeholders, required: nil)
+            } catch {
+                throw CLIError("--assemble \(error)", status: ExitStatus.usage)
+            }
+            if let problem = CaptureAssembly.templateProblem(template) { throw CLIError("--assemble \(problem)", status: ExitStatus.usage) }
+            // Checked now, on a stand-in segment, rather than after hours of recording.
+            let sample = SegmentReport(index: 1, path: configuration.outputDirectory + "/\(id)-00001.mp4", start: 0, wallClock: Date(),
+                                       duration: 1, bytes: 0, packets: 0)
+            let trial = CaptureAssembly.make(template: template, captureID: id, segments: [sample],
+                                             outputRoots: OutputRoots.chosen(outputRoots) ?? [template.folder])
+            if case .failure(let problem) = IngestCommand.validateManifest(trial.manifest, trial.name, trial.baseDirectory, trial.outputRoots) {
+                throw CLIError("--assemble \(path): the template gives an invalid manifest: \(problem)", status: ExitStatus.usage)
+            }
+            return template
+        }
 
         let json = self.json
         let feeder: CaptureQueue? = try enqueue.map { path in
@@ -229,6 +257,10 @@ struct CaptureCommand: AsyncParsableCommand {
                                        captureID: left.captureID)
             }
         }
+        // Assemblies an earlier recording into this folder journaled but did not get queued: after its segments.
+        if let feeder {
+            for left in CaptureQueue.assembliesNotEnqueued(in: configuration.outputDirectory) { feeder.assemble(left) }
+        }
         // What a recording into this folder left when it died: salvaged (and enqueued) or quarantined.
         // Remuxing what was left reads and writes whole files: on a thread of its own, off the task pool.
         let folder = configuration.outputDirectory
@@ -248,9 +280,13 @@ struct CaptureCommand: AsyncParsableCommand {
                                json: json)
             }
         }
+        let recorded = RecordedSegments()
         let session = CaptureSession(configuration: configuration) { event in
             CaptureCommand.printEvent(event, json: json)
-            if case .segment(let report) = event { feeder?.segmentFinished(report) }
+            if case .segment(let report) = event {
+                feeder?.segmentFinished(report)
+                recorded.append(report)
+            }
         }
         var sources: [any DispatchSourceSignal] = []
         for number in [SIGINT, SIGTERM] {
@@ -264,12 +300,26 @@ struct CaptureCommand: AsyncParsableCommand {
         let summary = await withCheckedContinuation { (done: CheckedContinuation<CaptureSummary, Never>) in
             Thread { done.resume(returning: session.run()) }.start()
         }
+        if let assembly, let feeder {
+            let segments = recorded.all
+            if segments.isEmpty {
+                Self.printLine("notice", ["message": "no assembly: the recording has no segment"], json: json)
+            } else {
+                feeder.assemble(CaptureAssembly.make(template: assembly, captureID: id, segments: segments,
+                                                     outputRoots: OutputRoots.chosen(outputRoots) ?? [assembly.folder]))
+            }
+        }
         feeder?.finishFeeding()
         var failed = !summary.successfullyFinished
         if let outcome = await queueTask?.value, let feeder {
             if !outcome.waiting.isEmpty {
                 Self.printLine("notice", ["message": "\(counted(outcome.waiting.count, "segment")) \(outcome.waiting.count == 1 ? "was" : "were") not enqueued (the queue did not answer); "
                                           + "they are listed in \(feeder.journalPath), and the next capture into this folder enqueues them"], json: json)
+                failed = true
+            }
+            if !outcome.waitingAssemblies.isEmpty {
+                Self.printLine("notice", ["message": "the assembly was not enqueued (the queue did not answer); it is in \(feeder.journalPath), "
+                                          + "and the next capture into this folder enqueues it"], json: json)
                 failed = true
             }
             if outcome.rejected > 0 {
@@ -283,6 +333,14 @@ struct CaptureCommand: AsyncParsableCommand {
             }
         }
         if failed { throw ExitCode(ExitStatus.failure) }
+    }
+
+    /// The segments a recording finished, in order (they come from the recording's thread).
+    final class RecordedSegments: @unchecked Sendable {
+        private let lock = NSLock()
+        private var segments: [SegmentReport] = []
+        func append(_ segment: SegmentReport) { lock.withLock { segments.append(segment) } }
+        var all: [SegmentReport] { lock.withLock { segments } }
     }
 
     static let wallClockFormat = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
@@ -354,9 +412,23 @@ struct CaptureCommand: AsyncParsableCommand {
     static func printLine(_ event: String, _ fields: [String: Any], json: Bool) {
         let line = json ? object(fields.merging(["event": event]) { a, _ in a })
             : event == "enqueued" ? "segment \(fields["index"] ?? "?"): job \(fields["job"] ?? "?")\(fields["queued"] as? Bool == false ? " (already queued)" : "")"
+            : event == "assembly" ? assemblyLine(fields)
             : event == "salvaged" ? "salvaged segment \(fields["index"] ?? "?") of \(fields["captureID"] ?? "?"): \(fields["path"] ?? "")"
             : "\(fields["message"] ?? event)"
         writeLine(line)
+    }
+
+    /// "assembly of cam (segments 1-6, 10.000 s): job 7; a gap of 2.419 s at 5.000 s (before segment 4)".
+    static func assemblyLine(_ fields: [String: Any]) -> String {
+        var line = String(format: "assembly of %@ (segments %d-%d, %.3f s): job %lld", fields["captureID"] as? String ?? "?",
+                          fields["first"] as? Int ?? 0, fields["last"] as? Int ?? 0, fields["duration"] as? Double ?? 0,
+                          fields["job"] as? Int64 ?? 0)
+        if fields["queued"] as? Bool == false { line += " (already queued)" }
+        for gap in fields["gaps"] as? [[String: Any]] ?? [] {
+            line += String(format: "; a gap of %.3f s at %.3f s (before segment %d)", gap["duration"] as? Double ?? 0,
+                           gap["at"] as? Double ?? 0, gap["beforeSegment"] as? Int ?? 0)
+        }
+        return line
     }
 
     /// Events come from the recording's thread, the scanner's and the queue feeder's: one line at a time.

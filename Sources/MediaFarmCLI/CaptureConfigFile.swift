@@ -23,6 +23,7 @@ struct CaptureConfigFile: Decodable {
     var scan: String?
     var roi: String?
     var enqueue: String?
+    var assemble: String?
     var queue: String?
     var outputRoots: [String]?
 
@@ -37,7 +38,7 @@ struct CaptureConfigFile: Decodable {
 
     static let keys: Set<String> = ["source", "outputDir", "segmentDuration", "maxDuration", "maxSize", "segmentMaxBytes",
                                     "minFreeDisk", "captureID", "inputFormat", "videoSize", "frameRate", "readTimeout",
-                                    "reconnectFor", "scan", "roi", "enqueue", "queue", "outputRoots"]
+                                    "reconnectFor", "scan", "roi", "enqueue", "assemble", "queue", "outputRoots"]
 
     static func load(_ path: String) throws -> CaptureConfigFile {
         func bad(_ why: String) -> CLIError { CLIError("--config \(path): \(why)", status: ExitStatus.usage) }
@@ -77,6 +78,7 @@ struct CaptureConfigFile: Decodable {
         }
         file.outputDir = resolve(file.outputDir)
         file.enqueue = resolve(file.enqueue)
+        file.assemble = resolve(file.assemble)
         file.outputRoots = file.outputRoots?.map { resolve($0)! }
         return file
     }

@@ -12,8 +12,33 @@ import Testing
         let paths = (0..<500).map { $0 % 5 == 4 ? MediaFixture.cfr30MP4.path : MediaFixture.longMP4.path }
         let sources = try ExportSource.open(paths, limits: .default, interrupter: Interrupter())
         #expect(sources.count == 500)
-        #expect(Set(sources.map { ObjectIdentifier($0.file) }).count == 2)
-        #expect(sources[0].file === sources[3].file && sources[4].file === sources[9].file)
+        let files = try sources.map { try $0.file }
+        #expect(Set(files.map { ObjectIdentifier($0) }).count == 2)
+        #expect(files[0] === files[3] && files[4] === files[9])
+        let open = sources.allSatisfy { $0.isOpen }
+        #expect(open)
+    }
+
+    /// Past `keptOpen` distinct files, none stays open once its streams are known: each opens again (from
+    /// its start) when read, and closes on `release`.
+    @Test func manyFilesAreNotKeptOpen() throws {
+        let dir = try TestPaths.makeTemporaryFolder("many-sources")
+        let paths = try (0...ExportSource.keptOpen).map { i in
+            let path = dir.appendingPathComponent("s\(i).mp4").path
+            try FileManager.default.linkItem(atPath: MediaFixture.cfr30MP4.path, toPath: path)
+            return path
+        }
+        let sources = try ExportSource.open(paths, limits: .default, interrupter: Interrupter())
+        let anyOpen = sources.contains { $0.isOpen }
+        #expect(ExportSource.closesBetweenUses(sources) && !anyOpen)
+        #expect(sources[7].video?.width == 320 && sources[7].audio != nil)
+        let file = try sources[7].file, again = try sources[7].file
+        #expect(sources[7].isOpen && file === again)
+        sources[7].release()
+        #expect(!sources[7].isOpen)
+        let few = try ExportSource.open(Array(paths.prefix(ExportSource.keptOpen)), limits: .default, interrupter: Interrupter())
+        let allOpen = few.allSatisfy { $0.isOpen }
+        #expect(!ExportSource.closesBetweenUses(few) && allOpen)
     }
 
     @Test func piecesOfASegmentAreFoundByBinarySearch() throws {

@@ -8,11 +8,12 @@ import Glibc
 /// `mediafarm capture` from real live streams: MPEG-TS (H.264 + AAC) sent in real time by `ffmpeg -re`
 /// over UDP and TCP on loopback.
 @Suite struct CaptureTests {
-    /// An `ffmpeg -re` process sending `seconds` of 640x360 30 fps H.264 (a keyframe a second) and AAC to `url`.
-    static func sender(_ url: String, seconds: Int, log: String) throws -> Background {
+    /// An `ffmpeg -re` process sending `seconds` of 640x360 30 fps H.264 (a keyframe a second) and AAC (a
+    /// tone of `frequency` Hz) to `url`.
+    static func sender(_ url: String, seconds: Int, frequency: Int = 440, log: String) throws -> Background {
         try Background(["/usr/bin/ffmpeg", "-nostdin", "-v", "error", "-re",
                         "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30:duration=\(seconds)",
-                        "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=\(seconds)",
+                        "-f", "lavfi", "-i", "sine=frequency=\(frequency):sample_rate=48000:duration=\(seconds)",
                         "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-c:a", "aac", "-f", "mpegts", url], log: log)
     }
 
@@ -25,6 +26,13 @@ import Glibc
         let r = try ProcessRunner.run("/usr/bin/ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v:0",
                                                            "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path])
         return Int(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+
+    /// Each decoded picture's MD5, in order (ffmpeg's framemd5, every picture the decoder gives as it is:
+    /// not resampled to a constant rate guessed from the timestamps, which can drop or repeat some).
+    static func pictures(_ path: String) throws -> [Substring] {
+        let r = try ProcessRunner.run("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-map", "0:v", "-fps_mode", "passthrough", "-f", "framemd5", "-"])
+        return r.stdout.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { $0.split(separator: ",").last }
     }
 
     func capture(_ dir: URL, _ arguments: [String]) throws -> Background {
@@ -155,24 +163,151 @@ import Glibc
         }
     }
 
-    /// A queue that cannot be reached: the recording goes on, its segments wait in the journal, exit 1 says so.
+    /// A queue that cannot be reached: the recording goes on, its segments and its assembly wait in the
+    /// journal, exit 1 says so; the next capture into the folder, with the queue up, enqueues them in
+    /// order (the assembly after the segments' jobs), then its own.
     @Test func segmentsWaitInTheJournalWhenTheQueueIsDown() throws {
         let dir = try TestPaths.makeTemporaryFolder("capture-journal")
         let template = dir.appendingPathComponent("segment.json")
         try #"{ "version": 1, "input": "{input}", "report": "reports/{stem}.json" }"#.write(to: template, atomically: true, encoding: .utf8)
+        let assemble = dir.appendingPathComponent("assemble.json")
+        try #"{ "version": 1, "name": "session-{captureID}-{first}", "export": { "mode": "passthrough", "output": "sessions/{captureID}-{first}-{last}.mp4" } }"#
+            .write(to: assemble, atomically: true, encoding: .utf8)
         let port = TestPaths.freeLoopbackPort()
         let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "2", "--max-duration", "4",
-                                         "--capture-id", "cam", "--enqueue", template.path,
+                                         "--capture-id", "cam", "--enqueue", template.path, "--assemble", assemble.path,
                                          "--queue", "postgres://farm@127.0.0.1:1/farm?connect_timeout=1"])
         #expect(TestPaths.waitForListener(port: port), "the capture never listened on \(port)")
         let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 8, log: dir.appendingPathComponent("sender.log").path)
         defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }
         #expect(recorder.wait(timeout: 60) == 1, "\(recorder.log)")
         #expect(recorder.log.contains("2 segments were not enqueued"), "\(recorder.log)")
+        #expect(recorder.log.contains("the assembly was not enqueued (the queue did not answer)"), "\(recorder.log)")
         let journal = try String(contentsOfFile: dir.appendingPathComponent("out/.cam.journal").path, encoding: .utf8)
         let entries = journal.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-        #expect(entries.count == 2 && entries.allSatisfy { $0["job"] == nil } && entries.map { $0["index"] as? Int } == [1, 2], "\(journal)")
+        #expect(entries.count == 3 && entries.allSatisfy { $0["job"] == nil } && entries.map { $0["index"] as? Int } == [1, 2, 1], "\(journal)")
+        #expect(entries.last?["assembly"] != nil, "\(journal)")
         #expect(Self.events(recorder.log).contains { $0["event"] as? String == "finished" && $0["successfullyFinished"] as? Bool == true })
+
+        // The queue answers now: the next capture into the folder enqueues what waited, then its own.
+        let queue = "sqlite:" + dir.appendingPathComponent("queue.sqlite").path
+        let next = try capture(dir, ["--source", "lavfi:testsrc2=s=160x120:r=10", "--segment-duration", "1", "--max-duration", "1",
+                                     "--capture-id", "cam", "--enqueue", template.path, "--assemble", assemble.path, "--queue", queue])
+        #expect(next.wait(timeout: 60) == 0, "\(next.log)")
+        let queued = Self.events(next.log).filter { ["enqueued", "assembly"].contains($0["event"] as? String) }
+        #expect(queued.map { "\($0["event"] ?? "")-\($0["index"] ?? $0["first"] ?? "")" } == ["enqueued-1", "enqueued-2", "assembly-1", "enqueued-3", "assembly-3"],
+                "\(next.log)")
+        #expect(queued.filter { $0["event"] as? String == "assembly" }.map { $0["after"] as? Int } == [2, 1], "\(queued)")
+        let run = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["coordinator", "--queue", queue, "--exit-when-idle", "--json"])
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        for name in ["cam-1-2.mp4", "cam-3-3.mp4"] {
+            #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("sessions/" + name).path), "no \(name): \(run.stdout)")
+        }
+    }
+
+    /// `--assemble`: when the recording ends, one job joins its segments, after all their jobs. A UDP
+    /// stream that drops for 3 s in the middle gives one movie lasting exactly the segments' sum, with the
+    /// segments' pictures in order (no frame lost or repeated at a join), the gap reported where it falls
+    /// in the movie, and the movie in the library with the segments as its sources.
+    @Test func aRecordingWithADropIsAssembledIntoOneMovie() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-assemble")
+        let template = dir.appendingPathComponent("segment.json")
+        try #"{ "version": 1, "input": "{input}", "report": "reports/{stem}.json" }"#.write(to: template, atomically: true, encoding: .utf8)
+        let assemble = dir.appendingPathComponent("assemble.json")
+        try #"{ "version": 1, "name": "session-{captureID}", "export": { "mode": "passthrough", "output": "sessions/{captureID}-{date}.mp4" } }"#
+            .write(to: assemble, atomically: true, encoding: .utf8)
+        let queue = "sqlite:" + dir.appendingPathComponent("queue.sqlite").path
+        let port = TestPaths.freeLoopbackPort()
+        let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "2", "--read-timeout", "1.5",
+                                         "--reconnect-for", "8", "--capture-id", "cam", "--enqueue", template.path,
+                                         "--assemble", assemble.path, "--queue", queue])
+        #expect(TestPaths.waitForListener(port: port), "the capture never listened on \(port)")
+        let first = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 5, log: dir.appendingPathComponent("sender1.log").path)
+        _ = first.wait(timeout: 20)
+        sleep(3)
+        // (Another tone: segments of the two connections are different files, so different assets.)
+        let second = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 5, frequency: 660, log: dir.appendingPathComponent("sender2.log").path)
+        _ = second.wait(timeout: 20)
+        // The source is gone for good: the recording ends deviceWasDisconnected (exit 1), and is assembled all the same.
+        #expect(recorder.wait(timeout: 40) == 1, "\(recorder.log)")
+        let events = Self.events(recorder.log)
+        let segments = events.filter { $0["event"] as? String == "segment" }
+        let gaps = events.filter { $0["event"] as? String == "reconnected" }.compactMap { $0["gap"] as? Double }
+        #expect(gaps.contains { $0 > 1.5 && $0 < 5 }, "gaps \(gaps)")
+        let assembly = try #require(events.first { $0["event"] as? String == "assembly" }, "\(recorder.log)")
+        let total = segments.reduce(0) { $0 + ($1["duration"] as? Double ?? 0) }
+        #expect(total > 8.5 && total < 10.5, "\(total) s recorded")
+        #expect(assembly["first"] as? Int == 1 && assembly["last"] as? Int == segments.count && assembly["segments"] as? Int == segments.count
+                && assembly["after"] as? Int == segments.count, "\(assembly)")
+        #expect(abs((assembly["duration"] as? Double ?? 0) - total) < 1e-6, "\(assembly)")
+        // Each gap where it falls in the movie: after the segments before it.
+        var expected: [[String: Double]] = []
+        var at = 0.0
+        for segment in segments {
+            if let gap = segment["gapBefore"] as? Double { expected.append(["before": Double(segment["index"] as? Int ?? 0), "at": at, "duration": gap]) }
+            at += segment["duration"] as? Double ?? 0
+        }
+        let reported = (assembly["gaps"] as? [[String: Any]] ?? []).map {
+            ["before": Double($0["beforeSegment"] as? Int ?? 0), "at": $0["at"] as? Double ?? -1, "duration": $0["duration"] as? Double ?? -1]
+        }
+        #expect(!reported.isEmpty && reported == expected && reported.map { $0["duration"]! } == gaps, "\(reported) vs \(expected), gaps \(gaps)")
+        let job = try #require(assembly["job"] as? Int)
+        let waiting = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["status", "--queue", queue, "--json", String(job)])
+        let view = (try JSONSerialization.jsonObject(with: waiting.stdoutData) as? [[String: Any]])?.first
+        #expect(view?["state"] as? String == "waiting" && (view?["after"] as? [Int])?.count == segments.count, "\(waiting.stdout)\(waiting.stderr)")
+
+        let run = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["coordinator", "--queue", queue, "--exit-when-idle", "--json"])
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        let sessions = dir.appendingPathComponent("sessions")
+        let names = try FileManager.default.contentsOfDirectory(atPath: sessions.path)
+        #expect(names.count == 1, "\(names)")
+        let movie = sessions.appendingPathComponent(names.first ?? "").path
+        let probe = try ProcessRunner.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", movie])
+        let duration = Double(probe.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        #expect(abs(duration - total) < 0.001, "\(movie): \(duration) s, the segments' sum \(total) s")
+        // The same pictures as the segments', in order: nothing lost or repeated at a join.
+        var joined: [Substring] = []
+        for segment in segments { joined += try Self.pictures(segment["path"] as? String ?? "") }
+        let assembled = try Self.pictures(movie)
+        #expect(assembled.count == joined.count && assembled == joined, "\(assembled.count) pictures assembled, \(joined.count) in the segments")
+        #expect(abs(Double(assembled.count) - total * 30) < 0.5, "\(assembled.count) pictures for \(total) s at 30 fps")
+        // In the library, made from the segments.
+        let list = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["library", "list", "--json", "--queue", queue])
+        let assets = (try JSONSerialization.jsonObject(with: list.stdoutData) as? [String: Any])?["assets"] as? [[String: Any]] ?? []
+        let segmentIDs = Set(assets.filter { ($0["path"] as? String)?.contains("/out/cam-") == true }.compactMap { $0["id"] as? String })
+        let movieID = try #require(assets.first { $0["path"] as? String == movie }?["id"] as? String, "\(list.stdout)")
+        let shown = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["library", "show", "--json", "--queue", queue, movieID])
+        let derived = (try JSONSerialization.jsonObject(with: shown.stdoutData) as? [String: Any])?["derivedFrom"] as? [[String: Any]] ?? []
+        #expect(segmentIDs.count == segments.count && Set(derived.compactMap { $0["source"] as? String }) == segmentIDs, "\(shown.stdout)")
+    }
+
+    /// An assembly template that gives its own input or edits, has no export, or comes without
+    /// --enqueue is refused before anything is recorded (exit 2, naming the template and the way out).
+    @Test func badAssemblyTemplatesAreRefusedBeforeRecording() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-assemble-bad")
+        let segment = dir.appendingPathComponent("segment.json")
+        try #"{ "version": 1, "input": "{input}" }"#.write(to: segment, atomically: true, encoding: .utf8)
+        let cases: [(template: String, enqueue: Bool, says: String)] = [
+            (#"{ "version": 1, "input": "a.mp4", "export": { "mode": "passthrough", "output": "s.mp4" } }"#, true, "the capture supplies"),
+            (#"{ "version": 1, "input": "{input}", "export": { "mode": "passthrough", "output": "s.mp4" } }"#, true, "unknown placeholder {input}"),
+            (#"{ "version": 1, "edits": [], "export": { "mode": "passthrough", "output": "s.mp4" } }"#, true, "the capture supplies"),
+            (#"{ "version": 1, "report": "r-{captureID}.json" }"#, true, "no \"export\""),
+            (#"{ "version": 1, "export": { "mode": "passthrough", "output": "s-{stem}.mp4" } }"#, true, "unknown placeholder {stem}"),
+            (#"{ "version": 1, "export": { "mode": "passthrough", "output": "/proc/s.mp4" } }"#, true, "outside the output roots"),
+            (#"{ "version": 1, "export": { "mode": "passthrough", "output": "s.mp4" } }"#, false, "--assemble needs --enqueue"),
+        ]
+        for (i, item) in cases.enumerated() {
+            let template = dir.appendingPathComponent("assemble\(i).json")
+            try item.template.write(to: template, atomically: true, encoding: .utf8)
+            let enqueue = item.enqueue ? ["--enqueue", segment.path] : []
+            let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["capture", "--source", "lavfi:testsrc2=s=160x120:r=10", "--max-duration", "1",
+                                                                          "--output-dir", dir.appendingPathComponent("out").path, "--capture-id", "cam",
+                                                                          "--assemble", template.path, "--queue", "sqlite:" + dir.appendingPathComponent("q.sqlite").path]
+                                                                         + enqueue)
+            #expect(r.status == 2 && r.stderr.contains(item.says), "case \(i): \(r.status) \(r.stderr)")
+        }
+        let recorded = (try? FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("out").path)) ?? []
+        #expect(recorded.filter { $0.hasSuffix(".mp4") }.isEmpty, "\(recorded)")
     }
 
     /// A template that gives an invalid manifest is a permanent error: each segment is reported once, with

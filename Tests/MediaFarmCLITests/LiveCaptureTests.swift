@@ -238,7 +238,7 @@ final class VirtualDisplay {
         let r = try ProcessRunner.run("/usr/bin/python3", ["-c", script, schema, example.appendingPathComponent("capture.json").path])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-                == "captureID enqueue frameRate inputFormat maxDuration maxSize minFreeDisk outputDir outputRoots queue readTimeout reconnectFor roi scan segmentDuration segmentMaxBytes source videoSize")
+                == "assemble captureID enqueue frameRate inputFormat maxDuration maxSize minFreeDisk outputDir outputRoots queue readTimeout reconnectFor roi scan segmentDuration segmentMaxBytes source videoSize")
         let site = try TestPaths.makeTemporaryFolder("capture-example")
         try FileManager.default.copyItem(at: example, to: site.appendingPathComponent("capture"))
         let queue = "sqlite:" + site.appendingPathComponent("queue.sqlite").path
@@ -250,6 +250,14 @@ final class VirtualDisplay {
         #expect(coordinator.status == 0, "\(coordinator.stdout)\(coordinator.stderr)")
         let reports = try FileManager.default.contentsOfDirectory(atPath: site.appendingPathComponent("capture/reports").path).sorted()
         #expect(reports == ["demo-00001.json", "demo-00002.json"], "\(reports)")
+        let sessions = try FileManager.default.contentsOfDirectory(atPath: site.appendingPathComponent("capture/sessions").path)
+        #expect(sessions == ["demo-1-2.mp4"], "\(sessions)")
+        // Encoded with B-frames, each segment's first picture comes a little after its start: the assembly
+        // starts each edit there, so the movie holds every picture of the segments, in order.
+        var pictures: [Substring] = []
+        for index in 1...2 { pictures += try CaptureTests.pictures(site.appendingPathComponent("capture/segments/demo-0000\(index).mp4").path) }
+        let assembled = try CaptureTests.pictures(site.appendingPathComponent("capture/sessions/demo-1-2.mp4").path)
+        #expect(assembled.count == 60 && assembled == pictures, "\(assembled.count) pictures assembled, \(pictures.count) in the segments")
     }
 
     /// The limits end a recording with their reasons: --max-size before the recording exceeds it, and

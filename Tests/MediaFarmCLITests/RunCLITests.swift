@@ -16,6 +16,25 @@ import Testing
         return dir
     }
 
+    /// A passthrough export of 600 files (a long recording's segments) in a process allowed 128 open
+    /// files: each source is open only while it is read, and the movie holds every edit's pictures.
+    @Test func anExportOfManyFilesRunsUnderALowDescriptorLimit() throws {
+        let dir = try TestPaths.makeTemporaryFolder("run-many")
+        var edits: [String] = []
+        for i in 0..<600 {
+            let name = String(format: "seg-%04d.mp4", i)
+            try FileManager.default.linkItem(atPath: MediaFixture.cfr30MP4.path, toPath: dir.appendingPathComponent(name).path)
+            edits.append(#"{ "source": "\#(name)", "duration": "1/2" }"#)
+        }
+        try #"{ "version": 1, "name": "many", "edits": [\#(edits.joined(separator: ", "))], "export": { "mode": "passthrough", "output": "out/many.mp4" } }"#
+            .write(to: dir.appendingPathComponent("many.json"), atomically: true, encoding: .utf8)
+        let r = try ProcessRunner.run("/usr/bin/prlimit", ["--nofile=128:128", TestPaths.mediafarmExecutable, "run", dir.appendingPathComponent("many.json").path])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        let frames = try ProcessRunner.run("/usr/bin/ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                                                                "stream=nb_read_frames", "-of", "csv=p=0", dir.appendingPathComponent("out/many.mp4").path])
+        #expect(frames.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "9000", "\(frames.stdout)\(frames.stderr)")
+    }
+
     @Test func jsonEventsAndAReport() throws {
         let dir = try job("""
         { "version": 1, "name": "slowmo", "input": "input.mp4",
