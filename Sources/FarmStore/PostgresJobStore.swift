@@ -259,6 +259,21 @@ public final class PostgresJobStore: JobStore {
                     results.append(.failure(.notFound(a.id)))
                     continue
                 }
+                // A success is one statement, as a single one is (the job saved, its dependents released,
+                // its webhook deliveries recorded): a third of the round trips of the general path.
+                if case .succeeded(let result) = a.outcome, job.state == .running, job.lease?.token == a.token {
+                    var rows: [PostgresRow] = []
+                    let statement = SucceedStatement(id: a.id, token: a.token, result: result, now: now.timeIntervalSince1970)
+                    for try await row in try await c.execute(statement, logger: Self.logger) { rows.append(row) }
+                    if let done = try decodeJobs(rows).first, let row = rows.first?.makeRandomAccess() {
+                        jobs[a.id] = (done.job, revision + 1)
+                        let released = try row[Self.columnCount].decode(Int64.self)
+                        wake = wake || released > 0
+                        if try row[Self.columnCount + 1].decode(Int64.self) > 0 { _ = recorded.withLock { $0.insert(ObjectIdentifier(c)) } }
+                        results.append(.success(done.job))
+                        continue
+                    }
+                }
                 do {
                     let (next, due) = try await moved(job, revision: revision, SQLiteJobStore.transition(a.token, a.outcome), at: now, on: c)
                     jobs[a.id] = (next, revision + 1)

@@ -98,7 +98,7 @@ struct IngestCommand: AsyncParsableCommand {
         do {
             report = try await pass.run(dryRun: dryRun, reingest: reingest)
         } catch {
-            if (error as? IngestError)?.isUsage == true { throw CLIError("ingest: \(error)", status: ExitStatus.usage) }
+            if error.isUsage { throw CLIError("ingest: \(error)", status: ExitStatus.usage) }
             if let metricsFile, !dryRun { try? IngestMetrics.write(nil, seconds: Date().timeIntervalSince(started), to: metricsFile) }
             throw CLIError("ingest: \(error)")
         }
