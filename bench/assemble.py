@@ -8,7 +8,7 @@ os.makedirs(work + "/templates", exist_ok=True)
 with open(work + "/templates/segment.json", "w") as f:
     f.write('{ "version": 1, "input": "{input}" }')
 with open(work + "/templates/assemble.json", "w") as f:
-    f.write('{ "version": 1, "name": "day", "export": { "mode": "passthrough", "output": "../day.mp4" } }')
+    f.write('{ "version": 1, "name": "day", "export": { "mode": "passthrough", "output": "day.mp4" } }')
 
 log("== a 5 s capture (1 s segments) with --assemble: its assembly's manifest")
 queue = work + "/queue.sqlite"

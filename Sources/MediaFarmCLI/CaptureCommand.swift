@@ -1,7 +1,9 @@
 import ArgumentParser
 import CodeScan
 import Dispatch
+import FarmModel
 import FarmIngest
+import FarmRuntime
 import Foundation
 import MediaCapture
 #if canImport(Glibc)
@@ -229,7 +231,7 @@ struct CaptureCommand: AsyncParsableCommand {
                                        duration: 1, bytes: 0, packets: 0)
             let trial = CaptureAssembly.make(template: template, captureID: id, segments: [sample],
                                              outputRoots: OutputRoots.chosen(outputRoots) ?? [template.folder])
-            if case .failure(let problem) = IngestCommand.validateManifest(trial.manifest, trial.name, trial.baseDirectory, trial.outputRoots) {
+            if case .failure(let problem) = Self.validateManifest(trial.manifest, trial.name, trial.baseDirectory, trial.outputRoots) {
                 throw CLIError("--assemble \(path): the template gives an invalid manifest: \(problem)", status: ExitStatus.usage)
             }
             return template
@@ -245,7 +247,7 @@ struct CaptureCommand: AsyncParsableCommand {
             }
             return CaptureQueue(template: template, captureID: id, outputDirectory: configuration.outputDirectory,
                                 outputRoots: OutputRoots.chosen(outputRoots), location: try queue.location(),
-                                libraryHost: LibraryOptions.hostName(nil), validate: IngestCommand.validateManifest) { event, fields in
+                                libraryHost: LibraryOptions.hostName(nil), validate: Self.validateManifest) { event, fields in
                 CaptureCommand.printLine(event, fields, json: json)
             }
         }
@@ -333,6 +335,16 @@ struct CaptureCommand: AsyncParsableCommand {
             }
         }
         if failed { throw ExitCode(ExitStatus.failure) }
+    }
+
+    /// A filled-in template checked as a submission is; an output outside the roots names the capture's
+    /// own way to allow it.
+    @Sendable static func validateManifest(_ text: String, _ name: String, _ base: String, _ roots: [String]) -> Result<JobManifest, IngestError> {
+        switch ManifestLoader.validate(text: text, name: name, baseDirectory: base, outputRoots: roots,
+                                       outputRootsWayOut: "to write there, give --output-root FOLDER (or \"outputRoots\" in the --config file)") {
+        case .success(let manifest): .success(manifest)
+        case .failure(let e): .failure(IngestError(e.issues.map { "\($0.path): \($0.message)" }.joined(separator: "; ")))
+        }
     }
 
     /// The segments a recording finished, in order (they come from the recording's thread).

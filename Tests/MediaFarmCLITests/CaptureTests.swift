@@ -293,7 +293,7 @@ import Glibc
             (#"{ "version": 1, "edits": [], "export": { "mode": "passthrough", "output": "s.mp4" } }"#, true, "the capture supplies"),
             (#"{ "version": 1, "report": "r-{captureID}.json" }"#, true, "no \"export\""),
             (#"{ "version": 1, "export": { "mode": "passthrough", "output": "s-{stem}.mp4" } }"#, true, "unknown placeholder {stem}"),
-            (#"{ "version": 1, "export": { "mode": "passthrough", "output": "/proc/s.mp4" } }"#, true, "outside the output roots"),
+            (#"{ "version": 1, "export": { "mode": "passthrough", "output": "/proc/s.mp4" } }"#, true, "outside the output roots (\(dir.path)); to write there, give --output-root FOLDER"),
             (#"{ "version": 1, "export": { "mode": "passthrough", "output": "s.mp4" } }"#, false, "--assemble needs --enqueue"),
         ]
         for (i, item) in cases.enumerated() {
