@@ -53,12 +53,12 @@ def timed(command):
 
 
 runs = {"mediafarm": [], "ffmpegConcat": []}
-for round in range(3):
+for n in range(3):
     for name in runs:
         path = work + ("/day-mediafarm.mp4" if name == "mediafarm" else "/day-ffmpeg.mp4")
         if os.path.exists(path):
             os.unlink(path)
-        log(f"== round {round + 1}: {name}")
+        log(f"== round {n + 1}: {name}")
         if name == "mediafarm":
             runs[name].append(timed([binary, "run", work + "/day.json"]))
         else:
