@@ -192,27 +192,11 @@ public final class CaptureQueue: @unchecked Sendable {
             "input": segment.path, "index": String(segment.index), "captureID": captureID,
             "date": IngestTemplate.day(segment.wallClock),
         ], file: segment.path)
-        let name = "\(captureID)-\(segment.index)"
         let roots = outputRoots ?? [template.folder]
-        let manifest: JobManifest
-        switch validate(text, name, template.folder, roots) {
-        case .success(let valid): manifest = valid
-        case .failure(let problem): throw InvalidSegmentManifest(reason: problem.description)
-        }
-        if store == nil { store = try await JobStores.open(location, create: true) }
-        guard let store else { return }
-        let job = NewJob(name: manifest.name, manifest: text, baseDirectory: template.folder, outputRoots: roots,
-                         uniqueKey: "capture:\(captureID):\(segment.index)", after: manifest.after, afterPolicy: manifest.afterPolicy,
-                         requires: manifest.requires)
-        let queued: [Enqueued]
-        do {
-            queued = try await store.enqueue([job], at: Date())
-        } catch {
-            await store.close()
-            self.store = nil
-            throw error
-        }
-        guard let first = queued.first else { return }
+        let manifest = try checked(text, name: "\(captureID)-\(segment.index)", base: template.folder, roots: roots)
+        guard let (first, store) = try await submit(NewJob(
+            name: manifest.name, manifest: text, baseDirectory: template.folder, outputRoots: roots, uniqueKey: "capture:\(captureID):\(segment.index)",
+            after: manifest.after, afterPolicy: manifest.afterPolicy, requires: manifest.requires)) else { return }
         lock.withLock { segmentJobs["\(captureID)-\(segment.index)"] = first.id }
         journal(Entry(captureID: captureID, index: segment.index, path: segment.path, job: first.id))
         report("enqueued", ["captureID": captureID, "index": segment.index, "job": first.id, "queued": first.inserted,
@@ -231,30 +215,15 @@ public final class CaptureQueue: @unchecked Sendable {
     /// Queues an assembly after the jobs of its segments (those that have one: a segment the segment
     /// template was invalid for has none).
     private func enqueue(_ assembly: CaptureAssembly) async throws {
-        let manifest: JobManifest
-        switch validate(assembly.manifest, assembly.name, assembly.baseDirectory, assembly.outputRoots) {
-        case .success(let valid): manifest = valid
-        case .failure(let problem): throw InvalidSegmentManifest(reason: problem.description)
-        }
+        let manifest = try checked(assembly.manifest, name: assembly.name, base: assembly.baseDirectory, roots: assembly.outputRoots)
         var known = lock.withLock { segmentJobs }
         if assembly.segments.contains(where: { known["\(assembly.captureID)-\($0.index)"] == nil }) {
             known.merge(Self.journaled(in: folder).segmentJobs) { a, _ in a }
         }
         let after = assembly.segments.compactMap { known["\(assembly.captureID)-\($0.index)"] }.map(JobReference.id)
-        if store == nil { store = try await JobStores.open(location, create: true) }
-        guard let store else { return }
-        let job = NewJob(name: manifest.name, manifest: assembly.manifest, baseDirectory: assembly.baseDirectory, outputRoots: assembly.outputRoots,
-                         uniqueKey: assembly.uniqueKey, after: manifest.after + after, afterPolicy: manifest.afterPolicy,
-                         requires: manifest.requires)
-        let queued: [Enqueued]
-        do {
-            queued = try await store.enqueue([job], at: Date())
-        } catch {
-            await store.close()
-            self.store = nil
-            throw error
-        }
-        guard let first = queued.first else { return }
+        guard let (first, _) = try await submit(NewJob(
+            name: manifest.name, manifest: assembly.manifest, baseDirectory: assembly.baseDirectory, outputRoots: assembly.outputRoots,
+            uniqueKey: assembly.uniqueKey, after: manifest.after + after, afterPolicy: manifest.afterPolicy, requires: manifest.requires)) else { return }
         lock.withLock { assembled.append((first.id, assembly)) }
         journal(Entry(captureID: assembly.captureID, index: assembly.first, path: "", job: first.id, assembly: assembly))
         report("assembly", [
@@ -262,6 +231,28 @@ public final class CaptureQueue: @unchecked Sendable {
             "segments": assembly.segments.count, "after": after.count, "duration": assembly.duration,
             "gaps": assembly.gaps.map { ["beforeSegment": $0.beforeSegment, "at": $0.at, "duration": $0.duration] },
         ])
+    }
+
+    /// The filled-in manifest, validated; an invalid one is a permanent refusal.
+    private func checked(_ text: String, name: String, base: String, roots: [String]) throws -> JobManifest {
+        switch validate(text, name, base, roots) {
+        case .success(let valid): return valid
+        case .failure(let problem): throw InvalidSegmentManifest(reason: problem.description)
+        }
+    }
+
+    /// Enqueues `job`, opening the queue when it is not open; a queue that fails is closed, to be opened
+    /// afresh on the next attempt.
+    private func submit(_ job: NewJob) async throws -> (Enqueued, any JobStore)? {
+        if store == nil { store = try await JobStores.open(location, create: true) }
+        guard let store else { return nil }
+        do {
+            return try await store.enqueue([job], at: Date()).first.map { ($0, store) }
+        } catch {
+            await store.close()
+            self.store = nil
+            throw error
+        }
     }
 
     /// What the journals in `folder` record: each segment's job (by "captureID-index"), and the
