@@ -91,6 +91,10 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
         ]),
+        // An S3 client of its own (no AWS SDK here): Signature Version 4 over swift-crypto.
+        .target(name: "S3Client", dependencies: [
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         // Webhooks: the outbox's sender (any coordinator delivers), Standard Webhooks signatures, the SSRF guard.
         .target(name: "FarmWebhooks", dependencies: [
             "FarmStore", "FarmModel",
@@ -143,6 +147,7 @@ let package = Package(
         .testTarget(name: "FarmRuntimeTests", dependencies: ["FarmRuntime", "FarmStore", "FarmModel", "CodeScan", "MediaEdit", "FarmTestSupport"]),
         .testTarget(name: "CodeScanTests", dependencies: ["CodeScan", "MediaCore", "MediaTime", "FarmTestSupport"]),
         .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "FarmTestSupport"]),
+        .testTarget(name: "S3ClientTests", dependencies: ["S3Client", "FarmTestSupport"]),
         .testTarget(name: "FarmWebhooksTests", dependencies: ["FarmWebhooks", "FarmStore", "FarmModel", "FarmTestSupport"]),
         .testTarget(name: "FarmHTTPTests", dependencies: [
             "FarmHTTP", "FarmRuntime", "FarmStore", "FarmTestSupport",
