@@ -232,13 +232,10 @@ public final class PostgresJobStore: JobStore {
     /// a refused success (to say why), goes through the state machine.
     public func finish(id: Int64, token: String, outcome: AttemptOutcome, at now: Date) async throws(JobStoreError) -> Job {
         if case .succeeded(let result) = outcome {
-            let rows = try await execute(SucceedStatement(id: id, token: token, result: result, now: now.timeIntervalSince1970))
-            if let done = try decodeJobs(rows).first {
+            if let done = try succeeded(try await execute(SucceedStatement(id: id, token: token, result: result, now: now.timeIntervalSince1970))) {
+                if done.recorded { outboxSignal.signal() }
                 // Jobs whose last dependency this was are due: wake the coordinators.
-                if let row = rows.first?.makeRandomAccess() {
-                    if (try? row[Self.columnCount + 1].decode(Int64.self)) ?? 0 > 0 { outboxSignal.signal() }
-                    if (try? row[Self.columnCount].decode(Int64.self)) ?? 0 > 0 { _ = try? await run("SELECT pg_notify(\(channel), '')") }
-                }
+                if done.released { _ = try? await run("SELECT pg_notify(\(channel), '')") }
                 return done.job
             }
         }
@@ -265,11 +262,11 @@ public final class PostgresJobStore: JobStore {
                     var rows: [PostgresRow] = []
                     let statement = SucceedStatement(id: a.id, token: a.token, result: result, now: now.timeIntervalSince1970)
                     for try await row in try await c.execute(statement, logger: Self.logger) { rows.append(row) }
-                    if let done = try decodeJobs(rows).first, let row = rows.first?.makeRandomAccess() {
+                    if let done = try succeeded(rows) {
                         jobs[a.id] = (done.job, revision + 1)
-                        let released = try row[Self.columnCount].decode(Int64.self)
-                        wake = wake || released > 0
-                        if try row[Self.columnCount + 1].decode(Int64.self) > 0 { _ = recorded.withLock { $0.insert(ObjectIdentifier(c)) } }
+                        wake = wake || done.released
+                        // (Signalled once the transaction commits.)
+                        if done.recorded { _ = recorded.withLock { $0.insert(ObjectIdentifier(c)) } }
                         results.append(.success(done.job))
                         continue
                     }
@@ -445,159 +442,5 @@ public final class PostgresJobStore: JobStore {
             }
         }
         listener.withLock { $0 = task }
-    }
-
-    // MARK: - Rows
-
-    /// Locks the row, applies the transition and follows it through the jobs that wait for it, in one
-    /// transaction.
-    private func change(_ id: Int64, _ t: JobTransition, at now: Date) async throws(JobStoreError) -> Job {
-        try await transaction { [self] c in
-            let rows = try await c.run("SELECT \(unescaped: Self.columns()) FROM \(unescaped: table) WHERE id = \(id) FOR UPDATE")
-            guard let (job, revision) = try decodeJobs(rows).first else { throw JobStoreError.notFound(id) }
-            let (next, due) = try await moved(job, revision: revision, t, at: now, on: c)
-            if due { _ = try await c.run("SELECT pg_notify(\(channel), '')") }
-            return next
-        }
-    }
-
-    func transition(_ job: Job, _ t: JobTransition, _ now: Date) throws(JobStoreError) -> Job {
-        do {
-            return try machine.apply(t, to: job, at: now, jitter: Double.random(in: 0...1))
-        } catch {
-            throw .transition(id: job.id, error)
-        }
-    }
-
-    private func fetch(_ id: Int64) async throws(JobStoreError) -> (job: Job, revision: Int64)? {
-        try decodeJobs(try await run("SELECT \(unescaped: Self.columns()) FROM \(unescaped: table) WHERE id = \(id)")).first
-    }
-
-    /// Writes every mutable column of `job`, if the row is still at `revision` with the token `old`
-    /// had: false when another change came first.
-    func save(_ job: Job, over old: Job, revision: Int64, on c: some Queryable) async throws -> Bool {
-        let rows = try await c.run("""
-            UPDATE \(unescaped: table) SET state = \(job.state.rawValue), priority = \(job.priority), attempt = \(job.attempt),
-                max_attempts = \(job.maxAttempts), run_at = \(job.runAt.timeIntervalSince1970), lease_owner = \(job.lease?.owner),
-                lease_token = \(job.lease?.token), lease_expires_at = \(job.lease?.expiresAt.timeIntervalSince1970),
-                progress = \(job.progress), phase = \(job.phase), worker_pid = \(job.workerPID.map(Int64.init)),
-                started_at = \(job.startedAt?.timeIntervalSince1970), finished_at = \(job.finishedAt?.timeIntervalSince1970),
-                updated_at = \(job.updatedAt.timeIntervalSince1970), result = \(job.result), errors = \(JobCoding.json(job.errors)),
-                waiting_for = \(Int64(job.waitingFor)), blocked_by = \(job.blockedBy), revision = revision + 1
-            WHERE id = \(job.id) AND revision = \(revision) AND lease_token IS NOT DISTINCT FROM \(old.lease?.token)
-            RETURNING id
-            """)
-        return !rows.isEmpty
-    }
-
-    /// How many columns `columns()` names (the revision last).
-    static let columnCount = columns().split(separator: ",").count
-
-    /// The columns `decodeJobs` reads, in its order: the job's, then the revision.
-    static func columns(_ alias: String? = nil) -> String {
-        let names = SQLiteJobStore.columns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } + ["revision"]
-        return names.map { name in alias.map { "\($0).\(name)" } ?? name }.joined(separator: ", ")
-    }
-
-    func decodeJobs(_ rows: [PostgresRow]) throws(JobStoreError) -> [(job: Job, revision: Int64)] {
-        do {
-            return try rows.map { row in
-                let r = row.makeRandomAccess()
-                func date(_ i: Int) throws -> Date? { try r[i].decode(Double?.self).map(Date.init(timeIntervalSince1970:)) }
-                var job = Job(id: try r[0].decode(Int64.self), name: try r[1].decode(String.self), manifest: try r[2].decode(String.self),
-                              baseDirectory: try r[3].decode(String.self),
-                              outputRoots: JobCoding.decode([String].self, try r[4].decode(String.self)) ?? [],
-                              priority: try r[5].decode(Int.self), maxAttempts: try r[6].decode(Int.self), runAt: try date(7),
-                              uniqueKey: try r[8].decode(String?.self), timeout: try r[9].decode(Double?.self),
-                              createdAt: try date(10) ?? Date(timeIntervalSince1970: 0))
-                job.state = JobState(rawValue: try r[11].decode(String.self)) ?? .dead
-                job.attempt = try r[12].decode(Int.self)
-                if let owner = try r[13].decode(String?.self), let token = try r[14].decode(String?.self), let expiry = try date(15) {
-                    job.lease = Job.Lease(owner: owner, token: token, expiresAt: expiry)
-                }
-                job.progress = try r[16].decode(Double?.self)
-                job.phase = try r[17].decode(String?.self)
-                job.workerPID = try r[18].decode(Int64?.self).map { Int32(truncatingIfNeeded: $0) }
-                job.startedAt = try date(19)
-                job.finishedAt = try date(20)
-                job.updatedAt = try date(21) ?? job.createdAt
-                job.result = try r[22].decode(String?.self)
-                job.errors = JobCoding.decode([Job.AttemptError].self, try r[23].decode(String.self)) ?? []
-                job.after = JobCoding.decode([Int64].self, try r[24].decode(String.self)) ?? []
-                job.afterPolicy = try r[25].decode(String?.self).flatMap(AfterPolicy.init(rawValue:)) ?? .success
-                job.waitingFor = try r[26].decode(Int.self)
-                job.blockedBy = try r[27].decode(Int64?.self)
-                job.requires = JobCoding.decode([String].self, try r[28].decode(String?.self)) ?? []
-                return (job, try r[29].decode(Int64.self))
-            }
-        } catch {
-            throw .unavailable("\(location): a job row could not be read: \(Self.describe(error))")
-        }
-    }
-
-    // MARK: - Calls
-
-    /// One statement on a pooled connection (autocommit), within the deadline.
-    @discardableResult
-    func run(_ query: PostgresQuery) async throws(JobStoreError) -> [PostgresRow] {
-        try await call { [lanes] in try await lanes.with { c in try await c.run(query) } }
-    }
-
-    /// A prepared statement (prepared once per connection, then only bound and run).
-    private func execute<S: PostgresPreparedStatement>(_ statement: S) async throws(JobStoreError) -> [PostgresRow] where S.Row == PostgresRow {
-        try await call { [lanes] in
-            try await lanes.with { c in
-                var rows: [PostgresRow] = []
-                for try await row in try await c.execute(statement, logger: Self.logger) { rows.append(row) }
-                return rows
-            }
-        }
-    }
-
-    /// One statement, each row decoded.
-    func run<T: Sendable>(_ query: PostgresQuery, _ decode: @escaping @Sendable (PostgresRow) throws -> T) async throws(JobStoreError) -> [T] {
-        try await call { [lanes] in try await lanes.with { c in try await c.run(query).map(decode) } }
-    }
-
-    /// A transaction on one pooled connection, committed when `body` returns, rolled back when it throws.
-    /// A deadlock (two transactions locking the same jobs in different orders, as dependents are released
-    /// down a graph) is tried again.
-    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws(JobStoreError) -> T {
-        try await call { [self, lanes] in
-            var attempt = 0
-            while true {
-                attempt += 1
-                do {
-                    return try await lanes.with { connection in
-                        try await connection.query("BEGIN", logger: Self.logger)
-                        do {
-                            let value = try await body(connection)
-                            try await connection.query("COMMIT", logger: Self.logger)
-                            if self.recorded.withLock({ $0.remove(ObjectIdentifier(connection)) }) != nil { self.outboxSignal.signal() }
-                            return value
-                        } catch {
-                            self.recorded.withLock { _ = $0.remove(ObjectIdentifier(connection)) }
-                            _ = try? await connection.query("ROLLBACK", logger: Self.logger)
-                            throw error
-                        }
-                    }
-                } catch let error as PSQLError where attempt < 5 && ["40P01", "40001"].contains(error.serverInfo?[.sqlState] ?? "") {
-                    try await Task.sleep(for: .milliseconds(Int.random(in: 1...(10 * attempt))))
-                }
-            }
-        }
-    }
-
-    /// Runs `body` with this store's deadline; errors become `JobStoreError`s naming the server.
-    func call<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws(JobStoreError) -> T {
-        do {
-            return try await Deadline.run(seconds: deadline, body)
-        } catch let error as JobStoreError {
-            throw error
-        } catch is Deadline.Expired {
-            throw .unavailable("\(location): no answer within \(Int(deadline)) s (is the server up and reachable?)")
-        } catch {
-            throw .unavailable("\(location): \(Self.describe(error))")
-        }
     }
 }
