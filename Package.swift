@@ -91,9 +91,13 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
         ]),
-        // An S3 client of its own (no AWS SDK here): Signature Version 4 over swift-crypto.
+        // An S3 client of its own (no AWS SDK here): Signature Version 4 over swift-crypto, requests over
+        // async-http-client, ranged reads for demuxers, multipart uploads.
         .target(name: "S3Client", dependencies: [
             .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
         ]),
         // Webhooks: the outbox's sender (any coordinator delivers), Standard Webhooks signatures, the SSRF guard.
         .target(name: "FarmWebhooks", dependencies: [

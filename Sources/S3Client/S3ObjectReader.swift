@@ -1,0 +1,174 @@
+import NIOCore
+import Synchronization
+
+/// Random access to one object by ranged GETs, for a demuxer's blocking read callback: it fetches only
+/// what is read, in as few requests as it can.
+///
+/// - The first read fetches the object's first 64 KiB, which also tells its size and entity tag. Every
+///   later request carries `If-Match` with that tag: an object replaced while it is read fails as
+///   `changed`, never as a mix of two objects.
+/// - An MP4/MOV (top-level boxes from the first bytes) has its index found from those 64 KiB: when the
+///   `moov` box runs past them, or lies after the media data, the next request fetches the rest of it
+///   (and, for an index at the start, as much media data after it as the first request held), so that
+///   opening the file takes at most two requests.
+/// - Reads that follow one another are fetched ahead in growing windows (256 KiB doubling to 8 MiB); a
+///   read elsewhere (a seek) fetches 64 KiB from there and starts the window again.
+///
+/// `requests` and `bytesFetched` count what was asked of the server. Threading: one reader per demuxer;
+/// the counters may be read from any thread.
+public final class S3ObjectReader: @unchecked Sendable {
+    public let s3: S3
+    public let location: S3Location
+    public static let headSize: Int64 = 64 << 10
+    static let smallestWindow: Int64 = 256 << 10
+    static let largestWindow: Int64 = 8 << 20
+    /// The largest index fetched at once ahead of reading it (a longer index is read as it is asked for).
+    static let largestIndex: Int64 = 64 << 20
+    /// Chunks kept besides the head and the index.
+    static let keptChunks = 3
+
+    private struct Chunk {
+        var offset: Int64
+        var bytes: ByteBuffer
+        var end: Int64 { offset + Int64(bytes.readableBytes) }
+        func contains(_ position: Int64) -> Bool { position >= offset && position < end }
+    }
+
+    private var head: Chunk?
+    private var index: Chunk?
+    /// The range to fetch at once when a read first falls in it (an MP4's index), until it is fetched.
+    private var plannedIndex: Range<Int64>?
+    private var recent: [Chunk] = []
+    private var window = smallestWindow
+    private var lastReadEnd: Int64 = -1
+    private var objectSize: Int64 = 0
+    private var entityTag = ""
+    private let counters = Mutex<(requests: Int, bytes: Int64)>((0, 0))
+
+    public init(s3: S3, location: S3Location) {
+        self.s3 = s3
+        self.location = location
+    }
+
+    public var requests: Int { counters.withLock { $0.requests } }
+    public var bytesFetched: Int64 { counters.withLock { $0.bytes } }
+
+    /// The object's size (fetching its first bytes if nothing was read yet).
+    public func size() throws(S3Error) -> Int64 {
+        try fetchHeadIfNeeded()
+        return objectSize
+    }
+
+    /// The entity tag the reads are checked against.
+    public func etag() throws(S3Error) -> String {
+        try fetchHeadIfNeeded()
+        return entityTag
+    }
+
+    /// Copies bytes from `offset` into `buffer`: as many as are there up to its size, 0 at the end.
+    public func read(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer) throws(S3Error) -> Int {
+        try fetchHeadIfNeeded()
+        guard offset < objectSize, buffer.count > 0 else { return 0 }
+        let chunk = try chunk(containing: offset, wanted: Int64(buffer.count))
+        let start = Int(offset - chunk.offset)
+        let count = min(buffer.count, chunk.bytes.readableBytes - start)
+        chunk.bytes.withUnsafeReadableBytes { source in
+            buffer.baseAddress!.copyMemory(from: source.baseAddress! + start, byteCount: count)
+        }
+        lastReadEnd = offset + Int64(count)
+        return count
+    }
+
+    // MARK: Fetching
+
+    private func fetchHeadIfNeeded() throws(S3Error) {
+        guard head == nil else { return }
+        let first = try fetch(0..<Self.headSize, checked: false)
+        objectSize = first.objectSize
+        entityTag = first.etag
+        head = Chunk(offset: 0, bytes: first.bytes)
+        plannedIndex = Self.planIndex(first.bytes, objectSize: objectSize)
+    }
+
+    private func chunk(containing offset: Int64, wanted: Int64) throws(S3Error) -> Chunk {
+        if let head, head.contains(offset) { return head }
+        if let index, index.contains(offset) { return index }
+        if let found = recent.firstIndex(where: { $0.contains(offset) }) {
+            let chunk = recent.remove(at: found)
+            recent.append(chunk)
+            return chunk
+        }
+        let range: Range<Int64>
+        var isIndex = false
+        if let planned = plannedIndex, planned.contains(offset) {
+            range = planned
+            plannedIndex = nil
+            isIndex = true
+        } else if offset == lastReadEnd {
+            range = offset..<(offset + max(window, wanted))
+            window = min(window * 2, Self.largestWindow)
+        } else {
+            window = Self.smallestWindow
+            range = offset..<(offset + max(Self.headSize, wanted))
+        }
+        let fetched = try fetch(range.clamped(to: 0..<objectSize), checked: true)
+        let chunk = Chunk(offset: fetched.offset, bytes: fetched.bytes)
+        guard chunk.contains(offset) else {
+            throw S3Error(.badResponse, location.description, "the server answered bytes \(chunk.offset)-\(chunk.end) for a read at \(offset)")
+        }
+        if isIndex {
+            index = chunk
+        } else {
+            recent.append(chunk)
+            if recent.count > Self.keptChunks { recent.removeFirst() }
+        }
+        return chunk
+    }
+
+    private func fetch(_ range: Range<Int64>, checked: Bool) throws(S3Error) -> S3Chunk {
+        let got = try s3.getBlocking(location, range: range, ifMatch: checked && !entityTag.isEmpty ? entityTag : nil)
+        counters.withLock { $0.requests += 1; $0.bytes += Int64(got.bytes.readableBytes) }
+        return got
+    }
+
+    // MARK: The MP4 index
+
+    /// Where an MP4/MOV's `moov` box lies beyond the first bytes `head` (nil when it lies within them, or
+    /// the object is not an MP4 whose top-level boxes can be followed). An index at the start is fetched
+    /// with as many bytes after it as `head` held (the first samples, which opening reads).
+    static func planIndex(_ head: ByteBuffer, objectSize: Int64) -> Range<Int64>? {
+        let headEnd = Int64(head.readableBytes)
+        var position: Int64 = 0
+        var first = true
+        while position + 8 <= headEnd {
+            guard let size32 = head.getInteger(at: Int(position), as: UInt32.self),
+                  let type = head.getString(at: Int(position) + 4, length: 4) else { return nil }
+            if first {
+                // An MP4 begins with one of these; anything else is left to the generic reading.
+                guard ["ftyp", "moov", "mdat", "free", "skip", "wide", "pnot", "uuid"].contains(type) else { return nil }
+                first = false
+            }
+            var size = Int64(size32)
+            if size32 == 1 {
+                guard position + 16 <= headEnd, let large = head.getInteger(at: Int(position) + 8, as: UInt64.self) else {
+                    return nil
+                }
+                size = Int64(clamping: large)
+            } else if size32 == 0 {
+                size = objectSize - position
+            }
+            guard size >= 8 else { return nil }
+            let end = position + size
+            if type == "moov" {
+                guard end > headEnd else { return nil }
+                // The rest of the index, and as much after it as the head held.
+                return headEnd..<min(objectSize, end + headEnd)
+            }
+            position = end
+        }
+        // The next box begins beyond the head: after the media data. Fetch the rest of the object when
+        // it is no longer than an index could be; else the boxes are read as asked for.
+        guard !first, position < objectSize, objectSize - position <= largestIndex else { return nil }
+        return position..<objectSize
+    }
+}

@@ -1,0 +1,194 @@
+import FarmTestSupport
+import Foundation
+import NIOCore
+import Testing
+@testable import S3Client
+
+/// The client against a real S3-compatible server (moto, which checks signatures): objects, ranges,
+/// conditional writes, multipart uploads, listings, and the errors a user meets.
+@Suite struct S3ClientTests {
+    static func client(secret: String? = nil, accessKey: String? = nil, endpoint: String? = nil, server: TestS3.Endpoint? = nil) throws -> S3 {
+        let server = try server ?? TestS3.shared()
+        var configuration = S3Configuration(endpoint: endpoint ?? server.url, region: "us-east-1", pathStyle: true,
+                                            credentials: SigV4Credentials(accessKeyID: accessKey ?? server.accessKey, secretAccessKey: secret ?? server.secret))
+        configuration.maxAttempts = 3
+        configuration.backoff = 0.05
+        return S3(configuration: configuration)
+    }
+
+    static func bucket(_ s3: S3) async throws -> String {
+        let name = TestS3.bucketName()
+        try await s3.createBucket(name)
+        return name
+    }
+
+    /// Keys as users write them: folders, spaces, non-ASCII, characters the signature encodes. A server of
+    /// the test's own that takes any signature: moto's check refuses correct signatures of such keys, and
+    /// of listings by a prefix with "/" (the signatures of such requests are the test suite's
+    /// get-utf8, get-space and get-vanilla-query-unreserved cases).
+    @Test func objectsAreWrittenReadInRangesListedAndDeleted() async throws {
+        let server = try TestS3.Server(checksSignatures: false)
+        let s3 = try Self.client(server: server.endpoint)
+        defer { Task { await s3.shutdown() } }
+        let bucket = try await Self.bucket(s3)
+        let bytes = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 8) }
+        for key in ["in/clip one.mp4", "in/été/(take 2)+final.mov", "a~b_c-d.e"] {
+            let location = S3Location(bucket: bucket, key: key)
+            let etag = try await s3.put(location, body: ByteBuffer(bytes: bytes))
+            let head = try await s3.head(location)
+            #expect(head.size == 100_000)
+            #expect(head.etag == etag)
+            let whole = try await s3.get(location)
+            #expect(Array(buffer: whole.bytes) == bytes)
+            let part = try await s3.get(location, range: 1000..<1010)
+            #expect(Array(buffer: part.bytes) == Array(bytes[1000..<1010]))
+            #expect(part.offset == 1000 && part.objectSize == 100_000 && part.etag == etag)
+            // A range running past the end is cut at the end.
+            let tail = try await s3.get(location, range: 99_990..<200_000)
+            #expect(Array(buffer: tail.bytes) == Array(bytes[99_990...]))
+        }
+        let listed = try await s3.list(S3Location(bucket: bucket, key: "in/"))
+        #expect(listed.map(\.location.key) == ["in/clip one.mp4", "in/été/(take 2)+final.mov"])
+        #expect(listed.allSatisfy { $0.size == 100_000 })
+        try await s3.delete(S3Location(bucket: bucket, key: "a~b_c-d.e"))
+        #expect(try await s3.exists(S3Location(bucket: bucket, key: "a~b_c-d.e")) == false)
+        #expect(try await s3.exists(S3Location(bucket: bucket, key: "in/clip one.mp4")))
+    }
+
+    @Test func aConditionalWriteDoesNotReplaceAnObject() async throws {
+        let s3 = try Self.client()
+        defer { Task { await s3.shutdown() } }
+        let location = S3Location(bucket: try await Self.bucket(s3), key: "out.mp4")
+        try await s3.put(location, body: ByteBuffer(string: "first"), ifNoneMatch: true)
+        await #expect { try await s3.put(location, body: ByteBuffer(string: "second"), ifNoneMatch: true) } throws: { error in
+            (error as? S3Error)?.kind == .alreadyExists
+        }
+        #expect(String(buffer: try await s3.get(location).bytes) == "first")
+    }
+
+    @Test func aReadOfAnObjectThatChangedFails() async throws {
+        let s3 = try Self.client()
+        defer { Task { await s3.shutdown() } }
+        let location = S3Location(bucket: try await Self.bucket(s3), key: "in.bin")
+        let etag = try await s3.put(location, body: ByteBuffer(string: "version one"))
+        _ = try await s3.get(location, range: 0..<3, ifMatch: etag)
+        try await s3.put(location, body: ByteBuffer(string: "version two"))
+        let error = await #expect(throws: S3Error.self) { try await s3.get(location, range: 0..<3, ifMatch: etag) }
+        #expect(error?.kind == .changed)
+        #expect(error?.description.contains("s3://\(location.bucket)/in.bin: the object changed") == true)
+    }
+
+    @Test func aMultipartUploadIsInvisibleUntilCompletedAndListedUntilEnded() async throws {
+        let s3 = try Self.client()
+        defer { Task { await s3.shutdown() } }
+        let bucket = try await Self.bucket(s3)
+        let location = S3Location(bucket: bucket, key: "renders/big.mov")
+        let part1 = [UInt8](repeating: 1, count: Int(S3.minimumPartSize)), part2 = [UInt8](repeating: 2, count: 1234)
+        let upload = try await s3.createMultipartUpload(location, contentType: "video/quicktime")
+        let p1 = try await s3.uploadPart(upload, number: 1, body: ByteBuffer(bytes: part1))
+        #expect(try await s3.exists(location) == false)
+        #expect(try await s3.listMultipartUploads(S3Location(bucket: bucket, key: "renders")).map(\.uploadID) == [upload.uploadID])
+        let p2 = try await s3.uploadPart(upload, number: 2, body: ByteBuffer(bytes: part2))
+        // A worker that lost its memory finds its parts on the server.
+        #expect(try await s3.listParts(upload) == [p1, p2])
+        try await s3.completeMultipartUpload(upload, parts: [p2, p1], ifNoneMatch: true)
+        let head = try await s3.head(location)
+        #expect(head.size == Int64(part1.count + part2.count))
+        #expect(head.etag.hasSuffix("-2"))
+        #expect(try await s3.listMultipartUploads(S3Location(bucket: bucket, key: "")).isEmpty)
+
+        // Abandoned: aborted, and gone from the listing; aborting again is not an error.
+        let other = try await s3.createMultipartUpload(S3Location(bucket: bucket, key: "renders/abandoned.mov"))
+        _ = try await s3.uploadPart(other, number: 1, body: ByteBuffer(bytes: part2))
+        try await s3.abortMultipartUpload(other)
+        try await s3.abortMultipartUpload(other)
+        #expect(try await s3.listMultipartUploads(S3Location(bucket: bucket, key: "")).isEmpty)
+        #expect(try await s3.exists(S3Location(bucket: bucket, key: "renders/abandoned.mov")) == false)
+    }
+
+    @Test func errorsNameTheObjectAndTheProblemAndNeverTheSecret() async throws {
+        let server = try TestS3.shared()
+        let s3 = try Self.client()
+        defer { Task { await s3.shutdown() } }
+        let bucket = try await Self.bucket(s3)
+        try await s3.put(S3Location(bucket: bucket, key: "there.mp4"), body: ByteBuffer(string: "x"))
+
+        let missingKey = await #expect(throws: S3Error.self) { try await s3.get(S3Location(bucket: bucket, key: "missing.mp4")) }
+        #expect(missingKey?.kind == .noSuchKey)
+        #expect(missingKey?.description == "s3://\(bucket)/missing.mp4: no such object (HTTP 404 NoSuchKey)")
+        let missingHead = await #expect(throws: S3Error.self) { try await s3.head(S3Location(bucket: bucket, key: "missing.mp4")) }
+        #expect(missingHead?.kind == .noSuchKey)
+
+        let missingBucket = await #expect(throws: S3Error.self) { try await s3.get(S3Location(bucket: "no-such-bucket-here", key: "a.mp4")) }
+        #expect(missingBucket?.kind == .noSuchBucket)
+        #expect(missingBucket?.description.hasPrefix("s3://no-such-bucket-here/: no such bucket") == true)
+
+        let wrongSecret = try Self.client(secret: "not-the-secret-at-all")
+        defer { Task { await wrongSecret.shutdown() } }
+        let refused = await #expect(throws: S3Error.self) { try await wrongSecret.get(S3Location(bucket: bucket, key: "there.mp4")) }
+        #expect(refused?.kind == .signatureRefused)
+        #expect(refused?.description.contains("AWS_SECRET_ACCESS_KEY") == true)
+        #expect(refused?.description.contains("not-the-secret-at-all") == false)
+        #expect(refused?.description.contains(server.secret) == false)
+
+        let unknownKey = try Self.client(secret: "x", accessKey: "AKIANOTAKEYOFTHISSERVER")
+        defer { Task { await unknownKey.shutdown() } }
+        let unknown = await #expect(throws: S3Error.self) { try await unknownKey.head(S3Location(bucket: bucket, key: "there.mp4")) }
+        #expect(unknown?.kind == .unknownAccessKey || unknown?.kind == .accessDenied)
+    }
+
+    @Test func anUnreachableEndpointFailsOnceItsConnectTimeoutIsOver() async throws {
+        // A port nothing listens on: async-http-client tries to connect for the connect timeout (5 s), and
+        // the client does not try again after that.
+        let s3 = try Self.client(endpoint: "http://127.0.0.1:9")
+        defer { Task { await s3.shutdown() } }
+        let started = ContinuousClock.now
+        let error = await #expect(throws: S3Error.self) { try await s3.get(S3Location(bucket: "media", key: "in.mp4")) }
+        #expect(error?.kind == .unreachable)
+        #expect(error?.description == "s3://media/in.mp4: cannot reach http://127.0.0.1:9: connection refused (tried for 5 s)")
+        #expect(ContinuousClock.now - started < .seconds(15))
+    }
+
+    @Test func theEnvironmentConfiguresTheClient() throws {
+        let configured = try S3Configuration.fromEnvironment([
+            "MEDIAFARM_S3_ENDPOINT": "http://10.0.0.5:9000/", "AWS_REGION": "eu-west-3",
+            "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": "very-secret", "AWS_SESSION_TOKEN": "token",
+        ])
+        #expect(configured.endpoint == "http://10.0.0.5:9000")
+        #expect(configured.region == "eu-west-3")
+        #expect(configured.pathStyle)
+        #expect(configured.credentials.sessionToken == "token")
+        #expect(!configured.description.contains("very-secret") && !configured.description.contains("token"))
+
+        let aws = try S3Configuration.fromEnvironment(["AWS_DEFAULT_REGION": "us-west-2", "AWS_ACCESS_KEY_ID": "A", "AWS_SECRET_ACCESS_KEY": "B"])
+        #expect(aws.endpoint == "https://s3.us-west-2.amazonaws.com")
+        #expect(!aws.pathStyle)
+
+        // A credentials file's profile.
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("mf-credentials-\(UUID().uuidString)").path
+        try "[default]\naws_access_key_id = AKIADEFAULT\naws_secret_access_key = s1\n\n[profile render]\naws_access_key_id=AKIARENDER\naws_secret_access_key=s2\n"
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        #expect(try S3Configuration.fromEnvironment(["AWS_SHARED_CREDENTIALS_FILE": file]).credentials.accessKeyID == "AKIADEFAULT")
+        #expect(try S3Configuration.fromEnvironment(["AWS_SHARED_CREDENTIALS_FILE": file, "AWS_PROFILE": "render"]).credentials.accessKeyID == "AKIARENDER")
+        #expect(throws: S3Error.self) { try S3Configuration.fromEnvironment(["AWS_SHARED_CREDENTIALS_FILE": file, "AWS_PROFILE": "nope"]) }
+        let none = #expect(throws: S3Error.self) { try S3Configuration.fromEnvironment(["HOME": "/nonexistent"]) }
+        #expect(none?.description.contains("AWS_ACCESS_KEY_ID") == true)
+        let badEndpoint = #expect(throws: S3Error.self) {
+            try S3Configuration.fromEnvironment(["MEDIAFARM_S3_ENDPOINT": "ftp://x", "AWS_ACCESS_KEY_ID": "A", "AWS_SECRET_ACCESS_KEY": "B"])
+        }
+        #expect(badEndpoint?.description.hasPrefix("MEDIAFARM_S3_ENDPOINT:") == true)
+    }
+
+    @Test func locationsAreParsedAndBadOnesNamed() throws {
+        let location = try S3Location(parsing: "s3://media-in/2026/clip one.mp4")
+        #expect(location.bucket == "media-in" && location.key == "2026/clip one.mp4" && location.name == "clip one.mp4")
+        #expect(location.description == "s3://media-in/2026/clip one.mp4")
+        for (text, problem) in [("s3://Media/x", "lower-case"), ("s3://ab/x", "3 to 63"), ("s3://bucket", "names a bucket"),
+                                ("s3://bucket/", "names a bucket"), ("s3:///x", "no bucket"), ("s3://-bucket/x", "begin and end")] {
+            let error = #expect(throws: S3Error.self) { try S3Location(parsing: text) }
+            #expect(error?.description.contains(problem) == true, "\(text): \(String(describing: error))")
+        }
+        #expect(try S3Location(parsing: "s3://bucket/", prefix: true).key == "")
+    }
+}
