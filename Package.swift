@@ -52,7 +52,7 @@ let package = Package(
 
         // Swift over FFmpeg, no policy.
         .target(name: "MediaCore", dependencies: [
-            "CFFmpeg", "CMediaShims", "CRubberBand", "CZBar", "CZXingShim", "MediaTime",
+            "CFFmpeg", "CMediaShims", "CRubberBand", "CZBar", "CZXingShim", "MediaTime", "S3Client",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "MediaInspect", dependencies: ["MediaCore", "MediaTime"]),
@@ -150,7 +150,8 @@ let package = Package(
         .testTarget(name: "FarmLibraryTests", dependencies: ["FarmLibrary", "FarmStore", "FarmModel", "FarmTestSupport"]),
         .testTarget(name: "FarmRuntimeTests", dependencies: ["FarmRuntime", "FarmStore", "FarmModel", "CodeScan", "MediaEdit", "FarmTestSupport"]),
         .testTarget(name: "CodeScanTests", dependencies: ["CodeScan", "MediaCore", "MediaTime", "FarmTestSupport"]),
-        .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "FarmTestSupport"]),
+        .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "FarmTestSupport", "S3Client",
+                                                           .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "S3ClientTests", dependencies: ["S3Client", "FarmTestSupport"]),
         .testTarget(name: "FarmWebhooksTests", dependencies: ["FarmWebhooks", "FarmStore", "FarmModel", "FarmTestSupport"]),
         .testTarget(name: "FarmHTTPTests", dependencies: [

@@ -1,6 +1,7 @@
 internal import CFFmpeg
 internal import CMediaShims
 import MediaTime
+import S3Client
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,27 +22,46 @@ public final class InputFile {
     let context: UnsafeMutablePointer<AVFormatContext>
     private let interrupter: Interrupter
     private let interruptBox: Unmanaged<Interrupter>
+    /// The object read through ranged requests, for an `s3://` path.
+    private let remote: RemoteInput?
 
-    /// Opens and probes `path`. Throws `MediaFileError` naming the file and the problem.
+    /// For an `s3://` path: the requests made and bytes fetched so far.
+    public var transfer: RemoteTransfer? { remote?.transfer }
+
+    /// Opens and probes `path`: a file, or an object in S3-compatible storage (`s3://BUCKET/KEY`, read by
+    /// ranged requests: see `S3ObjectReader`). Throws `MediaFileError` naming the file and the problem.
     public convenience init(path: String, limits: SafetyLimits = .default, interrupter: Interrupter = Interrupter()) throws(MediaFileError) {
+        try self.init(path: path, limits: limits, interrupter: interrupter, sharing: nil)
+    }
+
+    /// The same file opened again from its start, for another pass. An object is read through the same
+    /// reader: what it fetched is not fetched again.
+    public func reopened(interrupter: Interrupter) throws(MediaFileError) -> InputFile {
+        try InputFile(path: path, limits: limits, interrupter: interrupter, sharing: remote?.reader)
+    }
+
+    private convenience init(path: String, limits: SafetyLimits, interrupter: Interrupter, sharing reader: S3ObjectReader?) throws(MediaFileError) {
         FFmpegLog.installDefaultIfNeeded()
-        let fileSize = try InputFile.checkPath(path)
+        let remote = S3Location.isObject(path) ? try RemoteInput(path: path, sharing: reader) : nil
+        let fileSize: Int64
+        if let remote { fileSize = remote.size } else { fileSize = try InputFile.checkPath(path) }
 
         interrupter.progressed()
         let box = Unmanaged.passRetained(interrupter)
-        var opened = InputFile.open(path, format: nil, limits: limits, interruptBox: box)
+        var opened = InputFile.open(path, format: nil, limits: limits, interruptBox: box, io: remote?.io)
         // A single still picture is probed as "image2" (the image-sequence demuxer) by its name: read
         // it with the demuxer its content names (jpeg_pipe, png_pipe...), which reads one picture.
-        if opened.context == nil, let allowed = limits.allowedFormats, !path.contains("%"),
+        if opened.context == nil, remote == nil, let allowed = limits.allowedFormats, !path.contains("%"),
            let still = InputFile.probeFormat(path, byContentOnly: true),
            case let name = String(cString: still.pointee.name), name.hasSuffix("_pipe"), allowed.contains(name) {
             opened = InputFile.open(path, format: still, limits: limits, interruptBox: box)
         }
         guard let ctx = opened.context else {
             box.release()   // avformat_open_input frees the context on failure
+            if let failure = remote?.failure { throw MediaFileError(path: path, reason: .objectStorage(failure)) }
             throw InputFile.openError(path: path, code: opened.code, interrupter: interrupter, limits: limits)
         }
-        try self.init(opened: ctx, box: box, path: path, limits: limits, interrupter: interrupter, fileSize: fileSize)
+        try self.init(opened: ctx, box: box, path: path, limits: limits, interrupter: interrupter, fileSize: fileSize, remote: remote)
     }
 
     /// Opens a live source: `url` read by the demuxer or capture device named `format` (libavdevice's
@@ -71,14 +91,17 @@ public final class InputFile {
 
     /// Probes an opened demuxer context (owning it and `box` from here on, closing both on failure).
     private init(opened ctx: UnsafeMutablePointer<AVFormatContext>, box: Unmanaged<Interrupter>, path: String, limits: SafetyLimits,
-                 interrupter: Interrupter, fileSize: Int64) throws(MediaFileError) {
+                 interrupter: Interrupter, fileSize: Int64, remote: RemoteInput? = nil) throws(MediaFileError) {
         self.path = path
         self.limits = limits
         self.interrupter = interrupter
+        self.remote = remote
         func fail(_ reason: MediaFileError.Reason) -> MediaFileError {
             var doomed: UnsafeMutablePointer<AVFormatContext>? = ctx
             avformat_close_input(&doomed)
             box.release()
+            // A request that failed is the cause of whatever FFmpeg made of it.
+            if let failure = remote?.failure { return MediaFileError(path: path, reason: .objectStorage(failure)) }
             return MediaFileError(path: path, reason: reason)
         }
 
@@ -138,6 +161,7 @@ public final class InputFile {
         packet.reset()
         let r = av_read_frame(context, packet.pointer)
         if r >= 0 { interrupter.progressed(); return .packet }
+        if let failure = remote?.failure { throw MediaFileError(path: path, reason: .objectStorage(failure)) }
         if r == mf_averror_eof() { return .endOfFile }
         if let reason = interrupter.reason {
             throw MediaFileError.interrupted(path: path, reason)
@@ -221,8 +245,14 @@ public final class InputFile {
 
     /// A demuxer context opened on `path` with the limits' options (nil and FFmpeg's code on failure).
     private static func open(_ path: String, format: UnsafePointer<AVInputFormat>?, limits: SafetyLimits,
-                             interruptBox: Unmanaged<Interrupter>, extra: [String: String] = [:]) -> (context: UnsafeMutablePointer<AVFormatContext>?, code: Int32) {
+                             interruptBox: Unmanaged<Interrupter>, extra: [String: String] = [:],
+                             io: UnsafeMutablePointer<AVIOContext>? = nil) -> (context: UnsafeMutablePointer<AVFormatContext>?, code: Int32) {
         guard let ctx = avformat_alloc_context() else { return (nil, mf_averror(ENOMEM)) }
+        if let io {
+            // The caller's I/O: FFmpeg opens nothing by the path and leaves the context to its owner.
+            ctx.pointee.pb = io
+            ctx.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+        }
         ctx.pointee.interrupt_callback.callback = { opaque in
             guard let opaque else { return 0 }
             return Unmanaged<Interrupter>.fromOpaque(opaque).takeUnretainedValue().reason == nil ? 0 : 1

@@ -1,4 +1,5 @@
 import MediaTime
+import S3Client
 
 /// A failure on one media file, in words a user can act on: which file, and what went wrong.
 public struct MediaFileError: Error, Sendable, CustomStringConvertible {
@@ -26,6 +27,8 @@ public struct MediaFileError: Error, Sendable, CustomStringConvertible {
         /// `track` is the 0-based stream index; messages number tracks from 1, like `trackID`.
         case undecodable(track: Int, codec: String, FFmpegError)
         case ffmpeg(FFmpegError, while: String)
+        /// An object in S3-compatible storage could not be read: the request's failure, in words.
+        case objectStorage(S3Error)
     }
 
     public let path: String
@@ -83,6 +86,10 @@ public struct MediaFileError: Error, Sendable, CustomStringConvertible {
                 return "\(activity) failed: the file is truncated or corrupt (\(error))"
             }
             return "\(activity) failed: \(error)"
+        case let .objectStorage(error):
+            var text = error.detail
+            if let status = error.status { text += " (HTTP \(status)\(error.code.map { " \($0)" } ?? ""))" }
+            return text
         }
     }
 }

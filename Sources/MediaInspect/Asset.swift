@@ -37,6 +37,7 @@ public final class Asset: Sendable {
         var probe: ProbeResult?
         var timing: TimingResult?
         var decoding: DecodeResult?
+        var transfer: RemoteTransfer?
     }
 
     public init(url: URL, options: AssetOptions = AssetOptions()) {
@@ -130,7 +131,7 @@ public final class Asset: Sendable {
         let path = self.path
         let options = self.options
         let known = state.withLock { $0.probe }
-        typealias Outcome = (ProbeResult, TimingResult?, DecodeResult?, [LoadStage: MediaFileError])
+        typealias Outcome = (ProbeResult, TimingResult?, DecodeResult?, [LoadStage: MediaFileError], RemoteTransfer?)
         let outcome: Outcome
         do {
             outcome = try await options.pool.run(stallLimit: options.limits.stallTimeout) { interrupter -> Outcome in
@@ -147,12 +148,11 @@ public final class Asset: Sendable {
                 if stages.contains(.decoding) {
                     // Decoding starts from the first packet again: reopen rather than seek, which
                     // some demuxers do poorly.
-                    let reader = stages.contains(.timing)
-                        ? try InputFile(path: path, limits: options.limits, interrupter: interrupter) : file
+                    let reader = stages.contains(.timing) ? try file.reopened(interrupter: interrupter) : file
                     do throws(MediaFileError) { decoding = try DecodeResult.check(reader, probe: probe, packetLimit: options.decodeCheckPacketLimit) }
                     catch { if case .cancelled = error.reason { throw error }; failures[.decoding] = error }
                 }
-                return (probe, timing, decoding, failures)
+                return (probe, timing, decoding, failures, file.transfer)
             }
         } catch let error as MediaFileError {
             if case .cancelled = error.reason {
@@ -166,12 +166,15 @@ public final class Asset: Sendable {
             finish(stages) { _ in .cancelled }
             throw error
         }
-        let (probe, timing, decoding, failures) = outcome
+        let (probe, timing, decoding, failures, transfer) = outcome
         runs.withLock { r in for stage in stages { r[stage, default: 0] += 1 } }
         state.withLock { s in
             if s.probe == nil { s.probe = probe }
             if let timing { s.timing = timing }
             if let decoding { s.decoding = decoding }
+            if let transfer {
+                s.transfer = RemoteTransfer(requests: (s.transfer?.requests ?? 0) + transfer.requests, bytes: (s.transfer?.bytes ?? 0) + transfer.bytes)
+            }
         }
         finish(stages) { stage in failures[stage].map { .failed($0) } ?? .loaded }
     }
@@ -189,6 +192,9 @@ public final class Asset: Sendable {
     }
 
     // MARK: - Loaded values (internal; the public face is `load(_:)`)
+
+    /// For an object in S3-compatible storage: the requests made and bytes fetched by every load so far.
+    public var transfer: RemoteTransfer? { state.withLock { $0.transfer } }
 
     struct Snapshot: Sendable {
         var probe: ProbeResult?

@@ -16,6 +16,8 @@ public struct AssetReport: Sendable, Encodable {
     /// AVAsset.hasProtectedContent: some track is encrypted (then it is not playable, and that is not an error).
     public var hasProtectedContent: Bool?
     public var format: ContainerReport?
+    /// For an object in S3-compatible storage: the requests made and bytes fetched to inspect it.
+    public var transfer: RemoteTransfer?
     public var metadata: AssetMetadata?
     public var chapters: [Chapter]?
     public var mediaSelectionGroups: [MediaSelectionGroup]?
@@ -63,7 +65,7 @@ public struct AssetReport: Sendable, Encodable {
 
     private enum Keys: String, CodingKey {
         case path, error, duration, durationSource, isPlayable, isExportable, isReadable, isComposable, hasProtectedContent
-        case format, metadata, chapters, mediaSelectionGroups, tracks
+        case format, transfer, metadata, chapters, mediaSelectionGroups, tracks
     }
 
     public func encode(to encoder: any Swift.Encoder) throws {
@@ -78,6 +80,7 @@ public struct AssetReport: Sendable, Encodable {
         try c.encodeIfPresent(isComposable, forKey: .isComposable)
         try c.encodeIfPresent(hasProtectedContent, forKey: .hasProtectedContent)
         try c.encodeIfPresent(format, forKey: .format)
+        try c.encodeIfPresent(transfer, forKey: .transfer)
         try c.encodeIfPresent(metadata, forKey: .metadata)
         try c.encodeIfPresent(chapters, forKey: .chapters)
         try c.encodeIfPresent(mediaSelectionGroups, forKey: .mediaSelectionGroups)
@@ -105,6 +108,7 @@ extension AssetReport {
         }
 
         let s = asset.snapshot
+        report.transfer = asset.transfer
         guard let probe = s.probe else { return report }
         func has(_ key: AssetKey) -> Bool { keys.contains(key) && asset.status(of: key).isLoaded }
 

@@ -83,7 +83,14 @@ public final class S3ObjectReader: @unchecked Sendable {
 
     private func fetchHeadIfNeeded() throws(S3Error) {
         guard head == nil else { return }
-        let first = try fetch(0..<Self.headSize, checked: false)
+        let first: S3Chunk
+        do throws(S3Error) {
+            first = try fetch(0..<Self.headSize, checked: false)
+        } catch where error.kind == .invalidRange {
+            // No byte 0: the object is empty.
+            head = Chunk(offset: 0, bytes: ByteBuffer())
+            return
+        }
         objectSize = first.objectSize
         entityTag = first.etag
         head = Chunk(offset: 0, bytes: first.bytes)

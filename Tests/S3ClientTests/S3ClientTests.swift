@@ -28,6 +28,7 @@ import Testing
     /// get-utf8, get-space and get-vanilla-query-unreserved cases).
     @Test func objectsAreWrittenReadInRangesListedAndDeleted() async throws {
         let server = try TestS3.Server(checksSignatures: false)
+        defer { server.stop() }
         let s3 = try Self.client(server: server.endpoint)
         defer { Task { await s3.shutdown() } }
         let bucket = try await Self.bucket(s3)

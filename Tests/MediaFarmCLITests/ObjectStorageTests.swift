@@ -1,0 +1,155 @@
+import FarmTestSupport
+import Foundation
+import NIOCore
+import S3Client
+import Testing
+
+/// Objects in S3-compatible storage wherever a path goes, against a real server (moto, checking
+/// signatures): what the commands read, what they cost in requests and bytes, and what a user is told
+/// when the object, the bucket or the credentials are wrong.
+@Suite struct ObjectStorageTests {
+    /// Two 300-second movies whose index (261 KB) is longer than the first request's 64 KiB: one with the
+    /// index at the end (as recorders write it), one with it at the start (`-movflags +faststart`).
+    static let movies: Result<(end: URL, start: URL), any Error> = Result {
+        let folder = try TestPaths.makeTemporaryFolder("s3-movies")
+        let end = folder.appendingPathComponent("index-at-end.mp4"), start = folder.appendingPathComponent("index-at-start.mp4")
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30", "-f", "lavfi",
+                                           "-i", "sine=f=440:sample_rate=48000", "-t", "300", "-c:v", "libx264", "-preset", "ultrafast",
+                                           "-g", "30", "-c:a", "aac", "-b:a", "32k", "-shortest", end.path])
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-y", "-i", end.path, "-c", "copy", "-movflags", "+faststart", start.path])
+        return (end, start)
+    }
+
+    /// The top-level boxes of an MP4: type, offset, size.
+    static func boxes(_ url: URL) throws -> [(type: String, offset: Int64, size: Int64)] {
+        let data = try Data(contentsOf: url)
+        var found: [(String, Int64, Int64)] = []
+        var position = 0
+        while position + 8 <= data.count {
+            let size = data[position..<position + 4].reduce(0) { $0 << 8 | Int($1) }
+            found.append((String(decoding: data[position + 4..<position + 8], as: UTF8.self), Int64(position), Int64(size)))
+            position += size
+        }
+        return found
+    }
+
+    static func environment(_ server: TestS3.Endpoint, _ overrides: [String: String] = [:]) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AWS_") }
+        environment.merge(server.environment) { $1 }
+        environment.merge(overrides) { $1 }
+        return environment
+    }
+
+    static func client(_ server: TestS3.Endpoint) -> S3 {
+        S3(configuration: S3Configuration(endpoint: server.url, region: "us-east-1", pathStyle: true,
+                                          credentials: SigV4Credentials(accessKeyID: server.accessKey, secretAccessKey: server.secret)))
+    }
+
+    static func upload(_ files: [String: URL], to s3: S3) async throws -> String {
+        let bucket = TestS3.bucketName("media")
+        try await s3.createBucket(bucket)
+        for (key, file) in files {
+            try await s3.put(S3Location(bucket: bucket, key: key), body: ByteBuffer(bytes: try Data(contentsOf: file)))
+        }
+        return bucket
+    }
+
+    func inspect(_ arguments: [String], _ environment: [String: String]) throws -> (ProcessResult, [[String: Any]]) {
+        let result = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["inspect", "--json"] + arguments, environment: environment)
+        let reports = try JSONSerialization.jsonObject(with: result.stdoutData) as? [[String: Any]]
+        return (result, try #require(reports, "stdout is not a JSON array: \(result.stdout) \(result.stderr)"))
+    }
+
+    @Test func anMP4IsInspectedInTwoRequestsWhereverItsIndexIs() async throws {
+        let server = try TestS3.shared()
+        let movies = try Self.movies.get()
+        let s3 = Self.client(server)
+        defer { Task { await s3.shutdown() } }
+        let bucket = try await Self.upload(["in/end.mp4": movies.end, "in/start.mp4": movies.start], to: s3)
+
+        let (result, reports) = try inspect(["s3://\(bucket)/in/end.mp4", "s3://\(bucket)/in/start.mp4"], Self.environment(server))
+        #expect(result.status == 0, "\(result.stderr)")
+        let (_, local) = try inspect([movies.end.path, movies.start.path], ProcessInfo.processInfo.environment)
+
+        let endBoxes = try Self.boxes(movies.end), startBoxes = try Self.boxes(movies.start)
+        let endIndex = try #require(endBoxes.first { $0.type == "moov" }), startIndex = try #require(startBoxes.first { $0.type == "moov" })
+        #expect(endIndex.size > 65_536 && startIndex.size > 65_536, "the index must be longer than the first request")
+        #expect(endIndex.offset + endIndex.size == Int64(try Data(contentsOf: movies.end).count))
+
+        for (report, localReport) in zip(reports, local) {
+            #expect(report["error"] is NSNull, "\(report["error"] ?? "")")
+            // The same facts as the local file's, but for the path.
+            for key in ["duration", "durationSource", "isPlayable", "isExportable", "isReadable", "isComposable", "tracks", "metadata"] {
+                #expect(NSDictionary(dictionary: report).value(forKey: key) as? NSObject == NSDictionary(dictionary: localReport).value(forKey: key) as? NSObject,
+                        "\(key) differs")
+            }
+            #expect((report["format"] as? [String: Any])?["fileSize"] as? Int == (localReport["format"] as? [String: Any])?["fileSize"] as? Int)
+            #expect(localReport["transfer"] == nil)
+        }
+        // Index at the end: the first 64 KiB, then the index itself, nothing more.
+        let end = try #require(reports[0]["transfer"] as? [String: Int])
+        #expect(end["requests"] == 2)
+        #expect(end["bytes"] == 65_536 + Int(endIndex.size))
+        // Index at the start: the first 64 KiB, then the rest of the index with as much media after it.
+        let start = try #require(reports[1]["transfer"] as? [String: Int])
+        #expect(start["requests"] == 2)
+        #expect(start["bytes"] == Int(startIndex.offset + startIndex.size) + 65_536)
+    }
+
+    /// A movie shorter than the first request is read in that one request; other containers (Matroska)
+    /// are read through the generic read-ahead, with the same results as the local files'.
+    @Test func aShortMovieIsInspectedInOneRequestAndOtherContainersAsLocalFiles() async throws {
+        let server = try TestS3.shared()
+        let s3 = Self.client(server)
+        defer { Task { await s3.shutdown() } }
+        let small = try TestPaths.makeTemporaryFolder("s3-small").appendingPathComponent("small.mp4")
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=64x64:rate=25", "-t", "1",
+                                           "-c:v", "libx264", "-preset", "ultrafast", small.path])
+        let size = try Data(contentsOf: small).count
+        #expect(size < 65_536)
+        let mkv = URL(fileURLWithPath: MediaFixture.cfr60MKV.path)
+        let bucket = try await Self.upload(["small.mp4": small, "clip.mkv": mkv], to: s3)
+        let (result, reports) = try inspect(["s3://\(bucket)/small.mp4", "s3://\(bucket)/clip.mkv"], Self.environment(server))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(reports[0]["transfer"] as? [String: Int] == ["requests": 1, "bytes": size])
+        #expect(reports[0]["isPlayable"] as? Bool == true)
+        let (_, local) = try inspect([mkv.path], ProcessInfo.processInfo.environment)
+        for key in ["duration", "isPlayable", "tracks"] {
+            #expect(NSDictionary(dictionary: reports[1]).value(forKey: key) as? NSObject == NSDictionary(dictionary: local[0]).value(forKey: key) as? NSObject,
+                    "\(key) differs")
+        }
+        let mkvTransfer = try #require(reports[1]["transfer"] as? [String: Int])
+        #expect(mkvTransfer["bytes"]! <= (try Data(contentsOf: mkv).count), "never more than the object")
+    }
+
+    @Test func wrongObjectsBucketsAndCredentialsAreNamed() async throws {
+        let server = try TestS3.shared()
+        let s3 = Self.client(server)
+        defer { Task { await s3.shutdown() } }
+        let bucket = try await Self.upload(["clip.mp4": URL(fileURLWithPath: MediaFixture.cfr30MP4.path)], to: s3)
+        var random = SeededRandom(state: 28)
+        try await s3.put(S3Location(bucket: bucket, key: "garbage.mp4"), body: ByteBuffer(bytes: (0..<50_000).map { _ in UInt8.random(in: 0...255, using: &random) }))
+        try await s3.put(S3Location(bucket: bucket, key: "empty.mp4"), body: ByteBuffer())
+
+        let cases: [(path: String, environment: [String: String], error: String)] = [
+            ("s3://\(bucket)/missing.mp4", [:], "s3://\(bucket)/missing.mp4: no such object (HTTP 404 NoSuchKey)"),
+            ("s3://no-such-bucket-28/clip.mp4", [:], "s3://no-such-bucket-28/clip.mp4: no such bucket (HTTP 404 NoSuchBucket)"),
+            ("s3://\(bucket)/garbage.mp4", [:], "s3://\(bucket)/garbage.mp4: not a media file FFmpeg recognises"),
+            ("s3://\(bucket)/empty.mp4", [:], "s3://\(bucket)/empty.mp4: the file is empty (0 bytes)"),
+            ("s3://Media/clip.mp4", [:], "s3://Media/clip.mp4: the bucket name \"Media\" may hold only lower-case letters, digits, dots and hyphens"),
+            ("s3://\(bucket)/clip.mp4", ["AWS_SECRET_ACCESS_KEY": "wrong-secret-28"],
+             "s3://\(bucket)/clip.mp4: the server refused the request's signature: the secret key does not belong to access key \(server.accessKey) (check AWS_SECRET_ACCESS_KEY or the profile) (HTTP 403 SignatureDoesNotMatch)"),
+            ("s3://\(bucket)/clip.mp4", ["AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "HOME": "/nonexistent"],
+             "s3://\(bucket)/clip.mp4: no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile in /nonexistent/.aws/credentials (AWS_PROFILE)"),
+            ("s3://\(bucket)/clip.mp4", ["MEDIAFARM_S3_ENDPOINT": "http://127.0.0.1:9"],
+             "s3://\(bucket)/clip.mp4: cannot reach http://127.0.0.1:9: connection refused (tried for 5 s)"),
+        ]
+        for c in cases {
+            let (result, reports) = try inspect([c.path], Self.environment(server, c.environment))
+            #expect(result.status == 1, "\(c.path)")
+            let error = reports.first?["error"] as? String ?? ""
+            #expect(error.hasPrefix(c.error), "\(error)")
+            #expect(!result.stdout.contains(server.secret) && !result.stderr.contains(server.secret) && !result.stdout.contains("wrong-secret-28"))
+        }
+    }
+}
