@@ -58,7 +58,7 @@ public struct ManifestContext: Sendable {
 
     /// The way past an output-root refusal for a user of the command line.
     public static let commandLineOutputRootsWayOut =
-        "to write there, add a root: --output-root FOLDER, or MEDIAFARM_OUTPUT_ROOTS=FOLDER:... (outputRoots in an ingest or capture config)"
+        "to write there, add a root: --output-root FOLDER (or s3://BUCKET/PREFIX), or MEDIAFARM_OUTPUT_ROOTS=FOLDER:... (outputRoots in an ingest or capture config)"
 
     public init(baseDirectory: String, outputRoots: [String]? = nil, defaultName: String = "job",
                 realPath: @escaping @Sendable (String) -> String = { $0 },
@@ -69,7 +69,7 @@ public struct ManifestContext: Sendable {
                 outputRootsWayOut: String = ManifestContext.commandLineOutputRootsWayOut,
                 missingInputWayOut: String? = nil) {
         self.baseDirectory = PathRules.normalize(baseDirectory)
-        self.outputRoots = (outputRoots ?? [baseDirectory]).map { PathRules.normalize(PathRules.resolve($0, against: baseDirectory)) }
+        self.outputRoots = (outputRoots ?? [baseDirectory]).map { PathRules.isObject($0) ? $0 : PathRules.normalize(PathRules.resolve($0, against: baseDirectory)) }
         self.defaultName = defaultName
         self.realPath = realPath
         self.fileIdentity = fileIdentity
@@ -93,9 +93,43 @@ public enum FileIdentity: Sendable, Hashable {
 
 /// Lexical path handling, no file system access.
 public enum PathRules {
-    /// `path` made absolute against `base` (when relative) and normalized.
+    /// `path` made absolute against `base` (when relative) and normalized. An object's address
+    /// (`s3://BUCKET/KEY`) is kept as written: a key is a name, not a path ("a/../b" is a key of its own).
     public static func resolve(_ path: String, against base: String) -> String {
-        normalize(path.hasPrefix("/") ? path : base + "/" + path)
+        if isObject(path) { return path }
+        return normalize(path.hasPrefix("/") ? path : base + "/" + path)
+    }
+
+    /// A colon-separated list of folders and object prefixes (`MEDIAFARM_OUTPUT_ROOTS`): the colon of
+    /// `s3://` does not separate.
+    public static func splitList(_ text: String) -> [String] {
+        var items: [String] = []
+        for part in text.split(separator: ":", omittingEmptySubsequences: false).map(String.init) {
+            if part.hasPrefix("//"), items.last == "s3" { items[items.count - 1] += ":" + part } else { items.append(part) }
+        }
+        return items.filter { !$0.isEmpty }
+    }
+
+    /// Whether `path` addresses an object in S3-compatible storage rather than a file.
+    public static func isObject(_ path: String) -> Bool { path.hasPrefix("s3://") }
+
+    /// What is wrong with an object's address, or nil: `s3://BUCKET/KEY`, the bucket 3 to 63 lower-case
+    /// letters, digits, dots and hyphens, beginning and ending with a letter or a digit, and a key
+    /// (unless `prefix`) of at most 1,024 bytes.
+    public static func objectAddressProblem(_ path: String, prefix: Bool = false) -> String? {
+        let rest = path.dropFirst(5)
+        let bucket = rest.prefix { $0 != "/" }
+        let key = rest.dropFirst(bucket.count + 1)
+        let letterOrDigit: (Unicode.Scalar) -> Bool = { ("a"..."z").contains($0) || ("0"..."9").contains($0) }
+        guard (3...63).contains(bucket.count),
+              bucket.unicodeScalars.allSatisfy({ letterOrDigit($0) || $0 == "." || $0 == "-" }),
+              letterOrDigit(bucket.unicodeScalars.first!), letterOrDigit(bucket.unicodeScalars.last!) else {
+            return "\"\(bucket)\" is not a bucket name (3 to 63 lower-case letters, digits, dots and hyphens): s3://BUCKET/KEY"
+        }
+        if rest.count == bucket.count || (key.isEmpty && !prefix) { return "names a bucket, not an object: s3://BUCKET/KEY" }
+        if key.utf8.count > 1024 { return "the key is longer than S3's 1,024 bytes" }
+        if key.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) { return "the key contains a control character" }
+        return nil
     }
 
     /// Removes ".", "..", and repeated slashes. ".." above the root stays at the root.

@@ -148,12 +148,23 @@ private struct Walker {
             }
             return nil
         }
+        if PathRules.isObject(raw) {
+            if let problem = PathRules.objectAddressProblem(raw) { fail(jsonPath, "\(raw): \(problem)"); return nil }
+            if raw.hasSuffix("/") { fail(jsonPath, "must name an object, not a prefix"); return nil }
+            // An object is inside an output root that is an object prefix (no links to follow).
+            if output, !context.outputRoots.contains(where: { PathRules.isObject($0) && PathRules.isInside(raw, root: $0) }) {
+                fail(jsonPath, "\"\(raw)\" is outside the output roots (\(context.outputRoots.joined(separator: ", "))); " + context.outputRootsWayOut)
+                return nil
+            }
+            return raw
+        }
         let resolved = PathRules.resolve(raw, against: context.baseDirectory)
         guard output else { return resolved }
         if raw.hasSuffix("/") { fail(jsonPath, "must name a file, not a folder"); return nil }
-        let lexicallyInside = context.outputRoots.contains { PathRules.isInside(resolved, root: $0) }
+        let fileRoots = context.outputRoots.filter { !PathRules.isObject($0) }
+        let lexicallyInside = fileRoots.contains { PathRules.isInside(resolved, root: $0) }
         let real = context.realPath(resolved)
-        let reallyInside = context.outputRoots.contains { PathRules.isInside(real, root: context.realPath($0)) }
+        let reallyInside = fileRoots.contains { PathRules.isInside(real, root: context.realPath($0)) }
         guard lexicallyInside && reallyInside else {
             let via = lexicallyInside ? " through a symbolic link" : ""
             fail(jsonPath, "\"\(raw)\" resolves to \(real)\(via), outside the output roots (\(context.outputRoots.joined(separator: ", "))); "
@@ -226,7 +237,7 @@ private struct Walker {
         if let wayOut = context.missingInputWayOut {
             var checked = Set<String>()
             for (jsonPath, source) in inputs where AssetID.reference(source) == nil && JobOutputReference.parse(source) == nil
-                && checked.insert(source).inserted {
+                && !PathRules.isObject(source) && checked.insert(source).inserted {
                 if context.fileIdentity(source)?.exists != true { fail(jsonPath, "\(source): no such file (\(wayOut))") }
             }
         }

@@ -48,7 +48,7 @@ extension Coordinator {
             guard let lease = job.lease, case .success(let manifest) = ManifestLoader.validate(
                 text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) else { continue }
             do {
-                metrics.published(try StagedOutput.publish(manifest, token: lease.token, allowExisting: manifest.overwrite || job.attempt > 1, resuming: true))
+                metrics.published(try await StagedOutput.publish(manifest, token: lease.token, allowExisting: manifest.overwrite || job.attempt > 1, resuming: true))
             } catch {
                 events(.notice("job \(job.id) (\(job.name)): cannot complete the publication of \(lease.owner): \(error)"))
                 continue

@@ -315,7 +315,7 @@ public final class Coordinator: Service, @unchecked Sendable {
         }
         do {
             // A retried attempt may replace what an earlier attempt of this job published.
-            metrics.published(try StagedOutput.publish(manifest, token: token, allowExisting: manifest.overwrite || job.attempt > 1))
+            metrics.published(try await StagedOutput.publish(manifest, token: token, allowExisting: manifest.overwrite || job.attempt > 1))
         } catch {
             await finish(job, token: token, outcome: .failed(message: "\(error)", result: resultJSON), seconds: seconds)
             return false

@@ -5,6 +5,9 @@ import MediaCore
 import MediaEdit
 import MediaInspect
 import MediaTime
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Runs one validated manifest with the media modules: inspect the sources, build the composition,
 /// export, and write the report. Where the farm meets the media code. Never throws: a failure is a
@@ -19,14 +22,30 @@ public struct JobRunner: Sendable {
     /// (`publicationCheck`): nothing is left under a staged name for anyone to clean.
     public var stagingToken: String?
 
+    /// Without a coordinator, the name under which outputs bound for objects are staged before this
+    /// runner uploads them.
+    let runToken = "run-" + UUID().uuidString.lowercased()
+
     public init(manifest: JobManifest, stagingToken: String? = nil) {
         self.manifest = manifest
         self.stagingToken = stagingToken
     }
 
-    /// Where a finished file is written: its staged name, or its final path.
+    /// Where a finished file is written: its staged name, or its final path (an object's is staged in
+    /// the spool folder either way).
     func writePath(_ finalPath: String) -> String {
-        stagingToken.map { StagedOutput.path(for: finalPath, token: $0) } ?? finalPath
+        if let stagingToken { return StagedOutput.path(for: finalPath, token: stagingToken) }
+        return PathRules.isObject(finalPath) ? ObjectOutput.stagedPath(for: finalPath, token: runToken) : finalPath
+    }
+
+    /// Without a coordinator, uploads the outputs bound for objects once every output is finished (a file
+    /// output is in place already). A failed job uploads nothing and leaves no staged file.
+    func publishObjects(_ succeeded: Bool) async throws {
+        guard stagingToken == nil else { return }
+        let objects = StagedOutput.finalPaths(of: manifest).filter(PathRules.isObject)
+        defer { for final in objects { unlink(writePath(final)) } }
+        guard succeeded else { return }
+        for final in objects { try await ObjectOutput.upload(writePath(final), to: final, allowExisting: manifest.overwrite) }
     }
 
     /// Without a coordinator, the last check before an output is renamed into place: it is not an
@@ -40,10 +59,15 @@ public struct JobRunner: Sendable {
     public func run(events: @escaping @Sendable (JobEvent) -> Void = { _ in }) async -> JobResult {
         let started = Date()
         do {
-            return try await execute(events: events, started: started)
+            if StagedOutput.finalPaths(of: manifest).contains(where: PathRules.isObject) { try ObjectOutput.ensureSpool() }
+            let result = try await execute(events: events, started: started)
+            try await publishObjects(result.succeeded)
+            return result
         } catch is CancellationError {
+            try? await publishObjects(false)
             return JobResult(name: manifest.name, succeeded: false, error: "cancelled", seconds: Date().timeIntervalSince(started))
         } catch {
+            try? await publishObjects(false)
             return JobResult(name: manifest.name, succeeded: false, error: Self.describe(error), seconds: Date().timeIntervalSince(started))
         }
     }

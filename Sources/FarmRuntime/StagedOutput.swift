@@ -14,8 +14,10 @@ import Glibc
 public enum StagedOutput {
     static let marker = ".mediafarm-staged-"
 
-    /// `.NAME.mediafarm-staged-TOKEN` beside `finalPath`.
+    /// `.NAME.mediafarm-staged-TOKEN` beside `finalPath`; for an object, in the spool folder
+    /// (`ObjectOutput.stagedPath`).
     public static func path(for finalPath: String, token: String) -> String {
+        if PathRules.isObject(finalPath) { return ObjectOutput.stagedPath(for: finalPath, token: token) }
         let url = URL(fileURLWithPath: finalPath)
         return url.deletingLastPathComponent().path + "/." + url.lastPathComponent + marker + token
     }
@@ -35,10 +37,21 @@ public enum StagedOutput {
     /// inputs (whatever its spelling), and must not exist unless `allowExisting`. Returns the paths published.
     /// `resuming` finishes a publication that was interrupted: an output whose staged file is gone
     /// while its final file is there was published by it already.
-    public static func publish(_ manifest: JobManifest, token: String, allowExisting: Bool, resuming: Bool = false) throws -> [String] {
+    /// An object is uploaded from its staged file and published by the upload's completion (`ObjectOutput`).
+    public static func publish(_ manifest: JobManifest, token: String, allowExisting: Bool, resuming: Bool = false) async throws -> [String] {
         var published: [String] = []
         for final in finalPaths(of: manifest) {
             let staged = path(for: final, token: token)
+            if PathRules.isObject(final) {
+                if resuming && !FileManager.default.fileExists(atPath: staged) { continue }
+                guard FileManager.default.fileExists(atPath: staged) else {
+                    throw JobError("\(final): the worker reported success but left no finished file to publish")
+                }
+                try await ObjectOutput.upload(staged, to: final, allowExisting: allowExisting)
+                unlink(staged)
+                published.append(final)
+                continue
+            }
             if resuming && !FileManager.default.fileExists(atPath: staged) && FileManager.default.fileExists(atPath: final) {
                 continue
             }
@@ -67,6 +80,8 @@ public enum StagedOutput {
     /// so that a symbolic link, a hard link or another spelling cannot hide it), and an existing file
     /// unless `allowExisting`.
     static func checkBeforePublishing(_ final: String, of manifest: JobManifest, allowExisting: Bool) throws {
+        // An object's checks are its address's (at validation) and the conditional write's.
+        if PathRules.isObject(final) { return }
         if let refusal = ProtectedFiles.shared.check(final) { throw JobError("refusing to publish: \(refusal)") }
         guard let identity = FileIdentity.of(final) else {
             throw JobError("\(final): cannot check what the output path names (a dangling symbolic link, or a folder that cannot be read)")
@@ -89,7 +104,8 @@ public enum StagedOutput {
     public static func discard(_ manifest: JobManifest, token: String) {
         for final in finalPaths(of: manifest) {
             unlink(path(for: final, token: token))
-            AtomicOutput.removeStaleTemporaries(in: URL(fileURLWithPath: final).deletingLastPathComponent().path)
+            let folder = PathRules.isObject(final) ? ObjectOutput.spoolFolder : URL(fileURLWithPath: final).deletingLastPathComponent().path
+            AtomicOutput.removeStaleTemporaries(in: folder)
         }
     }
 }

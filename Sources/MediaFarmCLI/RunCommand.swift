@@ -128,12 +128,13 @@ extension JobProgress {
     }
 }
 
-/// Where outputs may go: `--output-root` folders, else MEDIAFARM_OUTPUT_ROOTS (colon-separated), else nil
+/// Where outputs may go: `--output-root` folders and object prefixes (`s3://BUCKET/PREFIX`), else
+/// MEDIAFARM_OUTPUT_ROOTS (colon-separated), else nil
 /// (each manifest's own folder). Made absolute against the current folder.
 enum OutputRoots {
     static func chosen(_ flags: [String]) -> [String]? {
         let roots = flags.isEmpty
-            ? ProcessInfo.processInfo.environment["MEDIAFARM_OUTPUT_ROOTS"].map { $0.split(separator: ":").map(String.init) }
+            ? ProcessInfo.processInfo.environment["MEDIAFARM_OUTPUT_ROOTS"].map { PathRules.splitList($0) }
             : flags
         let cwd = FileManager.default.currentDirectoryPath
         return roots?.map { PathRules.resolve($0, against: cwd) }
