@@ -69,7 +69,7 @@ import Glibc
     }
 
     /// The last line of defence: publishing checks identity again, after the worker's checks passed.
-    @Test func publishingRefusesAnOutputThatBecameTheInput() throws {
+    @Test func publishingRefusesAnOutputThatBecameTheInput() async throws {
         let (farm, original) = try farmWithLinkedMedia("publish")
         let path = try farm.manifest("cut", cut(input: "media/src.mp4", output: "out/cut.mp4", overwrite: true))
         let manifest = try ManifestLoader.load(path).get()
@@ -77,7 +77,7 @@ import Glibc
         let staged = StagedOutput.path(for: manifest.export!.output, token: "t1")
         try Data("a finished movie".utf8).write(to: URL(fileURLWithPath: staged))
         try FileManager.default.createSymbolicLink(atPath: manifest.export!.output, withDestinationPath: "../media/src.mp4")
-        #expect(throws: JobError.self) { try StagedOutput.publish(manifest, token: "t1", allowExisting: true) }
+        await #expect(throws: JobError.self) { try await StagedOutput.publish(manifest, token: "t1", allowExisting: true) }
         #expect(try Data(contentsOf: farm.folder.appendingPathComponent("media/src.mp4")) == original)
     }
 

@@ -152,4 +152,67 @@ import Testing
             #expect(!result.stdout.contains(server.secret) && !result.stderr.contains(server.secret) && !result.stdout.contains("wrong-secret-28"))
         }
     }
+
+    /// Decoded pictures and sound of `path`, one MD5 each, in order (every picture: no rate guessed).
+    static func frames(_ path: String) throws -> [String] {
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", path, "-map", "0", "-fps_mode", "passthrough", "-f", "framemd5", "-"])
+            .stdout.split(separator: "\n").filter { !$0.hasPrefix("#") }.map(String.init)
+    }
+
+    /// An exact-cut passthrough and a constant-frame-rate export, each run twice from the same manifest:
+    /// from a local file to local files, and from an object to objects on a host with no shared folder.
+    /// The objects are the local files' twins, frame for frame; a second run does not replace them.
+    @Test func exportsFromObjectsToObjectsMatchTheSameExportsOfFiles() async throws {
+        let server = try TestS3.shared()
+        let s3 = Self.client(server)
+        defer { Task { await s3.shutdown() } }
+        let source = URL(fileURLWithPath: MediaFixture.bframesGOP1sMP4.path)
+        let bucket = try await Self.upload(["in/source.mp4": source], to: s3)
+        let dir = try TestPaths.makeTemporaryFolder("s3-run")
+        let spool = dir.appendingPathComponent("spool").path
+        let exports: [(name: String, export: [String: Any])] = [
+            ("cut", ["mode": "passthrough", "cuts": "exact"]),
+            ("cfr", ["mode": "constantFrameRate", "frameDuration": "1/25"]),
+        ]
+        func manifest(source: String, output: String, report: String, export: [String: Any]) throws -> Data {
+            let edits: [[String: Any]] = [["source": source, "start": 0.7, "duration": 1.3], ["source": source, "start": 2.45, "duration": 0.8]]
+            var export = export
+            export["output"] = output
+            return try JSONSerialization.data(withJSONObject: ["version": 1, "edits": edits, "export": export, "report": report])
+        }
+        let ext = "mp4"
+        for (name, export) in exports {
+            try manifest(source: source.path, output: "out/\(name).\(ext)", report: "out/\(name).json", export: export)
+                .write(to: dir.appendingPathComponent("\(name)-local.json"))
+            try manifest(source: "s3://\(bucket)/in/source.mp4", output: "s3://\(bucket)/out/\(name).\(ext)", report: "s3://\(bucket)/out/\(name).json",
+                         export: export).write(to: dir.appendingPathComponent("\(name)-remote.json"))
+            let ranLocally = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", dir.appendingPathComponent("\(name)-local.json").path])
+            #expect(ranLocally.status == 0, "\(ranLocally.stderr)")
+
+            let environment = Self.environment(server, ["MEDIAFARM_SPOOL": spool])
+            let arguments = ["run", "--output-root", "s3://\(bucket)/out", dir.appendingPathComponent("\(name)-remote.json").path]
+            let ran = try ProcessRunner.run(TestPaths.mediafarmExecutable, arguments, environment: environment)
+            #expect(ran.status == 0, "\(ran.stderr)")
+            let fetched = dir.appendingPathComponent("\(name)-fetched.\(ext)")
+            try Data(Array(buffer: try await s3.get(S3Location(bucket: bucket, key: "out/\(name).\(ext)")).bytes)).write(to: fetched)
+            let localOutput = dir.appendingPathComponent("out/\(name).\(ext)").path
+            #expect(try Self.frames(fetched.path) == Self.frames(localOutput), "\(name): the object's frames differ from the file's")
+            #expect(try Self.frames(fetched.path).count > 40)
+            let report = try JSONSerialization.jsonObject(with: Data(Array(buffer: try await s3.get(S3Location(bucket: bucket, key: "out/\(name).json")).bytes))) as? [String: Any]
+            #expect(report?["name"] as? String == "\(name)-remote")
+            // Nothing left in the spool folder.
+            #expect(try FileManager.default.contentsOfDirectory(atPath: spool).isEmpty)
+
+            // Run again: the objects exist and the manifest does not allow overwriting them.
+            let again = try ProcessRunner.run(TestPaths.mediafarmExecutable, arguments, environment: environment)
+            #expect(again.status == 1)
+            #expect((again.stdout + again.stderr).contains("s3://\(bucket)/out/\(name).\(ext): already exists; set \"overwrite\": true"), "\(again.stderr)")
+            #expect(try Self.frames(fetched.path) == Self.frames(localOutput))
+        }
+        // An object output outside the output roots is refused before anything runs, naming the way out.
+        let refused = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", dir.appendingPathComponent("cut-remote.json").path],
+                                            environment: Self.environment(server, ["MEDIAFARM_SPOOL": spool]))
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("is outside the output roots") && refused.stderr.contains("s3://BUCKET/PREFIX"), "\(refused.stderr)")
+    }
 }
