@@ -215,4 +215,35 @@ import Testing
         #expect(refused.status == 2)
         #expect(refused.stderr.contains("is outside the output roots") && refused.stderr.contains("s3://BUCKET/PREFIX"), "\(refused.stderr)")
     }
+
+    /// Through the queue: `batch` runs a coordinator whose workers stage the outputs in the spool folder
+    /// and whose publication, under each job's lease, is the upload's completion.
+    @Test func aBatchPublishesObjectsUnderTheLease() async throws {
+        let server = try TestS3.shared()
+        let s3 = Self.client(server)
+        defer { Task { await s3.shutdown() } }
+        let source = URL(fileURLWithPath: MediaFixture.cfr30MP4.path)
+        let bucket = try await Self.upload(["in/clip.mp4": source], to: s3)
+        let dir = try TestPaths.makeTemporaryFolder("s3-batch")
+        let jobs = dir.appendingPathComponent("jobs")
+        try FileManager.default.createDirectory(at: jobs, withIntermediateDirectories: true)
+        for (name, mode) in [("copy", "passthrough"), ("cfr", "constantFrameRate")] {
+            let manifest: [String: Any] = ["version": 1, "input": "s3://\(bucket)/in/clip.mp4",
+                                           "export": ["mode": mode, "output": "s3://\(bucket)/out/\(name).mp4"], "report": "s3://\(bucket)/out/\(name).json"]
+            try JSONSerialization.data(withJSONObject: manifest).write(to: jobs.appendingPathComponent("\(name).json"))
+        }
+        let spool = dir.appendingPathComponent("spool").path
+        let ran = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["batch", "--workers", "2", "--output-root", "s3://\(bucket)/out", jobs.path],
+                                        environment: Self.environment(server, ["MEDIAFARM_SPOOL": spool]))
+        #expect(ran.status == 0, "\(ran.stdout) \(ran.stderr)")
+        let listed = try await s3.list(S3Location(bucket: bucket, key: "out"))
+        #expect(listed.map(\.location.key) == ["out/cfr.json", "out/cfr.mp4", "out/copy.json", "out/copy.mp4"])
+        for name in ["copy", "cfr"] {
+            let fetched = dir.appendingPathComponent("\(name).mp4")
+            try Data(Array(buffer: try await s3.get(S3Location(bucket: bucket, key: "out/\(name).mp4")).bytes)).write(to: fetched)
+            #expect(try MediaProbe.packets(fetched.path, stream: "v").count == 60)
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: spool).isEmpty)
+        #expect(try await s3.listMultipartUploads(S3Location(bucket: bucket, key: "")).isEmpty)
+    }
 }
