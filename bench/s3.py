@@ -66,7 +66,9 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 relay = Server(("127.0.0.1", 0), Relay)
 threading.Thread(target=relay.serve_forever, daemon=True).start()
 proxy = f"http://127.0.0.1:{relay.server_address[1]}"
-proxied = boto3.client("s3", endpoint_url=proxy, aws_access_key_id=key, aws_secret_access_key=secret, region_name="us-east-1")
+from botocore.config import Config
+proxied = boto3.client("s3", endpoint_url=proxy, aws_access_key_id=key, aws_secret_access_key=secret, region_name="us-east-1",
+                       config=Config(signature_version="s3v4"))
 environment = dict(os.environ, MEDIAFARM_S3_ENDPOINT=endpoint, AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret,
                    AWS_REGION="us-east-1", MEDIAFARM_SPOOL=work + "/spool")
 

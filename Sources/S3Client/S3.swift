@@ -153,7 +153,10 @@ public final class S3: Sendable {
         switch (status, code) {
         case (_, "NoSuchBucket"):
             return S3Error(.noSuchBucket, bucketSubject, "no such bucket", status: status, code: code)
-        case (_, "NoSuchKey"), (404, nil) where op.key != nil && op.method == .HEAD:
+        case (_, "NoSuchKey"):
+            return S3Error(.noSuchKey, op.subject, "no such object", status: status, code: code)
+        case (404, nil) where op.key != nil && op.method == .HEAD:
+            // A HEAD has no body to say which is missing: the object, as S3 answers for a missing bucket too.
             return S3Error(.noSuchKey, op.subject, "no such object", status: status, code: code)
         case (_, "NoSuchUpload"):
             return S3Error(.noSuchUpload, op.subject, "the multipart upload no longer exists (completed or aborted)", status: status, code: code)
