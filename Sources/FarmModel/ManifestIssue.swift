@@ -114,9 +114,9 @@ public enum PathRules {
     public static func isObject(_ path: String) -> Bool { path.hasPrefix("s3://") }
 
     /// What is wrong with an object's address, or nil: `s3://BUCKET/KEY`, the bucket 3 to 63 lower-case
-    /// letters, digits, dots and hyphens, beginning and ending with a letter or a digit, and a key
-    /// (unless `prefix`) of at most 1,024 bytes.
-    public static func objectAddressProblem(_ path: String, prefix: Bool = false) -> String? {
+    /// letters, digits, dots and hyphens, beginning and ending with a letter or a digit, and a key of
+    /// at most 1,024 bytes.
+    public static func objectAddressProblem(_ path: String) -> String? {
         let rest = path.dropFirst(5)
         let bucket = rest.prefix { $0 != "/" }
         let key = rest.dropFirst(bucket.count + 1)
@@ -126,7 +126,7 @@ public enum PathRules {
               letterOrDigit(bucket.unicodeScalars.first!), letterOrDigit(bucket.unicodeScalars.last!) else {
             return "\"\(bucket)\" is not a bucket name (3 to 63 lower-case letters, digits, dots and hyphens): s3://BUCKET/KEY"
         }
-        if rest.count == bucket.count || (key.isEmpty && !prefix) { return "names a bucket, not an object: s3://BUCKET/KEY" }
+        if key.isEmpty { return "names a bucket, not an object: s3://BUCKET/KEY" }
         if key.utf8.count > 1024 { return "the key is longer than S3's 1,024 bytes" }
         if key.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) { return "the key contains a control character" }
         return nil

@@ -63,7 +63,7 @@ public enum ObjectOutput {
             throw JobError("\(final): the finished file \(file) cannot be read to upload it")
         }
         defer { try? handle.close() }
-        let size = Int64((try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)??.int64Value ?? 0)
+        let size = Int64(try handle.seekToEnd())
         let partSize = partSize(for: size)
         let contentType = contentType(of: final)
         do {
@@ -99,8 +99,7 @@ public enum ObjectOutput {
         } catch let error as S3Error where error.kind == .alreadyExists {
             throw JobError("\(final): already exists; set \"overwrite\": true in the manifest to replace it")
         } catch let error as S3Error {
-            throw JobError("\(final): cannot publish the finished file: \(error.detail)"
-                           + (error.status.map { " (HTTP \($0)\(error.code.map { " \($0)" } ?? ""))" } ?? ""))
+            throw JobError("\(final): cannot publish the finished file: \(error.problem)")
         }
     }
 

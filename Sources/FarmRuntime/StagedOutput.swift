@@ -42,21 +42,18 @@ public enum StagedOutput {
         var published: [String] = []
         for final in finalPaths(of: manifest) {
             let staged = path(for: final, token: token)
-            if PathRules.isObject(final) {
-                if resuming && !FileManager.default.fileExists(atPath: staged) { continue }
-                guard FileManager.default.fileExists(atPath: staged) else {
-                    throw JobError("\(final): the worker reported success but left no finished file to publish")
-                }
+            let isObject = PathRules.isObject(final)
+            let isStaged = FileManager.default.fileExists(atPath: staged)
+            // An object's staged file is removed only once the upload is complete.
+            if resuming && !isStaged && (isObject || FileManager.default.fileExists(atPath: final)) { continue }
+            guard isStaged else {
+                throw JobError("\(final): the worker reported success but left no finished file to publish")
+            }
+            if isObject {
                 try await ObjectOutput.upload(staged, to: final, allowExisting: allowExisting)
                 unlink(staged)
                 published.append(final)
                 continue
-            }
-            if resuming && !FileManager.default.fileExists(atPath: staged) && FileManager.default.fileExists(atPath: final) {
-                continue
-            }
-            guard FileManager.default.fileExists(atPath: staged) else {
-                throw JobError("\(final): the worker reported success but left no finished file to publish")
             }
             try checkBeforePublishing(final, of: manifest, allowExisting: allowExisting)
             if allowExisting {

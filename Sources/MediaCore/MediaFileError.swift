@@ -87,9 +87,7 @@ public struct MediaFileError: Error, Sendable, CustomStringConvertible {
             }
             return "\(activity) failed: \(error)"
         case let .objectStorage(error):
-            var text = error.detail
-            if let status = error.status { text += " (HTTP \(status)\(error.code.map { " \($0)" } ?? ""))" }
-            return text
+            return error.problem
         }
     }
 }

@@ -107,7 +107,8 @@ extension S3 {
         var uploads: [S3Upload] = []
         var markers: (key: String, id: String)?
         repeat {
-            var query: [(name: String, value: String)] = [("uploads", ""), ("prefix", prefix.key)]
+            var query: [(name: String, value: String)] = [("uploads", "")]
+            if !prefix.key.isEmpty { query.append(("prefix", prefix.key)) }
             if let markers { query += [("key-marker", markers.key), ("upload-id-marker", markers.id)] }
             let text = try await send(Operation(method: .GET, bucket: prefix.bucket, key: nil, query: query)).text
             for entry in S3XML.elements("Upload", in: text) {

@@ -75,7 +75,8 @@ extension S3 {
         var objects: [S3Object] = []
         var token: String?
         repeat {
-            var query: [(name: String, value: String)] = [("list-type", "2"), ("prefix", prefix.key)]
+            var query: [(name: String, value: String)] = [("list-type", "2")]
+            if !prefix.key.isEmpty { query.append(("prefix", prefix.key)) }
             if let token { query.append(("continuation-token", token)) }
             let text = try await send(Operation(method: .GET, bucket: prefix.bucket, key: nil, query: query)).text
             for entry in S3XML.elements("Contents", in: text) {
@@ -118,9 +119,9 @@ extension S3 {
         let etag = Self.unquoted(response.header("ETag") ?? "")
         if response.status == 206 {
             // Content-Range: bytes FIRST-LAST/TOTAL
-            guard let value = response.header("Content-Range"), let slash = value.lastIndex(of: "/"),
+            guard let value = response.header("Content-Range"), value.hasPrefix("bytes "), let slash = value.lastIndex(of: "/"),
                   let total = Int64(value[value.index(after: slash)...]),
-                  let dash = value.firstIndex(of: "-"), let first = Int64(value[value.index(value.startIndex, offsetBy: 6)..<dash]) else {
+                  let dash = value.firstIndex(of: "-"), let first = Int64(value.dropFirst(6)[..<dash]) else {
                 throw S3Error(.badResponse, location.description, "the server's partial answer has no usable Content-Range")
             }
             return S3Chunk(bytes: bytes, offset: first, objectSize: total, etag: etag)

@@ -14,10 +14,18 @@ public final class S3: Sendable {
     public let configuration: S3Configuration
     let signer: SigV4Signer
     let client: HTTPClient
+    /// The endpoint's scheme, host and port (`:9000`, or "" for the scheme's own); nil when the
+    /// configuration's endpoint is not an http(s) address.
+    let endpoint: (scheme: String, host: String, port: String)?
 
     public init(configuration: S3Configuration) {
         self.configuration = configuration
         signer = SigV4Signer(credentials: configuration.credentials, region: configuration.region)
+        endpoint = URL(string: configuration.endpoint).flatMap { url in
+            guard let scheme = url.scheme, let host = url.host else { return nil }
+            let port = url.port.map { $0 == (scheme == "https" ? 443 : 80) ? "" : ":\($0)" } ?? ""
+            return (scheme, host, port)
+        }
         var http = HTTPClient.Configuration()
         http.redirectConfiguration = .disallow
         http.decompression = .disabled
@@ -70,22 +78,20 @@ public final class S3: Sendable {
         var text: Substring { body.map { Substring(String(buffer: $0)) } ?? "" }
     }
 
-    /// The URL, the path and the host of an operation, as addressed by the configuration.
-    func address(_ op: Operation) -> (url: String, path: String, host: String) {
-        let url = URL(string: configuration.endpoint)!
-        var host = url.host!
-        if configuration.pathStyle == false { host = op.bucket + "." + host }
-        if let port = url.port, port != (url.scheme == "https" ? 443 : 80) { host += ":\(port)" }
-        var path = configuration.pathStyle ? "/" + op.bucket : ""
-        path += "/" + (op.key ?? "")
+    /// The URL, the path and the host of an operation, as addressed by the configuration. A query item
+    /// without a value (`?uploads`) is written bare.
+    func address(_ op: Operation, _ endpoint: (scheme: String, host: String, port: String)) -> (url: String, path: String, host: String) {
+        let host = (configuration.pathStyle ? "" : op.bucket + ".") + endpoint.host + endpoint.port
+        let path = (configuration.pathStyle ? "/" + op.bucket : "") + "/" + (op.key ?? "")
         let encodedPath = path.split(separator: "/", omittingEmptySubsequences: false).map { SigV4Signer.encode(String($0)) }.joined(separator: "/")
-        let query = op.query.map { SigV4Signer.encode($0.name) + ($0.value.isEmpty && $0.name != "uploadId" ? "" : "=" + SigV4Signer.encode($0.value)) }
+        let query = op.query.map { SigV4Signer.encode($0.name) + ($0.value.isEmpty ? "" : "=" + SigV4Signer.encode($0.value)) }
             .joined(separator: "&")
-        return ("\(url.scheme!)://\(host)\(encodedPath)" + (query.isEmpty ? "" : "?" + query), path, host)
+        return ("\(endpoint.scheme)://\(host)\(encodedPath)" + (query.isEmpty ? "" : "?" + query), path, host)
     }
 
     func prepare(_ op: Operation) throws -> HTTPClient.Request {
-        let (url, path, host) = address(op)
+        guard let endpoint else { throw S3Error(.configuration, configuration.endpoint, "not an http:// or https:// address of a server") }
+        let (url, path, host) = address(op, endpoint)
         let payload = op.body.map { buffer in buffer.withUnsafeReadableBytes { SigV4Signer.hash($0) } } ?? SigV4Signer.emptyPayloadHash
         let request = SigV4Signer.Request(method: op.method.rawValue, path: path, query: op.query,
                                           headers: [("Host", host)] + op.headers, payloadHash: payload)

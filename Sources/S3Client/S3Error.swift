@@ -46,9 +46,11 @@ public struct S3Error: Error, Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
-        var text = "\(subject): \(detail)"
-        if let status { text += " (HTTP \(status)\(code.map { " \($0)" } ?? ""))" }
-        return text
+    /// The detail with the server's status and code, without the subject.
+    public var problem: String {
+        guard let status else { return detail }
+        return detail + " (HTTP \(status)\(code.map { " \($0)" } ?? ""))"
     }
+
+    public var description: String { "\(subject): \(problem)" }
 }

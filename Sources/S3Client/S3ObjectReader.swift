@@ -59,12 +59,6 @@ public final class S3ObjectReader: @unchecked Sendable {
         return objectSize
     }
 
-    /// The entity tag the reads are checked against.
-    public func etag() throws(S3Error) -> String {
-        try fetchHeadIfNeeded()
-        return entityTag
-    }
-
     /// Copies bytes from `offset` into `buffer`: as many as are there up to its size, 0 at the end.
     public func read(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer) throws(S3Error) -> Int {
         try fetchHeadIfNeeded()
