@@ -11,15 +11,16 @@ extension Coordinator {
         lock.withLock {
             let free = configuration.workers - workingCount
             guard !draining, claiming, standbys.count < free else { return }
-            standbys.append(newKeptWorker())
+            standbys.append(newKeptWorkerLocked())
         }
     }
 
-    /// Starts a kept worker process (on a thread of its own; it does not wait for it).
-    func newKeptWorker() -> StandbyWorker {
-        StandbyWorker(command: configuration.workerCommand + ["--standby"] + configuration.recycling.arguments, limits: configuration.limits,
-                      onIdle: { [weak self] worker in self?.workerIdle(worker) },
-                      onRetire: { [weak self] reason in self?.workerRetired(reason) })
+    /// Starts a kept worker process (on a thread of its own; it does not wait for it). Call it holding `lock`.
+    func newKeptWorkerLocked() -> StandbyWorker {
+        keptWorkersAlive += 1
+        return StandbyWorker(command: configuration.workerCommand + ["--standby"] + configuration.recycling.arguments, limits: configuration.limits,
+                             onIdle: { [weak self] worker in self?.workerIdle(worker) },
+                             onRetire: { [weak self] reason in self?.workerRetired(reason) })
     }
 
     /// A kept worker finished a job and waits for another: first in line for the next job.
@@ -36,6 +37,7 @@ extension Coordinator {
 
     /// A kept worker's process ended: counted by why (`mediafarm_worker_retirements_total`).
     private func workerRetired(_ reason: WorkerRetirement?) {
+        lock.withLock { keptWorkersAlive -= 1 }
         metrics.workerRetired(reason?.kind ?? "stopped")
         if let reason, reason.kind != "jobs" { events(.notice("worker replaced: \(reason.message)")) }
         slotFreed.signal()
@@ -188,7 +190,9 @@ extension Coordinator {
             let old = ahead.filter { running[$0].map { t.timeIntervalSince($0.started) > configuration.claimAheadHold } ?? true }
             ahead.removeAll { old.contains($0) }
             // Jobs are long now: no more claims ahead until short ones bring the average down again.
-            if !old.isEmpty { recentAttemptSeconds = max(recentAttemptSeconds ?? 0, configuration.claimAheadHold) }
+            if !old.isEmpty {
+                recentAttemptSeconds = max(recentAttemptSeconds ?? 0, configuration.claimAheadHold, configuration.claimAheadBelow)
+            }
             return old.compactMap { running.removeValue(forKey: $0) }
         }
         for entry in stale { await finish(entry.job, token: entry.token, outcome: .released, seconds: 0) }

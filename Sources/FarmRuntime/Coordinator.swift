@@ -38,6 +38,8 @@ public final class Coordinator: Service, @unchecked Sendable {
     private var renewSoon = false
     /// Kept worker processes waiting for a job.
     var standbys: [StandbyWorker] = []
+    /// Kept worker processes started and not yet reaped (waiting or running a job).
+    var keptWorkersAlive = 0
     /// Claimed ahead of a free slot, in claim order: started the moment a worker is free.
     var ahead: [Int64] = []
     /// Whether the claimer still runs (a worker offered back after it ended is retired).
@@ -153,10 +155,19 @@ public final class Coordinator: Service, @unchecked Sendable {
                 lock.withLock { draining = true }
                 // The group ends when its loops and jobs have.
             }
+            await self.waitForKeptWorkers()
             await self.leaveRegistry()
         } onGracefulShutdown: { [weak self] in
             self?.events(.notice("draining: no new jobs; running jobs have \(Int(self?.configuration.grace ?? 0)) s to finish"))
             self?.beginDrain()
+        }
+    }
+
+    /// Waits (up to 5 s) until every kept worker process has been reaped and its temporary folder removed:
+    /// their threads would otherwise be ended with this process, leaving the folders behind.
+    private func waitForKeptWorkers() async {
+        for _ in 0..<250 where lock.withLock({ keptWorkersAlive }) > 0 {
+            await Self.waitWhileStopping(0.02)
         }
     }
 
@@ -227,7 +238,7 @@ public final class Coordinator: Service, @unchecked Sendable {
         let onLine: @Sendable (Substring) -> Void = { line in self.workerSaid(id, line) }
         let exit: WorkerExit
         do {
-            let kept = standby ?? (configuration.standbyWorkers ? newKeptWorker() : nil)
+            let kept = standby ?? (configuration.standbyWorkers ? lock.withLock { newKeptWorkerLocked() } : nil)
             if let kept, let ran = try await Self.run(job, token: token, on: kept, onStart: onStart, onLine: onLine,
                                                       onEnd: { self.workerReturned(id, end: $0) }) {
                 exit = ran

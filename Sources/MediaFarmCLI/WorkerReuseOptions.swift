@@ -15,12 +15,27 @@ struct WorkerReuseOptions: ParsableArguments {
     var recycleMemory: String = "1G"
 
     @Option(name: .customLong("claim-ahead"), parsing: .unconditional,
-            help: "Jobs claimed beyond the free slots while recent jobs take under a second, started the moment a worker is free (0: none).")
+            help: "Jobs claimed beyond the free slots while recent jobs are short (see --claim-ahead-below), started the moment a worker is free (0: none).")
     var claimAhead: Int = 2
+
+    @Option(name: .customLong("claim-ahead-below"), parsing: .unconditional,
+            help: ArgumentHelp("Claim ahead only while recent jobs take under this many seconds on average.", valueName: "seconds"))
+    var claimAheadBelow: Double = CoordinatorConfiguration().claimAheadBelow
+
+    @Option(name: .customLong("claim-ahead-hold"), parsing: .unconditional,
+            help: ArgumentHelp("A job claimed ahead that waits longer than this many seconds for a worker goes back to the queue.",
+                               valueName: "seconds"))
+    var claimAheadHold: Double = CoordinatorConfiguration().claimAheadHold
 
     func validate() throws {
         guard jobsPerWorker >= 1 else { throw ValidationError("--jobs-per-worker must be at least 1, not \(jobsPerWorker)") }
         guard claimAhead >= 0 else { throw ValidationError("--claim-ahead must not be negative, not \(claimAhead)") }
+        guard claimAheadBelow > 0, claimAheadBelow.isFinite else {
+            throw ValidationError("--claim-ahead-below must be a positive number of seconds, not \(claimAheadBelow)")
+        }
+        guard claimAheadHold > 0, claimAheadHold.isFinite else {
+            throw ValidationError("--claim-ahead-hold must be a positive number of seconds, not \(claimAheadHold)")
+        }
         _ = try CoordinatorCommand.bytes(recycleMemory, "--recycle-memory")
     }
 
@@ -28,5 +43,7 @@ struct WorkerReuseOptions: ParsableArguments {
         configuration.recycling = WorkerRecycling(jobsPerWorker: jobsPerWorker,
                                                   residentLimit: try CoordinatorCommand.bytes(recycleMemory, "--recycle-memory"))
         configuration.claimAhead = claimAhead
+        configuration.claimAheadBelow = claimAheadBelow
+        configuration.claimAheadHold = claimAheadHold
     }
 }

@@ -71,8 +71,9 @@ final class Farm: @unchecked Sendable {
     }
 
     /// Starts `mediafarm coordinator --json ARGS` in the background; its output goes to a log file.
-    func startCoordinator(_ args: [String], log: String = "coordinator.log") throws -> Coordinator {
+    func startCoordinator(_ args: [String], log: String = "coordinator.log", environment: [String: String] = [:]) throws -> Coordinator {
         let process = Process()
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         process.executableURL = URL(fileURLWithPath: TestPaths.mediafarmExecutable)
         process.arguments = ["coordinator", "--json", "--queue", queue] + args
         process.currentDirectoryURL = folder

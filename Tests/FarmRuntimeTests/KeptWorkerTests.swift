@@ -121,7 +121,9 @@ import Glibc
         manifests.append(try farm.exportManifest("k4", slow: 2))
         manifests += try (5..<7).map { try farm.inspectManifest("k\($0)") }
         let ids = try farm.submit(manifests)
-        let coordinator = try farm.startCoordinator(["--workers", "1"])
+        let temporaries = farm.folder.appendingPathComponent("tmp")
+        try FileManager.default.createDirectory(at: temporaries, withIntermediateDirectories: false)
+        let coordinator = try farm.startCoordinator(["--workers", "1"], environment: ["TMPDIR": temporaries.path])
         defer { kill(coordinator.pid, SIGKILL); _ = coordinator.wait(timeout: 5) }
         var fifth: Int32 = -1
         #expect(eventually(120) {
@@ -144,16 +146,24 @@ import Glibc
         }
         #expect(try MediaProbe.packets(farm.out.appendingPathComponent("k4.mp4").path, stream: "v").count == 600)
         #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+        // The killed worker's temporary folder went with it; the kept worker's goes when the coordinator stops.
+        kill(coordinator.pid, SIGTERM)
+        #expect(coordinator.wait(timeout: 60) != nil)
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: temporaries.path)) ?? ["(unreadable)"]
+        #expect(left.isEmpty, "\(left)")
     }
 
     @Test func jobsClaimedAheadOfALongJobGoBackOnceAndRunLater() throws {
         let farm = try Farm("kept-ahead")
-        // Short jobs first (claims ahead begin), then a long one (about 4 s), then short ones again.
+        // Short jobs first (claims ahead begin), then a long one (4 s or more, where a job claimed ahead waits
+        // 2 s), then short ones again. Short is under 5 s here, so that a loaded machine's inspections still
+        // count as short.
         var manifests = try (0..<4).map { try farm.inspectManifest("a\($0)") }
-        manifests.append(try farm.exportManifest("long", slow: 8))
+        manifests.append(try farm.exportManifest("long", slow: 30))
         manifests += try (4..<7).map { try farm.inspectManifest("a\($0)") }
         let ids = try farm.submit(manifests)
-        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"])
+        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle",
+                                                     "--claim-ahead-below", "5", "--claim-ahead-hold", "2"])
         #expect(coordinator.wait(timeout: 120) == 0, "\(coordinator.log)")
         let jobs = try farm.status()
         for id in ids { #expect(jobs[id]?["state"] as? String == "succeeded" && jobs[id]?.int == 1, "\(jobs[id] ?? [:])") }
