@@ -3,8 +3,11 @@ public enum JobEvent: Sendable, Codable, Equatable {
     case progress(JobProgress)
     case log(level: String, message: String)
     case result(JobResult)
+    /// A multipart upload of output `address` began (its parts follow): the coordinator records it with
+    /// the job, for the next attempt to go on with or for aborting.
+    case upload(address: String, uploadID: String)
 
-    private enum Keys: String, CodingKey { case event, fraction, phase, framesPerSecond, eta, level, message, job }
+    private enum Keys: String, CodingKey { case event, fraction, phase, framesPerSecond, eta, level, message, job, address, uploadID }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: Keys.self)
@@ -22,6 +25,10 @@ public enum JobEvent: Sendable, Codable, Equatable {
         case .result(let r):
             try c.encode("result", forKey: .event)
             try c.encode(r, forKey: .job)
+        case let .upload(address, uploadID):
+            try c.encode("upload", forKey: .event)
+            try c.encode(address, forKey: .address)
+            try c.encode(uploadID, forKey: .uploadID)
         }
     }
 
@@ -36,6 +43,8 @@ public enum JobEvent: Sendable, Codable, Equatable {
             self = .log(level: try c.decode(String.self, forKey: .level), message: try c.decode(String.self, forKey: .message))
         case "result":
             self = .result(try c.decode(JobResult.self, forKey: .job))
+        case "upload":
+            self = .upload(address: try c.decode(String.self, forKey: .address), uploadID: try c.decode(String.self, forKey: .uploadID))
         case let other:
             throw DecodingError.dataCorruptedError(forKey: .event, in: c, debugDescription: "unknown event \(other)")
         }
@@ -70,6 +79,12 @@ public struct JobResult: Sendable, Codable, Equatable {
     /// Output duration in seconds, when something was exported.
     public var duration: Double?
     public var seconds: Double
+    /// The multipart uploads of the outputs bound for object storage whose parts the worker sent: the
+    /// coordinator completes them to publish (and, from the queue, any rescuer can).
+    public var uploads: [ObjectUpload]?
+    /// A failure that another attempt may not meet (object storage unreachable, timing out, answering
+    /// 5xx): the job is retried, not failed.
+    public var retryable: Bool?
 
     public init(name: String, succeeded: Bool, error: String? = nil, output: String? = nil, report: String? = nil,
                 duration: Double? = nil, seconds: Double) {
@@ -80,5 +95,33 @@ public struct JobResult: Sendable, Codable, Equatable {
         self.report = report
         self.duration = duration
         self.seconds = seconds
+    }
+}
+
+/// An output's multipart upload whose parts a worker sent, not yet completed: its address
+/// (`s3://BUCKET/KEY`), upload id, size and parts (number, entity tag, size).
+public struct ObjectUpload: Sendable, Codable, Equatable {
+    public struct Part: Sendable, Codable, Equatable {
+        public var number: Int
+        public var etag: String
+        public var size: Int64
+
+        public init(number: Int, etag: String, size: Int64) {
+            self.number = number
+            self.etag = etag
+            self.size = size
+        }
+    }
+
+    public var address: String
+    public var uploadID: String
+    public var size: Int64
+    public var parts: [Part]
+
+    public init(address: String, uploadID: String, size: Int64, parts: [Part]) {
+        self.address = address
+        self.uploadID = uploadID
+        self.size = size
+        self.parts = parts
     }
 }

@@ -48,7 +48,11 @@ extension Coordinator {
             guard let lease = job.lease, case .success(let manifest) = ManifestLoader.validate(
                 text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) else { continue }
             do {
-                metrics.published(try await StagedOutput.publish(manifest, token: lease.token, allowExisting: manifest.overwrite || job.attempt > 1, resuming: true))
+                // The worker's result, recorded as publishing began, holds its objects' uploads.
+                let uploads = job.result.flatMap { try? JSONDecoder().decode(JobResult.self, from: Data($0.utf8)) }?.uploads ?? []
+                metrics.published(try await StagedOutput.publish(manifest, token: lease.token, allowExisting: manifest.overwrite || job.attempt > 1,
+                                                                 resuming: true, uploads: uploads))
+                if !uploads.isEmpty { await forgetUploads(of: job, completed: uploads) }
             } catch {
                 events(.notice("job \(job.id) (\(job.name)): cannot complete the publication of \(lease.owner): \(error)"))
                 continue
@@ -74,7 +78,10 @@ extension Coordinator {
                 let after = try? await store.job(id: job.id)
                 events(.notice("job \(job.id) (\(job.name)): lease of \(job.lease?.owner ?? "?") expired; "
                                + (after?.state == .dead ? "dead after \(job.attempt) attempts" : "back in the queue")))
-                if after?.state == .dead { recordEnd(job.id, .dead) }
+                if after?.state == .dead {
+                    recordEnd(job.id, .dead)
+                    await abortUnfinishedUploads(job)
+                }
                 metrics.rescued(after?.state == .dead ? "dead" : "requeued")
                 if let token = job.lease?.token, case .success(let manifest) = ManifestLoader.validate(
                     text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {

@@ -74,6 +74,8 @@ public final class Coordinator: Service, @unchecked Sendable {
         var started: Date
         var timeout: Double
         var stop: StopReason?
+        /// Uploads the worker began, being recorded with the job: awaited before the attempt ends.
+        var recordings: [Task<Void, Never>] = []
         /// The claimer's turn that claimed it began; the claim returned.
         var woke = Date.distantPast
         var claimed = Date.distantPast
@@ -231,6 +233,15 @@ public final class Coordinator: Service, @unchecked Sendable {
             await finish(job, token: token, outcome: .failed(message: e.description, result: nil), seconds: 0)
             return
         }
+        // Uploads an earlier attempt began for the outputs bound for objects: this attempt goes on with them.
+        var resume: [String: String] = [:]
+        if StagedOutput.finalPaths(of: manifest).contains(where: PathRules.isObject) {
+            do {
+                for upload in try await store.recordedUploads(of: job.id) { resume[upload.address] = upload.uploadID }
+            } catch {
+                events(.notice("job \(job.id): cannot read the uploads an earlier attempt began (\(error)); beginning new ones"))
+            }
+        }
         let started = now()
         let id = job.id
         let onStart: @Sendable (ChildProcess) -> Void = { child in self.workerStarted(id, child: child) }
@@ -239,12 +250,13 @@ public final class Coordinator: Service, @unchecked Sendable {
         let exit: WorkerExit
         do {
             let kept = standby ?? (configuration.standbyWorkers ? lock.withLock { newKeptWorkerLocked() } : nil)
-            if let kept, let ran = try await Self.run(job, token: token, on: kept, onStart: onStart, onLine: onLine,
+            if let kept, let ran = try await Self.run(job, token: token, resume: resume, on: kept, onStart: onStart, onLine: onLine,
                                                       onEnd: { self.workerReturned(id, end: $0) }) {
                 exit = ran
             } else {
                 var command = configuration.workerCommand + ["--name", job.name, "--base-dir", job.baseDirectory, "--stage-token", token]
                 for root in job.outputRoots { command += ["--output-root", root] }
+                for (address, uploadID) in resume.sorted(by: { $0.key < $1.key }) { command += ["--resume-upload", "\(address)=\(uploadID)"] }
                 exit = try await WorkerProcess.run(command: command, input: Data(job.manifest.utf8), limits: configuration.limits,
                                                    onStart: onStart, onLine: onLine)
             }
@@ -259,6 +271,7 @@ public final class Coordinator: Service, @unchecked Sendable {
             return running.removeValue(forKey: id)
         }) else { return }
         defer { StagedOutput.discard(manifest, token: token) }
+        for recording in entry.recordings { await recording.value }
 
         switch entry.stop {
         case .lost(let state):
@@ -266,6 +279,7 @@ public final class Coordinator: Service, @unchecked Sendable {
             events(.finished(id: id, name: job.name, state: state == .cancelled ? "cancelled" : "lost", attempt: job.attempt,
                              message: state == .cancelled ? "cancelled: worker stopped, temporary files removed"
                                  : "lease lost: worker stopped, nothing published", seconds: seconds))
+            if state == .cancelled { await abortUnfinishedUploads(job) }
         case .timeout(let limit):
             await finish(job, token: token, outcome: .crashed(message: "timed out after \(Self.format(limit)) s: worker killed"), seconds: seconds,
                          reason: "timed_out")
@@ -274,11 +288,14 @@ public final class Coordinator: Service, @unchecked Sendable {
         case nil:
             let resultJSON = entry.result.flatMap { try? String(decoding: JSONEncoder().encode($0), as: UTF8.self) }
             if exit.status == 0, let result = entry.result, result.succeeded {
-                if await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, seconds: seconds) {
+                if await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: result.uploads ?? [], seconds: seconds) {
                     await registerInLibrary(job, manifest: manifest, submitted: submitted, sources: sources)
                 }
             } else if let result = entry.result, !result.succeeded, exit.status == 1 || exit.status == 2 {
-                await finish(job, token: token, outcome: .failed(message: result.error ?? "failed", result: resultJSON), seconds: seconds)
+                // Object storage that did not answer may answer the next attempt.
+                let message = result.error ?? "failed"
+                await finish(job, token: token, outcome: result.retryable == true ? .crashed(message: message) : .failed(message: message, result: resultJSON),
+                             seconds: seconds)
             } else {
                 var message = "worker \(exit.description)"
                 if let last = exit.stderrTail.split(separator: "\n").last { message += ": \(last)" }
@@ -290,10 +307,10 @@ public final class Coordinator: Service, @unchecked Sendable {
     /// Runs the job on a kept worker: one line with the job's options and manifest. nil when the process
     /// is not up (or died waiting): the caller starts one. `onEnd` runs on the worker's thread as soon as
     /// the job ended, before the process is offered to another job: whether it may be.
-    static func run(_ job: Job, token: String, on standby: StandbyWorker, onStart: @escaping @Sendable (ChildProcess) -> Void,
+    static func run(_ job: Job, token: String, resume: [String: String], on standby: StandbyWorker, onStart: @escaping @Sendable (ChildProcess) -> Void,
                     onLine: @escaping @Sendable (Substring) -> Void, onEnd: @escaping @Sendable (WorkerJobEnd?) -> Bool) async throws -> WorkerExit? {
         let assignment = WorkerAssignment(name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots, stageToken: token,
-                                          manifest: job.manifest)
+                                          manifest: job.manifest, resumeUploads: resume.isEmpty ? nil : resume)
         var input = try JSONEncoder().encode(assignment)
         input.append(UInt8(ascii: "\n"))
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<WorkerExit?, any Error>) in
@@ -311,10 +328,10 @@ public final class Coordinator: Service, @unchecked Sendable {
     /// the job again: each output is published once.
     /// - Returns: whether the outputs were published.
     @discardableResult
-    private func publish(_ job: Job, token: String, manifest: JobManifest, resultJSON: String?, seconds: Double) async -> Bool {
-        guard StagedOutput.isStaged(manifest, token: token) else {
-            let missing = StagedOutput.finalPaths(of: manifest).first { !FileManager.default.fileExists(atPath: StagedOutput.path(for: $0, token: token)) }
-            await finish(job, token: token, outcome: .failed(message: "\(missing ?? "output"): the worker reported success but left no finished file to publish",
+    private func publish(_ job: Job, token: String, manifest: JobManifest, resultJSON: String?, uploads: [ObjectUpload],
+                         seconds: Double) async -> Bool {
+        if let missing = StagedOutput.missing(manifest, token: token, uploads: uploads) {
+            await finish(job, token: token, outcome: .failed(message: "\(missing): the worker reported success but left no finished file to publish",
                                                              result: resultJSON), seconds: seconds)
             return false
         }
@@ -322,13 +339,19 @@ public final class Coordinator: Service, @unchecked Sendable {
             metrics.attemptEnded("stale", seconds: seconds)
             events(.finished(id: job.id, name: job.name, state: "stale", attempt: job.attempt,
                              message: "the lease was lost before publishing: outputs discarded", seconds: seconds))
+            // Only this attempt's uploads: a newer attempt may be uploading the same keys.
+            for upload in uploads { await ObjectOutput.abort(upload) }
             return false
         }
         do {
             // A retried attempt may replace what an earlier attempt of this job published.
-            metrics.published(try await StagedOutput.publish(manifest, token: token, allowExisting: manifest.overwrite || job.attempt > 1))
+            metrics.published(try await StagedOutput.publish(manifest, token: token, allowExisting: manifest.overwrite || job.attempt > 1,
+                                                             uploads: uploads))
+            if !uploads.isEmpty { await forgetUploads(of: job, completed: uploads) }
         } catch {
-            await finish(job, token: token, outcome: .failed(message: "\(error)", result: resultJSON), seconds: seconds)
+            let message = "\(error)"
+            let retryable = (error as? JobError)?.retryable == true
+            await finish(job, token: token, outcome: retryable ? .crashed(message: message) : .failed(message: message, result: resultJSON), seconds: seconds)
             return false
         }
         await finish(job, token: token, outcome: .succeeded(result: resultJSON), seconds: seconds)
@@ -345,6 +368,7 @@ public final class Coordinator: Service, @unchecked Sendable {
             do {
                 let after = try await store.finish(id: job.id, token: token, outcome: outcome, at: now())
                 recordEnd(job.id, after.state)
+                if [.failed, .dead, .cancelled].contains(after.state) { await abortUnfinishedUploads(after) }
                 metrics.attemptEnded(reason ?? outcome.metricName, seconds: seconds)
                 let message: String? = switch outcome {
                 case .succeeded: nil
@@ -366,6 +390,40 @@ public final class Coordinator: Service, @unchecked Sendable {
                 await Self.waitWhileStopping(delay)
                 delay = min(delay * 2, 2)
             }
+        }
+    }
+
+    /// A job that ended without success: no attempt of it will go on with the uploads of its outputs bound
+    /// for objects (a worker killed while sending parts leaves one), so they are aborted.
+    func abortUnfinishedUploads(_ job: Job) async {
+        guard job.manifest.contains("s3://") else { return }
+        let recorded: [RecordedUpload]
+        do { recorded = try await store.recordedUploads(of: job.id) } catch {
+            events(.notice("job \(job.id) (\(job.name)): cannot read its recorded uploads to abort them: \(error)"))
+            return
+        }
+        guard !recorded.isEmpty else { return }
+        var aborted: [RecordedUpload] = []
+        for upload in recorded {
+            if let problem = await ObjectOutput.abort(upload.address, uploadID: upload.uploadID) {
+                events(.notice("job \(job.id) (\(job.name)): \(problem)"))
+            } else {
+                aborted.append(upload)
+            }
+        }
+        if !aborted.isEmpty { events(.notice("job \(job.id) (\(job.name)): aborted \(aborted.count) unfinished upload(s) of its outputs")) }
+        do { try await store.forgetUploads(aborted) } catch {
+            events(.notice("job \(job.id) (\(job.name)): cannot forget its aborted uploads: \(error)"))
+        }
+    }
+
+    /// After a publication: the job's records of the uploads it completed are forgotten.
+    func forgetUploads(of job: Job, completed: [ObjectUpload]) async {
+        do {
+            let done = try await store.recordedUploads(of: job.id).filter { record in completed.contains { $0.uploadID == record.uploadID } }
+            try await store.forgetUploads(done)
+        } catch {
+            events(.notice("job \(job.id) (\(job.name)): cannot forget its completed uploads: \(error)"))
         }
     }
 
@@ -435,6 +493,22 @@ public final class Coordinator: Service, @unchecked Sendable {
             lock.withLock { running[id]?.result = r }
         case .log(let level, let message):
             events(.notice("job \(id): \(level): \(message)"))
+        case let .upload(address, uploadID):
+            // Recorded with the job at once (the worker sends its parts meanwhile); the attempt's end waits for it.
+            lock.withLock {
+                guard let entry = running[id] else { return }
+                let upload = RecordedUpload(jobID: id, address: address, uploadID: uploadID, attempt: entry.job.attempt)
+                let token = entry.token
+                running[id]?.recordings.append(Task {
+                    do {
+                        if try await self.store.recordUpload(upload, token: token, at: self.now()) == false {
+                            self.events(.notice("job \(id): the upload \(uploadID) of \(address) was not recorded: the lease is lost"))
+                        }
+                    } catch {
+                        self.events(.notice("job \(id): cannot record the upload \(uploadID) of \(address): \(error)"))
+                    }
+                })
+            }
         }
     }
 

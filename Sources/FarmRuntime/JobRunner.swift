@@ -5,6 +5,7 @@ import MediaCore
 import MediaEdit
 import MediaInspect
 import MediaTime
+import S3Client
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,6 +22,9 @@ public struct JobRunner: Sendable {
     /// each output is renamed into place as it is finished, after the same checks as a publication
     /// (`publicationCheck`): nothing is left under a staged name for anyone to clean.
     public var stagingToken: String?
+    /// Under a coordinator: uploads an earlier attempt began for outputs bound for objects (address ->
+    /// upload id), gone on with instead of begun again.
+    public var resumeUploads: [String: String] = [:]
 
     /// Without a coordinator, the name under which outputs bound for objects are staged before this
     /// runner uploads them.
@@ -56,20 +60,53 @@ public struct JobRunner: Sendable {
         return { final in try StagedOutput.checkBeforePublishing(final, of: manifest, allowExisting: manifest.overwrite) }
     }
 
+    /// Under a coordinator, sends the parts of each output bound for an object (`ObjectOutput.uploadParts`)
+    /// once every output is finished; the coordinator completes the uploads under the lease. The staged
+    /// files are removed either way.
+    func uploadObjectParts(_ succeeded: Bool, events: @escaping @Sendable (JobEvent) -> Void) async throws -> [ObjectUpload] {
+        guard let stagingToken else { return [] }
+        let objects = StagedOutput.finalPaths(of: manifest).filter(PathRules.isObject)
+        defer { for final in objects { unlink(StagedOutput.path(for: final, token: stagingToken)) } }
+        guard succeeded, !objects.isEmpty else { return [] }
+        events(.progress(JobProgress(fraction: 1, phase: "uploading")))
+        var uploads: [ObjectUpload] = []
+        for final in objects {
+            uploads.append(try await ObjectOutput.uploadParts(StagedOutput.path(for: final, token: stagingToken), to: final,
+                                                              resuming: resumeUploads[final],
+                                                              began: { events(.upload(address: final, uploadID: $0)) },
+                                                              log: { events(.log(level: "notice", message: $0)) }))
+        }
+        return uploads
+    }
+
     public func run(events: @escaping @Sendable (JobEvent) -> Void = { _ in }) async -> JobResult {
         let started = Date()
         do {
             if StagedOutput.finalPaths(of: manifest).contains(where: PathRules.isObject) { try ObjectOutput.ensureSpool() }
-            let result = try await execute(events: events, started: started)
+            var result = try await execute(events: events, started: started)
             try await publishObjects(result.succeeded)
+            let uploads = try await uploadObjectParts(result.succeeded, events: events)
+            if !uploads.isEmpty { result.uploads = uploads }
             return result
         } catch is CancellationError {
             try? await publishObjects(false)
+            _ = try? await uploadObjectParts(false, events: events)
             return JobResult(name: manifest.name, succeeded: false, error: "cancelled", seconds: Date().timeIntervalSince(started))
         } catch {
             try? await publishObjects(false)
-            return JobResult(name: manifest.name, succeeded: false, error: Self.describe(error), seconds: Date().timeIntervalSince(started))
+            _ = try? await uploadObjectParts(false, events: events)
+            var result = JobResult(name: manifest.name, succeeded: false, error: Self.describe(error), seconds: Date().timeIntervalSince(started))
+            if Self.isRetryable(error) { result.retryable = true }
+            return result
         }
+    }
+
+    /// Whether another attempt may not meet `error`: object storage that did not answer, for an input or
+    /// an output.
+    static func isRetryable(_ error: any Error) -> Bool {
+        if let e = error as? JobError { return e.retryable }
+        if let e = error as? MediaFileError, case .objectStorage(let s3) = e.reason { return s3.mayPass }
+        return false
     }
 
     static func describe(_ error: any Error) -> String {
@@ -238,7 +275,12 @@ struct ScanSummary: Encodable {
 /// A job failure that is not about one media file.
 public struct JobError: Error, Sendable, CustomStringConvertible {
     public let description: String
-    public init(_ description: String) { self.description = description }
+    /// Another attempt may not meet it (a server that did not answer): the job is retried, not failed.
+    public var retryable = false
+    public init(_ description: String, retryable: Bool = false) {
+        self.description = description
+        self.retryable = retryable
+    }
 }
 
 /// The report a manifest's `report` path receives.

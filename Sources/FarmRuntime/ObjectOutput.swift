@@ -103,6 +103,150 @@ public enum ObjectOutput {
         }
     }
 
+    // MARK: - Through the queue: the worker sends the parts, the coordinator completes
+
+    /// A worker's side of publishing object `final` from the finished `file`: the parts of a multipart
+    /// upload, without completing it (nothing is visible at the key yet). `resuming`, an upload an
+    /// earlier attempt began (its worker was killed), is gone on with: only the parts whose MD5 differs
+    /// from what the server holds are sent (`log` says how many were there). A new upload is announced
+    /// (`began`) before any part is sent, so that the coordinator records it with the job. A failure
+    /// leaves the upload for the next attempt to go on with, or for the coordinator to abort when the
+    /// job ends without success.
+    public static func uploadParts(_ file: String, to final: String, resuming: String? = nil, s3: S3? = nil,
+                                   began: @Sendable (String) -> Void = { _ in },
+                                   log: @Sendable (String) -> Void = { _ in }) async throws -> ObjectUpload {
+        let (location, client) = try target(final, s3)
+        guard let handle = FileHandle(forReadingAtPath: file) else {
+            throw JobError("\(final): the finished file \(file) cannot be read to upload it")
+        }
+        defer { try? handle.close() }
+        let size = Int64(try handle.seekToEnd())
+        let partSize = partSize(for: size)
+        let count = max(1, Int((size + partSize - 1) / partSize))
+        func range(_ number: Int) -> (offset: Int64, count: Int) {
+            let offset = Int64(number - 1) * partSize
+            return (offset, Int(min(partSize, size - offset)))
+        }
+        do {
+            var upload: S3Upload?
+            var parts: [Int: S3Part] = [:]
+            if let resuming {
+                let earlier = S3Upload(bucket: location.bucket, key: location.key, uploadID: resuming)
+                let listed = try await partsIfThere(earlier, client)
+                if listed == nil { log("the upload \(resuming) of \(final) that an earlier attempt began is gone; beginning another") }
+                if let listed {
+                    upload = earlier
+                    for part in listed where part.number <= count && part.size == Int64(range(part.number).count) {
+                        let (offset, length) = range(part.number)
+                        if S3.md5Hex(try read(handle, at: offset, count: length)) == part.etag.lowercased() { parts[part.number] = part }
+                    }
+                    log("resumed the upload \(resuming) of \(final) that an earlier attempt began: \(parts.count) of \(count) parts were there")
+                }
+            }
+            let isNew = upload == nil
+            if isNew {
+                let created = try await client.createMultipartUpload(location, contentType: contentType(of: final))
+                began(created.uploadID)
+                upload = created
+            }
+            let target = upload!
+            // A test hook: a new upload stops after this many parts, for a test to kill its worker there.
+            let stall = isNew ? ProcessInfo.processInfo.environment["MEDIAFARM_TEST_UPLOAD_STALL"].flatMap { Int($0) } : nil
+            let missing = (1...count).filter { parts[$0] == nil }
+            let sent = try await withThrowingTaskGroup(of: S3Part.self) { group in
+                var sent: [S3Part] = []
+                var next = missing.makeIterator()
+                func add() throws {
+                    guard let number = next.next() else { return }
+                    let (offset, length) = range(number)
+                    let bytes = try read(handle, at: offset, count: length)
+                    group.addTask { try await client.uploadPart(target, number: number, body: bytes) }
+                }
+                for _ in 0..<(stall == nil ? concurrentParts : 1) { try add() }
+                while let part = try await group.next() {
+                    sent.append(part)
+                    if let stall, sent.count >= stall { try await Task.sleep(for: .seconds(600)) }
+                    try add()
+                }
+                return sent
+            }
+            for part in sent { parts[part.number] = part }
+            return ObjectUpload(address: final, uploadID: target.uploadID, size: size,
+                                parts: (1...count).compactMap { parts[$0] }.map { ObjectUpload.Part(number: $0.number, etag: $0.etag, size: $0.size) })
+        } catch let error as S3Error {
+            throw JobError("\(final): cannot upload the finished file: \(error.problem)", retryable: error.mayPass)
+        }
+    }
+
+    /// The parts the server holds of `upload`; nil when the upload is gone (completed or aborted).
+    static func partsIfThere(_ upload: S3Upload, _ client: S3) async throws(S3Error) -> [S3Part]? {
+        let failure: S3Error
+        do throws(S3Error) {
+            return try await client.listParts(upload)
+        } catch {
+            failure = error
+        }
+        if failure.kind == .noSuchUpload { return nil }
+        throw failure
+    }
+
+    /// The coordinator's side: completes `record` (the caller holds the lease), which publishes the object
+    /// whole. Unless `allowExisting` the completion is conditional. An upload that is gone because it was
+    /// completed already (a publication that a coordinator began before it died) is recognised by the
+    /// object's entity tag, which a multipart upload's parts determine.
+    public static func complete(_ record: ObjectUpload, allowExisting: Bool, s3: S3? = nil) async throws {
+        let (location, client) = try target(record.address, s3)
+        let upload = S3Upload(bucket: location.bucket, key: location.key, uploadID: record.uploadID)
+        let parts = record.parts.map { S3Part(number: $0.number, etag: $0.etag, size: $0.size) }
+        let failure: S3Error
+        do throws(S3Error) {
+            try await client.completeMultipartUpload(upload, parts: parts, ifNoneMatch: !allowExisting)
+            return
+        } catch {
+            failure = error
+        }
+        switch failure.kind {
+        case .noSuchUpload:
+            if let object = try? await client.head(location), object.etag == S3.multipartETag(parts) { return }
+            throw JobError("\(record.address): cannot publish the finished file: its upload \(record.uploadID) is gone and the object is not it")
+        case .alreadyExists:
+            try? await client.abortMultipartUpload(upload)
+            throw JobError("\(record.address): already exists; set \"overwrite\": true in the manifest to replace it")
+        default:
+            throw JobError("\(record.address): cannot publish the finished file: \(failure.problem)", retryable: failure.mayPass)
+        }
+    }
+
+    /// Aborts `record`'s upload (an attempt whose lease was lost: only its own upload, since a newer
+    /// attempt may be uploading the same key).
+    public static func abort(_ record: ObjectUpload, s3: S3? = nil) async {
+        guard let (location, client) = try? target(record.address, s3) else { return }
+        try? await client.abortMultipartUpload(S3Upload(bucket: location.bucket, key: location.key, uploadID: record.uploadID))
+    }
+
+    /// Aborts the upload `uploadID` of object `address` (a job that ended without success: no attempt of
+    /// it will go on with it). An upload already gone is not an error. nil, or what could not be done.
+    public static func abort(_ address: String, uploadID: String, s3: S3? = nil) async -> String? {
+        do {
+            let (location, client) = try target(address, s3)
+            try await client.abortMultipartUpload(S3Upload(bucket: location.bucket, key: location.key, uploadID: uploadID))
+            return nil
+        } catch let error as S3Error {
+            return "\(address): cannot abort the unfinished upload \(uploadID): \(error.problem)"
+        } catch {
+            return "\(address): cannot abort the unfinished upload \(uploadID): \(error)"
+        }
+    }
+
+    /// The location of object `final` and the client to reach it.
+    static func target(_ final: String, _ s3: S3?) throws -> (S3Location, S3) {
+        do throws(S3Error) {
+            let location = try S3Location(parsing: final)
+            if let s3 { return (location, s3) }
+            return (location, try S3.shared())
+        } catch { throw JobError(error.description) }
+    }
+
     /// `count` bytes of `handle` from `offset` (pread: safe from several tasks at once).
     static func read(_ handle: FileHandle, at offset: Int64, count: Int) throws -> ByteBuffer {
         var buffer = ByteBufferAllocator().buffer(capacity: count)

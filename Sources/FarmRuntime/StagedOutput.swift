@@ -27,9 +27,17 @@ public enum StagedOutput {
         [manifest.export?.output, manifest.report].compactMap { $0 }
     }
 
-    /// Whether every output of the attempt holding `token` is staged (the worker finished them all).
-    public static func isStaged(_ manifest: JobManifest, token: String) -> Bool {
-        finalPaths(of: manifest).allSatisfy { FileManager.default.fileExists(atPath: path(for: $0, token: token)) }
+    /// Whether every output of the attempt holding `token` is staged (the worker finished them all): a
+    /// file under its staged name, an object as an upload whose parts were sent (`uploads`).
+    public static func isStaged(_ manifest: JobManifest, token: String, uploads: [ObjectUpload] = []) -> Bool {
+        missing(manifest, token: token, uploads: uploads) == nil
+    }
+
+    /// The first output of the attempt holding `token` that is not staged.
+    public static func missing(_ manifest: JobManifest, token: String, uploads: [ObjectUpload] = []) -> String? {
+        finalPaths(of: manifest).first { final in
+            PathRules.isObject(final) ? !uploads.contains { $0.address == final } : !FileManager.default.fileExists(atPath: path(for: final, token: token))
+        }
     }
 
     /// Renames every staged output of `token` into place (the caller holds the lease) and syncs the folders.
@@ -37,23 +45,26 @@ public enum StagedOutput {
     /// inputs (whatever its spelling), and must not exist unless `allowExisting`. Returns the paths published.
     /// `resuming` finishes a publication that was interrupted: an output whose staged file is gone
     /// while its final file is there was published by it already.
-    /// An object is uploaded from its staged file and published by the upload's completion (`ObjectOutput`).
-    public static func publish(_ manifest: JobManifest, token: String, allowExisting: Bool, resuming: Bool = false) async throws -> [String] {
+    /// An object is published by completing the upload whose parts the worker sent (`uploads`, from its
+    /// result); an upload completed already, by a publication that was interrupted, is recognised
+    /// (`ObjectOutput.complete`).
+    public static func publish(_ manifest: JobManifest, token: String, allowExisting: Bool, resuming: Bool = false,
+                               uploads: [ObjectUpload] = []) async throws -> [String] {
         var published: [String] = []
         for final in finalPaths(of: manifest) {
-            let staged = path(for: final, token: token)
-            let isObject = PathRules.isObject(final)
-            let isStaged = FileManager.default.fileExists(atPath: staged)
-            // An object's staged file is removed only once the upload is complete.
-            if resuming && !isStaged && (isObject || FileManager.default.fileExists(atPath: final)) { continue }
-            guard isStaged else {
-                throw JobError("\(final): the worker reported success but left no finished file to publish")
-            }
-            if isObject {
-                try await ObjectOutput.upload(staged, to: final, allowExisting: allowExisting)
-                unlink(staged)
+            if PathRules.isObject(final) {
+                guard let upload = uploads.first(where: { $0.address == final }) else {
+                    throw JobError("\(final): the worker reported success but left no upload to complete")
+                }
+                try await ObjectOutput.complete(upload, allowExisting: allowExisting)
                 published.append(final)
                 continue
+            }
+            let staged = path(for: final, token: token)
+            let isStaged = FileManager.default.fileExists(atPath: staged)
+            if resuming && !isStaged && FileManager.default.fileExists(atPath: final) { continue }
+            guard isStaged else {
+                throw JobError("\(final): the worker reported success but left no finished file to publish")
             }
             try checkBeforePublishing(final, of: manifest, allowExisting: allowExisting)
             if allowExisting {

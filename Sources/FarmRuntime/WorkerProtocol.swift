@@ -11,13 +11,17 @@ public struct WorkerAssignment: Codable, Sendable, Hashable {
     public var stageToken: String?
     /// The manifest's text, as submitted.
     public var manifest: String
+    /// Uploads an earlier attempt began for outputs bound for objects (address -> upload id): go on with them.
+    public var resumeUploads: [String: String]?
 
-    public init(name: String, baseDirectory: String, outputRoots: [String], stageToken: String?, manifest: String) {
+    public init(name: String, baseDirectory: String, outputRoots: [String], stageToken: String?, manifest: String,
+                resumeUploads: [String: String]? = nil) {
         self.name = name
         self.baseDirectory = baseDirectory
         self.outputRoots = outputRoots
         self.stageToken = stageToken
         self.manifest = manifest
+        self.resumeUploads = resumeUploads
     }
 }
 

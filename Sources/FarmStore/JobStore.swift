@@ -172,6 +172,13 @@ public protocol JobStore: WebhookOutbox {
     /// Deletes up to `limit` jobs that finished (succeeded, failed, cancelled, dead) before `date`;
     /// returns how many.
     func prune(finishedBefore date: Date, limit: Int) async throws(JobStoreError) -> Int
+    /// Records the multipart upload the attempt holding `token` began for one of the job's outputs
+    /// (replacing an earlier attempt's for the same address). false when the token no longer holds the job.
+    func recordUpload(_ upload: RecordedUpload, token: String, at now: Date) async throws(JobStoreError) -> Bool
+    /// The uploads recorded for job `id`, by address.
+    func recordedUploads(of id: Int64) async throws(JobStoreError) -> [RecordedUpload]
+    /// Forgets these records (completed or aborted); a record replaced meanwhile by a newer attempt's stays.
+    func forgetUploads(_ uploads: [RecordedUpload]) async throws(JobStoreError)
     /// The earliest runAt among queued jobs that a claimer providing `provides` on `host` can run, to sleep until.
     func nextRunAt(provides: [String], host: String) async throws(JobStoreError) -> Date?
     /// Whether a job is running anywhere, or one is queued that a claimer providing `provides` on `host`

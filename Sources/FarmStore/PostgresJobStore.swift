@@ -380,7 +380,9 @@ public final class PostgresJobStore: JobStore {
                 WHERE e.depends_on = pruned.id
                    OR (e.job_id = pruned.id AND e.depends_on = ANY(SELECT jsonb_array_elements_text(pruned.after_ids::jsonb)::int8))),
             hooks AS (
-                DELETE FROM webhook_deliveries AS d USING pruned WHERE d.job_id = pruned.id AND d.state <> 'pending')
+                DELETE FROM webhook_deliveries AS d USING pruned WHERE d.job_id = pruned.id AND d.state <> 'pending'),
+            uploads AS (
+                DELETE FROM object_uploads AS u USING pruned WHERE u.job_id = pruned.id)
             SELECT id FROM pruned
             """).count
         return pruned

@@ -78,6 +78,7 @@ enum PostgresSchema {
             "ALTER TABLE {schema}.jobs ADD COLUMN requires TEXT, ADD COLUMN assets TEXT",
         ],
         WebhookSchema.statements(.postgres),
+        UploadSchema.statements(.postgres),
     ]
 
     /// Checks the schema's version, creating or upgrading it with `migrate` (concurrent migrators wait

@@ -115,6 +115,9 @@ extension SQLiteJobStore {
         migrator.registerMigration("v7 webhooks") { db in
             for statement in WebhookSchema.statements(.sqlite) { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v8 object uploads") { db in
+            for statement in UploadSchema.statements(.sqlite) { try db.execute(sql: statement) }
+        }
         return migrator
     }
 }

@@ -27,6 +27,10 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(name: .customLong("stage-token"), help: "Leave finished outputs staged under this lease token.")
     var stageToken: String?
 
+    @Option(name: .customLong("resume-upload"), help: ArgumentHelp("With --stage-token: go on with this multipart upload an earlier attempt began for an output bound for an object (repeatable).",
+                                                                    valueName: "s3://bucket/key=upload-id"))
+    var resumeUploads: [String] = []
+
     @Flag(help: "Start ahead of the jobs and run one after another: each a JSON line on stdin (its options and manifest), answered by its events and an \"ended\" line (the coordinator's kept workers).")
     var standby = false
 
@@ -58,8 +62,16 @@ struct WorkerCommand: AsyncParsableCommand {
             return
         }
         let input = (try? FileHandle.standardInput.read(upToCount: ManifestLoader.maxBytes + 1)) ?? Data()
+        var resume: [String: String] = [:]
+        for pair in resumeUploads {
+            guard let equals = pair.lastIndex(of: "="), equals != pair.startIndex else {
+                throw ValidationError("--resume-upload: expected s3://bucket/key=upload-id, not \(pair)")
+            }
+            resume[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
+        }
         let assignment = WorkerAssignment(name: name, baseDirectory: baseDirectory ?? FileManager.default.currentDirectoryPath,
-                                          outputRoots: outputRoots, stageToken: stageToken, manifest: String(decoding: input, as: UTF8.self))
+                                          outputRoots: outputRoots, stageToken: stageToken, manifest: String(decoding: input, as: UTF8.self),
+                                          resumeUploads: resume.isEmpty ? nil : resume)
         let status = await Self.runJob(assignment, tooLarge: input.count > ManifestLoader.maxBytes)
         if status != ExitStatus.success { throw ExitCode(status) }
     }
@@ -75,7 +87,9 @@ struct WorkerCommand: AsyncParsableCommand {
         case .success(let m): manifest = m
         case .failure(let e): return report(invalid: e.description, name: job.name)
         }
-        let result = await JobRunner(manifest: manifest, stagingToken: job.stageToken).run { EventPrinter.print($0) }
+        var runner = JobRunner(manifest: manifest, stagingToken: job.stageToken)
+        runner.resumeUploads = job.resumeUploads ?? [:]
+        let result = await runner.run { EventPrinter.print($0) }
         misbehaviour?.leaveState()
         EventPrinter.print(.result(result))
         if !result.succeeded {

@@ -1,3 +1,4 @@
+import Crypto
 import NIOCore
 import NIOHTTP1
 
@@ -123,6 +124,28 @@ extension S3 {
             }
         } while markers != nil
         return uploads
+    }
+}
+
+extension S3 {
+    /// The entity tag a single-request upload of `bytes` gets: their MD5, in hex (what a part's is too).
+    public static func md5Hex(_ bytes: ByteBuffer) -> String {
+        bytes.withUnsafeReadableBytes { Insecure.MD5.hash(data: $0) }.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The entity tag of the object a multipart upload of `parts` makes: the MD5 of the parts' MD5s, then
+    /// "-" and their number (what S3 and compatible servers answer). nil when a part's tag is not an MD5.
+    public static func multipartETag(_ parts: [S3Part]) -> String? {
+        var digests: [UInt8] = []
+        for part in parts.sorted(by: { $0.number < $1.number }) {
+            let hex = Array(part.etag.utf8)
+            guard hex.count == 32 else { return nil }
+            for i in stride(from: 0, to: 32, by: 2) {
+                guard let byte = UInt8(String(decoding: hex[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
+                digests.append(byte)
+            }
+        }
+        return Insecure.MD5.hash(data: digests).map { String(format: "%02x", $0) }.joined() + "-\(parts.count)"
     }
 }
 

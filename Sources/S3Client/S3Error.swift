@@ -37,6 +37,10 @@ public struct S3Error: Error, Sendable, CustomStringConvertible {
         self.code = code
     }
 
+    /// Whether a later attempt of the whole operation (another job attempt, minutes later) may succeed:
+    /// the transient failures, and a server that could not be reached at all.
+    public var mayPass: Bool { isTransient || kind == .unreachable }
+
     /// Whether trying the same request again may succeed (server errors, throttling, broken connections).
     public var isTransient: Bool {
         switch kind {

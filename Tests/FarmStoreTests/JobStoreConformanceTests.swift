@@ -116,6 +116,35 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
         #expect(try await a.counts() == [.running: 200])
     }
 
+    /// The uploads a worker began are recorded only under the attempt's lease, replace an earlier
+    /// attempt's record of the same output, are forgotten one by one (not one a newer attempt made since),
+    /// and go with their job when it is pruned.
+    @Test(arguments: Backend.allCases)
+    func uploadsAreRecordedUnderTheLeaseAndForgotten(backend: Backend) async throws {
+        let (store, other) = try await backend.makePair()
+        let id = try await store.enqueue([new("u", maxAttempts: 3)], at: t0)[0].id
+        let first = try #require(try await store.claim(limit: 1, owner: "o", leaseDuration: 10, at: t0).first?.lease?.token)
+        let movie = RecordedUpload(jobID: id, address: "s3://b/out/m.mp4", uploadID: "one", attempt: 1)
+        let report = RecordedUpload(jobID: id, address: "s3://b/out/m.json", uploadID: "r1", attempt: 1)
+        #expect(try await store.recordUpload(movie, token: first, at: t0))
+        #expect(try await other.recordUpload(report, token: first, at: t0))
+        #expect(try await store.recordUpload(RecordedUpload(jobID: id, address: "s3://b/x", uploadID: "x", attempt: 1), token: "stale", at: t0) == false)
+        #expect(try await other.recordedUploads(of: id) == [report, movie])
+        // The attempt crashed; the next one begins another upload of the movie: it replaces the record.
+        _ = try await store.finish(id: id, token: first, outcome: .crashed(message: "killed"), at: t0.addingTimeInterval(1))
+        #expect(try await store.recordUpload(movie, token: first, at: t0) == false)
+        let second = try #require(try await store.claim(limit: 1, owner: "o", leaseDuration: 10, at: t0.addingTimeInterval(100)).first?.lease?.token)
+        let again = RecordedUpload(jobID: id, address: movie.address, uploadID: "two", attempt: 2)
+        #expect(try await store.recordUpload(again, token: second, at: t0.addingTimeInterval(100)))
+        #expect(try await store.recordedUploads(of: id) == [report, again])
+        // Forgetting the first attempt's movie upload leaves the second's record.
+        try await store.forgetUploads([movie, report])
+        #expect(try await store.recordedUploads(of: id) == [again])
+        _ = try await store.finish(id: id, token: second, outcome: .failed(message: "no", result: nil), at: t0.addingTimeInterval(101))
+        #expect(try await store.prune(finishedBefore: t0.addingTimeInterval(200), limit: 10) == 1)
+        #expect(try await store.recordedUploads(of: id).isEmpty)
+    }
+
     @Test(arguments: Backend.allCases)
     func onlyTheCurrentLeaseHolderRenewsAndFinishes(backend: Backend) async throws {
         let store = try await backend.make()
