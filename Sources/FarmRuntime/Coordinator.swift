@@ -396,23 +396,26 @@ public final class Coordinator: Service, @unchecked Sendable {
     /// A job that ended without success: no attempt of it will go on with the uploads of its outputs bound
     /// for objects (a worker killed while sending parts leaves one), so they are aborted.
     func abortUnfinishedUploads(_ job: Job) async {
-        guard job.manifest.contains("s3://") else { return }
+        guard job.manifest.contains("s3://"), case .success(let manifest) = ManifestLoader.validate(
+            text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) else { return }
+        let objects = StagedOutput.finalPaths(of: manifest).filter(PathRules.isObject)
+        guard !objects.isEmpty else { return }
         let recorded: [RecordedUpload]
         do { recorded = try await store.recordedUploads(of: job.id) } catch {
-            events(.notice("job \(job.id) (\(job.name)): cannot read its recorded uploads to abort them: \(error)"))
-            return
+            events(.notice("job \(job.id) (\(job.name)): cannot read its recorded uploads: \(error)"))
+            recorded = []
         }
-        guard !recorded.isEmpty else { return }
-        var aborted: [RecordedUpload] = []
-        for upload in recorded {
-            if let problem = await ObjectOutput.abort(upload.address, uploadID: upload.uploadID) {
-                events(.notice("job \(job.id) (\(job.name)): \(problem)"))
-            } else {
-                aborted.append(upload)
-            }
+        var aborted = 0
+        var done: [RecordedUpload] = []
+        for address in Set(objects + recorded.map(\.address)).sorted() {
+            let mine = recorded.filter { $0.address == address }
+            let (ids, problem) = await ObjectOutput.abortUnfinished(address, recorded: mine.map(\.uploadID))
+            aborted += ids.count
+            done += mine.filter { ids.contains($0.uploadID) }
+            if let problem { events(.notice("job \(job.id) (\(job.name)): \(problem)")) }
         }
-        if !aborted.isEmpty { events(.notice("job \(job.id) (\(job.name)): aborted \(aborted.count) unfinished upload(s) of its outputs")) }
-        do { try await store.forgetUploads(aborted) } catch {
+        if aborted > 0 { events(.notice("job \(job.id) (\(job.name)): aborted \(aborted) unfinished upload(s) of its outputs")) }
+        do { try await store.forgetUploads(done) } catch {
             events(.notice("job \(job.id) (\(job.name)): cannot forget its aborted uploads: \(error)"))
         }
     }

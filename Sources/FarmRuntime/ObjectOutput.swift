@@ -130,17 +130,27 @@ public enum ObjectOutput {
         do {
             var upload: S3Upload?
             var parts: [Int: S3Part] = [:]
-            if let resuming {
-                let earlier = S3Upload(bucket: location.bucket, key: location.key, uploadID: resuming)
-                let listed = try await partsIfThere(earlier, client)
-                if listed == nil { log("the upload \(resuming) of \(final) that an earlier attempt began is gone; beginning another") }
-                if let listed {
-                    upload = earlier
+            // The key's uploads under way: the recorded one an earlier attempt began, and any that a
+            // coordinator killed before it could record one left. One is gone on with (announced, so that
+            // it is recorded under this attempt); the others are aborted.
+            let underWay = try await unfinishedUploads(of: location, client)
+            var candidates = underWay
+            if let resuming, !candidates.contains(where: { $0.uploadID == resuming }) {
+                candidates.append(S3Upload(bucket: location.bucket, key: location.key, uploadID: resuming))
+            }
+            let chosen = candidates.first { $0.uploadID == resuming } ?? candidates.last
+            for other in candidates where other.uploadID != chosen?.uploadID { try? await client.abortMultipartUpload(other) }
+            if let chosen {
+                if let listed = try await partsIfThere(chosen, client) {
+                    upload = chosen
+                    if chosen.uploadID != resuming { began(chosen.uploadID) }
                     for part in listed where part.number <= count && part.size == Int64(range(part.number).count) {
                         let (offset, length) = range(part.number)
                         if S3.md5Hex(try read(handle, at: offset, count: length)) == part.etag.lowercased() { parts[part.number] = part }
                     }
-                    log("resumed the upload \(resuming) of \(final) that an earlier attempt began: \(parts.count) of \(count) parts were there")
+                    log("resumed the upload \(chosen.uploadID) of \(final) that an earlier attempt began: \(parts.count) of \(count) parts were there")
+                } else {
+                    log("the upload \(chosen.uploadID) of \(final) that an earlier attempt began is gone; beginning another")
                 }
             }
             let isNew = upload == nil
@@ -176,6 +186,13 @@ public enum ObjectOutput {
         } catch let error as S3Error {
             throw JobError("\(final): cannot upload the finished file: \(error.problem)", retryable: error.mayPass)
         }
+    }
+
+    /// The multipart uploads of `location`'s key under way. The bucket's uploads under way are listed
+    /// (few: uploads that ended are not) and filtered by key, rather than asked for by prefix: moto
+    /// refuses the correct signature of a listing whose prefix holds a "/".
+    static func unfinishedUploads(of location: S3Location, _ client: S3) async throws(S3Error) -> [S3Upload] {
+        try await client.listMultipartUploads(S3Location(bucket: location.bucket, key: "")).filter { $0.key == location.key }
     }
 
     /// The parts the server holds of `upload`; nil when the upload is gone (completed or aborted).
@@ -224,17 +241,25 @@ public enum ObjectOutput {
         try? await client.abortMultipartUpload(S3Upload(bucket: location.bucket, key: location.key, uploadID: record.uploadID))
     }
 
-    /// Aborts the upload `uploadID` of object `address` (a job that ended without success: no attempt of
-    /// it will go on with it). An upload already gone is not an error. nil, or what could not be done.
-    public static func abort(_ address: String, uploadID: String, s3: S3? = nil) async -> String? {
+    /// Aborts the uploads of object `address` that are under way, and `recorded` (a job that ended without
+    /// success: no attempt of it will go on with them; one a coordinator killed before recording it is
+    /// found by listing). An upload already gone is not an error. Returns the ids aborted, and what could
+    /// not be done.
+    public static func abortUnfinished(_ address: String, recorded: [String], s3: S3? = nil) async -> (aborted: [String], problem: String?) {
+        var aborted: [String] = []
         do {
             let (location, client) = try target(address, s3)
-            try await client.abortMultipartUpload(S3Upload(bucket: location.bucket, key: location.key, uploadID: uploadID))
-            return nil
+            var ids = recorded
+            for upload in try await unfinishedUploads(of: location, client) where !ids.contains(upload.uploadID) { ids.append(upload.uploadID) }
+            for id in ids {
+                try await client.abortMultipartUpload(S3Upload(bucket: location.bucket, key: location.key, uploadID: id))
+                aborted.append(id)
+            }
+            return (aborted, nil)
         } catch let error as S3Error {
-            return "\(address): cannot abort the unfinished upload \(uploadID): \(error.problem)"
+            return (aborted, "\(address): cannot abort its unfinished uploads: \(error.problem)")
         } catch {
-            return "\(address): cannot abort the unfinished upload \(uploadID): \(error)"
+            return (aborted, "\(address): cannot abort its unfinished uploads: \(error)")
         }
     }
 

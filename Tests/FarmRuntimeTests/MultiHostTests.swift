@@ -1,5 +1,7 @@
 import FarmTestSupport
 import Foundation
+import NIOCore
+import S3Client
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -204,6 +206,120 @@ import Glibc
         for c in coordinators { c.kill(SIGTERM) }
         for c in coordinators { #expect(c.wait(timeout: 60) != nil) }
         try work.checkEverythingDoneOnce(queue: hostQueue, logs: logs, server: cluster.url)
+    }
+
+    /// Three hosts that share the queue and an S3 endpoint and no folder: every input, output and report
+    /// is an object; each coordinator has a spool and a TMPDIR of its own. Coordinators and workers are
+    /// killed at random; every job is done once, every object is whole, and no upload is left open.
+    @Test func threeHostsWithNoSharedFolderPublishEveryObjectOnce() async throws {
+        var random = SeededRandom(state: 41)
+        let network = try HostNetwork(hosts: 3)
+        let cluster = try TestPostgres.Cluster(listen: (["127.0.0.1"] + network.serverAddresses).joined(separator: ","))
+        defer { cluster.stop() }
+        let server = try TestS3.Server(listen: "0.0.0.0")
+        defer { server.stop() }
+        let local = server.endpoint.url.replacingOccurrences(of: "0.0.0.0", with: "127.0.0.1")
+        let s3 = S3(configuration: S3Configuration(endpoint: local, region: "us-east-1", pathStyle: true,
+                                                   credentials: SigV4Credentials(accessKeyID: server.endpoint.accessKey, secretAccessKey: server.endpoint.secret)))
+        defer { Task { await s3.shutdown() } }
+        let bucket = TestS3.bucketName("hosts")
+        try await s3.createBucket(bucket)
+        try await s3.put(S3Location(bucket: bucket, key: "in/clip.mp4"), body: ByteBuffer(bytes: try Data(contentsOf: URL(fileURLWithPath: MediaFixture.cfr30MP4.path))))
+
+        // 30 inspections and 30 retimed passthrough exports, each with a report: objects only.
+        let folder = try TestPaths.makeTemporaryFolder("multihost-s3")
+        let manifests = folder.appendingPathComponent("jobs")
+        try FileManager.default.createDirectory(at: manifests, withIntermediateDirectories: true)
+        var names: [String] = [], exports: Set<String> = []
+        for i in 0..<60 {
+            let name = String(format: "job%03d", i)
+            var text = #"{ "version": 1, "name": "\#(name)", "input": "s3://\#(bucket)/in/clip.mp4", "report": "s3://\#(bucket)/out/\#(name).json""#
+            if i >= 30 {
+                text += #", "scale": [{ "start": "0", "duration": "2", "rate": "1/2" }], "export": { "mode": "passthrough", "output": "s3://\#(bucket)/out/\#(name).mp4" }"#
+                exports.insert(name)
+            }
+            try (text + " }").write(to: manifests.appendingPathComponent(name + ".json"), atomically: true, encoding: .utf8)
+            names.append(name)
+        }
+        let work = try Work("multihost-s3-queue", inspections: 0, exports: 0)
+        #expect(try work.mediafarm(["queue", "migrate"], queue: cluster.url).status == 0)
+        let submitted = try work.mediafarm(["submit", "--max-attempts", "20", "--output-root", "s3://\(bucket)/out", manifests.path], queue: cluster.url)
+        try #require(submitted.status == 0, Comment(rawValue: submitted.stderr))
+
+        var coordinators: [Background] = []
+        var logs: [String] = []
+        func start(_ i: Int) throws -> Background {
+            let host = folder.appendingPathComponent("host\(i)")
+            try FileManager.default.createDirectory(at: host.appendingPathComponent("tmp"), withIntermediateDirectories: true)
+            let log = folder.appendingPathComponent("host\(i)-\(logs.count).log").path
+            logs.append(log)
+            var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AWS_") && !$0.key.hasPrefix("MEDIAFARM_") }
+            environment.merge(server.endpoint.environment) { $1 }
+            environment["MEDIAFARM_S3_ENDPOINT"] = server.endpoint.url.replacingOccurrences(of: "0.0.0.0", with: network.serverAddresses[i])
+            environment["MEDIAFARM_SPOOL"] = host.appendingPathComponent("spool").path
+            environment["TMPDIR"] = host.appendingPathComponent("tmp").path
+            let queue = cluster.url.replacingOccurrences(of: "127.0.0.1", with: network.serverAddresses[i])
+            return try Background(["/usr/sbin/ip", "netns", "exec", network.namespaces[i], TestPaths.mediafarmExecutable, "coordinator",
+                                   "--queue", queue, "--workers", "2", "--lease", "3", "--host", "host\(i)", "--json"],
+                                  log: log, environment: environment)
+        }
+        for i in 0..<3 { coordinators.append(try start(i)) }
+        defer { for c in coordinators { c.kill(SIGKILL); _ = c.wait(timeout: 10) } }
+
+        var kills = (coordinators: 0, workers: 0)
+        let deadline = Date().addingTimeInterval(600)
+        while Date() < deadline {
+            try await Task.sleep(for: .seconds(0.3 * (1 + Double(random.next() % 1000) / 1000)))
+            let jobs = try work.jobs(queue: cluster.url)
+            let succeeded = jobs.filter { $0["state"] as? String == "succeeded" }.count
+            if succeeded == names.count { break }
+            #expect(!jobs.contains { ["dead", "failed"].contains($0["state"] as? String) }, "\(jobs.filter { $0["state"] as? String != "succeeded" })")
+            guard succeeded < names.count * 3 / 4 else { continue }
+            if kills.coordinators <= kills.workers {
+                let i = Int(random.next() % 3)
+                coordinators[i].kill(SIGKILL)
+                _ = coordinators[i].wait(timeout: 10)
+                coordinators[i] = try start(i)
+                kills.coordinators += 1
+            } else if let pid = jobs.compactMap({ ($0["worker"] as? [String: Any])?["pid"] as? Int }).first {
+                kill(Int32(pid), SIGKILL)
+                kills.workers += 1
+            }
+        }
+        #expect(kills.coordinators >= 2 && kills.workers >= 1, "\(kills)")
+        for c in coordinators { c.kill(SIGTERM) }
+        for c in coordinators { #expect(c.wait(timeout: 60) != nil) }
+
+        for job in try work.jobs(queue: cluster.url) {
+            let errors = (job["errors"] as? [[String: Any]]) ?? []
+            #expect(job["state"] as? String == "succeeded" && (job["attempt"] as? Int) == errors.count + 1, "\(job)")
+        }
+        // Every object whole, nothing else in the bucket's out/, and no multipart upload left open.
+        let listed = Set(try await s3.list(S3Location(bucket: bucket, key: "out")).map(\.location.key))
+        let expected = Set(names.map { "out/\($0).json" } + exports.map { "out/\($0).mp4" })
+        #expect(listed == expected, "missing \(expected.subtracting(listed).sorted()), extra \(listed.subtracting(expected).sorted())")
+        for name in names {
+            let report = Data(Array(buffer: try await s3.get(S3Location(bucket: bucket, key: "out/\(name).json")).bytes))
+            #expect((try? JSONSerialization.jsonObject(with: report)) != nil, "\(name).json is not a whole report")
+            guard exports.contains(name) else { continue }
+            let movie = folder.appendingPathComponent("\(name).mp4")
+            try Data(Array(buffer: try await s3.get(S3Location(bucket: bucket, key: "out/\(name).mp4")).bytes)).write(to: movie)
+            let video = try MediaProbe.packets(movie.path, stream: "v")
+            let end = video.map { $0.pts + $0.duration }.max() ?? 0
+            #expect(video.count == 60 && abs(end - 4) < 0.01, "\(name).mp4: \(video.count) frames ending at \(end) s")
+        }
+        let open = try await s3.listMultipartUploads(S3Location(bucket: bucket, key: ""))
+        #expect(open.isEmpty, "\(open.map { "\($0.key) \($0.uploadID)" }) in \(folder.path)")
+        var successes: [Int: Int] = [:]
+        for log in logs {
+            for line in ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n") {
+                guard let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
+                if event["event"] as? String == "finished", event["state"] as? String == "succeeded", let id = event["job"] as? Int {
+                    successes[id, default: 0] += 1
+                }
+            }
+        }
+        #expect(successes.values.allSatisfy { $0 == 1 } && successes.count <= names.count, "\(successes.filter { $0.value > 1 })")
     }
 
     @Test func coordinatorsCarryOnThroughAServerRestart() throws {
