@@ -139,6 +139,11 @@ public final class Coordinator: Service, @unchecked Sendable {
 
     public func run() async throws {
         signal(SIGPIPE, SIG_IGN)
+        // What the workers of a coordinator that was killed on this host left: their TMPDIR and spool folders.
+        let environment = ProcessInfo.processInfo.environment
+        let swept = WorkerFolders.sweep(environment)
+        if swept > 0 { events(.notice("removed \(swept) folder(s) that the workers of a coordinator that is gone left")) }
+        defer { WorkerFolders.release(environment) }
         // The loops run where the store's blocking work does (SQLite: its writer thread), so that no
         // transaction runs on the cooperative pool that the HTTP face shares, and none pays a hop.
         await withTaskExecutorPreference(store.executor) { await self.runLoops() }

@@ -16,8 +16,10 @@ public enum ObjectOutput {
     /// (on disk, unlike a `/tmp` that may be memory).
     public static var spoolFolder: String {
         let configured = ProcessInfo.processInfo.environment["MEDIAFARM_SPOOL"].flatMap { $0.isEmpty ? nil : $0 }
-        return configured ?? "/var/tmp/mediafarm-spool"
+        return configured ?? defaultSpoolFolder
     }
+
+    static let defaultSpoolFolder = "/var/tmp/mediafarm-spool"
 
     /// The staged file of object `final` for the attempt holding `token`: in the spool folder, named by a
     /// hash of the address (two outputs never share it) and the object's own name.

@@ -56,24 +56,15 @@ enum WorkerProcess {
         var stdin: Int32
         var stdout: Int32
         var stderr: Int32
-        /// The worker's TMPDIR, made for it and removed when it has been reaped, however it ended: the
-        /// temporaries of a worker that was killed (a timeout, SIGKILL, a crash) are not left behind.
-        var temporaryFolder: String?
+        /// The worker's TMPDIR and spool, made for it and removed when it has been reaped, however it ended
+        /// (`WorkerFolders`).
+        var folders: [String] = []
         var pid: Int32 { child.pid }
     }
 
-    /// A new, empty folder under this process's TMPDIR for one worker process; nil when none can be made
-    /// (the worker then uses the TMPDIR it inherits).
-    static func makeTemporaryFolder(under environment: [String: String]) -> String? {
-        let root = environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-        var template = Array("\(root)/mediafarm-worker-XXXXXX".utf8CString)
-        return template.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress!).map { String(cString: $0) } }
-    }
-
-    /// Removes a reaped worker's temporary folder and whatever it left there.
+    /// Removes a reaped worker's folders and whatever it left there.
     static func removeTemporaries(_ process: Spawned) {
-        guard let folder = process.temporaryFolder else { return }
-        try? FileManager.default.removeItem(atPath: folder)
+        WorkerFolders.remove(process.folders)
     }
 
     static func run(command: [String], input: Data, limits: WorkerLimits,
@@ -113,8 +104,7 @@ enum WorkerProcess {
         // The worker refuses outputs that are this process's own files too.
         var environment = ProcessInfo.processInfo.environment
         environment[ProtectedFiles.environmentKey] = ProtectedFiles.shared.environmentValue
-        let temporaryFolder = makeTemporaryFolder(under: environment)
-        if let temporaryFolder { environment["TMPDIR"] = temporaryFolder }
+        let folders = WorkerFolders.make(&environment)
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             for p in argv { free(p) }
@@ -125,11 +115,11 @@ enum WorkerProcess {
         close(stdinPipe[0]); close(stdoutPipe[1]); close(stderrPipe[1])
         guard pid > 0 else {
             for fd in [stdinPipe[1], stdoutPipe[0], stderrPipe[0]] { close(fd) }
-            if let temporaryFolder { rmdir(temporaryFolder) }
+            WorkerFolders.remove(folders)
             throw StartError(description: "\(executable): cannot start the worker: \(String(cString: strerror(-pid)))")
         }
         return Spawned(child: ChildProcess(pid: pid), stdin: stdinPipe[1], stdout: stdoutPipe[0], stderr: stderrPipe[0],
-                       temporaryFolder: temporaryFolder)
+                       folders: folders)
     }
 
     /// Whether a started process is still there (not exited). It is not reaped by asking.

@@ -289,6 +289,15 @@ import Glibc
         #expect(kills.coordinators >= 2 && kills.workers >= 1, "\(kills)")
         for c in coordinators { c.kill(SIGTERM) }
         for c in coordinators { #expect(c.wait(timeout: 60) != nil) }
+        // Each host's TMPDIR and spool are empty: what killed workers left went with them, and what killed
+        // coordinators' workers left was removed when the host's next coordinator started.
+        for i in 0..<3 {
+            for place in ["tmp", "spool"] {
+                let path = folder.appendingPathComponent("host\(i)/\(place)").path
+                let left = (try? FileManager.default.subpathsOfDirectory(atPath: path)) ?? []
+                #expect(left.isEmpty, "\(path): \(left)")
+            }
+        }
 
         for job in try work.jobs(queue: cluster.url) {
             let errors = (job["errors"] as? [[String: Any]]) ?? []
