@@ -76,8 +76,8 @@ let package = Package(
         ]),
         // The asset library: content ids, local paths per host, albums, fetches, representations, changes.
         .target(name: "FarmLibrary", dependencies: [
-            "FarmStore", "FarmModel", "MediaInspect", "MediaTime", "SafeFiles",
-            .product(name: "Crypto", package: "swift-crypto"),
+            "FarmStore", "FarmModel", "MediaInspect", "MediaTime", "SafeFiles", "S3Client",
+            .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"),
         ]),
         // Watch-folder ingest: settle state, probe gate, content hashes, quarantine, templates.
         .target(name: "FarmIngest", dependencies: [

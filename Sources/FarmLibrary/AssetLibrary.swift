@@ -91,7 +91,8 @@ public struct AssetLibrary: Sendable {
         let queueFile = database.dialect == .sqlite ? Self.realPath(database.location) : nil
         var outcomes: [AddOutcome] = []
         for path in paths {
-            for file in Self.files(at: path) {
+            let files = path.hasPrefix("s3://") ? await Self.objects(at: path) : Self.files(at: path)
+            for file in files {
                 if case .success(let real) = file, let queueFile, real.hasPrefix(queueFile),
                    ["", "-wal", "-shm", "-journal"].contains(String(real.dropFirst(queueFile.count))) { continue }
                 let outcome: AddOutcome
@@ -99,7 +100,7 @@ public struct AssetLibrary: Sendable {
                 case .failure(let refusal): outcome = refusal
                 case .success(let real):
                     do {
-                        outcome = try await register(real, album: album)
+                        outcome = real.hasPrefix("s3://") ? try await registerObject(real, album: album) : try await register(real, album: album)
                     } catch let error where error.isPerFile {
                         outcome = AddOutcome(path: real, status: .refused, reason: error.reasonOnly)
                     }
@@ -188,20 +189,22 @@ public struct AssetLibrary: Sendable {
     /// Records content at a path of this host: its facts are inspected only when the library does not
     /// know the content yet (and the caller has none).
     func record(_ hash: ContentHash, at path: String, stamp: FileStamp, facts given: AssetFacts? = nil,
-                album: String?) async throws(LibraryError) -> AddOutcome.Status {
+                album: String?, host placeHost: String? = nil, etag: String? = nil) async throws(LibraryError) -> AddOutcome.Status {
         let known = try await read { s in try await s.value("SELECT 1 FROM assets WHERE id = ?", [.text(hash.id.rawValue)]) != nil }
         var facts: AssetFacts?
         if !known {
             if let given { facts = given } else { facts = try await AssetFacts.inspect(path, size: stamp.size) }
         }
-        return try await place(hash, facts: facts, at: path, stamp: stamp, album: album)
+        return try await place(hash, facts: facts, at: path, stamp: stamp, album: album, host: placeHost, etag: etag)
     }
 
     /// Records the asset (when new), its location on this host (marking another asset that was at the
     /// same path as changed) and its album, in one transaction.
-    func place(_ hash: ContentHash, facts: AssetFacts?, at path: String, stamp: FileStamp, album: String?) async throws(LibraryError) -> AddOutcome.Status {
+    /// `placeHost`: another host than this one (`everyHost` for an object), and `etag` the object's.
+    func place(_ hash: ContentHash, facts: AssetFacts?, at path: String, stamp: FileStamp, album: String?,
+               host placeHost: String? = nil, etag: String? = nil) async throws(LibraryError) -> AddOutcome.Status {
         let time = now()
-        let host = host
+        let host = placeHost ?? host
         return try await write { s in
             var inserted = false
             if let facts {
@@ -232,12 +235,12 @@ public struct AssetLibrary: Sendable {
             let before = try await s.value("SELECT state FROM asset_locations WHERE asset_id = ? AND host = ? AND path = ?",
                                            [.text(hash.id.rawValue), .text(host), .text(path)])
             try await s.execute("""
-                INSERT INTO asset_locations (asset_id, host, path, state, size, mtime, inode, device, seen_at)
-                VALUES (?, ?, ?, 'present', ?, ?, ?, ?, ?)
+                INSERT INTO asset_locations (asset_id, host, path, state, size, mtime, inode, device, seen_at, etag)
+                VALUES (?, ?, ?, 'present', ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (asset_id, host, path) DO UPDATE SET state = 'present', size = excluded.size, mtime = excluded.mtime,
-                    inode = excluded.inode, device = excluded.device, seen_at = excluded.seen_at
+                    inode = excluded.inode, device = excluded.device, seen_at = excluded.seen_at, etag = excluded.etag
                 """, [.text(hash.id.rawValue), .text(host), .text(path), .integer(stamp.size), .real(stamp.mtime), .integer(stamp.inode),
-                      .integer(stamp.device), SQLValue(time)])
+                      .integer(stamp.device), SQLValue(time), SQLValue(etag)])
             let wasPresent = before?.string == "present"
             if !wasPresent && !inserted { try await record(s, .locationAdded, asset: hash.id, path: path, at: time) }
             if let album { _ = try await insertMembers(s, album: album, [hash.id], creating: true, checked: false, at: time) }

@@ -131,26 +131,38 @@ extension AssetLibrary {
     /// with the job's lineage. Returns the output's id.
     @discardableResult
     public func registerOutput(_ path: String, sources: [AssetID], jobID: Int64, jobName: String, parameters: String) async throws(LibraryError) -> AssetID {
-        let real = Self.realPath(path)
-        guard let stamp = FileStamp(path: real) else { throw .unreadable(path, "no regular file there") }
-        let hash = try await ContentHash.reading(real)
-        _ = try await record(hash, at: real, stamp: stamp, album: nil)
+        let real: String
+        let id: AssetID
+        var placeHost = host
+        if path.hasPrefix("s3://") {
+            // An object: hashed from a stream of its bytes; every host reaches it.
+            real = path
+            guard let added = try await registerObject(path, album: nil).id else { throw .unreadable(path, "not registered") }
+            id = added
+            placeHost = Self.everyHost
+        } else {
+            real = Self.realPath(path)
+            guard let stamp = FileStamp(path: real) else { throw .unreadable(path, "no regular file there") }
+            let hash = try await ContentHash.reading(real)
+            _ = try await record(hash, at: real, stamp: stamp, album: nil)
+            id = hash.id
+        }
         let time = now()
-        let host = host
+        let host = placeHost
         try await write { s in
-            for source in sources where source != hash.id {
+            for source in sources where source != id {
                 let rows = try await s.rows("""
                     INSERT INTO asset_representations (source_id, output_id, job_id, job_name, parameters, host, path, created_at)
                     SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM assets WHERE id = ?)
                     ON CONFLICT (source_id, output_id, job_id) DO NOTHING RETURNING id
-                    """, [.text(source.rawValue), .text(hash.id.rawValue), .integer(jobID), .text(jobName), .text(parameters), .text(host), .text(real),
+                    """, [.text(source.rawValue), .text(id.rawValue), .integer(jobID), .text(jobName), .text(parameters), .text(host), .text(real),
                           SQLValue(time), .text(source.rawValue)])
                 if !rows.isEmpty {
-                    try await record(s, .representationAdded, asset: source, path: real, detail: "\(hash.id) from job \(jobID) (\(jobName))", at: time)
+                    try await record(s, .representationAdded, asset: source, path: real, detail: "\(id) from job \(jobID) (\(jobName))", at: time)
                 }
             }
         }
-        return hash.id
+        return id
     }
 
     /// Adds codes a scan found to an asset's facts (merged with those it had).

@@ -49,7 +49,7 @@ extension AssetLibrary {
     public func resolve(_ ids: [AssetID]) async throws(LibraryError) -> [Resolution] {
         let unique = Array(Set(ids))
         var known: Set<AssetID> = []
-        var locations: [AssetID: [(host: String, path: String, state: String, stamp: FileStamp)]] = [:]
+        var locations: [AssetID: [(host: String, path: String, state: String, stamp: FileStamp, etag: String?)]] = [:]
         let access = access
         for chunk in stride(from: 0, to: unique.count, by: 500).map({ Array(unique[$0..<min($0 + 500, unique.count)]) }) {
             let binds = chunk.map { SQLValue.text($0.rawValue) }
@@ -58,7 +58,7 @@ extension AssetLibrary {
                 let visible = try await s.rows("SELECT a.id FROM assets a WHERE a.id IN (\(Self.marks(chunk.count)))"
                                                + (scope.map { " AND \($0.sql)" } ?? ""), binds + (scope?.binds ?? []))
                 let places = try await s.rows("""
-                    SELECT asset_id, host, path, state, size, mtime, inode, device FROM asset_locations
+                    SELECT asset_id, host, path, state, size, mtime, inode, device, etag FROM asset_locations
                     WHERE asset_id IN (\(Self.marks(chunk.count))) ORDER BY path
                     """, binds)
                 return (visible, places)
@@ -67,33 +67,66 @@ extension AssetLibrary {
             for row in rows.1 {
                 guard let id = row[0].string.flatMap(AssetID.init), known.contains(id) else { continue }
                 locations[id, default: []].append((row[1].string ?? "", row[2].string ?? "", row[3].string ?? "",
-                                                   FileStamp(row, from: 4)))
+                                                   FileStamp(row, from: 4), row[8].string))
             }
         }
-        return ids.map { id in
-            guard known.contains(id) else { return Resolution(id: id, status: .unknown, paths: [], hosts: [], reason: "not in the library") }
+        var resolutions: [Resolution] = []
+        for id in ids {
+            guard known.contains(id) else {
+                resolutions.append(Resolution(id: id, status: .unknown, paths: [], hosts: [], reason: "not in the library"))
+                continue
+            }
             let all = locations[id] ?? []
-            let here = all.filter { $0.host == host }
-            let others = Array(Set(all.filter { $0.host != host && $0.state == "present" }.map(\.host))).sorted()
-            var present: [String] = []
-            var gone: [(String, String)] = []
-            for place in here {
-                if place.state != "present" {
-                    gone.append((place.path, place.state == "changed" ? "its content changed" : "the file is gone"))
-                } else if let stamp = FileStamp(path: place.path) {
-                    if stamp == place.stamp { present.append(place.path) } else { gone.append((place.path, "the file changed since it was registered (`library verify` hashes it again)")) }
-                } else {
-                    gone.append((place.path, "no file there any more"))
+            let local = resolveHere(id, all.filter { $0.host != Self.everyHost }.map { ($0.host, $0.path, $0.state, $0.stamp) })
+            // No file of it here: an object, reachable from every host, checked with a HEAD.
+            var objectProblems: [String] = []
+            if local.status != .found && local.status != .several {
+                var reached: String?
+                for object in all where object.host == Self.everyHost && object.state == "present" {
+                    if let problem = await Self.objectProblem(object.path, size: object.stamp.size, etag: object.etag) {
+                        objectProblems.append("\(object.path): \(problem)")
+                    } else {
+                        reached = object.path
+                        break
+                    }
+                }
+                if let reached {
+                    resolutions.append(Resolution(id: id, status: .found, paths: [reached], hosts: [Self.everyHost], reason: nil))
+                    continue
                 }
             }
-            if present.count == 1 { return Resolution(id: id, status: .found, paths: present, hosts: [host], reason: nil) }
-            if present.count > 1 { return Resolution(id: id, status: .several, paths: present, hosts: [host], reason: nil) }
-            if !gone.isEmpty {
-                return Resolution(id: id, status: .missing, paths: gone.map(\.0), hosts: others, reason: gone.map { "\($0.0): \($0.1)" }.joined(separator: "; "))
+            if objectProblems.isEmpty {
+                resolutions.append(local)
+            } else {
+                resolutions.append(Resolution(id: id, status: .missing, paths: local.paths, hosts: local.hosts,
+                                              reason: ([local.reason].compactMap { $0 } + objectProblems).joined(separator: "; ")))
             }
-            return Resolution(id: id, status: .notOnThisHost, paths: [], hosts: others,
-                              reason: others.isEmpty ? "no host has it any more" : "on \(others.joined(separator: ", "))")
         }
+        return resolutions
+    }
+
+    /// Where `id` is on this host among its file locations `all`.
+    private func resolveHere(_ id: AssetID, _ all: [(host: String, path: String, state: String, stamp: FileStamp)]) -> Resolution {
+        let here = all.filter { $0.host == host }
+        let others = Array(Set(all.filter { $0.host != host && $0.state == "present" }.map(\.host))).sorted()
+        var present: [String] = []
+        var gone: [(String, String)] = []
+        for place in here {
+            if place.state != "present" {
+                gone.append((place.path, place.state == "changed" ? "its content changed" : "the file is gone"))
+            } else if let stamp = FileStamp(path: place.path) {
+                if stamp == place.stamp { present.append(place.path) } else { gone.append((place.path, "the file changed since it was registered (`library verify` hashes it again)")) }
+            } else {
+                gone.append((place.path, "no file there any more"))
+            }
+        }
+        if present.count == 1 { return Resolution(id: id, status: .found, paths: present, hosts: [host], reason: nil) }
+        if present.count > 1 { return Resolution(id: id, status: .several, paths: present, hosts: [host], reason: nil) }
+        if !gone.isEmpty {
+            return Resolution(id: id, status: .missing, paths: gone.map(\.0), hosts: others, reason: gone.map { "\($0.0): \($0.1)" }.joined(separator: "; "))
+        }
+        return Resolution(id: id, status: .notOnThisHost, paths: [], hosts: others,
+                          reason: others.isEmpty ? "no host has it any more" : "on \(others.joined(separator: ", "))")
     }
 
     /// Where the content once registered at `path` on this host is now, when nothing is at `path` any more
@@ -117,8 +150,9 @@ extension AssetLibrary {
 
     /// The asset registered at `path` on this host, if any.
     public func assetID(at path: String) async throws(LibraryError) -> AssetID? {
-        let real = Self.realPath(path)
-        let host = host
+        let isObject = path.hasPrefix("s3://")
+        let real = isObject ? path : Self.realPath(path)
+        let host = isObject ? Self.everyHost : host
         return try await read { s in
             try await s.value("SELECT asset_id FROM asset_locations WHERE host = ? AND path = ? AND state = 'present'", [.text(host), .text(real)])
         }?.string.flatMap(AssetID.init)

@@ -26,7 +26,7 @@ struct ClaimStatement: PostgresPreparedStatement {
         """
         (requires IS NULL OR requires::jsonb <@ \(provides)::jsonb)
         AND (assets IS NULL OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(assets::jsonb) AS a(id) WHERE NOT EXISTS (
-            SELECT 1 FROM asset_locations AS l WHERE l.asset_id = a.id AND l.host = \(host) AND l.state = 'present')))
+            SELECT 1 FROM asset_locations AS l WHERE l.asset_id = a.id AND l.host IN (\(host), '*') AND l.state = 'present')))
         """
     }
 

@@ -365,7 +365,7 @@ public final class SQLiteJobStore: JobStore {
     static let runnable = """
         (requires IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(jobs.requires) AS r WHERE r.value NOT IN (SELECT value FROM json_each(?))))
         AND (assets IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(jobs.assets) AS a WHERE NOT EXISTS (
-            SELECT 1 FROM asset_locations AS l WHERE l.asset_id = a.value AND l.host = ? AND l.state = 'present')))
+            SELECT 1 FROM asset_locations AS l WHERE l.asset_id = a.value AND l.host IN (?, '*') AND l.state = 'present')))
         """
 
     /// Other processes' submissions ring the doorbell beside the queue (when this store listens);

@@ -118,6 +118,10 @@ extension SQLiteJobStore {
         migrator.registerMigration("v8 object uploads") { db in
             for statement in UploadSchema.statements(.sqlite) { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v9 object locations") { db in
+            // An asset's location that is an object (host '*'): its entity tag says whether it changed.
+            try db.execute(sql: "ALTER TABLE asset_locations ADD COLUMN etag TEXT")
+        }
         return migrator
     }
 }

@@ -246,4 +246,77 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: spool).isEmpty)
         #expect(try await s3.listMultipartUploads(S3Location(bucket: bucket, key: "")).isEmpty)
     }
+
+    /// The library with objects: an object added is hashed from a stream (the same content id as the same
+    /// bytes in a file), `asset:ID` resolves to it on a host that has no file of it, a job's output object
+    /// is registered as a representation, and an object replaced since is reported, not used.
+    @Test func assetsThatAreObjectsResolveOnEveryHost() async throws {
+        let server = try TestS3.shared()
+        let s3 = Self.client(server)
+        defer { Task { await s3.shutdown() } }
+        let source = URL(fileURLWithPath: MediaFixture.cfr30MP4.path)
+        let bucket = try await Self.upload(["in/take.mp4": source], to: s3)
+        let dir = try TestPaths.makeTemporaryFolder("s3-library")
+        var environment = Self.environment(server)
+        environment["MEDIAFARM_QUEUE"] = "sqlite:" + dir.appendingPathComponent("queue.sqlite").path
+        environment["MEDIAFARM_SPOOL"] = dir.appendingPathComponent("spool").path
+        func mediafarm(_ arguments: [String]) throws -> ProcessResult {
+            try ProcessRunner.run(TestPaths.mediafarmExecutable, arguments, currentDirectory: dir.path, environment: environment)
+        }
+        func json(_ r: ProcessResult) throws -> [String: Any] {
+            try #require(try JSONSerialization.jsonObject(with: r.stdoutData) as? [String: Any], "\(r.stdout) \(r.stderr)")
+        }
+        let added = try json(try mediafarm(["library", "add", "--json", "--host", "studio", "s3://\(bucket)/in/take.mp4"]))
+        let file = try #require((added["files"] as? [[String: Any]])?.first)
+        #expect(file["status"] as? String == "added", "\(added)")
+        let id = try #require(file["id"] as? String)
+        // The same bytes in a file on another host: the same id.
+        let local = try json(try mediafarm(["library", "add", "--json", "--host", "studio", source.path]))
+        #expect((local["files"] as? [[String: Any]])?.first?["id"] as? String == id, "\(local)")
+        #expect((local["files"] as? [[String: Any]])?.first?["status"] as? String == "located", "\(local)")
+
+        // A host that has no file of it (render) resolves the object.
+        let resolved = try mediafarm(["library", "resolve", "--json", "--host", "render", id])
+        #expect(resolved.status == 0 && resolved.stdout.contains("s3://\(bucket)/in/take.mp4"), "\(resolved.stdout) \(resolved.stderr)")
+        try #"{ "version": 1, "name": "slow", "input": "asset:\#(id)", "scale": [{ "start": "0", "duration": "2", "rate": "1/2" }], "export": { "mode": "passthrough", "output": "s3://\#(bucket)/out/slow.mp4" } }"#
+            .write(to: dir.appendingPathComponent("slow.json"), atomically: true, encoding: .utf8)
+        let submitted = try mediafarm(["submit", "--output-root", "s3://\(bucket)/out", "slow.json"])
+        #expect(submitted.status == 0, "\(submitted.stderr)")
+        let ran = try mediafarm(["coordinator", "--host", "render", "--workers", "1", "--exit-when-idle", "--json"])
+        #expect(ran.status == 0, "\(ran.stdout) \(ran.stderr)")
+        #expect(ran.stdout.replacingOccurrences(of: "\\/", with: "/").contains("output s3://\(bucket)/out/slow.mp4 registered in the library as"),
+                "\(ran.stdout)")
+        let shown = try json(try mediafarm(["library", "show", "--json", "--host", "render", id]))
+        let representation = try #require((shown["representations"] as? [[String: Any]])?.first, "\(shown)")
+        #expect(representation["path"] as? String == "s3://\(bucket)/out/slow.mp4" && representation["host"] as? String == "*", "\(representation)")
+        let output = try #require(representation["output"] as? String)
+        let outputResolved = try mediafarm(["library", "resolve", "--json", "--host", "anywhere", output])
+        #expect(outputResolved.status == 0 && outputResolved.stdout.contains("s3://\(bucket)/out/slow.mp4"), "\(outputResolved.stdout)")
+
+        // The object replaced by other bytes: not the asset any more.
+        try await s3.put(S3Location(bucket: bucket, key: "in/take.mp4"), body: ByteBuffer(string: "other bytes"))
+        let changed = try mediafarm(["library", "resolve", "--json", "--host", "render", id])
+        #expect(changed.status == 1 && changed.stdout.contains("missing") && changed.stdout.contains("changed since it was registered"),
+                "\(changed.stdout) \(changed.stderr)")
+    }
+
+    /// `library add s3://BUCKET/PREFIX/` adds every object under the prefix. (A private server that takes
+    /// any signature: moto refuses the correct signature of a listing whose prefix holds a "/".)
+    @Test func aPrefixIsAddedObjectByObject() async throws {
+        let server = try TestS3.Server(checksSignatures: false)
+        defer { server.stop() }
+        let s3 = Self.client(server.endpoint)
+        defer { Task { await s3.shutdown() } }
+        let clip = URL(fileURLWithPath: MediaFixture.cfr30MP4.path)
+        let bucket = try await Self.upload(["takes/a.mp4": clip, "takes/b.mp4": URL(fileURLWithPath: MediaFixture.longMP4.path),
+                                            "other/c.mp4": clip], to: s3)
+        let dir = try TestPaths.makeTemporaryFolder("s3-library-prefix")
+        var environment = Self.environment(server.endpoint)
+        environment["MEDIAFARM_QUEUE"] = "sqlite:" + dir.appendingPathComponent("queue.sqlite").path
+        let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["library", "add", "--json", "s3://\(bucket)/takes/"], environment: environment)
+        #expect(r.status == 0, "\(r.stderr)")
+        let files = try #require((try JSONSerialization.jsonObject(with: r.stdoutData) as? [String: Any])?["files"] as? [[String: Any]])
+        #expect(Set(files.compactMap { $0["path"] as? String }) == ["s3://\(bucket)/takes/a.mp4", "s3://\(bucket)/takes/b.mp4"], "\(files)")
+        #expect(files.allSatisfy { $0["status"] as? String == "added" }, "\(files)")
+    }
 }
