@@ -209,7 +209,8 @@ import Glibc
     }
 
     /// Three hosts that share the queue and an S3 endpoint and no folder: every input, output and report
-    /// is an object; each coordinator has a spool and a TMPDIR of its own. Coordinators and workers are
+    /// is an object (half the jobs name the input as a library asset, resolved to the object on every
+    /// host); each coordinator has a spool and a TMPDIR of its own. Coordinators and workers are
     /// killed at random; every job is done once, every object is whole, and no upload is left open.
     @Test func threeHostsWithNoSharedFolderPublishEveryObjectOnce() async throws {
         var random = SeededRandom(state: 41)
@@ -226,6 +227,17 @@ import Glibc
         try await s3.createBucket(bucket)
         try await s3.put(S3Location(bucket: bucket, key: "in/clip.mp4"), body: ByteBuffer(bytes: try Data(contentsOf: URL(fileURLWithPath: MediaFixture.cfr30MP4.path))))
 
+        // The clip in the library: half the jobs name it as asset:ID, which each host resolves to the object.
+        let work = try Work("multihost-s3-queue", inspections: 0, exports: 0)
+        #expect(try work.mediafarm(["queue", "migrate"], queue: cluster.url).status == 0)
+        var testHost = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AWS_") }
+        testHost.merge(server.endpoint.environment) { $1 }
+        testHost["MEDIAFARM_S3_ENDPOINT"] = local
+        testHost["MEDIAFARM_QUEUE"] = cluster.url
+        let added = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["library", "add", "--json", "s3://\(bucket)/in/clip.mp4"], environment: testHost)
+        let asset = try #require(((try JSONSerialization.jsonObject(with: added.stdoutData) as? [String: Any])?["files"] as? [[String: Any]])?
+            .first?["id"] as? String, "\(added.stdout) \(added.stderr)")
+
         // 30 inspections and 30 retimed passthrough exports, each with a report: objects only.
         let folder = try TestPaths.makeTemporaryFolder("multihost-s3")
         let manifests = folder.appendingPathComponent("jobs")
@@ -233,7 +245,8 @@ import Glibc
         var names: [String] = [], exports: Set<String> = []
         for i in 0..<60 {
             let name = String(format: "job%03d", i)
-            var text = #"{ "version": 1, "name": "\#(name)", "input": "s3://\#(bucket)/in/clip.mp4", "report": "s3://\#(bucket)/out/\#(name).json""#
+            let input = i % 2 == 0 ? "asset:\(asset)" : "s3://\(bucket)/in/clip.mp4"
+            var text = #"{ "version": 1, "name": "\#(name)", "input": "\#(input)", "report": "s3://\#(bucket)/out/\#(name).json""#
             if i >= 30 {
                 text += #", "scale": [{ "start": "0", "duration": "2", "rate": "1/2" }], "export": { "mode": "passthrough", "output": "s3://\#(bucket)/out/\#(name).mp4" }"#
                 exports.insert(name)
@@ -241,8 +254,6 @@ import Glibc
             try (text + " }").write(to: manifests.appendingPathComponent(name + ".json"), atomically: true, encoding: .utf8)
             names.append(name)
         }
-        let work = try Work("multihost-s3-queue", inspections: 0, exports: 0)
-        #expect(try work.mediafarm(["queue", "migrate"], queue: cluster.url).status == 0)
         let submitted = try work.mediafarm(["submit", "--max-attempts", "20", "--output-root", "s3://\(bucket)/out", manifests.path], queue: cluster.url)
         try #require(submitted.status == 0, Comment(rawValue: submitted.stderr))
 
