@@ -51,7 +51,8 @@ extension Coordinator {
                 // The worker's result, recorded as publishing began, holds its objects' uploads.
                 let uploads = job.result.flatMap { try? JSONDecoder().decode(JobResult.self, from: Data($0.utf8)) }?.uploads ?? []
                 metrics.published(try await StagedOutput.publish(manifest, token: lease.token, allowExisting: manifest.overwrite || job.attempt > 1,
-                                                                 resuming: true, uploads: uploads))
+                                                                 resuming: true, uploads: uploads,
+                                                                 log: { self.events(.notice("job \(job.id): \($0)")) }))
                 if !uploads.isEmpty { await forgetUploads(of: job, completed: uploads) }
             } catch {
                 events(.notice("job \(job.id) (\(job.name)): cannot complete the publication of \(lease.owner): \(error)"))

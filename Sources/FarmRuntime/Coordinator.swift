@@ -351,7 +351,7 @@ public final class Coordinator: Service, @unchecked Sendable {
         do {
             // A retried attempt may replace what an earlier attempt of this job published.
             metrics.published(try await StagedOutput.publish(manifest, token: token, allowExisting: manifest.overwrite || job.attempt > 1,
-                                                             uploads: uploads))
+                                                             uploads: uploads, log: { self.events(.notice("job \(job.id): \($0)")) }))
             if !uploads.isEmpty { await forgetUploads(of: job, completed: uploads) }
         } catch {
             let message = "\(error)"

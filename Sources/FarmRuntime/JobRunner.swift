@@ -44,12 +44,15 @@ public struct JobRunner: Sendable {
 
     /// Without a coordinator, uploads the outputs bound for objects once every output is finished (a file
     /// output is in place already). A failed job uploads nothing and leaves no staged file.
-    func publishObjects(_ succeeded: Bool) async throws {
+    func publishObjects(_ succeeded: Bool, events: @escaping @Sendable (JobEvent) -> Void = { _ in }) async throws {
         guard stagingToken == nil else { return }
         let objects = StagedOutput.finalPaths(of: manifest).filter(PathRules.isObject)
         defer { for final in objects { unlink(writePath(final)) } }
         guard succeeded else { return }
-        for final in objects { try await ObjectOutput.upload(writePath(final), to: final, allowExisting: manifest.overwrite) }
+        for final in objects {
+            try await ObjectOutput.upload(writePath(final), to: final, allowExisting: manifest.overwrite,
+                                          log: { events(.log(level: "notice", message: $0)) })
+        }
     }
 
     /// Without a coordinator, the last check before an output is renamed into place: it is not an
@@ -84,7 +87,7 @@ public struct JobRunner: Sendable {
         do {
             if StagedOutput.finalPaths(of: manifest).contains(where: PathRules.isObject) { try ObjectOutput.ensureSpool() }
             var result = try await execute(events: events, started: started)
-            try await publishObjects(result.succeeded)
+            try await publishObjects(result.succeeded, events: events)
             let uploads = try await uploadObjectParts(result.succeeded, events: events)
             if !uploads.isEmpty { result.uploads = uploads }
             return result

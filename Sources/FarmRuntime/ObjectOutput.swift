@@ -54,7 +54,8 @@ public enum ObjectOutput {
     /// upload (aborted if any part or the completion fails). Unless `allowExisting`, the write is
     /// conditional. Returns the object's entity tag.
     @discardableResult
-    public static func upload(_ file: String, to final: String, allowExisting: Bool, s3: S3? = nil) async throws -> String {
+    public static func upload(_ file: String, to final: String, allowExisting: Bool, s3: S3? = nil,
+                              log: @Sendable (String) -> Void = { _ in }) async throws -> String {
         let location: S3Location
         let client: S3
         do throws(S3Error) {
@@ -68,6 +69,7 @@ public enum ObjectOutput {
         let size = Int64(try handle.seekToEnd())
         let partSize = partSize(for: size)
         let contentType = contentType(of: final)
+        try await checkAbsence(location, final, allowExisting: allowExisting, client, log)
         do {
             if size <= partSize {
                 let bytes = try read(handle, at: 0, count: Int(size))
@@ -190,6 +192,24 @@ public enum ObjectOutput {
         }
     }
 
+    /// Without `allowExisting`, on a server that ignores `If-None-Match` (asked once per bucket,
+    /// `S3.honoursConditionalWrites`): a HEAD first, and an object already there is refused. `log` says
+    /// that the server ignores it, and what that leaves open.
+    static func checkAbsence(_ location: S3Location, _ final: String, allowExisting: Bool, _ client: S3,
+                             _ log: @Sendable (String) -> Void) async throws {
+        guard !allowExisting else { return }
+        let exists: Bool
+        do throws(S3Error) {
+            if try await client.honoursConditionalWrites(location.bucket) { return }
+            exists = try await client.exists(location)
+        } catch {
+            throw JobError("\(final): cannot publish the finished file: \(error.problem)", retryable: error.mayPass)
+        }
+        log("the server of bucket \(location.bucket) ignores If-None-Match: \(final) was checked with a HEAD before it was written "
+            + "(an object written there between the check and the write would be replaced)")
+        if exists { throw JobError("\(final): already exists; set \"overwrite\": true in the manifest to replace it") }
+    }
+
     /// The multipart uploads of `location`'s key under way. The bucket's uploads under way are listed
     /// (few: uploads that ended are not) and filtered by key, rather than asked for by prefix: moto
     /// refuses the correct signature of a listing whose prefix holds a "/".
@@ -213,8 +233,10 @@ public enum ObjectOutput {
     /// whole. Unless `allowExisting` the completion is conditional. An upload that is gone because it was
     /// completed already (a publication that a coordinator began before it died) is recognised by the
     /// object's entity tag, which a multipart upload's parts determine.
-    public static func complete(_ record: ObjectUpload, allowExisting: Bool, s3: S3? = nil) async throws {
+    public static func complete(_ record: ObjectUpload, allowExisting: Bool, s3: S3? = nil,
+                                log: @Sendable (String) -> Void = { _ in }) async throws {
         let (location, client) = try target(record.address, s3)
+        try await checkAbsence(location, record.address, allowExisting: allowExisting, client, log)
         let upload = S3Upload(bucket: location.bucket, key: location.key, uploadID: record.uploadID)
         let parts = record.parts.map { S3Part(number: $0.number, etag: $0.etag, size: $0.size) }
         let failure: S3Error

@@ -49,14 +49,14 @@ public enum StagedOutput {
     /// result); an upload completed already, by a publication that was interrupted, is recognised
     /// (`ObjectOutput.complete`).
     public static func publish(_ manifest: JobManifest, token: String, allowExisting: Bool, resuming: Bool = false,
-                               uploads: [ObjectUpload] = []) async throws -> [String] {
+                               uploads: [ObjectUpload] = [], log: @Sendable (String) -> Void = { _ in }) async throws -> [String] {
         var published: [String] = []
         for final in finalPaths(of: manifest) {
             if PathRules.isObject(final) {
                 guard let upload = uploads.first(where: { $0.address == final }) else {
                     throw JobError("\(final): the worker reported success but left no upload to complete")
                 }
-                try await ObjectOutput.complete(upload, allowExisting: allowExisting)
+                try await ObjectOutput.complete(upload, allowExisting: allowExisting, log: log)
                 published.append(final)
                 continue
             }

@@ -86,6 +86,9 @@ struct RunCommand: AsyncParsableCommand {
                 await JobRunner(manifest: manifest).run { event in
                     if json { EventPrinter.print(event) }
                     if case .progress(let p) = event { bar?.update(Int(p.fraction * 1000), detail: p.detail) }
+                    if !json, case .log(let level, let message) = event, level != "debug" {
+                        FileHandle.standardError.write(Data("\(manifest.name): \(message)\n".utf8))
+                    }
                 }
             }
             bar?.finish()

@@ -57,6 +57,29 @@ extension S3 {
         return Self.unquoted(response.header("ETag") ?? "")
     }
 
+    /// Whether the server of `bucket` honours `If-None-Match: *` on writes (S3 and most compatible servers
+    /// do; some ignore the header and replace the object). Asked once per bucket and client, by writing a
+    /// small probe object twice under a name of its own (the second write must be refused) and deleting it.
+    public func honoursConditionalWrites(_ bucket: String) async throws(S3Error) -> Bool {
+        if let known = conditionalWrites.withLock({ $0[bucket] }) { return known }
+        let probe = S3Location(bucket: bucket, key: ".mediafarm-conditional-write-probe-\(UUID().uuidString.lowercased())")
+        _ = try await put(probe, body: ByteBuffer(string: "1"), ifNoneMatch: true)
+        let honoured: Bool
+        do throws(S3Error) {
+            _ = try await put(probe, body: ByteBuffer(string: "2"), ifNoneMatch: true)
+            honoured = false
+        } catch {
+            guard error.kind == .alreadyExists else {
+                try? await delete(probe)
+                throw error
+            }
+            honoured = true
+        }
+        try? await delete(probe)
+        conditionalWrites.withLock { $0[bucket] = honoured }
+        return honoured
+    }
+
     public func delete(_ location: S3Location) async throws(S3Error) {
         _ = try await send(Operation(method: .DELETE, bucket: location.bucket, key: location.key))
     }

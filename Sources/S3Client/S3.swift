@@ -17,6 +17,8 @@ public final class S3: Sendable {
     /// The endpoint's scheme, host and port (`:9000`, or "" for the scheme's own); nil when the
     /// configuration's endpoint is not an http(s) address.
     let endpoint: (scheme: String, host: String, port: String)?
+    /// Whether each bucket's server honours `If-None-Match: *` on writes, once asked (`honoursConditionalWrites`).
+    let conditionalWrites = Mutex<[String: Bool]>([:])
 
     public init(configuration: S3Configuration) {
         self.configuration = configuration

@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import Synchronization
 
@@ -12,7 +13,10 @@ import Synchronization
 ///   (and, for an index at the start, as much media data after it as the first request held), so that
 ///   opening the file takes at most two requests.
 /// - Reads that follow one another are fetched ahead in growing windows (256 KiB doubling to 8 MiB); a
-///   read elsewhere (a seek) fetches 64 KiB from there and starts the window again.
+///   read elsewhere (a seek) fetches 64 KiB from there and starts the window again. Once reading has
+///   gone on past two windows (an export, not an inspection), the next windows are fetched while the
+///   current one is read, three requests in flight, so that the reader does not wait a round trip per
+///   window.
 ///
 /// `requests` and `bytesFetched` count what was asked of the server. Threading: one reader per demuxer;
 /// the counters may be read from any thread.
@@ -26,6 +30,29 @@ public final class S3ObjectReader: @unchecked Sendable {
     static let largestIndex: Int64 = 64 << 20
     /// Chunks kept besides the head and the index.
     static let keptChunks = 3
+    /// Windows fetched ahead of a sequential read, at once.
+    static let prefetchDepth = 3
+    /// Sequential windows fetched before the next ones are fetched ahead.
+    static let prefetchAfter = 2
+
+    /// A window being fetched ahead: its bytes when they arrive, waited for by a read that needs them.
+    private final class Pending: @unchecked Sendable {
+        let range: Range<Int64>
+        private let done = DispatchSemaphore(value: 0)
+        private var result: Result<S3Chunk, S3Error>?
+
+        init(range: Range<Int64>) { self.range = range }
+
+        func finish(_ outcome: Result<S3Chunk, S3Error>) {
+            result = outcome
+            done.signal()
+        }
+
+        func wait() -> Result<S3Chunk, S3Error> {
+            done.wait()
+            return result!
+        }
+    }
 
     private struct Chunk {
         var offset: Int64
@@ -39,11 +66,14 @@ public final class S3ObjectReader: @unchecked Sendable {
     /// The range to fetch at once when a read first falls in it (an MP4's index), until it is fetched.
     private var plannedIndex: Range<Int64>?
     private var recent: [Chunk] = []
+    /// Windows being fetched ahead, in order, each beginning where the one before ends.
+    private var ahead: [Pending] = []
+    private var sequentialFetches = 0
     private var window = smallestWindow
     private var lastReadEnd: Int64 = -1
     private var objectSize: Int64 = 0
     private var entityTag = ""
-    private let counters = Mutex<(requests: Int, bytes: Int64)>((0, 0))
+    private let counters = Counters()
 
     public init(s3: S3, location: S3Location) {
         self.s3 = s3
@@ -52,6 +82,12 @@ public final class S3ObjectReader: @unchecked Sendable {
 
     public var requests: Int { counters.withLock { $0.requests } }
     public var bytesFetched: Int64 { counters.withLock { $0.bytes } }
+
+    /// What was asked of the server, counted from the reader's thread and the fetches ahead.
+    private final class Counters: Sendable {
+        private let state = Mutex<(requests: Int, bytes: Int64)>((0, 0))
+        func withLock<T>(_ body: (inout (requests: Int, bytes: Int64)) -> T) -> T { state.withLock { body(&$0) } }
+    }
 
     /// The object's size (fetching its first bytes if nothing was read yet).
     public func size() throws(S3Error) -> Int64 {
@@ -101,6 +137,7 @@ public final class S3ObjectReader: @unchecked Sendable {
         }
         let range: Range<Int64>
         var isIndex = false
+        var sequential = false
         if let planned = plannedIndex, planned.contains(offset) {
             range = planned
             plannedIndex = nil
@@ -108,11 +145,26 @@ public final class S3ObjectReader: @unchecked Sendable {
         } else if offset == lastReadEnd {
             range = offset..<(offset + max(window, wanted))
             window = min(window * 2, Self.largestWindow)
+            sequential = true
         } else {
             window = Self.smallestWindow
             range = offset..<(offset + max(Self.headSize, wanted))
         }
-        let fetched = try fetch(range.clamped(to: 0..<objectSize), checked: true)
+        let fetched: S3Chunk
+        if sequential, let next = ahead.first, next.range.contains(offset) {
+            // Fetched ahead: wait for it (it may have arrived already).
+            ahead.removeFirst()
+            fetched = try next.wait().get()
+        } else {
+            // Not what was fetched ahead (a seek, or reading faster than the windows): those are dropped.
+            ahead.removeAll()
+            if !sequential { sequentialFetches = 0 }
+            fetched = try fetch(range.clamped(to: 0..<objectSize), checked: true)
+        }
+        if sequential {
+            sequentialFetches += 1
+            if sequentialFetches >= Self.prefetchAfter { fetchAhead(from: fetched.offset + Int64(fetched.bytes.readableBytes)) }
+        }
         let chunk = Chunk(offset: fetched.offset, bytes: fetched.bytes)
         guard chunk.contains(offset) else {
             throw S3Error(.badResponse, location.description, "the server answered bytes \(chunk.offset)-\(chunk.end) for a read at \(offset)")
@@ -124,6 +176,27 @@ public final class S3ObjectReader: @unchecked Sendable {
             if recent.count > Self.keptChunks { recent.removeFirst() }
         }
         return chunk
+    }
+
+    /// Keeps `prefetchDepth` windows being fetched after `end` (where the last fetched bytes end).
+    private func fetchAhead(from end: Int64) {
+        var next = ahead.last?.range.upperBound ?? end
+        while ahead.count < Self.prefetchDepth, next < objectSize {
+            let pending = Pending(range: next..<min(objectSize, next + window))
+            ahead.append(pending)
+            next = pending.range.upperBound
+            window = min(window * 2, Self.largestWindow)
+            let (s3, location, tag, counters) = (s3, location, entityTag, counters)
+            Task {
+                do throws(S3Error) {
+                    let got = try await s3.get(location, range: pending.range, ifMatch: tag.isEmpty ? nil : tag)
+                    counters.withLock { $0.requests += 1; $0.bytes += Int64(got.bytes.readableBytes) }
+                    pending.finish(.success(got))
+                } catch {
+                    pending.finish(.failure(error))
+                }
+            }
+        }
     }
 
     private func fetch(_ range: Range<Int64>, checked: Bool) throws(S3Error) -> S3Chunk {

@@ -87,15 +87,7 @@ import Glibc
                     #expect(video.count == 60 && abs(end - 4) < 0.01, "\(name).mp4: \(video.count) frames ending at \(end) s")
                 }
             }
-            var successes: [Int: Int] = [:]
-            for log in logs {
-                for line in ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n") {
-                    guard let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
-                    if event["event"] as? String == "finished", event["state"] as? String == "succeeded", let id = event["job"] as? Int {
-                        successes[id, default: 0] += 1
-                    }
-                }
-            }
+            let successes = MultiHostTests.successes(in: logs)
             #expect(successes.values.allSatisfy { $0 == 1 }, "\(successes.filter { $0.value > 1 })")
             if !dependencies.isEmpty { try checkNothingStartedBeforeItsDependencies(jobs: jobs, logs: logs, server: server) }
         }
@@ -127,6 +119,36 @@ import Glibc
             }
             #expect(starts >= names.count)
         }
+    }
+
+    /// One turn of chaos, taking turns: a random coordinator killed with SIGKILL (and restarted at once by
+    /// `restart`), then a running job's worker (of `workerPIDs`; tried again next turn when none runs).
+    static func killOne(_ coordinators: inout [Background], _ kills: inout (coordinators: Int, workers: Int), _ random: inout SeededRandom,
+                        workerPIDs: () throws -> [Int], restart: (Int) throws -> Background) rethrows {
+        if kills.coordinators <= kills.workers {
+            let i = Int(random.next() % UInt64(coordinators.count))
+            coordinators[i].kill(SIGKILL)
+            _ = coordinators[i].wait(timeout: 10)
+            coordinators[i] = try restart(i)
+            kills.coordinators += 1
+        } else if let pid = try workerPIDs().first {
+            kill(Int32(pid), SIGKILL)
+            kills.workers += 1
+        }
+    }
+
+    /// How many times each job's success was logged, over every coordinator's log.
+    static func successes(in logs: [String]) -> [Int: Int] {
+        var successes: [Int: Int] = [:]
+        for log in logs {
+            for line in ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n") {
+                guard let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
+                if event["event"] as? String == "finished", event["state"] as? String == "succeeded", let id = event["job"] as? Int {
+                    successes[id, default: 0] += 1
+                }
+            }
+        }
+        return successes
     }
 
     @Test func threeHostsWithCoordinatorsAndWorkersKilledAtRandomDoEveryJobOnce() throws {
@@ -190,16 +212,9 @@ import Glibc
             // Chaos while most of the work remains, taking turns: a random coordinator (restarted at
             // once), then a running job's worker (tried again next round when none runs at that moment).
             guard (counts["succeeded"] ?? 0) < work.names.count * 3 / 4 else { continue }
-            if kills.coordinators <= kills.workers {
-                let i = Int(random.next() % 3)
-                coordinators[i].kill(SIGKILL)
-                _ = coordinators[i].wait(timeout: 10)
-                coordinators[i] = try start(i)
-                kills.coordinators += 1
-            } else if let pid = try work.jobs(queue: hostQueue).compactMap({ ($0["worker"] as? [String: Any])?["pid"] as? Int }).first {
-                kill(Int32(pid), SIGKILL)
-                kills.workers += 1
-            }
+            try Self.killOne(&coordinators, &kills, &random, workerPIDs: {
+                try work.jobs(queue: hostQueue).compactMap { ($0["worker"] as? [String: Any])?["pid"] as? Int }
+            }, restart: start)
         }
         #expect(kills.coordinators >= 2 && kills.workers >= 1, "\(kills)")
         #expect(sawThreeHosts)
@@ -286,16 +301,9 @@ import Glibc
             if succeeded == names.count { break }
             #expect(!jobs.contains { ["dead", "failed"].contains($0["state"] as? String) }, "\(jobs.filter { $0["state"] as? String != "succeeded" })")
             guard succeeded < names.count * 3 / 4 else { continue }
-            if kills.coordinators <= kills.workers {
-                let i = Int(random.next() % 3)
-                coordinators[i].kill(SIGKILL)
-                _ = coordinators[i].wait(timeout: 10)
-                coordinators[i] = try start(i)
-                kills.coordinators += 1
-            } else if let pid = jobs.compactMap({ ($0["worker"] as? [String: Any])?["pid"] as? Int }).first {
-                kill(Int32(pid), SIGKILL)
-                kills.workers += 1
-            }
+            try Self.killOne(&coordinators, &kills, &random, workerPIDs: {
+                jobs.compactMap { ($0["worker"] as? [String: Any])?["pid"] as? Int }
+            }, restart: start)
         }
         #expect(kills.coordinators >= 2 && kills.workers >= 1, "\(kills)")
         for c in coordinators { c.kill(SIGTERM) }
@@ -330,15 +338,7 @@ import Glibc
         }
         let open = try await s3.listMultipartUploads(S3Location(bucket: bucket, key: ""))
         #expect(open.isEmpty, "\(open.map { "\($0.key) \($0.uploadID)" }) in \(folder.path)")
-        var successes: [Int: Int] = [:]
-        for log in logs {
-            for line in ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n") {
-                guard let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
-                if event["event"] as? String == "finished", event["state"] as? String == "succeeded", let id = event["job"] as? Int {
-                    successes[id, default: 0] += 1
-                }
-            }
-        }
+        let successes = Self.successes(in: logs)
         #expect(successes.values.allSatisfy { $0 == 1 } && successes.count <= names.count, "\(successes.filter { $0.value > 1 })")
     }
 

@@ -75,23 +75,39 @@ import Glibc
         return try Data(contentsOf: farm.out.appendingPathComponent("local.mp4"))
     }
 
-    @Test func aWorkerKilledMidUploadIsResumedByTheNextAttempt() async throws {
+    /// A passthrough of the large movie to an object, with `maxAttempts`, whose first upload stalls after
+    /// two parts (a test hook of the worker's) and whose worker is killed there with SIGKILL; then the
+    /// coordinator is left to finish.
+    struct KilledMidUpload {
+        let s3: S3
+        let bucket: String
+        let farm: Farm
+        let id: Int64
+        let coordinator: Farm.Coordinator
+        let stalled: S3Upload
+        var location: S3Location { S3Location(bucket: bucket, key: "out/large.mp4") }
+    }
+
+    func killMidUpload(_ label: String, maxAttempts: Int) async throws -> KilledMidUpload {
         let server = try TestS3.shared()
         let s3 = Self.client(server)
-        defer { Task { await s3.shutdown() } }
-        let bucket = TestS3.bucketName("resume")
+        let bucket = TestS3.bucketName(label)
         try await s3.createBucket(bucket)
-        let farm = try Farm("s3-resume")
-        let id = try farm.submit(["--output-root", "s3://\(bucket)/out", "--max-attempts", "3", try passthroughManifest(farm, "large", bucket: bucket)])[0]
-        // The first upload stalls after two parts (a test hook of the worker's): the worker is killed there.
+        let farm = try Farm("s3-\(label)")
+        let id = try farm.submit(["--output-root", "s3://\(bucket)/out", "--max-attempts", String(maxAttempts),
+                                  try passthroughManifest(farm, "large", bucket: bucket)])[0]
         let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"],
                                                     environment: Self.environment(server, farm, ["MEDIAFARM_TEST_UPLOAD_STALL": "2"]))
-        defer { kill(coordinator.pid, SIGKILL); _ = coordinator.wait(timeout: 5) }
         let location = S3Location(bucket: bucket, key: "out/large.mp4")
         let stalled = try #require(try await stalledUpload(s3, location, parts: 2), "\(coordinator.log.suffix(2000))")
-        let pid = try #require(workerPID(coordinator, id))
-        #expect(kill(pid, SIGKILL) == 0)
+        #expect(kill(try #require(workerPID(coordinator, id)), SIGKILL) == 0)
+        return KilledMidUpload(s3: s3, bucket: bucket, farm: farm, id: id, coordinator: coordinator, stalled: stalled)
+    }
 
+    @Test func aWorkerKilledMidUploadIsResumedByTheNextAttempt() async throws {
+        let run = try await killMidUpload("resume", maxAttempts: 3)
+        let (s3, farm, id, coordinator) = (run.s3, run.farm, run.id, run.coordinator)
+        defer { kill(coordinator.pid, SIGKILL); _ = coordinator.wait(timeout: 5); Task { await s3.shutdown() } }
         #expect(coordinator.wait(timeout: 180) == 0, "\(coordinator.log.suffix(3000))")
         let job = try #require(try farm.status()[id])
         #expect(job["state"] as? String == "succeeded" && job.int == 2, "\(job)")
@@ -100,33 +116,22 @@ import Glibc
         let parts = Int((try FileManager.default.attributesOfItem(atPath: try Self.largeMovie.get().path)[.size] as! NSNumber).int64Value / (8 << 20)) + 1
         #expect(parts > 2)
         let resumed = coordinator.events().compactMap { $0["message"] as? String }.filter { $0.contains("resumed the upload") }
-        #expect(resumed.count == 1 && resumed[0].contains(stalled.uploadID) && resumed[0].contains("2 of \(parts) parts were there"), "\(resumed)")
+        #expect(resumed.count == 1 && resumed[0].contains(run.stalled.uploadID) && resumed[0].contains("2 of \(parts) parts were there"), "\(resumed)")
         // The object is the export, byte for byte, and no upload is left open.
-        let object = try await s3.get(location)
+        let object = try await s3.get(run.location)
         #expect(Data(Array(buffer: object.bytes)) == (try localExport(farm)))
-        #expect(try await s3.listMultipartUploads(S3Location(bucket: bucket, key: "")).isEmpty)
+        #expect(try await s3.listMultipartUploads(S3Location(bucket: run.bucket, key: "")).isEmpty)
         #expect(try FileManager.default.contentsOfDirectory(atPath: farm.folder.appendingPathComponent("spool").path).isEmpty)
     }
 
     @Test func aJobThatEndsWithoutSuccessLeavesNoUploadOpen() async throws {
-        let server = try TestS3.shared()
-        let s3 = Self.client(server)
-        defer { Task { await s3.shutdown() } }
-        let bucket = TestS3.bucketName("dead")
-        try await s3.createBucket(bucket)
-        let farm = try Farm("s3-dead")
-        let id = try farm.submit(["--output-root", "s3://\(bucket)/out", "--max-attempts", "1", try passthroughManifest(farm, "large", bucket: bucket)])[0]
-        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"],
-                                                    environment: Self.environment(server, farm, ["MEDIAFARM_TEST_UPLOAD_STALL": "2"]))
-        defer { kill(coordinator.pid, SIGKILL); _ = coordinator.wait(timeout: 5) }
-        let location = S3Location(bucket: bucket, key: "out/large.mp4")
-        _ = try #require(try await stalledUpload(s3, location, parts: 2), "\(coordinator.log.suffix(2000))")
-        #expect(kill(try #require(workerPID(coordinator, id)), SIGKILL) == 0)
-
+        let run = try await killMidUpload("dead", maxAttempts: 1)
+        let (s3, coordinator) = (run.s3, run.coordinator)
+        defer { kill(coordinator.pid, SIGKILL); _ = coordinator.wait(timeout: 5); Task { await s3.shutdown() } }
         #expect(coordinator.wait(timeout: 120) == 1, "\(coordinator.log.suffix(3000))")
-        #expect(try farm.state(id) == "dead")
-        #expect(try await s3.listMultipartUploads(S3Location(bucket: bucket, key: "")).isEmpty, "\(coordinator.log.suffix(2000))")
-        #expect(try await s3.exists(location) == false)
+        #expect(try run.farm.state(run.id) == "dead")
+        #expect(try await s3.listMultipartUploads(S3Location(bucket: run.bucket, key: "")).isEmpty, "\(coordinator.log.suffix(2000))")
+        #expect(try await s3.exists(run.location) == false)
         #expect(coordinator.log.contains("aborted 1 unfinished upload"), "\(coordinator.log.suffix(2000))")
     }
 

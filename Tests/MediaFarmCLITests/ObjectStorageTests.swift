@@ -319,4 +319,46 @@ import Testing
         #expect(Set(files.compactMap { $0["path"] as? String }) == ["s3://\(bucket)/takes/a.mp4", "s3://\(bucket)/takes/b.mp4"], "\(files)")
         #expect(files.allSatisfy { $0["status"] as? String == "added" }, "\(files)")
     }
+
+    /// A server that ignores `If-None-Match` (a relay drops the header): `"overwrite": false` is kept by a
+    /// HEAD before the write, and the user is told what that leaves open.
+    @Test func aServerThatIgnoresConditionalWritesGetsAHeadFirst() async throws {
+        // The relay drops a header the signature covers: a server of the test's own that takes any signature.
+        let server = try TestS3.Server(checksSignatures: false)
+        defer { server.stop() }
+        let dir = try TestPaths.makeTemporaryFolder("s3-unconditional")
+        let log = dir.appendingPathComponent("relay.log").path
+        let relay = try Background([TestPaths.packageRoot.appendingPathComponent("script/s3-relay").path, server.endpoint.url,
+                                    "--drop", "If-None-Match"], log: log)
+        defer { relay.kill(SIGKILL); _ = relay.wait(timeout: 5) }
+        var relayed = server.endpoint
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, !relayed.url.contains("127.0.0.1:") || relayed.url == server.endpoint.url {
+            if let line = (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n").first { relayed.url = String(line) }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try #require(relayed.url != server.endpoint.url, "the relay printed no address")
+        let direct = Self.client(server.endpoint), through = Self.client(relayed)
+        defer { Task { await direct.shutdown(); await through.shutdown() } }
+        let original = URL(fileURLWithPath: MediaFixture.cfr30MP4.path)
+        let bucket = try await Self.upload(["out/taken.mp4": original], to: direct)
+        #expect(try await direct.honoursConditionalWrites(bucket))
+        #expect(try await through.honoursConditionalWrites(bucket) == false)
+        #expect(try await direct.list(S3Location(bucket: bucket, key: "")).map(\.location.key) == ["out/taken.mp4"], "no probe is left")
+
+        func run(_ output: String) throws -> ProcessResult {
+            let manifest = dir.appendingPathComponent("job.json")
+            try #"{ "version": 1, "input": "\#(MediaFixture.longMP4.path)", "export": { "mode": "passthrough", "output": "\#(output)" } }"#
+                .write(to: manifest, atomically: true, encoding: .utf8)
+            return try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", "--output-root", "s3://\(bucket)/out", manifest.path],
+                                         environment: Self.environment(relayed, ["MEDIAFARM_SPOOL": dir.appendingPathComponent("spool").path]))
+        }
+        let refused = try run("s3://\(bucket)/out/taken.mp4")
+        #expect(refused.status == 1, "\(refused.stdout) \(refused.stderr)")
+        #expect(refused.stderr.contains("already exists; set \"overwrite\": true") && refused.stderr.contains("ignores If-None-Match"), "\(refused.stderr)")
+        #expect(try await direct.head(S3Location(bucket: bucket, key: "out/taken.mp4")).size == Int64(try Data(contentsOf: original).count))
+        let written = try run("s3://\(bucket)/out/new.mp4")
+        #expect(written.status == 0, "\(written.stderr)")
+        #expect(try await direct.exists(S3Location(bucket: bucket, key: "out/new.mp4")))
+    }
 }
