@@ -328,11 +328,12 @@ import Testing
         defer { server.stop() }
         let dir = try TestPaths.makeTemporaryFolder("s3-unconditional")
         let log = dir.appendingPathComponent("relay.log").path
-        let relay = try Background([TestPaths.packageRoot.appendingPathComponent("script/s3-relay").path, server.endpoint.url,
+        let relay = try Background(["/usr/bin/python3", TestPaths.packageRoot.appendingPathComponent("script/s3-relay").path, server.endpoint.url,
                                     "--drop", "If-None-Match"], log: log)
         defer { relay.kill(SIGKILL); _ = relay.wait(timeout: 5) }
         var relayed = server.endpoint
-        let deadline = Date().addingTimeInterval(30)
+        // Python starts slowly on a machine busy with the other suites.
+        let deadline = Date().addingTimeInterval(120)
         while Date() < deadline, !relayed.url.contains("127.0.0.1:") || relayed.url == server.endpoint.url {
             if let line = (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n").first { relayed.url = String(line) }
             try await Task.sleep(for: .milliseconds(50))
