@@ -42,7 +42,13 @@ struct ConstantFrameRateExporter {
         let frameTB = Rational(Int32(clamping: fd.value), fd.timescale)
         let frameCount = Int(mapping.duration.count(in: frameTB, rounding: .up) ?? 0)
         guard frameCount > 0 else { throw ExportError("the composition is empty: nothing to export") }
-        let videoEnd = fd.multiplied(by: Int32(clamping: frameCount))
+        // A chunk: some of the frames, video only, timed from its first.
+        let frames = settings.frameRange ?? 0..<frameCount
+        guard frames.lowerBound >= 0, frames.upperBound <= frameCount, !frames.isEmpty else {
+            throw ExportError("frames \(frames.lowerBound)..<\(frames.upperBound): the composition has frames 0..<\(frameCount) only")
+        }
+        let isChunk = settings.frameRange != nil
+        let videoEnd = fd.multiplied(by: Int32(clamping: frames.count))
 
         let file = try OutputFile(path: temporary, format: settings.muxer)
         // 4:2:0 H.264 needs even sizes: an odd width or height loses its last column or row (reported).
@@ -58,7 +64,7 @@ struct ConstantFrameRateExporter {
 
         var renderedAudio: RenderedAudioWriter?
         let audioSource = sources.first { $0.audio != nil }?.audio
-        if let audio = audioSource, settings.audioPolicy != .drop {
+        if let audio = audioSource, settings.audioPolicy != .drop, !isChunk {
             renderedAudio = try RenderedAudioWriter(mapping: mapping, sources: sources, audio: audio, totalDuration: videoEnd,
                                                     file: file, settings: settings, interrupter: interrupter)
         }
@@ -84,7 +90,7 @@ struct ConstantFrameRateExporter {
         var readerSegment = -1
         var decoded = 0, decodeErrors = 0
         let clock = Date()
-        for k in 0..<frameCount {
+        for k in frames {
             let t = fd.multiplied(by: Int32(clamping: k))
             guard let (segment, s) = mapping.sourceTime(at: t) ?? mapping.pieces.last.map({ ($0.segment, $0.source.end) }) else { break }
             if segment != readerSegment {
@@ -100,13 +106,14 @@ struct ConstantFrameRateExporter {
             }
             try scaler.prepare(reader!.current, into: &converted)
             if encodedWidth != width || encodedHeight != height { try converted.crop(toWidth: encodedWidth, height: encodedHeight) }
-            converted.setPTS(Int64(k))
+            converted.setPTS(Int64(k - frames.lowerBound))
             while try encoder.send(converted) == .full { try drainVideo() }
             try drainVideo()
-            if k % 30 == 0 {
+            let done = k - frames.lowerBound
+            if done % 30 == 0 {
                 let elapsed = Date().timeIntervalSince(clock)
-                let fraction = Double(k) / Double(frameCount)
-                progress(ExportProgress(fraction: fraction, phase: "encoding", framesPerSecond: elapsed > 0 ? Double(k) / elapsed : nil,
+                let fraction = Double(done) / Double(frames.count)
+                progress(ExportProgress(fraction: fraction, phase: "encoding", framesPerSecond: elapsed > 0 ? Double(done) / elapsed : nil,
                                         eta: fraction > 0.01 ? elapsed / fraction * (1 - fraction) : nil))
             }
             interrupter.progressed()   // a frame encoded
@@ -125,7 +132,7 @@ struct ConstantFrameRateExporter {
                    packets: 0, pieces: nil, decodeErrors: nil)
         return ExportReport(
             mode: .constantFrameRate, output: settings.outputPath, container: settings.muxer, duration: videoEnd,
-            video: .init(codec: "h264", frames: frameCount, framesDecoded: decoded, frameDuration: fd, width: encodedWidth, height: encodedHeight,
+            video: .init(codec: "h264", frames: frames.count, framesDecoded: decoded, frameDuration: fd, width: encodedWidth, height: encodedHeight,
                          cropped: Self.croppedNote(width: width, height: height)),
             audio: audioReport, snappedCuts: [], chapters: chapters, seconds: Date().timeIntervalSince(started))
     }

@@ -197,6 +197,47 @@ private func t(_ v: Int64, _ s: Int32 = 1) -> MediaTime { MediaTime(value: v, ti
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 
+    /// A constant-frame-rate export of some of its frames (one chunk of a chunked export, #29): video only,
+    /// exactly those frames, timed from 0, the first a keyframe, each the frame the whole export shows
+    /// there (a slowed range and two sources, so that the chunks start inside a scaled range and a segment).
+    @Test func aFrameRangeIsExactlyThoseFramesOfTheWholeExport() async throws {
+        let c = try await composition([(.longMP4, nil), (.cfr30MP4, nil)], scales: [(TimeRange(start: t(2), duration: t(2)), t(4))])
+        let folder = try TestPaths.makeTemporaryFolder("chunks")
+        let whole = folder.appendingPathComponent("whole.mp4").path
+        let report = try await export(c, whole, mode: .constantFrameRate)
+        let frames = report.video?.frames ?? 0
+        #expect(frames == 420, "12 s of sources, 2 s slowed to 4: 14 s at 30 fps")
+        let wholeLuma = try EditListProbe.LumaFrames(whole, width: 320, height: 240)
+        for range in [0..<100, 100..<250, 250..<frames] {
+            let path = folder.appendingPathComponent("chunk-\(range.lowerBound).mp4").path
+            var settings = ExportSettings(mode: .constantFrameRate, outputPath: path, muxer: "mp4", frameDuration: t(1, 30), preset: "ultrafast")
+            settings.frameRange = range
+            let chunk = try await ExportSession(composition: c, settings: settings).export()
+            #expect(chunk.video?.frames == range.count && chunk.duration == t(Int64(range.count), 30))
+            let packets = try MediaProbe.packets(path, stream: "v")
+            #expect(packets.count == range.count)
+            // ffprobe prints six decimals: each time within a microsecond of a frame time, every frame once.
+            #expect(packets.map { Int(($0.pts * 30).rounded()) }.sorted() == Array(0..<range.count), "timed from 0, one frame every 1/30 s")
+            #expect(packets.allSatisfy { abs($0.pts * 30 - ($0.pts * 30).rounded()) < 0.0001 })
+            #expect(try MediaProbe.packets(path, stream: "a").isEmpty, "video only")
+            let keyframes = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=flags",
+                                                                "-of", "csv=p=0", path]).stdout.split(separator: "\n")
+            #expect(keyframes.first?.contains("K") == true, "the chunk begins with a keyframe")
+            // Each frame is the whole export's frame at that position (another encoding of the same picture).
+            let luma = try EditListProbe.LumaFrames(path, width: 320, height: 240)
+            #expect(luma.count == range.count)
+            var worst = Double.infinity
+            for i in 0..<min(luma.count, range.count) { worst = min(worst, luma.psnr(i, against: wholeLuma, range.lowerBound + i)) }
+            #expect(worst >= 35, "chunk \(range): a frame is only \(worst) dB from the whole export's")
+        }
+        var outside = ExportSettings(mode: .constantFrameRate, outputPath: folder.appendingPathComponent("outside.mp4").path, muxer: "mp4",
+                                     frameDuration: t(1, 30), preset: "ultrafast")
+        outside.frameRange = 400..<500
+        await #expect { try await ExportSession(composition: c, settings: outside).export() } throws: {
+            "\($0)".contains("frames 400..<500: the composition has frames 0..<420 only")
+        }
+    }
+
     @Test func cancellingLeavesNoFile() async throws {
         let path = try output("cancelled.mp4")
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
