@@ -238,6 +238,57 @@ private func t(_ v: Int64, _ s: Int32 = 1) -> MediaTime { MediaTime(value: v, ti
         }
     }
 
+    /// Chunks joined (#29): the whole export's frames at the same times, keyframes where the chunks begin, the
+    /// audio the unchunked export has, packet for packet (rendered once over the whole composition). With
+    /// x264's B-frames (preset veryfast), whose decoding times run ahead of their presentation at each join.
+    @Test func chunksJoinedAreTheWholeExport() async throws {
+        let c = try await composition([(.longMP4, nil), (.cfr30MP4, nil)], scales: [(TimeRange(start: t(2), duration: t(2)), t(4))])
+        let folder = try TestPaths.makeTemporaryFolder("join")
+        func settings(_ name: String, frames: Range<Int>? = nil) -> ExportSettings {
+            var s = ExportSettings(mode: .constantFrameRate, outputPath: folder.appendingPathComponent(name).path, muxer: "mp4",
+                                   frameDuration: t(1, 30), preset: "veryfast")
+            s.frameRange = frames
+            return s
+        }
+        let whole = try await ExportSession(composition: c, settings: settings("whole.mp4")).export()
+        var chunks: [ExportChunk] = []
+        for range in [0..<100, 100..<250, 250..<420] {
+            let chunk = settings("chunk-\(range.lowerBound).mp4", frames: range)
+            _ = try await ExportSession(composition: c, settings: chunk).export()
+            chunks.append(ExportChunk(path: chunk.outputPath, frames: range))
+        }
+        let joinedPath = folder.appendingPathComponent("joined.mp4").path
+        let joined = try await ExportSession(composition: c, settings: settings("joined.mp4")).join(chunks)
+        #expect(joined.duration == whole.duration && joined.video?.frames == 420)
+
+        let packets = try MediaProbe.packets(joinedPath, stream: "v")
+        #expect(packets.map { Int(($0.pts * 30).rounded()) }.sorted() == Array(0..<420), "every frame once, at its time")
+        #expect(try EditListProbe.videoFrameHashes(joinedPath).count == 420, "FFmpeg decodes 420 frames")
+        let flags = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time,flags",
+                                                        "-of", "csv=p=0", joinedPath]).stdout.split(separator: "\n")
+        let keyframes = flags.compactMap { line -> Int? in
+            let f = line.split(separator: ",")
+            return f.count == 2 && f[1].contains("K") ? Double(f[0]).map { Int(($0 * 30).rounded()) } : nil
+        }
+        #expect([0, 100, 250].allSatisfy(keyframes.contains), "a keyframe where each chunk begins: \(keyframes)")
+        let wholeLuma = try EditListProbe.LumaFrames(folder.appendingPathComponent("whole.mp4").path, width: 320, height: 240)
+        let joinedLuma = try EditListProbe.LumaFrames(joinedPath, width: 320, height: 240)
+        #expect(joinedLuma.count == 420)
+        var worst = Double.infinity
+        for i in 0..<min(420, joinedLuma.count) { worst = min(worst, joinedLuma.psnr(i, against: wholeLuma, i)) }
+        #expect(worst >= 35, "a joined frame is only \(worst) dB from the whole export's")
+        func audio(_ path: String) throws -> String {
+            try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", path, "-map", "0:a", "-c", "copy", "-f", "md5", "-"]).stdout
+        }
+        #expect(try audio(joinedPath) == (try audio(folder.appendingPathComponent("whole.mp4").path)), "the same audio, packet for packet")
+
+        // Chunks that do not hold every frame once are refused, naming the gap.
+        await #expect { try await ExportSession(composition: c, settings: settings("gap.mp4")).join([chunks[0], chunks[2]]) } throws: {
+            "\($0)".contains("holds frames 250..<420, but frame 100 comes next")
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("gap.mp4").path))
+    }
+
     @Test func cancellingLeavesNoFile() async throws {
         let path = try output("cancelled.mp4")
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
