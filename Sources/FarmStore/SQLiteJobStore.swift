@@ -62,19 +62,29 @@ public final class SQLiteJobStore: JobStore {
 
     /// Opens the pool and migrates it. Several processes opening a new queue at once contend for the
     /// switch to WAL and for the migration, where SQLite reports "busy" without waiting: those are retried.
+    /// So is a migration that failed because another process applied it at the same moment (GRDB reads
+    /// which migrations are applied before it begins each one's transaction: "table ... already exists").
     private static func open(path: String, configuration: Configuration, patience: Double) throws(JobStoreError) -> (DatabasePool, SchemaChange) {
         let deadline = Date().addingTimeInterval(patience)
         var delay = 0.005
+        var first: Int?
         while true {
+            var pool: DatabasePool?
+            var before: Int?
             do {
-                let pool = try DatabasePool(path: path, configuration: configuration)
-                let before = try pool.read { try migrator.appliedIdentifiers($0).count }
-                try migrator.migrate(pool)
-                return (pool, SchemaChange(from: before, to: migrator.migrations.count))
+                pool = try DatabasePool(path: path, configuration: configuration)
+                before = try pool!.read { try migrator.appliedIdentifiers($0).count }
+                if first == nil { first = before }
+                try migrator.migrate(pool!)
+                return (pool!, SchemaChange(from: first ?? before!, to: migrator.migrations.count))
             } catch let error as DatabaseError where (error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED) && Date() < deadline {
                 Thread.sleep(forTimeInterval: delay * Double.random(in: 0.5...1.5))
                 delay = min(delay * 2, 0.2)
             } catch {
+                if let pool, let before, Date() < deadline,
+                   let now = try? pool.read({ try migrator.appliedIdentifiers($0).count }), now > before {
+                    continue  // another process migrated meanwhile: look again
+                }
                 throw .unavailable("\(path): cannot open the queue: \(describe(error))")
             }
         }
