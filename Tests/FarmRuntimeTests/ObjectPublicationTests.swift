@@ -48,15 +48,18 @@ import Glibc
     /// The first upload of `location` once it holds `parts` parts. (The whole bucket is listed: moto
     /// refuses the correct signature of a listing whose prefix has a "/".)
     func stalledUpload(_ s3: S3, _ location: S3Location, parts: Int) async throws -> S3Upload? {
+        func found() async throws -> S3Upload? {
+            guard let upload = try await s3.listMultipartUploads(S3Location(bucket: location.bucket, key: "")).first(where: { $0.key == location.key }),
+                  try await s3.listParts(upload).count >= parts else { return nil }
+            return upload
+        }
+        // Looked at once more after the deadline: a sleeping task on a busy machine may wake only after it.
         let deadline = Date().addingTimeInterval(180)
         while Date() < deadline {
-            if let upload = try await s3.listMultipartUploads(S3Location(bucket: location.bucket, key: "")).first(where: { $0.key == location.key }),
-               try await s3.listParts(upload).count >= parts {
-                return upload
-            }
+            if let upload = try await found() { return upload }
             try await Task.sleep(for: .milliseconds(100))
         }
-        return nil
+        return try await found()
     }
 
     /// The worker process of job `id` (its first `started` event).

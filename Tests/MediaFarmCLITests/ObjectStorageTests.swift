@@ -331,14 +331,19 @@ import Testing
         let relay = try Background(["/usr/bin/python3", TestPaths.packageRoot.appendingPathComponent("script/s3-relay").path, server.endpoint.url,
                                     "--drop", "If-None-Match"], log: log)
         defer { relay.kill(SIGKILL); _ = relay.wait(timeout: 5) }
-        var relayed = server.endpoint
-        // Python starts slowly on a machine busy with the other suites.
-        let deadline = Date().addingTimeInterval(120)
-        while Date() < deadline, !relayed.url.contains("127.0.0.1:") || relayed.url == server.endpoint.url {
-            if let line = (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n").first { relayed.url = String(line) }
-            try await Task.sleep(for: .milliseconds(50))
+        // The address the relay prints. Read once more after the deadline: on a machine busy with the other
+        // suites, a sleeping task may wake only after it.
+        func address() -> String? {
+            (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n").first.map(String.init).flatMap { $0.hasPrefix("http://") ? $0 : nil }
         }
-        try #require(relayed.url != server.endpoint.url, "the relay printed no address")
+        let deadline = Date().addingTimeInterval(120)
+        var printed = address()
+        while printed == nil, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            printed = address()
+        }
+        var relayed = server.endpoint
+        relayed.url = try #require(printed ?? address(), "the relay printed no address")
         let direct = Self.client(server.endpoint), through = Self.client(relayed)
         defer { Task { await direct.shutdown(); await through.shutdown() } }
         let original = URL(fileURLWithPath: MediaFixture.cfr30MP4.path)
