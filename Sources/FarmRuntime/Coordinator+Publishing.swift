@@ -1,0 +1,140 @@
+import FarmModel
+import FarmStore
+import Foundation
+
+/// How a coordinator ends an attempt: publishing its staged outputs under the lease (files renamed,
+/// object uploads completed), recording the end in the queue (retried while the lease would hold), and
+/// aborting the object uploads of a job that ended without success. The claimer is in
+/// Coordinator+Claiming.swift, the rescuer in Coordinator+Rescue.swift.
+extension Coordinator {
+    /// Publishes the staged outputs while the lease is held, then records success. The lease is renewed
+    /// first (a stale attempt is refused there) in phase `publishing` with the worker's result, so that
+    /// if this coordinator dies while renaming or before recording success, whichever rescuer finds the
+    /// expired lease completes this publication (`completeInterruptedPublications`) instead of running
+    /// the job again: each output is published once.
+    /// - Returns: whether the outputs were published.
+    @discardableResult
+    func publish(_ job: Job, token: String, manifest: JobManifest, resultJSON: String?, uploads: [ObjectUpload],
+                         seconds: Double) async -> Bool {
+        if let missing = StagedOutput.missing(manifest, token: token, uploads: uploads) {
+            await finish(job, token: token, outcome: .failed(message: "\(missing): the worker reported success but left no finished file to publish",
+                                                             result: resultJSON), seconds: seconds)
+            return false
+        }
+        guard await confirmLease(job, token: token, result: resultJSON) else {
+            metrics.attemptEnded("stale", seconds: seconds)
+            events(.finished(id: job.id, name: job.name, state: "stale", attempt: job.attempt,
+                             message: "the lease was lost before publishing: outputs discarded", seconds: seconds))
+            // Only this attempt's uploads: a newer attempt may be uploading the same keys.
+            for upload in uploads { await ObjectOutput.abort(upload) }
+            return false
+        }
+        do {
+            // A retried attempt may replace what an earlier attempt of this job published.
+            metrics.published(try await StagedOutput.publish(manifest, token: token, allowExisting: manifest.overwrite || job.attempt > 1,
+                                                             uploads: uploads, log: { self.events(.notice("job \(job.id): \($0)")) }))
+            if !uploads.isEmpty { await forgetUploads(of: job, completed: uploads) }
+        } catch {
+            let message = "\(error)"
+            let retryable = (error as? JobError)?.retryable == true
+            await finish(job, token: token, outcome: retryable ? .crashed(message: message) : .failed(message: message, result: resultJSON), seconds: seconds)
+            return false
+        }
+        await finish(job, token: token, outcome: .succeeded(result: resultJSON), seconds: seconds)
+        return true
+    }
+
+    /// Records the end of an attempt. A queue that does not answer (a server restarting, a network
+    /// down) is retried with backoff for as long as the lease would hold, so that a finished job is not
+    /// rescued and run again; after that the rescuer of whichever coordinator sees it first takes over.
+    func finish(_ job: Job, token: String, outcome: AttemptOutcome, seconds: Double, reason: String? = nil) async {
+        let deadline = now().addingTimeInterval(configuration.leaseDuration)
+        var delay = 0.1
+        while true {
+            do {
+                let after = try await store.finish(id: job.id, token: token, outcome: outcome, at: now())
+                recordEnd(job.id, after.state)
+                if [.failed, .dead, .cancelled].contains(after.state) { await abortUnfinishedUploads(after) }
+                metrics.attemptEnded(reason ?? outcome.metricName, seconds: seconds)
+                let message: String? = switch outcome {
+                case .succeeded: nil
+                case .failed(let m, _), .crashed(let m): m
+                case .released: "released without using up the attempt"
+                }
+                events(.finished(id: job.id, name: job.name, state: after.state.rawValue, attempt: job.attempt, message: message, seconds: seconds))
+                return
+            } catch let error where error.isStaleLease {
+                metrics.attemptEnded("stale", seconds: seconds)
+                events(.finished(id: job.id, name: job.name, state: "stale", attempt: job.attempt,
+                                 message: "a newer attempt owns the job: this attempt's result is discarded", seconds: seconds))
+                return
+            } catch {
+                let giveUp = now().addingTimeInterval(delay) >= deadline
+                events(.notice("job \(job.id): cannot record the end of attempt \(job.attempt): \(error)"
+                               + (giveUp ? "; the lease will expire and the job be rescued" : "; trying again")))
+                if giveUp { return }
+                await Self.waitWhileStopping(delay)
+                delay = min(delay * 2, 2)
+            }
+        }
+    }
+
+    /// A job that ended without success: no attempt of it will go on with the uploads of its outputs bound
+    /// for objects (a worker killed while sending parts leaves one), so they are aborted.
+    func abortUnfinishedUploads(_ job: Job) async {
+        guard job.manifest.contains("s3://"), case .success(let manifest) = ManifestLoader.validate(
+            text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) else { return }
+        let objects = StagedOutput.finalPaths(of: manifest).filter(PathRules.isObject)
+        guard !objects.isEmpty else { return }
+        let recorded: [RecordedUpload]
+        do { recorded = try await store.recordedUploads(of: job.id) } catch {
+            events(.notice("job \(job.id) (\(job.name)): cannot read its recorded uploads: \(error)"))
+            recorded = []
+        }
+        var aborted = 0
+        var done: [RecordedUpload] = []
+        for address in Set(objects + recorded.map(\.address)).sorted() {
+            let mine = recorded.filter { $0.address == address }
+            let (ids, problem) = await ObjectOutput.abortUnfinished(address, recorded: mine.map(\.uploadID))
+            aborted += ids.count
+            done += mine.filter { ids.contains($0.uploadID) }
+            if let problem { events(.notice("job \(job.id) (\(job.name)): \(problem)")) }
+        }
+        if aborted > 0 { events(.notice("job \(job.id) (\(job.name)): aborted \(aborted) unfinished upload(s) of its outputs")) }
+        do { try await store.forgetUploads(done) } catch {
+            events(.notice("job \(job.id) (\(job.name)): cannot forget its aborted uploads: \(error)"))
+        }
+    }
+
+    /// After a publication: the job's records of the uploads it completed are forgotten.
+    func forgetUploads(of job: Job, completed: [ObjectUpload]) async {
+        do {
+            let done = try await store.recordedUploads(of: job.id).filter { record in completed.contains { $0.uploadID == record.uploadID } }
+            try await store.forgetUploads(done)
+        } catch {
+            events(.notice("job \(job.id) (\(job.name)): cannot forget its completed uploads: \(error)"))
+        }
+    }
+
+    /// Renews one lease, retrying a queue that does not answer while the lease would still hold.
+    /// false: the lease is lost (or could not be confirmed in time).
+    private func confirmLease(_ job: Job, token: String, result: String?) async -> Bool {
+        let deadline = now().addingTimeInterval(configuration.leaseDuration)
+        var delay = 0.1
+        while true {
+            do {
+                let lost = try await store.renew([LeaseRenewal(id: job.id, token: token, progress: 1, phase: "publishing", result: result)],
+                                                 leaseDuration: configuration.leaseDuration, at: now())
+                return !lost.contains(job.id)
+            } catch {
+                guard now().addingTimeInterval(delay) < deadline else {
+                    events(.notice("job \(job.id): cannot confirm the lease before publishing (\(error))"))
+                    return false
+                }
+                events(.notice("job \(job.id): cannot confirm the lease before publishing (\(error)); trying again"))
+                await Self.waitWhileStopping(delay)
+                delay = min(delay * 2, 2)
+            }
+        }
+    }
+}
