@@ -27,13 +27,8 @@ public enum StagedOutput {
         [manifest.export?.output, manifest.report].compactMap { $0 }
     }
 
-    /// Whether every output of the attempt holding `token` is staged (the worker finished them all): a
-    /// file under its staged name, an object as an upload whose parts were sent (`uploads`).
-    public static func isStaged(_ manifest: JobManifest, token: String, uploads: [ObjectUpload] = []) -> Bool {
-        missing(manifest, token: token, uploads: uploads) == nil
-    }
-
-    /// The first output of the attempt holding `token` that is not staged.
+    /// The first output of the attempt holding `token` that is not staged (nil: the worker finished them
+    /// all): a file under its staged name, an object as an upload whose parts were sent (`uploads`).
     public static func missing(_ manifest: JobManifest, token: String, uploads: [ObjectUpload] = []) -> String? {
         finalPaths(of: manifest).first { final in
             PathRules.isObject(final) ? !uploads.contains { $0.address == final } : !FileManager.default.fileExists(atPath: path(for: final, token: token))
