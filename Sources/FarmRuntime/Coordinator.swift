@@ -32,6 +32,8 @@ public final class Coordinator: Service, @unchecked Sendable {
     let lock = NSLock()
     var running: [Int64: Running] = [:]
     var draining = false
+    /// When `beginDrain` was first called: the grace period's start.
+    var drainBegan: Date?
     /// What became of the jobs this coordinator finished: a count, and the ids of those that failed.
     private var tally = FinishedTally()
     /// A worker started: renew the leases (recording its process id) at the next check.
@@ -133,8 +135,13 @@ public final class Coordinator: Service, @unchecked Sendable {
     }
 
     /// Stops claiming; running jobs get the grace period, then are stopped and given back.
+    /// The grace counts from this call (the signal), not from when the claimer next looks.
     public func beginDrain() {
-        lock.withLock { draining = true }
+        lock.withLock {
+            if drainBegan == nil { drainBegan = now() }
+            draining = true
+        }
+        slotFreed.signal()
     }
 
     public func run() async throws {
@@ -462,7 +469,7 @@ public final class Coordinator: Service, @unchecked Sendable {
 
     private func drain() async {
         await releaseAhead()
-        let deadline = now().addingTimeInterval(configuration.grace)
+        let deadline = (lock.withLock { drainBegan } ?? now()).addingTimeInterval(configuration.grace)
         while lock.withLock({ !running.isEmpty }) {
             if now() >= deadline || Task.isCancelled {
                 let ids = lock.withLock { Array(running.keys) }

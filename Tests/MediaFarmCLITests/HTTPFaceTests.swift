@@ -274,8 +274,9 @@ import Glibc
     /// or given back, and the process exits 0.
     @Test func drainingIsNotReady() throws {
         let farm = try HTTPFarm("drain", arguments: ["--grace", "1"])
-        // Four times the usual long job (about 12 s): still running when the grace ends.
-        let id = try farm.submit(farm.longManifest(name: "long", output: "out/long.mp4").replacingOccurrences(of: "\"1/4\"", with: "\"1/16\""))
+        // Eight times the usual long job (about 25 s): still running when the grace ends, however long
+        // a busy machine takes between the job's start and the signal (CI once took 8 s).
+        let id = try farm.submit(farm.longManifest(name: "long", output: "out/long.mp4").replacingOccurrences(of: "\"1/4\"", with: "\"1/32\""))
         try farm.waitFor(id) { $0["state"] as? String == "running" }
         // `mediafarm healthcheck`, the image's HEALTHCHECK, asks the same endpoints.
         let healthy = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["healthcheck", "--url", farm.base + "/healthz"])
