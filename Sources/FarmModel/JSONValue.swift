@@ -330,4 +330,17 @@ extension JSONValue {
         guard case .object(let members) = self else { return self }
         return .object(members.map { $0.key == key ? ($0.key, value) : $0 })
     }
+
+    /// This object with member `key` set to `value`: replaced where it is, else added at the end.
+    public func setting(_ key: String, to value: JSONValue) -> JSONValue {
+        guard case .object(let members) = self else { return self }
+        if members.contains(where: { $0.key == key }) { return replacing(key, with: value) }
+        return .object(members + [(key: key, value: value)])
+    }
+
+    /// This object without members named `keys`.
+    public func removing(_ keys: String...) -> JSONValue {
+        guard case .object(let members) = self else { return self }
+        return .object(members.filter { !keys.contains($0.key) })
+    }
 }

@@ -43,6 +43,10 @@ public struct Job: Sendable, Hashable, Codable {
     public var blockedBy: Int64?
     /// What a host must provide to claim the job (`coordinator --provides`).
     public var requires: [String] = []
+    /// A chunked export that was split: its chunks (jobs this one waits for, then joins).
+    public var chunkPlan: ChunkPlan?
+    /// The chunked export this job encodes a chunk of.
+    public var chunkOf: Int64?
 
     /// Who runs the job now, and until when the claim holds without renewal.
     public struct Lease: Sendable, Hashable, Codable {

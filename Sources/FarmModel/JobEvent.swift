@@ -85,6 +85,9 @@ public struct JobResult: Sendable, Codable, Equatable {
     /// A failure that another attempt may not meet (object storage unreachable, timing out, answering
     /// 5xx): the job is retried, not failed.
     public var retryable: Bool?
+    /// A chunked export's first run: nothing was exported; these output frame ranges, in order, are its
+    /// chunks (the coordinator makes a job of each, and the job waits to join them).
+    public var split: [Range<Int>]?
 
     public init(name: String, succeeded: Bool, error: String? = nil, output: String? = nil, report: String? = nil,
                 duration: Double? = nil, seconds: Double) {

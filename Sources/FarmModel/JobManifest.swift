@@ -93,6 +93,31 @@ public struct JobManifest: Sendable, Hashable {
         public var faststart: Bool
         /// passthrough only: how edits that do not start on a keyframe are cut.
         public var cuts: CutMode = .exact
+        /// constantFrameRate only: encode the export in chunks of about this much output, each a job of
+        /// its own that any worker of any host may run, then join them (`chunkSeconds`).
+        public var chunkDuration: MediaTime?
+        /// constantFrameRate only: only these output frames (end excluded), video only, timed from 0: one
+        /// chunk of a chunked export.
+        public var frames: Range<Int>?
+        /// constantFrameRate only: the export's chunks, encoded already, in order: join them into `output`
+        /// instead of encoding (set by the coordinator on a chunked job's last run).
+        public var join: [JoinedChunk] = []
+    }
+
+    /// One chunk a joining run copies: its file and the output frames it holds.
+    public struct JoinedChunk: Sendable, Hashable, Codable {
+        public var output: String
+        public var frames: Range<Int>
+        /// The chunk's job and the attempts it took, for the report.
+        public var job: Int64?
+        public var attempts: Int?
+
+        public init(output: String, frames: Range<Int>, job: Int64? = nil, attempts: Int? = nil) {
+            self.output = output
+            self.frames = frames
+            self.job = job
+            self.attempts = attempts
+        }
     }
 
     public struct VideoSettings: Sendable, Hashable {

@@ -27,6 +27,9 @@ public enum JobTransition: Sendable, Hashable {
     case ready
     /// waiting -> failed: a dependency ended without success (the job's policy needs success).
     case dependencyFailed(id: Int64, message: String)
+    /// running -> waiting: the attempt split a chunked export into the chunks of `plan` (their jobs made):
+    /// the job waits for them, then runs again to join them. The attempt is not used up.
+    case split(token: String, plan: ChunkPlan)
 
     public var name: String {
         switch self {
@@ -41,6 +44,7 @@ public enum JobTransition: Sendable, Hashable {
         case .retry: "retry"
         case .ready: "ready"
         case .dependencyFailed: "fail for a dependency"
+        case .split: "split"
         }
     }
 }
@@ -126,6 +130,17 @@ public struct JobStateMachine: Sendable {
             next.state = .cancelled
             next.waitingFor = 0
             finish(&next, at: now)
+
+        case let (.running, .split(token, plan)):
+            try Self.check(token, job)
+            next.state = .waiting
+            next.attempt = max(0, job.attempt - 1)
+            next.after += plan.jobs.filter { !job.after.contains($0) }
+            next.waitingFor = plan.chunks.count
+            next.chunkPlan = plan
+            clearAttempt(&next)
+            next.progress = 0
+            next.phase = "encoding \(plan.chunks.count) chunks"
 
         case (.failed, .retry), (.dead, .retry), (.cancelled, .retry):
             next.state = job.waitingFor > 0 ? .waiting : .queued

@@ -61,7 +61,8 @@ public struct JobView: Encodable {
         attempt = job.attempt
         maxAttempts = job.maxAttempts
         progress = job.progress
-        phase = job.state == .running ? job.phase : nil
+        // A split export waiting for its chunks says how far they are ("encoding chunks: 3 of 9 done").
+        phase = job.state == .running || (job.state == .waiting && job.chunkPlan != nil) ? job.phase : nil
         owner = job.state == .running ? job.lease?.owner : nil
         host = owner.map(Job.host(ofOwner:))
         workerPID = job.state == .running ? job.workerPID : nil

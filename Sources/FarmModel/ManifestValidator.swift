@@ -24,7 +24,7 @@ public enum ManifestValidator {
 }
 
 /// Walks the document once, collecting issues; returns nil for parts it could not read.
-private struct Walker {
+struct Walker {
     let context: ManifestContext
     var issues: [ManifestIssue] = []
     /// The jobs whose results the inputs name (`job:KEY#output`).
@@ -443,7 +443,8 @@ private struct Walker {
 
     mutating func export(_ value: JSONValue) -> JobManifest.ExportSettings? {
         let p = "$.export"
-        guard let o = object(value, p, allowed: ["mode", "output", "fileType", "frameRate", "frameDuration", "video", "audio", "faststart", "cuts"]) else { return nil }
+        guard let o = object(value, p, allowed: ["mode", "output", "fileType", "frameRate", "frameDuration", "video", "audio", "faststart", "cuts",
+                                                         "chunkSeconds", "frames", "join"]) else { return nil }
         let mode = enumeration(o["mode"], "\(p).mode", ExportMode.self, required: true)
         let output = path(o["output"], "\(p).output", required: true, output: true)
         var fileType: ContainerType?
@@ -506,10 +507,13 @@ private struct Walker {
         if cuts != nil, mode == .constantFrameRate {
             fail("\(p).cuts", "applies to passthrough exports only; constantFrameRate decodes every frame and is always exact")
         }
+        let chunking = chunking(o, mode: mode)
         guard let mode, let output, let fileType else { return nil }
-        return JobManifest.ExportSettings(mode: mode, output: output, fileType: fileType, frameDuration: frameDuration,
-                                          video: video, audio: audio, faststart: faststart ?? (fileType != .mkv),
-                                          cuts: cuts ?? .exact)
+        var settings = JobManifest.ExportSettings(mode: mode, output: output, fileType: fileType, frameDuration: frameDuration,
+                                                  video: video, audio: audio, faststart: faststart ?? (fileType != .mkv),
+                                                  cuts: cuts ?? .exact)
+        (settings.chunkDuration, settings.frames, settings.join) = chunking
+        return settings
     }
 }
 

@@ -68,6 +68,12 @@ extension Coordinator {
                 events(.finished(id: job.id, name: job.name, state: "stale", attempt: job.attempt,
                                  message: "a newer attempt owns the job: this attempt's result is discarded", seconds: seconds))
                 return
+            } catch .transition(_, .illegal(_, let ended)) where ended.isTerminal {
+                // Cancelled meanwhile (a chunk of an export that failed, or by hand): the result is not wanted.
+                metrics.attemptEnded(ended == .cancelled ? "cancelled" : "stale", seconds: seconds)
+                events(.finished(id: job.id, name: job.name, state: ended.rawValue, attempt: job.attempt,
+                                 message: "the job was \(ended.rawValue) meanwhile: this attempt's result is discarded", seconds: seconds))
+                return
             } catch {
                 let giveUp = now().addingTimeInterval(delay) >= deadline
                 events(.notice("job \(job.id): cannot record the end of attempt \(job.attempt): \(error)"

@@ -11,6 +11,7 @@ extension Coordinator {
         while !Task.isCancelled, !isDraining {
             turned("rescuer")
             await rescueExpired()
+            await tendChunks()
             if let keep = configuration.keepFinished, lastPrune.map({ now().timeIntervalSince($0) >= configuration.pruneInterval }) ?? true {
                 lastPrune = now()
                 await prune(keep)

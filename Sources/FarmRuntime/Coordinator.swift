@@ -170,6 +170,8 @@ public final class Coordinator: Service, @unchecked Sendable {
                 // The group ends when its loops and jobs have.
             }
             await self.waitForKeptWorkers()
+            // The folders of chunked exports that ended last (a coordinator run until idle ends with them).
+            await self.tendChunks()
             await self.leaveRegistry()
         } onGracefulShutdown: { [weak self] in
             self?.events(.notice("draining: no new jobs; running jobs have \(Int(self?.configuration.grace ?? 0)) s to finish"))
@@ -236,6 +238,14 @@ public final class Coordinator: Service, @unchecked Sendable {
             }
         }
         if let followed = await followRenamedInputs(job) { job.manifest = followed }
+        if let plan = job.chunkPlan {
+            switch await joinManifest(job, plan: plan) {
+            case .success(let joining): job.manifest = joining
+            case .failure(let failure):
+                await inputsFailed(job, token: token, failure)
+                return
+            }
+        }
         let manifest: JobManifest
         switch ManifestLoader.validate(text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
         case .success(let m):
@@ -299,7 +309,9 @@ public final class Coordinator: Service, @unchecked Sendable {
             await finish(job, token: token, outcome: .released, seconds: seconds)
         case nil:
             let resultJSON = entry.result.flatMap { try? String(decoding: JSONEncoder().encode($0), as: UTF8.self) }
-            if exit.status == 0, let result = entry.result, result.succeeded {
+            if exit.status == 0, let result = entry.result, result.succeeded, let ranges = result.split {
+                await split(job, token: token, submitted: submitted, manifest: manifest, ranges: ranges, seconds: seconds)
+            } else if exit.status == 0, let result = entry.result, result.succeeded {
                 if await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: result.uploads ?? [], seconds: seconds) {
                     await registerInLibrary(job, manifest: manifest, submitted: submitted, sources: sources)
                 }

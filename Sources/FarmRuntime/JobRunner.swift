@@ -194,8 +194,26 @@ public struct JobRunner: Sendable {
             timePitch: AudioTimePitchAlgorithm(manifest.audio.timePitch),
             metadata: [:], limits: limits)
         settings.beforeCommit = publicationCheck
+        settings.frameRange = export.frames
         var session = ExportSession(composition: composition, settings: settings)
         session.pool = pool
+        if let every = export.chunkDuration, export.join.isEmpty, stagingToken != nil {
+            // A chunked export's first run under a coordinator: where to cut it, when it is long enough to
+            // cut (`mediafarm run` exports it whole).
+            let ranges = try await session.chunkRanges(every: every)
+            if ranges.count > 1 {
+                events(.log(level: "notice", message: "split into \(ranges.count) chunks of about \(Self.seconds(every)) s"))
+                events(.progress(JobProgress(fraction: 0.01, phase: "split")))
+                var result = JobResult(name: manifest.name, succeeded: true, seconds: Date().timeIntervalSince(started))
+                result.split = ranges
+                return result
+            }
+        }
+        if !export.join.isEmpty {
+            return try await join(export, session: session, composition: composition, inspections: inspections,
+                                  inspectSeconds: inspectSeconds, events: events, started: started)
+        }
+        if export.frames != nil { try ChunkFiles.makeFolder(of: export.output) }
         let exportStarted = Date()
         var scanSession: FrameScanSession?
         if scanWhileExporting, let settings = manifest.scan {
@@ -237,7 +255,7 @@ public struct JobRunner: Sendable {
                                          interval: settings.interval, maxCodesPerFrame: settings.maxCodesPerFrame)
     }
 
-    private func scanCodes(_ settings: JobManifest.ScanSettings, composition: Composition) async throws -> ScanSummary {
+    func scanCodes(_ settings: JobManifest.ScanSettings, composition: Composition) async throws -> ScanSummary {
         let configuration = try Self.scanConfiguration(settings)
         var aggregator = CodeAggregator()
         var framesScanned = 0
@@ -251,11 +269,12 @@ public struct JobRunner: Sendable {
         return ScanSummary(decodedBy: "scan", symbologies: settings.symbologies, framesScanned: framesScanned, codes: aggregator.codes)
     }
 
-    private func writeReport(inspections: [AssetReport], composition: Composition?, export: ExportReport?, scan: ScanSummary? = nil,
-                             timings: [String: Double]) throws -> String? {
+    func writeReport(inspections: [AssetReport], composition: Composition?, export: ExportReport?, scan: ScanSummary? = nil,
+                     chunks: [JobManifest.JoinedChunk]? = nil, timings: [String: Double]) throws -> String? {
         guard let path = manifest.report else { return nil }
         let report = JobReport(name: manifest.name, inspection: inspections,
-                               composition: composition.map(JobReport.CompositionReport.init), scan: scan, export: export, timings: timings)
+                               composition: composition.map(JobReport.CompositionReport.init), scan: scan, export: export,
+                               chunks: chunks, timings: timings)
         let data = try JSONEncoder.mediafarm().encode(report)
         let output = try AtomicOutput(finalPath: writePath(path))
         output.beforeCommit = publicationCheck
@@ -313,5 +332,7 @@ struct JobReport: Encodable {
     var composition: CompositionReport?
     var scan: ScanSummary?
     var export: ExportReport?
+    /// A chunked export's chunks: their frames, jobs and attempts.
+    var chunks: [JobManifest.JoinedChunk]?
     var timings: [String: Double]
 }

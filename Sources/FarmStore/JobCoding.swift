@@ -18,4 +18,16 @@ enum JobCoding {
         decoder.dateDecodingStrategy = .secondsSince1970
         return try? decoder.decode(type, from: Data(text.utf8))
     }
+
+    /// A value that is not a list (a chunk plan).
+    static func json<T: Encodable>(object value: T) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: (try? encoder.encode(value)) ?? Data("null".utf8), as: UTF8.self)
+    }
+
+    static func decode<T: Decodable>(object type: T.Type, _ text: String?) -> T? {
+        guard let text else { return nil }
+        return try? JSONDecoder().decode(type, from: Data(text.utf8))
+    }
 }

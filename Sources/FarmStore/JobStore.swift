@@ -18,6 +18,8 @@ public struct NewJob: Sendable, Hashable {
     public var afterPolicy: AfterPolicy
     /// Only a coordinator that provides every one of these claims the job.
     public var requires: [String]
+    /// The chunked export this job encodes a chunk of (made by `split`).
+    public var chunkOf: Int64?
 
     public init(name: String, manifest: String, baseDirectory: String, outputRoots: [String] = [], priority: Int = 0,
                 maxAttempts: Int = RetryPolicy.default.maxAttempts, runAt: Date? = nil, uniqueKey: String? = nil,
@@ -179,6 +181,20 @@ public protocol JobStore: WebhookOutbox {
     func recordedUploads(of id: Int64) async throws(JobStoreError) -> [RecordedUpload]
     /// Forgets these records (completed or aborted); a record replaced meanwhile by a newer attempt's stays.
     func forgetUploads(_ uploads: [RecordedUpload]) async throws(JobStoreError)
+    /// Splits the running job `id` (its attempt holding `token`) into `chunks`, made in the same transaction
+    /// and recorded in `plan` (in its order): the job waits for them, its attempt given back, and runs again
+    /// to join them once they all succeeded. Its live chunks are cancelled when it ends; its plan is let go
+    /// (and planned again) when it is retried.
+    func split(id: Int64, token: String, chunks: [NewJob], plan: ChunkPlan, at now: Date) async throws(JobStoreError) -> Job
+    /// Folders of chunked exports to remove (their job ended, or a retry planned again), oldest first.
+    func abandonedChunkFolders(limit: Int) async throws(JobStoreError) -> [String]
+    /// Forgets a folder that was removed.
+    func forgetChunkFolder(_ location: String) async throws(JobStoreError)
+    /// Split jobs waiting for their chunks (at most `limit`), and their chunks, for their progress.
+    func waitingChunkedJobs(limit: Int) async throws(JobStoreError) -> [(job: Job, chunks: [Job])]
+    /// Records the progress of a split job that waits for its chunks (the sum of theirs); nothing when it
+    /// no longer waits.
+    func recordWaitingProgress(id: Int64, progress: Double, phase: String, at now: Date) async throws(JobStoreError)
     /// The earliest runAt among queued jobs that a claimer providing `provides` on `host` can run, to sleep until.
     func nextRunAt(provides: [String], host: String) async throws(JobStoreError) -> Date?
     /// Whether a job is running anywhere, or one is queued that a claimer providing `provides` on `host`

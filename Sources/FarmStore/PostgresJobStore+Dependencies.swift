@@ -34,16 +34,22 @@ extension PostgresJobStore {
     /// jobs that wait: a job that ended releases (or fails) its dependents, a retried one brings back
     /// those its failure had failed. `due`: a job became due (the caller notifies).
     func moved(_ job: Job, revision: Int64, _ t: JobTransition, at now: Date, on c: PostgresConnection) async throws -> (job: Job, due: Bool) {
+        var job = job
+        let original = job
+        // A chunked export retried plans again: its old chunks are let go.
+        if case .retry = t, job.state.isTerminal { try await detachChunks(&job, at: now, on: c) }
         let next = if case .retry = t {
             try Dependencies.retried(job, DependencyVerdict.of(try await dependencies(job.after, on: c), policy: job.afterPolicy),
                                      machine: machine, at: now)
         } else {
             try transition(job, t, now)
         }
-        try await saveLocked(next, over: job, revision: revision, on: c)
+        try await saveLocked(next, over: original, revision: revision, on: c)
         if next.state.isTerminal && !job.state.isTerminal {
             try await recordEvent(next, at: now, on: c)
-            return (next, try await release(next, at: now, on: c))
+            let due = try await release(next, at: now, on: c)
+            try await cancelChunks(of: next, at: now, on: c)
+            return (next, due)
         }
         if job.state.isTerminal && next.state.isLive { try await unblock(next, at: now, on: c) }
         return (next, next.state == .queued && next.runAt <= now)
@@ -73,7 +79,10 @@ extension PostgresJobStore {
                     work.append((next, root ?? Dependencies.cause(done)))
                 }
                 try await saveLocked(next, over: dependent, revision: revision, on: c)
-                if next.state.isTerminal { try await recordEvent(next, at: now, on: c) }
+                if next.state.isTerminal {
+                    try await recordEvent(next, at: now, on: c)
+                    try await cancelChunks(of: next, at: now, on: c)
+                }
             }
         }
         return due

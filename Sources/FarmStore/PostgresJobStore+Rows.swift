@@ -39,7 +39,8 @@ extension PostgresJobStore {
                 progress = \(job.progress), phase = \(job.phase), worker_pid = \(job.workerPID.map(Int64.init)),
                 started_at = \(job.startedAt?.timeIntervalSince1970), finished_at = \(job.finishedAt?.timeIntervalSince1970),
                 updated_at = \(job.updatedAt.timeIntervalSince1970), result = \(job.result), errors = \(JobCoding.json(job.errors)),
-                waiting_for = \(Int64(job.waitingFor)), blocked_by = \(job.blockedBy), revision = revision + 1
+                waiting_for = \(Int64(job.waitingFor)), blocked_by = \(job.blockedBy), after_ids = \(JobCoding.json(job.after)),
+                chunk_plan = \(job.chunkPlan.map { JobCoding.json(object: $0) }), revision = revision + 1
             WHERE id = \(job.id) AND revision = \(revision) AND lease_token IS NOT DISTINCT FROM \(old.lease?.token)
             RETURNING id
             """)
@@ -84,7 +85,9 @@ extension PostgresJobStore {
                 job.waitingFor = try r[26].decode(Int.self)
                 job.blockedBy = try r[27].decode(Int64?.self)
                 job.requires = JobCoding.decode([String].self, try r[28].decode(String?.self)) ?? []
-                return (job, try r[29].decode(Int64.self))
+                job.chunkPlan = JobCoding.decode(object: ChunkPlan.self, try r[29].decode(String?.self))
+                job.chunkOf = try r[30].decode(Int64?.self)
+                return (job, try r[31].decode(Int64.self))
             }
         } catch {
             throw .unavailable("\(location): a job row could not be read: \(Self.describe(error))")

@@ -132,6 +132,7 @@ public final class PostgresJobStore: JobStore {
                       priority: new.priority, maxAttempts: new.maxAttempts, runAt: new.runAt, uniqueKey: new.uniqueKey,
                       timeout: new.timeout, createdAt: now)
         job.afterPolicy = new.afterPolicy
+        job.chunkOf = new.chunkOf
         return job
     }
 
@@ -141,17 +142,17 @@ public final class PostgresJobStore: JobStore {
         return """
             \(unescaped: before)INSERT INTO \(unescaped: table) (name, manifest, base_directory, output_roots, state, priority, attempt, max_attempts,
                                              run_at, unique_key, timeout, created_at, updated_at, errors, after_ids, after_policy,
-                                             waiting_for, blocked_by, finished_at, requires, assets, notify)
+                                             waiting_for, blocked_by, finished_at, requires, assets, notify, chunk_of)
             VALUES (\(job.name), \(job.manifest), \(job.baseDirectory), \(JobCoding.json(job.outputRoots)), \(job.state.rawValue),
                     \(job.priority), 0, \(job.maxAttempts), \(job.runAt.timeIntervalSince1970), \(job.uniqueKey), \(job.timeout),
                     \(now), \(now), \(JobCoding.json(job.errors)), \(JobCoding.json(job.after)),
                     \(job.after.isEmpty ? nil : job.afterPolicy.rawValue), \(Int64(job.waitingFor)), \(job.blockedBy),
-                    \(job.finishedAt?.timeIntervalSince1970), \(requires), \(assets), \(notify))
+                    \(job.finishedAt?.timeIntervalSince1970), \(requires), \(assets), \(notify), \(job.chunkOf))
             \(unescaped: after)
             """
     }
 
-    private func insert(_ new: NewJob, at now: Date, on c: PostgresConnection) async throws -> Enqueued {
+    func insert(_ new: NewJob, at now: Date, on c: PostgresConnection) async throws -> Enqueued {
         var job = Self.newJob(new, at: now)
         if !new.after.isEmpty {
             job.after = try await resolve(new.after, for: new.name, on: c)

@@ -51,6 +51,7 @@ extension SQLiteJobStore {
                     let failed = try transition(dependent, .dependencyFailed(id: id, message: message), now)
                     try save(failed, db)
                     try recordEvent(failed, at: now, db)
+                    try cancelChunks(of: failed, at: now, db)
                     work.append((failed, root ?? Dependencies.cause(done)))
                 }
             }
@@ -85,11 +86,16 @@ extension SQLiteJobStore {
     /// releases (or fails) its dependents, a retried one brings back those its failure had failed.
     /// `due`: a job became due.
     func moved(_ job: Job, _ t: JobTransition, _ now: Date, _ db: Database) throws -> (job: Job, due: Bool) {
+        var job = job
+        // A chunked export retried plans again: its old chunks are let go.
+        if case .retry = t, job.state.isTerminal { try detachChunks(&job, at: now, db) }
         let next = if case .retry = t { try retried(job, at: now, db) } else { try transition(job, t, now) }
         try save(next, db)
         if next.state.isTerminal && !job.state.isTerminal {
             try recordEvent(next, at: now, db)
-            return (next, try release(next, at: now, db))
+            let due = try release(next, at: now, db)
+            try cancelChunks(of: next, at: now, db)
+            return (next, due)
         }
         if job.state.isTerminal && next.state.isLive { try unblock(next, at: now, db) }
         return (next, false)

@@ -19,7 +19,7 @@ public final class SQLiteJobStore: JobStore {
     let machine: JobStateMachine
     private let libraryDatabase = Mutex<SQLiteSQLDatabase?>(nil)
     /// Touched after commits that make work due; watched when the store was opened to listen.
-    private let doorbell: Doorbell
+    let doorbell: Doorbell
     /// Where transactions run, and where reads run: never on the cooperative pool.
     private let writer = DatabaseThread(name: "mediafarm-queue-writer")
     private let reader = DatabaseThread(name: "mediafarm-queue-reader")
@@ -107,46 +107,48 @@ public final class SQLiteJobStore: JobStore {
     public func enqueue(_ jobs: [NewJob], at now: Date) async throws(JobStoreError) -> [Enqueued] {
         defer { doorbell.ring() }
         return try await write { [self] db in
-            try jobs.map { new in
-                if let key = new.uniqueKey,
-                   let live = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM jobs WHERE unique_key = ? AND state IN ('waiting', 'queued', 'running')"),
-                                                 arguments: [key]) {
-                    return Enqueued(id: live, inserted: false)
-                }
-                var job = Job(name: new.name, manifest: new.manifest, baseDirectory: new.baseDirectory, outputRoots: new.outputRoots,
-                              priority: new.priority, maxAttempts: new.maxAttempts, runAt: new.runAt, uniqueKey: new.uniqueKey,
-                              timeout: new.timeout, createdAt: now)
-                job.afterPolicy = new.afterPolicy
-                if !new.after.isEmpty {
-                    job.after = try resolve(new.after, for: new.name, db)
-                    Dependencies.start(&job, DependencyVerdict.of(try dependencies(job.after, db), policy: job.afterPolicy), at: now)
-                }
-                let notify = Outbox.notify(new.manifest)
-                if let notify { try checkNotify(notify, of: new.name, db) }
-                try db.cachedStatement(sql: """
-                    INSERT INTO jobs (name, manifest, base_directory, output_roots, state, priority, attempt, max_attempts, run_at,
-                                      unique_key, timeout, created_at, updated_at, errors, after_ids, after_policy, waiting_for, blocked_by,
-                                      finished_at, requires, assets, notify)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """).execute(arguments: [job.name, job.manifest, job.baseDirectory, JobCoding.json(job.outputRoots), job.state.rawValue,
-                                     job.priority, job.attempt, job.maxAttempts, job.runAt.timeIntervalSince1970, job.uniqueKey,
-                                     job.timeout, now.timeIntervalSince1970, now.timeIntervalSince1970, JobCoding.json(job.errors),
-                                     JobCoding.json(job.after), job.after.isEmpty ? nil : job.afterPolicy.rawValue, job.waitingFor,
-                                     job.blockedBy, job.finishedAt?.timeIntervalSince1970, Placement.requires(new), Placement.assets(new),
-                                     Outbox.notifyColumn(notify)])
-                let id = db.lastInsertedRowID
-                for dependency in job.after {
-                    try db.cachedStatement(sql: "INSERT INTO job_dependencies (depends_on, job_id) VALUES (?, ?)").execute(arguments: [dependency, id])
-                }
-                if job.state.isTerminal {
-                    job.id = id
-                    try recordEvent(job, at: now, db)
-                }
-                return Enqueued(id: id, inserted: true)
-            }
+            try jobs.map { new in try insert(new, at: now, db) }
         }
     }
 
+    /// Inserts one new job (or finds the live job holding its key), in the caller's transaction.
+    func insert(_ new: NewJob, at now: Date, _ db: Database) throws -> Enqueued {
+        if let key = new.uniqueKey,
+           let live = try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM jobs WHERE unique_key = ? AND state IN ('waiting', 'queued', 'running')"),
+                                         arguments: [key]) {
+            return Enqueued(id: live, inserted: false)
+        }
+        var job = Job(name: new.name, manifest: new.manifest, baseDirectory: new.baseDirectory, outputRoots: new.outputRoots,
+                      priority: new.priority, maxAttempts: new.maxAttempts, runAt: new.runAt, uniqueKey: new.uniqueKey,
+                      timeout: new.timeout, createdAt: now)
+        job.afterPolicy = new.afterPolicy
+        if !new.after.isEmpty {
+            job.after = try resolve(new.after, for: new.name, db)
+            Dependencies.start(&job, DependencyVerdict.of(try dependencies(job.after, db), policy: job.afterPolicy), at: now)
+        }
+        let notify = Outbox.notify(new.manifest)
+        if let notify { try checkNotify(notify, of: new.name, db) }
+        try db.cachedStatement(sql: """
+            INSERT INTO jobs (name, manifest, base_directory, output_roots, state, priority, attempt, max_attempts, run_at,
+                              unique_key, timeout, created_at, updated_at, errors, after_ids, after_policy, waiting_for, blocked_by,
+                              finished_at, requires, assets, notify, chunk_of)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [job.name, job.manifest, job.baseDirectory, JobCoding.json(job.outputRoots), job.state.rawValue,
+                             job.priority, job.attempt, job.maxAttempts, job.runAt.timeIntervalSince1970, job.uniqueKey,
+                             job.timeout, now.timeIntervalSince1970, now.timeIntervalSince1970, JobCoding.json(job.errors),
+                             JobCoding.json(job.after), job.after.isEmpty ? nil : job.afterPolicy.rawValue, job.waitingFor,
+                             job.blockedBy, job.finishedAt?.timeIntervalSince1970, Placement.requires(new), Placement.assets(new),
+                             Outbox.notifyColumn(notify), new.chunkOf])
+        let id = db.lastInsertedRowID
+        for dependency in job.after {
+            try db.cachedStatement(sql: "INSERT INTO job_dependencies (depends_on, job_id) VALUES (?, ?)").execute(arguments: [dependency, id])
+        }
+        if job.state.isTerminal {
+            job.id = id
+            try recordEvent(job, at: now, db)
+        }
+        return Enqueued(id: id, inserted: true)
+    }
 
     public func claim(limit: Int, owner: String, leaseDuration: Double, provides: [String], at now: Date) async throws(JobStoreError) -> [Job] {
         guard limit > 0 else { return [] }
@@ -425,13 +427,14 @@ public final class SQLiteJobStore: JobStore {
         try db.cachedStatement(sql: """
             UPDATE jobs SET state = ?, priority = ?, attempt = ?, max_attempts = ?, run_at = ?, lease_owner = ?, lease_token = ?,
                 lease_expires_at = ?, progress = ?, phase = ?, worker_pid = ?, started_at = ?, finished_at = ?, updated_at = ?,
-                result = ?, errors = ?, waiting_for = ?, blocked_by = ?
+                result = ?, errors = ?, waiting_for = ?, blocked_by = ?, after_ids = ?, chunk_plan = ?
             WHERE id = ?
             """).execute(arguments: [
                 job.state.rawValue, job.priority, job.attempt, job.maxAttempts, job.runAt.timeIntervalSince1970,
                 job.lease?.owner, job.lease?.token, job.lease?.expiresAt.timeIntervalSince1970, job.progress, job.phase,
                 job.workerPID.map { Int64($0) }, job.startedAt?.timeIntervalSince1970, job.finishedAt?.timeIntervalSince1970,
-                job.updatedAt.timeIntervalSince1970, job.result, JobCoding.json(job.errors), job.waitingFor, job.blockedBy, job.id,
+                job.updatedAt.timeIntervalSince1970, job.result, JobCoding.json(job.errors), job.waitingFor, job.blockedBy,
+                JobCoding.json(job.after), job.chunkPlan.map { JobCoding.json(object: $0) }, job.id,
             ])
     }
 
@@ -440,7 +443,7 @@ public final class SQLiteJobStore: JobStore {
     static let columns = """
         id, name, manifest, base_directory, output_roots, priority, max_attempts, run_at, unique_key, timeout, created_at, \
         state, attempt, lease_owner, lease_token, lease_expires_at, progress, phase, worker_pid, started_at, finished_at, \
-        updated_at, result, errors, after_ids, after_policy, waiting_for, blocked_by, requires
+        updated_at, result, errors, after_ids, after_policy, waiting_for, blocked_by, requires, chunk_plan, chunk_of
         """
 
     static func job(_ row: Row) -> Job {
@@ -467,6 +470,8 @@ public final class SQLiteJobStore: JobStore {
         job.waitingFor = row[26]
         job.blockedBy = row[27]
         job.requires = JobCoding.decode([String].self, row[28]) ?? []
+        job.chunkPlan = JobCoding.decode(object: ChunkPlan.self, row[29])
+        job.chunkOf = row[30]
         return job
     }
 

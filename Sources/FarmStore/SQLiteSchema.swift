@@ -122,6 +122,9 @@ extension SQLiteJobStore {
             // An asset's location that is an object (host '*'): its entity tag says whether it changed.
             try db.execute(sql: "ALTER TABLE asset_locations ADD COLUMN etag TEXT")
         }
+        migrator.registerMigration("v10 chunked exports") { db in
+            for statement in ChunkSchema.statements(.sqlite) { try db.execute(sql: statement) }
+        }
         return migrator
     }
 }

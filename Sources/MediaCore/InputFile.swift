@@ -195,6 +195,8 @@ public final class InputFile {
         public var bytes: Int64
         /// Timestamps in stream ticks (decoding order) of the entries that are not discarded.
         public var timestamps: [Int64]
+        /// Those of the keyframes among them.
+        public var keyframes: [Int64] = []
     }
 
     public func index(of streamIndex: Int) -> StreamIndex? {
@@ -208,7 +210,10 @@ public final class InputFile {
             let size = Int64(e.size)
             result.endOffset = max(result.endOffset, e.pos + size)
             result.bytes += size
-            if e.flags & AVINDEX_DISCARD_FRAME == 0 { result.timestamps.append(e.timestamp) }
+            if e.flags & AVINDEX_DISCARD_FRAME == 0 {
+                result.timestamps.append(e.timestamp)
+                if e.flags & AVINDEX_KEYFRAME != 0 { result.keyframes.append(e.timestamp) }
+            }
         }
         return result
     }

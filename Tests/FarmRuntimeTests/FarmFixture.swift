@@ -9,7 +9,9 @@ import Glibc
 /// user runs them (real processes, a real SQLite file).
 final class Farm: @unchecked Sendable {
     let folder: URL
-    var queue: String { folder.appendingPathComponent("queue.sqlite").path }
+    /// The queue's URL: a SQLite file in the folder unless a test gives another (PostgreSQL).
+    var queueURL: String?
+    var queue: String { queueURL ?? folder.appendingPathComponent("queue.sqlite").path }
     var out: URL { folder.appendingPathComponent("out") }
 
     init(_ label: String) throws {

@@ -1,0 +1,49 @@
+import CodeScan
+import FarmModel
+import Foundation
+import MediaEdit
+import MediaInspect
+import MediaTime
+
+/// A chunked export's last run: its chunks, encoded by their own jobs, joined into the one output.
+extension JobRunner {
+    func join(_ export: JobManifest.ExportSettings, session: ExportSession, composition: Composition, inspections: [AssetReport],
+              inspectSeconds: Double, events: @escaping @Sendable (JobEvent) -> Void, started: Date) async throws -> JobResult {
+        var scan: ScanSummary?
+        var scanSeconds = 0.0
+        if let settings = manifest.scan {
+            // The chunks were encoded without scanning: a pass of its own over the composition.
+            events(.progress(JobProgress(fraction: 0.02, phase: "scanning")))
+            let scanStarted = Date()
+            scan = try await scanCodes(settings, composition: composition)
+            scanSeconds = Date().timeIntervalSince(scanStarted)
+        }
+        let joinStarted = Date()
+        var joined = try await session.join(export.join.map { ExportChunk(path: $0.output, frames: $0.frames) }, progress: { p in
+            events(.progress(JobProgress(fraction: 0.5 + 0.49 * p.fraction, phase: "joining", framesPerSecond: p.framesPerSecond, eta: p.eta)))
+        })
+        joined.output = export.output
+        let reportPath = try writeReport(
+            inspections: inspections, composition: composition, export: joined, scan: scan, chunks: export.join,
+            timings: ["inspect": inspectSeconds, "scan": scanSeconds, "join": Date().timeIntervalSince(joinStarted),
+                      "total": Date().timeIntervalSince(started)])
+        events(.progress(JobProgress(fraction: 1, phase: "done")))
+        return JobResult(name: manifest.name, succeeded: true, output: export.output, report: reportPath,
+                         duration: joined.duration.seconds, seconds: Date().timeIntervalSince(started))
+    }
+}
+
+/// The files of a chunked export's chunks: a folder beside its output (or an object prefix), made by the
+/// first chunk that finishes there and removed with everything in it when the export ends.
+public enum ChunkFiles {
+    /// Makes the folder `output` is in, and the folders above it, when missing. Objects need none.
+    static func makeFolder(of output: String) throws {
+        guard !PathRules.isObject(output), let slash = output.lastIndex(of: "/") else { return }
+        let folder = String(output[..<slash])
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        } catch {
+            throw JobError("\(folder): cannot make the folder of the chunks: \((error as NSError).localizedDescription)")
+        }
+    }
+}

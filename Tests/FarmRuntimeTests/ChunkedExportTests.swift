@@ -1,0 +1,186 @@
+import FarmTestSupport
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Chunked constant-frame-rate exports through the commands, real coordinators and worker processes:
+/// the output against the same export made whole, a worker killed mid-chunk, several coordinators
+/// sharing the chunks of one export. FFmpeg's own tools read the results.
+@Suite(.serialized) struct ChunkedExportTests {
+    /// A 3-minute 720p export in chunks of 20 s on two workers: every frame of the unchunked export at
+    /// the same time, its quality within 0.5 dB, the very same audio (every sample, nothing at the joins),
+    /// the chunks' folder gone, the job's progress the sum of its chunks' while they ran.
+    @Test func aChunkedExportIsTheWholeExportFrameForFrame() throws {
+        let farm = try Farm("chunked")
+        let source = try Self.source(in: farm, seconds: 180, size: "1280x720")
+        let chunked = try farm.manifest("chunked", Self.manifest("chunked", input: source, chunkSeconds: 20))
+        let whole = try farm.manifest("whole", Self.manifest("whole", input: source, chunkSeconds: nil))
+        let id = try farm.submit([chunked])[0]
+        let coordinator = try farm.startCoordinator(["--exit-when-idle", "--workers", "2"])
+        // While the chunks run, the job waits with the sum of their progress.
+        var seen: [(Double, String)] = []
+        _ = eventually(120) {
+            let job = try? farm.status()[id]
+            if job?["state"] as? String == "waiting", let p = (job?["progress"] as? NSNumber)?.doubleValue, let phase = job?["phase"] as? String {
+                seen.append((p, phase))
+            }
+            return !coordinator.process.isRunning || (seen.last?.0 ?? 0) > 0.3
+        }
+        #expect(coordinator.wait(timeout: 300) == 0, "\(coordinator.log)")
+        #expect(seen.contains { $0.0 > 0 && $0.0 < 0.95 && $0.1.hasPrefix("encoding chunks: ") && $0.1.hasSuffix(" of 9 done") }, "\(seen)")
+        let jobs = try farm.status()
+        #expect(jobs[id]?["state"] as? String == "succeeded" && jobs[id]?["attempt"] as? Int == 1, "\(jobs[id] ?? [:])")
+        #expect(jobs.count == 10, "one job and its 9 chunks: \(jobs.keys.sorted())")
+        #expect(coordinator.log.contains("job \(id) (chunked) split into 9 chunks of about 20 s"), "\(coordinator.log)")
+        let made = try farm.mediafarm(["run", whole])
+        #expect(made.status == 0, "\(made.stderr)")
+
+        let a = farm.out.appendingPathComponent("chunked.mp4").path, b = farm.out.appendingPathComponent("whole.mp4").path
+        // Every frame, at the unchunked export's times.
+        let times = try Self.frameTimes(a), expected = try Self.frameTimes(b)
+        #expect(times.count == 5400 && expected.count == 5400, "\(times.count) frames, \(expected.count) unchunked")
+        #expect(zip(times, expected).allSatisfy { abs($0 - $1) < 0.0001 }, "the frame times differ from the unchunked export's")
+        #expect(try Self.decodedFrames(a) == 5400)
+        // Quality: both against the source, within 0.5 dB of each other on average.
+        let psnrChunked = try Self.psnr(a, against: source), psnrWhole = try Self.psnr(b, against: source)
+        print(String(format: "chunked export: PSNR %.2f dB against the source, unchunked %.2f dB", psnrChunked, psnrWhole))
+        #expect(psnrChunked > 30 && abs(psnrChunked - psnrWhole) <= 0.5, "\(psnrChunked) \(psnrWhole)")
+        // Audio: every sample of the composition, the same as the unchunked export's (rendered once: no join in it).
+        // (FFmpeg's decoder keeps the padding of the last AAC frame: the track's own duration is the count.)
+        let audio = try Self.samples(a), wholeAudio = try Self.samples(b)
+        #expect(try Self.audioDuration(a) == 180 * 48000, "the audio track's duration in samples")
+        #expect(audio.count >= 180 * 48000 && audio.count < 180 * 48000 + 1024, "\(audio.count) samples decoded")
+        #expect(audio == wholeAudio, "the audio differs from the unchunked export's")
+        let sourceJump = Self.largestStep(try Self.samples(source)[...])
+        for join in 1..<9 {
+            let at = join * 20 * 48000
+            #expect(Self.largestStep(audio[(at - 480)..<(at + 480)]) <= sourceJump, "a click at the join at \(join * 20) s")
+        }
+        // The report names each chunk's job and attempts; the folder of the chunks is gone.
+        let report = try JSONSerialization.jsonObject(with: Data(contentsOf: farm.out.appendingPathComponent("chunked.json"))) as? [String: Any]
+        let chunks = report?["chunks"] as? [[String: Any]] ?? []
+        #expect(chunks.count == 9 && chunks.allSatisfy { ($0["attempts"] as? NSNumber)?.intValue == 1 }, "\(chunks)")
+        let frames: [[Int]] = chunks.map { ($0["frames"] as? [NSNumber])?.map(\.intValue) ?? [] }
+        let tiles: [[Int]] = (0..<9).map { [$0 * 600, $0 * 600 + 600] }
+        #expect(frames == tiles, "\(frames)")
+        #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
+    /// The worker SIGKILLed while it encodes the 5th chunk: that chunk runs again, the four before it
+    /// do not (the report's attempts), and the output has every frame.
+    @Test func aWorkerKilledDuringTheFifthChunkLosesOnlyThatChunk() throws {
+        let farm = try Farm("chunk-kill")
+        let source = try Self.source(in: farm, seconds: 60, size: "1280x720")
+        let manifest = try farm.manifest("long", Self.manifest("long", input: source, chunkSeconds: 6, preset: "medium"))
+        let id = try farm.submit([manifest])[0]
+        let coordinator = try farm.startCoordinator(["--exit-when-idle", "--workers", "1"])
+        // Chunks are made in order, after the job: the 5th is job id + 5. Killed once it has begun encoding.
+        let fifth = id + 5
+        var killed: Int32?
+        #expect(try eventually(120) {
+            let job = try farm.status()[fifth]
+            guard job?["state"] as? String == "running", ((job?["progress"] as? NSNumber)?.doubleValue ?? 0) > 0.1,
+                  let pid = try farm.workerPID(fifth) else { return false }
+            kill(pid, SIGKILL)
+            killed = pid
+            return true
+        }, "the 5th chunk never ran: \(coordinator.log)")
+        #expect(coordinator.wait(timeout: 300) == 0, "\(coordinator.log)")
+        let jobs = try farm.status()
+        #expect(killed != nil && jobs[fifth]?["attempt"] as? Int == 2, "\(jobs[fifth] ?? [:])")
+        let report = try JSONSerialization.jsonObject(with: Data(contentsOf: farm.out.appendingPathComponent("long.json"))) as? [String: Any]
+        let attempts = (report?["chunks"] as? [[String: Any]] ?? []).map { ($0["attempts"] as? NSNumber)?.intValue ?? 0 }
+        #expect(attempts == [1, 1, 1, 1, 2, 1, 1, 1, 1, 1], "\(attempts)")
+        #expect(try Self.decodedFrames(farm.out.appendingPathComponent("long.mp4").path) == 1800)
+        #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
+    /// Three coordinators on one PostgreSQL queue, one worker each: each of them encodes chunks of the
+    /// one export, and one joins them.
+    @Test func threeCoordinatorsOnPostgreSQLShareTheChunksOfOneExport() throws {
+        let farm = try Farm("chunk-hosts")
+        farm.queueURL = try TestPostgres.url(freshSchema: true)
+        #expect(try farm.mediafarm(["queue", "migrate"]).status == 0)
+        let source = try Self.source(in: farm, seconds: 60, size: "1280x720")
+        let manifest = try farm.manifest("shared", Self.manifest("shared", input: source, chunkSeconds: 5))
+        let coordinators = try (1...3).map { try farm.startCoordinator(["--workers", "1", "--host", "host\($0)"], log: "host\($0).log") }
+        defer { for c in coordinators where c.process.isRunning { kill(c.pid, SIGKILL) } }
+        let id = try farm.submit([manifest])[0]
+        #expect(try eventually(240) { try farm.state(id) == "succeeded" }, "\(coordinators.map(\.log))")
+        for c in coordinators { kill(c.pid, SIGTERM) }
+        for c in coordinators { #expect(c.wait(timeout: 30) == 0, "\(c.log)") }
+        let chunkIDs = Set((id + 1)...(id + 12))
+        var ran: [Int] = []
+        for c in coordinators {
+            let started = c.events().filter { $0["event"] as? String == "started" }.compactMap { ($0["job"] as? NSNumber)?.int64Value }
+            ran.append(started.filter(chunkIDs.contains).count)
+        }
+        #expect(ran.reduce(0, +) == 12 && ran.allSatisfy { $0 > 0 }, "chunks run by each host: \(ran)")
+        #expect(try Self.decodedFrames(farm.out.appendingPathComponent("shared.mp4").path) == 1800)
+        #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
+    // MARK: - Helpers
+
+    static func manifest(_ name: String, input: String, chunkSeconds: Int?, preset: String = "veryfast") -> String {
+        """
+        { "version": 1, "name": "\(name)", "input": "\(input)", "report": "out/\(name).json",
+          "export": { "mode": "constantFrameRate", "frameRate": 30, "output": "out/\(name).mp4",
+                      \(chunkSeconds.map { "\"chunkSeconds\": \($0)," } ?? "") "video": { "preset": "\(preset)" } } }
+        """
+    }
+
+    /// A moving test picture with a tone, keyframes every 2 s (as a camera writes them).
+    static func source(in farm: Farm, seconds: Int, size: String) throws -> String {
+        let path = farm.folder.appendingPathComponent("source.mp4").path
+        let made = try ProcessRunner.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=\(size):rate=30",
+                                                    "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+                                                    "-t", String(seconds), "-c:v", "libx264", "-preset", "ultrafast", "-g", "60",
+                                                    "-c:a", "aac", "-ac", "1", path])
+        guard made.status == 0 else { throw FixtureError("ffmpeg: \(made.stderr)") }
+        return path
+    }
+
+    /// Presentation times of the video packets, in seconds, in order.
+    static func frameTimes(_ path: String) throws -> [Double] {
+        let r = try ProcessRunner.run("ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "packet=pts_time", "-of", "csv=p=0", path])
+        return r.stdout.split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }.sorted()
+    }
+
+    static func decodedFrames(_ path: String) throws -> Int? {
+        let r = try ProcessRunner.run("ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v", "-show_entries", "stream=nb_read_frames",
+                                                  "-of", "csv=p=0", path])
+        return Int(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// FFmpeg's psnr filter: the average over every frame, in dB.
+    static func psnr(_ path: String, against reference: String) throws -> Double {
+        let r = try ProcessRunner.run("ffmpeg", ["-v", "info", "-nostats", "-i", path, "-i", reference, "-lavfi", "[0:v][1:v]psnr", "-f", "null", "-"])
+        guard let range = r.stderr.range(of: "average:"),
+              let value = Double(r.stderr[range.upperBound...].prefix { $0 != " " }) else { throw FixtureError("no PSNR: \(r.stderr.suffix(500))") }
+        return value
+    }
+
+    /// The audio track's duration in its time base (1/48000: samples), as the container says (edit list).
+    static func audioDuration(_ path: String) throws -> Int? {
+        let r = try ProcessRunner.run("ffprobe", ["-v", "error", "-select_streams", "a", "-show_entries", "stream=duration_ts", "-of", "csv=p=0", path])
+        return Int(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// The decoded audio, 16-bit mono samples.
+    static func samples(_ path: String) throws -> [Int16] {
+        let out = path + ".pcm"
+        defer { unlink(out) }
+        let r = try ProcessRunner.run("ffmpeg", ["-v", "error", "-y", "-i", path, "-map", "0:a", "-ac", "1", "-f", "s16le", out])
+        guard r.status == 0 else { throw FixtureError("ffmpeg: \(r.stderr)") }
+        let data = try Data(contentsOf: URL(fileURLWithPath: out))
+        return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+    }
+
+    /// The largest difference between neighbouring samples: a click is a step the signal does not take.
+    static func largestStep(_ samples: ArraySlice<Int16>) -> Int {
+        zip(samples, samples.dropFirst()).reduce(0) { max($0, abs(Int($1.0) - Int($1.1))) }
+    }
+}
