@@ -28,11 +28,23 @@ enum Dependencies {
     /// was the last), or `.failed` naming `done` when the dependent needs success and `done` did not succeed
     /// (and `root`, the job whose failure ran down the graph to `done`, when it was not `done` itself).
     static func release(_ dependent: inout Job, after done: Job, root: DependencyVerdict.Dependency?) -> DependencyVerdict {
+        if let chunk = dependent.chunkPlan?.chunks.first(where: { $0.job == done.id }), done.state != .succeeded {
+            // A chunk of its own export: nothing to join. A retry of the export plans and encodes it again.
+            let how = done.state == .dead ? "is dead (every attempt crashed)" : done.state.rawValue
+            return .failed(by: done.id, message: "chunk job \(done.id) (frames \(chunk.frames.lowerBound)..<\(chunk.frames.upperBound)) \(how)"
+                           + "\(done.errors.last.map { ": \($0.message)" } ?? ""); retry job \(dependent.id) to encode its chunks again")
+        }
         if done.state == .succeeded || dependent.afterPolicy == .always {
             dependent.waitingFor -= 1
             return dependent.waitingFor <= 0 ? .ready : .waiting(dependent.waitingFor)
         }
         return .failed(by: done.id, message: DependencyVerdict.failureMessage(cause(done), root: root))
+    }
+
+    /// A job failed by a chunk of its own export waits for no retry of that chunk (the chunks' files go
+    /// with the failure): a retry of the job itself plans again.
+    static func unblockable(_ job: inout Job) {
+        if let blocker = job.blockedBy, job.chunkPlan?.jobs.contains(blocker) == true { job.blockedBy = nil }
     }
 
     /// A job that ended, as the cause of its dependents' failure.

@@ -76,6 +76,7 @@ extension PostgresJobStore {
                     next.updatedAt = now
                 case let .failed(id, message):
                     next = try transition(next, .dependencyFailed(id: id, message: message), now)
+                    Dependencies.unblockable(&next)
                     work.append((next, root ?? Dependencies.cause(done)))
                 }
                 try await saveLocked(next, over: dependent, revision: revision, on: c)

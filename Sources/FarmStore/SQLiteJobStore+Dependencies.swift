@@ -48,7 +48,8 @@ extension SQLiteJobStore {
                     dependent.updatedAt = now
                     try save(dependent, db)
                 case let .failed(id, message):
-                    let failed = try transition(dependent, .dependencyFailed(id: id, message: message), now)
+                    var failed = try transition(dependent, .dependencyFailed(id: id, message: message), now)
+                    Dependencies.unblockable(&failed)
                     try save(failed, db)
                     try recordEvent(failed, at: now, db)
                     try cancelChunks(of: failed, at: now, db)
