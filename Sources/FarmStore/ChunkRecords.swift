@@ -33,7 +33,17 @@ enum ChunkSchema {
         ORDER BY f.created_at
         """
 
-    static func refused(_ job: Job, _ error: JobTransitionError) -> JobStoreError { .transition(id: job.id, error) }
+    /// Refuses a split unless the attempt holding `token` runs the job.
+    static func checkSplit(_ job: Job, token: String, plan: ChunkPlan) throws(JobStoreError) {
+        guard job.state == .running, job.lease?.token == token else {
+            throw .transition(id: job.id, job.state == .running ? .staleLease : .illegal(.split(token: token, plan: plan), from: job.state))
+        }
+    }
+
+    /// The chunk jobs as the queue makes them: each the chunk of job `id`.
+    static func chunks(_ chunks: [NewJob], of id: Int64) -> [NewJob] {
+        chunks.map { var chunk = $0; chunk.chunkOf = id; return chunk }
+    }
 
     /// The job before a retry: its old plan let go (its chunks are not waited for any more), so that the
     /// retry plans again. Returns the chunks it waited for.
@@ -50,15 +60,9 @@ extension SQLiteJobStore {
         defer { doorbell.ring() }
         return try await write { [self] db in
             guard let job = try fetch(id, db) else { throw JobStoreError.notFound(id) }
-            guard job.state == .running, job.lease?.token == token else {
-                throw JobStoreError.transition(id: id, job.state == .running ? .staleLease : .illegal(.split(token: token, plan: plan), from: job.state))
-            }
+            try ChunkSchema.checkSplit(job, token: token, plan: plan)
             var plan = plan
-            for (i, new) in chunks.enumerated() {
-                var new = new
-                new.chunkOf = id
-                plan.chunks[i].job = try insert(new, at: now, db).id
-            }
+            for (i, chunk) in ChunkSchema.chunks(chunks, of: id).enumerated() { plan.chunks[i].job = try insert(chunk, at: now, db).id }
             let waiting = try transition(job, .split(token: token, plan: plan), now)
             try save(waiting, db)
             for chunk in plan.chunks {

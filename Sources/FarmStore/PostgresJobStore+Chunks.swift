@@ -8,15 +8,9 @@ extension PostgresJobStore {
         try await transaction { [self] c in
             let rows = try await c.run("SELECT \(unescaped: Self.columns()) FROM \(unescaped: table) WHERE id = \(id) FOR UPDATE")
             guard let (job, revision) = try decodeJobs(rows).first else { throw JobStoreError.notFound(id) }
-            guard job.state == .running, job.lease?.token == token else {
-                throw JobStoreError.transition(id: id, job.state == .running ? .staleLease : .illegal(.split(token: token, plan: plan), from: job.state))
-            }
+            try ChunkSchema.checkSplit(job, token: token, plan: plan)
             var plan = plan
-            for (i, new) in chunks.enumerated() {
-                var new = new
-                new.chunkOf = id
-                plan.chunks[i].job = try await insert(new, at: now, on: c).id
-            }
+            for (i, chunk) in ChunkSchema.chunks(chunks, of: id).enumerated() { plan.chunks[i].job = try await insert(chunk, at: now, on: c).id }
             let waiting = try transition(job, .split(token: token, plan: plan), now)
             try await saveLocked(waiting, over: job, revision: revision, on: c)
             _ = try await c.run("INSERT INTO \(unescaped: edges) (depends_on, job_id) SELECT unnest(\(plan.jobs)::int8[]), \(id)")
