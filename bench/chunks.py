@@ -72,7 +72,7 @@ chunks = sum(1 for e in evts if e["event"] == "started" and "[chunk " in e.get("
 log(f"chunked: {chunked:.1f} s in {chunks} chunks")
 killed_seconds, kill_events, killed = export("chunked-killed", True, kill_at=0.9)
 lost = redone(kill_events, killed)
-per_chunk = [e["seconds"] for e in evts if e["event"] == "finished" and "[chunk " in e.get("name", "")]
+per_chunk = [e["seconds"] for e in evts if e["event"] == "finished" and e.get("state") == "succeeded" and "[chunk " in e.get("name", "")]
 print(json.dumps({
     "export": {"wholeSeconds": round(whole, 1), "chunkedSeconds": round(chunked, 1), "ratio": round(chunked / whole, 3),
                "chunks": chunks, "chunkSeconds": chunk,
