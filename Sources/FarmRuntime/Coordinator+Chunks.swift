@@ -11,8 +11,8 @@ extension Coordinator {
     /// for them. Each chunk's manifest is the one submitted (its `asset:` and `job:` inputs resolved on the
     /// host that runs it) with the chunk's frames and file, no report, no scan and no webhooks.
     func split(_ job: Job, token: String, submitted: String, manifest: JobManifest, ranges: [Range<Int>], seconds: Double) async {
-        guard let export = manifest.export, let end = ranges.last?.upperBound, case .object? = try? JSONParser.parse(submitted),
-              let document = try? JSONParser.parse(submitted), let exportJSON = document["export"] else {
+        guard let export = manifest.export, let end = ranges.last?.upperBound, let document = try? JSONParser.parse(submitted),
+              let exportJSON = document["export"] else {
             await finish(job, token: token, outcome: .failed(message: "cannot split the export: the manifest has no export section", result: nil),
                          seconds: seconds)
             return
@@ -32,18 +32,14 @@ extension Coordinator {
             return NewJob(name: name, manifest: text, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots, priority: job.priority,
                           maxAttempts: job.maxAttempts, timeout: job.timeout, after: job.after.map(JobReference.id), requires: job.requires)
         }
-        do {
+        do throws(JobStoreError) {
             let waiting = try await store.split(id: job.id, token: token, chunks: chunks, plan: plan, at: now())
             let ids = waiting.chunkPlan?.jobs ?? []
             metrics.attemptEnded("split", seconds: seconds)
-            events(.notice("job \(job.id) (\(job.name)) split into \(ids.count) chunks of about \(Self.format(manifest.export?.chunkDuration?.seconds ?? 0)) s "
+            events(.notice("job \(job.id) (\(job.name)) split into \(ids.count) chunks of about \(Self.format(export.chunkDuration?.seconds ?? 0)) s "
                            + "(jobs \(ids.first ?? 0)-\(ids.last ?? 0), files in \(folder)); it joins them when every one has succeeded"))
-        } catch let error as JobStoreError {
-            if error.isStaleLease {
-                events(.notice("job \(job.id): the lease was lost before its chunks were made; nothing was split"))
-            } else {
-                await finish(job, token: token, outcome: .crashed(message: "cannot split into chunks: \(error)"), seconds: seconds)
-            }
+        } catch where error.isStaleLease {
+            events(.notice("job \(job.id): the lease was lost before its chunks were made; nothing was split"))
         } catch {
             await finish(job, token: token, outcome: .crashed(message: "cannot split into chunks: \(error)"), seconds: seconds)
         }
@@ -120,9 +116,8 @@ extension ChunkFiles {
                 return "\(folder): cannot remove the chunks: \(error)"
             }
         }
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: folder) else {
-            return errno == ENOENT || !FileManager.default.fileExists(atPath: folder) ? nil : "\(folder): cannot list the chunks"
-        }
+        guard FileManager.default.fileExists(atPath: folder) else { return nil }
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return "\(folder): cannot list the chunks" }
         for entry in entries {
             let path = folder + "/" + entry
             var info = stat()

@@ -8,10 +8,15 @@ extension Coordinator {
     /// every `pruneInterval`, jobs finished longer ago than `keepFinished` are deleted.
     func rescueLoop() async {
         var lastPrune: Date?
+        var lastChunks: Date?
         while !Task.isCancelled, !isDraining {
             turned("rescuer")
             await rescueExpired()
-            await tendChunks()
+            // Chunked exports' progress and folders: two queries, not worth every turn of every coordinator.
+            if lastChunks.map({ now().timeIntervalSince($0) >= 5 }) ?? true {
+                lastChunks = now()
+                await tendChunks()
+            }
             if let keep = configuration.keepFinished, lastPrune.map({ now().timeIntervalSince($0) >= configuration.pruneInterval }) ?? true {
                 lastPrune = now()
                 await prune(keep)
