@@ -87,7 +87,7 @@ let package = Package(
         // Where the farm meets the media modules: JobRunner, the coordinator and its worker processes.
         .target(name: "FarmRuntime", dependencies: [
             "FarmModel", "FarmStore", "FarmLibrary", "SafeFiles", "CProcessShims", "CodeScan", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime",
-            "S3Client", .product(name: "NIOCore", package: "swift-nio"),
+            "S3Client", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),

@@ -88,6 +88,8 @@ public struct JobResult: Sendable, Codable, Equatable {
     /// A chunked export's first run: nothing was exported; these output frame ranges, in order, are its
     /// chunks (the coordinator makes a job of each, and the job waits to join them).
     public var split: [Range<Int>]?
+    /// Answered from an earlier job's result with the same content: that job, and its output.
+    public var reused: ReusedResult?
 
     public init(name: String, succeeded: Bool, error: String? = nil, output: String? = nil, report: String? = nil,
                 duration: Double? = nil, seconds: Double) {
@@ -126,5 +128,21 @@ public struct ObjectUpload: Sendable, Codable, Equatable {
         self.uploadID = uploadID
         self.size = size
         self.parts = parts
+    }
+}
+
+/// The earlier job a result was reused from: its id and name, its output as published and that output's
+/// SHA-256 (which the copy was checked against).
+public struct ReusedResult: Sendable, Codable, Equatable {
+    public var job: Int64
+    public var name: String
+    public var output: String?
+    public var sha256: String?
+
+    public init(job: Int64, name: String, output: String?, sha256: String?) {
+        self.job = job
+        self.name = name
+        self.output = output
+        self.sha256 = sha256
     }
 }

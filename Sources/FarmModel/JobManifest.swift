@@ -27,6 +27,9 @@ public struct JobManifest: Sendable, Hashable {
     /// Where webhooks go when the job ends, besides the farm's own (`coordinator --webhook`); each host
     /// must be one the farm allows (`coordinator --webhook-allow-host`), which the queue checks.
     public var notify: [WebhookURL] = []
+    /// Whether the job may be answered from an earlier job's result with the same content (and answer a
+    /// later one): nil is the default (yes for a job that decodes: a constant-frame-rate export, a scan).
+    public var reuse: Bool?
 
     /// A manifest with nothing but an input: inspect it and report.
     public var isInspectionOnly: Bool { export == nil && scan == nil }

@@ -193,7 +193,7 @@ struct Walker {
     // MARK: - The manifest
 
     mutating func manifest(_ root: JSONValue) -> JobManifest? {
-        let keys = ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report", "overwrite", "after", "afterPolicy", "requires", "notify"]
+        let keys = ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report", "overwrite", "after", "afterPolicy", "requires", "notify", "reuse"]
         guard let o = object(root, "$", allowed: keys) else { return nil }
 
         if let v = o["version"] {
@@ -253,6 +253,9 @@ struct Walker {
         manifest.afterPolicy = enumeration(o["afterPolicy"], "$.afterPolicy", AfterPolicy.self) ?? .success
         if let r = o["requires"] { manifest.requires = requires(r) }
         if let n = o["notify"] { manifest.notify = notify(n) }
+        if let v = o["reuse"] {
+            if case .bool(let b) = v { manifest.reuse = b } else { fail("$.reuse", "expected true or false, found \(v.kindName)") }
+        }
         return manifest
     }
 

@@ -35,6 +35,11 @@ extension Coordinator {
         if keep { slotFreed.signal() } else { worker.retire() }
     }
 
+    /// A kept worker given to a job that did not need it: waiting again, or retired when there are enough.
+    func handBack(_ worker: StandbyWorker) {
+        workerIdle(worker)
+    }
+
     /// A kept worker's process ended: counted by why (`mediafarm_worker_retirements_total`).
     private func workerRetired(_ reason: WorkerRetirement?) {
         lock.withLock { keptWorkersAlive -= 1 }

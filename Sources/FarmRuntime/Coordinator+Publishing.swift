@@ -15,7 +15,7 @@ extension Coordinator {
     /// - Returns: whether the outputs were published.
     @discardableResult
     func publish(_ job: Job, token: String, manifest: JobManifest, resultJSON: String?, uploads: [ObjectUpload],
-                         seconds: Double) async -> Bool {
+                 seconds: Double, reason: String? = nil) async -> Bool {
         if let missing = StagedOutput.missing(manifest, token: token, uploads: uploads) {
             await finish(job, token: token, outcome: .failed(message: "\(missing): the worker reported success but left no finished file to publish",
                                                              result: resultJSON), seconds: seconds)
@@ -40,7 +40,7 @@ extension Coordinator {
             await finish(job, token: token, outcome: retryable ? .crashed(message: message) : .failed(message: message, result: resultJSON), seconds: seconds)
             return false
         }
-        await finish(job, token: token, outcome: .succeeded(result: resultJSON), seconds: seconds)
+        await finish(job, token: token, outcome: .succeeded(result: resultJSON), seconds: seconds, reason: reason)
         return true
     }
 

@@ -50,6 +50,8 @@ public final class Coordinator: Service, @unchecked Sendable {
     var recentAttemptSeconds: Double?
     /// Rung when a worker slot frees: the claimer starts the next job at once.
     let slotFreed = WorkSignal()
+    /// Inputs' SHA-256 by path, while their identity and modification time stay those hashed (results reuse).
+    var contentHashes: [String: (stamp: FileStamp, sha256: String)] = [:]
     /// When each loop (claimer, heartbeat, rescuer) last began a turn: the HTTP face's liveness.
     private var loopTurns: [String: Date] = [:]
     private let startedAt = Date()
@@ -216,6 +218,11 @@ public final class Coordinator: Service, @unchecked Sendable {
     }
 
     func supervise(_ job: Job, token: String, standby: StandbyWorker?) async {
+        let began = now()
+        // A kept worker given to a job that ends before a worker runs it (its inputs failed, an earlier
+        // result answered it) waits for the next job.
+        var unused = standby
+        defer { if let unused { handBack(unused) } }
         let submitted = job.manifest
         var job = job
         var sources: [AssetID] = []
@@ -255,6 +262,13 @@ public final class Coordinator: Service, @unchecked Sendable {
             await finish(job, token: token, outcome: .failed(message: e.description, result: nil), seconds: 0)
             return
         }
+        // Results reused by content: a chunked export's joining run is not answered (its chunks ran) but recorded.
+        var key: String?
+        if configuration.reuseResults { key = await resultKey(job, manifest) }
+        if let key, job.chunkPlan == nil,
+           await answerFromEarlier(job, token: token, manifest: manifest, key: key, submitted: submitted, sources: sources, began: began) {
+            return
+        }
         // Uploads an earlier attempt began for the outputs bound for objects: this attempt goes on with them.
         var resume: [String: String] = [:]
         if StagedOutput.finalPaths(of: manifest).contains(where: PathRules.isObject) {
@@ -271,6 +285,7 @@ public final class Coordinator: Service, @unchecked Sendable {
         let onLine: @Sendable (Substring) -> Void = { line in self.workerSaid(id, line) }
         let exit: WorkerExit
         do {
+            unused = nil
             let kept = standby ?? (configuration.standbyWorkers ? lock.withLock { newKeptWorkerLocked() } : nil)
             if let kept, let ran = try await Self.run(job, token: token, resume: resume, on: kept, onStart: onStart, onLine: onLine,
                                                       onEnd: { self.workerReturned(id, end: $0) }) {
@@ -313,6 +328,7 @@ public final class Coordinator: Service, @unchecked Sendable {
                 await split(job, token: token, submitted: submitted, manifest: manifest, ranges: ranges, seconds: seconds)
             } else if exit.status == 0, let result = entry.result, result.succeeded {
                 if await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: result.uploads ?? [], seconds: seconds) {
+                    if let key { await recordResult(job, manifest: manifest, key: key) }
                     await registerInLibrary(job, manifest: manifest, submitted: submitted, sources: sources)
                 }
             } else if let result = entry.result, !result.succeeded, exit.status == 1 || exit.status == 2 {

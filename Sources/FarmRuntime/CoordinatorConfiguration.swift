@@ -49,6 +49,9 @@ public struct CoordinatorConfiguration: Sendable {
     public var claimAhead: Int = 2
     public var claimAheadBelow: Double = 1
     public var claimAheadHold: Double = 2
+    /// Answer a job from an earlier job's result with the same content, and record the results of jobs
+    /// that may answer later ones (`Coordinator+Reuse.swift`); a manifest's `"reuse": false` opts out.
+    public var reuseResults = true
     /// What this host provides (`--provides gpu`): it claims only jobs whose requirements are among these
     /// (and whose `asset:ID` inputs are present on its host, the host part of `owner`).
     public var provides: [String] = []

@@ -383,7 +383,9 @@ public final class PostgresJobStore: JobStore {
             hooks AS (
                 DELETE FROM webhook_deliveries AS d USING pruned WHERE d.job_id = pruned.id AND d.state <> 'pending'),
             uploads AS (
-                DELETE FROM object_uploads AS u USING pruned WHERE u.job_id = pruned.id)
+                DELETE FROM object_uploads AS u USING pruned WHERE u.job_id = pruned.id),
+            results AS (
+                DELETE FROM job_results AS r USING pruned WHERE r.job_id = pruned.id)
             SELECT id FROM pruned
             """).count
         return pruned

@@ -82,6 +82,7 @@ enum PostgresSchema {
         // An asset's location that is an object (host '*'): its entity tag says whether it changed.
         ["ALTER TABLE {schema}.asset_locations ADD COLUMN etag TEXT"],
         ChunkSchema.statements(.postgres),
+        ResultRecords.statements(.postgres),
     ]
 
     /// Checks the schema's version, creating or upgrading it with `migrate` (concurrent migrators wait

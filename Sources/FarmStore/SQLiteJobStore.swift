@@ -348,6 +348,8 @@ public final class SQLiteJobStore: JobStore {
                 try db.cachedStatement(sql: "DELETE FROM webhook_deliveries WHERE job_id = ? AND state <> 'pending'").execute(arguments: [job.id])
                 // Uploads recorded for it that nothing forgot (their aborting failed).
                 try db.cachedStatement(sql: "DELETE FROM object_uploads WHERE job_id = ?").execute(arguments: [job.id])
+                // Its result kept for reuse.
+                try db.cachedStatement(sql: "DELETE FROM job_results WHERE job_id = ?").execute(arguments: [job.id])
                 for dependency in job.after {
                     try db.cachedStatement(sql: "DELETE FROM job_dependencies WHERE depends_on = ? AND job_id = ?").execute(arguments: [dependency, job.id])
                 }

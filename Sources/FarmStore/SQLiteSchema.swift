@@ -125,6 +125,9 @@ extension SQLiteJobStore {
         migrator.registerMigration("v10 chunked exports") { db in
             for statement in ChunkSchema.statements(.sqlite) { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v11 reusable results") { db in
+            for statement in ResultRecords.statements(.sqlite) { try db.execute(sql: statement) }
+        }
         return migrator
     }
 }

@@ -97,7 +97,8 @@ struct ChunkJoiner {
         return ExportReport(
             mode: .constantFrameRate, output: settings.outputPath, container: settings.muxer, duration: videoEnd,
             video: .init(codec: firstVideo.codecName, frames: frameCount, framesDecoded: 0, frameDuration: fd,
-                         width: firstVideo.width, height: firstVideo.height, cropped: nil),
+                         width: firstVideo.width, height: firstVideo.height,
+                         cropped: sources.first { $0.video != nil }?.video.flatMap { ConstantFrameRateExporter.croppedNote(width: $0.width, height: $0.height) }),
             audio: audioReport, snappedCuts: [], chapters: chapters, seconds: Date().timeIntervalSince(started))
     }
 }

@@ -72,6 +72,10 @@ struct CoordinatorCommand: AsyncParsableCommand {
 
     @OptionGroup var reuse: WorkerReuseOptions
 
+    @Flag(name: .customLong("no-reuse-results"),
+          help: "Run every job, never answering one from an earlier job's result with the same content, and record no results (manifests opt out one by one with \"reuse\": false).")
+    var noReuseResults = false
+
     @Option(help: "This host's name in leases, as `status` and `queue stats` show it (default: the machine's host name).")
     var host: String?
 
@@ -183,6 +187,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
         configuration.grace = grace
         configuration.exitWhenIdle = exitWhenIdle
         configuration.standbyWorkers = !noStandby
+        configuration.reuseResults = !noReuseResults
         try reuse.apply(to: &configuration)
         let libraryHost = LibraryOptions.hostName(host)
         // One name for the host in leases and in the library: a job reading assets is claimed where they are.

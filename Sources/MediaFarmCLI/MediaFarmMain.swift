@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import FarmModel
 import Logging
 import MediaCore
 
@@ -99,6 +100,3 @@ public enum ExitStatus {
     public static let usage: Int32 = 2
 }
 
-public enum MediaFarmVersion {
-    public static let string = "0.1.0"
-}

@@ -122,6 +122,46 @@ import Glibc
         #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
     }
 
+    /// An odd-sized source (641x361, 4:4:4) with QR codes, exported in chunks with a scan: the chunks cropped
+    /// as the whole export crops, every frame once, the codes found at their times by the scan at the join,
+    /// and the report saying what was cropped.
+    @Test func anOddSizedChunkedExportIsCroppedAndScannedAtTheJoin() throws {
+        let farm = try Farm("chunk-scan")
+        let qr = try CodeFixtures.draw(CodeFixtures.qrAndLinearCodes[0], in: farm.folder, name: "qr")
+        let source = farm.folder.appendingPathComponent("odd.mp4").path
+        try ProcessRunner.check("ffmpeg", ["-y", "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=s=641x361:r=30:d=20", "-i", qr,
+                                           "-filter_complex", "[0]scale=641:361[b];[b][1]overlay=40:40:enable='between(t,3,5)+between(t,14,16)'",
+                                           "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-pix_fmt", "yuv444p", source])
+        let manifest = try farm.manifest("odd", """
+            { "version": 1, "name": "odd", "input": "odd.mp4", "report": "out/odd.json", "scan": { "symbologies": ["qr"] },
+              "export": { "mode": "constantFrameRate", "frameRate": 30, "output": "out/odd.mp4", "chunkSeconds": 5 } }
+            """)
+        let id = try farm.submit([manifest])[0]
+        let coordinator = try farm.startCoordinator(["--exit-when-idle", "--workers", "2"])
+        #expect(coordinator.wait(timeout: 240) == 0, "\(coordinator.log)")
+        let jobs = try farm.status()
+        #expect(jobs[id]?["state"] as? String == "succeeded" && jobs.count == 5, "one job and its 4 chunks: \(jobs)")
+        let output = farm.out.appendingPathComponent("odd.mp4").path
+        #expect(try Self.decodedFrames(output) == 600)
+        let size = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height",
+                                                       "-of", "csv=p=0", output]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(size == "640,360")
+        let report = try JSONSerialization.jsonObject(with: Data(contentsOf: farm.out.appendingPathComponent("odd.json"))) as? [String: Any]
+        let video = (report?["export"] as? [String: Any])?["video"] as? [String: Any]
+        #expect((video?["cropped"] as? String)?.contains("641x361") == true, "\(video ?? [:])")
+        let scan = report?["scan"] as? [String: Any]
+        let codes = scan?["codes"] as? [[String: Any]] ?? []
+        #expect(scan?["decodedBy"] as? String == "scan" && codes.count == 1 && codes.first?["payload"] as? String == "MediaFarm QR 1", "\(scan ?? [:])")
+        func seconds(_ key: String) -> Double? {
+            guard let t = codes.first?[key] as? [String: Any], let v = (t["value"] as? NSNumber)?.doubleValue,
+                  let s = (t["timescale"] as? NSNumber)?.doubleValue else { return nil }
+            return v / s
+        }
+        let first = seconds("firstTime") ?? -1, last = seconds("lastTime") ?? -1
+        #expect(first >= 2.9 && first <= 3.2 && last >= 15.7 && last <= 16.1, "seen from \(first) to \(last) s")
+        #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
     // MARK: - Helpers
 
     static func manifest(_ name: String, input: String, chunkSeconds: Int?, preset: String = "veryfast") -> String {

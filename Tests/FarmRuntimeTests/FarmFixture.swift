@@ -20,11 +20,12 @@ final class Farm: @unchecked Sendable {
     }
 
     /// A CFR export of the 10 s input (under a second), or slowed down `slow` times (seconds of work).
+    /// Work every time: never answered from an earlier job's result (`"reuse": false`).
     @discardableResult
     func exportManifest(_ name: String, slow: Int = 1) throws -> String {
         let scale = slow > 1 ? #", "scale": [{"start": "0", "duration": "10", "rate": "1/\#(slow)"}]"# : ""
         return try manifest(name, """
-            { "version": 1, "name": "\(name)", "input": "in.mp4"\(scale),
+            { "version": 1, "name": "\(name)", "input": "in.mp4"\(scale), "reuse": false,
               "export": { "mode": "constantFrameRate", "frameRate": 30, "output": "out/\(name).mp4" }, "report": "out/\(name).json" }
             """)
     }

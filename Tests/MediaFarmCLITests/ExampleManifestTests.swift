@@ -44,7 +44,7 @@ import Testing
         let top = keys(json)
         let properties = json["properties"] as? [String: Any] ?? [:]
         #expect(top == ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report", "overwrite",
-                       "after", "afterPolicy", "requires", "notify"])
+                       "after", "afterPolicy", "requires", "notify", "reuse"])
         #expect(keys((properties["edits"] as? [String: Any])?["items"] as? [String: Any]) == ["source", "start", "duration"])
         #expect(keys((properties["scale"] as? [String: Any])?["items"] as? [String: Any]) == ["start", "duration", "toDuration", "rate"])
         #expect(keys(properties["audio"] as? [String: Any]) == ["timePitch"])

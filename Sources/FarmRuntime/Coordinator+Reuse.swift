@@ -1,0 +1,244 @@
+import Crypto
+import FarmLibrary
+import FarmModel
+import FarmStore
+import Foundation
+import MediaEdit
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Results reused by content: a job whose key (`ResultKey`: its settings, its inputs' content ids, the
+/// program's versions) is that of a job that succeeded is answered from that job's result instead of
+/// running: the earlier output copied to this job's staged name while its bytes are hashed, published
+/// under the lease only when they are still what was published, and the report the earlier job wrote,
+/// saying so. Every job that may be reused records its result when it succeeds (table `job_results`).
+extension Coordinator {
+    var results: ResultRecords {
+        get throws { ResultRecords(try store.database) }
+    }
+
+    /// The job's key, or nil when reuse does not apply to it (`ResultKey.applies`) or an input cannot be
+    /// read (the worker says why).
+    func resultKey(_ job: Job, _ manifest: JobManifest) async -> String? {
+        guard job.chunkOf == nil, ResultKey.applies(to: manifest) else { return nil }
+        var contents: [String: String] = [:]
+        for source in Set(manifest.edits.map(\.source)) {
+            guard let sha256 = await contentHash(of: source) else { return nil }
+            contents[source] = sha256
+        }
+        return ResultKey.of(manifest, contents: contents)
+    }
+
+    /// The SHA-256 of the file at `path`: hashed once while the file's identity and modification time stay
+    /// the same (a file changed in place, or replaced, is hashed again). nil when it cannot be read.
+    func contentHash(of path: String) async -> String? {
+        guard let stamp = FileStamp(path: path) else { return nil }
+        if let known = lock.withLock({ contentHashes[path] }), known.stamp == stamp { return known.sha256 }
+        guard let hash = try? await ContentHash.reading(path), FileStamp(path: path) == stamp else { return nil }
+        lock.withLock {
+            if contentHashes.count >= 4096 { contentHashes.removeAll() }
+            contentHashes[path] = (stamp, hash.sha256)
+        }
+        return hash.sha256
+    }
+
+    /// Answers the job from the newest earlier result with its key that this host can read and that still
+    /// holds what was published. Returns whether it did (the attempt ended, published or not); false when
+    /// there is none: the job runs. `began`: when the coordinator began the attempt (the attempt's seconds).
+    func answerFromEarlier(_ job: Job, token: String, manifest: JobManifest, key: String, submitted: String,
+                           sources: [AssetID], began: Date) async -> Bool {
+        let candidates: [ReusableResult]
+        do {
+            candidates = try await results.results(key: key)
+        } catch {
+            events(.notice("job \(job.id): cannot look for an earlier result (\(error)); running it"))
+            return false
+        }
+        for earlier in candidates where earlier.jobID != job.id {
+            if manifest.report != nil, earlier.report == nil { continue }
+            guard manifest.export == nil || earlier.output != nil else { continue }
+            lock.withLock { running[job.id]?.progress = JobProgress(fraction: 0, phase: "reusing the result of job \(earlier.jobID)") }
+            guard let staged = await stageEarlierResult(earlier, for: job, token: token, manifest: manifest) else {
+                StagedOutput.discard(manifest, token: token)
+                continue
+            }
+            guard let entry = lock.withLock({ running.removeValue(forKey: job.id) }) else { return true }
+            defer {
+                StagedOutput.discard(manifest, token: token)
+                slotFreed.signal()
+            }
+            let seconds = now().timeIntervalSince(began)
+            switch entry.stop {
+            case nil:
+                break
+            case .lost(let state):
+                events(.finished(id: job.id, name: job.name, state: state == .cancelled ? "cancelled" : "lost", attempt: job.attempt,
+                                 message: "stopped while reusing the result of job \(earlier.jobID): nothing published", seconds: seconds))
+                return true
+            case .timeout(let limit):
+                await finish(job, token: token, outcome: .crashed(message: "timed out after \(Self.format(limit)) s reusing the result of job \(earlier.jobID)"),
+                             seconds: seconds, reason: "timed_out")
+                return true
+            case .drain:
+                await finish(job, token: token, outcome: .released, seconds: seconds)
+                return true
+            }
+            var result = JobResult(name: job.name, succeeded: true, output: manifest.export?.output, report: manifest.report, seconds: seconds)
+            result.reused = ReusedResult(job: earlier.jobID, name: earlier.jobName, output: earlier.output, sha256: earlier.sha256)
+            let resultJSON = try? String(decoding: JSONEncoder().encode(result), as: UTF8.self)
+            events(.notice("job \(job.id): answered from the result of job \(earlier.jobID) (\(earlier.jobName))"
+                           + (earlier.output.map { ": \($0) copied, its SHA-256 unchanged since it was published" } ?? "")))
+            if await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: [], seconds: seconds, reason: "reused") {
+                var again = earlier
+                (again.jobID, again.jobName, again.output, again.report, again.createdAt) = (job.id, job.name, manifest.export?.output, staged.report, now())
+                await record(again, job: job)
+                await registerInLibrary(job, manifest: manifest, submitted: submitted, sources: sources)
+            }
+            return true
+        }
+        return false
+    }
+
+    /// Writes the earlier result's output and report under this attempt's staged names. nil (with a notice)
+    /// when it cannot: the output is not on this host, or no longer holds what was published (then the result
+    /// is forgotten), or could not be copied.
+    private func stageEarlierResult(_ earlier: ReusableResult, for job: Job, token: String,
+                                    manifest: JobManifest) async -> StagedResult? {
+        let note = { (what: String) in self.events(.notice("job \(job.id): the result of job \(earlier.jobID) is not reused: \(what)")) }
+        if let output = manifest.export?.output, let from = earlier.output, let sha256 = earlier.sha256 {
+            guard access(from, R_OK) == 0 else {
+                note("\(from) cannot be read on this host")
+                return nil
+            }
+            switch await Self.copyVerified(from, to: StagedOutput.path(for: output, token: token), sha256: sha256) {
+            case .copied:
+                break
+            case .changed(let found):
+                note("\(from) changed since it was published (SHA-256 \(found), not \(sha256)); that result is forgotten")
+                try? await results.forget(key: earlier.key, jobID: earlier.jobID)
+                return nil
+            case .failed(let message):
+                note(message)
+                return nil
+            }
+        }
+        var report: String?
+        if let path = manifest.report, let text = earlier.report {
+            let written = Self.reusedReport(text, name: job.name, from: earlier)
+            report = written
+            do {
+                let out = try AtomicOutput(finalPath: StagedOutput.path(for: path, token: token))
+                try out.write(contents: Data(written.utf8))
+                try out.commit()
+            } catch {
+                note("cannot write the report \(path): \(error)")
+                return nil
+            }
+        }
+        return StagedResult(report: report)
+    }
+
+    /// An earlier result written under an attempt's staged names: the report as written.
+    struct StagedResult {
+        var report: String?
+    }
+
+    /// The earlier job's report under this job's name, saying which job's result it is.
+    static func reusedReport(_ text: String, name: String, from earlier: ReusableResult) -> String {
+        guard let report = try? JSONParser.parse(text) else { return text }
+        var reused: [(key: String, value: JSONValue)] = [("job", .number(String(earlier.jobID))), ("name", .string(earlier.jobName))]
+        if let output = earlier.output { reused.append(("output", .string(output))) }
+        if let sha256 = earlier.sha256 { reused.append(("sha256", .string(sha256))) }
+        return report.setting("name", to: .string(name)).setting("reused", to: .object(reused)).text
+    }
+
+    /// Records the result of a job that succeeded and may be reused: its output's SHA-256 and size (read
+    /// back from where it was published), its report's text. A failure is a notice: the job succeeded.
+    func recordResult(_ job: Job, manifest: JobManifest, key: String) async {
+        var result = ReusableResult(key: key, jobID: job.id, jobName: job.name, output: manifest.export?.output, sha256: nil, size: nil,
+                                    report: nil, createdAt: now())
+        if let output = result.output {
+            guard let hash = try? await ContentHash.reading(output), let stamp = FileStamp(path: output) else {
+                events(.notice("job \(job.id): cannot read back \(output) to record its result for reuse"))
+                return
+            }
+            (result.sha256, result.size) = (hash.sha256, stamp.size)
+        }
+        if let path = manifest.report, let data = FileManager.default.contents(atPath: path), data.count <= ReusableResult.reportLimit {
+            result.report = String(decoding: data, as: UTF8.self)
+        }
+        await record(result, job: job)
+    }
+
+    private func record(_ result: ReusableResult, job: Job) async {
+        do {
+            try await results.record(result)
+        } catch {
+            events(.notice("job \(job.id): its result was not recorded for reuse: \(error)"))
+        }
+    }
+
+    enum VerifiedCopy: Equatable {
+        case copied
+        /// The source's bytes hash to this, not to what was expected: nothing was written.
+        case changed(String)
+        case failed(String)
+    }
+
+    /// Copies `source` to `target` (written whole under a temporary name, then renamed), hashing the bytes
+    /// as they are copied: the copy is kept only when they hash to `sha256`. On a thread of its own.
+    static func copyVerified(_ source: String, to target: String, sha256: String) async -> VerifiedCopy {
+        await withCheckedContinuation { done in
+            DispatchQueue.global().async { done.resume(returning: copyVerifiedNow(source, to: target, sha256: sha256)) }
+        }
+    }
+
+    private static func copyVerifiedNow(_ source: String, to target: String, sha256: String) -> VerifiedCopy {
+        let input = Glibc.open(source, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { return .failed("cannot open \(source): \(String(cString: strerror(errno)))") }
+        defer { Glibc.close(input) }
+        let out: AtomicOutput
+        do { out = try AtomicOutput(finalPath: target) } catch { return .failed(error.description) }
+        let output = Glibc.open(out.temporaryPath, O_WRONLY | O_TRUNC | O_CLOEXEC)
+        guard output >= 0 else { return .failed("cannot write \(out.temporaryPath): \(String(cString: strerror(errno)))") }
+        var hasher = SHA256()
+        let size = 1 << 20
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
+        defer { buffer.deallocate() }
+        func fail(_ what: String) -> VerifiedCopy {
+            let reason = String(cString: strerror(errno))
+            Glibc.close(output)
+            out.discard()
+            return .failed("\(what): \(reason)")
+        }
+        while true {
+            let n = Glibc.read(input, buffer.baseAddress, size)
+            if n < 0 {
+                if errno == EINTR { continue }
+                return fail("cannot read \(source)")
+            }
+            if n == 0 { break }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            var written = 0
+            while written < n {
+                let w = Glibc.write(output, buffer.baseAddress! + written, n - written)
+                if w < 0 {
+                    if errno == EINTR { continue }
+                    return fail("cannot write a copy of \(source) as \(target)")
+                }
+                written += w
+            }
+        }
+        let found = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        guard found == sha256 else {
+            Glibc.close(output)
+            out.discard()
+            return .changed(found)
+        }
+        guard Glibc.fsync(output) == 0 else { return fail("cannot write a copy of \(source) as \(target)") }
+        Glibc.close(output)
+        do { try out.commit() } catch { return .failed(error.description) }
+        return .copied
+    }
+}

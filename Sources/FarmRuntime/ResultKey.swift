@@ -1,0 +1,80 @@
+import Crypto
+import FarmModel
+import Foundation
+import MediaCore
+import MediaTime
+
+/// What a job computes from, as one key: every setting of its manifest that changes what it writes, its
+/// inputs by content id (not by path), and the versions of MediaFarm and of the media libraries. Two jobs
+/// with the same key write the same output and report, on any host: the second may be answered from the
+/// first's result (`Coordinator+Reuse.swift`). Left out: the job's name, where its outputs go, whether they
+/// may be overwritten, what it waits for, what it requires of a host, its webhooks and a chunked export's
+/// join list (the coordinator's, not the user's), and whether it writes a report (an earlier result without
+/// one answers only a job that asks for none).
+enum ResultKey {
+    /// MediaFarm's version and the engine's: a result made by another build of the libraries is not reused.
+    static let program = "MediaFarm \(MediaFarmVersion.string); \(EngineVersion.description)"
+
+    /// Whether the job may be answered from an earlier result and answer a later one: asked for
+    /// (`"reuse": true`), or by default when it decodes (a constant-frame-rate export, a scan): a
+    /// passthrough export or an inspection costs about what checking an earlier result would. Never with
+    /// `"reuse": false`, nor when an input or output is an object (no content id without reading it all),
+    /// nor for a chunk of an export (its export is reused as a whole).
+    static func applies(to manifest: JobManifest) -> Bool {
+        if manifest.reuse == false || manifest.export?.frames != nil { return false }
+        if manifest.edits.contains(where: { PathRules.isObject($0.source) }) { return false }
+        if [manifest.export?.output, manifest.report].contains(where: { $0.map(PathRules.isObject) == true }) { return false }
+        // Something to answer with: an output or a report.
+        guard manifest.export != nil || manifest.report != nil else { return false }
+        return manifest.reuse == true || manifest.scan != nil || manifest.export?.mode == .constantFrameRate
+    }
+
+    /// The key (hex SHA-256) of `manifest`, whose sources have the content ids `contents` (path -> id).
+    static func of(_ manifest: JobManifest, contents: [String: String], program: String = ResultKey.program) -> String {
+        var hasher = SHA256()
+        hasher.update(data: Data(description(manifest, contents: contents, program: program).utf8))
+        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The text the key hashes: compact JSON with its members in a fixed order.
+    static func description(_ manifest: JobManifest, contents: [String: String], program: String) -> String {
+        func time(_ t: MediaTime?) -> JSONValue {
+            guard let t, t.isNumeric else { return .null }
+            let r = t.reduced
+            return .string("\(r.value)/\(r.timescale)")
+        }
+        func number(_ n: some Numeric) -> JSONValue { .number("\(n)") }
+        var members: [(key: String, value: JSONValue)] = [
+            ("program", .string(program)),
+            ("version", number(manifest.version)),
+            ("edits", .array(manifest.edits.map { edit in
+                .object([("content", .string(contents[edit.source] ?? "?" + edit.source)), ("start", time(edit.start)),
+                         ("duration", time(edit.duration))])
+            })),
+            ("scale", .array(manifest.scale.map { .object([("start", time($0.start)), ("duration", time($0.duration)),
+                                                           ("toDuration", time($0.toDuration))]) })),
+            ("timePitch", .string(manifest.audio.timePitch.rawValue)),
+        ]
+        if let scan = manifest.scan {
+            var roi: JSONValue = .null
+            if let r = scan.regionOfInterest { roi = .array([r.x, r.y, r.width, r.height].map { .number("\($0)") }) }
+            members.append(("scan", .object([("symbologies", .array(scan.symbologies.map { .string($0) })), ("regionOfInterest", roi),
+                                             ("interval", time(scan.interval)), ("maxCodesPerFrame", number(scan.maxCodesPerFrame))])))
+        }
+        if let export = manifest.export {
+            var frames: JSONValue = .null
+            if let f = export.frames { frames = .array([number(f.lowerBound), number(f.upperBound)]) }
+            members.append(("export", .object([
+                ("mode", .string(export.mode.rawValue)), ("fileType", .string(export.fileType.rawValue)),
+                ("frameDuration", time(export.frameDuration)),
+                ("video", .object([("codec", .string(export.video.codec)), ("crf", number(export.video.crf)),
+                                   ("preset", .string(export.video.preset)), ("threads", number(export.video.threads))])),
+                ("audio", .object([("policy", .string(export.audio.policy.rawValue)), ("codec", .string(export.audio.codec)),
+                                   ("bitrate", number(export.audio.bitrate))])),
+                ("faststart", .bool(export.faststart)), ("cuts", .string(export.cuts.rawValue)),
+                ("chunkDuration", time(export.chunkDuration)), ("frames", frames),
+            ])))
+        }
+        return JSONValue.object(members).text
+    }
+}

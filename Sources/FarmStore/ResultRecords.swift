@@ -1,0 +1,99 @@
+import Foundation
+
+/// A succeeded job's result, kept so that the same work asked again is answered from it (results reused
+/// by content): the job, its published output and that output's SHA-256 when it was published, and its
+/// report's text.
+public struct ReusableResult: Sendable, Equatable {
+    /// What the job computed from: its manifest's settings, its inputs' content ids, MediaFarm's and the
+    /// engine's versions (hex SHA-256; see `ResultKey` in FarmRuntime).
+    public var key: String
+    public var jobID: Int64
+    public var jobName: String
+    /// The output as published (a path on the host that published it; a shared folder reaches it from
+    /// others), with its size and SHA-256 then; nil for a job that exported nothing (a scan).
+    public var output: String?
+    public var sha256: String?
+    public var size: Int64?
+    /// The report's JSON text, when the job wrote one (and it is not larger than `reportLimit`).
+    public var report: String?
+    public var createdAt: Date
+
+    /// A report larger than this is not kept: a job asking for a report cannot be answered from it.
+    public static let reportLimit = 4 << 20
+
+    public init(key: String, jobID: Int64, jobName: String, output: String?, sha256: String?, size: Int64?, report: String?, createdAt: Date) {
+        self.key = key
+        self.jobID = jobID
+        self.jobName = jobName
+        self.output = output
+        self.sha256 = sha256
+        self.size = size
+        self.report = report
+        self.createdAt = createdAt
+    }
+}
+
+/// The queue's reusable results (table `job_results`, beside the jobs, in both backends): recorded when a
+/// job that may be reused succeeds, looked up by key before the next such job runs, forgotten when the
+/// output no longer holds what was published or when the job is pruned.
+public struct ResultRecords: Sendable {
+    public let database: any SQLDatabase
+
+    public init(_ database: any SQLDatabase) {
+        self.database = database
+    }
+
+    static func statements(_ dialect: SQLDialect) -> [String] {
+        let (integer, real, prefix) = switch dialect {
+        case .sqlite: ("INTEGER", "REAL", "")
+        case .postgres: ("BIGINT", "DOUBLE PRECISION", "{schema}.")
+        }
+        return [
+            """
+            CREATE TABLE \(prefix)job_results (
+                result_key TEXT NOT NULL,
+                job_id \(integer) NOT NULL,
+                job_name TEXT NOT NULL,
+                output TEXT,
+                sha256 TEXT,
+                size \(integer),
+                report TEXT,
+                created_at \(real) NOT NULL,
+                PRIMARY KEY (result_key, job_id)
+            )
+            """,
+            "CREATE INDEX job_results_job ON \(prefix)job_results (job_id)",
+        ]
+    }
+
+    /// Records `result` (a second record of the same job and key changes nothing).
+    public func record(_ result: ReusableResult) async throws {
+        try await database.write { session in
+            try await session.execute("""
+                INSERT INTO job_results (result_key, job_id, job_name, output, sha256, size, report, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (result_key, job_id) DO NOTHING
+                """, [SQLValue(result.key), SQLValue(result.jobID), SQLValue(result.jobName), SQLValue(result.output), SQLValue(result.sha256),
+                      SQLValue(result.size), SQLValue(result.report), SQLValue(result.createdAt)])
+        }
+    }
+
+    /// The results recorded under `key`, newest first, at most `limit`.
+    public func results(key: String, limit: Int = 4) async throws -> [ReusableResult] {
+        try await database.read { session in
+            try await session.rows("""
+                SELECT result_key, job_id, job_name, output, sha256, size, report, created_at FROM job_results
+                WHERE result_key = ? ORDER BY created_at DESC, job_id DESC LIMIT ?
+                """, [SQLValue(key), SQLValue(limit)]).map { row in
+                ReusableResult(key: row[0].string ?? "", jobID: row[1].int ?? 0, jobName: row[2].string ?? "", output: row[3].string,
+                               sha256: row[4].string, size: row[5].int, report: row[6].string, createdAt: row[7].date ?? .distantPast)
+            }
+        }
+    }
+
+    /// Forgets one result (its output changed since, or is gone).
+    public func forget(key: String, jobID: Int64) async throws {
+        try await database.write { session in
+            try await session.execute("DELETE FROM job_results WHERE result_key = ? AND job_id = ?", [SQLValue(key), SQLValue(jobID)])
+        }
+    }
+}

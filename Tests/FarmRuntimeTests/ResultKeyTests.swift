@@ -1,0 +1,66 @@
+@testable import FarmRuntime
+import FarmModel
+import Foundation
+import Testing
+
+/// A result's key: what changes an output changes it; where outputs go, names and scheduling do not; which
+/// jobs may be reused at all; the manifest's `reuse`.
+@Suite struct ResultKeyTests {
+    let context = ManifestContext(baseDirectory: "/jobs", outputRoots: ["/jobs/out"])
+    let contents = ["/jobs/a.mp4": String(repeating: "1", count: 64), "/jobs/b.mp4": String(repeating: "2", count: 64)]
+
+    func manifest(_ text: String) throws -> JobManifest {
+        try ManifestValidator.validate(json: Array(text.utf8), context: context).get()
+    }
+
+    func export(name: String = "a", input: String = "a.mp4", output: String = "out/a.mp4", video: String = "{}", extra: String = "") throws -> JobManifest {
+        try manifest("""
+            { "version": 1, "name": "\(name)", "input": "\(input)", "report": "out/\(name).json" \(extra),
+              "export": { "mode": "constantFrameRate", "frameRate": 30, "output": "\(output)", "video": \(video) } }
+            """)
+    }
+
+    func key(_ m: JobManifest, program: String = ResultKey.program) -> String { ResultKey.of(m, contents: contents, program: program) }
+
+    @Test func whatChangesTheOutputChangesTheKey() throws {
+        let base = key(try export())
+        #expect(base.count == 64)
+        #expect(key(try export(name: "b", output: "out/elsewhere/b.mp4", extra: #", "overwrite": true, "requires": ["gpu"]"#)) == base)
+        #expect(key(try export(video: #"{ "preset": "faster" }"#)) != base)
+        #expect(key(try export(video: #"{ "crf": 21 }"#)) != base)
+        #expect(key(try export(input: "b.mp4")) != base, "another input's content")
+        #expect(key(try export(extra: #", "scale": [{ "start": 0, "duration": 1, "rate": 0.5 }]"#)) != base)
+        #expect(key(try export(), program: ResultKey.program + " (another build)") != base)
+        // The same bytes at another path are the same input.
+        let moved = try export(input: "b.mp4")
+        #expect(ResultKey.of(moved, contents: ["/jobs/b.mp4": contents["/jobs/a.mp4"]!]) == base)
+    }
+
+    @Test func whichJobsMayBeReused() throws {
+        #expect(ResultKey.applies(to: try export()))
+        #expect(!ResultKey.applies(to: try export(extra: #", "reuse": false"#)))
+        #expect(!ResultKey.applies(to: try manifest(#"{ "version": 1, "input": "a.mp4", "report": "out/a.json" }"#)), "an inspection")
+        #expect(ResultKey.applies(to: try manifest(#"{ "version": 1, "input": "a.mp4", "report": "out/a.json", "reuse": true }"#)))
+        #expect(!ResultKey.applies(to: try manifest(#"{ "version": 1, "input": "a.mp4", "scan": { "symbologies": ["qr"] } }"#)), "a scan that writes nothing")
+        let passthrough = #"{ "version": 1, "input": "a.mp4", "export": { "mode": "passthrough", "output": "out/a.mp4" } "#
+        #expect(!ResultKey.applies(to: try manifest(passthrough + "}")))
+        #expect(ResultKey.applies(to: try manifest(passthrough + #", "reuse": true }"#)))
+        #expect(ResultKey.applies(to: try manifest(#"{ "version": 1, "input": "a.mp4", "scan": { "symbologies": ["qr"] }, "report": "out/a.json" }"#)))
+        #expect(!ResultKey.applies(to: try export(video: "{}", extra: "").withFrames(0..<300)), "a chunk")
+        #expect(ResultKey.program.hasPrefix("MediaFarm ") && ResultKey.program.contains("FFmpeg") && ResultKey.program.contains("Rubber Band"))
+    }
+
+    @Test func reuseMustBeTrueOrFalse() {
+        guard case .failure(let e) = ManifestValidator.validate(json: Array(#"{ "version": 1, "input": "a.mp4", "reuse": "no" }"#.utf8), context: context)
+        else { Issue.record("accepted"); return }
+        #expect(e.issues.map { "\($0.path): \($0.message)" } == ["$.reuse: expected true or false, found a string"])
+    }
+}
+
+extension JobManifest {
+    func withFrames(_ frames: Range<Int>) -> JobManifest {
+        var m = self
+        m.export?.frames = frames
+        return m
+    }
+}

@@ -1,0 +1,120 @@
+import FarmTestSupport
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Results reused by content, through the commands and real coordinators: the same export submitted
+/// again is answered from the first job's output on another host, and a changed input byte, a changed
+/// preset, `"reuse": false` or an earlier output changed since run the job again.
+@Suite(.serialized) struct ResultReuseTests {
+    /// Two hosts on one PostgreSQL queue: the first runs the export; the same export submitted again under
+    /// another name and output is answered by the second host from the first result, in under a second and
+    /// without a worker: the same bytes, a report saying from which job, the result naming it.
+    @Test func anIdenticalResubmissionIsAnsweredFromTheFirstResultOnAnotherHost() throws {
+        let farm = try Farm("reuse-hosts")
+        farm.queueURL = try TestPostgres.url(freshSchema: true)
+        #expect(try farm.mediafarm(["queue", "migrate"]).status == 0)
+        let first = try farm.submit([try farm.manifest("first", Self.manifest("first"))])[0]
+        let host1 = try farm.startCoordinator(["--exit-when-idle", "--workers", "1", "--host", "host1"], log: "host1.log")
+        #expect(host1.wait(timeout: 120) == 0, "\(host1.log)")
+        #expect(try farm.state(first) == "succeeded")
+
+        let second = try farm.submit([try farm.manifest("second", Self.manifest("second"))])[0]
+        let host2 = try farm.startCoordinator(["--exit-when-idle", "--workers", "1", "--host", "host2"], log: "host2.log")
+        #expect(host2.wait(timeout: 120) == 0, "\(host2.log)")
+        let job = try farm.status()[second] ?? [:]
+        #expect(job["state"] as? String == "succeeded" && job["attempt"] as? Int == 1, "\(job)")
+        let events = host2.events()
+        #expect(!events.contains { $0["event"] as? String == "started" }, "a worker ran the second job: \(host2.log)")
+        let finished = events.first { $0["event"] as? String == "finished" && ($0["job"] as? NSNumber)?.int64Value == second }
+        let seconds = (finished?["seconds"] as? NSNumber)?.doubleValue ?? .infinity
+        print(String(format: "reuse: the second job was answered in %.3f s", seconds))
+        #expect(seconds <= 1, "answered in \(seconds) s: \(host2.log)")
+        #expect(Self.notices(host2).contains("job \(second): answered from the result of job \(first) (first)"), "\(host2.log)")
+
+        let a = try Data(contentsOf: farm.out.appendingPathComponent("first.mp4"))
+        let b = try Data(contentsOf: farm.out.appendingPathComponent("second.mp4"))
+        #expect(a.count > 10_000 && a == b, "the reused output differs from the first (\(a.count) and \(b.count) bytes)")
+        let report = try JSONSerialization.jsonObject(with: Data(contentsOf: farm.out.appendingPathComponent("second.json"))) as? [String: Any]
+        let reused = report?["reused"] as? [String: Any]
+        #expect(report?["name"] as? String == "second" && (reused?["job"] as? NSNumber)?.int64Value == first
+                && reused?["name"] as? String == "first" && (reused?["sha256"] as? String)?.count == 64, "\(report ?? [:])")
+        #expect(report?["export"] != nil, "the first job's export report is kept")
+        let result = job["result"] as? [String: Any]
+        #expect(((result?["reused"] as? [String: Any])?["job"] as? NSNumber)?.int64Value == first, "\(job)")
+        #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
+    /// What must run again: `"reuse": false`, another preset, an input with one byte changed (same path,
+    /// same size), and an earlier output changed since it was published (its result is then forgotten).
+    @Test func aChangedInputByteAChangedPresetOrReuseFalseRunsAgain() throws {
+        let farm = try Farm("reuse-changes")
+        let first = try farm.submit([try farm.manifest("first", Self.manifest("first"))])[0]
+        #expect(try Self.drain(farm) == [first])
+
+        // Answered: the control (the same export again), and the three that must run.
+        let same = try farm.submit([try farm.manifest("same", Self.manifest("same"))])[0]
+        let off = try farm.submit([try farm.manifest("off", Self.manifest("off", reuse: false))])[0]
+        let preset = try farm.submit([try farm.manifest("preset", Self.manifest("preset", preset: "faster"))])[0]
+        #expect(try Self.drain(farm) == [off, preset], "only the jobs that may not be reused ran")
+        #expect(try Self.reusedFrom(farm, same) == first)
+        for id in [off, preset] { #expect(try Self.reusedFrom(farm, id) == nil) }
+
+        // One byte of the input changed in place (a letter of the muxer's tag: the movie still plays).
+        let input = farm.folder.appendingPathComponent("in.mp4").path
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: input))
+        let tag = try #require(bytes.range(of: Data("Lavf".utf8)), "no muxer tag in the input")
+        bytes[tag.lowerBound + 3] = UInt8(ascii: "F")
+        try bytes.write(to: URL(fileURLWithPath: input))
+        let changed = try farm.submit([try farm.manifest("changed", Self.manifest("changed"))])[0]
+        #expect(try Self.drain(farm) == [changed], "the job whose input changed ran")
+
+        // The newest result's output changed since: not reused (nor is anything else), and forgotten.
+        let output = farm.out.appendingPathComponent("changed.mp4")
+        var published = try Data(contentsOf: output)
+        published[published.count - 1] ^= 0xff
+        try published.write(to: output)
+        let again = try farm.submit([try farm.manifest("again", Self.manifest("again"))])[0]
+        let log = try Self.drainLog(farm)
+        #expect(log.ran == [again], "\(log.text)")
+        #expect(log.text.contains("job \(again): the result of job \(changed) is not reused: \(output.path) changed since it was published"), "\(log.text)")
+        // The run just made answers the next one.
+        let last = try farm.submit([try farm.manifest("last", Self.manifest("last"))])[0]
+        #expect(try Self.drain(farm) == [])
+        #expect(try Self.reusedFrom(farm, last) == again)
+        #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
+    // MARK: - Helpers
+
+    static func manifest(_ name: String, preset: String = "veryfast", reuse: Bool? = nil) -> String {
+        """
+        { "version": 1, "name": "\(name)", "input": "in.mp4", "report": "out/\(name).json", \(reuse.map { "\"reuse\": \($0)," } ?? "")
+          "export": { "mode": "constantFrameRate", "frameRate": 30, "output": "out/\(name).mp4", "video": { "preset": "\(preset)" } } }
+        """
+    }
+
+    /// Runs a coordinator until the queue is idle; the jobs a worker ran.
+    static func drain(_ farm: Farm) throws -> [Int64] { try drainLog(farm).ran }
+
+    static func drainLog(_ farm: Farm) throws -> (ran: [Int64], text: String) {
+        let coordinator = try farm.startCoordinator(["--exit-when-idle", "--workers", "1"])
+        #expect(coordinator.wait(timeout: 120) == 0, "\(coordinator.log)")
+        for (id, job) in try farm.status() { #expect(job["state"] as? String == "succeeded", "job \(id): \(job)") }
+        let ran = coordinator.events().filter { $0["event"] as? String == "started" }.compactMap { ($0["job"] as? NSNumber)?.int64Value }
+        return (ran.sorted(), notices(coordinator))
+    }
+
+    /// The coordinator's notices, one per line.
+    static func notices(_ coordinator: Farm.Coordinator) -> String {
+        coordinator.events().filter { $0["event"] as? String == "notice" }.compactMap { $0["message"] as? String }.joined(separator: "\n")
+    }
+
+    /// The job whose result answered `id`, per its result in the queue.
+    static func reusedFrom(_ farm: Farm, _ id: Int64) throws -> Int64? {
+        let result = try farm.status()[id]?["result"] as? [String: Any]
+        return ((result?["reused"] as? [String: Any])?["job"] as? NSNumber)?.int64Value
+    }
+}

@@ -1,0 +1,80 @@
+# The measurements of bench/reuse (see there). Arguments: mediafarm, a scratch folder holding source.mp4.
+import hashlib, json, os, sqlite3, subprocess, sys, time
+from benchlib import events, log, percentiles
+
+bin, work = sys.argv[1], sys.argv[2]
+source = os.path.join(work, "source.mp4")
+queue = os.path.join(work, "queue.sqlite")
+env = dict(os.environ, MEDIAFARM_QUEUE="sqlite:" + queue)
+os.makedirs(os.path.join(work, "out"))
+
+
+def submit(name):
+    path = os.path.join(work, f"{name}.json")
+    json.dump({"version": 1, "name": name, "input": source, "report": f"out/{name}.json",
+               "export": {"mode": "constantFrameRate", "frameRate": 30, "output": f"out/{name}.mp4"}}, open(path, "w"))
+    out = subprocess.run([bin, "submit", "--json", path], env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)[0]["id"]
+
+
+def job(id):
+    return sqlite3.connect(queue).execute("SELECT state, created_at, finished_at, result FROM jobs WHERE id = ?", (id,)).fetchone()
+
+
+def wait(id, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        row = job(id)
+        if row[0] in ("succeeded", "failed", "dead", "cancelled"):
+            assert row[0] == "succeeded", row
+            return row
+        time.sleep(0.01)
+    raise SystemExit(f"job {id} did not end in {timeout} s")
+
+
+first = submit("first")
+log_path = os.path.join(work, "coordinator.log")
+with open(log_path, "w") as out:
+    coordinator = subprocess.Popen([bin, "coordinator", "--json", "--workers", "2"], env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        state, created, finished, _ = wait(first, 900)
+        ran = finished - created
+        log(f"the export ran in {ran:.1f} s")
+        hits, answered, hit_ids = [], [], []
+        for i in range(20):
+            id = submit(f"again{i}")
+            state, created, finished, result = wait(id, 60)
+            # Answered from the first job's result or from one answered from it (the newest is tried first).
+            assert json.loads(result)["reused"]["job"] in [first] + hit_ids, result
+            hit_ids.append(id)
+            hits.append((finished - created) * 1000)
+        for e in events(log_path):
+            if e["event"] == "finished" and e["job"] != first:
+                answered.append(e["seconds"] * 1000)
+    finally:
+        coordinator.terminate()
+        coordinator.wait(60)
+
+digest = lambda p: hashlib.sha256(open(p, "rb").read()).hexdigest()
+assert all(digest(os.path.join(work, "out", f"again{i}.mp4")) == digest(os.path.join(work, "out", "first.mp4")) for i in range(20))
+
+started = time.monotonic()
+subprocess.run(["ffmpeg", "-nostdin", "-y", "-v", "error", "-i", source, "-r", "30", "-c:v", "libx264", "-preset", "veryfast", "-crf", "20",
+                "-c:a", "aac", "-b:a", "128k", os.path.join(work, "ffmpeg.mp4")], check=True)
+ffmpeg = time.monotonic() - started
+
+# Hashing the input cold: what a coordinator adds once to the first job that reads it.
+subprocess.run(["sync"])
+open("/proc/sys/vm/drop_caches", "w").write("3\n") if os.access("/proc/sys/vm/drop_caches", os.W_OK) else None
+started = time.monotonic()
+digest(source)
+hashed = time.monotonic() - started
+
+summary = {
+    "export": {"source": "60 s 1920x1080 30 fps", "preset": "veryfast", "farmSeconds": round(ran, 2), "ffmpegSeconds": round(ffmpeg, 2),
+               "outputBytes": os.path.getsize(os.path.join(work, "out", "first.mp4"))},
+    "reuseHit": {"submittedToEndedMs": percentiles(hits), "attemptMs": percentiles(answered),
+                 "p50AgainstFfmpeg": round(percentiles(hits)["p50"] / 1000 / ffmpeg, 4)},
+    "inputHash": {"bytes": os.path.getsize(source), "coldSeconds": round(hashed, 3)},
+}
+print(json.dumps(summary, indent=2))
