@@ -32,6 +32,14 @@ extension Coordinator {
             return NewJob(name: name, manifest: text, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots, priority: job.priority,
                           maxAttempts: job.maxAttempts, timeout: job.timeout, after: job.after.map(JobReference.id), requires: job.requires)
         }
+        // The folder is made here, once: a chunk's worker never makes it, so one still running after its export
+        // ended (and the folder was removed) cannot leave it behind.
+        do {
+            try ChunkFiles.makeFolder(of: plan.chunks[0].output)
+        } catch {
+            await finish(job, token: token, outcome: .failed(message: "cannot split into chunks: \(error)", result: nil), seconds: seconds)
+            return
+        }
         do throws(JobStoreError) {
             let waiting = try await store.split(id: job.id, token: token, chunks: chunks, plan: plan, at: now())
             let ids = waiting.chunkPlan?.jobs ?? []
@@ -39,8 +47,10 @@ extension Coordinator {
             events(.notice("job \(job.id) (\(job.name)) split into \(ids.count) chunks of about \(Self.format(export.chunkDuration?.seconds ?? 0)) s "
                            + "(jobs \(ids.first ?? 0)-\(ids.last ?? 0), files in \(folder)); it joins them when every one has succeeded"))
         } catch where error.isStaleLease {
+            _ = await ChunkFiles.remove(folder)
             events(.notice("job \(job.id): the lease was lost before its chunks were made; nothing was split"))
         } catch {
+            _ = await ChunkFiles.remove(folder)
             await finish(job, token: token, outcome: .crashed(message: "cannot split into chunks: \(error)"), seconds: seconds)
         }
     }

@@ -34,16 +34,31 @@ extension JobRunner {
 }
 
 /// The files of a chunked export's chunks: a folder beside its output (or an object prefix), made by the
-/// first chunk that finishes there and removed with everything in it when the export ends.
+/// coordinator that splits the export and removed with everything in it when the export ends.
 public enum ChunkFiles {
+    static func folder(of output: String) -> String? {
+        guard !PathRules.isObject(output), let slash = output.lastIndex(of: "/") else { return nil }
+        return String(output[..<slash])
+    }
+
     /// Makes the folder `output` is in, and the folders above it, when missing. Objects need none.
     static func makeFolder(of output: String) throws {
-        guard !PathRules.isObject(output), let slash = output.lastIndex(of: "/") else { return }
-        let folder = String(output[..<slash])
+        guard let folder = folder(of: output) else { return }
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         } catch {
             throw JobError("\(folder): cannot make the folder of the chunks: \((error as NSError).localizedDescription)")
+        }
+    }
+
+    /// Under a coordinator, a chunk is written only into the folder its split made: one that is gone was
+    /// removed because the export ended (or was planned again), and making it again would leave it behind.
+    static func checkFolder(of output: String) throws {
+        guard let folder = folder(of: output) else { return }
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
+            throw JobError("\(folder): the folder of this export's chunks is gone (the export ended or was planned again) or not seen from this host "
+                           + "(a chunked export needs a folder every host shares, or an s3:// output)")
         }
     }
 }

@@ -213,7 +213,9 @@ public struct JobRunner: Sendable {
             return try await join(export, session: session, composition: composition, inspections: inspections,
                                   inspectSeconds: inspectSeconds, events: events, started: started)
         }
-        if export.frames != nil { try ChunkFiles.makeFolder(of: export.output) }
+        if export.frames != nil {
+            if stagingToken == nil { try ChunkFiles.makeFolder(of: export.output) } else { try ChunkFiles.checkFolder(of: export.output) }
+        }
         let exportStarted = Date()
         var scanSession: FrameScanSession?
         if scanWhileExporting, let settings = manifest.scan {

@@ -1,0 +1,42 @@
+import FarmModel
+import FarmTestSupport
+import Foundation
+import Testing
+@testable import FarmRuntime
+
+/// The folder of a chunked export's chunks is made by the coordinator that splits it, never by a chunk's
+/// worker: a chunk that runs after its export ended (and its folder was removed) writes nothing and leaves
+/// no folder behind; `mediafarm run` of a chunk by hand still makes its folder.
+@Suite struct ChunkFolderTests {
+    func chunkManifest(_ farm: Farm) throws -> JobManifest {
+        let path = try farm.manifest("chunk", """
+            { "version": 1, "name": "film [chunk 2/3]", "input": "in.mp4", "overwrite": true,
+              "export": { "mode": "constantFrameRate", "frameRate": 30, "output": "out/.film.mp4.chunks-0123456789/chunk-0002.mp4",
+                          "frames": [90, 180], "video": { "preset": "ultrafast" } } }
+            """)
+        return try ManifestLoader.load(path).get()
+    }
+
+    @Test func aChunkWhoseFolderIsGoneWritesNothing() async throws {
+        let farm = try Farm("chunk-folder-gone")
+        let manifest = try chunkManifest(farm)
+        let folder = farm.out.appendingPathComponent(".film.mp4.chunks-0123456789").path
+        let result = await JobRunner(manifest: manifest, stagingToken: "t1").run()
+        #expect(!result.succeeded && result.error?.contains("\(folder): the folder of this export's chunks is gone") == true, "\(result.error ?? "")")
+        #expect(!FileManager.default.fileExists(atPath: folder), "the chunk made its folder again")
+    }
+
+    @Test func aChunkWritesIntoTheFolderItsSplitMade() async throws {
+        let farm = try Farm("chunk-folder-made")
+        let manifest = try chunkManifest(farm)
+        let output = try #require(manifest.export?.output)
+        try ChunkFiles.makeFolder(of: output)
+        let result = await JobRunner(manifest: manifest, stagingToken: "t1").run()
+        #expect(result.succeeded, "\(result.error ?? "")")
+        #expect(FileManager.default.fileExists(atPath: StagedOutput.path(for: output, token: "t1")))
+        // By hand (no coordinator), the folder is made.
+        try FileManager.default.removeItem(atPath: farm.out.path)
+        let byHand = await JobRunner(manifest: manifest).run()
+        #expect(byHand.succeeded && FileManager.default.fileExists(atPath: output), "\(byHand.error ?? "")")
+    }
+}
