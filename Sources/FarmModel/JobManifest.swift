@@ -99,6 +99,9 @@ public struct JobManifest: Sendable, Hashable {
         /// constantFrameRate only: encode the export in chunks of about this much output, each a job of
         /// its own that any worker of any host may run, then join them (`chunkSeconds`).
         public var chunkDuration: MediaTime?
+        /// With `chunkDuration`: split only an export whose composition is longer than this (`chunkAbove`;
+        /// a coordinator's `--chunk-above`); shorter ones are encoded whole.
+        public var chunkAbove: MediaTime?
         /// constantFrameRate only: only these output frames (end excluded), video only, timed from 0: one
         /// chunk of a chunked export.
         public var frames: Range<Int>?

@@ -1,14 +1,15 @@
 import MediaTime
 
-/// The fields of a chunked constant-frame-rate export: `chunkSeconds` (split the export), `frames` (one
-/// chunk's range) and `join` (the chunks to join, which the coordinator sets).
+/// The fields of a chunked constant-frame-rate export: `chunkSeconds` (split the export), `chunkAbove` (only
+/// when it is longer than that), `frames` (one chunk's range) and `join` (the chunks to join, which the
+/// coordinator sets).
 extension Walker {
     /// Chunks shorter than this cost more in seeking and joining than they give back.
     static let chunkSecondsRange = 2.0...3600.0
 
-    mutating func chunking(_ o: [String: JSONValue], mode: ExportMode?) -> (MediaTime?, Range<Int>?, [JobManifest.JoinedChunk]) {
+    mutating func chunking(_ o: [String: JSONValue], mode: ExportMode?) -> (MediaTime?, MediaTime?, Range<Int>?, [JobManifest.JoinedChunk]) {
         let p = "$.export"
-        for key in ["chunkSeconds", "frames", "join"] where o[key] != nil && mode == .passthrough {
+        for key in ["chunkSeconds", "chunkAbove", "frames", "join"] where o[key] != nil && mode == .passthrough {
             fail("\(p).\(key)", "applies to constantFrameRate exports only; a passthrough export copies packets and is not split")
         }
         var chunk: MediaTime?
@@ -18,6 +19,11 @@ extension Walker {
             } else {
                 fail("\(p).chunkSeconds", "must be between 2 and 3600 seconds")
             }
+        }
+        var above: MediaTime?
+        if let value = o["chunkAbove"] {
+            above = time(value, "\(p).chunkAbove")
+            if o["chunkSeconds"] == nil { fail("\(p).chunkAbove", "needs \"chunkSeconds\": the length of the chunks of an export longer than this") }
         }
         let frames = o["frames"].flatMap { frameRange($0, "\(p).frames") }
         var join: [JobManifest.JoinedChunk] = []
@@ -45,7 +51,7 @@ extension Walker {
         }
         if frames != nil && !join.isEmpty { fail("\(p).frames", "a join writes every frame; give \"frames\" or \"join\", not both") }
         if chunk != nil && frames != nil { fail("\(p).chunkSeconds", "a range of frames is one chunk already; give \"chunkSeconds\" or \"frames\", not both") }
-        return (chunk, frames, join)
+        return (chunk, above, frames, join)
     }
 
     /// `[first, end]`: whole numbers, 0 <= first < end (end excluded).

@@ -447,7 +447,7 @@ struct Walker {
     mutating func export(_ value: JSONValue) -> JobManifest.ExportSettings? {
         let p = "$.export"
         guard let o = object(value, p, allowed: ["mode", "output", "fileType", "frameRate", "frameDuration", "video", "audio", "faststart", "cuts",
-                                                         "chunkSeconds", "frames", "join"]) else { return nil }
+                                                         "chunkSeconds", "chunkAbove", "frames", "join"]) else { return nil }
         let mode = enumeration(o["mode"], "\(p).mode", ExportMode.self, required: true)
         let output = path(o["output"], "\(p).output", required: true, output: true)
         var fileType: ContainerType?
@@ -515,7 +515,7 @@ struct Walker {
         var settings = JobManifest.ExportSettings(mode: mode, output: output, fileType: fileType, frameDuration: frameDuration,
                                                   video: video, audio: audio, faststart: faststart ?? (fileType != .mkv),
                                                   cuts: cuts ?? .exact)
-        (settings.chunkDuration, settings.frames, settings.join) = chunking
+        (settings.chunkDuration, settings.chunkAbove, settings.frames, settings.join) = chunking
         return settings
     }
 }

@@ -24,7 +24,7 @@ extension Coordinator {
         })
         let chunks = plan.chunks.enumerated().map { i, chunk in
             let name = "\(job.name) [chunk \(i + 1)/\(plan.chunks.count)]"
-            let chunkExport = exportJSON.removing("chunkSeconds", "join")
+            let chunkExport = exportJSON.removing("chunkSeconds", "chunkAbove", "join")
                 .setting("output", to: .string(chunk.output))
                 .setting("frames", to: .array([.number(String(chunk.frames.lowerBound)), .number(String(chunk.frames.upperBound))]))
             let text = document.removing("report", "scan", "notify", "after", "afterPolicy")

@@ -245,6 +245,7 @@ public final class Coordinator: Service, @unchecked Sendable {
             }
         }
         if let followed = await followRenamedInputs(job) { job.manifest = followed }
+        if job.chunkOf == nil, let chunked = configuration.defaultChunking?.applied(to: job.manifest) { job.manifest = chunked }
         if let plan = job.chunkPlan {
             switch await joinManifest(job, plan: plan) {
             case .success(let joining): job.manifest = joining

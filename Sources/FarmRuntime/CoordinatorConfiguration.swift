@@ -1,5 +1,7 @@
 import FarmLibrary
+import FarmModel
 import Foundation
+import MediaTime
 import Metrics
 
 /// How a coordinator runs its workers. Times are seconds.
@@ -49,6 +51,9 @@ public struct CoordinatorConfiguration: Sendable {
     public var claimAhead: Int = 2
     public var claimAheadBelow: Double = 1
     public var claimAheadHold: Double = 2
+    /// Constant-frame-rate exports whose manifest gives no `chunkSeconds` are chunked as if it said these
+    /// (`--chunk-seconds`, `--chunk-above`); nil: only those whose manifest asks.
+    public var defaultChunking: DefaultChunking?
     /// Answer a job from an earlier job's result with the same content, and record the results of jobs
     /// that may answer later ones (`Coordinator+Reuse.swift`); a manifest's `"reuse": false` opts out.
     public var reuseResults = true
@@ -97,5 +102,28 @@ public struct PickupHops: Sendable, Hashable {
         self.woke = woke
         self.claimed = claimed
         self.handed = handed
+    }
+}
+
+/// A coordinator's chunking for constant-frame-rate exports that do not choose: chunks of about `seconds`,
+/// for exports longer than `above` (any length when nil).
+public struct DefaultChunking: Sendable, Hashable {
+    public var seconds: Double
+    public var above: Double?
+
+    public init(seconds: Double, above: Double? = nil) {
+        self.seconds = seconds
+        self.above = above
+    }
+
+    /// `manifest` with `chunkSeconds` (and `chunkAbove`) in its export, when it is a constant-frame-rate export
+    /// that gives none and is not a chunk; nil when nothing is to change.
+    func applied(to manifest: String) -> String? {
+        guard let document = try? JSONParser.parse(manifest), let export = document["export"],
+              export["mode"] == .string(ExportMode.constantFrameRate.rawValue),
+              export["chunkSeconds"] == nil, export["frames"] == nil else { return nil }
+        var chunked = export.setting("chunkSeconds", to: .number(MediaTime.formatSeconds(seconds)))
+        if let above { chunked = chunked.setting("chunkAbove", to: .number(MediaTime.formatSeconds(above))) }
+        return document.setting("export", to: chunked).text
     }
 }

@@ -197,7 +197,7 @@ public struct JobRunner: Sendable {
         settings.frameRange = export.frames
         var session = ExportSession(composition: composition, settings: settings)
         session.pool = pool
-        if let every = export.chunkDuration, export.join.isEmpty, stagingToken != nil {
+        if let every = export.chunkDuration, export.join.isEmpty, stagingToken != nil, export.chunkAbove.map({ composition.duration > $0 }) ?? true {
             // A chunked export's first run under a coordinator: where to cut it, when it is long enough to
             // cut (`mediafarm run` exports it whole).
             let ranges = try await session.chunkRanges(every: every)

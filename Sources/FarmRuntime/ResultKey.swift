@@ -72,7 +72,7 @@ enum ResultKey {
                 ("audio", .object([("policy", .string(export.audio.policy.rawValue)), ("codec", .string(export.audio.codec)),
                                    ("bitrate", number(export.audio.bitrate))])),
                 ("faststart", .bool(export.faststart)), ("cuts", .string(export.cuts.rawValue)),
-                ("chunkDuration", time(export.chunkDuration)), ("frames", frames),
+                ("chunkDuration", time(export.chunkDuration)), ("chunkAbove", time(export.chunkAbove)), ("frames", frames),
             ])))
         }
         return JSONValue.object(members).text

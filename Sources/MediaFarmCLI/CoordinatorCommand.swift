@@ -72,6 +72,14 @@ struct CoordinatorCommand: AsyncParsableCommand {
 
     @OptionGroup var reuse: WorkerReuseOptions
 
+    @Option(name: .customLong("chunk-seconds"), parsing: .unconditional,
+            help: "Encode constant-frame-rate exports that do not say otherwise in chunks of about this many seconds (2-3600), each a job any worker of any host runs (a manifest's \"chunkSeconds\" wins).")
+    var chunkSeconds: Double?
+
+    @Option(name: .customLong("chunk-above"), parsing: .unconditional,
+            help: "With --chunk-seconds: only exports longer than this many seconds are chunked; shorter ones are encoded whole.")
+    var chunkAbove: Double?
+
     @Flag(name: .customLong("no-reuse-results"),
           help: "Run every job, never answering one from an earlier job's result with the same content, and record no results (manifests opt out one by one with \"reuse\": false).")
     var noReuseResults = false
@@ -122,6 +130,11 @@ struct CoordinatorCommand: AsyncParsableCommand {
         guard workers >= 1 else { throw ValidationError("--workers must be at least 1") }
         guard lease >= 1 else { throw ValidationError("--lease must be at least 1 second") }
         guard keepFinished >= 0 else { throw ValidationError("--keep-finished must not be negative") }
+        if let chunkSeconds, !(2...3600).contains(chunkSeconds) { throw ValidationError("--chunk-seconds must be between 2 and 3600") }
+        if let chunkAbove {
+            guard chunkSeconds != nil else { throw ValidationError("--chunk-above needs --chunk-seconds: the length of the chunks") }
+            guard chunkAbove >= 0 else { throw ValidationError("--chunk-above must not be negative") }
+        }
         if let host, host.isEmpty || host.contains(":") { throw ValidationError("--host \(host): give a name without ':'") }
         for tag in provides { if let problem = HostCapability.problem(tag) { throw ValidationError("--provides: \(problem)") } }
         guard jobTimeout > 0, grace >= 0 else { throw ValidationError("--job-timeout must be positive and --grace not negative") }
@@ -188,6 +201,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
         configuration.exitWhenIdle = exitWhenIdle
         configuration.standbyWorkers = !noStandby
         configuration.reuseResults = !noReuseResults
+        configuration.defaultChunking = chunkSeconds.map { DefaultChunking(seconds: $0, above: chunkAbove) }
         try reuse.apply(to: &configuration)
         let libraryHost = LibraryOptions.hostName(host)
         // One name for the host in leases and in the library: a job reading assets is claimed where they are.

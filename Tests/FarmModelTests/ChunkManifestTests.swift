@@ -29,6 +29,15 @@ import Testing
                                       JobManifest.JoinedChunk(output: "/jobs/out/.c/2.mp4", frames: 600..<900)])
     }
 
+    @Test func chunkAboveLimitsChunkingToLongExports() throws {
+        let m = try validate(#"{ "mode": "constantFrameRate", "output": "out/a.mp4", "chunkSeconds": 20, "chunkAbove": "600" }"#).get()
+        #expect(m.export?.chunkDuration == MediaTime(value: 20, timescale: 1) && m.export?.chunkAbove == MediaTime(value: 600, timescale: 1))
+        #expect(messages(#"{ "mode": "constantFrameRate", "output": "out/a.mp4", "chunkAbove": 600 }"#)
+            == ["$.export.chunkAbove: needs \"chunkSeconds\": the length of the chunks of an export longer than this"])
+        #expect(messages(#"{ "mode": "passthrough", "output": "out/a.mp4", "chunkAbove": 600 }"#).contains(
+            "$.export.chunkAbove: applies to constantFrameRate exports only; a passthrough export copies packets and is not split"))
+    }
+
     @Test func wrongChunkFieldsAreRefusedWithTheirPaths() {
         #expect(messages(#"{ "mode": "passthrough", "output": "out/a.mp4", "chunkSeconds": 20 }"#)
             == ["$.export.chunkSeconds: applies to constantFrameRate exports only; a passthrough export copies packets and is not split"])

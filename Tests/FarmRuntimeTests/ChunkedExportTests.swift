@@ -1,6 +1,7 @@
 import FarmTestSupport
 import Foundation
 import Testing
+@testable import FarmRuntime
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -160,6 +161,36 @@ import Glibc
         let first = seconds("firstTime") ?? -1, last = seconds("lastTime") ?? -1
         #expect(first >= 2.9 && first <= 3.2 && last >= 15.7 && last <= 16.1, "seen from \(first) to \(last) s")
         #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
+    /// A coordinator's default (`--chunk-seconds 3 --chunk-above 6`): the 10 s export is chunked, the 5 s one
+    /// is encoded whole; a manifest's own chunkSeconds, a chunk and a passthrough export are left as they are.
+    @Test func aCoordinatorsDefaultChunksLongExportsOnly() throws {
+        let farm = try Farm("chunk-default")
+        func manifest(_ name: String, seconds: Int) throws -> String {
+            try farm.manifest(name, """
+                { "version": 1, "name": "\(name)", "edits": [{ "source": "in.mp4", "duration": \(seconds) }], "reuse": false,
+                  "export": { "mode": "constantFrameRate", "frameRate": 30, "output": "out/\(name).mp4", "video": { "preset": "ultrafast" } } }
+                """)
+        }
+        let ids = try farm.submit([try manifest("long", seconds: 10), try manifest("short", seconds: 5)])
+        let coordinator = try farm.startCoordinator(["--exit-when-idle", "--workers", "2", "--chunk-seconds", "3", "--chunk-above", "6"])
+        #expect(coordinator.wait(timeout: 120) == 0, "\(coordinator.log)")
+        let jobs = try farm.status()
+        #expect(ids.allSatisfy { jobs[$0]?["state"] as? String == "succeeded" }, "\(jobs)")
+        let chunks = jobs.values.compactMap { $0["name"] as? String }.filter { $0.contains("[chunk ") }.sorted()
+        #expect(chunks.count == 3 && chunks.allSatisfy { $0.hasPrefix("long [chunk ") }, "\(chunks)")
+        #expect(try Self.decodedFrames(farm.out.appendingPathComponent("long.mp4").path) == 300)
+        #expect(try Self.decodedFrames(farm.out.appendingPathComponent("short.mp4").path) == 150)
+        #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+
+        let chunking = DefaultChunking(seconds: 3, above: 6)
+        let own = #"{"version":1,"input":"a.mp4","export":{"mode":"constantFrameRate","output":"a.mp4","chunkSeconds":20}}"#
+        let chunk = #"{"version":1,"input":"a.mp4","export":{"mode":"constantFrameRate","output":"a.mp4","frames":[0,90]}}"#
+        let passthrough = #"{"version":1,"input":"a.mp4","export":{"mode":"passthrough","output":"a.mp4"}}"#
+        #expect([own, chunk, passthrough].allSatisfy { chunking.applied(to: $0) == nil })
+        #expect(chunking.applied(to: #"{"version":1,"input":"a.mp4","export":{"mode":"constantFrameRate","output":"a.mp4"}}"#)
+            == #"{"version":1,"input":"a.mp4","export":{"mode":"constantFrameRate","output":"a.mp4","chunkSeconds":3,"chunkAbove":6}}"#)
     }
 
     // MARK: - Helpers

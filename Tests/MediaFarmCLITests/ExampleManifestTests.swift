@@ -51,7 +51,7 @@ import Testing
         #expect(keys(properties["scan"] as? [String: Any]) == ["symbologies", "regionOfInterest", "interval", "maxCodesPerFrame"])
         let export = properties["export"] as? [String: Any]
         #expect(keys(export) == ["mode", "output", "fileType", "frameRate", "frameDuration", "video", "audio", "faststart", "cuts",
-                                  "chunkSeconds", "frames", "join"])
+                                  "chunkSeconds", "chunkAbove", "frames", "join"])
         let exportProperties = export?["properties"] as? [String: Any]
         #expect(keys(exportProperties?["video"] as? [String: Any]) == ["codec", "crf", "preset", "threads"])
         #expect(keys(exportProperties?["audio"] as? [String: Any]) == ["policy", "codec", "bitrate"])
