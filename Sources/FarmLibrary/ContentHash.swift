@@ -12,6 +12,18 @@ public struct ContentHash: Sendable, Hashable {
         self.id = id
     }
 
+    /// The identity of bytes whose SHA-256 is `sha256` (64 hex digits); nil for anything else.
+    public init?(sha256 hex: String) {
+        let digits = Array(hex.utf8)
+        guard digits.count == 64 else { return nil }
+        var digest: [UInt8] = []
+        for i in stride(from: 0, to: 64, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[i..<(i + 2)], as: UTF8.self), radix: 16) else { return nil }
+            digest.append(byte)
+        }
+        self.init(sha256: hex.lowercased(), id: AssetID(digest: digest))
+    }
+
     /// Hashes the file on a thread of its own, not the caller's: a large file takes seconds, and a
     /// coordinator's few task threads must keep turning meanwhile.
     public static func reading(_ path: String) async throws(LibraryError) -> ContentHash {

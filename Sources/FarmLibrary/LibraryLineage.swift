@@ -128,9 +128,11 @@ extension AssetLibrary {
     }
 
     /// Registers a job's output (a file on this host) as an asset and as a representation of each source,
-    /// with the job's lineage. Returns the output's id.
+    /// with the job's lineage. Returns the output's id. `hash`: the file's, when the caller has just read it
+    /// (it is not read again).
     @discardableResult
-    public func registerOutput(_ path: String, sources: [AssetID], jobID: Int64, jobName: String, parameters: String) async throws(LibraryError) -> AssetID {
+    public func registerOutput(_ path: String, sources: [AssetID], jobID: Int64, jobName: String, parameters: String,
+                               hash known: ContentHash? = nil) async throws(LibraryError) -> AssetID {
         let real: String
         let id: AssetID
         var placeHost = host
@@ -143,7 +145,8 @@ extension AssetLibrary {
         } else {
             real = Self.realPath(path)
             guard let stamp = FileStamp(path: real) else { throw .unreadable(path, "no regular file there") }
-            let hash = try await ContentHash.reading(real)
+            let hash: ContentHash
+            if let known { hash = known } else { hash = try await ContentHash.reading(real) }
             _ = try await record(hash, at: real, stamp: stamp, album: nil)
             id = hash.id
         }

@@ -60,7 +60,8 @@ extension Coordinator {
     /// input files this host registered), and the codes its scan found on them. Errors are notices: the
     /// job itself has succeeded.
     /// `submitted`: the manifest as it was queued (with its asset ids), the lineage's parameters.
-    func registerInLibrary(_ job: Job, manifest: JobManifest, submitted: String, sources named: [AssetID]) async {
+    /// `outputHash`: the output's, when the coordinator has just read it (recording the job's result for reuse).
+    func registerInLibrary(_ job: Job, manifest: JobManifest, submitted: String, sources named: [AssetID], outputHash: ContentHash? = nil) async {
         guard let library = configuration.library else { return }
         do {
             var sources = named
@@ -74,7 +75,8 @@ extension Coordinator {
                 for id in sources { try await library.recordCodes(id, codes) }
             }
             if let output = manifest.export?.output {
-                let id = try await library.registerOutput(output, sources: sources, jobID: job.id, jobName: job.name, parameters: submitted)
+                let id = try await library.registerOutput(output, sources: sources, jobID: job.id, jobName: job.name, parameters: submitted,
+                                                          hash: outputHash)
                 events(.notice("job \(job.id): output \(output) registered in the library as \(id)"))
             }
         } catch {

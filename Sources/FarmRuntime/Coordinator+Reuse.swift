@@ -93,7 +93,9 @@ extension Coordinator {
                 var again = earlier
                 (again.jobID, again.jobName, again.output, again.report, again.createdAt) = (job.id, job.name, manifest.export?.output, staged.report, now())
                 await record(again, job: job)
-                await registerInLibrary(job, manifest: manifest, submitted: submitted, sources: sources)
+                // The copy's bytes were hashed as they were copied: the library does not read them again.
+                await registerInLibrary(job, manifest: manifest, submitted: submitted, sources: sources,
+                                        outputHash: earlier.sha256.flatMap(ContentHash.init(sha256:)))
             }
             return true
         }
@@ -109,6 +111,12 @@ extension Coordinator {
         if let output = manifest.export?.output, let from = earlier.output, let sha256 = earlier.sha256 {
             guard access(from, R_OK) == 0 else {
                 note("\(from) cannot be read on this host")
+                return nil
+            }
+            // Another size: changed, known without reading it.
+            if let size = earlier.size, let now = FileStamp(path: from)?.size, now != size {
+                note("\(from) changed since it was published (\(now) bytes, not \(size)); that result is forgotten")
+                try? await results.forget(key: earlier.key, jobID: earlier.jobID)
                 return nil
             }
             switch await Self.copyVerified(from, to: StagedOutput.path(for: output, token: token), sha256: sha256) {
@@ -155,20 +163,24 @@ extension Coordinator {
 
     /// Records the result of a job that succeeded and may be reused: its output's SHA-256 and size (read
     /// back from where it was published), its report's text. A failure is a notice: the job succeeded.
-    func recordResult(_ job: Job, manifest: JobManifest, key: String) async {
+    /// Returns the output's hash (nil when it has none or it could not be read).
+    @discardableResult
+    func recordResult(_ job: Job, manifest: JobManifest, key: String) async -> ContentHash? {
         var result = ReusableResult(key: key, jobID: job.id, jobName: job.name, output: manifest.export?.output, sha256: nil, size: nil,
                                     report: nil, createdAt: now())
+        var outputHash: ContentHash?
         if let output = result.output {
             guard let hash = try? await ContentHash.reading(output), let stamp = FileStamp(path: output) else {
                 events(.notice("job \(job.id): cannot read back \(output) to record its result for reuse"))
-                return
+                return nil
             }
-            (result.sha256, result.size) = (hash.sha256, stamp.size)
+            (result.sha256, result.size, outputHash) = (hash.sha256, stamp.size, hash)
         }
         if let path = manifest.report, let data = FileManager.default.contents(atPath: path), data.count <= ReusableResult.reportLimit {
             result.report = String(decoding: data, as: UTF8.self)
         }
         await record(result, job: job)
+        return outputHash
     }
 
     private func record(_ result: ReusableResult, job: Job) async {

@@ -329,8 +329,10 @@ public final class Coordinator: Service, @unchecked Sendable {
                 await split(job, token: token, submitted: submitted, manifest: manifest, ranges: ranges, seconds: seconds)
             } else if exit.status == 0, let result = entry.result, result.succeeded {
                 if await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: result.uploads ?? [], seconds: seconds) {
-                    if let key { await recordResult(job, manifest: manifest, key: key) }
-                    await registerInLibrary(job, manifest: manifest, submitted: submitted, sources: sources)
+                    // The output is read back once: for the result's record, and the library takes its hash from there.
+                    var outputHash: ContentHash?
+                    if let key { outputHash = await recordResult(job, manifest: manifest, key: key) }
+                    await registerInLibrary(job, manifest: manifest, submitted: submitted, sources: sources, outputHash: outputHash)
                 }
             } else if let result = entry.result, !result.succeeded, exit.status == 1 || exit.status == 2 {
                 // Object storage that did not answer may answer the next attempt.

@@ -42,6 +42,9 @@ import Testing
         let id = try #require(added[0].id)
         #expect(located[0].id == id && id.rawValue.count == 26)
         #expect(id == (try ContentHash.of(file: source)).id, "the id is the content's")
+        // A SHA-256 known already (a copy hashed as it was made) gives the same identity as reading the file.
+        let read = try ContentHash.of(file: source)
+        #expect(ContentHash(sha256: read.sha256.uppercased()) == read && ContentHash(sha256: "12") == nil)
 
         #expect(try await a.resolve([id]) == [Resolution(id: id, status: .found, paths: [here], hosts: ["a"], reason: nil)])
         #expect(try await b.resolve([id]).map(\.paths) == [[there]])

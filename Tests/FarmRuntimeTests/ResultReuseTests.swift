@@ -87,6 +87,21 @@ import Glibc
         #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
     }
 
+    /// An earlier output of another size changed: known without reading it, the result is forgotten and the job runs.
+    @Test func anEarlierOutputOfAnotherSizeIsNotRead() throws {
+        let farm = try Farm("reuse-size")
+        let first = try farm.submit([try farm.manifest("first", Self.manifest("first"))])[0]
+        #expect(try Self.drain(farm) == [first])
+        let output = farm.out.appendingPathComponent("first.mp4")
+        let bytes = try Data(contentsOf: output)
+        try bytes.prefix(bytes.count / 2).write(to: output)
+        let again = try farm.submit([try farm.manifest("again", Self.manifest("again"))])[0]
+        let log = try Self.drainLog(farm)
+        #expect(log.ran == [again], "\(log.text)")
+        #expect(log.text.contains("job \(again): the result of job \(first) is not reused: \(output.path) changed since it was published "
+                                  + "(\(bytes.count / 2) bytes, not \(bytes.count))"), "\(log.text)")
+    }
+
     // MARK: - Helpers
 
     static func manifest(_ name: String, preset: String = "veryfast", reuse: Bool? = nil) -> String {
