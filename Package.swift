@@ -81,7 +81,7 @@ let package = Package(
         ]),
         // Watch-folder ingest: settle state, probe gate, content hashes, quarantine, templates.
         .target(name: "FarmIngest", dependencies: [
-            "FarmModel", "FarmStore", "FarmLibrary", "MediaInspect", "MediaCapture", "MediaTime", "SafeFiles",
+            "FarmModel", "FarmStore", "FarmLibrary", "MediaInspect", "MediaCapture", "MediaTime", "SafeFiles", "S3Client",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         // Where the farm meets the media modules: JobRunner, the coordinator and its worker processes.

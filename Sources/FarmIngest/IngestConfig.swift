@@ -1,5 +1,6 @@
 import FarmModel
 import Foundation
+import S3Client
 import SafeFiles
 
 /// `mediafarm ingest --config FILE`: which folders become jobs, and how. Relative paths resolve against the
@@ -7,8 +8,10 @@ import SafeFiles
 /// placeholders), so a bad config fails before anything is touched.
 public struct IngestConfig: Sendable, Hashable {
     public struct Watch: Sendable, Hashable {
-        /// The folder, absolute.
+        /// The folder, absolute; or an object prefix, `s3://BUCKET/PREFIX/` (ending in "/") or `s3://BUCKET/`.
         public var path: String
+        /// Whether the watch is an object prefix (listed at each pass) rather than a folder.
+        public var isObjectPrefix: Bool { S3Location.isObject(path) }
         /// File-name patterns (fnmatch) a file must match one of; empty: every file.
         public var include: [String]
         public var exclude: [String]
@@ -76,14 +79,22 @@ public struct IngestConfig: Sendable, Hashable {
                     issues.append("\(at).\(key): unknown key\(Suggestion.hint(key, in: watchKeys)) (known: \(watchKeys.joined(separator: ", ")))")
                 }
                 var watchPath = ""
-                if let p = entry["path"] as? String, !p.isEmpty {
+                if let p = entry["path"] as? String, S3Location.isObject(p) {
+                    // An object prefix: the server is asked at each pass, not here (a config is checked offline).
+                    do throws(S3Error) {
+                        let location = try S3Location(parsing: p, prefix: true)
+                        watchPath = location.key.isEmpty || location.key.hasSuffix("/") ? location.description : location.description + "/"
+                    } catch {
+                        issues.append("\(at).path: \(error.description)")
+                    }
+                } else if let p = entry["path"] as? String, !p.isEmpty {
                     watchPath = resolve(p)
                     var isDirectory: ObjCBool = false
                     if !FileManager.default.fileExists(atPath: watchPath, isDirectory: &isDirectory) || !isDirectory.boolValue {
                         issues.append("\(at).path: \(watchPath) is not a folder")
                     }
                 } else {
-                    issues.append("\(at).path: required, a folder")
+                    issues.append("\(at).path: required, a folder or an object prefix (s3://BUCKET/PREFIX/)")
                 }
                 func patterns(_ key: String) -> [String] {
                     guard let value = entry[key] else { return [] }
@@ -142,9 +153,9 @@ public struct IngestConfig: Sendable, Hashable {
         var roots: [String]?
         if let value = object["outputRoots"] {
             if let list = value as? [String], !list.isEmpty, list.allSatisfy({ !$0.isEmpty }) {
-                roots = list.map(resolve)
+                roots = list.map { S3Location.isObject($0) ? $0 : resolve($0) }
             } else {
-                issues.append("$.outputRoots: a non-empty list of folders")
+                issues.append("$.outputRoots: a non-empty list of folders or object prefixes")
             }
         }
         var priority = 0
@@ -172,7 +183,11 @@ public struct IngestConfig: Sendable, Hashable {
             }
         }
         let forgetGone = amount("forgetGoneAfterDays", "days", limit: 36500, default: 7)
-        for w in watches where state.hasPrefix(w.path + "/") || quarantine.hasPrefix(w.path + "/") {
+        if after == .move, let objects = watches.first(where: \.isObjectPrefix) {
+            issues.append("$.afterEnqueue: \"move\" is for folders: the objects under \(objects.path) are left where they are "
+                          + "(ingest remembers them); use \"leave\", or a config of their own")
+        }
+        for w in watches where !w.isObjectPrefix && (state.hasPrefix(w.path + "/") || quarantine.hasPrefix(w.path + "/")) {
             issues.append("$.state and $.quarantine must lie outside the watch folders (\(w.path))")
         }
         guard issues.isEmpty else { throw IngestConfigError(file: path, issues: issues) }

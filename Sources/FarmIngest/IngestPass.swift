@@ -3,6 +3,7 @@ import FarmModel
 import FarmStore
 import Foundation
 import MediaInspect
+import S3Client
 import SafeFiles
 #if canImport(Glibc)
 import Glibc
@@ -55,6 +56,9 @@ public struct IngestReport: Sendable, Codable, Hashable {
     public var forgotten = 0
     /// What `--reingest` named that this pass did not ingest again, and why (the command then exits 1).
     public var notReingested: [Skipped] = []
+    /// Object prefixes this pass could not list, and why (the command then exits 1; their objects' rows are
+    /// left as they were).
+    public var unlisted: [Skipped] = []
 
     /// Whether `text` is a SHA-256 in hex (a content), not a path.
     public static func isHash(_ text: String) -> Bool {
@@ -128,6 +132,8 @@ public struct IngestPass: Sendable {
         var modified: Date
         var template: IngestTemplate
         var watch: IngestConfig.Watch
+        /// The object as listed, for a watch that is an object prefix.
+        var object: S3Object?
     }
 
     /// - Parameters:
@@ -163,7 +169,7 @@ public struct IngestPass: Sendable {
         } catch {
             throw IngestError("\(config.state): cannot open the ingest state: \(error)")
         }
-        try checkReingest(reingest, state: state)
+        try await checkReingest(reingest, state: state)
         let passStart = now().timeIntervalSince1970
         var changes: [IngestState.Change] = []
         var candidates: [Candidate] = []
@@ -171,7 +177,53 @@ public struct IngestPass: Sendable {
         var walked: Set<String> = []
         var unread: [String] = []
 
+        /// A file or object that passes the watch's patterns, with what it is now: settling starts, goes on, or
+        /// ends with a candidate; or it was taken before.
+        func consider(_ path: String, _ identity: IngestState.Identity, modified: Date, watch: IngestConfig.Watch, object: S3Object? = nil) {
+            let isForced = forced.contains(path)
+            if isForced { forced.remove(path) }
+            guard let row = known[path], row.identity == identity else {
+                // New, or changed since it was last seen: it settles from now.
+                changes.append(.seen(path: path, identity, at: passStart))
+                report.settling += 1
+                report.firstSeen += 1
+                return
+            }
+            if row.goneSince != nil { changes.append(.back(path: path)) }
+            if row.status == .settling {
+                guard row.seenAt < passStart, passStart - row.seenAt >= config.settleSeconds else {
+                    report.settling += 1
+                    return
+                }
+            } else if !isForced && !(row.hash.map { forced.contains($0) } ?? false) {
+                return  // already ingested, a duplicate, quarantined or rejected: nothing to do
+            }
+            candidates.append(Candidate(path: path, identity: identity, modified: modified, template: watch.template, watch: watch, object: object))
+        }
+
         for watch in config.watch {
+            if watch.isObjectPrefix {
+                switch await Self.list(watch.path) {
+                case .failure(let problem):
+                    // Like a folder that cannot be read: its rows stay as they are, and the pass says so (exit 1).
+                    report.unlisted.append(.init(path: watch.path, reason: problem.description))
+                    unread.append(String(watch.path.dropLast()))
+                case .success(let objects):
+                    for object in objects {
+                        let path = object.location.description
+                        walked.insert(path)
+                        guard Self.matches(object.location.name, watch) else { continue }
+                        report.seen += 1
+                        if let why = Self.unwanted(object.location.name) {
+                            report.skipped.append(.init(path: path, reason: why))
+                            continue
+                        }
+                        consider(path, .object(size: object.size, etag: object.etag), modified: Self.modified(object, or: now()),
+                                 watch: watch, object: object)
+                    }
+                }
+                continue
+            }
             let root = URL(fileURLWithPath: watch.path).resolvingSymlinksInPath().path
             let walk = FolderWalk(watch.path)
             for folder in walk.unreadable { report.skipped.append(.init(path: folder, reason: "a folder that cannot be read")) }
@@ -207,26 +259,7 @@ public struct IngestPass: Sendable {
                 let identity = IngestState.Identity(size: Int64(info.st_size),
                                                     mtimeNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
                                                     inode: UInt64(info.st_ino), device: UInt64(info.st_dev))
-                let isForced = forced.contains(path)
-                if isForced { forced.remove(path) }
-                guard let row = known[path], row.identity == identity else {
-                    // New, or changed since it was last seen: it settles from now.
-                    changes.append(.seen(path: path, identity, at: passStart))
-                    report.settling += 1
-                    report.firstSeen += 1
-                    continue
-                }
-                if row.goneSince != nil { changes.append(.back(path: path)) }
-                if row.status == .settling {
-                    guard row.seenAt < passStart, passStart - row.seenAt >= config.settleSeconds else {
-                        report.settling += 1
-                        continue
-                    }
-                } else if !isForced && !(row.hash.map { forced.contains($0) } ?? false) {
-                    continue  // already ingested, a duplicate, quarantined or rejected: nothing to do
-                }
-                let modified = Date(timeIntervalSince1970: Double(identity.mtimeNanoseconds) / 1e9)
-                candidates.append(Candidate(path: path, identity: identity, modified: modified, template: watch.template, watch: watch))
+                consider(path, identity, modified: Date(timeIntervalSince1970: Double(identity.mtimeNanoseconds) / 1e9), watch: watch)
             }
         }
 
@@ -256,7 +289,12 @@ public struct IngestPass: Sendable {
             let at = now().timeIntervalSince1970
             let content: ContentHash
             do {
-                content = try await ContentHash.reading(candidate.path)
+                if let object = candidate.object {
+                    // Streamed from ranged reads that must all find the object as listed: nothing on disk.
+                    content = try await ContentHash.streaming(object, s3: try Self.objectClient())
+                } else {
+                    content = try await ContentHash.reading(candidate.path)
+                }
             } catch {
                 report.skipped.append(.init(path: candidate.path, reason: error.reasonOnly))
                 continue
@@ -272,7 +310,7 @@ public struct IngestPass: Sendable {
             // Known content at a new path where the file ingested before is gone: renamed or moved inside the
             // watch folders. Not a new job: the library learns where it is now, so that its job (queued and
             // not run yet, or run again) reads it here.
-            if !forcedHash, let earlier, hashesThisPass[hash] == nil, config.afterEnqueue == .leave, !Self.exists(earlier) {
+            if !forcedHash, let earlier, hashesThisPass[hash] == nil, config.afterEnqueue == .leave, !(await Self.present(earlier)) {
                 renamed.append((candidate, content))
                 report.renamed.append(.init(path: candidate.path, from: earlier))
                 changes.append(.ended(path: candidate.path, candidate.identity, status: .ingested, hash: hash, jobID: nil,
@@ -293,7 +331,14 @@ public struct IngestPass: Sendable {
                 report.quarantined += 1
                 var moved: String?
                 var notMoved: String?
-                if !dryRun {
+                if candidate.object != nil {
+                    // An object stays in its bucket; its row keeps it from being read again until it changes.
+                    notMoved = "an object is left where it is; ingest does not read it again until it changes"
+                    if !dryRun {
+                        changes.append(.ended(path: candidate.path, candidate.identity, status: .quarantined, hash: hash, jobID: nil,
+                                              reason: problem, at: at))
+                    }
+                } else if !dryRun {
                     do {
                         moved = try QuarantineFolder(config.quarantine).place(candidate.path, reason: problem, details: ["hash": hash], at: now())
                     } catch {
@@ -422,7 +467,11 @@ public struct IngestPass: Sendable {
                 let library = AssetLibrary(database: try opened.database, host: libraryHost)
                 for (entry, chain) in zip(jobs, Self.groups(of: jobs.map(\.chain.count), in: enqueued)) where chain.contains(where: \.inserted) {
                     do {
-                        let added = try await library.register(entry.input, hash: entry.content, facts: entry.facts, album: config.libraryAlbum)
+                        let added = if let object = entry.candidate.object {
+                            try await library.registerObject(object, hash: entry.content, facts: entry.facts, album: config.libraryAlbum)
+                        } else {
+                            try await library.register(entry.input, hash: entry.content, facts: entry.facts, album: config.libraryAlbum)
+                        }
                         if let id = added.id {
                             for queued in chain where queued.inserted { try await library.recordJobInputs(queued.id, [id]) }
                         }
@@ -433,7 +482,11 @@ public struct IngestPass: Sendable {
                 }
                 for entry in renamed {
                     do {
-                        _ = try await library.register(entry.candidate.path, hash: entry.content, album: config.libraryAlbum)
+                        if let object = entry.candidate.object {
+                            _ = try await library.registerObject(object, hash: entry.content, album: config.libraryAlbum)
+                        } else {
+                            _ = try await library.register(entry.candidate.path, hash: entry.content, album: config.libraryAlbum)
+                        }
                         report.registered += 1
                     } catch {
                         report.libraryWarnings.append("\(entry.candidate.path): its new path is not registered in the asset library: \(error)")
@@ -468,7 +521,7 @@ public struct IngestPass: Sendable {
 
     /// What `--reingest` names must be there to take: a path (absolute) of a file in a watch folder, or the
     /// SHA-256 of content ingested before. Anything else is refused before the pass does anything.
-    func checkReingest(_ items: [String], state: IngestState?) throws(IngestError) {
+    func checkReingest(_ items: [String], state: IngestState?) async throws(IngestError) {
         var problems: [String] = []
         for item in items {
             if IngestReport.isHash(item) {
@@ -479,8 +532,15 @@ public struct IngestPass: Sendable {
                 if earlier == nil {
                     problems.append("--reingest \(item): no file with this content was ingested (the state \(config.state) does not know it)")
                 }
+            } else if S3Location.isObject(item) {
+                if !config.watch.contains(where: { $0.isObjectPrefix && item.hasPrefix($0.path) && item != $0.path }) {
+                    problems.append("--reingest \(item): not under an object prefix the config watches "
+                                    + "(\(config.watch.filter(\.isObjectPrefix).map(\.path).joined(separator: ", ")))")
+                } else if !(await Self.present(item)) {
+                    problems.append("--reingest \(item): no such object")
+                }
             } else if !item.hasPrefix("/") {
-                problems.append("--reingest \(item): give the file's absolute path, or its SHA-256")
+                problems.append("--reingest \(item): give the file's absolute path, its s3:// address, or its SHA-256")
             } else if !Self.exists(item) {
                 problems.append("--reingest \(item): no such file")
             } else if !config.watch.contains(where: { PathRules.isInside(item, root: $0.path) && item != $0.path }) {

@@ -15,11 +15,17 @@ final class IngestState: Sendable {
         case rejected
     }
 
+    /// A file's size, modification time and inode; an object's size and entity tag (the other fields 0).
     struct Identity: Sendable, Hashable {
         var size: Int64
         var mtimeNanoseconds: Int64
         var inode: UInt64
         var device: UInt64
+        var etag: String? = nil
+
+        static func object(size: Int64, etag: String) -> Identity {
+            Identity(size: size, mtimeNanoseconds: 0, inode: 0, device: 0, etag: etag)
+        }
     }
 
     struct Row: Sendable {
@@ -74,6 +80,9 @@ final class IngestState: Sendable {
         migrator.registerMigration("v2: files that are gone") { db in
             try db.execute(sql: "ALTER TABLE files ADD COLUMN gone_since REAL")
         }
+        migrator.registerMigration("v3: objects' entity tags") { db in
+            try db.execute(sql: "ALTER TABLE files ADD COLUMN etag TEXT")
+        }
         return migrator
     }
 
@@ -81,9 +90,10 @@ final class IngestState: Sendable {
     func rows() throws -> [String: Row] {
         try queue.read { db in
             var rows: [String: Row] = [:]
-            let cursor = try GRDB.Row.fetchCursor(db, sql: "SELECT path, size, mtime_ns, inode, device, seen_at, status, hash, gone_since FROM files")
+            let cursor = try GRDB.Row.fetchCursor(db, sql: "SELECT path, size, mtime_ns, inode, device, seen_at, status, hash, gone_since, etag FROM files")
             while let r = try cursor.next() {
-                let identity = Identity(size: r[1], mtimeNanoseconds: r[2], inode: UInt64(bitPattern: r[3]), device: UInt64(bitPattern: r[4]))
+                let identity = Identity(size: r[1], mtimeNanoseconds: r[2], inode: UInt64(bitPattern: r[3]), device: UInt64(bitPattern: r[4]),
+                                        etag: r[9])
                 rows[r[0]] = Row(identity: identity, seenAt: r[5], status: Status(rawValue: r[6]) ?? .settling, hash: r[7],
                                  goneSince: r[8])
             }
@@ -117,15 +127,16 @@ final class IngestState: Sendable {
                 switch change {
                 case let .seen(path, id, at):
                     try db.execute(sql: """
-                        INSERT OR REPLACE INTO files (path, size, mtime_ns, inode, device, seen_at, status, updated_at)
-                        VALUES (?, ?, ?, ?, ?, ?, 'settling', ?)
-                        """, arguments: [path, id.size, id.mtimeNanoseconds, Int64(bitPattern: id.inode), Int64(bitPattern: id.device), at, at])
+                        INSERT OR REPLACE INTO files (path, size, mtime_ns, inode, device, etag, seen_at, status, updated_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, 'settling', ?)
+                        """, arguments: [path, id.size, id.mtimeNanoseconds, Int64(bitPattern: id.inode), Int64(bitPattern: id.device), id.etag,
+                                         at, at])
                 case let .ended(path, id, status, hash, jobID, reason, at):
                     try db.execute(sql: """
-                        INSERT OR REPLACE INTO files (path, size, mtime_ns, inode, device, seen_at, status, hash, job_id, reason, updated_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """, arguments: [path, id.size, id.mtimeNanoseconds, Int64(bitPattern: id.inode), Int64(bitPattern: id.device), at,
-                                         status.rawValue, hash, jobID, reason, at])
+                        INSERT OR REPLACE INTO files (path, size, mtime_ns, inode, device, etag, seen_at, status, hash, job_id, reason, updated_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """, arguments: [path, id.size, id.mtimeNanoseconds, Int64(bitPattern: id.inode), Int64(bitPattern: id.device), id.etag,
+                                         at, status.rawValue, hash, jobID, reason, at])
                 case let .ingested(hash, path, jobID, at):
                     try db.execute(sql: "INSERT OR REPLACE INTO hashes (hash, path, job_id, at) VALUES (?, ?, ?, ?)",
                                    arguments: [hash, path, jobID, at])

@@ -85,6 +85,18 @@ extension AssetLibrary {
                           previous: known?[0].string.flatMap(AssetID.init).flatMap { $0 == hash.id ? nil : $0 })
     }
 
+    /// Registers `object`, whose content the caller has hashed (ingest, from the object as listed): recorded
+    /// under every host with its entity tag, inspected only when the library does not know the content and
+    /// `facts` is nil.
+    public func registerObject(_ object: S3Object, hash: ContentHash, facts: AssetFacts? = nil, album: String? = nil) async throws(LibraryError) -> AddOutcome {
+        if let album { try Self.checkAlbumName(album) }
+        let address = object.location.description
+        let status = try await record(hash, at: address, stamp: FileStamp(size: object.size, mtime: 0, inode: 0, device: 0),
+                                      facts: facts, album: album, host: Self.everyHost, etag: object.etag)
+        if status == .added { try await maintain() }
+        return AddOutcome(path: address, id: hash.id, status: status)
+    }
+
     /// For `library add`: the object `address`, or every object under it when it is a prefix
     /// (`s3://BUCKET/PREFIX/`) or a bucket.
     static func objects(at address: String) async -> [Result<String, AddOutcome>] {

@@ -111,7 +111,10 @@ struct IngestCommand: AsyncParsableCommand {
                     + "(register them with `mediafarm library add PATH`):\n" + report.libraryWarnings.map { "  \($0)\n" }.joined()).utf8))
             }
         }
-        if !report.libraryWarnings.isEmpty || !report.notReingested.isEmpty { failed = true }
+        if !report.libraryWarnings.isEmpty || !report.notReingested.isEmpty || !report.unlisted.isEmpty { failed = true }
+        for u in report.unlisted {
+            FileHandle.standardError.write(Data("ingest: \(u.path): \(u.reason); its objects were left as the last pass saw them\n".utf8))
+        }
         if json {
             print(String(decoding: try JSONEncoder.sortedPretty().encode(report), as: UTF8.self))
             if failed { throw ExitCode(ExitStatus.failure) }
