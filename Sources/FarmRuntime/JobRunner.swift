@@ -87,8 +87,10 @@ public struct JobRunner: Sendable {
         do {
             if StagedOutput.finalPaths(of: manifest).contains(where: PathRules.isObject) { try ObjectOutput.ensureSpool() }
             var result = try await execute(events: events, started: started)
-            try await publishObjects(result.succeeded, events: events)
-            let uploads = try await uploadObjectParts(result.succeeded, events: events)
+            // A chunked export's first run only plans its chunks: it wrote nothing to upload.
+            let wrote = result.succeeded && result.split == nil
+            try await publishObjects(wrote, events: events)
+            let uploads = try await uploadObjectParts(wrote, events: events)
             if !uploads.isEmpty { result.uploads = uploads }
             return result
         } catch is CancellationError {

@@ -223,4 +223,41 @@ import Glibc
         #expect(object.size > 0)
         #expect(try await s3.listMultipartUploads(S3Location(bucket: bucket, key: "")).isEmpty)
     }
+
+    /// A chunked export from an object to an object: the chunks are objects beside the output (any host
+    /// may run one), the join reads them through ranged reads, and when the export ends only its output and
+    /// report are left in the bucket, with no upload open. (A private server that takes any signature: the
+    /// chunks' removal lists their prefix, whose "/" moto refuses to sign.)
+    @Test func aChunkedExportFromAnObjectToAnObjectLeavesOnlyItsOutput() async throws {
+        let server = try TestS3.Server(checksSignatures: false)
+        defer { server.stop() }
+        let s3 = Self.client(server.endpoint)
+        defer { Task { await s3.shutdown() } }
+        let bucket = TestS3.bucketName("chunks")
+        try await s3.createBucket(bucket)
+        let farm = try Farm("s3-chunks")
+        let source = try ChunkedExportTests.source(in: farm, seconds: 12, size: "320x240")
+        try await s3.put(S3Location(bucket: bucket, key: "in/source.mp4"), body: ByteBuffer(bytes: try Data(contentsOf: URL(fileURLWithPath: source))))
+        let manifest = try farm.manifest("long", """
+            { "version": 1, "name": "long", "edits": [{ "source": "s3://\(bucket)/in/source.mp4" }], "reuse": false,
+              "report": "s3://\(bucket)/out/long.json",
+              "export": { "mode": "constantFrameRate", "frameRate": 30, "chunkSeconds": 4, "output": "s3://\(bucket)/out/long.mp4",
+                          "video": { "preset": "ultrafast" } } }
+            """)
+        let id = try farm.submit(["--output-root", "s3://\(bucket)/out", manifest])[0]
+        let coordinator = try farm.startCoordinator(["--workers", "2", "--exit-when-idle"], environment: Self.environment(server.endpoint, farm))
+        #expect(coordinator.wait(timeout: 240) == 0, "\(coordinator.log.suffix(3000))")
+        let jobs = try farm.status()
+        #expect(jobs[id]?["state"] as? String == "succeeded", "\(jobs[id] ?? [:])")
+        let chunks = jobs.values.compactMap { $0["name"] as? String }.filter { $0.hasPrefix("long [chunk ") }
+        #expect(chunks.count == 3, "\(chunks)")
+        let keys = try await s3.list(S3Location(bucket: bucket, key: "")).map(\.location.key).sorted()
+        #expect(keys == ["in/source.mp4", "out/long.json", "out/long.mp4"], "\(keys)")
+        #expect(try await s3.listMultipartUploads(S3Location(bucket: bucket, key: "")).isEmpty)
+        let local = farm.folder.appendingPathComponent("long.mp4")
+        try Data(try await s3.get(S3Location(bucket: bucket, key: "out/long.mp4")).bytes.readableBytesView).write(to: local)
+        #expect(try ChunkedExportTests.decodedFrames(local.path) == 360)
+        let report = try JSONSerialization.jsonObject(with: Data(try await s3.get(S3Location(bucket: bucket, key: "out/long.json")).bytes.readableBytesView))
+        #expect(((report as? [String: Any])?["chunks"] as? [Any])?.count == 3, "\(report)")
+    }
 }
