@@ -27,14 +27,16 @@ enum IngestProgress {
 struct IngestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ingest",
-        abstract: "One pass over watch folders: new media files that have settled become jobs, once each.",
+        abstract: "One pass over watch folders and object prefixes: new media files that have settled become jobs, once each.",
         discussion: """
         A file is enqueued when its size, modification time and inode stayed the same across passes at least \
         settleSeconds apart, it is not a duplicate of anything ingested before (by SHA-256 of its content), \
         and it inspects as readable, composable media; bad files go to the quarantine folder with a \
         NAME.reason.json beside them. A pass that finds another one running on the same state exits 0 at \
-        once. Exit 0 when the pass ran, 1 when it failed (nothing marked ingested: the next pass retries), \
-        2 for a bad config. The config's JSON Schema is jobs/ingest.schema.json.
+        once. A watch that is an object prefix (s3://BUCKET/PREFIX/) is listed at each pass: an object settles \
+        while its size and entity tag stay the same, and stays where it is. Exit 0 when the pass ran, 1 when \
+        it failed (nothing marked ingested: the next pass retries) or a prefix could not be listed (the rest \
+        was ingested), 2 for a bad config. The config's JSON Schema is jobs/ingest.schema.json.
         """)
 
     @Option(help: "The ingest config (JSON).")
@@ -48,7 +50,7 @@ struct IngestCommand: AsyncParsableCommand {
     @Flag(name: .customLong("dry-run"), help: "Say what the pass would do; change nothing.")
     var dryRun = false
 
-    @Option(help: "Ingest again a file (path) or content (SHA-256) ingested before (repeatable).")
+    @Option(help: "Ingest again a file (path), an object (s3:// address) or content (SHA-256) ingested before (repeatable).")
     var reingest: [String] = []
 
     @Flag(help: "Print the pass as JSON.")

@@ -22,6 +22,7 @@ enum IngestMetrics {
             gauge("last_pass_duplicates", "Files whose content was ingested before.", Double(report.duplicates))
             gauge("last_pass_quarantined", "Files moved to the quarantine folder.", Double(report.quarantined))
             gauge("last_pass_skipped", "Files skipped (unreadable, vanished, ...).", Double(report.skipped.count))
+            gauge("last_pass_prefixes_unlisted", "Object prefixes the last pass could not list (the pass exits 1).", Double(report.unlisted.count))
         }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         let temporary = folder + "/." + URL(fileURLWithPath: path).lastPathComponent + ".\(getpid()).tmp"

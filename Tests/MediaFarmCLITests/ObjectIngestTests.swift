@@ -193,12 +193,15 @@ import Testing
 
         // The endpoint does not answer: exit 1 naming the prefix; the folder's file is still seen.
         try FileManager.default.copyItem(atPath: MediaFixture.movH264.path, toPath: files.appendingPathComponent("local.mp4").path)
-        let down = try site.ingest(environment: ["MEDIAFARM_S3_ENDPOINT": "http://127.0.0.1:1"])
+        let metrics = site.folder.appendingPathComponent("ingest.prom").path
+        let down = try site.ingest(["--metrics-file", metrics], environment: ["MEDIAFARM_S3_ENDPOINT": "http://127.0.0.1:1"])
         #expect(down.status == 1, "\(down.stdout) \(down.stderr)")
         #expect(down.stderr.contains("s3://\(b)/incoming/: cannot be listed: cannot reach http://127.0.0.1:1"), "\(down.stderr)")
         let downReport = try JSONSerialization.jsonObject(with: down.stdoutData) as? [String: Any] ?? [:]
         #expect(Self.paths(downReport, "unlisted") == ["s3://\(b)/incoming/"], "\(downReport)")
         #expect(downReport["settling"] as? Int == 1 && downReport["seen"] as? Int == 1, "the folder's file: \(downReport)")
+        let figures = try String(contentsOfFile: metrics, encoding: .utf8)
+        #expect(figures.contains("mediafarm_ingest_last_pass_prefixes_unlisted 1"), "\(figures)")
 
         // No credentials: named, exit 1; the folder's file (its second sighting) is enqueued all the same.
         let anonymous = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["ingest", "--json", "--config", site.config, "--queue", site.queue],
