@@ -12,7 +12,7 @@ import Synchronization
 ///   `moov` box runs past them, or lies after the media data, the next request fetches the rest of it
 ///   (and, for an index at the start, as much media data after it as the first request held), so that
 ///   opening the file takes at most two requests.
-/// - Reads that follow one another are fetched ahead in growing windows (256 KiB doubling to 8 MiB); a
+/// - Reads that follow one another are fetched ahead in growing windows (256 KiB doubling to 16 MiB); a
 ///   read elsewhere (a seek) fetches 64 KiB from there and starts the window again. Once reading has
 ///   gone on past two windows (an export, not an inspection), the next windows are fetched while the
 ///   current one is read, three requests in flight, so that the reader does not wait a round trip per
@@ -25,7 +25,7 @@ public final class S3ObjectReader: @unchecked Sendable {
     public let location: S3Location
     public static let headSize: Int64 = 64 << 10
     static let smallestWindow: Int64 = 256 << 10
-    static let largestWindow: Int64 = 8 << 20
+    static let largestWindow: Int64 = 16 << 20
     /// The largest index fetched at once ahead of reading it (a longer index is read as it is asked for).
     static let largestIndex: Int64 = 64 << 20
     /// Chunks kept besides the head and the index.

@@ -56,6 +56,51 @@ import Testing
         #expect(try await s3.exists(S3Location(bucket: bucket, key: "in/clip one.mp4")))
     }
 
+    /// A demuxer's sequential read of a 70 MB object in 32 KiB reads (as FFmpeg's AVIO asks): every byte
+    /// fetched once, in windows growing to 16 MiB with the next ones fetched ahead (10 requests: the first
+    /// 64 KiB, then windows doubling from 256 KiB; not one per read); a seek back to where nothing is kept
+    /// fetches 64 KiB from there.
+    @Test func aSequentialReadFetchesEachByteOnceInGrowingWindows() async throws {
+        let s3 = try Self.client()
+        defer { Task { await s3.shutdown() } }
+        let location = S3Location(bucket: try await Self.bucket(s3), key: "long.bin")
+        let size = 70 << 20
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        let bytes = (0..<size).map { _ -> UInt8 in
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return UInt8(truncatingIfNeeded: state >> 56)
+        }
+        try await s3.put(location, body: ByteBuffer(bytes: bytes))
+        let reader = S3ObjectReader(s3: s3, location: location)
+        // The reader blocks (it serves a demuxer's callback): off the concurrency pool.
+        let (read, sequentialRequests, back) = try await withCheckedThrowingContinuation { (done: CheckedContinuation<([UInt8], Int, [UInt8]), any Error>) in
+            Thread {
+                do {
+                    var read = [UInt8](repeating: 0, count: size)
+                    var offset = 0
+                    while offset < size {
+                        let n = try read.withUnsafeMutableBytes { all in
+                            try reader.read(at: Int64(offset), into: UnsafeMutableRawBufferPointer(rebasing: all[offset..<min(size, offset + 32_768)]))
+                        }
+                        guard n > 0 else { break }
+                        offset += n
+                    }
+                    let requests = reader.requests
+                    var back = [UInt8](repeating: 0, count: 1000)
+                    _ = try back.withUnsafeMutableBytes { try reader.read(at: 5_000_000, into: $0) }
+                    done.resume(returning: (read, requests, back))
+                } catch {
+                    done.resume(throwing: error)
+                }
+            }.start()
+        }
+        #expect(read == bytes)
+        #expect(sequentialRequests == 10, "\(sequentialRequests) requests")
+        #expect(reader.bytesFetched == Int64(size) + 65_536, "\(reader.bytesFetched) bytes fetched for \(size)")
+        #expect(back == Array(bytes[5_000_000..<5_001_000]))
+        #expect(reader.requests == 11)
+    }
+
     @Test func aConditionalWriteDoesNotReplaceAnObject() async throws {
         let s3 = try Self.client()
         defer { Task { await s3.shutdown() } }
