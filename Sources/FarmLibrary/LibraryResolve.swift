@@ -132,10 +132,17 @@ extension AssetLibrary {
     /// Where the content once registered at `path` on this host is now, when nothing is at `path` any more
     /// and the same bytes are registered, unchanged, at another path here (the file was renamed, and
     /// ingest or `library add` saw it at its new name): the asset and that path. nil otherwise.
+    /// For an object (`s3://`), a `HEAD` says whether it is gone (an object that cannot be asked about is
+    /// taken as there), and its content is looked for among the locations of every host.
     public func relocation(of path: String) async throws(LibraryError) -> (id: AssetID, path: String)? {
-        var info = stat()
-        guard lstat(path, &info) != 0 else { return nil }
-        let host = host
+        let isObject = path.hasPrefix("s3://")
+        if isObject {
+            guard await Self.objectIsGone(path) else { return nil }
+        } else {
+            var info = stat()
+            guard lstat(path, &info) != 0 else { return nil }
+        }
+        let host = isObject ? Self.everyHost : host
         let value = try await read { s in
             try await s.value("SELECT asset_id FROM asset_locations WHERE host = ? AND path = ? ORDER BY asset_id LIMIT 1",
                               [.text(host), .text(path)])

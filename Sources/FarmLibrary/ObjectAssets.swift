@@ -114,6 +114,15 @@ extension AssetLibrary {
         }
     }
 
+    /// Whether the server says nothing is at `address` (false when it cannot be asked).
+    static func objectIsGone(_ address: String) async -> Bool {
+        do {
+            return try await !objectClient().exists(try S3Location(parsing: address))
+        } catch {
+            return false
+        }
+    }
+
     /// Whether a present object location still holds what was registered (a HEAD: same size and entity
     /// tag); nil when it does, else why not.
     static func objectProblem(_ address: String, size: Int64, etag: String?) async -> String? {

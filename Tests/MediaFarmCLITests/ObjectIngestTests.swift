@@ -174,6 +174,31 @@ import Testing
                 "\(resolved.stdout) \(resolved.stderr)")
     }
 
+    /// An object moved to another key after its job was queued and before it ran: the next pass reports it
+    /// renamed and the library learns the new key, so the job reads it there (the coordinator says so).
+    @Test func aQueuedJobReadsItsObjectWhereItWasMoved() async throws {
+        let site = try await Site("moved")
+        defer { Task { await site.s3.shutdown() }; site.server.stop() }
+        let b = site.bucket
+        try await site.put("incoming/take.mp4", .cfr30MP4)
+        _ = try site.pass()
+        let queued = try site.pass()
+        let hash = try #require((queued["jobs"] as? [[String: Any]])?.first?["hash"] as? String, "\(queued)")
+        try await site.put("incoming/sorted/take.mp4", .cfr30MP4)
+        try await site.s3.delete(S3Location(bucket: b, key: "incoming/take.mp4"))
+        _ = try site.pass()
+        let moved = try site.pass()
+        #expect((moved["renamed"] as? [[String: String]]) == [["path": "s3://\(b)/incoming/sorted/take.mp4", "from": "s3://\(b)/incoming/take.mp4"]],
+                "\(moved)")
+        let coordinator = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["coordinator", "--exit-when-idle", "--queue", site.queue],
+                                                environment: site.environment)
+        #expect(coordinator.status == 0, "\(coordinator.stderr)")
+        let said = (coordinator.stdout + coordinator.stderr).replacingOccurrences(of: "\\/", with: "/")
+        #expect(said.contains("s3://\(b)/incoming/take.mp4 is gone; the same content"), "\(said)")
+        let outputs = try await site.keys(under: "out/")
+        #expect(outputs.count == 2 && outputs.allSatisfy { $0.contains("/take-\(hash.prefix(16)).") }, "\(outputs)")
+    }
+
     /// What goes wrong with a prefix is named, exits non-zero and loses nothing: a prefix that cannot be
     /// listed (the endpoint down, no credentials) fails the pass while the config's folder is still
     /// ingested, and the objects' rows stay as they were; a bad config or a bad --reingest changes nothing.
