@@ -6,11 +6,6 @@ import S3Client
 /// its size and entity tag stay the same, is hashed from a stream of ranged reads and inspected through
 /// them (nothing is downloaded), and its job reads it where it is.
 extension IngestPass {
-    /// The client for objects (from the environment: `MEDIAFARM_S3_ENDPOINT`, `AWS_*`), or why there is none.
-    static func objectClient() throws(LibraryError) -> S3 {
-        do throws(S3Error) { return try S3.shared() } catch { throw .invalid(error.description) }
-    }
-
     /// The objects under `prefix` that ingest may take: not "folder" markers (keys ending in "/"), nor under a
     /// hidden "folder" (a key component beginning with "."), as a folder's walk leaves hidden folders out.
     /// Or why the prefix could not be listed.
@@ -47,11 +42,6 @@ extension IngestPass {
     /// Whether anything is at `path`: a file (a link to nothing counts), or an object (a `HEAD`; an object
     /// that cannot be asked about counts as there, so that content is never taken again on a guess).
     static func present(_ path: String) async -> Bool {
-        guard S3Location.isObject(path) else { return exists(path) }
-        do throws(S3Error) {
-            return try await S3.shared().exists(try S3Location(parsing: path))
-        } catch {
-            return error.kind != .noSuchBucket
-        }
+        S3Location.isObject(path) ? !(await AssetLibrary.objectIsGone(path)) : exists(path)
     }
 }

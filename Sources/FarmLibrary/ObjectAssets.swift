@@ -51,7 +51,7 @@ extension AssetLibrary {
     public static let everyHost = "*"
 
     /// The client for objects (from the environment), or why there is none.
-    static func objectClient() throws(LibraryError) -> S3 {
+    public static func objectClient() throws(LibraryError) -> S3 {
         do throws(S3Error) { return try S3.shared() } catch { throw .invalid(error.description) }
     }
 
@@ -114,8 +114,9 @@ extension AssetLibrary {
         }
     }
 
-    /// Whether the server says nothing is at `address` (false when it cannot be asked).
-    static func objectIsGone(_ address: String) async -> Bool {
+    /// Whether the server says nothing is at `address` (false when it cannot be asked: nothing is taken
+    /// for gone on a guess).
+    public static func objectIsGone(_ address: String) async -> Bool {
         do {
             return try await !objectClient().exists(try S3Location(parsing: address))
         } catch {
