@@ -68,6 +68,13 @@ extension Coordinator {
                 events(.finished(id: job.id, name: job.name, state: "stale", attempt: job.attempt,
                                  message: "a newer attempt owns the job: this attempt's result is discarded", seconds: seconds))
                 return
+            } catch .transition(_, .illegal(_, let now)) where outcome.isRelease {
+                // A release the queue recorded before its answer was lost (a server restarting): the job is
+                // queued again, or claimed and run since. Nothing is left to give back, and no retry can change that.
+                metrics.attemptEnded(outcome.metricName, seconds: seconds)
+                events(.finished(id: job.id, name: job.name, state: now == .queued ? "queued" : "stale", attempt: job.attempt,
+                                 message: "released already (the job is \(now.rawValue) now)", seconds: seconds))
+                return
             } catch .transition(_, .illegal(_, let ended)) where ended.isTerminal {
                 // Cancelled meanwhile (a chunk of an export that failed, or by hand): the result is not wanted.
                 metrics.attemptEnded(ended == .cancelled ? "cancelled" : "stale", seconds: seconds)

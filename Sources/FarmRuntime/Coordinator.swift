@@ -531,4 +531,10 @@ extension AttemptOutcome {
         case .released: "released"
         }
     }
+
+    /// A job claimed ahead given back, or an attempt stopped by a drain.
+    var isRelease: Bool {
+        if case .released = self { return true }
+        return false
+    }
 }
