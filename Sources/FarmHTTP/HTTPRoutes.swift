@@ -142,11 +142,11 @@ extension HTTPFace {
         let query = request.uri.queryParameters
         let name = query.get("name") ?? "api-job"
         let limits = configuration.scopedLimits
-        let priority = try Self.integer(query, "priority", default: 0, in: Int.min...(scoped ? limits.maxPriority : Int.max))
-        let maxAttempts = try Self.integer(query, "maxAttempts", default: min(RetryPolicy.default.maxAttempts, scoped ? limits.maxAttempts : 1000),
-                                           in: 1...(scoped ? limits.maxAttempts : 1000))
-        let timeout = try Self.seconds(query, "timeout")
-        let delay = try Self.seconds(query, "delay", atMost: scoped ? limits.maxDelaySeconds : nil) ?? 0
+        let priority = try Self.number(query, "priority", scoped ? UserNumbers.priority.narrowed(maximum: limits.maxPriority) : UserNumbers.priority) ?? 0
+        let attempts = scoped ? UserNumbers.attempts.narrowed(maximum: limits.maxAttempts) : UserNumbers.attempts
+        let maxAttempts = try Self.number(query, "maxAttempts", attempts) ?? min(RetryPolicy.default.maxAttempts, attempts.maximum)
+        let timeout = try Self.number(query, "timeout", UserNumbers.timeout)
+        let delay = try Self.number(query, "delay", scoped ? UserNumbers.delay.narrowed(maximum: limits.maxDelaySeconds) : UserNumbers.delay) ?? 0
         // A client that may retry names its request: the same key answers with the same job.
         let key = query.get("key").flatMap { $0.isEmpty ? nil : $0 }
             ?? request.headers[Self.idempotencyKey].flatMap { $0.isEmpty ? nil : $0 }
@@ -217,10 +217,9 @@ extension HTTPFace {
                 return state
             }
         }
-        let limit = try Self.integer(query, "limit", default: 50, in: 1...1000)
-        let after = query.get("after").map { Int64($0) }
-        if let after, after == nil { throw APIError(status: .badRequest, message: "after: give the id of the last job of the previous page") }
-        let jobs = try await store.jobs(matching: JobQuery(states: states, limit: limit, newest: true, before: after ?? nil))
+        let limit = try Self.number(query, "limit", Self.pageSize) ?? 50
+        let after = try Self.number(query, "after", UserNumbers.jobID)
+        let jobs = try await store.jobs(matching: JobQuery(states: states, limit: limit, newest: true, before: after))
         struct Page: Encodable {
             var jobs: [JobView]
             var next: Int64?
@@ -295,13 +294,18 @@ extension HTTPFace {
 
     // MARK: - Query parameters
 
-    static func integer(_ query: Parameters, _ name: String, default value: Int, in range: ClosedRange<Int>) throws -> Int {
-        guard let text = query.get(name) else { return value }
-        guard let n = Int(text), range.contains(n) else {
-            throw APIError(status: .badRequest, message: "\(name) \(text): give an integer in \(range.lowerBound)...\(range.upperBound)")
+    /// A number of the query, read by its rule (FarmModel's `UserNumbers`): nil when absent, 400 naming
+    /// the parameter and the range when it is not a number of the range.
+    static func number<Value>(_ query: Parameters, _ name: String, _ rule: NumberRule<Value>) throws -> Value? {
+        guard let text = query.get(name) else { return nil }
+        switch rule.parse(text) {
+        case .success(let value): return value
+        case .failure(let error): throw APIError(status: .badRequest, message: "\(name) \(text): \(error)")
         }
-        return n
     }
+
+    /// A page of jobs: 1 to 1000.
+    static let pageSize = NumberRule<Int>.integer(1, 1000)
 
     /// 422 with every issue at its JSON path.
     static func invalidManifest(_ issues: [ManifestIssue]) -> APIError {
@@ -317,10 +321,4 @@ extension HTTPFace {
         }
     }
 
-    static func seconds(_ query: Parameters, _ name: String, atMost limit: Double? = nil) throws -> Double? {
-        guard let text = query.get(name) else { return nil }
-        guard let s = Double(text), s >= 0, s.isFinite else { throw APIError(status: .badRequest, message: "\(name) \(text): give seconds") }
-        if let limit, s > limit { throw APIError(status: .badRequest, message: "\(name) \(text): give seconds up to \(limit)") }
-        return s
-    }
 }

@@ -29,7 +29,7 @@ extension HTTPFace {
         router.get("/api/library/changes") { request, _ in
             let library = try await self.library(for: request)
             let query = request.uri.queryParameters
-            let limit = try Self.integer(query, "limit", default: 1000, in: 1...10_000)
+            let limit = try Self.number(query, "limit", NumberRule<Int>.integer(1, 10_000)) ?? 1000
             let since = query.get("since").flatMap { $0.isEmpty ? nil : $0 }
             return Response.json(try await Self.answer { try await library.changes(since: since, limit: limit) })
         }
@@ -68,8 +68,8 @@ extension HTTPFace {
         }
         options.since = try Self.date(query, "since")
         options.until = try Self.date(query, "until")
-        options.minDuration = try Self.seconds(query, "minDuration")
-        options.maxDuration = try Self.seconds(query, "maxDuration")
+        options.minDuration = try Self.number(query, "minDuration", UserNumbers.duration)
+        options.maxDuration = try Self.number(query, "maxDuration", UserNumbers.duration)
         options.codec = query.get("codec").flatMap { $0.isEmpty ? nil : $0 }
         options.hasCodes = try Self.flag(query, "hasCodes")
         options.slowMotion = try Self.flag(query, "slowMotion")
@@ -78,7 +78,7 @@ extension HTTPFace {
             options.sort = s
         }
         options.descending = try Self.flag(query, "reverse") ?? false
-        options.limit = try Self.integer(query, "limit", default: 100, in: 1...1000)
+        options.limit = try Self.number(query, "limit", Self.pageSize) ?? 100
         options.after = query.get("after").flatMap { $0.isEmpty ? nil : $0 }
         return Response.json(try await Self.answer { try await library.fetch(options) })
     }

@@ -93,10 +93,10 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
         }
         self.tls = tls
         let timeoutText = query["connect_timeout"] ?? "10"
-        guard let timeout = Double(timeoutText), timeout > 0, timeout <= 3600 else {
-            throw invalid("connect_timeout \(timeoutText): give seconds, more than 0")
+        switch UserNumbers.wait.narrowed(maximum: 3600).parse(timeoutText) {
+        case .success(let timeout): connectTimeout = timeout
+        case .failure(let error): throw invalid("connect_timeout \(timeoutText): \(error)")
         }
-        connectTimeout = timeout
         applicationName = query["application_name"] ?? "mediafarm"
     }
 

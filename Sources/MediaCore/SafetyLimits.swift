@@ -43,7 +43,8 @@ public struct SafetyLimits: Sendable, Hashable {
     /// The defaults, with the stall timeout taken from `MEDIAFARM_STALL_TIMEOUT` (seconds) when set.
     public static var `default`: SafetyLimits {
         var limits = SafetyLimits()
-        if let text = ProcessInfo.processInfo.environment[stallTimeoutVariable], let seconds = Double(text), seconds > 0 {
+        // Held to what `--stall-timeout` takes (above 0, at most a day): `inf` or `1e30` would trap below.
+        if let text = ProcessInfo.processInfo.environment[stallTimeoutVariable], let seconds = Double(text), seconds > 0, seconds <= 86_400 {
             limits.stallTimeout = .milliseconds(Int64(seconds * 1000))
         }
         return limits

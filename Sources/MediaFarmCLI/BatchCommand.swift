@@ -24,7 +24,7 @@ struct BatchCommand: AsyncParsableCommand {
         SIGINT drains: running jobs get --grace seconds.
         """)
 
-    @Option(parsing: .unconditional, help: "Worker processes at once.")
+    @Option(parsing: .unconditional, help: "Worker processes at once \(UserNumbers.workers.inHelp).", transform: UserNumbers.workers.option)
     var workers: Int = 2
 
     @Option(help: "Write a JUnit XML report here.")
@@ -36,13 +36,13 @@ struct BatchCommand: AsyncParsableCommand {
     @Option(name: .customLong("output-root"), help: "A folder outputs may be written under (repeatable; default: MEDIAFARM_OUTPUT_ROOTS, else each manifest's folder).")
     var outputRoots: [String] = []
 
-    @Option(name: .customLong("max-attempts"), parsing: .unconditional, help: "Attempts before a crashing job counts as failed.")
+    @Option(name: .customLong("max-attempts"), parsing: .unconditional, help: "Attempts before a crashing job counts as failed \(UserNumbers.attempts.inHelp).", transform: UserNumbers.attempts.option)
     var maxAttempts: Int = RetryPolicy.default.maxAttempts
 
-    @Option(name: .customLong("job-timeout"), parsing: .unconditional, help: "Seconds an attempt may take.")
+    @Option(name: .customLong("job-timeout"), parsing: .unconditional, help: "Seconds an attempt may take \(UserNumbers.timeout.inHelp).", transform: UserNumbers.timeout.option)
     var jobTimeout: Double = 3600
 
-    @Option(parsing: .unconditional, help: "Seconds running jobs get to finish after SIGTERM.")
+    @Option(parsing: .unconditional, help: "Seconds running jobs get to finish after SIGTERM \(UserNumbers.grace.inHelp).", transform: UserNumbers.grace.option)
     var grace: Double = 30
 
     @OptionGroup var reuse: WorkerReuseOptions
@@ -51,12 +51,6 @@ struct BatchCommand: AsyncParsableCommand {
     var manifests: [String]
 
     @OptionGroup var stall: StallOptions
-
-    func validate() throws {
-        guard workers >= 1 else { throw ValidationError("--workers must be at least 1") }
-        guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be at least 1") }
-        guard jobTimeout > 0, grace >= 0 else { throw ValidationError("--job-timeout must be positive and --grace not negative") }
-    }
 
     func run() async throws {
         stall.apply()

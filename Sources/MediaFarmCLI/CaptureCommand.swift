@@ -43,20 +43,20 @@ struct CaptureCommand: AsyncParsableCommand {
     @Option(name: .customLong("output-dir"), help: "Where segments are written (created if missing).")
     var outputDir: String?
 
-    @Option(name: .customLong("segment-duration"), parsing: .unconditional, help: "Seconds per segment (cut at the next keyframe; default 60).")
+    @Option(name: .customLong("segment-duration"), parsing: .unconditional, help: "Seconds per segment (cut at the next keyframe; default 60) \(UserNumbers.wait.inHelp).", transform: UserNumbers.wait.option)
     var segmentDuration: Double?
 
-    @Option(name: .customLong("max-duration"), parsing: .unconditional, help: "Stop after this many seconds of capture.")
+    @Option(name: .customLong("max-duration"), parsing: .unconditional, help: "Stop after this many seconds of capture \(UserNumbers.positiveDuration.inHelp).", transform: UserNumbers.positiveDuration.option)
     var maxDuration: Double?
 
-    @Option(name: .customLong("max-size"), parsing: .unconditional, help: "Stop before the recording exceeds this size (e.g. 2G).")
-    var maxSize: String?
+    @Option(name: .customLong("max-size"), parsing: .unconditional, help: "Stop before the recording exceeds this size (e.g. 2G) \(UserNumbers.bytes.inHelp).", transform: UserNumbers.bytes.option)
+    var maxSize: UInt64?
 
-    @Option(name: .customLong("segment-max-bytes"), parsing: .unconditional, help: "Cut a segment at the next keyframe once it reaches this size.")
-    var segmentMaxBytes: String?
+    @Option(name: .customLong("segment-max-bytes"), parsing: .unconditional, help: "Cut a segment at the next keyframe once it reaches this size \(UserNumbers.bytes.inHelp).", transform: UserNumbers.bytes.option)
+    var segmentMaxBytes: UInt64?
 
-    @Option(name: .customLong("min-free-disk"), parsing: .unconditional, help: "Stop before the output's file system has less free space than this.")
-    var minFreeDisk: String?
+    @Option(name: .customLong("min-free-disk"), parsing: .unconditional, help: "Stop before the output's file system has less free space than this \(UserNumbers.bytes.inHelp).", transform: UserNumbers.bytes.option)
+    var minFreeDisk: UInt64?
 
     @Option(name: .customLong("capture-id"), help: "Names the segments (default: cap-<date>-<time>).")
     var captureID: String?
@@ -70,10 +70,10 @@ struct CaptureCommand: AsyncParsableCommand {
     @Option(name: .customLong("frame-rate"), parsing: .unconditional, help: "The device's frame rate.")
     var frameRate: String?
 
-    @Option(name: .customLong("read-timeout"), parsing: .unconditional, help: "Seconds a read may wait for data before the source counts as gone (default 10).")
+    @Option(name: .customLong("read-timeout"), parsing: .unconditional, help: "Seconds a read may wait for data before the source counts as gone (default 10) \(UserNumbers.wait.inHelp).", transform: UserNumbers.wait.option)
     var readTimeout: Double?
 
-    @Option(name: .customLong("reconnect-for"), parsing: .unconditional, help: "Seconds to keep reopening a source that dropped, with backoff, before the recording ends (default 0: no reconnection).")
+    @Option(name: .customLong("reconnect-for"), parsing: .unconditional, help: "Seconds to keep reopening a source that dropped, with backoff, before the recording ends (default 0: no reconnection) \(UserNumbers.duration.inHelp).", transform: UserNumbers.duration.option)
     var reconnectFor: Double?
 
     @Option(help: ArgumentHelp("Scan the pictures for these symbologies while recording (e.g. qr,ean13): code and codeGone events, and each segment's codes.", valueName: "symbologies"))
@@ -104,9 +104,9 @@ struct CaptureCommand: AsyncParsableCommand {
         var outputDir: String
         var segmentDuration: Double
         var maxDuration: Double?
-        var maxSize: String?
-        var segmentMaxBytes: String?
-        var minFreeDisk: String?
+        var maxSize: UInt64?
+        var segmentMaxBytes: UInt64?
+        var minFreeDisk: UInt64?
         var captureID: String?
         var inputFormat: String?
         var videoSize: String?
@@ -135,27 +135,31 @@ struct CaptureCommand: AsyncParsableCommand {
         guard let outputDir = outputDir ?? file?.outputDir else { throw ValidationError("\(from)no output folder: give --output-dir or \"outputDir\"") }
         var queue = self.queue
         if queue.queue == nil { queue.queue = file?.queue }
-        var s = Settings(source: source, outputDir: outputDir, segmentDuration: segmentDuration ?? file?.segmentDuration ?? 60,
-                         maxDuration: maxDuration ?? file?.maxDuration, maxSize: maxSize ?? file?.maxSize?.text,
-                         segmentMaxBytes: segmentMaxBytes ?? file?.segmentMaxBytes?.text, minFreeDisk: minFreeDisk ?? file?.minFreeDisk?.text,
+        // The config file's numbers are held to the options' ranges.
+        func seconds(_ option: Double?, _ key: String, _ value: Double?, _ rule: NumberRule<Double>) throws -> Double? {
+            try option ?? value.map { try rule.checked($0, from + key) }
+        }
+        func size(_ option: UInt64?, _ key: String, _ value: CaptureConfigFile.ByteCount?) throws -> UInt64? {
+            try option ?? value.map { try UserNumbers.bytes.parsed($0.text, from + key) }
+        }
+        var s = Settings(source: source, outputDir: outputDir,
+                         segmentDuration: try seconds(segmentDuration, "segmentDuration", file?.segmentDuration, UserNumbers.wait) ?? 60,
+                         maxDuration: try seconds(maxDuration, "maxDuration", file?.maxDuration, UserNumbers.positiveDuration),
+                         maxSize: try size(maxSize, "maxSize", file?.maxSize),
+                         segmentMaxBytes: try size(segmentMaxBytes, "segmentMaxBytes", file?.segmentMaxBytes),
+                         minFreeDisk: try size(minFreeDisk, "minFreeDisk", file?.minFreeDisk),
                          captureID: captureID ?? file?.captureID, inputFormat: inputFormat ?? file?.inputFormat,
                          videoSize: videoSize ?? file?.videoSize, frameRate: frameRate ?? file?.frameRate,
-                         readTimeout: readTimeout ?? file?.readTimeout ?? 10, reconnectFor: reconnectFor ?? file?.reconnectFor ?? 0,
+                         readTimeout: try seconds(readTimeout, "readTimeout", file?.readTimeout, UserNumbers.wait) ?? 10,
+                         reconnectFor: try seconds(reconnectFor, "reconnectFor", file?.reconnectFor, UserNumbers.duration) ?? 0,
                          scan: nil, enqueue: enqueue ?? file?.enqueue, assemble: assemble ?? file?.assemble, queue: queue,
                          outputRoots: outputRoots.isEmpty ? file?.outputRoots ?? [] : outputRoots)
-        guard s.segmentDuration > 0 else { throw ValidationError("\(from)segment duration must be positive") }
-        if let maxDuration = s.maxDuration, maxDuration <= 0 { throw ValidationError("\(from)max duration must be positive") }
-        guard s.readTimeout > 0 else { throw ValidationError("\(from)read timeout must be positive") }
-        guard s.reconnectFor >= 0 else { throw ValidationError("\(from)reconnect-for must not be negative") }
         if s.assemble != nil, s.enqueue == nil {
             throw ValidationError("\(from)--assemble needs --enqueue: the assembly waits for the segments' jobs "
                                   + "(a template as small as {\"version\": 1, \"input\": \"{input}\"} inspects each segment)")
         }
         if let captureID = s.captureID, captureID.isEmpty || captureID.contains("/") || captureID.hasPrefix(".") {
             throw ValidationError("\(from)capture id \(captureID): give a name without '/' that does not start with '.'")
-        }
-        for (name, value) in [("--max-size", s.maxSize), ("--segment-max-bytes", s.segmentMaxBytes), ("--min-free-disk", s.minFreeDisk)] {
-            if let value { _ = try CoordinatorCommand.bytes(value, from + name) }
         }
         if let list = scan ?? file?.scan {
             let symbologies: [Symbology]
@@ -211,9 +215,9 @@ struct CaptureCommand: AsyncParsableCommand {
                                                  captureID: id)
         configuration.segmentDuration = settings.segmentDuration
         configuration.maxDuration = settings.maxDuration
-        configuration.maxSize = try settings.maxSize.map { Int64(try CoordinatorCommand.bytes($0, "--max-size")) }
-        configuration.segmentMaxBytes = try settings.segmentMaxBytes.map { Int64(try CoordinatorCommand.bytes($0, "--segment-max-bytes")) }
-        configuration.minFreeDisk = try settings.minFreeDisk.map { Int64(try CoordinatorCommand.bytes($0, "--min-free-disk")) }
+        configuration.maxSize = settings.maxSize.map { Int64($0) }
+        configuration.segmentMaxBytes = settings.segmentMaxBytes.map { Int64($0) }
+        configuration.minFreeDisk = settings.minFreeDisk.map { Int64($0) }
         configuration.readTimeout = settings.readTimeout
         configuration.reconnectFor = settings.reconnectFor
         configuration.scan = settings.scan

@@ -39,29 +39,29 @@ struct CoordinatorCommand: AsyncParsableCommand {
 
     @OptionGroup var queue: QueueOptions
 
-    @Option(parsing: .unconditional, help: "Worker processes at once.")
+    @Option(parsing: .unconditional, help: "Worker processes at once \(UserNumbers.workers.inHelp).", transform: UserNumbers.workers.option)
     var workers: Int = 2
 
     @Flag(name: .customLong("exit-when-idle"), help: "Exit when nothing is queued or running (for CI); status 1 if a job failed.")
     var exitWhenIdle = false
 
-    @Option(parsing: .unconditional, help: "Seconds a lease holds without renewal.")
+    @Option(parsing: .unconditional, help: "Seconds a lease holds without renewal \(UserNumbers.lease.inHelp).", transform: UserNumbers.lease.option)
     var lease: Double = 30
 
-    @Option(name: .customLong("job-timeout"), parsing: .unconditional, help: "Seconds an attempt may take unless its job sets --timeout.")
+    @Option(name: .customLong("job-timeout"), parsing: .unconditional, help: "Seconds an attempt may take unless its job sets --timeout \(UserNumbers.timeout.inHelp).", transform: UserNumbers.timeout.option)
     var jobTimeout: Double = 3600
 
-    @Option(parsing: .unconditional, help: "Seconds running jobs get to finish after SIGTERM.")
+    @Option(parsing: .unconditional, help: "Seconds running jobs get to finish after SIGTERM \(UserNumbers.grace.inHelp).", transform: UserNumbers.grace.option)
     var grace: Double = 30
 
-    @Option(name: .customLong("max-memory"), parsing: .unconditional, help: "Address-space limit of each worker (e.g. 8G, 512M; 0: none).")
-    var maxMemory: String = "8G"
+    @Option(name: .customLong("max-memory"), parsing: .unconditional, help: "Address-space limit of each worker (e.g. 8G, 512M; 0: none) \(UserNumbers.bytes.inHelp).", transform: UserNumbers.bytes.option)
+    var maxMemory: UInt64 = 8 << 30
 
-    @Option(name: .customLong("max-cpu"), help: "CPU-time limit of each worker in seconds (0: none).")
+    @Option(name: .customLong("max-cpu"), parsing: .unconditional, help: "CPU-time limit of each worker in seconds (0: none) \(UserNumbers.cpuSeconds.inHelp).", transform: UserNumbers.cpuSeconds.option)
     var maxCPU: UInt64 = 0
 
-    @Option(name: .customLong("max-file-size"), parsing: .unconditional, help: "Largest file a worker may write (e.g. 20G; 0: none).")
-    var maxFileSize: String = "0"
+    @Option(name: .customLong("max-file-size"), parsing: .unconditional, help: "Largest file a worker may write (e.g. 20G; 0: none) \(UserNumbers.bytes.inHelp).", transform: UserNumbers.bytes.option)
+    var maxFileSize: UInt64 = 0
 
     @Option(name: .customLong("worker-command"),
             help: "The worker program and its first arguments, split on spaces; the worker's arguments are appended (default: this program's `worker`).")
@@ -73,11 +73,11 @@ struct CoordinatorCommand: AsyncParsableCommand {
     @OptionGroup var reuse: WorkerReuseOptions
 
     @Option(name: .customLong("chunk-seconds"), parsing: .unconditional,
-            help: "Encode constant-frame-rate exports that do not say otherwise in chunks of about this many seconds (2-3600), each a job any worker of any host runs (a manifest's \"chunkSeconds\" wins).")
+            help: "Encode constant-frame-rate exports that do not say otherwise in chunks of about this many seconds, each a job any worker of any host runs (a manifest's \"chunkSeconds\" wins) \(UserNumbers.chunkSeconds.inHelp).", transform: UserNumbers.chunkSeconds.option)
     var chunkSeconds: Double?
 
     @Option(name: .customLong("chunk-above"), parsing: .unconditional,
-            help: "With --chunk-seconds: only exports longer than this many seconds are chunked; shorter ones are encoded whole.")
+            help: "With --chunk-seconds: only exports longer than this many seconds are chunked; shorter ones are encoded whole \(UserNumbers.duration.inHelp).", transform: UserNumbers.duration.option)
     var chunkAbove: Double?
 
     @Flag(name: .customLong("no-reuse-results"),
@@ -93,7 +93,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
     var provides: [String] = []
 
     @Option(name: .customLong("keep-finished"), parsing: .unconditional,
-            help: "Days finished jobs stay in the queue before this coordinator prunes them (0: keep them).")
+            help: "Days finished jobs stay in the queue before this coordinator prunes them (0: keep them) \(UserNumbers.keepDays.inHelp).", transform: UserNumbers.keepDays.option)
     var keepFinished: Double = 30
 
     @Flag(help: "Print one JSON event per line (started, progress, finished, notice).")
@@ -127,19 +127,9 @@ struct CoordinatorCommand: AsyncParsableCommand {
     var outputRoots: [String] = []
 
     func validate() throws {
-        guard workers >= 1 else { throw ValidationError("--workers must be at least 1") }
-        guard lease >= 1 else { throw ValidationError("--lease must be at least 1 second") }
-        guard keepFinished >= 0 else { throw ValidationError("--keep-finished must not be negative") }
-        if let chunkSeconds, !(2...3600).contains(chunkSeconds) { throw ValidationError("--chunk-seconds must be between 2 and 3600") }
-        if let chunkAbove {
-            guard chunkSeconds != nil else { throw ValidationError("--chunk-above needs --chunk-seconds: the length of the chunks") }
-            guard chunkAbove >= 0 else { throw ValidationError("--chunk-above must not be negative") }
-        }
+        if chunkAbove != nil, chunkSeconds == nil { throw ValidationError("--chunk-above needs --chunk-seconds: the length of the chunks") }
         if let host, host.isEmpty || host.contains(":") { throw ValidationError("--host \(host): give a name without ':'") }
         for tag in provides { if let problem = HostCapability.problem(tag) { throw ValidationError("--provides: \(problem)") } }
-        guard jobTimeout > 0, grace >= 0 else { throw ValidationError("--job-timeout must be positive and --grace not negative") }
-        _ = try Self.bytes(maxMemory, "--max-memory")
-        _ = try Self.bytes(maxFileSize, "--max-file-size")
         if let http {
             guard let address = BindAddress(http) else { throw ValidationError("--http \(http): give HOST:PORT, e.g. 127.0.0.1:8080") }
             if noAuth && tokenFile != nil { throw ValidationError("--no-auth and --token-file contradict each other: give one") }
@@ -209,8 +199,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
         configuration.provides = provides
         configuration.library = try? AssetLibrary(database: store.database, host: libraryHost)
         configuration.keepFinished = keepFinished > 0 ? keepFinished * 86400 : nil
-        configuration.limits = WorkerLimits(addressSpaceBytes: try Self.bytes(maxMemory, "--max-memory"), cpuSeconds: maxCPU,
-                                            fileSizeBytes: try Self.bytes(maxFileSize, "--max-file-size"))
+        configuration.limits = WorkerLimits(addressSpaceBytes: maxMemory, cpuSeconds: maxCPU, fileSizeBytes: maxFileSize)
         if let workerCommand {
             configuration.workerCommand = workerCommand.split(separator: " ").map(String.init)
         }
@@ -268,20 +257,6 @@ struct CoordinatorCommand: AsyncParsableCommand {
         let failed = coordinator.failedJobs
         printer.notice("coordinator stopped: \(coordinator.succeededCount) succeeded, \(failed.count) failed or dead")
         if exitWhenIdle && !failed.isEmpty { throw ExitCode(ExitStatus.failure) }
-    }
-
-    /// "8G", "512M", "64K", "1000": bytes.
-    static func bytes(_ text: String, _ option: String) throws -> UInt64 {
-        let units: [Character: UInt64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
-        var digits = text.uppercased()
-        var scale: UInt64 = 1
-        if digits.hasSuffix("B") { digits.removeLast() }
-        if let last = digits.last, let unit = units[last] {
-            scale = unit
-            digits.removeLast()
-        }
-        guard let value = Double(digits), value >= 0 else { throw ValidationError("\(option) \(text): give bytes, or a number with K, M, G or T") }
-        return UInt64(value * Double(scale))
     }
 }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FarmModel
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -14,7 +15,7 @@ struct HealthcheckCommand: ParsableCommand {
     @Option(help: "The health endpoint (default: MEDIAFARM_HEALTH_URL, else http://127.0.0.1:8080/healthz).")
     var url: String?
 
-    @Option(parsing: .unconditional, help: "Seconds to wait for the answer.")
+    @Option(parsing: .unconditional, help: "Seconds to wait for the answer \(UserNumbers.wait.inHelp).", transform: UserNumbers.wait.option)
     var timeout: Double = 5
 
     func run() throws {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FarmModel
 import Foundation
 import MediaCore
 import MediaInspect
@@ -23,7 +24,7 @@ struct InspectCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Comma-separated asset keys to load (default: all).")
     var keys: String?
 
-    @Option(name: .long, parsing: .unconditional, help: "How many files to inspect at once (default: number of cores, at least 2).")
+    @Option(name: .long, parsing: .unconditional, help: "How many files to inspect at once (default: number of cores, at least 2) \(UserNumbers.threads.inHelp).", transform: UserNumbers.threads.option)
     var concurrency: Int?
 
     @Argument(help: "Media files or folders.")
@@ -31,9 +32,6 @@ struct InspectCommand: AsyncParsableCommand {
 
     func validate() throws {
         _ = try parsedKeys()
-        if let concurrency, concurrency < 1 || concurrency > 256 {
-            throw ValidationError("--concurrency must be between 1 and 256, got \(concurrency)")
-        }
     }
 
     func parsedKeys() throws -> Set<AssetKey> {

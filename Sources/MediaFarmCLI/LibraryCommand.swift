@@ -117,10 +117,10 @@ struct LibraryList: AsyncParsableCommand {
     @Option(help: "Before this date (YYYY-MM-DD or ISO 8601).")
     var until: String?
 
-    @Option(name: .customLong("min-duration"), parsing: .unconditional, help: "At least this many seconds.")
+    @Option(name: .customLong("min-duration"), parsing: .unconditional, help: "At least this many seconds \(UserNumbers.duration.inHelp).", transform: UserNumbers.duration.option)
     var minDuration: Double?
 
-    @Option(name: .customLong("max-duration"), parsing: .unconditional, help: "At most this many seconds.")
+    @Option(name: .customLong("max-duration"), parsing: .unconditional, help: "At most this many seconds \(UserNumbers.duration.inHelp).", transform: UserNumbers.duration.option)
     var maxDuration: Double?
 
     @Option(help: "The (first video, else audio) codec, as inspect names it: h264, hevc, aac…")
@@ -138,7 +138,7 @@ struct LibraryList: AsyncParsableCommand {
     @Flag(help: "Newest (or longest) first.")
     var reverse = false
 
-    @Option(parsing: .unconditional, help: "At most N assets (a page).")
+    @Option(parsing: .unconditional, help: "At most N assets (a page) \(UserNumbers.limit.inHelp).", transform: UserNumbers.limit.option)
     var limit: Int?
 
     @Option(help: "Continue after this cursor (from the page before).")
@@ -373,7 +373,7 @@ struct LibraryChanges: AsyncParsableCommand {
     @Option(help: "A token an earlier `changes` printed.")
     var since: String?
 
-    @Option(parsing: .unconditional, help: "At most N changes; \"more\" says when others follow.")
+    @Option(parsing: .unconditional, help: "At most N changes; \"more\" says when others follow \(UserNumbers.limit.inHelp).", transform: UserNumbers.limit.option)
     var limit: Int = 10_000
 
     @Flag(help: "Print the changes and the new token as JSON.")

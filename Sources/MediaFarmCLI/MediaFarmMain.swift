@@ -62,6 +62,18 @@ public struct MediaFarmMain: AsyncParsableCommand {
         }
     }
 
+    /// Parses and validates a command line without running it: nil when it would run, else the exit
+    /// status and the message it would print. For tests that try every option's values.
+    public static func check(arguments: [String]) -> (status: Int32, message: String)? {
+        do {
+            _ = try parseAsRoot(arguments)
+            return nil
+        } catch {
+            let status = exitCode(for: error)
+            return (status == .validationFailure ? ExitStatus.usage : ExitStatus.failure, fullMessage(for: error))
+        }
+    }
+
     /// "mediafarm library list": the root and the subcommand names that lead the arguments.
     static func commandPath(_ arguments: [String]) -> String {
         var names = ["mediafarm"]

@@ -122,7 +122,7 @@ struct QueueCommand: AsyncParsableCommand {
             discussion: "A coordinator also prunes on its own (see its --keep-finished).")
 
         @OptionGroup var queue: QueueOptions
-        @Option(name: .customLong("older-than"), parsing: .unconditional, help: "Days since the job finished.")
+        @Option(name: .customLong("older-than"), parsing: .unconditional, help: "Days since the job finished \(UserNumbers.keepDays.inHelp).", transform: UserNumbers.keepDays.option)
         var olderThan: Double
         @Flag(help: "Print the result as JSON.")
         var json = false

@@ -64,7 +64,7 @@ struct CLIError: Error, CustomStringConvertible {
 
 /// Job ids on the command line.
 struct JobIDs: ParsableArguments {
-    @Argument(help: "Job ids (as `submit` and `status` print them).")
+    @Argument(help: "Job ids (as `submit` and `status` print them) \(UserNumbers.jobID.inHelp).", transform: UserNumbers.jobID.option)
     var ids: [Int64] = []
 }
 

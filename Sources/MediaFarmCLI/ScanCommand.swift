@@ -29,10 +29,10 @@ struct ScanCommand: AsyncParsableCommand {
     @Option(name: .long, parsing: .unconditional, help: "Scan one frame every this many seconds (default: every frame).")
     var interval: String?
 
-    @Option(name: .customLong("max-codes"), parsing: .unconditional, help: "At most this many codes per frame.")
+    @Option(name: .customLong("max-codes"), parsing: .unconditional, help: "At most this many codes per frame \(UserNumbers.maxCodes.inHelp).", transform: UserNumbers.maxCodes.option)
     var maxCodes: Int = 64
 
-    @Option(name: .long, parsing: .unconditional, help: "How many files to scan at once (each scan uses the decoder's threads).")
+    @Option(name: .long, parsing: .unconditional, help: "How many files to scan at once (each scan uses the decoder's threads) \(UserNumbers.threads.inHelp).", transform: UserNumbers.threads.option)
     var concurrency: Int = 1
 
     @Argument(help: "Movies, images or folders.")
@@ -50,7 +50,6 @@ struct ScanCommand: AsyncParsableCommand {
             do { every = try MediaTime(parsing: interval) } catch { throw ValidationError("--interval: \(error.description)") }
             guard !(every < .zero) else { throw ValidationError("--interval must not be negative") }
         }
-        guard (1...1000).contains(maxCodes) else { throw ValidationError("--max-codes must be between 1 and 1000") }
         guard (1...64).contains(concurrency) else { throw ValidationError("--concurrency must be between 1 and 64") }
         return CodeScanner.Configuration(symbologies: list, regionOfInterest: region, interval: every, maxCodesPerFrame: maxCodes)
     }

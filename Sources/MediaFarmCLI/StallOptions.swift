@@ -1,4 +1,5 @@
 import ArgumentParser
+import FarmModel
 import Foundation
 import MediaCore
 
@@ -8,15 +9,9 @@ import MediaCore
 /// process started from here see it.
 struct StallOptions: ParsableArguments {
     @Option(name: .customLong("stall-timeout"), parsing: .unconditional,
-            help: ArgumentHelp("Seconds a read, decode or write may make no progress before it is given up (default 120, or MEDIAFARM_STALL_TIMEOUT). Not a limit on total time.",
-                               valueName: "seconds"))
+            help: ArgumentHelp("Seconds a read, decode or write may make no progress before it is given up (default 120, or MEDIAFARM_STALL_TIMEOUT). Not a limit on total time \(UserNumbers.wait.inHelp).",
+                               valueName: "seconds"), transform: UserNumbers.wait.option)
     var stallTimeout: Double?
-
-    func validate() throws {
-        if let stallTimeout, !(stallTimeout > 0 && stallTimeout.isFinite) {
-            throw ValidationError("--stall-timeout must be a number of seconds greater than 0, not \(stallTimeout)")
-        }
-    }
 
     /// Puts the option into the environment (an explicit option wins over an inherited variable).
     func apply() {

@@ -27,13 +27,12 @@ struct StatusCommand: AsyncParsableCommand {
     @OptionGroup var jobIDs: JobIDs
 
     func validate() throws {
-        if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
         for s in state where JobState(rawValue: s) == nil {
             throw ValidationError("--state \(s): one of \(JobState.allCases.map(\.rawValue).joined(separator: ", "))")
         }
     }
 
-    @Option(parsing: .unconditional, help: "Only the newest N jobs (after the other filters).")
+    @Option(parsing: .unconditional, help: "Only the newest N jobs (after the other filters) \(UserNumbers.limit.inHelp).", transform: UserNumbers.limit.option)
     var limit: Int?
 
     func run() async throws {

@@ -30,7 +30,7 @@ struct SubmitCommand: AsyncParsableCommand {
     @Option(help: "One job per asset of this album (user or smart), from the manifest template given.")
     var album: String?
 
-    @Option(parsing: .unconditional, help: "Higher runs first.")
+    @Option(parsing: .unconditional, help: "Higher runs first \(UserNumbers.priority.inHelp).", transform: UserNumbers.priority.option)
     var priority: Int = 0
 
     @Option(name: .customLong("unique-key"), help: "At most one live job per key.")
@@ -44,13 +44,13 @@ struct SubmitCommand: AsyncParsableCommand {
     @Option(name: .customLong("after-policy"), help: "success (default): a dependency that fails fails these jobs; always: run once every dependency ended.")
     var afterPolicy: AfterPolicy?
 
-    @Option(name: .customLong("max-attempts"), parsing: .unconditional, help: "Attempts before a crashing job is dead.")
+    @Option(name: .customLong("max-attempts"), parsing: .unconditional, help: "Attempts before a crashing job is dead \(UserNumbers.attempts.inHelp).", transform: UserNumbers.attempts.option)
     var maxAttempts: Int = RetryPolicy.default.maxAttempts
 
-    @Option(parsing: .unconditional, help: "Seconds one attempt may take (default: the coordinator's --job-timeout).")
+    @Option(parsing: .unconditional, help: "Seconds one attempt may take (default: the coordinator's --job-timeout) \(UserNumbers.timeout.inHelp).", transform: UserNumbers.timeout.option)
     var timeout: Double?
 
-    @Option(parsing: .unconditional, help: "Seconds to wait before the job may start.")
+    @Option(parsing: .unconditional, help: "Seconds to wait before the job may start \(UserNumbers.delay.inHelp).", transform: UserNumbers.delay.option)
     var delay: Double = 0
 
     @Option(name: .customLong("output-root"), help: "A folder outputs may be written under (repeatable; default: MEDIAFARM_OUTPUT_ROOTS, else each manifest's folder).")
@@ -70,9 +70,6 @@ struct SubmitCommand: AsyncParsableCommand {
     var manifests: [String]
 
     func validate() throws {
-        guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be at least 1") }
-        if let timeout, timeout <= 0 { throw ValidationError("--timeout must be positive") }
-        guard delay >= 0 else { throw ValidationError("--delay cannot be negative") }
         if album != nil && manifests.count != 1 { throw ValidationError("--album takes one manifest template") }
         for text in after where JobReference(parsing: text) == nil {
             throw ValidationError("--after \(text): give a job id (a positive number) or a unique key (key:NAME for a key of digits)")

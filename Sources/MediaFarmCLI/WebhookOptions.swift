@@ -22,13 +22,13 @@ struct WebhookOptions: ParsableArguments {
         valueName: "file"))
     var secretFile: String?
 
-    @Option(name: .customLong("webhook-retry-hours"), parsing: .unconditional, help: "Hours a delivery is retried before it is given up.")
+    @Option(name: .customLong("webhook-retry-hours"), parsing: .unconditional, help: "Hours a delivery is retried before it is given up \(UserNumbers.retryHours.inHelp).", transform: UserNumbers.retryHours.option)
     var retryHours: Double = 24
 
-    @Option(name: .customLong("webhook-backoff"), parsing: .unconditional, help: "Seconds before a failed delivery's first retry (doubling after each, up to an hour).")
+    @Option(name: .customLong("webhook-backoff"), parsing: .unconditional, help: "Seconds before a failed delivery's first retry (doubling after each, up to an hour) \(UserNumbers.wait.inHelp).", transform: UserNumbers.wait.option)
     var backoff: Double = 5
 
-    @Option(name: .customLong("webhook-timeout"), parsing: .unconditional, help: "Seconds a receiver has to answer.")
+    @Option(name: .customLong("webhook-timeout"), parsing: .unconditional, help: "Seconds a receiver has to answer \(UserNumbers.wait.inHelp).", transform: UserNumbers.wait.option)
     var timeout: Double = 10
 
     func validate() throws {
@@ -37,9 +37,6 @@ struct WebhookOptions: ParsableArguments {
         }
         for host in allowHosts {
             if let problem = WebhookAllowance.problem(host) { throw ValidationError("--webhook-allow-host: \(problem)") }
-        }
-        guard retryHours > 0, backoff > 0, timeout > 0 else {
-            throw ValidationError("--webhook-retry-hours, --webhook-backoff and --webhook-timeout must be positive")
         }
     }
 

@@ -57,7 +57,7 @@ struct WebhooksCommand: AsyncParsableCommand {
     struct Deliveries: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Deliveries, newest first, with their attempts and last error.")
         @OptionGroup var queue: QueueOptions
-        @Option(help: "Only this job's.")
+        @Option(parsing: .unconditional, help: "Only this job's \(UserNumbers.jobID.inHelp).", transform: UserNumbers.jobID.option)
         var job: Int64?
         @Option(help: "Only deliveries in this state (pending, delivered, failed, refused); repeatable.")
         var state: [String] = []

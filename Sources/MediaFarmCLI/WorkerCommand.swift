@@ -35,11 +35,11 @@ struct WorkerCommand: AsyncParsableCommand {
     var standby = false
 
     @Option(name: .customLong("jobs-per-worker"), parsing: .unconditional,
-            help: "With --standby: jobs to run before exiting (the coordinator then starts a new worker).")
+            help: "With --standby: jobs to run before exiting (the coordinator then starts a new worker) \(UserNumbers.jobsPerWorker.inHelp).", transform: UserNumbers.jobsPerWorker.option)
     var jobsPerWorker: Int = WorkerRecycling.default.jobsPerWorker
 
     @Option(name: .customLong("recycle-above"), parsing: .unconditional,
-            help: ArgumentHelp("With --standby: exit after a job that leaves the resident memory above this many bytes (0: no limit).", valueName: "bytes"))
+            help: ArgumentHelp("With --standby: exit after a job that leaves the resident memory above this many bytes (0: no limit) \(UserNumbers.bytes.inHelp).", valueName: "bytes"), transform: UserNumbers.bytes.option)
     var recycleAbove: UInt64 = WorkerRecycling.default.residentLimit
 
     @Option(name: .customLong("test-misbehave"), help: .hidden)

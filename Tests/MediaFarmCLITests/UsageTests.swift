@@ -16,7 +16,7 @@ import Testing
         FileManager.default.createFile(atPath: dir.appendingPathComponent("in.mp4").path, contents: Data())
         let queue = "sqlite:" + dir.appendingPathComponent("q.sqlite").path
         let r = try mediafarm(["submit", "--queue", queue, "--timeout", "-5", manifest])
-        #expect(r.status == 2 && r.stderr.contains("--timeout must be positive"), "\(r.stderr)")
+        #expect(r.status == 2 && r.stderr.contains("--timeout <timeout>': give a number greater than 0"), "\(r.stderr)")
         let p = try mediafarm(["submit", "--queue", queue, "--priority", "-5", "--json", manifest])
         #expect(p.status == 0, "\(p.stderr)")
     }
