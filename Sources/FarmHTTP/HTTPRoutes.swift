@@ -181,8 +181,8 @@ extension HTTPFace {
         do {
             guard let first = try await store.enqueue([job], at: Date()).first else { throw JobStoreError.unavailable("nothing queued") }
             queued = first
-        } catch JobStoreError.refused(let message) {
-            throw APIError(status: .unprocessableContent, message: message)
+        } catch let error as JobStoreError where !error.isQueueFault {
+            throw APIError(error, submitting: true)
         } catch {
             // The statement may still commit after its deadline: say so, and how to find out.
             let retry = key == nil
@@ -235,11 +235,7 @@ extension HTTPFace {
         do {
             job = try await apply(id)
         } catch {
-            switch error {
-            case .notFound: throw APIError(status: .notFound, message: "no job \(id)")
-            case .transition, .refused: throw APIError(status: .conflict, message: error.description)
-            default: throw APIError(status: .serviceUnavailable, message: error.description)
-            }
+            throw APIError(error)
         }
         hub.publish(verb, json: ["id": id, "name": job.name, "state": job.state.rawValue])
         if request.headers[.contentType]?.hasPrefix("application/x-www-form-urlencoded") == true {
@@ -293,6 +289,7 @@ extension HTTPFace {
     }
 
     // MARK: - Query parameters
+
 
     /// A number of the query, read by its rule (FarmModel's `UserNumbers`): nil when absent, 400 naming
     /// the parameter and the range when it is not a number of the range.

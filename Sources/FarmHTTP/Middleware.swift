@@ -1,3 +1,4 @@
+import FarmStore
 import Foundation
 import Hummingbird
 import Logging
@@ -24,6 +25,30 @@ struct APIError: Error {
 
     var response: Response {
         Response.json(Body(error: message, issues: issues.isEmpty ? nil : issues), status: status)
+    }
+}
+
+extension APIError {
+    /// Every error of the queue as the status that says whose fault it is, in one place: the caller's
+    /// (404 no such job; 409 a change the job's state or another live job forbids; 422 a submission naming
+    /// what is not there) or the queue's (503: it did not answer, try again).
+    init(_ error: JobStoreError, submitting: Bool = false) {
+        switch error {
+        case .notFound(let id): self.init(status: .notFound, message: "no job \(id)")
+        case .transition: self.init(status: .conflict, message: error.description)
+        case .refused: self.init(status: submitting ? .unprocessableContent : .conflict, message: error.description)
+        case .unavailable, .invalidLocation: self.init(status: .serviceUnavailable, message: error.description)
+        }
+    }
+}
+
+extension JobStoreError {
+    /// The queue failed (unreachable, broken): not the request's fault.
+    var isQueueFault: Bool {
+        switch self {
+        case .unavailable, .invalidLocation: true
+        case .notFound, .transition, .refused: false
+        }
     }
 }
 

@@ -252,7 +252,9 @@ public enum JobStoreError: Error, Sendable, CustomStringConvertible {
     case unavailable(String)
     /// The queue URL itself is wrong (a usage error).
     case invalidLocation(String)
-    /// The submission cannot be taken as it is (a dependency that does not exist); nothing was queued.
+    /// The caller's request cannot be taken as it is, the queue being as it is: a submission naming a
+    /// dependency that does not exist (nothing was queued), a retry whose unique key another live job
+    /// holds or whose dependency failed. Never a fault of the queue's.
     case refused(String)
 
     public var description: String {

@@ -321,7 +321,7 @@ public final class PostgresJobStore: JobStore {
         do {
             return try await change(id, .retry, at: now)
         } catch .unavailable(let message) where message.contains("jobs_unique_live") {
-            throw .unavailable("job \(id): another live job holds its unique key; cancel that one first")
+            throw .refused("job \(id): another live job holds its unique key; cancel that one first")
         }
     }
 

@@ -269,7 +269,7 @@ public final class SQLiteJobStore: JobStore {
         do {
             return try await change(id, .retry, at: now)
         } catch .unavailable(let message) where message.contains("UNIQUE") {
-            throw .unavailable("job \(id): another live job holds its unique key; cancel that one first")
+            throw .refused("job \(id): another live job holds its unique key; cancel that one first")
         }
     }
 

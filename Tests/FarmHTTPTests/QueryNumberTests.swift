@@ -66,4 +66,34 @@ import Testing
         expectRange(try schema("/api/assets", "get", "maxDuration"), UserNumbers.duration, "maxDuration")
         #expect((try schema("/api/jobs", "get", "after")["minimum"] as? NSNumber)?.int64Value == UserNumbers.jobID.minimum)
     }
+
+    /// A retry that another live job's unique key forbids is the caller's conflict: 409, which the OpenAPI
+    /// document lists, never 503.
+    @Test func aRetryBlockedByAUniqueKeyIsAConflict() async throws {
+        try await MiddlewareTests.application().test(.router) { client in
+            let headers = MiddlewareTests.bearer(MiddlewareTests.token)
+            let manifest = ByteBuffer(string: #"{"version": 1, "input": "clip.mp4"}"#)
+            let uri = "/api/jobs?key=k&allowMissingInputs=true"
+            let first = try await client.execute(uri: uri, method: .post, headers: headers, body: manifest) { response in
+                #expect(response.status == .created, "\(String(buffer: response.body))")
+                return try JSONDecoder().decode([String: AnyDecodable].self, from: Data(buffer: response.body))
+            }
+            let id = try #require(first["id"]?.int)
+            try await client.execute(uri: "/api/jobs/\(id)/cancel", method: .post, headers: headers) { #expect($0.status == .ok) }
+            try await client.execute(uri: uri, method: .post, headers: headers, body: manifest) { #expect($0.status == .created) }
+            try await client.execute(uri: "/api/jobs/\(id)/retry", method: .post, headers: headers) { response in
+                #expect(response.status == .conflict)
+                #expect(String(buffer: response.body).contains("another live job holds its unique key"), "\(String(buffer: response.body))")
+            }
+            try await client.execute(uri: "/api/jobs/999999/retry", method: .post, headers: headers) { #expect($0.status == .notFound) }
+        }
+    }
+}
+
+/// A JSON value of which the tests read integers.
+struct AnyDecodable: Decodable {
+    var int: Int64?
+    init(from decoder: any Decoder) throws {
+        int = try? decoder.singleValueContainer().decode(Int64.self)
+    }
 }
