@@ -148,6 +148,7 @@ let package = Package(
         .testTarget(name: "MediaEditTests", dependencies: ["MediaEdit", "MediaInspect", "MediaCore", "MediaTime", "FarmTestSupport"]),
         .testTarget(name: "FarmModelTests", dependencies: ["FarmModel", "MediaTime"]),
         .testTarget(name: "FarmStoreTests", dependencies: ["FarmStore", "FarmModel", "FarmTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "FarmIngestTests", dependencies: ["FarmIngest", "FarmTestSupport"]),
         .testTarget(name: "FarmLibraryTests", dependencies: ["FarmLibrary", "FarmStore", "FarmModel", "FarmTestSupport"]),
         .testTarget(name: "FarmRuntimeTests", dependencies: ["FarmRuntime", "FarmStore", "FarmModel", "CodeScan", "MediaEdit", "FarmTestSupport", "S3Client",
                                                          .product(name: "NIOCore", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto")]),

@@ -218,7 +218,12 @@ public final class CaptureQueue: @unchecked Sendable {
         let manifest = try checked(assembly.manifest, name: assembly.name, base: assembly.baseDirectory, roots: assembly.outputRoots)
         var known = lock.withLock { segmentJobs }
         if assembly.segments.contains(where: { known["\(assembly.captureID)-\($0.index)"] == nil }) {
-            known.merge(Self.journaled(in: folder).segmentJobs) { a, _ in a }
+            do {
+                known.merge(try Self.journaled(in: folder).segmentJobs) { a, _ in a }
+            } catch {
+                // Read whole when the capture started; damaged since. The assembly waits for the jobs this run knows.
+                report("notice", ["message": "the assembly of \(assembly.captureID) waits only for the segments' jobs this capture queued: \(error)"])
+            }
         }
         let after = assembly.segments.compactMap { known["\(assembly.captureID)-\($0.index)"] }.map(JobReference.id)
         guard let (first, _) = try await submit(NewJob(
@@ -255,17 +260,47 @@ public final class CaptureQueue: @unchecked Sendable {
         }
     }
 
+    /// A journal that cannot be read whole: its file, and the line when one is damaged. Nothing is queued
+    /// again from it: what it would say is unknown.
+    public struct JournalReadError: Error, CustomStringConvertible, Sendable {
+        public var file: String
+        public var line: Int?
+        public var problem: String
+        public var description: String {
+            "\(file)\(line.map { ", line \($0)" } ?? ""): \(problem); the capture stops rather than queue its segments again blindly "
+                + "(repair or remove the line, or move the journal aside once its segments' jobs are known, then capture again)"
+        }
+    }
+
     /// What the journals in `folder` record: each segment's job (by "captureID-index"), and the
-    /// assemblies they journaled with the queue's job where it took them.
-    static func journaled(in folder: String) -> (segmentJobs: [String: Int64], assemblies: [(assembly: CaptureAssembly, job: Int64?)]) {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+    /// assemblies they journaled with the queue's job where it took them. A journal that cannot be read,
+    /// or one with a line that is not an entry, is an error naming the file and the line.
+    static func journaled(in folder: String) throws(JournalReadError) -> (segmentJobs: [String: Int64], assemblies: [(assembly: CaptureAssembly, job: Int64?)]) {
+        guard FileManager.default.fileExists(atPath: folder) else { return ([:], []) }   // not made yet: no journal
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: folder)
+        } catch {
+            throw JournalReadError(file: folder, line: nil, problem: "the folder cannot be listed (\(error.localizedDescription))")
+        }
         var jobs: [String: Int64] = [:]
         var assemblies: [String: (assembly: CaptureAssembly, job: Int64?)] = [:]
         var order: [String] = []
         for journal in names.sorted() where journal.hasPrefix(".") && journal.hasSuffix(".journal") {
-            let text = (try? String(contentsOfFile: folder + "/" + journal, encoding: .utf8)) ?? ""
-            for line in text.split(separator: "\n") {
-                guard let entry = try? JSONDecoder().decode(Entry.self, from: Data(line.utf8)) else { continue }
+            let path = folder + "/" + journal
+            let data: Data
+            do {
+                data = try Data(contentsOf: URL(fileURLWithPath: path))
+            } catch {
+                throw JournalReadError(file: path, line: nil, problem: "cannot be read (\(error.localizedDescription))")
+            }
+            for (number, line) in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() where !line.isEmpty {
+                let entry: Entry
+                do {
+                    entry = try JSONDecoder().decode(Entry.self, from: Data(line))
+                } catch {
+                    throw JournalReadError(file: path, line: number + 1, problem: "not a journal entry (\(Self.reason(error)))")
+                }
                 if let assembly = entry.assembly {
                     let key = assembly.uniqueKey
                     if assemblies[key] == nil { order.append(key) }
@@ -278,24 +313,33 @@ public final class CaptureQueue: @unchecked Sendable {
         return (jobs, order.compactMap { assemblies[$0] })
     }
 
-    /// Assemblies journaled in `folder` that the queue never took (a capture that died, or ended while
-    /// the queue did not answer), in the order they were journaled.
-    public static func assembliesNotEnqueued(in folder: String) -> [CaptureAssembly] {
-        journaled(in: folder).assemblies.filter { $0.job == nil }.map(\.assembly)
+    static func reason(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.dataCorrupted(let context): context.debugDescription
+        case DecodingError.keyNotFound(let key, _): "no \"\(key.stringValue)\""
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+            "\(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)"
+        default: "\(error)"
+        }
     }
 
-    /// Segments in `folder` whose job no journal there records (a recording that died between finishing
-    /// a segment and queueing it), in name order: (path, capture id, index).
-    public static func notEnqueued(in folder: String) -> [(path: String, captureID: String, index: Int)] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        let queued = journaled(in: folder).segmentJobs
-        return names.sorted().compactMap { name in
+    /// What earlier recordings into `folder` left for the queue, read from its journals before a capture
+    /// starts: segments whose job no journal records (a recording that died between finishing a segment
+    /// and queueing it), in name order, and assemblies the queue never took (a capture that died, or
+    /// ended while the queue did not answer), in the order they were journaled.
+    public static func leftOver(in folder: String) throws(JournalReadError)
+        -> (segments: [(path: String, captureID: String, index: Int)], assemblies: [CaptureAssembly]) {
+        let journals = try journaled(in: folder)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []   // listed just above: a folder gone since holds nothing
+        let queued = journals.segmentJobs
+        let segments: [(path: String, captureID: String, index: Int)] = names.sorted().compactMap { name in
             guard !name.hasPrefix("."), name.hasSuffix(".mp4") else { return nil }
             let stem = name.dropLast(4)
             guard let dash = stem.lastIndex(of: "-"), let index = Int(stem[stem.index(after: dash)...]) else { return nil }
             let id = String(stem[..<dash])
             return queued["\(id)-\(index)"] != nil ? nil : (folder + "/" + name, id, index)
         }
+        return (segments, journals.assemblies.filter { $0.job == nil }.map(\.assembly))
     }
 
     /// Appends one line to the journal and syncs it; a failure is reported once, as an error event, and

@@ -53,9 +53,21 @@ extension Coordinator {
         for job in expired {
             guard let lease = job.lease, case .success(let manifest) = ManifestLoader.validate(
                 text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) else { continue }
+            // The worker's result, recorded as publishing began, holds its objects' uploads. One that cannot
+            // be read is said, and the attempt left to the ordinary rescue (its lease's grace): publishing it
+            // as if it had no uploads would fail it as "left no upload", the cause lost.
+            var uploads: [ObjectUpload] = []
+            if let text = job.result {
+                do {
+                    uploads = try JSONDecoder().decode(JobResult.self, from: Data(text.utf8)).uploads ?? []
+                } catch {
+                    events(.notice("job \(job.id) (\(job.name)): \(lease.owner) stopped while publishing attempt \(job.attempt), but its worker's "
+                                   + "recorded result cannot be read (\(error)); the publication is not completed here, and the attempt is "
+                                   + "rescued when its lease's grace has passed"))
+                    continue
+                }
+            }
             do {
-                // The worker's result, recorded as publishing began, holds its objects' uploads.
-                let uploads = job.result.flatMap { try? JSONDecoder().decode(JobResult.self, from: Data($0.utf8)) }?.uploads ?? []
                 metrics.published(try await StagedOutput.publish(manifest, token: lease.token, allowExisting: manifest.overwrite || job.attempt > 1,
                                                                  resuming: true, uploads: uploads,
                                                                  log: { self.events(.notice("job \(job.id): \($0)")) }))

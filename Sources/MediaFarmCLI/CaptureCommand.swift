@@ -255,17 +255,24 @@ struct CaptureCommand: AsyncParsableCommand {
                 CaptureCommand.printLine(event, fields, json: json)
             }
         }
-        let queueTask = feeder.map { feeder in Task { await feeder.run() } }
-        // Segments an earlier recording into this folder finished but did not get queued.
-        if let feeder {
-            for left in CaptureQueue.notEnqueued(in: configuration.outputDirectory) {
-                feeder.segmentFinished(SegmentReport(index: left.index, path: left.path, start: 0, wallClock: Date(), duration: 0, bytes: 0, packets: 0),
-                                       captureID: left.captureID)
+        // What earlier recordings into this folder left for the queue; a journal that cannot be read stops
+        // the capture here, naming the file and the line, before anything is queued again.
+        var left: (segments: [(path: String, captureID: String, index: Int)], assemblies: [CaptureAssembly]) = ([], [])
+        if feeder != nil {
+            do {
+                left = try CaptureQueue.leftOver(in: configuration.outputDirectory)
+            } catch {
+                throw CLIError("capture: \(error)")
             }
         }
-        // Assemblies an earlier recording into this folder journaled but did not get queued: after its segments.
+        let queueTask = feeder.map { feeder in Task { await feeder.run() } }
         if let feeder {
-            for left in CaptureQueue.assembliesNotEnqueued(in: configuration.outputDirectory) { feeder.assemble(left) }
+            // Segments an earlier recording finished but did not get queued, then its assemblies (after their segments).
+            for segment in left.segments {
+                feeder.segmentFinished(SegmentReport(index: segment.index, path: segment.path, start: 0, wallClock: Date(), duration: 0, bytes: 0,
+                                                     packets: 0), captureID: segment.captureID)
+            }
+            for assembly in left.assemblies { feeder.assemble(assembly) }
         }
         // What a recording into this folder left when it died: salvaged (and enqueued) or quarantined.
         // Remuxing what was left reads and writes whole files: on a thread of its own, off the task pool.

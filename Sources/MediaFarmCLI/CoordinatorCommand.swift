@@ -197,7 +197,13 @@ struct CoordinatorCommand: AsyncParsableCommand {
         // One name for the host in leases and in the library: a job reading assets is claimed where they are.
         configuration.owner = CoordinatorConfiguration.defaultOwner(host: libraryHost)
         configuration.provides = provides
-        configuration.library = try? AssetLibrary(database: store.database, host: libraryHost)
+        // A library that cannot open stops the coordinator here, with its cause: without it every asset:ID
+        // job would fail for good with "this coordinator has no asset library".
+        do {
+            configuration.library = AssetLibrary(database: try store.database, host: libraryHost)
+        } catch {
+            throw CLIError("coordinator: the asset library on \(store.location) cannot be opened: \(error)")
+        }
         configuration.keepFinished = keepFinished > 0 ? keepFinished * 86400 : nil
         configuration.limits = WorkerLimits(addressSpaceBytes: maxMemory, cpuSeconds: maxCPU, fileSizeBytes: maxFileSize)
         if let workerCommand {

@@ -11,14 +11,14 @@ import Testing
 @Suite(.serialized) struct InterruptedPublicationTests {
     /// Puts job `id` where a coordinator that died while publishing leaves it: claimed by "gone:1:a"
     /// with a lease that runs out at once, phase `publishing` with the worker's result, outputs staged.
-    func abandonWhilePublishing(_ farm: Farm, _ id: Int64, staged: [String: Data]) async throws -> String {
+    func abandonWhilePublishing(_ farm: Farm, _ id: Int64, staged: [String: Data], result recorded: String? = nil) async throws -> String {
         let store = try SQLiteJobStore(path: farm.queue, create: false)
         let now = Date()
         let job = try #require(try await store.claim(limit: 1, owner: "gone:1:a", leaseDuration: 0.5, at: now).first)
         #expect(job.id == id)
         let token = try #require(job.lease?.token)
         let result = JobResult(name: job.name, succeeded: true, report: staged.keys.first { $0.hasSuffix(".json") }, seconds: 1)
-        let resultJSON = String(decoding: try JSONEncoder().encode(result), as: UTF8.self)
+        let resultJSON = try recorded ?? String(decoding: try JSONEncoder().encode(result), as: UTF8.self)
         #expect(try await store.renew([LeaseRenewal(id: id, token: token, progress: 1, phase: "publishing", result: resultJSON)],
                                       leaseDuration: 0.5, at: now).isEmpty)
         for (final, data) in staged {
@@ -60,5 +60,20 @@ import Testing
         #expect(job["state"] as? String == "succeeded" && job.int == 2 && job.errors.count == 1, "\(job)")
         #expect(coordinator.log.contains("cannot complete the publication of gone:1:a"))
         #expect(FileManager.default.fileExists(atPath: farm.out.appendingPathComponent("q.json").path))
+    }
+
+    /// A worker's recorded result that cannot be read is said, naming the job and the fault, and the attempt
+    /// is rescued after its grace; it is not published as "left no upload" with the cause lost.
+    @Test func aRecordedResultThatCannotBeReadIsSaidAndTheAttemptRescued() async throws {
+        let farm = try Farm("unreadable-result")
+        let id = try farm.submit([try farm.inspectManifest("r")])[0]
+        _ = try await abandonWhilePublishing(farm, id, staged: [:], result: #"{"name": "r", "succeeded": "#)
+        let coordinator = try farm.startCoordinator(["--workers", "1", "--lease", "2", "--exit-when-idle"])
+        #expect(coordinator.wait(timeout: 90) == 0, "\(coordinator.log)")
+        #expect(coordinator.log.contains("job \(id) (r): gone:1:a stopped while publishing attempt 1, but its worker's recorded result cannot be read"),
+                "\(coordinator.log)")
+        #expect(!coordinator.log.contains("left no upload"))
+        let job = try #require(try farm.status()[id])
+        #expect(job["state"] as? String == "succeeded" && job.int == 2, "\(job)")
     }
 }

@@ -205,6 +205,27 @@ import Glibc
         }
     }
 
+    /// A journal damaged since an earlier recording: the capture stops at once, naming the file and the
+    /// line, exit 1, and queues nothing (read as empty, it would queue every segment again).
+    @Test func aDamagedJournalStopsTheCaptureBeforeAnythingIsQueued() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-damaged-journal")
+        let out = dir.appendingPathComponent("out")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: out.appendingPathComponent("cam-00001.mp4").path, contents: Data())
+        try "{\"captureID\":\"cam\",\"index\":1,\"path\":\"x\",\"job\":3}\n{\"captureID\":\"cam\",\"ind\n"
+            .write(to: out.appendingPathComponent(".cam.journal"), atomically: true, encoding: .utf8)
+        let template = dir.appendingPathComponent("segment.json")
+        try #"{ "version": 1, "input": "{input}", "report": "reports/{stem}.json" }"#.write(to: template, atomically: true, encoding: .utf8)
+        let queue = "sqlite:" + dir.appendingPathComponent("queue.sqlite").path
+        let recorder = try capture(dir, ["--source", "lavfi:testsrc2=s=160x120:r=10", "--segment-duration", "1", "--max-duration", "1",
+                                         "--capture-id", "cam", "--enqueue", template.path, "--queue", queue])
+        #expect(recorder.wait(timeout: 60) == 1, "\(recorder.log)")
+        #expect(recorder.log.contains(out.appendingPathComponent(".cam.journal").path + ", line 2: not a journal entry"), "\(recorder.log)")
+        #expect(!Self.events(recorder.log).contains { ["enqueued", "segment", "started"].contains($0["event"] as? String) }, "\(recorder.log)")
+        let status = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["status", "--queue", queue, "--json"])
+        #expect(!status.stdout.contains("\"id\""), "\(status.stdout)")
+    }
+
     /// `--assemble`: when the recording ends, one job joins its segments, after all their jobs. A UDP
     /// stream that drops for 3 s in the middle gives one movie lasting exactly the segments' sum, with the
     /// segments' pictures in order (no frame lost or repeated at a join), the gap reported where it falls
