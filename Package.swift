@@ -89,6 +89,7 @@ let package = Package(
             "FarmModel", "FarmStore", "FarmLibrary", "SafeFiles", "CProcessShims", "CodeScan", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime",
             "S3Client", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
         ]),

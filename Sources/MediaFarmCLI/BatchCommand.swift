@@ -94,8 +94,9 @@ struct BatchCommand: AsyncParsableCommand {
         let coordinator = Coordinator(store: store, configuration: configuration, events: { printer.print($0) })
         let started = Date()
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: [.init(service: coordinator, successTerminationBehavior: .gracefullyShutdownGroup)],
-            gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "mediafarm.batch")))
+            services: [.init(service: coordinator, successTerminationBehavior: .gracefullyShutdownGroup),
+                       .init(service: StopSignals.Watcher(), successTerminationBehavior: .gracefullyShutdownGroup)],
+            gracefulShutdownSignals: StopSignals.shared.lifecycleSignals, logger: Logger(label: "mediafarm.batch")))
         try await group.run()
         printer.finish()
         let seconds = Date().timeIntervalSince(started)

@@ -252,8 +252,10 @@ struct CoordinatorCommand: AsyncParsableCommand {
             services.append(.init(service: deliverer, successTerminationBehavior: .gracefullyShutdownGroup))
         }
         services.append(.init(service: coordinator, successTerminationBehavior: .gracefullyShutdownGroup))
+        // SIGTERM and SIGINT drain from the program's first moment: caught before main, kept until here.
+        services.append(.init(service: StopSignals.Watcher(), successTerminationBehavior: .gracefullyShutdownGroup))
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "mediafarm.coordinator")))
+            services: services, gracefulShutdownSignals: StopSignals.shared.lifecycleSignals, logger: Logger(label: "mediafarm.coordinator")))
         do {
             try await group.run()
         } catch where httpConfiguration != nil && "\(error)".contains("bind") {

@@ -1,0 +1,83 @@
+internal import CProcessShims
+import Foundation
+import ServiceLifecycle
+import UnixSignals
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// SIGTERM and SIGINT for the commands whose SIGTERM drains (`coordinator`, `batch`), caught from the
+/// program's first instruction: a constructor in CProcessShims installs a handler before `main` that
+/// writes each signal to a pipe, so a signal in the first milliseconds, before any Swift code could
+/// install one, is kept for the drain instead of ending the process with status 143. A thread of its own
+/// reads the pipe (its reads block).
+public final class StopSignals: Sendable {
+    public static let shared = StopSignals()
+
+    private struct State {
+        var received: [Int32] = []
+        var waiters: [CheckedContinuation<Int32?, Never>] = []
+    }
+    private let state = Mutex(State())
+    /// Whether this program caught the signals before main (false: another command; use the lifecycle's).
+    public let isInstalled: Bool
+
+    private init() {
+        let fd = mf_stop_signals_fd()
+        isInstalled = fd >= 0
+        guard isInstalled else { return }
+        let thread = Thread { [self] in
+            var byte: UInt8 = 0
+            while true {
+                let n = read(fd, &byte, 1)
+                if n == 1 { deliver(Int32(byte)) } else if n < 0 && errno == EINTR { continue } else { return }
+            }
+        }
+        thread.name = "mediafarm-stop-signals"
+        thread.start()
+    }
+
+    private func deliver(_ signal: Int32) {
+        let waiters = state.withLock { s -> [CheckedContinuation<Int32?, Never>] in
+            s.received.append(signal)
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: signal) }
+    }
+
+    /// The first signal caught (at once when one came already), or nil when the calling task is cancelled.
+    public func first() async -> Int32? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Int32?, Never>) in
+                let ready = state.withLock { s -> Int32? in
+                    if let first = s.received.first { return first }
+                    if Task.isCancelled { return -1 }
+                    s.waiters.append(continuation)
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready == -1 ? nil : ready) }
+            }
+        } onCancel: {
+            let waiters = state.withLock { s -> [CheckedContinuation<Int32?, Never>] in
+                defer { s.waiters = [] }
+                return s.waiters
+            }
+            for waiter in waiters { waiter.resume(returning: nil) }
+        }
+    }
+
+    /// The signals a service group should watch itself: none when these are caught here.
+    public var lifecycleSignals: [UnixSignal] { isInstalled ? [] : [.sigterm, .sigint] }
+
+    /// A service that ends at the first SIGTERM or SIGINT, shutting its group down gracefully (give it
+    /// `successTerminationBehavior: .gracefullyShutdownGroup`), and ends quietly when the group shuts down
+    /// for another reason.
+    public struct Watcher: Service {
+        public init() {}
+        public func run() async throws {
+            _ = await cancelWhenGracefulShutdown { await StopSignals.shared.first() }
+        }
+    }
+}
