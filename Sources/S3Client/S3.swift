@@ -103,15 +103,17 @@ public final class S3: Sendable {
         return try HTTPClient.Request(url: url, method: op.method, headers: headers, body: op.body.map { .byteBuffer($0) })
     }
 
-    /// One try: the answer, or the error it is (transient ones may be tried again).
-    func attempt(_ op: Operation) -> EventLoopFuture<Response> {
+    /// One try: the answer, or the error it is (transient ones may be tried again); `cancel` stops the
+    /// request where it is (its answer then fails).
+    func attempt(_ op: Operation) -> (answer: EventLoopFuture<Response>, cancel: @Sendable () -> Void) {
         let loop = client.eventLoopGroup.any()
         let request: HTTPClient.Request
         do { request = try prepare(op) } catch {
-            return loop.makeFailedFuture(S3Error(.configuration, configuration.endpoint, "cannot address \(op.subject): \(error)"))
+            return (loop.makeFailedFuture(S3Error(.configuration, configuration.endpoint, "cannot address \(op.subject): \(error)")), {})
         }
         let deadline = NIODeadline.now() + .milliseconds(Int64(configuration.requestTimeout * 1000))
-        return client.execute(request: request, deadline: deadline).flatMapThrowing { answer in
+        let task = client.execute(request: request, delegate: ResponseAccumulator(request: request), deadline: deadline)
+        let answer = task.futureResult.flatMapThrowing { (answer: HTTPClient.Response) throws -> Response in
             let response = Response(status: Int(answer.status.code), headers: answer.headers, body: answer.body)
             if (200..<300).contains(response.status) || op.expected.contains(response.status) { return response }
             throw self.failure(op, response)
@@ -119,6 +121,7 @@ public final class S3: Sendable {
             if let error = error as? S3Error { throw error }
             throw self.connectionFailure(op, error)
         }
+        return (answer, { task.cancel() })
     }
 
     /// Sends `op`, trying again with backoff while it fails transiently.
@@ -126,7 +129,10 @@ public final class S3: Sendable {
         var tries = 0
         while true {
             tries += 1
-            do { return try await attempt(op).get() } catch {
+            let (answer, cancel) = attempt(op)
+            // A cancelled task stops its request (an object reader closed while it fetched ahead).
+            do { return try await withTaskCancellationHandler { try await answer.get() } onCancel: { cancel() } } catch {
+                if Task.isCancelled { throw S3Error(.cancelled, op.subject, "cancelled") }
                 let failure = error as? S3Error ?? connectionFailure(op, error)
                 guard failure.isTransient, tries < configuration.maxAttempts else { throw failure.afterTries(tries) }
                 try? await Task.sleep(for: .seconds(backoff(tries)))
@@ -140,7 +146,7 @@ public final class S3: Sendable {
         var tries = 0
         while true {
             tries += 1
-            do { return try attempt(op).wait() } catch {
+            do { return try attempt(op).answer.wait() } catch {
                 let failure = error as? S3Error ?? connectionFailure(op, error)
                 guard failure.isTransient, tries < configuration.maxAttempts else { throw failure.afterTries(tries) }
                 Thread.sleep(forTimeInterval: backoff(tries))

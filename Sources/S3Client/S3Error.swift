@@ -19,6 +19,8 @@ public struct S3Error: Error, Sendable, CustomStringConvertible {
         /// Any other answer the request cannot go on from (a 4xx, or a 5xx after the retries).
         case refused
         case badResponse
+        /// The request was given up by its caller (a reader closed while it fetched ahead).
+        case cancelled
     }
 
     public var kind: Kind

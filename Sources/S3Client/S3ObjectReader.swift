@@ -40,6 +40,8 @@ public final class S3ObjectReader: @unchecked Sendable {
         let range: Range<Int64>
         private let done = DispatchSemaphore(value: 0)
         private var result: Result<S3Chunk, S3Error>?
+        /// The fetch; cancelled (its request stopped) when the window is dropped or the reader closed.
+        var task: Task<Void, Never>?
 
         init(range: Range<Int64>) { self.range = range }
 
@@ -74,20 +76,41 @@ public final class S3ObjectReader: @unchecked Sendable {
     private var objectSize: Int64 = 0
     private var entityTag = ""
     private let counters = Counters()
+    private var closed = false
 
     public init(s3: S3, location: S3Location) {
         self.s3 = s3
         self.location = location
     }
 
+    /// Stops the fetches ahead (their requests are cancelled) and starts no more. The demuxer is done with
+    /// the object: its export ended, failed or was cancelled. Reads still work, fetching what they need.
+    public func close() {
+        closed = true
+        dropAhead()
+    }
+
+    deinit { for pending in ahead { pending.task?.cancel() } }
+
+    private func dropAhead() {
+        for pending in ahead { pending.task?.cancel() }
+        ahead.removeAll()
+    }
+
     public var requests: Int { counters.withLock { $0.requests } }
     public var bytesFetched: Int64 { counters.withLock { $0.bytes } }
 
+    /// Fetches ahead under way (their requests sent, their tasks not ended), from any thread.
+    var fetchesInFlight: Int { counters.withLock { $0.inFlight } }
+
     /// What was asked of the server, counted from the reader's thread and the fetches ahead.
-    private final class Counters: Sendable {
-        private let state = Mutex<(requests: Int, bytes: Int64)>((0, 0))
-        func withLock<T>(_ body: (inout (requests: Int, bytes: Int64)) -> T) -> T { state.withLock { body(&$0) } }
+    final class Counters: Sendable {
+        private let state = Mutex<(requests: Int, bytes: Int64, inFlight: Int)>((0, 0, 0))
+        func withLock<T>(_ body: (inout (requests: Int, bytes: Int64, inFlight: Int)) -> T) -> T { state.withLock { body(&$0) } }
     }
+
+    /// The counters, which outlive the reader while its fetches end (for tests).
+    var sharedCounters: Counters { counters }
 
     /// The object's size (fetching its first bytes if nothing was read yet).
     public func size() throws(S3Error) -> Int64 {
@@ -157,7 +180,7 @@ public final class S3ObjectReader: @unchecked Sendable {
             fetched = try next.wait().get()
         } else {
             // Not what was fetched ahead (a seek, or reading faster than the windows): those are dropped.
-            ahead.removeAll()
+            dropAhead()
             if !sequential { sequentialFetches = 0 }
             fetched = try fetch(range.clamped(to: 0..<objectSize), checked: true)
         }
@@ -181,15 +204,19 @@ public final class S3ObjectReader: @unchecked Sendable {
     /// Keeps `prefetchDepth` windows being fetched after `end` (where the last fetched bytes end).
     private func fetchAhead(from end: Int64) {
         var next = ahead.last?.range.upperBound ?? end
-        while ahead.count < Self.prefetchDepth, next < objectSize {
+        while !closed, ahead.count < Self.prefetchDepth, next < objectSize {
             let pending = Pending(range: next..<min(objectSize, next + window))
             ahead.append(pending)
             next = pending.range.upperBound
             window = min(window * 2, Self.largestWindow)
             let (s3, location, tag, counters) = (s3, location, entityTag, counters)
-            Task {
+            counters.withLock { $0.inFlight += 1 }
+            // Owned by `pending`: cancelled when the window is dropped or the reader is closed or freed.
+            pending.task = Task {
+                defer { counters.withLock { $0.inFlight -= 1 } }
                 do throws(S3Error) {
                     let got = try await s3.get(location, range: pending.range, ifMatch: tag.isEmpty ? nil : tag)
+                    if Task.isCancelled { throw S3Error(.cancelled, location.description, "cancelled") }
                     counters.withLock { $0.requests += 1; $0.bytes += Int64(got.bytes.readableBytes) }
                     pending.finish(.success(got))
                 } catch {

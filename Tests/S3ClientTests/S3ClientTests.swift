@@ -101,6 +101,43 @@ import Testing
         #expect(reader.requests == 11)
     }
 
+    /// Windows fetched ahead are stopped when their reader closes (an export that failed or was cancelled)
+    /// or is freed: their requests are cancelled, nothing more is counted or fetched after it.
+    @Test(arguments: [true, false]) func fetchesAheadStopWhenTheReaderCloses(explicitly: Bool) async throws {
+        let s3 = try Self.client()
+        defer { Task { await s3.shutdown() } }
+        let location = S3Location(bucket: try await Self.bucket(s3), key: "ahead.bin")
+        let size = 120 << 20
+        try await s3.put(location, body: ByteBuffer(repeating: 0x5A, count: size))
+        let outcome = try await withCheckedThrowingContinuation { (done: CheckedContinuation<(inFlight: Int, before: Int, after: Int, left: Int), any Error>) in
+            Thread {
+                do {
+                    var reader: S3ObjectReader? = S3ObjectReader(s3: s3, location: location)
+                    let counters = reader!.sharedCounters
+                    var buffer = [UInt8](repeating: 0, count: 32_768)
+                    var offset: Int64 = 0
+                    // Read on until windows are being fetched ahead.
+                    while reader!.fetchesInFlight == 0, offset < Int64(size) {
+                        offset += Int64(try buffer.withUnsafeMutableBytes { try reader!.read(at: offset, into: $0) })
+                    }
+                    let inFlight = reader!.fetchesInFlight
+                    let before = counters.withLock { $0.requests }
+                    if explicitly { reader!.close() } else { reader = nil }
+                    let deadline = Date().addingTimeInterval(10)
+                    while counters.withLock({ $0.inFlight }) > 0, Date() < deadline { usleep(10_000) }
+                    Thread.sleep(forTimeInterval: 1)
+                    withExtendedLifetime(reader) {}
+                    done.resume(returning: (inFlight, before, counters.withLock { $0.requests }, counters.withLock { $0.inFlight }))
+                } catch {
+                    done.resume(throwing: error)
+                }
+            }.start()
+        }
+        #expect(outcome.inFlight > 0)
+        #expect(outcome.left == 0, "fetches still running after the reader closed")
+        #expect(outcome.after == outcome.before, "\(outcome.after - outcome.before) fetches ahead were completed after the reader closed")
+    }
+
     @Test func aConditionalWriteDoesNotReplaceAnObject() async throws {
         let s3 = try Self.client()
         defer { Task { await s3.shutdown() } }
