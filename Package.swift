@@ -79,14 +79,17 @@ let package = Package(
             "FarmStore", "FarmModel", "MediaInspect", "MediaTime", "SafeFiles", "S3Client",
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"),
         ]),
+        // The one way jobs enter the queue (submit, the API, ingest, capture): manifests read and checked
+        // against the file system, unknown assets, a scoped token's policy, templates, enqueueing, lineage.
+        .target(name: "FarmSubmit", dependencies: ["FarmModel", "FarmStore", "FarmLibrary", "SafeFiles"]),
         // Watch-folder ingest: settle state, probe gate, content hashes, quarantine, templates.
         .target(name: "FarmIngest", dependencies: [
-            "FarmModel", "FarmStore", "FarmLibrary", "MediaInspect", "MediaCapture", "MediaTime", "SafeFiles", "S3Client",
+            "FarmModel", "FarmStore", "FarmLibrary", "FarmSubmit", "MediaInspect", "MediaCapture", "MediaTime", "SafeFiles", "S3Client",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         // Where the farm meets the media modules: JobRunner, the coordinator and its worker processes.
         .target(name: "FarmRuntime", dependencies: [
-            "FarmModel", "FarmStore", "FarmLibrary", "SafeFiles", "CProcessShims", "CodeScan", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime",
+            "FarmModel", "FarmStore", "FarmLibrary", "FarmSubmit", "SafeFiles", "CProcessShims", "CodeScan", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime",
             "S3Client", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -112,7 +115,7 @@ let package = Package(
         ]),
         // The coordinator's HTTP face: health, Prometheus metrics, the JSON API, the status page.
         .target(name: "FarmHTTP", dependencies: [
-            "FarmRuntime", "FarmLibrary", "FarmStore", "FarmModel",
+            "FarmRuntime", "FarmLibrary", "FarmStore", "FarmModel", "FarmSubmit",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
@@ -123,7 +126,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .target(name: "MediaFarmCLI", dependencies: [
-            "FarmHTTP", "FarmWebhooks", "MediaCapture", "FarmRuntime", "SafeFiles", "FarmStore", "FarmLibrary", "FarmIngest", "CodeScan", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
+            "FarmHTTP", "FarmWebhooks", "MediaCapture", "FarmRuntime", "FarmSubmit", "SafeFiles", "FarmStore", "FarmLibrary", "FarmIngest", "CodeScan", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -149,12 +152,13 @@ let package = Package(
         .testTarget(name: "MediaEditTests", dependencies: ["MediaEdit", "MediaInspect", "MediaCore", "MediaTime", "FarmTestSupport"]),
         .testTarget(name: "FarmModelTests", dependencies: ["FarmModel", "MediaTime"]),
         .testTarget(name: "FarmStoreTests", dependencies: ["FarmStore", "FarmModel", "FarmTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "FarmIngestTests", dependencies: ["FarmIngest", "FarmTestSupport"]),
+        .testTarget(name: "FarmIngestTests", dependencies: ["FarmIngest", "FarmSubmit", "FarmTestSupport"]),
+        .testTarget(name: "FarmSubmitTests", dependencies: ["FarmSubmit", "FarmLibrary", "FarmStore", "FarmModel", "FarmTestSupport"]),
         .testTarget(name: "FarmLibraryTests", dependencies: ["FarmLibrary", "FarmStore", "FarmModel", "FarmTestSupport"]),
-        .testTarget(name: "FarmRuntimeTests", dependencies: ["FarmRuntime", "FarmStore", "FarmModel", "CodeScan", "MediaEdit", "FarmTestSupport", "S3Client",
+        .testTarget(name: "FarmRuntimeTests", dependencies: ["FarmRuntime", "FarmSubmit", "FarmStore", "FarmModel", "CodeScan", "MediaEdit", "FarmTestSupport", "S3Client",
                                                          .product(name: "NIOCore", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "CodeScanTests", dependencies: ["CodeScan", "MediaCore", "MediaTime", "FarmTestSupport"]),
-        .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "FarmTestSupport", "S3Client",
+        .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "FarmSubmit", "FarmTestSupport", "S3Client",
                                                            .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "S3ClientTests", dependencies: ["S3Client", "FarmTestSupport"]),
         .testTarget(name: "FarmWebhooksTests", dependencies: ["FarmWebhooks", "FarmStore", "FarmModel", "FarmTestSupport"]),

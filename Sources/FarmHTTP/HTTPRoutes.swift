@@ -2,6 +2,7 @@ import FarmLibrary
 import FarmModel
 import FarmRuntime
 import FarmStore
+import FarmSubmit
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -151,57 +152,38 @@ extension HTTPFace {
         let key = query.get("key").flatMap { $0.isEmpty ? nil : $0 }
             ?? request.headers[Self.idempotencyKey].flatMap { $0.isEmpty ? nil : $0 }
         let allowMissingInputs = try Self.boolean(query, "allowMissingInputs")
-        let bytes = Array(body.readableBytesView)
         let overwriteRefusal: ManifestIssue? = scoped
             ? ManifestIssue(path: "$.overwrite", message: "a scoped library token cannot replace existing files")
             : configuration.allowOverwrite ? nil
             : ManifestIssue(path: "$.overwrite", message: "not allowed through the API: the coordinator replaces no existing file for a request "
                             + "unless started with --api-allow-overwrite")
-        let validation = ManifestLoader.validate(bytes: bytes, file: "request body", name: name, baseDirectory: configuration.baseDirectory,
-                                       outputRoots: configuration.outputRoots ?? [configuration.baseDirectory], refuseExistingOutputs: true,
-                                       overwriteRefusal: overwriteRefusal,
-                                       outputRootsWayOut: "to write there, the coordinator must be started with --output-root naming a folder above it",
-                                       missingInputWayOut: allowMissingInputs ? nil
-                                           : "if it will be there when the job runs, add ?allowMissingInputs=true")
-        // Assets the library does not know are reported with the manifest's other errors.
-        let unknown = try await unknownAssets(bytes, library: library)
-        let manifest: JobManifest
-        switch validation {
-        case .success(let m) where unknown.isEmpty: manifest = m
-        case .success: throw Self.invalidManifest(unknown)
-        case .failure(let e): throw Self.invalidManifest(e.issues + unknown)
-        }
-        try checkScopedSources(manifest, library: library)
-        let job = NewJob(name: manifest.name, manifest: String(decoding: bytes, as: UTF8.self), baseDirectory: configuration.baseDirectory,
-                         outputRoots: configuration.outputRoots ?? [configuration.baseDirectory], priority: priority, maxAttempts: maxAttempts,
-                         runAt: delay > 0 ? Date().addingTimeInterval(delay) : nil, uniqueKey: key.map { Self.apiKey($0, access: library.access) },
-                         timeout: timeout, after: manifest.after.map { Self.apiReference($0, access: library.access) },
-                         afterPolicy: manifest.afterPolicy, requires: manifest.requires)
-        let queued: Enqueued
+        let roots = configuration.outputRoots ?? [configuration.baseDirectory]
+        let rules = SubmissionRules(outputRoots: roots, outputRootsWayOut: "to write there, the coordinator must be started with --output-root naming a folder above it",
+                                    missingInputWayOut: allowMissingInputs ? nil : "if it will be there when the job runs, add ?allowMissingInputs=true",
+                                    overwriteRefusal: overwriteRefusal)
+        let offer = ManifestOffer(bytes: Array(body.readableBytesView), file: "request body", name: name, baseDirectory: configuration.baseDirectory)
+        let submitted: SubmittedJob
         do {
-            guard let first = try await store.enqueue([job], at: Date()).first else { throw JobStoreError.unavailable("nothing queued") }
-            queued = first
-        } catch let error as JobStoreError where !error.isQueueFault {
-            throw APIError(error, submitting: true)
-        } catch {
-            // The statement may still commit after its deadline: say so, and how to find out.
-            let retry = key == nil
-                ? "send the request again with an Idempotency-Key header (or ?key=) so that a retry cannot queue it twice, or look for it in GET /api/jobs"
-                : "send the same request with the same key: it answers with the job if it was queued, and queues it once if not"
-            throw APIError(status: .serviceUnavailable, message: "outcome unknown: the queue did not confirm the job (\(error)); it may have been queued; " + retry)
+            // Assets the library does not know are reported with the manifest's other errors.
+            let accepted = try Submission.refusingInvalid(try await Submission.check([offer], rules: rules) { _ in library })
+            let refusals = Submission.scopedRefusals(accepted, access: library.access)
+            if !refusals.isEmpty { throw SubmissionError.notPermitted(refusals) }
+            let manifest = accepted[0].manifest
+            let job = NewJob(name: manifest.name, manifest: offer.text, baseDirectory: configuration.baseDirectory, outputRoots: roots,
+                             priority: priority, maxAttempts: maxAttempts, runAt: delay > 0 ? Date().addingTimeInterval(delay) : nil,
+                             uniqueKey: key.map { Self.apiKey($0, access: library.access) }, timeout: timeout,
+                             after: manifest.after.map { Self.apiReference($0, access: library.access) },
+                             afterPolicy: manifest.afterPolicy, requires: manifest.requires)
+            let queued = try await Submission(store: store, library: library).enqueue([job], sources: [manifest.edits.map(\.source)])
+            guard let first = queued.jobs.first else { throw SubmissionError.outcomeUnknown(.unavailable("the queue answered no job")) }
+            submitted = SubmittedJob(id: first.id, name: job.name, queued: first.inserted, warnings: queued.warnings[first.id])
+            for warning in submitted.warnings ?? [] { logger.warning("job \(first.id): \(warning)") }
+        } catch let error as SubmissionError {
+            throw APIError(error, keyed: key != nil)
         }
-        if queued.inserted {
-            // The assets it reads (named, or registered files on this host), for lineage and Failed Jobs' Inputs.
-            try? await library.recordJobInputs(queued.id, sources: manifest.edits.map(\.source))
-        }
-        struct Submitted: Encodable {
-            var id: Int64
-            var name: String
-            var queued: Bool
-        }
-        hub.publish("submitted", json: ["id": queued.id, "name": job.name, "queued": queued.inserted])
-        var response = Response.json(Submitted(id: queued.id, name: job.name, queued: queued.inserted), status: queued.inserted ? .created : .ok)
-        response.headers[.location] = "/api/jobs/\(queued.id)"
+        hub.publish("submitted", json: ["id": submitted.id, "name": submitted.name, "queued": submitted.queued])
+        var response = Response.json(submitted, status: submitted.queued ? .created : .ok)
+        response.headers[.location] = "/api/jobs/\(submitted.id)"
         return response
     }
 
@@ -303,12 +285,6 @@ extension HTTPFace {
 
     /// A page of jobs: 1 to 1000.
     static let pageSize = NumberRule<Int>.integer(1, 1000)
-
-    /// 422 with every issue at its JSON path.
-    static func invalidManifest(_ issues: [ManifestIssue]) -> APIError {
-        APIError(status: .unprocessableContent, message: "invalid manifest: nothing was queued",
-                 issues: issues.map { APIError.Issue(path: $0.path, message: $0.message) })
-    }
 
     static func boolean(_ query: Parameters, _ name: String) throws -> Bool {
         switch query.get(name) {

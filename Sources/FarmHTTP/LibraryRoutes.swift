@@ -83,21 +83,6 @@ extension HTTPFace {
         return Response.json(try await Self.answer { try await library.fetch(options) })
     }
 
-    /// For `POST /api/jobs`: with a scoped token every source must be an asset (of its albums: the
-    /// library shows it no other).
-    func checkScopedSources(_ manifest: JobManifest, library: AssetLibrary) throws {
-        guard case .limited = library.access else { return }
-        for (index, source) in manifest.edits.map(\.source).enumerated() where AssetID.reference(source) == nil {
-            throw APIError(status: .forbidden, message: "a scoped library token submits only assets of its albums (asset:ID), not \(source)",
-                           issues: [.init(path: manifest.edits.count == 1 ? "$.input" : "$.edits[\(index)].source", message: "not an asset")])
-        }
-    }
-
-    /// The manifest's asset references the library does not know, as issues at their JSON paths.
-    func unknownAssets(_ bytes: [UInt8], library: AssetLibrary) async throws -> [ManifestIssue] {
-        try await Self.answer { try await library.unknownReferences(AssetID.references(inManifest: bytes)) }
-    }
-
     static func assetID(_ text: String) throws -> AssetID {
         let bare = text.hasPrefix(AssetID.scheme) ? String(text.dropFirst(AssetID.scheme.count)) : text
         guard let id = AssetID(bare) else { throw APIError(status: .badRequest, message: AssetIDError(text: text).description) }

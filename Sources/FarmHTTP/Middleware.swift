@@ -1,4 +1,5 @@
 import FarmStore
+import FarmSubmit
 import Foundation
 import Hummingbird
 import Logging
@@ -38,6 +39,33 @@ extension APIError {
         case .transition: self.init(status: .conflict, message: error.description)
         case .refused: self.init(status: submitting ? .unprocessableContent : .conflict, message: error.description)
         case .unavailable, .invalidLocation: self.init(status: .serviceUnavailable, message: error.description)
+        }
+    }
+}
+
+extension APIError {
+    /// A submission refused, as every way in says it, with the status that says whose fault it is: the
+    /// manifest's (422, every issue at its JSON path), a scoped token's limits (403), the queue's
+    /// refusal of a dependency (422), the library's error, or no confirmation from the queue (503, with
+    /// how to retry without queueing twice: `keyed` when the request named itself).
+    init(_ error: SubmissionError, keyed: Bool) {
+        let issues = error.issues.map { Issue(path: $0.path, message: $0.message) }
+        switch error {
+        case .invalid:
+            self.init(status: .unprocessableContent, message: "invalid manifest: nothing was queued", issues: issues)
+        case .notPermitted:
+            self.init(status: .forbidden, message: "a scoped library token submits only assets of its albums (asset:ID); nothing was queued",
+                      issues: issues)
+        case .refused(let message):
+            self.init(status: .unprocessableContent, message: message)
+        case .library(let error):
+            self = HTTPFace.apiError(error)
+        case .outcomeUnknown:
+            // The statement may still commit after its deadline: say so, and how to find out.
+            let retry = keyed
+                ? "send the same request with the same key: it answers with the job if it was queued, and queues it once if not"
+                : "send the request again with an Idempotency-Key header (or ?key=) so that a retry cannot queue it twice, or look for it in GET /api/jobs"
+            self.init(status: .serviceUnavailable, message: "outcome unknown: \(error.description); " + retry)
         }
     }
 }

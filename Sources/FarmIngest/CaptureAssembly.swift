@@ -1,4 +1,5 @@
 import FarmModel
+import FarmSubmit
 import Foundation
 import MediaCapture
 import MediaTime

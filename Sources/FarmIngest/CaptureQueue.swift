@@ -1,6 +1,7 @@
 import FarmLibrary
 import FarmModel
 import FarmStore
+import FarmSubmit
 import Foundation
 import MediaCapture
 import SafeFiles
@@ -55,7 +56,6 @@ public final class CaptureQueue: @unchecked Sendable {
     let libraryHost: String
     /// Checks a filled-in manifest (text, default name, base folder, output roots): the job's name, or
     /// what is wrong.
-    let validate: @Sendable (String, String, String, [String]) -> Result<JobManifest, IngestError>
     /// Segments not yet enqueued, in order, and whether more may come; `wake` tells `run` of a change.
     private let lock = NSLock()
     private var pending: [Item] = []
@@ -75,14 +75,13 @@ public final class CaptureQueue: @unchecked Sendable {
     public static let placeholders = ["input", "stem", "ext", "index", "captureID", "date"]
 
     public init(template: IngestTemplate, captureID: String, outputDirectory: String, outputRoots: [String]?, location: QueueLocation,
-                libraryHost: String, validate: @escaping @Sendable (String, String, String, [String]) -> Result<JobManifest, IngestError>,
+                libraryHost: String,
                 report: @escaping @Sendable (String, [String: Any]) -> Void) {
         self.template = template
         self.captureID = captureID
         self.outputRoots = outputRoots
         self.location = location
         self.libraryHost = libraryHost
-        self.validate = validate
         self.report = report
         folder = outputDirectory
         journalPath = outputDirectory + "/." + captureID + ".journal"
@@ -238,11 +237,18 @@ public final class CaptureQueue: @unchecked Sendable {
         ])
     }
 
+    /// How a capture's jobs are checked: as a submission is, outputs under its roots (an output that exists
+    /// already is found when the job runs).
+    public static func rules(outputRoots: [String]) -> SubmissionRules {
+        SubmissionRules(outputRoots: outputRoots, outputRootsWayOut: "to write there, give --output-root FOLDER (or \"outputRoots\" in the --config file)",
+                        refuseExistingOutputs: false)
+    }
+
     /// The filled-in manifest, validated; an invalid one is a permanent refusal.
     private func checked(_ text: String, name: String, base: String, roots: [String]) throws -> JobManifest {
-        switch validate(text, name, base, roots) {
+        switch Submission.validate(ManifestOffer(text: text, file: name, name: name, baseDirectory: base), rules: Self.rules(outputRoots: roots)) {
         case .success(let valid): return valid
-        case .failure(let problem): throw InvalidSegmentManifest(reason: problem.description)
+        case .failure(let problem): throw InvalidSegmentManifest(reason: IngestError(invalid: problem).description)
         }
     }
 
@@ -252,7 +258,8 @@ public final class CaptureQueue: @unchecked Sendable {
         if store == nil { store = try await JobStores.open(location, create: true) }
         guard let store else { return nil }
         do {
-            return try await store.enqueue([job], at: Date()).first.map { ($0, store) }
+            // The one way into the queue; the library learns the segment and its job once it is registered.
+            return try await Submission(store: store, library: nil).enqueue([job], sources: []).jobs.first.map { ($0, store) }
         } catch {
             await store.close()
             self.store = nil
@@ -290,7 +297,16 @@ public final class CaptureQueue: @unchecked Sendable {
             let path = folder + "/" + journal
             let data: Data
             do {
+                // A capture writes its journal as a regular file. A folder in its place is damage; a device
+                // (a full disk simulated by /dev/full) holds no entry, and reading one might never end.
+                var info = stat()
+                if stat(path, &info) == 0 {
+                    if info.st_mode & S_IFMT == S_IFDIR { throw JournalReadError(file: path, line: nil, problem: "cannot be read (a folder, not a journal)") }
+                    if info.st_mode & S_IFMT != S_IFREG { continue }
+                }
                 data = try Data(contentsOf: URL(fileURLWithPath: path))
+            } catch let error as JournalReadError {
+                throw error
             } catch {
                 throw JournalReadError(file: path, line: nil, problem: "cannot be read (\(error.localizedDescription))")
             }

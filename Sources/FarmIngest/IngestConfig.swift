@@ -1,4 +1,5 @@
 import FarmModel
+import FarmSubmit
 import Foundation
 import S3Client
 import SafeFiles

@@ -1,6 +1,7 @@
 import FarmLibrary
 import FarmModel
 import FarmStore
+import FarmSubmit
 import Foundation
 import MediaInspect
 import S3Client
@@ -19,7 +20,6 @@ public struct IngestPass: Sendable {
     /// Checks an expanded manifest (text, default name, base folder, output roots) as `submit` would:
     /// the job's name, or what is wrong.
     /// Validates a job's manifest (text, default name, base folder, output roots).
-    public let validate: @Sendable (String, String, String, [String]) -> Result<JobManifest, IngestError>
     /// Opens the queue (at every pass that is not a dry run: to enqueue, or to check that it answers).
     public let openQueue: @Sendable () async throws -> any JobStore
     public let now: @Sendable () -> Date
@@ -28,15 +28,21 @@ public struct IngestPass: Sendable {
     /// This host's name in the asset library.
     public let libraryHost: String
 
-    public init(config: IngestConfig, validate: @escaping @Sendable (String, String, String, [String]) -> Result<JobManifest, IngestError>,
+    public init(config: IngestConfig,
                 openQueue: @escaping @Sendable () async throws -> any JobStore, now: @escaping @Sendable () -> Date = { Date() },
                 progress: @escaping @Sendable (Int, Int) -> Void = { _, _ in }, libraryHost: String = AssetLibrary.defaultHost) {
         self.config = config
         self.libraryHost = libraryHost
-        self.validate = validate
         self.openQueue = openQueue
         self.now = now
         self.progress = progress
+    }
+
+    /// How a watch folder's jobs are checked: as a submission is, outputs under the config's roots (an
+    /// output that exists already is found when the job runs).
+    static func rules(outputRoots: [String]) -> SubmissionRules {
+        SubmissionRules(outputRoots: outputRoots, outputRootsWayOut: "to write there, add the folder to outputRoots in the config",
+                        refuseExistingOutputs: false)
     }
 
     /// Files ingest never takes, by name.
@@ -284,7 +290,9 @@ public struct IngestPass: Sendable {
             var chain: [NewJob] = []
             var invalid: IngestError?
             for step in candidate.template.jobs(for: input, hash: hash, modified: candidate.modified) {
-                switch validate(step.manifest, step.key.map { "\(name)-\($0)" } ?? name, candidate.template.folder, roots) {
+                let offer = ManifestOffer(text: step.manifest, file: name, name: step.key.map { "\(name)-\($0)" } ?? name,
+                                          baseDirectory: candidate.template.folder)
+                switch Submission.validate(offer, rules: Self.rules(outputRoots: roots)).mapError(IngestError.init(invalid:)) {
                 case .success(let manifest):
                     chain.append(NewJob(name: manifest.name, manifest: step.manifest, baseDirectory: candidate.template.folder, outputRoots: roots,
                                         priority: config.priority, maxAttempts: config.maxAttempts ?? 3, uniqueKey: step.uniqueKey,
@@ -346,7 +354,8 @@ public struct IngestPass: Sendable {
             do {
                 let opened = try await openQueue()
                 store = opened
-                enqueued = try await opened.enqueue(jobs.flatMap(\.chain), at: now())
+                // The one way into the queue; the library learns each file and its jobs below, once it is registered.
+                enqueued = try await Submission(store: opened, library: nil).enqueue(jobs.flatMap(\.chain), sources: [], at: now()).jobs
             } catch {
                 let undone = undo(moved)
                 await store?.close()

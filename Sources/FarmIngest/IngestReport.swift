@@ -1,3 +1,4 @@
+import FarmModel
 import Foundation
 
 /// What one pass found and did (`ingest --json`).
@@ -74,5 +75,12 @@ public struct IngestError: Error, Sendable, CustomStringConvertible {
     public init(_ description: String, isUsage: Bool = false) {
         self.description = description
         self.isUsage = isUsage
+    }
+}
+
+extension IngestError {
+    /// A template's manifest that fails its checks, every issue in one line ("$.input: ...; $.export: ...").
+    public init(invalid: ManifestValidationError) {
+        self.init(invalid.issues.map { "\($0.path): \($0.message)" }.joined(separator: "; "))
     }
 }

@@ -1,5 +1,6 @@
 import FarmModel
 import FarmStore
+import FarmSubmit
 import Foundation
 
 /// How a coordinator ends an attempt: publishing its staged outputs under the lease (files renamed,

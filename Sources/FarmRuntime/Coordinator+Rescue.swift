@@ -1,4 +1,5 @@
 import FarmModel
+import FarmSubmit
 import Foundation
 
 /// The rescuer's side of a coordinator: leases that expired (their jobs back in the queue, or dead),

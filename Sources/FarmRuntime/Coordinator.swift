@@ -1,6 +1,7 @@
 import FarmLibrary
 import FarmModel
 import FarmStore
+import FarmSubmit
 import Foundation
 import Metrics
 import ServiceLifecycle

@@ -2,6 +2,7 @@ import ArgumentParser
 import FarmModel
 import FarmRuntime
 import FarmStore
+import FarmSubmit
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -58,16 +59,27 @@ struct BatchCommand: AsyncParsableCommand {
         let roots = OutputRoots.chosen(outputRoots)
         // The report's place is checked before anything runs: a CI run must not end without it.
         if let junit { try JUnitReport.checkWritable(junit) }
-        let loaded = SubmitCommand.validateAll(files, outputRoots: roots)
-        if !loaded.invalid.isEmpty, let junit {
-            // CI shows what it can read: each invalid manifest a failed test case, the others not run.
-            let results = loaded.invalid.map(BatchResult.init(invalid:))
-                + loaded.valid.map { BatchResult(notRun: $0.manifest.name, file: $0.file) }
-            try JUnitReport.write(results, seconds: 0, to: junit)
+        // Checked as `submit` checks them (no library: the batch's queue is its own).
+        let read = files.map(ManifestOffer.reading)
+        let loaded: CheckedManifests
+        do {
+            loaded = try await Submission.check(read.compactMap { try? $0.get() }, unreadable: read.compactMap(\.failure),
+                                                rules: SubmissionRules(outputRoots: roots)) { _ in nil }
+        } catch {
+            throw error.cliError
         }
-        try SubmitCommand.refuseInvalid(loaded, nothing: "run")
+        if !loaded.invalid.isEmpty {
+            if let junit {
+                // CI shows what it can read: each invalid manifest a failed test case, the others not run.
+                let results = loaded.invalid.map(BatchResult.init(invalid:))
+                    + loaded.valid.map { BatchResult(notRun: $0.manifest.name, file: $0.offer.file) }
+                try JUnitReport.write(results, seconds: 0, to: junit)
+            }
+            for e in loaded.invalid { FileHandle.standardError.write(Data((e.description + "\n").utf8)) }
+            throw CLIError("nothing was run: \(loaded.invalid.count) of \(loaded.count) manifests are invalid", status: ExitStatus.usage)
+        }
         let jobs = loaded.valid.map {
-            NewJob(name: $0.manifest.name, manifest: $0.text, baseDirectory: $0.manifest.baseDirectory, outputRoots: roots ?? [],
+            NewJob(name: $0.manifest.name, manifest: $0.offer.text, baseDirectory: $0.manifest.baseDirectory, outputRoots: roots ?? [],
                    maxAttempts: maxAttempts)
         }
 
@@ -102,7 +114,7 @@ struct BatchCommand: AsyncParsableCommand {
         let seconds = Date().timeIntervalSince(started)
 
         let ended = try await store.jobs(ids: queued.map(\.id))
-        let byID = Dictionary(uniqueKeysWithValues: zip(queued.map(\.id), files))
+        let byID = Dictionary(uniqueKeysWithValues: zip(queued.map(\.id), loaded.valid.map(\.offer.file)))
         let results = ended.map { BatchResult($0, file: byID[$0.id] ?? $0.name) }
         let failed = results.filter { $0.state != "succeeded" }
         if let junit { try JUnitReport.write(results, seconds: seconds, to: junit) }

@@ -4,6 +4,7 @@ import Dispatch
 import FarmModel
 import FarmIngest
 import FarmRuntime
+import FarmSubmit
 import Foundation
 import MediaCapture
 #if canImport(Glibc)
@@ -235,8 +236,9 @@ struct CaptureCommand: AsyncParsableCommand {
                                        duration: 1, bytes: 0, packets: 0)
             let trial = CaptureAssembly.make(template: template, captureID: id, segments: [sample],
                                              outputRoots: OutputRoots.chosen(outputRoots) ?? [template.folder])
-            if case .failure(let problem) = Self.validateManifest(trial.manifest, trial.name, trial.baseDirectory, trial.outputRoots) {
-                throw CLIError("--assemble \(path): the template gives an invalid manifest: \(problem)", status: ExitStatus.usage)
+            let offer = ManifestOffer(text: trial.manifest, file: trial.name, name: trial.name, baseDirectory: trial.baseDirectory)
+            if case .failure(let problem) = Submission.validate(offer, rules: CaptureQueue.rules(outputRoots: trial.outputRoots)) {
+                throw CLIError("--assemble \(path): the template gives an invalid manifest: \(IngestError(invalid: problem))", status: ExitStatus.usage)
             }
             return template
         }
@@ -251,7 +253,7 @@ struct CaptureCommand: AsyncParsableCommand {
             }
             return CaptureQueue(template: template, captureID: id, outputDirectory: configuration.outputDirectory,
                                 outputRoots: OutputRoots.chosen(outputRoots), location: try queue.location(),
-                                libraryHost: LibraryOptions.hostName(nil), validate: Self.validateManifest) { event, fields in
+                                libraryHost: LibraryOptions.hostName(nil)) { event, fields in
                 CaptureCommand.printLine(event, fields, json: json)
             }
         }
@@ -346,16 +348,6 @@ struct CaptureCommand: AsyncParsableCommand {
             }
         }
         if failed { throw ExitCode(ExitStatus.failure) }
-    }
-
-    /// A filled-in template checked as a submission is; an output outside the roots names the capture's
-    /// own way to allow it.
-    @Sendable static func validateManifest(_ text: String, _ name: String, _ base: String, _ roots: [String]) -> Result<JobManifest, IngestError> {
-        switch ManifestLoader.validate(text: text, name: name, baseDirectory: base, outputRoots: roots,
-                                       outputRootsWayOut: "to write there, give --output-root FOLDER (or \"outputRoots\" in the --config file)") {
-        case .success(let manifest): .success(manifest)
-        case .failure(let e): .failure(IngestError(e.issues.map { "\($0.path): \($0.message)" }.joined(separator: "; ")))
-        }
     }
 
     /// The segments a recording finished, in order (they come from the recording's thread).

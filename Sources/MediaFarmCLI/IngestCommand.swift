@@ -3,6 +3,7 @@ import FarmIngest
 import FarmModel
 import FarmRuntime
 import FarmStore
+import FarmSubmit
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -72,16 +73,6 @@ struct IngestCommand: AsyncParsableCommand {
             + "quarantine \(report.quarantined), and skip \(counted(report.skipped.count, "other file"))"
     }
 
-    /// A manifest made from a template (text, default name, base folder, output roots), checked as
-    /// `submit` checks one: the job's name, or every problem.
-    @Sendable static func validateManifest(_ text: String, _ name: String, _ base: String, _ roots: [String]) -> Result<JobManifest, IngestError> {
-        switch ManifestLoader.validate(text: text, name: name, baseDirectory: base, outputRoots: roots,
-                                       outputRootsWayOut: "to write there, add the folder to outputRoots in the config") {
-        case .success(let manifest): .success(manifest)
-        case .failure(let e): .failure(IngestError(e.issues.map { "\($0.path): \($0.message)" }.joined(separator: "; ")))
-        }
-    }
-
     func run() async throws {
         let settings: IngestConfig
         do {
@@ -90,7 +81,7 @@ struct IngestCommand: AsyncParsableCommand {
             throw CLIError(error.description, status: ExitStatus.usage)
         }
         let location = try queue.location()
-        let pass = IngestPass(config: settings, validate: Self.validateManifest, openQueue: { try await JobStores.open(location, create: true) }, progress: IngestProgress.callback(),
+        let pass = IngestPass(config: settings, openQueue: { try await JobStores.open(location, create: true) }, progress: IngestProgress.callback(),
            libraryHost: LibraryOptions.hostName(host))
         let report: IngestReport
         var failed = false

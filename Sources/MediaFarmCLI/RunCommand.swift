@@ -2,6 +2,7 @@ import ArgumentParser
 import FarmLibrary
 import FarmModel
 import FarmRuntime
+import FarmSubmit
 import Foundation
 import MediaInspect
 

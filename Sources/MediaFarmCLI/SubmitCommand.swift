@@ -1,9 +1,9 @@
 import ArgumentParser
-import FarmIngest
 import FarmLibrary
 import FarmModel
 import FarmRuntime
 import FarmStore
+import FarmSubmit
 import Foundation
 
 /// `mediafarm submit`: validate manifests and queue them, all or nothing.
@@ -77,94 +77,85 @@ struct SubmitCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let files = album == nil ? try Self.expand(manifests) : manifests
         let roots = OutputRoots.chosen(outputRoots)
-
         let runAt = delay > 0 ? Date().addingTimeInterval(delay) : nil
         let dependencies = after.compactMap(JobReference.init(parsing:))
-        let make = { (manifest: JobManifest, text: String) in
-            NewJob(name: manifest.name, manifest: text, baseDirectory: manifest.baseDirectory, outputRoots: roots ?? [],
+        let make = { (offer: ManifestOffer, manifest: JobManifest) in
+            NewJob(name: manifest.name, manifest: offer.text, baseDirectory: manifest.baseDirectory, outputRoots: roots ?? [],
                    priority: priority, maxAttempts: maxAttempts, runAt: runAt, uniqueKey: uniqueKey, timeout: timeout,
                    after: manifest.after + dependencies.filter { !manifest.after.contains($0) },
                    afterPolicy: afterPolicy ?? manifest.afterPolicy, requires: manifest.requires)
         }
         let token = try library.token()
-        var sources: [[String]] = []
-        var jobs: [NewJob] = []
-        var loaded = Loaded()
-        if album == nil {
-            loaded = Self.validateAll(files, outputRoots: roots, missingInputWayOut: allowMissingInputs ? nil
-                                      : "if it will be there when the job runs, give --allow-missing-inputs")
-        }
-        let namesAssets = !loaded.references.isEmpty
-        // Invalid manifests are refused before the queue is made; the library is asked about the assets
-        // they name only when the queue is there to ask.
+        let rules = SubmissionRules(outputRoots: roots, missingInputWayOut: allowMissingInputs ? nil
+                                    : "if it will be there when the job runs, give --allow-missing-inputs")
+        // The queue is opened when it is needed: to ask the library about assets, for a scoped token, an
+        // album, or to queue. Invalid manifests are refused before a new queue is made.
         var opened: (any JobStore)?
         var assets: AssetLibrary?
-        if album != nil || namesAssets || token != nil {
-            opened = loaded.invalid.isEmpty ? try await queue.open(create: album == nil) : try? await queue.open()
-            if let opened { assets = try await library.open(opened) }
+        func openLibrary(create: Bool) async throws -> AssetLibrary {
+            if let assets { return assets }
+            let store: any JobStore
+            if let opened { store = opened } else { store = try await queue.open(create: create) }
+            opened = store
+            let made = try await library.open(store)
+            assets = made
+            return made
         }
-        if let assets, album == nil, namesAssets { try await Self.addUnknownAssets(&loaded, library: assets) }
-        try Self.refuseInvalid(loaded, nothing: "queued")
-        for entry in loaded.valid {
-            sources.append(entry.manifest.edits.map(\.source))
-            jobs.append(make(entry.manifest, entry.text))
+        if token != nil || album != nil { _ = try await openLibrary(create: album == nil) }
+        let accepted: [(offer: ManifestOffer, manifest: JobManifest)]
+        do {
+            let checked: CheckedManifests
+            if let album {
+                checked = try await Self.albumOffers(album, template: manifests[0], library: try await openLibrary(create: false), rules: rules)
+            } else {
+                let read = try Self.expand(manifests).map(ManifestOffer.reading)
+                checked = try await Submission.check(read.compactMap { try? $0.get() }, unreadable: read.compactMap(\.failure), rules: rules) { allValid in
+                    // With invalid manifests, an existing queue is still asked, so that every error is said at once.
+                    allValid ? try await openLibrary(create: true) : try? await openLibrary(create: false)
+                }
+            }
+            accepted = try Submission.refusingInvalid(checked)
+            if let assets {
+                let refusals = Submission.scopedRefusals(accepted, access: assets.access)
+                if !refusals.isEmpty { throw SubmissionError.notPermitted(refusals) }
+            }
+        } catch let error as SubmissionError {
+            throw error.cliError
         }
         let store: any JobStore
         if let opened { store = opened } else { store = try await queue.open(create: true) }
-        if let album, let assets {
-            (jobs, sources) = try await Self.albumJobs(album, template: files[0], library: assets, outputRoots: roots, make: make)
-        }
-        // A scoped token submits nothing but assets (of its albums: it sees no other).
-        if token != nil, let path = sources.flatMap({ $0 }).first(where: { AssetID.reference($0) == nil }) {
-            throw CLIError("\(path): a scoped library token submits only assets of its albums (asset:ID); nothing was queued",
-                           status: ExitStatus.usage)
-        }
-        let queued: [Enqueued]
+        if assets == nil { assets = try? await library.open(store) }   // no library on this queue: nothing to record
+        let jobs = accepted.map(make)
+        let queued: Submission.Queued
         do {
-            queued = try await store.enqueue(jobs, at: Date())
-        } catch .refused(let message) {
-            throw CLIError(message, status: ExitStatus.usage)
+            queued = try await Submission(store: store, library: assets).enqueue(jobs, sources: accepted.map { $0.manifest.edits.map(\.source) })
         } catch {
-            throw CLIError("\(error); nothing was queued")
+            throw error.cliError
         }
-        if assets == nil { assets = try? await library.open(store) }
-        await Self.recordInputs(queued, sources, library: assets)
+        for (id, warnings) in queued.warnings.sorted(by: { $0.key < $1.key }) {
+            for warning in warnings { FileHandle.standardError.write(Data("warning: job \(id): \(warning)\n".utf8)) }
+        }
         if json {
-            let rows = zip(jobs, queued).map { job, q in SubmittedJob(id: q.id, name: job.name, queued: q.inserted) }
+            let rows = zip(jobs, queued.jobs).map { job, q in SubmittedJob(id: q.id, name: job.name, queued: q.inserted, warnings: queued.warnings[q.id]) }
             print(String(decoding: try JSONEncoder.sortedPretty().encode(rows), as: UTF8.self))
         } else {
-            for (job, q) in zip(jobs, queued) {
+            for (job, q) in zip(jobs, queued.jobs) {
                 print(!q.inserted ? "job \(q.id) already holds key \(uniqueKey ?? ""): \(job.name) not queued again"
                       : job.after.isEmpty ? "queued job \(q.id) (\(job.name))"
                       : "queued job \(q.id) (\(job.name)), after \(job.after.map(\.description).joined(separator: ", "))")
             }
         }
         if wait {
-            let ids = Array(Set(queued.map(\.id))).sorted()
-            let jobs = try await StatusCommand.watch(store: store, ids: ids, draw: !json)
-            if jobs.contains(where: { $0.state != .succeeded }) { throw ExitCode(ExitStatus.failure) }
+            let ids = Array(Set(queued.jobs.map(\.id))).sorted()
+            let ended = try await StatusCommand.watch(store: store, ids: ids, draw: !json)
+            if ended.contains(where: { $0.state != .succeeded }) { throw ExitCode(ExitStatus.failure) }
         }
     }
 
-    /// Records which library assets each queued job reads: those it names, and input files this host
-    /// registered (Failed Jobs' Inputs, lineage). The jobs are queued already: a failure here is a warning.
-    static func recordInputs(_ queued: [Enqueued], _ sources: [[String]], library: AssetLibrary?) async {
-        guard let library else { return }
-        for (job, paths) in zip(queued, sources) where job.inserted {
-            do {
-                try await library.recordJobInputs(job.id, sources: paths)
-            } catch {
-                FileHandle.standardError.write(Data("warning: job \(job.id): the library did not record its inputs: \(error)\n".utf8))
-            }
-        }
-    }
-
-    /// One job per asset of `album`, from a template in which {input} is "asset:ID"; every manifest is
-    /// validated first (exit 2 with every error, nothing queued).
-    static func albumJobs(_ album: String, template path: String, library: AssetLibrary, outputRoots roots: [String]?,
-                          make: (JobManifest, String) -> NewJob) async throws -> ([NewJob], [[String]]) {
+    /// One manifest per asset of `album`, from a template in which {input} is "asset:ID", each checked
+    /// as a submitted file is.
+    static func albumOffers(_ album: String, template path: String, library: AssetLibrary, rules: SubmissionRules) async throws -> CheckedManifests {
         let template: IngestTemplate
         do {
             template = try IngestTemplate.load(path, placeholders: ["input", "id", "stem", "ext"])
@@ -178,84 +169,16 @@ struct SubmitCommand: AsyncParsableCommand {
         guard !assets.isEmpty else { throw CLIError("the album \"\(album)\" has no assets; nothing was queued") }
         let folder = PathRules.resolve(template.folder, against: FileManager.default.currentDirectoryPath)
         let stem = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
-        var jobs: [NewJob] = []
-        var sources: [[String]] = []
-        var invalid: [ManifestValidationError] = []
+        var offers: [ManifestOffer] = []
         for asset in assets {
             // {stem} and {ext}: the file's name on this host, else on another.
             var file = asset.path
             if file == nil { file = try await LibraryOptions.run { try await library.detail(asset.id) }.locations.first?.path }
             let text = template.manifest(values: ["input": asset.id.reference, "id": asset.id.rawValue], file: file ?? asset.id.rawValue)
-            let name = "\(stem)-\(asset.id.rawValue.prefix(10))"
-            switch ManifestLoader.validate(bytes: Array(text.utf8), file: "\(path) for \(asset.id)", name: name, baseDirectory: folder,
-                                           outputRoots: roots, refuseExistingOutputs: true) {
-            case .success(let manifest):
-                jobs.append(make(manifest, text))
-                sources.append(manifest.edits.map(\.source))
-            case .failure(let e):
-                invalid.append(e)
-            }
+            offers.append(ManifestOffer(text: text, file: "\(path) for \(asset.id)", name: "\(stem)-\(asset.id.rawValue.prefix(10))", baseDirectory: folder))
         }
-        guard invalid.isEmpty else {
-            for e in invalid { FileHandle.standardError.write(Data((e.description + "\n").utf8)) }
-            FileHandle.standardError.write(Data("nothing was queued: \(invalid.count) of \(assets.count) manifests are invalid\n".utf8))
-            throw ExitCode(ExitStatus.usage)
-        }
-        return (jobs, sources)
-    }
-
-    /// Every manifest loaded and validated: the valid ones (file, manifest, text), every error, and the
-    /// well-formed `asset:ID` references of each file, valid or not.
-    struct Loaded {
-        var valid: [(file: String, manifest: JobManifest, text: String)] = []
-        var invalid: [ManifestValidationError] = []
-        var references: [String: [(path: String, id: AssetID)]] = [:]
-        var count: Int { valid.count + invalid.count }
-    }
-
-    static func validateAll(_ files: [String], outputRoots roots: [String]?, missingInputWayOut: String? = nil) -> Loaded {
-        var loaded = Loaded()
-        for file in files {
-            let references: [(path: String, id: AssetID)]
-            switch ManifestLoader.loadWithText(file, outputRoots: roots, missingInputWayOut: missingInputWayOut) {
-            case .success(let (manifest, text)):
-                loaded.valid.append((file, manifest, text))
-                references = AssetID.references(inManifest: Array(text.utf8))
-            case .failure(let e):
-                loaded.invalid.append(e)
-                let bytes = FileHandle(forReadingAtPath: file).flatMap { try? $0.read(upToCount: ManifestLoader.maxBytes) } ?? Data()
-                references = AssetID.references(inManifest: Array(bytes))
-            }
-            if !references.isEmpty { loaded.references[file] = references }
-        }
-        return loaded
-    }
-
-    /// Adds to `loaded`'s errors the assets its manifests name (valid or not) that `library` does not know,
-    /// at their JSON paths, so that they are reported with the manifests' other errors.
-    /// The library is asked once for every id of every file (not once a file: a folder of thousands).
-    static func addUnknownAssets(_ loaded: inout Loaded, library: AssetLibrary) async throws {
-        let ids = Array(Set(loaded.references.values.flatMap { $0.map(\.id) }))
-        let missing = try await LibraryOptions.run { try await library.unknown(ids) }
-        guard !missing.isEmpty else { return }
-        for (file, references) in loaded.references.sorted(by: { $0.key < $1.key }) {
-            let unknown = AssetLibrary.issues(references, unknown: missing)
-            guard !unknown.isEmpty else { continue }
-            if let index = loaded.invalid.firstIndex(where: { $0.file == file }) {
-                loaded.invalid[index].issues += unknown
-            } else if let index = loaded.valid.firstIndex(where: { $0.file == file }) {
-                loaded.valid.remove(at: index)
-                loaded.invalid.append(ManifestValidationError(file: file, issues: unknown))
-            }
-        }
-    }
-
-    /// Prints every error of `loaded` and exits 2 ("nothing was `nothing`") when any manifest is invalid.
-    static func refuseInvalid(_ loaded: Loaded, nothing: String) throws {
-        guard !loaded.invalid.isEmpty else { return }
-        for e in loaded.invalid { FileHandle.standardError.write(Data((e.description + "\n").utf8)) }
-        FileHandle.standardError.write(Data("nothing was \(nothing): \(loaded.invalid.count) of \(loaded.count) manifests are invalid\n".utf8))
-        throw ExitCode(ExitStatus.usage)
+        // The album's assets are the library's: nothing to look up.
+        return try await Submission.check(offers, rules: rules) { _ in nil }
     }
 
     /// Manifest files: each file as given, each folder's *.json files in name order.
@@ -278,12 +201,6 @@ struct SubmitCommand: AsyncParsableCommand {
 
 extension AfterPolicy: ExpressibleByArgument {}
 
-struct SubmittedJob: Encodable {
-    var id: Int64
-    var name: String
-    /// false: a live job already held the unique key; `id` is that job's.
-    var queued: Bool
-}
 
 extension JSONEncoder {
     static func sortedPretty() -> JSONEncoder {
@@ -292,4 +209,20 @@ extension JSONEncoder {
         encoder.dateEncodingStrategy = .iso8601
         return encoder
     }
+}
+
+extension SubmissionError {
+    /// The error as the command line says it: the manifests' issues, a scoped token's refusal and the
+    /// queue's refusal are usage errors (exit 2); a library or a queue that did not answer is a failure.
+    var cliError: CLIError {
+        switch self {
+        case .invalid, .notPermitted, .refused: CLIError(description, status: ExitStatus.usage)
+        case .library(let error): CLIError(description, status: error.isUsage ? ExitStatus.usage : ExitStatus.failure)
+        case .outcomeUnknown: CLIError(description + "; see `mediafarm status` before submitting again")
+        }
+    }
+}
+
+extension Result {
+    var failure: Failure? { if case .failure(let error) = self { error } else { nil } }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FarmModel
 import FarmRuntime
+import FarmSubmit
 import Foundation
 
 /// `mediafarm worker`: runs the one manifest on stdin and reports JSON-line events on stdout; usable by

@@ -1,4 +1,5 @@
 import FarmModel
+import FarmSubmit
 import FarmTestSupport
 import Foundation
 import Testing

@@ -1,3 +1,4 @@
+import FarmSubmit
 import FarmTestSupport
 import Foundation
 import Testing

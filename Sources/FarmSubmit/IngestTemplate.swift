@@ -155,7 +155,7 @@ public struct IngestTemplate: Sendable, Hashable {
 
     /// `document` with `values` (and `file`'s `{stem}` and `{ext}`) in place of the placeholders in its
     /// string values.
-    static func filled(_ document: JSONValue, values: [String: String], file: String) -> JSONValue {
+    public static func filled(_ document: JSONValue, values: [String: String], file: String) -> JSONValue {
         let name = (file as NSString).lastPathComponent
         let ext = (name as NSString).pathExtension
         let stem = ext.isEmpty ? name : String(name.dropLast(ext.count + 1))
