@@ -4,37 +4,6 @@ import FarmStore
 import Foundation
 import Hummingbird
 
-/// One coordinator of the farm as the status page and `GET /api/coordinators` show it: its last report in
-/// the queue's list, or, for the coordinator serving the request, its state now.
-struct CoordinatorView: Encodable, Sendable {
-    var owner: String
-    var host: String
-    var slots: Int
-    var busy: Int
-    var free: Int
-    var draining: Bool
-    var startedAt: Date
-    var seenAt: Date
-    var secondsSinceReport: Double
-    /// Not heard from for three report intervals: stopped without saying so, or cut off from the queue.
-    var silent: Bool
-    var thisCoordinator: Bool
-
-    init(_ presence: CoordinatorPresence, now: Date, silentAfter: Double, this: Bool) {
-        owner = presence.owner
-        host = presence.host
-        slots = presence.slots
-        busy = presence.busy
-        free = max(0, presence.slots - presence.busy)
-        draining = presence.draining
-        startedAt = presence.startedAt
-        seenAt = presence.seenAt
-        secondsSinceReport = presence.secondsSinceReport(at: now)
-        silent = !this && secondsSinceReport > silentAfter
-        thisCoordinator = this
-    }
-}
-
 extension HTTPFace {
     /// Every coordinator in the queue's list, this one with its slots as they are now (it may not have
     /// reported yet).

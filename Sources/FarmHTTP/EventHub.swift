@@ -1,3 +1,4 @@
+import FarmModel
 import Foundation
 import Synchronization
 
@@ -35,9 +36,9 @@ final class EventHub: Sendable {
     var subscriberCount: Int { state.withLock { $0.subscribers.count } }
 
     /// Sends `event` with a JSON `data` line to every client.
-    func publish(_ event: String, json: [String: Any]) {
-        guard let data = try? JSONSerialization.data(withJSONObject: json, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
-        send("event: \(event)\ndata: \(String(decoding: data, as: UTF8.self))\n\n")
+    /// The event, named by its kind, its data the one encoding `coordinator --json` prints too.
+    func publish(_ event: CoordinatorEvent) {
+        send("event: \(event.event.rawValue)\ndata: \(event.json)\n\n")
     }
 
     /// A comment line: keeps idle connections (and proxies) open, and finds clients that went away.

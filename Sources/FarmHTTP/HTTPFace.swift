@@ -127,18 +127,7 @@ public final class HTTPFace: Service, Sendable {
 
     /// Passes a coordinator event to `/api/events` clients.
     public func publish(_ event: CoordinatorEvent) {
-        switch event {
-        case let .started(id, name, attempt, pid, _, _):
-            hub.publish("started", json: ["id": id, "name": name, "attempt": attempt, "pid": pid])
-        case let .progress(id, name, fraction, phase):
-            hub.publish("progress", json: ["id": id, "name": name, "fraction": fraction, "phase": phase])
-        case let .finished(id, name, state, attempt, message, seconds):
-            var json: [String: Any] = ["id": id, "name": name, "state": state, "attempt": attempt, "seconds": seconds]
-            if let message { json["message"] = message }
-            hub.publish("finished", json: json)
-        case .notice(let text):
-            hub.publish("notice", json: ["message": text])
-        }
+        hub.publish(event)
     }
 
     /// Browser sessions signed in at `/login` or with the URL's `?token=`.

@@ -25,10 +25,10 @@ extension HTTPFace {
             return Response.json(JobView(job, now: Date()))
         }
         router.post("/api/jobs/:id/cancel") { request, context in
-            try await self.change(request, id: try Self.jobID(context), "cancelled") { (id: Int64) throws(JobStoreError) in try await self.store.cancel(id: id, at: Date()) }
+            try await self.change(request, id: try Self.jobID(context), .cancelled) { (id: Int64) throws(JobStoreError) in try await self.store.cancel(id: id, at: Date()) }
         }
         router.post("/api/jobs/:id/retry") { request, context in
-            try await self.change(request, id: try Self.jobID(context), "retried") { (id: Int64) throws(JobStoreError) in try await self.store.retry(id: id, at: Date()) }
+            try await self.change(request, id: try Self.jobID(context), .retried) { (id: Int64) throws(JobStoreError) in try await self.store.retry(id: id, at: Date()) }
         }
         router.get("/api/jobs/:id/deliveries") { _, context in
             let id = try Self.jobID(context)
@@ -110,20 +110,14 @@ extension HTTPFace {
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
-    /// `GET /api/webhooks`: the farm's endpoints and allowed hosts, and deliveries by state.
+    /// `GET /api/webhooks`: the farm's endpoints and allowed hosts, deliveries by state, the newest failures
+    /// (as `webhooks list --json` prints them).
     func webhookSummary() async throws -> Response {
-        struct Endpoint: Encodable { var url: String, events: [String]?, addedBy: String, addedAt: Date }
-        struct Summary: Encodable {
-            var endpoints: [Endpoint], allowedHosts: [String], deliveries: [String: Int], oldestPendingAt: Date?
-            var failed: [DeliveryView]
+        do {
+            return .json(try await WebhookSettingsView.of(store, at: Date()))
+        } catch {
+            throw APIError(error)
         }
-        let now = Date()
-        let settings = try await store.webhookSettings(at: now)
-        let failed = try await store.deliveries(matching: DeliveryQuery(states: [.failed, .refused], limit: 20))
-        return .json(Summary(endpoints: settings.endpoints.map { Endpoint(url: $0.url, events: $0.events, addedBy: $0.addedBy, addedAt: $0.addedAt) },
-                             allowedHosts: settings.allowedHosts.map(\.host),
-                             deliveries: Dictionary(uniqueKeysWithValues: WebhookDeliveryState.allCases.map { ($0.rawValue, settings.counts[$0] ?? 0) }),
-                             oldestPendingAt: settings.oldestPendingAt, failed: failed.map(DeliveryView.init)))
     }
 
     // MARK: - Jobs
@@ -181,7 +175,7 @@ extension HTTPFace {
         } catch let error as SubmissionError {
             throw APIError(error, keyed: key != nil)
         }
-        hub.publish("submitted", json: ["id": submitted.id, "name": submitted.name, "queued": submitted.queued])
+        hub.publish(.submitted(id: submitted.id, name: submitted.name, queued: submitted.queued))
         var response = Response.json(submitted, status: submitted.queued ? .created : .ok)
         response.headers[.location] = "/api/jobs/\(submitted.id)"
         return response
@@ -212,14 +206,14 @@ extension HTTPFace {
     }
 
     /// Cancel or retry; from the status page's form (not JSON) the answer is a redirect back to it.
-    func change(_ request: Request, id: Int64, _ verb: String, _ apply: (Int64) async throws(JobStoreError) -> Job) async throws -> Response {
+    func change(_ request: Request, id: Int64, _ kind: CoordinatorEvent.Kind, _ apply: (Int64) async throws(JobStoreError) -> Job) async throws -> Response {
         let job: Job
         do {
             job = try await apply(id)
         } catch {
             throw APIError(error)
         }
-        hub.publish(verb, json: ["id": id, "name": job.name, "state": job.state.rawValue])
+        hub.publish(.changed(kind, id: id, name: job.name, state: job.state.rawValue))
         if request.headers[.contentType]?.hasPrefix("application/x-www-form-urlencoded") == true {
             return .redirect(to: "/", type: .normal)
         }

@@ -189,7 +189,7 @@ struct StatusPage {
       var source = new EventSource("/api/events"), pending = null;
       function reload() { if (!pending) pending = setTimeout(function () { location.reload(); }, 2000); }
       source.addEventListener("progress", function (m) {
-        var e = JSON.parse(m.data), row = document.querySelector('tr.job[data-job="' + e.id + '"]');
+        var e = JSON.parse(m.data), row = document.querySelector('tr.job[data-job="' + e.job + '"]');
         if (!row) { reload(); return; }
         var p = Math.round(e.fraction * 100);
         row.querySelector("progress").value = p;

@@ -117,14 +117,18 @@ public struct WebhookError: Error, Sendable, Hashable, CustomStringConvertible {
 
 extension JSONEncoder {
     /// The API's encoder, which webhook bodies share: sorted keys, ISO 8601 times with milliseconds.
-    public static let api: JSONEncoder = {
+    public static let api: JSONEncoder = farm(pretty: false)
+
+    /// The farm's one JSON encoding of its objects (jobs, views, settings), for the API, webhooks and the
+    /// command line's `--json` alike: sorted keys, slashes as they are, ISO 8601 times with milliseconds
+    /// (attempts are timed to better than a second). `pretty` only lays it out on lines for people.
+    public static func farm(pretty: Bool) -> JSONEncoder {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // ISO 8601 with milliseconds: attempts are timed to better than a second.
+        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
             try container.encode(date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted)))
         }
         return encoder
-    }()
+    }
 }

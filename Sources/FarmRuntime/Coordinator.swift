@@ -392,7 +392,7 @@ public final class Coordinator: Service, @unchecked Sendable {
             let handed = now()
             events(.started(id: id, name: entry.job.name, attempt: entry.job.attempt, pid: pid,
                             queuedFor: handed.timeIntervalSince(entry.job.runAt > entry.job.createdAt ? entry.job.runAt : entry.job.createdAt),
-                            hops: PickupHops(woke: entry.woke, claimed: entry.claimed, handed: handed)))
+                            hops: PickupHops(woke: entry.woke, claimed: entry.claimed, handed: handed).event, at: handed))
         }
     }
 

@@ -79,15 +79,6 @@ public struct CoordinatorConfiguration: Sendable {
 }
 
 /// What a coordinator reports as it works.
-public enum CoordinatorEvent: Sendable {
-    /// A worker process started on a claimed job.
-    case started(id: Int64, name: String, attempt: Int, pid: Int32, queuedFor: Double, hops: PickupHops)
-    case progress(id: Int64, name: String, fraction: Double, phase: String)
-    /// An attempt ended; `state` is the job's state after it.
-    case finished(id: Int64, name: String, state: String, attempt: Int, message: String?, seconds: Double)
-    /// Something worth a line in the log (a rescued job, a stale attempt, a store error).
-    case notice(String)
-}
 
 /// When a job passed each step between the queue and its worker (wall-clock times): the claimer's turn
 /// that claimed it began (`woke`: after a notification, a freed slot or a poll), the claim returned, and
@@ -125,5 +116,12 @@ public struct DefaultChunking: Sendable, Hashable {
         var chunked = export.setting("chunkSeconds", to: .number(MediaTime.formatSeconds(seconds)))
         if let above { chunked = chunked.setting("chunkAbove", to: .number(MediaTime.formatSeconds(above))) }
         return document.setting("export", to: chunked).text
+    }
+}
+
+extension PickupHops {
+    /// As an event carries them: seconds since 1970.
+    public var event: CoordinatorEvent.Hops {
+        CoordinatorEvent.Hops(woke: woke.timeIntervalSince1970, claimed: claimed.timeIntervalSince1970, handed: handed.timeIntervalSince1970)
     }
 }

@@ -286,23 +286,28 @@ final class CoordinatorPrinter: @unchecked Sendable {
     func print(_ event: CoordinatorEvent) {
         lock.withLock {
             if json {
-                emit(json: event)
+                // The one encoding, as GET /api/events sends it.
+                FileHandle.standardOutput.write(Data((event.json + "\n").utf8))
                 return
             }
-            switch event {
-            case let .started(id, name, attempt, pid, queuedFor, _):
+            let id = event.job ?? 0, name = event.name ?? ""
+            switch event.event {
+            case .started:
                 progress[id] = (name, 0, "starting")
-                line(String(format: "job %lld (%@) started: attempt %d, worker pid %d, %.0f ms after it was due", id, name, attempt, pid, queuedFor * 1000))
-            case let .progress(id, name, fraction, phase):
-                progress[id] = (name, fraction, phase)
+                line(String(format: "job %lld (%@) started: attempt %d, worker pid %d, %.0f ms after it was due", id, name, event.attempt ?? 0,
+                            event.pid ?? 0, (event.queuedFor ?? 0) * 1000))
+            case .progress:
+                progress[id] = (name, event.fraction ?? 0, event.phase ?? "")
                 drawLive(force: false)
-            case let .finished(id, name, state, attempt, message, seconds):
+            case .finished:
                 progress[id] = nil
-                var text = String(format: "job %lld (%@) %@ after %.1f s (attempt %d)", id, name, state, seconds, attempt)
-                if let message { text += ": \(message)" }
+                var text = String(format: "job %lld (%@) %@ after %.1f s (attempt %d)", id, name, event.state ?? "", event.seconds ?? 0, event.attempt ?? 0)
+                if let message = event.message { text += ": \(message)" }
                 line(text)
-            case .notice(let text):
-                line(text)
+            case .notice:
+                line(event.message ?? "")
+            case .submitted, .cancelled, .retried:
+                line("job \(id) (\(name)) \(event.event.rawValue)" + (event.state.map { ": \($0)" } ?? ""))
             }
         }
     }
@@ -329,25 +334,5 @@ final class CoordinatorPrinter: @unchecked Sendable {
             return "\(id) \(p.name) [" + String(repeating: "#", count: filled) + String(repeating: "-", count: 10 - filled) + "] \(p.phase)"
         }
         FileHandle.standardOutput.write(Data(("\r\u{1B}[2K" + parts.joined(separator: " | ")).prefix(200).utf8))
-    }
-
-    private func emit(json event: CoordinatorEvent) {
-        var object: [String: Any] = ["at": Date().timeIntervalSince1970]
-        switch event {
-        case let .started(id, name, attempt, pid, queuedFor, hops):
-            object.merge(["event": "started", "job": id, "name": name, "attempt": attempt, "pid": pid, "queuedFor": queuedFor,
-                          "hops": ["woke": hops.woke.timeIntervalSince1970, "claimed": hops.claimed.timeIntervalSince1970,
-                                   "handed": hops.handed.timeIntervalSince1970]]) { $1 }
-        case let .progress(id, name, fraction, phase):
-            object.merge(["event": "progress", "job": id, "name": name, "fraction": fraction, "phase": phase]) { $1 }
-        case let .finished(id, name, state, attempt, message, seconds):
-            object.merge(["event": "finished", "job": id, "name": name, "state": state, "attempt": attempt, "seconds": seconds]) { $1 }
-            if let message { object["message"] = message }
-        case .notice(let text):
-            object.merge(["event": "notice", "message": text]) { $1 }
-        }
-        guard var data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
-        data.append(UInt8(ascii: "\n"))
-        FileHandle.standardOutput.write(data)
     }
 }

@@ -74,26 +74,14 @@ struct QueueCommand: AsyncParsableCommand {
                     var oldestQueuedSeconds: Double?
                     var runningByHost: [String: Int]
                     var dead: Int
-                    var coordinators: [CoordinatorRow]
-                }
-                struct CoordinatorRow: Encodable {
-                    var owner: String
-                    var host: String
-                    var slots: Int
-                    var busy: Int
-                    var draining: Bool
-                    var secondsSinceReport: Double
-                    var silent: Bool
+                    var coordinators: [CoordinatorView]
                 }
                 let counts = Dictionary(uniqueKeysWithValues: JobState.allCases.map { ($0.rawValue, stats.counts[$0.rawValue] ?? 0) })
                 let row = Row(queue: store.location, total: stats.total, counts: counts,
                               oldestQueuedSeconds: oldestWait.map { ($0 * 1000).rounded() / 1000 },
                               runningByHost: stats.runningByHost, dead: stats.dead,
-                              coordinators: coordinators.map { c in
-                                  let since = c.secondsSinceReport(at: now)
-                                  return CoordinatorRow(owner: c.owner, host: c.host, slots: c.slots, busy: c.busy, draining: c.draining,
-                                                        secondsSinceReport: since, silent: since > silentAfter)
-                              })
+                              // As GET /api/coordinators shows them.
+                              coordinators: coordinators.map { CoordinatorView($0, now: now, silentAfter: silentAfter, this: false) })
                 print(String(decoding: try JSONEncoder.sortedPretty().encode(row), as: UTF8.self))
                 return
             }

@@ -73,7 +73,7 @@ struct RunCommand: AsyncParsableCommand {
                     JobEvent.result(JobResult(name: e.file ?? "manifest", succeeded: false,
                                               error: e.issues.map(\.description).joined(separator: "; "), seconds: 0))
                 }
-                for line in lines { EventPrinter.print(line) }
+                for line in lines { WorkerLoop.print(line) }
             }
             throw ExitCode(ExitStatus.usage)
         }
@@ -85,7 +85,7 @@ struct RunCommand: AsyncParsableCommand {
             let json = self.json
             var result = try await stop.run {
                 await JobRunner(manifest: manifest).run { event in
-                    if json { EventPrinter.print(event) }
+                    if json { WorkerLoop.print(event) }
                     if case .progress(let p) = event { bar?.update(Int(p.fraction * 1000), detail: p.detail) }
                     if !json, case .log(let level, let message) = event, level != "debug" {
                         FileHandle.standardError.write(Data("\(manifest.name): \(message)\n".utf8))
@@ -97,7 +97,7 @@ struct RunCommand: AsyncParsableCommand {
                 result.error = "stopped by \(SignalStop.name(signal)); temporary outputs removed, nothing published"
             }
             if json {
-                EventPrinter.print(.result(result))
+                WorkerLoop.print(.result(result))
             } else if result.succeeded {
                 var line = "\(manifest.name): succeeded in \(String(format: "%.1f", result.seconds)) s"
                 if let output = result.output { line += " -> \(output)" }
@@ -111,15 +111,6 @@ struct RunCommand: AsyncParsableCommand {
             if let signal = stop.signal { throw SignalStop.exitCode(signal) }
         }
         if failed { throw ExitCode(ExitStatus.failure) }
-    }
-}
-
-/// Writes one JSON event per line to stdout.
-enum EventPrinter {
-    static func print(_ event: JobEvent) {
-        guard var data = try? JSONEncoder.mediafarm(compact: true).encode(event) else { return }
-        data.append(UInt8(ascii: "\n"))
-        FileHandle.standardOutput.write(data)
     }
 }
 

@@ -203,12 +203,8 @@ extension AfterPolicy: ExpressibleByArgument {}
 
 
 extension JSONEncoder {
-    static func sortedPretty() -> JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        return encoder
-    }
+    /// The farm's one encoding (the API's), laid out for people.
+    static func sortedPretty() -> JSONEncoder { .farm(pretty: true) }
 }
 
 extension SubmissionError {

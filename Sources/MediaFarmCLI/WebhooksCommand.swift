@@ -26,20 +26,18 @@ struct WebhooksCommand: AsyncParsableCommand {
         func run() async throws {
             let store = try await queue.open()
             let now = Date()
+            let view: WebhookSettingsView
             let settings: WebhookSettings
-            do { settings = try await store.webhookSettings(at: now) } catch { throw CLIError(String(describing: error)) }
+            do {
+                view = try await WebhookSettingsView.of(store, at: now)
+                settings = try await store.webhookSettings(at: now)
+            } catch {
+                throw CLIError(String(describing: error))
+            }
             await store.close()
             if json {
-                struct Endpoint: Encodable { var url: String, events: [String]?, addedBy: String, addedAt: Date }
-                struct Host: Encodable { var host: String, addedBy: String, addedAt: Date }
-                struct Row: Encodable {
-                    var endpoints: [Endpoint], allowedHosts: [Host], deliveries: [String: Int], oldestPendingSeconds: Double?
-                }
-                let row = Row(endpoints: settings.endpoints.map { Endpoint(url: $0.url, events: $0.events, addedBy: $0.addedBy, addedAt: $0.addedAt) },
-                              allowedHosts: settings.allowedHosts.map { Host(host: $0.host, addedBy: $0.addedBy, addedAt: $0.addedAt) },
-                              deliveries: Dictionary(uniqueKeysWithValues: WebhookDeliveryState.allCases.map { ($0.rawValue, settings.counts[$0] ?? 0) }),
-                              oldestPendingSeconds: settings.oldestPendingAt.map { max(0, now.timeIntervalSince($0)) })
-                print(String(decoding: try JSONEncoder.sortedPretty().encode(row), as: UTF8.self))
+                // As GET /api/webhooks answers.
+                print(String(decoding: try JSONEncoder.sortedPretty().encode(view), as: UTF8.self))
                 return
             }
             print(settings.endpoints.isEmpty ? "endpoints: none (coordinator --webhook URL adds one)" : "endpoints:")

@@ -59,7 +59,9 @@ struct WorkerCommand: AsyncParsableCommand {
     func run() async throws {
         stall.apply()
         if standby {
-            await serve()
+            await WorkerLoop.serve(name: name, jobs: jobsPerWorker, recycleAbove: recycleAbove,
+                                   misbehaviour: misbehave.map { WorkerMisbehaviour(Set($0.split(separator: ",").map(String.init))) },
+                                   exitStatus: Self.status)
             return
         }
         let input = (try? FileHandle.standardInput.read(upToCount: ManifestLoader.maxBytes + 1)) ?? Data()
@@ -73,75 +75,16 @@ struct WorkerCommand: AsyncParsableCommand {
         let assignment = WorkerAssignment(name: name, baseDirectory: baseDirectory ?? FileManager.default.currentDirectoryPath,
                                           outputRoots: outputRoots, stageToken: stageToken, manifest: String(decoding: input, as: UTF8.self),
                                           resumeUploads: resume.isEmpty ? nil : resume)
-        let status = await Self.runJob(assignment, tooLarge: input.count > ManifestLoader.maxBytes)
+        let status = Self.status(await WorkerLoop.run(assignment, tooLarge: input.count > ManifestLoader.maxBytes))
         if status != ExitStatus.success { throw ExitCode(status) }
     }
 
-    /// Runs one job: its events and result on stdout, a failure's reason on stderr. Returns the exit
-    /// status a worker of its own would end with.
-    static func runJob(_ job: WorkerAssignment, tooLarge: Bool = false, misbehaviour: WorkerMisbehaviour? = nil) async -> Int32 {
-        if tooLarge || job.manifest.utf8.count > ManifestLoader.maxBytes {
-            return report(invalid: "stdin: the manifest is larger than \(ManifestLoader.maxBytes / 1024) KiB", name: job.name)
+    /// The exit status of a worker that ran one job so.
+    static func status(_ outcome: WorkerLoop.Outcome) -> Int32 {
+        switch outcome {
+        case .succeeded: ExitStatus.success
+        case .failed: ExitStatus.failure
+        case .invalid: ExitStatus.usage
         }
-        let manifest: JobManifest
-        switch ManifestLoader.validate(text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
-        case .success(let m): manifest = m
-        case .failure(let e): return report(invalid: e.description, name: job.name)
-        }
-        var runner = JobRunner(manifest: manifest, stagingToken: job.stageToken)
-        runner.resumeUploads = job.resumeUploads ?? [:]
-        let result = await runner.run { EventPrinter.print($0) }
-        misbehaviour?.leaveState()
-        EventPrinter.print(.result(result))
-        if !result.succeeded {
-            FileHandle.standardError.write(Data("\(manifest.name): failed: \(result.error ?? "unknown error")\n".utf8))
-            return ExitStatus.failure
-        }
-        return ExitStatus.success
-    }
-
-    /// A kept worker: job after job from stdin until it ends, or until the worker must retire (enough
-    /// jobs, too much memory, something a job left that cannot be put right). Before each job the
-    /// process is as it was before the first (`WorkerHygiene`).
-    private func serve() async {
-        var hygiene = WorkerHygiene()
-        let misbehaviour = misbehave.map { WorkerMisbehaviour(Set($0.split(separator: ",").map(String.init))) }
-        var served = 0
-        while let line = readLine(strippingNewline: true) {
-            if line.isEmpty { continue }
-            served += 1
-            hygiene.prepareJob()
-            if misbehaviour?.kinds.contains("report") == true {
-                EventPrinter.print(.log(level: "debug", message: WorkerMisbehaviour.describeState()))
-            }
-            let status: Int32
-            if let job = try? JSONDecoder().decode(WorkerAssignment.self, from: Data(line.utf8)) {
-                status = await Self.runJob(job, misbehaviour: misbehaviour)
-            } else {
-                status = Self.report(invalid: "stdin: a kept worker expects one JSON line per job (its options and manifest)", name: name)
-            }
-            let (restored, unfixable) = hygiene.cleanUp()
-            let resident = WorkerHygiene.residentBytes()
-            var retiring: WorkerRetirement?
-            if !unfixable.isEmpty {
-                retiring = WorkerRetirement(kind: "unclean", message: unfixable.joined(separator: "; "))
-            } else if recycleAbove > 0 && resident > recycleAbove {
-                retiring = WorkerRetirement(kind: "memory", message: "resident memory after a job \(resident >> 20) MiB is above the limit of \(recycleAbove >> 20) MiB")
-            } else if served >= jobsPerWorker {
-                retiring = WorkerRetirement(kind: "jobs", message: "ran \(served) job(s), its limit")
-            }
-            let end = WorkerJobEnd(status: status, retiring: retiring, residentBytes: resident, restored: restored)
-            if var data = try? JSONEncoder.mediafarm(compact: true).encode(end) {
-                data.append(UInt8(ascii: "\n"))
-                FileHandle.standardOutput.write(data)
-            }
-            if retiring != nil { return }
-        }
-    }
-
-    private static func report(invalid message: String, name: String) -> Int32 {
-        FileHandle.standardError.write(Data((message + "\n").utf8))
-        EventPrinter.print(.result(JobResult(name: name, succeeded: false, error: message, seconds: 0)))
-        return ExitStatus.usage
     }
 }

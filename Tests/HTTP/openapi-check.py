@@ -178,10 +178,18 @@ expect(status == 422 and "169.254.169.254:80" in body.get("error", ""), f"notify
 
 deadline = time.time() + 10
 # The API's own events for the job, in order (the coordinator may also start it once it is retried).
-names = lambda: [name for name, data in seen if name in ("submitted", "cancelled", "retried") and data.get("id") == job]
+names = lambda: [name for name, data in seen if name in ("submitted", "cancelled", "retried") and data.get("job") == job]
 while time.time() < deadline and names().count("cancelled") < 2:
     time.sleep(0.1)
 expect(names() == ["submitted", "submitted", "cancelled", "retried", "cancelled"], f"events for job {job}: {names()}")
+# Every event's data is a CoordinatorEvent as the document describes it, named by its `event`.
+event_schema = dict(spec["components"]["schemas"]["CoordinatorEvent"], components=spec["components"])
+for name, data in seen:
+    if name == "head":
+        continue
+    for e in jsonschema.Draft202012Validator(event_schema).iter_errors(data):
+        failures.append(f"GET /api/events: {name}: {'/'.join(map(str, e.absolute_path))}: {e.message}")
+    expect(data.get("event") == name, f"GET /api/events: an event named {name} holds {data}")
 
 # The asset library (empty in this farm; the library's own tests fill one).
 status, body = request("GET", "/api/assets?type=video&sort=duration&limit=10")

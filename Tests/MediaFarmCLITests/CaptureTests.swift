@@ -21,6 +21,28 @@ import Glibc
         log.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
     }
 
+    /// Waits (up to `timeout` seconds) until `condition` holds; whether it did.
+    @discardableResult
+    static func waitUntil(timeout: Double = 20, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !condition() {
+            if Date() > deadline { return false }
+            usleep(50_000)
+        }
+        return true
+    }
+
+    /// The size of the segment being written, `index` of `captureID` in `folder` (0 when not yet begun).
+    static func partialBytes(_ folder: URL, _ captureID: String, _ index: Int) -> Int {
+        let name = String(format: ".%@-%05d.mp4.partial", captureID, index)
+        return ((try? FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(name).path))?[.size] as? Int) ?? 0
+    }
+
+    /// The capture id the `started` event names.
+    static func captureID(_ log: String) -> String? {
+        events(log).first { $0["event"] as? String == "started" }?["captureID"] as? String
+    }
+
     /// Video frames and duration of a movie, as ffprobe counts them.
     static func frames(_ path: String) throws -> Int {
         let r = try ProcessRunner.run("/usr/bin/ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v:0",
@@ -84,7 +106,8 @@ import Glibc
         let recorder = try capture(dir, ["--source", "tcp://127.0.0.1:\(port)", "--segment-duration", "2", "--capture-id", "cam"])
         let deadline = Date().addingTimeInterval(20)
         while Self.events(recorder.log).filter({ $0["event"] as? String == "segment" }).count < 2 && Date() < deadline { usleep(100_000) }
-        usleep(700_000)
+        // Part of the third segment written, then SIGTERM.
+        #expect(Self.waitUntil { Self.partialBytes(dir.appendingPathComponent("out"), "cam", 3) > 0 }, "\(recorder.log)")
         recorder.kill(SIGTERM)
         #expect(recorder.wait(timeout: 20) == 0, "\(recorder.log)")
         let events = Self.events(recorder.log)
@@ -110,7 +133,9 @@ import Glibc
 
         #expect(TestPaths.waitForListener(port: port), "the capture never listened on \(port)")
         let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 30, log: dir.appendingPathComponent("sender.log").path)
-        sleep(3)
+        // Recording: part of the first segment written, then the source stops sending.
+        #expect(Self.waitUntil { Self.partialBytes(dir.appendingPathComponent("out"), Self.captureID(recorder.log) ?? "", 1) > 20_000 },
+                "nothing recorded: \(recorder.log)")
         sender.kill(SIGKILL)
         _ = sender.wait(timeout: 5)
         #expect(recorder.wait(timeout: 20) == 1, "\(recorder.log)")
@@ -245,6 +270,7 @@ import Glibc
         #expect(TestPaths.waitForListener(port: port), "the capture never listened on \(port)")
         let first = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 5, log: dir.appendingPathComponent("sender1.log").path)
         _ = first.wait(timeout: 20)
+        // A drop of 3 s (longer than the read timeout): its length is what the test measures, as the gap.
         sleep(3)
         // (Another tone: segments of the two connections are different files, so different assets.)
         let second = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 5, frequency: 660, log: dir.appendingPathComponent("sender2.log").path)

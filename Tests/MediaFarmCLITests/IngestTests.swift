@@ -93,16 +93,7 @@ import Glibc
         #expect(try site.pass()["enqueued"] as? Int == 0)
     }
 
-    @Test func aSettleTimeIsCountedBetweenPassesNotSleptThrough() throws {
-        let site = try Site("settle", settle: 2)
-        try site.add(.cfr30MP4, as: "a.mp4")
-        let started = Date()
-        #expect(try site.pass()["settling"] as? Int == 1)
-        #expect(try site.pass()["settling"] as? Int == 1)  // unchanged, but not for 2 s yet
-        #expect(Date().timeIntervalSince(started) < 2, "a pass waited for the settle time")
-        Thread.sleep(forTimeInterval: 2.1)
-        #expect(try site.pass()["enqueued"] as? Int == 1)
-    }
+    // The settle time, counted between passes with a clock the test moves: FarmIngestTests' IngestPassTests.
 
     @Test func renamedAndCopiedFilesAreDuplicatesAndBadFilesGoToQuarantine() throws {
         let site = try Site("duplicates")

@@ -69,16 +69,19 @@ final class VirtualDisplay {
                                          "--segment-duration", "2", "--capture-id", "screen", "--scan", "qr"])
         let deadline = Date().addingTimeInterval(15)
         while !recorder.log.contains("\"started\"") && Date() < deadline { usleep(50_000) }
-        usleep(500_000)
         var shown: [(payload: String, from: Date, to: Date)] = []
         for (payload, picture) in zip(payloads, pictures) {
             let viewer = try display.show(picture, log: dir.appendingPathComponent("feh.log").path)
             let from = Date()
+            // Shown for 2 s: how long a code is in the picture is what the test measures.
             sleep(2)
             viewer.kill(SIGKILL)
             _ = viewer.wait(timeout: 5)
             shown.append((payload, from, Date()))
-            usleep(1_500_000)
+            // Hidden: the next picture once the scanner has said this code is gone.
+            #expect(CaptureTests.waitUntil(timeout: 10) {
+                CaptureTests.events(recorder.log).contains { $0["event"] as? String == "codeGone" && $0["payload"] as? String == payload }
+            }, "\(payload) never went: \(recorder.log)")
         }
         recorder.kill(SIGTERM)
         #expect(recorder.wait(timeout: 20) == 0, "\(recorder.log)")
@@ -156,6 +159,7 @@ final class VirtualDisplay {
         #expect(TestPaths.waitForListener(port: port), "the capture never listened on \(port)")
         let first = try CaptureTests.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 4, log: dir.appendingPathComponent("sender1.log").path)
         _ = first.wait(timeout: 20)
+        // A drop of 3 s (longer than the read timeout): its length is what the test measures, as the gap.
         sleep(3)
         let second = try CaptureTests.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 4, log: dir.appendingPathComponent("sender2.log").path)
         _ = second.wait(timeout: 20)
