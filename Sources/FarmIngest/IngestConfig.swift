@@ -159,22 +159,17 @@ public struct IngestConfig: Sendable, Hashable {
                 issues.append("$.outputRoots: a non-empty list of folders or object prefixes")
             }
         }
-        var priority = 0
-        if let value = object["priority"] {
-            if let n = value as? NSNumber, !isBool(value), n.doubleValue == n.doubleValue.rounded(), abs(n.doubleValue) <= 1_000_000 {
-                priority = n.intValue
-            } else {
-                issues.append("$.priority: a whole number")
+        /// A whole number within `rule`'s range (the command line's and the API's for the same setting).
+        func whole(_ key: String, _ rule: NumberRule<Int>) -> Int? {
+            guard let value = object[key] else { return nil }
+            if let n = value as? NSNumber, !isBool(value), let i = Int(exactly: n.doubleValue), case .success(let checked) = rule.check(i) {
+                return checked
             }
+            issues.append("$.\(key): a whole number \(rule.rangeDescription)")
+            return nil
         }
-        var maxAttempts: Int?
-        if let value = object["maxAttempts"] {
-            if let n = value as? NSNumber, !isBool(value), n.intValue >= 1, n.intValue <= 100, n.doubleValue == n.doubleValue.rounded() {
-                maxAttempts = n.intValue
-            } else {
-                issues.append("$.maxAttempts: a whole number from 1 to 100")
-            }
-        }
+        let priority = whole("priority", UserNumbers.priority) ?? 0
+        let maxAttempts = whole("maxAttempts", UserNumbers.attempts)
         var libraryAlbum: String?
         if let value = object["libraryAlbum"] {
             if let name = value as? String, !name.trimmingCharacters(in: .whitespaces).isEmpty, name.count <= 200 {

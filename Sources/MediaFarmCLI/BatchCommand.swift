@@ -58,7 +58,7 @@ struct BatchCommand: AsyncParsableCommand {
         let files = try SubmitCommand.expand(manifests)
         let roots = OutputRoots.chosen(outputRoots)
         // The report's place is checked before anything runs: a CI run must not end without it.
-        if let junit { try JUnitReport.checkWritable(junit) }
+        if let junit { try Self.reporting { try JUnitReport.checkWritable(junit) } }
         // Checked as `submit` checks them (no library: the batch's queue is its own).
         let read = files.map(ManifestOffer.reading)
         let loaded: CheckedManifests
@@ -73,7 +73,7 @@ struct BatchCommand: AsyncParsableCommand {
                 // CI shows what it can read: each invalid manifest a failed test case, the others not run.
                 let results = loaded.invalid.map(BatchResult.init(invalid:))
                     + loaded.valid.map { BatchResult(notRun: $0.manifest.name, file: $0.offer.file) }
-                try JUnitReport.write(results, seconds: 0, to: junit)
+                try Self.reporting { try JUnitReport.write(results, seconds: 0, to: junit) }
             }
             for e in loaded.invalid { FileHandle.standardError.write(Data((e.description + "\n").utf8)) }
             throw CLIError("nothing was run: \(loaded.invalid.count) of \(loaded.count) manifests are invalid", status: ExitStatus.usage)
@@ -117,7 +117,7 @@ struct BatchCommand: AsyncParsableCommand {
         let byID = Dictionary(uniqueKeysWithValues: zip(queued.map(\.id), loaded.valid.map(\.offer.file)))
         let results = ended.map { BatchResult($0, file: byID[$0.id] ?? $0.name) }
         let failed = results.filter { $0.state != "succeeded" }
-        if let junit { try JUnitReport.write(results, seconds: seconds, to: junit) }
+        if let junit { try Self.reporting { try JUnitReport.write(results, seconds: seconds, to: junit) } }
         if json {
             let summary = BatchSummary(event: "summary", jobs: results, succeeded: results.count - failed.count, failed: failed.count,
                                        seconds: (seconds * 1000).rounded() / 1000)
@@ -131,137 +131,13 @@ struct BatchCommand: AsyncParsableCommand {
         }
         if !failed.isEmpty { throw ExitCode(ExitStatus.failure) }
     }
-}
 
-/// One job of a batch, as the summary and the JUnit report show it.
-struct BatchResult: Encodable {
-    var name: String
-    var manifest: String
-    var state: String
-    var attempts: Int
-    var seconds: Double?
-    var output: String?
-    var report: String?
-    var error: String?
-
-    init(_ job: Job, file: String) {
-        name = job.name
-        manifest = file
-        // A job the coordinator could not finish (stopped by a drain) is still queued or running.
-        state = job.state.rawValue
-        attempts = job.attempt
-        let result = job.result.flatMap { try? JSONDecoder().decode(JobResult.self, from: Data($0.utf8)) }
-        seconds = result?.seconds
-        output = result?.output
-        report = result?.report
-        switch job.state {
-        case .succeeded: error = nil
-        case .waiting, .queued, .running: error = "not finished: the batch was stopped"
-        case .cancelled: error = "cancelled"
-        case .failed, .dead: error = job.errors.last?.message ?? result?.error ?? "failed"
-        }
-    }
-
-    /// A manifest that failed validation: a failure of its own kind, every issue its message.
-    init(invalid: ManifestValidationError) {
-        let file = invalid.file ?? "manifest"
-        name = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
-        manifest = file
-        state = "invalid"
-        attempts = 0
-        error = "invalid manifest: " + invalid.issues.map { "\($0.path): \($0.message)" }.joined(separator: "; ")
-    }
-
-    /// A valid manifest that did not run because another was invalid.
-    init(notRun name: String, file: String) {
-        self.name = name
-        manifest = file
-        state = "skipped"
-        attempts = 0
-        error = "not run: another manifest of the batch is invalid"
-    }
-}
-
-struct BatchSummary: Encodable {
-    var event: String
-    var jobs: [BatchResult]
-    var succeeded: Int
-    var failed: Int
-    var seconds: Double
-}
-
-/// JUnit XML, as Jenkins, GitLab and GitHub's test reporters read it.
-enum JUnitReport {
-    /// Fails (exit 2, before any job runs) when `path` cannot be written: its folder missing, it a folder,
-    /// or no permission (tried by making and removing a file beside it).
-    static func checkWritable(_ path: String) throws {
-        let url = URL(fileURLWithPath: path)
-        let folder = url.deletingLastPathComponent().path
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw CLIError("--junit \(path): the folder \(folder) does not exist; create it first (nothing was run)", status: ExitStatus.usage)
-        }
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw CLIError("--junit \(path): is a folder; name the report's file (nothing was run)", status: ExitStatus.usage)
-        }
-        let probe = folder + "/.mediafarm-junit-check-\(getpid())"
-        guard FileManager.default.createFile(atPath: probe, contents: nil) else {
-            throw CLIError("--junit \(path): cannot write in \(folder) (permission denied or a read-only file system; nothing was run)",
-                           status: ExitStatus.usage)
-        }
-        try? FileManager.default.removeItem(atPath: probe)
-    }
-
-    /// Writes the report (a temporary beside it, then renamed over it).
-    static func write(_ results: [BatchResult], seconds: Double, to path: String) throws {
+    /// The report's errors as the command line says them: found before anything ran, exit 2.
+    static func reporting(_ body: () throws -> Void) throws {
         do {
-            try Data(xml(results, seconds: seconds).utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
-        } catch {
-            throw CLIError("--junit \(path): cannot write the JUnit report: \((error as NSError).localizedFailureReason ?? error.localizedDescription)")
+            try body()
+        } catch let error as JUnitReportError {
+            throw CLIError(error.description, status: error.isUsage ? ExitStatus.usage : ExitStatus.failure)
         }
-    }
-
-    static func xml(_ results: [BatchResult], seconds: Double) -> String {
-        let failures = results.filter { $0.state != "succeeded" && $0.state != "skipped" }.count
-        let skipped = results.filter { $0.state == "skipped" }.count
-        var out = #"<?xml version="1.0" encoding="UTF-8"?>"# + "\n"
-        out += #"<testsuites name="mediafarm batch" tests="\#(results.count)" failures="\#(failures)" time="\#(time(seconds))">"# + "\n"
-        out += #"  <testsuite name="mediafarm batch" tests="\#(results.count)" failures="\#(failures)" errors="0" skipped="\#(skipped)" time="\#(time(seconds))">"# + "\n"
-        for r in results {
-            let head = #"    <testcase name="\#(escape(r.name))" classname="\#(escape(r.manifest))" time="\#(time(r.seconds ?? 0))""#
-            if r.state == "succeeded" {
-                out += head + "/>\n"
-            } else if r.state == "skipped" {
-                out += head + ">\n" + #"      <skipped message="\#(escape(r.error ?? "not run"))"/>"# + "\n    </testcase>\n"
-            } else {
-                let message = r.error ?? r.state
-                out += head + ">\n"
-                out += #"      <failure message="\#(escape(message))" type="\#(r.state)">\#(escape(message))</failure>"# + "\n"
-                out += "    </testcase>\n"
-            }
-        }
-        out += "  </testsuite>\n</testsuites>\n"
-        return out
-    }
-
-    static func time(_ seconds: Double) -> String { String(format: "%.3f", seconds) }
-
-    /// Text as XML attribute or element content: markup escaped, characters XML 1.0 cannot hold dropped.
-    static func escape(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&apos;"
-            case "\n": out += "&#10;"
-            case "\t", "\r": out.unicodeScalars.append(scalar)
-            case _ where scalar.value < 0x20 || scalar.value == 0xFFFE || scalar.value == 0xFFFF: continue
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
     }
 }

@@ -257,105 +257,18 @@ struct CaptureCommand: AsyncParsableCommand {
                 CaptureCommand.printLine(event, fields, json: json)
             }
         }
-        // What earlier recordings into this folder left for the queue; a journal that cannot be read stops
-        // the capture here, naming the file and the line, before anything is queued again.
-        var left: (segments: [(path: String, captureID: String, index: Int)], assemblies: [CaptureAssembly]) = ([], [])
-        if feeder != nil {
-            do {
-                left = try CaptureQueue.leftOver(in: configuration.outputDirectory)
-            } catch {
-                throw CLIError("capture: \(error)")
-            }
+        let recording = CaptureRecording(configuration: configuration, feeder: feeder,
+                                         assembly: assembly.map { ($0, OutputRoots.chosen(outputRoots) ?? [$0.folder]) })
+        let outcome: (summary: CaptureSummary, queued: Bool)
+        do {
+            outcome = try await recording.run(report: { event, fields in CaptureCommand.printLine(event, fields, json: json) },
+                                              events: { event in CaptureCommand.printEvent(event, json: json) })
+        } catch {
+            // A journal that cannot be read stops the capture here, naming the file and the line, before anything is queued again.
+            throw CLIError("capture: \(error)")
         }
-        let queueTask = feeder.map { feeder in Task { await feeder.run() } }
-        if let feeder {
-            // Segments an earlier recording finished but did not get queued, then its assemblies (after their segments).
-            for segment in left.segments {
-                feeder.segmentFinished(SegmentReport(index: segment.index, path: segment.path, start: 0, wallClock: Date(), duration: 0, bytes: 0,
-                                                     packets: 0), captureID: segment.captureID)
-            }
-            for assembly in left.assemblies { feeder.assemble(assembly) }
-        }
-        // What a recording into this folder left when it died: salvaged (and enqueued) or quarantined.
-        // Remuxing what was left reads and writes whole files: on a thread of its own, off the task pool.
-        let folder = configuration.outputDirectory
-        let leftovers = await withCheckedContinuation { (done: CheckedContinuation<[Salvage.Result], Never>) in
-            DispatchQueue.global().async { done.resume(returning: Salvage.run(folder: folder)) }
-        }
-        for salvaged in leftovers {
-            if let path = salvaged.path {
-                Self.printLine("salvaged", ["captureID": salvaged.captureID, "index": salvaged.index, "path": path,
-                                            "duration": salvaged.duration, "packets": salvaged.packets], json: json)
-                feeder?.segmentFinished(SegmentReport(index: salvaged.index, path: path, start: 0, wallClock: salvaged.wallClock,
-                                                      duration: salvaged.duration, bytes: 0, packets: salvaged.packets),
-                                        captureID: salvaged.captureID)
-            } else {
-                Self.printLine("quarantined", ["captureID": salvaged.captureID, "index": salvaged.index, "path": salvaged.quarantined ?? "",
-                                               "message": "segment \(salvaged.index) of \(salvaged.captureID) could not be salvaged: \(salvaged.reason ?? "")"],
-                               json: json)
-            }
-        }
-        let recorded = RecordedSegments()
-        let session = CaptureSession(configuration: configuration) { event in
-            CaptureCommand.printEvent(event, json: json)
-            if case .segment(let report) = event {
-                feeder?.segmentFinished(report)
-                recorded.append(report)
-            }
-        }
-        var sources: [any DispatchSourceSignal] = []
-        for number in [SIGINT, SIGTERM] {
-            signal(number, SIG_IGN)
-            let s = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            s.setEventHandler { session.stop() }
-            s.resume()
-            sources.append(s)
-        }
-        defer { for s in sources { s.cancel() } }
-        let summary = await withCheckedContinuation { (done: CheckedContinuation<CaptureSummary, Never>) in
-            Thread { done.resume(returning: session.run()) }.start()
-        }
-        if let assembly, let feeder {
-            let segments = recorded.all
-            if segments.isEmpty {
-                Self.printLine("notice", ["message": "no assembly: the recording has no segment"], json: json)
-            } else {
-                feeder.assemble(CaptureAssembly.make(template: assembly, captureID: id, segments: segments,
-                                                     outputRoots: OutputRoots.chosen(outputRoots) ?? [assembly.folder]))
-            }
-        }
-        feeder?.finishFeeding()
-        var failed = !summary.successfullyFinished
-        if let outcome = await queueTask?.value, let feeder {
-            if !outcome.waiting.isEmpty {
-                Self.printLine("notice", ["message": "\(counted(outcome.waiting.count, "segment")) \(outcome.waiting.count == 1 ? "was" : "were") not enqueued (the queue did not answer); "
-                                          + "they are listed in \(feeder.journalPath), and the next capture into this folder enqueues them"], json: json)
-                failed = true
-            }
-            if !outcome.waitingAssemblies.isEmpty {
-                Self.printLine("notice", ["message": "the assembly was not enqueued (the queue did not answer); it is in \(feeder.journalPath), "
-                                          + "and the next capture into this folder enqueues it"], json: json)
-                failed = true
-            }
-            if outcome.rejected > 0 {
-                Self.printLine("notice", ["message": "\(counted(outcome.rejected, "segment")) \(outcome.rejected == 1 ? "was" : "were") not enqueued: the template gives an invalid manifest "
-                                          + "(\(outcome.firstRejection ?? "")); fix the --enqueue template, then `mediafarm submit` them"], json: json)
-                failed = true
-            }
-            if let problem = feeder.journalProblem {
-                Self.printLine("error", ["message": "\(feeder.journalPath): the journal could not be kept: \(problem)"], json: json)
-                failed = true
-            }
-        }
+        let failed = !outcome.summary.successfullyFinished || !outcome.queued
         if failed { throw ExitCode(ExitStatus.failure) }
-    }
-
-    /// The segments a recording finished, in order (they come from the recording's thread).
-    final class RecordedSegments: @unchecked Sendable {
-        private let lock = NSLock()
-        private var segments: [SegmentReport] = []
-        func append(_ segment: SegmentReport) { lock.withLock { segments.append(segment) } }
-        var all: [SegmentReport] { lock.withLock { segments } }
     }
 
     static let wallClockFormat = Date.ISO8601FormatStyle(includingFractionalSeconds: true)

@@ -47,4 +47,22 @@ import Testing
         let jobs = try await SQLiteJobStore(path: queue).jobs(matching: JobQuery(limit: 10))
         #expect(jobs.count == 1 && jobs.first?.uniqueKey?.hasPrefix("ingest:") == true)
     }
+
+    /// The config's numbers are held to the same ranges as the command line's and the API's.
+    @Test func theConfigsNumbersHaveTheOptionsRanges() throws {
+        let folder = try TestPaths.makeTemporaryFolder("ingest-config")
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("incoming"), withIntermediateDirectories: true)
+        try #"{ "version": 1, "input": "{input}" }"#.write(to: folder.appendingPathComponent("t.json"), atomically: true, encoding: .utf8)
+        let config = folder.appendingPathComponent("ingest.json").path
+        try """
+        { "version": 1, "watch": [ { "path": "incoming", "template": "t.json" } ], "maxAttempts": 1e30, "priority": 1.5 }
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        do {
+            _ = try IngestConfig.load(config)
+            Issue.record("a config with hostile numbers was taken")
+        } catch {
+            #expect(error.description.contains("$.maxAttempts: a whole number from 1 to 1000"), "\(error)")
+            #expect(error.description.contains("$.priority: a whole number from -1000000000 to 1000000000"), "\(error)")
+        }
+    }
 }
