@@ -37,8 +37,11 @@ public struct WebhookSettingsView: Encodable, Sendable {
 
     /// `store`'s settings, with its newest failed or refused deliveries.
     public static func of(_ store: any JobStore, at now: Date) async throws(JobStoreError) -> WebhookSettingsView {
-        let settings = try await store.webhookSettings(at: now)
-        let failed = try await store.deliveries(matching: DeliveryQuery(states: [.failed, .refused], limit: 20))
-        return WebhookSettingsView(settings, failed: failed)
+        WebhookSettingsView(try await store.webhookSettings(at: now), failed: try await failures(store))
+    }
+
+    /// `store`'s newest failed or refused deliveries (at most 20).
+    public static func failures(_ store: any JobStore) async throws(JobStoreError) -> [WebhookDelivery] {
+        try await store.deliveries(matching: DeliveryQuery(states: [.failed, .refused], limit: 20))
     }
 }

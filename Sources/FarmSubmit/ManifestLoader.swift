@@ -18,23 +18,16 @@ public enum ManifestLoader {
     /// `missingInputWayOut`: see `ManifestContext` (submission refuses inputs that do not exist).
     public static func loadWithText(_ path: String, outputRoots: [String]? = nil, missingInputWayOut: String? = nil)
         -> Result<(manifest: JobManifest, text: String), ManifestValidationError> {
-        let absolute = PathRules.resolve(path, against: FileManager.default.currentDirectoryPath)
-        func fail(_ message: String) -> Result<(manifest: JobManifest, text: String), ManifestValidationError> {
-            .failure(ManifestValidationError(file: path, issues: [ManifestIssue(path: "$", message: message)]))
+        // Read as every submission reads a manifest file (`ManifestOffer.reading`).
+        let offer: ManifestOffer
+        switch ManifestOffer.reading(path) {
+        case .success(let read): offer = read
+        case .failure(let error): return .failure(error)
         }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory) else { return fail("no such file") }
-        if isDirectory.boolValue { return fail("is a folder, not a manifest") }
-        guard let handle = FileHandle(forReadingAtPath: absolute) else { return fail("cannot be read (permission denied?)") }
-        defer { try? handle.close() }
-        let data = (try? handle.read(upToCount: maxBytes + 1)) ?? Data()
-        if data.count > maxBytes { return fail("is larger than \(maxBytes >> 20) MiB; a manifest is a small JSON file") }
-        let folder = URL(fileURLWithPath: absolute).deletingLastPathComponent().path
         let roots = outputRoots.map { $0.map { PathRules.resolve($0, against: FileManager.default.currentDirectoryPath) } }
-        let name = URL(fileURLWithPath: absolute).deletingPathExtension().lastPathComponent
-        return validate(bytes: [UInt8](data), file: path, name: name, baseDirectory: folder, outputRoots: roots,
+        return validate(bytes: offer.bytes, file: path, name: offer.name, baseDirectory: offer.baseDirectory, outputRoots: roots,
                         refuseExistingOutputs: true, missingInputWayOut: missingInputWayOut)
-            .map { ($0, String(decoding: data, as: UTF8.self)) }
+            .map { ($0, offer.text) }
     }
 
     /// `path` with every symbolic link in its existing part resolved; the part that does not exist yet

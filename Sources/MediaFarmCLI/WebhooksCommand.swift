@@ -29,8 +29,8 @@ struct WebhooksCommand: AsyncParsableCommand {
             let view: WebhookSettingsView
             let settings: WebhookSettings
             do {
-                view = try await WebhookSettingsView.of(store, at: now)
                 settings = try await store.webhookSettings(at: now)
+                view = WebhookSettingsView(settings, failed: json ? try await WebhookSettingsView.failures(store) : [])
             } catch {
                 throw CLIError(String(describing: error))
             }
