@@ -79,7 +79,7 @@ public enum FileScanner {
             }
             try drain()
         }
-        try? decoder.sendEndOfStream()
+        try? decoder.sendEndOfStream()  // draining at the end: nothing more to decode
         try drain()
         let codes: [ScannedCode]
         do {

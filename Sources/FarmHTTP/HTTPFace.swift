@@ -169,7 +169,7 @@ public final class HTTPFace: Service, Sendable {
                 group.addTask { [hub] in
                     // Comment frames keep event clients' connections open and find those that went away.
                     while !Task.isCancelled {
-                        try? await Task.sleep(for: .seconds(15))
+                        try? await Task.sleep(for: .seconds(15))  // cancelled: the server is stopping
                         hub.keepAlive()
                     }
                 }

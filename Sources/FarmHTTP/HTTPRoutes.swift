@@ -80,7 +80,7 @@ extension HTTPFace {
         }
         let body = Health(status: stalled.isEmpty ? "ok" : "stalled", draining: snapshot.draining,
                           loopAgeSeconds: ages.mapValues { ($0 * 1000).rounded() / 1000 }, stalled: stalled.isEmpty ? nil : stalled)
-        let data = (try? JSONEncoder.api.encode(body)) ?? Data("{}".utf8)
+        let data = (try? JSONEncoder.api.encode(body)) ?? Data("{}".utf8)  // a Health always encodes
         return HealthAnswer(at: now, draining: snapshot.draining, status: stalled.isEmpty ? .ok : .serviceUnavailable, body: ByteBuffer(bytes: data))
     }
 
@@ -103,8 +103,8 @@ extension HTTPFace {
     }
 
     func metricsText() async -> Response {
-        let stats = try? await store.stats(at: Date())
-        let webhooks = try? await store.webhookSettings(at: Date())
+        let stats = try? await store.stats(at: Date())  // a scrape while the queue does not answer has the coordinator's own figures
+        let webhooks = try? await store.webhookSettings(at: Date())  // as above
         let bytes = metrics.scrape(stats: stats, webhooks: webhooks, snapshot: coordinator.snapshot, now: Date())
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
@@ -237,6 +237,7 @@ extension HTTPFace {
         struct Form: Decodable { var token: String? }
         var request = request
         let body = try await request.collectBody(upTo: 4096)
+        // an unreadable form gives no token: refused below
         let given = (try? URLEncodedFormDecoder().decode(Form.self, from: String(buffer: body)))?.token ?? ""
         guard let token = configuration.token else { return .redirect(to: "/", type: .normal) }
         guard BearerAuthMiddleware<BasicRequestContext>.constantTimeEqual(given, token) else {

@@ -269,7 +269,7 @@ struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
 
 extension Response {
     static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) -> Response {
-        let data = (try? JSONEncoder.api.encode(value)) ?? Data("{}".utf8)
+        let data = (try? JSONEncoder.api.encode(value)) ?? Data("{}".utf8)  // the API's values always encode
         return Response(status: status, headers: [.contentType: "application/json; charset=utf-8"],
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
     }

@@ -163,7 +163,7 @@ public final class CaptureQueue: @unchecked Sendable {
                     report("notice", ["message": "\(what): the queue did not take it (\(error)); journaled in \(journalPath), trying again"])
                 }
                 if !more { break }
-                try? await Task.sleep(for: .seconds(delay))
+                try? await Task.sleep(for: .seconds(delay))  // cancelled: the retry loop ends at its next check
                 delay = min(delay * 2, 5)
             }
         }
@@ -380,7 +380,8 @@ public final class CaptureQueue: @unchecked Sendable {
     }
 
     private func append(_ entry: Entry) throws(JournalError) {
-        guard var line = try? JSONEncoder().encode(entry) else { throw JournalError(description: "the entry cannot be encoded") }
+        var line: Data
+        do { line = try JSONEncoder().encode(entry) } catch { throw JournalError(description: "the entry cannot be encoded: \(error)") }
         line.append(UInt8(ascii: "\n"))
         let fd = open(journalPath, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw JournalError(description: String(cString: strerror(errno))) }

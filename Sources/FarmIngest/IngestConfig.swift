@@ -58,6 +58,7 @@ public struct IngestConfig: Sendable, Hashable {
         let value: JSONValue
         do { value = try JSONParser.parse([UInt8](data)) } catch { throw IngestConfigError(file: path, issues: [error.description]) }
         guard case .object = value else { throw IngestConfigError(file: path, issues: ["$: expected a JSON object, found \(value.kindName)"]) }
+        // Parsed just above, where a fault is named with its line and column.
         guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
             throw IngestConfigError(file: path, issues: ["$: expected a JSON object"])
         }

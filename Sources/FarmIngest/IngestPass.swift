@@ -517,6 +517,7 @@ public struct IngestPass: Sendable {
         if let error = report.error { return (error.hasPrefix(path + ": ") ? String(error.dropFirst(path.count + 2)) : error, nil) }
         if report.isReadable != true { return ("not readable as media", nil) }
         if report.isComposable != true { return ("not composable: no track can be placed in a composition", nil) }
+        // Readable, composable media: ingested; facts that cannot be formed leave its library entry without them.
         return (nil, try? AssetFacts.facts(report, path: path, size: size))
     }
 

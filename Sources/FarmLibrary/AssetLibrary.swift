@@ -252,14 +252,14 @@ public struct AssetLibrary: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
-        return (try? String(decoding: encoder.encode(value), as: UTF8.self)) ?? "{}"
+        return (try? String(decoding: encoder.encode(value), as: UTF8.self)) ?? "{}"  // the library's values always encode
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ text: String?) -> T? {
         guard let text else { return nil }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
-        return try? decoder.decode(type, from: Data(text.utf8))
+        return try? decoder.decode(type, from: Data(text.utf8))  // a column this version cannot read is shown as absent
     }
 
     // MARK: - Removing

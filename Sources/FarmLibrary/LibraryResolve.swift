@@ -187,32 +187,31 @@ extension AssetLibrary {
 
     /// Replaces every `asset:ID` in a manifest's `input` and `edits[].source` with this host's path (of
     /// several identical files, the first by path); throws naming the first id that has no file here.
-    /// Other text is kept as it was.
-    public func resolveManifest(_ text: String) async throws(LibraryError) -> (text: String, assets: [AssetID]) {
-        guard text.contains(AssetID.scheme),
-              let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else { return (text, []) }
-        var references: [AssetID] = []
-        func reference(_ value: Any?) -> AssetID? {
-            guard let string = value as? String, case .success(let id)? = AssetID.reference(string) else { return nil }
-            return id
+    /// Nothing else changes: a `name` or a title equal to a reference stays as written.
+    public func resolveManifest(_ document: JSONValue) async throws(LibraryError) -> (document: JSONValue, assets: [AssetID]) {
+        var references: [(source: String, id: AssetID)] = []
+        for source in document.manifestSources {
+            if case .success(let id)? = AssetID.reference(source) { references.append((source, id)) }
         }
-        if let id = reference(object["input"]) { references.append(id) }
-        let edits = object["edits"] as? [[String: Any]] ?? []
-        for edit in edits { if let id = reference(edit["source"]) { references.append(id) } }
-        guard !references.isEmpty else { return (text, []) }
-        let resolutions = try await resolve(references)
-        // The text itself is kept (numbers exactly as written); each reference's JSON string is replaced.
-        var result = text
-        for resolution in resolutions {
+        guard !references.isEmpty else { return (document, []) }
+        var unique: [AssetID] = []
+        for (_, id) in references where !unique.contains(id) { unique.append(id) }
+        var paths: [AssetID: String] = [:]
+        for resolution in try await resolve(unique) {
             // Several files on this host with the same bytes (each checked unchanged): any of them is the
             // asset; the first by path, so that every run picks the same.
-            let path = resolution.status == .several ? resolution.paths.sorted()[0] : try resolution.path(host: host)
-            guard let quoted = try? JSONSerialization.data(withJSONObject: [path], options: [.withoutEscapingSlashes]) else { continue }
-            let json = String(decoding: quoted, as: UTF8.self).dropFirst().dropLast()
-            result = result.replacingOccurrences(of: "\"\(resolution.id.reference)\"", with: String(json), options: .caseInsensitive)
+            paths[resolution.id] = resolution.status == .several ? resolution.paths.sorted()[0] : try resolution.path(host: host)
         }
-        var unique: [AssetID] = []
-        for id in references where !unique.contains(id) { unique.append(id) }
-        return (result, unique)
+        var replacements: [String: String] = [:]
+        for (source, id) in references { replacements[source] = paths[id] }
+        return (document.replacingManifestSources(replacements), unique)
+    }
+
+    /// The same for a manifest's text (`mediafarm run`): the text back unchanged when it names no asset.
+    public func resolveManifest(_ text: String) async throws(LibraryError) -> (text: String, assets: [AssetID]) {
+        // Text that is no JSON names no asset here; its validation, next, says what is wrong with it.
+        guard text.contains(AssetID.scheme), let document = try? JSONParser.parse(text) else { return (text, []) }
+        let (resolved, ids) = try await resolveManifest(document)
+        return (ids.isEmpty ? text : resolved.text, ids)
     }
 }

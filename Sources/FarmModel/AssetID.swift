@@ -92,7 +92,7 @@ extension AssetID {
     /// `$.edits[N].source`), read whether or not the rest of the manifest is valid, so that an unknown
     /// asset can be reported beside the manifest's other errors.
     public static func references(inManifest bytes: [UInt8]) -> [(path: String, id: AssetID)] {
-        guard case .object(let fields)? = try? JSONParser.parse(bytes) else { return [] }
+        guard case .object(let fields)? = try? JSONParser.parse(bytes) else { return [] }  // no JSON: no references; validation reports the text
         var found: [(path: String, id: AssetID)] = []
         for (key, value) in fields {
             if key == "input", case .string(let text) = value, case .success(let id)? = reference(text) {

@@ -105,6 +105,6 @@ public struct CoordinatorEvent: Codable, Sendable, Equatable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Every field is a number, a string, a Bool or the hops: encoding cannot fail.
-        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"  // an event always encodes
     }
 }

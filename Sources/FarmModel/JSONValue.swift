@@ -344,3 +344,31 @@ extension JSONValue {
         return .object(members.filter { !keys.contains($0.key) })
     }
 }
+
+extension JSONValue {
+    /// A manifest's media sources: its `input` and each edit's `source`, the only strings that name media to
+    /// read (and so the only ones a coordinator rewrites: assets, other jobs' results, renamed files).
+    public var manifestSources: [String] {
+        var sources: [String] = []
+        if case .string(let input)? = self["input"] { sources.append(input) }
+        if case .array(let edits)? = self["edits"] {
+            for edit in edits { if case .string(let source)? = edit["source"] { sources.append(source) } }
+        }
+        return sources
+    }
+
+    /// This manifest with each media source (`input`, `edits[].source`) found in `replacements` replaced by
+    /// its value; every other string is left alone, even one equal to a source (a `name`, a title).
+    public func replacingManifestSources(_ replacements: [String: String]) -> JSONValue {
+        guard !replacements.isEmpty else { return self }
+        var result = self
+        if case .string(let input)? = self["input"], let new = replacements[input] { result = result.replacing("input", with: .string(new)) }
+        if case .array(let edits)? = self["edits"] {
+            result = result.replacing("edits", with: .array(edits.map { edit in
+                guard case .string(let source)? = edit["source"], let new = replacements[source] else { return edit }
+                return edit.replacing("source", with: .string(new))
+            }))
+        }
+        return result
+    }
+}

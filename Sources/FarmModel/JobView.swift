@@ -84,8 +84,8 @@ public struct JobView: Encodable {
         blockedBy = job.blockedBy
         requires = job.requires.isEmpty ? nil : job.requires
         errors = job.errors.map { AttemptErrorView(attempt: $0.attempt, at: $0.at, message: $0.message) }
-        result = job.result.flatMap { try? JSONDecoder().decode(AnyJSON.self, from: Data($0.utf8)) }
-        manifest = try? JSONDecoder().decode(AnyJSON.self, from: Data(job.manifest.utf8))
+        result = job.result.flatMap { try? JSONDecoder().decode(AnyJSON.self, from: Data($0.utf8)) }  // a result that is no JSON is shown as none
+        manifest = try? JSONDecoder().decode(AnyJSON.self, from: Data(job.manifest.utf8))  // validated at submission
     }
 
     /// Seconds left at the rate so far; nil before the first percent.
@@ -107,10 +107,10 @@ public enum AnyJSON: Codable, Sendable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() { self = .null }
-        else if let b = try? container.decode(Bool.self) { self = .bool(b) }
-        else if let n = try? container.decode(Double.self) { self = .number(n) }
-        else if let s = try? container.decode(String.self) { self = .string(s) }
-        else if let a = try? container.decode([AnyJSON].self) { self = .array(a) }
+        else if let b = try? container.decode(Bool.self) { self = .bool(b) }  // each kind tried in turn
+        else if let n = try? container.decode(Double.self) { self = .number(n) }  // each kind tried in turn
+        else if let s = try? container.decode(String.self) { self = .string(s) }  // each kind tried in turn
+        else if let a = try? container.decode([AnyJSON].self) { self = .array(a) }  // each kind tried in turn
         else { self = .object(try container.decode([String: AnyJSON].self)) }
     }
 

@@ -182,7 +182,7 @@ struct Walker {
         case .string(let s): text = s
         default: fail(path, "expected a rate like 0.25 or \"1/4\", found \(value.kindName)"); return nil
         }
-        guard let t = try? MediaTime(parsing: text), t > .zero,
+        guard let t = try? MediaTime(parsing: text), t > .zero,  // any failure is the one message below
               let r = MediaTime.ratio(t, MediaTime(value: 1, timescale: 1)) else {
             fail(path, "\"\(text)\" is not a positive rate like 0.25 or \"1/4\"")
             return nil

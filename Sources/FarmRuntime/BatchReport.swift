@@ -26,7 +26,7 @@ public struct BatchResult: Encodable, Sendable {
         // A job the coordinator could not finish (stopped by a drain) is still queued or running.
         state = job.state.rawValue
         attempts = job.attempt
-        let result = job.result.flatMap { try? JSONDecoder().decode(JobResult.self, from: Data($0.utf8)) }
+        let result = job.result.flatMap { try? JSONDecoder().decode(JobResult.self, from: Data($0.utf8)) }  // a result this version cannot read shows as none
         seconds = result?.seconds
         output = result?.output
         report = result?.report
@@ -93,7 +93,7 @@ public enum JUnitReport {
             throw JUnitReportError(path: path, problem: "cannot write in \(folder) (permission denied or a read-only file system; nothing was run)",
                                    isUsage: true)
         }
-        try? FileManager.default.removeItem(atPath: probe)
+        try? FileManager.default.removeItem(atPath: probe)  // the probe file: a leftover is harmless
     }
 
     /// Writes the report (a temporary beside it, then renamed over it).

@@ -11,6 +11,7 @@ extension Coordinator {
     /// for them. Each chunk's manifest is the one submitted (its `asset:` and `job:` inputs resolved on the
     /// host that runs it) with the chunk's frames and file, no report, no scan and no webhooks.
     func split(_ job: Job, token: String, submitted: String, manifest: JobManifest, ranges: [Range<Int>], seconds: Double) async {
+        // the submitted text was validated at submission and again at this claim
         guard let export = manifest.export, let end = ranges.last?.upperBound, let document = try? JSONParser.parse(submitted),
               let exportJSON = document["export"] else {
             await finish(job, token: token, outcome: .failed(message: "cannot split the export: the manifest has no export section", result: nil),
@@ -57,7 +58,7 @@ extension Coordinator {
 
     /// The manifest of a split job's last run: its export joins the chunks (each with its job and the
     /// attempts it took, for the report). A chunk that did not succeed fails the job, naming it.
-    func joinManifest(_ job: Job, plan: ChunkPlan) async -> Result<String, InputFailure> {
+    func joinManifest(_ job: Job, _ document: JSONValue, plan: ChunkPlan) async -> Result<JSONValue, InputFailure> {
         let chunks: [Job]
         do {
             chunks = try await store.jobs(ids: plan.jobs)
@@ -75,8 +76,8 @@ extension Coordinator {
                                  ("frames", .array([.number(String(chunk.frames.lowerBound)), .number(String(chunk.frames.upperBound))])),
                                  ("job", .number(String(found.id))), ("attempts", .number(String(found.attempt)))]))
         }
-        guard let document = try? JSONParser.parse(job.manifest), let export = document["export"] else { return .success(job.manifest) }
-        return .success(document.setting("export", to: export.setting("join", to: .array(join))).text)
+        guard let export = document["export"] else { return .success(document) }
+        return .success(document.setting("export", to: export.setting("join", to: .array(join))))
     }
 
     /// Removes the folders of chunked exports that ended (or were planned again), with their files, and
@@ -127,7 +128,10 @@ extension ChunkFiles {
             }
         }
         guard FileManager.default.fileExists(atPath: folder) else { return nil }
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return "\(folder): cannot list the chunks" }
+        let entries: [String]
+        do { entries = try FileManager.default.contentsOfDirectory(atPath: folder) } catch {
+            return "\(folder): cannot list the chunks: \(error.localizedDescription)"
+        }
         for entry in entries {
             let path = folder + "/" + entry
             var info = stat()

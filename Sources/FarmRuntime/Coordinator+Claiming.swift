@@ -8,16 +8,16 @@ extension Coordinator {
     /// Keeps a kept worker process waiting for each free slot (one started per turn of the loop).
     func topUpStandbys() {
         guard configuration.standbyWorkers else { return }
-        lock.withLock {
-            let free = configuration.workers - workingCount
-            guard !draining, claiming, standbys.count < free else { return }
-            standbys.append(newKeptWorkerLocked())
+        state.withLock { s in
+            let free = configuration.workers - s.workingCount
+            guard !s.draining, s.claiming, s.standbys.count < free else { return }
+            s.standbys.append(newKeptWorker(&s))
         }
     }
 
-    /// Starts a kept worker process (on a thread of its own; it does not wait for it). Call it holding `lock`.
-    func newKeptWorkerLocked() -> StandbyWorker {
-        keptWorkersAlive += 1
+    /// Starts a kept worker process (on a thread of its own; it does not wait for it), counted in `s`.
+    func newKeptWorker(_ s: inout State) -> StandbyWorker {
+        s.keptWorkersAlive += 1
         return StandbyWorker(command: configuration.workerCommand + ["--standby"] + configuration.recycling.arguments, limits: configuration.limits,
                              onIdle: { [weak self] worker in self?.workerIdle(worker) },
                              onRetire: { [weak self] reason in self?.workerRetired(reason) })
@@ -25,11 +25,11 @@ extension Coordinator {
 
     /// A kept worker finished a job and waits for another: first in line for the next job.
     private func workerIdle(_ worker: StandbyWorker) {
-        let keep = lock.withLock { () -> Bool in
+        let keep = state.withLock { s -> Bool in
             // Never more waiting than free slots (a job may have started a process of its own meanwhile).
-            let free = configuration.workers - workingCount
-            guard !draining, claiming, standbys.count < free else { return false }
-            standbys.insert(worker, at: 0)
+            let free = configuration.workers - s.workingCount
+            guard !s.draining, s.claiming, s.standbys.count < free else { return false }
+            s.standbys.insert(worker, at: 0)
             return true
         }
         if keep { slotFreed.signal() } else { worker.retire() }
@@ -42,17 +42,17 @@ extension Coordinator {
 
     /// A kept worker's process ended: counted by why (`mediafarm_worker_retirements_total`).
     private func workerRetired(_ reason: WorkerRetirement?) {
-        lock.withLock { keptWorkersAlive -= 1 }
+        state.withLock { $0.keptWorkersAlive -= 1 }
         metrics.workerRetired(reason?.kind ?? "stopped")
         if let reason, reason.kind != "jobs" { events(.notice("worker replaced: \(reason.message)")) }
         slotFreed.signal()
     }
 
     func retireStandbys() {
-        let idle = lock.withLock { () -> [StandbyWorker] in
-            claiming = false
-            defer { standbys.removeAll() }
-            return standbys
+        let idle = state.withLock { s -> [StandbyWorker] in
+            s.claiming = false
+            defer { s.standbys.removeAll() }
+            return s.standbys
         }
         for standby in idle { standby.retire() }
     }
@@ -60,27 +60,27 @@ extension Coordinator {
     /// How many jobs may be claimed now: one per free slot, and while recent jobs were short, up to
     /// `claimAhead` more (started the moment a worker is free, without a claim's round trip).
     private func claimable() -> Int {
-        lock.withLock {
-            let working = workingCount
-            let short = (recentAttemptSeconds ?? .infinity) < configuration.claimAheadBelow
-            return configuration.workers - working - ahead.count + (short ? configuration.claimAhead : 0)
+        state.withLock { s in
+            let short = (s.recentAttemptSeconds ?? .infinity) < configuration.claimAheadBelow
+            return configuration.workers - s.workingCount - s.ahead.count + (short ? configuration.claimAhead : 0)
         }
     }
 
     /// Moves jobs claimed ahead into free slots; each with a kept worker if one waits.
     private func startAhead() -> [(Job, String, StandbyWorker?)] {
-        lock.withLock {
+        let t = now()
+        return state.withLock { s in
             var started: [(Job, String, StandbyWorker?)] = []
-            var working = workingCount
-            while working < configuration.workers, !ahead.isEmpty {
-                let id = ahead.removeFirst()
-                guard var entry = running[id] else { continue }
+            var working = s.workingCount
+            while working < configuration.workers, !s.ahead.isEmpty {
+                let id = s.ahead.removeFirst()
+                guard var entry = s.running[id] else { continue }
                 entry.phase = .working
-                entry.started = now()
-                (entry.woke, entry.claimed) = (entry.started, entry.started)
-                running[id] = entry
+                entry.started = t
+                (entry.woke, entry.claimed) = (t, t)
+                s.running[id] = entry
                 working += 1
-                started.append((entry.job, entry.token, standbys.isEmpty ? nil : standbys.removeFirst()))
+                started.append((entry.job, entry.token, s.standbys.isEmpty ? nil : s.standbys.removeFirst()))
             }
             return started
         }
@@ -88,21 +88,21 @@ extension Coordinator {
 
     /// Claimed jobs: into free slots at once, the rest waiting ahead.
     private func place(_ claimed: [Job], woke: Date, at claimedAt: Date) -> [(Job, String, StandbyWorker?)] {
-        lock.withLock {
+        state.withLock { s in
             var started: [(Job, String, StandbyWorker?)] = []
-            var working = workingCount
+            var working = s.workingCount
             for job in claimed {
                 guard let token = job.lease?.token else { continue }
                 var entry = Running(job: job, token: token, started: claimedAt, timeout: job.timeout ?? configuration.jobTimeout,
                                     woke: woke, claimed: claimedAt)
-                if working < configuration.workers && ahead.isEmpty {
+                if working < configuration.workers && s.ahead.isEmpty {
                     working += 1
-                    started.append((job, token, standbys.isEmpty ? nil : standbys.removeFirst()))
+                    started.append((job, token, s.standbys.isEmpty ? nil : s.standbys.removeFirst()))
                 } else {
                     entry.phase = .ahead
-                    ahead.append(job.id)
+                    s.ahead.append(job.id)
                 }
-                running[job.id] = entry
+                s.running[job.id] = entry
             }
             return started
         }
@@ -110,9 +110,9 @@ extension Coordinator {
 
     /// Gives back every job claimed ahead (draining, stopping): queued again without using up an attempt.
     func releaseAhead() async {
-        let waiting = lock.withLock { () -> [Running] in
-            defer { ahead.removeAll() }
-            return ahead.compactMap { running.removeValue(forKey: $0) }
+        let waiting = state.withLock { s -> [Running] in
+            defer { s.ahead.removeAll() }
+            return s.ahead.compactMap { s.running.removeValue(forKey: $0) }
         }
         for entry in waiting { await finish(entry.job, token: entry.token, outcome: .released, seconds: 0) }
     }
@@ -123,12 +123,12 @@ extension Coordinator {
         while !Task.isCancelled {
             turned("claimer")
             let woke = now()
-            if lock.withLock({ draining }) { return }
+            if state.withLock({ $0.draining }) { return }
             for (job, token, standby) in startAhead() {
-                group.addTask { await self.supervise(job, token: token, standby: standby) }
+                group.addTask(executorPreference: JobWorkExecutor.shared) { await self.supervise(job, token: token, standby: standby) }
             }
             let want = claimable()
-            let free = configuration.workers - lock.withLock { workingCount }
+            let free = configuration.workers - state.withLock { $0.workingCount }
             var claimed: [Job] = []
             var nextRunAt: Date?
             if want > 0 {
@@ -146,9 +146,9 @@ extension Coordinator {
                 }
             }
             for (job, token, standby) in place(claimed, woke: woke, at: now()) {
-                group.addTask { await self.supervise(job, token: token, standby: standby) }
+                group.addTask(executorPreference: JobWorkExecutor.shared) { await self.supervise(job, token: token, standby: standby) }
             }
-            if configuration.exitWhenIdle, claimed.isEmpty, lock.withLock({ running.isEmpty }), await isQueueIdle() { return }
+            if configuration.exitWhenIdle, claimed.isEmpty, state.withLock({ $0.running.isEmpty }), await isQueueIdle() { return }
             topUpStandbys()
             guard claimed.isEmpty else {
                 poll = configuration.pollInterval
@@ -185,20 +185,21 @@ extension Coordinator {
     /// Nothing running anywhere (a running job elsewhere may come back for a retry) and nothing queued that
     /// this coordinator can run (a job that needs another host waits for it).
     private func isQueueIdle() async -> Bool {
+        // a queue that does not answer is not known idle: the claimer goes on (and reports it)
         (try? await store.hasWork(provides: configuration.provides, host: Job.host(ofOwner: configuration.owner))) == false
     }
 
     /// Jobs claimed ahead that have waited longer than `claimAheadHold` (the jobs before them turned out
     /// long) go back to the queue, for another coordinator's free slot.
     func releaseStaleAhead(at t: Date) async {
-        let stale = lock.withLock { () -> [Running] in
-            let old = ahead.filter { running[$0].map { t.timeIntervalSince($0.started) > configuration.claimAheadHold } ?? true }
-            ahead.removeAll { old.contains($0) }
+        let stale = state.withLock { s -> [Running] in
+            let old = s.ahead.filter { s.running[$0].map { t.timeIntervalSince($0.started) > configuration.claimAheadHold } ?? true }
+            s.ahead.removeAll { old.contains($0) }
             // Jobs are long now: no more claims ahead until short ones bring the average down again.
             if !old.isEmpty {
-                recentAttemptSeconds = max(recentAttemptSeconds ?? 0, configuration.claimAheadHold, configuration.claimAheadBelow)
+                s.recentAttemptSeconds = max(s.recentAttemptSeconds ?? 0, configuration.claimAheadHold, configuration.claimAheadBelow)
             }
-            return old.compactMap { running.removeValue(forKey: $0) }
+            return old.compactMap { s.running.removeValue(forKey: $0) }
         }
         for entry in stale { await finish(entry.job, token: entry.token, outcome: .released, seconds: 0) }
     }

@@ -13,13 +13,12 @@ extension Coordinator {
     }
 
     /// The manifest with each `asset:ID` replaced by this host's path, and the ids.
-    func resolveAssets(_ job: Job) async -> Result<(String, [AssetID]), InputFailure> {
+    func resolveAssets(_ document: JSONValue) async -> Result<(JSONValue, [AssetID]), InputFailure> {
         guard let library = configuration.library else {
             return .failure(InputFailure(message: "the manifest names assets (asset:ID) but this coordinator has no asset library", retry: false))
         }
         do {
-            let (text, ids) = try await library.resolveManifest(job.manifest)
-            return .success((text, ids))
+            return .success(try await library.resolveManifest(document))
         } catch {
             if case .unknownAsset = error { return .failure(InputFailure(message: error.description, retry: false)) }
             return .failure(InputFailure(message: error.description, retry: true))
@@ -28,32 +27,24 @@ extension Coordinator {
 
     /// The manifest with each input or edit source that is no longer at its path replaced by where the
     /// library has the same bytes now on this host (a file renamed after its job was queued, which ingest
-    /// or `library add` saw at its new name); nil when nothing needed following. Each change is a notice.
-    func followRenamedInputs(_ job: Job) async -> String? {
-        guard let library = configuration.library, let document = try? JSONParser.parse(job.manifest) else { return nil }
-        var changed = false
-        func follow(_ value: JSONValue) async -> JSONValue? {
-            guard case .string(let text) = value, !text.isEmpty, !text.hasPrefix(AssetID.scheme) else { return nil }
-            let path = PathRules.resolve(text, against: job.baseDirectory)
-            guard let (id, now) = try? await library.relocation(of: path) else { return nil }
-            events(.notice("job \(job.id): \(path) is gone; the same content (\(id)) is at \(now): the job reads it there"))
-            changed = true
-            return .string(now)
-        }
-        var result = document
-        if let input = document["input"], let new = await follow(input) { result = result.replacing("input", with: new) }
-        if case .array(let edits)? = document["edits"] {
-            var followed: [JSONValue] = []
-            for edit in edits {
-                if let source = edit["source"], let new = await follow(source) {
-                    followed.append(edit.replacing("source", with: new))
-                } else {
-                    followed.append(edit)
-                }
+    /// or `library add` saw at its new name). Each change is a notice.
+    func followRenamedInputs(_ job: Job, _ document: JSONValue) async -> JSONValue {
+        guard let library = configuration.library else { return document }
+        var replacements: [String: String] = [:]
+        for source in Set(document.manifestSources) where !source.isEmpty && !source.hasPrefix(AssetID.scheme) {
+            let path = PathRules.resolve(source, against: job.baseDirectory)
+            let relocation: (AssetID, String)?
+            do {
+                relocation = try await library.relocation(of: path)
+            } catch {
+                events(.notice("job \(job.id): cannot ask the library where \(path) went (\(error)); the job reads it where it was"))
+                continue
             }
-            result = result.replacing("edits", with: .array(followed))
+            guard let (id, now) = relocation else { continue }
+            events(.notice("job \(job.id): \(path) is gone; the same content (\(id)) is at \(now): the job reads it there"))
+            replacements[source] = now
         }
-        return changed ? result.text : nil
+        return document.replacingManifestSources(replacements)
     }
 
     /// Registers the job's exported output as a representation of its sources (the assets it named, or
@@ -87,6 +78,7 @@ extension Coordinator {
     /// The codes in a job's report (`scan.codes`).
     static func codes(inReport path: String) -> [LibraryCode] {
         guard let data = FileManager.default.contents(atPath: path),
+              // a report that is not the engine's (replaced since) has no codes to record
               let report = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
               let scan = report["scan"] as? [String: Any], let codes = scan["codes"] as? [[String: Any]] else { return [] }
         return codes.compactMap { code in

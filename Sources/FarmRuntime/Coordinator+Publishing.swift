@@ -35,6 +35,7 @@ extension Coordinator {
             metrics.published(try await StagedOutput.publish(manifest, token: token, allowExisting: manifest.overwrite || job.attempt > 1,
                                                              uploads: uploads, log: { self.events(.notice("job \(job.id): \($0)")) }))
             if !uploads.isEmpty { await forgetUploads(of: job, completed: uploads) }
+            if job.attempt > 1 { StagedOutput.discardEarlierAttempts(manifest, keeping: token) }
         } catch {
             let message = "\(error)"
             let retryable = (error as? JobError)?.retryable == true
@@ -53,6 +54,9 @@ extension Coordinator {
         var delay = 0.1
         while true {
             do {
+                // The event is dated when the end was recorded: a job that waited for this one may be claimed
+                // and started (by the claimer, on the writer's thread) before this task is back to say so.
+                let recorded = Date()
                 let after = try await store.finish(id: job.id, token: token, outcome: outcome, at: now())
                 recordEnd(job.id, after.state)
                 if [.failed, .dead, .cancelled].contains(after.state) { await abortUnfinishedUploads(after) }
@@ -62,7 +66,7 @@ extension Coordinator {
                 case .failed(let m, _), .crashed(let m): m
                 case .released: "released without using up the attempt"
                 }
-                events(.finished(id: job.id, name: job.name, state: after.state.rawValue, attempt: job.attempt, message: message, seconds: seconds))
+                events(.finished(id: job.id, name: job.name, state: after.state.rawValue, attempt: job.attempt, message: message, seconds: seconds, at: recorded))
                 return
             } catch let error where error.isStaleLease {
                 metrics.attemptEnded("stale", seconds: seconds)

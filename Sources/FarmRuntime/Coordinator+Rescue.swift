@@ -95,7 +95,7 @@ extension Coordinator {
         let t = now()
         do {
             for job in try await store.rescueExpired(at: t, publishingGrace: configuration.leaseDuration) {
-                let after = try? await store.job(id: job.id)
+                let after = try? await store.job(id: job.id)  // the state only words the notice and the tally
                 events(.notice("job \(job.id) (\(job.name)): lease of \(job.lease?.owner ?? "?") expired; "
                                + (after?.state == .dead ? "dead after \(job.attempt) attempts" : "back in the queue")))
                 if after?.state == .dead {
@@ -117,7 +117,7 @@ extension Coordinator {
 /// The end of each job a coordinator finished, in memory that does not grow with the jobs that went well:
 /// a coordinator that ran 100,000 jobs keeps a count, and the ids of the jobs that are still failed (a job
 /// retried and then succeeding leaves the set), which its exit status and summary need.
-struct FinishedTally {
+struct FinishedTally: Sendable {
     private(set) var succeeded = 0
     private(set) var failed: Set<Int64> = []
 

@@ -34,11 +34,12 @@ extension Coordinator {
     /// the same (a file changed in place, or replaced, is hashed again). nil when it cannot be read.
     func contentHash(of path: String) async -> String? {
         guard let stamp = FileStamp(path: path) else { return nil }
-        if let known = lock.withLock({ contentHashes[path] }), known.stamp == stamp { return known.sha256 }
+        if let known = state.withLock({ $0.contentHashes[path] }), known.stamp == stamp { return known.sha256 }
+        // unreadable: no reuse; the job runs, and its own read reports the cause
         guard let hash = try? await ContentHash.reading(path), FileStamp(path: path) == stamp else { return nil }
-        lock.withLock {
-            if contentHashes.count >= 4096 { contentHashes.removeAll() }
-            contentHashes[path] = (stamp, hash.sha256)
+        state.withLock { s in
+            if s.contentHashes.count >= 4096 { s.contentHashes.removeAll() }
+            s.contentHashes[path] = (stamp, hash.sha256)
         }
         return hash.sha256
     }
@@ -58,12 +59,12 @@ extension Coordinator {
         for earlier in candidates where earlier.jobID != job.id {
             if manifest.report != nil, earlier.report == nil { continue }
             guard manifest.export == nil || earlier.output != nil else { continue }
-            lock.withLock { running[job.id]?.progress = JobProgress(fraction: 0, phase: "reusing the result of job \(earlier.jobID)") }
+            state.withLock { $0.running[job.id]?.progress = JobProgress(fraction: 0, phase: "reusing the result of job \(earlier.jobID)") }
             guard let staged = await stageEarlierResult(earlier, for: job, token: token, manifest: manifest) else {
                 StagedOutput.discard(manifest, token: token)
                 continue
             }
-            guard let entry = lock.withLock({ running.removeValue(forKey: job.id) }) else { return true }
+            guard let entry = state.withLock({ $0.running.removeValue(forKey: job.id) }) else { return true }
             defer {
                 StagedOutput.discard(manifest, token: token)
                 slotFreed.signal()
@@ -86,7 +87,7 @@ extension Coordinator {
             }
             var result = JobResult(name: job.name, succeeded: true, output: manifest.export?.output, report: manifest.report, seconds: seconds)
             result.reused = ReusedResult(job: earlier.jobID, name: earlier.jobName, output: earlier.output, sha256: earlier.sha256)
-            let resultJSON = try? String(decoding: JSONEncoder().encode(result), as: UTF8.self)
+            let resultJSON = try? String(decoding: JSONEncoder().encode(result), as: UTF8.self)  // a JobResult always encodes
             events(.notice("job \(job.id): answered from the result of job \(earlier.jobID) (\(earlier.jobName))"
                            + (earlier.output.map { ": \($0) copied, its SHA-256 unchanged since it was published" } ?? "")))
             if await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: [], seconds: seconds, reason: "reused") {
@@ -116,6 +117,7 @@ extension Coordinator {
             // Another size: changed, known without reading it.
             if let size = earlier.size, let now = FileStamp(path: from)?.size, now != size {
                 note("\(from) changed since it was published (\(now) bytes, not \(size)); that result is forgotten")
+                // if the queue does not answer, the next job with this key finds it changed again
                 try? await results.forget(key: earlier.key, jobID: earlier.jobID)
                 return nil
             }
@@ -124,6 +126,7 @@ extension Coordinator {
                 break
             case .changed(let found):
                 note("\(from) changed since it was published (SHA-256 \(found), not \(sha256)); that result is forgotten")
+                // if the queue does not answer, the next job with this key finds it changed again
                 try? await results.forget(key: earlier.key, jobID: earlier.jobID)
                 return nil
             case .failed(let message):
@@ -154,7 +157,7 @@ extension Coordinator {
 
     /// The earlier job's report under this job's name, saying which job's result it is.
     static func reusedReport(_ text: String, name: String, from earlier: ReusableResult) -> String {
-        guard let report = try? JSONParser.parse(text) else { return text }
+        guard let report = try? JSONParser.parse(text) else { return text }  // a report that is no JSON is reused as it was written
         var reused: [(key: String, value: JSONValue)] = [("job", .number(String(earlier.jobID))), ("name", .string(earlier.jobName))]
         if let output = earlier.output { reused.append(("output", .string(output))) }
         if let sha256 = earlier.sha256 { reused.append(("sha256", .string(sha256))) }
@@ -170,8 +173,13 @@ extension Coordinator {
                                     report: nil, createdAt: now())
         var outputHash: ContentHash?
         if let output = result.output {
-            guard let hash = try? await ContentHash.reading(output), let stamp = FileStamp(path: output) else {
-                events(.notice("job \(job.id): cannot read back \(output) to record its result for reuse"))
+            let hash: ContentHash
+            do { hash = try await ContentHash.reading(output) } catch {
+                events(.notice("job \(job.id): cannot read back \(output) to record its result for reuse: \(error)"))
+                return nil
+            }
+            guard let stamp = FileStamp(path: output) else {
+                events(.notice("job \(job.id): \(output) is gone since it was published; its result is not recorded for reuse"))
                 return nil
             }
             (result.sha256, result.size, outputHash) = (hash.sha256, stamp.size, hash)

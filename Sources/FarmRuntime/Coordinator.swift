@@ -5,6 +5,7 @@ import FarmSubmit
 import Foundation
 import Metrics
 import ServiceLifecycle
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,55 +21,63 @@ import Glibc
 /// coordinators). Each sleeps through `pause`, which ends at once when the task is cancelled.
 /// Cancelling `run()` stops claiming and stops running workers at once (their jobs are released).
 ///
-/// Threading: the loops run on the cooperative pool; each worker process is supervised by a thread of
-/// its own (`WorkerProcess`); every mutable field is guarded by `lock`. Workers are signalled through
+/// Threading: the loops run where the store's blocking work does (SQLite: its writer thread, so that
+/// their store calls pay no hop). Each job's supervision runs on `JobWorkExecutor` instead: its file work
+/// (validation's checks, publication's renames and fsyncs, reuse's hashes and copies) never holds up a
+/// queue write, the HTTP face's submissions included. Each worker process is supervised by a thread of
+/// its own (`WorkerProcess`). Every mutable field is in `state`, a `Mutex`. Workers are signalled through
 /// `ChildProcess` (pidfds), never by a pid that may have been reaped. Store calls are short transactions.
-public final class Coordinator: Service, @unchecked Sendable {
+public final class Coordinator: Service, Sendable {
     public let store: any JobStore
     public let configuration: CoordinatorConfiguration
     let events: @Sendable (CoordinatorEvent) -> Void
     let now: @Sendable () -> Date
 
-    /// Guards every mutable field below (the claimer's, in Coordinator+Claiming.swift, too).
-    let lock = NSLock()
-    var running: [Int64: Running] = [:]
-    var draining = false
-    /// When `beginDrain` was first called: the grace period's start.
-    var drainBegan: Date?
-    /// What became of the jobs this coordinator finished: a count, and the ids of those that failed.
-    private var tally = FinishedTally()
-    /// A worker started: renew the leases (recording its process id) at the next check.
-    private var renewSoon = false
-    /// Kept worker processes waiting for a job.
-    var standbys: [StandbyWorker] = []
-    /// Kept worker processes started and not yet reaped (waiting or running a job).
-    var keptWorkersAlive = 0
-    /// Claimed ahead of a free slot, in claim order: started the moment a worker is free.
-    var ahead: [Int64] = []
-    /// Whether the claimer still runs (a worker offered back after it ended is retired).
-    var claiming = true
-    /// How long recent attempts took (a moving average): jobs are claimed ahead only while they are short.
-    var recentAttemptSeconds: Double?
+    /// Every mutable field (the claimer's, in Coordinator+Claiming.swift, too).
+    struct State: Sendable {
+        var running: [Int64: Running] = [:]
+        var draining = false
+        /// When `beginDrain` was first called: the grace period's start.
+        var drainBegan: Date?
+        /// What became of the jobs this coordinator finished: a count, and the ids of those that failed.
+        var tally = FinishedTally()
+        /// A worker started: renew the leases (recording its process id) at the next check.
+        var renewSoon = false
+        /// Kept worker processes waiting for a job.
+        var standbys: [StandbyWorker] = []
+        /// Kept worker processes started and not yet reaped (waiting or running a job).
+        var keptWorkersAlive = 0
+        /// Claimed ahead of a free slot, in claim order: started the moment a worker is free.
+        var ahead: [Int64] = []
+        /// Whether the claimer still runs (a worker offered back after it ended is retired).
+        var claiming = true
+        /// How long recent attempts took (a moving average): jobs are claimed ahead only while they are short.
+        var recentAttemptSeconds: Double?
+        /// Inputs' SHA-256 by path, while their identity and modification time stay those hashed (results reuse).
+        var contentHashes: [String: (stamp: FileStamp, sha256: String)] = [:]
+        /// When each loop (claimer, heartbeat, rescuer) last began a turn: the HTTP face's liveness.
+        var loopTurns: [String: Date] = [:]
+
+        /// Jobs holding a worker slot now.
+        var workingCount: Int { running.values.count { $0.phase == .working } }
+    }
+    let state = Mutex(State())
     /// Rung when a worker slot frees: the claimer starts the next job at once.
     let slotFreed = WorkSignal()
-    /// Inputs' SHA-256 by path, while their identity and modification time stay those hashed (results reuse).
-    var contentHashes: [String: (stamp: FileStamp, sha256: String)] = [:]
-    /// When each loop (claimer, heartbeat, rescuer) last began a turn: the HTTP face's liveness.
-    private var loopTurns: [String: Date] = [:]
     private let startedAt = Date()
     let metrics: CoordinatorMetrics
 
     /// Why the coordinator stopped a worker itself.
-    enum StopReason: Equatable {
+    enum StopReason: Equatable, Sendable {
         case lost(JobState?)
         case timeout(Double)
         case drain
     }
 
-    struct Running {
+    struct Running: Sendable {
         /// Claimed ahead, waiting for a slot; holding a worker slot; or done with its worker (publishing,
         /// recording the end).
-        enum Phase { case ahead, working, finishing }
+        enum Phase: Sendable { case ahead, working, finishing }
         var phase: Phase = .working
         var job: Job
         var token: String
@@ -98,51 +107,49 @@ public final class Coordinator: Service, @unchecked Sendable {
 
     /// Slots, running jobs with their latest progress, and the loops' last turns.
     public var snapshot: CoordinatorSnapshot {
-        lock.withLock {
+        state.withLock { s in
             CoordinatorSnapshot(
-                owner: configuration.owner, workers: configuration.workers, draining: draining, startedAt: startedAt,
-                running: running.map { id, r in
+                owner: configuration.owner, workers: configuration.workers, draining: s.draining, startedAt: startedAt,
+                running: s.running.map { id, r in
                     CoordinatorSnapshot.RunningJob(id: id, name: r.job.name, attempt: r.job.attempt, pid: r.pid, started: r.started,
                                                    fraction: r.progress?.fraction, phase: r.phase == .ahead ? Self.waitingPhase : r.progress?.phase,
                                                    eta: r.progress?.eta)
                 }.sorted { $0.id < $1.id },
-                loops: loopTurns)
+                loops: s.loopTurns)
         }
     }
 
     /// The loops' last turns and whether it drains, without the running jobs (what `/healthz` needs).
     public var loopsSnapshot: (draining: Bool, loops: [String: Date]) {
-        lock.withLock { (draining, loopTurns) }
+        state.withLock { ($0.draining, $0.loopTurns) }
     }
 
-    /// Jobs holding a worker slot now. The caller holds `lock`.
-    var workingCount: Int { running.values.count { $0.phase == .working } }
-
     /// Whether the coordinator is draining (SIGTERM): it claims nothing more.
-    public var isDraining: Bool { lock.withLock { draining } }
+    public var isDraining: Bool { state.withLock { $0.draining } }
 
     func turned(_ loop: String) {
         let t = now()
-        lock.withLock { loopTurns[loop] = t }
+        state.withLock { $0.loopTurns[loop] = t }
     }
 
     /// Jobs this coordinator saw end failed or dead (and not succeed later).
-    public var failedJobs: [Int64] { lock.withLock { tally.failed.sorted() } }
+    public var failedJobs: [Int64] { state.withLock { $0.tally.failed.sorted() } }
 
     /// How many jobs this coordinator saw succeed.
-    public var succeededCount: Int { lock.withLock { tally.succeeded } }
+    public var succeededCount: Int { state.withLock { $0.tally.succeeded } }
 
     /// Counts a job's end (a finished attempt, or a rescue that ended it dead).
     func recordEnd(_ id: Int64, _ state: JobState) {
-        lock.withLock { tally.record(id, state) }
+        self.state.withLock { $0.tally.record(id, state) }
     }
 
     /// Stops claiming; running jobs get the grace period, then are stopped and given back.
     /// The grace counts from this call (the signal), not from when the claimer next looks.
     public func beginDrain() {
-        lock.withLock {
-            if drainBegan == nil { drainBegan = now() }
-            draining = true
+        let t = now()
+        state.withLock { s in
+            if s.drainBegan == nil { s.drainBegan = t }
+            s.draining = true
         }
         slotFreed.signal()
     }
@@ -169,7 +176,7 @@ public final class Coordinator: Service, @unchecked Sendable {
                 group.addTask { await self.presenceLoop() }
                 await self.claimLoop(group: &group)
                 await self.drain()
-                lock.withLock { draining = true }
+                state.withLock { $0.draining = true }
                 // The group ends when its loops and jobs have.
             }
             await self.waitForKeptWorkers()
@@ -185,7 +192,7 @@ public final class Coordinator: Service, @unchecked Sendable {
     /// Waits (up to 5 s) until every kept worker process has been reaped and its temporary folder removed:
     /// their threads would otherwise be ended with this process, leaving the folders behind.
     private func waitForKeptWorkers() async {
-        for _ in 0..<250 where lock.withLock({ keptWorkersAlive }) > 0 {
+        for _ in 0..<250 where state.withLock({ $0.keptWorkersAlive }) > 0 {
             await Self.waitWhileStopping(0.02)
         }
     }
@@ -213,7 +220,7 @@ public final class Coordinator: Service, @unchecked Sendable {
 
     /// Ends an attempt whose inputs could not be put in before its worker started.
     private func inputsFailed(_ job: Job, token: String, _ failure: InputFailure) async {
-        _ = lock.withLock { running.removeValue(forKey: job.id) }
+        _ = state.withLock { $0.running.removeValue(forKey: job.id) }
         await finish(job, token: token, outcome: failure.retry ? .crashed(message: failure.message) : .failed(message: failure.message, result: nil),
                      seconds: 0)
     }
@@ -227,43 +234,57 @@ public final class Coordinator: Service, @unchecked Sendable {
         let submitted = job.manifest
         var job = job
         var sources: [AssetID] = []
+        // The manifest is parsed once; each step below rewrites that value, and the worker gets its text once.
+        var document: JSONValue
+        do {
+            document = try JSONParser.parse(job.manifest)
+        } catch {
+            await inputsFailed(job, token: token, InputFailure(message: "the queued manifest is no JSON: \(error)", retry: false))
+            return
+        }
         if !job.after.isEmpty, job.manifest.contains(JobOutputReference.scheme) {
-            switch await resolveJobResults(job) {
-            case .success(let resolved): job.manifest = resolved
+            switch await resolveJobResults(job, document) {
+            case .success(let resolved): document = resolved
             case .failure(let failure):
                 await inputsFailed(job, token: token, failure)
                 return
             }
         }
         if job.manifest.contains(AssetID.scheme) {
-            switch await resolveAssets(job) {
+            switch await resolveAssets(document) {
             case .success(let resolved):
-                (job.manifest, sources) = resolved
-                try? await configuration.library?.recordJobInputs(job.id, sources)
+                (document, sources) = resolved
+                if !sources.isEmpty {
+                    do { try await configuration.library?.recordJobInputs(job.id, sources) } catch {
+                        events(.notice("job \(job.id): the library did not record the assets it reads (\(error)); its lineage is recorded when it succeeds"))
+                    }
+                }
             case .failure(let failure):
                 await inputsFailed(job, token: token, failure)
                 return
             }
         }
-        if let followed = await followRenamedInputs(job) { job.manifest = followed }
-        if job.chunkOf == nil, let chunked = configuration.defaultChunking?.applied(to: job.manifest) { job.manifest = chunked }
+        document = await followRenamedInputs(job, document)
+        if job.chunkOf == nil, let chunked = configuration.defaultChunking?.applied(to: document) { document = chunked }
         if let plan = job.chunkPlan {
-            switch await joinManifest(job, plan: plan) {
-            case .success(let joining): job.manifest = joining
+            switch await joinManifest(job, document, plan: plan) {
+            case .success(let joining): document = joining
             case .failure(let failure):
                 await inputsFailed(job, token: token, failure)
                 return
             }
         }
         let manifest: JobManifest
-        switch ManifestLoader.validate(text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
+        switch ManifestLoader.validate(document: document, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
         case .success(let m):
             manifest = m
         case .failure(let e):
-            _ = lock.withLock { running.removeValue(forKey: job.id) }
+            _ = state.withLock { $0.running.removeValue(forKey: job.id) }
             await finish(job, token: token, outcome: .failed(message: e.description, result: nil), seconds: 0)
             return
         }
+        // What the worker runs: the text of the value validated.
+        job.manifest = document.text
         // Results reused by content: a chunked export's joining run is not answered (its chunks ran) but recorded.
         var key: String?
         if configuration.reuseResults { key = await resultKey(job, manifest) }
@@ -288,7 +309,7 @@ public final class Coordinator: Service, @unchecked Sendable {
         let exit: WorkerExit
         do {
             unused = nil
-            let kept = standby ?? (configuration.standbyWorkers ? lock.withLock { newKeptWorkerLocked() } : nil)
+            let kept = standby ?? (configuration.standbyWorkers ? state.withLock { newKeptWorker(&$0) } : nil)
             if let kept, let ran = try await Self.run(job, token: token, resume: resume, on: kept, onStart: onStart, onLine: onLine,
                                                       onEnd: { self.workerReturned(id, end: $0) }) {
                 exit = ran
@@ -300,14 +321,14 @@ public final class Coordinator: Service, @unchecked Sendable {
                                                    onStart: onStart, onLine: onLine)
             }
         } catch {
-            _ = lock.withLock { running.removeValue(forKey: id) }
+            _ = state.withLock { $0.running.removeValue(forKey: id) }
             await finish(job, token: token, outcome: .crashed(message: "\(error)"), seconds: 0)
             return
         }
         let seconds = now().timeIntervalSince(started)
-        guard let entry = lock.withLock({ () -> Running? in
-            recentAttemptSeconds = recentAttemptSeconds.map { 0.8 * $0 + 0.2 * seconds } ?? seconds
-            return running.removeValue(forKey: id)
+        guard let entry = state.withLock({ s -> Running? in
+            s.recentAttemptSeconds = s.recentAttemptSeconds.map { 0.8 * $0 + 0.2 * seconds } ?? seconds
+            return s.running.removeValue(forKey: id)
         }) else { return }
         defer { StagedOutput.discard(manifest, token: token) }
         for recording in entry.recordings { await recording.value }
@@ -325,7 +346,7 @@ public final class Coordinator: Service, @unchecked Sendable {
         case .drain:
             await finish(job, token: token, outcome: .released, seconds: seconds)
         case nil:
-            let resultJSON = entry.result.flatMap { try? String(decoding: JSONEncoder().encode($0), as: UTF8.self) }
+            let resultJSON = entry.result.flatMap { try? String(decoding: JSONEncoder().encode($0), as: UTF8.self) }  // a JobResult always encodes
             if exit.status == 0, let result = entry.result, result.succeeded, let ranges = result.split {
                 await split(job, token: token, submitted: submitted, manifest: manifest, ranges: ranges, seconds: seconds)
             } else if exit.status == 0, let result = entry.result, result.succeeded {
@@ -371,24 +392,24 @@ public final class Coordinator: Service, @unchecked Sendable {
         if let end, !end.restored.isEmpty {
             events(.notice("job \(id): the worker put back what the job left: \(end.restored.joined(separator: "; "))"))
         }
-        return lock.withLock {
-            running[id]?.child = nil
-            running[id]?.phase = .finishing
-            return running[id]?.stop == nil
+        return state.withLock { s in
+            s.running[id]?.child = nil
+            s.running[id]?.phase = .finishing
+            return s.running[id]?.stop == nil
         }
     }
 
     private func workerStarted(_ id: Int64, child: ChildProcess) {
         let pid = child.pid
-        let (entry, stopNow) = lock.withLock { () -> (Running?, Bool) in
-            running[id]?.child = child
-            return (running[id], running[id]?.stop != nil)
+        let (entry, stopNow) = state.withLock { s -> (Running?, Bool) in
+            s.running[id]?.child = child
+            return (s.running[id], s.running[id]?.stop != nil)
         }
         if stopNow { child.kill() }
         if let entry {
             // Recorded at the lease check's next pass (not its next renewal), so that `status` soon
             // shows which process runs the job.
-            lock.withLock { renewSoon = true }
+            state.withLock { $0.renewSoon = true }
             let handed = now()
             events(.started(id: id, name: entry.job.name, attempt: entry.job.attempt, pid: pid,
                             queuedFor: handed.timeIntervalSince(entry.job.runAt > entry.job.createdAt ? entry.job.runAt : entry.job.createdAt),
@@ -397,25 +418,26 @@ public final class Coordinator: Service, @unchecked Sendable {
     }
 
     private func workerSaid(_ id: Int64, _ line: Substring) {
+        // a line that is no event (a library writing to stdout) is not the protocol's
         guard let event = try? JSONDecoder().decode(JobEvent.self, from: Data(line.utf8)) else { return }
         switch event {
         case .progress(let p):
-            let name = lock.withLock { () -> String? in
-                running[id]?.progress = p
-                return running[id]?.job.name
+            let name = state.withLock { s -> String? in
+                s.running[id]?.progress = p
+                return s.running[id]?.job.name
             }
             if let name { events(.progress(id: id, name: name, fraction: p.fraction, phase: p.phase)) }
         case .result(let r):
-            lock.withLock { running[id]?.result = r }
+            state.withLock { $0.running[id]?.result = r }
         case .log(let level, let message):
             events(.notice("job \(id): \(level): \(message)"))
         case let .upload(address, uploadID):
             // Recorded with the job at once (the worker sends its parts meanwhile); the attempt's end waits for it.
-            lock.withLock {
-                guard let entry = running[id] else { return }
+            state.withLock { s in
+                guard let entry = s.running[id] else { return }
                 let upload = RecordedUpload(jobID: id, address: address, uploadID: uploadID, attempt: entry.job.attempt)
                 let token = entry.token
-                running[id]?.recordings.append(Task {
+                s.running[id]?.recordings.append(Task {
                     do {
                         if try await self.store.recordUpload(upload, token: token, at: self.now()) == false {
                             self.events(.notice("job \(id): the upload \(uploadID) of \(address) was not recorded: the lease is lost"))
@@ -438,12 +460,12 @@ public final class Coordinator: Service, @unchecked Sendable {
         while true {
             turned("heartbeat")
             if let due { metrics.heartbeatLateness.recordSeconds(max(0, now().timeIntervalSince(due))) }
-            let (entries, stop) = lock.withLock { (running, draining && running.isEmpty) }
+            let (entries, stop) = state.withLock { ($0.running, $0.draining && $0.running.isEmpty) }
             if stop { return }
             if Task.isCancelled {
                 await releaseAhead()
                 for id in entries.keys { stopWorker(id, reason: .drain) }
-                while lock.withLock({ !running.isEmpty }) { await Self.waitWhileStopping(0.01) }
+                while state.withLock({ !$0.running.isEmpty }) { await Self.waitWhileStopping(0.01) }
                 return
             }
             let t = now()
@@ -453,7 +475,7 @@ public final class Coordinator: Service, @unchecked Sendable {
             let live = entries.filter { $0.value.stop == nil }
             do {
                 var lost = try await store.lostLeases(live.mapValues(\.token), at: t)
-                let soon = lock.withLock { () -> Bool in defer { renewSoon = false }; return renewSoon }
+                let soon = state.withLock { s -> Bool in defer { s.renewSoon = false }; return s.renewSoon }
                 if soon || t.timeIntervalSince(lastRenew) >= configuration.renewInterval {
                     lastRenew = t
                     let renewals = live.map { id, e in
@@ -464,7 +486,7 @@ public final class Coordinator: Service, @unchecked Sendable {
                     if !renewals.isEmpty { metrics.renewals.increment(by: renewals.count) }
                 }
                 for id in lost {
-                    stopWorker(id, reason: .lost(try? await store.job(id: id)?.state))
+                    stopWorker(id, reason: .lost(try? await store.job(id: id)?.state))  // the state only words the notice (cancelled or lost)
                 }
                 await releaseStaleAhead(at: t)
             } catch {
@@ -476,14 +498,14 @@ public final class Coordinator: Service, @unchecked Sendable {
     }
 
     private func stopWorker(_ id: Int64, reason: StopReason) {
-        let dropped = lock.withLock { () -> Running? in
-            guard var entry = running[id], entry.stop == nil else { return nil }
+        let dropped = state.withLock { s -> Running? in
+            guard var entry = s.running[id], entry.stop == nil else { return nil }
             if entry.phase == .ahead {
-                ahead.removeAll { $0 == id }
-                return running.removeValue(forKey: id)
+                s.ahead.removeAll { $0 == id }
+                return s.running.removeValue(forKey: id)
             }
             entry.stop = reason
-            running[id] = entry
+            s.running[id] = entry
             // Under the lock, through the child's pidfd: a kept worker that has already ended this job
             // (`workerReturned`) is never killed for it, and a reaped one never signalled.
             entry.child?.kill()
@@ -501,13 +523,13 @@ public final class Coordinator: Service, @unchecked Sendable {
 
     private func drain() async {
         await releaseAhead()
-        let deadline = (lock.withLock { drainBegan } ?? now()).addingTimeInterval(configuration.grace)
-        while lock.withLock({ !running.isEmpty }) {
+        let deadline = (state.withLock { $0.drainBegan } ?? now()).addingTimeInterval(configuration.grace)
+        while state.withLock({ !$0.running.isEmpty }) {
             if now() >= deadline || Task.isCancelled {
-                let ids = lock.withLock { Array(running.keys) }
+                let ids = state.withLock { Array($0.running.keys) }
                 events(.notice("grace period over: stopping \(ids.count) job(s) and giving them back to the queue"))
                 for id in ids { stopWorker(id, reason: .drain) }
-                while lock.withLock({ !running.isEmpty }) { await Self.waitWhileStopping(0.02) }
+                while state.withLock({ !$0.running.isEmpty }) { await Self.waitWhileStopping(0.02) }
                 return
             }
             if !(await pause(0.05)) { continue }

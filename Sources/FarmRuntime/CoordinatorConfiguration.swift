@@ -109,13 +109,13 @@ public struct DefaultChunking: Sendable, Hashable {
 
     /// `manifest` with `chunkSeconds` (and `chunkAbove`) in its export, when it is a constant-frame-rate export
     /// that gives none and is not a chunk; nil when nothing is to change.
-    func applied(to manifest: String) -> String? {
-        guard let document = try? JSONParser.parse(manifest), let export = document["export"],
+    func applied(to document: JSONValue) -> JSONValue? {
+        guard let export = document["export"],
               export["mode"] == .string(ExportMode.constantFrameRate.rawValue),
               export["chunkSeconds"] == nil, export["frames"] == nil else { return nil }
         var chunked = export.setting("chunkSeconds", to: .number(MediaTime.formatSeconds(seconds)))
         if let above { chunked = chunked.setting("chunkAbove", to: .number(MediaTime.formatSeconds(above))) }
-        return document.setting("export", to: chunked).text
+        return document.setting("export", to: chunked)
     }
 }
 

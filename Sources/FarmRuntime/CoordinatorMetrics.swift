@@ -47,7 +47,7 @@ public struct CoordinatorMetrics: Sendable {
     /// Files just published: their sizes are added to the bytes written.
     func published(_ paths: [String]) {
         let bytes = paths.reduce(Int64(0)) { sum, path in
-            sum + (((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.int64Value ?? 0)
+            sum + (((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.int64Value ?? 0)  // a file gone since counts nothing
         }
         if bytes > 0 { outputBytes.increment(by: bytes) }
     }

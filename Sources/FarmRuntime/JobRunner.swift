@@ -94,12 +94,14 @@ public struct JobRunner: Sendable {
             if !uploads.isEmpty { result.uploads = uploads }
             return result
         } catch is CancellationError {
+            // Cleaning up after the job ended: what went wrong with the job is what is reported.
             try? await publishObjects(false)
-            _ = try? await uploadObjectParts(false, events: events)
+            _ = try? await uploadObjectParts(false, events: events)  // as above
             return JobResult(name: manifest.name, succeeded: false, error: "cancelled", seconds: Date().timeIntervalSince(started))
         } catch {
+            // As above: the job's error is the one reported.
             try? await publishObjects(false)
-            _ = try? await uploadObjectParts(false, events: events)
+            _ = try? await uploadObjectParts(false, events: events)  // as above
             var result = JobResult(name: manifest.name, succeeded: false, error: Self.describe(error), seconds: Date().timeIntervalSince(started))
             if Self.isRetryable(error) { result.retryable = true }
             return result

@@ -65,7 +65,7 @@ public enum ObjectOutput {
         guard let handle = FileHandle(forReadingAtPath: file) else {
             throw JobError("\(final): the finished file \(file) cannot be read to upload it")
         }
-        defer { try? handle.close() }
+        defer { try? handle.close() }  // read-only: closing cannot lose anything
         let size = Int64(try handle.seekToEnd())
         let partSize = partSize(for: size)
         let contentType = contentType(of: final)
@@ -97,6 +97,7 @@ public enum ObjectOutput {
                 }
                 return try await client.completeMultipartUpload(upload, parts: parts, ifNoneMatch: !allowExisting)
             } catch {
+                // best effort: the error thrown is the cause; an upload left open is aborted at the job's end (abortUnfinished)
                 try? await client.abortMultipartUpload(upload)
                 throw error
             }
@@ -123,7 +124,7 @@ public enum ObjectOutput {
         guard let handle = FileHandle(forReadingAtPath: file) else {
             throw JobError("\(final): the finished file \(file) cannot be read to upload it")
         }
-        defer { try? handle.close() }
+        defer { try? handle.close() }  // read-only: closing cannot lose anything
         let size = Int64(try handle.seekToEnd())
         let partSize = partSize(for: size)
         let count = max(1, Int((size + partSize - 1) / partSize))
@@ -143,6 +144,7 @@ public enum ObjectOutput {
                 candidates.append(S3Upload(bucket: location.bucket, key: location.key, uploadID: resuming))
             }
             let chosen = candidates.first { $0.uploadID == resuming } ?? candidates.last
+            // best effort: one left open is aborted at the job's end
             for other in candidates where other.uploadID != chosen?.uploadID { try? await client.abortMultipartUpload(other) }
             if let chosen {
                 if let listed = try await partsIfThere(chosen, client) {
@@ -248,10 +250,20 @@ public enum ObjectOutput {
         }
         switch failure.kind {
         case .noSuchUpload:
-            if let object = try? await client.head(location), object.etag == S3.multipartETag(parts) { return }
+            // Completed already by a publication that was interrupted: the object is the upload's.
+            let object: S3Object
+            do throws(S3Error) {
+                object = try await client.head(location)
+            } catch where error.kind == .noSuchKey {
+                throw JobError("\(record.address): cannot publish the finished file: its upload \(record.uploadID) is gone and no object is there")
+            } catch {
+                throw JobError("\(record.address): cannot publish the finished file: its upload \(record.uploadID) is gone, and the object "
+                               + "cannot be checked: \(error.problem)", retryable: error.mayPass)
+            }
+            if object.etag == S3.multipartETag(parts) { return }
             throw JobError("\(record.address): cannot publish the finished file: its upload \(record.uploadID) is gone and the object is not it")
         case .alreadyExists:
-            try? await client.abortMultipartUpload(upload)
+            try? await client.abortMultipartUpload(upload)  // best effort: the refusal is what matters; one left open is aborted at the job's end
             throw JobError("\(record.address): already exists; set \"overwrite\": true in the manifest to replace it")
         default:
             throw JobError("\(record.address): cannot publish the finished file: \(failure.problem)", retryable: failure.mayPass)
@@ -261,7 +273,8 @@ public enum ObjectOutput {
     /// Aborts `record`'s upload (an attempt whose lease was lost: only its own upload, since a newer
     /// attempt may be uploading the same key).
     public static func abort(_ record: ObjectUpload, s3: S3? = nil) async {
-        guard let (location, client) = try? target(record.address, s3) else { return }
+        guard let (location, client) = try? target(record.address, s3) else { return }  // an address that names no object has no upload to abort
+        // best effort: a stale attempt's upload; the bucket's lifecycle rule or the job's end takes one left open
         try? await client.abortMultipartUpload(S3Upload(bucket: location.bucket, key: location.key, uploadID: record.uploadID))
     }
 

@@ -103,6 +103,23 @@ public enum StagedOutput {
         }
     }
 
+    /// Removes the staged files that earlier attempts of a job left beside its outputs (any token but
+    /// `token`): an attempt's staged file is removed by its coordinator when the attempt ends, or by the
+    /// rescuer that finds its lease expired; when both died (a coordinator killed, then the one rescuing
+    /// its jobs), it stays until the job's next attempt publishes, here. Lists each output's folder: call it
+    /// for a retried attempt only.
+    public static func discardEarlierAttempts(_ manifest: JobManifest, keeping token: String) {
+        for final in finalPaths(of: manifest) where !PathRules.isObject(final) {
+            let url = URL(fileURLWithPath: final)
+            let folder = url.deletingLastPathComponent().path
+            let prefix = "." + url.lastPathComponent + marker
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { continue }  // nothing to remove then
+            for name in names where name.hasPrefix(prefix) && name != prefix + token {
+                unlink(folder + "/" + name)
+            }
+        }
+    }
+
     /// Removes what an attempt holding `token` left: its staged files, and temporaries of writers that
     /// are gone, in the folders the manifest writes to.
     public static func discard(_ manifest: JobManifest, token: String) {

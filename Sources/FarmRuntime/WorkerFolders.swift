@@ -39,7 +39,7 @@ enum WorkerFolders {
     }
 
     static func remove(_ folders: [String]) {
-        for folder in folders { try? FileManager.default.removeItem(atPath: folder) }
+        for folder in folders { try? FileManager.default.removeItem(atPath: folder) }  // what is left is swept at the next start
     }
 
     /// Removes the worker folders of coordinators that are gone, under the roots of `environment`.
@@ -47,7 +47,7 @@ enum WorkerFolders {
         let (temporary, spool) = roots(environment)
         var removed = 0
         for root in Set([temporary, spool]) {
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: root) else { continue }
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: root) else { continue }  // no such root: nothing left in it
             for name in names where name.hasPrefix("mediafarm-coordinator-") && name.hasSuffix(".lock") {
                 let owner = String(name.dropFirst("mediafarm-coordinator-".count).dropLast(".lock".count))
                 guard owner != id else { continue }
@@ -56,7 +56,7 @@ enum WorkerFolders {
                 defer { close(fd) }
                 guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }  // alive
                 for folder in names where folder.hasPrefix("mediafarm-worker-\(owner)-") {
-                    try? FileManager.default.removeItem(atPath: "\(root)/\(folder)")
+                    try? FileManager.default.removeItem(atPath: "\(root)/\(folder)")  // a folder that cannot be removed now is tried at the next start
                     removed += 1
                 }
                 unlink("\(root)/\(name)")

@@ -61,6 +61,7 @@ public struct WorkerHygiene {
         if let folder = jobTemporaries {
             let left = Self.count(folder)
             if left > 0 { restored.append("removed \(left) temporary file(s) the job left in its TMPDIR") }
+            // A folder still there after the removal is what is reported.
             if (try? FileManager.default.removeItem(atPath: folder)) == nil, FileManager.default.fileExists(atPath: folder) {
                 unfixable.append("cannot remove the job's temporary folder \(folder)")
             }
@@ -111,6 +112,7 @@ public struct WorkerHygiene {
     /// Resident memory in bytes, after giving freed heap memory back.
     public static func residentBytes() -> UInt64 {
         mf_trim_heap()
+        // no /proc: the memory limit cannot be measured and is not enforced
         guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
         let fields = statm.split(separator: " ")
         guard fields.count > 1, let pages = UInt64(fields[1]) else { return 0 }
@@ -119,7 +121,7 @@ public struct WorkerHygiene {
 
     /// Open descriptors and what each names (readlink of /proc/self/fd/N).
     static func openDescriptors() -> [Int32: String] {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return [:] }
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return [:] }  // no /proc: descriptors are not checked
         var open: [Int32: String] = [:]
         var buffer = [CChar](repeating: 0, count: 4096)
         for name in names {
@@ -201,9 +203,9 @@ public struct WorkerMisbehaviour: Sendable {
         let mask = umask(0o022)
         umask(mask)
         let tmp = env["TMPDIR"] ?? "/tmp"
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: tmp))?.count ?? -1
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: tmp))?.count ?? -1  // -1 in the diagnostic line: cannot be listed
         let parent = (tmp as NSString).deletingLastPathComponent
-        let leftover = ((try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? [])
+        let leftover = ((try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? [])  // a diagnostic only
             .filter { $0.hasPrefix("mediafarm-worker-\(getpid())-") && "\(parent)/\($0)" != tmp }.count
         return "state pid=\(getpid()) descriptors=\(WorkerHygiene.openDescriptors().values.filter { !$0.hasPrefix("anon_inode:") }.count) cwd=\(FileManager.default.currentDirectoryPath) "
             + "left=\(env["MEDIAFARM_TEST_LEFT_BEHIND"] ?? "unset") tmpEntries=\(entries) oldTmpFolders=\(leftover) "

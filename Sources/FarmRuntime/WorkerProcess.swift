@@ -195,6 +195,7 @@ enum WorkerProcess {
                     let line = String(decoding: stdoutBuffer[..<newline], as: UTF8.self)
                     stdoutBuffer.removeSubrange(...newline)
                     if untilEndLine, line.hasPrefix(WorkerJobEnd.marker),
+                       // a marker line that is no job end is the job's own output, passed on as a line
                        let end = try? JSONDecoder().decode(WorkerJobEnd.self, from: Data(line.utf8)) {
                         // What it wrote to stderr before this line is in the pipe: it belongs to this job.
                         var quick = pollfd(fd: process.stderr, events: Int16(POLLIN), revents: 0)

@@ -38,10 +38,10 @@ extension PostgresJobStore {
         let connection = try await connect(server)
         do {
             let value = try await body(connection, logger)
-            try? await connection.close()
+            try? await connection.close()  // closing a connection being given up: nothing to lose
             return value
         } catch {
-            try? await connection.close()
+            try? await connection.close()  // closing a connection being given up: nothing to lose
             throw (error as? JobStoreError) ?? .unavailable("\(server): \(describe(error))")
         }
     }
@@ -67,7 +67,7 @@ extension PostgresJobStore {
             let configured = configuration
             return try await Deadline.run(seconds: server.connectTimeout, {
                 try await PostgresConnection.connect(configuration: configured, id: 1, logger: logger)
-            }, late: { connection in try? await connection.close() })
+            }, late: { connection in try? await connection.close() })  // a connection that came too late: nothing to lose
         } catch let error as JobStoreError {
             throw error
         } catch is Deadline.Expired {

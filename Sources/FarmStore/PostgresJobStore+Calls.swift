@@ -45,7 +45,7 @@ extension PostgresJobStore {
                             return value
                         } catch {
                             self.recorded.withLock { _ = $0.remove(ObjectIdentifier(connection)) }
-                            _ = try? await connection.query("ROLLBACK", logger: Self.logger)
+                            _ = try? await connection.query("ROLLBACK", logger: Self.logger)  // the error being thrown is the cause
                             throw error
                         }
                     }

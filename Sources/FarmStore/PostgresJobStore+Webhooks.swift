@@ -21,7 +21,7 @@ extension PostgresJobStore {
         \(prefix)
         sent AS (
             INSERT INTO webhook_deliveries (job_id, type, url, host, origin, state, attempts, next_at, created_at, job)
-            SELECT s.id, \(type), t.url, t.host, t.origin, 'pending', 0, \(now), \(now), \(Outbox.snapshotSQL("s"))
+            SELECT s.id, \(type), t.url, t.host, t.origin, 'pending', 0, \(now), \(now), \(JobSnapshot.sql("s"))
             FROM \(source) AS s, LATERAL (
                 SELECT url, host, 'endpoint' AS origin FROM (\(wanting)) AS w
                 UNION ALL

@@ -79,13 +79,13 @@ public final class PostgresJobStore: JobStore {
         do {
             change = try await PostgresSchema.check(connection, server: server, migrate: migrate, logger: logger)
         } catch {
-            try? await connection.close()
+            try? await connection.close()  // closing: nothing to lose
             throw (error as? JobStoreError) ?? .unavailable("\(server): \(describe(error))")
         }
         if connections <= 1 && !listen {
             return PostgresJobStore(server: server, policy: policy, lanes: .single(connection, Turnstile()), schemaChange: change)
         }
-        try? await connection.close()
+        try? await connection.close()  // closing: nothing to lose
         var configuration = Self.clientConfiguration(server)
         configuration.options.maximumConnections = max(2, connections + (listen ? 1 : 0))
         configuration.options.minimumConnections = 1
@@ -97,7 +97,7 @@ public final class PostgresJobStore: JobStore {
     public func close() async {
         listener.withLock { $0?.cancel() }
         running?.cancel()
-        if case .single(let connection, _) = lanes { try? await connection.close() }
+        if case .single(let connection, _) = lanes { try? await connection.close() }  // closing: nothing to lose
     }
 
     public var location: String { server.description }
@@ -236,7 +236,7 @@ public final class PostgresJobStore: JobStore {
             if let done = try succeeded(try await execute(SucceedStatement(id: id, token: token, result: result, now: now.timeIntervalSince1970))) {
                 if done.recorded { outboxSignal.signal() }
                 // Jobs whose last dependency this was are due: wake the coordinators.
-                if done.released { _ = try? await run("SELECT pg_notify(\(channel), '')") }
+                if done.released { _ = try? await run("SELECT pg_notify(\(channel), '')") }  // a missed wake-up: claimers poll
                 return done.job
             }
         }
@@ -442,7 +442,7 @@ public final class PostgresJobStore: JobStore {
                 }
                 if work.listening.exchange(false, ordering: .relaxed) { delay = 0.05 }
                 work.signal()
-                try? await Task.sleep(for: .seconds(delay * Double.random(in: 0.5...1.5)))
+                try? await Task.sleep(for: .seconds(delay * Double.random(in: 0.5...1.5)))  // cancelled: the retry loop ends at its next check
                 delay = min(delay * 2, 5)
             }
         }

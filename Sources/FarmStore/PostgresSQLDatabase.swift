@@ -33,7 +33,7 @@ struct PostgresSQLDatabase: SQLDatabase {
                         try await connection.query("COMMIT", logger: logger)
                         return value
                     } catch {
-                        _ = try? await connection.query("ROLLBACK", logger: logger)
+                        _ = try? await connection.query("ROLLBACK", logger: logger)  // the error being thrown is the cause
                         throw error
                     }
                 }

@@ -123,7 +123,7 @@ enum PostgresSchema {
             try await connection.query("COMMIT", logger: logger)
             return SchemaChange(from: now, to: current)
         } catch {
-            _ = try? await connection.query("ROLLBACK", logger: logger)
+            _ = try? await connection.query("ROLLBACK", logger: logger)  // the error being thrown is the cause; a connection that cannot roll back is closed
             throw error
         }
     }

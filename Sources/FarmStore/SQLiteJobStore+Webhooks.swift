@@ -22,7 +22,7 @@ extension SQLiteJobStore {
             INSERT INTO webhook_deliveries (job_id, type, url, host, origin, state, attempts, next_at, created_at, job)
             VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)
             """)
-        let snapshot = Outbox.snapshot(of: job)
+        let snapshot = JobSnapshot(job).json
         for t in targets {
             try insert.execute(arguments: [job.id, type.rawValue, t.url, t.host, t.origin, now.timeIntervalSince1970, now.timeIntervalSince1970, snapshot])
         }

@@ -39,8 +39,8 @@ public final class SQLiteJobStore: JobStore {
         if isDirectory.boolValue { throw .unavailable("\(path): is a folder, not a queue file") }
         if !exists && !create { throw .unavailable("\(path): no queue there (submit a job to create it, or give --queue)") }
         if exists, let handle = FileHandle(forReadingAtPath: path) {
-            let header = (try? handle.read(upToCount: 16)) ?? Data()
-            try? handle.close()
+            let header = (try? handle.read(upToCount: 16)) ?? Data()  // unreadable: not an SQLite file, said below
+            try? handle.close()  // read-only: closing cannot lose anything
             if !header.isEmpty && header != Data("SQLite format 3\0".utf8) {
                 throw .unavailable("\(path): not a MediaFarm queue (the file is not an SQLite database); give another --queue")
             }
@@ -82,7 +82,7 @@ public final class SQLiteJobStore: JobStore {
                 delay = min(delay * 2, 0.2)
             } catch {
                 if let pool, let before, Date() < deadline,
-                   let now = try? pool.read({ try migrator.appliedIdentifiers($0).count }), now > before {
+                   let now = try? pool.read({ try migrator.appliedIdentifiers($0).count }), now > before {  // only for the notice of a migration
                     continue  // another process migrated meanwhile: look again
                 }
                 throw .unavailable("\(path): cannot open the queue: \(describe(error))")
@@ -388,7 +388,7 @@ public final class SQLiteJobStore: JobStore {
         if doorbell.listening {
             await doorbell.wait(upTo: seconds)
         } else {
-            try? await Task.sleep(for: .seconds(seconds))
+            try? await Task.sleep(for: .seconds(seconds))  // cancelled: the wait ends early, as it should
         }
     }
 
@@ -529,7 +529,7 @@ public final class SQLiteJobStore: JobStore {
                 try db.commit()
                 return value
             } catch {
-                try? db.rollback()
+                try? db.rollback()  // the error being thrown is the cause
                 throw error
             }
         }

@@ -38,7 +38,7 @@ final class SQLiteSQLDatabase: SQLDatabase {
                 await turnstile.leave()
                 return value
             } catch {
-                _ = try? await session.execute("ROLLBACK")
+                _ = try? await session.execute("ROLLBACK")  // the error being thrown is the cause
                 throw error
             }
         } catch {

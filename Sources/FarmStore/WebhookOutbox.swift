@@ -195,119 +195,14 @@ public protocol WebhookOutbox: Sendable {
 
 /// What both backends share of the outbox.
 enum Outbox {
-    /// The job columns an event keeps, as one JSON object made by PostgreSQL (`alias`: the row's table or
-    /// CTE); `snapshot(of:)` makes the same from a job in memory.
-    static func snapshotSQL(_ alias: String) -> String {
-        let names = SQLiteJobStore.columns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-        return "json_build_object(" + names.map { "'\($0)', \(alias).\($0)" }.joined(separator: ", ") + ")::text"
-    }
-
-    /// The same object made from a job in memory (as its row holds it): no work for the database in the
-    /// transaction that records the event.
-    static func snapshot(of job: Job) -> String {
-        var out: [UInt8] = [UInt8(ascii: "{")]
-        out.reserveCapacity(job.manifest.utf8.count + (job.result?.utf8.count ?? 0) + 1024)
-        func key(_ name: StaticString) {
-            if out.count > 1 { out.append(UInt8(ascii: ",")) }
-            out.append(UInt8(ascii: "\""))
-            out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-            out.append(contentsOf: "\":".utf8)
-        }
-        func string(_ name: StaticString, _ value: String?) {
-            key(name)
-            guard let value else { return out.append(contentsOf: "null".utf8) }
-            out.append(UInt8(ascii: "\""))
-            for byte in value.utf8 {
-                switch byte {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(byte)
-                case 0..<0x20: out.append(contentsOf: String(format: "\\u%04x", byte).utf8)
-                default: out.append(byte)
-                }
-            }
-            out.append(UInt8(ascii: "\""))
-        }
-        func number(_ name: StaticString, _ value: Double?) {
-            key(name)
-            out.append(contentsOf: (value.map { $0.isFinite ? "\($0)" : "null" } ?? "null").utf8)
-        }
-        func integer(_ name: StaticString, _ value: Int64?) {
-            key(name)
-            out.append(contentsOf: (value.map { "\($0)" } ?? "null").utf8)
-        }
-        integer("id", job.id)
-        string("name", job.name)
-        string("manifest", job.manifest)
-        string("base_directory", job.baseDirectory)
-        string("output_roots", JobCoding.json(job.outputRoots))
-        integer("priority", Int64(job.priority))
-        integer("max_attempts", Int64(job.maxAttempts))
-        number("run_at", job.runAt.timeIntervalSince1970)
-        string("unique_key", job.uniqueKey)
-        number("timeout", job.timeout)
-        number("created_at", job.createdAt.timeIntervalSince1970)
-        string("state", job.state.rawValue)
-        integer("attempt", Int64(job.attempt))
-        string("lease_owner", job.lease?.owner)
-        string("lease_token", job.lease?.token)
-        number("lease_expires_at", job.lease?.expiresAt.timeIntervalSince1970)
-        number("progress", job.progress)
-        string("phase", job.phase)
-        integer("worker_pid", job.workerPID.map(Int64.init))
-        number("started_at", job.startedAt?.timeIntervalSince1970)
-        number("finished_at", job.finishedAt?.timeIntervalSince1970)
-        number("updated_at", job.updatedAt.timeIntervalSince1970)
-        string("result", job.result)
-        string("errors", JobCoding.json(job.errors))
-        string("after_ids", JobCoding.json(job.after))
-        string("after_policy", job.after.isEmpty ? nil : job.afterPolicy.rawValue)
-        integer("waiting_for", Int64(job.waitingFor))
-        integer("blocked_by", job.blockedBy)
-        string("requires", job.requires.isEmpty ? nil : JobCoding.json(job.requires))
-        out.append(UInt8(ascii: "}"))
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    /// A job from the JSON object `snapshot` made (nil when it is not one).
-    static func job(fromSnapshot text: String) -> Job? {
-        guard let o = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else { return nil }
-        func double(_ key: String) -> Double? { (o[key] as? NSNumber)?.doubleValue }
-        func date(_ key: String) -> Date? { double(key).map(Date.init(timeIntervalSince1970:)) }
-        func int(_ key: String) -> Int? { (o[key] as? NSNumber)?.intValue }
-        func string(_ key: String) -> String? { o[key] as? String }
-        guard let id = (o["id"] as? NSNumber)?.int64Value, let name = string("name"), let manifest = string("manifest") else { return nil }
-        var job = Job(id: id, name: name, manifest: manifest, baseDirectory: string("base_directory") ?? "",
-                      outputRoots: string("output_roots").flatMap { JobCoding.decode([String].self, $0) } ?? [],
-                      priority: int("priority") ?? 0, maxAttempts: int("max_attempts") ?? 1, runAt: date("run_at"),
-                      uniqueKey: string("unique_key"), timeout: double("timeout"), createdAt: date("created_at") ?? Date(timeIntervalSince1970: 0))
-        job.state = string("state").flatMap(JobState.init(rawValue:)) ?? .dead
-        job.attempt = int("attempt") ?? 0
-        if let owner = string("lease_owner"), let token = string("lease_token"), let expiry = date("lease_expires_at") {
-            job.lease = Job.Lease(owner: owner, token: token, expiresAt: expiry)
-        }
-        job.progress = double("progress")
-        job.phase = string("phase")
-        job.workerPID = int("worker_pid").map { Int32(truncatingIfNeeded: $0) }
-        job.startedAt = date("started_at")
-        job.finishedAt = date("finished_at")
-        job.updatedAt = date("updated_at") ?? job.createdAt
-        job.result = string("result")
-        job.errors = string("errors").flatMap { JobCoding.decode([Job.AttemptError].self, $0) } ?? []
-        job.after = string("after_ids").flatMap { JobCoding.decode([Int64].self, $0) } ?? []
-        job.afterPolicy = string("after_policy").flatMap(AfterPolicy.init(rawValue:)) ?? .success
-        job.waitingFor = int("waiting_for") ?? 0
-        job.blockedBy = (o["blocked_by"] as? NSNumber)?.int64Value
-        job.requires = string("requires").flatMap { JobCoding.decode([String].self, $0) } ?? []
-        return job
-    }
-
     /// The URLs a manifest's `"notify"` names, as the `notify` column keeps them (a JSON array of
     /// `{"url", "host"}`), nil when it names none.
     static func notify(_ manifest: String) -> [WebhookURL]? {
-        guard manifest.contains("\"notify\""), case .object(let members)? = try? JSONParser.parse(manifest),
+        guard manifest.contains("\"notify\""), case .object(let members)? = try? JSONParser.parse(manifest),  // validated at submission
               case .array(let items)? = members.first(where: { $0.key == "notify" })?.value else { return nil }
         let urls = items.compactMap { item -> WebhookURL? in
             guard case .string(let text) = item else { return nil }
-            return try? WebhookURL.parse(text).get()
+            return try? WebhookURL.parse(text).get()  // validated at submission
         }
         return urls.isEmpty ? nil : urls
     }
@@ -336,7 +231,7 @@ enum Outbox {
         /// A delivery's URL: the farm's own endpoints always; a job's only to an allowed host.
         func allow(_ text: String, origin: String) -> Bool {
             if origin == "endpoint" { return true }
-            guard let url = try? WebhookURL.parse(text).get() else { return false }
+            guard let url = try? WebhookURL.parse(text).get() else { return false }  // no URL: not allowed
             return allow(url)
         }
     }
@@ -357,8 +252,17 @@ enum Outbox {
 }
 
 extension WebhookDelivery {
-    /// The job as it was when the event was recorded (a claimed delivery's).
-    public var jobAtEvent: Job? { job.flatMap(Outbox.job(fromSnapshot:)) }
+    /// The job as it was when the event was recorded (a claimed delivery's); throws when its snapshot
+    /// cannot be read (naming why).
+    public func jobAtEvent() throws -> Job {
+        guard let job else { throw JobSnapshotMissing() }
+        return try JobSnapshot.decoding(job).job
+    }
+}
+
+/// A delivery read without its event's job (a listing's, not a claim's).
+public struct JobSnapshotMissing: Error, CustomStringConvertible {
+    public var description: String { "the delivery holds no snapshot of its job" }
 }
 
 /// A delivery as JSON (`webhooks deliveries --json`, the API's).

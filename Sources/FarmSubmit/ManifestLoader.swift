@@ -53,6 +53,21 @@ extension ManifestLoader {
                  outputRoots: outputRoots.isEmpty ? nil : outputRoots, outputRootsWayOut: outputRootsWayOut)
     }
 
+    /// The same for a manifest already parsed (a coordinator's, once per claim).
+    public static func validate(document: JSONValue, name: String, baseDirectory: String, outputRoots: [String]) -> Result<JobManifest, ManifestValidationError> {
+        ManifestValidator.validate(document, file: name, context: context(baseDirectory: baseDirectory, outputRoots: outputRoots.isEmpty ? nil : outputRoots,
+                                                                          name: name))
+    }
+
+    private static func context(baseDirectory: String, outputRoots: [String]?, name: String, refuseExistingOutputs: Bool = false,
+                                overwriteRefusal: ManifestIssue? = nil, outputRootsWayOut: String = ManifestContext.commandLineOutputRootsWayOut,
+                                missingInputWayOut: String? = nil) -> ManifestContext {
+        ManifestContext(baseDirectory: baseDirectory, outputRoots: outputRoots, defaultName: name, realPath: realPath,
+                        fileIdentity: FileIdentity.of, refuseExistingOutputs: refuseExistingOutputs,
+                        protectedFile: { ProtectedFiles.shared.refusal(for: $0) }, overwriteRefusal: overwriteRefusal,
+                        outputRootsWayOut: outputRootsWayOut, missingInputWayOut: missingInputWayOut)
+    }
+
     /// Validation against the file system: `outputRoots` nil means the manifest's folder. Inputs and
     /// outputs are compared by file identity; `refuseExistingOutputs` at submission (see `ManifestContext`).
     /// The HTTP API submits through this with the body's bytes.
@@ -63,10 +78,8 @@ extension ManifestLoader {
                                 overwriteRefusal: ManifestIssue? = nil,
                                 outputRootsWayOut: String = ManifestContext.commandLineOutputRootsWayOut,
                                 missingInputWayOut: String? = nil) -> Result<JobManifest, ManifestValidationError> {
-        let context = ManifestContext(baseDirectory: baseDirectory, outputRoots: outputRoots, defaultName: name, realPath: realPath,
-                                      fileIdentity: FileIdentity.of, refuseExistingOutputs: refuseExistingOutputs,
-                                      protectedFile: { ProtectedFiles.shared.refusal(for: $0) }, overwriteRefusal: overwriteRefusal,
-                                      outputRootsWayOut: outputRootsWayOut, missingInputWayOut: missingInputWayOut)
-        return ManifestValidator.validate(json: bytes, file: file, context: context)
+        ManifestValidator.validate(json: bytes, file: file, context: context(
+            baseDirectory: baseDirectory, outputRoots: outputRoots, name: name, refuseExistingOutputs: refuseExistingOutputs,
+            overwriteRefusal: overwriteRefusal, outputRootsWayOut: outputRootsWayOut, missingInputWayOut: missingInputWayOut))
     }
 }

@@ -103,7 +103,7 @@ public final class WebhookDeliverer: Service {
             }
             group.cancelAll()
         }
-        try? await client.shutdown()
+        try? await client.shutdown()  // stopping: nothing to lose
     }
 
     /// Claims and sends until shutdown. A graceful shutdown (the coordinator stopped first) still sends what
@@ -172,10 +172,15 @@ public final class WebhookDeliverer: Service {
 
     func attempt(_ delivery: WebhookDelivery) async -> DeliveryOutcome {
         guard delivery.allowed else {
-            let host = (try? WebhookURL.parse(delivery.url).get())?.hostKey ?? delivery.url
+            let host = (try? WebhookURL.parse(delivery.url).get())?.hostKey ?? delivery.url  // names the host in the refusal, or the whole URL
             return .refused("the host \(host) is not one the farm sends webhooks to (coordinator --webhook-allow-host)")
         }
-        guard let job = delivery.jobAtEvent else { return .gaveUp(status: nil, error: "the event's job could not be read") }
+        let job: Job
+        do {
+            job = try delivery.jobAtEvent()
+        } catch {
+            return .gaveUp(status: nil, error: "the event's job could not be read: \(error)")
+        }
         let body: Data
         do {
             body = try JSONEncoder.api.encode(WebhookBody(type: delivery.type, timestamp: delivery.eventAt, data: JobView(job, now: delivery.eventAt)))
@@ -197,11 +202,11 @@ public final class WebhookDeliverer: Service {
             let response = try await client.execute(request, timeout: .milliseconds(Int64(configuration.timeout * 1000)), logger: logger)
             let status = Int(response.status.code)
             if (200..<300).contains(status) {
-                _ = try? await response.body.collect(upTo: 64 << 10)
+                _ = try? await response.body.collect(upTo: 64 << 10)  // delivered: the body is read only to free the connection
                 return .delivered(status: status)
             }
             var said = ""
-            if let text = try? await response.body.collect(upTo: 4 << 10) {
+            if let text = try? await response.body.collect(upTo: 4 << 10) {  // the status is the failure; the body only adds to it
                 said = String(decoding: text.readableBytesView.prefix(200), as: UTF8.self)
                     .replacingOccurrences(of: "\n", with: " ").trimmingCharacters(in: .whitespaces)
             }

@@ -38,7 +38,7 @@ public enum CaptureDevices {
     }
 
     static func v4l2(_ folder: String) -> [CaptureDevice] {
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])  // no such folder: no devices of the kind
             .filter { $0.hasPrefix("video") && Int($0.dropFirst(5)) != nil }
             .sorted { Int($0.dropFirst(5))! < Int($1.dropFirst(5))! }
         return names.compactMap { name in
@@ -88,7 +88,7 @@ public enum CaptureDevices {
                               "RGB3": "rgb24", "BGR3": "bgr24", "GREY": "gray"]
 
     static func x11(_ folder: String) -> [CaptureDevice] {
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])  // no such folder: no devices of the kind
             .filter { $0.hasPrefix("X") && Int($0.dropFirst()) != nil }
             .sorted { Int($0.dropFirst())! < Int($1.dropFirst())! }
         return names.map { name in
@@ -99,7 +99,7 @@ public enum CaptureDevices {
 
     /// Capture PCMs from /proc/asound/pcm ("00-00: name : name : playback 1 : capture 1").
     static func alsa(_ path: String) -> [CaptureDevice] {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }  // no such card: no devices on it
         return text.split(separator: "\n").compactMap { line in
             let parts = line.split(separator: ":", maxSplits: 2).map { $0.trimmingCharacters(in: .whitespaces) }
             guard parts.count == 3, line.contains("capture"), case let ids = parts[0].split(separator: "-"), ids.count == 2,

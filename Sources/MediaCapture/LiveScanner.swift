@@ -82,7 +82,7 @@ final class LiveScanner: @unchecked Sendable {
     /// next picture arrives. Takes a reference (no pixel copy).
     func submit(_ frame: borrowing Frame, time: MediaTime, arrival: Date) {
         let picture = Picture(time: time, arrival: arrival)
-        guard (try? picture.frame.reference(frame)) != nil else { return }
+        guard (try? picture.frame.reference(frame)) != nil else { return }  // a frame that cannot be kept is skipped, counted as dropped
         condition.lock()
         if slot != nil { notScanned += 1 }
         slot = picture
@@ -128,7 +128,7 @@ final class LiveScanner: @unchecked Sendable {
             condition.unlock()
 
             if let picture {
-                let codes = (try? scanner.scan(picture.frame, at: picture.time)) ?? []
+                let codes = (try? scanner.scan(picture.frame, at: picture.time)) ?? []  // a frame the scanner cannot read has no codes
                 track(codes, at: picture.time, arrival: picture.arrival)
                 condition.lock()
                 scanned += 1
@@ -283,8 +283,8 @@ final class LiveScanner: @unchecked Sendable {
                     continue   // a damaged packet: its pictures are not scanned; the recording has them
                 }
             }
-            try? decoder.sendEndOfStream()
-            try? drain(&frame, arrival: Date())
+            try? decoder.sendEndOfStream()  // draining at the end: nothing more to decode
+            try? drain(&frame, arrival: Date())  // as above
         }
 
         private func drain(_ frame: inout Frame, arrival: Date) throws(FFmpegError) {

@@ -80,8 +80,8 @@ struct Recorder {
     /// After the highest index a recording with this id already left in the folder (finished, unfinished
     /// or quarantined), so that a capture restarted with the same id never replaces a segment.
     static func nextIndex(for captureID: String, in folder: String) -> Int {
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])
-            + ((try? FileManager.default.contentsOfDirectory(atPath: folder + "/quarantine")) ?? [])
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])  // the folder was made by this capture
+            + ((try? FileManager.default.contentsOfDirectory(atPath: folder + "/quarantine")) ?? [])  // no quarantine yet: nothing in it
         let prefix = captureID + "-"
         let used = names.compactMap { name -> Int? in
             let bare = name.hasPrefix(".") ? String(name.dropFirst()) : name
@@ -202,7 +202,7 @@ struct Recorder {
         try finishPrevious()
         if let segment = current {
             current = nil
-            if segment.packets > 0 { try close(segment) } else { try? segment.discard() }
+            if segment.packets > 0 { try close(segment) } else { try? segment.discard() }  // an empty segment: nothing to lose
         }
     }
 }

@@ -25,6 +25,7 @@ public enum Salvage {
 
     /// Salvages every unfinished segment in `folder`, in name order.
     public static func run(folder: String) -> [Result] {
+        // The capture's own folder: when it cannot be listed, there is nothing of it to salvage.
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasPrefix(".") && $0.hasSuffix(".mp4.partial") }
         return names.sorted().compactMap { salvage(folder: folder, partialName: $0) }
     }
@@ -35,7 +36,7 @@ public enum Salvage {
         guard let dash = stem.lastIndex(of: "-"), let index = Int(stem[stem.index(after: dash)...]) else { return nil }
         let captureID = String(stem[..<dash])
         let partial = folder + "/" + partialName, final = folder + "/" + finalName
-        let modified = (try? FileManager.default.attributesOfItem(atPath: partial)[.modificationDate] as? Date) ?? Date()
+        let modified = (try? FileManager.default.attributesOfItem(atPath: partial)[.modificationDate] as? Date) ?? Date()  // unknown: named by now
         var result = Result(captureID: captureID, index: index, path: nil, quarantined: nil, reason: nil, duration: 0, packets: 0, wallClock: modified)
         do {
             (result.duration, result.packets) = try copyPrefix(of: partial, to: final)
@@ -99,7 +100,7 @@ public enum Salvage {
     /// `quarantine/<capture-id>-<index>.mp4.partial` (numbered when taken), with its reason file; nil when
     /// it could not be moved (the partial file then stays, and is tried again at the next start).
     static func quarantine(_ partial: String, name: String, folder: String, reason: String) -> String? {
-        try? QuarantineFolder(folder + "/quarantine").place(partial, name: String(name.dropFirst()), reason: reason)
+        try? QuarantineFolder(folder + "/quarantine").place(partial, name: String(name.dropFirst()), reason: reason)  // nil: see above
     }
 }
 

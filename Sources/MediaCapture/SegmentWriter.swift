@@ -114,7 +114,7 @@ final class SegmentWriter {
             throw MediaFileError(path: finalPath, reason: .ffmpeg(FFmpegError(code: -error.code), while: "renaming the finished segment"))
         }
         SafeFiles.syncFolder(of: finalPath)
-        bytes = (try? FileManager.default.attributesOfItem(atPath: finalPath)[.size] as? Int64) ?? bytes
+        bytes = (try? FileManager.default.attributesOfItem(atPath: finalPath)[.size] as? Int64) ?? bytes  // the size counted while writing, otherwise
     }
 
     /// Removes an empty segment (nothing was recorded into it).

@@ -146,7 +146,7 @@ public final class AtomicOutput {
     /// Deletes the temporaries in `folder` that no writer holds a lock on. Safe with writers in other
     /// processes, containers and hosts sharing the folder: a live writer's lock makes this skip it.
     public static func removeStaleTemporaries(in folder: String) {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }  // no folder: no temporaries
         var unnamedFiles: Bool?   // asked once, only when a young unlocked temporary needs it
         for name in names where isTemporaryName(name) {
             let path = folder + "/" + name

@@ -56,7 +56,7 @@ struct H264Splice {
     /// Takes note of parameter sets sent in-band in a packet that is copied as it is (read in place:
     /// only those units are copied).
     mutating func noteParameterSets(_ data: UnsafeBufferPointer<UInt8>) {
-        guard let units = try? Self.units(data, lengthSize: lengthSize) else { return }
+        guard let units = try? Self.units(data, lengthSize: lengthSize) else { return }  // a packet that does not parse has no parameter sets to learn
         for range in units where [7, 8].contains(Int(data[range.lowerBound]) & 0x1F) { learn(ArraySlice(data[range])) }
     }
 
@@ -129,7 +129,7 @@ struct H264Splice {
     }
 
     private func forEachUnit(_ data: [UInt8], _ body: (ArraySlice<UInt8>) -> Void) {
-        try? forEachUnitThrowing(data) { body($0) }
+        try? forEachUnitThrowing(data) { body($0) }  // body does not throw; a malformed packet ends the walk
     }
 
     private func forEachUnitThrowing(_ data: [UInt8], _ body: (ArraySlice<UInt8>) throws -> Void) throws {
@@ -139,8 +139,8 @@ struct H264Splice {
     private mutating func learn(_ unit: ArraySlice<UInt8>) {
         let type = Int(unit.first ?? 0) & 0x1F
         var r = BitReader(H264Splice.unescape(unit.dropFirst()))
-        if type == 7, let (id, s) = try? Self.parseSPS(&r) { sps[id] = s }
-        if type == 8, let (id, p) = try? Self.parsePPS(&r, sps: sps) { pps[id] = p }
+        if type == 7, let (id, s) = try? Self.parseSPS(&r) { sps[id] = s }  // a set that does not parse is not learnt
+        if type == 8, let (id, p) = try? Self.parsePPS(&r, sps: sps) { pps[id] = p }  // as above
     }
 
     static func parseSPS(_ r: inout BitReader) throws -> (Int, SPS) {

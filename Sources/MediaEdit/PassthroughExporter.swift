@@ -116,7 +116,7 @@ struct PassthroughExporter {
     /// True when the composition is one whole source file (nothing is cut).
     private func isWholeFiles(_ sources: [ExportSource]) -> Bool {
         guard composition.segments.count == 1, let s = composition.segments.first, s.sourceRange.start == .zero else { return false }
-        guard let duration = (try? sources[0].file)?.container.headerDuration else { return false }
+        guard let duration = (try? sources[0].file)?.container.headerDuration else { return false }  // an unreadable source is reported where it is read
         return duration.isNumeric && !(s.sourceRange.end < duration)
     }
 

@@ -63,9 +63,9 @@ final class SegmentAudioReader {
     private func decodeMore() throws(MediaFileError) {
         try file.checkInterrupt()
         guard try file.read(into: &packet) == .packet else {
-            try? decoder.sendEndOfStream()
+            try? decoder.sendEndOfStream()  // draining at the end: nothing more to decode
             drain()
-            try? resampler.flush(appendingTo: &fifo)
+            try? resampler.flush(appendingTo: &fifo)  // at the end: what could not be flushed is lost samples
             finished = true
             return
         }
@@ -90,7 +90,7 @@ final class SegmentAudioReader {
                 let pts = frame.pts.map { MediaTime(count: $0, timeBase: stream.timeBase) } ?? origin
                 fifoStart = Int((pts - origin).count(in: Rational(1, Int32(sampleRate))) ?? 0)
             }
-            try? resampler.convert(frame, appendingTo: &fifo)
+            do { try resampler.convert(frame, appendingTo: &fifo) } catch { decodeErrors += 1 }
         }
     }
 }

@@ -76,14 +76,14 @@ final class SegmentVideoReader {
                 lastError = error
             }
             if inputFinished {
-                try? decoder.sendEndOfStream()
+                try? decoder.sendEndOfStream()  // draining at the end: nothing more to decode
                 if decodeErrors > 0 && framesDecoded == 0 { break }
                 continue
             }
             try file.checkInterrupt()
             if try file.read(into: &packet) == .endOfFile {
                 inputFinished = true
-                try? decoder.sendEndOfStream()
+                try? decoder.sendEndOfStream()  // draining at the end: nothing more to decode
                 continue
             }
             if packet.isEncrypted {

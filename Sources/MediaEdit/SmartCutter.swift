@@ -248,6 +248,7 @@ struct SmartCutter {
         var tailRun = EncodeRun(cutter: self, lead: lead)
         var frame = Frame()
         func encodeWanted() throws {
+            // A packet the decoder refuses (damaged) gives no frame, as a player skips it.
             while (try? tail.receive(into: &frame)) == .frame {
                 if let raw = frame.pts, wanted.contains(source.time(raw, in: stream)) {
                     try tailRun.encode(&frame, pts: raw, write: write)
@@ -259,10 +260,10 @@ struct SmartCutter {
         let keyTime = times[0]
         let needsContext = wanted.contains { $0 < keyTime }
         for box in (needsContext ? context : []) + pending {
-            while (try? tail.send(box.packet)) == .full { try encodeWanted() }
+            while (try? tail.send(box.packet)) == .full { try encodeWanted() }  // as above
             try encodeWanted()
         }
-        try? tail.sendEndOfStream()
+        try? tail.sendEndOfStream()  // draining at the end: nothing more to decode
         try encodeWanted()
         try tailRun.finish(write: write)
         afterEncoded = afterEncoded || tailRun.wrote

@@ -63,7 +63,7 @@ struct BatchCommand: AsyncParsableCommand {
         let read = files.map(ManifestOffer.reading)
         let loaded: CheckedManifests
         do {
-            loaded = try await Submission.check(read.compactMap { try? $0.get() }, unreadable: read.compactMap(\.failure),
+            loaded = try await Submission.check(read.compactMap { try? $0.get() }, unreadable: read.compactMap(\.failure),  // the failures go in as unreadable
                                                 rules: SubmissionRules(outputRoots: roots)) { _ in nil }
         } catch {
             throw error.cliError
@@ -85,7 +85,7 @@ struct BatchCommand: AsyncParsableCommand {
 
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mediafarm-batch-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        defer { try? FileManager.default.removeItem(at: folder) }  // the batch's scratch folder: a leftover is swept with TMPDIR
         let store: SQLiteJobStore
         let queued: [Enqueued]
         do {

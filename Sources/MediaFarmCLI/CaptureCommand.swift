@@ -291,7 +291,7 @@ struct CaptureCommand: AsyncParsableCommand {
             line = json ? Self.object(["event": "started", "captureID": id, "source": source, "streams": streams])
                         : "capture \(id): recording \(source) (\(streams.joined(separator: ", ")))"
         case .segment(let report):
-            if json, let data = try? encoder.encode(report) {
+            if json, let data = try? encoder.encode(report) {  // a report always encodes
                 line = "{\"event\":\"segment\"," + String(decoding: data, as: UTF8.self).dropFirst()
             } else {
                 line = String(format: "segment %d: %@ (%.3f s from %.3f s, %lld bytes)", report.index, report.path, report.duration, report.start, report.bytes)
@@ -326,7 +326,7 @@ struct CaptureCommand: AsyncParsableCommand {
                                      code.time.seconds, code.latency * 1000)
             }
         case .finished(let summary):
-            if json, let data = try? encoder.encode(summary) {
+            if json, let data = try? encoder.encode(summary) {  // a summary always encodes
                 line = "{\"event\":\"finished\"," + String(decoding: data, as: UTF8.self).dropFirst()
             } else {
                 line = "capture \(summary.captureID) finished: \(summary.reason.rawValue), \(summary.segments) segments, "
@@ -367,7 +367,7 @@ struct CaptureCommand: AsyncParsableCommand {
     }
 
     static func object(_ value: [String: Any]) -> String {
-        (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes]))
+        (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes]))  // plain values: always encodes
             .map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 }

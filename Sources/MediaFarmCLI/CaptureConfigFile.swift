@@ -32,7 +32,7 @@ struct CaptureConfigFile: Decodable {
         var text: String
         init(from decoder: any Decoder) throws {
             let c = try decoder.singleValueContainer()
-            if let n = try? c.decode(UInt64.self) { text = String(n) } else { text = try c.decode(String.self) }
+            if let n = try? c.decode(UInt64.self) { text = String(n) } else { text = try c.decode(String.self) }  // a number or a string
         }
     }
 
@@ -54,6 +54,7 @@ struct CaptureConfigFile: Decodable {
         let value: JSONValue
         do { value = try JSONParser.parse([UInt8](data)) } catch { throw bad(error.description) }
         guard case .object = value else { throw bad("expected a JSON object, found \(value.kindName)") }
+        // Parsed just above, where a fault is named with its line and column.
         guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
             throw bad("expected a JSON object")
         }

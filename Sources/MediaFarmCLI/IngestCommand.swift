@@ -92,6 +92,7 @@ struct IngestCommand: AsyncParsableCommand {
             report = try await pass.run(dryRun: dryRun, reingest: reingest)
         } catch {
             if error.isUsage { throw CLIError("ingest: \(error)", status: ExitStatus.usage) }
+            // The ingest's own error is the one reported, not the metrics file's.
             if let metricsFile, !dryRun { try? IngestMetrics.write(nil, seconds: Date().timeIntervalSince(started), to: metricsFile) }
             throw CLIError("ingest: \(error)")
         }

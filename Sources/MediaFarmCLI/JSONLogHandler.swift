@@ -29,6 +29,7 @@ struct JSONLogHandler: LogHandler {
         let all = metadata.merging(extra ?? [:]) { $1 }
         if !all.isEmpty { object["metadata"] = all.mapValues { $0.description } }
         if let error = event.error { object["error"] = "\(error)" }
+        // strings only: always encodes
         guard var data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
         data.append(UInt8(ascii: "\n"))
         Self.lock.withLock { FileHandle.standardError.write(data) }

@@ -17,7 +17,7 @@ struct QueueOptions: ParsableArguments {
     /// Before any command runs: the queue's files are protected from the first manifest checked on. A
     /// malformed URL is reported by the command itself, with the usage status (`location()` throws it).
     func validate() throws {
-        _ = try? location()
+        _ = try? location()  // the command reports a malformed URL itself
     }
 
     /// Where the queue is; a malformed URL is a usage error.

@@ -113,6 +113,7 @@ struct StatusCommand: AsyncParsableCommand {
                     : job.requires.isEmpty ? "waiting for a worker" : "waiting for a host that provides " + job.requires.joined(separator: ", ")
                 if let last = job.errors.last { detail += "; last error: \(last.message)" }
             case .succeeded:
+                // a result this version cannot read shows as none
                 let result = job.result.flatMap { try? JSONDecoder().decode(JobResult.self, from: Data($0.utf8)) }
                 detail = String(format: "%.1f s", result?.seconds ?? 0)
                 if let output = result?.output { detail += " -> \(output)" } else if let report = result?.report { detail += " -> \(report)" }

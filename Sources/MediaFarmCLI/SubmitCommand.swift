@@ -110,8 +110,10 @@ struct SubmitCommand: AsyncParsableCommand {
                 checked = try await Self.albumOffers(album, template: manifests[0], library: try await openLibrary(create: false), rules: rules)
             } else {
                 let read = try Self.expand(manifests).map(ManifestOffer.reading)
+                // the failures go in as unreadable
                 checked = try await Submission.check(read.compactMap { try? $0.get() }, unreadable: read.compactMap(\.failure), rules: rules) { allValid in
                     // With invalid manifests, an existing queue is still asked, so that every error is said at once.
+                    // (No library on this queue then: no asset can be known, and each reference is said to be unknown.)
                     allValid ? try await openLibrary(create: true) : try? await openLibrary(create: false)
                 }
             }
@@ -187,7 +189,10 @@ struct SubmitCommand: AsyncParsableCommand {
         for argument in arguments {
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: argument, isDirectory: &isDirectory), isDirectory.boolValue {
-                let names = (try? FileManager.default.contentsOfDirectory(atPath: argument)) ?? []
+                let names: [String]
+                do { names = try FileManager.default.contentsOfDirectory(atPath: argument) } catch {
+                    throw CLIError("\(argument): cannot list the folder: \(error.localizedDescription)", status: ExitStatus.usage)
+                }
                 let manifests = names.filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.sorted()
                 if manifests.isEmpty { throw CLIError("\(argument): no *.json manifests in this folder", status: ExitStatus.usage) }
                 files += manifests.map { (argument as NSString).appendingPathComponent($0) }

@@ -40,7 +40,7 @@ struct WebhookOptions: ParsableArguments {
         }
     }
 
-    var parsedEndpoints: [WebhookEndpoint] { endpoints.compactMap { try? WebhookEndpoint.parse($0).get() } }
+    var parsedEndpoints: [WebhookEndpoint] { endpoints.compactMap { try? WebhookEndpoint.parse($0).get() } }  // checked in validate()
 
     /// The signing secret, when this coordinator delivers.
     func secret() throws -> WebhookSecret? {

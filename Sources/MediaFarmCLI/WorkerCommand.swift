@@ -64,7 +64,10 @@ struct WorkerCommand: AsyncParsableCommand {
                                    exitStatus: Self.status)
             return
         }
-        let input = (try? FileHandle.standardInput.read(upToCount: ManifestLoader.maxBytes + 1)) ?? Data()
+        let input: Data
+        do { input = try FileHandle.standardInput.read(upToCount: ManifestLoader.maxBytes + 1) ?? Data() } catch {
+            throw CLIError("worker: cannot read the manifest from standard input: \(error)")
+        }
         var resume: [String: String] = [:]
         for pair in resumeUploads {
             guard let equals = pair.lastIndex(of: "="), equals != pair.startIndex else {

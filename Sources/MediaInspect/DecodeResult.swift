@@ -111,7 +111,7 @@ struct DecodeResult: Sendable {
         }
         // End of file (or budget): flush what is left and give each remaining track its verdict.
         for (index, p) in pending {
-            try? p.decoder.sendEndOfStream()
+            try? p.decoder.sendEndOfStream()  // draining after the packets: an error here leaves nothing more to decode
             settle(index, decoded: drain(p))
         }
         return DecodeResult(tracks: tracks)

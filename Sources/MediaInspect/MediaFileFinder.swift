@@ -37,7 +37,7 @@ public enum MediaFileFinder {
         var files: [String] = []
         for case let url as URL in enumerator {
             guard extensions.contains(url.pathExtension.lowercased()),
-                  (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true else { continue }
+                  (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true else { continue }  // not known to be a regular file: skipped
             let relative = url.path.hasPrefix(root.path + "/") ? String(url.path.dropFirst(root.path.count + 1)) : url.lastPathComponent
             files.append((folder as NSString).appendingPathComponent(relative))
         }

@@ -21,7 +21,7 @@ extension MediaTime: Codable {
     }
 
     public init(from decoder: any Swift.Decoder) throws {
-        if let keyed = try? decoder.container(keyedBy: Keys.self), keyed.contains(.value) {
+        if let keyed = try? decoder.container(keyedBy: Keys.self), keyed.contains(.value) {  // each form tried in turn
             let value = try keyed.decode(Int64.self, forKey: .value)
             let timescale = try keyed.decode(Int32.self, forKey: .timescale)
             guard timescale > 0 else {
@@ -33,13 +33,13 @@ extension MediaTime: Codable {
         let c = try decoder.singleValueContainer()
         if c.decodeNil() { self = .invalid; return }
         let text: String
-        if let s = try? c.decode(String.self) {
+        if let s = try? c.decode(String.self) {  // each form tried in turn
             if s == "+inf" { self = .positiveInfinity; return }
             if s == "-inf" { self = .negativeInfinity; return }
             text = s
-        } else if let i = try? c.decode(Int64.self) {
+        } else if let i = try? c.decode(Int64.self) {  // each form tried in turn
             text = String(i)
-        } else if let d = try? c.decode(Double.self) {
+        } else if let d = try? c.decode(Double.self) {  // each form tried in turn
             guard d.isFinite else {
                 throw DecodingError.dataCorruptedError(in: c, debugDescription: "a time must be finite")
             }

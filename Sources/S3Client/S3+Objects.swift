@@ -70,12 +70,12 @@ extension S3 {
             honoured = false
         } catch {
             guard error.kind == .alreadyExists else {
-                try? await delete(probe)
+                try? await delete(probe)  // the probe object: best effort
                 throw error
             }
             honoured = true
         }
-        try? await delete(probe)
+        try? await delete(probe)  // the probe object: best effort
         conditionalWrites.withLock { $0[bucket] = honoured }
         return honoured
     }

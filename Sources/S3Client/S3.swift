@@ -36,7 +36,7 @@ public final class S3: Sendable {
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
     }
 
-    public func shutdown() async { try? await client.shutdown() }
+    public func shutdown() async { try? await client.shutdown() }  // stopping: nothing to lose
 
     // MARK: The one client of a process
 
@@ -135,7 +135,7 @@ public final class S3: Sendable {
                 if Task.isCancelled { throw S3Error(.cancelled, op.subject, "cancelled") }
                 let failure = error as? S3Error ?? connectionFailure(op, error)
                 guard failure.isTransient, tries < configuration.maxAttempts else { throw failure.afterTries(tries) }
-                try? await Task.sleep(for: .seconds(backoff(tries)))
+                try? await Task.sleep(for: .seconds(backoff(tries)))  // cancelled: the next attempt sees it
                 if Task.isCancelled { throw failure.afterTries(tries) }
             }
         }

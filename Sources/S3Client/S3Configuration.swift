@@ -68,6 +68,7 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
         let profile = value("AWS_PROFILE") ?? "default"
         let home = value("HOME") ?? NSHomeDirectory()
         let file = value("AWS_SHARED_CREDENTIALS_FILE") ?? home + "/.aws/credentials"
+        // No file (or none readable): the message names it and the other way to give credentials.
         guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
             throw S3Error(.configuration, "credentials",
                           "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile in \(file) (AWS_PROFILE)")

@@ -23,7 +23,7 @@ public struct FolderWalk: Sendable {
     public init(_ folder: String) {
         var pending = [folder]
         while let current = pending.popLast() {
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: current) else {
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: current) else {  // reported as unreadable
                 unreadable.append(current)
                 continue
             }

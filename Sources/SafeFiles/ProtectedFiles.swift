@@ -30,6 +30,7 @@ public final class ProtectedFiles: Sendable {
     private let entries: Mutex<[Entry]>
 
     public init(inherited: String? = nil) {
+        // Written by this program's parent; unreadable, nothing is inherited and the process protects its own files.
         let decoded = inherited.flatMap { try? JSONDecoder().decode([Entry].self, from: Data($0.utf8)) } ?? []
         entries = Mutex(decoded)
     }
@@ -56,7 +57,7 @@ public final class ProtectedFiles: Sendable {
 
     /// The list as `MEDIAFARM_PROTECTED_FILES` carries it to child processes.
     public var environmentValue: String {
-        String(decoding: (try? JSONEncoder().encode(all)) ?? Data("[]".utf8), as: UTF8.self)
+        String(decoding: (try? JSONEncoder().encode(all)) ?? Data("[]".utf8), as: UTF8.self)  // strings only: always encodes
     }
 
     /// Why nothing may be written to `path`: what farm file (or database) it reaches, in words; nil when

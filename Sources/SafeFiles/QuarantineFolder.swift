@@ -55,7 +55,7 @@ public struct QuarantineFolder: Sendable {
         record["quarantined"] = target
         record["reason"] = reason
         record["at"] = ISO8601DateFormatter().string(from: date)
-        let data = (try? JSONSerialization.data(withJSONObject: record, options: [.prettyPrinted, .sortedKeys])) ?? Data()
+        let data = (try? JSONSerialization.data(withJSONObject: record, options: [.prettyPrinted, .sortedKeys])) ?? Data()  // strings only: always encodes
         do {
             try SafeFiles.create(target + Self.reasonSuffix, contents: data)
         } catch {

@@ -1,4 +1,5 @@
 import FarmTestSupport
+import FarmModel
 import Foundation
 import Testing
 @testable import FarmRuntime
@@ -188,8 +189,8 @@ import Glibc
         let own = #"{"version":1,"input":"a.mp4","export":{"mode":"constantFrameRate","output":"a.mp4","chunkSeconds":20}}"#
         let chunk = #"{"version":1,"input":"a.mp4","export":{"mode":"constantFrameRate","output":"a.mp4","frames":[0,90]}}"#
         let passthrough = #"{"version":1,"input":"a.mp4","export":{"mode":"passthrough","output":"a.mp4"}}"#
-        #expect([own, chunk, passthrough].allSatisfy { chunking.applied(to: $0) == nil })
-        #expect(chunking.applied(to: #"{"version":1,"input":"a.mp4","export":{"mode":"constantFrameRate","output":"a.mp4"}}"#)
+        #expect(try [own, chunk, passthrough].allSatisfy { chunking.applied(to: try JSONParser.parse($0)) == nil })
+        #expect(chunking.applied(to: try JSONParser.parse(#"{"version":1,"input":"a.mp4","export":{"mode":"constantFrameRate","output":"a.mp4"}}"#))?.text
             == #"{"version":1,"input":"a.mp4","export":{"mode":"constantFrameRate","output":"a.mp4","chunkSeconds":3,"chunkAbove":6}}"#)
     }
 

@@ -114,7 +114,8 @@ import Glibc
             return stalePID != nil
         })
         let workerPID = try #require(stalePID)
-        usleep(300_000)
+        // Stopped mid-export: part of its movie written.
+        #expect(!TestPaths.waitForTemporary(in: farm.out, timeout: 30, holding: 16 << 10).isEmpty, "the worker wrote nothing")
         kill(first.pid, SIGSTOP)
         kill(workerPID, SIGSTOP)
         let second = try farm.startCoordinator(["--workers", "1", "--lease", "2", "--exit-when-idle"], log: "second.log")
@@ -218,7 +219,7 @@ import Glibc
             return pid != nil
         })
         let worker = try #require(pid)
-        usleep(500_000)  // let it write part of the movie
+        #expect(!TestPaths.waitForTemporary(in: farm.out, timeout: 30, holding: 16 << 10).isEmpty, "the worker wrote nothing")  // part of the movie
         let asked = Date()
         let r = try farm.mediafarm(["cancel", String(id), String(queuedID)])
         #expect(r.status == 0 && r.stdout.contains("job \(id) (c) cancelled"), "\(r.stderr)")

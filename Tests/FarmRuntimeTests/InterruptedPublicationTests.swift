@@ -62,6 +62,29 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: farm.out.appendingPathComponent("q.json").path))
     }
 
+    /// A coordinator killed while its worker had staged the report, then the coordinator that rescued the
+    /// job killed before it removed that staged file: the job's next attempt, publishing, removes it.
+    @Test func whatAnAttemptStagedIsRemovedWhenItsRescuerDiedToo() async throws {
+        let farm = try Farm("rescuer-died")
+        let id = try farm.submit([try farm.inspectManifest("r")])[0]
+        let report = farm.out.appendingPathComponent("r.json").path
+        try FileManager.default.createDirectory(at: farm.out, withIntermediateDirectories: true)
+        let store = try SQLiteJobStore(path: farm.queue, create: false)
+        let job = try #require(try await store.claim(limit: 1, owner: "gone:1:a", leaseDuration: 0.1, at: Date()).first)
+        let staged = StagedOutput.path(for: report, token: try #require(job.lease?.token))
+        #expect(FileManager.default.createFile(atPath: staged, contents: Data(#"{"staged":true}"#.utf8)))
+        // The rescue recorded, and nothing more: its coordinator died there.
+        #expect(try await store.rescueExpired(at: Date().addingTimeInterval(1), publishingGrace: 0).map(\.id) == [id])
+        await store.close()
+
+        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"])
+        #expect(coordinator.wait(timeout: 60) == 0, "\(coordinator.log)")
+        let done = try #require(try farm.status()[id])
+        #expect(done["state"] as? String == "succeeded" && done.int == 2, "\(done)")
+        #expect(!FileManager.default.fileExists(atPath: staged))
+        #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
     /// A worker's recorded result that cannot be read is said, naming the job and the fault, and the attempt
     /// is rescued after its grace; it is not published as "left no upload" with the cause lost.
     @Test func aRecordedResultThatCannotBeReadIsSaidAndTheAttemptRescued() async throws {

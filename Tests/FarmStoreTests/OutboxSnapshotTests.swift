@@ -3,8 +3,8 @@ import FarmModel
 import Foundation
 import Testing
 
-/// The job a webhook event keeps: written from memory on SQLite, by `json_build_object` on PostgreSQL,
-/// read back by one decoder.
+/// The job a webhook event keeps: one Codable type, written from memory on SQLite (as JSONEncoder would
+/// write it), by `json_build_object` on PostgreSQL (the outbox conformance tests), read back by JSONDecoder.
 @Suite struct OutboxSnapshotTests {
     @Test func aJobComesBackAsItWasWhateverItsTextHolds() throws {
         var job = Job(id: 42, name: "tab\there \"quoted\" ünïcödé 🎬", manifest: "{\"version\":1,\"input\":\"a\\\\b.mp4\"}\n\u{1}",
@@ -27,13 +27,23 @@ import Testing
         job.waitingFor = 0
         job.blockedBy = 7
         job.requires = ["gpu"]
-        let text = Outbox.snapshot(of: job)
-        #expect(try JSONSerialization.jsonObject(with: Data(text.utf8)) is [String: Any])
-        let back = try #require(Outbox.job(fromSnapshot: text))
-        #expect(back == job)
-        // A job with nothing optional set.
+        job.chunkPlan = ChunkPlan(folder: "/data/x/.chunks", frameCount: 10, chunks: [.init(job: 5, frames: 0..<6, output: "/data/x/.chunks/0.mp4")])
+        job.chunkOf = 9
+        let text = JobSnapshot(job).json
+        let written = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? NSDictionary)
+        // The one encoding: what JSONEncoder writes for the same snapshot, keys and values alike.
+        let encoded = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(JobSnapshot(job))) as? NSDictionary)
+        #expect(written == encoded)
+        #expect(Set(written.allKeys as? [String] ?? []) == Set(JobSnapshot.CodingKeys.allCases.map(\.rawValue)), "every column, nothing else")
+        #expect(try JobSnapshot.decoding(text).job == job)
+        // A job with nothing optional set: nil values are left out, as Codable leaves them.
         let bare = Job(id: 1, name: "n", manifest: "{}", baseDirectory: "/", createdAt: Date(timeIntervalSince1970: 5))
-        #expect(Outbox.job(fromSnapshot: Outbox.snapshot(of: bare)) == bare)
-        #expect(Outbox.job(fromSnapshot: "not json") == nil)
+        let bareText = JobSnapshot(bare).json
+        #expect(try JSONSerialization.jsonObject(with: Data(bareText.utf8)) as? NSDictionary
+                == JSONSerialization.jsonObject(with: JSONEncoder().encode(JobSnapshot(bare))) as? NSDictionary)
+        #expect(try JobSnapshot.decoding(bareText).job == bare)
+        #expect(throws: DecodingError.self) { try JobSnapshot.decoding("not json") }
+        // A snapshot an older version wrote, before later columns: the job's identity is enough.
+        #expect(try JobSnapshot.decoding(#"{"id":3,"name":"old","manifest":"{}"}"#).job.name == "old")
     }
 }

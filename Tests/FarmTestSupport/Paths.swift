@@ -31,16 +31,35 @@ public enum TestPaths {
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]
     }
 
-    /// Waits up to `timeout` seconds until `folder` holds an output temporary (`*.tmp`): an export is
-    /// writing. Its names (empty on timeout).
+    /// Waits up to `timeout` seconds until `folder` holds an output temporary (`*.tmp`) of at least `bytes`:
+    /// an export is writing (and has written that much). The temporaries' names (empty when none appeared).
     @discardableResult
-    public static func waitForTemporary(in folder: URL, timeout: Double) -> [String] {
+    public static func waitForTemporary(in folder: URL, timeout: Double, holding bytes: Int64 = 0) -> [String] {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
-            let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".tmp") }
-            if !names.isEmpty || Date() >= deadline { return names }
+            let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.hasSuffix(".tmp") }  // none yet
+            let written = names.contains { name in
+                let size = (try? FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(name).path)[.size] as? NSNumber)  // gone
+                return (size?.int64Value ?? -1) >= bytes
+            }
+            if written || Date() >= deadline { return names }
             usleep(20_000)
         }
+    }
+
+    /// Waits up to `timeout` seconds until process `pid` has `path` open (it has begun reading it). Whether it has.
+    @discardableResult
+    public static func waitUntilOpen(_ path: String, by pid: Int32, timeout: Double = 30) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        let real = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        while Date() < deadline {
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []  // not started yet, or ended
+            if fds.contains(where: { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")) == real }) {  // closed meanwhile
+                return true
+            }
+            usleep(10_000)
+        }
+        return false
     }
 
     /// Waits up to `timeout` seconds until something listens on loopback `port` (a UDP socket bound to it,

@@ -67,8 +67,8 @@ import Glibc
         process.standardOutput = stdout
         process.standardError = FileHandle.nullDevice
         try process.run()
-        TestPaths.waitForTemporary(in: out, timeout: 60)
-        usleep(300_000)
+        // Under way: part of the movie written.
+        TestPaths.waitForTemporary(in: out, timeout: 60, holding: 64 << 10)
         #expect(process.isRunning, "the export ended before the signal: nothing was tested")
         kill(process.processIdentifier, signal)
         let output = stdout.fileHandleForReading.readDataToEndOfFile()
@@ -93,7 +93,7 @@ import Glibc
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        usleep(700_000)
+        #expect(TestPaths.waitUntilOpen(long, by: process.processIdentifier), "the scan never opened \(long)")
         #expect(process.isRunning, "the scan ended before the signal: nothing was tested")
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()

@@ -162,8 +162,7 @@ import Testing
         process.standardError = FileHandle.nullDevice
         try process.run()
         // Wait until the export is writing its temporary, then kill it without warning.
-        TestPaths.waitForTemporary(in: out, timeout: 30)
-        usleep(200_000)
+        TestPaths.waitForTemporary(in: out, timeout: 30, holding: 64 << 10)
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         #expect(process.terminationReason == .uncaughtSignal)
