@@ -66,7 +66,7 @@ public final class CaptureQueue: @unchecked Sendable {
     private var feeding = true
     private let wakeUps: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
-    private let report: @Sendable (String, [String: Any]) -> Void
+    private let report: @Sendable (CaptureFeedEvent) -> Void
     private var store: (any JobStore)?
     private var rejected = 0
     private var firstRejection: String?
@@ -76,7 +76,7 @@ public final class CaptureQueue: @unchecked Sendable {
 
     public init(template: IngestTemplate, captureID: String, outputDirectory: String, outputRoots: [String]?, location: QueueLocation,
                 libraryHost: String,
-                report: @escaping @Sendable (String, [String: Any]) -> Void) {
+                report: @escaping @Sendable (CaptureFeedEvent) -> Void) {
         self.template = template
         self.captureID = captureID
         self.outputRoots = outputRoots
@@ -147,10 +147,10 @@ public final class CaptureQueue: @unchecked Sendable {
                 // Permanent: the same template gives the same manifest however often it is tried.
                 switch next {
                 case .segment(let segment, _):
-                    report("notice", ["message": "segment \(segment.index): not enqueued: the template gives an invalid manifest for \(segment.path): \(invalid.reason)"])
+                    report(.notice("segment \(segment.index): not enqueued: the template gives an invalid manifest for \(segment.path): \(invalid.reason)"))
                 case .assembly(let assembly):
-                    report("notice", ["message": "the assembly of \(assembly.captureID) (segments \(assembly.first)-\(assembly.last)) was not enqueued: "
-                                      + "the --assemble template gives an invalid manifest: \(invalid.reason)"])
+                    report(.notice("the assembly of \(assembly.captureID) (segments \(assembly.first)-\(assembly.last)) was not enqueued: "
+                                      + "the --assemble template gives an invalid manifest: \(invalid.reason)"))
                 }
                 lock.withLock {
                     _ = pending.removeFirst()
@@ -160,7 +160,7 @@ public final class CaptureQueue: @unchecked Sendable {
             } catch {
                 if failing != what {
                     failing = what
-                    report("notice", ["message": "\(what): the queue did not take it (\(error)); journaled in \(journalPath), trying again"])
+                    report(.notice("\(what): the queue did not take it (\(error)); journaled in \(journalPath), trying again"))
                 }
                 if !more { break }
                 try? await Task.sleep(for: .seconds(delay))  // cancelled: the retry loop ends at its next check
@@ -198,8 +198,8 @@ public final class CaptureQueue: @unchecked Sendable {
             after: manifest.after, afterPolicy: manifest.afterPolicy, requires: manifest.requires)) else { return }
         lock.withLock { segmentJobs["\(captureID)-\(segment.index)"] = first.id }
         journal(Entry(captureID: captureID, index: segment.index, path: segment.path, job: first.id))
-        report("enqueued", ["captureID": captureID, "index": segment.index, "job": first.id, "queued": first.inserted,
-                            "latencyMs": (Date().timeIntervalSince(segment.closedAt ?? started) * 1000 * 10).rounded() / 10])
+        report(.enqueued(captureID: captureID, index: segment.index, job: first.id, queued: first.inserted,
+                         latencyMs: (Date().timeIntervalSince(segment.closedAt ?? started) * 1000 * 10).rounded() / 10))
         // The asset library learns the segment and its job (after the enqueue: it never delays it).
         do {
             let library = AssetLibrary(database: try store.database, host: libraryHost)
@@ -207,7 +207,7 @@ public final class CaptureQueue: @unchecked Sendable {
             let added = try await library.register(segment.path, hash: hash)
             if first.inserted, let id = added.id { try await library.recordJobInputs(first.id, [id]) }
         } catch {
-            report("notice", ["message": "segment \(segment.index): not registered in the asset library: \(error)"])
+            report(.notice("segment \(segment.index): not registered in the asset library: \(error)"))
         }
     }
 
@@ -221,7 +221,7 @@ public final class CaptureQueue: @unchecked Sendable {
                 known.merge(try Self.journaled(in: folder).segmentJobs) { a, _ in a }
             } catch {
                 // Read whole when the capture started; damaged since. The assembly waits for the jobs this run knows.
-                report("notice", ["message": "the assembly of \(assembly.captureID) waits only for the segments' jobs this capture queued: \(error)"])
+                report(.notice("the assembly of \(assembly.captureID) waits only for the segments' jobs this capture queued: \(error)"))
             }
         }
         let after = assembly.segments.compactMap { known["\(assembly.captureID)-\($0.index)"] }.map(JobReference.id)
@@ -230,11 +230,7 @@ public final class CaptureQueue: @unchecked Sendable {
             uniqueKey: assembly.uniqueKey, after: manifest.after + after, afterPolicy: manifest.afterPolicy, requires: manifest.requires)) else { return }
         lock.withLock { assembled.append((first.id, assembly)) }
         journal(Entry(captureID: assembly.captureID, index: assembly.first, path: "", job: first.id, assembly: assembly))
-        report("assembly", [
-            "captureID": assembly.captureID, "job": first.id, "queued": first.inserted, "first": assembly.first, "last": assembly.last,
-            "segments": assembly.segments.count, "after": after.count, "duration": assembly.duration,
-            "gaps": assembly.gaps.map { ["beforeSegment": $0.beforeSegment, "at": $0.at, "duration": $0.duration] },
-        ])
+        report(.assembly(assembly, job: first.id, queued: first.inserted, after: after.count))
     }
 
     /// How a capture's jobs are checked: as a submission is, outputs under its roots (an output that exists
@@ -369,8 +365,8 @@ public final class CaptureQueue: @unchecked Sendable {
                 return journalError == nil
             }
             if first {
-                report("error", ["message": "\(journalPath): the journal cannot be kept (\(error.description)); segment \(entry.index) and later ones "
-                                 + "are enqueued while this capture runs, but would not be found again if it died first; the capture will exit 1"])
+                report(.error("\(journalPath): the journal cannot be kept (\(error.description)); segment \(entry.index) and later ones "
+                                 + "are enqueued while this capture runs, but would not be found again if it died first; the capture will exit 1"))
             }
         }
     }

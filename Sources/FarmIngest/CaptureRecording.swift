@@ -35,7 +35,7 @@ public struct CaptureRecording: Sendable {
     /// (`salvaged`, `quarantined`, `notice`, `error`); `events` the session's. The summary, and whether
     /// everything the recording should have queued was (false: the command exits 1). A journal of an
     /// earlier recording that cannot be read stops it before anything is queued or recorded.
-    public func run(report: @escaping @Sendable (String, [String: Any]) -> Void,
+    public func run(report: @escaping @Sendable (CaptureFeedEvent) -> Void,
                     events: @escaping @Sendable (CaptureEvent) -> Void) async throws(CaptureQueue.JournalReadError) -> (summary: CaptureSummary, queued: Bool) {
         let folder = configuration.outputDirectory
         let left = feeder == nil ? (segments: [], assemblies: []) : try CaptureQueue.leftOver(in: folder)
@@ -56,14 +56,14 @@ public struct CaptureRecording: Sendable {
         }
         for salvaged in leftovers {
             if let path = salvaged.path {
-                report("salvaged", ["captureID": salvaged.captureID, "index": salvaged.index, "path": path,
-                                    "duration": salvaged.duration, "packets": salvaged.packets])
+                report(.salvaged(captureID: salvaged.captureID, index: salvaged.index, path: path, duration: salvaged.duration,
+                                 packets: salvaged.packets))
                 feeder?.segmentFinished(SegmentReport(index: salvaged.index, path: path, start: 0, wallClock: salvaged.wallClock,
                                                       duration: salvaged.duration, bytes: 0, packets: salvaged.packets),
                                         captureID: salvaged.captureID)
             } else {
-                report("quarantined", ["captureID": salvaged.captureID, "index": salvaged.index, "path": salvaged.quarantined ?? "",
-                                       "message": "segment \(salvaged.index) of \(salvaged.captureID) could not be salvaged: \(salvaged.reason ?? "")"])
+                report(.quarantined(captureID: salvaged.captureID, index: salvaged.index, path: salvaged.quarantined ?? "",
+                                    message: "segment \(salvaged.index) of \(salvaged.captureID) could not be salvaged: \(salvaged.reason ?? "")"))
             }
         }
         let recorded = RecordedSegments()
@@ -89,7 +89,7 @@ public struct CaptureRecording: Sendable {
         if let assembly, let feeder {
             let segments = recorded.all
             if segments.isEmpty {
-                report("notice", ["message": "no assembly: the recording has no segment"])
+                report(.notice("no assembly: the recording has no segment"))
             } else {
                 feeder.assemble(CaptureAssembly.make(template: assembly.template, captureID: configuration.captureID, segments: segments,
                                                      outputRoots: assembly.outputRoots))
@@ -100,22 +100,22 @@ public struct CaptureRecording: Sendable {
         if let outcome = await queueTask?.value, let feeder {
             func counted(_ n: Int) -> String { n == 1 ? "1 segment was" : "\(n) segments were" }
             if !outcome.waiting.isEmpty {
-                report("notice", ["message": "\(counted(outcome.waiting.count)) not enqueued (the queue did not answer); "
-                                  + "they are listed in \(feeder.journalPath), and the next capture into this folder enqueues them"])
+                report(.notice("\(counted(outcome.waiting.count)) not enqueued (the queue did not answer); "
+                                  + "they are listed in \(feeder.journalPath), and the next capture into this folder enqueues them"))
                 queued = false
             }
             if !outcome.waitingAssemblies.isEmpty {
-                report("notice", ["message": "the assembly was not enqueued (the queue did not answer); it is in \(feeder.journalPath), "
-                                  + "and the next capture into this folder enqueues it"])
+                report(.notice("the assembly was not enqueued (the queue did not answer); it is in \(feeder.journalPath), "
+                                  + "and the next capture into this folder enqueues it"))
                 queued = false
             }
             if outcome.rejected > 0 {
-                report("notice", ["message": "\(counted(outcome.rejected)) not enqueued: the template gives an invalid manifest "
-                                  + "(\(outcome.firstRejection ?? "")); fix the --enqueue template, then `mediafarm submit` them"])
+                report(.notice("\(counted(outcome.rejected)) not enqueued: the template gives an invalid manifest "
+                                  + "(\(outcome.firstRejection ?? "")); fix the --enqueue template, then `mediafarm submit` them"))
                 queued = false
             }
             if let problem = feeder.journalProblem {
-                report("error", ["message": "\(feeder.journalPath): the journal could not be kept: \(problem)"])
+                report(.error("\(feeder.journalPath): the journal could not be kept: \(problem)"))
                 queued = false
             }
         }

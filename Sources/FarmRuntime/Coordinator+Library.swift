@@ -75,16 +75,17 @@ extension Coordinator {
         }
     }
 
-    /// The codes in a job's report (`scan.codes`).
+    /// The codes in a job's report (`scan.codes`), as the library keeps them: the payload's text, or its
+    /// bytes in base64 when they are no text.
     static func codes(inReport path: String) -> [LibraryCode] {
-        guard let data = FileManager.default.contents(atPath: path),
-              // a report that is not the engine's (replaced since) has no codes to record
-              let report = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
-              let scan = report["scan"] as? [String: Any], let codes = scan["codes"] as? [[String: Any]] else { return [] }
-        return codes.compactMap { code in
-            guard let symbology = code["symbology"] as? String else { return nil }
-            let payload = code["payload"] as? String
-            return LibraryCode(symbology: symbology, payload: payload, payloadBase64: payload == nil ? code["payloadBase64"] as? String : nil)
+        struct Report: Decodable {
+            struct Scan: Decodable { var codes: [LibraryCode]? }
+            var scan: Scan?
+        }
+        // A report that is not the engine's (replaced since it was published) has no codes to record.
+        guard let data = FileManager.default.contents(atPath: path), let report = try? JSONDecoder().decode(Report.self, from: data) else { return [] }
+        return (report.scan?.codes ?? []).map { code in
+            LibraryCode(symbology: code.symbology, payload: code.payload, payloadBase64: code.payload == nil ? code.payloadBase64 : nil)
         }
     }
 }

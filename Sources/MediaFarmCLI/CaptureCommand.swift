@@ -253,15 +253,15 @@ struct CaptureCommand: AsyncParsableCommand {
             }
             return CaptureQueue(template: template, captureID: id, outputDirectory: configuration.outputDirectory,
                                 outputRoots: OutputRoots.chosen(outputRoots), location: try queue.location(),
-                                libraryHost: LibraryOptions.hostName(nil)) { event, fields in
-                CaptureCommand.printLine(event, fields, json: json)
+                                libraryHost: LibraryOptions.hostName(nil)) { event in
+                CaptureCommand.writeLine(json ? event.json : event.line)
             }
         }
         let recording = CaptureRecording(configuration: configuration, feeder: feeder,
                                          assembly: assembly.map { ($0, OutputRoots.chosen(outputRoots) ?? [$0.folder]) })
         let outcome: (summary: CaptureSummary, queued: Bool)
         do {
-            outcome = try await recording.run(report: { event, fields in CaptureCommand.printLine(event, fields, json: json) },
+            outcome = try await recording.run(report: { event in CaptureCommand.writeLine(json ? event.json : event.line) },
                                               events: { event in CaptureCommand.printEvent(event, json: json) })
         } catch {
             // A journal that cannot be read stops the capture here, naming the file and the line, before anything is queued again.
@@ -270,8 +270,6 @@ struct CaptureCommand: AsyncParsableCommand {
         let failed = !outcome.summary.successfullyFinished || !outcome.queued
         if failed { throw ExitCode(ExitStatus.failure) }
     }
-
-    static let wallClockFormat = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 
     static func stamp(_ date: Date) -> String {
         let f = DateFormatter()
@@ -282,81 +280,7 @@ struct CaptureCommand: AsyncParsableCommand {
     }
 
     static func printEvent(_ event: CaptureEvent, json: Bool) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        var line: String
-        switch event {
-        case let .started(id, source, streams):
-            line = json ? Self.object(["event": "started", "captureID": id, "source": source, "streams": streams])
-                        : "capture \(id): recording \(source) (\(streams.joined(separator: ", ")))"
-        case .segment(let report):
-            if json, let data = try? encoder.encode(report) {  // a report always encodes
-                line = "{\"event\":\"segment\"," + String(decoding: data, as: UTF8.self).dropFirst()
-            } else {
-                line = String(format: "segment %d: %@ (%.3f s from %.3f s, %lld bytes)", report.index, report.path, report.duration, report.start, report.bytes)
-                    + (report.gapBefore.map { String(format: ", after a gap of %.3f s", $0) } ?? "")
-                    + (report.codes.map { codes in ", codes: " + (codes.isEmpty ? "none" : codes.map { $0.payload ?? $0.symbology.rawValue }.joined(separator: ", ")) } ?? "")
-            }
-        case let .sourceLost(message, until):
-            line = json ? Self.object(["event": "sourceLost", "message": message, "reconnectUntil": ISO8601DateFormatter().string(from: until)])
-                        : "source lost: \(message); reconnecting until \(ISO8601DateFormatter().string(from: until))"
-        case .reconnected(let gap):
-            line = json ? Self.object(["event": "reconnected", "gap": gap]) : String(format: "reconnected after %.3f s", gap)
-        case .code(let code), .codeGone(let code):
-            let gone: Bool = if case .codeGone = event { true } else { false }
-            if json {
-                var fields: [String: Any] = [
-                    "event": gone ? "codeGone" : "code", "symbology": code.symbology.rawValue, "payload": code.payload ?? NSNull(),
-                    "payloadBase64": Data(code.payloadBytes).base64EncodedString(), "time": code.time.seconds,
-                    "wallClock": code.wallClock.formatted(Self.wallClockFormat),
-                    "latencyMs": (code.latency * 10_000).rounded() / 10, "corners": code.corners.map { [$0.x, $0.y] },
-                ]
-                if gone {
-                    fields["firstTime"] = code.firstTime?.seconds ?? code.time.seconds
-                    fields["lastTime"] = code.time.seconds
-                    fields["frames"] = code.frames ?? 0
-                }
-                line = Self.object(fields)
-            } else {
-                let payload = code.payload.map { "\"\($0)\"" } ?? "\(code.payloadBytes.count) bytes"
-                line = gone ? String(format: "code gone: %@ %@ (%.3f-%.3f s, %d frames)", code.symbology.rawValue, payload,
-                                     code.firstTime?.seconds ?? code.time.seconds, code.time.seconds, code.frames ?? 0)
-                            : String(format: "code: %@ %@ at %.3f s (%.1f ms after the picture arrived)", code.symbology.rawValue, payload,
-                                     code.time.seconds, code.latency * 1000)
-            }
-        case .finished(let summary):
-            if json, let data = try? encoder.encode(summary) {  // a summary always encodes
-                line = "{\"event\":\"finished\"," + String(decoding: data, as: UTF8.self).dropFirst()
-            } else {
-                line = "capture \(summary.captureID) finished: \(summary.reason.rawValue), \(summary.segments) segments, "
-                    + String(format: "%.1f s", summary.duration) + (summary.message.map { ": \($0)" } ?? "")
-            }
-        }
-        writeLine(line)
-    }
-
-    /// An event line from the queue feeder: JSON, or "event: key value, ...".
-    static func printLine(_ event: String, _ fields: [String: Any], json: Bool) {
-        let line = json ? object(fields.merging(["event": event]) { a, _ in a })
-            : event == "enqueued" ? "segment \(fields["index"] ?? "?"): job \(fields["job"] ?? "?")\(fields["queued"] as? Bool == false ? " (already queued)" : "")"
-            : event == "assembly" ? assemblyLine(fields)
-            : event == "salvaged" ? "salvaged segment \(fields["index"] ?? "?") of \(fields["captureID"] ?? "?"): \(fields["path"] ?? "")"
-            : "\(fields["message"] ?? event)"
-        writeLine(line)
-    }
-
-    /// "assembly of cam (segments 1-6, 10.000 s): job 7; a gap of 2.419 s at 5.000 s (before segment 4)".
-    static func assemblyLine(_ fields: [String: Any]) -> String {
-        var line = String(format: "assembly of %@ (segments %d-%d, %.3f s): job %lld", fields["captureID"] as? String ?? "?",
-                          fields["first"] as? Int ?? 0, fields["last"] as? Int ?? 0, fields["duration"] as? Double ?? 0,
-                          fields["job"] as? Int64 ?? 0)
-        if fields["queued"] as? Bool == false { line += " (already queued)" }
-        for gap in fields["gaps"] as? [[String: Any]] ?? [] {
-            line += String(format: "; a gap of %.3f s at %.3f s (before segment %d)", gap["duration"] as? Double ?? 0,
-                           gap["at"] as? Double ?? 0, gap["beforeSegment"] as? Int ?? 0)
-        }
-        return line
+        writeLine(json ? event.json : event.line)
     }
 
     /// Events come from the recording's thread, the scanner's and the queue feeder's: one line at a time.
@@ -364,10 +288,5 @@ struct CaptureCommand: AsyncParsableCommand {
 
     static func writeLine(_ line: String) {
         output.withLock { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
-    }
-
-    static func object(_ value: [String: Any]) -> String {
-        (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes]))  // plain values: always encodes
-            .map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 }
