@@ -59,6 +59,8 @@ let package = Package(
         .target(name: "CodeScan", dependencies: ["MediaCore", "MediaTime"]),
         .target(name: "MediaEdit", dependencies: ["MediaCore", "MediaTime",
                                                   .product(name: "Logging", package: "swift-log")]),
+        // Pictures of the media (AVAssetImageGenerator): frames at times, sized, turned, in true colours.
+        .target(name: "MediaImage", dependencies: ["MediaCore", "MediaTime"]),
 
         // Live capture: sources, the segment writer, the capture session (AVCaptureMovieFileOutput).
         .target(name: "MediaCapture", dependencies: ["CDeviceShims", "CodeScan", "MediaCore", "MediaTime", "SafeFiles"]),
@@ -126,7 +128,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .target(name: "MediaFarmCLI", dependencies: [
-            "FarmHTTP", "FarmWebhooks", "MediaCapture", "FarmRuntime", "FarmSubmit", "SafeFiles", "FarmStore", "FarmLibrary", "FarmIngest", "CodeScan", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
+            "FarmHTTP", "FarmWebhooks", "MediaCapture", "FarmRuntime", "FarmSubmit", "SafeFiles", "FarmStore", "FarmLibrary", "FarmIngest", "CodeScan", "MediaImage", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -150,6 +152,7 @@ let package = Package(
         .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "MediaTime", "FarmTestSupport", "CRubberBand", "CZBar"]),
         .testTarget(name: "MediaInspectTests", dependencies: ["MediaInspect", "MediaCore", "MediaTime", "FarmTestSupport"]),
         .testTarget(name: "MediaEditTests", dependencies: ["MediaEdit", "MediaInspect", "MediaCore", "MediaTime", "FarmTestSupport"]),
+        .testTarget(name: "MediaImageTests", dependencies: ["MediaImage", "MediaCore", "MediaTime", "FarmTestSupport"]),
         .testTarget(name: "FarmModelTests", dependencies: ["FarmModel", "MediaTime"]),
         .testTarget(name: "FarmStoreTests", dependencies: ["FarmStore", "FarmModel", "FarmTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "MediaCaptureTests", dependencies: ["MediaCapture", "FarmTestSupport"]),

@@ -153,6 +153,12 @@ public enum UserNumbers {
     public static let limit = NumberRule<Int>.integer(1, 1_000_000)
     public static let maxCodes = NumberRule<Int>.integer(1, 1000)
     public static let jobID = NumberRule<Int64>.integer(1, Int64.max)
+    /// A still picture's quality, from 0 (smallest) to 1 (best).
+    public static let quality = NumberRule<Double>.seconds(0, 1, unit: "")
+    /// A side of a picture's bounding box in pixels; 0 for no bound.
+    public static let pictureSide = NumberRule<Int>.integer(0, 16_384, unit: "pixels")
+    /// How many pictures one request makes.
+    public static let pictureCount = NumberRule<Int>.integer(1, 100_000)
 }
 
 extension Character {

@@ -11,7 +11,7 @@ public final class Encoder {
     let context: UnsafeMutablePointer<AVCodecContext>
     public let codecName: String
 
-    private init(codecName: String, configure: (UnsafeMutablePointer<AVCodecContext>) -> Void,
+    init(codecName: String, configure: (UnsafeMutablePointer<AVCodecContext>) -> Void,
                  options: [String: String]) throws(FFmpegError) {
         guard let codec = avcodec_find_encoder_by_name(codecName) else { throw FFmpegError(code: FFmpegError.decoderNotFound.code, operation: "avcodec_find_encoder_by_name", detail: "no \(codecName) encoder in this FFmpeg") }
         guard let ctx = avcodec_alloc_context3(codec) else { throw .outOfMemory }

@@ -1,0 +1,376 @@
+import Foundation
+import MediaCore
+import MediaTime
+
+/// Pictures of a movie at given times, with AVAssetImageGenerator's semantics.
+///
+/// - Times are asset times: seconds from the video track's first frame.
+/// - `toleranceBefore` and `toleranceAfter` bound how far the picture's time (`actualTime`) may be from the
+///   time asked for. Zero on both sides gives the frame shown at that exact time (the last frame whose
+///   time is at or before it), decoded from the keyframe before it. Infinite, the default, gives the
+///   keyframe nearest the time (from the demuxer's index), decoding that frame alone.
+/// - `maximumSize` fits the picture in a box (0 for a side: no bound), keeping the display aspect: the
+///   sample aspect ratio of anamorphic video applied, and with `appliesPreferredTrackTransform` the
+///   track's rotation (a phone's portrait clip gives portrait pictures). Pictures are never enlarged.
+/// - Colours are read with the source's own matrix and range (BT.601, 709 or 2020; limited or full).
+///   HDR (PQ, HLG) is refused, saying so: its tone mapping to SDR is not done.
+/// - Each time gets its own result: a time past the end fails alone, saying so.
+///
+/// Thread-confined: one generator reads one file through one decoder.
+public final class AssetImageGenerator {
+    public struct Settings: Sendable, Hashable {
+        public var toleranceBefore: MediaTime = .positiveInfinity
+        public var toleranceAfter: MediaTime = .positiveInfinity
+        /// The box a picture fits in; 0 for a side leaves it unbounded.
+        public var maximumWidth = 0
+        public var maximumHeight = 0
+        public var appliesPreferredTrackTransform = true
+        public var format: StillImageFormat = .jpeg
+        /// From 0 to 1 (JPEG, WebP).
+        public var quality = 0.85
+
+        public init() {}
+    }
+
+    public struct Image: Sendable {
+        public var requestedTime: MediaTime
+        /// The time of the frame the picture is of.
+        public var actualTime: MediaTime
+        public var width: Int
+        public var height: Int
+        public var format: StillImageFormat
+        public var data: [UInt8]
+    }
+
+    public let path: String
+    public let settings: Settings
+    /// The video track's display size (sample aspect and rotation applied) and the size pictures have.
+    public let displaySize: (width: Int, height: Int)
+    public let imageSize: (width: Int, height: Int)
+    /// How long the track is (its header's duration); nil when it does not say.
+    public let duration: MediaTime?
+    /// Clockwise quarter turns applied to each picture (0 to 3).
+    public let quarterTurns: Int
+
+    private let file: InputFile
+    private let stream: StreamInfo
+    private let decoder: Decoder
+    private let origin: MediaTime
+    private let keyframes: [Int64]
+    private let converter = PictureConverter()
+    private var packet = Packet()
+    private var frame = Frame()
+    private var held = Frame()
+    /// Where decoding stands: the last frame decoded since the last seek (nil right after a seek), and
+    /// the keyframe that seek went to.
+    private var lastDecoded: Int64?
+    private var seekedTo: Int64?
+    private var atEnd = false
+    /// The time of the frame in `held`.
+    private var heldPTS: Int64?
+    /// A frame decoded past the time asked (it told where to stop), given first to the next request.
+    private var pending = Frame()
+    private var pendingPTS: Int64?
+    /// The packet read last was refused while the decoder was full: it is sent again.
+    private var resend = false
+
+    public init(path: String, settings: Settings = Settings(), limits: SafetyLimits = .default,
+                interrupter: Interrupter = Interrupter()) throws(ImageGenerationError) {
+        self.path = path
+        self.settings = settings
+        do {
+            file = try InputFile(path: path, limits: limits, interrupter: interrupter)
+        } catch {
+            throw .unreadable(error.description)
+        }
+        guard let video = file.streams.first(where: { $0.mediaType == .video && !$0.isAttachedPicture && $0.width > 0 }) else {
+            throw .noVideo(path: path)
+        }
+        stream = video
+        do {
+            decoder = try Decoder(file: file, streamIndex: video.index, threads: 0)
+        } catch {
+            throw .unreadable(error.description)
+        }
+        file.discardAll(except: [video.index])
+        origin = video.startTime.isNumeric ? video.startTime : .zero
+        // The index holds decoding times; a keyframe is shown later by the stream's reordering delay,
+        // which the first frame's time (the stream's start) against the first decoding time gives.
+        if let index = file.index(of: video.index), let firstDecode = index.timestamps.min(),
+           let start = (video.startTime.isNumeric ? video.startTime : .zero).count(in: video.timeBase, rounding: .down) {
+            keyframes = index.keyframes.map { $0 + max(0, start - firstDecode) }
+        } else {
+            keyframes = []
+        }
+        let header = video.headerDuration.isNumeric && video.headerDuration > .zero ? video.headerDuration
+            : file.container.headerDuration.isNumeric && file.container.headerDuration > .zero ? file.container.headerDuration : nil
+        duration = header
+        // The display: samples widened (or narrowed) by their aspect ratio, then turned as the track says.
+        let sar = video.sampleAspectRatio.map { Double($0.numerator) / Double($0.denominator) } ?? 1
+        var width = Int((Double(video.width) * (sar > 0 && sar.isFinite ? sar : 1)).rounded()), height = video.height
+        var turns = 0
+        if settings.appliesPreferredTrackTransform, let degrees = video.rotation {
+            // FFmpeg's rotation is counter-clockwise; the display turns the picture back, clockwise.
+            turns = ((Int((-degrees / 90).rounded()) % 4) + 4) % 4
+        }
+        if turns % 2 == 1 { swap(&width, &height) }
+        displaySize = (width, height)
+        quarterTurns = turns
+        imageSize = Self.fit(width: width, height: height, maximumWidth: settings.maximumWidth, maximumHeight: settings.maximumHeight)
+    }
+
+    /// `width` x `height` made to fit the box (0: no bound on that side), the aspect kept, never enlarged.
+    static func fit(width: Int, height: Int, maximumWidth: Int, maximumHeight: Int) -> (width: Int, height: Int) {
+        var scale = 1.0
+        if maximumWidth > 0 { scale = min(scale, Double(maximumWidth) / Double(width)) }
+        if maximumHeight > 0 { scale = min(scale, Double(maximumHeight) / Double(height)) }
+        return (max(1, Int((Double(width) * scale).rounded())), max(1, Int((Double(height) * scale).rounded())))
+    }
+
+    /// A picture for each time, in the order asked (each its own result). Times are visited in
+    /// ascending order, so that a decode from one keyframe serves the times after it.
+    public func images(at times: [MediaTime], progress: (Int) -> Void = { _ in }) -> [Result<Image, ImageGenerationError>] {
+        var results = [Result<Image, ImageGenerationError>?](repeating: nil, count: times.count)
+        let order = times.indices.sorted { a, b in times[a] < times[b] }
+        for (done, i) in order.enumerated() {
+            results[i] = Result { () throws(ImageGenerationError) -> Image in try image(at: times[i]) }
+            progress(done + 1)
+        }
+        return results.map { $0! }
+    }
+
+    /// The picture at `time`, or why there is none.
+    public func image(at time: MediaTime) throws(ImageGenerationError) -> Image {
+        guard time.isNumeric, !(time < .zero) else { throw .invalidTime(time) }
+        if let duration, duration < time { throw .pastEnd(requested: time, duration: duration) }
+        let actual = try decodeFrame(at: time)
+        return try picture(requested: time, actual: actual)
+    }
+
+    // MARK: - Finding the frame
+
+    private func ticks(_ time: MediaTime) -> Int64? { (time + origin).count(in: stream.timeBase, rounding: .down) }
+
+    private func time(ofTicks ticks: Int64) -> MediaTime { MediaTime(count: ticks, timeBase: stream.timeBase) - origin }
+
+    /// Leaves in `held` the frame for `time` within the tolerances; returns its time. A frame is within
+    /// them when its own time is; when none is (a window narrower than a frame: tolerance 0), the frame
+    /// shown at `time` is the one.
+    private func decodeFrame(at time: MediaTime) throws(ImageGenerationError) -> MediaTime {
+        guard let target = ticks(time) else { throw .invalidTime(time) }
+        let low = settings.toleranceBefore.isNumeric ? ticks(time - settings.toleranceBefore) : nil
+        let high = settings.toleranceAfter.isNumeric ? ticks(time + settings.toleranceAfter) : nil
+        func inWindow(_ start: Int64) -> Bool { !(low.map { start < $0 } ?? false) && !(high.map { start > $0 } ?? false) }
+        // A keyframe within the tolerances, nearest the time: that frame alone is decoded.
+        if let nearest = keyframes.filter(inWindow).min(by: { abs($0 - target) < abs($1 - target) }) {
+            try seek(to: nearest)
+            if let first = try nextFrame(), inWindow(first) {
+                try keep()
+                return self.time(ofTicks: first)
+            }
+        }
+        // Otherwise decoded from the keyframe at or before the time, up to the frame shown at it, or with a
+        // tolerance before the time, to the first frame inside the window.
+        if let keyframe = keyframes.last(where: { $0 <= target }) ?? keyframes.first {
+            // Decoding on from where it stands serves a later time of the same stretch without a seek.
+            let canContinue = seekedTo == keyframe && (lastDecoded.map { $0 <= target } ?? false)
+            if !canContinue { try seek(to: keyframe) }
+        } else {
+            try seek(to: target)
+        }
+        // Continuing, the frame held is the last one at or before the time so far.
+        var best: Int64? = heldPTS.flatMap { $0 <= target ? $0 : nil }
+        while let pts = try nextFrame() {
+            if pts <= target {
+                try keep()
+                best = pts
+                // Inside a tolerance before the time: good enough (AVFoundation's latitude; it saves decoding).
+                if settings.toleranceBefore > .zero, inWindow(pts) { return self.time(ofTicks: pts) }
+                // Shown at the time: it lasts past it.
+                if frame.duration > 0, target < pts + frame.duration { return self.time(ofTicks: pts) }
+            } else {
+                // The first frame after the time: the one before it is the one shown at the time. This one
+                // is kept for a later time the same decode reaches.
+                pending.take(&frame)
+                pendingPTS = pts
+                if let best, inWindow(best) || !inWindow(pts) { return self.time(ofTicks: best) }
+                // Nothing before it (a time before the first frame), or only frames before the window.
+                if inWindow(pts) || best == nil {
+                    frame.take(&pending)
+                    pendingPTS = nil
+                    try keep()
+                    return self.time(ofTicks: pts)
+                }
+            }
+        }
+        // The end: the last frame is shown until the movie ends.
+        if let best { return self.time(ofTicks: best) }
+        throw .pastEnd(requested: time, duration: duration ?? time)
+    }
+
+    private func seek(to ticks: Int64) throws(ImageGenerationError) {
+        do {
+            try file.seek(stream: stream.index, toKeyframeBefore: ticks)
+        } catch {
+            throw .unreadable(error.description)
+        }
+        decoder.flush()
+        seekedTo = ticks
+        lastDecoded = nil
+        atEnd = false
+        resend = false
+        heldPTS = nil
+        pending.reset()
+        pendingPTS = nil
+    }
+
+    /// Decodes on to the next frame (in `frame`); its time in ticks, nil at the end.
+    private func nextFrame() throws(ImageGenerationError) -> Int64? {
+        if let pts = pendingPTS {
+            frame.take(&pending)
+            pendingPTS = nil
+            return pts
+        }
+        do {
+            while true {
+                do {
+                    switch try decoder.receive(into: &frame) {
+                    case .frame:
+                        guard let pts = frame.pts else { continue }
+                        lastDecoded = pts
+                        return pts
+                    case .endOfStream:
+                        return nil
+                    case .needsInput:
+                        break
+                    }
+                } catch {
+                    // A frame the decoder could not make (damaged data): more input, and the next ones still come.
+                }
+                if resend {
+                    resend = false
+                } else {
+                    try file.checkInterrupt()
+                    guard try file.read(into: &packet) == .packet else {
+                        try decoder.sendEndOfStream()
+                        atEnd = true
+                        continue
+                    }
+                    guard packet.streamIndex == stream.index else { continue }
+                }
+                do {
+                    if try decoder.send(packet) == .full { resend = true }
+                } catch {
+                    // A damaged packet is skipped, as a player skips it.
+                    continue
+                }
+            }
+        } catch let error as MediaFileError {
+            throw .unreadable(error.description)
+        } catch {
+            throw .unreadable("\(path): \(error)")
+        }
+    }
+
+    private func keep() throws(ImageGenerationError) {
+        do { try held.reference(frame) } catch { throw .unreadable("\(path): \(error)") }
+        heldPTS = lastDecoded
+    }
+
+    // MARK: - Making the picture
+
+    private func picture(requested: MediaTime, actual: MediaTime) throws(ImageGenerationError) -> Image {
+        let colour = held.colour
+        if colour.transfer != .sdr {
+            throw .highDynamicRange(transfer: colour.transfer == .pq ? "PQ (HDR10)" : "HLG")
+        }
+        // Scaled before it is turned: a quarter turn swaps the sides.
+        let turned = quarterTurns % 2 == 1
+        let (w, h) = turned ? (imageSize.height, imageSize.width) : (imageSize.width, imageSize.height)
+        do {
+            var rgb = Frame()
+            try converter.rgb(held, width: w, height: h, into: &rgb)
+            if quarterTurns != 0 { rgb = try Self.turn(rgb, quarterTurns: quarterTurns) }
+            let data = try StillImageEncoder.encode(rgb, as: settings.format, quality: settings.quality, converter: converter)
+            return Image(requestedTime: requested, actualTime: actual, width: imageSize.width, height: imageSize.height,
+                         format: settings.format, data: data)
+        } catch {
+            throw .encoding("\(path): the picture at \(actual.seconds) s could not be made: \(error)")
+        }
+    }
+
+    /// An RGB picture turned clockwise by `quarterTurns` quarter turns.
+    static func turn(_ source: borrowing Frame, quarterTurns: Int) throws(FFmpegError) -> Frame {
+        let w = source.width, h = source.height
+        let (ow, oh) = quarterTurns % 2 == 1 ? (h, w) : (w, h)
+        var out = try Frame(width: ow, height: oh, pixelFormat: "rgb24")
+        _ = source.withPlane(0) { src, srcStride in
+            out.withMutablePlane(0) { dst, dstStride in
+                for y in 0..<h {
+                    let row = src + y * srcStride
+                    for x in 0..<w {
+                        let (tx, ty) = switch quarterTurns {
+                        case 1: (h - 1 - y, x)
+                        case 2: (w - 1 - x, h - 1 - y)
+                        default: (y, w - 1 - x)
+                        }
+                        let p = row + x * 3, q = dst + ty * dstStride + tx * 3
+                        q[0] = p[0]; q[1] = p[1]; q[2] = p[2]
+                    }
+                }
+            }
+        }
+        return out
+    }
+}
+
+/// Why a picture could not be made: for one time, or (from `init`) for the whole file.
+public enum ImageGenerationError: Error, Sendable, CustomStringConvertible {
+    case unreadable(String)
+    case noVideo(path: String)
+    case invalidTime(MediaTime)
+    case pastEnd(requested: MediaTime, duration: MediaTime)
+    case noFrameWithinTolerance(requested: MediaTime, nearest: MediaTime)
+    case highDynamicRange(transfer: String)
+    case encoding(String)
+
+    public var description: String {
+        switch self {
+        case .unreadable(let message): message
+        case .noVideo(let path): "\(path): no video track to make pictures of"
+        case .invalidTime(let t): "\(t.seconds) s is not a time in the movie (times are 0 or more seconds)"
+        case let .pastEnd(requested, duration):
+            String(format: "%.3f s is past the end of the video (%.3f s long)", requested.seconds, duration.seconds)
+        case let .noFrameWithinTolerance(requested, nearest):
+            String(format: "no frame within the tolerances of %.3f s (the nearest is at %.3f s); widen toleranceBefore or toleranceAfter",
+                   requested.seconds, nearest.seconds)
+        case .highDynamicRange(let transfer):
+            "the video is HDR (\(transfer)): its pictures would need tone mapping to SDR, which is not done; no picture is made rather than a washed-out one"
+        case .encoding(let message): message
+        }
+    }
+}
+
+/// One picture as it is reported (`images --json`, a job's report): where it went and which frame it is,
+/// or why there is none. Times in seconds.
+public struct ImageRecord: Codable, Sendable, Hashable {
+    public var requestedTime: Double
+    public var actualTime: Double?
+    public var width: Int?
+    public var height: Int?
+    public var format: String?
+    public var path: String?
+    public var bytes: Int?
+    public var error: String?
+
+    public init(_ image: AssetImageGenerator.Image, path: String) {
+        requestedTime = image.requestedTime.seconds
+        actualTime = image.actualTime.seconds
+        (width, height, format, self.path, bytes) = (image.width, image.height, image.format.rawValue, path, image.data.count)
+    }
+
+    public init(requested: MediaTime, error: String) {
+        requestedTime = requested.seconds
+        self.error = error
+    }
+}

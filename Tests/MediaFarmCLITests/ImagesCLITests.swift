@@ -1,0 +1,58 @@
+import FarmTestSupport
+import Foundation
+import Testing
+
+/// `mediafarm images` as a user runs it: pictures written whole, per-time failures, refusals.
+@Suite struct ImagesCLITests {
+    func movie() throws -> URL {
+        let folder = try TestPaths.makeTemporaryFolder("images-cli")
+        let path = folder.appendingPathComponent("take.mp4")
+        _ = try ProcessRunner.check("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=640x360:r=25:d=4", "-c:v", "libx264",
+                                               "-g", "50", "-pix_fmt", "yuv420p", path.path])
+        return path
+    }
+
+    func images(_ arguments: [String], in folder: URL) throws -> ProcessResult {
+        try ProcessRunner.run(TestPaths.mediafarmExecutable, ["images"] + arguments, currentDirectory: folder.path)
+    }
+
+    @Test func picturesAreWrittenAndATimePastTheEndFailsAlone() throws {
+        let take = try movie()
+        let folder = take.deletingLastPathComponent()
+        let r = try images(["--exact", "--at", "1", "--at", "2.5", "--at", "9", "--max-width", "320", "--json", "-o", "thumbs/t-{index}.png",
+                            "--format", "png", take.path], in: folder)
+        #expect(r.status == 1, "\(r.stderr)")
+        let records = try #require(try JSONSerialization.jsonObject(with: r.stdoutData) as? [[String: Any]])
+        #expect(records.count == 3)
+        #expect(records[0]["actualTime"] as? Double == 1 && records[0]["width"] as? Int == 320 && records[0]["height"] as? Int == 180)
+        #expect(records[1]["actualTime"] as? Double == 2.48, "the frame shown at 2.5 s begins at 2.48 s: \(records[1])")
+        #expect((records[2]["error"] as? String)?.contains("past the end") == true)
+        let written = try FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("thumbs").path).sorted()
+        #expect(written == ["t-1.png", "t-2.png"], "only whole pictures, no temporaries: \(written)")
+        let png = try Data(contentsOf: folder.appendingPathComponent("thumbs/t-1.png"))
+        #expect(png.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]))
+
+        // Again: each picture is there, and is not replaced without --overwrite.
+        let again = try images(["--exact", "--at", "1", "-o", "thumbs/t-{index}.png", "--format", "png", take.path], in: folder)
+        #expect(again.status == 1 && again.stderr.contains("thumbs/t-1.png: already exists; --overwrite replaces it"), "\(again.stderr)")
+        #expect(try Data(contentsOf: folder.appendingPathComponent("thumbs/t-1.png")) == png)
+        let replaced = try images(["--exact", "--at", "3", "-o", "thumbs/t-{index}.png", "--format", "png", "--overwrite", take.path], in: folder)
+        #expect(replaced.status == 0, "\(replaced.stderr)")
+        #expect(try Data(contentsOf: folder.appendingPathComponent("thumbs/t-1.png")) != png)
+    }
+
+    @Test func badUsageIsExitTwoNamingTheProblem() throws {
+        let take = try movie()
+        let folder = take.deletingLastPathComponent()
+        for (arguments, says) in [([take.path], "give the times one way"), (["--at", "1", "--every", "2", take.path], "give the times one way"),
+                                  (["--exact", "--tolerance", "1", "--at", "1", take.path], "--exact and --tolerance"),
+                                  (["--count", "3", "-o", "one.jpg", take.path], "{index} or {time}"),
+                                  (["--at", "1", "--format", "gif", take.path], "--format"),
+                                  (["--at", "-1", take.path], "--at")] {
+            let r = try images(arguments, in: folder)
+            #expect(r.status == 2 && r.stderr.contains(says), "\(arguments): \(r.status) \(r.stderr)")
+        }
+        let missing = try images(["--at", "1", folder.appendingPathComponent("none.mp4").path], in: folder)
+        #expect(missing.status == 1 && missing.stderr.contains("none.mp4"), "\(missing.stderr)")
+    }
+}
