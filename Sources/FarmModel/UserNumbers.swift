@@ -159,6 +159,10 @@ public enum UserNumbers {
     public static let pictureSide = NumberRule<Int>.integer(0, 16_384, unit: "pixels")
     /// How many pictures one request makes.
     public static let pictureCount = NumberRule<Int>.integer(1, 100_000)
+    /// A storyboard tile's width in pixels.
+    public static let tileWidth = NumberRule<Int>.integer(16, 3840, unit: "pixels")
+    /// Tiles across or down a storyboard sheet.
+    public static let sheetTiles = NumberRule<Int>.integer(1, 100)
 }
 
 extension Character {

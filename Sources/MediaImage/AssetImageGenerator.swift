@@ -280,6 +280,28 @@ public final class AssetImageGenerator {
     // MARK: - Making the picture
 
     private func picture(requested: MediaTime, actual: MediaTime) throws(ImageGenerationError) -> Image {
+        let rgb = try pixels(actual)
+        do {
+            let data = try StillImageEncoder.encode(rgb, as: settings.format, quality: settings.quality, converter: converter)
+            return Image(requestedTime: requested, actualTime: actual, width: imageSize.width, height: imageSize.height,
+                         format: settings.format, data: data)
+        } catch {
+            throw .encoding("\(path): the picture at \(actual.seconds) s could not be made: \(error)")
+        }
+    }
+
+    /// The picture at `time` as packed RGB (rgb24) of `imageSize`, for pictures made of pictures
+    /// (storyboards); its frame's time.
+    public func pixels(at time: MediaTime, into rgb: inout Frame) throws(ImageGenerationError) -> MediaTime {
+        guard time.isNumeric, !(time < .zero) else { throw .invalidTime(time) }
+        if let duration, duration < time { throw .pastEnd(requested: time, duration: duration) }
+        let actual = try decodeFrame(at: time)
+        rgb = try pixels(actual)
+        return actual
+    }
+
+    /// The frame held, sized, turned and in RGB.
+    private func pixels(_ actual: MediaTime) throws(ImageGenerationError) -> Frame {
         let colour = held.colour
         if colour.transfer != .sdr {
             throw .highDynamicRange(transfer: colour.transfer == .pq ? "PQ (HDR10)" : "HLG")
@@ -291,9 +313,7 @@ public final class AssetImageGenerator {
             var rgb = Frame()
             try converter.rgb(held, width: w, height: h, into: &rgb)
             if quarterTurns != 0 { rgb = try Self.turn(rgb, quarterTurns: quarterTurns) }
-            let data = try StillImageEncoder.encode(rgb, as: settings.format, quality: settings.quality, converter: converter)
-            return Image(requestedTime: requested, actualTime: actual, width: imageSize.width, height: imageSize.height,
-                         format: settings.format, data: data)
+            return rgb
         } catch {
             throw .encoding("\(path): the picture at \(actual.seconds) s could not be made: \(error)")
         }

@@ -41,6 +41,22 @@ import Testing
         #expect(try Data(contentsOf: folder.appendingPathComponent("thumbs/t-1.png")) != png)
     }
 
+    @Test func aStoryboardIsWrittenWholeOrNotAtAll() throws {
+        let take = try movie()
+        let folder = take.deletingLastPathComponent()
+        let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["storyboard", "--tiles", "8", "--columns", "3", "--rows", "2", "--json",
+                                                                     "-o", "board", take.path], currentDirectory: folder.path)
+        #expect(r.status == 0, "\(r.stderr)")
+        let index = try #require(try JSONSerialization.jsonObject(with: r.stdoutData) as? [String: Any])
+        #expect(index["sheets"] as? [String] == ["take-1.jpg", "take-2.jpg"] && (index["tiles"] as? [Any])?.count == 8)
+        let written = try FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("board").path).sorted()
+        #expect(written == ["take-1.jpg", "take-2.jpg", "take.json", "take.vtt"], "\(written)")
+        let vtt = try String(contentsOf: folder.appendingPathComponent("board/take.vtt"), encoding: .utf8)
+        #expect(vtt.hasPrefix("WEBVTT\n\n00:00:00.000 --> 00:00:00.500\ntake-1.jpg#xywh=0,0,160,90\n"), "\(vtt)")
+        let again = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["storyboard", "-o", "board", take.path], currentDirectory: folder.path)
+        #expect(again.status == 1 && again.stderr.contains("board/take-1.jpg: already exists; --overwrite replaces it"), "\(again.stderr)")
+    }
+
     @Test func badUsageIsExitTwoNamingTheProblem() throws {
         let take = try movie()
         let folder = take.deletingLastPathComponent()

@@ -81,6 +81,35 @@ import Testing
         }
     }
 
+    /// 100 exact pictures at random frames of a textured movie are the frames FFmpeg's accurate seek gives,
+    /// converted to RGB the same way: at least 40 dB PSNR each.
+    @Test func exactPicturesAreFFmpegsAccurateSeekFrames() throws {
+        let folder = try TestPaths.makeTemporaryFolder("psnr")
+        let source = folder.appendingPathComponent("textured.mp4").path
+        _ = try ProcessRunner.check("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=640x360:r=25:d=10", "-c:v", "libx264",
+                                               "-g", "50", "-bf", "3", "-pix_fmt", "yuv420p", source])
+        var random = SystemRandomNumberGenerator()
+        let frames = (0..<100).map { _ in Int.random(in: 0..<250, using: &random) }
+        let images = try generator(source) { $0.toleranceBefore = .zero; $0.toleranceAfter = .zero }
+        let results = images.images(at: frames.map { t($0) })
+        var worst = Double.infinity
+        for (n, result) in zip(frames, results) {
+            let mine = try Self.decoded(try result.get().data)
+            let theirs = try ProcessRunner.check("ffmpeg", ["-v", "error", "-ss", String(format: "%.2f", Double(n) / Double(Self.fps)), "-i", source,
+                                                            "-frames:v", "1", "-vf", "scale=flags=lanczos+accurate_rnd+full_chroma_int",
+                                                            "-pix_fmt", "rgb24", "-f", "rawvideo", "-"]).stdoutData
+            #expect(theirs.count == mine.rgb.count, "frame \(n)")
+            guard theirs.count == mine.rgb.count else { continue }
+            var squared = 0.0
+            for (a, b) in zip(mine.rgb, theirs) { let d = Double(a) - Double(b); squared += d * d }
+            let mse = squared / Double(theirs.count)
+            let psnr = mse == 0 ? 99 : 10 * log10(255 * 255 / mse)
+            worst = min(worst, psnr)
+            #expect(psnr >= 40, "frame \(n): \(psnr) dB against FFmpeg's")
+        }
+        print(String(format: "exact pictures against ffmpeg -ss: the worst of 100 at %.1f dB", worst))
+    }
+
     @Test func theDefaultToleranceGivesTheNearestKeyframe() throws {
         let images = try generator(try Self.numbered.get())
         for (seconds, keyframe) in [(0.3, 0), (0.99, 0), (1.2, 50), (2.9, 50), (3.1, 100), (4.99, 100), (7.9, 150)] {
@@ -170,6 +199,41 @@ import Testing
             let large = try generator(MediaFixture.longMP4.path) { $0.format = format; $0.quality = 0.95 }.image(at: .zero)
             #expect(small.data.count < large.data.count)
         }
+    }
+
+    /// A storyboard's WebVTT, read by a small parser: a cue per tile, end to end over the movie, each rectangle
+    /// inside its sheet, and each tile the picture of the keyframe its index names.
+    @Test func aStoryboardsCuesPointInsideItsSheets() throws {
+        var settings = StoryboardSettings()
+        (settings.every, settings.tileWidth, settings.columns, settings.rows, settings.format) = (0.5, 160, 4, 3, .png)
+        let board = try Storyboard.make(path: try Self.numbered.get(), settings: settings)
+        #expect(board.tiles.count == 16 && board.sheets.count == 2 && board.tileWidth == 160 && board.tileHeight == 120)
+        let sheets = try board.sheets.map(Self.decoded)
+        #expect(sheets[0].width == 640 && sheets[0].height == 360)
+        #expect(sheets[1].width == 640 && sheets[1].height == 120, "the last sheet holds only the rows it needs")
+        let vtt = board.webVTT { "s\($0 + 1).png" }
+        let blocks = vtt.components(separatedBy: "\n\n")
+        #expect(blocks.first == "WEBVTT")
+        var previousEnd = "00:00:00.000"
+        for (i, block) in blocks.dropFirst().enumerated() {
+            let lines = block.split(separator: "\n").map(String.init)
+            let times = lines[0].components(separatedBy: " --> ")
+            #expect(times.count == 2 && times[0] == previousEnd, "cue \(i): \(lines[0])")
+            previousEnd = times[1]
+            let parts = lines[1].split(separator: "#")
+            let sheet = Int(parts[0].dropFirst().dropLast(4))! - 1
+            let xywh = parts[1].dropFirst("xywh=".count).split(separator: ",").map { Int($0)! }
+            let (sw, sh, rgb) = sheets[sheet]
+            #expect(xywh[0] + xywh[2] <= sw && xywh[1] + xywh[3] <= sh, "cue \(i) outside its sheet")
+            // The tile shows the keyframe the index names.
+            var n = 0
+            for bit in 0..<8 {
+                let x = xywh[0] + Int((Double(bit) + 0.5) * Double(xywh[2]) / 8), y = xywh[1] + xywh[3] / 2
+                if rgb[(y * sw + x) * 3] > 128 { n |= 1 << bit }
+            }
+            #expect(n == Int((board.tiles[i].frameTime * Double(Self.fps)).rounded()), "tile \(i)")
+        }
+        #expect(previousEnd == "00:00:08.000", "the last cue ends with the movie")
     }
 
     @Test func badInputIsNamed() throws {
