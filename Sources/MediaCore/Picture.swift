@@ -102,6 +102,14 @@ public final class PictureConverter {
         destination.pointer.pointee.color_range = AVCOL_RANGE_JPEG
     }
 
+    /// `source` scaled to `width` x `height` as JPEG's samples (yuvj420p: full-range BT.601), read with its
+    /// own matrix and range: one conversion for a JPEG of a picture that is not turned.
+    public func jpegSamples(_ source: borrowing Frame, width: Int, height: Int, into destination: inout Frame) throws(FFmpegError) {
+        try convert(source, to: "yuvj420p", width: width, height: height, colour: source.colour, into: &destination)
+        destination.pointer.pointee.color_range = AVCOL_RANGE_JPEG
+        destination.pointer.pointee.colorspace = AVCOL_SPC_BT470BG
+    }
+
     /// `source` (packed RGB) as `format` ("yuvj420p": JPEG's full-range BT.601; "bgra") at the same size.
     public func fromRGB(_ source: borrowing Frame, to format: String, into destination: inout Frame) throws(FFmpegError) {
         let sRGB = PictureColour(matrix: .rgb, fullRange: true, transfer: .sdr, matrixKnown: true)
@@ -155,7 +163,8 @@ public enum StillImageFormat: String, Sendable, Hashable, Codable, CaseIterable 
 
 /// Encodes one RGB picture (rgb24) as a still image.
 public enum StillImageEncoder {
-    /// `quality` from 0 to 1 (JPEG and WebP; PNG is lossless and ignores it).
+    /// `quality` from 0 to 1 (JPEG and WebP; PNG is lossless and ignores it). A JPEG may also be given
+    /// its samples already (`PictureConverter.jpegSamples`).
     public static func encode(_ rgb: borrowing Frame, as format: StillImageFormat, quality: Double,
                               converter: PictureConverter) throws(FFmpegError) -> [UInt8] {
         let q = min(max(quality.isFinite ? quality : 0.85, 0), 1)
@@ -168,7 +177,7 @@ public enum StillImageEncoder {
             try input.reference(rgb)
         case .jpeg:
             codecName = "mjpeg"
-            try converter.fromRGB(rgb, to: "yuvj420p", into: &input)
+            if rgb.pixelFormatName == "yuvj420p" { try input.reference(rgb) } else { try converter.fromRGB(rgb, to: "yuvj420p", into: &input) }
             // qscale 2 (best) to 31, as `ffmpeg -q:v`; the frame carries it to the encoder.
             input.pointer.pointee.quality = Int32((2 + (1 - q) * 29).rounded()) * FF_QP2LAMBDA
         case .webp:

@@ -280,7 +280,16 @@ public final class AssetImageGenerator {
     // MARK: - Making the picture
 
     private func picture(requested: MediaTime, actual: MediaTime) throws(ImageGenerationError) -> Image {
-        let rgb = try pixels(actual)
+        // A JPEG of a picture that is not turned: straight to its samples, one conversion instead of two.
+        var rgb = Frame()
+        if settings.format == .jpeg && quarterTurns == 0 {
+            try checkDynamicRange()
+            do { try converter.jpegSamples(held, width: imageSize.width, height: imageSize.height, into: &rgb) } catch {
+                throw .encoding("\(path): the picture at \(actual.seconds) s could not be made: \(error)")
+            }
+        } else {
+            rgb = try pixels(actual)
+        }
         do {
             let data = try StillImageEncoder.encode(rgb, as: settings.format, quality: settings.quality, converter: converter)
             return Image(requestedTime: requested, actualTime: actual, width: imageSize.width, height: imageSize.height,
@@ -301,11 +310,15 @@ public final class AssetImageGenerator {
     }
 
     /// The frame held, sized, turned and in RGB.
-    private func pixels(_ actual: MediaTime) throws(ImageGenerationError) -> Frame {
+    private func checkDynamicRange() throws(ImageGenerationError) {
         let colour = held.colour
         if colour.transfer != .sdr {
             throw .highDynamicRange(transfer: colour.transfer == .pq ? "PQ (HDR10)" : "HLG")
         }
+    }
+
+    private func pixels(_ actual: MediaTime) throws(ImageGenerationError) -> Frame {
+        try checkDynamicRange()
         // Scaled before it is turned: a quarter turn swaps the sides.
         let turned = quarterTurns % 2 == 1
         let (w, h) = turned ? (imageSize.height, imageSize.width) : (imageSize.width, imageSize.height)

@@ -167,10 +167,13 @@ import Testing
         _ = try ProcessRunner.check("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "color=c=0x3366CC:s=320x240:r=25:d=1",
                                                "-vf", "scale=out_color_matrix=\(scaleMatrix):out_range=\(range),format=yuv420p",
                                                "-c:v", "libx264", "-crf", "5", "-colorspace", matrix, "-color_range", range, path])
-        let (w, h, rgb) = try Self.decoded(try generator(path).image(at: .zero).data)
-        let i = ((h / 2) * w + w / 2) * 3
-        for (channel, expected) in zip(0..<3, [0x33, 0x66, 0xCC]) {
-            #expect(abs(Int(rgb[i + channel]) - expected) <= 6, "\(matrix) \(range): channel \(channel) is \(rgb[i + channel]), not \(expected)")
+        // PNG from RGB, JPEG straight from the source's samples (decoded back with JPEG's own matrix).
+        for format in [StillImageFormat.png, .jpeg] {
+            let (w, h, rgb) = try Self.decoded(try generator(path) { $0.format = format }.image(at: .zero).data)
+            let i = ((h / 2) * w + w / 2) * 3
+            for (channel, expected) in zip(0..<3, [0x33, 0x66, 0xCC]) {
+                #expect(abs(Int(rgb[i + channel]) - expected) <= 6, "\(format) \(matrix) \(range): channel \(channel) is \(rgb[i + channel]), not \(expected)")
+            }
         }
     }
 

@@ -1,0 +1,61 @@
+# The measurements of bench/images (see there). Arguments: mediafarm, the movie, a scratch folder, the rounds.
+import json, os, random, re, statistics, subprocess, sys, time
+from benchlib import log
+
+bin, source, work, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+
+
+def timed(command):
+    """Wall seconds and peak resident MB of a command (GNU time)."""
+    started = time.perf_counter()
+    r = subprocess.run(["/usr/bin/time", "-f", "%M"] + command, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if r.returncode != 0:
+        raise SystemExit(f"{command[0]} failed: {r.stderr[-1500:]}")
+    peak = int(r.stderr.strip().splitlines()[-1]) / 1024
+    return seconds, peak
+
+
+duration = float(subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", source],
+                                capture_output=True, text=True, check=True).stdout)
+runs = {"storyboard": [], "ffmpegNokey": [], "jellyfinDefault": [], "exact20": [], "ffmpegSeek20": [], "keyframe20": []}
+random.seed(7)
+times = sorted(round(random.uniform(0, duration - 1), 3) for _ in range(20))
+for r in range(rounds):
+    out = os.path.join(work, f"r{r}")
+    os.makedirs(out)
+    runs["storyboard"].append(timed([bin, "storyboard", "--every", "10", "--tile-width", "160", "--columns", "10", "--rows", "10",
+                                     "-o", os.path.join(out, "board"), source]))
+    runs["ffmpegNokey"].append(timed(["ffmpeg", "-nostdin", "-v", "error", "-skip_frame", "nokey", "-i", source, "-vf",
+                                      "fps=1/10,scale=160:-2,tile=10x10", "-q:v", "5", os.path.join(out, "nokey-%d.jpg")]))
+    runs["jellyfinDefault"].append(timed(["ffmpeg", "-nostdin", "-v", "error", "-i", source, "-vf",
+                                          "fps=1/10,scale=160:-2,tile=10x10", "-q:v", "5", os.path.join(out, "all-%d.jpg")]))
+    at = [a for t in times for a in ("--at", str(t))]
+    runs["exact20"].append(timed([bin, "images", "--exact", *at, "-o", os.path.join(out, "exact-{index}.jpg"), source]))
+    runs["keyframe20"].append(timed([bin, "images", *at, "-o", os.path.join(out, "key-{index}.jpg"), source]))
+    started = time.perf_counter()
+    for i, t in enumerate(times):
+        subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-ss", str(t), "-i", source, "-frames:v", "1",
+                        os.path.join(out, f"ff-{i}.jpg")], check=True)
+    runs["ffmpegSeek20"].append((time.perf_counter() - started, 0))
+    log(f"round {r + 1}: storyboard {runs['storyboard'][-1][0]:.1f} s, nokey {runs['ffmpegNokey'][-1][0]:.1f} s, "
+        f"all frames {runs['jellyfinDefault'][-1][0]:.1f} s, exact x20 {runs['exact20'][-1][0]:.2f} s, ffmpeg -ss x20 {runs['ffmpegSeek20'][-1][0]:.2f} s")
+    tiles = len(open(os.path.join(out, "board", os.path.splitext(os.path.basename(source))[0] + ".vtt")).read().split("-->"))
+    assert tiles - 1 == int(-(-duration // 10)), f"{tiles - 1} cues"
+
+med = {k: statistics.median(s for s, _ in v) for k, v in runs.items()}
+peak = {k: max(m for _, m in v) for k, v in runs.items()}
+summary = {
+    "movie": {"seconds": round(duration, 1), "size": "1920x1080", "gop": "2 s"},
+    "storyboard": {"mediafarmSeconds": round(med["storyboard"], 2), "peakMB": round(peak["storyboard"], 1),
+                   "ffmpegSkipNokeySeconds": round(med["ffmpegNokey"], 2), "ffmpegAllFramesSeconds": round(med["jellyfinDefault"], 2),
+                   "ratioToSkipNokey": round(med["storyboard"] / med["ffmpegNokey"], 3),
+                   "ratioToAllFrames": round(med["storyboard"] / med["jellyfinDefault"], 3),
+                   "secondsPerHour": round(med["storyboard"] * 3600 / duration, 1)},
+    "twentyPictures": {"exactSeconds": round(med["exact20"], 2), "keyframeSeconds": round(med["keyframe20"], 2),
+                       "ffmpegSeekSeconds": round(med["ffmpegSeek20"], 2),
+                       "exactRatioToFFmpegSeek": round(med["exact20"] / med["ffmpegSeek20"], 3)},
+    "rounds": rounds,
+    "machine": {"cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d")},
+}
+print(json.dumps(summary, indent=2))
