@@ -154,8 +154,7 @@ struct ImagesCommand: AsyncParsableCommand {
             }
             return
         }
-        let url = URL(fileURLWithPath: path)
-        let temporary = url.deletingLastPathComponent().appendingPathComponent("." + url.lastPathComponent + ".mediafarm-new").path
+        let temporary = SafeFiles.temporaryName(beside: path)
         try SafeFiles.create(temporary, contents: Data(data))
         guard rename(temporary, path) == 0 else {
             let reason = String(cString: strerror(errno))

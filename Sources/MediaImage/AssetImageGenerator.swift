@@ -161,8 +161,11 @@ public final class AssetImageGenerator {
         let low = settings.toleranceBefore.isNumeric ? ticks(time - settings.toleranceBefore) : nil
         let high = settings.toleranceAfter.isNumeric ? ticks(time + settings.toleranceAfter) : nil
         func inWindow(_ start: Int64) -> Bool { !(low.map { start < $0 } ?? false) && !(high.map { start > $0 } ?? false) }
-        // A keyframe within the tolerances, nearest the time: that frame alone is decoded.
-        if let nearest = keyframes.filter(inWindow).min(by: { abs($0 - target) < abs($1 - target) }) {
+        // A keyframe within the tolerances, nearest the time: that frame alone is decoded. The window holds
+        // the time, so the nearest one inside it is a neighbour of the time (the keyframes are in order).
+        let after = keyframeIndex(after: target)
+        let neighbours = [after > 0 ? keyframes[after - 1] : nil, after < keyframes.count ? keyframes[after] : nil].compactMap { $0 }
+        if let nearest = neighbours.filter(inWindow).min(by: { abs($0 - target) < abs($1 - target) }) {
             try seek(to: nearest)
             if let first = try nextFrame(), inWindow(first) {
                 try keep()
@@ -171,7 +174,7 @@ public final class AssetImageGenerator {
         }
         // Otherwise decoded from the keyframe at or before the time, up to the frame shown at it, or with a
         // tolerance before the time, to the first frame inside the window.
-        if let keyframe = keyframes.last(where: { $0 <= target }) ?? keyframes.first {
+        if let keyframe = after > 0 ? keyframes[after - 1] : keyframes.first {
             // Decoding on from where it stands serves a later time of the same stretch without a seek.
             let canContinue = seekedTo == keyframe && (lastDecoded.map { $0 <= target } ?? false)
             if !canContinue { try seek(to: keyframe) }
@@ -206,6 +209,16 @@ public final class AssetImageGenerator {
         // The end: the last frame is shown until the movie ends.
         if let best { return self.time(ofTicks: best) }
         throw .pastEnd(requested: time, duration: duration ?? time)
+    }
+
+    /// The index of the first keyframe after `ticks` (binary search: a long movie has tens of thousands).
+    private func keyframeIndex(after ticks: Int64) -> Int {
+        var low = 0, high = keyframes.count
+        while low < high {
+            let mid = (low + high) / 2
+            if keyframes[mid] <= ticks { low = mid + 1 } else { high = mid }
+        }
+        return low
     }
 
     private func seek(to ticks: Int64) throws(ImageGenerationError) {
@@ -365,6 +378,7 @@ public enum ImageGenerationError: Error, Sendable, CustomStringConvertible {
     case pastEnd(requested: MediaTime, duration: MediaTime)
     case noFrameWithinTolerance(requested: MediaTime, nearest: MediaTime)
     case highDynamicRange(transfer: String)
+    case tooManyPictures(Int, limit: Int)
     case encoding(String)
 
     public var description: String {
@@ -380,6 +394,7 @@ public enum ImageGenerationError: Error, Sendable, CustomStringConvertible {
         case .highDynamicRange(let transfer):
             "the video is HDR (\(transfer)): its pictures would need tone mapping to SDR, which is not done; no picture is made rather than a washed-out one"
         case .encoding(let message): message
+        case let .tooManyPictures(count, limit): "that would be \(count) pictures; at most \(limit) are made at once (space them further apart)"
         }
     }
 }

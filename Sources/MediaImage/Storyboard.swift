@@ -75,6 +75,9 @@ public struct Storyboard: Sendable {
         return String(format: "%02lld:%02lld:%02lld.%03lld", ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, ms % 1000)
     }
 
+    /// The most tiles one storyboard has.
+    public static let maximumTiles = 100_000
+
     /// Makes the storyboard of the movie at `path`. `progress` is called with the fraction done.
     public static func make(path: String, settings: StoryboardSettings, limits: SafetyLimits = .default,
                             interrupter: Interrupter = Interrupter(),
@@ -86,6 +89,11 @@ public struct Storyboard: Sendable {
             throw .unreadable("\(path): the movie does not say how long it is, so its storyboard cannot be spread over it")
         }
         let seconds = duration.seconds
+        // Counted before any is made: a tiny interval over a long movie must not fill the memory with times.
+        if let every = settings.every, (seconds / every).rounded(.up) > Double(maximumTiles) {
+            throw .tooManyPictures(Int(min((seconds / every).rounded(.up), 1e15)), limit: maximumTiles)
+        }
+        if let tiles = settings.tiles, tiles > maximumTiles { throw .tooManyPictures(tiles, limit: maximumTiles) }
         let times: [Double]
         if let every = settings.every {
             times = stride(from: 0.0, to: seconds, by: every).map { $0 }

@@ -100,7 +100,7 @@ public enum SafeFiles {
     }
 
     /// A hidden name beside `path` that nothing else uses.
-    static func temporaryName(beside path: String) -> String {
+    public static func temporaryName(beside path: String) -> String {
         let folder = (path as NSString).deletingLastPathComponent
         let name = (path as NSString).lastPathComponent
         return (folder.isEmpty ? "." : folder) + "/." + name + ".mediafarm-move-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
