@@ -91,7 +91,7 @@ let package = Package(
         ]),
         // Where the farm meets the media modules: JobRunner, the coordinator and its worker processes.
         .target(name: "FarmRuntime", dependencies: [
-            "FarmModel", "FarmStore", "FarmLibrary", "FarmSubmit", "SafeFiles", "CProcessShims", "CodeScan", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime",
+            "FarmModel", "FarmStore", "FarmLibrary", "FarmSubmit", "SafeFiles", "CProcessShims", "CodeScan", "MediaImage", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime",
             "S3Client", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),

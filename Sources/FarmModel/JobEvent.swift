@@ -90,6 +90,9 @@ public struct JobResult: Sendable, Codable, Equatable {
     public var split: [Range<Int>]?
     /// Answered from an earlier job's result with the same content: that job, and its output.
     public var reused: ReusedResult?
+    /// How many of its numbered outputs the job wrote (pictures, a storyboard's sheets): their names are
+    /// the manifest's patterns with these indexes.
+    public var numbered: NumberedOutputs?
 
     public init(name: String, succeeded: Bool, error: String? = nil, output: String? = nil, report: String? = nil,
                 duration: Double? = nil, seconds: Double) {

@@ -13,6 +13,10 @@ public struct JobManifest: Sendable, Hashable {
     public var audio: AudioSettings
     public var scan: ScanSettings?
     public var export: ExportSettings?
+    /// Pictures of the input (`JobManifest+Pictures.swift`).
+    public var images: ImagesSettings?
+    public var poster: PosterSettings?
+    public var storyboard: StoryboardSettings?
     /// Where the JSON report goes, when asked for.
     public var report: String?
     /// Outputs (movie, report) that already exist may be replaced. Inputs never are.
@@ -32,7 +36,7 @@ public struct JobManifest: Sendable, Hashable {
     public var reuse: Bool?
 
     /// A manifest with nothing but an input: inspect it and report.
-    public var isInspectionOnly: Bool { export == nil && scan == nil }
+    public var isInspectionOnly: Bool { export == nil && scan == nil && !makesPictures }
 
     public struct Edit: Sendable, Hashable {
         public var source: String

@@ -193,7 +193,7 @@ struct Walker {
     // MARK: - The manifest
 
     mutating func manifest(_ root: JSONValue) -> JobManifest? {
-        let keys = ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report", "overwrite", "after", "afterPolicy", "requires", "notify", "reuse"]
+        let keys = ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report", "overwrite", "after", "afterPolicy", "requires", "notify", "reuse"] + Self.pictureKeys
         guard let o = object(root, "$", allowed: keys) else { return nil }
 
         if let v = o["version"] {
@@ -224,6 +224,10 @@ struct Walker {
         if let s = o["scan"] { scan = self.scan(s) }
         var export: JobManifest.ExportSettings?
         if let e = o["export"] { export = self.export(e) }
+        let images = o["images"].flatMap { self.images($0) }
+        let poster = o["poster"].flatMap { self.poster($0) }
+        let storyboard = o["storyboard"].flatMap { self.storyboard($0) }
+        checkPictureInput(o)
         let report = path(o["report"], "$.report", output: true)
 
         if !scale.isEmpty && export == nil { fail("$.scale", "retiming needs an \"export\" section to write the result") }
@@ -244,9 +248,14 @@ struct Walker {
         var outputs: [(String, String)] = []
         if let output = export?.output { outputs.append(("$.export.output", output)) }
         if let report { outputs.append(("$.report", report)) }
+        if let poster { outputs.append(("$.poster.output", poster.output)) }
+        if let storyboard { outputs += [("$.storyboard.output", storyboard.output), ("$.storyboard.output", storyboard.indexPath)] }
+        if let images, images.staticCount == 1 { outputs.append(("$.images.output", NumberedOutputs.path(images.output, index: 1))) }
         checkOutputs(outputs, inputs: inputs, overwrite: overwrite)
+        checkPatterns(images: images, storyboard: storyboard, fixed: outputs)
         var manifest = JobManifest(version: 1, name: name, edits: edits, scale: scale, audio: audio, scan: scan,
-                                   export: export, report: report, baseDirectory: context.baseDirectory)
+                                   export: export, images: images, poster: poster, storyboard: storyboard,
+                                   report: report, baseDirectory: context.baseDirectory)
         manifest.overwrite = overwrite
         if let a = o["after"] { manifest.after = after(a) }
         manifest.after += jobInputs.filter { !manifest.after.contains($0) }

@@ -16,8 +16,8 @@ extension Coordinator {
     /// - Returns: whether the outputs were published.
     @discardableResult
     func publish(_ job: Job, token: String, manifest: JobManifest, resultJSON: String?, uploads: [ObjectUpload],
-                 seconds: Double, reason: String? = nil) async -> Bool {
-        if let missing = StagedOutput.missing(manifest, token: token, uploads: uploads) {
+                 numbered: NumberedOutputs?, seconds: Double, reason: String? = nil) async -> Bool {
+        if let missing = StagedOutput.missing(manifest, token: token, uploads: uploads, numbered: numbered) {
             await finish(job, token: token, outcome: .failed(message: "\(missing): the worker reported success but left no finished file to publish",
                                                              result: resultJSON), seconds: seconds)
             return false
@@ -33,7 +33,8 @@ extension Coordinator {
         do {
             // A retried attempt may replace what an earlier attempt of this job published.
             metrics.published(try await StagedOutput.publish(manifest, token: token, allowExisting: manifest.overwrite || job.attempt > 1,
-                                                             uploads: uploads, log: { self.events(.notice("job \(job.id): \($0)")) }))
+                                                             uploads: uploads, numbered: numbered,
+                                                             log: { self.events(.notice("job \(job.id): \($0)")) }))
             if !uploads.isEmpty { await forgetUploads(of: job, completed: uploads) }
             if job.attempt > 1 { StagedOutput.discardEarlierAttempts(manifest, keeping: token) }
         } catch {

@@ -58,9 +58,11 @@ extension Coordinator {
             // be read is said, and the attempt left to the ordinary rescue (its lease's grace): publishing it
             // as if it had no uploads would fail it as "left no upload", the cause lost.
             var uploads: [ObjectUpload] = []
+            var numbered: NumberedOutputs?
             if let text = job.result {
                 do {
-                    uploads = try JSONDecoder().decode(JobResult.self, from: Data(text.utf8)).uploads ?? []
+                    let result = try JSONDecoder().decode(JobResult.self, from: Data(text.utf8))
+                    (uploads, numbered) = (result.uploads ?? [], result.numbered)
                 } catch {
                     events(.notice("job \(job.id) (\(job.name)): \(lease.owner) stopped while publishing attempt \(job.attempt), but its worker's "
                                    + "recorded result cannot be read (\(error)); the publication is not completed here, and the attempt is "
@@ -70,7 +72,7 @@ extension Coordinator {
             }
             do {
                 metrics.published(try await StagedOutput.publish(manifest, token: lease.token, allowExisting: manifest.overwrite || job.attempt > 1,
-                                                                 resuming: true, uploads: uploads,
+                                                                 resuming: true, uploads: uploads, numbered: numbered,
                                                                  log: { self.events(.notice("job \(job.id): \($0)")) }))
                 if !uploads.isEmpty { await forgetUploads(of: job, completed: uploads) }
             } catch {

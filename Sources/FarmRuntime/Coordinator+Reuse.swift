@@ -90,7 +90,7 @@ extension Coordinator {
             let resultJSON = try? String(decoding: JSONEncoder().encode(result), as: UTF8.self)  // a JobResult always encodes
             events(.notice("job \(job.id): answered from the result of job \(earlier.jobID) (\(earlier.jobName))"
                            + (earlier.output.map { ": \($0) copied, its SHA-256 unchanged since it was published" } ?? "")))
-            if await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: [], seconds: seconds, reason: "reused") {
+            if await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: [], numbered: nil, seconds: seconds, reason: "reused") {
                 var again = earlier
                 (again.jobID, again.jobName, again.output, again.report, again.createdAt) = (job.id, job.name, manifest.export?.output, staged.report, now())
                 await record(again, job: job)

@@ -294,7 +294,7 @@ public final class Coordinator: Service, Sendable {
         }
         // Uploads an earlier attempt began for the outputs bound for objects: this attempt goes on with them.
         var resume: [String: String] = [:]
-        if StagedOutput.finalPaths(of: manifest).contains(where: PathRules.isObject) {
+        if StagedOutput.writesObjects(manifest) {
             do {
                 for upload in try await store.recordedUploads(of: job.id) { resume[upload.address] = upload.uploadID }
             } catch {
@@ -330,7 +330,7 @@ public final class Coordinator: Service, Sendable {
             s.recentAttemptSeconds = s.recentAttemptSeconds.map { 0.8 * $0 + 0.2 * seconds } ?? seconds
             return s.running.removeValue(forKey: id)
         }) else { return }
-        defer { StagedOutput.discard(manifest, token: token) }
+        defer { StagedOutput.discard(manifest, token: token, numbered: entry.result?.numbered) }
         for recording in entry.recordings { await recording.value }
 
         switch entry.stop {
@@ -350,7 +350,8 @@ public final class Coordinator: Service, Sendable {
             if exit.status == 0, let result = entry.result, result.succeeded, let ranges = result.split {
                 await split(job, token: token, submitted: submitted, manifest: manifest, ranges: ranges, seconds: seconds)
             } else if exit.status == 0, let result = entry.result, result.succeeded {
-                if await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: result.uploads ?? [], seconds: seconds) {
+                if await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: result.uploads ?? [],
+                                 numbered: result.numbered, seconds: seconds) {
                     // The output is read back once: for the result's record, and the library takes its hash from there.
                     var outputHash: ContentHash?
                     if let key { outputHash = await recordResult(job, manifest: manifest, key: key) }

@@ -44,10 +44,15 @@ public struct JobRunner: Sendable {
 
     /// Without a coordinator, uploads the outputs bound for objects once every output is finished (a file
     /// output is in place already). A failed job uploads nothing and leaves no staged file.
-    func publishObjects(_ succeeded: Bool, events: @escaping @Sendable (JobEvent) -> Void = { _ in }) async throws {
+    func publishObjects(_ succeeded: Bool, numbered: NumberedOutputs?, events: @escaping @Sendable (JobEvent) -> Void = { _ in }) async throws {
         guard stagingToken == nil else { return }
-        let objects = StagedOutput.finalPaths(of: manifest).filter(PathRules.isObject)
-        defer { for final in objects { unlink(writePath(final)) } }
+        let objects = StagedOutput.finalPaths(of: manifest, numbered: numbered).filter(PathRules.isObject)
+        defer {
+            for final in objects { unlink(writePath(final)) }
+            if numbered == nil, StagedOutput.numberedPatterns(of: manifest).contains(where: PathRules.isObject) {
+                ObjectOutput.discardStaged(token: runToken)
+            }
+        }
         guard succeeded else { return }
         for final in objects {
             try await ObjectOutput.upload(writePath(final), to: final, allowExisting: manifest.overwrite,
@@ -66,10 +71,15 @@ public struct JobRunner: Sendable {
     /// Under a coordinator, sends the parts of each output bound for an object (`ObjectOutput.uploadParts`)
     /// once every output is finished; the coordinator completes the uploads under the lease. The staged
     /// files are removed either way.
-    func uploadObjectParts(_ succeeded: Bool, events: @escaping @Sendable (JobEvent) -> Void) async throws -> [ObjectUpload] {
+    func uploadObjectParts(_ succeeded: Bool, numbered: NumberedOutputs?, events: @escaping @Sendable (JobEvent) -> Void) async throws -> [ObjectUpload] {
         guard let stagingToken else { return [] }
-        let objects = StagedOutput.finalPaths(of: manifest).filter(PathRules.isObject)
-        defer { for final in objects { unlink(StagedOutput.path(for: final, token: stagingToken)) } }
+        let objects = StagedOutput.finalPaths(of: manifest, numbered: numbered).filter(PathRules.isObject)
+        defer {
+            for final in objects { unlink(StagedOutput.path(for: final, token: stagingToken)) }
+            if numbered == nil, StagedOutput.numberedPatterns(of: manifest).contains(where: PathRules.isObject) {
+                ObjectOutput.discardStaged(token: stagingToken)
+            }
+        }
         guard succeeded, !objects.isEmpty else { return [] }
         events(.progress(JobProgress(fraction: 1, phase: "uploading")))
         var uploads: [ObjectUpload] = []
@@ -85,23 +95,23 @@ public struct JobRunner: Sendable {
     public func run(events: @escaping @Sendable (JobEvent) -> Void = { _ in }) async -> JobResult {
         let started = Date()
         do {
-            if StagedOutput.finalPaths(of: manifest).contains(where: PathRules.isObject) { try ObjectOutput.ensureSpool() }
+            if StagedOutput.writesObjects(manifest) { try ObjectOutput.ensureSpool() }
             var result = try await execute(events: events, started: started)
             // A chunked export's first run only plans its chunks: it wrote nothing to upload.
             let wrote = result.succeeded && result.split == nil
-            try await publishObjects(wrote, events: events)
-            let uploads = try await uploadObjectParts(wrote, events: events)
+            try await publishObjects(wrote, numbered: result.numbered, events: events)
+            let uploads = try await uploadObjectParts(wrote, numbered: result.numbered, events: events)
             if !uploads.isEmpty { result.uploads = uploads }
             return result
         } catch is CancellationError {
             // Cleaning up after the job ended: what went wrong with the job is what is reported.
-            try? await publishObjects(false)
-            _ = try? await uploadObjectParts(false, events: events)  // as above
+            try? await publishObjects(false, numbered: nil)
+            _ = try? await uploadObjectParts(false, numbered: nil, events: events)  // as above
             return JobResult(name: manifest.name, succeeded: false, error: "cancelled", seconds: Date().timeIntervalSince(started))
         } catch {
             // As above: the job's error is the one reported.
-            try? await publishObjects(false)
-            _ = try? await uploadObjectParts(false, events: events)  // as above
+            try? await publishObjects(false, numbered: nil)
+            _ = try? await uploadObjectParts(false, numbered: nil, events: events)  // as above
             var result = JobResult(name: manifest.name, succeeded: false, error: Self.describe(error), seconds: Date().timeIntervalSince(started))
             if Self.isRetryable(error) { result.retryable = true }
             return result
@@ -138,8 +148,10 @@ public struct JobRunner: Sendable {
             assets[edit.source] = asset
             // An export reads every packet anyway and fails clearly on damaged data: it skips the
             // decode check (isPlayable, isDecodable), which costs an extra opening and decoding.
-            let keys = manifest.export == nil ? Set(AssetKey.allCases) : Set(AssetKey.allCases).subtracting([.isPlayable])
-            let trackKeys = manifest.export == nil ? Set(TrackKey.allCases) : Set(TrackKey.allCases).subtracting([.isDecodable])
+            // So do pictures: they decode what they show, and say which frame could not be.
+            let decodes = manifest.export != nil || manifest.makesPictures
+            let keys = decodes ? Set(AssetKey.allCases).subtracting([.isPlayable]) : Set(AssetKey.allCases)
+            let trackKeys = decodes ? Set(TrackKey.allCases).subtracting([.isDecodable]) : Set(TrackKey.allCases)
             let report = await AssetReport.inspect(asset, keys: keys, trackKeys: trackKeys)
             inspections.append(report)
             if let error = report.error { throw JobError(error) }
@@ -169,6 +181,16 @@ public struct JobRunner: Sendable {
             }
         }
 
+        var pictures: PicturesMade?
+        var pictureSeconds = 0.0
+        if manifest.makesPictures {
+            // Pictures are of the one input, as it is (the validator allows nothing else).
+            let picturesStarted = Date()
+            pictures = try await makePictures(of: manifest.edits[0].source, from: 0.02,
+                                              to: manifest.export == nil && manifest.scan == nil ? 0.99 : 0.2, events: events)
+            pictureSeconds = Date().timeIntervalSince(picturesStarted)
+        }
+
         var scan: ScanSummary?
         var scanSeconds = 0.0
         // A constant-frame-rate export decodes every frame anyway: scan them there, decoding once.
@@ -181,11 +203,15 @@ public struct JobRunner: Sendable {
         }
 
         guard let export = manifest.export else {
-            let reportPath = try writeReport(inspections: inspections, composition: manifest.isInspectionOnly ? nil : composition,
-                                             export: nil, scan: scan,
-                                             timings: ["inspect": inspectSeconds, "scan": scanSeconds, "total": Date().timeIntervalSince(started)])
+            var timings = ["inspect": inspectSeconds, "scan": scanSeconds, "total": Date().timeIntervalSince(started)]
+            if pictures != nil { timings["pictures"] = pictureSeconds }
+            let reportPath = try writeReport(inspections: inspections, composition: manifest.isInspectionOnly || manifest.scan == nil ? nil : composition,
+                                             export: nil, scan: scan, pictures: pictures, timings: timings)
             events(.progress(JobProgress(fraction: 1, phase: "done")))
-            return JobResult(name: manifest.name, succeeded: true, report: reportPath, seconds: Date().timeIntervalSince(started))
+            var result = JobResult(name: manifest.name, succeeded: true, output: pictures.flatMap(Self.mainPicture), report: reportPath,
+                                   seconds: Date().timeIntervalSince(started))
+            result.numbered = pictures?.numbered
+            return result
         }
 
         var settings = ExportSettings(
@@ -241,13 +267,16 @@ public struct JobRunner: Sendable {
             scan = ScanSummary(decodedBy: "export", symbologies: settings.symbologies, framesScanned: scanSession.framesScanned,
                                codes: try scanSession.finish())
         }
-        let reportPath = try writeReport(
-            inspections: inspections, composition: composition, export: exported, scan: scan,
-            timings: ["inspect": inspectSeconds, "scan": scanSeconds, "export": Date().timeIntervalSince(exportStarted),
-                      "total": Date().timeIntervalSince(started)])
+        var timings = ["inspect": inspectSeconds, "scan": scanSeconds, "export": Date().timeIntervalSince(exportStarted),
+                       "total": Date().timeIntervalSince(started)]
+        if pictures != nil { timings["pictures"] = pictureSeconds }
+        let reportPath = try writeReport(inspections: inspections, composition: composition, export: exported, scan: scan,
+                                         pictures: pictures, timings: timings)
         events(.progress(JobProgress(fraction: 1, phase: "done")))
-        return JobResult(name: manifest.name, succeeded: true, output: export.output, report: reportPath,
-                         duration: exported.duration.seconds, seconds: Date().timeIntervalSince(started))
+        var result = JobResult(name: manifest.name, succeeded: true, output: export.output, report: reportPath,
+                               duration: exported.duration.seconds, seconds: Date().timeIntervalSince(started))
+        result.numbered = pictures?.numbered
+        return result
     }
 
     static func seconds(_ t: MediaTime) -> String { MediaTime.formatSeconds(t.seconds) }
@@ -276,11 +305,11 @@ public struct JobRunner: Sendable {
     }
 
     func writeReport(inspections: [AssetReport], composition: Composition?, export: ExportReport?, scan: ScanSummary? = nil,
-                     chunks: [JobManifest.JoinedChunk]? = nil, timings: [String: Double]) throws -> String? {
+                     pictures: PicturesMade? = nil, chunks: [JobManifest.JoinedChunk]? = nil, timings: [String: Double]) throws -> String? {
         guard let path = manifest.report else { return nil }
         let report = JobReport(name: manifest.name, inspection: inspections,
                                composition: composition.map(JobReport.CompositionReport.init), scan: scan, export: export,
-                               chunks: chunks, timings: timings)
+                               pictures: pictures, chunks: chunks, timings: timings)
         let data = try JSONEncoder.mediafarm().encode(report)
         let output = try AtomicOutput(finalPath: writePath(path))
         output.beforeCommit = publicationCheck
@@ -338,6 +367,8 @@ struct JobReport: Encodable {
     var composition: CompositionReport?
     var scan: ScanSummary?
     var export: ExportReport?
+    /// The pictures of the input: each with the frame it is of.
+    var pictures: JobRunner.PicturesMade?
     /// A chunked export's chunks: their frames, jobs and attempts.
     var chunks: [JobManifest.JoinedChunk]?
     var timings: [String: Double]

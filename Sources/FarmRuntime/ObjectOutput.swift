@@ -30,6 +30,14 @@ public enum ObjectOutput {
         return spoolFolder + "/." + String(hash, radix: 16) + "-" + name + StagedOutput.marker + token
     }
 
+    /// Removes every file the attempt holding `token` staged in the spool folder (numbered outputs whose
+    /// count it did not report): its token is its own.
+    static func discardStaged(token: String) {
+        let folder = spoolFolder
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }  // nothing staged then
+        for name in names where name.hasSuffix(StagedOutput.marker + token) { unlink(folder + "/" + name) }
+    }
+
     /// Makes the spool folder (private to the user) when it is missing.
     static func ensureSpool() throws {
         let folder = spoolFolder

@@ -22,6 +22,8 @@ enum ResultKey {
     /// nor for a chunk of an export (its export is reused as a whole).
     static func applies(to manifest: JobManifest) -> Bool {
         if manifest.reuse == false || manifest.export?.frames != nil { return false }
+        // Pictures are several files each: not recorded for reuse yet.
+        if manifest.makesPictures { return false }
         if manifest.edits.contains(where: { PathRules.isObject($0.source) }) { return false }
         if [manifest.export?.output, manifest.report].contains(where: { $0.map(PathRules.isObject) == true }) { return false }
         // Something to answer with: an output or a report.

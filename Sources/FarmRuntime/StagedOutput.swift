@@ -23,15 +23,35 @@ public enum StagedOutput {
         return url.deletingLastPathComponent().path + "/." + url.lastPathComponent + marker + token
     }
 
-    /// The final paths a manifest writes.
-    public static func finalPaths(of manifest: JobManifest) -> [String] {
-        [manifest.export?.output, manifest.report].compactMap { $0 }
+    /// The final paths a manifest writes. Numbered outputs (pictures every N seconds, a storyboard's sheets)
+    /// are named from the manifest's patterns and the counts the job reported (`numbered`); without them,
+    /// only those whose count the manifest gives are listed (`numberedPatterns` names the rest).
+    public static func finalPaths(of manifest: JobManifest, numbered: NumberedOutputs? = nil) -> [String] {
+        var paths = [manifest.export?.output, manifest.report, manifest.poster?.output, manifest.storyboard?.output,
+                     manifest.storyboard?.indexPath].compactMap { $0 }
+        if let images = manifest.images, let count = numbered?.images ?? images.staticCount {
+            paths += (0..<min(count, NumberedOutputs.limit)).map { NumberedOutputs.path(images.output, index: $0 + 1) }
+        }
+        if let storyboard = manifest.storyboard, let count = numbered?.sheets {
+            paths += (0..<min(count, NumberedOutputs.limit)).map { NumberedOutputs.path(storyboard.sheetPattern, index: $0 + 1) }
+        }
+        return paths
+    }
+
+    /// The patterns (with `{index}`) of a manifest's numbered outputs.
+    public static func numberedPatterns(of manifest: JobManifest) -> [String] {
+        [manifest.images?.output, manifest.storyboard?.sheetPattern].compactMap { $0 }.filter { $0.contains("{index}") }
+    }
+
+    /// Whether any output of the manifest is an object (numbered ones by their pattern).
+    public static func writesObjects(_ manifest: JobManifest) -> Bool {
+        (finalPaths(of: manifest) + numberedPatterns(of: manifest)).contains(where: PathRules.isObject)
     }
 
     /// The first output of the attempt holding `token` that is not staged (nil: the worker finished them
     /// all): a file under its staged name, an object as an upload whose parts were sent (`uploads`).
-    public static func missing(_ manifest: JobManifest, token: String, uploads: [ObjectUpload] = []) -> String? {
-        finalPaths(of: manifest).first { final in
+    public static func missing(_ manifest: JobManifest, token: String, uploads: [ObjectUpload] = [], numbered: NumberedOutputs? = nil) -> String? {
+        finalPaths(of: manifest, numbered: numbered).first { final in
             PathRules.isObject(final) ? !uploads.contains { $0.address == final } : !FileManager.default.fileExists(atPath: path(for: final, token: token))
         }
     }
@@ -45,9 +65,24 @@ public enum StagedOutput {
     /// result); an upload completed already, by a publication that was interrupted, is recognised
     /// (`ObjectOutput.complete`).
     public static func publish(_ manifest: JobManifest, token: String, allowExisting: Bool, resuming: Bool = false,
-                               uploads: [ObjectUpload] = [], log: @Sendable (String) -> Void = { _ in }) async throws -> [String] {
+                               uploads: [ObjectUpload] = [], numbered: NumberedOutputs? = nil,
+                               log: @Sendable (String) -> Void = { _ in }) async throws -> [String] {
         var published: [String] = []
-        for final in finalPaths(of: manifest) {
+        let finals = finalPaths(of: manifest, numbered: numbered)
+        // Every file is checked before any is moved: a picture in the way refuses the job's outputs as a
+        // whole, not after some of them were published.
+        var toMove = Set<String>()
+        for final in finals where !PathRules.isObject(final) {
+            let staged = path(for: final, token: token)
+            let isStaged = FileManager.default.fileExists(atPath: staged)
+            if resuming && !isStaged && FileManager.default.fileExists(atPath: final) { continue }
+            guard isStaged else {
+                throw JobError("\(final): the worker reported success but left no finished file to publish")
+            }
+            try checkBeforePublishing(final, of: manifest, allowExisting: allowExisting)
+            toMove.insert(final)
+        }
+        for final in finals {
             if PathRules.isObject(final) {
                 guard let upload = uploads.first(where: { $0.address == final }) else {
                     throw JobError("\(final): the worker reported success but left no upload to complete")
@@ -56,13 +91,8 @@ public enum StagedOutput {
                 published.append(final)
                 continue
             }
+            guard toMove.contains(final) else { continue }
             let staged = path(for: final, token: token)
-            let isStaged = FileManager.default.fileExists(atPath: staged)
-            if resuming && !isStaged && FileManager.default.fileExists(atPath: final) { continue }
-            guard isStaged else {
-                throw JobError("\(final): the worker reported success but left no finished file to publish")
-            }
-            try checkBeforePublishing(final, of: manifest, allowExisting: allowExisting)
             if allowExisting {
                 guard rename(staged, final) == 0 else {
                     throw JobError("\(final): cannot publish the finished file: \(String(cString: strerror(errno)))")
@@ -74,8 +104,13 @@ public enum StagedOutput {
                         ? "it appeared meanwhile; set \"overwrite\": true in the manifest to replace it" : String(cString: strerror(error.code))))
                 }
             }
-            SafeFiles.syncFolder(of: final)
             published.append(final)
+        }
+        // Each folder once, when every rename in it is done (a storyboard's sheets share one).
+        var synced = Set<String>()
+        for final in published where !PathRules.isObject(final) {
+            let folder = URL(fileURLWithPath: final).deletingLastPathComponent().path
+            if synced.insert(folder).inserted { SafeFiles.syncFolder(of: final) }
         }
         return published
     }
@@ -118,15 +153,38 @@ public enum StagedOutput {
                 unlink(folder + "/" + name)
             }
         }
+        discardNumbered(manifest) { $0 != token }
+    }
+
+    /// Removes the staged files of numbered outputs (whose count an attempt that stopped did not report)
+    /// whose token `matches`: the folder of each pattern is listed once.
+    static func discardNumbered(_ manifest: JobManifest, token matches: (String) -> Bool) {
+        for pattern in numberedPatterns(of: manifest) where !PathRules.isObject(pattern) {
+            let url = URL(fileURLWithPath: pattern)
+            let folder = url.deletingLastPathComponent().path
+            let namePattern = "." + url.lastPathComponent
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { continue }  // nothing to remove then
+            for name in names where name.contains(marker) {
+                guard let at = name.range(of: marker) else { continue }
+                let staged = String(name[..<at.lowerBound])
+                guard NumberedOutputs.matches(staged, pattern: namePattern), matches(String(name[at.upperBound...])) else { continue }
+                unlink(folder + "/" + name)
+            }
+        }
     }
 
     /// Removes what an attempt holding `token` left: its staged files, and temporaries of writers that
     /// are gone, in the folders the manifest writes to.
-    public static func discard(_ manifest: JobManifest, token: String) {
-        for final in finalPaths(of: manifest) {
+    public static func discard(_ manifest: JobManifest, token: String, numbered: NumberedOutputs? = nil) {
+        var folders = Set<String>()
+        for final in finalPaths(of: manifest, numbered: numbered) {
             unlink(path(for: final, token: token))
-            let folder = PathRules.isObject(final) ? ObjectOutput.spoolFolder : URL(fileURLWithPath: final).deletingLastPathComponent().path
-            AtomicOutput.removeStaleTemporaries(in: folder)
+            folders.insert(PathRules.isObject(final) ? ObjectOutput.spoolFolder : URL(fileURLWithPath: final).deletingLastPathComponent().path)
         }
+        if numbered == nil {
+            discardNumbered(manifest) { $0 == token }
+            if numberedPatterns(of: manifest).contains(where: PathRules.isObject) { ObjectOutput.discardStaged(token: token) }
+        }
+        for folder in folders { AtomicOutput.removeStaleTemporaries(in: folder) }
     }
 }

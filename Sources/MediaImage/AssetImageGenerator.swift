@@ -156,10 +156,11 @@ public final class AssetImageGenerator {
     /// Leaves in `held` the frame for `time` within the tolerances; returns its time. A frame is within
     /// them when its own time is; when none is (a window narrower than a frame: tolerance 0), the frame
     /// shown at `time` is the one.
-    private func decodeFrame(at time: MediaTime) throws(ImageGenerationError) -> MediaTime {
+    private func decodeFrame(at time: MediaTime, within window: (before: MediaTime, after: MediaTime)? = nil) throws(ImageGenerationError) -> MediaTime {
         guard let target = ticks(time) else { throw .invalidTime(time) }
-        let low = settings.toleranceBefore.isNumeric ? ticks(time - settings.toleranceBefore) : nil
-        let high = settings.toleranceAfter.isNumeric ? ticks(time + settings.toleranceAfter) : nil
+        let (toleranceBefore, toleranceAfter) = window ?? (settings.toleranceBefore, settings.toleranceAfter)
+        let low = toleranceBefore.isNumeric ? ticks(time - toleranceBefore) : nil
+        let high = toleranceAfter.isNumeric ? ticks(time + toleranceAfter) : nil
         func inWindow(_ start: Int64) -> Bool { !(low.map { start < $0 } ?? false) && !(high.map { start > $0 } ?? false) }
         // A keyframe within the tolerances, nearest the time: that frame alone is decoded. The window holds
         // the time, so the nearest one inside it is a neighbour of the time (the keyframes are in order).
@@ -188,7 +189,7 @@ public final class AssetImageGenerator {
                 try keep()
                 best = pts
                 // Inside a tolerance before the time: good enough (AVFoundation's latitude; it saves decoding).
-                if settings.toleranceBefore > .zero, inWindow(pts) { return self.time(ofTicks: pts) }
+                if toleranceBefore > .zero, inWindow(pts) { return self.time(ofTicks: pts) }
                 // Shown at the time: it lasts past it.
                 if frame.duration > 0, target < pts + frame.duration { return self.time(ofTicks: pts) }
             } else {
@@ -313,11 +314,12 @@ public final class AssetImageGenerator {
     }
 
     /// The picture at `time` as packed RGB (rgb24) of `imageSize`, for pictures made of pictures
-    /// (storyboards); its frame's time.
-    public func pixels(at time: MediaTime, into rgb: inout Frame) throws(ImageGenerationError) -> MediaTime {
+    /// (storyboards); its frame's time. `window`, when given, replaces the settings' tolerances.
+    public func pixels(at time: MediaTime, within window: (before: MediaTime, after: MediaTime)? = nil,
+                       into rgb: inout Frame) throws(ImageGenerationError) -> MediaTime {
         guard time.isNumeric, !(time < .zero) else { throw .invalidTime(time) }
         if let duration, duration < time { throw .pastEnd(requested: time, duration: duration) }
-        let actual = try decodeFrame(at: time)
+        let actual = try decodeFrame(at: time, within: window)
         rgb = try pixels(actual)
         return actual
     }

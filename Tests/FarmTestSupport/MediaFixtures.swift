@@ -56,6 +56,12 @@ public enum MediaFixture: String, CaseIterable, Sendable {
     /// 30 s as hevcGOP1s but a keyframe every 10 s and 44.1 kHz audio.
     case hevcGOP10sMP4 = "hevc-gop10s.mp4"
 
+    /// 30 s, 320x180, 25 fps H.264, a keyframe every second, whose middle third (10 to 20 s) is 3 s of
+    /// black, 3 s of a fade (a dim, flat picture), 3 s of a blank title card (a plain colour with a small
+    /// white bar) and 1 s (19 to 20 s) of a picture: the one frame there that is a poster. Pictures outside
+    /// the middle third.
+    case posterMP4 = "poster.mp4"
+
     public var path: String { Fixtures.path(self) }
 }
 
@@ -89,6 +95,14 @@ public enum Fixtures {
 
     private static func generate(_ fixture: MediaFixture, to out: String) throws {
         switch fixture {
+        case .posterMP4:
+            let size = "s=320x180:r=25"
+            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=\(size):d=10", "-f", "lavfi", "-i", "color=c=black:\(size):d=3",
+                        "-f", "lavfi", "-i", "testsrc2=\(size):d=3,eq=brightness=-0.45:contrast=0.15",
+                        "-f", "lavfi", "-i", "color=c=0x202040:\(size):d=3,drawbox=x=140:y=80:w=40:h=8:color=white:t=fill",
+                        "-f", "lavfi", "-i", "testsrc=\(size):d=1", "-f", "lavfi", "-i", "testsrc2=\(size):d=10",
+                        "-filter_complex", "[0][1][2][3][4][5]concat=n=6:v=1[v]", "-map", "[v]",
+                        "-g", "25", "-keyint_min", "25", "-sc_threshold", "0"] + x264 + [out])
         case .cfr30MP4:
             try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=2",
                         "-f", "lavfi", "-i", "sine=f=440:sample_rate=48000:d=2"]

@@ -44,7 +44,12 @@ import Testing
         let top = keys(json)
         let properties = json["properties"] as? [String: Any] ?? [:]
         #expect(top == ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report", "overwrite",
-                       "after", "afterPolicy", "requires", "notify", "reuse"])
+                       "after", "afterPolicy", "requires", "notify", "reuse", "images", "poster", "storyboard"])
+        #expect(keys(properties["images"] as? [String: Any]) == ["times", "every", "count", "tolerance", "toleranceBefore", "toleranceAfter",
+                                                                  "maxWidth", "maxHeight", "format", "quality", "output"])
+        #expect(keys(properties["poster"] as? [String: Any]) == ["at", "tolerance", "toleranceBefore", "toleranceAfter", "maxWidth", "maxHeight",
+                                                                  "format", "quality", "output"])
+        #expect(keys(properties["storyboard"] as? [String: Any]) == ["every", "tiles", "tileWidth", "columns", "rows", "format", "quality", "output"])
         #expect(keys((properties["edits"] as? [String: Any])?["items"] as? [String: Any]) == ["source", "start", "duration"])
         #expect(keys((properties["scale"] as? [String: Any])?["items"] as? [String: Any]) == ["start", "duration", "toDuration", "rate"])
         #expect(keys(properties["audio"] as? [String: Any]) == ["timePitch"])
@@ -76,6 +81,23 @@ import Testing
         let c = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", dir.appendingPathComponent("cuts.json").path])
         #expect(!c.stderr.contains("unknown key") && c.stderr.contains("a.mp4"), "\(c.stderr)")
         #expect(c.status == 1)
+        // The picture sections, every key of each (pictures are of an input alone).
+        let pictures = """
+        { "version": 1, "input": "a.mp4",
+          "images": { "times": [1], "toleranceBefore": 0, "toleranceAfter": 1, "maxWidth": 10, "maxHeight": 10, "format": "png", "quality": 1,
+                      "output": "out/t-{index}.png" },
+          "poster": { "at": 1, "tolerance": 0, "maxWidth": 10, "maxHeight": 10, "format": "webp", "quality": 0.5, "output": "out/p.webp" },
+          "storyboard": { "tiles": 4, "tileWidth": 32, "columns": 2, "rows": 2, "format": "webp", "quality": 0.5, "output": "out/b.vtt" } }
+        """
+        try pictures.write(to: dir.appendingPathComponent("pictures.json"), atomically: true, encoding: .utf8)
+        let p = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", dir.appendingPathComponent("pictures.json").path])
+        #expect(!p.stderr.contains("unknown key") && p.stderr.contains("a.mp4"), "\(p.stderr)")
+        #expect(p.status == 1)
+        let every = #"{ "version": 1, "input": "a.mp4", "images": { "every": 2, "output": "out/t-{index}.jpg" }, "storyboard": { "every": 3, "output": "out/b.vtt" } }"#
+        try every.write(to: dir.appendingPathComponent("every.json"), atomically: true, encoding: .utf8)
+        let e = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", dir.appendingPathComponent("every.json").path])
+        #expect(!e.stderr.contains("unknown key") && e.stderr.contains("a.mp4"), "\(e.stderr)")
+        #expect(e.status == 1)
     }
 
     @Test func examplesMatchTheSchema() throws {

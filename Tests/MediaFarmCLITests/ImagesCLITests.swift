@@ -57,6 +57,39 @@ import Testing
         #expect(again.status == 1 && again.stderr.contains("board/take-1.jpg: already exists; --overwrite replaces it"), "\(again.stderr)")
     }
 
+    /// `mediafarm poster`: auto passes over black, a fade and a blank card to the picture of the middle third,
+    /// and says which frames it looked at; a time gives that frame; bad usage is exit 2, a bad movie exit 1.
+    @Test func aPosterIsARepresentativeFrame() throws {
+        let folder = try TestPaths.makeTemporaryFolder("poster-cli")
+        let movie = MediaFixture.posterMP4.path
+        func poster(_ arguments: [String]) throws -> ProcessResult {
+            try ProcessRunner.run(TestPaths.mediafarmExecutable, ["poster"] + arguments, currentDirectory: folder.path)
+        }
+        let auto = try poster(["--json", "--max-height", "90", "-o", "p.jpg", movie])
+        #expect(auto.status == 0, "\(auto.stderr)")
+        let record = try #require(try JSONSerialization.jsonObject(with: auto.stdoutData) as? [String: Any])
+        let picture = record["picture"] as? [String: Any] ?? [:]
+        let time = try #require(picture["actualTime"] as? Double)
+        #expect(time >= 19 && time < 20 && picture["width"] as? Int == 160 && picture["height"] as? Int == 90, "\(record)")
+        #expect(record["chosen"] as? String == "auto")
+        let candidates = record["candidates"] as? [[String: Any]] ?? []
+        #expect(candidates.count >= 7 && candidates.allSatisfy { (10...20).contains($0["time"] as? Double ?? -1) }, "\(candidates)")
+        #expect(try Data(contentsOf: folder.appendingPathComponent("p.jpg")).prefix(3) == Data([0xFF, 0xD8, 0xFF]))
+        let again = try poster(["-o", "p.jpg", movie])
+        #expect(again.status == 1 && again.stderr.contains("p.jpg: already exists; --overwrite replaces it"), "\(again.stderr)")
+        let at = try poster(["--at", "4.5", "--exact", "--format", "png", "-o", "at.png", movie])
+        #expect(at.status == 0 && at.stdout.contains("the frame at 4.480 s"), "\(at.stdout) \(at.stderr)")
+        for (arguments, says) in [(["--at", "nan", movie], "--at nan"), (["--at=-3", movie], "--at -3"), (["--exact", movie], "--exact needs --at"),
+                                  (["--quality", "2", movie], "--quality")] {
+            let r = try poster(arguments)
+            #expect(r.status == 2 && r.stderr.contains(says), "\(arguments): \(r.status) \(r.stderr)")
+        }
+        try Data(repeating: 7, count: 4000).write(to: folder.appendingPathComponent("garbage.mp4"))
+        let garbage = try poster(["garbage.mp4"])
+        #expect(garbage.status == 1 && garbage.stderr.contains("garbage.mp4"), "\(garbage.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("garbage-poster.jpg").path))
+    }
+
     @Test func badUsageIsExitTwoNamingTheProblem() throws {
         let take = try movie()
         let folder = take.deletingLastPathComponent()

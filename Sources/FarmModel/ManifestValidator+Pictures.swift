@@ -1,0 +1,161 @@
+import MediaTime
+
+/// The picture sections: `"images"`, `"poster"` and `"storyboard"` (`JobManifest+Pictures.swift`).
+extension Walker {
+    static let pictureKeys = ["images", "poster", "storyboard"]
+
+    mutating func images(_ value: JSONValue) -> JobManifest.ImagesSettings? {
+        let p = "$.images"
+        guard let o = object(value, p, allowed: ["times", "every", "count", "tolerance", "toleranceBefore", "toleranceAfter",
+                                                  "maxWidth", "maxHeight", "format", "quality", "output"]) else { return nil }
+        var times: JobManifest.ImageTimes?
+        switch (o["times"], o["every"], o["count"]) {
+        case (let list?, nil, nil):
+            guard case .array(let items) = list, !items.isEmpty else {
+                fail("\(p).times", "expected a non-empty array of times in seconds, found \(list.kindName)")
+                break
+            }
+            if items.count > NumberedOutputs.limit { fail("\(p).times", "names \(items.count) times; at most \(NumberedOutputs.limit)"); break }
+            let parsed = items.enumerated().compactMap { time($0.element, "\(p).times[\($0.offset)]") }
+            if parsed.count == items.count { times = .times(parsed) }
+        case (nil, let every?, nil):
+            if let t = time(every, "\(p).every", positive: true) {
+                if t < MediaTime(value: 1, timescale: 100) { fail("\(p).every", "must be at least 0.01 seconds") } else { times = .every(t) }
+            }
+        case (nil, nil, let count?):
+            if let n = integer(count, "\(p).count", in: 1...NumberedOutputs.limit) { times = .count(n) }
+        case (nil, nil, nil):
+            fail(p, "needs \"times\" (a list), \"every\" (seconds) or \"count\"")
+        default:
+            fail(p, "give the times one way: \"times\", \"every\" or \"count\"")
+        }
+        let tolerance = self.tolerance(o, p)
+        let style = self.style(o, p, quality: 0.85)
+        let output = path(o["output"], "\(p).output", required: true, output: true)
+        if let output {
+            let name = output.split(separator: "/").last.map(String.init) ?? output
+            let several: Bool = switch times {
+            case .times(let list)?: list.count > 1
+            case .count(let n)?: n > 1
+            case .every?: true
+            case nil: false
+            }
+            if several && !name.contains("{index}") {
+                fail("\(p).output", "several pictures need {index} (1, 2, ...) in the file's name, like \"thumbs/thumb-{index}.\(style.format.fileExtension)\"")
+            }
+            if output.dropLast(name.count).contains("{index}") { fail("\(p).output", "{index} goes in the file's name, not in a folder's") }
+        }
+        guard let times, let output else { return nil }
+        var settings = JobManifest.ImagesSettings(times: times, output: output)
+        (settings.tolerance, settings.style) = (tolerance, style)
+        return settings
+    }
+
+    mutating func poster(_ value: JSONValue) -> JobManifest.PosterSettings? {
+        let p = "$.poster"
+        guard let o = object(value, p, allowed: ["at", "tolerance", "toleranceBefore", "toleranceAfter", "maxWidth", "maxHeight",
+                                                  "format", "quality", "output"]) else { return nil }
+        var at: MediaTime?
+        var valid = true
+        if let a = o["at"], a != .string("auto") {
+            at = time(a, "\(p).at")
+            if at == nil { valid = false }
+        }
+        let tolerance = self.tolerance(o, p)
+        if at == nil && (tolerance.before != nil || tolerance.after != nil) && valid {
+            fail("\(p).tolerance", "applies to a poster at a time; \"auto\" picks a keyframe")
+        }
+        let style = self.style(o, p, quality: 0.85)
+        guard let output = path(o["output"], "\(p).output", required: true, output: true), valid else { return nil }
+        var settings = JobManifest.PosterSettings(at: at, output: output)
+        (settings.tolerance, settings.style) = (tolerance, style)
+        return settings
+    }
+
+    mutating func storyboard(_ value: JSONValue) -> JobManifest.StoryboardSettings? {
+        let p = "$.storyboard"
+        guard let o = object(value, p, allowed: ["every", "tiles", "tileWidth", "columns", "rows", "format", "quality", "output"]) else { return nil }
+        let output = path(o["output"], "\(p).output", required: true, output: true)
+        if let output, !output.hasSuffix(".vtt") {
+            fail("\(p).output", "names the WebVTT file, ending in .vtt (its sheets NAME-1.jpg and on, and NAME.json, go beside it)")
+        }
+        var every: MediaTime?
+        var tiles: Int?
+        if o["every"] != nil && o["tiles"] != nil { fail(p, "give \"every\" or \"tiles\", not both") }
+        if let e = o["every"], let t = time(e, "\(p).every", positive: true) {
+            if t < MediaTime(value: 1, timescale: 10) { fail("\(p).every", "must be at least 0.1 seconds") } else { every = t }
+        }
+        if let t = o["tiles"] { tiles = integer(t, "\(p).tiles", in: 1...NumberedOutputs.limit) }
+        let tileWidth = integer(o["tileWidth"], "\(p).tileWidth", in: 16...3840) ?? 160
+        let columns = integer(o["columns"], "\(p).columns", in: 1...100) ?? 10
+        let rows = integer(o["rows"], "\(p).rows", in: 1...100) ?? 10
+        let format = enumeration(o["format"], "\(p).format", PictureFormat.self) ?? .jpeg
+        let quality = unitFraction(o["quality"], "\(p).quality") ?? 0.7
+        guard let output, output.hasSuffix(".vtt") else { return nil }
+        var settings = JobManifest.StoryboardSettings(output: output)
+        (settings.every, settings.tiles, settings.tileWidth, settings.columns, settings.rows) = (every, tiles, tileWidth, columns, rows)
+        (settings.format, settings.quality) = (format, quality)
+        return settings
+    }
+
+    /// `"tolerance"` (both sides) or `"toleranceBefore"` and `"toleranceAfter"`; none: any distance.
+    mutating func tolerance(_ o: [String: JSONValue], _ p: String) -> JobManifest.PictureTolerance {
+        if o["tolerance"] != nil && (o["toleranceBefore"] != nil || o["toleranceAfter"] != nil) {
+            fail("\(p).tolerance", "give \"tolerance\" (both sides) or \"toleranceBefore\" and \"toleranceAfter\", not both")
+        }
+        if let both = o["tolerance"] {
+            let t = time(both, "\(p).tolerance")
+            return JobManifest.PictureTolerance(before: t, after: t)
+        }
+        return JobManifest.PictureTolerance(before: time(o["toleranceBefore"], "\(p).toleranceBefore"),
+                                            after: time(o["toleranceAfter"], "\(p).toleranceAfter"))
+    }
+
+    mutating func style(_ o: [String: JSONValue], _ p: String, quality: Double) -> JobManifest.PictureStyle {
+        var style = JobManifest.PictureStyle()
+        style.maxWidth = integer(o["maxWidth"], "\(p).maxWidth", in: 0...16_384) ?? 0
+        style.maxHeight = integer(o["maxHeight"], "\(p).maxHeight", in: 0...16_384) ?? 0
+        style.format = enumeration(o["format"], "\(p).format", PictureFormat.self) ?? .jpeg
+        style.quality = unitFraction(o["quality"], "\(p).quality") ?? quality
+        return style
+    }
+
+    /// A number from 0 to 1.
+    mutating func unitFraction(_ value: JSONValue?, _ path: String) -> Double? {
+        guard let d = fraction(value, path) else { return nil }
+        guard d >= 0 && d <= 1 else { fail(path, "\(value?.numberText ?? "") is outside 0...1"); return nil }
+        return d
+    }
+
+    /// Pictures are of one whole input: `"input"`, not pieces (`"edits"`) or a retimed composition.
+    mutating func checkPictureInput(_ o: [String: JSONValue]) {
+        guard let section = Self.pictureKeys.first(where: { o[$0] != nil }) else { return }
+        if o["edits"] != nil {
+            fail("$.\(section)", "pictures are of one whole input: give \"input\", not \"edits\" (for pictures of an edited export, make them of its output: \"input\": \"job:KEY#output\")")
+        } else if o["scale"] != nil {
+            fail("$.\(section)", "pictures are of the input as it is, not retimed: make them of the export's output in a job of their own (\"input\": \"job:KEY#output\")")
+        }
+    }
+}
+
+extension Walker {
+    /// Numbered outputs (`{index}` patterns) may not name the same files as each other or as a fixed output.
+    mutating func checkPatterns(images: JobManifest.ImagesSettings?, storyboard: JobManifest.StoryboardSettings?,
+                                fixed: [(String, String)]) {
+        // Fixed outputs under one name (identities catch only files that exist).
+        for (i, (jsonPath, file)) in fixed.enumerated() where jsonPath.hasPrefix("$.images") || jsonPath.hasPrefix("$.poster") || jsonPath.hasPrefix("$.storyboard") {
+            if let other = fixed[..<i].first(where: { $0.1 == file }) { fail(jsonPath, "is the same file as \(other.0) (\(file))") }
+        }
+        var patterns: [(String, String)] = []
+        if let images, images.output.contains("{index}") { patterns.append(("$.images.output", images.output)) }
+        if let storyboard { patterns.append(("$.storyboard.output", storyboard.sheetPattern)) }
+        for (i, (jsonPath, pattern)) in patterns.enumerated() {
+            if let other = patterns[..<i].first(where: { $0.1 == pattern }) {
+                fail(jsonPath, "its files (\(pattern)) are the same as \(other.0)'s; choose another name")
+            }
+            for (otherPath, file) in fixed where otherPath != jsonPath && NumberedOutputs.matches(file, pattern: pattern) {
+                fail(jsonPath, "\(file) (\(otherPath)) is one of its files (\(pattern)); choose another name")
+            }
+        }
+    }
+}

@@ -1,0 +1,215 @@
+import FarmModel
+import Foundation
+import MediaCore
+import MediaEdit
+import MediaImage
+import MediaTime
+
+/// A job's pictures of its input (`"images"`, `"poster"`, `"storyboard"`): made on the blocking pool, each
+/// file written whole under its staged name (or, without a coordinator, checked and renamed into place),
+/// reported with the frames they are of. Any picture that cannot be made fails the job, naming its time:
+/// nothing is published then.
+extension JobRunner {
+    /// What the pictures were, for the report; how many numbered files were written, for publication.
+    struct PicturesMade: Encodable {
+        var images: [ImageRecord]?
+        var poster: PosterRecord?
+        var storyboard: StoryboardRecord?
+        var numbered: NumberedOutputs { NumberedOutputs(images: images?.count, sheets: storyboard?.sheets.count) }
+    }
+
+    public struct PosterRecord: Encodable, Sendable {
+        public var picture: ImageRecord
+        /// "auto": chosen from `candidates`; "time": at the time asked.
+        public var chosen: String
+        public var candidates: [RepresentativeFrame.Candidate]?
+
+        public init(picture: ImageRecord, chosen: String, candidates: [RepresentativeFrame.Candidate]?) {
+            (self.picture, self.chosen, self.candidates) = (picture, chosen, candidates)
+        }
+    }
+
+    struct StoryboardRecord: Encodable {
+        var output: String
+        var index: String
+        var sheets: [String]
+        var tiles: Int
+        var tileWidth: Int
+        var tileHeight: Int
+    }
+
+    /// Makes every picture the manifest asks for, reporting progress from `from` to `to`.
+    func makePictures(of source: String, from: Double, to: Double,
+                      events: @escaping @Sendable (JobEvent) -> Void) async throws -> PicturesMade {
+        let parts = [manifest.images != nil, manifest.poster != nil, manifest.storyboard != nil].filter { $0 }.count
+        let step = (to - from) / Double(max(parts, 1))
+        var made = PicturesMade()
+        var at = from
+        if let settings = manifest.poster {
+            events(.progress(JobProgress(fraction: at, phase: "poster")))
+            made.poster = try await poster(of: source, settings)
+            at += step
+        }
+        if let settings = manifest.images {
+            let start = at
+            events(.progress(JobProgress(fraction: start, phase: "pictures")))
+            made.images = try await images(of: source, settings) { done in
+                events(.progress(JobProgress(fraction: start + step * done, phase: "pictures")))
+            }
+            at += step
+        }
+        if let settings = manifest.storyboard {
+            let start = at
+            events(.progress(JobProgress(fraction: start, phase: "storyboard")))
+            made.storyboard = try await storyboard(of: source, settings) { done in
+                events(.progress(JobProgress(fraction: start + step * done, phase: "storyboard")))
+            }
+        }
+        return made
+    }
+
+    /// The output a picture job's result names (`job:KEY#output`): its poster, else its storyboard's
+    /// WebVTT file, else its first picture.
+    static func mainPicture(_ made: PicturesMade) -> String? {
+        made.poster?.picture.path ?? made.storyboard?.output ?? made.images?.first?.path
+    }
+
+    static func generatorSettings(_ tolerance: JobManifest.PictureTolerance, _ style: JobManifest.PictureStyle) -> AssetImageGenerator.Settings {
+        var settings = AssetImageGenerator.Settings()
+        settings.toleranceBefore = tolerance.before ?? .positiveInfinity
+        settings.toleranceAfter = tolerance.after ?? .positiveInfinity
+        (settings.maximumWidth, settings.maximumHeight) = (style.maxWidth, style.maxHeight)
+        settings.format = StillImageFormat(style.format)
+        settings.quality = style.quality
+        return settings
+    }
+
+    func poster(of source: String, _ settings: JobManifest.PosterSettings) async throws -> PosterRecord {
+        let limits = self.limits
+        let generatorSettings = Self.generatorSettings(settings.tolerance, settings.style)
+        let (image, candidates) = try await pool.run(stallLimit: limits.stallTimeout) { interrupter in
+            do throws(ImageGenerationError) {
+                return try Self.posterImage(of: source, at: settings.at, settings: generatorSettings, limits: limits, interrupter: interrupter)
+            } catch {
+                throw JobError("$.poster: \(error)")
+            }
+        }
+        try write(image.data, to: settings.output)
+        return PosterRecord(picture: ImageRecord(image, path: settings.output), chosen: settings.at == nil ? "auto" : "time", candidates: candidates)
+    }
+
+    /// The poster of `source`: at `time`, or (nil) at its representative frame, with the frames looked at.
+    /// Blocking: on the pool (a job) or the command's own thread (`mediafarm poster`).
+    public static func posterImage(of source: String, at time: MediaTime?, settings: AssetImageGenerator.Settings, limits: SafetyLimits,
+                                   interrupter: Interrupter = Interrupter()) throws(ImageGenerationError) -> (AssetImageGenerator.Image, [RepresentativeFrame.Candidate]?) {
+        var time = time
+        var candidates: [RepresentativeFrame.Candidate]?
+        if time == nil {
+            let choice = try RepresentativeFrame.find(path: source, limits: limits, interrupter: interrupter)
+            (time, candidates) = (choice.time, choice.candidates)
+        }
+        let generator = try AssetImageGenerator(path: source, settings: settings, limits: limits, interrupter: interrupter)
+        return (try generator.image(at: time!), candidates)
+    }
+
+    func images(of source: String, _ settings: JobManifest.ImagesSettings, progress: @escaping @Sendable (Double) -> Void) async throws -> [ImageRecord] {
+        let limits = self.limits
+        let generatorSettings = Self.generatorSettings(settings.tolerance, settings.style)
+        // Made and written one at a time: a thousand pictures are never all in memory.
+        let writer = self
+        return try await pool.run(stallLimit: limits.stallTimeout) { interrupter in
+            let generator: AssetImageGenerator
+            do { generator = try AssetImageGenerator(path: source, settings: generatorSettings, limits: limits, interrupter: interrupter) } catch {
+                throw JobError("$.images: \(error)")
+            }
+            let times = try Self.times(settings.times, duration: generator.duration, source: source)
+            var records: [ImageRecord] = []
+            for (i, time) in times.enumerated() {
+                if interrupter.reason == .cancelled { throw CancellationError() }
+                let image: AssetImageGenerator.Image
+                do { image = try generator.image(at: time) } catch {
+                    throw JobError("$.images: the picture at \(MediaTime.formatSeconds(time.seconds)) s (\(i + 1) of \(times.count)): \(error)")
+                }
+                let path = NumberedOutputs.path(settings.output, index: i + 1)
+                try writer.write(image.data, to: path)
+                records.append(ImageRecord(image, path: path))
+                interrupter.progressed()
+                progress(Double(i + 1) / Double(times.count))
+            }
+            return records
+        }
+    }
+
+    /// The times of `"images"`: as given, every N seconds from 0 while inside the movie, or N spread over it.
+    static func times(_ times: JobManifest.ImageTimes, duration: MediaTime?, source: String) throws -> [MediaTime] {
+        if case .times(let list) = times { return list }
+        guard let duration, duration > .zero else {
+            throw JobError("$.images: \(source): the movie does not say how long it is; give the pictures' times (\"times\")")
+        }
+        switch times {
+        case .every(let every):
+            let n = (duration.seconds / every.seconds).rounded(.up)
+            guard n <= Double(NumberedOutputs.limit) else {
+                throw JobError("$.images.every: \(MediaTime.formatSeconds(every.seconds)) s over \(MediaTime.formatSeconds(duration.seconds)) s makes \(Int(n)) pictures; at most \(NumberedOutputs.limit)")
+            }
+            return (0..<max(Int(n), 1)).map { MediaTime(value: every.value * Int64($0), timescale: every.timescale) }
+                .filter { $0 < duration || $0 == .zero }
+        case .count(let n):
+            // In the middle of each part, to the microsecond.
+            return (0..<n).map { MediaTime(value: Int64((duration.seconds * Double(2 * $0 + 1) / Double(2 * n) * 1e6).rounded(.down)), timescale: 1_000_000) }
+        case .times(let list):
+            return list
+        }
+    }
+
+    func storyboard(of source: String, _ settings: JobManifest.StoryboardSettings, progress: @escaping @Sendable (Double) -> Void) async throws -> StoryboardRecord {
+        let limits = self.limits
+        let boardSettings = Self.storyboardSettings(settings)
+        let board: Storyboard = try await pool.run(stallLimit: limits.stallTimeout) { interrupter in
+            do throws(ImageGenerationError) {
+                return try Storyboard.make(path: source, settings: boardSettings, limits: limits, interrupter: interrupter) { done in
+                    interrupter.progressed()
+                    progress(done)
+                }
+            } catch {
+                throw JobError("$.storyboard: \(error)")
+            }
+        }
+        let sheetPaths = board.sheets.indices.map { NumberedOutputs.path(settings.sheetPattern, index: $0 + 1) }
+        let sheetName = { (i: Int) in sheetPaths[i].split(separator: "/").last.map(String.init) ?? sheetPaths[i] }
+        for (i, sheet) in board.sheets.enumerated() { try write(sheet, to: sheetPaths[i]) }
+        try write(Array(board.webVTT(sheetName: sheetName).utf8), to: settings.output)
+        let index = try JSONEncoder.farm(pretty: true).encode(board.index(sheetName: sheetName))
+        try write(Array(index) + [0x0A], to: settings.indexPath)
+        return StoryboardRecord(output: settings.output, index: settings.indexPath, sheets: sheetPaths, tiles: board.tiles.count,
+                                tileWidth: board.tileWidth, tileHeight: board.tileHeight)
+    }
+
+    static func storyboardSettings(_ settings: JobManifest.StoryboardSettings) -> MediaImage.StoryboardSettings {
+        var board = MediaImage.StoryboardSettings()
+        (board.every, board.tiles) = (settings.every?.seconds, settings.tiles)
+        (board.tileWidth, board.columns, board.rows) = (settings.tileWidth, settings.columns, settings.rows)
+        (board.format, board.quality) = (StillImageFormat(settings.format), settings.quality)
+        return board
+    }
+
+    /// One finished file, written whole under its staged name (or checked and renamed into place).
+    func write(_ bytes: [UInt8], to final: String) throws {
+        let output = try AtomicOutput(finalPath: writePath(final))
+        if let check = publicationCheck {
+            output.beforeCommit = { @Sendable _ in try check(final) }
+        }
+        try output.write(contents: Data(bytes))
+        try output.commit()
+    }
+}
+
+extension StillImageFormat {
+    init(_ format: PictureFormat) {
+        switch format {
+        case .jpeg: self = .jpeg
+        case .png: self = .png
+        case .webp: self = .webp
+        }
+    }
+}

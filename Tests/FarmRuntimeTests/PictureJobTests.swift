@@ -1,0 +1,136 @@
+import FarmTestSupport
+import Foundation
+import NIOCore
+import S3Client
+import Testing
+
+/// Picture jobs (`"poster"`, `"images"`, `"storyboard"`) through a coordinator, as users submit them: every
+/// file is staged by the worker and published under the lease, named from the manifest's patterns and
+/// the counts the worker reported; a picture that cannot be made, or a file in the way, publishes nothing.
+@Suite(.serialized) struct PictureJobTests {
+    /// The poster fixture in a farm's folder, with a manifest of all three sections.
+    static func farm(_ label: String, pictures: String) throws -> (Farm, String) {
+        let farm = try Farm(label)
+        try FileManager.default.copyItem(atPath: MediaFixture.posterMP4.path, toPath: farm.folder.appendingPathComponent("poster.mp4").path)
+        let manifest = try farm.manifest("pictures", #"{ "version": 1, "name": "pictures", "input": "poster.mp4", "# + pictures + " }")
+        return (farm, manifest)
+    }
+
+    static let all = """
+        "poster": { "output": "out/poster.jpg", "maxWidth": 160 },
+        "images": { "every": 5, "output": "out/thumbs/t-{index}.jpg", "maxWidth": 96 },
+        "storyboard": { "every": 2, "columns": 4, "rows": 2, "tileWidth": 64, "output": "out/board/movie.vtt" },
+        "report": "out/pictures.json"
+        """
+
+    func files(_ folder: URL) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted()
+    }
+
+    @Test func aPictureJobThroughACoordinatorPublishesEveryFile() throws {
+        let (farm, manifest) = try Self.farm("pictures", pictures: Self.all)
+        let id = try farm.submit([manifest])[0]
+        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"])
+        #expect(coordinator.wait(timeout: 120) == 0, "\(coordinator.log.suffix(2000))")
+        let job = try farm.status()[id] ?? [:]
+        #expect(job["state"] as? String == "succeeded", "\(job)")
+
+        #expect(files(farm.out) == ["board", "pictures.json", "poster.jpg", "thumbs"])
+        #expect(files(farm.out.appendingPathComponent("thumbs")) == (1...6).map { "t-\($0).jpg" }.sorted())
+        #expect(files(farm.out.appendingPathComponent("board")) == ["movie-1.jpg", "movie-2.jpg", "movie.json", "movie.vtt"])
+        // The counts the worker reported, from which the coordinator named what it published.
+        let result = job["result"] as? [String: Any] ?? [:]
+        #expect(result["numbered"] as? [String: Int] == ["images": 6, "sheets": 2], "\(result)")
+        #expect(result["output"] as? String == farm.out.appendingPathComponent("poster.jpg").path)
+
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: farm.out.appendingPathComponent("pictures.json"))) as? [String: Any])
+        let pictures = report["pictures"] as? [String: Any] ?? [:]
+        // "auto" passes over the black, the fade and the blank card of the middle third, to the picture at 19 s.
+        let poster = pictures["poster"] as? [String: Any] ?? [:]
+        let picture = poster["picture"] as? [String: Any] ?? [:]
+        let posterTime = try #require(picture["actualTime"] as? Double, "\(poster)")
+        #expect(posterTime >= 19 && posterTime < 20, "\(poster)")
+        #expect(picture["width"] as? Int == 160 && picture["height"] as? Int == 90)
+        let refused = (poster["candidates"] as? [[String: Any]] ?? []).compactMap { $0["refused"] as? String }
+        #expect(refused.contains("black") && refused.contains("blank"), "\(poster)")
+        let images = pictures["images"] as? [[String: Any]] ?? []
+        #expect(images.compactMap { $0["requestedTime"] as? Double } == [0, 5, 10, 15, 20, 25])
+        #expect(images.allSatisfy { ($0["width"] as? Int) == 96 })
+        let board = pictures["storyboard"] as? [String: Any] ?? [:]
+        #expect(board["tiles"] as? Int == 15 && board["tileWidth"] as? Int == 64, "\(board)")
+        let vtt = try String(contentsOf: farm.out.appendingPathComponent("board/movie.vtt"), encoding: .utf8)
+        #expect(vtt.hasPrefix("WEBVTT") && vtt.components(separatedBy: "-->").count == 16, "\(vtt)")
+        #expect(vtt.contains("movie-2.jpg#xywh="), "\(vtt)")
+        let poster0 = try Data(contentsOf: farm.out.appendingPathComponent("poster.jpg"))
+        #expect(poster0.prefix(3) == Data([0xFF, 0xD8, 0xFF]))
+        #expect(!coordinator.log.contains("mediafarm-staged"), "\(coordinator.log)")
+    }
+
+    @Test func aPictureThatCannotBeMadeFailsTheJobAndPublishesNothing() throws {
+        let (farm, manifest) = try Self.farm("pictures-past-end", pictures: """
+            "poster": { "output": "out/poster.jpg" },
+            "images": { "times": [1, 40, 2], "output": "out/thumbs/t-{index}.jpg" }, "report": "out/r.json"
+            """)
+        let id = try farm.submit([manifest])[0]
+        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"])
+        // A job failed: the coordinator says so in its status.
+        #expect(coordinator.wait(timeout: 120) == 1, "\(coordinator.log.suffix(2000))")
+        let job = try farm.status()[id] ?? [:]
+        #expect(job["state"] as? String == "failed", "\(job)")
+        #expect(job.errors.last?.contains("$.images: the picture at 40 s (2 of 3)") == true, "\(job.errors)")
+        #expect(job.errors.last?.contains("past the end") == true, "\(job.errors)")
+        // Nothing: not the poster made before, not the first picture, and no staged file.
+        #expect(files(farm.out).allSatisfy { $0 == "thumbs" }, "\(files(farm.out))")
+        #expect(files(farm.out.appendingPathComponent("thumbs")).isEmpty, "\(files(farm.out.appendingPathComponent("thumbs")))")
+    }
+
+    /// One picture in the way (whose name the submission could not know: its count comes from the movie's
+    /// length) refuses the outputs as a whole: none of the others is published.
+    @Test func aFileInTheWayRefusesEveryPicture() throws {
+        let (farm, manifest) = try Self.farm("pictures-in-the-way", pictures: """
+            "images": { "every": 10, "output": "out/thumbs/t-{index}.jpg" }
+            """)
+        let thumbs = farm.out.appendingPathComponent("thumbs")
+        try FileManager.default.createDirectory(at: thumbs, withIntermediateDirectories: true)
+        try Data("mine".utf8).write(to: thumbs.appendingPathComponent("t-2.jpg"))
+        let id = try farm.submit([manifest])[0]
+        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"])
+        // A job failed: the coordinator says so in its status.
+        #expect(coordinator.wait(timeout: 120) == 1, "\(coordinator.log.suffix(2000))")
+        let job = try farm.status()[id] ?? [:]
+        #expect(job["state"] as? String == "failed", "\(job)")
+        #expect(job.errors.last?.contains("t-2.jpg: already exists; set \"overwrite\": true") == true, "\(job.errors)")
+        #expect(files(thumbs) == ["t-2.jpg"], "\(files(thumbs))")
+        #expect(try String(contentsOf: thumbs.appendingPathComponent("t-2.jpg"), encoding: .utf8) == "mine")
+    }
+
+    /// To object storage (moto): every picture is an object, published when the coordinator completes its
+    /// upload under the lease; no upload is left open and nothing in the spool.
+    @Test func picturesBoundForObjectsArePublishedAsObjects() async throws {
+        let server = try TestS3.shared()
+        let s3 = ObjectPublicationTests.client(server)
+        defer { Task { await s3.shutdown() } }
+        let bucket = TestS3.bucketName("pictures")
+        try await s3.createBucket(bucket)
+        let (farm, manifest) = try Self.farm("pictures-s3", pictures: """
+            "poster": { "at": 5, "output": "s3://\(bucket)/out/poster.webp", "format": "webp" },
+            "images": { "count": 3, "output": "s3://\(bucket)/out/t-{index}.png", "format": "png", "maxWidth": 64 },
+            "storyboard": { "tiles": 12, "columns": 5, "rows": 2, "output": "s3://\(bucket)/out/movie.vtt" }
+            """)
+        let id = try farm.submit(["--output-root", "s3://\(bucket)/out", manifest])[0]
+        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"],
+                                                    environment: ObjectPublicationTests.environment(server, farm))
+        #expect(coordinator.wait(timeout: 120) == 0, "\(coordinator.log.suffix(2000))")
+        let job = try farm.status()[id] ?? [:]
+        #expect(job["state"] as? String == "succeeded", "\(job)")
+        let keys = try await s3.list(S3Location(bucket: bucket, key: "")).map(\.location.key).sorted()
+        #expect(keys == ["out/movie-1.jpg", "out/movie-2.jpg", "out/movie.json", "out/movie.vtt", "out/poster.webp",
+                         "out/t-1.png", "out/t-2.png", "out/t-3.png"], "\(keys)")
+        #expect(try await s3.listMultipartUploads(S3Location(bucket: bucket, key: "")).isEmpty)
+        let png = try await s3.get(S3Location(bucket: bucket, key: "out/t-2.png")).bytes
+        #expect(Array(png.readableBytesView.prefix(4)) == [0x89, 0x50, 0x4E, 0x47])
+        let webp = try await s3.get(S3Location(bucket: bucket, key: "out/poster.webp")).bytes
+        #expect(Array(webp.readableBytesView.dropFirst(8).prefix(4)) == Array("WEBP".utf8))
+        #expect(files(farm.folder.appendingPathComponent("spool")).isEmpty, "\(files(farm.folder.appendingPathComponent("spool")))")
+    }
+}
