@@ -39,6 +39,7 @@ extension HTTPFace {
         router.get("/api/coordinators") { _, _ in try await self.coordinatorList() }
         router.get("/api/events") { _, _ in self.events() }
         addLibraryRoutes(to: router)
+        addPictureRoutes(to: router)
         router.get("/") { _, _ in await self.statusPage() }
         router.get("/login") { _, _ in Response.text(StatusPage.login(failed: false), type: "text/html; charset=utf-8") }
         router.post("/login") { request, _ in try await self.login(request) }

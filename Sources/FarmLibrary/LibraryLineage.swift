@@ -13,6 +13,23 @@ public struct Representation: Sendable, Hashable, Codable {
     public var host: String
     public var path: String
     public var createdAt: Date
+    /// An export of the asset, or a picture of it.
+    public var kind: RepresentationKind
+}
+
+/// What a representation is: an export of the asset, or a picture of it.
+public enum RepresentationKind: String, Sendable, Hashable, Codable, CaseIterable {
+    case export, poster, storyboard
+}
+
+/// A picture of an asset as this host reaches it: its content id (the ETag) and its path here, or its
+/// object address.
+public struct PictureFile: Sendable, Hashable {
+    public var id: AssetID
+    public var path: String
+    public var isObject: Bool { path.hasPrefix("s3://") }
+
+    public init(id: AssetID, path: String) { (self.id, self.path) = (id, path) }
 }
 
 /// Where a host keeps an asset (a local identifier) and whether it is still there.
@@ -59,11 +76,12 @@ extension AssetLibrary {
                     albums.append(smart.rawValue)
                 }
             }
-            let columns = "source_id, output_id, job_id, job_name, parameters, host, path, created_at"
+            let columns = "source_id, output_id, job_id, job_name, parameters, host, path, created_at, kind"
             func representation(_ r: SQLRow) -> Representation? {
                 guard let source = r[0].string.flatMap(AssetID.init), let output = r[1].string.flatMap(AssetID.init) else { return nil }
                 return Representation(source: source, output: output, jobID: r[2].int ?? 0, jobName: r[3].string ?? "", parameters: r[4].string ?? "{}",
-                                      host: r[5].string ?? "", path: r[6].string ?? "", createdAt: r[7].date ?? .distantPast)
+                                      host: r[5].string ?? "", path: r[6].string ?? "", createdAt: r[7].date ?? .distantPast,
+                                      kind: r[8].string.flatMap(RepresentationKind.init) ?? .export)
             }
             // A scoped token sees lineage between assets it can see, without the manifests that made them
             // (a manifest may name files and assets outside its albums), and only jobs that read nothing else.
@@ -132,7 +150,7 @@ extension AssetLibrary {
     /// (it is not read again).
     @discardableResult
     public func registerOutput(_ path: String, sources: [AssetID], jobID: Int64, jobName: String, parameters: String,
-                               hash known: ContentHash? = nil) async throws(LibraryError) -> AssetID {
+                               kind: RepresentationKind = .export, hash known: ContentHash? = nil) async throws(LibraryError) -> AssetID {
         let real: String
         let id: AssetID
         var placeHost = host
@@ -155,11 +173,11 @@ extension AssetLibrary {
         try await write { s in
             for source in sources where source != id {
                 let rows = try await s.rows("""
-                    INSERT INTO asset_representations (source_id, output_id, job_id, job_name, parameters, host, path, created_at)
-                    SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM assets WHERE id = ?)
+                    INSERT INTO asset_representations (source_id, output_id, job_id, job_name, parameters, host, path, created_at, kind)
+                    SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM assets WHERE id = ?)
                     ON CONFLICT (source_id, output_id, job_id) DO NOTHING RETURNING id
                     """, [.text(source.rawValue), .text(id.rawValue), .integer(jobID), .text(jobName), .text(parameters), .text(host), .text(real),
-                          SQLValue(time), .text(source.rawValue)])
+                          SQLValue(time), .text(kind.rawValue), .text(source.rawValue)])
                 if !rows.isEmpty {
                     try await record(s, .representationAdded, asset: source, path: real, detail: "\(id) from job \(jobID) (\(jobName))", at: time)
                 }
@@ -179,5 +197,26 @@ extension AssetLibrary {
             try await s.execute("UPDATE assets SET codes = ?, has_codes = ? WHERE id = ?", [.text(Self.json(merged)), SQLValue(!merged.isEmpty), .text(id.rawValue)])
             try await record(s, .assetUpdated, asset: id, detail: "\(merged.count) code(s)", at: time)
         }
+    }
+}
+
+extension AssetLibrary {
+    /// The newest picture of `kind` made of the asset, where this host reaches it (a file present here, or an
+    /// object); nil when there is none. The caller must be allowed to see the asset.
+    public func picture(of id: AssetID, kind: RepresentationKind) async throws(LibraryError) -> PictureFile? {
+        let host = host
+        let everyHost = Self.everyHost
+        let found: PictureFile?? = try await read { s in
+            guard try await visible(s, id) else { return nil }
+            let rows = try await s.rows("""
+                SELECT r.output_id, l.path FROM asset_representations r
+                JOIN asset_locations l ON l.asset_id = r.output_id AND l.host IN (?, ?) AND l.state = 'present'
+                WHERE r.source_id = ? AND r.kind = ? ORDER BY r.id DESC, l.host = ? DESC LIMIT 1
+                """, [.text(host), .text(everyHost), .text(id.rawValue), .text(kind.rawValue), .text(host)])
+            guard let row = rows.first, let output = row[0].string.flatMap(AssetID.init), let path = row[1].string else { return .some(nil) }
+            return .some(PictureFile(id: output, path: path))
+        }
+        guard let found else { throw .unknownAsset(id) }
+        return found
     }
 }

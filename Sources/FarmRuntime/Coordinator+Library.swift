@@ -70,6 +70,14 @@ extension Coordinator {
                                                           hash: outputHash)
                 events(.notice("job \(job.id): output \(output) registered in the library as \(id)"))
             }
+            // Pictures of the input: its poster and its storyboard, by its first sheet (a picture the library can
+            // read; the WebVTT file, the index and the other sheets are beside it).
+            let firstSheet = manifest.storyboard.map { NumberedOutputs.path($0.sheetPattern, index: 1) }
+            for (kind, path) in [(RepresentationKind.poster, manifest.poster?.output), (.storyboard, firstSheet)] {
+                guard let path else { continue }
+                let id = try await library.registerOutput(path, sources: sources, jobID: job.id, jobName: job.name, parameters: submitted, kind: kind)
+                events(.notice("job \(job.id): \(kind.rawValue) \(path) registered in the library as \(id)"))
+            }
         } catch {
             events(.notice("job \(job.id): the library did not record its output: \(error)"))
         }

@@ -83,6 +83,7 @@ enum PostgresSchema {
         ["ALTER TABLE {schema}.asset_locations ADD COLUMN etag TEXT"],
         ChunkSchema.statements(.postgres),
         ResultRecords.statements(.postgres),
+        PictureSchema.statements(.postgres),
     ]
 
     /// Checks the schema's version, creating or upgrading it with `migrate` (concurrent migrators wait

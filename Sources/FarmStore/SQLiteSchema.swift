@@ -128,6 +128,9 @@ extension SQLiteJobStore {
         migrator.registerMigration("v11 reusable results") { db in
             for statement in ResultRecords.statements(.sqlite) { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v12 pictures") { db in
+            for statement in PictureSchema.statements(.sqlite) { try db.execute(sql: statement) }
+        }
         return migrator
     }
 }

@@ -202,6 +202,12 @@ status, body = request("GET", "/api/assets/0000000000000000000000000g")
 expect(status == 404, f"unknown asset: {status} {body}")
 status, body = request("GET", "/api/assets/not-an-id")
 expect(status == 400, f"malformed asset id: {status} {body}")
+# Pictures of an asset (the library's picture tests serve real ones): an unknown asset has none.
+for picture in ["poster", "storyboard.vtt", "storyboard.json", "storyboard/x-1.jpg"]:
+    status, body = request("GET", "/api/assets/0000000000000000000000000g/" + picture)
+    expect(status == 404, f"{picture} of an unknown asset: {status} {body}")
+status, body = request("GET", "/api/assets/not-an-id/poster")
+expect(status == 400, f"poster of a malformed asset id: {status} {body}")
 status, body = request("GET", "/api/library/resolve?ids=0000000000000000000000000g")
 expect(status == 200 and body[0]["status"] == "unknown", f"resolve: {status} {body}")
 status, body = request("GET", "/api/coordinators")
@@ -272,7 +278,9 @@ for template, item in spec["paths"].items():
                 path = template
                 for other in params:
                     if other["in"] == "path":
-                        path = path.replace("{" + other["name"] + "}", value if other is param else "99999999")
+                        # Another path parameter: its first example when it has one (an asset id), else a number.
+                        filler = (resolve(other["schema"]).get("examples") or ["99999999"])[0]
+                        path = path.replace("{" + other["name"] + "}", value if other is param else filler)
                 if param["in"] == "query":
                     path += "?" + urllib.parse.urlencode({param["name"]: value})
                 if template == "/api/library/resolve" and param["name"] != "ids":

@@ -367,4 +367,79 @@ import Testing
         let detail = try farm.request("GET", "/api/assets/\(clip)", auth: false, bearer)
         #expect((detail.json?["jobs"] as? [Int]) == [id], "\(detail.body)")
     }
+
+    /// An asset's pictures over HTTP: a picture job of the asset registers its poster and storyboard as
+    /// representations, and the HTTP face serves them with the content id as ETag (304 on a match, immutable
+    /// with ?v=ID), the storyboard's cues pointing at its sheets there, and a scoped token sees only its albums'.
+    @Test func theHTTPFaceServesAnAssetsPictures() throws {
+        let apiToken = "api-token-0123456789abcdef"
+        let farm = try HTTPFarm("pictures", workers: 1, token: apiToken, arguments: ["--host", "web"])
+        let queue = "sqlite:" + farm.dir.appendingPathComponent("queue.sqlite").path
+        let movie = farm.dir.appendingPathComponent("talk.mp4").path
+        try FileManager.default.copyItem(atPath: MediaFixture.posterMP4.path, toPath: movie)
+        let talk = try #require(try add([movie], host: "web", queue: queue, album: "Public")["talk.mp4"])
+        let clip = try #require(try add([farm.dir.appendingPathComponent("clip.mp4").path], host: "web", queue: queue, album: "Public")["clip.mp4"])
+        let id = try farm.submit("""
+            { "version": 1, "name": "talk-pictures", "input": "asset:\(talk)", "poster": { "maxWidth": 160, "output": "out/talk/poster.jpg" },
+              "storyboard": { "tiles": 12, "columns": 4, "rows": 2, "output": "out/talk/board/talk.vtt" } }
+            """)
+        let job = try farm.waitFor(id) { ["succeeded", "failed", "dead"].contains($0["state"] as? String ?? "") }
+        #expect(job["state"] as? String == "succeeded", "\(job) \(farm.process.log)")
+        let detail = try farm.request("GET", "/api/assets/\(talk)").json ?? [:]
+        let kinds = (detail["representations"] as? [[String: Any]] ?? []).compactMap { $0["kind"] as? String }.sorted()
+        #expect(kinds == ["poster", "storyboard"], "\(detail)")
+
+        func fetch(_ path: String, auth: Bool = true, _ extra: [String] = []) throws -> (HTTPFarm.Answer, Data) {
+            let file = farm.dir.appendingPathComponent("fetched-\(UUID().uuidString.prefix(6))").path
+            defer { unlink(file) }
+            let answer = try farm.request("GET", path, auth: auth, ["-o", file] + extra)
+            return (answer, FileManager.default.contents(atPath: file) ?? Data())
+        }
+        func header(_ answer: HTTPFarm.Answer, _ name: String) -> String? {
+            answer.headers.split(separator: "\r\n").first { $0.lowercased().hasPrefix(name.lowercased() + ":") }
+                .map { String($0.dropFirst(name.count + 1)).trimmingCharacters(in: .whitespaces) }
+        }
+        let published = try Data(contentsOf: farm.dir.appendingPathComponent("out/talk/poster.jpg"))
+        let (poster, bytes) = try fetch("/api/assets/\(talk)/poster")
+        #expect(poster.status == 200 && bytes == published, "\(poster.status) \(poster.headers)")
+        #expect(header(poster, "Content-Type") == "image/jpeg" && header(poster, "Cache-Control") == "private, no-cache")
+        let etag = try #require(header(poster, "ETag"), "\(poster.headers)")
+        let posterID = etag.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        #expect(posterID.count == 26 && posterID != talk)
+        #expect(try fetch("/api/assets/\(talk)/poster", ["-H", "If-None-Match: \(etag)"]).0.status == 304)
+        let pinned = try fetch("/api/assets/\(talk)/poster?v=\(posterID)")
+        #expect(pinned.0.status == 200 && header(pinned.0, "Cache-Control") == "private, max-age=31536000, immutable", "\(pinned.0.headers)")
+        #expect(try fetch("/api/assets/\(talk)/poster?v=0000000000000000000000000g").0.status == 404)
+
+        let vtt = try fetch("/api/assets/\(talk)/storyboard.vtt")
+        let text = String(decoding: vtt.1, as: UTF8.self)
+        #expect(vtt.0.status == 200 && header(vtt.0, "Content-Type") == "text/vtt; charset=utf-8", "\(vtt.0.headers)")
+        let vttID = (header(vtt.0, "ETag") ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        let cues = text.split(separator: "\n").filter { $0.contains("#xywh=") }
+        #expect(cues.count == 12 && cues.allSatisfy { $0.hasPrefix("storyboard/talk-") && $0.contains(".jpg?v=\(vttID)#xywh=") }, "\(text)")
+        // Each cue's address, resolved against the WebVTT file's, is a sheet.
+        let sheet = String(cues[11].split(separator: "#")[0])
+        let (sheetAnswer, sheetBytes) = try fetch("/api/assets/\(talk)/\(sheet)")
+        #expect(sheetAnswer.status == 200 && header(sheetAnswer, "Cache-Control") == "private, max-age=31536000, immutable", "\(sheet): \(sheetAnswer.headers)")
+        #expect(sheetBytes == (try Data(contentsOf: farm.dir.appendingPathComponent("out/talk/board/talk-2.jpg"))))
+        let index = try fetch("/api/assets/\(talk)/storyboard.json")
+        let sheets = (try JSONSerialization.jsonObject(with: index.1) as? [String: Any])?["sheets"] as? [String]
+        #expect(index.0.status == 200 && sheets == ["talk-1.jpg", "talk-2.jpg"])
+        // Nothing else beside the sheets, however it is spelt.
+        for other in ["talk.vtt", "talk-3.jpg", "..%2Fposter.jpg", "talk-1.jpg%2F..%2F..%2Fposter.jpg", "talk-01.jpg"] {
+            #expect(try fetch("/api/assets/\(talk)/storyboard/\(other)").0.status == 404, "\(other)")
+        }
+        let none = try farm.request("GET", "/api/assets/\(clip)/poster")
+        #expect(none.status == 404 && none.body.contains("has no poster"), "\(none.body)")
+
+        // Scoped tokens: the album's own sees the pictures, another album's does not.
+        let publicToken = try mediafarm(["library", "token", "create", "--album", "Public", "site"], queue: queue).stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        _ = try mediafarm(["library", "album", "create", "Other"], queue: queue)
+        let otherToken = try mediafarm(["library", "token", "create", "--album", "Other", "elsewhere"], queue: queue).stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try fetch("/api/assets/\(talk)/poster", auth: false, ["-H", "Authorization: Bearer \(publicToken)"]).0.status == 200)
+        #expect(try fetch("/api/assets/\(talk)/poster", auth: false, ["-H", "Authorization: Bearer \(otherToken)"]).0.status == 404)
+        #expect(try fetch("/api/assets/\(talk)/storyboard.vtt", auth: false).0.status == 401)
+    }
 }

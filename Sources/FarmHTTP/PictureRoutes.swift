@@ -1,0 +1,124 @@
+import FarmLibrary
+import FarmModel
+import Foundation
+import Hummingbird
+import NIOCore
+
+/// Pictures of the library's assets over HTTP: an asset's poster, its storyboard's WebVTT file, index and
+/// sheets, as the jobs that made them registered them (representations of kind `poster`, and `storyboard`
+/// by its first sheet, the other files beside it).
+/// The same access as the rest of the library: a scoped token sees only its albums' assets. Each answer's
+/// ETag is the picture's content id, and a request that names it (`?v=ID`, as the storyboard's cues do)
+/// is cached as immutable; without it the answer is revalidated (`If-None-Match` costs no file read).
+extension HTTPFace {
+    func addPictureRoutes(to router: Router<BasicRequestContext>) {
+        router.get("/api/assets/:id/poster") { request, context in
+            let (picture, _) = try await self.picture(request, context, .poster)
+            return try Self.file(picture.path, id: picture.id, etag: picture.id.rawValue, request: request)
+        }
+        router.get("/api/assets/:id/storyboard.vtt") { request, context in
+            let (board, id) = try await self.picture(request, context, .storyboard)
+            let vtt = PictureFile(id: board.id, path: Self.storyboardFile(board.path, ext: "vtt"))
+            if let v = request.uri.queryParameters.get("v"), v != vtt.id.rawValue {
+                throw APIError(status: .notFound, message: "\(v) is not the current storyboard (\(vtt.id.rawValue)); ask without ?v= for it")
+            }
+            if let answer = Self.notModified(request, etag: vtt.id.rawValue) { return answer }
+            let text = try Self.read(vtt.path)
+            // The cues name the sheets beside the file: here, under storyboard/ with the file's content id.
+            let stem = Self.stem(vtt.path)
+            let rewritten = String(decoding: text, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map { line in
+                guard line.hasPrefix(stem + "-"), let hash = line.firstIndex(of: "#") else { return String(line) }
+                return "storyboard/" + line[..<hash] + "?v=" + vtt.id.rawValue + line[hash...]
+            }.joined(separator: "\n")
+            return Self.answer(Array(rewritten.utf8), type: "text/vtt; charset=utf-8", etag: vtt.id.rawValue, request: request, of: id)
+        }
+        router.get("/api/assets/:id/storyboard.json") { request, context in
+            let (board, _) = try await self.picture(request, context, .storyboard)
+            return try Self.file(Self.storyboardFile(board.path, ext: "json"), id: board.id, etag: board.id.rawValue + "-index", request: request)
+        }
+        router.get("/api/assets/:id/storyboard/:sheet") { request, context in
+            let (board, _) = try await self.picture(request, context, .storyboard)
+            let vtt = PictureFile(id: board.id, path: Self.storyboardFile(board.path, ext: "vtt"))
+            let sheet = context.parameters.get("sheet") ?? ""
+            guard Self.isSheet(sheet, of: vtt.path) else {
+                throw APIError(status: .notFound, message: "\(sheet): not a sheet of the asset's storyboard (\(Self.stem(vtt.path))-N.jpg, .webp or .png)")
+            }
+            let path = URL(fileURLWithPath: vtt.path).deletingLastPathComponent().appendingPathComponent(sheet).path
+            return try Self.file(path, id: vtt.id, etag: vtt.id.rawValue + "-" + sheet, request: request)
+        }
+    }
+
+    /// The asset's newest picture of `kind` on this host, or the answer saying why there is none.
+    func picture(_ request: Request, _ context: BasicRequestContext, _ kind: RepresentationKind) async throws -> (PictureFile, AssetID) {
+        let library = try await library(for: request)
+        let id = try Self.assetID(context.parameters.get("id") ?? "")
+        guard let picture = try await Self.answer({ try await library.picture(of: id, kind: kind) }) else {
+            throw APIError(status: .notFound, message: "\(id.reference) has no \(kind.rawValue) on this host: a job with a \"\(kind.rawValue)\" section makes one")
+        }
+        if picture.isObject {
+            throw APIError(status: .notFound, message: "\(id.reference)'s \(kind.rawValue) is the object \(picture.path): read it from its bucket")
+        }
+        return (picture, id)
+    }
+
+    static func stem(_ vtt: String) -> String { URL(fileURLWithPath: vtt).deletingPathExtension().lastPathComponent }
+
+    /// A file of the storyboard whose first sheet (`NAME-1.jpg`, as the library has it) is `sheet`: `NAME.ext` beside it.
+    static func storyboardFile(_ sheet: String, ext: String) -> String {
+        let url = URL(fileURLWithPath: sheet)
+        let name = url.deletingPathExtension().lastPathComponent
+        let stem = name.hasSuffix("-1") ? String(name.dropLast(2)) : name
+        return url.deletingLastPathComponent().appendingPathComponent(stem + "." + ext).path
+    }
+
+    /// Whether `name` is `STEM-N.EXT` of the storyboard whose WebVTT file is `vtt`: nothing else in its
+    /// folder is served.
+    static func isSheet(_ name: String, of vtt: String) -> Bool {
+        let ext = (name as NSString).pathExtension
+        guard ["jpg", "webp", "png"].contains(ext), !name.contains("/") else { return false }
+        return NumberedOutputs.matches(name, pattern: stem(vtt) + "-{index}." + ext)
+    }
+
+    static func read(_ path: String) throws -> Data {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw APIError(status: .notFound, message: "\(path): registered, but not readable on this host now")
+        }
+        return data
+    }
+
+    static func notModified(_ request: Request, etag: String) -> Response? {
+        guard let presented = request.headers[.ifNoneMatch], presented.split(separator: ",").contains(where: {
+            $0.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "W/")) == "\"\(etag)\""
+        }) else { return nil }
+        return Response(status: .notModified, headers: [.eTag: "\"\(etag)\"", .cacheControl: cacheControl(request, etag: etag)])
+    }
+
+    static func cacheControl(_ request: Request, etag: String) -> String {
+        request.uri.queryParameters.get("v").map { etag.hasPrefix($0) && !$0.isEmpty } == true
+            ? "private, max-age=31536000, immutable" : "private, no-cache"
+    }
+
+    static func file(_ path: String, id: AssetID, etag: String, request: Request) throws -> Response {
+        if let v = request.uri.queryParameters.get("v"), v != id.rawValue {
+            throw APIError(status: .notFound, message: "\(v) is not the current picture (\(id.rawValue)); ask without ?v= for it")
+        }
+        if let answer = notModified(request, etag: etag) { return answer }
+        return answer(Array(try read(path)), type: mimeType(path), etag: etag, request: request, of: id)
+    }
+
+    static func answer(_ bytes: [UInt8], type: String, etag: String, request: Request, of id: AssetID) -> Response {
+        Response(status: .ok, headers: [.contentType: type, .eTag: "\"\(etag)\"", .cacheControl: cacheControl(request, etag: etag),
+                                        .init("X-Content-Type-Options")!: "nosniff"],
+                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    static func mimeType(_ path: String) -> String {
+        switch (path as NSString).pathExtension.lowercased() {
+        case "jpg", "jpeg": "image/jpeg"
+        case "png": "image/png"
+        case "webp": "image/webp"
+        case "json": "application/json; charset=utf-8"
+        default: "application/octet-stream"
+        }
+    }
+}
