@@ -59,6 +59,7 @@ extension Coordinator {
         for earlier in candidates where earlier.jobID != job.id {
             if manifest.report != nil, earlier.report == nil { continue }
             guard manifest.export == nil || earlier.output != nil else { continue }
+            guard !manifest.makesPictures || earlier.files != nil else { continue }
             state.withLock { $0.running[job.id]?.progress = JobProgress(fraction: 0, phase: "reusing the result of job \(earlier.jobID)") }
             guard let staged = await stageEarlierResult(earlier, for: job, token: token, manifest: manifest) else {
                 StagedOutput.discard(manifest, token: token)
@@ -85,14 +86,22 @@ extension Coordinator {
                 await finish(job, token: token, outcome: .released, seconds: seconds)
                 return true
             }
-            var result = JobResult(name: job.name, succeeded: true, output: manifest.export?.output, report: manifest.report, seconds: seconds)
+            let numbered = earlier.files?.numbered
+            let pictures = StagedOutput.picturePaths(of: manifest, numbered: numbered)
+            let output = manifest.export?.output ?? manifest.poster?.output ?? manifest.storyboard?.output ?? pictures.first
+            var result = JobResult(name: job.name, succeeded: true, output: output, report: manifest.report, seconds: seconds)
+            result.numbered = numbered
             result.reused = ReusedResult(job: earlier.jobID, name: earlier.jobName, output: earlier.output, sha256: earlier.sha256)
             let resultJSON = try? String(decoding: JSONEncoder().encode(result), as: UTF8.self)  // a JobResult always encodes
             events(.notice("job \(job.id): answered from the result of job \(earlier.jobID) (\(earlier.jobName))"
                            + (earlier.output.map { ": \($0) copied, its SHA-256 unchanged since it was published" } ?? "")))
-            if await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: [], numbered: nil, seconds: seconds, reason: "reused") {
+            if await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: [], numbered: numbered, seconds: seconds,
+                             reason: "reused") {
                 var again = earlier
                 (again.jobID, again.jobName, again.output, again.report, again.createdAt) = (job.id, job.name, manifest.export?.output, staged.report, now())
+                if let files = earlier.files {
+                    again.files = ReusedFiles(numbered: numbered, files: zip(pictures, files.files).map { ReusedFiles.File(path: $0, sha256: $1.sha256, size: $1.size) })
+                }
                 await record(again, job: job)
                 // The copy's bytes were hashed as they were copied: the library does not read them again.
                 await registerInLibrary(job, manifest: manifest, submitted: submitted, sources: sources,
@@ -134,6 +143,36 @@ extension Coordinator {
                 return nil
             }
         }
+        if manifest.makesPictures, let files = earlier.files {
+            // Each picture to this job's name for it (the same settings make the same files, in the same order).
+            let targets = StagedOutput.picturePaths(of: manifest, numbered: files.numbered)
+            guard targets.count == files.files.count else {
+                note("it holds \(files.files.count) picture(s), this job names \(targets.count)")
+                return nil
+            }
+            for (target, file) in zip(targets, files.files) {
+                guard access(file.path, R_OK) == 0 else {
+                    note("\(file.path) cannot be read on this host")
+                    return nil
+                }
+                if let now = FileStamp(path: file.path)?.size, now != file.size {
+                    note("\(file.path) changed since it was published (\(now) bytes, not \(file.size)); that result is forgotten")
+                    try? await results.forget(key: earlier.key, jobID: earlier.jobID)  // if the queue does not answer, the next job finds it changed again
+                    return nil
+                }
+                switch await Self.copyVerified(file.path, to: StagedOutput.path(for: target, token: token), sha256: file.sha256) {
+                case .copied:
+                    break
+                case .changed(let found):
+                    note("\(file.path) changed since it was published (SHA-256 \(found), not \(file.sha256)); that result is forgotten")
+                    try? await results.forget(key: earlier.key, jobID: earlier.jobID)  // if the queue does not answer, the next job finds it changed again
+                    return nil
+                case .failed(let message):
+                    note(message)
+                    return nil
+                }
+            }
+        }
         var report: String?
         if let path = manifest.report, let text = earlier.report {
             let written = Self.reusedReport(text, name: job.name, from: earlier)
@@ -168,10 +207,27 @@ extension Coordinator {
     /// back from where it was published), its report's text. A failure is a notice: the job succeeded.
     /// Returns the output's hash (nil when it has none or it could not be read).
     @discardableResult
-    func recordResult(_ job: Job, manifest: JobManifest, key: String) async -> ContentHash? {
+    func recordResult(_ job: Job, manifest: JobManifest, key: String, numbered: NumberedOutputs?) async -> ContentHash? {
         var result = ReusableResult(key: key, jobID: job.id, jobName: job.name, output: manifest.export?.output, sha256: nil, size: nil,
                                     report: nil, createdAt: now())
         var outputHash: ContentHash?
+        if manifest.makesPictures {
+            // Each picture read back from where it was published.
+            var files: [ReusedFiles.File] = []
+            for path in StagedOutput.picturePaths(of: manifest, numbered: numbered) {
+                let hash: ContentHash
+                do { hash = try await ContentHash.reading(path) } catch {
+                    events(.notice("job \(job.id): cannot read back \(path) to record its result for reuse: \(error)"))
+                    return nil
+                }
+                guard let stamp = FileStamp(path: path) else {
+                    events(.notice("job \(job.id): \(path) is gone since it was published; its result is not recorded for reuse"))
+                    return nil
+                }
+                files.append(ReusedFiles.File(path: path, sha256: hash.sha256, size: stamp.size))
+            }
+            result.files = ReusedFiles(numbered: numbered, files: files)
+        }
         if let output = result.output {
             let hash: ContentHash
             do { hash = try await ContentHash.reading(output) } catch {

@@ -354,7 +354,7 @@ public final class Coordinator: Service, Sendable {
                                  numbered: result.numbered, seconds: seconds) {
                     // The output is read back once: for the result's record, and the library takes its hash from there.
                     var outputHash: ContentHash?
-                    if let key { outputHash = await recordResult(job, manifest: manifest, key: key) }
+                    if let key { outputHash = await recordResult(job, manifest: manifest, key: key, numbered: result.numbered) }
                     await registerInLibrary(job, manifest: manifest, submitted: submitted, sources: sources, outputHash: outputHash)
                 }
             } else if let result = entry.result, !result.succeeded, exit.status == 1 || exit.status == 2 {

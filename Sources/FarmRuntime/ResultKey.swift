@@ -16,19 +16,20 @@ enum ResultKey {
     static let program = "MediaFarm \(MediaFarmVersion.string); \(EngineVersion.description)"
 
     /// Whether the job may be answered from an earlier result and answer a later one: asked for
-    /// (`"reuse": true`), or by default when it decodes (a constant-frame-rate export, a scan): a
+    /// (`"reuse": true`), or by default when it decodes (a constant-frame-rate export, a scan, pictures): a
     /// passthrough export or an inspection costs about what checking an earlier result would. Never with
     /// `"reuse": false`, nor when an input or output is an object (no content id without reading it all),
     /// nor for a chunk of an export (its export is reused as a whole).
     static func applies(to manifest: JobManifest) -> Bool {
         if manifest.reuse == false || manifest.export?.frames != nil { return false }
-        // Pictures are several files each: not recorded for reuse yet.
-        if manifest.makesPictures { return false }
         if manifest.edits.contains(where: { PathRules.isObject($0.source) }) { return false }
         if [manifest.export?.output, manifest.report].contains(where: { $0.map(PathRules.isObject) == true }) { return false }
-        // Something to answer with: an output or a report.
-        guard manifest.export != nil || manifest.report != nil else { return false }
-        return manifest.reuse == true || manifest.scan != nil || manifest.export?.mode == .constantFrameRate
+        if [manifest.poster?.output, manifest.images?.output, manifest.storyboard?.output].contains(where: { $0.map(PathRules.isObject) == true }) {
+            return false
+        }
+        // Something to answer with: an output, pictures or a report.
+        guard manifest.export != nil || manifest.report != nil || manifest.makesPictures else { return false }
+        return manifest.reuse == true || manifest.scan != nil || manifest.export?.mode == .constantFrameRate || manifest.makesPictures
     }
 
     /// The key (hex SHA-256) of `manifest`, whose sources have the content ids `contents` (path -> id).
@@ -76,6 +77,31 @@ enum ResultKey {
                 ("faststart", .bool(export.faststart)), ("cuts", .string(export.cuts.rawValue)),
                 ("chunkDuration", time(export.chunkDuration)), ("chunkAbove", time(export.chunkAbove)), ("frames", frames),
             ])))
+        }
+        func tolerance(_ t: JobManifest.PictureTolerance) -> JSONValue { .array([time(t.before), time(t.after)]) }
+        func style(_ s: JobManifest.PictureStyle) -> JSONValue {
+            .object([("maxWidth", number(s.maxWidth)), ("maxHeight", number(s.maxHeight)), ("format", .string(s.format.rawValue)),
+                     ("quality", .number("\(s.quality)"))])
+        }
+        if let poster = manifest.poster {
+            members.append(("poster", .object([("at", poster.at.map { time($0) } ?? .string("auto")), ("tolerance", tolerance(poster.tolerance)),
+                                               ("style", style(poster.style))])))
+        }
+        if let images = manifest.images {
+            let times: JSONValue = switch images.times {
+            case .times(let list): .object([("times", .array(list.map { time($0) }))])
+            case .every(let t): .object([("every", time(t))])
+            case .count(let n): .object([("count", number(n))])
+            }
+            members.append(("images", .object([("times", times), ("tolerance", tolerance(images.tolerance)), ("style", style(images.style))])))
+        }
+        if let board = manifest.storyboard {
+            // Its WebVTT file and index name the sheets: a copy keeps their names.
+            let name = board.output.split(separator: "/").last.map(String.init) ?? board.output
+            members.append(("storyboard", .object([("every", time(board.every)), ("tiles", board.tiles.map { number($0) } ?? .null),
+                                                   ("tileWidth", number(board.tileWidth)), ("columns", number(board.columns)),
+                                                   ("rows", number(board.rows)), ("format", .string(board.format.rawValue)),
+                                                   ("quality", .number("\(board.quality)")), ("name", .string(name))])))
         }
         return JSONValue.object(members).text
     }

@@ -38,6 +38,11 @@ public enum StagedOutput {
         return paths
     }
 
+    /// The pictures among `finalPaths` (all but the export and the report), in the same order.
+    public static func picturePaths(of manifest: JobManifest, numbered: NumberedOutputs?) -> [String] {
+        Array(finalPaths(of: manifest, numbered: numbered).dropFirst([manifest.export?.output, manifest.report].compactMap { $0 }.count))
+    }
+
     /// The patterns (with `{index}`) of a manifest's numbered outputs.
     public static func numberedPatterns(of manifest: JobManifest) -> [String] {
         [manifest.images?.output, manifest.storyboard?.sheetPattern].compactMap { $0 }.filter { $0.contains("{index}") }

@@ -1,3 +1,4 @@
+import FarmModel
 import Foundation
 
 /// A succeeded job's result, kept so that the same work asked again is answered from it (results reused
@@ -17,6 +18,8 @@ public struct ReusableResult: Sendable, Equatable {
     /// The report's JSON text, when the job wrote one (and it is not larger than `reportLimit`).
     public var report: String?
     public var createdAt: Date
+    /// A picture job's files as published, in the order of its outputs, with the counts of its numbered ones.
+    public var files: ReusedFiles?
 
     /// A report larger than this is not kept: a job asking for a report cannot be answered from it.
     public static let reportLimit = 4 << 20
@@ -31,6 +34,20 @@ public struct ReusableResult: Sendable, Equatable {
         self.report = report
         self.createdAt = createdAt
     }
+}
+
+/// The pictures of a reusable result: each file as published, with its SHA-256 and size, in the order of the
+/// job's outputs (`StagedOutput.picturePaths`); and how many numbered files it wrote.
+public struct ReusedFiles: Sendable, Codable, Equatable {
+    public struct File: Sendable, Codable, Equatable {
+        public var path: String
+        public var sha256: String
+        public var size: Int64
+        public init(path: String, sha256: String, size: Int64) { (self.path, self.sha256, self.size) = (path, sha256, size) }
+    }
+    public var numbered: NumberedOutputs?
+    public var files: [File]
+    public init(numbered: NumberedOutputs?, files: [File]) { (self.numbered, self.files) = (numbered, files) }
 }
 
 /// The queue's reusable results (table `job_results`, beside the jobs, in both backends): recorded when a
@@ -68,12 +85,14 @@ public struct ResultRecords: Sendable {
 
     /// Records `result` (a second record of the same job and key changes nothing).
     public func record(_ result: ReusableResult) async throws {
+        let files = try result.files.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
         try await database.write { session in
             try await session.execute("""
-                INSERT INTO job_results (result_key, job_id, job_name, output, sha256, size, report, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO job_results (result_key, job_id, job_name, output, sha256, size, report, created_at, files)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (result_key, job_id) DO NOTHING
                 """, [SQLValue(result.key), SQLValue(result.jobID), SQLValue(result.jobName), SQLValue(result.output), SQLValue(result.sha256),
-                      SQLValue(result.size), SQLValue(result.report), SQLValue(result.createdAt)])
+                      SQLValue(result.size), SQLValue(result.report), SQLValue(result.createdAt), SQLValue(files)])
         }
     }
 
@@ -81,11 +100,13 @@ public struct ResultRecords: Sendable {
     public func results(key: String, limit: Int = 4) async throws -> [ReusableResult] {
         try await database.read { session in
             try await session.rows("""
-                SELECT result_key, job_id, job_name, output, sha256, size, report, created_at FROM job_results
+                SELECT result_key, job_id, job_name, output, sha256, size, report, created_at, files FROM job_results
                 WHERE result_key = ? ORDER BY created_at DESC, job_id DESC LIMIT ?
                 """, [SQLValue(key), SQLValue(limit)]).map { row in
-                ReusableResult(key: row[0].string ?? "", jobID: row[1].int ?? 0, jobName: row[2].string ?? "", output: row[3].string,
-                               sha256: row[4].string, size: row[5].int, report: row[6].string, createdAt: row[7].date ?? .distantPast)
+                var result = ReusableResult(key: row[0].string ?? "", jobID: row[1].int ?? 0, jobName: row[2].string ?? "", output: row[3].string,
+                                            sha256: row[4].string, size: row[5].int, report: row[6].string, createdAt: row[7].date ?? .distantPast)
+                result.files = row[8].string.flatMap { try? JSONDecoder().decode(ReusedFiles.self, from: Data($0.utf8)) }  // unreadable: it answers no picture job
+                return result
             }
         }
     }

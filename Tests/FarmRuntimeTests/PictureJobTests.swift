@@ -133,4 +133,51 @@ import Testing
         #expect(Array(webp.readableBytesView.dropFirst(8).prefix(4)) == Array("WEBP".utf8))
         #expect(files(farm.folder.appendingPathComponent("spool")).isEmpty, "\(files(farm.folder.appendingPathComponent("spool")))")
     }
+
+    /// Results reused by content: the same pictures of the same movie asked again (to other paths) are copied
+    /// from the first job's, each checked against the SHA-256 it was published with; a picture changed since
+    /// makes that result forgotten, and an older intact one answers.
+    @Test func picturesAskedAgainAreAnsweredFromTheEarlierJob() throws {
+        let (farm, _) = try Self.farm("pictures-reuse", pictures: #""poster": { "output": "out/x.jpg" }"#)
+        func manifest(_ name: String) throws -> String {
+            try farm.manifest(name, """
+                { "version": 1, "name": "\(name)", "input": "poster.mp4", "poster": { "output": "out/\(name)/poster.jpg" },
+                  "images": { "every": 10, "output": "out/\(name)/t-{index}.png", "format": "png", "maxWidth": 64 },
+                  "storyboard": { "tiles": 6, "columns": 3, "rows": 1, "output": "out/\(name)/board/movie.vtt" } }
+                """)
+        }
+        func run(_ name: String) throws -> [String: Any] {
+            let id = try farm.submit([try manifest(name)])[0]
+            let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"], log: "\(name).log")
+            #expect(coordinator.wait(timeout: 120) == 0, "\(coordinator.log.suffix(2000))")
+            var job = try farm.status()[id] ?? [:]
+            job["log"] = coordinator.log
+            return job
+        }
+        let names = ["poster.jpg", "t-1.png", "t-2.png", "t-3.png", "board/movie-1.jpg", "board/movie-2.jpg", "board/movie.vtt", "board/movie.json"]
+        func bytes(_ name: String) throws -> [Data] {
+            try names.map { try Data(contentsOf: farm.out.appendingPathComponent("\(name)/\($0)")) }
+        }
+        let a = try run("a")
+        #expect(a["state"] as? String == "succeeded", "\(a)")
+        let b = try run("b")
+        #expect(b["state"] as? String == "succeeded", "\(b)")
+        let reused = (b["result"] as? [String: Any])?["reused"] as? [String: Any]
+        #expect((reused?["job"] as? NSNumber)?.int64Value == (a["id"] as? NSNumber)?.int64Value, "\(b)")
+        #expect((b["result"] as? [String: Any])?["numbered"] as? [String: Int] == ["images": 3, "sheets": 2], "\(b)")
+        #expect(try bytes("b") == bytes("a"))
+        #expect(files(farm.out.appendingPathComponent("b")) == ["board", "poster.jpg", "t-1.png", "t-2.png", "t-3.png"])
+
+        // b's second picture changed in place (same size): b's result is forgotten, a's answers.
+        let changed = farm.out.appendingPathComponent("b/t-2.png")
+        var data = try Data(contentsOf: changed)
+        data[data.count - 20] ^= 0xFF
+        try data.write(to: changed)
+        let c = try run("c")
+        #expect(c["state"] as? String == "succeeded", "\(c)")
+        let from = ((c["result"] as? [String: Any])?["reused"] as? [String: Any])?["job"] as? NSNumber
+        #expect(from?.int64Value == (a["id"] as? NSNumber)?.int64Value, "\(c)")
+        #expect((c["log"] as? String ?? "").contains("t-2.png changed since it was published"), "\(c["log"] ?? "")")
+        #expect(try bytes("c") == bytes("a"))
+    }
 }
