@@ -85,8 +85,10 @@ extension JobManifest {
         static func stem(_ vtt: String) -> String { vtt.hasSuffix(".vtt") ? String(vtt.dropLast(4)) : vtt }
     }
 
-    /// Whether the job makes any picture.
+    /// Whether the job makes any picture of its input.
     public var makesPictures: Bool { images != nil || poster != nil || storyboard != nil }
+    /// Whether it writes any picture: of its input, or of its export (`export.poster`).
+    public var writesPictures: Bool { makesPictures || export?.poster != nil }
 }
 
 /// A still picture's file format.

@@ -112,6 +112,8 @@ public struct JobManifest: Sendable, Hashable {
         /// constantFrameRate only: the export's chunks, encoded already, in order: join them into `output`
         /// instead of encoding (set by the coordinator on a chunked job's last run).
         public var join: [JoinedChunk] = []
+        /// A poster of the exported movie (`export.poster`), made from it once it is written.
+        public var poster: PosterSettings?
     }
 
     /// One chunk a joining run copies: its file and the output frames it holds.

@@ -51,8 +51,7 @@ extension Walker {
         return settings
     }
 
-    mutating func poster(_ value: JSONValue) -> JobManifest.PosterSettings? {
-        let p = "$.poster"
+    mutating func poster(_ value: JSONValue, at p: String = "$.poster") -> JobManifest.PosterSettings? {
         guard let o = object(value, p, allowed: ["at", "tolerance", "toleranceBefore", "toleranceAfter", "maxWidth", "maxHeight",
                                                   "format", "quality", "output"]) else { return nil }
         var at: MediaTime?
@@ -143,7 +142,7 @@ extension Walker {
     mutating func checkPatterns(images: JobManifest.ImagesSettings?, storyboard: JobManifest.StoryboardSettings?,
                                 fixed: [(String, String)]) {
         // Fixed outputs under one name (identities catch only files that exist).
-        for (i, (jsonPath, file)) in fixed.enumerated() where jsonPath.hasPrefix("$.images") || jsonPath.hasPrefix("$.poster") || jsonPath.hasPrefix("$.storyboard") {
+        for (i, (jsonPath, file)) in fixed.enumerated() where ["$.images", "$.poster", "$.storyboard", "$.export.poster"].contains(where: jsonPath.hasPrefix) {
             if let other = fixed[..<i].first(where: { $0.1 == file }) { fail(jsonPath, "is the same file as \(other.0) (\(file))") }
         }
         var patterns: [(String, String)] = []

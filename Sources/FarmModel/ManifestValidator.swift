@@ -249,6 +249,7 @@ struct Walker {
         if let output = export?.output { outputs.append(("$.export.output", output)) }
         if let report { outputs.append(("$.report", report)) }
         if let poster { outputs.append(("$.poster.output", poster.output)) }
+        if let exportPoster = export?.poster { outputs.append(("$.export.poster.output", exportPoster.output)) }
         if let storyboard { outputs += [("$.storyboard.output", storyboard.output), ("$.storyboard.output", storyboard.indexPath)] }
         if let images, images.staticCount == 1 { outputs.append(("$.images.output", NumberedOutputs.path(images.output, index: 1))) }
         checkOutputs(outputs, inputs: inputs, overwrite: overwrite)
@@ -456,7 +457,7 @@ struct Walker {
     mutating func export(_ value: JSONValue) -> JobManifest.ExportSettings? {
         let p = "$.export"
         guard let o = object(value, p, allowed: ["mode", "output", "fileType", "frameRate", "frameDuration", "video", "audio", "faststart", "cuts",
-                                                         "chunkSeconds", "chunkAbove", "frames", "join"]) else { return nil }
+                                                         "chunkSeconds", "chunkAbove", "frames", "join", "poster"]) else { return nil }
         let mode = enumeration(o["mode"], "\(p).mode", ExportMode.self, required: true)
         let output = path(o["output"], "\(p).output", required: true, output: true)
         var fileType: ContainerType?
@@ -520,11 +521,13 @@ struct Walker {
             fail("\(p).cuts", "applies to passthrough exports only; constantFrameRate decodes every frame and is always exact")
         }
         let chunking = chunking(o, mode: mode)
+        let poster = o["poster"].flatMap { self.poster($0, at: "\(p).poster") }
         guard let mode, let output, let fileType else { return nil }
         var settings = JobManifest.ExportSettings(mode: mode, output: output, fileType: fileType, frameDuration: frameDuration,
                                                   video: video, audio: audio, faststart: faststart ?? (fileType != .mkv),
                                                   cuts: cuts ?? .exact)
         (settings.chunkDuration, settings.chunkAbove, settings.frames, settings.join) = chunking
+        settings.poster = poster
         return settings
     }
 }

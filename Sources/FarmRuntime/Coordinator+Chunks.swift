@@ -9,7 +9,7 @@ import S3Client
 extension Coordinator {
     /// Makes the chunk jobs of `job`, whose attempt (holding `token`) found these `ranges`; the job waits
     /// for them. Each chunk's manifest is the one submitted (its `asset:` and `job:` inputs resolved on the
-    /// host that runs it) with the chunk's frames and file, no report, no scan and no webhooks.
+    /// host that runs it) with the chunk's frames and file, no report, no scan, no pictures and no webhooks.
     func split(_ job: Job, token: String, submitted: String, manifest: JobManifest, ranges: [Range<Int>], seconds: Double) async {
         // the submitted text was validated at submission and again at this claim
         guard let export = manifest.export, let end = ranges.last?.upperBound, let document = try? JSONParser.parse(submitted),
@@ -25,10 +25,10 @@ extension Coordinator {
         })
         let chunks = plan.chunks.enumerated().map { i, chunk in
             let name = "\(job.name) [chunk \(i + 1)/\(plan.chunks.count)]"
-            let chunkExport = exportJSON.removing("chunkSeconds", "chunkAbove", "join")
+            let chunkExport = exportJSON.removing("chunkSeconds", "chunkAbove", "join", "poster")
                 .setting("output", to: .string(chunk.output))
                 .setting("frames", to: .array([.number(String(chunk.frames.lowerBound)), .number(String(chunk.frames.upperBound))]))
-            let text = document.removing("report", "scan", "notify", "after", "afterPolicy")
+            let text = document.removing("report", "scan", "notify", "after", "afterPolicy", "poster", "images", "storyboard")
                 .setting("name", to: .string(name)).setting("export", to: chunkExport).setting("overwrite", to: .bool(true)).text
             return NewJob(name: name, manifest: text, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots, priority: job.priority,
                           maxAttempts: job.maxAttempts, timeout: job.timeout, after: job.after.map(JobReference.id), requires: job.requires)

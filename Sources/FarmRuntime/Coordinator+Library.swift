@@ -69,6 +69,12 @@ extension Coordinator {
                 let id = try await library.registerOutput(output, sources: sources, jobID: job.id, jobName: job.name, parameters: submitted,
                                                           hash: outputHash)
                 events(.notice("job \(job.id): output \(output) registered in the library as \(id)"))
+                // Its poster (`export.poster`) is the output's.
+                if let poster = manifest.export?.poster?.output {
+                    let posterID = try await library.registerOutput(poster, sources: [id], jobID: job.id, jobName: job.name, parameters: submitted,
+                                                                    kind: .poster)
+                    events(.notice("job \(job.id): poster \(poster) of \(id) registered in the library as \(posterID)"))
+                }
             }
             // Pictures of the input: its poster and its storyboard, by its first sheet (a picture the library can
             // read; the WebVTT file, the index and the other sheets are beside it).

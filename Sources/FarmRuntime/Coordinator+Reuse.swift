@@ -59,7 +59,7 @@ extension Coordinator {
         for earlier in candidates where earlier.jobID != job.id {
             if manifest.report != nil, earlier.report == nil { continue }
             guard manifest.export == nil || earlier.output != nil else { continue }
-            guard !manifest.makesPictures || earlier.files != nil else { continue }
+            guard !manifest.writesPictures || earlier.files != nil else { continue }
             state.withLock { $0.running[job.id]?.progress = JobProgress(fraction: 0, phase: "reusing the result of job \(earlier.jobID)") }
             guard let staged = await stageEarlierResult(earlier, for: job, token: token, manifest: manifest) else {
                 StagedOutput.discard(manifest, token: token)
@@ -143,7 +143,7 @@ extension Coordinator {
                 return nil
             }
         }
-        if manifest.makesPictures, let files = earlier.files {
+        if manifest.writesPictures, let files = earlier.files {
             // Each picture to this job's name for it (the same settings make the same files, in the same order).
             let targets = StagedOutput.picturePaths(of: manifest, numbered: files.numbered)
             guard targets.count == files.files.count else {
@@ -211,7 +211,7 @@ extension Coordinator {
         var result = ReusableResult(key: key, jobID: job.id, jobName: job.name, output: manifest.export?.output, sha256: nil, size: nil,
                                     report: nil, createdAt: now())
         var outputHash: ContentHash?
-        if manifest.makesPictures {
+        if manifest.writesPictures {
             // Each picture read back from where it was published.
             var files: [ReusedFiles.File] = []
             for path in StagedOutput.picturePaths(of: manifest, numbered: numbered) {

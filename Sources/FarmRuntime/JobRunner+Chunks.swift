@@ -8,7 +8,9 @@ import MediaTime
 /// A chunked export's last run: its chunks, encoded by their own jobs, joined into the one output.
 extension JobRunner {
     func join(_ export: JobManifest.ExportSettings, session: ExportSession, composition: Composition, inspections: [AssetReport],
-              inspectSeconds: Double, events: @escaping @Sendable (JobEvent) -> Void, started: Date) async throws -> JobResult {
+              inspectSeconds: Double, pictures inputPictures: PicturesMade?, events: @escaping @Sendable (JobEvent) -> Void,
+              started: Date) async throws -> JobResult {
+        var pictures = inputPictures
         var scan: ScanSummary?
         var scanSeconds = 0.0
         if let settings = manifest.scan {
@@ -23,13 +25,20 @@ extension JobRunner {
             events(.progress(JobProgress(fraction: 0.5 + 0.49 * p.fraction, phase: "joining", framesPerSecond: p.framesPerSecond, eta: p.eta)))
         })
         joined.output = export.output
+        let joinSeconds = Date().timeIntervalSince(joinStarted)
+        if let settings = export.poster {
+            events(.progress(JobProgress(fraction: 0.99, phase: "poster")))
+            pictures = pictures ?? PicturesMade()
+            pictures?.exportPoster = try await poster(of: writePath(export.output), settings, at: "$.export.poster")
+        }
         let reportPath = try writeReport(
-            inspections: inspections, composition: composition, export: joined, scan: scan, chunks: export.join,
-            timings: ["inspect": inspectSeconds, "scan": scanSeconds, "join": Date().timeIntervalSince(joinStarted),
-                      "total": Date().timeIntervalSince(started)])
+            inspections: inspections, composition: composition, export: joined, scan: scan, pictures: pictures, chunks: export.join,
+            timings: ["inspect": inspectSeconds, "scan": scanSeconds, "join": joinSeconds, "total": Date().timeIntervalSince(started)])
         events(.progress(JobProgress(fraction: 1, phase: "done")))
-        return JobResult(name: manifest.name, succeeded: true, output: export.output, report: reportPath,
-                         duration: joined.duration.seconds, seconds: Date().timeIntervalSince(started))
+        var result = JobResult(name: manifest.name, succeeded: true, output: export.output, report: reportPath,
+                               duration: joined.duration.seconds, seconds: Date().timeIntervalSince(started))
+        result.numbered = pictures?.numbered
+        return result
     }
 }
 

@@ -15,6 +15,8 @@ extension JobRunner {
         var images: [ImageRecord]?
         var poster: PosterRecord?
         var storyboard: StoryboardRecord?
+        /// `export.poster`: of the exported movie.
+        var exportPoster: PosterRecord?
         var numbered: NumberedOutputs { NumberedOutputs(images: images?.count, sheets: storyboard?.sheets.count) }
     }
 
@@ -84,14 +86,14 @@ extension JobRunner {
         return settings
     }
 
-    func poster(of source: String, _ settings: JobManifest.PosterSettings) async throws -> PosterRecord {
+    func poster(of source: String, _ settings: JobManifest.PosterSettings, at jsonPath: String = "$.poster") async throws -> PosterRecord {
         let limits = self.limits
         let generatorSettings = Self.generatorSettings(settings.tolerance, settings.style)
         let (image, candidates) = try await pool.run(stallLimit: limits.stallTimeout) { interrupter in
             do throws(ImageGenerationError) {
                 return try Self.posterImage(of: source, at: settings.at, settings: generatorSettings, limits: limits, interrupter: interrupter)
             } catch {
-                throw JobError("$.poster: \(error)")
+                throw JobError("\(jsonPath): \(error)")
             }
         }
         try write(image.data, to: settings.output)

@@ -183,13 +183,16 @@ public struct JobRunner: Sendable {
 
         var pictures: PicturesMade?
         var pictureSeconds = 0.0
-        if manifest.makesPictures {
-            // Pictures are of the one input, as it is (the validator allows nothing else).
+        // Pictures are of the one input, as it is (the validator allows nothing else); with an export, once
+        // it is known not to be only split into chunks.
+        func makeInputPictures() async throws {
+            guard manifest.makesPictures else { return }
             let picturesStarted = Date()
             pictures = try await makePictures(of: manifest.edits[0].source, from: 0.02,
                                               to: manifest.export == nil && manifest.scan == nil ? 0.99 : 0.2, events: events)
             pictureSeconds = Date().timeIntervalSince(picturesStarted)
         }
+        if manifest.export == nil { try await makeInputPictures() }
 
         var scan: ScanSummary?
         var scanSeconds = 0.0
@@ -239,9 +242,10 @@ public struct JobRunner: Sendable {
                 return result
             }
         }
+        try await makeInputPictures()
         if !export.join.isEmpty {
             return try await join(export, session: session, composition: composition, inspections: inspections,
-                                  inspectSeconds: inspectSeconds, events: events, started: started)
+                                  inspectSeconds: inspectSeconds, pictures: pictures, events: events, started: started)
         }
         if export.frames != nil {
             if stagingToken == nil { try ChunkFiles.makeFolder(of: export.output) } else { try ChunkFiles.checkFolder(of: export.output) }
@@ -266,6 +270,13 @@ public struct JobRunner: Sendable {
         if let scanSession, let settings = manifest.scan {
             scan = ScanSummary(decodedBy: "export", symbologies: settings.symbologies, framesScanned: scanSession.framesScanned,
                                codes: try scanSession.finish())
+        }
+        if let settings = export.poster {
+            events(.progress(JobProgress(fraction: 0.99, phase: "poster")))
+            let picturesStarted = Date()
+            pictures = pictures ?? PicturesMade()
+            pictures?.exportPoster = try await poster(of: writePath(export.output), settings, at: "$.export.poster")
+            pictureSeconds += Date().timeIntervalSince(picturesStarted)
         }
         var timings = ["inspect": inspectSeconds, "scan": scanSeconds, "export": Date().timeIntervalSince(exportStarted),
                        "total": Date().timeIntervalSince(started)]

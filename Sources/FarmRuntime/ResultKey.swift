@@ -24,7 +24,8 @@ enum ResultKey {
         if manifest.reuse == false || manifest.export?.frames != nil { return false }
         if manifest.edits.contains(where: { PathRules.isObject($0.source) }) { return false }
         if [manifest.export?.output, manifest.report].contains(where: { $0.map(PathRules.isObject) == true }) { return false }
-        if [manifest.poster?.output, manifest.images?.output, manifest.storyboard?.output].contains(where: { $0.map(PathRules.isObject) == true }) {
+        if [manifest.poster?.output, manifest.images?.output, manifest.storyboard?.output, manifest.export?.poster?.output]
+            .contains(where: { $0.map(PathRules.isObject) == true }) {
             return false
         }
         // Something to answer with: an output, pictures or a report.
@@ -83,10 +84,11 @@ enum ResultKey {
             .object([("maxWidth", number(s.maxWidth)), ("maxHeight", number(s.maxHeight)), ("format", .string(s.format.rawValue)),
                      ("quality", .number("\(s.quality)"))])
         }
-        if let poster = manifest.poster {
-            members.append(("poster", .object([("at", poster.at.map { time($0) } ?? .string("auto")), ("tolerance", tolerance(poster.tolerance)),
-                                               ("style", style(poster.style))])))
+        func poster(_ poster: JobManifest.PosterSettings) -> JSONValue {
+            .object([("at", poster.at.map { time($0) } ?? .string("auto")), ("tolerance", tolerance(poster.tolerance)), ("style", style(poster.style))])
         }
+        if let settings = manifest.poster { members.append(("poster", poster(settings))) }
+        if let settings = manifest.export?.poster { members.append(("exportPoster", poster(settings))) }
         if let images = manifest.images {
             let times: JSONValue = switch images.times {
             case .times(let list): .object([("times", .array(list.map { time($0) }))])

@@ -27,7 +27,7 @@ public enum StagedOutput {
     /// are named from the manifest's patterns and the counts the job reported (`numbered`); without them,
     /// only those whose count the manifest gives are listed (`numberedPatterns` names the rest).
     public static func finalPaths(of manifest: JobManifest, numbered: NumberedOutputs? = nil) -> [String] {
-        var paths = [manifest.export?.output, manifest.report, manifest.poster?.output, manifest.storyboard?.output,
+        var paths = [manifest.export?.output, manifest.report, manifest.export?.poster?.output, manifest.poster?.output, manifest.storyboard?.output,
                      manifest.storyboard?.indexPath].compactMap { $0 }
         if let images = manifest.images, let count = numbered?.images ?? images.staticCount {
             paths += (0..<min(count, NumberedOutputs.limit)).map { NumberedOutputs.path(images.output, index: $0 + 1) }

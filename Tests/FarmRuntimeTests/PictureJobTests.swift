@@ -180,4 +180,32 @@ import Testing
         #expect((c["log"] as? String ?? "").contains("t-2.png changed since it was published"), "\(c["log"] ?? "")")
         #expect(try bytes("c") == bytes("a"))
     }
+
+    /// `export.poster`: a picture of the exported movie, at the export's time; a chunked export's is made once,
+    /// by its joining run (its chunk jobs carry no poster), and published with the movie.
+    @Test func anExportsPosterIsOfItsOutputAndAChunkedOnesIsMadeAtTheJoin() throws {
+        let farm = try Farm("export-poster")
+        let source = try ChunkedExportTests.source(in: farm, seconds: 12, size: "320x240")
+        let manifest = try farm.manifest("film", """
+            { "version": 1, "name": "film", "edits": [{ "source": "\(source)", "start": 2, "duration": 8 }], "report": "out/film.json",
+              "export": { "mode": "constantFrameRate", "frameRate": 30, "chunkSeconds": 4, "output": "out/film.mp4", "video": { "preset": "ultrafast" },
+                          "poster": { "at": 1, "tolerance": 0, "format": "png", "output": "out/film-poster.png" } } }
+            """)
+        let id = try farm.submit([manifest])[0]
+        let coordinator = try farm.startCoordinator(["--workers", "2", "--exit-when-idle"])
+        #expect(coordinator.wait(timeout: 180) == 0, "\(coordinator.log.suffix(2000))")
+        let jobs = try farm.status()
+        #expect(jobs[id]?["state"] as? String == "succeeded", "\(jobs[id] ?? [:])")
+        #expect(jobs.values.filter { ($0["name"] as? String ?? "").hasPrefix("film [chunk ") }.count == 2)
+        #expect(files(farm.out) == ["film-poster.png", "film.json", "film.mp4"])
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: farm.out.appendingPathComponent("film.json"))) as? [String: Any])
+        let poster = ((report["pictures"] as? [String: Any])?["exportPoster"] as? [String: Any])?["picture"] as? [String: Any] ?? [:]
+        #expect(poster["actualTime"] as? Double == 1 && poster["width"] as? Int == 320, "\(report["pictures"] ?? "none")")
+        // The same picture as the exported movie's frame at 1 s, made from the published movie.
+        let again = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["images", "--exact", "--at", "1", "--format", "png", "-o",
+                                                                          farm.folder.appendingPathComponent("check.png").path,
+                                                                          farm.out.appendingPathComponent("film.mp4").path])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try Data(contentsOf: farm.out.appendingPathComponent("film-poster.png")) == Data(contentsOf: farm.folder.appendingPathComponent("check.png")))
+    }
 }

@@ -47,8 +47,9 @@ import Testing
                        "after", "afterPolicy", "requires", "notify", "reuse", "images", "poster", "storyboard"])
         #expect(keys(properties["images"] as? [String: Any]) == ["times", "every", "count", "tolerance", "toleranceBefore", "toleranceAfter",
                                                                   "maxWidth", "maxHeight", "format", "quality", "output"])
-        #expect(keys(properties["poster"] as? [String: Any]) == ["at", "tolerance", "toleranceBefore", "toleranceAfter", "maxWidth", "maxHeight",
-                                                                  "format", "quality", "output"])
+        let posterDefinition = (json["$defs"] as? [String: Any])?["poster"] as? [String: Any]
+        #expect(keys(posterDefinition) == ["at", "tolerance", "toleranceBefore", "toleranceAfter", "maxWidth", "maxHeight", "format", "quality", "output"])
+        #expect((properties["poster"] as? [String: Any])?["$ref"] as? String == "#/$defs/poster")
         #expect(keys(properties["storyboard"] as? [String: Any]) == ["every", "tiles", "tileWidth", "columns", "rows", "format", "quality", "output"])
         #expect(keys((properties["edits"] as? [String: Any])?["items"] as? [String: Any]) == ["source", "start", "duration"])
         #expect(keys((properties["scale"] as? [String: Any])?["items"] as? [String: Any]) == ["start", "duration", "toDuration", "rate"])
@@ -56,7 +57,7 @@ import Testing
         #expect(keys(properties["scan"] as? [String: Any]) == ["symbologies", "regionOfInterest", "interval", "maxCodesPerFrame"])
         let export = properties["export"] as? [String: Any]
         #expect(keys(export) == ["mode", "output", "fileType", "frameRate", "frameDuration", "video", "audio", "faststart", "cuts",
-                                  "chunkSeconds", "chunkAbove", "frames", "join"])
+                                  "chunkSeconds", "chunkAbove", "frames", "join", "poster"])
         let exportProperties = export?["properties"] as? [String: Any]
         #expect(keys(exportProperties?["video"] as? [String: Any]) == ["codec", "crf", "preset", "threads"])
         #expect(keys(exportProperties?["audio"] as? [String: Any]) == ["policy", "codec", "bitrate"])
@@ -67,7 +68,8 @@ import Testing
           "scan": { "symbologies": ["qr"], "regionOfInterest": { "x": 0, "y": 0, "width": 1, "height": 1 }, "interval": 0, "maxCodesPerFrame": 4 },
           "export": { "mode": "constantFrameRate", "output": "out/a.mp4", "fileType": "mp4", "frameRate": 25, "faststart": true,
                       "video": { "codec": "h264", "crf": 18, "preset": "fast", "threads": 2 },
-                      "audio": { "policy": "reencode", "codec": "aac", "bitrate": 96000 } },
+                      "audio": { "policy": "reencode", "codec": "aac", "bitrate": 96000 },
+                      "poster": { "at": "auto", "maxWidth": 320, "output": "out/a-poster.jpg" } },
           "report": "out/a.json", "overwrite": false }
         """
         let dir = try TestPaths.makeTemporaryFolder("schema")
