@@ -88,7 +88,7 @@ extension JobManifest {
     /// Whether the job makes any picture of its input.
     public var makesPictures: Bool { images != nil || poster != nil || storyboard != nil }
     /// Whether it writes any picture: of its input, or of its export (`export.poster`).
-    public var writesPictures: Bool { makesPictures || export?.poster != nil }
+    public var writesPictures: Bool { makesPictures || export?.poster != nil || scan?.images != nil }
 }
 
 /// A still picture's file format.
@@ -106,8 +106,10 @@ public struct NumberedOutputs: Sendable, Codable, Hashable {
     public var images: Int?
     /// `storyboard`'s sheets.
     public var sheets: Int?
+    /// `scan.images`: a picture per code found.
+    public var codes: Int?
 
-    public init(images: Int? = nil, sheets: Int? = nil) { (self.images, self.sheets) = (images, sheets) }
+    public init(images: Int? = nil, sheets: Int? = nil, codes: Int? = nil) { (self.images, self.sheets, self.codes) = (images, sheets, codes) }
 
     /// The most of either one job may write.
     public static let limit = 100_000

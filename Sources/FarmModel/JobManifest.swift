@@ -79,6 +79,16 @@ public struct JobManifest: Sendable, Hashable {
         /// 0: every frame.
         public var interval: MediaTime
         public var maxCodesPerFrame: Int
+        /// A picture of the frame where each code was first seen (`scan.images`).
+        public var images: ScanImages?
+    }
+
+    /// `scan.images`: the frame where each code was first seen, as a picture; `output` has `{index}`, the
+    /// code's place in the report's `scan.codes` (from 1).
+    public struct ScanImages: Sendable, Hashable {
+        public var style = PictureStyle()
+        public var output: String
+        public init(output: String) { self.output = output }
     }
 
     public struct NormalizedRect: Sendable, Hashable, Codable {

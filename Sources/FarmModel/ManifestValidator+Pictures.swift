@@ -97,6 +97,22 @@ extension Walker {
         return settings
     }
 
+    /// `scan.images`: a picture of the frame where each code was first seen.
+    mutating func scanImages(_ value: JSONValue) -> JobManifest.ScanImages? {
+        let p = "$.scan.images"
+        guard let o = object(value, p, allowed: ["maxWidth", "maxHeight", "format", "quality", "output"]) else { return nil }
+        let style = self.style(o, p, quality: 0.85)
+        guard let output = path(o["output"], "\(p).output", required: true, output: true) else { return nil }
+        let name = output.split(separator: "/").last.map(String.init) ?? output
+        guard name.contains("{index}"), !output.dropLast(name.count).contains("{index}") else {
+            fail("\(p).output", "needs {index} in the file's name (the code's place in the report, from 1), like \"codes/code-{index}.jpg\"")
+            return nil
+        }
+        var images = JobManifest.ScanImages(output: output)
+        images.style = style
+        return images
+    }
+
     /// `"tolerance"` (both sides) or `"toleranceBefore"` and `"toleranceAfter"`; none: any distance.
     mutating func tolerance(_ o: [String: JSONValue], _ p: String) -> JobManifest.PictureTolerance {
         if o["tolerance"] != nil && (o["toleranceBefore"] != nil || o["toleranceAfter"] != nil) {
@@ -140,7 +156,7 @@ extension Walker {
 extension Walker {
     /// Numbered outputs (`{index}` patterns) may not name the same files as each other or as a fixed output.
     mutating func checkPatterns(images: JobManifest.ImagesSettings?, storyboard: JobManifest.StoryboardSettings?,
-                                fixed: [(String, String)]) {
+                                scanImages: JobManifest.ScanImages?, fixed: [(String, String)]) {
         // Fixed outputs under one name (identities catch only files that exist).
         for (i, (jsonPath, file)) in fixed.enumerated() where ["$.images", "$.poster", "$.storyboard", "$.export.poster"].contains(where: jsonPath.hasPrefix) {
             if let other = fixed[..<i].first(where: { $0.1 == file }) { fail(jsonPath, "is the same file as \(other.0) (\(file))") }
@@ -148,6 +164,7 @@ extension Walker {
         var patterns: [(String, String)] = []
         if let images, images.output.contains("{index}") { patterns.append(("$.images.output", images.output)) }
         if let storyboard { patterns.append(("$.storyboard.output", storyboard.sheetPattern)) }
+        if let codes = scanImages { patterns.append(("$.scan.images.output", codes.output)) }
         for (i, (jsonPath, pattern)) in patterns.enumerated() {
             if let other = patterns[..<i].first(where: { $0.1 == pattern }) {
                 fail(jsonPath, "its files (\(pattern)) are the same as \(other.0)'s; choose another name")

@@ -253,7 +253,7 @@ struct Walker {
         if let storyboard { outputs += [("$.storyboard.output", storyboard.output), ("$.storyboard.output", storyboard.indexPath)] }
         if let images, images.staticCount == 1 { outputs.append(("$.images.output", NumberedOutputs.path(images.output, index: 1))) }
         checkOutputs(outputs, inputs: inputs, overwrite: overwrite)
-        checkPatterns(images: images, storyboard: storyboard, fixed: outputs)
+        checkPatterns(images: images, storyboard: storyboard, scanImages: scan?.images, fixed: outputs)
         var manifest = JobManifest(version: 1, name: name, edits: edits, scale: scale, audio: audio, scan: scan,
                                    export: export, images: images, poster: poster, storyboard: storyboard,
                                    report: report, baseDirectory: context.baseDirectory)
@@ -412,7 +412,7 @@ struct Walker {
     }
 
     mutating func scan(_ value: JSONValue) -> JobManifest.ScanSettings? {
-        guard let o = object(value, "$.scan", allowed: ["symbologies", "regionOfInterest", "interval", "maxCodesPerFrame"]) else { return nil }
+        guard let o = object(value, "$.scan", allowed: ["symbologies", "regionOfInterest", "interval", "maxCodesPerFrame", "images"]) else { return nil }
         var symbologies: [String] = []
         if let list = o["symbologies"] {
             if case .array(let items) = list {
@@ -451,7 +451,9 @@ struct Walker {
         }
         let interval = time(o["interval"], "$.scan.interval") ?? .zero
         let maxCodes = integer(o["maxCodesPerFrame"], "$.scan.maxCodesPerFrame", in: 1...1000) ?? 64
-        return JobManifest.ScanSettings(symbologies: symbologies, regionOfInterest: roi, interval: interval, maxCodesPerFrame: maxCodes)
+        var settings = JobManifest.ScanSettings(symbologies: symbologies, regionOfInterest: roi, interval: interval, maxCodesPerFrame: maxCodes)
+        settings.images = o["images"].flatMap { scanImages($0) }
+        return settings
     }
 
     mutating func export(_ value: JSONValue) -> JobManifest.ExportSettings? {

@@ -18,6 +18,8 @@ extension JobRunner {
             events(.progress(JobProgress(fraction: 0.02, phase: "scanning")))
             let scanStarted = Date()
             scan = try await scanCodes(settings, composition: composition)
+            let codes = scan?.codes ?? []
+            scan?.images = try await codePictures(settings.images, codes: codes, composition: composition)
             scanSeconds = Date().timeIntervalSince(scanStarted)
         }
         let joinStarted = Date()
@@ -37,7 +39,7 @@ extension JobRunner {
         events(.progress(JobProgress(fraction: 1, phase: "done")))
         var result = JobResult(name: manifest.name, succeeded: true, output: export.output, report: reportPath,
                                duration: joined.duration.seconds, seconds: Date().timeIntervalSince(started))
-        result.numbered = pictures?.numbered
+        result.numbered = Self.numbered(pictures, scan)
         return result
     }
 }

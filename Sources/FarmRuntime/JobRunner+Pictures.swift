@@ -1,3 +1,4 @@
+import CodeScan
 import FarmModel
 import Foundation
 import MediaCore
@@ -193,6 +194,56 @@ extension JobRunner {
         (board.tileWidth, board.columns, board.rows) = (settings.tileWidth, settings.columns, settings.rows)
         (board.format, board.quality) = (StillImageFormat(settings.format), settings.quality)
         return board
+    }
+
+    /// The counts of the job's numbered files: its pictures, its storyboard's sheets, its codes' pictures.
+    static func numbered(_ pictures: PicturesMade?, _ scan: ScanSummary?) -> NumberedOutputs? {
+        guard pictures != nil || scan?.images != nil else { return nil }
+        var numbered = pictures?.numbered ?? NumberedOutputs()
+        numbered.codes = scan?.images?.count
+        return numbered
+    }
+
+    /// `scan.images`: the frame where each code was first seen (composition time, mapped back to its
+    /// source), exact, one generator per source, in time order; `codes[i]`'s is `output` with `{index}` i + 1.
+    func codePictures(_ settings: JobManifest.ScanImages?, codes: [ScannedCode], composition: Composition) async throws -> [ImageRecord]? {
+        guard let settings else { return nil }
+        guard codes.count <= NumberedOutputs.limit else {
+            throw JobError("$.scan.images: \(codes.count) codes were found; pictures are made of at most \(NumberedOutputs.limit)")
+        }
+        let mapping = composition.timeMapping
+        var wanted: [(index: Int, source: String, time: MediaTime)] = []
+        for (i, code) in codes.enumerated() {
+            guard let (segment, time) = mapping.sourceTime(at: code.firstTime) else {
+                throw JobError("$.scan.images: code \(i + 1) was seen at \(Self.seconds(code.firstTime)) s, which no piece of the composition holds")
+            }
+            wanted.append((i, composition.segments[segment].source, time))
+        }
+        let generatorSettings = Self.generatorSettings(JobManifest.PictureTolerance(before: .zero, after: .zero), settings.style)
+        let limits = self.limits
+        let writer = self
+        let bySource = Dictionary(grouping: wanted, by: \.source)
+        let made: [(Int, ImageRecord)] = try await pool.run(stallLimit: limits.stallTimeout) { interrupter in
+            var made: [(Int, ImageRecord)] = []
+            for (source, items) in bySource.sorted(by: { $0.key < $1.key }) {
+                let generator: AssetImageGenerator
+                do { generator = try AssetImageGenerator(path: source, settings: generatorSettings, limits: limits, interrupter: interrupter) } catch {
+                    throw JobError("$.scan.images: \(error)")
+                }
+                for item in items.sorted(by: { $0.time < $1.time }) {
+                    let image: AssetImageGenerator.Image
+                    do { image = try generator.image(at: item.time) } catch {
+                        throw JobError("$.scan.images: the frame of code \(item.index + 1) (\(MediaTime.formatSeconds(item.time.seconds)) s of \(source)): \(error)")
+                    }
+                    let path = NumberedOutputs.path(settings.output, index: item.index + 1)
+                    try writer.write(image.data, to: path)
+                    made.append((item.index, ImageRecord(image, path: path)))
+                    interrupter.progressed()
+                }
+            }
+            return made
+        }
+        return made.sorted { $0.0 < $1.0 }.map(\.1)
     }
 
     /// One finished file, written whole under its staged name (or checked and renamed into place).

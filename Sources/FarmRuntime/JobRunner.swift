@@ -3,6 +3,7 @@ import FarmModel
 import Foundation
 import MediaCore
 import MediaEdit
+import MediaImage
 import MediaInspect
 import MediaTime
 import S3Client
@@ -202,6 +203,8 @@ public struct JobRunner: Sendable {
             events(.progress(JobProgress(fraction: 0.02, phase: "scanning")))
             let scanStarted = Date()
             scan = try await scanCodes(settings, composition: composition)
+            let codes = scan?.codes ?? []
+            scan?.images = try await codePictures(settings.images, codes: codes, composition: composition)
             scanSeconds = Date().timeIntervalSince(scanStarted)
         }
 
@@ -213,7 +216,7 @@ public struct JobRunner: Sendable {
             events(.progress(JobProgress(fraction: 1, phase: "done")))
             var result = JobResult(name: manifest.name, succeeded: true, output: pictures.flatMap(Self.mainPicture), report: reportPath,
                                    seconds: Date().timeIntervalSince(started))
-            result.numbered = pictures?.numbered
+            result.numbered = Self.numbered(pictures, scan)
             return result
         }
 
@@ -270,6 +273,8 @@ public struct JobRunner: Sendable {
         if let scanSession, let settings = manifest.scan {
             scan = ScanSummary(decodedBy: "export", symbologies: settings.symbologies, framesScanned: scanSession.framesScanned,
                                codes: try scanSession.finish())
+            let codes = scan?.codes ?? []
+            scan?.images = try await codePictures(settings.images, codes: codes, composition: composition)
         }
         if let settings = export.poster {
             events(.progress(JobProgress(fraction: 0.99, phase: "poster")))
@@ -286,7 +291,7 @@ public struct JobRunner: Sendable {
         events(.progress(JobProgress(fraction: 1, phase: "done")))
         var result = JobResult(name: manifest.name, succeeded: true, output: export.output, report: reportPath,
                                duration: exported.duration.seconds, seconds: Date().timeIntervalSince(started))
-        result.numbered = pictures?.numbered
+        result.numbered = Self.numbered(pictures, scan)
         return result
     }
 
@@ -338,6 +343,8 @@ struct ScanSummary: Encodable {
     var symbologies: [String]
     var framesScanned: Int
     var codes: [ScannedCode]
+    /// `scan.images`: the picture of the frame where each code was first seen, `images[i]` of `codes[i]`.
+    var images: [ImageRecord]?
 }
 
 /// A job failure that is not about one media file.

@@ -24,7 +24,7 @@ enum ResultKey {
         if manifest.reuse == false || manifest.export?.frames != nil { return false }
         if manifest.edits.contains(where: { PathRules.isObject($0.source) }) { return false }
         if [manifest.export?.output, manifest.report].contains(where: { $0.map(PathRules.isObject) == true }) { return false }
-        if [manifest.poster?.output, manifest.images?.output, manifest.storyboard?.output, manifest.export?.poster?.output]
+        if [manifest.poster?.output, manifest.images?.output, manifest.storyboard?.output, manifest.export?.poster?.output, manifest.scan?.images?.output]
             .contains(where: { $0.map(PathRules.isObject) == true }) {
             return false
         }
@@ -62,8 +62,15 @@ enum ResultKey {
         if let scan = manifest.scan {
             var roi: JSONValue = .null
             if let r = scan.regionOfInterest { roi = .array([r.x, r.y, r.width, r.height].map { .number("\($0)") }) }
-            members.append(("scan", .object([("symbologies", .array(scan.symbologies.map { .string($0) })), ("regionOfInterest", roi),
-                                             ("interval", time(scan.interval)), ("maxCodesPerFrame", number(scan.maxCodesPerFrame))])))
+            var scanMembers: [(key: String, value: JSONValue)] = [
+                ("symbologies", .array(scan.symbologies.map { .string($0) })), ("regionOfInterest", roi),
+                ("interval", time(scan.interval)), ("maxCodesPerFrame", number(scan.maxCodesPerFrame))]
+            if let images = scan.images {
+                scanMembers.append(("images", .object([("maxWidth", number(images.style.maxWidth)), ("maxHeight", number(images.style.maxHeight)),
+                                                       ("format", .string(images.style.format.rawValue)),
+                                                       ("quality", .number("\(images.style.quality)"))])))
+            }
+            members.append(("scan", .object(scanMembers)))
         }
         if let export = manifest.export {
             var frames: JSONValue = .null

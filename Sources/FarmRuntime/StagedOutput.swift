@@ -35,6 +35,9 @@ public enum StagedOutput {
         if let storyboard = manifest.storyboard, let count = numbered?.sheets {
             paths += (0..<min(count, NumberedOutputs.limit)).map { NumberedOutputs.path(storyboard.sheetPattern, index: $0 + 1) }
         }
+        if let codes = manifest.scan?.images, let count = numbered?.codes {
+            paths += (0..<min(count, NumberedOutputs.limit)).map { NumberedOutputs.path(codes.output, index: $0 + 1) }
+        }
         return paths
     }
 
@@ -45,7 +48,7 @@ public enum StagedOutput {
 
     /// The patterns (with `{index}`) of a manifest's numbered outputs.
     public static func numberedPatterns(of manifest: JobManifest) -> [String] {
-        [manifest.images?.output, manifest.storyboard?.sheetPattern].compactMap { $0 }.filter { $0.contains("{index}") }
+        [manifest.images?.output, manifest.storyboard?.sheetPattern, manifest.scan?.images?.output].compactMap { $0 }.filter { $0.contains("{index}") }
     }
 
     /// Whether any output of the manifest is an object (numbered ones by their pattern).

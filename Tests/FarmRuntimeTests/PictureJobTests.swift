@@ -208,4 +208,41 @@ import Testing
         #expect(again.status == 0, "\(again.stderr)")
         #expect(try Data(contentsOf: farm.out.appendingPathComponent("film-poster.png")) == Data(contentsOf: farm.folder.appendingPathComponent("check.png")))
     }
+
+    /// `scan.images`: a picture of the frame where each code was first seen, in composition time mapped back to
+    /// its source; each picture holds its code (zbarimg reads it back), through a scan of its own and through
+    /// the scan a constant-frame-rate export does while decoding.
+    @Test(arguments: ["scan", "export"])
+    func eachCodeFoundHasThePictureOfItsFrame(pass: String) throws {
+        let farm = try Farm("scan-images-\(pass)")
+        let qr = try CodeFixtures.draw(CodeFixtures.qrAndLinearCodes[0], in: farm.folder)
+        let ean = try CodeFixtures.draw(CodeFixtures.qrAndLinearCodes[5], in: farm.folder)
+        let clip = farm.folder.appendingPathComponent("slate.mp4").path
+        try CodeFixtures.movie([.init(image: qr, x: 40, y: 40, start: 1, end: 2), .init(image: ean, x: 200, y: 200, start: 1.5, end: 3)],
+                               seconds: 4, to: clip)
+        let export = pass == "export" ? #", "export": { "mode": "constantFrameRate", "frameRate": 10, "output": "out/slate.mp4", "video": { "preset": "ultrafast" } }"# : ""
+        let manifest = try farm.manifest("slate", """
+            { "version": 1, "name": "slate", "edits": [{ "source": "slate.mp4", "start": 0.5 }], "report": "out/slate.json",
+              "scan": { "symbologies": ["qr", "ean13"], "images": { "format": "png", "output": "out/codes/code-{index}.png" } }\(export) }
+            """)
+        let id = try farm.submit([manifest])[0]
+        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"])
+        #expect(coordinator.wait(timeout: 120) == 0, "\(coordinator.log.suffix(2000))")
+        let job = try farm.status()[id] ?? [:]
+        #expect(job["state"] as? String == "succeeded", "\(job)")
+        #expect(((job["result"] as? [String: Any])?["numbered"] as? [String: Int])?["codes"] == 2, "\(job)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: farm.out.appendingPathComponent("slate.json"))) as? [String: Any])
+        let scan = report["scan"] as? [String: Any] ?? [:]
+        let codes = scan["codes"] as? [[String: Any]] ?? []
+        let images = scan["images"] as? [[String: Any]] ?? []
+        #expect(codes.compactMap { $0["payload"] as? String } == ["MediaFarm QR 1", "5901234123457"], "\(scan)")
+        #expect(images.count == 2 && files(farm.out.appendingPathComponent("codes")) == ["code-1.png", "code-2.png"], "\(scan)")
+        for (code, image) in zip(codes, images) {
+            // The composition starts 0.5 s into the source: a code first seen at 0.5 s there is the source's frame at 1 s.
+            let first = (code["firstTime"] as? [String: Any])?["seconds"] as? Double ?? -1
+            #expect(abs((image["actualTime"] as? Double ?? -9) - (first + 0.5)) < 0.001, "\(code) \(image)")
+            let read = try ProcessRunner.run("zbarimg", ["-q", "--raw", image["path"] as? String ?? ""])
+            #expect(read.stdout.contains(code["payload"] as? String ?? "?"), "\(image): \(read.stdout) \(read.stderr)")
+        }
+    }
 }

@@ -54,7 +54,7 @@ import Testing
         #expect(keys((properties["edits"] as? [String: Any])?["items"] as? [String: Any]) == ["source", "start", "duration"])
         #expect(keys((properties["scale"] as? [String: Any])?["items"] as? [String: Any]) == ["start", "duration", "toDuration", "rate"])
         #expect(keys(properties["audio"] as? [String: Any]) == ["timePitch"])
-        #expect(keys(properties["scan"] as? [String: Any]) == ["symbologies", "regionOfInterest", "interval", "maxCodesPerFrame"])
+        #expect(keys(properties["scan"] as? [String: Any]) == ["symbologies", "regionOfInterest", "interval", "maxCodesPerFrame", "images"])
         let export = properties["export"] as? [String: Any]
         #expect(keys(export) == ["mode", "output", "fileType", "frameRate", "frameDuration", "video", "audio", "faststart", "cuts",
                                   "chunkSeconds", "chunkAbove", "frames", "join", "poster"])
@@ -65,7 +65,8 @@ import Testing
         let everything = """
         { "version": 1, "name": "all", "input": "a.mp4", "scale": [ { "start": 0, "duration": 1, "rate": 0.5 } ],
           "audio": { "timePitch": "timeDomain" },
-          "scan": { "symbologies": ["qr"], "regionOfInterest": { "x": 0, "y": 0, "width": 1, "height": 1 }, "interval": 0, "maxCodesPerFrame": 4 },
+          "scan": { "symbologies": ["qr"], "regionOfInterest": { "x": 0, "y": 0, "width": 1, "height": 1 }, "interval": 0, "maxCodesPerFrame": 4,
+                    "images": { "maxWidth": 320, "maxHeight": 240, "format": "jpeg", "quality": 0.8, "output": "out/code-{index}.jpg" } },
           "export": { "mode": "constantFrameRate", "output": "out/a.mp4", "fileType": "mp4", "frameRate": 25, "faststart": true,
                       "video": { "codec": "h264", "crf": 18, "preset": "fast", "threads": 2 },
                       "audio": { "policy": "reencode", "codec": "aac", "bitrate": 96000 },
