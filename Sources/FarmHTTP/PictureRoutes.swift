@@ -16,6 +16,10 @@ extension HTTPFace {
             let (picture, _) = try await self.picture(request, context, .poster)
             return try Self.file(picture.path, id: picture.id, etag: picture.id.rawValue, request: request)
         }
+        router.get("/api/assets/:id/waveform") { request, context in
+            let (picture, _) = try await self.picture(request, context, .waveform)
+            return try Self.file(picture.path, id: picture.id, etag: picture.id.rawValue, request: request)
+        }
         router.get("/api/assets/:id/storyboard.vtt") { request, context in
             let (board, id) = try await self.picture(request, context, .storyboard)
             let vtt = PictureFile(id: board.id, path: Self.storyboardFile(board.path, ext: "vtt"))

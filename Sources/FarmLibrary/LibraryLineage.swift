@@ -19,7 +19,7 @@ public struct Representation: Sendable, Hashable, Codable {
 
 /// What a representation is: an export of the asset, or a picture of it.
 public enum RepresentationKind: String, Sendable, Hashable, Codable, CaseIterable {
-    case export, poster, storyboard
+    case export, poster, storyboard, waveform
 }
 
 /// A picture of an asset as this host reaches it: its content id (the ETag) and its path here, or its

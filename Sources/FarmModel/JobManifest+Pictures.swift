@@ -85,8 +85,19 @@ extension JobManifest {
         static func stem(_ vtt: String) -> String { vtt.hasSuffix(".vtt") ? String(vtt.dropLast(4)) : vtt }
     }
 
+    /// `"waveform"`: a picture of the input's sound (PNG or SVG, by `output`'s extension), and its peaks as
+    /// JSON (`peaks`, audiowaveform's format).
+    public struct WaveformSettings: Sendable, Hashable {
+        public var width = 1800
+        public var height = 140
+        public var output: String
+        public var peaks: String?
+        public init(output: String) { self.output = output }
+        public var isSVG: Bool { output.lowercased().hasSuffix(".svg") }
+    }
+
     /// Whether the job makes any picture of its input.
-    public var makesPictures: Bool { images != nil || poster != nil || storyboard != nil }
+    public var makesPictures: Bool { images != nil || poster != nil || storyboard != nil || waveform != nil }
     /// Whether it writes any picture: of its input, or of its export (`export.poster`).
     public var writesPictures: Bool { makesPictures || export?.poster != nil || scan?.images != nil }
 }

@@ -17,6 +17,7 @@ public struct JobManifest: Sendable, Hashable {
     public var images: ImagesSettings?
     public var poster: PosterSettings?
     public var storyboard: StoryboardSettings?
+    public var waveform: WaveformSettings?
     /// Where the JSON report goes, when asked for.
     public var report: String?
     /// Outputs (movie, report) that already exist may be replaced. Inputs never are.

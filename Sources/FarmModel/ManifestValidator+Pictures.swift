@@ -2,7 +2,7 @@ import MediaTime
 
 /// The picture sections: `"images"`, `"poster"` and `"storyboard"` (`JobManifest+Pictures.swift`).
 extension Walker {
-    static let pictureKeys = ["images", "poster", "storyboard"]
+    static let pictureKeys = ["images", "poster", "storyboard", "waveform"]
 
     mutating func images(_ value: JSONValue) -> JobManifest.ImagesSettings? {
         let p = "$.images"
@@ -97,6 +97,23 @@ extension Walker {
         return settings
     }
 
+    mutating func waveform(_ value: JSONValue) -> JobManifest.WaveformSettings? {
+        let p = "$.waveform"
+        guard let o = object(value, p, allowed: ["width", "height", "output", "peaks"]) else { return nil }
+        let width = integer(o["width"], "\(p).width", in: 16...16_384) ?? 1800
+        let height = integer(o["height"], "\(p).height", in: 16...4096) ?? 140
+        let output = path(o["output"], "\(p).output", required: true, output: true)
+        if let output, !output.lowercased().hasSuffix(".png") && !output.lowercased().hasSuffix(".svg") {
+            fail("\(p).output", "names a .png or an .svg file (the picture's format comes from it)")
+        }
+        let peaks = path(o["peaks"], "\(p).peaks", output: true)
+        if let peaks, !peaks.lowercased().hasSuffix(".json") { fail("\(p).peaks", "names a .json file (audiowaveform's peaks format)") }
+        guard let output, output.lowercased().hasSuffix(".png") || output.lowercased().hasSuffix(".svg") else { return nil }
+        var settings = JobManifest.WaveformSettings(output: output)
+        (settings.width, settings.height, settings.peaks) = (width, height, peaks)
+        return settings
+    }
+
     /// `scan.images`: a picture of the frame where each code was first seen.
     mutating func scanImages(_ value: JSONValue) -> JobManifest.ScanImages? {
         let p = "$.scan.images"
@@ -158,7 +175,7 @@ extension Walker {
     mutating func checkPatterns(images: JobManifest.ImagesSettings?, storyboard: JobManifest.StoryboardSettings?,
                                 scanImages: JobManifest.ScanImages?, fixed: [(String, String)]) {
         // Fixed outputs under one name (identities catch only files that exist).
-        for (i, (jsonPath, file)) in fixed.enumerated() where ["$.images", "$.poster", "$.storyboard", "$.export.poster"].contains(where: jsonPath.hasPrefix) {
+        for (i, (jsonPath, file)) in fixed.enumerated() where ["$.images", "$.poster", "$.storyboard", "$.export.poster", "$.waveform"].contains(where: jsonPath.hasPrefix) {
             if let other = fixed[..<i].first(where: { $0.1 == file }) { fail(jsonPath, "is the same file as \(other.0) (\(file))") }
         }
         var patterns: [(String, String)] = []

@@ -227,6 +227,7 @@ struct Walker {
         let images = o["images"].flatMap { self.images($0) }
         let poster = o["poster"].flatMap { self.poster($0) }
         let storyboard = o["storyboard"].flatMap { self.storyboard($0) }
+        let waveform = o["waveform"].flatMap { self.waveform($0) }
         checkPictureInput(o)
         let report = path(o["report"], "$.report", output: true)
 
@@ -250,12 +251,16 @@ struct Walker {
         if let report { outputs.append(("$.report", report)) }
         if let poster { outputs.append(("$.poster.output", poster.output)) }
         if let exportPoster = export?.poster { outputs.append(("$.export.poster.output", exportPoster.output)) }
+        if let waveform {
+            outputs.append(("$.waveform.output", waveform.output))
+            if let peaks = waveform.peaks { outputs.append(("$.waveform.peaks", peaks)) }
+        }
         if let storyboard { outputs += [("$.storyboard.output", storyboard.output), ("$.storyboard.output", storyboard.indexPath)] }
         if let images, images.staticCount == 1 { outputs.append(("$.images.output", NumberedOutputs.path(images.output, index: 1))) }
         checkOutputs(outputs, inputs: inputs, overwrite: overwrite)
         checkPatterns(images: images, storyboard: storyboard, scanImages: scan?.images, fixed: outputs)
         var manifest = JobManifest(version: 1, name: name, edits: edits, scale: scale, audio: audio, scan: scan,
-                                   export: export, images: images, poster: poster, storyboard: storyboard,
+                                   export: export, images: images, poster: poster, storyboard: storyboard, waveform: waveform,
                                    report: report, baseDirectory: context.baseDirectory)
         manifest.overwrite = overwrite
         if let a = o["after"] { manifest.after = after(a) }

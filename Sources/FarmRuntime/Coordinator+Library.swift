@@ -79,7 +79,9 @@ extension Coordinator {
             // Pictures of the input: its poster and its storyboard, by its first sheet (a picture the library can
             // read; the WebVTT file, the index and the other sheets are beside it).
             let firstSheet = manifest.storyboard.map { NumberedOutputs.path($0.sheetPattern, index: 1) }
-            for (kind, path) in [(RepresentationKind.poster, manifest.poster?.output), (.storyboard, firstSheet)] {
+            // A waveform drawn as a PNG (an SVG is no picture the library reads).
+            let waveform = manifest.waveform.flatMap { $0.isSVG ? nil : $0.output }
+            for (kind, path) in [(RepresentationKind.poster, manifest.poster?.output), (.storyboard, firstSheet), (.waveform, waveform)] {
                 guard let path else { continue }
                 let id = try await library.registerOutput(path, sources: sources, jobID: job.id, jobName: job.name, parameters: submitted, kind: kind)
                 events(.notice("job \(job.id): \(kind.rawValue) \(path) registered in the library as \(id)"))

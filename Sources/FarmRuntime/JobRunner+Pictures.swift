@@ -18,6 +18,7 @@ extension JobRunner {
         var storyboard: StoryboardRecord?
         /// `export.poster`: of the exported movie.
         var exportPoster: PosterRecord?
+        var waveform: WaveformRecord?
         var numbered: NumberedOutputs { NumberedOutputs(images: images?.count, sheets: storyboard?.sheets.count) }
     }
 
@@ -29,6 +30,22 @@ extension JobRunner {
 
         public init(picture: ImageRecord, chosen: String, candidates: [RepresentativeFrame.Candidate]?) {
             (self.picture, self.chosen, self.candidates) = (picture, chosen, candidates)
+        }
+    }
+
+    public struct WaveformRecord: Encodable, Sendable {
+        public var output: String
+        public var peaks: String?
+        public var width: Int
+        public var height: Int
+        public var samplesPerColumn: Int
+        public var sampleRate: Int
+        public var duration: Double
+        public var peakDBFS: Double?
+
+        public init(_ waveform: Waveform, output: String, peaks: String?) {
+            (self.output, self.peaks, width, height) = (output, peaks, waveform.minimums.count, waveform.settings.height)
+            (samplesPerColumn, sampleRate, duration, peakDBFS) = (waveform.samplesPerColumn, waveform.sampleRate, waveform.duration.seconds, waveform.peakDBFS)
         }
     }
 
@@ -44,7 +61,7 @@ extension JobRunner {
     /// Makes every picture the manifest asks for, reporting progress from `from` to `to`.
     func makePictures(of source: String, from: Double, to: Double,
                       events: @escaping @Sendable (JobEvent) -> Void) async throws -> PicturesMade {
-        let parts = [manifest.images != nil, manifest.poster != nil, manifest.storyboard != nil].filter { $0 }.count
+        let parts = [manifest.images != nil, manifest.poster != nil, manifest.storyboard != nil, manifest.waveform != nil].filter { $0 }.count
         let step = (to - from) / Double(max(parts, 1))
         var made = PicturesMade()
         var at = from
@@ -67,6 +84,14 @@ extension JobRunner {
             made.storyboard = try await storyboard(of: source, settings) { done in
                 events(.progress(JobProgress(fraction: start + step * done, phase: "storyboard")))
             }
+            at += step
+        }
+        if let settings = manifest.waveform {
+            let start = at
+            events(.progress(JobProgress(fraction: start, phase: "waveform")))
+            made.waveform = try await waveform(of: source, settings) { done in
+                events(.progress(JobProgress(fraction: start + step * done, phase: "waveform")))
+            }
         }
         return made
     }
@@ -74,7 +99,7 @@ extension JobRunner {
     /// The output a picture job's result names (`job:KEY#output`): its poster, else its storyboard's
     /// WebVTT file, else its first picture.
     static func mainPicture(_ made: PicturesMade) -> String? {
-        made.poster?.picture.path ?? made.storyboard?.output ?? made.images?.first?.path
+        made.poster?.picture.path ?? made.storyboard?.output ?? made.images?.first?.path ?? made.waveform?.output
     }
 
     static func generatorSettings(_ tolerance: JobManifest.PictureTolerance, _ style: JobManifest.PictureStyle) -> AssetImageGenerator.Settings {
@@ -194,6 +219,29 @@ extension JobRunner {
         (board.tileWidth, board.columns, board.rows) = (settings.tileWidth, settings.columns, settings.rows)
         (board.format, board.quality) = (StillImageFormat(settings.format), settings.quality)
         return board
+    }
+
+    func waveform(of source: String, _ settings: JobManifest.WaveformSettings, progress: @escaping @Sendable (Double) -> Void) async throws -> WaveformRecord {
+        let limits = self.limits
+        let (picture, wave) = try await pool.run(stallLimit: limits.stallTimeout) { interrupter in
+            do throws(ImageGenerationError) {
+                return try Self.waveformPicture(of: source, settings, limits: limits, interrupter: interrupter, progress: progress)
+            } catch {
+                throw JobError("$.waveform: \(error)")
+            }
+        }
+        try write(picture, to: settings.output)
+        if let peaks = settings.peaks { try write(Array(wave.peaksJSON.utf8), to: peaks) }
+        return WaveformRecord(wave, output: settings.output, peaks: settings.peaks)
+    }
+
+    /// The waveform of `source` and its picture's bytes (PNG or SVG as `settings.output` says). Blocking.
+    public static func waveformPicture(of source: String, _ settings: JobManifest.WaveformSettings, limits: SafetyLimits,
+                                       interrupter: Interrupter = Interrupter(), progress: (Double) -> Void = { _ in }) throws(ImageGenerationError) -> ([UInt8], Waveform) {
+        var waveSettings = Waveform.Settings()
+        (waveSettings.width, waveSettings.height) = (settings.width, settings.height)
+        let wave = try Waveform.make(path: source, settings: waveSettings, limits: limits, interrupter: interrupter, progress: progress)
+        return (settings.isSVG ? Array(wave.svg().utf8) : try wave.png(), wave)
     }
 
     /// The counts of the job's numbered files: its pictures, its storyboard's sheets, its codes' pictures.

@@ -24,7 +24,8 @@ enum ResultKey {
         if manifest.reuse == false || manifest.export?.frames != nil { return false }
         if manifest.edits.contains(where: { PathRules.isObject($0.source) }) { return false }
         if [manifest.export?.output, manifest.report].contains(where: { $0.map(PathRules.isObject) == true }) { return false }
-        if [manifest.poster?.output, manifest.images?.output, manifest.storyboard?.output, manifest.export?.poster?.output, manifest.scan?.images?.output]
+        if [manifest.poster?.output, manifest.images?.output, manifest.storyboard?.output, manifest.export?.poster?.output, manifest.scan?.images?.output,
+            manifest.waveform?.output, manifest.waveform?.peaks]
             .contains(where: { $0.map(PathRules.isObject) == true }) {
             return false
         }
@@ -111,6 +112,10 @@ enum ResultKey {
                                                    ("tileWidth", number(board.tileWidth)), ("columns", number(board.columns)),
                                                    ("rows", number(board.rows)), ("format", .string(board.format.rawValue)),
                                                    ("quality", .number("\(board.quality)")), ("name", .string(name))])))
+        }
+        if let waveform = manifest.waveform {
+            members.append(("waveform", .object([("width", number(waveform.width)), ("height", number(waveform.height)),
+                                                 ("svg", .bool(waveform.isSVG)), ("peaks", .bool(waveform.peaks != nil))])))
         }
         return JSONValue.object(members).text
     }

@@ -28,7 +28,7 @@ public enum StagedOutput {
     /// only those whose count the manifest gives are listed (`numberedPatterns` names the rest).
     public static func finalPaths(of manifest: JobManifest, numbered: NumberedOutputs? = nil) -> [String] {
         var paths = [manifest.export?.output, manifest.report, manifest.export?.poster?.output, manifest.poster?.output, manifest.storyboard?.output,
-                     manifest.storyboard?.indexPath].compactMap { $0 }
+                     manifest.storyboard?.indexPath, manifest.waveform?.output, manifest.waveform?.peaks].compactMap { $0 }
         if let images = manifest.images, let count = numbered?.images ?? images.staticCount {
             paths += (0..<min(count, NumberedOutputs.limit)).map { NumberedOutputs.path(images.output, index: $0 + 1) }
         }

@@ -11,7 +11,7 @@ public struct MediaFarmMain: AsyncParsableCommand {
         commandName: "mediafarm",
         abstract: "Batch media processing: inspect, retime, scan and export media on a farm of workers.",
         version: MediaFarmVersion.string,
-        subcommands: [InspectCommand.self, ScanCommand.self, ImagesCommand.self, PosterCommand.self, StoryboardCommand.self, RunCommand.self, SubmitCommand.self, StatusCommand.self,
+        subcommands: [InspectCommand.self, ScanCommand.self, ImagesCommand.self, PosterCommand.self, StoryboardCommand.self, WaveformCommand.self, RunCommand.self, SubmitCommand.self, StatusCommand.self,
                       CancelCommand.self, RetryCommand.self, CoordinatorCommand.self, WorkerCommand.self, QueueCommand.self, IngestCommand.self, BatchCommand.self, HealthcheckCommand.self, CaptureCommand.self,
                       LibraryCommand.self, WebhooksCommand.self])
 

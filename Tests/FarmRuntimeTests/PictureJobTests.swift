@@ -245,4 +245,44 @@ import Testing
             #expect(read.stdout.contains(code["payload"] as? String ?? "?"), "\(image): \(read.stdout) \(read.stderr)")
         }
     }
+
+    /// `"waveform"` of a recording with no picture: 2 s of a tone at -18 dBFS, 2 s of silence, 2 s at -30 dBFS.
+    /// The peaks (audiowaveform's JSON) follow the levels, the PNG is as wide and high as asked, and an input
+    /// without sound fails naming the reason.
+    @Test func aWaveformDrawsTheLevelsOfTheSound() throws {
+        let farm = try Farm("waveform")
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=f=440:sample_rate=48000:d=2",
+                                           "-f", "lavfi", "-i", "anullsrc=r=48000:cl=mono:d=2", "-f", "lavfi", "-i", "sine=f=220:sample_rate=48000:d=2,volume=0.25",
+                                           "-filter_complex", "[0][1][2]concat=n=3:v=0:a=1[a]", "-map", "[a]", "-c:a", "flac",
+                                           farm.folder.appendingPathComponent("talk.flac").path])
+        try FileManager.default.copyItem(atPath: MediaFixture.posterMP4.path, toPath: farm.folder.appendingPathComponent("silent.mp4").path)
+        let sound = try farm.manifest("sound", """
+            { "version": 1, "name": "sound", "input": "talk.flac", "report": "out/sound.json",
+              "waveform": { "width": 600, "height": 100, "output": "out/talk.png", "peaks": "out/talk-peaks.json" } }
+            """)
+        let silent = try farm.manifest("silent", #"{ "version": 1, "name": "silent", "input": "silent.mp4", "waveform": { "output": "out/silent.svg" } }"#)
+        let ids = try farm.submit([sound, silent])
+        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"])
+        #expect(coordinator.wait(timeout: 120) == 1, "\(coordinator.log.suffix(2000))")
+        let jobs = try farm.status()
+        #expect(jobs[ids[0]]?["state"] as? String == "succeeded", "\(jobs[ids[0]] ?? [:])")
+        #expect(jobs[ids[1]]?["state"] as? String == "failed" && jobs[ids[1]]?.errors.last?.contains("no audio track to draw") == true,
+                "\(jobs[ids[1]] ?? [:])")
+        let peaks = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: farm.out.appendingPathComponent("talk-peaks.json"))) as? [String: Any])
+        #expect(peaks["version"] as? Int == 2 && peaks["bits"] as? Int == 16 && peaks["length"] as? Int == 600 && peaks["sample_rate"] as? Int == 48000)
+        let data = peaks["data"] as? [Int] ?? []
+        #expect(data.count == 1200)
+        func loudest(_ columns: Range<Int>) -> Double { Double(columns.map { max(abs(data[2 * $0]), abs(data[2 * $0 + 1])) }.max() ?? 0) / 32767 }
+        // lavfi's sine is at 1/8 of full scale; the last part a quarter of that.
+        #expect(abs(loudest(10..<190) - 0.125) < 0.01, "\(loudest(10..<190))")
+        #expect(loudest(210..<390) == 0)
+        #expect(abs(loudest(410..<590) - 0.03125) < 0.005, "\(loudest(410..<590))")
+        let size = try ProcessRunner.run("ffprobe", ["-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0",
+                                                     farm.out.appendingPathComponent("talk.png").path])
+        #expect(size.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "600,100", "\(size.stdout)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: farm.out.appendingPathComponent("sound.json"))) as? [String: Any])
+        let record = (report["pictures"] as? [String: Any])?["waveform"] as? [String: Any] ?? [:]
+        #expect(abs((record["peakDBFS"] as? Double ?? 0) + 18.06) < 0.1 && abs((record["duration"] as? Double ?? 0) - 6) < 0.01, "\(record)")
+        #expect(!FileManager.default.fileExists(atPath: farm.out.appendingPathComponent("silent.svg").path))
+    }
 }

@@ -44,7 +44,8 @@ import Testing
         let top = keys(json)
         let properties = json["properties"] as? [String: Any] ?? [:]
         #expect(top == ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report", "overwrite",
-                       "after", "afterPolicy", "requires", "notify", "reuse", "images", "poster", "storyboard"])
+                       "after", "afterPolicy", "requires", "notify", "reuse", "images", "poster", "storyboard", "waveform"])
+        #expect(keys(properties["waveform"] as? [String: Any]) == ["width", "height", "output", "peaks"])
         #expect(keys(properties["images"] as? [String: Any]) == ["times", "every", "count", "tolerance", "toleranceBefore", "toleranceAfter",
                                                                   "maxWidth", "maxHeight", "format", "quality", "output"])
         let posterDefinition = (json["$defs"] as? [String: Any])?["poster"] as? [String: Any]
@@ -90,7 +91,8 @@ import Testing
           "images": { "times": [1], "toleranceBefore": 0, "toleranceAfter": 1, "maxWidth": 10, "maxHeight": 10, "format": "png", "quality": 1,
                       "output": "out/t-{index}.png" },
           "poster": { "at": 1, "tolerance": 0, "maxWidth": 10, "maxHeight": 10, "format": "webp", "quality": 0.5, "output": "out/p.webp" },
-          "storyboard": { "tiles": 4, "tileWidth": 32, "columns": 2, "rows": 2, "format": "webp", "quality": 0.5, "output": "out/b.vtt" } }
+          "storyboard": { "tiles": 4, "tileWidth": 32, "columns": 2, "rows": 2, "format": "webp", "quality": 0.5, "output": "out/b.vtt" },
+          "waveform": { "width": 100, "height": 50, "output": "out/w.png", "peaks": "out/w.json" } }
         """
         try pictures.write(to: dir.appendingPathComponent("pictures.json"), atomically: true, encoding: .utf8)
         let p = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", dir.appendingPathComponent("pictures.json").path])

@@ -90,6 +90,32 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("garbage-poster.jpg").path))
     }
 
+    /// `mediafarm waveform`: an SVG and the peaks of a movie's sound; bad usage is exit 2; a movie without
+    /// sound is exit 1, naming the reason, and writes nothing.
+    @Test func aWaveformIsWrittenAsSVGWithItsPeaks() throws {
+        let folder = try TestPaths.makeTemporaryFolder("waveform-cli")
+        func waveform(_ arguments: [String]) throws -> ProcessResult {
+            try ProcessRunner.run(TestPaths.mediafarmExecutable, ["waveform"] + arguments, currentDirectory: folder.path)
+        }
+        let r = try waveform(["--json", "--width", "200", "-o", "w.svg", "--peaks", "w.json", MediaFixture.cfr30MP4.path])
+        #expect(r.status == 0, "\(r.stderr)")
+        let record = try #require(try JSONSerialization.jsonObject(with: r.stdoutData) as? [String: Any])
+        #expect(record["width"] as? Int == 200 && record["height"] as? Int == 140 && record["sampleRate"] as? Int == 48000, "\(record)")
+        let svg = try String(contentsOf: folder.appendingPathComponent("w.svg"), encoding: .utf8)
+        let parsed = try ProcessRunner.run("/usr/bin/python3", ["-c", "import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); print(r.get('width'), len(r[0].get('d').split('M')) - 1)",
+                                                                folder.appendingPathComponent("w.svg").path])
+        #expect(parsed.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "200 200", "\(parsed.stdout) \(parsed.stderr) \(svg.prefix(200))")
+        let peaks = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent("w.json"))) as? [String: Any])
+        #expect((peaks["data"] as? [Int])?.count == 400)
+        for (arguments, says) in [(["--width", "8", "x.mp4"], "--width"), (["--height", "nan", "x.mp4"], "--height"), (["-o", "w.gif", "x.mp4"], "--output")] {
+            let bad = try waveform(arguments)
+            #expect(bad.status == 2 && bad.stderr.contains(says), "\(arguments): \(bad.status) \(bad.stderr)")
+        }
+        let silent = try waveform(["-o", "silent.png", MediaFixture.rotatedMP4.path])
+        #expect(silent.status == 1 && silent.stderr.contains("no audio track to draw"), "\(silent.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("silent.png").path))
+    }
+
     @Test func badUsageIsExitTwoNamingTheProblem() throws {
         let take = try movie()
         let folder = take.deletingLastPathComponent()
