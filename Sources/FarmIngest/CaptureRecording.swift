@@ -82,6 +82,14 @@ public struct CaptureRecording: Sendable {
             source.resume()
             sources.append(source)
         }
+        // SIGUSR1: a still of the next picture (a recording that takes stills).
+        signal(SIGUSR1, SIG_IGN)
+        let still = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: .global())
+        still.setEventHandler {
+            if !session.requestStill() { report(.notice("SIGUSR1: this recording takes no stills (give --still-every or --stills-on-request)")) }
+        }
+        still.resume()
+        sources.append(still)
         defer { for source in sources { source.cancel() } }
         let summary = await withCheckedContinuation { (done: CheckedContinuation<CaptureSummary, Never>) in
             Thread { done.resume(returning: session.run()) }.start()

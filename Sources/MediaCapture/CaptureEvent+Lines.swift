@@ -18,6 +18,8 @@ extension CaptureEvent {
         case .reconnected(let gap): return encoded(Reconnected(gap: gap))
         case .code(let code): return encoded(CodeLine(code, gone: false))
         case .codeGone(let code): return encoded(CodeLine(code, gone: true))
+        case .still(let still): return tagged("still", still)
+        case .stillFailed(let message): return encoded(StillFailed(message: message))
         case .finished(let summary): return tagged("finished", summary)
         }
     }
@@ -43,6 +45,10 @@ extension CaptureEvent {
             }
             return String(format: "code: %@ %@ at %.3f s (%.1f ms after the picture arrived)", code.symbology.rawValue, payload,
                           code.time.seconds, code.latency * 1000)
+        case .still(let still):
+            return String(format: "still %d: %@ (%dx%d, at %.3f s)", still.index, still.path, still.width, still.height, still.time)
+        case .stillFailed(let message):
+            return "still not written: \(message)"
         case .finished(let summary):
             return "capture \(summary.captureID) finished: \(summary.reason.rawValue), \(summary.segments) segments, "
                 + String(format: "%.1f s", summary.duration) + (summary.message.map { ": \($0)" } ?? "")
@@ -61,6 +67,11 @@ private struct SourceLost: Encodable {
     let event = "sourceLost"
     var message: String
     var reconnectUntil: String
+}
+
+private struct StillFailed: Encodable {
+    let event = "stillFailed"
+    var message: String
 }
 
 private struct Reconnected: Encodable {

@@ -1,6 +1,7 @@
 import CodeScan
 import Foundation
 import MediaCore
+import Synchronization
 import MediaTime
 #if canImport(Glibc)
 import Glibc
@@ -29,6 +30,11 @@ public struct CaptureConfiguration: Sendable {
     public var reconnectFor: Double = 0
     /// Live code scanning (AVCaptureMetadataOutput); nil scans nothing.
     public var scan: CodeScanner.Configuration?
+    /// A still every this many seconds of capture time (AVCaptureStillImageOutput); nil: none unless
+    /// `stillsOnRequest`.
+    public var stillEvery: Double?
+    /// Stills may be asked for while recording (`CaptureSession.requestStill`).
+    public var stillsOnRequest = false
 
     public init(source: CaptureSource, outputDirectory: String, captureID: String) {
         self.source = source
@@ -87,6 +93,8 @@ public struct CaptureSummary: Sendable, Encodable {
     /// How often the source dropped and came back.
     public var reconnections = 0
     public var scan: LiveScanSummary?
+    /// Stills written (with `stillEvery` or on request).
+    public var stills: Int?
 
     /// Adds a problem to what the message already says.
     mutating func add(message: String) {
@@ -103,6 +111,10 @@ public enum CaptureEvent: Sendable {
     case reconnected(gap: Double)
     case code(CodeSighting)
     case codeGone(CodeSighting)
+    /// A still was written beside the segments (`stillEvery`, or on request).
+    case still(StillReport)
+    /// A still could not be written; the recording goes on.
+    case stillFailed(message: String)
     case finished(CaptureSummary)
 }
 
@@ -116,6 +128,8 @@ public final class CaptureSession: @unchecked Sendable {
     private let interrupter: Interrupter
     private let stopRequested = NSLock()
     private var stopped = false
+    /// The stills of the recording running now, for `requestStill`.
+    private let stillTaker = Mutex<LiveStills?>(nil)
     /// Free bytes of the output's file system (a hook for tests; default statvfs).
     var freeSpace: @Sendable (String) -> Int64? = CaptureSession.statvfsFree
 
@@ -133,6 +147,15 @@ public final class CaptureSession: @unchecked Sendable {
 
     private var isStopped: Bool { stopRequested.withLock { stopped } }
 
+    /// The next picture becomes a still (SIGUSR1 to `mediafarm capture`); false when the recording takes
+    /// no stills (`stillEvery` nil and not `stillsOnRequest`) or is not running.
+    @discardableResult
+    public func requestStill() -> Bool {
+        guard let stills = stillTaker.withLock({ $0 }) else { return false }
+        stills.request()
+        return true
+    }
+
     /// Records until a limit, the end of the source (after any reconnection budget), or `stop`;
     /// returns the summary it also sent.
     @discardableResult
@@ -140,6 +163,12 @@ public final class CaptureSession: @unchecked Sendable {
         var summary = CaptureSummary(captureID: configuration.captureID, reason: .noDataCaptured, successfullyFinished: false,
                                      segments: 0, duration: 0, bytes: 0, message: nil)
         let scanner = configuration.scan.map { LiveScanner(configuration: $0, events: events) }
+        let stills = configuration.stillEvery != nil || configuration.stillsOnRequest
+            ? LiveStills(every: configuration.stillEvery, folder: configuration.outputDirectory, captureID: configuration.captureID,
+                         source: configuration.source.text, events: events) : nil
+        stillTaker.withLock { $0 = stills }
+        // Where decoded pictures go besides the recording.
+        let pictures = LivePictureFan.of([scanner, stills])
         var finished = (segments: 0, bytes: Int64(0), duration: 0.0)
         var progress = Recorder.Progress()
         /// When the source dropped, while it is being reconnected (and, with a reconnection budget, the
@@ -246,12 +275,12 @@ public final class CaptureSession: @unchecked Sendable {
                     switch track.origin {
                     case .copied(let file):
                         // Scanning decodes its own reference to the packet, from the first recorded keyframe on.
-                        let toScan: PacketBox? = scanner != nil && track.isVideo ? PacketBox() : nil
+                        let toScan: PacketBox? = pictures != nil && track.isVideo ? PacketBox() : nil
                         toScan?.packet.reference(packet)
                         if case .limit(let reason) = try recorder.take(&packet) { ended = reason; break reading }
-                        if let scanner, let toScan, let origin = recorder.origin {
+                        if let pictures, let toScan, let origin = recorder.origin {
                             if feed == nil {
-                                feed = try LiveScanner.Feed(scanner: scanner, input: file, stream: track.index, origin: origin,
+                                feed = try LiveScanner.Feed(scanner: pictures, input: file, stream: track.index, origin: origin,
                                                             offset: recorder.before.captureTime)
                             }
                             feed?.submit(toScan.packet, arrival: arrival)
@@ -259,14 +288,14 @@ public final class CaptureSession: @unchecked Sendable {
                     case .encoded(let live):
                         var limit: CaptureEndReason?
                         try live.encode(packet, picture: { frame, time in
-                            guard let scanner, track.isVideo else { return }
+                            guard let pictures, track.isVideo else { return }
                             let origin = pictureOrigin ?? time
                             pictureOrigin = origin
                             // The encoder holds pictures back: one past the duration limit is never recorded.
                             if let limit = configuration.maxDuration, (progress.recorded + (time - origin)).seconds >= limit { return }
                             let base = pictureBase ?? progress.captureTime + progress.pendingGap
                             pictureBase = base
-                            scanner.submit(frame, time: base + (time - origin), arrival: arrival)
+                            pictures.submit(frame, time: base + (time - origin), arrival: arrival)
                         }, emit: { out throws(MediaFileError) in
                             if case .limit(let reason) = try recorder.take(&out) { limit = reason }
                         })
@@ -309,6 +338,8 @@ public final class CaptureSession: @unchecked Sendable {
             break
         }
         if let scanner { summary.scan = scanner.finish() }
+        stillTaker.withLock { $0 = nil }
+        if let stills { summary.stills = stills.finish() }
         summary.segments = finished.segments
         summary.bytes = finished.bytes
         summary.duration = finished.duration

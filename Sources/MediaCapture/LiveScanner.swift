@@ -37,7 +37,7 @@ public struct LiveScanSummary: Sendable, Codable {
 /// older one. Codes are reported as they appear and go; each finished segment is handed back with the
 /// codes seen in it once the scanner has passed its end (or a second after it closed, whichever comes
 /// first). Copied (compressed) video is decoded on a thread of its own first (`Feed`).
-final class LiveScanner: @unchecked Sendable {
+final class LiveScanner: LivePictureSink, @unchecked Sendable {
     private final class Picture {
         var frame = Frame()
         let time: MediaTime
@@ -214,7 +214,7 @@ final class LiveScanner: @unchecked Sendable {
     /// Packets wait in a bounded queue; when it is full (decoding falls behind), packets are dropped up
     /// to the next keyframe and counted as pictures not scanned. One per connection to the source.
     final class Feed: @unchecked Sendable {
-        private let scanner: LiveScanner
+        private let scanner: any LivePictureSink
         private let decoder: Decoder
         private let timeBase: Rational
         /// Source time → capture time.
@@ -226,7 +226,7 @@ final class LiveScanner: @unchecked Sendable {
         private var dropping = false
         static let capacity = 90
 
-        init(scanner: LiveScanner, input: InputFile, stream: Int, origin: MediaTime, offset: MediaTime) throws(MediaFileError) {
+        init(scanner: any LivePictureSink, input: InputFile, stream: Int, origin: MediaTime, offset: MediaTime) throws(MediaFileError) {
             self.scanner = scanner
             decoder = try Decoder(file: input, streamIndex: stream, threads: 1)
             timeBase = input.streams[stream].timeBase

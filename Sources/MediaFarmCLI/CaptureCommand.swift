@@ -83,7 +83,15 @@ struct CaptureCommand: AsyncParsableCommand {
     @Option(help: "With --scan: the region of interest x,y,width,height in normalized coordinates (0...1).")
     var roi: String?
 
-    @Flag(help: "Print one JSON event per line (started, segment, code, codeGone, sourceLost, reconnected, enqueued, assembly, notice, finished).")
+    @Option(name: .customLong("still-every"), parsing: .unconditional,
+            help: "Write a JPEG still of the picture every this many seconds of capture, beside the segments (<capture-id>-still-NNNN.jpg, its capture time in EXIF DateTimeOriginal) \(UserNumbers.stillInterval.inHelp).",
+            transform: UserNumbers.stillInterval.option)
+    var stillEvery: Double?
+
+    @Flag(name: .customLong("stills-on-request"), help: "Write a still of the next picture on each SIGUSR1 (with --still-every too).")
+    var stillsOnRequest = false
+
+    @Flag(help: "Print one JSON event per line (started, segment, code, codeGone, still, sourceLost, reconnected, enqueued, assembly, notice, finished).")
     var json = false
 
     @Option(help: ArgumentHelp("A manifest template: each finished segment becomes a job from it ({input}: the segment; also {stem}, {ext}, {index}, {captureID}, {date}).",
@@ -115,6 +123,8 @@ struct CaptureCommand: AsyncParsableCommand {
         var readTimeout: Double
         var reconnectFor: Double
         var scan: CodeScanner.Configuration?
+        var stillEvery: Double?
+        var stillsOnRequest = false
         var enqueue: String?
         var assemble: String?
         var queue: QueueOptions
@@ -155,6 +165,8 @@ struct CaptureCommand: AsyncParsableCommand {
                          reconnectFor: try seconds(reconnectFor, "reconnectFor", file?.reconnectFor, UserNumbers.duration) ?? 0,
                          scan: nil, enqueue: enqueue ?? file?.enqueue, assemble: assemble ?? file?.assemble, queue: queue,
                          outputRoots: outputRoots.isEmpty ? file?.outputRoots ?? [] : outputRoots)
+        s.stillEvery = try seconds(stillEvery, "stillEvery", file?.stillEvery, UserNumbers.stillInterval)
+        s.stillsOnRequest = stillsOnRequest || file?.stillsOnRequest == true
         if s.assemble != nil, s.enqueue == nil {
             throw ValidationError("\(from)--assemble needs --enqueue: the assembly waits for the segments' jobs "
                                   + "(a template as small as {\"version\": 1, \"input\": \"{input}\"} inspects each segment)")
@@ -222,6 +234,8 @@ struct CaptureCommand: AsyncParsableCommand {
         configuration.readTimeout = settings.readTimeout
         configuration.reconnectFor = settings.reconnectFor
         configuration.scan = settings.scan
+        configuration.stillEvery = settings.stillEvery
+        configuration.stillsOnRequest = settings.stillsOnRequest || settings.stillEvery != nil
         let enqueue = settings.enqueue, outputRoots = settings.outputRoots, queue = settings.queue
         let assembly: IngestTemplate? = try settings.assemble.map { path in
             let template: IngestTemplate

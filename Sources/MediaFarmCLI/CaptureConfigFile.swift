@@ -22,6 +22,8 @@ struct CaptureConfigFile: Decodable {
     var reconnectFor: Double?
     var scan: String?
     var roi: String?
+    var stillEvery: Double?
+    var stillsOnRequest: Bool?
     var enqueue: String?
     var assemble: String?
     var queue: String?
@@ -38,7 +40,7 @@ struct CaptureConfigFile: Decodable {
 
     static let keys: Set<String> = ["source", "outputDir", "segmentDuration", "maxDuration", "maxSize", "segmentMaxBytes",
                                     "minFreeDisk", "captureID", "inputFormat", "videoSize", "frameRate", "readTimeout",
-                                    "reconnectFor", "scan", "roi", "enqueue", "assemble", "queue", "outputRoots"]
+                                    "reconnectFor", "scan", "roi", "stillEvery", "stillsOnRequest", "enqueue", "assemble", "queue", "outputRoots"]
 
     static func load(_ path: String) throws -> CaptureConfigFile {
         func bad(_ why: String) -> CLIError { CLIError("--config \(path): \(why)", status: ExitStatus.usage) }

@@ -97,6 +97,60 @@ import Glibc
         #expect(try Self.frames(dir.appendingPathComponent("out/cam-00001.mp4").path) == 120)
     }
 
+    /// Stills while recording (`--still-every 3`, and SIGUSR1): 12 s of a live UDP stream give a still at 0,
+    /// 3, 6 and 9 s of capture and one on request, each the segments' picture at its time (PSNR against the
+    /// frame decoded from the segment), with the capture time in EXIF (exiftool reads it back).
+    @Test func stillsAreThePicturesOfTheRecordingAtTheirTimes() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-stills")
+        let port = TestPaths.freeLoopbackPort()
+        let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "4", "--max-duration", "12",
+                                         "--capture-id", "cam", "--still-every", "3"])
+        #expect(TestPaths.waitForListener(port: port), "the capture never listened on \(port)")
+        let sender = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 25, log: dir.appendingPathComponent("sender.log").path)
+        defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }
+        func stills() -> [[String: Any]] { Self.events(recorder.log).filter { $0["event"] as? String == "still" } }
+        #expect(Self.waitUntil(timeout: 30) { stills().count >= 2 }, "\(recorder.log)")
+        recorder.kill(SIGUSR1)
+        #expect(recorder.wait(timeout: 40) == 0, "\(recorder.log)")
+        let all = stills()
+        let timed = all.filter { $0["reason"] as? String == "every" }
+        let requested = all.filter { $0["reason"] as? String == "request" }
+        #expect(timed.count == 4 && requested.count == 1, "\(all)")
+        let times = timed.compactMap { $0["time"] as? Double }
+        #expect(zip(times, [0.0, 3, 6, 9]).allSatisfy { $0 >= $1 && $0 < $1 + 0.1 }, "\(times)")
+        let finished = try #require(Self.events(recorder.log).last)
+        #expect(finished["stills"] as? Int == 5, "\(finished)")
+        let segments = Self.events(recorder.log).filter { $0["event"] as? String == "segment" }
+        for still in all {
+            let path = try #require(still["path"] as? String)
+            let time = try #require(still["time"] as? Double)
+            // The segment holding that capture time, and its frame there.
+            let segment = try #require(segments.last { ($0["start"] as? Double ?? 99) <= time + 0.0001 })
+            let frame = dir.appendingPathComponent("frame-\(still["index"] as? Int ?? 0).png").path
+            let made = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["images", "--exact", "--format", "png", "-o", frame,
+                                                                            "--at", String(time - (segment["start"] as? Double ?? 0) + 0.001),
+                                                                            segment["path"] as? String ?? ""])
+            #expect(made.status == 0, "\(made.stderr)")
+            func psnr(_ other: String) throws -> Double {
+                let r = try ProcessRunner.run("/usr/bin/ffmpeg", ["-v", "info", "-nostdin", "-i", path, "-i", other, "-lavfi", "psnr", "-f", "null", "-"])
+                return r.stderr.firstMatch(of: /average:([0-9.]+|inf)/).map { $0.1 == "inf" ? 99 : Double($0.1) ?? 0 } ?? 0
+            }
+            #expect(try psnr(frame) >= 30, "\(path) against the segment's frame at \(time) s")
+            let exif = try ProcessRunner.run("/usr/bin/exiftool", ["-json", "-DateTimeOriginal", "-SubSecTimeOriginal", "-OffsetTimeOriginal",
+                                                                   "-ImageDescription", "-Software", path])
+            let tags = (try JSONSerialization.jsonObject(with: Data(exif.stdout.utf8)) as? [[String: Any]])?.first ?? [:]
+            let wallClock = try #require((still["wallClock"] as? String).flatMap { ISO8601DateFormatter().date(from: $0) })
+            let f = DateFormatter()
+            (f.locale, f.timeZone, f.dateFormat) = (Locale(identifier: "en_US_POSIX"), TimeZone(identifier: "UTC"), "yyyy:MM:dd HH:mm:ss")
+            #expect(tags["DateTimeOriginal"] as? String == f.string(from: wallClock) && tags["OffsetTimeOriginal"] as? String == "+00:00",
+                    "\(tags) \(still)")
+            #expect((tags["ImageDescription"] as? String)?.contains("udp://127.0.0.1:\(port)") == true && tags["Software"] as? String == "MediaFarm",
+                    "\(tags)")
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("out").path).filter { $0.contains("still") }.sorted()
+        #expect(names == (1...5).map { String(format: "cam-still-%04d.jpg", $0) }, "\(names)")
+    }
+
     @Test func aTCPStreamIsRecordedAndSIGTERMFinishesTheLastSegment() throws {
         let dir = try TestPaths.makeTemporaryFolder("capture-tcp")
         let port = TestPaths.freeLoopbackPort()
