@@ -63,7 +63,7 @@ let package = Package(
         .target(name: "MediaImage", dependencies: ["MediaCore", "MediaTime"]),
 
         // Live capture: sources, the segment writer, the capture session (AVCaptureMovieFileOutput).
-        .target(name: "MediaCapture", dependencies: ["CDeviceShims", "CodeScan", "MediaCore", "MediaTime", "SafeFiles"]),
+        .target(name: "MediaCapture", dependencies: ["CDeviceShims", "CodeScan", "MediaImage", "MediaCore", "MediaTime", "SafeFiles"]),
         // The farm's pure model: manifests, jobs, state machine. No I/O.
         .target(name: "FarmModel", dependencies: ["MediaTime"]),
         // The queue: one protocol; SQLite (GRDB) the embedded backend, PostgreSQL (postgres-nio) for several hosts.

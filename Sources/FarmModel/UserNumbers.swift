@@ -165,6 +165,8 @@ public enum UserNumbers {
     public static let sheetTiles = NumberRule<Int>.integer(1, 100)
     /// Seconds between a live recording's stills.
     public static let stillInterval = NumberRule<Double>.seconds(0.1, 86_400)
+    /// Seconds between a live recording's levels events.
+    public static let levelsInterval = NumberRule<Double>.seconds(0.05, 3600)
     /// A waveform's columns and rows.
     public static let waveformWidth = NumberRule<Int>.integer(16, 16_384, unit: "pixels")
     public static let waveformHeight = NumberRule<Int>.integer(16, 4096, unit: "pixels")

@@ -20,6 +20,7 @@ extension CaptureEvent {
         case .codeGone(let code): return encoded(CodeLine(code, gone: true))
         case .still(let still): return tagged("still", still)
         case .stillFailed(let message): return encoded(StillFailed(message: message))
+        case .levels(let levels): return tagged("levels", levels)
         case .finished(let summary): return tagged("finished", summary)
         }
     }
@@ -49,6 +50,8 @@ extension CaptureEvent {
             return String(format: "still %d: %@ (%dx%d, at %.3f s)", still.index, still.path, still.width, still.height, still.time)
         case .stillFailed(let message):
             return "still not written: \(message)"
+        case .levels(let levels):
+            return String(format: "levels at %.3f s: average %.1f dB, peak %.1f dB", levels.time, levels.averageDB, levels.peakDB)
         case .finished(let summary):
             return "capture \(summary.captureID) finished: \(summary.reason.rawValue), \(summary.segments) segments, "
                 + String(format: "%.1f s", summary.duration) + (summary.message.map { ": \($0)" } ?? "")

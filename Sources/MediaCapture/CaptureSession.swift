@@ -35,6 +35,8 @@ public struct CaptureConfiguration: Sendable {
     public var stillEvery: Double?
     /// Stills may be asked for while recording (`CaptureSession.requestStill`).
     public var stillsOnRequest = false
+    /// The sound's average and peak levels every this many seconds of capture time; nil: not measured.
+    public var levelsEvery: Double?
 
     public init(source: CaptureSource, outputDirectory: String, captureID: String) {
         self.source = source
@@ -115,6 +117,8 @@ public enum CaptureEvent: Sendable {
     case still(StillReport)
     /// A still could not be written; the recording goes on.
     case stillFailed(message: String)
+    /// The sound's levels over an interval (`levelsEvery`).
+    case levels(LevelsReport)
     case finished(CaptureSummary)
 }
 
@@ -167,8 +171,9 @@ public final class CaptureSession: @unchecked Sendable {
             ? LiveStills(every: configuration.stillEvery, folder: configuration.outputDirectory, captureID: configuration.captureID,
                          source: configuration.source.text, events: events) : nil
         stillTaker.withLock { $0 = stills }
-        // Where decoded pictures go besides the recording.
+        // Where decoded pictures go besides the recording, and decoded sound.
         let pictures = LivePictureFan.of([scanner, stills])
+        let levels = configuration.levelsEvery.map { LiveLevels(every: $0, events: events) }
         var finished = (segments: 0, bytes: Int64(0), duration: 0.0)
         var progress = Recorder.Progress()
         /// When the source dropped, while it is being reconnected (and, with a reconnection budget, the
@@ -228,6 +233,9 @@ public final class CaptureSession: @unchecked Sendable {
             }
             let byIndex = Dictionary(uniqueKeysWithValues: tracks.map { ($0.index, $0) })
             var feed: LiveScanner.Feed?
+            var soundFeed: LiveScanner.Feed?
+            var soundOrigin: MediaTime?
+            var soundBase: MediaTime?
             /// The first picture's source time and capture time (encoded video: pictures reach the scanner
             /// before the encoder hands their packets to the recorder).
             var pictureOrigin: MediaTime?
@@ -277,6 +285,8 @@ public final class CaptureSession: @unchecked Sendable {
                         // Scanning decodes its own reference to the packet, from the first recorded keyframe on.
                         let toScan: PacketBox? = pictures != nil && track.isVideo ? PacketBox() : nil
                         toScan?.packet.reference(packet)
+                        let toMeasure: PacketBox? = levels != nil && !track.isVideo ? PacketBox() : nil
+                        toMeasure?.packet.reference(packet)
                         if case .limit(let reason) = try recorder.take(&packet) { ended = reason; break reading }
                         if let pictures, let toScan, let origin = recorder.origin {
                             if feed == nil {
@@ -285,9 +295,24 @@ public final class CaptureSession: @unchecked Sendable {
                             }
                             feed?.submit(toScan.packet, arrival: arrival)
                         }
+                        if let levels, !track.isVideo, let toMeasure, let origin = recorder.origin {
+                            if soundFeed == nil {
+                                soundFeed = try LiveScanner.Feed(scanner: levels, input: file, stream: track.index, origin: origin,
+                                                                 offset: recorder.before.captureTime)
+                            }
+                            soundFeed?.submit(toMeasure.packet, arrival: arrival)
+                        }
                     case .encoded(let live):
                         var limit: CaptureEndReason?
                         try live.encode(packet, picture: { frame, time in
+                            if !track.isVideo, let levels {
+                                let origin = soundOrigin ?? time
+                                soundOrigin = origin
+                                let base = soundBase ?? progress.captureTime + progress.pendingGap
+                                soundBase = base
+                                levels.submit(frame, time: base + (time - origin), arrival: arrival)
+                                return
+                            }
                             guard let pictures, track.isVideo else { return }
                             let origin = pictureOrigin ?? time
                             pictureOrigin = origin
@@ -318,6 +343,7 @@ public final class CaptureSession: @unchecked Sendable {
                 }
             }
             feed?.finish()
+            soundFeed?.finish()
             do {
                 try recorder.finishAll()
             } catch {
@@ -340,6 +366,7 @@ public final class CaptureSession: @unchecked Sendable {
         if let scanner { summary.scan = scanner.finish() }
         stillTaker.withLock { $0 = nil }
         if let stills { summary.stills = stills.finish() }
+        levels?.finish()
         summary.segments = finished.segments
         summary.bytes = finished.bytes
         summary.duration = finished.duration

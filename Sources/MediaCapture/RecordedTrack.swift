@@ -90,8 +90,8 @@ final class LiveEncoder {
         MediaFileError(path: file.path, reason: .ffmpeg(error, while: doing))
     }
 
-    /// Decodes `packet` and encodes what it holds. Each decoded picture goes to `picture` (with its
-    /// time) before it is encoded; each packet the encoder makes goes to `emit`.
+    /// Decodes `packet` and encodes what it holds. Each decoded picture (or block of sound) goes to `picture`
+    /// (with its time) before it is encoded; each packet the encoder makes goes to `emit`.
     func encode(_ packet: borrowing Packet, picture: (borrowing Frame, MediaTime) -> Void,
                 emit: (inout Packet) throws(MediaFileError) -> Void) throws(MediaFileError) {
         while true {
@@ -121,6 +121,8 @@ final class LiveEncoder {
             if source.mediaType == .video {
                 try encodeVideo(picture: picture, emit: emit)
             } else {
+                // The sound as it was decoded, for its levels.
+                if let pts = decoded.pts { picture(decoded, MediaTime(count: pts, timeBase: source.timeBase)) }
                 try convertAudio()
                 try encodeAudio(final: false, emit: emit)
             }

@@ -91,7 +91,12 @@ struct CaptureCommand: AsyncParsableCommand {
     @Flag(name: .customLong("stills-on-request"), help: "Write a still of the next picture on each SIGUSR1 (with --still-every too).")
     var stillsOnRequest = false
 
-    @Flag(help: "Print one JSON event per line (started, segment, code, codeGone, still, sourceLost, reconnected, enqueued, assembly, notice, finished).")
+    @Option(name: .customLong("levels-every"), parsing: .unconditional,
+            help: "A levels event (the sound's average and peak in dBFS, per channel) every this many seconds of capture \(UserNumbers.levelsInterval.inHelp).",
+            transform: UserNumbers.levelsInterval.option)
+    var levelsEvery: Double?
+
+    @Flag(help: "Print one JSON event per line (started, segment, code, codeGone, still, levels, sourceLost, reconnected, enqueued, assembly, notice, finished).")
     var json = false
 
     @Option(help: ArgumentHelp("A manifest template: each finished segment becomes a job from it ({input}: the segment; also {stem}, {ext}, {index}, {captureID}, {date}).",
@@ -125,6 +130,7 @@ struct CaptureCommand: AsyncParsableCommand {
         var scan: CodeScanner.Configuration?
         var stillEvery: Double?
         var stillsOnRequest = false
+        var levelsEvery: Double?
         var enqueue: String?
         var assemble: String?
         var queue: QueueOptions
@@ -167,6 +173,7 @@ struct CaptureCommand: AsyncParsableCommand {
                          outputRoots: outputRoots.isEmpty ? file?.outputRoots ?? [] : outputRoots)
         s.stillEvery = try seconds(stillEvery, "stillEvery", file?.stillEvery, UserNumbers.stillInterval)
         s.stillsOnRequest = stillsOnRequest || file?.stillsOnRequest == true
+        s.levelsEvery = try seconds(levelsEvery, "levelsEvery", file?.levelsEvery, UserNumbers.levelsInterval)
         if s.assemble != nil, s.enqueue == nil {
             throw ValidationError("\(from)--assemble needs --enqueue: the assembly waits for the segments' jobs "
                                   + "(a template as small as {\"version\": 1, \"input\": \"{input}\"} inspects each segment)")
@@ -236,6 +243,7 @@ struct CaptureCommand: AsyncParsableCommand {
         configuration.scan = settings.scan
         configuration.stillEvery = settings.stillEvery
         configuration.stillsOnRequest = settings.stillsOnRequest || settings.stillEvery != nil
+        configuration.levelsEvery = settings.levelsEvery
         let enqueue = settings.enqueue, outputRoots = settings.outputRoots, queue = settings.queue
         let assembly: IngestTemplate? = try settings.assemble.map { path in
             let template: IngestTemplate

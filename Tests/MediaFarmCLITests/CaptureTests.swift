@@ -151,6 +151,42 @@ import Glibc
         #expect(names == (1...5).map { String(format: "cam-still-%04d.jpg", $0) }, "\(names)")
     }
 
+    /// `--levels-every 0.5` on a live UDP stream whose tone (1/8 of full scale: -21.1 dB RMS, -18.1 dB peak) is
+    /// on for 2 s, off for 2 s: the levels events follow it.
+    @Test func levelsFollowAToneSwitchedOnAndOff() throws {
+        let dir = try TestPaths.makeTemporaryFolder("capture-levels")
+        let port = TestPaths.freeLoopbackPort()
+        let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "4", "--max-duration", "8",
+                                         "--capture-id", "cam", "--levels-every", "0.5"])
+        #expect(TestPaths.waitForListener(port: port), "the capture never listened on \(port)")
+        let sender = try Background(["/usr/bin/ffmpeg", "-nostdin", "-v", "error", "-re",
+                                     "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=20",
+                                     "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=20,volume='lt(mod(t,4),2)':eval=frame",
+                                     "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-c:a", "aac", "-f", "mpegts",
+                                     "udp://127.0.0.1:\(port)?pkt_size=1316"], log: dir.appendingPathComponent("sender.log").path)
+        defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }
+        #expect(recorder.wait(timeout: 40) == 0, "\(recorder.log)")
+        let levels = Self.events(recorder.log).filter { $0["event"] as? String == "levels" && ($0["duration"] as? Double ?? 0) > 0.45 }
+        #expect(levels.count >= 15, "\(levels)")
+        // Half seconds of tone (AAC's onset may overshoot the peak a little), of silence, and at most one
+        // half second at each switch that holds some of both (the codec's delay smears the edge).
+        let loud = levels.filter { ($0["averageDB"] as? Double ?? -999) > -30 }
+        let quiet = levels.filter { ($0["averageDB"] as? Double ?? 0) < -60 }
+        let between = levels.count - loud.count - quiet.count
+        #expect(loud.count >= 6 && quiet.count >= 4 && between <= 4, "loud \(loud.count), quiet \(quiet.count), between \(between): \(levels)")
+        for level in loud {
+            let average = level["averageDB"] as? Double ?? 0, peak = level["peakDB"] as? Double ?? 0
+            #expect(abs(average + 21.1) < 1.5 && peak > -19.5 && peak < -15, "\(level)")
+        }
+        // The tone and the silence alternate every 2 s: every 4 s of levels hold both.
+        for window in stride(from: 0.0, to: 4.0, by: 4) {
+            let inside = levels.filter { ($0["time"] as? Double ?? -1) >= window && ($0["time"] as? Double ?? -1) < window + 4 }
+            #expect(inside.contains { ($0["averageDB"] as? Double ?? -999) > -30 } && inside.contains { ($0["averageDB"] as? Double ?? 0) < -60 },
+                    "\(inside)")
+        }
+        #expect(levels.allSatisfy { ($0["channels"] as? [[String: Any]])?.count == 1 }, "\(levels)")
+    }
+
     @Test func aTCPStreamIsRecordedAndSIGTERMFinishesTheLastSegment() throws {
         let dir = try TestPaths.makeTemporaryFolder("capture-tcp")
         let port = TestPaths.freeLoopbackPort()
