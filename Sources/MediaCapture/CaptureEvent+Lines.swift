@@ -21,6 +21,8 @@ extension CaptureEvent {
         case .still(let still): return tagged("still", still)
         case .stillFailed(let message): return encoded(StillFailed(message: message))
         case .levels(let levels): return tagged("levels", levels)
+        case .waveform(let waveform): return tagged("waveform", waveform)
+        case .waveformFailed(let message): return encoded(WaveformFailed(message: message))
         case .finished(let summary): return tagged("finished", summary)
         }
     }
@@ -52,6 +54,10 @@ extension CaptureEvent {
             return "still not written: \(message)"
         case .levels(let levels):
             return String(format: "levels at %.3f s: average %.1f dB, peak %.1f dB", levels.time, levels.averageDB, levels.peakDB)
+        case .waveform(let waveform):
+            return "waveform of segment \(waveform.segment): \(waveform.path)"
+        case .waveformFailed(let message):
+            return "waveform not drawn: \(message)"
         case .finished(let summary):
             return "capture \(summary.captureID) finished: \(summary.reason.rawValue), \(summary.segments) segments, "
                 + String(format: "%.1f s", summary.duration) + (summary.message.map { ": \($0)" } ?? "")
@@ -70,6 +76,11 @@ private struct SourceLost: Encodable {
     let event = "sourceLost"
     var message: String
     var reconnectUntil: String
+}
+
+private struct WaveformFailed: Encodable {
+    let event = "waveformFailed"
+    var message: String
 }
 
 private struct StillFailed: Encodable {

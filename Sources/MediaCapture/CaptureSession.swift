@@ -37,6 +37,8 @@ public struct CaptureConfiguration: Sendable {
     public var stillsOnRequest = false
     /// The sound's average and peak levels every this many seconds of capture time; nil: not measured.
     public var levelsEvery: Double?
+    /// A waveform of each finished segment beside it (`<segment>-waveform.png` and `.json`).
+    public var segmentWaveforms = false
 
     public init(source: CaptureSource, outputDirectory: String, captureID: String) {
         self.source = source
@@ -119,6 +121,10 @@ public enum CaptureEvent: Sendable {
     case stillFailed(message: String)
     /// The sound's levels over an interval (`levelsEvery`).
     case levels(LevelsReport)
+    /// A finished segment's waveform was drawn (`segmentWaveforms`).
+    case waveform(SegmentWaveform)
+    /// A finished segment's waveform could not be drawn (no sound in it, say); the recording goes on.
+    case waveformFailed(message: String)
     case finished(CaptureSummary)
 }
 
@@ -174,6 +180,7 @@ public final class CaptureSession: @unchecked Sendable {
         // Where decoded pictures go besides the recording, and decoded sound.
         let pictures = LivePictureFan.of([scanner, stills])
         let levels = configuration.levelsEvery.map { LiveLevels(every: $0, events: events) }
+        let waveforms = configuration.segmentWaveforms ? SegmentWaveforms(events: events) : nil
         var finished = (segments: 0, bytes: Int64(0), duration: 0.0)
         var progress = Recorder.Progress()
         /// When the source dropped, while it is being reconnected (and, with a reconnection budget, the
@@ -229,6 +236,7 @@ public final class CaptureSession: @unchecked Sendable {
 
             let events = self.events
             var recorder = Recorder(configuration: configuration, tracks: tracks, before: progress, resumed: { events(.reconnected(gap: $0)) }) { report in
+                waveforms?.segmentClosed(report)
                 if let scanner { scanner.segmentClosed(report) { events(.segment($0)) } } else { events(.segment(report)) }
             }
             let byIndex = Dictionary(uniqueKeysWithValues: tracks.map { ($0.index, $0) })
@@ -367,6 +375,7 @@ public final class CaptureSession: @unchecked Sendable {
         stillTaker.withLock { $0 = nil }
         if let stills { summary.stills = stills.finish() }
         levels?.finish()
+        waveforms?.finish()
         summary.segments = finished.segments
         summary.bytes = finished.bytes
         summary.duration = finished.duration

@@ -96,7 +96,10 @@ struct CaptureCommand: AsyncParsableCommand {
             transform: UserNumbers.levelsInterval.option)
     var levelsEvery: Double?
 
-    @Flag(help: "Print one JSON event per line (started, segment, code, codeGone, still, levels, sourceLost, reconnected, enqueued, assembly, notice, finished).")
+    @Flag(name: .customLong("segment-waveforms"), help: "Draw each finished segment's waveform beside it (SEGMENT-waveform.png, and its peaks as SEGMENT-waveform.json).")
+    var segmentWaveforms = false
+
+    @Flag(help: "Print one JSON event per line (started, segment, code, codeGone, still, levels, waveform, sourceLost, reconnected, enqueued, assembly, notice, finished).")
     var json = false
 
     @Option(help: ArgumentHelp("A manifest template: each finished segment becomes a job from it ({input}: the segment; also {stem}, {ext}, {index}, {captureID}, {date}).",
@@ -131,6 +134,7 @@ struct CaptureCommand: AsyncParsableCommand {
         var stillEvery: Double?
         var stillsOnRequest = false
         var levelsEvery: Double?
+        var segmentWaveforms = false
         var enqueue: String?
         var assemble: String?
         var queue: QueueOptions
@@ -174,6 +178,7 @@ struct CaptureCommand: AsyncParsableCommand {
         s.stillEvery = try seconds(stillEvery, "stillEvery", file?.stillEvery, UserNumbers.stillInterval)
         s.stillsOnRequest = stillsOnRequest || file?.stillsOnRequest == true
         s.levelsEvery = try seconds(levelsEvery, "levelsEvery", file?.levelsEvery, UserNumbers.levelsInterval)
+        s.segmentWaveforms = segmentWaveforms || file?.segmentWaveforms == true
         if s.assemble != nil, s.enqueue == nil {
             throw ValidationError("\(from)--assemble needs --enqueue: the assembly waits for the segments' jobs "
                                   + "(a template as small as {\"version\": 1, \"input\": \"{input}\"} inspects each segment)")
@@ -244,6 +249,7 @@ struct CaptureCommand: AsyncParsableCommand {
         configuration.stillEvery = settings.stillEvery
         configuration.stillsOnRequest = settings.stillsOnRequest || settings.stillEvery != nil
         configuration.levelsEvery = settings.levelsEvery
+        configuration.segmentWaveforms = settings.segmentWaveforms
         let enqueue = settings.enqueue, outputRoots = settings.outputRoots, queue = settings.queue
         let assembly: IngestTemplate? = try settings.assemble.map { path in
             let template: IngestTemplate

@@ -25,6 +25,7 @@ struct CaptureConfigFile: Decodable {
     var stillEvery: Double?
     var stillsOnRequest: Bool?
     var levelsEvery: Double?
+    var segmentWaveforms: Bool?
     var enqueue: String?
     var assemble: String?
     var queue: String?
@@ -41,7 +42,7 @@ struct CaptureConfigFile: Decodable {
 
     static let keys: Set<String> = ["source", "outputDir", "segmentDuration", "maxDuration", "maxSize", "segmentMaxBytes",
                                     "minFreeDisk", "captureID", "inputFormat", "videoSize", "frameRate", "readTimeout",
-                                    "reconnectFor", "scan", "roi", "stillEvery", "stillsOnRequest", "levelsEvery", "enqueue", "assemble", "queue", "outputRoots"]
+                                    "reconnectFor", "scan", "roi", "stillEvery", "stillsOnRequest", "levelsEvery", "segmentWaveforms", "enqueue", "assemble", "queue", "outputRoots"]
 
     static func load(_ path: String) throws -> CaptureConfigFile {
         func bad(_ why: String) -> CLIError { CLIError("--config \(path): \(why)", status: ExitStatus.usage) }

@@ -157,7 +157,7 @@ import Glibc
         let dir = try TestPaths.makeTemporaryFolder("capture-levels")
         let port = TestPaths.freeLoopbackPort()
         let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "4", "--max-duration", "8",
-                                         "--capture-id", "cam", "--levels-every", "0.5"])
+                                         "--capture-id", "cam", "--levels-every", "0.5", "--segment-waveforms"])
         #expect(TestPaths.waitForListener(port: port), "the capture never listened on \(port)")
         let sender = try Background(["/usr/bin/ffmpeg", "-nostdin", "-v", "error", "-re",
                                      "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=20",
@@ -185,6 +185,19 @@ import Glibc
                     "\(inside)")
         }
         #expect(levels.allSatisfy { ($0["channels"] as? [[String: Any]])?.count == 1 }, "\(levels)")
+        // Each finished segment's waveform: its peaks are the tone's, then silence's, as the levels were.
+        let waveforms = Self.events(recorder.log).filter { $0["event"] as? String == "waveform" }
+        let segments = Self.events(recorder.log).filter { $0["event"] as? String == "segment" }
+        #expect(segments.count == 2)
+        #expect(waveforms.compactMap { $0["segment"] as? Int } == segments.compactMap { $0["index"] as? Int }, "\(recorder.log)")
+        let first = try #require(waveforms.first?["peaks"] as? String)
+        let peaks = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: first))) as? [String: Any])
+        let data = peaks["data"] as? [Int] ?? []
+        let columns = data.count / 2
+        #expect(columns == 80, "\(columns) columns for 4 s")
+        let loudest = (0..<columns).map { max(abs(data[2 * $0]), abs(data[2 * $0 + 1])) }
+        #expect(loudest[5..<35].allSatisfy { $0 > 3000 } && loudest[45..<75].allSatisfy { $0 == 0 }, "\(loudest)")
+        #expect(FileManager.default.fileExists(atPath: waveforms.first?["path"] as? String ?? ""))
     }
 
     @Test func aTCPStreamIsRecordedAndSIGTERMFinishesTheLastSegment() throws {

@@ -242,7 +242,7 @@ final class VirtualDisplay {
         let r = try ProcessRunner.run("/usr/bin/python3", ["-c", script, schema, example.appendingPathComponent("capture.json").path])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-                == "assemble captureID enqueue frameRate inputFormat levelsEvery maxDuration maxSize minFreeDisk outputDir outputRoots queue readTimeout reconnectFor roi scan segmentDuration segmentMaxBytes source stillEvery stillsOnRequest videoSize")
+                == "assemble captureID enqueue frameRate inputFormat levelsEvery maxDuration maxSize minFreeDisk outputDir outputRoots queue readTimeout reconnectFor roi scan segmentDuration segmentMaxBytes segmentWaveforms source stillEvery stillsOnRequest videoSize")
         let site = try TestPaths.makeTemporaryFolder("capture-example")
         try FileManager.default.copyItem(at: example, to: site.appendingPathComponent("capture"))
         let queue = "sqlite:" + site.appendingPathComponent("queue.sqlite").path
