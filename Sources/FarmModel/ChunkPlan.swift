@@ -32,8 +32,13 @@ public struct ChunkPlan: Sendable, Hashable, Codable {
 
     /// Where chunk `index` (from 0) of a plan in `folder` is written.
     public static func output(folder: String, index: Int, fileType: ContainerType) -> String {
+        output(folder: folder, index: index, extension: fileType.rawValue)
+    }
+
+    /// Where chunk `index` (from 0) of a plan in `folder` is written, with this file extension.
+    public static func output(folder: String, index: Int, extension ext: String) -> String {
         let number = String(index + 1)
-        return folder + "/chunk-" + String(repeating: "0", count: max(0, 4 - number.count)) + number + "." + fileType.rawValue
+        return folder + "/chunk-" + String(repeating: "0", count: max(0, 4 - number.count)) + number + "." + ext
     }
 
     /// The folder for the chunks of the job that writes `output`: a hidden sibling named after it, made

@@ -74,6 +74,14 @@ extension JobManifest {
         public var format: PictureFormat = .jpeg
         public var quality = 0.7
         public var output: String
+        /// Under a coordinator: made in parts of about this much of the movie (whole sheets), each a job of
+        /// its own that any worker of any host runs, then joined (`chunkSeconds`).
+        public var chunkSeconds: MediaTime?
+        /// One part of a storyboard made in parts: only these tiles (set by the coordinator).
+        public var part: Range<Int>?
+        /// The parts, made already, in order: join them into this storyboard (set by the coordinator on the
+        /// last run; `frames` are their tiles).
+        public var join: [JoinedChunk] = []
 
         public init(output: String) { self.output = output }
 

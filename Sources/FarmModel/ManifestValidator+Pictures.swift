@@ -73,7 +73,8 @@ extension Walker {
 
     mutating func storyboard(_ value: JSONValue) -> JobManifest.StoryboardSettings? {
         let p = "$.storyboard"
-        guard let o = object(value, p, allowed: ["every", "tiles", "tileWidth", "columns", "rows", "format", "quality", "output"]) else { return nil }
+        guard let o = object(value, p, allowed: ["every", "tiles", "tileWidth", "columns", "rows", "format", "quality", "output",
+                                                  "chunkSeconds", "part", "join"]) else { return nil }
         let output = path(o["output"], "\(p).output", required: true, output: true)
         if let output, !output.hasSuffix(".vtt") {
             fail("\(p).output", "names the WebVTT file, ending in .vtt (its sheets NAME-1.jpg and on, and NAME.json, go beside it)")
@@ -90,8 +91,39 @@ extension Walker {
         let rows = integer(o["rows"], "\(p).rows", in: 1...100) ?? 10
         let format = enumeration(o["format"], "\(p).format", PictureFormat.self) ?? .jpeg
         let quality = unitFraction(o["quality"], "\(p).quality") ?? 0.7
+        var chunk: MediaTime?
+        if let value = o["chunkSeconds"], let t = time(value, "\(p).chunkSeconds", positive: true) {
+            if Self.chunkSecondsRange.contains(t.seconds) { chunk = t } else { fail("\(p).chunkSeconds", "must be between 2 and 3600 seconds") }
+        }
+        let part = o["part"].flatMap { frameRange($0, "\(p).part") }
+        var join: [JobManifest.JoinedChunk] = []
+        if let value = o["join"] {
+            if case .array(let items) = value, !items.isEmpty {
+                for (i, item) in items.enumerated() {
+                    let q = "\(p).join[\(i)]"
+                    guard let c = object(item, q, allowed: ["output", "tiles", "job", "attempts"]) else { continue }
+                    let chunkOutput = path(c["output"], "\(q).output", required: true)
+                    let tiles = c["tiles"].flatMap { frameRange($0, "\(q).tiles") }
+                    if c["tiles"] == nil { fail("\(q).tiles", "is required") }
+                    let job = integer(c["job"], "\(q).job", in: 1...Int.max)
+                    let attempts = integer(c["attempts"], "\(q).attempts", in: 0...1000)
+                    if let chunkOutput, let tiles {
+                        if let last = join.last, last.frames.upperBound != tiles.lowerBound {
+                            fail("\(q).tiles", "begins at tile \(tiles.lowerBound), but the part before ends at \(last.frames.upperBound)")
+                        }
+                        join.append(JobManifest.JoinedChunk(output: chunkOutput, frames: tiles, job: job.map(Int64.init), attempts: attempts))
+                    }
+                }
+                if join.first.map({ $0.frames.lowerBound != 0 }) == true { fail("\(p).join[0].tiles", "must begin at tile 0") }
+            } else {
+                fail("\(p).join", "expected a non-empty array of parts ({\"output\", \"tiles\"})")
+            }
+        }
+        if part != nil && !join.isEmpty { fail("\(p).part", "a join writes every tile; give \"part\" or \"join\", not both") }
+        if chunk != nil && part != nil { fail("\(p).chunkSeconds", "a range of tiles is one part already; give \"chunkSeconds\" or \"part\", not both") }
         guard let output, output.hasSuffix(".vtt") else { return nil }
         var settings = JobManifest.StoryboardSettings(output: output)
+        (settings.chunkSeconds, settings.part, settings.join) = (chunk, part, join)
         (settings.every, settings.tiles, settings.tileWidth, settings.columns, settings.rows) = (every, tiles, tileWidth, columns, rows)
         (settings.format, settings.quality) = (format, quality)
         return settings
@@ -157,6 +189,15 @@ extension Walker {
         guard let d = fraction(value, path) else { return nil }
         guard d >= 0 && d <= 1 else { fail(path, "\(value?.numberText ?? "") is outside 0...1"); return nil }
         return d
+    }
+
+    /// A storyboard made in parts is a job of its own: nothing else to split or to join.
+    mutating func checkChunkedStoryboard(_ o: [String: JSONValue], _ storyboard: JobManifest.StoryboardSettings?) {
+        guard let storyboard, storyboard.chunkSeconds != nil || storyboard.part != nil || !storyboard.join.isEmpty else { return }
+        for key in ["export", "scan", "poster", "images", "waveform"] where o[key] != nil {
+            fail("$.storyboard.chunkSeconds", "a storyboard made in parts is a job of its own: move \"\(key)\" to another job")
+            return
+        }
     }
 
     /// Pictures are of one whole input: `"input"`, not pieces (`"edits"`) or a retimed composition.

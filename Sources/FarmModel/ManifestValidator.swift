@@ -229,6 +229,7 @@ struct Walker {
         let storyboard = o["storyboard"].flatMap { self.storyboard($0) }
         let waveform = o["waveform"].flatMap { self.waveform($0) }
         checkPictureInput(o)
+        checkChunkedStoryboard(o, storyboard)
         let report = path(o["report"], "$.report", output: true)
 
         if !scale.isEmpty && export == nil { fail("$.scale", "retiming needs an \"export\" section to write the result") }

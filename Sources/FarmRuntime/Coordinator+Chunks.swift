@@ -1,6 +1,7 @@
 import FarmModel
 import Foundation
 import FarmStore
+import MediaTime
 import S3Client
 
 /// Chunked constant-frame-rate exports: the first attempt of such a job says where to cut it; the
@@ -11,6 +12,10 @@ extension Coordinator {
     /// for them. Each chunk's manifest is the one submitted (its `asset:` and `job:` inputs resolved on the
     /// host that runs it) with the chunk's frames and file, no report, no scan, no pictures and no webhooks.
     func split(_ job: Job, token: String, submitted: String, manifest: JobManifest, ranges: [Range<Int>], seconds: Double) async {
+        if manifest.export == nil, manifest.storyboard != nil {
+            await splitStoryboard(job, token: token, submitted: submitted, manifest: manifest, ranges: ranges, seconds: seconds)
+            return
+        }
         // the submitted text was validated at submission and again at this claim
         guard let export = manifest.export, let end = ranges.last?.upperBound, let document = try? JSONParser.parse(submitted),
               let exportJSON = document["export"] else {
@@ -33,6 +38,39 @@ extension Coordinator {
             return NewJob(name: name, manifest: text, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots, priority: job.priority,
                           maxAttempts: job.maxAttempts, timeout: job.timeout, after: job.after.map(JobReference.id), requires: job.requires)
         }
+        await record(job, token: token, plan: plan, chunks: chunks, every: export.chunkDuration, seconds: seconds)
+    }
+
+    /// A storyboard made in parts: each part a range of whole sheets, a job of its own writing a storyboard of
+    /// those tiles into the plan's folder (`chunk-NNNN.vtt`, its sheets and index beside it).
+    func splitStoryboard(_ job: Job, token: String, submitted: String, manifest: JobManifest, ranges: [Range<Int>], seconds: Double) async {
+        // the submitted text was validated at submission and again at this claim
+        guard let board = manifest.storyboard, let end = ranges.last?.upperBound, let document = try? JSONParser.parse(submitted),
+              let boardJSON = document["storyboard"] else {
+            await finish(job, token: token, outcome: .failed(message: "cannot split the storyboard: the manifest has none", result: nil), seconds: seconds)
+            return
+        }
+        let tag = String(UUID().uuidString.lowercased().filter(\.isHexDigit).prefix(10))
+        let folder = ChunkPlan.folder(beside: board.output, tag: tag)
+        let plan = ChunkPlan(folder: folder, frameCount: end, chunks: ranges.enumerated().map { i, tiles in
+            ChunkPlan.Chunk(frames: tiles, output: ChunkPlan.output(folder: folder, index: i, extension: "vtt"))
+        })
+        let chunks = plan.chunks.enumerated().map { i, chunk in
+            let name = "\(job.name) [part \(i + 1)/\(plan.chunks.count)]"
+            let part = boardJSON.removing("chunkSeconds", "join")
+                .setting("output", to: .string(chunk.output))
+                .setting("part", to: .array([.number(String(chunk.frames.lowerBound)), .number(String(chunk.frames.upperBound))]))
+            let text = document.removing("report", "notify", "after", "afterPolicy")
+                .setting("name", to: .string(name)).setting("storyboard", to: part).setting("overwrite", to: .bool(true)).text
+            return NewJob(name: name, manifest: text, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots, priority: job.priority,
+                          maxAttempts: job.maxAttempts, timeout: job.timeout, after: job.after.map(JobReference.id), requires: job.requires)
+        }
+        await record(job, token: token, plan: plan, chunks: chunks, every: board.chunkSeconds, seconds: seconds)
+    }
+
+    /// Makes the plan's folder and its chunk jobs; the job waits for them.
+    private func record(_ job: Job, token: String, plan: ChunkPlan, chunks: [NewJob], every: MediaTime?, seconds: Double) async {
+        let folder = plan.folder
         // The folder is made here, once: a chunk's worker never makes it, so one still running after its export
         // ended (and the folder was removed) cannot leave it behind.
         do {
@@ -45,7 +83,7 @@ extension Coordinator {
             let waiting = try await store.split(id: job.id, token: token, chunks: chunks, plan: plan, at: now())
             let ids = waiting.chunkPlan?.jobs ?? []
             metrics.attemptEnded("split", seconds: seconds)
-            events(.notice("job \(job.id) (\(job.name)) split into \(ids.count) chunks of about \(Self.format(export.chunkDuration?.seconds ?? 0)) s "
+            events(.notice("job \(job.id) (\(job.name)) split into \(ids.count) chunks of about \(Self.format(every?.seconds ?? 0)) s "
                            + "(jobs \(ids.first ?? 0)-\(ids.last ?? 0), files in \(folder)); it joins them when every one has succeeded"))
         } catch where error.isStaleLease {
             _ = await ChunkFiles.remove(folder)
@@ -72,12 +110,15 @@ extension Coordinator {
                 return .failure(InputFailure(message: "chunk job \(chunk.job) (frames \(chunk.frames.lowerBound)..<\(chunk.frames.upperBound)) is \(state): "
                                              + "there is nothing to join; retry this job to encode it again", retry: false))
             }
+            // A storyboard's parts are ranges of tiles.
+            let key = document["export"] == nil && document["storyboard"] != nil ? "tiles" : "frames"
             join.append(.object([("output", .string(chunk.output)),
-                                 ("frames", .array([.number(String(chunk.frames.lowerBound)), .number(String(chunk.frames.upperBound))])),
+                                 (key, .array([.number(String(chunk.frames.lowerBound)), .number(String(chunk.frames.upperBound))])),
                                  ("job", .number(String(found.id))), ("attempts", .number(String(found.attempt)))]))
         }
-        guard let export = document["export"] else { return .success(document) }
-        return .success(document.setting("export", to: export.setting("join", to: .array(join))))
+        if let export = document["export"] { return .success(document.setting("export", to: export.setting("join", to: .array(join)))) }
+        if let board = document["storyboard"] { return .success(document.setting("storyboard", to: board.setting("join", to: .array(join)))) }
+        return .success(document)
     }
 
     /// Removes the folders of chunked exports that ended (or were planned again), with their files, and

@@ -190,12 +190,35 @@ extension JobRunner {
         }
     }
 
-    func storyboard(of source: String, _ settings: JobManifest.StoryboardSettings, progress: @escaping @Sendable (Double) -> Void) async throws -> StoryboardRecord {
+    /// The parts of a storyboard made in parts: ranges of whole sheets of about `every` of the movie each.
+    func storyboardParts(of source: String, _ settings: JobManifest.StoryboardSettings, every: MediaTime) async throws -> [Range<Int>] {
         let limits = self.limits
         let boardSettings = Self.storyboardSettings(settings)
+        let (tiles, perSheet, seconds) = try await pool.run(stallLimit: limits.stallTimeout) { interrupter in
+            do throws(ImageGenerationError) {
+                let plan = try Storyboard.plan(path: source, settings: boardSettings, limits: limits, interrupter: interrupter)
+                let generator = try AssetImageGenerator(path: source, limits: limits, interrupter: interrupter)
+                return (plan.tiles, plan.perSheet, generator.duration?.seconds ?? 0)
+            } catch {
+                throw JobError("$.storyboard: \(error)")
+            }
+        }
+        guard tiles > 0, seconds > 0 else { return [0..<max(tiles, 1)] }
+        // Whole sheets, as many as about `every` seconds of the movie hold.
+        let sheetSeconds = seconds * Double(perSheet) / Double(tiles)
+        let sheetsPerPart = max(1, Int((every.seconds / sheetSeconds).rounded()))
+        let step = sheetsPerPart * perSheet
+        return stride(from: 0, to: tiles, by: step).map { $0..<min(tiles, $0 + step) }
+    }
+
+    func storyboard(of source: String, _ settings: JobManifest.StoryboardSettings, progress: @escaping @Sendable (Double) -> Void) async throws -> StoryboardRecord {
+        if !settings.join.isEmpty { return try joinStoryboard(settings) }
+        let limits = self.limits
+        let boardSettings = Self.storyboardSettings(settings)
+        let part = settings.part
         let board: Storyboard = try await pool.run(stallLimit: limits.stallTimeout) { interrupter in
             do throws(ImageGenerationError) {
-                return try Storyboard.make(path: source, settings: boardSettings, limits: limits, interrupter: interrupter) { done in
+                return try Storyboard.make(path: source, settings: boardSettings, part: part, limits: limits, interrupter: interrupter) { done in
                     interrupter.progressed()
                     progress(done)
                 }
@@ -211,6 +234,43 @@ extension JobRunner {
         try write(Array(index) + [0x0A], to: settings.indexPath)
         return StoryboardRecord(output: settings.output, index: settings.indexPath, sheets: sheetPaths, tiles: board.tiles.count,
                                 tileWidth: board.tileWidth, tileHeight: board.tileHeight)
+    }
+
+    /// The last run of a storyboard made in parts: each part's sheets copied to this storyboard's names, in
+    /// order, and its WebVTT file and index made from the parts' indexes (nothing decoded).
+    func joinStoryboard(_ settings: JobManifest.StoryboardSettings) throws -> StoryboardRecord {
+        var parts: [Storyboard.Index] = []
+        var sheets: [String] = []
+        for part in settings.join {
+            let folder = URL(fileURLWithPath: part.output).deletingLastPathComponent().path
+            let indexPath = JobManifest.StoryboardSettings(output: part.output).indexPath
+            guard let data = FileManager.default.contents(atPath: indexPath) else {
+                throw JobError("\(indexPath): the index of part \(parts.count + 1) of the storyboard cannot be read (not seen from this host?)")
+            }
+            let index: Storyboard.Index
+            do { index = try JSONDecoder().decode(Storyboard.Index.self, from: data) } catch {
+                throw JobError("\(indexPath): the index of part \(parts.count + 1) of the storyboard cannot be read: \(error)")
+            }
+            guard index.tiles.count == part.frames.count else {
+                throw JobError("\(indexPath): part \(parts.count + 1) holds \(index.tiles.count) tiles, not \(part.frames.count)")
+            }
+            parts.append(index)
+            sheets += index.sheets.map { folder + "/" + $0 }
+        }
+        let sheetPaths = sheets.indices.map { NumberedOutputs.path(settings.sheetPattern, index: $0 + 1) }
+        let sheetName = { (i: Int) in sheetPaths[i].split(separator: "/").last.map(String.init) ?? sheetPaths[i] }
+        let index: Storyboard.Index
+        do { index = try Storyboard.joined(parts, sheetName: sheetName) } catch { throw JobError("$.storyboard: \(error)") }
+        for (from, to) in zip(sheets, sheetPaths) {
+            guard let bytes = FileManager.default.contents(atPath: from) else {
+                throw JobError("\(from): a sheet of the storyboard's parts cannot be read")
+            }
+            try write(Array(bytes), to: to)
+        }
+        try write(Array(Storyboard.webVTT(index).utf8), to: settings.output)
+        try write(Array(try JSONEncoder.farm(pretty: true).encode(index)) + [0x0A], to: settings.indexPath)
+        return StoryboardRecord(output: settings.output, index: settings.indexPath, sheets: sheetPaths, tiles: index.tiles.count,
+                                tileWidth: index.tileWidth, tileHeight: index.tileHeight)
     }
 
     static func storyboardSettings(_ settings: JobManifest.StoryboardSettings) -> MediaImage.StoryboardSettings {

@@ -193,6 +193,17 @@ public struct JobRunner: Sendable {
                                               to: manifest.export == nil && manifest.scan == nil ? 0.99 : 0.2, events: events)
             pictureSeconds = Date().timeIntervalSince(picturesStarted)
         }
+        if let board = manifest.storyboard, let every = board.chunkSeconds, board.join.isEmpty, board.part == nil, stagingToken != nil {
+            // A storyboard made in parts, under a coordinator: where to cut it, when it is long enough (`mediafarm run` makes it whole).
+            let ranges = try await storyboardParts(of: manifest.edits[0].source, board, every: every)
+            if ranges.count > 1 {
+                events(.log(level: "notice", message: "split into \(ranges.count) parts of about \(Self.seconds(every)) s"))
+                events(.progress(JobProgress(fraction: 0.01, phase: "split")))
+                var result = JobResult(name: manifest.name, succeeded: true, seconds: Date().timeIntervalSince(started))
+                result.split = ranges
+                return result
+            }
+        }
         if manifest.export == nil { try await makeInputPictures() }
 
         var scan: ScanSummary?

@@ -61,12 +61,64 @@ public struct Storyboard: Sendable {
 
     /// The WebVTT file: a cue per tile, its text the sheet's name with the tile's rectangle.
     public func webVTT(sheetName: (Int) -> String) -> String {
+        Self.webVTT(tiles: tiles, tileWidth: tileWidth, tileHeight: tileHeight, sheetName: sheetName)
+    }
+
+    /// The WebVTT file of an index (its sheets' names as it has them).
+    public static func webVTT(_ index: Index) -> String {
+        webVTT(tiles: index.tiles, tileWidth: index.tileWidth, tileHeight: index.tileHeight, sheetName: { index.sheets[$0] })
+    }
+
+    static func webVTT(tiles: [Tile], tileWidth: Int, tileHeight: Int, sheetName: (Int) -> String) -> String {
         var out = "WEBVTT\n"
         for tile in tiles {
             out += "\n\(Self.timestamp(tile.start)) --> \(Self.timestamp(tile.end))\n"
             out += "\(sheetName(tile.sheet))#xywh=\(tile.x),\(tile.y),\(tileWidth),\(tileHeight)\n"
         }
         return out
+    }
+
+    /// The index of a storyboard made in parts (each a range of whole sheets, in order), its sheets named
+    /// by `sheetName` from 0 across the parts: what one storyboard of the whole would have.
+    public static func joined(_ parts: [Index], sheetName: (Int) -> String) throws(ImageGenerationError) -> Index {
+        guard let first = parts.first else { throw .unreadable("a storyboard of no parts") }
+        var tiles: [Tile] = []
+        var sheets = 0
+        for part in parts {
+            guard part.tileWidth == first.tileWidth, part.tileHeight == first.tileHeight, part.columns == first.columns, part.rows == first.rows else {
+                throw .unreadable("the storyboard's parts differ in their layout (tiles \(part.tileWidth)x\(part.tileHeight), not \(first.tileWidth)x\(first.tileHeight))")
+            }
+            tiles += part.tiles.map { tile in var t = tile; t.sheet += sheets; return t }
+            sheets += part.sheets.count
+        }
+        return Index(tileWidth: first.tileWidth, tileHeight: first.tileHeight, columns: first.columns, rows: first.rows,
+                     duration: first.duration, sheets: (0..<sheets).map(sheetName), tiles: tiles)
+    }
+
+    /// How many tiles the storyboard of the movie at `path` has, and how many a sheet holds (for cutting it
+    /// into parts of whole sheets).
+    public static func plan(path: String, settings: StoryboardSettings, limits: SafetyLimits = .default,
+                            interrupter: Interrupter = Interrupter()) throws(ImageGenerationError) -> (tiles: Int, perSheet: Int) {
+        var imageSettings = AssetImageGenerator.Settings()
+        imageSettings.maximumWidth = settings.tileWidth
+        let generator = try AssetImageGenerator(path: path, settings: imageSettings, limits: limits, interrupter: interrupter)
+        return (try times(path: path, duration: generator.duration, settings: settings).count, settings.columns * settings.rows)
+    }
+
+    /// The tiles' times, in seconds.
+    static func times(path: String, duration: MediaTime?, settings: StoryboardSettings) throws(ImageGenerationError) -> [Double] {
+        guard let duration, duration > .zero else {
+            throw .unreadable("\(path): the movie does not say how long it is, so its storyboard cannot be spread over it")
+        }
+        let seconds = duration.seconds
+        // Counted before any is made: a tiny interval over a long movie must not fill the memory with times.
+        if let every = settings.every, (seconds / every).rounded(.up) > Double(maximumTiles) {
+            throw .tooManyPictures(Int(min((seconds / every).rounded(.up), 1e15)), limit: maximumTiles)
+        }
+        if let tiles = settings.tiles, tiles > maximumTiles { throw .tooManyPictures(tiles, limit: maximumTiles) }
+        if let every = settings.every { return stride(from: 0.0, to: seconds, by: every).map { $0 } }
+        let n = settings.tiles ?? (seconds < 15 * 60 ? 50 : 100)
+        return (0..<n).map { seconds * Double($0) / Double(n) }
     }
 
     /// hh:mm:ss.ttt, as WebVTT writes a time.
@@ -79,27 +131,21 @@ public struct Storyboard: Sendable {
     public static let maximumTiles = 100_000
 
     /// Makes the storyboard of the movie at `path`. `progress` is called with the fraction done.
-    public static func make(path: String, settings: StoryboardSettings, limits: SafetyLimits = .default,
+    /// `part`: only these tiles (a range of whole sheets, from `plan`), their sheets numbered from 0: one part
+    /// of a storyboard made in parts (`joined`).
+    public static func make(path: String, settings: StoryboardSettings, part: Range<Int>? = nil, limits: SafetyLimits = .default,
                             interrupter: Interrupter = Interrupter(),
                             progress: (Double) -> Void = { _ in }) throws(ImageGenerationError) -> Storyboard {
         var imageSettings = AssetImageGenerator.Settings()
         imageSettings.maximumWidth = settings.tileWidth
         let generator = try AssetImageGenerator(path: path, settings: imageSettings, limits: limits, interrupter: interrupter)
-        guard let duration = generator.duration, duration > .zero else {
-            throw .unreadable("\(path): the movie does not say how long it is, so its storyboard cannot be spread over it")
-        }
+        let times = try Self.times(path: path, duration: generator.duration, settings: settings)
+        let duration = generator.duration!
         let seconds = duration.seconds
-        // Counted before any is made: a tiny interval over a long movie must not fill the memory with times.
-        if let every = settings.every, (seconds / every).rounded(.up) > Double(maximumTiles) {
-            throw .tooManyPictures(Int(min((seconds / every).rounded(.up), 1e15)), limit: maximumTiles)
-        }
-        if let tiles = settings.tiles, tiles > maximumTiles { throw .tooManyPictures(tiles, limit: maximumTiles) }
-        let times: [Double]
-        if let every = settings.every {
-            times = stride(from: 0.0, to: seconds, by: every).map { $0 }
-        } else {
-            let n = settings.tiles ?? (seconds < 15 * 60 ? 50 : 100)
-            times = (0..<n).map { seconds * Double($0) / Double(n) }
+        let range = part ?? 0..<times.count
+        guard range.lowerBound >= 0, range.upperBound <= times.count, !range.isEmpty,
+              range.lowerBound % (settings.columns * settings.rows) == 0 else {
+            throw .unreadable("\(path): tiles \(range.lowerBound)..<\(range.upperBound) are not whole sheets of its \(times.count) tiles")
         }
         // Tiles are made small: a tile is as wide as asked (never wider than the movie) and as high as the display's aspect gives.
         let (tw, th) = generator.imageSize
@@ -119,10 +165,11 @@ public struct Storyboard: Sendable {
             }
             inSheet = 0
         }
-        for (i, time) in times.enumerated() {
+        for i in range {
+            let time = times[i]
             if inSheet == 0 {
                 // The last sheet holds only the rows it needs.
-                let left = times.count - i
+                let left = range.upperBound - i
                 let rows = min(settings.rows, (left + settings.columns - 1) / settings.columns)
                 let columns = min(settings.columns, left)
                 do { sheet = try Frame(width: columns * tw, height: rows * th, pixelFormat: "rgb24") } catch {
@@ -137,7 +184,7 @@ public struct Storyboard: Sendable {
                               sheet: sheets.count, x: x, y: y))
             inSheet += 1
             if inSheet == perSheet { try finishSheet() }
-            progress(Double(i + 1) / Double(times.count))
+            progress(Double(i + 1 - range.lowerBound) / Double(range.count))
         }
         try finishSheet()
         return Storyboard(tileWidth: tw, tileHeight: th, columns: settings.columns, rows: settings.rows, duration: duration,

@@ -285,4 +285,38 @@ import Testing
         #expect(abs((record["peakDBFS"] as? Double ?? 0) + 18.06) < 0.1 && abs((record["duration"] as? Double ?? 0) - 6) < 0.01, "\(record)")
         #expect(!FileManager.default.fileExists(atPath: farm.out.appendingPathComponent("silent.svg").path))
     }
+
+    /// A storyboard made in parts (`chunkSeconds`): under two coordinators sharing the queue (two hosts), its
+    /// parts are jobs of their own, each a range of whole sheets, and the job joins them: every sheet, the
+    /// WebVTT file and the index equal those of the storyboard made whole (`mediafarm run`), byte for byte;
+    /// the parts' folder is gone.
+    @Test func aStoryboardMadeInPartsEqualsTheWholeOne() throws {
+        let (farm, _) = try Self.farm("storyboard-parts", pictures: #""poster": { "output": "out/x.jpg" }"#)
+        func manifest(_ name: String, chunked: Bool) throws -> String {
+            try farm.manifest(name, """
+                { "version": 1, "name": "\(name)", "input": "poster.mp4", "reuse": false,
+                  "storyboard": { "every": 1, "columns": 4, "rows": 2, "tileWidth": 96\(chunked ? ", \"chunkSeconds\": 8" : ""),
+                                  "output": "out/\(name)/movie.vtt" } }
+                """)
+        }
+        let whole = try farm.mediafarm(["run", try manifest("whole", chunked: true)])
+        #expect(whole.status == 0, "\(whole.stderr)")
+        let id = try farm.submit([try manifest("parts", chunked: true)])[0]
+        let a = try farm.startCoordinator(["--workers", "1", "--host", "render-a", "--exit-when-idle"], log: "a.log")
+        let b = try farm.startCoordinator(["--workers", "1", "--host", "render-b", "--exit-when-idle"], log: "b.log")
+        #expect(a.wait(timeout: 180) == 0, "\(a.log.suffix(2000))")
+        #expect(b.wait(timeout: 180) == 0, "\(b.log.suffix(2000))")
+        let jobs = try farm.status()
+        #expect(jobs[id]?["state"] as? String == "succeeded", "\(jobs[id] ?? [:])")
+        let parts = jobs.values.filter { ($0["name"] as? String ?? "").hasPrefix("parts [part ") }
+        #expect(parts.count == 4 && parts.allSatisfy { $0["state"] as? String == "succeeded" }, "\(parts)")
+        let names = ["movie-1.jpg", "movie-2.jpg", "movie-3.jpg", "movie-4.jpg", "movie.json", "movie.vtt"]
+        #expect(files(farm.out.appendingPathComponent("whole")) == names)
+        #expect(files(farm.out.appendingPathComponent("parts")) == names)
+        for name in names {
+            #expect(try Data(contentsOf: farm.out.appendingPathComponent("parts/\(name)")) == Data(contentsOf: farm.out.appendingPathComponent("whole/\(name)")),
+                    "\(name) differs")
+        }
+        #expect(!files(farm.out).contains { $0.contains(".chunks-") }, "\(files(farm.out))")
+    }
 }

@@ -51,7 +51,8 @@ import Testing
         let posterDefinition = (json["$defs"] as? [String: Any])?["poster"] as? [String: Any]
         #expect(keys(posterDefinition) == ["at", "tolerance", "toleranceBefore", "toleranceAfter", "maxWidth", "maxHeight", "format", "quality", "output"])
         #expect((properties["poster"] as? [String: Any])?["$ref"] as? String == "#/$defs/poster")
-        #expect(keys(properties["storyboard"] as? [String: Any]) == ["every", "tiles", "tileWidth", "columns", "rows", "format", "quality", "output"])
+        #expect(keys(properties["storyboard"] as? [String: Any]) == ["every", "tiles", "tileWidth", "columns", "rows", "format", "quality", "output",
+                                                                      "chunkSeconds", "part", "join"])
         #expect(keys((properties["edits"] as? [String: Any])?["items"] as? [String: Any]) == ["source", "start", "duration"])
         #expect(keys((properties["scale"] as? [String: Any])?["items"] as? [String: Any]) == ["start", "duration", "toDuration", "rate"])
         #expect(keys(properties["audio"] as? [String: Any]) == ["timePitch"])
