@@ -1,6 +1,6 @@
 # The measurements of bench/images (see there). Arguments: mediafarm, the movie, a scratch folder, the rounds.
 import json, os, random, re, statistics, subprocess, sys, time
-from benchlib import log
+from benchlib import log, percentiles
 
 bin, source, work, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 
@@ -43,6 +43,38 @@ for r in range(rounds):
     tiles = len(open(os.path.join(out, "board", os.path.splitext(os.path.basename(source))[0] + ".vtt")).read().split("-->"))
     assert tiles - 1 == int(-(-duration // 10)), f"{tiles - 1} cues"
 
+# Posters as jobs in a kept worker (one coordinator, one worker kept between jobs): the worker's own time per
+# job (the result's seconds: the input's inspection, the picture, the file written), nearest keyframe and exact.
+def poster_jobs(exact):
+    folder = os.path.join(work, "posters-exact" if exact else "posters-key")
+    os.makedirs(folder)
+    queue = "sqlite:" + os.path.join(folder, "queue.sqlite")
+    random.seed(11 if exact else 13)
+    paths = []
+    for i in range(30):
+        at = round(random.uniform(0, duration - 1), 3)
+        tolerance = ', "tolerance": 0' if exact else ""
+        path = os.path.join(folder, f"p{i}.json")
+        with open(path, "w") as f:
+            json.dump(json.loads(f'{{"version": 1, "name": "p{i}", "input": "{source}", "reuse": false, '
+                                 f'"poster": {{"at": {at}{tolerance}, "output": "out/p{i}.jpg"}}}}'), f)
+        paths.append(path)
+    env = dict(os.environ, MEDIAFARM_QUEUE=queue)
+    subprocess.run([bin, "submit", *paths], check=True, capture_output=True, env=env)
+    subprocess.run([bin, "coordinator", "--workers", "1", "--exit-when-idle"], check=True, capture_output=True, env=env)
+    jobs = json.loads(subprocess.run([bin, "status", "--json"], check=True, capture_output=True, text=True, env=env).stdout)
+    seconds = [j["result"]["seconds"] * 1000 for j in jobs if j.get("state") == "succeeded"]
+    assert len(seconds) == 30, f"{len(seconds)} posters made: {jobs[:2]}"
+    return seconds
+
+
+posters = {"keyframe": [], "exact": []}
+for r in range(rounds):
+    posters["keyframe"] += poster_jobs(False) if r == 0 else []
+    posters["exact"] += poster_jobs(True) if r == 0 else []
+log(f"posters in a kept worker: keyframe p50 {statistics.median(posters['keyframe']):.1f} ms, exact p95 "
+    f"{sorted(posters['exact'])[int(0.95 * (len(posters['exact']) - 1))]:.1f} ms")
+
 med = {k: statistics.median(s for s, _ in v) for k, v in runs.items()}
 peak = {k: max(m for _, m in v) for k, v in runs.items()}
 summary = {
@@ -55,6 +87,9 @@ summary = {
     "twentyPictures": {"exactSeconds": round(med["exact20"], 2), "keyframeSeconds": round(med["keyframe20"], 2),
                        "ffmpegSeekSeconds": round(med["ffmpegSeek20"], 2),
                        "exactRatioToFFmpegSeek": round(med["exact20"] / med["ffmpegSeek20"], 3)},
+    "postersInAKeptWorker": {"keyframeMilliseconds": percentiles(posters["keyframe"]),
+                             "exactMilliseconds": percentiles(posters["exact"]),
+                             "exactP95Milliseconds": round(sorted(posters["exact"])[int(0.95 * (len(posters["exact"]) - 1))], 1)},
     "rounds": rounds,
     "machine": {"cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d")},
 }

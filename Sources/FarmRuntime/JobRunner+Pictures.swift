@@ -143,7 +143,8 @@ extension JobRunner {
     func images(of source: String, _ settings: JobManifest.ImagesSettings, progress: @escaping @Sendable (Double) -> Void) async throws -> [ImageRecord] {
         let limits = self.limits
         let generatorSettings = Self.generatorSettings(settings.tolerance, settings.style)
-        // Made and written one at a time: a thousand pictures are never all in memory.
+        // Made and written as they come, on every core (a reader each over a stretch of the times): a thousand
+        // pictures are never all in memory.
         let writer = self
         return try await pool.run(stallLimit: limits.stallTimeout) { interrupter in
             let generator: AssetImageGenerator
@@ -151,21 +152,32 @@ extension JobRunner {
                 throw JobError("$.images: \(error)")
             }
             let times = try Self.times(settings.times, duration: generator.duration, source: source)
-            var records: [ImageRecord] = []
-            for (i, time) in times.enumerated() {
-                if interrupter.reason == .cancelled { throw CancellationError() }
+            let made = Made(count: times.count)
+            try AssetImageGenerator.images(path: source, settings: generatorSettings, at: times, workers: Self.pictureWorkers, limits: limits,
+                                           interrupter: interrupter) { i, result in
                 let image: AssetImageGenerator.Image
-                do { image = try generator.image(at: time) } catch {
-                    throw JobError("$.images: the picture at \(MediaTime.formatSeconds(time.seconds)) s (\(i + 1) of \(times.count)): \(error)")
+                do { image = try result.get() } catch {
+                    throw JobError("$.images: the picture at \(MediaTime.formatSeconds(times[i].seconds)) s (\(i + 1) of \(times.count)): \(error)")
                 }
                 let path = NumberedOutputs.path(settings.output, index: i + 1)
                 try writer.write(image.data, to: path)
-                records.append(ImageRecord(image, path: path))
+                made.records[i] = ImageRecord(image, path: path)
+                made.done += 1
                 interrupter.progressed()
-                progress(Double(i + 1) / Double(times.count))
+                progress(Double(made.done) / Double(times.count))
             }
-            return records
+            return made.records.compactMap { $0 }
         }
+    }
+
+    /// Readers a job's pictures are made with at once: one per core, at most four.
+    static var pictureWorkers: Int { max(1, min(ProcessInfo.processInfo.activeProcessorCount, 4)) }
+
+    /// Pictures made on several threads (changed one at a time).
+    final class Made: @unchecked Sendable {
+        var records: [ImageRecord?]
+        var done = 0
+        init(count: Int) { records = Array(repeating: nil, count: count) }
     }
 
     /// The times of `"images"`: as given, every N seconds from 0 while inside the movie, or N spread over it.

@@ -85,23 +85,29 @@ struct ImagesCommand: AsyncParsableCommand {
             throw CLIError("images: \(error)")
         }
         let times = try self.times(duration: generator.duration)
-        let results = generator.images(at: times)
         let pattern = output ?? (URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent + "-{index}." + format.fileExtension)
-        var records: [ImageRecord] = []
-        for (i, result) in results.enumerated() {
-            switch result {
-            case .success(let image):
-                let path = Self.path(pattern, index: i + 1, time: image.requestedTime)
-                do {
-                    try Self.write(image.data, to: path, overwrite: overwrite)
-                    records.append(ImageRecord(image, path: path))
-                } catch {
-                    records.append(ImageRecord(requested: times[i], error: "\(path): \(error)"))
+        // On every core: each stretch of the times with a reader of its own.
+        let made = ImageRecords(count: times.count)
+        let overwrite = self.overwrite
+        do {
+            try AssetImageGenerator.images(path: input, settings: settings, at: times, workers: Self.workers) { i, result in
+                switch result {
+                case .success(let image):
+                    let path = Self.path(pattern, index: i + 1, time: image.requestedTime)
+                    do {
+                        try Self.write(image.data, to: path, overwrite: overwrite)
+                        made.records[i] = ImageRecord(image, path: path)
+                    } catch {
+                        made.records[i] = ImageRecord(requested: times[i], error: "\(path): \(error)")
+                    }
+                case .failure(let error):
+                    made.records[i] = ImageRecord(requested: times[i], error: error.description)
                 }
-            case .failure(let error):
-                records.append(ImageRecord(requested: times[i], error: error.description))
             }
+        } catch {
+            throw CLIError("images: \(error)")
         }
+        let records = made.records.enumerated().map { $0.element ?? ImageRecord(requested: times[$0.offset], error: "not made") }
         if json {
             print(String(decoding: try JSONEncoder.farm(pretty: true).encode(records), as: UTF8.self))
         } else {
@@ -131,6 +137,15 @@ struct ImagesCommand: AsyncParsableCommand {
         }
         let n = count ?? 1
         return (0..<n).map { Self.time(duration.seconds * (Double($0) + 0.5) / Double(n)) }
+    }
+
+    /// Pictures made at once: one reader per core, at most four.
+    static var workers: Int { max(1, min(ProcessInfo.processInfo.activeProcessorCount, 4)) }
+
+    /// The records of pictures made on several threads (written one at a time, by index).
+    final class ImageRecords: @unchecked Sendable {
+        var records: [ImageRecord?]
+        init(count: Int) { records = Array(repeating: nil, count: count) }
     }
 
     static func path(_ pattern: String, index: Int, time: MediaTime) -> String {
