@@ -75,6 +75,42 @@ for r in range(rounds):
 log(f"posters in a kept worker: keyframe p50 {statistics.median(posters['keyframe']):.1f} ms, exact p95 "
     f"{sorted(posters['exact'])[int(0.95 * (len(posters['exact']) - 1))]:.1f} ms")
 
+# The other sources the goals name, 60 s each (made once beside the movie): 10-bit HEVC, a phone's clip turned
+# 90 degrees, anamorphic video (4:3 pixels). A storyboard against ffmpeg's keyframes-only one, and 5 exact
+# pictures in one process against 5 ffmpeg -ss.
+media = os.path.dirname(source)
+variants = {
+    "hevc10": ("hevc-10bit-720p-60s.mp4", ["-f", "lavfi", "-i", "testsrc2=s=1280x720:r=25:d=60", "-c:v", "libx265", "-preset", "ultrafast",
+                                           "-x265-params", "keyint=50:min-keyint=50:log-level=error", "-pix_fmt", "yuv420p10le", "-tag:v", "hvc1"]),
+    "rotated": ("phone-rotated-60s.mp4", ["-f", "lavfi", "-i", "testsrc2=s=1920x1080:r=30:d=60", "-c:v", "libx264", "-preset", "ultrafast",
+                                          "-g", "60", "-pix_fmt", "yuv420p", "-metadata:s:v:0", "rotate=90"]),
+    "anamorphic": ("anamorphic-60s.mp4", ["-f", "lavfi", "-i", "testsrc2=s=1440x1080:r=25:d=60", "-vf", "setsar=4/3", "-c:v", "libx264",
+                                          "-preset", "ultrafast", "-g", "50", "-pix_fmt", "yuv420p"]),
+}
+others = {}
+for label, (name, args) in variants.items():
+    path = os.path.join(media, name)
+    if not os.path.exists(path):
+        subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", *args, path + ".part.mp4"], check=True)
+        os.rename(path + ".part.mp4", path)
+    out = os.path.join(work, label)
+    os.makedirs(out)
+    board = timed([bin, "storyboard", "--every", "2", "-o", os.path.join(out, "board"), path])
+    nokey = timed(["ffmpeg", "-nostdin", "-v", "error", "-skip_frame", "nokey", "-i", path, "-vf", "fps=1/2,scale=160:-2,tile=10x10",
+                   "-q:v", "5", os.path.join(out, "nokey-%d.jpg")])
+    at = [round(5 + 10 * i + 0.37 * i, 3) for i in range(5)]
+    exact = timed([bin, "images", "--exact", *[a for t in at for a in ("--at", str(t))], "-o", os.path.join(out, "e-{index}.jpg"), path])
+    started = time.perf_counter()
+    for i, t in enumerate(at):
+        subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-ss", str(t), "-i", path, "-frames:v", "1", os.path.join(out, f"f-{i}.jpg")], check=True)
+    seek = time.perf_counter() - started
+    size = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", os.path.join(out, "e-1.jpg")],
+                          capture_output=True, text=True).stdout.strip()
+    others[label] = {"storyboardSeconds": round(board[0], 2), "ffmpegSkipNokeySeconds": round(nokey[0], 2),
+                     "storyboardRatio": round(board[0] / nokey[0], 3), "fiveExactSeconds": round(exact[0], 2),
+                     "ffmpegSeekSeconds": round(seek, 2), "exactRatio": round(exact[0] / seek, 3), "pictureSize": size}
+    log(f"{label}: storyboard {board[0]:.2f} s against {nokey[0]:.2f} s, 5 exact {exact[0]:.2f} s against {seek:.2f} s, pictures {size}")
+
 med = {k: statistics.median(s for s, _ in v) for k, v in runs.items()}
 peak = {k: max(m for _, m in v) for k, v in runs.items()}
 summary = {
@@ -90,6 +126,7 @@ summary = {
     "postersInAKeptWorker": {"keyframeMilliseconds": percentiles(posters["keyframe"]),
                              "exactMilliseconds": percentiles(posters["exact"]),
                              "exactP95Milliseconds": round(sorted(posters["exact"])[int(0.95 * (len(posters["exact"]) - 1))], 1)},
+    "otherSources": others,
     "rounds": rounds,
     "machine": {"cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d")},
 }

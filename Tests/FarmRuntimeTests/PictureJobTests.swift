@@ -319,4 +319,31 @@ import Testing
         }
         #expect(!files(farm.out).contains { $0.contains(".chunks-") }, "\(files(farm.out))")
     }
+
+    /// Garbage and a truncated movie as picture jobs' input: each job fails naming the file and the problem,
+    /// and nothing is published.
+    @Test func garbageAndATruncatedMovieFailClearlyAndPublishNothing() throws {
+        let (farm, _) = try Self.farm("pictures-bad-input", pictures: #""poster": { "output": "out/x.jpg" }"#)
+        try Data((0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 7919) }).write(to: farm.folder.appendingPathComponent("garbage.mp4"))
+        let whole = try Data(contentsOf: farm.folder.appendingPathComponent("poster.mp4"))
+        try whole.prefix(whole.count / 3).write(to: farm.folder.appendingPathComponent("truncated.mp4"))
+        var ids: [Int64] = []
+        for name in ["garbage", "truncated"] {
+            let manifest = try farm.manifest(name, """
+                { "version": 1, "name": "\(name)", "input": "\(name).mp4", "poster": { "output": "out/\(name)/poster.jpg" },
+                  "storyboard": { "every": 5, "output": "out/\(name)/board.vtt" }, "report": "out/\(name)/report.json" }
+                """)
+            ids += try farm.submit([manifest])
+        }
+        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"])
+        #expect(coordinator.wait(timeout: 120) == 1, "\(coordinator.log.suffix(2000))")
+        let jobs = try farm.status()
+        for (id, name) in zip(ids, ["garbage", "truncated"]) {
+            let job = jobs[id] ?? [:]
+            #expect(job["state"] as? String == "failed", "\(job)")
+            let error = job.errors.last ?? ""
+            #expect(error.contains("\(name).mp4"), "\(name): \(error)")
+            #expect(files(farm.out.appendingPathComponent(name)).isEmpty, "\(name): \(files(farm.out.appendingPathComponent(name)))")
+        }
+    }
 }
