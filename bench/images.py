@@ -83,7 +83,7 @@ variants = {
     "hevc10": ("hevc-10bit-720p-60s.mp4", ["-f", "lavfi", "-i", "testsrc2=s=1280x720:r=25:d=60", "-c:v", "libx265", "-preset", "ultrafast",
                                            "-x265-params", "keyint=50:min-keyint=50:log-level=error", "-pix_fmt", "yuv420p10le", "-tag:v", "hvc1"]),
     "rotated": ("phone-rotated-60s.mp4", ["-f", "lavfi", "-i", "testsrc2=s=1920x1080:r=30:d=60", "-c:v", "libx264", "-preset", "ultrafast",
-                                          "-g", "60", "-pix_fmt", "yuv420p", "-metadata:s:v:0", "rotate=90"]),
+                                          "-g", "60", "-pix_fmt", "yuv420p", "-movflags", "+faststart"]),
     "anamorphic": ("anamorphic-60s.mp4", ["-f", "lavfi", "-i", "testsrc2=s=1440x1080:r=25:d=60", "-vf", "setsar=4/3", "-c:v", "libx264",
                                           "-preset", "ultrafast", "-g", "50", "-pix_fmt", "yuv420p"]),
 }
@@ -92,6 +92,13 @@ for label, (name, args) in variants.items():
     path = os.path.join(media, name)
     if not os.path.exists(path):
         subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", *args, path + ".part.mp4"], check=True)
+        if label == "rotated":
+            # A phone's 90-degree display matrix {0 1 0, -1 0 0, h 0 1} in the track header (FFmpeg 5.1 writes none).
+            data = bytearray(open(path + ".part.mp4", "rb").read())
+            at = data.find(b"tkhd") + 4 + 40
+            for i, v in enumerate([0, 0x10000, 0, -0x10000, 0, 0, 1080 << 16, 0, 0x40000000]):
+                data[at + 4 * i:at + 4 * i + 4] = (v & 0xFFFFFFFF).to_bytes(4, "big")
+            open(path + ".part.mp4", "wb").write(data)
         os.rename(path + ".part.mp4", path)
     out = os.path.join(work, label)
     os.makedirs(out)

@@ -147,6 +147,10 @@ public struct JobRunner: Sendable {
         for edit in manifest.edits where assets[edit.source] == nil {
             let asset = Asset(path: edit.source, options: options)
             assets[edit.source] = asset
+            // Pictures alone, with no report to hold an inspection: their reader opens the file itself and
+            // says what is wrong with it (an opening less: a poster in a kept worker costs little more
+            // than its frame).
+            if manifest.makesPictures, manifest.export == nil, manifest.scan == nil, manifest.report == nil { continue }
             // An export reads every packet anyway and fails clearly on damaged data: it skips the
             // decode check (isPlayable, isDecodable), which costs an extra opening and decoding.
             // So do pictures: they decode what they show, and say which frame could not be.
@@ -162,7 +166,9 @@ public struct JobRunner: Sendable {
         // The composition: edits end to end, then the scaled ranges (latest first, so that each range
         // is in the composition time the manifest means: after edits, before any scaling).
         var composition = Composition()
-        for (i, edit) in manifest.edits.enumerated() {
+        // Pictures alone need none: they are of the input as it is.
+        let composes = manifest.export != nil || manifest.scan != nil || !manifest.makesPictures
+        for (i, edit) in manifest.edits.enumerated() where composes {
             let length = try await assets[edit.source]!.load(.duration)
             guard length.isNumeric, length > .zero else { throw JobError("\(edit.source): the file has no measurable duration") }
             guard edit.start < length else {
