@@ -65,34 +65,20 @@ extension JobRunner {
         let step = (to - from) / Double(max(parts, 1))
         var made = PicturesMade()
         var at = from
+        /// One part's progress, from where the parts before it ended; `at` moves on past it.
+        func part(_ phase: String) -> @Sendable (Double) -> Void {
+            let start = at
+            at += step
+            events(.progress(JobProgress(fraction: start, phase: phase)))
+            return { done in events(.progress(JobProgress(fraction: start + step * done, phase: phase))) }
+        }
         if let settings = manifest.poster {
-            events(.progress(JobProgress(fraction: at, phase: "poster")))
+            _ = part("poster")
             made.poster = try await poster(of: source, settings)
-            at += step
         }
-        if let settings = manifest.images {
-            let start = at
-            events(.progress(JobProgress(fraction: start, phase: "pictures")))
-            made.images = try await images(of: source, settings) { done in
-                events(.progress(JobProgress(fraction: start + step * done, phase: "pictures")))
-            }
-            at += step
-        }
-        if let settings = manifest.storyboard {
-            let start = at
-            events(.progress(JobProgress(fraction: start, phase: "storyboard")))
-            made.storyboard = try await storyboard(of: source, settings) { done in
-                events(.progress(JobProgress(fraction: start + step * done, phase: "storyboard")))
-            }
-            at += step
-        }
-        if let settings = manifest.waveform {
-            let start = at
-            events(.progress(JobProgress(fraction: start, phase: "waveform")))
-            made.waveform = try await waveform(of: source, settings) { done in
-                events(.progress(JobProgress(fraction: start + step * done, phase: "waveform")))
-            }
-        }
+        if let settings = manifest.images { made.images = try await images(of: source, settings, progress: part("pictures")) }
+        if let settings = manifest.storyboard { made.storyboard = try await storyboard(of: source, settings, progress: part("storyboard")) }
+        if let settings = manifest.waveform { made.waveform = try await waveform(of: source, settings, progress: part("waveform")) }
         return made
     }
 
@@ -153,8 +139,7 @@ extension JobRunner {
             }
             let times = try Self.times(settings.times, duration: generator.duration, source: source)
             let made = Made(count: times.count)
-            try AssetImageGenerator.images(path: source, settings: generatorSettings, at: times, workers: Self.pictureWorkers, limits: limits,
-                                           interrupter: interrupter) { i, result in
+            try generator.images(at: times, workers: Self.pictureWorkers, limits: limits, interrupter: interrupter) { i, result in
                 let image: AssetImageGenerator.Image
                 do { image = try result.get() } catch {
                     throw JobError("$.images: the picture at \(MediaTime.formatSeconds(times[i].seconds)) s (\(i + 1) of \(times.count)): \(error)")
@@ -209,8 +194,7 @@ extension JobRunner {
         let (tiles, perSheet, seconds) = try await pool.run(stallLimit: limits.stallTimeout) { interrupter in
             do throws(ImageGenerationError) {
                 let plan = try Storyboard.plan(path: source, settings: boardSettings, limits: limits, interrupter: interrupter)
-                let generator = try AssetImageGenerator(path: source, limits: limits, interrupter: interrupter)
-                return (plan.tiles, plan.perSheet, generator.duration?.seconds ?? 0)
+                return (plan.tiles, plan.perSheet, plan.duration?.seconds ?? 0)
             } catch {
                 throw JobError("$.storyboard: \(error)")
             }

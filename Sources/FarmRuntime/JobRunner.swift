@@ -202,13 +202,7 @@ public struct JobRunner: Sendable {
         if let board = manifest.storyboard, let every = board.chunkSeconds, board.join.isEmpty, board.part == nil, stagingToken != nil {
             // A storyboard made in parts, under a coordinator: where to cut it, when it is long enough (`mediafarm run` makes it whole).
             let ranges = try await storyboardParts(of: manifest.edits[0].source, board, every: every)
-            if ranges.count > 1 {
-                events(.log(level: "notice", message: "split into \(ranges.count) parts of about \(Self.seconds(every)) s"))
-                events(.progress(JobProgress(fraction: 0.01, phase: "split")))
-                var result = JobResult(name: manifest.name, succeeded: true, seconds: Date().timeIntervalSince(started))
-                result.split = ranges
-                return result
-            }
+            if ranges.count > 1 { return split(into: ranges, of: "parts", every: every, started: started, events: events) }
         }
         if manifest.export == nil { try await makeInputPictures() }
 
@@ -254,13 +248,7 @@ public struct JobRunner: Sendable {
             // A chunked export's first run under a coordinator: where to cut it, when it is long enough to
             // cut (`mediafarm run` exports it whole).
             let ranges = try await session.chunkRanges(every: every)
-            if ranges.count > 1 {
-                events(.log(level: "notice", message: "split into \(ranges.count) chunks of about \(Self.seconds(every)) s"))
-                events(.progress(JobProgress(fraction: 0.01, phase: "split")))
-                var result = JobResult(name: manifest.name, succeeded: true, seconds: Date().timeIntervalSince(started))
-                result.split = ranges
-                return result
-            }
+            if ranges.count > 1 { return split(into: ranges, of: "chunks", every: every, started: started, events: events) }
         }
         try await makeInputPictures()
         if !export.join.isEmpty {
@@ -313,6 +301,17 @@ public struct JobRunner: Sendable {
     }
 
     static func seconds(_ t: MediaTime) -> String { MediaTime.formatSeconds(t.seconds) }
+
+    /// The result of a first run that only cut the work into `ranges` (a chunked export's chunks, a
+    /// storyboard's parts): the coordinator makes a job of each.
+    func split(into ranges: [Range<Int>], of what: String, every: MediaTime, started: Date,
+               events: @Sendable (JobEvent) -> Void) -> JobResult {
+        events(.log(level: "notice", message: "split into \(ranges.count) \(what) of about \(Self.seconds(every)) s"))
+        events(.progress(JobProgress(fraction: 0.01, phase: "split")))
+        var result = JobResult(name: manifest.name, succeeded: true, seconds: Date().timeIntervalSince(started))
+        result.split = ranges
+        return result
+    }
 
     /// Writes the JSON report (atomically) when the manifest asks for one; returns its path.
     /// Scans every segment's source range; codes are timed on the composition's timeline.

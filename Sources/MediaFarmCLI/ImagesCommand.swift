@@ -41,19 +41,7 @@ struct ImagesCommand: AsyncParsableCommand {
             transform: UserNumbers.duration.option)
     var tolerance: Double?
 
-    @Option(name: .customLong("max-width"), help: "Pictures at most this wide, 0 for any \(UserNumbers.pictureSide.inHelp).",
-            transform: UserNumbers.pictureSide.option)
-    var maxWidth: Int = 0
-
-    @Option(name: .customLong("max-height"), help: "Pictures at most this high, 0 for any \(UserNumbers.pictureSide.inHelp).",
-            transform: UserNumbers.pictureSide.option)
-    var maxHeight: Int = 0
-
-    @Option(name: .long, help: "jpeg, png or webp.")
-    var format: StillImageFormat = .jpeg
-
-    @Option(name: .long, help: "Quality for JPEG and WebP \(UserNumbers.quality.inHelp).", transform: UserNumbers.quality.option)
-    var quality: Double = 0.85
+    @OptionGroup var picture: PictureOptions
 
     @Option(name: .shortAndLong, help: "Where the pictures go: a path with {index} (1, 2, ...) or {time} (milliseconds) in its name; default NAME-{index}.EXT in the current folder.")
     var output: String?
@@ -74,10 +62,7 @@ struct ImagesCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var settings = AssetImageGenerator.Settings()
-        if exact { (settings.toleranceBefore, settings.toleranceAfter) = (.zero, .zero) }
-        if let tolerance { settings.toleranceBefore = Self.time(tolerance); settings.toleranceAfter = Self.time(tolerance) }
-        (settings.maximumWidth, settings.maximumHeight, settings.format, settings.quality) = (maxWidth, maxHeight, format, quality)
+        let settings = picture.settings(tolerance: exact ? 0 : tolerance)
         let generator: AssetImageGenerator
         do {
             generator = try AssetImageGenerator(path: input, settings: settings)
@@ -85,12 +70,12 @@ struct ImagesCommand: AsyncParsableCommand {
             throw CLIError("images: \(error)")
         }
         let times = try self.times(duration: generator.duration)
-        let pattern = output ?? (URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent + "-{index}." + format.fileExtension)
-        // On every core: each stretch of the times with a reader of its own.
+        let pattern = output ?? (URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent + "-{index}." + picture.format.fileExtension)
+        // On every core: each stretch of the times with a reader of its own (this one the first's).
         let made = ImageRecords(count: times.count)
         let overwrite = self.overwrite
         do {
-            try AssetImageGenerator.images(path: input, settings: settings, at: times, workers: Self.workers) { i, result in
+            try generator.images(at: times, workers: Self.workers) { i, result in
                 switch result {
                 case .success(let image):
                     let path = Self.path(pattern, index: i + 1, time: image.requestedTime)

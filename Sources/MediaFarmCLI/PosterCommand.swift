@@ -27,19 +27,7 @@ struct PosterCommand: AsyncParsableCommand {
     @Flag(help: "With --at SECONDS: the frame shown at that time exactly.")
     var exact = false
 
-    @Option(name: .customLong("max-width"), help: "At most this wide, 0 for any \(UserNumbers.pictureSide.inHelp).",
-            transform: UserNumbers.pictureSide.option)
-    var maxWidth: Int = 0
-
-    @Option(name: .customLong("max-height"), help: "At most this high, 0 for any \(UserNumbers.pictureSide.inHelp).",
-            transform: UserNumbers.pictureSide.option)
-    var maxHeight: Int = 0
-
-    @Option(name: .long, help: "jpeg, png or webp.")
-    var format: StillImageFormat = .jpeg
-
-    @Option(name: .long, help: "Quality for JPEG and WebP \(UserNumbers.quality.inHelp).", transform: UserNumbers.quality.option)
-    var quality: Double = 0.85
+    @OptionGroup var picture: PictureOptions
 
     @Option(name: .shortAndLong, help: "Where the picture goes; default NAME-poster.EXT in the current folder.")
     var output: String?
@@ -64,9 +52,7 @@ struct PosterCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var settings = AssetImageGenerator.Settings()
-        if exact { (settings.toleranceBefore, settings.toleranceAfter) = (.zero, .zero) }
-        (settings.maximumWidth, settings.maximumHeight, settings.format, settings.quality) = (maxWidth, maxHeight, format, quality)
+        let settings = picture.settings(tolerance: exact ? 0 : nil)
         let at = try time()
         let made: (AssetImageGenerator.Image, [RepresentativeFrame.Candidate]?)
         do {
@@ -74,7 +60,7 @@ struct PosterCommand: AsyncParsableCommand {
         } catch {
             throw CLIError("poster: \(error)")
         }
-        let path = output ?? (URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent + "-poster." + format.fileExtension)
+        let path = output ?? (URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent + "-poster." + picture.format.fileExtension)
         do { try ImagesCommand.write(made.0.data, to: path, overwrite: overwrite) } catch { throw CLIError("poster: \(path): \(error)") }
         let record = JobRunner.PosterRecord(picture: ImageRecord(made.0, path: path), chosen: at == nil ? "auto" : "time", candidates: made.1)
         if json {

@@ -429,18 +429,22 @@ extension AssetImageGenerator {
     /// Pictures at many times on `workers` threads, each with a generator of its own over a stretch of the
     /// times (in time order: a stretch decodes each keyframe's run once). `body` gets each time's index
     /// and result as it is made, on the thread that made it, one call at a time. A failure to open the file
-    /// is thrown before any picture, as is the first error `body` throws (the others stop then).
-    public static func images(path: String, settings: Settings, at times: [MediaTime], workers: Int, limits: SafetyLimits = .default,
-                              interrupter: Interrupter = Interrupter(),
-                              body: @escaping @Sendable (Int, Result<Image, ImageGenerationError>) throws -> Void) throws {
+    /// is thrown before any picture, as is the first error `body` throws (the others stop then). This
+    /// generator makes the first stretch (it is used on that thread alone until this returns); the others
+    /// open readers of their own, with the same settings.
+    public func images(at times: [MediaTime], workers: Int, limits: SafetyLimits = .default, interrupter: Interrupter = Interrupter(),
+                       body: @escaping @Sendable (Int, Result<Image, ImageGenerationError>) throws -> Void) throws {
         let order = times.indices.sorted { times[$0] < times[$1] }
         let count = max(1, min(workers, order.count))
         let stretches = (0..<count).map { w in Array(order[(w * order.count / count)..<((w + 1) * order.count / count)]) }
         let failure = FirstFailure()
+        // Only the first stretch's thread touches it, and the caller waits for every thread.
+        nonisolated(unsafe) let opened = self
+        let (path, settings) = (self.path, self.settings)
         DispatchQueue.concurrentPerform(iterations: count) { w in
             let generator: AssetImageGenerator
             do {
-                generator = try AssetImageGenerator(path: path, settings: settings, limits: limits, interrupter: interrupter)
+                generator = w == 0 ? opened : try AssetImageGenerator(path: path, settings: settings, limits: limits, interrupter: interrupter)
             } catch {
                 failure.record(error)
                 return

@@ -95,14 +95,14 @@ public struct Storyboard: Sendable {
                      duration: first.duration, sheets: (0..<sheets).map(sheetName), tiles: tiles)
     }
 
-    /// How many tiles the storyboard of the movie at `path` has, and how many a sheet holds (for cutting it
-    /// into parts of whole sheets).
+    /// How many tiles the storyboard of the movie at `path` has, how many a sheet holds, and how long the
+    /// movie is (for cutting it into parts of whole sheets).
     public static func plan(path: String, settings: StoryboardSettings, limits: SafetyLimits = .default,
-                            interrupter: Interrupter = Interrupter()) throws(ImageGenerationError) -> (tiles: Int, perSheet: Int) {
+                            interrupter: Interrupter = Interrupter()) throws(ImageGenerationError) -> (tiles: Int, perSheet: Int, duration: MediaTime?) {
         var imageSettings = AssetImageGenerator.Settings()
         imageSettings.maximumWidth = settings.tileWidth
         let generator = try AssetImageGenerator(path: path, settings: imageSettings, limits: limits, interrupter: interrupter)
-        return (try times(path: path, duration: generator.duration, settings: settings).count, settings.columns * settings.rows)
+        return (try times(path: path, duration: generator.duration, settings: settings).count, settings.columns * settings.rows, generator.duration)
     }
 
     /// The tiles' times, in seconds.
