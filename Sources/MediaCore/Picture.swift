@@ -105,7 +105,12 @@ public final class PictureConverter {
     /// `source` scaled to `width` x `height` as JPEG's samples (yuvj420p: full-range BT.601), read with its
     /// own matrix and range: one conversion for a JPEG of a picture that is not turned.
     public func jpegSamples(_ source: borrowing Frame, width: Int, height: Int, into destination: inout Frame) throws(FFmpegError) {
-        try convert(source, to: "yuvj420p", width: width, height: height, colour: source.colour, into: &destination)
+        if JPEGSamples.applies(to: source, width: width, height: height) {
+            destination = try Frame(width: width, height: height, pixelFormat: "yuvj420p")
+            JPEGSamples.convert(source, colour: source.colour, into: destination)
+        } else {
+            try convert(source, to: "yuvj420p", width: width, height: height, colour: source.colour, into: &destination)
+        }
         destination.pointer.pointee.color_range = AVCOL_RANGE_JPEG
         destination.pointer.pointee.colorspace = AVCOL_SPC_BT470BG
     }

@@ -73,6 +73,12 @@ public final class AssetImageGenerator {
     private var pendingPTS: Int64?
     /// The packet read last was refused while the decoder was full: it is sent again.
     private var resend = false
+    /// The decoder is drained once it has taken a packet (a keyframe wanted alone).
+    private var drainAfterOnePacket = false
+    /// H.264 frames nothing refers to, and the time (ticks) before which such a frame is not decoded at
+    /// all: it cannot be the one wanted (it ends a frame or more before the window).
+    private let disposable: DisposableFrames?
+    private var skipEndingBefore: Int64?
 
     public init(path: String, settings: Settings = Settings(), limits: SafetyLimits = .default,
                 interrupter: Interrupter = Interrupter()) throws(ImageGenerationError) {
@@ -93,6 +99,7 @@ public final class AssetImageGenerator {
             throw .unreadable(error.description)
         }
         file.discardAll(except: [video.index])
+        disposable = DisposableFrames(video)
         origin = video.startTime.isNumeric ? video.startTime : .zero
         // The index holds decoding times; a keyframe is shown later by the stream's reordering delay,
         // which the first frame's time (the stream's start) against the first decoding time gives.
@@ -168,6 +175,11 @@ public final class AssetImageGenerator {
         let neighbours = [after > 0 ? keyframes[after - 1] : nil, after < keyframes.count ? keyframes[after] : nil].compactMap { $0 }
         if let nearest = neighbours.filter(inWindow).min(by: { abs($0 - target) < abs($1 - target) }) {
             try seek(to: nearest)
+            // The keyframe's packet alone, then the decoder drained: a decoder on several threads otherwise
+            // holds its first frame back until as many packets as it has threads were sent (frames decoded
+            // for nothing). Drained, it cannot go on: the next request seeks.
+            drainAfterOnePacket = true
+            defer { drainAfterOnePacket = false }
             if let first = try nextFrame(), inWindow(first) {
                 try keep()
                 return self.time(ofTicks: first)
@@ -184,6 +196,10 @@ public final class AssetImageGenerator {
         }
         // Continuing, the frame held is the last one at or before the time so far.
         var best: Int64? = heldPTS.flatMap { $0 <= target ? $0 : nil }
+        // Frames nothing refers to that end before the window are not decoded (for an exact picture in the
+        // middle of a GOP, about half of what lies before it).
+        skipEndingBefore = low
+        defer { skipEndingBefore = nil }
         while let pts = try nextFrame() {
             if pts <= target {
                 try keep()
@@ -271,12 +287,22 @@ public final class AssetImageGenerator {
                         continue
                     }
                     guard packet.streamIndex == stream.index else { continue }
+                    if let limit = skipEndingBefore, let pts = packet.pts, packet.duration > 0,
+                       pts + 2 * packet.duration <= limit, disposable?.isDisposable(packet) == true {
+                        continue
+                    }
                 }
                 do {
                     if try decoder.send(packet) == .full { resend = true }
                 } catch {
                     // A damaged packet is skipped, as a player skips it.
                     continue
+                }
+                if drainAfterOnePacket && !resend {
+                    try decoder.sendEndOfStream()
+                    atEnd = true
+                    // Nothing decodes on from here: a later time of this stretch seeks again.
+                    seekedTo = nil
                 }
             }
         } catch let error as MediaFileError {
