@@ -132,7 +132,9 @@ summary = {
                        "exactRatioToFFmpegSeek": round(med["exact20"] / med["ffmpegSeek20"], 3)},
     "postersInAKeptWorker": {"keyframeMilliseconds": percentiles(posters["keyframe"]),
                              "exactMilliseconds": percentiles(posters["exact"]),
-                             "exactP95Milliseconds": round(sorted(posters["exact"])[int(0.95 * (len(posters["exact"]) - 1))], 1)},
+                             "exactP95Milliseconds": round(sorted(posters["exact"])[int(0.95 * (len(posters["exact"]) - 1))], 1),
+                             # An exact poster (its p50) against one `ffmpeg -ss T -i SRC -frames:v 1` (the 20 runs' median time per run).
+                             "exactRatioToOneFFmpegSeek": round(statistics.median(posters["exact"]) / (med["ffmpegSeek20"] * 1000 / 20), 3)},
     "otherSources": others,
     "rounds": rounds,
     "machine": {"cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d")},
