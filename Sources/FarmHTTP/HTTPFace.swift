@@ -141,6 +141,7 @@ public final class HTTPFace: Service, Sendable {
         router.add(middleware: HostAllowlistMiddleware(allowed: HostAllowlistMiddleware<BasicRequestContext>.names(listening: configuration.host,
                                                                                                                extra: configuration.allowedHosts)))
         router.add(middleware: SameOriginMiddleware())
+        router.add(middleware: ContentSecurityMiddleware())
         if let token = configuration.token {
             router.add(middleware: BearerAuthMiddleware(token: token, sessions: sessions))
         }

@@ -40,7 +40,8 @@ extension HTTPFace {
         router.get("/api/events") { _, _ in self.events() }
         addLibraryRoutes(to: router)
         addPictureRoutes(to: router)
-        router.get("/") { _, _ in await self.statusPage() }
+        addConsoleRoutes(to: router)
+        router.get("/") { request, _ in await self.statusPage(request) }
         router.get("/login") { _, _ in Response.text(StatusPage.login(failed: false), type: "text/html; charset=utf-8") }
         router.post("/login") { request, _ in try await self.login(request) }
     }

@@ -27,6 +27,24 @@ struct APIError: Error {
     var response: Response {
         Response.json(Body(error: message, issues: issues.isEmpty ? nil : issues), status: status)
     }
+
+    /// The error as a console page (a form of the console, a page asked for by a browser).
+    var page: Response {
+        let e = StatusPage.escape
+        var body = "<h1>\(status.code) \(e(status.reasonPhrase))</h1><p class=\"error\" id=\"error\">\(e(message))</p>"
+        if !issues.isEmpty {
+            body += "<ul>" + issues.map { "<li><code>\(e($0.path))</code>: \(e($0.message))</li>" }.joined() + "</ul>"
+        }
+        body += "<p><a href=\"/jobs\">Jobs</a></p>"
+        return Response.text(Console.page(title: "\(status.code) · MediaFarm", section: nil, live: false, body: body), status: status,
+                             type: "text/html; charset=utf-8")
+    }
+
+    /// Whether `request` is the console's (a page or a form of it, not the API's): its errors are pages.
+    static func isConsole(_ request: Request) -> Bool {
+        let path = request.uri.path
+        return path == "/jobs" || path.hasPrefix("/jobs/")
+    }
 }
 
 extension APIError {
@@ -90,7 +108,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch let error as APIError {
-            return error.response
+            return APIError.isConsole(request) ? error.page : error.response
         } catch let error as any HTTPResponseError {
             let message = switch error.status {
             case .notFound: "no such resource: \(request.method) \(request.uri.path)"

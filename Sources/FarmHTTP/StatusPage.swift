@@ -6,9 +6,11 @@ import Hummingbird
 
 extension HTTPFace {
     /// `GET /`: the status page, rendered from the queue and this coordinator at the time of the request.
-    func statusPage() async -> Response {
+    func statusPage(_ request: Request) async -> Response {
         let now = Date()
+        let (csrf, cookie) = ConsoleCSRF.token(of: request, secure: configuration.cookieSecure)
         var page = StatusPage(snapshot: coordinator.snapshot, location: store.location, now: now)
+        page.csrf = csrf
         do {
             page.stats = try await store.stats(at: now)
             page.coordinators = try await coordinators(at: now)
@@ -19,7 +21,7 @@ extension HTTPFace {
         } catch {
             page.queueError = String(describing: error)
         }
-        return .text(page.html, type: "text/html; charset=utf-8")
+        return html(page.html, cookie: cookie)
     }
 }
 
@@ -36,6 +38,8 @@ struct StatusPage {
     var waiting: [Job] = []
     var coordinators: [CoordinatorView] = []
     var queueError: String?
+    /// The CSRF token the page's forms carry.
+    var csrf = ""
 
     init(snapshot: CoordinatorSnapshot, location: String, now: Date) {
         self.snapshot = snapshot
@@ -110,7 +114,7 @@ struct StatusPage {
                 let eta = live[job.id]?.eta ?? elapsed.flatMap { JobView.eta(elapsed: $0, fraction: fraction) }
                 let percent = Int((fraction * 100).rounded())
                 body += """
-                <tr class="job" data-job="\(job.id)"><td>\(job.id)</td><td class="name">\(e(job.name))</td>\
+                <tr class="job" data-job="\(job.id)"><td><a href="/jobs/\(job.id)">\(job.id)</a></td><td class="name">\(e(job.name))</td>\
                 <td>\(e(job.lease.map { Job.host(ofOwner: $0.owner) } ?? "–"))</td><td>\(job.attempt) of \(job.maxAttempts)</td>\
                 <td><progress max="100" value="\(percent)"></progress> <span class="percent">\(percent)%</span></td>\
                 <td class="phase">\(e(phase))</td><td>\(Self.duration(elapsed))</td><td class="eta">\(Self.duration(eta))</td></tr>
@@ -124,7 +128,7 @@ struct StatusPage {
             body += "<section id=\"waiting\"><h2>Waiting for other jobs (\(total))</h2>"
             body += "<table><tr><th>job</th><th>name</th><th>waits for</th><th>not ended</th><th>runs when they</th></tr>"
             for job in waiting {
-                let ids = job.after.prefix(10).map { "<a href=\"/api/jobs/\($0)\">\($0)</a>" }.joined(separator: ", ")
+                let ids = job.after.prefix(10).map { "<a href=\"/jobs/\($0)\">\($0)</a>" }.joined(separator: ", ")
                     + (job.after.count > 10 ? " and \(job.after.count - 10) more" : "")
                 body += """
                 <tr class="waiting" data-job="\(job.id)"><td>\(job.id)</td><td class="name">\(e(job.name))</td><td class="after">\(ids)</td>\
@@ -141,63 +145,23 @@ struct StatusPage {
             for job in failures {
                 let last = job.errors.last.map { "attempt \($0.attempt): \($0.message)" } ?? ""
                 let retry = job.state == .dead || job.state == .failed
-                    ? "<form method=\"post\" action=\"/api/jobs/\(job.id)/retry\"><button>Retry</button></form>" : "retrying"
+                    ? "<form method=\"post\" action=\"/jobs/\(job.id)/retry\">\(Console.csrfField(csrf))<button>Retry</button></form>" : "retrying"
                 body += """
-                <tr class="failure \(job.state.rawValue)" data-job="\(job.id)"><td>\(job.id)</td><td class="name">\(e(job.name))</td>\
+                <tr class="failure \(job.state.rawValue)" data-job="\(job.id)"><td><a href="/jobs/\(job.id)">\(job.id)</a></td><td class="name">\(e(job.name))</td>\
                 <td>\(job.state.rawValue)</td><td>\(job.attempt) of \(job.maxAttempts)</td><td class="reason">\(e(last))</td><td>\(retry)</td></tr>
                 """
             }
             body += "</table>"
         }
         body += "</section>\n"
-        return Self.document(title: "MediaFarm", body: body + Self.script)
-    }
-
-    static func document(title: String, body: String) -> String {
-        """
-        <!doctype html>
-        <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
-        <title>\(escape(title))</title>
-        <style>
-        body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
-        h1 { margin: 0; font-size: 1.5em; } h2 { font-size: 1.1em; margin-top: 1.5em; }
-        table { border-collapse: collapse; } th, td { text-align: left; padding: .25em .75em; border-bottom: 1px solid #ddd; }
-        progress { width: 12em; } .warn, .error { color: #b00; } .reason { max-width: 40em; word-break: break-word; }
-        form { margin: 0; } code { background: #f4f4f4; padding: 0 .25em; }
-        </style></head>
-        <body>
-        \(body)
-        </body></html>
-
-        """
+        return Console.page(title: "MediaFarm", section: .overview, body: body)
     }
 
     static func login(failed: Bool) -> String {
-        document(title: "MediaFarm: sign in", body: """
+        Console.page(title: "MediaFarm: sign in", section: nil, live: false, body: """
         <h1>MediaFarm</h1>
         \(failed ? "<p class=\"error\">That is not the coordinator's token.</p>" : "")
         <form method="post" action="/login"><label>Token <input type="password" name="token" autofocus></label> <button>Sign in</button></form>
         """)
     }
-
-    /// Live updates: progress events move a running job's bar; other job events reload (at most every 2 s).
-    /// The stream opens after the page's load event, so the page counts as loaded without it.
-    static let script = """
-    <script>
-    window.addEventListener("load", function () { setTimeout(function () {
-      if (!window.EventSource) return;
-      var source = new EventSource("/api/events"), pending = null;
-      function reload() { if (!pending) pending = setTimeout(function () { location.reload(); }, 2000); }
-      source.addEventListener("progress", function (m) {
-        var e = JSON.parse(m.data), row = document.querySelector('tr.job[data-job="' + e.job + '"]');
-        if (!row) { reload(); return; }
-        var p = Math.round(e.fraction * 100);
-        row.querySelector("progress").value = p;
-        row.querySelector(".percent").textContent = p + "%";
-        row.querySelector(".phase").textContent = e.phase;
-      });
-      ["started", "finished", "submitted", "cancelled", "retried"].forEach(function (name) { source.addEventListener(name, reload); });
-    }, 0); });
-    </script>
-    """
 }

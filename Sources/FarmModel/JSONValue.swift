@@ -290,6 +290,40 @@ extension JSONValue {
         }
     }
 
+    /// The document indented by two spaces a level, keys in their order, numbers as written (for people
+    /// to read: the console's manifests and results).
+    public var indented: String {
+        var out = ""
+        writeIndented(to: &out, depth: 0)
+        return out
+    }
+
+    private func writeIndented(to out: inout String, depth: Int) {
+        let pad = String(repeating: "  ", count: depth + 1), close = String(repeating: "  ", count: depth)
+        switch self {
+        case .array(let items) where !items.isEmpty:
+            out += "[\n"
+            for (i, item) in items.enumerated() {
+                out += pad
+                item.writeIndented(to: &out, depth: depth + 1)
+                out += i < items.count - 1 ? ",\n" : "\n"
+            }
+            out += close + "]"
+        case .object(let members) where !members.isEmpty:
+            out += "{\n"
+            for (i, member) in members.enumerated() {
+                out += pad
+                Self.quote(member.key, to: &out)
+                out += ": "
+                member.value.writeIndented(to: &out, depth: depth + 1)
+                out += i < members.count - 1 ? ",\n" : "\n"
+            }
+            out += close + "}"
+        default:
+            write(to: &out)
+        }
+    }
+
     /// `s` as a JSON string literal.
     public static func quoted(_ s: String) -> String {
         var out = ""

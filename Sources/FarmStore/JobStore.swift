@@ -104,6 +104,17 @@ public struct JobQuery: Sendable, Hashable {
     public var newest: Bool
     /// Only jobs with a smaller id: the next page of a listing newest first, after the job `before`.
     public var before: Int64?
+    /// Only jobs whose name begins with this (case as given).
+    public var namePrefix: String?
+    /// Only jobs that are not a chunk of another (a chunked export's chunks folded under it).
+    public var topLevel = false
+    /// Only the chunks of this job.
+    public var chunkOf: Int64?
+    /// Only the jobs that wait for this one (its dependents).
+    public var dependsOn: Int64?
+    /// Only jobs due to run after this time (delayed), or at or before it (due).
+    public var runAfter: Date?
+    public var runBy: Date?
 
     public init(ids: [Int64]? = nil, states: [JobState]? = nil, limit: Int? = nil, newest: Bool = false, before: Int64? = nil) {
         self.ids = ids

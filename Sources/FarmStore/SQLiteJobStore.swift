@@ -292,6 +292,27 @@ public final class SQLiteJobStore: JobStore {
                 conditions.append("id < ?")
                 arguments.append(before)
             }
+            if let prefix = query.namePrefix, !prefix.isEmpty {
+                conditions.append("substr(name, 1, length(?)) = ?")
+                arguments += [prefix, prefix]
+            }
+            if query.topLevel { conditions.append("chunk_of IS NULL") }
+            if let chunkOf = query.chunkOf {
+                conditions.append("chunk_of = ?")
+                arguments.append(chunkOf)
+            }
+            if let dependsOn = query.dependsOn {
+                conditions.append("id IN (SELECT job_id FROM job_dependencies WHERE depends_on = ?)")
+                arguments.append(dependsOn)
+            }
+            if let after = query.runAfter {
+                conditions.append("run_at > ?")
+                arguments.append(after.timeIntervalSince1970)
+            }
+            if let by = query.runBy {
+                conditions.append("run_at <= ?")
+                arguments.append(by.timeIntervalSince1970)
+            }
             var sql = "SELECT \(Self.columns) FROM jobs"
             if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
             sql += query.newest ? " ORDER BY id DESC" : " ORDER BY id"
