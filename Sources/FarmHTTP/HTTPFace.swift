@@ -112,10 +112,14 @@ public final class HTTPFace: Service, Sendable {
     let healthCache = Mutex<HealthAnswer?>(nil)
     let logger: Logger
     let onListening: @Sendable (String) -> Void
+    /// Each action taken through the console, who took it (the coordinator prints them).
+    let onAction: @Sendable (String) -> Void
 
     /// `metrics` must be the one whose factory the coordinator counts through.
     public init(configuration: HTTPFaceConfiguration, coordinator: Coordinator, store: any JobStore, metrics: FarmMetrics,
-                logger: Logger, onListening: @escaping @Sendable (String) -> Void = { _ in }) {
+                logger: Logger, onListening: @escaping @Sendable (String) -> Void = { _ in },
+                onAction: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.onAction = onAction
         self.configuration = configuration
         self.coordinator = coordinator
         self.store = store

@@ -227,7 +227,8 @@ struct CoordinatorCommand: AsyncParsableCommand {
                                     if let token = httpConfiguration.token, tokenFile == nil {
                                         printer.notice("http: this run's token is \(token); open http://\(address)/?token=\(token) to sign in")
                                     }
-                                })
+                                },
+                                onAction: { printer.notice("http: " + $0) })
             face.withLock { $0 = http }
             // Before the coordinator: a graceful shutdown stops the coordinator first (draining while
             // /readyz says 503), then the server.

@@ -1,0 +1,330 @@
+import FarmLibrary
+import FarmModel
+import FarmStore
+import FarmSubmit
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// The console's jobs: the list (`/jobs`: state tabs with counts, a name filter, pages newest first, chunk
+/// jobs folded under their export, bulk retry and cancel of the selected or of all matching) and a job's
+/// page (`/jobs/{id}`), with their actions as form POSTs that carry the CSRF token.
+extension HTTPFace {
+    func addConsoleRoutes(to router: Router<BasicRequestContext>) {
+        router.get("/console.css") { _, _ in Console.asset(Console.style, type: "text/css; charset=utf-8") }
+        router.get("/console.js") { _, _ in Console.asset(Console.script, type: "text/javascript; charset=utf-8") }
+        router.get("/jobs") { request, _ in try await self.jobsPage(request) }
+        router.get("/jobs/:id") { request, context in try await self.jobPage(request, id: Self.jobID(context)) }
+        router.post("/jobs/bulk") { request, _ in try await self.bulk(request) }
+        router.post("/jobs/:id/:action") { request, context in
+            try await self.act(request, id: Self.jobID(context), action: context.parameters.get("action") ?? "")
+        }
+    }
+
+    /// An HTML answer with the page's CSRF cookie set when the browser had none.
+    func html(_ text: String, cookie: Cookie?, status: HTTPResponse.Status = .ok) -> Response {
+        var response = Response.text(text, status: status, type: "text/html; charset=utf-8")
+        if let cookie { response.setCookie(cookie) }
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
+
+    // MARK: - The list
+
+    /// What `/jobs` shows: a tab (a state, "delayed", or all), a name prefix, a page.
+    struct JobFilter {
+        static let tabs = ["all", "queued", "delayed", "waiting", "running", "succeeded", "failed", "dead", "cancelled"]
+        var tab = "all"
+        var name = ""
+        var before: Int64?
+
+        init(_ query: [String: [String]]) throws {
+            if let tab = query["state"]?.first, !tab.isEmpty {
+                guard Self.tabs.contains(tab) else {
+                    throw APIError(status: .badRequest, message: "state \(tab): give one of \(Self.tabs.joined(separator: ", "))")
+                }
+                self.tab = tab
+            }
+            name = String((query["name"]?.first ?? "").prefix(200))
+            if let text = query["before"]?.first, !text.isEmpty {
+                switch UserNumbers.jobID.parse(text) {
+                case .success(let id): before = id
+                case .failure(let error): throw APIError(status: .badRequest, message: "before \(text): \(error)")
+                }
+            }
+        }
+
+        /// The store's query for this filter, `limit` jobs.
+        func query(limit: Int, now: Date) -> JobQuery {
+            var query = JobQuery(limit: limit, newest: true, before: before)
+            switch tab {
+            case "all": break
+            case "queued": (query.states, query.runBy) = ([.queued], now)
+            case "delayed": (query.states, query.runAfter) = ([.queued], now)
+            default: query.states = JobState(rawValue: tab).map { [$0] }
+            }
+            query.namePrefix = name.isEmpty ? nil : name
+            query.topLevel = true
+            return query
+        }
+
+        /// This filter's query string, with `before` when given.
+        func link(tab: String? = nil, before: Int64? = nil) -> String {
+            var items = [URLQueryItem(name: "state", value: tab ?? self.tab)]
+            if !name.isEmpty { items.append(URLQueryItem(name: "name", value: name)) }
+            if let before { items.append(URLQueryItem(name: "before", value: String(before))) }
+            var c = URLComponents()
+            c.queryItems = items
+            return "/jobs?" + (c.percentEncodedQuery ?? "")
+        }
+    }
+
+    static let jobsPageSize = 50
+
+    func jobsPage(_ request: Request) async throws -> Response {
+        let (csrf, cookie) = ConsoleCSRF.token(of: request, secure: configuration.cookieSecure)
+        let query = Self.formFields(request.uri.query ?? "")
+        let filter = try JobFilter(query)
+        let now = Date()
+        let jobs: [Job]
+        let counts: [JobState: Int]
+        var chunks: [Int64: Int] = [:]
+        do {
+            counts = try await store.counts()
+            jobs = try await store.jobs(matching: filter.query(limit: Self.jobsPageSize, now: now)).reversed()
+            for job in jobs where job.chunkPlan != nil {
+                chunks[job.id] = job.chunkPlan?.chunks.count
+            }
+        } catch {
+            throw APIError(error)
+        }
+        let e = StatusPage.escape
+        var body = "<h1>Jobs</h1>\n"
+        if let acted = query["acted"]?.first, let n = query["n"]?.first.flatMap(Int.init) {
+            let refused = query["refused"]?.first.flatMap(Int.init) ?? 0
+            let verb = acted == "cancel" ? "Cancelled" : "Retried"
+            body += "<p class=\"notice\" role=\"status\">\(verb) \(n) job\(n == 1 ? "" : "s")\(refused > 0 ? "; \(refused) could not be (their state does not allow it)" : "").</p>\n"
+        }
+        body += "<ul class=\"tabs\" aria-label=\"States\">"
+        for tab in JobFilter.tabs {
+            let count: Int? = switch tab {
+            case "all": counts.values.reduce(0, +)
+            case "delayed": nil
+            default: JobState(rawValue: tab).map { counts[$0] ?? 0 }
+            }
+            body += "<li><a href=\"\(e(filter.link(tab: tab)))\"\(tab == filter.tab ? " aria-current=\"page\"" : "")>\(tab)"
+            body += count.map { "<span class=\"count\">\($0)</span>" } ?? ""
+            body += "</a></li>"
+        }
+        body += "</ul>\n"
+        body += """
+        <form class="filters" method="get" action="/jobs" role="search">
+        <input type="hidden" name="state" value="\(e(filter.tab))">
+        <label>Name begins with <input type="search" name="name" id="filter-name" value="\(e(filter.name))" autocomplete="on"></label>
+        <button>Filter</button>\(filter.name.isEmpty ? "" : " <a href=\"\(e(filter.link(tab: filter.tab)))\">clear</a>")
+        </form>
+
+        """
+        if jobs.isEmpty {
+            body += "<p id=\"no-jobs\">No jobs \(filter.tab == "all" ? "" : "in this state ")\(filter.name.isEmpty ? "" : "named " + e(filter.name) + "…").</p>\n"
+            return html(Console.page(title: "Jobs · MediaFarm", section: .jobs, body: body), cookie: cookie)
+        }
+        let matching = filter.tab == "all" ? counts.values.reduce(0, +) : JobState(rawValue: filter.tab).map { counts[$0] ?? 0 }
+        body += """
+        <form method="post" action="/jobs/bulk" id="bulk" data-confirm="Apply to {n} jobs?" data-matching="\(filter.name.isEmpty ? matching.map(String.init) ?? "every matching" : "every matching")">
+        \(Console.csrfField(csrf))<input type="hidden" name="state" value="\(e(filter.tab))"><input type="hidden" name="name" value="\(e(filter.name))">
+        <div class="actions"><button name="action" value="retry" data-confirm="Retry {n} jobs?">Retry</button>
+        <button name="action" value="cancel" class="danger" data-confirm="Cancel {n} jobs?">Cancel</button>
+        <label><input type="checkbox" name="all" value="1"> all matching this filter</label></div>
+        <div class="scroll"><table class="jobs"><thead><tr><th><input type="checkbox" data-select-all aria-label="Select all shown"></th>
+        <th>job</th><th>name</th><th>state</th><th>progress</th><th>attempt</th><th>host</th><th>created</th><th>ended</th></tr></thead><tbody>
+
+        """
+        for job in jobs {
+            let percent = Int(((job.progress ?? (job.state == .succeeded ? 1 : 0)) * 100).rounded())
+            let host = job.lease.map { Job.host(ofOwner: $0.owner) } ?? "–"
+            let folded = chunks[job.id].map { " <span class=\"muted\">(\($0) chunks)</span>" } ?? ""
+            let progress = job.state == .running || job.state == .waiting && job.chunkPlan != nil
+                ? "<progress max=\"100\" value=\"\(percent)\"></progress> <span class=\"percent\">\(percent)%</span> <span class=\"phase muted\">\(e(job.phase ?? ""))</span>"
+                : job.state == .succeeded ? "100%" : "–"
+            body += """
+            <tr class="job" data-job="\(job.id)"><td><input type="checkbox" name="ids" value="\(job.id)" aria-label="Select job \(job.id)"></td>\
+            <td><a href="/jobs/\(job.id)">\(job.id)</a></td><td class="name"><a href="/jobs/\(job.id)">\(e(job.name))</a>\(folded)</td>\
+            <td>\(Console.badge(job.state.rawValue))</td><td>\(progress)</td><td>\(job.attempt) of \(job.maxAttempts)</td>\
+            <td>\(e(host))</td><td>\(Console.time(job.createdAt))</td><td>\(Console.time(job.finishedAt))</td></tr>
+
+            """
+        }
+        body += "</tbody></table></div></form>\n<nav class=\"pager\">"
+        if filter.before != nil { body += "<a href=\"\(e(filter.link()))\">Newest</a>" }
+        if jobs.count == Self.jobsPageSize, let last = jobs.last {
+            body += "<a href=\"\(e(filter.link(before: last.id)))\" rel=\"next\">Older</a>"
+        }
+        body += "</nav>\n"
+        return html(Console.page(title: "Jobs · MediaFarm", section: .jobs, body: body), cookie: cookie)
+    }
+
+    // MARK: - Actions
+
+    /// A form's fields (`a=1&ids=2&ids=3`), percent-decoded, `+` as a space.
+    static func formFields(_ text: String) -> [String: [String]] {
+        var fields: [String: [String]] = [:]
+        for pair in text.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func decode(_ s: Substring) -> String { String(s).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(s) }
+            guard let key = parts.first.map(decode) else { continue }
+            fields[key, default: []].append(parts.count > 1 ? decode(parts[1]) : "")
+        }
+        return fields
+    }
+
+    /// The body of a form POST, its CSRF token checked.
+    func checkedForm(_ request: Request) async throws -> [String: [String]] {
+        var request = request
+        let body = try await request.collectBody(upTo: 1 << 20)
+        let form = Self.formFields(String(buffer: body))
+        try ConsoleCSRF.check(form, request)
+        return form
+    }
+
+    /// `POST /jobs/{id}/cancel|retry|resubmit` from a job's page: done, logged, and back to the page.
+    func act(_ request: Request, id: Int64, action: String) async throws -> Response {
+        _ = try await checkedForm(request)
+        let now = Date()
+        switch action {
+        case "cancel", "retry":
+            let kind: CoordinatorEvent.Kind = action == "cancel" ? .cancelled : .retried
+            let job: Job
+            do {
+                job = action == "cancel" ? try await store.cancel(id: id, at: now) : try await store.retry(id: id, at: now)
+            } catch {
+                throw APIError(error)
+            }
+            audit("console: \(action) of job \(id) (\(job.name)) by \(Self.who(request))")
+            hub.publish(.changed(kind, id: id, name: job.name, state: job.state.rawValue))
+            return .redirect(to: "/jobs/\(id)", type: .normal)
+        case "resubmit":
+            guard let job = try await storeJob(id) else { throw APIError(status: .notFound, message: "no job \(id)") }
+            let submitted = try await resubmit(job, request: request)
+            audit("console: job \(id) resubmitted as job \(submitted) by \(Self.who(request))")
+            return .redirect(to: "/jobs/\(submitted)", type: .normal)
+        default:
+            throw APIError(status: .notFound, message: "no action \(action): give cancel, retry or resubmit")
+        }
+    }
+
+    /// An action for the coordinator's output and the log.
+    func audit(_ line: String) {
+        logger.notice("\(line)")
+        onAction(line)
+    }
+
+    func storeJob(_ id: Int64) async throws -> Job? {
+        do { return try await store.job(id: id) } catch { throw APIError(error) }
+    }
+
+    /// Who acted, for the log: the kind of sign-in (the face has one token; sessions are its holders').
+    static func who(_ request: Request) -> String {
+        if BearerAuthMiddleware<BasicRequestContext>.presented(request) != nil { return "a bearer of the token" }
+        if let session = request.cookies[SessionStore.cookieName]?.value { return "session \(session.prefix(8))…" }
+        return "an unauthenticated loopback browser"
+    }
+
+    /// `POST /jobs/bulk`: retry or cancel the selected jobs, or every job matching the list's filter. Without
+    /// `confirmed` (a browser without script), a page asks first, saying how many.
+    func bulk(_ request: Request) async throws -> Response {
+        let form = try await checkedForm(request)
+        guard let action = form["action"]?.first, ["retry", "cancel"].contains(action) else {
+            throw APIError(status: .badRequest, message: "action: give retry or cancel")
+        }
+        let filter = try JobFilter(form)
+        let all = form["all"]?.first == "1"
+        var ids: [Int64] = []
+        if all {
+            // Every match, newest first, a page at a time (at most 100,000).
+            var page = filter
+            page.before = nil
+            while ids.count < 100_000 {
+                let found: [Job]
+                do { found = try await store.jobs(matching: page.query(limit: 1000, now: Date())) } catch { throw APIError(error) }
+                ids += found.map(\.id).sorted(by: >)
+                guard found.count == 1000, let last = ids.last else { break }
+                page.before = last
+            }
+        } else {
+            ids = try (form["ids"] ?? []).map { text in
+                guard case .success(let id) = UserNumbers.jobID.parse(text) else {
+                    throw APIError(status: .badRequest, message: "ids \(text): a job id is a positive integer")
+                }
+                return id
+            }
+        }
+        guard !ids.isEmpty else { throw APIError(status: .badRequest, message: "no jobs selected: tick some, or all matching this filter") }
+        let e = StatusPage.escape
+        guard form["confirmed"]?.first == "1" else {
+            var body = "<h1>\(action == "retry" ? "Retry" : "Cancel") \(ids.count) job\(ids.count == 1 ? "" : "s")?</h1>\n"
+            body += "<form method=\"post\" action=\"/jobs/bulk\">\(Console.csrfField(form["csrf"]?.first ?? ""))"
+            for (key, values) in form where !["csrf", "confirmed"].contains(key) {
+                for value in values { body += "<input type=\"hidden\" name=\"\(e(key))\" value=\"\(e(value))\">" }
+            }
+            body += "<input type=\"hidden\" name=\"confirmed\" value=\"1\"><div class=\"actions\"><button>\(action == "retry" ? "Retry" : "Cancel") them</button>"
+            body += " <a href=\"\(e(filter.link()))\">Back</a></div></form>\n"
+            return html(Console.page(title: "Confirm · MediaFarm", section: .jobs, body: body), cookie: nil)
+        }
+        var (done, refused) = (0, 0)
+        for id in ids {
+            do {
+                let job = action == "cancel" ? try await store.cancel(id: id, at: Date()) : try await store.retry(id: id, at: Date())
+                hub.publish(.changed(action == "cancel" ? .cancelled : .retried, id: id, name: job.name, state: job.state.rawValue))
+                done += 1
+            } catch where error.isRefusal {
+                refused += 1
+            } catch {
+                throw APIError(error)
+            }
+        }
+        audit("console: bulk \(action) of \(ids.count) jobs (\(done) done, \(refused) refused) by \(Self.who(request))")
+        var back = filter
+        back.before = nil
+        return .redirect(to: back.link() + "&acted=\(action)&n=\(done)&refused=\(refused)", type: .normal)
+    }
+}
+
+extension HTTPFace {
+    /// A job's manifest submitted again as a new job, through the one submission path (validated again,
+    /// its outputs checked as the API checks them), with the job's priority, attempts and requirements.
+    func resubmit(_ job: Job, request: Request) async throws -> Int64 {
+        let library = try await library(for: request)
+        let overwriteRefusal: ManifestIssue? = configuration.allowOverwrite ? nil
+            : ManifestIssue(path: "$.overwrite", message: "not allowed through the API: the coordinator replaces no existing file for a request "
+                            + "unless started with --api-allow-overwrite")
+        let rules = SubmissionRules(outputRoots: job.outputRoots, outputRootsWayOut: "to write there, the coordinator must be started with --output-root naming a folder above it",
+                                    missingInputWayOut: nil, overwriteRefusal: overwriteRefusal)
+        let offer = ManifestOffer(bytes: Array(job.manifest.utf8), file: "job \(job.id)'s manifest", name: job.name, baseDirectory: job.baseDirectory)
+        do {
+            let accepted = try Submission.refusingInvalid(try await Submission.check([offer], rules: rules) { _ in library })
+            let manifest = accepted[0].manifest
+            let new = NewJob(name: job.name, manifest: job.manifest, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots,
+                             priority: job.priority, maxAttempts: job.maxAttempts, runAt: nil, uniqueKey: nil, timeout: job.timeout,
+                             after: manifest.after, afterPolicy: manifest.afterPolicy, requires: manifest.requires)
+            let queued = try await Submission(store: store, library: library).enqueue([new], sources: [manifest.edits.map(\.source)])
+            guard let first = queued.jobs.first else { throw SubmissionError.outcomeUnknown(.unavailable("the queue answered no job")) }
+            for warning in queued.warnings[first.id] ?? [] { logger.warning("job \(first.id): \(warning)") }
+            hub.publish(.submitted(id: first.id, name: job.name, queued: first.inserted))
+            return first.id
+        } catch let error as SubmissionError {
+            throw APIError(error, keyed: false)
+        }
+    }
+}
+
+extension JobStoreError {
+    /// The queue refused the change for the job's own state (not found, a state that does not allow it,
+    /// a key held elsewhere): the caller's, not the queue's, fault.
+    var isRefusal: Bool {
+        switch self {
+        case .notFound, .transition, .refused: true
+        case .unavailable, .invalidLocation: false
+        }
+    }
+}

@@ -1,0 +1,45 @@
+import FarmModel
+import FarmStore
+import Foundation
+import Testing
+
+/// The console's filters as both queues answer them: a name's beginning, jobs that are nobody's chunk,
+/// a job's chunks, the jobs that wait for one, delayed and due jobs, with the pages newest first.
+@Suite struct ConsoleQueryTests {
+    let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+
+    func new(_ name: String, runAt: Date? = nil, after: [Int64] = [], chunkOf: Int64? = nil) -> NewJob {
+        var job = NewJob(name: name, manifest: #"{"version":1,"input":"a.mp4"}"#, baseDirectory: "/data", outputRoots: ["/data/out"],
+                         runAt: runAt, after: after.map { .id($0) })
+        job.chunkOf = chunkOf
+        return job
+    }
+
+    @Test(arguments: Backend.allCases)
+    func theConsolesFiltersSelectTheSameJobsOnBothQueues(backend: Backend) async throws {
+        let store = try await backend.make()
+        defer { Task { await store.close() } }
+        let ids = try await store.enqueue([new("ingest-a"), new("ingest-b"), new("Ingest-c"), new("export-1", runAt: t0.addingTimeInterval(3600))], at: t0).map(\.id)
+        let chunks = try await store.enqueue([new("export-1 chunk 1", chunkOf: ids[3]), new("export-1 chunk 2", chunkOf: ids[3])], at: t0).map(\.id)
+        let waiting = try await store.enqueue([new("after-a", after: [ids[0]])], at: t0).map(\.id)
+
+        func names(_ configure: (inout JobQuery) -> Void) async throws -> [String] {
+            var query = JobQuery(newest: true)
+            configure(&query)
+            return try await store.jobs(matching: query).map(\.name)
+        }
+        #expect(try await names { $0.namePrefix = "ingest-" } == ["ingest-a", "ingest-b"], "a name's beginning, case as given")
+        #expect(try await names { $0.namePrefix = "ingest-%" } == [], "no pattern characters")
+        #expect(try await names { $0.namePrefix = "export-1"; $0.topLevel = true } == ["export-1"])
+        #expect(try await names { $0.chunkOf = ids[3] } == ["export-1 chunk 1", "export-1 chunk 2"])
+        #expect(try await names { $0.dependsOn = ids[0] } == ["after-a"])
+        #expect(try await names { $0.dependsOn = ids[1] } == [])
+        #expect(try await names { $0.states = [.queued]; $0.runAfter = t0.addingTimeInterval(1) } == ["export-1"], "delayed")
+        #expect(try await !names { $0.states = [.queued]; $0.runBy = t0.addingTimeInterval(1) }.contains("export-1"), "due")
+        // The newest before a job (returned oldest first, as every newest query).
+        var page = JobQuery(limit: 2, newest: true, before: waiting[0])
+        page.topLevel = true
+        #expect(try await store.jobs(matching: page).map(\.id) == [ids[2], ids[3]])
+        #expect(chunks.count == 2)
+    }
+}

@@ -1,0 +1,155 @@
+import FarmTestSupport
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The console in real browsers (headless Chromium over the DevTools protocol, Firefox ESR over WebDriver
+/// BiDi, driven by Tests/Readers/browser-drive.py) against a real coordinator: the jobs list with its
+/// tabs and filter, a job's page, cancel and retry through its forms, live progress without a reload,
+/// bulk retry of all failed jobs, and the CSRF token every form must carry.
+@Suite(.serialized) struct ConsoleTests {
+    struct Drive {
+        var results: [Any]
+        var url: String
+    }
+
+    /// Runs `steps` in `browser`; the values of its eval steps.
+    static func drive(_ browser: String, _ steps: [[String: Any]]) throws -> Drive {
+        let script = TestPaths.packageRoot.appendingPathComponent("Tests/Readers/browser-drive.py").path
+        let file = try TestPaths.makeTemporaryFolder("scenario").appendingPathComponent("steps.json")
+        try JSONSerialization.data(withJSONObject: steps).write(to: file)
+        let r = try ProcessRunner.run("/usr/bin/env", ["timeout", "240", "/usr/bin/python3", script, browser, file.path])
+        guard let answer = try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any] else {
+            throw FixtureError("\(browser): no answer (status \(r.status)): \(r.stdout) \(r.stderr)")
+        }
+        if let error = answer["error"] as? String { throw FixtureError("\(browser): \(error); results so far: \(answer["results"] ?? [])") }
+        return Drive(results: answer["results"] as? [Any] ?? [], url: answer["url"] as? String ?? "")
+    }
+
+    /// A job that fails at once, in the coordinator (its input is not there), after one attempt.
+    static func failing(_ name: String) -> String {
+        #"{ "version": 1, "name": "\#(name)", "input": "gone.mp4", "report": "out/\#(name).json" }"#
+    }
+
+    @Test(arguments: ["chromium", "firefox"])
+    func theJobsListAndAJobsPageWorkInTheBrowser(browser: String) throws {
+        let farm = try HTTPFarm("console-\(browser)", workers: 1)
+        let done = try farm.submit(#"{ "version": 1, "name": "inspect-clip", "input": "clip.mp4", "report": "out/clip.json" }"#)
+        let failed = try farm.submit(Self.failing("fails-once"), query: "?allowMissingInputs=true&maxAttempts=1")
+        let later = try farm.submit(#"{ "version": 1, "name": "later", "input": "clip.mp4", "report": "out/later.json" }"#, query: "?delay=3600")
+        try farm.waitFor(done) { $0["state"] as? String == "succeeded" }
+        try farm.waitFor(failed) { $0["state"] as? String == "failed" }
+        let signIn = farm.base + "/jobs?token=" + (farm.token ?? "")
+        let rows = "Array.from(document.querySelectorAll('tr.job')).map(function (r) { return r.dataset.job; })"
+        let drive = try Self.drive(browser, [
+            ["go": signIn],
+            ["eval": rows],
+            ["eval": "document.querySelector('.tabs a[aria-current]').textContent"],
+            // The tabs: failed holds one, delayed the later job.
+            ["go": farm.base + "/jobs?state=failed"], ["eval": rows],
+            ["go": farm.base + "/jobs?state=delayed"], ["eval": rows],
+            // The name filter, typed and sent as a user does.
+            ["go": farm.base + "/jobs"],
+            ["eval": "document.getElementById('filter-name').value = 'insp'; document.querySelector('form.filters button').click(); true"],
+            ["wait": "location.search.indexOf('name=insp') >= 0 && document.readyState === 'complete'"],
+            ["eval": rows],
+            // The failed job's page: its error, its manifest; retried from there.
+            ["go": farm.base + "/jobs/\(failed)"],
+            ["eval": "document.querySelector('h1').textContent"],
+            ["eval": "document.querySelector('tr.attempt .reason').textContent"],
+            ["eval": "document.getElementById('manifest').textContent"],
+            ["click": "#retry"],
+            ["wait": "location.pathname === '/jobs/\(failed)' && !!document.querySelector('h1')"],
+            // The delayed job cancelled from its page.
+            ["go": farm.base + "/jobs/\(later)"],
+            ["click": "#cancel"],
+            ["wait": "document.querySelector('h1 .state') && document.querySelector('h1 .state').textContent === 'cancelled'"],
+            ["eval": "document.querySelector('h1 .state').textContent"],
+            // A job that is not there.
+            ["go": farm.base + "/jobs/999999"], ["eval": "document.querySelector('h1').textContent"],
+        ])
+        let r = drive.results
+        #expect((r[0] as? [String])?.sorted() == [done, failed, later].map(String.init).sorted(), "\(r[0])")
+        #expect((r[1] as? String)?.hasPrefix("all") == true, "\(r[1])")
+        #expect(r[2] as? [String] == ["\(failed)"], "\(r[2])")
+        #expect(r[3] as? [String] == ["\(later)"], "\(r[3])")
+        #expect(r[5] as? [String] == ["\(done)"], "\(r[5])")
+        #expect((r[6] as? String)?.contains("fails-once") == true, "\(r[6])")
+        #expect((r[7] as? String)?.contains("gone.mp4") == true, "\(r[7])")
+        #expect((r[8] as? String)?.contains("\"input\": \"gone.mp4\"") == true, "\(r[8])")
+        #expect(r[9] as? String == "cancelled", "\(r[9])")
+        #expect((r[10] as? String)?.contains("No job 999999") == true, "\(r[10])")
+        // The retry and the cancel reached the queue.
+        #expect(try farm.job(later)["state"] as? String == "cancelled")
+        let retried = try farm.waitFor(failed) { ($0["errors"] as? [Any])?.count == 2 }
+        #expect((retried["errors"] as? [Any])?.count == 2, "\(retried)")
+        #expect(farm.process.log.contains("console: retry of job \(failed)"), "the action is not logged")
+    }
+
+    /// A running job's progress moves on its page with no reload (the page's own marker survives).
+    @Test func progressMovesOnTheJobsPageWithoutAReload() throws {
+        let farm = try HTTPFarm("console-live", workers: 1)
+        let id = try farm.submit(farm.longManifest(name: "long", output: "out/long.mp4"))
+        try farm.waitFor(id) { $0["state"] as? String == "running" }
+        let drive = try Self.drive("chromium", [
+            ["go": farm.base + "/jobs/\(id)?token=" + (farm.token ?? "")],
+            ["eval": "window.unreloaded = true; document.querySelector('progress').value"],
+            ["wait": "document.querySelector('progress') && document.querySelector('progress').value >= 10", "timeout": 120],
+            ["eval": "window.unreloaded === true"],
+            ["eval": "document.querySelector('progress').value"],
+        ])
+        #expect(drive.results[1] as? Bool == true, "the page was reloaded")
+        #expect((drive.results[2] as? Double ?? 0) >= 10, "\(drive.results)")
+    }
+
+    /// Every failed job, 100 of them, retried at once with "all matching this filter"; the notice says so.
+    @Test func aBulkRetryRetriesEveryFailedJob() throws {
+        let farm = try HTTPFarm("console-bulk", workers: 2)
+        var ids: [Int64] = []
+        for i in 0..<100 { ids.append(try farm.submit(Self.failing("bulk-\(i)"), query: "?allowMissingInputs=true&maxAttempts=1")) }
+        for id in ids { try farm.waitFor(id) { $0["state"] as? String == "failed" } }
+        let drive = try Self.drive("chromium", [
+            ["go": farm.base + "/jobs?state=failed&token=" + (farm.token ?? "")],
+            ["eval": "document.querySelector('.tabs a[aria-current] .count').textContent"],
+            ["eval": "document.querySelector('input[name=all]').checked = true; true"],
+            ["click": "#bulk button[value=retry]"],
+            ["wait": "!!document.querySelector('.notice')", "timeout": 60],
+            ["eval": "document.querySelector('.notice').textContent"],
+        ])
+        #expect(drive.results[0] as? String == "100", "\(drive.results)")
+        #expect((drive.results[2] as? String)?.contains("Retried 100 jobs") == true, "\(drive.results)")
+        for id in ids {
+            let job = try farm.waitFor(id) { ($0["errors"] as? [Any])?.count == 2 }
+            #expect((job["errors"] as? [Any])?.count == 2, "job \(id) was not retried: \(job)")
+        }
+    }
+
+    /// A form POST without the page's CSRF token, or with another browser's, is refused with 403 and
+    /// changes nothing; the pages say no inline script may run.
+    @Test func aFormWithoutItsCSRFTokenIsRefused() throws {
+        let farm = try HTTPFarm("console-csrf", workers: 1)
+        let id = try farm.submit(#"{ "version": 1, "name": "later", "input": "clip.mp4", "report": "out/later.json" }"#, query: "?delay=3600")
+        let page = try farm.request("GET", "/jobs/\(id)")
+        #expect(page.status == 200)
+        #expect(page.headers.lowercased().contains("content-security-policy: default-src 'none'; script-src 'self'"), "\(page.headers)")
+        #expect(!page.body.contains("<script>") && !page.body.contains("<style>"), "inline script or style")
+        let cookie = try #require(page.headers.firstMatch(of: /mediafarm_csrf=([0-9a-f]{32})/)).1
+        let token = try #require(page.body.firstMatch(of: /name="csrf" value="([0-9a-f]{32})"/)).1
+        #expect(cookie == token)
+        let form = ["-H", "Content-Type: application/x-www-form-urlencoded"]
+        let none = try farm.request("POST", "/jobs/\(id)/cancel", body: "", form + ["-b", "mediafarm_csrf=\(cookie)"])
+        #expect(none.status == 403 && none.body.contains("CSRF"), "\(none.status) \(none.body)")
+        let other = try farm.request("POST", "/jobs/\(id)/cancel", body: "csrf=\(String(repeating: "0", count: 32))", form + ["-b", "mediafarm_csrf=\(cookie)"])
+        #expect(other.status == 403)
+        let noCookie = try farm.request("POST", "/jobs/\(id)/cancel", body: "csrf=\(token)", form)
+        #expect(noCookie.status == 403)
+        let bulk = try farm.request("POST", "/jobs/bulk", body: "action=cancel&all=1&confirmed=1", form + ["-b", "mediafarm_csrf=\(cookie)"])
+        #expect(bulk.status == 403)
+        #expect(try farm.job(id)["state"] as? String == "queued", "a refused form changed the job")
+        let allowed = try farm.request("POST", "/jobs/\(id)/cancel", body: "csrf=\(token)", form + ["-b", "mediafarm_csrf=\(cookie)"])
+        #expect(allowed.status == 302 || allowed.status == 303, "\(allowed.status) \(allowed.body)")
+        #expect(try farm.job(id)["state"] as? String == "cancelled")
+    }
+}
