@@ -13,9 +13,10 @@ extension HTTPFace {
                                      busy: snapshot.busySlots, draining: snapshot.draining,
                                      startedAt: snapshot.startedAt, seenAt: now)
         var all = try await CoordinatorRegistry(try store.database).all().filter { $0.owner != me.owner }
+        let pauses = try await QueuePauses(try store.database).all()
         all.append(me)
         all.sort { ($0.host, $0.owner) < ($1.host, $1.owner) }
-        return all.map { CoordinatorView($0, now: now, silentAfter: coordinator.configuration.silentAfter, this: $0.owner == me.owner) }
+        return all.map { CoordinatorView($0, now: now, silentAfter: coordinator.configuration.silentAfter, this: $0.owner == me.owner, pauses: pauses) }
     }
 
     func coordinatorList() async throws -> Response {

@@ -50,7 +50,12 @@ public final class FarmMetrics: Sendable {
     }
 
     /// Sets the gauges from the queue and the coordinator, then renders every metric in the text format.
-    func scrape(stats: QueueStats?, webhooks: WebhookSettings? = nil, snapshot: CoordinatorSnapshot, now: Date) -> [UInt8] {
+    func scrape(stats: QueueStats?, webhooks: WebhookSettings? = nil, pauses: [QueuePause]? = nil, snapshot: CoordinatorSnapshot, now: Date) -> [UInt8] {
+        if let pauses {
+            gauge("queue_pauses", "Pauses of claiming in the queue (the farm's, hosts', coordinators').").set(Double(pauses.count))
+            gauge("claiming_paused", "1 when a pause stops this coordinator's claims (queue pause).")
+                .set(pauses.contains { $0.stops(owner: snapshot.owner) } ? 1.0 : 0.0)
+        }
         if let webhooks {
             for state in WebhookDeliveryState.allCases {
                 gauge("webhook_deliveries", "Webhook deliveries in the queue by state.", [("state", state.rawValue)])

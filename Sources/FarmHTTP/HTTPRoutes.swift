@@ -41,6 +41,7 @@ extension HTTPFace {
         addLibraryRoutes(to: router)
         addPictureRoutes(to: router)
         addConsoleRoutes(to: router)
+        addQueueRoutes(to: router)
         router.get("/") { request, _ in await self.statusPage(request) }
         router.get("/login") { _, _ in Response.text(StatusPage.login(failed: false), type: "text/html; charset=utf-8") }
         router.post("/login") { request, _ in try await self.login(request) }
@@ -107,7 +108,8 @@ extension HTTPFace {
     func metricsText() async -> Response {
         let stats = try? await store.stats(at: Date())  // a scrape while the queue does not answer has the coordinator's own figures
         let webhooks = try? await store.webhookSettings(at: Date())  // as above
-        let bytes = metrics.scrape(stats: stats, webhooks: webhooks, snapshot: coordinator.snapshot, now: Date())
+        let pauses = try? await QueuePauses(try store.database).all()  // as above
+        let bytes = metrics.scrape(stats: stats, webhooks: webhooks, pauses: pauses, snapshot: coordinator.snapshot, now: Date())
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
     }

@@ -14,6 +14,7 @@ extension HTTPFace {
         do {
             page.stats = try await store.stats(at: now)
             page.coordinators = try await coordinators(at: now)
+            page.pauses = try await QueuePauses(try store.database).all()
             page.running = try await store.jobs(matching: JobQuery(states: [.running], limit: 200, newest: true)).reversed()
             page.waiting = try await store.jobs(matching: JobQuery(states: [.waiting], limit: 20))
             page.failures = try await store.jobs(matching: JobQuery(states: [.failed, .dead, .queued], limit: 200, newest: true))
@@ -40,6 +41,8 @@ struct StatusPage {
     var queueError: String?
     /// The CSRF token the page's forms carry.
     var csrf = ""
+    /// Claiming paused, for the farm, hosts or coordinators.
+    var pauses: [QueuePause] = []
 
     init(snapshot: CoordinatorSnapshot, location: String, now: Date) {
         self.snapshot = snapshot
@@ -80,26 +83,34 @@ struct StatusPage {
 
         """
         if let queueError { body += "<p class=\"error\" id=\"queue-error\">The queue does not answer: \(e(queueError))</p>\n" }
+        body += pauseSection
         if let stats {
             body += "<section id=\"queue\"><h2>Queue</h2><table><tr>"
             body += JobState.allCases.map { "<th>\($0.rawValue)</th>" }.joined()
             body += "<th>oldest queued</th></tr><tr>"
             body += JobState.allCases.map { "<td data-state=\"\($0.rawValue)\">\(stats.counts[$0.rawValue] ?? 0)</td>" }.joined()
             body += "<td>\(Self.duration(stats.oldestDueAt.map { now.timeIntervalSince($0) }))</td></tr></table></section>\n"
-            body += "<section id=\"hosts\"><h2>Coordinators</h2><table><tr><th>host</th><th>coordinator</th><th>slots</th>"
-            body += "<th>last report</th></tr>"
+            body += "<section id=\"hosts\"><h2>Coordinators</h2><div class=\"scroll\"><table><tr><th>host</th><th>coordinator</th><th>slots</th>"
+            body += "<th>last report</th><th>claiming</th></tr>"
             for c in coordinators {
                 let state = c.silent ? " <b class=\"warn\">silent</b>" : c.draining ? " <b class=\"warn\">draining</b>" : ""
                 let seen = c.thisCoordinator ? "now (this coordinator)" : "\(Self.duration(c.secondsSinceReport)) ago"
+                let own = pauses.contains { $0.scope == "coordinator:" + c.owner }
+                let claiming = c.paused ? "<b class=\"warn\">paused</b>" : "yes"
+                let action = own ? "resume" : "pause"
+                let form = c.paused && !own ? "" : """
+                    <form class="inline" method="post" action="/queue/\(action)">\(Console.csrfField(csrf))\
+                    <input type="hidden" name="coordinator" value="\(e(c.owner))"><button>\(own ? "Resume" : "Pause")</button></form>
+                    """
                 body += "<tr data-owner=\"\(e(c.owner))\"><td>\(e(c.host))</td><td>\(e(c.owner))\(state)</td>"
-                body += "<td>\(c.busy) busy, \(c.free) free</td><td>\(seen)</td></tr>"
+                body += "<td>\(c.busy) busy, \(c.free) free</td><td>\(seen)</td><td class=\"claiming\">\(claiming) \(form)</td></tr>"
             }
             // Jobs leased to hosts with no coordinator in the list (stopped, or of an older MediaFarm).
             let listed = Set(coordinators.map(\.host))
             for (host, n) in stats.runningByHost.filter({ !listed.contains($0.key) }).sorted(by: { $0.key < $1.key }) {
-                body += "<tr><td>\(e(host))</td><td>not reporting</td><td>\(n) running</td><td>–</td></tr>"
+                body += "<tr><td>\(e(host))</td><td>not reporting</td><td>\(n) running</td><td>–</td><td>–</td></tr>"
             }
-            body += "</table></section>\n"
+            body += "</table></div></section>\n"
         }
         body += "<section id=\"running\"><h2>Running</h2>"
         if running.isEmpty {
@@ -155,6 +166,26 @@ struct StatusPage {
         }
         body += "</section>\n"
         return Console.page(title: "MediaFarm", section: .overview, body: body)
+    }
+
+    /// Pauses in force with their Resume buttons, or a button that pauses the farm.
+    var pauseSection: String {
+        let e = Self.escape
+        var body = "<section id=\"pauses\">"
+        if !pauses.contains(where: { $0.scope == "farm" }) {
+            body += "<form class=\"inline\" method=\"post\" action=\"/queue/pause\">\(Console.csrfField(csrf))<button id=\"pause-farm\">Pause claiming (the farm)</button></form>"
+        }
+        for pause in pauses {
+            let (field, value, what) = pause.scope == "farm" ? ("", "", "the farm")
+                : pause.scope.hasPrefix("host:") ? ("host", String(pause.scope.dropFirst(5)), "host " + pause.scope.dropFirst(5))
+                : ("coordinator", String(pause.scope.dropFirst(12)), "coordinator " + pause.scope.dropFirst(12))
+            body += "<div class=\"warn paused\" data-scope=\"\(e(pause.scope))\">Claiming is paused for \(e(what)) since \(Console.time(pause.since))"
+            body += (pause.by.map { " by \(e($0))" } ?? "") + ": running jobs go on, nothing new starts. "
+            body += "<form class=\"inline\" method=\"post\" action=\"/queue/resume\">\(Console.csrfField(csrf))"
+            if !field.isEmpty { body += "<input type=\"hidden\" name=\"\(field)\" value=\"\(e(value))\">" }
+            body += "<button class=\"resume\">Resume</button></form></div>"
+        }
+        return body + "</section>\n"
     }
 
     static func login(failed: Bool) -> String {

@@ -1,4 +1,5 @@
 import FarmModel
+import FarmStore
 import Foundation
 
 /// The claimer's side of a coordinator: claims for free slots (and, while jobs are short, a few ahead of
@@ -140,6 +141,9 @@ extension Coordinator {
                         metrics.claims.increment(by: claimed.count)
                     } else {
                         nextRunAt = try await store.nextRunAt(provides: configuration.provides, host: Job.host(ofOwner: configuration.owner))
+                        // Nothing claimed: a pause may be why (the claim's statement obeys it). Due work then
+                        // waits for a resume, not for a time.
+                        if try await notePause() != nil { nextRunAt = nil }
                     }
                 } catch {
                     events(.notice("queue: \(error)"))
@@ -169,6 +173,23 @@ extension Coordinator {
                 if want > 0 { poll = min(poll * 2, max(configuration.pollInterval, store.idlePollLimit)) }
             }
         }
+    }
+
+    /// The pause that stops this coordinator now, if any; a change is said once (a notice event).
+    func notePause() async throws -> QueuePause? {
+        let pause = try await QueuePauses(try store.database).all().first { $0.stops(owner: configuration.owner) }
+        let before = state.withLock { state in
+            defer { state.pause = pause }
+            return state.pause
+        }
+        if before?.scope != pause?.scope {
+            if let pause {
+                events(.notice("claiming paused (\(pause.scope == "farm" ? "the farm" : pause.scope)); jobs already running go on"))
+            } else {
+                events(.notice("claiming resumed"))
+            }
+        }
+        return pause
     }
 
     /// Returns at the first of: the store hears of new work, a job ends (a slot frees: with

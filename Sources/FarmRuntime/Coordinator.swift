@@ -57,6 +57,8 @@ public final class Coordinator: Service, Sendable {
         var contentHashes: [String: (stamp: FileStamp, sha256: String)] = [:]
         /// When each loop (claimer, heartbeat, rescuer) last began a turn: the HTTP face's liveness.
         var loopTurns: [String: Date] = [:]
+        /// The pause that stops this coordinator's claims, as the claimer last found it (`queue pause`).
+        var pause: QueuePause?
 
         /// Jobs holding a worker slot now.
         var workingCount: Int { running.values.count { $0.phase == .working } }

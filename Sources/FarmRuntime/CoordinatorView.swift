@@ -17,8 +17,10 @@ public struct CoordinatorView: Encodable, Sendable {
     /// Not heard from for three report intervals: stopped without saying so, or cut off from the queue.
     public var silent: Bool
     public var thisCoordinator: Bool
+    /// Claiming paused for it (the farm's, its host's or its own pause: `queue pause`): it takes no new job.
+    public var paused: Bool
 
-    public init(_ presence: CoordinatorPresence, now: Date, silentAfter: Double, this: Bool) {
+    public init(_ presence: CoordinatorPresence, now: Date, silentAfter: Double, this: Bool, pauses: [QueuePause]) {
         owner = presence.owner
         host = presence.host
         slots = presence.slots
@@ -30,5 +32,6 @@ public struct CoordinatorView: Encodable, Sendable {
         secondsSinceReport = presence.secondsSinceReport(at: now)
         silent = !this && secondsSinceReport > silentAfter
         thisCoordinator = this
+        paused = pauses.contains { $0.stops(owner: presence.owner) }
     }
 }

@@ -10,6 +10,7 @@ struct ClaimStatement: PostgresPreparedStatement {
     static let sql = """
         WITH picked AS (
             SELECT id FROM jobs WHERE state = 'queued' AND run_at <= $1 AND \(runnable(provides: "$5", host: "$6"))
+                AND \(QueuePauses.notPaused(host: "$6", owner: "$3"))
             ORDER BY priority DESC, run_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)
         UPDATE jobs AS j
         SET state = 'running', attempt = j.attempt + 1, lease_owner = $3, lease_token = replace(gen_random_uuid()::text, '-', ''),

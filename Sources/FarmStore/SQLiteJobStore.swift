@@ -155,8 +155,10 @@ public final class SQLiteJobStore: JobStore {
         return try await write { [self] db in
             let candidates = try Array(Row.fetchCursor(db.cachedStatement(sql: """
                 SELECT \(Self.columns) FROM jobs WHERE state = 'queued' AND run_at <= ? AND \(Self.runnable)
+                    AND \(QueuePauses.notPaused(host: "?", owner: "?"))
                 ORDER BY priority DESC, run_at, id LIMIT ?
-                """), arguments: [now.timeIntervalSince1970, JobCoding.json(provides), Job.host(ofOwner: owner), limit]).map(Self.job))
+                """), arguments: [now.timeIntervalSince1970, JobCoding.json(provides), Job.host(ofOwner: owner), Job.host(ofOwner: owner), owner,
+                                  limit]).map(Self.job))
             return try candidates.map { job in
                 let token = Self.newToken()
                 let claimed = try transition(job, .claim(owner: owner, token: token, leaseExpiresAt: now.addingTimeInterval(leaseDuration)), now)

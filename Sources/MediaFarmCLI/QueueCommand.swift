@@ -9,7 +9,84 @@ struct QueueCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "queue",
         abstract: "Create or upgrade the queue, show its figures, prune finished jobs.",
-        subcommands: [Migrate.self, Stats.self, Prune.self])
+        subcommands: [Migrate.self, Stats.self, Pause.self, Resume.self, Prune.self])
+
+    /// A pause's scope in words: "the farm", "host NAME", "coordinator OWNER".
+    static func describe(_ scope: String) -> String {
+        if scope == "farm" { return "the farm" }
+        if scope.hasPrefix("host:") { return "host " + scope.dropFirst(5) }
+        return "coordinator " + scope.dropFirst(12)
+    }
+
+    /// Which claimers a pause or a resume is for: the farm, a host, or one coordinator.
+    struct PauseScope: ParsableArguments {
+        @Option(name: .long, help: "Only the coordinators of this host (as leases name it: the part of an owner before the first colon).")
+        var host: String?
+        @Option(name: .long, help: "Only this coordinator (its owner name, HOST:PID:RANDOM, as queue stats lists it).")
+        var coordinator: String?
+
+        func validate() throws {
+            if host != nil && coordinator != nil { throw ValidationError("--host and --coordinator: give one (or neither, for the whole farm)") }
+            if let host, host.isEmpty || host.contains(":") { throw ValidationError("--host \(host): a host name, without a colon") }
+            if let coordinator, coordinator.split(separator: ":").count < 2 { throw ValidationError("--coordinator \(coordinator): an owner name, HOST:PID:RANDOM") }
+        }
+
+        var scope: String { QueuePause.scope(host: host, coordinator: coordinator) }
+    }
+
+    struct Pause: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Stop coordinators taking new jobs: the whole farm, one host (--host) or one coordinator (--coordinator).",
+            discussion: """
+            Kept in the queue, so every coordinator that shares it obeys, within a claim: jobs already running go on, \
+            nothing new starts until `queue resume`. queue stats, the console and /metrics show pauses.
+            """)
+
+        @OptionGroup var queue: QueueOptions
+        @OptionGroup var scope: PauseScope
+        @Flag(help: "Print the pauses in force as JSON.")
+        var json = false
+
+        func run() async throws {
+            let store = try await queue.open()
+            let who = "mediafarm queue pause (\(ProcessInfo.processInfo.hostName))"
+            let pauses: [QueuePause]
+            do { pauses = try await QueuePauses(try store.database).pause(scope.scope, by: who, at: Date()) } catch { throw CLIError(String(describing: error)) }
+            await store.close()
+            if json {
+                print(String(decoding: try JSONEncoder.sortedPretty().encode(["pauses": pauses]), as: UTF8.self))
+            } else {
+                print("claiming paused for \(QueueCommand.describe(scope.scope)) on \(store.location); queue resume\(scope.host.map { " --host \($0)" } ?? "")\(scope.coordinator.map { " --coordinator \($0)" } ?? "") lifts it")
+            }
+        }
+    }
+
+    struct Resume: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Lift a pause of `queue pause`: the farm's, a host's (--host) or a coordinator's (--coordinator).",
+            discussion: "Coordinators claim again within their idle wait (2 s). Exit status 1 when there was no such pause.")
+
+        @OptionGroup var queue: QueueOptions
+        @OptionGroup var scope: PauseScope
+        @Flag(help: "Print the pauses still in force as JSON.")
+        var json = false
+
+        func run() async throws {
+            let store = try await queue.open()
+            let outcome: (lifted: Bool, pauses: [QueuePause])
+            do { outcome = try await QueuePauses(try store.database).resume(scope.scope) } catch { throw CLIError(String(describing: error)) }
+            await store.close()
+            if json {
+                print(String(decoding: try JSONEncoder.sortedPretty().encode(["pauses": outcome.pauses]), as: UTF8.self))
+            } else if outcome.lifted {
+                print("claiming resumed for \(QueueCommand.describe(scope.scope)) on \(store.location)")
+            }
+            for pause in outcome.pauses where !json {
+                print("still paused: \(QueueCommand.describe(pause.scope))")
+            }
+            guard outcome.lifted else { throw CLIError("\(QueueCommand.describe(scope.scope)) was not paused") }
+        }
+    }
 
     struct Migrate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -57,9 +134,11 @@ struct QueueCommand: AsyncParsableCommand {
             let now = Date()
             let stats: QueueStats
             let coordinators: [CoordinatorPresence]
+            let pauses: [QueuePause]
             do {
                 stats = try await store.stats(at: now)
                 coordinators = try await CoordinatorRegistry(try store.database).all()
+                pauses = try await QueuePauses(try store.database).all()
             } catch {
                 throw CLIError(String(describing: error))
             }
@@ -75,13 +154,15 @@ struct QueueCommand: AsyncParsableCommand {
                     var runningByHost: [String: Int]
                     var dead: Int
                     var coordinators: [CoordinatorView]
+                    var pauses: [QueuePause]
                 }
                 let counts = Dictionary(uniqueKeysWithValues: JobState.allCases.map { ($0.rawValue, stats.counts[$0.rawValue] ?? 0) })
                 let row = Row(queue: store.location, total: stats.total, counts: counts,
                               oldestQueuedSeconds: oldestWait.map { ($0 * 1000).rounded() / 1000 },
                               runningByHost: stats.runningByHost, dead: stats.dead,
                               // As GET /api/coordinators shows them.
-                              coordinators: coordinators.map { CoordinatorView($0, now: now, silentAfter: silentAfter, this: false) })
+                              coordinators: coordinators.map { CoordinatorView($0, now: now, silentAfter: silentAfter, this: false, pauses: pauses) },
+                              pauses: pauses)
                 print(String(decoding: try JSONEncoder.sortedPretty().encode(row), as: UTF8.self))
                 return
             }
@@ -95,10 +176,15 @@ struct QueueCommand: AsyncParsableCommand {
             } else {
                 print("running by host: " + stats.runningByHost.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             }
+            for pause in pauses {
+                print("claiming paused for \(QueueCommand.describe(pause.scope)) since \(ISO8601DateFormatter().string(from: pause.since))"
+                      + (pause.by.map { " (by \($0))" } ?? ""))
+            }
             print(coordinators.isEmpty ? "coordinators: none" : "coordinators:")
             for c in coordinators {
                 let since = c.secondsSinceReport(at: now)
-                let state = since > silentAfter ? ", silent" : c.draining ? ", draining" : ""
+                let paused = pauses.contains { $0.stops(owner: c.owner) } ? ", paused" : ""
+                let state = (since > silentAfter ? ", silent" : c.draining ? ", draining" : "") + paused
                 print("  \(c.owner): \(c.busy) of \(c.slots) slots busy\(state), last report \(String(format: "%.0f", since)) s ago")
             }
         }

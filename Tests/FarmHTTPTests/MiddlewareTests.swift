@@ -66,6 +66,7 @@ import Testing
             (.get, "/metrics"), (.get, "/api/jobs"), (.get, "/api/jobs/1"), (.post, "/api/jobs/1/cancel"), (.post, "/api/jobs/1/retry"),
             (.get, "/api/coordinators"), (.post, "/api/jobs"), (.get, "/api/assets"), (.get, "/api/assets/00000000000000000000000000"),
             (.get, "/api/albums"), (.get, "/api/library/changes"), (.get, "/api/library/resolve?ids=00000000000000000000000000"), (.get, "/"),
+            (.get, "/jobs"), (.get, "/jobs/1"), (.get, "/api/queue/pauses"), (.post, "/api/queue/pause"), (.post, "/api/queue/resume"),
         ]
         try await Self.application().test(.router) { client in
             for (method, path) in routes {

@@ -1,0 +1,88 @@
+import FarmTestSupport
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Pausing claims, kept in the queue: two coordinators on one queue obey a pause of the farm set from the
+/// console in Chromium, and a pause of one coordinator set from the command line; a resume lets them claim.
+@Suite(.serialized) struct QueuePauseTests {
+    static let quick = #"{ "version": 1, "name": "NAME", "input": "clip.mp4", "report": "out/NAME.json" }"#
+
+    /// A second coordinator on `farm`'s queue; its owner name, read from its first line.
+    static func second(_ farm: HTTPFarm) throws -> (Background, String) {
+        let process = try Background([TestPaths.mediafarmExecutable, "coordinator", "--queue", "sqlite:" + farm.dir.appendingPathComponent("queue.sqlite").path,
+                                      "--workers", "1"], log: farm.dir.appendingPathComponent("second.log").path)
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, process.log.firstMatch(of: #/coordinator (\S+): /#) == nil { usleep(50_000) }
+        guard let owner = process.log.firstMatch(of: #/coordinator (\S+): /#)?.1 else { throw FixtureError("the second coordinator did not start: \(process.log)") }
+        return (process, String(owner))
+    }
+
+    static func owner(_ farm: HTTPFarm) throws -> String {
+        guard let owner = farm.process.log.firstMatch(of: #/coordinator (\S+): /#)?.1 else { throw FixtureError("no owner in \(farm.process.log)") }
+        return String(owner)
+    }
+
+    @Test func aPauseOfTheFarmFromTheConsoleStopsBothCoordinatorsUntilResumed() throws {
+        let farm = try HTTPFarm("pause-console", workers: 1)
+        let (second, _) = try Self.second(farm)
+        defer { second.kill(SIGKILL); _ = second.wait(timeout: 5) }
+        let paused = try ConsoleTests.drive("chromium", [
+            ["go": farm.base + "/?token=" + (farm.token ?? "")],
+            ["click": "#pause-farm"],
+            ["wait": "!!document.querySelector('div.paused[data-scope=farm]')"],
+            ["eval": "document.querySelector('div.paused').textContent"],
+        ])
+        #expect((paused.results[0] as? String)?.contains("Claiming is paused for the farm") == true, "\(paused.results)")
+        let ids = try (0..<4).map { try farm.submit(Self.quick.replacingOccurrences(of: "NAME", with: "q\($0)")) }
+        // Both coordinators hear of the work (the doorbell), try to claim, and say they are paused.
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, !(farm.process.log.contains("claiming paused") && second.log.contains("claiming paused")) { usleep(50_000) }
+        #expect(farm.process.log.contains("claiming paused (the farm)"), "\(farm.process.log)")
+        #expect(second.log.contains("claiming paused (the farm)"), "\(second.log)")
+        // Nothing starts while paused: looked at for longer than a coordinator's idle wait (2 s).
+        usleep(2_500_000)
+        for id in ids { #expect(try farm.job(id)["state"] as? String == "queued", "job \(id) ran while the farm was paused") }
+        #expect(try farm.metric("mediafarm_claiming_paused") == 1)
+        let resumed = try ConsoleTests.drive("chromium", [
+            ["go": farm.base + "/?token=" + (farm.token ?? "")],
+            ["click": "div.paused button.resume"],
+            ["wait": "!document.querySelector('div.paused') && !!document.getElementById('pause-farm')"],
+            ["eval": "true"],
+        ])
+        #expect(resumed.results[0] as? Bool == true)
+        for id in ids { try farm.waitFor(id) { $0["state"] as? String == "succeeded" } }
+        for id in ids { #expect(try farm.job(id)["state"] as? String == "succeeded", "job \(id) did not run after the resume") }
+        #expect(farm.process.log.contains("claiming paused for farm by the console"), "the action is not printed: \(farm.process.log)")
+        #expect(farm.process.log.contains("claiming resumed"))
+    }
+
+    @Test func aPauseOfOneCoordinatorLeavesTheOtherClaiming() throws {
+        let farm = try HTTPFarm("pause-one", workers: 1)
+        let (second, secondOwner) = try Self.second(farm)
+        defer { second.kill(SIGKILL); _ = second.wait(timeout: 5) }
+        let queue = ["--queue", "sqlite:" + farm.dir.appendingPathComponent("queue.sqlite").path]
+        let first = try Self.owner(farm)
+        let paused = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["queue", "pause", "--coordinator", first, "--json"] + queue)
+        #expect(paused.status == 0, "\(paused.stderr)")
+        #expect(paused.stdout.contains("\"scope\" : \"coordinator:\(first)\""), "\(paused.stdout)")
+        let ids = try (0..<6).map { try farm.submit(Self.quick.replacingOccurrences(of: "NAME", with: "one\($0)")) }
+        for id in ids { try farm.waitFor(id) { $0["state"] as? String == "succeeded" } }
+        for id in ids {
+            #expect(try farm.job(id)["state"] as? String == "succeeded")
+            #expect(!farm.process.log.contains("job \(id) "), "the paused coordinator ran job \(id): \(farm.process.log)")
+            #expect(second.log.contains("job \(id) "), "the other coordinator did not run job \(id): \(second.log)")
+        }
+        let stats = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["queue", "stats"] + queue)
+        #expect(stats.stdout.contains("claiming paused for coordinator \(first)"), "\(stats.stdout)")
+        #expect(!secondOwner.isEmpty)
+        let resumed = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["queue", "resume", "--coordinator", first] + queue)
+        #expect(resumed.status == 0 && resumed.stdout.contains("claiming resumed for coordinator \(first)"), "\(resumed.stdout) \(resumed.stderr)")
+        let again = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["queue", "resume", "--coordinator", first] + queue)
+        #expect(again.status == 1 && again.stderr.contains("was not paused"), "\(again.status) \(again.stderr)")
+        let both = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["queue", "pause", "--host", "a", "--coordinator", "b:1:c"] + queue)
+        #expect(both.status == 2, "\(both.stderr)")
+    }
+}
