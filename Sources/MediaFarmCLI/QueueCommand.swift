@@ -32,6 +32,15 @@ struct QueueCommand: AsyncParsableCommand {
         }
 
         var scope: String { QueuePause.scope(host: host, coordinator: coordinator) }
+
+        /// Opens the queue, does `body` to its pauses and closes it: the answer, and where the queue is.
+        func change<T: Sendable>(_ queue: QueueOptions, _ body: @Sendable (QueuePauses) async throws -> T) async throws -> (T, String) {
+            let store = try await queue.open()
+            let answer: T
+            do { answer = try await body(QueuePauses(try store.database)) } catch { throw CLIError(String(describing: error)) }
+            await store.close()
+            return (answer, store.location)
+        }
     }
 
     struct Pause: AsyncParsableCommand {
@@ -48,15 +57,12 @@ struct QueueCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let store = try await queue.open()
-            let who = "mediafarm queue pause (\(ProcessInfo.processInfo.hostName))"
-            let pauses: [QueuePause]
-            do { pauses = try await QueuePauses(try store.database).pause(scope.scope, by: who, at: Date()) } catch { throw CLIError(String(describing: error)) }
-            await store.close()
+            let (who, scope) = ("mediafarm queue pause (\(ProcessInfo.processInfo.hostName))", self.scope.scope)
+            let (pauses, location) = try await self.scope.change(queue) { try await $0.pause(scope, by: who, at: Date()) }
             if json {
                 print(String(decoding: try JSONEncoder.sortedPretty().encode(["pauses": pauses]), as: UTF8.self))
             } else {
-                print("claiming paused for \(QueueCommand.describe(scope.scope)) on \(store.location); queue resume\(scope.host.map { " --host \($0)" } ?? "")\(scope.coordinator.map { " --coordinator \($0)" } ?? "") lifts it")
+                print("claiming paused for \(QueueCommand.describe(scope)) on \(location); queue resume\(self.scope.host.map { " --host \($0)" } ?? "")\(self.scope.coordinator.map { " --coordinator \($0)" } ?? "") lifts it")
             }
         }
     }
@@ -72,19 +78,17 @@ struct QueueCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let store = try await queue.open()
-            let outcome: (lifted: Bool, pauses: [QueuePause])
-            do { outcome = try await QueuePauses(try store.database).resume(scope.scope) } catch { throw CLIError(String(describing: error)) }
-            await store.close()
+            let scope = self.scope.scope
+            let (outcome, location) = try await self.scope.change(queue) { try await $0.resume(scope) }
             if json {
                 print(String(decoding: try JSONEncoder.sortedPretty().encode(["pauses": outcome.pauses]), as: UTF8.self))
             } else if outcome.lifted {
-                print("claiming resumed for \(QueueCommand.describe(scope.scope)) on \(store.location)")
+                print("claiming resumed for \(QueueCommand.describe(scope)) on \(location)")
             }
             for pause in outcome.pauses where !json {
                 print("still paused: \(QueueCommand.describe(pause.scope))")
             }
-            guard outcome.lifted else { throw CLIError("\(QueueCommand.describe(scope.scope)) was not paused") }
+            guard outcome.lifted else { throw CLIError("\(QueueCommand.describe(scope)) was not paused") }
         }
     }
 
