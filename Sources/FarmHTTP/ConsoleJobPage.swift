@@ -40,14 +40,16 @@ extension HTTPFace {
         if let parent { body += "<p>Chunk of <a href=\"/jobs/\(parent.id)\">job \(parent.id) (\(e(parent.name)))</a>.</p>\n" }
 
         // Actions.
+        let act = canAct(request)
         body += "<div class=\"actions\">"
-        if job.state.isLive {
+        if !act { body += "<span class=\"muted\">Read-only: this sign-in can look, not act.</span>" }
+        if act && job.state.isLive {
             body += "<form class=\"inline\" method=\"post\" action=\"/jobs/\(id)/cancel\">\(Console.csrfField(csrf))<button class=\"danger\" id=\"cancel\">Cancel</button></form>"
         }
-        if job.state == .failed || job.state == .dead || job.state == .cancelled {
+        if act && (job.state == .failed || job.state == .dead || job.state == .cancelled) {
             body += "<form class=\"inline\" method=\"post\" action=\"/jobs/\(id)/retry\">\(Console.csrfField(csrf))<button id=\"retry\">Retry</button></form>"
         }
-        if job.chunkOf == nil {
+        if act && job.chunkOf == nil {
             body += "<form class=\"inline\" method=\"post\" action=\"/jobs/\(id)/resubmit\">\(Console.csrfField(csrf))<button id=\"resubmit\">Resubmit as a new job</button></form>"
         }
         body += " <a href=\"/api/jobs/\(id)\">JSON</a></div>\n"

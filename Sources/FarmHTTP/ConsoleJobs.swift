@@ -21,6 +21,16 @@ extension HTTPFace {
         }
     }
 
+    /// Whether `request` may act (its sign-in is not the read-only token's); true without a token.
+    func canAct(_ request: Request) -> Bool {
+        guard let token = configuration.token else { return true }
+        if let bearer = BearerAuthMiddleware<BasicRequestContext>.presented(request) {
+            return BearerAuthMiddleware<BasicRequestContext>.constantTimeEqual(bearer, token)
+        }
+        if let session = request.cookies[SessionStore.cookieName]?.value { return sessions.access(session) == .full }
+        return false
+    }
+
     /// An HTML answer with the page's CSRF cookie set when the browser had none.
     func html(_ text: String, cookie: Cookie?, status: HTTPResponse.Status = .ok) -> Response {
         var response = Response.text(text, status: status, type: "text/html; charset=utf-8")
@@ -133,9 +143,11 @@ extension HTTPFace {
         body += """
         <form method="post" action="/jobs/bulk" id="bulk" data-confirm="Apply to {n} jobs?" data-matching="\(filter.name.isEmpty ? matching.map(String.init) ?? "every matching" : "every matching")">
         \(Console.csrfField(csrf))<input type="hidden" name="state" value="\(e(filter.tab))"><input type="hidden" name="name" value="\(e(filter.name))">
+        \(canAct(request) ? """
         <div class="actions"><button name="action" value="retry" data-confirm="Retry {n} jobs?">Retry</button>
         <button name="action" value="cancel" class="danger" data-confirm="Cancel {n} jobs?">Cancel</button>
         <label><input type="checkbox" name="all" value="1"> all matching this filter</label></div>
+        """ : "<p class=\"muted\">Read-only: this sign-in can look, not act.</p>")
         <div class="scroll"><table class="jobs"><thead><tr><th><input type="checkbox" data-select-all aria-label="Select all shown"></th>
         <th>job</th><th>name</th><th>state</th><th>progress</th><th>attempt</th><th>host</th><th>created</th><th>ended</th></tr></thead><tbody>
 

@@ -15,6 +15,8 @@ public struct HTTPFaceConfiguration: Sendable {
     public var port: Int
     /// The bearer token requests must carry; nil: none (`--no-auth`, loopback only, see `BindAddress.isLoopback`).
     public var token: String?
+    /// A token that may only look (`--read-only-token-file`): GET and HEAD; its sessions' forms are refused.
+    public var readOnlyToken: String?
     /// Names besides the listen address, `localhost`, `127.0.0.1` and `[::1]` a request's `Host` may give
     /// (`--allowed-host`): the names clients reach this coordinator by. Any other name is refused (DNS
     /// rebinding: a page on another site whose name now points here).
@@ -147,7 +149,7 @@ public final class HTTPFace: Service, Sendable {
         router.add(middleware: SameOriginMiddleware())
         router.add(middleware: ContentSecurityMiddleware())
         if let token = configuration.token {
-            router.add(middleware: BearerAuthMiddleware(token: token, sessions: sessions))
+            router.add(middleware: BearerAuthMiddleware(token: token, readOnlyToken: configuration.readOnlyToken, sessions: sessions))
         }
         addRoutes(to: router)
         return router

@@ -244,11 +244,12 @@ extension HTTPFace {
         // an unreadable form gives no token: refused below
         let given = (try? URLEncodedFormDecoder().decode(Form.self, from: String(buffer: body)))?.token ?? ""
         guard let token = configuration.token else { return .redirect(to: "/", type: .normal) }
-        guard BearerAuthMiddleware<BasicRequestContext>.constantTimeEqual(given, token) else {
+        let readOnly = configuration.readOnlyToken.map { BearerAuthMiddleware<BasicRequestContext>.constantTimeEqual(given, $0) } ?? false
+        guard BearerAuthMiddleware<BasicRequestContext>.constantTimeEqual(given, token) || readOnly else {
             return .text(StatusPage.login(failed: true), status: .unauthorized, type: "text/html; charset=utf-8")
         }
         var response = Response.redirect(to: "/", type: .normal)
-        response.setCookie(sessions.newCookie())
+        response.setCookie(sessions.newCookie(readOnly: readOnly))
         return response
     }
 

@@ -46,6 +46,8 @@ extension HTTPFace {
         }
         guard let presented = BearerAuthMiddleware<BasicRequestContext>.presented(request) else { return base }
         if let token = configuration.token, BearerAuthMiddleware<BasicRequestContext>.constantTimeEqual(presented, token) { return base }
+        // The read-only token sees the whole library (the middleware let it only look).
+        if let readOnly = configuration.readOnlyToken, BearerAuthMiddleware<BasicRequestContext>.constantTimeEqual(presented, readOnly) { return base }
         do {
             return try await AssetLibrary.open(store, host: configuration.libraryHost, token: presented)
         } catch {

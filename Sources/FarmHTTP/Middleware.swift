@@ -180,7 +180,8 @@ struct HostAllowlistMiddleware<Context: RequestContext>: RouterMiddleware {
 /// never put in a cookie. Bounded: at most `capacity` at once (when full, expired sessions are dropped,
 /// then the oldest make way); an expired session is forgotten when it is presented.
 final class SessionStore: Sendable {
-    private let sessions = Mutex<[String: Date]>([:])
+    /// Each session's expiry, and whether it was begun with the read-only token.
+    private let sessions = Mutex<[String: (expiry: Date, readOnly: Bool)]>([:])
     let capacity = 10_000
     let lifetime: Double
     let secureCookies: Bool
@@ -194,31 +195,34 @@ final class SessionStore: Sendable {
     }
 
     /// A new session's cookie: HttpOnly, SameSite=Strict, `Secure` behind TLS, expiring with the session.
-    func newCookie() -> Cookie {
-        Cookie(name: Self.cookieName, value: start(lasting: lifetime), maxAge: Int(lifetime), path: "/",
+    func newCookie(readOnly: Bool = false) -> Cookie {
+        Cookie(name: Self.cookieName, value: start(lasting: lifetime, readOnly: readOnly), maxAge: Int(lifetime), path: "/",
                secure: secureCookies, httpOnly: true, sameSite: .strict)
     }
 
     /// A new session lasting `seconds`.
-    func start(lasting seconds: Double) -> String {
+    func start(lasting seconds: Double, readOnly: Bool = false) -> String {
         let now = self.now()
         var bytes = [UInt8](repeating: 0, count: 32)
         for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
         let id = bytes.map { String(format: "%02x", $0) }.joined()
         sessions.withLock { table in
-            if table.count >= capacity { table = table.filter { $0.value > now } }
-            while table.count >= capacity, let oldest = table.min(by: { $0.value < $1.value }) { table[oldest.key] = nil }
-            table[id] = now.addingTimeInterval(seconds)
+            if table.count >= capacity { table = table.filter { $0.value.expiry > now } }
+            while table.count >= capacity, let oldest = table.min(by: { $0.value.expiry < $1.value.expiry }) { table[oldest.key] = nil }
+            table[id] = (now.addingTimeInterval(seconds), readOnly)
         }
         return id
     }
 
-    func isValid(_ id: String) -> Bool {
+    func isValid(_ id: String) -> Bool { access(id) != nil }
+
+    /// What the session may do: nil when it is unknown or expired (then forgotten).
+    func access(_ id: String) -> Access? {
         let now = self.now()
         return sessions.withLock { table in
-            guard let expiry = table[id] else { return false }
-            if expiry <= now { table[id] = nil; return false }
-            return true
+            guard let session = table[id] else { return nil }
+            if session.expiry <= now { table[id] = nil; return nil }
+            return session.readOnly ? .readOnly : .full
         }
     }
 
@@ -230,8 +234,13 @@ final class SessionStore: Sendable {
 /// opening a URL with `?token=TOKEN` (which then redirects to the same URL without it). Compared in
 /// constant time. A bearer that is not the token passes only to the routes a scoped library token may
 /// use, whose handlers check it before reading anything else of the request.
+/// What a signed-in caller may do: everything, or only look (`--read-only-token-file`: GET and HEAD).
+enum Access: Sendable { case full, readOnly }
+
 struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
     let token: String
+    /// A second token that may only look (GET, HEAD): its bearers and sessions can see but not act.
+    var readOnlyToken: String? = nil
     let sessions: SessionStore
     static var open: Set<String> { ["/healthz", "/readyz", "/login"] }
 
@@ -245,18 +254,26 @@ struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         if Self.open.contains(request.uri.path) { return try await next(request, context) }
         let bearer = Self.presented(request)
+        let looks = request.method == .get || request.method == .head
         if let bearer {
-            if Self.constantTimeEqual(bearer, token) || Self.scoped(request) { return try await next(request, context) }
-        } else if let session = request.cookies[SessionStore.cookieName]?.value, sessions.isValid(session) {
+            if Self.constantTimeEqual(bearer, token) { return try await next(request, context) }
+            if let readOnlyToken, Self.constantTimeEqual(bearer, readOnlyToken) {
+                guard looks else { throw Self.readOnlyRefusal(request) }
+                return try await next(request, context)
+            }
+            if Self.scoped(request) { return try await next(request, context) }
+        } else if let session = request.cookies[SessionStore.cookieName]?.value, let access = sessions.access(session) {
+            guard access == .full || looks else { throw Self.readOnlyRefusal(request) }
             return try await next(request, context)
         } else if request.method == .get, let given = request.uri.queryParameters.get("token") {
-            if Self.constantTimeEqual(given, token) {
+            let readOnly = readOnlyToken.map { Self.constantTimeEqual(given, $0) } ?? false
+            if Self.constantTimeEqual(given, token) || readOnly {
                 // The URL printed at start: a session for this browser, and the token out of the address bar.
                 var query = URLComponents(string: "?" + (request.uri.query ?? ""))?.queryItems ?? []
                 query.removeAll { $0.name == "token" }
                 var response = Response.redirect(to: request.uri.path + (query.isEmpty ? "" : "?" + query.map { "\($0.name)=\($0.value ?? "")" }
                     .joined(separator: "&")), type: .normal)
-                response.setCookie(sessions.newCookie())
+                response.setCookie(sessions.newCookie(readOnly: readOnly))
                 return response
             }
         }
@@ -266,6 +283,11 @@ struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
         var response = APIError(status: .unauthorized, message: "missing or wrong bearer token").response
         response.headers[.wwwAuthenticate] = "Bearer realm=\"mediafarm\""
         return response
+    }
+
+    static func readOnlyRefusal(_ request: Request) -> APIError {
+        APIError(status: .forbidden, message: "read-only: this sign-in may look but not act (\(request.method) \(request.uri.path)); "
+                 + "sign in with the coordinator's token to act")
     }
 
     /// The bearer token of the `Authorization` header.

@@ -11,6 +11,7 @@ extension HTTPFace {
         let (csrf, cookie) = ConsoleCSRF.token(of: request, secure: configuration.cookieSecure)
         var page = StatusPage(snapshot: coordinator.snapshot, location: store.location, now: now)
         page.csrf = csrf
+        page.canAct = canAct(request)
         do {
             page.stats = try await store.stats(at: now)
             page.coordinators = try await coordinators(at: now)
@@ -43,6 +44,8 @@ struct StatusPage {
     var csrf = ""
     /// Claiming paused, for the farm, hosts or coordinators.
     var pauses: [QueuePause] = []
+    /// The sign-in may act (not the read-only token's): the page has its forms.
+    var canAct = true
 
     init(snapshot: CoordinatorSnapshot, location: String, now: Date) {
         self.snapshot = snapshot
@@ -98,7 +101,7 @@ struct StatusPage {
                 let own = pauses.contains { $0.scope == "coordinator:" + c.owner }
                 let claiming = c.paused ? "<b class=\"warn\">paused</b>" : "yes"
                 let action = own ? "resume" : "pause"
-                let form = c.paused && !own ? "" : """
+                let form = !canAct || c.paused && !own ? "" : """
                     <form class="inline" method="post" action="/queue/\(action)">\(Console.csrfField(csrf))\
                     <input type="hidden" name="coordinator" value="\(e(c.owner))"><button>\(own ? "Resume" : "Pause")</button></form>
                     """
@@ -155,7 +158,7 @@ struct StatusPage {
             body += "<table><tr><th>job</th><th>name</th><th>state</th><th>attempts</th><th>last error</th><th></th></tr>"
             for job in failures {
                 let last = job.errors.last.map { "attempt \($0.attempt): \($0.message)" } ?? ""
-                let retry = job.state == .dead || job.state == .failed
+                let retry = !canAct ? "" : job.state == .dead || job.state == .failed
                     ? "<form method=\"post\" action=\"/jobs/\(job.id)/retry\">\(Console.csrfField(csrf))<button>Retry</button></form>" : "retrying"
                 body += """
                 <tr class="failure \(job.state.rawValue)" data-job="\(job.id)"><td><a href="/jobs/\(job.id)">\(job.id)</a></td><td class="name">\(e(job.name))</td>\
@@ -172,7 +175,7 @@ struct StatusPage {
     var pauseSection: String {
         let e = Self.escape
         var body = "<section id=\"pauses\">"
-        if !pauses.contains(where: { $0.scope == "farm" }) {
+        if canAct && !pauses.contains(where: { $0.scope == "farm" }) {
             body += "<form class=\"inline\" method=\"post\" action=\"/queue/pause\">\(Console.csrfField(csrf))<button id=\"pause-farm\">Pause claiming (the farm)</button></form>"
         }
         for pause in pauses {
@@ -181,9 +184,12 @@ struct StatusPage {
                 : ("coordinator", String(pause.scope.dropFirst(12)), "coordinator " + pause.scope.dropFirst(12))
             body += "<div class=\"warn paused\" data-scope=\"\(e(pause.scope))\">Claiming is paused for \(e(what)) since \(Console.time(pause.since))"
             body += (pause.by.map { " by \(e($0))" } ?? "") + ": running jobs go on, nothing new starts. "
-            body += "<form class=\"inline\" method=\"post\" action=\"/queue/resume\">\(Console.csrfField(csrf))"
-            if !field.isEmpty { body += "<input type=\"hidden\" name=\"\(field)\" value=\"\(e(value))\">" }
-            body += "<button class=\"resume\">Resume</button></form></div>"
+            if canAct {
+                body += "<form class=\"inline\" method=\"post\" action=\"/queue/resume\">\(Console.csrfField(csrf))"
+                if !field.isEmpty { body += "<input type=\"hidden\" name=\"\(field)\" value=\"\(e(value))\">" }
+                body += "<button class=\"resume\">Resume</button></form>"
+            }
+            body += "</div>"
         }
         return body + "</section>\n"
     }

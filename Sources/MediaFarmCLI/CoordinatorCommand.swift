@@ -106,6 +106,9 @@ struct CoordinatorCommand: AsyncParsableCommand {
     @Option(name: .customLong("token-file"), help: "A file holding the bearer token HTTP requests must carry (required off loopback).")
     var tokenFile: String?
 
+    @Option(name: .customLong("read-only-token-file"), help: "A file holding a second token that may only look: its bearers and the console's sessions signed in with it see everything and can change nothing (GET and HEAD only).")
+    var readOnlyTokenFile: String?
+
     @Flag(name: .customLong("no-auth"), help: "Serve loopback HTTP without a token (any local program and any page a local browser opens may then use the API).")
     var noAuth = false
 
@@ -137,8 +140,8 @@ struct CoordinatorCommand: AsyncParsableCommand {
             if !address.isLoopback && tokenFile == nil {
                 throw ValidationError("--http \(http) listens beyond this machine: give --token-file with the bearer token clients must send")
             }
-        } else if tokenFile != nil || apiBaseDir != nil || !outputRoots.isEmpty || noAuth || !allowedHosts.isEmpty || cookieSecure || apiAllowOverwrite {
-            throw ValidationError("--token-file, --no-auth, --allowed-host, --cookie-secure, --api-allow-overwrite, --api-base-dir and --output-root "
+        } else if tokenFile != nil || readOnlyTokenFile != nil || apiBaseDir != nil || !outputRoots.isEmpty || noAuth || !allowedHosts.isEmpty || cookieSecure || apiAllowOverwrite {
+            throw ValidationError("--token-file, --read-only-token-file, --no-auth, --allowed-host, --cookie-secure, --api-allow-overwrite, --api-base-dir and --output-root "
                                   + "apply to --http: give --http HOST:PORT")
         }
     }
@@ -147,14 +150,18 @@ struct CoordinatorCommand: AsyncParsableCommand {
     func httpConfiguration() throws -> HTTPFaceConfiguration? {
         guard let http, let address = BindAddress(http) else { return nil }
         var token: String?
-        if let tokenFile {
-            guard let data = FileManager.default.contents(atPath: tokenFile) else { throw CLIError("--token-file \(tokenFile): cannot be read", status: ExitStatus.usage) }
-            ProtectedFiles.shared.protect(tokenFile, role: "the HTTP face's token file")
+        /// A token from its file (whitespace around it dropped), checked.
+        func read(_ file: String, _ option: String, role: String) throws -> String {
+            guard let data = FileManager.default.contents(atPath: file) else { throw CLIError("\(option) \(file): cannot be read", status: ExitStatus.usage) }
+            ProtectedFiles.shared.protect(file, role: role)
             let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             guard text.count >= 16, !text.contains(where: \.isWhitespace) else {
-                throw CLIError("--token-file \(tokenFile): the token must be at least 16 characters without spaces (e.g. `openssl rand -hex 32`)", status: ExitStatus.usage)
+                throw CLIError("\(option) \(file): the token must be at least 16 characters without spaces (e.g. `openssl rand -hex 32`)", status: ExitStatus.usage)
             }
-            token = text
+            return text
+        }
+        if let tokenFile {
+            token = try read(tokenFile, "--token-file", role: "the HTTP face's token file")
         } else if !noAuth {
             // Loopback without a token file: a token for this run, printed with the URL that signs a browser in.
             token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
@@ -171,6 +178,12 @@ struct CoordinatorCommand: AsyncParsableCommand {
         configuration.allowedHosts = allowedHosts
         configuration.cookieSecure = cookieSecure
         configuration.allowOverwrite = apiAllowOverwrite
+        if let readOnlyTokenFile {
+            guard token != nil else { throw CLIError("--read-only-token-file needs a token to act with: not with --no-auth", status: ExitStatus.usage) }
+            let readOnly = try read(readOnlyTokenFile, "--read-only-token-file", role: "the HTTP face's read-only token file")
+            guard readOnly != token else { throw CLIError("--read-only-token-file \(readOnlyTokenFile): the same token as --token-file; give another", status: ExitStatus.usage) }
+            configuration.readOnlyToken = readOnly
+        }
         return configuration
     }
 

@@ -152,4 +152,43 @@ import Glibc
         #expect(allowed.status == 302 || allowed.status == 303, "\(allowed.status) \(allowed.body)")
         #expect(try farm.job(id)["state"] as? String == "cancelled")
     }
+
+    /// A sign-in with the read-only token sees the pages without their forms, and every change it asks for,
+    /// through a form or the API, is refused with 403; the API still answers its reads.
+    @Test func aReadOnlySessionSeesButCannotAct() throws {
+        let folder = try TestPaths.makeTemporaryFolder("read-only-token")
+        let readOnly = "ro-" + String(repeating: "7", count: 30)
+        let file = folder.appendingPathComponent("read-only").path
+        try readOnly.write(toFile: file, atomically: true, encoding: .utf8)
+        let farm = try HTTPFarm("console-read-only", workers: 1, token: "act-" + String(repeating: "5", count: 30), arguments: ["--read-only-token-file", file])
+        let id = try farm.submit(#"{ "version": 1, "name": "later", "input": "clip.mp4", "report": "out/later.json" }"#, query: "?delay=3600")
+        let seen = try Self.drive("chromium", [
+            ["go": farm.base + "/jobs/\(id)?token=" + readOnly],
+            ["eval": "document.querySelector('h1').textContent"],
+            ["eval": "!!document.getElementById('cancel') || !!document.getElementById('resubmit')"],
+            ["go": farm.base + "/"],
+            ["eval": "!!document.getElementById('pause-farm')"],
+        ])
+        #expect((seen.results[0] as? String)?.contains("later") == true, "\(seen.results)")
+        #expect(seen.results[1] as? Bool == false, "a read-only page has its forms")
+        #expect(seen.results[2] as? Bool == false, "a read-only overview offers a pause")
+        // The session's cookie and the page's CSRF token, as the browser holds them: the form is still refused.
+        let signIn = try farm.request("GET", "/?token=" + readOnly, auth: false)
+        let session = try #require(signIn.headers.firstMatch(of: /mediafarm_session=([0-9a-f]+)/)).1
+        let page = try farm.request("GET", "/jobs/\(id)", auth: false, ["-b", "mediafarm_session=\(session)"])
+        #expect(page.status == 200)
+        let csrf = try #require(page.headers.firstMatch(of: /mediafarm_csrf=([0-9a-f]{32})/)).1
+        let form = try farm.request("POST", "/jobs/\(id)/cancel", body: "csrf=\(csrf)", auth: false,
+                                    ["-H", "Content-Type: application/x-www-form-urlencoded", "-b", "mediafarm_session=\(session); mediafarm_csrf=\(csrf)"])
+        #expect(form.status == 403 && form.body.contains("read-only"), "\(form.status) \(form.body)")
+        let bearer = ["-H", "Authorization: Bearer \(readOnly)"]
+        #expect(try farm.request("GET", "/api/jobs/\(id)", auth: false, bearer).status == 200)
+        #expect(try farm.request("GET", "/api/assets", auth: false, bearer).status == 200)
+        for (method, path) in [("POST", "/api/jobs/\(id)/cancel"), ("POST", "/api/queue/pause"), ("POST", "/api/jobs")] {
+            let refused = try farm.request(method, path, body: #"{"version": 1, "input": "clip.mp4", "report": "out/x.json"}"#, auth: false, bearer)
+            #expect(refused.status == 403 && refused.body.contains("read-only"), "\(method) \(path): \(refused.status) \(refused.body)")
+        }
+        #expect(try farm.job(id)["state"] as? String == "queued", "a read-only sign-in changed the job")
+        #expect(try farm.request("GET", "/api/queue/pauses").body.contains("[]"))
+    }
 }
