@@ -9,7 +9,7 @@ import Hummingbird
 /// viewer's zone, UTC on hover).
 enum Console {
     /// Pages of the console, for the navigation bar.
-    enum Section: String { case overview, jobs }
+    enum Section: String { case overview, jobs, library }
 
     /// A whole page. `csrf` goes into every form of `body` already; here only the layout.
     static func page(title: String, section: Section?, live: Bool = true, body: String) -> String {
@@ -25,7 +25,7 @@ enum Console {
         <script src="/console.js?v=\(assetVersion)" defer></script>
         </head>
         <body\(live ? " data-live=\"1\"" : "")>
-        <nav class="bar"><b class="brand">MediaFarm</b> \(link("/", "Overview", .overview)) \(link("/jobs", "Jobs", .jobs))</nav>
+        <nav class="bar"><b class="brand">MediaFarm</b> \(link("/", "Overview", .overview)) \(link("/jobs", "Jobs", .jobs)) \(link("/library", "Library", .library))</nav>
         <main id="main">
         \(body)
         </main>
@@ -110,6 +110,21 @@ enum Console {
     ol.timeline li { padding: .2em 0 .2em 1em; position: relative; }
     ol.timeline li::before { content: ""; position: absolute; left: -.4em; top: .65em; width: .6em; height: .6em; border-radius: 50%; background: var(--accent); }
     ol.timeline li.bad::before { background: var(--bad); }
+    .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(11em, 1fr)); gap: .75em; margin: .5em 0 1em; }
+    .tile { position: relative; display: flex; flex-direction: column; text-decoration: none; color: var(--fg);
+            border: 1px solid var(--line); border-radius: 6px; overflow: hidden; background: var(--chip); }
+    .tile img, .tile .no-picture { width: 100%; aspect-ratio: 16 / 9; object-fit: cover; display: flex; align-items: center;
+            justify-content: center; color: var(--muted); background: #000; }
+    .tile .no-picture { background: var(--chip); }
+    .tile .caption { padding: .3em .5em; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+    .tile .badge { position: absolute; right: .4em; top: .4em; background: rgba(0, 0, 0, .7); color: #fff; font-size: .85em;
+            padding: 0 .4em; border-radius: 3px; }
+    .tile:focus-visible { outline: 2px solid var(--accent); }
+    .asset-pictures { display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start; margin: .5em 0 1em; }
+    .asset-pictures .poster { max-width: min(100%, 32em); border-radius: 6px; }
+    .asset-pictures .waveform { max-width: 100%; }
+    .scrub { border: 1px solid var(--line); border-radius: 6px; padding: .5em; cursor: ew-resize; }
+    .scrub .frame { background-repeat: no-repeat; min-width: 160px; min-height: 90px; }
     @media (max-width: 640px) {
       main { padding: .75em; } .bar { padding: .5em .75em; gap: .8em; }
       table.jobs th:nth-child(n+6), table.jobs td:nth-child(n+6) { display: none; }
@@ -210,8 +225,35 @@ enum Console {
       }
       function stop() { if (source) { source.close(); source = null; } }
       document.addEventListener("visibilitychange", function () { if (document.hidden) stop(); else { listen(); refresh(); } });
+      // A storyboard scrubbed with the pointer or the arrow keys: the tile of that time from its sheet.
+      function scrubbers(root) {
+        root.querySelectorAll(".scrub[data-index]").forEach(function (box) {
+          fetch(box.dataset.index, { credentials: "same-origin" }).then(function (r) { return r.ok ? r.json() : null; }).then(function (index) {
+            if (!index || !index.tiles.length) return;
+            var frame = box.querySelector(".frame"), at = box.querySelector(".at"), current = 0;
+            frame.style.width = index.tileWidth + "px"; frame.style.height = index.tileHeight + "px";
+            function show(i) {
+              current = Math.max(0, Math.min(index.tiles.length - 1, i));
+              var t = index.tiles[current];
+              frame.style.backgroundImage = "url(" + box.dataset.base + "storyboard/" + encodeURIComponent(index.sheets[t.sheet]) + ")";
+              frame.style.backgroundPosition = (-t.x) + "px " + (-t.y) + "px";
+              box.setAttribute("aria-valuenow", String(Math.round(t.frameTime)));
+              at.textContent = t.frameTime.toFixed(1) + " s";
+            }
+            box.addEventListener("pointermove", function (e) {
+              var r = box.getBoundingClientRect();
+              show(Math.floor((e.clientX - r.left) / r.width * index.tiles.length));
+            });
+            box.addEventListener("keydown", function (e) {
+              if (e.key === "ArrowRight") { show(current + 1); e.preventDefault(); }
+              if (e.key === "ArrowLeft") { show(current - 1); e.preventDefault(); }
+            });
+            show(0);
+          });
+        });
+      }
       document.addEventListener("DOMContentLoaded", function () {
-        localTimes(document); confirmations(document); themeSwitch();
+        localTimes(document); confirmations(document); themeSwitch(); scrubbers(document);
         window.addEventListener("load", function () { setTimeout(listen, 0); });
       });
     })();

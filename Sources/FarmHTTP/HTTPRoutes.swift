@@ -42,6 +42,7 @@ extension HTTPFace {
         addPictureRoutes(to: router)
         addConsoleRoutes(to: router)
         addQueueRoutes(to: router)
+        addLibraryPages(to: router)
         router.get("/") { request, _ in await self.statusPage(request) }
         router.get("/login") { _, _ in Response.text(StatusPage.login(failed: false), type: "text/html; charset=utf-8") }
         router.post("/login") { request, _ in try await self.login(request) }
@@ -245,11 +246,17 @@ extension HTTPFace {
         let given = (try? URLEncodedFormDecoder().decode(Form.self, from: String(buffer: body)))?.token ?? ""
         guard let token = configuration.token else { return .redirect(to: "/", type: .normal) }
         let readOnly = configuration.readOnlyToken.map { BearerAuthMiddleware<BasicRequestContext>.constantTimeEqual(given, $0) } ?? false
-        guard BearerAuthMiddleware<BasicRequestContext>.constantTimeEqual(given, token) || readOnly else {
-            return .text(StatusPage.login(failed: true), status: .unauthorized, type: "text/html; charset=utf-8")
+        var access: Access = readOnly ? .readOnly : .full
+        if !BearerAuthMiddleware<BasicRequestContext>.constantTimeEqual(given, token) && !readOnly {
+            // A scoped library token signs its browser in to its albums' pages.
+            guard !given.isEmpty, (try? await AssetLibrary.open(store, host: configuration.libraryHost, token: given)) != nil else {  // any failure: not a token
+                return .text(StatusPage.login(failed: true), status: .unauthorized, type: "text/html; charset=utf-8")
+            }
+            access = .scoped(token: given)
         }
-        var response = Response.redirect(to: "/", type: .normal)
-        response.setCookie(sessions.newCookie(readOnly: readOnly))
+        let landing = if case .scoped = access { "/library" } else { "/" }
+        var response = Response.redirect(to: landing, type: .normal)
+        response.setCookie(sessions.newCookie(access))
         return response
     }
 

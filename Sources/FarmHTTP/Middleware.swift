@@ -43,7 +43,7 @@ struct APIError: Error {
     /// Whether `request` is the console's (a page or a form of it, not the API's): its errors are pages.
     static func isConsole(_ request: Request) -> Bool {
         let path = request.uri.path
-        return path == "/jobs" || path.hasPrefix("/jobs/") || path.hasPrefix("/queue/")
+        return path == "/jobs" || path.hasPrefix("/jobs/") || path.hasPrefix("/queue/") || path == "/library" || path.hasPrefix("/library/")
     }
 }
 
@@ -180,8 +180,8 @@ struct HostAllowlistMiddleware<Context: RequestContext>: RouterMiddleware {
 /// never put in a cookie. Bounded: at most `capacity` at once (when full, expired sessions are dropped,
 /// then the oldest make way); an expired session is forgotten when it is presented.
 final class SessionStore: Sendable {
-    /// Each session's expiry, and whether it was begun with the read-only token.
-    private let sessions = Mutex<[String: (expiry: Date, readOnly: Bool)]>([:])
+    /// Each session's expiry, and what the token it was begun with may do.
+    private let sessions = Mutex<[String: (expiry: Date, access: Access)]>([:])
     let capacity = 10_000
     let lifetime: Double
     let secureCookies: Bool
@@ -195,13 +195,13 @@ final class SessionStore: Sendable {
     }
 
     /// A new session's cookie: HttpOnly, SameSite=Strict, `Secure` behind TLS, expiring with the session.
-    func newCookie(readOnly: Bool = false) -> Cookie {
-        Cookie(name: Self.cookieName, value: start(lasting: lifetime, readOnly: readOnly), maxAge: Int(lifetime), path: "/",
+    func newCookie(_ access: Access = .full) -> Cookie {
+        Cookie(name: Self.cookieName, value: start(lasting: lifetime, access), maxAge: Int(lifetime), path: "/",
                secure: secureCookies, httpOnly: true, sameSite: .strict)
     }
 
     /// A new session lasting `seconds`.
-    func start(lasting seconds: Double, readOnly: Bool = false) -> String {
+    func start(lasting seconds: Double, _ access: Access = .full) -> String {
         let now = self.now()
         var bytes = [UInt8](repeating: 0, count: 32)
         for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
@@ -209,7 +209,7 @@ final class SessionStore: Sendable {
         sessions.withLock { table in
             if table.count >= capacity { table = table.filter { $0.value.expiry > now } }
             while table.count >= capacity, let oldest = table.min(by: { $0.value.expiry < $1.value.expiry }) { table[oldest.key] = nil }
-            table[id] = (now.addingTimeInterval(seconds), readOnly)
+            table[id] = (now.addingTimeInterval(seconds), access)
         }
         return id
     }
@@ -222,7 +222,7 @@ final class SessionStore: Sendable {
         return sessions.withLock { table in
             guard let session = table[id] else { return nil }
             if session.expiry <= now { table[id] = nil; return nil }
-            return session.readOnly ? .readOnly : .full
+            return session.access
         }
     }
 
@@ -234,8 +234,9 @@ final class SessionStore: Sendable {
 /// opening a URL with `?token=TOKEN` (which then redirects to the same URL without it). Compared in
 /// constant time. A bearer that is not the token passes only to the routes a scoped library token may
 /// use, whose handlers check it before reading anything else of the request.
-/// What a signed-in caller may do: everything, or only look (`--read-only-token-file`: GET and HEAD).
-enum Access: Sendable { case full, readOnly }
+/// What a signed-in caller may do: everything; only look (`--read-only-token-file`: GET and HEAD); or look
+/// at the albums of a scoped library token (its sessions: the library's pages and reads only).
+enum Access: Sendable, Equatable { case full, readOnly, scoped(token: String) }
 
 struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
     let token: String
@@ -252,7 +253,7 @@ struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        if Self.open.contains(request.uri.path) { return try await next(request, context) }
+        if Self.open.contains(request.uri.path) || Self.asset(request.uri.path) { return try await next(request, context) }
         let bearer = Self.presented(request)
         let looks = request.method == .get || request.method == .head
         if let bearer {
@@ -263,7 +264,13 @@ struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
             }
             if Self.scoped(request) { return try await next(request, context) }
         } else if let session = request.cookies[SessionStore.cookieName]?.value, let access = sessions.access(session) {
-            guard access == .full || looks else { throw Self.readOnlyRefusal(request) }
+            if case .scoped = access {
+                // A scoped library token's browser: its albums' pages and the library's reads, nothing else.
+                guard looks, Self.scoped(request) || request.uri.path.hasPrefix("/library") || Self.asset(request.uri.path) else {
+                    throw APIError(status: .forbidden, message: "a scoped library sign-in sees its albums only (\(request.method) \(request.uri.path))")
+                }
+            }
+            guard access != .readOnly || looks else { throw Self.readOnlyRefusal(request) }
             return try await next(request, context)
         } else if request.method == .get, let given = request.uri.queryParameters.get("token") {
             let readOnly = readOnlyToken.map { Self.constantTimeEqual(given, $0) } ?? false
@@ -273,7 +280,7 @@ struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
                 query.removeAll { $0.name == "token" }
                 var response = Response.redirect(to: request.uri.path + (query.isEmpty ? "" : "?" + query.map { "\($0.name)=\($0.value ?? "")" }
                     .joined(separator: "&")), type: .normal)
-                response.setCookie(sessions.newCookie(readOnly: readOnly))
+                response.setCookie(sessions.newCookie(readOnly ? .readOnly : .full))
                 return response
             }
         }
@@ -284,6 +291,9 @@ struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
         response.headers[.wwwAuthenticate] = "Bearer realm=\"mediafarm\""
         return response
     }
+
+    /// The console's own files: its style sheet and script.
+    static func asset(_ path: String) -> Bool { path == "/console.css" || path == "/console.js" }
 
     static func readOnlyRefusal(_ request: Request) -> APIError {
         APIError(status: .forbidden, message: "read-only: this sign-in may look but not act (\(request.method) \(request.uri.path)); "

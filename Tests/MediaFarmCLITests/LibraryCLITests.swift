@@ -442,4 +442,59 @@ import Testing
         #expect(try fetch("/api/assets/\(talk)/poster", auth: false, ["-H", "Authorization: Bearer \(otherToken)"]).0.status == 404)
         #expect(try fetch("/api/assets/\(talk)/storyboard.vtt", auth: false).0.status == 401)
     }
+
+    /// The console's library in Chromium: albums as posters, an album's grid with its poster and duration
+    /// badge, an asset's page with its poster and a storyboard scrubbed with the arrow keys; a browser signed
+    /// in with a scoped library token sees its album only, and no jobs.
+    @Test func theLibraryPagesShowPostersAndAScopedSessionSeesItsAlbumOnly() throws {
+        let farm = try HTTPFarm("library-pages", workers: 1, token: "api-token-0123456789abcdef", arguments: ["--host", "web"])
+        let queue = "sqlite:" + farm.dir.appendingPathComponent("queue.sqlite").path
+        let movie = farm.dir.appendingPathComponent("talk.mp4").path
+        try FileManager.default.copyItem(atPath: MediaFixture.posterMP4.path, toPath: movie)
+        let talk = try #require(try add([movie], host: "web", queue: queue, album: "Public")["talk.mp4"])
+        let clip = try #require(try add([farm.dir.appendingPathComponent("clip.mp4").path], host: "web", queue: queue, album: "Private")["clip.mp4"])
+        let id = try farm.submit("""
+            { "version": 1, "name": "talk-pictures", "input": "asset:\(talk)", "poster": { "maxWidth": 320, "output": "out/talk/poster.jpg" },
+              "storyboard": { "tiles": 12, "columns": 4, "rows": 2, "output": "out/talk/board/talk.vtt" } }
+            """)
+        let job = try farm.waitFor(id) { ["succeeded", "failed", "dead"].contains($0["state"] as? String ?? "") }
+        #expect(job["state"] as? String == "succeeded", "\(job) \(farm.process.log)")
+        let loaded = "img.complete && img.naturalWidth > 0"
+        let full = try ConsoleTests.drive("chromium", [
+            ["go": farm.base + "/library?token=" + (farm.token ?? "")],
+            ["eval": "Array.from(document.querySelectorAll('.tile.album')).map(function (t) { return t.dataset.album; })"],
+            ["wait": "(function (img) { return img && \(loaded); })(document.querySelector('.tile[data-album=Public] img'))"],
+            ["go": farm.base + "/library?album=Public"],
+            ["eval": "Array.from(document.querySelectorAll('.tile[data-asset]')).map(function (t) { return t.dataset.asset; })"],
+            ["eval": "document.querySelector('.tile[data-asset] .badge').textContent"],
+            ["go": farm.base + "/library/assets/\(talk)"],
+            ["wait": "(function (img) { return img && \(loaded); })(document.querySelector('img.poster'))"],
+            ["wait": "document.querySelector('.scrub .frame').style.backgroundImage.indexOf('storyboard/talk-1.jpg') >= 0"],
+            ["eval": "var s = document.querySelector('.scrub'); s.focus(); for (var i = 0; i < 9; i++) s.dispatchEvent(new KeyboardEvent('keydown', {key: 'ArrowRight', bubbles: true})); document.querySelector('.scrub .frame').style.backgroundImage"],
+            ["eval": "document.getElementById('locations').textContent"],
+        ])
+        let r = full.results
+        #expect(Set(r[0] as? [String] ?? []).isSuperset(of: ["Private", "Public", "Videos"]), "\(r[0])")
+        #expect(r[1] as? [String] == [talk], "\(r[1])")
+        #expect((r[2] as? String)?.hasPrefix("0:") == true, "\(r[2])")
+        #expect((r[3] as? String)?.contains("storyboard/talk-2.jpg") == true, "the ninth tile is on the second sheet: \(r[3])")
+        #expect((r[4] as? String)?.contains(movie) == true, "\(r[4])")
+
+        let publicToken = try mediafarm(["library", "token", "create", "--album", "Public", "site"], queue: queue).stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let scoped = try ConsoleTests.drive("chromium", [
+            ["go": farm.base + "/login"],
+            ["eval": "document.querySelector('input[name=token]').value = \(HTTPFarm.quoted(publicToken)); document.querySelector('form button').click(); true"],
+            ["wait": "location.pathname === '/library' && document.readyState === 'complete'"],
+            ["eval": "Array.from(document.querySelectorAll('.tile[data-asset]')).map(function (t) { return t.dataset.asset; })"],
+            ["eval": "Array.from(document.querySelectorAll('.tile.album')).map(function (t) { return t.dataset.album; })"],
+            ["go": farm.base + "/library/assets/\(clip)"], ["eval": "document.querySelector('h1').textContent"],
+            ["go": farm.base + "/jobs"], ["eval": "document.querySelector('h1').textContent"],
+        ])
+        #expect(scoped.results[1] as? [String] == [talk], "\(scoped.results)")
+        // Its album, and the smart albums (of its assets only); never another album.
+        #expect((scoped.results[2] as? [String])?.contains("Public") == true && (scoped.results[2] as? [String])?.contains("Private") == false, "\(scoped.results)")
+        #expect((scoped.results[3] as? String)?.contains("404") == true, "another album's asset: \(scoped.results)")
+        #expect((scoped.results[4] as? String)?.contains("403") == true, "the jobs: \(scoped.results)")
+    }
 }

@@ -1,0 +1,202 @@
+import FarmLibrary
+import FarmModel
+import FarmStore
+import Foundation
+import Hummingbird
+
+/// The console's library, as PhotoKit shows it: albums as a grid of their key assets' posters, assets as a
+/// grid of posters with duration badges (filtered by album, type, codec and date, pages of 60), and an
+/// asset's page (its poster, its storyboard to scrub, its facts, where each host has it, what was made of it
+/// and what it was made from, its jobs). A scoped sign-in sees only its albums' assets.
+extension HTTPFace {
+    func addLibraryPages(to router: Router<BasicRequestContext>) {
+        router.get("/library") { request, _ in try await self.libraryPage(request) }
+        router.get("/library/assets/:id") { request, context in
+            try await self.assetPage(request, id: Self.assetID(context.parameters.get("id") ?? ""))
+        }
+    }
+
+    static let libraryPageSize = 60
+
+    /// An asset's poster as a thumbnail, or its type and name when it has none.
+    static func thumbnail(_ asset: LibraryAsset, poster: Bool) -> String {
+        let e = StatusPage.escape
+        let name = (asset.path as NSString?)?.lastPathComponent ?? asset.id.rawValue
+        let duration = asset.facts.duration.seconds
+        let badge = duration > 0 ? "<span class=\"badge\">\(StatusPage.clock(duration))</span>" : ""
+        let picture = poster
+            ? "<img src=\"/api/assets/\(asset.id.rawValue)/poster\" alt=\"\(e(name))\" loading=\"lazy\">"
+            : "<span class=\"no-picture\">\(e(asset.facts.mediaType.rawValue))</span>"
+        return "<a class=\"tile\" href=\"/library/assets/\(asset.id.rawValue)\" data-asset=\"\(asset.id.rawValue)\">\(picture)\(badge)<span class=\"caption\">\(e(name))</span></a>"
+    }
+
+    func libraryPage(_ request: Request) async throws -> Response {
+        let library = try await library(for: request)
+        let query = Self.formFields(request.uri.query ?? "")
+        func field(_ name: String) -> String? { query[name]?.first.flatMap { $0.isEmpty ? nil : $0 } }
+        var options = FetchOptions()
+        options.album = field("album")
+        if let type = field("type") {
+            guard let t = LibraryMediaType(rawValue: type) else { throw APIError(status: .badRequest, message: "type \(type): video, audio or image") }
+            options.mediaType = t
+        }
+        options.codec = field("codec")
+        let parameters = request.uri.queryParameters
+        options.since = try Self.date(parameters, "since")
+        options.until = try Self.date(parameters, "until")
+        options.descending = true
+        options.limit = Self.libraryPageSize
+        options.after = field("after")
+        let (albums, page, posters, keyAssets) = try await Self.answer { try await Self.libraryContents(library, options) }
+        let e = StatusPage.escape
+        var body = "<h1>Library\(options.album.map { ": " + e($0) } ?? "")</h1>\n"
+        if options.album == nil && !albums.isEmpty {
+            body += "<h2>Albums</h2><div class=\"grid albums\">"
+            for album in albums {
+                let link = "/library?album=" + (album.name.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed.subtracting(CharacterSet(charactersIn: "&+=#"))) ?? "")
+                let picture = keyAssets[album.name].map { "<img src=\"/api/assets/\($0.id.rawValue)/poster\" alt=\"\" loading=\"lazy\">" }
+                    ?? "<span class=\"no-picture\">\(album.smart ? "smart album" : "album")</span>"
+                body += "<a class=\"tile album\" href=\"\(e(link))\" data-album=\"\(e(album.name))\">\(picture)<span class=\"caption\">\(e(album.name)) "
+                body += "<span class=\"muted\">\(album.count)</span></span></a>"
+            }
+            body += "</div>\n"
+        }
+        body += """
+        <form class="filters" method="get" action="/library" role="search">
+        <label>Album <select name="album"><option value="">all</option>\(albums.map { "<option\($0.name == options.album ? " selected" : "")>\(e($0.name))</option>" }.joined())</select></label>
+        <label>Type <select name="type"><option value="">any</option>\(["video", "audio", "image"].map { "<option\($0 == options.mediaType?.rawValue ? " selected" : "")>\($0)</option>" }.joined())</select></label>
+        <label>Codec <input type="text" name="codec" size="8" value="\(e(options.codec ?? ""))"></label>
+        <label>From <input type="date" name="since" value="\(e(field("since") ?? ""))"></label>
+        <label>to <input type="date" name="until" value="\(e(field("until") ?? ""))"></label>
+        <button>Show</button></form>
+
+        """
+        if page.assets.isEmpty {
+            body += "<p id=\"no-assets\">No assets\(options.album == nil ? "" : " in this album") match.</p>"
+        } else {
+            body += "<div class=\"grid assets\">" + page.assets.map { Self.thumbnail($0, poster: posters.contains($0.id)) }.joined() + "</div>\n"
+        }
+        if let next = page.nextCursor {
+            var items = query.filter { $0.key != "after" }.flatMap { key, values in values.map { URLQueryItem(name: key, value: $0) } }
+            items.append(URLQueryItem(name: "after", value: next))
+            var c = URLComponents()
+            c.queryItems = items.sorted { $0.name < $1.name }
+            body += "<nav class=\"pager\"><a rel=\"next\" href=\"/library?\(e(c.percentEncodedQuery ?? ""))\">More</a></nav>"
+        }
+        return html(Console.page(title: "Library · MediaFarm", section: .library, body: body), cookie: nil)
+    }
+
+    func assetPage(_ request: Request, id: AssetID) async throws -> Response {
+        let library = try await library(for: request)
+        let (detail, pictures) = try await Self.answer { try await Self.assetContents(library, id) }
+        let usedBy = detail.representations
+        let e = StatusPage.escape
+        let asset = detail.asset
+        let facts = asset.facts
+        let name = (asset.path as NSString?)?.lastPathComponent ?? id.rawValue
+        var body = "<p class=\"muted\"><a href=\"/library\">Library</a> › \(e(name))</p><h1>\(e(name))</h1>\n"
+        body += "<div class=\"asset-pictures\">"
+        if pictures[.poster] != nil {
+            body += "<img class=\"poster\" src=\"/api/assets/\(id.rawValue)/poster\" alt=\"The poster of \(e(name))\">"
+        }
+        if pictures[.storyboard] != nil {
+            // Scrubbed with the pointer or the arrow keys (the script reads the storyboard's JSON index).
+            body += "<div class=\"scrub\" tabindex=\"0\" role=\"slider\" aria-label=\"Storyboard: move to scrub\" data-index=\"/api/assets/\(id.rawValue)/storyboard.json\" "
+            body += "data-base=\"/api/assets/\(id.rawValue)/\"><div class=\"frame\"></div><span class=\"at muted\"></span></div>"
+        }
+        if pictures[.waveform] != nil {
+            body += "<img class=\"waveform\" src=\"/api/assets/\(id.rawValue)/waveform\" alt=\"The waveform of \(e(name))\">"
+        }
+        body += "</div>\n<div class=\"scroll\"><table class=\"facts\">"
+        func fact(_ label: String, _ value: String?) { if let value { body += "<tr><th>\(label)</th><td>\(value)</td></tr>" } }
+        fact("id", "<code>asset:\(id.rawValue)</code>")
+        fact("type", e(facts.mediaType.rawValue) + (asset.subtypes.isEmpty ? "" : " (" + e(asset.subtypes.joined(separator: ", ")) + ")"))
+        fact("duration", facts.duration.seconds > 0 ? StatusPage.clock(facts.duration.seconds) : nil)
+        fact("size", facts.width.flatMap { w in facts.height.map { "\(w) × \($0)" } })
+        fact("video", facts.codec.map(e))
+        fact("audio", facts.audioCodec.map(e) ?? (facts.hasAudio ? "yes" : nil))
+        fact("frame rate", facts.frameRate.map { String(format: "%.3g fps", $0) })
+        fact("container", facts.container.map(e))
+        fact("bytes", String(facts.size))
+        fact("made", facts.creationDate.map(Console.time))
+        fact("camera", [facts.make, facts.model].compactMap { $0 }.map(e).joined(separator: " ").nilIfEmpty)
+        fact("added", Console.time(asset.addedAt))
+        fact("albums", detail.albums.isEmpty ? nil : detail.albums.map { "<a href=\"/library?album=\(e($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""))\">\(e($0))</a>" }.joined(separator: ", "))
+        fact("codes", asset.codes.isEmpty ? nil : asset.codes.map { "\(e($0.symbology)) <code>\(e($0.payload ?? "(binary)"))</code>" }.joined(separator: "<br>"))
+        fact("SHA-256", "<code>\(asset.sha256)</code>")
+        body += "</table></div>\n"
+        body += "<h2>Where it is</h2><div class=\"scroll\"><table id=\"locations\"><tr><th>host</th><th>path</th><th>state</th><th>seen</th></tr>"
+        for l in detail.locations {
+            body += "<tr><td>\(e(l.host))</td><td><code>\(e(l.path))</code></td><td>\(e(l.state))</td><td>\(Console.time(l.seenAt))</td></tr>"
+        }
+        body += "</table></div>\n"
+        func lineage(_ title: String, _ rows: [Representation], other: (Representation) -> AssetID, id tableID: String) {
+            guard !rows.isEmpty else { return }
+            body += "<h2>\(title)</h2><div class=\"scroll\"><table id=\"\(tableID)\"><tr><th>asset</th><th>kind</th><th>by job</th><th>where</th><th>when</th></tr>"
+            for r in rows {
+                let o = other(r)
+                body += "<tr><td><a href=\"/library/assets/\(o.rawValue)\">\(o.rawValue.prefix(10))…</a></td><td>\(e(r.kind.rawValue))</td>"
+                body += "<td><a href=\"/jobs/\(r.jobID)\">\(r.jobID)</a> \(e(r.jobName))</td><td><code>\(e(r.host)):\(e(r.path))</code></td><td>\(Console.time(r.createdAt))</td></tr>"
+            }
+            body += "</table></div>\n"
+        }
+        lineage("Made from it", usedBy, other: \.output, id: "used-by")
+        lineage("Made from", detail.derivedFrom, other: \.source, id: "derived-from")
+        if !detail.jobs.isEmpty {
+            body += "<h2>Jobs</h2><p id=\"asset-jobs\">" + detail.jobs.map { "<a href=\"/jobs/\($0)\">job \($0)</a>" }.joined(separator: ", ") + "</p>\n"
+        }
+        return html(Console.page(title: "\(name) · Library · MediaFarm", section: .library, body: body), cookie: nil)
+    }
+}
+
+extension HTTPFace {
+    /// The albums, the page of assets, which of them (and of the albums' key assets) have a poster, and each
+    /// album's key asset: its newest with a poster among its newest few.
+    static func libraryContents(_ library: AssetLibrary, _ options: FetchOptions) async throws
+        -> ([AlbumInfo], FetchResult, Set<AssetID>, [String: LibraryAsset]) {
+        let albums = try await library.albums()
+        let page = try await library.fetch(options)
+        var posters = Set<AssetID>()
+        var keyAssets: [String: LibraryAsset] = [:]
+        for asset in page.assets {
+            if try await library.picture(of: asset.id, kind: .poster) != nil { posters.insert(asset.id) }
+        }
+        if options.album == nil {
+            for album in albums.prefix(48) {
+                var newest = FetchOptions()
+                (newest.album, newest.descending, newest.limit) = (album.name, true, 6)
+                for asset in try await library.fetch(newest).assets {
+                    if try await library.picture(of: asset.id, kind: .poster) != nil {
+                        keyAssets[album.name] = asset
+                        posters.insert(asset.id)
+                        break
+                    }
+                }
+            }
+        }
+        return (albums, page, posters, keyAssets)
+    }
+
+    /// An asset's detail and its pictures by kind.
+    static func assetContents(_ library: AssetLibrary, _ id: AssetID) async throws -> (AssetDetail, [RepresentationKind: PictureFile]) {
+        let detail = try await library.detail(id)
+        var pictures: [RepresentationKind: PictureFile] = [:]
+        for kind in [RepresentationKind.poster, .storyboard, .waveform] {
+            pictures[kind] = try await library.picture(of: id, kind: kind)
+        }
+        return (detail, pictures)
+    }
+}
+
+extension String {
+    var nilIfEmpty: String? { isEmpty ? nil : self }
+}
+
+extension StatusPage {
+    /// A duration as a clock: 0:07, 1:02:03.
+    static func clock(_ seconds: Double) -> String {
+        guard seconds.isFinite, seconds >= 0 else { return "–" }
+        let s = Int(seconds.rounded())
+        return s >= 3600 ? String(format: "%d:%02d:%02d", s / 3600, s % 3600 / 60, s % 60) : String(format: "%d:%02d", s / 60, s % 60)
+    }
+}
