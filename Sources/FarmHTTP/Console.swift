@@ -9,7 +9,7 @@ import Hummingbird
 /// viewer's zone, UTC on hover).
 enum Console {
     /// Pages of the console, for the navigation bar.
-    enum Section: String { case overview, jobs, library }
+    enum Section: String { case overview, jobs, library, charts }
 
     /// A whole page. `csrf` goes into every form of `body` already; here only the layout.
     static func page(title: String, section: Section?, live: Bool = true, body: String) -> String {
@@ -25,7 +25,7 @@ enum Console {
         <script src="/console.js?v=\(assetVersion)" defer></script>
         </head>
         <body\(live ? " data-live=\"1\"" : "")>
-        <nav class="bar"><b class="brand">MediaFarm</b> \(link("/", "Overview", .overview)) \(link("/jobs", "Jobs", .jobs)) \(link("/library", "Library", .library))</nav>
+        <nav class="bar"><b class="brand">MediaFarm</b> \(link("/", "Overview", .overview)) \(link("/jobs", "Jobs", .jobs)) \(link("/library", "Library", .library)) \(link("/charts", "Charts", .charts))</nav>
         <main id="main">
         \(body)
         </main>
@@ -125,6 +125,16 @@ enum Console {
     .asset-pictures .waveform { max-width: 100%; }
     .scrub { border: 1px solid var(--line); border-radius: 6px; padding: .5em; cursor: ew-resize; }
     .scrub .frame { background-repeat: no-repeat; min-width: 160px; min-height: 90px; }
+    .chart { margin: .5em 0 1em; } .chart svg { width: 100%; max-width: 60em; height: auto; display: block; }
+    .chart .axis { stroke: var(--line); } .chart .label { fill: var(--muted); font-size: 11px; }
+    .chart path { fill: none; stroke-width: 2; } .chart figcaption { color: var(--muted); }
+    .chart .key::before { content: ""; display: inline-block; width: .8em; height: .8em; margin-right: .3em; border-radius: 2px; background: currentColor; }
+    .chart .succeeded { fill: var(--good); color: var(--good); } .chart .failed { fill: var(--bad); color: var(--bad); }
+    .chart .dead { fill: #7a1f1a; color: #7a1f1a; } .chart .cancelled { fill: var(--muted); color: var(--muted); }
+    .chart .queued, .chart .wait-p50 { fill: var(--accent); stroke: var(--accent); color: var(--accent); }
+    .chart .running, .chart .run-p50 { fill: var(--good); stroke: var(--good); color: var(--good); }
+    .chart .wait-p95 { fill: #b07cd8; stroke: #b07cd8; color: #b07cd8; } .chart .run-p95 { fill: #d8a23c; stroke: #d8a23c; color: #d8a23c; }
+    .chart path.queued, .chart path.running, .chart path.wait-p50, .chart path.wait-p95, .chart path.run-p50, .chart path.run-p95 { fill: none; }
     @media (max-width: 640px) {
       main { padding: .75em; } .bar { padding: .5em .75em; gap: .8em; }
       table.jobs th:nth-child(n+6), table.jobs td:nth-child(n+6) { display: none; }

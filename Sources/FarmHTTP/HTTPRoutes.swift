@@ -43,6 +43,7 @@ extension HTTPFace {
         addConsoleRoutes(to: router)
         addQueueRoutes(to: router)
         addLibraryPages(to: router)
+        addChartRoutes(to: router)
         router.get("/") { request, _ in await self.statusPage(request) }
         router.get("/login") { _, _ in Response.text(StatusPage.login(failed: false), type: "text/html; charset=utf-8") }
         router.post("/login") { request, _ in try await self.login(request) }

@@ -43,7 +43,7 @@ struct APIError: Error {
     /// Whether `request` is the console's (a page or a form of it, not the API's): its errors are pages.
     static func isConsole(_ request: Request) -> Bool {
         let path = request.uri.path
-        return path == "/jobs" || path.hasPrefix("/jobs/") || path.hasPrefix("/queue/") || path == "/library" || path.hasPrefix("/library/")
+        return path == "/jobs" || path.hasPrefix("/jobs/") || path.hasPrefix("/queue/") || path == "/library" || path.hasPrefix("/library/") || path == "/charts"
     }
 }
 

@@ -21,6 +21,7 @@ extension Coordinator {
                                                seenAt: now())
             do {
                 try await registry.report(presence)
+                try await sampleQueue()
                 failing = false
             } catch {
                 if !failing { events(.notice("the queue's list of coordinators: \(error)")) }
@@ -34,6 +35,17 @@ extension Coordinator {
                 waited += 0.25
             }
         }
+    }
+
+    /// The queue's depth for the console's charts, once a minute (the first coordinator to report in a
+    /// minute records it; the others' inserts do nothing).
+    func sampleQueue() async throws {
+        let minute = (now().timeIntervalSince1970 / 60).rounded(.down)
+        guard state.withLock({ $0.sampledMinute }) != minute else { return }
+        let counts = try await store.counts()
+        try await QueueHistory(try store.database).sample(queued: counts[.queued] ?? 0, running: counts[.running] ?? 0,
+                                                          waiting: counts[.waiting] ?? 0, at: now())
+        state.withLock { $0.sampledMinute = minute }
     }
 
     func leaveRegistry() async {

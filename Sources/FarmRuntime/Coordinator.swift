@@ -59,6 +59,8 @@ public final class Coordinator: Service, Sendable {
         var loopTurns: [String: Date] = [:]
         /// The pause that stops this coordinator's claims, as the claimer last found it (`queue pause`).
         var pause: QueuePause?
+        /// The minute (since 1970) whose queue depth this coordinator last sampled.
+        var sampledMinute: Double?
 
         /// Jobs holding a worker slot now.
         var workingCount: Int { running.values.count { $0.phase == .working } }

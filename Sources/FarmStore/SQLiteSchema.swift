@@ -131,8 +131,8 @@ extension SQLiteJobStore {
         migrator.registerMigration("v12 pictures") { db in
             for statement in PictureSchema.statements(.sqlite) { try db.execute(sql: statement) }
         }
-        migrator.registerMigration("v13 queue pauses") { db in
-            for statement in QueuePauses.statements(.sqlite) { try db.execute(sql: statement) }
+        migrator.registerMigration("v13 queue pauses and history") { db in
+            for statement in QueuePauses.statements(.sqlite) + QueueHistory.statements(.sqlite) { try db.execute(sql: statement) }
         }
         return migrator
     }

@@ -191,4 +191,31 @@ import Glibc
         #expect(try farm.job(id)["state"] as? String == "queued", "a read-only sign-in changed the job")
         #expect(try farm.request("GET", "/api/queue/pauses").body.contains("[]"))
     }
+
+    /// The charts page in Chromium after jobs ended: a bar for them, SVG drawn by the server, a tooltip.
+    @Test func theChartsShowTheJobsThatEnded() throws {
+        let farm = try HTTPFarm("console-charts", workers: 2)
+        let ids = try (0..<3).map { try farm.submit(#"{ "version": 1, "name": "c\#($0)", "input": "clip.mp4", "report": "out/c\#($0).json" }"#) }
+        let failed = try farm.submit(Self.failing("charted"), query: "?allowMissingInputs=true&maxAttempts=1")
+        for id in ids { try farm.waitFor(id) { $0["state"] as? String == "succeeded" } }
+        try farm.waitFor(failed) { $0["state"] as? String == "failed" }
+        let drive = try Self.drive("chromium", [
+            ["go": farm.base + "/charts?token=" + (farm.token ?? "")],
+            ["eval": "Array.from(document.querySelectorAll('#chart-ended rect')).map(function (r) { return r.getAttribute('class') + ':' + r.querySelector('title').textContent; })"],
+            ["eval": "document.querySelectorAll('figure.chart svg').length"],
+            ["go": farm.base + "/charts?span=days"],
+            ["eval": "document.querySelectorAll('#chart-ended rect').length"],
+        ])
+        let bars = drive.results[0] as? [String] ?? []
+        #expect(bars.contains { $0.hasPrefix("succeeded:") && $0.hasSuffix("3 succeeded") } || bars.filter { $0.hasPrefix("succeeded:") }.count >= 1, "\(bars)")
+        #expect(bars.contains { $0.hasPrefix("failed:") && $0.hasSuffix("1 failed") }, "\(bars)")
+        #expect(drive.results[1] as? Int == 3 || drive.results[1] as? Double == 3, "\(drive.results)")
+        #expect((drive.results[2] as? Int ?? Int(drive.results[2] as? Double ?? 0)) >= 1, "\(drive.results)")
+        let history = try farm.request("GET", "/api/queue/history?span=hour").json ?? [:]
+        let buckets = history["buckets"] as? [[String: Any]] ?? []
+        #expect(buckets.count == 60)
+        let ended = buckets.compactMap { $0["ended"] as? [String: Int] }.flatMap(\.values).reduce(0, +)
+        #expect(ended == 4, "\(history)")
+        #expect(try farm.request("GET", "/api/queue/history?span=week").status == 400)
+    }
 }

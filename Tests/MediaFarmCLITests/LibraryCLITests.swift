@@ -371,20 +371,26 @@ import Testing
     /// An asset's pictures over HTTP: a picture job of the asset registers its poster and storyboard as
     /// representations, and the HTTP face serves them with the content id as ETag (304 on a match, immutable
     /// with ?v=ID), the storyboard's cues pointing at its sheets there, and a scoped token sees only its albums'.
-    @Test func theHTTPFaceServesAnAssetsPictures() throws {
-        let apiToken = "api-token-0123456789abcdef"
-        let farm = try HTTPFarm("pictures", workers: 1, token: apiToken, arguments: ["--host", "web"])
+    /// A coordinator on host "web" whose library holds talk.mp4 (album Public) with its poster and a storyboard
+    /// of 12 tiles on two sheets made by a job, and clip.mp4 (album `clipAlbum`): the farm, its queue, the ids.
+    func picturedTalk(_ label: String, clipAlbum: String, posterWidth: Int) throws -> (HTTPFarm, String, String, String) {
+        let farm = try HTTPFarm(label, workers: 1, token: "api-token-0123456789abcdef", arguments: ["--host", "web"])
         let queue = "sqlite:" + farm.dir.appendingPathComponent("queue.sqlite").path
         let movie = farm.dir.appendingPathComponent("talk.mp4").path
         try FileManager.default.copyItem(atPath: MediaFixture.posterMP4.path, toPath: movie)
         let talk = try #require(try add([movie], host: "web", queue: queue, album: "Public")["talk.mp4"])
-        let clip = try #require(try add([farm.dir.appendingPathComponent("clip.mp4").path], host: "web", queue: queue, album: "Public")["clip.mp4"])
+        let clip = try #require(try add([farm.dir.appendingPathComponent("clip.mp4").path], host: "web", queue: queue, album: clipAlbum)["clip.mp4"])
         let id = try farm.submit("""
-            { "version": 1, "name": "talk-pictures", "input": "asset:\(talk)", "poster": { "maxWidth": 160, "output": "out/talk/poster.jpg" },
+            { "version": 1, "name": "talk-pictures", "input": "asset:\(talk)", "poster": { "maxWidth": \(posterWidth), "output": "out/talk/poster.jpg" },
               "storyboard": { "tiles": 12, "columns": 4, "rows": 2, "output": "out/talk/board/talk.vtt" } }
             """)
         let job = try farm.waitFor(id) { ["succeeded", "failed", "dead"].contains($0["state"] as? String ?? "") }
         #expect(job["state"] as? String == "succeeded", "\(job) \(farm.process.log)")
+        return (farm, queue, talk, clip)
+    }
+
+    @Test func theHTTPFaceServesAnAssetsPictures() throws {
+        let (farm, queue, talk, clip) = try picturedTalk("pictures", clipAlbum: "Public", posterWidth: 160)
         let detail = try farm.request("GET", "/api/assets/\(talk)").json ?? [:]
         let kinds = (detail["representations"] as? [[String: Any]] ?? []).compactMap { $0["kind"] as? String }.sorted()
         #expect(kinds == ["poster", "storyboard"], "\(detail)")
@@ -447,18 +453,8 @@ import Testing
     /// badge, an asset's page with its poster and a storyboard scrubbed with the arrow keys; a browser signed
     /// in with a scoped library token sees its album only, and no jobs.
     @Test func theLibraryPagesShowPostersAndAScopedSessionSeesItsAlbumOnly() throws {
-        let farm = try HTTPFarm("library-pages", workers: 1, token: "api-token-0123456789abcdef", arguments: ["--host", "web"])
-        let queue = "sqlite:" + farm.dir.appendingPathComponent("queue.sqlite").path
+        let (farm, queue, talk, clip) = try picturedTalk("library-pages", clipAlbum: "Private", posterWidth: 320)
         let movie = farm.dir.appendingPathComponent("talk.mp4").path
-        try FileManager.default.copyItem(atPath: MediaFixture.posterMP4.path, toPath: movie)
-        let talk = try #require(try add([movie], host: "web", queue: queue, album: "Public")["talk.mp4"])
-        let clip = try #require(try add([farm.dir.appendingPathComponent("clip.mp4").path], host: "web", queue: queue, album: "Private")["clip.mp4"])
-        let id = try farm.submit("""
-            { "version": 1, "name": "talk-pictures", "input": "asset:\(talk)", "poster": { "maxWidth": 320, "output": "out/talk/poster.jpg" },
-              "storyboard": { "tiles": 12, "columns": 4, "rows": 2, "output": "out/talk/board/talk.vtt" } }
-            """)
-        let job = try farm.waitFor(id) { ["succeeded", "failed", "dead"].contains($0["state"] as? String ?? "") }
-        #expect(job["state"] as? String == "succeeded", "\(job) \(farm.process.log)")
         let loaded = "img.complete && img.naturalWidth > 0"
         let full = try ConsoleTests.drive("chromium", [
             ["go": farm.base + "/library?token=" + (farm.token ?? "")],
