@@ -493,4 +493,31 @@ import Testing
         #expect((scoped.results[3] as? String)?.contains("404") == true, "another album's asset: \(scoped.results)")
         #expect((scoped.results[4] as? String)?.contains("403") == true, "the jobs: \(scoped.results)")
     }
+
+    /// Screenshots of the console's main pages, in headless Chromium at 1280x900 (kept in
+    /// .build/test-artifacts/console-*.png; docs/ shows copies): each is a real PNG of the page.
+    @Test func theConsolesPagesAreScreenshotted() throws {
+        let (farm, _, talk, _) = try picturedTalk("screenshots", clipAlbum: "Public", posterWidth: 480)
+        for i in 0..<3 { _ = try farm.submit(#"{ "version": 1, "name": "inspect-\#(i)", "input": "clip.mp4", "report": "out/i\#(i).json" }"#) }
+        let failed = try farm.submit(ConsoleTests.failing("interview-proxy"), query: "?allowMissingInputs=true&maxAttempts=1")
+        try farm.waitFor(failed) { $0["state"] as? String == "failed" }
+        let long = try farm.submit(farm.longManifest(name: "tone-slowmo", output: "out/long.mp4"))
+        try farm.waitFor(long) { $0["state"] as? String == "running" && ($0["progress"] as? Double ?? 0) >= 0.05 }
+        let artifacts = TestPaths.packageRoot.appendingPathComponent(".build/test-artifacts")
+        try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)
+        let pages = [("overview", "/"), ("jobs", "/jobs"), ("job", "/jobs/\(failed)"), ("library", "/library"),
+                     ("asset", "/library/assets/\(talk)"), ("charts", "/charts")]
+        for (name, path) in pages {
+            let png = artifacts.appendingPathComponent("console-\(name).png").path
+            unlink(png)
+            let separator = path.contains("?") ? "&" : "?"
+            let shot = try ProcessRunner.run("/usr/bin/env", ["timeout", "60", "chromium", "--headless=new", "--no-sandbox", "--disable-gpu",
+                                                              "--hide-scrollbars", "--window-size=1280,900",
+                                                              "--screenshot=\(png)", farm.base + path + separator + "token=" + (farm.token ?? "")])
+            #expect(shot.status == 0, "\(name): \(shot.stderr)")
+            let bytes = try #require(FileManager.default.contents(atPath: png), "\(name): no screenshot")
+            #expect(bytes.count > 10_000 && bytes.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]), "\(name): \(bytes.count) bytes")
+        }
+        _ = try farm.request("POST", "/api/jobs/\(long)/cancel")
+    }
 }
