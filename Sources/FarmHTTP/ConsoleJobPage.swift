@@ -66,7 +66,8 @@ extension HTTPFace {
         }
         body += "<div class=\"scroll\"><table class=\"facts\">"
         func fact(_ name: String, _ value: String) { body += "<tr><th>\(name)</th><td>\(value)</td></tr>" }
-        fact("state", Console.badge(job.state.rawValue) + (job.phase.map { " <span class=\"muted\">\(e($0))</span>" } ?? ""))
+        // The phase while it runs only: once ended, the last phase reported would mislead (a job failed while "starting").
+        fact("state", Console.badge(job.state.rawValue) + (job.state == .running ? job.phase.map { " <span class=\"muted\">\(e($0))</span>" } ?? "" : ""))
         fact("attempts", "\(job.attempt) of \(job.maxAttempts)")
         fact("priority", String(job.priority))
         if let key = job.uniqueKey { fact("unique key", "<code>\(e(key))</code>") }

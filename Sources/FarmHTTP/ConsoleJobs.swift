@@ -46,7 +46,23 @@ extension HTTPFace {
         static let tabs = ["all", "queued", "delayed", "waiting", "running", "succeeded", "failed", "dead", "cancelled"]
         var tab = "all"
         var name = ""
+        /// The unique key's beginning, a text of the manifest (a path), and the days submitted (YYYY-MM-DD, UTC).
+        var key = ""
+        var path = ""
+        var from = ""
+        var to = ""
         var before: Int64?
+
+        /// A day as YYYY-MM-DD (UTC): its start.
+        static func day(_ text: String, _ name: String) throws -> Date? {
+            guard !text.isEmpty else { return nil }
+            let f = ISO8601DateFormatter()
+            f.formatOptions = [.withFullDate]
+            guard text.count == 10, let date = f.date(from: text) else {
+                throw APIError(status: .badRequest, message: "\(name) \(text): a day as YYYY-MM-DD")
+            }
+            return date
+        }
 
         init(_ query: [String: [String]]) throws {
             if let tab = query["state"]?.first, !tab.isEmpty {
@@ -56,6 +72,12 @@ extension HTTPFace {
                 self.tab = tab
             }
             name = String((query["name"]?.first ?? "").prefix(200))
+            key = String((query["key"]?.first ?? "").prefix(200))
+            path = String((query["path"]?.first ?? "").prefix(1000))
+            from = query["from"]?.first ?? ""
+            to = query["to"]?.first ?? ""
+            _ = try Self.day(from, "from")
+            _ = try Self.day(to, "to")
             if let text = query["before"]?.first, !text.isEmpty {
                 switch UserNumbers.jobID.parse(text) {
                 case .success(let id): before = id
@@ -74,14 +96,22 @@ extension HTTPFace {
             default: query.states = JobState(rawValue: tab).map { [$0] }
             }
             query.namePrefix = name.isEmpty ? nil : name
+            query.keyPrefix = key.isEmpty ? nil : key
+            query.mentions = path.isEmpty ? nil : path
+            query.createdFrom = try? Self.day(from, "from")  // checked when read
+            query.createdBefore = (try? Self.day(to, "to"))??.addingTimeInterval(86_400)  // the whole day
             query.topLevel = true
             return query
         }
 
+        var isFiltered: Bool { !(name + key + path + from + to).isEmpty }
+
         /// This filter's query string, with `before` when given.
         func link(tab: String? = nil, before: Int64? = nil) -> String {
             var items = [URLQueryItem(name: "state", value: tab ?? self.tab)]
-            if !name.isEmpty { items.append(URLQueryItem(name: "name", value: name)) }
+            for (field, value) in [("name", name), ("key", key), ("path", path), ("from", from), ("to", to)] where !value.isEmpty {
+                items.append(URLQueryItem(name: field, value: value))
+            }
             if let before { items.append(URLQueryItem(name: "before", value: String(before))) }
             var c = URLComponents()
             c.queryItems = items
@@ -131,18 +161,25 @@ extension HTTPFace {
         <form class="filters" method="get" action="/jobs" role="search">
         <input type="hidden" name="state" value="\(e(filter.tab))">
         <label>Name begins with <input type="search" name="name" id="filter-name" value="\(e(filter.name))" autocomplete="on"></label>
-        <button>Filter</button>\(filter.name.isEmpty ? "" : " <a href=\"\(e(filter.link(tab: filter.tab)))\">clear</a>")
+        <label>Key begins with <input type="search" name="key" id="filter-key" value="\(e(filter.key))" size="10"></label>
+        <label>Path <input type="search" name="path" id="filter-path" value="\(e(filter.path))" placeholder="input or output" size="14"></label>
+        <label>Submitted from <input type="date" name="from" value="\(e(filter.from))"></label>
+        <label>to <input type="date" name="to" value="\(e(filter.to))"></label>
+        <button>Filter</button>\(filter.isFiltered ? " <a href=\"/jobs?state=\(e(filter.tab))\">clear</a>" : "")
         </form>
 
         """
         if jobs.isEmpty {
-            body += "<p id=\"no-jobs\">No jobs \(filter.tab == "all" ? "" : "in this state ")\(filter.name.isEmpty ? "" : "named " + e(filter.name) + "…").</p>\n"
+            body += "<p id=\"no-jobs\">No jobs \(filter.tab == "all" ? "" : "in this state ")\(filter.isFiltered ? "match the filter" : "").</p>\n"
             return html(Console.page(title: "Jobs · MediaFarm", section: .jobs, body: body), cookie: cookie)
         }
-        let matching = filter.tab == "all" ? counts.values.reduce(0, +) : JobState(rawValue: filter.tab).map { counts[$0] ?? 0 }
+        // What "all matching" counts, when the counts say it (not for queued and delayed: they share a state).
+        let matching = filter.tab == "all" ? counts.values.reduce(0, +) : filter.tab == "queued" ? nil : JobState(rawValue: filter.tab).map { counts[$0] ?? 0 }
         body += """
-        <form method="post" action="/jobs/bulk" id="bulk" data-confirm="Apply to {n} jobs?" data-matching="\(filter.name.isEmpty ? matching.map(String.init) ?? "every matching" : "every matching")">
-        \(Console.csrfField(csrf))<input type="hidden" name="state" value="\(e(filter.tab))"><input type="hidden" name="name" value="\(e(filter.name))">
+        <form method="post" action="/jobs/bulk" id="bulk" data-confirm="Apply to {n} jobs?" data-matching="\(!filter.isFiltered ? matching.map(String.init) ?? "every matching" : "every matching")">
+        \(Console.csrfField(csrf))<input type="hidden" name="state" value="\(e(filter.tab))"><input type="hidden" name="name" value="\(e(filter.name))">\
+        <input type="hidden" name="key" value="\(e(filter.key))"><input type="hidden" name="path" value="\(e(filter.path))">\
+        <input type="hidden" name="from" value="\(e(filter.from))"><input type="hidden" name="to" value="\(e(filter.to))">
         \(canAct(request) ? """
         <div class="actions"><button name="action" value="retry" data-confirm="Retry {n} jobs?">Retry</button>
         <button name="action" value="cancel" class="danger" data-confirm="Cancel {n} jobs?">Cancel</button>

@@ -115,6 +115,13 @@ public struct JobQuery: Sendable, Hashable {
     /// Only jobs due to run after this time (delayed), or at or before it (due).
     public var runAfter: Date?
     public var runBy: Date?
+    /// Only jobs whose unique key begins with this.
+    public var keyPrefix: String?
+    /// Only jobs submitted at or after `createdFrom` and before `createdBefore`.
+    public var createdFrom: Date?
+    public var createdBefore: Date?
+    /// Only jobs whose manifest holds this text (an input's or an output's path, or a part of one).
+    public var mentions: String?
 
     public init(ids: [Int64]? = nil, states: [JobState]? = nil, limit: Int? = nil, newest: Bool = false, before: Int64? = nil) {
         self.ids = ids

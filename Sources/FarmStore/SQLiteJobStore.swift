@@ -315,6 +315,22 @@ public final class SQLiteJobStore: JobStore {
                 conditions.append("run_at <= ?")
                 arguments.append(by.timeIntervalSince1970)
             }
+            if let prefix = query.keyPrefix, !prefix.isEmpty {
+                conditions.append("substr(unique_key, 1, length(?)) = ?")
+                arguments += [prefix, prefix]
+            }
+            if let from = query.createdFrom {
+                conditions.append("created_at >= ?")
+                arguments.append(from.timeIntervalSince1970)
+            }
+            if let before = query.createdBefore {
+                conditions.append("created_at < ?")
+                arguments.append(before.timeIntervalSince1970)
+            }
+            if let text = query.mentions, !text.isEmpty {
+                conditions.append("instr(manifest, ?) > 0")
+                arguments.append(text)
+            }
             var sql = "SELECT \(Self.columns) FROM jobs"
             if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
             sql += query.newest ? " ORDER BY id DESC" : " ORDER BY id"

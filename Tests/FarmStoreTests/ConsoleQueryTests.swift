@@ -36,6 +36,18 @@ import Testing
         #expect(try await names { $0.dependsOn = ids[1] } == [])
         #expect(try await names { $0.states = [.queued]; $0.runAfter = t0.addingTimeInterval(1) } == ["export-1"], "delayed")
         #expect(try await !names { $0.states = [.queued]; $0.runBy = t0.addingTimeInterval(1) }.contains("export-1"), "due")
+        var keyed = new("keyed", runAt: nil)
+        keyed.uniqueKey = "ingest:abc123"
+        var dated = new("dated")
+        dated.manifest = #"{"version":1,"input":"/srv/in/take-7.mov","report":"/srv/out/take-7.json"}"#
+        _ = try await store.enqueue([keyed], at: t0)
+        _ = try await store.enqueue([dated], at: t0.addingTimeInterval(86_400 * 3))
+        #expect(try await names { $0.keyPrefix = "ingest:ab" } == ["keyed"])
+        #expect(try await names { $0.keyPrefix = "ingest:%" } == [])
+        #expect(try await names { $0.mentions = "take-7" } == ["dated"])
+        #expect(try await names { $0.mentions = "%" } == [], "no pattern characters")
+        #expect(try await names { $0.createdFrom = t0.addingTimeInterval(86_400) } == ["dated"])
+        #expect(try await !names { $0.createdBefore = t0.addingTimeInterval(86_400) }.contains("dated"))
         // The newest before a job (returned oldest first, as every newest query).
         var page = JobQuery(limit: 2, newest: true, before: waiting[0])
         page.topLevel = true
