@@ -126,6 +126,7 @@ extension HTTPFace {
         if let result = job.result {
             body += "<h2>Result</h2><pre id=\"result\">\(Self.prettyJSON(result, linkAssets: false))</pre>\n"
         }
+        body += ConsoleReport.section(job)
         body += "<h2>Manifest</h2><pre id=\"manifest\">\(Self.prettyJSON(job.manifest, linkAssets: true))</pre>\n"
 
         // Webhook deliveries.

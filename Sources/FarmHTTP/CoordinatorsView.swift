@@ -11,7 +11,7 @@ extension HTTPFace {
         let snapshot = coordinator.snapshot
         let me = CoordinatorPresence(owner: snapshot.owner, host: Job.host(ofOwner: snapshot.owner), slots: snapshot.workers,
                                      busy: snapshot.busySlots, draining: snapshot.draining,
-                                     startedAt: snapshot.startedAt, seenAt: now)
+                                     startedAt: snapshot.startedAt, seenAt: now, provides: coordinator.configuration.provides)
         var all = try await CoordinatorRegistry(try store.database).all().filter { $0.owner != me.owner }
         let pauses = try await QueuePauses(try store.database).all()
         all.append(me)

@@ -94,7 +94,7 @@ struct StatusPage {
             body += JobState.allCases.map { "<td data-state=\"\($0.rawValue)\">\(stats.counts[$0.rawValue] ?? 0)</td>" }.joined()
             body += "<td>\(Self.duration(stats.oldestDueAt.map { now.timeIntervalSince($0) }))</td></tr></table></section>\n"
             body += "<section id=\"hosts\"><h2>Coordinators</h2><div class=\"scroll\"><table><tr><th>host</th><th>coordinator</th><th>slots</th>"
-            body += "<th>last report</th><th>claiming</th></tr>"
+            body += "<th>provides</th><th>last report</th><th>claiming</th></tr>"
             for c in coordinators {
                 let state = c.silent ? " <b class=\"warn\">silent</b>" : c.draining ? " <b class=\"warn\">draining</b>" : ""
                 let seen = c.thisCoordinator ? "now (this coordinator)" : "\(Self.duration(c.secondsSinceReport)) ago"
@@ -106,12 +106,13 @@ struct StatusPage {
                     <input type="hidden" name="coordinator" value="\(e(c.owner))"><button>\(own ? "Resume" : "Pause")</button></form>
                     """
                 body += "<tr data-owner=\"\(e(c.owner))\"><td>\(e(c.host))</td><td>\(e(c.owner))\(state)</td>"
-                body += "<td>\(c.busy) busy, \(c.free) free</td><td>\(seen)</td><td class=\"claiming\">\(claiming) \(form)</td></tr>"
+                let provides = c.provides.isEmpty ? "–" : c.provides.map { "<code>\(e($0))</code>" }.joined(separator: " ")
+                body += "<td>\(c.busy) busy, \(c.free) free</td><td class=\"provides\">\(provides)</td><td>\(seen)</td><td class=\"claiming\">\(claiming) \(form)</td></tr>"
             }
             // Jobs leased to hosts with no coordinator in the list (stopped, or of an older MediaFarm).
             let listed = Set(coordinators.map(\.host))
             for (host, n) in stats.runningByHost.filter({ !listed.contains($0.key) }).sorted(by: { $0.key < $1.key }) {
-                body += "<tr><td>\(e(host))</td><td>not reporting</td><td>\(n) running</td><td>–</td><td>–</td></tr>"
+                body += "<tr><td>\(e(host))</td><td>not reporting</td><td>\(n) running</td><td>–</td><td>–</td><td>–</td></tr>"
             }
             body += "</table></div></section>\n"
         }

@@ -18,7 +18,7 @@ extension Coordinator {
             let snapshot = self.snapshot
             let presence = CoordinatorPresence(owner: snapshot.owner, host: Job.host(ofOwner: snapshot.owner), slots: snapshot.workers,
                                                busy: snapshot.busySlots, draining: snapshot.draining, startedAt: snapshot.startedAt,
-                                               seenAt: now())
+                                               seenAt: now(), provides: configuration.provides)
             do {
                 try await registry.report(presence)
                 try await sampleQueue()

@@ -19,6 +19,8 @@ public struct CoordinatorView: Encodable, Sendable {
     public var thisCoordinator: Bool
     /// Claiming paused for it (the farm's, its host's or its own pause: `queue pause`): it takes no new job.
     public var paused: Bool
+    /// What it provides (`--provides`): jobs that require these may run there.
+    public var provides: [String]
 
     public init(_ presence: CoordinatorPresence, now: Date, silentAfter: Double, this: Bool, pauses: [QueuePause]) {
         owner = presence.owner
@@ -33,5 +35,6 @@ public struct CoordinatorView: Encodable, Sendable {
         silent = !this && secondsSinceReport > silentAfter
         thisCoordinator = this
         paused = pauses.contains { $0.stops(owner: presence.owner) }
+        provides = presence.provides
     }
 }

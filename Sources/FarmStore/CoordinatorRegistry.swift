@@ -12,13 +12,16 @@ public struct CoordinatorPresence: Sendable, Equatable {
     public var startedAt: Date
     /// When it last reported.
     public var seenAt: Date
+    /// What it provides (`coordinator --provides`): the jobs requiring these it may claim.
+    public var provides: [String] = []
 
     /// Seconds from its last report to `now`, to the millisecond.
     public func secondsSinceReport(at now: Date) -> Double {
         (max(0, now.timeIntervalSince(seenAt)) * 1000).rounded() / 1000
     }
 
-    public init(owner: String, host: String, slots: Int, busy: Int, draining: Bool, startedAt: Date, seenAt: Date) {
+    public init(owner: String, host: String, slots: Int, busy: Int, draining: Bool, startedAt: Date, seenAt: Date, provides: [String] = []) {
+        self.provides = provides
         self.owner = owner
         self.host = host
         self.slots = slots
@@ -59,15 +62,20 @@ public struct CoordinatorRegistry: Sendable {
             """]
     }
 
+    /// What a coordinator provides, in its row (migration v13).
+    static func providesStatements(_ dialect: SQLDialect) -> [String] {
+        ["ALTER TABLE \(dialect == .postgres ? "{schema}." : "")coordinators ADD COLUMN provides TEXT"]
+    }
+
     /// Records `presence` (a new row, or the coordinator's row updated) and forgets rows older than a day.
     public func report(_ presence: CoordinatorPresence) async throws {
         try await database.write { session in
             try await session.execute("""
-                INSERT INTO coordinators (owner, host, slots, busy, draining, started_at, seen_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO coordinators (owner, host, slots, busy, draining, started_at, seen_at, provides) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (owner) DO UPDATE SET host = excluded.host, slots = excluded.slots, busy = excluded.busy,
-                    draining = excluded.draining, seen_at = excluded.seen_at
+                    draining = excluded.draining, seen_at = excluded.seen_at, provides = excluded.provides
                 """, [SQLValue(presence.owner), SQLValue(presence.host), SQLValue(presence.slots), SQLValue(presence.busy),
-                      SQLValue(presence.draining), SQLValue(presence.startedAt), SQLValue(presence.seenAt)])
+                      SQLValue(presence.draining), SQLValue(presence.startedAt), SQLValue(presence.seenAt), SQLValue(JobCoding.json(presence.provides))])
             try await session.execute("DELETE FROM coordinators WHERE seen_at < ?",
                                       [SQLValue(presence.seenAt.addingTimeInterval(-Self.forgetAfter))])
         }
@@ -84,11 +92,12 @@ public struct CoordinatorRegistry: Sendable {
     public func all() async throws -> [CoordinatorPresence] {
         try await database.read { session in
             try await session.rows("""
-                SELECT owner, host, slots, busy, draining, started_at, seen_at FROM coordinators ORDER BY host, owner
+                SELECT owner, host, slots, busy, draining, started_at, seen_at, provides FROM coordinators ORDER BY host, owner
                 """).map { row in
                 CoordinatorPresence(owner: row[0].string ?? "", host: row[1].string ?? "", slots: Int(row[2].int ?? 0),
                                     busy: Int(row[3].int ?? 0), draining: row[4].bool,
-                                    startedAt: row[5].date ?? .distantPast, seenAt: row[6].date ?? .distantPast)
+                                    startedAt: row[5].date ?? .distantPast, seenAt: row[6].date ?? .distantPast,
+                                    provides: JobCoding.decode([String].self, row[7].string) ?? [])
             }
         }
     }

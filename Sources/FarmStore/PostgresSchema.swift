@@ -84,7 +84,7 @@ enum PostgresSchema {
         ChunkSchema.statements(.postgres),
         ResultRecords.statements(.postgres),
         PictureSchema.statements(.postgres),
-        QueuePauses.statements(.postgres) + QueueHistory.statements(.postgres),
+        QueuePauses.statements(.postgres) + QueueHistory.statements(.postgres) + CoordinatorRegistry.providesStatements(.postgres),
     ]
 
     /// Checks the schema's version, creating or upgrading it with `migrate` (concurrent migrators wait

@@ -283,54 +283,23 @@ public final class SQLiteJobStore: JobStore {
         try await read { [self] db in
             var conditions: [String] = []
             var arguments: [any DatabaseValueConvertible] = []
-            if let ids = query.ids {
-                conditions.append("id IN (\(ids.map { String($0) }.joined(separator: ",")))")
+            func add(_ condition: String, _ values: [any DatabaseValueConvertible] = []) {
+                conditions.append(condition)
+                arguments += values
             }
-            if let states = query.states {
-                conditions.append("state IN (\(states.map { _ in "?" }.joined(separator: ",")))")
-                arguments += states.map(\.rawValue)
-            }
-            if let before = query.before {
-                conditions.append("id < ?")
-                arguments.append(before)
-            }
-            if let prefix = query.namePrefix, !prefix.isEmpty {
-                conditions.append("substr(name, 1, length(?)) = ?")
-                arguments += [prefix, prefix]
-            }
-            if query.topLevel { conditions.append("chunk_of IS NULL") }
-            if let chunkOf = query.chunkOf {
-                conditions.append("chunk_of = ?")
-                arguments.append(chunkOf)
-            }
-            if let dependsOn = query.dependsOn {
-                conditions.append("id IN (SELECT job_id FROM job_dependencies WHERE depends_on = ?)")
-                arguments.append(dependsOn)
-            }
-            if let after = query.runAfter {
-                conditions.append("run_at > ?")
-                arguments.append(after.timeIntervalSince1970)
-            }
-            if let by = query.runBy {
-                conditions.append("run_at <= ?")
-                arguments.append(by.timeIntervalSince1970)
-            }
-            if let prefix = query.keyPrefix, !prefix.isEmpty {
-                conditions.append("substr(unique_key, 1, length(?)) = ?")
-                arguments += [prefix, prefix]
-            }
-            if let from = query.createdFrom {
-                conditions.append("created_at >= ?")
-                arguments.append(from.timeIntervalSince1970)
-            }
-            if let before = query.createdBefore {
-                conditions.append("created_at < ?")
-                arguments.append(before.timeIntervalSince1970)
-            }
-            if let text = query.mentions, !text.isEmpty {
-                conditions.append("instr(manifest, ?) > 0")
-                arguments.append(text)
-            }
+            if let ids = query.ids { add("id IN (\(ids.map { String($0) }.joined(separator: ",")))") }
+            if let states = query.states { add("state IN (\(states.map { _ in "?" }.joined(separator: ",")))", states.map(\.rawValue)) }
+            if let before = query.before { add("id < ?", [before]) }
+            if let prefix = query.namePrefix, !prefix.isEmpty { add("substr(name, 1, length(?)) = ?", [prefix, prefix]) }
+            if query.topLevel { add("chunk_of IS NULL") }
+            if let chunkOf = query.chunkOf { add("chunk_of = ?", [chunkOf]) }
+            if let dependsOn = query.dependsOn { add("id IN (SELECT job_id FROM job_dependencies WHERE depends_on = ?)", [dependsOn]) }
+            if let after = query.runAfter { add("run_at > ?", [after.timeIntervalSince1970]) }
+            if let by = query.runBy { add("run_at <= ?", [by.timeIntervalSince1970]) }
+            if let prefix = query.keyPrefix, !prefix.isEmpty { add("substr(unique_key, 1, length(?)) = ?", [prefix, prefix]) }
+            if let from = query.createdFrom { add("created_at >= ?", [from.timeIntervalSince1970]) }
+            if let before = query.createdBefore { add("created_at < ?", [before.timeIntervalSince1970]) }
+            if let text = query.mentions, !text.isEmpty { add("instr(manifest, ?) > 0", [text]) }
             var sql = "SELECT \(Self.columns) FROM jobs"
             if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
             sql += query.newest ? " ORDER BY id DESC" : " ORDER BY id"

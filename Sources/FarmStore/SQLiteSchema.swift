@@ -132,7 +132,9 @@ extension SQLiteJobStore {
             for statement in PictureSchema.statements(.sqlite) { try db.execute(sql: statement) }
         }
         migrator.registerMigration("v13 queue pauses and history") { db in
-            for statement in QueuePauses.statements(.sqlite) + QueueHistory.statements(.sqlite) { try db.execute(sql: statement) }
+            for statement in QueuePauses.statements(.sqlite) + QueueHistory.statements(.sqlite) + CoordinatorRegistry.providesStatements(.sqlite) {
+                try db.execute(sql: statement)
+            }
         }
         return migrator
     }

@@ -253,7 +253,8 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
         let (store, other) = try await backend.makePair()
         let a = CoordinatorRegistry(try store.database)
         let b = CoordinatorRegistry(try other.database)
-        let alpha = CoordinatorPresence(owner: "alpha:1:a", host: "alpha", slots: 4, busy: 1, draining: false, startedAt: t0, seenAt: t0)
+        let alpha = CoordinatorPresence(owner: "alpha:1:a", host: "alpha", slots: 4, busy: 1, draining: false, startedAt: t0, seenAt: t0,
+                                        provides: ["gpu", "capture-host"])
         var beta = CoordinatorPresence(owner: "beta:2:b", host: "beta", slots: 2, busy: 0, draining: false, startedAt: t0, seenAt: t0)
         try await b.report(beta)
         try await a.report(alpha)

@@ -223,4 +223,26 @@ import Glibc
         #expect(ended == 4, "\(history)")
         #expect(try farm.request("GET", "/api/queue/history?span=week").status == 400)
     }
+
+    /// A job's page shows its report as tables: the composition's pieces, the QR code found with its times,
+    /// and the export; a report outside the job's output roots is named, not read.
+    @Test func aJobsPageShowsItsReportAsTables() throws {
+        let farm = try HTTPFarm("console-report", workers: 1)
+        let qr = try CodeFixtures.draw(CodeFixtures.qrAndLinearCodes[0], in: farm.dir)
+        try CodeFixtures.movie([.init(image: qr, x: 40, y: 40, start: 1, end: 2.5)], seconds: 4, to: farm.dir.appendingPathComponent("qr.mp4").path)
+        let id = try farm.submit("""
+            { "version": 1, "name": "qr-slow", "input": "qr.mp4", "scale": [{ "start": "1", "duration": "1", "rate": "1/2" }],
+              "scan": { "symbologies": ["qr"] }, "export": { "mode": "constantFrameRate", "frameRate": 10, "output": "out/qr.mp4" },
+              "report": "out/qr.json" }
+            """)
+        let job = try farm.waitFor(id) { ["succeeded", "failed", "dead"].contains($0["state"] as? String ?? "") }
+        #expect(job["state"] as? String == "succeeded", "\(job)")
+        let page = try farm.request("GET", "/jobs/\(id)").body
+        let pieces = try #require(page.firstMatch(of: /<table id="pieces">(.*?)<\/table>/), "no pieces in \(page)").1
+        #expect(pieces.components(separatedBy: "<tr><td>").count - 1 == 3, "three pieces: \(pieces)")
+        #expect(pieces.contains("<td>1.000 s</td><td>1.000 s</td><td>1.000 s</td><td>0.5</td>"), "the slowed second: \(pieces)")
+        let codes = try #require(page.firstMatch(of: /<table id="codes">(.*?)<\/table>/), "no codes in \(page)").1
+        #expect(codes.contains("<code>MediaFarm QR 1</code>") && codes.contains("<td>qr</td>"), "\(codes)")
+        #expect(page.contains("<table class=\"facts\" id=\"export\">"), "no export table")
+    }
 }

@@ -1,0 +1,72 @@
+import FarmModel
+import Foundation
+
+/// A job's report on its page, as tables: the composition's pieces (each source range and where it lands,
+/// at what rate), the codes found with their times, and the export. Read only when the report is a local
+/// JSON file under the job's output roots, of at most 4 MiB; otherwise the page says where it is.
+enum ConsoleReport {
+    static func section(_ job: Job) -> String {
+        guard let text = job.result, let result = try? JSONParser.parse(text),  // a result that is not JSON has no report to show
+              case .string(let path)? = result["report"] else { return "" }
+        let e = StatusPage.escape
+        let full = path.hasPrefix("/") || path.hasPrefix("s3://") ? path : job.baseDirectory + "/" + path
+        var body = "<h2>Report</h2><p class=\"muted\">\(e(full))</p>"
+        let underRoots = job.outputRoots.contains { full.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }
+        guard underRoots, !full.hasPrefix("s3://"),
+              let size = (try? FileManager.default.attributesOfItem(atPath: full))?[.size] as? Int, size <= 4 << 20,  // gone or unreadable: named, not shown
+              let data = FileManager.default.contents(atPath: full),
+              let report = try? JSONParser.parse(Array(data)) else {  // not JSON: named above, not shown
+            return body + "<p class=\"muted\">Not shown here (not a local file under the job's output roots, or not readable now).</p>\n"
+        }
+        if case .array(let pieces)? = report["composition"]?["pieces"], !pieces.isEmpty {
+            body += "<h3>Composition</h3><div class=\"scroll\"><table id=\"pieces\"><tr><th>source</th><th>from</th><th>for</th><th>at</th><th>rate</th></tr>"
+            for piece in pieces.prefix(500) {
+                body += "<tr><td><code>\(e(string(piece["source"])))</code></td><td>\(seconds(piece["sourceRange"]?["start"]))</td>"
+                body += "<td>\(seconds(piece["sourceRange"]?["duration"]))</td><td>\(seconds(piece["targetRange"]?["start"]))</td><td>\(e(string(piece["rate"])))</td></tr>"
+            }
+            body += "</table></div>\n"
+        }
+        if let scan = report["scan"] {
+            let codes: [JSONValue] = if case .array(let list)? = scan["codes"] { list } else { [] }
+            body += "<h3>Codes</h3><p>\(codes.count) found in \(e(string(scan["framesScanned"]))) frames (decoded by \(e(string(scan["decodedBy"])))).</p>"
+            if !codes.isEmpty {
+                body += "<div class=\"scroll\"><table id=\"codes\"><tr><th>symbology</th><th>payload</th><th>first seen</th><th>last seen</th><th>frames</th></tr>"
+                for code in codes.prefix(1000) {
+                    body += "<tr><td>\(e(string(code["symbology"])))</td><td><code>\(e(string(code["payload"])))</code></td>"
+                    body += "<td>\(seconds(code["firstTime"]))</td><td>\(seconds(code["lastTime"]))</td><td>\(e(string(code["frameCount"])))</td></tr>"
+                }
+                body += "</table></div>\n"
+            }
+        }
+        if let export = report["export"] {
+            let count = { (key: String) -> Int in if case .array(let list)? = export[key] { list.count } else { 0 } }
+            body += "<h3>Export</h3><table class=\"facts\" id=\"export\">"
+            body += "<tr><th>output</th><td><code>\(e(string(export["output"])))</code></td></tr>"
+            body += "<tr><th>mode</th><td>\(e(string(export["mode"])))</td></tr><tr><th>duration</th><td>\(seconds(export["duration"]))</td></tr>"
+            body += "<tr><th>cuts</th><td>\(count("cuts")) (snapped to keyframes: \(count("snappedCuts")))</td></tr>"
+            body += "<tr><th>took</th><td>\(e(string(export["seconds"]))) s</td></tr></table>\n"
+        }
+        return body
+    }
+
+    /// A scalar's text ("–" for none).
+    static func string(_ value: JSONValue?) -> String {
+        switch value {
+        case .string(let s)?: s
+        case .number(let n)?: n
+        case .bool(let b)?: b ? "yes" : "no"
+        default: "–"
+        }
+    }
+
+    /// A time as the reports write it ({"seconds", "value", "timescale"}, or a number): seconds, to the millisecond.
+    static func seconds(_ value: JSONValue?) -> String {
+        let number: String? = switch value {
+        case .number(let n)?: n
+        case .object?: if case .number(let n)? = value?["seconds"] { n } else { nil }
+        default: nil
+        }
+        guard let number, let seconds = Double(number), seconds.isFinite else { return "–" }
+        return String(format: "%.3f s", seconds)
+    }
+}
