@@ -281,9 +281,7 @@ struct ConsoleCSRF {
         if let value = request.cookies[cookieName]?.value, value.count == 32, value.allSatisfy(\.isHexDigit) {
             return (value, nil)
         }
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
-        let value = bytes.map { String(format: "%02x", $0) }.joined()
+        let value = SessionStore.randomHex(bytes: 16)
         return (value, Cookie(name: cookieName, value: value, path: "/", secure: secure, httpOnly: true, sameSite: .strict))
     }
 

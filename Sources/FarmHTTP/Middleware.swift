@@ -203,9 +203,7 @@ final class SessionStore: Sendable {
     /// A new session lasting `seconds`.
     func start(lasting seconds: Double, _ access: Access = .full) -> String {
         let now = self.now()
-        var bytes = [UInt8](repeating: 0, count: 32)
-        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
-        let id = bytes.map { String(format: "%02x", $0) }.joined()
+        let id = Self.randomHex(bytes: 32)
         sessions.withLock { table in
             if table.count >= capacity { table = table.filter { $0.value.expiry > now } }
             while table.count >= capacity, let oldest = table.min(by: { $0.value.expiry < $1.value.expiry }) { table[oldest.key] = nil }
@@ -227,6 +225,11 @@ final class SessionStore: Sendable {
     }
 
     var count: Int { sessions.withLock { $0.count } }
+
+    /// `bytes` random bytes as hex: a session's id, a form's CSRF token.
+    static func randomHex(bytes: Int) -> String {
+        (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+    }
 }
 
 /// With a token (`--token-file`, or one made at start): every request but the health checks and `/login`
