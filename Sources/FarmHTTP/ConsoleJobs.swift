@@ -7,7 +7,7 @@ import HTTPTypes
 import Hummingbird
 
 /// The console's jobs: the list (`/jobs`: state tabs with counts, a name filter, pages newest first, chunk
-/// jobs folded under their export, bulk retry and cancel of the selected or of all matching) and a job's
+/// jobs folded under their export, bulk retry, cancel and delete of the selected or of all matching) and a job's
 /// page (`/jobs/{id}`), with their actions as form POSTs that carry the CSRF token.
 extension HTTPFace {
     func addConsoleRoutes(to router: Router<BasicRequestContext>) {
@@ -142,8 +142,8 @@ extension HTTPFace {
         var body = "<h1>Jobs</h1>\n"
         if let acted = query["acted"]?.first, let n = query["n"]?.first.flatMap(Int.init) {
             let refused = query["refused"]?.first.flatMap(Int.init) ?? 0
-            let verb = acted == "cancel" ? "Cancelled" : "Retried"
-            body += "<p class=\"notice\" role=\"status\">\(verb) \(n) job\(n == 1 ? "" : "s")\(refused > 0 ? "; \(refused) could not be (their state does not allow it)" : "").</p>\n"
+            let verb = ["cancel": "Cancelled", "retry": "Retried", "delete": "Deleted"][acted] ?? "Changed"
+            body += "<p class=\"notice\" role=\"status\">\(verb) \(n) job\(n == 1 ? "" : "s")\(refused > 0 ? "; \(refused) could not be (their state does not allow it\(acted == "delete" ? ": only jobs that ended are deleted" : ""))" : "").</p>\n"
         }
         body += "<ul class=\"tabs\" aria-label=\"States\">"
         for tab in JobFilter.tabs {
@@ -183,6 +183,7 @@ extension HTTPFace {
         \(canAct(request) ? """
         <div class="actions"><button name="action" value="retry" data-confirm="Retry {n} jobs?">Retry</button>
         <button name="action" value="cancel" class="danger" data-confirm="Cancel {n} jobs?">Cancel</button>
+        <button name="action" value="delete" class="danger" data-confirm="Delete {n} jobs? Only those that ended are deleted.">Delete</button>
         <label><input type="checkbox" name="all" value="1"> all matching this filter</label></div>
         """ : "<p class=\"muted\">Read-only: this sign-in can look, not act.</p>")
         <div class="scroll"><table class="jobs"><thead><tr><th><input type="checkbox" data-select-all aria-label="Select all shown"></th>
@@ -279,12 +280,15 @@ extension HTTPFace {
         return "an unauthenticated loopback browser"
     }
 
-    /// `POST /jobs/bulk`: retry or cancel the selected jobs, or every job matching the list's filter. Without
+    /// What a bulk action is called on its button.
+    static let bulkActions = ["retry": "Retry", "cancel": "Cancel", "delete": "Delete"]
+
+    /// `POST /jobs/bulk`: retry, cancel or delete the selected jobs, or every job matching the list's filter. Without
     /// `confirmed` (a browser without script), a page asks first, saying how many.
     func bulk(_ request: Request) async throws -> Response {
         let form = try await checkedForm(request)
-        guard let action = form["action"]?.first, ["retry", "cancel"].contains(action) else {
-            throw APIError(status: .badRequest, message: "action: give retry or cancel")
+        guard let action = form["action"]?.first, Self.bulkActions.keys.contains(action) else {
+            throw APIError(status: .badRequest, message: "action: give retry, cancel or delete")
         }
         let filter = try JobFilter(form)
         let all = form["all"]?.first == "1"
@@ -311,26 +315,36 @@ extension HTTPFace {
         guard !ids.isEmpty else { throw APIError(status: .badRequest, message: "no jobs selected: tick some, or all matching this filter") }
         let e = StatusPage.escape
         guard form["confirmed"]?.first == "1" else {
-            var body = "<h1>\(action == "retry" ? "Retry" : "Cancel") \(ids.count) job\(ids.count == 1 ? "" : "s")?</h1>\n"
+            let verb = Self.bulkActions[action] ?? action
+            var body = "<h1>\(verb) \(ids.count) job\(ids.count == 1 ? "" : "s")?</h1>\n"
+            if action == "delete" { body += "<p>Only jobs that ended are deleted, with their chunks; the others stay.</p>" }
             body += "<form method=\"post\" action=\"/jobs/bulk\">\(Console.csrfField(form["csrf"]?.first ?? ""))"
             for (key, values) in form where !["csrf", "confirmed"].contains(key) {
                 for value in values { body += "<input type=\"hidden\" name=\"\(e(key))\" value=\"\(e(value))\">" }
             }
-            body += "<input type=\"hidden\" name=\"confirmed\" value=\"1\"><div class=\"actions\"><button>\(action == "retry" ? "Retry" : "Cancel") them</button>"
+            body += "<input type=\"hidden\" name=\"confirmed\" value=\"1\"><div class=\"actions\"><button>\(verb) them</button>"
             body += " <a href=\"\(e(filter.link()))\">Back</a></div></form>\n"
             return html(Console.page(title: "Confirm · MediaFarm", section: .jobs, body: body), cookie: nil)
         }
         var (done, refused) = (0, 0)
-        for id in ids {
-            do {
-                let job = action == "cancel" ? try await store.cancel(id: id, at: Date()) : try await store.retry(id: id, at: Date())
-                hub.publish(.changed(action == "cancel" ? .cancelled : .retried, id: id, name: job.name, state: job.state.rawValue))
-                done += 1
-            } catch where error.isRefusal {
-                refused += 1
-            } catch {
-                throw APIError(error)
+        do {
+            if action == "delete" {
+                let deleted = try await store.delete(ids)
+                (done, refused) = (deleted.count, ids.count - deleted.count)
+            } else {
+                let change: BulkChange = action == "cancel" ? .cancel : .retry
+                for outcome in try await store.change(ids, change, at: Date()) {
+                    switch outcome {
+                    case .success(let job):
+                        hub.publish(.changed(change == .cancel ? .cancelled : .retried, id: job.id, name: job.name, state: job.state.rawValue))
+                        done += 1
+                    case .failure(let error) where error.isRefusal: refused += 1
+                    case .failure(let error): throw APIError(error)
+                    }
+                }
             }
+        } catch let error as JobStoreError {
+            throw APIError(error)
         }
         audit("console: bulk \(action) of \(ids.count) jobs (\(done) done, \(refused) refused) by \(Self.who(request))")
         var back = filter

@@ -132,6 +132,16 @@ public struct JobQuery: Sendable, Hashable {
     }
 }
 
+/// What `change(_:_:at:)` does to each job.
+public enum BulkChange: String, Sendable, CaseIterable {
+    case cancel, retry
+
+    var transition: JobTransition { self == .cancel ? .cancel : .retry }
+
+    /// A batch's size: one transaction each.
+    static let batch = 500
+}
+
 /// `mediafarm queue stats`: the queue at a glance.
 public struct QueueStats: Sendable, Hashable, Codable {
     public var counts: [String: Int]
@@ -184,6 +194,14 @@ public protocol JobStore: WebhookOutbox {
     func expiredPublications(at now: Date) async throws(JobStoreError) -> [Job]
     func cancel(id: Int64, at now: Date) async throws(JobStoreError) -> Job
     func retry(id: Int64, at now: Date) async throws(JobStoreError) -> Job
+    /// Cancels or retries each of `ids` as `cancel`/`retry` would, a few hundred to a transaction; one
+    /// outcome per id, in their order: the job as it became, or why the queue refused that one (no such
+    /// job, a state that does not allow it, a unique key another live job holds). A refusal leaves the
+    /// others be; an unavailable queue throws.
+    func change(_ ids: [Int64], _ action: BulkChange, at now: Date) async throws(JobStoreError) -> [Result<Job, JobStoreError>]
+    /// Deletes those of `ids` that ended (succeeded, failed, cancelled, dead), with their chunks, as `prune`
+    /// deletes; returns the ids deleted (a live job or a missing id is left out).
+    func delete(_ ids: [Int64]) async throws(JobStoreError) -> [Int64]
     func job(id: Int64) async throws(JobStoreError) -> Job?
     /// The jobs a query selects (missing ids are skipped), oldest first; filtered by the database.
     func jobs(matching query: JobQuery) async throws(JobStoreError) -> [Job]

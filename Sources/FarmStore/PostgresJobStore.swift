@@ -325,11 +325,50 @@ public final class PostgresJobStore: JobStore {
         }
     }
 
+    public func change(_ ids: [Int64], _ action: BulkChange, at now: Date) async throws(JobStoreError) -> [Result<Job, JobStoreError>] {
+        var outcomes: [Result<Job, JobStoreError>] = []
+        for start in stride(from: 0, to: ids.count, by: BulkChange.batch) {
+            let batch = Array(ids[start..<min(start + BulkChange.batch, ids.count)])
+            outcomes += try await transaction { [self] c in
+                var done: [Result<Job, JobStoreError>] = []
+                var due = false
+                for id in batch {
+                    // Read as locked now: an earlier one's release may have changed it.
+                    let rows = try await c.run("SELECT \(unescaped: Self.columns()) FROM \(unescaped: table) WHERE id = \(id) FOR UPDATE")
+                    guard let (job, revision) = try decodeJobs(rows).first else {
+                        done.append(.failure(.notFound(id)))
+                        continue
+                    }
+                    // Each in a savepoint: a refused one leaves nothing half done, and the others go on.
+                    _ = try await c.run("SAVEPOINT bulk_one")
+                    do {
+                        let moved = try await moved(job, revision: revision, action.transition, at: now, on: c)
+                        _ = try await c.run("RELEASE SAVEPOINT bulk_one")
+                        done.append(.success(moved.job))
+                        due = due || moved.due
+                    } catch let error as JobStoreError {
+                        _ = try await c.run("ROLLBACK TO SAVEPOINT bulk_one")
+                        done.append(.failure(error))
+                    } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {  // unique_violation: the key
+                        _ = try await c.run("ROLLBACK TO SAVEPOINT bulk_one")
+                        done.append(.failure(.refused("job \(id): another live job holds its unique key; cancel that one first")))
+                    }
+                }
+                if due { _ = try await c.run("SELECT pg_notify(\(channel), '')") }
+                return done
+            }
+        }
+        return outcomes
+    }
+
     public func job(id: Int64) async throws(JobStoreError) -> Job? {
         try await fetch(id)?.job
     }
 
     public func jobs(matching query: JobQuery) async throws(JobStoreError) -> [Job] {
+        // One statement for every filter: the server plans it with the values given, so an unused filter
+        // folds away. The dependents are an array (found first, by the edges' key): as `id IN (…)`, the
+        // planner walks every job in id order to fill the limit.
         let order = query.newest ? "DESC" : "ASC"
         let rows = try await run("""
             SELECT \(unescaped: Self.columns()) FROM \(unescaped: table)
@@ -338,7 +377,7 @@ public final class PostgresJobStore: JobStore {
               AND (\(query.namePrefix ?? "") = '' OR starts_with(name, \(query.namePrefix ?? "")))
               AND (NOT \(query.topLevel) OR chunk_of IS NULL)
               AND (\(query.chunkOf == nil) OR chunk_of = \(query.chunkOf ?? 0))
-              AND (\(query.dependsOn == nil) OR id IN (SELECT job_id FROM \(unescaped: edges) WHERE depends_on = \(query.dependsOn ?? 0)))
+              AND (\(query.dependsOn == nil) OR id = ANY(ARRAY(SELECT job_id FROM \(unescaped: edges) WHERE depends_on = \(query.dependsOn ?? 0))))
               AND run_at > \(query.runAfter?.timeIntervalSince1970 ?? -Double.greatestFiniteMagnitude)
               AND run_at <= \(query.runBy?.timeIntervalSince1970 ?? Double.greatestFiniteMagnitude)
               AND (\(query.keyPrefix ?? "") = '' OR starts_with(unique_key, \(query.keyPrefix ?? "")))
@@ -378,27 +417,51 @@ public final class PostgresJobStore: JobStore {
     }
 
     public func prune(finishedBefore date: Date, limit: Int) async throws(JobStoreError) -> Int {
-        // With their edges: nothing waits for a job that ended any more, and it waits for nothing.
-        // Its webhook deliveries that ended go too (a pending one outlives it: its row carries the job).
-        let pruned = try await run("""
+        try await run("""
             WITH pruned AS (
                 DELETE FROM \(unescaped: table) WHERE id IN (
                     SELECT id FROM \(unescaped: table) WHERE state IN ('succeeded', 'failed', 'cancelled', 'dead')
                     AND finished_at < \(date.timeIntervalSince1970) ORDER BY finished_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                 RETURNING id, after_ids),
-            edges AS (
-                DELETE FROM \(unescaped: edges) AS e USING pruned
-                WHERE e.depends_on = pruned.id
-                   OR (e.job_id = pruned.id AND e.depends_on = ANY(SELECT jsonb_array_elements_text(pruned.after_ids::jsonb)::int8))),
-            hooks AS (
-                DELETE FROM webhook_deliveries AS d USING pruned WHERE d.job_id = pruned.id AND d.state <> 'pending'),
-            uploads AS (
-                DELETE FROM object_uploads AS u USING pruned WHERE u.job_id = pruned.id),
-            results AS (
-                DELETE FROM job_results AS r USING pruned WHERE r.job_id = pruned.id)
+            \(unescaped: removals)
             SELECT id FROM pruned
             """).count
-        return pruned
+    }
+
+    public func delete(_ ids: [Int64]) async throws(JobStoreError) -> [Int64] {
+        var deleted: [Int64] = []
+        for start in stride(from: 0, to: ids.count, by: BulkChange.batch) {
+            let batch = Array(ids[start..<min(start + BulkChange.batch, ids.count)])
+            // The jobs that ended, and the chunks of those (which ended with them).
+            deleted += try await run("""
+                WITH pruned AS (
+                    DELETE FROM \(unescaped: table) WHERE state IN ('succeeded', 'failed', 'cancelled', 'dead')
+                    AND (id = ANY(\(batch)) OR chunk_of = ANY(\(batch)))
+                    RETURNING id, after_ids),
+                \(unescaped: removals)
+                SELECT id FROM pruned WHERE id = ANY(\(batch))
+                """, { try $0.decode(Int64.self) })
+        }
+        return deleted
+    }
+
+    /// What goes with the ended jobs of a `pruned` (id, after_ids) selection, as more of its statement:
+    /// their edges (nothing waits for a job that ended any more, and it waits for nothing), their webhook
+    /// deliveries that ended (a pending one outlives its job: its row carries the job), the uploads recorded
+    /// for them that nothing forgot (their aborting failed), and their results kept for reuse.
+    private var removals: String {
+        """
+        edges AS (
+            DELETE FROM \(edges) AS e USING pruned
+            WHERE e.depends_on = pruned.id
+               OR (e.job_id = pruned.id AND e.depends_on = ANY(SELECT jsonb_array_elements_text(pruned.after_ids::jsonb)::int8))),
+        hooks AS (
+            DELETE FROM webhook_deliveries AS d USING pruned WHERE d.job_id = pruned.id AND d.state <> 'pending'),
+        uploads AS (
+            DELETE FROM object_uploads AS u USING pruned WHERE u.job_id = pruned.id),
+        results AS (
+            DELETE FROM job_results AS r USING pruned WHERE r.job_id = pruned.id)
+        """
     }
 
     public func nextRunAt(provides: [String], host: String) async throws(JobStoreError) -> Date? {

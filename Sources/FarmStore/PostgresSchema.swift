@@ -85,6 +85,7 @@ enum PostgresSchema {
         ResultRecords.statements(.postgres),
         PictureSchema.statements(.postgres),
         QueuePauses.statements(.postgres) + QueueHistory.statements(.postgres) + CoordinatorRegistry.providesStatements(.postgres),
+        [JobIndexes.waiting("{schema}.")],
     ]
 
     /// Checks the schema's version, creating or upgrading it with `migrate` (concurrent migrators wait

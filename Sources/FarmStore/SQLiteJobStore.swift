@@ -275,6 +275,40 @@ public final class SQLiteJobStore: JobStore {
         }
     }
 
+    public func change(_ ids: [Int64], _ action: BulkChange, at now: Date) async throws(JobStoreError) -> [Result<Job, JobStoreError>] {
+        var outcomes: [Result<Job, JobStoreError>] = []
+        for start in stride(from: 0, to: ids.count, by: BulkChange.batch) {
+            let batch = Array(ids[start..<min(start + BulkChange.batch, ids.count)])
+            let (done, due) = try await write { [self] db in
+                var done: [Result<Job, JobStoreError>] = []
+                var due = false
+                for id in batch {
+                    guard let job = try fetch(id, db) else {
+                        done.append(.failure(.notFound(id)))
+                        continue
+                    }
+                    // Each in a savepoint: a refused one leaves nothing half done, and the others go on.
+                    do {
+                        try db.inSavepoint {
+                            let moved = try moved(job, action.transition, now, db)
+                            done.append(.success(moved.job))
+                            due = due || moved.due || action == .retry
+                            return .commit
+                        }
+                    } catch let error as JobStoreError {
+                        done.append(.failure(error))
+                    } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                        done.append(.failure(.refused("job \(id): another live job holds its unique key; cancel that one first")))
+                    }
+                }
+                return (done, due)
+            }
+            if due { doorbell.ring() }
+            outcomes += done
+        }
+        return outcomes
+    }
+
     public func job(id: Int64) async throws(JobStoreError) -> Job? {
         try await read { [self] db in try fetch(id, db) }
     }
@@ -348,21 +382,42 @@ public final class SQLiteJobStore: JobStore {
                 SELECT id, after_ids FROM jobs WHERE state IN ('succeeded', 'failed', 'cancelled', 'dead')
                 AND finished_at < ? ORDER BY finished_at LIMIT ?
                 """, arguments: [date.timeIntervalSince1970, limit]).map { row in (id: row[0] as Int64, after: JobCoding.decode([Int64].self, row[1]) ?? []) }
-            for job in pruned {
-                try db.cachedStatement(sql: "DELETE FROM jobs WHERE id = ?").execute(arguments: [job.id])
-                // Its edges: nothing waits for a job that ended any more, and it waits for nothing.
-                try db.cachedStatement(sql: "DELETE FROM job_dependencies WHERE depends_on = ?").execute(arguments: [job.id])
-                // Its webhook deliveries that ended (a pending one outlives it: its row carries the job).
-                try db.cachedStatement(sql: "DELETE FROM webhook_deliveries WHERE job_id = ? AND state <> 'pending'").execute(arguments: [job.id])
-                // Uploads recorded for it that nothing forgot (their aborting failed).
-                try db.cachedStatement(sql: "DELETE FROM object_uploads WHERE job_id = ?").execute(arguments: [job.id])
-                // Its result kept for reuse.
-                try db.cachedStatement(sql: "DELETE FROM job_results WHERE job_id = ?").execute(arguments: [job.id])
-                for dependency in job.after {
-                    try db.cachedStatement(sql: "DELETE FROM job_dependencies WHERE depends_on = ? AND job_id = ?").execute(arguments: [dependency, job.id])
-                }
-            }
+            for job in pruned { try remove(job, db) }
             return pruned.count
+        }
+    }
+
+    public func delete(_ ids: [Int64]) async throws(JobStoreError) -> [Int64] {
+        var deleted: [Int64] = []
+        for start in stride(from: 0, to: ids.count, by: BulkChange.batch) {
+            let batch = ids[start..<min(start + BulkChange.batch, ids.count)]
+            deleted += try await write { [self] db in
+                // The jobs that ended, and the chunks of those (which ended with them).
+                let rows = try Row.fetchAll(db, sql: """
+                    SELECT id, after_ids FROM jobs WHERE state IN ('succeeded', 'failed', 'cancelled', 'dead')
+                    AND (id IN (\(batch.map { String($0) }.joined(separator: ","))) OR chunk_of IN (\(batch.map { String($0) }.joined(separator: ","))))
+                    """).map { row in (id: row[0] as Int64, after: JobCoding.decode([Int64].self, row[1]) ?? []) }
+                for job in rows { try remove(job, db) }
+                let asked = Set(batch)
+                return rows.map(\.id).filter(asked.contains)
+            }
+        }
+        return deleted
+    }
+
+    /// Deletes an ended job's row and what hangs on it.
+    private func remove(_ job: (id: Int64, after: [Int64]), _ db: Database) throws {
+        try db.cachedStatement(sql: "DELETE FROM jobs WHERE id = ?").execute(arguments: [job.id])
+        // Its edges: nothing waits for a job that ended any more, and it waits for nothing.
+        try db.cachedStatement(sql: "DELETE FROM job_dependencies WHERE depends_on = ?").execute(arguments: [job.id])
+        // Its webhook deliveries that ended (a pending one outlives it: its row carries the job).
+        try db.cachedStatement(sql: "DELETE FROM webhook_deliveries WHERE job_id = ? AND state <> 'pending'").execute(arguments: [job.id])
+        // Uploads recorded for it that nothing forgot (their aborting failed).
+        try db.cachedStatement(sql: "DELETE FROM object_uploads WHERE job_id = ?").execute(arguments: [job.id])
+        // Its result kept for reuse.
+        try db.cachedStatement(sql: "DELETE FROM job_results WHERE job_id = ?").execute(arguments: [job.id])
+        for dependency in job.after {
+            try db.cachedStatement(sql: "DELETE FROM job_dependencies WHERE depends_on = ? AND job_id = ?").execute(arguments: [dependency, job.id])
         }
     }
 

@@ -136,6 +136,19 @@ extension SQLiteJobStore {
                 try db.execute(sql: statement)
             }
         }
+        migrator.registerMigration("v14 waiting jobs") { db in
+            try db.execute(sql: JobIndexes.waiting(""))
+        }
         return migrator
+    }
+}
+
+/// Indexes on the jobs that both backends make.
+enum JobIndexes {
+    /// The jobs waiting (for their dependencies, or a chunked export for its chunks): the overview, the
+    /// console's waiting tab and a coordinator's tending of chunked exports find them without reading the
+    /// whole queue. Only a waiting row is in it, so claiming and finishing do not pay for it.
+    static func waiting(_ prefix: String) -> String {
+        "CREATE INDEX jobs_waiting ON \(prefix)jobs (id) WHERE state = 'waiting'"
     }
 }

@@ -54,4 +54,41 @@ import Testing
         #expect(try await store.jobs(matching: page).map(\.id) == [ids[2], ids[3]])
         #expect(chunks.count == 2)
     }
+
+    /// The console's bulk actions as both queues take them: many jobs a batch, each one's refusal its own
+    /// (a state that does not allow it, a missing id, a unique key another live job holds), and deletion of
+    /// the jobs that ended only, with their chunks.
+    @Test(arguments: Backend.allCases)
+    func bulkChangesRefuseOneJobAndGoOnWithTheOthers(backend: Backend) async throws {
+        let store = try await backend.make()
+        defer { Task { await store.close() } }
+        // More than one batch.
+        let many = try await store.enqueue((0..<1_200).map { new("many-\($0)") }, at: t0).map(\.id)
+        let cancelled = try await store.change(many, .cancel, at: t0.addingTimeInterval(1))
+        #expect(cancelled.count == 1_200)
+        #expect(cancelled.allSatisfy { (try? $0.get().state) == .cancelled })
+        var keyed = new("keyed")
+        keyed.uniqueKey = "k1"
+        let old = try await store.enqueue([keyed], at: t0).map(\.id)[0]
+        _ = try await store.cancel(id: old, at: t0)
+        let holder = try await store.enqueue([keyed], at: t0).map(\.id)[0]  // the key is free again: holds it now
+        let outcomes = try await store.change([many[0], 999_999, old, holder], .retry, at: t0.addingTimeInterval(2))
+        #expect((try? outcomes[0].get().state) == .queued, "a cancelled job retried")
+        guard case .failure(.notFound(999_999)) = outcomes[1] else { Issue.record("a missing id: \(outcomes[1])"); return }
+        guard case .failure(.refused(let message)) = outcomes[2] else { Issue.record("a held key: \(outcomes[2])"); return }
+        #expect(message.contains("unique key"))
+        guard case .failure(.transition) = outcomes[3] else { Issue.record("a queued job retried: \(outcomes[3])"); return }
+        #expect(try await store.job(id: old)?.state == .cancelled, "the refused one is untouched")
+        #expect(try await store.job(id: many[1])?.state == .cancelled, "the others stay as they were")
+
+        // Deleting: the ended ones, with their chunks; a live one and a missing one are left out.
+        let parent = try await store.enqueue([new("export")], at: t0).map(\.id)[0]
+        let chunk = try await store.enqueue([new("export chunk 1", chunkOf: parent)], at: t0).map(\.id)[0]
+        _ = try await store.change([parent, chunk], .cancel, at: t0)
+        let deleted = try await store.delete([many[1], many[2], holder, parent, 999_999])
+        #expect(Set(deleted) == [many[1], many[2], parent])
+        #expect(try await store.job(id: many[1]) == nil)
+        #expect(try await store.job(id: chunk) == nil, "the chunk went with its export")
+        #expect(try await store.job(id: holder)?.state == .queued, "a live job is not deleted")
+    }
 }

@@ -109,7 +109,8 @@ import Glibc
         #expect((drive.results[2] as? Double ?? 0) >= 10, "\(drive.results)")
     }
 
-    /// Every failed job, 100 of them, retried at once with "all matching this filter"; the notice says so.
+    /// Every failed job, 100 of them, retried at once with "all matching this filter" (Chromium); the notice says so.
+    /// Then all of them deleted (Firefox), the one live job among the matches kept.
     @Test func aBulkRetryRetriesEveryFailedJob() throws {
         let farm = try HTTPFarm("console-bulk", workers: 2)
         var ids: [Int64] = []
@@ -126,9 +127,24 @@ import Glibc
         #expect(drive.results[0] as? String == "100", "\(drive.results)")
         #expect((drive.results[2] as? String)?.contains("Retried 100 jobs") == true, "\(drive.results)")
         for id in ids {
-            let job = try farm.waitFor(id) { ($0["errors"] as? [Any])?.count == 2 }
+            let job = try farm.waitFor(id) { ($0["errors"] as? [Any])?.count == 2 && $0["state"] as? String == "failed" }
             #expect((job["errors"] as? [Any])?.count == 2, "job \(id) was not retried: \(job)")
         }
+        // Then, in Firefox, every failed job deleted at once, and one live job (delayed) left: the list has
+        // only that one.
+        let live = try farm.submit(#"{ "version": 1, "name": "bulk-live", "input": "clip.mp4", "report": "out/live.json" }"#, query: "?delay=3600")
+        let deleting = try Self.drive("firefox", [
+            ["go": farm.base + "/jobs?name=bulk-&token=" + (farm.token ?? "")],
+            ["eval": "document.querySelector('input[name=all]').checked = true; true"],
+            ["click": "#bulk button[value=delete]"],
+            ["wait": "!!document.querySelector('.notice')", "timeout": 60],
+            ["eval": "document.querySelector('.notice').textContent"],
+            ["eval": "[...document.querySelectorAll('tr.job')].map(r => r.dataset.job).join(',')"],
+        ])
+        #expect((deleting.results.dropFirst(1).first as? String)?.contains("Deleted 100 jobs; 1 could not be") == true, "\(deleting.results)")
+        #expect(deleting.results.dropFirst(2).first as? String == String(live), "\(deleting.results)")
+        #expect(try farm.request("GET", "/api/jobs/\(ids[0])").status == 404)
+        #expect(try farm.job(live)["state"] as? String == "queued")
     }
 
     /// A form POST without the page's CSRF token, or with another browser's, is refused with 403 and
