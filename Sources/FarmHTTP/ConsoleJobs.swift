@@ -21,15 +21,14 @@ extension HTTPFace {
         }
     }
 
-    /// Whether `request` may act (its sign-in is not the read-only token's); true without a token.
-    func canAct(_ request: Request) -> Bool {
-        guard let token = configuration.token else { return true }
-        if let bearer = BearerAuthMiddleware<BasicRequestContext>.presented(request) {
-            return BearerAuthMiddleware<BasicRequestContext>.constantTimeEqual(bearer, token)
-        }
-        if let session = request.cookies[SessionStore.cookieName]?.value { return sessions.access(session) == .full }
-        return false
+    /// Who `request` is, as the middleware decided it.
+    func access(of request: Request) -> Access? {
+        BearerAuthMiddleware<BasicRequestContext>.access(of: request, token: configuration.token, readOnlyToken: configuration.readOnlyToken,
+                                                         sessions: sessions)
     }
+
+    /// Whether `request` may act (its sign-in is the coordinator's token's, or the face has none).
+    func canAct(_ request: Request) -> Bool { access(of: request) == .full }
 
     /// An HTML answer with the page's CSRF cookie set when the browser had none.
     func html(_ text: String, cookie: Cookie?, status: HTTPResponse.Status = .ok) -> Response {

@@ -44,14 +44,8 @@ extension HTTPFace {
         } catch {
             throw APIError(status: .serviceUnavailable, message: "the asset library: \(error)")
         }
-        var presented = BearerAuthMiddleware<BasicRequestContext>.presented(request)
-        if presented == nil, let session = request.cookies[SessionStore.cookieName]?.value, case .scoped(let token) = sessions.access(session) {
-            presented = token
-        }
-        guard let presented else { return base }
-        if let token = configuration.token, BearerAuthMiddleware<BasicRequestContext>.constantTimeEqual(presented, token) { return base }
-        // The read-only token sees the whole library (the middleware let it only look).
-        if let readOnly = configuration.readOnlyToken, BearerAuthMiddleware<BasicRequestContext>.constantTimeEqual(presented, readOnly) { return base }
+        // The coordinator's and the read-only token see the whole library (the middleware let the latter only look).
+        guard case .scoped(let presented)? = access(of: request) else { return base }
         do {
             return try await AssetLibrary.open(store, host: configuration.libraryHost, token: presented)
         } catch {

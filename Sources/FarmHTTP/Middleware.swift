@@ -255,27 +255,42 @@ struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
             || (path == "/api/jobs" && request.method == .post)
     }
 
+    /// Who `request` is: the one decision the middleware, the pages' actions and the library's scope all take.
+    /// The coordinator's token is everything; the read-only token only looks; any other bearer is taken as a
+    /// scoped library token (the library's handlers check it); a session has the access it was started with.
+    /// nil when the request presents no token and no live session, and the face has a token.
+    static func access(of request: Request, token: String?, readOnlyToken: String?, sessions: SessionStore) -> Access? {
+        if let bearer = presented(request) {
+            if let token, constantTimeEqual(bearer, token) { return .full }
+            if let readOnlyToken, constantTimeEqual(bearer, readOnlyToken) { return .readOnly }
+            return .scoped(token: bearer)
+        }
+        if let session = request.cookies[SessionStore.cookieName]?.value, let access = sessions.access(session) { return access }
+        return token == nil ? .full : nil
+    }
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         if Self.open.contains(request.uri.path) || Self.asset(request.uri.path) { return try await next(request, context) }
-        let bearer = Self.presented(request)
+        let byBearer = Self.presented(request) != nil
         let looks = request.method == .get || request.method == .head
-        if let bearer {
-            if Self.constantTimeEqual(bearer, token) { return try await next(request, context) }
-            if let readOnlyToken, Self.constantTimeEqual(bearer, readOnlyToken) {
-                guard looks else { throw Self.readOnlyRefusal(request) }
-                return try await next(request, context)
-            }
-            if Self.scoped(request) { return try await next(request, context) }
-        } else if let session = request.cookies[SessionStore.cookieName]?.value, let access = sessions.access(session) {
-            if case .scoped = access {
-                // A scoped library token's browser: its albums' pages and the library's reads, nothing else.
-                guard looks, Self.scoped(request) || request.uri.path.hasPrefix("/library") || Self.asset(request.uri.path) else {
-                    throw APIError(status: .forbidden, message: "a scoped library sign-in sees its albums only (\(request.method) \(request.uri.path))")
-                }
-            }
-            guard access != .readOnly || looks else { throw Self.readOnlyRefusal(request) }
+        switch Self.access(of: request, token: token, readOnlyToken: readOnlyToken, sessions: sessions) {
+        case .full?:
             return try await next(request, context)
-        } else if request.method == .get, let given = request.uri.queryParameters.get("token") {
+        case .readOnly?:
+            guard looks else { throw Self.readOnlyRefusal(request) }
+            return try await next(request, context)
+        case .scoped? where byBearer:
+            if Self.scoped(request) { return try await next(request, context) }
+        case .scoped?:
+            // A scoped library token's browser: its albums' pages and the library's reads, nothing else.
+            guard looks, Self.scoped(request) || request.uri.path.hasPrefix("/library") || Self.asset(request.uri.path) else {
+                throw APIError(status: .forbidden, message: "a scoped library sign-in sees its albums only (\(request.method) \(request.uri.path))")
+            }
+            return try await next(request, context)
+        case nil:
+            break
+        }
+        if !byBearer, request.method == .get, let given = request.uri.queryParameters.get("token") {
             let readOnly = readOnlyToken.map { Self.constantTimeEqual(given, $0) } ?? false
             if Self.constantTimeEqual(given, token) || readOnly {
                 // The URL printed at start: a session for this browser, and the token out of the address bar.
