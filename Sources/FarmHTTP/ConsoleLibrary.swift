@@ -156,23 +156,19 @@ extension HTTPFace {
         -> ([AlbumInfo], FetchResult, Set<AssetID>, [String: LibraryAsset]) {
         let albums = try await library.albums()
         let page = try await library.fetch(options)
-        var posters = Set<AssetID>()
-        var keyAssets: [String: LibraryAsset] = [:]
-        for asset in page.assets {
-            if try await library.picture(of: asset.id, kind: .poster) != nil { posters.insert(asset.id) }
-        }
+        // Each album's newest few, then which of those and of the page have a poster: one query for all.
+        var newest: [(album: String, assets: [LibraryAsset])] = []
         if options.album == nil {
             for album in albums.prefix(48) {
-                var newest = FetchOptions()
-                (newest.album, newest.descending, newest.limit) = (album.name, true, 6)
-                for asset in try await library.fetch(newest).assets {
-                    if try await library.picture(of: asset.id, kind: .poster) != nil {
-                        keyAssets[album.name] = asset
-                        posters.insert(asset.id)
-                        break
-                    }
-                }
+                var query = FetchOptions()
+                (query.album, query.descending, query.limit) = (album.name, true, 6)
+                newest.append((album.name, try await library.fetch(query).assets))
             }
+        }
+        let posters = try await library.pictured(page.assets.map(\.id) + newest.flatMap { $0.assets.map(\.id) }, kind: .poster)
+        var keyAssets: [String: LibraryAsset] = [:]
+        for (album, assets) in newest {
+            keyAssets[album] = assets.first { posters.contains($0.id) }
         }
         return (albums, page, posters, keyAssets)
     }

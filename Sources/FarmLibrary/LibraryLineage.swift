@@ -219,4 +219,21 @@ extension AssetLibrary {
         guard let found else { throw .unknownAsset(id) }
         return found
     }
+
+    /// Which of `ids` have a picture of `kind` this host reaches, in one query (a grid's posters). The caller
+    /// must be allowed to see every one of them (they came from its `fetch`).
+    public func pictured(_ ids: [AssetID], kind: RepresentationKind) async throws(LibraryError) -> Set<AssetID> {
+        guard !ids.isEmpty else { return [] }
+        let unique = Array(Set(ids.map(\.rawValue))).sorted()
+        let (host, everyHost) = (host, Self.everyHost)
+        return try await read { s in
+            let rows = try await s.rows("""
+                SELECT DISTINCT r.source_id FROM asset_representations r
+                JOIN asset_locations l ON l.asset_id = r.output_id AND l.host IN (?, ?) AND l.state = 'present'
+                WHERE r.kind = ? AND r.source_id IN (\(unique.map { _ in "?" }.joined(separator: ", ")))
+                """, [.text(host), .text(everyHost), .text(kind.rawValue)] + unique.map { .text($0) })
+            return Set(rows.compactMap { $0[0].string.flatMap(AssetID.init) })
+        }
+    }
 }
+
