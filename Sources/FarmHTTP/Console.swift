@@ -123,6 +123,7 @@ enum Console {
     .asset-pictures { display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start; margin: .5em 0 1em; }
     .asset-pictures .poster { max-width: min(100%, 32em); border-radius: 6px; }
     .asset-pictures .waveform { max-width: 100%; }
+    #files .output { display: block; max-width: min(100%, 48em); max-height: 60vh; border-radius: 6px; background: #000; }
     .scrub { border: 1px solid var(--line); border-radius: 6px; padding: .5em; cursor: ew-resize; }
     .scrub .frame { background-repeat: no-repeat; min-width: 160px; min-height: 90px; }
     .chart { margin: .5em 0 1em; } .chart svg { width: 100%; max-width: 60em; height: auto; display: block; }
@@ -298,7 +299,7 @@ struct ConsoleCSRF {
 /// (no inline script, no other site), and may not be framed.
 struct ContentSecurityMiddleware<Context: RequestContext>: RouterMiddleware {
     static var policy: String {
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self'; connect-src 'self'; "
             + "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
     }
 

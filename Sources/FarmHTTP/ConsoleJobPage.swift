@@ -126,6 +126,7 @@ extension HTTPFace {
         if let result = job.result {
             body += "<h2>Result</h2><pre id=\"result\">\(Self.prettyJSON(result, linkAssets: false))</pre>\n"
         }
+        body += await filesSection(job, request: request)
         body += ConsoleReport.section(job)
         body += "<h2>Manifest</h2><pre id=\"manifest\">\(Self.prettyJSON(job.manifest, linkAssets: true))</pre>\n"
 
@@ -155,7 +156,7 @@ extension HTTPFace {
             rest = rest[range.upperBound...]
             let id = rest.prefix { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }
             if !id.isEmpty, rest.dropFirst(id.count).hasPrefix("&quot;") {
-                out += "<a href=\"/api/assets/\(id)\">\(id)</a>"
+                out += "<a href=\"/library/assets/\(id)\">\(id)</a>"
                 rest = rest.dropFirst(id.count)
             }
         }

@@ -41,6 +41,7 @@ extension HTTPFace {
         addLibraryRoutes(to: router)
         addPictureRoutes(to: router)
         addConsoleRoutes(to: router)
+        addConsoleFiles(to: router)
         addQueueRoutes(to: router)
         addLibraryPages(to: router)
         addChartRoutes(to: router)

@@ -58,6 +58,8 @@ public struct FetchOptions: Sendable, Hashable {
     public var limit: Int?
     /// The `nextCursor` of the page before.
     public var after: String?
+    /// Only these assets (those the caller may see among them).
+    public var ids: [AssetID]?
 
     public init() {}
 }
@@ -90,6 +92,7 @@ extension AssetLibrary {
                 add("a.id IN (SELECT asset_id FROM album_assets WHERE album = ?)", [.text(album)])
             }
         }
+        if let ids = options.ids { add("a.id IN (\((["''"] + ids.map { _ in "?" }).joined(separator: ", ")))", ids.map { .text($0.rawValue) }) }
         if let type = options.mediaType { add("a.media_type = ?", [.text(type.rawValue)]) }
         if let since = options.since { add("a.date_key >= ?", [SQLValue(since)]) }
         if let until = options.until { add("a.date_key < ?", [SQLValue(until)]) }

@@ -110,6 +110,14 @@ extension AssetLibrary {
         return found
     }
 
+    /// The assets job `jobID` made (its outputs the library registered), by id.
+    public func jobOutputs(_ jobID: Int64) async throws(LibraryError) -> [AssetID] {
+        try await read { s in
+            try await s.rows("SELECT DISTINCT output_id FROM asset_representations WHERE job_id = ? ORDER BY output_id", [.integer(jobID)])
+                .compactMap { $0[0].string.flatMap(AssetID.init) }
+        }
+    }
+
     /// Records which assets a job reads (Failed Jobs' Inputs, and the sources of what it makes).
     public func recordJobInputs(_ jobID: Int64, _ ids: [AssetID]) async throws(LibraryError) {
         guard !ids.isEmpty else { return }

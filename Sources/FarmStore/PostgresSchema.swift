@@ -85,7 +85,7 @@ enum PostgresSchema {
         ResultRecords.statements(.postgres),
         PictureSchema.statements(.postgres),
         QueuePauses.statements(.postgres) + QueueHistory.statements(.postgres) + CoordinatorRegistry.providesStatements(.postgres),
-        [JobIndexes.waiting("{schema}.")],
+        JobIndexes.statements("{schema}."),
     ]
 
     /// Checks the schema's version, creating or upgrading it with `migrate` (concurrent migrators wait

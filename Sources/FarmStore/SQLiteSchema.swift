@@ -137,7 +137,7 @@ extension SQLiteJobStore {
             }
         }
         migrator.registerMigration("v14 waiting jobs") { db in
-            try db.execute(sql: JobIndexes.waiting(""))
+            for statement in JobIndexes.statements("") { try db.execute(sql: statement) }
         }
         return migrator
     }
@@ -148,7 +148,9 @@ enum JobIndexes {
     /// The jobs waiting (for their dependencies, or a chunked export for its chunks): the overview, the
     /// console's waiting tab and a coordinator's tending of chunked exports find them without reading the
     /// whole queue. Only a waiting row is in it, so claiming and finishing do not pay for it.
-    static func waiting(_ prefix: String) -> String {
-        "CREATE INDEX jobs_waiting ON \(prefix)jobs (id) WHERE state = 'waiting'"
+    /// And the assets a job made, for its page.
+    static func statements(_ prefix: String) -> [String] {
+        ["CREATE INDEX jobs_waiting ON \(prefix)jobs (id) WHERE state = 'waiting'",
+         "CREATE INDEX asset_representations_job ON \(prefix)asset_representations (job_id)"]
     }
 }

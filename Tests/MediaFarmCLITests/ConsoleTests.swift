@@ -260,5 +260,21 @@ import Glibc
         let codes = try #require(page.firstMatch(of: /<table id="codes">(.*?)<\/table>/), "no codes in \(page)").1
         #expect(codes.contains("<code>MediaFarm QR 1</code>") && codes.contains("<td>qr</td>"), "\(codes)")
         #expect(page.contains("<table class=\"facts\" id=\"export\">"), "no export table")
+
+        // The output plays on the page, and both files download; a player's range is answered as one.
+        #expect(page.contains("<video class=\"output\" controls preload=\"metadata\" src=\"/jobs/\(id)/files/output\">"), "no player")
+        #expect(page.contains("href=\"/jobs/\(id)/files/report?download=1\""), "no report download")
+        let movie = try Data(contentsOf: farm.dir.appendingPathComponent("out/qr.mp4"))
+        let range = try farm.request("GET", "/jobs/\(id)/files/output", ["-H", "Range: bytes=0-99"])
+        #expect(range.status == 206, "\(range.status) \(range.headers)")
+        #expect(range.headers.lowercased().contains("content-range: bytes 0-99/\(movie.count)"), "\(range.headers)")
+        #expect(range.headers.lowercased().contains("content-type: video/mp4"), "\(range.headers)")
+        let whole = try farm.request("GET", "/jobs/\(id)/files/output?download=1")
+        #expect(whole.status == 200 && whole.headers.lowercased().contains("content-length: \(movie.count)"), "\(whole.headers)")
+        #expect(whole.headers.contains("attachment; filename=\"qr.mp4\""), "\(whole.headers)")
+        let report = try farm.request("GET", "/jobs/\(id)/files/report")
+        #expect(report.body == (try String(contentsOf: farm.dir.appendingPathComponent("out/qr.json"), encoding: .utf8)))
+        #expect(try farm.request("GET", "/jobs/\(id)/files/manifest").status == 404)
+        #expect(try farm.request("GET", "/jobs/\(id)/files/output", ["-H", "Range: bytes=\(movie.count)-"]).status == 416)
     }
 }

@@ -412,6 +412,14 @@ import Testing
         let etag = try #require(header(poster, "ETag"), "\(poster.headers)")
         let posterID = etag.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
         #expect(posterID.count == 26 && posterID != talk)
+        // The job's page shows the asset it read, with its poster, and the pictures it made.
+        let listed = try farm.request("GET", "/api/jobs?name=talk-pictures").json?["jobs"] as? [[String: Any]] ?? []
+        let jobID = try #require(listed.first?["id"] as? Int, "\(listed)")
+        let page = try farm.request("GET", "/jobs/\(jobID)").body
+        let inputs = try #require(page.firstMatch(of: /<div class="grid assets" id="inputs">(.*?)<\/div>/), "no inputs in \(page)").1
+        #expect(inputs.contains("data-asset=\"\(talk)\"") && inputs.contains("<img src=\"/api/assets/\(talk)/poster\""), "\(inputs)")
+        let outputs = try #require(page.firstMatch(of: /<div class="grid assets" id="outputs">(.*?)<\/div>/), "no outputs in \(page)").1
+        #expect(outputs.contains("data-asset=\"\(posterID)\""), "\(outputs)")
         #expect(try fetch("/api/assets/\(talk)/poster", ["-H", "If-None-Match: \(etag)"]).0.status == 304)
         let pinned = try fetch("/api/assets/\(talk)/poster?v=\(posterID)")
         #expect(pinned.0.status == 200 && header(pinned.0, "Cache-Control") == "private, max-age=31536000, immutable", "\(pinned.0.headers)")

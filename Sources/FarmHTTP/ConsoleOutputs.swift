@@ -1,0 +1,153 @@
+import FarmLibrary
+import FarmModel
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// A job's files on its page: its output shown (a movie plays, with its own scrubbing; a picture shows) and
+/// both output and report to download (`GET /jobs/{id}/files/output|report`, ranges allowed, so a player can
+/// seek), and the library's assets it read and made, with their posters. A file is served only when the job
+/// ended well, it is a regular local file, and its real path (links followed) lies under one of the job's
+/// output roots: the page never reads elsewhere on the host.
+extension HTTPFace {
+    func addConsoleFiles(to router: Router<BasicRequestContext>) {
+        router.get("/jobs/:id/files/:name") { request, context in
+            try await self.jobFile(request, context, id: Self.jobID(context), name: context.parameters.get("name") ?? "")
+        }
+    }
+
+    static let fileIO = FileIO()
+
+    /// The job's file `name` ("output" or "report"), streamed, or the answer saying why not.
+    func jobFile(_ request: Request, _ context: BasicRequestContext, id: Int64, name: String) async throws -> Response {
+        guard let job = try await storeJob(id) else { throw APIError(status: .notFound, message: "no job \(id)") }
+        let path = try Self.servedFile(job, name)
+        let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0  // gone since: the read below says so
+        var headers: HTTPFields = [
+            .contentType: Self.fileType(path), .acceptRanges: "bytes", .xContentTypeOptions: "nosniff", .cacheControl: "private, no-cache",
+            .contentDisposition: "\(request.uri.queryParameters.get("download") == nil ? "inline" : "attachment"); filename=\"\(Self.headerSafe((path as NSString).lastPathComponent))\"",
+        ]
+        if let range = request.headers[.range], let wanted = Self.byteRange(range, size: size) {
+            headers[.contentRange] = "bytes \(wanted.lowerBound)-\(wanted.upperBound)/\(size)"
+            headers[.contentLength] = String(wanted.count)
+            let body = try await Self.fileIO.loadFile(path: path, range: wanted, context: context)
+            return Response(status: .partialContent, headers: headers, body: body)
+        } else if request.headers[.range] != nil {
+            return Response(status: .rangeNotSatisfiable, headers: [.contentRange: "bytes */\(size)"])
+        }
+        headers[.contentLength] = String(size)
+        return Response(status: .ok, headers: headers, body: try await Self.fileIO.loadFile(path: path, context: context))
+    }
+
+    /// The real path of a job's `output` or `report` when the page may serve it; otherwise why not.
+    static func servedFile(_ job: Job, _ name: String) throws -> String {
+        guard name == "output" || name == "report" else {
+            throw APIError(status: .notFound, message: "no file \(name): a job's files are its output and its report")
+        }
+        // A result that does not decode has no files to serve: said below as "wrote none".
+        guard job.state == .succeeded, let text = job.result, let result = try? JSONDecoder().decode(JobResult.self, from: Data(text.utf8)),
+              let given = name == "output" ? result.output : result.report else {
+            throw APIError(status: .notFound, message: "job \(job.id) has no \(name) (it has not succeeded, or wrote none)")
+        }
+        guard !given.hasPrefix("s3://") else {
+            throw APIError(status: .notFound, message: "job \(job.id)'s \(name) is the object \(given): read it from its bucket")
+        }
+        let full = given.hasPrefix("/") ? given : job.baseDirectory + "/" + given
+        let real = URL(fileURLWithPath: full).resolvingSymlinksInPath().path
+        let roots = job.outputRoots.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path }
+        guard roots.contains(where: { real.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }) else {
+            throw APIError(status: .forbidden, message: "job \(job.id)'s \(name) \(full) is not under its output roots: the console serves nothing else")
+        }
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: real, isDirectory: &isFolder), !isFolder.boolValue else {
+            throw APIError(status: .notFound, message: "job \(job.id)'s \(name) \(full) is not on this host now")
+        }
+        return real
+    }
+
+    /// One `bytes=A-B`, `bytes=A-` or `bytes=-N` range within a file of `size` bytes; nil when it is none of
+    /// them or lies outside the file.
+    static func byteRange(_ header: String, size: Int) -> ClosedRange<Int>? {
+        guard header.hasPrefix("bytes="), size > 0 else { return nil }
+        let spec = header.dropFirst(6)
+        guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return nil }
+        let (first, last) = (spec[..<dash], spec[spec.index(after: dash)...])
+        if first.isEmpty {
+            guard let n = Int(last), n > 0 else { return nil }
+            return max(0, size - n)...(size - 1)
+        }
+        guard let start = Int(first), start >= 0, start < size else { return nil }
+        guard !last.isEmpty else { return start...(size - 1) }
+        guard let end = Int(last), end >= start else { return nil }
+        return start...min(end, size - 1)
+    }
+
+    static func fileType(_ path: String) -> String {
+        switch (path as NSString).pathExtension.lowercased() {
+        case "mp4", "m4v": "video/mp4"
+        case "mov": "video/quicktime"
+        case "mkv": "video/x-matroska"
+        case "webm": "video/webm"
+        case "m4a": "audio/mp4"
+        case "wav": "audio/wav"
+        case "vtt": "text/vtt; charset=utf-8"
+        default: mimeType(path)
+        }
+    }
+
+    /// A file name for a header: printable ASCII without quotes or backslashes.
+    static func headerSafe(_ name: String) -> String {
+        String(name.unicodeScalars.map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7f && $0 != "\"" && $0 != "\\" ? Character($0) : "_" })
+    }
+
+    /// The page's "Files" section: the output shown and both files to download, then the library's assets
+    /// the job read and made.
+    func filesSection(_ job: Job, request: Request) async -> String {
+        let e = StatusPage.escape
+        var body = ""
+        var files = ""
+        for name in ["output", "report"] {
+            guard let path = try? Self.servedFile(job, name) else { continue }  // not servable: the result above names it
+            let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int64) ?? 0  // gone since: shown as 0 bytes
+            let link = "/jobs/\(job.id)/files/\(name)"
+            if name == "output" {
+                let type = Self.fileType(path)
+                if type.hasPrefix("video/") {
+                    files += "<video class=\"output\" controls preload=\"metadata\" src=\"\(link)\"></video>"
+                } else if type.hasPrefix("image/") {
+                    files += "<img class=\"output\" src=\"\(link)\" alt=\"The job's output\">"
+                } else if type.hasPrefix("audio/") {
+                    files += "<audio controls preload=\"metadata\" src=\"\(link)\"></audio>"
+                }
+            }
+            files += "<p class=\"file\">\(name): <a href=\"\(link)?download=1\" download>\(e((path as NSString).lastPathComponent))</a> "
+            files += "<span class=\"muted\">\(ByteCountFormatter.string(fromByteCount: size, countStyle: .file))</span></p>"
+        }
+        if !files.isEmpty { body += "<h2>Files</h2><div id=\"files\">\(files)</div>\n" }
+        // The library's assets it read and made (when the library knows them), as tiles with their posters.
+        let assets: (read: [LibraryAsset], made: [LibraryAsset], posters: Set<AssetID>)
+        do {
+            let library = try await library(for: request)
+            assets = try await Self.jobAssets(library, job.id)
+        } catch {
+            return body + "<p class=\"muted\">The library cannot say now which assets the job read and made: \(e(String(describing: error)))</p>\n"
+        }
+        for (title, list, id) in [("Assets it read", assets.read, "inputs"), ("Assets it made", assets.made, "outputs")] where !list.isEmpty {
+            body += "<h2>\(title)</h2><div class=\"grid assets\" id=\"\(id)\">" + list.map { Self.thumbnail($0, poster: assets.posters.contains($0.id)) }.joined() + "</div>\n"
+        }
+        return body
+    }
+
+    /// The assets job `id` read and made, each with which have a poster.
+    static func jobAssets(_ library: AssetLibrary, _ id: Int64) async throws -> (read: [LibraryAsset], made: [LibraryAsset], posters: Set<AssetID>) {
+        func assets(_ ids: [AssetID]) async throws -> [LibraryAsset] {
+            guard !ids.isEmpty else { return [] }
+            var options = FetchOptions()
+            (options.ids, options.limit) = (Array(ids.prefix(60)), 60)
+            return try await library.fetch(options).assets
+        }
+        let read = try await assets(try await library.jobInputs(id))
+        let made = try await assets(try await library.jobOutputs(id))
+        return (read, made, try await library.pictured((read + made).map(\.id), kind: .poster))
+    }
+}
