@@ -144,7 +144,7 @@ enum Console {
     """
 
     /// Times in the viewer's zone; live updates from `/api/events` (progress moves bars in place, other
-    /// events fetch the page again and replace its main part, at most once a second, nothing while the
+    /// events fetch the page again and replace its main part, at most twice a second (one more when an event came during a fetch), nothing while the
     /// tab is hidden); confirmations of bulk actions; the theme switch.
     static let script = """
     "use strict";
@@ -195,15 +195,17 @@ enum Console {
         });
         bar.appendChild(select);
       }
-      var refreshing = null, last = 0;
+      // An event during a fetch asks for one more: the page fetched may predate its commit.
+      var refreshing = null, again = false, last = 0;
       function refresh() {
-        if (refreshing) return;
-        var wait = Math.max(0, 1000 - (Date.now() - last));
+        if (refreshing) { again = true; return; }
+        var wait = Math.max(0, 500 - (Date.now() - last));
         refreshing = setTimeout(function () {
           fetch(location.href, { headers: { Accept: "text/html" }, credentials: "same-origin" }).then(function (r) {
             return r.ok ? r.text() : null;
           }).then(function (text) {
             refreshing = null; last = Date.now();
+            if (again) { again = false; refresh(); }
             if (!text) return;
             var fresh = new DOMParser().parseFromString(text, "text/html").getElementById("main");
             var main = document.getElementById("main");
@@ -215,7 +217,7 @@ enum Console {
             if (focused) { var f = document.getElementById(focused); if (f) f.focus(); }
             localTimes(main); confirmations(main);
             document.dispatchEvent(new CustomEvent("mediafarm:refreshed"));
-          }).catch(function () { refreshing = null; });
+          }).catch(function () { refreshing = null; if (again) { again = false; refresh(); } });
         }, wait);
       }
       var source = null;

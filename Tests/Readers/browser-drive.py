@@ -7,6 +7,8 @@
 #   {"wait": JS, "timeout": S}        evaluate JS until it is truthy (default 20 s); fails after that
 #   {"click": CSS}                    click the element (dialogs, e.g. confirm(), are accepted)
 #   {"eval": JS}                      evaluate JS (awaiting a promise); its value is printed
+#   {"post": URL, "headers": {...}}   POST to URL from here; prints {"status", "sent": ms since the epoch, before sending}
+#   {"sleep": S}                      wait S seconds
 # Prints {"results": [values of the eval steps, in order], "url": the last page's URL} or {"error": ...}.
 import json, os, shutil, socket, subprocess, sys, tempfile, time, urllib.request
 import websocket  # python3-websocket
@@ -196,6 +198,13 @@ def main():
                 browser.wait("document.readyState === 'complete'", 30)
             elif "eval" in step:
                 results.append(browser.evaluate(step["eval"]))
+            elif "post" in step:
+                request = urllib.request.Request(step["post"], data=b"", method="POST", headers=step.get("headers", {}))
+                sent = time.time() * 1000
+                with urllib.request.urlopen(request, timeout=30) as answer:
+                    results.append({"status": answer.status, "sent": sent})
+            elif "sleep" in step:
+                time.sleep(step["sleep"])
         print(json.dumps({"results": results, "url": browser.evaluate("location.href")}))
     except Exception as error:
         print(json.dumps({"error": str(error), "results": results}))
