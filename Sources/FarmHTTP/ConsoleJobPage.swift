@@ -74,6 +74,7 @@ extension HTTPFace {
         if let lease = job.lease {
             fact("held by", "\(e(Job.host(ofOwner: lease.owner))) <span class=\"muted\">(\(e(lease.owner))\(job.workerPID.map { ", worker pid \($0)" } ?? ""))</span>, until \(Console.time(lease.expiresAt))")
         }
+        if job.lease == nil, let host = job.host { fact("ran on", e(host)) }
         if !job.requires.isEmpty { fact("requires", job.requires.map { "<code>\(e($0))</code>" }.joined(separator: " ")) }
         if let timeout = job.timeout { fact("timeout", StatusPage.duration(timeout)) }
         if let eta { fact("ETA", StatusPage.duration(eta)) }

@@ -50,6 +50,9 @@ extension HTTPFace {
         var path = ""
         var from = ""
         var to = ""
+        /// The host that ran (or runs) the latest attempt; an album one of whose assets the job reads.
+        var host = ""
+        var album = ""
         var before: Int64?
 
         /// A day as YYYY-MM-DD (UTC): its start.
@@ -73,6 +76,8 @@ extension HTTPFace {
             name = String((query["name"]?.first ?? "").prefix(200))
             key = String((query["key"]?.first ?? "").prefix(200))
             path = String((query["path"]?.first ?? "").prefix(1000))
+            host = String((query["host"]?.first ?? "").prefix(200))
+            album = String((query["album"]?.first ?? "").prefix(200))
             from = query["from"]?.first ?? ""
             to = query["to"]?.first ?? ""
             _ = try Self.day(from, "from")
@@ -97,18 +102,20 @@ extension HTTPFace {
             query.namePrefix = name.isEmpty ? nil : name
             query.keyPrefix = key.isEmpty ? nil : key
             query.mentions = path.isEmpty ? nil : path
+            query.host = host.isEmpty ? nil : host
+            query.album = album.isEmpty ? nil : album
             query.createdFrom = try? Self.day(from, "from")  // checked when read
             query.createdBefore = (try? Self.day(to, "to"))??.addingTimeInterval(86_400)  // the whole day
             query.topLevel = true
             return query
         }
 
-        var isFiltered: Bool { !(name + key + path + from + to).isEmpty }
+        var isFiltered: Bool { !(name + key + path + from + to + host + album).isEmpty }
 
         /// This filter's query string, with `before` when given.
         func link(tab: String? = nil, before: Int64? = nil) -> String {
             var items = [URLQueryItem(name: "state", value: tab ?? self.tab)]
-            for (field, value) in [("name", name), ("key", key), ("path", path), ("from", from), ("to", to)] where !value.isEmpty {
+            for (field, value) in [("name", name), ("key", key), ("path", path), ("host", host), ("album", album), ("from", from), ("to", to)] where !value.isEmpty {
                 items.append(URLQueryItem(name: field, value: value))
             }
             if let before { items.append(URLQueryItem(name: "before", value: String(before))) }
@@ -137,6 +144,10 @@ extension HTTPFace {
         } catch {
             throw APIError(error)
         }
+        // What the host and album fields suggest: the coordinators' hosts, the library's albums (none when
+        // the library cannot answer: the fields still take any text).
+        let hosts = Array(Set(((try? await coordinators(at: now)) ?? []).map(\.host))).sorted()  // no suggestions: see above
+        let albums = ((try? await library(for: request).albums()) ?? []).map(\.name)  // no suggestions: see above
         let e = StatusPage.escape
         var body = "<h1>Jobs</h1>\n"
         if let acted = query["acted"]?.first, let n = query["n"]?.first.flatMap(Int.init) {
@@ -162,6 +173,10 @@ extension HTTPFace {
         <label>Name begins with <input type="search" name="name" id="filter-name" value="\(e(filter.name))" autocomplete="on"></label>
         <label>Key begins with <input type="search" name="key" id="filter-key" value="\(e(filter.key))" size="10"></label>
         <label>Path <input type="search" name="path" id="filter-path" value="\(e(filter.path))" placeholder="input or output" size="14"></label>
+        <label>Host <input type="search" name="host" id="filter-host" value="\(e(filter.host))" size="8" list="hosts"></label>
+        <label>Album <input type="search" name="album" id="filter-album" value="\(e(filter.album))" size="8" list="albums"></label>
+        <datalist id="hosts">\(hosts.map { "<option value=\"\(e($0))\">" }.joined())</datalist>
+        <datalist id="albums">\(albums.map { "<option value=\"\(e($0))\">" }.joined())</datalist>
         <label>Submitted from <input type="date" name="from" value="\(e(filter.from))"></label>
         <label>to <input type="date" name="to" value="\(e(filter.to))"></label>
         <button>Filter</button>\(filter.isFiltered ? " <a href=\"/jobs?state=\(e(filter.tab))\">clear</a>" : "")
@@ -178,7 +193,8 @@ extension HTTPFace {
         <form method="post" action="/jobs/bulk" id="bulk" data-confirm="Apply to {n} jobs?" data-matching="\(!filter.isFiltered ? matching.map(String.init) ?? "every matching" : "every matching")">
         \(Console.csrfField(csrf))<input type="hidden" name="state" value="\(e(filter.tab))"><input type="hidden" name="name" value="\(e(filter.name))">\
         <input type="hidden" name="key" value="\(e(filter.key))"><input type="hidden" name="path" value="\(e(filter.path))">\
-        <input type="hidden" name="from" value="\(e(filter.from))"><input type="hidden" name="to" value="\(e(filter.to))">
+        <input type="hidden" name="from" value="\(e(filter.from))"><input type="hidden" name="to" value="\(e(filter.to))">\
+        <input type="hidden" name="host" value="\(e(filter.host))"><input type="hidden" name="album" value="\(e(filter.album))">
         \(canAct(request) ? """
         <div class="actions"><button name="action" value="retry" data-confirm="Retry {n} jobs?">Retry</button>
         <button name="action" value="cancel" class="danger" data-confirm="Cancel {n} jobs?">Cancel</button>
@@ -191,7 +207,7 @@ extension HTTPFace {
         """
         for job in jobs {
             let percent = Int(((job.progress ?? (job.state == .succeeded ? 1 : 0)) * 100).rounded())
-            let host = job.lease.map { Job.host(ofOwner: $0.owner) } ?? "–"
+            let host = job.lease.map { Job.host(ofOwner: $0.owner) } ?? job.host ?? "–"
             let folded = chunks[job.id].map { " <span class=\"muted\">(\($0) chunks)</span>" } ?? ""
             let progress = job.state == .running || job.state == .waiting && job.chunkPlan != nil
                 ? "<progress max=\"100\" value=\"\(percent)\"></progress> <span class=\"percent\">\(percent)%</span> <span class=\"phase muted\">\(e(job.phase ?? ""))</span>"

@@ -81,6 +81,10 @@ public struct Job: Sendable, Hashable, Codable {
         }
     }
 
+    /// The host that ran its latest attempt, kept when the attempt ends (the lease names it while it runs);
+    /// nil before any started.
+    public var host: String?
+
     /// A new queued job.
     public init(id: Int64 = 0, name: String, manifest: String, baseDirectory: String, outputRoots: [String] = [],
                 priority: Int = 0, maxAttempts: Int = RetryPolicy.default.maxAttempts, runAt: Date? = nil,

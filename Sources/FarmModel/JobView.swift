@@ -20,7 +20,7 @@ public struct JobView: Encodable {
     /// What a running (or publishing) job is doing now; absent once it ended, when the last phase it
     /// reported would mislead (a job failed while "starting").
     var phase: String?
-    /// The host and the coordinator holding the lease of a running job.
+    /// The host that runs the job, or that ran its latest attempt; the coordinator holding a running job's lease.
     var host: String?
     var owner: String?
     var workerPID: Int32?
@@ -64,7 +64,7 @@ public struct JobView: Encodable {
         // A split export waiting for its chunks says how far they are ("encoding chunks: 3 of 9 done").
         phase = job.state == .running || (job.state == .waiting && job.chunkPlan != nil) ? job.phase : nil
         owner = job.state == .running ? job.lease?.owner : nil
-        host = owner.map(Job.host(ofOwner:))
+        host = owner.map(Job.host(ofOwner:)) ?? job.host
         workerPID = job.state == .running ? job.workerPID : nil
         uniqueKey = job.uniqueKey
         createdAt = job.createdAt

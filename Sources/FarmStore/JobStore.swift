@@ -122,6 +122,10 @@ public struct JobQuery: Sendable, Hashable {
     public var createdBefore: Date?
     /// Only jobs whose manifest holds this text (an input's or an output's path, or a part of one).
     public var mentions: String?
+    /// Only jobs whose latest attempt ran (or runs) on this host.
+    public var host: String?
+    /// Only jobs that read an asset of this album.
+    public var album: String?
 
     public init(ids: [Int64]? = nil, states: [JobState]? = nil, limit: Int? = nil, newest: Bool = false, before: Int64? = nil) {
         self.ids = ids

@@ -40,7 +40,8 @@ extension PostgresJobStore {
                 started_at = \(job.startedAt?.timeIntervalSince1970), finished_at = \(job.finishedAt?.timeIntervalSince1970),
                 updated_at = \(job.updatedAt.timeIntervalSince1970), result = \(job.result), errors = \(JobCoding.json(job.errors)),
                 waiting_for = \(Int64(job.waitingFor)), blocked_by = \(job.blockedBy), after_ids = \(JobCoding.json(job.after)),
-                chunk_plan = \(job.chunkPlan.map { JobCoding.json(object: $0) }), revision = revision + 1
+                chunk_plan = \(job.chunkPlan.map { JobCoding.json(object: $0) }), revision = revision + 1,
+                host = COALESCE(\(job.lease.map { Job.host(ofOwner: $0.owner) }), split_part(lease_owner, ':', 1), host)
             WHERE id = \(job.id) AND revision = \(revision) AND lease_token IS NOT DISTINCT FROM \(old.lease?.token)
             RETURNING id
             """)
@@ -87,7 +88,8 @@ extension PostgresJobStore {
                 job.requires = JobCoding.decode([String].self, try r[28].decode(String?.self)) ?? []
                 job.chunkPlan = JobCoding.decode(object: ChunkPlan.self, try r[29].decode(String?.self))
                 job.chunkOf = try r[30].decode(Int64?.self)
-                return (job, try r[31].decode(Int64.self))
+                job.host = try r[31].decode(String?.self)
+                return (job, try r[32].decode(Int64.self))
             }
         } catch {
             throw .unavailable("\(location): a job row could not be read: \(Self.describe(error))")

@@ -28,6 +28,8 @@ public final class PostgresJobStore: JobStore {
     let table: String
     /// `"schema".job_dependencies`: who waits for whom.
     let edges: String
+    /// `"schema".`: the other tables' (the library's) prefix.
+    var schemaPrefix: String { String(table.dropLast("jobs".count)) }
     let channel: String
     /// postgres-nio's own messages (debug and trace); errors reach users through `JobStoreError`.
     static let logger = Logger(label: "mediafarm.queue.postgres")
@@ -384,6 +386,9 @@ public final class PostgresJobStore: JobStore {
               AND created_at >= \(query.createdFrom?.timeIntervalSince1970 ?? -Double.greatestFiniteMagnitude)
               AND created_at < \(query.createdBefore?.timeIntervalSince1970 ?? Double.greatestFiniteMagnitude)
               AND (\(query.mentions ?? "") = '' OR strpos(manifest, \(query.mentions ?? "")) > 0)
+              AND (\(query.host ?? "") = '' OR COALESCE(split_part(lease_owner, ':', 1), host) = \(query.host ?? ""))
+              AND (\(query.album ?? "") = '' OR id = ANY(ARRAY(SELECT i.job_id FROM \(unescaped: schemaPrefix)job_inputs i
+                  JOIN \(unescaped: schemaPrefix)album_assets a ON a.asset_id = i.asset_id WHERE a.album = \(query.album ?? ""))))
             ORDER BY id \(unescaped: order) LIMIT \(query.limit.map(Int64.init))
             """)
         let jobs = try decodeJobs(rows).map(\.job)

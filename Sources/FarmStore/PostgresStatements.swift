@@ -15,7 +15,7 @@ struct ClaimStatement: PostgresPreparedStatement {
         UPDATE jobs AS j
         SET state = 'running', attempt = j.attempt + 1, lease_owner = $3, lease_token = replace(gen_random_uuid()::text, '-', ''),
             lease_expires_at = $4, started_at = $1, finished_at = NULL, progress = 0, phase = 'starting', worker_pid = NULL,
-            updated_at = $1, revision = j.revision + 1
+            updated_at = $1, revision = j.revision + 1, host = split_part($3, ':', 1)
         FROM picked WHERE j.id = picked.id
         RETURNING \(PostgresJobStore.columns("j"))
         """
@@ -61,6 +61,7 @@ struct SucceedStatement: PostgresPreparedStatement {
     static let sql = PostgresJobStore.recording(after: """
         WITH done AS (
             UPDATE jobs SET state = 'succeeded', result = $3, progress = 1, phase = 'done', finished_at = $4, lease_owner = NULL,
+                host = COALESCE(split_part(lease_owner, ':', 1), host),
                 lease_token = NULL, lease_expires_at = NULL, worker_pid = NULL, updated_at = $4, revision = revision + 1
             WHERE id = $1 AND state = 'running' AND lease_token = $2
             RETURNING \(PostgresJobStore.columns()), notify),

@@ -334,6 +334,10 @@ public final class SQLiteJobStore: JobStore {
             if let from = query.createdFrom { add("created_at >= ?", [from.timeIntervalSince1970]) }
             if let before = query.createdBefore { add("created_at < ?", [before.timeIntervalSince1970]) }
             if let text = query.mentions, !text.isEmpty { add("instr(manifest, ?) > 0", [text]) }
+            if let host = query.host, !host.isEmpty { add("COALESCE(substr(lease_owner, 1, instr(lease_owner || ':', ':') - 1), host) = ?", [host]) }
+            if let album = query.album, !album.isEmpty {
+                add("id IN (SELECT i.job_id FROM job_inputs i JOIN album_assets a ON a.asset_id = i.asset_id WHERE a.album = ?)", [album])
+            }
             var sql = "SELECT \(Self.columns) FROM jobs"
             if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
             sql += query.newest ? " ORDER BY id DESC" : " ORDER BY id"
@@ -492,14 +496,15 @@ public final class SQLiteJobStore: JobStore {
         try db.cachedStatement(sql: """
             UPDATE jobs SET state = ?, priority = ?, attempt = ?, max_attempts = ?, run_at = ?, lease_owner = ?, lease_token = ?,
                 lease_expires_at = ?, progress = ?, phase = ?, worker_pid = ?, started_at = ?, finished_at = ?, updated_at = ?,
-                result = ?, errors = ?, waiting_for = ?, blocked_by = ?, after_ids = ?, chunk_plan = ?
+                result = ?, errors = ?, waiting_for = ?, blocked_by = ?, after_ids = ?, chunk_plan = ?,
+                host = COALESCE(?, substr(lease_owner, 1, instr(lease_owner || ':', ':') - 1), host)
             WHERE id = ?
             """).execute(arguments: [
                 job.state.rawValue, job.priority, job.attempt, job.maxAttempts, job.runAt.timeIntervalSince1970,
                 job.lease?.owner, job.lease?.token, job.lease?.expiresAt.timeIntervalSince1970, job.progress, job.phase,
                 job.workerPID.map { Int64($0) }, job.startedAt?.timeIntervalSince1970, job.finishedAt?.timeIntervalSince1970,
                 job.updatedAt.timeIntervalSince1970, job.result, JobCoding.json(job.errors), job.waitingFor, job.blockedBy,
-                JobCoding.json(job.after), job.chunkPlan.map { JobCoding.json(object: $0) }, job.id,
+                JobCoding.json(job.after), job.chunkPlan.map { JobCoding.json(object: $0) }, job.lease.map { Job.host(ofOwner: $0.owner) }, job.id,
             ])
     }
 
@@ -508,7 +513,7 @@ public final class SQLiteJobStore: JobStore {
     static let columns = """
         id, name, manifest, base_directory, output_roots, priority, max_attempts, run_at, unique_key, timeout, created_at, \
         state, attempt, lease_owner, lease_token, lease_expires_at, progress, phase, worker_pid, started_at, finished_at, \
-        updated_at, result, errors, after_ids, after_policy, waiting_for, blocked_by, requires, chunk_plan, chunk_of
+        updated_at, result, errors, after_ids, after_policy, waiting_for, blocked_by, requires, chunk_plan, chunk_of, host
         """
 
     static func job(_ row: Row) -> Job {
@@ -537,6 +542,7 @@ public final class SQLiteJobStore: JobStore {
         job.requires = JobCoding.decode([String].self, row[28]) ?? []
         job.chunkPlan = JobCoding.decode(object: ChunkPlan.self, row[29])
         job.chunkOf = row[30]
+        job.host = row[31]
         return job
     }
 

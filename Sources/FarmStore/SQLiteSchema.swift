@@ -148,9 +148,11 @@ enum JobIndexes {
     /// The jobs waiting (for their dependencies, or a chunked export for its chunks): the overview, the
     /// console's waiting tab and a coordinator's tending of chunked exports find them without reading the
     /// whole queue. Only a waiting row is in it, so claiming and finishing do not pay for it.
-    /// And the assets a job made, for its page.
+    /// And the assets a job made, for its page; and the host that ran a job's latest attempt, kept when it
+    /// ends (the console lists and filters jobs by it).
     static func statements(_ prefix: String) -> [String] {
         ["CREATE INDEX jobs_waiting ON \(prefix)jobs (id) WHERE state = 'waiting'",
+         "ALTER TABLE \(prefix)jobs ADD COLUMN host TEXT",
          "CREATE INDEX asset_representations_job ON \(prefix)asset_representations (job_id)"]
     }
 }

@@ -48,6 +48,20 @@ import Testing
         #expect(try await names { $0.mentions = "%" } == [], "no pattern characters")
         #expect(try await names { $0.createdFrom = t0.addingTimeInterval(86_400) } == ["dated"])
         #expect(try await !names { $0.createdBefore = t0.addingTimeInterval(86_400) }.contains("dated"))
+        // The host that ran the latest attempt: the lease's while it runs, kept when it ends.
+        var first = new("ran-on-render7")
+        first.priority = 10  // claimed before the others
+        let ran = try await store.enqueue([first], at: t0).map(\.id)[0]
+        let claimed = try await store.claim(limit: 1, owner: "render7:41:ab", leaseDuration: 60, at: t0.addingTimeInterval(86_400 * 9))
+        #expect(claimed.map(\.id) == [ran], "\(claimed.map(\.name))")
+        #expect(try await names { $0.host = "render7" } == ["ran-on-render7"], "running")
+        _ = try await store.finish(id: ran, token: try #require(claimed.first?.lease?.token),
+                                   outcome: .succeeded(result: "{}"), at: t0.addingTimeInterval(86_400 * 9 + 1))
+        #expect(try await names { $0.host = "render7" } == ["ran-on-render7"], "ended")
+        #expect(try await store.job(id: ran)?.host == "render7")
+        #expect(try await names { $0.host = "render" } == [], "the whole host")
+        // An album's jobs: none read an asset here (the statement runs on both queues).
+        #expect(try await names { $0.album = "Holidays" } == [])
         // The newest before a job (returned oldest first, as every newest query).
         var page = JobQuery(limit: 2, newest: true, before: waiting[0])
         page.topLevel = true

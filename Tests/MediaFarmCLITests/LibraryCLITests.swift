@@ -420,6 +420,13 @@ import Testing
         #expect(inputs.contains("data-asset=\"\(talk)\"") && inputs.contains("<img src=\"/api/assets/\(talk)/poster\""), "\(inputs)")
         let outputs = try #require(page.firstMatch(of: /<div class="grid assets" id="outputs">(.*?)<\/div>/), "no outputs in \(page)").1
         #expect(outputs.contains("data-asset=\"\(posterID)\""), "\(outputs)")
+        #expect(page.contains("<tr><th>ran on</th><td>"), "the host that ran it")
+        // The jobs list by album (the job read an asset of "Public") and by the host that ran it.
+        #expect(try farm.request("GET", "/jobs?album=Public").body.contains("data-job=\"\(jobID)\""))
+        #expect(!(try farm.request("GET", "/jobs?album=Nowhere").body.contains("data-job=\"\(jobID)\"")))
+        let host = try #require(listed.first?["host"] as? String, "the job's host: \(listed)")
+        #expect(try farm.request("GET", "/jobs?host=\(host)").body.contains("data-job=\"\(jobID)\""))
+        #expect(!(try farm.request("GET", "/jobs?host=\(host)x").body.contains("data-job=\"\(jobID)\"")))
         #expect(try fetch("/api/assets/\(talk)/poster", ["-H", "If-None-Match: \(etag)"]).0.status == 304)
         let pinned = try fetch("/api/assets/\(talk)/poster?v=\(posterID)")
         #expect(pinned.0.status == 200 && header(pinned.0, "Cache-Control") == "private, max-age=31536000, immutable", "\(pinned.0.headers)")
