@@ -123,6 +123,13 @@ enum Console {
     .asset-pictures { display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start; margin: .5em 0 1em; }
     .asset-pictures .poster { max-width: min(100%, 32em); border-radius: 6px; }
     .asset-pictures .waveform { max-width: 100%; }
+    .graph { width: 100%; max-width: 60em; height: auto; display: block; }
+    .graph rect { fill: var(--chip); stroke: var(--line); stroke-width: 1.5; }
+    .graph .this rect { stroke-width: 3; }
+    .graph .succeeded rect { stroke: var(--good); } .graph .running rect { stroke: var(--accent); }
+    .graph .failed rect, .graph .dead rect { stroke: var(--bad); } .graph .cancelled rect { stroke-dasharray: 4 3; }
+    .graph text { fill: currentColor; font-size: 12px; }
+    .graph line { stroke: var(--muted); stroke-width: 1.2; } .graph marker path { fill: var(--muted); }
     #files .output { display: block; max-width: min(100%, 48em); max-height: 60vh; border-radius: 6px; background: #000; }
     .scrub { border: 1px solid var(--line); border-radius: 6px; padding: .5em; cursor: ew-resize; }
     .scrub .frame { background-repeat: no-repeat; min-width: 160px; min-height: 90px; }

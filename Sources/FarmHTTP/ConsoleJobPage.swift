@@ -119,6 +119,7 @@ extension HTTPFace {
             }
             body += "</table></div>\n"
         }
+        body += Self.dependencyGraph(job, after: after, dependents: dependents)
         jobRows(after, caption: "Waits for", id: "after")
         jobRows(dependents, caption: "Jobs that wait for it", id: "dependents")
         jobRows(chunks, caption: "Chunks", id: "chunks")
@@ -142,6 +143,40 @@ extension HTTPFace {
             body += "</table></div>\n"
         }
         return html(Console.page(title: "Job \(id): \(job.name) · MediaFarm", section: .jobs, body: body), cookie: cookie)
+    }
+
+    /// The job between the jobs it waits for (left) and those that wait for it (right), as an SVG drawn
+    /// here: a box per job with its state, linked to its page, and an arrow per edge. At most 12 a side.
+    static func dependencyGraph(_ job: Job, after: [Job], dependents: [Job]) -> String {
+        guard !after.isEmpty || !dependents.isEmpty else { return "" }
+        let e = StatusPage.escape
+        let (left, right) = (Array(after.prefix(12)), Array(dependents.prefix(12)))
+        let rows = max(left.count, right.count, 1)
+        let (w, h, gap, columns) = (220.0, 30.0, 10.0, [10.0, 290.0, 570.0])
+        let height = Double(rows) * (h + gap) + gap
+        func y(_ i: Int, of n: Int) -> Double { (height - Double(n) * (h + gap) + gap) / 2 + Double(i) * (h + gap) }
+        func box(_ other: Job, x: Double, y: Double, this: Bool = false) -> String {
+            let label = "\(other.id) · \(other.name)"
+            let shown = label.count > 30 ? String(label.prefix(29)) + "…" : label
+            return "<a href=\"/jobs/\(other.id)\"><g class=\"node \(e(other.state.rawValue))\(this ? " this" : "")\"><title>\(e(label)): \(e(other.state.rawValue))</title>"
+                + "<rect x=\"\(x)\" y=\"\(y)\" width=\"\(w)\" height=\"\(h)\" rx=\"5\"></rect>"
+                + "<text x=\"\(x + 8)\" y=\"\(y + 19)\">\(e(shown))</text></g></a>"
+        }
+        let centerY = y(0, of: 1)
+        var svg = "<h2>Dependencies</h2><svg class=\"graph\" id=\"graph\" viewBox=\"0 0 800 \(height)\" role=\"img\" aria-label=\"The jobs it waits for and the jobs that wait for it\">"
+        svg += "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"6\" markerHeight=\"6\" orient=\"auto\"><path d=\"M0,0 L10,5 L0,10 z\"></path></marker></defs>"
+        for (i, _) in left.enumerated() {
+            svg += "<line x1=\"\(columns[0] + w)\" y1=\"\(y(i, of: left.count) + h / 2)\" x2=\"\(columns[1])\" y2=\"\(centerY + h / 2)\" marker-end=\"url(#arrow)\"></line>"
+        }
+        for (i, _) in right.enumerated() {
+            svg += "<line x1=\"\(columns[1] + w)\" y1=\"\(centerY + h / 2)\" x2=\"\(columns[2])\" y2=\"\(y(i, of: right.count) + h / 2)\" marker-end=\"url(#arrow)\"></line>"
+        }
+        for (i, other) in left.enumerated() { svg += box(other, x: columns[0], y: y(i, of: left.count)) }
+        svg += box(job, x: columns[1], y: centerY, this: true)
+        for (i, other) in right.enumerated() { svg += box(other, x: columns[2], y: y(i, of: right.count)) }
+        svg += "</svg>"
+        let more = max(0, after.count - 12) + max(0, dependents.count - 12)
+        return svg + (more > 0 ? "<p class=\"muted\">\(more) more in the tables below.</p>" : "") + "\n"
     }
 
     /// JSON text indented, escaped for HTML; with `linkAssets`, each `"asset:ID"` string links to the asset.

@@ -196,8 +196,14 @@ import Glibc
     @Test func aFormWithoutItsCSRFTokenIsRefused() throws {
         let farm = try HTTPFarm("console-csrf", workers: 1)
         let id = try farm.submit(#"{ "version": 1, "name": "later", "input": "clip.mp4", "report": "out/later.json" }"#, query: "?delay=3600")
+        let waiter = try farm.submit(#"{ "version": 1, "name": "after-later", "after": [\#(id)], "input": "clip.mp4", "report": "out/after.json" }"#)
         let page = try farm.request("GET", "/jobs/\(id)")
         #expect(page.status == 200)
+        // Its dependent drawn: this job's box, an arrow, the waiting job's box linked to its page.
+        let graph = try #require(page.body.firstMatch(of: /<svg class="graph" id="graph"(.*?)<\/svg>/), "no graph").1
+        #expect(graph.contains("<g class=\"node queued this\"><title>\(id) · later: queued</title>"), "\(graph)")
+        #expect(graph.contains("<a href=\"/jobs/\(waiter)\"><g class=\"node waiting\"><title>\(waiter) · after-later: waiting</title>"), "\(graph)")
+        #expect(graph.components(separatedBy: "<line ").count == 2, "one edge: \(graph)")
         #expect(page.headers.lowercased().contains("content-security-policy: default-src 'none'; script-src 'self'"), "\(page.headers)")
         #expect(!page.body.contains("<script>") && !page.body.contains("<style>"), "inline script or style")
         let cookie = try #require(page.headers.firstMatch(of: /mediafarm_csrf=([0-9a-f]{32})/)).1
