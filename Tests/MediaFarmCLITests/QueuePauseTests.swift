@@ -46,7 +46,8 @@ import Glibc
         usleep(2_500_000)
         for id in ids { #expect(try farm.job(id)["state"] as? String == "queued", "job \(id) ran while the farm was paused") }
         #expect(try farm.metric("mediafarm_claiming_paused") == 1)
-        let resumed = try ConsoleTests.drive("chromium", [
+        // Resumed from Firefox (paused from Chromium): the forms work in both.
+        let resumed = try ConsoleTests.drive("firefox", [
             ["go": farm.base + "/?token=" + (farm.token ?? "")],
             ["click": "div.paused button.resume"],
             ["wait": "!document.querySelector('div.paused') && !!document.getElementById('pause-farm')"],
