@@ -101,9 +101,11 @@ extension HTTPFace {
 
         // Failed attempts.
         if !job.errors.isEmpty {
-            body += "<h2>Failed attempts</h2><div class=\"scroll\"><table><tr><th>attempt</th><th>when</th><th>error</th></tr>"
+            body += "<h2>Failed attempts</h2><div class=\"scroll\"><table><tr><th>attempt</th><th>ended</th><th>ran</th><th>on</th><th>error</th></tr>"
             for error in job.errors.reversed() {
-                body += "<tr class=\"attempt\"><td>\(error.attempt)</td><td>\(Console.time(error.at))</td><td class=\"reason\"><pre>\(e(error.message))</pre></td></tr>"
+                let ran = error.startedAt.map { StatusPage.duration(max(0, error.at.timeIntervalSince($0))) } ?? "–"
+                body += "<tr class=\"attempt\"><td>\(error.attempt)</td><td>\(Console.time(error.at))</td><td class=\"ran\">\(ran)</td>"
+                body += "<td>\(e(error.host ?? "–"))</td><td class=\"reason\"><pre>\(e(error.message))</pre></td></tr>"
             }
             body += "</table></div>\n"
         }

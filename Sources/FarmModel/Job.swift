@@ -73,11 +73,23 @@ public struct Job: Sendable, Hashable, Codable {
         public var attempt: Int
         public var at: Date
         public var message: String
+        /// When the attempt started, and on which host (absent for a job that failed before any attempt ran,
+        /// its dependency having failed, and in errors recorded before they were kept).
+        public var startedAt: Date?
+        public var host: String?
 
-        public init(attempt: Int, at: Date, message: String) {
+        public init(attempt: Int, at: Date, message: String, startedAt: Date? = nil, host: String? = nil) {
             self.attempt = attempt
             self.at = at
             self.message = message
+            self.startedAt = startedAt
+            self.host = host
+        }
+
+        /// The error of `job`'s attempt now running, ending at `now`.
+        public static func of(_ job: Job, at now: Date, message: String) -> AttemptError {
+            AttemptError(attempt: job.attempt, at: now, message: message, startedAt: job.startedAt,
+                         host: job.lease.map { Job.host(ofOwner: $0.owner) })
         }
     }
 

@@ -108,7 +108,7 @@ public struct JobStateMachine: Sendable {
             try Self.check(token, job)
             next.state = .failed
             next.result = result
-            next.errors.append(Job.AttemptError(attempt: job.attempt, at: now, message: message))
+            next.errors.append(.of(job, at: now, message: message))
             finish(&next, at: now)
 
         case let (.running, .crash(token, message)):
@@ -175,7 +175,7 @@ public struct JobStateMachine: Sendable {
 
     /// A crashed, killed, timed-out or abandoned attempt: back to the queue after a backoff, or dead.
     private func attemptLost(_ job: inout Job, message: String, at now: Date, jitter: Double) {
-        job.errors.append(Job.AttemptError(attempt: job.attempt, at: now, message: message))
+        job.errors.append(.of(job, at: now, message: message))
         if policy.allowsRetry(after: job.attempt, maxAttempts: job.maxAttempts) {
             job.state = .queued
             job.runAt = now.addingTimeInterval(policy.delay(afterAttempt: job.attempt, unit: jitter))

@@ -42,16 +42,10 @@ public struct JobView: Encodable {
     var blockedBy: Int64?
     /// What a host must provide to run the job.
     var requires: [String]?
-    var errors: [AttemptErrorView]
+    var errors: [Job.AttemptError]
     /// The worker's report (inspection, scan, export statistics), when the last attempt gave one.
     var result: AnyJSON?
     var manifest: AnyJSON?
-
-    struct AttemptErrorView: Encodable {
-        var attempt: Int
-        var at: Date
-        var message: String
-    }
 
     public init(_ job: Job, now: Date) {
         id = job.id
@@ -83,7 +77,7 @@ public struct JobView: Encodable {
         }
         blockedBy = job.blockedBy
         requires = job.requires.isEmpty ? nil : job.requires
-        errors = job.errors.map { AttemptErrorView(attempt: $0.attempt, at: $0.at, message: $0.message) }
+        errors = job.errors
         result = job.result.flatMap { try? JSONDecoder().decode(AnyJSON.self, from: Data($0.utf8)) }  // a result that is no JSON is shown as none
         manifest = try? JSONDecoder().decode(AnyJSON.self, from: Data(job.manifest.utf8))  // validated at submission
     }

@@ -174,6 +174,10 @@ import Glibc
             let job = try farm.waitFor(id) { ($0["errors"] as? [Any])?.count == 2 && $0["state"] as? String == "failed" }
             #expect((job["errors"] as? [Any])?.count == 2, "job \(id) was not retried: \(job)")
         }
+        // Each attempt's error says when it started and where it ran; the page shows how long it ran.
+        let errors = try farm.job(ids[0])["errors"] as? [[String: Any]] ?? []
+        #expect(errors.count == 2 && errors.allSatisfy { $0["startedAt"] is String && ($0["host"] as? String)?.isEmpty == false }, "\(errors)")
+        #expect(try farm.request("GET", "/jobs/\(ids[0])").body.components(separatedBy: "<td class=\"ran\">").count == 3)
         // Then, in Firefox, every failed job deleted at once, and one live job (delayed) left: the list has
         // only that one.
         let live = try farm.submit(#"{ "version": 1, "name": "bulk-live", "input": "clip.mp4", "report": "out/live.json" }"#, query: "?delay=3600")
