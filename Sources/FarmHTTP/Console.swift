@@ -123,6 +123,7 @@ enum Console {
     .asset-pictures { display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start; margin: .5em 0 1em; }
     .asset-pictures .poster { max-width: min(100%, 32em); border-radius: 6px; }
     .asset-pictures .waveform { max-width: 100%; }
+    .code-frame { display: block; max-width: 8em; max-height: 6em; border-radius: 4px; }
     .graph { width: 100%; max-width: 60em; height: auto; display: block; }
     .graph rect { fill: var(--chip); stroke: var(--line); stroke-width: 1.5; }
     .graph .this rect { stroke-width: 3; }

@@ -39,15 +39,25 @@ extension HTTPFace {
         return Response(status: .ok, headers: headers, body: try await Self.fileIO.loadFile(path: path, context: context))
     }
 
-    /// The real path of a job's `output` or `report` when the page may serve it; otherwise why not.
+    /// The real path of a job's `output`, `report` or `code-N` (the picture of the frame where its scan first
+    /// saw code N, `scan.images` in its report) when the page may serve it; otherwise why not.
     static func servedFile(_ job: Job, _ name: String) throws -> String {
-        guard name == "output" || name == "report" else {
-            throw APIError(status: .notFound, message: "no file \(name): a job's files are its output and its report")
+        let code = name.hasPrefix("code-") ? Int(name.dropFirst(5)).flatMap { $0 >= 1 && $0 <= NumberedOutputs.limit ? $0 : nil } : nil
+        guard name == "output" || name == "report" || code != nil else {
+            throw APIError(status: .notFound, message: "no file \(name): a job's files are its output, its report and its codes' pictures (code-N)")
         }
         // A result that does not decode has no files to serve: said below as "wrote none".
         guard job.state == .succeeded, let text = job.result, let result = try? JSONDecoder().decode(JobResult.self, from: Data(text.utf8)),
-              let given = name == "output" ? result.output : result.report else {
+              var given = name == "output" ? result.output : result.report else {
             throw APIError(status: .notFound, message: "job \(job.id) has no \(name) (it has not succeeded, or wrote none)")
+        }
+        if let code {
+            // The report names the picture; the report itself must be servable first.
+            let report = try servedFile(job, "report")
+            guard let path = ConsoleReport.codePictures(report)?.dropFirst(code - 1).first ?? nil else {
+                throw APIError(status: .notFound, message: "job \(job.id)'s report has no picture of code \(code)")
+            }
+            given = path
         }
         guard !given.hasPrefix("s3://") else {
             throw APIError(status: .notFound, message: "job \(job.id)'s \(name) is the object \(given): read it from its bucket")

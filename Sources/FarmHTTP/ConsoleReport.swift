@@ -2,7 +2,8 @@ import FarmModel
 import Foundation
 
 /// A job's report on its page, as tables: the composition's pieces (each source range and where it lands,
-/// at what rate), the codes found with their times, and the export. Read only when the report is a local
+/// at what rate), the codes found with their times (and the pictures of their first frames, when the scan
+/// made them: `scan.images`), and the export. Read only when the report is a local
 /// JSON file under the job's output roots, of at most 4 MiB; otherwise the page says where it is.
 enum ConsoleReport {
     static func section(_ job: Job) -> String {
@@ -12,12 +13,30 @@ enum ConsoleReport {
         let full = path.hasPrefix("/") || path.hasPrefix("s3://") ? path : job.baseDirectory + "/" + path
         var body = "<h2>Report</h2><p class=\"muted\">\(e(full))</p>"
         let underRoots = job.outputRoots.contains { full.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }
-        guard underRoots, !full.hasPrefix("s3://"),
-              let size = (try? FileManager.default.attributesOfItem(atPath: full))?[.size] as? Int, size <= 4 << 20,  // gone or unreadable: named, not shown
-              let data = FileManager.default.contents(atPath: full),
-              let report = try? JSONParser.parse(Array(data)) else {  // not JSON: named above, not shown
+        guard underRoots, !full.hasPrefix("s3://"), let report = read(full) else {
             return body + "<p class=\"muted\">Not shown here (not a local file under the job's output roots, or not readable now).</p>\n"
         }
+        let pictures: [JSONValue] = if case .array(let list)? = report["scan"]?["images"] { list } else { [] }
+        return body + tables(report, job: job, codePictures: pictures.count)
+    }
+
+    /// A report of at most 4 MiB, parsed; nil when it is gone, bigger or not JSON.
+    static func read(_ path: String) -> JSONValue? {
+        guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size <= 4 << 20,  // gone or unreadable: nil
+              let data = FileManager.default.contents(atPath: path) else { return nil }
+        return try? JSONParser.parse(Array(data))  // not JSON: nil
+    }
+
+    /// The paths of the pictures of the codes' frames (`scan.images[i].path`) in the report at `path`, in
+    /// the codes' order; nil when it has none.
+    static func codePictures(_ path: String) -> [String?]? {
+        guard case .array(let list)? = read(path)?["scan"]?["images"] else { return nil }
+        return list.map { if case .string(let p)? = $0["path"] { p } else { nil } }
+    }
+
+    static func tables(_ report: JSONValue, job: Job, codePictures: Int) -> String {
+        let e = StatusPage.escape
+        var body = ""
         if case .array(let pieces)? = report["composition"]?["pieces"], !pieces.isEmpty {
             body += "<h3>Composition</h3><div class=\"scroll\"><table id=\"pieces\"><tr><th>source</th><th>from</th><th>for</th><th>at</th><th>rate</th></tr>"
             for piece in pieces.prefix(500) {
@@ -30,9 +49,14 @@ enum ConsoleReport {
             let codes: [JSONValue] = if case .array(let list)? = scan["codes"] { list } else { [] }
             body += "<h3>Codes</h3><p>\(codes.count) found in \(e(string(scan["framesScanned"]))) frames (decoded by \(e(string(scan["decodedBy"])))).</p>"
             if !codes.isEmpty {
-                body += "<div class=\"scroll\"><table id=\"codes\"><tr><th>symbology</th><th>payload</th><th>first seen</th><th>last seen</th><th>frames</th></tr>"
-                for code in codes.prefix(1000) {
-                    body += "<tr><td>\(e(string(code["symbology"])))</td><td><code>\(e(string(code["payload"])))</code></td>"
+                let pictured = codePictures > 0
+                body += "<div class=\"scroll\"><table id=\"codes\"><tr>\(pictured ? "<th>first frame</th>" : "")<th>symbology</th><th>payload</th><th>first seen</th><th>last seen</th><th>frames</th></tr>"
+                for (i, code) in codes.prefix(1000).enumerated() {
+                    body += "<tr>"
+                    if pictured {
+                        body += i < codePictures ? "<td><a href=\"/jobs/\(job.id)/files/code-\(i + 1)\"><img class=\"code-frame\" src=\"/jobs/\(job.id)/files/code-\(i + 1)\" alt=\"The frame where code \(i + 1) was first seen\" loading=\"lazy\"></a></td>" : "<td></td>"
+                    }
+                    body += "<td>\(e(string(code["symbology"])))</td><td><code>\(e(string(code["payload"])))</code></td>"
                     body += "<td>\(seconds(code["firstTime"]))</td><td>\(seconds(code["lastTime"]))</td><td>\(e(string(code["frameCount"])))</td></tr>"
                 }
                 body += "</table></div>\n"

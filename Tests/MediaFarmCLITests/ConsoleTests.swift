@@ -302,7 +302,8 @@ import Glibc
         try CodeFixtures.movie([.init(image: qr, x: 40, y: 40, start: 1, end: 2.5)], seconds: 4, to: farm.dir.appendingPathComponent("qr.mp4").path)
         let id = try farm.submit("""
             { "version": 1, "name": "qr-slow", "input": "qr.mp4", "scale": [{ "start": "1", "duration": "1", "rate": "1/2" }],
-              "scan": { "symbologies": ["qr"] }, "export": { "mode": "constantFrameRate", "frameRate": 10, "output": "out/qr.mp4" },
+              "scan": { "symbologies": ["qr"], "images": { "output": "out/codes/code-{index}.jpg", "maxWidth": 160 } },
+              "export": { "mode": "constantFrameRate", "frameRate": 10, "output": "out/qr.mp4" },
               "report": "out/qr.json" }
             """)
         let job = try farm.waitFor(id) { ["succeeded", "failed", "dead"].contains($0["state"] as? String ?? "") }
@@ -313,6 +314,13 @@ import Glibc
         #expect(pieces.contains("<td>1.000 s</td><td>1.000 s</td><td>1.000 s</td><td>0.5</td>"), "the slowed second: \(pieces)")
         let codes = try #require(page.firstMatch(of: /<table id="codes">(.*?)<\/table>/), "no codes in \(page)").1
         #expect(codes.contains("<code>MediaFarm QR 1</code>") && codes.contains("<td>qr</td>"), "\(codes)")
+        // The frame where the code was first seen, as the scan pictured it, served from its report.
+        #expect(codes.contains("<img class=\"code-frame\" src=\"/jobs/\(id)/files/code-1\""), "\(codes)")
+        let frame = try farm.request("GET", "/jobs/\(id)/files/code-1", ["-o", farm.dir.appendingPathComponent("fetched-code.jpg").path])
+        #expect(frame.status == 200 && frame.headers.lowercased().contains("content-type: image/jpeg"), "\(frame.status) \(frame.headers)")
+        #expect(try Data(contentsOf: farm.dir.appendingPathComponent("fetched-code.jpg")) == Data(contentsOf: farm.dir.appendingPathComponent("out/codes/code-1.jpg")))
+        #expect(try farm.request("GET", "/jobs/\(id)/files/code-2").status == 404)
+        #expect(try farm.request("GET", "/jobs/\(id)/files/code-0").status == 404)
         #expect(page.contains("<table class=\"facts\" id=\"export\">"), "no export table")
 
         // The output plays on the page, and both files download; a player's range is answered as one.
