@@ -367,8 +367,11 @@ public final class Coordinator: Service, Sendable {
                 await finish(job, token: token, outcome: result.retryable == true ? .crashed(message: message) : .failed(message: message, result: resultJSON),
                              seconds: seconds)
             } else {
+                // The attempt's error keeps the worker's last words (at most 10 lines): a crash's only log.
                 var message = "worker \(exit.description)"
-                if let last = exit.stderrTail.split(separator: "\n").last { message += ": \(last)" }
+                let lines = exit.stderrTail.split(separator: "\n", omittingEmptySubsequences: true).suffix(10)
+                if lines.count == 1, let last = lines.last { message += ": \(last)" }
+                if lines.count > 1 { message += "; its last output:\n" + lines.joined(separator: "\n") }
                 await finish(job, token: token, outcome: .crashed(message: message), seconds: seconds)
             }
         }

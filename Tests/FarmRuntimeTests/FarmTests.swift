@@ -154,7 +154,7 @@ import Glibc
             # without its crash backtrace (seconds of symbolication in a debug build under load).
             export SWIFT_BACKTRACE=enable=no
             while IFS= read -r job; do
-                case "$job" in *crash-me*) kill -SEGV 0 ;; esac
+                case "$job" in *crash-me*) for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo "crash log line $i" >&2; done; kill -SEGV 0 ;; esac
                 printf '%s\n' "$job"
             done | "\(TestPaths.mediafarmExecutable)" worker "$@"
             """.write(toFile: script, atomically: true, encoding: .utf8)
@@ -167,6 +167,9 @@ import Glibc
         let dead = try #require(jobs[crash])
         #expect(dead["state"] as? String == "dead" && dead.int == 3)
         #expect(dead.errors.count == 3 && dead.errors.allSatisfy { $0.contains("SIGSEGV") }, "\(dead.errors)")
+        // Each attempt's error ends with the worker's last 10 lines.
+        let tail = (3...12).map { "crash log line \($0)" }.joined(separator: "\n")
+        #expect(dead.errors.allSatisfy { $0.hasSuffix("; its last output:\n" + tail) }, "\(dead.errors)")
         let attempts = (dead["errors"] as? [[String: Any]] ?? []).compactMap { ($0["attempt"] as? NSNumber)?.intValue }
         #expect(attempts == [1, 2, 3])
         for id in others { #expect(jobs[id]?["state"] as? String == "succeeded") }
