@@ -384,7 +384,7 @@ extension HTTPFace {
             let manifest = accepted[0].manifest
             let new = NewJob(name: job.name, manifest: job.manifest, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots,
                              priority: job.priority, maxAttempts: job.maxAttempts, runAt: nil, uniqueKey: nil, timeout: job.timeout,
-                             after: manifest.after, afterPolicy: manifest.afterPolicy, requires: manifest.requires)
+                             after: manifest.after, afterPolicy: manifest.afterPolicy, requires: manifest.requires, outputs: manifest.writes)
             let queued = try await Submission(store: store, library: library).enqueue([new], sources: [manifest.edits.map(\.source)])
             guard let first = queued.jobs.first else { throw SubmissionError.outcomeUnknown(.unavailable("the queue answered no job")) }
             for warning in queued.warnings[first.id] ?? [] { logger.warning("job \(first.id): \(warning)") }

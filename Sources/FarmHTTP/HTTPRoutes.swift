@@ -174,7 +174,7 @@ extension HTTPFace {
                              priority: priority, maxAttempts: maxAttempts, runAt: delay > 0 ? Date().addingTimeInterval(delay) : nil,
                              uniqueKey: key.map { Self.apiKey($0, access: library.access) }, timeout: timeout,
                              after: manifest.after.map { Self.apiReference($0, access: library.access) },
-                             afterPolicy: manifest.afterPolicy, requires: manifest.requires)
+                             afterPolicy: manifest.afterPolicy, requires: manifest.requires, outputs: manifest.writes)
             let queued = try await Submission(store: store, library: library).enqueue([job], sources: [manifest.edits.map(\.source)])
             guard let first = queued.jobs.first else { throw SubmissionError.outcomeUnknown(.unavailable("the queue answered no job")) }
             submitted = SubmittedJob(id: first.id, name: job.name, queued: first.inserted, warnings: queued.warnings[first.id])

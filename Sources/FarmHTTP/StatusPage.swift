@@ -18,8 +18,9 @@ extension HTTPFace {
             page.pauses = try await QueuePauses(try store.database).all()
             page.running = try await store.jobs(matching: JobQuery(states: [.running], limit: 200, newest: true)).reversed()
             page.waiting = try await store.jobs(matching: JobQuery(states: [.waiting], limit: 20))
-            page.failures = try await store.jobs(matching: JobQuery(states: [.failed, .dead, .queued], limit: 200, newest: true))
-                .reversed().filter { !$0.errors.isEmpty }.prefix(20).map { $0 }
+            var failures = JobQuery(states: [.failed, .dead, .queued], limit: 20, newest: true)
+            failures.failedAttempts = true
+            page.failures = try await store.jobs(matching: failures).reversed()
         } catch {
             page.queueError = String(describing: error)
         }

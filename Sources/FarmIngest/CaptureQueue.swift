@@ -195,7 +195,7 @@ public final class CaptureQueue: @unchecked Sendable {
         let manifest = try checked(text, name: "\(captureID)-\(segment.index)", base: template.folder, roots: roots)
         guard let (first, store) = try await submit(NewJob(
             name: manifest.name, manifest: text, baseDirectory: template.folder, outputRoots: roots, uniqueKey: "capture:\(captureID):\(segment.index)",
-            after: manifest.after, afterPolicy: manifest.afterPolicy, requires: manifest.requires)) else { return }
+            after: manifest.after, afterPolicy: manifest.afterPolicy, requires: manifest.requires, outputs: manifest.writes)) else { return }
         lock.withLock { segmentJobs["\(captureID)-\(segment.index)"] = first.id }
         journal(Entry(captureID: captureID, index: segment.index, path: segment.path, job: first.id))
         report(.enqueued(captureID: captureID, index: segment.index, job: first.id, queued: first.inserted,
@@ -227,7 +227,8 @@ public final class CaptureQueue: @unchecked Sendable {
         let after = assembly.segments.compactMap { known["\(assembly.captureID)-\($0.index)"] }.map(JobReference.id)
         guard let (first, _) = try await submit(NewJob(
             name: manifest.name, manifest: assembly.manifest, baseDirectory: assembly.baseDirectory, outputRoots: assembly.outputRoots,
-            uniqueKey: assembly.uniqueKey, after: manifest.after + after, afterPolicy: manifest.afterPolicy, requires: manifest.requires)) else { return }
+            uniqueKey: assembly.uniqueKey, after: manifest.after + after, afterPolicy: manifest.afterPolicy, requires: manifest.requires,
+            outputs: manifest.writes)) else { return }
         lock.withLock { assembled.append((first.id, assembly)) }
         journal(Entry(captureID: assembly.captureID, index: assembly.first, path: "", job: first.id, assembly: assembly))
         report(.assembly(assembly, job: first.id, queued: first.inserted, after: after.count))

@@ -296,7 +296,8 @@ public struct IngestPass: Sendable {
                 case .success(let manifest):
                     chain.append(NewJob(name: manifest.name, manifest: step.manifest, baseDirectory: candidate.template.folder, outputRoots: roots,
                                         priority: config.priority, maxAttempts: config.maxAttempts ?? 3, uniqueKey: step.uniqueKey,
-                                        after: manifest.after, afterPolicy: manifest.afterPolicy, requires: manifest.requires))
+                                        after: manifest.after, afterPolicy: manifest.afterPolicy, requires: manifest.requires,
+                                        outputs: manifest.writes))
                 case .failure(let problem):
                     invalid = step.key.map { IngestError("its chain's job \"\($0)\": \(problem)") } ?? problem
                 }

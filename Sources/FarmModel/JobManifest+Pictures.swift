@@ -108,6 +108,22 @@ extension JobManifest {
     public var makesPictures: Bool { images != nil || poster != nil || storyboard != nil || waveform != nil }
     /// Whether it writes any picture: of its input, or of its export (`export.poster`).
     public var writesPictures: Bool { makesPictures || export?.poster != nil || scan?.images != nil }
+
+    /// Every file the job writes, and every pattern of its numbered files (with `{index}`), as the manifest
+    /// resolved them: two live jobs may not write one (the queue refuses the second at submission).
+    public var writes: [String] {
+        var files: [String] = []
+        if let output = export?.output { files.append(output) }
+        if let report { files.append(report) }
+        if let poster { files.append(poster.output) }
+        if let exportPoster = export?.poster { files.append(exportPoster.output) }
+        if let waveform { files += [waveform.output] + (waveform.peaks.map { [$0] } ?? []) }
+        if let storyboard { files += [storyboard.output, storyboard.indexPath, storyboard.sheetPattern] }
+        if let images { files.append(images.output) }
+        if let scanImages = scan?.images { files.append(scanImages.output) }
+        var seen = Set<String>()
+        return files.filter { seen.insert($0).inserted }
+    }
 }
 
 /// A still picture's file format.

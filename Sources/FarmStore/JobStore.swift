@@ -20,10 +20,14 @@ public struct NewJob: Sendable, Hashable {
     public var requires: [String]
     /// The chunked export this job encodes a chunk of (made by `split`).
     public var chunkOf: Int64?
+    /// The files (and numbered files' patterns) it writes (`JobManifest.writes`): the queue refuses it when
+    /// a live job writes one of them, unless it waits for that job.
+    public var outputs: [String] = []
 
     public init(name: String, manifest: String, baseDirectory: String, outputRoots: [String] = [], priority: Int = 0,
                 maxAttempts: Int = RetryPolicy.default.maxAttempts, runAt: Date? = nil, uniqueKey: String? = nil,
-                timeout: Double? = nil, after: [JobReference] = [], afterPolicy: AfterPolicy = .success, requires: [String] = []) {
+                timeout: Double? = nil, after: [JobReference] = [], afterPolicy: AfterPolicy = .success, requires: [String] = [],
+                outputs: [String] = []) {
         self.name = name
         self.manifest = manifest
         self.baseDirectory = baseDirectory
@@ -36,6 +40,7 @@ public struct NewJob: Sendable, Hashable {
         self.after = after
         self.afterPolicy = afterPolicy
         self.requires = requires
+        self.outputs = outputs
     }
 }
 
@@ -126,6 +131,8 @@ public struct JobQuery: Sendable, Hashable {
     public var host: String?
     /// Only jobs that read an asset of this album.
     public var album: String?
+    /// Only jobs with a failed attempt (retrying, failed or dead).
+    public var failedAttempts = false
 
     public init(ids: [Int64]? = nil, states: [JobState]? = nil, limit: Int? = nil, newest: Bool = false, before: Int64? = nil) {
         self.ids = ids

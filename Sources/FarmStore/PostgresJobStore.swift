@@ -108,8 +108,8 @@ public final class PostgresJobStore: JobStore {
 
     public func enqueue(_ jobs: [NewJob], at now: Date) async throws(JobStoreError) -> [Enqueued] {
         guard !jobs.isEmpty else { return [] }
-        if jobs.count == 1, jobs[0].uniqueKey == nil, jobs[0].after.isEmpty, Outbox.notify(jobs[0].manifest) == nil {
-            // One job, no key, no dependency: one statement (the notification goes out as it commits).
+        if jobs.count == 1, jobs[0].uniqueKey == nil, jobs[0].after.isEmpty, jobs[0].outputs.isEmpty, Outbox.notify(jobs[0].manifest) == nil {
+            // One job, no key, no dependency, no file: one statement (the notification goes out as it commits).
             let ids = try await run(insertion(Self.newJob(jobs[0], at: now), requires: Placement.requires(jobs[0]), assets: Placement.assets(jobs[0]),
                                               notify: nil, before: "WITH inserted AS (", after: """
                 RETURNING id), notified AS (SELECT pg_notify('\(channel)', '')) SELECT id FROM inserted, notified
@@ -119,9 +119,12 @@ public final class PostgresJobStore: JobStore {
         }
         return try await transaction { [self] c in
             var results: [Enqueued] = []
+            // The files' live writers, found for the whole submission at once (and the new jobs added as they go in).
+            let writers = try await liveWriters(of: jobs, on: c)
             for new in jobs {
-                results.append(try await insert(new, at: now, on: c))
+                results.append(try await insert(new, at: now, on: c, writers: writers))
             }
+            try await recordOutputs(writers, on: c)
             if results.contains(where: \.inserted) {
                 _ = try await c.run("SELECT pg_notify(\(channel), '')")
             }
@@ -154,7 +157,13 @@ public final class PostgresJobStore: JobStore {
             """
     }
 
-    func insert(_ new: NewJob, at now: Date, on c: PostgresConnection) async throws -> Enqueued {
+    func insert(_ new: NewJob, at now: Date, on c: PostgresConnection, writers: OutputWriters? = nil) async throws -> Enqueued {
+        // The live job holding its key answers for it before its files are looked at (they are that job's).
+        if let key = new.uniqueKey, !new.outputs.isEmpty, let row = try await c.run("""
+            SELECT id FROM \(unescaped: table) WHERE unique_key = \(key) AND state IN ('waiting', 'queued', 'running')
+            """).first {
+            return Enqueued(id: try row.decode(Int64.self), inserted: false)
+        }
         var job = Self.newJob(new, at: now)
         if !new.after.isEmpty {
             job.after = try await resolve(new.after, for: new.name, on: c)
@@ -162,6 +171,7 @@ public final class PostgresJobStore: JobStore {
         }
         let notify = Outbox.notify(new.manifest)
         if let notify { try await checkNotify(notify, of: new.name, on: c) }
+        if let writers { try writers.check(new, after: job.after) }
         // A key held by a job that ends between the two statements: try again.
         for _ in 0..<10 {
             let inserted = try await c.run(insertion(job, requires: Placement.requires(new), assets: Placement.assets(new),
@@ -170,6 +180,7 @@ public final class PostgresJobStore: JobStore {
                 """))
             if let row = inserted.first {
                 let id = try row.decode(Int64.self)
+                writers?.add(new, id: id)
                 if !job.after.isEmpty {
                     _ = try await c.run("INSERT INTO \(unescaped: edges) (depends_on, job_id) SELECT unnest(\(job.after)::int8[]), \(id)")
                 }
@@ -386,6 +397,7 @@ public final class PostgresJobStore: JobStore {
               AND created_at >= \(query.createdFrom?.timeIntervalSince1970 ?? -Double.greatestFiniteMagnitude)
               AND created_at < \(query.createdBefore?.timeIntervalSince1970 ?? Double.greatestFiniteMagnitude)
               AND (\(query.mentions ?? "") = '' OR strpos(manifest, \(query.mentions ?? "")) > 0)
+              AND (NOT \(query.failedAttempts) OR errors <> '[]')
               AND (\(query.host ?? "") = '' OR COALESCE(split_part(lease_owner, ':', 1), host) = \(query.host ?? ""))
               AND (\(query.album ?? "") = '' OR id = ANY(ARRAY(SELECT i.job_id FROM \(unescaped: schemaPrefix)job_inputs i
                   JOIN \(unescaped: schemaPrefix)album_assets a ON a.asset_id = i.asset_id WHERE a.album = \(query.album ?? ""))))
@@ -453,7 +465,7 @@ public final class PostgresJobStore: JobStore {
     /// What goes with the ended jobs of a `pruned` (id, after_ids) selection, as more of its statement:
     /// their edges (nothing waits for a job that ended any more, and it waits for nothing), their webhook
     /// deliveries that ended (a pending one outlives its job: its row carries the job), the uploads recorded
-    /// for them that nothing forgot (their aborting failed), and their results kept for reuse.
+    /// for them that nothing forgot (their aborting failed), their results kept for reuse, and the files they wrote.
     private var removals: String {
         """
         edges AS (
@@ -465,7 +477,9 @@ public final class PostgresJobStore: JobStore {
         uploads AS (
             DELETE FROM object_uploads AS u USING pruned WHERE u.job_id = pruned.id),
         results AS (
-            DELETE FROM job_results AS r USING pruned WHERE r.job_id = pruned.id)
+            DELETE FROM job_results AS r USING pruned WHERE r.job_id = pruned.id),
+        outputs AS (
+            DELETE FROM job_outputs AS w USING pruned WHERE w.job_id = pruned.id)
         """
     }
 

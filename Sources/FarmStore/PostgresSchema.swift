@@ -85,7 +85,7 @@ enum PostgresSchema {
         ResultRecords.statements(.postgres),
         PictureSchema.statements(.postgres),
         QueuePauses.statements(.postgres) + QueueHistory.statements(.postgres) + CoordinatorRegistry.providesStatements(.postgres),
-        JobIndexes.statements("{schema}."),
+        JobIndexes.statements("{schema}.") + OutputClaims.statements(.postgres),
     ]
 
     /// Checks the schema's version, creating or upgrading it with `migrate` (concurrent migrators wait

@@ -128,6 +128,7 @@ public final class SQLiteJobStore: JobStore {
         }
         let notify = Outbox.notify(new.manifest)
         if let notify { try checkNotify(notify, of: new.name, db) }
+        try checkOutputs(new, after: job.after, db)
         try db.cachedStatement(sql: """
             INSERT INTO jobs (name, manifest, base_directory, output_roots, state, priority, attempt, max_attempts, run_at,
                               unique_key, timeout, created_at, updated_at, errors, after_ids, after_policy, waiting_for, blocked_by,
@@ -140,6 +141,7 @@ public final class SQLiteJobStore: JobStore {
                              job.blockedBy, job.finishedAt?.timeIntervalSince1970, Placement.requires(new), Placement.assets(new),
                              Outbox.notifyColumn(notify), new.chunkOf])
         let id = db.lastInsertedRowID
+        try recordOutputs(new, id: id, db)
         for dependency in job.after {
             try db.cachedStatement(sql: "INSERT INTO job_dependencies (depends_on, job_id) VALUES (?, ?)").execute(arguments: [dependency, id])
         }
@@ -334,6 +336,7 @@ public final class SQLiteJobStore: JobStore {
             if let from = query.createdFrom { add("created_at >= ?", [from.timeIntervalSince1970]) }
             if let before = query.createdBefore { add("created_at < ?", [before.timeIntervalSince1970]) }
             if let text = query.mentions, !text.isEmpty { add("instr(manifest, ?) > 0", [text]) }
+            if query.failedAttempts { add("errors <> '[]'") }
             if let host = query.host, !host.isEmpty { add("COALESCE(substr(lease_owner, 1, instr(lease_owner || ':', ':') - 1), host) = ?", [host]) }
             if let album = query.album, !album.isEmpty {
                 add("id IN (SELECT i.job_id FROM job_inputs i JOIN album_assets a ON a.asset_id = i.asset_id WHERE a.album = ?)", [album])
@@ -418,8 +421,9 @@ public final class SQLiteJobStore: JobStore {
         try db.cachedStatement(sql: "DELETE FROM webhook_deliveries WHERE job_id = ? AND state <> 'pending'").execute(arguments: [job.id])
         // Uploads recorded for it that nothing forgot (their aborting failed).
         try db.cachedStatement(sql: "DELETE FROM object_uploads WHERE job_id = ?").execute(arguments: [job.id])
-        // Its result kept for reuse.
+        // Its result kept for reuse, and the files it wrote.
         try db.cachedStatement(sql: "DELETE FROM job_results WHERE job_id = ?").execute(arguments: [job.id])
+        try db.cachedStatement(sql: "DELETE FROM job_outputs WHERE job_id = ?").execute(arguments: [job.id])
         for dependency in job.after {
             try db.cachedStatement(sql: "DELETE FROM job_dependencies WHERE depends_on = ? AND job_id = ?").execute(arguments: [dependency, job.id])
         }

@@ -137,7 +137,7 @@ extension SQLiteJobStore {
             }
         }
         migrator.registerMigration("v14 waiting jobs") { db in
-            for statement in JobIndexes.statements("") { try db.execute(sql: statement) }
+            for statement in JobIndexes.statements("") + OutputClaims.statements(.sqlite) { try db.execute(sql: statement) }
         }
         return migrator
     }

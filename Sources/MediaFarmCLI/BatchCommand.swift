@@ -80,7 +80,7 @@ struct BatchCommand: AsyncParsableCommand {
         }
         let jobs = loaded.valid.map {
             NewJob(name: $0.manifest.name, manifest: $0.offer.text, baseDirectory: $0.manifest.baseDirectory, outputRoots: roots ?? [],
-                   maxAttempts: maxAttempts)
+                   maxAttempts: maxAttempts, outputs: $0.manifest.writes)
         }
 
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mediafarm-batch-\(UUID().uuidString.prefix(8))")

@@ -84,7 +84,7 @@ struct SubmitCommand: AsyncParsableCommand {
             NewJob(name: manifest.name, manifest: offer.text, baseDirectory: manifest.baseDirectory, outputRoots: roots ?? [],
                    priority: priority, maxAttempts: maxAttempts, runAt: runAt, uniqueKey: uniqueKey, timeout: timeout,
                    after: manifest.after + dependencies.filter { !manifest.after.contains($0) },
-                   afterPolicy: afterPolicy ?? manifest.afterPolicy, requires: manifest.requires)
+                   afterPolicy: afterPolicy ?? manifest.afterPolicy, requires: manifest.requires, outputs: manifest.writes)
         }
         let token = try library.token()
         let rules = SubmissionRules(outputRoots: roots, missingInputWayOut: allowMissingInputs ? nil

@@ -60,6 +60,14 @@ import Testing
         #expect(try await names { $0.host = "render7" } == ["ran-on-render7"], "ended")
         #expect(try await store.job(id: ran)?.host == "render7")
         #expect(try await names { $0.host = "render" } == [], "the whole host")
+        #expect(try await names { $0.failedAttempts = true } == [], "no attempt failed yet")
+        var failing = new("fails")
+        failing.priority = 10
+        _ = try await store.enqueue([failing], at: t0)
+        let attempt = try #require(try await store.claim(limit: 1, owner: "render7:41:ab", leaseDuration: 60, at: t0.addingTimeInterval(86_400 * 9)).first)
+        _ = try await store.finish(id: attempt.id, token: try #require(attempt.lease?.token), outcome: .crashed(message: "killed"),
+                                   at: t0.addingTimeInterval(86_400 * 9 + 1))
+        #expect(try await names { $0.failedAttempts = true } == ["fails"], "retrying after a crash")
         // An album's jobs: none read an asset here (the statement runs on both queues).
         #expect(try await names { $0.album = "Holidays" } == [])
         // The newest before a job (returned oldest first, as every newest query).

@@ -1,0 +1,57 @@
+import FarmTestSupport
+import Foundation
+import Testing
+
+/// What an engineer evaluating pipelines, object storage, chunks and webhooks tripped on in a second
+/// day: each a command or a request that went wrong before, with the way out the message now names.
+@Suite struct SecondDayTests {
+    func mediafarm(_ args: [String]) throws -> ProcessResult {
+        try ProcessRunner.run(TestPaths.mediafarmExecutable, args)
+    }
+
+    func site(_ label: String, _ manifests: [String: String]) throws -> URL {
+        let dir = try TestPaths.makeTemporaryFolder("second-day-\(label)")
+        try FileManager.default.copyItem(atPath: MediaFixture.cfr30MP4.path, toPath: dir.appendingPathComponent("clip.mp4").path)
+        for (name, text) in manifests { try text.write(to: dir.appendingPathComponent(name), atomically: true, encoding: .utf8) }
+        return dir
+    }
+
+    /// Two manifests writing one file were both queued; one failed after all its work (or, allowed to
+    /// replace, silently lost the other's). Now the second is refused at submission, naming the job that
+    /// writes the file and the ways out; waiting for it (`--after`) is allowed.
+    @Test func aSecondLiveJobWritingTheSameFileIsRefused() throws {
+        let export = #"{ "version": 1, "input": "clip.mp4", "export": { "mode": "passthrough", "output": "out/cut.mp4" }, "report": "out/REPORT.json" }"#
+        let dir = try site("one-writer", ["a.json": export.replacingOccurrences(of: "REPORT", with: "a"),
+                                          "b.json": export.replacingOccurrences(of: "REPORT", with: "b"),
+                                          "c.json": #"{ "version": 1, "input": "clip.mp4", "report": "out/c.json" }"#,
+                                          "d.json": #"{ "version": 1, "input": "clip.mp4", "report": "out/c.json", "overwrite": true }"#])
+        let queue = ["--queue", "sqlite:" + dir.appendingPathComponent("q.sqlite").path]
+        let first = try mediafarm(["submit", "--json"] + queue + [dir.appendingPathComponent("a.json").path])
+        #expect(first.status == 0, "\(first.stderr)")
+        let refused = try mediafarm(["submit"] + queue + [dir.appendingPathComponent("b.json").path])
+        #expect(refused.status == 2, "\(refused.stdout) \(refused.stderr)")
+        #expect(refused.stderr.contains("\(dir.path)/out/cut.mp4 is written by job 1 (a), which is queued"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("submit --after 1") && refused.stderr.contains("nothing was queued"), "\(refused.stderr)")
+        let after = try mediafarm(["submit", "--after", "1"] + queue + [dir.appendingPathComponent("b.json").path])
+        #expect(after.status == 0, "waiting for the writer: \(after.stderr)")
+        // A delayed job holds its file as well, and "overwrite" does not get past it.
+        #expect(try mediafarm(["submit", "--delay", "3600"] + queue + [dir.appendingPathComponent("c.json").path]).status == 0)
+        let overwriting = try mediafarm(["submit"] + queue + [dir.appendingPathComponent("d.json").path])
+        #expect(overwriting.status == 2 && overwriting.stderr.contains("out/c.json is written by job 3 (c)"), "\(overwriting.stderr)")
+        let status = try mediafarm(["status", "--json"] + queue)
+        #expect(status.stdout.components(separatedBy: "\"name\" : ").count - 1 == 3, "three jobs queued: \(status.stdout)")
+    }
+
+    /// The same through the API: 422 naming the job, nothing queued.
+    @Test func theAPIRefusesASecondWriterToo() throws {
+        let farm = try HTTPFarm("second-day-api", workers: 1)
+        let manifest = #"{ "version": 1, "name": "NAME", "input": "clip.mp4", "report": "out/shared.json" }"#
+        let first = try farm.submit(manifest.replacingOccurrences(of: "NAME", with: "first"), query: "?delay=3600")
+        let second = try farm.request("POST", "/api/jobs", body: manifest.replacingOccurrences(of: "NAME", with: "second"))
+        #expect(second.status == 422, "\(second.status) \(second.body)")
+        #expect(second.body.contains("is written by job \(first) (first)") && second.body.contains("\\\"after\\\": [\(first)]"), "\(second.body)")
+        let waiting = try farm.request("POST", "/api/jobs", body: manifest.replacingOccurrences(of: "NAME", with: "third")
+            .replacingOccurrences(of: "\"version\": 1,", with: "\"version\": 1, \"after\": [\(first)],"))
+        #expect(waiting.status == 201, "\(waiting.status) \(waiting.body)")
+    }
+}
