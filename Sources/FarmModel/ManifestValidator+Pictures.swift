@@ -74,7 +74,7 @@ extension Walker {
     mutating func storyboard(_ value: JSONValue) -> JobManifest.StoryboardSettings? {
         let p = "$.storyboard"
         guard let o = object(value, p, allowed: ["every", "tiles", "tileWidth", "columns", "rows", "format", "quality", "output",
-                                                  "chunkSeconds", "part", "join"]) else { return nil }
+                                                  "chunkSeconds"], hidden: ["part", "join"]) else { return nil }
         let output = path(o["output"], "\(p).output", required: true, output: true)
         if let output, !output.hasSuffix(".vtt") {
             fail("\(p).output", "names the WebVTT file, ending in .vtt (its sheets NAME-1.jpg and on, and NAME.json, go beside it)")

@@ -38,8 +38,9 @@ struct Walker {
 
     // MARK: - Shapes
 
-    /// The members of an object, reporting unknown and duplicate keys.
-    mutating func object(_ value: JSONValue, _ path: String, allowed: [String]) -> [String: JSONValue]? {
+    /// The members of an object, reporting unknown and duplicate keys. `hidden` keys are accepted but not
+    /// listed to users (the coordinator sets them on the jobs it makes).
+    mutating func object(_ value: JSONValue, _ path: String, allowed: [String], hidden: [String] = []) -> [String: JSONValue]? {
         guard case .object(let members) = value else {
             fail(path, "expected an object, found \(value.kindName)")
             return nil
@@ -47,7 +48,9 @@ struct Walker {
         var result: [String: JSONValue] = [:]
         for (key, member) in members {
             if result[key] != nil { fail("\(path).\(key)", "the key \"\(key)\" appears twice") }
-            if !allowed.contains(key) {
+            if key == "overwrite" && path != "$" {
+                fail("\(path).\(key)", "\"overwrite\" belongs at the manifest's top level, beside \"version\"")
+            } else if !allowed.contains(key) && !hidden.contains(key) {
                 let hint = Suggestion.hint(key, in: allowed)
                 fail("\(path).\(key)", "unknown key \"\(key)\"\(hint); allowed here: \(allowed.joined(separator: ", "))")
             }
@@ -351,7 +354,7 @@ struct Walker {
                 let how = input.1 == path ? "" : " (\(path) and \(input.1) are one file)"
                 fail(jsonPath, "would overwrite the input \(input.0)\(how): an export never replaces its own source")
             } else if context.refuseExistingOutputs, !overwrite, identity?.exists == true {
-                fail(jsonPath, "\(path) already exists; set \"overwrite\": true to replace it")
+                fail(jsonPath, "\(path) already exists; set \"overwrite\": true at the manifest's top level to replace it")
             }
         }
     }
@@ -465,7 +468,7 @@ struct Walker {
     mutating func export(_ value: JSONValue) -> JobManifest.ExportSettings? {
         let p = "$.export"
         guard let o = object(value, p, allowed: ["mode", "output", "fileType", "frameRate", "frameDuration", "video", "audio", "faststart", "cuts",
-                                                         "chunkSeconds", "chunkAbove", "frames", "join", "poster"]) else { return nil }
+                                                         "chunkSeconds", "chunkAbove", "poster"], hidden: ["frames", "join"]) else { return nil }
         let mode = enumeration(o["mode"], "\(p).mode", ExportMode.self, required: true)
         let output = path(o["output"], "\(p).output", required: true, output: true)
         var fileType: ContainerType?

@@ -110,7 +110,7 @@ public enum ObjectOutput {
                 throw error
             }
         } catch let error as S3Error where error.kind == .alreadyExists {
-            throw JobError("\(final): already exists; set \"overwrite\": true in the manifest to replace it")
+            throw JobError("\(final): already exists; set \"overwrite\": true at the manifest's top level to replace it")
         } catch let error as S3Error {
             throw JobError("\(final): cannot publish the finished file: \(error.problem)")
         }
@@ -217,7 +217,7 @@ public enum ObjectOutput {
         }
         log("the server of bucket \(location.bucket) ignores If-None-Match: \(final) was checked with a HEAD before it was written "
             + "(an object written there between the check and the write would be replaced)")
-        if exists { throw JobError("\(final): already exists; set \"overwrite\": true in the manifest to replace it") }
+        if exists { throw JobError("\(final): already exists; set \"overwrite\": true at the manifest's top level to replace it") }
     }
 
     /// The multipart uploads of `location`'s key under way. The bucket's uploads under way are listed
@@ -272,7 +272,7 @@ public enum ObjectOutput {
             throw JobError("\(record.address): cannot publish the finished file: its upload \(record.uploadID) is gone and the object is not it")
         case .alreadyExists:
             try? await client.abortMultipartUpload(upload)  // best effort: the refusal is what matters; one left open is aborted at the job's end
-            throw JobError("\(record.address): already exists; set \"overwrite\": true in the manifest to replace it")
+            throw JobError("\(record.address): already exists; set \"overwrite\": true at the manifest's top level to replace it")
         default:
             throw JobError("\(record.address): cannot publish the finished file: \(failure.problem)", retryable: failure.mayPass)
         }

@@ -109,7 +109,7 @@ public enum StagedOutput {
                 // A file that appeared since the check is not replaced either.
                 do { try SafeFiles.move(staged, to: final) } catch {
                     throw JobError("\(final): cannot publish the finished file: " + (error.targetExists
-                        ? "it appeared meanwhile; set \"overwrite\": true in the manifest to replace it" : String(cString: strerror(error.code))))
+                        ? "it appeared meanwhile; set \"overwrite\": true at the manifest's top level to replace it" : String(cString: strerror(error.code))))
                 }
             }
             published.append(final)
@@ -142,7 +142,7 @@ public enum StagedOutput {
             throw JobError("\(final): a folder with that name is in the way")
         }
         if !allowExisting {
-            throw JobError("\(final): already exists; set \"overwrite\": true in the manifest to replace it")
+            throw JobError("\(final): already exists; set \"overwrite\": true at the manifest's top level to replace it")
         }
     }
 

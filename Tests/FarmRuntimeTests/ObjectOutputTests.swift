@@ -75,7 +75,7 @@ import Testing
         // Again, without overwrite: refused by the conditional completion, the object untouched, the
         // upload aborted.
         await #expect { try await ObjectOutput.upload(file.path, to: final, allowExisting: false, s3: s3) } throws: { error in
-            "\(error)" == "\(final): already exists; set \"overwrite\": true in the manifest to replace it"
+            "\(error)" == "\(final): already exists; set \"overwrite\": true at the manifest's top level to replace it"
         }
         #expect(try await s3.head(location).etag == etag)
         #expect(try await s3.listMultipartUploads(S3Location(bucket: bucket, key: "")).isEmpty)

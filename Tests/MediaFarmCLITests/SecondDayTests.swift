@@ -54,4 +54,19 @@ import Testing
             .replacingOccurrences(of: "\"version\": 1,", with: "\"version\": 1, \"after\": [\(first)],"))
         #expect(waiting.status == 201, "\(waiting.status) \(waiting.body)")
     }
+
+    /// `… already exists; set "overwrite": true` led to `"overwrite"` inside `export`, which was refused as
+    /// an unknown key; the export's list of keys showed the coordinator's own (`frames`, `join`).
+    @Test func overwriteIsPlacedWhereTheMessageSays() throws {
+        let dir = try site("overwrite", ["in-export.json": #"{ "version": 1, "input": "clip.mp4", "export": { "mode": "passthrough", "output": "out.mp4", "overwrite": true, "fram": 1 } }"#,
+                                         "exists.json": #"{ "version": 1, "input": "clip.mp4", "export": { "mode": "passthrough", "output": "old.mp4" } }"#])
+        try Data("an earlier cut".utf8).write(to: dir.appendingPathComponent("old.mp4"))
+        let misplaced = try mediafarm(["run", dir.appendingPathComponent("in-export.json").path])
+        #expect(misplaced.status == 2)
+        #expect(misplaced.stderr.contains(#"$.export.overwrite: "overwrite" belongs at the manifest's top level, beside "version""#), "\(misplaced.stderr)")
+        let keys = try #require(misplaced.stderr.firstMatch(of: /\$\.export\.fram: [^\n]*allowed here: ([^\n]*)/), "\(misplaced.stderr)").1
+        #expect(!keys.contains("frames") && !keys.contains("join") && keys.contains("chunkSeconds"), "\(keys)")
+        let exists = try mediafarm(["run", dir.appendingPathComponent("exists.json").path])
+        #expect(exists.status == 2 && exists.stderr.contains(#"already exists; set "overwrite": true at the manifest's top level to replace it"#), "\(exists.stderr)")
+    }
 }
