@@ -60,7 +60,8 @@ extension Coordinator {
             if manifest.report != nil, earlier.report == nil { continue }
             guard manifest.export == nil || earlier.output != nil else { continue }
             guard !manifest.writesPictures || earlier.files != nil else { continue }
-            state.withLock { $0.running[job.id]?.progress = JobProgress(fraction: 0, phase: "reusing the result of job \(earlier.jobID)") }
+            let worker = earlier.worker
+            state.withLock { $0.running[job.id]?.progress = JobProgress(fraction: 0, phase: "reusing the result of job \(worker.id)") }
             guard let staged = await stageEarlierResult(earlier, for: job, token: token, manifest: manifest) else {
                 StagedOutput.discard(manifest, token: token)
                 continue
@@ -76,10 +77,10 @@ extension Coordinator {
                 break
             case .lost(let state):
                 events(.finished(id: job.id, name: job.name, state: state == .cancelled ? "cancelled" : "lost", attempt: job.attempt,
-                                 message: "stopped while reusing the result of job \(earlier.jobID): nothing published", seconds: seconds))
+                                 message: "stopped while reusing the result of job \(worker.id): nothing published", seconds: seconds))
                 return true
             case .timeout(let limit):
-                await finish(job, token: token, outcome: .crashed(message: "timed out after \(Self.format(limit)) s reusing the result of job \(earlier.jobID)"),
+                await finish(job, token: token, outcome: .crashed(message: "timed out after \(Self.format(limit)) s reusing the result of job \(worker.id)"),
                              seconds: seconds, reason: "timed_out")
                 return true
             case .drain:
@@ -91,14 +92,16 @@ extension Coordinator {
             let output = manifest.export?.output ?? manifest.poster?.output ?? manifest.storyboard?.output ?? pictures.first
             var result = JobResult(name: job.name, succeeded: true, output: output, report: manifest.report, seconds: seconds)
             result.numbered = numbered
-            result.reused = ReusedResult(job: earlier.jobID, name: earlier.jobName, output: earlier.output, sha256: earlier.sha256)
+            result.reused = ReusedResult(job: worker.id, name: worker.name, output: earlier.output, sha256: earlier.sha256)
             let resultJSON = try? String(decoding: JSONEncoder().encode(result), as: UTF8.self)  // a JobResult always encodes
-            events(.notice("job \(job.id): answered from the result of job \(earlier.jobID) (\(earlier.jobName))"
+            events(.notice("job \(job.id): answered from the result of job \(worker.id) (\(worker.name))"
+                           + (worker.id != earlier.jobID ? ", copied from job \(earlier.jobID)" : "")
                            + (earlier.output.map { ": \($0) copied, its SHA-256 unchanged since it was published" } ?? "")))
             if await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: [], numbered: numbered, seconds: seconds,
                              reason: "reused") {
                 var again = earlier
                 (again.jobID, again.jobName, again.output, again.report, again.createdAt) = (job.id, job.name, manifest.export?.output, staged.report, now())
+                (again.originJobID, again.originJobName) = worker
                 if let files = earlier.files {
                     again.files = ReusedFiles(numbered: numbered, files: zip(pictures, files.files).map { ReusedFiles.File(path: $0, sha256: $1.sha256, size: $1.size) })
                 }
@@ -197,10 +200,13 @@ extension Coordinator {
     /// The earlier job's report under this job's name, saying which job's result it is.
     static func reusedReport(_ text: String, name: String, from earlier: ReusableResult) -> String {
         guard let report = try? JSONParser.parse(text) else { return text }  // a report that is no JSON is reused as it was written
-        var reused: [(key: String, value: JSONValue)] = [("job", .number(String(earlier.jobID))), ("name", .string(earlier.jobName))]
+        let worker = earlier.worker
+        var reused: [(key: String, value: JSONValue)] = [("job", .number(String(worker.id))), ("name", .string(worker.name))]
         if let output = earlier.output { reused.append(("output", .string(output))) }
         if let sha256 = earlier.sha256 { reused.append(("sha256", .string(sha256))) }
-        return report.setting("name", to: .string(name)).setting("reused", to: .object(reused)).text
+        let copied = report.setting("name", to: .string(name)).setting("reused", to: .object(reused))
+        // In the form it was written: a report laid out for people stays so.
+        return text.contains("\n") ? copied.indented + (text.hasSuffix("\n") ? "\n" : "") : copied.text
     }
 
     /// Records the result of a job that succeeded and may be reused: its output's SHA-256 and size (read

@@ -20,6 +20,13 @@ public struct ReusableResult: Sendable, Equatable {
     public var createdAt: Date
     /// A picture job's files as published, in the order of its outputs, with the counts of its numbered ones.
     public var files: ReusedFiles?
+    /// The job that did the work, when this result is a copy of its result (a reuse of a reuse); nil when
+    /// `jobID` did it.
+    public var originJobID: Int64?
+    public var originJobName: String?
+
+    /// The job that did the work: the origin, or this job.
+    public var worker: (id: Int64, name: String) { (originJobID ?? jobID, originJobName ?? jobName) }
 
     /// A report larger than this is not kept: a job asking for a report cannot be answered from it.
     public static let reportLimit = 4 << 20
@@ -88,11 +95,12 @@ public struct ResultRecords: Sendable {
         let files = try result.files.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
         try await database.write { session in
             try await session.execute("""
-                INSERT INTO job_results (result_key, job_id, job_name, output, sha256, size, report, created_at, files)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO job_results (result_key, job_id, job_name, output, sha256, size, report, created_at, files, origin_job_id, origin_job_name)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (result_key, job_id) DO NOTHING
                 """, [SQLValue(result.key), SQLValue(result.jobID), SQLValue(result.jobName), SQLValue(result.output), SQLValue(result.sha256),
-                      SQLValue(result.size), SQLValue(result.report), SQLValue(result.createdAt), SQLValue(files)])
+                      SQLValue(result.size), SQLValue(result.report), SQLValue(result.createdAt), SQLValue(files),
+                      SQLValue(result.originJobID), SQLValue(result.originJobName)])
         }
     }
 
@@ -100,12 +108,13 @@ public struct ResultRecords: Sendable {
     public func results(key: String, limit: Int = 4) async throws -> [ReusableResult] {
         try await database.read { session in
             try await session.rows("""
-                SELECT result_key, job_id, job_name, output, sha256, size, report, created_at, files FROM job_results
+                SELECT result_key, job_id, job_name, output, sha256, size, report, created_at, files, origin_job_id, origin_job_name FROM job_results
                 WHERE result_key = ? ORDER BY created_at DESC, job_id DESC LIMIT ?
                 """, [SQLValue(key), SQLValue(limit)]).map { row in
                 var result = ReusableResult(key: row[0].string ?? "", jobID: row[1].int ?? 0, jobName: row[2].string ?? "", output: row[3].string,
                                             sha256: row[4].string, size: row[5].int, report: row[6].string, createdAt: row[7].date ?? .distantPast)
                 result.files = row[8].string.flatMap { try? JSONDecoder().decode(ReusedFiles.self, from: Data($0.utf8)) }  // unreadable: it answers no picture job
+                (result.originJobID, result.originJobName) = (row[9].int, row[10].string)
                 return result
             }
         }

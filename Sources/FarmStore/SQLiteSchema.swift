@@ -152,6 +152,9 @@ enum JobIndexes {
     /// ends (the console lists and filters jobs by it).
     static func statements(_ prefix: String) -> [String] {
         ["CREATE INDEX jobs_waiting ON \(prefix)jobs (id) WHERE state = 'waiting'",
+         // A result copied from a copy names the job that did the work.
+         "ALTER TABLE \(prefix)job_results ADD COLUMN origin_job_id BIGINT",
+         "ALTER TABLE \(prefix)job_results ADD COLUMN origin_job_name TEXT",
          "ALTER TABLE \(prefix)jobs ADD COLUMN host TEXT",
          "CREATE INDEX asset_representations_job ON \(prefix)asset_representations (job_id)"]
     }

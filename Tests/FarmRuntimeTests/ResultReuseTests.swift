@@ -61,6 +61,15 @@ import Glibc
         #expect(try Self.drain(farm) == [off, preset], "only the jobs that may not be reused ran")
         #expect(try Self.reusedFrom(farm, same) == first)
         for id in [off, preset] { #expect(try Self.reusedFrom(farm, id) == nil) }
+        // A copy of a copy names the job that did the work, and its report keeps the form it was written in.
+        let chained = try farm.submit([try farm.manifest("chained", Self.manifest("chained"))])[0]
+        let chainLog = try Self.drainLog(farm)
+        #expect(try Self.reusedFrom(farm, chained) == first, "\(chainLog)")
+        #expect(chainLog.ran.isEmpty && chainLog.text.contains("job \(chained): answered from the result of job \(first) (first), copied from job \(same)"),
+                "\(chainLog)")
+        let firstReport = try String(contentsOf: farm.out.appendingPathComponent("first.json"), encoding: .utf8)
+        let chainedReport = try String(contentsOf: farm.out.appendingPathComponent("chained.json"), encoding: .utf8)
+        #expect(firstReport.contains("\n  ") && chainedReport.contains("\n  "), "laid out as written: \(chainedReport.prefix(200))")
 
         // One byte of the input changed in place (a letter of the muxer's tag: the movie still plays).
         let input = farm.folder.appendingPathComponent("in.mp4").path
