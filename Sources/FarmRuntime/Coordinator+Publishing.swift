@@ -68,6 +68,7 @@ extension Coordinator {
                 case .released: "released without using up the attempt"
                 }
                 events(.finished(id: job.id, name: job.name, state: after.state.rawValue, attempt: job.attempt, message: message, seconds: seconds, at: recorded))
+                if after.state == .failed || after.state == .dead { await reportFailedDependents(after) }
                 return
             } catch let error where error.isStaleLease {
                 metrics.attemptEnded("stale", seconds: seconds)
@@ -154,6 +155,24 @@ extension Coordinator {
                 await Self.waitWhileStopping(delay)
                 delay = min(delay * 2, 2)
             }
+        }
+    }
+}
+
+extension Coordinator {
+    /// Says which jobs failed with `ended` (they waited for it, directly or not, and needed its success):
+    /// the queue failed them in the same transaction, and nothing else would show them in this output.
+    func reportFailedDependents(_ ended: Job) async {
+        var query = JobQuery(states: [.failed], limit: 21)
+        query.blockedBy = ended.id
+        do {
+            let failed = try await store.jobs(matching: query)
+            for dependent in failed.prefix(20) {
+                events(.notice("job \(dependent.id) (\(dependent.name)) failed: it needed job \(ended.id) (\(ended.name)) to succeed, which ended \(ended.state.rawValue)"))
+            }
+            if failed.count > 20 { events(.notice("job \(ended.id): more jobs that needed it failed too (`mediafarm status --state failed`)")) }
+        } catch {
+            events(.notice("job \(ended.id): cannot list the jobs that needed it: \(error)"))
         }
     }
 }

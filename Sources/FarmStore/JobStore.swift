@@ -133,6 +133,8 @@ public struct JobQuery: Sendable, Hashable {
     public var album: String?
     /// Only jobs with a failed attempt (retrying, failed or dead).
     public var failedAttempts = false
+    /// Only jobs that failed because this job (which they waited for, directly or not) did not succeed.
+    public var blockedBy: Int64?
 
     public init(ids: [Int64]? = nil, states: [JobState]? = nil, limit: Int? = nil, newest: Bool = false, before: Int64? = nil) {
         self.ids = ids

@@ -148,7 +148,9 @@ struct CancelCommand: AsyncParsableCommand {
 
     func run() async throws {
         let store = try await queue.open()
-        try await JobControl.apply(jobIDs.ids, verb: "cancelled", json: json) { (id: Int64) async throws(JobStoreError) -> Job in try await store.cancel(id: id, at: Date()) }
+        try await JobControl.apply(jobIDs.ids, verb: "cancelled", json: json, store: store) { (id: Int64) async throws(JobStoreError) -> Job in
+            try await store.cancel(id: id, at: Date())
+        }
     }
 }
 
@@ -171,23 +173,64 @@ struct RetryCommand: AsyncParsableCommand {
 
     func run() async throws {
         let store = try await queue.open()
-        try await JobControl.apply(jobIDs.ids, verb: "queued again", json: json) { (id: Int64) async throws(JobStoreError) -> Job in try await store.retry(id: id, at: Date()) }
+        try await JobControl.apply(jobIDs.ids, verb: "queued again", json: json, store: store) { (id: Int64) async throws(JobStoreError) -> Job in
+            try await store.retry(id: id, at: Date())
+        }
     }
 }
 
 enum JobControl {
-    /// Applies `change` to each job; reports each; exit 1 when any was refused.
-    static func apply(_ ids: [Int64], verb: String, json: Bool, _ change: (Int64) async throws(JobStoreError) -> Job) async throws {
+    /// What a cancel or retry did to the jobs that wait for `job` (at most 20 said).
+    static func dependents(of job: Job, store: any JobStore) async throws -> [String] {
+        var query = JobQuery(limit: 21)
+        if job.state.isTerminal {
+            (query.states, query.blockedBy) = ([.failed], job.id)
+        } else {
+            (query.states, query.dependsOn) = ([.waiting], job.id)
+        }
+        let found = try await store.jobs(matching: query)
+        var lines = found.prefix(20).map { other in
+            job.state.isTerminal ? "job \(other.id) (\(other.name)) failed: it needed job \(job.id) to succeed"
+                : "job \(other.id) (\(other.name)) waits for it again"
+        }
+        if found.count > 20 { lines.append("and more (mediafarm status --state \(job.state.isTerminal ? "failed" : "waiting"))") }
+        return lines
+    }
+
+    /// A refusal with the way out, where there is one.
+    static func refusal(_ error: JobStoreError) -> String {
+        switch error {
+        case .transition(let id, .illegal(.retry, from: let state)) where state == .succeeded:
+            "job \(id) succeeded: there is nothing to retry; to run it again, submit its manifest again (or Resubmit on its page in the console)"
+        case .transition(let id, .illegal(.retry, from: let state)):
+            "job \(id) is \(state.rawValue), not ended: only failed, dead or cancelled jobs are retried (cancel it first to start it over)"
+        case .transition(let id, .illegal(.cancel, from: let state)):
+            "job \(id) already ended (\(state.rawValue)): there is nothing to cancel"
+        default:
+            error.description
+        }
+    }
+
+    /// Applies `change` to each job; reports each, and what it did to the jobs that wait for it; exit 1
+    /// when any was refused.
+    static func apply(_ ids: [Int64], verb: String, json: Bool, store: any JobStore, _ change: (Int64) async throws(JobStoreError) -> Job) async throws {
         var refused = 0
         var changed: [Job] = []
         for id in ids {
             do {
                 let job = try await change(id)
                 changed.append(job)
-                if !json { print("job \(id) (\(job.name)) \(verb)") }
+                if !json {
+                    print("job \(id) (\(job.name)) \(verb)")
+                    do {
+                        for line in try await dependents(of: job, store: store) { print("  " + line) }
+                    } catch {
+                        print("  (the jobs that wait for it cannot be listed now: \(error))")
+                    }
+                }
             } catch {
                 refused += 1
-                FileHandle.standardError.write(Data("\(error)\n".utf8))
+                FileHandle.standardError.write(Data("\(refusal(error))\n".utf8))
             }
         }
         if json { print(String(decoding: try JSONEncoder.sortedPretty().encode(changed.map { JobView($0, now: Date()) }), as: UTF8.self)) }

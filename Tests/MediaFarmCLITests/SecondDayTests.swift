@@ -69,4 +69,26 @@ import Testing
         let exists = try mediafarm(["run", dir.appendingPathComponent("exists.json").path])
         #expect(exists.status == 2 && exists.stderr.contains(#"already exists; set "overwrite": true at the manifest's top level to replace it"#), "\(exists.stderr)")
     }
+
+    /// A job that failed because the job it waited for failed never showed in the coordinator's output, and
+    /// `retry` did not say that the jobs waiting for it went back to waiting; `retry` of a job that
+    /// succeeded said "cannot retry a job that is succeeded".
+    @Test func whatHappensToDependentsIsSaid() throws {
+        let dir = try site("dependents", ["a.json": #"{ "version": 1, "name": "a", "input": "gone.mp4", "report": "out/a.json" }"#,
+                                          "b.json": #"{ "version": 1, "name": "b", "after": [1], "input": "clip.mp4", "report": "out/b.json" }"#,
+                                          "c.json": #"{ "version": 1, "name": "c", "input": "clip.mp4", "report": "out/c.json" }"#])
+        let queue = ["--queue", "sqlite:" + dir.appendingPathComponent("q.sqlite").path]
+        #expect(try mediafarm(["submit", "--allow-missing-inputs", "--max-attempts", "1"] + queue + ["a.json", "b.json", "c.json"].map { dir.appendingPathComponent($0).path }).status == 0)
+        let coordinator = try mediafarm(["coordinator", "--exit-when-idle", "--workers", "1"] + queue)
+        let output = coordinator.stdout + coordinator.stderr
+        #expect(output.contains("job 2 (b) failed: it needed job 1 (a) to succeed, which ended failed"), "\(output)")
+        let retried = try mediafarm(["retry", "1"] + queue)
+        #expect(retried.status == 0 && retried.stdout == "job 1 (a) queued again\n  job 2 (b) waits for it again\n", "\(retried.stdout) \(retried.stderr)")
+        let cancelled = try mediafarm(["cancel", "1"] + queue)
+        #expect(cancelled.stdout == "job 1 (a) cancelled\n  job 2 (b) failed: it needed job 1 to succeed\n", "\(cancelled.stdout) \(cancelled.stderr)")
+        let succeeded = try mediafarm(["retry", "3"] + queue)
+        #expect(succeeded.status == 1 && succeeded.stderr.contains("job 3 succeeded: there is nothing to retry; to run it again, submit its manifest again"),
+                "\(succeeded.stderr)")
+        #expect(try mediafarm(["cancel", "3"] + queue).stderr.contains("job 3 already ended (succeeded): there is nothing to cancel"))
+    }
 }
