@@ -64,6 +64,9 @@ public struct Job: Sendable, Hashable, Codable {
     }
 
     /// The host part of a lease owner ("host:pid:random").
+    /// The phase of a job a coordinator claimed ahead of a free slot (it holds a lease; no worker runs it yet).
+    public static let claimedAheadPhase = "claimed, waiting for a slot"
+
     public static func host(ofOwner owner: String) -> String {
         String(owner.prefix { $0 != ":" })
     }

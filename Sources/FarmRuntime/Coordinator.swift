@@ -545,7 +545,7 @@ public final class Coordinator: Service, Sendable {
     }
 
     /// The phase `status` and the status page show for a job claimed ahead of a free worker.
-    static let waitingPhase = "waiting for a worker"
+    static let waitingPhase = Job.claimedAheadPhase
 
     static func format(_ seconds: Double) -> String {
         seconds == seconds.rounded() ? String(Int(seconds)) : String(format: "%.1f", seconds)

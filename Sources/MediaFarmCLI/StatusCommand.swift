@@ -91,11 +91,16 @@ struct StatusCommand: AsyncParsableCommand {
     static func table(_ jobs: [Job]) -> String {
         guard !jobs.isEmpty else { return "no jobs\n" }
         let nameWidth = min(28, max(4, jobs.map(\.name.count).max() ?? 4))
+        let idWidth = max(4, jobs.map { String($0.id).count }.max() ?? 4) + 2
         func pad(_ s: String, _ w: Int) -> String { s.count >= w ? String(s.prefix(w)) : s + String(repeating: " ", count: w - s.count) }
-        var out = pad("ID", 6) + pad("NAME", nameWidth + 2) + pad("STATE", 11) + pad("TRY", 6) + "PROGRESS / RESULT\n"
+        // A longer name is cut with an ellipsis: the columns stay apart.
+        func name(_ s: String) -> String { s.count > nameWidth ? String(s.prefix(nameWidth - 1)) + "…" : s }
+        var out = pad("ID", idWidth) + pad("NAME", nameWidth + 2) + pad("STATE", 11) + pad("TRY", 6) + "PROGRESS / RESULT\n"
         for job in jobs {
             var detail: String
             switch job.state {
+            case .running where job.phase == Job.claimedAheadPhase:
+                detail = Job.claimedAheadPhase + (job.lease.map { " on " + Job.host(ofOwner: $0.owner) } ?? "")
             case .running:
                 let fraction = job.progress ?? 0
                 let filled = Int(fraction * 20)
@@ -122,7 +127,7 @@ struct StatusCommand: AsyncParsableCommand {
             case .cancelled:
                 detail = "cancelled"
             }
-            out += pad(String(job.id), 6) + pad(job.name, nameWidth + 2) + pad(job.state.rawValue, 11)
+            out += pad(String(job.id), idWidth) + pad(name(job.name), nameWidth + 2) + pad(job.state.rawValue, 11)
                 + pad("\(job.attempt)/\(job.maxAttempts)", 6) + detail + "\n"
         }
         return out

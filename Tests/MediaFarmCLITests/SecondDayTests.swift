@@ -1,5 +1,7 @@
+import FarmModel
 import FarmTestSupport
 import Foundation
+@testable import MediaFarmCLI
 import Testing
 
 /// What an engineer evaluating pipelines, object storage, chunks and webhooks tripped on in a second
@@ -90,5 +92,18 @@ import Testing
         #expect(succeeded.status == 1 && succeeded.stderr.contains("job 3 succeeded: there is nothing to retry; to run it again, submit its manifest again"),
                 "\(succeeded.stderr)")
         #expect(try mediafarm(["cancel", "3"] + queue).stderr.contains("job 3 already ended (succeeded): there is nothing to cancel"))
+    }
+
+    /// A job claimed ahead of a free slot showed as `running 0% waiting for a worker`; names longer than
+    /// the column ran into the state.
+    @Test func statusShowsClaimedAheadJobsAndKeepsItsColumns() {
+        var ahead = Job(id: 1_234_567, name: "an-interview-with-a-very-long-name-indeed", manifest: "{}", baseDirectory: "/", createdAt: Date())
+        ahead.state = .running
+        ahead.phase = Job.claimedAheadPhase
+        ahead.lease = Job.Lease(owner: "render7:12:ab", token: "t", expiresAt: Date())
+        let table = StatusCommand.table([ahead])
+        let row = table.split(separator: "\n")[1]
+        #expect(row.hasPrefix("1234567  an-interview-with-a-very-lo…  running"), "\(table)")
+        #expect(row.hasSuffix("claimed, waiting for a slot on render7") && !row.contains("[--"), "\(table)")
     }
 }
