@@ -109,6 +109,8 @@ public struct JobQuery: Sendable, Hashable {
     public var newest: Bool
     /// Only jobs with a smaller id: the next page of a listing newest first, after the job `before`.
     public var before: Int64?
+    /// Only jobs with a larger id: the next page of a listing oldest first.
+    public var afterID: Int64?
     /// Only jobs whose name begins with this (case as given).
     public var namePrefix: String?
     /// Only jobs that are not a chunk of another (a chunked export's chunks folded under it).
@@ -219,6 +221,8 @@ public protocol JobStore: WebhookOutbox {
     /// The jobs a query selects (missing ids are skipped), oldest first; filtered by the database.
     func jobs(matching query: JobQuery) async throws(JobStoreError) -> [Job]
     func counts() async throws(JobStoreError) -> [JobState: Int]
+    /// How many jobs a query selects (its limit aside).
+    func count(matching query: JobQuery) async throws(JobStoreError) -> Int
     func stats(at now: Date) async throws(JobStoreError) -> QueueStats
     /// Deletes up to `limit` jobs that finished (succeeded, failed, cancelled, dead) before `date`;
     /// returns how many.

@@ -383,10 +383,21 @@ public final class PostgresJobStore: JobStore {
         // folds away. The dependents are an array (found first, by the edges' key): as `id IN (…)`, the
         // planner walks every job in id order to fill the limit.
         let order = query.newest ? "DESC" : "ASC"
-        let rows = try await run("""
-            SELECT \(unescaped: Self.columns()) FROM \(unescaped: table)
+        let limit = query.limit.map { String($0) } ?? "ALL"  // a number: safe in the text
+        let jobs = try decodeJobs(try await run(filtered(query, select: "SELECT \(Self.columns())", tail: "ORDER BY id \(order) LIMIT \(limit)"))).map(\.job)
+        return query.newest ? jobs.reversed() : jobs
+    }
+
+    public func count(matching query: JobQuery) async throws(JobStoreError) -> Int {
+        try await run(filtered(query, select: "SELECT COUNT(*)", tail: "")) { try $0.decode(Int.self) }.first ?? 0
+    }
+
+    /// `select` from the jobs with a query's filters, then `tail` (text of ours: no value of a user's).
+    func filtered(_ query: JobQuery, select: String, tail: String) -> PostgresQuery {
+        """
+            \(unescaped: select) FROM \(unescaped: table)
             WHERE (\(query.ids == nil) OR id = ANY(\(query.ids ?? []))) AND (\(query.states == nil) OR state = ANY(\((query.states ?? []).map(\.rawValue))))
-              AND id < \(query.before ?? Int64.max)
+              AND id < \(query.before ?? Int64.max) AND id > \(query.afterID ?? Int64.min)
               AND (\(query.namePrefix ?? "") = '' OR starts_with(name, \(query.namePrefix ?? "")))
               AND (NOT \(query.topLevel) OR chunk_of IS NULL)
               AND (\(query.chunkOf == nil) OR chunk_of = \(query.chunkOf ?? 0))
@@ -402,10 +413,8 @@ public final class PostgresJobStore: JobStore {
               AND (\(query.host ?? "") = '' OR COALESCE(split_part(lease_owner, ':', 1), host) = \(query.host ?? ""))
               AND (\(query.album ?? "") = '' OR id = ANY(ARRAY(SELECT i.job_id FROM \(unescaped: schemaPrefix)job_inputs i
                   JOIN \(unescaped: schemaPrefix)album_assets a ON a.asset_id = i.asset_id WHERE a.album = \(query.album ?? ""))))
-            ORDER BY id \(unescaped: order) LIMIT \(query.limit.map(Int64.init))
-            """)
-        let jobs = try decodeJobs(rows).map(\.job)
-        return query.newest ? jobs.reversed() : jobs
+            \(unescaped: tail)
+            """
     }
 
     public func counts() async throws(JobStoreError) -> [JobState: Int] {

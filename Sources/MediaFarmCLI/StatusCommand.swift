@@ -11,7 +11,10 @@ struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Show jobs: a table with a progress bar per running job, or --json.",
-        discussion: "Without job ids, every job in the queue. --watch redraws until the jobs shown have all ended.")
+        discussion: """
+            Without job ids, the newest 100 jobs (a line says how many more match: --limit N or --all for them), chunk \
+            jobs folded under their export (--chunks shows them). --watch redraws until the jobs shown have all ended.
+            """)
 
     @OptionGroup var queue: QueueOptions
 
@@ -30,15 +33,32 @@ struct StatusCommand: AsyncParsableCommand {
         for s in state where JobState(rawValue: s) == nil {
             throw ValidationError("--state \(s): one of \(JobState.allCases.map(\.rawValue).joined(separator: ", "))")
         }
+        if all && limit != nil { throw ValidationError("--all and --limit: give one") }
     }
 
-    @Option(parsing: .unconditional, help: "Only the newest N jobs (after the other filters) \(UserNumbers.limit.inHelp).", transform: UserNumbers.limit.option)
+    @Option(parsing: .unconditional, help: "Only the newest N jobs (after the other filters) \(UserNumbers.limit.inHelp); default 100.",
+            transform: UserNumbers.limit.option)
     var limit: Int?
+
+    @Flag(help: "Every job that matches, not only the newest 100 (--json streams them, oldest first).")
+    var all = false
+
+    @Flag(help: "Show the chunk jobs of chunked exports too (folded under their export by default).")
+    var chunks = false
+
+    static let defaultLimit = 100
 
     func run() async throws {
         let store = try await queue.open()
         let states = state.isEmpty ? nil : state.compactMap(JobState.init(rawValue:))
-        let query = JobQuery(ids: jobIDs.ids.isEmpty ? nil : jobIDs.ids, states: states, limit: limit, newest: limit != nil)
+        let named = !jobIDs.ids.isEmpty
+        let shown = limit ?? (named || all ? nil : Self.defaultLimit)
+        var query = JobQuery(ids: named ? jobIDs.ids : nil, states: states, limit: shown, newest: shown != nil)
+        query.topLevel = !chunks && !named
+        if json && all && !watch {
+            try await Self.stream(store, query)
+            return
+        }
         var jobs = try await Self.fetch(store, query)
         if watch {
             jobs = try await Self.watch(store: store, ids: jobs.map(\.id), draw: !json)
@@ -48,10 +68,41 @@ struct StatusCommand: AsyncParsableCommand {
         } else if !watch {
             print(Self.table(jobs), terminator: "")
         }
+        if let shown, jobs.count == shown, !watch {
+            var rest = query
+            (rest.limit, rest.newest) = (nil, false)
+            let more = (try? await store.count(matching: rest)).map { $0 - jobs.count } ?? 0  // unknown: no line (the jobs are shown)
+            if more > 0 {
+                let line = "\(more) more job\(more == 1 ? "" : "s") match (the newest \(shown) shown): --limit N or --all shows more\n"
+                if json { FileHandle.standardError.write(Data(line.utf8)) } else { print(line, terminator: "") }
+            }
+        }
         if !jobIDs.ids.isEmpty, state.isEmpty, limit == nil, jobs.count < jobIDs.ids.count {
             let missing = Set(jobIDs.ids).subtracting(jobs.map(\.id)).sorted()
             throw CLIError("no job \(missing.map(String.init).joined(separator: ", ")) in \(store.location)")
         }
+    }
+
+    /// Every job of `query` as one JSON array, oldest first, a thousand at a time: a queue of any size in
+    /// little memory.
+    static func stream(_ store: any JobStore, _ query: JobQuery) async throws {
+        let encoder = JSONEncoder.sortedPretty()
+        var page = query
+        (page.limit, page.newest) = (1000, false)
+        var first = true
+        FileHandle.standardOutput.write(Data("[".utf8))
+        while true {
+            let jobs = try await fetch(store, page)
+            for job in jobs {
+                let text = String(decoding: try encoder.encode(JobView(job, now: Date())), as: UTF8.self)
+                FileHandle.standardOutput.write(Data(((first ? "\n" : ",\n") + text.split(separator: "\n", omittingEmptySubsequences: false)
+                    .map { "  " + $0 }.joined(separator: "\n")).utf8))
+                first = false
+            }
+            guard jobs.count == 1000, let last = jobs.last else { break }
+            page.afterID = last.id
+        }
+        FileHandle.standardOutput.write(Data((first ? "]\n" : "\n]\n").utf8))
     }
 
     static func fetch(_ store: any JobStore, _ query: JobQuery) async throws -> [Job] {
@@ -109,6 +160,8 @@ struct StatusCommand: AsyncParsableCommand {
                 if let lease = job.lease {
                     detail += " (" + Job.host(ofOwner: lease.owner) + (job.workerPID.map { ", pid \($0)" } ?? "") + ")"
                 }
+            case .waiting where job.chunkPlan != nil:
+                detail = (job.phase ?? "encoding chunks") + " (\(job.chunkPlan?.chunks.count ?? 0) chunk jobs: status --chunks)"
             case .waiting:
                 detail = "waits for " + StatusCommand.jobList(job.after) + " (\(job.waitingFor) not ended"
                     + (job.afterPolicy == .always ? "; runs however they end)" : ")")
@@ -122,6 +175,7 @@ struct StatusCommand: AsyncParsableCommand {
                 let result = job.result.flatMap { try? JSONDecoder().decode(JobResult.self, from: Data($0.utf8)) }
                 detail = String(format: "%.1f s", result?.seconds ?? 0)
                 if let output = result?.output { detail += " -> \(output)" } else if let report = result?.report { detail += " -> \(report)" }
+                if let plan = job.chunkPlan { detail += " (\(plan.chunks.count) chunks joined; their files removed)" }
             case .failed, .dead:
                 detail = job.errors.last?.message ?? "failed"
             case .cancelled:

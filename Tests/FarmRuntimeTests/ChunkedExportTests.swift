@@ -143,6 +143,10 @@ import Glibc
         #expect(coordinator.wait(timeout: 240) == 0, "\(coordinator.log)")
         let jobs = try farm.status()
         #expect(jobs[id]?["state"] as? String == "succeeded" && jobs.count == 5, "one job and its 4 chunks: \(jobs)")
+        // `status` folds the chunks under their export, saying what became of them; --chunks shows them.
+        let folded = try farm.mediafarm(["status"]).stdout.split(separator: "\n")
+        #expect(folded.count == 2 && folded[1].hasSuffix("(4 chunks joined; their files removed)"), "\(folded)")
+        #expect(try farm.mediafarm(["status", "--chunks"]).stdout.split(separator: "\n").count == 6)
         let output = farm.out.appendingPathComponent("odd.mp4").path
         #expect(try Self.decodedFrames(output) == 600)
         let size = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height",

@@ -58,7 +58,7 @@ final class Farm: @unchecked Sendable {
 
     /// `status --json`, by id.
     func status() throws -> [Int64: [String: Any]] {
-        let r = try mediafarm(["status", "--json"])
+        let r = try mediafarm(["status", "--json", "--all", "--chunks"])
         guard r.status == 0 else { throw FixtureError("status failed: \(r.stderr)") }
         let rows = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]] ?? []
         return Dictionary(uniqueKeysWithValues: rows.map { (($0["id"] as? NSNumber)?.int64Value ?? -1, $0) })

@@ -58,7 +58,7 @@ import Glibc
 
         /// Every job as `status --json` reports it.
         func jobs(queue: String) throws -> [[String: Any]] {
-            let r = try mediafarm(["status", "--json"], queue: queue)
+            let r = try mediafarm(["status", "--json", "--all", "--chunks"], queue: queue)
             guard r.status == 0 else { throw FixtureError("status: \(r.stderr)") }
             return try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [[String: Any]] ?? []
         }

@@ -106,4 +106,26 @@ import Testing
         #expect(row.hasPrefix("1234567  an-interview-with-a-very-lo…  running"), "\(table)")
         #expect(row.hasSuffix("claimed, waiting for a slot on render7") && !row.contains("[--"), "\(table)")
     }
+
+    /// `status` printed every job ever (20,001 lines at 20,000 jobs; --json 158 MB): now the newest 100 with
+    /// a line saying how many more match and how to see them; `--all` shows them, `--json --all` streams.
+    @Test func statusShowsTheNewestHundredAndSaysHowManyMore() throws {
+        var manifests: [String: String] = [:]
+        for i in 0..<150 { manifests["j\(i).json"] = #"{ "version": 1, "name": "j\#(i)", "input": "clip.mp4", "report": "out/j\#(i).json" }"# }
+        let dir = try site("status-many", manifests)
+        let queue = ["--queue", "sqlite:" + dir.appendingPathComponent("q.sqlite").path]
+        #expect(try mediafarm(["submit", "--delay", "3600"] + queue + [dir.path]).status == 0)
+        let table = try mediafarm(["status"] + queue).stdout.split(separator: "\n")
+        #expect(table.count == 102 && table.last == "50 more jobs match (the newest 100 shown): --limit N or --all shows more", "\(table.suffix(2))")
+        #expect(table[1].hasPrefix("51 "), "the newest 100, oldest first: \(table[1])")
+        #expect(try mediafarm(["status", "--all"] + queue).stdout.split(separator: "\n").count == 151)
+        let json = try mediafarm(["status", "--json"] + queue)
+        #expect((try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [Any])?.count == 100)
+        #expect(json.stderr.contains("50 more jobs match"), "\(json.stderr)")
+        let all = try mediafarm(["status", "--json", "--all"] + queue)
+        let ids = (try JSONSerialization.jsonObject(with: Data(all.stdout.utf8)) as? [[String: Any]])?.compactMap { $0["id"] as? Int }
+        #expect(ids == Array(1...150), "every job, oldest first")
+        #expect(try mediafarm(["status", "--all", "--limit", "5"] + queue).status == 2)
+    }
 }
+
