@@ -16,6 +16,8 @@ public struct ManifestValidationError: Error, Sendable, CustomStringConvertible 
     /// The manifest file, when it came from one.
     public var file: String?
     public var issues: [ManifestIssue]
+    /// The file itself could not be read (missing, a folder, too big): said as such, not as its content.
+    public var unreadable = false
 
     public init(file: String?, issues: [ManifestIssue]) {
         self.file = file
@@ -23,6 +25,7 @@ public struct ManifestValidationError: Error, Sendable, CustomStringConvertible 
     }
 
     public var description: String {
+        if unreadable, let issue = issues.first { return "\(file ?? "manifest"): \(issue.message)" }
         let head = "\(file ?? "manifest"): invalid manifest (\(issues.count) \(issues.count == 1 ? "error" : "errors"))"
         return ([head] + issues.map { "  \($0)" }).joined(separator: "\n")
     }

@@ -513,7 +513,7 @@ struct Walker {
             if let preset = string(vo["preset"], "\(p).video.preset") {
                 let presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
                 if presets.contains(preset) { video.preset = preset }
-                else { fail("\(p).video.preset", "\"\(preset)\" is not one of \(presets.joined(separator: ", "))") }
+                else { fail("\(p).video.preset", "\"\(preset)\" is not one of \(presets.joined(separator: ", "))\(Suggestion.hint(preset, in: presets))") }
             }
             video.threads = integer(vo["threads"], "\(p).video.threads", in: 0...64) ?? video.threads
         }

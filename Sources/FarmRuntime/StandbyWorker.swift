@@ -128,7 +128,8 @@ final class StandbyWorker: @unchecked Sendable {
                 reason = end.retiring ?? WorkerRetirement(kind: "stopped", message: "stopped with its job")
             } else {
                 reaped = true
-                reason = WorkerRetirement(kind: "died", message: "the worker \(ended.exit.description) during a job")
+                let how = (ended.exit.signal != nil ? "was " : "") + ended.exit.description
+                reason = WorkerRetirement(kind: "died", message: "the worker \(how) while running a job; a new one starts")
             }
             return
         }

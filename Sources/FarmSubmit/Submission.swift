@@ -31,11 +31,13 @@ public struct ManifestOffer: Sendable {
     public static func reading(_ path: String) -> Result<ManifestOffer, ManifestValidationError> {
         let absolute = PathRules.resolve(path, against: FileManager.default.currentDirectoryPath)
         func fail(_ message: String) -> Result<ManifestOffer, ManifestValidationError> {
-            .failure(ManifestValidationError(file: path, issues: [ManifestIssue(path: "$", message: message)]))
+            var error = ManifestValidationError(file: path, issues: [ManifestIssue(path: "$", message: message)])
+            error.unreadable = true
+            return .failure(error)
         }
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory) else { return fail("no such file") }
-        if isDirectory.boolValue { return fail("is a folder, not a manifest") }
+        guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory) else { return fail("no such manifest file") }
+        if isDirectory.boolValue { return fail("is a folder, not a manifest file") }
         guard let handle = FileHandle(forReadingAtPath: absolute) else { return fail("cannot be read (permission denied?)") }
         defer { try? handle.close() }   // read-only: closing cannot lose anything
         let data: Data

@@ -20,7 +20,7 @@ import Glibc
 struct CoordinatorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "coordinator",
-        abstract: "Run queued jobs in worker processes, one process per job.",
+        abstract: "Run queued jobs in worker processes (each kept for up to --recycle-after jobs, default 100).",
         discussion: """
         Claims jobs only for free worker slots and renews their leases while they run; jobs of a coordinator \
         that died are rescued when their lease expires. A worker that crashes, is killed or passes its timeout \

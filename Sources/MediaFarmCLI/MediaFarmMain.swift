@@ -31,6 +31,10 @@ public struct MediaFarmMain: AsyncParsableCommand {
             FileHandle.standardError.write(Data((helpMessage() + "\n").utf8))
             return ExitStatus.usage
         }
+        if let problem = unknownCommand(arguments) {
+            FileHandle.standardError.write(Data((problem + "\n").utf8))
+            return ExitStatus.usage
+        }
         var parsed: (any ParsableCommand)?
         do {
             var command = try parseAsRoot(arguments)
@@ -72,6 +76,30 @@ public struct MediaFarmMain: AsyncParsableCommand {
             let status = exitCode(for: error)
             return (status == .validationFailure ? ExitStatus.usage : ExitStatus.failure, fullMessage(for: error))
         }
+    }
+
+    /// A command name that names no command (`mediafarm inpsect`, `mediafarm help nosuch`, `mediafarm library lst`):
+    /// what to say, with the nearest name; nil when the names lead to a command.
+    static func unknownCommand(_ arguments: [String]) -> String? {
+        var words = arguments
+        let help = words.first == "help"
+        if help { words.removeFirst() }
+        var command: any ParsableCommand.Type = MediaFarmMain.self
+        var path = ["mediafarm"]
+        for word in words {
+            let configuration = command.configuration
+            let subcommands = configuration.subcommands
+            let hasDefault = configuration.defaultSubcommand.map { _ in true } ?? false
+            guard !subcommands.isEmpty, !hasDefault, !word.hasPrefix("-") else { return nil }
+            guard let sub = subcommands.first(where: { $0._commandName == word }) else {
+                let names = subcommands.map { $0._commandName }
+                return "Error: \(path.joined(separator: " ")) has no command \"\(word)\"\(Suggestion.hint(word, in: names)); "
+                    + "its commands: \(names.joined(separator: ", "))\n  See '\(path.joined(separator: " ")) --help' for more information."
+            }
+            path.append(word)
+            command = sub
+        }
+        return nil
     }
 
     /// "mediafarm library list": the root and the subcommand names that lead the arguments.

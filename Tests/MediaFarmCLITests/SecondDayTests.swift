@@ -127,5 +127,25 @@ import Testing
         #expect(ids == Array(1...150), "every job, oldest first")
         #expect(try mediafarm(["status", "--all", "--limit", "5"] + queue).status == 2)
     }
+
+    /// Help and messages: a mistyped command gets the nearest name (and `help nosuch` exits 2, not 0 with
+    /// the top-level help), a mistyped preset too, a missing manifest file is said to be missing, and the
+    /// coordinator's help no longer says a process runs one job.
+    @Test func mistypedNamesGetTheNearestAndMissingFilesSaySo() throws {
+        let typo = try mediafarm(["inpsect", "x.mp4"])
+        #expect(typo.status == 2 && typo.stderr.contains(#"mediafarm has no command "inpsect" (did you mean "inspect"?)"#), "\(typo.stderr)")
+        let help = try mediafarm(["help", "nosuch"])
+        #expect(help.status == 2 && help.stderr.contains(#"no command "nosuch""#), "\(help.status) \(help.stderr)")
+        let nested = try mediafarm(["library", "lst"])
+        #expect(nested.status == 2 && nested.stderr.contains(#"mediafarm library has no command "lst" (did you mean "list"?)"#), "\(nested.stderr)")
+        #expect(try mediafarm(["help", "status"]).status == 0)
+        let dir = try site("typos", ["preset.json": #"{ "version": 1, "input": "clip.mp4", "export": { "mode": "constantFrameRate", "output": "o.mp4", "video": { "preset": "ultrafsat" } } }"#])
+        let preset = try mediafarm(["run", dir.appendingPathComponent("preset.json").path])
+        #expect(preset.status == 2 && preset.stderr.contains(#"(did you mean "ultrafast"?)"#), "\(preset.stderr)")
+        let missing = try mediafarm(["run", dir.appendingPathComponent("no-such.json").path])
+        #expect(missing.status == 2 && missing.stderr.contains("no-such.json: no such manifest file") && !missing.stderr.contains("invalid manifest"), "\(missing.stderr)")
+        let coordinator = try mediafarm(["coordinator", "--help"])
+        #expect(!coordinator.stdout.contains("one process per job"), "\(coordinator.stdout.prefix(300))")
+    }
 }
 
