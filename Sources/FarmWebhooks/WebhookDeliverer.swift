@@ -25,6 +25,11 @@ public struct WebhookDelivererConfiguration: Sendable {
     /// How often an idle sender looks at the queue for deliveries other processes recorded (its own
     /// process's wake it at once).
     public var poll: Double
+    /// When the coordinator stops: how long to keep sending what is due (the events of its last jobs).
+    public var drainSeconds = 5.0
+    /// When it stops because the queue is idle (CI): wait for every pending delivery, retries included,
+    /// up to `drainSeconds`; what is left then is said and makes the exit non-zero.
+    public var drainPending = false
 
     public init(owner: String, concurrency: Int = 16, timeout: Double = 10, retryFor: Double = 24 * 3600, backoff: Double = 5,
                 maxBackoff: Double = 3600, poll: Double = 1) {
@@ -97,7 +102,7 @@ public final class WebhookDeliverer: Service {
                 }
             }
             await withGracefulShutdownHandler {
-                await sendUntilStopped()
+                await sendUntilStopped(drainSeconds: configuration.drainSeconds)
             } onGracefulShutdown: { [wake] in
                 wake.signal()
             }
@@ -133,12 +138,20 @@ public final class WebhookDeliverer: Service {
                         wake.signal()
                     }
                 }
-                if drainUntil != nil && claimed.isEmpty && inFlight.load(ordering: .relaxed) == 0 { break }
+                if drainUntil != nil && claimed.isEmpty && inFlight.load(ordering: .relaxed) == 0 {
+                    // Draining for an idle exit: retries not yet due are waited for too.
+                    guard configuration.drainPending, await hasPending() else { break }
+                }
                 if claimed.count < free || free <= 0 {
                     await wake.wait(upTo: drainUntil == nil ? configuration.poll : min(configuration.poll, 0.1))
                 }
             }
         }
+    }
+
+    /// Whether any delivery is still pending in the queue (unknown counts as none: the exit says what is left).
+    func hasPending() async -> Bool {
+        ((try? await store.deliveries(matching: DeliveryQuery(states: [.pending], limit: 1))) ?? []).isEmpty == false  // see above
     }
 
     /// One attempt of one delivery, and its outcome recorded under its lease.
@@ -210,7 +223,11 @@ public final class WebhookDeliverer: Service {
                 said = String(decoding: text.readableBytesView.prefix(200), as: UTF8.self)
                     .replacingOccurrences(of: "\n", with: " ").trimmingCharacters(in: .whitespaces)
             }
-            failure = (status, "HTTP \(status) \(response.status.reasonPhrase)" + (said.isEmpty ? "" : ": \(said)"))
+            var text = "HTTP \(status) \(response.status.reasonPhrase)" + (said.isEmpty ? "" : ": \(said)")
+            if status == 401 || status == 403 {
+                text += "; the receiver refused the request: compare its secret with the one of key \(secret.keyID) (this coordinator's --webhook-secret-file)"
+            }
+            failure = (status, text)
         } catch {
             failure = (nil, Self.describe(error))
         }

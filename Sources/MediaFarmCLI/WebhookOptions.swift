@@ -31,6 +31,11 @@ struct WebhookOptions: ParsableArguments {
     @Option(name: .customLong("webhook-timeout"), parsing: .unconditional, help: "Seconds a receiver has to answer \(UserNumbers.wait.inHelp).", transform: UserNumbers.wait.option)
     var timeout: Double = 10
 
+    @Option(name: .customLong("webhook-drain-seconds"), parsing: .unconditional,
+            help: "With --exit-when-idle: seconds to wait for the pending deliveries, retries included, before exiting (then non-zero if any is left) \(UserNumbers.wait.inHelp).",
+            transform: UserNumbers.wait.option)
+    var drainSeconds: Double = 60
+
     func validate() throws {
         for spec in endpoints {
             if case .failure(let problem) = WebhookEndpoint.parse(spec) { throw ValidationError("--webhook: \(problem.message)") }
@@ -54,8 +59,10 @@ struct WebhookOptions: ParsableArguments {
         }
     }
 
-    func configuration(owner: String) -> WebhookDelivererConfiguration {
-        WebhookDelivererConfiguration(owner: owner, timeout: timeout, retryFor: retryHours * 3600, backoff: backoff,
-                                      maxBackoff: 3600, poll: min(1, backoff))
+    func configuration(owner: String, exitWhenIdle: Bool) -> WebhookDelivererConfiguration {
+        var configuration = WebhookDelivererConfiguration(owner: owner, timeout: timeout, retryFor: retryHours * 3600, backoff: backoff,
+                                                          maxBackoff: 3600, poll: min(1, backoff))
+        if exitWhenIdle { (configuration.drainSeconds, configuration.drainPending) = (drainSeconds, true) }
+        return configuration
     }
 }

@@ -66,6 +66,35 @@ final class Receiver {
     /// Jobs end while the receiver answers 503 to its first 4 requests: each event still arrives, verified
     /// by the reference algorithm, once per webhook-id at least, a job's events in their order; the job's
     /// own `notify` URL gets its event; a `notify` host the farm does not allow is refused at submission.
+    /// `--exit-when-idle` (CI) waits for the outbox, retries included: a receiver that fails at first still
+    /// gets its event before the coordinator exits 0. One that refuses the signature (401) is said, with the
+    /// key the coordinator signed with, and the coordinator exits 1 once `--webhook-drain-seconds` pass.
+    @Test func anIdleExitWaitsForTheOutboxAndSaysWhatIsLeft() throws {
+        let farm = try Farm("webhooks-idle-exit")
+        let secretFile = try secret(farm)
+        let receiver = try Receiver(in: farm.folder, secretFile: secretFile, options: ["--fail-first", "2"])
+        _ = try farm.submit([try farm.inspectManifest("ci")])
+        let options = ["--exit-when-idle", "--workers", "1", "--webhook-secret-file", secretFile, "--webhook-backoff", "0.3"]
+        let delivered = try farm.startCoordinator(options + ["--webhook", "http://127.0.0.1:\(receiver.port)/ci"], log: "delivered.log")
+        #expect(delivered.wait(timeout: 60) == 0, "\(delivered.log)")
+        #expect(receiver.accepted.count == 1 && receiver.requests.count == 3, "\(receiver.requests)")
+
+        // A receiver with another secret answers 401 to every request.
+        let otherSecret = farm.folder.appendingPathComponent("other.secret").path
+        try farm.mediafarm(["webhooks", "new-secret"]).stdout.write(toFile: otherSecret, atomically: true, encoding: .utf8)
+        let refusing = try Receiver(in: farm.folder, secretFile: otherSecret, name: "refusing")
+        let removed = try farm.mediafarm(["webhooks", "remove", "http://127.0.0.1:\(receiver.port)/ci"])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        _ = try farm.submit([try farm.inspectManifest("ci-2")])
+        let started = Date()
+        let left = try farm.startCoordinator(options + ["--webhook", "http://127.0.0.1:\(refusing.port)/ci", "--webhook-drain-seconds", "2"], log: "left.log")
+        #expect(left.wait(timeout: 60) == 1, "\(left.log)")
+        #expect(Date().timeIntervalSince(started) >= 2, "it did not wait for the outbox")
+        let key = try #require(left.log.firstMatch(of: /signed with key ([0-9a-f]+)/)?.1, "\(left.log)")
+        #expect(left.log.contains("webhooks: 1 deliveries still pending, after waiting up to 2 s (--webhook-drain-seconds); the last error: HTTP 401"), "\(left.log)")
+        #expect(left.log.contains("compare its secret with the one of key \(key)"), "\(left.log)")
+    }
+
     @Test func eventsReachAReceiverThatFailsAtFirstSignedAndInOrder() throws {
         let farm = try Farm("webhooks")
         let secretFile = try secret(farm)
