@@ -82,6 +82,7 @@ public struct JobStateMachine: Sendable {
             next.state = .running
             next.attempt += 1
             next.lease = Job.Lease(owner: owner, token: token, expiresAt: expiresAt)
+            next.host = Job.host(ofOwner: owner)
             next.startedAt = now
             next.finishedAt = nil
             next.progress = 0

@@ -18,7 +18,7 @@ struct JobSnapshot: Codable, Sendable, Hashable {
         case leaseOwner = "lease_owner", leaseToken = "lease_token", leaseExpiresAt = "lease_expires_at", progress, phase
         case workerPID = "worker_pid", startedAt = "started_at", finishedAt = "finished_at", updatedAt = "updated_at"
         case result, errors, afterIDs = "after_ids", afterPolicy = "after_policy", waitingFor = "waiting_for"
-        case blockedBy = "blocked_by", requires, chunkPlan = "chunk_plan", chunkOf = "chunk_of"
+        case blockedBy = "blocked_by", requires, chunkPlan = "chunk_plan", chunkOf = "chunk_of", host
     }
 
     // What a column holds: list columns (output_roots, errors, after_ids, requires, chunk_plan) are JSON text,
@@ -55,6 +55,7 @@ struct JobSnapshot: Codable, Sendable, Hashable {
     var requires: String?
     var chunkPlan: String?
     var chunkOf: Int64?
+    var host: String?
 
     /// The job's row, as the queue holds it.
     init(_ job: Job) {
@@ -89,6 +90,7 @@ struct JobSnapshot: Codable, Sendable, Hashable {
         requires = job.requires.isEmpty ? nil : JobCoding.json(job.requires)
         chunkPlan = job.chunkPlan.map { JobCoding.json(object: $0) }
         chunkOf = job.chunkOf
+        host = job.host
     }
 
     /// The job again.
@@ -117,6 +119,7 @@ struct JobSnapshot: Codable, Sendable, Hashable {
         job.requires = JobCoding.decode([String].self, requires) ?? []
         job.chunkPlan = JobCoding.decode(object: ChunkPlan.self, chunkPlan)
         job.chunkOf = chunkOf
+        job.host = host
         return job
     }
 
@@ -197,6 +200,7 @@ struct JobSnapshot: Codable, Sendable, Hashable {
         string(.requires, requires)
         string(.chunkPlan, chunkPlan)
         integer(.chunkOf, chunkOf)
+        string(.host, host)
         out.append(UInt8(ascii: "}"))
         return String(decoding: out, as: UTF8.self)
     }

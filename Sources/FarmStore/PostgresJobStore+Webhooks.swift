@@ -163,6 +163,16 @@ extension PostgresJobStore {
             """).count > 0
     }
 
+    public func resendDeliveries(ids: [Int64]?, at now: Date) async throws(JobStoreError) -> [Int64] {
+        // Senders look for due deliveries at least every second (`poll`): nothing to wake.
+        try await run("""
+            UPDATE webhook_deliveries SET state = 'pending', next_at = \(now.timeIntervalSince1970), delivered_at = NULL, lease_owner = NULL,
+                lease_token = NULL, lease_expires_at = NULL
+            WHERE CASE WHEN \(ids == nil) THEN state = 'failed' ELSE state IN ('failed', 'refused') AND id = ANY(\(ids ?? [])) END
+            RETURNING id
+            """, { try $0.decode(Int64.self) }).sorted()
+    }
+
     public func deliveries(matching query: DeliveryQuery) async throws(JobStoreError) -> [WebhookDelivery] {
         try await run("""
             SELECT d.id, d.job_id, d.type, d.url, d.origin, d.state, d.attempts, d.created_at, d.next_at, d.last_status,

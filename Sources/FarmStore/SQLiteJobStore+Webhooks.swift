@@ -162,6 +162,20 @@ extension SQLiteJobStore {
         }
     }
 
+    public func resendDeliveries(ids: [Int64]?, at now: Date) async throws(JobStoreError) -> [Int64] {
+        let resent = try await write { db in
+            let which = ids.map { "state IN ('failed', 'refused') AND id IN (\($0.map { String($0) }.joined(separator: ",")))" } ?? "state = 'failed'"
+            let found = try Int64.fetchAll(db, sql: "SELECT id FROM webhook_deliveries WHERE \(which) ORDER BY id")
+            try db.execute(sql: """
+                UPDATE webhook_deliveries SET state = 'pending', next_at = ?, delivered_at = NULL, lease_owner = NULL, lease_token = NULL,
+                    lease_expires_at = NULL WHERE \(which)
+                """, arguments: [now.timeIntervalSince1970])
+            return found
+        }
+        if !resent.isEmpty { outboxSignal.signal() }
+        return resent
+    }
+
     public func waitForDeliveries(upTo seconds: Double) async {
         await outboxSignal.wait(upTo: seconds)
     }

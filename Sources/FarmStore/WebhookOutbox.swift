@@ -189,6 +189,9 @@ public protocol WebhookOutbox: Sendable {
     @discardableResult
     func finishDelivery(id: Int64, token: String, outcome: DeliveryOutcome, at now: Date) async throws(JobStoreError) -> Bool
     func deliveries(matching query: DeliveryQuery) async throws(JobStoreError) -> [WebhookDelivery]
+    /// Sends again deliveries that ended undelivered: those of `ids` that failed or were refused, or (nil)
+    /// every one that failed. Each is pending again, due now, its attempts counted on; returns their ids.
+    func resendDeliveries(ids: [Int64]?, at now: Date) async throws(JobStoreError) -> [Int64]
     /// Returns when a transaction of this process recorded an event, or after `seconds`.
     func waitForDeliveries(upTo seconds: Double) async
 }

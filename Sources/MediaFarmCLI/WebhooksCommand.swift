@@ -15,7 +15,7 @@ struct WebhooksCommand: AsyncParsableCommand {
             with the state change and delivered by any coordinator given --webhook-secret-file, retried with backoff \
             for --webhook-retry-hours (24). Receivers verify the Standard Webhooks signature headers.
             """,
-        subcommands: [List.self, Deliveries.self, Remove.self, NewSecret.self])
+        subcommands: [List.self, Deliveries.self, Retry.self, Remove.self, NewSecret.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Endpoints, allowed hosts, and deliveries by state.")
@@ -92,6 +92,52 @@ struct WebhooksCommand: AsyncParsableCommand {
                 if d.state == .pending, let next = d.nextAttemptAt { line += ", next at \(next.formatted(.iso8601))" }
                 if let error = d.lastError, d.state != .delivered { line += ": \(error)" }
                 print(line)
+            }
+        }
+    }
+
+    struct Retry: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Send again deliveries that failed (or were refused): by id, or every failed one with --failed.",
+            discussion: "Each is pending again and due now: the next coordinator with the secret sends it, same webhook-id, its attempts counted on.")
+        @OptionGroup var queue: QueueOptions
+        @Flag(help: "Every delivery that failed.")
+        var failed = false
+        @Flag(help: "Print the deliveries sent again as JSON.")
+        var json = false
+        @Argument(help: "Delivery ids, as `webhooks deliveries` shows them.", transform: { text in
+            guard case .success(let id) = UserNumbers.jobID.parse(text) else { throw ValidationError("\(text): a delivery id is a positive whole number") }
+            return id
+        })
+        var ids: [Int64] = []
+
+        func validate() throws {
+            if ids.isEmpty == !failed {
+                throw ValidationError(failed ? "give delivery ids or --failed, not both" : "name the deliveries to send again, or --failed for every failed one")
+            }
+        }
+
+        func run() async throws {
+            let store = try await queue.open()
+            let resent: [WebhookDelivery]
+            do {
+                // As they ended (to say what is sent again), then sent again.
+                let ended = try await store.deliveries(matching: DeliveryQuery(states: failed ? [.failed] : [.failed, .refused], limit: 10_000))
+                let done = Set(try await store.resendDeliveries(ids: failed ? nil : ids, at: Date()))
+                resent = ended.filter { done.contains($0.id) }.reversed()
+            } catch {
+                throw CLIError(String(describing: error))
+            }
+            await store.close()
+            if json {
+                print(String(decoding: try JSONEncoder.sortedPretty().encode(resent.map(DeliveryView.init)), as: UTF8.self))
+            } else {
+                if resent.isEmpty { print(failed ? "no failed deliveries" : "none of those deliveries failed or was refused") }
+                for d in resent { print("\(d.id)  job \(d.jobID)  \(d.type)  \(d.url)  sent again (after \(d.attempts) attempt\(d.attempts == 1 ? "" : "s"))") }
+            }
+            let missed = failed ? [] : ids.filter { id in !resent.contains { $0.id == id } }
+            if !missed.isEmpty {
+                throw CLIError("not sent again: \(missed.map(String.init).joined(separator: ", ")) (no such delivery, or it did not fail: see `mediafarm webhooks deliveries`)")
             }
         }
     }

@@ -95,6 +95,32 @@ final class Receiver {
         #expect(left.log.contains("compare its secret with the one of key \(key)"), "\(left.log)")
     }
 
+    /// A delivery given up while its receiver was down is sent again with `webhooks retry --failed` once the
+    /// receiver is back (same webhook-id); an id that did not fail is said not to be sent again.
+    @Test func failedDeliveriesAreSentAgainOnRequest() throws {
+        let farm = try Farm("webhooks-resend")
+        let secretFile = try secret(farm)
+        let first = try Receiver(in: farm.folder, secretFile: secretFile, name: "first")
+        let port = first.port
+        first.stop()
+        _ = try farm.submit([try farm.inspectManifest("resend")])
+        let options = ["--exit-when-idle", "--workers", "1", "--webhook-secret-file", secretFile, "--webhook-backoff", "0.2"]
+        let down = try farm.startCoordinator(options + ["--webhook", "http://127.0.0.1:\(port)/hook", "--webhook-retry-hours", "0.0001"], log: "down.log")
+        #expect(down.wait(timeout: 60) == 0, "\(down.log)")
+        let failed = try deliveries(farm, ["--state", "failed"])
+        #expect(failed.count == 1, "\(down.log)")
+
+        let receiver = try Receiver(in: farm.folder, secretFile: secretFile, port: port, name: "back")
+        let resent = try farm.mediafarm(["webhooks", "retry", "--failed"])
+        #expect(resent.status == 0 && resent.stdout.contains("http://127.0.0.1:\(port)/hook  sent again (after 1 attempt)"), "\(resent.stdout) \(resent.stderr)")
+        let up = try farm.startCoordinator(options, log: "up.log")
+        #expect(up.wait(timeout: 60) == 0, "\(up.log)")
+        #expect(receiver.accepted.count == 1 && receiver.accepted.first?["id"] as? String == "msg_\(failed.first?["id"] as? Int ?? 0)", "\(receiver.requests)")
+        let none = try farm.mediafarm(["webhooks", "retry", String(failed.first?["id"] as? Int ?? 0), "999"])
+        #expect(none.status == 1 && none.stderr.contains("not sent again: \(failed.first?["id"] as? Int ?? 0), 999"), "\(none.stdout) \(none.stderr)")
+        #expect(try farm.mediafarm(["webhooks", "retry"]).status == 2)
+    }
+
     @Test func eventsReachAReceiverThatFailsAtFirstSignedAndInOrder() throws {
         let farm = try Farm("webhooks")
         let secretFile = try secret(farm)

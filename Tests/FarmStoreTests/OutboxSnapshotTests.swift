@@ -29,6 +29,7 @@ import Testing
         job.requires = ["gpu"]
         job.chunkPlan = ChunkPlan(folder: "/data/x/.chunks", frameCount: 10, chunks: [.init(job: 5, frames: 0..<6, output: "/data/x/.chunks/0.mp4")])
         job.chunkOf = 9
+        job.host = "render7"
         let text = JobSnapshot(job).json
         let written = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? NSDictionary)
         // The one encoding: what JSONEncoder writes for the same snapshot, keys and values alike.

@@ -112,6 +112,11 @@ import Testing
                                        at: t0.addingTimeInterval(64))
         let rows = try await store.deliveries(matching: DeliveryQuery(jobID: id))
         #expect(rows.map(\.state) == [.failed, .delivered] && rows[0].lastError == "connection refused")
+        // Sent again on request: the failed one is pending and due now; a delivered one is not touched.
+        #expect(try await store.resendDeliveries(ids: [rows[1].id, 999_999], at: t0.addingTimeInterval(70)) == [])
+        #expect(try await store.resendDeliveries(ids: nil, at: t0.addingTimeInterval(70)) == [rows[0].id])
+        let again = try await store.claimDeliveries(limit: 10, owner: "s", leaseDuration: 30, at: t0.addingTimeInterval(70))
+        #expect(again.map(\.id) == [rows[0].id] && again[0].attempts == 2, "\(again)")
     }
 
     @Test(arguments: Backend.allCases)
