@@ -302,6 +302,11 @@ public enum ObjectOutput {
             }
             return (aborted, nil)
         } catch let error as S3Error {
+            // No bucket, no credentials the store takes: no upload can have begun, nothing to say (the job's
+            // own error names the problem); only an upload this job recorded is worth a word.
+            if recorded.isEmpty && [.noSuchBucket, .signatureRefused, .unknownAccessKey, .accessDenied, .configuration, .invalidLocation].contains(error.kind) {
+                return (aborted, nil)
+            }
             return (aborted, "\(address): cannot abort its unfinished uploads: \(error.problem)")
         } catch {
             return (aborted, "\(address): cannot abort its unfinished uploads: \(error)")

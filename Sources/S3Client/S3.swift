@@ -199,10 +199,13 @@ public final class S3: Sendable {
 
     func connectionFailure(_ op: Operation, _ error: any Error) -> S3Error {
         let seconds = Int(configuration.connectTimeout.rounded())
+        // Which server, and where that came from: AWS's default when nothing named another.
+        let from = configuration.endpointSource.map { " (\($0))" }
+            ?? (configuration.endpoint.hasSuffix(".amazonaws.com") ? " (AWS's: set MEDIAFARM_S3_ENDPOINT or AWS_ENDPOINT_URL for another server)" : "")
         if let error = error as? HTTPClientError {
             switch error {
             case .connectTimeout:
-                return S3Error(.unreachable, op.subject, "cannot reach \(configuration.endpoint): no connection in \(seconds) s")
+                return S3Error(.unreachable, op.subject, "cannot reach \(configuration.endpoint)\(from): no connection in \(seconds) s")
             case .deadlineExceeded, .readTimeout:
                 return S3Error(.timedOut, op.subject, "no answer from \(configuration.endpoint) in \(Int(configuration.requestTimeout)) s")
             default: break
@@ -211,7 +214,7 @@ public final class S3: Sendable {
         let text = String(describing: error)
         for refusal in ["Connection refused", "No route to host", "Network is unreachable", "Name or service not known", "Host is unreachable"]
         where text.contains(refusal) {
-            return S3Error(.unreachable, op.subject, "cannot reach \(configuration.endpoint): \(refusal.lowercased()) (tried for \(seconds) s)")
+            return S3Error(.unreachable, op.subject, "cannot reach \(configuration.endpoint)\(from): \(refusal.lowercased()) (tried for \(seconds) s)")
         }
         return S3Error(.connectionBroken, op.subject, "the connection to \(configuration.endpoint) broke: \(text)")
     }

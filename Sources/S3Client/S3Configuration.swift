@@ -10,6 +10,9 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
     /// `http://BUCKET.endpoint/KEY` (AWS).
     public var pathStyle: Bool
     public var credentials: SigV4Credentials
+    /// Where the endpoint came from (the variable that named it), or nil for AWS's default: said when the
+    /// server cannot be reached.
+    public var endpointSource: String?
     /// Seconds to connect, and to wait for an answer to a request.
     public var connectTimeout: Double = 5
     public var requestTimeout: Double = 120
@@ -30,7 +33,8 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
     }
 
     /// The environment's settings, as the AWS tools read them:
-    /// - `MEDIAFARM_S3_ENDPOINT` (default `https://s3.REGION.amazonaws.com`);
+    /// - `MEDIAFARM_S3_ENDPOINT`, else `AWS_ENDPOINT_URL_S3`, else `AWS_ENDPOINT_URL` (the order of the AWS
+    ///   SDKs: the service's own before the global one; default `https://s3.REGION.amazonaws.com`);
     /// - `AWS_REGION`, else `AWS_DEFAULT_REGION` (default `us-east-1`);
     /// - `MEDIAFARM_S3_ADDRESSING` `path` or `virtual` (default: path-style when an endpoint is given);
     /// - `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`, else the profile
@@ -39,12 +43,13 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
     public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws(S3Error) -> S3Configuration {
         func value(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
         let region = value("AWS_REGION") ?? value("AWS_DEFAULT_REGION") ?? "us-east-1"
-        let given = value("MEDIAFARM_S3_ENDPOINT")
+        let source = ["MEDIAFARM_S3_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"].first { value($0) != nil }
+        let given = source.flatMap(value)
         var endpoint = given ?? "https://s3.\(region).amazonaws.com"
         while endpoint.hasSuffix("/") { endpoint.removeLast() }
         guard let url = URL(string: endpoint), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil,
               url.path.isEmpty, url.query == nil else {
-            throw S3Error(.configuration, "MEDIAFARM_S3_ENDPOINT", "\"\(endpoint)\" is not an http:// or https:// address of a server (http://HOST:PORT)")
+            throw S3Error(.configuration, source ?? "MEDIAFARM_S3_ENDPOINT", "\"\(endpoint)\" is not an http:// or https:// address of a server (http://HOST:PORT)")
         }
         let pathStyle: Bool
         switch value("MEDIAFARM_S3_ADDRESSING") {
@@ -54,7 +59,9 @@ public struct S3Configuration: Sendable, CustomStringConvertible {
         case let other?: throw S3Error(.configuration, "MEDIAFARM_S3_ADDRESSING", "\"\(other)\" is neither \"path\" nor \"virtual\"")
         }
         let credentials = try Self.credentials(environment)
-        return S3Configuration(endpoint: endpoint, region: region, pathStyle: pathStyle, credentials: credentials)
+        var configuration = S3Configuration(endpoint: endpoint, region: region, pathStyle: pathStyle, credentials: credentials)
+        configuration.endpointSource = source
+        return configuration
     }
 
     static func credentials(_ environment: [String: String]) throws(S3Error) -> SigV4Credentials {

@@ -90,4 +90,15 @@ import Testing
             "\(error)".hasPrefix("s3://no-such-bucket-28/x.json: cannot publish the finished file: no such bucket")
         }
     }
+
+    /// A job whose bucket does not exist began no upload: nothing is said about aborting (the line came
+    /// before the real error and misled); an upload the job recorded is still worth a word.
+    @Test func nothingIsSaidAboutAbortingWhereNoUploadCouldHaveBegun() async throws {
+        let s3 = try Self.client()
+        defer { Task { await s3.shutdown() } }
+        #expect(await ObjectOutput.abortUnfinished("s3://no-such-bucket-28/x.mp4", recorded: [], s3: s3).problem == nil)
+        let recorded = await ObjectOutput.abortUnfinished("s3://no-such-bucket-28/x.mp4", recorded: ["upload-1"], s3: s3).problem
+        #expect(recorded?.contains("cannot abort its unfinished uploads: no such bucket") == true, "\(recorded ?? "nil")")
+    }
 }
+

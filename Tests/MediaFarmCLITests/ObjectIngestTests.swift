@@ -221,7 +221,7 @@ import Testing
         let metrics = site.folder.appendingPathComponent("ingest.prom").path
         let down = try site.ingest(["--metrics-file", metrics], environment: ["MEDIAFARM_S3_ENDPOINT": "http://127.0.0.1:1"])
         #expect(down.status == 1, "\(down.stdout) \(down.stderr)")
-        #expect(down.stderr.contains("s3://\(b)/incoming/: cannot be listed: cannot reach http://127.0.0.1:1"), "\(down.stderr)")
+        #expect(down.stderr.contains("s3://\(b)/incoming/: cannot be listed: cannot reach http://127.0.0.1:1 (MEDIAFARM_S3_ENDPOINT)"), "\(down.stderr)")
         let downReport = try JSONSerialization.jsonObject(with: down.stdoutData) as? [String: Any] ?? [:]
         #expect(Self.paths(downReport, "unlisted") == ["s3://\(b)/incoming/"], "\(downReport)")
         #expect(downReport["settling"] as? Int == 1 && downReport["seen"] as? Int == 1, "the folder's file: \(downReport)")

@@ -142,7 +142,7 @@ import Testing
             ("s3://\(bucket)/clip.mp4", ["AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "HOME": "/nonexistent"],
              "s3://\(bucket)/clip.mp4: no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile in /nonexistent/.aws/credentials (AWS_PROFILE)"),
             ("s3://\(bucket)/clip.mp4", ["MEDIAFARM_S3_ENDPOINT": "http://127.0.0.1:9"],
-             "s3://\(bucket)/clip.mp4: cannot reach http://127.0.0.1:9: connection refused (tried for 5 s)"),
+             "s3://\(bucket)/clip.mp4: cannot reach http://127.0.0.1:9 (MEDIAFARM_S3_ENDPOINT): connection refused (tried for 5 s)"),
         ]
         for c in cases {
             let (result, reports) = try inspect([c.path], Self.environment(server, c.environment))

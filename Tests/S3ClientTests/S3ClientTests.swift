@@ -246,6 +246,16 @@ import Testing
         let aws = try S3Configuration.fromEnvironment(["AWS_DEFAULT_REGION": "us-west-2", "AWS_ACCESS_KEY_ID": "A", "AWS_SECRET_ACCESS_KEY": "B"])
         #expect(aws.endpoint == "https://s3.us-west-2.amazonaws.com")
         #expect(!aws.pathStyle)
+        // The AWS tools' endpoint variables, in the SDKs' order (ours first, then the service's, then the global one).
+        let keys = ["AWS_ACCESS_KEY_ID": "A", "AWS_SECRET_ACCESS_KEY": "B"]
+        let global = try S3Configuration.fromEnvironment(keys.merging(["AWS_ENDPOINT_URL": "http://minio:9000"]) { a, _ in a })
+        #expect(global.endpoint == "http://minio:9000" && global.pathStyle && global.endpointSource == "AWS_ENDPOINT_URL")
+        let service = try S3Configuration.fromEnvironment(keys.merging(["AWS_ENDPOINT_URL": "http://minio:9000", "AWS_ENDPOINT_URL_S3": "http://s3only:9000"]) { a, _ in a })
+        #expect(service.endpoint == "http://s3only:9000" && service.endpointSource == "AWS_ENDPOINT_URL_S3")
+        let ours = try S3Configuration.fromEnvironment(keys.merging(["AWS_ENDPOINT_URL_S3": "http://s3only:9000", "MEDIAFARM_S3_ENDPOINT": "http://ours:9000"]) { a, _ in a })
+        #expect(ours.endpoint == "http://ours:9000" && ours.endpointSource == "MEDIAFARM_S3_ENDPOINT")
+        let bad = #expect(throws: S3Error.self) { try S3Configuration.fromEnvironment(keys.merging(["AWS_ENDPOINT_URL": "minio:9000/x"]) { a, _ in a }) }
+        #expect(bad?.description.contains("AWS_ENDPOINT_URL") == true, "\(String(describing: bad))")
 
         // A credentials file's profile.
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("mf-credentials-\(UUID().uuidString)").path
