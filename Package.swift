@@ -83,7 +83,7 @@ let package = Package(
         ]),
         // The one way jobs enter the queue (submit, the API, ingest, capture): manifests read and checked
         // against the file system, unknown assets, a scoped token's policy, templates, enqueueing, lineage.
-        .target(name: "FarmSubmit", dependencies: ["FarmModel", "FarmStore", "FarmLibrary", "SafeFiles"]),
+        .target(name: "FarmSubmit", dependencies: ["FarmModel", "FarmStore", "FarmLibrary", "SafeFiles", "S3Client"]),
         // Watch-folder ingest: settle state, probe gate, content hashes, quarantine, templates.
         .target(name: "FarmIngest", dependencies: [
             "FarmModel", "FarmStore", "FarmLibrary", "FarmSubmit", "MediaInspect", "MediaCapture", "MediaTime", "SafeFiles", "S3Client",

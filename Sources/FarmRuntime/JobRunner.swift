@@ -96,7 +96,11 @@ public struct JobRunner: Sendable {
     public func run(events: @escaping @Sendable (JobEvent) -> Void = { _ in }) async -> JobResult {
         let started = Date()
         do {
-            if StagedOutput.writesObjects(manifest) { try ObjectOutput.ensureSpool() }
+            if StagedOutput.writesObjects(manifest) {
+                try ObjectOutput.ensureSpool()
+                // Before the work: an output's bucket that is not there fails the job now, not after the encode.
+                try await ObjectOutput.checkBuckets(StagedOutput.finalPaths(of: manifest) + StagedOutput.numberedPatterns(of: manifest))
+            }
             var result = try await execute(events: events, started: started)
             // A chunked export's first run only plans its chunks: it wrote nothing to upload.
             let wrote = result.succeeded && result.split == nil

@@ -313,6 +313,24 @@ public enum ObjectOutput {
         }
     }
 
+    /// Fails (naming the output and the bucket; retryable) when the bucket of an object among `finals` does not exist.
+    /// A server that cannot be asked now is not a failure here: the upload says so, and it may pass.
+    public static func checkBuckets(_ finals: [String], s3: S3? = nil) async throws {
+        var seen = Set<String>()
+        for final in finals where PathRules.isObject(final) {
+            let (location, client) = try target(final, s3)
+            guard seen.insert(location.bucket).inserted else { continue }
+            do {
+                _ = try await client.listMultipartUploads(S3Location(bucket: location.bucket, key: "mediafarm-bucket-check"))
+            } catch where error.kind == .noSuchBucket {
+                // Retried like an unreachable server (the bucket may be made meanwhile), each attempt cheap.
+                throw JobError("\(final): no such bucket \(location.bucket): nothing was done (make the bucket, or write elsewhere)", retryable: true)
+            } catch {
+                continue
+            }
+        }
+    }
+
     /// The location of object `final` and the client to reach it.
     static func target(_ final: String, _ s3: S3?) throws -> (S3Location, S3) {
         do throws(S3Error) {

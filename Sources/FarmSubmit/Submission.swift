@@ -63,6 +63,8 @@ public struct SubmissionRules: Sendable {
     public var overwriteRefusal: ManifestIssue?
     /// Refuses outputs that exist now (a person's submission); a watch folder's jobs find theirs when they run.
     public var refuseExistingOutputs: Bool
+    /// Where the object storage settings are read (the process's environment).
+    public var environment = ProcessInfo.processInfo.environment
 
     public init(outputRoots: [String]?, outputRootsWayOut: String = ManifestContext.commandLineOutputRootsWayOut,
                 missingInputWayOut: String? = nil, overwriteRefusal: ManifestIssue? = nil, refuseExistingOutputs: Bool = true) {
@@ -149,6 +151,12 @@ public struct Submission: Sendable {
             }
             let named = AssetID.references(inManifest: offer.bytes)
             if !named.isEmpty { references.append((offer.file, named)) }
+        }
+        // The objects they name: inputs there, outputs' buckets made.
+        for (file, issues) in await ObjectChecks.issues(checked, rules: rules, environment: rules.environment) {
+            guard let index = checked.valid.firstIndex(where: { $0.offer.file == file }) else { continue }
+            checked.valid.remove(at: index)
+            checked.invalid.append(ManifestValidationError(file: file, issues: issues))
         }
         guard !references.isEmpty else { return checked }
         let asked: AssetLibrary?

@@ -94,6 +94,15 @@ import Glibc
     func killMidUpload(_ label: String, maxAttempts: Int) async throws -> KilledMidUpload {
         let server = try TestS3.shared()
         let s3 = Self.client(server)
+        do {
+            return try await killMidUpload(label, maxAttempts: maxAttempts, server: server, s3: s3)
+        } catch {
+            await s3.shutdown()  // a client left open ends the whole test process: the failure is reported instead
+            throw error
+        }
+    }
+
+    func killMidUpload(_ label: String, maxAttempts: Int, server: TestS3.Endpoint, s3: S3) async throws -> KilledMidUpload {
         let bucket = TestS3.bucketName(label)
         try await s3.createBucket(bucket)
         let farm = try Farm("s3-\(label)")
@@ -102,7 +111,10 @@ import Glibc
         let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"],
                                                     environment: Self.environment(server, farm, ["MEDIAFARM_TEST_UPLOAD_STALL": "2"]))
         let location = S3Location(bucket: bucket, key: "out/large.mp4")
-        let stalled = try #require(try await stalledUpload(s3, location, parts: 2), "\(coordinator.log.suffix(2000))")
+        guard let stalled = try await stalledUpload(s3, location, parts: 2) else {
+            kill(coordinator.pid, SIGKILL)
+            throw FixtureError("no upload stalled after 2 parts: \(coordinator.log.suffix(2000))")
+        }
         #expect(kill(try #require(workerPID(coordinator, id)), SIGKILL) == 0)
         return KilledMidUpload(s3: s3, bucket: bucket, farm: farm, id: id, coordinator: coordinator, stalled: stalled)
     }

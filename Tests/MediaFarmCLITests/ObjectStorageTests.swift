@@ -122,6 +122,43 @@ import Testing
         #expect(mkvTransfer["bytes"]! <= (try Data(contentsOf: mkv).count), "never more than the object")
     }
 
+    /// `submit` queued, with exit 0, an input in a missing bucket, a missing key and an output in a missing
+    /// bucket (that one did the whole encode, then failed at upload). Now each is refused at submission at
+    /// its JSON path; --allow-missing-inputs lets the inputs be but not the bucket; and `run` fails such an
+    /// output before any work.
+    @Test func objectsAreCheckedAtSubmissionAndBeforeTheWork() async throws {
+        let server = try TestS3.shared()
+        let s3 = Self.client(server)
+        defer { Task { await s3.shutdown() } }
+        let bucket = try await Self.upload(["clip.mp4": URL(fileURLWithPath: MediaFixture.cfr30MP4.path)], to: s3)
+        let dir = try TestPaths.makeTemporaryFolder("s3-submission")
+        let queue = "sqlite:" + dir.appendingPathComponent("q.sqlite").path
+        let environment = Self.environment(server)
+        func manifest(_ name: String, input: String, output: String) throws -> String {
+            let path = dir.appendingPathComponent("\(name).json").path
+            try #"{ "version": 1, "input": "\#(input)", "export": { "mode": "passthrough", "output": "\#(output)" } }"#
+                .write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        let missingKey = try manifest("missing-key", input: "s3://\(bucket)/missing.mp4", output: "s3://\(bucket)/out/a.mp4")
+        let missingBucket = try manifest("missing-bucket", input: "s3://no-such-bucket-45/clip.mp4", output: "s3://\(bucket)/out/b.mp4")
+        let outputBucket = try manifest("output-bucket", input: "s3://\(bucket)/clip.mp4", output: "s3://no-such-out-45/c.mp4")
+        let submit = ["submit", "--queue", queue, "--output-root", "s3://\(bucket)/out/", "--output-root", "s3://no-such-out-45/"]
+        let refused = try ProcessRunner.run(TestPaths.mediafarmExecutable, submit + [missingKey, missingBucket, outputBucket], environment: environment)
+        #expect(refused.status == 2, "\(refused.stdout) \(refused.stderr)")
+        for line in ["$.input: s3://\(bucket)/missing.mp4: no such object (", "$.input: s3://no-such-bucket-45/clip.mp4: no such object (",
+                     "$.export.output: s3://no-such-out-45/c.mp4: no such bucket no-such-out-45 (make the bucket, or write elsewhere)",
+                     "nothing was queued: 3 of 3 manifests are invalid"] {
+            #expect(refused.stderr.contains(line), "\(line) in \(refused.stderr)")
+        }
+        #expect(refused.stderr.contains("--allow-missing-inputs"), "the way out: \(refused.stderr)")
+        let allowed = try ProcessRunner.run(TestPaths.mediafarmExecutable, submit + ["--allow-missing-inputs", missingKey, outputBucket], environment: environment)
+        #expect(allowed.status == 2 && !allowed.stderr.contains("missing.mp4") && allowed.stderr.contains("no such bucket no-such-out-45"), "\(allowed.stderr)")
+        // `run` checks the bucket before it reads or encodes anything.
+        let ran = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", "--output-root", "s3://no-such-out-45/", outputBucket], environment: environment)
+        #expect(ran.status != 0 && ran.stderr.contains("no such bucket no-such-out-45"), "\(ran.stdout) \(ran.stderr)")
+    }
+
     @Test func wrongObjectsBucketsAndCredentialsAreNamed() async throws {
         let server = try TestS3.shared()
         let s3 = Self.client(server)
