@@ -111,7 +111,9 @@ extension AssetLibrary {
         }
         if let limit = options.limit, limit < 1 { throw .invalid("--limit must be at least 1") }
         let order = options.descending ? "DESC" : "ASC"
-        var sql = "SELECT \(Self.assetColumns), \(key), (SELECT MIN(l.path) FROM asset_locations l WHERE l.asset_id = a.id AND l.host = ? AND l.state = 'present') FROM assets a"
+        // Where this host reaches it: its own file, else the object every host reads (host '*').
+        var sql = "SELECT \(Self.assetColumns), \(key), COALESCE((SELECT MIN(l.path) FROM asset_locations l WHERE l.asset_id = a.id AND l.host = ? AND l.state = 'present'), "
+            + "(SELECT MIN(l.path) FROM asset_locations l WHERE l.asset_id = a.id AND l.host = '\(Self.everyHost)' AND l.state = 'present')) FROM assets a"
         binds.insert(.text(host), at: 0)
         if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
         sql += " ORDER BY \(key) \(order), a.id \(order)"

@@ -245,7 +245,13 @@ import Testing
         #expect(submitted.status == 0, "\(submitted.stderr)")
         let jobs = try #require(try json(submitted) as? [[String: Any]])
         #expect(Set(jobs.compactMap { $0["name"] as? String }) == ["proxy-one", "proxy-two", "proxy-three"])
-        let stems = try #require(try json(try mediafarm(["submit", "--json", "--album", "Picks", "--host", "h", "proxy.json"], queue: queue, in: folder))
+        // The same album again, to other files (the first jobs, still queued, write theirs: a second writer is refused).
+        try """
+        { "version": 1, "name": "proxy-{stem}", "input": "{input}", "export": { "mode": "passthrough", "output": "out/h/{stem}-{id}.mp4" } }
+        """.write(to: folder.appendingPathComponent("proxy-h.json"), atomically: true, encoding: .utf8)
+        let again = try mediafarm(["submit", "--json", "--album", "Picks", "proxy.json"], queue: queue, in: folder)
+        #expect(again.status == 2 && again.stderr.contains("is written by job"), "\(again.stderr)")
+        let stems = try #require(try json(try mediafarm(["submit", "--json", "--album", "Picks", "--host", "h", "proxy-h.json"], queue: queue, in: folder))
                                  as? [[String: Any]])
         #expect(Set(stems.compactMap { $0["name"] as? String }) == ["proxy-one", "proxy-two", "proxy-three"], "{stem}: the file's name on this host")
 
@@ -271,7 +277,10 @@ import Testing
         let album = try mediafarm(["submit", "--token-file", tokenFile, "--album", "Other", "proxy.json"], queue: queue, in: folder)
         #expect(album.status == 1 && album.stderr.contains("no access to the album \"Other\""), "\(album.stderr)")
         #expect(try #require(try json(try mediafarm(["status", "--json"], queue: queue)) as? [[String: Any]]).count == 6, "nothing more was queued")
-        let allowed = try mediafarm(["submit", "--token-file", tokenFile, "--album", "Picks", "--json", "proxy.json"], queue: queue, in: folder)
+        try """
+        { "version": 1, "name": "proxy-{stem}", "input": "{input}", "export": { "mode": "passthrough", "output": "out/client/{stem}-{id}.mp4" } }
+        """.write(to: folder.appendingPathComponent("proxy-client.json"), atomically: true, encoding: .utf8)
+        let allowed = try mediafarm(["submit", "--token-file", tokenFile, "--album", "Picks", "--json", "proxy-client.json"], queue: queue, in: folder)
         #expect(allowed.status == 0, "\(allowed.stderr)")
         #expect(try #require(try json(try mediafarm(["status", "--json"], queue: queue)) as? [[String: Any]]).count == 9)
     }

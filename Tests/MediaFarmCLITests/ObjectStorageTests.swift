@@ -315,6 +315,9 @@ import Testing
         // A host that has no file of it (render) resolves the object.
         let resolved = try mediafarm(["library", "resolve", "--json", "--host", "render", id])
         #expect(resolved.status == 0 && resolved.stdout.contains("s3://\(bucket)/in/take.mp4"), "\(resolved.stdout) \(resolved.stderr)")
+        // `library list` on that host shows where it is (it said "(not on this host)" while resolve found it).
+        let listed = try mediafarm(["library", "list", "--host", "render"])
+        #expect(listed.stdout.contains("s3://\(bucket)/in/take.mp4") && !listed.stdout.contains("not on this host"), "\(listed.stdout)")
         try #"{ "version": 1, "name": "slow", "input": "asset:\#(id)", "scale": [{ "start": "0", "duration": "2", "rate": "1/2" }], "export": { "mode": "passthrough", "output": "s3://\#(bucket)/out/slow.mp4" } }"#
             .write(to: dir.appendingPathComponent("slow.json"), atomically: true, encoding: .utf8)
         let submitted = try mediafarm(["submit", "--output-root", "s3://\(bucket)/out", "slow.json"])
