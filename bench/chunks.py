@@ -21,7 +21,7 @@ def setup(label, chunked):
 
 
 def status(env):
-    out = subprocess.run([bin, "status", "--json"], env=env, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([bin, "status", "--json", "--all", "--chunks"], env=env, check=True, capture_output=True, text=True).stdout
     return {j["id"]: j for j in json.loads(out)}
 
 

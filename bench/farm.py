@@ -95,7 +95,7 @@ def throughput():
         env = dict(os.environ, MEDIAFARM_QUEUE=queue)
         migrate(env)
         seconds = timed([bin, "submit", folder], env) + timed([bin, "coordinator", "--workers", "2", "--exit-when-idle"], env)
-        states = json.loads(subprocess.run([bin, "status", "--json", "--limit", "2000"], env=env, check=True, capture_output=True, text=True).stdout)
+        states = json.loads(subprocess.run([bin, "status", "--json", "--all", "--chunks"], env=env, check=True, capture_output=True, text=True).stdout)
         assert sum(s["state"] == "succeeded" for s in states) == 1000, "not every job succeeded"
         return seconds
 

@@ -62,7 +62,7 @@ def poster_jobs(exact):
     env = dict(os.environ, MEDIAFARM_QUEUE=queue)
     subprocess.run([bin, "submit", *paths], check=True, capture_output=True, env=env)
     subprocess.run([bin, "coordinator", "--workers", "1", "--exit-when-idle"], check=True, capture_output=True, env=env)
-    jobs = json.loads(subprocess.run([bin, "status", "--json"], check=True, capture_output=True, text=True, env=env).stdout)
+    jobs = json.loads(subprocess.run([bin, "status", "--json", "--all", "--chunks"], check=True, capture_output=True, text=True, env=env).stdout)
     seconds = [j["result"]["seconds"] * 1000 for j in jobs if j.get("state") == "succeeded"]
     assert len(seconds) == 30, f"{len(seconds)} posters made: {jobs[:2]}"
     return seconds

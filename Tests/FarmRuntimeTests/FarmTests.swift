@@ -372,7 +372,7 @@ import Glibc
         #expect(r.stderr.contains("bad.json") && r.stderr.contains("$.version") && r.stderr.contains("$.export.mode"), "\(r.stderr)")
         #expect(r.stderr.contains("nothing was queued"))
         #expect(!FileManager.default.fileExists(atPath: farm.queue))
-        #expect(try farm.mediafarm(["submit", farm.folder.appendingPathComponent("nope.json").path]).stderr.contains("nope.json: invalid manifest"))
+        #expect(try farm.mediafarm(["submit", farm.folder.appendingPathComponent("nope.json").path]).stderr.contains("nope.json: no such manifest file"))
 
         // A missing input and an unwritable output folder: queued, then failed with the reason, not retried.
         let missing = try farm.inspectManifest("missing", input: "gone.mp4")

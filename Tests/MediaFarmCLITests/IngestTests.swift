@@ -57,7 +57,7 @@ import Glibc
 
         /// The jobs in the queue: name -> manifest text.
         func jobs() throws -> [String: String] {
-            let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["status", "--json", "--queue", queue])
+            let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["status", "--json", "--all", "--chunks", "--queue", queue])
             guard r.status == 0 else { return [:] }
             let rows = try JSONSerialization.jsonObject(with: r.stdoutData) as? [[String: Any]] ?? []
             return Dictionary(uniqueKeysWithValues: rows.map { ($0["name"] as? String ?? "", "\($0)") })
