@@ -24,7 +24,7 @@ extension HTTPFace {
         let path = try Self.servedFile(job, name)
         let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0  // gone since: the read below says so
         var headers: HTTPFields = [
-            .contentType: Self.fileType(path), .acceptRanges: "bytes", .xContentTypeOptions: "nosniff", .cacheControl: "private, no-cache",
+            .contentType: Self.mimeType(path), .acceptRanges: "bytes", .xContentTypeOptions: "nosniff", .cacheControl: "private, no-cache",
             .contentDisposition: "\(request.uri.queryParameters.get("download") == nil ? "inline" : "attachment"); filename=\"\(Self.headerSafe((path as NSString).lastPathComponent))\"",
         ]
         if let range = request.headers[.range], let wanted = Self.byteRange(range, size: size) {
@@ -92,19 +92,6 @@ extension HTTPFace {
         return start...min(end, size - 1)
     }
 
-    static func fileType(_ path: String) -> String {
-        switch (path as NSString).pathExtension.lowercased() {
-        case "mp4", "m4v": "video/mp4"
-        case "mov": "video/quicktime"
-        case "mkv": "video/x-matroska"
-        case "webm": "video/webm"
-        case "m4a": "audio/mp4"
-        case "wav": "audio/wav"
-        case "vtt": "text/vtt; charset=utf-8"
-        default: mimeType(path)
-        }
-    }
-
     /// A file name for a header: printable ASCII without quotes or backslashes.
     static func headerSafe(_ name: String) -> String {
         String(name.unicodeScalars.map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7f && $0 != "\"" && $0 != "\\" ? Character($0) : "_" })
@@ -121,7 +108,7 @@ extension HTTPFace {
             let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int64) ?? 0  // gone since: shown as 0 bytes
             let link = "/jobs/\(job.id)/files/\(name)"
             if name == "output" {
-                let type = Self.fileType(path)
+                let type = Self.mimeType(path)
                 if type.hasPrefix("video/") {
                     files += "<video class=\"output\" controls preload=\"metadata\" src=\"\(link)\"></video>"
                 } else if type.hasPrefix("image/") {

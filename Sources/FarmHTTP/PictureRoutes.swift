@@ -116,8 +116,16 @@ extension HTTPFace {
                  body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
+    /// A served file's type by its extension (pictures, and a job's outputs on its page).
     static func mimeType(_ path: String) -> String {
         switch (path as NSString).pathExtension.lowercased() {
+        case "mp4", "m4v": "video/mp4"
+        case "mov": "video/quicktime"
+        case "mkv": "video/x-matroska"
+        case "webm": "video/webm"
+        case "m4a": "audio/mp4"
+        case "wav": "audio/wav"
+        case "vtt": "text/vtt; charset=utf-8"
         case "jpg", "jpeg": "image/jpeg"
         case "png": "image/png"
         case "webp": "image/webp"
