@@ -36,6 +36,8 @@ extension HTTPFace {
             return Response.json(try await self.store.deliveries(matching: DeliveryQuery(jobID: id, limit: 1000)).map(DeliveryView.init))
         }
         router.get("/api/webhooks") { _, _ in try await self.webhookSummary() }
+        router.post("/api/webhooks/retry") { request, _ in try await self.sendDeliveriesAgain(request) }
+        router.get("/api/openapi.json") { _, _ in Response.text(OpenAPIDocument.json + "\n", type: "application/json; charset=utf-8") }
         router.get("/api/coordinators") { _, _ in try await self.coordinatorList() }
         router.get("/api/events") { _, _ in self.events() }
         addLibraryRoutes(to: router)
@@ -122,6 +124,29 @@ extension HTTPFace {
     func webhookSummary() async throws -> Response {
         do {
             return .json(try await WebhookSettingsView.of(store, at: Date()))
+        } catch {
+            throw APIError(error)
+        }
+    }
+
+    /// `POST /api/webhooks/retry?id=N&id=M` or `?failed=true`: as `webhooks retry --json`, the deliveries
+    /// sent again as they ended; an id that did not fail (or is no delivery) is not among them.
+    func sendDeliveriesAgain(_ request: Request) async throws -> Response {
+        let query = request.uri.queryParameters
+        let failed = try Self.boolean(query, "failed")
+        var ids: [Int64] = []
+        for text in query.getAll("id") {
+            guard case .success(let id) = UserNumbers.jobID.parse(text) else {
+                throw APIError(status: .badRequest, message: "id \(text): a delivery id is a positive whole number")
+            }
+            ids.append(id)
+        }
+        guard ids.isEmpty == failed else {
+            throw APIError(status: .badRequest, message: failed ? "give ids or failed=true, not both"
+                           : "name the deliveries to send again (?id=N, as many as you like) or every failed one (?failed=true)")
+        }
+        do {
+            return .json(try await store.sendAgain(ids: failed ? nil : ids, at: Date()).map(DeliveryView.init))
         } catch {
             throw APIError(error)
         }

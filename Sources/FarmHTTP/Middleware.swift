@@ -246,7 +246,7 @@ struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
     /// A second token that may only look (GET, HEAD): its bearers and sessions can see but not act.
     var readOnlyToken: String? = nil
     let sessions: SessionStore
-    static var open: Set<String> { ["/healthz", "/readyz", "/login"] }
+    static var open: Set<String> { ["/healthz", "/readyz", "/login", "/api/openapi.json"] }
 
     /// What a scoped library token may reach (its handlers check the token and limit what it sees).
     static func scoped(_ request: Request) -> Bool {

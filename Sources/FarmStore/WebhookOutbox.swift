@@ -196,6 +196,17 @@ public protocol WebhookOutbox: Sendable {
     func waitForDeliveries(upTo seconds: Double) async
 }
 
+public extension WebhookOutbox {
+    /// `webhooks retry` and `POST /api/webhooks/retry`: sends again the deliveries of `ids` that failed or
+    /// were refused, or (nil) every failed one, and returns them as they ended (their last error, their
+    /// attempts), oldest first.
+    func sendAgain(ids: [Int64]?, at now: Date) async throws(JobStoreError) -> [WebhookDelivery] {
+        let ended = try await deliveries(matching: DeliveryQuery(states: ids == nil ? [.failed] : [.failed, .refused], limit: 10_000))
+        let done = Set(try await resendDeliveries(ids: ids, at: now))
+        return ended.filter { done.contains($0.id) }.reversed()
+    }
+}
+
 /// What both backends share of the outbox.
 enum Outbox {
     /// The URLs a manifest's `"notify"` names, as the `notify` column keeps them (a JSON array of

@@ -121,10 +121,7 @@ struct WebhooksCommand: AsyncParsableCommand {
             let store = try await queue.open()
             let resent: [WebhookDelivery]
             do {
-                // As they ended (to say what is sent again), then sent again.
-                let ended = try await store.deliveries(matching: DeliveryQuery(states: failed ? [.failed] : [.failed, .refused], limit: 10_000))
-                let done = Set(try await store.resendDeliveries(ids: failed ? nil : ids, at: Date()))
-                resent = ended.filter { done.contains($0.id) }.reversed()
+                resent = try await store.sendAgain(ids: failed ? nil : ids, at: Date())
             } catch {
                 throw CLIError(String(describing: error))
             }

@@ -171,6 +171,19 @@ status, body = request("GET", "/api/jobs/99999999/deliveries")
 expect(status == 404, f"deliveries of a missing job: {status}")
 status, body = request("GET", "/api/webhooks")
 expect(status == 200 and body["deliveries"]["pending"] == 0 and body["endpoints"] == [], f"webhooks: {status} {body}")
+status, body = request("POST", "/api/webhooks/retry?id=99999999&id=99999998")
+expect(status == 200 and body == [], f"retry of deliveries that are not there: {status} {body}")
+status, body = request("POST", "/api/webhooks/retry?failed=true")
+expect(status == 200 and body == [], f"retry of every failed delivery, none: {status} {body}")
+status, body = request("POST", "/api/webhooks/retry")
+expect(status == 400 and "failed=true" in body.get("error", ""), f"retry of nothing named: {status} {body}")
+status, body = request("POST", "/api/webhooks/retry?id=-1")
+expect(status == 400 and "positive whole number" in body.get("error", ""), f"retry of id -1: {status} {body}")
+
+# The face serves this document, byte for byte, without a token.
+status, body = request("GET", "/api/openapi.json", auth=False)
+expect(status == 200 and body == spec, f"/api/openapi.json: {status}, the same as {spec_path}: {body == spec}")
+
 notifying = json.loads(manifest)
 notifying["notify"] = ["http://169.254.169.254/latest/meta-data"]
 status, body = request("POST", "/api/jobs", json.dumps(notifying).encode())
@@ -319,9 +332,9 @@ for template, item in spec["paths"].items():
                 expect(not refused, f"{method.upper()} {template}: the document accepts {param['name']}={value!r}, the server refused it: "
                                     f"{status} {answer}")
 
-# Manifests: the request body is jobs/schema.json, as strict as the server where the server's rule is one of form.
-manifest_schema = json.load(open(os.path.join(os.path.dirname(spec_path), "..", "jobs", "schema.json")))
-validator = jsonschema.Draft202012Validator(manifest_schema)
+# Manifests: the request body is jobs/schema.json (bundled into the document as components.schemas.Manifest),
+# as strict as the server where the server's rule is one of form.
+validator = jsonschema.Draft202012Validator(dict(resolve({"$ref": "#/components/schemas/Manifest"}), components=spec["components"]))
 expect(not list(validator.iter_errors(json.loads(manifest))), "the valid manifest fails jobs/schema.json")
 for refused_body in [b'{"version": 1, "inptu": "x.mp4"}', b'{"version": 1, "input": "asset:0000000000000000000000000a"}',
                      b'{"version": 2, "input": "clip.mp4"}', b'{"version": 1, "input": "clip.mp4", "scan": {"symbologies": ["qrr"]}}']:
