@@ -19,7 +19,7 @@ extension Coordinator {
     /// Starts a kept worker process (on a thread of its own; it does not wait for it), counted in `s`.
     func newKeptWorker(_ s: inout State) -> StandbyWorker {
         s.keptWorkersAlive += 1
-        return StandbyWorker(command: configuration.workerCommand + ["--standby"] + configuration.recycling.arguments, limits: configuration.limits,
+        return StandbyWorker(command: configuration.workerCommand + ["--standby"] + configuration.recycling.arguments, limits: configuration.limits, folders: workerFolders,
                              onIdle: { [weak self] worker in self?.workerIdle(worker) },
                              onRetire: { [weak self] reason in self?.workerRetired(reason) })
     }

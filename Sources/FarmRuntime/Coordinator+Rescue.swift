@@ -92,6 +92,22 @@ extension Coordinator {
         }
     }
 
+    /// At start: the running jobs of coordinators of this queue that died on this host (`WorkerFolders.sweep`
+    /// found their locks free) go back to the queue now, each charged an attempt as for an expired lease and
+    /// its fence moved, rather than when their leases expire. Those of other hosts wait for their leases:
+    /// nothing here knows that they are gone.
+    func takeBackJobs(of owners: [String]) async {
+        guard !owners.isEmpty else { return }
+        do {
+            let ended = try await store.expireLeases(ofOwners: owners, at: now())
+            guard ended > 0 else { return }
+            events(.notice("\(owners.joined(separator: ", ")) died on this host: taking back its \(ended) running job(s) now"))
+            await rescueExpired()
+        } catch {
+            events(.notice("cannot take back the jobs of \(owners.joined(separator: ", ")) (died on this host): \(error); their leases will expire"))
+        }
+    }
+
     private func rescueExpired() async {
         await completeInterruptedPublications()
         let t = now()

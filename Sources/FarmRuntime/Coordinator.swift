@@ -30,6 +30,8 @@ import Glibc
 public final class Coordinator: Service, Sendable {
     public let store: any JobStore
     public let configuration: CoordinatorConfiguration
+    /// Its workers' folders, in its queue's folder on this host.
+    let workerFolders: WorkerFolders
     let events: @Sendable (CoordinatorEvent) -> Void
     let now: @Sendable () -> Date
 
@@ -107,6 +109,7 @@ public final class Coordinator: Service, Sendable {
         self.now = now
         self.events = events
         self.metrics = CoordinatorMetrics(factory: configuration.metricsFactory ?? MetricsSystem.factory)
+        self.workerFolders = WorkerFolders(queue: store.location, owner: configuration.owner, environment: ProcessInfo.processInfo.environment)
     }
 
     /// Slots, running jobs with their latest progress, and the loops' last turns.
@@ -160,11 +163,12 @@ public final class Coordinator: Service, Sendable {
 
     public func run() async throws {
         signal(SIGPIPE, SIG_IGN)
-        // What the workers of a coordinator that was killed on this host left: their TMPDIR and spool folders.
-        let environment = ProcessInfo.processInfo.environment
-        let swept = WorkerFolders.sweep(environment)
-        if swept > 0 { events(.notice("removed \(swept) folder(s) that the workers of a coordinator that is gone left")) }
-        defer { WorkerFolders.release(environment) }
+        // What a coordinator of this queue that was killed on this host left: its workers' TMPDIR and spool
+        // folders, and its running jobs, taken back now rather than when their leases expire.
+        let leftovers = workerFolders.sweep()
+        if leftovers.removed > 0 { events(.notice("removed \(leftovers.removed) folder(s) that the workers of a coordinator that is gone left")) }
+        defer { workerFolders.release() }
+        await takeBackJobs(of: leftovers.owners)
         // The loops run where the store's blocking work does (SQLite: its writer thread), so that no
         // transaction runs on the cooperative pool that the HTTP face shares, and none pays a hop.
         await withTaskExecutorPreference(store.executor) { await self.runLoops() }
@@ -321,7 +325,7 @@ public final class Coordinator: Service, Sendable {
                 var command = configuration.workerCommand + ["--name", job.name, "--base-dir", job.baseDirectory, "--stage-token", token]
                 for root in job.outputRoots { command += ["--output-root", root] }
                 for (address, uploadID) in resume.sorted(by: { $0.key < $1.key }) { command += ["--resume-upload", "\(address)=\(uploadID)"] }
-                exit = try await WorkerProcess.run(command: command, input: Data(job.manifest.utf8), limits: configuration.limits,
+                exit = try await WorkerProcess.run(command: command, input: Data(job.manifest.utf8), limits: configuration.limits, folders: workerFolders,
                                                    onStart: onStart, onLine: onLine)
             }
         } catch {

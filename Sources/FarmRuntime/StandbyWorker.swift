@@ -37,11 +37,11 @@ final class StandbyWorker: @unchecked Sendable {
     private let onRetire: @Sendable (WorkerRetirement?) -> Void
 
     /// Starts the process on a new thread.
-    init(command: [String], limits: WorkerLimits, onIdle: @escaping @Sendable (StandbyWorker) -> Void = { _ in },
+    init(command: [String], limits: WorkerLimits, folders: WorkerFolders, onIdle: @escaping @Sendable (StandbyWorker) -> Void = { _ in },
          onRetire: @escaping @Sendable (WorkerRetirement?) -> Void = { _ in }) {
         self.onIdle = onIdle
         self.onRetire = onRetire
-        let thread = Thread { [self] in self.supervise(command: command, limits: limits) }
+        let thread = Thread { [self] in self.supervise(command: command, limits: limits, folders: folders) }
         thread.name = "mediafarm-kept-worker"
         thread.start()
     }
@@ -76,10 +76,10 @@ final class StandbyWorker: @unchecked Sendable {
         condition.unlock()
     }
 
-    private func supervise(command: [String], limits: WorkerLimits) {
+    private func supervise(command: [String], limits: WorkerLimits, folders: WorkerFolders) {
         let process: WorkerProcess.Spawned
         do {
-            process = try WorkerProcess.spawn(command: command, limits: limits)
+            process = try WorkerProcess.spawn(command: command, limits: limits, folders: folders)
         } catch {
             condition.lock()
             let waiting: Assignment? = if case .assigned(let a) = slot { a } else { nil }

@@ -67,13 +67,13 @@ enum WorkerProcess {
         WorkerFolders.remove(process.folders)
     }
 
-    static func run(command: [String], input: Data, limits: WorkerLimits,
+    static func run(command: [String], input: Data, limits: WorkerLimits, folders: WorkerFolders,
                     onStart: @escaping @Sendable (ChildProcess) -> Void,
                     onLine: @escaping @Sendable (Substring) -> Void) async throws -> WorkerExit {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<WorkerExit, any Error>) in
             let thread = Thread {
                 do {
-                    let process = try spawn(command: command, limits: limits)
+                    let process = try spawn(command: command, limits: limits, folders: folders)
                     onStart(process.child)
                     continuation.resume(returning: drive(process, input: input, onLine: onLine))
                 } catch {
@@ -87,7 +87,7 @@ enum WorkerProcess {
 
     /// Starts `command` with pipes on its stdin, stdout and stderr. Call it on the thread that will
     /// supervise the process: the process is killed when that thread ends.
-    static func spawn(command: [String], limits: WorkerLimits) throws -> Spawned {
+    static func spawn(command: [String], limits: WorkerLimits, folders: WorkerFolders) throws -> Spawned {
         guard let name = command.first else { throw StartError(description: "no worker command") }
         guard let executable = resolve(name) else { throw StartError(description: "\(name): worker command not found") }
         var stdinPipe: [Int32] = [0, 0], stdoutPipe: [Int32] = [0, 0], stderrPipe: [Int32] = [0, 0]
@@ -104,7 +104,7 @@ enum WorkerProcess {
         // The worker refuses outputs that are this process's own files too.
         var environment = ProcessInfo.processInfo.environment
         environment[ProtectedFiles.environmentKey] = ProtectedFiles.shared.environmentValue
-        let folders = WorkerFolders.make(&environment)
+        let made = folders.make(&environment)
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             for p in argv { free(p) }
@@ -115,11 +115,11 @@ enum WorkerProcess {
         close(stdinPipe[0]); close(stdoutPipe[1]); close(stderrPipe[1])
         guard pid > 0 else {
             for fd in [stdinPipe[1], stdoutPipe[0], stderrPipe[0]] { close(fd) }
-            WorkerFolders.remove(folders)
+            WorkerFolders.remove(made)
             throw StartError(description: "\(executable): cannot start the worker: \(String(cString: strerror(-pid)))")
         }
         return Spawned(child: ChildProcess(pid: pid), stdin: stdinPipe[1], stdout: stdoutPipe[0], stderr: stderrPipe[0],
-                       folders: folders)
+                       folders: made)
     }
 
     /// Whether a started process is still there (not exited). It is not reaped by asking.

@@ -204,6 +204,10 @@ public protocol JobStore: WebhookOutbox {
     /// attempt was publishing (phase `publishing`) are spared for `publishingGrace` seconds past their
     /// lease: their publication is finished by `expiredPublications` and a rescuer instead.
     func rescueExpired(at now: Date, publishingGrace: Double) async throws(JobStoreError) -> [Job]
+    /// Ends now the leases of running jobs held by `owners`, coordinators known to be gone (their lock on
+    /// this host is free): `rescueExpired` then takes those jobs back without waiting out the leases.
+    /// Returns how many leases it ended.
+    func expireLeases(ofOwners owners: [String], at now: Date) async throws(JobStoreError) -> Int
     /// Running jobs in phase `publishing` whose lease expired: their worker succeeded and their outputs
     /// were staged; a rescuer completes the publication and finishes them under the expired lease's token.
     func expiredPublications(at now: Date) async throws(JobStoreError) -> [Job]

@@ -321,6 +321,14 @@ public final class PostgresJobStore: JobStore {
         }
     }
 
+    public func expireLeases(ofOwners owners: [String], at now: Date) async throws(JobStoreError) -> Int {
+        guard !owners.isEmpty else { return 0 }
+        return try await run("""
+            UPDATE \(unescaped: table) SET lease_expires_at = \(now.timeIntervalSince1970)
+            WHERE state = 'running' AND lease_expires_at > \(now.timeIntervalSince1970) AND lease_owner = ANY(\(owners)) RETURNING id
+            """).count
+    }
+
     public func expiredPublications(at now: Date) async throws(JobStoreError) -> [Job] {
         try decodeJobs(try await run("""
             SELECT \(unescaped: Self.columns()) FROM \(unescaped: table)

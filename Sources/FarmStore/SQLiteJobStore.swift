@@ -258,6 +258,17 @@ public final class SQLiteJobStore: JobStore {
         return rescued
     }
 
+    public func expireLeases(ofOwners owners: [String], at now: Date) async throws(JobStoreError) -> Int {
+        guard !owners.isEmpty else { return 0 }
+        return try await write { db in
+            try db.execute(sql: """
+                UPDATE jobs SET lease_expires_at = ? WHERE state = 'running' AND lease_expires_at > ?
+                AND lease_owner IN (\(owners.map { _ in "?" }.joined(separator: ", ")))
+                """, arguments: StatementArguments([now.timeIntervalSince1970, now.timeIntervalSince1970] + owners.map { $0 as any DatabaseValueConvertible }))
+            return db.changesCount
+        }
+    }
+
     public func expiredPublications(at now: Date) async throws(JobStoreError) -> [Job] {
         try await read { [self] db in
             try Row.fetchAll(db, sql: """

@@ -7,8 +7,10 @@ import Glibc
 
 /// Child processes are signalled by identity: never through a pid after it was reaped.
 @Suite(.serialized) struct ChildProcessTests {
+    static let folders = WorkerFolders(queue: "child-process-tests", owner: "test:1:1", environment: ProcessInfo.processInfo.environment)
+
     func spawn(_ script: String) throws -> WorkerProcess.Spawned {
-        let spawned = try WorkerProcess.spawn(command: ["/bin/sh", "-c", script], limits: WorkerLimits())
+        let spawned = try WorkerProcess.spawn(command: ["/bin/sh", "-c", script], limits: WorkerLimits(), folders: Self.folders)
         for fd in [spawned.stdin, spawned.stdout, spawned.stderr] { close(fd) }
         return spawned
     }

@@ -199,6 +199,27 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
         #expect(done.state == .succeeded && done.result == "fresh" && done.attempt == 2)
     }
 
+    /// The leases of coordinators known to be gone end at once: their jobs are rescued now, fenced as for
+    /// an expiry; the leases of others (and jobs not running) are left alone.
+    @Test(arguments: Backend.allCases)
+    func theLeasesOfAGoneCoordinatorEndAtOnce(backend: Backend) async throws {
+        let (store, other) = try await backend.makePair()
+        let ids = try await store.enqueue([new("dead's"), new("alive's"), new("queued")], at: t0).map(\.id)
+        let dead = try await store.claim(limit: 1, owner: "a:1:dead", leaseDuration: 60, at: t0)[0]
+        _ = try await store.claim(limit: 1, owner: "a:2:alive", leaseDuration: 60, at: t0)
+        #expect(try await other.expireLeases(ofOwners: [], at: t0.addingTimeInterval(1)) == 0)
+        #expect(try await other.expireLeases(ofOwners: ["a:1:dead", "a:3:none"], at: t0.addingTimeInterval(1)) == 1)
+        let rescued = try await other.rescueExpired(at: t0.addingTimeInterval(1))
+        #expect(rescued.map(\.id) == [dead.id] && dead.id == ids[0])
+        let back = try #require(try await store.job(id: ids[0]))
+        #expect(back.state == .queued && back.errors.count == 1 && back.errors[0].message.contains("a:1:dead"))
+        #expect(try await store.job(id: ids[1])?.state == .running)
+        #expect(try await store.job(id: ids[2])?.state == .queued)
+        await #expect(throws: JobStoreError.self) {
+            try await store.finish(id: dead.id, token: dead.lease!.token, outcome: .succeeded(result: "stale"), at: t0.addingTimeInterval(2))
+        }
+    }
+
     @Test(arguments: Backend.allCases)
     func anAttemptThatWasPublishingIsSparedForItsGraceAndListed(backend: Backend) async throws {
         let (store, other) = try await backend.makePair()
