@@ -143,6 +143,7 @@ public struct IngestPass: Sendable {
                         walked.insert(path)
                         guard Self.matches(object.location.name, watch) else { continue }
                         report.seen += 1
+                        report.seenObjects += 1
                         if let why = Self.unwanted(object.location.name) {
                             report.skipped.append(.init(path: path, reason: why))
                             continue

@@ -30,6 +30,8 @@ public struct IngestReport: Sendable, Codable, Hashable {
     }
 
     public var seen = 0
+    /// Of `seen`, the objects (under `s3://` watches); the rest are files.
+    public var seenObjects = 0
     public var settling = 0
     /// Of `settling`, the files first seen (or changed) this pass: their settle time starts now (in a dry
     /// run, it would start: a dry run records nothing).

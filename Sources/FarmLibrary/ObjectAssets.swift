@@ -98,12 +98,16 @@ extension AssetLibrary {
     }
 
     /// For `library add`: the object `address`, or every object under it when it is a prefix
-    /// (`s3://BUCKET/PREFIX/`) or a bucket.
+    /// (`s3://BUCKET/PREFIX/`) or a bucket (`s3://BUCKET` or `s3://BUCKET/`). An object that is not there
+    /// while a prefix of its name with a "/" added holds objects is refused with that hint.
     static func objects(at address: String) async -> [Result<String, AddOutcome>] {
         do {
-            let location = try S3Location(parsing: address)
-            if !location.key.isEmpty && !address.hasSuffix("/") { return [.success(location.description)] }
+            let location = try S3Location(parsing: address, prefix: true)
             let s3 = try objectClient()
+            if !location.key.isEmpty && !address.hasSuffix("/") {
+                if let hint = await prefixHint(location, address: address, s3) { return [.failure(hint)] }
+                return [.success(location.description)]  // any other problem is the object's, said when it is read
+            }
             return try await s3.list(location).filter { !$0.location.key.hasSuffix("/") }.map { .success($0.location.description) }
         } catch let error as S3Error {
             return [.failure(AddOutcome(path: address, status: .refused, reason: error.problem))]
@@ -112,6 +116,23 @@ extension AssetLibrary {
         } catch {
             return [.failure(AddOutcome(path: address, status: .refused, reason: "\(error)"))]
         }
+    }
+
+    /// `library add s3://BUCKET/NAME` where no object NAME is, but objects are under `NAME/`: the refusal
+    /// that says so. nil when the object is there, or when nothing is under the prefix either.
+    private static func prefixHint(_ location: S3Location, address: String, _ s3: S3) async -> AddOutcome? {
+        let missing: Bool
+        do throws(S3Error) {
+            _ = try await s3.head(location)
+            missing = false
+        } catch {
+            missing = error.kind == .noSuchKey
+        }
+        guard missing else { return nil }
+        let under = ((try? await s3.list(S3Location(bucket: location.bucket, key: location.key + "/"))) ?? []).filter { !$0.location.key.hasSuffix("/") }
+        guard !under.isEmpty else { return nil }
+        return AddOutcome(path: address, status: .refused, reason: "no such object, but \(address)/ (with a \"/\" at the end) "
+                          + "is a prefix of \(under.count) object\(under.count == 1 ? "" : "s"): give that to add them all")
     }
 
     /// Whether the server says nothing is at `address` (false when it cannot be asked: nothing is taken

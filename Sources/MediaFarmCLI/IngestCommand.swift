@@ -62,15 +62,20 @@ struct IngestCommand: AsyncParsableCommand {
     var metricsFile: String?
 
     /// The pass in one line; a dry run says what a pass would do, since it does nothing.
+    /// Files and objects (of `s3://` watches) each by their own name.
     static func summary(_ report: IngestReport) -> String {
+        let files = report.seen - report.seenObjects
+        let seen = report.seenObjects == 0 ? counted(report.seen, "file") : files == 0 ? counted(report.seen, "object")
+            : "\(counted(files, "file")) and \(counted(report.seenObjects, "object"))"
+        let item = report.seenObjects == 0 ? "file" : files == 0 ? "object" : "file or object"
         guard report.dryRun else {
-            return "ingest: \(counted(report.seen, "file")) seen, \(report.settling) settling, \(report.enqueued) enqueued, "
+            return "ingest: \(seen) seen, \(report.settling) settling, \(report.enqueued) enqueued, "
                 + "\(counted(report.duplicates, "duplicate")), \(report.quarantined) quarantined, \(report.skipped.count) skipped"
         }
-        return "ingest (dry run: nothing changed): \(counted(report.seen, "file")) seen; a pass would "
-            + "start the settle time of \(counted(report.firstSeen, "new or changed file")), "
+        return "ingest (dry run: nothing changed): \(seen) seen; a pass would "
+            + "start the settle time of \(counted(report.firstSeen, "new or changed \(item)")), "
             + "wait for \(report.settling - report.firstSeen) still settling, enqueue \(report.enqueued), skip \(counted(report.duplicates, "duplicate")), "
-            + "quarantine \(report.quarantined), and skip \(counted(report.skipped.count, "other file"))"
+            + "quarantine \(report.quarantined), and skip \(counted(report.skipped.count, "other \(item)"))"
     }
 
     func run() async throws {

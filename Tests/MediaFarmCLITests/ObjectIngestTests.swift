@@ -91,7 +91,12 @@ import Testing
 
         // First pass: three objects start settling; the partial upload's name is skipped; nothing else is seen.
         let first = try site.pass()
-        #expect(first["seen"] as? Int == 4, "\(first)")
+        #expect(first["seen"] as? Int == 4 && first["seenObjects"] as? Int == 4, "\(first)")
+        // Said as objects, not files.
+        let line = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["ingest", "--config", site.config, "--queue", site.queue, "--dry-run"],
+                                         environment: site.environment)
+        #expect(line.status == 0 && line.stdout.contains("4 objects seen; a pass would start the settle time of 0 new or changed objects")
+                && line.stdout.contains("skip 1 other object"), "\(line.stdout) \(line.stderr)")
         #expect(first["settling"] as? Int == 3 && first["firstSeen"] as? Int == 3, "\(first)")
         #expect(first["enqueued"] as? Int == 0, "\(first)")
         #expect(Self.paths(first, "skipped") == ["s3://\(b)/incoming/take.mp4.part"], "\(first)")

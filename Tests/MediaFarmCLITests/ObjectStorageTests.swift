@@ -358,6 +358,21 @@ import Testing
         let files = try #require((try JSONSerialization.jsonObject(with: r.stdoutData) as? [String: Any])?["files"] as? [[String: Any]])
         #expect(Set(files.compactMap { $0["path"] as? String }) == ["s3://\(bucket)/takes/a.mp4", "s3://\(bucket)/takes/b.mp4"], "\(files)")
         #expect(files.allSatisfy { $0["status"] as? String == "added" }, "\(files)")
+
+        // A prefix named without its "/": refused with the way to name it.
+        let bare = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["library", "add", "s3://\(bucket)/takes"], environment: environment)
+        #expect(bare.status == 1 && bare.stdout.contains("no such object, but s3://\(bucket)/takes/ (with a \"/\" at the end) is a prefix of 2 objects"),
+                "\(bare.stdout) \(bare.stderr)")
+        // A whole bucket, with or without the "/".
+        for whole in ["s3://\(bucket)/", "s3://\(bucket)"] {
+            let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["library", "add", "--json", whole], environment: environment)
+            #expect(r.status == 0, "\(whole): \(r.stdout) \(r.stderr)")
+            let files = (try? JSONSerialization.jsonObject(with: r.stdoutData) as? [String: Any])?["files"] as? [[String: Any]] ?? []
+            // other/c.mp4 holds a.mp4's content: a new location of that asset, the first time.
+            let statuses = Dictionary(uniqueKeysWithValues: files.map { ($0["path"] as? String ?? "", $0["status"] as? String ?? "") })
+            #expect(statuses == ["s3://\(bucket)/other/c.mp4": whole.hasSuffix("/") ? "located" : "unchanged",
+                                 "s3://\(bucket)/takes/a.mp4": "unchanged", "s3://\(bucket)/takes/b.mp4": "unchanged"], "\(whole): \(files)")
+        }
     }
 
     /// A server that ignores `If-None-Match` (a relay drops the header): `"overwrite": false` is kept by a
