@@ -345,7 +345,7 @@ public struct JobRunner: Sendable {
         guard let path = manifest.report else { return nil }
         let report = JobReport(name: manifest.name, inspection: inspections,
                                composition: composition.map(JobReport.CompositionReport.init), scan: scan, export: export,
-                               pictures: pictures, chunks: chunks, timings: timings)
+                               pictures: pictures, chunks: chunks?.map(JobReport.Chunk.init), timings: timings)
         let data = try JSONEncoder.mediafarm().encode(report)
         let output = try AtomicOutput(finalPath: writePath(path))
         output.beforeCommit = publicationCheck
@@ -408,6 +408,22 @@ struct JobReport: Encodable {
     /// The pictures of the input: each with the frame it is of.
     var pictures: JobRunner.PicturesMade?
     /// A chunked export's chunks: their frames, jobs and attempts.
-    var chunks: [JobManifest.JoinedChunk]?
+    var chunks: [Chunk]?
     var timings: [String: Double]
+
+    /// A chunk as the report tells it: its file is named as one that was (`joinedFrom`): it was joined into
+    /// the output and removed with the folder of the chunks once the output was published.
+    struct Chunk: Encodable {
+        var frames: Range<Int>
+        var job: Int64?
+        var attempts: Int?
+        var joinedFrom: String
+
+        init(_ chunk: JobManifest.JoinedChunk) {
+            frames = chunk.frames
+            job = chunk.job
+            attempts = chunk.attempts
+            joinedFrom = chunk.output
+        }
+    }
 }

@@ -64,6 +64,9 @@ import Glibc
         let report = try JSONSerialization.jsonObject(with: Data(contentsOf: farm.out.appendingPathComponent("chunked.json"))) as? [String: Any]
         let chunks = report?["chunks"] as? [[String: Any]] ?? []
         #expect(chunks.count == 9 && chunks.allSatisfy { ($0["attempts"] as? NSNumber)?.intValue == 1 }, "\(chunks)")
+        // Each chunk's file is named as one that was joined and removed, not as an output to be found.
+        #expect(chunks.allSatisfy { $0["output"] == nil && ($0["joinedFrom"] as? String)?.contains(".chunks-") == true
+                                    && !FileManager.default.fileExists(atPath: $0["joinedFrom"] as? String ?? "") }, "\(chunks)")
         let frames: [[Int]] = chunks.map { ($0["frames"] as? [NSNumber])?.map(\.intValue) ?? [] }
         let tiles: [[Int]] = (0..<9).map { [$0 * 600, $0 * 600 + 600] }
         #expect(frames == tiles, "\(frames)")
