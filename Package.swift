@@ -35,6 +35,8 @@ let package = Package(
                                          "libswresample-dev", "libswscale-dev"])]),
         .systemLibrary(name: "CRubberBand", pkgConfig: "rubberband", providers: [.apt(["librubberband-dev"])]),
         .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
+        // EBU R128 / ITU BS.1770-4 loudness: integrated, range, true peak (libebur128).
+        .systemLibrary(name: "CEbur128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
         .target(name: "CMediaShims", dependencies: ["CFFmpeg"]),
         // Process spawning with resource limits (fork/exec in C: only async-signal-safe calls in the child).
         .target(name: "CProcessShims"),
@@ -52,7 +54,7 @@ let package = Package(
 
         // Swift over FFmpeg, no policy.
         .target(name: "MediaCore", dependencies: [
-            "CFFmpeg", "CMediaShims", "CRubberBand", "CZBar", "CZXingShim", "MediaTime", "S3Client",
+            "CFFmpeg", "CMediaShims", "CRubberBand", "CZBar", "CEbur128", "CZXingShim", "MediaTime", "S3Client",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "MediaInspect", dependencies: ["MediaCore", "MediaTime"]),

@@ -13,6 +13,8 @@ public struct MediaFileError: Error, Sendable, CustomStringConvertible {
         /// Packets end well before the duration the header declares.
         case truncated(endsAt: MediaTime, declared: MediaTime)
         case noStreams
+        /// A measurement of sound (loudness) of a file without an audio track.
+        case noAudio
         /// `count` is nil when the demuxer stopped at the limit before counting them all.
         case tooManyStreams(count: Int?, limit: Int)
         case frameTooLarge(width: Int, height: Int, limits: String)
@@ -63,6 +65,7 @@ public struct MediaFileError: Error, Sendable, CustomStringConvertible {
         case let .truncated(endsAt, declared):
             return "the file looks truncated: its media ends at \(MediaTime.formatSeconds(endsAt.seconds)) s but its header declares \(MediaTime.formatSeconds(declared.seconds)) s"
         case .noStreams: return "the file contains no audio, video or subtitle streams"
+        case .noAudio: return "the file has no audio track: there is no loudness to measure"
         case let .tooManyStreams(count, limit):
             return "declares \(count.map(String.init) ?? "more") streams, more than the limit of \(limit)"
         case let .frameTooLarge(width, height, limits):

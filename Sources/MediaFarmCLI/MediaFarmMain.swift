@@ -13,7 +13,7 @@ public struct MediaFarmMain: AsyncParsableCommand {
         version: MediaFarmVersion.string,
         subcommands: [InspectCommand.self, ScanCommand.self, ImagesCommand.self, PosterCommand.self, StoryboardCommand.self, WaveformCommand.self, RunCommand.self, SubmitCommand.self, StatusCommand.self,
                       CancelCommand.self, RetryCommand.self, CoordinatorCommand.self, WorkerCommand.self, QueueCommand.self, IngestCommand.self, BatchCommand.self, HealthcheckCommand.self, CaptureCommand.self,
-                      LibraryCommand.self, WebhooksCommand.self])
+                      LibraryCommand.self, WebhooksCommand.self, LoudnessCommand.self])
 
     public init() {}
 

@@ -1,0 +1,215 @@
+internal import CEbur128
+internal import CFFmpeg
+import Foundation
+
+/// What a loudness measurement found (ITU-R BS.1770-4, EBU R128), as libebur128 computes it.
+/// Loudness in LUFS, ranges in LU, peaks in dBTP/dBFS. A figure is nil where the programme gives none:
+/// integrated loudness of audio that is all below the absolute gate (silence), a peak of digital silence.
+public struct LoudnessFigures: Sendable, Codable, Equatable {
+    /// Integrated (programme) loudness, gated; nil when every block is below the -70 LUFS absolute gate.
+    public var integrated: Double?
+    /// Loudness range (EBU Tech 3342), from the short-term loudness distribution; 0 when too short.
+    public var range: Double
+    /// The highest true peak of any channel (4x oversampled below 96 kHz), dBTP.
+    public var truePeak: Double?
+    /// The highest sample peak of any channel, dBFS.
+    public var samplePeak: Double?
+    /// The loudest short-term (3 s window) loudness, measured every 100 ms.
+    public var shortTermMax: Double?
+    /// The loudest momentary (400 ms window) loudness, measured every 100 ms.
+    public var momentaryMax: Double?
+    /// The relative gate the integrated loudness used (integrated - 10 LU); nil with it.
+    public var relativeGate: Double?
+    /// The audio measured: seconds, its rate and its channels with the weight BS.1770 gives each
+    /// (1 for L, R, C; 1.41 for the surrounds; 0 for LFE).
+    public var seconds: Double
+    public var sampleRate: Int
+    public var channels: [Channel]
+    /// Why `integrated` is nil, when it is.
+    public var note: String?
+
+    public struct Channel: Sendable, Codable, Equatable {
+        public var name: String
+        public var weight: Double
+
+        public init(name: String, weight: Double) {
+            self.name = name
+            self.weight = weight
+        }
+    }
+
+    /// The gating BS.1770-4 prescribes, as every report states it.
+    public static let gating = "BS.1770-4: 400 ms blocks overlapping by 75%, absolute gate -70 LUFS, relative gate -10 LU; "
+        + "loudness range from 3 s windows every 100 ms, gated at -70 LUFS and -20 LU, 10th to 95th percentile"
+}
+
+/// Measures the loudness of one stream of audio frames (one libebur128 state). Feed it decoded frames of
+/// any sample format; it converts them to interleaved float itself, keeping the stream's layout.
+/// Thread-confined.
+public final class LoudnessMeter {
+    private var state: UnsafeMutablePointer<ebur128_state>?
+    private var resampler: OpaquePointer?
+    private let sampleRate: Int
+    private let channelCount: Int
+    private var layout = AVChannelLayout()
+    private var inputFormat: Int32 = -1
+    private var inputLayout = AVChannelLayout()
+    /// Interleaved float samples not yet given to libebur128 (less than one 100 ms block).
+    private var pending: [Float] = []
+    private let block: Int
+    private var measuredFrames = 0
+    private var shortTermMax = -Double.infinity
+    private var momentaryMax = -Double.infinity
+    public let channels: [LoudnessFigures.Channel]
+
+    /// `layoutName` is FFmpeg's name of the stream's channel layout ("stereo", "5.1(side)"), or nil to take
+    /// the default layout of `channelCount` channels.
+    public init(sampleRate: Int, channelCount: Int, layoutName: String?) throws(FFmpegError) {
+        guard sampleRate > 0, (1...64).contains(channelCount) else {
+            throw FFmpegError(code: -22, operation: "loudness", detail: "\(channelCount) channels at \(sampleRate) Hz cannot be measured")
+        }
+        self.sampleRate = sampleRate
+        self.channelCount = channelCount
+        block = sampleRate / 10
+        if let layoutName, av_channel_layout_from_string(&layout, layoutName) == 0, Int(layout.nb_channels) == channelCount {
+        } else {
+            av_channel_layout_uninit(&layout)
+            av_channel_layout_default(&layout, Int32(channelCount))
+        }
+        let mode = Int32(EBUR128_MODE_I.rawValue | EBUR128_MODE_LRA.rawValue | EBUR128_MODE_TRUE_PEAK.rawValue
+                         | EBUR128_MODE_S.rawValue | EBUR128_MODE_M.rawValue)
+        guard let made = ebur128_init(UInt32(channelCount), UInt(sampleRate), mode) else {
+            throw FFmpegError(code: -12, operation: "ebur128_init", detail: "libebur128 could not be set up for \(channelCount) channels at \(sampleRate) Hz")
+        }
+        state = made
+        var names: [LoudnessFigures.Channel] = []
+        for i in 0..<channelCount {
+            let channel = av_channel_layout_channel_from_index(&layout, UInt32(i))
+            let (role, weight) = Self.role(of: channel, channelCount: channelCount)
+            _ = ebur128_set_channel(made, UInt32(i), Int32(role.rawValue))
+            var buffer = [CChar](repeating: 0, count: 32)
+            av_channel_name(&buffer, buffer.count, channel)
+            names.append(.init(name: String(cString: buffer), weight: weight))
+        }
+        channels = names
+        pending.reserveCapacity((block + 4096) * channelCount)
+    }
+
+    deinit {
+        ebur128_destroy(&state)
+        swr_free(&resampler)
+        av_channel_layout_uninit(&layout)
+        av_channel_layout_uninit(&inputLayout)
+    }
+
+    /// BS.1770-4's weighting of a channel: front left, right and centre 1.0; the surrounds 1.41; LFE not
+    /// counted; any other channel 1.0 (as libebur128 counts its M±SC, M±060... positions).
+    static func role(of channel: AVChannel, channelCount: Int) -> (channel, Double) {
+        switch channel {
+        case AV_CHAN_FRONT_LEFT: (EBUR128_LEFT, 1)
+        case AV_CHAN_FRONT_RIGHT: (EBUR128_RIGHT, 1)
+        case AV_CHAN_FRONT_CENTER: (channelCount == 1 ? EBUR128_LEFT : EBUR128_CENTER, 1)
+        case AV_CHAN_LOW_FREQUENCY, AV_CHAN_LOW_FREQUENCY_2: (EBUR128_UNUSED, 0)
+        case AV_CHAN_BACK_LEFT, AV_CHAN_SIDE_LEFT: (EBUR128_LEFT_SURROUND, 1.41)
+        case AV_CHAN_BACK_RIGHT, AV_CHAN_SIDE_RIGHT: (EBUR128_RIGHT_SURROUND, 1.41)
+        default: (EBUR128_CENTER, 1)
+        }
+    }
+
+    /// Measures one decoded frame of the stream.
+    public func add(_ frame: borrowing Frame) throws(FFmpegError) {
+        let f = frame.pointer
+        let count = Int(f.pointee.nb_samples)
+        guard count > 0 else { return }
+        guard Int(f.pointee.ch_layout.nb_channels) == channelCount else {
+            throw FFmpegError(code: -22, operation: "loudness",
+                              detail: "the audio changed from \(channelCount) to \(f.pointee.ch_layout.nb_channels) channels mid-stream")
+        }
+        if f.pointee.format != inputFormat || av_channel_layout_compare(&f.pointee.ch_layout, &inputLayout) != 0 || resampler == nil {
+            inputFormat = f.pointee.format
+            av_channel_layout_uninit(&inputLayout)
+            av_channel_layout_copy(&inputLayout, &f.pointee.ch_layout)
+            swr_free(&resampler)
+            // The same layout, rate and channel order in and out: only the sample format changes, no mixing.
+            var ctx: OpaquePointer?
+            var outLayout = AVChannelLayout()
+            av_channel_layout_copy(&outLayout, &f.pointee.ch_layout)
+            defer { av_channel_layout_uninit(&outLayout) }
+            var r = swr_alloc_set_opts2(&ctx, &outLayout, AV_SAMPLE_FMT_FLT, Int32(sampleRate),
+                                        &inputLayout, AVSampleFormat(rawValue: inputFormat), Int32(f.pointee.sample_rate), 0, nil)
+            if r < 0 { throw .capture(r, "swr_alloc_set_opts2") }
+            r = swr_init(ctx)
+            if r < 0 { swr_free(&ctx); throw .capture(r, "swr_init") }
+            resampler = ctx
+        }
+        let start = pending.count
+        let room = count + 256
+        pending.append(contentsOf: repeatElement(0, count: room * channelCount))
+        let converted = pending.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var out: UnsafeMutablePointer<UInt8>? = UnsafeMutableRawPointer(buffer.baseAddress! + start).assumingMemoryBound(to: UInt8.self)
+            let input = UnsafeMutableRawPointer(f.pointee.extended_data!).assumingMemoryBound(to: UnsafePointer<UInt8>?.self)
+            return swr_convert(resampler, &out, Int32(room), input, Int32(count))
+        }
+        if converted < 0 {
+            pending.removeLast(room * channelCount)
+            throw .capture(converted, "swr_convert")
+        }
+        pending.removeLast((room - Int(converted)) * channelCount)
+        try drain(final: false)
+    }
+
+    /// Gives libebur128 the pending samples in 100 ms blocks, reading the short-term and momentary
+    /// loudness after each (their maxima); `final` gives the rest too.
+    private func drain(final: Bool) throws(FFmpegError) {
+        var offset = 0
+        let available = pending.count / channelCount
+        while available - offset >= block || (final && offset < available) {
+            let n = min(block, available - offset)
+            let r = pending.withUnsafeBufferPointer { buffer in
+                ebur128_add_frames_float(state, buffer.baseAddress! + offset * channelCount, n)
+            }
+            if r != 0 { throw FFmpegError(code: -12, operation: "ebur128_add_frames_float", detail: "libebur128 refused the samples (\(r))") }
+            offset += n
+            measuredFrames += n
+            var value = 0.0
+            if measuredFrames >= sampleRate * 3, ebur128_loudness_shortterm(state, &value) == 0, value.isFinite { shortTermMax = max(shortTermMax, value) }
+            if measuredFrames >= block * 4, ebur128_loudness_momentary(state, &value) == 0, value.isFinite { momentaryMax = max(momentaryMax, value) }
+        }
+        if offset > 0 { pending.removeFirst(offset * channelCount) }
+    }
+
+    /// The figures of everything measured.
+    public func finish() throws(FFmpegError) -> LoudnessFigures {
+        try drain(final: true)
+        var integrated = 0.0, range = 0.0, gate = 0.0
+        _ = ebur128_loudness_global(state, &integrated)
+        _ = ebur128_loudness_range(state, &range)
+        _ = ebur128_relative_threshold(state, &gate)
+        var truePeak = 0.0, samplePeak = 0.0
+        for i in 0..<channelCount where channels[i].weight > 0 || channelCount == 1 {
+            var peak = 0.0
+            if ebur128_true_peak(state, UInt32(i), &peak) == 0 { truePeak = max(truePeak, peak) }
+            if ebur128_sample_peak(state, UInt32(i), &peak) == 0 { samplePeak = max(samplePeak, peak) }
+        }
+        let silent = !integrated.isFinite
+        return LoudnessFigures(
+            integrated: silent ? nil : integrated, range: range.isFinite ? range : 0,
+            truePeak: truePeak > 0 ? 20 * log10(truePeak) : nil, samplePeak: samplePeak > 0 ? 20 * log10(samplePeak) : nil,
+            shortTermMax: shortTermMax.isFinite ? shortTermMax : nil, momentaryMax: momentaryMax.isFinite ? momentaryMax : nil,
+            relativeGate: silent || !gate.isFinite ? nil : gate,
+            seconds: Double(measuredFrames) / Double(sampleRate), sampleRate: sampleRate, channels: channels,
+            note: silent ? (measuredFrames < block * 4
+                            ? "shorter than one 400 ms block: no integrated loudness"
+                            : "every 400 ms block is below the absolute gate of -70 LUFS (silence): no integrated loudness") : nil)
+    }
+
+    /// The integrated loudness and range of several meters' audio taken as one programme (each meter's
+    /// gated blocks pooled, as BS.1770 gates one programme).
+    public static func combined(_ meters: [LoudnessMeter]) -> (integrated: Double?, range: Double) {
+        var states: [UnsafeMutablePointer<ebur128_state>?] = meters.map(\.state)
+        var integrated = 0.0, range = 0.0
+        _ = states.withUnsafeMutableBufferPointer { ebur128_loudness_global_multiple($0.baseAddress, $0.count, &integrated) }
+        _ = states.withUnsafeMutableBufferPointer { ebur128_loudness_range_multiple($0.baseAddress, $0.count, &range) }
+        return (integrated.isFinite ? integrated : nil, range.isFinite ? range : 0)
+    }
+}

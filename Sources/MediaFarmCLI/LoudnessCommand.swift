@@ -1,0 +1,94 @@
+import ArgumentParser
+import Foundation
+import MediaCore
+import MediaInspect
+
+/// `mediafarm loudness`: the loudness of files' audio (ITU-R BS.1770-4, EBU R128), measured by libebur128.
+struct LoudnessCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "loudness",
+        abstract: "Measure the loudness of files' audio: integrated (LUFS), range (LU), true peak (dBTP), short-term maximum.",
+        discussion: """
+        ITU-R BS.1770-4 as EBU R128 uses it, measured by libebur128, for each audio track and for the tracks \
+        taken as one programme. \(LoudnessFigures.gating). Silence has no integrated loudness: the report says so. \
+        Exit status: 0 when every file was measured, 1 when any could not be, 2 for bad usage.
+        """)
+
+    @Flag(name: .long, help: "Print a JSON array, one object per file, in the order given.")
+    var json = false
+
+    @Argument(help: "Movies or audio files.")
+    var paths: [String]
+
+    @OptionGroup var stall: StallOptions
+
+    func run() async throws {
+        stall.apply()
+        let pool = BlockingWorkPool(threads: 1)
+        let stop = SignalStop()
+        var results: [Measured] = []
+        for path in paths {
+            let progress = TerminalProgress(label: "measuring \((path as NSString).lastPathComponent)", total: 1000)
+            let result = try await stop.run {
+                do {
+                    let report = try await pool.run { interrupter in
+                        try LoudnessReport.measure(path: path, interrupter: interrupter) { progress.update(Int($0 * 1000)) }
+                    }
+                    return Measured(path: path, report: report, error: nil)
+                } catch let error as MediaFileError {
+                    return Measured(path: path, report: nil, error: error.description)
+                } catch {
+                    return Measured(path: path, report: nil, error: "\(path): \(error)")
+                }
+            }
+            progress.finish()
+            try stop.exitIfStopped("loudness")
+            results.append(result)
+        }
+        if json {
+            FileHandle.standardOutput.write(try JSONEncoder.mediafarm().encode(results))
+            FileHandle.standardOutput.write(Data("\n".utf8))
+        } else {
+            for r in results { print(Self.text(r)) }
+        }
+        for r in results { if let e = r.error { FileHandle.standardError.write(Data("error: \(e)\n".utf8)) } }
+        if results.contains(where: { $0.error != nil }) { throw ExitCode(ExitStatus.failure) }
+    }
+
+    /// A file's measurement, as `loudness --json` prints it: the report, or the error.
+    struct Measured: Encodable, Sendable {
+        var path: String
+        var report: LoudnessReport?
+        var error: String?
+
+        private enum Keys: String, CodingKey { case path, error, loudness }
+        func encode(to encoder: any Swift.Encoder) throws {
+            var c = encoder.container(keyedBy: Keys.self)
+            try c.encode(path, forKey: .path)
+            try c.encode(error, forKey: .error)
+            try c.encodeIfPresent(report, forKey: .loudness)
+        }
+    }
+
+    static func number(_ value: Double?, _ unit: String) -> String {
+        value.map { String(format: "%.1f %@", $0, unit) } ?? "-"
+    }
+
+    static func text(_ r: Measured) -> String {
+        guard let report = r.report else { return "\(r.path)\n  ERROR \(r.error ?? "")\n" }
+        var lines = [r.path]
+        for t in report.tracks {
+            let f = t.loudness
+            lines.append("  track \(t.trackID) (\(t.codec)\(t.language.map { ", \($0)" } ?? ""), \(f.channels.count) ch, \(f.sampleRate) Hz, "
+                         + String(format: "%.1f s", f.seconds) + "):")
+            lines.append("    integrated \(number(f.integrated, "LUFS"))  range \(number(f.range, "LU"))  true peak \(number(f.truePeak, "dBTP"))"
+                         + "  short-term max \(number(f.shortTermMax, "LUFS"))")
+            if let note = f.note { lines.append("    \(note)") }
+        }
+        if report.tracks.count > 1, let whole = report.asset {
+            lines.append("  all tracks as one programme: integrated \(number(whole.integrated, "LUFS"))  range \(number(whole.range, "LU"))"
+                         + "  true peak \(number(whole.truePeak, "dBTP"))")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import MediaCore
+
+/// The loudness of a file's audio (ITU-R BS.1770-4 / EBU R128, measured by libebur128): each audio track,
+/// and the tracks taken as one programme. `mediafarm loudness FILE` prints it; its JSON is this type's.
+public struct LoudnessReport: Sendable, Codable, Equatable {
+    public var path: String
+    public var standard = "ITU-R BS.1770-4 (EBU R128), measured by libebur128"
+    public var gating = LoudnessFigures.gating
+    /// Each audio track (attached pictures and other media are not audio), in the file's order.
+    public var tracks: [Track]
+    /// All tracks as one programme: their gated blocks pooled for the integrated loudness and the range;
+    /// the highest peaks and short-term loudness of any. nil without audio.
+    public var asset: Whole?
+    /// Seconds the measurement took.
+    public var seconds: Double
+
+    public struct Track: Sendable, Codable, Equatable {
+        /// 1-based position of the track in the file, as `inspect` gives it.
+        public var trackID: Int
+        public var codec: String
+        public var language: String?
+        public var loudness: LoudnessFigures
+    }
+
+    public struct Whole: Sendable, Codable, Equatable {
+        public var integrated: Double?
+        public var range: Double
+        public var truePeak: Double?
+        public var shortTermMax: Double?
+        public var seconds: Double
+    }
+
+    /// Measures every audio track of `path` in one pass over its packets. Throws `MediaFileError` naming
+    /// the file and the problem (not media, no audio track, undecodable audio).
+    public static func measure(path: String, limits: SafetyLimits = .default, interrupter: Interrupter = Interrupter(),
+                               progress: (Double) -> Void = { _ in }) throws(MediaFileError) -> LoudnessReport {
+        let started = Date()
+        let file = try InputFile(path: path, limits: limits, interrupter: interrupter)
+        let audio = file.streams.filter { $0.mediaType == .audio && !$0.isAttachedPicture }
+        guard !audio.isEmpty else {
+            throw MediaFileError(path: path, reason: .noAudio)
+        }
+        file.discardAll(except: Set(audio.map(\.index)))
+        var decoders: [Int: Decoder] = [:]
+        var meters: [Int: LoudnessMeter] = [:]
+        func undecodable(_ stream: StreamInfo, _ error: FFmpegError) -> MediaFileError {
+            MediaFileError(path: path, reason: .undecodable(track: stream.index, codec: stream.codecName, error))
+        }
+        for stream in audio {
+            decoders[stream.index] = try Decoder(file: file, streamIndex: stream.index, threads: 1)
+            do {
+                meters[stream.index] = try LoudnessMeter(sampleRate: stream.sampleRate, channelCount: stream.channelCount, layoutName: stream.channelLayout)
+            } catch {
+                throw undecodable(stream, error)
+            }
+        }
+        let total = audio.map(\.headerDuration.seconds).filter { $0.isFinite && $0 > 0 }.max() ?? 0
+        var frame = Frame()
+        func pull(_ index: Int) throws(MediaFileError) {
+            guard let decoder = decoders[index], let meter = meters[index] else { return }
+            while true {
+                do {
+                    guard try decoder.receive(into: &frame) == .frame else { return }
+                    try meter.add(frame)
+                } catch {
+                    throw undecodable(decoder.stream, error)
+                }
+            }
+        }
+        var packet = Packet()
+        var read = 0
+        while try file.read(into: &packet) == .packet {
+            read += 1
+            if read & 255 == 0 {
+                try file.checkInterrupt()
+                if total > 0, let pts = packet.pts, let stream = file.streams.first(where: { $0.index == packet.streamIndex }) {
+                    let seconds = Double(pts) * Double(stream.timeBase.numerator) / Double(max(1, stream.timeBase.denominator))
+                    progress(min(1, max(0, seconds / total)))
+                }
+            }
+            let index = packet.streamIndex
+            guard let decoder = decoders[index] else { continue }
+            // .full: the decoder holds frames to take first.
+            let full: Bool
+            do throws(FFmpegError) { full = try decoder.send(packet) == .full } catch { throw undecodable(decoder.stream, error) }
+            if full {
+                try pull(index)
+                do throws(FFmpegError) { _ = try decoder.send(packet) } catch { throw undecodable(decoder.stream, error) }
+            }
+            try pull(index)
+        }
+        for (index, decoder) in decoders {
+            try? decoder.sendEndOfStream()  // draining after the packets: an error leaves nothing more to decode
+            try pull(index)
+        }
+        var tracks: [Track] = []
+        for stream in audio {
+            guard let meter = meters[stream.index] else { continue }
+            let figures: LoudnessFigures
+            do { figures = try meter.finish() } catch { throw undecodable(stream, error) }
+            tracks.append(Track(trackID: stream.index + 1, codec: stream.codecName, language: stream.language, loudness: figures))
+        }
+        let pooled = LoudnessMeter.combined(audio.compactMap { meters[$0.index] })
+        let whole = Whole(integrated: pooled.integrated, range: pooled.range,
+                          truePeak: tracks.compactMap(\.loudness.truePeak).max(), shortTermMax: tracks.compactMap(\.loudness.shortTermMax).max(),
+                          seconds: tracks.map(\.loudness.seconds).max() ?? 0)
+        progress(1)
+        return LoudnessReport(path: path, tracks: tracks, asset: whole, seconds: Date().timeIntervalSince(started))
+    }
+}
