@@ -159,7 +159,7 @@ public struct JobRunner: Sendable {
             // decode check (isPlayable, isDecodable), which costs an extra opening and decoding.
             // So do pictures: they decode what they show, and say which frame could not be.
             let decodes = manifest.export != nil || manifest.makesPictures
-            let keys = decodes ? Set(AssetKey.allCases).subtracting([.isPlayable]) : Set(AssetKey.allCases)
+            let keys = decodes ? AssetKey.standard.subtracting([.isPlayable]) : AssetKey.standard
             let trackKeys = decodes ? Set(TrackKey.allCases).subtracting([.isDecodable]) : Set(TrackKey.allCases)
             let report = await AssetReport.inspect(asset, keys: keys, trackKeys: trackKeys)
             inspections.append(report)

@@ -15,14 +15,18 @@ struct InspectCommand: AsyncParsableCommand {
         results come out in input order. Exit status: 0 when every input was inspected, 1 when any \
         failed, 2 for bad usage.
 
-        Keys: \(AssetKey.allCases.map(\.rawValue).joined(separator: ", ")).
+        Keys: \(AssetKey.allCases.map(\.rawValue).joined(separator: ", ")). All but loudness by default: it decodes all \
+        the audio (--loudness adds it; `mediafarm loudness` prints only it).
         """)
 
     @Flag(name: .long, help: "Print a JSON array, one object per input, in input order.")
     var json = false
 
-    @Option(name: .long, help: "Comma-separated asset keys to load (default: all).")
+    @Option(name: .long, help: "Comma-separated asset keys to load (default: all but loudness).")
     var keys: String?
+
+    @Flag(name: .long, help: "Measure the audio's loudness too (EBU R128: integrated, range, true peak), as key loudness.")
+    var loudness = false
 
     @Option(name: .long, parsing: .unconditional, help: "How many files to inspect at once (default: number of cores, at least 2) \(UserNumbers.threads.inHelp).", transform: UserNumbers.threads.option)
     var concurrency: Int?
@@ -35,7 +39,7 @@ struct InspectCommand: AsyncParsableCommand {
     }
 
     func parsedKeys() throws -> Set<AssetKey> {
-        guard let keys else { return Set(AssetKey.allCases) }
+        guard let keys else { return AssetKey.standard.union(loudness ? [.loudness] : []) }
         var result: Set<AssetKey> = []
         for name in keys.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
             guard let key = AssetKey(rawValue: name) else {
@@ -44,7 +48,7 @@ struct InspectCommand: AsyncParsableCommand {
             result.insert(key)
         }
         guard !result.isEmpty else { throw ValidationError("--keys names no key") }
-        return result
+        return result.union(loudness ? [.loudness] : [])
     }
 
     @OptionGroup var stall: StallOptions

@@ -27,6 +27,14 @@ enum InspectText {
                 out += "  chapters: " + chapters.map { "\($0.title ?? "?")@\(MediaTime.formatSeconds($0.start.seconds))" }
                     .joined(separator: ", ") + "\n"
             }
+            if let loudness = r.loudness {
+                if loudness.tracks.isEmpty { out += "  loudness: no audio track\n" }
+                for t in loudness.tracks {
+                    let f = t.loudness
+                    out += "  loudness #\(t.trackID): integrated \(LoudnessCommand.number(f.integrated, "LUFS"))  range \(LoudnessCommand.number(f.range, "LU"))"
+                        + "  true peak \(LoudnessCommand.number(f.truePeak, "dBTP"))\(f.note.map { "  (\($0))" } ?? "")\n"
+                }
+            }
             if let e = r.error { out += "  ERROR \(e)\n" }
             out += "\n"
         }

@@ -37,6 +37,7 @@ public final class Asset: Sendable {
         var probe: ProbeResult?
         var timing: TimingResult?
         var decoding: DecodeResult?
+        var loudness: LoudnessReport?
         var transfer: RemoteTransfer?
     }
 
@@ -131,7 +132,7 @@ public final class Asset: Sendable {
         let path = self.path
         let options = self.options
         let known = state.withLock { $0.probe }
-        typealias Outcome = (ProbeResult, TimingResult?, DecodeResult?, [LoadStage: MediaFileError], RemoteTransfer?)
+        typealias Outcome = (ProbeResult, TimingResult?, DecodeResult?, LoudnessReport?, [LoadStage: MediaFileError], RemoteTransfer?)
         let outcome: Outcome
         do {
             outcome = try await options.pool.run(stallLimit: options.limits.stallTimeout) { interrupter -> Outcome in
@@ -152,7 +153,13 @@ public final class Asset: Sendable {
                     do throws(MediaFileError) { decoding = try DecodeResult.check(reader, probe: probe, packetLimit: options.decodeCheckPacketLimit) }
                     catch { if case .cancelled = error.reason { throw error }; failures[.decoding] = error }
                 }
-                return (probe, timing, decoding, failures, file.transfer)
+                var loudness: LoudnessReport?
+                if stages.contains(.loudness) {
+                    let reader = stages.contains(.timing) || stages.contains(.decoding) ? try file.reopened(interrupter: interrupter) : file
+                    do throws(MediaFileError) { loudness = try LoudnessReport.measure(reader, requiringAudio: false) }
+                    catch { if case .cancelled = error.reason { throw error }; failures[.loudness] = error }
+                }
+                return (probe, timing, decoding, loudness, failures, file.transfer)
             }
         } catch let error as MediaFileError {
             if case .cancelled = error.reason {
@@ -166,12 +173,13 @@ public final class Asset: Sendable {
             finish(stages) { _ in .cancelled }
             throw error
         }
-        let (probe, timing, decoding, failures, transfer) = outcome
+        let (probe, timing, decoding, loudness, failures, transfer) = outcome
         runs.withLock { r in for stage in stages { r[stage, default: 0] += 1 } }
         state.withLock { s in
             if s.probe == nil { s.probe = probe }
             if let timing { s.timing = timing }
             if let decoding { s.decoding = decoding }
+            if let loudness { s.loudness = loudness }
             if let transfer {
                 s.transfer = RemoteTransfer(requests: (s.transfer?.requests ?? 0) + transfer.requests, bytes: (s.transfer?.bytes ?? 0) + transfer.bytes)
             }
@@ -200,14 +208,15 @@ public final class Asset: Sendable {
         var probe: ProbeResult?
         var timing: TimingResult?
         var decoding: DecodeResult?
+        var loudness: LoudnessReport?
         var tracks: [AssetTrack]
     }
 
     /// The loaded results. Tracks are made afresh from the probed streams: a track keeps its asset alive,
     /// and the asset keeps no track, so there is no reference cycle.
     var snapshot: Snapshot {
-        let s = state.withLock { ($0.probe, $0.timing, $0.decoding) }
-        return Snapshot(probe: s.0, timing: s.1, decoding: s.2,
+        let s = state.withLock { ($0.probe, $0.timing, $0.decoding, $0.loudness) }
+        return Snapshot(probe: s.0, timing: s.1, decoding: s.2, loudness: s.3,
                         tracks: s.0?.streams.map { AssetTrack(asset: self, stream: $0) } ?? [])
     }
 }

@@ -2,6 +2,11 @@
 public enum AssetKey: String, Sendable, CaseIterable, Hashable, Codable {
     case duration, tracks, metadata, chapters, mediaSelectionGroups
     case isPlayable, isExportable, isReadable, isComposable
+    /// The audio's loudness (BS.1770-4, EBU R128): every audio sample decoded, so asked for by name only.
+    case loudness
+
+    /// What an inspection loads unless told otherwise: every key but `loudness`, which decodes all the audio.
+    public static let standard: Set<AssetKey> = Set(allCases).subtracting([.loudness])
 
     /// The loading stages this key's value is computed from.
     var stages: Set<LoadStage> {
@@ -9,6 +14,7 @@ public enum AssetKey: String, Sendable, CaseIterable, Hashable, Codable {
         case .tracks, .metadata, .chapters, .mediaSelectionGroups, .isReadable, .isExportable: return [.probe]
         case .duration, .isComposable: return [.probe, .timing]
         case .isPlayable: return [.probe, .decoding]
+        case .loudness: return [.probe, .loudness]
         }
     }
 }
@@ -37,6 +43,8 @@ enum LoadStage: Int, Sendable, CaseIterable, Hashable, Comparable {
     case timing
     /// Decode the first frame of every audio and video track.
     case decoding
+    /// Decode every audio sample and measure its loudness.
+    case loudness
 
     static func < (a: LoadStage, b: LoadStage) -> Bool { a.rawValue < b.rawValue }
 }

@@ -22,6 +22,8 @@ public struct AssetReport: Sendable, Encodable {
     public var chapters: [Chapter]?
     public var mediaSelectionGroups: [MediaSelectionGroup]?
     public var tracks: [TrackReport]?
+    /// Key `loudness`: each audio track's loudness and the tracks' as one programme.
+    public var loudness: LoudnessReport?
 
     public struct ContainerReport: Sendable, Encodable {
         public var name: String
@@ -65,7 +67,7 @@ public struct AssetReport: Sendable, Encodable {
 
     private enum Keys: String, CodingKey {
         case path, error, duration, durationSource, isPlayable, isExportable, isReadable, isComposable, hasProtectedContent
-        case format, transfer, metadata, chapters, mediaSelectionGroups, tracks
+        case format, transfer, metadata, chapters, mediaSelectionGroups, tracks, loudness
     }
 
     public func encode(to encoder: any Swift.Encoder) throws {
@@ -85,6 +87,7 @@ public struct AssetReport: Sendable, Encodable {
         try c.encodeIfPresent(chapters, forKey: .chapters)
         try c.encodeIfPresent(mediaSelectionGroups, forKey: .mediaSelectionGroups)
         try c.encodeIfPresent(tracks, forKey: .tracks)
+        try c.encodeIfPresent(loudness, forKey: .loudness)
     }
 }
 
@@ -132,6 +135,7 @@ extension AssetReport {
         }
         if has(.chapters) { report.chapters = probe.container.chapters.map(Chapter.init) }
         if has(.mediaSelectionGroups) { report.mediaSelectionGroups = MediaSelectionGroup.groups(for: probe) }
+        if has(.loudness) { report.loudness = s.loudness }
         if wantTracks {
             report.tracks = s.tracks.map { track in
                 trackReport(track, timing: trackKeys.contains { $0.stages.contains(.timing) } ? s.timing : nil,

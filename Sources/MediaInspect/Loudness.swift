@@ -35,10 +35,17 @@ public struct LoudnessReport: Sendable, Codable, Equatable {
     /// the file and the problem (not media, no audio track, undecodable audio).
     public static func measure(path: String, limits: SafetyLimits = .default, interrupter: Interrupter = Interrupter(),
                                progress: (Double) -> Void = { _ in }) throws(MediaFileError) -> LoudnessReport {
+        try measure(try InputFile(path: path, limits: limits, interrupter: interrupter), requiringAudio: true, progress: progress)
+    }
+
+    /// Measures an opened file from its first packet. Without audio: an error naming the file, or (not
+    /// `requiringAudio`: the inspection key) a report of no tracks.
+    public static func measure(_ file: InputFile, requiringAudio: Bool, progress: (Double) -> Void = { _ in }) throws(MediaFileError) -> LoudnessReport {
         let started = Date()
-        let file = try InputFile(path: path, limits: limits, interrupter: interrupter)
+        let path = file.path
         let audio = file.streams.filter { $0.mediaType == .audio && !$0.isAttachedPicture }
         guard !audio.isEmpty else {
+            if !requiringAudio { return LoudnessReport(path: path, tracks: [], asset: nil, seconds: 0) }
             throw MediaFileError(path: path, reason: .noAudio)
         }
         file.discardAll(except: Set(audio.map(\.index)))
