@@ -60,6 +60,11 @@ public final class LoudnessMeter {
     private var measuredFrames = 0
     private var shortTermMax = -Double.infinity
     private var momentaryMax = -Double.infinity
+    /// The mean weighted energy of each of the last 30 whole 100 ms blocks (a ring), from which the 3 s
+    /// short-term and 400 ms momentary loudness are made: libebur128 sums every sample of the window at
+    /// each reading, 34 times the work of reading each block once (it was 90% of a measurement's time).
+    private var energies = [Double](repeating: 0, count: 30)
+    private var blocks = 0
     public let channels: [LoudnessFigures.Channel]
 
     /// `layoutName` is FFmpeg's name of the stream's channel layout ("stereo", "5.1(side)"), or nil to take
@@ -76,8 +81,7 @@ public final class LoudnessMeter {
             av_channel_layout_uninit(&layout)
             av_channel_layout_default(&layout, Int32(channelCount))
         }
-        let mode = Int32(EBUR128_MODE_I.rawValue | EBUR128_MODE_LRA.rawValue | EBUR128_MODE_TRUE_PEAK.rawValue
-                         | EBUR128_MODE_S.rawValue | EBUR128_MODE_M.rawValue)
+        let mode = Int32(EBUR128_MODE_I.rawValue | EBUR128_MODE_LRA.rawValue | EBUR128_MODE_TRUE_PEAK.rawValue)
         guard let made = ebur128_init(UInt32(channelCount), UInt(sampleRate), mode) else {
             throw FFmpegError(code: -12, operation: "ebur128_init", detail: "libebur128 could not be set up for \(channelCount) channels at \(sampleRate) Hz")
         }
@@ -171,9 +175,20 @@ public final class LoudnessMeter {
             if r != 0 { throw FFmpegError(code: -12, operation: "ebur128_add_frames_float", detail: "libebur128 refused the samples (\(r))") }
             offset += n
             measuredFrames += n
+            guard n == block else { continue }
             var value = 0.0
-            if measuredFrames >= sampleRate * 3, ebur128_loudness_shortterm(state, &value) == 0, value.isFinite { shortTermMax = max(shortTermMax, value) }
-            if measuredFrames >= block * 4, ebur128_loudness_momentary(state, &value) == 0, value.isFinite { momentaryMax = max(momentaryMax, value) }
+            guard ebur128_loudness_window(state, 100, &value) == 0 else { continue }
+            // Loudness -0.691 + 10 log10(energy): back to the energy, 0 for a silent block.
+            energies[blocks % 30] = value.isFinite ? pow(10, (value + 0.691) / 10) : 0
+            blocks += 1
+            if blocks >= 4 {
+                let momentary = (1...4).reduce(0.0) { $0 + energies[(blocks - $1) % 30] } / 4
+                if momentary > 0 { momentaryMax = max(momentaryMax, -0.691 + 10 * log10(momentary)) }
+            }
+            if blocks >= 30 {
+                let shortTerm = energies.reduce(0, +) / 30
+                if shortTerm > 0 { shortTermMax = max(shortTermMax, -0.691 + 10 * log10(shortTerm)) }
+            }
         }
         if offset > 0 { pending.removeFirst(offset * channelCount) }
     }

@@ -17,8 +17,9 @@ import Testing
         return path
     }
 
-    /// FFmpeg's `ebur128` filter's summary of `path`: integrated, range and true peak.
-    static func ffmpeg(_ path: String) throws -> (integrated: Double, range: Double, truePeak: Double) {
+    /// FFmpeg's `ebur128` filter's summary of `path`: integrated, range and true peak; and the highest
+    /// momentary and short-term loudness of its lines every 100 ms.
+    static func ffmpeg(_ path: String) throws -> (integrated: Double, range: Double, truePeak: Double, momentaryMax: Double, shortTermMax: Double) {
         let r = try ProcessRunner.run("/usr/bin/ffmpeg", ["-nostdin", "-hide_banner", "-i", path, "-af", "ebur128=peak=true", "-f", "null", "-"])
         let summary = r.stderr.components(separatedBy: "Summary:").last ?? ""
         func value(_ label: String) -> Double? {
@@ -26,7 +27,14 @@ import Testing
             return line.split(separator: " ").compactMap { Double($0) }.first
         }
         guard let i = value("I:"), let lra = value("LRA:"), let peak = value("Peak:") else { throw FixtureError("no ebur128 summary: \(r.stderr.suffix(800))") }
-        return (i, lra, peak)
+        // Lines such as "[Parsed_ebur128_0 @ 0x...] t: 3.1  TARGET:-23 LUFS  M: -24.1 S: -25.0  I: ..."
+        func highest(_ label: String) -> Double {
+            r.stderr.split(separator: "\n").compactMap { line -> Double? in
+                guard let at = line.range(of: " \(label) ") else { return nil }
+                return line[at.upperBound...].split(separator: " ").first.flatMap { Double($0) }
+            }.max() ?? -.infinity
+        }
+        return (i, lra, peak, highest("M:"), highest("S:"))
     }
 
     @Test func aSineAtMinus20dBFSIsMinus23LUFS() throws {
@@ -55,6 +63,8 @@ import Testing
         #expect(abs(ours.range - theirs.range) <= 0.1, "range \(ours.range) against \(theirs.range)")
         #expect(abs((ours.truePeak ?? -99) - theirs.truePeak) <= 0.2, "true peak \(ours.truePeak ?? .nan) against \(theirs.truePeak)")
         #expect(ours.range > 3, "the level moves: a range of some LU, not \(ours.range)")
+        #expect(abs((ours.shortTermMax ?? 0) - theirs.shortTermMax) <= 0.1, "short-term max \(ours.shortTermMax ?? .nan) against \(theirs.shortTermMax)")
+        #expect(abs((ours.momentaryMax ?? 0) - theirs.momentaryMax) <= 0.1, "momentary max \(ours.momentaryMax ?? .nan) against \(theirs.momentaryMax)")
     }
 
     /// 5.1: the surrounds weigh 1.41 (+1.5 dB), the LFE nothing; against FFmpeg's filter too.
