@@ -151,7 +151,7 @@ let package = Package(
         .target(name: "FarmTestSupport", path: "Tests/FarmTestSupport"),
         .testTarget(name: "MediaTimeTests", dependencies: ["MediaTime"]),
         .testTarget(name: "SafeFilesTests", dependencies: ["SafeFiles", "FarmTestSupport"]),
-        .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "MediaTime", "FarmTestSupport", "CRubberBand", "CZBar"]),
+        .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "MediaTime", "FarmTestSupport", "CRubberBand", "CZBar", "CEbur128"]),
         .testTarget(name: "MediaInspectTests", dependencies: ["MediaInspect", "MediaCore", "MediaTime", "FarmTestSupport"]),
         .testTarget(name: "MediaEditTests", dependencies: ["MediaEdit", "MediaInspect", "MediaCore", "MediaTime", "FarmTestSupport"]),
         .testTarget(name: "MediaImageTests", dependencies: ["MediaImage", "MediaCore", "MediaTime", "FarmTestSupport"]),

@@ -64,6 +64,7 @@ public final class LoudnessMeter {
     /// short-term and 400 ms momentary loudness are made: libebur128 sums every sample of the window at
     /// each reading, 34 times the work of reading each block once (it was 90% of a measurement's time).
     private var energies = [Double](repeating: 0, count: 30)
+    private let truePeak: TruePeakMeter
     private var blocks = 0
     public let channels: [LoudnessFigures.Channel]
 
@@ -76,12 +77,14 @@ public final class LoudnessMeter {
         self.sampleRate = sampleRate
         self.channelCount = channelCount
         block = sampleRate / 10
+        truePeak = TruePeakMeter(channelCount: channelCount, sampleRate: sampleRate)
         if let layoutName, av_channel_layout_from_string(&layout, layoutName) == 0, Int(layout.nb_channels) == channelCount {
         } else {
             av_channel_layout_uninit(&layout)
             av_channel_layout_default(&layout, Int32(channelCount))
         }
-        let mode = Int32(EBUR128_MODE_I.rawValue | EBUR128_MODE_LRA.rawValue | EBUR128_MODE_TRUE_PEAK.rawValue)
+        // The true peak is TruePeakMeter's (libebur128's filter, run faster); the sample peak libebur128's.
+        let mode = Int32(EBUR128_MODE_I.rawValue | EBUR128_MODE_LRA.rawValue | EBUR128_MODE_SAMPLE_PEAK.rawValue)
         guard let made = ebur128_init(UInt32(channelCount), UInt(sampleRate), mode) else {
             throw FFmpegError(code: -12, operation: "ebur128_init", detail: "libebur128 could not be set up for \(channelCount) channels at \(sampleRate) Hz")
         }
@@ -170,7 +173,8 @@ public final class LoudnessMeter {
         while available - offset >= block || (final && offset < available) {
             let n = min(block, available - offset)
             let r = pending.withUnsafeBufferPointer { buffer in
-                ebur128_add_frames_float(state, buffer.baseAddress! + offset * channelCount, n)
+                truePeak.add(buffer.baseAddress! + offset * channelCount, frames: n)
+                return ebur128_add_frames_float(state, buffer.baseAddress! + offset * channelCount, n)
             }
             if r != 0 { throw FFmpegError(code: -12, operation: "ebur128_add_frames_float", detail: "libebur128 refused the samples (\(r))") }
             offset += n
@@ -203,8 +207,11 @@ public final class LoudnessMeter {
         var truePeak = 0.0, samplePeak = 0.0
         for i in 0..<channelCount where channels[i].weight > 0 || channelCount == 1 {
             var peak = 0.0
-            if ebur128_true_peak(state, UInt32(i), &peak) == 0 { truePeak = max(truePeak, peak) }
-            if ebur128_sample_peak(state, UInt32(i), &peak) == 0 { samplePeak = max(samplePeak, peak) }
+            // As libebur128 gives it: the interpolated peak, or the sample peak when that is higher.
+            if ebur128_sample_peak(state, UInt32(i), &peak) == 0 {
+                samplePeak = max(samplePeak, peak)
+                truePeak = max(truePeak, peak, Double(self.truePeak.peaks[i]))
+            }
         }
         let silent = !integrated.isFinite
         return LoudnessFigures(
