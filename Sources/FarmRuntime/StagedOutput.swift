@@ -182,7 +182,8 @@ public enum StagedOutput {
     }
 
     /// Removes what an attempt holding `token` left: its staged files, and temporaries of writers that
-    /// are gone, in the folders the manifest writes to.
+    /// are gone, in the folders the manifest writes to (a crowded folder at most once a minute: it runs
+    /// after every attempt, and listing 20,000 files after each job made a job cost twice as much).
     public static func discard(_ manifest: JobManifest, token: String, numbered: NumberedOutputs? = nil) {
         var folders = Set<String>()
         for final in finalPaths(of: manifest, numbered: numbered) {
@@ -193,6 +194,6 @@ public enum StagedOutput {
             discardNumbered(manifest) { $0 == token }
             if numberedPatterns(of: manifest).contains(where: PathRules.isObject) { ObjectOutput.discardStaged(token: token) }
         }
-        for folder in folders { AtomicOutput.removeStaleTemporaries(in: folder) }
+        for folder in folders { AtomicOutput.sweepIfDue(folder) }
     }
 }

@@ -153,8 +153,9 @@ public final class AtomicOutput {
     static let crowded = 1000
     static let crowdedSweepInterval: TimeInterval = 60
 
-    /// Sweeps `folder` unless it is crowded and this process swept it within the interval.
-    static func sweepIfDue(_ folder: String, now: Date = Date()) {
+    /// Sweeps `folder` unless it is crowded and this process swept it within the interval (a writer before
+    /// each output; the coordinator after each attempt).
+    public static func sweepIfDue(_ folder: String, now: Date = Date()) {
         if let last = crowdedFolders.withLock({ $0[folder] }), now.timeIntervalSince(last) < crowdedSweepInterval { return }
         let entries = removeStaleTemporaries(in: folder)
         crowdedFolders.withLock { folders in
