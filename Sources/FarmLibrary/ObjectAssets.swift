@@ -129,6 +129,7 @@ extension AssetLibrary {
             missing = error.kind == .noSuchKey
         }
         guard missing else { return nil }
+        // A listing that fails gives no hint: the object's own error is said when it is read.
         let under = ((try? await s3.list(S3Location(bucket: location.bucket, key: location.key + "/"))) ?? []).filter { !$0.location.key.hasSuffix("/") }
         guard !under.isEmpty else { return nil }
         return AddOutcome(path: address, status: .refused, reason: "no such object, but \(address)/ (with a \"/\" at the end) "

@@ -79,6 +79,7 @@ final class WorkerFolders: Sendable {
                 guard fd >= 0 else { continue }
                 defer { close(fd) }
                 guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }  // alive
+                // A lock file that cannot be read names no one: its folders still go; its jobs wait for their leases.
                 if let text = try? String(contentsOfFile: "\(root)/\(name)", encoding: .utf8) {
                     for line in text.split(separator: "\n") where !line.isEmpty && !leftovers.owners.contains(String(line)) {
                         leftovers.owners.append(String(line))

@@ -36,7 +36,8 @@ import Testing
     static let pages = ["inspect": "inspection.md", "scan": "scanning.md", "run": "manifests.md", "submit": "farm.md", "status": "farm.md",
                         "cancel": "farm.md", "retry": "farm.md", "coordinator": "farm.md", "worker": "farm.md", "queue": "farm.md",
                         "ingest": "ingest.md", "capture": "capture.md", "library": "library.md", "batch": "operations.md",
-                        "healthcheck": "operations.md", "webhooks": "webhooks.md", "images": "pictures.md", "poster": "pictures.md", "storyboard": "pictures.md", "waveform": "pictures.md"]
+                        "healthcheck": "operations.md", "webhooks": "webhooks.md", "images": "pictures.md", "poster": "pictures.md", "storyboard": "pictures.md", "waveform": "pictures.md",
+                        "loudness": "inspection.md"]
 
     @Test func everyOptionIsInThePageOfItsCommand() throws {
         let commands = try Self.commands()
