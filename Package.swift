@@ -128,7 +128,10 @@ let package = Package(
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ]),
+        ], plugins: ["OpenAPIPlugin"]),
+        // docs/openapi.json built into FarmHTTP (OpenAPIDocument), served at /api/openapi.json.
+        .executableTarget(name: "EmbedOpenAPI"),
+        .plugin(name: "OpenAPIPlugin", capability: .buildTool(), dependencies: ["EmbedOpenAPI"]),
         .target(name: "MediaFarmCLI", dependencies: [
             "FarmHTTP", "FarmWebhooks", "MediaCapture", "FarmRuntime", "FarmSubmit", "SafeFiles", "FarmStore", "FarmLibrary", "FarmIngest", "CodeScan", "MediaImage", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -25,7 +25,7 @@ import Glibc
 
     /// A client generated from docs/openapi.json by openapi-python-client (as a user of the API would make
     /// one) submits, finds, lists and cancels a job, and names each operation by its operationId; the
-    /// document and its copy in the binary agree (script/openapi --check).
+    /// document holds the manifest's schema as jobs/schema.json is now (script/openapi --check).
     @Test func aGeneratedClientSubmitsListsAndCancels() throws {
         let check = try ProcessRunner.run(TestPaths.packageRoot.appendingPathComponent("script/openapi").path, ["--check"])
         #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
