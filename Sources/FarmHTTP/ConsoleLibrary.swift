@@ -116,6 +116,10 @@ extension HTTPFace {
         fact("video", facts.codec.map(e))
         fact("audio", facts.audioCodec.map(e) ?? (facts.hasAudio ? "yes" : nil))
         fact("frame rate", facts.frameRate.map { String(format: "%.3g fps", $0) })
+        fact("loudness", facts.loudness.map { l in
+            String(format: "%.1f LUFS", l) + (facts.truePeak.map { String(format: ", true peak %.1f dBTP", $0) } ?? "")
+                + (facts.loudnessRange.map { String(format: ", range %.1f LU", $0) } ?? "")
+        })
         fact("container", facts.container.map(e))
         fact("bytes", String(facts.size))
         fact("made", facts.creationDate.map(Console.time))

@@ -29,6 +29,13 @@ public struct AssetFacts: Sendable, Hashable, Codable {
     public var location: String?
     public var make: String?
     public var model: String?
+    /// The integrated loudness of all its audio as one programme (ITU-R BS.1770-4), LUFS; nil without
+    /// audio, for silence, or for an asset added before the library measured loudness.
+    public var loudness: Double?
+    /// The highest true peak of its audio, dBTP.
+    public var truePeak: Double?
+    /// Its loudness range (EBU Tech 3342), LU.
+    public var loudnessRange: Double?
 
     public init(mediaType: LibraryMediaType, duration: MediaTime, size: Int64, container: String? = nil, codec: String? = nil,
                 audioCodec: String? = nil, frameRate: Double? = nil, width: Int? = nil, height: Int? = nil, rotation: Double? = nil,
@@ -68,7 +75,9 @@ public struct AssetFacts: Sendable, Hashable, Codable {
 
     /// What an inspection must load for the facts (ingest asks for these with its own). `isPlayable`
     /// decodes each track's first frame, so that the library (and ingest) refuse what `inspect` fails on.
-    public static let keys: Set<AssetKey> = [.isReadable, .isPlayable, .duration, .metadata, .tracks]
+    /// `loudness` decodes all of the audio (some 400 times faster than real time), so that the library
+    /// knows every asset's loudness.
+    public static let keys: Set<AssetKey> = [.isReadable, .isPlayable, .duration, .metadata, .tracks, .loudness]
     public static let trackKeys: Set<TrackKey> = [.mediaType, .formatDescription, .naturalSize, .preferredTransform, .nominalFrameRate]
 
     /// Inspects the file at `path`; throws the reason when it is not media the farm can read.
@@ -99,6 +108,11 @@ public struct AssetFacts: Sendable, Hashable, Codable {
                                container: container, codec: (video ?? audio)?.codec, audioCodec: audio?.codec,
                                frameRate: still ? nil : video?.nominalFrameRate, width: video?.naturalSize?.width, height: video?.naturalSize?.height,
                                rotation: video?.rotation, hasAudio: audio != nil)
+        if let whole = report.loudness?.asset {
+            facts.loudness = whole.integrated.map(Self.hundredths)
+            facts.truePeak = whole.truePeak.map(Self.hundredths)
+            facts.loudnessRange = Self.hundredths(whole.range)
+        }
         if let metadata = report.metadata {
             facts.creationDate = metadata.creationDate.flatMap(Self.date)
             facts.location = metadata.location
@@ -107,6 +121,8 @@ public struct AssetFacts: Sendable, Hashable, Codable {
         }
         return facts
     }
+
+    static func hundredths(_ value: Double) -> Double { (value * 100).rounded() / 100 }
 
     /// A creation date as containers write it: ISO 8601 with or without fractional seconds, or a day.
     static func date(_ text: String) -> Date? {

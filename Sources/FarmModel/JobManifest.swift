@@ -156,7 +156,56 @@ public struct JobManifest: Sendable, Hashable {
         public var policy: AudioPolicy = .auto
         public var codec: String = "aac"
         public var bitrate: Int = 128_000
+        /// Deliver at a loudness, or measure it only (`export.audio.loudness`).
+        public var loudness: LoudnessSettings?
         public init() {}
+    }
+
+    /// `export.audio.loudness`: a target integrated loudness and true-peak limit (a standard's, or numbers),
+    /// or measuring only.
+    public struct LoudnessSettings: Sendable, Hashable {
+        /// Measure and report; the audio is not changed.
+        public var measure: Bool
+        public var standard: LoudnessStandard?
+        /// LUFS, -70...0: the standard's unless given.
+        public var target: Double?
+        /// dBTP, -20...0: the standard's unless given.
+        public var truePeak: Double?
+
+        public init(measure: Bool = false, standard: LoudnessStandard? = nil, target: Double? = nil, truePeak: Double? = nil) {
+            self.measure = measure
+            self.standard = standard
+            self.target = target
+            self.truePeak = truePeak
+        }
+    }
+}
+
+/// A delivery specification's loudness: its integrated loudness and its true-peak limit.
+public enum LoudnessStandard: String, Sendable, Hashable, CaseIterable, Codable {
+    /// EBU R128: -23 LUFS, -1 dBTP.
+    case ebuR128 = "ebu-r128"
+    /// ATSC A/85: -24 LKFS, -2 dBTP.
+    case atscA85 = "atsc-a85"
+    /// Streaming services at -14 LUFS, -1 dBTP.
+    case streaming14 = "streaming-14"
+    /// Streaming services at -16 LUFS, -1 dBTP.
+    case streaming16 = "streaming-16"
+
+    public var target: Double {
+        switch self {
+        case .ebuR128: -23
+        case .atscA85: -24
+        case .streaming14: -14
+        case .streaming16: -16
+        }
+    }
+
+    public var truePeak: Double {
+        switch self {
+        case .ebuR128, .streaming14, .streaming16: -1
+        case .atscA85: -2
+        }
     }
 }
 

@@ -246,6 +246,10 @@ public struct JobRunner: Sendable {
             metadata: [:], limits: limits)
         settings.beforeCommit = publicationCheck
         settings.frameRange = export.frames
+        settings.loudness = export.audio.loudness.map { l in
+            LoudnessGoal(measureOnly: l.measure, target: l.target ?? l.standard?.target, truePeak: l.truePeak ?? l.standard?.truePeak ?? -1,
+                         standard: l.standard?.rawValue)
+        }
         var session = ExportSession(composition: composition, settings: settings)
         session.pool = pool
         if let every = export.chunkDuration, export.join.isEmpty, stagingToken != nil, export.chunkAbove.map({ composition.duration > $0 }) ?? true {

@@ -82,7 +82,12 @@ enum ResultKey {
                 ("video", .object([("codec", .string(export.video.codec)), ("crf", number(export.video.crf)),
                                    ("preset", .string(export.video.preset)), ("threads", number(export.video.threads))])),
                 ("audio", .object([("policy", .string(export.audio.policy.rawValue)), ("codec", .string(export.audio.codec)),
-                                   ("bitrate", number(export.audio.bitrate))])),
+                                   ("bitrate", number(export.audio.bitrate)),
+                                   ("loudness", export.audio.loudness.map { l in
+                                       .object([("measure", .bool(l.measure)), ("standard", l.standard.map { .string($0.rawValue) } ?? .null),
+                                                ("target", l.target.map { .number("\($0)") } ?? .null),
+                                                ("truePeak", l.truePeak.map { .number("\($0)") } ?? .null)])
+                                   } ?? .null)])),
                 ("faststart", .bool(export.faststart)), ("cuts", .string(export.cuts.rawValue)),
                 ("chunkDuration", time(export.chunkDuration)), ("chunkAbove", time(export.chunkAbove)), ("frames", frames),
             ])))

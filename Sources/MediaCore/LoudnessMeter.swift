@@ -165,6 +165,30 @@ public final class LoudnessMeter {
         try drain(final: false)
     }
 
+    /// Measures planar float samples (`AudioSamples`), `count` of them from `offset`, in the meter's
+    /// channel order.
+    public func add(_ samples: AudioSamples, from offset: Int = 0, count: Int? = nil) throws(FFmpegError) {
+        let n = count ?? samples.count - offset
+        guard n > 0 else { return }
+        guard samples.channelCount == channelCount, offset >= 0, offset + n <= samples.count else {
+            throw FFmpegError(code: -22, operation: "loudness", detail: "\(samples.channelCount) channels given to a meter of \(channelCount)")
+        }
+        let start = pending.count
+        pending.append(contentsOf: repeatElement(0, count: n * channelCount))
+        pending.withUnsafeMutableBufferPointer { out in
+            for c in 0..<channelCount {
+                samples.channels[c].withUnsafeBufferPointer { plane in
+                    var at = start + c
+                    for i in offset..<(offset + n) {
+                        out[at] = plane[i]
+                        at += channelCount
+                    }
+                }
+            }
+        }
+        try drain(final: false)
+    }
+
     /// Gives libebur128 the pending samples in 100 ms blocks, reading the short-term and momentary
     /// loudness after each (their maxima); `final` gives the rest too.
     private func drain(final: Bool) throws(FFmpegError) {

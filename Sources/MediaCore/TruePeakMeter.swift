@@ -11,9 +11,9 @@ final class TruePeakMeter {
     let channelCount: Int
     let factor: Int
     /// Each phase's taps: a coefficient and how many input samples back it reads.
-    private let phases: [[(coefficient: Float, back: Int)]]
+    let phases: [[(coefficient: Float, back: Int)]]
     /// Samples of the past each output still reads (the filter's memory), per channel.
-    private let memory: Int
+    let memory: Int
     private var history: [[Float]]
     private var work: [Float] = []
     private(set) var peaks: [Float]

@@ -15,38 +15,38 @@ public struct AudioPieceReport: Sendable, Codable {
     public var residual: Int?
 }
 
-/// The output audio track of a composition as a pull stream of encoded AAC packets: every piece of
-/// the time mapping is read from its source, retimed by the time-pitch algorithm when scaled, fitted
-/// to its exact sample count, and encoded. Memory is bounded by the longest scaled piece.
+/// The audio of a composition as a pull stream of planar float samples: every piece of the time mapping
+/// is read from its source, retimed by the time-pitch algorithm when scaled, and fitted to its exact
+/// sample count; silence follows up to `totalDuration`. Memory is bounded by the longest scaled piece.
 /// Blocking and thread-confined.
-final class AudioTrackRenderer {
+final class CompositionAudio {
     struct Source {
         var path: String
         /// nil: the segment has no audio (silence).
         var streamIndex: Int?
     }
 
-    var encoder: Encoder { encoderThread.encoder }
     let sampleRate: Int
     let channels: Int
+    /// Samples the stream holds in all: the total duration's, to the sample.
+    let totalSamples: Int
     private let mapping: TimeMapping
     private let sources: [Source]
     private let algorithm: AudioTimePitchAlgorithm
-    private let totalSamples: Int
     private let limits: SafetyLimits
     private let interrupter: Interrupter
-    private let encoderThread: AACEncoderThread
 
     private var pieceIndex = 0
     /// Next sample of the current piece to produce, for unscaled pieces streamed in chunks.
     private var pieceOffset = 0
     private var readers: [Int: SegmentAudioReader] = [:]
     private var produced = 0
+    private var ready: [AudioSamples] = []
     private(set) var pieces: [AudioPieceReport] = []
 
     /// `totalDuration` may exceed the mapping's duration: the rest is silence (to end with the video).
     init(mapping: TimeMapping, sources: [Source], sampleRate: Int, channels: Int, algorithm: AudioTimePitchAlgorithm,
-         bitRate: Int, totalDuration: MediaTime, globalHeader: Bool, limits: SafetyLimits, interrupter: Interrupter) throws(ExportError) {
+         totalDuration: MediaTime, limits: SafetyLimits, interrupter: Interrupter) {
         self.mapping = mapping
         self.sources = sources
         self.sampleRate = sampleRate
@@ -55,48 +55,44 @@ final class AudioTrackRenderer {
         self.limits = limits
         self.interrupter = interrupter
         totalSamples = Int(totalDuration.count(in: Rational(1, Int32(sampleRate))) ?? 0)
-        do {
-            let encoder = try Encoder.aac(sampleRate: sampleRate, channelCount: channels, bitRate: bitRate, globalHeader: globalHeader)
-            encoderThread = AACEncoderThread(encoder: encoder, sampleRate: sampleRate)
-        } catch {
-            throw ExportError("cannot set up the AAC encoder: \(error)")
-        }
     }
 
-    deinit { encoderThread.stop() }
-
     /// Samples of all segments decoded with errors (damaged packets skipped).
-    var decodeErrors: Int { readers.values.reduce(0) { $0 + $1.decodeErrors } }
-    var samplesWritten: Int { totalSamples }
+    var decodeErrors: Int { readers.values.reduce(0) { $0 + $1.decodeErrors } + finishedDecodeErrors }
+    private var finishedDecodeErrors = 0
+    /// Samples produced so far.
+    var position: Int { produced - ready.reduce(0) { $0 + $1.count } }
 
-    /// The next encoded packet (time base 1/sampleRate), nil at the end. Decoding and time-stretching
-    /// run here; AAC encoding runs meanwhile on the encoder's own thread.
-    func nextPacket() throws -> PacketBox? {
-        while true {
-            if let p = try encoderThread.next(wait: false) { return p }
-            if produced < totalSamples || pieceIndex < mapping.pieces.count {
-                try produceMore()
-                if produced >= totalSamples && pieceIndex >= mapping.pieces.count { encoderThread.finishInput() }
-            } else {
-                encoderThread.finishInput()
-                return try encoderThread.next(wait: true)
-            }
+    /// The loudness of all of it (what is left of it), read to the end.
+    func measure() throws -> LoudnessFigures {
+        let meter = try LoudnessMeter(sampleRate: sampleRate, channelCount: channels, layoutName: nil)
+        while let samples = try next() { try meter.add(samples) }
+        return try meter.finish()
+    }
+
+    /// The next samples (about a second, or a retimed piece), nil at the end.
+    func next() throws -> AudioSamples? {
+        while ready.isEmpty {
+            guard produced < totalSamples || pieceIndex < mapping.pieces.count else { return nil }
+            try produceMore()
         }
+        return ready.removeFirst()
     }
 
     private func index(_ t: MediaTime) -> Int { Int(t.count(in: Rational(1, Int32(sampleRate))) ?? 0) }
 
-    private func emit(_ samples: AudioSamples) throws {
+    private func emit(_ samples: AudioSamples) {
+        guard samples.count > 0 else { return }
         produced += samples.count
-        try encoderThread.submit(samples)
+        ready.append(samples)
     }
 
     private func produceMore() throws {
         try interruptCheck()
         guard pieceIndex < mapping.pieces.count else {
-            // After the mapping: silence up to the total (so audio ends with the video).
-            let rest = totalSamples - produced
-            if rest > 0 { try emit(AudioSamples(channelCount: channels, count: rest)) }
+            // After the mapping: silence up to the total (so audio ends with the video), a second at a time.
+            let rest = min(totalSamples - produced, sampleRate)
+            if rest > 0 { emit(AudioSamples(channelCount: channels, count: rest)) } else { produced = totalSamples }
             return
         }
         let p = mapping.pieces[pieceIndex]
@@ -108,7 +104,7 @@ final class AudioTrackRenderer {
             // Stream unscaled audio in chunks of about a second.
             let chunk = min(sampleRate, targetCount - pieceOffset)
             if chunk > 0 {
-                try emit(try read(segment: p.segment, from: srcStart + pieceOffset, count: chunk))
+                emit(try read(segment: p.segment, from: srcStart + pieceOffset, count: chunk))
                 pieceOffset += chunk
             }
             if pieceOffset >= targetCount {
@@ -122,11 +118,10 @@ final class AudioTrackRenderer {
         // Emit exactly targetCount samples: the stretcher's output as it comes, cut at the target,
         // then silence if it fell short. The residual is what it produced beyond (or short of) that.
         var emitted = 0
-        var failure: (any Error)?
         let sink: (AudioSamples) -> Void = { chunk in
-            guard failure == nil, emitted < targetCount else { return }
+            guard emitted < targetCount else { return }
             let take = min(chunk.count, targetCount - emitted)
-            do { try self.emit(take == chunk.count ? chunk : chunk.slice(from: 0, count: take)) } catch { failure = error }
+            self.emit(take == chunk.count ? chunk : chunk.slice(from: 0, count: take))
             emitted += take
         }
         let producedByStage: Int
@@ -158,8 +153,7 @@ final class AudioTrackRenderer {
             producedByStage = output.count
             sink(output)
         }
-        if let failure { throw failure }
-        if emitted < targetCount { try emit(AudioSamples(channelCount: channels, count: targetCount - emitted)) }
+        if emitted < targetCount { emit(AudioSamples(channelCount: channels, count: targetCount - emitted)) }
         pieces.append(AudioPieceReport(segment: p.segment, target: p.target, rate: rate.doubleValue,
                                        samples: targetCount, residual: producedByStage - targetCount))
         pieceIndex += 1
@@ -176,10 +170,111 @@ final class AudioTrackRenderer {
         guard let stream = sources[segment].streamIndex else { return AudioSamples(channelCount: channels, count: count) }
         if readers[segment] == nil {
             // Segments are visited in order: the previous one is done.
+            for (key, reader) in readers where key <= segment { finishedDecodeErrors += reader.decodeErrors }
             readers = readers.filter { $0.key > segment }
             readers[segment] = try SegmentAudioReader(path: sources[segment].path, streamIndex: stream, sampleRate: sampleRate,
                                                       channels: channels, startingAt: position, limits: limits, interrupter: interrupter)
         }
         return try readers[segment]!.read(from: position, count: count)
+    }
+}
+
+/// The output audio track of a composition as a pull stream of encoded AAC packets: the composition's
+/// samples (`CompositionAudio`), measured when asked, brought to a loudness when asked
+/// (`LoudnessNormalizer`), and encoded. Blocking and thread-confined.
+final class AudioTrackRenderer {
+    typealias Source = CompositionAudio.Source
+
+    /// The encoder whose parameters the output stream takes.
+    let encoder: Encoder
+    var sampleRate: Int { audio.sampleRate }
+    var channels: Int { audio.channels }
+    private let audio: CompositionAudio
+    private let bitRate: Int
+    private let globalHeader: Bool
+    private let loudness: LoudnessGoal?
+    private let progress: (@Sendable (ExportProgress) -> Void)?
+    private let interrupter: Interrupter
+    /// Plain rendering: the encoder's thread, and the meters of measure-only.
+    private var encoderThread: AACEncoderThread?
+    private var meter: LoudnessMeter?
+    private var encodedMeter: EncodedAudioMeter?
+    /// Normalising: every packet, encoded before the first is written.
+    private var normalized: [PacketBox]?
+    private(set) var loudnessReport: LoudnessDelivery?
+
+    /// `totalDuration` may exceed the mapping's duration: the rest is silence (to end with the video).
+    init(mapping: TimeMapping, sources: [Source], sampleRate: Int, channels: Int, algorithm: AudioTimePitchAlgorithm,
+         bitRate: Int, totalDuration: MediaTime, globalHeader: Bool, loudness: LoudnessGoal? = nil, limits: SafetyLimits,
+         interrupter: Interrupter, progress: (@Sendable (ExportProgress) -> Void)? = nil) throws(ExportError) {
+        audio = CompositionAudio(mapping: mapping, sources: sources, sampleRate: sampleRate, channels: channels, algorithm: algorithm,
+                                 totalDuration: totalDuration, limits: limits, interrupter: interrupter)
+        self.bitRate = bitRate
+        self.globalHeader = globalHeader
+        self.loudness = loudness
+        self.progress = progress
+        self.interrupter = interrupter
+        do {
+            encoder = try Encoder.aac(sampleRate: sampleRate, channelCount: channels, bitRate: bitRate, globalHeader: globalHeader)
+            if loudness?.measureOnly ?? true {
+                encoderThread = AACEncoderThread(encoder: encoder, sampleRate: sampleRate)
+            }
+            if loudness?.measureOnly == true {
+                meter = try LoudnessMeter(sampleRate: sampleRate, channelCount: channels, layoutName: nil)
+                encodedMeter = try EncodedAudioMeter(encoder: encoder)
+            }
+        } catch {
+            throw ExportError("cannot set up the AAC encoder: \(error)")
+        }
+    }
+
+    deinit { encoderThread?.stop() }
+
+    var decodeErrors: Int { audio.decodeErrors }
+    var samplesWritten: Int { audio.totalSamples }
+    var pieces: [AudioPieceReport] { audio.pieces }
+
+    /// The next encoded packet (time base 1/sampleRate), nil at the end. Decoding and time-stretching
+    /// run here; AAC encoding runs meanwhile on the encoder's own thread.
+    func nextPacket() throws -> PacketBox? {
+        if let loudness, !loudness.measureOnly {
+            if normalized == nil {
+                var normalizer = LoudnessNormalizer(audio: audio, goal: loudness, bitRate: bitRate, globalHeader: globalHeader,
+                                                    interrupter: interrupter, progress: progress)
+                let (packets, report) = try normalizer.run()
+                normalized = packets.reversed()
+                loudnessReport = report
+            }
+            return normalized!.popLast()
+        }
+        guard let encoderThread else { return nil }
+        while true {
+            if let p = try encoderThread.next(wait: false) { return measured(p) }
+            if let samples = try audio.next() {
+                try meter?.add(samples)
+                try encoderThread.submit(samples)
+            } else {
+                encoderThread.finishInput()
+                if let p = try encoderThread.next(wait: true) { return measured(p) }
+                try finishMeasuring()
+                return nil
+            }
+        }
+    }
+
+    private func measured(_ box: PacketBox) -> PacketBox {
+        if encodedMeter != nil {
+            do { try encodedMeter!.add(box.packet) } catch { encodedMeterFailure = error }
+        }
+        return box
+    }
+    private var encodedMeterFailure: (any Error)?
+
+    private func finishMeasuring() throws {
+        guard let meter, loudnessReport == nil, let loudness else { return }
+        let before = try meter.finish()
+        if let encodedMeterFailure { throw ExportError("measuring the encoded audio: \(encodedMeterFailure)") }
+        let after = try encodedMeter?.finish()
+        loudnessReport = LoudnessDelivery(measuredOnly: loudness, before: before, after: after)
     }
 }

@@ -58,7 +58,7 @@ struct ChunkJoiner {
         let audioSource = sources.first { $0.audio != nil }?.audio
         if let audio = audioSource, settings.audioPolicy != .drop {
             renderedAudio = try RenderedAudioWriter(mapping: mapping, sources: sources, audio: audio, totalDuration: videoEnd,
-                                                    file: file, settings: settings, interrupter: interrupter)
+                                                    file: file, settings: settings, interrupter: interrupter, progress: progress)
         }
         let chapters = try file.writeHeader(sources: sources, mapping: mapping, settings: settings)
         let tb = file.timeBase(of: videoOut)

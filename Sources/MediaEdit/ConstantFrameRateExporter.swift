@@ -66,7 +66,7 @@ struct ConstantFrameRateExporter {
         let audioSource = sources.first { $0.audio != nil }?.audio
         if let audio = audioSource, settings.audioPolicy != .drop, !isChunk {
             renderedAudio = try RenderedAudioWriter(mapping: mapping, sources: sources, audio: audio, totalDuration: videoEnd,
-                                                    file: file, settings: settings, interrupter: interrupter)
+                                                    file: file, settings: settings, interrupter: interrupter, progress: progress)
         }
         let chapters = try file.writeHeader(sources: sources, mapping: mapping, settings: settings)
 

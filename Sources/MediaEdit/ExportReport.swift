@@ -27,6 +27,8 @@ public struct ExportReport: Sendable, Encodable {
         public var packets: Int
         public var pieces: [AudioPieceReport]?
         public var decodeErrors: Int?
+        /// `export.audio.loudness`: the figures measured and what was done.
+        public var loudness: LoudnessDelivery? = nil
     }
 
     public struct SnappedCut: Sendable, Encodable {
@@ -75,4 +77,58 @@ public struct ExportReport: Sendable, Encodable {
     public var cuts: [Cut] = []
     public var chapters: Int
     public var seconds: Double
+}
+
+/// What an export did about loudness: the composition's audio measured before, the encoded audio as a
+/// reader decodes it after, and how it was brought to the target.
+public struct LoudnessDelivery: Sendable, Codable, Equatable {
+    public enum Mode: String, Sendable, Codable {
+        /// Measured only: the audio is unchanged.
+        case measured
+        /// Brought to the target by a gain, and by the limiter where the gain alone broke the peak limit.
+        case normalized
+    }
+
+    /// What the limiter did, when it was needed.
+    public struct Limiter: Sendable, Codable, Equatable {
+        /// The true-peak ceiling it held the gained audio to, dBTP (below the limit by what the codec adds).
+        public var ceiling: Double
+        /// The most it took off, dB (negative).
+        public var maxReduction: Double
+        /// How much of the audio it touched.
+        public var limitedSeconds: Double
+    }
+
+    public var mode: Mode
+    public var standard: String?
+    public var target: Double?
+    public var truePeakLimit: Double?
+    /// The composition's audio, after any retiming, before anything else.
+    public var before: LoudnessFigures
+    /// The encoded audio decoded again, its priming left out; nil for copied audio.
+    public var after: LoudnessFigures?
+    /// The gain applied to every sample, dB.
+    public var gain: Double?
+    public var limiter: Limiter?
+    /// Encodings made to land within 0.05 LU of the target with the true peak under its limit.
+    public var passes: Int?
+    public var note: String?
+
+    public init(mode: Mode, standard: String? = nil, target: Double? = nil, truePeakLimit: Double? = nil, before: LoudnessFigures,
+                after: LoudnessFigures? = nil, gain: Double? = nil, limiter: Limiter? = nil, passes: Int? = nil, note: String? = nil) {
+        self.mode = mode
+        self.standard = standard
+        self.target = target
+        self.truePeakLimit = truePeakLimit
+        self.before = before
+        self.after = after
+        self.gain = gain
+        self.limiter = limiter
+        self.passes = passes
+        self.note = note
+    }
+
+    init(measuredOnly goal: LoudnessGoal, before: LoudnessFigures, after: LoudnessFigures?) {
+        self.init(mode: .measured, standard: goal.standard, target: goal.target, truePeakLimit: goal.truePeak, before: before, after: after)
+    }
 }

@@ -53,6 +53,8 @@ public struct ExportSettings: Sendable {
     public var cuts: Cuts
     public var audioBitRate: Int
     public var timePitch: AudioTimePitchAlgorithm
+    /// The loudness the audio is brought to, or measured only; nil: neither.
+    public var loudness: LoudnessGoal? = nil
     /// Carried into the output (title, ...); chapters come from the first source, remapped.
     public var metadata: [String: String]
     public var limits: SafetyLimits
@@ -103,4 +105,23 @@ public struct ExportProgress: Sendable, Codable {
 public struct ExportError: Error, Sendable, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
+}
+
+/// The loudness an export delivers at, or only measures (`export.audio.loudness`).
+public struct LoudnessGoal: Sendable, Hashable {
+    /// Measure the composition's audio (and the encoded result) and report; change nothing.
+    public var measureOnly: Bool
+    /// Integrated loudness to deliver at, LUFS (nil only when measuring).
+    public var target: Double?
+    /// The highest true peak allowed, dBTP (nil only when measuring).
+    public var truePeak: Double?
+    /// The preset the numbers came from ("ebu-r128"), for the report.
+    public var standard: String?
+
+    public init(measureOnly: Bool, target: Double?, truePeak: Double?, standard: String?) {
+        self.measureOnly = measureOnly
+        self.target = target
+        self.truePeak = truePeak
+        self.standard = standard
+    }
 }

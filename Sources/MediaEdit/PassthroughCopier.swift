@@ -85,7 +85,7 @@ struct PassthroughCopier {
             if video == nil, audio.sampleRate > 0 { headerOptions["movie_timescale"] = String(audio.sampleRate) }
         } else if audioHandling == "encoded", let audio = audioSource {
             rendered = try RenderedAudioWriter(mapping: mapping, sources: sources, audio: audio, totalDuration: mapping.duration,
-                                               file: file, settings: settings, interrupter: interrupter)
+                                               file: file, settings: settings, interrupter: interrupter, progress: exporter.progress)
             // The encoded audio's edit (its priming hidden) lasts the composition to the sample: a
             // timescale both the video's and the sample rate divide, when one is small enough.
             if let rendered, let movie = headerOptions["movie_timescale"].flatMap(Int.init), rendered.renderer.sampleRate > 0 {
@@ -325,7 +325,7 @@ struct PassthroughCopier {
             try MP4EditLists.rewrite(path: temporary, lists: lists, faststart: settings.faststart)
         }
 
-        let audioReport: ExportReport.Audio
+        var audioReport: ExportReport.Audio
         if let rendered {
             audioReport = rendered.report
         } else {
@@ -334,6 +334,14 @@ struct PassthroughCopier {
             audioReport = .init(handling: audioHandling, codec: copied ? a?.codecName : nil, sampleRate: copied ? a?.sampleRate : nil,
                                 channels: copied ? a?.channelCount : nil, samples: nil, packets: audioTrack?.packets ?? 0,
                                 pieces: nil, decodeErrors: nil)
+            if copied, let goal = settings.loudness, let a {
+                // Measure only (a target was refused for copied audio): the composition's audio, decoded.
+                let audio = CompositionAudio(mapping: mapping, sources: sources.map { .init(path: $0.path, streamIndex: $0.audio?.index) },
+                                             sampleRate: a.sampleRate, channels: min(max(a.channelCount, 1), 8), algorithm: settings.timePitch,
+                                             totalDuration: mapping.duration, limits: settings.limits, interrupter: exporter.interrupter)
+                progress(fraction: 1, phase: "measuring loudness")
+                audioReport.loudness = LoudnessDelivery(measuredOnly: goal, before: try audio.measure(), after: nil)
+            }
         }
         return ExportReport(
             mode: .passthrough, output: settings.outputPath, container: settings.muxer, duration: mapping.duration,

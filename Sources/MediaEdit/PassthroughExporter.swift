@@ -86,6 +86,9 @@ struct PassthroughExporter {
             case .drop: handling = "dropped"
             case .reencode: handling = "encoded"
             case .copy:
+                if let loudness = settings.loudness, !loudness.measureOnly {
+                    throw ExportError(Self.copiedAudioCannotBeNormalized)
+                }
                 if mapping.isScaled {
                     throw ExportError("audio policy \"copy\" cannot keep retimed audio: $.scale changes its speed; use \"auto\" or \"reencode\"")
                 }
@@ -98,7 +101,8 @@ struct PassthroughExporter {
                 }
                 handling = "copied"
             case .auto:
-                handling = mapping.isScaled || cutsInsideAudio || audioCopyProblem(sources) != nil ? "encoded" : "copied"
+                let normalizing = settings.loudness.map { !$0.measureOnly } ?? false
+                handling = normalizing || mapping.isScaled || cutsInsideAudio || audioCopyProblem(sources) != nil ? "encoded" : "copied"
             }
         }
 
@@ -112,6 +116,10 @@ struct PassthroughExporter {
             return report
         }
     }
+
+    /// Why audio policy "copy" and a loudness target cannot go together, and the ways out.
+    public static let copiedAudioCannotBeNormalized = "copied audio cannot be brought to a loudness target: its samples are not touched. "
+        + "Let the audio be encoded (\"policy\": \"auto\" or \"reencode\"), or measure only (\"loudness\": {\"measure\": true})"
 
     /// True when the composition is one whole source file (nothing is cut).
     private func isWholeFiles(_ sources: [ExportSource]) -> Bool {

@@ -21,12 +21,13 @@ final class RenderedAudioWriter {
     /// Sets up the composition's audio track, rendered from `audio`'s format, as a new stream of `file`;
     /// `totalDuration` may run past the mapping (silence to the end).
     convenience init(mapping: TimeMapping, sources: [ExportSource], audio: StreamInfo, totalDuration: MediaTime,
-                     file: OutputFile, settings: ExportSettings, interrupter: Interrupter) throws {
+                     file: OutputFile, settings: ExportSettings, interrupter: Interrupter,
+                     progress: (@Sendable (ExportProgress) -> Void)? = nil) throws {
         let renderer = try AudioTrackRenderer(
             mapping: mapping, sources: sources.map { .init(path: $0.path, streamIndex: $0.audio?.index) },
             sampleRate: audio.sampleRate, channels: min(max(audio.channelCount, 1), 8), algorithm: settings.timePitch,
             bitRate: settings.audioBitRate, totalDuration: totalDuration, globalHeader: file.needsGlobalHeader,
-            limits: settings.limits, interrupter: interrupter)
+            loudness: settings.loudness, limits: settings.limits, interrupter: interrupter, progress: progress)
         self.init(renderer: renderer, file: file, stream: try file.addStream(for: renderer.encoder, language: audio.language))
     }
 
@@ -48,6 +49,7 @@ final class RenderedAudioWriter {
 
     var report: ExportReport.Audio {
         .init(handling: "encoded", codec: "aac", sampleRate: renderer.sampleRate, channels: renderer.channels,
-              samples: renderer.samplesWritten, packets: packets, pieces: renderer.pieces, decodeErrors: renderer.decodeErrors)
+              samples: renderer.samplesWritten, packets: packets, pieces: renderer.pieces, decodeErrors: renderer.decodeErrors,
+              loudness: renderer.loudnessReport)
     }
 }

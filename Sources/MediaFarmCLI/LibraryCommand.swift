@@ -227,6 +227,10 @@ struct LibraryShow: AsyncParsableCommand {
                      "  duration   \(String(format: "%.3f", f.duration.seconds)) s", "  size       \(f.size) bytes"]
         if let codec = f.codec { lines.append("  codec      \(codec)\(f.audioCodec.map { $0 == codec ? "" : " + \($0)" } ?? "")") }
         if let w = f.width, let h = f.height { lines.append("  picture    \(w)x\(h)\(f.frameRate.map { String(format: " at %.3f fps", $0) } ?? "")") }
+        if let l = f.loudness {
+            lines.append("  loudness   \(String(format: "%.1f LUFS", l))\(f.truePeak.map { String(format: ", true peak %.1f dBTP", $0) } ?? "")"
+                         + (f.loudnessRange.map { String(format: ", range %.1f LU", $0) } ?? ""))
+        }
         if let date = f.creationDate { lines.append("  created    \(date.formatted(.iso8601))") }
         if let location = f.location { lines.append("  location   \(location)") }
         if f.make != nil || f.model != nil { lines.append("  camera     \([f.make, f.model].compactMap { $0 }.joined(separator: " "))") }

@@ -445,3 +445,24 @@ import Testing
         #expect(error.issues[0].message.contains("not an asset id"))
     }
 }
+
+extension AssetLibraryTests {
+    /// The library knows every asset's loudness: measured when it is added (BS.1770's calibration tone reads
+    /// -23.0 LUFS), kept in its facts, nil for an asset without audio.
+    @Test func anAssetsLoudnessIsInItsFacts() async throws {
+        let folder = try TestPaths.makeTemporaryFolder("library-loudness")
+        let tone = folder.appendingPathComponent("tone.wav").path, silent = folder.appendingPathComponent("picture.mp4").path
+        _ = try ProcessRunner.check("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "sine=f=1000:sample_rate=48000:d=5", "-af", "volume=0.8",
+                                               "-c:a", "pcm_s16le", tone])
+        _ = try ProcessRunner.check("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=64x64:rate=10:d=1", "-c:v", "libx264", silent])
+        let store = try await Backend.sqlite.makeStore()
+        let library = try library(store, host: "a")
+        let added = try await library.add([tone, silent])
+        let toneFacts = try await library.detail(try #require(added[0].id)).asset.facts
+        #expect(abs((toneFacts.loudness ?? 0) + 23.0) <= 0.05 && abs((toneFacts.truePeak ?? 0) + 20.0) <= 0.1 && toneFacts.loudnessRange == 0,
+                "\(toneFacts)")
+        let pictureFacts = try await library.detail(try #require(added[1].id)).asset.facts
+        #expect(pictureFacts.loudness == nil && pictureFacts.truePeak == nil && !pictureFacts.hasAudio)
+        await store.close()
+    }
+}

@@ -201,6 +201,39 @@ import Glibc
             == #"{"version":1,"input":"a.mp4","export":{"mode":"constantFrameRate","output":"a.mp4","chunkSeconds":3,"chunkAbove":6}}"#)
     }
 
+    /// A chunked export brought to a loudness: the audio is rendered and normalized once over the whole
+    /// composition at the join (not per chunk), so it is the unchunked export's, and the report says so.
+    @Test func aChunkedExportIsNormalizedOverItsWholeComposition() throws {
+        let farm = try Farm("chunked-loudness")
+        let source = try Self.source(in: farm, seconds: 24, size: "320x240")
+        func manifest(_ name: String, chunkSeconds: Int?) throws -> String {
+            try farm.manifest(name, """
+                { "version": 1, "name": "\(name)", "input": "\(source)", "report": "out/\(name).json", "reuse": false,
+                  "export": { "mode": "constantFrameRate", "frameRate": 30, "output": "out/\(name).mp4",
+                              \(chunkSeconds.map { "\"chunkSeconds\": \($0)," } ?? "") "video": { "preset": "ultrafast" },
+                              "audio": { "loudness": { "standard": "streaming-16" } } } }
+                """)
+        }
+        let id = try farm.submit([try manifest("chunked", chunkSeconds: 8)])[0]
+        let coordinator = try farm.startCoordinator(["--exit-when-idle", "--workers", "2"])
+        #expect(coordinator.wait(timeout: 300) == 0, "\(coordinator.log)")
+        let jobs = try farm.status()
+        #expect(jobs[id]?["state"] as? String == "succeeded" && jobs.count == 4, "one job and its 3 chunks: \(jobs)")
+        let made = try farm.mediafarm(["run", try manifest("whole", chunkSeconds: nil)])
+        #expect(made.status == 0, "\(made.stderr)")
+        let a = farm.out.appendingPathComponent("chunked.mp4").path, b = farm.out.appendingPathComponent("whole.mp4").path
+        #expect(try Self.samples(a) == Self.samples(b), "the audio differs from the unchunked export's")
+        let theirs = try EBUR128Probe.summary(a)
+        #expect(abs(theirs.integrated + 16) <= 0.1 && theirs.truePeak <= -1, "ffmpeg reads \(theirs.integrated) LUFS, \(theirs.truePeak) dBTP")
+        let report = try JSONSerialization.jsonObject(with: Data(contentsOf: farm.out.appendingPathComponent("chunked.json"))) as? [String: Any]
+        let loudness = ((report?["export"] as? [String: Any])?["audio"] as? [String: Any])?["loudness"] as? [String: Any]
+        #expect(loudness?["mode"] as? String == "normalized" && loudness?["standard"] as? String == "streaming-16", "\(report ?? [:])")
+        let before = loudness?["before"] as? [String: Any], after = loudness?["after"] as? [String: Any]
+        #expect((before?["seconds"] as? NSNumber)?.doubleValue == 24, "measured over the whole composition: \(before ?? [:])")
+        #expect(abs(((after?["integrated"] as? NSNumber)?.doubleValue ?? 0) + 16) <= 0.05, "\(after ?? [:])")
+        #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
     // MARK: - Helpers
 
     static func manifest(_ name: String, input: String, chunkSeconds: Int?, preset: String = "veryfast") -> String {

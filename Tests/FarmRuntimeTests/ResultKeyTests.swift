@@ -13,10 +13,11 @@ import Testing
         try ManifestValidator.validate(json: Array(text.utf8), context: context).get()
     }
 
-    func export(name: String = "a", input: String = "a.mp4", output: String = "out/a.mp4", video: String = "{}", extra: String = "") throws -> JobManifest {
+    func export(name: String = "a", input: String = "a.mp4", output: String = "out/a.mp4", video: String = "{}", audio: String = "{}",
+                extra: String = "") throws -> JobManifest {
         try manifest("""
             { "version": 1, "name": "\(name)", "input": "\(input)", "report": "out/\(name).json" \(extra),
-              "export": { "mode": "constantFrameRate", "frameRate": 30, "output": "\(output)", "video": \(video) } }
+              "export": { "mode": "constantFrameRate", "frameRate": 30, "output": "\(output)", "video": \(video), "audio": \(audio) } }
             """)
     }
 
@@ -31,6 +32,14 @@ import Testing
         #expect(key(try export(input: "b.mp4")) != base, "another input's content")
         #expect(key(try export(extra: #", "scale": [{ "start": 0, "duration": 1, "rate": 0.5 }]"#)) != base)
         #expect(key(try export(), program: ResultKey.program + " (another build)") != base)
+        // Loudness: a target, another target, the limit, measuring only.
+        let ebu = key(try export(audio: #"{ "loudness": { "standard": "ebu-r128" } }"#))
+        #expect(ebu != base)
+        #expect(key(try export(audio: #"{ "loudness": { "standard": "atsc-a85" } }"#)) != ebu)
+        #expect(key(try export(audio: #"{ "loudness": { "standard": "ebu-r128", "truePeak": -2 } }"#)) != ebu)
+        #expect(key(try export(audio: #"{ "loudness": { "target": -23 } }"#)) != base)
+        #expect(key(try export(audio: #"{ "loudness": { "measure": true } }"#)) != base)
+        #expect(key(try export(audio: #"{ "loudness": { "standard": "ebu-r128" } }"#)) == ebu)
         // The same bytes at another path are the same input.
         let moved = try export(input: "b.mp4")
         #expect(ResultKey.of(moved, contents: ["/jobs/b.mp4": contents["/jobs/a.mp4"]!]) == base)

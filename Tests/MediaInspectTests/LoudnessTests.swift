@@ -17,25 +17,7 @@ import Testing
         return path
     }
 
-    /// FFmpeg's `ebur128` filter's summary of `path`: integrated, range and true peak; and the highest
-    /// momentary and short-term loudness of its lines every 100 ms.
-    static func ffmpeg(_ path: String) throws -> (integrated: Double, range: Double, truePeak: Double, momentaryMax: Double, shortTermMax: Double) {
-        let r = try ProcessRunner.run("/usr/bin/ffmpeg", ["-nostdin", "-hide_banner", "-i", path, "-af", "ebur128=peak=true", "-f", "null", "-"])
-        let summary = r.stderr.components(separatedBy: "Summary:").last ?? ""
-        func value(_ label: String) -> Double? {
-            guard let line = summary.split(separator: "\n").first(where: { $0.trimmingCharacters(in: .whitespaces).hasPrefix(label) }) else { return nil }
-            return line.split(separator: " ").compactMap { Double($0) }.first
-        }
-        guard let i = value("I:"), let lra = value("LRA:"), let peak = value("Peak:") else { throw FixtureError("no ebur128 summary: \(r.stderr.suffix(800))") }
-        // Lines such as "[Parsed_ebur128_0 @ 0x...] t: 3.1  TARGET:-23 LUFS  M: -24.1 S: -25.0  I: ..."
-        func highest(_ label: String) -> Double {
-            r.stderr.split(separator: "\n").compactMap { line -> Double? in
-                guard let at = line.range(of: " \(label) ") else { return nil }
-                return line[at.upperBound...].split(separator: " ").first.flatMap { Double($0) }
-            }.max() ?? -.infinity
-        }
-        return (i, lra, peak, highest("M:"), highest("S:"))
-    }
+    static func ffmpeg(_ path: String) throws -> EBUR128Probe.Summary { try EBUR128Probe.summary(path) }
 
     @Test func aSineAtMinus20dBFSIsMinus23LUFS() throws {
         // BS.1770's calibration: a 1 kHz sine whose peak is -20 dBFS, in one channel, reads -23.0 LUFS.
