@@ -8,8 +8,10 @@ import MediaCore
 /// Then each pass reads it back, applies one gain (the target minus the measured loudness), and a
 /// true-peak limiter only when the gain alone would pass the peak limit; encodes it; and measures the
 /// encoded audio as a reader decodes it. A pass that lands within `tolerance` of the target with its true
-/// peak `peakMargin` under the limit is kept. Otherwise the next corrects the gain by what it missed and
-/// lowers the limiter's ceiling by what the codec added to the peak. The sample rate, layout and sample
+/// peak `peakMargin` under the limit is kept. Otherwise the next corrects the gain by what it missed (along
+/// the slope the passes show, inside the bracket they found) and lowers the limiter's ceiling by what the
+/// codec added to the peak; after `maxPasses`, the closest pass is kept when it is within twice the
+/// tolerance. The sample rate, layout and sample
 /// count are the composition's, always. Blocking and thread-confined.
 struct LoudnessNormalizer {
     /// How close to the target the encoded audio's integrated loudness must come, LU.
@@ -17,7 +19,7 @@ struct LoudnessNormalizer {
     /// How far under the limit the encoded audio's true peak is held by this meter, dB: meters differ
     /// by a few hundredths in how they oversample.
     static let peakMargin = 0.1
-    static let maxPasses = 5
+    static let maxPasses = 8
     /// Frames read back from the spill at a time.
     private static let block = 1 << 16
 
@@ -69,42 +71,96 @@ struct LoudnessNormalizer {
         let ceilingLimit = limit - Self.peakMargin
         var gain = target - integrated
         var ceiling: Double? = (before.truePeak ?? -200) + gain > ceilingLimit ? ceilingLimit : nil
+        /// The gains tried so far that came out under and over the target (a bracket), and the pass that came
+        /// closest with its peak under the limit. The codec's loss of loudness changes with the level (bands
+        /// fall under its threshold of hearing), so a dB of gain may buy more or less than a dB of loudness:
+        /// the next gain follows the slope of the last two passes, kept inside the bracket.
+        var under: (gain: Double, measured: Double)?, over: (gain: Double, measured: Double)?
+        var best: (pass: Pass, plan: GainPlan, miss: Double, number: Int)?
         var closest: (miss: Double, over: Double)?
-        /// The last pass's gain and measured loudness: with the limiter acting, a dB of gain buys less
-        /// than a dB of loudness, and the next gain follows the slope the two last passes show.
         var previous: (gain: Double, measured: Double)?
+        var plan = GainPlan(first: gain, second: gain, switchFrame: 0)
+        /// Blending: the fraction of the programme at the higher gain, and what it gave.
+        var blend: (fraction: Double, measured: Double)?
         for passNumber in 1...Self.maxPasses {
-            let pass = try encode(spill, gain: gain, ceiling: ceiling, pass: passNumber)
+            let pass = try encode(spill, plan: plan, ceiling: ceiling, pass: passNumber)
             let measured = pass.after.integrated ?? target
             let miss = target - measured
-            let over = (pass.after.truePeak ?? -200) - ceilingLimit
+            let peakOver = (pass.after.truePeak ?? -200) - ceilingLimit
             Logger(label: "mediafarm.loudness").debug("loudness pass", metadata: [
-                "pass": "\(passNumber)", "gain": "\(Self.decibels(gain))", "ceiling": "\(ceiling.map(Self.decibels) ?? "none")",
+                "pass": "\(passNumber)", "gain": "\(Self.decibels(plan.first))", "then": "\(Self.decibels(plan.second))",
+                "from": "\(plan.switchFrame)", "ceiling": "\(ceiling.map(Self.decibels) ?? "none")",
                 "integrated": "\(Self.decibels(measured))", "truePeak": "\(pass.after.truePeak.map(Self.decibels) ?? "none")"])
-            if abs(miss) <= Self.tolerance && over <= 0 {
-                report.after = pass.after
-                report.gain = gain
-                report.limiter = pass.limiter
-                report.passes = passNumber
-                if pass.limiter != nil {
-                    report.note = "a gain of \(Self.decibels(gain)) alone would have put the true peak at \(Self.decibels((before.truePeak ?? 0) + gain)) dBTP, "
-                        + "over the limit of \(Self.decibels(limit)): the limiter held it"
+            if peakOver <= 0, abs(miss) < abs(best?.miss ?? .infinity) { best = (pass, plan, miss, passNumber) }
+            if abs(miss) <= Self.tolerance && peakOver <= 0 { break }
+            closest = (miss, peakOver)
+            if peakOver > 0 {
+                // The codec added to the peaks (more, the more the limiter works): lower the ceiling by that,
+                // and correct the gain for the loudness missed meanwhile. The gains measured so far stay
+                // nearly right (a lower ceiling takes little loudness), so the bracket is kept.
+                ceiling = (ceiling ?? ceilingLimit) - peakOver - 0.05
+                blend = nil
+                if let c = ceiling, c < limit - 12 { break }
+                if abs(miss) > Self.tolerance, !plan.isSplit {
+                    let next = plan.first + min(max(miss, -6), 6)
+                    plan = GainPlan(first: next, second: next, switchFrame: 0)
                 }
-                return (pass.packets, report)
+                continue
             }
-            closest = (miss, over)
+            if plan.isSplit {
+                // The louder gain for the first part, the softer for the rest: move the switch by the energy missed.
+                blend = (plan.fraction(of: spill.frames), measured)
+            } else if miss > 0 { under = (plan.first, measured) } else { over = (plan.first, measured) }
+            if let under, let over, over.gain - under.gain <= 0.1, over.measured - under.measured > 2 * Self.tolerance {
+                // Gains a tenth of a dB apart land on either side of the target, too far apart: the codec's
+                // loudness jumps between them (its mid/side decisions flip all at once on steady material).
+                // The first part of the programme at the one, the rest at the other meets the target; the
+                // step between them, under 0.1 dB and ramped over 0.1 s, cannot be heard.
+                let energy = { (l: Double) in pow(10, l / 10) }
+                var fraction: Double
+                if let blend {
+                    // Along the energy between the last blend and the end of the bracket on the other side of it.
+                    let (f0, e0) = blend.measured < target ? (blend.fraction, energy(blend.measured)) : (0, energy(under.measured))
+                    let (f1, e1) = blend.measured < target ? (1, energy(over.measured)) : (blend.fraction, energy(blend.measured))
+                    fraction = f0 + (f1 - f0) * (energy(target) - e0) / max(e1 - e0, 1e-12)
+                } else {
+                    fraction = (energy(target) - energy(under.measured)) / (energy(over.measured) - energy(under.measured))
+                }
+                fraction = min(max(fraction, 0.01), 0.99)
+                plan = GainPlan(first: over.gain, second: under.gain, switchFrame: Int(fraction * Double(spill.frames)))
+                continue
+            }
             var slope = 1.0
-            if let previous, abs(gain - previous.gain) > 0.01 {
-                slope = min(max((measured - previous.measured) / (gain - previous.gain), 0.5), 1.5)
+            if let previous, abs(plan.first - previous.gain) > 0.005 {
+                slope = min(max((measured - previous.measured) / (plan.first - previous.gain), 0.25), 4)
             }
-            previous = (gain, measured)
-            gain += min(max(miss / slope, -6), 6)
-            if over > 0 {
-                ceiling = (ceiling ?? ceilingLimit) - over - 0.05
-            } else if ceiling == nil, (before.truePeak ?? -200) + gain > ceilingLimit {
-                ceiling = ceilingLimit
+            previous = (plan.first, measured)
+            var next = plan.first + min(max(miss / slope, -6), 6)
+            if let under, let over, !(min(under.gain, over.gain)...max(under.gain, over.gain)).contains(next) {
+                next = (under.gain + over.gain) / 2
             }
-            if let c = ceiling, c < limit - 12 { break }
+            plan = GainPlan(first: next, second: next, switchFrame: 0)
+            if ceiling == nil, (before.truePeak ?? -200) + next > ceilingLimit { ceiling = ceilingLimit }
+        }
+        // The closest pass, when it is near enough: within twice the tolerance (a tenth of a LU).
+        if let best, abs(best.miss) <= 2 * Self.tolerance {
+            report.after = best.pass.after
+            report.gain = Self.rounded(best.plan.mean(of: spill.frames))
+            report.limiter = best.pass.limiter
+            report.passes = best.number
+            var notes: [String] = []
+            if best.plan.isSplit {
+                let seconds = Double(best.plan.switchFrame) / Double(audio.sampleRate)
+                notes.append("the encoded loudness jumps between gains of \(Self.decibels(best.plan.second)) and \(Self.decibels(best.plan.first)) dB "
+                             + "(the codec's decisions flip): the first \(String(format: "%.1f", seconds)) s are at \(Self.decibels(best.plan.first)) dB, "
+                             + "the rest at \(Self.decibels(best.plan.second)) dB, ramped over 0.1 s")
+            }
+            if best.pass.limiter != nil {
+                notes.append("a gain of \(Self.decibels(best.plan.first)) alone would have put the true peak at \(Self.decibels((before.truePeak ?? 0) + best.plan.first)) dBTP, "
+                             + "over the limit of \(Self.decibels(limit)): the limiter held it")
+            }
+            report.note = notes.isEmpty ? nil : notes.joined(separator: "; ")
+            return (best.pass.packets, report)
         }
         let missed = closest.map { "\(Self.decibels(-$0.miss)) LU from the target" + ($0.over > 0 ? " with the true peak \(Self.decibels($0.over + Self.peakMargin)) dB over the limit" : "") } ?? ""
         throw ExportError("the audio could not be brought to \(Self.decibels(target)) LUFS with its true peak at or under \(Self.decibels(limit)) dBTP "
@@ -118,8 +174,26 @@ struct LoudnessNormalizer {
         var limiter: LoudnessDelivery.Limiter?
     }
 
+    /// The gain of a pass: `first` dB up to `switchFrame`, `second` from there (ramped over 0.1 s); one
+    /// gain when they are equal.
+    struct GainPlan {
+        var first: Double
+        var second: Double
+        var switchFrame: Int
+
+        var isSplit: Bool { first != second }
+        func fraction(of frames: Int) -> Double { Double(switchFrame) / Double(max(frames, 1)) }
+        func mean(of frames: Int) -> Double { isSplit ? first * fraction(of: frames) + second * (1 - fraction(of: frames)) : first }
+    }
+
     /// One encoding of the kept audio at `gain` dB, limited to `ceiling` dBTP when given.
     private func encode(_ spill: SampleSpill, gain: Double, ceiling: Double?, pass: Int) throws -> Pass {
+        try encode(spill, plan: GainPlan(first: gain, second: gain, switchFrame: 0), ceiling: ceiling, pass: pass)
+    }
+
+    /// One encoding of the kept audio at the plan's gains, limited to `ceiling` dBTP when given.
+    private func encode(_ spill: SampleSpill, plan: GainPlan, ceiling: Double?, pass: Int) throws -> Pass {
+        let gain = plan.first
         let encoder: Encoder
         let encodedMeter: EncodedAudioMeter
         do {
@@ -142,6 +216,7 @@ struct LoudnessNormalizer {
         var at = 0
         while at < spill.frames {
             var samples = try spill.read(from: at, count: Self.block)
+            if plan.isSplit { Self.apply(plan, to: &samples, from: at, sampleRate: audio.sampleRate) }
             at += samples.count
             if let limiter {
                 samples = limiter.process(samples)
@@ -169,6 +244,20 @@ struct LoudnessNormalizer {
                          limitedSeconds: Self.rounded(Double(l.limitedFrames) / Double(audio.sampleRate)))
         }
         return Pass(packets: packets, after: after, limiter: limited)
+    }
+
+    /// Multiplies the frames from `start` by the second gain over the first (the first is applied with
+    /// the limiter, or after), with a linear ramp over the 0.1 s from the switch.
+    static func apply(_ plan: GainPlan, to samples: inout AudioSamples, from start: Int, sampleRate: Int) {
+        let ramp = max(sampleRate / 10, 1)
+        let ratio = Float(pow(10, (plan.second - plan.first) / 20))
+        for i in 0..<samples.count {
+            let frame = start + i
+            guard frame >= plan.switchFrame else { continue }
+            let done = min(Float(frame - plan.switchFrame) / Float(ramp), 1)
+            let factor = 1 + (ratio - 1) * done
+            for c in 0..<samples.channelCount { samples.channels[c][i] *= factor }
+        }
     }
 
     static func rounded(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }

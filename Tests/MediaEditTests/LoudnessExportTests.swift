@@ -164,6 +164,25 @@ private func t(_ v: Int64, _ s: Int32 = 1) -> MediaTime { MediaTime(value: v, ti
         #expect(try Self.audioShape(path).samples == 25 * 48000)
     }
 
+    /// A smart cut (frames from a cut to the next keyframe re-encoded, audio encoded): its audio is brought
+    /// to the target over the composition, and the cut is still exact.
+    @Test func aSmartCutIsNormalized() async throws {
+        var c = Composition()
+        try c.insert(TimeRange(start: MediaTime(value: 13, timescale: 10), duration: t(5)), of: MediaFixture.tone60MP4.path)
+        let path = Self.folder.appendingPathComponent("smart.mp4").path
+        try? FileManager.default.removeItem(atPath: path)  // a run before this one may have left it
+        var settings = ExportSettings(mode: .passthrough, outputPath: path, muxer: "mp4", preset: "ultrafast", cuts: .smart)
+        settings.loudness = Self.ebu()
+        let report = try await ExportSession(composition: c, settings: settings).export()
+        #expect(report.cuts.first?.method == .smartRendered && report.audio.handling == "encoded", "\(report.cuts)")
+        let l = try #require(report.audio.loudness)
+        #expect(abs(l.before.seconds - 5) < 0.001 && l.mode == .normalized, "\(l)")
+        let theirs = try EBUR128Probe.summary(path)
+        #expect(abs(theirs.integrated + 23) <= 0.1 && theirs.truePeak <= -1, "ffmpeg reads \(theirs.integrated) LUFS, \(theirs.truePeak) dBTP")
+        #expect(try Self.audioShape(path).samples == 5 * 48000)
+        #expect(try MediaProbe.packets(path, stream: "v").count == 300, "5 s at 60 fps, exactly")
+    }
+
     @Test func measureOnlyReportsAndChangesNothing() async throws {
         let source = try Self.quietProgramme()
         let goal = LoudnessGoal(measureOnly: true, target: nil, truePeak: nil, standard: nil)

@@ -399,6 +399,12 @@ import Glibc
         let made = (detail["representations"] as? [[String: Any]])?.compactMap { ($0["path"] as? String).map { ($0 as NSString).lastPathComponent } }
         #expect(made == ["scene one-\(one).mp4"], "\(shown.stdout)")
         #expect((detail["jobs"] as? [Int])?.count == 1)
+        // Ingest measured the loudness of what has audio (BS.1770), and the library keeps it.
+        let tone = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["library", "show", "--json", "--queue", site.queue,
+                                                                          site.incoming.appendingPathComponent(odd).path])
+        let facts = ((try JSONSerialization.jsonObject(with: tone.stdoutData) as? [String: Any])?["asset"] as? [String: Any])?["facts"] as? [String: Any]
+        let loudness = (facts?["loudness"] as? NSNumber)?.doubleValue, peak = (facts?["truePeak"] as? NSNumber)?.doubleValue
+        #expect(loudness.map { $0 < -3 && $0 > -60 } == true && peak.map { $0 <= 0 } == true, "\(tone.stdout)\(tone.stderr)")
     }
 
     /// A template that is a chain of two jobs: a cut of the file, then an inspection of the cut
