@@ -110,8 +110,10 @@ public struct LoudnessDelivery: Sendable, Codable, Equatable {
     /// The gain applied to every sample, dB.
     public var gain: Double?
     public var limiter: Limiter?
-    /// Encodings made to land within 0.05 LU of the target with the true peak under its limit.
+    /// Encodings of the whole made to land within 0.05 LU of the target with the true peak under its limit.
     public var passes: Int?
+    /// Encodings of a two-minute excerpt that chose the first pass's gain (programmes of 3 minutes or more).
+    public var excerptTrials: Int? = nil
     public var note: String?
 
     public init(mode: Mode, standard: String? = nil, target: Double? = nil, truePeakLimit: Double? = nil, before: LoudnessFigures,
