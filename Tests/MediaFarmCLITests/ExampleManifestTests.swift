@@ -62,7 +62,9 @@ import Testing
                                   "chunkSeconds", "chunkAbove", "frames", "join", "poster"])
         let exportProperties = export?["properties"] as? [String: Any]
         #expect(keys(exportProperties?["video"] as? [String: Any]) == ["codec", "crf", "preset", "threads"])
-        #expect(keys(exportProperties?["audio"] as? [String: Any]) == ["policy", "codec", "bitrate"])
+        #expect(keys(exportProperties?["audio"] as? [String: Any]) == ["policy", "codec", "bitrate", "loudness"])
+        let audioProperties = (exportProperties?["audio"] as? [String: Any])?["properties"] as? [String: Any]
+        #expect(keys(audioProperties?["loudness"] as? [String: Any]) == ["measure", "standard", "target", "truePeak"])
         // Every key the schema allows is one the validator accepts: try them all in one manifest.
         let everything = """
         { "version": 1, "name": "all", "input": "a.mp4", "scale": [ { "start": 0, "duration": 1, "rate": 0.5 } ],
@@ -71,7 +73,8 @@ import Testing
                     "images": { "maxWidth": 320, "maxHeight": 240, "format": "jpeg", "quality": 0.8, "output": "out/code-{index}.jpg" } },
           "export": { "mode": "constantFrameRate", "output": "out/a.mp4", "fileType": "mp4", "frameRate": 25, "faststart": true,
                       "video": { "codec": "h264", "crf": 18, "preset": "fast", "threads": 2 },
-                      "audio": { "policy": "reencode", "codec": "aac", "bitrate": 96000 },
+                      "audio": { "policy": "reencode", "codec": "aac", "bitrate": 96000,
+                                 "loudness": { "measure": false, "standard": "ebu-r128", "target": -23, "truePeak": -1 } },
                       "poster": { "at": "auto", "maxWidth": 320, "output": "out/a-poster.jpg" } },
           "report": "out/a.json", "overwrite": false }
         """
