@@ -166,6 +166,27 @@ public struct AudioSamples: Sendable, Equatable {
         for c in channels.indices { channels[c].removeFirst(n) }
     }
 
+    /// Planar samples from `count` interleaved frames (frame by frame, channel after channel).
+    public init(interleaved: UnsafeBufferPointer<Float>, channelCount: Int, count: Int) {
+        self.init(channelCount: channelCount, count: count)
+        for c in 0..<channelCount {
+            channels[c].withUnsafeMutableBufferPointer { plane in
+                var at = c
+                for i in 0..<count { plane[i] = interleaved[at]; at += channelCount }
+            }
+        }
+    }
+
+    /// Writes samples `offset ..< offset + count` interleaved into `out`, from its element `start`.
+    public func interleave(from offset: Int, count: Int, into out: UnsafeMutableBufferPointer<Float>, at start: Int = 0) {
+        for c in channels.indices {
+            channels[c].withUnsafeBufferPointer { plane in
+                var at = start + c
+                for i in offset..<(offset + count) { out[at] = plane[i]; at += channels.count }
+            }
+        }
+    }
+
     /// Pads with silence or trims to exactly `count` samples.
     public mutating func fit(to count: Int) {
         if self.count < count { appendSilence(count - self.count) }

@@ -175,17 +175,7 @@ public final class LoudnessMeter {
         }
         let start = pending.count
         pending.append(contentsOf: repeatElement(0, count: n * channelCount))
-        pending.withUnsafeMutableBufferPointer { out in
-            for c in 0..<channelCount {
-                samples.channels[c].withUnsafeBufferPointer { plane in
-                    var at = start + c
-                    for i in offset..<(offset + n) {
-                        out[at] = plane[i]
-                        at += channelCount
-                    }
-                }
-            }
-        }
+        pending.withUnsafeMutableBufferPointer { samples.interleave(from: offset, count: n, into: $0, at: start) }
         try drain(final: false)
     }
 

@@ -85,12 +85,11 @@ public final class TruePeakLimiter {
     /// The output still held: after it, exactly as many frames came out as went in.
     public func finish() -> AudioSamples {
         var output = AudioSamples(channelCount: channels)
-        let total = received
-        while emitted < total {
-            step(1, frame: received, into: &output)
-            received += 1
+        var frame = received
+        while emitted < received {
+            step(1, frame: frame, into: &output)
+            frame += 1
         }
-        received = total
         return output
     }
 

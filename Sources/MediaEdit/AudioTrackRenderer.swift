@@ -199,7 +199,7 @@ final class AudioTrackRenderer {
     private var encoderThread: AACEncoderThread?
     private var meter: LoudnessMeter?
     private var encodedMeter: EncodedAudioMeter?
-    /// Normalising: every packet, encoded before the first is written.
+    /// Normalizing: every packet, encoded before the first is written.
     private var normalized: [PacketBox]?
     private(set) var loudnessReport: LoudnessDelivery?
 
@@ -239,7 +239,7 @@ final class AudioTrackRenderer {
     func nextPacket() throws -> PacketBox? {
         if let loudness, !loudness.measureOnly {
             if normalized == nil {
-                var normalizer = LoudnessNormalizer(audio: audio, goal: loudness, bitRate: bitRate, globalHeader: globalHeader,
+                let normalizer = LoudnessNormalizer(audio: audio, goal: loudness, bitRate: bitRate, globalHeader: globalHeader,
                                                     interrupter: interrupter, progress: progress)
                 let (packets, report) = try normalizer.run()
                 normalized = packets.reversed()
@@ -249,31 +249,27 @@ final class AudioTrackRenderer {
         }
         guard let encoderThread else { return nil }
         while true {
-            if let p = try encoderThread.next(wait: false) { return measured(p) }
+            if let p = try encoderThread.next(wait: false) { return try measured(p) }
             if let samples = try audio.next() {
                 try meter?.add(samples)
                 try encoderThread.submit(samples)
             } else {
                 encoderThread.finishInput()
-                if let p = try encoderThread.next(wait: true) { return measured(p) }
+                if let p = try encoderThread.next(wait: true) { return try measured(p) }
                 try finishMeasuring()
                 return nil
             }
         }
     }
 
-    private func measured(_ box: PacketBox) -> PacketBox {
-        if encodedMeter != nil {
-            do { try encodedMeter!.add(box.packet) } catch { encodedMeterFailure = error }
-        }
+    private func measured(_ box: PacketBox) throws -> PacketBox {
+        do { try encodedMeter?.add(box.packet) } catch { throw ExportError("measuring the encoded audio: \(error)") }
         return box
     }
-    private var encodedMeterFailure: (any Error)?
 
     private func finishMeasuring() throws {
         guard let meter, loudnessReport == nil, let loudness else { return }
         let before = try meter.finish()
-        if let encodedMeterFailure { throw ExportError("measuring the encoded audio: \(encodedMeterFailure)") }
         let after = try encodedMeter?.finish()
         loudnessReport = LoudnessDelivery(measuredOnly: loudness, before: before, after: after)
     }

@@ -11,8 +11,8 @@ import MediaCore
 /// peak `peakMargin` under the limit is kept. Otherwise the next corrects the gain by what it missed (along
 /// the slope the passes show, inside the bracket they found) and lowers the limiter's ceiling by what the
 /// codec added to the peak; after `maxPasses`, the closest pass is kept when it is within twice the
-/// tolerance. The sample rate, layout and sample
-/// count are the composition's, always. Blocking and thread-confined.
+/// tolerance. The sample rate, layout and sample count are the composition's, always. Blocking and
+/// thread-confined.
 struct LoudnessNormalizer {
     /// How close to the target the encoded audio's integrated loudness must come, LU.
     static let tolerance = 0.05
@@ -27,8 +27,6 @@ struct LoudnessNormalizer {
 
     let audio: CompositionAudio
     let goal: LoudnessGoal
-    /// The composition's true peak, once measured.
-    private var beforePeak: Double?
     let bitRate: Int
     let globalHeader: Bool
     let interrupter: Interrupter
@@ -45,7 +43,7 @@ struct LoudnessNormalizer {
     }
 
     /// Every encoded packet of the track, in order (time base 1/sampleRate), and the report.
-    mutating func run() throws -> ([PacketBox], LoudnessDelivery) {
+    func run() throws -> ([PacketBox], LoudnessDelivery) {
         guard let target = goal.target, let limit = goal.truePeak else {
             throw ExportError("a loudness target needs its integrated loudness and its true-peak limit")
         }
@@ -62,7 +60,6 @@ struct LoudnessNormalizer {
             }
         }
         let before = try meter.finish()
-        beforePeak = before.truePeak
         var report = LoudnessDelivery(mode: .normalized, standard: goal.standard, target: target, truePeakLimit: limit, before: before)
         guard let integrated = before.integrated else {
             // Nothing above the gate: there is no loudness to correct, and no gain to compute.
@@ -78,7 +75,8 @@ struct LoudnessNormalizer {
         var ceiling: Double? = (before.truePeak ?? -200) + gain > ceilingLimit ? ceilingLimit : nil
         var trials = 0
         if spill.frames >= audio.sampleRate * Self.excerptAbove {
-            (gain, ceiling, trials) = try predict(spill, integrated: integrated, target: target, gain: gain, ceiling: ceiling, ceilingLimit: ceilingLimit)
+            (gain, ceiling, trials) = try predict(spill, integrated: integrated, truePeak: before.truePeak, target: target, gain: gain,
+                                                  ceiling: ceiling, ceilingLimit: ceilingLimit)
         }
         /// The gains tried so far that came out under and over the target (a bracket), and the pass that came
         /// closest with its peak under the limit. The codec's loss of loudness changes with the level (bands
@@ -190,7 +188,7 @@ struct LoudnessNormalizer {
     /// and the limiter change on the excerpt, they change on the whole, so the whole lands at its own
     /// loudness plus that change. A trial costs a fiftieth of a pass over an hour; most programmes then
     /// need one full pass.
-    private func predict(_ spill: SampleSpill, integrated: Double, target: Double, gain start: Double, ceiling ceilingStart: Double?,
+    private func predict(_ spill: SampleSpill, integrated: Double, truePeak: Double?, target: Double, gain start: Double, ceiling ceilingStart: Double?,
                          ceilingLimit: Double) throws -> (gain: Double, ceiling: Double?, trials: Int) {
         let rate = audio.sampleRate
         let window = rate * Self.excerptWindow
@@ -235,11 +233,10 @@ struct LoudnessNormalizer {
             }
             previous = (gain, predicted)
             gain += min(max(miss / slope, -6), 6)
-            if ceiling == nil, let peak = beforePeak, peak + gain > ceilingLimit { ceiling = ceilingLimit }
+            if ceiling == nil, let peak = truePeak, peak + gain > ceilingLimit { ceiling = ceilingLimit }
         }
         return (gain, ceiling, trials)
     }
-
 
     struct Pass {
         var packets: [PacketBox]

@@ -81,14 +81,13 @@ struct PassthroughExporter {
         // Decide what happens to the audio.
         let hasAudio = sources.contains { $0.audio != nil }
         var handling = "none"
+        let normalizing = settings.loudness.map { !$0.measureOnly } ?? false
         if hasAudio {
             switch settings.audioPolicy {
             case .drop: handling = "dropped"
             case .reencode: handling = "encoded"
             case .copy:
-                if let loudness = settings.loudness, !loudness.measureOnly {
-                    throw ExportError(Self.copiedAudioCannotBeNormalized)
-                }
+                if normalizing { throw ExportError(Self.copiedAudioCannotBeNormalized) }
                 if mapping.isScaled {
                     throw ExportError("audio policy \"copy\" cannot keep retimed audio: $.scale changes its speed; use \"auto\" or \"reencode\"")
                 }
@@ -101,7 +100,6 @@ struct PassthroughExporter {
                 }
                 handling = "copied"
             case .auto:
-                let normalizing = settings.loudness.map { !$0.measureOnly } ?? false
                 handling = normalizing || mapping.isScaled || cutsInsideAudio || audioCopyProblem(sources) != nil ? "encoded" : "copied"
             }
         }
@@ -118,7 +116,7 @@ struct PassthroughExporter {
     }
 
     /// Why audio policy "copy" and a loudness target cannot go together, and the ways out.
-    public static let copiedAudioCannotBeNormalized = "copied audio cannot be brought to a loudness target: its samples are not touched. "
+    static let copiedAudioCannotBeNormalized = "copied audio cannot be brought to a loudness target: its samples are not touched. "
         + "Let the audio be encoded (\"policy\": \"auto\" or \"reencode\"), or measure only (\"loudness\": {\"measure\": true})"
 
     /// True when the composition is one whole source file (nothing is cut).

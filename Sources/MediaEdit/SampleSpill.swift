@@ -28,14 +28,7 @@ final class SampleSpill {
         let n = samples.count
         guard n > 0 else { return }
         var interleaved = [Float](repeating: 0, count: n * channels)
-        interleaved.withUnsafeMutableBufferPointer { out in
-            for c in 0..<channels {
-                samples.channels[c].withUnsafeBufferPointer { plane in
-                    var at = c
-                    for i in 0..<n { out[at] = plane[i]; at += channels }
-                }
-            }
-        }
+        interleaved.withUnsafeMutableBufferPointer { samples.interleave(from: 0, count: n, into: $0) }
         let offset = off_t(frames * channels * 4)
         let bytes = n * channels * 4
         let written = interleaved.withUnsafeBytes { raw -> Int in
@@ -57,8 +50,7 @@ final class SampleSpill {
     /// Frames `start ..< start + count` (cut at the end).
     func read(from start: Int, count: Int) throws(ExportError) -> AudioSamples {
         let n = max(0, min(count, frames - start))
-        var out = AudioSamples(channelCount: channels, count: n)
-        guard n > 0 else { return out }
+        guard n > 0 else { return AudioSamples(channelCount: channels) }
         var interleaved = [Float](repeating: 0, count: n * channels)
         let bytes = n * channels * 4
         let offset = off_t(start * channels * 4)
@@ -73,14 +65,6 @@ final class SampleSpill {
             return done
         }
         guard got == bytes else { throw ExportError("cannot read back the audio kept in \(folder): \(String(cString: strerror(errno)))") }
-        interleaved.withUnsafeBufferPointer { input in
-            for c in 0..<channels {
-                out.channels[c].withUnsafeMutableBufferPointer { plane in
-                    var at = c
-                    for i in 0..<n { plane[i] = input[at]; at += channels }
-                }
-            }
-        }
-        return out
+        return interleaved.withUnsafeBufferPointer { AudioSamples(interleaved: $0, channelCount: channels, count: n) }
     }
 }

@@ -22,8 +22,8 @@ import Testing
 
     static func truePeak(_ samples: AudioSamples, rate: Int) -> Float {
         let meter = TruePeakMeter(channelCount: samples.channelCount, sampleRate: rate)
-        var interleaved: [Float] = []
-        for n in 0..<samples.count { for c in 0..<samples.channelCount { interleaved.append(samples.channels[c][n]) } }
+        var interleaved = [Float](repeating: 0, count: samples.count * samples.channelCount)
+        interleaved.withUnsafeMutableBufferPointer { samples.interleave(from: 0, count: samples.count, into: $0) }
         interleaved.withUnsafeBufferPointer { meter.add($0.baseAddress!, frames: samples.count) }
         return meter.peaks.max() ?? 0
     }
