@@ -5,14 +5,18 @@ internal import CMediaShims
 /// decoded again (a decoder made from the encoder's own parameters) and measured, without the encoder's
 /// priming samples at the start. The owner of one decoder context, freed in `deinit`. Thread-confined;
 /// packets go in in the order the encoder gave them, timed in the encoder's time base.
+///
+/// A part of a stream is measured as it decodes in the whole: `after` is the packet before the part's
+/// first, which the decoder needs to overlap with it; its own samples are not measured.
 public final class EncodedAudioMeter {
     private let context: UnsafeMutablePointer<AVCodecContext>
-    private let meter: LoudnessMeter
+    /// What was measured, to be pooled with other parts' (`LoudnessMeter.figures(of:)`).
+    public let meter: LoudnessMeter
     private var frame = Frame()
     /// Priming samples still to drop.
     private var skip: Int
 
-    public init(encoder: Encoder) throws(FFmpegError) {
+    public init(encoder: Encoder, after previous: PacketBox? = nil) throws(FFmpegError) {
         let e = encoder.context
         guard let codec = avcodec_find_decoder(e.pointee.codec_id) else { throw .decoderNotFound }
         guard let parameters = avcodec_parameters_alloc() else { throw .outOfMemory }
@@ -38,6 +42,11 @@ public final class EncodedAudioMeter {
         } catch {
             avcodec_free_context(&decoder)
             throw error
+        }
+        if let previous {
+            // Its decoded samples are the part before: dropped, the priming with them.
+            skip = Int(e.pointee.frame_size)
+            try add(previous.packet)
         }
     }
 

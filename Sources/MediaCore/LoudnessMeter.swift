@@ -66,6 +66,10 @@ public final class LoudnessMeter {
     private var energies = [Double](repeating: 0, count: 30)
     private let truePeak: TruePeakMeter
     private var blocks = 0
+    /// The 400 ms gating blocks above the absolute gate: their energies' sum and their number, from which
+    /// the relative gate of several meters taken as one programme is made.
+    private var gatedEnergy = 0.0
+    private var gatedBlocks = 0
     public let channels: [LoudnessFigures.Channel]
 
     /// `layoutName` is FFmpeg's name of the stream's channel layout ("stereo", "5.1(side)"), or nil to take
@@ -202,6 +206,10 @@ public final class LoudnessMeter {
             if blocks >= 4 {
                 let momentary = (1...4).reduce(0.0) { $0 + energies[(blocks - $1) % 30] } / 4
                 if momentary > 0 { momentaryMax = max(momentaryMax, -0.691 + 10 * log10(momentary)) }
+                if momentary > Self.absoluteGateEnergy {
+                    gatedEnergy += momentary
+                    gatedBlocks += 1
+                }
             }
             if blocks >= 30 {
                 let shortTerm = energies.reduce(0, +) / 30
@@ -211,30 +219,53 @@ public final class LoudnessMeter {
         if offset > 0 { pending.removeFirst(offset * channelCount) }
     }
 
+    /// The energy of a block at the absolute gate, -70 LUFS.
+    private static let absoluteGateEnergy = pow(10, (-70 + 0.691) / 10)
+
     /// The figures of everything measured.
     public func finish() throws(FFmpegError) -> LoudnessFigures {
-        try drain(final: true)
+        try Self.figures(of: [self])
+    }
+
+    /// The figures of several meters' audio taken as one programme, one after the other: each meter's
+    /// gated blocks pooled, as BS.1770 gates one programme (the few blocks that would straddle two
+    /// meters' audio are not measured), the highest peaks and maxima, the seconds added up.
+    public static func figures(of meters: [LoudnessMeter]) throws(FFmpegError) -> LoudnessFigures {
+        guard let first = meters.first else {
+            throw FFmpegError(code: -22, operation: "loudness", detail: "no audio was measured")
+        }
+        for m in meters { try m.drain(final: true) }
         var integrated = 0.0, range = 0.0, gate = 0.0
-        _ = ebur128_loudness_global(state, &integrated)
-        _ = ebur128_loudness_range(state, &range)
-        _ = ebur128_relative_threshold(state, &gate)
+        if meters.count == 1 {
+            _ = ebur128_loudness_global(first.state, &integrated)
+            _ = ebur128_loudness_range(first.state, &range)
+            _ = ebur128_relative_threshold(first.state, &gate)
+        } else {
+            (integrated, range) = combinedFigures(meters)
+            let blocks = meters.reduce(0) { $0 + $1.gatedBlocks }
+            gate = blocks == 0 ? -.infinity : -0.691 + 10 * log10(meters.reduce(0) { $0 + $1.gatedEnergy } / Double(blocks)) - 10
+        }
         var truePeak = 0.0, samplePeak = 0.0
-        for i in 0..<channelCount where channels[i].weight > 0 || channelCount == 1 {
-            var peak = 0.0
-            // As libebur128 gives it: the interpolated peak, or the sample peak when that is higher.
-            if ebur128_sample_peak(state, UInt32(i), &peak) == 0 {
-                samplePeak = max(samplePeak, peak)
-                truePeak = max(truePeak, peak, Double(self.truePeak.peaks[i]))
+        for m in meters {
+            for i in 0..<m.channelCount where m.channels[i].weight > 0 || m.channelCount == 1 {
+                var peak = 0.0
+                // As libebur128 gives it: the interpolated peak, or the sample peak when that is higher.
+                if ebur128_sample_peak(m.state, UInt32(i), &peak) == 0 {
+                    samplePeak = max(samplePeak, peak)
+                    truePeak = max(truePeak, peak, Double(m.truePeak.peaks[i]))
+                }
             }
         }
+        let measuredFrames = meters.reduce(0) { $0 + $1.measuredFrames }
+        let shortTermMax = meters.map(\.shortTermMax).max()!, momentaryMax = meters.map(\.momentaryMax).max()!
         let silent = !integrated.isFinite
         return LoudnessFigures(
             integrated: silent ? nil : integrated, range: range.isFinite ? range : 0,
             truePeak: truePeak > 0 ? 20 * log10(truePeak) : nil, samplePeak: samplePeak > 0 ? 20 * log10(samplePeak) : nil,
             shortTermMax: shortTermMax.isFinite ? shortTermMax : nil, momentaryMax: momentaryMax.isFinite ? momentaryMax : nil,
             relativeGate: silent || !gate.isFinite ? nil : gate,
-            seconds: Double(measuredFrames) / Double(sampleRate), sampleRate: sampleRate, channels: channels,
-            note: silent ? (measuredFrames < block * 4
+            seconds: Double(measuredFrames) / Double(first.sampleRate), sampleRate: first.sampleRate, channels: first.channels,
+            note: silent ? (measuredFrames < first.block * 4
                             ? "shorter than one 400 ms block: no integrated loudness"
                             : "every 400 ms block is below the absolute gate of -70 LUFS (silence): no integrated loudness") : nil)
     }
@@ -242,10 +273,15 @@ public final class LoudnessMeter {
     /// The integrated loudness and range of several meters' audio taken as one programme (each meter's
     /// gated blocks pooled, as BS.1770 gates one programme).
     public static func combined(_ meters: [LoudnessMeter]) -> (integrated: Double?, range: Double) {
+        let (integrated, range) = combinedFigures(meters)
+        return (integrated.isFinite ? integrated : nil, range.isFinite ? range : 0)
+    }
+
+    private static func combinedFigures(_ meters: [LoudnessMeter]) -> (integrated: Double, range: Double) {
         var states: [UnsafeMutablePointer<ebur128_state>?] = meters.map(\.state)
         var integrated = 0.0, range = 0.0
         _ = states.withUnsafeMutableBufferPointer { ebur128_loudness_global_multiple($0.baseAddress, $0.count, &integrated) }
         _ = states.withUnsafeMutableBufferPointer { ebur128_loudness_range_multiple($0.baseAddress, $0.count, &range) }
-        return (integrated.isFinite ? integrated : nil, range.isFinite ? range : 0)
+        return (integrated, range)
     }
 }

@@ -17,16 +17,19 @@ public final class TruePeakLimiter {
     /// Frames the output lags the input.
     public let delay: Int
     /// The lowest gain the limiter applied (1 when it never acted), beside `gain`.
-    public private(set) var lowestGain: Float = 1
+    public var lowestGain: Float { gains.lowestGain }
     /// Frames whose gain the limiter lowered.
-    public private(set) var limitedFrames = 0
+    public var limitedFrames: Int { gains.limitedFrames }
+    /// The output frames `limitedFrames` and `lowestGain` count (all when nil): a part of the audio
+    /// limited with some before and after it.
+    public var counted: Range<Int>? {
+        get { gains.counted }
+        set { gains.counted = newValue }
+    }
 
     private let interpolator: TruePeakMeter
     /// An upper bound of the interpolator's output over the largest input magnitude in its reach.
     private let interpolationBound: Float
-    private let lookahead: Int
-    private let slack: Int
-    private let release: Float
     /// Interpolator memory per channel: the last `interpolator.memory` gained samples.
     private var history: [[Float]]
     /// Gained input waiting for its gain: planar, from frame `pendingBase`.
@@ -35,17 +38,82 @@ public final class TruePeakLimiter {
     /// Frames in, frames out.
     private var received = 0
     private var emitted = 0
-    /// The sliding minimum of r: a deque of (frame, r) with r increasing, as a growing array and a head.
-    private var dequeFrames: [Int] = []
-    private var dequeValues: [Float] = []
-    private var dequeHead = 0
-    private var released: Float = 1
-    /// The last `lookahead` released gains (a ring) and their sum.
-    private var ring: [Float]
-    private var ringAt = 0
-    private var ringSum: Double
-    /// How many of the ring's gains are under 1.
-    private var lowered = 0
+    private var gains: Gains
+
+    /// The gain of each frame from the r of each: the state of the sliding minimum, the release and the
+    /// average. A value, worked on as a local a block at a time (not property by property of the class).
+    private struct Gains {
+        let lookahead: Int
+        let slack: Int
+        let delay: Int
+        let release: Float
+        var counted: Range<Int>?
+        var lowestGain: Float = 1
+        var limitedFrames = 0
+        /// The sliding minimum of r: a deque of (frame, r) with r increasing, as a growing array and a head.
+        var dequeFrames: [Int] = []
+        var dequeValues: [Float] = []
+        var dequeHead = 0
+        var released: Float = 1
+        /// The last `lookahead` released gains (a ring) and their sum.
+        var ring: [Float]
+        var ringAt = 0
+        var ringSum: Double
+        /// How many of the ring's gains are under 1.
+        var lowered = 0
+
+        init(lookahead: Int, slack: Int, release: Float) {
+            self.lookahead = lookahead
+            self.slack = slack
+            self.release = release
+            delay = lookahead - 1 + slack
+            ring = Array(repeating: 1, count: lookahead)
+            ringSum = Double(lookahead)
+        }
+
+        static let placeholder = Gains(lookahead: 1, slack: 0, release: 0)
+
+        /// The r of one frame in; the gain of the frame `delay` before it, once there is one.
+        mutating func step(_ r: Float, frame: Int) -> Float? {
+            // The window of frame j is [j - slack, j + lookahead - 1 + slack]: r[frame] completes j = frame - delay.
+            while dequeValues.count > dequeHead && dequeValues[dequeValues.count - 1] >= r {
+                dequeValues.removeLast()
+                dequeFrames.removeLast()
+            }
+            dequeValues.append(r)
+            dequeFrames.append(frame)
+            // The gains of the lookahead before the first frame are worked out too (their windows reach it).
+            let j = frame - delay
+            guard j > -lookahead else { return nil }
+            while dequeFrames[dequeHead] < j - slack { dequeHead += 1 }
+            let h = dequeValues[dequeHead]
+            released = min(h, released + (1 - released) * release)
+            // Within 0.001 dB of 1 is 1: Float steps would never reach it.
+            if released > 0.99989 { released = 1 }
+            if ring[ringAt] < 1 { lowered -= 1 }
+            if released < 1 { lowered += 1 }
+            ringSum += Double(released) - Double(ring[ringAt])
+            ring[ringAt] = released
+            ringAt = ringAt == lookahead - 1 ? 0 : ringAt + 1
+            if ringAt == 0 { ringSum = ring.reduce(0) { $0 + Double($1) } }
+            guard j >= 0 else { return nil }
+            let applied = lowered == 0 ? 1 : min(Float(ringSum / Double(lookahead)), 1)
+            if applied < 1, counted?.contains(j) ?? true {
+                limitedFrames += 1
+                lowestGain = min(lowestGain, applied)
+            }
+            return applied
+        }
+
+        /// Drops the deque's dead head now and then.
+        mutating func compact() {
+            if dequeHead > 1 << 12 {
+                dequeValues.removeFirst(dequeHead)
+                dequeFrames.removeFirst(dequeHead)
+                dequeHead = 0
+            }
+        }
+    }
 
     /// `gain` and `ceiling` are linear (not dB); `ceiling` > 0.
     public init(channels: Int, sampleRate: Int, gain: Float, ceiling: Float) {
@@ -54,14 +122,10 @@ public final class TruePeakLimiter {
         self.ceiling = ceiling
         interpolator = TruePeakMeter(channelCount: 1, sampleRate: sampleRate)
         interpolationBound = max(1, interpolator.phases.map { $0.reduce(0) { $0 + abs($1.coefficient) } }.max() ?? 1)
-        lookahead = max(1, sampleRate / 200)
-        slack = interpolator.memory + 2
-        delay = lookahead - 1 + slack
-        release = Float(1 - exp(-1 / (0.05 * Double(sampleRate))))
+        gains = Gains(lookahead: max(1, sampleRate / 200), slack: interpolator.memory + 2, release: Float(1 - exp(-1 / (0.05 * Double(sampleRate)))))
+        delay = gains.delay
         history = Array(repeating: Array(repeating: 0, count: interpolator.memory), count: channels)
         pending = Array(repeating: [], count: channels)
-        ring = Array(repeating: 1, count: lookahead)
-        ringSum = Double(lookahead)
     }
 
     /// Takes input and returns the output that is ready (`delay` frames behind).
@@ -74,22 +138,51 @@ public final class TruePeakLimiter {
         }
         let needed = neededGains(gained)
         for c in 0..<channels { pending[c].append(contentsOf: gained.channels[c]) }
-        var output = AudioSamples(channelCount: channels)
-        for c in 0..<channels { output.channels[c].reserveCapacity(n) }
-        for k in 0..<n { step(needed[k], frame: received + k, into: &output) }
+        var state = Gains.placeholder
+        swap(&state, &gains)
+        var applied: [Float] = []
+        applied.reserveCapacity(n)
+        for k in 0..<n {
+            if let g = state.step(needed[k], frame: received + k) { applied.append(g) }
+        }
+        state.compact()
+        swap(&state, &gains)
         received += n
+        let output = emit(applied)
         compact()
         return output
     }
 
     /// The output still held: after it, exactly as many frames came out as went in.
     public func finish() -> AudioSamples {
-        var output = AudioSamples(channelCount: channels)
+        var state = Gains.placeholder
+        swap(&state, &gains)
+        var applied: [Float] = []
         var frame = received
-        while emitted < received {
-            step(1, frame: frame, into: &output)
+        while emitted + applied.count < received {
+            if let g = state.step(1, frame: frame) { applied.append(g) }
             frame += 1
         }
+        swap(&state, &gains)
+        return emit(applied)
+    }
+
+    /// The next `applied.count` pending frames at their gains.
+    private func emit(_ applied: [Float]) -> AudioSamples {
+        var output = AudioSamples(channelCount: channels)
+        let start = emitted - pendingBase
+        for c in 0..<channels {
+            var out = [Float](repeating: 0, count: applied.count)
+            pending[c].withUnsafeBufferPointer { p in
+                applied.withUnsafeBufferPointer { g in
+                    out.withUnsafeMutableBufferPointer { o in
+                        for i in 0..<max(0, min(g.count, p.count - start)) { o[i] = p[start + i] * g[i] }
+                    }
+                }
+            }
+            output.channels[c] = out
+        }
+        emitted += applied.count
         return output
     }
 
@@ -114,15 +207,37 @@ public final class TruePeakLimiter {
                     var loudest: Float = 0
                     for i in start..<(memory + end) { loudest = max(loudest, abs(x[i])) }
                     if loudest >= threshold {
+                        // Eight frames at a time, as TruePeakMeter runs the same filter.
                         needed.withUnsafeMutableBufferPointer { r in
-                            for i in start..<end {
-                                var peak = abs(x[memory + i])
-                                for taps in interpolator.phases {
-                                    var sum: Float = 0
-                                    for tap in taps { sum += tap.coefficient * x[memory + i - tap.back] }
-                                    peak = max(peak, abs(sum))
+                            let base = x.baseAddress! + memory
+                            var i = start
+                            while i < end {
+                                let lanes = min(8, end - i)
+                                var peak = SIMD8<Float>(repeating: 0)
+                                if lanes == 8 {
+                                    let own = UnsafeRawPointer(base + i).loadUnaligned(as: SIMD8<Float>.self)
+                                    peak = own.replacing(with: -own, where: own .< 0)
+                                    for taps in interpolator.phases {
+                                        var sum = SIMD8<Float>(repeating: 0)
+                                        for tap in taps {
+                                            sum += tap.coefficient * UnsafeRawPointer(base + i - tap.back).loadUnaligned(as: SIMD8<Float>.self)
+                                        }
+                                        let magnitude = sum.replacing(with: -sum, where: sum .< 0)
+                                        peak.replace(with: magnitude, where: magnitude .> peak)
+                                    }
+                                } else {
+                                    for k in 0..<lanes {
+                                        var p = abs(base[i + k])
+                                        for taps in interpolator.phases {
+                                            var sum: Float = 0
+                                            for tap in taps { sum += tap.coefficient * base[i + k - tap.back] }
+                                            p = max(p, abs(sum))
+                                        }
+                                        peak[k] = p
+                                    }
                                 }
-                                if peak > ceiling { r[i] = min(r[i], ceiling / peak) }
+                                for k in 0..<lanes where peak[k] > ceiling { r[i + k] = min(r[i + k], ceiling / peak[k]) }
+                                i += lanes
                             }
                         }
                     }
@@ -134,53 +249,12 @@ public final class TruePeakLimiter {
         return needed
     }
 
-    /// The r of one frame in; the frame `delay` before it comes out.
-    private func step(_ r: Float, frame: Int, into output: inout AudioSamples) {
-        // The window of frame j is [j - slack, j + lookahead - 1 + slack]: r[frame] completes j = frame - delay.
-        while dequeValues.count > dequeHead && dequeValues[dequeValues.count - 1] >= r {
-            dequeValues.removeLast()
-            dequeFrames.removeLast()
-        }
-        dequeValues.append(r)
-        dequeFrames.append(frame)
-        // The gains of the lookahead before the first frame are worked out too (their windows reach it).
-        let j = frame - delay
-        guard j > -lookahead else { return }
-        while dequeFrames[dequeHead] < j - slack { dequeHead += 1 }
-        let h = dequeValues[dequeHead]
-        released = min(h, released + (1 - released) * release)
-        // Within 0.001 dB of 1 is 1: Float steps would never reach it.
-        if released > 0.99989 { released = 1 }
-        if ring[ringAt] < 1 { lowered -= 1 }
-        if released < 1 { lowered += 1 }
-        ringSum += Double(released) - Double(ring[ringAt])
-        ring[ringAt] = released
-        ringAt = ringAt == lookahead - 1 ? 0 : ringAt + 1
-        if ringAt == 0 { ringSum = ring.reduce(0) { $0 + Double($1) } }
-        guard j >= 0 else { return }
-        let applied = lowered == 0 ? 1 : min(Float(ringSum / Double(lookahead)), 1)
-        if applied < 1 {
-            limitedFrames += 1
-            lowestGain = min(lowestGain, applied)
-        }
-        let at = j - pendingBase
-        for c in 0..<channels {
-            output.channels[c].append(at < pending[c].count ? pending[c][at] * applied : 0)
-        }
-        emitted += 1
-    }
-
-    /// Drops consumed input now and then, and the deque's dead head.
+    /// Drops consumed input now and then.
     private func compact() {
         let consumed = emitted - pendingBase
         if consumed > 1 << 16 {
             for c in 0..<channels { pending[c].removeFirst(consumed) }
             pendingBase = emitted
-        }
-        if dequeHead > 1 << 12 {
-            dequeValues.removeFirst(dequeHead)
-            dequeFrames.removeFirst(dequeHead)
-            dequeHead = 0
         }
     }
 }

@@ -71,10 +71,7 @@ final class AACEncoderThread: @unchecked Sendable {
     }
 
     private func run() {
-        var pending = AudioSamples(channelCount: 0)
-        var offset = 0
-        var encoded = 0
-        let size = max(encoder.frameSize, 1)
+        let feeder = AACFrameFeeder(encoder: encoder, sampleRate: sampleRate)
         do {
             while true {
                 condition.lock()
@@ -87,28 +84,9 @@ final class AACEncoderThread: @unchecked Sendable {
                 condition.broadcast()
                 condition.unlock()
 
-                for b in batch {
-                    if pending.channelCount == 0 { pending = AudioSamples(channelCount: b.channelCount) }
-                    pending.append(b)
-                }
                 var packets: [PacketBox] = []
-                while pending.count - offset >= size || (finished && pending.count > offset) {
-                    let n = min(size, pending.count - offset)
-                    var frame = try Frame(audio: pending, offset: offset, count: n, sampleRate: sampleRate)
-                    frame.setPTS(Int64(encoded))
-                    encoded += n
-                    offset += n
-                    while try encoder.send(frame) == .full { try receive(into: &packets) }
-                    try receive(into: &packets)
-                }
-                if offset >= 1 << 16 || offset == pending.count {
-                    pending.removeFirst(offset)
-                    offset = 0
-                }
-                if finished {
-                    try encoder.sendEndOfStream()
-                    try receive(into: &packets)
-                }
+                for b in batch { try feeder.add(b, into: &packets) }
+                if finished { try feeder.finish(into: &packets) }
                 condition.lock()
                 output.append(contentsOf: packets)
                 if finished { done = true }
@@ -122,6 +100,54 @@ final class AACEncoderThread: @unchecked Sendable {
             done = true
             condition.broadcast()
             condition.unlock()
+        }
+    }
+}
+
+/// Cuts planar float audio into an AAC encoder's frames, timed in samples from 0 (time base
+/// 1/sampleRate), and collects its packets; `finish` encodes the last short frame and flushes the
+/// encoder. Thread-confined.
+final class AACFrameFeeder {
+    let encoder: Encoder
+    private let sampleRate: Int
+    private var pending = AudioSamples(channelCount: 0)
+    private var offset = 0
+    private var encoded = 0
+
+    init(encoder: Encoder, sampleRate: Int) {
+        self.encoder = encoder
+        self.sampleRate = sampleRate
+    }
+
+    /// Encodes every whole frame there is with `samples`.
+    func add(_ samples: AudioSamples, into packets: inout [PacketBox]) throws {
+        guard samples.count > 0 else { return }
+        if pending.channelCount == 0 { pending = AudioSamples(channelCount: samples.channelCount) }
+        pending.append(samples)
+        try encode(final: false, into: &packets)
+    }
+
+    /// Encodes what is left and flushes the encoder.
+    func finish(into packets: inout [PacketBox]) throws {
+        try encode(final: true, into: &packets)
+        try encoder.sendEndOfStream()
+        try receive(into: &packets)
+    }
+
+    private func encode(final: Bool, into packets: inout [PacketBox]) throws {
+        let size = max(encoder.frameSize, 1)
+        while pending.count - offset >= size || (final && pending.count > offset) {
+            let n = min(size, pending.count - offset)
+            var frame = try Frame(audio: pending, offset: offset, count: n, sampleRate: sampleRate)
+            frame.setPTS(Int64(encoded))
+            encoded += n
+            offset += n
+            while try encoder.send(frame) == .full { try receive(into: &packets) }
+            try receive(into: &packets)
+        }
+        if offset >= 1 << 16 || offset == pending.count {
+            pending.removeFirst(offset)
+            offset = 0
         }
     }
 

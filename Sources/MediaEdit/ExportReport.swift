@@ -107,10 +107,12 @@ public struct LoudnessDelivery: Sendable, Codable, Equatable {
     public var before: LoudnessFigures
     /// The encoded audio decoded again, its priming left out; nil for copied audio.
     public var after: LoudnessFigures?
-    /// The gain applied to every sample, dB.
+    /// The gain applied, dB: to every sample, or its mean over the programme when parts of it are at a
+    /// second gain (the `note` names both).
     public var gain: Double?
     public var limiter: Limiter?
-    /// Encodings of the whole made to land within 0.05 LU of the target with the true peak under its limit.
+    /// Passes made to land within 0.05 LU of the target with the true peak under its limit: the first
+    /// encodes the whole, a later one the whole or some of its parts again.
     public var passes: Int?
     /// Encodings of a two-minute excerpt that chose the first pass's gain (programmes of 3 minutes or more).
     public var excerptTrials: Int? = nil

@@ -1,18 +1,21 @@
 import Foundation
 import Logging
 import MediaCore
+import Synchronization
 
 /// Brings a composition's audio to a loudness target and encodes it to AAC.
 ///
 /// The audio is rendered once (retimed as the composition says), kept in a `SampleSpill` and measured.
-/// Then each pass reads it back, applies one gain (the target minus the measured loudness), and a
-/// true-peak limiter only when the gain alone would pass the peak limit; encodes it; and measures the
-/// encoded audio as a reader decodes it. A pass that lands within `tolerance` of the target with its true
-/// peak `peakMargin` under the limit is kept. Otherwise the next corrects the gain by what it missed (along
-/// the slope the passes show, inside the bracket they found) and lowers the limiter's ceiling by what the
-/// codec added to the peak; after `maxPasses`, the closest pass is kept when it is within twice the
-/// tolerance. The sample rate, layout and sample count are the composition's, always. Blocking and
-/// thread-confined.
+/// Then each pass reads it back in parts of about a minute, encoded on every core (`PartEncoder`): one
+/// gain (the target minus the measured loudness), a true-peak limiter only when the gain alone would pass
+/// the peak limit, AAC, and the encoded part measured as a reader decodes it. A pass whose parts, pooled,
+/// land within `tolerance` of the target with the true peak `peakMargin` under the limit is kept.
+/// Otherwise the parts whose peaks the codec pushed over are encoded again under a lower ceiling, and a
+/// small miss is corrected by encoding parts again at a second gain from the start until the loudness
+/// crosses the target (`mix`), a large one by another gain over the whole (along the slope the passes
+/// show, inside the bracket they found). After `maxPasses`, the closest pass is kept when it is within
+/// twice the tolerance. The sample rate, layout and sample count are the composition's, always.
+/// Blocking; its own threads only inside a call.
 struct LoudnessNormalizer {
     /// How close to the target the encoded audio's integrated loudness must come, LU.
     static let tolerance = 0.05
@@ -23,7 +26,7 @@ struct LoudnessNormalizer {
     static let peakMargin = 0.1
     static let maxPasses = 8
     /// Frames read back from the spill at a time.
-    private static let block = 1 << 16
+    static let block = 1 << 16
 
     let audio: CompositionAudio
     let goal: LoudnessGoal
@@ -49,26 +52,41 @@ struct LoudnessNormalizer {
         }
         let spill = try SampleSpill(channels: audio.channels)
         let meter = try LoudnessMeter(sampleRate: audio.sampleRate, channelCount: audio.channels, layoutName: nil)
-        var reported = 0
-        while let samples = try audio.next() {
-            try meter.add(samples)
+        // Measured and kept on a thread of its own while the next is decoded and retimed here.
+        // The meter is the keeper's until `finish` returns.
+        nonisolated(unsafe) let measuring = meter
+        let keeper = SampleConsumerThread(name: "mediafarm-loudness") { samples in
+            try measuring.add(samples)
             try spill.append(samples)
-            if spill.frames - reported >= audio.sampleRate * 30 {
-                reported = spill.frames
-                progress?(ExportProgress(fraction: Double(spill.frames) / Double(max(audio.totalSamples, 1)), phase: "measuring loudness",
-                                         framesPerSecond: nil, eta: nil))
+        }
+        var rendered = 0, reported = 0
+        do {
+            while let samples = try audio.next() {
+                try keeper.submit(samples)
+                rendered += samples.count
+                if rendered - reported >= audio.sampleRate * 30 {
+                    reported = rendered
+                    progress?(ExportProgress(fraction: Double(rendered) / Double(max(audio.totalSamples, 1)), phase: "measuring loudness",
+                                             framesPerSecond: nil, eta: nil))
+                }
             }
+            try keeper.finish()
+        } catch {
+            keeper.cancel()
+            throw error
         }
         let before = try meter.finish()
         var report = LoudnessDelivery(mode: .normalized, standard: goal.standard, target: target, truePeakLimit: limit, before: before)
         guard let integrated = before.integrated else {
             // Nothing above the gate: there is no loudness to correct, and no gain to compute.
-            let pass = try encode(spill, gain: 0, ceiling: nil, pass: 1)
-            report.after = pass.after
+            let ranges = Self.parts(frames: spill.frames, sampleRate: audio.sampleRate)
+            let parts = try encode(ranges, of: spill.frames, read: spill.reader, plans: ranges.map { _ in .uniform(0) },
+                                   ceilings: ranges.map { _ in nil }, pass: 1, base: nil)
+            report.after = try LoudnessMeter.figures(of: parts.map { $0.meter! })
             report.gain = 0
             report.passes = 1
             report.note = "the audio is silent to BS.1770 (\(before.note ?? "no block above the -70 LUFS gate")): no gain applied"
-            return (pass.packets, report)
+            return (parts.flatMap(\.packets), report)
         }
         let ceilingLimit = limit - Self.peakMargin
         var gain = target - integrated
@@ -78,98 +96,129 @@ struct LoudnessNormalizer {
             (gain, ceiling, trials) = try predict(spill, integrated: integrated, truePeak: before.truePeak, target: target, gain: gain,
                                                   ceiling: ceiling, ceilingLimit: ceilingLimit)
         }
-        /// The gains tried so far that came out under and over the target (a bracket), and the pass that came
-        /// closest with its peak under the limit. The codec's loss of loudness changes with the level (bands
-        /// fall under its threshold of hearing), so a dB of gain may buy more or less than a dB of loudness:
-        /// the next gain follows the slope of the last two passes, kept inside the bracket.
+        let ranges = Self.parts(frames: spill.frames, sampleRate: audio.sampleRate)
+        let read = spill.reader
+        /// The limiter's ceiling of each part: lowered where the codec pushed that part's peaks over.
+        var ceilings = ranges.map { _ in ceiling }
+        func wholePass(_ number: Int) throws -> [EncodedPart] {
+            try encode(ranges, of: spill.frames, read: read, plans: ranges.map { _ in .uniform(gain) }, ceilings: ceilings, pass: number,
+                       base: nil)
+        }
+        var current = try wholePass(1)
+        /// The uniform gains tried so far that came out under and over the target, and the previous one.
+        /// The codec's loss of loudness changes with the level (bands fall under its threshold of hearing,
+        /// its mid/side decisions flip), so a dB of gain may buy more or less than a dB of loudness: the
+        /// next gain follows the slope of the last two, kept inside the bracket.
         var under: (gain: Double, measured: Double)?, over: (gain: Double, measured: Double)?
-        var best: (pass: Pass, plan: GainPlan, miss: Double, number: Int)?
-        var closest: (miss: Double, over: Double)?
         var previous: (gain: Double, measured: Double)?
-        var plan = GainPlan(first: gain, second: gain, switchFrame: 0)
-        /// Blending: the fraction of the programme at the higher gain, and what it gave.
-        var blend: (fraction: Double, measured: Double)?
-        for passNumber in 1...Self.maxPasses {
-            let pass = try encode(spill, plan: plan, ceiling: ceiling, pass: passNumber)
-            let measured = pass.after.integrated ?? target
+        var best: (parts: [EncodedPart], after: LoudnessFigures, miss: Double, number: Int)?
+        var closest: (miss: Double, over: Double)?
+        var passNumber = 1
+        while true {
+            let after = try LoudnessMeter.figures(of: current.map { $0.meter! })
+            let measured = after.integrated ?? target
             let miss = target - measured
-            let peakOver = (pass.after.truePeak ?? -200) - ceilingLimit
+            let peakOver = (after.truePeak ?? -200) - ceilingLimit
             Logger(label: "mediafarm.loudness").debug("loudness pass", metadata: [
-                "pass": "\(passNumber)", "gain": "\(Self.decibels(plan.first))", "then": "\(Self.decibels(plan.second))",
-                "from": "\(plan.switchFrame)", "ceiling": "\(ceiling.map(Self.decibels) ?? "none")",
-                "integrated": "\(Self.decibels(measured))", "truePeak": "\(pass.after.truePeak.map(Self.decibels) ?? "none")"])
-            if peakOver <= 0, abs(miss) < abs(best?.miss ?? .infinity) { best = (pass, plan, miss, passNumber) }
+                "pass": "\(passNumber)", "gains": "\(Set(current.map { Self.decibels($0.plan.first) }).sorted())",
+                "ceilings": "\(Set(current.map { $0.ceiling.map(Self.decibels) ?? "none" }).sorted())",
+                "integrated": "\(Self.decibels(measured))", "truePeak": "\(after.truePeak.map(Self.decibels) ?? "none")"])
+            if peakOver <= 0, abs(miss) < abs(best?.miss ?? .infinity) { best = (current, after, miss, passNumber) }
             // A long programme's pass is dear: one the excerpt aimed lands near enough at 0.08 LU.
             if abs(miss) <= (trials > 0 ? Self.longTolerance : Self.tolerance) && peakOver <= 0 { break }
             closest = (miss, peakOver)
+            guard passNumber < Self.maxPasses else { break }
+            passNumber += 1
             if peakOver > 0 {
-                // The codec added to the peaks (more, the more the limiter works): lower the ceiling by that,
-                // and correct the gain for the loudness missed meanwhile. The gains measured so far stay
-                // nearly right (a lower ceiling takes little loudness), so the bracket is kept.
-                ceiling = (ceiling ?? ceilingLimit) - peakOver - 0.05
-                blend = nil
-                if let c = ceiling, c < limit - 12 { break }
-                if abs(miss) > Self.tolerance, !plan.isSplit {
-                    let next = plan.first + min(max(miss, -6), 6)
-                    plan = GainPlan(first: next, second: next, switchFrame: 0)
+                // The codec added to the peaks of some parts (more, the more the limiter works): each of those
+                // is encoded again with its ceiling lowered by what the codec added there. A lower ceiling
+                // takes little loudness; what it takes, the mix that follows corrects.
+                var again: [Int] = []
+                for (k, part) in current.enumerated() {
+                    let over = (try LoudnessMeter.figures(of: [part.meter!]).truePeak ?? -200) - ceilingLimit
+                    guard over > 0 else { continue }
+                    ceilings[k] = (part.ceiling ?? ceilingLimit) - over - 0.05
+                    again.append(k)
                 }
+                if ceilings.contains(where: { ($0 ?? 0) < limit - 12 }) { break }
+                current = try replace(again, in: current, of: spill.frames, read: read, ceilings: ceilings, pass: passNumber)
                 continue
             }
-            if plan.isSplit {
-                // The louder gain for the first part, the softer for the rest: move the switch by the energy missed.
-                blend = (plan.fraction(of: spill.frames), measured)
-            } else if miss > 0 { under = (plan.first, measured) } else { over = (plan.first, measured) }
-            if let under, let over, over.gain - under.gain <= 0.1, over.measured - under.measured > 2 * Self.tolerance {
-                // Gains a tenth of a dB apart land on either side of the target, too far apart: the codec's
-                // loudness jumps between them (its mid/side decisions flip all at once on steady material).
-                // The first part of the programme at the one, the rest at the other meets the target; the
-                // step between them, under 0.1 dB and ramped over 0.1 s, cannot be heard.
-                let energy = { (l: Double) in pow(10, l / 10) }
-                var fraction: Double
-                if let blend {
-                    // Along the energy between the last blend and the end of the bracket on the other side of it.
-                    let (f0, e0) = blend.measured < target ? (blend.fraction, energy(blend.measured)) : (0, energy(under.measured))
-                    let (f1, e1) = blend.measured < target ? (1, energy(over.measured)) : (blend.fraction, energy(blend.measured))
-                    fraction = f0 + (f1 - f0) * (energy(target) - e0) / max(e1 - e0, 1e-12)
-                } else {
-                    fraction = (energy(target) - energy(under.measured)) / (energy(over.measured) - energy(under.measured))
-                }
-                fraction = min(max(fraction, 0.01), 0.99)
-                plan = GainPlan(first: over.gain, second: under.gain, switchFrame: Int(fraction * Double(spill.frames)))
+            guard Set(current.map(\.plan)).count == 1 else {
+                // A mix that missed (rare: the part that switches gains came out unlike both): one gain over
+                // the whole again, corrected by the miss.
+                let frames = Double(max(spill.frames, 1))
+                gain = current.reduce(0) { $0 + $1.plan.mean(over: $1.range) * Double($1.range.count) } / frames + min(max(miss, -6), 6)
+                current = try wholePass(passNumber)
                 continue
             }
+            if miss > 0 { under = (gain, measured) } else { over = (gain, measured) }
             var slope = 1.0
-            if let previous, abs(plan.first - previous.gain) > 0.005 {
-                slope = min(max((measured - previous.measured) / (plan.first - previous.gain), 0.25), 4)
+            if let previous, abs(gain - previous.gain) > 0.005 {
+                slope = min(max((measured - previous.measured) / (gain - previous.gain), 0.25), 4)
             }
-            previous = (plan.first, measured)
-            var next = plan.first + min(max(miss / slope, -6), 6)
-            if let under, let over, !(min(under.gain, over.gain)...max(under.gain, over.gain)).contains(next) {
-                next = (under.gain + over.gain) / 2
+            previous = (gain, measured)
+            let step = miss / slope
+            var next: Double
+            if abs(step) > Self.largestSplit {
+                // Far off: one gain over the whole again, along the slope, inside the bracket.
+                next = gain + min(max(step, -6), 6)
+                if let under, let over, !(min(under.gain, over.gain)...max(under.gain, over.gain)).contains(next) {
+                    next = (under.gain + over.gain) / 2
+                }
+                gain = next
+                if ceilings.allSatisfy({ $0 == nil }), (before.truePeak ?? -200) + gain > ceilingLimit { ceilings = ranges.map { _ in ceilingLimit } }
+                current = try wholePass(passNumber)
+                continue
             }
-            plan = GainPlan(first: next, second: next, switchFrame: 0)
-            if ceiling == nil, (before.truePeak ?? -200) + next > ceilingLimit { ceiling = ceilingLimit }
+            // Near: a second gain past the target (at most `largestSplit` away). The parts are encoded at it
+            // one after the other, from the start, until the programme crosses the target; the part where it
+            // does changes from the one gain to the other inside it (ramped over 0.1 s), where the loudness
+            // lands on the target.
+            next = gain + min(max(Self.overshoot * step, -Self.largestSplit), Self.largestSplit)
+            if let under, let over, abs(under.gain - over.gain) <= Self.largestSplit,
+               !(min(under.gain, over.gain)...max(under.gain, over.gain)).contains(next) {
+                next = miss > 0 ? over.gain : under.gain
+            }
+            if abs(next - gain) < 0.01 { next = gain + (miss > 0 ? 0.01 : -0.01) }
+            if ceilings.allSatisfy({ $0 == nil }), (before.truePeak ?? -200) + max(gain, next) > ceilingLimit {
+                // The second gain needs the limiter: both are limited, from the start again.
+                ceilings = ranges.map { _ in ceilingLimit }
+                gain = next
+                current = try wholePass(passNumber)
+                continue
+            }
+            let mixed = try mix(current, toward: next, target: target, read: read, frames: spill.frames, ceilings: ceilings, pass: passNumber)
+            if mixed.crossed == nil { gain = next }
+            current = mixed.parts
         }
         // The closest pass, when it is near enough: within twice the tolerance (a tenth of a LU).
         if let best, abs(best.miss) <= 2 * Self.tolerance {
-            report.after = best.pass.after
-            report.gain = Self.rounded(best.plan.mean(of: spill.frames))
-            report.limiter = best.pass.limiter
+            report.after = best.after
+            let frames = Double(max(spill.frames, 1))
+            report.gain = Self.rounded(best.parts.reduce(0) { $0 + $1.plan.mean(over: $1.range) * Double($1.range.count) } / frames)
+            report.limiter = Self.limiter(of: best.parts, sampleRate: audio.sampleRate)
             report.passes = best.number
             report.excerptTrials = trials > 0 ? trials : nil
             var notes: [String] = []
-            if best.plan.isSplit {
-                let seconds = Double(best.plan.switchFrame) / Double(audio.sampleRate)
-                notes.append("the encoded loudness jumps between gains of \(Self.decibels(best.plan.second)) and \(Self.decibels(best.plan.first)) dB "
-                             + "(the codec's decisions flip): the first \(String(format: "%.1f", seconds)) s are at \(Self.decibels(best.plan.first)) dB, "
-                             + "the rest at \(Self.decibels(best.plan.second)) dB, ramped over 0.1 s")
+            let gains = best.parts.map(\.plan.first)
+            if let split = best.parts.first(where: { $0.plan.isSplit }) {
+                let seconds = Double(split.plan.switchFrame) / Double(audio.sampleRate)
+                let louder = split.plan.first, softer = split.plan.second
+                notes.append("the encoded loudness moves unevenly between gains of \(Self.decibels(min(louder, softer))) and "
+                             + "\(Self.decibels(max(louder, softer))) dB (the codec's decisions change with the level): the first "
+                             + "\(String(format: "%.1f", seconds)) s are at \(Self.decibels(louder)) dB, the rest at \(Self.decibels(softer)) dB, "
+                             + "ramped over 0.1 s")
+            } else if let top = gains.max(), let low = gains.min(), top != low {
+                notes.append("parts of the programme are at gains between \(Self.decibels(low)) and \(Self.decibels(top)) dB")
             }
-            if best.pass.limiter != nil {
-                notes.append("a gain of \(Self.decibels(best.plan.first)) alone would have put the true peak at \(Self.decibels((before.truePeak ?? 0) + best.plan.first)) dBTP, "
+            if report.limiter != nil {
+                let top = gains.max() ?? 0
+                notes.append("a gain of \(Self.decibels(top)) alone would have put the true peak at \(Self.decibels((before.truePeak ?? 0) + top)) dBTP, "
                              + "over the limit of \(Self.decibels(limit)): the limiter held it")
             }
             report.note = notes.isEmpty ? nil : notes.joined(separator: "; ")
-            return (best.pass.packets, report)
+            return (best.parts.flatMap(\.packets), report)
         }
         let missed = closest.map { "\(Self.decibels(-$0.miss)) LU from the target" + ($0.over > 0 ? " with the true peak \(Self.decibels($0.over + Self.peakMargin)) dB over the limit" : "") } ?? ""
         throw ExportError("the audio could not be brought to \(Self.decibels(target)) LUFS with its true peak at or under \(Self.decibels(limit)) dBTP "
@@ -177,11 +226,75 @@ struct LoudnessNormalizer {
                           + "raise \"truePeak\", lower \"target\", raise \"bitrate\", or set \"loudness\": {\"measure\": true} to measure only")
     }
 
+    /// How far past the target the second gain of a mix aims, as a multiple of the miss: the further, the
+    /// fewer parts are encoded again, the larger the step between the gains.
+    static let overshoot = 3.0
+    /// The largest difference between the gains of one programme, dB: a step under half a dB, ramped over
+    /// 0.1 s, is not heard as one.
+    static let largestSplit = 0.5
+
+    /// The parts of `base` (one gain) encoded again at `gain`, from the first, until the programme's
+    /// loudness crosses the target; the part that crosses it is encoded with the change of gain inside it,
+    /// where the energy puts the target. All parts at `gain` when it never crosses.
+    private func mix(_ base: [EncodedPart], toward gain: Double, target: Double, read: @escaping @Sendable (Int, Int) throws -> AudioSamples,
+                     frames: Int, ceilings: [Double?], pass: Int) throws -> (parts: [EncodedPart], crossed: Int?) {
+        let energy = { (l: Double) in pow(10, l / 10) }
+        var replaced: [EncodedPart] = []
+        var last = try LoudnessMeter.figures(of: base.map { $0.meter! }).integrated ?? target
+        let workers = Self.workers
+        while replaced.count < base.count {
+            let batch = replaced.count..<min(replaced.count + workers, base.count)
+            let encoded = try encode(base[batch].map(\.range), of: frames, read: read, plans: batch.map { _ in .uniform(gain) },
+                                     ceilings: Array(ceilings[batch]), pass: pass, base: replaced.last, progressBase: replaced.count,
+                                     progressOf: base.count)
+            for part in encoded {
+                let j = replaced.count
+                replaced.append(part)
+                let now = try LoudnessMeter.figures(of: (replaced + base[(j + 1)...]).map { $0.meter! }).integrated ?? target
+                guard (target - now) * (target - last) <= 0 else { last = now; continue }
+                // Part j crosses: its first `fraction` at `gain`, the rest at the base's, the fraction found
+                // along the energy between the two ends (and between the nearest tries that bracket it).
+                let range = part.range
+                let tolerance = Self.tolerance / 2
+                var low = (fraction: 0.0, loudness: last), high = (fraction: 1.0, loudness: now)
+                var parts: [EncodedPart] = []
+                for _ in 1...4 {
+                    let fraction = min(max(low.fraction + (high.fraction - low.fraction)
+                                           * (energy(target) - energy(low.loudness)) / (energy(high.loudness) - energy(low.loudness)), 0), 1)
+                    let plan = GainPlan(first: gain, second: base[j].plan.first,
+                                        switchFrame: range.lowerBound + Int(fraction * Double(range.count)))
+                    parts = Array(replaced.dropLast())
+                    parts += try encode([range], of: frames, read: read, plans: [plan], ceilings: [ceilings[j]], pass: pass, base: parts.last)
+                    if j + 1 < base.count {
+                        parts.append(base[j + 1].measured(try measure(base[j + 1], after: parts.last)))
+                        parts += base[(j + 2)...]
+                    }
+                    let split = try LoudnessMeter.figures(of: parts.map { $0.meter! }).integrated ?? target
+                    if abs(split - target) <= tolerance { break }
+                    if (target - split) * (target - low.loudness) > 0 { low = (fraction, split) } else { high = (fraction, split) }
+                }
+                return (parts, j)
+            }
+        }
+        return (replaced, nil)
+    }
+
+    /// What the limiter did over the parts; its ceiling the lowest any part needed.
+    private static func limiter(of parts: [EncodedPart], sampleRate: Int) -> LoudnessDelivery.Limiter? {
+        let limited = parts.reduce(0) { $0 + $1.limitedFrames }
+        guard limited > 0, let ceiling = parts.compactMap(\.ceiling).min() else { return nil }
+        let lowest = parts.map(\.lowestGain).min() ?? 1
+        return .init(ceiling: rounded(ceiling), maxReduction: rounded(20 * log10(Double(lowest))),
+                     limitedSeconds: rounded(Double(limited) / Double(sampleRate)))
+    }
+
     /// Programmes of at least this many seconds are searched on an excerpt first.
     static let excerptAbove = 180
-    /// The excerpt: this many windows of `excerptWindow` seconds, evenly spread.
-    static let excerptWindows = 12
-    static let excerptWindow = 10
+    /// The excerpt: this many windows of `excerptWindow` seconds, one in each of as many equal stretches
+    /// of the programme, each at its own place in its stretch (not all at the same place: a programme
+    /// with a period, a break every five minutes, would be sampled at one phase of it).
+    static let excerptWindows = 24
+    static let excerptWindow = 5
 
     /// The gain and ceiling that bring an excerpt of the programme (12 windows of 10 s, evenly spread,
     /// faded in and out over 10 ms) to the target once encoded, as the whole programme's: what the codec
@@ -195,7 +308,10 @@ struct LoudnessNormalizer {
         var excerpt = AudioSamples(channelCount: audio.channels)
         let fade = rate / 100
         for i in 0..<Self.excerptWindows {
-            let from = max(0, Int((Double(i) + 0.5) * Double(spill.frames) / Double(Self.excerptWindows)) - window / 2)
+            // The golden ratio's fractional multiples: spread over the stretch, the same every run.
+            let place = (Double(i) * 0.6180339887498949 + 0.5).truncatingRemainder(dividingBy: 1)
+            let stretch = Double(spill.frames) / Double(Self.excerptWindows)
+            let from = max(0, min(Int((Double(i) + place) * stretch) - window / 2, spill.frames - window))
             var piece = try spill.read(from: from, count: window)
             for c in 0..<piece.channelCount {
                 for k in 0..<min(fade, piece.count) {
@@ -209,24 +325,27 @@ struct LoudnessNormalizer {
         let raw = try LoudnessMeter(sampleRate: rate, channelCount: audio.channels, layoutName: nil)
         try raw.add(excerpt)
         guard let excerptLoudness = try raw.finish().integrated else { return (start, ceilingStart, 0) }
-        let read = { (at: Int) -> AudioSamples in excerpt.slice(from: at, count: min(Self.block, excerpt.count - at)) }
+        let whole = excerpt
+        let read: @Sendable (Int, Int) -> AudioSamples = { at, count in whole.slice(from: at, count: min(count, whole.count - at)) }
+        let ranges = Self.parts(frames: excerpt.count, sampleRate: rate)
         var gain = start, ceiling = ceilingStart
         var previous: (gain: Double, predicted: Double)?
         var trials = 0
         for _ in 1...6 {
             trials += 1
-            let trial = try encode(frames: excerpt.count, read: read, plan: GainPlan(first: gain, second: gain, switchFrame: 0),
-                                   ceiling: ceiling, pass: 0, keepPackets: false)
-            guard let encoded = trial.after.integrated else { break }
+            let parts = try encode(ranges, of: excerpt.count, read: read, plans: ranges.map { _ in .uniform(gain) },
+                                   ceilings: ranges.map { _ in ceiling }, pass: 0, base: nil)
+            let after = try LoudnessMeter.figures(of: parts.map { $0.meter! })
+            guard let encoded = after.integrated else { break }
             // What the limiter and the codec did to the excerpt, added to the whole's loudness at this gain.
             let predicted = integrated + gain + (encoded - (excerptLoudness + gain))
             let miss = target - predicted
             Logger(label: "mediafarm.loudness").debug("loudness excerpt trial", metadata: [
                 "gain": "\(Self.decibels(gain))", "ceiling": "\(ceiling.map(Self.decibels) ?? "none")", "predicted": "\(Self.decibels(predicted))",
-                "truePeak": "\(trial.after.truePeak.map(Self.decibels) ?? "none")"])
-            let peakOver = (trial.after.truePeak ?? -200) - ceilingLimit
+                "truePeak": "\(after.truePeak.map(Self.decibels) ?? "none")"])
+            let peakOver = (after.truePeak ?? -200) - ceilingLimit
             if peakOver > 0, ceiling != nil { ceiling = ceiling! - peakOver - 0.05 }
-            if abs(miss) <= Self.tolerance / 2 && (peakOver <= 0 || ceiling == nil) { break }
+            if abs(miss) <= Self.tolerance && (peakOver <= 0 || ceiling == nil) { break }
             var slope = 1.0
             if let previous, abs(gain - previous.gain) > 0.005 {
                 slope = min(max((predicted - previous.predicted) / (gain - previous.gain), 0.25), 4)
@@ -238,90 +357,247 @@ struct LoudnessNormalizer {
         return (gain, ceiling, trials)
     }
 
-    struct Pass {
-        var packets: [PacketBox]
-        var after: LoudnessFigures
-        var limiter: LoudnessDelivery.Limiter?
-    }
-
-    /// The gain of a pass: `first` dB up to `switchFrame`, `second` from there (ramped over 0.1 s); one
+    /// The gain of a part: `first` dB up to `switchFrame`, `second` from there (ramped over 0.1 s); one
     /// gain when they are equal.
-    struct GainPlan {
+    struct GainPlan: Hashable, Sendable {
         var first: Double
         var second: Double
         var switchFrame: Int
 
+        static func uniform(_ gain: Double) -> GainPlan { GainPlan(first: gain, second: gain, switchFrame: 0) }
         var isSplit: Bool { first != second }
-        func fraction(of frames: Int) -> Double { Double(switchFrame) / Double(max(frames, 1)) }
-        func mean(of frames: Int) -> Double { isSplit ? first * fraction(of: frames) + second * (1 - fraction(of: frames)) : first }
-    }
-
-    /// One encoding of the kept audio at `gain` dB, limited to `ceiling` dBTP when given.
-    private func encode(_ spill: SampleSpill, gain: Double, ceiling: Double?, pass: Int) throws -> Pass {
-        try encode(spill, plan: GainPlan(first: gain, second: gain, switchFrame: 0), ceiling: ceiling, pass: pass)
-    }
-
-    /// One encoding of the kept audio at the plan's gains, limited to `ceiling` dBTP when given.
-    private func encode(_ spill: SampleSpill, plan: GainPlan, ceiling: Double?, pass: Int) throws -> Pass {
-        try encode(frames: spill.frames, read: { try spill.read(from: $0, count: Self.block) }, plan: plan, ceiling: ceiling, pass: pass,
-                   keepPackets: true)
-    }
-
-    /// One encoding of `frames` frames, read a block at a time from a frame position.
-    private func encode(frames: Int, read: (Int) throws -> AudioSamples, plan: GainPlan, ceiling: Double?, pass: Int,
-                        keepPackets: Bool) throws -> Pass {
-        let gain = plan.first
-        let encoder: Encoder
-        let encodedMeter: EncodedAudioMeter
-        do {
-            encoder = try Encoder.aac(sampleRate: audio.sampleRate, channelCount: audio.channels, bitRate: bitRate, globalHeader: globalHeader)
-            encodedMeter = try EncodedAudioMeter(encoder: encoder)
-        } catch {
-            throw ExportError("cannot set up the AAC encoder: \(error)")
+        /// The mean gain over `range`, dB.
+        func mean(over range: Range<Int>) -> Double {
+            guard isSplit, !range.isEmpty else { return first }
+            let at = min(max(switchFrame, range.lowerBound), range.upperBound)
+            return (first * Double(at - range.lowerBound) + second * Double(range.upperBound - at)) / Double(range.count)
         }
-        let thread = AACEncoderThread(encoder: encoder, sampleRate: audio.sampleRate)
-        defer { thread.stop() }
-        let linear = Float(pow(10, gain / 20))
-        let limiter = ceiling.map { TruePeakLimiter(channels: audio.channels, sampleRate: audio.sampleRate, gain: linear, ceiling: Float(pow(10, $0 / 20))) }
-        var packets: [PacketBox] = []
-        func collect(wait: Bool) throws {
-            while let box = try thread.next(wait: wait) {
-                try encodedMeter.add(box.packet)
-                if keepPackets { packets.append(box) }
+    }
+
+    /// A stretch of the programme encoded on its own: its packets, timed from the programme's start,
+    /// what the limiter did there, and what the decoded packets measure (decoded after the part before,
+    /// as a reader decodes them). Parts encode and measure on several threads; each is then read only.
+    final class EncodedPart: @unchecked Sendable {
+        let range: Range<Int>
+        let plan: GainPlan
+        let ceiling: Double?
+        let packets: [PacketBox]
+        let limitedFrames: Int
+        let lowestGain: Float
+        var meter: LoudnessMeter?
+
+        init(range: Range<Int>, plan: GainPlan, ceiling: Double?, packets: [PacketBox], limitedFrames: Int, lowestGain: Float,
+             meter: LoudnessMeter? = nil) {
+            self.range = range
+            self.plan = plan
+            self.ceiling = ceiling
+            self.packets = packets
+            self.limitedFrames = limitedFrames
+            self.lowestGain = lowestGain
+            self.meter = meter
+        }
+
+        /// The same packets, measured after another part.
+        func measured(_ meter: LoudnessMeter) -> EncodedPart {
+            EncodedPart(range: range, plan: plan, ceiling: ceiling, packets: packets, limitedFrames: limitedFrames, lowestGain: lowestGain,
+                        meter: meter)
+        }
+    }
+
+    /// Parts are about this long (a whole number of AAC frames): a long programme encodes on every core,
+    /// and a second gain re-encodes only the parts it must.
+    static let partSeconds = 60
+    /// Frames encoded before a part's start and dropped, so that the encoder's and the limiter's state
+    /// there is as it would be in one encoding of the whole (the limiter's release settles within 7 time
+    /// constants at 48 kHz). A whole number of AAC frames.
+    static let preroll = 16 * 1024
+    /// The threads a pass runs on.
+    static var workers: Int { min(max(ProcessInfo.processInfo.activeProcessorCount, 1), 8) }
+
+    /// The parts of a programme of `frames` frames: every boundary on the AAC frame grid, the last part
+    /// taking the rest; one part under one and a half lengths.
+    static func parts(frames: Int, sampleRate: Int) -> [Range<Int>] {
+        let length = max(1, (partSeconds * sampleRate + 512) / 1024) * 1024
+        let count = max(1, Int((Double(frames) / Double(length)).rounded()))
+        return (0..<count).map { k in k * length ..< (k == count - 1 ? max(frames, k * length) : (k + 1) * length) }
+    }
+
+    /// Encodes `ranges` of a programme of `total` frames, each at its plan's gains and limited to its
+    /// ceiling (dBTP) when it has one, on `workers` threads; then measures each as decoded after the one
+    /// before (the first after `base`, the part before it, when there is one).
+    private func encode(_ ranges: [Range<Int>], of total: Int, read: @escaping @Sendable (Int, Int) throws -> AudioSamples,
+                        plans: [GainPlan], ceilings: [Double?], pass: Int, base: EncodedPart?, progressBase: Int = 0,
+                        progressOf: Int? = nil) throws -> [EncodedPart] {
+        let parts = try encodeOnly(ranges, of: total, read: read, plans: plans, ceilings: ceilings, pass: pass, progressBase: progressBase,
+                                   progressOf: progressOf)
+        return try measured(parts, at: Array(parts.indices), base: base)
+    }
+
+    private func encodeOnly(_ ranges: [Range<Int>], of total: Int, read: @escaping @Sendable (Int, Int) throws -> AudioSamples,
+                            plans: [GainPlan], ceilings: [Double?], pass: Int, progressBase: Int = 0, progressOf: Int? = nil) throws -> [EncodedPart] {
+        let setup = partEncoder
+        let results = Results<EncodedPart>(count: ranges.count)
+        let progress = self.progress
+        let of = progressOf ?? ranges.count
+        try Self.inParallel(ranges.count) { i in
+            results[i] = try setup.encode(ranges[i], of: total, read: read, plan: plans[i], ceiling: ceilings[i])
+            if let progress, pass > 0 {
+                progress(ExportProgress(fraction: Double(progressBase + results.done) / Double(max(of, 1)),
+                                        phase: "normalizing loudness (pass \(pass))", framesPerSecond: nil, eta: nil))
             }
         }
-        var at = 0
-        while at < frames {
-            var samples = try read(at)
-            guard samples.count > 0 else { break }
-            if plan.isSplit { Self.apply(plan, to: &samples, from: at, sampleRate: audio.sampleRate) }
-            at += samples.count
-            if let limiter {
-                samples = limiter.process(samples)
-            } else if linear != 1 {
-                for c in 0..<samples.channelCount {
-                    samples.channels[c].withUnsafeMutableBufferPointer { p in for i in p.indices { p[i] *= linear } }
+        return results.all
+    }
+
+    /// `parts` with those at `indices` measured (again) after the part before each (the first after `base`).
+    private func measured(_ parts: [EncodedPart], at indices: [Int], base: EncodedPart?) throws -> [EncodedPart] {
+        let setup = partEncoder
+        let meters = Results<LoudnessMeter>(count: indices.count)
+        try Self.inParallel(indices.count) { n in
+            let i = indices[n]
+            meters[n] = try setup.measure(parts[i], after: i == 0 ? base : parts[i - 1])
+        }
+        var result = parts
+        for (i, meter) in zip(indices, meters.all) { result[i] = parts[i].measured(meter) }
+        return result
+    }
+
+    /// `parts` with those at `indices` encoded again at their plans and at `ceilings`; they and the parts
+    /// after them measured again.
+    private func replace(_ indices: [Int], in parts: [EncodedPart], of total: Int, read: @escaping @Sendable (Int, Int) throws -> AudioSamples,
+                         ceilings: [Double?], pass: Int) throws -> [EncodedPart] {
+        let encoded = try encodeOnly(indices.map { parts[$0].range }, of: total, read: read, plans: indices.map { parts[$0].plan },
+                                     ceilings: indices.map { ceilings[$0] }, pass: pass)
+        var result = parts
+        for (n, i) in indices.enumerated() { result[i] = encoded[n] }
+        let again = Set(indices.flatMap { [$0, $0 + 1] }).filter { $0 < parts.count }.sorted()
+        return try measured(result, at: again, base: nil)
+    }
+
+    private var partEncoder: PartEncoder {
+        PartEncoder(sampleRate: audio.sampleRate, channels: audio.channels, bitRate: bitRate, globalHeader: globalHeader, interrupter: interrupter)
+    }
+
+    /// The packets of `part` measured as decoded after `previous`'s last.
+    private func measure(_ part: EncodedPart, after previous: EncodedPart?) throws -> LoudnessMeter {
+        try partEncoder.measure(part, after: previous)
+    }
+
+    /// Runs `body(0..<count)` on up to `workers` threads (the caller's one of them); the first error
+    /// stops the rest and is thrown.
+    static func inParallel(_ count: Int, _ body: @escaping @Sendable (Int) throws -> Void) throws {
+        let state = Mutex<(next: Int, failure: (any Error)?)>((0, nil))
+        DispatchQueue.concurrentPerform(iterations: min(workers, count)) { _ in
+            while true {
+                let i: Int? = state.withLock { s in
+                    guard s.failure == nil, s.next < count else { return nil }
+                    s.next += 1
+                    return s.next - 1
                 }
-            }
-            try thread.submit(samples)
-            try collect(wait: false)
-            interrupter.progressed()
-            if let reason = interrupter.reason { throw MediaFileError.interrupted(path: "", reason) }
-            if keepPackets, at % (Self.block * 16) == 0 {
-                progress?(ExportProgress(fraction: Double(at) / Double(max(frames, 1)), phase: "normalizing loudness (pass \(pass))",
-                                         framesPerSecond: nil, eta: nil))
+                guard let i else { return }
+                do { try body(i) } catch { state.withLock { if $0.failure == nil { $0.failure = error } } }
             }
         }
-        if let limiter { try thread.submit(limiter.finish()) }
-        thread.finishInput()
-        try collect(wait: true)
-        let after = try encodedMeter.finish()
-        let limited = limiter.flatMap { l -> LoudnessDelivery.Limiter? in
-            guard l.limitedFrames > 0, let ceiling else { return nil }
-            return .init(ceiling: Self.rounded(ceiling), maxReduction: Self.rounded(20 * log10(Double(l.lowestGain))),
-                         limitedSeconds: Self.rounded(Double(l.limitedFrames) / Double(audio.sampleRate)))
+        if let failure = state.withLock({ $0.failure }) { throw failure }
+    }
+
+    /// Results filled in by index from several threads.
+    final class Results<T>: @unchecked Sendable {
+        private var values: [T?]
+        private let lock = NSLock()
+        private(set) var done = 0
+
+        init(count: Int) { values = Array(repeating: nil, count: count) }
+
+        subscript(i: Int) -> T? {
+            get { lock.withLock { values[i] } }
+            set { lock.withLock { values[i] = newValue; done += 1 } }
         }
-        return Pass(packets: packets, after: after, limiter: limited)
+
+        var all: [T] { lock.withLock { values.map { $0! } } }
+    }
+
+    /// How a part is encoded and measured: everything a worker thread needs, and nothing of the
+    /// normalizer's.
+    struct PartEncoder: Sendable {
+        let sampleRate: Int
+        let channels: Int
+        let bitRate: Int
+        let globalHeader: Bool
+        let interrupter: Interrupter
+
+        private func makeEncoder() throws -> Encoder {
+            do {
+                return try Encoder.aac(sampleRate: sampleRate, channelCount: channels, bitRate: bitRate, globalHeader: globalHeader)
+            } catch {
+                throw ExportError("cannot set up the AAC encoder: \(error)")
+            }
+        }
+
+        /// Encodes frames `range` of `total`: from `preroll` frames before it (the gain, the limiter and
+        /// the encoder all run over them) to two AAC frames after it (the last kept packet's window reaches
+        /// one frame past the end, and the limiter's tail one more), keeping the packets that decode to
+        /// `range` (the first part also its priming packet, the last part everything to the end).
+        func encode(_ range: Range<Int>, of total: Int, read: (Int, Int) throws -> AudioSamples, plan: GainPlan,
+                    ceiling: Double?) throws -> EncodedPart {
+            let encoder = try makeEncoder()
+            let frameSize = max(encoder.frameSize, 1)
+            let start = max(0, range.lowerBound - LoudnessNormalizer.preroll)
+            let isLast = range.upperBound >= total
+            let end = isLast ? total : min(total, range.upperBound + 2 * frameSize)
+            let feeder = AACFrameFeeder(encoder: encoder, sampleRate: sampleRate)
+            let linear = Float(pow(10, plan.first / 20))
+            let limiter = ceiling.map { TruePeakLimiter(channels: channels, sampleRate: sampleRate, gain: linear, ceiling: Float(pow(10, $0 / 20))) }
+            limiter?.counted = (range.lowerBound - start)..<(range.upperBound - start)
+            var packets: [PacketBox] = []
+            var at = start
+            while at < end {
+                var samples = try read(at, min(LoudnessNormalizer.block, end - at))
+                guard samples.count > 0 else { break }
+                if plan.isSplit { LoudnessNormalizer.apply(plan, to: &samples, from: at, sampleRate: sampleRate) }
+                at += samples.count
+                if let limiter {
+                    samples = limiter.process(samples)
+                } else if linear != 1 {
+                    for c in 0..<samples.channelCount {
+                        samples.channels[c].withUnsafeMutableBufferPointer { p in for i in p.indices { p[i] *= linear } }
+                    }
+                }
+                try feeder.add(samples, into: &packets)
+                interrupter.progressed()
+                if let reason = interrupter.reason { throw MediaFileError.interrupted(path: "", reason) }
+            }
+            if let limiter { try feeder.add(limiter.finish(), into: &packets) }
+            try feeder.finish(into: &packets)
+            // Packets are timed from `start`; a packet at pts p decodes to frames p ..< p + frameSize.
+            let from = range.lowerBound == 0 ? Int.min : range.lowerBound
+            let to = isLast ? Int.max : range.upperBound
+            let kept = packets.filter { box in
+                let pts = Int(box.packet.pts ?? 0) + start
+                return pts >= from && pts < to
+            }
+            for box in kept {
+                let pts = (box.packet.pts ?? 0) + Int64(start)
+                box.packet.retime(pts: pts, dts: (box.packet.dts ?? 0) + Int64(start), duration: box.packet.duration,
+                                  streamIndex: box.packet.streamIndex)
+            }
+            return EncodedPart(range: range, plan: plan, ceiling: ceiling, packets: kept, limitedFrames: limiter?.limitedFrames ?? 0,
+                               lowestGain: limiter?.lowestGain ?? 1)
+        }
+
+        /// The part's packets decoded after the last of `previous` (the decoder overlaps the two), measured.
+        func measure(_ part: EncodedPart, after previous: EncodedPart?) throws -> LoudnessMeter {
+            do {
+                let meter = try EncodedAudioMeter(encoder: makeEncoder(), after: previous?.packets.last)
+                for box in part.packets { try meter.add(box.packet) }
+                _ = try meter.finish()
+                return meter.meter
+            } catch let error as ExportError {
+                throw error
+            } catch {
+                throw ExportError("measuring the encoded audio: \(error)")
+            }
+        }
     }
 
     /// Multiplies the frames from `start` by the second gain over the first (the first is applied with

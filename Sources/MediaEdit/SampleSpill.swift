@@ -3,8 +3,9 @@ import MediaCore
 
 /// Planar float audio kept on disk to be read again: a file in the temporary folder, removed from its
 /// folder as soon as it is made, so that nothing is left behind however the process ends (the space is
-/// freed when the spill is). Frames are stored interleaved, 32-bit float. Thread-confined.
-final class SampleSpill {
+/// freed when the spill is). Frames are stored interleaved, 32-bit float. Appended to on one thread;
+/// once that is done, read from any (positioned reads share no state).
+final class SampleSpill: @unchecked Sendable {
     let channels: Int
     private(set) var frames = 0
     private let descriptor: Int32
@@ -46,6 +47,9 @@ final class SampleSpill {
         }
         frames += n
     }
+
+    /// `read(from:count:)` for other threads.
+    var reader: @Sendable (Int, Int) throws -> AudioSamples { { [self] in try read(from: $0, count: $1) } }
 
     /// Frames `start ..< start + count` (cut at the end).
     func read(from start: Int, count: Int) throws(ExportError) -> AudioSamples {

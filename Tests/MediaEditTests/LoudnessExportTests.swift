@@ -183,6 +183,54 @@ private func t(_ v: Int64, _ s: Int32 = 1) -> MediaTime { MediaTime(value: v, ti
         #expect(try MediaProbe.packets(path, stream: "v").count == 300, "5 s at 60 fps, exactly")
     }
 
+    /// A programme of several minutes is encoded in parts of about a minute, on every core, each part with
+    /// 16 AAC frames encoded before it and dropped: the parts join without a seam. Around each join, the
+    /// decoded audio is as close to the gained source as anywhere near it (the codec's noise to the
+    /// signal, window by window); the sample count is the composition's, and the loudness the target.
+    @Test func aLongProgrammeIsEncodedInPartsThatJoinWithoutASeam() async throws {
+        let seconds = 150, rate = 48000
+        // Tones moving in pitch and level, different on each side: the codec codes their waveform (noise
+        // it would code as noise), so a seam would stand out from its quiet residue.
+        let source = try Self.make("tones-150s.wav", [
+            "-f", "lavfi", "-i", "aevalsrc='(0.5+0.5*abs(sin(t/7)))*(0.1*sin(2*PI*220*t)+0.08*sin(2*PI*330*t+sin(t))+0.05*sin(2*PI*(440+20*sin(t/3))*t))"
+                + "|(0.5+0.5*abs(sin(t/5)))*(0.1*sin(2*PI*221*t)+0.07*sin(2*PI*550*t)+0.03*sin(2*PI*2500*t))':s=48000:d=150",
+            "-c:a", "pcm_s16le"])
+        let parts = LoudnessNormalizer.parts(frames: seconds * rate, sampleRate: rate)
+        #expect(parts.count == 2 && parts.allSatisfy { $0.lowerBound % 1024 == 0 } && parts.last?.upperBound == seconds * rate, "\(parts)")
+        let (path, report) = try await export(try await composition(source), to: "long.mp4", goal: Self.ebu())
+        let l = try #require(report.audio.loudness)
+        #expect(abs((l.after?.integrated ?? 0) + 23) <= LoudnessNormalizer.longTolerance, "\(l)")
+        let theirs = try EBUR128Probe.summary(path)
+        #expect(abs(theirs.integrated + 23) <= 0.1 && theirs.truePeak <= -1, "ffmpeg reads \(theirs.integrated) LUFS, \(theirs.truePeak) dBTP")
+        #expect(try Self.audioShape(path).samples == seconds * rate)
+
+        // Both decoded to interleaved float by FFmpeg, each window of 1024 frames compared with the source
+        // at the gain that fits it best: what is left is the codec's noise.
+        func decode(_ file: String, _ name: String) throws -> FileHandle {
+            let raw = Self.folder.appendingPathComponent(name).path
+            _ = try ProcessRunner.check("ffmpeg", ["-nostdin", "-v", "error", "-y", "-i", file, "-map", "0:a:0", "-f", "f32le", "-ac", "2", raw])
+            return try FileHandle(forReadingFrom: URL(fileURLWithPath: raw))
+        }
+        let ours = try decode(path, "long-ours.f32"), original = try decode(source, "long-source.f32")
+        func window(_ file: FileHandle, _ start: Int) throws -> [Float] {
+            try file.seek(toOffset: UInt64(start * 2 * 4))
+            let data = try #require(try file.read(upToCount: 1024 * 2 * 4))
+            return data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        }
+        func noise(at start: Int) throws -> Double {
+            let o = try window(ours, start).map(Double.init), s = try window(original, start).map(Double.init)
+            let os = zip(o, s).reduce(0) { $0 + $1.0 * $1.1 }, ss = s.reduce(0) { $0 + $1 * $1 }
+            let g = os / ss
+            return zip(o, s).reduce(0) { $0 + ($1.0 - g * $1.1) * ($1.0 - g * $1.1) } / (g * g * ss)
+        }
+        for join in parts.dropFirst().map(\.lowerBound) {
+            let seam = try [noise(at: join - 1024), noise(at: join)]
+            let around = try (-40..<40).filter { ![-1, 0].contains($0) }.map { try noise(at: join + $0 * 1024) }.sorted()
+            let typical = around[around.count / 2]
+            #expect(seam.max()! <= 3 * typical, "at frame \(join): noise \(seam) against \(typical) around it")
+        }
+    }
+
     @Test func measureOnlyReportsAndChangesNothing() async throws {
         let source = try Self.quietProgramme()
         let goal = LoudnessGoal(measureOnly: true, target: nil, truePeak: nil, standard: nil)
