@@ -64,6 +64,11 @@ public final class LoudnessMeter {
     /// short-term and 400 ms momentary loudness are made: libebur128 sums every sample of the window at
     /// each reading, 34 times the work of reading each block once (it was 90% of a measurement's time).
     private var energies = [Double](repeating: 0, count: 30)
+    /// Every 100 ms block's mean weighted energy, in order, when `keepsBlocks` (else empty): what a
+    /// caller needs to work out the loudness of the audio at another gain, or of a part of it
+    /// (`gatedLoudness(of:)`).
+    public private(set) var blockEnergies: [Double] = []
+    public var keepsBlocks = false
     private let truePeak: TruePeakMeter
     private var blocks = 0
     /// The 400 ms gating blocks above the absolute gate: their energies' sum and their number, from which
@@ -202,6 +207,7 @@ public final class LoudnessMeter {
             guard ebur128_loudness_window(state, 100, &value) == 0 else { continue }
             // Loudness -0.691 + 10 log10(energy): back to the energy, 0 for a silent block.
             energies[blocks % 30] = value.isFinite ? pow(10, (value + 0.691) / 10) : 0
+            if keepsBlocks { blockEnergies.append(energies[blocks % 30]) }
             blocks += 1
             if blocks >= 4 {
                 let momentary = (1...4).reduce(0.0) { $0 + energies[(blocks - $1) % 30] } / 4
@@ -225,6 +231,28 @@ public final class LoudnessMeter {
     /// The figures of everything measured.
     public func finish() throws(FFmpegError) -> LoudnessFigures {
         try Self.figures(of: [self])
+    }
+
+    /// BS.1770's gated integrated loudness of audio given as the mean weighted energies of its 100 ms
+    /// blocks (`blockEnergies`, of one meter or of several one after the other): 400 ms blocks every
+    /// 100 ms, the absolute gate at -70 LUFS, the relative 10 LU under the loudness above it. Nil when
+    /// nothing passes the gates.
+    public static func gatedLoudness(of blocks: [Double]) -> Double? {
+        guard blocks.count >= 4 else { return nil }
+        var windows: [Double] = []
+        windows.reserveCapacity(blocks.count - 3)
+        var sum = blocks[0] + blocks[1] + blocks[2]
+        for i in 3..<blocks.count {
+            sum += blocks[i]
+            windows.append(sum / 4)
+            sum -= blocks[i - 3]
+        }
+        let loud = windows.filter { $0 > absoluteGateEnergy }
+        guard !loud.isEmpty else { return nil }
+        let gate = loud.reduce(0, +) / Double(loud.count) / 10
+        let kept = loud.filter { $0 > gate }
+        guard !kept.isEmpty else { return nil }
+        return -0.691 + 10 * log10(kept.reduce(0, +) / Double(kept.count))
     }
 
     /// The figures of several meters' audio taken as one programme, one after the other: each meter's

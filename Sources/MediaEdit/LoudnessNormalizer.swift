@@ -52,6 +52,7 @@ struct LoudnessNormalizer {
         }
         let spill = try SampleSpill(channels: audio.channels)
         let meter = try LoudnessMeter(sampleRate: audio.sampleRate, channelCount: audio.channels, layoutName: nil)
+        meter.keepsBlocks = true
         // Measured and kept on a thread of its own while the next is decoded and retimed here.
         // The meter is the keeper's until `finish` returns.
         nonisolated(unsafe) let measuring = meter
@@ -104,7 +105,9 @@ struct LoudnessNormalizer {
             try encode(ranges, of: spill.frames, read: read, plans: ranges.map { _ in .uniform(gain) }, ceilings: ceilings, pass: number,
                        base: nil)
         }
-        var current = try wholePass(1)
+        var current = ranges.count >= 3
+            ? try steeredPass(ranges, of: spill.frames, read: read, gain: gain, ceilings: ceilings, source: meter.blockEnergies, target: target)
+            : try wholePass(1)
         /// The uniform gains tried so far that came out under and over the target, and the previous one.
         /// The codec's loss of loudness changes with the level (bands fall under its threshold of hearing,
         /// its mid/side decisions flip), so a dB of gain may buy more or less than a dB of loudness: the
@@ -201,16 +204,13 @@ struct LoudnessNormalizer {
             report.passes = best.number
             report.excerptTrials = trials > 0 ? trials : nil
             var notes: [String] = []
-            let gains = best.parts.map(\.plan.first)
-            if let split = best.parts.first(where: { $0.plan.isSplit }) {
-                let seconds = Double(split.plan.switchFrame) / Double(audio.sampleRate)
-                let louder = split.plan.first, softer = split.plan.second
-                notes.append("the encoded loudness moves unevenly between gains of \(Self.decibels(min(louder, softer))) and "
-                             + "\(Self.decibels(max(louder, softer))) dB (the codec's decisions change with the level): the first "
-                             + "\(String(format: "%.1f", seconds)) s are at \(Self.decibels(louder)) dB, the rest at \(Self.decibels(softer)) dB, "
-                             + "ramped over 0.1 s")
-            } else if let top = gains.max(), let low = gains.min(), top != low {
-                notes.append("parts of the programme are at gains between \(Self.decibels(low)) and \(Self.decibels(top)) dB")
+            let gains = best.parts.flatMap { [$0.plan.first, $0.plan.second] }
+            let changes = best.parts.filter(\.plan.isSplit).map { Double($0.plan.switchFrame) / Double(audio.sampleRate) }
+            if let top = gains.max(), let low = gains.min(), top != low {
+                let at = changes.prefix(8).map { String(format: "%.1f", $0) }.joined(separator: ", ") + (changes.count > 8 ? ", ..." : "")
+                notes.append("the codec's loudness moves unevenly with the level, so the gain is \(Self.decibels(low)) dB in some parts of "
+                             + "the programme and \(Self.decibels(top)) dB in others: it changes \(changes.count) time\(changes.count == 1 ? "" : "s"), "
+                             + "ramped over 0.1 s, at \(at) s")
             }
             if report.limiter != nil {
                 let top = gains.max() ?? 0
@@ -224,6 +224,71 @@ struct LoudnessNormalizer {
         throw ExportError("the audio could not be brought to \(Self.decibels(target)) LUFS with its true peak at or under \(Self.decibels(limit)) dBTP "
                           + "in \(Self.maxPasses) passes (the last was \(missed)); the codec or the material fights the limit: "
                           + "raise \"truePeak\", lower \"target\", raise \"bitrate\", or set \"loudness\": {\"measure\": true} to measure only")
+    }
+
+    /// The first pass over a programme of three parts or more, steered: the parts are encoded in order,
+    /// `workers` at a time, and before each batch the loudness of the whole is predicted from the parts
+    /// encoded so far (measured) and the rest (their source's loudness at the gain, plus what the codec
+    /// did at that gain so far). When the prediction misses the target by more than half the tolerance,
+    /// the next parts go to a second gain past it (at most `largestSplit` from the first) until the
+    /// prediction crosses back, and so on: each change ramped over 0.1 s at the start of a part. Most
+    /// programmes then land in this one pass, whatever the codec's loudness does with the level.
+    private func steeredPass(_ ranges: [Range<Int>], of total: Int, read: @escaping @Sendable (Int, Int) throws -> AudioSamples, gain start: Double,
+                             ceilings: [Double?], source: [Double], target: Double) throws -> [EncodedPart] {
+        let blockFrames = max(audio.sampleRate / 10, 1)
+        let energy = { (db: Double) in pow(10, db / 10) }
+        func sourceBlocks(_ k: Int) -> ArraySlice<Double> {
+            let from = min(ranges[k].lowerBound / blockFrames, source.count), to = min(ranges[k].upperBound / blockFrames, source.count)
+            return source[from..<max(from, to)]
+        }
+        var parts: [EncodedPart] = []
+        /// What the codec adds to the loudness at a gain (dB): the encoded parts at that gain against their source.
+        func codecDelta(at gain: Double) -> Double? {
+            let at = parts.indices.filter { !parts[$0].plan.isSplit && parts[$0].plan.first == gain }
+            guard !at.isEmpty,
+                  let encoded = LoudnessMeter.gatedLoudness(of: at.flatMap { parts[$0].meter!.blockEnergies }),
+                  let original = LoudnessMeter.gatedLoudness(of: at.flatMap { sourceBlocks($0) }) else { return nil }
+            return encoded - original - gain
+        }
+        /// The whole's loudness with the rest of the parts at `gain`.
+        func predicted(restAt gain: Double, delta: Double) -> Double? {
+            let scale = energy(gain + delta)
+            var blocks = parts.flatMap { $0.meter!.blockEnergies }
+            for k in parts.count..<ranges.count { blocks += sourceBlocks(k).map { $0 * scale } }
+            return LoudnessMeter.gatedLoudness(of: blocks)
+        }
+        var gain = start
+        var other: Double?
+        let tolerance = Self.tolerance / 2
+        while parts.count < ranges.count {
+            var next = gain
+            if !parts.isEmpty, let delta = codecDelta(at: gain) ?? codecDelta(at: other ?? gain),
+               let here = predicted(restAt: gain, delta: delta), abs(target - here) > tolerance {
+                if other == nil {
+                    // The rest must make up the miss: the less of the programme is left, the more gain it takes.
+                    let left = Double(ranges.count - parts.count) / Double(ranges.count)
+                    let step = (target - here) / max(left, 0.25)
+                    other = gain + min(max(Self.overshoot * step, -Self.largestSplit), Self.largestSplit)
+                }
+                if let alternative = other, alternative != gain {
+                    let there = predicted(restAt: alternative, delta: codecDelta(at: alternative) ?? delta) ?? here
+                    // To the other gain only when it brings the whole clearly nearer the target: not back and
+                    // forth around it.
+                    if abs(target - there) + 2 * tolerance < abs(target - here) {
+                        next = alternative
+                        other = gain
+                    }
+                }
+            }
+            let batch = parts.count..<min(parts.count + Self.workers, ranges.count)
+            let plans = batch.map { k in
+                k == batch.lowerBound && next != gain ? GainPlan(first: gain, second: next, switchFrame: ranges[k].lowerBound) : .uniform(next)
+            }
+            parts += try encode(Array(ranges[batch]), of: total, read: read, plans: plans, ceilings: Array(ceilings[batch]), pass: 1,
+                                base: parts.last, progressBase: parts.count, progressOf: ranges.count)
+            gain = next
+        }
+        return parts
     }
 
     /// How far past the target the second gain of a mix aims, as a multiple of the miss: the further, the
@@ -589,6 +654,7 @@ struct LoudnessNormalizer {
         func measure(_ part: EncodedPart, after previous: EncodedPart?) throws -> LoudnessMeter {
             do {
                 let meter = try EncodedAudioMeter(encoder: makeEncoder(), after: previous?.packets.last)
+                meter.meter.keepsBlocks = true
                 for box in part.packets { try meter.add(box.packet) }
                 _ = try meter.finish()
                 return meter.meter
