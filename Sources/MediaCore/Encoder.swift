@@ -74,8 +74,12 @@ public final class Encoder {
         }, options: options)
     }
 
-    /// AAC (FFmpeg's native encoder), planar float input.
-    public static func aac(sampleRate: Int, channelCount: Int, bitRate: Int, globalHeader: Bool) throws(FFmpegError) -> Encoder {
+    /// AAC (FFmpeg's native encoder), planar float input. `noiseSubstitution` false turns off perceptual
+    /// noise substitution: noisy bands are then coded as a waveform, not as noise each decoder makes up
+    /// with its own random numbers, so that every decoder, and a decoder started anywhere in the stream,
+    /// gives the same samples and the same true peak.
+    public static func aac(sampleRate: Int, channelCount: Int, bitRate: Int, globalHeader: Bool,
+                           noiseSubstitution: Bool = true) throws(FFmpegError) -> Encoder {
         try Encoder(codecName: "aac", configure: { c in
             c.pointee.sample_rate = Int32(sampleRate)
             c.pointee.sample_fmt = AV_SAMPLE_FMT_FLTP
@@ -83,7 +87,7 @@ public final class Encoder {
             c.pointee.bit_rate = Int64(bitRate)
             c.pointee.time_base = AVRational(num: 1, den: Int32(sampleRate))
             if globalHeader { c.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
-        }, options: [:])
+        }, options: noiseSubstitution ? [:] : ["aac_pns": "0"])
     }
 
     public var timeBase: Rational { Rational(context.pointee.time_base) }

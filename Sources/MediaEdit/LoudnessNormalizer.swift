@@ -106,7 +106,8 @@ struct LoudnessNormalizer {
                        base: nil)
         }
         var current = ranges.count >= 3
-            ? try steeredPass(ranges, of: spill.frames, read: read, gain: gain, ceilings: ceilings, source: meter.blockEnergies, target: target)
+            ? try steeredPass(ranges, of: spill.frames, read: read, gain: gain, ceilings: &ceilings, ceilingLimit: ceilingLimit,
+                              source: meter.blockEnergies, target: target)
             : try wholePass(1)
         /// The uniform gains tried so far that came out under and over the target, and the previous one.
         /// The codec's loss of loudness changes with the level (bands fall under its threshold of hearing,
@@ -140,7 +141,8 @@ struct LoudnessNormalizer {
                 for (k, part) in current.enumerated() {
                     let over = (try LoudnessMeter.figures(of: [part.meter!]).truePeak ?? -200) - ceilingLimit
                     guard over > 0 else { continue }
-                    ceilings[k] = (part.ceiling ?? ceilingLimit) - over - 0.05
+                    // Half as much again: the codec adds more, the harder the limiter works.
+                    ceilings[k] = (part.ceiling ?? ceilingLimit) - 1.5 * over - 0.05
                     again.append(k)
                 }
                 if ceilings.contains(where: { ($0 ?? 0) < limit - 12 }) { break }
@@ -233,8 +235,11 @@ struct LoudnessNormalizer {
     /// the next parts go to a second gain past it (at most `largestSplit` from the first) until the
     /// prediction crosses back, and so on: each change ramped over 0.1 s at the start of a part. Most
     /// programmes then land in this one pass, whatever the codec's loudness does with the level.
+    ///
+    /// The peaks are steered too: when the codec pushes a part's true peak over the limit, the limiter's
+    /// ceiling of the parts still to come is lowered by half as much again as it pushed.
     private func steeredPass(_ ranges: [Range<Int>], of total: Int, read: @escaping @Sendable (Int, Int) throws -> AudioSamples, gain start: Double,
-                             ceilings: [Double?], source: [Double], target: Double) throws -> [EncodedPart] {
+                             ceilings: inout [Double?], ceilingLimit: Double, source: [Double], target: Double) throws -> [EncodedPart] {
         let blockFrames = max(audio.sampleRate / 10, 1)
         let energy = { (db: Double) in pow(10, db / 10) }
         func sourceBlocks(_ k: Int) -> ArraySlice<Double> {
@@ -284,9 +289,18 @@ struct LoudnessNormalizer {
             let plans = batch.map { k in
                 k == batch.lowerBound && next != gain ? GainPlan(first: gain, second: next, switchFrame: ranges[k].lowerBound) : .uniform(next)
             }
-            parts += try encode(Array(ranges[batch]), of: total, read: read, plans: plans, ceilings: Array(ceilings[batch]), pass: 1,
-                                base: parts.last, progressBase: parts.count, progressOf: ranges.count)
+            let encoded = try encode(Array(ranges[batch]), of: total, read: read, plans: plans, ceilings: Array(ceilings[batch]), pass: 1,
+                                     base: parts.last, progressBase: parts.count, progressOf: ranges.count)
+            parts += encoded
             gain = next
+            let over = try encoded.compactMap { part in
+                try part.ceiling.flatMap { c in try LoudnessMeter.figures(of: [part.meter!]).truePeak.map { ($0 - ceilingLimit, c) } }
+            }.filter { $0.0 > 0 }
+            if let worst = over.max(by: { $0.0 < $1.0 }), batch.upperBound < ranges.count {
+                for k in batch.upperBound..<ranges.count {
+                    ceilings[k] = min(ceilings[k] ?? ceilingLimit, worst.1 - 1.5 * worst.0 - 0.05)
+                }
+            }
         }
         return parts
     }
@@ -593,7 +607,10 @@ struct LoudnessNormalizer {
 
         private func makeEncoder() throws -> Encoder {
             do {
-                return try Encoder.aac(sampleRate: sampleRate, channelCount: channels, bitRate: bitRate, globalHeader: globalHeader)
+                // Without noise substitution: its noise is each decoder's own random numbers, so the true peak
+                // would be the decoder's, and a part decoded from its start would not be the whole's.
+                return try Encoder.aac(sampleRate: sampleRate, channelCount: channels, bitRate: bitRate, globalHeader: globalHeader,
+                                       noiseSubstitution: false)
             } catch {
                 throw ExportError("cannot set up the AAC encoder: \(error)")
             }
