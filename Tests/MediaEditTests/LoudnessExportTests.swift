@@ -184,7 +184,7 @@ private func t(_ v: Int64, _ s: Int32 = 1) -> MediaTime { MediaTime(value: v, ti
     }
 
     /// A programme of several minutes is encoded in parts of about a minute, on every core, each part with
-    /// 16 AAC frames encoded before it and dropped: the parts join without a seam. Around each join, the
+    /// 256 AAC frames encoded before it and dropped: the parts join without a seam. Around each join, the
     /// decoded audio is as close to the gained source as anywhere near it (the codec's noise to the
     /// signal, window by window); the sample count is the composition's, and the loudness the target.
     @Test func aLongProgrammeIsEncodedInPartsThatJoinWithoutASeam() async throws {
