@@ -146,8 +146,16 @@ import Testing
         let (composition, _) = try await export(.bframesGOP1sMP4, edits, to: path, muxer: muxer, cuts: cuts)
         let frames = edits.reduce(0) { $0 + $1.length }
         let script = TestPaths.packageRoot.appendingPathComponent("Tests/Readers/chromium-play.py").path
-        let r = try ProcessRunner.check("/usr/bin/python3", [script, path, "--rate", "0.5"])
-        let json = try #require(try JSONSerialization.jsonObject(with: r.stdoutData) as? [String: Any])
+        func play(rate: String) throws -> [String: Any] {
+            let r = try ProcessRunner.check("/usr/bin/python3", [script, path, "--rate", rate])
+            return try #require(try JSONSerialization.jsonObject(with: r.stdoutData) as? [String: Any])
+        }
+        var json = try play(rate: "0.5")
+        if ((json["times"] as? [Double]) ?? []).count != frames {
+            // A machine busy with other suites can make the browser drop a frame it was given: once more,
+            // at a quarter of the speed, before the count is held against the file.
+            json = try play(rate: "0.25")
+        }
         #expect(json["error"] == nil, "\(json["error"] ?? "")")
         // The duration from the movie's header; once playback ends Chromium extends it to the last audio
         // its decoder gave (its FFmpeg trims an AAC edit's start, not its end).
