@@ -1,52 +1,50 @@
 import Foundation
 import MediaCore
 
-/// Encodes planar float audio to AAC on a thread of its own, so that encoding overlaps decoding and
-/// time-stretching on the caller's thread. Samples go in with `submit` (which waits while too much is
-/// queued), packets come out with `next`, in order, timed in samples (time base 1/sampleRate).
+/// Encodes planar float audio to AAC on a thread of its own (a `SampleConsumerThread`), so that
+/// encoding overlaps decoding and time-stretching on the caller's thread. Samples go in with `submit`
+/// (which waits while too much is queued), packets come out with `next`, in order, timed in samples
+/// (time base 1/sampleRate).
 final class AACEncoderThread: @unchecked Sendable {
     let encoder: Encoder
-    private let sampleRate: Int
     private let condition = NSCondition()
     // Guarded by `condition`:
-    private var input: [AudioSamples] = []
-    private var queuedSamples = 0
-    private var inputFinished = false
     private var output: [PacketBox] = []
     private var done = false
     private var failure: (any Error)?
-    private var stopped = false
-    /// At most this many samples wait to be encoded (about 4 s at 48 kHz).
-    private let maxQueued = 1 << 18
+    private var input: SampleConsumerThread?
 
     init(encoder: Encoder, sampleRate: Int) {
         self.encoder = encoder
-        self.sampleRate = sampleRate
-        let thread = Thread { [self] in run() }
-        thread.name = "mediafarm-aac"
-        thread.start()
+        // Used on the consumer's thread only.
+        nonisolated(unsafe) let feeder = AACFrameFeeder(encoder: encoder, sampleRate: sampleRate)
+        input = SampleConsumerThread(name: "mediafarm-aac", { [self] samples in
+            var packets: [PacketBox] = []
+            try feeder.add(samples, into: &packets)
+            deliver(packets, done: false)
+        }, last: { [self] in
+            var packets: [PacketBox] = []
+            try feeder.finish(into: &packets)
+            deliver(packets, done: true)
+        }, failed: { [self] error in
+            condition.lock()
+            failure = error
+            done = true
+            condition.broadcast()
+            condition.unlock()
+        })
     }
 
     deinit { stop() }
 
     /// Queues samples for encoding; waits while the queue is full.
     func submit(_ samples: AudioSamples) throws {
-        guard samples.count > 0 else { return }
-        condition.lock()
-        defer { condition.unlock() }
-        while queuedSamples >= maxQueued && failure == nil && !stopped { condition.wait() }
-        if let failure { throw failure }
-        input.append(samples)
-        queuedSamples += samples.count
-        condition.broadcast()
+        try input?.submit(samples)
     }
 
     /// No more samples: the encoder flushes what it holds.
     func finishInput() {
-        condition.lock()
-        inputFinished = true
-        condition.broadcast()
-        condition.unlock()
+        input?.finishInput()
     }
 
     /// The next packet: immediately when one is ready, else nil if `wait` is false; with `wait`, blocks
@@ -64,43 +62,15 @@ final class AACEncoderThread: @unchecked Sendable {
 
     /// Stops the thread (after a failure elsewhere).
     func stop() {
-        condition.lock()
-        stopped = true
-        condition.broadcast()
-        condition.unlock()
+        input?.cancel()
     }
 
-    private func run() {
-        let feeder = AACFrameFeeder(encoder: encoder, sampleRate: sampleRate)
-        do {
-            while true {
-                condition.lock()
-                while input.isEmpty && !inputFinished && !stopped { condition.wait() }
-                if stopped { condition.unlock(); return }
-                let batch = input
-                let finished = inputFinished
-                input.removeAll()
-                queuedSamples = 0
-                condition.broadcast()
-                condition.unlock()
-
-                var packets: [PacketBox] = []
-                for b in batch { try feeder.add(b, into: &packets) }
-                if finished { try feeder.finish(into: &packets) }
-                condition.lock()
-                output.append(contentsOf: packets)
-                if finished { done = true }
-                condition.broadcast()
-                condition.unlock()
-                if finished { return }
-            }
-        } catch {
-            condition.lock()
-            failure = error
-            done = true
-            condition.broadcast()
-            condition.unlock()
-        }
+    private func deliver(_ packets: [PacketBox], done finished: Bool) {
+        condition.lock()
+        output.append(contentsOf: packets)
+        if finished { done = true }
+        condition.broadcast()
+        condition.unlock()
     }
 }
 

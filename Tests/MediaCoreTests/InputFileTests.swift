@@ -42,9 +42,12 @@ import Testing
         expectFailure(path: path) { if case .empty = $0 { true } else { false } }
     }
 
-    @Test func randomBytesNamedMP4() throws {
+    /// Seeded bytes, so the file is the same on every run: about one random 64 KiB file in a few hundred
+    /// happens to pass FFmpeg's probe for "lrc" lyrics, which is refused with a reason of its own.
+    @Test(arguments: [UInt64(1), 2, 3, 4, 5, 6, 7, 8])
+    func randomBytesNamedMP4(seed: UInt64) throws {
         let path = try TestPaths.makeTemporaryFolder("garbage").appendingPathComponent("garbage.mp4").path
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededRandom(state: seed)
         let bytes = (0..<65536).map { _ in UInt8.random(in: 0...255, using: &generator) }
         FileManager.default.createFile(atPath: path, contents: Data(bytes))
         expectFailure(path: path) { if case .unknownFormat = $0 { true } else { false } }
