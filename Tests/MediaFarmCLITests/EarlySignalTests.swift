@@ -28,7 +28,13 @@ import Glibc
         try FileManager.default.copyItem(atPath: MediaFixture.cfr30MP4.path, toPath: dir.appendingPathComponent("in.mp4").path)
         try #"{ "version": 1, "input": "in.mp4", "report": "out/r.json" }"#.write(to: dir.appendingPathComponent("job.json"), atomically: true, encoding: .utf8)
         var caught = 0, early = 0
-        for (round, milliseconds) in [0, 5, 20, 30, 40, 50, 60, 70, 80, 100, 250, 500].enumerated() {
+        // On a loaded machine the loader alone can take past 250 ms: later moments are added, up to four,
+        // until the program has been caught running its own code four times.
+        var moments = [0, 5, 20, 30, 40, 50, 60, 70, 80, 100, 250, 500]
+        var round = -1
+        while round + 1 < moments.count {
+            round += 1
+            let milliseconds = moments[round]
             let queue = "sqlite:" + dir.appendingPathComponent("q\(round).sqlite").path
             try? FileManager.default.removeItem(at: dir.appendingPathComponent("out"))
             let submitted = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["submit", "--queue", queue, "--output-root", dir.path,
@@ -54,6 +60,7 @@ import Glibc
             let jobs = (try JSONSerialization.jsonObject(with: shown.stdoutData) as? [[String: Any]]) ?? []
             #expect(jobs.count == 1 && ["queued", "succeeded"].contains(jobs.first?["state"] as? String ?? ""), "\(milliseconds) ms: \(shown.stdout)")
             #expect((jobs.first?["errors"] as? [Any])?.isEmpty ?? true, "\(shown.stdout)")
+            if round == moments.count - 1, caught < 4, moments.count < 16 { moments.append(milliseconds + 500) }
         }
         print("EarlySignalTests: \(caught) signals sent while the program ran its own code; \(early) sent while it was still being loaded")
         // The later moments are always the program's own: a test that saw none would prove nothing.
