@@ -34,12 +34,17 @@ static void mf_stop_install(void) {
 
 // Runs as soon as the dynamic loader has mapped and relocated the program, before any library's
 // initializer (the executable's .preinit_array; a constructor would run after every library's, some
-// 50-100 ms into a debug build's life): for `coordinator` and `batch`, whose SIGTERM drains, a signal
-// from then on is kept for the drain instead of ending the process with 143 before its own handler
-// exists. glibc passes these functions the program's arguments.
+// 50-100 ms into a debug build's life): for `coordinator` and `batch`, whose SIGTERM drains, and for the
+// foreground commands that remove their temporary outputs when stopped (`run`, `scan`, `inspect`,
+// `loudness`), a signal from then on is kept for the program's own handling instead of ending the
+// process before that handler exists. glibc passes these functions the program's arguments.
 static void mf_stop_signals_early(int argc, char **argv, char **envp) {
     (void)envp;
-    if (argc > 1 && argv[1] && (strcmp(argv[1], "coordinator") == 0 || strcmp(argv[1], "batch") == 0)) mf_stop_install();
+    static const char *const commands[] = {"coordinator", "batch", "run", "scan", "inspect", "loudness"};
+    if (argc < 2 || !argv[1]) return;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(argv[1], commands[i]) == 0) { mf_stop_install(); return; }
+    }
 }
 
 __attribute__((section(".preinit_array"), used)) static void (*const mf_stop_signals_preinit)(int, char **, char **) = mf_stop_signals_early;

@@ -12,11 +12,14 @@ extension Coordinator {
     /// first (a stale attempt is refused there) in phase `publishing` with the worker's result, so that
     /// if this coordinator dies while renaming or before recording success, whichever rescuer finds the
     /// expired lease completes this publication (`completeInterruptedPublications`) instead of running
-    /// the job again: each output is published once.
+    /// the job again: each output is published once. `recordPublished` runs between the publication and
+    /// the success (the result kept for reuse, the library's representations), so that whoever sees the
+    /// job succeed finds its outputs recorded.
     /// - Returns: whether the outputs were published.
     @discardableResult
     func publish(_ job: Job, token: String, manifest: JobManifest, resultJSON: String?, uploads: [ObjectUpload],
-                 numbered: NumberedOutputs?, seconds: Double, reason: String? = nil) async -> Bool {
+                 numbered: NumberedOutputs?, seconds: Double, reason: String? = nil,
+                 recordPublished: () async -> Void = {}) async -> Bool {
         if let missing = StagedOutput.missing(manifest, token: token, uploads: uploads, numbered: numbered) {
             await finish(job, token: token, outcome: .failed(message: "\(missing): the worker reported success but left no finished file to publish",
                                                              result: resultJSON), seconds: seconds)
@@ -43,6 +46,7 @@ extension Coordinator {
             await finish(job, token: token, outcome: retryable ? .crashed(message: message) : .failed(message: message, result: resultJSON), seconds: seconds)
             return false
         }
+        await holdingLease(job, token: token, result: resultJSON, while: recordPublished)
         await finish(job, token: token, outcome: .succeeded(result: resultJSON), seconds: seconds, reason: reason)
         return true
     }
@@ -138,6 +142,22 @@ extension Coordinator {
 
     /// Renews one lease, retrying a queue that does not answer while the lease would still hold.
     /// false: the lease is lost (or could not be confirmed in time).
+    /// Runs `body` (which may read a large output through) with the publishing lease renewed every third
+    /// of its duration, so that no rescuer takes the job meanwhile.
+    private func holdingLease(_ job: Job, token: String, result: String?, while body: () async -> Void) async {
+        let renewer = Task {
+            let every = configuration.leaseDuration / 3
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(every))  // cancelled: the body is done
+                guard !Task.isCancelled else { return }
+                let renewal = LeaseRenewal(id: job.id, token: token, progress: 1, phase: "publishing", result: result)
+                _ = try? await store.renew([renewal], leaseDuration: configuration.leaseDuration, at: now())  // a failed renewal leaves it to the next
+            }
+        }
+        await body()
+        renewer.cancel()
+    }
+
     private func confirmLease(_ job: Job, token: String, result: String?) async -> Bool {
         let deadline = now().addingTimeInterval(configuration.leaseDuration)
         var delay = 0.1

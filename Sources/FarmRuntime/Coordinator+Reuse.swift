@@ -97,8 +97,8 @@ extension Coordinator {
             events(.notice("job \(job.id): answered from the result of job \(worker.id) (\(worker.name))"
                            + (worker.id != earlier.jobID ? ", copied from job \(earlier.jobID)" : "")
                            + (earlier.output.map { ": \($0) copied, its SHA-256 unchanged since it was published" } ?? "")))
-            if await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: [], numbered: numbered, seconds: seconds,
-                             reason: "reused") {
+            await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: [], numbered: numbered, seconds: seconds,
+                          reason: "reused") {
                 var again = earlier
                 (again.jobID, again.jobName, again.output, again.report, again.createdAt) = (job.id, job.name, manifest.export?.output, staged.report, now())
                 (again.originJobID, again.originJobName) = worker

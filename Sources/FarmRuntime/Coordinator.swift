@@ -358,8 +358,8 @@ public final class Coordinator: Service, Sendable {
             if exit.status == 0, let result = entry.result, result.succeeded, let ranges = result.split {
                 await split(job, token: token, submitted: submitted, manifest: manifest, ranges: ranges, seconds: seconds)
             } else if exit.status == 0, let result = entry.result, result.succeeded {
-                if await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: result.uploads ?? [],
-                                 numbered: result.numbered, seconds: seconds) {
+                await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: result.uploads ?? [],
+                              numbered: result.numbered, seconds: seconds) {
                     // The output is read back once: for the result's record, and the library takes its hash from there.
                     var outputHash: ContentHash?
                     if let key { outputHash = await recordResult(job, manifest: manifest, key: key, numbered: result.numbered) }

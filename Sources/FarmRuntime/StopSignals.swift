@@ -7,10 +7,10 @@ import Synchronization
 import Glibc
 #endif
 
-/// SIGTERM and SIGINT for the commands whose SIGTERM drains (`coordinator`, `batch`), caught from the
-/// program's first instruction: a constructor in CProcessShims installs a handler before `main` that
+/// SIGTERM and SIGINT for the commands whose SIGTERM drains (`coordinator`, `batch`) or stops foreground
+/// work (`run`, `scan`, `inspect`, `loudness`), caught from the program's first instruction: a constructor in CProcessShims installs a handler before `main` that
 /// writes each signal to a pipe, so a signal in the first milliseconds, before any Swift code could
-/// install one, is kept for the drain instead of ending the process with status 143. A thread of its own
+/// install one, is kept for the program instead of ending the process with status 143. A thread of its own
 /// reads the pipe (its reads block).
 public final class StopSignals: Sendable {
     public static let shared = StopSignals()

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import FarmRuntime
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -15,23 +16,41 @@ final class SignalStop: Sendable {
     /// The signal that arrived, if any.
     var signal: Int32? { let s = caught.load(ordering: .acquiring); return s == 0 ? nil : s }
 
-    /// `body` as a task that SIGINT or SIGTERM cancels.
+    /// `body` as a task that SIGINT or SIGTERM cancels. In the program, the signals have been caught since
+    /// before `main` (StopSignals), so one sent while the program was still loading stops the work as soon
+    /// as it starts; elsewhere (a command run in-process) the handlers are in place before the work starts.
     func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let task = Task { try await body() }
+        if StopSignals.shared.isInstalled {
+            let task = Task { try await body() }
+            let watcher = Task { [self] in
+                guard let number = await StopSignals.shared.first() else { return }
+                _ = stopped(by: number)
+                task.cancel()
+            }
+            defer { watcher.cancel() }
+            return try await task.value
+        }
+        let started = Mutex<Task<T, any Error>?>(nil)
         var made: [any DispatchSourceSignal] = []
         for number in [SIGINT, SIGTERM] {
             Glibc.signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { [self] in
-                if caught.compareExchange(expected: 0, desired: number, ordering: .acquiringAndReleasing).exchanged {
-                    task.cancel()
-                }
+                if stopped(by: number) { started.withLock { $0 }?.cancel() }
             }
             source.resume()
             made.append(source)
         }
         defer { for source in made { source.cancel() } }
+        let task = Task { try await body() }
+        started.withLock { $0 = task }
+        if signal != nil { task.cancel() }
         return try await task.value
+    }
+
+    /// Records the first signal; false for any later one.
+    private func stopped(by number: Int32) -> Bool {
+        caught.compareExchange(expected: 0, desired: number, ordering: .acquiringAndReleasing).exchanged
     }
 
     /// After the work: when a signal stopped it, says so on stderr for `command` and exits 128 + signal.

@@ -99,4 +99,25 @@ import Glibc
         process.waitUntilExit()
         #expect(process.terminationReason == .exit && process.terminationStatus == 143)
     }
+
+    /// A SIGTERM sent as soon as the program runs code of its own (a second thread), long before the scan
+    /// has opened its file, stops it with 143 all the same: the signal is caught from before `main` and the
+    /// work, once started, is cancelled at once. (The signal handlers used to be installed only after the
+    /// work's task had been started: a signal in between ended the process by the kernel's default action.)
+    @Test func aSIGTERMBeforeTheScanStartsExits143() throws {
+        let dir = try job("{}")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestPaths.mediafarmExecutable)
+        process.arguments = ["scan", "--symbologies", "qr", dir.appendingPathComponent("input.mp4").path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        while process.isRunning, !EarlySignalTests.runsItsOwnCode(process.processIdentifier), Date() < deadline { usleep(200) }
+        #expect(process.isRunning, "the scan ended before the signal: nothing was tested")
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 143,
+                "\(process.terminationReason == .exit ? "exit" : "signal") \(process.terminationStatus)")
+    }
 }

@@ -30,7 +30,7 @@ int mf_pidfd_wait_exit(int pidfd, int timeout_ms);
 /// reaping it (waitid with WNOWAIT). 1 exited, 0 still running, -errno on error.
 int mf_wait_exit_nowait(pid_t pid, int block);
 
-/// For `coordinator` and `batch`: the read end of a pipe that SIGTERM and SIGINT have written their number
+/// For `coordinator`, `batch`, `run`, `scan`, `inspect` and `loudness`: the read end of a pipe that SIGTERM and SIGINT have written their number
 /// to since before main ran (one byte a signal), or -1 for other commands. Read it from a thread of its
 /// own (reads block).
 int mf_stop_signals_fd(void);
