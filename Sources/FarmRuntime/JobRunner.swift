@@ -147,23 +147,30 @@ public struct JobRunner: Sendable {
 
         // Inspect every distinct source once.
         var assets: [String: Asset] = [:]
-        var inspections: [AssetReport] = []
+        var distinct: [Asset] = []
         for edit in manifest.edits where assets[edit.source] == nil {
             let asset = Asset(path: edit.source, options: options)
             assets[edit.source] = asset
-            // Pictures alone, with no report to hold an inspection: their reader opens the file itself and
-            // says what is wrong with it (an opening less: a poster in a kept worker costs little more
-            // than its frame).
-            if manifest.makesPictures, manifest.export == nil, manifest.scan == nil, manifest.report == nil { continue }
+            distinct.append(asset)
+        }
+        var inspections: [AssetReport] = []
+        // Pictures alone, with no report to hold an inspection: their reader opens the file itself and
+        // says what is wrong with it (an opening less: a poster in a kept worker costs little more
+        // than its frame).
+        if !(manifest.makesPictures && manifest.export == nil && manifest.scan == nil && manifest.report == nil) {
             // An export reads every packet anyway and fails clearly on damaged data: it skips the
             // decode check (isPlayable, isDecodable), which costs an extra opening and decoding.
             // So do pictures: they decode what they show, and say which frame could not be.
             let decodes = manifest.export != nil || manifest.makesPictures
             let keys = decodes ? AssetKey.standard.subtracting([.isPlayable]) : AssetKey.standard
             let trackKeys = decodes ? Set(TrackKey.allCases).subtracting([.isDecodable]) : Set(TrackKey.allCases)
-            let report = await AssetReport.inspect(asset, keys: keys, trackKeys: trackKeys)
-            inspections.append(report)
-            if let error = report.error { throw JobError(error) }
+            // Many sources (a day's recording in 1,440 segments) are inspected side by side, one per core;
+            // the first to fail, in the manifest's order, fails the job.
+            let width = max(1, min(distinct.count, ProcessInfo.processInfo.activeProcessorCount))
+            inspections = await concurrentMap(distinct, limit: width) { asset in
+                await AssetReport.inspect(asset, keys: keys, trackKeys: trackKeys)
+            }
+            if let error = inspections.lazy.compactMap(\.error).first { throw JobError(error) }
         }
         let inspectSeconds = Date().timeIntervalSince(started)
 

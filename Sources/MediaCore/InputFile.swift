@@ -44,10 +44,28 @@ public final class InputFile {
         FFmpegLog.installDefaultIfNeeded()
         let remote = S3Location.isObject(path) ? try RemoteInput(path: path, sharing: reader) : nil
         let fileSize: Int64
-        if let remote { fileSize = remote.size } else { fileSize = try InputFile.checkPath(path) }
+        var identity: ProbedFile.Identity?
+        if let remote {
+            fileSize = remote.size
+        } else {
+            let st = try InputFile.checkPath(path)
+            (fileSize, identity) = (Int64(st.st_size), ProbedFile.Identity(st))
+        }
 
         interrupter.progressed()
         let box = Unmanaged.passRetained(interrupter)
+        // Opened before and unchanged since: its header is read with the demuxer it needed, not probed.
+        if let identity, let probed = ProbedFile.lookUp(path, identity: identity, limits: limits) {
+            let again = InputFile.open(path, format: probed.format, limits: limits, interruptBox: box)
+            if let ctx = again.context {
+                if probed.apply(to: ctx) {
+                    self.init(reopened: ctx, box: box, path: path, limits: limits, interrupter: interrupter, probed: probed)
+                    return
+                }
+                var doomed: UnsafeMutablePointer<AVFormatContext>? = ctx
+                avformat_close_input(&doomed)
+            }
+        }
         var opened = InputFile.open(path, format: nil, limits: limits, interruptBox: box, io: remote?.io)
         // A single still picture is probed as "image2" (the image-sequence demuxer) by its name: read
         // it with the demuxer its content names (jpeg_pipe, png_pipe...), which reads one picture.
@@ -62,6 +80,23 @@ public final class InputFile {
             throw InputFile.openError(path: path, code: opened.code, interrupter: interrupter, limits: limits)
         }
         try self.init(opened: ctx, box: box, path: path, limits: limits, interrupter: interrupter, fileSize: fileSize, remote: remote)
+        if let identity, let probed = ProbedFile(ctx, identity: identity, limits: limits, streams: streams, container: container) {
+            ProbedFile.keep(probed, for: path)
+        }
+    }
+
+    /// A file opened again (`ctx`, its header read) given what probing it found before.
+    private init(reopened ctx: UnsafeMutablePointer<AVFormatContext>, box: Unmanaged<Interrupter>, path: String, limits: SafetyLimits,
+                 interrupter: Interrupter, probed: ProbedFile) {
+        self.path = path
+        self.limits = limits
+        self.interrupter = interrupter
+        self.remote = nil
+        self.context = ctx
+        self.interruptBox = box
+        self.streams = probed.streams
+        self.container = probed.container
+        readOnlyItsHeader = true
     }
 
     /// Opens a live source: `url` read by the demuxer or capture device named `format` (libavdevice's
@@ -153,6 +188,10 @@ public final class InputFile {
         interruptBox.release()
     }
 
+    /// Whether this opening read only the file's header, given what an earlier opening's probe found
+    /// (`ProbedFile`): the same file, unchanged since.
+    private(set) var readOnlyItsHeader = false
+
     /// The result of reading one packet.
     public enum ReadResult: Sendable { case packet, endOfFile }
 
@@ -230,8 +269,8 @@ public final class InputFile {
 
     // MARK: - Opening
 
-    /// Stats the path before FFmpeg sees it, for errors that say exactly what is wrong. Returns the size.
-    static func checkPath(_ path: String) throws(MediaFileError) -> Int64 {
+    /// Stats the path before FFmpeg sees it, for errors that say exactly what is wrong. Returns its status.
+    static func checkPath(_ path: String) throws(MediaFileError) -> stat {
         var st = stat()
         if stat(path, &st) != 0 {
             switch errno {
@@ -245,7 +284,7 @@ public final class InputFile {
         if type != S_IFREG { throw MediaFileError(path: path, reason: .notRegularFile) }
         if st.st_size == 0 { throw MediaFileError(path: path, reason: .empty) }
         if access(path, R_OK) != 0 { throw MediaFileError(path: path, reason: .permissionDenied) }
-        return Int64(st.st_size)
+        return st
     }
 
     /// A demuxer context opened on `path` with the limits' options (nil and FFmpeg's code on failure).
