@@ -59,6 +59,7 @@ final class SampleConsumerThread: @unchecked Sendable {
         condition.lock()
         inputFinished = true
         queue.removeAll()
+        queuedSamples = 0
         cancelled = true
         condition.broadcast()
         condition.unlock()
@@ -90,6 +91,7 @@ final class SampleConsumerThread: @unchecked Sendable {
             condition.lock()
             failure = error
             queue.removeAll()
+            queuedSamples = 0
             done = true
             condition.broadcast()
             condition.unlock()
