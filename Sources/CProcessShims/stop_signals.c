@@ -50,3 +50,8 @@ static void mf_stop_signals_early(int argc, char **argv, char **envp) {
 __attribute__((section(".preinit_array"), used)) static void (*const mf_stop_signals_preinit)(int, char **, char **) = mf_stop_signals_early;
 
 int mf_stop_signals_fd(void) { return mf_stop_pipe[0]; }
+
+int mf_stop_signals_install(void) {
+    if (mf_stop_pipe[0] < 0) mf_stop_install();
+    return mf_stop_pipe[0];
+}

@@ -140,10 +140,8 @@ extension Coordinator {
         }
     }
 
-    /// Renews one lease, retrying a queue that does not answer while the lease would still hold.
-    /// false: the lease is lost (or could not be confirmed in time).
     /// Runs `body` (which may read a large output through) with the publishing lease renewed every third
-    /// of its duration, so that no rescuer takes the job meanwhile.
+    /// of its duration, so that no rescuer takes the job meanwhile. The last renewal has ended when it returns.
     private func holdingLease(_ job: Job, token: String, result: String?, while body: () async -> Void) async {
         let renewer = Task {
             let every = configuration.leaseDuration / 3
@@ -156,8 +154,11 @@ extension Coordinator {
         }
         await body()
         renewer.cancel()
+        await renewer.value
     }
 
+    /// Renews one lease, retrying a queue that does not answer while the lease would still hold.
+    /// false: the lease is lost (or could not be confirmed in time).
     private func confirmLease(_ job: Job, token: String, result: String?) async -> Bool {
         let deadline = now().addingTimeInterval(configuration.leaseDuration)
         var delay = 0.1

@@ -8,10 +8,11 @@ import Glibc
 #endif
 
 /// SIGTERM and SIGINT for the commands whose SIGTERM drains (`coordinator`, `batch`) or stops foreground
-/// work (`run`, `scan`, `inspect`, `loudness`), caught from the program's first instruction: a constructor in CProcessShims installs a handler before `main` that
-/// writes each signal to a pipe, so a signal in the first milliseconds, before any Swift code could
-/// install one, is kept for the program instead of ending the process with status 143. A thread of its own
-/// reads the pipe (its reads block).
+/// work (`run`, `scan`, `inspect`, `loudness`), caught from the program's first instruction: CProcessShims
+/// installs a handler before `main` that writes each signal to a pipe, so a signal in the first
+/// milliseconds, before any Swift code could install one, is kept for the program instead of ending the
+/// process with status 143. In any other program the same handler is installed when this is first used.
+/// A thread of its own reads the pipe (its reads block).
 public final class StopSignals: Sendable {
     public static let shared = StopSignals()
 
@@ -20,11 +21,12 @@ public final class StopSignals: Sendable {
         var waiters: [CheckedContinuation<Int32?, Never>] = []
     }
     private let state = Mutex(State())
-    /// Whether this program caught the signals before main (false: another command; use the lifecycle's).
+    /// Whether the signals are caught here (false only when no pipe could be made: use the lifecycle's).
     public let isInstalled: Bool
 
     private init() {
-        let fd = mf_stop_signals_fd()
+        let early = mf_stop_signals_fd()
+        let fd = early >= 0 ? early : mf_stop_signals_install()
         isInstalled = fd >= 0
         guard isInstalled else { return }
         let thread = Thread { [self] in

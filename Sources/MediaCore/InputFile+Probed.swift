@@ -149,7 +149,4 @@ final class ProbedFile: @unchecked Sendable {
             k.next = (k.next + 1) % capacity
         }
     }
-
-    /// Forgets every kept probe (for tests, and a process that wants to read everything afresh).
-    static func forgetAll() { kept.withLock { $0 = Kept() } }
 }

@@ -22,6 +22,9 @@ public final class InputFile {
     let context: UnsafeMutablePointer<AVFormatContext>
     private let interrupter: Interrupter
     private let interruptBox: Unmanaged<Interrupter>
+    /// Whether this opening read only the file's header, given what an earlier opening's probe found
+    /// (`ProbedFile`): the same file, unchanged since.
+    let readOnlyItsHeader: Bool
     /// The object read through ranged requests, for an `s3://` path.
     private let remote: RemoteInput?
 
@@ -131,6 +134,7 @@ public final class InputFile {
         self.limits = limits
         self.interrupter = interrupter
         self.remote = remote
+        readOnlyItsHeader = false
         func fail(_ reason: MediaFileError.Reason) -> MediaFileError {
             var doomed: UnsafeMutablePointer<AVFormatContext>? = ctx
             avformat_close_input(&doomed)
@@ -187,10 +191,6 @@ public final class InputFile {
         avformat_close_input(&ctx)
         interruptBox.release()
     }
-
-    /// Whether this opening read only the file's header, given what an earlier opening's probe found
-    /// (`ProbedFile`): the same file, unchanged since.
-    private(set) var readOnlyItsHeader = false
 
     /// The result of reading one packet.
     public enum ReadResult: Sendable { case packet, endOfFile }

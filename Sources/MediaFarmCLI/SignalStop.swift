@@ -1,5 +1,4 @@
 import ArgumentParser
-import Dispatch
 import FarmRuntime
 import Foundation
 import Synchronization
@@ -7,50 +6,28 @@ import Synchronization
 import Glibc
 #endif
 
-/// Ctrl-C and SIGTERM for the commands that work in the foreground (`run`, `scan`, `inspect`): the
-/// first SIGINT or SIGTERM cancels the work (which removes its temporary outputs on the way out), and
-/// the command then exits 130 or 143, as shells expect. A second signal while stopping is ignored.
+/// Ctrl-C and SIGTERM for the commands that work in the foreground (`run`, `scan`, `inspect`,
+/// `loudness`): the first SIGINT or SIGTERM cancels the work (which removes its temporary outputs on the
+/// way out), and the command then exits 130 or 143, as shells expect. A second signal while stopping is
+/// ignored.
 final class SignalStop: Sendable {
     private let caught = Atomic<Int32>(0)
 
     /// The signal that arrived, if any.
     var signal: Int32? { let s = caught.load(ordering: .acquiring); return s == 0 ? nil : s }
 
-    /// `body` as a task that SIGINT or SIGTERM cancels. In the program, the signals have been caught since
-    /// before `main` (StopSignals), so one sent while the program was still loading stops the work as soon
-    /// as it starts; elsewhere (a command run in-process) the handlers are in place before the work starts.
+    /// `body` as a task that SIGINT or SIGTERM cancels. The signals have been caught since before `main`
+    /// (`StopSignals`), so one sent while the program was still loading stops the work as soon as it starts.
     func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        if StopSignals.shared.isInstalled {
-            let task = Task { try await body() }
-            let watcher = Task { [self] in
-                guard let number = await StopSignals.shared.first() else { return }
-                _ = stopped(by: number)
-                task.cancel()
-            }
-            defer { watcher.cancel() }
-            return try await task.value
-        }
-        let started = Mutex<Task<T, any Error>?>(nil)
-        var made: [any DispatchSourceSignal] = []
-        for number in [SIGINT, SIGTERM] {
-            Glibc.signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [self] in
-                if stopped(by: number) { started.withLock { $0 }?.cancel() }
-            }
-            source.resume()
-            made.append(source)
-        }
-        defer { for source in made { source.cancel() } }
         let task = Task { try await body() }
-        started.withLock { $0 = task }
-        if signal != nil { task.cancel() }
+        let watcher = Task { [self] in
+            guard let number = await StopSignals.shared.first() else { return }
+            // The first signal is the one the command reports.
+            _ = caught.compareExchange(expected: 0, desired: number, ordering: .acquiringAndReleasing)
+            task.cancel()
+        }
+        defer { watcher.cancel() }
         return try await task.value
-    }
-
-    /// Records the first signal; false for any later one.
-    private func stopped(by number: Int32) -> Bool {
-        caught.compareExchange(expected: 0, desired: number, ordering: .acquiringAndReleasing).exchanged
     }
 
     /// After the work: when a signal stopped it, says so on stderr for `command` and exits 128 + signal.

@@ -30,10 +30,14 @@ int mf_pidfd_wait_exit(int pidfd, int timeout_ms);
 /// reaping it (waitid with WNOWAIT). 1 exited, 0 still running, -errno on error.
 int mf_wait_exit_nowait(pid_t pid, int block);
 
-/// For `coordinator`, `batch`, `run`, `scan`, `inspect` and `loudness`: the read end of a pipe that SIGTERM and SIGINT have written their number
-/// to since before main ran (one byte a signal), or -1 for other commands. Read it from a thread of its
-/// own (reads block).
+/// For `coordinator`, `batch`, `run`, `scan`, `inspect` and `loudness`: the read end of a pipe that
+/// SIGTERM and SIGINT have written their number to since before main ran (one byte a signal), or -1 for
+/// other commands. Read it from a thread of its own (reads block).
 int mf_stop_signals_fd(void);
+
+/// The same pipe for a program whose handler was not installed before main: installs it now (once; call
+/// it from one thread). Its read end, or -1 when no pipe could be made.
+int mf_stop_signals_install(void);
 
 /// pipe2(fds, O_CLOEXEC). Returns 0 or -errno.
 int mf_pipe(int fds[2]);
