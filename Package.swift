@@ -2,6 +2,13 @@
 // MediaFarm: a batch media processing worker farm. GPL-2.0-or-later.
 import PackageDescription
 
+/// The front's Swift runtime and Foundation, linked in: a program linked to their shared libraries spends
+/// some 15 ms loading them (ICU's among them) before its first instruction.
+let staticFoundation = ["-static-stdlib", "-Xclang-linker", "-no-pie", "-Xlinker", "--start-group"]
+    + ["Foundation", "FoundationEssentials", "FoundationInternationalization", "CoreFoundation", "_FoundationICU",
+       "_FoundationCShims", "_FoundationCollections", "swiftSynchronization", "swiftDispatch", "dispatch", "BlocksRuntime"].map { "-l" + $0 }
+    + ["-Xlinker", "--end-group"]
+
 let package = Package(
     name: "MediaFarm",
     platforms: [.macOS(.v15)],
@@ -80,20 +87,22 @@ let package = Package(
         ]),
         // The asset library: content ids, local paths per host, albums, fetches, representations, changes.
         .target(name: "FarmLibrary", dependencies: [
-            "FarmStore", "FarmModel", "MediaInspect", "MediaTime", "SafeFiles", "S3Client",
+            "FarmStore", "FarmModel", "MediaTime", "SafeFiles", "S3Client",
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"),
         ]),
+        // Where the library meets inspection: an asset's facts from MediaInspect (AssetInspector.media).
+        .target(name: "FarmLibraryMedia", dependencies: ["FarmLibrary", "MediaInspect"]),
         // The one way jobs enter the queue (submit, the API, ingest, capture): manifests read and checked
         // against the file system, unknown assets, a scoped token's policy, templates, enqueueing, lineage.
         .target(name: "FarmSubmit", dependencies: ["FarmModel", "FarmStore", "FarmLibrary", "SafeFiles", "S3Client"]),
         // Watch-folder ingest: settle state, probe gate, content hashes, quarantine, templates.
         .target(name: "FarmIngest", dependencies: [
-            "FarmModel", "FarmStore", "FarmLibrary", "FarmSubmit", "MediaInspect", "MediaCapture", "MediaTime", "SafeFiles", "S3Client",
+            "FarmModel", "FarmStore", "FarmLibrary", "FarmLibraryMedia", "FarmSubmit", "MediaInspect", "MediaCapture", "MediaTime", "SafeFiles", "S3Client",
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         // Where the farm meets the media modules: JobRunner, the coordinator and its worker processes.
         .target(name: "FarmRuntime", dependencies: [
-            "FarmModel", "FarmStore", "FarmLibrary", "FarmSubmit", "SafeFiles", "CProcessShims", "CodeScan", "MediaImage", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime",
+            "FarmModel", "FarmStore", "FarmLibrary", "FarmLibraryMedia", "FarmSubmit", "SafeFiles", "CProcessShims", "CodeScan", "MediaImage", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime",
             "S3Client", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -119,7 +128,7 @@ let package = Package(
         ]),
         // The coordinator's HTTP face: health, Prometheus metrics, the JSON API, the status page.
         .target(name: "FarmHTTP", dependencies: [
-            "FarmRuntime", "FarmLibrary", "FarmStore", "FarmModel", "FarmSubmit",
+            "FarmRuntime", "FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "FarmSubmit",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
@@ -132,15 +141,28 @@ let package = Package(
         // docs/openapi.json built into FarmHTTP (OpenAPIDocument), served at /api/openapi.json.
         .executableTarget(name: "EmbedOpenAPI"),
         .plugin(name: "OpenAPIPlugin", capability: .buildTool(), dependencies: ["EmbedOpenAPI"]),
+        // The queue's commands (submit, status, cancel, retry, queue, webhooks, the library's that read no
+        // media), as a library that loads no media module; and the `mediafarm` front that runs them or
+        // hands every other command to the media program.
+        .target(name: "QueueCLI", dependencies: [
+            "FarmSubmit", "FarmWebhooks", "FarmLibrary", "FarmStore", "FarmModel", "SafeFiles",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .target(name: "MediaFarmCLI", dependencies: [
-            "FarmHTTP", "FarmWebhooks", "MediaCapture", "FarmRuntime", "FarmSubmit", "SafeFiles", "FarmStore", "FarmLibrary", "FarmIngest", "CodeScan", "MediaImage", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
+            "QueueCLI", "FarmLibraryMedia", "FarmHTTP", "FarmWebhooks", "MediaCapture", "FarmRuntime", "FarmSubmit", "SafeFiles", "FarmStore", "FarmLibrary", "FarmIngest", "CodeScan", "MediaImage", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "Metrics", package: "swift-metrics"),
         ]),
-        .executableTarget(name: "mediafarm", dependencies: ["MediaFarmCLI"]),
+        // `mediafarm`: the queue's commands in a program without the media libraries (its Swift runtime
+        // linked in, so that it starts in a few milliseconds); every other command is handed, by exec, to
+        // `mediafarm-engine` beside it.
+        .executableTarget(name: "mediafarm", dependencies: ["QueueCLI"], linkerSettings: [.unsafeFlags(staticFoundation)]),
+        // The media program: every command.
+        .executableTarget(name: "mediafarm-engine", dependencies: ["MediaFarmCLI"]),
         // libFuzzer targets (script/fuzz builds them with -DFUZZING and the fuzzer sanitizer); in an ordinary
         // build it replays the kept regression inputs.
         .executableTarget(name: "mediafarm-fuzz", dependencies: ["FarmModel", "MediaInspect"], path: "fuzz",
@@ -148,7 +170,7 @@ let package = Package(
         // bench/queue's store throughput measurement.
         .executableTarget(name: "mediafarm-queue-bench", dependencies: ["FarmStore", "FarmModel"], path: "bench/QueueBench"),
         // bench/library's fetch and resolve measurement over a large library.
-        .executableTarget(name: "mediafarm-library-bench", dependencies: ["FarmLibrary", "FarmStore", "FarmModel", "MediaTime"], path: "bench/LibraryBench"),
+        .executableTarget(name: "mediafarm-library-bench", dependencies: ["FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "MediaTime"], path: "bench/LibraryBench"),
 
         // Tests: one target per module, plus a helper that makes media fixtures with real FFmpeg.
         .target(name: "FarmTestSupport", path: "Tests/FarmTestSupport"),
@@ -162,12 +184,12 @@ let package = Package(
         .testTarget(name: "FarmStoreTests", dependencies: ["FarmStore", "FarmModel", "FarmTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "MediaCaptureTests", dependencies: ["MediaCapture", "FarmTestSupport"]),
         .testTarget(name: "FarmIngestTests", dependencies: ["FarmIngest", "FarmSubmit", "FarmStore", "FarmTestSupport"]),
-        .testTarget(name: "FarmSubmitTests", dependencies: ["FarmSubmit", "FarmLibrary", "FarmStore", "FarmModel", "FarmTestSupport"]),
-        .testTarget(name: "FarmLibraryTests", dependencies: ["FarmLibrary", "FarmStore", "FarmModel", "FarmTestSupport"]),
+        .testTarget(name: "FarmSubmitTests", dependencies: ["FarmSubmit", "FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "FarmTestSupport"]),
+        .testTarget(name: "FarmLibraryTests", dependencies: ["FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "FarmTestSupport"]),
         .testTarget(name: "FarmRuntimeTests", dependencies: ["FarmRuntime", "FarmSubmit", "FarmStore", "FarmModel", "CodeScan", "MediaEdit", "FarmTestSupport", "S3Client",
                                                          .product(name: "NIOCore", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "CodeScanTests", dependencies: ["CodeScan", "MediaCore", "MediaTime", "FarmTestSupport"]),
-        .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "FarmSubmit", "FarmTestSupport", "S3Client",
+        .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "QueueCLI", "FarmSubmit", "FarmTestSupport", "S3Client",
                                                            .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "S3ClientTests", dependencies: ["S3Client", "FarmTestSupport"]),
         .testTarget(name: "FarmWebhooksTests", dependencies: ["FarmWebhooks", "FarmStore", "FarmModel", "FarmTestSupport"]),

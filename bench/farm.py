@@ -4,6 +4,12 @@ import json, os, re, shutil, socket, sqlite3, statistics, subprocess, sys, time,
 from benchlib import events, log, percentiles
 
 bin, work, media, pg_url, pg_port, rounds = sys.argv[1:7]
+only = set(filter(None, (sys.argv[7] if len(sys.argv) > 7 else "").split(",")))
+
+
+def wanted(part):
+    return not only or part in only
+
 rounds = int(rounds)
 clip = os.path.join(media, "clip-2s.mp4")
 source = os.path.join(media, "1080p-bframes-60s.mp4")
@@ -184,10 +190,50 @@ def published():
     return results
 
 
-log("== pickup, SQLite then PostgreSQL")
-summary = {"pickup": {"sqlite": pickup("sqlite", os.path.join(work, "pickup.sqlite")), "postgres": pickup("postgres", schema_queue("pickup"))}}
-log("== 1,000 small inspection jobs")
-summary["smallJobs"] = throughput()
-log("== submit to published (milliseconds)")
-summary["submitToPublishedMs"] = published()
+# 4. The queue's commands from the command line: each command's whole run (process start to exit), against
+# the sqlite3 shell inserting one job row into the same queue, rounds interleaved.
+def queue_commands(samples=30):
+    folder = os.path.join(work, "commands")
+    os.makedirs(folder)
+    shutil.copy(clip, os.path.join(folder, "clip.mp4"))
+    queue = os.path.join(folder, "queue.sqlite")
+    env = dict(os.environ, MEDIAFARM_QUEUE=queue)
+    manifest = os.path.join(folder, "later.json")
+    json.dump({"version": 1, "name": "later", "input": "clip.mp4"}, open(manifest, "w"))
+    subprocess.run([bin, "submit", "--delay", "3600", manifest], env=env, cwd=folder, check=True, capture_output=True)  # creates the queue
+    insert = ("INSERT INTO jobs (name, manifest, base_directory, state, max_attempts, run_at, created_at, updated_at) "
+              f"VALUES ('row', '{{}}', '{folder}', 'queued', 3, strftime('%s','now') + 3600, strftime('%s','now'), strftime('%s','now'));")
+    commands = {
+        "sqlite3 INSERT one job row": ["sqlite3", queue, insert],
+        "mediafarm submit (one manifest)": [bin, "submit", "--delay", "3600", manifest],
+        "mediafarm status": [bin, "status"],
+        "mediafarm queue stats": [bin, "queue", "stats"],
+        "mediafarm library list": [bin, "library", "list"],
+        "mediafarm --version (the media program)": [bin, "--version"],
+    }
+    times = {k: [] for k in commands}
+    for _ in range(samples):
+        for k, command in commands.items():
+            start = time.perf_counter()
+            subprocess.run(command, env=env, cwd=folder, check=True, capture_output=True)
+            times[k].append((time.perf_counter() - start) * 1000)
+    median = {k: statistics.median(v) for k, v in times.items()}
+    base = median["sqlite3 INSERT one job row"]
+    return {"samples": samples, "medianMs": {k: round(v, 2) for k, v in median.items()},
+            "ratioToSqlite3Insert": {k: round(v / base, 2) for k, v in median.items()}}
+
+
+summary = {}
+if wanted("pickup"):
+    log("== pickup, SQLite then PostgreSQL")
+    summary["pickup"] = {"sqlite": pickup("sqlite", os.path.join(work, "pickup.sqlite")), "postgres": pickup("postgres", schema_queue("pickup"))}
+if wanted("small"):
+    log("== 1,000 small inspection jobs")
+    summary["smallJobs"] = throughput()
+if wanted("published"):
+    log("== submit to published (milliseconds)")
+    summary["submitToPublishedMs"] = published()
+if wanted("commands"):
+    log("== the queue's commands, against sqlite3 (milliseconds)")
+    summary["queueCommands"] = queue_commands()
 print(json.dumps(summary, indent=2))

@@ -10,6 +10,7 @@ exec > >(tee bench/results/inspect.txt)   # kept beside the script, replaced by 
 copies=${1:-10}
 script/bootstrap
 swift build -c release --product mediafarm >&2
+swift build -c release --product mediafarm-engine >&2
 bin=$(swift build -c release --show-bin-path)/mediafarm
 
 work=$(mktemp -d /tmp/mediafarm-bench-inspect.XXXXXX)

@@ -8,6 +8,7 @@ mkdir -p bench/results
 exec > >(tee bench/results/scan.txt)   # kept beside the script, replaced by each run
 script/bootstrap
 swift build -c release --product mediafarm >&2
+swift build -c release --product mediafarm-engine >&2
 bin=$(swift build -c release --show-bin-path)/mediafarm
 work=$(mktemp -d /tmp/mediafarm-bench-scan.XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -9,6 +9,7 @@ mkdir -p bench/results
 exec > >(tee "bench/results/$1.txt")
 script/bootstrap
 swift build -c release --product mediafarm >&2
+swift build -c release --product mediafarm-engine >&2
 bin=$(swift build -c release --show-bin-path)/mediafarm
 media=${MEDIAFARM_BENCH_MEDIA:-/tmp/mediafarm-bench-media}
 work=$(mktemp -d "/tmp/mediafarm-bench-$1.XXXXXX")

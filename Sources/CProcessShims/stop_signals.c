@@ -38,13 +38,22 @@ static void mf_stop_install(void) {
 // foreground commands that remove their temporary outputs when stopped (`run`, `scan`, `inspect`,
 // `loudness`), a signal from then on is kept for the program's own handling instead of ending the
 // process before that handler exists. glibc passes these functions the program's arguments.
+// The `mediafarm` front blocks both signals before it execs this program (a signal sent meanwhile stays
+// pending): they are unblocked here, after the handler is installed, so such a signal is handled as if it
+// came now, and by the default action for the other commands.
 static void mf_stop_signals_early(int argc, char **argv, char **envp) {
     (void)envp;
     static const char *const commands[] = {"coordinator", "batch", "run", "scan", "inspect", "loudness"};
-    if (argc < 2 || !argv[1]) return;
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
-        if (strcmp(argv[1], commands[i]) == 0) { mf_stop_install(); return; }
+    if (argc >= 2 && argv[1]) {
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+            if (strcmp(argv[1], commands[i]) == 0) { mf_stop_install(); break; }
+        }
     }
+    sigset_t stops;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGINT);
+    sigprocmask(SIG_UNBLOCK, &stops, NULL);
 }
 
 __attribute__((section(".preinit_array"), used)) static void (*const mf_stop_signals_preinit)(int, char **, char **) = mf_stop_signals_early;

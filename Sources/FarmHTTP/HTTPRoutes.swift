@@ -276,7 +276,7 @@ extension HTTPFace {
         var access: Access = readOnly ? .readOnly : .full
         if !BearerAuthMiddleware<BasicRequestContext>.constantTimeEqual(given, token) && !readOnly {
             // A scoped library token signs its browser in to its albums' pages.
-            guard !given.isEmpty, (try? await AssetLibrary.open(store, host: configuration.libraryHost, token: given)) != nil else {  // any failure: not a token
+            guard !given.isEmpty, (try? await AssetLibrary.open(store, host: configuration.libraryHost, token: given, inspector: .none)) != nil else {  // any failure: not a token
                 return .text(StatusPage.login(failed: true), status: .unauthorized, type: "text/html; charset=utf-8")
             }
             access = .scoped(token: given)

@@ -1,4 +1,5 @@
 import FarmLibrary
+import FarmLibraryMedia
 import FarmModel
 import FarmStore
 import Foundation
@@ -40,14 +41,14 @@ extension HTTPFace {
     func library(for request: Request) async throws -> AssetLibrary {
         let base: AssetLibrary
         do {
-            base = AssetLibrary(database: try store.database, host: configuration.libraryHost)
+            base = AssetLibrary(database: try store.database, host: configuration.libraryHost, inspector: .media)
         } catch {
             throw APIError(status: .serviceUnavailable, message: "the asset library: \(error)")
         }
         // The coordinator's and the read-only token see the whole library (the middleware let the latter only look).
         guard case .scoped(let presented)? = access(of: request) else { return base }
         do {
-            return try await AssetLibrary.open(store, host: configuration.libraryHost, token: presented)
+            return try await AssetLibrary.open(store, host: configuration.libraryHost, token: presented, inspector: .media)
         } catch {
             if case .notPermitted = error {
                 throw APIError(status: .unauthorized, message: configuration.token == nil ? error.description : "missing or wrong bearer token")

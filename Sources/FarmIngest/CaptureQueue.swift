@@ -1,4 +1,5 @@
 import FarmLibrary
+import FarmLibraryMedia
 import FarmModel
 import FarmStore
 import FarmSubmit
@@ -202,7 +203,7 @@ public final class CaptureQueue: @unchecked Sendable {
                          latencyMs: (Date().timeIntervalSince(segment.closedAt ?? started) * 1000 * 10).rounded() / 10))
         // The asset library learns the segment and its job (after the enqueue: it never delays it).
         do {
-            let library = AssetLibrary(database: try store.database, host: libraryHost)
+            let library = AssetLibrary(database: try store.database, host: libraryHost, inspector: .media)
             let hash = try await ContentHash.reading(segment.path)
             let added = try await library.register(segment.path, hash: hash)
             if first.inserted, let id = added.id { try await library.recordJobInputs(first.id, [id]) }

@@ -1,4 +1,5 @@
 import FarmLibrary
+import FarmLibraryMedia
 import FarmModel
 import FarmStore
 import FarmSubmit
@@ -398,7 +399,7 @@ public struct IngestPass: Sendable {
                 let opened: any JobStore
                 if let store { opened = store } else { opened = try await openQueue() }
                 store = opened
-                let library = AssetLibrary(database: try opened.database, host: libraryHost)
+                let library = AssetLibrary(database: try opened.database, host: libraryHost, inspector: .media)
                 for (entry, chain) in zip(jobs, Self.groups(of: jobs.map(\.chain.count), in: enqueued)) where chain.contains(where: \.inserted) {
                     do {
                         let added = if let object = entry.candidate.object {

@@ -1,5 +1,4 @@
 import Foundation
-import MediaInspect
 import MediaTime
 
 /// What kind of media an asset is (PHAssetMediaType).
@@ -70,62 +69,10 @@ public struct AssetFacts: Sendable, Hashable, Codable {
     public var isSlowMotion: Bool { mediaType == .video && (frameRate ?? 0) >= 100 }
     public var isRotated: Bool { subtypes.contains("rotated") }
 
-    static let stillCodecs: Set<String> = ["png", "mjpeg", "bmp", "tiff", "webp", "gif", "jpeg2000", "jpegls", "pam", "ppm", "pgm",
-                                          "pgmyuv", "pbm", "qoi", "targa", "sgi", "exr", "jpegxl", "dpx", "pcx", "xbm", "xwd"]
-
-    /// What an inspection must load for the facts (ingest asks for these with its own). `isPlayable`
-    /// decodes each track's first frame, so that the library (and ingest) refuse what `inspect` fails on.
-    /// `loudness` decodes all of the audio (some 400 times faster than real time), so that the library
-    /// knows every asset's loudness.
-    public static let keys: Set<AssetKey> = [.isReadable, .isPlayable, .duration, .metadata, .tracks, .loudness]
-    public static let trackKeys: Set<TrackKey> = [.mediaType, .formatDescription, .naturalSize, .preferredTransform, .nominalFrameRate]
-
-    /// Inspects the file at `path`; throws the reason when it is not media the farm can read.
-    public static func inspect(_ path: String, size: Int64) async throws(LibraryError) -> AssetFacts {
-        if size == 0 { throw .notMedia(path, "the file is empty") }
-        let report = await AssetReport.inspect(Asset(path: path), keys: keys, trackKeys: trackKeys)
-        return try facts(report, path: path, size: size)
-    }
-
-    /// The facts of an inspection that loaded `keys` and `trackKeys`.
-    public static func facts(_ report: AssetReport, path: String, size: Int64) throws(LibraryError) -> AssetFacts {
-        if let error = report.error {
-            throw .notMedia(path, error.hasPrefix(path + ": ") ? String(error.dropFirst(path.count + 2)) : error)
-        }
-        guard report.isReadable == true else { throw .notMedia(path, "not readable as media") }
-        if report.isPlayable == false { throw .notMedia(path, "no track can be decoded (see `mediafarm inspect`)") }
-        let tracks = report.tracks ?? []
-        let video = tracks.first { $0.mediaType == .video }
-        let audio = tracks.first { $0.mediaType == .audio }
-        guard video != nil || audio != nil else { throw .notMedia(path, "no video or audio track") }
-        let container = report.format?.name
-        let still = video.map { v in
-            audio == nil && stillCodecs.contains(v.codec)
-                && ((container.map { $0.hasSuffix("_pipe") || $0 == "image2" } ?? false) || (v.frameCount ?? 2) <= 1)
-        } ?? false
-        let mediaType: LibraryMediaType = still ? .image : video != nil ? .video : .audio
-        var facts = AssetFacts(mediaType: mediaType, duration: still ? .zero : (report.duration ?? .zero), size: size,
-                               container: container, codec: (video ?? audio)?.codec, audioCodec: audio?.codec,
-                               frameRate: still ? nil : video?.nominalFrameRate, width: video?.naturalSize?.width, height: video?.naturalSize?.height,
-                               rotation: video?.rotation, hasAudio: audio != nil)
-        if let whole = report.loudness?.asset {
-            facts.loudness = whole.integrated.map(Self.hundredths)
-            facts.truePeak = whole.truePeak.map(Self.hundredths)
-            facts.loudnessRange = Self.hundredths(whole.range)
-        }
-        if let metadata = report.metadata {
-            facts.creationDate = metadata.creationDate.flatMap(Self.date)
-            facts.location = metadata.location
-            facts.make = metadata.make
-            facts.model = metadata.model
-        }
-        return facts
-    }
-
-    static func hundredths(_ value: Double) -> Double { (value * 100).rounded() / 100 }
+    public static func hundredths(_ value: Double) -> Double { (value * 100).rounded() / 100 }
 
     /// A creation date as containers write it: ISO 8601 with or without fractional seconds, or a day.
-    static func date(_ text: String) -> Date? {
+    public static func date(_ text: String) -> Date? {
         let fractional = ISO8601DateFormatter()
         fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         if let date = fractional.date(from: text) { return date }
@@ -134,5 +81,22 @@ public struct AssetFacts: Sendable, Hashable, Codable {
         let day = ISO8601DateFormatter()
         day.formatOptions = [.withFullDate]
         return day.date(from: text)
+    }
+}
+
+/// What learns an asset's facts from its file: the media program's inspection (FarmLibraryMedia's
+/// `.media`), or `.none` in a program that loads no media library (the queue's commands), which refuses
+/// content the library does not know yet and says where it can be added.
+public struct AssetInspector: Sendable {
+    public let facts: @Sendable (_ path: String, _ size: Int64) async throws(LibraryError) -> AssetFacts
+
+    public init(facts: @escaping @Sendable (_ path: String, _ size: Int64) async throws(LibraryError) -> AssetFacts) {
+        self.facts = facts
+    }
+
+    /// No inspection in this program.
+    public static let none = AssetInspector { path, _ throws(LibraryError) in
+        throw .notMedia(path, "this program reads no media (the queue's commands run without the media libraries); "
+                        + "add new content with `mediafarm library add`")
     }
 }

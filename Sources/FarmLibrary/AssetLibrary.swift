@@ -13,23 +13,28 @@ public struct AssetLibrary: Sendable {
     /// This host's name in local identifiers.
     public let host: String
     public let access: LibraryAccess
+    /// What learns the facts of content the library does not know yet (the media program's inspection;
+    /// `.none` in a program that loads no media library).
+    public let inspector: AssetInspector
     let now: @Sendable () -> Date
 
     public init(database: any SQLDatabase, host: String = AssetLibrary.defaultHost, access: LibraryAccess = .full,
-                now: @escaping @Sendable () -> Date = { Date() }) {
+                inspector: AssetInspector, now: @escaping @Sendable () -> Date = { Date() }) {
         self.database = database
         self.host = host
         self.access = access
+        self.inspector = inspector
         self.now = now
     }
 
     /// The library of the queue `store` opened, with the access `token` gives (nil: full access).
-    public static func open(_ store: any JobStore, host: String = AssetLibrary.defaultHost, token: String? = nil) async throws(LibraryError) -> AssetLibrary {
+    public static func open(_ store: any JobStore, host: String = AssetLibrary.defaultHost, token: String? = nil,
+                            inspector: AssetInspector) async throws(LibraryError) -> AssetLibrary {
         let database: any SQLDatabase
         do { database = try store.database } catch { throw .store(error) }
-        let library = AssetLibrary(database: database, host: host)
+        let library = AssetLibrary(database: database, host: host, inspector: inspector)
         guard let token else { return library }
-        return AssetLibrary(database: database, host: host, access: try await library.access(for: token))
+        return AssetLibrary(database: database, host: host, access: try await library.access(for: token), inspector: inspector)
     }
 
     /// This machine's short host name.
@@ -193,7 +198,7 @@ public struct AssetLibrary: Sendable {
         let known = try await read { s in try await s.value("SELECT 1 FROM assets WHERE id = ?", [.text(hash.id.rawValue)]) != nil }
         var facts: AssetFacts?
         if !known {
-            if let given { facts = given } else { facts = try await AssetFacts.inspect(path, size: stamp.size) }
+            if let given { facts = given } else { facts = try await inspector.facts(path, stamp.size) }
         }
         return try await place(hash, facts: facts, at: path, stamp: stamp, album: album, host: placeHost, etag: etag)
     }

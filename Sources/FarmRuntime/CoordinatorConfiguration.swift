@@ -1,3 +1,4 @@
+import FarmStore
 import FarmLibrary
 import FarmModel
 import Foundation
@@ -21,7 +22,7 @@ public struct CoordinatorConfiguration: Sendable {
     public var idleWait: Double = 2
     /// How often the coordinator reports its slots in the queue's list of coordinators (status pages on
     /// every host show it; one not heard from for three of these is shown as silent).
-    public var presenceInterval: Double = 5
+    public var presenceInterval: Double = CoordinatorPresence.reportInterval
     /// A coordinator not heard from for this long is shown as silent: three report intervals.
     public var silentAfter: Double { 3 * presenceInterval }
     /// How often expired leases are looked for.

@@ -3,6 +3,11 @@ import Foundation
 /// A coordinator as it last reported itself in the queue: its host, its worker slots and whether it is
 /// draining. What lets a status page on any host show every coordinator's slots.
 public struct CoordinatorPresence: Sendable, Equatable {
+    /// How often a coordinator reports itself, unless configured otherwise (seconds).
+    public static let reportInterval: Double = 5
+    /// One not heard from for three report intervals is shown as silent.
+    public static let silentAfter: Double = 3 * reportInterval
+
     /// The coordinator's name in leases ("host:pid:random").
     public var owner: String
     public var host: String

@@ -5,6 +5,7 @@ import FarmStore
 import FarmSubmit
 import Foundation
 import Logging
+import QueueCLI
 import ServiceLifecycle
 
 /// `mediafarm batch`: CI mode. Every manifest is validated first; then all of them run through an

@@ -7,6 +7,7 @@ import FarmRuntime
 import FarmSubmit
 import Foundation
 import MediaCapture
+import QueueCLI
 #if canImport(Glibc)
 import Glibc
 #endif

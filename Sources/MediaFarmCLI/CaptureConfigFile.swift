@@ -1,5 +1,6 @@
 import FarmModel
 import Foundation
+import QueueCLI
 import SafeFiles
 
 /// `mediafarm capture --config FILE`: the capture's settings as a JSON object (jobs/capture.schema.json),

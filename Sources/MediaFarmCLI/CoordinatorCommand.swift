@@ -1,6 +1,7 @@
 import ArgumentParser
 import FarmHTTP
 import FarmLibrary
+import FarmLibraryMedia
 import FarmModel
 import FarmRuntime
 import FarmStore
@@ -8,6 +9,7 @@ import FarmWebhooks
 import Foundation
 import Logging
 import Metrics
+import QueueCLI
 import SafeFiles
 import ServiceLifecycle
 import Synchronization
@@ -213,7 +215,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
         // A library that cannot open stops the coordinator here, with its cause: without it every asset:ID
         // job would fail for good with "this coordinator has no asset library".
         do {
-            configuration.library = AssetLibrary(database: try store.database, host: libraryHost)
+            configuration.library = AssetLibrary(database: try store.database, host: libraryHost, inspector: .media)
         } catch {
             throw CLIError("coordinator: the asset library on \(store.location) cannot be opened: \(error)")
         }
@@ -233,6 +235,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
         printer.notice("coordinator \(configuration.owner): \(workers) workers on \(store.location)")
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let httpConfiguration, let metrics {
+            let tokenFile = tokenFile
             let http = HTTPFace(configuration: httpConfiguration, coordinator: coordinator, store: store, metrics: metrics,
                                 logger: Logger(label: "mediafarm.http"),
                                 onListening: { address in

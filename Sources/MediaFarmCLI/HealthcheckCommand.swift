@@ -1,6 +1,7 @@
 import ArgumentParser
 import FarmModel
 import Foundation
+import QueueCLI
 #if canImport(Glibc)
 import Glibc
 #endif

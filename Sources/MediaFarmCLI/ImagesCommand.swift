@@ -4,6 +4,7 @@ import Foundation
 import MediaCore
 import MediaImage
 import MediaTime
+import QueueCLI
 import SafeFiles
 
 /// `mediafarm images`: pictures of a movie at given times, as AVAssetImageGenerator makes them.

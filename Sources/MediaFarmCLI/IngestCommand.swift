@@ -5,6 +5,7 @@ import FarmRuntime
 import FarmStore
 import FarmSubmit
 import Foundation
+import QueueCLI
 #if canImport(Glibc)
 import Glibc
 #endif

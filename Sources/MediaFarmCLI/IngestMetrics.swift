@@ -1,6 +1,7 @@
 import FarmIngest
 import Foundation
 import Prometheus
+import QueueCLI
 
 /// `ingest --metrics-file`: the last pass's figures in Prometheus' text format, for node_exporter's
 /// textfile collector (an ingest pass is a short-lived process that no scraper could reach). Written to a

@@ -4,6 +4,7 @@ import Foundation
 import MediaCore
 import MediaInspect
 import MediaTime
+import QueueCLI
 
 /// `mediafarm inspect`: load asset properties of many files concurrently and report them.
 struct InspectCommand: AsyncParsableCommand {

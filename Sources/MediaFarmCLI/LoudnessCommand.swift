@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import MediaCore
 import MediaInspect
+import QueueCLI
 
 /// `mediafarm loudness`: the loudness of files' audio (ITU-R BS.1770-4, EBU R128), measured by libebur128.
 struct LoudnessCommand: AsyncParsableCommand {

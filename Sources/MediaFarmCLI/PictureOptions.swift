@@ -2,6 +2,7 @@ import ArgumentParser
 import FarmModel
 import MediaCore
 import MediaImage
+import QueueCLI
 
 /// The size and encoding of pictures, as `images` and `poster` take them.
 struct PictureOptions: ParsableArguments {

@@ -5,6 +5,7 @@ import Foundation
 import MediaCore
 import MediaImage
 import MediaTime
+import QueueCLI
 
 /// `mediafarm poster`: one picture that stands for a movie, as a job's `"poster"` makes it.
 struct PosterCommand: AsyncParsableCommand {

@@ -5,6 +5,7 @@ import FarmRuntime
 import FarmSubmit
 import Foundation
 import MediaInspect
+import QueueCLI
 
 /// `mediafarm run`: execute manifests inline, without a queue.
 struct RunCommand: AsyncParsableCommand {
@@ -120,18 +121,5 @@ extension JobProgress {
         if let fps = framesPerSecond { parts.append(String(format: "%.0f fps", fps)) }
         if let eta { parts.append(String(format: "ETA %.0f s", eta)) }
         return parts.joined(separator: ", ")
-    }
-}
-
-/// Where outputs may go: `--output-root` folders and object prefixes (`s3://BUCKET/PREFIX`), else
-/// MEDIAFARM_OUTPUT_ROOTS (colon-separated), else nil
-/// (each manifest's own folder). Made absolute against the current folder.
-enum OutputRoots {
-    static func chosen(_ flags: [String]) -> [String]? {
-        let roots = flags.isEmpty
-            ? ProcessInfo.processInfo.environment["MEDIAFARM_OUTPUT_ROOTS"].map { PathRules.splitList($0) }
-            : flags
-        let cwd = FileManager.default.currentDirectoryPath
-        return roots?.map { PathRules.resolve($0, against: cwd) }
     }
 }

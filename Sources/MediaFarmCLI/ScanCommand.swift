@@ -5,6 +5,7 @@ import Foundation
 import MediaCore
 import MediaInspect
 import MediaTime
+import QueueCLI
 
 /// `mediafarm scan`: find bar codes and QR codes in movies and still images.
 struct ScanCommand: AsyncParsableCommand {

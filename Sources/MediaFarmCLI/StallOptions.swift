@@ -2,6 +2,7 @@ import ArgumentParser
 import FarmModel
 import Foundation
 import MediaCore
+import QueueCLI
 
 /// `--stall-timeout`: how long one read, decode or write may go without progress before the work is
 /// given up as stalled. It never limits a job's total time (that is the job's `timeout`). Applied by

@@ -3,6 +3,7 @@ import FarmModel
 import Foundation
 import MediaCore
 import MediaImage
+import QueueCLI
 
 /// `mediafarm storyboard`: sprite sheets of a movie's tiles, a WebVTT file pointing into them, a JSON index.
 struct StoryboardCommand: AsyncParsableCommand {

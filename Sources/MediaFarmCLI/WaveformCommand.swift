@@ -4,6 +4,7 @@ import FarmRuntime
 import Foundation
 import MediaCore
 import MediaImage
+import QueueCLI
 
 /// `mediafarm waveform`: a picture of a recording's sound, as a job's `"waveform"` makes it.
 struct WaveformCommand: AsyncParsableCommand {

@@ -3,6 +3,7 @@ import FarmModel
 import FarmRuntime
 import FarmSubmit
 import Foundation
+import QueueCLI
 
 /// `mediafarm worker`: runs the one manifest on stdin and reports JSON-line events on stdout; usable by
 /// hand (`mediafarm worker < job.json`). The coordinator keeps workers started with `--standby`, which

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FarmModel
 import FarmRuntime
+import QueueCLI
 
 /// How long a coordinator keeps each worker process (`coordinator` and `batch`): a process runs job after
 /// job, and is replaced after `--jobs-per-worker` jobs, when its resident memory after a job is above

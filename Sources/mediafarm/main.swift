@@ -1,3 +1,4 @@
-import MediaFarmCLI
+import QueueCLI
 
-await MediaFarmMain.runAndExit()
+QueueMain.handOverUnlessQueueCommand()
+await QueueMain.runQueueCommand()

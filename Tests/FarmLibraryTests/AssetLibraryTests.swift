@@ -1,4 +1,5 @@
 import FarmLibrary
+import FarmLibraryMedia
 import FarmModel
 import FarmStore
 import FarmTestSupport
@@ -11,7 +12,7 @@ import Testing
 
     func library(_ store: any JobStore, host: String, clock: TestClock? = nil) throws -> AssetLibrary {
         let clock = clock ?? TestClock(t0)
-        return AssetLibrary(database: try store.database, host: host, now: { clock.now })
+        return AssetLibrary(database: try store.database, host: host, inspector: .media, now: { clock.now })
     }
 
     /// Adds the whole set; returns each file's id by name.
@@ -251,7 +252,7 @@ import Testing
         let secret = try await lib.createToken(name: "client-a", albums: ["Client A"])
         await #expect { try await lib.createToken(name: "x", albums: ["Nope"]) } throws: { "\($0)".contains("no album") }
 
-        let scoped = try await AssetLibrary.open(store, host: "h", token: secret)
+        let scoped = try await AssetLibrary.open(store, host: "h", token: secret, inspector: .media)
         #expect(scoped.access == .limited(name: "client-a", albums: ["Client A"]))
         #expect(Set(try await scoped.fetch(FetchOptions()).assets.map(\.id)) == [ids["v1.mp4"]!, ids["a1.m4a"]!])
         var videos = FetchOptions(); videos.album = "Videos"
@@ -278,9 +279,9 @@ import Testing
         let changes = try await scoped.changes(since: nil).changes
         #expect(!changes.isEmpty && changes.allSatisfy { $0.album == "Client A" || [ids["v1.mp4"], ids["a1.m4a"], ids["img.png"]].contains($0.assetID) })
 
-        await #expect { try await AssetLibrary.open(store, host: "h", token: "mfl_bogus") } throws: { "\($0)".contains("not valid") }
+        await #expect { try await AssetLibrary.open(store, host: "h", token: "mfl_bogus", inspector: .media) } throws: { "\($0)".contains("not valid") }
         try await lib.revokeToken(name: "client-a")
-        await #expect { try await AssetLibrary.open(store, host: "h", token: secret) } throws: { "\($0)".contains("not valid") }
+        await #expect { try await AssetLibrary.open(store, host: "h", token: secret, inspector: .media) } throws: { "\($0)".contains("not valid") }
         await store.close()
     }
 
@@ -308,7 +309,7 @@ import Testing
         #expect(Set(full.representations.map(\.output)) == [v2, a1] && Set(full.jobs) == [9, 10])
         #expect(try await lib.detail(v2).derivedFrom.map(\.parameters) == [#"{"input":"/clients/b/secret-plan.mp4"}"#])
 
-        let scoped = try await AssetLibrary.open(store, host: "h", token: try await lib.createToken(name: "a", albums: ["Client A"]))
+        let scoped = try await AssetLibrary.open(store, host: "h", token: try await lib.createToken(name: "a", albums: ["Client A"]), inspector: .media)
         let seen = try await scoped.detail(v1)
         #expect(seen.representations.map(\.output) == [a1], "\(seen.representations)")
         #expect(seen.jobs == [10], "a job that also read Client B's asset is not shown: \(seen.jobs)")

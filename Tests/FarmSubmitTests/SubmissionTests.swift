@@ -1,4 +1,5 @@
 import FarmLibrary
+import FarmLibraryMedia
 import FarmModel
 import FarmStore
 import FarmSubmit
@@ -17,7 +18,7 @@ import Testing
         init() throws {
             dir = try TestPaths.makeTemporaryFolder("submission")
             store = try SQLiteJobStore(path: dir.appendingPathComponent("queue.sqlite").path)
-            library = AssetLibrary(database: try store.database, host: "here")
+            library = AssetLibrary(database: try store.database, host: "here", inspector: .media)
             FileManager.default.createFile(atPath: dir.appendingPathComponent("in.mp4").path, contents: Data("not media, but there".utf8))
         }
 
@@ -79,7 +80,7 @@ import Testing
         let refusals = Submission.scopedRefusals(valid, access: .limited(name: "t", albums: []))
         #expect(refusals.first?.issues.map(\.path) == ["$.edits[0].source", "$.edits[1].source"])
         // Enqueueing checks it again, whatever its caller did.
-        let scoped = AssetLibrary(database: try site.store.database, host: "here", access: .limited(name: "t", albums: []))
+        let scoped = AssetLibrary(database: try site.store.database, host: "here", access: .limited(name: "t", albums: []), inspector: .media)
         let job = NewJob(name: "files", manifest: valid[0].offer.text, baseDirectory: site.dir.path, outputRoots: [site.dir.path])
         await #expect(throws: SubmissionError.self) { try await Submission(store: site.store, library: scoped).enqueue([job], sources: [["in.mp4"]]) }
         #expect(try await site.store.counts().values.reduce(0, +) == 0)

@@ -2,6 +2,7 @@ import FarmModel
 import FarmTestSupport
 import Foundation
 @testable import MediaFarmCLI
+@testable import QueueCLI
 import Testing
 
 /// What an engineer evaluating pipelines, object storage, chunks and webhooks tripped on in a second

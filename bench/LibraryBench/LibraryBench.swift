@@ -3,6 +3,7 @@
 // timed through FarmLibrary's own calls. Prints one JSON object.
 //   mediafarm-library-bench QUEUE-URL COUNT MEDIA-FILE WORK-FOLDER
 import FarmLibrary
+import FarmLibraryMedia
 import FarmModel
 import FarmStore
 import Foundation
@@ -26,7 +27,7 @@ struct LibraryBench {
             exit(2)
         }
         let store = try await JobStores.open(try QueueLocation.parse(arguments[1]), create: true, migrate: true, connections: 4)
-        let library = AssetLibrary(database: try store.database, host: "bench")
+        let library = AssetLibrary(database: try store.database, host: "bench", inspector: .media)
         let media = arguments[3], work = arguments[4]
 
         // 1,000 hard links of one real file: the paths `resolve` checks exist, with the stamp recorded.

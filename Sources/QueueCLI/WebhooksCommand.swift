@@ -5,8 +5,10 @@ import FarmWebhooks
 import Foundation
 
 /// `mediafarm webhooks`: the farm's webhook settings and deliveries, as the queue holds them.
-struct WebhooksCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct WebhooksCommand: AsyncParsableCommand {
+    public init() {}
+
+    public static let configuration = CommandConfiguration(
         commandName: "webhooks",
         abstract: "Show the farm's webhook endpoints, allowed hosts and deliveries; remove a target; make a signing secret.",
         discussion: """
@@ -18,7 +20,7 @@ struct WebhooksCommand: AsyncParsableCommand {
         subcommands: [List.self, Deliveries.self, Retry.self, Remove.self, NewSecret.self])
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Endpoints, allowed hosts, and deliveries by state.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "Endpoints, allowed hosts, and deliveries by state.")
         @OptionGroup var queue: QueueOptions
         @Flag(help: "Print the settings as JSON.")
         var json = false
@@ -53,7 +55,7 @@ struct WebhooksCommand: AsyncParsableCommand {
     }
 
     struct Deliveries: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Deliveries, newest first, with their attempts and last error.")
+        static let configuration = CommandConfiguration(commandName: "deliveries", abstract: "Deliveries, newest first, with their attempts and last error.")
         @OptionGroup var queue: QueueOptions
         @Option(parsing: .unconditional, help: "Only this job's \(UserNumbers.jobID.inHelp).", transform: UserNumbers.jobID.option)
         var job: Int64?
@@ -97,7 +99,7 @@ struct WebhooksCommand: AsyncParsableCommand {
     }
 
     struct Retry: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "retry", 
             abstract: "Send again deliveries that failed (or were refused): by id, or every failed one with --failed.",
             discussion: "Each is pending again and due now: the next coordinator with the secret sends it, same webhook-id, its attempts counted on.")
         @OptionGroup var queue: QueueOptions
@@ -140,7 +142,7 @@ struct WebhooksCommand: AsyncParsableCommand {
     }
 
     struct Remove: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "remove", 
             abstract: "Remove an endpoint (by its URL) or an allowed host; deliveries already recorded stay.",
             discussion: "A coordinator started again with the same --webhook or --webhook-allow-host adds it back.")
         @OptionGroup var queue: QueueOptions

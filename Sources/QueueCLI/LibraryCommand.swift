@@ -4,94 +4,48 @@ import FarmModel
 import FarmStore
 import Foundation
 
-/// `mediafarm library`: the asset library (PhotoKit for a farm) in the queue's database.
-struct LibraryCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "library",
-        abstract: "The asset library: content ids that are the same on every host, albums, fetches, lineage and changes.",
-        discussion: """
-        An asset's id comes from its content (SHA-256), so a file added on two hosts at different paths has \
-        one id; each host records its own path, and `resolve` gives this host's. Manifests may name \
-        "asset:ID" as input or edit source: the host that runs the job resolves it. The library lives in the \
-        queue's database (--queue, MEDIAFARM_QUEUE). Exit status: 0, 1 when something named was not found \
-        or a file was refused, 2 for bad usage (a malformed id, cursor or token; a smart album's name).
-        """,
-        subcommands: [LibraryAdd.self, LibraryList.self, LibraryShow.self, LibraryResolve.self, LibraryAlbum.self, LibraryChanges.self,
-                      LibraryVerify.self, LibraryForget.self, LibraryRemove.self, LibraryToken.self])
+/// `mediafarm library`: the asset library (PhotoKit for a farm) in the queue's database. In the queue's
+/// program, without `add` and `verify`, which inspect media (the media program has them).
+public struct LibraryCommand: AsyncParsableCommand {
+    public static let configuration = commandConfiguration(subcommands: reading)
+
+    /// The commands that read no media file.
+    public static let reading: [any ParsableCommand.Type] = [LibraryList.self, LibraryShow.self, LibraryResolve.self, LibraryAlbum.self,
+                                                             LibraryChanges.self, LibraryForget.self, LibraryRemove.self, LibraryToken.self]
+
+    public static func commandConfiguration(subcommands: [any ParsableCommand.Type]) -> CommandConfiguration {
+        CommandConfiguration(
+            commandName: "library",
+            abstract: "The asset library: content ids that are the same on every host, albums, fetches, lineage and changes.",
+            discussion: """
+            An asset's id comes from its content (SHA-256), so a file added on two hosts at different paths has \
+            one id; each host records its own path, and `resolve` gives this host's. Manifests may name \
+            "asset:ID" as input or edit source: the host that runs the job resolves it. The library lives in the \
+            queue's database (--queue, MEDIAFARM_QUEUE). Exit status: 0, 1 when something named was not found \
+            or a file was refused, 2 for bad usage (a malformed id, cursor or token; a smart album's name).
+            """,
+            subcommands: subcommands)
+    }
+
+    public init() {}
 }
 
 /// The queue and library options every library command takes.
-struct LibraryContext: ParsableArguments {
-    @OptionGroup var queue: QueueOptions
-    @OptionGroup var library: LibraryOptions
+public struct LibraryContext: ParsableArguments {
+    @OptionGroup public var queue: QueueOptions
+    @OptionGroup public var library: LibraryOptions
 
-    func open(create: Bool = false) async throws -> AssetLibrary {
+    public init() {}
+
+    /// The library, with `inspector` for content new to it (`.none`: this program reads no media).
+    public func open(create: Bool = false, inspector: AssetInspector = .none) async throws -> AssetLibrary {
         let store = try await queue.open(create: create)
-        return try await library.open(store)
+        return try await library.open(store, inspector: inspector)
     }
 }
 
-func printJSON(_ value: some Encodable) throws {
+public func printJSON(_ value: some Encodable) throws {
     print(String(decoding: try JSONEncoder.sortedPretty().encode(value), as: UTF8.self))
-}
-
-struct LibraryAdd: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "add",
-        abstract: "Register media files (folders are walked) and print their asset ids.",
-        discussion: """
-        Each file is hashed (unless this host registered the same path with the same size, modification time \
-        and inode), and inspected when its content is new to the library. A file that is not media is \
-        refused with the reason and the others are still added (exit 1 when any was refused).
-        """)
-
-    @OptionGroup var context: LibraryContext
-
-    @Option(help: "Also put the files in this album (made when it does not exist).")
-    var album: String?
-
-    @Flag(help: "Print the outcome of every file as JSON.")
-    var json = false
-
-    @Argument(help: "Media files or folders.")
-    var paths: [String]
-
-    func run() async throws {
-        let library = try await context.open(create: true)
-        let json = json
-        let outcomes = try await LibraryOptions.run {
-            try await library.add(paths, album: album) { outcome in
-                guard !json else { return }
-                print(Self.line(outcome))
-            }
-        }
-        var counts: [String: Int] = [:]
-        for outcome in outcomes { counts[outcome.status.rawValue, default: 0] += 1 }
-        if json {
-            try printJSON(AddSummary(files: outcomes, counts: counts))
-        } else {
-            let summary = AddOutcome.Status.allCases.compactMap { s in counts[s.rawValue].map { "\($0) \(s.rawValue)" } }
-            FileHandle.standardError.write(Data("library: \(summary.isEmpty ? "nothing to add" : summary.joined(separator: ", "))\n".utf8))
-        }
-        if counts["refused"] != nil { throw ExitCode(ExitStatus.failure) }
-    }
-
-    static func line(_ o: AddOutcome) -> String {
-        switch o.status {
-        case .refused: "refused    \(o.path): \(o.reason ?? "")"
-        case .changed: "\(o.id?.rawValue ?? "")  changed    \(o.path) (it held \(o.previous?.rawValue ?? "other content") before)"
-        default: "\(o.id?.rawValue ?? "")  \(o.status.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0))  \(o.path)"
-        }
-    }
-
-    struct AddSummary: Encodable {
-        var files: [AddOutcome]
-        var counts: [String: Int]
-    }
-}
-
-extension AddOutcome.Status: CaseIterable {
-    public static var allCases: [AddOutcome.Status] { [.added, .located, .unchanged, .changed, .refused] }
 }
 
 struct LibraryList: AsyncParsableCommand {
@@ -294,7 +248,7 @@ struct LibraryAlbum: AsyncParsableCommand {
         subcommands: [Create.self, Add.self, Remove.self, List.self, Delete.self])
 
     struct Create: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Make an empty album.")
+        static let configuration = CommandConfiguration(commandName: "create", abstract: "Make an empty album.")
         @OptionGroup var context: LibraryContext
         @Argument(help: "The album's name.") var name: String
 
@@ -306,7 +260,7 @@ struct LibraryAlbum: AsyncParsableCommand {
     }
 
     struct Add: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Put assets (ids, or files registered on this host) in an album.")
+        static let configuration = CommandConfiguration(commandName: "add", abstract: "Put assets (ids, or files registered on this host) in an album.")
         @OptionGroup var context: LibraryContext
         @Flag(help: "Make the album when it does not exist.") var create = false
         @Argument(help: "The album's name.") var name: String
@@ -324,7 +278,7 @@ struct LibraryAlbum: AsyncParsableCommand {
     }
 
     struct Remove: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Take assets out of an album (they stay in the library).")
+        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Take assets out of an album (they stay in the library).")
         @OptionGroup var context: LibraryContext
         @Argument(help: "The album's name.") var name: String
         @Argument(help: "Asset ids or registered files.") var assets: [String]
@@ -341,7 +295,7 @@ struct LibraryAlbum: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Albums with their sizes, then the smart albums.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "Albums with their sizes, then the smart albums.")
         @OptionGroup var context: LibraryContext
         @Flag(help: "Print them as JSON.") var json = false
 
@@ -354,7 +308,7 @@ struct LibraryAlbum: AsyncParsableCommand {
     }
 
     struct Delete: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete an album (its assets stay in the library).")
+        static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete an album (its assets stay in the library).")
         @OptionGroup var context: LibraryContext
         @Argument(help: "The album's name.") var name: String
 
@@ -394,32 +348,6 @@ struct LibraryChanges: AsyncParsableCommand {
             print("\(c.token)  \(formatter.string(from: c.at))  \(c.kind.rawValue.padding(toLength: 19, withPad: " ", startingAt: 0))  \(what.joined(separator: "  "))")
         }
         print("token: \(list.token)\(list.more ? " (more changes follow: ask again with it)" : "")")
-    }
-}
-
-struct LibraryVerify: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "verify",
-        abstract: "Check every file this host registered: report missing and changed files (exit 1 when any).",
-        discussion: "A file whose size, modification time or inode changed is hashed again: same content, its record is updated; other content, it becomes a new asset and the old one is missing here.")
-
-    @OptionGroup var context: LibraryContext
-
-    @Flag(help: "Print the report as JSON.")
-    var json = false
-
-    func run() async throws {
-        let library = try await context.open()
-        let report = try await LibraryOptions.run { try await library.verify() }
-        if json {
-            try printJSON(report)
-        } else {
-            for item in report.missing { print("missing  \(item.id)  \(item.path): \(item.reason)") }
-            for item in report.changed { print("changed  \(item.id)  \(item.path): \(item.reason)") }
-            print("verify on \(report.host): \(report.checked) files checked, \(report.missing.count) missing, \(report.changed.count) changed"
-                  + (report.restamped > 0 ? ", \(report.restamped) touched but unchanged" : ""))
-        }
-        if !report.clean { throw ExitCode(ExitStatus.failure) }
     }
 }
 
@@ -469,7 +397,7 @@ struct LibraryToken: AsyncParsableCommand {
         subcommands: [Create.self, List.self, Revoke.self])
 
     struct Create: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "create", 
             abstract: "Make a token that sees and submits only the assets of some albums; prints it once.",
             discussion: "Give it to a command with --token-file or MEDIAFARM_LIBRARY_TOKEN. The library keeps only its SHA-256.")
         @OptionGroup var context: LibraryContext
@@ -484,7 +412,7 @@ struct LibraryToken: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Tokens by name with their albums (never the secrets).")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "Tokens by name with their albums (never the secrets).")
         @OptionGroup var context: LibraryContext
         @Flag(help: "Print them as JSON.") var json = false
 
@@ -497,7 +425,7 @@ struct LibraryToken: AsyncParsableCommand {
     }
 
     struct Revoke: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Revoke a token by name.")
+        static let configuration = CommandConfiguration(commandName: "revoke", abstract: "Revoke a token by name.")
         @OptionGroup var context: LibraryContext
         @Argument(help: "The token's name.") var name: String
 

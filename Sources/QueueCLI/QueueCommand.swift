@@ -1,12 +1,13 @@
 import ArgumentParser
 import FarmModel
-import FarmRuntime
 import FarmStore
 import Foundation
 
 /// `mediafarm queue`: the queue itself, as an operator sees it.
-struct QueueCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct QueueCommand: AsyncParsableCommand {
+    public init() {}
+
+    public static let configuration = CommandConfiguration(
         commandName: "queue",
         abstract: "Create or upgrade the queue, show its figures, prune finished jobs.",
         subcommands: [Migrate.self, Stats.self, Pause.self, Resume.self, Prune.self])
@@ -44,7 +45,7 @@ struct QueueCommand: AsyncParsableCommand {
     }
 
     struct Pause: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "pause", 
             abstract: "Stop coordinators taking new jobs: the whole farm, one host (--host) or one coordinator (--coordinator).",
             discussion: """
             Kept in the queue, so every coordinator that shares it obeys, within a claim: jobs already running go on, \
@@ -68,7 +69,7 @@ struct QueueCommand: AsyncParsableCommand {
     }
 
     struct Resume: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "resume", 
             abstract: "Lift a pause of `queue pause`: the farm's, a host's (--host) or a coordinator's (--coordinator).",
             discussion: "Coordinators claim again within their idle wait (2 s). Exit status 1 when there was no such pause.")
 
@@ -93,7 +94,7 @@ struct QueueCommand: AsyncParsableCommand {
     }
 
     struct Migrate: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "migrate", 
             abstract: "Create the queue's schema, or upgrade it to this program's version (idempotent).",
             discussion: """
             For a PostgreSQL queue, run it once before the first submission and after each upgrade of MediaFarm; \
@@ -121,7 +122,7 @@ struct QueueCommand: AsyncParsableCommand {
     }
 
     struct Stats: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "stats", 
             abstract: "Jobs by state, the oldest due job's wait, running jobs per host, dead jobs, and the coordinators.",
             discussion: """
                 Coordinators report their worker slots every 5 seconds and leave the list when they stop; one \
@@ -147,7 +148,7 @@ struct QueueCommand: AsyncParsableCommand {
                 throw CLIError(String(describing: error))
             }
             await store.close()
-            let silentAfter = CoordinatorConfiguration().silentAfter
+            let silentAfter = CoordinatorPresence.silentAfter
             let oldestWait = stats.oldestDueAt.map { max(0, now.timeIntervalSince($0)) }
             if json {
                 struct Row: Encodable {
@@ -195,7 +196,7 @@ struct QueueCommand: AsyncParsableCommand {
     }
 
     struct Prune: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+        static let configuration = CommandConfiguration(commandName: "prune", 
             abstract: "Delete jobs that finished (succeeded, failed, cancelled, dead) more than --older-than days ago.",
             discussion: "A coordinator also prunes on its own (see its --keep-finished).")
 

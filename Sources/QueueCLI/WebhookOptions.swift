@@ -6,37 +6,39 @@ import SafeFiles
 
 /// A coordinator's webhook options: where events go, which hosts jobs may name, the signing key, and how
 /// long deliveries are retried.
-struct WebhookOptions: ParsableArguments {
+public struct WebhookOptions: ParsableArguments {
+    public init() {}
+
     @Option(name: .customLong("webhook"), help: ArgumentHelp(
         "Send every job's terminal events to URL (repeatable); TYPES=URL sends only those (e.g. job.failed,job.dead=https://pager.example/hook). Kept in the queue: every coordinator with the secret delivers them.",
         valueName: "[types=]url"))
-    var endpoints: [String] = []
+    public var endpoints: [String] = []
 
     @Option(name: .customLong("webhook-allow-host"), help: ArgumentHelp(
         "A host jobs' \"notify\" URLs may name (repeatable; host for any port, host:port for one). Other hosts are refused at submission and never requested.",
         valueName: "host[:port]"))
-    var allowHosts: [String] = []
+    public var allowHosts: [String] = []
 
     @Option(name: .customLong("webhook-secret-file"), help: ArgumentHelp(
         "A file holding the signing secret (whsec_ + base64, per Standard Webhooks; `mediafarm webhooks new-secret` makes one). With it this coordinator delivers the queue's webhooks.",
         valueName: "file"))
-    var secretFile: String?
+    public var secretFile: String?
 
     @Option(name: .customLong("webhook-retry-hours"), parsing: .unconditional, help: "Hours a delivery is retried before it is given up \(UserNumbers.retryHours.inHelp).", transform: UserNumbers.retryHours.option)
-    var retryHours: Double = 24
+    public var retryHours: Double = 24
 
     @Option(name: .customLong("webhook-backoff"), parsing: .unconditional, help: "Seconds before a failed delivery's first retry (doubling after each, up to an hour) \(UserNumbers.wait.inHelp).", transform: UserNumbers.wait.option)
-    var backoff: Double = 5
+    public var backoff: Double = 5
 
     @Option(name: .customLong("webhook-timeout"), parsing: .unconditional, help: "Seconds a receiver has to answer \(UserNumbers.wait.inHelp).", transform: UserNumbers.wait.option)
-    var timeout: Double = 10
+    public var timeout: Double = 10
 
     @Option(name: .customLong("webhook-drain-seconds"), parsing: .unconditional,
             help: "With --exit-when-idle: seconds to wait for the pending deliveries, retries included, before exiting (then non-zero if any is left) \(UserNumbers.wait.inHelp).",
             transform: UserNumbers.wait.option)
-    var drainSeconds: Double = 60
+    public var drainSeconds: Double = 60
 
-    func validate() throws {
+    public func validate() throws {
         for spec in endpoints {
             if case .failure(let problem) = WebhookEndpoint.parse(spec) { throw ValidationError("--webhook: \(problem.message)") }
         }
@@ -45,10 +47,10 @@ struct WebhookOptions: ParsableArguments {
         }
     }
 
-    var parsedEndpoints: [WebhookEndpoint] { endpoints.compactMap { try? WebhookEndpoint.parse($0).get() } }  // checked in validate()
+    public var parsedEndpoints: [WebhookEndpoint] { endpoints.compactMap { try? WebhookEndpoint.parse($0).get() } }  // checked in validate()
 
     /// The signing secret, when this coordinator delivers.
-    func secret() throws -> WebhookSecret? {
+    public func secret() throws -> WebhookSecret? {
         guard let secretFile else { return nil }
         do {
             let secret = try WebhookSecret(contentsOf: secretFile)
@@ -59,7 +61,7 @@ struct WebhookOptions: ParsableArguments {
         }
     }
 
-    func configuration(owner: String, exitWhenIdle: Bool) -> WebhookDelivererConfiguration {
+    public func configuration(owner: String, exitWhenIdle: Bool) -> WebhookDelivererConfiguration {
         var configuration = WebhookDelivererConfiguration(owner: owner, timeout: timeout, retryFor: retryHours * 3600, backoff: backoff,
                                                           maxBackoff: 3600, poll: min(1, backoff))
         if exitWhenIdle { (configuration.drainSeconds, configuration.drainPending) = (drainSeconds, true) }

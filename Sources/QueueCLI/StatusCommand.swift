@@ -7,8 +7,10 @@ import Glibc
 #endif
 
 /// `mediafarm status`: the job table, or JSON.
-struct StatusCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct StatusCommand: AsyncParsableCommand {
+    public init() {}
+
+    public static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Show jobs: a table with a progress bar per running job, or --json.",
         discussion: """
@@ -29,7 +31,7 @@ struct StatusCommand: AsyncParsableCommand {
 
     @OptionGroup var jobIDs: JobIDs
 
-    func validate() throws {
+    public func validate() throws {
         for s in state where JobState(rawValue: s) == nil {
             throw ValidationError("--state \(s): one of \(JobState.allCases.map(\.rawValue).joined(separator: ", "))")
         }
@@ -48,7 +50,7 @@ struct StatusCommand: AsyncParsableCommand {
 
     static let defaultLimit = 100
 
-    func run() async throws {
+    public func run() async throws {
         let store = try await queue.open()
         let states = state.isEmpty ? nil : state.compactMap(JobState.init(rawValue:))
         let named = !jobIDs.ids.isEmpty
@@ -189,8 +191,10 @@ struct StatusCommand: AsyncParsableCommand {
 }
 
 /// `mediafarm cancel`.
-struct CancelCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct CancelCommand: AsyncParsableCommand {
+    public init() {}
+
+    public static let configuration = CommandConfiguration(
         commandName: "cancel",
         abstract: "Cancel queued or running jobs (a running worker is stopped within 2 s and its temporary files removed).")
 
@@ -199,13 +203,13 @@ struct CancelCommand: AsyncParsableCommand {
     var json = false
     @OptionGroup var jobIDs: JobIDs
 
-    func validate() throws {
+    public func validate() throws {
         guard !jobIDs.ids.isEmpty else {
             throw ValidationError("name the jobs to cancel, e.g. `mediafarm cancel 12 13` (ids as submit and status print them)")
         }
     }
 
-    func run() async throws {
+    public func run() async throws {
         let store = try await queue.open()
         try await JobControl.apply(jobIDs.ids, verb: "cancelled", json: json, store: store) { (id: Int64) async throws(JobStoreError) -> Job in
             try await store.cancel(id: id, at: Date())
@@ -214,8 +218,10 @@ struct CancelCommand: AsyncParsableCommand {
 }
 
 /// `mediafarm retry`.
-struct RetryCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct RetryCommand: AsyncParsableCommand {
+    public init() {}
+
+    public static let configuration = CommandConfiguration(
         commandName: "retry",
         abstract: "Queue failed, dead or cancelled jobs again, with a fresh set of attempts.")
 
@@ -224,13 +230,13 @@ struct RetryCommand: AsyncParsableCommand {
     var json = false
     @OptionGroup var jobIDs: JobIDs
 
-    func validate() throws {
+    public func validate() throws {
         guard !jobIDs.ids.isEmpty else {
             throw ValidationError("name the jobs to retry, e.g. `mediafarm retry 12 13` (ids as submit and status print them)")
         }
     }
 
-    func run() async throws {
+    public func run() async throws {
         let store = try await queue.open()
         try await JobControl.apply(jobIDs.ids, verb: "queued again", json: json, store: store) { (id: Int64) async throws(JobStoreError) -> Job in
             try await store.retry(id: id, at: Date())

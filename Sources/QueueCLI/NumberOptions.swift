@@ -6,15 +6,15 @@ import FarmModel
 /// command ever sees `nan`, `inf` or an overflowing number.
 extension NumberRule {
     /// For `@Option(transform:)`.
-    var option: @Sendable (String) throws -> Value {
+    public var option: @Sendable (String) throws -> Value {
         { text in try parse(text).get() }
     }
 
     /// The range in a help text: "(0 to 86400 seconds)".
-    var inHelp: String { "(\(rangeDescription))" }
+    public var inHelp: String { "(\(rangeDescription))" }
 
     /// For a number that arrived another way (a config file's): the value, or a usage error naming `name`.
-    func checked(_ value: Value, _ name: String) throws -> Value {
+    public func checked(_ value: Value, _ name: String) throws -> Value {
         switch check(value) {
         case .success(let value): return value
         case .failure(let error): throw ValidationError("\(name) \(error.text): \(error)")
@@ -22,7 +22,7 @@ extension NumberRule {
     }
 
     /// For a number still in text (a config file's size): the value, or a usage error naming `name`.
-    func parsed(_ text: String, _ name: String) throws -> Value {
+    public func parsed(_ text: String, _ name: String) throws -> Value {
         switch parse(text) {
         case .success(let value): return value
         case .failure(let error): throw ValidationError("\(name) \(text): \(error)")

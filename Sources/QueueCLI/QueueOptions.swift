@@ -5,23 +5,25 @@ import Foundation
 import SafeFiles
 
 /// `--queue URL`, else `MEDIAFARM_QUEUE`, else `mediafarm-queue.sqlite` in the current folder.
-struct QueueOptions: ParsableArguments {
-    static let defaultFile = "mediafarm-queue.sqlite"
+public struct QueueOptions: ParsableArguments {
+    public init() {}
+
+    public static let defaultFile = "mediafarm-queue.sqlite"
 
     @Option(name: .long, help: ArgumentHelp("""
         The queue: sqlite:PATH (or a file path), or postgres://USER@HOST[:PORT]/DATABASE (password from \
         PGPASSWORD or the URL) (default: $MEDIAFARM_QUEUE, else ./\(defaultFile)).
         """, valueName: "url"))
-    var queue: String?
+    public var queue: String?
 
     /// Before any command runs: the queue's files are protected from the first manifest checked on. A
     /// malformed URL is reported by the command itself, with the usage status (`location()` throws it).
-    func validate() throws {
+    public func validate() throws {
         _ = try? location()  // the command reports a malformed URL itself
     }
 
     /// Where the queue is; a malformed URL is a usage error.
-    func location() throws -> QueueLocation {
+    public func location() throws -> QueueLocation {
         let url = queue ?? ProcessInfo.processInfo.environment["MEDIAFARM_QUEUE"] ?? Self.defaultFile
         do {
             let location = try QueueLocation.parse(url)
@@ -35,7 +37,7 @@ struct QueueOptions: ParsableArguments {
 
     /// Opens the queue; `create` makes a new SQLite queue where none exists (submit and the coordinator
     /// do, the others do not). A PostgreSQL queue must have been made with `mediafarm queue migrate`.
-    func open(create: Bool = false, migrate: Bool = false, connections: Int = 1, listen: Bool = false) async throws -> any JobStore {
+    public func open(create: Bool = false, migrate: Bool = false, connections: Int = 1, listen: Bool = false) async throws -> any JobStore {
         let location = try location()
         do {
             return try await JobStores.open(location, create: create, migrate: migrate, connections: connections, listen: listen)
@@ -52,23 +54,38 @@ struct QueueOptions: ParsableArguments {
 }
 
 /// An error printed as is, with the exit status it calls for.
-struct CLIError: Error, CustomStringConvertible {
-    let description: String
-    let status: Int32
+public struct CLIError: Error, CustomStringConvertible {
+    public let description: String
+    public let status: Int32
 
-    init(_ description: String, status: Int32 = ExitStatus.failure) {
+    public init(_ description: String, status: Int32 = ExitStatus.failure) {
         self.description = description
         self.status = status
     }
 }
 
 /// Job ids on the command line.
-struct JobIDs: ParsableArguments {
+public struct JobIDs: ParsableArguments {
+    public init() {}
+
     @Argument(help: "Job ids (as `submit` and `status` print them) \(UserNumbers.jobID.inHelp).", transform: UserNumbers.jobID.option)
-    var ids: [Int64] = []
+    public var ids: [Int64] = []
 }
 
 /// "1 file", "2 files": a count with its noun (`plural` when adding "s" is wrong).
-func counted(_ n: Int, _ noun: String, plural: String? = nil) -> String {
+public func counted(_ n: Int, _ noun: String, plural: String? = nil) -> String {
     "\(n) \(n == 1 ? noun : plural ?? noun + "s")"
+}
+
+/// Where outputs may go: `--output-root` folders and object prefixes (`s3://BUCKET/PREFIX`), else
+/// MEDIAFARM_OUTPUT_ROOTS (colon-separated), else nil
+/// (each manifest's own folder). Made absolute against the current folder.
+public enum OutputRoots {
+    public static func chosen(_ flags: [String]) -> [String]? {
+        let roots = flags.isEmpty
+            ? ProcessInfo.processInfo.environment["MEDIAFARM_OUTPUT_ROOTS"].map { PathRules.splitList($0) }
+            : flags
+        let cwd = FileManager.default.currentDirectoryPath
+        return roots?.map { PathRules.resolve($0, against: cwd) }
+    }
 }

@@ -1,14 +1,15 @@
 import ArgumentParser
 import FarmLibrary
 import FarmModel
-import FarmRuntime
 import FarmStore
 import FarmSubmit
 import Foundation
 
 /// `mediafarm submit`: validate manifests and queue them, all or nothing.
-struct SubmitCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct SubmitCommand: AsyncParsableCommand {
+    public init() {}
+
+    public static let configuration = CommandConfiguration(
         commandName: "submit",
         abstract: "Queue job manifests (files, or folders of *.json) for the coordinators.",
         discussion: """
@@ -69,14 +70,14 @@ struct SubmitCommand: AsyncParsableCommand {
     @Argument(help: "Manifest files, or folders whose *.json files are manifests.")
     var manifests: [String]
 
-    func validate() throws {
+    public func validate() throws {
         if album != nil && manifests.count != 1 { throw ValidationError("--album takes one manifest template") }
         for text in after where JobReference(parsing: text) == nil {
             throw ValidationError("--after \(text): give a job id (a positive number) or a unique key (key:NAME for a key of digits)")
         }
     }
 
-    func run() async throws {
+    public func run() async throws {
         let roots = OutputRoots.chosen(outputRoots)
         let runAt = delay > 0 ? Date().addingTimeInterval(delay) : nil
         let dependencies = after.compactMap(JobReference.init(parsing:))
@@ -184,7 +185,7 @@ struct SubmitCommand: AsyncParsableCommand {
     }
 
     /// Manifest files: each file as given, each folder's *.json files in name order.
-    static func expand(_ arguments: [String]) throws -> [String] {
+    public static func expand(_ arguments: [String]) throws -> [String] {
         var files: [String] = []
         for argument in arguments {
             var isDirectory: ObjCBool = false
@@ -209,13 +210,13 @@ extension AfterPolicy: ExpressibleByArgument {}
 
 extension JSONEncoder {
     /// The farm's one encoding (the API's), laid out for people.
-    static func sortedPretty() -> JSONEncoder { .farm(pretty: true) }
+    public static func sortedPretty() -> JSONEncoder { .farm(pretty: true) }
 }
 
 extension SubmissionError {
     /// The error as the command line says it: the manifests' issues, a scoped token's refusal and the
     /// queue's refusal are usage errors (exit 2); a library or a queue that did not answer is a failure.
-    var cliError: CLIError {
+    public var cliError: CLIError {
         switch self {
         case .invalid, .notPermitted, .refused: CLIError(description, status: ExitStatus.usage)
         case .library(let error): CLIError(description, status: error.isUsage ? ExitStatus.usage : ExitStatus.failure)
@@ -225,5 +226,5 @@ extension SubmissionError {
 }
 
 extension Result {
-    var failure: Failure? { if case .failure(let error) = self { error } else { nil } }
+    public var failure: Failure? { if case .failure(let error) = self { error } else { nil } }
 }

@@ -1,0 +1,3 @@
+import MediaFarmCLI
+
+await MediaFarmMain.runAndExit()
