@@ -241,9 +241,5 @@ enum WorkerProcess {
     }
 
     /// This program's own executable, to start `mediafarm worker` with.
-    static var currentExecutable: String {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        return n > 0 ? String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
-    }
+    static var currentExecutable: String { OwnExecutable.path ?? CommandLine.arguments[0] }
 }

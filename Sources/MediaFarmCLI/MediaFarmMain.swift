@@ -11,7 +11,7 @@ import QueueCLI
 public struct MediaFarmMain: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "mediafarm",
-        abstract: "Batch media processing: inspect, retime, scan and export media on a farm of workers.",
+        abstract: QueueMain.abstract,
         version: MediaFarmVersion.string,
         subcommands: [InspectCommand.self, ScanCommand.self, ImagesCommand.self, PosterCommand.self, StoryboardCommand.self, WaveformCommand.self, RunCommand.self, SubmitCommand.self, StatusCommand.self,
                       CancelCommand.self, RetryCommand.self, CoordinatorCommand.self, WorkerCommand.self, QueueCommand.self, IngestCommand.self, BatchCommand.self, HealthcheckCommand.self, CaptureCommand.self,

@@ -397,7 +397,8 @@ struct LibraryToken: AsyncParsableCommand {
         subcommands: [Create.self, List.self, Revoke.self])
 
     struct Create: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "create", 
+        static let configuration = CommandConfiguration(
+            commandName: "create",
             abstract: "Make a token that sees and submits only the assets of some albums; prints it once.",
             discussion: "Give it to a command with --token-file or MEDIAFARM_LIBRARY_TOKEN. The library keeps only its SHA-256.")
         @OptionGroup var context: LibraryContext

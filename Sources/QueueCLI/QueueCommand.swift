@@ -45,7 +45,8 @@ public struct QueueCommand: AsyncParsableCommand {
     }
 
     struct Pause: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "pause", 
+        static let configuration = CommandConfiguration(
+            commandName: "pause",
             abstract: "Stop coordinators taking new jobs: the whole farm, one host (--host) or one coordinator (--coordinator).",
             discussion: """
             Kept in the queue, so every coordinator that shares it obeys, within a claim: jobs already running go on, \
@@ -69,7 +70,8 @@ public struct QueueCommand: AsyncParsableCommand {
     }
 
     struct Resume: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "resume", 
+        static let configuration = CommandConfiguration(
+            commandName: "resume",
             abstract: "Lift a pause of `queue pause`: the farm's, a host's (--host) or a coordinator's (--coordinator).",
             discussion: "Coordinators claim again within their idle wait (2 s). Exit status 1 when there was no such pause.")
 
@@ -94,7 +96,8 @@ public struct QueueCommand: AsyncParsableCommand {
     }
 
     struct Migrate: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "migrate", 
+        static let configuration = CommandConfiguration(
+            commandName: "migrate",
             abstract: "Create the queue's schema, or upgrade it to this program's version (idempotent).",
             discussion: """
             For a PostgreSQL queue, run it once before the first submission and after each upgrade of MediaFarm; \
@@ -122,7 +125,8 @@ public struct QueueCommand: AsyncParsableCommand {
     }
 
     struct Stats: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "stats", 
+        static let configuration = CommandConfiguration(
+            commandName: "stats",
             abstract: "Jobs by state, the oldest due job's wait, running jobs per host, dead jobs, and the coordinators.",
             discussion: """
                 Coordinators report their worker slots every 5 seconds and leave the list when they stop; one \
@@ -196,7 +200,8 @@ public struct QueueCommand: AsyncParsableCommand {
     }
 
     struct Prune: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "prune", 
+        static let configuration = CommandConfiguration(
+            commandName: "prune",
             abstract: "Delete jobs that finished (succeeded, failed, cancelled, dead) more than --older-than days ago.",
             discussion: "A coordinator also prunes on its own (see its --keep-finished).")
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FarmModel
 import Foundation
+import SafeFiles
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,12 +14,15 @@ import Glibc
 public struct QueueMain: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "mediafarm",
-        abstract: "Batch media processing: inspect, retime, scan and export media on a farm of workers.",
+        abstract: abstract,
         version: MediaFarmVersion.string,
         subcommands: [SubmitCommand.self, StatusCommand.self, CancelCommand.self, RetryCommand.self, QueueCommand.self,
                       LibraryCommand.self, WebhooksCommand.self])
 
     public init() {}
+
+    /// What `mediafarm --help` says the program is, the same in both programs.
+    public static let abstract = "Batch media processing: inspect, retime, scan and export media on a farm of workers."
 
     /// The media program's name, installed beside the front or in ../libexec/mediafarm.
     public static let engineName = "mediafarm-engine"
@@ -42,7 +46,7 @@ public struct QueueMain: AsyncParsableCommand {
     static func handOver() -> Never {
         guard let engine = enginePath() else {
             FileHandle.standardError.write(Data("""
-                mediafarm: the media program \(engineName) is not installed beside \(executablePath() ?? "this program") \
+                mediafarm: the media program \(engineName) is not installed beside \(OwnExecutable.path ?? "this program") \
                 (nor in ../libexec/mediafarm): only the queue's commands (submit, status, cancel, retry, queue, webhooks, \
                 library list) run without it; install both programs (script/install)
 
@@ -65,20 +69,12 @@ public struct QueueMain: AsyncParsableCommand {
 
     /// The media program: beside this one, else in ../libexec/mediafarm (an installed layout).
     public static func enginePath() -> String? {
-        guard let own = executablePath() else { return nil }
+        guard let own = OwnExecutable.path else { return nil }
         let folder = (own as NSString).deletingLastPathComponent
         for candidate in [folder + "/" + engineName, (folder as NSString).deletingLastPathComponent + "/libexec/mediafarm/" + engineName]
         where access(candidate, X_OK) == 0 {
             return candidate
         }
         return nil
-    }
-
-    /// This program's own file (its links followed).
-    static func executablePath() -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard n > 0 else { return nil }
-        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -99,7 +99,8 @@ public struct WebhooksCommand: AsyncParsableCommand {
     }
 
     struct Retry: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "retry", 
+        static let configuration = CommandConfiguration(
+            commandName: "retry",
             abstract: "Send again deliveries that failed (or were refused): by id, or every failed one with --failed.",
             discussion: "Each is pending again and due now: the next coordinator with the secret sends it, same webhook-id, its attempts counted on.")
         @OptionGroup var queue: QueueOptions
@@ -142,7 +143,8 @@ public struct WebhooksCommand: AsyncParsableCommand {
     }
 
     struct Remove: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "remove", 
+        static let configuration = CommandConfiguration(
+            commandName: "remove",
             abstract: "Remove an endpoint (by its URL) or an allowed host; deliveries already recorded stay.",
             discussion: "A coordinator started again with the same --webhook or --webhook-allow-host adds it back.")
         @OptionGroup var queue: QueueOptions
