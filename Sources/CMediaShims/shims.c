@@ -94,3 +94,43 @@ int mf_start_writeback(int fd, int64_t offset, int64_t length) {
     return 0;
 #endif
 }
+
+// Stand-in libraries (see mf_left_out_codecs): each loaded object is asked for its marker; a lookup in a
+// real library also searches its dependencies, so the same marker can come back more than once.
+#include <dlfcn.h>
+#include <link.h>
+
+struct left_out_walk { const char *found[32]; int count; };
+
+static int left_out_visit(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    struct left_out_walk *walk = data;
+    if (!info->dlpi_name || !info->dlpi_name[0]) return 0;
+    void *handle = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+    if (!handle) return 0;
+    const char *marker = dlsym(handle, "mediafarm_left_out_codecs");
+    dlclose(handle);
+    if (!marker) return 0;
+    for (int i = 0; i < walk->count; i++) if (walk->found[i] == marker) return 0;
+    if (walk->count < 32) walk->found[walk->count++] = marker;
+    return 0;
+}
+
+size_t mf_left_out_codecs(char *buf, size_t size) {
+    struct left_out_walk walk = { .count = 0 };
+    dl_iterate_phdr(left_out_visit, &walk);
+    size_t used = 0;
+    if (size) buf[0] = 0;
+    for (int i = 0; i < walk.count; i++) {
+        size_t length = strlen(walk.found[i]);
+        if (!length) continue;
+        size_t needed = used + (used ? 1 : 0) + length;
+        if (needed + 1 <= size) {
+            if (used) buf[used] = ',';
+            memcpy(buf + used + (used ? 1 : 0), walk.found[i], length);
+            buf[needed] = 0;
+        }
+        used = needed;
+    }
+    return used;
+}

@@ -25,6 +25,7 @@ public final class Decoder {
         guard let codec = avcodec_find_decoder(avStream.pointee.codecpar.pointee.codec_id) else {
             throw failure(.decoderNotFound)
         }
+        do throws(FFmpegError) { try LeftOutCodecs.check(codec, decoder: true) } catch { throw failure(error) }
         guard let ctx = avcodec_alloc_context3(codec) else { throw failure(.outOfMemory) }
         var owned: UnsafeMutablePointer<AVCodecContext>? = ctx
         var r = avcodec_parameters_to_context(ctx, avStream.pointee.codecpar)

@@ -19,6 +19,7 @@ public final class EncodedAudioMeter {
     public init(encoder: Encoder, after previous: PacketBox? = nil) throws(FFmpegError) {
         let e = encoder.context
         guard let codec = avcodec_find_decoder(e.pointee.codec_id) else { throw .decoderNotFound }
+        try LeftOutCodecs.check(codec, decoder: true)
         guard let parameters = avcodec_parameters_alloc() else { throw .outOfMemory }
         var owned: UnsafeMutablePointer<AVCodecParameters>? = parameters
         defer { avcodec_parameters_free(&owned) }

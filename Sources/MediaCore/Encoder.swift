@@ -13,7 +13,8 @@ public final class Encoder {
 
     init(codecName: String, configure: (UnsafeMutablePointer<AVCodecContext>) -> Void,
                  options: [String: String]) throws(FFmpegError) {
-        guard let codec = avcodec_find_encoder_by_name(codecName) else { throw FFmpegError(code: FFmpegError.decoderNotFound.code, operation: "avcodec_find_encoder_by_name", detail: "no \(codecName) encoder in this FFmpeg") }
+        guard let codec = avcodec_find_encoder_by_name(codecName) else { throw FFmpegError(code: FFmpegError.encoderNotFound.code, operation: "avcodec_find_encoder_by_name", detail: "no \(codecName) encoder in this FFmpeg") }
+        try LeftOutCodecs.check(codec, decoder: false)
         guard let ctx = avcodec_alloc_context3(codec) else { throw .outOfMemory }
         configure(ctx)
         var dict: OpaquePointer? = nil

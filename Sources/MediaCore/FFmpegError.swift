@@ -32,6 +32,7 @@ public struct FFmpegError: Error, Sendable, Hashable, CustomStringConvertible {
     public static let exit = FFmpegError(code: fferrtag("E", "X", "I", "T"))
     public static let invalidData = FFmpegError(code: fferrtag("I", "N", "D", "A"))
     public static let decoderNotFound = FFmpegError(code: fferrtag(0xF8, "D", "E", "C"))
+    public static let encoderNotFound = FFmpegError(code: fferrtag(0xF8, "E", "N", "C"))
     public static let demuxerNotFound = FFmpegError(code: fferrtag(0xF8, "D", "E", "M"))
     public static let streamNotFound = FFmpegError(code: fferrtag(0xF8, "S", "T", "R"))
     public static let patchWelcome = FFmpegError(code: fferrtag("P", "A", "W", "E"))

@@ -50,7 +50,7 @@ extension InputFile {
             isDefault: stream.pointee.disposition & AV_DISPOSITION_DEFAULT != 0,
             isForced: stream.pointee.disposition & AV_DISPOSITION_FORCED != 0,
             isAttachedPicture: stream.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC != 0,
-            hasDecoder: avcodec_find_decoder(par.codec_id) != nil,
+            hasDecoder: LeftOutCodecs.hasDecoder(par.codec_id),
             passthroughContainers: passthroughContainers(par.codec_id)
         )
         if par.extradata_size > 0, let data = par.extradata {

@@ -153,6 +153,8 @@ public final class InputFile {
         for i in 0..<declared {
             av_dict_set(&perStream[i], "max_pixels", String(limits.maxPixels), 0)
             av_dict_set(&perStream[i], "threads", "1", 0)
+            // A build with stand-in libraries lets the probe open only the decoders it really has.
+            if let allowed = LeftOutCodecs.probeWhitelist { av_dict_set(&perStream[i], "codec_whitelist", allowed, 0) }
         }
         let probeResult = perStream.withUnsafeMutableBufferPointer { buffer in
             avformat_find_stream_info(ctx, declared == 0 ? nil : buffer.baseAddress)

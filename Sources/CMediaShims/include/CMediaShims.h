@@ -43,4 +43,10 @@ uint64_t mf_log_error_sequence(void);
 /// read (for codecs whose worker threads log their errors). Returns its length, 0 when none.
 size_t mf_log_last_error_since(uint64_t sequence, char *buf, size_t size);
 
+/// The FFmpeg codecs whose libraries are stand-ins in this process: a build such as the container image
+/// (script/image) replaces some libraries FFmpeg links with libraries that export the same names and do
+/// nothing, each naming the codecs it leaves out in its `mediafarm_left_out_codecs` string. Writes those
+/// names, comma-separated, into buf (empty when every library is real); returns the length needed.
+size_t mf_left_out_codecs(char *buf, size_t size);
+
 #endif
