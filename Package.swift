@@ -164,7 +164,8 @@ let package = Package(
         // `mediafarm-engine` beside it.
         .executableTarget(name: "mediafarm", dependencies: ["QueueCLI"], linkerSettings: [.unsafeFlags(staticFoundation)]),
         // The media program: every command.
-        .executableTarget(name: "mediafarm-engine", dependencies: ["MediaFarmCLI"]),
+        .executableTarget(name: "mediafarm-engine", dependencies: ["MediaFarmCLI"],
+                          linkerSettings: [.unsafeFlags(["-Xlinker", "--no-export-dynamic", "-Xlinker", "--gc-sections"])]),
         // libFuzzer targets (script/fuzz builds them with -DFUZZING and the fuzzer sanitizer); in an ordinary
         // build it replays the kept regression inputs.
         .executableTarget(name: "mediafarm-fuzz", dependencies: ["FarmModel", "MediaInspect"], path: "fuzz",

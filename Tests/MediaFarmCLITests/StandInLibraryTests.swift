@@ -20,7 +20,9 @@ import Testing
         // Every stand-in is the one loaded, and every name resolves (ldd -r relocates everything).
         let ldd = try ProcessRunner.run("ldd", ["-r", Self.engine], environment: environment)
         #expect(!ldd.stdout.contains("undefined symbol") && !ldd.stderr.contains("undefined symbol"), "\(ldd.stdout)\(ldd.stderr)")
-        for library in ["libicudata.so.72", "libcodec2.so.1.0", "librsvg-2.so.2", "libSvtAv1Enc.so.1", "librav1e.so.0"] {
+        let standIns = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("lib").path)
+        #expect(standIns.count >= 15, "\(standIns)")
+        for library in standIns {
             #expect(ldd.stdout.contains("\(library) => \(dir.path)/lib/\(library)"), "\(library) is not the stand-in: \(ldd.stdout)")
         }
         let clip = MediaFixture.cfr30MP4.path
