@@ -109,9 +109,17 @@ public struct WorkerHygiene {
         return (restored, unfixable)
     }
 
-    /// Resident memory in bytes, after giving freed heap memory back.
-    public static func residentBytes() -> UInt64 {
+    /// Resident memory in bytes. Above `limit`, freed heap memory is given back first and the size read
+    /// again, so that only memory still in use counts against it; below, the heap is left as it is: giving
+    /// it back after every job made the next job fault it in again (a tenth of a small job's time).
+    public static func residentBytes(limit: UInt64 = 0) -> UInt64 {
+        let resident = readResidentBytes()
+        guard limit > 0, resident > limit else { return resident }
         mf_trim_heap()
+        return readResidentBytes()
+    }
+
+    private static func readResidentBytes() -> UInt64 {
         // no /proc: the memory limit cannot be measured and is not enforced
         guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
         let fields = statm.split(separator: " ")

@@ -65,7 +65,7 @@ public enum WorkerLoop {
                 outcome = report(invalid: "stdin: a kept worker expects one JSON line per job (its options and manifest): \(error)", name: name)
             }
             let (restored, unfixable) = hygiene.cleanUp()
-            let resident = WorkerHygiene.residentBytes()
+            let resident = WorkerHygiene.residentBytes(limit: recycleAbove)
             var retiring: WorkerRetirement?
             if !unfixable.isEmpty {
                 retiring = WorkerRetirement(kind: "unclean", message: unfixable.joined(separator: "; "))

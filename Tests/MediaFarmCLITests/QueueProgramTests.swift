@@ -82,7 +82,10 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         let alone = dir.appendingPathComponent("bin/mediafarm").path
         try FileManager.default.createDirectory(at: dir.appendingPathComponent("bin"), withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: Self.front, toPath: alone)
+        // Copied by cp, not in this process: a child another test forks meanwhile would inherit the copy's
+        // descriptor open for writing, and running the copy would fail with "Text file busy".
+        let copied = try ProcessRunner.run("cp", [Self.front, alone])
+        #expect(copied.status == 0, "\(copied.stderr)")
         try #"{"version": 1, "name": "later", "input": "clip.mp4"}"#.write(to: dir.appendingPathComponent("later.json"), atomically: true, encoding: .utf8)
         let environment = ProcessInfo.processInfo.environment.merging(["MEDIAFARM_QUEUE": dir.appendingPathComponent("q.sqlite").path]) { $1 }
         let submit = try ProcessRunner.run(alone, ["submit", "--allow-missing-inputs", "later.json"], currentDirectory: dir.path, environment: environment)
