@@ -95,17 +95,28 @@ int mf_start_writeback(int fd, int64_t offset, int64_t length) {
 #endif
 }
 
-// Stand-in libraries (see mf_left_out_codecs): each loaded object is asked for its marker; a lookup in a
-// real library also searches its dependencies, so the same marker can come back more than once.
+// Stand-in libraries (see mf_left_out_codecs) need no other library: only loaded objects without a
+// DT_NEEDED entry are asked for the marker (a lookup in an object searches its dependencies too, which for
+// the 150 libraries FFmpeg brings would cost milliseconds at each start).
 #include <dlfcn.h>
 #include <link.h>
 
 struct left_out_walk { const char *found[32]; int count; };
 
+static int needs_nothing(const struct dl_phdr_info *info) {
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        if (info->dlpi_phdr[i].p_type != PT_DYNAMIC) continue;
+        const ElfW(Dyn) *entry = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+        for (; entry->d_tag != DT_NULL; entry++) if (entry->d_tag == DT_NEEDED) return 0;
+        return 1;
+    }
+    return 0;
+}
+
 static int left_out_visit(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size;
     struct left_out_walk *walk = data;
-    if (!info->dlpi_name || !info->dlpi_name[0]) return 0;
+    if (!info->dlpi_name || !info->dlpi_name[0] || !needs_nothing(info)) return 0;
     void *handle = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
     if (!handle) return 0;
     const char *marker = dlsym(handle, "mediafarm_left_out_codecs");
