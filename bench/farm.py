@@ -201,10 +201,16 @@ def queue_commands(samples=30):
     manifest = os.path.join(folder, "later.json")
     json.dump({"version": 1, "name": "later", "input": "clip.mp4"}, open(manifest, "w"))
     subprocess.run([bin, "submit", "--delay", "3600", manifest], env=env, cwd=folder, check=True, capture_output=True)  # creates the queue
+    # sqlite3 works on its own copy of the queue: the shell deletes the write-ahead log when it exits, which
+    # mediafarm keeps (so that its next opening need not make one); sharing the file would charge each
+    # mediafarm command after it with remaking the log.
+    baseline = os.path.join(folder, "queue-sqlite3.sqlite")
+    subprocess.run(["sqlite3", queue, f".backup '{baseline}'"], check=True)
+    subprocess.run([bin, "status"], env=env, cwd=folder, check=True, capture_output=True)  # the log again
     insert = ("INSERT INTO jobs (name, manifest, base_directory, state, max_attempts, run_at, created_at, updated_at) "
               f"VALUES ('row', '{{}}', '{folder}', 'queued', 3, strftime('%s','now') + 3600, strftime('%s','now'), strftime('%s','now'));")
     commands = {
-        "sqlite3 INSERT one job row": ["sqlite3", queue, insert],
+        "sqlite3 INSERT one job row": ["sqlite3", baseline, insert],
         "mediafarm submit (one manifest)": [bin, "submit", "--delay", "3600", manifest],
         "mediafarm status": [bin, "status"],
         "mediafarm queue stats": [bin, "queue", "stats"],

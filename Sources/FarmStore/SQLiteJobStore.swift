@@ -2,6 +2,7 @@ import FarmModel
 import Foundation
 import SafeFiles
 import GRDB
+internal import GRDBSQLite
 import Synchronization
 
 /// The embedded queue: one SQLite file in WAL mode, shared by every process on the host. Writes are
@@ -52,12 +53,22 @@ public final class SQLiteJobStore: JobStore {
         configuration.label = "mediafarm-queue"
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
+            Self.keepWriteAheadLog(db)
             // The writing connection never blocks in SQLite's busy handler: `write` waits for the lock
             // itself, asleep (readers in WAL mode do not wait for writers).
             if !db.configuration.readonly { try db.execute(sql: "PRAGMA busy_timeout = 0") }
         }
         (pool, schemaChange) = try Self.open(path: path, configuration: configuration, patience: busyTimeout)
         doorbell = listen ? Doorbell(listeningBeside: path) : Doorbell(queuePath: path)
+    }
+
+    /// The write-ahead log stays beside the queue when its last connection closes (checkpointed, so the
+    /// queue file alone is whole): opening a queue whose log is gone costs a write and three syncs, since
+    /// GRDB then makes one by creating and dropping a table. That was a third of a `submit` or a `status`.
+    static func keepWriteAheadLog(_ db: Database) {
+        var keep: Int32 = 1
+        // Not kept (an SQLite without the control): the next opening makes the log again; nothing is lost.
+        _ = sqlite3_file_control(db.sqliteConnection, "main", SQLITE_FCNTL_PERSIST_WAL, &keep)
     }
 
     /// Opens the pool and migrates it. Several processes opening a new queue at once contend for the

@@ -19,7 +19,10 @@ final class SQLiteSQLDatabase: SQLDatabase {
         configuration.label = "mediafarm-library"
         // A transaction spans several calls, each its own hop to the connection's queue.
         configuration.allowsUnsafeTransactions = true
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            SQLiteJobStore.keepWriteAheadLog(db)
+        }
         do {
             queue = try DatabaseQueue(path: path, configuration: configuration)
         } catch {
