@@ -3,17 +3,17 @@ internal import CMediaShims
 
 /// The FFmpeg codecs this build leaves out.
 ///
-/// The container image (script/image) replaces a few libraries that Debian's FFmpeg links but the farm never
-/// needs (librsvg and cairo for SVG pictures, Codec 2 speech, the SVT-AV1 and rav1e encoders) with stand-ins
-/// that export the same names and do nothing. FFmpeg still offers their codecs, and would call into nothing.
+/// The container image (script/image) replaces libraries that Debian's FFmpeg links but the farm never needs
+/// (docker/stand-ins: librsvg for SVG pictures, Codec 2 speech, encoders it never chooses, among others) with
+/// stand-ins that export the same names and do nothing. FFmpeg still offers their codecs, and would call into nothing.
 /// So every codec opened here is checked against this set first, and probing a file gives FFmpeg the list of
 /// decoders it may open, which leaves them out. Empty in an ordinary build.
-public enum LeftOutCodecs {
+enum LeftOutCodecs {
     /// Read once, from the libraries loaded at start (stand-ins are never loaded later).
-    public static let names: Set<String> = scan()
+    static let names: Set<String> = scan()
 
     /// The names the loaded stand-ins declare.
-    public static func scan() -> Set<String> {
+    static func scan() -> Set<String> {
         let needed = mf_left_out_codecs(nil, 0)
         guard needed > 0 else { return [] }
         var buffer = [CChar](repeating: 0, count: needed + 1)
