@@ -128,13 +128,14 @@ public enum JobStores {
     ///   - create: an SQLite queue is created where none exists (submit and the coordinator do this).
     ///   - migrate: a PostgreSQL schema is created or upgraded (`mediafarm queue migrate`); otherwise
     ///     a missing or older schema is an error that says to migrate.
-    ///   - connections: the most PostgreSQL connections this process opens (size it from the workers).
+    ///   - connections: the most PostgreSQL connections this process opens (size it from the workers);
+    ///     on SQLite, 1 opens one connection (a command's), more a pool of them.
     ///   - listen: keep a connection that hears about new work (a coordinator's idle wait).
     public static func open(_ location: QueueLocation, create: Bool = false, migrate: Bool = false, policy: RetryPolicy = .default,
                             connections: Int = 4, listen: Bool = false) async throws(JobStoreError) -> any JobStore {
         switch location {
         case .sqlite(let path):
-            return try SQLiteJobStore(path: path, create: create || migrate, policy: policy, listen: listen)
+            return try SQLiteJobStore(path: path, create: create || migrate, policy: policy, connections: connections, listen: listen)
         case .postgres(let server):
             return try await PostgresJobStore.open(server, migrate: migrate, policy: policy, connections: connections, listen: listen)
         }

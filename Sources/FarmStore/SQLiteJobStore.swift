@@ -6,12 +6,18 @@ internal import GRDBSQLite
 import Synchronization
 
 /// The embedded queue: one SQLite file in WAL mode, shared by every process on the host. Writes are
-/// IMMEDIATE transactions (the write lock is taken up front, so a read-then-write never fails half-way),
-/// committed durably (synchronous=FULL). A writer that finds another process holding the lock waits
-/// for it asleep, off any thread, for up to the busy timeout.
+/// IMMEDIATE transactions (the write lock is taken up front, so a read-then-write never fails half-way).
+/// A submission is committed with synchronous=FULL: once `submit` says a job is queued, it is on the
+/// disk. Every other commit (claims, progress, completions) is synchronous=NORMAL, as GRDB sets up WAL
+/// mode: it survives any process's crash, and an OS crash or power loss can only take back the last
+/// ones, never corrupt the queue, leaving jobs as leased as they were (their leases expire and they run
+/// again). A sync per commit would cost some 0.3 ms here, about nine times a commit without it.
+/// A writer that finds another process holding the lock waits for it asleep, off any thread, for up to
+/// the busy timeout.
 public final class SQLiteJobStore: JobStore {
     public let path: String
-    let pool: DatabasePool
+    /// A pool (a writer and readers) for long-lived stores; one connection for a command's (`connections`).
+    let pool: any DatabaseWriter
     public let schemaChange: SchemaChange
     /// One write transaction of this store at a time. It is held only while SQLite's write lock is too
     /// (never while waiting for another process), so waiting for it is waiting for one transaction.
@@ -29,9 +35,11 @@ public final class SQLiteJobStore: JobStore {
     let outboxSignal = WorkSignal()
 
     /// Opens (and with `create`, creates) the queue at `path` and migrates it to the current schema.
+    /// - Parameter connections: 1 for a command's short use (one connection, opened without GRDB's pool
+    ///   set-up, which writes to the queue when its write-ahead log is empty); more for a pool.
     /// - Parameter listen: watch for other processes' submissions (a coordinator's idle wait).
     public init(path: String, create: Bool = true, policy: RetryPolicy = .default, busyTimeout: Double = 10,
-                listen: Bool = false) throws(JobStoreError) {
+                connections: Int = 4, listen: Bool = false) throws(JobStoreError) {
         self.path = path
         self.busyTimeout = busyTimeout
         self.machine = JobStateMachine(policy: policy)
@@ -52,43 +60,56 @@ public final class SQLiteJobStore: JobStore {
         configuration.busyMode = .timeout(busyTimeout)
         configuration.label = "mediafarm-queue"
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-            Self.keepWriteAheadLog(db)
+            try Self.keepWriteAheadLog(db)
             // The writing connection never blocks in SQLite's busy handler: `write` waits for the lock
             // itself, asleep (readers in WAL mode do not wait for writers).
             if !db.configuration.readonly { try db.execute(sql: "PRAGMA busy_timeout = 0") }
         }
-        (pool, schemaChange) = try Self.open(path: path, configuration: configuration, patience: busyTimeout)
+        (pool, schemaChange) = try Self.open(path: path, configuration: configuration, patience: busyTimeout, single: connections <= 1)
         doorbell = listen ? Doorbell(listeningBeside: path) : Doorbell(queuePath: path)
     }
 
-    /// The write-ahead log stays beside the queue when its last connection closes (checkpointed, so the
-    /// queue file alone is whole): opening a queue whose log is gone costs a write and three syncs, since
-    /// GRDB then makes one by creating and dropping a table. That was a third of a `submit` or a `status`.
-    static func keepWriteAheadLog(_ db: Database) {
+    /// The write-ahead log stays beside the queue when its last connection closes, checkpointed and
+    /// emptied (so the queue file alone is whole):
+    /// - kept, because opening a queue whose log is gone costs a write and three syncs, since GRDB then
+    ///   makes one by creating and dropping a table (that was a third of a `submit` or a `status`);
+    /// - emptied (a journal size limit makes SQLite truncate a kept log to nothing as its last
+    ///   connection closes), because the first connection to open a queue reads the whole log to index
+    ///   it, and each command appended to it: after 370 commands the log was 4 MB, 1,000 reads at every
+    ///   opening. The limit also bounds the log of a long-running coordinator, cut back to 8 MiB whenever
+    ///   it starts over.
+    static func keepWriteAheadLog(_ db: Database) throws {
         var keep: Int32 = 1
         // Not kept (an SQLite without the control): the next opening makes the log again; nothing is lost.
         _ = sqlite3_file_control(db.sqliteConnection, "main", SQLITE_FCNTL_PERSIST_WAL, &keep)
+        try db.execute(sql: "PRAGMA journal_size_limit = 8388608")
     }
 
     /// Opens the pool and migrates it. Several processes opening a new queue at once contend for the
     /// switch to WAL and for the migration, where SQLite reports "busy" without waiting: those are retried.
     /// So is a migration that failed because another process applied it at the same moment (GRDB reads
     /// which migrations are applied before it begins each one's transaction: "table ... already exists").
-    private static func open(path: String, configuration: Configuration, patience: Double) throws(JobStoreError) -> (DatabasePool, SchemaChange) {
+    private static func open(path: String, configuration: Configuration, patience: Double,
+                             single: Bool) throws(JobStoreError) -> (any DatabaseWriter, SchemaChange) {
         let deadline = Date().addingTimeInterval(patience)
         var delay = 0.005
         var first: Int?
         while true {
-            var pool: DatabasePool?
+            var pool: (any DatabaseWriter)?
             var before: Int?
             do {
-                pool = try DatabasePool(path: path, configuration: configuration)
+                pool = single ? try connection(path: path, configuration: configuration) : try DatabasePool(path: path, configuration: configuration)
+                try pool!.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = NORMAL") }
                 before = try pool!.read { try migrator.appliedIdentifiers($0).count }
                 if first == nil { first = before }
                 try migrator.migrate(pool!)
                 return (pool!, SchemaChange(from: first ?? before!, to: migrator.migrations.count))
             } catch let error as DatabaseError where (error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED) && Date() < deadline {
+                Thread.sleep(forTimeInterval: delay * Double.random(in: 0.5...1.5))
+                delay = min(delay * 2, 0.2)
+            } catch let error as DatabaseError where single && error.resultCode == .SQLITE_ERROR && Date() < deadline
+                        && (error.message ?? "").hasPrefix("no such table: grdb_migrations") {
+                // Another process was making the queue as this one's connection read its schema: open again.
                 Thread.sleep(forTimeInterval: delay * Double.random(in: 0.5...1.5))
                 delay = min(delay * 2, 0.2)
             } catch {
@@ -99,6 +120,21 @@ public final class SQLiteJobStore: JobStore {
                 throw .unavailable("\(path): cannot open the queue: \(describe(error))")
             }
         }
+    }
+
+    /// One connection, in WAL mode (a new queue is switched to it; an existing one is in it already, which
+    /// GRDB's own set-up would check by writing to the queue whenever its log is empty, as it is after
+    /// every command: see `keepWriteAheadLog`).
+    private static func connection(path: String, configuration: Configuration) throws -> DatabaseQueue {
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        try queue.writeWithoutTransaction { db in
+            if try String.fetchOne(db, sql: "PRAGMA journal_mode") != "wal" {
+                guard try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") == "wal" else {
+                    throw DatabaseError(message: "cannot switch the queue to WAL mode")
+                }
+            }
+        }
+        return queue
     }
 
     /// The tables beside the jobs (the asset library's), on a connection of their own, opened when first asked for.
@@ -117,7 +153,7 @@ public final class SQLiteJobStore: JobStore {
 
     public func enqueue(_ jobs: [NewJob], at now: Date) async throws(JobStoreError) -> [Enqueued] {
         defer { doorbell.ring() }
-        return try await write { [self] db in
+        return try await write(durable: true) { [self] db in
             try jobs.map { new in try insert(new, at: now, db) }
         }
     }
@@ -427,12 +463,12 @@ public final class SQLiteJobStore: JobStore {
 
     // MARK: - Transactions
 
-    /// One IMMEDIATE transaction, committed durably, on the store's writer thread (never on the
-    /// cooperative pool: a commit's fsync must not hold up the tasks that share it). When another
+    /// One IMMEDIATE transaction on the store's writer thread (never on the cooperative pool: a commit's
+    /// fsync must not hold up the tasks that share it); `durable`, committed with synchronous=FULL. When another
     /// process holds SQLite's write lock, the caller sleeps (backing off, holding no thread) and tries
     /// again, for up to the busy timeout. (GRDB's async API, a hop to a dispatch queue per transaction,
     /// measured 2 to 3 times slower here; the writer thread spins briefly for the next transaction.)
-    func write<T: Sendable>(_ body: @escaping (Database) throws -> T) async throws(JobStoreError) -> T {
+    func write<T: Sendable>(durable: Bool = false, _ body: @escaping (Database) throws -> T) async throws(JobStoreError) -> T {
         let deadline = Date().addingTimeInterval(busyTimeout)
         var delay = 0.001
         while true {
@@ -440,7 +476,7 @@ public final class SQLiteJobStore: JobStore {
                 if let value = try await writer.run({ [self] in
                     try gate.withLock { _ in
                         recorded.store(false, ordering: .relaxed)
-                        let value = try transaction(body)
+                        let value = try transaction(durable: durable, body)
                         // Committed (or not begun: nil): a recorded event wakes this process's senders.
                         if recorded.exchange(false, ordering: .relaxed) && value != nil { outboxSignal.signal() }
                         return value
@@ -460,8 +496,10 @@ public final class SQLiteJobStore: JobStore {
     }
 
     /// The transaction, or nil when another connection holds the write lock.
-    private func transaction<T>(_ body: @escaping (Database) throws -> T) throws -> T? {
+    private func transaction<T>(durable: Bool, _ body: @escaping (Database) throws -> T) throws -> T? {
         try pool.writeWithoutTransaction { db in
+            if durable { try db.execute(sql: "PRAGMA synchronous = FULL") }
+            defer { if durable { try? db.execute(sql: "PRAGMA synchronous = NORMAL") } }  // fails only with the connection, which the error below reports
             do {
                 try db.beginTransaction(.immediate)
             } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY {

@@ -21,7 +21,7 @@ final class SQLiteSQLDatabase: SQLDatabase {
         configuration.allowsUnsafeTransactions = true
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
-            SQLiteJobStore.keepWriteAheadLog(db)
+            try SQLiteJobStore.keepWriteAheadLog(db)
         }
         do {
             queue = try DatabaseQueue(path: path, configuration: configuration)

@@ -89,4 +89,47 @@ import Testing
         #expect(waited < 10, "waited \(waited) s")
         #expect(FileManager.default.fileExists(atPath: path + "-wake"))
     }
+
+    /// The write-ahead log is kept, empty, when the last process leaves the queue: the next opening has
+    /// nothing to read back (each command's writes were appended to a kept log and read back in full by
+    /// the next one to open the queue) and need not make a log either. The queue file alone is whole.
+    @Test func theWriteAheadLogIsLeftEmptyByEachCommand() async throws {
+        let path = try freshQueue()
+        let manifest = (path as NSString).deletingLastPathComponent + "/job.json"
+        try #"{"version": 1, "input": "a.mp4"}"#.write(toFile: manifest, atomically: true, encoding: .utf8)
+        for round in 0..<12 {
+            let command = round % 3 == 2 ? ["status", "--queue", path] : ["submit", "--queue", path, "--allow-missing-inputs", manifest]
+            let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, command)
+            #expect(r.status == 0, "\(r.stderr)")
+            let log = try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int
+            #expect(log == 0, "after command \(round) (\(command[0])), the log holds \(log ?? -1) bytes")
+        }
+        let store = try SQLiteJobStore(path: path, create: false)
+        #expect(try await store.jobs(matching: JobQuery()).count == 8)
+    }
+
+    /// The syncs of the queue's write-ahead log a process makes, seen with strace.
+    func logSyncs(_ arguments: [String], queue path: String) throws -> Int {
+        let trace = (path as NSString).deletingLastPathComponent + "/trace-\(UUID().uuidString).txt"
+        let r = try ProcessRunner.run("/usr/bin/strace", ["-f", "-y", "-e", "trace=fdatasync,fsync", "-o", trace, TestPaths.mediafarmExecutable]
+                                          + arguments + ["--queue", path])
+        #expect(r.status == 0, "\(r.stderr)")
+        return try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n")
+            .filter { $0.contains("sync(") && $0.contains(path + "-wal>") }.count
+    }
+
+    /// A submission's commit is synced (synchronous=FULL); a cancellation's is not (NORMAL): the two
+    /// commands' syncs of the log differ by that one (both also sync the log's new header and checkpoint
+    /// it as they leave).
+    @Test func aSubmissionIsSyncedAndOtherCommitsAreNot() async throws {
+        let path = try freshQueue()
+        let manifest = (path as NSString).deletingLastPathComponent + "/job.json"
+        try #"{"version": 1, "input": "a.mp4"}"#.write(toFile: manifest, atomically: true, encoding: .utf8)
+        _ = try logSyncs(["submit", "--allow-missing-inputs", manifest], queue: path)  // makes the queue
+        let submission = try logSyncs(["submit", "--allow-missing-inputs", manifest], queue: path)
+        let cancellation = try logSyncs(["cancel", "2"], queue: path)
+        #expect(submission == cancellation + 1, "a submission synced the log \(submission) times, a cancellation \(cancellation)")
+        let store = try SQLiteJobStore(path: path, create: false)
+        #expect(try await store.jobs(matching: JobQuery()).map(\.state) == [.queued, .cancelled])
+    }
 }
