@@ -206,3 +206,11 @@ let package = Package(
     ],
     cxxLanguageStandard: .cxx17
 )
+
+// Every Swift module of MediaFarm reaches type metadata through accessors, not by mangled name: a type
+// looked up by name has its generic requirements checked at run time, each check the first time a scan of
+// every protocol conformance in the program (some 11,000 in the front). That was a third of the
+// front's start-up, which a queue command is mostly made of.
+for target in package.targets where [.regular, .executable, .test].contains(target.type) && !(target.name.first == "C" && target.name.dropFirst().first?.isUppercase == true) {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])]
+}

@@ -33,6 +33,7 @@ public final class SQLiteJobStore: JobStore {
     /// Set when a transaction recorded a webhook event; its commit wakes this process's senders.
     let recorded = Atomic<Bool>(false)
     let outboxSignal = WorkSignal()
+    private let closed = Atomic<Bool>(false)
 
     /// Opens (and with `create`, creates) the queue at `path` and migrates it to the current schema.
     /// - Parameter connections: 1 for a command's short use (one connection, opened without GRDB's pool
@@ -459,7 +460,14 @@ public final class SQLiteJobStore: JobStore {
     /// Without the doorbell's watch, idle coordinators poll this often.
     public var idlePollLimit: Double { 0.01 }
     public var location: String { path }
-    public func close() async {}
+    /// Closes the queue's connections now, rather than when the last reference to the store goes (which
+    /// may be after the process has exited): the last connection of the last process to close checkpoints
+    /// the write-ahead log and empties it (see `keepWriteAheadLog`). Once only; the store is not used after.
+    public func close() async {
+        guard !closed.exchange(true, ordering: .relaxed) else { return }
+        libraryDatabase.withLock { $0?.close() }
+        try? pool.close()  // fails only with statements still running: then the connections close with the store
+    }
 
     // MARK: - Transactions
 

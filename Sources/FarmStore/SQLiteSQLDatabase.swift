@@ -30,6 +30,11 @@ final class SQLiteSQLDatabase: SQLDatabase {
         }
     }
 
+    /// Closes the connection (a later transaction fails with SQLite's "database is closed").
+    func close() {
+        try? queue.close()  // fails only with statements still running, which a closing store has none of
+    }
+
     func transaction<T: Sendable>(writing: Bool, _ body: @escaping @Sendable (any SQLSession) async throws -> T) async throws -> T {
         await turnstile.enter()
         let session = Session(queue: queue, path: path)

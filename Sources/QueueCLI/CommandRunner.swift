@@ -17,6 +17,12 @@ public enum ExitStatus {
 public enum CommandRunner {
     /// Runs `arguments` under `root` in-process and returns the exit status.
     public static func run(_ root: any ParsableCommand.Type, arguments: [String]) async -> Int32 {
+        let status = await runCommand(root, arguments: arguments)
+        await OpenedStores.closeAll()
+        return status
+    }
+
+    private static func runCommand(_ root: any ParsableCommand.Type, arguments: [String]) async -> Int32 {
         // `mediafarm` alone is a usage error: the help, on stderr, and exit 2 (not a silent success).
         if arguments.isEmpty {
             FileHandle.standardError.write(Data((root.helpMessage() + "\n").utf8))

@@ -3,6 +3,7 @@ import FarmModel
 import FarmStore
 import Foundation
 import SafeFiles
+import Synchronization
 
 /// `--queue URL`, else `MEDIAFARM_QUEUE`, else `mediafarm-queue.sqlite` in the current folder.
 public struct QueueOptions: ParsableArguments {
@@ -40,7 +41,9 @@ public struct QueueOptions: ParsableArguments {
     public func open(create: Bool = false, migrate: Bool = false, connections: Int = 1, listen: Bool = false) async throws -> any JobStore {
         let location = try location()
         do {
-            return try await JobStores.open(location, create: create, migrate: migrate, connections: connections, listen: listen)
+            let store = try await JobStores.open(location, create: create, migrate: migrate, connections: connections, listen: listen)
+            OpenedStores.add(store)
+            return store
         } catch {
             // An SQLite file that is not there or not a queue is a usage error, as it always was; a server
             // that does not answer is a failure.
@@ -87,5 +90,22 @@ public enum OutputRoots {
             : flags
         let cwd = FileManager.default.currentDirectoryPath
         return roots?.map { PathRules.resolve($0, against: cwd) }
+    }
+}
+
+/// The queues a command opened, closed as it ends (`CommandRunner.run`): an SQLite queue is checkpointed and
+/// its write-ahead log emptied by the last connection to close, which must happen before the process exits,
+/// not whenever the last reference to the store goes.
+enum OpenedStores {
+    private static let stores = Mutex<[any JobStore]>([])
+
+    static func add(_ store: any JobStore) { stores.withLock { $0.append(store) } }
+
+    static func closeAll() async {
+        let opened = stores.withLock { stores in
+            defer { stores.removeAll() }
+            return stores
+        }
+        for store in opened { await store.close() }
     }
 }
