@@ -99,22 +99,26 @@ extension SQLiteJobStore {
     }
 
     /// The live chunks of `parent`, which ended: cancelled (their workers stop at the next lease check).
+    /// Only a job with a chunk plan has chunks (the plan and the chunks are made in one transaction, and
+    /// let go in one): every other job's end is spared the lookup.
     func cancelChunks(of parent: Job, at now: Date, _ db: Database) throws {
-        let live = try Row.fetchAll(db, sql: """
+        guard parent.chunkPlan != nil else { return }
+        let live = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT \(Self.columns) FROM jobs WHERE chunk_of = ? AND state IN ('waiting', 'queued', 'running')
-            """, arguments: [parent.id]).map(Self.job)
+            """), arguments: [parent.id]).map(Self.job)
         for chunk in live { _ = try moved(chunk, .cancel, now, db) }
     }
 
     /// A retried job's old plan let go: its chunks no longer waited for (live ones cancelled), its folder
     /// marked for removal.
     func detachChunks(_ job: inout Job, at now: Date, _ db: Database) throws {
+        let planned = job  // with its plan, whose chunks are cancelled below
         let folder = job.chunkPlan?.folder
         let chunks = ChunkSchema.detached(&job)
         guard !chunks.isEmpty else { return }
         try db.execute(sql: "DELETE FROM job_dependencies WHERE job_id = ? AND depends_on IN (\(chunks.map { String($0) }.joined(separator: ",")))",
                        arguments: [job.id])
         if let folder { try db.execute(sql: "UPDATE chunk_folders SET superseded = 1 WHERE location = ?", arguments: [folder]) }
-        try cancelChunks(of: job, at: now, db)
+        try cancelChunks(of: planned, at: now, db)
     }
 }

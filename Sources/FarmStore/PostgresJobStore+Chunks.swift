@@ -51,7 +51,9 @@ extension PostgresJobStore {
     }
 
     /// The live chunks of `parent`, which ended: cancelled (their workers stop at the next lease check).
+    /// Only a job with a chunk plan has chunks: every other job's end is spared the round trip.
     func cancelChunks(of parent: Job, at now: Date, on c: PostgresConnection) async throws {
+        guard parent.chunkPlan != nil else { return }
         let rows = try await c.run("""
             SELECT \(unescaped: Self.columns()) FROM \(unescaped: table)
             WHERE chunk_of = \(parent.id) AND state IN ('waiting', 'queued', 'running') ORDER BY id FOR UPDATE
@@ -62,11 +64,12 @@ extension PostgresJobStore {
     /// A retried job's old plan let go: its chunks no longer waited for (live ones cancelled), its folder
     /// marked for removal.
     func detachChunks(_ job: inout Job, at now: Date, on c: PostgresConnection) async throws {
+        let planned = job  // with its plan, whose chunks are cancelled below
         let folder = job.chunkPlan?.folder
         let chunks = ChunkSchema.detached(&job)
         guard !chunks.isEmpty else { return }
         _ = try await c.run("DELETE FROM \(unescaped: edges) WHERE job_id = \(job.id) AND depends_on = ANY(\(chunks))")
         if let folder { _ = try await c.run("UPDATE chunk_folders SET superseded = 1 WHERE location = \(folder)") }
-        try await cancelChunks(of: job, at: now, on: c)
+        try await cancelChunks(of: planned, at: now, on: c)
     }
 }
