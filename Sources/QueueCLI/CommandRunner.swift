@@ -17,9 +17,7 @@ public enum ExitStatus {
 public enum CommandRunner {
     /// Runs `arguments` under `root` in-process and returns the exit status.
     public static func run(_ root: any ParsableCommand.Type, arguments: [String]) async -> Int32 {
-        let status = await runCommand(root, arguments: arguments)
-        await OpenedStores.closeAll()
-        return status
+        await OpenedStores.closing { await runCommand(root, arguments: arguments) }
     }
 
     private static func runCommand(_ root: any ParsableCommand.Type, arguments: [String]) async -> Int32 {

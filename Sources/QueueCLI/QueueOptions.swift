@@ -42,7 +42,7 @@ public struct QueueOptions: ParsableArguments {
         let location = try location()
         do {
             let store = try await JobStores.open(location, create: create, migrate: migrate, connections: connections, listen: listen)
-            OpenedStores.add(store)
+            OpenedStores.current?.add(store)
             return store
         } catch {
             // An SQLite file that is not there or not a queue is a usage error, as it always was; a server
@@ -95,17 +95,19 @@ public enum OutputRoots {
 
 /// The queues a command opened, closed as it ends (`CommandRunner.run`): an SQLite queue is checkpointed and
 /// its write-ahead log emptied by the last connection to close, which must happen before the process exits,
-/// not whenever the last reference to the store goes.
-enum OpenedStores {
-    private static let stores = Mutex<[any JobStore]>([])
+/// not whenever the last reference to the store goes. One list per command run (a task-local value), so
+/// that commands run in one process at once close only their own queues.
+final class OpenedStores: Sendable {
+    @TaskLocal static var current: OpenedStores?
+    private let stores = Mutex<[any JobStore]>([])
 
-    static func add(_ store: any JobStore) { stores.withLock { $0.append(store) } }
+    func add(_ store: any JobStore) { stores.withLock { $0.append(store) } }
 
-    static func closeAll() async {
-        let opened = stores.withLock { stores in
-            defer { stores.removeAll() }
-            return stores
-        }
-        for store in opened { await store.close() }
+    /// Runs `body` with a list of its own for the queues it opens, and closes them after.
+    static func closing<T: Sendable>(_ body: () async -> T) async -> T {
+        let opened = OpenedStores()
+        let value = await $current.withValue(opened) { await body() }
+        for store in opened.stores.withLock({ $0 }) { await store.close() }
+        return value
     }
 }
