@@ -5,28 +5,50 @@ import GRDB
 /// The webhook outbox in the SQLite queue: events recorded in the transaction of the state change,
 /// deliveries claimed under leases (`WebhookOutbox`).
 extension SQLiteJobStore {
-    /// Records `job`'s terminal event: a delivery for every endpoint that wants it and every URL the job
-    /// names, when there is one at all. In the caller's transaction, after the job's row was saved.
+    /// Records `job`'s terminal event when anyone wants it (an endpoint that takes its type, or a URL the
+    /// job names): one row without an index, in the caller's transaction, after the job's row was saved.
+    /// Its deliveries are made later, in batches (`fanOut`).
     func recordEvent(_ job: Job, at now: Date, _ db: Database) throws {
         guard let type = WebhookEventType(ending: job.state) else { return }
-        var targets: [(url: String, host: String, origin: String)] = []
-        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT url, host, events FROM webhook_endpoints")) {
-            let events = row[2] as String?
-            if events.map({ $0.contains("\"\(type.rawValue)\"") }) ?? true { targets.append((row[0], row[1], "endpoint")) }
+        let notify = Outbox.notify(job.manifest)
+        if notify == nil {
+            let filters = try String?.fetchAll(db.cachedStatement(sql: "SELECT events FROM webhook_endpoints"))
+            guard filters.contains(where: { Outbox.wants($0, type.rawValue) }) else { return }
         }
-        for url in Outbox.notify(job.manifest) ?? [] where !targets.contains(where: { $0.url == url.text }) {
-            targets.append((url.text, url.hostKey, "notify"))
-        }
-        guard !targets.isEmpty else { return }
-        let insert = try db.cachedStatement(sql: """
-            INSERT INTO webhook_deliveries (job_id, type, url, host, origin, state, attempts, next_at, created_at, job)
-            VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)
-            """)
-        let snapshot = JobSnapshot(job).json
-        for t in targets {
-            try insert.execute(arguments: [job.id, type.rawValue, t.url, t.host, t.origin, now.timeIntervalSince1970, now.timeIntervalSince1970, snapshot])
-        }
+        try db.cachedStatement(sql: "INSERT INTO webhook_events (job_id, type, created_at, notify, job) VALUES (?, ?, ?, ?, ?)")
+            .execute(arguments: [job.id, type.rawValue, now.timeIntervalSince1970, Outbox.notifyColumn(notify), JobSnapshot(job).json])
         recorded.store(true, ordering: .relaxed)
+    }
+
+    /// Turns the recorded events into deliveries, oldest first: one per endpoint that wants the event now
+    /// and per URL its job named. In the caller's write transaction.
+    func fanOut(_ db: Database) throws {
+        while true {
+            let events = try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT id, job_id, type, created_at, notify, job FROM webhook_events ORDER BY id LIMIT 500
+                """))
+            guard let last = events.last else { return }
+            let endpoints = try Row.fetchAll(db.cachedStatement(sql: "SELECT url, host, events FROM webhook_endpoints ORDER BY url")).map {
+                Outbox.Endpoint(url: $0[0], host: $0[1], events: $0[2])
+            }
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO webhook_deliveries (job_id, type, url, host, origin, state, attempts, next_at, created_at, job)
+                VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)
+                """)
+            for event in events {
+                let at: Double = event[3]
+                for t in Outbox.targets(of: event[2], endpoints: endpoints, notify: event[4]) {
+                    try insert.execute(arguments: [event[1], event[2], t.url, t.host, t.origin, at, at, event[5]])
+                }
+            }
+            try db.cachedStatement(sql: "DELETE FROM webhook_events WHERE id <= ?").execute(arguments: [last[0] as Int64])
+        }
+    }
+
+    /// Makes the deliveries of the events recorded so far before a reader looks at them.
+    func fannedOut() async throws(JobStoreError) {
+        guard try await read({ db in try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM webhook_events)")) ?? false }) else { return }
+        try await write { [self] db in try fanOut(db) }
     }
 
     /// Refuses a submission whose `"notify"` names a host the farm does not send to.
@@ -67,7 +89,8 @@ extension SQLiteJobStore {
     }
 
     public func webhookSettings(at now: Date) async throws(JobStoreError) -> WebhookSettings {
-        try await read { db in
+        try await fannedOut()
+        return try await read { db in
             let endpoints = try Row.fetchAll(db, sql: "SELECT url, host, events, added_by, added_at FROM webhook_endpoints ORDER BY url").map { row in
                 WebhookSettings.Endpoint(url: row[0], host: row[1], events: JobCoding.decode([String].self, row[2] as String?), addedBy: row[3],
                                          addedAt: Date(timeIntervalSince1970: row[4]))
@@ -87,7 +110,8 @@ extension SQLiteJobStore {
 
     public func claimDeliveries(limit: Int, owner: String, leaseDuration: Double, at now: Date) async throws(JobStoreError) -> [WebhookDelivery] {
         guard limit > 0 else { return [] }
-        return try await write { db in
+        return try await write { [self] db in
+            try fanOut(db)
             let t = now.timeIntervalSince1970
             let rows = try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT d.id, d.job_id, d.type, d.url, d.origin, d.attempts, d.created_at, d.last_status, d.last_error, d.job
@@ -135,7 +159,8 @@ extension SQLiteJobStore {
     }
 
     public func deliveries(matching query: DeliveryQuery) async throws(JobStoreError) -> [WebhookDelivery] {
-        try await read { db in
+        try await fannedOut()
+        return try await read { db in
             var conditions: [String] = []
             var arguments: [any DatabaseValueConvertible] = []
             if let job = query.jobID {

@@ -139,6 +139,9 @@ extension SQLiteJobStore {
         migrator.registerMigration("v14 waiting jobs") { db in
             for statement in JobIndexes.statements("") + OutputClaims.statements(.sqlite) { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v15 webhook events") { db in
+            for statement in WebhookEventSchema.statements(.sqlite) { try db.execute(sql: statement) }
+        }
         return migrator
     }
 }

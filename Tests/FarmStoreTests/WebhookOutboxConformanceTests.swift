@@ -166,4 +166,43 @@ import Testing
         #expect(try await store.finishDelivery(id: again[0].id, token: again[0].leaseToken!, outcome: .delivered(status: 200), at: t0.addingTimeInterval(32)))
         #expect(try await store.deliveries(matching: DeliveryQuery()).isEmpty)
     }
+
+    /// An event is one row written with its job's end; its deliveries are made when a sender or a reader
+    /// first looks (with the endpoints there are then), in the order the events were recorded.
+    @Test(arguments: Backend.allCases)
+    func eventsRecordedAreFannedOutInOrderWhenFirstLookedAt(backend: Backend) async throws {
+        let store = try await backend.make()
+        try await store.registerWebhooks([WebhookEndpoint(url: url("http://127.0.0.1:9/all"))], allowing: [], by: "h:1:a", at: t0)
+        let a = try await store.enqueue([new("a")], at: t0)[0].id
+        try await end(store, a, .succeeded(result: nil), at: t0)
+        // Nothing looked yet: the job is pruned, and an endpoint for failures is added.
+        #expect(try await store.prune(finishedBefore: t0.addingTimeInterval(1), limit: 100) == 1)
+        try await store.registerWebhooks([WebhookEndpoint(url: url("http://127.0.0.1:9/failures"), events: [.failed])], allowing: [],
+                                         by: "h:1:a", at: t0)
+        // 1,200 more events, more than one batch of the fan-out, ended in three calls a second apart.
+        let many = try await store.enqueue((0..<1_200).map { new("m\($0)") }, at: t0).map(\.id)
+        let claimed = try await store.claim(limit: 2_000, owner: "h:1:a", leaseDuration: 60, at: t0).shuffled()
+        #expect(claimed.count == 1_200)
+        for (n, start) in stride(from: 0, to: claimed.count, by: 400).enumerated() {
+            _ = try await store.finish(claimed[start..<start + 400].map {
+                FinishedAttempt(id: $0.id, token: $0.lease!.token, outcome: .failed(message: "no", result: nil))
+            }, at: t0.addingTimeInterval(Double(2 + n)))
+        }
+        let sent = try await store.claimDeliveries(limit: 5_000, owner: "s", leaseDuration: 30, at: t0.addingTimeInterval(5))
+        #expect(sent.count == 1 + 2 * 1_200)
+        #expect(sent.map(\.id) == sent.map(\.id).sorted())
+        // The pruned job's event went to the endpoint of its time of sending that wants it, with the job as it was.
+        let ofA = sent.filter { $0.jobID == a }
+        #expect(ofA.map(\.url) == ["http://127.0.0.1:9/all"] && (try? ofA[0].jobAtEvent())?.name == "a")
+        #expect(ofA[0].eventAt == t0)
+        // The others in the order they ended, each to both endpoints.
+        let ended = sent.filter { $0.jobID != a }
+        let toAll = ended.filter { $0.url.hasSuffix("/all") }, toFailures = ended.filter { $0.url.hasSuffix("/failures") }
+        #expect(Set(toAll.map(\.jobID)) == Set(many) && toAll.map(\.jobID) == toFailures.map(\.jobID))
+        #expect(toAll.map(\.eventAt) == toAll.map(\.eventAt).sorted() && Set(toAll.map(\.eventAt)).count == 3)
+        #expect(ended.allSatisfy { $0.type == "job.failed" })
+        // Nothing is left to fan out or to claim.
+        #expect(try await store.claimDeliveries(limit: 10, owner: "s2", leaseDuration: 30, at: t0.addingTimeInterval(6)).isEmpty)
+        #expect(try await store.webhookSettings(at: t0).counts[.pending] == 1 + 2 * 1_200)
+    }
 }
