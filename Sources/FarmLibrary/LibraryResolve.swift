@@ -160,9 +160,14 @@ extension AssetLibrary {
         let isObject = path.hasPrefix("s3://")
         let real = isObject ? path : Self.realPath(path)
         let host = isObject ? Self.everyHost : host
-        return try await read { s in
-            try await s.value("SELECT asset_id FROM asset_locations WHERE host = ? AND path = ? AND state = 'present'", [.text(host), .text(real)])
-        }?.string.flatMap(AssetID.init)
+        let rows: [SQLRow]
+        do {
+            rows = try await database.readRows("SELECT asset_id FROM asset_locations WHERE host = ? AND path = ? AND state = 'present'",
+                                               [.text(host), .text(real)])
+        } catch {
+            throw LibraryError.wrap(error)
+        }
+        return rows.first?[0].string.flatMap(AssetID.init)
     }
 
     /// Which of `ids` the library does not know (or a scoped token may not see), asked in one go.

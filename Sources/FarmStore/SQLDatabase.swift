@@ -95,6 +95,15 @@ public protocol SQLDatabase: Sendable {
     /// then reaches the caller unchanged; a database's own errors arrive as `JobStoreError`s). A writing
     /// transaction takes SQLite's write lock up front; a reading one sees one snapshot.
     func transaction<T: Sendable>(writing: Bool, _ body: @escaping @Sendable (any SQLSession) async throws -> T) async throws -> T
+    /// One statement that reads, on its own: what `read { $0.rows(sql, binds) }` answers, where a backend
+    /// can answer it for less (SQLite: on the job store's connection, without opening one for it).
+    func readRows(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow]
+}
+
+extension SQLDatabase {
+    public func readRows(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
+        try await read { s in try await s.rows(sql, binds) }
+    }
 }
 
 extension SQLDatabase {

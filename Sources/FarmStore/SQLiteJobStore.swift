@@ -138,12 +138,17 @@ public final class SQLiteJobStore: JobStore {
         return queue
     }
 
-    /// The tables beside the jobs (the asset library's), on a connection of their own, opened when first asked for.
+    /// The tables beside the jobs (the asset library's): transactions on a connection of their own,
+    /// opened when first needed; reads of one statement on this store's.
     public var database: any SQLDatabase {
         get throws(JobStoreError) {
-            try libraryDatabase.withLock { (opened: inout SQLiteSQLDatabase?) throws(JobStoreError) -> SQLiteSQLDatabase in
+            libraryDatabase.withLock { (opened: inout SQLiteSQLDatabase?) -> SQLiteSQLDatabase in
                 if let opened { return opened }
-                let database = try SQLiteSQLDatabase(path: path, busyTimeout: busyTimeout)
+                let database = SQLiteSQLDatabase(path: path, busyTimeout: busyTimeout) { [weak self] sql, binds in
+                    guard let self else { throw JobStoreError.unavailable("\(sql): the queue was closed") }
+                    let arguments = SQLiteSQLDatabase.arguments(binds)
+                    return try await read { db in try SQLiteSQLDatabase.rows(db, sql, arguments) }
+                }
                 opened = database
                 return database
             }

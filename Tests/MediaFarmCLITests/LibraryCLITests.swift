@@ -117,6 +117,37 @@ import Testing
         #expect(numbers.count == list.count && zip(numbers, numbers.dropFirst()).allSatisfy { $0 < $1 }, "numbered once each, in order: \(numbers)")
     }
 
+    /// A job whose input is a registered file, named by its path, is recorded as reading that asset. `submit`
+    /// asks on the queue's own connection: for a file the library does not know, it opens the queue's file
+    /// once (a second connection for the library cost it a sixth of its run).
+    @Test func aSubmissionByPathRecordsTheAssetItReadsAndOpensNoSecondConnectionToAsk() throws {
+        let folder = try TestPaths.makeTemporaryFolder("library-lineage")
+        let queue = try Queue.sqlite.make(folder)
+        try movie(folder.appendingPathComponent("take.mp4").path)
+        try movie(folder.appendingPathComponent("other.mp4").path, frequency: 660)
+        let added = try mediafarm(["library", "add", "--json", folder.appendingPathComponent("take.mp4").path], queue: queue)
+        #expect(added.status == 0, "\(added.stderr)")
+        let id = try #require(((try json(added) as? [String: Any])?["files"] as? [[String: Any]])?.first?["id"] as? String)
+        var environment = ProcessInfo.processInfo.environment
+        environment["MEDIAFARM_QUEUE"] = queue
+        func submit(_ input: String) throws -> (job: Int, opens: Int) {
+            let manifest = folder.appendingPathComponent(input + ".json")
+            try #"{"version": 1, "input": "\#(input)"}"#.write(to: manifest, atomically: true, encoding: .utf8)
+            let trace = folder.appendingPathComponent(input + ".opens").path
+            let r = try ProcessRunner.run("/usr/bin/strace", ["-f", "-e", "trace=openat", "-o", trace, TestPaths.mediafarmExecutable,
+                                                              "submit", "--json", manifest.path], currentDirectory: folder.path, environment: environment)
+            #expect(r.status == 0, "\(r.stderr)")
+            let opens = try String(contentsOfFile: trace, encoding: .utf8).split(separator: "\n")
+                .filter { $0.contains("/queue.sqlite\"") && $0.contains("O_RDWR") }
+            return (try #require((try json(r) as? [[String: Any]])?.first?["id"] as? Int), opens.count)
+        }
+        let unknown = try submit("other.mp4")
+        #expect(unknown.opens == 1, "the queue's file opened \(unknown.opens) times")
+        let known = try submit("take.mp4")
+        let detail = try #require(try json(try mediafarm(["library", "show", "--json", id], queue: queue)) as? [String: Any])
+        #expect(detail["jobs"] as? [Int] == [known.job], "\(detail)")
+    }
+
     @Test(arguments: Queue.allCases)
     func aManifestNamingAnAssetRunsOnTheHostThatHasItAndItsOutputIsARepresentation(queue kind: Queue) throws {
         let folder = try TestPaths.makeTemporaryFolder("library-jobs")
