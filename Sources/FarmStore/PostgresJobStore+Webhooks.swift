@@ -12,49 +12,23 @@ extension PostgresJobStore {
         "SELECT url, host FROM webhook_endpoints WHERE events IS NULL OR events::jsonb @> jsonb_build_array(\(type)::text)"
     }
 
-    /// Records the event of `source` (a row set with the job's columns and `notify`, one row) of type
-    /// `type` at `now` (SQL: placeholders or literals) when anyone wants it (an endpoint that takes its
-    /// type, or a URL the job names): one row in `webhook_events`, whose deliveries are made later
-    /// (`fanOut`). The CTE `sent` follows `prefix` (which defines `source`).
+    /// Inserts the deliveries of the event of `source` (a row set with the job's columns and `notify`, one
+    /// row) of type `type` at `now` (SQL: placeholders or literals): one per endpoint that wants it and per
+    /// URL the job names. The CTE `sent` follows `prefix` (which defines `source`).
     static func recording(after prefix: String, source: String, type: String, now: String) -> String {
-        """
+        let wanting = wanting(type)
+        return """
         \(prefix)
         sent AS (
-            INSERT INTO webhook_events (job_id, type, created_at, notify, job)
-            SELECT s.id, \(type), \(now), s.notify, \(JobSnapshot.sql("s")) FROM \(source) AS s
-            WHERE s.notify IS NOT NULL OR EXISTS (\(wanting(type)))
+            INSERT INTO webhook_deliveries (job_id, type, url, host, origin, state, attempts, next_at, created_at, job)
+            SELECT s.id, \(type), t.url, t.host, t.origin, 'pending', 0, \(now), \(now), \(JobSnapshot.sql("s"))
+            FROM \(source) AS s, LATERAL (
+                SELECT url, host, 'endpoint' AS origin FROM (\(wanting)) AS w
+                UNION ALL
+                SELECT n->>'url', n->>'host', 'notify' FROM jsonb_array_elements(COALESCE(s.notify, '[]')::jsonb) AS n
+                WHERE n->>'url' NOT IN (SELECT url FROM (\(wanting)) AS w)) AS t
             RETURNING 1)
         """
-    }
-
-    /// Turns the recorded events into deliveries, oldest first, in batches: one per endpoint that wants
-    /// the event now and per URL its job named. One fan-out at a time (an advisory lock), so that a job's
-    /// deliveries keep the order of its events.
-    func fanOut() async throws(JobStoreError) {
-        guard try await run("SELECT EXISTS (SELECT 1 FROM webhook_events)", { try $0.decode(Bool.self) }).first == true else { return }
-        let lock = server.schema + ".webhook_events"
-        try await transaction { c in
-            _ = try await c.run("SELECT pg_advisory_xact_lock(hashtext(\(lock)))")
-            while true {
-                let rows = try await c.run("""
-                    WITH moved AS (
-                        DELETE FROM webhook_events WHERE id IN (SELECT id FROM webhook_events ORDER BY id LIMIT 500)
-                        RETURNING id, job_id, type, created_at, notify, job),
-                    made AS (
-                        INSERT INTO webhook_deliveries (job_id, type, url, host, origin, state, attempts, next_at, created_at, job)
-                        SELECT m.job_id, m.type, t.url, t.host, t.origin, 'pending', 0, m.created_at, m.created_at, m.job
-                        FROM moved AS m, LATERAL (
-                            SELECT url, host, 'endpoint' AS origin, 0 AS rank FROM (\(unescaped: Self.wanting("m.type"))) AS w
-                            UNION ALL
-                            SELECT n->>'url', n->>'host', 'notify', 1 FROM jsonb_array_elements(COALESCE(m.notify, '[]')::jsonb) AS n
-                            WHERE n->>'url' NOT IN (SELECT url FROM (\(unescaped: Self.wanting("m.type"))) AS w)) AS t
-                        ORDER BY m.id, t.rank, t.url
-                        RETURNING 1)
-                    SELECT (SELECT COUNT(*) FROM moved), (SELECT COUNT(*) FROM made)
-                    """)
-                guard let (moved, _) = try rows.first?.decode((Int64, Int64).self), moved == 500 else { return }
-            }
-        }
     }
 
     /// Records `job`'s terminal event in this transaction, after its row was saved.
@@ -110,7 +84,6 @@ extension PostgresJobStore {
     }
 
     public func webhookSettings(at now: Date) async throws(JobStoreError) -> WebhookSettings {
-        try await fanOut()
         let endpoints = try await run("SELECT url, host, events, added_by, added_at FROM webhook_endpoints ORDER BY url") { row in
             let (url, host, events, by, at) = try row.decode((String, String, String?, String, Double).self)
             return WebhookSettings.Endpoint(url: url, host: host, events: JobCoding.decode([String].self, events), addedBy: by,
@@ -131,7 +104,6 @@ extension PostgresJobStore {
 
     public func claimDeliveries(limit: Int, owner: String, leaseDuration: Double, at now: Date) async throws(JobStoreError) -> [WebhookDelivery] {
         guard limit > 0 else { return [] }
-        try await fanOut()
         let t = now.timeIntervalSince1970
         // One statement (atomic by itself, no transaction around it): the hand from commit to request is short.
         let rows = try await run("""
@@ -202,8 +174,7 @@ extension PostgresJobStore {
     }
 
     public func deliveries(matching query: DeliveryQuery) async throws(JobStoreError) -> [WebhookDelivery] {
-        try await fanOut()
-        return try await run("""
+        try await run("""
             SELECT d.id, d.job_id, d.type, d.url, d.origin, d.state, d.attempts, d.created_at, d.next_at, d.last_status,
                    d.last_error, d.delivered_at
             FROM webhook_deliveries AS d

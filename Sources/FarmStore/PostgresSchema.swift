@@ -86,7 +86,6 @@ enum PostgresSchema {
         PictureSchema.statements(.postgres),
         QueuePauses.statements(.postgres) + QueueHistory.statements(.postgres) + CoordinatorRegistry.providesStatements(.postgres),
         JobIndexes.statements("{schema}.") + OutputClaims.statements(.postgres),
-        WebhookEventSchema.statements(.postgres),
     ]
 
     /// Checks the schema's version, creating or upgrading it with `migrate` (concurrent migrators wait

@@ -140,7 +140,7 @@ extension SQLiteJobStore {
             for statement in JobIndexes.statements("") + OutputClaims.statements(.sqlite) { try db.execute(sql: statement) }
         }
         migrator.registerMigration("v15 webhook events") { db in
-            for statement in WebhookEventSchema.statements(.sqlite) { try db.execute(sql: statement) }
+            for statement in WebhookEventSchema.statements { try db.execute(sql: statement) }
         }
         return migrator
     }
