@@ -20,10 +20,10 @@ extension SQLiteJobStore {
         recorded.store(true, ordering: .relaxed)
     }
 
-    /// Turns the recorded events into deliveries, oldest first: one per endpoint that wants the event now
-    /// and per URL its job named. In the caller's write transaction.
-    func fanOut(_ db: Database) throws {
-        while true {
+    /// Turns the recorded events into deliveries, oldest first, up to `batches` batches of 500: one per
+    /// endpoint that wants the event now and per URL its job named. In the caller's write transaction.
+    func fanOut(_ db: Database, batches: Int = .max) throws {
+        for _ in 0..<batches {
             let events = try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT id, job_id, type, created_at, notify, job FROM webhook_events ORDER BY id LIMIT 500
                 """))
@@ -111,7 +111,9 @@ extension SQLiteJobStore {
     public func claimDeliveries(limit: Int, owner: String, leaseDuration: Double, at now: Date) async throws(JobStoreError) -> [WebhookDelivery] {
         guard limit > 0 else { return [] }
         return try await write { [self] db in
-            try fanOut(db)
+            // A batch at a time: a sender that finds a backlog (events recorded while none ran) holds the
+            // queue's lock for one batch per claim, not for the whole backlog.
+            try fanOut(db, batches: 1)
             let t = now.timeIntervalSince1970
             let rows = try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT d.id, d.job_id, d.type, d.url, d.origin, d.attempts, d.created_at, d.last_status, d.last_error, d.job

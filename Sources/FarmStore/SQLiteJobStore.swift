@@ -144,8 +144,8 @@ public final class SQLiteJobStore: JobStore {
         get throws(JobStoreError) {
             libraryDatabase.withLock { (opened: inout SQLiteSQLDatabase?) -> SQLiteSQLDatabase in
                 if let opened { return opened }
-                let database = SQLiteSQLDatabase(path: path, busyTimeout: busyTimeout) { [weak self] sql, binds in
-                    guard let self else { throw JobStoreError.unavailable("\(sql): the queue was closed") }
+                let database = SQLiteSQLDatabase(path: path, busyTimeout: busyTimeout) { [weak self, path] sql, binds in
+                    guard let self else { throw JobStoreError.unavailable("\(path): the queue was closed") }
                     let arguments = SQLiteSQLDatabase.arguments(binds)
                     return try await read { db in try SQLiteSQLDatabase.rows(db, sql, arguments) }
                 }
