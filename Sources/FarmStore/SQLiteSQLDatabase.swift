@@ -12,7 +12,8 @@ final class SQLiteSQLDatabase: SQLDatabase {
     let path: String
     private let busyTimeout: Double
     private let single: @Sendable (String, [SQLValue]) async throws -> [SQLRow]
-    private let opened = Mutex<DatabaseQueue?>(nil)
+    /// The connection once opened; closed for good with its store.
+    private let opened = Mutex<(queue: DatabaseQueue?, closed: Bool)>((nil, false))
     private let turnstile = Turnstile()
 
     var dialect: SQLDialect { .sqlite }
@@ -26,8 +27,9 @@ final class SQLiteSQLDatabase: SQLDatabase {
 
     /// The connection, opened when first needed.
     private func queue() throws(JobStoreError) -> DatabaseQueue {
-        try opened.withLock { (queue: inout DatabaseQueue?) throws(JobStoreError) -> DatabaseQueue in
-            if let queue { return queue }
+        try opened.withLock { (state: inout (queue: DatabaseQueue?, closed: Bool)) throws(JobStoreError) -> DatabaseQueue in
+            if let queue = state.queue { return queue }
+            guard !state.closed else { throw .unavailable("\(path): the queue was closed") }
             var configuration = Configuration()
             configuration.busyMode = .timeout(busyTimeout)
             configuration.label = "mediafarm-library"
@@ -39,7 +41,7 @@ final class SQLiteSQLDatabase: SQLDatabase {
             }
             do {
                 let made = try DatabaseQueue(path: path, configuration: configuration)
-                queue = made
+                state.queue = made
                 return made
             } catch {
                 throw .unavailable("\(path): cannot open the library: \(SQLiteJobStore.describe(error))")
@@ -47,11 +49,11 @@ final class SQLiteSQLDatabase: SQLDatabase {
         }
     }
 
-    /// Closes the connection if it was opened (a later transaction opens it again).
+    /// Closes the connection if it was opened; a later transaction fails, as the store's calls do.
     func close() {
-        opened.withLock { queue in
-            try? queue?.close()  // fails only with statements still running, which a closing store has none of
-            queue = nil
+        opened.withLock { state in
+            try? state.queue?.close()  // fails only with statements still running, which a closing store has none of
+            state = (nil, true)
         }
     }
 
