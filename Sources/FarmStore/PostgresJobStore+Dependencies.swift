@@ -108,8 +108,14 @@ extension PostgresJobStore {
 
     /// `save` of a row this transaction locked: another writer cannot have changed it.
     func saveLocked(_ next: Job, over old: Job, revision: Int64, on c: PostgresConnection) async throws {
-        guard try await save(next, over: old, revision: revision, on: c) else {
-            throw JobStoreError.unavailable("\(location): job \(old.id) changed while locked")
+        try await saveLocked([RowWrite(next, over: old, revision: revision)], on: c)
+    }
+
+    /// `save` of rows this transaction locked.
+    func saveLocked(_ writes: [RowWrite], on c: PostgresConnection) async throws {
+        let written = try await save(writes, on: c)
+        guard written == writes.count else {
+            throw JobStoreError.unavailable("\(location): \(writes.count - written) of \(writes.count) jobs changed while locked")
         }
     }
 }

@@ -29,23 +29,79 @@ extension PostgresJobStore {
         try decodeJobs(try await run("SELECT \(unescaped: Self.columns()) FROM \(unescaped: table) WHERE id = \(id)")).first
     }
 
-    /// Writes every mutable column of `job`, if the row is still at `revision` with the token `old`
-    /// had: false when another change came first.
-    func save(_ job: Job, over old: Job, revision: Int64, on c: some Queryable) async throws -> Bool {
+    /// A job's columns to write over the row it was read from: the row must still be at `revision`, with
+    /// the lease token `old` had.
+    struct RowWrite: Encodable {
+        var id: Int64, revision: Int64, oldToken: String?
+        var state: String, priority: Int, attempt: Int, maxAttempts: Int, runAt: Double
+        var leaseOwner: String?, leaseToken: String?, leaseExpiresAt: Double?
+        var progress: Double?, phase: String?, workerPID: Int64?
+        var startedAt: Double?, finishedAt: Double?, updatedAt: Double
+        var result: String?, errors: String, waitingFor: Int64, blockedBy: Int64?, afterIDs: String, chunkPlan: String?
+        /// The host of the new lease (nil: the old lease's, else the row's).
+        var host: String?
+
+        enum CodingKeys: String, CodingKey {
+            case id, revision, oldToken = "old_token", state, priority, attempt, maxAttempts = "max_attempts", runAt = "run_at"
+            case leaseOwner = "lease_owner", leaseToken = "lease_token", leaseExpiresAt = "lease_expires_at", progress, phase
+            case workerPID = "worker_pid", startedAt = "started_at", finishedAt = "finished_at", updatedAt = "updated_at"
+            case result, errors, waitingFor = "waiting_for", blockedBy = "blocked_by", afterIDs = "after_ids", chunkPlan = "chunk_plan", host
+        }
+
+        init(_ job: Job, over old: Job, revision: Int64) {
+            id = job.id
+            self.revision = revision
+            oldToken = old.lease?.token
+            state = job.state.rawValue
+            priority = job.priority
+            attempt = job.attempt
+            maxAttempts = job.maxAttempts
+            runAt = job.runAt.timeIntervalSince1970
+            leaseOwner = job.lease?.owner
+            leaseToken = job.lease?.token
+            leaseExpiresAt = job.lease?.expiresAt.timeIntervalSince1970
+            progress = job.progress
+            phase = job.phase
+            workerPID = job.workerPID.map(Int64.init)
+            startedAt = job.startedAt?.timeIntervalSince1970
+            finishedAt = job.finishedAt?.timeIntervalSince1970
+            updatedAt = job.updatedAt.timeIntervalSince1970
+            result = job.result
+            errors = JobCoding.json(job.errors)
+            waitingFor = Int64(job.waitingFor)
+            blockedBy = job.blockedBy
+            afterIDs = JobCoding.json(job.after)
+            chunkPlan = job.chunkPlan.map { JobCoding.json(object: $0) }
+            host = job.lease.map { Job.host(ofOwner: $0.owner) }
+        }
+
+        /// The columns of `jsonb_to_recordset`'s rows, as the table has them.
+        static let record = """
+            id BIGINT, revision BIGINT, old_token TEXT, state TEXT, priority BIGINT, attempt BIGINT, max_attempts BIGINT,
+            run_at DOUBLE PRECISION, lease_owner TEXT, lease_token TEXT, lease_expires_at DOUBLE PRECISION, progress DOUBLE PRECISION,
+            phase TEXT, worker_pid BIGINT, started_at DOUBLE PRECISION, finished_at DOUBLE PRECISION, updated_at DOUBLE PRECISION,
+            result TEXT, errors TEXT, waiting_for BIGINT, blocked_by BIGINT, after_ids TEXT, chunk_plan TEXT, host TEXT
+            """
+    }
+
+    /// Writes every mutable column of each job, where its row is still as it was read (`RowWrite`), in
+    /// one statement whatever their number: how many rows were written (fewer when another change came
+    /// first).
+    func save(_ writes: [RowWrite], on c: some Queryable) async throws -> Int {
+        guard !writes.isEmpty else { return 0 }
+        let json = String(decoding: try JSONEncoder().encode(writes), as: UTF8.self)
         let rows = try await c.run("""
-            UPDATE \(unescaped: table) SET state = \(job.state.rawValue), priority = \(job.priority), attempt = \(job.attempt),
-                max_attempts = \(job.maxAttempts), run_at = \(job.runAt.timeIntervalSince1970), lease_owner = \(job.lease?.owner),
-                lease_token = \(job.lease?.token), lease_expires_at = \(job.lease?.expiresAt.timeIntervalSince1970),
-                progress = \(job.progress), phase = \(job.phase), worker_pid = \(job.workerPID.map(Int64.init)),
-                started_at = \(job.startedAt?.timeIntervalSince1970), finished_at = \(job.finishedAt?.timeIntervalSince1970),
-                updated_at = \(job.updatedAt.timeIntervalSince1970), result = \(job.result), errors = \(JobCoding.json(job.errors)),
-                waiting_for = \(Int64(job.waitingFor)), blocked_by = \(job.blockedBy), after_ids = \(JobCoding.json(job.after)),
-                chunk_plan = \(job.chunkPlan.map { JobCoding.json(object: $0) }), revision = revision + 1,
-                host = COALESCE(\(job.lease.map { Job.host(ofOwner: $0.owner) }), split_part(lease_owner, ':', 1), host)
-            WHERE id = \(job.id) AND revision = \(revision) AND lease_token IS NOT DISTINCT FROM \(old.lease?.token)
-            RETURNING id
+            UPDATE \(unescaped: table) AS j SET state = u.state, priority = u.priority, attempt = u.attempt,
+                max_attempts = u.max_attempts, run_at = u.run_at, lease_owner = u.lease_owner, lease_token = u.lease_token,
+                lease_expires_at = u.lease_expires_at, progress = u.progress, phase = u.phase, worker_pid = u.worker_pid,
+                started_at = u.started_at, finished_at = u.finished_at, updated_at = u.updated_at, result = u.result,
+                errors = u.errors, waiting_for = u.waiting_for, blocked_by = u.blocked_by, after_ids = u.after_ids,
+                chunk_plan = u.chunk_plan, revision = j.revision + 1, host = COALESCE(u.host, split_part(j.lease_owner, ':', 1), j.host)
+            FROM jsonb_to_recordset(\(json)::jsonb) AS u(\(unescaped: RowWrite.record))
+            WHERE j.id = u.id AND j.revision = u.revision AND j.lease_token IS NOT DISTINCT FROM u.old_token
+            RETURNING j.id
             """)
-        return !rows.isEmpty
+        return rows.count
     }
 
     /// How many columns `columns()` names (the revision last).

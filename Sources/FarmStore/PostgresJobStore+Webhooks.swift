@@ -14,8 +14,9 @@ extension PostgresJobStore {
 
     /// Inserts the deliveries of the event of `source` (a row set with the job's columns and `notify`, one
     /// row) of type `type` at `now` (SQL: placeholders or literals): one per endpoint that wants it and per
-    /// URL the job names. The CTE `sent` follows `prefix` (which defines `source`).
-    static func recording(after prefix: String, source: String, type: String, now: String) -> String {
+    /// URL the job names, in the order `order` gives (SQL over `s`, the source's row). The CTE `sent`
+    /// follows `prefix` (which defines `source`).
+    static func recording(after prefix: String, source: String, type: String, now: String, order: String? = nil) -> String {
         let wanting = wanting(type)
         return """
         \(prefix)
@@ -27,21 +28,35 @@ extension PostgresJobStore {
                 UNION ALL
                 SELECT n->>'url', n->>'host', 'notify' FROM jsonb_array_elements(COALESCE(s.notify, '[]')::jsonb) AS n
                 WHERE n->>'url' NOT IN (SELECT url FROM (\(wanting)) AS w)) AS t
+            \(order.map { "ORDER BY \($0)" } ?? "")
             RETURNING 1)
         """
     }
 
     /// Records `job`'s terminal event in this transaction, after its row was saved.
     func recordEvent(_ job: Job, at now: Date, on c: PostgresConnection) async throws {
-        guard let type = WebhookEventType(ending: job.state) else { return }
-        var binds = PostgresBindings(capacity: 3)
-        binds.append(type.rawValue)
-        binds.append(now.timeIntervalSince1970)
-        binds.append(job.id)
-        let sql = Self.recording(after: "WITH source AS (SELECT * FROM jobs WHERE id = $3),", source: "source", type: "$1", now: "$2")
-            + " SELECT COUNT(*) FROM sent"
-        let rows = try await c.run(PostgresQuery(unsafeSQL: sql, binds: binds))
-        if try rows.first?.decode(Int64.self) ?? 0 > 0 { _ = recorded.withLock { $0.insert(ObjectIdentifier(c)) } }
+        try await recordEvents([job], at: now, on: c)
+    }
+
+    /// Records the terminal events of `jobs` in this transaction, after their rows were saved: one
+    /// statement for each type of event, the deliveries in the jobs' order.
+    func recordEvents(_ jobs: [Job], at now: Date, on c: PostgresConnection) async throws {
+        var ofType: [(type: WebhookEventType, ids: [Int64])] = []
+        for job in jobs {
+            guard let type = WebhookEventType(ending: job.state) else { continue }
+            if let i = ofType.firstIndex(where: { $0.type == type }) { ofType[i].ids.append(job.id) } else { ofType.append((type, [job.id])) }
+        }
+        for (type, ids) in ofType {
+            var binds = PostgresBindings(capacity: 3)
+            binds.append(type.rawValue)
+            binds.append(now.timeIntervalSince1970)
+            binds.append(ids)
+            let sql = Self.recording(after: """
+                WITH source AS (SELECT j.*, o.position FROM unnest($3::int8[]) WITH ORDINALITY AS o(id, position) JOIN jobs AS j ON j.id = o.id),
+                """, source: "source", type: "$1", now: "$2", order: "s.position") + " SELECT COUNT(*) FROM sent"
+            let rows = try await c.run(PostgresQuery(unsafeSQL: sql, binds: binds))
+            if try rows.first?.decode(Int64.self) ?? 0 > 0 { _ = recorded.withLock { $0.insert(ObjectIdentifier(c)) } }
+        }
     }
 
     /// Refuses a submission whose `"notify"` names a host the farm does not send to.

@@ -351,35 +351,100 @@ public final class PostgresJobStore: JobStore {
         for start in stride(from: 0, to: ids.count, by: BulkChange.batch) {
             let batch = Array(ids[start..<min(start + BulkChange.batch, ids.count)])
             outcomes += try await transaction { [self] c in
-                var done: [Result<Job, JobStoreError>] = []
-                var due = false
-                for id in batch {
-                    // Read as locked now: an earlier one's release may have changed it.
-                    let rows = try await c.run("SELECT \(unescaped: Self.columns()) FROM \(unescaped: table) WHERE id = \(id) FOR UPDATE")
-                    guard let (job, revision) = try decodeJobs(rows).first else {
-                        done.append(.failure(.notFound(id)))
-                        continue
-                    }
-                    // Each in a savepoint: a refused one leaves nothing half done, and the others go on.
-                    _ = try await c.run("SAVEPOINT bulk_one")
-                    do {
-                        let moved = try await moved(job, revision: revision, action.transition, at: now, on: c)
-                        _ = try await c.run("RELEASE SAVEPOINT bulk_one")
-                        done.append(.success(moved.job))
-                        due = due || moved.due
-                    } catch let error as JobStoreError {
-                        _ = try await c.run("ROLLBACK TO SAVEPOINT bulk_one")
-                        done.append(.failure(error))
-                    } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {  // unique_violation: the key
-                        _ = try await c.run("ROLLBACK TO SAVEPOINT bulk_one")
-                        done.append(.failure(.refused("job \(id): another live job holds its unique key; cancel that one first")))
-                    }
+                let (done, due) = if let together = try await changedTogether(batch, action, at: now, on: c) {
+                    together
+                } else {
+                    try await changedOneByOne(batch, action, at: now, on: c)
                 }
                 if due { _ = try await c.run("SELECT pg_notify(\(channel), '')") }
                 return done
             }
         }
         return outcomes
+    }
+
+    /// A batch changed in a few statements, whatever its size, when no job's change can reach another
+    /// job: none is a chunked export, none of those cancelled has jobs waiting for it, none of those
+    /// retried waits for others or was named by another's failure. Nil (nothing written) when one could,
+    /// or when a retried job's unique key is held by another live job: then each is changed on its own.
+    func changedTogether(_ batch: [Int64], _ action: BulkChange, at now: Date,
+                         on c: PostgresConnection) async throws -> (done: [Result<Job, JobStoreError>], due: Bool)? {
+        let rows = try await c.run("SELECT \(unescaped: Self.columns()) FROM \(unescaped: table) WHERE id = ANY(\(batch)) ORDER BY id FOR UPDATE")
+        let locked = try decodeJobs(rows)
+        guard locked.allSatisfy({ $0.job.chunkPlan == nil && (action == .cancel || $0.job.after.isEmpty) }) else { return nil }
+        let ids = locked.map(\.job.id)
+        let reaching: PostgresQuery = switch action {
+        case .cancel: """
+            SELECT 1 FROM \(unescaped: edges) AS e JOIN \(unescaped: table) AS d ON d.id = e.job_id
+            WHERE e.depends_on = ANY(\(ids)) AND d.state = 'waiting' LIMIT 1
+            """
+        case .retry: "SELECT 1 FROM \(unescaped: table) WHERE blocked_by = ANY(\(ids)) AND state = 'failed' LIMIT 1"
+        }
+        guard try await c.run(reaching).isEmpty else { return nil }
+        // Each in the batch's order, against the job as the ones before left it (an id may come twice).
+        var current = Dictionary(uniqueKeysWithValues: locked.map { ($0.job.id, $0.job) })
+        var done: [Result<Job, JobStoreError>] = []
+        for id in batch {
+            guard let job = current[id] else {
+                done.append(.failure(.notFound(id)))
+                continue
+            }
+            do throws(JobStoreError) {
+                let next = switch action {
+                case .cancel: try transition(job, .cancel, now)
+                case .retry: try Dependencies.retried(job, DependencyVerdict.of([], policy: job.afterPolicy), machine: machine, at: now)
+                }
+                current[id] = next
+                done.append(.success(next))
+            } catch {
+                done.append(.failure(error))
+            }
+        }
+        let writes = locked.compactMap { old, revision in
+            current[old.id].flatMap { $0 == old ? nil : RowWrite($0, over: old, revision: revision) }
+        }
+        let changed = Set(writes.map(\.id))
+        _ = try await c.run("SAVEPOINT bulk_all")
+        do {
+            try await saveLocked(writes, on: c)
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {  // unique_violation: a key is held
+            _ = try await c.run("ROLLBACK TO SAVEPOINT bulk_all")
+            return nil
+        }
+        let ended = changed.sorted().compactMap { current[$0] }.filter(\.state.isTerminal)
+        let orderOf = Dictionary(batch.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        try await recordEvents(ended.sorted { orderOf[$0.id, default: 0] < orderOf[$1.id, default: 0] }, at: now, on: c)
+        return (done, changed.contains { current[$0].map { $0.state == .queued && $0.runAt <= now } ?? false })
+    }
+
+    /// A batch changed one job after the other, each read as locked when its turn comes (an earlier one's
+    /// change may have changed it) and moved in a savepoint of its own, so that a refused one leaves
+    /// nothing half done and the others go on.
+    func changedOneByOne(_ batch: [Int64], _ action: BulkChange, at now: Date,
+                         on c: PostgresConnection) async throws -> (done: [Result<Job, JobStoreError>], due: Bool) {
+        var done: [Result<Job, JobStoreError>] = []
+        var due = false
+        for id in batch {
+            let rows = try await c.run("SELECT \(unescaped: Self.columns()) FROM \(unescaped: table) WHERE id = \(id) FOR UPDATE")
+            guard let (job, revision) = try decodeJobs(rows).first else {
+                done.append(.failure(.notFound(id)))
+                continue
+            }
+            _ = try await c.run("SAVEPOINT bulk_one")
+            do {
+                let moved = try await moved(job, revision: revision, action.transition, at: now, on: c)
+                _ = try await c.run("RELEASE SAVEPOINT bulk_one")
+                done.append(.success(moved.job))
+                due = due || moved.due
+            } catch let error as JobStoreError {
+                _ = try await c.run("ROLLBACK TO SAVEPOINT bulk_one")
+                done.append(.failure(error))
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {  // unique_violation: the key
+                _ = try await c.run("ROLLBACK TO SAVEPOINT bulk_one")
+                done.append(.failure(.refused("job \(id): another live job holds its unique key; cancel that one first")))
+            }
+        }
+        return (done, due)
     }
 
     public func job(id: Int64) async throws(JobStoreError) -> Job? {

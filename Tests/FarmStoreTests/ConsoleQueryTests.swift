@@ -113,4 +113,35 @@ import Testing
         #expect(try await store.job(id: chunk) == nil, "the chunk went with its export")
         #expect(try await store.job(id: holder)?.state == .queued, "a live job is not deleted")
     }
+
+    /// A batch whose jobs reach one another (a job another in the batch waits for) ends as it would one
+    /// job at a time; one whose jobs do not records each job's event in the batch's order.
+    @Test(arguments: Backend.allCases)
+    func aBulkCancelEndsAsOneJobAtATimeWouldAndRecordsItsEventsInOrder(backend: Backend) async throws {
+        let store = try await backend.make()
+        defer { Task { await store.close() } }
+        try await store.registerWebhooks([WebhookEndpoint(url: try WebhookURL.parse("http://127.0.0.1:9/all").get())], allowing: [],
+                                         by: "h:1:a", at: t0)
+        // b waits for a: a's cancel fails b first, so b's own cancel is refused.
+        let a = try await store.enqueue([new("a")], at: t0)[0].id
+        let b = try await store.enqueue([new("b", after: [a])], at: t0)[0].id
+        let c = try await store.enqueue([new("c")], at: t0)[0].id
+        let first = try await store.change([c, a, b], .cancel, at: t0.addingTimeInterval(1))
+        #expect(first.map { (try? $0.get())?.state } == [.cancelled, .cancelled, nil])
+        guard case .failure(.transition(id: b, _)) = first[2] else { Issue.record("b: \(first[2])"); return }
+        #expect(try await store.job(id: b)?.state == .failed)
+        // Nobody waits for these: each once, in the batch's order; an id given twice is refused the second time.
+        let plain = try await store.enqueue([new("x"), new("y"), new("z")], at: t0).map(\.id)
+        let second = try await store.change([plain[2], plain[0], plain[1], plain[0]], .cancel, at: t0.addingTimeInterval(2))
+        #expect(second.map { (try? $0.get())?.state } == [.cancelled, .cancelled, .cancelled, nil])
+        let sent = try await store.claimDeliveries(limit: 100, owner: "s", leaseDuration: 30, at: t0.addingTimeInterval(3))
+        #expect(sent.map(\.jobID) == [c, a, b, plain[2], plain[0], plain[1]])
+        #expect(sent.map(\.type) == ["job.cancelled", "job.cancelled", "job.failed", "job.cancelled", "job.cancelled", "job.cancelled"])
+        #expect(try sent.map { try $0.jobAtEvent().state } == [.cancelled, .cancelled, .failed, .cancelled, .cancelled, .cancelled])
+        // Retried together: queued again, each its own revision further.
+        let retried = try await store.change(plain, .retry, at: t0.addingTimeInterval(4))
+        #expect(retried.map { (try? $0.get())?.state } == [.queued, .queued, .queued])
+        #expect(try await store.claim(limit: 10, owner: "h:1:a", leaseDuration: 60, at: t0.addingTimeInterval(5)).map(\.id).sorted()
+                    == plain)
+    }
 }
