@@ -31,77 +31,50 @@ extension PostgresJobStore {
 
     /// A job's columns to write over the row it was read from: the row must still be at `revision`, with
     /// the lease token `old` had.
-    struct RowWrite: Encodable {
-        var id: Int64, revision: Int64, oldToken: String?
-        var state: String, priority: Int, attempt: Int, maxAttempts: Int, runAt: Double
-        var leaseOwner: String?, leaseToken: String?, leaseExpiresAt: Double?
-        var progress: Double?, phase: String?, workerPID: Int64?
-        var startedAt: Double?, finishedAt: Double?, updatedAt: Double
-        var result: String?, errors: String, waitingFor: Int64, blockedBy: Int64?, afterIDs: String, chunkPlan: String?
-        /// The host of the new lease (nil: the old lease's, else the row's).
-        var host: String?
+    struct RowWrite: Sendable {
+        var next: Job, old: Job, revision: Int64
 
-        enum CodingKeys: String, CodingKey {
-            case id, revision, oldToken = "old_token", state, priority, attempt, maxAttempts = "max_attempts", runAt = "run_at"
-            case leaseOwner = "lease_owner", leaseToken = "lease_token", leaseExpiresAt = "lease_expires_at", progress, phase
-            case workerPID = "worker_pid", startedAt = "started_at", finishedAt = "finished_at", updatedAt = "updated_at"
-            case result, errors, waitingFor = "waiting_for", blockedBy = "blocked_by", afterIDs = "after_ids", chunkPlan = "chunk_plan", host
+        init(_ next: Job, over old: Job, revision: Int64) {
+            (self.next, self.old, self.revision) = (next, old, revision)
         }
 
-        init(_ job: Job, over old: Job, revision: Int64) {
-            id = job.id
-            self.revision = revision
-            oldToken = old.lease?.token
-            state = job.state.rawValue
-            priority = job.priority
-            attempt = job.attempt
-            maxAttempts = job.maxAttempts
-            runAt = job.runAt.timeIntervalSince1970
-            leaseOwner = job.lease?.owner
-            leaseToken = job.lease?.token
-            leaseExpiresAt = job.lease?.expiresAt.timeIntervalSince1970
-            progress = job.progress
-            phase = job.phase
-            workerPID = job.workerPID.map(Int64.init)
-            startedAt = job.startedAt?.timeIntervalSince1970
-            finishedAt = job.finishedAt?.timeIntervalSince1970
-            updatedAt = job.updatedAt.timeIntervalSince1970
-            result = job.result
-            errors = JobCoding.json(job.errors)
-            waitingFor = Int64(job.waitingFor)
-            blockedBy = job.blockedBy
-            afterIDs = JobCoding.json(job.after)
-            chunkPlan = job.chunkPlan.map { JobCoding.json(object: $0) }
-            host = job.lease.map { Job.host(ofOwner: $0.owner) }
-        }
-
-        /// The columns of `jsonb_to_recordset`'s rows, as the table has them.
-        static let record = """
-            id BIGINT, revision BIGINT, old_token TEXT, state TEXT, priority BIGINT, attempt BIGINT, max_attempts BIGINT,
-            run_at DOUBLE PRECISION, lease_owner TEXT, lease_token TEXT, lease_expires_at DOUBLE PRECISION, progress DOUBLE PRECISION,
-            phase TEXT, worker_pid BIGINT, started_at DOUBLE PRECISION, finished_at DOUBLE PRECISION, updated_at DOUBLE PRECISION,
-            result TEXT, errors TEXT, waiting_for BIGINT, blocked_by BIGINT, after_ids TEXT, chunk_plan TEXT, host TEXT
-            """
+        /// The fence, then every mutable column, then the host of the new lease (nil: the old lease's, else the row's).
+        static let columns: [BoundColumn<RowWrite>] = [
+            .init("id", "int8") { $0.next.id }, .init("revision", "int8") { $0.revision }, .init("old_token", "text") { $0.old.lease?.token },
+            .init("state", "text") { $0.next.state.rawValue }, .init("priority", "int8") { $0.next.priority },
+            .init("attempt", "int8") { $0.next.attempt }, .init("max_attempts", "int8") { $0.next.maxAttempts },
+            .init("run_at", "float8") { $0.next.runAt.timeIntervalSince1970 }, .init("lease_owner", "text") { $0.next.lease?.owner },
+            .init("lease_token", "text") { $0.next.lease?.token },
+            .init("lease_expires_at", "float8") { $0.next.lease?.expiresAt.timeIntervalSince1970 },
+            .init("progress", "float8") { $0.next.progress }, .init("phase", "text") { $0.next.phase },
+            .init("worker_pid", "int8") { $0.next.workerPID.map(Int64.init) },
+            .init("started_at", "float8") { $0.next.startedAt?.timeIntervalSince1970 },
+            .init("finished_at", "float8") { $0.next.finishedAt?.timeIntervalSince1970 },
+            .init("updated_at", "float8") { $0.next.updatedAt.timeIntervalSince1970 }, .init("result", "text") { $0.next.result },
+            .init("errors", "text") { JobCoding.json($0.next.errors) }, .init("waiting_for", "int8") { Int64($0.next.waitingFor) },
+            .init("blocked_by", "int8") { $0.next.blockedBy }, .init("after_ids", "text") { JobCoding.json($0.next.after) },
+            .init("chunk_plan", "text") { $0.next.chunkPlan.map { JobCoding.json(object: $0) } },
+            .init("host", "text") { $0.next.lease.map { Job.host(ofOwner: $0.owner) } },
+        ]
+        static let set = (columns.map(\.name).filter { !["id", "revision", "old_token", "host"].contains($0) }.map { "\($0) = u.\($0)" }
+                          + ["revision = j.revision + 1", "host = COALESCE(u.host, split_part(j.lease_owner, ':', 1), j.host)"])
+            .joined(separator: ", ")
     }
 
-    /// Writes every mutable column of each job, where its row is still as it was read (`RowWrite`), in
-    /// one statement whatever their number: how many rows were written (fewer when another change came
-    /// first).
+    /// Writes every mutable column of each job, where its row is still as it was read (`RowWrite`), a
+    /// statement for up to 1,000: how many rows were written (fewer when another change came first).
     func save(_ writes: [RowWrite], on c: some Queryable) async throws -> Int {
-        guard !writes.isEmpty else { return 0 }
-        let json = String(decoding: try JSONEncoder().encode(writes), as: UTF8.self)
-        let rows = try await c.run("""
-            UPDATE \(unescaped: table) AS j SET state = u.state, priority = u.priority, attempt = u.attempt,
-                max_attempts = u.max_attempts, run_at = u.run_at, lease_owner = u.lease_owner, lease_token = u.lease_token,
-                lease_expires_at = u.lease_expires_at, progress = u.progress, phase = u.phase, worker_pid = u.worker_pid,
-                started_at = u.started_at, finished_at = u.finished_at, updated_at = u.updated_at, result = u.result,
-                errors = u.errors, waiting_for = u.waiting_for, blocked_by = u.blocked_by, after_ids = u.after_ids,
-                chunk_plan = u.chunk_plan, revision = j.revision + 1, host = COALESCE(u.host, split_part(j.lease_owner, ':', 1), j.host)
-            FROM jsonb_to_recordset(\(json)::jsonb) AS u(\(unescaped: RowWrite.record))
-            WHERE j.id = u.id AND j.revision = u.revision AND j.lease_token IS NOT DISTINCT FROM u.old_token
-            RETURNING j.id
-            """)
-        return rows.count
+        var written = 0
+        for start in stride(from: 0, to: writes.count, by: 1_000) {
+            let (values, binds) = BoundColumn.values(writes[start..<min(start + 1_000, writes.count)], RowWrite.columns)
+            written += try await c.run(PostgresQuery(unsafeSQL: """
+                UPDATE \(table) AS j SET \(RowWrite.set)
+                FROM (VALUES \(values)) AS u(\(RowWrite.columns.map(\.name).joined(separator: ", ")))
+                WHERE j.id = u.id AND j.revision = u.revision AND j.lease_token IS NOT DISTINCT FROM u.old_token
+                RETURNING j.id
+                """, binds: binds)).count
+        }
+        return written
     }
 
     /// How many columns `columns()` names (the revision last).
@@ -161,5 +134,33 @@ extension PostgresJobStore {
         } catch {
             throw .unavailable("\(location): a job row could not be read: \(Self.describe(error))")
         }
+    }
+}
+
+/// A column a statement of many rows binds for each row: its name, its SQL type (each placeholder is cast to
+/// it, so that a column of NULLs has the table's type) and its value in a row.
+struct BoundColumn<Row>: Sendable {
+    let name: String
+    let type: String
+    let bind: @Sendable (Row, inout PostgresBindings) -> Void
+
+    init<T: PostgresDynamicTypeEncodable>(_ name: String, _ type: String, _ value: @escaping @Sendable (Row) -> T?) {
+        (self.name, self.type) = (name, type)
+        bind = { row, binds in binds.append(value(row)) }
+    }
+
+    /// `(…), (…)` of `rows` for a VALUES list, with their binds.
+    static func values(_ rows: some Collection<Row>, _ columns: [BoundColumn<Row>]) -> (sql: String, binds: PostgresBindings) {
+        var binds = PostgresBindings(capacity: rows.count * columns.count)
+        var sql = ""
+        for row in rows {
+            sql += sql.isEmpty ? "(" : ", ("
+            for (i, column) in columns.enumerated() {
+                column.bind(row, &binds)
+                sql += "\(i == 0 ? "" : ", ")$\(binds.count)::\(column.type)"
+            }
+            sql += ")"
+        }
+        return (sql, binds)
     }
 }

@@ -110,8 +110,7 @@ public final class PostgresJobStore: JobStore {
         guard !jobs.isEmpty else { return [] }
         if jobs.count == 1, jobs[0].uniqueKey == nil, jobs[0].after.isEmpty, jobs[0].outputs.isEmpty, Outbox.notify(jobs[0].manifest) == nil {
             // One job, no key, no dependency, no file: one statement (the notification goes out as it commits).
-            let ids = try await run(insertion(Self.newJob(jobs[0], at: now), requires: Placement.requires(jobs[0]), assets: Placement.assets(jobs[0]),
-                                              notify: nil, before: "WITH inserted AS (", after: """
+            let ids = try await run(insertion([RowInsert(plain: jobs[0], at: now)], before: "WITH inserted AS (", after: """
                 RETURNING id), notified AS (SELECT pg_notify('\(channel)', '')) SELECT id FROM inserted, notified
                 """)) { try $0.decode(Int64.self) }
             guard let id = ids.first else { throw .unavailable("\(location): the new job's id did not come back") }
@@ -121,9 +120,32 @@ public final class PostgresJobStore: JobStore {
             var results: [Enqueued] = []
             // The files' live writers, found for the whole submission at once (and the new jobs added as they go in).
             let writers = try await liveWriters(of: jobs, on: c)
+            // Jobs with no key and no dependency go in together, a statement for up to 1,000, checked in
+            // order as each other job is (a file written twice is refused naming the job inserted first).
+            var plain: [NewJob] = [], files: Set<String> = []
+            var hosts: Outbox.Hosts?
             for new in jobs {
-                results.append(try await insert(new, at: now, on: c, writers: writers))
+                if new.uniqueKey == nil && new.after.isEmpty {
+                    if plain.count == 1_000 || new.outputs.contains(where: files.contains) {
+                        results += try await insertPlain(plain, at: now, on: c, writers: writers)
+                        (plain, files) = ([], [])
+                    }
+                    if let notify = Outbox.notify(new.manifest) {
+                        if hosts == nil { hosts = try await Self.hosts(c) }
+                        if let refused = notify.first(where: { !(hosts?.allow($0) ?? false) }) {
+                            throw JobStoreError.refused(Outbox.refusal(refused, job: new.name))
+                        }
+                    }
+                    try writers.check(new, after: [])
+                    plain.append(new)
+                    files.formUnion(new.outputs)
+                } else {
+                    results += try await insertPlain(plain, at: now, on: c, writers: writers)
+                    (plain, files) = ([], [])
+                    results.append(try await insert(new, at: now, on: c, writers: writers))
+                }
             }
+            results += try await insertPlain(plain, at: now, on: c, writers: writers)
             try await recordOutputs(writers, on: c)
             if results.contains(where: \.inserted) {
                 _ = try await c.run("SELECT pg_notify(\(channel), '')")
@@ -141,20 +163,53 @@ public final class PostgresJobStore: JobStore {
         return job
     }
 
-    /// The INSERT of one new job, with SQL of ours before and after it.
-    private func insertion(_ job: Job, requires: String?, assets: String?, notify: String?, before: String = "", after: String) -> PostgresQuery {
-        let now = job.createdAt.timeIntervalSince1970
-        return """
-            \(unescaped: before)INSERT INTO \(unescaped: table) (name, manifest, base_directory, output_roots, state, priority, attempt, max_attempts,
-                                             run_at, unique_key, timeout, created_at, updated_at, errors, after_ids, after_policy,
-                                             waiting_for, blocked_by, finished_at, requires, assets, notify, chunk_of)
-            VALUES (\(job.name), \(job.manifest), \(job.baseDirectory), \(JobCoding.json(job.outputRoots)), \(job.state.rawValue),
-                    \(job.priority), 0, \(job.maxAttempts), \(job.runAt.timeIntervalSince1970), \(job.uniqueKey), \(job.timeout),
-                    \(now), \(now), \(JobCoding.json(job.errors)), \(JobCoding.json(job.after)),
-                    \(job.after.isEmpty ? nil : job.afterPolicy.rawValue), \(Int64(job.waitingFor)), \(job.blockedBy),
-                    \(job.finishedAt?.timeIntervalSince1970), \(requires), \(assets), \(notify), \(job.chunkOf))
-            \(unescaped: after)
-            """
+    /// A new job's row: the job, and the columns made from its submission.
+    struct RowInsert: Sendable {
+        var job: Job, requires: String?, assets: String?, notify: String?
+
+        /// A job with none of what `insert` looks up (a key, dependencies) or checks with the server (`notify`).
+        init(plain new: NewJob, at now: Date) {
+            self.init(PostgresJobStore.newJob(new, at: now), requires: Placement.requires(new), assets: Placement.assets(new),
+                      notify: Outbox.notifyColumn(Outbox.notify(new.manifest)))
+        }
+
+        init(_ job: Job, requires: String?, assets: String?, notify: String?) {
+            (self.job, self.requires, self.assets, self.notify) = (job, requires, assets, notify)
+        }
+
+        static let columns: [BoundColumn<RowInsert>] = [
+            .init("name", "text") { $0.job.name }, .init("manifest", "text") { $0.job.manifest },
+            .init("base_directory", "text") { $0.job.baseDirectory }, .init("output_roots", "text") { JobCoding.json($0.job.outputRoots) },
+            .init("state", "text") { $0.job.state.rawValue }, .init("priority", "int8") { $0.job.priority },
+            .init("attempt", "int8") { _ in 0 }, .init("max_attempts", "int8") { $0.job.maxAttempts },
+            .init("run_at", "float8") { $0.job.runAt.timeIntervalSince1970 }, .init("unique_key", "text") { $0.job.uniqueKey },
+            .init("timeout", "float8") { $0.job.timeout }, .init("created_at", "float8") { $0.job.createdAt.timeIntervalSince1970 },
+            .init("updated_at", "float8") { $0.job.createdAt.timeIntervalSince1970 }, .init("errors", "text") { JobCoding.json($0.job.errors) },
+            .init("after_ids", "text") { JobCoding.json($0.job.after) },
+            .init("after_policy", "text") { $0.job.after.isEmpty ? nil : $0.job.afterPolicy.rawValue },
+            .init("waiting_for", "int8") { Int64($0.job.waitingFor) }, .init("blocked_by", "int8") { $0.job.blockedBy },
+            .init("finished_at", "float8") { $0.job.finishedAt?.timeIntervalSince1970 }, .init("requires", "text") { $0.requires },
+            .init("assets", "text") { $0.assets }, .init("notify", "text") { $0.notify }, .init("chunk_of", "int8") { $0.job.chunkOf },
+        ]
+    }
+
+    /// The INSERT of new jobs in one statement, in their order (their ids increase in it), with SQL of ours
+    /// before and after it.
+    func insertion(_ rows: [RowInsert], before: String = "", after: String) -> PostgresQuery {
+        let (values, binds) = BoundColumn.values(rows, RowInsert.columns)
+        return PostgresQuery(unsafeSQL: """
+            \(before)INSERT INTO \(table) (\(RowInsert.columns.map(\.name).joined(separator: ", "))) VALUES \(values)
+            \(after)
+            """, binds: binds)
+    }
+
+    /// Inserts jobs that `enqueue` checked, in one statement.
+    func insertPlain(_ news: [NewJob], at now: Date, on c: PostgresConnection, writers: OutputWriters) async throws -> [Enqueued] {
+        guard !news.isEmpty else { return [] }
+        let ids = try await c.run(insertion(news.map { RowInsert(plain: $0, at: now) }, after: "RETURNING id")).map { try $0.decode(Int64.self) }.sorted()
+        guard ids.count == news.count else { throw JobStoreError.unavailable("\(location): \(news.count) jobs were inserted, \(ids.count) ids came back") }
+        for (new, id) in zip(news, ids) { writers.add(new, id: id) }
+        return ids.map { Enqueued(id: $0, inserted: true) }
     }
 
     func insert(_ new: NewJob, at now: Date, on c: PostgresConnection, writers: OutputWriters? = nil) async throws -> Enqueued {
@@ -174,8 +229,8 @@ public final class PostgresJobStore: JobStore {
         if let writers { try writers.check(new, after: job.after) }
         // A key held by a job that ends between the two statements: try again.
         for _ in 0..<10 {
-            let inserted = try await c.run(insertion(job, requires: Placement.requires(new), assets: Placement.assets(new),
-                                                     notify: Outbox.notifyColumn(notify), after: """
+            let inserted = try await c.run(insertion([RowInsert(job, requires: Placement.requires(new), assets: Placement.assets(new),
+                                                                    notify: Outbox.notifyColumn(notify))], after: """
                 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state IN ('waiting', 'queued', 'running') DO NOTHING RETURNING id
                 """))
             if let row = inserted.first {
@@ -403,7 +458,7 @@ public final class PostgresJobStore: JobStore {
         let writes = locked.compactMap { old, revision in
             current[old.id].flatMap { $0 == old ? nil : RowWrite($0, over: old, revision: revision) }
         }
-        let changed = Set(writes.map(\.id))
+        let changed = Set(writes.map(\.next.id))
         _ = try await c.run("SAVEPOINT bulk_all")
         do {
             try await saveLocked(writes, on: c)

@@ -55,6 +55,30 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
         #expect(try await store.counts() == [.queued: 2])
     }
 
+    /// A submission of thousands (PostgreSQL inserts those with no key and no dependency many to a
+    /// statement): ids rise in the submission's order, and every column arrives as given.
+    @Test(arguments: Backend.allCases)
+    func aLargeSubmissionKeepsItsOrderAndEveryValue(backend: Backend) async throws {
+        let store = try await backend.make()
+        defer { Task { await store.close() } }
+        var jobs = (0..<2_500).map { new("n\($0)") }
+        jobs[1_200] = new("keyed", key: "k-1200")
+        var odd = NewJob(name: "odd \"é\" \u{1F600}\t\\", manifest: #"{"version":1,"input":"dir/\u00e9 \"x\".mp4","tab":"\t"}"#,
+                         baseDirectory: "/data/é", outputRoots: ["/data/out", "/data/ö"], priority: -5, maxAttempts: 7,
+                         runAt: t0.addingTimeInterval(0.123456789), timeout: 12.5)
+        odd.requires = ["gpu", "hevc"]
+        jobs[7] = odd
+        let ids = try await store.enqueue(jobs, at: t0)
+        #expect(ids.allSatisfy(\.inserted) && zip(ids, ids.dropFirst()).allSatisfy { $0.id < $1.id })
+        #expect(try await store.jobs(ids: nil).map(\.name) == jobs.map(\.name))
+        let got = try #require(try await store.job(id: ids[7].id))
+        #expect(got.name == odd.name && got.manifest == odd.manifest && got.baseDirectory == odd.baseDirectory)
+        #expect(got.outputRoots == odd.outputRoots && got.priority == -5 && got.maxAttempts == 7 && got.timeout == 12.5)
+        #expect(got.runAt.timeIntervalSince1970 == odd.runAt?.timeIntervalSince1970 && got.createdAt == t0 && got.updatedAt == t0 && got.requires == ["gpu", "hevc"])
+        #expect(got.state == .queued && got.attempt == 0 && got.errors.isEmpty && got.uniqueKey == nil && got.after.isEmpty)
+        #expect(try await store.job(id: ids[1_200].id)?.uniqueKey == "k-1200")
+    }
+
     @Test(arguments: Backend.allCases)
     func oneLiveJobPerUniqueKey(backend: Backend) async throws {
         let store = try await backend.make()
