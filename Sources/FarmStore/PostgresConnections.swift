@@ -167,6 +167,8 @@ extension PostgresConnection: Queryable {
     /// async iteration costs a thread switch per step, which measured as much as the query).
     func run(_ query: PostgresQuery) async throws -> [PostgresRow] {
         let result: EventLoopFuture<PostgresQueryResult> = self.query(query, logger: PostgresJobStore.logger)
-        return try await result.get().rows
+        let rows = try await result.get().rows
+        Heartbeat.current?.beat()
+        return rows
     }
 }

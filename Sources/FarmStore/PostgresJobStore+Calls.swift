@@ -56,16 +56,22 @@ extension PostgresJobStore {
         }
     }
 
-    /// Runs `body` with this store's deadline; errors become `JobStoreError`s naming the server.
+    /// Runs `body` with this store's deadline on the server's silence (each statement's answer starts it
+    /// again); errors become `JobStoreError`s naming the server.
     func call<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws(JobStoreError) -> T {
         do {
-            return try await Deadline.run(seconds: deadline, body)
+            return try await Deadline.run(seconds: deadline, heartbeat: Heartbeat(), body)
         } catch let error as JobStoreError {
             throw error
         } catch is Deadline.Expired {
-            throw .unavailable("\(location): no answer within \(Int(deadline)) s (is the server up and reachable?)")
+            throw .unavailable(Self.silence(of: location, for: deadline))
         } catch {
             throw .unavailable("\(location): \(Self.describe(error))")
         }
+    }
+
+    /// What a call the server stopped answering says.
+    static func silence(of location: String, for seconds: Double) -> String {
+        "\(location): no answer within \(Int(seconds)) s (is the server up and reachable, or another transaction holding a lock this one waits for?)"
     }
 }

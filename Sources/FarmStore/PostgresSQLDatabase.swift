@@ -18,7 +18,7 @@ struct PostgresSQLDatabase: SQLDatabase {
         let lanes = store.lanes
         let logger = PostgresJobStore.logger
         do {
-            return try await Deadline.run(seconds: store.deadline) {
+            return try await Deadline.run(seconds: store.deadline, heartbeat: Heartbeat()) {
                 try await lanes.with { connection in
                     try await connection.query(writing ? "BEGIN" : "BEGIN READ ONLY", logger: logger)
                     do {
@@ -43,7 +43,7 @@ struct PostgresSQLDatabase: SQLDatabase {
         } catch let error as JobStoreError {
             throw error
         } catch is Deadline.Expired {
-            throw JobStoreError.unavailable("\(location): no answer within \(Int(store.deadline)) s (is the server up and reachable?)")
+            throw JobStoreError.unavailable(PostgresJobStore.silence(of: location, for: store.deadline))
         } catch {
             throw JobStoreError.unavailable("\(location): \(PostgresJobStore.describe(error))")
         }

@@ -68,21 +68,35 @@ enum Deadline {
     struct Expired: Error {}
 
     /// `late` receives what the call returned after the caller was given `Expired` (a connection that
-    /// came up too late, to be closed rather than dropped open).
-    static func run<T: Sendable>(seconds: Double, _ body: @escaping @Sendable () async throws -> T,
+    /// came up too late, to be closed rather than dropped open). With a `heartbeat`, the limit is on the
+    /// silence since the call's last sign of life (a transaction of many statements that each answer
+    /// runs as long as its work needs), not on the call's whole time.
+    static func run<T: Sendable>(seconds: Double, heartbeat: Heartbeat? = nil, _ body: @escaping @Sendable () async throws -> T,
                                  late: @escaping @Sendable (T) async -> Void = { _ in }) async throws -> T {
         try await withCheckedThrowingContinuation { (done: CheckedContinuation<T, any Error>) in
             let once = Once(done)
             let task = Task {
-                let result = await Result(catching: body)
+                let result = if let heartbeat {
+                    await Heartbeat.$current.withValue(heartbeat) { await Result(catching: body) }
+                } else {
+                    await Result(catching: body)
+                }
                 if !once.resume(with: result), case .success(let value) = result { await late(value) }
             }
-            let timer = DispatchWorkItem {
-                if once.resume(with: .failure(Expired())) { task.cancel() }
+            let pending = Mutex<Timer?>(nil)
+            @Sendable func arm(after delay: Double) {
+                let timer = DispatchWorkItem {
+                    if let heartbeat, case let silence = heartbeat.silence, silence < seconds {
+                        arm(after: seconds - silence)
+                    } else if once.resume(with: .failure(Expired())) {
+                        task.cancel()
+                    }
+                }
+                pending.withLock { $0 = Timer(item: timer) }
+                DispatchQueue.global().asyncAfter(deadline: .now() + delay, execute: timer)
             }
-            let pending = Timer(item: timer)
-            once.onResume { pending.item.cancel() }
-            DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: timer)
+            arm(after: seconds)
+            once.onResume { pending.withLock { $0 }?.item.cancel() }  // one armed after this finds the call resumed
         }
     }
 
@@ -130,4 +144,16 @@ extension Result where Failure == any Error {
             self = .failure(error)
         }
     }
+}
+
+/// A call's last sign of life (a statement answered), for `Deadline`: the call's task finds it as
+/// `Heartbeat.current`.
+final class Heartbeat: Sendable {
+    @TaskLocal static var current: Heartbeat?
+    private let last = Mutex(DispatchTime.now().uptimeNanoseconds)
+
+    func beat() { last.withLock { $0 = DispatchTime.now().uptimeNanoseconds } }
+
+    /// Seconds since the last beat (or since it was made).
+    var silence: Double { Double(DispatchTime.now().uptimeNanoseconds - last.withLock { $0 }) / 1e9 }
 }

@@ -86,6 +86,45 @@ import Testing
         #expect(jobs.allSatisfy { $0.state == .queued && $0.errors.count == 1 && $0.attempt == 1 })
     }
 
+    /// A call's deadline is on the server's silence: a statement that waits on a lock another session holds
+    /// ends the call once the deadline passed, naming the lock as a cause (a call's many statements that
+    /// answer run as long as they need: DeadlineTests).
+    @Test func aStatementWaitingOnAnotherSessionsLockEndsAtTheDeadline() async throws {
+        let url = try TestPostgres.url(freshSchema: true)
+        let store = try await open(url + "&connect_timeout=5", migrate: true)  // deadline: 5 + 5 s
+        defer { Task { await store.close() } }
+        let id = try await store.enqueue([new("held")], at: t0)[0].id
+        let schema = try #require(url.components(separatedBy: "schema=").last)
+        let server = try TestPostgres.url()
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
+        holder.arguments = [server, "-q", "-c", "BEGIN; SELECT id FROM \"\(schema)\".jobs WHERE id = \(id) FOR UPDATE; SELECT pg_sleep(25) AS \(schema)"]
+        holder.standardOutput = FileHandle.nullDevice
+        try holder.run()
+        // psql waited for on a thread of its own, not on one of the few that run every test's tasks.
+        func psql(_ sql: String) async -> String {
+            await withCheckedContinuation { done in
+                Thread {
+                    let result = try? ProcessRunner.spawn("/usr/bin/psql", [server, "-tAq", "-c", sql])
+                    done.resume(returning: result?.stdout.trimmingCharacters(in: .whitespacesAndNewlines) ?? "")
+                }.start()
+            }
+        }
+        let holding = "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%AS \(schema)' AND state = 'active' AND pid <> pg_backend_pid()"
+        #expect(await eventually(10) { await psql(holding) == "1" }, "psql holds the row")
+        let started = ContinuousClock.now
+        do {
+            _ = try await store.cancel(id: id, at: t0)
+            Issue.record("the cancel went through a lock another session holds")
+        } catch {
+            #expect("\(error)".contains("no answer within 10 s") && "\(error)".contains("another transaction holding a lock"), "\(error)")
+        }
+        let waited = ContinuousClock.now - started
+        #expect(waited >= .seconds(9.5) && waited < .seconds(20), "\(waited)")
+        _ = await psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%AS \(schema)' AND pid <> pg_backend_pid()")
+        holder.terminate()
+    }
+
     @Test func migrationsAreIdempotentAndSafeToRunAtOnce() async throws {
         let url = try TestPostgres.url(freshSchema: true)
         await #expect {

@@ -1,0 +1,55 @@
+@testable import FarmStore
+import Foundation
+import Testing
+
+/// A call's deadline: on its whole length without a heartbeat (connecting), on the silence since its last
+/// sign of life with one (a transaction's statements, each answer a beat). The calls' work runs on threads
+/// of their own, as a server's answers arrive on the event loop's: other tests that hold the task pool's
+/// few threads do not hold up their beats.
+@Suite struct DeadlineTests {
+    /// Beats `heartbeat` every 0.1 s for `beating` seconds, then stays silent until `seconds` have passed.
+    func work(beating: Double, lasting seconds: Double, _ heartbeat: Heartbeat?) async -> Int {
+        await withCheckedContinuation { done in
+            Thread {
+                let start = Date()
+                var beats = 0
+                while Date().timeIntervalSince(start) < seconds {
+                    Thread.sleep(forTimeInterval: 0.1)
+                    if Date().timeIntervalSince(start) <= beating {
+                        heartbeat?.beat()
+                        beats += 1
+                    }
+                }
+                done.resume(returning: beats)
+            }.start()
+        }
+    }
+
+    @Test func aCallThatKeepsAnsweringRunsPastTheLimitAndOneThatFallsSilentEnds() async throws {
+        // 6 s of work that answers every 0.1 s, under a limit of 3 s: it finishes. The call's task finds
+        // its heartbeat as `Heartbeat.current`.
+        let heartbeat = Heartbeat()
+        let beats = try await Deadline.run(seconds: 3, heartbeat: heartbeat) {
+            #expect(Heartbeat.current === heartbeat)
+            return await work(beating: 6, lasting: 6, heartbeat)
+        }
+        #expect(beats >= 50)
+
+        // The same work without a heartbeat: the limit is on the whole call.
+        let started = ContinuousClock.now
+        await #expect(throws: Deadline.Expired.self) {
+            try await Deadline.run(seconds: 3) { await work(beating: 6, lasting: 6, nil) }
+        }
+        #expect(ContinuousClock.now - started < .seconds(5.5))
+
+        // Answers for 3.5 s, then silence (a statement waiting on a lock, a server gone): it ends 3 s after
+        // the last answer, not at 3 s from the start, and not when the work would have ended.
+        let beganAt = ContinuousClock.now
+        let silent = Heartbeat()
+        await #expect(throws: Deadline.Expired.self) {
+            try await Deadline.run(seconds: 3, heartbeat: silent) { await work(beating: 3.5, lasting: 15, silent) }
+        }
+        let ended = ContinuousClock.now - beganAt
+        #expect(ended >= .seconds(6.4) && ended < .seconds(14), "\(ended)")
+    }
+}
