@@ -57,10 +57,11 @@ extension PostgresJobStore {
     }
 
     /// Runs `body` with this store's deadline on the server's silence (each statement's answer starts it
-    /// again); errors become `JobStoreError`s naming the server.
+    /// again), on the connections' event loop (`PostgresLoop`); errors become `JobStoreError`s naming the
+    /// server.
     func call<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws(JobStoreError) -> T {
         do {
-            return try await Deadline.run(seconds: deadline, heartbeat: Heartbeat(), body)
+            return try await Deadline.run(seconds: deadline, heartbeat: Heartbeat(), executor: PostgresLoop.executor, body)
         } catch let error as JobStoreError {
             throw error
         } catch is Deadline.Expired {

@@ -91,7 +91,13 @@ public final class PostgresJobStore: JobStore {
         var configuration = Self.clientConfiguration(server)
         configuration.options.maximumConnections = max(2, connections + (listen ? 1 : 0))
         configuration.options.minimumConnections = 1
-        let store = PostgresJobStore(server: server, policy: policy, lanes: .pool(PostgresClient(configuration: configuration)), schemaChange: change)
+        // No keep-alive statements: the pool scheduled an idle connection's keep-alive timer at each release
+        // and cancelled it at each lease, waking its own task twice a statement (claim+complete ran 8% faster
+        // without). A coordinator's heartbeat, rescuer and registry use the pool every few seconds anyway,
+        // and a call on a connection that died silently ends at the deadline.
+        configuration.options.keepAliveBehavior = nil
+        let client = PostgresClient(configuration: configuration, eventLoopGroup: PostgresLoop.group)
+        let store = PostgresJobStore(server: server, policy: policy, lanes: .pool(client), schemaChange: change)
         if listen { store.startListening() }
         return store
     }

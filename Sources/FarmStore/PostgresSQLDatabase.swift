@@ -18,7 +18,7 @@ struct PostgresSQLDatabase: SQLDatabase {
         let lanes = store.lanes
         let logger = PostgresJobStore.logger
         do {
-            return try await Deadline.run(seconds: store.deadline, heartbeat: Heartbeat()) {
+            return try await Deadline.run(seconds: store.deadline, heartbeat: Heartbeat(), executor: PostgresLoop.executor) {
                 try await lanes.with { connection in
                     try await connection.query(writing ? "BEGIN" : "BEGIN READ ONLY", logger: logger)
                     do {

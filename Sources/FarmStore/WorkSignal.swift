@@ -70,12 +70,13 @@ enum Deadline {
     /// `late` receives what the call returned after the caller was given `Expired` (a connection that
     /// came up too late, to be closed rather than dropped open). With a `heartbeat`, the limit is on the
     /// silence since the call's last sign of life (a transaction of many statements that each answer
-    /// runs as long as its work needs), not on the call's whole time.
-    static func run<T: Sendable>(seconds: Double, heartbeat: Heartbeat? = nil, _ body: @escaping @Sendable () async throws -> T,
+    /// runs as long as its work needs), not on the call's whole time. The call's task runs on `executor`
+    /// when one is given.
+    static func run<T: Sendable>(seconds: Double, heartbeat: Heartbeat? = nil, executor: (any TaskExecutor)? = nil, _ body: @escaping @Sendable () async throws -> T,
                                  late: @escaping @Sendable (T) async -> Void = { _ in }) async throws -> T {
         try await withCheckedThrowingContinuation { (done: CheckedContinuation<T, any Error>) in
             let once = Once(done)
-            let task = Task {
+            let task = Task(executorPreference: executor) {
                 let result = if let heartbeat {
                     await Heartbeat.$current.withValue(heartbeat) { await Result(catching: body) }
                 } else {

@@ -52,4 +52,28 @@ import Testing
         let ended = ContinuousClock.now - beganAt
         #expect(ended >= .seconds(6.4) && ended < .seconds(14), "\(ended)")
     }
+
+    /// The queue's calls run on the event loop their connections live on (`PostgresLoop`): the call's
+    /// task is there, and so is its body after each await; the caller gets its value back where it was.
+    @Test func aCallGivenAnExecutorRunsOnItsEventLoopAndStillEndsAtTheLimit() async throws {
+        let loop = PostgresLoop.executor.loop
+        #expect(!loop.inEventLoop)
+        let onLoop = try await Deadline.run(seconds: 3, executor: PostgresLoop.executor) {
+            let first = loop.inEventLoop
+            try await Task.sleep(for: .milliseconds(20))
+            // An answer from the loop (what a connection's statement resolves) resumes the call in place.
+            let answered = try await loop.submit { loop.inEventLoop }.get()
+            return [first, loop.inEventLoop, answered]
+        }
+        #expect(onLoop == [true, true, true])
+        #expect(!loop.inEventLoop)
+
+        // A body that never answers still ends at the limit, and the loop is free for the next call.
+        let started = ContinuousClock.now
+        await #expect(throws: Deadline.Expired.self) {
+            try await Deadline.run(seconds: 1, executor: PostgresLoop.executor) { await work(beating: 0, lasting: 4, nil) }
+        }
+        #expect(ContinuousClock.now - started < .seconds(3))
+        #expect(try await Deadline.run(seconds: 3, executor: PostgresLoop.executor) { loop.inEventLoop })
+    }
 }
