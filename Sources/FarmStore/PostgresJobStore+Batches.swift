@@ -102,9 +102,10 @@ extension PostgresJobStore {
             _ = try await c.run("ROLLBACK TO SAVEPOINT bulk_all")
             return nil
         }
-        let ended = changed.sorted().compactMap { current[$0] }.filter(\.state.isTerminal)
-        let orderOf = Dictionary(batch.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
-        try await recordEvents(ended.sorted { orderOf[$0.id, default: 0] < orderOf[$1.id, default: 0] }, at: now, on: c)
+        // The events in the batch's order (an id given twice, at its first place).
+        var recorded = Set<Int64>()
+        let ended = batch.filter { changed.contains($0) && recorded.insert($0).inserted }.compactMap { current[$0] }.filter(\.state.isTerminal)
+        try await recordEvents(ended, at: now, on: c)
         return (done, changed.contains { current[$0].map { $0.state == .queued && $0.runAt <= now } ?? false })
     }
 

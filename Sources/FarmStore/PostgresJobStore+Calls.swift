@@ -13,13 +13,7 @@ extension PostgresJobStore {
 
     /// A prepared statement (prepared once per connection, then only bound and run).
     func execute<S: PostgresPreparedStatement>(_ statement: S) async throws(JobStoreError) -> [PostgresRow] where S.Row == PostgresRow {
-        try await call { [lanes] in
-            try await lanes.with { c in
-                var rows: [PostgresRow] = []
-                for try await row in try await c.execute(statement, logger: Self.logger) { rows.append(row) }
-                return rows
-            }
-        }
+        try await call { [lanes] in try await lanes.with { c in try await c.rows(of: statement) } }
     }
 
     /// One statement, each row decoded.

@@ -285,10 +285,8 @@ public final class PostgresJobStore: JobStore {
                 // A success is one statement, as a single one is (the job saved, its dependents released,
                 // its webhook deliveries recorded): a third of the round trips of the general path.
                 if case .succeeded(let result) = a.outcome, job.state == .running, job.lease?.token == a.token {
-                    var rows: [PostgresRow] = []
                     let statement = SucceedStatement(id: a.id, token: a.token, result: result, now: now.timeIntervalSince1970)
-                    for try await row in try await c.execute(statement, logger: Self.logger) { rows.append(row) }
-                    if let done = try succeeded(rows) {
+                    if let done = try succeeded(try await c.rows(of: statement)) {
                         jobs[a.id] = (done.job, revision + 1)
                         wake = wake || done.released
                         // (Signalled once the transaction commits.)
