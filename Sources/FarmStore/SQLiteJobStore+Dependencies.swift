@@ -88,6 +88,8 @@ extension SQLiteJobStore {
     /// `due`: a job became due.
     func moved(_ job: Job, _ t: JobTransition, _ now: Date, _ db: Database) throws -> (job: Job, due: Bool) {
         var job = job
+        // An ended job's row is its events' job until it changes (`WebhookEventSchema`).
+        if job.state.isTerminal { try keepEvents(of: job.id, db) }
         // A chunked export retried plans again: its old chunks are let go.
         if case .retry = t, job.state.isTerminal { try detachChunks(&job, at: now, db) }
         let next = if case .retry = t { try retried(job, at: now, db) } else { try transition(job, t, now) }

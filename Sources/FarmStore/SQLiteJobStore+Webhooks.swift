@@ -6,8 +6,9 @@ import GRDB
 /// deliveries claimed under leases (`WebhookOutbox`).
 extension SQLiteJobStore {
     /// Records `job`'s terminal event when anyone wants it (an endpoint that takes its type, or a URL the
-    /// job names): one row without an index, in the caller's transaction, after the job's row was saved.
-    /// Its deliveries are made later, in batches (`fanOut`).
+    /// job names): one small row without an index, in the caller's transaction, after the job's row was
+    /// saved; the job itself stays in its row (`WebhookEventSchema`). Its deliveries are made later, in
+    /// batches (`fanOut`).
     func recordEvent(_ job: Job, at now: Date, _ db: Database) throws {
         guard let type = WebhookEventType(ending: job.state) else { return }
         let notify = Outbox.notify(job.manifest)
@@ -15,18 +16,35 @@ extension SQLiteJobStore {
             let filters = try String?.fetchAll(db.cachedStatement(sql: "SELECT events FROM webhook_endpoints"))
             guard filters.contains(where: { Outbox.wants($0, type.rawValue) }) else { return }
         }
-        try db.cachedStatement(sql: "INSERT INTO webhook_events (job_id, type, created_at, notify, job) VALUES (?, ?, ?, ?, ?)")
-            .execute(arguments: [job.id, type.rawValue, now.timeIntervalSince1970, Outbox.notifyColumn(notify), JobSnapshot(job).json])
+        try db.cachedStatement(sql: "INSERT INTO webhook_events (job_id, type, created_at, notify) VALUES (?, ?, ?, ?)")
+            .execute(arguments: [job.id, type.rawValue, now.timeIntervalSince1970, Outbox.notifyColumn(notify)])
         recorded.store(true, ordering: .relaxed)
     }
 
+    /// Before ended job `id`'s row changes or goes: its events still without a job get the row as it was
+    /// (`WebhookEventSchema`). The lookup reads the events not yet made into deliveries, usually none.
+    func keepEvents(of id: Int64, _ db: Database) throws {
+        let waiting = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM webhook_events WHERE job_id = ? AND job IS NULL)"),
+                                        arguments: [id]) ?? false
+        guard waiting, let row = try Row.fetchOne(db, sql: "SELECT \(Self.columns) FROM jobs WHERE id = ?", arguments: [id]) else { return }
+        try db.cachedStatement(sql: "UPDATE webhook_events SET job = ? WHERE job_id = ? AND job IS NULL").execute(arguments: [JobSnapshot(row).json, id])
+    }
+
     /// Turns the recorded events into deliveries, oldest first, up to `batches` batches of 500: one per
-    /// endpoint that wants the event now and per URL its job named. In the caller's write transaction.
+    /// endpoint that wants the event now and per URL its job named, with the job as it was (kept in the
+    /// event when its row changed since, its row otherwise). In the caller's write transaction.
     func fanOut(_ db: Database, batches: Int = .max) throws {
         for _ in 0..<batches {
-            let events = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT id, job_id, type, created_at, notify, job FROM webhook_events ORDER BY id LIMIT 500
+            // With the job's row where the event has no job of its own: one statement, read once.
+            var events: [(id: Int64, job: Int64, type: String, at: Double, notify: String?, snapshot: String?)] = []
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: """
+                SELECT e.id, e.job_id, e.type, e.created_at, e.notify, e.job, \(Self.columns.split(separator: ",").map { "j." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", "))
+                FROM webhook_events AS e LEFT JOIN jobs AS j ON e.job IS NULL AND j.id = e.job_id ORDER BY e.id LIMIT 500
                 """))
+            while let row = try rows.next() {
+                let kept: String? = row[5]
+                events.append((row[0], row[1], row[2], row[3], row[4], kept ?? ((row[6] as Int64?) == nil ? nil : JobSnapshot(row, from: 6).json)))
+            }
             guard let last = events.last else { return }
             let endpoints = try Row.fetchAll(db.cachedStatement(sql: "SELECT url, host, events FROM webhook_endpoints ORDER BY url")).map {
                 Outbox.Endpoint(url: $0[0], host: $0[1], events: $0[2])
@@ -36,12 +54,13 @@ extension SQLiteJobStore {
                 VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)
                 """)
             for event in events {
-                let at: Double = event[3]
-                for t in Outbox.targets(of: event[2], endpoints: endpoints, notify: event[4]) {
-                    try insert.execute(arguments: [event[1], event[2], t.url, t.host, t.origin, at, at, event[5]])
+                // Always one or the other: a row that changed or went kept the job first (`keepEvents`).
+                guard let job = event.snapshot else { continue }
+                for t in Outbox.targets(of: event.type, endpoints: endpoints, notify: event.notify) {
+                    try insert.execute(arguments: [event.job, event.type, t.url, t.host, t.origin, event.at, event.at, job])
                 }
             }
-            try db.cachedStatement(sql: "DELETE FROM webhook_events WHERE id <= ?").execute(arguments: [last[0] as Int64])
+            try db.cachedStatement(sql: "DELETE FROM webhook_events WHERE id <= ?").execute(arguments: [last.id])
         }
     }
 
@@ -205,5 +224,45 @@ extension SQLiteJobStore {
 
     public func waitForDeliveries(upTo seconds: Double) async {
         await outboxSignal.wait(upTo: seconds)
+    }
+}
+
+extension JobSnapshot {
+    /// The job's row as `SQLiteJobStore.columns` reads it (the same columns in the same order as the
+    /// snapshot's keys, from column `first` on), taken as it is: the fan-out makes hundreds at a time, and
+    /// the list columns need not be decoded and written again.
+    init(_ row: Row, from first: Int = 0) {
+        id = row[first + 0]
+        name = row[first + 1]
+        manifest = row[first + 2]
+        baseDirectory = row[first + 3]
+        outputRoots = row[first + 4]
+        priority = row[first + 5]
+        maxAttempts = row[first + 6]
+        runAt = row[first + 7]
+        uniqueKey = row[first + 8]
+        timeout = row[first + 9]
+        createdAt = row[first + 10]
+        state = row[first + 11]
+        attempt = row[first + 12]
+        leaseOwner = row[first + 13]
+        leaseToken = row[first + 14]
+        leaseExpiresAt = row[first + 15]
+        progress = row[first + 16]
+        phase = row[first + 17]
+        workerPID = row[first + 18]
+        startedAt = row[first + 19]
+        finishedAt = row[first + 20]
+        updatedAt = row[first + 21]
+        result = row[first + 22]
+        errors = row[first + 23]
+        afterIDs = row[first + 24]
+        afterPolicy = row[first + 25]
+        waitingFor = row[first + 26]
+        blockedBy = row[first + 27]
+        requires = row[first + 28]
+        chunkPlan = row[first + 29]
+        chunkOf = row[first + 30]
+        host = row[first + 31]
     }
 }

@@ -346,6 +346,9 @@ public final class SQLiteJobStore: JobStore {
         for start in stride(from: 0, to: ids.count, by: BulkChange.batch) {
             let batch = Array(ids[start..<min(start + BulkChange.batch, ids.count)])
             let (done, due) = try await write { [self] db in
+                // The events recorded so far made into deliveries first: a retried job keeps its events'
+                // job by a lookup that reads them all (`keepEvents`).
+                try fanOut(db)
                 var done: [Result<Job, JobStoreError>] = []
                 var due = false
                 for id in batch {
@@ -381,6 +384,7 @@ public final class SQLiteJobStore: JobStore {
 
     public func prune(finishedBefore date: Date, limit: Int) async throws(JobStoreError) -> Int {
         try await write { [self] db in
+            try fanOut(db)  // as in `change`: `remove` then reads no events
             let pruned = try Row.fetchAll(db, sql: """
                 SELECT id, after_ids FROM jobs WHERE state IN ('succeeded', 'failed', 'cancelled', 'dead')
                 AND finished_at < ? ORDER BY finished_at LIMIT ?
@@ -395,6 +399,7 @@ public final class SQLiteJobStore: JobStore {
         for start in stride(from: 0, to: ids.count, by: BulkChange.batch) {
             let batch = ids[start..<min(start + BulkChange.batch, ids.count)]
             deleted += try await write { [self] db in
+                try fanOut(db)  // as in `change`
                 // The jobs that ended, and the chunks of those (which ended with them).
                 let rows = try Row.fetchAll(db, sql: """
                     SELECT id, after_ids FROM jobs WHERE state IN ('succeeded', 'failed', 'cancelled', 'dead')
@@ -410,6 +415,7 @@ public final class SQLiteJobStore: JobStore {
 
     /// Deletes an ended job's row and what hangs on it.
     private func remove(_ job: (id: Int64, after: [Int64]), _ db: Database) throws {
+        try keepEvents(of: job.id, db)  // its events' job until now (`WebhookEventSchema`)
         try db.cachedStatement(sql: "DELETE FROM jobs WHERE id = ?").execute(arguments: [job.id])
         // Its edges: nothing waits for a job that ended any more, and it waits for nothing.
         try db.cachedStatement(sql: "DELETE FROM job_dependencies WHERE depends_on = ?").execute(arguments: [job.id])

@@ -142,6 +142,9 @@ extension SQLiteJobStore {
         migrator.registerMigration("v15 webhook events") { db in
             for statement in WebhookEventSchema.statements { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v16 webhook events keep their job in its row") { db in
+            for statement in WebhookEventSchema.nullableJobStatements { try db.execute(sql: statement) }
+        }
         return migrator
     }
 }

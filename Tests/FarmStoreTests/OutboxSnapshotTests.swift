@@ -6,7 +6,8 @@ import Testing
 /// The job a webhook event keeps: one Codable type, written from memory on SQLite (as JSONEncoder would
 /// write it), by `json_build_object` on PostgreSQL (the outbox conformance tests), read back by JSONDecoder.
 @Suite struct OutboxSnapshotTests {
-    @Test func aJobComesBackAsItWasWhateverItsTextHolds() throws {
+    /// A job with every column set, and text that needs escaping.
+    static func everyColumn() -> Job {
         var job = Job(id: 42, name: "tab\there \"quoted\" ünïcödé 🎬", manifest: "{\"version\":1,\"input\":\"a\\\\b.mp4\"}\n\u{1}",
                       baseDirectory: "/data/x", outputRoots: ["/out", "/other"], priority: -3, maxAttempts: 5,
                       runAt: Date(timeIntervalSince1970: 1_700_000_000.125), uniqueKey: "key/1", timeout: 90.5,
@@ -30,6 +31,11 @@ import Testing
         job.chunkPlan = ChunkPlan(folder: "/data/x/.chunks", frameCount: 10, chunks: [.init(job: 5, frames: 0..<6, output: "/data/x/.chunks/0.mp4")])
         job.chunkOf = 9
         job.host = "render7"
+        return job
+    }
+
+    @Test func aJobComesBackAsItWasWhateverItsTextHolds() throws {
+        let job = Self.everyColumn()
         let text = JobSnapshot(job).json
         let written = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? NSDictionary)
         // The one encoding: what JSONEncoder writes for the same snapshot, keys and values alike.

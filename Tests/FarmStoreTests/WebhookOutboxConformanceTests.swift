@@ -98,6 +98,9 @@ import Testing
         // Only the first event is due: the second waits for it.
         let first = try await store.claimDeliveries(limit: 10, owner: "s", leaseDuration: 30, at: t0.addingTimeInterval(3))
         #expect(first.map(\.type) == ["job.failed"])
+        // Each with the job as it was at its event, though it was retried before anyone looked.
+        let failed = try first[0].jobAtEvent()
+        #expect(failed.state == .failed && failed.attempt == 1 && failed.errors.last?.message == "bad input" && failed.finishedAt == t0)
         // Its receiver is down: tried again later; meanwhile nothing of this job is sent.
         try await store.finishDelivery(id: first[0].id, token: first[0].leaseToken!,
                                        outcome: .retry(status: 503, error: "HTTP 503", next: t0.addingTimeInterval(60)), at: t0.addingTimeInterval(4))
@@ -107,6 +110,10 @@ import Testing
         try await store.finishDelivery(id: retried[0].id, token: retried[0].leaseToken!, outcome: .delivered(status: 200), at: t0.addingTimeInterval(62))
         let second = try await store.claimDeliveries(limit: 10, owner: "s", leaseDuration: 30, at: t0.addingTimeInterval(63))
         #expect(second.map(\.type) == ["job.succeeded"])
+        let now = try await store.job(id: id)
+        let atSecond = try second[0].jobAtEvent()
+        #expect(atSecond == now, "\(atSecond) \(String(describing: now))")
+        #expect(now?.state == .succeeded && now?.errors.last?.message == "bad input")
         // Given up: the delivery fails, and nothing is held back behind it.
         try await store.finishDelivery(id: second[0].id, token: second[0].leaseToken!, outcome: .gaveUp(status: nil, error: "connection refused"),
                                        at: t0.addingTimeInterval(64))
