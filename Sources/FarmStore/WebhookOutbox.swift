@@ -77,8 +77,10 @@ enum WebhookSchema {
 /// bytes fills a page every hundred or so completions, where a snapshot (half a kilobyte and more) filled
 /// one every eight: a new page, the table's root and the database's header in the commit each time. Every
 /// change of an ended job's row (a retry) goes through `SQLiteJobStore.moved`, and every deletion through
-/// `remove`; both first give its events still without a job the row as it was (`keepEvents`). Triggers
-/// would say the same in the schema, but a trigger on the jobs cost every claim and completion 7% (measured).
+/// `remove`; both first give its events still without a job the row as it was (`keepEvents`). The bulk
+/// changes (prune, delete, a change of many) make the deliveries first, so that the lookup reads no
+/// events. Triggers would say the same in the schema, but a trigger on the jobs cost every claim and
+/// completion 7% (measured).
 enum WebhookEventSchema {
     static let statements = [
         """
