@@ -113,6 +113,13 @@ extension PostgresJobStore {
 
     /// `save` of rows this transaction locked.
     func saveLocked(_ writes: [RowWrite], on c: PostgresConnection) async throws {
+        // An ended job's row is its pending deliveries' job until it changes (`recording`).
+        let ended = writes.filter(\.old.state.isTerminal).map(\.old.id)
+        if !ended.isEmpty {
+            var binds = PostgresBindings(capacity: 1)
+            binds.append(ended)
+            _ = try await c.run(PostgresQuery(unsafeSQL: Self.keep("$1", jobs: table), binds: binds))
+        }
         let written = try await save(writes, on: c)
         guard written == writes.count else {
             throw JobStoreError.unavailable("\(location): \(writes.count - written) of \(writes.count) jobs changed while locked")

@@ -15,14 +15,15 @@ extension PostgresJobStore {
     /// Inserts the deliveries of the event of `source` (a row set with the job's columns and `notify`, one
     /// row) of type `type` at `now` (SQL: placeholders or literals): one per endpoint that wants it and per
     /// URL the job names, in the order `order` gives (SQL over `s`, the source's row). The CTE `sent`
-    /// follows `prefix` (which defines `source`).
+    /// follows `prefix` (which defines `source`). The job is left out: its row is the job as it was until
+    /// it changes, and the first claim or the change writes it into the delivery (`keep`).
     static func recording(after prefix: String, source: String, type: String, now: String, order: String? = nil) -> String {
         let wanting = wanting(type)
         return """
         \(prefix)
         sent AS (
             INSERT INTO webhook_deliveries (job_id, type, url, host, origin, state, attempts, next_at, created_at, job)
-            SELECT s.id, \(type), t.url, t.host, t.origin, 'pending', 0, \(now), \(now), \(JobSnapshot.sql("s"))
+            SELECT s.id, \(type), t.url, t.host, t.origin, 'pending', 0, \(now), \(now), NULL
             FROM \(source) AS s, LATERAL (
                 SELECT url, host, 'endpoint' AS origin FROM (\(wanting)) AS w
                 UNION ALL
@@ -30,6 +31,15 @@ extension PostgresJobStore {
                 WHERE n->>'url' NOT IN (SELECT url FROM (\(wanting)) AS w)) AS t
             \(order.map { "ORDER BY \($0)" } ?? "")
             RETURNING 1)
+        """
+    }
+
+    /// Before the rows of ended jobs `ids` change or go, in this transaction: their deliveries still without
+    /// a job get the row as it was. The deliveries are found by the job index; nothing is read when none is.
+    static func keep(_ ids: String, jobs table: String) -> String {
+        """
+        UPDATE webhook_deliveries AS d SET job = (SELECT \(JobSnapshot.sql("j")) FROM \(table) AS j WHERE j.id = d.job_id)
+        WHERE d.job_id = ANY(\(ids)) AND d.job IS NULL AND d.state = 'pending'
         """
     }
 
@@ -130,7 +140,8 @@ extension PostgresJobStore {
                 ORDER BY d.next_at, d.id LIMIT \(Int64(limit)) FOR UPDATE SKIP LOCKED)
             UPDATE webhook_deliveries AS d
             SET lease_owner = \(owner), lease_token = replace(gen_random_uuid()::text, '-', ''), lease_expires_at = \(t + leaseDuration),
-                attempts = d.attempts + 1
+                attempts = d.attempts + 1,
+                job = COALESCE(d.job, (SELECT \(unescaped: JobSnapshot.sql("j")) FROM \(unescaped: table) AS j WHERE j.id = d.job_id))
             FROM picked WHERE d.id = picked.id
             RETURNING d.id, d.job_id, d.type, d.url, d.origin, d.attempts, d.created_at, d.last_status, d.last_error, d.job, d.lease_token
             """)

@@ -473,10 +473,14 @@ public final class PostgresJobStore: JobStore {
 
     /// What goes with the ended jobs of a `pruned` (id, after_ids) selection, as more of its statement:
     /// their edges (nothing waits for a job that ended any more, and it waits for nothing), their webhook
-    /// deliveries that ended (a pending one outlives its job: its row carries the job), the uploads recorded
-    /// for them that nothing forgot (their aborting failed), their results kept for reuse, and the files they wrote.
+    /// deliveries that ended (a pending one outlives its job: its row carries the job, written here from the
+    /// job's row when no claim wrote it yet: every part of a statement reads the rows as they were before it),
+    /// the uploads recorded for them that nothing forgot (their aborting failed), their results kept for
+    /// reuse, and the files they wrote.
     private var removals: String {
         """
+        kept AS (
+            \(Self.keep("ARRAY(SELECT id FROM pruned)", jobs: table))),
         edges AS (
             DELETE FROM \(edges) AS e USING pruned
             WHERE e.depends_on = pruned.id

@@ -86,6 +86,8 @@ enum PostgresSchema {
         PictureSchema.statements(.postgres),
         QueuePauses.statements(.postgres) + QueueHistory.statements(.postgres) + CoordinatorRegistry.providesStatements(.postgres),
         JobIndexes.statements("{schema}.") + OutputClaims.statements(.postgres),
+        // A delivery's job is made from the job's row when it is first claimed (`WebhookSchema`).
+        ["ALTER TABLE {schema}.webhook_deliveries ALTER COLUMN job DROP NOT NULL"],
     ]
 
     /// Checks the schema's version, creating or upgrading it with `migrate` (concurrent migrators wait

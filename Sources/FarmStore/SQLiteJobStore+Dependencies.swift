@@ -71,6 +71,7 @@ extension SQLiteJobStore {
             for job in blocked {
                 let verdict = DependencyVerdict.of(try dependencies(job.after, db), policy: job.afterPolicy)
                 let next = try Dependencies.unblocked(job, verdict, machine: machine, at: now)
+                try keepEvents(of: job.id, db)  // it failed: its row is its event's job until now
                 try save(next, db)
                 if next.state.isLive { work.append(next.id) }
             }

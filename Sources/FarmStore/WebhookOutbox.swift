@@ -10,7 +10,8 @@ import Foundation
 ///   columns as a JSON object, which the body's `data` is made from); claimed under a lease by any
 ///   coordinator, delivered in order per job and URL, retried with backoff until given up. PostgreSQL
 ///   writes them in the statement of the state change (`SucceedStatement`), where a completion's cost
-///   is its round trip and its commit;
+///   is its round trip and its commit, without the job: the first claim writes it from the job's row,
+///   or a change of an ended job's row first (`saveLocked`, and prune and delete in their statement);
 /// - `webhook_events` (SQLite only, `WebhookEventSchema`): where a row and two index entries per URL
 ///   would add pages to every completion's commit (a third of claim+complete), the state change writes one
 ///   small row per event that anyone wants (its type, time and the URLs the job names; the job's own row
@@ -76,8 +77,9 @@ enum WebhookSchema {
 /// something changes or deletes that row, and the fan-out makes the snapshot from it. A row of a few dozen
 /// bytes fills a page every hundred or so completions, where a snapshot (half a kilobyte and more) filled
 /// one every eight: a new page, the table's root and the database's header in the commit each time. Every
-/// change of an ended job's row (a retry) goes through `SQLiteJobStore.moved`, and every deletion through
-/// `remove`; both first give its events still without a job the row as it was (`keepEvents`). The bulk
+/// change of an ended job's row goes through `SQLiteJobStore.moved` (a retry) or `unblock` (the jobs its
+/// failure failed, waiting again), and every deletion through `remove`; each first gives its events still
+/// without a job the row as it was (`keepEvents`). The bulk
 /// changes (prune, delete, a change of many) make the deliveries first, so that the lookup reads no
 /// events. Triggers would say the same in the schema, but a trigger on the jobs cost every claim and
 /// completion 7% (measured).

@@ -126,6 +126,31 @@ import Testing
         #expect(again.map(\.id) == [rows[0].id] && again[0].attempts == 2, "\(again)")
     }
 
+    /// A job and the one its failure failed, both retried (the dependent waits again) and then pruned or
+    /// claimed, before any delivery was claimed: each event still carries its job as it was when it ended.
+    @Test(arguments: Backend.allCases)
+    func eventsKeepTheirJobThroughARetryOfTheGraph(backend: Backend) async throws {
+        let (store, other) = try await backend.makePair()
+        try await store.registerWebhooks([WebhookEndpoint(url: url("http://127.0.0.1:9/hook"))], allowing: [], by: "h:1:a", at: t0)
+        let parent = try await store.enqueue([new("parent", attempts: 3)], at: t0)[0].id
+        let child = try await store.enqueue([new("child", after: [.id(parent)])], at: t0)[0].id
+        let lone = try await store.enqueue([new("lone")], at: t0)[0].id
+        try await end(store, parent, .failed(message: "bad input", result: nil), at: t0.addingTimeInterval(1))
+        try await end(store, lone, .succeeded(result: nil), at: t0.addingTimeInterval(2))
+        let ended = try await store.jobs(ids: [parent, child, lone])
+        #expect(ended.map(\.state) == [.failed, .failed, .succeeded])
+        // Nothing claimed yet: the parent retried (the child waits again), then the lone job deleted.
+        _ = try await other.retry(id: parent, at: t0.addingTimeInterval(3))
+        #expect(try await store.job(id: child)?.state == .waiting)
+        #expect(try await other.delete([lone]) == [lone])
+        let sent = try await store.claimDeliveries(limit: 10, owner: "s", leaseDuration: 30, at: t0.addingTimeInterval(4))
+        #expect(Set(sent.map(\.jobID)) == [parent, child, lone])
+        for delivery in sent {
+            let job = try delivery.jobAtEvent()
+            #expect(job == ended.first { $0.id == delivery.jobID }, "\(delivery.type) of \(delivery.jobID)")
+        }
+    }
+
     @Test(arguments: Backend.allCases)
     func aJobMayNotifyOnlyHostsTheFarmAllows(backend: Backend) async throws {
         let (store, other) = try await backend.makePair()
