@@ -30,6 +30,9 @@ extension SQLiteJobStore {
         try db.cachedStatement(sql: "UPDATE webhook_events SET job = ? WHERE job_id = ? AND job IS NULL").execute(arguments: [JobSnapshot(row).json, id])
     }
 
+    /// `columns` of the jobs table as `j`.
+    private static let jobColumns = columns.split(separator: ",").map { "j." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", ")
+
     /// Turns the recorded events into deliveries, oldest first, up to `batches` batches of 500: one per
     /// endpoint that wants the event now and per URL its job named, with the job as it was (kept in the
     /// event when its row changed since, its row otherwise). In the caller's write transaction.
@@ -38,7 +41,7 @@ extension SQLiteJobStore {
             // With the job's row where the event has no job of its own: one statement, read once.
             var events: [(id: Int64, job: Int64, type: String, at: Double, notify: String?, snapshot: String?)] = []
             let rows = try Row.fetchCursor(db.cachedStatement(sql: """
-                SELECT e.id, e.job_id, e.type, e.created_at, e.notify, e.job, \(Self.columns.split(separator: ",").map { "j." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", "))
+                SELECT e.id, e.job_id, e.type, e.created_at, e.notify, e.job, \(Self.jobColumns)
                 FROM webhook_events AS e LEFT JOIN jobs AS j ON e.job IS NULL AND j.id = e.job_id ORDER BY e.id LIMIT 500
                 """))
             while let row = try rows.next() {
