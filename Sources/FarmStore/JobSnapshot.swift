@@ -3,13 +3,13 @@ import Foundation
 
 /// The job a webhook event keeps (the outbox's `job` column): the job's row as it was when the event was
 /// recorded, as one JSON object whose keys are the row's columns. One Codable type and one encoding, made
-/// three ways that a test holds equal: `json` from a job in memory (SQLite, inside the transaction that
-/// records the event), `sql` by PostgreSQL from the row, and `JSONEncoder` (what `Codable` would write);
-/// read back by `JSONDecoder` alone.
+/// three ways that tests hold equal: `json` of the row as SQLite reads it (`init(_:from:)`: at the
+/// fan-out, or when the row changes first), `sql` by PostgreSQL from the row, and `JSONEncoder` (what
+/// `Codable` would write); read back by `JSONDecoder` alone.
 ///
-/// `json` writes the bytes directly, because it runs in the queue's transaction for every job that ends
-/// while webhooks are configured: `JSONEncoder` costs about 46 us for a snapshot here, a third of a
-/// claim and completion's whole cost on SQLite.
+/// `json` writes the bytes directly, because the fan-out runs it for every event, hundreds at a time in
+/// the queue's one writer: `JSONEncoder` costs about 46 us for a snapshot here, a third of a claim and
+/// completion's whole cost on SQLite.
 struct JobSnapshot: Codable, Sendable, Hashable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case id, name, manifest
@@ -56,42 +56,6 @@ struct JobSnapshot: Codable, Sendable, Hashable {
     var chunkPlan: String?
     var chunkOf: Int64?
     var host: String?
-
-    /// The job's row, as the queue holds it.
-    init(_ job: Job) {
-        id = job.id
-        name = job.name
-        manifest = job.manifest
-        baseDirectory = job.baseDirectory
-        outputRoots = JobCoding.json(job.outputRoots)
-        priority = job.priority
-        maxAttempts = job.maxAttempts
-        runAt = job.runAt.timeIntervalSince1970
-        uniqueKey = job.uniqueKey
-        timeout = job.timeout
-        createdAt = job.createdAt.timeIntervalSince1970
-        state = job.state.rawValue
-        attempt = job.attempt
-        leaseOwner = job.lease?.owner
-        leaseToken = job.lease?.token
-        leaseExpiresAt = job.lease?.expiresAt.timeIntervalSince1970
-        progress = job.progress
-        phase = job.phase
-        workerPID = job.workerPID.map(Int64.init)
-        startedAt = job.startedAt?.timeIntervalSince1970
-        finishedAt = job.finishedAt?.timeIntervalSince1970
-        updatedAt = job.updatedAt.timeIntervalSince1970
-        result = job.result
-        errors = JobCoding.json(job.errors)
-        afterIDs = JobCoding.json(job.after)
-        afterPolicy = job.after.isEmpty ? nil : job.afterPolicy.rawValue
-        waitingFor = job.waitingFor
-        blockedBy = job.blockedBy
-        requires = job.requires.isEmpty ? nil : JobCoding.json(job.requires)
-        chunkPlan = job.chunkPlan.map { JobCoding.json(object: $0) }
-        chunkOf = job.chunkOf
-        host = job.host
-    }
 
     /// The job again.
     var job: Job {

@@ -79,10 +79,9 @@ enum WebhookSchema {
 /// one every eight: a new page, the table's root and the database's header in the commit each time. Every
 /// change of an ended job's row goes through `SQLiteJobStore.moved` (a retry) or `unblock` (the jobs its
 /// failure failed, waiting again), and every deletion through `remove`; each first gives its events still
-/// without a job the row as it was (`keepEvents`). The bulk
-/// changes (prune, delete, a change of many) make the deliveries first, so that the lookup reads no
-/// events. Triggers would say the same in the schema, but a trigger on the jobs cost every claim and
-/// completion 7% (measured).
+/// without a job the row as it was (`keepEvents`). The bulk changes (prune, delete, a change of many)
+/// make the deliveries first, so that the lookup reads no events. Triggers would say the same in the
+/// schema, but a trigger on the jobs cost every claim and completion 7% (measured).
 enum WebhookEventSchema {
     static let statements = [
         """
