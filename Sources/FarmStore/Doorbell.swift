@@ -14,6 +14,8 @@ final class Doorbell: Sendable {
     private let work = WorkSignal()
     /// Whether the watch is in place (coordinators then wait for it, polling only as a fallback).
     var listening: Bool { work.listening.load(ordering: .relaxed) }
+    /// The callers waiting for the doorbell now.
+    var waiting: Int { work.waiting }
 
     init(queuePath: String) {
         path = queuePath + "-wake"

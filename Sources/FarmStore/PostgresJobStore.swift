@@ -526,6 +526,8 @@ public final class PostgresJobStore: JobStore {
     }
 
     public var hearsOfWork: Bool { work.listening.load(ordering: .relaxed) }
+    /// The callers in `waitForWork` now.
+    var waitingForWork: Int { work.waiting }
     public var idlePollLimit: Double { 0.5 }
 
     /// Keeps one connection listening on the channel; after it drops, reconnects with backoff (waking

@@ -466,6 +466,8 @@ public final class SQLiteJobStore: JobStore {
     }
 
     public var hearsOfWork: Bool { doorbell.listening }
+    /// The callers in `waitForWork` now.
+    var waitingForWork: Int { doorbell.waiting }
     /// The writer thread: a coordinator's loops run there, and its transactions in place.
     public var executor: (any TaskExecutor)? { writer }
     /// Without the doorbell's watch, idle coordinators poll this often.

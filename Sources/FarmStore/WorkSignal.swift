@@ -17,6 +17,9 @@ public final class WorkSignal: Sendable {
     /// Whether a connection is listening now (signals can come).
     let listening = Atomic<Bool>(false)
 
+    /// The callers waiting now (a test's condition that its waiter waits before the work it should hear of).
+    var waiting: Int { state.withLock { $0.waiters.count } }
+
     /// Returns at the next signal, after `seconds`, or when the task is cancelled. A signal kept for
     /// the next waiter is taken in the same step that would register this one, so that none is lost
     /// between the two.

@@ -32,14 +32,15 @@ import Testing
     }
 
     @Test func aSettleTimeIsCountedBetweenPassesNotSleptThrough() async throws {
-        let (config, queue) = try Self.site(settle: 2)
+        // An hour's settle time: a pass that slept through it would never end within the test's minute.
+        let (config, queue) = try Self.site(settle: 3600)
         let clock = Clock()
         let pass = IngestPass(config: config, openQueue: { try SQLiteJobStore(path: queue) }, now: { clock.now() })
         let started = Date()
         #expect(try await pass.run().settling == 1)
-        clock.advance(1.9)
-        #expect(try await pass.run().settling == 1)   // unchanged, but not for 2 s yet
-        #expect(Date().timeIntervalSince(started) < 2, "a pass waited for the settle time")
+        clock.advance(3599.9)
+        #expect(try await pass.run().settling == 1)   // unchanged, but not for an hour yet
+        #expect(Date().timeIntervalSince(started) < 60, "a pass waited for the settle time")
         clock.advance(0.2)
         let settled = try await pass.run()
         #expect(settled.enqueued == 1 && settled.jobs.map { ($0.path as NSString).lastPathComponent } == ["a.mp4"], "\(settled)")

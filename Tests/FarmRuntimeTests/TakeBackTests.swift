@@ -36,7 +36,15 @@ import Glibc
 
         // The same queue on another host: the dead one's lease still rules there.
         let elsewhere = try farm.startCoordinator(["--workers", "1", "--lease", "60", "--host", "b"], log: "elsewhere.log", environment: on(hostB))
-        sleep(3)
+        // Its start is over once it reports in to the queue's list of coordinators: it looks for the
+        // coordinators of this queue that died on its host first, and would have taken the job back then.
+        func reportedIn(_ host: String) -> Bool {
+            guard let r = try? farm.mediafarm(["queue", "stats", "--json"]), r.status == 0,
+                  let stats = try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any],
+                  let coordinators = stats["coordinators"] as? [[String: Any]] else { return false }
+            return coordinators.contains { $0["host"] as? String == host }
+        }
+        #expect(eventually(60) { reportedIn("b") }, "\(elsewhere.log)")
         #expect(try farm.state(id) == "running", "\(elsewhere.log)")
         #expect(!elsewhere.log.contains("died on this host"), "\(elsewhere.log)")
         kill(elsewhere.pid, SIGTERM)

@@ -33,7 +33,8 @@ import Testing
             #expect(Heartbeat.current === heartbeat)
             return await work(beating: 6, lasting: 6, heartbeat)
         }
-        #expect(beats >= 50)
+        // (Past the limit: 30 beats take at least 3 s, however late each sleep ends on a busy machine.)
+        #expect(beats > 30)
 
         // The same work without a heartbeat: the limit is on the whole call.
         let started = ContinuousClock.now

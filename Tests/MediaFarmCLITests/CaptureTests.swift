@@ -267,7 +267,8 @@ import Glibc
         #expect(recorder.wait(timeout: 40) == 0, "\(recorder.log)")
         let enqueued = Self.events(recorder.log).filter { $0["event"] as? String == "enqueued" }
         #expect(enqueued.map { $0["index"] as? Int } == [1, 2], "\(recorder.log)")
-        #expect(enqueued.allSatisfy { ($0["latencyMs"] as? Double ?? 1000) < 100 }, "\(enqueued)")
+        // Each queued before the next segment ends (its 3 s): the enqueue does not wait for the recording.
+        #expect(enqueued.allSatisfy { ($0["latencyMs"] as? Double ?? 3000) < 3000 }, "\(enqueued)")
         let journal = try String(contentsOfFile: dir.appendingPathComponent("out/.cam.journal").path, encoding: .utf8)
         #expect(journal.split(separator: "\n").count == 4, "\(journal)")
         let run = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["coordinator", "--queue", queue, "--exit-when-idle", "--json"])
@@ -373,17 +374,20 @@ import Glibc
         #expect(TestPaths.waitForListener(port: port), "the capture never listened on \(port)")
         let first = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 5, log: dir.appendingPathComponent("sender1.log").path)
         _ = first.wait(timeout: 20)
+        let firstEnded = Date()
         // A drop of 3 s (longer than the read timeout): its length is what the test measures, as the gap.
         sleep(3)
         // (Another tone: segments of the two connections are different files, so different assets.)
         let second = try Self.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 5, frequency: 660, log: dir.appendingPathComponent("sender2.log").path)
         _ = second.wait(timeout: 20)
+        // The gap ends with the second sender's first packet, before it ended (its start-up is part of it).
+        let secondEnded = Date()
         // The source is gone for good: the recording ends deviceWasDisconnected (exit 1), and is assembled all the same.
         #expect(recorder.wait(timeout: 40) == 1, "\(recorder.log)")
         let events = Self.events(recorder.log)
         let segments = events.filter { $0["event"] as? String == "segment" }
         let gaps = events.filter { $0["event"] as? String == "reconnected" }.compactMap { $0["gap"] as? Double }
-        #expect(gaps.contains { $0 > 1.5 && $0 < 5 }, "gaps \(gaps)")
+        #expect(gaps.contains { $0 > 1.5 && $0 < secondEnded.timeIntervalSince(firstEnded) }, "gaps \(gaps), \(secondEnded.timeIntervalSince(firstEnded)) s between the senders' ends")
         let assembly = try #require(events.first { $0["event"] as? String == "assembly" }, "\(recorder.log)")
         let total = segments.reduce(0) { $0 + ($1["duration"] as? Double ?? 0) }
         #expect(total > 8.5 && total < 10.5, "\(total) s recorded")

@@ -20,6 +20,9 @@ import Glibc
         return (process, String(owner))
     }
 
+    /// The farm's times, as its JSON gives them.
+    static let milliseconds = Date.ISO8601FormatStyle.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted)
+
     static func owner(_ farm: HTTPFarm) throws -> String {
         guard let owner = farm.process.log.firstMatch(of: #/coordinator (\S+): /#)?.1 else { throw FixtureError("no owner in \(farm.process.log)") }
         return String(owner)
@@ -42,10 +45,11 @@ import Glibc
         while Date() < deadline, !(farm.process.log.contains("claiming paused") && second.log.contains("claiming paused")) { usleep(50_000) }
         #expect(farm.process.log.contains("claiming paused (the farm)"), "\(farm.process.log)")
         #expect(second.log.contains("claiming paused (the farm)"), "\(second.log)")
-        // Nothing starts while paused: looked at for longer than a coordinator's idle wait (2 s).
-        usleep(2_500_000)
         for id in ids { #expect(try farm.job(id)["state"] as? String == "queued", "job \(id) ran while the farm was paused") }
         #expect(try farm.metric("mediafarm_claiming_paused") == 1)
+        // Nothing starts while paused, however long the pause lasts: each job's one attempt starts after the
+        // resume was asked for (below), which no wait of a fixed length could show.
+        let resumeAsked = Date()
         // Resumed from Firefox (paused from Chromium): the forms work in both.
         let resumed = try ConsoleTests.drive("firefox", [
             ["go": farm.base + "/?token=" + (farm.token ?? "")],
@@ -55,7 +59,14 @@ import Glibc
         ])
         #expect(resumed.results[0] as? Bool == true)
         for id in ids { try farm.waitFor(id) { $0["state"] as? String == "succeeded" } }
-        for id in ids { #expect(try farm.job(id)["state"] as? String == "succeeded", "job \(id) did not run after the resume") }
+        for id in ids {
+            let job = try farm.job(id)
+            #expect(job["state"] as? String == "succeeded", "job \(id) did not run after the resume")
+            let started = try (job["startedAt"] as? String).map { try Date($0, strategy: Self.milliseconds) }
+            // (Times are given to the millisecond.)
+            #expect(job["attempt"] as? Int == 1 && started.map { $0 >= resumeAsked.addingTimeInterval(-0.001) } == true,
+                    "job \(id) was claimed while the farm was paused: attempt \(job["attempt"] ?? "?") started \(job["startedAt"] ?? "?"), the resume was asked for at \(resumeAsked)")
+        }
         #expect(farm.process.log.contains("claiming paused for farm by the console"), "the action is not printed: \(farm.process.log)")
         #expect(farm.process.log.contains("claiming resumed"))
     }

@@ -5,7 +5,9 @@
 # ("endedDuration"), and the media time of every frame presented (requestVideoFrameCallback); or
 # {"error": ...}.
 #   firefox-play.py MOVIE [--rate R]
-# The page is a file: page; it sends its result to a loopback HTTP listener of this script.
+# The page is a file: page; it sends its result to a loopback HTTP listener of this script. Firefox is
+# told never to skip decoding to the next keyframe when it falls behind (a busy machine): every frame is
+# decoded, and one late is dropped after decoding, as Chromium does.
 import http.server, json, os, shutil, subprocess, sys, tempfile, threading
 
 PAGE = """<!doctype html><html><body><video id=v muted playsinline></video><script>
@@ -32,6 +34,7 @@ user_pref("toolkit.telemetry.reportingpolicy.firstRun", false);
 user_pref("browser.startup.homepage_override.mstone", "ignore");
 user_pref("app.update.auto", false);
 user_pref("media.hevc.enabled", true);
+user_pref("media.decoder.skip-to-next-key-frame.enabled", false);
 """
 
 def main():
