@@ -65,7 +65,10 @@ extension PostgresJobStore {
             configuration.options.connectTimeout = .milliseconds(Int64(server.connectTimeout * 1000))
             configuration.options.additionalStartupParameters = Self.startupParameters(server)
             let configured = configuration
-            return try await Deadline.run(seconds: server.connectTimeout, {
+            // On the store's event loop, as its calls run: the limit is on the server's answer, and a task
+            // pool whose threads are all busy (a caller's blocking work beside it) cannot spend it before
+            // the connection is even asked for.
+            return try await Deadline.run(seconds: server.connectTimeout, executor: PostgresLoop.executor, {
                 try await PostgresConnection.connect(configuration: configured, id: 1, logger: logger)
             }, late: { connection in try? await connection.close() })  // a connection that came too late: nothing to lose
         } catch let error as JobStoreError {

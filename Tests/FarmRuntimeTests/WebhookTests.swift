@@ -201,7 +201,7 @@ final class Receiver {
         #expect(try farm.mediafarm(["retry", String(flaky)]).status == 0)
         #expect(eventually(30) { (try? farm.state(flaky)) == "succeeded" })
         // Attempts fail with the reason, and are kept pending.
-        #expect(eventually(10) { ((try? deliveries(farm)) ?? []).contains { ($0["attempts"] as? Int ?? 0) >= 2 } })
+        #expect(eventually(30) { ((try? deliveries(farm)) ?? []).contains { ($0["attempts"] as? Int ?? 0) >= 2 } })
         let pending = try deliveries(farm)
         #expect(pending.count == 3 && pending.allSatisfy { $0["state"] as? String == "pending" }, "\(pending)")
         #expect(pending.contains { ($0["lastError"] as? String)?.contains("refused") == true }, "\(pending)")

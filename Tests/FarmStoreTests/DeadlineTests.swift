@@ -27,9 +27,10 @@ import Testing
 
     @Test func aCallThatKeepsAnsweringRunsPastTheLimitAndOneThatFallsSilentEnds() async throws {
         // 6 s of work that answers every 0.1 s, under a limit of 3 s: it finishes. The call's task finds
-        // its heartbeat as `Heartbeat.current`.
+        // its heartbeat as `Heartbeat.current`. (The calls run on the store's event loop, as its own do: on
+        // the task pool, a test beside this one that holds the pool's threads would hold up a call's start.)
         let heartbeat = Heartbeat()
-        let beats = try await Deadline.run(seconds: 3, heartbeat: heartbeat) {
+        let beats = try await Deadline.run(seconds: 3, heartbeat: heartbeat, executor: PostgresLoop.executor) {
             #expect(Heartbeat.current === heartbeat)
             return await work(beating: 6, lasting: 6, heartbeat)
         }
@@ -39,7 +40,7 @@ import Testing
         // The same work without a heartbeat: the limit is on the whole call.
         let started = ContinuousClock.now
         await #expect(throws: Deadline.Expired.self) {
-            try await Deadline.run(seconds: 3) { await work(beating: 6, lasting: 6, nil) }
+            try await Deadline.run(seconds: 3, executor: PostgresLoop.executor) { await work(beating: 6, lasting: 6, nil) }
         }
         #expect(ContinuousClock.now - started < .seconds(5.5))
 
@@ -48,7 +49,7 @@ import Testing
         let beganAt = ContinuousClock.now
         let silent = Heartbeat()
         await #expect(throws: Deadline.Expired.self) {
-            try await Deadline.run(seconds: 3, heartbeat: silent) { await work(beating: 3.5, lasting: 15, silent) }
+            try await Deadline.run(seconds: 3, heartbeat: silent, executor: PostgresLoop.executor) { await work(beating: 3.5, lasting: 15, silent) }
         }
         let ended = ContinuousClock.now - beganAt
         #expect(ended >= .seconds(6.4) && ended < .seconds(14), "\(ended)")

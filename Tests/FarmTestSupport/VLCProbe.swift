@@ -12,9 +12,9 @@ public enum VLCProbe {
         let script = """
         import sys, time, vlc
         media = vlc.Instance("--no-audio", "--vout=dummy", "--intf=dummy").media_new(sys.argv[1])
-        media.parse_with_options(vlc.MediaParseFlag.local, 10000)
-        for _ in range(200):
-            if media.get_parsed_status() == vlc.MediaParsedStatus.done: break
+        media.parse_with_options(vlc.MediaParseFlag.local, 60000)
+        deadline = time.monotonic() + 60  # a limit on a parse that never ends, not on VLC's speed
+        while media.get_parsed_status() != vlc.MediaParsedStatus.done and time.monotonic() < deadline:
             time.sleep(0.05)
         print(media.get_parsed_status(), media.get_duration())
         """

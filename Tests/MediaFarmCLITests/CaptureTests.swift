@@ -557,6 +557,8 @@ import Glibc
         for round in 0..<10 {
             let recorder = try capture(dir, ["--source", "udp://127.0.0.1:\(port)", "--segment-duration", "1", "--capture-id", "cam\(round)",
                                              "--enqueue", template.path, "--queue", queue])
+            // Killed at a random moment once it records (on a busy machine its start takes a while of its own).
+            #expect(Self.waitUntil(timeout: 60) { Self.events(recorder.log).contains { $0["event"] as? String == "started" } }, "round \(round): \(recorder.log)")
             usleep(UInt32(1_500_000 + Int(random.next() % 2_000_000)))
             recorder.kill(round == 9 ? SIGTERM : SIGKILL)
             _ = recorder.wait(timeout: 20)

@@ -362,6 +362,9 @@ final class VirtualDisplay {
         let dir = try TestPaths.makeTemporaryFolder("capture-wait")
         let port = TestPaths.freeLoopbackPort()
         let recorder = try capture(dir, ["--source", "tcp://127.0.0.1:\(port)", "--reconnect-for", "10", "--max-duration", "2"])
+        // A sleep that stays: the source comes up 2 s after the capture started, which is what the test varies
+        // (a refused attempt says nothing that a test could wait on); on a busy machine the capture may
+        // have made fewer attempts by then, and the 10 s budget still covers the wait.
         sleep(2)
         let sender = try CaptureTests.sender("tcp://127.0.0.1:\(port)?listen=1", seconds: 10, log: dir.appendingPathComponent("sender.log").path)
         defer { sender.kill(SIGKILL); _ = sender.wait(timeout: 5) }

@@ -25,8 +25,9 @@ import Glibc
         let stream = try Background(["/usr/bin/curl", "-s", "-N", "--max-time", "60", "-H", "Authorization: Bearer \(farm.token ?? "")",
                                      farm.base + "/api/events"], log: streamLog)
         defer { stream.kill(SIGKILL); _ = stream.wait(timeout: 5) }
-        let opened = Date().addingTimeInterval(10)
+        let opened = Date().addingTimeInterval(60)
         while !((try? String(contentsOfFile: streamLog, encoding: .utf8)) ?? "").contains("mediafarm events"), Date() < opened { usleep(20_000) }
+        #expect(((try? String(contentsOfFile: streamLog, encoding: .utf8)) ?? "").contains("mediafarm events"), "the event stream never opened")
         let id = try farm.submit(#"{"version": 1, "input": "clip.mp4", "report": "out/one-shape.json"}"#)
         let job = try farm.waitFor(id) { $0["state"] as? String == "succeeded" }
         #expect(job["state"] as? String == "succeeded", "\(job)")

@@ -14,6 +14,13 @@ import json, os, shutil, socket, subprocess, sys, tempfile, time, urllib.request
 import websocket  # python3-websocket
 
 
+def until(seconds):
+    """Yields until `seconds` have passed (the caller breaks out once what it waits for is there)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        yield
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -59,7 +66,7 @@ class Chromium(Remote):
                                          f"--user-data-dir={folder}/profile", f"--remote-debugging-port={self.port}", "about:blank"],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         targets = None
-        for _ in range(300):
+        for _ in until(120):  # a limit on a browser that never starts, not on its speed
             try:
                 targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{self.port}/json"))
                 break
@@ -123,7 +130,7 @@ user_pref("remote.active-protocols", 1);
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                         env=dict(os.environ, MOZ_HEADLESS="1"))
         self.ws = None
-        for _ in range(300):
+        for _ in until(120):  # a limit on a browser that never starts, not on its speed
             try:
                 self.ws = websocket.create_connection(f"ws://127.0.0.1:{self.port}/session", suppress_origin=True, timeout=60)
                 break

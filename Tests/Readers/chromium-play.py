@@ -23,6 +23,13 @@ v.src = 'movie' + EXT;
 v.play().catch(e => { out.textContent = JSON.stringify({error: String(e)}); });
 </script></body></html>"""
 
+def until(seconds):
+    """Yields until `seconds` have passed (the caller breaks out once what it waits for is there)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        yield
+
+
 def main():
     movie = os.path.abspath(sys.argv[1])
     rate = float(sys.argv[sys.argv.index("--rate") + 1]) if "--rate" in sys.argv else 1.0
@@ -40,7 +47,7 @@ def main():
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             targets = None
-            for _ in range(300):
+            for _ in until(120):  # a limit on a browser that never starts, not on its speed
                 try:
                     targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json")); break
                 except Exception:
