@@ -154,7 +154,9 @@ import Testing
         #expect(abs(played.duration - composition.duration.seconds) < (muxer == "mp4" ? 1e-3 : 0.03), "\(played.duration) s")
         // In Matroska everything starts 21 ms late: FFmpeg's muxer moves the encoded audio's priming,
         // which has negative times, to zero, and every stream with it.
-        #expect(played.departures(frames: frames, start: muxer == "mp4" ? 0 : 1024.0 / 48000) == [], "presented: \(played.times)")
+        // (An edit list's cuts are decoded from the keyframe before them: Chromium counts those frames too.)
+        #expect(played.departures(frames: frames, start: muxer == "mp4" ? 0 : 1024.0 / 48000, preroll: muxer == "mp4" && cuts == .exact) == [],
+                "presented: \(played.times)")
     }
 
     @Test func matroskaCutsOnKeyframesAreCopiedAndOtherCodecsAreRefused() async throws {
