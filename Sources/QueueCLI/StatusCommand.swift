@@ -196,7 +196,7 @@ public struct CancelCommand: AsyncParsableCommand {
 
     public static let configuration = CommandConfiguration(
         commandName: "cancel",
-        abstract: "Cancel queued or running jobs (a running worker is stopped within 2 s and its temporary files removed).")
+        abstract: "Cancel queued or running jobs (a running worker is stopped at once: its coordinator looks every 0.25 s; its temporary files are removed).")
 
     @OptionGroup var queue: QueueOptions
     @Flag(help: "Print the jobs as JSON (as status --json does).")

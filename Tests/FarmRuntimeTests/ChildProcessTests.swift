@@ -43,8 +43,10 @@ import Glibc
         old.child.kill()
         old.child.signal(SIGTERM)
         // Seen without waiting any length of time: the stranger is then ended with a signal of this test's
-        // own, SIGPROF, which the kernel delivers after a pending SIGTERM (lower numbers first) and which a
-        // SIGKILL already sent forestalls. So it dies of SIGPROF only if neither of the old child's reached it.
+        // own, SIGPROF. A fatal signal decides the process's end when it is sent (the kernel marks the whole
+        // group exiting with that signal, and a later one is thrown away): a SIGKILL or SIGTERM (its default
+        // action, which the spawn leaves in place) sent by the old child's handle would already have done so.
+        // So it dies of SIGPROF only if neither of the old child's signals reached it.
         reused.child.signal(SIGPROF)
         let status = reused.child.wait()
         #expect(status & 0x7f == SIGPROF, "the process that reused the pid was signalled: it ended by signal \(status & 0x7f), not SIGPROF")

@@ -213,8 +213,8 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: slow.out.appendingPathComponent("g1.mp4").path))
     }
 
-    /// A cancel stops the running worker (the coordinator looks every 0.25 s) and leaves no temporary; the
-    /// job's export is 80 s of frames, so the worker cannot have ended by itself in the wait.
+    /// A cancel stops the running worker (the coordinator looks every 0.25 s) and leaves no temporary. The
+    /// worker would not have ended by itself: a coordinator keeps its worker processes between jobs.
     @Test func cancelStopsTheWorkerAndLeavesNothing() throws {
         let farm = try Farm("cancel")
         let id = try farm.submit([try farm.exportManifest("c", slow: 8)])[0]

@@ -4,15 +4,17 @@ import Synchronization
 
 /// How long a listening store takes to hear of the work that `act` makes: seconds from the start of
 /// `act` to the listener's wake-up. A waiter is seen waiting (`waiting` counts it) before `act` runs, so
-/// that it is the act's signal that wakes it, not a signal kept from before; a wake-up before the act (a
-/// ring left from opening the queue) is slept through again. Without the signal the waiter sleeps its
-/// whole 30 s, which the caller's bound tells apart.
-func secondsToHear(_ listener: any JobStore, waiting: @escaping @Sendable () -> Int, by act: () async throws -> Void) async throws -> Double {
+/// that it is not a signal kept from before that answers it. A wake-up that comes before the act's work
+/// can be seen (`visible`), such as a ring from setting the queue up that a busy machine delivered late,
+/// is slept through again; so only a signal sent after the act's commit ends the wait. Without it the
+/// waiter sleeps its whole 30 s, which the caller's bound tells apart.
+func secondsToHear(_ listener: any JobStore, waiting: @escaping @Sendable () -> Int, visible: @escaping @Sendable () async -> Bool,
+                   by act: () async throws -> Void) async throws -> Double {
     let acting = ActStart()
     let waiter = Task {
         while true {
             await listener.waitForWork(upTo: 30)
-            if let started = acting.at.withLock({ $0 }) { return Date().timeIntervalSince(started) }
+            if let started = acting.at.withLock({ $0 }), await visible() { return Date().timeIntervalSince(started) }
             if Task.isCancelled { return .infinity }
         }
     }

@@ -34,7 +34,7 @@ import Testing
         #expect(await eventually(10) { listener.hearsOfWork })
         // (The signal sent when listening began is slept through: the waiter waits on until the act.)
         let waiting = try #require(listener as? PostgresJobStore)
-        let waited = try await secondsToHear(listener, waiting: { waiting.waitingForWork }) {
+        let waited = try await secondsToHear(listener, waiting: { waiting.waitingForWork }, visible: { (try? await listener.counts())?[.queued] == 1 }) {
             _ = try await submitter.enqueue([new("a")], at: t0)
         }
         // Woken by the notification, not by the end of its 30 s wait.
@@ -208,7 +208,9 @@ import Testing
         #expect(try await store.finish(id: job.id, token: token, outcome: .succeeded(result: nil), at: t0).state == .succeeded)
         #expect(await eventually(30) { store.hearsOfWork })
         let waiting = try #require(store as? PostgresJobStore)
-        let waited = try await secondsToHear(store, waiting: { waiting.waitingForWork }) { _ = try await store.enqueue([new("c")], at: t0) }
+        let waited = try await secondsToHear(store, waiting: { waiting.waitingForWork }, visible: { (try? await store.counts())?[.queued] == 2 }) {
+            _ = try await store.enqueue([new("c")], at: t0)
+        }
         #expect(waited < 10, "waited \(waited) s")
         #expect(try await store.jobs(ids: ids).map(\.state) == [.succeeded, .queued])
     }

@@ -18,9 +18,11 @@ import Testing
         return folder.appendingPathComponent("queue.sqlite").path
     }
 
-    /// Seconds from `act`'s start until `listener`, seen waiting before it, is woken (`secondsToHear`).
-    func woken(_ listener: SQLiteJobStore, by act: @escaping @Sendable () async throws -> Void) async throws -> Double {
-        try await secondsToHear(listener, waiting: { listener.waitingForWork }, by: act)
+    /// Seconds from `act`'s start until `listener`, seen waiting before it, is woken once job `id` is queued
+    /// (`secondsToHear`).
+    func woken(_ listener: SQLiteJobStore, queued id: Int64, by act: @escaping @Sendable () async throws -> Void) async throws -> Double {
+        try await secondsToHear(listener, waiting: { listener.waitingForWork }, visible: { (try? await listener.job(id: id))?.state == .queued },
+                                by: act)
     }
 
     /// Many processes opening one new queue at once: each migration is applied once, and every process
@@ -49,7 +51,7 @@ import Testing
         #expect(listener.hearsOfWork)
         let manifest = (path as NSString).deletingLastPathComponent + "/job.json"
         try #"{"version": 1, "input": "a.mp4"}"#.write(toFile: manifest, atomically: true, encoding: .utf8)
-        let waited = try await woken(listener) {
+        let waited = try await woken(listener, queued: 1) {
             let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["submit", "--queue", path, "--allow-missing-inputs", manifest])
             #expect(r.status == 0, "\(r.stderr)")
         }
@@ -65,12 +67,12 @@ import Testing
         let other = try SQLiteJobStore(path: path, create: false)
         let id = try await other.enqueue([new("a")], at: t0)[0].id
         let claimed = try #require(try await other.claim(limit: 1, owner: "o", leaseDuration: 30, at: t0).first)
-        var waited = try await woken(listener) {
+        var waited = try await woken(listener, queued: id) {
             _ = try await other.finish(id: id, token: claimed.lease!.token, outcome: .released, at: t0)
         }
         #expect(waited < 10, "a release: waited \(waited) s")
         _ = try await other.cancel(id: id, at: t0)
-        waited = try await woken(listener) { _ = try await other.retry(id: id, at: t0) }
+        waited = try await woken(listener, queued: id) { _ = try await other.retry(id: id, at: t0) }
         #expect(waited < 10, "a retry: waited \(waited) s")
     }
 
@@ -80,7 +82,7 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: path + "-wake"))
         try FileManager.default.removeItem(atPath: path + "-wake")
         let other = try SQLiteJobStore(path: path, create: false)
-        let waited = try await woken(listener) { _ = try await other.enqueue([self.new("b")], at: self.t0) }
+        let waited = try await woken(listener, queued: 1) { _ = try await other.enqueue([self.new("b")], at: self.t0) }
         #expect(waited < 10, "waited \(waited) s")
         #expect(FileManager.default.fileExists(atPath: path + "-wake"))
     }

@@ -32,17 +32,19 @@ struct BrowserPlayback {
 
     /// Where the playback departs from a composition of `frames` frames at `rate` frames a second whose
     /// first frame the browser places at `start` seconds; empty when it shows exactly that composition.
-    /// - every frame is decoded (a frame dropped late was decoded: lateness is not a cut's); with
-    ///   `preroll`, more may be (an edit list's cut between keyframes has the decoder decode the frames
-    ///   from the keyframe before it, and drop them: Chromium counts them as decoded and dropped);
+    /// - every frame is decoded (a frame dropped late was decoded: lateness is not a cut's); with a
+    ///   `preroll`, up to that many more may be (an edit list's cut between keyframes has the decoder
+    ///   decode frames from the keyframe before it, and drop them: Chromium counts them as decoded and
+    ///   dropped, and its count can then only be held between the composition's and that many more);
     /// - each presented time is one of the composition's frame times (to a millisecond): never a frame
     ///   from outside the composition, or one placed at its source time;
     /// - presented in order, a late frame possibly shown twice;
     /// - the first frame and the last are presented.
-    func departures(frames: Int, rate: Double = 30, start: Double = 0, preroll: Bool = false) -> [String] {
+    func departures(frames: Int, rate: Double = 30, start: Double = 0, preroll: Int = 0) -> [String] {
         var found: [String] = []
-        if preroll ? (decoded ?? 0) < frames : decoded != frames {
-            found.append("\(decoded.map(String.init) ?? "no count of") frames decoded (\(dropped ?? 0) of them dropped late), \(frames) in the composition")
+        if !(frames...(frames + preroll)).contains(decoded ?? -1) {
+            found.append("\(decoded.map(String.init) ?? "no count of") frames decoded (\(dropped ?? 0) of them dropped), \(frames) in the composition"
+                         + (preroll > 0 ? " and at most \(preroll) decoded before its cuts" : ""))
         }
         let places = times.map { (($0 - start) * rate).rounded() }
         for (time, place) in zip(times, places) where abs(time - start - place / rate) >= 1e-3 || place < 0 || place >= Double(frames) {

@@ -294,9 +294,10 @@ import Glibc
     @Test func drainingIsNotReady() throws {
         // A grace long enough for the checks below to be made while it drains, however busy the machine.
         let farm = try HTTPFarm("drain", arguments: ["--grace", "15"])
-        // Eight times the usual long job (about 25 s): still running when the grace ends, however long
-        // a busy machine takes between the job's start and the signal (CI once took 8 s).
-        let id = try farm.submit(farm.longManifest(name: "long", output: "out/long.mp4").replacingOccurrences(of: "\"1/4\"", with: "\"1/32\""))
+        // Sixteen times the usual long job (about 50 s on an idle machine): still running when the 15 s grace
+        // ends, however long a busy machine takes between the job's start and the signal; it is given back
+        // at the grace's end, so its length costs the test nothing.
+        let id = try farm.submit(farm.longManifest(name: "long", output: "out/long.mp4").replacingOccurrences(of: "\"1/4\"", with: "\"1/64\""))
         try farm.waitFor(id) { $0["state"] as? String == "running" }
         // `mediafarm healthcheck`, the image's HEALTHCHECK, asks the same endpoints.
         let healthy = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["healthcheck", "--url", farm.base + "/healthz"])

@@ -49,7 +49,7 @@ final class VirtualDisplay {
     }
 
     /// A screen showing three QR codes one after another (Xvfb + feh), recorded with x11grab: each code
-    /// is reported as it appears (within a second of feh being started) and as gone once hidden, and
+    /// is reported while it is shown (its first sighting after feh was started) and as gone once hidden, and
     /// each segment's report holds the codes seen in it.
     @Test func codesShownOnAScreenAreReportedLiveAndInTheirSegments() throws {
         let dir = try TestPaths.makeTemporaryFolder("capture-x11")
@@ -166,8 +166,8 @@ final class VirtualDisplay {
         sleep(3)
         let second = try CaptureTests.sender("udp://127.0.0.1:\(port)?pkt_size=1316", seconds: 4, log: dir.appendingPathComponent("sender2.log").path)
         _ = second.wait(timeout: 20)
-        // The gap ends with the second sender's first packet, before it ended (its start-up, longer on a busy
-        // machine, is part of the gap).
+        // The gap ends with the second sender's first packet, at least its 4 s of sending (paced in real time:
+        // -re) before it ended; its start-up, longer on a busy machine, is part of the gap.
         let secondEnded = Date()
         #expect(recorder.wait(timeout: 40) == 1, "\(recorder.log)")
         let events = CaptureTests.events(recorder.log)
@@ -175,7 +175,8 @@ final class VirtualDisplay {
         // (A loaded machine can stall a sender past the read timeout too: that is one more reconnection.)
         #expect(finished["reason"] as? String == "deviceWasDisconnected" && (finished["reconnections"] as? Int ?? 0) >= 1, "\(finished)")
         let gaps = events.filter { $0["event"] as? String == "reconnected" }.compactMap { $0["gap"] as? Double }
-        #expect(gaps.contains { $0 > 1.5 && $0 < secondEnded.timeIntervalSince(firstEnded) }, "gaps \(gaps), \(secondEnded.timeIntervalSince(firstEnded)) s from the first sender's end to the second's")
+        let longest = secondEnded.timeIntervalSince(firstEnded) - 4 + 0.5
+        #expect(gaps.contains { $0 > 1.5 && $0 < longest }, "gaps \(gaps), at most \(longest) s between the senders' packets")
         #expect(events.filter { $0["event"] as? String == "sourceLost" }.count == gaps.count + 1, "\(recorder.log)")
         let segments = events.filter { $0["event"] as? String == "segment" }
         #expect(segments.compactMap { $0["gapBefore"] as? Double } == gaps, "\(segments)")

@@ -48,16 +48,18 @@ import Glibc
         for id in ids { #expect(try farm.job(id)["state"] as? String == "queued", "job \(id) ran while the farm was paused") }
         #expect(try farm.metric("mediafarm_claiming_paused") == 1)
         // Nothing starts while paused, however long the pause lasts: each job's one attempt starts after the
-        // resume was asked for (below), which no wait of a fixed length could show.
-        let resumeAsked = Date()
+        // resume was clicked (below, the page's clock just before the click), which no wait of a fixed length
+        // could show.
         // Resumed from Firefox (paused from Chromium): the forms work in both.
         let resumed = try ConsoleTests.drive("firefox", [
             ["go": farm.base + "/?token=" + (farm.token ?? "")],
+            ["eval": "Date.now()"],
             ["click": "div.paused button.resume"],
             ["wait": "!document.querySelector('div.paused') && !!document.getElementById('pause-farm')"],
             ["eval": "true"],
         ])
-        #expect(resumed.results[0] as? Bool == true)
+        #expect(resumed.results.count == 2 && resumed.results[1] as? Bool == true, "\(resumed.results)")
+        let resumeAsked = Date(timeIntervalSince1970: ((resumed.results.first as? Double) ?? .infinity) / 1000)
         for id in ids { try farm.waitFor(id) { $0["state"] as? String == "succeeded" } }
         for id in ids {
             let job = try farm.job(id)
