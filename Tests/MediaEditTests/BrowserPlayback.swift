@@ -4,8 +4,10 @@ import Foundation
 /// A browser's playback of a cut, as `Tests/Readers/firefox-play.py` and `chromium-play.py` report it, and
 /// the checks of what the cut decides rather than what the browser's clock does. On a busy machine a
 /// browser presents a late frame twice or skips it, so which frames it calls back for, and how many, vary
-/// from run to run; the frames it decodes, the composition frame each presented one is, their order, the
-/// first and the last, and the duration do not.
+/// from run to run; the frames it decodes, the composition frame each presented one is, the first and the
+/// last, and the duration do not. Nor is the order of the callbacks held: busy, Firefox once called back
+/// for frame 72 between frames 63 and 65 of a smart cut that it presents in order on an idle machine
+/// (FFmpeg's and GStreamer's decodes of every cut are held to the exact frames in order).
 struct BrowserPlayback {
     /// The duration from the movie's header, in seconds.
     var duration: Double
@@ -38,7 +40,6 @@ struct BrowserPlayback {
     ///   dropped, and its count can then only be held between the composition's and that many more);
     /// - each presented time is one of the composition's frame times (to a millisecond): never a frame
     ///   from outside the composition, or one placed at its source time;
-    /// - presented in order, a late frame possibly shown twice;
     /// - the first frame and the last are presented.
     func departures(frames: Int, rate: Double = 30, start: Double = 0, preroll: Int = 0) -> [String] {
         var found: [String] = []
@@ -50,13 +51,8 @@ struct BrowserPlayback {
         for (time, place) in zip(times, places) where abs(time - start - place / rate) >= 1e-3 || place < 0 || place >= Double(frames) {
             found.append("a frame presented at \(time) s, which is none of the composition's \(frames) frames")
         }
-        for (earlier, later) in zip(places, places.dropFirst()) where later < earlier {
-            found.append("frame \(Int(later)) presented after frame \(Int(earlier))")
-        }
         if places.first != 0 { found.append("the first frame presented is at \(times.first.map { "\($0) s" } ?? "none"), not the composition's first") }
-        if places.last != Double(frames - 1) {
-            found.append("the last frame presented is at \(times.last.map { "\($0) s" } ?? "none"), not the composition's last (\(frames - 1))")
-        }
+        if !places.contains(Double(frames - 1)) { found.append("the composition's last frame (\(frames - 1)) was never presented") }
         return found
     }
 }

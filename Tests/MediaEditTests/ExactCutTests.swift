@@ -139,7 +139,7 @@ import Testing
     @Test(arguments: [("mp4", ExportSettings.Cuts.exact), ("matroska", .exact), ("mp4", .smart)])
     func chromiumPlaysExactlyTheCompositionsFrames(_ muxer: String, _ cuts: ExportSettings.Cuts) async throws {
         // A second reader with its own media pipeline, for edit lists (mp4) and for smart rendering (Matroska,
-        // smart mp4): every frame decoded, only the composition's frames presented, in order, the first and
+        // smart mp4): every frame decoded, only the composition's frames presented, the first and
         // the last among them (`BrowserPlayback`: none of it depends on how busy the machine is), and the
         // duration.
         let edits = randomEdits(8, frames: 300, seed: 11).map { (start: $0.start, length: min($0.length, 12)) }

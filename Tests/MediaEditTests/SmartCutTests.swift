@@ -101,7 +101,7 @@ import Testing
 
     @Test func firefoxPresentsTheCompositionsFramesAndDuration() async throws {
         // Headless Firefox ESR (its own MP4 demuxer; it misreads multi-entry edit lists): every frame decoded,
-        // only the composition's frames presented, in order, the first and the last among them, and its
+        // only the composition's frames presented, the first and the last among them, and its
         // duration (`BrowserPlayback`: none of it depends on how busy the machine is).
         let edits = randomEdits(6, frames: 300, seed: 51).map { (start: $0.start, length: min($0.length, 15)) }
         let path = try TestPaths.makeTemporaryFolder("smart").appendingPathComponent("firefox.mp4").path
