@@ -294,10 +294,11 @@ import Glibc
     @Test func drainingIsNotReady() throws {
         // A grace long enough for the checks below to be made while it drains, however busy the machine.
         let farm = try HTTPFarm("drain", arguments: ["--grace", "15"])
-        // Sixteen times the usual long job (about 50 s on an idle machine): still running when the 15 s grace
-        // ends, however long a busy machine takes between the job's start and the signal; it is given back
-        // at the grace's end, so its length costs the test nothing.
-        let id = try farm.submit(farm.longManifest(name: "long", output: "out/long.mp4").replacingOccurrences(of: "\"1/4\"", with: "\"1/64\""))
+        // Eight times the usual long job, encoded at x264's slowest preset (several minutes): still running when
+        // the 15 s grace ends, however long a busy machine takes between the job's start and the signal; it
+        // is given back at the grace's end, so its length costs the test nothing.
+        let id = try farm.submit(farm.longManifest(name: "long", output: "out/long.mp4").replacingOccurrences(of: "\"1/4\"", with: "\"1/32\"")
+            .replacingOccurrences(of: "\"medium\"", with: "\"veryslow\""))
         try farm.waitFor(id) { $0["state"] as? String == "running" }
         // `mediafarm healthcheck`, the image's HEALTHCHECK, asks the same endpoints.
         let healthy = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["healthcheck", "--url", farm.base + "/healthz"])
