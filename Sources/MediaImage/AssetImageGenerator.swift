@@ -56,7 +56,14 @@ public final class AssetImageGenerator {
     private let stream: StreamInfo
     private let decoder: Decoder
     private let origin: MediaTime
+    /// The keyframes' times (ticks), when the demuxer's index lists every one of them: an MP4's or MOV's
+    /// sample table, Matroska's cues, an AVI's index. Empty otherwise (Matroska without cues, MPEG-TS,
+    /// FLV, fragmented MP4: their index holds only what was read so far), and then the packets around
+    /// each time are read to find the keyframes beside it.
     private let keyframes: [Int64]
+    /// The keyframes either side of the time asked, read from the packets (when `keyframes` is empty).
+    private var keyBefore = Packet()
+    private var keyAfter = Packet()
     private let converter = PictureConverter()
     private var packet = Packet()
     private var frame = Frame()
@@ -101,17 +108,10 @@ public final class AssetImageGenerator {
         file.discardAll(except: [video.index])
         disposable = DisposableFrames(video)
         origin = video.startTime.isNumeric ? video.startTime : .zero
-        // The index holds decoding times; a keyframe is shown later by the stream's reordering delay,
-        // which the first frame's time (the stream's start) against the first decoding time gives.
-        if let index = file.index(of: video.index), let firstDecode = index.timestamps.min(),
-           let start = (video.startTime.isNumeric ? video.startTime : .zero).count(in: video.timeBase, rounding: .down) {
-            keyframes = index.keyframes.map { $0 + max(0, start - firstDecode) }
-        } else {
-            keyframes = []
-        }
         let header = video.headerDuration.isNumeric && video.headerDuration > .zero ? video.headerDuration
             : file.container.headerDuration.isNumeric && file.container.headerDuration > .zero ? file.container.headerDuration : nil
         duration = header
+        keyframes = Self.indexedKeyframes(file, video, duration: header)
         // The display: samples widened (or narrowed) by their aspect ratio, then turned as the track says.
         let sar = video.sampleAspectRatio.map { Double($0.numerator) / Double($0.denominator) } ?? 1
         var width = Int((Double(video.width) * (sar > 0 && sar.isFinite ? sar : 1)).rounded()), height = video.height
@@ -124,6 +124,29 @@ public final class AssetImageGenerator {
         displaySize = (width, height)
         quarterTurns = turns
         imageSize = Self.fit(width: width, height: height, maximumWidth: settings.maximumWidth, maximumHeight: settings.maximumHeight)
+    }
+
+    /// Every keyframe's time from the demuxer's index, or none when the index may miss some. Matroska reads
+    /// its cues at the first seek, so one is made first. An index is trusted when it comes from a sample
+    /// table (MP4, MOV: an entry for each of the track's frames), or from Matroska's cues or an AVI's index
+    /// and reaches the track's end (no gap after its last keyframe longer than its longest gap).
+    private static func indexedKeyframes(_ file: InputFile, _ video: StreamInfo, duration: MediaTime?) -> [Int64] {
+        let start = (video.startTime.isNumeric ? video.startTime : .zero).count(in: video.timeBase, rounding: .down) ?? 0
+        try? file.seek(stream: video.index, toKeyframeBefore: start)
+        // The index holds decoding times; a keyframe is shown later by the stream's reordering delay,
+        // which the first frame's time (the stream's start) against the first decoding time gives.
+        guard let index = file.index(of: video.index), let firstDecode = index.timestamps.min() else { return [] }
+        let keyframes = index.keyframes.map { $0 + max(0, start - firstDecode) }
+        let format = file.container.formatName
+        let sampleTable = format.hasPrefix("mov,") && video.headerFrameCount > 0 && index.timestamps.count >= video.headerFrameCount
+        if sampleTable { return keyframes }
+        // Other demuxers index what they read while probing (MPEG-TS: a few packets at each end, each
+        // flagged a keyframe), which says nothing of the rest.
+        guard format.hasPrefix("matroska") || format == "avi", keyframes.count >= 2, let last = keyframes.last,
+              let end = duration.flatMap({ ($0 + (video.startTime.isNumeric ? video.startTime : .zero)).count(in: video.timeBase, rounding: .up) })
+        else { return [] }
+        let longestGap = zip(keyframes, keyframes.dropFirst()).map { $1 - $0 }.max() ?? 0
+        return last + longestGap >= end ? keyframes : []
     }
 
     /// `width` x `height` made to fit the box (0: no bound on that side), the aspect kept, never enlarged.
@@ -169,6 +192,19 @@ public final class AssetImageGenerator {
         let low = toleranceBefore.isNumeric ? ticks(time - toleranceBefore) : nil
         let high = toleranceAfter.isNumeric ? ticks(time + toleranceAfter) : nil
         func inWindow(_ start: Int64) -> Bool { !(low.map { start < $0 } ?? false) && !(high.map { start > $0 } ?? false) }
+        if keyframes.isEmpty {
+            // No list of keyframes: the packets around the time tell where they are.
+            let scan = try scanKeyframes(around: target)
+            let nearest = [scan.before, scan.after].compactMap { $0 }.filter(inWindow).min(by: { abs($0 - target) < abs($1 - target) })
+            if let nearest, let first = try (nearest == scan.before ? decodeAlone(keyBefore) : decodeAlone(keyAfter)), inWindow(first) {
+                try keep()
+                return self.time(ofTicks: first)
+            }
+            try seek(to: scan.seekPoint)
+            // Each time scans again, which moves the reading on: no decode continues from one time to the next.
+            seekedTo = nil
+            return try decodeOn(to: target, toleranceBefore: toleranceBefore, low: low, inWindow: inWindow)
+        }
         // A keyframe within the tolerances, nearest the time: that frame alone is decoded. The window holds
         // the time, so the nearest one inside it is a neighbour of the time (the keyframes are in order).
         let after = keyframeIndex(after: target)
@@ -179,21 +215,45 @@ public final class AssetImageGenerator {
             // holds its first frame back until as many packets as it has threads were sent (frames decoded
             // for nothing). Drained, it cannot go on: the next request seeks.
             drainAfterOnePacket = true
-            defer { drainAfterOnePacket = false }
-            if let first = try nextFrame(), inWindow(first) {
+            let first = try nextFrame()
+            drainAfterOnePacket = false
+            if let first, inWindow(first) {
                 try keep()
                 return self.time(ofTicks: first)
+            }
+            if first == nil {
+                // No timed frame from the keyframe alone: where packets carry no presentation time (AVI with
+                // B-frames) the decoder times a frame by the packets after it. Decoded on from the keyframe,
+                // the keyframe's is the first frame (unless its time moves it out of the window).
+                try seek(to: nearest)
+                let actual = try decodeOn(to: target, toleranceBefore: toleranceBefore, low: low, inWindow: inWindow)
+                if let held = heldPTS, inWindow(held) { return actual }
             }
         }
         // Otherwise decoded from the keyframe at or before the time, up to the frame shown at it, or with a
         // tolerance before the time, to the first frame inside the window.
-        if let keyframe = after > 0 ? keyframes[after - 1] : keyframes.first {
-            // Decoding on from where it stands serves a later time of the same stretch without a seek.
-            let canContinue = seekedTo == keyframe && (lastDecoded.map { $0 <= target } ?? false)
-            if !canContinue { try seek(to: keyframe) }
-        } else {
+        guard !keyframes.isEmpty else {
             try seek(to: target)
+            return try decodeOn(to: target, toleranceBefore: toleranceBefore, low: low, inWindow: inWindow)
         }
+        var k = max(0, after - 1)
+        while true {
+            // Decoding on from where it stands serves a later time of the same stretch without a seek.
+            let canContinue = seekedTo == keyframes[k] && (lastDecoded.map { $0 <= target } ?? false)
+            if !canContinue { try seek(to: keyframes[k]) }
+            let actual = try decodeOn(to: target, toleranceBefore: toleranceBefore, low: low, inWindow: inWindow)
+            // A keyframe indexed by its decoding time (AVI's packets carry no other) is shown a little
+            // later: when its first frame comes after the time and outside the window, the frame shown at
+            // the time belongs to the stretch before.
+            guard k > 0, let held = heldPTS, held > target, !inWindow(held), lastDecoded == held else { return actual }
+            k -= 1
+        }
+    }
+
+    /// Decodes from where the reading stands up to the frame shown at `target` (ticks), or with a tolerance
+    /// before it, to the first frame inside the window; leaves it in `held` and returns its time.
+    private func decodeOn(to target: Int64, toleranceBefore: MediaTime, low: Int64?,
+                          inWindow: (Int64) -> Bool) throws(ImageGenerationError) -> MediaTime {
         // Continuing, the frame held is the last one at or before the time so far.
         var best: Int64? = heldPTS.flatMap { $0 <= target ? $0 : nil }
         // Frames nothing refers to that end before the window are not decoded (for an exact picture in the
@@ -225,7 +285,78 @@ public final class AssetImageGenerator {
         }
         // The end: the last frame is shown until the movie ends.
         if let best { return self.time(ofTicks: best) }
+        let time = self.time(ofTicks: target)
         throw .pastEnd(requested: time, duration: duration ?? time)
+    }
+
+    /// The keyframes either side of `target` (ticks), read from the packets around it and kept in
+    /// `keyBefore` and `keyAfter`; and where a seek goes to decode from the one before. A demuxer without
+    /// an index (MPEG-TS) seeks to somewhere near the time, not to a keyframe before it: the seek steps
+    /// back (1 s, 2 s, 4 s... up to 64 s) until a keyframe at or before the time is read, or it went a second
+    /// before the start. The reading stops once no later keyframe can be nearer than the one before, or 30 s past
+    /// the time when none is found (a stream with no keyframe flagged: decoded from the seek then).
+    private func scanKeyframes(around target: Int64) throws(ImageGenerationError) -> (before: Int64?, after: Int64?, seekPoint: Int64) {
+        let second = MediaTime(value: 1, timescale: 1).count(in: stream.timeBase, rounding: .up) ?? 1
+        let start = ticks(.zero) ?? 0
+        var back: Int64 = 0
+        while true {
+            let seekPoint = target - back
+            try seek(to: seekPoint)
+            var before: Int64?, after: Int64?
+            keyBefore.reset()
+            keyAfter.reset()
+            do {
+                reading: while try file.read(into: &packet) == .packet {
+                    guard packet.streamIndex == stream.index else { continue }
+                    try file.checkInterrupt()
+                    let decoded = packet.dts ?? packet.pts
+                    if packet.isKeyframe, let shown = packet.pts ?? packet.dts {
+                        if shown <= target {
+                            before = shown
+                            keyBefore.reference(packet)
+                        } else {
+                            after = shown
+                            keyAfter.reference(packet)
+                            break reading
+                        }
+                    }
+                    // Packets come in decoding order, and a frame is shown at or after it is decoded.
+                    if let decoded {
+                        if let before, decoded > target + (target - before) { break reading }
+                        if decoded > target + 30 * second { break reading }
+                    }
+                }
+            } catch {
+                throw .unreadable(error.description)
+            }
+            // A seek a second before the stream's start reads from its beginning (a seek just before it may
+            // not: MPEG-TS seeks by decoding times, which come before the times shown).
+            if before != nil || seekPoint < start - second || back >= 64 * second {
+                return (before, after, seekPoint)
+            }
+            back = max(second, 2 * back)
+        }
+    }
+
+    /// Decodes the keyframe in `key` alone; its frame's time, or nil when it gives none (a damaged packet).
+    /// The reading is left where it was: the next request seeks.
+    private func decodeAlone(_ key: borrowing Packet) throws(ImageGenerationError) -> Int64? {
+        decoder.flush()
+        (seekedTo, lastDecoded, heldPTS, pendingPTS, resend, atEnd) = (nil, nil, nil, nil, false, true)
+        pending.reset()
+        do {
+            guard try decoder.send(key) == .accepted else { return nil }
+            try decoder.sendEndOfStream()
+            while try decoder.receive(into: &frame) == .frame {
+                if let pts = frame.pts {
+                    lastDecoded = pts
+                    return pts
+                }
+            }
+        } catch {
+            // A damaged keyframe: the caller decodes from the seek instead.
+        }
+        return nil
     }
 
     /// The index of the first keyframe after `ticks` (binary search: a long movie has tens of thousands).
