@@ -131,6 +131,18 @@ public enum PictureFormat: String, Sendable, Hashable, CaseIterable, Codable {
     case jpeg, png, webp
 
     public var fileExtension: String { self == .jpeg ? "jpg" : rawValue }
+
+    /// The format a file's name gives: .jpg or .jpeg, .png, .webp, in any case; nil for any other name.
+    public init?(fileName: String) {
+        let name = fileName.split(separator: "/").last.map(String.init) ?? fileName
+        guard let dot = name.lastIndex(of: ".") else { return nil }
+        switch name[name.index(after: dot)...].lowercased() {
+        case "jpg", "jpeg": self = .jpeg
+        case "png": self = .png
+        case "webp": self = .webp
+        default: return nil
+        }
+    }
 }
 
 /// Outputs a job writes whose number it learns as it runs (pictures every N seconds, a storyboard's

@@ -30,8 +30,8 @@ extension Walker {
             fail(p, "give the times one way: \"times\", \"every\" or \"count\"")
         }
         let tolerance = self.tolerance(o, p)
-        let style = self.style(o, p, quality: 0.85)
         let output = path(o["output"], "\(p).output", required: true, output: true)
+        let style = self.style(o, p, quality: 0.85, output: output)
         if let output {
             let name = output.split(separator: "/").last.map(String.init) ?? output
             let several: Bool = switch times {
@@ -64,8 +64,9 @@ extension Walker {
         if at == nil && (tolerance.before != nil || tolerance.after != nil) && valid {
             fail("\(p).tolerance", "applies to a poster at a time; \"auto\" picks a keyframe")
         }
-        let style = self.style(o, p, quality: 0.85)
-        guard let output = path(o["output"], "\(p).output", required: true, output: true), valid else { return nil }
+        let output = path(o["output"], "\(p).output", required: true, output: true)
+        let style = self.style(o, p, quality: 0.85, output: output)
+        guard let output, valid else { return nil }
         var settings = JobManifest.PosterSettings(at: at, output: output)
         (settings.tolerance, settings.style) = (tolerance, style)
         return settings
@@ -150,8 +151,9 @@ extension Walker {
     mutating func scanImages(_ value: JSONValue) -> JobManifest.ScanImages? {
         let p = "$.scan.images"
         guard let o = object(value, p, allowed: ["maxWidth", "maxHeight", "format", "quality", "output"]) else { return nil }
-        let style = self.style(o, p, quality: 0.85)
-        guard let output = path(o["output"], "\(p).output", required: true, output: true) else { return nil }
+        let output = path(o["output"], "\(p).output", required: true, output: true)
+        let style = self.style(o, p, quality: 0.85, output: output)
+        guard let output else { return nil }
         let name = output.split(separator: "/").last.map(String.init) ?? output
         guard name.contains("{index}"), !output.dropLast(name.count).contains("{index}") else {
             fail("\(p).output", "needs {index} in the file's name (the code's place in the report, from 1), like \"codes/code-{index}.jpg\"")
@@ -175,11 +177,21 @@ extension Walker {
                                             after: time(o["toleranceAfter"], "\(p).toleranceAfter"))
     }
 
-    mutating func style(_ o: [String: JSONValue], _ p: String, quality: Double) -> JobManifest.PictureStyle {
+    /// A picture's size and encoding. Its format is the output's (from the name's extension); a `"format"`
+    /// that disagrees is refused, naming both.
+    mutating func style(_ o: [String: JSONValue], _ p: String, quality: Double, output: String?) -> JobManifest.PictureStyle {
         var style = JobManifest.PictureStyle()
         style.maxWidth = integer(o["maxWidth"], "\(p).maxWidth", in: 0...16_384) ?? 0
         style.maxHeight = integer(o["maxHeight"], "\(p).maxHeight", in: 0...16_384) ?? 0
-        style.format = enumeration(o["format"], "\(p).format", PictureFormat.self) ?? .jpeg
+        let named = enumeration(o["format"], "\(p).format", PictureFormat.self)
+        let fromName = output.flatMap { PictureFormat(fileName: $0) }
+        if let output, fromName == nil {
+            fail("\(p).output", "\"\(output)\" must end in .jpg, .jpeg, .png or .webp: the picture's format comes from its name")
+        }
+        if let named, let fromName, named != fromName, let output {
+            fail("\(p).format", "is \"\(named.rawValue)\", but the output \"\(output)\" names a \(fromName.rawValue.uppercased()) file; leave \"format\" out or make the two agree")
+        }
+        style.format = fromName ?? named ?? .jpeg
         style.quality = unitFraction(o["quality"], "\(p).quality") ?? quality
         return style
     }

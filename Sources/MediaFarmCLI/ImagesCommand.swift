@@ -57,13 +57,14 @@ struct ImagesCommand: AsyncParsableCommand {
         let ways = [!at.isEmpty, every != nil, count != nil].filter { $0 }.count
         guard ways == 1 else { throw ValidationError("give the times one way: --at (repeated), --every or --count") }
         if exact && tolerance != nil { throw ValidationError("--exact and --tolerance: give one (--exact is --tolerance 0)") }
+        _ = try picture.format(output: output)
         if let output, !output.contains("{index}") && !output.contains("{time}") && (at.count > 1 || every != nil || (count ?? 1) > 1) {
             throw ValidationError("--output \(output): several pictures need {index} or {time} in the name")
         }
     }
 
     func run() async throws {
-        let settings = picture.settings(tolerance: exact ? 0 : tolerance)
+        let settings = try picture.settings(tolerance: exact ? 0 : tolerance, output: output)
         let generator: AssetImageGenerator
         do {
             generator = try AssetImageGenerator(path: input, settings: settings)
@@ -71,7 +72,7 @@ struct ImagesCommand: AsyncParsableCommand {
             throw CLIError("images: \(error)")
         }
         let times = try self.times(duration: generator.duration)
-        let pattern = output ?? (URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent + "-{index}." + picture.format.fileExtension)
+        let pattern = output ?? (URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent + "-{index}." + settings.format.fileExtension)
         // On every core: each stretch of the times with a reader of its own (this one the first's).
         let made = ImageRecords(count: times.count)
         let overwrite = self.overwrite

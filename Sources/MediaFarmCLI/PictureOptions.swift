@@ -14,17 +14,29 @@ struct PictureOptions: ParsableArguments {
             transform: UserNumbers.pictureSide.option)
     var maxHeight: Int = 0
 
-    @Option(name: .long, help: "jpeg, png or webp.")
-    var format: StillImageFormat = .jpeg
+    @Option(name: .long, help: "jpeg, png or webp; default: the output's extension (.jpg, .jpeg, .png, .webp), or jpeg.")
+    var format: StillImageFormat?
 
     @Option(name: .long, help: "Quality for JPEG and WebP \(UserNumbers.quality.inHelp).", transform: UserNumbers.quality.option)
     var quality: Double = 0.85
 
+    /// The pictures' format: the output's, from its extension; `--format` when no output is named.
+    func format(output: String?) throws -> StillImageFormat {
+        guard let output else { return format ?? .jpeg }
+        guard let fromName = StillImageFormat(fileName: output) else {
+            throw ValidationError("--output \(output): name a .jpg, .jpeg, .png or .webp file (the picture's format comes from its name)")
+        }
+        if let format, format != fromName {
+            throw ValidationError("--format \(format.rawValue) disagrees with --output \(output), a \(fromName.rawValue.uppercased()) file's name; leave --format out or make the two agree")
+        }
+        return fromName
+    }
+
     /// The generator's settings for these pictures, at `tolerance` seconds either side (nil: any).
-    func settings(tolerance: Double?) -> AssetImageGenerator.Settings {
+    func settings(tolerance: Double?, output: String?) throws -> AssetImageGenerator.Settings {
         var settings = AssetImageGenerator.Settings()
         if let tolerance { (settings.toleranceBefore, settings.toleranceAfter) = (ImagesCommand.time(tolerance), ImagesCommand.time(tolerance)) }
-        (settings.maximumWidth, settings.maximumHeight, settings.format, settings.quality) = (maxWidth, maxHeight, format, quality)
+        (settings.maximumWidth, settings.maximumHeight, settings.format, settings.quality) = (maxWidth, maxHeight, try format(output: output), quality)
         return settings
     }
 }

@@ -50,10 +50,11 @@ struct PosterCommand: AsyncParsableCommand {
 
     func validate() throws {
         if try time() == nil && exact { throw ValidationError("--exact needs --at SECONDS: auto picks a keyframe") }
+        _ = try picture.format(output: output)
     }
 
     func run() async throws {
-        let settings = picture.settings(tolerance: exact ? 0 : nil)
+        let settings = try picture.settings(tolerance: exact ? 0 : nil, output: output)
         let at = try time()
         let made: (AssetImageGenerator.Image, [RepresentativeFrame.Candidate]?)
         do {
@@ -61,7 +62,7 @@ struct PosterCommand: AsyncParsableCommand {
         } catch {
             throw CLIError("poster: \(error)")
         }
-        let path = output ?? (URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent + "-poster." + picture.format.fileExtension)
+        let path = output ?? (URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent + "-poster." + settings.format.fileExtension)
         do { try ImagesCommand.write(made.0.data, to: path, overwrite: overwrite) } catch { throw CLIError("poster: \(path): \(error)") }
         let record = JobRunner.PosterRecord(picture: ImageRecord(made.0, path: path), chosen: at == nil ? "auto" : "time", candidates: made.1)
         if json {

@@ -17,6 +17,16 @@ import Testing
         }
     }
 
+    /// A picture's format is its output's: the extension decides, in any case; "format" may only agree.
+    @Test func aPicturesFormatFollowsItsOutputsExtension() throws {
+        for (name, format) in [("p.png", PictureFormat.png), ("p.PNG", .png), ("p.jpeg", .jpeg), ("p.JPG", .jpeg), ("p.webp", .webp)] {
+            let m = try validate(#"{ "version": 1, "input": "m.mp4", "poster": { "output": "out/\#(name)" }, "images": { "times": [1], "output": "out/t-\#(name)" } }"#).get()
+            #expect(m.poster?.style.format == format && m.images?.style.format == format, "\(name)")
+        }
+        let agreeing = try validate(#"{ "version": 1, "input": "m.mp4", "poster": { "format": "png", "output": "out/p.png" } }"#).get()
+        #expect(agreeing.poster?.style.format == .png)
+    }
+
     @Test func everySectionReadsWithItsDefaults() throws {
         let m = try validate("""
         { "version": 1, "input": "movie.mp4",
@@ -90,6 +100,11 @@ import Testing
         refused(#""input": "m.mp4", "images": { "output": "out/t.jpg" }"#, "$.images", "needs")
         refused(#""input": "m.mp4", "images": { "times": [1], "tolerance": 0, "toleranceAfter": 1, "output": "out/t.jpg" }"#, "$.images.tolerance", "not both")
         refused(#""input": "m.mp4", "images": { "times": [1], "format": "gif", "output": "out/t.jpg" }"#, "$.images.format", "jpeg, png, webp")
+        refused(#""input": "m.mp4", "poster": { "format": "jpeg", "output": "out/p.png" }"#, "$.poster.format", "out/p.png\" names a PNG")
+        refused(#""input": "m.mp4", "images": { "times": [1], "format": "png", "output": "out/t.webp" }"#, "$.images.format", "names a WEBP")
+        refused(#""input": "m.mp4", "poster": { "output": "out/p.gif" }"#, "$.poster.output", "must end in .jpg, .jpeg, .png or .webp")
+        refused(#""input": "m.mp4", "scan": { "symbologies": ["qr"], "images": { "format": "webp", "output": "out/c-{index}.jpg" } }"#,
+                "$.scan.images.format", "names a JPEG")
         refused(#""input": "m.mp4", "images": { "times": [1], "output": "../elsewhere/t.jpg" }"#, "$.images.output", "outside the output roots")
         refused(#""input": "m.mp4", "poster": { "tolerance": 0, "output": "out/p.jpg" }"#, "$.poster.tolerance", "auto")
         refused(#""input": "m.mp4", "poster": { "output": "m.mp4" }"#, "$.poster.output", "outside the output roots")

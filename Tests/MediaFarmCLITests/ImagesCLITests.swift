@@ -116,6 +116,31 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("silent.png").path))
     }
 
+    /// A picture's format is its name's: `-o p.png` writes a PNG without `--format`; a `--format` that
+    /// disagrees with the name, or a name no picture format has, is exit 2 naming both, writing nothing.
+    @Test func thePicturesFormatFollowsTheOutputsExtension() throws {
+        let take = try movie()
+        let folder = take.deletingLastPathComponent()
+        let signatures: [String: [UInt8]] = ["png": [0x89, 0x50, 0x4E, 0x47], "jpg": [0xFF, 0xD8, 0xFF], "jpeg": [0xFF, 0xD8, 0xFF], "webp": [0x52, 0x49, 0x46, 0x46]]
+        for (ext, signature) in signatures {
+            let poster = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["poster", "--json", "-o", "p.\(ext)", take.path], currentDirectory: folder.path)
+            #expect(poster.status == 0, "\(ext): \(poster.stderr)")
+            #expect(try Data(contentsOf: folder.appendingPathComponent("p.\(ext)")).prefix(signature.count) == Data(signature), "poster -o p.\(ext)")
+            let record = try JSONSerialization.jsonObject(with: poster.stdoutData) as? [String: Any]
+            #expect((record?["picture"] as? [String: Any])?["format"] as? String == (ext == "jpg" ? "jpeg" : ext), "\(record ?? [:])")
+            let images = try images(["--at", "1", "-o", "t-{index}.\(ext)", take.path], in: folder)
+            #expect(images.status == 0, "\(ext): \(images.stderr)")
+            #expect(try Data(contentsOf: folder.appendingPathComponent("t-1.\(ext)")).prefix(signature.count) == Data(signature), "images -o t-{index}.\(ext)")
+        }
+        for (command, arguments, says) in [("poster", ["--format", "jpeg", "-o", "q.png"], "--format jpeg disagrees with --output q.png, a PNG"),
+                                           ("images", ["--at", "1", "--format", "png", "-o", "q-{index}.jpg"], "--format png disagrees"),
+                                           ("poster", ["-o", "q.gif"], "name a .jpg, .jpeg, .png or .webp file")] {
+            let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, [command] + arguments + [take.path], currentDirectory: folder.path)
+            #expect(r.status == 2 && r.stderr.contains(says), "\(command) \(arguments): \(r.status) \(r.stderr)")
+        }
+        for name in ["q.png", "q-1.jpg", "q.gif"] { #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent(name).path), "\(name)") }
+    }
+
     @Test func badUsageIsExitTwoNamingTheProblem() throws {
         let take = try movie()
         let folder = take.deletingLastPathComponent()
