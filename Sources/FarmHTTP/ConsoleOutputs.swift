@@ -64,7 +64,7 @@ extension HTTPFace {
         }
         let full = given.hasPrefix("/") ? given : job.baseDirectory + "/" + given
         let real = URL(fileURLWithPath: full).resolvingSymlinksInPath().path
-        let roots = job.outputRoots.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path }
+        let roots = job.writableRoots.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path }
         guard roots.contains(where: { real.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }) else {
             throw APIError(status: .forbidden, message: "job \(job.id)'s \(name) \(full) is not under its output roots: the console serves nothing else")
         }

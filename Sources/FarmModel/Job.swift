@@ -7,7 +7,8 @@ public struct Job: Sendable, Hashable, Codable {
     /// The manifest as submitted (JSON text); relative paths in it resolve against `baseDirectory`.
     public var manifest: String
     public var baseDirectory: String
-    /// Folders the job may write under, checked again by the worker.
+    /// Folders the job may write under, checked again by the worker; none given: the manifest's folder
+    /// (`writableRoots`).
     public var outputRoots: [String]
     public var state: JobState
     /// Higher runs first.
@@ -101,6 +102,10 @@ public struct Job: Sendable, Hashable, Codable {
     public var host: String?
 
     /// A new queued job.
+    /// The folders the job may write under, as the validator reads them: its output roots, or its
+    /// manifest's folder when it was submitted with none.
+    public var writableRoots: [String] { outputRoots.isEmpty ? [baseDirectory] : outputRoots }
+
     public init(id: Int64 = 0, name: String, manifest: String, baseDirectory: String, outputRoots: [String] = [],
                 priority: Int = 0, maxAttempts: Int = RetryPolicy.default.maxAttempts, runAt: Date? = nil,
                 uniqueKey: String? = nil, timeout: Double? = nil, createdAt: Date) {

@@ -36,6 +36,20 @@ import Testing
         #expect(refused?.message.contains("not under its output roots") == true, "\(String(describing: refused))")
     }
 
+    /// A job submitted with no output roots may write under its manifest's folder: that is its root here too.
+    @Test func aJobWithoutOutputRootsServesFilesUnderItsManifestsFolder() throws {
+        let dir = try TestPaths.makeTemporaryFolder("console-default-root")
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("out"), withIntermediateDirectories: true)
+        try Data("movie".utf8).write(to: dir.appendingPathComponent("out/a.mp4"))
+        var job = job(dir, output: "out/a.mp4")
+        job.outputRoots = []
+        #expect(try HTTPFace.servedFile(job, "output") == dir.appendingPathComponent("out/a.mp4").resolvingSymlinksInPath().path)
+        // Nor anything outside that folder.
+        var outside = self.job(dir.appendingPathComponent("sub"), output: "../out/a.mp4")
+        outside.outputRoots = []
+        #expect(throws: APIError.self) { try HTTPFace.servedFile(outside, "output") }
+    }
+
     @Test func rangesAreThoseOfTheFile() {
         #expect(HTTPFace.byteRange("bytes=0-99", size: 1000) == 0...99)
         #expect(HTTPFace.byteRange("bytes=900-", size: 1000) == 900...999)

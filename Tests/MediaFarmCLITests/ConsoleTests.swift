@@ -296,6 +296,30 @@ import Glibc
         #expect(try farm.request("GET", "/api/queue/history?span=week").status == 400)
     }
 
+    /// The README's way: a manifest submitted with `mediafarm submit` and no --output-root writes beside it
+    /// (its folder is its root), and its page shows those files, as it does under an explicit root.
+    @Test func aJobSubmittedWithoutOutputRootsShowsItsFiles() throws {
+        let farm = try HTTPFarm("console-default-root", workers: 1)
+        let manifest = farm.dir.appendingPathComponent("slow.json")
+        try #"""
+            { "version": 1, "name": "slow", "input": "clip.mp4", "scale": [{ "start": 0, "duration": 1, "rate": "1/2" }],
+              "export": { "mode": "passthrough", "output": "out/slow.mp4" }, "report": "out/slow.json" }
+            """#.write(to: manifest, atomically: true, encoding: .utf8)
+        let submitted = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["submit", "--queue", "sqlite:queue.sqlite", "slow.json"],
+                                              currentDirectory: farm.dir.path)
+        let id = try #require(submitted.stdout.firstMatch(of: /queued job (\d+) \(slow\)/).flatMap { Int64($0.1) }, "\(submitted.stdout) \(submitted.stderr)")
+        let job = try farm.waitFor(id) { ["succeeded", "failed", "dead"].contains($0["state"] as? String ?? "") }
+        #expect(job["state"] as? String == "succeeded", "\(job)")
+        let page = try farm.request("GET", "/jobs/\(id)").body
+        #expect(!page.contains("Not shown here"), "the page does not show the report: \(page)")
+        #expect(page.contains("<table id=\"pieces\">"), "no report tables")
+        #expect(page.contains("<video class=\"output\" controls preload=\"metadata\" src=\"/jobs/\(id)/files/output\">"), "no player")
+        let movie = try Data(contentsOf: farm.dir.appendingPathComponent("out/slow.mp4"))
+        let whole = try farm.request("GET", "/jobs/\(id)/files/output?download=1")
+        #expect(whole.status == 200 && whole.headers.lowercased().contains("content-length: \(movie.count)"), "\(whole.status) \(whole.headers)")
+        #expect(try farm.request("GET", "/jobs/\(id)/files/report").status == 200)
+    }
+
     /// A job's page shows its report as tables: the composition's pieces, the QR code found with its times,
     /// and the export; a report outside the job's output roots is named, not read.
     @Test func aJobsPageShowsItsReportAsTables() throws {
