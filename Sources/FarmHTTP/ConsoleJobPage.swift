@@ -68,7 +68,7 @@ extension HTTPFace {
         func fact(_ name: String, _ value: String) { body += "<tr><th>\(name)</th><td>\(value)</td></tr>" }
         // The phase while it runs only: once ended, the last phase reported would mislead (a job failed while "starting").
         fact("state", Console.badge(job.state.rawValue) + (job.state == .running ? job.phase.map { " <span class=\"muted\">\(e($0))</span>" } ?? "" : ""))
-        fact("attempts", "\(job.attempt) of \(job.maxAttempts)")
+        fact("attempts", e(job.attemptsSummary))
         fact("priority", String(job.priority))
         if let key = job.uniqueKey { fact("unique key", "<code>\(e(key))</code>") }
         if let lease = job.lease {
@@ -87,10 +87,13 @@ extension HTTPFace {
         if job.runAt > job.createdAt.addingTimeInterval(1) && (job.startedAt == nil || job.state == .queued) {
             events.append((job.runAt, job.state == .queued ? "due to run" : "was due", false))
         }
-        for error in job.errors { events.append((error.at, "attempt \(error.attempt) failed", true)) }
+        for error in job.errors {
+            events.append((error.at, "attempt \(error.attempt) \(error.message == "cancelled" ? "cancelled" : "failed")", true))
+            if let retried = error.retriedAt { events.append((retried, "retried after attempt \(error.attempt)", false)) }
+        }
         if let started = job.startedAt {
             let host = job.lease.map { " on " + Job.host(ofOwner: $0.owner) } ?? ""
-            events.append((started, "attempt \(job.attempt) started\(host)", false))
+            events.append((started, "attempt \(job.attemptNumber) started\(host)", false))
         }
         if let finished = job.finishedAt { events.append((finished, job.state.rawValue, job.state == .failed || job.state == .dead)) }
         body += "<h2>Timeline</h2><ol class=\"timeline\">"
@@ -101,11 +104,12 @@ extension HTTPFace {
 
         // Failed attempts.
         if !job.errors.isEmpty {
-            body += "<h2>Failed attempts</h2><div class=\"scroll\"><table><tr><th>attempt</th><th>ended</th><th>ran</th><th>on</th><th>error</th></tr>"
+            body += "<h2>Failed attempts</h2><div class=\"scroll\"><table><tr><th>attempt</th><th>ended</th><th>ran</th><th>on</th><th>worker</th><th>retried</th><th>error</th></tr>"
             for error in job.errors.reversed() {
                 let ran = error.startedAt.map { StatusPage.duration(max(0, error.at.timeIntervalSince($0))) } ?? "–"
                 body += "<tr class=\"attempt\"><td>\(error.attempt)</td><td>\(Console.time(error.at))</td><td class=\"ran\">\(ran)</td>"
-                body += "<td>\(e(error.host ?? "–"))</td><td class=\"reason\"><pre>\(e(error.message))</pre></td></tr>"
+                body += "<td>\(e(error.host ?? "–"))</td><td>\(error.worker.map { "pid \($0)" } ?? "–")</td>"
+                body += "<td class=\"retried\">\(error.retriedAt.map(Console.time) ?? "–")</td><td class=\"reason\"><pre>\(e(error.message))</pre></td></tr>"
             }
             body += "</table></div>\n"
         }

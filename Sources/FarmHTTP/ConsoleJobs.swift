@@ -215,7 +215,7 @@ extension HTTPFace {
             body += """
             <tr class="job" data-job="\(job.id)"><td><input type="checkbox" name="ids" value="\(job.id)" aria-label="Select job \(job.id)"></td>\
             <td><a href="/jobs/\(job.id)">\(job.id)</a></td><td class="name"><a href="/jobs/\(job.id)">\(e(job.name))</a>\(folded)</td>\
-            <td>\(Console.badge(job.state.rawValue))</td><td>\(progress)</td><td>\(job.attempt) of \(job.maxAttempts)</td>\
+            <td>\(Console.badge(job.state.rawValue))</td><td>\(progress)</td><td>\(job.attemptsSummary)</td>\
             <td>\(e(host))</td><td>\(Console.time(job.createdAt))</td><td>\(Console.time(job.finishedAt))</td></tr>
 
             """

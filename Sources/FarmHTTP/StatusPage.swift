@@ -131,7 +131,7 @@ struct StatusPage {
                 let percent = Int((fraction * 100).rounded())
                 body += """
                 <tr class="job" data-job="\(job.id)"><td><a href="/jobs/\(job.id)">\(job.id)</a></td><td class="name">\(e(job.name))</td>\
-                <td>\(e(job.lease.map { Job.host(ofOwner: $0.owner) } ?? "–"))</td><td>\(job.attempt) of \(job.maxAttempts)</td>\
+                <td>\(e(job.lease.map { Job.host(ofOwner: $0.owner) } ?? "–"))</td><td>\(e(job.attemptsSummary))</td>\
                 <td><progress max="100" value="\(percent)"></progress> <span class="percent">\(percent)%</span></td>\
                 <td class="phase">\(e(phase))</td><td>\(Self.duration(elapsed))</td><td class="eta">\(Self.duration(eta))</td></tr>
                 """
@@ -164,7 +164,7 @@ struct StatusPage {
                     ? "<form method=\"post\" action=\"/jobs/\(job.id)/retry\">\(Console.csrfField(csrf))<button>Retry</button></form>" : "retrying"
                 body += """
                 <tr class="failure \(job.state.rawValue)" data-job="\(job.id)"><td><a href="/jobs/\(job.id)">\(job.id)</a></td><td class="name">\(e(job.name))</td>\
-                <td>\(job.state.rawValue)</td><td>\(job.attempt) of \(job.maxAttempts)</td><td class="reason">\(e(last))</td><td>\(retry)</td></tr>
+                <td>\(job.state.rawValue)</td><td>\(e(job.attemptsSummary))</td><td class="reason">\(e(last))</td><td>\(retry)</td></tr>
                 """
             }
             body += "</table>"

@@ -72,7 +72,8 @@ public struct Job: Sendable, Hashable, Codable {
         String(owner.prefix { $0 != ":" })
     }
 
-    /// Why one attempt failed.
+    /// An attempt that did not succeed: its number over the job's life, when it ended and why, and when it
+    /// was retried.
     public struct AttemptError: Sendable, Hashable, Codable {
         public var attempt: Int
         public var at: Date
@@ -81,19 +82,50 @@ public struct Job: Sendable, Hashable, Codable {
         /// its dependency having failed, and in errors recorded before they were kept).
         public var startedAt: Date?
         public var host: String?
+        /// The worker process that ran it, when one had started.
+        public var worker: Int32?
+        /// When the job was retried after this attempt (a fresh set of attempts, numbered on from it).
+        public var retriedAt: Date?
 
-        public init(attempt: Int, at: Date, message: String, startedAt: Date? = nil, host: String? = nil) {
+        public init(attempt: Int, at: Date, message: String, startedAt: Date? = nil, host: String? = nil, worker: Int32? = nil,
+                    retriedAt: Date? = nil) {
             self.attempt = attempt
             self.at = at
             self.message = message
             self.startedAt = startedAt
             self.host = host
+            self.worker = worker
+            self.retriedAt = retriedAt
         }
 
         /// The error of `job`'s attempt now running, ending at `now`.
         public static func of(_ job: Job, at now: Date, message: String) -> AttemptError {
-            AttemptError(attempt: job.attempt, at: now, message: message, startedAt: job.startedAt,
-                         host: job.lease.map { Job.host(ofOwner: $0.owner) })
+            AttemptError(attempt: job.attemptNumber, at: now, message: message, startedAt: job.startedAt,
+                         host: job.lease.map { Job.host(ofOwner: $0.owner) }, worker: job.workerPID)
+        }
+    }
+
+    /// The number of the latest attempt over the job's life: a retry gives a fresh set of `maxAttempts`
+    /// (`attempt` counts those), and the numbers go on from the attempts before it.
+    public var attemptNumber: Int { (errors.last { $0.retriedAt != nil }?.attempt ?? 0) + attempt }
+
+    /// Whether another attempt can come without a retry: the job has not ended.
+    public var mayRunAgain: Bool { !state.isTerminal }
+
+    /// How its attempts stand, as the console and `mediafarm status` say it: "2 of 3" while another attempt
+    /// can come; once ended, how many ran and whether a retry is the way on.
+    public var attemptsSummary: String {
+        switch state {
+        case .queued, .running, .waiting:
+            return "\(attempt) of \(maxAttempts)"
+        case .succeeded:
+            return "attempt \(attemptNumber)"
+        case .failed:
+            return "failed (not retryable)"
+        case .dead:
+            return "\(attempt) of \(maxAttempts), none left"
+        case .cancelled:
+            return attempt == 0 ? "none ran" : "attempt \(attemptNumber)"
         }
     }
 

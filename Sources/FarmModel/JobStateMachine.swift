@@ -145,6 +145,14 @@ public struct JobStateMachine: Sendable {
 
         case (.failed, .retry), (.dead, .retry), (.cancelled, .retry):
             next.state = job.waitingFor > 0 ? .waiting : .queued
+            // The attempt that ended the job keeps its row, marked retried: the next is numbered on from it.
+            // A cancelled attempt has no row yet (only failures write one): it gets one now.
+            if let last = job.errors.indices.last, job.errors[last].attempt == job.attemptNumber {
+                next.errors[last].retriedAt = now
+            } else if job.attempt > 0 {
+                next.errors.append(Job.AttemptError(attempt: job.attemptNumber, at: job.finishedAt ?? now, message: "cancelled",
+                                                    startedAt: job.startedAt, host: job.host, retriedAt: now))
+            }
             next.attempt = 0
             next.runAt = now
             next.result = nil
@@ -161,7 +169,7 @@ public struct JobStateMachine: Sendable {
             next.state = .failed
             next.waitingFor = 0
             next.blockedBy = id
-            next.errors.append(Job.AttemptError(attempt: job.attempt, at: now, message: message))
+            next.errors.append(Job.AttemptError(attempt: job.attemptNumber, at: now, message: message))
             finish(&next, at: now)
 
         default:

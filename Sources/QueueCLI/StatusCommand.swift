@@ -145,10 +145,11 @@ public struct StatusCommand: AsyncParsableCommand {
         guard !jobs.isEmpty else { return "no jobs\n" }
         let nameWidth = min(28, max(4, jobs.map(\.name.count).max() ?? 4))
         let idWidth = max(4, jobs.map { String($0.id).count }.max() ?? 4) + 2
+        let attemptsWidth = max(8, jobs.map(\.attemptsSummary.count).max() ?? 8) + 2
         func pad(_ s: String, _ w: Int) -> String { s.count >= w ? String(s.prefix(w)) : s + String(repeating: " ", count: w - s.count) }
         // A longer name is cut with an ellipsis: the columns stay apart.
         func name(_ s: String) -> String { s.count > nameWidth ? String(s.prefix(nameWidth - 1)) + "…" : s }
-        var out = pad("ID", idWidth) + pad("NAME", nameWidth + 2) + pad("STATE", 11) + pad("TRY", 6) + "PROGRESS / RESULT\n"
+        var out = pad("ID", idWidth) + pad("NAME", nameWidth + 2) + pad("STATE", 11) + pad("ATTEMPTS", attemptsWidth) + "PROGRESS / RESULT\n"
         for job in jobs {
             var detail: String
             switch job.state {
@@ -184,7 +185,7 @@ public struct StatusCommand: AsyncParsableCommand {
                 detail = "cancelled"
             }
             out += pad(String(job.id), idWidth) + pad(name(job.name), nameWidth + 2) + pad(job.state.rawValue, 11)
-                + pad("\(job.attempt)/\(job.maxAttempts)", 6) + detail + "\n"
+                + pad(job.attemptsSummary, attemptsWidth) + detail + "\n"
         }
         return out
     }

@@ -145,6 +145,42 @@ import Testing
         #expect(again.state == .queued && again.attempt == 0 && again.runAt == t0.addingTimeInterval(5) && again.finishedAt == nil)
     }
 
+    /// Each attempt keeps a row of its own through retries: numbered on (1, 2, 3), with its host, worker
+    /// and when it was retried; a cancelled attempt that is retried gets its row. "N of M" is said only
+    /// while another attempt can come.
+    @Test func retriesKeepEachAttemptsRow() throws {
+        var job = job(.queued)
+        func run(_ ending: JobTransition?, at seconds: Double) throws {
+            job = try machine.apply(.claim(owner: "host-a:1", token: "tok", leaseExpiresAt: t0.addingTimeInterval(seconds + 60)), to: job,
+                                    at: t0.addingTimeInterval(seconds))
+            job = try machine.apply(.renew(token: "tok", leaseExpiresAt: t0.addingTimeInterval(seconds + 60), progress: nil, phase: nil,
+                                           workerPID: Int32(100 + seconds), result: nil), to: job, at: t0.addingTimeInterval(seconds))
+            #expect(job.attemptsSummary == "1 of 3")
+            if let ending { job = try machine.apply(ending, to: job, at: t0.addingTimeInterval(seconds + 1)) }
+        }
+        try run(.fail(token: "tok", message: "bad input", result: nil), at: 10)
+        #expect(job.attemptsSummary == "failed (not retryable)")
+        job = try machine.apply(.retry, to: job, at: t0.addingTimeInterval(20))
+        #expect(job.attemptNumber == 1 && job.attempt == 0)
+        try run(.fail(token: "tok", message: "bad again", result: nil), at: 30)
+        job = try machine.apply(.retry, to: job, at: t0.addingTimeInterval(40))
+        try run(.cancel, at: 50)
+        #expect(job.attemptsSummary == "attempt 3")
+        job = try machine.apply(.retry, to: job, at: t0.addingTimeInterval(60))
+        try run(nil, at: 70)
+        #expect(job.attemptNumber == 4)
+        #expect(job.errors.map(\.attempt) == [1, 2, 3])
+        #expect(job.errors.map(\.message) == ["bad input", "bad again", "cancelled"])
+        #expect(job.errors.map(\.retriedAt) == [20, 40, 60].map { t0.addingTimeInterval($0) })
+        #expect(job.errors.map(\.host) == ["host-a", "host-a", "host-a"] && job.errors.map(\.worker) == [110, 130, nil])
+        #expect(job.errors.map(\.startedAt) == [10, 30, 50].map { t0.addingTimeInterval($0) })
+        // A job that used up its attempts says so.
+        var dead = self.job(.running, attempt: 3)
+        dead.maxAttempts = 3
+        dead = try machine.apply(.crash(token: "tok", message: "killed"), to: dead, at: t0)
+        #expect(dead.state == .dead && dead.attemptsSummary == "3 of 3, none left")
+    }
+
     @Test func renewRecordsProgress() throws {
         let renewed = try machine.apply(.renew(token: "tok", leaseExpiresAt: t0.addingTimeInterval(40), progress: 1.7, phase: "encoding", workerPID: 99),
                                         to: job(.running), at: t0)
