@@ -51,6 +51,12 @@ enum Console {
     /// A state as a badge.
     static func badge(_ state: String) -> String { "<span class=\"state \(StatusPage.escape(state))\">\(StatusPage.escape(state))</span>" }
 
+    /// A job's state as people see it (`ShownState`): a delayed job with its due time.
+    static func shownState(_ job: Job, at now: Date) -> String {
+        let shown = ShownState(job, at: now)
+        return badge(shown.rawValue) + (shown == .delayed ? " <span class=\"due muted\">due \(time(job.runAt))</span>" : "")
+    }
+
     /// A hidden form field with the page's CSRF token.
     static func csrfField(_ token: String) -> String { "<input type=\"hidden\" name=\"csrf\" value=\"\(StatusPage.escape(token))\">" }
 

@@ -67,7 +67,7 @@ extension HTTPFace {
         body += "<div class=\"scroll\"><table class=\"facts\">"
         func fact(_ name: String, _ value: String) { body += "<tr><th>\(name)</th><td>\(value)</td></tr>" }
         // The phase while it runs only: once ended, the last phase reported would mislead (a job failed while "starting").
-        fact("state", Console.badge(job.state.rawValue) + (job.state == .running ? job.phase.map { " <span class=\"muted\">\(e($0))</span>" } ?? "" : ""))
+        fact("state", Console.shownState(job, at: now) + (job.state == .running ? job.phase.map { " <span class=\"muted\">\(e($0))</span>" } ?? "" : ""))
         fact("attempts", e(job.attemptsSummary))
         fact("priority", String(job.priority))
         if let key = job.uniqueKey { fact("unique key", "<code>\(e(key))</code>") }

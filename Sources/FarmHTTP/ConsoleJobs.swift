@@ -133,10 +133,10 @@ extension HTTPFace {
         let filter = try JobFilter(query)
         let now = Date()
         let jobs: [Job]
-        let counts: [JobState: Int]
+        let counts: [ShownState: Int]
         var chunks: [Int64: Int] = [:]
         do {
-            counts = try await store.counts()
+            counts = try await store.stats(at: now).shown
             jobs = try await store.jobs(matching: filter.query(limit: Self.jobsPageSize, now: now)).reversed()
             for job in jobs where job.chunkPlan != nil {
                 chunks[job.id] = job.chunkPlan?.chunks.count
@@ -157,11 +157,7 @@ extension HTTPFace {
         }
         body += "<ul class=\"tabs\" aria-label=\"States\">"
         for tab in JobFilter.tabs {
-            let count: Int? = switch tab {
-            case "all": counts.values.reduce(0, +)
-            case "delayed": nil
-            default: JobState(rawValue: tab).map { counts[$0] ?? 0 }
-            }
+            let count: Int? = tab == "all" ? counts.values.reduce(0, +) : ShownState(rawValue: tab).map { counts[$0] ?? 0 }
             body += "<li><a href=\"\(e(filter.link(tab: tab)))\"\(tab == filter.tab ? " aria-current=\"page\"" : "")>\(tab)"
             body += count.map { "<span class=\"count\">\($0)</span>" } ?? ""
             body += "</a></li>"
@@ -184,11 +180,12 @@ extension HTTPFace {
 
         """
         if jobs.isEmpty {
-            body += "<p id=\"no-jobs\">No jobs \(filter.tab == "all" ? "" : "in this state ")\(filter.isFiltered ? "match the filter" : "").</p>\n"
+            let words = [filter.tab == "all" ? nil : "in this state", filter.isFiltered ? "match the filter" : nil].compactMap { $0 }
+            body += "<p id=\"no-jobs\">No jobs\(words.isEmpty ? "" : " " + words.joined(separator: " ")).</p>\n"
             return html(Console.page(title: "Jobs · MediaFarm", section: .jobs, body: body), cookie: cookie)
         }
-        // What "all matching" counts, when the counts say it (not for queued and delayed: they share a state).
-        let matching = filter.tab == "all" ? counts.values.reduce(0, +) : filter.tab == "queued" ? nil : JobState(rawValue: filter.tab).map { counts[$0] ?? 0 }
+        // What "all matching" counts, when the counts say it.
+        let matching = filter.tab == "all" ? counts.values.reduce(0, +) : ShownState(rawValue: filter.tab).map { counts[$0] ?? 0 }
         body += """
         <form method="post" action="/jobs/bulk" id="bulk" data-confirm="Apply to {n} jobs?" data-matching="\(!filter.isFiltered ? matching.map(String.init) ?? "every matching" : "every matching")">
         \(Console.csrfField(csrf))<input type="hidden" name="state" value="\(e(filter.tab))"><input type="hidden" name="name" value="\(e(filter.name))">\
@@ -215,7 +212,7 @@ extension HTTPFace {
             body += """
             <tr class="job" data-job="\(job.id)"><td><input type="checkbox" name="ids" value="\(job.id)" aria-label="Select job \(job.id)"></td>\
             <td><a href="/jobs/\(job.id)">\(job.id)</a></td><td class="name"><a href="/jobs/\(job.id)">\(e(job.name))</a>\(folded)</td>\
-            <td>\(Console.badge(job.state.rawValue))</td><td>\(progress)</td><td>\(job.attemptsSummary)</td>\
+            <td>\(Console.shownState(job, at: now))</td><td>\(progress)</td><td>\(job.attemptsSummary)</td>\
             <td>\(e(host))</td><td>\(Console.time(job.createdAt))</td><td>\(Console.time(job.finishedAt))</td></tr>
 
             """

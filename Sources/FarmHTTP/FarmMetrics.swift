@@ -65,11 +65,12 @@ public final class FarmMetrics: Sendable {
                 .set(webhooks.oldestPendingAt.map { max(0, now.timeIntervalSince($0)) } ?? 0)
         }
         if let stats {
-            for state in JobState.allCases {
-                gauge("jobs", "Jobs in the queue by state.", [("state", state.rawValue)])
-                    .set(Double(stats.counts[state.rawValue] ?? 0))
+            let shown = stats.shown
+            for state in ShownState.allCases {
+                gauge("jobs", "Jobs in the queue by state (queued: due now; delayed: queued, not due yet).", [("state", state.rawValue)])
+                    .set(Double(shown[state] ?? 0))
             }
-            gauge("queue_depth", "Queued jobs.")
+            gauge("queue_depth", "Queued jobs, due now or not yet.")
                 .set(Double(stats.counts[JobState.queued.rawValue] ?? 0))
             gauge("oldest_queued_age_seconds", "How long the longest-waiting due job has waited.")
                 .set(stats.oldestDueAt.map { max(0, now.timeIntervalSince($0)) } ?? 0)

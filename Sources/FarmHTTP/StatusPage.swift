@@ -70,13 +70,7 @@ struct StatusPage {
         return out
     }
 
-    static func duration(_ seconds: Double?) -> String {
-        guard let seconds, seconds.isFinite, seconds >= 0 else { return "–" }
-        let s = Int(seconds.rounded())
-        if s < 60 { return "\(s) s" }
-        if s < 3600 { return "\(s / 60) min \(s % 60) s" }
-        return "\(s / 3600) h \(s % 3600 / 60) min"
-    }
+    static func duration(_ seconds: Double?) -> String { Spoken.duration(seconds) }
 
     var html: String {
         let e = Self.escape
@@ -90,9 +84,10 @@ struct StatusPage {
         body += pauseSection
         if let stats {
             body += "<section id=\"queue\"><h2>Queue</h2><table><tr>"
-            body += JobState.allCases.map { "<th>\($0.rawValue)</th>" }.joined()
+            let shown = stats.shown
+            body += ShownState.allCases.map { "<th>\($0.rawValue)</th>" }.joined()
             body += "<th>oldest queued</th></tr><tr>"
-            body += JobState.allCases.map { "<td data-state=\"\($0.rawValue)\">\(stats.counts[$0.rawValue] ?? 0)</td>" }.joined()
+            body += ShownState.allCases.map { "<td data-state=\"\($0.rawValue)\">\(shown[$0] ?? 0)</td>" }.joined()
             body += "<td>\(Self.duration(stats.oldestDueAt.map { now.timeIntervalSince($0) }))</td></tr></table></section>\n"
             body += "<section id=\"hosts\"><h2>Coordinators</h2><div class=\"scroll\"><table><tr><th>host</th><th>coordinator</th><th>slots</th>"
             body += "<th>provides</th><th>last report</th><th>claiming</th></tr>"

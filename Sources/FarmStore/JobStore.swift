@@ -167,13 +167,27 @@ public struct QueueStats: Sendable, Hashable, Codable {
     /// Jobs that used up their attempts.
     public var dead: Int
     public var total: Int
+    /// Queued jobs not due yet (counted among `counts["queued"]`).
+    public var delayed: Int
 
-    public init(counts: [String: Int], oldestDueAt: Date?, runningByHost: [String: Int], dead: Int, total: Int) {
+    public init(counts: [String: Int], oldestDueAt: Date?, runningByHost: [String: Int], dead: Int, total: Int, delayed: Int = 0) {
         self.counts = counts
+        self.delayed = delayed
         self.oldestDueAt = oldestDueAt
         self.runningByHost = runningByHost
         self.dead = dead
         self.total = total
+    }
+}
+
+extension QueueStats {
+    /// The counts as people see them: `queued` those due, `delayed` the others (`ShownState`).
+    public var shown: [ShownState: Int] {
+        var shown: [ShownState: Int] = [:]
+        for state in ShownState.allCases { shown[state] = counts[state.stored.rawValue] ?? 0 }
+        shown[.queued] = max(0, (counts[JobState.queued.rawValue] ?? 0) - delayed)
+        shown[.delayed] = delayed
+        return shown
     }
 }
 

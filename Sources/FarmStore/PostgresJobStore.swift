@@ -438,8 +438,11 @@ public final class PostgresJobStore: JobStore {
         let oldest = try await run("""
             SELECT MIN(run_at) FROM \(unescaped: table) WHERE state = 'queued' AND run_at <= \(now.timeIntervalSince1970)
             """, { try $0.decode(Double?.self) }).first ?? nil
+        let delayed = try await run("""
+            SELECT COUNT(*) FROM \(unescaped: table) WHERE state = 'queued' AND run_at > \(now.timeIntervalSince1970)
+            """, { try $0.decode(Int.self) }).first ?? 0
         return QueueStats(counts: counts, oldestDueAt: oldest.map(Date.init(timeIntervalSince1970:)), runningByHost: hosts,
-                          dead: counts["dead"] ?? 0, total: counts.values.reduce(0, +))
+                          dead: counts["dead"] ?? 0, total: counts.values.reduce(0, +), delayed: delayed)
     }
 
     public func prune(finishedBefore date: Date, limit: Int) async throws(JobStoreError) -> Int {

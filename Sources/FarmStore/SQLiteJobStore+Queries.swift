@@ -80,8 +80,10 @@ extension SQLiteJobStore {
             }
             let oldest = try Double.fetchOne(db, sql: "SELECT MIN(run_at) FROM jobs WHERE state = 'queued' AND run_at <= ?",
                                              arguments: [now.timeIntervalSince1970])
+            let delayed = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM jobs WHERE state = 'queued' AND run_at > ?",
+                                           arguments: [now.timeIntervalSince1970]) ?? 0
             return QueueStats(counts: counts, oldestDueAt: oldest.map(Date.init(timeIntervalSince1970:)), runningByHost: hosts,
-                              dead: counts["dead"] ?? 0, total: counts.values.reduce(0, +))
+                              dead: counts["dead"] ?? 0, total: counts.values.reduce(0, +), delayed: delayed)
         }
     }
 }

@@ -165,7 +165,7 @@ public struct QueueCommand: AsyncParsableCommand {
                     var coordinators: [CoordinatorView]
                     var pauses: [QueuePause]
                 }
-                let counts = Dictionary(uniqueKeysWithValues: JobState.allCases.map { ($0.rawValue, stats.counts[$0.rawValue] ?? 0) })
+                let counts = Dictionary(uniqueKeysWithValues: stats.shown.map { ($0.key.rawValue, $0.value) })
                 let row = Row(queue: store.location, total: stats.total, counts: counts,
                               oldestQueuedSeconds: oldestWait.map { ($0 * 1000).rounded() / 1000 },
                               runningByHost: stats.runningByHost, dead: stats.dead,
@@ -176,8 +176,9 @@ public struct QueueCommand: AsyncParsableCommand {
                 return
             }
             print("queue \(store.location): \(stats.total) jobs")
-            for state in JobState.allCases {
-                print("  " + state.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0) + String(stats.counts[state.rawValue] ?? 0))
+            let shown = stats.shown
+            for state in ShownState.allCases {
+                print("  " + state.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0) + String(shown[state] ?? 0))
             }
             print("oldest due job waiting: " + (oldestWait.map { String(format: "%.1f s", $0) } ?? "none"))
             if stats.runningByHost.isEmpty {

@@ -26,16 +26,20 @@ public struct StatusCommand: AsyncParsableCommand {
     @Flag(help: "Redraw every half second until every job shown has ended.")
     var watch = false
 
-    @Option(help: "Only jobs in this state (repeatable): queued, running, succeeded, failed, cancelled, dead.")
+    @Option(help: "Only jobs in this state (repeatable): \(ShownState.names) (delayed: queued, not due yet; queued: due now).")
     var state: [String] = []
 
     @OptionGroup var jobIDs: JobIDs
 
     public func validate() throws {
-        for s in state where JobState(rawValue: s) == nil {
-            throw ValidationError("--state \(s): one of \(JobState.allCases.map(\.rawValue).joined(separator: ", "))")
+        for s in state where ShownState(rawValue: s) == nil {
+            throw ValidationError("--state \(s): one of \(ShownState.names)")
         }
         if all && limit != nil { throw ValidationError("--all and --limit: give one") }
+        let asked = Set(state.compactMap(ShownState.init(rawValue:)))
+        if asked.contains(.delayed) != asked.contains(.queued) && asked.count > 1 {
+            throw ValidationError("--state \(asked.contains(.delayed) ? "delayed" : "queued") goes alone (queued and delayed are the two halves of the queue: give one alone, or both)")
+        }
     }
 
     @Option(parsing: .unconditional, help: "Only the newest N jobs (after the other filters) \(UserNumbers.limit.inHelp); default 100.",
@@ -52,10 +56,14 @@ public struct StatusCommand: AsyncParsableCommand {
 
     public func run() async throws {
         let store = try await queue.open()
-        let states = state.isEmpty ? nil : state.compactMap(JobState.init(rawValue:))
+        let asked = Set(state.compactMap(ShownState.init(rawValue:)))
+        let states = asked.isEmpty ? nil : Array(Set(asked.map(\.stored))).sorted { $0.rawValue < $1.rawValue }
         let named = !jobIDs.ids.isEmpty
         let shown = limit ?? (named || all ? nil : Self.defaultLimit)
         var query = JobQuery(ids: named ? jobIDs.ids : nil, states: states, limit: shown, newest: shown != nil)
+        // Queued and delayed share the stored state: one of them alone is the due time's side.
+        let now = Date()
+        if asked == [.delayed] { query.runAfter = now } else if asked == [.queued] { query.runBy = now }
         query.topLevel = !chunks && !named
         if json && all && !watch {
             try await Self.stream(store, query)
@@ -170,7 +178,7 @@ public struct StatusCommand: AsyncParsableCommand {
                     + (job.afterPolicy == .always ? "; runs however they end)" : ")")
             case .queued:
                 let wait = job.runAt.timeIntervalSinceNow
-                detail = wait > 0.5 ? String(format: "starts in %.0f s", wait)
+                detail = wait > 0.5 ? "due in " + Spoken.duration(wait)
                     : job.requires.isEmpty ? "waiting for a worker" : "waiting for a host that provides " + job.requires.joined(separator: ", ")
                 if let last = job.errors.last { detail += "; last error: \(last.message)" }
             case .succeeded:
@@ -184,7 +192,7 @@ public struct StatusCommand: AsyncParsableCommand {
             case .cancelled:
                 detail = "cancelled"
             }
-            out += pad(String(job.id), idWidth) + pad(name(job.name), nameWidth + 2) + pad(job.state.rawValue, 11)
+            out += pad(String(job.id), idWidth) + pad(name(job.name), nameWidth + 2) + pad(ShownState(job, at: Date()).rawValue, 11)
                 + pad(job.attemptsSummary, attemptsWidth) + detail + "\n"
         }
         return out

@@ -291,6 +291,24 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
         #expect(try await store.jobs(ids: nil).map(\.id) == [ids[1], ids[2], ids[3], ids[4]])
     }
 
+    /// A queued job whose time has not come is delayed: counted apart from the due ones, and listed by the
+    /// due time's side of the query.
+    @Test(arguments: Backend.allCases)
+    func delayedJobsAreCountedApart(backend: Backend) async throws {
+        let store = try await backend.make()
+        let ids = try await store.enqueue([new("now"), new("later", runAt: t0.addingTimeInterval(3600))], at: t0).map(\.id)
+        let stats = try await store.stats(at: t0.addingTimeInterval(1))
+        #expect(stats.counts["queued"] == 2 && stats.delayed == 1)
+        #expect(stats.shown[.queued] == 1 && stats.shown[.delayed] == 1 && stats.shown[.running] == 0)
+        var delayed = JobQuery(states: [.queued])
+        delayed.runAfter = t0.addingTimeInterval(1)
+        #expect(try await store.jobs(matching: delayed).map(\.id) == [ids[1]])
+        // Its time come, it is queued like the other.
+        #expect(try await store.stats(at: t0.addingTimeInterval(3601)).shown[.queued] == 2)
+        let later = try #require(try await store.job(id: ids[1]))
+        #expect(ShownState(later, at: t0) == .delayed && ShownState(later, at: t0.addingTimeInterval(3600)) == .queued)
+    }
+
     /// The queue's list of coordinators: reports from two connections, updated in place, left on stop, and
     /// a row a day old forgotten by anyone's next report.
     @Test(arguments: Backend.allCases)

@@ -296,6 +296,31 @@ import Glibc
         #expect(try farm.request("GET", "/api/queue/history?span=week").status == 400)
     }
 
+    /// A delayed job is delayed on every face: its tab's count and list (with its due time), the overview,
+    /// /metrics, `status --state delayed` and `queue stats`; the queued tab holds only the due jobs.
+    @Test func aDelayedJobIsCountedAndListedAsDelayed() throws {
+        let farm = try HTTPFarm("console-delayed", workers: 1)
+        let id = try farm.submit(#"{ "version": 1, "name": "later", "input": "clip.mp4", "report": "out/later.json" }"#, query: "?delay=3600")
+        let list = try farm.request("GET", "/jobs?state=delayed").body
+        #expect(list.contains("data-job=\"\(id)\"") && list.contains("<span class=\"state delayed\">delayed</span> <span class=\"due muted\">due "), "\(list)")
+        #expect(list.contains(">delayed<span class=\"count\">1</span>") && list.contains(">queued<span class=\"count\">0</span>"), "the tabs' counts: \(list)")
+        let queued = try farm.request("GET", "/jobs?state=queued").body
+        #expect(queued.contains("<p id=\"no-jobs\">No jobs in this state.</p>"), "\(queued)")
+        let overview = try farm.request("GET", "/").body
+        #expect(overview.contains("<td data-state=\"delayed\">1</td>") && overview.contains("<td data-state=\"queued\">0</td>"), "\(overview)")
+        #expect(try farm.metric("mediafarm_jobs{state=\"delayed\"}") == 1 && farm.metric("mediafarm_jobs{state=\"queued\"}") == 0)
+        let queue = "sqlite:" + farm.dir.appendingPathComponent("queue.sqlite").path
+        let status = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["status", "--queue", queue, "--state", "delayed"])
+        #expect(status.status == 0 && status.stdout.contains("delayed") && status.stdout.contains("due in 59 min") || status.stdout.contains("due in 1 h"),
+                "\(status.stdout) \(status.stderr)")
+        let due = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["status", "--queue", queue, "--state", "queued"])
+        #expect(due.status == 0 && due.stdout == "no jobs\n", "\(due.stdout) \(due.stderr)")
+        let stats = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["queue", "stats", "--queue", queue])
+        #expect(stats.stdout.contains("  delayed   1") && stats.stdout.contains("  queued    0"), "\(stats.stdout) \(stats.stderr)")
+        let help = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["status", "--help"])
+        #expect(help.stdout.contains("waiting") && help.stdout.contains("delayed"), "\(help.stdout)")
+    }
+
     /// The README's way: a manifest submitted with `mediafarm submit` and no --output-root writes beside it
     /// (its folder is its root), and its page shows those files, as it does under an explicit root.
     @Test func aJobSubmittedWithoutOutputRootsShowsItsFiles() throws {
