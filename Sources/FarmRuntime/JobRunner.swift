@@ -117,8 +117,11 @@ public struct JobRunner: Sendable {
             // As above: the job's error is the one reported.
             try? await publishObjects(false, numbered: nil)
             _ = try? await uploadObjectParts(false, numbered: nil, events: events)  // as above
-            var result = JobResult(name: manifest.name, succeeded: false, error: Self.describe(error), seconds: Date().timeIntervalSince(started))
-            if Self.isRetryable(error) { result.retryable = true }
+            let retryable = Self.isRetryable(error)
+            var message = Self.describe(error)
+            if let verdict = Self.storageVerdict(error, retryable: retryable) { message += verdict }
+            var result = JobResult(name: manifest.name, succeeded: false, error: message, seconds: Date().timeIntervalSince(started))
+            if retryable { result.retryable = true }
             return result
         }
     }
@@ -129,6 +132,15 @@ public struct JobRunner: Sendable {
         if let e = error as? JobError { return e.retryable }
         if let e = error as? MediaFileError, case .objectStorage(let s3) = e.reason { return s3.mayPass }
         return false
+    }
+
+    /// What an object-storage failure means, said after its error: a passing one (unreachable, a 5xx,
+    /// throttling, a broken connection) may not be met again (a queued job is tried again after a backoff);
+    /// another (no such object, access denied) would be (it is not).
+    static func storageVerdict(_ error: any Error, retryable: Bool) -> String? {
+        guard let e = error as? MediaFileError, case .objectStorage = e.reason else { return nil }
+        return retryable ? " (a passing failure of the object store: another attempt may succeed)"
+            : " (the object store's answer will not change: another attempt would fail too)"
     }
 
     static func describe(_ error: any Error) -> String {
@@ -170,7 +182,10 @@ public struct JobRunner: Sendable {
             inspections = await concurrentMap(distinct, limit: width) { asset in
                 await AssetReport.inspect(asset, keys: keys, trackKeys: trackKeys)
             }
-            if let error = inspections.lazy.compactMap(\.error).first { throw JobError(error) }
+            if let failed = inspections.first(where: { $0.error != nil }) {
+                if let failure = failed.failure { throw failure }  // its verdict kept (`isRetryable`)
+                throw JobError(failed.error ?? "\(failed.path): cannot be read")
+            }
         }
         let inspectSeconds = Date().timeIntervalSince(started)
 

@@ -60,6 +60,10 @@ public struct AssetReport: Sendable, Encodable {
         public var decodeError: String?
     }
 
+    /// The failure behind `error` when the file could not be read (not encoded: for the caller's verdict,
+    /// as whether object storage may answer another time).
+    public var failure: MediaFileError?
+
     public init(path: String, error: String?) {
         self.path = path
         self.error = error
@@ -104,6 +108,7 @@ extension AssetReport {
             try await asset.ensure(stages)
         } catch let error as MediaFileError {
             report.error = error.description
+            report.failure = error
         } catch is CancellationError {
             report.error = "\(asset.path): cancelled"
         } catch {

@@ -1,0 +1,59 @@
+import FarmTestSupport
+import Foundation
+import S3Client
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What an object store's failures do to a queued job: a store that does not answer fails an attempt, not
+/// the job (it goes back to the queue after a backoff); a store that answers "no such object" fails it.
+/// Each error says which it was.
+@Suite struct ObjectStoreOutageTests {
+    /// The job's state and its attempts' errors, once `done` holds (or after `timeout` seconds).
+    func ended(_ farm: Farm, _ id: Int64, timeout: Double = 120) throws -> (state: String?, errors: [String]) {
+        _ = eventually(timeout) { ["failed", "dead", "succeeded"].contains((try? farm.state(id)) ?? "") }
+        let job = try farm.status()[id]
+        let errors = (job?["errors"] as? [[String: Any]] ?? []).compactMap { $0["message"] as? String }
+        return (job?["state"] as? String, errors)
+    }
+
+    @Test func aStoreThatDoesNotAnswerIsTriedAgainAndAMissingObjectIsNot() async throws {
+        let server = try TestS3.shared()
+        let s3 = ObjectPublicationTests.client(server)
+        defer { Task { await s3.shutdown() } }
+        let bucket = TestS3.bucketName("outage")
+        try await s3.createBucket(bucket)
+
+        // Nothing listens where the store should be: each attempt fails, passing, until none are left.
+        let stopped = try Farm("store-stopped")
+        let away = ObjectPublicationTests.environment(server, stopped, ["MEDIAFARM_S3_ENDPOINT": "http://127.0.0.1:9"])
+        let path = try stopped.manifest("remote", #"{ "version": 1, "name": "remote", "input": "s3://\#(bucket)/clip.mp4", "report": "out/remote.json" }"#)
+        let submitted = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["submit", "--json", "--queue", stopped.queue, "--allow-missing-inputs",
+                                                                             "--max-attempts", "2", path],
+                                              environment: ProcessInfo.processInfo.environment.merging(away) { $1 })
+        let id = try #require((try JSONSerialization.jsonObject(with: submitted.stdoutData) as? [[String: Any]])?.first?["id"] as? Int,
+                              "\(submitted.stdout) \(submitted.stderr)")
+        let coordinator = try stopped.startCoordinator(["--workers", "1"], environment: away)
+        defer { kill(coordinator.pid, SIGKILL); _ = coordinator.wait(timeout: 5) }
+        let outage = try ended(stopped, Int64(id))
+        #expect(outage.state == "dead" && outage.errors.count == 2, "\(outage)")
+        #expect(outage.errors.allSatisfy { $0.contains("cannot reach http://127.0.0.1:9") && $0.contains("a passing failure of the object store") },
+                "\(outage.errors)")
+
+        // The store answers that the object is not there: failed at once, not retried.
+        let answering = try Farm("store-missing")
+        let near = ObjectPublicationTests.environment(server, answering)
+        let missing = try answering.manifest("missing", #"{ "version": 1, "name": "missing", "input": "s3://\#(bucket)/missing.mp4", "report": "out/missing.json" }"#)
+        let queued = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["submit", "--json", "--queue", answering.queue, "--allow-missing-inputs", missing],
+                                           environment: ProcessInfo.processInfo.environment.merging(near) { $1 })
+        let missingID = try #require((try JSONSerialization.jsonObject(with: queued.stdoutData) as? [[String: Any]])?.first?["id"] as? Int,
+                                     "\(queued.stdout) \(queued.stderr)")
+        let other = try answering.startCoordinator(["--workers", "1"], environment: near)
+        defer { kill(other.pid, SIGKILL); _ = other.wait(timeout: 5) }
+        let refused = try ended(answering, Int64(missingID))
+        #expect(refused.state == "failed" && refused.errors.count == 1, "\(refused)")
+        #expect(refused.errors.first?.contains("no such object (HTTP 404 NoSuchKey)") == true
+                && refused.errors.first?.contains("another attempt would fail too") == true, "\(refused.errors)")
+    }
+}
