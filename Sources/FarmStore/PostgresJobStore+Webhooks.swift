@@ -206,6 +206,7 @@ extension PostgresJobStore {
             FROM webhook_deliveries AS d
             WHERE (\(query.jobID == nil) OR d.job_id = \(query.jobID ?? 0))
               AND (\(query.states == nil) OR d.state = ANY(\((query.states ?? []).map(\.rawValue))))
+              AND (\(query.ids == nil) OR d.id = ANY(\(query.ids ?? [])))
             ORDER BY d.id DESC LIMIT \(Int64(query.limit))
             """) { row in
             let r = row.makeRandomAccess()

@@ -195,6 +195,10 @@ extension SQLiteJobStore {
                 conditions.append("d.state IN (\(states.map { _ in "?" }.joined(separator: ",")))")
                 arguments += states.map(\.rawValue)
             }
+            if let ids = query.ids {
+                conditions.append("d.id IN (\(ids.map { _ in "?" }.joined(separator: ",")))")
+                arguments += ids
+            }
             arguments.append(query.limit)
             return try Row.fetchAll(db, sql: """
                 SELECT d.id, d.job_id, d.type, d.url, d.origin, d.state, d.attempts, d.created_at, d.next_at, d.last_status,

@@ -185,9 +185,12 @@ public enum DeliveryOutcome: Sendable, Hashable {
 public struct DeliveryQuery: Sendable, Hashable {
     public var jobID: Int64?
     public var states: [WebhookDeliveryState]?
+    /// Only these deliveries.
+    public var ids: [Int64]?
     public var limit: Int
 
-    public init(jobID: Int64? = nil, states: [WebhookDeliveryState]? = nil, limit: Int = 100) {
+    public init(jobID: Int64? = nil, states: [WebhookDeliveryState]? = nil, ids: [Int64]? = nil, limit: Int = 100) {
+        self.ids = ids
         self.jobID = jobID
         self.states = states
         self.limit = limit

@@ -152,6 +152,22 @@ public struct Submission: Sendable {
             let named = AssetID.references(inManifest: offer.bytes)
             if !named.isEmpty { references.append((offer.file, named)) }
         }
+        // Two of its own manifests writing one file: named both (the queue would name a job that was never
+        // made, its submission rolled back). One that waits for others may write theirs: the queue decides.
+        var writers: [String: String] = [:]
+        for (offer, manifest) in checked.valid where manifest.after.isEmpty {
+            var clashes: [ManifestIssue] = []
+            for file in manifest.writes {
+                if let first = writers[file], first != offer.file {
+                    clashes.append(ManifestIssue(path: "$", message: "\(file) is written by \(first) too, in the same submission: two jobs may not "
+                                                 + "write one file; write another path, or make one wait for the other (\"after\")"))
+                } else {
+                    writers[file] = offer.file
+                }
+            }
+            if !clashes.isEmpty { checked.invalid.append(ManifestValidationError(file: offer.file, issues: clashes)) }
+        }
+        checked.valid.removeAll { valid in checked.invalid.contains { $0.file == valid.offer.file } }
         // The objects they name: inputs there, outputs' buckets made.
         for (file, issues) in await ObjectChecks.issues(checked, rules: rules, environment: rules.environment) {
             guard let index = checked.valid.firstIndex(where: { $0.offer.file == file }) else { continue }

@@ -36,6 +36,7 @@ public struct StatusCommand: AsyncParsableCommand {
             throw ValidationError("--state \(s): one of \(ShownState.names)")
         }
         if all && limit != nil { throw ValidationError("--all and --limit: give one") }
+        if all && after != nil { throw ValidationError("--all and --after: --after pages through the newest first; --all shows every job") }
         let asked = Set(state.compactMap(ShownState.init(rawValue:)))
         if asked.contains(.delayed) != asked.contains(.queued) && asked.count > 1 {
             throw ValidationError("--state \(asked.contains(.delayed) ? "delayed" : "queued") goes alone (queued and delayed are the two halves of the queue: give one alone, or both)")
@@ -49,6 +50,10 @@ public struct StatusCommand: AsyncParsableCommand {
     @Flag(help: "Every job that matches, not only the newest 100 (--json streams them, oldest first).")
     var all = false
 
+    @Option(parsing: .unconditional, help: "The next page: the jobs older than job ID (the last one shown), newest first, as the API's after \(UserNumbers.jobID.inHelp).",
+            transform: UserNumbers.jobID.option)
+    var after: Int64?
+
     @Flag(help: "Show the chunk jobs of chunked exports too (folded under their export by default).")
     var chunks = false
 
@@ -60,7 +65,7 @@ public struct StatusCommand: AsyncParsableCommand {
         let states = asked.isEmpty ? nil : Array(Set(asked.map(\.stored))).sorted { $0.rawValue < $1.rawValue }
         let named = !jobIDs.ids.isEmpty
         let shown = limit ?? (named || all ? nil : Self.defaultLimit)
-        var query = JobQuery(ids: named ? jobIDs.ids : nil, states: states, limit: shown, newest: shown != nil)
+        var query = JobQuery(ids: named ? jobIDs.ids : nil, states: states, limit: shown, newest: shown != nil, before: after)
         // Queued and delayed share the stored state: one of them alone is the due time's side.
         let now = Date()
         if asked == [.delayed] { query.runAfter = now } else if asked == [.queued] { query.runBy = now }
@@ -76,14 +81,16 @@ public struct StatusCommand: AsyncParsableCommand {
         if json {
             print(String(decoding: try JSONEncoder.sortedPretty().encode(jobs.map { JobView($0, now: Date()) }), as: UTF8.self))
         } else if !watch {
-            print(Self.table(jobs), terminator: "")
+            let pauses = (try? await QueuePauses(try store.database).all()) ?? []  // none known: none named
+            print(Self.table(jobs, pauses: pauses), terminator: "")
         }
         if let shown, jobs.count == shown, !watch {
             var rest = query
             (rest.limit, rest.newest) = (nil, false)
             let more = (try? await store.count(matching: rest)).map { $0 - jobs.count } ?? 0  // unknown: no line (the jobs are shown)
             if more > 0 {
-                let line = "\(more) more job\(more == 1 ? "" : "s") match (the newest \(shown) shown): --limit N or --all shows more\n"
+                let next = jobs.first.map { " (--after \($0.id): the next page)" } ?? ""
+                let line = "\(more) more job\(more == 1 ? "" : "s") match (the newest \(shown) shown): --limit N or --all shows more\(next)\n"
                 if json { FileHandle.standardError.write(Data(line.utf8)) } else { print(line, terminator: "") }
             }
         }
@@ -148,8 +155,18 @@ public struct StatusCommand: AsyncParsableCommand {
         return "jobs " + shown.dropLast().joined(separator: ", ") + " and " + shown.last!
     }
 
+    /// What holds queued jobs back, when claiming is paused: the farm's pause (nothing starts), or the
+    /// hosts' and coordinators' (those take nothing); nil when nothing is paused.
+    static func pauseNote(_ pauses: [QueuePause]) -> String? {
+        if let farm = pauses.first(where: { $0.scope == "farm" }) {
+            return "the farm is paused" + (farm.by.map { " by \($0)" } ?? "") + ": nothing starts until `mediafarm queue resume`"
+        }
+        guard !pauses.isEmpty else { return nil }
+        return "paused: " + pauses.map { $0.scope.replacingOccurrences(of: ":", with: " ") }.joined(separator: ", ") + " (queue stats; queue resume lifts them)"
+    }
+
     /// One line per job: id, name, state, attempts, progress bar or outcome.
-    static func table(_ jobs: [Job]) -> String {
+    static func table(_ jobs: [Job], pauses: [QueuePause] = []) -> String {
         guard !jobs.isEmpty else { return "no jobs\n" }
         let nameWidth = min(28, max(4, jobs.map(\.name.count).max() ?? 4))
         let idWidth = max(4, jobs.map { String($0.id).count }.max() ?? 4) + 2
@@ -180,6 +197,7 @@ public struct StatusCommand: AsyncParsableCommand {
                 let wait = job.runAt.timeIntervalSinceNow
                 detail = wait > 0.5 ? "due in " + Spoken.duration(wait)
                     : job.requires.isEmpty ? "waiting for a worker" : "waiting for a host that provides " + job.requires.joined(separator: ", ")
+                if let held = Self.pauseNote(pauses) { detail += "; " + held }
                 if let last = job.errors.last { detail += "; last error: \(last.message)" }
             case .succeeded:
                 // a result this version cannot read shows as none

@@ -123,7 +123,12 @@ public struct WebhooksCommand: AsyncParsableCommand {
         func run() async throws {
             let store = try await queue.open()
             let resent: [WebhookDelivery]
+            var unknown: [Int64] = []
             do {
+                if !failed {
+                    let known = Set(try await store.deliveries(matching: DeliveryQuery(ids: ids, limit: ids.count)).map(\.id))
+                    unknown = ids.filter { !known.contains($0) }
+                }
                 resent = try await store.sendAgain(ids: failed ? nil : ids, at: Date())
             } catch {
                 throw CLIError(String(describing: error))
@@ -132,13 +137,18 @@ public struct WebhooksCommand: AsyncParsableCommand {
             if json {
                 print(String(decoding: try JSONEncoder.sortedPretty().encode(resent.map(DeliveryView.init)), as: UTF8.self))
             } else {
-                if resent.isEmpty { print(failed ? "no failed deliveries" : "none of those deliveries failed or was refused") }
+                if resent.isEmpty && (failed || unknown.count < ids.count) { print(failed ? "no failed deliveries" : "none of those deliveries failed or was refused") }
                 for d in resent { print("\(d.id)  job \(d.jobID)  \(d.type)  \(d.url)  sent again (after \(d.attempts) attempt\(d.attempts == 1 ? "" : "s"))") }
             }
-            let missed = failed ? [] : ids.filter { id in !resent.contains { $0.id == id } }
-            if !missed.isEmpty {
-                throw CLIError("not sent again: \(missed.map(String.init).joined(separator: ", ")) (no such delivery, or it did not fail: see `mediafarm webhooks deliveries`)")
+            let missed = failed ? [] : ids.filter { id in !resent.contains { $0.id == id } && !unknown.contains(id) }
+            var problems: [String] = []
+            if !unknown.isEmpty {
+                problems.append("no delivery \(unknown.map(String.init).joined(separator: ", ")) in \(store.location) (`mediafarm webhooks deliveries` lists them)")
             }
+            if !missed.isEmpty {
+                problems.append("not sent again: \(missed.map(String.init).joined(separator: ", ")) (it did not fail or was not refused)")
+            }
+            if !problems.isEmpty { throw CLIError(problems.joined(separator: "; ")) }
         }
     }
 

@@ -52,6 +52,52 @@ import Testing
         #expect(queued.status == 0 && queued.stdout.contains("queued job 1"), "\(queued.stderr)")
     }
 
+    /// The second day's CLI: `status --after ID` pages on from the last job shown (the API's cursor), a
+    /// paused farm is named where queued jobs wait, and `webhooks retry` of ids that are no deliveries says so.
+    @Test func statusPagesNamesAPauseAndRetryNamesUnknownDeliveries() throws {
+        let dir = try site("second-day", [
+            "a.json": #"{ "version": 1, "name": "a", "input": "clip.mp4", "report": "out/a.json" }"#,
+            "b.json": #"{ "version": 1, "name": "b", "input": "clip.mp4", "report": "out/b.json" }"#,
+            "c.json": #"{ "version": 1, "name": "c", "input": "clip.mp4", "report": "out/c.json" }"#,
+        ])
+        let queue = "sqlite:" + dir.appendingPathComponent("q.sqlite").path
+        #expect(try mediafarm(["submit", "--queue", queue, "a.json", "b.json", "c.json"], in: dir).status == 0)
+        func ids(_ table: String) -> [Int] { table.split(separator: "\n").filter { !$0.contains("more job") }.compactMap { $0.split(separator: " ").first.flatMap { Int($0) } } }
+        let first = try mediafarm(["status", "--queue", queue, "--limit", "2"], in: dir)
+        #expect(ids(first.stdout) == [2, 3], "\(first.stdout)")
+        #expect(first.stdout.contains("1 more job match (the newest 2 shown): --limit N or --all shows more (--after 2: the next page)"), "\(first.stdout)")
+        let next = try mediafarm(["status", "--queue", queue, "--limit", "2", "--after", "2"], in: dir)
+        #expect(next.status == 0 && ids(next.stdout) == [1], "\(next.stdout) \(next.stderr)")
+        #expect(try mediafarm(["status", "--queue", queue, "--after", "0"], in: dir).status == 2)
+
+        #expect(try mediafarm(["queue", "pause", "--queue", queue], in: dir).status == 0)
+        let paused = try mediafarm(["status", "--queue", queue], in: dir)
+        #expect(paused.stdout.contains("waiting for a worker; the farm is paused") && paused.stdout.contains("queue resume"), "\(paused.stdout)")
+        #expect(try mediafarm(["queue", "resume", "--queue", queue], in: dir).status == 0)
+        #expect(!(try mediafarm(["status", "--queue", queue], in: dir).stdout.contains("paused")))
+
+        let retry = try mediafarm(["webhooks", "retry", "--queue", queue, "5"], in: dir)
+        #expect(retry.status == 1 && retry.stderr.contains("no delivery 5") && !retry.stdout.contains("none of those deliveries failed"),
+                "\(retry.stdout) \(retry.stderr)")
+    }
+
+    /// Two manifests of one submission that write one file are named, both, with the file: no job that
+    /// was never made is blamed.
+    @Test func aClashInsideOneSubmissionNamesBothManifests() throws {
+        let dir = try site("clash", [
+            "a.json": #"{ "version": 1, "name": "poster-a", "input": "clip.mp4", "poster": { "output": "out/poster.jpg" } }"#,
+            "b.json": #"{ "version": 1, "name": "poster-b", "input": "clip.mp4", "poster": { "output": "out/poster.jpg" } }"#,
+        ])
+        let queue = "sqlite:" + dir.appendingPathComponent("q.sqlite").path
+        let r = try mediafarm(["submit", "--queue", queue, "a.json", "b.json"], in: dir)
+        #expect(r.status == 2, "\(r.stdout) \(r.stderr)")
+        #expect(r.stderr.contains("b.json") && r.stderr.contains("poster.jpg is written by") && r.stderr.contains("a.json too, in the same submission"),
+                "\(r.stderr)")
+        #expect(!r.stderr.contains("job 1") && r.stderr.contains("nothing was queued"), "\(r.stderr)")
+        let status = try mediafarm(["status", "--queue", queue], in: dir)
+        #expect(status.stdout == "no jobs\n" || status.status != 0, "\(status.stdout)")
+    }
+
     @Test func anUnknownAssetIsReportedWithTheOtherErrorsAtItsPath() throws {
         let dir = try site("asset", [
             "both.json": #"{ "version": 1, "input": "asset:00000000000000000000000000", "report": "r.json", "bogus": 1 }"#,
