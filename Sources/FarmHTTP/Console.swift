@@ -96,7 +96,7 @@ enum Console {
     table { border-collapse: collapse; width: 100%; } th, td { text-align: left; padding: .3em .6em; border-bottom: 1px solid var(--line); vertical-align: top; }
     th { font-weight: 600; color: var(--muted); }
     .scroll { overflow-x: auto; }
-    progress { width: 10em; } .warn, .error { color: var(--bad); } .reason { max-width: 40em; word-break: break-word; }
+    progress { width: 10em; } .warn, .error { color: var(--bad); } .reason { max-width: 40em; word-break: break-word; } .reason pre { white-space: pre-wrap; overflow-x: visible; }
     form { margin: 0; } form.inline { display: inline; }
     code, pre { background: var(--chip); border-radius: 3px; } code { padding: 0 .25em; } pre { padding: .75em; overflow-x: auto; max-height: 40em; }
     button, .button { font: inherit; padding: .25em .8em; border: 1px solid var(--line); border-radius: 4px; background: var(--chip); color: var(--fg); cursor: pointer; }

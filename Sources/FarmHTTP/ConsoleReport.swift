@@ -68,7 +68,8 @@ enum ConsoleReport {
             body += "<tr><th>output</th><td><code>\(e(string(export["output"])))</code></td></tr>"
             body += "<tr><th>mode</th><td>\(e(string(export["mode"])))</td></tr><tr><th>duration</th><td>\(seconds(export["duration"]))</td></tr>"
             body += "<tr><th>cuts</th><td>\(count("cuts")) (snapped to keyframes: \(count("snappedCuts")))</td></tr>"
-            body += "<tr><th>took</th><td>\(e(string(export["seconds"]))) s</td></tr></table>\n"
+            let took = Double(string(export["seconds"])).map { $0 < 10 ? String(format: "%.2f s", $0) : Spoken.duration($0) } ?? "–"
+            body += "<tr><th>took</th><td>\(e(took))</td></tr></table>\n"
         }
         return body
     }

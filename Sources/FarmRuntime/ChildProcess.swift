@@ -16,6 +16,7 @@ final class ChildProcess: Sendable {
     private struct State {
         var pidfd: Int32
         var reaped = false
+        var killed = false
     }
     private let state: Mutex<State>
 
@@ -41,7 +42,13 @@ final class ChildProcess: Sendable {
     }
 
     /// Kills the child and anything it started.
-    func kill() { signal(SIGKILL) }
+    func kill() {
+        state.withLock { $0.killed = true }
+        signal(SIGKILL)
+    }
+
+    /// Whether this process killed it (`kill`): a job cancelled or lost, not a worker that died.
+    var wasKilled: Bool { state.withLock { $0.killed } }
 
     /// Whether the child has exited (it is not reaped by asking).
     var hasExited: Bool {

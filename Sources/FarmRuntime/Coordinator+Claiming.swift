@@ -45,7 +45,9 @@ extension Coordinator {
     private func workerRetired(_ reason: WorkerRetirement?) {
         state.withLock { $0.keptWorkersAlive -= 1 }
         metrics.workerRetired(reason?.kind ?? "stopped")
-        if let reason, reason.kind != "jobs" { events(.notice("worker replaced: \(reason.message)")) }
+        // Worth a line: a worker that died, grew or was left unclean; not one that ran its number of jobs
+        // or was stopped with its job (a cancel).
+        if let reason, !["jobs", "stopped"].contains(reason.kind) { events(.notice("worker replaced: \(reason.message)")) }
         slotFreed.signal()
     }
 

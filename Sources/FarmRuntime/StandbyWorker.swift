@@ -126,6 +126,10 @@ final class StandbyWorker: @unchecked Sendable {
             assignment.done(.success(ended.exit))
             if let end = ended.end {
                 reason = end.retiring ?? WorkerRetirement(kind: "stopped", message: "stopped with its job")
+            } else if process.child.wasKilled {
+                // The coordinator stopped it with its job (cancelled, its lease lost): nothing went wrong with it.
+                reaped = true
+                reason = WorkerRetirement(kind: "stopped", message: "stopped with its job")
             } else {
                 reaped = true
                 let how = (ended.exit.signal != nil ? "was " : "") + ended.exit.description

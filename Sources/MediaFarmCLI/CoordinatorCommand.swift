@@ -232,7 +232,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
             printer.print(event)
             face.withLock { $0 }?.publish(event)
         })
-        printer.notice("coordinator \(configuration.owner): \(workers) workers on \(store.location)")
+        printer.notice("coordinator \(configuration.owner): \(Spoken.count(workers, "worker")) on \(store.location)")
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let httpConfiguration, let metrics {
             let tokenFile = tokenFile

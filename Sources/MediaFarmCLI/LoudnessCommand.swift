@@ -50,7 +50,8 @@ struct LoudnessCommand: AsyncParsableCommand {
             FileHandle.standardOutput.write(try JSONEncoder.mediafarm().encode(results))
             FileHandle.standardOutput.write(Data("\n".utf8))
         } else {
-            for r in results { print(Self.text(r)) }
+            // A file that could not be measured is said once, on stderr below.
+            for r in results where r.report != nil { print(Self.text(r)) }
         }
         for r in results { if let e = r.error { FileHandle.standardError.write(Data("error: \(e)\n".utf8)) } }
         if results.contains(where: { $0.error != nil }) { throw ExitCode(ExitStatus.failure) }

@@ -83,7 +83,7 @@ struct StoryboardCommand: AsyncParsableCommand {
         if json {
             print(String(decoding: indexData, as: UTF8.self))
         } else {
-            print("\(storyboard.tiles.count) tiles of \(storyboard.tileWidth)x\(storyboard.tileHeight) in \(storyboard.sheets.count) sheet(s): "
+            print("\(storyboard.tiles.count) tiles of \(storyboard.tileWidth)x\(storyboard.tileHeight) in \(Spoken.count(storyboard.sheets.count, "sheet")): "
                   + "\(folder.appendingPathComponent(name + ".vtt").path)")
         }
     }

@@ -202,7 +202,9 @@ public struct StatusCommand: AsyncParsableCommand {
             case .succeeded:
                 // a result this version cannot read shows as none
                 let result = job.result.flatMap { try? JSONDecoder().decode(JobResult.self, from: Data($0.utf8)) }
-                detail = String(format: "%.1f s", result?.seconds ?? 0)
+                // The attempt's time as the queue recorded it (claimed to ended), as the coordinator's log says it.
+                let took = job.startedAt.flatMap { start in job.finishedAt.map { $0.timeIntervalSince(start) } } ?? result?.seconds ?? 0
+                detail = String(format: "%.1f s", took)
                 if let output = result?.output { detail += " -> \(output)" } else if let report = result?.report { detail += " -> \(report)" }
                 if let plan = job.chunkPlan { detail += " (\(plan.chunks.count) chunks joined; their files removed)" }
             case .failed, .dead:

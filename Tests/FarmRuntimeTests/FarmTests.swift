@@ -240,6 +240,8 @@ import Glibc
         #expect(try farm.mediafarm(["cancel", String(id)]).status == 1)
         kill(coordinator.pid, SIGTERM)
         #expect(coordinator.wait(timeout: 30) == 0)
+        // A cancel is no worker's fault: nothing is said of replacing it.
+        #expect(!coordinator.log.contains("worker replaced"), "\(coordinator.log)")
         let retry = try farm.mediafarm(["retry", "--json", String(queuedID)])
         let state = try farm.state(queuedID)
         #expect(retry.status == 0 && state == "queued")

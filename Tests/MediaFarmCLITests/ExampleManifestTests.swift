@@ -37,6 +37,18 @@ import Testing
         }
     }
 
+    /// The tour's `scan --symbologies qr,ean13 media/guitar.mp4` finds what the demo take shows: a QR code
+    /// and an EAN-13, at the tour's size and the default one.
+    @Test(arguments: ["640x360", "1280x720"])
+    func theDemoTakeShowsTheCodesTheToursScanLooksFor(size: String) throws {
+        let dir = try TestPaths.makeTemporaryFolder("demo-\(size)")
+        try ProcessRunner.check(TestPaths.packageRoot.appendingPathComponent("script/make-demo-media").path, ["--size", size, dir.path])
+        let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["scan", "--json", "--symbologies", "qr,ean13", dir.appendingPathComponent("guitar.mp4").path])
+        #expect(r.status == 0, "\(r.stderr)")
+        let payloads = Set(r.stdout.matches(of: /"payload"\s*:\s*"([^"]*)"/).map { String($0.1) })
+        #expect(payloads == ["https://mediafarm.example/takes/guitar-1", "5901234123457"], "\(r.stdout)")
+    }
+
     @Test func schemaAndValidatorAgreeOnEveryKey() throws {
         let json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: schema)) as? [String: Any])
         #expect(json["$schema"] as? String == "https://json-schema.org/draft/2020-12/schema")
