@@ -93,6 +93,10 @@ public struct JobResult: Sendable, Codable, Equatable {
     /// How many of its numbered outputs the job wrote (pictures, a storyboard's sheets): their names are
     /// the manifest's patterns with these indexes.
     public var numbered: NumberedOutputs?
+    /// A normalised export's loudness, before and after.
+    public var loudness: LoudnessOutcome?
+    /// What the job did that its owner should know although it succeeded (a limiter cutting deep).
+    public var warnings: [String]?
 
     public init(name: String, succeeded: Bool, error: String? = nil, output: String? = nil, report: String? = nil,
                 duration: Double? = nil, seconds: Double) {
@@ -104,6 +108,34 @@ public struct JobResult: Sendable, Codable, Equatable {
         self.duration = duration
         self.seconds = seconds
     }
+}
+
+/// What loudness normalisation made of an export: the programme's integrated loudness before and after
+/// (LUFS), the target, the gain it got (dB; its mean when parts got different gains), and the limiter's
+/// deepest cut (dB, negative), when it worked.
+public struct LoudnessOutcome: Sendable, Codable, Equatable {
+    public var before: Double?
+    public var after: Double?
+    public var target: Double?
+    public var gain: Double?
+    public var limiterReduction: Double?
+
+    public init(before: Double?, after: Double?, target: Double?, gain: Double?, limiterReduction: Double?) {
+        (self.before, self.after, self.target, self.gain, self.limiterReduction) = (before, after, target, gain, limiterReduction)
+    }
+
+    /// One line: "-29.4 → -23.0 LUFS (target -23.0), gain +6.6 dB, limiter up to -1.2 dB".
+    public var summary: String {
+        func lufs(_ v: Double?) -> String { v.map { String(format: "%.1f", $0) } ?? "?" }
+        var text = "\(lufs(before)) → \(lufs(after)) LUFS"
+        if let target { text += String(format: " (target %.1f)", target) }
+        if let gain { text += String(format: ", gain %+.1f dB", gain) }
+        text += limiterReduction.map { String(format: ", limiter up to %.1f dB", $0) } ?? ", no limiting"
+        return text
+    }
+
+    /// A cut deeper than this (dB) is worth a warning: the limiter is shaping the sound, not catching peaks.
+    public static let deepCut = 3.0
 }
 
 /// An output's multipart upload whose parts a worker sent, not yet completed: its address

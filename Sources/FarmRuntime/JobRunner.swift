@@ -327,6 +327,16 @@ public struct JobRunner: Sendable {
         var result = JobResult(name: manifest.name, succeeded: true, output: export.output, report: reportPath,
                                duration: exported.duration.seconds, seconds: Date().timeIntervalSince(started))
         result.numbered = Self.numbered(pictures, scan)
+        if let delivery = exported.audio.loudness, delivery.mode != .measured {
+            let outcome = LoudnessOutcome(before: delivery.before.integrated, after: delivery.after?.integrated, target: delivery.target,
+                                          gain: delivery.gain, limiterReduction: delivery.limiter?.maxReduction)
+            result.loudness = outcome
+            if let cut = outcome.limiterReduction, -cut > LoudnessOutcome.deepCut {
+                result.warnings = [String(format: "$.export.audio.loudness: the limiter took off up to %.1f dB to hold the true peak to %.1f dBTP: "
+                                          + "it shapes the sound, not only its peaks (a lower target or a higher truePeak would spare it)",
+                                          -cut, delivery.truePeakLimit ?? 0)]
+            }
+        }
         return result
     }
 

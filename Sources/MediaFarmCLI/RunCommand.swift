@@ -105,6 +105,8 @@ struct RunCommand: AsyncParsableCommand {
                 if let d = result.duration { line += " (\(String(format: "%.3f", d)) s)" }
                 if let report = result.report { line += ", report \(report)" }
                 print(line)
+                if let loudness = result.loudness { print("  loudness: " + loudness.summary) }
+                for warning in result.warnings ?? [] { FileHandle.standardError.write(Data("\(manifest.name): warning: \(warning)\n".utf8)) }
             } else {
                 FileHandle.standardError.write(Data("\(manifest.name): failed: \(result.error ?? "unknown error")\n".utf8))
             }

@@ -240,8 +240,10 @@ import Testing
         #expect(submitted.status == 0, "\(submitted.stderr)")
         let stats = try mediafarm(["queue", "stats", "--json"])
         let figures = try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any]
-        #expect((figures?["counts"] as? [String: Int])?["queued"] == 3 && figures?["total"] as? Int == 3, "\(stats.stdout)")
-        let newest = try mediafarm(["status", "--json", "--state", "queued", "--limit", "2"])
+        // Submitted with a delay: queued, not due yet, so delayed.
+        let counts = figures?["counts"] as? [String: Int]
+        #expect(counts?["delayed"] == 3 && counts?["queued"] == 0 && figures?["total"] as? Int == 3, "\(stats.stdout)")
+        let newest = try mediafarm(["status", "--json", "--state", "delayed", "--limit", "2"])
         let rows = try JSONSerialization.jsonObject(with: Data(newest.stdout.utf8)) as? [[String: Any]] ?? []
         #expect(rows.compactMap { $0["name"] as? String } == ["two", "three"], "\(newest.stdout)")
         #expect(try mediafarm(["cancel", "1"]).status == 0)

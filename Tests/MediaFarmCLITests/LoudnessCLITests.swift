@@ -4,6 +4,34 @@ import Testing
 
 /// `mediafarm loudness`: text, JSON, and files it cannot measure named with a non-zero exit.
 @Suite struct LoudnessCLITests {
+    /// `run` of a normalised export says in one line what became of the loudness (before, after, gain,
+    /// limiter), and warns when the limiter cut deeper than 3 dB: quiet noise with full-scale clicks,
+    /// brought to -14 LUFS, leaves the limiter to flatten the clicks.
+    @Test func runSaysWhatNormalisationDidAndWarnsOfADeepLimiterCut() throws {
+        let dir = try TestPaths.makeTemporaryFolder("loudness-run")
+        let made = try ProcessRunner.run("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=160x120:r=10:d=3",
+                                                             "-f", "lavfi", "-i", "anoisesrc=color=pink:amplitude=0.03:sample_rate=48000:d=3",
+                                                             "-f", "lavfi", "-i", "aevalsrc='if(lt(mod(t,1),0.004),0.95,0)':s=48000:d=3",
+                                                             "-filter_complex", "[1:a][2:a]amix=inputs=2:normalize=0[a]", "-map", "0:v", "-map", "[a]",
+                                                             "-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "192k", "-shortest",
+                                                             dir.appendingPathComponent("clicks.mp4").path])
+        try #require(made.status == 0, "\(made.stderr)")
+        try #"""
+            { "version": 1, "name": "loud", "input": "clicks.mp4", "overwrite": true,
+              "export": { "mode": "constantFrameRate", "frameRate": 10, "output": "out/loud.mp4", "audio": { "loudness": { "target": -14, "truePeak": -1 } } } }
+            """#.write(to: dir.appendingPathComponent("loud.json"), atomically: true, encoding: .utf8)
+        let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", "loud.json"], currentDirectory: dir.path)
+        #expect(r.status == 0, "\(r.stderr)")
+        let line = try #require(r.stdout.split(separator: "\n").first { $0.hasPrefix("  loudness: ") }, "\(r.stdout)")
+        #expect(line.contains(" → -14.0 LUFS (target -14.0), gain +") && line.contains("limiter up to -"), "\(line)")
+        #expect(r.stderr.contains("loud: warning: $.export.audio.loudness: the limiter took off up to"), "\(r.stderr)")
+        let json = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", "--json", "loud.json"], currentDirectory: dir.path)
+        let result = json.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .first { $0["event"] as? String == "result" }?["job"] as? [String: Any]
+        #expect(((result?["loudness"] as? [String: Any])?["after"] as? Double).map { abs($0 + 14) < 0.1 } == true, "\(result ?? [:])")
+        #expect((result?["warnings"] as? [String])?.count == 1, "\(result ?? [:])")
+    }
+
     @Test func filesAreMeasuredAndTheOnesThatCannotBeAreNamed() throws {
         let dir = try TestPaths.makeTemporaryFolder("loudness-cli")
         let tone = dir.appendingPathComponent("tone.mp4").path

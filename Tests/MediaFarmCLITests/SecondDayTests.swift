@@ -117,7 +117,7 @@ import Testing
         let queue = ["--queue", "sqlite:" + dir.appendingPathComponent("q.sqlite").path]
         #expect(try mediafarm(["submit", "--delay", "3600"] + queue + [dir.path]).status == 0)
         let table = try mediafarm(["status"] + queue).stdout.split(separator: "\n")
-        #expect(table.count == 102 && table.last == "50 more jobs match (the newest 100 shown): --limit N or --all shows more", "\(table.suffix(2))")
+        #expect(table.count == 102 && table.last == "50 more jobs match (the newest 100 shown): --limit N or --all shows more (--after 51: the next page)", "\(table.suffix(2))")
         #expect(table[1].hasPrefix("51 "), "the newest 100, oldest first: \(table[1])")
         #expect(try mediafarm(["status", "--all"] + queue).stdout.split(separator: "\n").count == 151)
         let json = try mediafarm(["status", "--json"] + queue)
