@@ -362,7 +362,8 @@ extension JobRunner {
 }
 
 extension StillImageFormat {
-    init(_ format: PictureFormat) {
+    /// The manifest's picture format as the encoder's (the two vocabularies joined here).
+    public init(_ format: PictureFormat) {
         switch format {
         case .jpeg: self = .jpeg
         case .png: self = .png

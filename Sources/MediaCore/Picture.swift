@@ -170,18 +170,6 @@ public enum StillImageFormat: String, Sendable, Hashable, Codable, CaseIterable 
 
     public var fileExtension: String { self == .jpeg ? "jpg" : rawValue }
     public var mimeType: String { "image/\(rawValue)" }
-
-    /// The format a file's name gives: .jpg or .jpeg, .png, .webp, in any case; nil for any other name.
-    public init?(fileName: String) {
-        let name = fileName.split(separator: "/").last.map(String.init) ?? fileName
-        guard let dot = name.lastIndex(of: ".") else { return nil }
-        switch name[name.index(after: dot)...].lowercased() {
-        case "jpg", "jpeg": self = .jpeg
-        case "png": self = .png
-        case "webp": self = .webp
-        default: return nil
-        }
-    }
 }
 
 /// Encodes one RGB picture (rgb24) as a still image.

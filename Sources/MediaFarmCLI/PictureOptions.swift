@@ -1,5 +1,6 @@
 import ArgumentParser
 import FarmModel
+import FarmRuntime
 import MediaCore
 import MediaImage
 import QueueCLI
@@ -23,7 +24,7 @@ struct PictureOptions: ParsableArguments {
     /// The pictures' format: the output's, from its extension; `--format` when no output is named.
     func format(output: String?) throws -> StillImageFormat {
         guard let output else { return format ?? .jpeg }
-        guard let fromName = StillImageFormat(fileName: output) else {
+        guard let fromName = PictureFormat(fileName: output).map(StillImageFormat.init) else {
             throw ValidationError("--output \(output): name a .jpg, .jpeg, .png or .webp file (the picture's format comes from its name)")
         }
         if let format, format != fromName {

@@ -18,6 +18,14 @@ import Glibc
         return (job?["state"] as? String, errors)
     }
 
+    /// `submit --allow-missing-inputs ARGS` of `farm`'s queue with `environment`: the job's id.
+    func submit(_ farm: Farm, _ arguments: [String], environment: [String: String]) throws -> Int64 {
+        let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["submit", "--json", "--queue", farm.queue, "--allow-missing-inputs"] + arguments,
+                                      environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
+        let id = (try? JSONSerialization.jsonObject(with: r.stdoutData) as? [[String: Any]])?.first?["id"] as? Int
+        return try Int64(#require(id, "\(r.stdout) \(r.stderr)"))
+    }
+
     @Test func aStoreThatDoesNotAnswerIsTriedAgainAndAMissingObjectIsNot() async throws {
         let server = try TestS3.shared()
         let s3 = ObjectPublicationTests.client(server)
@@ -29,14 +37,10 @@ import Glibc
         let stopped = try Farm("store-stopped")
         let away = ObjectPublicationTests.environment(server, stopped, ["MEDIAFARM_S3_ENDPOINT": "http://127.0.0.1:9"])
         let path = try stopped.manifest("remote", #"{ "version": 1, "name": "remote", "input": "s3://\#(bucket)/clip.mp4", "report": "out/remote.json" }"#)
-        let submitted = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["submit", "--json", "--queue", stopped.queue, "--allow-missing-inputs",
-                                                                             "--max-attempts", "2", path],
-                                              environment: ProcessInfo.processInfo.environment.merging(away) { $1 })
-        let id = try #require((try JSONSerialization.jsonObject(with: submitted.stdoutData) as? [[String: Any]])?.first?["id"] as? Int,
-                              "\(submitted.stdout) \(submitted.stderr)")
+        let id = try submit(stopped, ["--max-attempts", "2", path], environment: away)
         let coordinator = try stopped.startCoordinator(["--workers", "1"], environment: away)
         defer { kill(coordinator.pid, SIGKILL); _ = coordinator.wait(timeout: 5) }
-        let outage = try ended(stopped, Int64(id))
+        let outage = try ended(stopped, id)
         #expect(outage.state == "dead" && outage.errors.count == 2, "\(outage)")
         #expect(outage.errors.allSatisfy { $0.contains("cannot reach http://127.0.0.1:9") && $0.contains("a passing failure of the object store") },
                 "\(outage.errors)")
@@ -45,13 +49,10 @@ import Glibc
         let answering = try Farm("store-missing")
         let near = ObjectPublicationTests.environment(server, answering)
         let missing = try answering.manifest("missing", #"{ "version": 1, "name": "missing", "input": "s3://\#(bucket)/missing.mp4", "report": "out/missing.json" }"#)
-        let queued = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["submit", "--json", "--queue", answering.queue, "--allow-missing-inputs", missing],
-                                           environment: ProcessInfo.processInfo.environment.merging(near) { $1 })
-        let missingID = try #require((try JSONSerialization.jsonObject(with: queued.stdoutData) as? [[String: Any]])?.first?["id"] as? Int,
-                                     "\(queued.stdout) \(queued.stderr)")
+        let missingID = try submit(answering, [missing], environment: near)
         let other = try answering.startCoordinator(["--workers", "1"], environment: near)
         defer { kill(other.pid, SIGKILL); _ = other.wait(timeout: 5) }
-        let refused = try ended(answering, Int64(missingID))
+        let refused = try ended(answering, missingID)
         #expect(refused.state == "failed" && refused.errors.count == 1, "\(refused)")
         #expect(refused.errors.first?.contains("no such object (HTTP 404 NoSuchKey)") == true
                 && refused.errors.first?.contains("another attempt would fail too") == true, "\(refused.errors)")

@@ -144,10 +144,7 @@ import Testing
                                                             "-frames:v", "1", "-pix_fmt", "rgb24", "-f", "rawvideo", "-"]).stdoutData
             #expect(theirs.count == mine.rgb.count, "\(label): FFmpeg's frame \(n) has \(theirs.count) bytes")
             guard theirs.count == mine.rgb.count else { continue }
-            var squared = 0.0
-            for (a, b) in zip(mine.rgb, theirs) { let d = Double(a) - Double(b); squared += d * d }
-            let mse = squared / Double(theirs.count)
-            let psnr = mse == 0 ? 99 : 10 * log10(255 * 255 / mse)
+            let psnr = ImageGeneratorTests.psnr(mine.rgb, theirs)
             #expect(psnr >= 35, "\(label): \(psnr) dB against FFmpeg's frame \(n)")
         }
     }

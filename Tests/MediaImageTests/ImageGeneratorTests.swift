@@ -50,6 +50,14 @@ import Testing
         return (w, h, bytes)
     }
 
+    /// The peak signal-to-noise ratio of two pictures' samples, dB (99 when they are the same).
+    static func psnr(_ mine: [UInt8], _ theirs: Data) -> Double {
+        var squared = 0.0
+        for (a, b) in zip(mine, theirs) { let d = Double(a) - Double(b); squared += d * d }
+        let mse = squared / Double(max(1, theirs.count))
+        return mse == 0 ? 99 : 10 * log10(255 * 255 / mse)
+    }
+
     /// The frame number burnt into a picture of the numbered movie.
     static func number(_ data: [UInt8]) throws -> Int {
         let (w, h, rgb) = try decoded(data)
@@ -100,10 +108,7 @@ import Testing
                                                             "-pix_fmt", "rgb24", "-f", "rawvideo", "-"]).stdoutData
             #expect(theirs.count == mine.rgb.count, "frame \(n)")
             guard theirs.count == mine.rgb.count else { continue }
-            var squared = 0.0
-            for (a, b) in zip(mine.rgb, theirs) { let d = Double(a) - Double(b); squared += d * d }
-            let mse = squared / Double(theirs.count)
-            let psnr = mse == 0 ? 99 : 10 * log10(255 * 255 / mse)
+            let psnr = Self.psnr(mine.rgb, theirs)
             worst = min(worst, psnr)
             #expect(psnr >= 40, "frame \(n): \(psnr) dB against FFmpeg's")
         }
