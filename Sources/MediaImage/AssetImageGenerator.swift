@@ -132,7 +132,7 @@ public final class AssetImageGenerator {
     /// and reaches the track's end (no gap after its last keyframe longer than its longest gap).
     private static func indexedKeyframes(_ file: InputFile, _ video: StreamInfo, duration: MediaTime?) -> [Int64] {
         let start = (video.startTime.isNumeric ? video.startTime : .zero).count(in: video.timeBase, rounding: .down) ?? 0
-        try? file.seek(stream: video.index, toKeyframeBefore: start)
+        try? file.seek(stream: video.index, toKeyframeBefore: start)  // a file that cannot seek has no cues to read: its index is judged as it is
         // The index holds decoding times; a keyframe is shown later by the stream's reordering delay,
         // which the first frame's time (the stream's start) against the first decoding time gives.
         guard let index = file.index(of: video.index), let firstDecode = index.timestamps.min() else { return [] }
