@@ -147,7 +147,7 @@ public struct JobStateMachine: Sendable {
             next.state = job.waitingFor > 0 ? .waiting : .queued
             // The attempt that ended the job keeps its row, marked retried: the next is numbered on from it.
             // A cancelled attempt has no row yet (only failures write one): it gets one now.
-            if let last = job.errors.indices.last, job.errors[last].attempt == job.attemptNumber {
+            if let last = job.errors.indices.last, job.errors[last].attempt == job.attemptNumber, job.errors[last].retriedAt == nil {
                 next.errors[last].retriedAt = now
             } else if job.attempt > 0 {
                 next.errors.append(Job.AttemptError(attempt: job.attemptNumber, at: job.finishedAt ?? now, message: "cancelled",

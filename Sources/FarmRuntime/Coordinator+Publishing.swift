@@ -73,7 +73,7 @@ extension Coordinator {
                 }
                 // The attempt's time as the queue recorded it (claimed to ended): what `status` says too.
                 let took = after.startedAt.flatMap { start in after.finishedAt.map { $0.timeIntervalSince(start) } } ?? seconds
-                events(.finished(id: job.id, name: job.name, state: after.state.rawValue, attempt: job.attempt, message: message, seconds: took, at: recorded))
+                events(.finished(id: job.id, name: job.name, state: after.state.rawValue, attempt: job.attemptNumber, message: message, seconds: took, at: recorded))
                 if after.state == .failed || after.state == .dead { await reportFailedDependents(after) }
                 return
             } catch let error where error.isStaleLease {

@@ -155,19 +155,24 @@ public struct Submission: Sendable {
         // Two of its own manifests writing one file: named both (the queue would name a job that was never
         // made, its submission rolled back). One that waits for others may write theirs: the queue decides.
         var writers: [String: String] = [:]
-        for (offer, manifest) in checked.valid where manifest.after.isEmpty {
+        var clashing: Set<Int> = []
+        for (index, (offer, manifest)) in checked.valid.enumerated() where manifest.after.isEmpty {
             var clashes: [ManifestIssue] = []
-            for file in manifest.writes {
-                if let first = writers[file], first != offer.file {
-                    clashes.append(ManifestIssue(path: "$", message: "\(file) is written by \(first) too, in the same submission: two jobs may not "
+            for file in Set(manifest.writes).sorted() {
+                if let first = writers[file] {
+                    let other = first == offer.file ? "\(first), given twice" : first
+                    clashes.append(ManifestIssue(path: "$", message: "\(file) is written by \(other) too, in the same submission: two jobs may not "
                                                  + "write one file; write another path, or make one wait for the other (\"after\")"))
                 } else {
                     writers[file] = offer.file
                 }
             }
-            if !clashes.isEmpty { checked.invalid.append(ManifestValidationError(file: offer.file, issues: clashes)) }
+            if !clashes.isEmpty {
+                checked.invalid.append(ManifestValidationError(file: offer.file, issues: clashes))
+                clashing.insert(index)
+            }
         }
-        checked.valid.removeAll { valid in checked.invalid.contains { $0.file == valid.offer.file } }
+        checked.valid = checked.valid.enumerated().filter { !clashing.contains($0.offset) }.map(\.element)
         // The objects they name: inputs there, outputs' buckets made.
         for (file, issues) in await ObjectChecks.issues(checked, rules: rules, environment: rules.environment) {
             guard let index = checked.valid.firstIndex(where: { $0.offer.file == file }) else { continue }

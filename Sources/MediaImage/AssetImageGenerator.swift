@@ -214,9 +214,11 @@ public final class AssetImageGenerator {
             // The keyframe's packet alone, then the decoder drained: a decoder on several threads otherwise
             // holds its first frame back until as many packets as it has threads were sent (frames decoded
             // for nothing). Drained, it cannot go on: the next request seeks.
-            drainAfterOnePacket = true
-            let first = try nextFrame()
-            drainAfterOnePacket = false
+            let first = try { () throws(ImageGenerationError) -> Int64? in
+                drainAfterOnePacket = true
+                defer { drainAfterOnePacket = false }
+                return try nextFrame()
+            }()
             if let first, inWindow(first) {
                 try keep()
                 return self.time(ofTicks: first)
@@ -322,8 +324,11 @@ public final class AssetImageGenerator {
                     }
                     // Packets come in decoding order, and a frame is shown at or after it is decoded.
                     if let decoded {
-                        if let before, decoded > target + (target - before) { break reading }
-                        if decoded > target + 30 * second { break reading }
+                        // (Saturating: a time near the largest tick count must not trap.)
+                        let twice = target.multipliedReportingOverflow(by: 2)
+                        if let before, decoded > (twice.overflow ? .max : twice.partialValue - before) { break reading }
+                        let farEnough = target.addingReportingOverflow(30 * second)
+                        if decoded > (farEnough.overflow ? .max : farEnough.partialValue) { break reading }
                     }
                 }
             } catch {

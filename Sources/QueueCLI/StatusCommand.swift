@@ -37,9 +37,10 @@ public struct StatusCommand: AsyncParsableCommand {
         }
         if all && limit != nil { throw ValidationError("--all and --limit: give one") }
         if all && after != nil { throw ValidationError("--all and --after: --after pages through the newest first; --all shows every job") }
+        // Delayed is the one state whose jobs' due time lies ahead: with others it cannot be one query.
         let asked = Set(state.compactMap(ShownState.init(rawValue:)))
-        if asked.contains(.delayed) != asked.contains(.queued) && asked.count > 1 {
-            throw ValidationError("--state \(asked.contains(.delayed) ? "delayed" : "queued") goes alone (queued and delayed are the two halves of the queue: give one alone, or both)")
+        if asked.contains(.delayed) && !asked.contains(.queued) && asked.count > 1 {
+            throw ValidationError("--state delayed goes alone, or with --state queued (the jobs of the other states are due already)")
         }
     }
 
@@ -68,7 +69,8 @@ public struct StatusCommand: AsyncParsableCommand {
         var query = JobQuery(ids: named ? jobIDs.ids : nil, states: states, limit: shown, newest: shown != nil, before: after)
         // Queued and delayed share the stored state: one of them alone is the due time's side.
         let now = Date()
-        if asked == [.delayed] { query.runAfter = now } else if asked == [.queued] { query.runBy = now }
+        // Every job of another state is due already: queued with them is their side of the due time too.
+        if asked == [.delayed] { query.runAfter = now } else if asked.contains(.queued) && !asked.contains(.delayed) { query.runBy = now }
         query.topLevel = !chunks && !named
         if json && all && !watch {
             try await Self.stream(store, query)
