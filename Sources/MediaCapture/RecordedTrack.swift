@@ -27,6 +27,14 @@ struct RecordedTrack {
         for type in [MediaType.video, .audio] {
             guard let stream = input.streams.first(where: { $0.mediaType == type && !$0.isAttachedPicture }) else { continue }
             if copyable.contains(stream.codecName) {
+                // A copied stream's parameters go into each segment's header. A stream joined in the middle (a
+                // reconnection; a busy machine that probed for less than the stream took to say them) may not
+                // have told them yet: the connection is tried again rather than a segment that cannot be written.
+                let unknown = type == .audio ? (stream.sampleRate <= 0 ? "sample rate" : stream.channelCount <= 0 ? "channel count" : nil)
+                    : (stream.width <= 0 || stream.height <= 0 ? "picture size" : nil)
+                if let unknown {
+                    throw MediaFileError(path: input.path, reason: .ffmpeg(.tryAgain, while: "reading the \(type == .audio ? "audio" : "video") stream's \(unknown), not known yet"))
+                }
                 tracks.append(RecordedTrack(index: stream.index, isVideo: type == .video, timeBase: stream.timeBase,
                                             origin: .copied(input), codecName: stream.codecName))
             } else {
