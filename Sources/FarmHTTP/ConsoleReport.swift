@@ -11,7 +11,7 @@ enum ConsoleReport {
               case .string(let path)? = result["report"] else { return "" }
         let e = StatusPage.escape
         let full = path.hasPrefix("/") || path.hasPrefix("s3://") ? path : job.baseDirectory + "/" + path
-        var body = "<h2>Report</h2><p class=\"muted\">\(e(full))</p>"
+        let body = "<h2>Report</h2><p class=\"muted\">\(e(full))</p>"
         let underRoots = job.writableRoots.contains { full.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }
         guard underRoots, !full.hasPrefix("s3://"), let report = read(full) else {
             return body + "<p class=\"muted\">Not shown here (not a local file under the job's output roots, or not readable now).</p>\n"

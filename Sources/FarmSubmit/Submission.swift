@@ -65,6 +65,9 @@ public struct SubmissionRules: Sendable {
     public var refuseExistingOutputs: Bool
     /// Where the object storage settings are read (the process's environment).
     public var environment = ProcessInfo.processInfo.environment
+    /// Every job of the submission carries one unique key, so at most one of them is ever live: they may
+    /// name the same outputs (the others are answered "already holds key").
+    public var oneUniqueKey = false
 
     public init(outputRoots: [String]?, outputRootsWayOut: String = ManifestContext.commandLineOutputRootsWayOut,
                 missingInputWayOut: String? = nil, overwriteRefusal: ManifestIssue? = nil, refuseExistingOutputs: Bool = true) {
@@ -156,7 +159,7 @@ public struct Submission: Sendable {
         // made, its submission rolled back). One that waits for others may write theirs: the queue decides.
         var writers: [String: String] = [:]
         var clashing: Set<Int> = []
-        for (index, (offer, manifest)) in checked.valid.enumerated() where manifest.after.isEmpty {
+        for (index, (offer, manifest)) in checked.valid.enumerated() where manifest.after.isEmpty && !rules.oneUniqueKey {
             var clashes: [ManifestIssue] = []
             for file in Set(manifest.writes).sorted() {
                 if let first = writers[file] {

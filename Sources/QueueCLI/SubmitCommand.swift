@@ -88,8 +88,9 @@ public struct SubmitCommand: AsyncParsableCommand {
                    afterPolicy: afterPolicy ?? manifest.afterPolicy, requires: manifest.requires, outputs: manifest.writes)
         }
         let token = try library.token()
-        let rules = SubmissionRules(outputRoots: roots, missingInputWayOut: allowMissingInputs ? nil
+        var rules = SubmissionRules(outputRoots: roots, missingInputWayOut: allowMissingInputs ? nil
                                     : "if it will be there when the job runs, give --allow-missing-inputs")
+        rules.oneUniqueKey = uniqueKey != nil
         // The queue is opened when it is needed: to ask the library about assets, for a scoped token, an
         // album, or to queue. Invalid manifests are refused before a new queue is made.
         var opened: (any JobStore)?

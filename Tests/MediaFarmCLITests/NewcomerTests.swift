@@ -96,6 +96,11 @@ import Testing
         #expect(!r.stderr.contains("job 1") && r.stderr.contains("nothing was queued"), "\(r.stderr)")
         let status = try mediafarm(["status", "--queue", queue], in: dir)
         #expect(status.stdout == "no jobs\n" || status.status != 0, "\(status.stdout)")
+
+        // With one unique key only one of them is ever live: no clash, the second is answered by the key.
+        let keyed = try mediafarm(["submit", "--queue", queue, "--unique-key", "poster", "a.json", "b.json"], in: dir)
+        #expect(keyed.status == 0, "\(keyed.stdout) \(keyed.stderr)")
+        #expect(keyed.stdout.contains("queued job 1 ") && keyed.stdout.contains("job 1 already holds key poster"), "\(keyed.stdout)")
     }
 
     @Test func anUnknownAssetIsReportedWithTheOtherErrorsAtItsPath() throws {
