@@ -89,7 +89,9 @@ extension HTTPFace {
         }
         for error in job.errors {
             events.append((error.at, "attempt \(error.attempt) \(error.message == "cancelled" ? "cancelled" : "failed")", true))
-            if let retried = error.retriedAt { events.append((retried, "retried after attempt \(error.attempt)", false)) }
+            if let retried = error.retriedAt {
+                events.append((retried, "retried after attempt \(error.attempt)" + (error.retriedBy.map { " by \($0)" } ?? ""), false))
+            }
         }
         if let started = job.startedAt {
             let host = job.lease.map { " on " + Job.host(ofOwner: $0.owner) } ?? ""
@@ -109,7 +111,7 @@ extension HTTPFace {
                 let ran = error.startedAt.map { StatusPage.duration(max(0, error.at.timeIntervalSince($0))) } ?? "–"
                 body += "<tr class=\"attempt\"><td>\(error.attempt)</td><td>\(Console.time(error.at))</td><td class=\"ran\">\(ran)</td>"
                 body += "<td>\(e(error.host ?? "–"))</td><td>\(error.worker.map { "pid \($0)" } ?? "–")</td>"
-                body += "<td class=\"retried\">\(error.retriedAt.map(Console.time) ?? "–")</td><td class=\"reason\"><pre>\(e(error.message))</pre></td></tr>"
+                body += "<td class=\"retried\">\(error.retriedAt.map { Console.time($0) + (error.retriedBy.map { " by " + e($0) } ?? "") } ?? "–")</td><td class=\"reason\"><pre>\(e(error.message))</pre></td></tr>"
             }
             body += "</table></div>\n"
         }

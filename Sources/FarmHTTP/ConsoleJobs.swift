@@ -258,7 +258,8 @@ extension HTTPFace {
             let kind: CoordinatorEvent.Kind = action == "cancel" ? .cancelled : .retried
             let job: Job
             do {
-                job = action == "cancel" ? try await store.cancel(id: id, at: now) : try await store.retry(id: id, at: now)
+                job = action == "cancel" ? try await store.cancel(id: id, at: now)
+                    : try await store.retry(id: id, at: now, by: "the console, \(Self.who(request))")
             } catch {
                 throw APIError(error)
             }
@@ -345,7 +346,7 @@ extension HTTPFace {
                 (done, refused) = (deleted.count, ids.count - deleted.count)
             } else {
                 let change: BulkChange = action == "cancel" ? .cancel : .retry
-                for outcome in try await store.change(ids, change, at: Date()) {
+                for outcome in try await store.change(ids, change, at: Date(), by: "the console's bulk retry, \(Self.who(request))") {
                     switch outcome {
                     case .success(let job):
                         hub.publish(.changed(change == .cancel ? .cancelled : .retried, id: job.id, name: job.name, state: job.state.rawValue))

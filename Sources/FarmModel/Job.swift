@@ -84,11 +84,13 @@ public struct Job: Sendable, Hashable, Codable {
         public var host: String?
         /// The worker process that ran it, when one had started.
         public var worker: Int32?
-        /// When the job was retried after this attempt (a fresh set of attempts, numbered on from it).
+        /// When the job was retried after this attempt (a fresh set of attempts, numbered on from it), and
+        /// by whom (absent in rows recorded before it was kept).
         public var retriedAt: Date?
+        public var retriedBy: String?
 
         public init(attempt: Int, at: Date, message: String, startedAt: Date? = nil, host: String? = nil, worker: Int32? = nil,
-                    retriedAt: Date? = nil) {
+                    retriedAt: Date? = nil, retriedBy: String? = nil) {
             self.attempt = attempt
             self.at = at
             self.message = message
@@ -96,6 +98,7 @@ public struct Job: Sendable, Hashable, Codable {
             self.host = host
             self.worker = worker
             self.retriedAt = retriedAt
+            self.retriedBy = retriedBy
         }
 
         /// The error of `job`'s attempt now running, ending at `now`.

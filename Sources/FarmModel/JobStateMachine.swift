@@ -21,8 +21,9 @@ public enum JobTransition: Sendable, Hashable {
     /// queued or running -> cancelled.
     case cancel
     /// failed, dead or cancelled -> queued (or waiting, when `waitingFor` dependencies have not ended),
-    /// with a fresh set of attempts.
-    case retry
+    /// with a fresh set of attempts. `by`: who retried it, as the attempt's row says it ("the console,
+    /// session 1a2b3c4d…", "mediafarm retry, ana on render-2", "with job 12").
+    case retry(by: String)
     /// waiting -> queued: the last dependency ended as the job's policy needs.
     case ready
     /// waiting -> failed: a dependency ended without success (the job's policy needs success).
@@ -143,15 +144,16 @@ public struct JobStateMachine: Sendable {
             next.progress = 0
             next.phase = "encoding \(plan.chunks.count) chunks"
 
-        case (.failed, .retry), (.dead, .retry), (.cancelled, .retry):
+        case (.failed, .retry(let by)), (.dead, .retry(let by)), (.cancelled, .retry(let by)):
             next.state = job.waitingFor > 0 ? .waiting : .queued
             // The attempt that ended the job keeps its row, marked retried: the next is numbered on from it.
             // A cancelled attempt has no row yet (only failures write one): it gets one now.
             if let last = job.errors.indices.last, job.errors[last].attempt == job.attemptNumber, job.errors[last].retriedAt == nil {
                 next.errors[last].retriedAt = now
+                next.errors[last].retriedBy = by
             } else if job.attempt > 0 {
                 next.errors.append(Job.AttemptError(attempt: job.attemptNumber, at: job.finishedAt ?? now, message: "cancelled",
-                                                    startedAt: job.startedAt, host: job.host, retriedAt: now))
+                                                    startedAt: job.startedAt, host: job.host, retriedAt: now, retriedBy: by))
             }
             next.attempt = 0
             next.runAt = now

@@ -54,7 +54,7 @@ enum Dependencies {
 
     /// A job a dependency's failure had failed, after that dependency was retried: waiting again, or
     /// still failed, now for another dependency that did not succeed.
-    static func unblocked(_ job: Job, _ verdict: DependencyVerdict, machine: JobStateMachine, at now: Date) throws(JobStoreError) -> Job {
+    static func unblocked(_ job: Job, _ verdict: DependencyVerdict, by who: String, machine: JobStateMachine, at now: Date) throws(JobStoreError) -> Job {
         var job = job
         switch verdict {
         case .failed(let other, _):
@@ -64,11 +64,11 @@ enum Dependencies {
         case .waiting(let n): job.waitingFor = n
         case .ready: job.waitingFor = 0
         }
-        return try apply(.retry, to: job, machine: machine, at: now)
+        return try apply(.retry(by: who), to: job, machine: machine, at: now)
     }
 
     /// `retry` of a job with dependencies: waiting while some have not ended; refused while one failed.
-    static func retried(_ job: Job, _ verdict: DependencyVerdict, machine: JobStateMachine, at now: Date) throws(JobStoreError) -> Job {
+    static func retried(_ job: Job, _ verdict: DependencyVerdict, by who: String, machine: JobStateMachine, at now: Date) throws(JobStoreError) -> Job {
         var job = job
         switch verdict {
         case .failed(let other, _):
@@ -76,7 +76,7 @@ enum Dependencies {
         case .waiting(let n): job.waitingFor = n
         case .ready: job.waitingFor = 0
         }
-        return try apply(.retry, to: job, machine: machine, at: now)
+        return try apply(.retry(by: who), to: job, machine: machine, at: now)
     }
 
     static func apply(_ t: JobTransition, to job: Job, machine: JobStateMachine, at now: Date) throws(JobStoreError) -> Job {

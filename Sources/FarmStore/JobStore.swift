@@ -151,7 +151,7 @@ public struct JobQuery: Sendable, Hashable {
 public enum BulkChange: String, Sendable, CaseIterable {
     case cancel, retry
 
-    var transition: JobTransition { self == .cancel ? .cancel : .retry }
+    func transition(by who: String) -> JobTransition { self == .cancel ? .cancel : .retry(by: who) }
 
     /// A batch's size: one transaction each.
     static let batch = 500
@@ -226,12 +226,13 @@ public protocol JobStore: WebhookOutbox {
     /// were staged; a rescuer completes the publication and finishes them under the expired lease's token.
     func expiredPublications(at now: Date) async throws(JobStoreError) -> [Job]
     func cancel(id: Int64, at now: Date) async throws(JobStoreError) -> Job
-    func retry(id: Int64, at now: Date) async throws(JobStoreError) -> Job
+    /// `who`: who retried it, kept on the attempt's row (`JobTransition.retry`).
+    func retry(id: Int64, at now: Date, by who: String) async throws(JobStoreError) -> Job
     /// Cancels or retries each of `ids` as `cancel`/`retry` would, a few hundred to a transaction; one
     /// outcome per id, in their order: the job as it became, or why the queue refused that one (no such
     /// job, a state that does not allow it, a unique key another live job holds). A refusal leaves the
     /// others be; an unavailable queue throws.
-    func change(_ ids: [Int64], _ action: BulkChange, at now: Date) async throws(JobStoreError) -> [Result<Job, JobStoreError>]
+    func change(_ ids: [Int64], _ action: BulkChange, at now: Date, by who: String) async throws(JobStoreError) -> [Result<Job, JobStoreError>]
     /// Deletes those of `ids` that ended (succeeded, failed, cancelled, dead), with their chunks, as `prune`
     /// deletes; returns the ids deleted (a live job or a missing id is left out).
     func delete(_ ids: [Int64]) async throws(JobStoreError) -> [Int64]

@@ -58,7 +58,7 @@ extension PostgresJobStore {
     /// job: none is a chunked export, none of those cancelled has jobs waiting for it, none of those
     /// retried waits for others or was named by another's failure. Nil (nothing written) when one could,
     /// or when a retried job's unique key is held by another live job: then each is changed on its own.
-    func changedTogether(_ batch: [Int64], _ action: BulkChange, at now: Date,
+    func changedTogether(_ batch: [Int64], _ action: BulkChange, at now: Date, by who: String,
                          on c: PostgresConnection) async throws -> (done: [Result<Job, JobStoreError>], due: Bool)? {
         let rows = try await c.run("SELECT \(unescaped: Self.columns()) FROM \(unescaped: table) WHERE id = ANY(\(batch)) ORDER BY id FOR UPDATE")
         let locked = try decodeJobs(rows)
@@ -83,7 +83,7 @@ extension PostgresJobStore {
             do throws(JobStoreError) {
                 let next = switch action {
                 case .cancel: try transition(job, .cancel, now)
-                case .retry: try Dependencies.retried(job, DependencyVerdict.of([], policy: job.afterPolicy), machine: machine, at: now)
+                case .retry: try Dependencies.retried(job, DependencyVerdict.of([], policy: job.afterPolicy), by: who, machine: machine, at: now)
                 }
                 current[id] = next
                 done.append(.success(next))
@@ -112,7 +112,7 @@ extension PostgresJobStore {
     /// A batch changed one job after the other, each read as locked when its turn comes (an earlier one's
     /// change may have changed it) and moved in a savepoint of its own, so that a refused one leaves
     /// nothing half done and the others go on.
-    func changedOneByOne(_ batch: [Int64], _ action: BulkChange, at now: Date,
+    func changedOneByOne(_ batch: [Int64], _ action: BulkChange, at now: Date, by who: String,
                          on c: PostgresConnection) async throws -> (done: [Result<Job, JobStoreError>], due: Bool) {
         var done: [Result<Job, JobStoreError>] = []
         var due = false
@@ -124,7 +124,7 @@ extension PostgresJobStore {
             }
             _ = try await c.run("SAVEPOINT bulk_one")
             do {
-                let moved = try await moved(job, revision: revision, action.transition, at: now, on: c)
+                let moved = try await moved(job, revision: revision, action.transition(by: who), at: now, on: c)
                 _ = try await c.run("RELEASE SAVEPOINT bulk_one")
                 done.append(.success(moved.job))
                 due = due || moved.due

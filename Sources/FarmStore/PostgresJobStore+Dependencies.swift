@@ -38,9 +38,9 @@ extension PostgresJobStore {
         let original = job
         // A chunked export retried plans again: its old chunks are let go.
         if case .retry = t, job.state.isTerminal { try await detachChunks(&job, at: now, on: c) }
-        let next = if case .retry = t {
+        let next = if case .retry(let who) = t {
             try Dependencies.retried(job, DependencyVerdict.of(try await dependencies(job.after, on: c), policy: job.afterPolicy),
-                                     machine: machine, at: now)
+                                     by: who, machine: machine, at: now)
         } else {
             try transition(job, t, now)
         }
@@ -99,7 +99,7 @@ extension PostgresJobStore {
                 """)
             for (job, revision) in try decodeJobs(rows) {
                 let verdict = DependencyVerdict.of(try await dependencies(job.after, on: c), policy: job.afterPolicy)
-                let next = try Dependencies.unblocked(job, verdict, machine: machine, at: now)
+                let next = try Dependencies.unblocked(job, verdict, by: "with job \(id)", machine: machine, at: now)
                 try await saveLocked(next, over: job, revision: revision, on: c)
                 if next.state.isLive { work.append(next.id) }
             }

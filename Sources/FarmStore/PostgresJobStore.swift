@@ -348,23 +348,23 @@ public final class PostgresJobStore: JobStore {
 
     public func cancel(id: Int64, at now: Date) async throws(JobStoreError) -> Job { try await change(id, .cancel, at: now) }
 
-    public func retry(id: Int64, at now: Date) async throws(JobStoreError) -> Job {
+    public func retry(id: Int64, at now: Date, by who: String) async throws(JobStoreError) -> Job {
         do {
-            return try await change(id, .retry, at: now)
+            return try await change(id, .retry(by: who), at: now)
         } catch .unavailable(let message) where message.contains("jobs_unique_live") {
             throw .refused("job \(id): another live job holds its unique key; cancel that one first")
         }
     }
 
-    public func change(_ ids: [Int64], _ action: BulkChange, at now: Date) async throws(JobStoreError) -> [Result<Job, JobStoreError>] {
+    public func change(_ ids: [Int64], _ action: BulkChange, at now: Date, by who: String) async throws(JobStoreError) -> [Result<Job, JobStoreError>] {
         var outcomes: [Result<Job, JobStoreError>] = []
         for start in stride(from: 0, to: ids.count, by: BulkChange.batch) {
             let batch = Array(ids[start..<min(start + BulkChange.batch, ids.count)])
             outcomes += try await transaction { [self] c in
-                let (done, due) = if let together = try await changedTogether(batch, action, at: now, on: c) {
+                let (done, due) = if let together = try await changedTogether(batch, action, at: now, by: who, on: c) {
                     together
                 } else {
-                    try await changedOneByOne(batch, action, at: now, on: c)
+                    try await changedOneByOne(batch, action, at: now, by: who, on: c)
                 }
                 if due { _ = try await c.run("SELECT pg_notify(\(channel), '')") }
                 return done

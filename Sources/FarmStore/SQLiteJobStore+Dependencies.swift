@@ -70,7 +70,7 @@ extension SQLiteJobStore {
                 """), arguments: [id]).map(Self.job)
             for job in blocked {
                 let verdict = DependencyVerdict.of(try dependencies(job.after, db), policy: job.afterPolicy)
-                let next = try Dependencies.unblocked(job, verdict, machine: machine, at: now)
+                let next = try Dependencies.unblocked(job, verdict, by: "with job \(id)", machine: machine, at: now)
                 try keepEvents(of: job.id, db)  // it failed: its row is its event's job until now
                 try save(next, db)
                 if next.state.isLive { work.append(next.id) }
@@ -79,9 +79,9 @@ extension SQLiteJobStore {
     }
 
     /// A job's retry: its dependencies decide whether it waits; one that failed refuses it.
-    func retried(_ job: Job, at now: Date, _ db: Database) throws -> Job {
+    func retried(_ job: Job, by who: String, at now: Date, _ db: Database) throws -> Job {
         let verdict = DependencyVerdict.of(try dependencies(job.after, db), policy: job.afterPolicy)
-        return try Dependencies.retried(job, verdict, machine: machine, at: now)
+        return try Dependencies.retried(job, verdict, by: who, machine: machine, at: now)
     }
 
     /// Applies and saves a transition, and follows it through the jobs that wait: a job that ended
@@ -93,7 +93,7 @@ extension SQLiteJobStore {
         if job.state.isTerminal { try keepEvents(of: job.id, db) }
         // A chunked export retried plans again: its old chunks are let go.
         if case .retry = t, job.state.isTerminal { try detachChunks(&job, at: now, db) }
-        let next = if case .retry = t { try retried(job, at: now, db) } else { try transition(job, t, now) }
+        let next = if case .retry(let who) = t { try retried(job, by: who, at: now, db) } else { try transition(job, t, now) }
         try save(next, db)
         if next.state.isTerminal && !job.state.isTerminal {
             try recordEvent(next, at: now, db)

@@ -332,16 +332,16 @@ public final class SQLiteJobStore: JobStore {
 
     public func cancel(id: Int64, at now: Date) async throws(JobStoreError) -> Job { try await change(id, .cancel, at: now) }
 
-    public func retry(id: Int64, at now: Date) async throws(JobStoreError) -> Job {
+    public func retry(id: Int64, at now: Date, by who: String) async throws(JobStoreError) -> Job {
         defer { doorbell.ring() }
         do {
-            return try await change(id, .retry, at: now)
+            return try await change(id, .retry(by: who), at: now)
         } catch .unavailable(let message) where message.contains("UNIQUE") {
             throw .refused("job \(id): another live job holds its unique key; cancel that one first")
         }
     }
 
-    public func change(_ ids: [Int64], _ action: BulkChange, at now: Date) async throws(JobStoreError) -> [Result<Job, JobStoreError>] {
+    public func change(_ ids: [Int64], _ action: BulkChange, at now: Date, by who: String) async throws(JobStoreError) -> [Result<Job, JobStoreError>] {
         var outcomes: [Result<Job, JobStoreError>] = []
         for start in stride(from: 0, to: ids.count, by: BulkChange.batch) {
             let batch = Array(ids[start..<min(start + BulkChange.batch, ids.count)])
@@ -359,7 +359,7 @@ public final class SQLiteJobStore: JobStore {
                     // Each in a savepoint: a refused one leaves nothing half done, and the others go on.
                     do {
                         try db.inSavepoint {
-                            let moved = try moved(job, action.transition, now, db)
+                            let moved = try moved(job, action.transition(by: who), now, db)
                             done.append(.success(moved.job))
                             due = due || moved.due || action == .retry
                             return .commit

@@ -270,12 +270,18 @@ public struct RetryCommand: AsyncParsableCommand {
     public func run() async throws {
         let store = try await queue.open()
         try await JobControl.apply(jobIDs.ids, verb: "queued again", json: json, store: store) { (id: Int64) async throws(JobStoreError) -> Job in
-            try await store.retry(id: id, at: Date())
+            try await store.retry(id: id, at: Date(), by: JobControl.commandLineCaller)
         }
     }
 }
 
 enum JobControl {
+    /// Who a command-line retry is said to be by: "mediafarm retry, USER on HOST".
+    static var commandLineCaller: String {
+        let user = getpwuid(geteuid()).flatMap { String(validatingCString: $0.pointee.pw_name) } ?? "uid \(geteuid())"
+        return "mediafarm retry, \(user) on \(ProcessInfo.processInfo.hostName)"
+    }
+
     /// What a cancel or retry did to the jobs that wait for `job` (at most 20 said).
     static func dependents(of job: Job, store: any JobStore) async throws -> [String] {
         var query = JobQuery(limit: 21)

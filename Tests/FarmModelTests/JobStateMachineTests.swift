@@ -24,7 +24,7 @@ import Testing
         .expire,
         .release(token: "tok"),
         .cancel,
-        .retry,
+        .retry(by: "a test"),
         .ready,
         .dependencyFailed(id: 3, message: "dependency job 3 (scan) failed"),
     ]
@@ -74,7 +74,7 @@ import Testing
         // Retried while a dependency has not ended: waiting again, not blocked.
         var again = failed
         again.waitingFor = 1
-        let retried = try machine.apply(.retry, to: again, at: t0)
+        let retried = try machine.apply(.retry(by: "a test"), to: again, at: t0)
         #expect(retried.state == .waiting && retried.blockedBy == nil)
     }
 
@@ -141,7 +141,7 @@ import Testing
     }
 
     @Test func retryStartsAFreshSetOfAttempts() throws {
-        let again = try machine.apply(.retry, to: job(.dead, attempt: 3), at: t0.addingTimeInterval(5))
+        let again = try machine.apply(.retry(by: "a test"), to: job(.dead, attempt: 3), at: t0.addingTimeInterval(5))
         #expect(again.state == .queued && again.attempt == 0 && again.runAt == t0.addingTimeInterval(5) && again.finishedAt == nil)
     }
 
@@ -160,18 +160,19 @@ import Testing
         }
         try run(.fail(token: "tok", message: "bad input", result: nil), at: 10)
         #expect(job.attemptsSummary == "failed (not retryable)")
-        job = try machine.apply(.retry, to: job, at: t0.addingTimeInterval(20))
+        job = try machine.apply(.retry(by: "the console, session 1a2b3c4d…"), to: job, at: t0.addingTimeInterval(20))
         #expect(job.attemptNumber == 1 && job.attempt == 0)
         try run(.fail(token: "tok", message: "bad again", result: nil), at: 30)
-        job = try machine.apply(.retry, to: job, at: t0.addingTimeInterval(40))
+        job = try machine.apply(.retry(by: "mediafarm retry, ana on render-2"), to: job, at: t0.addingTimeInterval(40))
         try run(.cancel, at: 50)
         #expect(job.attemptsSummary == "attempt 3")
-        job = try machine.apply(.retry, to: job, at: t0.addingTimeInterval(60))
+        job = try machine.apply(.retry(by: "with job 12"), to: job, at: t0.addingTimeInterval(60))
         try run(nil, at: 70)
         #expect(job.attemptNumber == 4)
         #expect(job.errors.map(\.attempt) == [1, 2, 3])
         #expect(job.errors.map(\.message) == ["bad input", "bad again", "cancelled"])
         #expect(job.errors.map(\.retriedAt) == [20, 40, 60].map { t0.addingTimeInterval($0) })
+        #expect(job.errors.map(\.retriedBy) == ["the console, session 1a2b3c4d…", "mediafarm retry, ana on render-2", "with job 12"])
         #expect(job.errors.map(\.host) == ["host-a", "host-a", "host-a"] && job.errors.map(\.worker) == [110, 130, nil])
         #expect(job.errors.map(\.startedAt) == [10, 30, 50].map { t0.addingTimeInterval($0) })
         // A job that used up its attempts says so.

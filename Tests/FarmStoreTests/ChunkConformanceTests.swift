@@ -83,7 +83,7 @@ import Testing
         #expect(try await store.abandonedChunkFolders(limit: 10) == ["/out/.a.chunks-1"])
 
         // A retry of the job plans again: no plan, no chunk waited for; the old folder stays listed.
-        let retried = try await other.retry(id: id, at: t0.addingTimeInterval(3))
+        let retried = try await other.retry(id: id, at: t0.addingTimeInterval(3), by: "a test")
         #expect(retried.state == .queued && retried.chunkPlan == nil && retried.after.isEmpty && retried.waitingFor == 0)
         let again = try await claim(store, id, at: t0.addingTimeInterval(4))
         let second = try await store.split(id: id, token: again, chunks: [new("d1"), new("d2")], plan: plan("/out/.a.chunks-2", chunks: 2),

@@ -86,7 +86,7 @@ import Testing
         defer { Task { await store.close() } }
         // More than one batch.
         let many = try await store.enqueue((0..<1_200).map { new("many-\($0)") }, at: t0).map(\.id)
-        let cancelled = try await store.change(many, .cancel, at: t0.addingTimeInterval(1))
+        let cancelled = try await store.change(many, .cancel, at: t0.addingTimeInterval(1), by: "a test")
         #expect(cancelled.count == 1_200)
         #expect(cancelled.allSatisfy { (try? $0.get().state) == .cancelled })
         var keyed = new("keyed")
@@ -94,7 +94,7 @@ import Testing
         let old = try await store.enqueue([keyed], at: t0).map(\.id)[0]
         _ = try await store.cancel(id: old, at: t0)
         let holder = try await store.enqueue([keyed], at: t0).map(\.id)[0]  // the key is free again: holds it now
-        let outcomes = try await store.change([many[0], 999_999, old, holder], .retry, at: t0.addingTimeInterval(2))
+        let outcomes = try await store.change([many[0], 999_999, old, holder], .retry, at: t0.addingTimeInterval(2), by: "a test")
         #expect((try? outcomes[0].get().state) == .queued, "a cancelled job retried")
         guard case .failure(.notFound(999_999)) = outcomes[1] else { Issue.record("a missing id: \(outcomes[1])"); return }
         guard case .failure(.refused(let message)) = outcomes[2] else { Issue.record("a held key: \(outcomes[2])"); return }
@@ -106,7 +106,7 @@ import Testing
         // Deleting: the ended ones, with their chunks; a live one and a missing one are left out.
         let parent = try await store.enqueue([new("export")], at: t0).map(\.id)[0]
         let chunk = try await store.enqueue([new("export chunk 1", chunkOf: parent)], at: t0).map(\.id)[0]
-        _ = try await store.change([parent, chunk], .cancel, at: t0)
+        _ = try await store.change([parent, chunk], .cancel, at: t0, by: "a test")
         let deleted = try await store.delete([many[1], many[2], holder, parent, 999_999])
         #expect(Set(deleted) == [many[1], many[2], parent])
         #expect(try await store.job(id: many[1]) == nil)
@@ -126,20 +126,20 @@ import Testing
         let a = try await store.enqueue([new("a")], at: t0)[0].id
         let b = try await store.enqueue([new("b", after: [a])], at: t0)[0].id
         let c = try await store.enqueue([new("c")], at: t0)[0].id
-        let first = try await store.change([c, a, b], .cancel, at: t0.addingTimeInterval(1))
+        let first = try await store.change([c, a, b], .cancel, at: t0.addingTimeInterval(1), by: "a test")
         #expect(first.map { (try? $0.get())?.state } == [.cancelled, .cancelled, nil])
         guard case .failure(.transition(id: b, _)) = first[2] else { Issue.record("b: \(first[2])"); return }
         #expect(try await store.job(id: b)?.state == .failed)
         // Nobody waits for these: each once, in the batch's order; an id given twice is refused the second time.
         let plain = try await store.enqueue([new("x"), new("y"), new("z")], at: t0).map(\.id)
-        let second = try await store.change([plain[2], plain[0], plain[1], plain[0]], .cancel, at: t0.addingTimeInterval(2))
+        let second = try await store.change([plain[2], plain[0], plain[1], plain[0]], .cancel, at: t0.addingTimeInterval(2), by: "a test")
         #expect(second.map { (try? $0.get())?.state } == [.cancelled, .cancelled, .cancelled, nil])
         let sent = try await store.claimDeliveries(limit: 100, owner: "s", leaseDuration: 30, at: t0.addingTimeInterval(3))
         #expect(sent.map(\.jobID) == [c, a, b, plain[2], plain[0], plain[1]])
         #expect(sent.map(\.type) == ["job.cancelled", "job.cancelled", "job.failed", "job.cancelled", "job.cancelled", "job.cancelled"])
         #expect(try sent.map { try $0.jobAtEvent().state } == [.cancelled, .cancelled, .failed, .cancelled, .cancelled, .cancelled])
         // Retried together: queued again, each its own revision further.
-        let retried = try await store.change(plain, .retry, at: t0.addingTimeInterval(4))
+        let retried = try await store.change(plain, .retry, at: t0.addingTimeInterval(4), by: "a test")
         #expect(retried.map { (try? $0.get())?.state } == [.queued, .queued, .queued])
         #expect(try await store.claim(limit: 10, owner: "h:1:a", leaseDuration: 60, at: t0.addingTimeInterval(5)).map(\.id).sorted()
                     == plain)

@@ -88,12 +88,12 @@ import Testing
         #expect(try await runAll(store, at: t0.addingTimeInterval(2)) == [cleanup])
 
         // The dependent alone cannot be retried while its dependency stays failed.
-        await #expect { try await store.retry(id: export, at: t0) } throws: { error in
+        await #expect { try await store.retry(id: export, at: t0, by: "a test") } throws: { error in
             guard case .refused(let message) = error as? JobStoreError else { return false }
             return message.contains("retry job \(scan)")
         }
         // Retrying the dependency brings back what its failure failed; then they run in order.
-        let again = try await other.retry(id: scan, at: t0.addingTimeInterval(3))
+        let again = try await other.retry(id: scan, at: t0.addingTimeInterval(3), by: "a test")
         #expect(again.state == .queued)
         let back = try #require(try await store.job(id: export))
         #expect(back.state == .waiting && back.waitingFor == 1 && back.blockedBy == nil && back.attempt == 0)
@@ -132,7 +132,7 @@ import Testing
         #expect(try await runAll(store, at: t0.addingTimeInterval(20)) == [e])
         #expect(try await store.job(id: f)?.state == .cancelled)
         // Retried, f runs now (its dependency succeeded), and g follows.
-        #expect(try await store.retry(id: f, at: t0.addingTimeInterval(21)).state == .queued)
+        #expect(try await store.retry(id: f, at: t0.addingTimeInterval(21), by: "a test").state == .queued)
         #expect(try await store.job(id: g)?.state == .waiting)
     }
 

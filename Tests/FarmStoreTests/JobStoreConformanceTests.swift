@@ -98,7 +98,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
         #expect(try await store.enqueue([new("f", key: "other")], at: t0)[0].inserted)
         // The caller's conflict, not the queue's fault (an API answers 409, not 503).
         do {
-            _ = try await store.retry(id: first[2].id, at: t0)
+            _ = try await store.retry(id: first[2].id, at: t0, by: "a test")
             Issue.record("a retry brought a second live job under the key")
         } catch {
             guard case .refused(let message) = error else { Issue.record("\(error) is not a refusal"); return }
@@ -352,7 +352,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
         }
         let dead = try #require(try await store.job(id: id))
         #expect(dead.state == .dead && dead.errors.map(\.attempt) == [1, 2] && dead.errors.allSatisfy { $0.message == "killed by SIGSEGV" })
-        let again = try await store.retry(id: id, at: now)
+        let again = try await store.retry(id: id, at: now, by: "a test")
         #expect(again.state == .queued && again.attempt == 0 && again.errors.count == 2)
     }
 

@@ -42,7 +42,7 @@ import Testing
         #expect(try await store.enqueue([new("keyed again", writes: ["/data/out/k.mp4"], key: "k")], at: t0)[0] == Enqueued(id: keyed, inserted: false))
 
         // Once the writers ended, the file is free.
-        _ = try await store.change([first, after.id], .cancel, at: t0)
+        _ = try await store.change([first, after.id], .cancel, at: t0, by: "a test")
         #expect(try await store.enqueue([new("third", writes: ["/data/out/a.mp4"])], at: t0)[0].inserted)
         // Deleting a job forgets its files (nothing left to refuse or to keep).
         #expect(try await store.delete([first]) == [first])

@@ -72,7 +72,7 @@ import Testing
         }
         #expect(waited < 10, "a release: waited \(waited) s")
         _ = try await other.cancel(id: id, at: t0)
-        waited = try await woken(listener, queued: id) { _ = try await other.retry(id: id, at: t0) }
+        waited = try await woken(listener, queued: id) { _ = try await other.retry(id: id, at: t0, by: "a test") }
         #expect(waited < 10, "a retry: waited \(waited) s")
     }
 

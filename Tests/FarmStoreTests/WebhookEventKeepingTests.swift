@@ -36,7 +36,7 @@ import Testing
         }
         let ended = try await store.jobs(ids: ids)
         // Nothing looked yet: the first is retried, the second deleted.
-        _ = try await store.retry(id: ids[0], at: t0.addingTimeInterval(2))
+        _ = try await store.retry(id: ids[0], at: t0.addingTimeInterval(2), by: "a test")
         #expect(try await store.delete([ids[1]]) == [ids[1]])
         let sent = try await store.claimDeliveries(limit: 10, owner: "s", leaseDuration: 30, at: t0.addingTimeInterval(3))
         #expect(sent.count == 2)

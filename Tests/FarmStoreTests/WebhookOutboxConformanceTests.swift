@@ -92,7 +92,7 @@ import Testing
         try await store.registerWebhooks([WebhookEndpoint(url: url("http://127.0.0.1:9/hook"))], allowing: [], by: "h:1:a", at: t0)
         let id = try await store.enqueue([new("flaky", attempts: 3)], at: t0)[0].id
         try await end(store, id, .failed(message: "bad input", result: nil), at: t0)
-        _ = try await store.retry(id: id, at: t0.addingTimeInterval(1))
+        _ = try await store.retry(id: id, at: t0.addingTimeInterval(1), by: "a test")
         try await end(store, id, .succeeded(result: nil), at: t0.addingTimeInterval(2))
         #expect(try await store.deliveries(matching: DeliveryQuery(jobID: id)).map(\.type) == ["job.succeeded", "job.failed"])
         // Only the first event is due: the second waits for it.
@@ -140,7 +140,7 @@ import Testing
         let ended = try await store.jobs(ids: [parent, child, lone])
         #expect(ended.map(\.state) == [.failed, .failed, .succeeded])
         // Nothing claimed yet: the parent retried (the child waits again), then the lone job deleted.
-        _ = try await other.retry(id: parent, at: t0.addingTimeInterval(3))
+        _ = try await other.retry(id: parent, at: t0.addingTimeInterval(3), by: "a test")
         #expect(try await store.job(id: child)?.state == .waiting)
         #expect(try await other.delete([lone]) == [lone])
         let sent = try await store.claimDeliveries(limit: 10, owner: "s", leaseDuration: 30, at: t0.addingTimeInterval(4))

@@ -90,6 +90,8 @@ import Glibc
         #expect(try farm.job(later)["state"] as? String == "cancelled")
         let retried = try farm.waitFor(failed) { ($0["errors"] as? [Any])?.count == 2 }
         #expect((retried["errors"] as? [Any])?.count == 2, "\(retried)")
+        let first = (retried["errors"] as? [[String: Any]])?.first
+        #expect((first?["retriedBy"] as? String)?.hasPrefix("the console, ") == true, "\(retried)")
         #expect(farm.process.log.contains("console: retry of job \(failed)"), "the action is not logged")
     }
 
@@ -179,6 +181,9 @@ import Glibc
         // Each attempt's error says when it started and where it ran; the page shows how long it ran.
         let errors = try farm.job(ids[0])["errors"] as? [[String: Any]] ?? []
         #expect(errors.count == 2 && errors.allSatisfy { $0["startedAt"] is String && ($0["host"] as? String)?.isEmpty == false }, "\(errors)")
+        // Who retried it, on its row and in its timeline.
+        #expect((errors.first?["retriedBy"] as? String)?.hasPrefix("the console's bulk retry, session ") == true, "\(errors)")
+        #expect(try farm.request("GET", "/jobs/\(ids[0])").body.contains("retried after attempt 1 by the console&#39;s bulk retry"))
         #expect(try farm.request("GET", "/jobs/\(ids[0])").body.components(separatedBy: "<td class=\"ran\">").count == 3)
         // Then, in Firefox, every failed job deleted at once, and one live job (delayed) left: the list has
         // only that one.

@@ -87,6 +87,10 @@ import Testing
         #expect(output.contains("job 2 (b) failed: it needed job 1 (a) to succeed, which ended failed"), "\(output)")
         let retried = try mediafarm(["retry", "1"] + queue)
         #expect(retried.status == 0 && retried.stdout == "job 1 (a) queued again\n  job 2 (b) waits for it again\n", "\(retried.stdout) \(retried.stderr)")
+        // Each failed attempt's row says who retried it: this command, and job 2 with job 1.
+        let listed = try JSONSerialization.jsonObject(with: Data(try mediafarm(["status", "--json"] + queue).stdout.utf8)) as? [[String: Any]] ?? []
+        let retriedBy = Dictionary(uniqueKeysWithValues: listed.map { (($0["id"] as? Int) ?? 0, ((($0["errors"] as? [[String: Any]])?.first)?["retriedBy"] as? String) ?? "") })
+        #expect(retriedBy[1]?.hasPrefix("mediafarm retry, ") == true && retriedBy[1]?.contains(" on ") == true && retriedBy[2] == "with job 1", "\(retriedBy)")
         let cancelled = try mediafarm(["cancel", "1"] + queue)
         #expect(cancelled.stdout == "job 1 (a) cancelled\n  job 2 (b) failed: it needed job 1 to succeed\n", "\(cancelled.stdout) \(cancelled.stderr)")
         let succeeded = try mediafarm(["retry", "3"] + queue)
