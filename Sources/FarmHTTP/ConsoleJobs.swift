@@ -377,19 +377,32 @@ extension HTTPFace {
         let rules = SubmissionRules(outputRoots: job.outputRoots, outputRootsWayOut: "to write there, the coordinator must be started with --output-root naming a folder above it",
                                     missingInputWayOut: nil, overwriteRefusal: overwriteRefusal)
         let offer = ManifestOffer(bytes: Array(job.manifest.utf8), file: "job \(job.id)'s manifest", name: job.name, baseDirectory: job.baseDirectory)
+        return try await enqueue(offer, rules: rules, library: library, keyed: false) { manifest in
+            NewJob(name: job.name, manifest: job.manifest, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots,
+                   priority: job.priority, maxAttempts: job.maxAttempts, runAt: nil, uniqueKey: nil, timeout: job.timeout,
+                   after: manifest.after, afterPolicy: manifest.afterPolicy, requires: manifest.requires, outputs: manifest.writes)
+        }.id
+    }
+
+    /// One manifest through the one submission path: checked by `rules` (the assets it names against
+    /// `library`), a scoped caller's policy applied, queued as `job` makes it from the manifest, and
+    /// published as submitted. `keyed`: the job has a unique key (how a refusal is said).
+    func enqueue(_ offer: ManifestOffer, rules: SubmissionRules, library: AssetLibrary, keyed: Bool,
+                 job: (JobManifest) -> NewJob) async throws -> SubmittedJob {
         do {
             let accepted = try Submission.refusingInvalid(try await Submission.check([offer], rules: rules) { _ in library })
+            let refusals = Submission.scopedRefusals(accepted, access: library.access)
+            if !refusals.isEmpty { throw SubmissionError.notPermitted(refusals) }
             let manifest = accepted[0].manifest
-            let new = NewJob(name: job.name, manifest: job.manifest, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots,
-                             priority: job.priority, maxAttempts: job.maxAttempts, runAt: nil, uniqueKey: nil, timeout: job.timeout,
-                             after: manifest.after, afterPolicy: manifest.afterPolicy, requires: manifest.requires, outputs: manifest.writes)
+            let new = job(manifest)
             let queued = try await Submission(store: store, library: library).enqueue([new], sources: [manifest.edits.map(\.source)])
             guard let first = queued.jobs.first else { throw SubmissionError.outcomeUnknown(.unavailable("the queue answered no job")) }
-            for warning in queued.warnings[first.id] ?? [] { logger.warning("job \(first.id): \(warning)") }
-            hub.publish(.submitted(id: first.id, name: job.name, queued: first.inserted))
-            return first.id
+            let submitted = SubmittedJob(id: first.id, name: new.name, queued: first.inserted, warnings: queued.warnings[first.id])
+            for warning in submitted.warnings ?? [] { logger.warning("job \(first.id): \(warning)") }
+            hub.publish(.submitted(id: submitted.id, name: submitted.name, queued: submitted.queued))
+            return submitted
         } catch let error as SubmissionError {
-            throw APIError(error, keyed: false)
+            throw APIError(error, keyed: keyed)
         }
     }
 }

@@ -95,9 +95,17 @@ extension HTTPFace {
         let facts = asset.facts
         let name = (asset.path as NSString?)?.lastPathComponent ?? id.rawValue
         var body = "<p class=\"muted\"><a href=\"/library\">Library</a> › \(e(name))</p><h1>\(e(name))</h1>\n"
+        let (csrf, cookie) = ConsoleCSRF.token(of: request, secure: configuration.cookieSecure)
+        if let job = request.uri.queryParameters.get("poster").flatMap(Int64.init) {
+            body += "<p class=\"notice\" id=\"poster-requested\">A poster is being made: <a href=\"/jobs/\(job)\">job \(job)</a>.</p>\n"
+        }
         body += "<div class=\"asset-pictures\">"
         if pictures[.poster] != nil {
             body += "<img class=\"poster\" src=\"/api/assets/\(id.rawValue)/poster\" alt=\"The poster of \(e(name))\">"
+        } else if facts.mediaType == .video && canAct(request) {
+            // A poster on request (`PosterRequests`).
+            body += "<form class=\"inline\" method=\"post\" action=\"/library/assets/\(id.rawValue)/poster\">\(Console.csrfField(csrf))"
+            body += "<button id=\"make-poster\">Make a poster</button></form>"
         }
         if pictures[.storyboard] != nil {
             // Scrubbed with the pointer or the arrow keys (the script reads the storyboard's JSON index).
@@ -149,7 +157,7 @@ extension HTTPFace {
         if !detail.jobs.isEmpty {
             body += "<h2>Jobs</h2><p id=\"asset-jobs\">" + detail.jobs.map { "<a href=\"/jobs/\($0)\">job \($0)</a>" }.joined(separator: ", ") + "</p>\n"
         }
-        return html(Console.page(title: "\(name) · Library · MediaFarm", section: .library, body: body), cookie: nil)
+        return html(Console.page(title: "\(name) · Library · MediaFarm", section: .library, body: body), cookie: cookie)
     }
 }
 

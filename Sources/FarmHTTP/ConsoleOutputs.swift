@@ -140,7 +140,7 @@ extension HTTPFace {
         func assets(_ ids: [AssetID]) async throws -> [LibraryAsset] {
             guard !ids.isEmpty else { return [] }
             var options = FetchOptions()
-            (options.ids, options.limit) = (Array(ids.prefix(60)), 60)
+            (options.ids, options.limit, options.pictures) = (Array(ids.prefix(60)), 60, true)
             return try await library.fetch(options).assets
         }
         let read = try await assets(try await library.jobInputs(id))

@@ -42,6 +42,7 @@ extension HTTPFace {
         router.get("/api/events") { _, _ in self.events() }
         addLibraryRoutes(to: router)
         addPictureRoutes(to: router)
+        addPosterRequests(to: router)
         addConsoleRoutes(to: router)
         addConsoleFiles(to: router)
         addQueueRoutes(to: router)
@@ -188,26 +189,14 @@ extension HTTPFace {
                                     missingInputWayOut: allowMissingInputs ? nil : "if it will be there when the job runs, add ?allowMissingInputs=true",
                                     overwriteRefusal: overwriteRefusal)
         let offer = ManifestOffer(bytes: Array(body.readableBytesView), file: "request body", name: name, baseDirectory: configuration.baseDirectory)
-        let submitted: SubmittedJob
-        do {
-            // Assets the library does not know are reported with the manifest's other errors.
-            let accepted = try Submission.refusingInvalid(try await Submission.check([offer], rules: rules) { _ in library })
-            let refusals = Submission.scopedRefusals(accepted, access: library.access)
-            if !refusals.isEmpty { throw SubmissionError.notPermitted(refusals) }
-            let manifest = accepted[0].manifest
-            let job = NewJob(name: manifest.name, manifest: offer.text, baseDirectory: configuration.baseDirectory, outputRoots: roots,
-                             priority: priority, maxAttempts: maxAttempts, runAt: delay > 0 ? Date().addingTimeInterval(delay) : nil,
-                             uniqueKey: key.map { Self.apiKey($0, access: library.access) }, timeout: timeout,
-                             after: manifest.after.map { Self.apiReference($0, access: library.access) },
-                             afterPolicy: manifest.afterPolicy, requires: manifest.requires, outputs: manifest.writes)
-            let queued = try await Submission(store: store, library: library).enqueue([job], sources: [manifest.edits.map(\.source)])
-            guard let first = queued.jobs.first else { throw SubmissionError.outcomeUnknown(.unavailable("the queue answered no job")) }
-            submitted = SubmittedJob(id: first.id, name: job.name, queued: first.inserted, warnings: queued.warnings[first.id])
-            for warning in submitted.warnings ?? [] { logger.warning("job \(first.id): \(warning)") }
-        } catch let error as SubmissionError {
-            throw APIError(error, keyed: key != nil)
+        // Assets the library does not know are reported with the manifest's other errors.
+        let submitted = try await enqueue(offer, rules: rules, library: library, keyed: key != nil) { manifest in
+            NewJob(name: manifest.name, manifest: offer.text, baseDirectory: configuration.baseDirectory, outputRoots: roots,
+                   priority: priority, maxAttempts: maxAttempts, runAt: delay > 0 ? Date().addingTimeInterval(delay) : nil,
+                   uniqueKey: key.map { Self.apiKey($0, access: library.access) }, timeout: timeout,
+                   after: manifest.after.map { Self.apiReference($0, access: library.access) },
+                   afterPolicy: manifest.afterPolicy, requires: manifest.requires, outputs: manifest.writes)
         }
-        hub.publish(.submitted(id: submitted.id, name: submitted.name, queued: submitted.queued))
         var response = Response.json(submitted, status: submitted.queued ? .created : .ok)
         response.headers[.location] = "/api/jobs/\(submitted.id)"
         return response

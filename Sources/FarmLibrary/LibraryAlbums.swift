@@ -137,6 +137,7 @@ extension AssetLibrary {
             }
             for smart in SmartAlbum.allCases {
                 var condition = smart.condition(now: time)
+                condition.sql += " AND " + Self.notAPicture
                 if let scope = access.filter("a.id") {
                     condition = ("\(condition.sql) AND \(scope.sql)", condition.binds + scope.binds)
                 }

@@ -60,6 +60,10 @@ public struct FetchOptions: Sendable, Hashable {
     public var after: String?
     /// Only these assets (those the caller may see among them).
     public var ids: [AssetID]?
+    /// The farm's pictures too: posters, storyboards and waveforms are representations of the assets they
+    /// show (as a PhotoKit thumbnail is), so the whole library and its smart albums leave them out; a user
+    /// album lists what was put in it.
+    public var pictures = false
 
     public init() {}
 }
@@ -73,6 +77,8 @@ public struct FetchResult: Sendable, Hashable, Codable {
 
 extension AssetLibrary {
     static let assetColumns = "a.id, a.sha256, a.facts, a.added_at, a.date_key, a.codes"
+    /// An asset `a` that is no picture the farm made of another (`FetchOptions.pictures`).
+    static let notAPicture = "NOT EXISTS (SELECT 1 FROM asset_representations p WHERE p.output_id = a.id AND p.kind <> 'export')"
 
     /// The assets the options select, in their order, a page at a time.
     public func fetch(_ options: FetchOptions) async throws(LibraryError) -> FetchResult {
@@ -92,6 +98,7 @@ extension AssetLibrary {
                 add("a.id IN (SELECT asset_id FROM album_assets WHERE album = ?)", [.text(album)])
             }
         }
+        if !options.pictures && (options.album.map { SmartAlbum(rawValue: $0) != nil } ?? true) { add(Self.notAPicture) }
         if let ids = options.ids { add("a.id IN (\((["''"] + ids.map { _ in "?" }).joined(separator: ", ")))", ids.map { .text($0.rawValue) }) }
         if let type = options.mediaType { add("a.media_type = ?", [.text(type.rawValue)]) }
         if let since = options.since { add("a.date_key >= ?", [SQLValue(since)]) }

@@ -72,7 +72,8 @@ extension AssetLibrary {
             if let scope = access.albums { albums = albums.filter(scope.contains) }
             for smart in SmartAlbum.allCases {
                 let condition = smart.condition(now: time)
-                if try await s.value("SELECT 1 FROM assets a WHERE a.id = ? AND \(condition.sql)", [.text(id.rawValue)] + condition.binds) != nil {
+                if try await s.value("SELECT 1 FROM assets a WHERE a.id = ? AND \(condition.sql) AND \(Self.notAPicture)",
+                                     [.text(id.rawValue)] + condition.binds) != nil {
                     albums.append(smart.rawValue)
                 }
             }

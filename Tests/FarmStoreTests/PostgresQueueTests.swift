@@ -178,19 +178,24 @@ import Testing
     @Test func theStoreCarriesOnAfterTheServerRestarts() async throws {
         let cluster = try TestPostgres.Cluster()
         defer { cluster.stop() }
-        let url = cluster.url + "&connect_timeout=2"
-        // The first connection may take longer than 2 s on a machine busy with other suites: tried again.
+        // A deadline of 20 s on the server's silence (connect_timeout 10 s, plus 10): a machine busy with other
+        // suites and fsync on can take a migration's statement past the default 10 s.
+        let url = cluster.url + "&connect_timeout=10"
+        // Each step named when it fails: which one a busy machine slowed is what a failure must say.
+        func step<T>(_ name: String, _ body: () async throws -> T) async throws -> T {
+            do { return try await body() } catch { throw FixtureError("\(name): \(error)") }
+        }
         var opened: (any JobStore)?
         for attempt in 1...5 where opened == nil {
             do {
-                opened = try await open(url, migrate: true, listen: true)
+                opened = try await step("open and migrate (attempt \(attempt))") { try await open(url, migrate: true, listen: true) }
             } catch where attempt < 5 {
                 try await Task.sleep(for: .seconds(1))
             }
         }
         let store = try #require(opened)
-        let ids = try await store.enqueue([new("a"), new("b")], at: t0).map(\.id)
-        let job = try await store.claim(limit: 1, owner: "h:1:a", leaseDuration: 600, at: t0)[0]
+        let ids = try await step("enqueue") { try await store.enqueue([new("a"), new("b")], at: t0).map(\.id) }
+        let job = try await step("claim") { try await store.claim(limit: 1, owner: "h:1:a", leaseDuration: 600, at: t0)[0] }
         let token = try #require(job.lease?.token)
         #expect(await eventually(10) { store.hearsOfWork })
 
@@ -204,8 +209,12 @@ import Testing
 
         try cluster.start()
         #expect(await eventually(30) { (try? await store.counts()) != nil })
-        #expect(try await store.renew([LeaseRenewal(id: job.id, token: token, progress: 0.5)], leaseDuration: 600, at: t0) == [])
-        #expect(try await store.finish(id: job.id, token: token, outcome: .succeeded(result: nil), at: t0).state == .succeeded)
+        let renewed = try await step("renew after the restart") {
+            try await store.renew([LeaseRenewal(id: job.id, token: token, progress: 0.5)], leaseDuration: 600, at: t0)
+        }
+        #expect(renewed == [])
+        let finished = try await step("finish after the restart") { try await store.finish(id: job.id, token: token, outcome: .succeeded(result: nil), at: t0) }
+        #expect(finished.state == .succeeded)
         #expect(await eventually(30) { store.hearsOfWork })
         let waiting = try #require(store as? PostgresJobStore)
         let waited = try await secondsToHear(store, waiting: { waiting.waitingForWork }, visible: { (try? await store.counts())?[.queued] == 2 }) {

@@ -550,6 +550,43 @@ import Testing
         #expect((scoped.results[4] as? String)?.contains("403") == true, "the jobs: \(scoped.results)")
     }
 
+    /// The farm's pictures are representations of the asset they show, not assets of their own: the grid,
+    /// the API's listing and the smart albums hold the sources (and exports) only. An asset without a poster
+    /// gets one on request, from its page's button (through the CSRF-checked form) or the API.
+    @Test func picturesAreRepresentationsAndAPosterIsMadeOnRequest() throws {
+        let (farm, _, talk, clip) = try picturedTalk("representations", clipAlbum: "Public", posterWidth: 160)
+        func listed() throws -> [String] {
+            (try farm.request("GET", "/api/assets").json?["assets"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }.sorted()
+        }
+        #expect(try listed() == [talk, clip].sorted(), "the poster and the storyboard's sheet are no assets of their own")
+        let albums = try JSONSerialization.jsonObject(with: Data(try farm.request("GET", "/api/albums").body.utf8)) as? [[String: Any]] ?? []
+        let recent = albums.first { $0["name"] as? String == "Recently Added" }
+        #expect(recent?["count"] as? Int == 2, "\(albums)")
+        let grid = try farm.request("GET", "/library").body
+        #expect(grid.components(separatedBy: "class=\"tile\" href=\"/library/assets/").count == 3, "\(grid)")
+        // The talk's page shows its poster; the clip's offers to make one.
+        #expect(!(try farm.request("GET", "/library/assets/\(talk)").body.contains("id=\"make-poster\"")))
+        let drive = try ConsoleTests.drive("chromium", [
+            ["go": farm.base + "/library/assets/\(clip)?token=" + (farm.token ?? "")],
+            ["click": "#make-poster"],
+            ["wait": "!!document.getElementById('poster-requested')"],
+            ["eval": "document.querySelector('#poster-requested a').getAttribute('href')"],
+        ])
+        let link = try #require(drive.results.last as? String, "\(drive.results)")
+        let job = try #require(Int64(link.replacingOccurrences(of: "/jobs/", with: "")), "\(link)")
+        let done = try farm.waitFor(job) { ["succeeded", "failed", "dead"].contains($0["state"] as? String ?? "") }
+        #expect(done["state"] as? String == "succeeded", "\(done)")
+        let poster = try farm.request("GET", "/api/assets/\(clip)/poster")
+        #expect(poster.status == 200, "\(poster.status) \(poster.body)")
+        #expect(FileManager.default.fileExists(atPath: farm.dir.appendingPathComponent("posters/\(clip).jpg").path))
+        #expect(try listed() == [talk, clip].sorted(), "the new poster is no asset of its own either")
+        // Asked again: it has one. Through the API, for an asset that has none: the job, once.
+        let again = try farm.request("POST", "/api/assets/\(clip)/poster")
+        #expect(again.status == 409 && again.body.contains("has a poster"), "\(again.status) \(again.body)")
+        #expect(try farm.request("POST", "/api/assets/00000000000000000000000000/poster").status == 404)
+        #expect(farm.process.log.contains("console: a poster of asset:\(clip) requested by"), "the action is not logged")
+    }
+
     /// Screenshots of the console's main pages, in headless Chromium at 1280x900 (kept in
     /// .build/test-artifacts/console-*.png; docs/ shows copies): each is a real PNG of the page.
     @Test func theConsolesPagesAreScreenshotted() throws {

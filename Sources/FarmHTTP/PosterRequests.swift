@@ -1,0 +1,56 @@
+import FarmLibrary
+import FarmModel
+import FarmStore
+import FarmSubmit
+import Foundation
+import Hummingbird
+
+/// A poster made on request for an asset that has none (an export whose job made no poster, a file added
+/// to the library by hand): `POST /api/assets/{id}/poster` and the asset page's button queue a job with a
+/// `"poster"` section, through the one submission path, writing `posters/ID.jpg` under the coordinator's
+/// first output root. Its unique key is the asset's: asking again while the job is live answers that job.
+extension HTTPFace {
+    func addPosterRequests(to router: Router<BasicRequestContext>) {
+        router.post("/api/assets/:id/poster") { request, context in
+            let submitted = try await self.requestPoster(request, id: Self.assetID(context.parameters.get("id") ?? ""))
+            var response = Response.json(submitted, status: submitted.queued ? .created : .ok)
+            response.headers[.location] = "/api/jobs/\(submitted.id)"
+            return response
+        }
+        router.post("/library/assets/:id/poster") { request, context -> Response in
+            _ = try await self.checkedForm(request)
+            let id = try Self.assetID(context.parameters.get("id") ?? "")
+            let submitted = try await self.requestPoster(request, id: id)
+            self.audit("console: a poster of \(id.reference) requested by \(Self.who(request)): job \(submitted.id)")
+            return .redirect(to: "/library/assets/\(id.rawValue)?poster=\(submitted.id)", type: .normal)
+        }
+    }
+
+    /// The poster's job for asset `id`, queued (or the live one already making it).
+    func requestPoster(_ request: Request, id: AssetID) async throws -> SubmittedJob {
+        let library = try await library(for: request)
+        let detail = try await Self.answer { try await library.detail(id) }
+        if let poster = try await Self.answer({ try await library.picture(of: id, kind: .poster) }) {
+            throw APIError(status: .conflict, message: "\(id.reference) has a poster (\(poster.path)): GET /api/assets/\(id.rawValue)/poster")
+        }
+        guard detail.asset.facts.mediaType == .video else {
+            throw APIError(status: .unprocessableContent, message: "\(id.reference) is \(detail.asset.facts.mediaType.rawValue), not a video: a poster is a frame of a video")
+        }
+        let roots = configuration.outputRoots ?? [configuration.baseDirectory]
+        let root = roots[0].hasSuffix("/") ? String(roots[0].dropLast()) : roots[0]
+        let name = "poster of " + ((detail.asset.path as NSString?)?.lastPathComponent ?? id.rawValue)
+        let document: JSONValue = .object([
+            ("version", .number("1")), ("name", .string(String(name.prefix(200)))), ("input", .string(id.reference)),
+            ("poster", .object([("output", .string("\(root)/posters/\(id.rawValue).jpg"))])),
+        ])
+        let rules = SubmissionRules(outputRoots: roots, outputRootsWayOut: "the coordinator's first --output-root is where posters are written")
+        let offer = ManifestOffer(bytes: Array(document.text.utf8), file: "the poster request of \(id.reference)", name: name,
+                                  baseDirectory: configuration.baseDirectory)
+        return try await enqueue(offer, rules: rules, library: library, keyed: true) { manifest in
+            NewJob(name: manifest.name, manifest: offer.text, baseDirectory: configuration.baseDirectory, outputRoots: roots,
+                   priority: 0, maxAttempts: RetryPolicy.default.maxAttempts, runAt: nil,
+                   uniqueKey: Self.apiKey("poster:" + id.rawValue, access: library.access), timeout: nil, after: [],
+                   afterPolicy: manifest.afterPolicy, requires: manifest.requires, outputs: manifest.writes)
+        }
+    }
+}
