@@ -111,17 +111,21 @@ public struct JobResult: Sendable, Codable, Equatable {
 }
 
 /// What loudness normalisation made of an export: the programme's integrated loudness before and after
-/// (LUFS), the target, the gain it got (dB; its mean when parts got different gains), and the limiter's
-/// deepest cut (dB, negative), when it worked.
+/// (LUFS), the target, the gain the whole programme got (dB; absent when parts got different gains: then
+/// the lowest and the highest of them), and the limiter's deepest cut (dB, negative), when it worked.
 public struct LoudnessOutcome: Sendable, Codable, Equatable {
     public var before: Double?
     public var after: Double?
     public var target: Double?
     public var gain: Double?
+    /// The lowest and the highest gain, dB, when parts of the programme got different gains.
+    public var gainsFrom: Double?
+    public var gainsTo: Double?
     public var limiterReduction: Double?
 
-    public init(before: Double?, after: Double?, target: Double?, gain: Double?, limiterReduction: Double?) {
+    public init(before: Double?, after: Double?, target: Double?, gain: Double?, gains: [Double] = [], limiterReduction: Double?) {
         (self.before, self.after, self.target, self.gain, self.limiterReduction) = (before, after, target, gain, limiterReduction)
+        if gain == nil, let low = gains.min(), let high = gains.max() { (gainsFrom, gainsTo) = (low, high) }
     }
 
     /// One line: "-29.4 → -23.0 LUFS (target -23.0), gain +6.6 dB, limiter up to -1.2 dB".
@@ -130,6 +134,7 @@ public struct LoudnessOutcome: Sendable, Codable, Equatable {
         var text = "\(lufs(before)) → \(lufs(after)) LUFS"
         if let target { text += String(format: " (target %.1f)", target) }
         if let gain { text += String(format: ", gain %+.1f dB", gain) }
+        if let gainsFrom, let gainsTo { text += String(format: ", gain %+.2f to %+.2f dB by part", gainsFrom, gainsTo) }
         text += limiterReduction.map { String(format: ", limiter up to %.1f dB", $0) } ?? ", no limiting"
         return text
     }

@@ -105,7 +105,7 @@ extension JobRunner {
             do throws(ImageGenerationError) {
                 return try Self.posterImage(of: source, at: settings.at, settings: generatorSettings, limits: limits, interrupter: interrupter)
             } catch {
-                throw JobError("\(jsonPath): \(error)")
+                throw JobError.at(jsonPath, error)
             }
         }
         try write(image.data, to: settings.output)
@@ -135,14 +135,14 @@ extension JobRunner {
         return try await pool.run(stallLimit: limits.stallTimeout) { interrupter in
             let generator: AssetImageGenerator
             do { generator = try AssetImageGenerator(path: source, settings: generatorSettings, limits: limits, interrupter: interrupter) } catch {
-                throw JobError("$.images: \(error)")
+                throw JobError.at("$.images", error)
             }
             let times = try Self.times(settings.times, duration: generator.duration, source: source)
             let made = Made(count: times.count)
             try generator.images(at: times, workers: Self.pictureWorkers, limits: limits, interrupter: interrupter) { i, result in
                 let image: AssetImageGenerator.Image
                 do { image = try result.get() } catch {
-                    throw JobError("$.images: the picture at \(MediaTime.formatSeconds(times[i].seconds)) s (\(i + 1) of \(times.count)): \(error)")
+                    throw JobError.at("$.images: the picture at \(MediaTime.formatSeconds(times[i].seconds)) s (\(i + 1) of \(times.count))", error)
                 }
                 let path = NumberedOutputs.path(settings.output, index: i + 1)
                 try writer.write(image.data, to: path)
@@ -196,7 +196,7 @@ extension JobRunner {
                 let plan = try Storyboard.plan(path: source, settings: boardSettings, limits: limits, interrupter: interrupter)
                 return (plan.tiles, plan.perSheet, plan.duration?.seconds ?? 0)
             } catch {
-                throw JobError("$.storyboard: \(error)")
+                throw JobError.at("$.storyboard", error)
             }
         }
         guard tiles > 0, seconds > 0 else { return [0..<max(tiles, 1)] }
@@ -219,7 +219,7 @@ extension JobRunner {
                     progress(done)
                 }
             } catch {
-                throw JobError("$.storyboard: \(error)")
+                throw JobError.at("$.storyboard", error)
             }
         }
         let sheetPaths = board.sheets.indices.map { NumberedOutputs.path(settings.sheetPattern, index: $0 + 1) }
@@ -256,7 +256,7 @@ extension JobRunner {
         let sheetPaths = sheets.indices.map { NumberedOutputs.path(settings.sheetPattern, index: $0 + 1) }
         let sheetName = { (i: Int) in sheetPaths[i].split(separator: "/").last.map(String.init) ?? sheetPaths[i] }
         let index: Storyboard.Index
-        do { index = try Storyboard.joined(parts, sheetName: sheetName) } catch { throw JobError("$.storyboard: \(error)") }
+        do { index = try Storyboard.joined(parts, sheetName: sheetName) } catch { throw JobError.at("$.storyboard", error) }
         for (from, to) in zip(sheets, sheetPaths) {
             guard let bytes = FileManager.default.contents(atPath: from) else {
                 throw JobError("\(from): a sheet of the storyboard's parts cannot be read")
@@ -283,7 +283,7 @@ extension JobRunner {
             do throws(ImageGenerationError) {
                 return try Self.waveformPicture(of: source, settings, limits: limits, interrupter: interrupter, progress: progress)
             } catch {
-                throw JobError("$.waveform: \(error)")
+                throw JobError.at("$.waveform", error)
             }
         }
         try write(picture, to: settings.output)
@@ -332,12 +332,12 @@ extension JobRunner {
             for (source, items) in bySource.sorted(by: { $0.key < $1.key }) {
                 let generator: AssetImageGenerator
                 do { generator = try AssetImageGenerator(path: source, settings: generatorSettings, limits: limits, interrupter: interrupter) } catch {
-                    throw JobError("$.scan.images: \(error)")
+                    throw JobError.at("$.scan.images", error)
                 }
                 for item in items.sorted(by: { $0.time < $1.time }) {
                     let image: AssetImageGenerator.Image
                     do { image = try generator.image(at: item.time) } catch {
-                        throw JobError("$.scan.images: the frame of code \(item.index + 1) (\(MediaTime.formatSeconds(item.time.seconds)) s of \(source)): \(error)")
+                        throw JobError.at("$.scan.images: the frame of code \(item.index + 1) (\(MediaTime.formatSeconds(item.time.seconds)) s of \(source))", error)
                     }
                     let path = NumberedOutputs.path(settings.output, index: item.index + 1)
                     try writer.write(image.data, to: path)

@@ -327,12 +327,16 @@ public struct JobRunner: Sendable {
         var result = JobResult(name: manifest.name, succeeded: true, output: export.output, report: reportPath,
                                duration: exported.duration.seconds, seconds: Date().timeIntervalSince(started))
         result.numbered = Self.numbered(pictures, scan)
+        // A lower bit rate than the source's is said where the user looks (a higher one is in the report).
+        if let note = exported.audio.note, let bitRate = exported.audio.bitRate, let source = exported.audio.sourceBitRate, bitRate < source {
+            result.warnings = (result.warnings ?? []) + ["$.export.audio.bitrate: " + note]
+        }
         if let delivery = exported.audio.loudness, delivery.mode != .measured {
             let outcome = LoudnessOutcome(before: delivery.before.integrated, after: delivery.after?.integrated, target: delivery.target,
-                                          gain: delivery.gain, limiterReduction: delivery.limiter?.maxReduction)
+                                          gain: delivery.gain, gains: delivery.gains?.map(\.gain) ?? [], limiterReduction: delivery.limiter?.maxReduction)
             result.loudness = outcome
             if let cut = outcome.limiterReduction, -cut > LoudnessOutcome.deepCut {
-                result.warnings = [String(format: "$.export.audio.loudness: the limiter took off up to %.1f dB to hold the true peak to %.1f dBTP: "
+                result.warnings = (result.warnings ?? []) + [String(format: "$.export.audio.loudness: the limiter took off up to %.1f dB to hold the true peak to %.1f dBTP: "
                                           + "it shapes the sound, not only its peaks (a lower target or a higher truePeak would spare it)",
                                           -cut, delivery.truePeakLimit ?? 0)]
             }
@@ -411,6 +415,15 @@ public struct JobError: Error, Sendable, CustomStringConvertible {
     public init(_ description: String, retryable: Bool = false) {
         self.description = description
         self.retryable = retryable
+    }
+
+    /// `error` at `where` (a manifest's JSON path, and what was being made): a file's error that an object
+    /// store's passing failure caused is retryable, and each object-storage failure says which it was.
+    static func at(_ place: String, _ error: any Error) -> JobError {
+        var cause: any Error = error
+        if case .file(let file)? = error as? ImageGenerationError { cause = file }
+        let retryable = JobRunner.isRetryable(cause)
+        return JobError("\(place): \(cause)" + (JobRunner.storageVerdict(cause, retryable: retryable) ?? ""), retryable: retryable)
     }
 }
 

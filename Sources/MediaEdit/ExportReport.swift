@@ -29,6 +29,20 @@ public struct ExportReport: Sendable, Encodable {
         public var decodeErrors: Int?
         /// `export.audio.loudness`: the figures measured and what was done.
         public var loudness: LoudnessDelivery? = nil
+        /// Encoded audio: the bit rate it was encoded at, and the (first) source's where its file says it,
+        /// bits per second; `note` says when they differ.
+        public var bitRate: Int? = nil
+        public var sourceBitRate: Int? = nil
+        public var note: String? = nil
+
+        /// What a change of bit rate says (more than 2 % either way), or nil.
+        static func bitRateNote(encoded: Int, source: Int?) -> String? {
+            guard let source, source > 0, abs(Double(encoded - source)) > 0.02 * Double(source) else { return nil }
+            func kbps(_ b: Int) -> String { "\(Int((Double(b) / 1000).rounded())) kb/s" }
+            return encoded < source
+                ? "the audio was encoded again at \(kbps(encoded)), below the source's \(kbps(source)): export.audio.bitrate \(source) keeps it"
+                : "the audio was encoded again at \(kbps(encoded)), above the source's \(kbps(source))"
+        }
     }
 
     public struct SnappedCut: Sendable, Encodable {
@@ -107,9 +121,25 @@ public struct LoudnessDelivery: Sendable, Codable, Equatable {
     public var before: LoudnessFigures
     /// The encoded audio decoded again, its priming left out; nil for copied audio.
     public var after: LoudnessFigures?
-    /// The gain applied, dB: to every sample, or its mean over the programme when parts of it are at a
-    /// second gain (the `note` names both).
+    /// A stretch of the programme at one gain: from and to, seconds of the exported audio, and its gain, dB.
+    public struct GainSpan: Sendable, Codable, Equatable {
+        public var from: Double
+        public var to: Double
+        public var gain: Double
+    }
+
+    /// The gain the whole programme got, dB; absent when parts of it got different gains: then `gains`.
     public var gain: Double?
+    /// When parts of the programme got different gains: each stretch at one gain, in order, from 0 to the
+    /// end (each change ramped over 0.1 s from its time; the `note` says why).
+    public var gains: [GainSpan]? = nil
+
+    /// The gain over the whole programme, dB: `gain`, or the mean of `gains` weighted by their lengths.
+    public var meanGain: Double? {
+        if let gain { return gain }
+        guard let gains, let end = gains.last?.to, end > 0 else { return nil }
+        return gains.reduce(0) { $0 + $1.gain * ($1.to - $1.from) } / end
+    }
     public var limiter: Limiter?
     /// Passes made to land within 0.05 LU of the target with the true peak under its limit: the first
     /// encodes the whole, a later one the whole or some of its parts again.

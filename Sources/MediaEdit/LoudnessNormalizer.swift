@@ -199,8 +199,8 @@ struct LoudnessNormalizer {
         // The closest pass, when it is near enough: within twice the tolerance (a tenth of a LU).
         if let best, abs(best.miss) <= 2 * Self.tolerance {
             report.after = best.after
-            let frames = Double(max(spill.frames, 1))
-            report.gain = Self.rounded(best.parts.reduce(0) { $0 + $1.plan.mean(over: $1.range) * Double($1.range.count) } / frames)
+            let spans = Self.gainSpans(best.parts.map { ($0.range, $0.plan) }, sampleRate: audio.sampleRate)
+            (report.gain, report.gains) = spans.count == 1 ? (spans[0].gain, nil) : (nil, spans)
             report.limiter = Self.limiter(of: best.parts, sampleRate: audio.sampleRate)
             report.passes = best.number
             report.excerptTrials = trials > 0 ? trials : nil
@@ -497,5 +497,27 @@ struct LoudnessNormalizer {
     }
 
     static func rounded(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
+
+    /// The stretches of a programme at one gain, from its parts' plans in order: a part split at its switch
+    /// frame is two stretches, and neighbours at the same gain (to a thousandth of a dB) are one.
+    static func gainSpans(_ parts: [(range: Range<Int>, plan: GainPlan)], sampleRate: Int) -> [LoudnessDelivery.GainSpan] {
+        let rate = Double(max(sampleRate, 1))
+        var spans: [LoudnessDelivery.GainSpan] = []
+        func add(_ frames: Range<Int>, _ gain: Double) {
+            guard !frames.isEmpty else { return }
+            let (from, to, gain) = (Self.rounded(Double(frames.lowerBound) / rate), Self.rounded(Double(frames.upperBound) / rate), Self.rounded(gain))
+            if let last = spans.indices.last, spans[last].gain == gain {
+                spans[last].to = to
+            } else {
+                spans.append(LoudnessDelivery.GainSpan(from: from, to: to, gain: gain))
+            }
+        }
+        for (range, plan) in parts {
+            let at = plan.isSplit ? min(max(plan.switchFrame, range.lowerBound), range.upperBound) : range.upperBound
+            add(range.lowerBound..<at, plan.first)
+            add(at..<range.upperBound, plan.second)
+        }
+        return spans
+    }
     static func decibels(_ value: Double) -> String { String(format: "%.2f", value) }
 }

@@ -11,11 +11,16 @@ final class RenderedAudioWriter {
     private var times = MonotonicTimestamps()
     private var pending: PacketBox?
     private(set) var packets = 0
+    /// The bit rate it encodes at, and the source's (its file's figure), bits per second.
+    let bitRate: Int
+    let sourceBitRate: Int?
 
-    init(renderer: AudioTrackRenderer, file: OutputFile, stream: Int) {
+    init(renderer: AudioTrackRenderer, file: OutputFile, stream: Int, bitRate: Int, sourceBitRate: Int?) {
         self.renderer = renderer
         self.file = file
         self.stream = stream
+        self.bitRate = bitRate
+        self.sourceBitRate = sourceBitRate
     }
 
     /// Sets up the composition's audio track, rendered from `audio`'s format, as a new stream of `file`;
@@ -28,7 +33,8 @@ final class RenderedAudioWriter {
             sampleRate: audio.sampleRate, channels: min(max(audio.channelCount, 1), 8), algorithm: settings.timePitch,
             bitRate: settings.audioBitRate, totalDuration: totalDuration, globalHeader: file.needsGlobalHeader,
             loudness: settings.loudness, limits: settings.limits, interrupter: interrupter, progress: progress)
-        self.init(renderer: renderer, file: file, stream: try file.addStream(for: renderer.encoder, language: audio.language))
+        self.init(renderer: renderer, file: file, stream: try file.addStream(for: renderer.encoder, language: audio.language),
+                  bitRate: settings.audioBitRate, sourceBitRate: audio.bitRate > 0 ? audio.bitRate : nil)
     }
 
     func write(until: MediaTime?) throws {
@@ -50,6 +56,7 @@ final class RenderedAudioWriter {
     var report: ExportReport.Audio {
         .init(handling: "encoded", codec: "aac", sampleRate: renderer.sampleRate, channels: renderer.channels,
               samples: renderer.samplesWritten, packets: packets, pieces: renderer.pieces, decodeErrors: renderer.decodeErrors,
-              loudness: renderer.loudnessReport)
+              loudness: renderer.loudnessReport, bitRate: bitRate, sourceBitRate: sourceBitRate,
+              note: ExportReport.Audio.bitRateNote(encoded: bitRate, source: sourceBitRate))
     }
 }

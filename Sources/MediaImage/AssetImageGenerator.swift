@@ -94,7 +94,7 @@ public final class AssetImageGenerator {
         do {
             file = try InputFile(path: path, limits: limits, interrupter: interrupter)
         } catch {
-            throw .unreadable(error.description)
+            throw .of(error)
         }
         guard let video = file.streams.first(where: { $0.mediaType == .video && !$0.isAttachedPicture && $0.width > 0 }) else {
             throw .noVideo(path: path)
@@ -103,7 +103,7 @@ public final class AssetImageGenerator {
         do {
             decoder = try Decoder(file: file, streamIndex: video.index, threads: 0)
         } catch {
-            throw .unreadable(error.description)
+            throw .of(error)
         }
         file.discardAll(except: [video.index])
         disposable = DisposableFrames(video)
@@ -146,7 +146,31 @@ public final class AssetImageGenerator {
               let end = duration.flatMap({ ($0 + (video.startTime.isNumeric ? video.startTime : .zero)).count(in: video.timeBase, rounding: .up) })
         else { return [] }
         let longestGap = zip(keyframes, keyframes.dropFirst()).map { $1 - $0 }.max() ?? 0
-        return last + longestGap >= end ? keyframes : []
+        guard last + longestGap >= end else { return [] }
+        return listsEveryKeyframe(keyframes, file, video, from: start) ? keyframes : []
+    }
+
+    /// Whether an index lists every keyframe of the stretch it opens with: its first three intervals, read
+    /// packet by packet. A muxer may index only a keyframe every so many seconds (GStreamer's
+    /// `min-index-interval`, mkvmerge's `--cues`): a keyframe flagged there that the index lacks says so.
+    private static func listsEveryKeyframe(_ keyframes: [Int64], _ file: InputFile, _ video: StreamInfo, from start: Int64) -> Bool {
+        let listed = Set(keyframes)
+        let until = keyframes[min(3, keyframes.count - 1)]
+        var packet = Packet()
+        do {
+            try file.seek(stream: video.index, toKeyframeBefore: start)
+            var read = 0
+            while read < 5000, try file.read(into: &packet) == .packet {
+                guard packet.streamIndex == video.index else { continue }
+                read += 1
+                guard let shown = packet.pts ?? packet.dts else { continue }
+                if packet.isKeyframe && !listed.contains(shown) { return false }
+                if let decoded = packet.dts ?? packet.pts, decoded > until { break }
+            }
+        } catch {
+            return false  // unread, the index is not trusted: the packets around each time are read instead
+        }
+        return true
     }
 
     /// `width` x `height` made to fit the box (0: no bound on that side), the aspect kept, never enlarged.
@@ -332,7 +356,7 @@ public final class AssetImageGenerator {
                     }
                 }
             } catch {
-                throw .unreadable(error.description)
+                throw .of(error)
             }
             // A seek a second before the stream's start reads from its beginning (a seek just before it may
             // not: MPEG-TS seeks by decoding times, which come before the times shown).
@@ -378,7 +402,7 @@ public final class AssetImageGenerator {
         do {
             try file.seek(stream: stream.index, toKeyframeBefore: ticks)
         } catch {
-            throw .unreadable(error.description)
+            throw .of(error)
         }
         decoder.flush()
         seekedTo = ticks
@@ -442,7 +466,7 @@ public final class AssetImageGenerator {
                 }
             }
         } catch let error as MediaFileError {
-            throw .unreadable(error.description)
+            throw .file(error)
         } catch {
             throw .unreadable("\(path): \(error)")
         }
@@ -537,6 +561,9 @@ public final class AssetImageGenerator {
 /// Why a picture could not be made: for one time, or (from `init`) for the whole file.
 public enum ImageGenerationError: Error, Sendable, CustomStringConvertible {
     case unreadable(String)
+    /// The file could not be read: its error, which says whether another try may do better (an object
+    /// store that did not answer).
+    case file(MediaFileError)
     case noVideo(path: String)
     case invalidTime(MediaTime)
     case pastEnd(requested: MediaTime, duration: MediaTime)
@@ -545,9 +572,16 @@ public enum ImageGenerationError: Error, Sendable, CustomStringConvertible {
     case tooManyPictures(Int, limit: Int)
     case encoding(String)
 
+    /// A reader's error: a file's as itself, another in words.
+    static func of(_ error: any Error) -> ImageGenerationError {
+        if let file = error as? MediaFileError { return .file(file) }
+        return .unreadable(String(describing: error))
+    }
+
     public var description: String {
         switch self {
         case .unreadable(let message): message
+        case .file(let error): error.description
         case .noVideo(let path): "\(path): no video track to make pictures of"
         case .invalidTime(let t): "\(t.seconds) s is not a time in the movie (times are 0 or more seconds)"
         case let .pastEnd(requested, duration):

@@ -56,6 +56,8 @@ public enum RepresentativeFrame {
                 actual = try generator.pixels(at: t, within: (t - low, high - t), into: &rgb)
             } catch .unreadable(let message) {
                 throw .unreadable(message)
+            } catch .file(let error) {
+                throw .file(error)
             } catch .highDynamicRange(let transfer) {
                 throw .highDynamicRange(transfer: transfer)
             } catch {

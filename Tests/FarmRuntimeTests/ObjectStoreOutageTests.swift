@@ -44,6 +44,12 @@ import Glibc
         #expect(outage.state == "dead" && outage.errors.count == 2, "\(outage)")
         #expect(outage.errors.allSatisfy { $0.contains("cannot reach http://127.0.0.1:9") && $0.contains("a passing failure of the object store") },
                 "\(outage.errors)")
+        // A job that only makes pictures of the object meets the same outage the same way.
+        let poster = try stopped.manifest("poster", #"{ "version": 1, "name": "poster", "input": "s3://\#(bucket)/clip.mp4", "poster": { "output": "out/poster.jpg" } }"#)
+        let posterID = try submit(stopped, ["--max-attempts", "2", poster], environment: away)
+        let pictured = try ended(stopped, posterID)
+        #expect(pictured.state == "dead" && pictured.errors.count == 2, "\(pictured)")
+        #expect(pictured.errors.allSatisfy { $0.hasPrefix("$.poster: ") && $0.contains("a passing failure of the object store") }, "\(pictured.errors)")
 
         // The store answers that the object is not there: failed at once, not retried.
         let answering = try Farm("store-missing")

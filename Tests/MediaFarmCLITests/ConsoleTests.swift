@@ -72,6 +72,9 @@ import Glibc
             ["eval": "document.querySelector('h1 .state').textContent"],
             // A job that is not there.
             ["go": farm.base + "/jobs/999999"], ["eval": "document.querySelector('h1').textContent"],
+            // A failed attempt's error wraps in its cell: the table does not scroll sideways.
+            ["go": farm.base + "/jobs/\(failed)"],
+            ["eval": "(function (p) { var box = p.closest('.scroll'); return getComputedStyle(p).whiteSpace + ' ' + (box.scrollWidth <= box.clientWidth); })(document.querySelector('tr.attempt .reason pre'))"],
         ])
         let r = drive.results
         #expect((r[0] as? [String])?.sorted() == [done, failed, later].map(String.init).sorted(), "\(r[0])")
@@ -86,6 +89,7 @@ import Glibc
         #expect((r[10] as? String)?.contains("\"input\": \"gone.mp4\"") == true, "\(r[10])")
         #expect(r[11] as? String == "cancelled", "\(r[11])")
         #expect((r[12] as? String)?.contains("No job 999999") == true, "\(r[12])")
+        #expect(r[13] as? String == "pre-wrap true", "\(r[13])")
         // The retry and the cancel reached the queue.
         #expect(try farm.job(later)["state"] as? String == "cancelled")
         let retried = try farm.waitFor(failed) { ($0["errors"] as? [Any])?.count == 2 }
@@ -378,6 +382,9 @@ import Glibc
         #expect(try farm.request("GET", "/jobs/\(id)/files/code-2").status == 404)
         #expect(try farm.request("GET", "/jobs/\(id)/files/code-0").status == 404)
         #expect(page.contains("<table class=\"facts\" id=\"export\">"), "no export table")
+        // How long the export took, as a person reads it: two decimals under ten seconds, never seventeen.
+        let took = try #require(page.firstMatch(of: /<tr><th>took<\/th><td>([^<]*)<\/td>/), "no time in \(page)").1
+        #expect(took.wholeMatch(of: /\d\.\d\d s|\d+ s|\d+ (min|h) .*/) != nil, "took \(took)")
 
         // The output plays on the page, and both files download; a player's range is answered as one.
         #expect(page.contains("<video class=\"output\" controls preload=\"metadata\" src=\"/jobs/\(id)/files/output\">"), "no player")

@@ -17,7 +17,7 @@ import Testing
                                                              dir.appendingPathComponent("clicks.mp4").path])
         try #require(made.status == 0, "\(made.stderr)")
         try #"""
-            { "version": 1, "name": "loud", "input": "clicks.mp4", "overwrite": true,
+            { "version": 1, "name": "loud", "input": "clicks.mp4", "overwrite": true, "report": "out/loud.json",
               "export": { "mode": "constantFrameRate", "frameRate": 10, "output": "out/loud.mp4", "audio": { "loudness": { "target": -14, "truePeak": -1 } } } }
             """#.write(to: dir.appendingPathComponent("loud.json"), atomically: true, encoding: .utf8)
         let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", "loud.json"], currentDirectory: dir.path)
@@ -29,7 +29,14 @@ import Testing
         let result = json.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
             .first { $0["event"] as? String == "result" }?["job"] as? [String: Any]
         #expect(((result?["loudness"] as? [String: Any])?["after"] as? Double).map { abs($0 + 14) < 0.1 } == true, "\(result ?? [:])")
-        #expect((result?["warnings"] as? [String])?.count == 1, "\(result ?? [:])")
+        // The source's AAC was at 192 kb/s, the export's at the default 128 kb/s: said, with the way to keep it.
+        #expect((result?["warnings"] as? [String])?.count == 2, "\(result ?? [:])")
+        #expect(r.stderr.contains("loud: warning: $.export.audio.bitrate: the audio was encoded again at 128 kb/s, below the source's ")
+                && r.stderr.contains("export.audio.bitrate 1"), "\(r.stderr)")
+        let report = try JSONSerialization.jsonObject(with: Data(contentsOf: dir.appendingPathComponent("out/loud.json"))) as? [String: Any]
+        let audio = ((report?["export"] as? [String: Any])?["audio"] as? [String: Any]) ?? [:]
+        #expect(audio["bitRate"] as? Int == 128_000 && (audio["sourceBitRate"] as? Int ?? 0) > 150_000 && (audio["note"] as? String)?.contains("below") == true,
+                "\(audio)")
     }
 
     @Test func filesAreMeasuredAndTheOnesThatCannotBeAreNamed() throws {

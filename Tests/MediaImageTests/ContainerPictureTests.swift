@@ -10,18 +10,25 @@ import Testing
 /// (Matroska's keyframes come from its cues, read at the first seek; an MPEG-TS, FLV or Matroska file
 /// without cues has no list of them, so the packets around each time are read.)
 @Suite struct ContainerPictureTests {
-    static let containers = ["mp4", "mov", "mkv", "mkv-streamed", "webm", "ts", "flv", "avi"]
+    static let containers = ["mp4", "mov", "mkv", "mkv-streamed", "mkv-sparse-cues", "webm", "ts", "flv", "avi"]
 
     /// The numbered movie (8 s at 25 fps, a keyframe every 2 s, B-frames) remuxed into `container`; WebM
-    /// encoded as VP9 with the same keyframes; "mkv-streamed" written to a pipe (no cues, no duration).
+    /// encoded as VP9 with the same keyframes; "mkv-streamed" written to a pipe (no cues, no duration);
+    /// "mkv-sparse-cues" by GStreamer's matroskamux with a cue every 5 s only (keyframes at 0, 2, 4 and 6 s,
+    /// cues at 0 and 6: trusted, they would give the keyframe at 6 s for a time of 3.5 s).
     static func numbered(in container: String) throws -> String {
         let source = try ImageGeneratorTests.numbered.get()
         let folder = try TestPaths.makeTemporaryFolder("container-\(container)")
-        let path = folder.appendingPathComponent("numbered.\(container == "mkv-streamed" ? "mkv" : container)").path
+        let path = folder.appendingPathComponent("numbered.\(container.hasPrefix("mkv") ? "mkv" : container)").path
         switch container {
         case "webm":
             _ = try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", source, "-c:v", "libvpx-vp9", "-g", "50", "-keyint_min", "50",
                                                    "-crf", "4", "-b:v", "0", "-deadline", "realtime", "-cpu-used", "8", path])
+        case "mkv-sparse-cues":
+            let whole = folder.appendingPathComponent("whole.mkv").path
+            _ = try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", source, "-c", "copy", whole])
+            _ = try ProcessRunner.check("gst-launch-1.0", ["-q", "filesrc", "location=\(whole)", "!", "matroskademux", "!", "h264parse", "!",
+                                                           "matroskamux", "min-index-interval=5000000000", "!", "filesink", "location=\(path)"])
         case "mkv-streamed":
             let piped = try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", source, "-c", "copy", "-f", "matroska", "pipe:1"])
             try piped.stdoutData.write(to: URL(fileURLWithPath: path))
