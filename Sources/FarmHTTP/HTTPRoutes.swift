@@ -28,7 +28,7 @@ extension HTTPFace {
             try await self.change(request, id: try Self.jobID(context), .cancelled) { (id: Int64) throws(JobStoreError) in try await self.store.cancel(id: id, at: Date()) }
         }
         router.post("/api/jobs/:id/retry") { request, context in
-            try await self.change(request, id: try Self.jobID(context), .retried) { (id: Int64) throws(JobStoreError) in try await self.store.retry(id: id, at: Date(), by: "the API, a bearer of the token") }
+            try await self.change(request, id: try Self.jobID(context), .retried) { (id: Int64) throws(JobStoreError) in try await self.store.retry(id: id, at: Date(), by: "the API, \(Self.who(request))") }
         }
         router.get("/api/jobs/:id/deliveries") { _, context in
             let id = try Self.jobID(context)

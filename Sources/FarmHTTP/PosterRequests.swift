@@ -26,6 +26,10 @@ extension HTTPFace {
         }
     }
 
+    /// One key per asset whoever asks (a scoped token's and the farm's token's requests meet the same live
+    /// job), in a namespace no API key (`api:`) or ingest key (`ingest:`) is in.
+    static func posterKey(_ id: AssetID) -> String { "poster-request:" + id.rawValue }
+
     /// The poster's job for asset `id`, queued (or the live one already making it).
     func requestPoster(_ request: Request, id: AssetID) async throws -> SubmittedJob {
         let library = try await library(for: request)
@@ -36,8 +40,9 @@ extension HTTPFace {
         guard detail.asset.facts.mediaType == .video else {
             throw APIError(status: .unprocessableContent, message: "\(id.reference) is \(detail.asset.facts.mediaType.rawValue), not a video: a poster is a frame of a video")
         }
-        let roots = configuration.outputRoots ?? [configuration.baseDirectory]
-        let root = roots[0].hasSuffix("/") ? String(roots[0].dropLast()) : roots[0]
+        let roots = configuration.outputRoots.flatMap { $0.isEmpty ? nil : $0 } ?? [configuration.baseDirectory]
+        let first = roots.first ?? configuration.baseDirectory
+        let root = first.hasSuffix("/") ? String(first.dropLast()) : first
         let name = "poster of " + ((detail.asset.path as NSString?)?.lastPathComponent ?? id.rawValue)
         let document: JSONValue = .object([
             ("version", .number("1")), ("name", .string(String(name.prefix(200)))), ("input", .string(id.reference)),
@@ -49,7 +54,7 @@ extension HTTPFace {
         return try await enqueue(offer, rules: rules, library: library, keyed: true) { manifest in
             NewJob(name: manifest.name, manifest: offer.text, baseDirectory: configuration.baseDirectory, outputRoots: roots,
                    priority: 0, maxAttempts: RetryPolicy.default.maxAttempts, runAt: nil,
-                   uniqueKey: Self.apiKey("poster:" + id.rawValue, access: library.access), timeout: nil, after: [],
+                   uniqueKey: Self.posterKey(id), timeout: nil, after: [],
                    afterPolicy: manifest.afterPolicy, requires: manifest.requires, outputs: manifest.writes)
         }
     }

@@ -139,17 +139,22 @@ extension JobRunner {
             }
             let times = try Self.times(settings.times, duration: generator.duration, source: source)
             let made = Made(count: times.count)
-            try generator.images(at: times, workers: Self.pictureWorkers, limits: limits, interrupter: interrupter) { i, result in
-                let image: AssetImageGenerator.Image
-                do { image = try result.get() } catch {
-                    throw JobError.at("$.images: the picture at \(MediaTime.formatSeconds(times[i].seconds)) s (\(i + 1) of \(times.count))", error)
+            // A helper reader that could not open the file throws its own error: named and judged as the others.
+            do {
+                try generator.images(at: times, workers: Self.pictureWorkers, limits: limits, interrupter: interrupter) { i, result in
+                    let image: AssetImageGenerator.Image
+                    do { image = try result.get() } catch {
+                        throw JobError.at("$.images: the picture at \(MediaTime.formatSeconds(times[i].seconds)) s (\(i + 1) of \(times.count))", error)
+                    }
+                    let path = NumberedOutputs.path(settings.output, index: i + 1)
+                    try writer.write(image.data, to: path)
+                    made.records[i] = ImageRecord(image, path: path)
+                    made.done += 1
+                    interrupter.progressed()
+                    progress(Double(made.done) / Double(times.count))
                 }
-                let path = NumberedOutputs.path(settings.output, index: i + 1)
-                try writer.write(image.data, to: path)
-                made.records[i] = ImageRecord(image, path: path)
-                made.done += 1
-                interrupter.progressed()
-                progress(Double(made.done) / Double(times.count))
+            } catch let error as ImageGenerationError {
+                throw JobError.at("$.images", error)
             }
             return made.records.compactMap { $0 }
         }

@@ -328,7 +328,9 @@ public struct JobRunner: Sendable {
                                duration: exported.duration.seconds, seconds: Date().timeIntervalSince(started))
         result.numbered = Self.numbered(pictures, scan)
         // A lower bit rate than the source's is said where the user looks (a higher one is in the report).
-        if let note = exported.audio.note, let bitRate = exported.audio.bitRate, let source = exported.audio.sourceBitRate, bitRate < source {
+        // (A source above the highest bit rate a manifest may give, as PCM is, is in the report only.)
+        if let note = exported.audio.note, let bitRate = exported.audio.bitRate, let source = exported.audio.sourceBitRate, bitRate < source,
+           source <= 512_000 {
             result.warnings = (result.warnings ?? []) + ["$.export.audio.bitrate: " + note]
         }
         if let delivery = exported.audio.loudness, delivery.mode != .measured {

@@ -34,7 +34,7 @@ public struct Waveform: Sendable {
     public static func make(path: String, settings: Settings, limits: SafetyLimits = .default,
                             interrupter: Interrupter = Interrupter(), progress: (Double) -> Void = { _ in }) throws(ImageGenerationError) -> Waveform {
         let file: InputFile
-        do { file = try InputFile(path: path, limits: limits, interrupter: interrupter) } catch { throw .unreadable(error.description) }
+        do { file = try InputFile(path: path, limits: limits, interrupter: interrupter) } catch { throw .of(error) }
         guard let audio = file.streams.first(where: { $0.mediaType == .audio && $0.sampleRate > 0 }) else {
             throw .unreadable("\(path): no audio track to draw")
         }
@@ -108,7 +108,7 @@ public struct Waveform: Sendable {
             try resampler.flush(appendingTo: &samples)
             take(samples)
         } catch let error as MediaFileError {
-            throw .unreadable(error.description)
+            throw .file(error)
         } catch {
             throw .unreadable("\(path): \(error)")
         }

@@ -50,6 +50,11 @@ import Glibc
         let pictured = try ended(stopped, posterID)
         #expect(pictured.state == "dead" && pictured.errors.count == 2, "\(pictured)")
         #expect(pictured.errors.allSatisfy { $0.hasPrefix("$.poster: ") && $0.contains("a passing failure of the object store") }, "\(pictured.errors)")
+        let waveform = try stopped.manifest("waveform", #"{ "version": 1, "name": "waveform", "input": "s3://\#(bucket)/clip.mp4", "waveform": { "output": "out/w.png" } }"#)
+        let waveformID = try submit(stopped, ["--max-attempts", "2", waveform], environment: away)
+        let drawn = try ended(stopped, waveformID)
+        #expect(drawn.state == "dead" && drawn.errors.count == 2, "\(drawn)")
+        #expect(drawn.errors.allSatisfy { $0.hasPrefix("$.waveform: ") && $0.contains("a passing failure of the object store") }, "\(drawn.errors)")
 
         // The store answers that the object is not there: failed at once, not retried.
         let answering = try Farm("store-missing")

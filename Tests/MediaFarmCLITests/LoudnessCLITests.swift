@@ -54,6 +54,10 @@ import Testing
         #expect(r.status == 1 && r.stderr.contains("nope.wav"), "\(r.stderr)")
         let rows = try #require(try JSONSerialization.jsonObject(with: r.stdoutData) as? [[String: Any]])
         #expect(rows.count == 2 && rows[1]["path"] as? String == missing && (rows[1]["error"] as? String)?.contains("nope.wav") == true, "\(rows)")
+        // In text, a file that cannot be measured is said once: on standard error, not again on the output.
+        let said = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["loudness", tone, missing])
+        #expect(said.status == 1 && !said.stdout.contains("nope.wav") && said.stderr.components(separatedBy: "nope.wav").count == 2,
+                "\(said.stdout) \(said.stderr)")
         let loudness = try #require(rows[0]["loudness"] as? [String: Any])
         let track = try #require((loudness["tracks"] as? [[String: Any]])?.first)
         #expect(track["trackID"] as? Int == 2, "\(track)")
