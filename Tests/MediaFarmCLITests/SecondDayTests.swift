@@ -99,6 +99,20 @@ import Testing
         #expect(try mediafarm(["cancel", "3"] + queue).stderr.contains("job 3 already ended (succeeded): there is nothing to cancel"))
     }
 
+    /// The coordinator said "succeeded after 0.2 s" of a job `status` said took 0.1 s: both now say the
+    /// attempt as the queue recorded it, claimed to ended.
+    @Test func theLogAndStatusSayOneAttemptTime() throws {
+        let dir = try site("one-time", ["a.json": #"{ "version": 1, "name": "a", "input": "clip.mp4", "report": "out/a.json" }"#])
+        let queue = ["--queue", "sqlite:" + dir.appendingPathComponent("q.sqlite").path]
+        #expect(try mediafarm(["submit"] + queue + [dir.appendingPathComponent("a.json").path]).status == 0)
+        let coordinator = try mediafarm(["coordinator", "--exit-when-idle", "--workers", "1"] + queue)
+        let output = coordinator.stdout + coordinator.stderr
+        let logged = try #require(output.firstMatch(of: /job 1 \(a\) succeeded after (\d+\.\d) s/), "\(output)").1
+        let status = try mediafarm(["status", "--all"] + queue).stdout
+        let row = try #require(status.split(separator: "\n").first { $0.hasPrefix("1 ") || $0.hasPrefix("   1 ") || $0.contains(" a ") }, "\(status)")
+        #expect(row.contains("\(logged) s"), "the log says \(logged) s; status: \(row)")
+    }
+
     /// A job claimed ahead of a free slot showed as `running 0% waiting for a worker`; names longer than
     /// the column ran into the state.
     @Test func statusShowsClaimedAheadJobsAndKeepsItsColumns() {
