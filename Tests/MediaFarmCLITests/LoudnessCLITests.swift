@@ -10,7 +10,7 @@ import Testing
     @Test func runSaysWhatNormalisationDidAndWarnsOfADeepLimiterCut() throws {
         let dir = try TestPaths.makeTemporaryFolder("loudness-run")
         let made = try ProcessRunner.run("/usr/bin/ffmpeg", ["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=160x120:r=10:d=3",
-                                                             "-f", "lavfi", "-i", "anoisesrc=color=pink:amplitude=0.03:sample_rate=48000:d=3",
+                                                             "-f", "lavfi", "-i", "anoisesrc=color=pink:amplitude=0.03:sample_rate=48000:seed=7:d=3",
                                                              "-f", "lavfi", "-i", "aevalsrc='if(lt(mod(t,1),0.004),0.95,0)':s=48000:d=3",
                                                              "-filter_complex", "[1:a][2:a]amix=inputs=2:normalize=0[a]", "-map", "0:v", "-map", "[a]",
                                                              "-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "192k", "-shortest",
