@@ -147,7 +147,7 @@ let package = Package(
         // media), as a library that loads no media module; and the `mediafarm` front that runs them or
         // hands every other command to the media program.
         .target(name: "QueueCLI", dependencies: [
-            "FarmSubmit", "FarmWebhooks", "FarmLibrary", "FarmStore", "FarmModel", "SafeFiles",
+            "FarmSubmit", "FarmLibrary", "FarmStore", "FarmModel", "SafeFiles",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -189,7 +189,7 @@ let package = Package(
         .testTarget(name: "FarmIngestTests", dependencies: ["FarmIngest", "FarmSubmit", "FarmStore", "FarmTestSupport"]),
         .testTarget(name: "FarmSubmitTests", dependencies: ["FarmSubmit", "FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "FarmTestSupport"]),
         .testTarget(name: "FarmLibraryTests", dependencies: ["FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "FarmTestSupport"]),
-        .testTarget(name: "FarmRuntimeTests", dependencies: ["FarmRuntime", "FarmSubmit", "FarmStore", "FarmModel", "CodeScan", "MediaEdit", "FarmTestSupport", "S3Client",
+        .testTarget(name: "FarmRuntimeTests", dependencies: ["FarmRuntime", "FarmSubmit", "FarmStore", "FarmModel", "MediaTime", "CodeScan", "MediaEdit", "FarmTestSupport", "S3Client",
                                                          .product(name: "NIOCore", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "CodeScanTests", dependencies: ["CodeScan", "MediaCore", "MediaTime", "FarmTestSupport"]),
         .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "QueueCLI", "FarmSubmit", "FarmTestSupport", "S3Client",

@@ -12,7 +12,7 @@ extension HTTPFace {
         router.get("/api/queue/history") { request, _ -> Response in
             let span = try Self.span(request)
             let buckets: [QueueHistory.Bucket]
-            do { buckets = try await QueueHistory(try self.store.database).chart(span, at: Date()) } catch { throw Self.queueError(error) }
+            do { buckets = try await self.store.history.chart(span, at: Date()) } catch { throw Self.queueError(error) }
             struct Body: Encodable { var span: String, bucketSeconds: Double, buckets: [QueueHistory.Bucket] }
             return .json(Body(span: span.rawValue, bucketSeconds: span.bucketSeconds, buckets: buckets))
         }
@@ -29,7 +29,7 @@ extension HTTPFace {
     func chartsPage(_ request: Request) async throws -> Response {
         let span = try Self.span(request)
         let buckets: [QueueHistory.Bucket]
-        do { buckets = try await QueueHistory(try store.database).chart(span, at: Date()) } catch { throw Self.queueError(error) }
+        do { buckets = try await store.history.chart(span, at: Date()) } catch { throw Self.queueError(error) }
         var body = "<h1>Charts</h1><ul class=\"tabs\">"
         for s in QueueHistory.Span.allCases {
             body += "<li><a href=\"/charts?span=\(s.rawValue)\"\(s == span ? " aria-current=\"page\"" : "")>\(s == .hour ? "last hour, by the minute" : "last 72 hours, by the hour")</a></li>"

@@ -377,24 +377,21 @@ extension HTTPFace {
         let rules = SubmissionRules(outputRoots: job.outputRoots, outputRootsWayOut: "to write there, the coordinator must be started with --output-root naming a folder above it",
                                     missingInputWayOut: nil, overwriteRefusal: overwriteRefusal)
         let offer = ManifestOffer(bytes: Array(job.manifest.utf8), file: "job \(job.id)'s manifest", name: job.name, baseDirectory: job.baseDirectory)
-        return try await enqueue(offer, rules: rules, library: library, keyed: false) { manifest in
-            NewJob(name: job.name, manifest: job.manifest, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots,
-                   priority: job.priority, maxAttempts: job.maxAttempts, runAt: nil, uniqueKey: nil, timeout: job.timeout,
-                   after: manifest.after, afterPolicy: manifest.afterPolicy, requires: manifest.requires, outputs: manifest.writes)
-        }.id
+        let options = JobOptions(outputRoots: job.outputRoots, priority: job.priority, maxAttempts: job.maxAttempts, timeout: job.timeout,
+                                 name: job.name, baseDirectory: job.baseDirectory)
+        return try await enqueue(offer, rules: rules, library: library, keyed: false, options: options).id
     }
 
     /// One manifest through the one submission path: checked by `rules` (the assets it names against
-    /// `library`), a scoped caller's policy applied, queued as `job` makes it from the manifest, and
-    /// published as submitted. `keyed`: the job has a unique key (how a refusal is said).
-    func enqueue(_ offer: ManifestOffer, rules: SubmissionRules, library: AssetLibrary, keyed: Bool,
-                 job: (JobManifest) -> NewJob) async throws -> SubmittedJob {
+    /// `library`), a scoped caller's policy applied, queued with `options`, and published as submitted.
+    /// `keyed`: the job has a unique key (how a refusal is said).
+    func enqueue(_ offer: ManifestOffer, rules: SubmissionRules, library: AssetLibrary, keyed: Bool, options: JobOptions) async throws -> SubmittedJob {
         do {
             let accepted = try Submission.refusingInvalid(try await Submission.check([offer], rules: rules) { _ in library })
             let refusals = Submission.scopedRefusals(accepted, access: library.access)
             if !refusals.isEmpty { throw SubmissionError.notPermitted(refusals) }
             let manifest = accepted[0].manifest
-            let new = job(manifest)
+            let new = options.job(manifest, text: offer.text)
             let queued = try await Submission(store: store, library: library).enqueue([new], sources: [manifest.edits.map(\.source)])
             guard let first = queued.jobs.first else { throw SubmissionError.outcomeUnknown(.unavailable("the queue answered no job")) }
             let submitted = SubmittedJob(id: first.id, name: new.name, queued: first.inserted, warnings: queued.warnings[first.id])

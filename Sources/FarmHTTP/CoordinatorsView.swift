@@ -12,8 +12,8 @@ extension HTTPFace {
         let me = CoordinatorPresence(owner: snapshot.owner, host: Job.host(ofOwner: snapshot.owner), slots: snapshot.workers,
                                      busy: snapshot.busySlots, draining: snapshot.draining,
                                      startedAt: snapshot.startedAt, seenAt: now, provides: coordinator.configuration.provides)
-        var all = try await CoordinatorRegistry(try store.database).all().filter { $0.owner != me.owner }
-        let pauses = try await QueuePauses(try store.database).all()
+        var all = try await store.registry.all().filter { $0.owner != me.owner }
+        let pauses = try await store.pauses.all()
         all.append(me)
         all.sort { ($0.host, $0.owner) < ($1.host, $1.owner) }
         return all.map { CoordinatorView($0, now: now, silentAfter: coordinator.configuration.silentAfter, this: $0.owner == me.owner, pauses: pauses) }

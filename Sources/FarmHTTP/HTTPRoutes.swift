@@ -114,7 +114,7 @@ extension HTTPFace {
     func metricsText() async -> Response {
         let stats = try? await store.stats(at: Date())  // a scrape while the queue does not answer has the coordinator's own figures
         let webhooks = try? await store.webhookSettings(at: Date())  // as above
-        let pauses = try? await QueuePauses(try store.database).all()  // as above
+        let pauses = try? await store.pauses.all()  // as above
         let bytes = metrics.scrape(stats: stats, webhooks: webhooks, pauses: pauses, snapshot: coordinator.snapshot, now: Date())
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
@@ -190,13 +190,10 @@ extension HTTPFace {
                                     overwriteRefusal: overwriteRefusal)
         let offer = ManifestOffer(bytes: Array(body.readableBytesView), file: "request body", name: name, baseDirectory: configuration.baseDirectory)
         // Assets the library does not know are reported with the manifest's other errors.
-        let submitted = try await enqueue(offer, rules: rules, library: library, keyed: key != nil) { manifest in
-            NewJob(name: manifest.name, manifest: offer.text, baseDirectory: configuration.baseDirectory, outputRoots: roots,
-                   priority: priority, maxAttempts: maxAttempts, runAt: delay > 0 ? Date().addingTimeInterval(delay) : nil,
-                   uniqueKey: key.map { Self.apiKey($0, access: library.access) }, timeout: timeout,
-                   after: manifest.after.map { Self.apiReference($0, access: library.access) },
-                   afterPolicy: manifest.afterPolicy, requires: manifest.requires, outputs: manifest.writes)
-        }
+        let keys = Self.keys(library.access)
+        let options = JobOptions(outputRoots: roots, priority: priority, maxAttempts: maxAttempts, runAt: delay > 0 ? Date().addingTimeInterval(delay) : nil,
+                                 uniqueKey: key.map(keys.key), timeout: timeout, keys: keys, baseDirectory: configuration.baseDirectory)
+        let submitted = try await enqueue(offer, rules: rules, library: library, keyed: key != nil, options: options)
         var response = Response.json(submitted, status: submitted.queued ? .created : .ok)
         response.headers[.location] = "/api/jobs/\(submitted.id)"
         return response
@@ -281,15 +278,11 @@ extension HTTPFace {
     /// token's clients hold.
     /// A dependency named by key in a request is a key given through the API (`?key=`), as that request's
     /// caller gave it; ids are the queue's.
-    static func apiReference(_ reference: JobReference, access: LibraryAccess) -> JobReference {
-        if case .key(let key) = reference { return .key(apiKey(key, access: access)) }
-        return reference
-    }
-
-    static func apiKey(_ key: String, access: LibraryAccess) -> String {
+    /// The API's keys: its own namespace, a scoped library token's inside it.
+    static func keys(_ access: LibraryAccess) -> KeyNamespace {
         switch access {
-        case .full: "api:" + key
-        case .limited(let name, _): "api:\(name):" + key
+        case .full: .api(scopedToken: nil)
+        case .limited(let name, _): .api(scopedToken: name)
         }
     }
 

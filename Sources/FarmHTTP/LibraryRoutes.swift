@@ -41,7 +41,7 @@ extension HTTPFace {
     func library(for request: Request) async throws -> AssetLibrary {
         let base: AssetLibrary
         do {
-            base = AssetLibrary(database: try store.database, host: configuration.libraryHost, inspector: .media)
+            base = try AssetLibrary(store: store, host: configuration.libraryHost, inspector: .media)
         } catch {
             throw APIError(status: .serviceUnavailable, message: "the asset library: \(error)")
         }

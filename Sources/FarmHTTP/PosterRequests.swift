@@ -26,10 +26,6 @@ extension HTTPFace {
         }
     }
 
-    /// One key per asset whoever asks (a scoped token's and the farm's token's requests meet the same live
-    /// job), in a namespace no API key (`api:`) or ingest key (`ingest:`) is in.
-    static func posterKey(_ id: AssetID) -> String { "poster-request:" + id.rawValue }
-
     /// The poster's job for asset `id`, queued (or the live one already making it).
     func requestPoster(_ request: Request, id: AssetID) async throws -> SubmittedJob {
         let library = try await library(for: request)
@@ -51,11 +47,7 @@ extension HTTPFace {
         let rules = SubmissionRules(outputRoots: roots, outputRootsWayOut: "the coordinator's first --output-root is where posters are written")
         let offer = ManifestOffer(bytes: Array(document.text.utf8), file: "the poster request of \(id.reference)", name: name,
                                   baseDirectory: configuration.baseDirectory)
-        return try await enqueue(offer, rules: rules, library: library, keyed: true) { manifest in
-            NewJob(name: manifest.name, manifest: offer.text, baseDirectory: configuration.baseDirectory, outputRoots: roots,
-                   priority: 0, maxAttempts: RetryPolicy.default.maxAttempts, runAt: nil,
-                   uniqueKey: Self.posterKey(id), timeout: nil, after: [],
-                   afterPolicy: manifest.afterPolicy, requires: manifest.requires, outputs: manifest.writes)
-        }
+        return try await enqueue(offer, rules: rules, library: library, keyed: true,
+                                 options: JobOptions(outputRoots: roots, uniqueKey: .posterRequest(id), baseDirectory: configuration.baseDirectory))
     }
 }

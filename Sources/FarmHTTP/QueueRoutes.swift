@@ -50,19 +50,19 @@ extension HTTPFace {
     }
 
     func pauses() async throws -> [QueuePause] {
-        do { return try await QueuePauses(try store.database).all() } catch { throw Self.queueError(error) }
+        do { return try await store.pauses.all() } catch { throw Self.queueError(error) }
     }
 
     func pause(_ scope: String, by: String) async throws -> [QueuePause] {
         let pauses: [QueuePause]
-        do { pauses = try await QueuePauses(try store.database).pause(scope, by: by, at: Date()) } catch { throw Self.queueError(error) }
+        do { pauses = try await store.pauses.pause(scope, by: by, at: Date()) } catch { throw Self.queueError(error) }
         audit("claiming paused for \(scope) by \(by)")
         return pauses
     }
 
     func resume(_ scope: String, by: String) async throws -> (lifted: Bool, pauses: [QueuePause]) {
         let outcome: (lifted: Bool, pauses: [QueuePause])
-        do { outcome = try await QueuePauses(try store.database).resume(scope) } catch { throw Self.queueError(error) }
+        do { outcome = try await store.pauses.resume(scope) } catch { throw Self.queueError(error) }
         if outcome.lifted { audit("claiming resumed for \(scope) by \(by)") }
         return outcome
     }

@@ -15,7 +15,7 @@ extension HTTPFace {
         do {
             page.stats = try await store.stats(at: now)
             page.coordinators = try await coordinators(at: now)
-            page.pauses = try await QueuePauses(try store.database).all()
+            page.pauses = try await store.pauses.all()
             page.running = try await store.jobs(matching: JobQuery(states: [.running], limit: 200, newest: true)).reversed()
             page.waiting = try await store.jobs(matching: JobQuery(states: [.waiting], limit: 20))
             var failures = JobQuery(states: [.failed, .dead, .queued], limit: 20, newest: true)

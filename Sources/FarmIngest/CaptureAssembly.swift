@@ -40,7 +40,7 @@ public struct CaptureAssembly: Codable, Sendable, Hashable {
     public var last: Int { segments.last?.index ?? 0 }
     public var duration: Double { segments.reduce(0) { $0 + $1.duration } }
     /// One assembly per recording: a recording's first segment names it.
-    public var uniqueKey: String { "capture:\(captureID):assembly:\(first)" }
+    public var uniqueKey: UniqueKey { .captureAssembly(captureID, first: first) }
 
     /// The placeholders an assembly template may use.
     public static let placeholders = ["captureID", "date", "first", "last", "segments"]

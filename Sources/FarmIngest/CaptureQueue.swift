@@ -194,16 +194,15 @@ public final class CaptureQueue: @unchecked Sendable {
         ], file: segment.path)
         let roots = outputRoots ?? [template.folder]
         let manifest = try checked(text, name: "\(captureID)-\(segment.index)", base: template.folder, roots: roots)
-        guard let (first, store) = try await submit(NewJob(
-            name: manifest.name, manifest: text, baseDirectory: template.folder, outputRoots: roots, uniqueKey: "capture:\(captureID):\(segment.index)",
-            after: manifest.after, afterPolicy: manifest.afterPolicy, requires: manifest.requires, outputs: manifest.writes)) else { return }
+        let options = JobOptions(outputRoots: roots, uniqueKey: .captureSegment(captureID, index: segment.index))
+        guard let (first, store) = try await submit(options.job(manifest, text: text)) else { return }
         lock.withLock { segmentJobs["\(captureID)-\(segment.index)"] = first.id }
         journal(Entry(captureID: captureID, index: segment.index, path: segment.path, job: first.id))
         report(.enqueued(captureID: captureID, index: segment.index, job: first.id, queued: first.inserted,
                          latencyMs: (Date().timeIntervalSince(segment.closedAt ?? started) * 1000 * 10).rounded() / 10))
         // The asset library learns the segment and its job (after the enqueue: it never delays it).
         do {
-            let library = AssetLibrary(database: try store.database, host: libraryHost, inspector: .media)
+            let library = try AssetLibrary(store: store, host: libraryHost, inspector: .media)
             let hash = try await ContentHash.reading(segment.path)
             let added = try await library.register(segment.path, hash: hash)
             if first.inserted, let id = added.id { try await library.recordJobInputs(first.id, [id]) }
@@ -226,10 +225,8 @@ public final class CaptureQueue: @unchecked Sendable {
             }
         }
         let after = assembly.segments.compactMap { known["\(assembly.captureID)-\($0.index)"] }.map(JobReference.id)
-        guard let (first, _) = try await submit(NewJob(
-            name: manifest.name, manifest: assembly.manifest, baseDirectory: assembly.baseDirectory, outputRoots: assembly.outputRoots,
-            uniqueKey: assembly.uniqueKey, after: manifest.after + after, afterPolicy: manifest.afterPolicy, requires: manifest.requires,
-            outputs: manifest.writes)) else { return }
+        let options = JobOptions(outputRoots: assembly.outputRoots, uniqueKey: assembly.uniqueKey, after: after)
+        guard let (first, _) = try await submit(options.job(manifest, text: assembly.manifest)) else { return }
         lock.withLock { assembled.append((first.id, assembly)) }
         journal(Entry(captureID: assembly.captureID, index: assembly.first, path: "", job: first.id, assembly: assembly))
         report(.assembly(assembly, job: first.id, queued: first.inserted, after: after.count))
@@ -316,7 +313,7 @@ public final class CaptureQueue: @unchecked Sendable {
                     throw JournalReadError(file: path, line: number + 1, problem: "not a journal entry (\(Self.reason(error)))")
                 }
                 if let assembly = entry.assembly {
-                    let key = assembly.uniqueKey
+                    let key = assembly.uniqueKey.stored
                     if assemblies[key] == nil { order.append(key) }
                     assemblies[key] = (assembly, entry.job ?? assemblies[key]?.job)
                 } else if let job = entry.job {

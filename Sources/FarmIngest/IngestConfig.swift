@@ -49,7 +49,6 @@ public struct IngestConfig: Sendable, Hashable {
     /// Reads and checks `path`; every problem is listed with where it is.
     public static func load(_ path: String) throws(IngestConfigError) -> IngestConfig {
         let absolute = URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).standardized.path
-        var issues: [String] = []
         guard let data = FileManager.default.contents(atPath: absolute) else {
             throw IngestConfigError(file: path, issues: ["cannot be read (no such file, or no permission)"])
         }
@@ -62,124 +61,50 @@ public struct IngestConfig: Sendable, Hashable {
         guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
             throw IngestConfigError(file: path, issues: ["$: expected a JSON object"])
         }
-        let folder = URL(fileURLWithPath: absolute).deletingLastPathComponent()
-        func resolve(_ p: String) -> String { URL(fileURLWithPath: p, relativeTo: folder).standardized.path }
-
+        var fields = ConfigFields(object: object, folder: URL(fileURLWithPath: absolute).deletingLastPathComponent())
         for key in object.keys.sorted() where !keys.contains(key) {
-            issues.append("$.\(key): unknown key\(Suggestion.hint(key, in: keys)) (known: \(keys.joined(separator: ", ")))")
+            fields.issues.append("$.\(key): unknown key\(Suggestion.hint(key, in: keys)) (known: \(keys.joined(separator: ", ")))")
         }
-        if (object["version"] as? NSNumber)?.intValue != 1 || isBool(object["version"]) { issues.append("$.version: must be 1") }
+        if (object["version"] as? NSNumber)?.intValue != 1 || isBool(object["version"]) { fields.issues.append("$.version: must be 1") }
         var watches: [Watch] = []
         if let list = object["watch"] as? [Any], !list.isEmpty {
             for (i, item) in list.enumerated() {
-                let at = "$.watch[\(i)]"
-                guard let entry = item as? [String: Any] else {
-                    issues.append("\(at): must be an object with path and template")
-                    continue
-                }
-                for key in entry.keys.sorted() where !watchKeys.contains(key) {
-                    issues.append("\(at).\(key): unknown key\(Suggestion.hint(key, in: watchKeys)) (known: \(watchKeys.joined(separator: ", ")))")
-                }
-                var watchPath = ""
-                if let p = entry["path"] as? String, S3Location.isObject(p) {
-                    // An object prefix: the server is asked at each pass, not here (a config is checked offline).
-                    do throws(S3Error) {
-                        let location = try S3Location(parsing: p, prefix: true)
-                        watchPath = location.key.isEmpty || location.key.hasSuffix("/") ? location.description : location.description + "/"
-                    } catch {
-                        issues.append("\(at).path: \(error.description)")
-                    }
-                } else if let p = entry["path"] as? String, !p.isEmpty {
-                    watchPath = resolve(p)
-                    var isDirectory: ObjCBool = false
-                    if !FileManager.default.fileExists(atPath: watchPath, isDirectory: &isDirectory) || !isDirectory.boolValue {
-                        issues.append("\(at).path: \(watchPath) is not a folder")
-                    }
-                } else {
-                    issues.append("\(at).path: required, a folder or an object prefix (s3://BUCKET/PREFIX/)")
-                }
-                func patterns(_ key: String) -> [String] {
-                    guard let value = entry[key] else { return [] }
-                    guard let list = value as? [String], list.allSatisfy({ !$0.isEmpty && !$0.contains("/") }) else {
-                        issues.append("\(at).\(key): a list of file-name patterns such as \"*.mp4\" (no '/')")
-                        return []
-                    }
-                    return list
-                }
-                let include = patterns("include"), exclude = patterns("exclude")
-                var template: IngestTemplate?
-                if let t = entry["template"] as? String, !t.isEmpty {
-                    do {
-                        template = try IngestTemplate.load(resolve(t), allowChain: true)
-                    } catch {
-                        issues.append("\(at).template: \(error.description)")
-                    }
-                } else {
-                    issues.append("\(at).template: required, a job manifest with {input}")
-                }
-                if let template, !watchPath.isEmpty {
-                    watches.append(Watch(path: watchPath, include: include, exclude: exclude, template: template))
-                }
+                if let watch = fields.watch(item, at: "$.watch[\(i)]") { watches.append(watch) }
             }
         } else {
-            issues.append("$.watch: required, a non-empty list of {path, template}")
+            fields.issues.append("$.watch: required, a non-empty list of {path, template}")
         }
-        /// A number from 0 to `limit` (`unit` names it in the error), else `fallback`.
-        func amount(_ key: String, _ unit: String, limit: Double, default fallback: Double) -> Double {
-            guard let value = object[key] else { return fallback }
-            guard let n = value as? NSNumber, !isBool(value), n.doubleValue >= 0, n.doubleValue <= limit else {
-                issues.append("$.\(key): \(unit), from 0 to \(Int(limit))")
-                return fallback
-            }
-            return n.doubleValue
-        }
-        let settle = amount("settleSeconds", "seconds", limit: 86400, default: 60)
-        func pathValue(_ key: String, default fallback: String) -> String {
-            guard let value = object[key] else { return resolve(fallback) }
-            guard let p = value as? String, !p.isEmpty else {
-                issues.append("$.\(key): a path")
-                return resolve(fallback)
-            }
-            return resolve(p)
-        }
-        let quarantine = pathValue("quarantine", default: "quarantine")
-        let state = pathValue("state", default: "ingest-state.sqlite")
+        let settle = fields.amount("settleSeconds", "seconds", limit: 86400, default: 60)
+        let quarantine = fields.path("quarantine", default: "quarantine")
+        let state = fields.path("state", default: "ingest-state.sqlite")
         var after = AfterEnqueue.leave
         if let value = object["afterEnqueue"] {
             if let text = value as? String, let mode = AfterEnqueue(rawValue: text) {
                 after = mode
             } else {
-                issues.append("$.afterEnqueue: one of \(AfterEnqueue.allCases.map(\.rawValue).joined(separator: ", "))")
+                fields.issues.append("$.afterEnqueue: one of \(AfterEnqueue.allCases.map(\.rawValue).joined(separator: ", "))")
             }
         }
         var roots: [String]?
         if let value = object["outputRoots"] {
             if let list = value as? [String], !list.isEmpty, list.allSatisfy({ !$0.isEmpty }) {
-                roots = list.map { S3Location.isObject($0) ? $0 : resolve($0) }
+                roots = list.map { S3Location.isObject($0) ? $0 : fields.resolve($0) }
             } else {
-                issues.append("$.outputRoots: a non-empty list of folders or object prefixes")
+                fields.issues.append("$.outputRoots: a non-empty list of folders or object prefixes")
             }
         }
-        /// A whole number within `rule`'s range (the command line's and the API's for the same setting).
-        func whole(_ key: String, _ rule: NumberRule<Int>) -> Int? {
-            guard let value = object[key] else { return nil }
-            if let n = value as? NSNumber, !isBool(value), let i = Int(exactly: n.doubleValue), case .success(let checked) = rule.check(i) {
-                return checked
-            }
-            issues.append("$.\(key): a whole number \(rule.rangeDescription)")
-            return nil
-        }
-        let priority = whole("priority", UserNumbers.priority) ?? 0
-        let maxAttempts = whole("maxAttempts", UserNumbers.attempts)
+        let priority = fields.whole("priority", UserNumbers.priority) ?? 0
+        let maxAttempts = fields.whole("maxAttempts", UserNumbers.attempts)
         var libraryAlbum: String?
         if let value = object["libraryAlbum"] {
             if let name = value as? String, !name.trimmingCharacters(in: .whitespaces).isEmpty, name.count <= 200 {
                 libraryAlbum = name
             } else {
-                issues.append("$.libraryAlbum: an album's name (1 to 200 characters)")
+                fields.issues.append("$.libraryAlbum: an album's name (1 to 200 characters)")
             }
         }
-        let forgetGone = amount("forgetGoneAfterDays", "days", limit: 36500, default: 7)
+        let forgetGone = fields.amount("forgetGoneAfterDays", "days", limit: 36500, default: 7)
+        var issues = fields.issues
         if after == .move, let objects = watches.first(where: \.isObjectPrefix) {
             issues.append("$.afterEnqueue: \"move\" is for folders: the objects under \(objects.path) are left where they are "
                           + "(ingest remembers them); use \"leave\", or a config of their own")
@@ -195,6 +120,97 @@ public struct IngestConfig: Sendable, Hashable {
         return IngestConfig(file: absolute, watch: watches, settleSeconds: settle, quarantine: quarantine, state: state,
                             afterEnqueue: after, outputRoots: roots, priority: priority, maxAttempts: maxAttempts, libraryAlbum: libraryAlbum,
                             forgetGoneAfterDays: forgetGone)
+    }
+}
+
+/// A config's members read with their checks: every problem kept with where it is, paths resolved
+/// against the config's folder.
+struct ConfigFields {
+    let object: [String: Any]
+    let folder: URL
+    var issues: [String] = []
+
+    func resolve(_ p: String) -> String { URL(fileURLWithPath: p, relativeTo: folder).standardized.path }
+
+    /// A number from 0 to `limit` (`unit` names it in the error), else `fallback`.
+    mutating func amount(_ key: String, _ unit: String, limit: Double, default fallback: Double) -> Double {
+        guard let value = object[key] else { return fallback }
+        guard let n = value as? NSNumber, !isBool(value), n.doubleValue >= 0, n.doubleValue <= limit else {
+            issues.append("$.\(key): \(unit), from 0 to \(Int(limit))")
+            return fallback
+        }
+        return n.doubleValue
+    }
+
+    /// A path, resolved; `fallback` (resolved) when absent or not a path.
+    mutating func path(_ key: String, default fallback: String) -> String {
+        guard let value = object[key] else { return resolve(fallback) }
+        guard let p = value as? String, !p.isEmpty else {
+            issues.append("$.\(key): a path")
+            return resolve(fallback)
+        }
+        return resolve(p)
+    }
+
+    /// A whole number within `rule`'s range (the command line's and the API's for the same setting).
+    mutating func whole(_ key: String, _ rule: NumberRule<Int>) -> Int? {
+        guard let value = object[key] else { return nil }
+        if let n = value as? NSNumber, !isBool(value), let i = Int(exactly: n.doubleValue), case .success(let checked) = rule.check(i) {
+            return checked
+        }
+        issues.append("$.\(key): a whole number \(rule.rangeDescription)")
+        return nil
+    }
+
+    /// One entry of `"watch"`: a folder or an object prefix, its patterns and its template.
+    mutating func watch(_ item: Any, at: String) -> IngestConfig.Watch? {
+        guard let entry = item as? [String: Any] else {
+            issues.append("\(at): must be an object with path and template")
+            return nil
+        }
+        let watchKeys = IngestConfig.watchKeys
+        for key in entry.keys.sorted() where !watchKeys.contains(key) {
+            issues.append("\(at).\(key): unknown key\(Suggestion.hint(key, in: watchKeys)) (known: \(watchKeys.joined(separator: ", ")))")
+        }
+        var watchPath = ""
+        if let p = entry["path"] as? String, S3Location.isObject(p) {
+            // An object prefix: the server is asked at each pass, not here (a config is checked offline).
+            do throws(S3Error) {
+                let location = try S3Location(parsing: p, prefix: true)
+                watchPath = location.key.isEmpty || location.key.hasSuffix("/") ? location.description : location.description + "/"
+            } catch {
+                issues.append("\(at).path: \(error.description)")
+            }
+        } else if let p = entry["path"] as? String, !p.isEmpty {
+            watchPath = resolve(p)
+            var isDirectory: ObjCBool = false
+            if !FileManager.default.fileExists(atPath: watchPath, isDirectory: &isDirectory) || !isDirectory.boolValue {
+                issues.append("\(at).path: \(watchPath) is not a folder")
+            }
+        } else {
+            issues.append("\(at).path: required, a folder or an object prefix (s3://BUCKET/PREFIX/)")
+        }
+        func patterns(_ key: String) -> [String] {
+            guard let value = entry[key] else { return [] }
+            guard let list = value as? [String], list.allSatisfy({ !$0.isEmpty && !$0.contains("/") }) else {
+                issues.append("\(at).\(key): a list of file-name patterns such as \"*.mp4\" (no '/')")
+                return []
+            }
+            return list
+        }
+        let include = patterns("include"), exclude = patterns("exclude")
+        var template: IngestTemplate?
+        if let t = entry["template"] as? String, !t.isEmpty {
+            do {
+                template = try IngestTemplate.load(resolve(t), allowChain: true)
+            } catch {
+                issues.append("\(at).template: \(error.description)")
+            }
+        } else {
+            issues.append("\(at).template: required, a job manifest with {input}")
+        }
+        guard let template, !watchPath.isEmpty else { return nil }
+        return IngestConfig.Watch(path: watchPath, include: include, exclude: exclude, template: template)
     }
 }
 

@@ -296,10 +296,8 @@ public struct IngestPass: Sendable {
                                           baseDirectory: candidate.template.folder)
                 switch Submission.validate(offer, rules: Self.rules(outputRoots: roots)).mapError(IngestError.init(invalid:)) {
                 case .success(let manifest):
-                    chain.append(NewJob(name: manifest.name, manifest: step.manifest, baseDirectory: candidate.template.folder, outputRoots: roots,
-                                        priority: config.priority, maxAttempts: config.maxAttempts ?? 3, uniqueKey: step.uniqueKey,
-                                        after: manifest.after, afterPolicy: manifest.afterPolicy, requires: manifest.requires,
-                                        outputs: manifest.writes))
+                    chain.append(JobOptions(outputRoots: roots, priority: config.priority, maxAttempts: config.maxAttempts ?? 3,
+                                            uniqueKey: step.uniqueKey).job(manifest, text: step.manifest))
                 case .failure(let problem):
                     invalid = step.key.map { IngestError("its chain's job \"\($0)\": \(problem)") } ?? problem
                 }
@@ -399,7 +397,7 @@ public struct IngestPass: Sendable {
                 let opened: any JobStore
                 if let store { opened = store } else { opened = try await openQueue() }
                 store = opened
-                let library = AssetLibrary(database: try opened.database, host: libraryHost, inspector: .media)
+                let library = try AssetLibrary(store: opened, host: libraryHost, inspector: .media)
                 for (entry, chain) in zip(jobs, Self.groups(of: jobs.map(\.chain.count), in: enqueued)) where chain.contains(where: \.inserted) {
                     do {
                         let added = if let object = entry.candidate.object {

@@ -27,14 +27,17 @@ public struct AssetLibrary: Sendable {
         self.now = now
     }
 
+    /// The library of the queue `store` opened, with full access.
+    public init(store: any JobStore, host: String = AssetLibrary.defaultHost, inspector: AssetInspector) throws(LibraryError) {
+        do { self.init(database: try store.database, host: host, inspector: inspector) } catch { throw .store(error) }
+    }
+
     /// The library of the queue `store` opened, with the access `token` gives (nil: full access).
     public static func open(_ store: any JobStore, host: String = AssetLibrary.defaultHost, token: String? = nil,
                             inspector: AssetInspector) async throws(LibraryError) -> AssetLibrary {
-        let database: any SQLDatabase
-        do { database = try store.database } catch { throw .store(error) }
-        let library = AssetLibrary(database: database, host: host, inspector: inspector)
+        let library = try AssetLibrary(store: store, host: host, inspector: inspector)
         guard let token else { return library }
-        return AssetLibrary(database: database, host: host, access: try await library.access(for: token), inspector: inspector)
+        return AssetLibrary(database: library.database, host: host, access: try await library.access(for: token), inspector: inspector)
     }
 
     /// This machine's short host name.

@@ -21,20 +21,32 @@ public struct JobManifest: Sendable, Hashable {
     /// Where the JSON report goes, when asked for.
     public var report: String?
     /// Outputs (movie, report) that already exist may be replaced. Inputs never are.
-    public var overwrite: Bool = false
+    public var overwrite: Bool
     /// The folder relative paths were resolved against.
     public var baseDirectory: String
     /// Jobs this one waits for (the queue's ids, or unique keys of earlier submissions).
-    public var after: [JobReference] = []
-    public var afterPolicy: AfterPolicy = .success
+    public var after: [JobReference]
+    public var afterPolicy: AfterPolicy
     /// What a host must provide to run the job (`coordinator --provides`), e.g. "gpu".
-    public var requires: [String] = []
+    public var requires: [String]
     /// Where webhooks go when the job ends, besides the farm's own (`coordinator --webhook`); each host
     /// must be one the farm allows (`coordinator --webhook-allow-host`), which the queue checks.
-    public var notify: [WebhookURL] = []
+    public var notify: [WebhookURL]
     /// Whether the job may be answered from an earlier job's result with the same content (and answer a
     /// later one): nil is the default (yes for a job that decodes: a constant-frame-rate export, a scan).
     public var reuse: Bool?
+
+    /// Every field, none defaulted: a field added later does not compile until each place that makes a
+    /// manifest (the validator, each derivation in `JobManifest+Derived.swift`) says what it holds.
+    public init(version: Int, name: String, edits: [Edit], scale: [ScaleRange], audio: AudioSettings, scan: ScanSettings?,
+                export: ExportSettings?, images: ImagesSettings?, poster: PosterSettings?, storyboard: StoryboardSettings?,
+                waveform: WaveformSettings?, report: String?, overwrite: Bool, baseDirectory: String, after: [JobReference],
+                afterPolicy: AfterPolicy, requires: [String], notify: [WebhookURL], reuse: Bool?) {
+        (self.version, self.name, self.edits, self.scale, self.audio, self.scan) = (version, name, edits, scale, audio, scan)
+        (self.export, self.images, self.poster, self.storyboard, self.waveform) = (export, images, poster, storyboard, waveform)
+        (self.report, self.overwrite, self.baseDirectory, self.after, self.afterPolicy) = (report, overwrite, baseDirectory, after, afterPolicy)
+        (self.requires, self.notify, self.reuse) = (requires, notify, reuse)
+    }
 
     /// A manifest with nothing but an input: inspect it and report.
     public var isInspectionOnly: Bool { export == nil && scan == nil && !makesPictures }
@@ -44,11 +56,23 @@ public struct JobManifest: Sendable, Hashable {
         public var start: MediaTime
         /// nil: to the end of the source.
         public var duration: MediaTime?
+        /// Where the manifest gives the source (`$.input`, `$.edits[N].source`): errors and the scoped
+        /// policy name it there; a document writes an edit at `$.input` as `"input"`.
+        public var path: String
 
-        public init(source: String, start: MediaTime = .zero, duration: MediaTime? = nil) {
+        public init(source: String, start: MediaTime = .zero, duration: MediaTime? = nil, path: String) {
             self.source = source
             self.start = start
             self.duration = duration
+            self.path = path
+        }
+    }
+
+    /// The `asset:ID` sources, at their JSON paths.
+    public var assetReferences: [(path: String, id: AssetID)] {
+        edits.compactMap { edit in
+            guard case .success(let id)? = AssetID.reference(edit.source) else { return nil }
+            return (edit.path, id)
         }
     }
 

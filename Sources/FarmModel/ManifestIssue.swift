@@ -18,6 +18,9 @@ public struct ManifestValidationError: Error, Sendable, CustomStringConvertible 
     public var issues: [ManifestIssue]
     /// The file itself could not be read (missing, a folder, too big): said as such, not as its content.
     public var unreadable = false
+    /// The assets its inputs name (`asset:ID`), at their JSON paths, read whatever else is wrong with it:
+    /// an unknown one is reported beside the other issues.
+    public var assets: [(path: String, id: AssetID)] = []
 
     public init(file: String?, issues: [ManifestIssue]) {
         self.file = file

@@ -19,7 +19,9 @@ public enum ManifestValidator {
         var w = Walker(context: context)
         let manifest = w.manifest(document)
         if let manifest, w.issues.isEmpty { return .success(manifest) }
-        return .failure(ManifestValidationError(file: file, issues: w.issues))
+        var error = ManifestValidationError(file: file, issues: w.issues)
+        error.assets = w.assets
+        return .failure(error)
     }
 }
 
@@ -29,6 +31,8 @@ struct Walker {
     var issues: [ManifestIssue] = []
     /// The jobs whose results the inputs name (`job:KEY#output`).
     var jobInputs: [JobReference] = []
+    /// The assets the inputs name (`asset:ID`), at their JSON paths, whether or not the rest is valid.
+    var assets: [(path: String, id: AssetID)] = []
 
     init(context: ManifestContext) { self.context = context }
 
@@ -149,7 +153,9 @@ struct Walker {
         if let reference = AssetID.reference(raw) {
             // An asset of the library: its host resolves it to a path when the job runs.
             switch reference {
-            case .success(let id) where !output: return id.reference
+            case .success(let id) where !output:
+                assets.append((jsonPath, id))
+                return id.reference
             case .success: fail(jsonPath, "an output is a path, not an asset: the library registers what a job makes")
             case .failure(let error): fail(jsonPath, error.description)
             }
@@ -216,7 +222,7 @@ struct Walker {
         case (nil, nil): fail("$", "needs \"input\" (a file) or \"edits\" (pieces of files)")
         case (.some, .some): fail("$.edits", "\"input\" and \"edits\" cannot both be given; use one")
         case (let input?, nil):
-            if let source = path(input, "$.input") { edits = [JobManifest.Edit(source: source)] }
+            if let source = path(input, "$.input") { edits = [JobManifest.Edit(source: source, path: "$.input")] }
         case (nil, let list?):
             edits = self.edits(list)
         }
@@ -246,7 +252,7 @@ struct Walker {
             if case .bool(let b) = v { overwrite = b } else { fail("$.overwrite", "expected true or false, found \(v.kindName)") }
             if overwrite, let issue = context.overwriteRefusal { fail(issue.path, issue.message) }
         }
-        let inputs = edits.enumerated().map { (o["input"] != nil ? "$.input" : "$.edits[\($0.offset)].source", $0.element.source) }
+        let inputs = edits.map { ($0.path, $0.source) }
         if let wayOut = context.missingInputWayOut {
             var checked = Set<String>()
             for (jsonPath, source) in inputs where AssetID.reference(source) == nil && JobOutputReference.parse(source) == nil
@@ -267,19 +273,19 @@ struct Walker {
         if let images, images.staticCount == 1 { outputs.append(("$.images.output", NumberedOutputs.path(images.output, index: 1))) }
         checkOutputs(outputs, inputs: inputs, overwrite: overwrite)
         checkPatterns(images: images, storyboard: storyboard, scanImages: scan?.images, fixed: outputs)
-        var manifest = JobManifest(version: 1, name: name, edits: edits, scale: scale, audio: audio, scan: scan,
-                                   export: export, images: images, poster: poster, storyboard: storyboard, waveform: waveform,
-                                   report: report, baseDirectory: context.baseDirectory)
-        manifest.overwrite = overwrite
-        if let a = o["after"] { manifest.after = after(a) }
-        manifest.after += jobInputs.filter { !manifest.after.contains($0) }
-        manifest.afterPolicy = enumeration(o["afterPolicy"], "$.afterPolicy", AfterPolicy.self) ?? .success
-        if let r = o["requires"] { manifest.requires = requires(r) }
-        if let n = o["notify"] { manifest.notify = notify(n) }
+        var after = o["after"].map { self.after($0) } ?? []
+        after += jobInputs.filter { !after.contains($0) }
+        let afterPolicy = enumeration(o["afterPolicy"], "$.afterPolicy", AfterPolicy.self) ?? .success
+        let requires = o["requires"].map { self.requires($0) } ?? []
+        let notify = o["notify"].map { self.notify($0) } ?? []
+        var reuse: Bool?
         if let v = o["reuse"] {
-            if case .bool(let b) = v { manifest.reuse = b } else { fail("$.reuse", "expected true or false, found \(v.kindName)") }
+            if case .bool(let b) = v { reuse = b } else { fail("$.reuse", "expected true or false, found \(v.kindName)") }
         }
-        return manifest
+        return JobManifest(version: 1, name: name, edits: edits, scale: scale, audio: audio, scan: scan, export: export, images: images,
+                           poster: poster, storyboard: storyboard, waveform: waveform, report: report, overwrite: overwrite,
+                           baseDirectory: context.baseDirectory, after: after, afterPolicy: afterPolicy, requires: requires, notify: notify,
+                           reuse: reuse)
     }
 
     /// `"notify"`: http(s) URLs that receive the job's terminal events, at most 16.
@@ -373,7 +379,7 @@ struct Walker {
             let source = path(o["source"], "\(p).source", required: true)
             let start = time(o["start"], "\(p).start") ?? .zero
             let duration = time(o["duration"], "\(p).duration", positive: true)
-            if let source { result.append(JobManifest.Edit(source: source, start: start, duration: duration)) }
+            if let source { result.append(JobManifest.Edit(source: source, start: start, duration: duration, path: "\(p).source")) }
         }
         return result
     }

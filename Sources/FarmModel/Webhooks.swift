@@ -109,6 +109,18 @@ public enum WebhookAllowance {
 }
 
 /// Why a webhook address or option was not taken.
+/// How a webhook signing secret is written (Standard Webhooks): `whsec_` and the key in base64.
+public enum WebhookSecretText {
+    public static let prefix = "whsec_"
+
+    /// A new secret: 32 bytes from the system's secure generator (getrandom), for `--webhook-secret-file`
+    /// and the receivers.
+    public static func generate() -> String {
+        var random = SystemRandomNumberGenerator()
+        return prefix + Data((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &random) }).base64EncodedString()
+    }
+}
+
 public struct WebhookError: Error, Sendable, Hashable, CustomStringConvertible {
     public let message: String
     public init(_ message: String) { self.message = message }

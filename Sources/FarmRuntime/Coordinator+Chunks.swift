@@ -1,6 +1,7 @@
 import FarmModel
 import Foundation
 import FarmStore
+import FarmSubmit
 import MediaTime
 import S3Client
 
@@ -8,64 +9,41 @@ import S3Client
 /// coordinator makes a job of each chunk (any worker of any host runs them) and the job waits for them;
 /// when they have all succeeded it runs again and joins them. Their folder goes when the job ends.
 extension Coordinator {
-    /// Makes the chunk jobs of `job`, whose attempt (holding `token`) found these `ranges`; the job waits
-    /// for them. Each chunk's manifest is the one submitted (its `asset:` and `job:` inputs resolved on the
-    /// host that runs it) with the chunk's frames and file, no report, no scan, no pictures and no webhooks.
+    /// Makes the jobs of the parts of `job`, whose attempt (holding `token`) found these `ranges`: the chunks
+    /// of a chunked export (ranges of its frames), or the parts of a storyboard made in parts (ranges of its
+    /// tiles); the job waits for them. Each is derived from the manifest as submitted (`JobManifest.exportChunk`,
+    /// `.storyboardPart`), so its assets and other jobs' results are put in on the host that runs it.
     func split(_ job: Job, token: String, submitted: String, manifest: JobManifest, ranges: [Range<Int>], seconds: Double) async {
-        if manifest.export == nil, manifest.storyboard != nil {
-            await splitStoryboard(job, token: token, submitted: submitted, manifest: manifest, ranges: ranges, seconds: seconds)
+        let board = manifest.export == nil ? manifest.storyboard : nil
+        let what = board == nil ? "the export" : "the storyboard"
+        let original: JobManifest
+        switch ManifestLoader.validate(text: submitted, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
+        case .success(let m): original = m
+        case .failure(let e):
+            await finish(job, token: token, outcome: .failed(message: "cannot split \(what): \(e)", result: nil), seconds: seconds)
             return
         }
-        // the submitted text was validated at submission and again at this claim
-        guard let export = manifest.export, let end = ranges.last?.upperBound, let document = try? JSONParser.parse(submitted),
-              let exportJSON = document["export"] else {
-            await finish(job, token: token, outcome: .failed(message: "cannot split the export: the manifest has no export section", result: nil),
-                         seconds: seconds)
-            return
-        }
-        let tag = String(UUID().uuidString.lowercased().filter(\.isHexDigit).prefix(10))
-        let folder = ChunkPlan.folder(beside: export.output, tag: tag)
-        let plan = ChunkPlan(folder: folder, frameCount: end, chunks: ranges.enumerated().map { i, frames in
-            ChunkPlan.Chunk(frames: frames, output: ChunkPlan.output(folder: folder, index: i, fileType: export.fileType))
-        })
-        let chunks = plan.chunks.enumerated().map { i, chunk in
-            let name = "\(job.name) [chunk \(i + 1)/\(plan.chunks.count)]"
-            let chunkExport = exportJSON.removing("chunkSeconds", "chunkAbove", "join", "poster")
-                .setting("output", to: .string(chunk.output))
-                .setting("frames", to: .array([.number(String(chunk.frames.lowerBound)), .number(String(chunk.frames.upperBound))]))
-            let text = document.removing("report", "scan", "notify", "after", "afterPolicy", "poster", "images", "storyboard")
-                .setting("name", to: .string(name)).setting("export", to: chunkExport).setting("overwrite", to: .bool(true)).text
-            return NewJob(name: name, manifest: text, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots, priority: job.priority,
-                          maxAttempts: job.maxAttempts, timeout: job.timeout, after: job.after.map(JobReference.id), requires: job.requires)
-        }
-        await record(job, token: token, plan: plan, chunks: chunks, every: export.chunkDuration, seconds: seconds)
-    }
-
-    /// A storyboard made in parts: each part a range of whole sheets, a job of its own writing a storyboard of
-    /// those tiles into the plan's folder (`chunk-NNNN.vtt`, its sheets and index beside it).
-    func splitStoryboard(_ job: Job, token: String, submitted: String, manifest: JobManifest, ranges: [Range<Int>], seconds: Double) async {
-        // the submitted text was validated at submission and again at this claim
-        guard let board = manifest.storyboard, let end = ranges.last?.upperBound, let document = try? JSONParser.parse(submitted),
-              let boardJSON = document["storyboard"] else {
-            await finish(job, token: token, outcome: .failed(message: "cannot split the storyboard: the manifest has none", result: nil), seconds: seconds)
+        guard let end = ranges.last?.upperBound, let output = board?.output ?? manifest.export?.output else {
+            await finish(job, token: token, outcome: .failed(message: "cannot split \(what): the manifest has none", result: nil), seconds: seconds)
             return
         }
         let tag = String(UUID().uuidString.lowercased().filter(\.isHexDigit).prefix(10))
-        let folder = ChunkPlan.folder(beside: board.output, tag: tag)
-        let plan = ChunkPlan(folder: folder, frameCount: end, chunks: ranges.enumerated().map { i, tiles in
-            ChunkPlan.Chunk(frames: tiles, output: ChunkPlan.output(folder: folder, index: i, extension: "vtt"))
+        let folder = ChunkPlan.folder(beside: output, tag: tag)
+        let fileType = manifest.export?.fileType ?? .mp4
+        let plan = ChunkPlan(folder: folder, frameCount: end, chunks: ranges.enumerated().map { i, range in
+            ChunkPlan.Chunk(frames: range, output: board == nil ? ChunkPlan.output(folder: folder, index: i, fileType: fileType)
+                                                                : ChunkPlan.output(folder: folder, index: i, extension: "vtt"))
         })
         let chunks = plan.chunks.enumerated().map { i, chunk in
-            let name = "\(job.name) [part \(i + 1)/\(plan.chunks.count)]"
-            let part = boardJSON.removing("chunkSeconds", "join")
-                .setting("output", to: .string(chunk.output))
-                .setting("part", to: .array([.number(String(chunk.frames.lowerBound)), .number(String(chunk.frames.upperBound))]))
-            let text = document.removing("report", "notify", "after", "afterPolicy")
-                .setting("name", to: .string(name)).setting("storyboard", to: part).setting("overwrite", to: .bool(true)).text
-            return NewJob(name: name, manifest: text, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots, priority: job.priority,
-                          maxAttempts: job.maxAttempts, timeout: job.timeout, after: job.after.map(JobReference.id), requires: job.requires)
+            let part = board == nil
+                ? original.exportChunk(i, of: plan.chunks.count, jobName: job.name, output: chunk.output, frames: chunk.frames)
+                : original.storyboardPart(i, of: plan.chunks.count, jobName: job.name, output: chunk.output, tiles: chunk.frames)
+            // What the job waited for has ended (the queue's ids): a part waits for nothing else, and needs what it needed.
+            let options = JobOptions(outputRoots: job.outputRoots, priority: job.priority, maxAttempts: job.maxAttempts, timeout: job.timeout,
+                                     after: job.after.map(JobReference.id), requires: job.requires, baseDirectory: job.baseDirectory)
+            return options.job(part, text: part.document.text)
         }
-        await record(job, token: token, plan: plan, chunks: chunks, every: board.chunkSeconds, seconds: seconds)
+        await record(job, token: token, plan: plan, chunks: chunks, every: board?.chunkSeconds ?? manifest.export?.chunkDuration, seconds: seconds)
     }
 
     /// Makes the plan's folder and its chunk jobs; the job waits for them.
@@ -94,31 +72,25 @@ extension Coordinator {
         }
     }
 
-    /// The manifest of a split job's last run: its export joins the chunks (each with its job and the
-    /// attempts it took, for the report). A chunk that did not succeed fails the job, naming it.
-    func joinManifest(_ job: Job, _ document: JSONValue, plan: ChunkPlan) async -> Result<JSONValue, InputFailure> {
+    /// The manifest of a split job's last run: its export (or storyboard) joins the parts (each with its job
+    /// and the attempts it took, for the report). A part that did not succeed fails the job, naming it.
+    func joinManifest(_ job: Job, _ manifest: JobManifest, plan: ChunkPlan) async -> Result<JobManifest, InputFailure> {
         let chunks: [Job]
         do {
             chunks = try await store.jobs(ids: plan.jobs)
         } catch {
             return .failure(InputFailure(message: "the chunks of the export could not be read: \(error)", retry: true))
         }
-        var join: [JSONValue] = []
+        var join: [JobManifest.JoinedChunk] = []
         for chunk in plan.chunks {
             guard let found = chunks.first(where: { $0.id == chunk.job }), found.state == .succeeded else {
                 let state = chunks.first { $0.id == chunk.job }?.state.rawValue ?? "gone from the queue"
                 return .failure(InputFailure(message: "chunk job \(chunk.job) (frames \(chunk.frames.lowerBound)..<\(chunk.frames.upperBound)) is \(state): "
                                              + "there is nothing to join; retry this job to encode it again", retry: false))
             }
-            // A storyboard's parts are ranges of tiles.
-            let key = document["export"] == nil && document["storyboard"] != nil ? "tiles" : "frames"
-            join.append(.object([("output", .string(chunk.output)),
-                                 (key, .array([.number(String(chunk.frames.lowerBound)), .number(String(chunk.frames.upperBound))])),
-                                 ("job", .number(String(found.id))), ("attempts", .number(String(found.attempt)))]))
+            join.append(JobManifest.JoinedChunk(output: chunk.output, frames: chunk.frames, job: found.id, attempts: found.attempt))
         }
-        if let export = document["export"] { return .success(document.setting("export", to: export.setting("join", to: .array(join)))) }
-        if let board = document["storyboard"] { return .success(document.setting("storyboard", to: board.setting("join", to: .array(join)))) }
-        return .success(document)
+        return .success(manifest.joining(join))
     }
 
     /// Removes the folders of chunked exports that ended (or were planned again), with their files, and

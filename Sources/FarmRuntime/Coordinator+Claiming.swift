@@ -179,7 +179,7 @@ extension Coordinator {
 
     /// The pause that stops this coordinator now, if any; a change is said once (a notice event).
     func notePause() async throws -> QueuePause? {
-        let pause = try await QueuePauses(try store.database).all().first { $0.stops(owner: configuration.owner) }
+        let pause = try await store.pauses.all().first { $0.stops(owner: configuration.owner) }
         let before = state.withLock { state in
             defer { state.pause = pause }
             return state.pause

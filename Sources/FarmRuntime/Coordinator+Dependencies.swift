@@ -18,9 +18,9 @@ extension Coordinator {
             let found: Job? = switch reference.job {
             case .id(let id): dependencies.first { $0.id == id }
             case .key(let key):
-                // A key given through the API is kept as "api:KEY" (or "api:TOKEN:KEY"): its submitter names it KEY.
+                // A key given through the API is kept in its namespace: its submitter names it as given.
                 dependencies.filter { $0.uniqueKey == key }.max { $0.id < $1.id }
-                    ?? dependencies.filter { $0.uniqueKey.map { $0.hasPrefix("api:") && $0.hasSuffix(":" + key) } ?? false }.max { $0.id < $1.id }
+                    ?? dependencies.filter { $0.uniqueKey.map { UniqueKey(stored: $0).isNamed(key) } ?? false }.max { $0.id < $1.id }
             }
             guard let found else {
                 return .failure(InputFailure(message: "\(text): that job is no longer in the queue (pruned?); its result cannot be read", retry: false))

@@ -5,10 +5,6 @@ import Foundation
 /// The queue's list of coordinators: this coordinator's slots, reported every few seconds, and its row
 /// removed when it stops, so that status pages on every host show the whole farm.
 extension Coordinator {
-    private var registry: CoordinatorRegistry {
-        get throws { CoordinatorRegistry(try store.database) }
-    }
-
     /// Reports this coordinator in the queue's list every `presenceInterval` (a loop of its own, so that a
     /// slow report never delays the lease heartbeat), until draining has ended every job. A failure is said
     /// once, until a report succeeds again: the list is for people looking at the farm; jobs do not depend on it.
@@ -20,7 +16,7 @@ extension Coordinator {
                                                busy: snapshot.busySlots, draining: snapshot.draining, startedAt: snapshot.startedAt,
                                                seenAt: now(), provides: configuration.provides)
             do {
-                try await registry.report(presence)
+                try await store.registry.report(presence)
                 try await sampleQueue()
                 failing = false
             } catch {
@@ -43,14 +39,14 @@ extension Coordinator {
         let minute = (now().timeIntervalSince1970 / 60).rounded(.down)
         guard state.withLock({ $0.sampledMinute }) != minute else { return }
         let counts = try await store.counts()
-        try await QueueHistory(try store.database).sample(queued: counts[.queued] ?? 0, running: counts[.running] ?? 0,
+        try await store.history.sample(queued: counts[.queued] ?? 0, running: counts[.running] ?? 0,
                                                           waiting: counts[.waiting] ?? 0, at: now())
         state.withLock { $0.sampledMinute = minute }
     }
 
     func leaveRegistry() async {
         do {
-            try await registry.leave(owner: configuration.owner)
+            try await store.registry.leave(owner: configuration.owner)
         } catch {
             events(.notice("the queue's list of coordinators: \(error)"))
         }

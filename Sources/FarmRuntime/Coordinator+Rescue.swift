@@ -52,8 +52,17 @@ extension Coordinator {
             return
         }
         for job in expired {
-            guard let lease = job.lease, case .success(let manifest) = ManifestLoader.validate(
-                text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) else { continue }
+            guard let lease = job.lease else { continue }
+            let manifest: JobManifest
+            switch ManifestLoader.validate(text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
+            case .success(let valid): manifest = valid
+            case .failure(let error):
+                // Its outputs are not known without it: said, and left to the ordinary rescue.
+                events(.notice("job \(job.id) (\(job.name)): \(lease.owner) stopped while publishing attempt \(job.attempt), but its manifest no "
+                               + "longer validates (\(error)); the publication is not completed here, and the attempt is rescued when its "
+                               + "lease's grace has passed"))
+                continue
+            }
             // The worker's result, recorded as publishing began, holds its objects' uploads. One that cannot
             // be read is said, and the attempt left to the ordinary rescue (its lease's grace): publishing it
             // as if it had no uploads would fail it as "left no upload", the cause lost.

@@ -14,10 +14,6 @@ import Glibc
 /// under the lease only when they are still what was published, and the report the earlier job wrote,
 /// saying so. Every job that may be reused records its result when it succeeds (table `job_results`).
 extension Coordinator {
-    var results: ResultRecords {
-        get throws { ResultRecords(try store.database) }
-    }
-
     /// The job's key, or nil when reuse does not apply to it (`ResultKey.applies`) or an input cannot be
     /// read (the worker says why).
     func resultKey(_ job: Job, _ manifest: JobManifest) async -> String? {
@@ -51,7 +47,7 @@ extension Coordinator {
                            sources: [AssetID], began: Date) async -> Bool {
         let candidates: [ReusableResult]
         do {
-            candidates = try await results.results(key: key)
+            candidates = try await store.results.results(key: key)
         } catch {
             events(.notice("job \(job.id): cannot look for an earlier result (\(error)); running it"))
             return false
@@ -130,7 +126,7 @@ extension Coordinator {
             if let size = earlier.size, let now = FileStamp(path: from)?.size, now != size {
                 note("\(from) changed since it was published (\(now) bytes, not \(size)); that result is forgotten")
                 // if the queue does not answer, the next job with this key finds it changed again
-                try? await results.forget(key: earlier.key, jobID: earlier.jobID)
+                try? await store.results.forget(key: earlier.key, jobID: earlier.jobID)
                 return nil
             }
             switch await Self.copyVerified(from, to: StagedOutput.path(for: output, token: token), sha256: sha256) {
@@ -139,7 +135,7 @@ extension Coordinator {
             case .changed(let found):
                 note("\(from) changed since it was published (SHA-256 \(found), not \(sha256)); that result is forgotten")
                 // if the queue does not answer, the next job with this key finds it changed again
-                try? await results.forget(key: earlier.key, jobID: earlier.jobID)
+                try? await store.results.forget(key: earlier.key, jobID: earlier.jobID)
                 return nil
             case .failed(let message):
                 note(message)
@@ -160,7 +156,7 @@ extension Coordinator {
                 }
                 if let now = FileStamp(path: file.path)?.size, now != file.size {
                     note("\(file.path) changed since it was published (\(now) bytes, not \(file.size)); that result is forgotten")
-                    try? await results.forget(key: earlier.key, jobID: earlier.jobID)  // if the queue does not answer, the next job finds it changed again
+                    try? await store.results.forget(key: earlier.key, jobID: earlier.jobID)  // if the queue does not answer, the next job finds it changed again
                     return nil
                 }
                 switch await Self.copyVerified(file.path, to: StagedOutput.path(for: target, token: token), sha256: file.sha256) {
@@ -168,7 +164,7 @@ extension Coordinator {
                     break
                 case .changed(let found):
                     note("\(file.path) changed since it was published (SHA-256 \(found), not \(file.sha256)); that result is forgotten")
-                    try? await results.forget(key: earlier.key, jobID: earlier.jobID)  // if the queue does not answer, the next job finds it changed again
+                    try? await store.results.forget(key: earlier.key, jobID: earlier.jobID)  // if the queue does not answer, the next job finds it changed again
                     return nil
                 case .failed(let message):
                     note(message)
@@ -255,7 +251,7 @@ extension Coordinator {
 
     private func record(_ result: ReusableResult, job: Job) async {
         do {
-            try await results.record(result)
+            try await store.results.record(result)
         } catch {
             events(.notice("job \(job.id): its result was not recorded for reuse: \(error)"))
         }

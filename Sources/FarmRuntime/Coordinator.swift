@@ -233,29 +233,22 @@ public final class Coordinator: Service, Sendable {
                      seconds: 0)
     }
 
-    func supervise(_ job: Job, token: String, standby: StandbyWorker?) async {
-        let began = now()
-        // A kept worker given to a job that ends before a worker runs it (its inputs failed, an earlier
-        // result answered it) waits for the next job.
-        var unused = standby
-        defer { if let unused { handBack(unused) } }
-        let submitted = job.manifest
-        var job = job
+    /// The manifest a job's worker runs, and its text: other jobs' results and the library's assets put in
+    /// (the assets' lineage recorded), renamed inputs followed, checked against the file system, then a
+    /// coordinator's chunking or a split job's join derived from it. The assets it reads beside.
+    private func prepare(_ job: Job) async -> Result<(JobManifest, String, [AssetID]), InputFailure> {
         var sources: [AssetID] = []
         // The manifest is parsed once; each step below rewrites that value, and the worker gets its text once.
         var document: JSONValue
         do {
             document = try JSONParser.parse(job.manifest)
         } catch {
-            await inputsFailed(job, token: token, InputFailure(message: "the queued manifest is no JSON: \(error)", retry: false))
-            return
+            return .failure(InputFailure(message: "the queued manifest is no JSON: \(error)", retry: false))
         }
         if !job.after.isEmpty, job.manifest.contains(JobOutputReference.scheme) {
             switch await resolveJobResults(job, document) {
             case .success(let resolved): document = resolved
-            case .failure(let failure):
-                await inputsFailed(job, token: token, failure)
-                return
+            case .failure(let failure): return .failure(failure)
             }
         }
         if job.manifest.contains(AssetID.scheme) {
@@ -267,32 +260,43 @@ public final class Coordinator: Service, Sendable {
                         events(.notice("job \(job.id): the library did not record the assets it reads (\(error)); its lineage is recorded when it succeeds"))
                     }
                 }
-            case .failure(let failure):
-                await inputsFailed(job, token: token, failure)
-                return
+            case .failure(let failure): return .failure(failure)
             }
         }
         document = await followRenamedInputs(job, document)
-        if job.chunkOf == nil, let chunked = configuration.defaultChunking?.applied(to: document) { document = chunked }
+        var manifest: JobManifest
+        switch ManifestLoader.validate(document: document, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
+        case .success(let m): manifest = m
+        case .failure(let e): return .failure(InputFailure(message: e.description, retry: false))
+        }
+        // A coordinator's chunking, and the last run of a job made in parts: manifests derived from the value.
+        var derived = false
+        if job.chunkOf == nil, let chunked = configuration.defaultChunking?.applied(to: manifest) { (manifest, derived) = (chunked, true) }
         if let plan = job.chunkPlan {
-            switch await joinManifest(job, document, plan: plan) {
-            case .success(let joining): document = joining
-            case .failure(let failure):
-                await inputsFailed(job, token: token, failure)
-                return
+            switch await joinManifest(job, manifest, plan: plan) {
+            case .success(let joining): (manifest, derived) = (joining, true)
+            case .failure(let failure): return .failure(failure)
             }
         }
-        let manifest: JobManifest
-        switch ManifestLoader.validate(document: document, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
-        case .success(let m):
-            manifest = m
-        case .failure(let e):
-            _ = state.withLock { $0.running.removeValue(forKey: job.id) }
-            await finish(job, token: token, outcome: .failed(message: e.description, result: nil), seconds: 0)
+        // What the worker runs: the text of the value validated, or of the one derived from it.
+        return .success((manifest, derived ? manifest.document.text : document.text, sources))
+    }
+
+    func supervise(_ job: Job, token: String, standby: StandbyWorker?) async {
+        let began = now()
+        // A kept worker given to a job that ends before a worker runs it (its inputs failed, an earlier
+        // result answered it) waits for the next job.
+        var unused = standby
+        defer { if let unused { handBack(unused) } }
+        let submitted = job.manifest
+        var job = job
+        let manifest: JobManifest, sources: [AssetID]
+        switch await prepare(job) {
+        case .success(let prepared): (manifest, job.manifest, sources) = prepared
+        case .failure(let failure):
+            await inputsFailed(job, token: token, failure)
             return
         }
-        // What the worker runs: the text of the value validated.
-        job.manifest = document.text
         // Results reused by content: a chunked export's joining run is not answered (its chunks ran) but recorded.
         var key: String?
         if configuration.reuseResults { key = await resultKey(job, manifest) }

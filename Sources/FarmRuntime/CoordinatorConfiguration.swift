@@ -108,15 +108,14 @@ public struct DefaultChunking: Sendable, Hashable {
         self.above = above
     }
 
-    /// `manifest` with `chunkSeconds` (and `chunkAbove`) in its export, when it is a constant-frame-rate export
-    /// that gives none and is not a chunk; nil when nothing is to change.
-    func applied(to document: JSONValue) -> JSONValue? {
-        guard let export = document["export"],
-              export["mode"] == .string(ExportMode.constantFrameRate.rawValue),
-              export["chunkSeconds"] == nil, export["frames"] == nil else { return nil }
-        var chunked = export.setting("chunkSeconds", to: .number(MediaTime.formatSeconds(seconds)))
-        if let above { chunked = chunked.setting("chunkAbove", to: .number(MediaTime.formatSeconds(above))) }
-        return document.setting("export", to: chunked)
+    /// `manifest` with these chunks (`JobManifest.chunked`), when it is a constant-frame-rate export that
+    /// chooses none and is not a chunk; nil when nothing is to change.
+    public func applied(to manifest: JobManifest) -> JobManifest? {
+        // The numbers were checked as the coordinator's options were read (2...3600 s, at most 6 decimals as
+        // written here): one that did not read back would chunk nothing.
+        guard let every = try? MediaTime(parsing: MediaTime.formatSeconds(seconds)) else { return nil }
+        let above = self.above.flatMap { try? MediaTime(parsing: MediaTime.formatSeconds($0)) }  // as `every`
+        return manifest.chunked(every: every, above: above)
     }
 }
 

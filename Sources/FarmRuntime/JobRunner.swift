@@ -151,13 +151,12 @@ public struct JobRunner: Sendable {
         return String(describing: error)
     }
 
-    private func execute(events: @escaping @Sendable (JobEvent) -> Void, started: Date) async throws -> JobResult {
-        events(.progress(JobProgress(fraction: 0, phase: "inspecting")))
+    /// Every distinct source, opened once; inspected (side by side, one per core) unless pictures alone need
+    /// no report. The first that cannot be read, in the manifest's order, fails the job.
+    private func inspectSources() async throws -> (assets: [String: Asset], inspections: [AssetReport]) {
         var options = AssetOptions()
         options.limits = limits
         options.pool = pool
-
-        // Inspect every distinct source once.
         var assets: [String: Asset] = [:]
         var distinct: [Asset] = []
         for edit in manifest.edits where assets[edit.source] == nil {
@@ -165,37 +164,38 @@ public struct JobRunner: Sendable {
             assets[edit.source] = asset
             distinct.append(asset)
         }
-        var inspections: [AssetReport] = []
         // Pictures alone, with no report to hold an inspection: their reader opens the file itself and
         // says what is wrong with it (an opening less: a poster in a kept worker costs little more
         // than its frame).
-        if !(manifest.makesPictures && manifest.export == nil && manifest.scan == nil && manifest.report == nil) {
-            // An export reads every packet anyway and fails clearly on damaged data: it skips the
-            // decode check (isPlayable, isDecodable), which costs an extra opening and decoding.
-            // So do pictures: they decode what they show, and say which frame could not be.
-            let decodes = manifest.export != nil || manifest.makesPictures
-            let keys = decodes ? AssetKey.standard.subtracting([.isPlayable]) : AssetKey.standard
-            let trackKeys = decodes ? Set(TrackKey.allCases).subtracting([.isDecodable]) : Set(TrackKey.allCases)
-            // Many sources (a day's recording in 1,440 segments) are inspected side by side, one per core;
-            // the first to fail, in the manifest's order, fails the job.
-            let width = max(1, min(distinct.count, ProcessInfo.processInfo.activeProcessorCount))
-            inspections = await concurrentMap(distinct, limit: width) { asset in
-                await AssetReport.inspect(asset, keys: keys, trackKeys: trackKeys)
-            }
-            if let failed = inspections.first(where: { $0.error != nil }) {
-                if let failure = failed.failure { throw failure }  // its verdict kept (`isRetryable`)
-                throw JobError(failed.error ?? "\(failed.path): cannot be read")
-            }
+        guard !(manifest.makesPictures && manifest.export == nil && manifest.scan == nil && manifest.report == nil) else { return (assets, []) }
+        // An export reads every packet anyway and fails clearly on damaged data: it skips the
+        // decode check (isPlayable, isDecodable), which costs an extra opening and decoding.
+        // So do pictures: they decode what they show, and say which frame could not be.
+        let decodes = manifest.export != nil || manifest.makesPictures
+        let keys = decodes ? AssetKey.standard.subtracting([.isPlayable]) : AssetKey.standard
+        let trackKeys = decodes ? Set(TrackKey.allCases).subtracting([.isDecodable]) : Set(TrackKey.allCases)
+        // Many sources (a day's recording in 1,440 segments) are inspected side by side, one per core;
+        // the first to fail, in the manifest's order, fails the job.
+        let width = max(1, min(distinct.count, ProcessInfo.processInfo.activeProcessorCount))
+        let inspections = await concurrentMap(distinct, limit: width) { asset in
+            await AssetReport.inspect(asset, keys: keys, trackKeys: trackKeys)
         }
-        let inspectSeconds = Date().timeIntervalSince(started)
+        if let failed = inspections.first(where: { $0.error != nil }) {
+            if let failure = failed.failure { throw failure }  // its verdict kept (`isRetryable`)
+            throw JobError(failed.error ?? "\(failed.path): cannot be read")
+        }
+        return (assets, inspections)
+    }
 
-        // The composition: edits end to end, then the scaled ranges (latest first, so that each range
-        // is in the composition time the manifest means: after edits, before any scaling).
+    /// The composition: edits end to end, then the scaled ranges (latest first, so that each range is in
+    /// the composition time the manifest means: after edits, before any scaling). Pictures alone need
+    /// none: they are of the input as it is.
+    private func compose(_ assets: [String: Asset]) async throws -> Composition {
         var composition = Composition()
-        // Pictures alone need none: they are of the input as it is.
-        let composes = manifest.export != nil || manifest.scan != nil || !manifest.makesPictures
-        for (i, edit) in manifest.edits.enumerated() where composes {
-            let length = try await assets[edit.source]!.load(.duration)
+        guard manifest.export != nil || manifest.scan != nil || !manifest.makesPictures else { return composition }
+        for (i, edit) in manifest.edits.enumerated() {
+            guard let asset = assets[edit.source] else { throw JobError("\(edit.source): not opened") }
+            let length = try await asset.load(.duration)
             guard length.isNumeric, length > .zero else { throw JobError("\(edit.source): the file has no measurable duration") }
             guard edit.start < length else {
                 throw JobError("$.edits[\(i)]: starts at \(Self.seconds(edit.start)) s, but \(edit.source) is only \(Self.seconds(length)) s long")
@@ -213,6 +213,34 @@ public struct JobRunner: Sendable {
                 throw JobError("$.scale: \(error.description)")
             }
         }
+        return composition
+    }
+
+    /// The engine's settings of the manifest's export.
+    private func exportSettings(_ export: JobManifest.ExportSettings) -> ExportSettings {
+        var settings = ExportSettings(
+            mode: ExportSettings.Mode(export.mode),
+            outputPath: writePath(export.output), muxer: export.fileType.muxerName, faststart: export.faststart,
+            frameDuration: export.frameDuration ?? MediaTime(value: 1, timescale: 30),
+            crf: export.video.crf, preset: export.video.preset, threads: export.video.threads,
+            audioPolicy: ExportSettings.AudioPolicy(export.audio.policy), cuts: ExportSettings.Cuts(export.cuts),
+            audioBitRate: export.audio.bitrate,
+            timePitch: AudioTimePitchAlgorithm(manifest.audio.timePitch),
+            metadata: [:], limits: limits)
+        settings.beforeCommit = publicationCheck
+        settings.frameRange = export.frames
+        settings.loudness = export.audio.loudness.map { l in
+            LoudnessGoal(measureOnly: l.measure, target: l.target ?? l.standard?.target, truePeak: l.truePeak ?? l.standard?.truePeak ?? -1,
+                         standard: l.standard?.rawValue)
+        }
+        return settings
+    }
+
+    private func execute(events: @escaping @Sendable (JobEvent) -> Void, started: Date) async throws -> JobResult {
+        events(.progress(JobProgress(fraction: 0, phase: "inspecting")))
+        let (assets, inspections) = try await inspectSources()
+        let inspectSeconds = Date().timeIntervalSince(started)
+        let composition = try await compose(assets)
 
         var pictures: PicturesMade?
         var pictureSeconds = 0.0
@@ -257,21 +285,7 @@ public struct JobRunner: Sendable {
             return result
         }
 
-        var settings = ExportSettings(
-            mode: ExportSettings.Mode(export.mode),
-            outputPath: writePath(export.output), muxer: export.fileType.muxerName, faststart: export.faststart,
-            frameDuration: export.frameDuration ?? MediaTime(value: 1, timescale: 30),
-            crf: export.video.crf, preset: export.video.preset, threads: export.video.threads,
-            audioPolicy: ExportSettings.AudioPolicy(export.audio.policy), cuts: ExportSettings.Cuts(export.cuts),
-            audioBitRate: export.audio.bitrate,
-            timePitch: AudioTimePitchAlgorithm(manifest.audio.timePitch),
-            metadata: [:], limits: limits)
-        settings.beforeCommit = publicationCheck
-        settings.frameRange = export.frames
-        settings.loudness = export.audio.loudness.map { l in
-            LoudnessGoal(measureOnly: l.measure, target: l.target ?? l.standard?.target, truePeak: l.truePeak ?? l.standard?.truePeak ?? -1,
-                         standard: l.standard?.rawValue)
-        }
+        let settings = exportSettings(export)
         var session = ExportSession(composition: composition, settings: settings)
         session.pool = pool
         if let every = export.chunkDuration, export.join.isEmpty, stagingToken != nil, export.chunkAbove.map({ composition.duration > $0 }) ?? true {
@@ -327,13 +341,20 @@ public struct JobRunner: Sendable {
         var result = JobResult(name: manifest.name, succeeded: true, output: export.output, report: reportPath,
                                duration: exported.duration.seconds, seconds: Date().timeIntervalSince(started))
         result.numbered = Self.numbered(pictures, scan)
+        Self.tell(exported.audio, in: &result)
+        return result
+    }
+
+    /// What a user should see of the exported audio in the result: a bit rate below the source's, and what
+    /// loudness normalisation did (a limiter that cut deep, as a warning).
+    static func tell(_ audio: ExportReport.Audio, in result: inout JobResult) {
         // A lower bit rate than the source's is said where the user looks (a higher one is in the report).
         // (A source above the highest bit rate a manifest may give, as PCM is, is in the report only.)
-        if let note = exported.audio.note, let bitRate = exported.audio.bitRate, let source = exported.audio.sourceBitRate, bitRate < source,
+        if let note = audio.note, let bitRate = audio.bitRate, let source = audio.sourceBitRate, bitRate < source,
            source <= 512_000 {
             result.warnings = (result.warnings ?? []) + ["$.export.audio.bitrate: " + note]
         }
-        if let delivery = exported.audio.loudness, delivery.mode != .measured {
+        if let delivery = audio.loudness, delivery.mode != .measured {
             let outcome = LoudnessOutcome(before: delivery.before.integrated, after: delivery.after?.integrated, target: delivery.target,
                                           gain: delivery.gain, gains: delivery.gains?.map(\.gain) ?? [], limiterReduction: delivery.limiter?.maxReduction)
             result.loudness = outcome
@@ -343,7 +364,6 @@ public struct JobRunner: Sendable {
                                           -cut, delivery.truePeakLimit ?? 0)]
             }
         }
-        return result
     }
 
     static func seconds(_ t: MediaTime) -> String { MediaTime.formatSeconds(t.seconds) }

@@ -30,7 +30,7 @@ public struct IngestTemplate: Sendable, Hashable {
     /// One job of a file's chain, its manifest filled in.
     public struct Job: Sendable, Hashable {
         public var key: String?
-        public var uniqueKey: String
+        public var uniqueKey: UniqueKey
         public var manifest: String
     }
 
@@ -110,21 +110,21 @@ public struct IngestTemplate: Sendable, Hashable {
     public func jobs(for file: String, hash: String, modified: Date) -> [Job] {
         let values = ["input": file, "hash": String(hash.prefix(16)), "date": Self.day(modified)]
         guard let chain else {
-            return [Job(key: nil, uniqueKey: "ingest:\(hash)", manifest: manifest(values: values, file: file))]
+            return [Job(key: nil, uniqueKey: .ingest(hash: hash), manifest: manifest(values: values, file: file))]
         }
         let keys = Dictionary(uniqueKeysWithValues: chain.enumerated().map { i, step in
-            (step.key, i == 0 ? "ingest:\(hash)" : "ingest:\(hash):\(step.key)")
+            (step.key, i == 0 ? UniqueKey.ingest(hash: hash) : .ingest(hash: hash, step: step.key))
         })
         return chain.map { step in
             var document = step.document.mappingStrings { text in
                 // job:KEY#output and job:KEY#report of the chain's own jobs.
                 guard text.hasPrefix("job:"), let hashMark = text.lastIndex(of: "#"),
                       let unique = keys[String(text.dropFirst(4)[..<hashMark])] else { return text }
-                return "job:" + unique + text[hashMark...]
+                return "job:" + unique.stored + text[hashMark...]
             }
             if case .object(let members) = document, case .array(let after)? = members.first(where: { $0.key == "after" })?.value {
                 document = document.replacing("after", with: .array(after.map { item in
-                    if case .string(let name) = item, let unique = keys[name] { return .string(unique) }
+                    if case .string(let name) = item, let unique = keys[name] { return .string(unique.stored) }
                     return item
                 }))
             }
@@ -160,12 +160,27 @@ public struct IngestTemplate: Sendable, Hashable {
         let ext = (name as NSString).pathExtension
         let stem = ext.isEmpty ? name : String(name.dropLast(ext.count + 1))
         let values = values.merging(["stem": stem, "ext": ext]) { a, _ in a }
-        return document.mappingStrings { text in
-            guard text.contains("{") else { return text }
-            var out = text
-            for (key, value) in values { out = out.replacingOccurrences(of: "{\(key)}", with: value) }
-            return out
+        return document.mappingStrings { text in text.contains("{") ? expand(text, values) : text }
+    }
+
+    /// `text` with each `{name}` that `values` names replaced by its value, in one pass from the left: what
+    /// a value puts in is never read again as a placeholder (a file named `clip{hash}.mov` is its own stem,
+    /// whatever order the names come in).
+    public static func expand(_ text: String, _ values: [String: String]) -> String {
+        var out = ""
+        var rest = Substring(text)
+        while let open = rest.firstIndex(of: "{") {
+            out += rest[..<open]
+            let after = rest[rest.index(after: open)...]
+            if let close = after.firstIndex(of: "}"), let value = values[String(after[..<close])] {
+                out += value
+                rest = after[after.index(after: close)...]
+            } else {
+                out += "{"
+                rest = after
+            }
         }
+        return out + rest
     }
 
     /// YYYY-MM-DD of `date` in UTC.

@@ -148,11 +148,15 @@ public struct Submission: Sendable {
         checked.invalid = unreadable
         var references: [(file: String, references: [(path: String, id: AssetID)])] = []
         for offer in offers {
+            let named: [(path: String, id: AssetID)]
             switch validate(offer, rules: rules) {
-            case .success(let manifest): checked.valid.append((offer, manifest))
-            case .failure(let error): checked.invalid.append(error)
+            case .success(let manifest):
+                checked.valid.append((offer, manifest))
+                named = manifest.assetReferences
+            case .failure(let error):
+                checked.invalid.append(error)
+                named = error.assets
             }
-            let named = AssetID.references(inManifest: offer.bytes)
             if !named.isEmpty { references.append((offer.file, named)) }
         }
         // Two of its own manifests writing one file: named both (the queue would name a job that was never
@@ -228,10 +232,8 @@ public struct Submission: Sendable {
     public static func scopedRefusals(_ manifests: [(offer: ManifestOffer, manifest: JobManifest)], access: LibraryAccess) -> [ManifestValidationError] {
         guard case .limited = access else { return [] }
         return manifests.compactMap { offer, manifest in
-            let sources = manifest.edits.map(\.source)
-            let issues = sources.enumerated().filter { AssetID.reference($0.element) == nil }.map { index, source in
-                ManifestIssue(path: sources.count == 1 ? "$.input" : "$.edits[\(index)].source",
-                              message: "\(source) is not an asset: a scoped library token submits only assets of its albums (asset:ID)")
+            let issues = manifest.edits.filter { AssetID.reference($0.source) == nil }.map { edit in
+                ManifestIssue(path: edit.path, message: "\(edit.source) is not an asset: a scoped library token submits only assets of its albums (asset:ID)")
             }
             return issues.isEmpty ? nil : ManifestValidationError(file: offer.file, issues: issues)
         }

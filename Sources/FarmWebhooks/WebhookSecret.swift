@@ -12,10 +12,10 @@ public struct WebhookSecret: Sendable {
 
     public init(text: String) throws(WebhookError) {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard trimmed.hasPrefix("whsec_") else {
+        guard trimmed.hasPrefix(WebhookSecretText.prefix) else {
             throw WebhookError("a webhook secret starts with whsec_ followed by base64 (make one with `mediafarm webhooks new-secret`)")
         }
-        var encoded = String(trimmed.dropFirst("whsec_".count))
+        var encoded = String(trimmed.dropFirst(WebhookSecretText.prefix.count))
         // Unpadded base64, as some tools write it.
         while encoded.utf8.count % 4 != 0 { encoded += "=" }
         guard let bytes = Data(base64Encoded: encoded) else {
@@ -41,11 +41,6 @@ public struct WebhookSecret: Sendable {
         } catch {
             throw WebhookError("\(path): \(error.message)")
         }
-    }
-
-    /// A new secret: 32 random bytes, written as `whsec_` + base64.
-    public static func generate() -> String {
-        "whsec_" + SymmetricKey(size: .bits256).withUnsafeBytes { Data($0).base64EncodedString() }
     }
 }
 

@@ -79,10 +79,9 @@ struct BatchCommand: AsyncParsableCommand {
             for e in loaded.invalid { FileHandle.standardError.write(Data((e.description + "\n").utf8)) }
             throw CLIError("nothing was run: \(loaded.invalid.count) of \(loaded.count) manifests are invalid", status: ExitStatus.usage)
         }
-        let jobs = loaded.valid.map {
-            NewJob(name: $0.manifest.name, manifest: $0.offer.text, baseDirectory: $0.manifest.baseDirectory, outputRoots: roots ?? [],
-                   maxAttempts: maxAttempts, outputs: $0.manifest.writes)
-        }
+        // The embedded coordinator runs every job: a host's capabilities are a farm's.
+        let options = JobOptions(outputRoots: roots ?? [], maxAttempts: maxAttempts, requires: [])
+        let jobs = loaded.valid.map { options.job($0.manifest, text: $0.offer.text) }
 
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mediafarm-batch-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

@@ -215,7 +215,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
         // A library that cannot open stops the coordinator here, with its cause: without it every asset:ID
         // job would fail for good with "this coordinator has no asset library".
         do {
-            configuration.library = AssetLibrary(database: try store.database, host: libraryHost, inspector: .media)
+            configuration.library = try AssetLibrary(store: store, host: libraryHost, inspector: .media)
         } catch {
             throw CLIError("coordinator: the asset library on \(store.location) cannot be opened: \(error)")
         }

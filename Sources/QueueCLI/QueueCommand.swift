@@ -38,7 +38,7 @@ public struct QueueCommand: AsyncParsableCommand {
         func change<T: Sendable>(_ queue: QueueOptions, _ body: @Sendable (QueuePauses) async throws -> T) async throws -> (T, String) {
             let store = try await queue.open()
             let answer: T
-            do { answer = try await body(QueuePauses(try store.database)) } catch { throw CLIError(String(describing: error)) }
+            do { answer = try await body(store.pauses) } catch { throw CLIError(String(describing: error)) }
             await store.close()
             return (answer, store.location)
         }
@@ -146,8 +146,8 @@ public struct QueueCommand: AsyncParsableCommand {
             let pauses: [QueuePause]
             do {
                 stats = try await store.stats(at: now)
-                coordinators = try await CoordinatorRegistry(try store.database).all()
-                pauses = try await QueuePauses(try store.database).all()
+                coordinators = try await store.registry.all()
+                pauses = try await store.pauses.all()
             } catch {
                 throw CLIError(String(describing: error))
             }

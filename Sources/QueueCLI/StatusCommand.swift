@@ -83,7 +83,7 @@ public struct StatusCommand: AsyncParsableCommand {
         if json {
             print(String(decoding: try JSONEncoder.sortedPretty().encode(jobs.map { JobView($0, now: Date()) }), as: UTF8.self))
         } else if !watch {
-            let pauses = (try? await QueuePauses(try store.database).all()) ?? []  // none known: none named
+            let pauses = (try? await store.pauses.all()) ?? []  // none known: none named
             print(Self.table(jobs, pauses: pauses), terminator: "")
         }
         if let shown, jobs.count == shown, !watch {

@@ -81,12 +81,9 @@ public struct SubmitCommand: AsyncParsableCommand {
         let roots = OutputRoots.chosen(outputRoots)
         let runAt = delay > 0 ? Date().addingTimeInterval(delay) : nil
         let dependencies = after.compactMap(JobReference.init(parsing:))
-        let make = { (offer: ManifestOffer, manifest: JobManifest) in
-            NewJob(name: manifest.name, manifest: offer.text, baseDirectory: manifest.baseDirectory, outputRoots: roots ?? [],
-                   priority: priority, maxAttempts: maxAttempts, runAt: runAt, uniqueKey: uniqueKey, timeout: timeout,
-                   after: manifest.after + dependencies.filter { !manifest.after.contains($0) },
-                   afterPolicy: afterPolicy ?? manifest.afterPolicy, requires: manifest.requires, outputs: manifest.writes)
-        }
+        let options = JobOptions(outputRoots: roots ?? [], priority: priority, maxAttempts: maxAttempts, runAt: runAt,
+                                 uniqueKey: uniqueKey.map(UniqueKey.given), timeout: timeout, after: dependencies, afterPolicy: afterPolicy)
+        let make = { (offer: ManifestOffer, manifest: JobManifest) in options.job(manifest, text: offer.text) }
         let token = try library.token()
         var rules = SubmissionRules(outputRoots: roots, missingInputWayOut: allowMissingInputs ? nil
                                     : "if it will be there when the job runs, give --allow-missing-inputs")
@@ -129,7 +126,12 @@ public struct SubmitCommand: AsyncParsableCommand {
         }
         let store: any JobStore
         if let opened { store = opened } else { store = try await queue.open(create: true) }
-        if assets == nil { assets = try? await library.open(store) }   // no library on this queue: nothing to record
+        if assets == nil {
+            do { assets = try await library.open(store) } catch {
+                // The jobs are queued all the same; which assets they read is not recorded.
+                FileHandle.standardError.write(Data("warning: the asset library cannot be opened (\(error)); the jobs' inputs are not recorded\n".utf8))
+            }
+        }
         let jobs = accepted.map(make)
         let queued: Submission.Queued
         do {

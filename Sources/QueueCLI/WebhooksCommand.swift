@@ -1,7 +1,6 @@
 import ArgumentParser
 import FarmModel
 import FarmStore
-import FarmWebhooks
 import Foundation
 
 /// `mediafarm webhooks`: the farm's webhook settings and deliveries, as the queue holds them.
@@ -177,7 +176,7 @@ public struct WebhooksCommand: AsyncParsableCommand {
             abstract: "Print a new signing secret (whsec_ + 32 random bytes in base64) for --webhook-secret-file and your receivers.")
 
         func run() {
-            print(WebhookSecret.generate())
+            print(WebhookSecretText.generate())
         }
     }
 }

@@ -36,7 +36,7 @@ import Testing
           "report": "out/guitar-slowmo.json" }
         """)
         #expect(m.name == "guitar-slowmo")
-        #expect(m.edits == [JobManifest.Edit(source: "/jobs/media/guitar.mp4", start: .zero, duration: MediaTime(value: 10, timescale: 1))])
+        #expect(m.edits == [JobManifest.Edit(source: "/jobs/media/guitar.mp4", start: .zero, duration: MediaTime(value: 10, timescale: 1), path: "$.edits[0].source")])
         // Sorted by start; the rate becomes an exact target duration.
         #expect(m.scale.map(\.start) == [MediaTime(value: 2, timescale: 1), MediaTime(value: 6, timescale: 1)])
         #expect(m.scale[0].rate == Rational(1, 4))
@@ -49,7 +49,7 @@ import Testing
 
     @Test func inputAloneIsAnInspectionJob() throws {
         let m = try manifest(#"{ "version": 1, "input": "a.mov" }"#)
-        #expect(m.isInspectionOnly && m.edits == [JobManifest.Edit(source: "/jobs/a.mov")])
+        #expect(m.isInspectionOnly && m.edits == [JobManifest.Edit(source: "/jobs/a.mov", path: "$.input")])
         #expect(m.name == "job")
     }
 

@@ -1,6 +1,7 @@
 import FarmTestSupport
 import FarmModel
 import Foundation
+import MediaTime
 import Testing
 @testable import FarmRuntime
 #if canImport(Glibc)
@@ -193,12 +194,47 @@ import Glibc
         #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
 
         let chunking = DefaultChunking(seconds: 3, above: 6)
-        let own = #"{"version":1,"input":"a.mp4","export":{"mode":"constantFrameRate","output":"a.mp4","chunkSeconds":20}}"#
-        let chunk = #"{"version":1,"input":"a.mp4","export":{"mode":"constantFrameRate","output":"a.mp4","frames":[0,90]}}"#
-        let passthrough = #"{"version":1,"input":"a.mp4","export":{"mode":"passthrough","output":"a.mp4"}}"#
-        #expect(try [own, chunk, passthrough].allSatisfy { chunking.applied(to: try JSONParser.parse($0)) == nil })
-        #expect(chunking.applied(to: try JSONParser.parse(#"{"version":1,"input":"a.mp4","export":{"mode":"constantFrameRate","output":"a.mp4"}}"#))?.text
-            == #"{"version":1,"input":"a.mp4","export":{"mode":"constantFrameRate","output":"a.mp4","chunkSeconds":3,"chunkAbove":6}}"#)
+        let context = ManifestContext(baseDirectory: "/jobs", outputRoots: ["/jobs"])
+        func export(_ section: String) throws -> JobManifest {
+            try ManifestValidator.validate(json: Array(#"{"version":1,"input":"a.mp4","export":\#(section)}"#.utf8), context: context).get()
+        }
+        let own = try export(#"{"mode":"constantFrameRate","output":"b.mp4","chunkSeconds":20}"#)
+        let chunk = try export(#"{"mode":"constantFrameRate","output":"b.mp4","frames":[0,90]}"#)
+        let passthrough = try export(#"{"mode":"passthrough","output":"b.mp4"}"#)
+        #expect([own, chunk, passthrough].allSatisfy { chunking.applied(to: $0) == nil })
+        let given = chunking.applied(to: try export(#"{"mode":"constantFrameRate","output":"b.mp4"}"#))
+        #expect(given?.export?.chunkDuration == MediaTime(value: 3, timescale: 1) && given?.export?.chunkAbove == MediaTime(value: 6, timescale: 1))
+        // As the worker reads it.
+        #expect(given.flatMap { try? ManifestValidator.validate($0.document, context: context).get() } == given, "\(given?.document.text ?? "")")
+    }
+
+    /// A chunked export with a waveform of its input: each chunk only encodes its frames; the job's last run
+    /// draws the waveform once, of the whole input, beside the join. (Each chunk used to draw the whole
+    /// waveform and publish it over the one file: several live jobs writing one file.)
+    @Test func aChunkedExportsWaveformIsDrawnOnceByItsJoin() throws {
+        let farm = try Farm("chunk-waveform")
+        _ = try Self.source(in: farm, seconds: 9, size: "160x120")
+        let manifest = try farm.manifest("wave", """
+            { "version": 1, "name": "wave", "input": "source.mp4", "report": "out/wave.json", "reuse": false,
+              "waveform": { "output": "out/wave.png", "width": 300, "height": 60 },
+              "export": { "mode": "constantFrameRate", "frameRate": 30, "output": "out/wave.mp4", "chunkSeconds": 3, "video": { "preset": "ultrafast" } } }
+            """)
+        let id = try farm.submit([manifest])[0]
+        let coordinator = try farm.startCoordinator(["--exit-when-idle", "--workers", "2"])
+        #expect(coordinator.wait(timeout: 120) == 0, "\(coordinator.log)")
+        let jobs = try farm.status()
+        let chunks = jobs.values.filter { ($0["name"] as? String)?.hasPrefix("wave [chunk ") == true }
+        #expect(jobs[id]?["state"] as? String == "succeeded" && chunks.count == 3, "\(jobs)")
+        for chunk in chunks {
+            let manifest = chunk["manifest"] as? [String: Any] ?? [:]
+            #expect(manifest["waveform"] == nil && manifest["report"] == nil && (manifest["export"] as? [String: Any])?["frames"] != nil, "\(manifest)")
+        }
+        let report = try JSONSerialization.jsonObject(with: Data(contentsOf: farm.out.appendingPathComponent("wave.json"))) as? [String: Any] ?? [:]
+        let waveform = (report["pictures"] as? [String: Any])?["waveform"] as? [String: Any] ?? [:]
+        #expect(waveform["output"] as? String == farm.out.appendingPathComponent("wave.png").path && waveform["width"] as? Int == 300, "\(report)")
+        #expect(abs((waveform["duration"] as? Double ?? 0) - 9) < 0.1, "the whole input's: \(waveform)")
+        #expect(try Self.decodedFrames(farm.out.appendingPathComponent("wave.mp4").path) == 270)
+        #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
     }
 
     /// A chunked export brought to a loudness: the audio is rendered and normalized once over the whole

@@ -21,10 +21,10 @@ import Testing
             #expect(throws: WebhookError.self) { try WebhookSecret(text: text) }
             do { _ = try WebhookSecret(text: text) } catch { #expect(error.message.contains(problem), "\(error.message)") }
         }
-        let made = WebhookSecret.generate()
+        let made = WebhookSecretText.generate()
         #expect(made.hasPrefix("whsec_"))
         #expect(throws: Never.self) { try WebhookSecret(text: made) }
-        #expect(WebhookSecret.generate() != made)
+        #expect(WebhookSecretText.generate() != made)
     }
 
     @Test func endpointsTakeAnEventFilterAndRefuseWhatCannotReceive() throws {

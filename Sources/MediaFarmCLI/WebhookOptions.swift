@@ -1,6 +1,7 @@
 import ArgumentParser
 import FarmModel
 import FarmWebhooks
+import QueueCLI
 import Foundation
 import SafeFiles
 

@@ -1,0 +1,146 @@
+import MediaTime
+
+/// The top-level keys of a manifest, as `jobs/schema.json` names them (a test holds the two equal).
+public enum ManifestSection: String, CaseIterable, Sendable {
+    case version, name, input, edits, scale, audio, scan, export, images, poster, storyboard, waveform, report, overwrite, after,
+         afterPolicy, requires, notify, reuse
+}
+
+/// A manifest the farm makes from another.
+public enum ManifestDerivation: String, CaseIterable, Sendable {
+    /// One chunk of a chunked export: a range of its frames, video only, into the plan's folder.
+    case exportChunk
+    /// One part of a storyboard made in parts: a range of its tiles, into the plan's folder.
+    case storyboardPart
+    /// A chunked export's last run: the chunks joined into the output.
+    case exportJoin
+    /// A storyboard's last run: the parts joined into it.
+    case storyboardJoin
+    /// A coordinator's chunking (`--chunk-seconds`) given to an export that chose none.
+    case defaultChunking
+    /// Media sources put in on the host that runs the job: assets resolved, other jobs' results, inputs
+    /// that were renamed.
+    case sourcesPut
+}
+
+/// What a derivation does with a section of the manifest it is made from.
+public enum SectionRule: Sendable, Hashable {
+    /// Kept as it is.
+    case keep
+    /// Left out.
+    case drop
+    /// Written by the derivation (a chunk's name, its export's frames).
+    case set
+}
+
+extension ManifestSection {
+    /// The one table of what each derivation keeps, drops and sets. A section added to the manifest does
+    /// not compile until it has a row; a test reads the schema's keys and checks each derivation against it.
+    public func rule(in derivation: ManifestDerivation) -> SectionRule {
+        let d = derivation
+        let part = d == .exportChunk || d == .storyboardPart
+        switch self {
+        case .version, .audio, .requires, .reuse, .scale:
+            return .keep
+        case .name, .overwrite:
+            // A part is named for its job and writes into a folder of the plan's, again on a retry.
+            return part ? .set : .keep
+        case .input, .edits:
+            return d == .sourcesPut ? .set : .keep
+        case .scan, .images, .poster, .waveform, .report, .after, .afterPolicy, .notify:
+            // The whole job's: its last run scans, makes the pictures, writes the report and is what others
+            // wait for and are told of. A part only encodes.
+            return part ? .drop : .keep
+        case .export:
+            switch d {
+            case .exportChunk, .exportJoin, .defaultChunking: return .set
+            case .storyboardPart: return .drop
+            case .storyboardJoin, .sourcesPut: return .keep
+            }
+        case .storyboard:
+            switch d {
+            case .storyboardPart, .storyboardJoin: return .set
+            case .exportChunk: return .drop
+            case .exportJoin, .defaultChunking, .sourcesPut: return .keep
+            }
+        }
+    }
+}
+
+extension JobManifest {
+    /// This manifest with each section that `derivation` drops left out (`ManifestSection.rule`); the ones
+    /// it sets are kept, for it to set.
+    func sections(for derivation: ManifestDerivation) -> JobManifest {
+        func kept<T>(_ section: ManifestSection, _ value: T, else dropped: T) -> T { section.rule(in: derivation) == .drop ? dropped : value }
+        return JobManifest(
+            version: version, name: name, edits: edits, scale: kept(.scale, scale, else: []), audio: kept(.audio, audio, else: AudioSettings()),
+            scan: kept(.scan, scan, else: nil), export: kept(.export, export, else: nil), images: kept(.images, images, else: nil),
+            poster: kept(.poster, poster, else: nil), storyboard: kept(.storyboard, storyboard, else: nil),
+            waveform: kept(.waveform, waveform, else: nil), report: kept(.report, report, else: nil),
+            overwrite: kept(.overwrite, overwrite, else: false), baseDirectory: baseDirectory, after: kept(.after, after, else: []),
+            afterPolicy: kept(.afterPolicy, afterPolicy, else: .success), requires: kept(.requires, requires, else: []),
+            notify: kept(.notify, notify, else: []), reuse: kept(.reuse, reuse, else: nil))
+    }
+
+    /// Chunk `index` of `count` of this chunked export: `frames` of its output, video only, written to
+    /// `output` (in the plan's folder) under the name `jobName [chunk i/n]`.
+    public func exportChunk(_ index: Int, of count: Int, jobName: String, output: String, frames: Range<Int>) -> JobManifest {
+        var chunk = sections(for: .exportChunk)
+        chunk.name = "\(jobName) [chunk \(index + 1)/\(count)]"
+        chunk.overwrite = true
+        if var export {
+            (export.output, export.frames, export.chunkDuration, export.chunkAbove, export.join) = (output, frames, nil, nil, [])
+            export.poster = nil
+            chunk.export = export
+        }
+        return chunk
+    }
+
+    /// Part `index` of `count` of this storyboard made in parts: `tiles` of it, written to `output` (a
+    /// WebVTT file in the plan's folder, its sheets and index beside it).
+    public func storyboardPart(_ index: Int, of count: Int, jobName: String, output: String, tiles: Range<Int>) -> JobManifest {
+        var part = sections(for: .storyboardPart)
+        part.name = "\(jobName) [part \(index + 1)/\(count)]"
+        part.overwrite = true
+        if var board = storyboard {
+            (board.output, board.part, board.chunkSeconds, board.join) = (output, tiles, nil, [])
+            part.storyboard = board
+        }
+        return part
+    }
+
+    /// The last run of a job made in parts: its export (or, with none, its storyboard) joins `chunks`.
+    public func joining(_ chunks: [JoinedChunk]) -> JobManifest {
+        if var export {
+            var joined = sections(for: .exportJoin)
+            export.join = chunks
+            joined.export = export
+            return joined
+        }
+        var joined = sections(for: .storyboardJoin)
+        joined.storyboard?.join = chunks
+        return joined
+    }
+
+    /// This manifest with a coordinator's chunking, when it is a constant-frame-rate export that chose none
+    /// and is no chunk itself; nil when nothing is to change.
+    public func chunked(every seconds: MediaTime, above: MediaTime?) -> JobManifest? {
+        guard var export, export.mode == .constantFrameRate, export.chunkDuration == nil, export.frames == nil, export.join.isEmpty else { return nil }
+        var chunked = sections(for: .defaultChunking)
+        (export.chunkDuration, export.chunkAbove) = (seconds, above)
+        chunked.export = export
+        return chunked
+    }
+
+    /// This manifest with each media source (`input`, `edits[].source`) found in `replacements` replaced by
+    /// its value: an asset's path on this host, another job's output, where a renamed input went.
+    public func puttingSources(_ replacements: [String: String]) -> JobManifest {
+        var put = sections(for: .sourcesPut)
+        put.edits = edits.map { edit in
+            var edit = edit
+            if let new = replacements[edit.source] { edit.source = new }
+            return edit
+        }
+        return put
+    }
+}
