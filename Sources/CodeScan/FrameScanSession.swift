@@ -4,7 +4,7 @@ import MediaTime
 /// Scans frames that something else decodes (a file scan, or a constant-frame-rate export that scans
 /// as it goes, so that frames are decoded once): applies the scan interval, scans on worker threads,
 /// and merges what it finds. Feed it from one thread, in presentation order, then call `finish`.
-public final class FrameScanSession: @unchecked Sendable {
+public final class FrameScanSession: @unchecked Sendable {  // unchecked: fed from one thread, as its contract says; its workers own the frames they scan
     // @unchecked: `submit` and `finish` are called from one thread at a time (the decoding thread);
     // the workers have their own synchronisation.
     private let configuration: CodeScanner.Configuration

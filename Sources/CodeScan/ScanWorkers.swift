@@ -5,7 +5,7 @@ import MediaTime
 /// Scans decoded frames on threads of their own, so that scanning overlaps decoding (and, with more
 /// than one worker, other scans). Frames are handed over by reference (no pixel copy) through a
 /// bounded queue; results come back with their frame's index so they can be merged in order.
-final class ScanWorkers: @unchecked Sendable {
+final class ScanWorkers: @unchecked Sendable {  // unchecked: its queue behind `condition`, which the worker threads wait on
     private final class Job {
         let index: Int
         let time: MediaTime

@@ -105,62 +105,59 @@ public struct BindAddress: Sendable, Equatable, CustomStringConvertible {
 /// service group, before the coordinator, so that it serves (readyz: 503) while the coordinator drains
 /// and stops after it.
 public final class HTTPFace: Service, Sendable {
-    public let configuration: HTTPFaceConfiguration
-    let coordinator: Coordinator
-    let store: any JobStore
-    let metrics: FarmMetrics
-    let hub = EventHub()
-    /// The last `/healthz` answer, kept for 0.1 s.
-    let healthCache = Mutex<HealthAnswer?>(nil)
-    let logger: Logger
+    /// What the controllers share.
+    let face: FaceServices
     let onListening: @Sendable (String) -> Void
-    /// Each action taken through the console, who took it (the coordinator prints them).
-    let onAction: @Sendable (String) -> Void
+
+    /// Every part of the face, each registering its routes with their policies.
+    static var controllers: [any FaceController.Type] { [
+        HealthRoutes.self, SignIn.self, JobsAPI.self, QueueAPI.self, LibraryAPI.self, PictureAPI.self, PosterRequests.self,
+        Overview.self, ConsoleJobs.self, LibraryPages.self, ChartsPage.self,
+    ] }
 
     /// `metrics` must be the one whose factory the coordinator counts through.
     public init(configuration: HTTPFaceConfiguration, coordinator: Coordinator, store: any JobStore, metrics: FarmMetrics,
                 logger: Logger, onListening: @escaping @Sendable (String) -> Void = { _ in },
                 onAction: @escaping @Sendable (String) -> Void = { _ in }) {
-        self.onAction = onAction
-        self.configuration = configuration
-        self.coordinator = coordinator
-        self.store = store
-        self.metrics = metrics
-        self.logger = logger
+        face = FaceServices(configuration: configuration, coordinator: coordinator, store: store, metrics: metrics, logger: logger, onAction: onAction)
         self.onListening = onListening
-        sessions = SessionStore(lifetime: configuration.sessionSeconds, secureCookies: configuration.cookieSecure, now: configuration.now)
     }
+
+    public var configuration: HTTPFaceConfiguration { face.configuration }
+    var hub: EventHub { face.hub }
+    var sessions: SessionStore { face.sessions }
+    var logger: Logger { face.logger }
 
     /// Passes a coordinator event to `/api/events` clients.
     public func publish(_ event: CoordinatorEvent) {
-        hub.publish(event)
+        face.hub.publish(event)
     }
-
-    /// Browser sessions signed in at `/login` or with the URL's `?token=`.
-    let sessions: SessionStore
 
     /// The router with its middleware: errors as JSON (internal ones by id), the Host allowlist, the
-    /// same-origin rule, then the token or a session, before any route reads a body or the file system.
-    /// `router` may come with middleware of its own that runs first (tests).
-    public func buildRouter(_ router: Router<BasicRequestContext> = Router(context: BasicRequestContext.self)) -> Router<BasicRequestContext> {
+    /// same-origin rule, the content security policy; then each route behind its own policy, which settles
+    /// who the caller is before the route reads a body or the file system. `router` may come with
+    /// middleware of its own that runs first (tests).
+    func buildRouter(_ router: Router<FarmRequestContext> = Router(context: FarmRequestContext.self)) -> Router<FarmRequestContext> {
         router.add(middleware: ErrorMiddleware(logger: logger, maxBodyBytes: configuration.maxBodyBytes))
-        router.add(middleware: HostAllowlistMiddleware(allowed: HostAllowlistMiddleware<BasicRequestContext>.names(listening: configuration.host,
-                                                                                                               extra: configuration.allowedHosts)))
+        router.add(middleware: HostAllowlistMiddleware(allowed: HostAllowlistMiddleware<FarmRequestContext>.names(listening: configuration.host,
+                                                                                                              extra: configuration.allowedHosts)))
         router.add(middleware: SameOriginMiddleware())
         router.add(middleware: ContentSecurityMiddleware())
-        if let token = configuration.token {
-            router.add(middleware: BearerAuthMiddleware(token: token, readOnlyToken: configuration.readOnlyToken, sessions: sessions))
-        }
-        addRoutes(to: router)
+        router.add(middleware: DeclaredRoutesOnly(table: face.routes))
+        let routes = Routes(router: router, gate: face.gate, table: face.routes)
+        for controller in Self.controllers { controller.init(face: face).register(on: routes) }
         return router
     }
+
+    /// `/healthz`'s answer, as `HealthHandler` gives it on the event loop.
+    func health() -> HealthAnswer { HealthRoutes(face: face).health() }
 
     public func run() async throws {
         let router = buildRouter()
         let app = Application(
             router: router,
             server: .http1(additionalChannelHandlers: [HealthHandler(serverName: "mediafarm") { [self] in
-                let answer = health()
+                let answer = self.health()
                 return (answer.status, answer.body)
             }]),
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),

@@ -19,7 +19,7 @@ import Glibc
 /// once and set aside (it is never retried, and never holds up the segments after it); a journal that
 /// cannot be written is reported at once and makes `journalProblem` say why. A recording's assembly
 /// (`assemble`) is journaled and queued the same way, after its segments.
-public final class CaptureQueue: @unchecked Sendable {
+public final class CaptureQueue: @unchecked Sendable {  // unchecked: its journal and jobs behind `lock`
     struct Entry: Codable {
         var captureID: String
         var index: Int

@@ -32,6 +32,11 @@ public struct AssetLibrary: Sendable {
         do { self.init(database: try store.database, host: host, inspector: inspector) } catch { throw .store(error) }
     }
 
+    /// The same library as `access` sees it (a caller whose scoped token was looked up already).
+    public func seen(as access: LibraryAccess) -> AssetLibrary {
+        AssetLibrary(database: database, host: host, access: access, inspector: inspector, now: now)
+    }
+
     /// The library of the queue `store` opened, with the access `token` gives (nil: full access).
     public static func open(_ store: any JobStore, host: String = AssetLibrary.defaultHost, token: String? = nil,
                             inspector: AssetInspector) async throws(LibraryError) -> AssetLibrary {

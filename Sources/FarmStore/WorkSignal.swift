@@ -105,7 +105,7 @@ enum Deadline {
     }
 
     /// A scheduled work item; cancelling one is thread-safe.
-    private struct Timer: @unchecked Sendable {
+    private struct Timer: @unchecked Sendable {  // unchecked: DispatchWorkItem's cancel is thread-safe
         let item: DispatchWorkItem
     }
 

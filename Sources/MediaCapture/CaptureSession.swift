@@ -132,7 +132,7 @@ public enum CaptureEvent: Sendable {
 /// when an MP4 segment can hold their codec, else encoded (H.264 + AAC); a segment is cut on a video
 /// keyframe, so that each one starts exactly where the one before ended in source time. A source that
 /// drops is reopened within `reconnectFor`, the gap reported; live scanning runs beside the recording. Blocking: run it on a thread of its own; `stop` ends it from anywhere.
-public final class CaptureSession: @unchecked Sendable {
+public final class CaptureSession: @unchecked Sendable {  // unchecked: runs on one thread; what `stop` and the sinks share is behind `lock`
     public let configuration: CaptureConfiguration
     private let events: @Sendable (CaptureEvent) -> Void
     private let interrupter: Interrupter

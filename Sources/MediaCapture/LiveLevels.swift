@@ -22,7 +22,7 @@ public struct LevelsReport: Sendable, Encodable {
 /// Measures a live recording's sound as it is decoded (a thread of its own for copied audio; the encoder's
 /// decoded sound otherwise): one `levels` event per interval of capture time. Never delays the recording:
 /// it runs where the sound is decoded for it, and keeps only sums.
-final class LiveLevels: LivePictureSink, @unchecked Sendable {
+final class LiveLevels: LivePictureSink, @unchecked Sendable {  // unchecked: its sums behind `lock`
     private let interval: MediaTime
     private let events: @Sendable (CaptureEvent) -> Void
     private let lock = NSLock()

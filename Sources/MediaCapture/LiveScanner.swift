@@ -37,7 +37,7 @@ public struct LiveScanSummary: Sendable, Codable {
 /// older one. Codes are reported as they appear and go; each finished segment is handed back with the
 /// codes seen in it once the scanner has passed its end (or a second after it closed, whichever comes
 /// first). Copied (compressed) video is decoded on a thread of its own first (`Feed`).
-final class LiveScanner: LivePictureSink, @unchecked Sendable {
+final class LiveScanner: LivePictureSink, @unchecked Sendable {  // unchecked: its queue behind `condition`, which the scanning thread waits on
     private final class Picture {
         var frame = Frame()
         let time: MediaTime
@@ -213,7 +213,7 @@ final class LiveScanner: LivePictureSink, @unchecked Sendable {
     /// Decodes a copied video stream on a thread of its own and offers its pictures to the scanner.
     /// Packets wait in a bounded queue; when it is full (decoding falls behind), packets are dropped up
     /// to the next keyframe and counted as pictures not scanned. One per connection to the source.
-    final class Feed: @unchecked Sendable {
+    final class Feed: @unchecked Sendable {  // unchecked: its packets behind `condition`, which the decoding thread waits on
         private let scanner: any LivePictureSink
         private let decoder: Decoder
         private let timeBase: Rational

@@ -49,7 +49,7 @@ public struct StillReport: Sendable, Encodable {
 /// `<captureID>-still-<n>.jpg` (never over a file) with the capture time and the source in their EXIF
 /// (`DateTimeOriginal` with its milliseconds, UTC; `ImageDescription`). The picture waits in a one-picture
 /// slot for the encoding thread: a still that is not encoded before the next one is due is replaced by it.
-final class LiveStills: LivePictureSink, @unchecked Sendable {
+final class LiveStills: LivePictureSink, @unchecked Sendable {  // unchecked: the picture slot behind `condition`, which the encoding thread waits on
     private final class Picture {
         var frame = Frame()
         let time: MediaTime

@@ -6,7 +6,7 @@ import SafeFiles
 /// A waveform of each finished segment's sound, drawn on a thread of its own as segments close (never
 /// in the recording's way): `<segment>-waveform.png` beside it and its peaks as `<segment>-waveform.json`
 /// (audiowaveform's format), never over a file; one `waveform` event each.
-final class SegmentWaveforms: @unchecked Sendable {
+final class SegmentWaveforms: @unchecked Sendable {  // unchecked: every field behind `condition`, which the drawing thread waits on
     private let events: @Sendable (CaptureEvent) -> Void
     private let condition = NSCondition()
     private var queue: [SegmentReport] = []

@@ -12,7 +12,7 @@ import Glibc
 /// assembled opened 5,760 files, each probed. Only index-based containers (MP4, MOV: the header holds
 /// every stream and every sample) are kept, and only while the file is unchanged: the same device,
 /// inode, size and modification and change times to the nanosecond. Otherwise the file is probed.
-final class ProbedFile: @unchecked Sendable {
+final class ProbedFile: @unchecked Sendable {  // unchecked: FFmpeg's context is used by one reader at a time; the cache is behind a Mutex
     struct Identity: Equatable {
         var device: UInt64
         var inode: UInt64

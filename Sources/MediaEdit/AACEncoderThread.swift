@@ -5,7 +5,7 @@ import MediaCore
 /// encoding overlaps decoding and time-stretching on the caller's thread. Samples go in with `submit`
 /// (which waits while too much is queued), packets come out with `next`, in order, timed in samples
 /// (time base 1/sampleRate).
-final class AACEncoderThread: @unchecked Sendable {
+final class AACEncoderThread: @unchecked Sendable {  // unchecked: its queues behind `condition`, which the encoding thread waits on
     let encoder: Encoder
     private let condition = NSCondition()
     // Guarded by `condition`:

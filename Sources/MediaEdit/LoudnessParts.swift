@@ -26,7 +26,7 @@ extension LoudnessNormalizer {
     /// A stretch of the programme encoded on its own: its packets, timed from the programme's start,
     /// what the limiter did there, and what the decoded packets measure (decoded after the part before,
     /// as a reader decodes them). Parts encode and measure on several threads; each is then read only.
-    final class EncodedPart: @unchecked Sendable {
+    final class EncodedPart: @unchecked Sendable {  // unchecked: written by its one encoding thread, then only read
         let range: Range<Int>
         let plan: GainPlan
         let ceiling: Double?
@@ -103,7 +103,7 @@ extension LoudnessNormalizer {
     }
 
     /// Results filled in by index from several threads.
-    final class Results<T>: @unchecked Sendable {
+    final class Results<T>: @unchecked Sendable {  // unchecked: every access behind `lock`; T (a meter) is not Sendable
         private var values: [T?]
         private let lock = NSLock()
         private(set) var done = 0

@@ -6,7 +6,7 @@ import MediaCore
 /// queued), `finishInput` says no more will come (`last` then runs on the thread), `finish` also waits
 /// until everything is done and throws the work's error, if any. `failed` hears that error on the
 /// thread. The work owns what it touches.
-final class SampleConsumerThread: @unchecked Sendable {
+final class SampleConsumerThread: @unchecked Sendable {  // unchecked: its queue behind `condition`; the work owns what it touches
     private let condition = NSCondition()
     // Guarded by `condition`:
     private var queue: [AudioSamples] = []

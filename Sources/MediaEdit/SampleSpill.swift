@@ -5,7 +5,7 @@ import MediaCore
 /// folder as soon as it is made, so that nothing is left behind however the process ends (the space is
 /// freed when the spill is). Frames are stored interleaved, 32-bit float. Appended to on one thread;
 /// once that is done, read from any (positioned reads share no state).
-final class SampleSpill: @unchecked Sendable {
+final class SampleSpill: @unchecked Sendable {  // unchecked: appended on one thread; then read by positioned reads that share no state
     let channels: Int
     private(set) var frames = 0
     private let descriptor: Int32

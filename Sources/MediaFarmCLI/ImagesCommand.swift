@@ -6,6 +6,7 @@ import MediaImage
 import MediaTime
 import QueueCLI
 import SafeFiles
+import Synchronization
 
 /// `mediafarm images`: pictures of a movie at given times, as AVAssetImageGenerator makes them.
 struct ImagesCommand: AsyncParsableCommand {
@@ -83,18 +84,18 @@ struct ImagesCommand: AsyncParsableCommand {
                     let path = Self.path(pattern, index: i + 1, time: image.requestedTime)
                     do {
                         try Self.write(image.data, to: path, overwrite: overwrite)
-                        made.records[i] = ImageRecord(image, path: path)
+                        made[i] = ImageRecord(image, path: path)
                     } catch {
-                        made.records[i] = ImageRecord(requested: times[i], error: "\(path): \(error)")
+                        made[i] = ImageRecord(requested: times[i], error: "\(path): \(error)")
                     }
                 case .failure(let error):
-                    made.records[i] = ImageRecord(requested: times[i], error: error.description)
+                    made[i] = ImageRecord(requested: times[i], error: error.description)
                 }
             }
         } catch {
             throw CLIError("images: \(error)")
         }
-        let records = made.records.enumerated().map { $0.element ?? ImageRecord(requested: times[$0.offset], error: "not made") }
+        let records = made.all.enumerated().map { $0.element ?? ImageRecord(requested: times[$0.offset], error: "not made") }
         if json {
             print(String(decoding: try JSONEncoder.farm(pretty: true).encode(records), as: UTF8.self))
         } else {
@@ -130,9 +131,14 @@ struct ImagesCommand: AsyncParsableCommand {
     static var workers: Int { max(1, min(ProcessInfo.processInfo.activeProcessorCount, 4)) }
 
     /// The records of pictures made on several threads (written one at a time, by index).
-    final class ImageRecords: @unchecked Sendable {
-        var records: [ImageRecord?]
-        init(count: Int) { records = Array(repeating: nil, count: count) }
+    final class ImageRecords: Sendable {
+        let records: Mutex<[ImageRecord?]>
+        init(count: Int) { records = Mutex(Array(repeating: nil, count: count)) }
+        subscript(i: Int) -> ImageRecord? {
+            get { records.withLock { $0[i] } }
+            set { records.withLock { $0[i] = newValue } }
+        }
+        var all: [ImageRecord?] { records.withLock { $0 } }
     }
 
     static func path(_ pattern: String, index: Int, time: MediaTime) -> String {

@@ -1,6 +1,7 @@
 import Foundation
 import MediaCore
 import MediaTime
+import Synchronization
 
 /// Pictures of a movie at given times, with AVAssetImageGenerator's semantics.
 ///
@@ -657,18 +658,17 @@ extension AssetImageGenerator {
 }
 
 /// The first error of work done on several threads, and a lock for what they must do one at a time.
-final class FirstFailure: @unchecked Sendable {
-    private let lock = NSLock()
-    private var first: (any Error)?
+final class FirstFailure: Sendable {
+    private let first = Mutex<(any Error)?>(nil)
 
-    var error: (any Error)? { lock.withLock { first } }
+    var error: (any Error)? { first.withLock { $0 } }
     var happened: Bool { error != nil }
 
-    func record(_ error: any Error) { lock.withLock { if first == nil { first = error } } }
+    func record(_ error: any Error) { first.withLock { if $0 == nil { $0 = error } } }
 
     func serially(_ work: () throws -> Void) {
-        lock.lock()
-        defer { lock.unlock() }
-        do { try work() } catch { if first == nil { first = error } }
+        first.withLock { first in
+            do { try work() } catch { if first == nil { first = error } }
+        }
     }
 }

@@ -20,7 +20,7 @@ import Synchronization
 ///
 /// `requests` and `bytesFetched` count what was asked of the server. Threading: one reader per demuxer;
 /// the counters may be read from any thread.
-public final class S3ObjectReader: @unchecked Sendable {
+public final class S3ObjectReader: @unchecked Sendable {  // unchecked: one demuxer reads it at a time; what threads share is behind a Mutex
     public let s3: S3
     public let location: S3Location
     public static let headSize: Int64 = 64 << 10
@@ -36,7 +36,7 @@ public final class S3ObjectReader: @unchecked Sendable {
     static let prefetchAfter = 2
 
     /// A window being fetched ahead: its bytes when they arrive, waited for by a read that needs them.
-    private final class Pending: @unchecked Sendable {
+    private final class Pending: @unchecked Sendable {  // unchecked: its bytes are set once, then read after the semaphore is signalled
         let range: Range<Int64>
         private let done = DispatchSemaphore(value: 0)
         private var result: Result<S3Chunk, S3Error>?

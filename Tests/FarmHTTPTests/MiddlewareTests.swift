@@ -46,10 +46,10 @@ import Testing
         configuration.now = { clock.now() }
         let face = HTTPFace(configuration: configuration, coordinator: Coordinator(store: store), store: store, metrics: FarmMetrics(),
                             logger: Logger(label: "test"))
-        let router = Router(context: BasicRequestContext.self)
+        let router = Router(context: FarmRequestContext.self)
         router.add(middleware: TestHost())
         let built = face.buildRouter(router)
-        built.get("/boom") { _, _ -> Response in throw Boom() }
+        Routes(router: built, gate: face.face.gate, table: face.face.routes).get("/boom", .look) { _, _ -> Response in throw Boom() }
         return Application(router: built)
     }
 
@@ -141,6 +141,10 @@ import Testing
             try await client.execute(uri: "/?token=\(Self.token)&view=all", method: .get) { response in
                 #expect(response.status == .seeOther && response.headers[.location] == "/?view=all")
                 #expect(response.headers[.setCookie]?.contains("mediafarm_session=") == true)
+            }
+            // The rest of the query keeps its escapes.
+            try await client.execute(uri: "/jobs?name=a%26b&token=\(Self.token)", method: .get) { response in
+                #expect(response.status == .seeOther && response.headers[.location] == "/jobs?name=a%26b", "\(response.headers)")
             }
         }
     }

@@ -61,7 +61,7 @@ import Testing
         expectRange(try schema("/api/jobs", "post", "timeout"), UserNumbers.timeout, "timeout")
         expectRange(try schema("/api/jobs", "post", "priority"), UserNumbers.priority, "priority")
         expectRange(try schema("/api/jobs", "post", "maxAttempts"), UserNumbers.attempts, "maxAttempts")
-        expectRange(try schema("/api/jobs", "get", "limit"), HTTPFace.pageSize, "limit")
+        expectRange(try schema("/api/jobs", "get", "limit"), JobsAPI.pageSize, "limit")
         expectRange(try schema("/api/assets", "get", "minDuration"), UserNumbers.duration, "minDuration")
         expectRange(try schema("/api/assets", "get", "maxDuration"), UserNumbers.duration, "maxDuration")
         #expect((try schema("/api/jobs", "get", "after")["minimum"] as? NSNumber)?.int64Value == UserNumbers.jobID.minimum)

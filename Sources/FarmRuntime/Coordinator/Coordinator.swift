@@ -21,8 +21,9 @@ import Glibc
 /// coordinators). Each sleeps through `pause`, which ends at once when the task is cancelled.
 /// Cancelling `run()` stops claiming and stops running workers at once (their jobs are released).
 ///
-/// Threading: the loops run where the store's blocking work does (SQLite: its writer thread, so that
-/// their store calls pay no hop). Each job's supervision runs on `JobWorkExecutor` instead: its file work
+/// Threading: the claimer and the heartbeat run where the store's blocking work does (SQLite: its writer
+/// thread, so that their store calls pay no hop). The rescuer and each job's supervision run on
+/// `JobWorkExecutor` instead: their file work
 /// (validation's checks, publication's renames and fsyncs, reuse's hashes and copies) never holds up a
 /// queue write, the HTTP face's submissions included. Each worker process is supervised by a thread of
 /// its own (`WorkerProcess`). Every mutable field is in `state`, a `Mutex`. Workers are signalled through
@@ -180,7 +181,9 @@ public final class Coordinator: Service, Sendable {
             // child's result until it is awaited, which grew the coordinator by ~16 KB a job).
             await withDiscardingTaskGroup { group in
                 group.addTask { await self.checkLoop() }
-                group.addTask { await self.rescueLoop() }
+                // The rescuer's file work (completing publications: renames and fsyncs; removing chunk
+                // folders; validation's checks) blocks: off the writer thread, where it held up every commit.
+                group.addTask(executorPreference: JobWorkExecutor.shared) { await self.rescueLoop() }
                 group.addTask { await self.presenceLoop() }
                 await self.claimLoop(group: &group)
                 await self.drain()
@@ -189,7 +192,7 @@ public final class Coordinator: Service, Sendable {
             }
             await self.waitForKeptWorkers()
             // The folders of chunked exports that ended last (a coordinator run until idle ends with them).
-            await self.tendChunks()
+            await withTaskExecutorPreference(JobWorkExecutor.shared) { await self.tendChunks() }
             await self.leaveRegistry()
         } onGracefulShutdown: { [weak self] in
             self?.events(.notice("draining: no new jobs; running jobs have \(Int(self?.configuration.grace ?? 0)) s to finish"))

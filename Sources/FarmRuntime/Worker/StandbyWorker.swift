@@ -9,7 +9,7 @@ import Glibc
 /// one, writes it as a line, hands each event line to the job's supervisor until the worker's "ended"
 /// line, and offers the process back (`onIdle`). A process that dies (a crash, a kill by timeout or
 /// cancellation) ends only the job it was running; one that says it is retiring is reaped after its job.
-final class StandbyWorker: @unchecked Sendable {
+final class StandbyWorker: @unchecked Sendable {  // unchecked: its state behind `condition`, which its reader thread waits on
     /// One job for the process.
     struct Assignment {
         var input: Data

@@ -8,31 +8,31 @@ import Hummingbird
 /// grid of posters with duration badges (filtered by album, type, codec and date, pages of 60), and an
 /// asset's page (its poster, its storyboard to scrub, its facts, where each host has it, what was made of it
 /// and what it was made from, its jobs). A scoped sign-in sees only its albums' assets.
-extension HTTPFace {
-    func addLibraryPages(to router: Router<BasicRequestContext>) {
-        router.get("/library") { request, _ in try await self.libraryPage(request) }
-        router.get("/library/assets/:id") { request, context in
-            try await self.assetPage(request, id: Self.assetID(context.parameters.get("id") ?? ""))
+struct LibraryPages: FaceController {
+    let face: FaceServices
+
+    func register(on routes: Routes) {
+        routes.get("/library", .library) { request, context in try await libraryPage(request, library(for: context.caller)) }
+        routes.get("/library/assets/:id", .library) { request, context in
+            try await assetPage(request, context.caller, id: Self.assetID(context.parameters.get("id") ?? ""))
         }
     }
 
     static let libraryPageSize = 60
 
     /// An asset's poster as a thumbnail, or its type and name when it has none.
-    static func thumbnail(_ asset: LibraryAsset, poster: Bool) -> String {
-        let e = StatusPage.escape
+    static func thumbnail(_ asset: LibraryAsset, poster: Bool) -> HTML {
         let name = (asset.path as NSString?)?.lastPathComponent ?? asset.id.rawValue
         let duration = asset.facts.duration.seconds
-        let badge = duration > 0 ? "<span class=\"badge\">\(StatusPage.clock(duration))</span>" : ""
-        let picture = poster
-            ? "<img src=\"/api/assets/\(asset.id.rawValue)/poster\" alt=\"\(e(name))\" loading=\"lazy\">"
-            : "<span class=\"no-picture\">\(e(asset.facts.mediaType.rawValue))</span>"
-        return "<a class=\"tile\" href=\"/library/assets/\(asset.id.rawValue)\" data-asset=\"\(asset.id.rawValue)\">\(picture)\(badge)<span class=\"caption\">\(e(name))</span></a>"
+        let badge: HTML = duration > 0 ? "<span class=\"badge\">\(StatusPage.clock(duration))</span>" : ""
+        let picture: HTML = poster
+            ? "<img src=\"/api/assets/\(asset.id.rawValue)/poster\" alt=\"\(name)\" loading=\"lazy\">"
+            : "<span class=\"no-picture\">\(asset.facts.mediaType.rawValue)</span>"
+        return "<a class=\"tile\" href=\"/library/assets/\(asset.id.rawValue)\" data-asset=\"\(asset.id.rawValue)\">\(picture)\(badge)<span class=\"caption\">\(name)</span></a>"
     }
 
-    func libraryPage(_ request: Request) async throws -> Response {
-        let library = try await library(for: request)
-        let query = Self.formFields(request.uri.query ?? "")
+    func libraryPage(_ request: Request, _ library: AssetLibrary) async throws -> Response {
+        let query = FormFields.parse(request.uri.query ?? "")
         func field(_ name: String) -> String? { query[name]?.first.flatMap { $0.isEmpty ? nil : $0 } }
         var options = FetchOptions()
         options.album = field("album")
@@ -48,26 +48,25 @@ extension HTTPFace {
         options.limit = Self.libraryPageSize
         options.after = field("after")
         let (albums, page, posters, keyAssets) = try await Self.answer { try await Self.libraryContents(library, options) }
-        let e = StatusPage.escape
-        var body = "<h1>Library\(options.album.map { ": " + e($0) } ?? "")</h1>\n"
+        var body: HTML = "<h1>Library\(options.album.map { ": " + $0 } ?? "")</h1>\n"
         if options.album == nil && !albums.isEmpty {
             body += "<h2>Albums</h2><div class=\"grid albums\">"
             for album in albums {
                 let link = "/library?album=" + (album.name.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed.subtracting(CharacterSet(charactersIn: "&+=#"))) ?? "")
-                let picture = keyAssets[album.name].map { "<img src=\"/api/assets/\($0.id.rawValue)/poster\" alt=\"\" loading=\"lazy\">" }
+                let picture: HTML = keyAssets[album.name].map { "<img src=\"/api/assets/\($0.id.rawValue)/poster\" alt=\"\" loading=\"lazy\">" as HTML }
                     ?? "<span class=\"no-picture\">\(album.smart ? "smart album" : "album")</span>"
-                body += "<a class=\"tile album\" href=\"\(e(link))\" data-album=\"\(e(album.name))\">\(picture)<span class=\"caption\">\(e(album.name)) "
+                body += "<a class=\"tile album\" href=\"\(link)\" data-album=\"\(album.name)\">\(picture)<span class=\"caption\">\(album.name) "
                 body += "<span class=\"muted\">\(album.count)</span></span></a>"
             }
             body += "</div>\n"
         }
         body += """
         <form class="filters" method="get" action="/library" role="search">
-        <label>Album <select name="album"><option value="">all</option>\(albums.map { "<option\($0.name == options.album ? " selected" : "")>\(e($0.name))</option>" }.joined())</select></label>
-        <label>Type <select name="type"><option value="">any</option>\(["video", "audio", "image"].map { "<option\($0 == options.mediaType?.rawValue ? " selected" : "")>\($0)</option>" }.joined())</select></label>
-        <label>Codec <input type="text" name="codec" size="8" value="\(e(options.codec ?? ""))"></label>
-        <label>From <input type="date" name="since" value="\(e(field("since") ?? ""))"></label>
-        <label>to <input type="date" name="until" value="\(e(field("until") ?? ""))"></label>
+        <label>Album <select name="album"><option value="">all</option>\(albums.map { "<option\($0.name == options.album ? " selected" : "")>\($0.name)</option>" as HTML }.joined())</select></label>
+        <label>Type <select name="type"><option value="">any</option>\(["video", "audio", "image"].map { "<option\($0 == options.mediaType?.rawValue ? " selected" : "")>\($0)</option>" as HTML }.joined())</select></label>
+        <label>Codec <input type="text" name="codec" size="8" value="\(options.codec ?? "")"></label>
+        <label>From <input type="date" name="since" value="\(field("since") ?? "")"></label>
+        <label>to <input type="date" name="until" value="\(field("until") ?? "")"></label>
         <button>Show</button></form>
 
         """
@@ -81,28 +80,27 @@ extension HTTPFace {
             items.append(URLQueryItem(name: "after", value: next))
             var c = URLComponents()
             c.queryItems = items.sorted { $0.name < $1.name }
-            body += "<nav class=\"pager\"><a rel=\"next\" href=\"/library?\(e(c.percentEncodedQuery ?? ""))\">More</a></nav>"
+            body += "<nav class=\"pager\"><a rel=\"next\" href=\"/library?\(c.percentEncodedQuery ?? "")\">More</a></nav>"
         }
         return html(Console.page(title: "Library · MediaFarm", section: .library, body: body), cookie: nil)
     }
 
-    func assetPage(_ request: Request, id: AssetID) async throws -> Response {
-        let library = try await library(for: request)
+    func assetPage(_ request: Request, _ caller: Caller, id: AssetID) async throws -> Response {
+        let library = try library(for: caller)
         let (detail, pictures) = try await Self.answer { try await Self.assetContents(library, id) }
         let usedBy = detail.representations
-        let e = StatusPage.escape
         let asset = detail.asset
         let facts = asset.facts
         let name = (asset.path as NSString?)?.lastPathComponent ?? id.rawValue
-        var body = "<p class=\"muted\"><a href=\"/library\">Library</a> › \(e(name))</p><h1>\(e(name))</h1>\n"
+        var body: HTML = "<p class=\"muted\"><a href=\"/library\">Library</a> › \(name)</p><h1>\(name)</h1>\n"
         let (csrf, cookie) = ConsoleCSRF.token(of: request, secure: configuration.cookieSecure)
         if let job = request.uri.queryParameters.get("poster").flatMap(Int64.init) {
             body += "<p class=\"notice\" id=\"poster-requested\">A poster is being made: <a href=\"/jobs/\(job)\">job \(job)</a>.</p>\n"
         }
         body += "<div class=\"asset-pictures\">"
         if pictures[.poster] != nil {
-            body += "<img class=\"poster\" src=\"/api/assets/\(id.rawValue)/poster\" alt=\"The poster of \(e(name))\">"
-        } else if facts.mediaType == .video && canAct(request) {
+            body += "<img class=\"poster\" src=\"/api/assets/\(id.rawValue)/poster\" alt=\"The poster of \(name)\">"
+        } else if facts.mediaType == .video && caller.canAct {
             // A poster on request (`PosterRequests`).
             body += "<form class=\"inline\" method=\"post\" action=\"/library/assets/\(id.rawValue)/poster\">\(Console.csrfField(csrf))"
             body += "<button id=\"make-poster\">Make a poster</button></form>"
@@ -113,33 +111,33 @@ extension HTTPFace {
             body += "data-base=\"/api/assets/\(id.rawValue)/\"><div class=\"frame\"></div><span class=\"at muted\"></span></div>"
         }
         if pictures[.waveform] != nil {
-            body += "<img class=\"waveform\" src=\"/api/assets/\(id.rawValue)/waveform\" alt=\"The waveform of \(e(name))\">"
+            body += "<img class=\"waveform\" src=\"/api/assets/\(id.rawValue)/waveform\" alt=\"The waveform of \(name)\">"
         }
         body += "</div>\n<div class=\"scroll\"><table class=\"facts\">"
-        func fact(_ label: String, _ value: String?) { if let value { body += "<tr><th>\(label)</th><td>\(value)</td></tr>" } }
+        func fact(_ label: String, _ value: HTML?) { if let value { body += "<tr><th>\(label)</th><td>\(value)</td></tr>" } }
         fact("id", "<code>asset:\(id.rawValue)</code>")
-        fact("type", e(facts.mediaType.rawValue) + (asset.subtypes.isEmpty ? "" : " (" + e(asset.subtypes.joined(separator: ", ")) + ")"))
-        fact("duration", facts.duration.seconds > 0 ? StatusPage.clock(facts.duration.seconds) : nil)
-        fact("size", facts.width.flatMap { w in facts.height.map { "\(w) × \($0)" } })
-        fact("video", facts.codec.map(e))
-        fact("audio", facts.audioCodec.map(e) ?? (facts.hasAudio ? "yes" : nil))
-        fact("frame rate", facts.frameRate.map { String(format: "%.3g fps", $0) })
+        fact("type", HTML(text: facts.mediaType.rawValue + (asset.subtypes.isEmpty ? "" : " (" + asset.subtypes.joined(separator: ", ") + ")")))
+        fact("duration", facts.duration.seconds > 0 ? HTML(text: StatusPage.clock(facts.duration.seconds)) : nil)
+        fact("size", facts.width.flatMap { w in facts.height.map { HTML(text: "\(w) × \($0)") } })
+        fact("video", facts.codec.map(HTML.init(text:)))
+        fact("audio", facts.audioCodec.map(HTML.init(text:)) ?? (facts.hasAudio ? "yes" : nil))
+        fact("frame rate", facts.frameRate.map { HTML(text: String(format: "%.3g fps", $0)) })
         fact("loudness", facts.loudness.map { l in
-            String(format: "%.1f LUFS", l) + (facts.truePeak.map { String(format: ", true peak %.1f dBTP", $0) } ?? "")
-                + (facts.loudnessRange.map { String(format: ", range %.1f LU", $0) } ?? "")
+            HTML(text: String(format: "%.1f LUFS", l) + (facts.truePeak.map { String(format: ", true peak %.1f dBTP", $0) } ?? "")
+                + (facts.loudnessRange.map { String(format: ", range %.1f LU", $0) } ?? ""))
         })
-        fact("container", facts.container.map(e))
-        fact("bytes", String(facts.size))
+        fact("container", facts.container.map(HTML.init(text:)))
+        fact("bytes", HTML(text: String(facts.size)))
         fact("made", facts.creationDate.map(Console.time))
-        fact("camera", [facts.make, facts.model].compactMap { $0 }.map(e).joined(separator: " ").nilIfEmpty)
+        fact("camera", [facts.make, facts.model].compactMap { $0 }.joined(separator: " ").nilIfEmpty.map(HTML.init(text:)))
         fact("added", Console.time(asset.addedAt))
-        fact("albums", detail.albums.isEmpty ? nil : detail.albums.map { "<a href=\"/library?album=\(e($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""))\">\(e($0))</a>" }.joined(separator: ", "))
-        fact("codes", asset.codes.isEmpty ? nil : asset.codes.map { "\(e($0.symbology)) <code>\(e($0.payload ?? "(binary)"))</code>" }.joined(separator: "<br>"))
+        fact("albums", detail.albums.isEmpty ? nil : detail.albums.map { "<a href=\"/library?album=\($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")\">\($0)</a>" as HTML }.joined(separator: ", "))
+        fact("codes", asset.codes.isEmpty ? nil : asset.codes.map { "\($0.symbology) <code>\($0.payload ?? "(binary)")</code>" as HTML }.joined(separator: "<br>"))
         fact("SHA-256", "<code>\(asset.sha256)</code>")
         body += "</table></div>\n"
         body += "<h2>Where it is</h2><div class=\"scroll\"><table id=\"locations\"><tr><th>host</th><th>path</th><th>state</th><th>seen</th></tr>"
         for l in detail.locations {
-            body += "<tr><td>\(e(l.host))</td><td><code>\(e(l.path))</code></td><td>\(e(l.state))</td><td>\(Console.time(l.seenAt))</td></tr>"
+            body += "<tr><td>\(l.host)</td><td><code>\(l.path)</code></td><td>\(l.state)</td><td>\(Console.time(l.seenAt))</td></tr>"
         }
         body += "</table></div>\n"
         func lineage(_ title: String, _ rows: [Representation], other: (Representation) -> AssetID, id tableID: String) {
@@ -147,21 +145,21 @@ extension HTTPFace {
             body += "<h2>\(title)</h2><div class=\"scroll\"><table id=\"\(tableID)\"><tr><th>asset</th><th>kind</th><th>by job</th><th>where</th><th>when</th></tr>"
             for r in rows {
                 let o = other(r)
-                body += "<tr><td><a href=\"/library/assets/\(o.rawValue)\">\(o.rawValue.prefix(10))…</a></td><td>\(e(r.kind.rawValue))</td>"
-                body += "<td><a href=\"/jobs/\(r.jobID)\">\(r.jobID)</a> \(e(r.jobName))</td><td><code>\(e(r.host)):\(e(r.path))</code></td><td>\(Console.time(r.createdAt))</td></tr>"
+                body += "<tr><td><a href=\"/library/assets/\(o.rawValue)\">\(o.rawValue.prefix(10))…</a></td><td>\(r.kind.rawValue)</td>"
+                body += "<td><a href=\"/jobs/\(r.jobID)\">\(r.jobID)</a> \(r.jobName)</td><td><code>\(r.host):\(r.path)</code></td><td>\(Console.time(r.createdAt))</td></tr>"
             }
             body += "</table></div>\n"
         }
         lineage("Made from it", usedBy, other: \.output, id: "used-by")
         lineage("Made from", detail.derivedFrom, other: \.source, id: "derived-from")
         if !detail.jobs.isEmpty {
-            body += "<h2>Jobs</h2><p id=\"asset-jobs\">" + detail.jobs.map { "<a href=\"/jobs/\($0)\">job \($0)</a>" }.joined(separator: ", ") + "</p>\n"
+            body += "<h2>Jobs</h2><p id=\"asset-jobs\">" + detail.jobs.map { "<a href=\"/jobs/\($0)\">job \($0)</a>" as HTML }.joined(separator: ", ") + "</p>\n"
         }
         return html(Console.page(title: "\(name) · Library · MediaFarm", section: .library, body: body), cookie: cookie)
     }
 }
 
-extension HTTPFace {
+extension LibraryPages {
     /// The albums, the page of assets, which of them (and of the albums' key assets) have a poster, and each
     /// album's key asset: its newest with a poster among its newest few.
     static func libraryContents(_ library: AssetLibrary, _ options: FetchOptions) async throws

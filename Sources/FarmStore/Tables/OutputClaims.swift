@@ -2,6 +2,7 @@ import FarmModel
 import Foundation
 import GRDB
 import PostgresNIO
+import Synchronization
 
 /// The files each job writes (`job_outputs`), so that the queue refuses a new job that would write a file a
 /// live job (queued, waiting, running) writes: one of the two would fail after all its work, or, allowed to
@@ -64,12 +65,18 @@ extension SQLiteJobStore {
 /// the files for the transaction), and its own jobs added as they are inserted (a later job of the same
 /// submission may not write an earlier one's file either), to be recorded in one statement at the end.
 /// Used inside one transaction only.
-final class OutputWriters: @unchecked Sendable {
-    var writers: [String: [(id: Int64, name: String, state: String)]] = [:]
-    var recorded: [(file: String, id: Int64)] = []
+final class OutputWriters: Sendable {
+    typealias Writer = (id: Int64, name: String, state: String)
+    private let state = Mutex<(writers: [String: [Writer]], recorded: [(file: String, id: Int64)])>(([:], []))
+
+    /// A live job that writes `file`, as the queue found it.
+    func found(_ file: String, _ writer: Writer) {
+        state.withLock { $0.writers[file, default: []].append(writer) }
+    }
 
     /// Refuses `new` when a live job writes one of its files (its dependencies `after` aside).
     func check(_ new: NewJob, after: [Int64]) throws {
+        let writers = state.withLock { $0.writers }
         for file in new.outputs {
             if let writer = writers[file]?.first(where: { !after.contains($0.id) }) {
                 throw OutputClaims.refusal(new, file: file, id: writer.id, name: writer.name, state: writer.state)
@@ -78,11 +85,16 @@ final class OutputWriters: @unchecked Sendable {
     }
 
     func add(_ new: NewJob, id: Int64) {
-        for file in new.outputs {
-            writers[file, default: []].append((id, new.name, "queued"))
-            recorded.append((file, id))
+        state.withLock { state in
+            for file in new.outputs {
+                state.writers[file, default: []].append((id, new.name, "queued"))
+                state.recorded.append((file, id))
+            }
         }
     }
+
+    /// The files the submission's new jobs write, with their jobs.
+    var recorded: [(file: String, id: Int64)] { state.withLock { $0.recorded } }
 }
 
 extension PostgresJobStore {
@@ -99,17 +111,18 @@ extension PostgresJobStore {
             """)
         for row in rows {
             let (file, id, name, state) = try row.decode((String, Int64, String, String).self)
-            writers.writers[file, default: []].append((id, name, state))
+            writers.found(file, (id, name, state))
         }
         return writers
     }
 
     /// Records the files the submission's new jobs write, in one statement.
     func recordOutputs(_ writers: OutputWriters, on c: PostgresConnection) async throws {
-        guard !writers.recorded.isEmpty else { return }
+        let recorded = writers.recorded
+        guard !recorded.isEmpty else { return }
         _ = try await c.run("""
             INSERT INTO \(unescaped: schemaPrefix)job_outputs (path, job_id)
-            SELECT * FROM unnest(\(writers.recorded.map(\.file))::text[], \(writers.recorded.map(\.id))::int8[]) ON CONFLICT DO NOTHING
+            SELECT * FROM unnest(\(recorded.map(\.file))::text[], \(recorded.map(\.id))::int8[]) ON CONFLICT DO NOTHING
             """)
     }
 }

@@ -9,26 +9,28 @@ import Hummingbird
 /// to the library by hand): `POST /api/assets/{id}/poster` and the asset page's button queue a job with a
 /// `"poster"` section, through the one submission path, writing `posters/ID.jpg` under the coordinator's
 /// first output root. Its unique key is the asset's: asking again while the job is live answers that job.
-extension HTTPFace {
-    func addPosterRequests(to router: Router<BasicRequestContext>) {
-        router.post("/api/assets/:id/poster") { request, context in
-            let submitted = try await self.requestPoster(request, id: Self.assetID(context.parameters.get("id") ?? ""))
+struct PosterRequests: FaceController {
+    let face: FaceServices
+
+    func register(on routes: Routes) {
+        routes.post("/api/assets/:id/poster", .submit) { _, context in
+            let submitted = try await requestPoster(context.caller, id: Self.assetID(context.parameters.get("id") ?? ""))
             var response = Response.json(submitted, status: submitted.queued ? .created : .ok)
             response.headers[.location] = "/api/jobs/\(submitted.id)"
             return response
         }
-        router.post("/library/assets/:id/poster") { request, context -> Response in
-            _ = try await self.checkedForm(request)
+        routes.post("/library/assets/:id/poster", .form) { _, context in
             let id = try Self.assetID(context.parameters.get("id") ?? "")
-            let submitted = try await self.requestPoster(request, id: id)
-            self.audit("console: a poster of \(id.reference) requested by \(Self.who(request)): job \(submitted.id)")
+            let caller = try context.caller
+            let submitted = try await requestPoster(caller, id: id)
+            audit("console: a poster of \(id.reference) requested by \(caller.who): job \(submitted.id)")
             return .redirect(to: "/library/assets/\(id.rawValue)?poster=\(submitted.id)", type: .normal)
         }
     }
 
     /// The poster's job for asset `id`, queued (or the live one already making it).
-    func requestPoster(_ request: Request, id: AssetID) async throws -> SubmittedJob {
-        let library = try await library(for: request)
+    func requestPoster(_ caller: Caller, id: AssetID) async throws -> SubmittedJob {
+        let library = try library(for: caller)
         let detail = try await Self.answer { try await library.detail(id) }
         if let poster = try await Self.answer({ try await library.picture(of: id, kind: .poster) }) {
             throw APIError(status: .conflict, message: "\(id.reference) has a poster (\(poster.path)): GET /api/assets/\(id.rawValue)/poster")

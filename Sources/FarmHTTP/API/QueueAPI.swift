@@ -6,31 +6,32 @@ import Hummingbird
 /// Pausing and resuming claims, kept in the queue (`QueuePauses`): `GET /api/queue/pauses`,
 /// `POST /api/queue/pause` and `POST /api/queue/resume` (`?host=` or `?coordinator=`, neither for the whole
 /// farm), and the console's forms (`POST /queue/pause`, `/queue/resume`, with the CSRF token).
-extension HTTPFace {
+struct QueueAPI: FaceController {
+    let face: FaceServices
+
     struct PausesBody: Encodable {
         var pauses: [QueuePause]
         /// For a resume: whether the scope was paused.
         var resumed: Bool?
     }
 
-    func addQueueRoutes(to router: Router<BasicRequestContext>) {
-        router.get("/api/queue/pauses") { _, _ -> Response in .json(PausesBody(pauses: try await self.pauses())) }
-        router.post("/api/queue/pause") { request, _ -> Response in
-            let scope = try Self.pauseScope(Self.formFields(request.uri.query ?? ""))
-            let pauses = try await self.pause(scope, by: "the API (\(Self.who(request)))")
-            return .json(PausesBody(pauses: pauses))
+    func register(on routes: Routes) {
+        routes.get("/api/queue/pauses", .look) { _, _ in .json(PausesBody(pauses: try await pauses())) }
+        routes.post("/api/queue/pause", .act) { request, context in
+            let scope = try Self.pauseScope(FormFields.parse(request.uri.query ?? ""))
+            return .json(PausesBody(pauses: try await pause(scope, by: "the API (\(try context.caller.who))")))
         }
-        router.post("/api/queue/resume") { request, _ -> Response in
-            let scope = try Self.pauseScope(Self.formFields(request.uri.query ?? ""))
-            let outcome = try await self.resume(scope, by: "the API (\(Self.who(request)))")
+        routes.post("/api/queue/resume", .act) { request, context in
+            let scope = try Self.pauseScope(FormFields.parse(request.uri.query ?? ""))
+            let outcome = try await resume(scope, by: "the API (\(try context.caller.who))")
             return .json(PausesBody(pauses: outcome.pauses, resumed: outcome.lifted))
         }
-        router.post("/queue/:action") { request, context -> Response in
-            let form = try await self.checkedForm(request)
-            let scope = try Self.pauseScope(form)
+        routes.post("/queue/:action", .form) { _, context in
+            let scope = try Self.pauseScope(context.form)
+            let by = "the console (\(try context.caller.who))"
             switch context.parameters.get("action") {
-            case "pause": _ = try await self.pause(scope, by: "the console (\(Self.who(request)))")
-            case "resume": _ = try await self.resume(scope, by: "the console (\(Self.who(request)))")
+            case "pause": _ = try await pause(scope, by: by)
+            case "resume": _ = try await resume(scope, by: by)
             default: throw APIError(status: .notFound, message: "give /queue/pause or /queue/resume")
             }
             return .redirect(to: "/", type: .normal)
@@ -65,10 +66,5 @@ extension HTTPFace {
         do { outcome = try await store.pauses.resume(scope) } catch { throw Self.queueError(error) }
         if outcome.lifted { audit("claiming resumed for \(scope) by \(by)") }
         return outcome
-    }
-
-    static func queueError(_ error: any Error) -> APIError {
-        if let error = error as? JobStoreError { return APIError(error) }
-        return APIError(status: .serviceUnavailable, message: "the queue's pauses: \(error)")
     }
 }

@@ -9,33 +9,21 @@ import Hummingbird
 /// The console's jobs: the list (`/jobs`: state tabs with counts, a name filter, pages newest first, chunk
 /// jobs folded under their export, bulk retry, cancel and delete of the selected or of all matching) and a job's
 /// page (`/jobs/{id}`), with their actions as form POSTs that carry the CSRF token.
-extension HTTPFace {
-    func addConsoleRoutes(to router: Router<BasicRequestContext>) {
-        router.get("/console.css") { _, _ in Console.asset(Console.style, type: "text/css; charset=utf-8") }
-        router.get("/console.js") { _, _ in Console.asset(Console.script, type: "text/javascript; charset=utf-8") }
-        router.get("/jobs") { request, _ in try await self.jobsPage(request) }
-        router.get("/jobs/:id") { request, context in try await self.jobPage(request, id: Self.jobID(context)) }
-        router.post("/jobs/bulk") { request, _ in try await self.bulk(request) }
-        router.post("/jobs/:id/:action") { request, context in
-            try await self.act(request, id: Self.jobID(context), action: context.parameters.get("action") ?? "")
+struct ConsoleJobs: FaceController {
+    let face: FaceServices
+
+    func register(on routes: Routes) {
+        routes.get("/console.css", .open) { _, _ in Console.asset(Console.style, type: "text/css; charset=utf-8") }
+        routes.get("/console.js", .open) { _, _ in Console.asset(Console.script, type: "text/javascript; charset=utf-8") }
+        routes.get("/jobs", .look) { request, context in try await jobsPage(request, context.caller) }
+        routes.get("/jobs/:id", .look) { request, context in try await jobPage(request, context.caller, id: Self.jobID(context)) }
+        routes.get("/jobs/:id/files/:name", .look) { request, context in
+            try await jobFile(request, context, id: Self.jobID(context), name: context.parameters.get("name") ?? "")
         }
-    }
-
-    /// Who `request` is, as the middleware decided it.
-    func access(of request: Request) -> Access? {
-        BearerAuthMiddleware<BasicRequestContext>.access(of: request, token: configuration.token, readOnlyToken: configuration.readOnlyToken,
-                                                         sessions: sessions)
-    }
-
-    /// Whether `request` may act (its sign-in is the coordinator's token's, or the face has none).
-    func canAct(_ request: Request) -> Bool { access(of: request) == .full }
-
-    /// An HTML answer with the page's CSRF cookie set when the browser had none.
-    func html(_ text: String, cookie: Cookie?, status: HTTPResponse.Status = .ok) -> Response {
-        var response = Response.text(text, status: status, type: "text/html; charset=utf-8")
-        if let cookie { response.setCookie(cookie) }
-        response.headers[.cacheControl] = "no-store"
-        return response
+        routes.post("/jobs/bulk", .form) { _, context in try await bulk(context.form, context.caller) }
+        routes.post("/jobs/:id/:action", .form) { _, context in
+            try await act(context.caller, id: Self.jobID(context), action: context.parameters.get("action") ?? "")
+        }
     }
 
     // MARK: - The list
@@ -127,9 +115,9 @@ extension HTTPFace {
 
     static let jobsPageSize = 50
 
-    func jobsPage(_ request: Request) async throws -> Response {
+    func jobsPage(_ request: Request, _ caller: Caller) async throws -> Response {
         let (csrf, cookie) = ConsoleCSRF.token(of: request, secure: configuration.cookieSecure)
-        let query = Self.formFields(request.uri.query ?? "")
+        let query = FormFields.parse(request.uri.query ?? "")
         let filter = try JobFilter(query)
         let now = Date()
         let jobs: [Job]
@@ -147,57 +135,85 @@ extension HTTPFace {
         // What the host and album fields suggest: the coordinators' hosts, the library's albums (none when
         // the library cannot answer: the fields still take any text).
         let hosts = Array(Set(((try? await coordinators(at: now)) ?? []).map(\.host))).sorted()  // no suggestions: see above
-        let albums = ((try? await library(for: request).albums()) ?? []).map(\.name)  // no suggestions: see above
-        let e = StatusPage.escape
-        var body = "<h1>Jobs</h1>\n"
-        if let acted = query["acted"]?.first, let n = query["n"]?.first.flatMap(Int.init) {
-            let refused = query["refused"]?.first.flatMap(Int.init) ?? 0
-            let verb = ["cancel": "Cancelled", "retry": "Retried", "delete": "Deleted"][acted] ?? "Changed"
-            body += "<p class=\"notice\" role=\"status\">\(verb) \(n) job\(n == 1 ? "" : "s")\(refused > 0 ? "; \(refused) could not be (their state does not allow it\(acted == "delete" ? ": only jobs that ended are deleted" : ""))" : "").</p>\n"
-        }
-        body += "<ul class=\"tabs\" aria-label=\"States\">"
-        for tab in JobFilter.tabs {
-            let count: Int? = tab == "all" ? counts.values.reduce(0, +) : ShownState(rawValue: tab).map { counts[$0] ?? 0 }
-            body += "<li><a href=\"\(e(filter.link(tab: tab)))\"\(tab == filter.tab ? " aria-current=\"page\"" : "")>\(tab)"
-            body += count.map { "<span class=\"count\">\($0)</span>" } ?? ""
-            body += "</a></li>"
-        }
-        body += "</ul>\n"
-        body += """
-        <form class="filters" method="get" action="/jobs" role="search">
-        <input type="hidden" name="state" value="\(e(filter.tab))">
-        <label>Name begins with <input type="search" name="name" id="filter-name" value="\(e(filter.name))" autocomplete="on"></label>
-        <label>Key begins with <input type="search" name="key" id="filter-key" value="\(e(filter.key))" size="10"></label>
-        <label>Path <input type="search" name="path" id="filter-path" value="\(e(filter.path))" placeholder="input or output" size="14"></label>
-        <label>Host <input type="search" name="host" id="filter-host" value="\(e(filter.host))" size="8" list="hosts"></label>
-        <label>Album <input type="search" name="album" id="filter-album" value="\(e(filter.album))" size="8" list="albums"></label>
-        <datalist id="hosts">\(hosts.map { "<option value=\"\(e($0))\">" }.joined())</datalist>
-        <datalist id="albums">\(albums.map { "<option value=\"\(e($0))\">" }.joined())</datalist>
-        <label>Submitted from <input type="date" name="from" value="\(e(filter.from))"></label>
-        <label>to <input type="date" name="to" value="\(e(filter.to))"></label>
-        <button>Filter</button>\(filter.isFiltered ? " <a href=\"/jobs?state=\(e(filter.tab))\">clear</a>" : "")
-        </form>
-
-        """
+        let albums = ((try? await library(for: caller).albums()) ?? []).map(\.name)  // no suggestions: see above
+        var body: HTML = "<h1>Jobs</h1>\n"
+        body += Self.notice(query)
+        body += Self.tabs(filter, counts: counts)
+        body += Self.filters(filter, hosts: hosts, albums: albums)
         if jobs.isEmpty {
             let words = [filter.tab == "all" ? nil : "in this state", filter.isFiltered ? "match the filter" : nil].compactMap { $0 }
             body += "<p id=\"no-jobs\">No jobs\(words.isEmpty ? "" : " " + words.joined(separator: " ")).</p>\n"
             return html(Console.page(title: "Jobs · MediaFarm", section: .jobs, body: body), cookie: cookie)
         }
+        body += Self.table(jobs, filter: filter, counts: counts, chunks: chunks, csrf: csrf, canAct: caller.canAct, now: now)
+        return html(Console.page(title: "Jobs · MediaFarm", section: .jobs, body: body), cookie: cookie)
+    }
+
+    /// What a bulk action just did, when the list is shown after one.
+    static func notice(_ query: [String: [String]]) -> HTML {
+        var body: HTML = ""
+        if let acted = query["acted"]?.first, let n = query["n"]?.first.flatMap(Int.init) {
+            let refused = query["refused"]?.first.flatMap(Int.init) ?? 0
+            let verb = ["cancel": "Cancelled", "retry": "Retried", "delete": "Deleted"][acted] ?? "Changed"
+            body += "<p class=\"notice\" role=\"status\">\(verb) \(n) job\(n == 1 ? "" : "s")\(refused > 0 ? "; \(refused) could not be (their state does not allow it\(acted == "delete" ? ": only jobs that ended are deleted" : ""))" : "").</p>\n"
+        }
+        return body
+    }
+
+    /// The state tabs with their counts.
+    static func tabs(_ filter: JobFilter, counts: [ShownState: Int]) -> HTML {
+        var body: HTML = ""
+        body += "<ul class=\"tabs\" aria-label=\"States\">"
+        for tab in JobFilter.tabs {
+            let count: Int? = tab == "all" ? counts.values.reduce(0, +) : ShownState(rawValue: tab).map { counts[$0] ?? 0 }
+            body += "<li><a href=\"\(filter.link(tab: tab))\"\(tab == filter.tab ? " aria-current=\"page\"" as HTML : "")>\(tab)"
+            body += count.map { "<span class=\"count\">\($0)</span>" as HTML } ?? ""
+            body += "</a></li>"
+        }
+        body += "</ul>\n"
+        return body
+    }
+
+    /// The filter form; its host and album fields suggest `hosts` and `albums`.
+    static func filters(_ filter: JobFilter, hosts: [String], albums: [String]) -> HTML {
+        var body: HTML = ""
+        body += """
+        <form class="filters" method="get" action="/jobs" role="search">
+        <input type="hidden" name="state" value="\(filter.tab)">
+        <label>Name begins with <input type="search" name="name" id="filter-name" value="\(filter.name)" autocomplete="on"></label>
+        <label>Key begins with <input type="search" name="key" id="filter-key" value="\(filter.key)" size="10"></label>
+        <label>Path <input type="search" name="path" id="filter-path" value="\(filter.path)" placeholder="input or output" size="14"></label>
+        <label>Host <input type="search" name="host" id="filter-host" value="\(filter.host)" size="8" list="hosts"></label>
+        <label>Album <input type="search" name="album" id="filter-album" value="\(filter.album)" size="8" list="albums"></label>
+        <datalist id="hosts">\(hosts.map { "<option value=\"\($0)\">" as HTML }.joined())</datalist>
+        <datalist id="albums">\(albums.map { "<option value=\"\($0)\">" as HTML }.joined())</datalist>
+        <label>Submitted from <input type="date" name="from" value="\(filter.from)"></label>
+        <label>to <input type="date" name="to" value="\(filter.to)"></label>
+        <button>Filter</button>\(filter.isFiltered ? " <a href=\"/jobs?state=\(filter.tab)\">clear</a>" as HTML : "")
+        </form>
+
+        """
+        return body
+    }
+
+    /// The page of jobs in the bulk form, and the pager.
+    static func table(_ jobs: [Job], filter: JobFilter, counts: [ShownState: Int], chunks: [Int64: Int], csrf: String, canAct: Bool,
+                      now: Date) -> HTML {
+        var body: HTML = ""
         // What "all matching" counts, when the counts say it.
         let matching = filter.tab == "all" ? counts.values.reduce(0, +) : ShownState(rawValue: filter.tab).map { counts[$0] ?? 0 }
         body += """
         <form method="post" action="/jobs/bulk" id="bulk" data-confirm="Apply to {n} jobs?" data-matching="\(!filter.isFiltered ? matching.map(String.init) ?? "every matching" : "every matching")">
-        \(Console.csrfField(csrf))<input type="hidden" name="state" value="\(e(filter.tab))"><input type="hidden" name="name" value="\(e(filter.name))">\
-        <input type="hidden" name="key" value="\(e(filter.key))"><input type="hidden" name="path" value="\(e(filter.path))">\
-        <input type="hidden" name="from" value="\(e(filter.from))"><input type="hidden" name="to" value="\(e(filter.to))">\
-        <input type="hidden" name="host" value="\(e(filter.host))"><input type="hidden" name="album" value="\(e(filter.album))">
-        \(canAct(request) ? """
+        \(Console.csrfField(csrf))<input type="hidden" name="state" value="\(filter.tab)"><input type="hidden" name="name" value="\(filter.name)">\
+        <input type="hidden" name="key" value="\(filter.key)"><input type="hidden" name="path" value="\(filter.path)">\
+        <input type="hidden" name="from" value="\(filter.from)"><input type="hidden" name="to" value="\(filter.to)">\
+        <input type="hidden" name="host" value="\(filter.host)"><input type="hidden" name="album" value="\(filter.album)">
+        \(canAct ? """
         <div class="actions"><button name="action" value="retry" data-confirm="Retry {n} jobs?">Retry</button>
         <button name="action" value="cancel" class="danger" data-confirm="Cancel {n} jobs?">Cancel</button>
         <button name="action" value="delete" class="danger" data-confirm="Delete {n} jobs? Only those that ended are deleted.">Delete</button>
         <label><input type="checkbox" name="all" value="1"> all matching this filter</label></div>
-        """ : "<p class=\"muted\">Read-only: this sign-in can look, not act.</p>")
+        """ as HTML : "<p class=\"muted\">Read-only: this sign-in can look, not act.</p>")
         <div class="scroll"><table class="jobs"><thead><tr><th><input type="checkbox" data-select-all aria-label="Select all shown"></th>
         <th>job</th><th>name</th><th>state</th><th>progress</th><th>attempt</th><th>host</th><th>created</th><th>ended</th></tr></thead><tbody>
 
@@ -205,53 +221,31 @@ extension HTTPFace {
         for job in jobs {
             let percent = Int(((job.progress ?? (job.state == .succeeded ? 1 : 0)) * 100).rounded())
             let host = job.lease.map { Job.host(ofOwner: $0.owner) } ?? job.host ?? "–"
-            let folded = chunks[job.id].map { " <span class=\"muted\">(\($0) chunks)</span>" } ?? ""
-            let progress = job.state == .running || job.state == .waiting && job.chunkPlan != nil
-                ? "<progress max=\"100\" value=\"\(percent)\"></progress> <span class=\"percent\">\(percent)%</span> <span class=\"phase muted\">\(e(job.phase ?? ""))</span>"
+            let folded: HTML = chunks[job.id].map { " <span class=\"muted\">(\($0) chunks)</span>" as HTML } ?? ""
+            let progress: HTML = job.state == .running || job.state == .waiting && job.chunkPlan != nil
+                ? "<progress max=\"100\" value=\"\(percent)\"></progress> <span class=\"percent\">\(percent)%</span> <span class=\"phase muted\">\(job.phase ?? "")</span>"
                 : job.state == .succeeded ? "100%" : "–"
             body += """
             <tr class="job" data-job="\(job.id)"><td><input type="checkbox" name="ids" value="\(job.id)" aria-label="Select job \(job.id)"></td>\
-            <td><a href="/jobs/\(job.id)">\(job.id)</a></td><td class="name"><a href="/jobs/\(job.id)">\(e(job.name))</a>\(folded)</td>\
+            <td><a href="/jobs/\(job.id)">\(job.id)</a></td><td class="name"><a href="/jobs/\(job.id)">\(job.name)</a>\(folded)</td>\
             <td>\(Console.shownState(job, at: now))</td><td>\(progress)</td><td>\(job.attemptsSummary)</td>\
-            <td>\(e(host))</td><td>\(Console.time(job.createdAt))</td><td>\(Console.time(job.finishedAt))</td></tr>
+            <td>\(host)</td><td>\(Console.time(job.createdAt))</td><td>\(Console.time(job.finishedAt))</td></tr>
 
             """
         }
         body += "</tbody></table></div></form>\n<nav class=\"pager\">"
-        if filter.before != nil { body += "<a href=\"\(e(filter.link()))\">Newest</a>" }
+        if filter.before != nil { body += "<a href=\"\(filter.link())\">Newest</a>" }
         if jobs.count == Self.jobsPageSize, let last = jobs.last {
-            body += "<a href=\"\(e(filter.link(before: last.id)))\" rel=\"next\">Older</a>"
+            body += "<a href=\"\(filter.link(before: last.id))\" rel=\"next\">Older</a>"
         }
         body += "</nav>\n"
-        return html(Console.page(title: "Jobs · MediaFarm", section: .jobs, body: body), cookie: cookie)
+        return body
     }
 
     // MARK: - Actions
 
-    /// A form's fields (`a=1&ids=2&ids=3`), percent-decoded, `+` as a space.
-    static func formFields(_ text: String) -> [String: [String]] {
-        var fields: [String: [String]] = [:]
-        for pair in text.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func decode(_ s: Substring) -> String { String(s).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(s) }
-            guard let key = parts.first.map(decode) else { continue }
-            fields[key, default: []].append(parts.count > 1 ? decode(parts[1]) : "")
-        }
-        return fields
-    }
-
-    /// The body of a form POST, its CSRF token checked.
-    func checkedForm(_ request: Request) async throws -> [String: [String]] {
-        var request = request
-        let body = try await request.collectBody(upTo: 1 << 20)
-        let form = Self.formFields(String(buffer: body))
-        try ConsoleCSRF.check(form, request)
-        return form
-    }
-
     /// `POST /jobs/{id}/cancel|retry|resubmit` from a job's page: done, logged, and back to the page.
-    func act(_ request: Request, id: Int64, action: String) async throws -> Response {
-        _ = try await checkedForm(request)
+    func act(_ caller: Caller, id: Int64, action: String) async throws -> Response {
         let now = Date()
         switch action {
         case "cancel", "retry":
@@ -259,38 +253,21 @@ extension HTTPFace {
             let job: Job
             do {
                 job = action == "cancel" ? try await store.cancel(id: id, at: now)
-                    : try await store.retry(id: id, at: now, by: "the console, \(Self.who(request))")
+                    : try await store.retry(id: id, at: now, by: "the console, \(caller.who)")
             } catch {
                 throw APIError(error)
             }
-            audit("console: \(action) of job \(id) (\(job.name)) by \(Self.who(request))")
+            audit("console: \(action) of job \(id) (\(job.name)) by \(caller.who)")
             hub.publish(.changed(kind, id: id, name: job.name, state: job.state.rawValue))
             return .redirect(to: "/jobs/\(id)", type: .normal)
         case "resubmit":
             guard let job = try await storeJob(id) else { throw APIError(status: .notFound, message: "no job \(id)") }
-            let submitted = try await resubmit(job, request: request)
-            audit("console: job \(id) resubmitted as job \(submitted) by \(Self.who(request))")
+            let submitted = try await resubmit(job, caller)
+            audit("console: job \(id) resubmitted as job \(submitted) by \(caller.who)")
             return .redirect(to: "/jobs/\(submitted)", type: .normal)
         default:
             throw APIError(status: .notFound, message: "no action \(action): give cancel, retry or resubmit")
         }
-    }
-
-    /// An action for the coordinator's output and the log.
-    func audit(_ line: String) {
-        logger.notice("\(line)")
-        onAction(line)
-    }
-
-    func storeJob(_ id: Int64) async throws -> Job? {
-        do { return try await store.job(id: id) } catch { throw APIError(error) }
-    }
-
-    /// Who acted, for the log: the kind of sign-in (the face has one token; sessions are its holders').
-    static func who(_ request: Request) -> String {
-        if BearerAuthMiddleware<BasicRequestContext>.presented(request) != nil { return "a bearer of the token" }
-        if let session = request.cookies[SessionStore.cookieName]?.value { return "session \(session.prefix(8))…" }
-        return "an unauthenticated loopback browser"
     }
 
     /// What a bulk action is called on its button.
@@ -298,8 +275,7 @@ extension HTTPFace {
 
     /// `POST /jobs/bulk`: retry, cancel or delete the selected jobs, or every job matching the list's filter. Without
     /// `confirmed` (a browser without script), a page asks first, saying how many.
-    func bulk(_ request: Request) async throws -> Response {
-        let form = try await checkedForm(request)
+    func bulk(_ form: [String: [String]], _ caller: Caller) async throws -> Response {
         guard let action = form["action"]?.first, Self.bulkActions.keys.contains(action) else {
             throw APIError(status: .badRequest, message: "action: give retry, cancel or delete")
         }
@@ -326,17 +302,16 @@ extension HTTPFace {
             }
         }
         guard !ids.isEmpty else { throw APIError(status: .badRequest, message: "no jobs selected: tick some, or all matching this filter") }
-        let e = StatusPage.escape
         guard form["confirmed"]?.first == "1" else {
             let verb = Self.bulkActions[action] ?? action
-            var body = "<h1>\(verb) \(ids.count) job\(ids.count == 1 ? "" : "s")?</h1>\n"
+            var body: HTML = "<h1>\(verb) \(ids.count) job\(ids.count == 1 ? "" : "s")?</h1>\n"
             if action == "delete" { body += "<p>Only jobs that ended are deleted, with their chunks; the others stay.</p>" }
             body += "<form method=\"post\" action=\"/jobs/bulk\">\(Console.csrfField(form["csrf"]?.first ?? ""))"
             for (key, values) in form where !["csrf", "confirmed"].contains(key) {
-                for value in values { body += "<input type=\"hidden\" name=\"\(e(key))\" value=\"\(e(value))\">" }
+                for value in values { body += "<input type=\"hidden\" name=\"\(key)\" value=\"\(value)\">" }
             }
             body += "<input type=\"hidden\" name=\"confirmed\" value=\"1\"><div class=\"actions\"><button>\(verb) them</button>"
-            body += " <a href=\"\(e(filter.link()))\">Back</a></div></form>\n"
+            body += " <a href=\"\(filter.link())\">Back</a></div></form>\n"
             return html(Console.page(title: "Confirm · MediaFarm", section: .jobs, body: body), cookie: nil)
         }
         var (done, refused) = (0, 0)
@@ -346,7 +321,7 @@ extension HTTPFace {
                 (done, refused) = (deleted.count, ids.count - deleted.count)
             } else {
                 let change: BulkChange = action == "cancel" ? .cancel : .retry
-                for outcome in try await store.change(ids, change, at: Date(), by: "the console's bulk retry, \(Self.who(request))") {
+                for outcome in try await store.change(ids, change, at: Date(), by: "the console's bulk retry, \(caller.who)") {
                     switch outcome {
                     case .success(let job):
                         hub.publish(.changed(change == .cancel ? .cancelled : .retried, id: job.id, name: job.name, state: job.state.rawValue))
@@ -359,18 +334,16 @@ extension HTTPFace {
         } catch let error as JobStoreError {
             throw APIError(error)
         }
-        audit("console: bulk \(action) of \(ids.count) jobs (\(done) done, \(refused) refused) by \(Self.who(request))")
+        audit("console: bulk \(action) of \(ids.count) jobs (\(done) done, \(refused) refused) by \(caller.who)")
         var back = filter
         back.before = nil
         return .redirect(to: back.link() + "&acted=\(action)&n=\(done)&refused=\(refused)", type: .normal)
     }
-}
 
-extension HTTPFace {
     /// A job's manifest submitted again as a new job, through the one submission path (validated again,
     /// its outputs checked as the API checks them), with the job's priority, attempts and requirements.
-    func resubmit(_ job: Job, request: Request) async throws -> Int64 {
-        let library = try await library(for: request)
+    func resubmit(_ job: Job, _ caller: Caller) async throws -> Int64 {
+        let library = try library(for: caller)
         let overwriteRefusal: ManifestIssue? = configuration.allowOverwrite ? nil
             : ManifestIssue(path: "$.overwrite", message: "not allowed through the API: the coordinator replaces no existing file for a request "
                             + "unless started with --api-allow-overwrite")
@@ -380,27 +353,6 @@ extension HTTPFace {
         let options = JobOptions(outputRoots: job.outputRoots, priority: job.priority, maxAttempts: job.maxAttempts, timeout: job.timeout,
                                  name: job.name, baseDirectory: job.baseDirectory)
         return try await enqueue(offer, rules: rules, library: library, keyed: false, options: options).id
-    }
-
-    /// One manifest through the one submission path: checked by `rules` (the assets it names against
-    /// `library`), a scoped caller's policy applied, queued with `options`, and published as submitted.
-    /// `keyed`: the job has a unique key (how a refusal is said).
-    func enqueue(_ offer: ManifestOffer, rules: SubmissionRules, library: AssetLibrary, keyed: Bool, options: JobOptions) async throws -> SubmittedJob {
-        do {
-            let accepted = try Submission.refusingInvalid(try await Submission.check([offer], rules: rules) { _ in library })
-            let refusals = Submission.scopedRefusals(accepted, access: library.access)
-            if !refusals.isEmpty { throw SubmissionError.notPermitted(refusals) }
-            let manifest = accepted[0].manifest
-            let new = options.job(manifest, text: offer.text)
-            let queued = try await Submission(store: store, library: library).enqueue([new], sources: [manifest.edits.map(\.source)])
-            guard let first = queued.jobs.first else { throw SubmissionError.outcomeUnknown(.unavailable("the queue answered no job")) }
-            let submitted = SubmittedJob(id: first.id, name: new.name, queued: first.inserted, warnings: queued.warnings[first.id])
-            for warning in submitted.warnings ?? [] { logger.warning("job \(first.id): \(warning)") }
-            hub.publish(.submitted(id: submitted.id, name: submitted.name, queued: submitted.queued))
-            return submitted
-        } catch let error as SubmissionError {
-            throw APIError(error, keyed: keyed)
-        }
     }
 }
 

@@ -4,7 +4,7 @@ import FarmStore
 import Foundation
 import Hummingbird
 
-extension HTTPFace {
+extension FaceController {
     /// Every coordinator in the queue's list, this one with its slots as they are now (it may not have
     /// reported yet).
     func coordinators(at now: Date) async throws -> [CoordinatorView] {
@@ -17,14 +17,5 @@ extension HTTPFace {
         all.append(me)
         all.sort { ($0.host, $0.owner) < ($1.host, $1.owner) }
         return all.map { CoordinatorView($0, now: now, silentAfter: coordinator.configuration.silentAfter, this: $0.owner == me.owner, pauses: pauses) }
-    }
-
-    func coordinatorList() async throws -> Response {
-        struct Body: Encodable { var coordinators: [CoordinatorView] }
-        do {
-            return .json(Body(coordinators: try await coordinators(at: Date())))
-        } catch {
-            throw APIError(status: .serviceUnavailable, message: "the queue's list of coordinators: \(error)")
-        }
     }
 }

@@ -5,6 +5,7 @@ import MediaCore
 import MediaEdit
 import MediaImage
 import MediaTime
+import Synchronization
 
 /// A job's pictures of its input (`"images"`, `"poster"`, `"storyboard"`): made on the blocking pool, each
 /// file written whole under its staged name (or, without a coordinator, checked and renamed into place),
@@ -148,15 +149,14 @@ extension JobRunner {
                     }
                     let path = NumberedOutputs.path(settings.output, index: i + 1)
                     try writer.write(image.data, to: path)
-                    made.records[i] = ImageRecord(image, path: path)
-                    made.done += 1
+                    let done = made.made(i, ImageRecord(image, path: path))
                     interrupter.progressed()
-                    progress(Double(made.done) / Double(times.count))
+                    progress(Double(done) / Double(times.count))
                 }
             } catch let error as ImageGenerationError {
                 throw JobError.at("$.images", error)
             }
-            return made.records.compactMap { $0 }
+            return made.records
         }
     }
 
@@ -164,10 +164,18 @@ extension JobRunner {
     static var pictureWorkers: Int { max(1, min(ProcessInfo.processInfo.activeProcessorCount, 4)) }
 
     /// Pictures made on several threads (changed one at a time).
-    final class Made: @unchecked Sendable {
-        var records: [ImageRecord?]
-        var done = 0
-        init(count: Int) { records = Array(repeating: nil, count: count) }
+    final class Made: Sendable {
+        private let state: Mutex<(records: [ImageRecord?], done: Int)>
+        init(count: Int) { state = Mutex((Array(repeating: nil, count: count), 0)) }
+        /// Records picture `i`; how many are made now.
+        func made(_ i: Int, _ record: ImageRecord) -> Int {
+            state.withLock { state in
+                state.records[i] = record
+                state.done += 1
+                return state.done
+            }
+        }
+        var records: [ImageRecord] { state.withLock { $0.records.compactMap { $0 } } }
     }
 
     /// The times of `"images"`: as given, every N seconds from 0 while inside the movie, or N spread over it.

@@ -9,22 +9,16 @@ import Hummingbird
 /// seek), and the library's assets it read and made, with their posters. A file is served only when the job
 /// ended well, it is a regular local file, and its real path (links followed) lies under one of the job's
 /// output roots: the page never reads elsewhere on the host.
-extension HTTPFace {
-    func addConsoleFiles(to router: Router<BasicRequestContext>) {
-        router.get("/jobs/:id/files/:name") { request, context in
-            try await self.jobFile(request, context, id: Self.jobID(context), name: context.parameters.get("name") ?? "")
-        }
-    }
-
+extension ConsoleJobs {
     static let fileIO = FileIO()
 
     /// The job's file `name` ("output" or "report"), streamed, or the answer saying why not.
-    func jobFile(_ request: Request, _ context: BasicRequestContext, id: Int64, name: String) async throws -> Response {
+    func jobFile(_ request: Request, _ context: FarmRequestContext, id: Int64, name: String) async throws -> Response {
         guard let job = try await storeJob(id) else { throw APIError(status: .notFound, message: "no job \(id)") }
         let path = try Self.servedFile(job, name)
         let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0  // gone since: the read below says so
         var headers: HTTPFields = [
-            .contentType: Self.mimeType(path), .acceptRanges: "bytes", .xContentTypeOptions: "nosniff", .cacheControl: "private, no-cache",
+            .contentType: PictureAPI.mimeType(path), .acceptRanges: "bytes", .xContentTypeOptions: "nosniff", .cacheControl: "private, no-cache",
             .contentDisposition: "\(request.uri.queryParameters.get("download") == nil ? "inline" : "attachment"); filename=\"\(Self.headerSafe((path as NSString).lastPathComponent))\"",
         ]
         if let range = request.headers[.range], let wanted = Self.byteRange(range, size: size) {
@@ -99,16 +93,15 @@ extension HTTPFace {
 
     /// The page's "Files" section: the output shown and both files to download, then the library's assets
     /// the job read and made.
-    func filesSection(_ job: Job, request: Request) async -> String {
-        let e = StatusPage.escape
-        var body = ""
-        var files = ""
+    func filesSection(_ job: Job, _ caller: Caller) async -> HTML {
+        var body: HTML = ""
+        var files: HTML = ""
         for name in ["output", "report"] {
             guard let path = try? Self.servedFile(job, name) else { continue }  // not servable: the result above names it
             let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int64) ?? 0  // gone since: shown as 0 bytes
             let link = "/jobs/\(job.id)/files/\(name)"
             if name == "output" {
-                let type = Self.mimeType(path)
+                let type = PictureAPI.mimeType(path)
                 if type.hasPrefix("video/") {
                     files += "<video class=\"output\" controls preload=\"metadata\" src=\"\(link)\"></video>"
                 } else if type.hasPrefix("image/") {
@@ -117,20 +110,20 @@ extension HTTPFace {
                     files += "<audio controls preload=\"metadata\" src=\"\(link)\"></audio>"
                 }
             }
-            files += "<p class=\"file\">\(name): <a href=\"\(link)?download=1\" download>\(e((path as NSString).lastPathComponent))</a> "
+            files += "<p class=\"file\">\(name): <a href=\"\(link)?download=1\" download>\((path as NSString).lastPathComponent)</a> "
             files += "<span class=\"muted\">\(ByteCountFormatter.string(fromByteCount: size, countStyle: .file))</span></p>"
         }
         if !files.isEmpty { body += "<h2>Files</h2><div id=\"files\">\(files)</div>\n" }
         // The library's assets it read and made (when the library knows them), as tiles with their posters.
         let assets: (read: [LibraryAsset], made: [LibraryAsset], posters: Set<AssetID>)
         do {
-            let library = try await library(for: request)
+            let library = try library(for: caller)
             assets = try await Self.jobAssets(library, job.id)
         } catch {
-            return body + "<p class=\"muted\">The library cannot say now which assets the job read and made: \(e(String(describing: error)))</p>\n"
+            return body + "<p class=\"muted\">The library cannot say now which assets the job read and made: \(String(describing: error))</p>\n"
         }
         for (title, list, id) in [("Assets it read", assets.read, "inputs"), ("Assets it made", assets.made, "outputs")] where !list.isEmpty {
-            body += "<h2>\(title)</h2><div class=\"grid assets\" id=\"\(id)\">" + list.map { Self.thumbnail($0, poster: assets.posters.contains($0.id)) }.joined() + "</div>\n"
+            body += "<h2>\(title)</h2><div class=\"grid assets\" id=\"\(id)\">" + list.map { LibraryPages.thumbnail($0, poster: assets.posters.contains($0.id)) }.joined() + "</div>\n"
         }
         return body
     }

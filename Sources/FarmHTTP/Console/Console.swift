@@ -12,19 +12,18 @@ enum Console {
     enum Section: String { case overview, jobs, library, charts }
 
     /// A whole page. `csrf` goes into every form of `body` already; here only the layout.
-    static func page(title: String, section: Section?, live: Bool = true, body: String) -> String {
-        let e = StatusPage.escape
-        func link(_ href: String, _ label: String, _ s: Section) -> String {
-            "<a href=\"\(href)\"\(section == s ? " aria-current=\"page\"" : "")>\(label)</a>"
+    static func page(title: String, section: Section?, live: Bool = true, body: HTML) -> HTML {
+        func link(_ href: String, _ label: String, _ s: Section) -> HTML {
+            "<a href=\"\(href)\"\(section == s ? " aria-current=\"page\"" as HTML : "")>\(label)</a>"
         }
         return """
         <!doctype html>
         <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>\(e(title))</title>
+        <title>\(title)</title>
         <link rel="stylesheet" href="/console.css?v=\(assetVersion)">
         <script src="/console.js?v=\(assetVersion)" defer></script>
         </head>
-        <body\(live ? " data-live=\"1\"" : "")>
+        <body\(live ? " data-live=\"1\"" as HTML : "")>
         <nav class="bar"><b class="brand">MediaFarm</b> \(link("/", "Overview", .overview)) \(link("/jobs", "Jobs", .jobs)) \(link("/library", "Library", .library)) \(link("/charts", "Charts", .charts))</nav>
         <main id="main">
         \(body)
@@ -35,7 +34,7 @@ enum Console {
     }
 
     /// A time as UTC text in a `<time>` element (the script rewrites it in the viewer's zone).
-    static func time(_ date: Date?) -> String {
+    static func time(_ date: Date?) -> HTML {
         guard let date else { return "–" }
         let iso = isoFormatter.string(from: date)
         let shown = iso.replacingOccurrences(of: "T", with: " ").replacingOccurrences(of: "Z", with: " UTC")
@@ -49,16 +48,16 @@ enum Console {
     }()
 
     /// A state as a badge.
-    static func badge(_ state: String) -> String { "<span class=\"state \(StatusPage.escape(state))\">\(StatusPage.escape(state))</span>" }
+    static func badge(_ state: String) -> HTML { "<span class=\"state \(state)\">\(state)</span>" }
 
     /// A job's state as people see it (`ShownState`): a delayed job with its due time.
-    static func shownState(_ job: Job, at now: Date) -> String {
+    static func shownState(_ job: Job, at now: Date) -> HTML {
         let shown = ShownState(job, at: now)
         return badge(shown.rawValue) + (shown == .delayed ? " <span class=\"due muted\">due \(time(job.runAt))</span>" : "")
     }
 
     /// A hidden form field with the page's CSRF token.
-    static func csrfField(_ token: String) -> String { "<input type=\"hidden\" name=\"csrf\" value=\"\(StatusPage.escape(token))\">" }
+    static func csrfField(_ token: String) -> HTML { "<input type=\"hidden\" name=\"csrf\" value=\"\(token)\">" }
 
     // MARK: - Assets
 
@@ -305,7 +304,7 @@ struct ConsoleCSRF {
     /// Refuses a form whose `csrf` field is not the request's cookie.
     static func check(_ form: [String: [String]], _ request: Request) throws {
         guard let cookie = request.cookies[cookieName]?.value, let given = form["csrf"]?.first,
-              BearerAuthMiddleware<BasicRequestContext>.constantTimeEqual(cookie, given) else {
+              Gate.constantTimeEqual(cookie, given) else {
             throw APIError(status: .forbidden, message: "the form's CSRF token is missing or not this browser's: load the page again and resend")
         }
     }

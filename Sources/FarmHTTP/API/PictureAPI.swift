@@ -10,18 +10,20 @@ import NIOCore
 /// The same access as the rest of the library: a scoped token sees only its albums' assets. Each answer's
 /// ETag is the picture's content id, and a request that names it (`?v=ID`, as the storyboard's cues do)
 /// is cached as immutable; without it the answer is revalidated (`If-None-Match` costs no file read).
-extension HTTPFace {
-    func addPictureRoutes(to router: Router<BasicRequestContext>) {
-        router.get("/api/assets/:id/poster") { request, context in
-            let (picture, _) = try await self.picture(request, context, .poster)
+struct PictureAPI: FaceController {
+    let face: FaceServices
+
+    func register(on routes: Routes) {
+        routes.get("/api/assets/:id/poster", .library) { request, context in
+            let (picture, _) = try await picture(context, .poster)
             return try Self.file(picture.path, id: picture.id, etag: picture.id.rawValue, request: request)
         }
-        router.get("/api/assets/:id/waveform") { request, context in
-            let (picture, _) = try await self.picture(request, context, .waveform)
+        routes.get("/api/assets/:id/waveform", .library) { request, context in
+            let (picture, _) = try await picture(context, .waveform)
             return try Self.file(picture.path, id: picture.id, etag: picture.id.rawValue, request: request)
         }
-        router.get("/api/assets/:id/storyboard.vtt") { request, context in
-            let (board, id) = try await self.picture(request, context, .storyboard)
+        routes.get("/api/assets/:id/storyboard.vtt", .library) { request, context in
+            let (board, id) = try await picture(context, .storyboard)
             let vtt = PictureFile(id: board.id, path: Self.storyboardFile(board.path, ext: "vtt"))
             if let v = request.uri.queryParameters.get("v"), v != vtt.id.rawValue {
                 throw APIError(status: .notFound, message: "\(v) is not the current storyboard (\(vtt.id.rawValue)); ask without ?v= for it")
@@ -36,12 +38,12 @@ extension HTTPFace {
             }.joined(separator: "\n")
             return Self.answer(Array(rewritten.utf8), type: "text/vtt; charset=utf-8", etag: vtt.id.rawValue, request: request, of: id)
         }
-        router.get("/api/assets/:id/storyboard.json") { request, context in
-            let (board, _) = try await self.picture(request, context, .storyboard)
+        routes.get("/api/assets/:id/storyboard.json", .library) { request, context in
+            let (board, _) = try await picture(context, .storyboard)
             return try Self.file(Self.storyboardFile(board.path, ext: "json"), id: board.id, etag: board.id.rawValue + "-index", request: request)
         }
-        router.get("/api/assets/:id/storyboard/:sheet") { request, context in
-            let (board, _) = try await self.picture(request, context, .storyboard)
+        routes.get("/api/assets/:id/storyboard/:sheet", .library) { request, context in
+            let (board, _) = try await picture(context, .storyboard)
             let vtt = PictureFile(id: board.id, path: Self.storyboardFile(board.path, ext: "vtt"))
             let sheet = context.parameters.get("sheet") ?? ""
             guard Self.isSheet(sheet, of: vtt.path) else {
@@ -53,8 +55,8 @@ extension HTTPFace {
     }
 
     /// The asset's newest picture of `kind` on this host, or the answer saying why there is none.
-    func picture(_ request: Request, _ context: BasicRequestContext, _ kind: RepresentationKind) async throws -> (PictureFile, AssetID) {
-        let library = try await library(for: request)
+    func picture(_ context: FarmRequestContext, _ kind: RepresentationKind) async throws -> (PictureFile, AssetID) {
+        let library = try library(for: context.caller)
         let id = try Self.assetID(context.parameters.get("id") ?? "")
         guard let picture = try await Self.answer({ try await library.picture(of: id, kind: kind) }) else {
             throw APIError(status: .notFound, message: "\(id.reference) has no \(kind.rawValue) on this host: a job with a \"\(kind.rawValue)\" section makes one")

@@ -11,7 +11,7 @@ import Glibc
 /// (`withTaskExecutorPreference`), and then each call runs at once, in place, without a hop to the
 /// thread and back (a hop costs a thread wake-up on each side: about 30 us here, several times the
 /// cost of a claim). Other callers hop. The thread spins briefly for the next item before it sleeps.
-final class DatabaseThread: TaskExecutor, @unchecked Sendable {
+final class DatabaseThread: TaskExecutor, @unchecked Sendable {  // unchecked: its queue of work is behind a lock; the thread owns the rest
     private let condition = NSCondition()
     private var items: [() -> Void] = []
     private var head = 0
@@ -99,7 +99,7 @@ final class DatabaseThread: TaskExecutor, @unchecked Sendable {
 
 /// A value handed between the caller and the database thread, which never use it at the same time
 /// (the caller waits for the thread).
-struct Unchecked<T>: @unchecked Sendable {
+struct Unchecked<T>: @unchecked Sendable {  // unchecked: used by the caller or the thread, never both at once
     let value: T
     init(_ value: T) { self.value = value }
 }

@@ -1,3 +1,4 @@
+import FarmLibrary
 import FarmStore
 import FarmSubmit
 import Foundation
@@ -30,13 +31,12 @@ struct APIError: Error {
 
     /// The error as a console page (a form of the console, a page asked for by a browser).
     var page: Response {
-        let e = StatusPage.escape
-        var body = "<h1>\(status.code) \(e(status.reasonPhrase))</h1><p class=\"error\" id=\"error\">\(e(message))</p>"
+        var body: HTML = "<h1>\(status.code) \(status.reasonPhrase)</h1><p class=\"error\" id=\"error\">\(message)</p>"
         if !issues.isEmpty {
-            body += "<ul>" + issues.map { "<li><code>\(e($0.path))</code>: \(e($0.message))</li>" }.joined() + "</ul>"
+            body += "<ul>" + issues.map { "<li><code>\($0.path)</code>: \($0.message)</li>" as HTML }.joined() + "</ul>"
         }
         body += "<p><a href=\"/jobs\">Jobs</a></p>"
-        return Response.text(Console.page(title: "\(status.code) · MediaFarm", section: nil, live: false, body: body), status: status,
+        return Response.text(Console.page(title: "\(status.code) · MediaFarm", section: nil, live: false, body: body).text, status: status,
                              type: "text/html; charset=utf-8")
     }
 
@@ -77,7 +77,7 @@ extension APIError {
         case .refused(let message):
             self.init(status: .unprocessableContent, message: message)
         case .library(let error):
-            self = HTTPFace.apiError(error)
+            self.init(error)
         case .outcomeUnknown:
             // The statement may still commit after its deadline: say so, and how to find out.
             let retry = keyed
@@ -85,6 +85,20 @@ extension APIError {
                 : "send the request again with an Idempotency-Key header (or ?key=) so that a retry cannot queue it twice, or look for it in GET /api/jobs"
             self.init(status: .serviceUnavailable, message: "outcome unknown: \(error.description); " + retry)
         }
+    }
+}
+
+extension APIError {
+    /// A library's refusal or failure as the status that says whose fault it is.
+    init(_ error: LibraryError) {
+        let status: HTTPResponse.Status = switch error {
+        case .unknownAsset, .unknownAlbum, .unknownPath: .notFound
+        case .notPermitted: .forbidden
+        case .store: .serviceUnavailable
+        case .albumExists: .conflict
+        default: .badRequest
+        }
+        self.init(status: status, message: error.description)
     }
 }
 
@@ -229,109 +243,6 @@ final class SessionStore: Sendable {
     /// `bytes` random bytes as hex: a session's id, a form's CSRF token.
     static func randomHex(bytes: Int) -> String {
         (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-    }
-}
-
-/// With a token (`--token-file`, or one made at start): every request but the health checks and `/login`
-/// carries `Authorization: Bearer TOKEN`, or the cookie of a browser session begun at `/login` or by
-/// opening a URL with `?token=TOKEN` (which then redirects to the same URL without it). Compared in
-/// constant time. A bearer that is not the token passes only to the routes a scoped library token may
-/// use, whose handlers check it before reading anything else of the request.
-/// What a signed-in caller may do: everything; only look (`--read-only-token-file`: GET and HEAD); or look
-/// at the albums of a scoped library token (its sessions: the library's pages and reads only).
-enum Access: Sendable, Equatable { case full, readOnly, scoped(token: String) }
-
-struct BearerAuthMiddleware<Context: RequestContext>: RouterMiddleware {
-    let token: String
-    /// A second token that may only look (GET, HEAD): its bearers and sessions can see but not act.
-    var readOnlyToken: String? = nil
-    let sessions: SessionStore
-    static var open: Set<String> { ["/healthz", "/readyz", "/login", "/api/openapi.json"] }
-
-    /// What a scoped library token may reach (its handlers check the token and limit what it sees).
-    static func scoped(_ request: Request) -> Bool {
-        let path = request.uri.path
-        return path.hasPrefix("/api/assets") || path == "/api/albums" || path.hasPrefix("/api/library/")
-            || (path == "/api/jobs" && request.method == .post)
-    }
-
-    /// Who `request` is: the one decision the middleware, the pages' actions and the library's scope all take.
-    /// The coordinator's token is everything; the read-only token only looks; any other bearer is taken as a
-    /// scoped library token (the library's handlers check it); a session has the access it was started with.
-    /// nil when the request presents no token and no live session, and the face has a token.
-    static func access(of request: Request, token: String?, readOnlyToken: String?, sessions: SessionStore) -> Access? {
-        if let bearer = presented(request) {
-            if let token, constantTimeEqual(bearer, token) { return .full }
-            if let readOnlyToken, constantTimeEqual(bearer, readOnlyToken) { return .readOnly }
-            return .scoped(token: bearer)
-        }
-        if let session = request.cookies[SessionStore.cookieName]?.value, let access = sessions.access(session) { return access }
-        return token == nil ? .full : nil
-    }
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        if Self.open.contains(request.uri.path) || Self.asset(request.uri.path) { return try await next(request, context) }
-        let byBearer = Self.presented(request) != nil
-        let looks = request.method == .get || request.method == .head
-        switch Self.access(of: request, token: token, readOnlyToken: readOnlyToken, sessions: sessions) {
-        case .full?:
-            return try await next(request, context)
-        case .readOnly?:
-            guard looks else { throw Self.readOnlyRefusal(request) }
-            return try await next(request, context)
-        case .scoped? where byBearer:
-            if Self.scoped(request) { return try await next(request, context) }
-        case .scoped?:
-            // A scoped library token's browser: its albums' pages and the library's reads, nothing else.
-            guard looks, Self.scoped(request) || request.uri.path.hasPrefix("/library") || Self.asset(request.uri.path) else {
-                throw APIError(status: .forbidden, message: "a scoped library sign-in sees its albums only (\(request.method) \(request.uri.path))")
-            }
-            return try await next(request, context)
-        case nil:
-            break
-        }
-        if !byBearer, request.method == .get, let given = request.uri.queryParameters.get("token") {
-            let readOnly = readOnlyToken.map { Self.constantTimeEqual(given, $0) } ?? false
-            if Self.constantTimeEqual(given, token) || readOnly {
-                // The URL printed at start: a session for this browser, and the token out of the address bar.
-                var query = URLComponents(string: "?" + (request.uri.query ?? ""))?.queryItems ?? []
-                query.removeAll { $0.name == "token" }
-                var response = Response.redirect(to: request.uri.path + (query.isEmpty ? "" : "?" + query.map { "\($0.name)=\($0.value ?? "")" }
-                    .joined(separator: "&")), type: .normal)
-                response.setCookie(sessions.newCookie(readOnly ? .readOnly : .full))
-                return response
-            }
-        }
-        if request.method == .get, request.headers[.accept]?.contains("text/html") == true {
-            return .redirect(to: "/login", type: .normal)
-        }
-        var response = APIError(status: .unauthorized, message: "missing or wrong bearer token").response
-        response.headers[.wwwAuthenticate] = "Bearer realm=\"mediafarm\""
-        return response
-    }
-
-    /// The console's own files: its style sheet and script.
-    static func asset(_ path: String) -> Bool { path == "/console.css" || path == "/console.js" }
-
-    static func readOnlyRefusal(_ request: Request) -> APIError {
-        APIError(status: .forbidden, message: "read-only: this sign-in may look but not act (\(request.method) \(request.uri.path)); "
-                 + "sign in with the coordinator's token to act")
-    }
-
-    /// The bearer token of the `Authorization` header.
-    static func presented(_ request: Request) -> String? {
-        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else { return nil }
-        return String(header.dropFirst(7)).trimmingCharacters(in: .whitespaces)
-    }
-
-    /// Equal strings, in a time that depends on the lengths only.
-    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8), y = Array(b.utf8)
-        var difference = UInt(x.count ^ y.count)
-        for i in 0..<max(x.count, y.count) {
-            difference |= UInt((i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0))
-        }
-        return difference == 0
     }
 }
 
