@@ -170,11 +170,9 @@ extension FaceController {
         do {
             return try await body()
         } catch let error as LibraryError {
-            throw apiError(error)
+            throw APIError(error)
         }
     }
-
-    static func apiError(_ error: LibraryError) -> APIError { APIError(error) }
 
     static func queueError(_ error: any Error) -> APIError {
         if let error = error as? JobStoreError { return APIError(error) }

@@ -226,8 +226,6 @@ final class SessionStore: Sendable {
         return id
     }
 
-    func isValid(_ id: String) -> Bool { access(id) != nil }
-
     /// What the session may do: nil when it is unknown or expired (then forgotten).
     func access(_ id: String) -> Access? {
         let now = self.now()
