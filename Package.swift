@@ -134,6 +134,8 @@ let package = Package(
             "FarmRuntime", "FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "FarmSubmit",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -142,6 +144,14 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], plugins: ["OpenAPIPlugin"]),
+        // The coordinator and batch processes wired as service groups (the coordinator, the HTTP face, the
+        // webhook deliverer, the stop signals), built by a function the command line and tests call alike.
+        .target(name: "FarmApplication", dependencies: [
+            "FarmHTTP", "FarmWebhooks", "FarmRuntime", "FarmStore", "FarmModel",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
         // docs/openapi.json built into FarmHTTP (OpenAPIDocument), served at /api/openapi.json.
         .executableTarget(name: "EmbedOpenAPI"),
         .plugin(name: "OpenAPIPlugin", capability: .buildTool(), dependencies: ["EmbedOpenAPI"]),
@@ -154,7 +164,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "MediaFarmCLI", dependencies: [
-            "QueueCLI", "FarmLibraryMedia", "FarmHTTP", "FarmWebhooks", "MediaCapture", "FarmRuntime", "FarmSubmit", "SafeFiles", "FarmStore", "FarmLibrary", "FarmIngest", "CodeScan", "MediaImage", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
+            "QueueCLI", "FarmApplication", "FarmLibraryMedia", "FarmHTTP", "FarmWebhooks", "MediaCapture", "FarmRuntime", "FarmSubmit", "SafeFiles", "FarmStore", "FarmLibrary", "FarmIngest", "CodeScan", "MediaImage", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -191,13 +201,18 @@ let package = Package(
         .testTarget(name: "FarmIngestTests", dependencies: ["FarmIngest", "FarmSubmit", "FarmStore", "FarmTestSupport"]),
         .testTarget(name: "FarmSubmitTests", dependencies: ["FarmSubmit", "FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "FarmTestSupport"]),
         .testTarget(name: "FarmLibraryTests", dependencies: ["FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "FarmTestSupport"]),
-        .testTarget(name: "FarmRuntimeTests", dependencies: ["FarmRuntime", "FarmSubmit", "FarmStore", "FarmModel", "MediaTime", "CodeScan", "MediaEdit", "FarmTestSupport", "S3Client",
+        .testTarget(name: "FarmRuntimeTests", dependencies: ["FarmRuntime", "MediaFarmCLI", "QueueCLI", "FarmSubmit", "FarmStore", "FarmModel", "MediaTime", "CodeScan", "MediaEdit", "FarmTestSupport", "S3Client",
                                                          .product(name: "NIOCore", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "CodeScanTests", dependencies: ["CodeScan", "MediaCore", "MediaTime", "FarmTestSupport"]),
-        .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "QueueCLI", "FarmSubmit", "FarmTestSupport", "S3Client",
+        .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "QueueCLI", "FarmApplication", "FarmRuntime", "FarmSubmit", "FarmTestSupport", "S3Client",
                                                            .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "S3ClientTests", dependencies: ["S3Client", "FarmTestSupport"]),
-        .testTarget(name: "FarmWebhooksTests", dependencies: ["FarmWebhooks", "FarmStore", "FarmModel", "FarmTestSupport"]),
+        .testTarget(name: "FarmWebhooksTests", dependencies: ["FarmWebhooks", "FarmStore", "FarmModel", "FarmTestSupport",
+                                                              .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "FarmApplicationTests", dependencies: [
+            "FarmApplication", "FarmHTTP", "FarmRuntime", "FarmStore", "FarmModel", "FarmTestSupport",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        ]),
         .testTarget(name: "FarmHTTPTests", dependencies: [
             "FarmHTTP", "FarmLibrary", "FarmRuntime", "FarmStore", "FarmTestSupport",
             .product(name: "Hummingbird", package: "hummingbird"),

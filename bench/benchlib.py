@@ -1,6 +1,6 @@
 # What the farm's benchmark scripts (bench/farm.py, bench/pipeline.py) share: messages, percentiles, and
 # the JSON events of a coordinator's log.
-import json, statistics, sys
+import datetime, json, statistics, sys
 
 
 def log(message):
@@ -14,13 +14,19 @@ def percentiles(values):
             "max": round(v[-1], 2), "samples": len(v)}
 
 
+def event(line):
+    """A line of `coordinator --json` as a dict, its `at` (ISO 8601) as seconds since 1970; None when it is no event."""
+    if not line.startswith("{"):
+        return None
+    try:
+        e = json.loads(line)
+    except ValueError:
+        return None
+    if isinstance(e.get("at"), str):
+        e["at"] = datetime.datetime.fromisoformat(e["at"].replace("Z", "+00:00")).timestamp()
+    return e
+
+
 def events(path):
-    out = []
     with open(path) as f:
-        for line in f:
-            if line.startswith("{"):
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass
-    return out
+        return [e for e in map(event, f) if e is not None]

@@ -58,22 +58,23 @@ def pickup(label, queue):
         time.sleep(1)
         coordinator.terminate()
         coordinator.wait(timeout=60)
-    first, hops = {}, {}
+    first, hops, started = {}, {}, {}
     for e in events(log_path):
         if e["event"] == "progress" and e["job"] not in first:
             first[e["job"]] = e["at"]
         if e["event"] == "started":
             hops[e["job"]] = e["hops"]
+            started[e["job"]] = e["at"]
     created = created_times(queue)
     parts = {"wokeMs": [], "claimMs": [], "handMs": [], "workerMs": [], "totalMs": []}
     for job, t in created.items():
         if job not in first or job not in hops:
             continue
         h = hops[job]
-        parts["wokeMs"].append((h["woke"] - t) * 1000)
-        parts["claimMs"].append((h["claimed"] - h["woke"]) * 1000)
-        parts["handMs"].append((h["handed"] - h["claimed"]) * 1000)
-        parts["workerMs"].append((first[job] - h["handed"]) * 1000)
+        parts["wokeMs"].append(h["wait"] * 1000)
+        parts["claimMs"].append(h["claim"] * 1000)
+        parts["handMs"].append(h["hand"] * 1000)
+        parts["workerMs"].append((first[job] - started[job]) * 1000)
         parts["totalMs"].append((first[job] - t) * 1000)
     assert len(parts["totalMs"]) == 40, f"{label}: {len(parts['totalMs'])} of 40 jobs seen"
     return {k: percentiles(v) for k, v in parts.items()}

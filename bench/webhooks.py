@@ -1,6 +1,6 @@
 # bench/webhooks's measurements (see that script). Arguments: BIN_DIR WORK_FOLDER POSTGRES_URL.
 import json, os, statistics, subprocess, sys, time
-from benchlib import log, percentiles
+from benchlib import event, log, percentiles
 
 bins, work, pg_url = sys.argv[1:4]
 mediafarm = os.path.join(bins, "mediafarm")
@@ -95,7 +95,7 @@ def farm_seconds(label, queue, webhook, round_, jobs=600):
                          check=True, capture_output=True, text=True).stdout
     if receiver:
         receiver.kill()
-    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    events = [e for e in map(event, out.splitlines()) if e is not None]
     started = [e["at"] for e in events if e.get("event") == "started"]
     finished = [e["at"] for e in events if e.get("event") == "finished"]
     assert len(finished) == jobs, f"{label}: {len(finished)} of {jobs} jobs finished"

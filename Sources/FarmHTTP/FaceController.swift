@@ -18,6 +18,8 @@ final class FaceServices: Sendable {
     let store: any JobStore
     let metrics: FarmMetrics
     let hub = EventHub()
+    /// The process's events: the face publishes its own there, and its hub reads them all.
+    let events: EventBus
     let sessions: SessionStore
     let logger: Logger
     /// Each action taken through the console or the API, who took it (the coordinator prints them).
@@ -26,22 +28,32 @@ final class FaceServices: Sendable {
     let healthCache = Mutex<HealthAnswer?>(nil)
     /// Each route's policy as registered.
     let routes = RouteTable()
+    /// Failed sign-ins and bearer checks by client address.
+    let guesses: GuessLimiter
 
     init(configuration: HTTPFaceConfiguration, coordinator: Coordinator, store: any JobStore, metrics: FarmMetrics, logger: Logger,
-         onAction: @escaping @Sendable (String) -> Void) {
+         events: EventBus, onAction: @escaping @Sendable (String) -> Void) {
         self.configuration = configuration
+        self.events = events
         self.coordinator = coordinator
         self.store = store
         self.metrics = metrics
         self.logger = logger
         self.onAction = onAction
-        sessions = SessionStore(lifetime: configuration.sessionSeconds, secureCookies: configuration.cookieSecure, now: configuration.now)
+        sessions = SessionStore(lifetime: configuration.sessionSeconds, idleSeconds: configuration.sessionIdleSeconds,
+                                secureCookies: configuration.cookieSecure, now: configuration.now)
+        guesses = GuessLimiter(freeFailures: configuration.authFailuresAllowed, factory: metrics.factory, now: configuration.now) { line in
+            logger.warning("\(line)")
+            onAction(line)
+        }
+        let hub = self.hub
+        events.subscribe { hub.publish($0) }
     }
 
     /// Who a request is, as every route's policy asks it.
     var gate: Gate {
         Gate(token: configuration.token, readOnlyToken: configuration.readOnlyToken, sessions: sessions, store: store,
-             libraryHost: configuration.libraryHost)
+             libraryHost: configuration.libraryHost, guesses: guesses)
     }
 }
 
@@ -58,6 +70,7 @@ extension FaceController {
     var coordinator: Coordinator { face.coordinator }
     var store: any JobStore { face.store }
     var hub: EventHub { face.hub }
+    var events: EventBus { face.events }
     var logger: Logger { face.logger }
 
     /// An action, for the coordinator's output and the log.
@@ -89,18 +102,16 @@ extension FaceController {
 
     /// One manifest through the one submission path: checked by `rules`, limited to a scoped caller's
     /// albums, made into a job by `options`, queued, announced. Refusals as HTTP answers.
-    func enqueue(_ offer: ManifestOffer, rules: SubmissionRules, library: AssetLibrary, keyed: Bool, options: JobOptions) async throws -> SubmittedJob {
+    func enqueue(_ offer: ManifestOffer, as submitter: Submitter, library: AssetLibrary, keyed: Bool, options: JobOptions) async throws -> SubmittedJob {
         do {
-            let accepted = try Submission.refusingInvalid(try await Submission.check([offer], rules: rules) { _ in library })
-            let refusals = Submission.scopedRefusals(accepted, access: library.access)
-            if !refusals.isEmpty { throw SubmissionError.notPermitted(refusals) }
-            let manifest = accepted[0].manifest
-            let new = options.job(manifest, text: offer.text)
-            let queued = try await Submission(store: store, library: library).enqueue([new], sources: [manifest.edits.map(\.source)])
-            guard let first = queued.jobs.first else { throw SubmissionError.outcomeUnknown(.unavailable("the queue answered no job")) }
+            let checked = try await Submission.check([offer], as: submitter) { _ in library }
+            let (jobs, queued) = try await Submission(store: store, library: library).submit(checked, options: options)
+            guard let new = jobs.first, let first = queued.jobs.first else {
+                throw SubmissionError.outcomeUnknown(.unavailable("the queue answered no job"))
+            }
             let submitted = SubmittedJob(id: first.id, name: new.name, queued: first.inserted, warnings: queued.warnings[first.id])
             for warning in submitted.warnings ?? [] { logger.warning("job \(first.id): \(warning)") }
-            hub.publish(.submitted(id: submitted.id, name: submitted.name, queued: submitted.queued))
+            events.publish(.submitted(id: submitted.id, name: submitted.name, queued: submitted.queued))
             return submitted
         } catch let error as SubmissionError {
             throw APIError(error, keyed: keyed)

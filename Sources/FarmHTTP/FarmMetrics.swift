@@ -36,6 +36,9 @@ public final class FarmMetrics: Sendable {
         for outcome in ["delivered", "retried", "failed", "refused"] {
             _ = registry.makeCounter(descriptor: Self.name("webhook_deliveries_total"), labels: [("outcome", outcome)])
         }
+        for kind in GuessLimiter.Kind.allCases {
+            _ = registry.makeCounter(descriptor: Self.name("http_auth_failures_total"), labels: [("kind", kind.rawValue)])
+        }
         for name in ["claims_total", "lease_renewals_total", "output_bytes_total"] {
             _ = registry.makeCounter(descriptor: Self.name(name))
         }

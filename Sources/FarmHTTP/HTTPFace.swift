@@ -25,6 +25,10 @@ public struct HTTPFaceConfiguration: Sendable {
     public var cookieSecure = false
     /// How long a browser session lasts after sign-in.
     public var sessionSeconds: Double = 12 * 3600
+    /// Failed sign-ins and bearer checks from one address before each next try waits (`--http-auth-failures-allowed`).
+    public var authFailuresAllowed = 5
+    /// A browser session not used for this long ends (`--session-idle-minutes`).
+    public var sessionIdleSeconds: Double = 2 * 3600
     /// Whether manifests posted with the coordinator's own token may set `"overwrite": true`.
     public var allowOverwrite = false
     /// What a scoped library token's submissions may ask for.
@@ -41,6 +45,8 @@ public struct HTTPFaceConfiguration: Sendable {
     public var maxBodyBytes = 1 << 20
     /// A coordinator loop that has not turned for this long makes `/healthz` fail.
     public var stalledLoopSeconds: Double = 120
+    /// How long the face waits on clients, and how many it lets hold a connection before their first request.
+    public var connections = ConnectionLimits()
 
     public init(host: String, port: Int, token: String?, baseDirectory: String, outputRoots: [String]?) {
         self.host = host
@@ -115,11 +121,13 @@ public final class HTTPFace: Service, Sendable {
         Overview.self, ConsoleJobs.self, LibraryPages.self, ChartsPage.self,
     ] }
 
-    /// `metrics` must be the one whose factory the coordinator counts through.
+    /// `metrics` must be the one whose factory the coordinator counts through; `events` the bus the
+    /// coordinator publishes on (the face's own events go there too, and `/api/events` reads it).
     public init(configuration: HTTPFaceConfiguration, coordinator: Coordinator, store: any JobStore, metrics: FarmMetrics,
-                logger: Logger, onListening: @escaping @Sendable (String) -> Void = { _ in },
+                logger: Logger, events: EventBus = EventBus(), onListening: @escaping @Sendable (String) -> Void = { _ in },
                 onAction: @escaping @Sendable (String) -> Void = { _ in }) {
-        face = FaceServices(configuration: configuration, coordinator: coordinator, store: store, metrics: metrics, logger: logger, onAction: onAction)
+        face = FaceServices(configuration: configuration, coordinator: coordinator, store: store, metrics: metrics, logger: logger, events: events,
+                            onAction: onAction)
         self.onListening = onListening
     }
 
@@ -128,21 +136,17 @@ public final class HTTPFace: Service, Sendable {
     var sessions: SessionStore { face.sessions }
     var logger: Logger { face.logger }
 
-    /// Passes a coordinator event to `/api/events` clients.
-    public func publish(_ event: CoordinatorEvent) {
-        face.hub.publish(event)
-    }
-
-    /// The router with its middleware: errors as JSON (internal ones by id), the Host allowlist, the
-    /// same-origin rule, the content security policy; then each route behind its own policy, which settles
+    /// The router with its middleware: the security headers of HTML answers, errors as JSON or pages
+    /// (internal ones by id), the Host allowlist, the same-origin rule; then each route behind its own policy, which settles
     /// who the caller is before the route reads a body or the file system. `router` may come with
     /// middleware of its own that runs first (tests).
     func buildRouter(_ router: Router<FarmRequestContext> = Router(context: FarmRequestContext.self)) -> Router<FarmRequestContext> {
+        // Outermost: every HTML answer gets the security headers, the error pages the next one makes included.
+        router.add(middleware: ContentSecurityMiddleware())
         router.add(middleware: ErrorMiddleware(logger: logger, maxBodyBytes: configuration.maxBodyBytes))
         router.add(middleware: HostAllowlistMiddleware(allowed: HostAllowlistMiddleware<FarmRequestContext>.names(listening: configuration.host,
                                                                                                               extra: configuration.allowedHosts)))
         router.add(middleware: SameOriginMiddleware())
-        router.add(middleware: ContentSecurityMiddleware())
         router.add(middleware: DeclaredRoutesOnly(table: face.routes))
         let routes = Routes(router: router, gate: face.gate, table: face.routes)
         for controller in Self.controllers { controller.init(face: face).register(on: routes) }
@@ -154,12 +158,17 @@ public final class HTTPFace: Service, Sendable {
 
     public func run() async throws {
         let router = buildRouter()
+        let pending = PendingConnections(limit: configuration.connections.maxPendingConnections)
+        let limits = configuration.connections
         let app = Application(
             router: router,
-            server: .http1(additionalChannelHandlers: [HealthHandler(serverName: "mediafarm") { [self] in
-                let answer = self.health()
-                return (answer.status, answer.body)
-            }]),
+            server: .http1(configuration: .init(additionalChannelHandlers: [
+                ConnectionGuard.handler(limits: limits, pending: pending),
+                HealthHandler(serverName: "mediafarm") { [self] in
+                    let answer = self.health()
+                    return (answer.status, answer.body)
+                },
+            ])),
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),
                                                     serverName: "mediafarm", reuseAddress: true),
             onServerRunning: { [configuration, onListening] channel in

@@ -18,7 +18,7 @@ struct HealthRoutes: FaceController {
             let answer = health()
             return Response(status: answer.status, headers: [.contentType: "application/json; charset=utf-8"], body: ResponseBody(byteBuffer: answer.body))
         }
-        routes.get("/readyz", .open) { _, _ in await readiness() }
+        routes.get("/readyz", .open) { _, context in await readiness(known: context.identity != nil) }
         routes.get("/api/openapi.json", .open) { _, _ in Response.text(OpenAPIDocument.json + "\n", type: "application/json; charset=utf-8") }
         routes.get("/metrics", .look) { _, _ in await metricsText() }
     }
@@ -52,21 +52,24 @@ struct HealthRoutes: FaceController {
         return HealthAnswer(at: now, draining: snapshot.draining, status: stalled.isEmpty ? .ok : .serviceUnavailable, body: ByteBuffer(bytes: data))
     }
 
-    /// Ready while the queue answers and the coordinator is not draining.
-    func readiness() async -> Response {
+    /// Ready while the queue answers and the coordinator is not draining. Which queue, and why it does not
+    /// answer, are told to a caller with a credential only (`known`): a path or a server's address is a map
+    /// of the farm.
+    func readiness(known: Bool) async -> Response {
         struct Ready: Encodable {
             var status: String
-            var queue: String
+            var queue: String?
             var error: String?
         }
+        let queue = known ? store.location : nil
         if coordinator.isDraining {
-            return .json(Ready(status: "draining", queue: store.location), status: .serviceUnavailable)
+            return .json(Ready(status: "draining", queue: queue), status: .serviceUnavailable)
         }
         do {
             _ = try await store.counts()
-            return .json(Ready(status: "ready", queue: store.location))
+            return .json(Ready(status: "ready", queue: queue))
         } catch {
-            return .json(Ready(status: "queue unavailable", queue: store.location, error: error.description), status: .serviceUnavailable)
+            return .json(Ready(status: "queue unavailable", queue: queue, error: known ? error.description : nil), status: .serviceUnavailable)
         }
     }
 
@@ -86,11 +89,27 @@ struct SignIn: FaceController {
 
     func register(on routes: Routes) {
         routes.get("/login", .open) { _, _ in Response.text(StatusPage.login(failed: false).text, type: "text/html; charset=utf-8") }
-        routes.post("/login", .open) { request, _ in try await login(request) }
+        routes.post("/login", .open) { request, context in
+            if let wait = face.gate.backoff(context.client) { return wait }
+            return try await login(request, client: context.client)
+        }
+        routes.post("/logout", .open) { request, _ in logout(request) }
+    }
+
+    /// Signing out: the browser's session ends on the face (its cookie is worth nothing after, wherever a
+    /// copy of it is) and the browser forgets it. Open: a request without a session has nothing to end, and
+    /// the session cookie (SameSite=Strict) comes only with the face's own pages.
+    func logout(_ request: Request) -> Response {
+        if let id = request.cookies[SessionStore.cookieName]?.value, face.sessions.end(id) {
+            audit("http: session \(id.prefix(8))… signed out")
+        }
+        var response = Response.redirect(to: "/login?signed-out=1", type: .normal)
+        response.setCookie(face.sessions.endedCookie)
+        return response
     }
 
     /// The sign-in form: the token for a session cookie (never the token itself in the cookie).
-    func login(_ request: Request) async throws -> Response {
+    func login(_ request: Request, client: String?) async throws -> Response {
         struct Form: Decodable { var token: String? }
         var request = request
         let body = try await request.collectBody(upTo: 4096)
@@ -102,6 +121,7 @@ struct SignIn: FaceController {
         if !Gate.constantTimeEqual(given, token) && !readOnly {
             // A scoped library token signs its browser in to its albums' pages.
             guard !given.isEmpty, ((try? await face.gate.albums(of: given)) ?? nil) != nil else {  // a library that cannot say: not signed in
+                if let client { face.guesses.failed(client, .signIn) }
                 return .text(StatusPage.login(failed: true).text, status: .unauthorized, type: "text/html; charset=utf-8")
             }
             access = .scoped(token: given)

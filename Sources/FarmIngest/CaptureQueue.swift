@@ -4,6 +4,7 @@ import FarmModel
 import FarmStore
 import FarmSubmit
 import Foundation
+import Synchronization
 import MediaCapture
 import SafeFiles
 #if canImport(Glibc)
@@ -19,7 +20,7 @@ import Glibc
 /// once and set aside (it is never retried, and never holds up the segments after it); a journal that
 /// cannot be written is reported at once and makes `journalProblem` say why. A recording's assembly
 /// (`assemble`) is journaled and queued the same way, after its segments.
-public final class CaptureQueue: @unchecked Sendable {  // unchecked: its journal and jobs behind `lock`
+public final class CaptureQueue: Sendable {
     struct Entry: Codable {
         var captureID: String
         var index: Int
@@ -55,23 +56,26 @@ public final class CaptureQueue: @unchecked Sendable {  // unchecked: its journa
     let outputRoots: [String]?
     let location: QueueLocation
     let libraryHost: String
-    /// Checks a filled-in manifest (text, default name, base folder, output roots): the job's name, or
-    /// what is wrong.
-    /// Segments not yet enqueued, in order, and whether more may come; `wake` tells `run` of a change.
-    private let lock = NSLock()
-    private var pending: [Item] = []
-    /// Jobs of segments, by "captureID-index": the ones this capture queued and, once an assembly needs
-    /// them, those the folder's journals record.
-    private var segmentJobs: [String: Int64] = [:]
-    private var assembled: [(job: Int64, assembly: CaptureAssembly)] = []
-    private var feeding = true
+    private let state = Mutex(State())
     private let wakeUps: AsyncStream<Void>
+    /// Tells `run` of a change.
     private let wake: AsyncStream<Void>.Continuation
     private let report: @Sendable (CaptureFeedEvent) -> Void
-    private var store: (any JobStore)?
-    private var rejected = 0
-    private var firstRejection: String?
-    private var journalError: String?
+
+    private struct State {
+        /// Segments not yet enqueued, in order, and whether more may come.
+        var pending: [Item] = []
+        var feeding = true
+        /// Jobs of segments, by "captureID-index": the ones this capture queued and, once an assembly needs
+        /// them, those the folder's journals record.
+        var segmentJobs: [String: Int64] = [:]
+        var assembled: [(job: Int64, assembly: CaptureAssembly)] = []
+        /// The queue, while it answers (only `run`'s task opens and closes it).
+        var store: (any JobStore)?
+        var rejected = 0
+        var firstRejection: String?
+        var journalError: String?
+    }
 
     public static let placeholders = ["input", "stem", "ext", "index", "captureID", "date"]
 
@@ -92,14 +96,14 @@ public final class CaptureQueue: @unchecked Sendable {  // unchecked: its journa
 
     /// Why the journal could not be kept (the first failure), or nil: the capture then exits 1, since a
     /// segment it did not record could be lost to the queue if this process died before enqueueing it.
-    public var journalProblem: String? { lock.withLock { journalError } }
+    public var journalProblem: String? { state.withLock { $0.journalError } }
 
     /// Called on the capture thread as each segment is finished: journaled at once, enqueued by `run`.
     /// `captureID`: the recording it belongs to (a salvaged segment's may be an earlier one's).
     public func segmentFinished(_ segment: SegmentReport, captureID: String? = nil) {
         let id = captureID ?? self.captureID
         journal(Entry(captureID: id, index: segment.index, path: segment.path, job: nil))
-        lock.withLock { pending.append(.segment(segment, captureID: id)) }
+        state.withLock { $0.pending.append(.segment(segment, captureID: id)) }
         wake.yield()
     }
 
@@ -107,13 +111,13 @@ public final class CaptureQueue: @unchecked Sendable {  // unchecked: its journa
     /// every segment offered before it.
     public func assemble(_ assembly: CaptureAssembly) {
         journal(Entry(captureID: assembly.captureID, index: assembly.first, path: "", job: nil, assembly: assembly))
-        lock.withLock { pending.append(.assembly(assembly)) }
+        state.withLock { $0.pending.append(.assembly(assembly)) }
         wake.yield()
     }
 
     /// No more segments will come.
     public func finishFeeding() {
-        lock.withLock { feeding = false }
+        state.withLock { $0.feeding = false }
         wake.yield()
     }
 
@@ -125,7 +129,7 @@ public final class CaptureQueue: @unchecked Sendable {  // unchecked: its journa
         var delay = 0.25
         var failing: String?
         while true {
-            let (next, more) = lock.withLock { (pending.first, feeding) }
+            let (next, more) = state.withLock { ($0.pending.first, $0.feeding) }
             guard let next else {
                 if !more { break }
                 _ = await wakeUps.next()
@@ -141,7 +145,7 @@ public final class CaptureQueue: @unchecked Sendable {  // unchecked: its journa
                 case .segment(let segment, let id): try await enqueue(segment, captureID: id)
                 case .assembly(let assembly): try await enqueue(assembly)
                 }
-                lock.withLock { _ = pending.removeFirst() }
+                state.withLock { _ = $0.pending.removeFirst() }
                 delay = 0.25
                 failing = nil
             } catch let invalid as InvalidSegmentManifest {
@@ -153,37 +157,47 @@ public final class CaptureQueue: @unchecked Sendable {  // unchecked: its journa
                     report(.notice("the assembly of \(assembly.captureID) (segments \(assembly.first)-\(assembly.last)) was not enqueued: "
                                       + "the --assemble template gives an invalid manifest: \(invalid.reason)"))
                 }
-                lock.withLock {
-                    _ = pending.removeFirst()
-                    rejected += 1
-                    if firstRejection == nil { firstRejection = invalid.reason }
+                state.withLock { s in
+                    _ = s.pending.removeFirst()
+                    s.rejected += 1
+                    if s.firstRejection == nil { s.firstRejection = invalid.reason }
                 }
             } catch {
                 if failing != what {
                     failing = what
-                    report(.notice("\(what): the queue did not take it (\(error)); journaled in \(journalPath), trying again"))
+                    let why = error is ObjectsNotThere ? "its job names what is not there" : "the queue did not take it"
+                    report(.notice("\(what): \(why) (\(error)); journaled in \(journalPath), trying again"))
                 }
                 if !more { break }
                 try? await Task.sleep(for: .seconds(delay))  // cancelled: the retry loop ends at its next check
                 delay = min(delay * 2, 5)
             }
         }
+        let store = state.withLock { s in
+            defer { s.store = nil }
+            return s.store
+        }
         await store?.close()
-        return lock.withLock {
-            var outcome = Outcome(rejected: rejected, firstRejection: firstRejection)
-            for item in pending {
+        return state.withLock { s in
+            var outcome = Outcome(rejected: s.rejected, firstRejection: s.firstRejection)
+            for item in s.pending {
                 switch item {
                 case .segment(let segment, _): outcome.waiting.append(segment)
                 case .assembly(let assembly): outcome.waitingAssemblies.append(assembly)
                 }
             }
-            outcome.assembled = assembled
+            outcome.assembled = s.assembled
             return outcome
         }
     }
 
     struct InvalidSegmentManifest: Error {
         var reason: String
+    }
+
+    /// A job that names objects that are not there (an output's bucket).
+    struct ObjectsNotThere: Error, CustomStringConvertible {
+        var description: String
     }
 
     private func enqueue(_ segment: SegmentReport, captureID: String) async throws {
@@ -193,10 +207,10 @@ public final class CaptureQueue: @unchecked Sendable {  // unchecked: its journa
             "date": IngestTemplate.day(segment.wallClock),
         ], file: segment.path)
         let roots = outputRoots ?? [template.folder]
-        let manifest = try checked(text, name: "\(captureID)-\(segment.index)", base: template.folder, roots: roots)
+        let manifest = try await checked(text, name: "\(captureID)-\(segment.index)", base: template.folder, roots: roots)
         let options = JobOptions(outputRoots: roots, uniqueKey: .captureSegment(captureID, index: segment.index))
         guard let (first, store) = try await submit(options.job(manifest, text: text)) else { return }
-        lock.withLock { segmentJobs["\(captureID)-\(segment.index)"] = first.id }
+        state.withLock { $0.segmentJobs["\(captureID)-\(segment.index)"] = first.id }
         journal(Entry(captureID: captureID, index: segment.index, path: segment.path, job: first.id))
         report(.enqueued(captureID: captureID, index: segment.index, job: first.id, queued: first.inserted,
                          latencyMs: (Date().timeIntervalSince(segment.closedAt ?? started) * 1000 * 10).rounded() / 10))
@@ -214,8 +228,8 @@ public final class CaptureQueue: @unchecked Sendable {  // unchecked: its journa
     /// Queues an assembly after the jobs of its segments (those that have one: a segment the segment
     /// template was invalid for has none).
     private func enqueue(_ assembly: CaptureAssembly) async throws {
-        let manifest = try checked(assembly.manifest, name: assembly.name, base: assembly.baseDirectory, roots: assembly.outputRoots)
-        var known = lock.withLock { segmentJobs }
+        let manifest = try await checked(assembly.manifest, name: assembly.name, base: assembly.baseDirectory, roots: assembly.outputRoots)
+        var known = state.withLock { $0.segmentJobs }
         if assembly.segments.contains(where: { known["\(assembly.captureID)-\($0.index)"] == nil }) {
             do {
                 known.merge(try Self.journaled(in: folder).segmentJobs) { a, _ in a }
@@ -227,37 +241,45 @@ public final class CaptureQueue: @unchecked Sendable {  // unchecked: its journa
         let after = assembly.segments.compactMap { known["\(assembly.captureID)-\($0.index)"] }.map(JobReference.id)
         let options = JobOptions(outputRoots: assembly.outputRoots, uniqueKey: assembly.uniqueKey, after: after)
         guard let (first, _) = try await submit(options.job(manifest, text: assembly.manifest)) else { return }
-        lock.withLock { assembled.append((first.id, assembly)) }
+        state.withLock { $0.assembled.append((first.id, assembly)) }
         journal(Entry(captureID: assembly.captureID, index: assembly.first, path: "", job: first.id, assembly: assembly))
         report(.assembly(assembly, job: first.id, queued: first.inserted, after: after.count))
     }
 
-    /// How a capture's jobs are checked: as a submission is, outputs under its roots (an output that exists
-    /// already is found when the job runs).
-    public static func rules(outputRoots: [String]) -> SubmissionRules {
-        SubmissionRules(outputRoots: outputRoots, outputRootsWayOut: "to write there, give --output-root FOLDER (or \"outputRoots\" in the --config file)",
-                        refuseExistingOutputs: false)
-    }
-
-    /// The filled-in manifest, validated; an invalid one is a permanent refusal.
-    private func checked(_ text: String, name: String, base: String, roots: [String]) throws -> JobManifest {
-        switch Submission.validate(ManifestOffer(text: text, file: name, name: name, baseDirectory: base), rules: Self.rules(outputRoots: roots)) {
-        case .success(let valid): return valid
-        case .failure(let problem): throw InvalidSegmentManifest(reason: IngestError(invalid: problem).description)
+    /// The filled-in manifest, validated, and the objects it names checked as `submit` checks them (an
+    /// output's bucket that is not there): an invalid manifest is a permanent refusal, a missing bucket is
+    /// tried again.
+    private func checked(_ text: String, name: String, base: String, roots: [String]) async throws -> JobManifest {
+        let offer = ManifestOffer(text: text, file: name, name: name, baseDirectory: base)
+        let submitter = Submitter.capture(outputRoots: roots)
+        switch Submission.validate(offer, as: submitter) {
+        case .success(let valid):
+            if let issues = await Submission.objectIssues([(offer, valid)], as: submitter)[name] {
+                // Not the template's fault: tried again as a queue that does not answer is (a bucket made meanwhile takes it).
+                throw ObjectsNotThere(description: IngestError(invalid: ManifestValidationError(file: name, issues: issues)).description)
+            }
+            return valid
+        case .failure(let problem):
+            throw InvalidSegmentManifest(reason: IngestError(invalid: problem).description)
         }
     }
 
     /// Enqueues `job`, opening the queue when it is not open; a queue that fails is closed, to be opened
     /// afresh on the next attempt.
     private func submit(_ job: NewJob) async throws -> (Enqueued, any JobStore)? {
-        if store == nil { store = try await JobStores.open(location, create: true) }
-        guard let store else { return nil }
+        let store: any JobStore
+        if let open = state.withLock({ $0.store }) {
+            store = open
+        } else {
+            store = try await JobStores.open(location, create: true)
+            state.withLock { $0.store = store }
+        }
         do {
             // The one way into the queue; the library learns the segment and its job once it is registered.
             return try await Submission(store: store, library: nil).enqueue([job], sources: []).jobs.first.map { ($0, store) }
         } catch {
             await store.close()
-            self.store = nil
+            state.withLock { $0.store = nil }
             throw error
         }
     }
@@ -359,9 +381,9 @@ public final class CaptureQueue: @unchecked Sendable {  // unchecked: its journa
         do {
             try append(entry)
         } catch {
-            let first = lock.withLock {
-                defer { if journalError == nil { journalError = error.description } }
-                return journalError == nil
+            let first = state.withLock { s in
+                defer { if s.journalError == nil { s.journalError = error.description } }
+                return s.journalError == nil
             }
             if first {
                 report(.error("\(journalPath): the journal cannot be kept (\(error.description)); segment \(entry.index) and later ones "

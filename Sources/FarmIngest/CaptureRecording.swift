@@ -49,8 +49,37 @@ public struct CaptureRecording: Sendable {
             }
             for assembly in left.assemblies { feeder.assemble(assembly) }
         }
-        // What a recording into this folder left when it died: salvaged (and enqueued) or quarantined.
-        // Remuxing what was left reads and writes whole files: on a thread of its own, off the task pool.
+        await salvage(folder, report: report)
+        let recorded = RecordedSegments()
+        let session = CaptureSession(configuration: configuration) { event in
+            events(event)
+            if case .segment(let segment) = event {
+                feeder?.segmentFinished(segment)
+                recorded.append(segment)
+            }
+        }
+        let sources = Self.signalSources(for: session, report: report)
+        defer { for source in sources { source.cancel() } }
+        let summary = await withCheckedContinuation { (done: CheckedContinuation<CaptureSummary, Never>) in
+            Thread { done.resume(returning: session.run()) }.start()
+        }
+        if let assembly, let feeder {
+            let segments = recorded.all
+            if segments.isEmpty {
+                report(.notice("no assembly: the recording has no segment"))
+            } else {
+                feeder.assemble(CaptureAssembly.make(template: assembly.template, captureID: configuration.captureID, segments: segments,
+                                                     outputRoots: assembly.outputRoots))
+            }
+        }
+        feeder?.finishFeeding()
+        guard let outcome = await queueTask?.value, let feeder else { return (summary, true) }
+        return (summary, Self.queued(outcome, by: feeder, report: report))
+    }
+
+    /// What a recording into this folder left when it died: salvaged (and enqueued) or quarantined.
+    /// Remuxing what was left reads and writes whole files: on a thread of its own, off the task pool.
+    func salvage(_ folder: String, report: @escaping @Sendable (CaptureFeedEvent) -> Void) async {
         let leftovers = await withCheckedContinuation { (done: CheckedContinuation<[Salvage.Result], Never>) in
             DispatchQueue.global().async { done.resume(returning: Salvage.run(folder: folder)) }
         }
@@ -66,14 +95,11 @@ public struct CaptureRecording: Sendable {
                                     message: "segment \(salvaged.index) of \(salvaged.captureID) could not be salvaged: \(salvaged.reason ?? "")"))
             }
         }
-        let recorded = RecordedSegments()
-        let session = CaptureSession(configuration: configuration) { event in
-            events(event)
-            if case .segment(let segment) = event {
-                feeder?.segmentFinished(segment)
-                recorded.append(segment)
-            }
-        }
+    }
+
+    /// SIGINT and SIGTERM stop the session (the segment being written is finished); SIGUSR1 asks for a still
+    /// of the next picture. The sources, to cancel when the recording ends.
+    static func signalSources(for session: CaptureSession, report: @escaping @Sendable (CaptureFeedEvent) -> Void) -> [any DispatchSourceSignal] {
         var sources: [any DispatchSourceSignal] = []
         for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)
@@ -82,7 +108,6 @@ public struct CaptureRecording: Sendable {
             source.resume()
             sources.append(source)
         }
-        // SIGUSR1: a still of the next picture (a recording that takes stills).
         signal(SIGUSR1, SIG_IGN)
         let still = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: .global())
         still.setEventHandler {
@@ -90,43 +115,32 @@ public struct CaptureRecording: Sendable {
         }
         still.resume()
         sources.append(still)
-        defer { for source in sources { source.cancel() } }
-        let summary = await withCheckedContinuation { (done: CheckedContinuation<CaptureSummary, Never>) in
-            Thread { done.resume(returning: session.run()) }.start()
-        }
-        if let assembly, let feeder {
-            let segments = recorded.all
-            if segments.isEmpty {
-                report(.notice("no assembly: the recording has no segment"))
-            } else {
-                feeder.assemble(CaptureAssembly.make(template: assembly.template, captureID: configuration.captureID, segments: segments,
-                                                     outputRoots: assembly.outputRoots))
-            }
-        }
-        feeder?.finishFeeding()
+        return sources
+    }
+
+    /// Whether the feed queued everything; what it could not, said.
+    static func queued(_ outcome: CaptureQueue.Outcome, by feeder: CaptureQueue, report: @Sendable (CaptureFeedEvent) -> Void) -> Bool {
         var queued = true
-        if let outcome = await queueTask?.value, let feeder {
-            func counted(_ n: Int) -> String { n == 1 ? "1 segment was" : "\(n) segments were" }
-            if !outcome.waiting.isEmpty {
-                report(.notice("\(counted(outcome.waiting.count)) not enqueued (the queue did not answer); "
-                                  + "they are listed in \(feeder.journalPath), and the next capture into this folder enqueues them"))
-                queued = false
-            }
-            if !outcome.waitingAssemblies.isEmpty {
-                report(.notice("the assembly was not enqueued (the queue did not answer); it is in \(feeder.journalPath), "
-                                  + "and the next capture into this folder enqueues it"))
-                queued = false
-            }
-            if outcome.rejected > 0 {
-                report(.notice("\(counted(outcome.rejected)) not enqueued: the template gives an invalid manifest "
-                                  + "(\(outcome.firstRejection ?? "")); fix the --enqueue template, then `mediafarm submit` them"))
-                queued = false
-            }
-            if let problem = feeder.journalProblem {
-                report(.error("\(feeder.journalPath): the journal could not be kept: \(problem)"))
-                queued = false
-            }
+        func counted(_ n: Int) -> String { n == 1 ? "1 segment was" : "\(n) segments were" }
+        if !outcome.waiting.isEmpty {
+            report(.notice("\(counted(outcome.waiting.count)) not enqueued (the queue did not answer); "
+                              + "they are listed in \(feeder.journalPath), and the next capture into this folder enqueues them"))
+            queued = false
         }
-        return (summary, queued)
+        if !outcome.waitingAssemblies.isEmpty {
+            report(.notice("the assembly was not enqueued (the queue did not answer); it is in \(feeder.journalPath), "
+                              + "and the next capture into this folder enqueues it"))
+            queued = false
+        }
+        if outcome.rejected > 0 {
+            report(.notice("\(counted(outcome.rejected)) not enqueued: the template gives an invalid manifest "
+                              + "(\(outcome.firstRejection ?? "")); fix the --enqueue template, then `mediafarm submit` them"))
+            queued = false
+        }
+        if let problem = feeder.journalProblem {
+            report(.error("\(feeder.journalPath): the journal could not be kept: \(problem)"))
+            queued = false
+        }
+        return queued
     }
 }

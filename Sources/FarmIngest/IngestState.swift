@@ -87,8 +87,8 @@ final class IngestState: Sendable {
     }
 
     /// Every file row, by path (one read per pass).
-    func rows() throws -> [String: Row] {
-        try queue.read { db in
+    func rows() async throws -> [String: Row] {
+        try await queue.read { db in
             var rows: [String: Row] = [:]
             let cursor = try GRDB.Row.fetchCursor(db, sql: "SELECT path, size, mtime_ns, inode, device, seen_at, status, hash, gone_since, etag FROM files")
             while let r = try cursor.next() {
@@ -101,8 +101,9 @@ final class IngestState: Sendable {
         }
     }
 
-    func hashIsKnown(_ hash: String) throws -> String? {
-        try queue.read { db in try String.fetchOne(db, sql: "SELECT path FROM hashes WHERE hash = ?", arguments: [hash]) }
+    /// The path that content was ingested from, if it was.
+    func hashIsKnown(_ hash: String) async throws -> String? {
+        try await queue.read { db in try String.fetchOne(db, sql: "SELECT path FROM hashes WHERE hash = ?", arguments: [hash]) }
     }
 
     /// One change to the state, applied with others in one transaction.
@@ -120,9 +121,10 @@ final class IngestState: Sendable {
         case renamed(hash: String, path: String)
     }
 
-    func apply(_ changes: [Change]) throws {
+    /// Applies `changes` in one transaction, off the caller's thread (GRDB's async access).
+    func apply(_ changes: [Change]) async throws {
         guard !changes.isEmpty else { return }
-        try queue.inTransaction(.immediate) { db in
+        try await queue.writeWithoutTransaction { db in try db.inTransaction(.immediate) {
             for change in changes {
                 switch change {
                 case let .seen(path, id, at):
@@ -153,6 +155,6 @@ final class IngestState: Sendable {
                 }
             }
             return .commit
-        }
+        } }
     }
 }

@@ -80,15 +80,7 @@ public struct JobStateMachine: Sendable {
         next.updatedAt = now
         switch (job.state, transition) {
         case let (.queued, .claim(owner, token, expiresAt)):
-            next.state = .running
-            next.attempt += 1
-            next.lease = Job.Lease(owner: owner, token: token, expiresAt: expiresAt)
-            next.host = Job.host(ofOwner: owner)
-            next.startedAt = now
-            next.finishedAt = nil
-            next.progress = 0
-            next.phase = "starting"
-            next.workerPID = nil
+            Self.claim(&next, lease: Job.Lease(owner: owner, token: token, expiresAt: expiresAt), at: now)
 
         case let (.running, .renew(token, expiresAt, progress, phase, pid, result)):
             try Self.check(token, job)
@@ -135,32 +127,10 @@ public struct JobStateMachine: Sendable {
 
         case let (.running, .split(token, plan)):
             try Self.check(token, job)
-            next.state = .waiting
-            next.attempt = max(0, job.attempt - 1)
-            next.after += plan.jobs.filter { !job.after.contains($0) }
-            next.waitingFor = plan.chunks.count
-            next.chunkPlan = plan
-            clearAttempt(&next)
-            next.progress = 0
-            next.phase = "encoding \(plan.chunks.count) chunks"
+            split(&next, into: plan)
 
         case (.failed, .retry(let by)), (.dead, .retry(let by)), (.cancelled, .retry(let by)):
-            next.state = job.waitingFor > 0 ? .waiting : .queued
-            // The attempt that ended the job keeps its row, marked retried: the next is numbered on from it.
-            // A cancelled attempt has no row yet (only failures write one): it gets one now.
-            if let last = job.errors.indices.last, job.errors[last].attempt == job.attemptNumber, job.errors[last].retriedAt == nil {
-                next.errors[last].retriedAt = now
-                next.errors[last].retriedBy = by
-            } else if job.attempt > 0 {
-                next.errors.append(Job.AttemptError(attempt: job.attemptNumber, at: job.finishedAt ?? now, message: "cancelled",
-                                                    startedAt: job.startedAt, host: job.host, retriedAt: now, retriedBy: by))
-            }
-            next.attempt = 0
-            next.runAt = now
-            next.result = nil
-            next.finishedAt = nil
-            next.blockedBy = nil
-            clearAttempt(&next)
+            retried(&next, by: by, at: now)
 
         case (.waiting, .ready):
             next.state = .queued
@@ -178,6 +148,53 @@ public struct JobStateMachine: Sendable {
             throw .illegal(transition, from: job.state)
         }
         return next
+    }
+
+    /// A queued job claimed: its attempt begins under `lease`.
+    private static func claim(_ next: inout Job, lease: Job.Lease, at now: Date) {
+        next.state = .running
+        next.attempt += 1
+        next.lease = lease
+        next.host = Job.host(ofOwner: lease.owner)
+        next.startedAt = now
+        next.finishedAt = nil
+        next.progress = 0
+        next.phase = "starting"
+        next.workerPID = nil
+    }
+
+    /// A running job split into chunks: it waits for them, its attempt not counted.
+    private func split(_ next: inout Job, into plan: ChunkPlan) {
+        let job = next
+        next.state = .waiting
+        next.attempt = max(0, job.attempt - 1)
+        next.after += plan.jobs.filter { !job.after.contains($0) }
+        next.waitingFor = plan.chunks.count
+        next.chunkPlan = plan
+        clearAttempt(&next)
+        next.progress = 0
+        next.phase = "encoding \(plan.chunks.count) chunks"
+    }
+
+    /// A failed, dead or cancelled job queued again (or waiting again for its chunks), its attempts counted anew.
+    private func retried(_ next: inout Job, by: String, at now: Date) {
+        let job = next
+        next.state = job.waitingFor > 0 ? .waiting : .queued
+        // The attempt that ended the job keeps its row, marked retried: the next is numbered on from it.
+        // A cancelled attempt has no row yet (only failures write one): it gets one now.
+        if let last = job.errors.indices.last, job.errors[last].attempt == job.attemptNumber, job.errors[last].retriedAt == nil {
+            next.errors[last].retriedAt = now
+            next.errors[last].retriedBy = by
+        } else if job.attempt > 0 {
+            next.errors.append(Job.AttemptError(attempt: job.attemptNumber, at: job.finishedAt ?? now, message: "cancelled",
+                                                startedAt: job.startedAt, host: job.host, retriedAt: now, retriedBy: by))
+        }
+        next.attempt = 0
+        next.runAt = now
+        next.result = nil
+        next.finishedAt = nil
+        next.blockedBy = nil
+        clearAttempt(&next)
     }
 
     private static func check(_ token: String, _ job: Job) throws(JobTransitionError) {

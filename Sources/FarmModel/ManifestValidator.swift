@@ -253,24 +253,8 @@ struct Walker {
             if overwrite, let issue = context.overwriteRefusal { fail(issue.path, issue.message) }
         }
         let inputs = edits.map { ($0.path, $0.source) }
-        if let wayOut = context.missingInputWayOut {
-            var checked = Set<String>()
-            for (jsonPath, source) in inputs where AssetID.reference(source) == nil && JobOutputReference.parse(source) == nil
-                && !PathRules.isObject(source) && checked.insert(source).inserted {
-                if context.fileIdentity(source)?.exists != true { fail(jsonPath, "\(source): no such file (\(wayOut))") }
-            }
-        }
-        var outputs: [(String, String)] = []
-        if let output = export?.output { outputs.append(("$.export.output", output)) }
-        if let report { outputs.append(("$.report", report)) }
-        if let poster { outputs.append(("$.poster.output", poster.output)) }
-        if let exportPoster = export?.poster { outputs.append(("$.export.poster.output", exportPoster.output)) }
-        if let waveform {
-            outputs.append(("$.waveform.output", waveform.output))
-            if let peaks = waveform.peaks { outputs.append(("$.waveform.peaks", peaks)) }
-        }
-        if let storyboard { outputs += [("$.storyboard.output", storyboard.output), ("$.storyboard.output", storyboard.indexPath)] }
-        if let images, images.staticCount == 1 { outputs.append(("$.images.output", NumberedOutputs.path(images.output, index: 1))) }
+        checkInputsExist(inputs)
+        let outputs = Self.fixedOutputs(export: export, report: report, poster: poster, waveform: waveform, storyboard: storyboard, images: images)
         checkOutputs(outputs, inputs: inputs, overwrite: overwrite)
         checkPatterns(images: images, storyboard: storyboard, scanImages: scan?.images, fixed: outputs)
         var after = o["after"].map { self.after($0) } ?? []
@@ -286,6 +270,34 @@ struct Walker {
                            poster: poster, storyboard: storyboard, waveform: waveform, report: report, overwrite: overwrite,
                            baseDirectory: context.baseDirectory, after: after, afterPolicy: afterPolicy, requires: requires, notify: notify,
                            reuse: reuse)
+    }
+
+    /// Each input file named by path must be there, when the context says how to get past it if not.
+    mutating func checkInputsExist(_ inputs: [(String, String)]) {
+        guard let wayOut = context.missingInputWayOut else { return }
+        var checked = Set<String>()
+        for (jsonPath, source) in inputs where AssetID.reference(source) == nil && JobOutputReference.parse(source) == nil
+            && !PathRules.isObject(source) && checked.insert(source).inserted {
+            if context.fileIdentity(source)?.exists != true { fail(jsonPath, "\(source): no such file (\(wayOut))") }
+        }
+    }
+
+    /// The outputs with fixed names, each with its JSON path (numbered pictures are checked as patterns).
+    static func fixedOutputs(export: JobManifest.ExportSettings?, report: String?, poster: JobManifest.PosterSettings?,
+                             waveform: JobManifest.WaveformSettings?, storyboard: JobManifest.StoryboardSettings?,
+                             images: JobManifest.ImagesSettings?) -> [(String, String)] {
+        var outputs: [(String, String)] = []
+        if let output = export?.output { outputs.append(("$.export.output", output)) }
+        if let report { outputs.append(("$.report", report)) }
+        if let poster { outputs.append(("$.poster.output", poster.output)) }
+        if let exportPoster = export?.poster { outputs.append(("$.export.poster.output", exportPoster.output)) }
+        if let waveform {
+            outputs.append(("$.waveform.output", waveform.output))
+            if let peaks = waveform.peaks { outputs.append(("$.waveform.peaks", peaks)) }
+        }
+        if let storyboard { outputs += [("$.storyboard.output", storyboard.output), ("$.storyboard.output", storyboard.indexPath)] }
+        if let images, images.staticCount == 1 { outputs.append(("$.images.output", NumberedOutputs.path(images.output, index: 1))) }
+        return outputs
     }
 
     /// `"notify"`: http(s) URLs that receive the job's terminal events, at most 16.

@@ -141,6 +141,10 @@ public enum UserNumbers {
     public static let chunkSeconds = NumberRule<Double>.seconds(2, 3600)
     public static let keepDays = NumberRule<Double>.seconds(0, 36_500, unit: "days")
     public static let retryHours = NumberRule<Double>.seconds(0, 8760, exclusive: true, unit: "hours")
+    /// How long a browser session may go unused: a minute to a week.
+    public static let sessionIdleMinutes = NumberRule<Double>.seconds(1, 10_080, unit: "minutes")
+    /// The slowest a request's body may arrive, in bytes a second (0: no floor).
+    public static let bodyRate = NumberRule<Double>.seconds(0, 1_073_741_824, unit: "bytes a second")
     /// Memory, file and disk sizes: up to 1 EiB (0 where an option says "0: none").
     public static let bytes = NumberRule<UInt64>.bytes(0, 1 << 60)
     public static let priority = NumberRule<Int>.integer(-1_000_000_000, 1_000_000_000)

@@ -28,6 +28,8 @@ public struct WebhookURL: Sendable, Hashable, CustomStringConvertible {
     /// Lowercased; an IPv6 address without its brackets.
     public let host: String
     public let port: Int
+    /// The port the URL's scheme has when none is written: 80 for http, 443 for https.
+    public let schemePort: Int
 
     /// The host as an allowance names it: an IPv6 address in brackets.
     public var bareHost: String { host.contains(":") ? "[\(host)]" : host }
@@ -46,10 +48,18 @@ public struct WebhookURL: Sendable, Hashable, CustomStringConvertible {
         guard c.user == nil, c.password == nil else {
             return .failure(.init("\(scheme)://…: a webhook URL must not carry a user or password (the body is signed instead)"))
         }
-        guard var host = c.host?.lowercased(), !host.isEmpty else { return .failure(.init("\(text): the URL names no host")) }
+        // The host as the HTTP client reads it (Foundation's URL; URLComponents turns xn-- names into
+        // Unicode): one spelling for the check and the connection.
+        guard var host = (URL(string: text)?.host ?? c.host)?.lowercased(), !host.isEmpty else {
+            return .failure(.init("\(text): the URL names no host"))
+        }
+        guard host.unicodeScalars.allSatisfy(\.isASCII) else {
+            return .failure(.init("\(text): write an international host name in its ASCII form (xn--…, as `idn2` prints it)"))
+        }
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         guard c.fragment == nil else { return .failure(.init("\(text): a webhook URL has no #fragment")) }
-        return .success(WebhookURL(text: text, host: host, port: c.port ?? (scheme == "https" ? 443 : 80)))
+        let schemePort = scheme == "https" ? 443 : 80
+        return .success(WebhookURL(text: text, host: host, port: c.port ?? schemePort, schemePort: schemePort))
     }
 }
 
@@ -88,23 +98,55 @@ public struct WebhookEndpoint: Sendable, Hashable {
 }
 
 /// The hosts a job's `"notify"` may name (`coordinator --webhook-allow-host`), besides the farm's own
-/// endpoints': "host" allows every port of it, "host:port" that port only.
+/// endpoints': "host" allows the scheme's own port of it (80 for http, 443 for https), "host:port" that
+/// port, "host:low-high" the ports of the range. A name allows what it resolves to only where that is a
+/// public address (the sender checks at each delivery); an address written out is allowed as it is.
 public enum WebhookAllowance {
-    /// Why `entry` is not a host or host:port; nil when it is one.
-    public static func problem(_ entry: String) -> String? {
-        guard let url = URLComponents(string: "http://" + entry), let host = url.host, !host.isEmpty, url.path.isEmpty,
-              url.query == nil, url.user == nil, entry.utf8.count <= 300 else {
-            return "\"\(entry)\" is not a host name or host:port (e.g. hooks.example.com or 10.0.0.5:8080)"
+    /// An entry as it matches: the host as `WebhookURL.bareHost` spells it, and its ports (nil: the scheme's own).
+    struct Rule: Equatable {
+        var host: String
+        var ports: ClosedRange<Int>?
+    }
+
+    static func parse(_ entry: String) -> Rule? {
+        guard entry.utf8.count <= 300 else { return nil }
+        let text = entry.lowercased()
+        // The port part follows the ':' after an IPv6 address's brackets, or the last ':' of anything else.
+        let colon: String.Index?
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            colon = text[close...].firstIndex(of: ":")
+        } else {
+            colon = text.lastIndex(of: ":")
         }
-        return nil
+        let host = colon.map { String(text[..<$0]) } ?? text
+        guard let url = URLComponents(string: "http://" + host), let name = url.host, !name.isEmpty, url.path.isEmpty, url.port == nil,
+              url.query == nil, url.user == nil, url.fragment == nil else { return nil }
+        guard let colon else { return Rule(host: host, ports: nil) }
+        let bounds = text[text.index(after: colon)...].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        let numbers = bounds.compactMap { $0.allSatisfy(\.isASCIIDigit) && $0.count <= 5 ? Int($0) : nil }
+        guard numbers.count == bounds.count, let low = numbers.first, let high = numbers.last, 1 <= low, low <= high, high <= 65535 else {
+            return nil
+        }
+        return Rule(host: host, ports: low...high)
+    }
+
+    /// Why `entry` is not a host, host:port or host:low-high; nil when it is one.
+    public static func problem(_ entry: String) -> String? {
+        guard parse(entry) == nil else { return nil }
+        return "\"\(entry)\" is not a host name, host:port or host:low-high with ports from 1 to 65535 "
+            + "(e.g. hooks.example.com, 10.0.0.5:8080 or hooks.example.com:8000-8099)"
     }
 
     /// The normal spelling of an entry: lowercased, the port kept when given.
     public static func normalized(_ entry: String) -> String { entry.lowercased() }
 
-    /// Whether `url` goes to a host `entries` allow.
+    /// Whether `url` goes to a host and port `entries` allow.
     public static func allows(_ url: WebhookURL, entries: some Sequence<String>) -> Bool {
-        entries.contains { $0 == url.bareHost || $0 == url.hostKey }
+        entries.contains { text in
+            guard let entry = parse(text), entry.host == url.bareHost else { return false }
+            return entry.ports.map { $0.contains(url.port) } ?? (url.port == url.schemePort)
+        }
     }
 }
 
@@ -125,6 +167,22 @@ public struct WebhookError: Error, Sendable, Hashable, CustomStringConvertible {
     public let message: String
     public init(_ message: String) { self.message = message }
     public var description: String { message }
+}
+
+extension JSONDecoder {
+    /// Reads what `JSONEncoder.farm` writes: ISO 8601 times, with or without fractions of a second.
+    public static func farm() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            let text = try container.decode(String.self)
+            let style = Date.ISO8601FormatStyle.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted)
+            // A time without a fraction is read by the plain style.
+            if let date = (try? style.parse(text)) ?? (try? Date.ISO8601FormatStyle().parse(text)) { return date }
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "\(text): not an ISO 8601 time")
+        }
+        return decoder
+    }
 }
 
 extension JSONEncoder {

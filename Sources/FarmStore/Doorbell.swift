@@ -1,4 +1,5 @@
 import Foundation
+import SafeFiles
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -19,11 +20,13 @@ final class Doorbell: Sendable {
 
     init(queuePath: String) {
         path = queuePath + "-wake"
+        ProtectedFiles.shared.protect(path, role: "the queue's wake file")
     }
 
     /// Watches the doorbell on a thread of its own, for as long as the process lives.
     init(listeningBeside queuePath: String) {
         path = queuePath + "-wake"
+        ProtectedFiles.shared.protect(path, role: "the queue's wake file")
         Self.ring(path)
         let fd = inotify_init1(Int32(IN_CLOEXEC))
         let folder = (path as NSString).deletingLastPathComponent

@@ -87,26 +87,21 @@ enum Deadline {
                 }
                 if !once.resume(with: result), case .success(let value) = result { await late(value) }
             }
-            let pending = Mutex<Timer?>(nil)
+            // Once the call is resumed, a timer that fires does nothing (nor arms another).
+            let resumed = Atomic(false)
             @Sendable func arm(after delay: Double) {
-                let timer = DispatchWorkItem {
+                DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
+                    guard !resumed.load(ordering: .acquiring) else { return }
                     if let heartbeat, case let silence = heartbeat.silence, silence < seconds {
                         arm(after: seconds - silence)
                     } else if once.resume(with: .failure(Expired())) {
                         task.cancel()
                     }
                 }
-                pending.withLock { $0 = Timer(item: timer) }
-                DispatchQueue.global().asyncAfter(deadline: .now() + delay, execute: timer)
             }
             arm(after: seconds)
-            once.onResume { pending.withLock { $0 }?.item.cancel() }  // one armed after this finds the call resumed
+            once.onResume { resumed.store(true, ordering: .releasing) }
         }
-    }
-
-    /// A scheduled work item; cancelling one is thread-safe.
-    private struct Timer: @unchecked Sendable {  // unchecked: DispatchWorkItem's cancel is thread-safe
-        let item: DispatchWorkItem
     }
 
     /// A continuation resumed by whichever comes first.

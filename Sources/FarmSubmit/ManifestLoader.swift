@@ -59,6 +59,13 @@ extension ManifestLoader {
                                                                           name: name))
     }
 
+    /// A manifest its coordinator checked against this host's files (what a worker runs), read again
+    /// without touching them: its shape, and its paths resolved as the check resolved them.
+    public static func checked(document: JSONValue, name: String, baseDirectory: String, outputRoots: [String]) -> Result<JobManifest, ManifestValidationError> {
+        ManifestValidator.validate(document, file: name, context: ManifestContext(baseDirectory: baseDirectory, outputRoots: outputRoots.isEmpty ? nil : outputRoots,
+                                                                                  defaultName: name))
+    }
+
     private static func context(baseDirectory: String, outputRoots: [String]?, name: String, refuseExistingOutputs: Bool = false,
                                 overwriteRefusal: ManifestIssue? = nil, outputRootsWayOut: String = ManifestContext.commandLineOutputRootsWayOut,
                                 missingInputWayOut: String? = nil) -> ManifestContext {

@@ -137,13 +137,14 @@ public struct Submission: Sendable {
         self.library = library
     }
 
-    /// Checks `offers` by `rules`: each validated against the file system (outputs that exist now are
+    /// Checks `offers` by the rules of their `submitter`: each validated against the file system (outputs that exist now are
     /// refused, `ProtectedFiles`' are never written); then the assets they name, valid or not, that
     /// `library` does not know are added to their issues (the library is asked once for all of them, and
     /// only when some offer names an asset: `library` is called then). `unreadable` are offers that
     /// could not even be read, reported with the others.
-    public static func check(_ offers: [ManifestOffer], unreadable: [ManifestValidationError] = [], rules: SubmissionRules,
+    public static func check(_ offers: [ManifestOffer], unreadable: [ManifestValidationError] = [], as submitter: Submitter,
                              library: (_ allValid: Bool) async throws -> AssetLibrary?) async throws(SubmissionError) -> CheckedManifests {
+        let rules = submitter.rules
         var checked = CheckedManifests()
         checked.invalid = unreadable
         var references: [(file: String, references: [(path: String, id: AssetID)])] = []
@@ -212,13 +213,39 @@ public struct Submission: Sendable {
         return checked
     }
 
-    /// One manifest validated by `rules` against the file system, the library not asked (a watch folder's
-    /// or a capture's job, filled in from a template: it names no asset of its own).
-    public static func validate(_ offer: ManifestOffer, rules: SubmissionRules) -> Result<JobManifest, ManifestValidationError> {
+    /// One manifest validated by its `submitter`'s rules against the file system, the library not asked (a
+    /// watch folder's or a capture's job, filled in from a template: it names no asset of its own).
+    public static func validate(_ offer: ManifestOffer, as submitter: Submitter) -> Result<JobManifest, ManifestValidationError> {
+        validate(offer, rules: submitter.rules)
+    }
+
+    private static func validate(_ offer: ManifestOffer, rules: SubmissionRules) -> Result<JobManifest, ManifestValidationError> {
         ManifestLoader.validate(bytes: offer.bytes, file: offer.file, name: offer.name, baseDirectory: offer.baseDirectory,
                                 outputRoots: rules.outputRoots, refuseExistingOutputs: rules.refuseExistingOutputs,
                                 overwriteRefusal: rules.overwriteRefusal, outputRootsWayOut: rules.outputRootsWayOut,
                                 missingInputWayOut: rules.missingInputWayOut)
+    }
+
+    /// The issues of the objects valid manifests name, by offer file: each input object there (when `rules`
+    /// refuses missing inputs) and each output's bucket made. What `check` adds for the command line and the
+    /// API, for the ways in that validate their manifests one at a time (ingest, capture).
+    public static func objectIssues(_ manifests: [(offer: ManifestOffer, manifest: JobManifest)], as submitter: Submitter) async -> [String: [ManifestIssue]] {
+        var checked = CheckedManifests()
+        checked.valid = manifests
+        let rules = submitter.rules
+        return await ObjectChecks.issues(checked, rules: rules, environment: rules.environment)
+    }
+
+    /// `checked`'s manifests when every one is valid and, for a caller scoped to albums (`access`), names only
+    /// assets of them; else what refuses them. `submit` asks this; a way in may ask it sooner (the command
+    /// line, before it makes a queue).
+    public static func accepting(_ checked: CheckedManifests, access: LibraryAccess?) throws(SubmissionError) -> [(offer: ManifestOffer, manifest: JobManifest)] {
+        let accepted = try refusingInvalid(checked)
+        if let access {
+            let refusals = scopedRefusals(accepted, access: access)
+            if !refusals.isEmpty { throw .notPermitted(refusals) }
+        }
+        return accepted
     }
 
     /// `checked`'s manifests when every one is valid; else `.invalid` with every issue.
@@ -245,6 +272,15 @@ public struct Submission: Sendable {
         public var jobs: [Enqueued]
         /// By job id.
         public var warnings: [Int64: [String]]
+    }
+
+    /// The way checked manifests are queued, whoever submits them: refused whole when one is invalid or,
+    /// for a caller scoped to albums, names what is not an asset of them; else each made into its job by
+    /// `options` and queued in one transaction, with its lineage. The jobs made, and what the queue said.
+    public func submit(_ checked: CheckedManifests, options: JobOptions) async throws(SubmissionError) -> (jobs: [NewJob], queued: Queued) {
+        let accepted = try Self.accepting(checked, access: library?.access)
+        let jobs = accepted.map { options.job($0.manifest, text: $0.offer.text) }
+        return (jobs, try await enqueue(jobs, sources: accepted.map { $0.manifest.edits.map(\.source) }))
     }
 
     /// Queues `jobs` in one transaction, all or nothing; then records, for each job queued now, the

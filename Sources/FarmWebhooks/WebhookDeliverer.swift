@@ -30,6 +30,12 @@ public struct WebhookDelivererConfiguration: Sendable {
     /// When it stops because the queue is idle (CI): wait for every pending delivery, retries included,
     /// up to `drainSeconds`; what is left then is said and makes the exit non-zero.
     public var drainPending = false
+    /// Whether a failed answer's first 200 bytes are kept with the delivery (`lastError`), besides its
+    /// status line and content type. Off by default: a receiver's answer can hold what a job's author
+    /// should not read through the farm.
+    public var recordFailureBodies = false
+    /// Where a job's delivery may connect (tests put a resolver of their own here).
+    public var destination: @Sendable (WebhookURL) async -> WebhookDestination = { await WebhookDestination.of($0) }
 
     public init(owner: String, concurrency: Int = 16, timeout: Double = 10, retryFor: Double = 24 * 3600, backoff: Double = 5,
                 maxBackoff: Double = 3600, poll: Double = 1) {
@@ -71,6 +77,9 @@ public final class WebhookDeliverer: Service {
     let configuration: WebhookDelivererConfiguration
     let logger: Logger
     let client: HTTPClient
+    /// The client's configuration: a job's `notify` delivery takes a client of its own with the checked
+    /// address put in (`dnsOverride`), so that no second resolution can change where it connects.
+    let http: HTTPClient.Configuration
     let metrics: WebhookMetrics
     /// Wakes the loop: the store recorded an event, or a delivery ended (a slot is free).
     private let wake = WorkSignal()
@@ -88,6 +97,7 @@ public final class WebhookDeliverer: Service {
         http.timeout = .init(connect: .milliseconds(Int64(min(configuration.timeout, 5) * 1000)),
                              read: .milliseconds(Int64(configuration.timeout * 1000)))
         http.decompression = .disabled
+        self.http = http
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
     }
 
@@ -211,6 +221,29 @@ public final class WebhookDeliverer: Service {
         request.headers.add(name: "webhook-signature", value: WebhookSignature.sign(id: id, timestamp: timestamp, body: body, secret: secret))
         request.body = .bytes(ByteBuffer(bytes: body))
         let failure: (status: Int?, error: String)
+        var client = self.client
+        if delivery.origin != "endpoint" {
+            switch await destination(delivery.url) {
+            case .refused(let reason): return .refused(reason)
+            case .unresolved(let reason): return retryOrGiveUp(delivery, status: nil, error: reason)
+            case .connect(let address?):
+                // The host as the client reads it (Foundation's URL), which must be the one checked: else the
+                // client would look up a name no one checked.
+                let read = URL(string: delivery.url)?.host ?? ""
+                guard read.lowercased() == (try? WebhookURL.parse(delivery.url).get())?.host else {  // parsed by `destination` above
+                    return .refused("\(delivery.url): its host reads differently to the check and to the connection; write it in ASCII")
+                }
+                var pinned = http
+                pinned.dnsOverride[read] = address
+                pinned.dnsOverride[read.lowercased()] = address
+                client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: pinned)
+            case .connect(nil): break
+            }
+        }
+        defer {
+            // A delivery's own client ends with it (its connection is never reused for another name).
+            if client !== self.client { Task { [client] in try? await client.shutdown() } }  // nothing is in flight on it
+        }
         do {
             let response = try await client.execute(request, timeout: .milliseconds(Int64(configuration.timeout * 1000)), logger: logger)
             let status = Int(response.status.code)
@@ -218,12 +251,12 @@ public final class WebhookDeliverer: Service {
                 _ = try? await response.body.collect(upTo: 64 << 10)  // delivered: the body is read only to free the connection
                 return .delivered(status: status)
             }
-            var said = ""
-            if let text = try? await response.body.collect(upTo: 4 << 10) {  // the status is the failure; the body only adds to it
-                said = String(decoding: text.readableBytesView.prefix(200), as: UTF8.self)
-                    .replacingOccurrences(of: "\n", with: " ").trimmingCharacters(in: .whitespaces)
+            var said = response.headers.first(name: "content-type").map { " (\(UserText.printable($0.prefix(100))))" } ?? ""
+            if configuration.recordFailureBodies, let text = try? await response.body.collect(upTo: 4 << 10) {  // the status is the failure
+                let body = UserText.printable(String(decoding: text.readableBytesView.prefix(200), as: UTF8.self))
+                if !body.isEmpty { said += ": \(body)" }
             }
-            var text = "HTTP \(status) \(response.status.reasonPhrase)" + (said.isEmpty ? "" : ": \(said)")
+            var text = "HTTP \(status) \(UserText.printable(response.status.reasonPhrase.prefix(100)))" + said
             if status == 401 || status == 403 {
                 text += "; the receiver refused the request: compare its secret with the one of key \(secret.keyID) (this coordinator's --webhook-secret-file)"
             }
@@ -231,11 +264,23 @@ public final class WebhookDeliverer: Service {
         } catch {
             failure = (nil, Self.describe(error))
         }
-        if let next = configuration.nextAttempt(after: delivery.attempts, eventAt: delivery.eventAt, now: Date()) {
-            return .retry(status: failure.status, error: failure.error, next: next)
-        }
-        return .gaveUp(status: failure.status, error: failure.error)
+        return retryOrGiveUp(delivery, status: failure.status, error: failure.error)
     }
+
+    /// A failed attempt: tried again after the backoff, or given up when that is past the retry window.
+    func retryOrGiveUp(_ delivery: WebhookDelivery, status: Int?, error: String) -> DeliveryOutcome {
+        if let next = configuration.nextAttempt(after: delivery.attempts, eventAt: delivery.eventAt, now: Date()) {
+            return .retry(status: status, error: error, next: next)
+        }
+        return .gaveUp(status: status, error: error)
+    }
+
+    /// Where a job's delivery to `url` may connect (a URL that does not parse was refused at submission).
+    func destination(_ url: String) async -> WebhookDestination {
+        guard let parsed = try? WebhookURL.parse(url).get() else { return .refused("\(url) is not a webhook URL") }  // the reason is the refusal
+        return await configuration.destination(parsed)
+    }
+
 
     /// A failed request in words: refused connection, timeout, TLS.
     static func describe(_ error: any Error) -> String {

@@ -132,16 +132,19 @@ public enum CaptureEvent: Sendable {
 /// when an MP4 segment can hold their codec, else encoded (H.264 + AAC); a segment is cut on a video
 /// keyframe, so that each one starts exactly where the one before ended in source time. A source that
 /// drops is reopened within `reconnectFor`, the gap reported; live scanning runs beside the recording. Blocking: run it on a thread of its own; `stop` ends it from anywhere.
-public final class CaptureSession: @unchecked Sendable {  // unchecked: runs on one thread; what `stop` and the sinks share is behind `lock`
+public final class CaptureSession: Sendable {
     public let configuration: CaptureConfiguration
     private let events: @Sendable (CaptureEvent) -> Void
     private let interrupter: Interrupter
-    private let stopRequested = NSLock()
-    private var stopped = false
+    private let stopped = Mutex(false)
     /// The stills of the recording running now, for `requestStill`.
     private let stillTaker = Mutex<LiveStills?>(nil)
+    private let freeSpaceHook = Mutex<@Sendable (String) -> Int64?>(CaptureSession.statvfsFree)
     /// Free bytes of the output's file system (a hook for tests; default statvfs).
-    var freeSpace: @Sendable (String) -> Int64? = CaptureSession.statvfsFree
+    var freeSpace: @Sendable (String) -> Int64? {
+        get { freeSpaceHook.withLock { $0 } }
+        set { freeSpaceHook.withLock { $0 = newValue } }
+    }
 
     public init(configuration: CaptureConfiguration, events: @escaping @Sendable (CaptureEvent) -> Void) {
         self.configuration = configuration
@@ -151,11 +154,11 @@ public final class CaptureSession: @unchecked Sendable {  // unchecked: runs on 
 
     /// Ends the recording (SIGTERM, SIGINT): the segment being written is finished.
     public func stop() {
-        stopRequested.withLock { stopped = true }
+        stopped.withLock { $0 = true }
         interrupter.cancel()
     }
 
-    private var isStopped: Bool { stopRequested.withLock { stopped } }
+    private var isStopped: Bool { stopped.withLock { $0 } }
 
     /// The next picture becomes a still (SIGUSR1 to `mediafarm capture`); false when the recording takes
     /// no stills (`stillEvery` nil and not `stillsOnRequest`) or is not running.
@@ -166,21 +169,9 @@ public final class CaptureSession: @unchecked Sendable {  // unchecked: runs on 
         return true
     }
 
-    /// Records until a limit, the end of the source (after any reconnection budget), or `stop`;
-    /// returns the summary it also sent.
-    @discardableResult
-    public func run() -> CaptureSummary {
-        var summary = CaptureSummary(captureID: configuration.captureID, reason: .noDataCaptured, successfullyFinished: false,
-                                     segments: 0, duration: 0, bytes: 0, message: nil)
-        let scanner = configuration.scan.map { LiveScanner(configuration: $0, events: events) }
-        let stills = configuration.stillEvery != nil || configuration.stillsOnRequest
-            ? LiveStills(every: configuration.stillEvery, folder: configuration.outputDirectory, captureID: configuration.captureID,
-                         source: configuration.source.text, events: events) : nil
-        stillTaker.withLock { $0 = stills }
-        // Where decoded pictures go besides the recording, and decoded sound.
-        let pictures = LivePictureFan.of([scanner, stills])
-        let levels = configuration.levelsEvery.map { LiveLevels(every: $0, events: events) }
-        let waveforms = configuration.segmentWaveforms ? SegmentWaveforms(events: events) : nil
+    /// What lasts across the session's connections.
+    private struct Session {
+        var summary: CaptureSummary
         var finished = (segments: 0, bytes: Int64(0), duration: 0.0)
         var progress = Recorder.Progress()
         /// When the source dropped, while it is being reconnected (and, with a reconnection budget, the
@@ -190,7 +181,74 @@ public final class CaptureSession: @unchecked Sendable {  // unchecked: runs on 
         var connected = false
         var lastArrival = Date()
         var backoff = 0.5
-        connection: while true {
+    }
+
+    /// Where decoded pictures go besides the recording, and decoded sound.
+    private struct Taps {
+        let scanner: LiveScanner?
+        let stills: LiveStills?
+        let pictures: (any LivePictureSink)?
+        let levels: LiveLevels?
+        let waveforms: SegmentWaveforms?
+    }
+
+    /// One connection's recording: the recorder, the feeds of the taps, and how it ended.
+    private struct Reading {
+        var recorder: Recorder
+        let byIndex: [Int: RecordedTrack]
+        /// The session's progress when this connection began.
+        let before: Recorder.Progress
+        var feed: LiveScanner.Feed?
+        var soundFeed: LiveScanner.Feed?
+        var soundOrigin: MediaTime?
+        var soundBase: MediaTime?
+        /// The first picture's source time and capture time (encoded video: pictures reach the scanner
+        /// before the encoder hands their packets to the recorder).
+        var pictureOrigin: MediaTime?
+        var pictureBase: MediaTime?
+        var ended: CaptureEndReason?
+        var sourceDropped = false
+        var lastDiskCheck = Date.distantPast
+        var bytesSinceDiskCheck = 0
+    }
+
+    /// Records until a limit, the end of the source (after any reconnection budget), or `stop`;
+    /// returns the summary it also sent.
+    @discardableResult
+    public func run() -> CaptureSummary {
+        var session = Session(summary: CaptureSummary(captureID: configuration.captureID, reason: .noDataCaptured, successfullyFinished: false,
+                                                      segments: 0, duration: 0, bytes: 0, message: nil))
+        let taps = makeTaps()
+        while let (input, tracks) = connect(&session) {
+            let reading = record(input, tracks: tracks, taps: taps, session: &session)
+            if reading.sourceDropped, !isStopped, configuration.reconnectFor > 0 {
+                let now = Date()
+                session.lostAt = now
+                events(.sourceLost(message: session.summary.message ?? "\(configuration.source): the source dropped",
+                                   until: now.addingTimeInterval(configuration.reconnectFor)))
+                continue
+            }
+            session.summary.reason = reading.ended ?? (isStopped ? .sessionWasInterrupted : .deviceWasDisconnected)
+            break
+        }
+        return finish(session, taps: taps)
+    }
+
+    private func makeTaps() -> Taps {
+        let scanner = configuration.scan.map { LiveScanner(configuration: $0, events: events) }
+        let stills = configuration.stillEvery != nil || configuration.stillsOnRequest
+            ? LiveStills(every: configuration.stillEvery, folder: configuration.outputDirectory, captureID: configuration.captureID,
+                         source: configuration.source.text, events: events) : nil
+        stillTaker.withLock { $0 = stills }
+        return Taps(scanner: scanner, stills: stills, pictures: LivePictureFan.of([scanner, stills]),
+                    levels: configuration.levelsEvery.map { LiveLevels(every: $0, events: events) },
+                    waveforms: configuration.segmentWaveforms ? SegmentWaveforms(events: events) : nil)
+    }
+
+    /// Opens the source and plans its tracks, trying again while the reconnection budget lasts; nil when it
+    /// gives up (the summary says why).
+    private func connect(_ session: inout Session) -> (InputFile, [RecordedTrack])? {
+        while true {
             let input: InputFile
             let tracks: [RecordedTrack]
             let attempt = Date()
@@ -199,186 +257,195 @@ public final class CaptureSession: @unchecked Sendable {  // unchecked: runs on 
                                       limits: .live(stallTimeout: .milliseconds(Int64(configuration.readTimeout * 1000))), interrupter: interrupter)
                 tracks = try RecordedTrack.plan(input, segmentDuration: configuration.segmentDuration)
             } catch {
-                if isStopped { summary.reason = .sessionWasInterrupted; break }
-                summary.message = describe(error)
-                if let since = lostAt ?? (connected ? nil : started), Date() < since.addingTimeInterval(configuration.reconnectFor) {
+                if isStopped { session.summary.reason = .sessionWasInterrupted; return nil }
+                session.summary.message = describe(error)
+                if let since = session.lostAt ?? (session.connected ? nil : session.started),
+                   Date() < since.addingTimeInterval(configuration.reconnectFor) {
                     // An attempt that failed at once (refused) waits before the next, longer each time; one that
                     // waited for data (a listening UDP socket) already took its time, and waiting more with the
                     // socket closed would lose the start of a stream that comes back.
                     let spent = Date().timeIntervalSince(attempt)
-                    if spent < backoff {
-                        sleep(min(backoff - spent, since.addingTimeInterval(configuration.reconnectFor).timeIntervalSinceNow))
-                        backoff = min(backoff * 2, 5)
+                    if spent < session.backoff {
+                        sleep(min(session.backoff - spent, since.addingTimeInterval(configuration.reconnectFor).timeIntervalSinceNow))
+                        session.backoff = min(session.backoff * 2, 5)
                     }
                     continue
                 }
-                summary.reason = connected ? .deviceWasDisconnected : .noDataCaptured
-                break
+                session.summary.reason = session.connected ? .deviceWasDisconnected : .noDataCaptured
+                return nil
             }
             guard !tracks.isEmpty else {
-                summary.message = "\(configuration.source): no video or audio stream"
-                summary.reason = connected ? .deviceWasDisconnected : .noDataCaptured
-                break
+                session.summary.message = "\(configuration.source): no video or audio stream"
+                session.summary.reason = session.connected ? .deviceWasDisconnected : .noDataCaptured
+                return nil
             }
             input.discardAll(except: Set(tracks.map(\.index)))
-            if lostAt != nil {
+            if session.lostAt != nil {
                 // The gap is known when recording resumes, at the first keyframe (see Recorder.resumed).
-                progress.lostAt = lastArrival
-                summary.reconnections += 1
-                summary.message = nil
+                session.progress.lostAt = session.lastArrival
+                session.summary.reconnections += 1
+                session.summary.message = nil
             } else {
                 events(.started(captureID: configuration.captureID, source: configuration.source.text,
                                 streams: tracks.map { "\($0.isVideo ? "video" : "audio") \($0.codecName)\(Self.isEncoded($0) ? " (encoded)" : "")" }))
             }
-            lostAt = nil
-            connected = true
-            backoff = 0.5
-
-            let events = self.events
-            var recorder = Recorder(configuration: configuration, tracks: tracks, before: progress, resumed: { events(.reconnected(gap: $0)) }) { report in
-                waveforms?.segmentClosed(report)
-                if let scanner { scanner.segmentClosed(report) { events(.segment($0)) } } else { events(.segment(report)) }
-            }
-            let byIndex = Dictionary(uniqueKeysWithValues: tracks.map { ($0.index, $0) })
-            var feed: LiveScanner.Feed?
-            var soundFeed: LiveScanner.Feed?
-            var soundOrigin: MediaTime?
-            var soundBase: MediaTime?
-            /// The first picture's source time and capture time (encoded video: pictures reach the scanner
-            /// before the encoder hands their packets to the recorder).
-            var pictureOrigin: MediaTime?
-            var pictureBase: MediaTime?
-            var packet = Packet()
-            var ended: CaptureEndReason?
-            var sourceDropped = false
-            var lastDiskCheck = Date.distantPast
-            var bytesSinceDiskCheck = 0
-            // A synthetic source (lavfi) makes its frames as fast as they are read: it is paced to real time,
-            // as `ffmpeg -re` does, so that a recording of N seconds takes N seconds and events carry the
-            // times a live source would give them.
-            let pace = configuration.source.kind == .synthetic
-                ? RealTimePace(timeBases: Dictionary(uniqueKeysWithValues: input.streams.map { ($0.index, $0.timeBase) })) : nil
-            reading: while true {
-                if isStopped { ended = .sessionWasInterrupted; break }
-                let read: InputFile.ReadResult
-                do {
-                    read = try input.read(into: &packet)
-                } catch {
-                    if isStopped { ended = .sessionWasInterrupted } else { sourceDropped = true; summary.message = describe(error) }
-                    break
-                }
-                guard read == .packet else {
-                    sourceDropped = true
-                    summary.message = "\(configuration.source): the stream ended"
-                    break
-                }
-                if let wait = pace?.wait(for: packet) { sleep(wait) }
-                let arrival = Date()
-                lastArrival = arrival
-                bytesSinceDiskCheck += packet.size
-                if let minFree = configuration.minFreeDisk,
-                   arrival.timeIntervalSince(lastDiskCheck) >= 0.5 || bytesSinceDiskCheck >= Self.diskCheckBytes {
-                    lastDiskCheck = arrival
-                    bytesSinceDiskCheck = 0
-                    if let free = freeSpace(configuration.outputDirectory), free < minFree {
-                        ended = .diskFull
-                        summary.message = "\(configuration.outputDirectory): \(free) bytes free, below --min-free-disk \(minFree)"
-                        break
-                    }
-                }
-                guard let track = byIndex[packet.streamIndex] else { continue }
-                do {
-                    switch track.origin {
-                    case .copied(let file):
-                        // Scanning decodes its own reference to the packet, from the first recorded keyframe on.
-                        let toScan: PacketBox? = pictures != nil && track.isVideo ? PacketBox() : nil
-                        toScan?.packet.reference(packet)
-                        let toMeasure: PacketBox? = levels != nil && !track.isVideo ? PacketBox() : nil
-                        toMeasure?.packet.reference(packet)
-                        if case .limit(let reason) = try recorder.take(&packet) { ended = reason; break reading }
-                        if let pictures, let toScan, let origin = recorder.origin {
-                            if feed == nil {
-                                feed = try LiveScanner.Feed(scanner: pictures, input: file, stream: track.index, origin: origin,
-                                                            offset: recorder.before.captureTime)
-                            }
-                            feed?.submit(toScan.packet, arrival: arrival)
-                        }
-                        if let levels, !track.isVideo, let toMeasure, let origin = recorder.origin {
-                            if soundFeed == nil {
-                                soundFeed = try LiveScanner.Feed(scanner: levels, input: file, stream: track.index, origin: origin,
-                                                                 offset: recorder.before.captureTime)
-                            }
-                            soundFeed?.submit(toMeasure.packet, arrival: arrival)
-                        }
-                    case .encoded(let live):
-                        var limit: CaptureEndReason?
-                        try live.encode(packet, picture: { frame, time in
-                            if !track.isVideo, let levels {
-                                let origin = soundOrigin ?? time
-                                soundOrigin = origin
-                                let base = soundBase ?? progress.captureTime + progress.pendingGap
-                                soundBase = base
-                                levels.submit(frame, time: base + (time - origin), arrival: arrival)
-                                return
-                            }
-                            guard let pictures, track.isVideo else { return }
-                            let origin = pictureOrigin ?? time
-                            pictureOrigin = origin
-                            // The encoder holds pictures back: one past the duration limit is never recorded.
-                            if let limit = configuration.maxDuration, (progress.recorded + (time - origin)).seconds >= limit { return }
-                            let base = pictureBase ?? progress.captureTime + progress.pendingGap
-                            pictureBase = base
-                            pictures.submit(frame, time: base + (time - origin), arrival: arrival)
-                        }, emit: { out throws(MediaFileError) in
-                            if case .limit(let reason) = try recorder.take(&out) { limit = reason }
-                        })
-                        if let limit { ended = limit; break reading }
-                    }
-                } catch {
-                    // A write the disk had no room for ends the recording as the free-space floor would.
-                    if case .ffmpeg(let code, _) = error.reason, code.code == -ENOSPC { ended = .diskFull } else { ended = .deviceWasDisconnected }
-                    summary.message = "\(error)"
-                    break
-                }
-            }
-            // What the encoders still hold belongs to the recording (packets past a limit are not written).
-            for track in tracks {
-                guard case .encoded(let live) = track.origin else { continue }
-                do {
-                    try live.flush(emit: { out throws(MediaFileError) in _ = try recorder.take(&out) })
-                } catch {
-                    summary.add(message: "\(error)")
-                }
-            }
-            feed?.finish()
-            soundFeed?.finish()
-            do {
-                try recorder.finishAll()
-            } catch {
-                summary.add(message: "\(error)")
-            }
-            finished.segments += recorder.finishedCount
-            finished.bytes += recorder.finishedBytes
-            finished.duration += recorder.finishedDuration
-            progress = recorder.progress
-            if sourceDropped, !isStopped, configuration.reconnectFor > 0 {
-                let now = Date()
-                lostAt = now
-                events(.sourceLost(message: summary.message ?? "\(configuration.source): the source dropped",
-                                   until: now.addingTimeInterval(configuration.reconnectFor)))
-                continue connection
-            }
-            summary.reason = ended ?? (isStopped ? .sessionWasInterrupted : .deviceWasDisconnected)
-            break
+            session.lostAt = nil
+            session.connected = true
+            session.backoff = 0.5
+            return (input, tracks)
         }
-        if let scanner { summary.scan = scanner.finish() }
+    }
+
+    /// Records one connection until the source drops, a limit is reached, the disk fills or `stop`.
+    private func record(_ input: InputFile, tracks: [RecordedTrack], taps: Taps, session: inout Session) -> Reading {
+        let events = self.events
+        let recorder = Recorder(configuration: configuration, tracks: tracks, before: session.progress,
+                                resumed: { events(.reconnected(gap: $0)) }) { report in
+            taps.waveforms?.segmentClosed(report)
+            if let scanner = taps.scanner { scanner.segmentClosed(report) { events(.segment($0)) } } else { events(.segment(report)) }
+        }
+        var reading = Reading(recorder: recorder, byIndex: Dictionary(uniqueKeysWithValues: tracks.map { ($0.index, $0) }), before: session.progress)
+        var packet = Packet()
+        // A synthetic source (lavfi) makes its frames as fast as they are read: it is paced to real time,
+        // as `ffmpeg -re` does, so that a recording of N seconds takes N seconds and events carry the
+        // times a live source would give them.
+        let pace = configuration.source.kind == .synthetic
+            ? RealTimePace(timeBases: Dictionary(uniqueKeysWithValues: input.streams.map { ($0.index, $0.timeBase) })) : nil
+        while reading.ended == nil {
+            if isStopped { reading.ended = .sessionWasInterrupted; break }
+            let read: InputFile.ReadResult
+            do {
+                read = try input.read(into: &packet)
+            } catch {
+                if isStopped { reading.ended = .sessionWasInterrupted } else { reading.sourceDropped = true; session.summary.message = describe(error) }
+                break
+            }
+            guard read == .packet else {
+                reading.sourceDropped = true
+                session.summary.message = "\(configuration.source): the stream ended"
+                break
+            }
+            if let wait = pace?.wait(for: packet) { sleep(wait) }
+            let arrival = Date()
+            session.lastArrival = arrival
+            if let message = diskIsFull(&reading, adding: packet.size, at: arrival) {
+                reading.ended = .diskFull
+                session.summary.message = message
+                break
+            }
+            guard let track = reading.byIndex[packet.streamIndex] else { continue }
+            do {
+                switch track.origin {
+                case .copied(let file): try takeCopied(&packet, of: track, file: file, arrival: arrival, taps: taps, reading: &reading)
+                case .encoded(let live): try takeEncoded(packet, of: track, live: live, arrival: arrival, taps: taps, reading: &reading)
+                }
+            } catch {
+                // A write the disk had no room for ends the recording as the free-space floor would.
+                if case .ffmpeg(let code, _) = error.reason, code.code == -ENOSPC { reading.ended = .diskFull } else { reading.ended = .deviceWasDisconnected }
+                session.summary.message = "\(error)"
+                break
+            }
+        }
+        // What the encoders still hold belongs to the recording (packets past a limit are not written).
+        for track in tracks {
+            guard case .encoded(let live) = track.origin else { continue }
+            do {
+                try live.flush(emit: { out throws(MediaFileError) in _ = try reading.recorder.take(&out) })
+            } catch {
+                session.summary.add(message: "\(error)")
+            }
+        }
+        reading.feed?.finish()
+        reading.soundFeed?.finish()
+        do {
+            try reading.recorder.finishAll()
+        } catch {
+            session.summary.add(message: "\(error)")
+        }
+        session.finished.segments += reading.recorder.finishedCount
+        session.finished.bytes += reading.recorder.finishedBytes
+        session.finished.duration += reading.recorder.finishedDuration
+        session.progress = reading.recorder.progress
+        return reading
+    }
+
+    /// Below `--min-free-disk`, checked every half second or `diskCheckBytes`: what to say, or nil.
+    private func diskIsFull(_ reading: inout Reading, adding bytes: Int, at arrival: Date) -> String? {
+        reading.bytesSinceDiskCheck += bytes
+        guard let minFree = configuration.minFreeDisk,
+              arrival.timeIntervalSince(reading.lastDiskCheck) >= 0.5 || reading.bytesSinceDiskCheck >= Self.diskCheckBytes else { return nil }
+        reading.lastDiskCheck = arrival
+        reading.bytesSinceDiskCheck = 0
+        guard let free = freeSpace(configuration.outputDirectory), free < minFree else { return nil }
+        return "\(configuration.outputDirectory): \(free) bytes free, below --min-free-disk \(minFree)"
+    }
+
+    /// A packet recorded as it came; scanning and levels decode their own references to it, from the first
+    /// recorded keyframe on.
+    private func takeCopied(_ packet: inout Packet, of track: RecordedTrack, file: InputFile, arrival: Date, taps: Taps,
+                            reading: inout Reading) throws(MediaFileError) {
+        let toScan: PacketBox? = taps.pictures != nil && track.isVideo ? PacketBox() : nil
+        toScan?.packet.reference(packet)
+        let toMeasure: PacketBox? = taps.levels != nil && !track.isVideo ? PacketBox() : nil
+        toMeasure?.packet.reference(packet)
+        if case .limit(let reason) = try reading.recorder.take(&packet) {
+            reading.ended = reason
+            return
+        }
+        if let pictures = taps.pictures, let toScan, let origin = reading.recorder.origin {
+            if reading.feed == nil {
+                reading.feed = try LiveScanner.Feed(scanner: pictures, input: file, stream: track.index, origin: origin,
+                                                    offset: reading.recorder.before.captureTime)
+            }
+            reading.feed?.submit(toScan.packet, arrival: arrival)
+        }
+        if let levels = taps.levels, !track.isVideo, let toMeasure, let origin = reading.recorder.origin {
+            if reading.soundFeed == nil {
+                reading.soundFeed = try LiveScanner.Feed(scanner: levels, input: file, stream: track.index, origin: origin,
+                                                         offset: reading.recorder.before.captureTime)
+            }
+            reading.soundFeed?.submit(toMeasure.packet, arrival: arrival)
+        }
+    }
+
+    /// A packet decoded and encoded again: its pictures and sound go to the taps as they are decoded, the
+    /// encoder's packets to the recorder.
+    private func takeEncoded(_ packet: borrowing Packet, of track: RecordedTrack, live: LiveEncoder, arrival: Date, taps: Taps,
+                             reading: inout Reading) throws(MediaFileError) {
+        let progress = reading.before
+        try live.encode(packet, picture: { frame, time in
+            if !track.isVideo, let levels = taps.levels {
+                let origin = reading.soundOrigin ?? time
+                reading.soundOrigin = origin
+                let base = reading.soundBase ?? progress.captureTime + progress.pendingGap
+                reading.soundBase = base
+                levels.submit(frame, time: base + (time - origin), arrival: arrival)
+                return
+            }
+            guard let pictures = taps.pictures, track.isVideo else { return }
+            let origin = reading.pictureOrigin ?? time
+            reading.pictureOrigin = origin
+            // The encoder holds pictures back: one past the duration limit is never recorded.
+            if let limit = configuration.maxDuration, (progress.recorded + (time - origin)).seconds >= limit { return }
+            let base = reading.pictureBase ?? progress.captureTime + progress.pendingGap
+            reading.pictureBase = base
+            pictures.submit(frame, time: base + (time - origin), arrival: arrival)
+        }, emit: { out throws(MediaFileError) in
+            if case .limit(let reason) = try reading.recorder.take(&out) { reading.ended = reason }
+        })
+    }
+
+    /// The summary of the whole session, sent and returned.
+    private func finish(_ session: Session, taps: Taps) -> CaptureSummary {
+        var summary = session.summary
+        if let scanner = taps.scanner { summary.scan = scanner.finish() }
         stillTaker.withLock { $0 = nil }
-        if let stills { summary.stills = stills.finish() }
-        levels?.finish()
-        waveforms?.finish()
-        summary.segments = finished.segments
-        summary.bytes = finished.bytes
-        summary.duration = finished.duration
+        if let stills = taps.stills { summary.stills = stills.finish() }
+        taps.levels?.finish()
+        taps.waveforms?.finish()
+        summary.segments = session.finished.segments
+        summary.bytes = session.finished.bytes
+        summary.duration = session.finished.duration
         if summary.segments == 0 && summary.reason != .diskFull && summary.reason != .sessionWasInterrupted { summary.reason = .noDataCaptured }
         summary.successfullyFinished = summary.segments > 0
             && [.maximumDurationReached, .maximumFileSizeReached, .sessionWasInterrupted, .diskFull].contains(summary.reason)

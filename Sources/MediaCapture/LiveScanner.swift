@@ -37,7 +37,7 @@ public struct LiveScanSummary: Sendable, Codable {
 /// older one. Codes are reported as they appear and go; each finished segment is handed back with the
 /// codes seen in it once the scanner has passed its end (or a second after it closed, whichever comes
 /// first). Copied (compressed) video is decoded on a thread of its own first (`Feed`).
-final class LiveScanner: LivePictureSink, @unchecked Sendable {  // unchecked: its queue behind `condition`, which the scanning thread waits on
+final class LiveScanner: LivePictureSink, Sendable {
     private final class Picture {
         var frame = Frame()
         let time: MediaTime
@@ -49,26 +49,45 @@ final class LiveScanner: LivePictureSink, @unchecked Sendable {  // unchecked: i
     private struct Active { var first: DetectedCode; var last: DetectedCode; var frames: Int; var lastArrival: Date }
     private struct PendingSegment { var report: SegmentReport; var closed: Date; var deliver: (SegmentReport) -> Void }
 
+    /// What the recording's threads and the scanning thread share.
+    private struct Shared {
+        var slot: Picture?
+        var finished = false
+        var scanned = 0
+        var notScanned = 0
+        var progress: MediaTime?
+        var pending: [PendingSegment] = []
+        var done = false
+        /// Distinct codes seen.
+        var codes = 0
+
+        /// The oldest closed segment is due: waited long enough, or the scanner has passed its end.
+        var hasDuePending: Bool {
+            guard let first = pending.first else { return false }
+            return Date().timeIntervalSince(first.closed) >= LiveScanner.segmentWait || isPast(first.report)
+        }
+
+        /// The scanner has seen the segment's last picture (within half a 30 fps frame).
+        func isPast(_ report: SegmentReport) -> Bool {
+            guard let progress else { return false }
+            return progress.seconds >= report.start + report.duration - 0.05
+        }
+    }
+
+    /// The scanning thread's own: codes on screen, codes ever seen, detections not yet reported with a segment.
+    private struct Tracking {
+        var active: [Key: Active] = [:]
+        var seen: Set<Key> = []
+        var sightings: [(time: MediaTime, codes: [DetectedCode])] = []
+    }
+
     /// A code unseen this long is gone.
     static let goneAfter = MediaTime(value: 1, timescale: 1)
     /// A closed segment waits at most this long for the scanner.
     static let segmentWait = 1.0
 
     private let events: @Sendable (CaptureEvent) -> Void
-    private let condition = NSCondition()
-    // Guarded by `condition`:
-    private var slot: Picture?
-    private var finished = false
-    private var scanned = 0
-    private var notScanned = 0
-    private var progress: MediaTime?
-    private var pending: [PendingSegment] = []
-    private var done = false
-    // The scan thread's own:
-    private var active: [Key: Active] = [:]
-    private var seen: Set<Key> = []
-    /// Detections of pictures whose segment has not been reported yet.
-    private var sightings: [(time: MediaTime, codes: [DetectedCode])] = []
+    private let shared = Guarded(Shared())
 
     init(configuration: CodeScanner.Configuration, events: @escaping @Sendable (CaptureEvent) -> Void) {
         self.events = events
@@ -83,90 +102,72 @@ final class LiveScanner: LivePictureSink, @unchecked Sendable {  // unchecked: i
     func submit(_ frame: borrowing Frame, time: MediaTime, arrival: Date) {
         let picture = Picture(time: time, arrival: arrival)
         guard (try? picture.frame.reference(frame)) != nil else { return }  // a frame that cannot be kept is skipped, counted as dropped
-        condition.lock()
-        if slot != nil { notScanned += 1 }
-        slot = picture
-        condition.broadcast()
-        condition.unlock()
+        shared.withLock { s in
+            if s.slot != nil { s.notScanned += 1 }
+            s.slot = picture
+        }
     }
 
     /// Counts pictures that never reached the scanner (dropped before decoding).
     func countNotScanned(_ n: Int) {
-        condition.lock()
-        notScanned += n
-        condition.unlock()
+        shared.withLock { $0.notScanned += n }
     }
 
     /// Hands `report` to `deliver` with the codes seen in it, once the scanner has passed its end.
     func segmentClosed(_ report: SegmentReport, deliver: @escaping (SegmentReport) -> Void) {
-        condition.lock()
-        pending.append(PendingSegment(report: report, closed: Date(), deliver: deliver))
-        condition.broadcast()
-        condition.unlock()
+        shared.withLock { $0.pending.append(PendingSegment(report: report, closed: Date(), deliver: deliver)) }
     }
 
     /// Scans what waits, reports every code still seen as gone and every waiting segment; then stops.
     func finish() -> LiveScanSummary {
-        condition.lock()
-        finished = true
-        condition.broadcast()
-        while !done { condition.wait() }
-        let summary = LiveScanSummary(framesScanned: scanned, framesNotScanned: notScanned, codes: seen.count)
-        condition.unlock()
-        return summary
+        shared.withLock { $0.finished = true }
+        return shared.wait(until: { $0.done }) { s in
+            LiveScanSummary(framesScanned: s.scanned, framesNotScanned: s.notScanned, codes: s.codes)
+        }
     }
 
     private func run(_ scanner: CodeScanner) {
+        var tracking = Tracking()
         while true {
-            condition.lock()
-            while slot == nil && !finished && !hasDuePending() {
-                _ = condition.wait(until: Date().addingTimeInterval(0.1))
+            // The next picture (or none), and whether to stop; checked again every 0.1 s for segments come due.
+            var next: (picture: Picture?, stop: Bool)?
+            while next == nil {
+                next = shared.wait(until: { $0.slot != nil || $0.finished || $0.hasDuePending }, deadline: Date().addingTimeInterval(0.1)) { s, ready in
+                    guard ready else { return nil }
+                    let picture = s.slot
+                    s.slot = nil
+                    return (picture, s.finished && picture == nil)
+                }
             }
-            let picture = slot
-            slot = nil
-            let stop = finished && picture == nil
-            condition.unlock()
-
+            let (picture, stop) = next!
             if let picture {
                 let codes = (try? scanner.scan(picture.frame, at: picture.time)) ?? []  // a frame the scanner cannot read has no codes
-                track(codes, at: picture.time, arrival: picture.arrival)
-                condition.lock()
-                scanned += 1
-                progress = MediaTime.max(progress ?? picture.time, picture.time)
-                condition.unlock()
+                track(codes, at: picture.time, arrival: picture.arrival, in: &tracking)
+                let seen = tracking.seen.count
+                shared.withLock { s in
+                    s.scanned += 1
+                    s.progress = MediaTime.max(s.progress ?? picture.time, picture.time)
+                    s.codes = seen
+                }
             }
-            deliverDue(all: stop)
+            deliverDue(all: stop, sightings: &tracking.sightings)
             if stop {
-                for (_, a) in active { gone(a, provenAt: Date()) }
-                active.removeAll()
-                condition.lock()
-                done = true
-                condition.broadcast()
-                condition.unlock()
+                for (_, a) in tracking.active { gone(a, provenAt: Date()) }
+                tracking.active.removeAll()
+                shared.withLock { $0.done = true }
                 return
             }
         }
     }
 
-    /// Caller holds the lock.
-    private func hasDuePending() -> Bool {
-        guard let first = pending.first else { return false }
-        return Date().timeIntervalSince(first.closed) >= Self.segmentWait || isPast(first.report)
-    }
-
-    /// Caller holds the lock. The scanner has seen the segment's last picture (within half a 30 fps frame).
-    private func isPast(_ report: SegmentReport) -> Bool {
-        guard let progress else { return false }
-        return progress.seconds >= report.start + report.duration - 0.05
-    }
-
-    private func deliverDue(all: Bool) {
-        condition.lock()
-        var due: [PendingSegment] = []
-        while let first = pending.first, all || Date().timeIntervalSince(first.closed) >= Self.segmentWait || isPast(first.report) {
-            due.append(pending.removeFirst())
+    private func deliverDue(all: Bool, sightings: inout [(time: MediaTime, codes: [DetectedCode])]) {
+        let due: [PendingSegment] = shared.withLock { s in
+            var due: [PendingSegment] = []
+            while let first = s.pending.first, all || Date().timeIntervalSince(first.closed) >= Self.segmentWait || s.isPast(first.report) {
+                due.append(s.pending.removeFirst())
+            }
+            return due
         }
-        condition.unlock()
         for segment in due {
             let start = segment.report.start, end = segment.report.start + segment.report.duration
             var merged = CodeAggregator()
@@ -178,27 +179,27 @@ final class LiveScanner: LivePictureSink, @unchecked Sendable {  // unchecked: i
         }
     }
 
-    private func track(_ codes: [DetectedCode], at time: MediaTime, arrival: Date) {
-        if !codes.isEmpty { sightings.append((time, codes)) }
+    private func track(_ codes: [DetectedCode], at time: MediaTime, arrival: Date, in tracking: inout Tracking) {
+        if !codes.isEmpty { tracking.sightings.append((time, codes)) }
         var thisFrame: Set<Key> = []
         for code in codes {
             let key = Key(symbology: code.symbology, bytes: code.payloadBytes)
             guard thisFrame.insert(key).inserted else { continue }
-            if var a = active[key] {
+            if var a = tracking.active[key] {
                 a.last = code
                 a.frames += 1
                 a.lastArrival = arrival
-                active[key] = a
+                tracking.active[key] = a
             } else {
-                active[key] = Active(first: code, last: code, frames: 1, lastArrival: arrival)
-                seen.insert(key)
+                tracking.active[key] = Active(first: code, last: code, frames: 1, lastArrival: arrival)
+                tracking.seen.insert(key)
                 events(.code(CodeSighting(symbology: code.symbology, payload: code.payload, payloadBytes: code.payloadBytes,
                                           time: time, wallClock: arrival, corners: code.corners,
                                           latency: Date().timeIntervalSince(arrival))))
             }
         }
-        for (key, a) in active where time - a.last.time >= Self.goneAfter {
-            active[key] = nil
+        for (key, a) in tracking.active where time - a.last.time >= Self.goneAfter {
+            tracking.active[key] = nil
             gone(a, provenAt: arrival)
         }
     }

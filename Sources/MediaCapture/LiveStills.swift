@@ -49,7 +49,7 @@ public struct StillReport: Sendable, Encodable {
 /// `<captureID>-still-<n>.jpg` (never over a file) with the capture time and the source in their EXIF
 /// (`DateTimeOriginal` with its milliseconds, UTC; `ImageDescription`). The picture waits in a one-picture
 /// slot for the encoding thread: a still that is not encoded before the next one is due is replaced by it.
-final class LiveStills: LivePictureSink, @unchecked Sendable {  // unchecked: the picture slot behind `condition`, which the encoding thread waits on
+final class LiveStills: LivePictureSink, Sendable {
     private final class Picture {
         var frame = Frame()
         let time: MediaTime
@@ -58,19 +58,21 @@ final class LiveStills: LivePictureSink, @unchecked Sendable {  // unchecked: th
         init(time: MediaTime, arrival: Date, reason: String) { (self.time, self.arrival, self.reason) = (time, arrival, reason) }
     }
 
+    private struct State {
+        var next: MediaTime = .zero
+        var requested = false
+        var slot: Picture?
+        var finished = false
+        var done = false
+        var written = 0
+    }
+
     private let every: MediaTime?
     private let folder: String
     private let captureID: String
     private let source: String
     private let events: @Sendable (CaptureEvent) -> Void
-    private let condition = NSCondition()
-    // Guarded by `condition`:
-    private var next: MediaTime = .zero
-    private var requested = false
-    private var slot: Picture?
-    private var finished = false
-    private var done = false
-    private var written = 0
+    private let state = Guarded(State())
 
     init(every: Double?, folder: String, captureID: String, source: String, events: @escaping @Sendable (CaptureEvent) -> Void) {
         self.every = every.map { MediaTime(value: Int64(($0 * 1000).rounded()), timescale: 1000) }
@@ -82,26 +84,24 @@ final class LiveStills: LivePictureSink, @unchecked Sendable {  // unchecked: th
 
     /// The next picture becomes a still.
     func request() {
-        condition.lock()
-        requested = true
-        condition.unlock()
+        state.withLock { $0.requested = true }
     }
 
     func submit(_ frame: borrowing Frame, time: MediaTime, arrival: Date) {
-        condition.lock()
-        defer { condition.unlock() }
-        let due = every.map { _ in time >= next } ?? false
-        guard due || requested else { return }
-        let picture = Picture(time: time, arrival: arrival, reason: due ? "every" : "request")
-        guard (try? picture.frame.reference(frame)) != nil else { return }  // a frame that cannot be kept makes no still; the next due one does
-        if due, let every {
-            // The next multiple after this picture's time: a late picture does not make several stills.
-            while next <= time { next = next + every }
-        } else {
-            requested = false
+        let every = self.every
+        state.withLock { s in
+            let due = every.map { _ in time >= s.next } ?? false
+            guard due || s.requested else { return }
+            let picture = Picture(time: time, arrival: arrival, reason: due ? "every" : "request")
+            guard (try? picture.frame.reference(frame)) != nil else { return }  // a frame that cannot be kept makes no still; the next due one does
+            if due, let every {
+                // The next multiple after this picture's time: a late picture does not make several stills.
+                while s.next <= time { s.next = s.next + every }
+            } else {
+                s.requested = false
+            }
+            s.slot = picture
         }
-        slot = picture
-        condition.broadcast()
     }
 
     func countNotScanned(_ n: Int) {}
@@ -109,29 +109,23 @@ final class LiveStills: LivePictureSink, @unchecked Sendable {  // unchecked: th
     /// Writes what waits, then stops; how many stills were written.
     @discardableResult
     func finish() -> Int {
-        condition.lock()
-        finished = true
-        condition.broadcast()
-        while !done { condition.wait() }
-        condition.unlock()
-        return written
+        state.withLock { $0.finished = true }
+        return state.wait(until: { $0.done }, then: { $0.written })
     }
 
     private func run() {
         let converter = PictureConverter()
         var samples = Frame()
         while true {
-            condition.lock()
-            while slot == nil && !finished { condition.wait() }
-            guard let picture = slot else {
-                done = true
-                condition.broadcast()
-                condition.unlock()
-                return
+            let next: (picture: Picture, index: Int)? = state.wait(until: { $0.slot != nil || $0.finished }) { s in
+                guard let picture = s.slot else {
+                    s.done = true
+                    return nil
+                }
+                s.slot = nil
+                return (picture, s.written + 1)
             }
-            slot = nil
-            let index = written + 1
-            condition.unlock()
+            guard let (picture, index) = next else { return }
             let path = folder + "/" + captureID + "-still-" + String(format: "%04d", index) + ".jpg"
             do {
                 try converter.jpegSamples(picture.frame, width: picture.frame.width, height: picture.frame.height, into: &samples)
@@ -139,9 +133,7 @@ final class LiveStills: LivePictureSink, @unchecked Sendable {  // unchecked: th
                 let stamped = ExifStamp(date: picture.arrival, description: "\(source) at \(MediaTime.formatSeconds(picture.time.seconds)) s of capture \(captureID)")
                     .inserted(into: jpeg) ?? jpeg
                 try SafeFiles.create(path, contents: Data(stamped))
-                condition.lock()
-                written += 1
-                condition.unlock()
+                state.withLock { $0.written += 1 }
                 events(.still(StillReport(index: index, path: path, time: picture.time.seconds, wallClock: picture.arrival,
                                           width: picture.frame.width, height: picture.frame.height, reason: picture.reason)))
             } catch {

@@ -6,12 +6,15 @@ import SafeFiles
 /// A waveform of each finished segment's sound, drawn on a thread of its own as segments close (never
 /// in the recording's way): `<segment>-waveform.png` beside it and its peaks as `<segment>-waveform.json`
 /// (audiowaveform's format), never over a file; one `waveform` event each.
-final class SegmentWaveforms: @unchecked Sendable {  // unchecked: every field behind `condition`, which the drawing thread waits on
+final class SegmentWaveforms: Sendable {
+    private struct State {
+        var queue: [SegmentReport] = []
+        var finished = false
+        var done = false
+    }
+
     private let events: @Sendable (CaptureEvent) -> Void
-    private let condition = NSCondition()
-    private var queue: [SegmentReport] = []
-    private var finished = false
-    private var done = false
+    private let state = Guarded(State())
 
     init(events: @escaping @Sendable (CaptureEvent) -> Void) {
         self.events = events
@@ -21,33 +24,25 @@ final class SegmentWaveforms: @unchecked Sendable {  // unchecked: every field b
     }
 
     func segmentClosed(_ report: SegmentReport) {
-        condition.lock()
-        queue.append(report)
-        condition.broadcast()
-        condition.unlock()
+        state.withLock { $0.queue.append(report) }
     }
 
     /// Draws what waits, then stops.
     func finish() {
-        condition.lock()
-        finished = true
-        condition.broadcast()
-        while !done { condition.wait() }
-        condition.unlock()
+        state.withLock { $0.finished = true }
+        state.wait(until: { $0.done }, then: { _ in })
     }
 
     private func run() {
         while true {
-            condition.lock()
-            while queue.isEmpty && !finished { condition.wait() }
-            guard !queue.isEmpty else {
-                done = true
-                condition.broadcast()
-                condition.unlock()
-                return
+            let next: SegmentReport? = state.wait(until: { !$0.queue.isEmpty || $0.finished }) { s in
+                guard !s.queue.isEmpty else {
+                    s.done = true
+                    return nil
+                }
+                return s.queue.removeFirst()
             }
-            let segment = queue.removeFirst()
-            condition.unlock()
+            guard let segment = next else { return }
             let stem = (segment.path as NSString).deletingPathExtension
             let picture = stem + "-waveform.png", peaks = stem + "-waveform.json"
             do {

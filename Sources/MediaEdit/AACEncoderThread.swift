@@ -5,33 +5,34 @@ import MediaCore
 /// encoding overlaps decoding and time-stretching on the caller's thread. Samples go in with `submit`
 /// (which waits while too much is queued), packets come out with `next`, in order, timed in samples
 /// (time base 1/sampleRate).
-final class AACEncoderThread: @unchecked Sendable {  // unchecked: its queues behind `condition`, which the encoding thread waits on
-    let encoder: Encoder
-    private let condition = NSCondition()
-    // Guarded by `condition`:
-    private var output: [PacketBox] = []
-    private var done = false
-    private var failure: (any Error)?
-    private var input: SampleConsumerThread?
+final class AACEncoderThread: Sendable {
+    private struct State {
+        var output: [PacketBox] = []
+        var done = false
+        var failure: (any Error)?
+    }
+
+    private let state: Guarded<State>
+    private let input: SampleConsumerThread
 
     init(encoder: Encoder, sampleRate: Int) {
-        self.encoder = encoder
         // Used on the consumer's thread only.
         nonisolated(unsafe) let feeder = AACFrameFeeder(encoder: encoder, sampleRate: sampleRate)
-        input = SampleConsumerThread(name: "mediafarm-aac", { [self] samples in
+        let state = Guarded(State())
+        self.state = state
+        input = SampleConsumerThread(name: "mediafarm-aac", { samples in
             var packets: [PacketBox] = []
             try feeder.add(samples, into: &packets)
-            deliver(packets, done: false)
-        }, last: { [self] in
+            Self.deliver(packets, done: false, to: state)
+        }, last: {
             var packets: [PacketBox] = []
             try feeder.finish(into: &packets)
-            deliver(packets, done: true)
-        }, failed: { [self] error in
-            condition.lock()
-            failure = error
-            done = true
-            condition.broadcast()
-            condition.unlock()
+            Self.deliver(packets, done: true, to: state)
+        }, failed: { error in
+            state.withLock { s in
+                s.failure = error
+                s.done = true
+            }
         })
     }
 
@@ -39,38 +40,33 @@ final class AACEncoderThread: @unchecked Sendable {  // unchecked: its queues be
 
     /// Queues samples for encoding; waits while the queue is full.
     func submit(_ samples: AudioSamples) throws {
-        try input?.submit(samples)
+        try input.submit(samples)
     }
 
     /// No more samples: the encoder flushes what it holds.
     func finishInput() {
-        input?.finishInput()
+        input.finishInput()
     }
 
     /// The next packet: immediately when one is ready, else nil if `wait` is false; with `wait`, blocks
     /// until one is ready or the encoder has finished (then nil).
     func next(wait: Bool) throws -> PacketBox? {
-        condition.lock()
-        defer { condition.unlock() }
-        while true {
-            if let failure { throw failure }
-            if !output.isEmpty { return output.removeFirst() }
-            if done || !wait { return nil }
-            condition.wait()
+        try state.wait(until: { s in !wait || s.failure != nil || !s.output.isEmpty || s.done }) { s in
+            if let failure = s.failure { throw failure }
+            return s.output.isEmpty ? nil : s.output.removeFirst()
         }
     }
 
     /// Stops the thread (after a failure elsewhere).
     func stop() {
-        input?.cancel()
+        input.cancel()
     }
 
-    private func deliver(_ packets: [PacketBox], done finished: Bool) {
-        condition.lock()
-        output.append(contentsOf: packets)
-        if finished { done = true }
-        condition.broadcast()
-        condition.unlock()
+    private static func deliver(_ packets: [PacketBox], done finished: Bool, to state: Guarded<State>) {
+        state.withLock { s in
+            s.output.append(contentsOf: packets)
+            if finished { s.done = true }
+        }
     }
 }
 

@@ -223,140 +223,133 @@ struct H264Splice {
         let refIdc = Int(header >> 5) & 3
         let isIDR = nalType == 5
         let rbsp = H264Splice.unescape(unit.dropFirst())
-        var r = BitReader(rbsp)
-        var w = BitWriter()
-        func copyUE() throws -> Int { let v = try r.ue(); w.ue(v); return v }
-        func copySE() throws -> Int { let v = try r.se(); w.se(v); return v }
-        func copyBits(_ n: Int) throws -> Int { let v = try r.bits(n); w.bits(v, n); return v }
+        var c = BitCopier(rbsp)
 
-        _ = try copyUE() // first_mb_in_slice
-        let sliceTypeCode = try r.ue()
-        let sliceType = sliceTypeCode % 5 // 0 P, 1 B, 2 I, 3 SP, 4 SI
-        w.ue(sliceTypeCode)
-        let ppsID = try copyUE()
+        _ = try c.ue() // first_mb_in_slice
+        let sliceType = try c.ue() % 5 // 0 P, 1 B, 2 I, 3 SP, 4 SI
+        let ppsID = try c.ue()
         guard let p = pps[ppsID], let s = sps[p.spsID] else { throw Malformed(description: "a slice names a parameter set that was not sent (\(ppsID))") }
         guard p.sliceGroups == 1 else { throw Malformed(description: "slice groups (FMO) cannot be spliced") }
         if makeIDR {
             guard s.frameMbsOnly else { throw Malformed(description: "interlaced (field-coded) video cannot be spliced at an open-GOP keyframe") }
             guard sliceType == 2 || sliceType == 4, refIdc != 0 else { throw Malformed(description: "a keyframe slice is not an intra reference slice") }
         }
-        if s.separateColourPlane { _ = try copyBits(2) }
-        let at = r.position
-        let frameNum = try r.bits(s.log2MaxFrameNum)
+        if s.separateColourPlane { _ = try c.bits(2) }
+        let at = c.r.position
+        let frameNum = try c.r.bits(s.log2MaxFrameNum)
         let maxFrameNum = 1 << s.log2MaxFrameNum
         let newFrameNum = makeIDR ? 0 : ((frameNum - frameNumOffset) % maxFrameNum + maxFrameNum) % maxFrameNum
         if !makeIDR {
             // Only the number changes, in a field of the same width: patched in place.
-            var patched = rbsp
-            for i in 0..<s.log2MaxFrameNum {
-                let bit = (newFrameNum >> (s.log2MaxFrameNum - 1 - i)) & 1
-                let p = at + i, mask = UInt8(0x80) >> UInt8(p & 7)
-                patched[p >> 3] = bit == 1 ? patched[p >> 3] | mask : patched[p >> 3] & ~mask
-            }
-            return ([header] + H264Splice.escape(patched), frameNum)
+            return ([header] + H264Splice.escape(Self.patched(rbsp, at: at, width: s.log2MaxFrameNum, value: newFrameNum)), frameNum)
         }
-        w.bits(newFrameNum, s.log2MaxFrameNum)
+        // From here the slice is made IDR.
+        c.w.bits(newFrameNum, s.log2MaxFrameNum)
         var fieldPic = false
         if !s.frameMbsOnly {
-            fieldPic = try copyBits(1) == 1
-            if fieldPic { _ = try copyBits(1) }
+            fieldPic = try c.bits(1) == 1
+            if fieldPic { _ = try c.bits(1) }
         }
-        if isIDR { _ = try copyUE() } else if makeIDR { w.ue(0) } // idr_pic_id
+        if isIDR { _ = try c.ue() } else { c.w.ue(0) } // idr_pic_id
         if s.pocType == 0 {
-            _ = try copyBits(s.log2MaxPOCLsb)
-            if p.bottomFieldPicOrderPresent && !fieldPic { _ = try copySE() }
+            _ = try c.bits(s.log2MaxPOCLsb)
+            if p.bottomFieldPicOrderPresent && !fieldPic { _ = try c.se() }
         }
         if s.pocType == 1 && !s.deltaPicOrderAlwaysZero {
-            _ = try copySE()
-            if p.bottomFieldPicOrderPresent && !fieldPic { _ = try copySE() }
+            _ = try c.se()
+            if p.bottomFieldPicOrderPresent && !fieldPic { _ = try c.se() }
         }
-        if p.redundantPicCntPresent { _ = try copyUE() }
-        if sliceType == 1 { _ = try copyBits(1) } // direct_spatial_mv_pred
+        if p.redundantPicCntPresent { _ = try c.ue() }
+        if sliceType == 1 { _ = try c.bits(1) } // direct_spatial_mv_pred
         var refs0 = p.refIdxL0Default, refs1 = p.refIdxL1Default
         if sliceType == 0 || sliceType == 1 || sliceType == 3 {
-            if try copyBits(1) == 1 {
-                refs0 = try copyUE() + 1
-                if sliceType == 1 { refs1 = try copyUE() + 1 }
+            if try c.bits(1) == 1 {
+                refs0 = try c.ue() + 1
+                if sliceType == 1 { refs1 = try c.ue() + 1 }
             }
         }
-        // ref_pic_list_modification
-        func listModification() throws {
-            guard try copyBits(1) == 1 else { return }
-            while true {
-                let idc = try copyUE()
-                if idc == 3 { break }
-                guard idc <= 5 else { throw Malformed(description: "a reference list modification out of range") }
-                _ = try copyUE()
-            }
-        }
-        if sliceType != 2 && sliceType != 4 { try listModification() }
-        if sliceType == 1 { try listModification() }
+        if sliceType != 2 && sliceType != 4 { try Self.copyListModification(&c) }
+        if sliceType == 1 { try Self.copyListModification(&c) }
         // pred_weight_table
         if (p.weightedPred && (sliceType == 0 || sliceType == 3)) || (p.weightedBipredIdc == 1 && sliceType == 1) {
-            _ = try copyUE()
-            if s.chromaArrayType != 0 { _ = try copyUE() }
-            for list in 0..<(sliceType == 1 ? 2 : 1) {
-                for _ in 0..<(list == 0 ? refs0 : refs1) {
-                    if try copyBits(1) == 1 { _ = try copySE(); _ = try copySE() }
-                    if s.chromaArrayType != 0, try copyBits(1) == 1 {
-                        for _ in 0..<4 { _ = try copySE() }
-                    }
-                }
-            }
+            try Self.copyWeightTable(&c, chroma: s.chromaArrayType != 0, lists: sliceType == 1 ? [refs0, refs1] : [refs0])
         }
-        // dec_ref_pic_marking
-        if refIdc != 0 {
-            if isIDR {
-                _ = try copyBits(2)
-            } else {
-                let adaptive = try r.bits(1) == 1
-                if makeIDR {
-                    // An I picture marking earlier pictures (MMCO) has nothing to mark as an IDR picture.
-                    w.bits(0, 1) // no_output_of_prior_pics_flag: the frames before it are still shown
-                    w.bits(0, 1) // long_term_reference_flag
-                    if adaptive {
-                        while true {
-                            let op = try r.ue()
-                            if op == 0 { break }
-                            if op == 1 || op == 3 { _ = try r.ue() }
-                            if op == 2 { _ = try r.ue() }
-                            if op == 3 || op == 6 || op == 4 { _ = try r.ue() }
-                        }
-                    }
-                } else {
-                    w.bits(adaptive ? 1 : 0, 1)
-                    if adaptive {
-                        while true {
-                            let op = try copyUE()
-                            if op == 0 { break }
-                            guard op <= 6 else { throw Malformed(description: "a memory management operation out of range") }
-                            if op == 1 || op == 3 { _ = try copyUE() }
-                            if op == 2 { _ = try copyUE() }
-                            if op == 3 || op == 6 || op == 4 { _ = try copyUE() }
-                        }
-                    }
-                }
-            }
-        }
-        if p.cabac && sliceType != 2 && sliceType != 4 { _ = try copyUE() } // cabac_init_idc
-        _ = try copySE() // slice_qp_delta
+        if refIdc != 0 { try Self.rewriteReferenceMarking(&c, isIDR: isIDR) }
+        if p.cabac && sliceType != 2 && sliceType != 4 { _ = try c.ue() } // cabac_init_idc
+        _ = try c.se() // slice_qp_delta
         if sliceType == 3 || sliceType == 4 {
-            if sliceType == 3 { _ = try copyBits(1) }
-            _ = try copySE()
+            if sliceType == 3 { _ = try c.bits(1) }
+            _ = try c.se()
         }
         if p.deblockingControlPresent {
-            if try copyUE() != 1 { _ = try copySE(); _ = try copySE() }
+            if try c.ue() != 1 { _ = try c.se(); _ = try c.se() }
         }
         if p.cabac {
             // cabac_alignment_one_bit up to a byte boundary, on both sides.
-            while r.position % 8 != 0 { guard try r.bits(1) == 1 else { throw Malformed(description: "CABAC alignment bits that are not ones") } }
-            while w.count % 8 != 0 { w.bits(1, 1) }
+            while c.r.position % 8 != 0 { guard try c.r.bits(1) == 1 else { throw Malformed(description: "CABAC alignment bits that are not ones") } }
+            while c.w.count % 8 != 0 { c.w.bits(1, 1) }
         }
         // The slice data, and the RBSP's trailing bits, as they were; the last byte holds the stop bit.
-        try w.copy(from: &r)
-        var bytes = w.bytes
+        try c.w.copy(from: &c.r)
+        var bytes = c.w.bytes
         while bytes.last == 0 { bytes.removeLast() }
         return ([header & 0xE0 | 5] + H264Splice.escape(bytes), frameNum)
+    }
+
+    /// `rbsp` with the `width` bits at bit `at` set to `value`.
+    static func patched(_ rbsp: [UInt8], at: Int, width: Int, value: Int) -> [UInt8] {
+        var patched = rbsp
+        for i in 0..<width {
+            let bit = (value >> (width - 1 - i)) & 1
+            let p = at + i, mask = UInt8(0x80) >> UInt8(p & 7)
+            patched[p >> 3] = bit == 1 ? patched[p >> 3] | mask : patched[p >> 3] & ~mask
+        }
+        return patched
+    }
+
+    /// ref_pic_list_modification, copied.
+    private static func copyListModification(_ c: inout BitCopier) throws {
+        guard try c.bits(1) == 1 else { return }
+        while true {
+            let idc = try c.ue()
+            if idc == 3 { break }
+            guard idc <= 5 else { throw Malformed(description: "a reference list modification out of range") }
+            _ = try c.ue()
+        }
+    }
+
+    /// pred_weight_table, copied, for lists of `lists` references each.
+    private static func copyWeightTable(_ c: inout BitCopier, chroma: Bool, lists: [Int]) throws {
+        _ = try c.ue()
+        if chroma { _ = try c.ue() }
+        for references in lists {
+            for _ in 0..<references {
+                if try c.bits(1) == 1 { _ = try c.se(); _ = try c.se() }
+                if chroma, try c.bits(1) == 1 {
+                    for _ in 0..<4 { _ = try c.se() }
+                }
+            }
+        }
+    }
+
+    /// dec_ref_pic_marking of a slice made IDR: an IDR slice's copied; a non-IDR one's replaced by an IDR's
+    /// (an I picture marking earlier pictures (MMCO) has nothing to mark as an IDR picture).
+    private static func rewriteReferenceMarking(_ c: inout BitCopier, isIDR: Bool) throws {
+        if isIDR {
+            _ = try c.bits(2)
+            return
+        }
+        let adaptive = try c.r.bits(1) == 1
+        c.w.bits(0, 1) // no_output_of_prior_pics_flag: the frames before it are still shown
+        c.w.bits(0, 1) // long_term_reference_flag
+        guard adaptive else { return }
+        while true {
+            let op = try c.r.ue()
+            if op == 0 { break }
+            if op == 1 || op == 3 { _ = try c.r.ue() }
+            if op == 2 { _ = try c.r.ue() }
+            if op == 3 || op == 6 || op == 4 { _ = try c.r.ue() }
+        }
     }
 
     // MARK: Emulation prevention
@@ -424,6 +417,18 @@ struct BitReader {
         let k = try ue()
         return k % 2 == 1 ? (k + 1) / 2 : -(k / 2)
     }
+}
+
+/// A reader and a writer in step: what is read is written again, unless read from `r` alone.
+struct BitCopier {
+    var r: BitReader
+    var w = BitWriter()
+
+    init(_ data: [UInt8]) { r = BitReader(data) }
+
+    mutating func ue() throws -> Int { let v = try r.ue(); w.ue(v); return v }
+    mutating func se() throws -> Int { let v = try r.se(); w.se(v); return v }
+    mutating func bits(_ n: Int) throws -> Int { let v = try r.bits(n); w.bits(v, n); return v }
 }
 
 /// Writes bits, most significant first, and Exp-Golomb codes.

@@ -44,11 +44,43 @@ struct LoudnessNormalizer {
         self.progress = progress
     }
 
+    /// One encoding of every part, its figures, how far it missed the target, and which pass it was.
+    typealias Pass = (parts: [EncodedPart], after: LoudnessFigures, miss: Double, number: Int)
+
     /// Every encoded packet of the track, in order (time base 1/sampleRate), and the report.
     func run() throws -> ([PacketBox], LoudnessDelivery) {
         guard let target = goal.target, let limit = goal.truePeak else {
             throw ExportError("a loudness target needs its integrated loudness and its true-peak limit")
         }
+        let (spill, meter, before) = try measure()
+        var report = LoudnessDelivery(mode: .normalized, standard: goal.standard, target: target, truePeakLimit: limit, before: before)
+        guard let integrated = before.integrated else {
+            // Nothing above the gate: there is no loudness to correct, and no gain to compute.
+            return try silent(spill, before: before, report: report)
+        }
+        let ceilingLimit = limit - Self.peakMargin
+        var gain = target - integrated
+        var ceiling: Double? = (before.truePeak ?? -200) + gain > ceilingLimit ? ceilingLimit : nil
+        var trials = 0
+        if spill.frames >= audio.sampleRate * Self.excerptAbove {
+            (gain, ceiling, trials) = try predict(spill, integrated: integrated, truePeak: before.truePeak, target: target, gain: gain,
+                                                  ceiling: ceiling, ceilingLimit: ceilingLimit)
+        }
+        let (best, closest) = try search(spill, meter: meter, before: before, target: target, limit: limit, gain: gain, ceiling: ceiling,
+                                         longProgramme: trials > 0)
+        // The closest pass, when it is near enough: within twice the tolerance (a tenth of a LU).
+        if let best, abs(best.miss) <= 2 * Self.tolerance {
+            report.excerptTrials = trials > 0 ? trials : nil
+            return (best.parts.flatMap(\.packets), delivered(best, report: report, before: before, limit: limit))
+        }
+        let missed = closest.map { "\(Self.decibels(-$0.miss)) LU from the target" + ($0.over > 0 ? " with the true peak \(Self.decibels($0.over + Self.peakMargin)) dB over the limit" : "") } ?? ""
+        throw ExportError("the audio could not be brought to \(Self.decibels(target)) LUFS with its true peak at or under \(Self.decibels(limit)) dBTP "
+                          + "in \(Self.maxPasses) passes (the last was \(missed)); the codec or the material fights the limit: "
+                          + "raise \"truePeak\", lower \"target\", raise \"bitrate\", or set \"loudness\": {\"measure\": true} to measure only")
+    }
+
+    /// The composition's audio rendered once into a spill, and measured as it goes.
+    private func measure() throws -> (SampleSpill, LoudnessMeter, LoudnessFigures) {
         let spill = try SampleSpill(channels: audio.channels)
         let meter = try LoudnessMeter(sampleRate: audio.sampleRate, channelCount: audio.channels, layoutName: nil)
         meter.keepsBlocks = true
@@ -75,27 +107,29 @@ struct LoudnessNormalizer {
             keeper.cancel()
             throw error
         }
-        let before = try meter.finish()
-        var report = LoudnessDelivery(mode: .normalized, standard: goal.standard, target: target, truePeakLimit: limit, before: before)
-        guard let integrated = before.integrated else {
-            // Nothing above the gate: there is no loudness to correct, and no gain to compute.
-            let ranges = Self.parts(frames: spill.frames, sampleRate: audio.sampleRate)
-            let parts = try encode(ranges, of: spill.frames, read: spill.reader, plans: ranges.map { _ in .uniform(0) },
-                                   ceilings: ranges.map { _ in nil }, pass: 1, base: nil)
-            report.after = try Self.figures(of: parts)
-            report.gain = 0
-            report.passes = 1
-            report.note = "the audio is silent to BS.1770 (\(before.note ?? "no block above the -70 LUFS gate")): no gain applied"
-            return (parts.flatMap(\.packets), report)
-        }
+        return (spill, meter, try meter.finish())
+    }
+
+    /// Audio silent to BS.1770: encoded at no gain.
+    private func silent(_ spill: SampleSpill, before: LoudnessFigures, report: LoudnessDelivery) throws -> ([PacketBox], LoudnessDelivery) {
+        var report = report
+        let ranges = Self.parts(frames: spill.frames, sampleRate: audio.sampleRate)
+        let parts = try encode(ranges, of: spill.frames, read: spill.reader, plans: ranges.map { _ in .uniform(0) },
+                               ceilings: ranges.map { _ in nil }, pass: 1, base: nil)
+        report.after = try Self.figures(of: parts)
+        report.gain = 0
+        report.passes = 1
+        report.note = "the audio is silent to BS.1770 (\(before.note ?? "no block above the -70 LUFS gate")): no gain applied"
+        return (parts.flatMap(\.packets), report)
+    }
+
+    /// The passes, from the first (steered when the programme has three parts or more) until one lands
+    /// within the tolerance with its peaks under the limit, or `maxPasses`: the best pass whose peaks held,
+    /// and how far the last one missed.
+    private func search(_ spill: SampleSpill, meter: LoudnessMeter, before: LoudnessFigures, target: Double, limit: Double, gain start: Double,
+                        ceiling: Double?, longProgramme: Bool) throws -> (best: Pass?, closest: (miss: Double, over: Double)?) {
         let ceilingLimit = limit - Self.peakMargin
-        var gain = target - integrated
-        var ceiling: Double? = (before.truePeak ?? -200) + gain > ceilingLimit ? ceilingLimit : nil
-        var trials = 0
-        if spill.frames >= audio.sampleRate * Self.excerptAbove {
-            (gain, ceiling, trials) = try predict(spill, integrated: integrated, truePeak: before.truePeak, target: target, gain: gain,
-                                                  ceiling: ceiling, ceilingLimit: ceilingLimit)
-        }
+        var gain = start
         let ranges = Self.parts(frames: spill.frames, sampleRate: audio.sampleRate)
         let read = spill.reader
         /// The limiter's ceiling of each part: lowered where the codec pushed that part's peaks over.
@@ -114,7 +148,7 @@ struct LoudnessNormalizer {
         /// next gain follows the slope of the last two, kept inside the bracket.
         var under: (gain: Double, measured: Double)?, over: (gain: Double, measured: Double)?
         var previous: (gain: Double, measured: Double)?
-        var best: (parts: [EncodedPart], after: LoudnessFigures, miss: Double, number: Int)?
+        var best: Pass?
         var closest: (miss: Double, over: Double)?
         var passNumber = 1
         while true {
@@ -128,22 +162,12 @@ struct LoudnessNormalizer {
                 "integrated": "\(Self.decibels(measured))", "truePeak": "\(after.truePeak.map(Self.decibels) ?? "none")"])
             if peakOver <= 0, abs(miss) < abs(best?.miss ?? .infinity) { best = (current, after, miss, passNumber) }
             // A long programme's pass is dear: one the excerpt aimed lands near enough at 0.08 LU.
-            if abs(miss) <= (trials > 0 ? Self.longTolerance : Self.tolerance) && peakOver <= 0 { break }
+            if abs(miss) <= (longProgramme ? Self.longTolerance : Self.tolerance) && peakOver <= 0 { break }
             closest = (miss, peakOver)
             guard passNumber < Self.maxPasses else { break }
             passNumber += 1
             if peakOver > 0 {
-                // The codec added to the peaks of some parts (more, the more the limiter works): each of those
-                // is encoded again with its ceiling lowered by what the codec added there. A lower ceiling
-                // takes little loudness; what it takes, the mix that follows corrects.
-                var again: [Int] = []
-                for (k, part) in current.enumerated() {
-                    let over = (part.truePeak ?? -200) - ceilingLimit
-                    guard over > 0 else { continue }
-                    // Half as much again: the codec adds more, the harder the limiter works.
-                    ceilings[k] = (part.ceiling ?? ceilingLimit) - 1.5 * over - 0.05
-                    again.append(k)
-                }
+                let again = Self.lowerCeilings(&ceilings, where: current, pushedOver: ceilingLimit)
                 if ceilings.contains(where: { ($0 ?? 0) < limit - 12 }) { break }
                 current = try replace(again, in: current, of: spill.frames, read: read, ceilings: ceilings, pass: passNumber)
                 continue
@@ -196,35 +220,48 @@ struct LoudnessNormalizer {
             if mixed.crossed == nil { gain = next }
             current = mixed.parts
         }
-        // The closest pass, when it is near enough: within twice the tolerance (a tenth of a LU).
-        if let best, abs(best.miss) <= 2 * Self.tolerance {
-            report.after = best.after
-            let spans = Self.gainSpans(best.parts.map { ($0.range, $0.plan) }, sampleRate: audio.sampleRate)
-            (report.gain, report.gains) = spans.count == 1 ? (spans[0].gain, nil) : (nil, spans)
-            report.limiter = Self.limiter(of: best.parts, sampleRate: audio.sampleRate)
-            report.passes = best.number
-            report.excerptTrials = trials > 0 ? trials : nil
-            var notes: [String] = []
-            let gains = best.parts.flatMap { [$0.plan.first, $0.plan.second] }
-            let changes = best.parts.filter(\.plan.isSplit).map { Double($0.plan.switchFrame) / Double(audio.sampleRate) }
-            if let top = gains.max(), let low = gains.min(), top != low {
-                let at = changes.prefix(8).map { String(format: "%.1f", $0) }.joined(separator: ", ") + (changes.count > 8 ? ", ..." : "")
-                notes.append("the codec's loudness moves unevenly with the level, so the gain is \(Self.decibels(low)) dB in some parts of "
-                             + "the programme and \(Self.decibels(top)) dB in others: it changes \(changes.count) time\(changes.count == 1 ? "" : "s"), "
-                             + "ramped over 0.1 s, at \(at) s")
-            }
-            if report.limiter != nil {
-                let top = gains.max() ?? 0
-                notes.append("a gain of \(Self.decibels(top)) alone would have put the true peak at \(Self.decibels((before.truePeak ?? 0) + top)) dBTP, "
-                             + "over the limit of \(Self.decibels(limit)): the limiter held it")
-            }
-            report.note = notes.isEmpty ? nil : notes.joined(separator: "; ")
-            return (best.parts.flatMap(\.packets), report)
+        return (best, closest)
+    }
+
+    /// The codec added to the peaks of some parts (more, the more the limiter works): each of those is to be
+    /// encoded again with its ceiling lowered by what the codec added there. A lower ceiling takes little
+    /// loudness; what it takes, the mix that follows corrects. The parts to encode again.
+    static func lowerCeilings(_ ceilings: inout [Double?], where parts: [EncodedPart], pushedOver ceilingLimit: Double) -> [Int] {
+        var again: [Int] = []
+        for (k, part) in parts.enumerated() {
+            let over = (part.truePeak ?? -200) - ceilingLimit
+            guard over > 0 else { continue }
+            // Half as much again: the codec adds more, the harder the limiter works.
+            ceilings[k] = (part.ceiling ?? ceilingLimit) - 1.5 * over - 0.05
+            again.append(k)
         }
-        let missed = closest.map { "\(Self.decibels(-$0.miss)) LU from the target" + ($0.over > 0 ? " with the true peak \(Self.decibels($0.over + Self.peakMargin)) dB over the limit" : "") } ?? ""
-        throw ExportError("the audio could not be brought to \(Self.decibels(target)) LUFS with its true peak at or under \(Self.decibels(limit)) dBTP "
-                          + "in \(Self.maxPasses) passes (the last was \(missed)); the codec or the material fights the limit: "
-                          + "raise \"truePeak\", lower \"target\", raise \"bitrate\", or set \"loudness\": {\"measure\": true} to measure only")
+        return again
+    }
+
+    /// The report of the pass kept: its figures, its gains, its limiter, and notes on both.
+    private func delivered(_ best: Pass, report: LoudnessDelivery, before: LoudnessFigures, limit: Double) -> LoudnessDelivery {
+        var report = report
+        report.after = best.after
+        let spans = Self.gainSpans(best.parts.map { ($0.range, $0.plan) }, sampleRate: audio.sampleRate)
+        (report.gain, report.gains) = spans.count == 1 ? (spans[0].gain, nil) : (nil, spans)
+        report.limiter = Self.limiter(of: best.parts, sampleRate: audio.sampleRate)
+        report.passes = best.number
+        var notes: [String] = []
+        let gains = best.parts.flatMap { [$0.plan.first, $0.plan.second] }
+        let changes = best.parts.filter(\.plan.isSplit).map { Double($0.plan.switchFrame) / Double(audio.sampleRate) }
+        if let top = gains.max(), let low = gains.min(), top != low {
+            let at = changes.prefix(8).map { String(format: "%.1f", $0) }.joined(separator: ", ") + (changes.count > 8 ? ", ..." : "")
+            notes.append("the codec's loudness moves unevenly with the level, so the gain is \(Self.decibels(low)) dB in some parts of "
+                         + "the programme and \(Self.decibels(top)) dB in others: it changes \(changes.count) time\(changes.count == 1 ? "" : "s"), "
+                         + "ramped over 0.1 s, at \(at) s")
+        }
+        if report.limiter != nil {
+            let top = gains.max() ?? 0
+            notes.append("a gain of \(Self.decibels(top)) alone would have put the true peak at \(Self.decibels((before.truePeak ?? 0) + top)) dBTP, "
+                         + "over the limit of \(Self.decibels(limit)): the limiter held it")
+        }
+        report.note = notes.isEmpty ? nil : notes.joined(separator: "; ")
+        return report
     }
 
     /// The first pass over a programme of three parts or more, steered: the parts are encoded in order,

@@ -103,19 +103,19 @@ extension LoudnessNormalizer {
     }
 
     /// Results filled in by index from several threads.
-    final class Results<T>: @unchecked Sendable {  // unchecked: every access behind `lock`; T (a meter) is not Sendable
-        private var values: [T?]
-        private let lock = NSLock()
-        private(set) var done = 0
+    final class Results<T>: Sendable {
+        private let values: Guarded<(values: [T?], done: Int)>
 
-        init(count: Int) { values = Array(repeating: nil, count: count) }
+        init(count: Int) { values = Guarded((Array(repeating: nil, count: count), 0)) }
+
+        var done: Int { values.withLock { $0.done } }
 
         subscript(i: Int) -> T? {
-            get { lock.withLock { values[i] } }
-            set { lock.withLock { values[i] = newValue; done += 1 } }
+            get { values.withLock { $0.values[i] } }
+            set { values.withLock { $0.values[i] = newValue; $0.done += 1 } }
         }
 
-        var all: [T] { lock.withLock { values.map { $0! } } }
+        var all: [T] { values.withLock { $0.values.map { $0! } } }
     }
 
     /// How a part is encoded and measured: everything a worker thread needs, and nothing of the

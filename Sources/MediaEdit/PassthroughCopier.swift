@@ -62,13 +62,83 @@ struct PassthroughCopier {
         }
     }
 
+    /// The output being written: its file, its tracks, the audio rendered into it, and where the next
+    /// edit's packets go.
+    private struct Output {
+        let file: OutputFile
+        let chapters: Int
+        var video: Track?
+        var audio: Track?
+        let rendered: RenderedAudioWriter?
+        /// Per segment, how much earlier its decoding times are written (see `open`).
+        let leads: [MediaTime]
+        /// The placement of the current edit after everything already written, in output time.
+        var shift = MediaTime.zero
+        let clock = Date()
+    }
+
+    /// One edit being copied: its source range, its place in the output, and what it has written so far.
+    private struct Edit {
+        let segment: Int
+        let source: ExportSource
+        let mapping: TimeMapping
+        /// The keyframe decoding starts from, when edit lists hide what precedes the cut.
+        let key: PassthroughExporter.Keyframe?
+        let start: MediaTime, end: MediaTime
+        let targetStart: MediaTime, targetDuration: MediaTime
+        /// How much later than the cut the source's video starts (moved earlier to show from the edit's start).
+        let late: MediaTime
+        /// How much earlier this edit's decoding times are written.
+        let lead: MediaTime
+        let snapped: Bool
+        var cut: ExportReport.Cut
+        var firstVideoPacket = true
+        var firstOfEdit = true
+        /// Audio copied outside the edit, hidden by its entry.
+        var audioTrimmed = false
+
+        func target(_ s: MediaTime) -> MediaTime { mapping.targetTime(segment: segment, source: s) ?? .zero }
+    }
+
+    /// Writes the export: the output opened, each edit copied in turn, then finished and reported.
     mutating func write(to temporary: String, usedPaths: inout Set<String>, started: Date) throws -> ExportReport {
+        var output = try open(temporary)
+        var cuts: [ExportReport.Cut] = []
+        cuts.reserveCapacity(sources.count)
+        let closing = ExportSource.closesBetweenUses(sources)
+        for segment in sources.indices {
+            let source = sources[segment]
+            defer {
+                if closing, segment + 1 == sources.count || sources[segment + 1] !== source {
+                    source.release()
+                    usedPaths.remove(source.path)
+                }
+            }
+            if let cut = try copy(segment: segment, into: &output, usedPaths: &usedPaths) { cuts.append(cut) }
+        }
+        try output.rendered?.write(until: nil)
+        progress(fraction: 1, phase: "finishing")
+        // With edit lists the file is rewritten (and synced) once more: no sync now.
+        try output.file.finish(sync: !editLists)
+        if editLists {
+            var lists: [UInt32: [EditListEntry]] = [:]
+            for track in [output.video, output.audio].compactMap({ $0 }) { lists[UInt32(track.index + 1)] = track.entries }
+            try MP4EditLists.rewrite(path: temporary, lists: lists, faststart: settings.faststart)
+        }
+        return ExportReport(
+            mode: .passthrough, output: settings.outputPath, container: settings.muxer, duration: mapping.duration,
+            video: sources[0].video.map { .init(codec: $0.codecName, frames: output.video?.packets ?? 0, framesDecoded: 0, frameDuration: nil,
+                                                width: $0.width, height: $0.height) },
+            audio: try audioReport(output), snappedCuts: [], cuts: cuts, chapters: output.chapters, seconds: Date().timeIntervalSince(started))
+    }
+
+    /// The output file with its tracks added and its header written.
+    private func open(_ temporary: String) throws -> Output {
         let file = try OutputFile(path: temporary, format: settings.muxer)
         let first = try sources[0].file
-        let video = sources[0].video
         var videoTrack: Track?
         var headerOptions: [String: String] = [:]
-        if let video {
+        if let video = sources[0].video {
             let tb = outputTimeBase(video.timeBase, mapping: mapping, ending: editLists ? nil : mapping.duration)
             videoTrack = Track(index: try file.addStream(copying: video.index, of: first, timeBase: tb), timeBase: tb)
             // Edit durations are in the movie's timescale: make it the video track's, as the muxer
@@ -82,7 +152,7 @@ struct PassthroughCopier {
         let audioSource = sources.first { $0.audio != nil }?.audio
         if audioHandling == "copied", let audio = sources[0].audio {
             audioTrack = Track(index: try file.addStream(copying: audio.index, of: first, timeBase: audio.timeBase), timeBase: audio.timeBase)
-            if video == nil, audio.sampleRate > 0 { headerOptions["movie_timescale"] = String(audio.sampleRate) }
+            if videoTrack == nil, audio.sampleRate > 0 { headerOptions["movie_timescale"] = String(audio.sampleRate) }
         } else if audioHandling == "encoded", let audio = audioSource {
             rendered = try RenderedAudioWriter(mapping: mapping, sources: sources, audio: audio, totalDuration: mapping.duration,
                                                file: file, settings: settings, interrupter: interrupter, progress: exporter.progress)
@@ -112,242 +182,233 @@ struct PassthroughCopier {
         // times are kept; decoding order, and so the stream, is unchanged).
         let decodeLeads = self.decodeLeads
         let reorder = decodeLeads.compactMap { $0 }.max() ?? .zero
-        var cuts: [ExportReport.Cut] = []
-        cuts.reserveCapacity(sources.count)
-        var shift = MediaTime.zero
-        let total = mapping.duration
-        let clock = Date()
+        return Output(file: file, chapters: chapters, video: videoTrack, audio: audioTrack, rendered: rendered,
+                      leads: decodeLeads.map { $0.map { reorder - $0 } ?? .zero })
+    }
 
-        let closing = ExportSource.closesBetweenUses(sources)
-        for segment in sources.indices {
-            let source = sources[segment]
-            defer {
-                if closing, segment + 1 == sources.count || sources[segment + 1] !== source {
-                    source.release()
-                    usedPaths.remove(source.path)
+    /// One edit's source range and place; nil for a segment the mapping gives no time.
+    private func edit(_ segment: Int, lead: MediaTime) -> Edit? {
+        let own = mapping.pieces(of: segment)
+        guard let firstPiece = own.first, let lastPiece = own.last else { return nil }
+        let start = firstPiece.source.start
+        // A source whose video starts after the cut (WebM with Opus: 14 ms after the file's time
+        // zero) has its first frame shown from the edit's start, as a composition shows it (and
+        // with no empty edit, which FFmpeg honours only at a file's start): it is moved earlier.
+        let late = keyframes[segment].map { $0.pts > start ? $0.pts - start : .zero } ?? .zero
+        let snapped = exporter.settings.cuts == .keyframe && keyframes[segment].map { $0.pts < composition(segment).start } == true
+        return Edit(segment: segment, source: sources[segment], mapping: mapping, key: editLists ? keyframes[segment] : nil,
+                    start: start, end: lastPiece.source.end,
+                    targetStart: firstPiece.target.start, targetDuration: lastPiece.target.end - firstPiece.target.start,
+                    late: late, lead: lead, snapped: snapped,
+                    cut: ExportReport.Cut(segment: segment, method: snapped ? .snapped : .copied,
+                                          start: composition(segment).start, end: composition(segment).end,
+                                          decodeFrom: keyframes[segment]?.pts, hiddenFrames: 0))
+    }
+
+    /// Copies one edit's packets (or smart-cuts it); its cut, or nil when it has nothing to copy.
+    private mutating func copy(segment: Int, into output: inout Output, usedPaths: inout Set<String>) throws -> ExportReport.Cut? {
+        guard var edit = edit(segment, lead: output.leads[segment]) else { return nil }
+        if editLists { place(edit, in: &output) }
+        guard let input = try input(for: edit, hasAudio: output.audio != nil, usedPaths: &usedPaths) else { return nil }
+        let source = edit.source
+        if var cutter = smartCutter, output.audio == nil, let v = source.video, let k = keyframes[segment] {
+            let r: SmartCutter.Result
+            do {
+                r = try cutter.cut(input: input, source: source, key: k, start: edit.start, end: edit.end) { packet in
+                    try writeVideo(&packet, v, edit: &edit, into: &output)
                 }
+            } catch let error as ExportError {
+                throw ExportError("edit \(segment + 1) (\(Composition.seconds(edit.start)) s of \(source.path)): \(error.description)")
             }
-            let own = mapping.pieces(of: segment)
-            guard let firstPiece = own.first, let lastPiece = own.last else { continue }
-            let segStart = firstPiece.source.start, segEnd = lastPiece.source.end
-            let targetStart = firstPiece.target.start, targetDuration = lastPiece.target.end - firstPiece.target.start
-            func target(_ s: MediaTime) -> MediaTime { mapping.targetTime(segment: segment, source: s) ?? .zero }
-            let key = editLists ? keyframes[segment] : nil
-            // A source whose video starts after the cut (WebM with Opus: 14 ms after the file's time
-            // zero) has its first frame shown from the edit's start, as a composition shows it (and
-            // with no empty edit, which FFmpeg honours only at a file's start): it is moved earlier.
-            let late = keyframes[segment].map { $0.pts > segStart ? $0.pts - segStart : .zero } ?? .zero
-            let snapped = exporter.settings.cuts == .keyframe && keyframes[segment].map { $0.pts < composition(segment).start } == true
-            // How much earlier this edit's decoding times are written (see `reorder`).
-            let lead = decodeLeads[segment].map { reorder - $0 } ?? .zero
-            var cut = ExportReport.Cut(segment: segment, method: snapped ? .snapped : .copied,
-                                       start: composition(segment).start, end: composition(segment).end,
-                                       decodeFrom: keyframes[segment]?.pts, hiddenFrames: 0)
+            smartCutter = cutter
+            edit.cut.method = r.reencoded > 0 ? .smartRendered : .copied
+            edit.cut.reencodedFrames = r.reencoded
+            return edit.cut
+        }
+        try copyPackets(from: input, edit: &edit, into: &output)
+        if editLists {
+            output.video?.addEntry(start: edit.targetStart, duration: edit.targetDuration)
+            output.audio?.addEntry(start: edit.targetStart, duration: edit.targetDuration)
+            if (edit.cut.hiddenFrames > 0 || edit.audioTrimmed) && !edit.snapped { edit.cut.method = .editList }
+        }
+        return edit.cut
+    }
 
-            if editLists {
-                // Place this edit's packets after everything already written, in every track.
-                if let key, let v = videoTrack {
-                    if let end = v.end { shift = MediaTime.max(shift, end - target(key.pts - late)) }
-                    let lastDTS = v.lastDTS.map { MediaTime(count: $0 + 1, timeBase: v.timeBase) } ?? .zero
-                    shift = MediaTime.max(shift, lastDTS - (target(key.dts - late) - lead))
-                }
-                if let a = audioTrack, let audio = source.audio {
-                    // The audio's pre-roll starts at most two packets before the cut.
-                    let packet = MediaTime(value: Int64(max(audio.frameSize, 2048)), timescale: Int32(max(audio.sampleRate, 1)))
-                    let earliest = target(segStart) - packet.multiplied(by: 2)
-                    shift = MediaTime.max(shift, (a.end ?? .zero) - earliest)
-                }
-                if videoTrack != nil { videoTrack!.shift = shift.count(in: videoTrack!.timeBase, rounding: .up) ?? 0 }
-                if audioTrack != nil { audioTrack!.shift = shift.count(in: audioTrack!.timeBase, rounding: .up) ?? 0 }
+    /// With edit lists: this edit's packets go after everything already written, in every track.
+    private func place(_ edit: Edit, in output: inout Output) {
+        if let key = edit.key, let v = output.video {
+            if let end = v.end { output.shift = MediaTime.max(output.shift, end - edit.target(key.pts - edit.late)) }
+            let lastDTS = v.lastDTS.map { MediaTime(count: $0 + 1, timeBase: v.timeBase) } ?? .zero
+            output.shift = MediaTime.max(output.shift, lastDTS - (edit.target(key.dts - edit.late) - edit.lead))
+        }
+        if let a = output.audio, let audio = edit.source.audio {
+            // The audio's pre-roll starts at most two packets before the cut.
+            let packet = MediaTime(value: Int64(max(audio.frameSize, 2048)), timescale: Int32(max(audio.sampleRate, 1)))
+            let earliest = edit.target(edit.start) - packet.multiplied(by: 2)
+            output.shift = MediaTime.max(output.shift, (a.end ?? .zero) - earliest)
+        }
+        if output.video != nil { output.video!.shift = output.shift.count(in: output.video!.timeBase, rounding: .up) ?? 0 }
+        if output.audio != nil { output.audio!.shift = output.shift.count(in: output.audio!.timeBase, rounding: .up) ?? 0 }
+    }
+
+    /// The edit's source, read from where its packets start; nil when it has no stream the output takes.
+    /// Each source's file is opened once and shared by its segments. A segment of a file already read
+    /// seeks in it; one that starts near the beginning reads from a fresh opening instead (seeking back
+    /// to the very start is unreliable in some containers), released after it.
+    private func input(for edit: Edit, hasAudio: Bool, usedPaths: inout Set<String>) throws -> InputFile? {
+        let source = edit.source
+        // Where reading starts. With a keyframe found by seeking to the cut (`keyframe(atOrBefore:)`),
+        // a seek to a little before the cut (the audio's lead-in) lands on it or earlier; otherwise
+        // two seconds earlier, as some demuxers seek imprecisely.
+        let readFrom = edit.key == nil ? edit.start : edit.start - MediaTime(value: 1, timescale: 4)
+        let used = usedPaths.contains(source.path)
+        let nearStart = !(readFrom > MediaTime(value: 2, timescale: 1))
+        let input = used && nearStart ? try InputFile(path: source.path, limits: settings.limits, interrupter: interrupter) : try source.file
+        usedPaths.insert(source.path)
+        var wanted: Set<Int> = []
+        if let v = source.video { wanted.insert(v.index) }
+        if hasAudio, let a = source.audio { wanted.insert(a.index) }
+        guard !wanted.isEmpty else { return nil }
+        input.discardAll(except: wanted)
+        if !nearStart {
+            let seekStream = source.video ?? source.audio!
+            let from = MediaTime.max(edit.key == nil ? readFrom - MediaTime(value: 2, timescale: 1) : readFrom, MediaTime(value: -1, timescale: 1))
+            try input.seek(stream: seekStream.index, toKeyframeBefore: source.ticks(from, in: seekStream))
+        }
+        return input
+    }
+
+    /// Reads the edit's packets and writes those it keeps, until both its streams pass its end.
+    private func copyPackets(from input: InputFile, edit: inout Edit, into output: inout Output) throws {
+        let source = edit.source
+        var videoDone = source.video == nil
+        var audioDone = !(output.audio != nil && source.audio != nil)
+        var videoStarted = false
+        // Video packets past the edit's end kept until a packet shown before the end needs them.
+        var heldVideo: [PacketBox] = []
+        // The audio packet before the first one that overlaps the edit: its pre-roll.
+        var audioPreroll: PacketBox?
+        var packet = Packet()
+        while !(videoDone && audioDone) {
+            guard try input.read(into: &packet) == .packet else { break }
+            if packet.isEncrypted {
+                throw MediaFileError(path: source.path, reason: .protectedContent(track: packet.streamIndex))
             }
-
-            // Each source's file is opened once and shared by its segments. A segment of a file already
-            // read seeks in it; one that starts near the beginning reads from a fresh opening instead
-            // (seeking back to the very start is unreliable in some containers), released after it.
-            // Where reading starts. With a keyframe found by seeking to the cut (`keyframe(atOrBefore:)`),
-            // a seek to a little before the cut (the audio's lead-in) lands on it or earlier; otherwise
-            // two seconds earlier, as some demuxers seek imprecisely.
-            let readFrom = key == nil ? segStart : segStart - MediaTime(value: 1, timescale: 4)
-            let used = usedPaths.contains(source.path)
-            let nearStart = !(readFrom > MediaTime(value: 2, timescale: 1))
-            let input = used && nearStart ? try InputFile(path: source.path, limits: settings.limits, interrupter: interrupter) : try source.file
-            usedPaths.insert(source.path)
-            var wanted: Set<Int> = []
-            if let v = source.video { wanted.insert(v.index) }
-            if audioTrack != nil, let a = source.audio { wanted.insert(a.index) }
-            guard !wanted.isEmpty else { continue }
-            input.discardAll(except: wanted)
-            if !nearStart {
-                let seekStream = source.video ?? source.audio!
-                let from = MediaTime.max(key == nil ? readFrom - MediaTime(value: 2, timescale: 1) : readFrom, MediaTime(value: -1, timescale: 1))
-                try input.seek(stream: seekStream.index, toKeyframeBefore: source.ticks(from, in: seekStream))
-            }
-            var videoDone = source.video == nil
-            var audioDone = !(audioTrack != nil && source.audio != nil)
-            var videoStarted = false
-            // Video packets past the edit's end kept until a packet shown before the end needs them.
-            var heldVideo: [PacketBox] = []
-            // The audio packet before the first one that overlaps the edit: its pre-roll.
-            var audioPreroll: PacketBox?
-            var packet = Packet()
-
-            var firstVideoPacket = true
-            var firstOfEdit = true
-            func writeVideo(_ packet: inout Packet, _ v: StreamInfo) throws {
-                guard let rawPTS = packet.pts ?? packet.dts else { return }
-                if firstVideoPacket, segment > 0, editLists, let lengthSize = hevcLengthSize {
-                    // An open-GOP keyframe (CRA) after another edit's frames becomes a broken-link
-                    // picture (BLA), as splicers do: decoders start a new sequence there, skip its
-                    // leading pictures that reference the previous GOP (hidden anyway) and still output
-                    // the previous edit's last frames (a CRA starting a sequence would drop them).
-                    packet.withMutableData { NALUnits.markBrokenLinks($0, lengthSize: lengthSize) }
-                }
-                firstVideoPacket = false
+            if let v = source.video, packet.streamIndex == v.index, output.video != nil {
+                guard let rawPTS = packet.pts ?? packet.dts else { continue }
                 let s = source.time(rawPTS, in: v)
                 let sd = packet.dts.map { source.time($0, in: v) } ?? s
-                var t = target(s), td = target(sd) - lead
-                if late > .zero, firstOfEdit {
-                    // (The keyframe: the first packet, and the first shown, of a source's video.)
-                    t = target(s - late)
-                    td = target(sd - late) - lead
-                } else if smartCutter != nil, videoTrack!.packets == 0, t > .zero {
-                    // Without edit lists the output's first frame is shown from its start (never an
-                    // empty edit, which some readers ignore).
-                    td = td - t
-                    t = .zero
+                if !(sd < edit.end) { videoDone = true }
+                if let key = edit.key {
+                    // Decode order from the keyframe; whatever is shown before the end, and what it
+                    // references after the end (B-frames), hidden outside the edit by its entry.
+                    if !videoStarted { guard !(sd < key.dts) else { continue }; videoStarted = true }
+                    if videoDone { continue }
+                    if !(s < edit.end) {
+                        let box = PacketBox()
+                        box.packet.take(from: &packet)
+                        heldVideo.append(box)
+                        continue
+                    }
+                    for box in heldVideo { try writeVideo(&box.packet, v, edit: &edit, into: &output) }
+                    heldVideo.removeAll()
+                    try writeVideo(&packet, v, edit: &edit, into: &output)
+                } else {
+                    guard !(s < edit.start), s < edit.end else { continue }
+                    try writeVideo(&packet, v, edit: &edit, into: &output)
                 }
-                firstOfEdit = false
-                try rendered?.write(until: t + shift)
-                let tb = videoTrack!.timeBase
-                let rate = mapping.rate(segment: segment, source: s)
-                var duration = MediaTime(count: packet.duration, timeBase: v.timeBase).multiplied(by: rate.inverted)
-                // Without edit lists a frame is shown at most until its edit ends (the last one sets the
-                // track's duration).
-                if !editLists { duration = MediaTime.max(.zero, MediaTime.min(duration, targetStart + targetDuration - t)) }
-                if s < segStart || !(s < segEnd) { cut.hiddenFrames += 1 }
-                try videoTrack!.write(&packet, pts: t.count(in: tb) ?? 0, dts: td.count(in: tb) ?? 0,
-                                      duration: duration.count(in: tb) ?? 0, to: file)
-                if videoTrack!.packets % 64 == 0 { report(t, total: total, frames: videoTrack!.packets, since: clock) }
-            }
-            // Audio copied outside the edit, hidden by its entry.
-            var audioTrimmed = false
-            func writeAudio(_ packet: inout Packet, _ a: StreamInfo) throws {
-                guard let rawPTS = packet.pts ?? packet.dts else { return }
+            } else if let a = source.audio, packet.streamIndex == a.index, output.audio != nil {
+                guard let rawPTS = packet.pts ?? packet.dts else { continue }
                 let s = source.time(rawPTS, in: a)
-                if s < segStart || segEnd < s + MediaTime(count: packet.duration, timeBase: a.timeBase) { audioTrimmed = true }
-                let tb = audioTrack!.timeBase
-                let ticks = target(source.time(rawPTS, in: a)).count(in: tb) ?? 0
-                let duration = MediaTime(count: packet.duration, timeBase: a.timeBase).count(in: tb) ?? 0
-                try audioTrack!.write(&packet, pts: ticks, dts: ticks, duration: duration, to: file)
-            }
-
-            if var cutter = smartCutter, audioTrack == nil, let v = source.video, let k = keyframes[segment] {
-                let r: SmartCutter.Result
-                do {
-                    r = try cutter.cut(input: input, source: source, key: k, start: segStart, end: segEnd) { packet in
-                        try writeVideo(&packet, v)
+                if !(s < edit.end) { audioDone = true; continue }
+                if editLists {
+                    let end = s + MediaTime(count: max(packet.duration, 1), timeBase: a.timeBase)
+                    if !(edit.start < end) {
+                        let box = audioPreroll ?? PacketBox()
+                        box.packet.take(from: &packet)
+                        audioPreroll = box
+                        continue
                     }
-                } catch let error as ExportError {
-                    throw ExportError("edit \(segment + 1) (\(Composition.seconds(segStart)) s of \(source.path)): \(error.description)")
-                }
-                smartCutter = cutter
-                cut.method = r.reencoded > 0 ? .smartRendered : .copied
-                cut.reencodedFrames = r.reencoded
-                cuts.append(cut)
-                continue
-            }
-
-            while !(videoDone && audioDone) {
-                guard try input.read(into: &packet) == .packet else { break }
-                if packet.isEncrypted {
-                    throw MediaFileError(path: source.path, reason: .protectedContent(track: packet.streamIndex))
-                }
-                if let v = source.video, packet.streamIndex == v.index, videoTrack != nil {
-                    guard let rawPTS = packet.pts ?? packet.dts else { continue }
-                    let s = source.time(rawPTS, in: v)
-                    let sd = packet.dts.map { source.time($0, in: v) } ?? s
-                    if !(sd < segEnd) { videoDone = true }
-                    if let key {
-                        // Decode order from the keyframe; whatever is shown before the end, and what it
-                        // references after the end (B-frames), hidden outside the edit by its entry.
-                        if !videoStarted { guard !(sd < key.dts) else { continue }; videoStarted = true }
-                        if videoDone { continue }
-                        if !(s < segEnd) {
-                            let box = PacketBox()
-                            box.packet.take(from: &packet)
-                            heldVideo.append(box)
-                            continue
-                        }
-                        for box in heldVideo { try writeVideo(&box.packet, v) }
-                        heldVideo.removeAll()
-                        try writeVideo(&packet, v)
-                    } else {
-                        guard !(s < segStart), s < segEnd else { continue }
-                        try writeVideo(&packet, v)
-                    }
-                } else if let a = source.audio, packet.streamIndex == a.index, audioTrack != nil {
-                    guard let rawPTS = packet.pts ?? packet.dts else { continue }
-                    let s = source.time(rawPTS, in: a)
-                    if !(s < segEnd) { audioDone = true; continue }
-                    if editLists {
-                        let end = s + MediaTime(count: max(packet.duration, 1), timeBase: a.timeBase)
-                        if !(segStart < end) {
-                            let box = audioPreroll ?? PacketBox()
-                            box.packet.take(from: &packet)
-                            audioPreroll = box
-                            continue
-                        }
-                        if let box = audioPreroll { try writeAudio(&box.packet, a); audioPreroll = nil }
-                        try writeAudio(&packet, a)
-                    } else {
-                        // Encoder priming (packets an edit list discards) is kept at the very start of the
-                        // output, where the muxer can discard it again with an edit list of its own.
-                        let priming = packet.isDiscarded && segment == 0 && segStart == .zero
-                        guard !(s < segStart) || priming, !packet.isDiscarded || priming else { continue }
-                        try writeAudio(&packet, a)
-                    }
+                    if let box = audioPreroll { try writeAudio(&box.packet, a, edit: &edit, into: &output); audioPreroll = nil }
+                    try writeAudio(&packet, a, edit: &edit, into: &output)
+                } else {
+                    // Encoder priming (packets an edit list discards) is kept at the very start of the
+                    // output, where the muxer can discard it again with an edit list of its own.
+                    let priming = packet.isDiscarded && edit.segment == 0 && edit.start == .zero
+                    guard !(s < edit.start) || priming, !packet.isDiscarded || priming else { continue }
+                    try writeAudio(&packet, a, edit: &edit, into: &output)
                 }
             }
-            if editLists {
-                videoTrack?.addEntry(start: targetStart, duration: targetDuration)
-                audioTrack?.addEntry(start: targetStart, duration: targetDuration)
-                if (cut.hiddenFrames > 0 || audioTrimmed) && !snapped { cut.method = .editList }
-            }
-            cuts.append(cut)
         }
-        try rendered?.write(until: nil)
-        progress(fraction: 1, phase: "finishing")
-        // With edit lists the file is rewritten (and synced) once more: no sync now.
-        try file.finish(sync: !editLists)
-        if editLists {
-            var lists: [UInt32: [EditListEntry]] = [:]
-            for track in [videoTrack, audioTrack].compactMap({ $0 }) { lists[UInt32(track.index + 1)] = track.entries }
-            try MP4EditLists.rewrite(path: temporary, lists: lists, faststart: settings.faststart)
-        }
+    }
 
-        var audioReport: ExportReport.Audio
-        if let rendered {
-            audioReport = rendered.report
-        } else {
-            let a = sources[0].audio
-            let copied = audioHandling == "copied"
-            audioReport = .init(handling: audioHandling, codec: copied ? a?.codecName : nil, sampleRate: copied ? a?.sampleRate : nil,
-                                channels: copied ? a?.channelCount : nil, samples: nil, packets: audioTrack?.packets ?? 0,
-                                pieces: nil, decodeErrors: nil)
-            if copied, let goal = settings.loudness, let a {
-                // Measure only (a target was refused for copied audio): the composition's audio, decoded.
-                let audio = CompositionAudio(mapping: mapping, sources: sources.map { .init(path: $0.path, streamIndex: $0.audio?.index) },
-                                             sampleRate: a.sampleRate, channels: min(max(a.channelCount, 1), 8), algorithm: settings.timePitch,
-                                             totalDuration: mapping.duration, limits: settings.limits, interrupter: exporter.interrupter)
-                progress(fraction: 1, phase: "measuring loudness")
-                audioReport.loudness = LoudnessDelivery(measuredOnly: goal, before: try audio.measure(), after: nil)
-            }
+    /// Writes one video packet of the edit at its output time.
+    private func writeVideo(_ packet: inout Packet, _ v: StreamInfo, edit: inout Edit, into output: inout Output) throws {
+        guard let rawPTS = packet.pts ?? packet.dts else { return }
+        if edit.firstVideoPacket, edit.segment > 0, editLists, let lengthSize = hevcLengthSize {
+            // An open-GOP keyframe (CRA) after another edit's frames becomes a broken-link
+            // picture (BLA), as splicers do: decoders start a new sequence there, skip its
+            // leading pictures that reference the previous GOP (hidden anyway) and still output
+            // the previous edit's last frames (a CRA starting a sequence would drop them).
+            packet.withMutableData { NALUnits.markBrokenLinks($0, lengthSize: lengthSize) }
         }
-        return ExportReport(
-            mode: .passthrough, output: settings.outputPath, container: settings.muxer, duration: mapping.duration,
-            video: video.map { .init(codec: $0.codecName, frames: videoTrack?.packets ?? 0, framesDecoded: 0, frameDuration: nil,
-                                     width: $0.width, height: $0.height) },
-            audio: audioReport, snappedCuts: [], cuts: cuts, chapters: chapters, seconds: Date().timeIntervalSince(started))
+        edit.firstVideoPacket = false
+        let s = edit.source.time(rawPTS, in: v)
+        let sd = packet.dts.map { edit.source.time($0, in: v) } ?? s
+        var t = edit.target(s), td = edit.target(sd) - edit.lead
+        if edit.late > .zero, edit.firstOfEdit {
+            // (The keyframe: the first packet, and the first shown, of a source's video.)
+            t = edit.target(s - edit.late)
+            td = edit.target(sd - edit.late) - edit.lead
+        } else if smartCutter != nil, output.video!.packets == 0, t > .zero {
+            // Without edit lists the output's first frame is shown from its start (never an
+            // empty edit, which some readers ignore).
+            td = td - t
+            t = .zero
+        }
+        edit.firstOfEdit = false
+        try output.rendered?.write(until: t + output.shift)
+        let tb = output.video!.timeBase
+        let rate = mapping.rate(segment: edit.segment, source: s)
+        var duration = MediaTime(count: packet.duration, timeBase: v.timeBase).multiplied(by: rate.inverted)
+        // Without edit lists a frame is shown at most until its edit ends (the last one sets the
+        // track's duration).
+        if !editLists { duration = MediaTime.max(.zero, MediaTime.min(duration, edit.targetStart + edit.targetDuration - t)) }
+        if s < edit.start || !(s < edit.end) { edit.cut.hiddenFrames += 1 }
+        try output.video!.write(&packet, pts: t.count(in: tb) ?? 0, dts: td.count(in: tb) ?? 0,
+                                duration: duration.count(in: tb) ?? 0, to: output.file)
+        if output.video!.packets % 64 == 0 { report(t, total: mapping.duration, frames: output.video!.packets, since: output.clock) }
+    }
+
+    /// Writes one audio packet of the edit at its output time.
+    private func writeAudio(_ packet: inout Packet, _ a: StreamInfo, edit: inout Edit, into output: inout Output) throws {
+        guard let rawPTS = packet.pts ?? packet.dts else { return }
+        let s = edit.source.time(rawPTS, in: a)
+        if s < edit.start || edit.end < s + MediaTime(count: packet.duration, timeBase: a.timeBase) { edit.audioTrimmed = true }
+        let tb = output.audio!.timeBase
+        let ticks = edit.target(s).count(in: tb) ?? 0
+        let duration = MediaTime(count: packet.duration, timeBase: a.timeBase).count(in: tb) ?? 0
+        try output.audio!.write(&packet, pts: ticks, dts: ticks, duration: duration, to: output.file)
+    }
+
+    /// The audio's part of the report: what was rendered, or what was copied (with its loudness measured
+    /// when asked).
+    private func audioReport(_ output: Output) throws -> ExportReport.Audio {
+        if let rendered = output.rendered { return rendered.report }
+        let a = sources[0].audio
+        let copied = audioHandling == "copied"
+        var audioReport = ExportReport.Audio(handling: audioHandling, codec: copied ? a?.codecName : nil, sampleRate: copied ? a?.sampleRate : nil,
+                                             channels: copied ? a?.channelCount : nil, samples: nil, packets: output.audio?.packets ?? 0,
+                                             pieces: nil, decodeErrors: nil)
+        if copied, let goal = settings.loudness, let a {
+            // Measure only (a target was refused for copied audio): the composition's audio, decoded.
+            let audio = CompositionAudio(mapping: mapping, sources: sources.map { .init(path: $0.path, streamIndex: $0.audio?.index) },
+                                         sampleRate: a.sampleRate, channels: min(max(a.channelCount, 1), 8), algorithm: settings.timePitch,
+                                         totalDuration: mapping.duration, limits: settings.limits, interrupter: exporter.interrupter)
+            progress(fraction: 1, phase: "measuring loudness")
+            audioReport.loudness = LoudnessDelivery(measuredOnly: goal, before: try audio.measure(), after: nil)
+        }
+        return audioReport
     }
 
     /// The NAL unit length size of HEVC video in MP4/QuickTime framing (from its hvcC record); nil

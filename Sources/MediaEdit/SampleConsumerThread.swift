@@ -6,15 +6,17 @@ import MediaCore
 /// queued), `finishInput` says no more will come (`last` then runs on the thread), `finish` also waits
 /// until everything is done and throws the work's error, if any. `failed` hears that error on the
 /// thread. The work owns what it touches.
-final class SampleConsumerThread: @unchecked Sendable {  // unchecked: its queue behind `condition`; the work owns what it touches
-    private let condition = NSCondition()
-    // Guarded by `condition`:
-    private var queue: [AudioSamples] = []
-    private var queuedSamples = 0
-    private var inputFinished = false
-    private var done = false
-    private var failure: (any Error)?
-    private var cancelled = false
+final class SampleConsumerThread: Sendable {
+    private struct State {
+        var queue: [AudioSamples] = []
+        var queuedSamples = 0
+        var inputFinished = false
+        var done = false
+        var failure: (any Error)?
+        var cancelled = false
+    }
+
+    private let state = Guarded(State())
     /// At most this many samples wait (about 4 s at 48 kHz).
     private let maxQueued = 1 << 18
 
@@ -28,73 +30,59 @@ final class SampleConsumerThread: @unchecked Sendable {  // unchecked: its queue
     /// Queues a block; waits while the queue is full. Throws the work's error once it has failed.
     func submit(_ samples: AudioSamples) throws {
         guard samples.count > 0 else { return }
-        condition.lock()
-        defer { condition.unlock() }
-        while queuedSamples >= maxQueued && failure == nil && !done { condition.wait() }
-        if let failure { throw failure }
-        queue.append(samples)
-        queuedSamples += samples.count
-        condition.broadcast()
+        let maxQueued = self.maxQueued
+        try state.wait(until: { $0.queuedSamples < maxQueued || $0.failure != nil || $0.done }) { s in
+            if let failure = s.failure { throw failure }
+            s.queue.append(samples)
+            s.queuedSamples += samples.count
+        }
     }
 
     /// No more blocks: the thread does those queued, then `last`.
     func finishInput() {
-        condition.lock()
-        inputFinished = true
-        condition.broadcast()
-        condition.unlock()
+        state.withLock { $0.inputFinished = true }
     }
 
     /// Waits until every queued block, and `last`, is done.
     func finish() throws {
         finishInput()
-        condition.lock()
-        defer { condition.unlock() }
-        while !done { condition.wait() }
-        if let failure { throw failure }
+        if let failure = state.wait(until: { $0.done }, then: { $0.failure }) { throw failure }
     }
 
     /// Stops taking blocks (the caller failed): the thread ends after the block in hand, without `last`.
     func cancel() {
-        condition.lock()
-        inputFinished = true
-        queue.removeAll()
-        queuedSamples = 0
-        cancelled = true
-        condition.broadcast()
-        condition.unlock()
+        state.withLock { s in
+            s.inputFinished = true
+            s.queue.removeAll()
+            s.queuedSamples = 0
+            s.cancelled = true
+        }
     }
 
     private func run(_ work: (AudioSamples) throws -> Void, last: () throws -> Void, failed: (any Error) -> Void) {
         do {
-            var wasCancelled = false
             while true {
-                condition.lock()
-                while queue.isEmpty && !inputFinished { condition.wait() }
-                if queue.isEmpty {
-                    wasCancelled = cancelled
-                    condition.unlock()
+                // The next block, or nil once the input is finished and nothing is left (cancelled: true).
+                let next: (block: AudioSamples?, cancelled: Bool) = state.wait(until: { !$0.queue.isEmpty || $0.inputFinished }) { s in
+                    guard !s.queue.isEmpty else { return (nil, s.cancelled) }
+                    let block = s.queue.removeFirst()
+                    s.queuedSamples -= block.count
+                    return (block, false)
+                }
+                guard let block = next.block else {
+                    if !next.cancelled { try last() }
                     break
                 }
-                let block = queue.removeFirst()
-                queuedSamples -= block.count
-                condition.broadcast()
-                condition.unlock()
                 try work(block)
             }
-            if !wasCancelled { try last() }
-            condition.lock()
-            done = true
-            condition.broadcast()
-            condition.unlock()
+            state.withLock { $0.done = true }
         } catch {
-            condition.lock()
-            failure = error
-            queue.removeAll()
-            queuedSamples = 0
-            done = true
-            condition.broadcast()
-            condition.unlock()
+            state.withLock { s in
+                s.failure = error
+                s.queue.removeAll()
+                s.queuedSamples = 0
+                s.done = true
+            }
             failed(error)
         }
     }

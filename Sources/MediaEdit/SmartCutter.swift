@@ -144,11 +144,6 @@ struct SmartCutter {
         var pending: [PacketBox] = []
         var dropBefore: MediaTime?
 
-        func time(_ p: borrowing Packet) -> (pts: MediaTime, dts: MediaTime)? {
-            guard let raw = p.pts ?? p.dts else { return nil }
-            let s = source.time(raw, in: stream)
-            return (s, p.dts.map { source.time($0, in: stream) } ?? s)
-        }
         func encodeDecoded(_ decoder: Decoder, until limit: MediaTime, draining: Bool) throws {
             var frame = Frame()
             if draining { try decoder.sendEndOfStream() }
@@ -183,7 +178,7 @@ struct SmartCutter {
         }
 
         while try input.read(into: &packet) == .packet {
-            guard packet.streamIndex == stream.index, let (s, sd) = time(packet) else { continue }
+            guard packet.streamIndex == stream.index, let (s, sd) = time(packet, in: source) else { continue }
             if !started { guard !(sd < key.dts) else { continue }; started = true }
             guard sd < end else { break }
             if head, let decoder {
@@ -222,14 +217,21 @@ struct SmartCutter {
             try encodeDecoded(decoder, until: MediaTime.min(nextKey ?? end, end), draining: true)
             try run.finish(write: write)
             afterEncoded = afterEncoded || run.wrote
-            if let k2 = nextKey { pending = carried.filter { time($0.packet).map { !($0.pts < k2) } ?? false } }
+            if let k2 = nextKey { pending = carried.filter { time($0.packet, in: source).map { !($0.pts < k2) } ?? false } }
         }
-        // The last GOP. Its packets before the first one shown at or after the end (in decoding order)
-        // need nothing later: copied. Frames shown before the end that come after that packet (B-frames
-        // referencing past the end, leading pictures of a keyframe past the end) are re-encoded, when
-        // they all follow the copied ones; otherwise the whole GOP is.
-        guard !pending.isEmpty else { return result }
-        let times = pending.map { time($0.packet)?.pts ?? end }
+        try copyLastGOP(pending, after: context, input: input, source: source, start: start, end: end, lead: lead, write: write, result: &result)
+        return result
+    }
+
+    /// The last GOP. Its packets before the first one shown at or after the end (in decoding order)
+    /// need nothing later: copied. Frames shown before the end that come after that packet (B-frames
+    /// referencing past the end, leading pictures of a keyframe past the end) are re-encoded, when
+    /// they all follow the copied ones; otherwise the whole GOP is.
+    private mutating func copyLastGOP(_ pending: [PacketBox], after context: [PacketBox], input: InputFile, source: ExportSource,
+                                      start: MediaTime, end: MediaTime, lead: Int64, write: (inout Packet) throws -> Void,
+                                      result: inout Result) throws {
+        guard !pending.isEmpty else { return }
+        let times = pending.map { time($0.packet, in: source)?.pts ?? end }
         let clean = times.firstIndex { !($0 < end) } ?? times.count
         let rest = times[clean...].filter { $0 < end && !($0 < start) }
         let copiedUntil = times[..<clean].max()
@@ -240,7 +242,7 @@ struct SmartCutter {
                 try copy(&box.packet, source: source, write: write); result.copied += 1
                 box.packet.take(from: &kept.packet)
             }
-            if rest.isEmpty { return result }
+            if rest.isEmpty { return }
         }
         // Decoded after the GOP before it (whose frames leading pictures may reference).
         let wanted = Set(copyPrefix ? rest : times.filter { $0 < end && !($0 < start) })
@@ -267,7 +269,13 @@ struct SmartCutter {
         try encodeWanted()
         try tailRun.finish(write: write)
         afterEncoded = afterEncoded || tailRun.wrote
-        return result
+    }
+
+    /// A packet's presentation and decoding times in the source's timeline.
+    private func time(_ p: borrowing Packet, in source: ExportSource) -> (pts: MediaTime, dts: MediaTime)? {
+        guard let raw = p.pts ?? p.dts else { return nil }
+        let s = source.time(raw, in: stream)
+        return (s, p.dts.map { source.time($0, in: stream) } ?? s)
     }
 
     /// One frame's duration at the stream's average rate, in its ticks (for frames that state none).

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FarmApplication
 import FarmModel
 import FarmRuntime
 import FarmStore
@@ -65,7 +66,7 @@ struct BatchCommand: AsyncParsableCommand {
         let loaded: CheckedManifests
         do {
             loaded = try await Submission.check(read.compactMap { try? $0.get() }, unreadable: read.compactMap(\.failure),  // the failures go in as unreadable
-                                                rules: SubmissionRules(outputRoots: roots)) { _ in nil }
+                                                as: .batch(outputRoots: roots)) { _ in nil }
         } catch {
             throw error.cliError
         }
@@ -81,7 +82,6 @@ struct BatchCommand: AsyncParsableCommand {
         }
         // The embedded coordinator runs every job: a host's capabilities are a farm's.
         let options = JobOptions(outputRoots: roots ?? [], maxAttempts: maxAttempts, requires: [])
-        let jobs = loaded.valid.map { options.job($0.manifest, text: $0.offer.text) }
 
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mediafarm-batch-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -90,7 +90,8 @@ struct BatchCommand: AsyncParsableCommand {
         let queued: [Enqueued]
         do {
             store = try SQLiteJobStore(path: folder.appendingPathComponent("queue.sqlite").path, listen: true)
-            queued = try await store.enqueue(jobs, at: Date())
+            // The one way into a queue (the batch's own: no library to record lineage in).
+            queued = try await Submission(store: store, library: nil).submit(loaded, options: options).queued.jobs
         } catch {
             throw CLIError("batch: cannot make its queue in \(folder.path): \(error)")
         }
@@ -103,13 +104,8 @@ struct BatchCommand: AsyncParsableCommand {
         try reuse.apply(to: &configuration)
         configuration.keepFinished = nil
         let printer = CoordinatorPrinter(json: json)
-        let coordinator = Coordinator(store: store, configuration: configuration, events: { printer.print($0) })
         let started = Date()
-        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: [.init(service: coordinator, successTerminationBehavior: .gracefullyShutdownGroup),
-                       .init(service: StopSignals.Watcher(), successTerminationBehavior: .gracefullyShutdownGroup)],
-            gracefulShutdownSignals: StopSignals.shared.lifecycleSignals, logger: Logger(label: "mediafarm.batch")))
-        try await group.run()
+        try await FarmApplication.batch(store: store, configuration: configuration, events: { printer.print($0) }).group.run()
         printer.finish()
         let seconds = Date().timeIntervalSince(started)
 

@@ -199,27 +199,7 @@ struct CaptureCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        if listDevices {
-            let devices = CaptureDevices.list()
-            if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
-                FileHandle.standardOutput.write(try encoder.encode(devices) + Data("\n".utf8))
-            } else if devices.isEmpty {
-                print("no capture devices found (no V4L2 camera in /dev, no X display in /tmp/.X11-unix, no ALSA capture device)")
-            } else {
-                for d in devices {
-                    print("\(d.source)  \(d.name)")
-                    for f in d.formats ?? [] {
-                        let sizes = f.sizes.map { s in
-                            "\(s.range ? "up to " : "")\(s.width)x\(s.height)" + (s.frameRates.isEmpty ? "" : "@" + s.frameRates.map { String(format: "%g", $0) }.joined(separator: "/"))
-                        }
-                        print("    --input-format \(f.inputFormat)  (\(f.description)\(f.compressed ? ", compressed" : "")): \(sizes.joined(separator: ", "))")
-                    }
-                }
-            }
-            return
-        }
+        if listDevices { return try printDevices() }
         let file = try config.map { try CaptureConfigFile.load($0) }
         let settings: Settings
         do { settings = try self.settings(file: file) } catch let error as ValidationError { throw CLIError(error.message, status: ExitStatus.usage) }
@@ -236,6 +216,50 @@ struct CaptureCommand: AsyncParsableCommand {
         } catch {
             throw CLIError("--output-dir \(outputDir): cannot create it: \(error.localizedDescription)")
         }
+        let configuration = Self.configuration(settings, source: parsed)
+        let outputRoots = settings.outputRoots
+        let assembly = try settings.assemble.map { try Self.assembly($0, configuration: configuration, outputRoots: outputRoots) }
+        let feeder: CaptureQueue? = try settings.enqueue.map { path throws in try self.feeder(path, configuration: configuration, settings: settings) }
+        let recording = CaptureRecording(configuration: configuration, feeder: feeder,
+                                         assembly: assembly.map { ($0, OutputRoots.chosen(outputRoots) ?? [$0.folder]) })
+        let json = self.json
+        let outcome: (summary: CaptureSummary, queued: Bool)
+        do {
+            outcome = try await recording.run(report: { event in CaptureCommand.writeLine(json ? event.json : event.line) },
+                                              events: { event in CaptureCommand.printEvent(event, json: json) })
+        } catch {
+            // A journal that cannot be read stops the capture here, naming the file and the line, before anything is queued again.
+            throw CLIError("capture: \(error)")
+        }
+        let failed = !outcome.summary.successfullyFinished || !outcome.queued
+        if failed { throw ExitCode(ExitStatus.failure) }
+    }
+
+    /// `--list-devices`: the cameras, screens and microphones there are, with their formats.
+    func printDevices() throws {
+        let devices = CaptureDevices.list()
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
+            FileHandle.standardOutput.write(try encoder.encode(devices) + Data("\n".utf8))
+        } else if devices.isEmpty {
+            print("no capture devices found (no V4L2 camera in /dev, no X display in /tmp/.X11-unix, no ALSA capture device)")
+        } else {
+            for d in devices {
+                print("\(d.source)  \(d.name)")
+                for f in d.formats ?? [] {
+                    let sizes = f.sizes.map { s in
+                        "\(s.range ? "up to " : "")\(s.width)x\(s.height)" + (s.frameRates.isEmpty ? "" : "@" + s.frameRates.map { String(format: "%g", $0) }.joined(separator: "/"))
+                    }
+                    print("    --input-format \(f.inputFormat)  (\(f.description)\(f.compressed ? ", compressed" : "")): \(sizes.joined(separator: ", "))")
+                }
+            }
+        }
+    }
+
+    /// The session's configuration from the settings.
+    static func configuration(_ settings: Settings, source parsed: CaptureSource) -> CaptureConfiguration {
+        let outputDir = settings.outputDir
         let id = settings.captureID ?? "cap-" + Self.stamp(Date())
         var configuration = CaptureConfiguration(source: parsed, outputDirectory: URL(fileURLWithPath: outputDir).standardizedFileURL.path,
                                                  captureID: id)
@@ -251,53 +275,45 @@ struct CaptureCommand: AsyncParsableCommand {
         configuration.stillsOnRequest = settings.stillsOnRequest || settings.stillEvery != nil
         configuration.levelsEvery = settings.levelsEvery
         configuration.segmentWaveforms = settings.segmentWaveforms
-        let enqueue = settings.enqueue, outputRoots = settings.outputRoots, queue = settings.queue
-        let assembly: IngestTemplate? = try settings.assemble.map { path in
-            let template: IngestTemplate
-            do {
-                template = try IngestTemplate.load(path, placeholders: CaptureAssembly.placeholders, required: nil)
-            } catch {
-                throw CLIError("--assemble \(error)", status: ExitStatus.usage)
-            }
-            if let problem = CaptureAssembly.templateProblem(template) { throw CLIError("--assemble \(problem)", status: ExitStatus.usage) }
-            // Checked now, on a stand-in segment, rather than after hours of recording.
-            let sample = SegmentReport(index: 1, path: configuration.outputDirectory + "/\(id)-00001.mp4", start: 0, wallClock: Date(),
-                                       duration: 1, bytes: 0, packets: 0)
-            let trial = CaptureAssembly.make(template: template, captureID: id, segments: [sample],
-                                             outputRoots: OutputRoots.chosen(outputRoots) ?? [template.folder])
-            let offer = ManifestOffer(text: trial.manifest, file: trial.name, name: trial.name, baseDirectory: trial.baseDirectory)
-            if case .failure(let problem) = Submission.validate(offer, rules: CaptureQueue.rules(outputRoots: trial.outputRoots)) {
-                throw CLIError("--assemble \(path): the template gives an invalid manifest: \(IngestError(invalid: problem))", status: ExitStatus.usage)
-            }
-            return template
-        }
+        return configuration
+    }
 
-        let json = self.json
-        let feeder: CaptureQueue? = try enqueue.map { path in
-            let template: IngestTemplate
-            do {
-                template = try IngestTemplate.load(path, placeholders: CaptureQueue.placeholders)
-            } catch {
-                throw CLIError("--enqueue \(error)", status: ExitStatus.usage)
-            }
-            return CaptureQueue(template: template, captureID: id, outputDirectory: configuration.outputDirectory,
-                                outputRoots: OutputRoots.chosen(outputRoots), location: try queue.location(),
-                                libraryHost: LibraryOptions.hostName(nil)) { event in
-                CaptureCommand.writeLine(json ? event.json : event.line)
-            }
-        }
-        let recording = CaptureRecording(configuration: configuration, feeder: feeder,
-                                         assembly: assembly.map { ($0, OutputRoots.chosen(outputRoots) ?? [$0.folder]) })
-        let outcome: (summary: CaptureSummary, queued: Bool)
+    /// The `--assemble` template, checked now on a stand-in segment rather than after hours of recording.
+    static func assembly(_ path: String, configuration: CaptureConfiguration, outputRoots: [String]) throws -> IngestTemplate {
+        let id = configuration.captureID
+        let template: IngestTemplate
         do {
-            outcome = try await recording.run(report: { event in CaptureCommand.writeLine(json ? event.json : event.line) },
-                                              events: { event in CaptureCommand.printEvent(event, json: json) })
+            template = try IngestTemplate.load(path, placeholders: CaptureAssembly.placeholders, required: nil)
         } catch {
-            // A journal that cannot be read stops the capture here, naming the file and the line, before anything is queued again.
-            throw CLIError("capture: \(error)")
+            throw CLIError("--assemble \(error)", status: ExitStatus.usage)
         }
-        let failed = !outcome.summary.successfullyFinished || !outcome.queued
-        if failed { throw ExitCode(ExitStatus.failure) }
+        if let problem = CaptureAssembly.templateProblem(template) { throw CLIError("--assemble \(problem)", status: ExitStatus.usage) }
+        // Checked now, on a stand-in segment, rather than after hours of recording.
+        let sample = SegmentReport(index: 1, path: configuration.outputDirectory + "/\(id)-00001.mp4", start: 0, wallClock: Date(),
+                                   duration: 1, bytes: 0, packets: 0)
+        let trial = CaptureAssembly.make(template: template, captureID: id, segments: [sample],
+                                         outputRoots: OutputRoots.chosen(outputRoots) ?? [template.folder])
+        let offer = ManifestOffer(text: trial.manifest, file: trial.name, name: trial.name, baseDirectory: trial.baseDirectory)
+        if case .failure(let problem) = Submission.validate(offer, as: .capture(outputRoots: trial.outputRoots)) {
+            throw CLIError("--assemble \(path): the template gives an invalid manifest: \(IngestError(invalid: problem))", status: ExitStatus.usage)
+        }
+        return template
+    }
+
+    /// The queue feed of `--enqueue`: each finished segment's job, made from the template.
+    func feeder(_ path: String, configuration: CaptureConfiguration, settings: Settings) throws -> CaptureQueue {
+        let json = self.json
+        let template: IngestTemplate
+        do {
+            template = try IngestTemplate.load(path, placeholders: CaptureQueue.placeholders)
+        } catch {
+            throw CLIError("--enqueue \(error)", status: ExitStatus.usage)
+        }
+        return CaptureQueue(template: template, captureID: configuration.captureID, outputDirectory: configuration.outputDirectory,
+                            outputRoots: OutputRoots.chosen(settings.outputRoots), location: try settings.queue.location(),
+                            libraryHost: LibraryOptions.hostName(nil)) { event in
+            CaptureCommand.writeLine(json ? event.json : event.line)
+        }
     }
 
     static func stamp(_ date: Date) -> String {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FarmApplication
 import FarmHTTP
 import FarmLibrary
 import FarmLibraryMedia
@@ -160,6 +161,11 @@ struct CoordinatorCommand: AsyncParsableCommand {
             guard text.count >= 16, !text.contains(where: \.isWhitespace) else {
                 throw CLIError("\(option) \(file): the token must be at least 16 characters without spaces (e.g. `openssl rand -hex 32`)", status: ExitStatus.usage)
             }
+            let bits = TokenStrength.estimatedBits(text)
+            guard bits >= TokenStrength.minimumBits else {
+                throw CLIError("\(option) \(file): the token is too easy to guess (about \(Int(bits)) bits; at least \(Int(TokenStrength.minimumBits)) are needed): "
+                               + "make one with `openssl rand -hex 32 > \(file)`", status: ExitStatus.usage)
+            }
             return text
         }
         if let tokenFile {
@@ -180,6 +186,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
         configuration.allowedHosts = allowedHosts
         configuration.cookieSecure = cookieSecure
         configuration.allowOverwrite = apiAllowOverwrite
+        limits.apply(to: &configuration)
         if let readOnlyTokenFile {
             guard token != nil else { throw CLIError("--read-only-token-file needs a token to act with: not with --no-auth", status: ExitStatus.usage) }
             let readOnly = try read(readOnlyTokenFile, "--read-only-token-file", role: "the HTTP face's read-only token file")
@@ -189,14 +196,57 @@ struct CoordinatorCommand: AsyncParsableCommand {
         return configuration
     }
 
+    @OptionGroup(title: "HTTP limits") var limits: FaceLimitOptions
     @OptionGroup var stall: StallOptions
     @OptionGroup(title: "Webhooks") var webhooks: WebhookOptions
 
     func run() async throws {
         stall.apply()
-        let httpConfiguration = try httpConfiguration()
+        try await run(printer: CoordinatorPrinter(json: json))
+    }
+
+    /// The command, saying what it says to `printer`: standard output, or a test's own when it runs the
+    /// command in its process (`stopSignals` false: the test's process's signals are not its own).
+    func run(printer: CoordinatorPrinter, stopSignals: Bool = true) async throws {
+        let built = try await application(printer: printer, stopSignals: stopSignals)
+        let application = built.application
+        do {
+            try await application.group.run()
+        } catch where application.face != nil && "\(error)".contains("bind") {
+            throw CLIError("--http \(http ?? ""): cannot listen: \(error)")
+        }
+        printer.finish()
+        let failed = application.coordinator.failedJobs
+        printer.notice("coordinator stopped: \(application.coordinator.succeededCount) succeeded, \(failed.count) failed or dead")
+        let undelivered = exitWhenIdle ? await undeliveredWebhooks(built.store, delivering: built.delivering, printer: printer) : false
+        if exitWhenIdle && (!failed.isEmpty || undelivered) { throw ExitCode(ExitStatus.failure) }
+    }
+
+    /// The application these options ask for, built (not run) on its opened queue, saying what it says to
+    /// `printer`: what `run` runs, and what a test runs in its own process.
+    func application(printer: CoordinatorPrinter, stopSignals: Bool = true) async throws -> (application: FarmApplication, store: any JobStore, delivering: Bool) {
+        var faces = FarmApplication.Faces()
+        faces.http = try httpConfiguration()
+        faces.tokenMadeForThisRun = tokenFile == nil
+        faces.webhookEndpoints = webhooks.parsedEndpoints
+        faces.webhookAllowHosts = webhooks.allowHosts
         let secret = try webhooks.secret()
         let store = try await queue.open(create: true, connections: workers + 4, listen: true)
+        let configuration = try coordinatorConfiguration(store)
+        faces.webhookDelivery = secret.map { ($0, webhooks.configuration(owner: configuration.owner, exitWhenIdle: exitWhenIdle)) }
+        printer.notice("coordinator \(configuration.owner): \(Spoken.count(workers, "worker")) on \(store.location)")
+        let application: FarmApplication
+        do {
+            application = try await FarmApplication.coordinator(store: store, configuration: configuration, faces: faces, stopSignals: stopSignals,
+                                                                 events: { printer.print($0) }, notice: { printer.notice($0) })
+        } catch {
+            throw CLIError(error.description)
+        }
+        return (application, store, secret != nil)
+    }
+
+    /// The coordinator's settings from the options; its asset library opened on `store`.
+    func coordinatorConfiguration(_ store: any JobStore) throws -> CoordinatorConfiguration {
         var configuration = CoordinatorConfiguration()
         configuration.workers = workers
         configuration.leaseDuration = lease
@@ -224,73 +274,20 @@ struct CoordinatorCommand: AsyncParsableCommand {
         if let workerCommand {
             configuration.workerCommand = workerCommand.split(separator: " ").map(String.init)
         }
-        let printer = CoordinatorPrinter(json: json)
-        let metrics = httpConfiguration.map { _ in FarmMetrics() }
-        configuration.metricsFactory = metrics?.factory
-        let face = Mutex<HTTPFace?>(nil)
-        let coordinator = Coordinator(store: store, configuration: configuration, events: { event in
-            printer.print(event)
-            face.withLock { $0 }?.publish(event)
-        })
-        printer.notice("coordinator \(configuration.owner): \(Spoken.count(workers, "worker")) on \(store.location)")
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
-        if let httpConfiguration, let metrics {
-            let tokenFile = tokenFile
-            let http = HTTPFace(configuration: httpConfiguration, coordinator: coordinator, store: store, metrics: metrics,
-                                logger: Logger(label: "mediafarm.http"),
-                                onListening: { address in
-                                    printer.notice("http: listening on \(address)" + (httpConfiguration.token == nil ? " (no authentication: --no-auth)" : " (bearer token required)"))
-                                    if let token = httpConfiguration.token, tokenFile == nil {
-                                        printer.notice("http: this run's token is \(token); open http://\(address)/?token=\(token) to sign in")
-                                    }
-                                },
-                                onAction: { printer.notice("http: " + $0) })
-            face.withLock { $0 = http }
-            // Before the coordinator: a graceful shutdown stops the coordinator first (draining while
-            // /readyz says 503), then the server.
-            services.append(.init(service: http))
+        return configuration
+    }
+
+    /// In CI the deliveries must not wait for a coordinator that may never come: what is left is said.
+    /// Whether that fails the run (a coordinator without the secret leaves them to one with it).
+    func undeliveredWebhooks(_ store: any JobStore, delivering: Bool, printer: CoordinatorPrinter) async -> Bool {
+        guard let pending = try? await store.deliveries(matching: DeliveryQuery(states: [.pending], limit: 1000)), !pending.isEmpty else {  // no answer: nothing to say
+            return false
         }
-        if !webhooks.parsedEndpoints.isEmpty || !webhooks.allowHosts.isEmpty {
-            do {
-                try await store.registerWebhooks(webhooks.parsedEndpoints, allowing: webhooks.allowHosts, by: configuration.owner, at: Date())
-            } catch {
-                throw CLIError("webhooks: \(error)")
-            }
-        }
-        if secret == nil && !webhooks.parsedEndpoints.isEmpty {
-            printer.notice("webhooks: endpoints added to the queue; this coordinator does not send them (no --webhook-secret-file): another one with the secret does")
-        }
-        if let secret {
-            // Before the coordinator: it stops first, and the events of its last jobs are sent before this stops.
-            let deliverer = WebhookDeliverer(store: store, secret: secret, configuration: webhooks.configuration(owner: configuration.owner, exitWhenIdle: exitWhenIdle),
-                                             logger: Logger(label: "mediafarm.webhooks"),
-                                             metrics: metrics?.factory ?? MetricsSystem.factory)
-            printer.notice("webhooks: delivering the queue's webhooks, signed with key \(secret.keyID)")
-            services.append(.init(service: deliverer, successTerminationBehavior: .gracefullyShutdownGroup))
-        }
-        services.append(.init(service: coordinator, successTerminationBehavior: .gracefullyShutdownGroup))
-        // SIGTERM and SIGINT drain from the program's first moment: caught before main, kept until here.
-        services.append(.init(service: StopSignals.Watcher(), successTerminationBehavior: .gracefullyShutdownGroup))
-        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: services, gracefulShutdownSignals: StopSignals.shared.lifecycleSignals, logger: Logger(label: "mediafarm.coordinator")))
-        do {
-            try await group.run()
-        } catch where httpConfiguration != nil && "\(error)".contains("bind") {
-            throw CLIError("--http \(http ?? ""): cannot listen: \(error)")
-        }
-        printer.finish()
-        let failed = coordinator.failedJobs
-        printer.notice("coordinator stopped: \(coordinator.succeededCount) succeeded, \(failed.count) failed or dead")
-        // In CI the deliveries must not wait for a coordinator that may never come: what is left is said.
-        var undelivered = false
-        if exitWhenIdle, let pending = try? await store.deliveries(matching: DeliveryQuery(states: [.pending], limit: 1000)), !pending.isEmpty {  // no answer: nothing to say
-            let waited = secret == nil ? "this coordinator does not deliver (no --webhook-secret-file)"
-                : "after waiting up to \(Int(webhooks.drainSeconds)) s (--webhook-drain-seconds)"
-            let last = pending.compactMap(\.lastError).first.map { "; the last error: \($0)" } ?? ""
-            printer.notice("webhooks: \(pending.count)\(pending.count == 1000 ? "+" : "") deliveries still pending, \(waited)\(last); "
-                           + "`mediafarm webhooks list` shows them, and the next coordinator with the secret sends them")
-            undelivered = secret != nil  // a coordinator without the secret leaves them to one with it
-        }
-        if exitWhenIdle && (!failed.isEmpty || undelivered) { throw ExitCode(ExitStatus.failure) }
+        let waited = delivering ? "after waiting up to \(Int(webhooks.drainSeconds)) s (--webhook-drain-seconds)"
+            : "this coordinator does not deliver (no --webhook-secret-file)"
+        let last = pending.compactMap(\.lastError).first.map { "; the last error: \($0)" } ?? ""
+        printer.notice("webhooks: \(pending.count)\(pending.count == 1000 ? "+" : "") deliveries still pending, \(waited)\(last); "
+                       + "`mediafarm webhooks list` shows them, and the next coordinator with the secret sends them")
+        return delivering
     }
 }

@@ -58,13 +58,13 @@ struct PosterCommand: AsyncParsableCommand {
         let at = try time()
         let made: (AssetImageGenerator.Image, [RepresentativeFrame.Candidate]?)
         do {
-            made = try JobRunner.posterImage(of: input, at: at, settings: settings, limits: .default)
+            made = try JobPictures.posterImage(of: input, at: at, settings: settings, limits: .default)
         } catch {
             throw CLIError("poster: \(error)")
         }
         let path = output ?? (URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent + "-poster." + settings.format.fileExtension)
         do { try ImagesCommand.write(made.0.data, to: path, overwrite: overwrite) } catch { throw CLIError("poster: \(path): \(error)") }
-        let record = JobRunner.PosterRecord(picture: ImageRecord(made.0, path: path), chosen: at == nil ? "auto" : "time", candidates: made.1)
+        let record = JobPictures.PosterRecord(picture: ImageRecord(made.0, path: path), chosen: at == nil ? "auto" : "time", candidates: made.1)
         if json {
             print(String(decoding: try JSONEncoder.farm(pretty: true).encode(record), as: UTF8.self))
         } else {

@@ -38,7 +38,46 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         stall.apply()
-        let roots = OutputRoots.chosen(outputRoots)
+        let (loaded, invalid) = try await load(OutputRoots.chosen(outputRoots))
+        if !invalid.isEmpty {
+            for e in invalid { FileHandle.standardError.write(Data((e.description + "\n").utf8)) }
+            if json {
+                let lines = invalid.map { e in
+                    JobEvent.result(JobResult(name: e.file ?? "manifest", succeeded: false,
+                                              error: e.issues.map(\.description).joined(separator: "; "), seconds: 0))
+                }
+                for line in lines { WorkerLoop.print(line) }
+            }
+            throw ExitCode(ExitStatus.usage)
+        }
+        var failed = false
+        let stop = SignalStop()
+        for manifest in loaded {
+            let bar = json ? nil : TerminalProgress(label: manifest.name, total: 1000)
+            let json = self.json
+            var result = try await stop.run {
+                await JobRunner(manifest: manifest).run { event in
+                    if json { WorkerLoop.print(event) }
+                    if case .progress(let p) = event { bar?.update(Int(p.fraction * 1000), detail: p.detail) }
+                    if !json, case .log(let level, let message) = event, level != "debug" {
+                        FileHandle.standardError.write(Data("\(manifest.name): \(message)\n".utf8))
+                    }
+                }
+            }
+            bar?.finish()
+            if let signal = stop.signal, !result.succeeded {
+                result.error = "stopped by \(SignalStop.name(signal)); temporary outputs removed, nothing published"
+            }
+            say(result, of: manifest)
+            failed = failed || !result.succeeded
+            if let signal = stop.signal { throw SignalStop.exitCode(signal) }
+        }
+        if failed { throw ExitCode(ExitStatus.failure) }
+    }
+
+    /// The manifests, checked as the worker checks them; library assets resolved on this host. Another
+    /// job's result is refused: only a coordinator puts it in.
+    func load(_ roots: [String]?) async throws -> (loaded: [JobManifest], invalid: [ManifestValidationError]) {
         var loaded: [JobManifest] = []
         var invalid: [ManifestValidationError] = []
         var assets: AssetLibrary?
@@ -67,53 +106,24 @@ struct RunCommand: AsyncParsableCommand {
             case .failure(let e): invalid.append(e)
             }
         }
-        if !invalid.isEmpty {
-            for e in invalid { FileHandle.standardError.write(Data((e.description + "\n").utf8)) }
-            if json {
-                let lines = invalid.map { e in
-                    JobEvent.result(JobResult(name: e.file ?? "manifest", succeeded: false,
-                                              error: e.issues.map(\.description).joined(separator: "; "), seconds: 0))
-                }
-                for line in lines { WorkerLoop.print(line) }
-            }
-            throw ExitCode(ExitStatus.usage)
-        }
+        return (loaded, invalid)
+    }
 
-        var failed = false
-        let stop = SignalStop()
-        for manifest in loaded {
-            let bar = json ? nil : TerminalProgress(label: manifest.name, total: 1000)
-            let json = self.json
-            var result = try await stop.run {
-                await JobRunner(manifest: manifest).run { event in
-                    if json { WorkerLoop.print(event) }
-                    if case .progress(let p) = event { bar?.update(Int(p.fraction * 1000), detail: p.detail) }
-                    if !json, case .log(let level, let message) = event, level != "debug" {
-                        FileHandle.standardError.write(Data("\(manifest.name): \(message)\n".utf8))
-                    }
-                }
-            }
-            bar?.finish()
-            if let signal = stop.signal, !result.succeeded {
-                result.error = "stopped by \(SignalStop.name(signal)); temporary outputs removed, nothing published"
-            }
-            if json {
-                WorkerLoop.print(.result(result))
-            } else if result.succeeded {
-                var line = "\(manifest.name): succeeded in \(String(format: "%.1f", result.seconds)) s"
-                if let output = result.output { line += " -> \(output)" }
-                if let d = result.duration { line += " (\(String(format: "%.3f", d)) s)" }
-                if let report = result.report { line += ", report \(report)" }
-                print(line)
-                if let loudness = result.loudness { print("  loudness: " + loudness.summary) }
-                for warning in result.warnings ?? [] { FileHandle.standardError.write(Data("\(manifest.name): warning: \(warning)\n".utf8)) }
-            } else {
-                FileHandle.standardError.write(Data("\(manifest.name): failed: \(result.error ?? "unknown error")\n".utf8))
-            }
-            failed = failed || !result.succeeded
-            if let signal = stop.signal { throw SignalStop.exitCode(signal) }
+    /// One job's result, as a line (or JSON).
+    func say(_ result: JobResult, of manifest: JobManifest) {
+        if json {
+            WorkerLoop.print(.result(result))
+        } else if result.succeeded {
+            var line = "\(manifest.name): succeeded in \(String(format: "%.1f", result.seconds)) s"
+            if let output = result.output { line += " -> \(output)" }
+            if let d = result.duration { line += " (\(String(format: "%.3f", d)) s)" }
+            if let report = result.report { line += ", report \(report)" }
+            print(line)
+            if let loudness = result.loudness { print("  loudness: " + loudness.summary) }
+            for warning in result.warnings ?? [] { FileHandle.standardError.write(Data("\(manifest.name): warning: \(warning)\n".utf8)) }
+        } else {
+            FileHandle.standardError.write(Data("\(manifest.name): failed: \(result.error ?? "unknown error")\n".utf8))
         }
-        if failed { throw ExitCode(ExitStatus.failure) }
     }
 }
 

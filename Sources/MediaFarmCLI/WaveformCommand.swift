@@ -51,7 +51,7 @@ struct WaveformCommand: AsyncParsableCommand {
         (settings.width, settings.height, settings.peaks) = (width, height, peaks)
         let made: ([UInt8], Waveform)
         do {
-            made = try JobRunner.waveformPicture(of: input, settings, limits: .default)
+            made = try JobPictures.waveformPicture(of: input, settings, limits: .default)
         } catch {
             throw CLIError("waveform: \(error)")
         }
@@ -59,7 +59,7 @@ struct WaveformCommand: AsyncParsableCommand {
         if let peaks {
             do { try ImagesCommand.write(Array(made.1.peaksJSON.utf8), to: peaks, overwrite: overwrite) } catch { throw CLIError("waveform: \(peaks): \(error)") }
         }
-        let record = JobRunner.WaveformRecord(made.1, output: path, peaks: peaks)
+        let record = JobPictures.WaveformRecord(made.1, output: path, peaks: peaks)
         if json {
             print(String(decoding: try JSONEncoder.farm(pretty: true).encode(record), as: UTF8.self))
         } else {

@@ -16,9 +16,13 @@ public struct WebhookOptions: ParsableArguments {
     public var endpoints: [String] = []
 
     @Option(name: .customLong("webhook-allow-host"), help: ArgumentHelp(
-        "A host jobs' \"notify\" URLs may name (repeatable; host for any port, host:port for one). Other hosts are refused at submission and never requested.",
+        "A host jobs' \"notify\" URLs may name (repeatable): host for its scheme's port (80, 443), host:port for that port, host:low-high for a range. A name is resolved at each delivery and must give public addresses only; an address written out (10.0.0.5:8080) is taken as it is. Other hosts are refused at submission and never requested.",
         valueName: "host[:port]"))
     public var allowHosts: [String] = []
+
+    @Flag(name: .customLong("webhook-record-failure-bodies"), help: ArgumentHelp(
+        "Keep the first 200 bytes of a receiver's failed answer with the delivery (webhooks list, the API's deliveries); by default only its status line and content type are kept."))
+    public var recordFailureBodies = false
 
     @Option(name: .customLong("webhook-secret-file"), help: ArgumentHelp(
         "A file holding the signing secret (whsec_ + base64, per Standard Webhooks; `mediafarm webhooks new-secret` makes one). With it this coordinator delivers the queue's webhooks.",
@@ -66,6 +70,7 @@ public struct WebhookOptions: ParsableArguments {
         var configuration = WebhookDelivererConfiguration(owner: owner, timeout: timeout, retryFor: retryHours * 3600, backoff: backoff,
                                                           maxBackoff: 3600, poll: min(1, backoff))
         if exitWhenIdle { (configuration.drainSeconds, configuration.drainPending) = (drainSeconds, true) }
+        configuration.recordFailureBodies = recordFailureBodies
         return configuration
     }
 }

@@ -76,10 +76,15 @@ struct WorkerCommand: AsyncParsableCommand {
             }
             resume[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
         }
+        let tooLarge = input.count > ManifestLoader.maxBytes
+        let document: JSONValue
+        do { document = tooLarge ? .null : try JSONParser.parse(Array(input)) } catch {
+            throw ExitCode(Self.status(WorkerLoop.report(invalid: "stdin: \(error)", name: name)))
+        }
         let assignment = WorkerAssignment(name: name, baseDirectory: baseDirectory ?? FileManager.default.currentDirectoryPath,
-                                          outputRoots: outputRoots, stageToken: stageToken, manifest: String(decoding: input, as: UTF8.self),
-                                          resumeUploads: resume.isEmpty ? nil : resume)
-        let status = Self.status(await WorkerLoop.run(assignment, tooLarge: input.count > ManifestLoader.maxBytes))
+                                          outputRoots: outputRoots, stageToken: stageToken, manifest: document, resumeUploads: resume.isEmpty ? nil : resume)
+        // Run by hand or for one job: checked against the file system here, as `run` checks a manifest.
+        let status = Self.status(await WorkerLoop.run(assignment, checked: false, tooLarge: tooLarge))
         if status != ExitStatus.success { throw ExitCode(status) }
     }
 

@@ -1,7 +1,6 @@
 import Foundation
 import MediaCore
 import MediaTime
-import Synchronization
 
 /// Pictures of a movie at given times, with AVAssetImageGenerator's semantics.
 ///
@@ -556,119 +555,5 @@ public final class AssetImageGenerator {
             }
         }
         return out
-    }
-}
-
-/// Why a picture could not be made: for one time, or (from `init`) for the whole file.
-public enum ImageGenerationError: Error, Sendable, CustomStringConvertible {
-    case unreadable(String)
-    /// The file could not be read: its error, which says whether another try may do better (an object
-    /// store that did not answer).
-    case file(MediaFileError)
-    case noVideo(path: String)
-    case invalidTime(MediaTime)
-    case pastEnd(requested: MediaTime, duration: MediaTime)
-    case noFrameWithinTolerance(requested: MediaTime, nearest: MediaTime)
-    case highDynamicRange(transfer: String)
-    case tooManyPictures(Int, limit: Int)
-    case encoding(String)
-
-    /// A reader's error: a file's as itself, another in words.
-    static func of(_ error: any Error) -> ImageGenerationError {
-        if let file = error as? MediaFileError { return .file(file) }
-        return .unreadable(String(describing: error))
-    }
-
-    public var description: String {
-        switch self {
-        case .unreadable(let message): message
-        case .file(let error): error.description
-        case .noVideo(let path): "\(path): no video track to make pictures of"
-        case .invalidTime(let t): "\(t.seconds) s is not a time in the movie (times are 0 or more seconds)"
-        case let .pastEnd(requested, duration):
-            String(format: "%.3f s is past the end of the video (%.3f s long)", requested.seconds, duration.seconds)
-        case let .noFrameWithinTolerance(requested, nearest):
-            String(format: "no frame within the tolerances of %.3f s (the nearest is at %.3f s); widen toleranceBefore or toleranceAfter",
-                   requested.seconds, nearest.seconds)
-        case .highDynamicRange(let transfer):
-            "the video is HDR (\(transfer)): its pictures would need tone mapping to SDR, which is not done; no picture is made rather than a washed-out one"
-        case .encoding(let message): message
-        case let .tooManyPictures(count, limit): "that would be \(count) pictures; at most \(limit) are made at once (space them further apart)"
-        }
-    }
-}
-
-/// One picture as it is reported (`images --json`, a job's report): where it went and which frame it is,
-/// or why there is none. Times in seconds.
-public struct ImageRecord: Codable, Sendable, Hashable {
-    public var requestedTime: Double
-    public var actualTime: Double?
-    public var width: Int?
-    public var height: Int?
-    public var format: String?
-    public var path: String?
-    public var bytes: Int?
-    public var error: String?
-
-    public init(_ image: AssetImageGenerator.Image, path: String) {
-        requestedTime = image.requestedTime.seconds
-        actualTime = image.actualTime.seconds
-        (width, height, format, self.path, bytes) = (image.width, image.height, image.format.rawValue, path, image.data.count)
-    }
-
-    public init(requested: MediaTime, error: String) {
-        requestedTime = requested.seconds
-        self.error = error
-    }
-}
-
-extension AssetImageGenerator {
-    /// Pictures at many times on `workers` threads, each with a generator of its own over a stretch of the
-    /// times (in time order: a stretch decodes each keyframe's run once). `body` gets each time's index
-    /// and result as it is made, on the thread that made it, one call at a time. A failure to open the file
-    /// is thrown before any picture, as is the first error `body` throws (the others stop then). This
-    /// generator makes the first stretch (it is used on that thread alone until this returns); the others
-    /// open readers of their own, with the same settings.
-    public func images(at times: [MediaTime], workers: Int, limits: SafetyLimits = .default, interrupter: Interrupter = Interrupter(),
-                       body: @escaping @Sendable (Int, Result<Image, ImageGenerationError>) throws -> Void) throws {
-        let order = times.indices.sorted { times[$0] < times[$1] }
-        let count = max(1, min(workers, order.count))
-        let stretches = (0..<count).map { w in Array(order[(w * order.count / count)..<((w + 1) * order.count / count)]) }
-        let failure = FirstFailure()
-        // Only the first stretch's thread touches it, and the caller waits for every thread.
-        nonisolated(unsafe) let opened = self
-        let (path, settings) = (self.path, self.settings)
-        DispatchQueue.concurrentPerform(iterations: count) { w in
-            let generator: AssetImageGenerator
-            do {
-                generator = w == 0 ? opened : try AssetImageGenerator(path: path, settings: settings, limits: limits, interrupter: interrupter)
-            } catch {
-                failure.record(error)
-                return
-            }
-            for i in stretches[w] {
-                if failure.happened || interrupter.reason == .cancelled { return }
-                let result = Result { () throws(ImageGenerationError) -> Image in try generator.image(at: times[i]) }
-                failure.serially { try body(i, result) }
-            }
-        }
-        if let error = failure.error { throw error }
-        if interrupter.reason == .cancelled { throw CancellationError() }
-    }
-}
-
-/// The first error of work done on several threads, and a lock for what they must do one at a time.
-final class FirstFailure: Sendable {
-    private let first = Mutex<(any Error)?>(nil)
-
-    var error: (any Error)? { first.withLock { $0 } }
-    var happened: Bool { error != nil }
-
-    func record(_ error: any Error) { first.withLock { if $0 == nil { $0 = error } } }
-
-    func serially(_ work: () throws -> Void) {
-        first.withLock { first in
-            do { try work() } catch { if first == nil { first = error } }
-        }
     }
 }

@@ -133,7 +133,7 @@ public enum CommandRunner {
             if json { return JSONLogHandler(label: label, level: level) }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
-            return handler
+            return PrintableLogHandler(wrapped: handler)
         }
     }()
 }

@@ -1,4 +1,5 @@
 import Foundation
+import FarmModel
 import Logging
 #if canImport(Glibc)
 import Glibc
@@ -46,5 +47,33 @@ struct JSONLogHandler: LogHandler {
         case "text": false
         default: isatty(STDERR_FILENO) != 1
         }
+    }
+}
+
+/// swift-log's text handler with the message and metadata escaped as `UserText` does: a value quoted in a
+/// log line (a job's name, a path) cannot start a line of its own or act on the terminal.
+struct PrintableLogHandler: LogHandler {
+    var wrapped: StreamLogHandler
+
+    var logLevel: Logger.Level {
+        get { wrapped.logLevel }
+        set { wrapped.logLevel = newValue }
+    }
+
+    var metadata: Logger.Metadata {
+        get { wrapped.metadata }
+        set { wrapped.metadata = newValue }
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { wrapped[metadataKey: key] }
+        set { wrapped[metadataKey: key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var event = event
+        event.message = "\(UserText.printable(event.message.description))"
+        event.metadata = event.metadata?.mapValues { .string(UserText.printable($0.description)) }
+        wrapped.log(event: event)
     }
 }

@@ -170,7 +170,7 @@ public struct StatusCommand: AsyncParsableCommand {
     /// One line per job: id, name, state, attempts, progress bar or outcome.
     static func table(_ jobs: [Job], pauses: [QueuePause] = []) -> String {
         guard !jobs.isEmpty else { return "no jobs\n" }
-        let nameWidth = min(28, max(4, jobs.map(\.name.count).max() ?? 4))
+        let nameWidth = min(28, max(4, jobs.map { UserText.printable($0.name).count }.max() ?? 4))
         let idWidth = max(4, jobs.map { String($0.id).count }.max() ?? 4) + 2
         let attemptsWidth = max(8, jobs.map(\.attemptsSummary.count).max() ?? 8) + 2
         func pad(_ s: String, _ w: Int) -> String { s.count >= w ? String(s.prefix(w)) : s + String(repeating: " ", count: w - s.count) }
@@ -214,8 +214,8 @@ public struct StatusCommand: AsyncParsableCommand {
             case .cancelled:
                 detail = "cancelled"
             }
-            out += pad(String(job.id), idWidth) + pad(name(job.name), nameWidth + 2) + pad(ShownState(job, at: Date()).rawValue, 11)
-                + pad(job.attemptsSummary, attemptsWidth) + detail + "\n"
+            out += pad(String(job.id), idWidth) + pad(name(UserText.printable(job.name)), nameWidth + 2) + pad(ShownState(job, at: Date()).rawValue, 11)
+                + pad(job.attemptsSummary, attemptsWidth) + UserText.printable(detail) + "\n"
         }
         return out
     }
@@ -292,8 +292,8 @@ enum JobControl {
         }
         let found = try await store.jobs(matching: query)
         var lines = found.prefix(20).map { other in
-            job.state.isTerminal ? "job \(other.id) (\(other.name)) failed: it needed job \(job.id) to succeed"
-                : "job \(other.id) (\(other.name)) waits for it again"
+            job.state.isTerminal ? "job \(other.id) (\(UserText.printable(other.name))) failed: it needed job \(job.id) to succeed"
+                : "job \(other.id) (\(UserText.printable(other.name))) waits for it again"
         }
         if found.count > 20 { lines.append("and more (mediafarm status --state \(job.state.isTerminal ? "failed" : "waiting"))") }
         return lines
@@ -323,7 +323,7 @@ enum JobControl {
                 let job = try await change(id)
                 changed.append(job)
                 if !json {
-                    print("job \(id) (\(job.name)) \(verb)")
+                    print("job \(id) (\(UserText.printable(job.name))) \(verb)")
                     do {
                         for line in try await dependents(of: job, store: store) { print("  " + line) }
                     } catch {

@@ -78,16 +78,25 @@ public struct SubmitCommand: AsyncParsableCommand {
     }
 
     public func run() async throws {
+        let (jobs, queued, store) = try await enqueue()
+        try say(jobs, queued)
+        if wait {
+            let ids = Array(Set(queued.jobs.map(\.id))).sorted()
+            let ended = try await StatusCommand.watch(store: store, ids: ids, draw: !json)
+            if ended.contains(where: { $0.state != .succeeded }) { throw ExitCode(ExitStatus.failure) }
+        }
+    }
+
+    /// Checks and queues what the options name, printing nothing (a library that cannot be opened is warned
+    /// of on standard error): the jobs made, what was queued, and the queue. What `run` does before it prints; what a test of the farm submits with in its own process.
+    public func enqueue() async throws -> (jobs: [NewJob], queued: Submission.Queued, store: any JobStore) {
         let roots = OutputRoots.chosen(outputRoots)
         let runAt = delay > 0 ? Date().addingTimeInterval(delay) : nil
         let dependencies = after.compactMap(JobReference.init(parsing:))
         let options = JobOptions(outputRoots: roots ?? [], priority: priority, maxAttempts: maxAttempts, runAt: runAt,
                                  uniqueKey: uniqueKey.map(UniqueKey.given), timeout: timeout, after: dependencies, afterPolicy: afterPolicy)
-        let make = { (offer: ManifestOffer, manifest: JobManifest) in options.job(manifest, text: offer.text) }
         let token = try library.token()
-        var rules = SubmissionRules(outputRoots: roots, missingInputWayOut: allowMissingInputs ? nil
-                                    : "if it will be there when the job runs, give --allow-missing-inputs")
-        rules.oneUniqueKey = uniqueKey != nil
+        let submitter = Submitter.commandLine(outputRoots: roots, allowMissingInputs: allowMissingInputs, oneUniqueKey: uniqueKey != nil)
         // The queue is opened when it is needed: to ask the library about assets, for a scoped token, an
         // album, or to queue. Invalid manifests are refused before a new queue is made.
         var opened: (any JobStore)?
@@ -102,25 +111,21 @@ public struct SubmitCommand: AsyncParsableCommand {
             return made
         }
         if token != nil || album != nil { _ = try await openLibrary(create: album == nil) }
-        let accepted: [(offer: ManifestOffer, manifest: JobManifest)]
+        let checked: CheckedManifests
         do {
-            let checked: CheckedManifests
             if let album {
-                checked = try await Self.albumOffers(album, template: manifests[0], library: try await openLibrary(create: false), rules: rules)
+                checked = try await Self.albumOffers(album, template: manifests[0], library: try await openLibrary(create: false), as: submitter)
             } else {
                 let read = try Self.expand(manifests).map(ManifestOffer.reading)
                 // the failures go in as unreadable
-                checked = try await Submission.check(read.compactMap { try? $0.get() }, unreadable: read.compactMap(\.failure), rules: rules) { allValid in
+                checked = try await Submission.check(read.compactMap { try? $0.get() }, unreadable: read.compactMap(\.failure), as: submitter) { allValid in
                     // With invalid manifests, an existing queue is still asked, so that every error is said at once.
                     // (No library on this queue then: no asset can be known, and each reference is said to be unknown.)
                     allValid ? try await openLibrary(create: true) : try? await openLibrary(create: false)
                 }
             }
-            accepted = try Submission.refusingInvalid(checked)
-            if let assets {
-                let refusals = Submission.scopedRefusals(accepted, access: assets.access)
-                if !refusals.isEmpty { throw SubmissionError.notPermitted(refusals) }
-            }
+            // Refused before a queue is made (`submit` asks the same again).
+            _ = try Submission.accepting(checked, access: assets?.access)
         } catch let error as SubmissionError {
             throw error.cliError
         }
@@ -132,36 +137,34 @@ public struct SubmitCommand: AsyncParsableCommand {
                 FileHandle.standardError.write(Data("warning: the asset library cannot be opened (\(error)); the jobs' inputs are not recorded\n".utf8))
             }
         }
-        let jobs = accepted.map(make)
-        let queued: Submission.Queued
         do {
-            queued = try await Submission(store: store, library: assets).enqueue(jobs, sources: accepted.map { $0.manifest.edits.map(\.source) })
+            let (jobs, queued) = try await Submission(store: store, library: assets).submit(checked, options: options)
+            return (jobs, queued, store)
         } catch {
             throw error.cliError
         }
+    }
+
+    /// What was queued (and what was not, for a unique key already held), with each job's warnings.
+    func say(_ jobs: [NewJob], _ queued: Submission.Queued) throws {
         for (id, warnings) in queued.warnings.sorted(by: { $0.key < $1.key }) {
             for warning in warnings { FileHandle.standardError.write(Data("warning: job \(id): \(warning)\n".utf8)) }
         }
         if json {
             let rows = zip(jobs, queued.jobs).map { job, q in SubmittedJob(id: q.id, name: job.name, queued: q.inserted, warnings: queued.warnings[q.id]) }
             print(String(decoding: try JSONEncoder.sortedPretty().encode(rows), as: UTF8.self))
-        } else {
-            for (job, q) in zip(jobs, queued.jobs) {
-                print(!q.inserted ? "job \(q.id) already holds key \(uniqueKey ?? ""): \(job.name) not queued again"
-                      : job.after.isEmpty ? "queued job \(q.id) (\(job.name))"
-                      : "queued job \(q.id) (\(job.name)), after \(job.after.map(\.description).joined(separator: ", "))")
-            }
+            return
         }
-        if wait {
-            let ids = Array(Set(queued.jobs.map(\.id))).sorted()
-            let ended = try await StatusCommand.watch(store: store, ids: ids, draw: !json)
-            if ended.contains(where: { $0.state != .succeeded }) { throw ExitCode(ExitStatus.failure) }
+        for (job, q) in zip(jobs, queued.jobs) {
+            print(!q.inserted ? "job \(q.id) already holds key \(UserText.printable(uniqueKey ?? "")): \(UserText.printable(job.name)) not queued again"
+                  : job.after.isEmpty ? "queued job \(q.id) (\(job.name))"
+                  : "queued job \(q.id) (\(job.name)), after \(job.after.map(\.description).joined(separator: ", "))")
         }
     }
 
     /// One manifest per asset of `album`, from a template in which {input} is "asset:ID", each checked
     /// as a submitted file is.
-    static func albumOffers(_ album: String, template path: String, library: AssetLibrary, rules: SubmissionRules) async throws -> CheckedManifests {
+    static func albumOffers(_ album: String, template path: String, library: AssetLibrary, as submitter: Submitter) async throws -> CheckedManifests {
         let template: IngestTemplate
         do {
             template = try IngestTemplate.load(path, placeholders: ["input", "id", "stem", "ext"])
@@ -184,7 +187,7 @@ public struct SubmitCommand: AsyncParsableCommand {
             offers.append(ManifestOffer(text: text, file: "\(path) for \(asset.id)", name: "\(stem)-\(asset.id.rawValue.prefix(10))", baseDirectory: folder))
         }
         // The album's assets are the library's: nothing to look up.
-        return try await Submission.check(offers, rules: rules) { _ in nil }
+        return try await Submission.check(offers, as: submitter) { _ in nil }
     }
 
     /// Manifest files: each file as given, each folder's *.json files in name order.

@@ -92,7 +92,9 @@ public final class S3: Sendable {
     }
 
     func prepare(_ op: Operation) throws -> HTTPClient.Request {
-        guard let endpoint else { throw S3Error(.configuration, configuration.endpoint, "not an http:// or https:// address of a server") }
+        guard let endpoint else {
+            throw S3Error(.configuration, configuration.endpoint, "not an http:// or https:// address of a server")
+        }
         let (url, path, host) = address(op, endpoint)
         let payload = op.body.map { buffer in buffer.withUnsafeReadableBytes { SigV4Signer.hash($0) } } ?? SigV4Signer.emptyPayloadHash
         let request = SigV4Signer.Request(method: op.method.rawValue, path: path, query: op.query,

@@ -55,21 +55,56 @@ public final class ProtectedFiles: Sendable {
 
     public var all: [Entry] { entries.withLock { $0 } }
 
-    /// The list as `MEDIAFARM_PROTECTED_FILES` carries it to child processes.
+    /// The list as `MEDIAFARM_PROTECTED_FILES` carries it to child processes, with the files this process
+    /// holds open for writing (the child cannot see those).
     public var environmentValue: String {
-        String(decoding: (try? JSONEncoder().encode(all)) ?? Data("[]".utf8), as: UTF8.self)  // strings only: always encodes
+        let open = Self.filesOpenForWriting().map { Entry(path: $0.path, role: Self.openRole(inherited: true)) }
+        return String(decoding: (try? JSONEncoder().encode(all + open)) ?? Data("[]".utf8), as: UTF8.self)  // strings only: always encodes
     }
 
     /// Why nothing may be written to `path`: what farm file (or database) it reaches, in words; nil when
-    /// it is none of them.
+    /// it is none of them. Besides the list: any file this process holds open for writing (its log where
+    /// its output goes to a file, its databases, whatever it writes), found where the kernel keeps them, so
+    /// that nothing the farm writes has to be named here by hand.
     public func refusal(for path: String) -> String? {
         let target = Self.resolvingLinks(Self.absolute(path))
         if let identity = Self.identity(of: target) {
             for entry in all where Self.identity(of: Self.resolvingLinks(entry.path)) == identity {
                 return "\(entry.role) (\(entry.path))"
             }
+            // Only a file that exists can be open (most outputs do not exist yet: no look at the descriptors).
+            if case .existing = identity {
+                for file in Self.filesOpenForWriting() where file.identity == identity {
+                    return "\(Self.openRole(inherited: false)) (\(file.path))"
+                }
+            }
         }
         return Self.databaseKind(target).map { "\($0) (\(target))" }
+    }
+
+    static func openRole(inherited: Bool) -> String {
+        inherited ? "a file the farm's process that started this one holds open for writing" : "a file the farm holds open for writing"
+    }
+
+    /// The regular files this process holds open for writing (`/proc/self/fd` and its `fdinfo` flags), by
+    /// identity, each with the path the kernel gives it.
+    static func filesOpenForWriting() -> [(identity: Identity, path: String)] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return [] }  // no /proc: the list alone
+        var files: [(Identity, String)] = []
+        for name in names {
+            guard let fd = Int32(name) else { continue }
+            var st = stat()
+            guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
+            // The open flags, in octal: O_WRONLY (1) or O_RDWR (2) in the low bits.
+            guard let info = try? String(contentsOfFile: "/proc/self/fdinfo/\(fd)", encoding: .utf8),  // closed meanwhile: not open
+                  let line = info.split(separator: "\n").first(where: { $0.hasPrefix("flags:") }),
+                  let flags = Int(line.dropFirst(6).trimmingCharacters(in: .whitespaces), radix: 8), flags & 3 != 0 else { continue }
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let n = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
+            let path = n > 0 ? String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "descriptor \(fd)"
+            files.append((.existing(device: UInt64(st.st_dev), inode: UInt64(st.st_ino)), path))
+        }
+        return files
     }
 
     /// A sentence for a refused output at `path`.

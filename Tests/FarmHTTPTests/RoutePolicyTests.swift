@@ -108,13 +108,18 @@ import Testing
         case .scopedBearerOfAnotherAlbum: fields[.authorization] = "Bearer \(farm.scopedToken)"
         case .fullSessionWithoutCSRF, .fullSessionWithCSRF, .readOnlySession, .scopedSession:
             cookies.append("\(SessionStore.cookieName)=\(farm.sessions[who] ?? "")")
+            // A browser's form says where it comes from: this face (the test framework's Host).
+            if method == .post { fields[.origin] = "http://localhost" }
         }
         let withCSRF = who == .fullBearerWithCSRF || who == .fullSessionWithCSRF
-        if withCSRF { cookies.append("\(ConsoleCSRF.cookieName)=\(csrf)") }
+        // The face's token for this caller: bound to its session, or to its browser's cookie.
+        let binding = who == .fullSessionWithCSRF ? "session:\(farm.sessions[who] ?? "")" : "browser:\(csrf)"
+        if who == .fullBearerWithCSRF { cookies.append("\(ConsoleCSRF.cookieName)=\(csrf)") }
         if !cookies.isEmpty { fields[.cookie] = cookies.joined(separator: "; ") }
         guard method == .post else { return (fields, nil) }
         fields[.contentType] = "application/x-www-form-urlencoded"
-        return (fields, ByteBuffer(string: withCSRF ? "csrf=\(csrf)&x=1" : "x=1"))
+        let token = ConsoleCSRF.mac(binding, farm.face.sessions)
+        return (fields, ByteBuffer(string: withCSRF ? "csrf=\(token)&x=1" : "x=1"))
     }
 
     /// Whether the answer is a refusal by a route's policy (not a handler's own answer): 401 with the
@@ -135,16 +140,17 @@ import Testing
         let declared = Set(farm.face.face.routes.all.map { "\($0.method) \($0.path)" })
         #expect(routed == declared, "routes without a declared policy: \(routed.subtracting(declared).sorted()); declared but not routed: \(declared.subtracting(routed).sorted())")
         #expect(routed.count >= 40, "\(routed.count) routes")
-        // Each policy is in use, and no POST route is declared open but the sign-in.
+        // Each policy is in use, and no POST route is declared open but signing in and out.
         let table = farm.face.face.routes.all
         #expect(Set(table.map(\.policy)) == Set(RoutePolicy.allCases))
-        #expect(table.filter { $0.method == .post && $0.policy == .open }.map(\.path) == ["login"])
+        #expect(table.filter { $0.method == .post && $0.policy == .open }.map(\.path).sorted() == ["login", "logout"])
     }
 
     @Test func everyRouteAnswersEachCallerAsItsPolicySays() async throws {
         let (farm, router) = try await Self.farm()
         try await Application(router: router).test(.router) { client in
-            for route in farm.routes {
+            // Signing out ends the walk's sessions: it goes last.
+            for route in farm.routes.sorted(by: { ($0.path.hasSuffix("logout") ? 1 : 0) < ($1.path.hasSuffix("logout") ? 1 : 0) }) {
                 let method = route.method
                 let policy = try #require(farm.face.face.routes.policy(method, route.path), "\(method) \(route.path)")
                 let path = Self.concrete(route.path)

@@ -1,5 +1,6 @@
-import FarmIngest
+@testable import FarmIngest
 import FarmStore
+import FarmSubmit
 import FarmTestSupport
 import Foundation
 import Synchronization
@@ -31,23 +32,52 @@ import Testing
         return (try IngestConfig.load(config), folder.appendingPathComponent("queue.sqlite").path)
     }
 
-    @Test func aSettleTimeIsCountedBetweenPassesNotSleptThrough() async throws {
-        // Two minutes' settle time: a pass that slept through it would not end within the test's minute, and
-        // the test would still end.
-        let (config, queue) = try Self.site(settle: 120)
+    /// A day's settle time (the most a config may give): a pass that slept through it would run into the
+    /// test's time limit (a generous one: on a busy machine the passes may wait minutes for a thread, and
+    /// that is no failure).
+    @Test(.timeLimit(.minutes(30))) func aSettleTimeIsCountedBetweenPassesNotSleptThrough() async throws {
+        let settle = 86400.0
+        let (config, queue) = try Self.site(settle: settle)
         let clock = Clock()
         let pass = IngestPass(config: config, openQueue: { try SQLiteJobStore(path: queue) }, now: { clock.now() })
-        let started = Date()
         #expect(try await pass.run().settling == 1)
-        clock.advance(119.9)
-        #expect(try await pass.run().settling == 1)   // unchanged, but not for two minutes yet
-        #expect(Date().timeIntervalSince(started) < 60, "a pass waited for the settle time")
+        clock.advance(settle - 0.1)
+        #expect(try await pass.run().settling == 1)   // unchanged, but not for the whole settle time yet
         clock.advance(0.2)
         let settled = try await pass.run()
         #expect(settled.enqueued == 1 && settled.jobs.map { ($0.path as NSString).lastPathComponent } == ["a.mp4"], "\(settled)")
         #expect(try await pass.run().enqueued == 0)
         let jobs = try await SQLiteJobStore(path: queue).jobs(matching: JobQuery(limit: 10))
         #expect(jobs.count == 1 && jobs.first?.uniqueKey?.hasPrefix("ingest:") == true)
+    }
+
+    /// A lock another open description holds for a moment (a forked child that has not exec'd yet holds
+    /// every lock its parent's descriptions carry) is waited for; one held throughout makes the pass busy,
+    /// and it leaves everything as it was.
+    @Test(.timeLimit(.minutes(10))) func aLockHeldForAMomentIsWaitedForAndOneHeldLongerMakesThePassBusy() async throws {
+        let (config, queue) = try Self.site(settle: 86400)
+        let pass = IngestPass(config: config, openQueue: { try SQLiteJobStore(path: queue) })
+        try FileManager.default.createDirectory(atPath: (config.state as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let holder = open(config.state + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        #expect(holder >= 0 && flock(holder, LOCK_EX | LOCK_NB) == 0)
+        let released = Task.detached {
+            try await Task.sleep(for: .milliseconds(500))
+            close(holder)
+        }
+        let first = try await pass.run()
+        try await released.value
+        #expect(!first.busy && first.settling == 1, "\(first)")
+
+        let other = open(config.state + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        defer { close(other) }
+        #expect(other >= 0 && flock(other, LOCK_EX | LOCK_NB) == 0)
+        let clock = ContinuousClock()
+        let start = clock.now
+        #expect(try await PassLock.take(config.state, dryRun: false, patience: .milliseconds(300)) == nil)
+        #expect(clock.now - start >= .milliseconds(300))
+        let busy = try await pass.run()
+        #expect(busy.busy && busy.settling == 0 && busy.enqueued == 0, "\(busy)")
+        #expect(try await SQLiteJobStore(path: queue).jobs(matching: JobQuery(limit: 10)).isEmpty)
     }
 
     /// The config's numbers are held to the same ranges as the command line's and the API's.
@@ -66,5 +96,79 @@ import Testing
             #expect(error.description.contains("$.maxAttempts: a whole number from 1 to 1000"), "\(error)")
             #expect(error.description.contains("$.priority: a whole number from -1000000000 to 1000000000"), "\(error)")
         }
+    }
+
+    // MARK: - The stages alone
+
+    /// A watch of `/w` with a template of its own (the stages below never read either).
+    static let watch: IngestConfig.Watch = {
+        let folder = try! TestPaths.makeTemporaryFolder("ingest-stage")   // a test's temporary folder: no reason to fail
+        let file = folder.appendingPathComponent("t.json").path
+        try! #"{ "version": 1, "input": "{input}" }"#.write(toFile: file, atomically: true, encoding: .utf8)
+        return IngestConfig.Watch(path: "/w", include: [], exclude: [], template: try! IngestTemplate.load(file))
+    }()
+
+    static func sighting(_ path: String, size: Int64 = 10) -> IngestPass.Sighting {
+        IngestPass.Sighting(path: path, identity: .init(size: size, mtimeNanoseconds: 1, inode: 1, device: 1), modified: Date(), watch: watch)
+    }
+
+    static func row(_ status: IngestState.Status, seenAt: Double, size: Int64 = 10, hash: String? = nil, goneSince: Double? = nil) -> IngestState.Row {
+        IngestState.Row(identity: .init(size: size, mtimeNanoseconds: 1, inode: 1, device: 1), seenAt: seenAt, status: status, hash: hash,
+                        goneSince: goneSince)
+    }
+
+    /// Settling is decided from the rows and the pass's time alone: new and changed files start, files not
+    /// kept still for the settle time go on, settled ones become candidates, and what was taken before is
+    /// left unless `--reingest` names its path or its content.
+    @Test func settleDecidesFromTheRowsAndThePassTime() {
+        let hash = String(repeating: "ab", count: 32)
+        let known: [String: IngestState.Row] = [
+            "/w/settling": Self.row(.settling, seenAt: 1000),
+            "/w/settled": Self.row(.settling, seenAt: 900),
+            "/w/changed": Self.row(.settling, seenAt: 900, size: 99),
+            "/w/taken": Self.row(.ingested, seenAt: 500, hash: hash),
+            "/w/forced": Self.row(.ingested, seenAt: 500),
+            "/w/back": Self.row(.settling, seenAt: 800, goneSince: 950),
+        ]
+        let sightings = ["/w/new", "/w/settling", "/w/settled", "/w/changed", "/w/taken", "/w/forced", "/w/back"].map { Self.sighting($0) }
+        let settled = IngestPass.settle(sightings, known: known, at: 1030, settleSeconds: 60, forced: ["/w/forced"])
+        #expect(settled.candidates.map(\.path) == ["/w/settled", "/w/forced", "/w/back"])
+        #expect(settled.settling == 3 && settled.firstSeen == 2)
+        let seen = settled.changes.compactMap { if case .seen(let path, _, let at) = $0 { "\(path)@\(Int(at))" } else { nil } }
+        #expect(seen == ["/w/new@1030", "/w/changed@1030"])
+        #expect(settled.changes.contains { if case .back("/w/back") = $0 { true } else { false } })
+        // The taken file's content named again: it is a candidate too.
+        let again = IngestPass.settle(sightings, known: known, at: 1030, settleSeconds: 60, forced: [hash])
+        #expect(again.candidates.map(\.path) == ["/w/settled", "/w/taken", "/w/back"])
+        // A clock that went back (a pass at a time before the row's) never settles a file.
+        #expect(IngestPass.settle(sightings, known: known, at: 10, settleSeconds: 0, forced: []).candidates.map(\.path) == [])
+    }
+
+    /// A row whose file the pass missed is marked, then forgotten after the grace period; a folder that
+    /// could not be read leaves its rows alone.
+    @Test func goneMarksThenForgetsButNotUnderAnUnreadFolder() {
+        let known: [String: IngestState.Row] = [
+            "/w/here": Self.row(.ingested, seenAt: 0),
+            "/w/missed": Self.row(.ingested, seenAt: 0),
+            "/w/long-gone": Self.row(.ingested, seenAt: 0, goneSince: 100),
+            "/w/lately-gone": Self.row(.ingested, seenAt: 0, goneSince: 900),
+            "/w/card/clip": Self.row(.ingested, seenAt: 0),
+        ]
+        let gone = IngestPass.gone(known, walked: ["/w/here"], unread: ["/w/card"], at: 1000, grace: 500)
+        #expect(gone.forgotten == 1)
+        let described = gone.changes.map { change -> String in
+            switch change {
+            case .gone(let path, let at): "gone \(path)@\(Int(at))"
+            case .forget(let path): "forget \(path)"
+            default: "other"
+            }
+        }.sorted()
+        #expect(described == ["forget /w/long-gone", "gone /w/missed@1000"])
+    }
+
+    /// The `--reingest` names are compared as the pass compares them: a hash in capitals is the same content.
+    @Test func aReingestedHashIsComparedInLowerCase() {
+        let upper = String(repeating: "AB", count: 32)
+        #expect(IngestPass.forced([upper, "/w/a.mp4"]) == [upper.lowercased(), "/w/a.mp4"])
     }
 }

@@ -131,7 +131,7 @@ import Glibc
     /// An odd-sized source (641x361, 4:4:4) with QR codes, exported in chunks with a scan: the chunks cropped
     /// as the whole export crops, every frame once, the codes found at their times by the scan at the join,
     /// and the report saying what was cropped.
-    @Test func anOddSizedChunkedExportIsCroppedAndScannedAtTheJoin() throws {
+    @Test func anOddSizedChunkedExportIsCroppedAndScannedAtTheJoin() async throws {
         let farm = try Farm("chunk-scan")
         let qr = try CodeFixtures.draw(CodeFixtures.qrAndLinearCodes[0], in: farm.folder, name: "qr")
         let source = farm.folder.appendingPathComponent("odd.mp4").path
@@ -142,10 +142,10 @@ import Glibc
             { "version": 1, "name": "odd", "input": "odd.mp4", "report": "out/odd.json", "scan": { "symbologies": ["qr"] },
               "export": { "mode": "constantFrameRate", "frameRate": 30, "output": "out/odd.mp4", "chunkSeconds": 5 } }
             """)
-        let id = try farm.submit([manifest])[0]
-        let coordinator = try farm.startCoordinator(["--exit-when-idle", "--workers", "2"])
-        #expect(coordinator.wait(timeout: 240) == 0, "\(coordinator.log)")
-        let jobs = try farm.status()
+        let id = try await farm.queued([manifest])[0]
+        let coordinator = try await farm.coordinate(["--exit-when-idle", "--workers", "2"])
+        #expect(coordinator.status == 0, "\(coordinator.log)")
+        let jobs = try await farm.jobs()
         #expect(jobs[id]?["state"] as? String == "succeeded" && jobs.count == 5, "one job and its 4 chunks: \(jobs)")
         // `status` folds the chunks under their export, saying what became of them; --chunks shows them.
         let folded = try farm.mediafarm(["status"]).stdout.split(separator: "\n")
@@ -174,7 +174,7 @@ import Glibc
 
     /// A coordinator's default (`--chunk-seconds 3 --chunk-above 6`): the 10 s export is chunked, the 5 s one
     /// is encoded whole; a manifest's own chunkSeconds, a chunk and a passthrough export are left as they are.
-    @Test func aCoordinatorsDefaultChunksLongExportsOnly() throws {
+    @Test func aCoordinatorsDefaultChunksLongExportsOnly() async throws {
         let farm = try Farm("chunk-default")
         func manifest(_ name: String, seconds: Int) throws -> String {
             try farm.manifest(name, """
@@ -182,10 +182,10 @@ import Glibc
                   "export": { "mode": "constantFrameRate", "frameRate": 30, "output": "out/\(name).mp4", "video": { "preset": "ultrafast" } } }
                 """)
         }
-        let ids = try farm.submit([try manifest("long", seconds: 10), try manifest("short", seconds: 5)])
-        let coordinator = try farm.startCoordinator(["--exit-when-idle", "--workers", "2", "--chunk-seconds", "3", "--chunk-above", "6"])
-        #expect(coordinator.wait(timeout: 120) == 0, "\(coordinator.log)")
-        let jobs = try farm.status()
+        let ids = try await farm.queued([try manifest("long", seconds: 10), try manifest("short", seconds: 5)])
+        let coordinator = try await farm.coordinate(["--exit-when-idle", "--workers", "2", "--chunk-seconds", "3", "--chunk-above", "6"])
+        #expect(coordinator.status == 0, "\(coordinator.log)")
+        let jobs = try await farm.jobs()
         #expect(ids.allSatisfy { jobs[$0]?["state"] as? String == "succeeded" }, "\(jobs)")
         let chunks = jobs.values.compactMap { $0["name"] as? String }.filter { $0.contains("[chunk ") }.sorted()
         #expect(chunks.count == 3 && chunks.allSatisfy { $0.hasPrefix("long [chunk ") }, "\(chunks)")
@@ -211,7 +211,7 @@ import Glibc
     /// A chunked export with a waveform of its input: each chunk only encodes its frames; the job's last run
     /// draws the waveform once, of the whole input, beside the join. (Each chunk used to draw the whole
     /// waveform and publish it over the one file: several live jobs writing one file.)
-    @Test func aChunkedExportsWaveformIsDrawnOnceByItsJoin() throws {
+    @Test func aChunkedExportsWaveformIsDrawnOnceByItsJoin() async throws {
         let farm = try Farm("chunk-waveform")
         _ = try Self.source(in: farm, seconds: 9, size: "160x120")
         let manifest = try farm.manifest("wave", """
@@ -219,10 +219,10 @@ import Glibc
               "waveform": { "output": "out/wave.png", "width": 300, "height": 60 },
               "export": { "mode": "constantFrameRate", "frameRate": 30, "output": "out/wave.mp4", "chunkSeconds": 3, "video": { "preset": "ultrafast" } } }
             """)
-        let id = try farm.submit([manifest])[0]
-        let coordinator = try farm.startCoordinator(["--exit-when-idle", "--workers", "2"])
-        #expect(coordinator.wait(timeout: 120) == 0, "\(coordinator.log)")
-        let jobs = try farm.status()
+        let id = try await farm.queued([manifest])[0]
+        let coordinator = try await farm.coordinate(["--exit-when-idle", "--workers", "2"])
+        #expect(coordinator.status == 0, "\(coordinator.log)")
+        let jobs = try await farm.jobs()
         let chunks = jobs.values.filter { ($0["name"] as? String)?.hasPrefix("wave [chunk ") == true }
         #expect(jobs[id]?["state"] as? String == "succeeded" && chunks.count == 3, "\(jobs)")
         for chunk in chunks {
@@ -239,7 +239,7 @@ import Glibc
 
     /// A chunked export brought to a loudness: the audio is rendered and normalized once over the whole
     /// composition at the join (not per chunk), so it is the unchunked export's, and the report says so.
-    @Test func aChunkedExportIsNormalizedOverItsWholeComposition() throws {
+    @Test func aChunkedExportIsNormalizedOverItsWholeComposition() async throws {
         let farm = try Farm("chunked-loudness")
         let source = try Self.source(in: farm, seconds: 24, size: "320x240")
         func manifest(_ name: String, chunkSeconds: Int?) throws -> String {
@@ -250,10 +250,10 @@ import Glibc
                               "audio": { "loudness": { "standard": "streaming-16" } } } }
                 """)
         }
-        let id = try farm.submit([try manifest("chunked", chunkSeconds: 8)])[0]
-        let coordinator = try farm.startCoordinator(["--exit-when-idle", "--workers", "2"])
-        #expect(coordinator.wait(timeout: 300) == 0, "\(coordinator.log)")
-        let jobs = try farm.status()
+        let id = try await farm.queued([try manifest("chunked", chunkSeconds: 8)])[0]
+        let coordinator = try await farm.coordinate(["--exit-when-idle", "--workers", "2"])
+        #expect(coordinator.status == 0, "\(coordinator.log)")
+        let jobs = try await farm.jobs()
         #expect(jobs[id]?["state"] as? String == "succeeded" && jobs.count == 4, "one job and its 3 chunks: \(jobs)")
         let made = try farm.mediafarm(["run", try manifest("whole", chunkSeconds: nil)])
         #expect(made.status == 0, "\(made.stderr)")

@@ -114,11 +114,6 @@ final class Farm: @unchecked Sendable {
             return process.terminationStatus
         }
 
-        func events() -> [[String: Any]] {
-            let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-            return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-        }
-
         var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
     }
 }

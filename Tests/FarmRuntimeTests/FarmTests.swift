@@ -9,14 +9,14 @@ import Glibc
 /// Serialized: each test runs real worker processes, and the machine has two cores.
 @Suite(.serialized) struct FarmTests {
 
-    @Test func examplesRunThroughTheQueue() throws {
+    @Test func examplesRunThroughTheQueue() async throws {
         let farm = try Farm("basic")
-        let ids = try farm.submit([try farm.exportManifest("a"), try farm.inspectManifest("b")])
+        let ids = try await farm.queued([try farm.exportManifest("a"), try farm.inspectManifest("b")])
         #expect(ids.count == 2)
-        #expect(try farm.state(ids[0]) == "queued")
-        let coordinator = try farm.startCoordinator(["--exit-when-idle"])
-        #expect(coordinator.wait(timeout: 60) == 0, "\(coordinator.log)")
-        let jobs = try farm.status()
+        #expect(try await farm.jobState(ids[0]) == "queued")
+        let coordinator = try await farm.coordinate(["--exit-when-idle"])
+        #expect(coordinator.status == 0, "\(coordinator.log)")
+        let jobs = try await farm.jobs()
         for id in ids {
             #expect(jobs[id]?["state"] as? String == "succeeded")
             #expect(jobs[id]?.int == 1)
@@ -108,6 +108,33 @@ import Glibc
         #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
     }
 
+    /// A killed attempt's staged movie is removed by the rescuer even when its manifest no longer checks
+    /// against the files (its report's path became a hard link to its input in between): the outputs are
+    /// found from the manifest's shape, and the notice says so.
+    @Test func whatAKilledAttemptStagedIsRemovedWhenItsManifestNoLongerChecks() async throws {
+        let farm = try Farm("rescue-gone")
+        let id = try farm.submit([try farm.exportManifest("g", slow: 4)])[0]
+        let first = try farm.startCoordinator(["--workers", "1", "--lease", "2"], log: "first.log")
+        var worker: Int32?
+        #expect(try eventually(30) {
+            worker = try farm.workerPID(id)
+            return worker != nil
+        })
+        #expect(!TestPaths.waitForTemporary(in: farm.out, timeout: 30, holding: 16 << 10).isEmpty, "the worker wrote nothing")
+        kill(first.pid, SIGKILL)
+        _ = first.wait(timeout: 5)
+        let pid = try #require(worker)
+        #expect(eventually(20) { !isAlive(pid) })
+        #expect(!farm.leftovers().isEmpty, "nothing was staged")
+        try FileManager.default.linkItem(at: farm.folder.appendingPathComponent("in.mp4"), to: farm.out.appendingPathComponent("g.json"))
+        // The job comes back to the queue and fails for good: its report would overwrite its input.
+        let second = try await farm.coordinate(["--workers", "1", "--lease", "20", "--exit-when-idle"])
+        #expect(second.status == 1, "\(second.log)")
+        #expect(second.log.contains("its manifest no longer checks against the files")
+                && second.log.contains("what its attempt staged was looked for where the manifest names its outputs"), "\(second.log)")
+        #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
     @Test func aStaleWorkerNeverPublishes() throws {
         let farm = try Farm("stale")
         let id = try farm.submit([try farm.exportManifest("s", slow: 3)])[0]
@@ -149,7 +176,7 @@ import Glibc
         #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
     }
 
-    @Test func aWorkerThatCrashesEveryTimeEndsDeadWhileOthersFlow() throws {
+    @Test func aWorkerThatCrashesEveryTimeEndsDeadWhileOthersFlow() async throws {
         let farm = try Farm("crash")
         let script = farm.folder.appendingPathComponent("worker.sh").path
         try """
@@ -164,11 +191,11 @@ import Glibc
             done | "\(TestPaths.mediafarmExecutable)" worker "$@"
             """.write(toFile: script, atomically: true, encoding: .utf8)
         chmod(script, 0o755)
-        let crash = try farm.submit(["--max-attempts", "3", try farm.inspectManifest("crash-me")])[0]
-        let others = try farm.submit((0..<4).map { try farm.inspectManifest("fine\($0)") })
-        let coordinator = try farm.startCoordinator(["--workers", "2", "--exit-when-idle", "--worker-command", script])
-        #expect(coordinator.wait(timeout: 90) == 1, "\(coordinator.log)")
-        let jobs = try farm.status()
+        let crash = try await farm.queued(["--max-attempts", "3", try farm.inspectManifest("crash-me")])[0]
+        let others = try await farm.queued((0..<4).map { try farm.inspectManifest("fine\($0)") })
+        let coordinator = try await farm.coordinate(["--workers", "2", "--exit-when-idle", "--worker-command", script])
+        #expect(coordinator.status == 1, "\(coordinator.log)")
+        let jobs = try await farm.jobs()
         let dead = try #require(jobs[crash])
         #expect(dead["state"] as? String == "dead" && dead.int == 3)
         #expect(dead.errors.count == 3 && dead.errors.allSatisfy { $0.contains("SIGSEGV") }, "\(dead.errors)")
@@ -252,24 +279,24 @@ import Glibc
         #expect(try farm.mediafarm(["status", "--state", "lost"]).status == 2)
     }
 
-    @Test func aJobOverItsTimeoutIsKilledAndCountedAsAFailedAttempt() throws {
+    @Test func aJobOverItsTimeoutIsKilledAndCountedAsAFailedAttempt() async throws {
         let farm = try Farm("timeout")
-        let id = try farm.submit(["--timeout", "1", "--max-attempts", "1", try farm.exportManifest("t", slow: 8)])[0]
-        let coordinator = try farm.startCoordinator(["--exit-when-idle"])
-        #expect(coordinator.wait(timeout: 60) == 1, "\(coordinator.log)")
-        let job = try #require(try farm.status()[id])
+        let id = try await farm.queued(["--timeout", "1", "--max-attempts", "1", try farm.exportManifest("t", slow: 8)])[0]
+        let coordinator = try await farm.coordinate(["--exit-when-idle"])
+        #expect(coordinator.status == 1, "\(coordinator.log)")
+        let job = try #require(try await farm.jobs()[id])
         #expect(job["state"] as? String == "dead")
         #expect(job.errors == ["timed out after 1 s: worker killed"])
         #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
     }
 
-    @Test func workersRunUnderResourceLimits() throws {
+    @Test func workersRunUnderResourceLimits() async throws {
         let farm = try Farm("limits")
-        let id = try farm.submit(["--max-attempts", "1", try farm.exportManifest("big")])[0]
-        let coordinator = try farm.startCoordinator(["--exit-when-idle", "--max-file-size", "64K"])
+        let id = try await farm.queued(["--max-attempts", "1", try farm.exportManifest("big")])[0]
+        let coordinator = try await farm.coordinate(["--exit-when-idle", "--max-file-size", "64K"])
         // A limit the workers run under, not the coordinator.
-        #expect(coordinator.wait(timeout: 60) == 1, "\(coordinator.log)")
-        let job = try #require(try farm.status()[id])
+        #expect(coordinator.status == 1, "\(coordinator.log)")
+        let job = try #require(try await farm.jobs()[id])
         // Past the limit, writes fail (or SIGXFSZ ends the worker): the attempt fails with the reason.
         #expect(["failed", "dead"].contains(job["state"] as? String ?? ""))
         #expect(job.errors.first.map { $0.contains("File too large") || $0.contains("SIGXFSZ") } == true, "\(job.errors)")

@@ -29,6 +29,18 @@ import Glibc
         """
     }
 
+    /// A worker run by hand (`mediafarm worker < job.json`: no coordinator checked its manifest) checks it
+    /// against the file system as `run` does; only a kept worker's jobs, checked by their coordinator, are trusted.
+    @Test func aWorkerRunByHandChecksItsManifestAgainstTheFiles() throws {
+        let (farm, original) = try farmWithLinkedMedia("worker-by-hand")
+        let manifest = try farm.manifest("cut", cut(input: "link/src.mp4", output: "media/src.mp4", overwrite: true))
+        let r = try ProcessRunner.run("/bin/sh", ["-c", #"exec "$0" worker --name cut --base-dir "$1" < "$2""#, TestPaths.mediafarmExecutable,
+                                                  farm.folder.path, manifest], currentDirectory: farm.folder.path)
+        #expect(r.status == 2, "\(r.stderr)")
+        #expect(r.stderr.contains("$.export.output: would overwrite the input"), "\(r.stderr)")
+        #expect(try Data(contentsOf: farm.folder.appendingPathComponent("media/src.mp4")) == original)
+    }
+
     @Test(arguments: [("link/src.mp4", "media/src.mp4"), ("media/src.mp4", "link/src.mp4"), ("media/src.mp4", "media/../link/./src.mp4")])
     func symlinkedSpellingsOfTheInputAreRefusedByRunAndSubmit(input: String, output: String) throws {
         let (farm, original) = try farmWithLinkedMedia("symlink")
@@ -53,16 +65,16 @@ import Glibc
     }
 
     /// The link appears after submission: the worker's own check fails the job, the source is untouched.
-    @Test func aLinkMadeAfterSubmissionFailsTheJobInTheFarm() throws {
+    @Test func aLinkMadeAfterSubmissionFailsTheJobInTheFarm() async throws {
         let (farm, original) = try farmWithLinkedMedia("late-link")
         let manifest = try farm.manifest("cut", cut(input: "media/src.mp4", output: "out/cut.mp4", overwrite: true))
-        let ids = try farm.submit([manifest])
+        let ids = try await farm.queued([manifest])
         try FileManager.default.createDirectory(at: farm.out, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: farm.out.appendingPathComponent("cut.mp4").path,
                                                    withDestinationPath: "../media/src.mp4")
-        let coordinator = try farm.startCoordinator(["--exit-when-idle"])
-        #expect(coordinator.wait(timeout: 60) == 1, "\(coordinator.log)")
-        let job = try #require(try farm.status()[ids[0]])
+        let coordinator = try await farm.coordinate(["--exit-when-idle"])
+        #expect(coordinator.status == 1, "\(coordinator.log)")
+        let job = try #require(try await farm.jobs()[ids[0]])
         #expect(job["state"] as? String == "failed", "\(job)")
         #expect(job.errors.first?.contains("would overwrite the input") == true, "\(job.errors)")
         #expect(try Data(contentsOf: farm.folder.appendingPathComponent("media/src.mp4")) == original)

@@ -29,7 +29,7 @@ import Testing
 
     @Test func aPublicationCutShortIsCompletedByTheRescuerNotRunAgain() async throws {
         let farm = try Farm("interrupted-publication")
-        let id = try farm.submit([try farm.exportManifest("p")])[0]
+        let id = try await farm.queued([try farm.exportManifest("p")])[0]
         let movie = farm.out.appendingPathComponent("p.mp4").path, report = farm.out.appendingPathComponent("p.json").path
         try FileManager.default.createDirectory(at: farm.out, withIntermediateDirectories: true)
         let movieBytes = Data("the staged movie".utf8), reportBytes = Data(#"{"staged":true}"#.utf8)
@@ -37,9 +37,9 @@ import Testing
         _ = try await abandonWhilePublishing(farm, id, staged: [report: reportBytes])
         #expect(FileManager.default.createFile(atPath: movie, contents: movieBytes))
 
-        let coordinator = try farm.startCoordinator(["--workers", "1", "--lease", "2", "--exit-when-idle"])
-        #expect(coordinator.wait(timeout: 60) == 0, "\(coordinator.log)")
-        let job = try #require(try farm.status()[id])
+        let coordinator = try await farm.coordinate(["--workers", "1", "--lease", "2", "--exit-when-idle"])
+        #expect(coordinator.status == 0, "\(coordinator.log)")
+        let job = try #require(try await farm.jobs()[id])
         // Finished by the first attempt: nothing ran again, nothing was published twice.
         #expect(job["state"] as? String == "succeeded" && job.int == 1 && job.errors.isEmpty, "\(job)")
         #expect(FileManager.default.contents(atPath: movie) == movieBytes)
@@ -51,12 +51,12 @@ import Testing
 
     @Test func aPublicationThatCannotBeCompletedIsRescuedAfterItsGrace() async throws {
         let farm = try Farm("lost-publication")
-        let id = try farm.submit([try farm.inspectManifest("q")])[0]
+        let id = try await farm.queued([try farm.inspectManifest("q")])[0]
         // Phase publishing, but nothing staged and nothing in place: the outputs are gone.
         _ = try await abandonWhilePublishing(farm, id, staged: [:])
-        let coordinator = try farm.startCoordinator(["--workers", "1", "--lease", "2", "--exit-when-idle"])
-        #expect(coordinator.wait(timeout: 90) == 0, "\(coordinator.log)")
-        let job = try #require(try farm.status()[id])
+        let coordinator = try await farm.coordinate(["--workers", "1", "--lease", "2", "--exit-when-idle"])
+        #expect(coordinator.status == 0, "\(coordinator.log)")
+        let job = try #require(try await farm.jobs()[id])
         #expect(job["state"] as? String == "succeeded" && job.int == 2 && job.errors.count == 1, "\(job)")
         #expect(coordinator.log.contains("cannot complete the publication of gone:1:a"))
         #expect(FileManager.default.fileExists(atPath: farm.out.appendingPathComponent("q.json").path))
@@ -66,7 +66,7 @@ import Testing
     /// job killed before it removed that staged file: the job's next attempt, publishing, removes it.
     @Test func whatAnAttemptStagedIsRemovedWhenItsRescuerDiedToo() async throws {
         let farm = try Farm("rescuer-died")
-        let id = try farm.submit([try farm.inspectManifest("r")])[0]
+        let id = try await farm.queued([try farm.inspectManifest("r")])[0]
         let report = farm.out.appendingPathComponent("r.json").path
         try FileManager.default.createDirectory(at: farm.out, withIntermediateDirectories: true)
         let store = try SQLiteJobStore(path: farm.queue, create: false)
@@ -77,9 +77,9 @@ import Testing
         #expect(try await store.rescueExpired(at: Date().addingTimeInterval(1), publishingGrace: 0).map(\.id) == [id])
         await store.close()
 
-        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"])
-        #expect(coordinator.wait(timeout: 60) == 0, "\(coordinator.log)")
-        let done = try #require(try farm.status()[id])
+        let coordinator = try await farm.coordinate(["--workers", "1", "--exit-when-idle"])
+        #expect(coordinator.status == 0, "\(coordinator.log)")
+        let done = try #require(try await farm.jobs()[id])
         #expect(done["state"] as? String == "succeeded" && done.int == 2, "\(done)")
         #expect(!FileManager.default.fileExists(atPath: staged))
         #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
@@ -89,14 +89,14 @@ import Testing
     /// is rescued after its grace; it is not published as "left no upload" with the cause lost.
     @Test func aRecordedResultThatCannotBeReadIsSaidAndTheAttemptRescued() async throws {
         let farm = try Farm("unreadable-result")
-        let id = try farm.submit([try farm.inspectManifest("r")])[0]
+        let id = try await farm.queued([try farm.inspectManifest("r")])[0]
         _ = try await abandonWhilePublishing(farm, id, staged: [:], result: #"{"name": "r", "succeeded": "#)
-        let coordinator = try farm.startCoordinator(["--workers", "1", "--lease", "2", "--exit-when-idle"])
-        #expect(coordinator.wait(timeout: 90) == 0, "\(coordinator.log)")
+        let coordinator = try await farm.coordinate(["--workers", "1", "--lease", "2", "--exit-when-idle"])
+        #expect(coordinator.status == 0, "\(coordinator.log)")
         #expect(coordinator.log.contains("job \(id) (r): gone:1:a stopped while publishing attempt 1, but its worker's recorded result cannot be read"),
                 "\(coordinator.log)")
         #expect(!coordinator.log.contains("left no upload"))
-        let job = try #require(try farm.status()[id])
+        let job = try #require(try await farm.jobs()[id])
         #expect(job["state"] as? String == "succeeded" && job.int == 2, "\(job)")
     }
 }

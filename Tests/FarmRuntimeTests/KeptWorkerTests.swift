@@ -10,7 +10,7 @@ import Glibc
 /// after a job that left what cannot be put right.
 @Suite(.serialized) struct KeptWorkerTests {
     /// The worker pid of each job's first `started` event, in job order.
-    static func pids(_ coordinator: Farm.Coordinator, _ ids: [Int64]) -> [Int32] {
+    static func pids(_ coordinator: some CoordinatorPrintout, _ ids: [Int64]) -> [Int32] {
         let started = coordinator.events().filter { $0["event"] as? String == "started" }
         return ids.map { id in
             started.first { ($0["job"] as? NSNumber)?.int64Value == id }.flatMap { ($0["pid"] as? NSNumber)?.int32Value } ?? -1
@@ -18,7 +18,7 @@ import Glibc
     }
 
     /// The state lines a `--test-misbehave report` worker logged at each job's start, by job id.
-    static func states(_ coordinator: Farm.Coordinator) -> [Int64: [String: String]] {
+    static func states(_ coordinator: some CoordinatorPrintout) -> [Int64: [String: String]] {
         var states: [Int64: [String: String]] = [:]
         for event in coordinator.events() where event["event"] as? String == "notice" {
             guard let message = event["message"] as? String, message.hasPrefix("job "), let range = message.range(of: ": debug: state ") else { continue }
@@ -37,12 +37,12 @@ import Glibc
         "\(TestPaths.mediafarmExecutable) worker --test-misbehave \(misbehave)"
     }
 
-    @Test func whatAJobChangesInItsWorkerNeverReachesTheNextJob() throws {
+    @Test func whatAJobChangesInItsWorkerNeverReachesTheNextJob() async throws {
         let farm = try Farm("kept-clean")
-        let ids = try farm.submit((0..<3).map { try farm.inspectManifest("c\($0)") })
-        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle",
+        let ids = try await farm.queued((0..<3).map { try farm.inspectManifest("c\($0)") })
+        let coordinator = try await farm.coordinate(["--workers", "1", "--exit-when-idle",
                                                      "--worker-command", worker("cwd,env,temp,limit,umask,report")])
-        #expect(coordinator.wait(timeout: 120) == 0, "\(coordinator.log)")
+        #expect(coordinator.status == 0, "\(coordinator.log)")
         let pids = Self.pids(coordinator, ids)
         #expect(Set(pids).count == 1 && pids[0] > 0, "one kept worker ran every job: \(pids)")
         let states = Self.states(coordinator)
@@ -62,17 +62,17 @@ import Glibc
         #expect(notices.count == 3, "\(notices)")
         #expect(notices.first.map { $0.contains("changed directory back") && $0.contains("MEDIAFARM_TEST_LEFT_BEHIND")
             && $0.contains("temporary file") && $0.contains("RLIMIT_NOFILE") && $0.contains("umask") } == true, "\(notices)")
-        for id in ids { #expect(try farm.state(id) == "succeeded") }
+        for id in ids { #expect(try await farm.jobState(id) == "succeeded") }
         // No job's temporary folder is left.
         let tmp = (try? FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())) ?? []
         #expect(!tmp.contains { $0.hasPrefix("mediafarm-worker-\(pids[0])-") }, "\(tmp.filter { $0.hasPrefix("mediafarm-worker-") })")
     }
 
-    @Test func aDescriptorLeftOpenRetiresTheWorkerAndTheNextJobStartsClean() throws {
+    @Test func aDescriptorLeftOpenRetiresTheWorkerAndTheNextJobStartsClean() async throws {
         let farm = try Farm("kept-fd")
-        let ids = try farm.submit((0..<3).map { try farm.inspectManifest("f\($0)") })
-        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle", "--worker-command", worker("fd,report")])
-        #expect(coordinator.wait(timeout: 120) == 0, "\(coordinator.log)")
+        let ids = try await farm.queued((0..<3).map { try farm.inspectManifest("f\($0)") })
+        let coordinator = try await farm.coordinate(["--workers", "1", "--exit-when-idle", "--worker-command", worker("fd,report")])
+        #expect(coordinator.status == 0, "\(coordinator.log)")
         let pids = Self.pids(coordinator, ids)
         #expect(Set(pids).count == 3, "each job after a leaking one runs in a new worker: \(pids)")
         let states = Self.states(coordinator)
@@ -80,19 +80,19 @@ import Glibc
         #expect(descriptors.count == 3 && Set(descriptors).count == 1, "\(states)")
         let replaced = coordinator.events().compactMap { $0["message"] as? String }.filter { $0.hasPrefix("worker replaced:") }
         #expect(replaced.count == 3 && replaced.allSatisfy { $0.contains("left descriptor") && $0.contains("/dev/null") }, "\(replaced)")
-        for id in ids { #expect(try farm.state(id) == "succeeded") }
+        for id in ids { #expect(try await farm.jobState(id) == "succeeded") }
     }
 
-    @Test func jobsPerWorkerSetsHowManyJobsAProcessRuns() throws {
+    @Test func jobsPerWorkerSetsHowManyJobsAProcessRuns() async throws {
         for (perWorker, distinct) in [(1, 4), (2, 2), (100, 1)] {
             let farm = try Farm("kept-n\(perWorker)")
-            let ids = try farm.submit((0..<4).map { try farm.inspectManifest("n\($0)") })
-            let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle", "--jobs-per-worker", String(perWorker)])
-            #expect(coordinator.wait(timeout: 120) == 0, "\(coordinator.log)")
+            let ids = try await farm.queued((0..<4).map { try farm.inspectManifest("n\($0)") })
+            let coordinator = try await farm.coordinate(["--workers", "1", "--exit-when-idle", "--jobs-per-worker", String(perWorker)])
+            #expect(coordinator.status == 0, "\(coordinator.log)")
             let pids = Self.pids(coordinator, ids)
             #expect(Set(pids).count == distinct && !pids.contains(-1), "--jobs-per-worker \(perWorker): \(pids)")
             if perWorker == 2 { #expect(pids[0] == pids[1] && pids[2] == pids[3] && pids[1] != pids[2], "\(pids)") }
-            for id in ids { #expect(try farm.state(id) == "succeeded" && farm.status()[id]?.int == 1) }
+            for id in ids { #expect(try await farm.jobState(id) == "succeeded" && farm.status()[id]?.int == 1) }
         }
     }
 
@@ -153,7 +153,7 @@ import Glibc
         #expect(left.isEmpty, "\(left)")
     }
 
-    @Test func jobsClaimedAheadOfALongJobGoBackOnceAndRunLater() throws {
+    @Test func jobsClaimedAheadOfALongJobGoBackOnceAndRunLater() async throws {
         let farm = try Farm("kept-ahead")
         // Short jobs first (claims ahead begin), then a long one (4 s or more, where a job claimed ahead waits
         // 2 s), then short ones again. Short is under 5 s here, so that a loaded machine's inspections still
@@ -161,11 +161,11 @@ import Glibc
         var manifests = try (0..<4).map { try farm.inspectManifest("a\($0)") }
         manifests.append(try farm.exportManifest("long", slow: 30))
         manifests += try (4..<7).map { try farm.inspectManifest("a\($0)") }
-        let ids = try farm.submit(manifests)
-        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle",
+        let ids = try await farm.queued(manifests)
+        let coordinator = try await farm.coordinate(["--workers", "1", "--exit-when-idle",
                                                      "--claim-ahead-below", "5", "--claim-ahead-hold", "2"])
-        #expect(coordinator.wait(timeout: 120) == 0, "\(coordinator.log)")
-        let jobs = try farm.status()
+        #expect(coordinator.status == 0, "\(coordinator.log)")
+        let jobs = try await farm.jobs()
         for id in ids { #expect(jobs[id]?["state"] as? String == "succeeded" && jobs[id]?.int == 1, "\(jobs[id] ?? [:])") }
         // What was claimed behind the long job went back to the queue once, not again and again.
         let released = coordinator.events().filter { $0["event"] as? String == "finished" && $0["state"] as? String == "queued" }

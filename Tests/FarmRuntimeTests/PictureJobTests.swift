@@ -27,12 +27,12 @@ import Testing
         ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted()
     }
 
-    @Test func aPictureJobThroughACoordinatorPublishesEveryFile() throws {
+    @Test func aPictureJobThroughACoordinatorPublishesEveryFile() async throws {
         let (farm, manifest) = try Self.farm("pictures", pictures: Self.all)
-        let id = try farm.submit([manifest])[0]
-        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"])
-        #expect(coordinator.wait(timeout: 120) == 0, "\(coordinator.log.suffix(2000))")
-        let job = try farm.status()[id] ?? [:]
+        let id = try await farm.queued([manifest])[0]
+        let coordinator = try await farm.coordinate(["--workers", "1", "--exit-when-idle"])
+        #expect(coordinator.status == 0, "\(coordinator.log.suffix(2000))")
+        let job = try await farm.jobs()[id] ?? [:]
         #expect(job["state"] as? String == "succeeded", "\(job)")
 
         #expect(files(farm.out) == ["board", "pictures.json", "poster.jpg", "thumbs"])
@@ -66,16 +66,16 @@ import Testing
         #expect(!coordinator.log.contains("mediafarm-staged"), "\(coordinator.log)")
     }
 
-    @Test func aPictureThatCannotBeMadeFailsTheJobAndPublishesNothing() throws {
+    @Test func aPictureThatCannotBeMadeFailsTheJobAndPublishesNothing() async throws {
         let (farm, manifest) = try Self.farm("pictures-past-end", pictures: """
             "poster": { "output": "out/poster.jpg" },
             "images": { "times": [1, 40, 2], "output": "out/thumbs/t-{index}.jpg" }, "report": "out/r.json"
             """)
-        let id = try farm.submit([manifest])[0]
-        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"])
+        let id = try await farm.queued([manifest])[0]
+        let coordinator = try await farm.coordinate(["--workers", "1", "--exit-when-idle"])
         // A job failed: the coordinator says so in its status.
-        #expect(coordinator.wait(timeout: 120) == 1, "\(coordinator.log.suffix(2000))")
-        let job = try farm.status()[id] ?? [:]
+        #expect(coordinator.status == 1, "\(coordinator.log.suffix(2000))")
+        let job = try await farm.jobs()[id] ?? [:]
         #expect(job["state"] as? String == "failed", "\(job)")
         #expect(job.errors.last?.contains("$.images: the picture at 40 s (2 of 3)") == true, "\(job.errors)")
         #expect(job.errors.last?.contains("past the end") == true, "\(job.errors)")
@@ -86,18 +86,18 @@ import Testing
 
     /// One picture in the way (whose name the submission could not know: its count comes from the movie's
     /// length) refuses the outputs as a whole: none of the others is published.
-    @Test func aFileInTheWayRefusesEveryPicture() throws {
+    @Test func aFileInTheWayRefusesEveryPicture() async throws {
         let (farm, manifest) = try Self.farm("pictures-in-the-way", pictures: """
             "images": { "every": 10, "output": "out/thumbs/t-{index}.jpg" }
             """)
         let thumbs = farm.out.appendingPathComponent("thumbs")
         try FileManager.default.createDirectory(at: thumbs, withIntermediateDirectories: true)
         try Data("mine".utf8).write(to: thumbs.appendingPathComponent("t-2.jpg"))
-        let id = try farm.submit([manifest])[0]
-        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"])
+        let id = try await farm.queued([manifest])[0]
+        let coordinator = try await farm.coordinate(["--workers", "1", "--exit-when-idle"])
         // A job failed: the coordinator says so in its status.
-        #expect(coordinator.wait(timeout: 120) == 1, "\(coordinator.log.suffix(2000))")
-        let job = try farm.status()[id] ?? [:]
+        #expect(coordinator.status == 1, "\(coordinator.log.suffix(2000))")
+        let job = try await farm.jobs()[id] ?? [:]
         #expect(job["state"] as? String == "failed", "\(job)")
         #expect(job.errors.last?.contains("t-2.jpg: already exists; set \"overwrite\": true") == true, "\(job.errors)")
         #expect(files(thumbs) == ["t-2.jpg"], "\(files(thumbs))")
@@ -137,7 +137,7 @@ import Testing
     /// Results reused by content: the same pictures of the same movie asked again (to other paths) are copied
     /// from the first job's, each checked against the SHA-256 it was published with; a picture changed since
     /// makes that result forgotten, and an older intact one answers.
-    @Test func picturesAskedAgainAreAnsweredFromTheEarlierJob() throws {
+    @Test func picturesAskedAgainAreAnsweredFromTheEarlierJob() async throws {
         let (farm, _) = try Self.farm("pictures-reuse", pictures: #""poster": { "output": "out/x.jpg" }"#)
         func manifest(_ name: String) throws -> String {
             try farm.manifest(name, """
@@ -146,11 +146,11 @@ import Testing
                   "storyboard": { "tiles": 6, "columns": 3, "rows": 1, "output": "out/\(name)/board/movie.vtt" } }
                 """)
         }
-        func run(_ name: String) throws -> [String: Any] {
-            let id = try farm.submit([try manifest(name)])[0]
-            let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"], log: "\(name).log")
-            #expect(coordinator.wait(timeout: 120) == 0, "\(coordinator.log.suffix(2000))")
-            var job = try farm.status()[id] ?? [:]
+        func run(_ name: String) async throws -> [String: Any] {
+            let id = try await farm.queued([try manifest(name)])[0]
+            let coordinator = try await farm.coordinate(["--workers", "1", "--exit-when-idle"])
+            #expect(coordinator.status == 0, "\(coordinator.log.suffix(2000))")
+            var job = try await farm.jobs()[id] ?? [:]
             job["log"] = coordinator.log
             return job
         }
@@ -158,9 +158,9 @@ import Testing
         func bytes(_ name: String) throws -> [Data] {
             try names.map { try Data(contentsOf: farm.out.appendingPathComponent("\(name)/\($0)")) }
         }
-        let a = try run("a")
+        let a = try await run("a")
         #expect(a["state"] as? String == "succeeded", "\(a)")
-        let b = try run("b")
+        let b = try await run("b")
         #expect(b["state"] as? String == "succeeded", "\(b)")
         let reused = (b["result"] as? [String: Any])?["reused"] as? [String: Any]
         #expect((reused?["job"] as? NSNumber)?.int64Value == (a["id"] as? NSNumber)?.int64Value, "\(b)")
@@ -173,7 +173,7 @@ import Testing
         var data = try Data(contentsOf: changed)
         data[data.count - 20] ^= 0xFF
         try data.write(to: changed)
-        let c = try run("c")
+        let c = try await run("c")
         #expect(c["state"] as? String == "succeeded", "\(c)")
         let from = ((c["result"] as? [String: Any])?["reused"] as? [String: Any])?["job"] as? NSNumber
         #expect(from?.int64Value == (a["id"] as? NSNumber)?.int64Value, "\(c)")
@@ -183,7 +183,7 @@ import Testing
 
     /// `export.poster`: a picture of the exported movie, at the export's time; a chunked export's is made once,
     /// by its joining run (its chunk jobs carry no poster), and published with the movie.
-    @Test func anExportsPosterIsOfItsOutputAndAChunkedOnesIsMadeAtTheJoin() throws {
+    @Test func anExportsPosterIsOfItsOutputAndAChunkedOnesIsMadeAtTheJoin() async throws {
         let farm = try Farm("export-poster")
         let source = try ChunkedExportTests.source(in: farm, seconds: 12, size: "320x240")
         let manifest = try farm.manifest("film", """
@@ -191,10 +191,10 @@ import Testing
               "export": { "mode": "constantFrameRate", "frameRate": 30, "chunkSeconds": 4, "output": "out/film.mp4", "video": { "preset": "ultrafast" },
                           "poster": { "at": 1, "tolerance": 0, "format": "png", "output": "out/film-poster.png" } } }
             """)
-        let id = try farm.submit([manifest])[0]
-        let coordinator = try farm.startCoordinator(["--workers", "2", "--exit-when-idle"])
-        #expect(coordinator.wait(timeout: 180) == 0, "\(coordinator.log.suffix(2000))")
-        let jobs = try farm.status()
+        let id = try await farm.queued([manifest])[0]
+        let coordinator = try await farm.coordinate(["--workers", "2", "--exit-when-idle"])
+        #expect(coordinator.status == 0, "\(coordinator.log.suffix(2000))")
+        let jobs = try await farm.jobs()
         #expect(jobs[id]?["state"] as? String == "succeeded", "\(jobs[id] ?? [:])")
         #expect(jobs.values.filter { ($0["name"] as? String ?? "").hasPrefix("film [chunk ") }.count == 2)
         #expect(files(farm.out) == ["film-poster.png", "film.json", "film.mp4"])
@@ -213,7 +213,7 @@ import Testing
     /// its source; each picture holds its code (zbarimg reads it back), through a scan of its own and through
     /// the scan a constant-frame-rate export does while decoding.
     @Test(arguments: ["scan", "export"])
-    func eachCodeFoundHasThePictureOfItsFrame(pass: String) throws {
+    func eachCodeFoundHasThePictureOfItsFrame(pass: String) async throws {
         let farm = try Farm("scan-images-\(pass)")
         let qr = try CodeFixtures.draw(CodeFixtures.qrAndLinearCodes[0], in: farm.folder)
         let ean = try CodeFixtures.draw(CodeFixtures.qrAndLinearCodes[5], in: farm.folder)
@@ -225,10 +225,10 @@ import Testing
             { "version": 1, "name": "slate", "edits": [{ "source": "slate.mp4", "start": 0.5 }], "report": "out/slate.json",
               "scan": { "symbologies": ["qr", "ean13"], "images": { "format": "png", "output": "out/codes/code-{index}.png" } }\(export) }
             """)
-        let id = try farm.submit([manifest])[0]
-        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"])
-        #expect(coordinator.wait(timeout: 120) == 0, "\(coordinator.log.suffix(2000))")
-        let job = try farm.status()[id] ?? [:]
+        let id = try await farm.queued([manifest])[0]
+        let coordinator = try await farm.coordinate(["--workers", "1", "--exit-when-idle"])
+        #expect(coordinator.status == 0, "\(coordinator.log.suffix(2000))")
+        let job = try await farm.jobs()[id] ?? [:]
         #expect(job["state"] as? String == "succeeded", "\(job)")
         #expect(((job["result"] as? [String: Any])?["numbered"] as? [String: Int])?["codes"] == 2, "\(job)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: farm.out.appendingPathComponent("slate.json"))) as? [String: Any])
@@ -249,7 +249,7 @@ import Testing
     /// `"waveform"` of a recording with no picture: 2 s of a tone at -18 dBFS, 2 s of silence, 2 s at -30 dBFS.
     /// The peaks (audiowaveform's JSON) follow the levels, the PNG is as wide and high as asked, and an input
     /// without sound fails naming the reason.
-    @Test func aWaveformDrawsTheLevelsOfTheSound() throws {
+    @Test func aWaveformDrawsTheLevelsOfTheSound() async throws {
         let farm = try Farm("waveform")
         try ProcessRunner.check("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=f=440:sample_rate=48000:d=2",
                                            "-f", "lavfi", "-i", "anullsrc=r=48000:cl=mono:d=2", "-f", "lavfi", "-i", "sine=f=220:sample_rate=48000:d=2,volume=0.25",
@@ -261,10 +261,10 @@ import Testing
               "waveform": { "width": 600, "height": 100, "output": "out/talk.png", "peaks": "out/talk-peaks.json" } }
             """)
         let silent = try farm.manifest("silent", #"{ "version": 1, "name": "silent", "input": "silent.mp4", "waveform": { "output": "out/silent.svg" } }"#)
-        let ids = try farm.submit([sound, silent])
-        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"])
-        #expect(coordinator.wait(timeout: 120) == 1, "\(coordinator.log.suffix(2000))")
-        let jobs = try farm.status()
+        let ids = try await farm.queued([sound, silent])
+        let coordinator = try await farm.coordinate(["--workers", "1", "--exit-when-idle"])
+        #expect(coordinator.status == 1, "\(coordinator.log.suffix(2000))")
+        let jobs = try await farm.jobs()
         #expect(jobs[ids[0]]?["state"] as? String == "succeeded", "\(jobs[ids[0]] ?? [:])")
         #expect(jobs[ids[1]]?["state"] as? String == "failed" && jobs[ids[1]]?.errors.last?.contains("no audio track to draw") == true,
                 "\(jobs[ids[1]] ?? [:])")
@@ -322,7 +322,7 @@ import Testing
 
     /// Garbage and a truncated movie as picture jobs' input: each job fails naming the file and the problem,
     /// and nothing is published.
-    @Test func garbageAndATruncatedMovieFailClearlyAndPublishNothing() throws {
+    @Test func garbageAndATruncatedMovieFailClearlyAndPublishNothing() async throws {
         let (farm, _) = try Self.farm("pictures-bad-input", pictures: #""poster": { "output": "out/x.jpg" }"#)
         try Data((0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 7919) }).write(to: farm.folder.appendingPathComponent("garbage.mp4"))
         let whole = try Data(contentsOf: farm.folder.appendingPathComponent("poster.mp4"))
@@ -333,11 +333,11 @@ import Testing
                 { "version": 1, "name": "\(name)", "input": "\(name).mp4", "poster": { "output": "out/\(name)/poster.jpg" },
                   "storyboard": { "every": 5, "output": "out/\(name)/board.vtt" }, "report": "out/\(name)/report.json" }
                 """)
-            ids += try farm.submit([manifest])
+            ids += try await farm.queued([manifest])
         }
-        let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"])
-        #expect(coordinator.wait(timeout: 120) == 1, "\(coordinator.log.suffix(2000))")
-        let jobs = try farm.status()
+        let coordinator = try await farm.coordinate(["--workers", "1", "--exit-when-idle"])
+        #expect(coordinator.status == 1, "\(coordinator.log.suffix(2000))")
+        let jobs = try await farm.jobs()
         for (id, name) in zip(ids, ["garbage", "truncated"]) {
             let job = jobs[id] ?? [:]
             #expect(job["state"] as? String == "failed", "\(job)")

@@ -10,24 +10,24 @@ import Glibc
     /// A chain of 100 jobs, each submitted with `--after` the key of the one before: they run in order,
     /// each after the one before it ended, and the hand-off (the dependency's end to the dependent's
     /// claim) is recorded. `bench/pipeline.sh` measures it against a pickup.
-    @Test func aChainOf100RunsInOrder() throws {
+    @Test func aChainOf100RunsInOrder() async throws {
         let farm = try Farm("chain")
         try FileManager.default.copyItem(atPath: MediaFixture.cfr30MP4.path, toPath: farm.folder.appendingPathComponent("small.mp4").path)
         let manifest = try farm.manifest("step", #"{ "version": 1, "name": "step", "input": "small.mp4" }"#)
         var ids: [Int64] = []
         for i in 0..<100 {
-            ids += try farm.submit(["--unique-key", "chain-\(i)"] + (i == 0 ? [] : ["--after", "chain-\(i - 1)"]) + [manifest])
+            ids += try await farm.queued(["--unique-key", "chain-\(i)"] + (i == 0 ? [] : ["--after", "chain-\(i - 1)"]) + [manifest])
         }
         #expect(ids.count == 100)
         let waiting = try farm.mediafarm(["status"])
         #expect(waiting.stdout.contains("waits for job \(ids[0]) (1 not ended)"), "\(waiting.stdout)")
-        let coordinator = try farm.startCoordinator(["--exit-when-idle", "--workers", "2"])
-        #expect(coordinator.wait(timeout: 120) == 0, "\(coordinator.log)")
-        let jobs = try farm.status()
+        let coordinator = try await farm.coordinate(["--exit-when-idle", "--workers", "2"])
+        #expect(coordinator.status == 0, "\(coordinator.log)")
+        let jobs = try await farm.jobs()
         // The hand-off: from the coordinator's event for the dependency's end to the one for the dependent's start.
         let events = coordinator.events()
         func at(_ kind: String, _ id: Int64) -> Double? {
-            events.first { $0["event"] as? String == kind && ($0["job"] as? NSNumber)?.int64Value == id }.flatMap { ($0["at"] as? NSNumber)?.doubleValue }
+            events.first { $0["event"] as? String == kind && ($0["job"] as? NSNumber)?.int64Value == id }.flatMap(eventTime)
         }
         var handoffs: [Double] = []
         for (i, id) in ids.enumerated() {

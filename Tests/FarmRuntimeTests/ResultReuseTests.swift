@@ -12,19 +12,19 @@ import Glibc
     /// Two hosts on one PostgreSQL queue: the first runs the export; the same export submitted again under
     /// another name and output is answered by the second host from the first result, in under a second and
     /// without a worker: the same bytes, a report saying from which job, the result naming it.
-    @Test func anIdenticalResubmissionIsAnsweredFromTheFirstResultOnAnotherHost() throws {
+    @Test func anIdenticalResubmissionIsAnsweredFromTheFirstResultOnAnotherHost() async throws {
         let farm = try Farm("reuse-hosts")
         farm.queueURL = try TestPostgres.url(freshSchema: true)
         #expect(try farm.mediafarm(["queue", "migrate"]).status == 0)
-        let first = try farm.submit([try farm.manifest("first", Self.manifest("first"))])[0]
-        let host1 = try farm.startCoordinator(["--exit-when-idle", "--workers", "1", "--host", "host1"], log: "host1.log")
-        #expect(host1.wait(timeout: 120) == 0, "\(host1.log)")
-        #expect(try farm.state(first) == "succeeded")
+        let first = try await farm.queued([try farm.manifest("first", Self.manifest("first"))])[0]
+        let host1 = try await farm.coordinate(["--exit-when-idle", "--workers", "1", "--host", "host1"])
+        #expect(host1.status == 0, "\(host1.log)")
+        #expect(try await farm.jobState(first) == "succeeded")
 
-        let second = try farm.submit([try farm.manifest("second", Self.manifest("second"))])[0]
-        let host2 = try farm.startCoordinator(["--exit-when-idle", "--workers", "1", "--host", "host2"], log: "host2.log")
-        #expect(host2.wait(timeout: 120) == 0, "\(host2.log)")
-        let job = try farm.status()[second] ?? [:]
+        let second = try await farm.queued([try farm.manifest("second", Self.manifest("second"))])[0]
+        let host2 = try await farm.coordinate(["--exit-when-idle", "--workers", "1", "--host", "host2"])
+        #expect(host2.status == 0, "\(host2.log)")
+        let job = try await farm.jobs()[second] ?? [:]
         #expect(job["state"] as? String == "succeeded" && job["attempt"] as? Int == 1, "\(job)")
         let events = host2.events()
         #expect(!events.contains { $0["event"] as? String == "started" }, "a worker ran the second job: \(host2.log)")
@@ -49,20 +49,20 @@ import Glibc
 
     /// What must run again: `"reuse": false`, another preset, an input with one byte changed (same path,
     /// same size), and an earlier output changed since it was published (its result is then forgotten).
-    @Test func aChangedInputByteAChangedPresetOrReuseFalseRunsAgain() throws {
+    @Test func aChangedInputByteAChangedPresetOrReuseFalseRunsAgain() async throws {
         let farm = try Farm("reuse-changes")
-        let first = try farm.submit([try farm.manifest("first", Self.manifest("first"))])[0]
+        let first = try await farm.queued([try farm.manifest("first", Self.manifest("first"))])[0]
         #expect(try Self.drain(farm) == [first])
 
         // Answered: the control (the same export again), and the three that must run.
-        let same = try farm.submit([try farm.manifest("same", Self.manifest("same"))])[0]
-        let off = try farm.submit([try farm.manifest("off", Self.manifest("off", reuse: false))])[0]
-        let preset = try farm.submit([try farm.manifest("preset", Self.manifest("preset", preset: "faster"))])[0]
+        let same = try await farm.queued([try farm.manifest("same", Self.manifest("same"))])[0]
+        let off = try await farm.queued([try farm.manifest("off", Self.manifest("off", reuse: false))])[0]
+        let preset = try await farm.queued([try farm.manifest("preset", Self.manifest("preset", preset: "faster"))])[0]
         #expect(try Self.drain(farm) == [off, preset], "only the jobs that may not be reused ran")
         #expect(try Self.reusedFrom(farm, same) == first)
         for id in [off, preset] { #expect(try Self.reusedFrom(farm, id) == nil) }
         // A copy of a copy names the job that did the work, and its report keeps the form it was written in.
-        let chained = try farm.submit([try farm.manifest("chained", Self.manifest("chained"))])[0]
+        let chained = try await farm.queued([try farm.manifest("chained", Self.manifest("chained"))])[0]
         let chainLog = try Self.drainLog(farm)
         #expect(try Self.reusedFrom(farm, chained) == first, "\(chainLog)")
         #expect(chainLog.ran.isEmpty && chainLog.text.contains("job \(chained): answered from the result of job \(first) (first), copied from job \(same)"),
@@ -77,7 +77,7 @@ import Glibc
         let tag = try #require(bytes.range(of: Data("Lavf".utf8)), "no muxer tag in the input")
         bytes[tag.lowerBound + 3] = UInt8(ascii: "F")
         try bytes.write(to: URL(fileURLWithPath: input))
-        let changed = try farm.submit([try farm.manifest("changed", Self.manifest("changed"))])[0]
+        let changed = try await farm.queued([try farm.manifest("changed", Self.manifest("changed"))])[0]
         #expect(try Self.drain(farm) == [changed], "the job whose input changed ran")
 
         // The newest result's output changed since: not reused (nor is anything else), and forgotten.
@@ -85,26 +85,26 @@ import Glibc
         var published = try Data(contentsOf: output)
         published[published.count - 1] ^= 0xff
         try published.write(to: output)
-        let again = try farm.submit([try farm.manifest("again", Self.manifest("again"))])[0]
+        let again = try await farm.queued([try farm.manifest("again", Self.manifest("again"))])[0]
         let log = try Self.drainLog(farm)
         #expect(log.ran == [again], "\(log.text)")
         #expect(log.text.contains("job \(again): the result of job \(changed) is not reused: \(output.path) changed since it was published"), "\(log.text)")
         // The run just made answers the next one.
-        let last = try farm.submit([try farm.manifest("last", Self.manifest("last"))])[0]
+        let last = try await farm.queued([try farm.manifest("last", Self.manifest("last"))])[0]
         #expect(try Self.drain(farm) == [])
         #expect(try Self.reusedFrom(farm, last) == again)
         #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
     }
 
     /// An earlier output of another size changed: known without reading it, the result is forgotten and the job runs.
-    @Test func anEarlierOutputOfAnotherSizeIsNotRead() throws {
+    @Test func anEarlierOutputOfAnotherSizeIsNotRead() async throws {
         let farm = try Farm("reuse-size")
-        let first = try farm.submit([try farm.manifest("first", Self.manifest("first"))])[0]
+        let first = try await farm.queued([try farm.manifest("first", Self.manifest("first"))])[0]
         #expect(try Self.drain(farm) == [first])
         let output = farm.out.appendingPathComponent("first.mp4")
         let bytes = try Data(contentsOf: output)
         try bytes.prefix(bytes.count / 2).write(to: output)
-        let again = try farm.submit([try farm.manifest("again", Self.manifest("again"))])[0]
+        let again = try await farm.queued([try farm.manifest("again", Self.manifest("again"))])[0]
         let log = try Self.drainLog(farm)
         #expect(log.ran == [again], "\(log.text)")
         #expect(log.text.contains("job \(again): the result of job \(first) is not reused: \(output.path) changed since it was published "
@@ -132,7 +132,7 @@ import Glibc
     }
 
     /// The coordinator's notices, one per line.
-    static func notices(_ coordinator: Farm.Coordinator) -> String {
+    static func notices(_ coordinator: some CoordinatorPrintout) -> String {
         coordinator.events().filter { $0["event"] as? String == "notice" }.compactMap { $0["message"] as? String }.joined(separator: "\n")
     }
 

@@ -95,6 +95,43 @@ final class Receiver {
         #expect(left.log.contains("compare its secret with the one of key \(key)"), "\(left.log)")
     }
 
+    /// A job's `notify` goes where the farm allows, checked where the connection goes: a name allowed with a
+    /// port allows that port only; a name that resolves to loopback (`localhost`) is refused at delivery,
+    /// the receiver never asked; an address the operator wrote out is taken as it is. A failed answer is
+    /// kept as its status line and content type, never its body.
+    @Test func aJobsNotifyReachesOnlyAllowedPortsAndPublicAddressesAndKeepsNoAnswerBody() throws {
+        let farm = try Farm("webhooks-destinations")
+        let secretFile = try secret(farm)
+        let receiver = try Receiver(in: farm.folder, secretFile: secretFile, options: ["--fail-first", "1000", "--fail-body", "internal-secret-42"])
+        let port = receiver.port
+        let options = ["--exit-when-idle", "--workers", "1", "--webhook-secret-file", secretFile, "--webhook-backoff", "0.1",
+                       "--webhook-retry-hours", "0.0001", "--webhook-drain-seconds", "1",
+                       "--webhook-allow-host", "localhost:\(port)", "--webhook-allow-host", "127.0.0.1:\(port)"]
+        // The allowances enter the queue with a coordinator (one with nothing to do exits at once).
+        let first = try farm.startCoordinator(options, log: "allow.log")
+        #expect(first.wait(timeout: 60) == 0, "\(first.log)")
+        func notifying(_ name: String, _ url: String) throws -> String {
+            try farm.manifest(name, #"{ "version": 1, "name": "\#(name)", "input": "in.mp4", "notify": ["\#(url)"] }"#)
+        }
+        // Another port of an allowed host is refused at submission, naming the one allowance that would do.
+        let otherPort = try farm.mediafarm(["submit", try notifying("other-port", "http://127.0.0.1:\(port + 1)/x")])
+        #expect(otherPort.status == 2 && otherPort.stderr.contains("--webhook-allow-host 127.0.0.1:\(port + 1)"), "\(otherPort.stderr)")
+        let byName = try farm.submit([try notifying("by-name", "http://localhost:\(port)/name")])[0]
+        let byAddress = try farm.submit([try notifying("by-address", "http://127.0.0.1:\(port)/address")])[0]
+        let second = try farm.startCoordinator(options, log: "deliver.log")
+        _ = second.wait(timeout: 120)
+        let rows = try deliveries(farm)
+        let named = rows.first { ($0["jobID"] as? NSNumber)?.int64Value == byName }
+        #expect(named?["state"] as? String == "refused", "\(rows)")
+        let reason = named?["lastError"] as? String ?? ""
+        #expect(reason.contains("localhost resolves to") && reason.contains("a loopback address") && reason.contains("public addresses only"), "\(reason)")
+        #expect(!receiver.requests.contains { $0["path"] as? String == "/name" }, "\(receiver.requests)")
+        let literal = rows.first { ($0["jobID"] as? NSNumber)?.int64Value == byAddress }
+        #expect(receiver.requests.contains { $0["path"] as? String == "/address" }, "\(receiver.requests)")
+        let kept = literal?["lastError"] as? String ?? ""
+        #expect(kept.hasPrefix("HTTP 503 Service Unavailable (text/plain") && !kept.contains("internal-secret"), "\(literal ?? [:])")
+    }
+
     /// A delivery given up while its receiver was down is sent again with `webhooks retry --failed` once the
     /// receiver is back (same webhook-id); an id that did not fail is said not to be sent again.
     @Test func failedDeliveriesAreSentAgainOnRequest() throws {
@@ -137,9 +174,9 @@ final class Receiver {
             """)
         let refused = try farm.mediafarm(["submit", notifying])
         #expect(refused.status == 2 && refused.stderr.contains("127.0.0.1:\(receiver.port)")
-                && refused.stderr.contains("--webhook-allow-host 127.0.0.1"), "\(refused.stderr)")
+                && refused.stderr.contains("--webhook-allow-host 127.0.0.1:\(receiver.port)"), "\(refused.stderr)")
         let coordinator = try farm.startCoordinator(["--workers", "2", "--webhook", "\(hook)/farm", "--webhook", "job.failed=\(hook)/failures",
-                                                     "--webhook-allow-host", "127.0.0.1", "--webhook-secret-file", secretFile,
+                                                     "--webhook-allow-host", "127.0.0.1:\(receiver.port)", "--webhook-secret-file", secretFile,
                                                      "--webhook-backoff", "0.2"])
         defer { _ = coordinator.wait(timeout: 0) }
         #expect(eventually(20) { (try? farm.status().values.filter { $0["state"] as? String == "queued" }.isEmpty) == true

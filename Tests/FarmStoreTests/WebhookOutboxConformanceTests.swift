@@ -157,10 +157,13 @@ import Testing
         // No allowed host yet: refused, nothing queued.
         await #expect { try await store.enqueue([new("a", notify: ["http://hooks.example:8080/a"])], at: t0) } throws: { error in
             guard case .refused(let message) = error as? JobStoreError else { return false }
-            return message.contains("hooks.example:8080") && message.contains("--webhook-allow-host hooks.example") && message.contains("nothing was queued")
+            return message.contains("hooks.example:8080") && message.contains("--webhook-allow-host hooks.example:8080") && message.contains("nothing was queued")
         }
         #expect(try await store.counts().isEmpty)
+        // A bare host allows its scheme's port; another port takes a port or a range.
         try await other.registerWebhooks([], allowing: ["hooks.example"], by: "h:1:a", at: t0)
+        await #expect(throws: JobStoreError.self) { try await store.enqueue([new("a", notify: ["http://hooks.example:8080/a"])], at: t0) }
+        try await other.registerWebhooks([], allowing: ["hooks.example:8000-8099"], by: "h:1:a", at: t0)
         let id = try await store.enqueue([new("a", notify: ["http://hooks.example:8080/a", "http://hooks.example/b"])], at: t0)[0].id
         // A port-specific allowance allows that port only.
         try await other.registerWebhooks([], allowing: ["other.example:81"], by: "h:1:a", at: t0)
@@ -170,9 +173,10 @@ import Testing
         let claimed = try await store.claimDeliveries(limit: 10, owner: "s", leaseDuration: 30, at: t0)
         #expect(claimed.map(\.url).sorted() == ["http://hooks.example/b", "http://hooks.example:8080/a"])
         #expect(claimed.allSatisfy { $0.origin == "notify" && $0.allowed })
-        // The allowance withdrawn: what is still pending is claimed as not allowed (the sender refuses it).
+        // The allowances withdrawn: what is still pending is claimed as not allowed (the sender refuses it).
         #expect(try await store.removeWebhookTarget("hooks.example"))
         #expect(try await store.removeWebhookTarget("hooks.example") == false)
+        #expect(try await store.removeWebhookTarget("hooks.example:8000-8099"))
         let later = try await store.claimDeliveries(limit: 10, owner: "s", leaseDuration: 30, at: t0.addingTimeInterval(31))
         #expect(later.count == 2 && later.allSatisfy { !$0.allowed })
     }

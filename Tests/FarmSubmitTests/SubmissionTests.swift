@@ -26,7 +26,7 @@ import Testing
             ManifestOffer(text: text, file: name + ".json", name: name, baseDirectory: dir.path)
         }
 
-        var rules: SubmissionRules { SubmissionRules(outputRoots: [dir.path], missingInputWayOut: "give --allow-missing-inputs") }
+        var submitter: Submitter { .commandLine(outputRoots: [dir.path]) }
     }
 
     @Test func everyProblemOfEveryManifestIsSaidAtOnceWithUnknownAssets() async throws {
@@ -40,7 +40,7 @@ import Testing
         ]
         let unreadable = ManifestValidationError(file: "gone.json", issues: [ManifestIssue(path: "$", message: "no such file")])
         var asked = 0
-        let checked = try await Submission.check(offers, unreadable: [unreadable], rules: site.rules) { allValid in
+        let checked = try await Submission.check(offers, unreadable: [unreadable], as: site.submitter) { allValid in
             asked += 1
             #expect(!allValid)
             return site.library
@@ -64,7 +64,7 @@ import Testing
 
     @Test func noLibraryIsAskedWhenNoManifestNamesAnAsset() async throws {
         let site = try Site()
-        let checked = try await Submission.check([site.offer(#"{"version": 1, "input": "in.mp4"}"#, "a")], rules: site.rules) { _ in
+        let checked = try await Submission.check([site.offer(#"{"version": 1, "input": "in.mp4"}"#, "a")], as: site.submitter) { _ in
             Issue.record("the library was asked")
             return nil
         }
@@ -74,7 +74,7 @@ import Testing
     @Test func aScopedTokenSubmitsOnlyAssets() async throws {
         let site = try Site()
         let checked = try await Submission.check([site.offer(#"{"version": 1, "edits": [{"source": "in.mp4"}, {"source": "in.mp4"}]}"#, "files")],
-                                                 rules: site.rules) { _ in site.library }
+                                                 as: site.submitter) { _ in site.library }
         let valid = try Submission.refusingInvalid(checked)
         #expect(Submission.scopedRefusals(valid, access: .full).isEmpty)
         let refusals = Submission.scopedRefusals(valid, access: .limited(name: "t", albums: []))

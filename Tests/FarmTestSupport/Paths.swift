@@ -66,12 +66,14 @@ public enum TestPaths {
     /// or a TCP socket listening), as /proc/net shows it: a receiver is ready before its sender starts.
     /// Whether it does.
     @discardableResult
-    public static func waitForListener(port: Int, udp: Bool = true, timeout: Double = 15) -> Bool {
+    public static func waitForListener(port: Int, udp: Bool = true, timeout: Double = 30) -> Bool {
         let hex = String(format: ":%04X", port)
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             for table in udp ? ["/proc/net/udp", "/proc/net/udp6"] : ["/proc/net/tcp", "/proc/net/tcp6"] {
-                let lines = ((try? String(contentsOfFile: table, encoding: .utf8)) ?? "").split(separator: "\n").dropFirst()
+                // Read to its end: `String(contentsOfFile:)` reads a /proc file's first 4 KiB only (27 sockets).
+                let whole = FileHandle(forReadingAtPath: table)?.readDataToEndOfFile() ?? Data()
+                let lines = String(decoding: whole, as: UTF8.self).split(separator: "\n").dropFirst()
                 for line in lines {
                     let fields = line.split(separator: " ")
                     // local_address is the second field; TCP's state 0A is LISTEN.

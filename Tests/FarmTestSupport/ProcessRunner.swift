@@ -104,3 +104,15 @@ extension ProcessRunner {
         return ProcessResult(status: code, stdout: out, stderr: String(decoding: err, as: UTF8.self))
     }
 }
+
+extension ProcessRunner {
+    /// `spawn`, waited for on one of Dispatch's threads: an async test that waits holds none of the
+    /// cooperative pool's threads, which a coordinator built in the same process needs.
+    public static func spawned(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) async throws -> ProcessResult {
+        try await withCheckedThrowingContinuation { waiter in
+            DispatchQueue.global().async {
+                waiter.resume(with: Result { try spawn(executable, arguments, environment: environment) })
+            }
+        }
+    }
+}

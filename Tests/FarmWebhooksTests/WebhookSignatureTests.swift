@@ -37,7 +37,8 @@ import Testing
             guard case .failure = WebhookEndpoint.parse(bad) else { Issue.record("\(bad) was taken"); continue }
         }
         let url = try WebhookURL.parse("http://Hooks.Example.com:8080/a").get()
-        #expect(WebhookAllowance.allows(url, entries: ["hooks.example.com"]))
+        // A bare host allows its scheme's port only (WebhookDestinationTests has the rest).
+        #expect(!WebhookAllowance.allows(url, entries: ["hooks.example.com"]))
         #expect(WebhookAllowance.allows(url, entries: ["hooks.example.com:8080"]))
         #expect(!WebhookAllowance.allows(url, entries: ["hooks.example.com:80", "example.com", "evil.example.com"]))
         #expect(WebhookAllowance.problem("hooks.example.com:8080") == nil)

@@ -274,6 +274,20 @@ status, body = request("POST", "/login", b"token=wrong-token-of-some-length", he
                        auth=False)
 expect(status == (401 if token else 303) or (not token and status == 200), f"login with a wrong token: {status}")
 
+# Signing out: 303 to the sign-in form (not followed, so that its own status is the one checked).
+class KeepRedirects(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+try:
+    with urllib.request.build_opener(KeepRedirects).open(urllib.request.Request(base + "/logout", data=b"", method="POST"), timeout=30) as r:
+        status, ctype, data = r.status, r.headers.get("Content-Type", ""), r.read()
+except urllib.error.HTTPError as e:
+    status, ctype, data = e.code, e.headers.get("Content-Type", ""), e.read()
+check("POST", "/logout", status, ctype, data)
+expect(status == 303, f"logout: {status}")
+
 
 # The document is no looser than the server: every value the document accepts for a parameter, the server
 # accepts too (a client generated from the document never sends what the server refuses with 400 or 422).

@@ -16,11 +16,11 @@ import Glibc
     }
 
     /// Runs `steps` in `browser`; the values of its eval steps.
-    static func drive(_ browser: String, _ steps: [[String: Any]]) throws -> Drive {
+    static func drive(_ browser: String, _ steps: [[String: Any]]) async throws -> Drive {
         let script = TestPaths.packageRoot.appendingPathComponent("Tests/Readers/browser-drive.py").path
         let file = try TestPaths.makeTemporaryFolder("scenario").appendingPathComponent("steps.json")
         try JSONSerialization.data(withJSONObject: steps).write(to: file)
-        let r = try ProcessRunner.run("/usr/bin/env", ["timeout", "240", "/usr/bin/python3", script, browser, file.path])
+        let r = try await ProcessRunner.spawned("/usr/bin/env", ["timeout", "240", "/usr/bin/python3", script, browser, file.path])
         guard let answer = try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any] else {
             throw FixtureError("\(browser): no answer (status \(r.status)): \(r.stdout) \(r.stderr)")
         }
@@ -34,16 +34,16 @@ import Glibc
     }
 
     @Test(arguments: ["chromium", "firefox"])
-    func theJobsListAndAJobsPageWorkInTheBrowser(browser: String) throws {
-        let farm = try HTTPFarm("console-\(browser)", workers: 1)
-        let done = try farm.submit(#"{ "version": 1, "name": "inspect-clip", "input": "clip.mp4", "report": "out/clip.json" }"#)
-        let failed = try farm.submit(Self.failing("fails-once"), query: "?allowMissingInputs=true&maxAttempts=1")
-        let later = try farm.submit(#"{ "version": 1, "name": "later", "input": "clip.mp4", "report": "out/later.json" }"#, query: "?delay=3600")
-        try farm.waitFor(done) { $0["state"] as? String == "succeeded" }
-        try farm.waitFor(failed) { $0["state"] as? String == "failed" }
+    func theJobsListAndAJobsPageWorkInTheBrowser(browser: String) async throws {
+        let farm = try await ServedFarm("console-\(browser)", workers: 1)
+        let done = try await farm.submit(#"{ "version": 1, "name": "inspect-clip", "input": "clip.mp4", "report": "out/clip.json" }"#)
+        let failed = try await farm.submit(Self.failing("fails-once"), query: "?allowMissingInputs=true&maxAttempts=1")
+        let later = try await farm.submit(#"{ "version": 1, "name": "later", "input": "clip.mp4", "report": "out/later.json" }"#, query: "?delay=3600")
+        try await farm.waitFor(done) { $0["state"] as? String == "succeeded" }
+        try await farm.waitFor(failed) { $0["state"] as? String == "failed" }
         let signIn = farm.base + "/jobs?token=" + (farm.token ?? "")
         let rows = "Array.from(document.querySelectorAll('tr.job')).map(function (r) { return r.dataset.job; })"
-        let drive = try Self.drive(browser, [
+        let drive = try await Self.drive(browser, [
             ["go": signIn],
             ["eval": rows],
             ["eval": "document.querySelector('.tabs a[aria-current]').textContent"],
@@ -91,20 +91,20 @@ import Glibc
         #expect((r[12] as? String)?.contains("No job 999999") == true, "\(r[12])")
         #expect(r[13] as? String == "pre-wrap true", "\(r[13])")
         // The retry and the cancel reached the queue.
-        #expect(try farm.job(later)["state"] as? String == "cancelled")
-        let retried = try farm.waitFor(failed) { ($0["errors"] as? [Any])?.count == 2 }
+        #expect(try await farm.job(later)["state"] as? String == "cancelled")
+        let retried = try await farm.waitFor(failed) { ($0["errors"] as? [Any])?.count == 2 }
         #expect((retried["errors"] as? [Any])?.count == 2, "\(retried)")
         let first = (retried["errors"] as? [[String: Any]])?.first
         #expect((first?["retriedBy"] as? String)?.hasPrefix("the console, ") == true, "\(retried)")
-        #expect(farm.process.log.contains("console: retry of job \(failed)"), "the action is not logged")
+        #expect(farm.log.contains("console: retry of job \(failed)"), "the action is not logged")
     }
 
     /// A running job's progress moves on its page with no reload (the page's own marker survives).
-    @Test func progressMovesOnTheJobsPageWithoutAReload() throws {
-        let farm = try HTTPFarm("console-live", workers: 1)
-        let id = try farm.submit(farm.longManifest(name: "long", output: "out/long.mp4"))
-        try farm.waitFor(id) { $0["state"] as? String == "running" }
-        let drive = try Self.drive("chromium", [
+    @Test func progressMovesOnTheJobsPageWithoutAReload() async throws {
+        let farm = try await ServedFarm("console-live", workers: 1)
+        let id = try await farm.submit(farm.longManifest(name: "long", output: "out/long.mp4"))
+        try await farm.waitFor(id) { $0["state"] as? String == "running" }
+        let drive = try await Self.drive("chromium", [
             ["go": farm.base + "/jobs/\(id)?token=" + (farm.token ?? "")],
             ["eval": "window.unreloaded = true; document.querySelector('progress').value"],
             ["wait": "document.querySelector('progress') && document.querySelector('progress').value >= 10", "timeout": 120],
@@ -121,10 +121,10 @@ import Glibc
     /// well under a second (printed), but what the test holds is that the page is told (it has no timer
     /// that would look by itself), so the bound is only the wait for it, not a browser's speed.
     @Test(arguments: ["chromium", "firefox"])
-    func anEventsCommitReachesTheOpenListWithoutAReload(browser: String) throws {
-        let farm = try HTTPFarm("console-latency-\(browser)", workers: 1)
+    func anEventsCommitReachesTheOpenListWithoutAReload(browser: String) async throws {
+        let farm = try await ServedFarm("console-latency-\(browser)", workers: 1)
         var ids: [Int64] = []
-        for i in 0..<5 { ids.append(try farm.submit(#"{ "version": 1, "name": "later-\#(i)", "input": "clip.mp4", "report": "out/l\#(i).json" }"#, query: "?delay=3600")) }
+        for i in 0..<5 { ids.append(try await farm.submit(#"{ "version": 1, "name": "later-\#(i)", "input": "clip.mp4", "report": "out/l\#(i).json" }"#, query: "?delay=3600")) }
         var steps: [[String: Any]] = [
             ["go": farm.base + "/jobs?token=" + (farm.token ?? "")],
             ["eval": """
@@ -145,7 +145,7 @@ import Glibc
             steps.append(["eval": "window.seen['\(id)']"])
         }
         steps.append(["eval": "window.unreloaded === true"])
-        let drive = try Self.drive(browser, steps)
+        let drive = try await Self.drive(browser, steps)
         #expect(drive.results.last as? Bool == true, "the page was reloaded")
         var latencies: [Int] = []
         for i in 0..<ids.count {
@@ -163,12 +163,12 @@ import Glibc
 
     /// Every failed job, 100 of them, retried at once with "all matching this filter" (Chromium); the notice says so.
     /// Then all of them deleted (Firefox), the one live job among the matches kept.
-    @Test func aBulkRetryRetriesEveryFailedJob() throws {
-        let farm = try HTTPFarm("console-bulk", workers: 2)
+    @Test func aBulkRetryRetriesEveryFailedJob() async throws {
+        let farm = try await ServedFarm("console-bulk", workers: 2)
         var ids: [Int64] = []
-        for i in 0..<100 { ids.append(try farm.submit(Self.failing("bulk-\(i)"), query: "?allowMissingInputs=true&maxAttempts=1")) }
-        for id in ids { try farm.waitFor(id) { $0["state"] as? String == "failed" } }
-        let drive = try Self.drive("chromium", [
+        for i in 0..<100 { ids.append(try await farm.submit(Self.failing("bulk-\(i)"), query: "?allowMissingInputs=true&maxAttempts=1")) }
+        for id in ids { try await farm.waitFor(id) { $0["state"] as? String == "failed" } }
+        let drive = try await Self.drive("chromium", [
             ["go": farm.base + "/jobs?state=failed&token=" + (farm.token ?? "")],
             ["eval": "document.querySelector('.tabs a[aria-current] .count').textContent"],
             ["eval": "document.querySelector('input[name=all]').checked = true; true"],
@@ -179,20 +179,20 @@ import Glibc
         #expect(drive.results[0] as? String == "100", "\(drive.results)")
         #expect((drive.results[2] as? String)?.contains("Retried 100 jobs") == true, "\(drive.results)")
         for id in ids {
-            let job = try farm.waitFor(id) { ($0["errors"] as? [Any])?.count == 2 && $0["state"] as? String == "failed" }
+            let job = try await farm.waitFor(id) { ($0["errors"] as? [Any])?.count == 2 && $0["state"] as? String == "failed" }
             #expect((job["errors"] as? [Any])?.count == 2, "job \(id) was not retried: \(job)")
         }
         // Each attempt's error says when it started and where it ran; the page shows how long it ran.
-        let errors = try farm.job(ids[0])["errors"] as? [[String: Any]] ?? []
+        let errors = try await farm.job(ids[0])["errors"] as? [[String: Any]] ?? []
         #expect(errors.count == 2 && errors.allSatisfy { $0["startedAt"] is String && ($0["host"] as? String)?.isEmpty == false }, "\(errors)")
         // Who retried it, on its row and in its timeline.
         #expect((errors.first?["retriedBy"] as? String)?.hasPrefix("the console's bulk retry, session ") == true, "\(errors)")
-        #expect(try farm.request("GET", "/jobs/\(ids[0])").body.contains("retried after attempt 1 by the console&#39;s bulk retry"))
-        #expect(try farm.request("GET", "/jobs/\(ids[0])").body.components(separatedBy: "<td class=\"ran\">").count == 3)
+        #expect(try await farm.request("GET", "/jobs/\(ids[0])").body.contains("retried after attempt 1 by the console&#39;s bulk retry"))
+        #expect(try await farm.request("GET", "/jobs/\(ids[0])").body.components(separatedBy: "<td class=\"ran\">").count == 3)
         // Then, in Firefox, every failed job deleted at once, and one live job (delayed) left: the list has
         // only that one.
-        let live = try farm.submit(#"{ "version": 1, "name": "bulk-live", "input": "clip.mp4", "report": "out/live.json" }"#, query: "?delay=3600")
-        let deleting = try Self.drive("firefox", [
+        let live = try await farm.submit(#"{ "version": 1, "name": "bulk-live", "input": "clip.mp4", "report": "out/live.json" }"#, query: "?delay=3600")
+        let deleting = try await Self.drive("firefox", [
             ["go": farm.base + "/jobs?name=bulk-&token=" + (farm.token ?? "")],
             ["eval": "document.querySelector('input[name=all]').checked = true; true"],
             ["click": "#bulk button[value=delete]"],
@@ -202,17 +202,17 @@ import Glibc
         ])
         #expect((deleting.results.dropFirst(1).first as? String)?.contains("Deleted 100 jobs; 1 could not be") == true, "\(deleting.results)")
         #expect(deleting.results.dropFirst(2).first as? String == String(live), "\(deleting.results)")
-        #expect(try farm.request("GET", "/api/jobs/\(ids[0])").status == 404)
-        #expect(try farm.job(live)["state"] as? String == "queued")
+        #expect(try await farm.request("GET", "/api/jobs/\(ids[0])").status == 404)
+        #expect(try await farm.job(live)["state"] as? String == "queued")
     }
 
     /// A form POST without the page's CSRF token, or with another browser's, is refused with 403 and
     /// changes nothing; the pages say no inline script may run.
-    @Test func aFormWithoutItsCSRFTokenIsRefused() throws {
-        let farm = try HTTPFarm("console-csrf", workers: 1)
-        let id = try farm.submit(#"{ "version": 1, "name": "later", "input": "clip.mp4", "report": "out/later.json" }"#, query: "?delay=3600")
-        let waiter = try farm.submit(#"{ "version": 1, "name": "after-later", "after": [\#(id)], "input": "clip.mp4", "report": "out/after.json" }"#)
-        let page = try farm.request("GET", "/jobs/\(id)")
+    @Test func aFormWithoutItsCSRFTokenIsRefused() async throws {
+        let farm = try await ServedFarm("console-csrf", workers: 1)
+        let id = try await farm.submit(#"{ "version": 1, "name": "later", "input": "clip.mp4", "report": "out/later.json" }"#, query: "?delay=3600")
+        let waiter = try await farm.submit(#"{ "version": 1, "name": "after-later", "after": [\#(id)], "input": "clip.mp4", "report": "out/after.json" }"#)
+        let page = try await farm.request("GET", "/jobs/\(id)")
         #expect(page.status == 200)
         // Its dependent drawn: this job's box, an arrow, the waiting job's box linked to its page.
         let graph = try #require(page.body.firstMatch(of: /<svg class="graph" id="graph"(.*?)<\/svg>/), "no graph").1
@@ -222,33 +222,41 @@ import Glibc
         #expect(page.headers.lowercased().contains("content-security-policy: default-src 'none'; script-src 'self'"), "\(page.headers)")
         #expect(!page.body.contains("<script>") && !page.body.contains("<style>"), "inline script or style")
         let cookie = try #require(page.headers.firstMatch(of: /mediafarm_csrf=([0-9a-f]{32})/)).1
-        let token = try #require(page.body.firstMatch(of: /name="csrf" value="([0-9a-f]{32})"/)).1
-        #expect(cookie == token)
+        let token = try #require(page.body.firstMatch(of: /name="csrf" value="([0-9a-f]{64})"/)).1
+        // The token is the face's, bound to the cookie it issued: not the cookie itself.
+        #expect(token != cookie)
         let form = ["-H", "Content-Type: application/x-www-form-urlencoded"]
-        let none = try farm.request("POST", "/jobs/\(id)/cancel", body: "", form + ["-b", "mediafarm_csrf=\(cookie)"])
+        // A pair the client chose (a cookie and the same value in the form) is refused.
+        let chosen = String(repeating: "c", count: 32)
+        let forged = try await farm.request("POST", "/jobs/\(id)/cancel", body: "csrf=\(chosen)", form + ["-b", "mediafarm_csrf=\(chosen)"])
+        #expect(forged.status == 403 && forged.body.contains("CSRF"), "\(forged.status) \(forged.body)")
+        // So is the right token with another browser's cookie.
+        let elsewhere = try await farm.request("POST", "/jobs/\(id)/cancel", body: "csrf=\(token)", form + ["-b", "mediafarm_csrf=\(chosen)"])
+        #expect(elsewhere.status == 403, "\(elsewhere.status) \(elsewhere.body)")
+        let none = try await farm.request("POST", "/jobs/\(id)/cancel", body: "", form + ["-b", "mediafarm_csrf=\(cookie)"])
         #expect(none.status == 403 && none.body.contains("CSRF"), "\(none.status) \(none.body)")
-        let other = try farm.request("POST", "/jobs/\(id)/cancel", body: "csrf=\(String(repeating: "0", count: 32))", form + ["-b", "mediafarm_csrf=\(cookie)"])
+        let other = try await farm.request("POST", "/jobs/\(id)/cancel", body: "csrf=\(String(repeating: "0", count: 32))", form + ["-b", "mediafarm_csrf=\(cookie)"])
         #expect(other.status == 403)
-        let noCookie = try farm.request("POST", "/jobs/\(id)/cancel", body: "csrf=\(token)", form)
+        let noCookie = try await farm.request("POST", "/jobs/\(id)/cancel", body: "csrf=\(token)", form)
         #expect(noCookie.status == 403)
-        let bulk = try farm.request("POST", "/jobs/bulk", body: "action=cancel&all=1&confirmed=1", form + ["-b", "mediafarm_csrf=\(cookie)"])
+        let bulk = try await farm.request("POST", "/jobs/bulk", body: "action=cancel&all=1&confirmed=1", form + ["-b", "mediafarm_csrf=\(cookie)"])
         #expect(bulk.status == 403)
-        #expect(try farm.job(id)["state"] as? String == "queued", "a refused form changed the job")
-        let allowed = try farm.request("POST", "/jobs/\(id)/cancel", body: "csrf=\(token)", form + ["-b", "mediafarm_csrf=\(cookie)"])
+        #expect(try await farm.job(id)["state"] as? String == "queued", "a refused form changed the job")
+        let allowed = try await farm.request("POST", "/jobs/\(id)/cancel", body: "csrf=\(token)", form + ["-b", "mediafarm_csrf=\(cookie)"])
         #expect(allowed.status == 302 || allowed.status == 303, "\(allowed.status) \(allowed.body)")
-        #expect(try farm.job(id)["state"] as? String == "cancelled")
+        #expect(try await farm.job(id)["state"] as? String == "cancelled")
     }
 
     /// A sign-in with the read-only token sees the pages without their forms, and every change it asks for,
     /// through a form or the API, is refused with 403; the API still answers its reads.
-    @Test func aReadOnlySessionSeesButCannotAct() throws {
+    @Test func aReadOnlySessionSeesButCannotAct() async throws {
         let folder = try TestPaths.makeTemporaryFolder("read-only-token")
-        let readOnly = "ro-" + String(repeating: "7", count: 30)
+        let readOnly = "ro-d07e5d627cbea4f19d11a4964014a3a2bf20015b366093f6bede41eb0e466357"
         let file = folder.appendingPathComponent("read-only").path
         try readOnly.write(toFile: file, atomically: true, encoding: .utf8)
-        let farm = try HTTPFarm("console-read-only", workers: 1, token: "act-" + String(repeating: "5", count: 30), arguments: ["--read-only-token-file", file])
-        let id = try farm.submit(#"{ "version": 1, "name": "later", "input": "clip.mp4", "report": "out/later.json" }"#, query: "?delay=3600")
-        let seen = try Self.drive("chromium", [
+        let farm = try await ServedFarm("console-read-only", workers: 1, token: "act-0166b12d98a5b14d6ec961390af10115b54b2c9eb4c862e15de515e795e22b4a", arguments: ["--read-only-token-file", file])
+        let id = try await farm.submit(#"{ "version": 1, "name": "later", "input": "clip.mp4", "report": "out/later.json" }"#, query: "?delay=3600")
+        let seen = try await Self.drive("chromium", [
             ["go": farm.base + "/jobs/\(id)?token=" + readOnly],
             ["eval": "document.querySelector('h1').textContent"],
             ["eval": "!!document.getElementById('cancel') || !!document.getElementById('resubmit')"],
@@ -259,33 +267,36 @@ import Glibc
         #expect(seen.results[1] as? Bool == false, "a read-only page has its forms")
         #expect(seen.results[2] as? Bool == false, "a read-only overview offers a pause")
         // The session's cookie and the page's CSRF token, as the browser holds them: the form is still refused.
-        let signIn = try farm.request("GET", "/?token=" + readOnly, auth: false)
+        let signIn = try await farm.request("GET", "/?token=" + readOnly, auth: false)
         let session = try #require(signIn.headers.firstMatch(of: /mediafarm_session=([0-9a-f]+)/)).1
-        let page = try farm.request("GET", "/jobs/\(id)", auth: false, ["-b", "mediafarm_session=\(session)"])
+        let page = try await farm.request("GET", "/jobs/\(id)", auth: false, ["-b", "mediafarm_session=\(session)"])
         #expect(page.status == 200)
-        let csrf = try #require(page.headers.firstMatch(of: /mediafarm_csrf=([0-9a-f]{32})/)).1
-        let form = try farm.request("POST", "/jobs/\(id)/cancel", body: "csrf=\(csrf)", auth: false,
-                                    ["-H", "Content-Type: application/x-www-form-urlencoded", "-b", "mediafarm_session=\(session); mediafarm_csrf=\(csrf)"])
+        // A session's pages carry a token bound to it, and set no CSRF cookie.
+        #expect(!page.headers.contains("mediafarm_csrf="), "\(page.headers)")
+        let csrf = page.body.firstMatch(of: /name="csrf" value="([0-9a-f]{64})"/).map { String($0.1) } ?? "none-on-a-read-only-page"
+        let form = try await farm.request("POST", "/jobs/\(id)/cancel", body: "csrf=\(csrf)", auth: false,
+                                    ["-H", "Content-Type: application/x-www-form-urlencoded", "-b", "mediafarm_session=\(session)"])
         #expect(form.status == 403 && form.body.contains("read-only"), "\(form.status) \(form.body)")
         let bearer = ["-H", "Authorization: Bearer \(readOnly)"]
-        #expect(try farm.request("GET", "/api/jobs/\(id)", auth: false, bearer).status == 200)
-        #expect(try farm.request("GET", "/api/assets", auth: false, bearer).status == 200)
+        #expect(try await farm.request("GET", "/api/jobs/\(id)", auth: false, bearer).status == 200)
+        #expect(try await farm.request("GET", "/api/assets", auth: false, bearer).status == 200)
         for (method, path) in [("POST", "/api/jobs/\(id)/cancel"), ("POST", "/api/queue/pause"), ("POST", "/api/jobs")] {
-            let refused = try farm.request(method, path, body: #"{"version": 1, "input": "clip.mp4", "report": "out/x.json"}"#, auth: false, bearer)
+            let refused = try await farm.request(method, path, body: #"{"version": 1, "input": "clip.mp4", "report": "out/x.json"}"#, auth: false, bearer)
             #expect(refused.status == 403 && refused.body.contains("read-only"), "\(method) \(path): \(refused.status) \(refused.body)")
         }
-        #expect(try farm.job(id)["state"] as? String == "queued", "a read-only sign-in changed the job")
-        #expect(try farm.request("GET", "/api/queue/pauses").body.contains("[]"))
+        #expect(try await farm.job(id)["state"] as? String == "queued", "a read-only sign-in changed the job")
+        #expect(try await farm.request("GET", "/api/queue/pauses").body.contains("[]"))
     }
 
     /// The charts page in Chromium after jobs ended: a bar for them, SVG drawn by the server, a tooltip.
-    @Test func theChartsShowTheJobsThatEnded() throws {
-        let farm = try HTTPFarm("console-charts", workers: 2)
-        let ids = try (0..<3).map { try farm.submit(#"{ "version": 1, "name": "c\#($0)", "input": "clip.mp4", "report": "out/c\#($0).json" }"#) }
-        let failed = try farm.submit(Self.failing("charted"), query: "?allowMissingInputs=true&maxAttempts=1")
-        for id in ids { try farm.waitFor(id) { $0["state"] as? String == "succeeded" } }
-        try farm.waitFor(failed) { $0["state"] as? String == "failed" }
-        let drive = try Self.drive("chromium", [
+    @Test func theChartsShowTheJobsThatEnded() async throws {
+        let farm = try await ServedFarm("console-charts", workers: 2)
+        var ids: [Int64] = []
+        for n in 0..<3 { ids.append(try await farm.submit(#"{ "version": 1, "name": "c\#(n)", "input": "clip.mp4", "report": "out/c\#(n).json" }"#)) }
+        let failed = try await farm.submit(Self.failing("charted"), query: "?allowMissingInputs=true&maxAttempts=1")
+        for id in ids { try await farm.waitFor(id) { $0["state"] as? String == "succeeded" } }
+        try await farm.waitFor(failed) { $0["state"] as? String == "failed" }
+        let drive = try await Self.drive("chromium", [
             ["go": farm.base + "/charts?token=" + (farm.token ?? "")],
             ["eval": "Array.from(document.querySelectorAll('#chart-ended rect')).map(function (r) { return r.getAttribute('class') + ':' + r.querySelector('title').textContent; })"],
             ["eval": "document.querySelectorAll('figure.chart svg').length"],
@@ -297,78 +308,79 @@ import Glibc
         #expect(bars.contains { $0.hasPrefix("failed:") && $0.hasSuffix("1 failed") }, "\(bars)")
         #expect(drive.results[1] as? Int == 3 || drive.results[1] as? Double == 3, "\(drive.results)")
         #expect((drive.results[2] as? Int ?? Int(drive.results[2] as? Double ?? 0)) >= 1, "\(drive.results)")
-        let history = try farm.request("GET", "/api/queue/history?span=hour").json ?? [:]
+        let history = try await farm.request("GET", "/api/queue/history?span=hour").json ?? [:]
         let buckets = history["buckets"] as? [[String: Any]] ?? []
         #expect(buckets.count == 60)
         let ended = buckets.compactMap { $0["ended"] as? [String: Int] }.flatMap(\.values).reduce(0, +)
         #expect(ended == 4, "\(history)")
-        #expect(try farm.request("GET", "/api/queue/history?span=week").status == 400)
+        #expect(try await farm.request("GET", "/api/queue/history?span=week").status == 400)
     }
 
     /// A delayed job is delayed on every face: its tab's count and list (with its due time), the overview,
     /// /metrics, `status --state delayed` and `queue stats`; the queued tab holds only the due jobs.
-    @Test func aDelayedJobIsCountedAndListedAsDelayed() throws {
-        let farm = try HTTPFarm("console-delayed", workers: 1)
-        let id = try farm.submit(#"{ "version": 1, "name": "later", "input": "clip.mp4", "report": "out/later.json" }"#, query: "?delay=3600")
-        let list = try farm.request("GET", "/jobs?state=delayed").body
+    @Test func aDelayedJobIsCountedAndListedAsDelayed() async throws {
+        let farm = try await ServedFarm("console-delayed", workers: 1)
+        let id = try await farm.submit(#"{ "version": 1, "name": "later", "input": "clip.mp4", "report": "out/later.json" }"#, query: "?delay=3600")
+        let list = try await farm.request("GET", "/jobs?state=delayed").body
         #expect(list.contains("data-job=\"\(id)\"") && list.contains("<span class=\"state delayed\">delayed</span> <span class=\"due muted\">due "), "\(list)")
         #expect(list.contains(">delayed<span class=\"count\">1</span>") && list.contains(">queued<span class=\"count\">0</span>"), "the tabs' counts: \(list)")
-        let queued = try farm.request("GET", "/jobs?state=queued").body
+        let queued = try await farm.request("GET", "/jobs?state=queued").body
         #expect(queued.contains("<p id=\"no-jobs\">No jobs in this state.</p>"), "\(queued)")
-        let overview = try farm.request("GET", "/").body
+        let overview = try await farm.request("GET", "/").body
         #expect(overview.contains("<td data-state=\"delayed\">1</td>") && overview.contains("<td data-state=\"queued\">0</td>"), "\(overview)")
-        #expect(try farm.metric("mediafarm_jobs{state=\"delayed\"}") == 1 && farm.metric("mediafarm_jobs{state=\"queued\"}") == 0)
+        #expect(try await farm.metric("mediafarm_jobs{state=\"delayed\"}") == 1)
+        #expect(try await farm.metric("mediafarm_jobs{state=\"queued\"}") == 0)
         let queue = "sqlite:" + farm.dir.appendingPathComponent("queue.sqlite").path
-        let status = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["status", "--queue", queue, "--state", "delayed"])
+        let status = try await ProcessRunner.spawned(TestPaths.mediafarmExecutable, ["status", "--queue", queue, "--state", "delayed"])
         #expect(status.status == 0 && status.stdout.contains("delayed") && status.stdout.contains("due in 59 min") || status.stdout.contains("due in 1 h"),
                 "\(status.stdout) \(status.stderr)")
-        let due = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["status", "--queue", queue, "--state", "queued"])
+        let due = try await ProcessRunner.spawned(TestPaths.mediafarmExecutable, ["status", "--queue", queue, "--state", "queued"])
         #expect(due.status == 0 && due.stdout == "no jobs\n", "\(due.stdout) \(due.stderr)")
-        let stats = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["queue", "stats", "--queue", queue])
+        let stats = try await ProcessRunner.spawned(TestPaths.mediafarmExecutable, ["queue", "stats", "--queue", queue])
         #expect(stats.stdout.contains("  delayed   1") && stats.stdout.contains("  queued    0"), "\(stats.stdout) \(stats.stderr)")
-        let help = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["status", "--help"])
+        let help = try await ProcessRunner.spawned(TestPaths.mediafarmExecutable, ["status", "--help"])
         #expect(help.stdout.contains("waiting") && help.stdout.contains("delayed"), "\(help.stdout)")
     }
 
     /// The README's way: a manifest submitted with `mediafarm submit` and no --output-root writes beside it
     /// (its folder is its root), and its page shows those files, as it does under an explicit root.
-    @Test func aJobSubmittedWithoutOutputRootsShowsItsFiles() throws {
-        let farm = try HTTPFarm("console-default-root", workers: 1)
+    @Test func aJobSubmittedWithoutOutputRootsShowsItsFiles() async throws {
+        let farm = try await ServedFarm("console-default-root", workers: 1)
         let manifest = farm.dir.appendingPathComponent("slow.json")
         try #"""
             { "version": 1, "name": "slow", "input": "clip.mp4", "scale": [{ "start": 0, "duration": 1, "rate": "1/2" }],
               "export": { "mode": "passthrough", "output": "out/slow.mp4" }, "report": "out/slow.json" }
             """#.write(to: manifest, atomically: true, encoding: .utf8)
-        let submitted = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["submit", "--queue", "sqlite:queue.sqlite", "slow.json"],
-                                              currentDirectory: farm.dir.path)
+        let submitted = try await ProcessRunner.spawned("/usr/bin/env", ["-C", farm.dir.path, TestPaths.mediafarmExecutable, "submit",
+                                                                         "--queue", "sqlite:queue.sqlite", "slow.json"])
         let id = try #require(submitted.stdout.firstMatch(of: /queued job (\d+) \(slow\)/).flatMap { Int64($0.1) }, "\(submitted.stdout) \(submitted.stderr)")
-        let job = try farm.waitFor(id) { ["succeeded", "failed", "dead"].contains($0["state"] as? String ?? "") }
+        let job = try await farm.waitFor(id) { ["succeeded", "failed", "dead"].contains($0["state"] as? String ?? "") }
         #expect(job["state"] as? String == "succeeded", "\(job)")
-        let page = try farm.request("GET", "/jobs/\(id)").body
+        let page = try await farm.request("GET", "/jobs/\(id)").body
         #expect(!page.contains("Not shown here"), "the page does not show the report: \(page)")
         #expect(page.contains("<table id=\"pieces\">"), "no report tables")
         #expect(page.contains("<video class=\"output\" controls preload=\"metadata\" src=\"/jobs/\(id)/files/output\">"), "no player")
         let movie = try Data(contentsOf: farm.dir.appendingPathComponent("out/slow.mp4"))
-        let whole = try farm.request("GET", "/jobs/\(id)/files/output?download=1")
+        let whole = try await farm.request("GET", "/jobs/\(id)/files/output?download=1")
         #expect(whole.status == 200 && whole.headers.lowercased().contains("content-length: \(movie.count)"), "\(whole.status) \(whole.headers)")
-        #expect(try farm.request("GET", "/jobs/\(id)/files/report").status == 200)
+        #expect(try await farm.request("GET", "/jobs/\(id)/files/report").status == 200)
     }
 
     /// A job's page shows its report as tables: the composition's pieces, the QR code found with its times,
     /// and the export; a report outside the job's output roots is named, not read.
-    @Test func aJobsPageShowsItsReportAsTables() throws {
-        let farm = try HTTPFarm("console-report", workers: 1)
+    @Test func aJobsPageShowsItsReportAsTables() async throws {
+        let farm = try await ServedFarm("console-report", workers: 1)
         let qr = try CodeFixtures.draw(CodeFixtures.qrAndLinearCodes[0], in: farm.dir)
         try CodeFixtures.movie([.init(image: qr, x: 40, y: 40, start: 1, end: 2.5)], seconds: 4, to: farm.dir.appendingPathComponent("qr.mp4").path)
-        let id = try farm.submit("""
+        let id = try await farm.submit("""
             { "version": 1, "name": "qr-slow", "input": "qr.mp4", "scale": [{ "start": "1", "duration": "1", "rate": "1/2" }],
               "scan": { "symbologies": ["qr"], "images": { "output": "out/codes/code-{index}.jpg", "maxWidth": 160 } },
               "export": { "mode": "constantFrameRate", "frameRate": 10, "output": "out/qr.mp4" },
               "report": "out/qr.json" }
             """)
-        let job = try farm.waitFor(id) { ["succeeded", "failed", "dead"].contains($0["state"] as? String ?? "") }
+        let job = try await farm.waitFor(id) { ["succeeded", "failed", "dead"].contains($0["state"] as? String ?? "") }
         #expect(job["state"] as? String == "succeeded", "\(job)")
-        let page = try farm.request("GET", "/jobs/\(id)").body
+        let page = try await farm.request("GET", "/jobs/\(id)").body
         let pieces = try #require(page.firstMatch(of: /<table id="pieces">(.*?)<\/table>/), "no pieces in \(page)").1
         #expect(pieces.components(separatedBy: "<tr><td>").count - 1 == 3, "three pieces: \(pieces)")
         #expect(pieces.contains("<td>1.000 s</td><td>1.000 s</td><td>1.000 s</td><td>0.5</td>"), "the slowed second: \(pieces)")
@@ -376,11 +388,11 @@ import Glibc
         #expect(codes.contains("<code>MediaFarm QR 1</code>") && codes.contains("<td>qr</td>"), "\(codes)")
         // The frame where the code was first seen, as the scan pictured it, served from its report.
         #expect(codes.contains("<img class=\"code-frame\" src=\"/jobs/\(id)/files/code-1\""), "\(codes)")
-        let frame = try farm.request("GET", "/jobs/\(id)/files/code-1", ["-o", farm.dir.appendingPathComponent("fetched-code.jpg").path])
+        let frame = try await farm.request("GET", "/jobs/\(id)/files/code-1", ["-o", farm.dir.appendingPathComponent("fetched-code.jpg").path])
         #expect(frame.status == 200 && frame.headers.lowercased().contains("content-type: image/jpeg"), "\(frame.status) \(frame.headers)")
         #expect(try Data(contentsOf: farm.dir.appendingPathComponent("fetched-code.jpg")) == Data(contentsOf: farm.dir.appendingPathComponent("out/codes/code-1.jpg")))
-        #expect(try farm.request("GET", "/jobs/\(id)/files/code-2").status == 404)
-        #expect(try farm.request("GET", "/jobs/\(id)/files/code-0").status == 404)
+        #expect(try await farm.request("GET", "/jobs/\(id)/files/code-2").status == 404)
+        #expect(try await farm.request("GET", "/jobs/\(id)/files/code-0").status == 404)
         #expect(page.contains("<table class=\"facts\" id=\"export\">"), "no export table")
         // How long the export took, as a person reads it: two decimals under ten seconds, never seventeen.
         let took = try #require(page.firstMatch(of: /<tr><th>took<\/th><td>([^<]*)<\/td>/), "no time in \(page)").1
@@ -390,16 +402,16 @@ import Glibc
         #expect(page.contains("<video class=\"output\" controls preload=\"metadata\" src=\"/jobs/\(id)/files/output\">"), "no player")
         #expect(page.contains("href=\"/jobs/\(id)/files/report?download=1\""), "no report download")
         let movie = try Data(contentsOf: farm.dir.appendingPathComponent("out/qr.mp4"))
-        let range = try farm.request("GET", "/jobs/\(id)/files/output", ["-H", "Range: bytes=0-99"])
+        let range = try await farm.request("GET", "/jobs/\(id)/files/output", ["-H", "Range: bytes=0-99"])
         #expect(range.status == 206, "\(range.status) \(range.headers)")
         #expect(range.headers.lowercased().contains("content-range: bytes 0-99/\(movie.count)"), "\(range.headers)")
         #expect(range.headers.lowercased().contains("content-type: video/mp4"), "\(range.headers)")
-        let whole = try farm.request("GET", "/jobs/\(id)/files/output?download=1")
+        let whole = try await farm.request("GET", "/jobs/\(id)/files/output?download=1")
         #expect(whole.status == 200 && whole.headers.lowercased().contains("content-length: \(movie.count)"), "\(whole.headers)")
         #expect(whole.headers.contains("attachment; filename=\"qr.mp4\""), "\(whole.headers)")
-        let report = try farm.request("GET", "/jobs/\(id)/files/report")
+        let report = try await farm.request("GET", "/jobs/\(id)/files/report")
         #expect(report.body == (try String(contentsOf: farm.dir.appendingPathComponent("out/qr.json"), encoding: .utf8)))
-        #expect(try farm.request("GET", "/jobs/\(id)/files/manifest").status == 404)
-        #expect(try farm.request("GET", "/jobs/\(id)/files/output", ["-H", "Range: bytes=\(movie.count)-"]).status == 416)
+        #expect(try await farm.request("GET", "/jobs/\(id)/files/manifest").status == 404)
+        #expect(try await farm.request("GET", "/jobs/\(id)/files/output", ["-H", "Range: bytes=\(movie.count)-"]).status == 416)
     }
 }

@@ -369,8 +369,8 @@ import Testing
 
     /// Over HTTP, a scoped library token as the bearer reaches the library and job submission only, and
     /// sees and submits only its albums' assets; the API's token sees everything.
-    @Test func theHTTPAPIInheritsTheScopedTokensLimits() throws {
-        let apiToken = "api-token-0123456789abcdef"
+    @Test func theHTTPAPIInheritsTheScopedTokensLimits() async throws {
+        let apiToken = "096e8b5e18ca96e84a7d1933f27d60fbc263d7ebbe0c313f06bd9e0283ca8c35"
         let farm = try HTTPFarm("library", workers: 1, token: apiToken, arguments: ["--host", "web"])
         let queue = "sqlite:" + farm.dir.appendingPathComponent("queue.sqlite").path
         let clip = try #require(try add([farm.dir.appendingPathComponent("clip.mp4").path], host: "web", queue: queue, album: "Public")["clip.mp4"])
@@ -380,31 +380,31 @@ import Testing
         #expect(created.status == 0 && scoped.hasPrefix("mfl_"), "\(created.stderr)")
         let bearer = ["-H", "Authorization: Bearer \(scoped)"]
 
-        let all = try farm.request("GET", "/api/assets")
+        let all = try await farm.request("GET", "/api/assets")
         #expect(all.status == 200 && (all.json?["assets"] as? [[String: Any]])?.count == 2, "\(all.body)")
-        let mine = try farm.request("GET", "/api/assets", auth: false, bearer)
+        let mine = try await farm.request("GET", "/api/assets", auth: false, bearer)
         #expect((mine.json?["assets"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [clip], "\(mine.status) \(mine.body)")
         #expect((mine.json?["assets"] as? [[String: Any]])?.first?["path"] as? String == farm.dir.appendingPathComponent("clip.mp4").path)
-        #expect(try farm.request("GET", "/api/assets/\(tone)", auth: false, bearer).status == 404)
-        #expect(try farm.request("GET", "/api/assets?album=Private", auth: false, bearer).status == 403)
-        #expect(try farm.request("GET", "/api/albums", auth: false, bearer).body.contains("Private") == false)
-        let resolved = try farm.request("GET", "/api/library/resolve?ids=\(clip),\(tone)", auth: false, bearer)
+        #expect(try await farm.request("GET", "/api/assets/\(tone)", auth: false, bearer).status == 404)
+        #expect(try await farm.request("GET", "/api/assets?album=Private", auth: false, bearer).status == 403)
+        #expect(try await farm.request("GET", "/api/albums", auth: false, bearer).body.contains("Private") == false)
+        let resolved = try await farm.request("GET", "/api/library/resolve?ids=\(clip),\(tone)", auth: false, bearer)
         #expect(resolved.body.contains("\"found\"") && resolved.body.contains("\"unknown\""), "\(resolved.body)")
-        for path in ["/api/jobs", "/metrics", "/"] { #expect(try farm.request("GET", path, auth: false, bearer).status == 401, "\(path)") }
-        #expect(try farm.request("GET", "/api/assets", auth: false, ["-H", "Authorization: Bearer mfl_not_a_token"]).status == 401)
+        for path in ["/api/jobs", "/metrics", "/"] { #expect(try await farm.request("GET", path, auth: false, bearer).status == 401, "\(path)") }
+        #expect(try await farm.request("GET", "/api/assets", auth: false, ["-H", "Authorization: Bearer mfl_not_a_token"]).status == 401)
 
-        let outside = try farm.request("POST", "/api/jobs", body: #"{"version": 1, "input": "asset:\#(tone)"}"#, auth: false, bearer)
+        let outside = try await farm.request("POST", "/api/jobs", body: #"{"version": 1, "input": "asset:\#(tone)"}"#, auth: false, bearer)
         #expect(outside.status == 422 && outside.body.contains("no asset \(tone)"), "\(outside.body)")
-        let byPath = try farm.request("POST", "/api/jobs", body: #"{"version": 1, "input": "tone.mp4"}"#, auth: false, bearer)
+        let byPath = try await farm.request("POST", "/api/jobs", body: #"{"version": 1, "input": "tone.mp4"}"#, auth: false, bearer)
         #expect(byPath.status == 403 && byPath.body.contains("only assets of its albums"), "\(byPath.body)")
-        let ok = try farm.request("POST", "/api/jobs", body: #"{"version": 1, "name": "partner-job", "input": "asset:\#(clip)", "report": "out/p.json"}"#,
+        let ok = try await farm.request("POST", "/api/jobs", body: #"{"version": 1, "name": "partner-job", "input": "asset:\#(clip)", "report": "out/p.json"}"#,
                                   auth: false, bearer)
         #expect(ok.status == 201, "\(ok.body)")
         let id = try #require(ok.json?["id"] as? Int)
         let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline, try farm.job(Int64(id))["state"] as? String != "succeeded" { usleep(100_000) }
-        #expect(try farm.job(Int64(id))["state"] as? String == "succeeded", "\(farm.process.log)")
-        let detail = try farm.request("GET", "/api/assets/\(clip)", auth: false, bearer)
+        while Date() < deadline, try await farm.job(Int64(id))["state"] as? String != "succeeded" { usleep(100_000) }
+        #expect(try await farm.job(Int64(id))["state"] as? String == "succeeded", "\(farm.log)")
+        let detail = try await farm.request("GET", "/api/assets/\(clip)", auth: false, bearer)
         #expect((detail.json?["jobs"] as? [Int]) == [id], "\(detail.body)")
     }
 
@@ -413,66 +413,66 @@ import Testing
     /// with ?v=ID), the storyboard's cues pointing at its sheets there, and a scoped token sees only its albums'.
     /// A coordinator on host "web" whose library holds talk.mp4 (album Public) with its poster and a storyboard
     /// of 12 tiles on two sheets made by a job, and clip.mp4 (album `clipAlbum`): the farm, its queue, the ids.
-    func picturedTalk(_ label: String, clipAlbum: String, posterWidth: Int) throws -> (HTTPFarm, String, String, String) {
-        let farm = try HTTPFarm(label, workers: 1, token: "api-token-0123456789abcdef", arguments: ["--host", "web"])
+    func picturedTalk(_ label: String, clipAlbum: String, posterWidth: Int) async throws -> (HTTPFarm, String, String, String) {
+        let farm = try HTTPFarm(label, workers: 1, token: "096e8b5e18ca96e84a7d1933f27d60fbc263d7ebbe0c313f06bd9e0283ca8c35", arguments: ["--host", "web"])
         let queue = "sqlite:" + farm.dir.appendingPathComponent("queue.sqlite").path
         let movie = farm.dir.appendingPathComponent("talk.mp4").path
         try FileManager.default.copyItem(atPath: MediaFixture.posterMP4.path, toPath: movie)
         let talk = try #require(try add([movie], host: "web", queue: queue, album: "Public")["talk.mp4"])
         let clip = try #require(try add([farm.dir.appendingPathComponent("clip.mp4").path], host: "web", queue: queue, album: clipAlbum)["clip.mp4"])
-        let id = try farm.submit("""
+        let id = try await farm.submit("""
             { "version": 1, "name": "talk-pictures", "input": "asset:\(talk)", "poster": { "maxWidth": \(posterWidth), "output": "out/talk/poster.jpg" },
               "storyboard": { "tiles": 12, "columns": 4, "rows": 2, "output": "out/talk/board/talk.vtt" } }
             """)
-        let job = try farm.waitFor(id) { ["succeeded", "failed", "dead"].contains($0["state"] as? String ?? "") }
-        #expect(job["state"] as? String == "succeeded", "\(job) \(farm.process.log)")
+        let job = try await farm.waitFor(id) { ["succeeded", "failed", "dead"].contains($0["state"] as? String ?? "") }
+        #expect(job["state"] as? String == "succeeded", "\(job) \(farm.log)")
         return (farm, queue, talk, clip)
     }
 
-    @Test func theHTTPFaceServesAnAssetsPictures() throws {
-        let (farm, queue, talk, clip) = try picturedTalk("pictures", clipAlbum: "Public", posterWidth: 160)
-        let detail = try farm.request("GET", "/api/assets/\(talk)").json ?? [:]
+    @Test func theHTTPFaceServesAnAssetsPictures() async throws {
+        let (farm, queue, talk, clip) = try await picturedTalk("pictures", clipAlbum: "Public", posterWidth: 160)
+        let detail = try await farm.request("GET", "/api/assets/\(talk)").json ?? [:]
         let kinds = (detail["representations"] as? [[String: Any]] ?? []).compactMap { $0["kind"] as? String }.sorted()
         #expect(kinds == ["poster", "storyboard"], "\(detail)")
 
-        func fetch(_ path: String, auth: Bool = true, _ extra: [String] = []) throws -> (HTTPFarm.Answer, Data) {
+        func fetch(_ path: String, auth: Bool = true, _ extra: [String] = []) async throws -> (FarmAnswer, Data) {
             let file = farm.dir.appendingPathComponent("fetched-\(UUID().uuidString.prefix(6))").path
             defer { unlink(file) }
-            let answer = try farm.request("GET", path, auth: auth, ["-o", file] + extra)
+            let answer = try await farm.request("GET", path, auth: auth, ["-o", file] + extra)
             return (answer, FileManager.default.contents(atPath: file) ?? Data())
         }
-        func header(_ answer: HTTPFarm.Answer, _ name: String) -> String? {
+        func header(_ answer: FarmAnswer, _ name: String) -> String? {
             answer.headers.split(separator: "\r\n").first { $0.lowercased().hasPrefix(name.lowercased() + ":") }
                 .map { String($0.dropFirst(name.count + 1)).trimmingCharacters(in: .whitespaces) }
         }
         let published = try Data(contentsOf: farm.dir.appendingPathComponent("out/talk/poster.jpg"))
-        let (poster, bytes) = try fetch("/api/assets/\(talk)/poster")
+        let (poster, bytes) = try await fetch("/api/assets/\(talk)/poster")
         #expect(poster.status == 200 && bytes == published, "\(poster.status) \(poster.headers)")
         #expect(header(poster, "Content-Type") == "image/jpeg" && header(poster, "Cache-Control") == "private, no-cache")
         let etag = try #require(header(poster, "ETag"), "\(poster.headers)")
         let posterID = etag.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
         #expect(posterID.count == 26 && posterID != talk)
         // The job's page shows the asset it read, with its poster, and the pictures it made.
-        let listed = try farm.request("GET", "/api/jobs?name=talk-pictures").json?["jobs"] as? [[String: Any]] ?? []
+        let listed = try await farm.request("GET", "/api/jobs?name=talk-pictures").json?["jobs"] as? [[String: Any]] ?? []
         let jobID = try #require(listed.first?["id"] as? Int, "\(listed)")
-        let page = try farm.request("GET", "/jobs/\(jobID)").body
+        let page = try await farm.request("GET", "/jobs/\(jobID)").body
         let inputs = try #require(page.firstMatch(of: /<div class="grid assets" id="inputs">(.*?)<\/div>/), "no inputs in \(page)").1
         #expect(inputs.contains("data-asset=\"\(talk)\"") && inputs.contains("<img src=\"/api/assets/\(talk)/poster\""), "\(inputs)")
         let outputs = try #require(page.firstMatch(of: /<div class="grid assets" id="outputs">(.*?)<\/div>/), "no outputs in \(page)").1
         #expect(outputs.contains("data-asset=\"\(posterID)\""), "\(outputs)")
         #expect(page.contains("<tr><th>ran on</th><td>"), "the host that ran it")
         // The jobs list by album (the job read an asset of "Public") and by the host that ran it.
-        #expect(try farm.request("GET", "/jobs?album=Public").body.contains("data-job=\"\(jobID)\""))
-        #expect(!(try farm.request("GET", "/jobs?album=Nowhere").body.contains("data-job=\"\(jobID)\"")))
+        #expect(try await farm.request("GET", "/jobs?album=Public").body.contains("data-job=\"\(jobID)\""))
+        #expect(!(try await farm.request("GET", "/jobs?album=Nowhere").body.contains("data-job=\"\(jobID)\"")))
         let host = try #require(listed.first?["host"] as? String, "the job's host: \(listed)")
-        #expect(try farm.request("GET", "/jobs?host=\(host)").body.contains("data-job=\"\(jobID)\""))
-        #expect(!(try farm.request("GET", "/jobs?host=\(host)x").body.contains("data-job=\"\(jobID)\"")))
-        #expect(try fetch("/api/assets/\(talk)/poster", ["-H", "If-None-Match: \(etag)"]).0.status == 304)
-        let pinned = try fetch("/api/assets/\(talk)/poster?v=\(posterID)")
+        #expect(try await farm.request("GET", "/jobs?host=\(host)").body.contains("data-job=\"\(jobID)\""))
+        #expect(!(try await farm.request("GET", "/jobs?host=\(host)x").body.contains("data-job=\"\(jobID)\"")))
+        #expect(try await fetch("/api/assets/\(talk)/poster", ["-H", "If-None-Match: \(etag)"]).0.status == 304)
+        let pinned = try await fetch("/api/assets/\(talk)/poster?v=\(posterID)")
         #expect(pinned.0.status == 200 && header(pinned.0, "Cache-Control") == "private, max-age=31536000, immutable", "\(pinned.0.headers)")
-        #expect(try fetch("/api/assets/\(talk)/poster?v=0000000000000000000000000g").0.status == 404)
+        #expect(try await fetch("/api/assets/\(talk)/poster?v=0000000000000000000000000g").0.status == 404)
 
-        let vtt = try fetch("/api/assets/\(talk)/storyboard.vtt")
+        let vtt = try await fetch("/api/assets/\(talk)/storyboard.vtt")
         let text = String(decoding: vtt.1, as: UTF8.self)
         #expect(vtt.0.status == 200 && header(vtt.0, "Content-Type") == "text/vtt; charset=utf-8", "\(vtt.0.headers)")
         let vttID = (header(vtt.0, "ETag") ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "\""))
@@ -480,17 +480,17 @@ import Testing
         #expect(cues.count == 12 && cues.allSatisfy { $0.hasPrefix("storyboard/talk-") && $0.contains(".jpg?v=\(vttID)#xywh=") }, "\(text)")
         // Each cue's address, resolved against the WebVTT file's, is a sheet.
         let sheet = String(cues[11].split(separator: "#")[0])
-        let (sheetAnswer, sheetBytes) = try fetch("/api/assets/\(talk)/\(sheet)")
+        let (sheetAnswer, sheetBytes) = try await fetch("/api/assets/\(talk)/\(sheet)")
         #expect(sheetAnswer.status == 200 && header(sheetAnswer, "Cache-Control") == "private, max-age=31536000, immutable", "\(sheet): \(sheetAnswer.headers)")
         #expect(sheetBytes == (try Data(contentsOf: farm.dir.appendingPathComponent("out/talk/board/talk-2.jpg"))))
-        let index = try fetch("/api/assets/\(talk)/storyboard.json")
+        let index = try await fetch("/api/assets/\(talk)/storyboard.json")
         let sheets = (try JSONSerialization.jsonObject(with: index.1) as? [String: Any])?["sheets"] as? [String]
         #expect(index.0.status == 200 && sheets == ["talk-1.jpg", "talk-2.jpg"])
         // Nothing else beside the sheets, however it is spelt.
         for other in ["talk.vtt", "talk-3.jpg", "..%2Fposter.jpg", "talk-1.jpg%2F..%2F..%2Fposter.jpg", "talk-01.jpg"] {
-            #expect(try fetch("/api/assets/\(talk)/storyboard/\(other)").0.status == 404, "\(other)")
+            #expect(try await fetch("/api/assets/\(talk)/storyboard/\(other)").0.status == 404, "\(other)")
         }
-        let none = try farm.request("GET", "/api/assets/\(clip)/poster")
+        let none = try await farm.request("GET", "/api/assets/\(clip)/poster")
         #expect(none.status == 404 && none.body.contains("has no poster"), "\(none.body)")
 
         // Scoped tokens: the album's own sees the pictures, another album's does not.
@@ -499,19 +499,19 @@ import Testing
         _ = try mediafarm(["library", "album", "create", "Other"], queue: queue)
         let otherToken = try mediafarm(["library", "token", "create", "--album", "Other", "elsewhere"], queue: queue).stdout
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(try fetch("/api/assets/\(talk)/poster", auth: false, ["-H", "Authorization: Bearer \(publicToken)"]).0.status == 200)
-        #expect(try fetch("/api/assets/\(talk)/poster", auth: false, ["-H", "Authorization: Bearer \(otherToken)"]).0.status == 404)
-        #expect(try fetch("/api/assets/\(talk)/storyboard.vtt", auth: false).0.status == 401)
+        #expect(try await fetch("/api/assets/\(talk)/poster", auth: false, ["-H", "Authorization: Bearer \(publicToken)"]).0.status == 200)
+        #expect(try await fetch("/api/assets/\(talk)/poster", auth: false, ["-H", "Authorization: Bearer \(otherToken)"]).0.status == 404)
+        #expect(try await fetch("/api/assets/\(talk)/storyboard.vtt", auth: false).0.status == 401)
     }
 
     /// The console's library in Chromium: albums as posters, an album's grid with its poster and duration
     /// badge, an asset's page with its poster and a storyboard scrubbed with the arrow keys; a browser signed
     /// in with a scoped library token sees its album only, and no jobs.
-    @Test func theLibraryPagesShowPostersAndAScopedSessionSeesItsAlbumOnly() throws {
-        let (farm, queue, talk, clip) = try picturedTalk("library-pages", clipAlbum: "Private", posterWidth: 320)
+    @Test func theLibraryPagesShowPostersAndAScopedSessionSeesItsAlbumOnly() async throws {
+        let (farm, queue, talk, clip) = try await picturedTalk("library-pages", clipAlbum: "Private", posterWidth: 320)
         let movie = farm.dir.appendingPathComponent("talk.mp4").path
         let loaded = "img.complete && img.naturalWidth > 0"
-        let full = try ConsoleTests.drive("chromium", [
+        let full = try await ConsoleTests.drive("chromium", [
             ["go": farm.base + "/library?token=" + (farm.token ?? "")],
             ["eval": "Array.from(document.querySelectorAll('.tile.album')).map(function (t) { return t.dataset.album; })"],
             ["wait": "(function (img) { return img && \(loaded); })(document.querySelector('.tile[data-album=Public] img'))"],
@@ -534,7 +534,7 @@ import Testing
         let publicToken = try mediafarm(["library", "token", "create", "--album", "Public", "site"], queue: queue).stdout
             .trimmingCharacters(in: .whitespacesAndNewlines)
         // The scoped sign-in in Firefox (the full one above in Chromium).
-        let scoped = try ConsoleTests.drive("firefox", [
+        let scoped = try await ConsoleTests.drive("firefox", [
             ["go": farm.base + "/login"],
             ["eval": "document.querySelector('input[name=token]').value = \(HTTPFarm.quoted(publicToken)); document.querySelector('form button').click(); true"],
             ["wait": "location.pathname === '/library' && document.readyState === 'complete'"],
@@ -553,20 +553,20 @@ import Testing
     /// The farm's pictures are representations of the asset they show, not assets of their own: the grid,
     /// the API's listing and the smart albums hold the sources (and exports) only. An asset without a poster
     /// gets one on request, from its page's button (through the CSRF-checked form) or the API.
-    @Test func picturesAreRepresentationsAndAPosterIsMadeOnRequest() throws {
-        let (farm, _, talk, clip) = try picturedTalk("representations", clipAlbum: "Public", posterWidth: 160)
-        func listed() throws -> [String] {
-            (try farm.request("GET", "/api/assets").json?["assets"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }.sorted()
+    @Test func picturesAreRepresentationsAndAPosterIsMadeOnRequest() async throws {
+        let (farm, _, talk, clip) = try await picturedTalk("representations", clipAlbum: "Public", posterWidth: 160)
+        func listed() async throws -> [String] {
+            (try await farm.request("GET", "/api/assets").json?["assets"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }.sorted()
         }
-        #expect(try listed() == [talk, clip].sorted(), "the poster and the storyboard's sheet are no assets of their own")
-        let albums = try JSONSerialization.jsonObject(with: Data(try farm.request("GET", "/api/albums").body.utf8)) as? [[String: Any]] ?? []
+        #expect(try await listed() == [talk, clip].sorted(), "the poster and the storyboard's sheet are no assets of their own")
+        let albums = try JSONSerialization.jsonObject(with: Data(try await farm.request("GET", "/api/albums").body.utf8)) as? [[String: Any]] ?? []
         let recent = albums.first { $0["name"] as? String == "Recently Added" }
         #expect(recent?["count"] as? Int == 2, "\(albums)")
-        let grid = try farm.request("GET", "/library").body
+        let grid = try await farm.request("GET", "/library").body
         #expect(grid.components(separatedBy: "class=\"tile\" href=\"/library/assets/").count == 3, "\(grid)")
         // The talk's page shows its poster; the clip's offers to make one.
-        #expect(!(try farm.request("GET", "/library/assets/\(talk)").body.contains("id=\"make-poster\"")))
-        let drive = try ConsoleTests.drive("chromium", [
+        #expect(!(try await farm.request("GET", "/library/assets/\(talk)").body.contains("id=\"make-poster\"")))
+        let drive = try await ConsoleTests.drive("chromium", [
             ["go": farm.base + "/library/assets/\(clip)?token=" + (farm.token ?? "")],
             ["click": "#make-poster"],
             ["wait": "!!document.getElementById('poster-requested')"],
@@ -574,28 +574,28 @@ import Testing
         ])
         let link = try #require(drive.results.last as? String, "\(drive.results)")
         let job = try #require(Int64(link.replacingOccurrences(of: "/jobs/", with: "")), "\(link)")
-        let done = try farm.waitFor(job) { ["succeeded", "failed", "dead"].contains($0["state"] as? String ?? "") }
+        let done = try await farm.waitFor(job) { ["succeeded", "failed", "dead"].contains($0["state"] as? String ?? "") }
         #expect(done["state"] as? String == "succeeded", "\(done)")
-        let poster = try farm.request("GET", "/api/assets/\(clip)/poster")
+        let poster = try await farm.request("GET", "/api/assets/\(clip)/poster")
         #expect(poster.status == 200, "\(poster.status) \(poster.body)")
         #expect(FileManager.default.fileExists(atPath: farm.dir.appendingPathComponent("posters/\(clip).jpg").path))
-        #expect(try listed() == [talk, clip].sorted(), "the new poster is no asset of its own either")
+        #expect(try await listed() == [talk, clip].sorted(), "the new poster is no asset of its own either")
         // Asked again: it has one. Through the API, for an asset that has none: the job, once.
-        let again = try farm.request("POST", "/api/assets/\(clip)/poster")
+        let again = try await farm.request("POST", "/api/assets/\(clip)/poster")
         #expect(again.status == 409 && again.body.contains("has a poster"), "\(again.status) \(again.body)")
-        #expect(try farm.request("POST", "/api/assets/00000000000000000000000000/poster").status == 404)
-        #expect(farm.process.log.contains("console: a poster of asset:\(clip) requested by"), "the action is not logged")
+        #expect(try await farm.request("POST", "/api/assets/00000000000000000000000000/poster").status == 404)
+        #expect(farm.log.contains("console: a poster of asset:\(clip) requested by"), "the action is not logged")
     }
 
     /// Screenshots of the console's main pages, in headless Chromium at 1280x900 (kept in
     /// .build/test-artifacts/console-*.png; docs/ shows copies): each is a real PNG of the page.
-    @Test func theConsolesPagesAreScreenshotted() throws {
-        let (farm, _, talk, _) = try picturedTalk("screenshots", clipAlbum: "Public", posterWidth: 480)
-        for i in 0..<3 { _ = try farm.submit(#"{ "version": 1, "name": "inspect-\#(i)", "input": "clip.mp4", "report": "out/i\#(i).json" }"#) }
-        let failed = try farm.submit(ConsoleTests.failing("interview-proxy"), query: "?allowMissingInputs=true&maxAttempts=1")
-        try farm.waitFor(failed) { $0["state"] as? String == "failed" }
-        let long = try farm.submit(farm.longManifest(name: "tone-slowmo", output: "out/long.mp4"))
-        try farm.waitFor(long) { $0["state"] as? String == "running" && ($0["progress"] as? Double ?? 0) >= 0.05 }
+    @Test func theConsolesPagesAreScreenshotted() async throws {
+        let (farm, _, talk, _) = try await picturedTalk("screenshots", clipAlbum: "Public", posterWidth: 480)
+        for i in 0..<3 { _ = try await farm.submit(#"{ "version": 1, "name": "inspect-\#(i)", "input": "clip.mp4", "report": "out/i\#(i).json" }"#) }
+        let failed = try await farm.submit(ConsoleTests.failing("interview-proxy"), query: "?allowMissingInputs=true&maxAttempts=1")
+        try await farm.waitFor(failed) { $0["state"] as? String == "failed" }
+        let long = try await farm.submit(farm.longManifest(name: "tone-slowmo", output: "out/long.mp4"))
+        try await farm.waitFor(long) { $0["state"] as? String == "running" && ($0["progress"] as? Double ?? 0) >= 0.05 }
         let artifacts = TestPaths.packageRoot.appendingPathComponent(".build/test-artifacts")
         try FileManager.default.createDirectory(at: artifacts, withIntermediateDirectories: true)
         let pages = [("overview", "/"), ("jobs", "/jobs"), ("job", "/jobs/\(failed)"), ("library", "/library"),
@@ -611,6 +611,6 @@ import Testing
             let bytes = try #require(FileManager.default.contents(atPath: png), "\(name): no screenshot")
             #expect(bytes.count > 10_000 && bytes.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]), "\(name): \(bytes.count) bytes")
         }
-        _ = try farm.request("POST", "/api/jobs/\(long)/cancel")
+        _ = try await farm.request("POST", "/api/jobs/\(long)/cancel")
     }
 }

@@ -204,6 +204,32 @@ import Testing
         #expect(outputs.count == 2 && outputs.allSatisfy { $0.contains("/take-\(hash.prefix(16)).") }, "\(outputs)")
     }
 
+    /// A template whose job writes to a bucket that is not there is refused at the pass, as `submit` refuses
+    /// it, not found after the encode: the object is skipped with the reason, nothing is queued, and the
+    /// next pass tries again.
+    @Test func aJobWritingToABucketThatIsNotThereIsRejectedByThePass() async throws {
+        let site = try await Site("no-bucket")
+        defer { Task { await site.s3.shutdown() }; site.server.stop() }
+        let missing = TestS3.bucketName("gone")
+        let template = site.folder.appendingPathComponent("templates/proxy.json")
+        try String(contentsOf: template, encoding: .utf8).replacingOccurrences(of: "s3://\(site.bucket)/out/", with: "s3://\(missing)/out/")
+            .write(to: template, atomically: true, encoding: .utf8)
+        try String(contentsOfFile: site.config, encoding: .utf8).replacingOccurrences(of: "\"s3://\(site.bucket)/out\"", with: "\"s3://\(missing)/out\"")
+            .write(toFile: site.config, atomically: true, encoding: .utf8)
+        try await site.put("incoming/a.mp4", .cfr30MP4)
+        _ = try site.pass()
+        let report = try site.pass()
+        #expect(report["enqueued"] as? Int == 0, "\(report)")
+        let skipped = (report["skipped"] as? [[String: Any]]) ?? []
+        #expect(skipped.contains { ($0["reason"] as? String)?.contains("no such bucket \(missing)") == true }, "\(report)")
+        let jobs = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["status", "--json", "--queue", site.queue], environment: site.environment)
+        #expect(!jobs.stdout.contains("proxy-"), "\(jobs.stdout)")
+        // Left as it was: once the bucket is made, the next pass takes the object.
+        try await site.s3.createBucket(missing)
+        let taken = try site.pass()
+        #expect(Self.paths(taken, "jobs") == ["s3://\(site.bucket)/incoming/a.mp4"], "\(taken)")
+    }
+
     /// What goes wrong with a prefix is named, exits non-zero and loses nothing: a prefix that cannot be
     /// listed (the endpoint down, no credentials) fails the pass while the config's folder is still
     /// ingested, and the objects' rows stay as they were; a bad config or a bad --reingest changes nothing.

@@ -24,34 +24,35 @@ import Glibc
     static let milliseconds = Date.ISO8601FormatStyle.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted)
 
     static func owner(_ farm: HTTPFarm) throws -> String {
-        guard let owner = farm.process.log.firstMatch(of: #/coordinator (\S+): /#)?.1 else { throw FixtureError("no owner in \(farm.process.log)") }
+        guard let owner = farm.log.firstMatch(of: #/coordinator (\S+): /#)?.1 else { throw FixtureError("no owner in \(farm.log)") }
         return String(owner)
     }
 
-    @Test func aPauseOfTheFarmFromTheConsoleStopsBothCoordinatorsUntilResumed() throws {
+    @Test func aPauseOfTheFarmFromTheConsoleStopsBothCoordinatorsUntilResumed() async throws {
         let farm = try HTTPFarm("pause-console", workers: 1)
         let (second, _) = try Self.second(farm)
         defer { second.kill(SIGKILL); _ = second.wait(timeout: 5) }
-        let paused = try ConsoleTests.drive("chromium", [
+        let paused = try await ConsoleTests.drive("chromium", [
             ["go": farm.base + "/?token=" + (farm.token ?? "")],
             ["click": "#pause-farm"],
             ["wait": "!!document.querySelector('div.paused[data-scope=farm]')"],
             ["eval": "document.querySelector('div.paused').textContent"],
         ])
         #expect((paused.results[0] as? String)?.contains("Claiming is paused for the farm") == true, "\(paused.results)")
-        let ids = try (0..<4).map { try farm.submit(Self.quick.replacingOccurrences(of: "NAME", with: "q\($0)")) }
+        var ids: [Int64] = []
+        for n in 0..<4 { ids.append(try await farm.submit(Self.quick.replacingOccurrences(of: "NAME", with: "q\(n)"))) }
         // Both coordinators hear of the work (the doorbell), try to claim, and say they are paused.
         let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, !(farm.process.log.contains("claiming paused") && second.log.contains("claiming paused")) { usleep(50_000) }
-        #expect(farm.process.log.contains("claiming paused (the farm)"), "\(farm.process.log)")
+        while Date() < deadline, !(farm.log.contains("claiming paused") && second.log.contains("claiming paused")) { usleep(50_000) }
+        #expect(farm.log.contains("claiming paused (the farm)"), "\(farm.log)")
         #expect(second.log.contains("claiming paused (the farm)"), "\(second.log)")
-        for id in ids { #expect(try farm.job(id)["state"] as? String == "queued", "job \(id) ran while the farm was paused") }
-        #expect(try farm.metric("mediafarm_claiming_paused") == 1)
+        for id in ids { #expect(try await farm.job(id)["state"] as? String == "queued", "job \(id) ran while the farm was paused") }
+        #expect(try await farm.metric("mediafarm_claiming_paused") == 1)
         // Nothing starts while paused, however long the pause lasts: each job's one attempt starts after the
         // resume was clicked (below, the page's clock just before the click), which no wait of a fixed length
         // could show.
         // Resumed from Firefox (paused from Chromium): the forms work in both.
-        let resumed = try ConsoleTests.drive("firefox", [
+        let resumed = try await ConsoleTests.drive("firefox", [
             ["go": farm.base + "/?token=" + (farm.token ?? "")],
             ["eval": "Date.now()"],
             ["click": "div.paused button.resume"],
@@ -60,20 +61,20 @@ import Glibc
         ])
         #expect(resumed.results.count == 2 && resumed.results[1] as? Bool == true, "\(resumed.results)")
         let resumeAsked = Date(timeIntervalSince1970: ((resumed.results.first as? Double) ?? .infinity) / 1000)
-        for id in ids { try farm.waitFor(id) { $0["state"] as? String == "succeeded" } }
+        for id in ids { try await farm.waitFor(id) { $0["state"] as? String == "succeeded" } }
         for id in ids {
-            let job = try farm.job(id)
+            let job = try await farm.job(id)
             #expect(job["state"] as? String == "succeeded", "job \(id) did not run after the resume")
             let started = try (job["startedAt"] as? String).map { try Date($0, strategy: Self.milliseconds) }
             // (Times are given to the millisecond.)
             #expect(job["attempt"] as? Int == 1 && started.map { $0 >= resumeAsked.addingTimeInterval(-0.001) } == true,
                     "job \(id) was claimed while the farm was paused: attempt \(job["attempt"] ?? "?") started \(job["startedAt"] ?? "?"), the resume was asked for at \(resumeAsked)")
         }
-        #expect(farm.process.log.contains("claiming paused for farm by the console"), "the action is not printed: \(farm.process.log)")
-        #expect(farm.process.log.contains("claiming resumed"))
+        #expect(farm.log.contains("claiming paused for farm by the console"), "the action is not printed: \(farm.log)")
+        #expect(farm.log.contains("claiming resumed"))
     }
 
-    @Test func aPauseOfOneCoordinatorLeavesTheOtherClaiming() throws {
+    @Test func aPauseOfOneCoordinatorLeavesTheOtherClaiming() async throws {
         let farm = try HTTPFarm("pause-one", workers: 1)
         let (second, secondOwner) = try Self.second(farm)
         defer { second.kill(SIGKILL); _ = second.wait(timeout: 5) }
@@ -82,12 +83,16 @@ import Glibc
         let paused = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["queue", "pause", "--coordinator", first, "--json"] + queue)
         #expect(paused.status == 0, "\(paused.stderr)")
         #expect(paused.stdout.contains("\"scope\" : \"coordinator:\(first)\""), "\(paused.stdout)")
-        let ids = try (0..<6).map { try farm.submit(Self.quick.replacingOccurrences(of: "NAME", with: "one\($0)")) }
-        for id in ids { try farm.waitFor(id) { $0["state"] as? String == "succeeded" } }
-        for id in ids {
-            #expect(try farm.job(id)["state"] as? String == "succeeded")
-            #expect(!farm.process.log.contains("job \(id) "), "the paused coordinator ran job \(id): \(farm.process.log)")
-            #expect(second.log.contains("job \(id) "), "the other coordinator did not run job \(id): \(second.log)")
+        var ids: [Int64] = []
+        for n in 0..<6 { ids.append(try await farm.submit(Self.quick.replacingOccurrences(of: "NAME", with: "one\(n)"))) }
+        for id in ids { try await farm.waitFor(id) { $0["state"] as? String == "succeeded" } }
+        for (n, id) in ids.enumerated() {
+            #expect(try await farm.job(id)["state"] as? String == "succeeded")
+            // The paused coordinator prints the submissions its API took ("job 1 (one0) submitted"), not a start.
+            let started = "job \(id) (one\(n)) started"
+            #expect(farm.log.contains("job \(id) (one\(n)) submitted"), "\(farm.log)")
+            #expect(!farm.log.contains(started), "the paused coordinator ran job \(id): \(farm.log)")
+            #expect(second.log.contains(started), "the other coordinator did not run job \(id): \(second.log)")
         }
         let stats = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["queue", "stats"] + queue)
         #expect(stats.stdout.contains("claiming paused for coordinator \(first)"), "\(stats.stdout)")

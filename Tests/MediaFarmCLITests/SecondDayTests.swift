@@ -46,14 +46,14 @@ import Testing
     }
 
     /// The same through the API: 422 naming the job, nothing queued.
-    @Test func theAPIRefusesASecondWriterToo() throws {
-        let farm = try HTTPFarm("second-day-api", workers: 1)
+    @Test func theAPIRefusesASecondWriterToo() async throws {
+        let farm = try await ServedFarm("second-day-api", workers: 1)
         let manifest = #"{ "version": 1, "name": "NAME", "input": "clip.mp4", "report": "out/shared.json" }"#
-        let first = try farm.submit(manifest.replacingOccurrences(of: "NAME", with: "first"), query: "?delay=3600")
-        let second = try farm.request("POST", "/api/jobs", body: manifest.replacingOccurrences(of: "NAME", with: "second"))
+        let first = try await farm.submit(manifest.replacingOccurrences(of: "NAME", with: "first"), query: "?delay=3600")
+        let second = try await farm.request("POST", "/api/jobs", body: manifest.replacingOccurrences(of: "NAME", with: "second"))
         #expect(second.status == 422, "\(second.status) \(second.body)")
         #expect(second.body.contains("is written by job \(first) (first)") && second.body.contains("\\\"after\\\": [\(first)]"), "\(second.body)")
-        let waiting = try farm.request("POST", "/api/jobs", body: manifest.replacingOccurrences(of: "NAME", with: "third")
+        let waiting = try await farm.request("POST", "/api/jobs", body: manifest.replacingOccurrences(of: "NAME", with: "third")
             .replacingOccurrences(of: "\"version\": 1,", with: "\"version\": 1, \"after\": [\(first)],"))
         #expect(waiting.status == 201, "\(waiting.status) \(waiting.body)")
     }

@@ -45,6 +45,18 @@ import Testing
         #expect(unexplained.isEmpty, "an @unchecked Sendable without `// unchecked: WHY` on its line: \(unexplained)")
     }
 
+    /// Every `nonisolated(unsafe)` says, on its line or the line above, what keeps it safe.
+    @Test func everyUnsafeIsolationSaysWhatKeepsItSafe() throws {
+        var unexplained: [String] = []
+        for (file, lines) in try Self.sources() {
+            for (i, line) in lines.enumerated() where line.contains("nonisolated(unsafe)") && !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
+                let above = i > 0 ? lines[i - 1].trimmingCharacters(in: .whitespaces) : ""
+                if !line.contains("//") && !above.hasPrefix("//") { unexplained.append("Sources/\(file):\(i + 1)") }
+            }
+        }
+        #expect(unexplained.isEmpty, "a nonisolated(unsafe) without a comment saying why it is safe: \(unexplained)")
+    }
+
     /// The console's pages escape through `HTML`'s interpolation, never by calling an escape function.
     @Test func noPageCallsAnEscapeFunction() throws {
         let calls = try Self.sources().filter { $0.file.hasPrefix("FarmHTTP/") && !$0.file.hasSuffix("/HTML.swift") }.flatMap { file, lines in

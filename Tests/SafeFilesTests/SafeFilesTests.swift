@@ -145,9 +145,32 @@ import Glibc
         let parent = ProtectedFiles()
         parent.protect(folder + "/tokens/api-token", role: "the HTTP face's token file")
         let child = ProtectedFiles(inherited: parent.environmentValue)
-        #expect(child.all == parent.all)
+        // The list, and what the parent holds open for writing besides.
+        #expect(Set(parent.all).isSubset(of: Set(child.all)))
         try FileManager.default.createDirectory(atPath: folder + "/tokens", withIntermediateDirectories: true)
         #expect(child.refusal(for: folder + "/tokens/api-token")?.hasPrefix("the HTTP face's token file") == true)
         #expect(ProtectedFiles(inherited: "garbage").all.isEmpty)
+    }
+
+    /// A file the process holds open for writing (a log its output goes to) is refused as an output without
+    /// being named anywhere, and so is it for a child process; one open only for reading is not.
+    @Test func aFileHeldOpenForWritingIsTheFarmsOwn() throws {
+        let folder = try TestPaths.makeTemporaryFolder("protected-open").path
+        let log = folder + "/coordinator.log", read = folder + "/input.txt"
+        try Self.write("a log\n", to: log)
+        try Self.write("an input\n", to: read)
+        let files = ProtectedFiles()
+        #expect(files.refusal(for: log) == nil)
+        let writing = open(log, O_WRONLY | O_APPEND | O_CLOEXEC)
+        let reading = open(read, O_RDONLY | O_CLOEXEC)
+        defer { close(reading) }
+        #expect(writing >= 0 && reading >= 0)
+        #expect(files.refusal(for: log)?.contains("holds open for writing") == true, "\(files.refusal(for: log) ?? "nil")")
+        #expect(files.refusal(for: folder + "/../" + (folder as NSString).lastPathComponent + "/coordinator.log") != nil)
+        #expect(files.refusal(for: read) == nil)
+        let child = ProtectedFiles(inherited: files.environmentValue)
+        close(writing)
+        #expect(files.refusal(for: log) == nil, "a closed file is not the farm's")
+        #expect(child.refusal(for: log)?.contains("process that started this one") == true)
     }
 }

@@ -38,7 +38,7 @@ final class EventHub: Sendable {
     /// Sends `event` with a JSON `data` line to every client.
     /// The event, named by its kind, its data the one encoding `coordinator --json` prints too.
     func publish(_ event: CoordinatorEvent) {
-        send("event: \(event.event.rawValue)\ndata: \(event.json)\n\n")
+        send("event: \(event.kind.rawValue)\ndata: \(event.json)\n\n")
     }
 
     /// A comment line: keeps idle connections (and proxies) open, and finds clients that went away.

@@ -99,21 +99,14 @@ struct JobsAPI: FaceController {
         let key = query.get("key").flatMap { $0.isEmpty ? nil : $0 }
             ?? request.headers[Self.idempotencyKey].flatMap { $0.isEmpty ? nil : $0 }
         let allowMissingInputs = try Self.boolean(query, "allowMissingInputs")
-        let overwriteRefusal: ManifestIssue? = scoped
-            ? ManifestIssue(path: "$.overwrite", message: "a scoped library token cannot replace existing files")
-            : configuration.allowOverwrite ? nil
-            : ManifestIssue(path: "$.overwrite", message: "not allowed through the API: the coordinator replaces no existing file for a request "
-                            + "unless started with --api-allow-overwrite")
         let roots = configuration.outputRoots ?? [configuration.baseDirectory]
-        let rules = SubmissionRules(outputRoots: roots, outputRootsWayOut: "to write there, the coordinator must be started with --output-root naming a folder above it",
-                                    missingInputWayOut: allowMissingInputs ? nil : "if it will be there when the job runs, add ?allowMissingInputs=true",
-                                    overwriteRefusal: overwriteRefusal)
+        let submitter = Submitter.api(outputRoots: roots, allowMissingInputs: allowMissingInputs, allowOverwrite: configuration.allowOverwrite, scoped: scoped)
         let offer = ManifestOffer(bytes: Array(body.readableBytesView), file: "request body", name: name, baseDirectory: configuration.baseDirectory)
         // Assets the library does not know are reported with the manifest's other errors.
         let keys = Self.keys(library.access)
         let options = JobOptions(outputRoots: roots, priority: priority, maxAttempts: maxAttempts, runAt: delay > 0 ? Date().addingTimeInterval(delay) : nil,
                                  uniqueKey: key.map(keys.key), timeout: timeout, keys: keys, baseDirectory: configuration.baseDirectory)
-        let submitted = try await enqueue(offer, rules: rules, library: library, keyed: key != nil, options: options)
+        let submitted = try await enqueue(offer, as: submitter, library: library, keyed: key != nil, options: options)
         var response = Response.json(submitted, status: submitted.queued ? .created : .ok)
         response.headers[.location] = "/api/jobs/\(submitted.id)"
         return response
@@ -151,7 +144,7 @@ struct JobsAPI: FaceController {
         } catch {
             throw APIError(error)
         }
-        hub.publish(.changed(kind, id: id, name: job.name, state: job.state.rawValue))
+        events.publish(.changed(kind, id: id, name: job.name, state: job.state.rawValue))
         return .json(JobView(job, now: Date()))
     }
 

@@ -46,10 +46,9 @@ struct PosterRequests: FaceController {
             ("version", .number("1")), ("name", .string(String(name.prefix(200)))), ("input", .string(id.reference)),
             ("poster", .object([("output", .string("\(root)/posters/\(id.rawValue).jpg"))])),
         ])
-        let rules = SubmissionRules(outputRoots: roots, outputRootsWayOut: "the coordinator's first --output-root is where posters are written")
         let offer = ManifestOffer(bytes: Array(document.text.utf8), file: "the poster request of \(id.reference)", name: name,
                                   baseDirectory: configuration.baseDirectory)
-        return try await enqueue(offer, rules: rules, library: library, keyed: true,
+        return try await enqueue(offer, as: .posterRequest(outputRoots: roots), library: library, keyed: true,
                                  options: JobOptions(outputRoots: roots, uniqueKey: .posterRequest(id), baseDirectory: configuration.baseDirectory))
     }
 }

@@ -1,10 +1,14 @@
 import FarmLibrary
+import FarmModel
 import FarmStore
 import FarmSubmit
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Logging
+import NIOHTTP1
 import Synchronization
+import Crypto
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -123,6 +127,9 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as APIError {
             return APIError.isConsole(request) ? error.page : error.response
+        } catch let error as HTTPParserError {
+            // The request's body could not be read as HTTP: the client's fault, not the face's.
+            return APIError(status: .badRequest, message: "the request could not be read (\(error)): see RFC 9112").response
         } catch let error as any HTTPResponseError {
             let message = switch error.status {
             case .notFound: "no such resource: \(request.method) \(request.uri.path)"
@@ -159,6 +166,11 @@ struct HostAllowlistMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        // A second Host (the first is the request's authority, the rest stay among the fields): which one
+        // a proxy on the way used is unknown.
+        if request.headers[HTTPField.Name("Host")!] != nil {
+            throw APIError(status: .badRequest, message: "the request has more than one Host header")
+        }
         guard request.uri.path != "/healthz" else { return try await next(request, context) }
         let given = request.head.authority ?? ""
         guard let host = Self.hostName(given), allowed.contains(host) || Self.isAddress(host) else {
@@ -190,20 +202,32 @@ struct HostAllowlistMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 }
 
-/// Browser sessions: a random value in an HttpOnly cookie, valid until its expiry; the token itself is
-/// never put in a cookie. Bounded: at most `capacity` at once (when full, expired sessions are dropped,
-/// then the oldest make way); an expired session is forgotten when it is presented.
+/// Browser sessions: a random value in an HttpOnly cookie, valid until its expiry and while it is used
+/// (one idle for `idleSeconds` ends); the token itself is never put in a cookie. Bounded: at most
+/// `capacity` at once (when full, expired sessions are dropped, then the oldest make way); an expired session
+/// is forgotten when it is presented, and a signed-out one at once. The key the console's CSRF tokens are
+/// made with is the store's, new with each process.
 final class SessionStore: Sendable {
-    /// Each session's expiry, and what the token it was begun with may do.
-    private let sessions = Mutex<[String: (expiry: Date, access: Access)]>([:])
+    struct Session {
+        var expiry: Date
+        var lastSeen: Date
+        /// What the token it was begun with may do.
+        var access: Access
+    }
+
+    private let sessions = Mutex<[String: Session]>([:])
     let capacity = 10_000
     let lifetime: Double
+    let idleSeconds: Double
     let secureCookies: Bool
     let now: @Sendable () -> Date
+    /// What the console's CSRF tokens are an HMAC with.
+    let csrfKey = SymmetricKey(size: .bits256)
     static var cookieName: String { "mediafarm_session" }
 
-    init(lifetime: Double, secureCookies: Bool, now: @escaping @Sendable () -> Date = { Date() }) {
+    init(lifetime: Double, idleSeconds: Double = 2 * 3600, secureCookies: Bool, now: @escaping @Sendable () -> Date = { Date() }) {
         self.lifetime = lifetime
+        self.idleSeconds = idleSeconds
         self.secureCookies = secureCookies
         self.now = now
     }
@@ -214,33 +238,46 @@ final class SessionStore: Sendable {
                secure: secureCookies, httpOnly: true, sameSite: .strict)
     }
 
+    /// The cookie that makes a browser forget its session.
+    var endedCookie: Cookie {
+        Cookie(name: Self.cookieName, value: "", maxAge: 0, path: "/", secure: secureCookies, httpOnly: true, sameSite: .strict)
+    }
+
     /// A new session lasting `seconds`.
     func start(lasting seconds: Double, _ access: Access = .full) -> String {
         let now = self.now()
         let id = Self.randomHex(bytes: 32)
         sessions.withLock { table in
-            if table.count >= capacity { table = table.filter { $0.value.expiry > now } }
+            if table.count >= capacity { table = table.filter { $0.value.expiry > now && now.timeIntervalSince($0.value.lastSeen) < idleSeconds } }
             while table.count >= capacity, let oldest = table.min(by: { $0.value.expiry < $1.value.expiry }) { table[oldest.key] = nil }
-            table[id] = (now.addingTimeInterval(seconds), access)
+            table[id] = Session(expiry: now.addingTimeInterval(seconds), lastSeen: now, access: access)
         }
         return id
     }
 
-    /// What the session may do: nil when it is unknown or expired (then forgotten).
+    /// What the session may do: nil when it is unknown, expired or was idle too long (then forgotten). A
+    /// session asked for is a session used: its idle time starts again.
     func access(_ id: String) -> Access? {
         let now = self.now()
         return sessions.withLock { table in
-            guard let session = table[id] else { return nil }
-            if session.expiry <= now { table[id] = nil; return nil }
+            guard var session = table[id] else { return nil }
+            if session.expiry <= now || now.timeIntervalSince(session.lastSeen) >= idleSeconds { table[id] = nil; return nil }
+            session.lastSeen = now
+            table[id] = session
             return session.access
         }
     }
 
+    /// Ends the session (sign-out); whether there was one.
+    @discardableResult
+    func end(_ id: String) -> Bool { sessions.withLock { $0.removeValue(forKey: id) != nil } }
+
     var count: Int { sessions.withLock { $0.count } }
 
-    /// `bytes` random bytes as hex: a session's id, a form's CSRF token.
+    /// `bytes` random bytes as hex: a session's id, a browser's CSRF cookie.
     static func randomHex(bytes: Int) -> String {
-        (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        var generator = SystemRandomNumberGenerator()
+        return (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
     }
 }
 
@@ -261,12 +298,23 @@ extension Response {
 /// the ones the request was sent to. Command-line clients send no Origin and are not affected.
 struct SameOriginMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        if request.method != .get, request.method != .head, let origin = request.headers[.origin] {
-            let from = URLComponents(string: origin).flatMap { c in c.host.map { host in c.port.map { "\(host):\($0)" } ?? host } }
-            guard let from, let to = request.head.authority, from.lowercased() == to.lowercased() else {
-                throw APIError(status: .forbidden, message: "cross-origin request refused (Origin: \(origin))")
+        if request.method != .get, request.method != .head {
+            // The Origin a browser sends; without one, its Referer (some send only that).
+            for name in [HTTPField.Name.origin, .referer] {
+                guard let value = request.headers[name] else { continue }
+                guard Self.sameOrigin(value, request) else {
+                    throw APIError(status: .forbidden, message: "cross-origin request refused (\(name): \(UserText.printable(value.prefix(200))))")
+                }
+                break
             }
         }
         return try await next(request, context)
+    }
+
+    /// Whether the URL `value` is of the host and port `request` was sent to.
+    static func sameOrigin(_ value: String, _ request: Request) -> Bool {
+        let from = URLComponents(string: value).flatMap { c in c.host.map { host in c.port.map { "\(host):\($0)" } ?? host } }
+        guard let from, let to = request.head.authority else { return false }
+        return from.lowercased() == to.lowercased()
     }
 }

@@ -1,9 +1,11 @@
 import FarmLibrary
+import FarmModel
 import FarmStore
 import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdAuth
+import NIOCore
 import Synchronization
 
 /// What a signed-in caller may do: everything; only look (`--read-only-token-file`: GET and HEAD); or look
@@ -45,16 +47,23 @@ struct Caller: Sendable, Equatable {
 
 /// The face's request context: Hummingbird's, with the caller its route's policy admitted (hummingbird-auth's
 /// identity) and, on a console form's route, the form's fields once its CSRF token was checked.
-struct FarmRequestContext: AuthRequestContext, RequestContext {
+struct FarmRequestContext: AuthRequestContext, RequestContext, RemoteAddressRequestContext {
     var coreContext: CoreRequestContextStorage
     var identity: Caller?
     /// A `.form` route's fields, its CSRF token checked.
     var form: [String: [String]] = [:]
+    /// Where the connection comes from (nil for a request made without one, as in router tests).
+    let remoteAddress: SocketAddress?
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         identity = nil
+        remoteAddress = source.channel.remoteAddress
     }
+
+    /// The client, as failed guesses are counted by (its address; an IPv6 one by its /64): nil without a
+    /// connection.
+    var client: String? { remoteAddress?.ipAddress.map(GuessLimiter.client(of:)) }
 
     /// The caller the route's policy admitted. Every route but an open one has one; an open route's
     /// handler never asks (one that did is the face's fault: 500, not a sign-in's).
@@ -146,6 +155,7 @@ struct Gate: Sendable {
     let sessions: SessionStore
     let store: any JobStore
     let libraryHost: String
+    let guesses: GuessLimiter
 
     /// The caller, or nil when the request shows no credential this face knows. `scoped`: whether the route
     /// admits a scoped library token; where it does not, a bearer that is not a token of the face's is no
@@ -184,28 +194,77 @@ struct Gate: Sendable {
         }
     }
 
+    /// The answer to a request the gate found no caller in, and the failed guess it was (a wrong bearer or a
+    /// wrong `?token=`), counted against `client`.
+    func refuse(_ request: Request, client: String?) -> Response {
+        let (response, guess) = unauthenticated(request)
+        if let guess, let client { guesses.failed(client, guess) }
+        return response
+    }
+
+    /// Whether the request carries a session the face knows (and uses it).
+    func hasSession(_ request: Request) -> Bool {
+        request.cookies[SessionStore.cookieName].map { sessions.access($0.value) != nil } ?? false
+    }
+
+    /// The 429 of a client that must wait before its next try; nil when it need not.
+    func backoff(_ client: String?) -> Response? {
+        guard let client, let seconds = guesses.wait(client) else { return nil }
+        var response = APIError(status: .tooManyRequests,
+                                message: "too many failed sign-ins or bearer checks from \(client): try again in \(Int(seconds.rounded(.up))) s").response
+        response.headers[.retryAfter] = String(Int(seconds.rounded(.up)))
+        return response
+    }
+
     /// The answer to a request without a credential: the URL printed at start (`?token=`) becomes a session
     /// and the same URL without the token; a browser's page goes to the sign-in form; anything else is 401.
-    func unauthenticated(_ request: Request) -> Response {
-        if let token, Self.presented(request) == nil, request.method == .get, let given = request.uri.queryParameters.get("token") {
+    /// With it, the failed guess the request was: a bearer that is no token, a `?token=` that is none.
+    func unauthenticated(_ request: Request) -> (Response, GuessLimiter.Kind?) {
+        if let token, Self.presented(request) == nil, request.method == .get, let given = request.uri.queryParameters.get("token"),
+           !Self.fromAnotherSite(request) {
             let readOnly = readOnlyToken.map { Self.constantTimeEqual(given, $0) } ?? false
             if Self.constantTimeEqual(given, token) || readOnly {
-                // The rest of the query as it was written (a query that is not well formed is dropped).
+                // The rest of the query as it was written (a query that is not well formed is dropped), on a
+                // path of this face only.
                 var rest = URLComponents(string: "?" + (request.uri.query ?? ""))
                 let kept = rest?.percentEncodedQueryItems?.filter { $0.name != "token" }
                 rest?.percentEncodedQueryItems = kept
                 let query = rest?.percentEncodedQuery ?? ""
-                var response = Response.redirect(to: request.uri.path + (query.isEmpty ? "" : "?" + query), type: .normal)
+                let path = Self.onThisFace(request.uri.path)
+                var response = Response.redirect(to: path + (path == request.uri.path && !query.isEmpty ? "?" + query : ""), type: .normal)
                 response.setCookie(sessions.newCookie(readOnly ? .readOnly : .full))
-                return response
+                return (response, nil)
             }
         }
+        let guess: GuessLimiter.Kind? = Self.presented(request) != nil ? .bearer
+            : (token != nil && request.uri.queryParameters.get("token") != nil && !Self.fromAnotherSite(request) ? .signIn : nil)
         if request.method == .get, request.headers[.accept]?.contains("text/html") == true {
-            return .redirect(to: "/login", type: .normal)
+            return (.redirect(to: "/login", type: .normal), guess)
         }
         var response = APIError(status: .unauthorized, message: "missing or wrong bearer token").response
         response.headers[.wwwAuthenticate] = "Bearer realm=\"mediafarm\""
-        return response
+        return (response, guess)
+    }
+
+    /// `path` when a browser reads it as a path of this face (one leading `/`, then not `/` or `\`, and no
+    /// `\` or control character anywhere: `//elsewhere.example/` and `/\elsewhere.example/` name another
+    /// site); `/` otherwise. Where a sign-in may send the browser next.
+    static func onThisFace(_ path: String) -> String {
+        let scalars = Array(path.unicodeScalars)
+        guard scalars.first == "/", scalars.count < 2 || (scalars[1] != "/" && scalars[1] != "\\"),
+              !scalars.contains(where: { $0 == "\\" || UserText.needsEscape($0) }) else { return "/" }
+        return path
+    }
+
+    /// Whether a browser says the request came from a page of another site (`Sec-Fetch-Site`, or a `Referer`
+    /// or `Origin` naming another host): a link elsewhere cannot sign anyone in. A URL opened by hand, from a
+    /// terminal or a bookmark, says `none` or nothing.
+    static func fromAnotherSite(_ request: Request) -> Bool {
+        if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!], site != "none", site != "same-origin" { return true }
+        for name in [HTTPField.Name.origin, .referer] {
+            if let value = request.headers[name], !SameOriginMiddleware<FarmRequestContext>.sameOrigin(value, request) { return true }
+        }
+        return false
     }
 
     /// The bearer token of the `Authorization` header.
@@ -236,16 +295,33 @@ struct PolicyMiddleware: RouterMiddleware {
     static let formLimit = 1 << 20
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard policy != .open else { return try await next(request, context) }
-        guard let caller = try await gate.caller(of: request, scoped: policy.admitsScoped) else { return gate.unauthenticated(request) }
+        guard policy != .open else {
+            // Anyone may call; a caller who shows a credential is known to the route (readyz says more to
+            // them), so a bearer is held to the same count of failures here: an open route is no oracle.
+            var context = context
+            if gate.backoff(context.client) == nil || gate.hasSession(request) {
+                context.identity = try? await gate.caller(of: request, scoped: false)  // an open route's answer never depends on a failed lookup
+                if context.identity == nil, Gate.presented(request) != nil, let client = context.client { gate.guesses.failed(client, .bearer) }
+            }
+            return try await next(request, context)
+        }
+        // A browser's session cannot be guessed: it is admitted while its address waits (a neighbour behind
+        // the same proxy guessing does not sign it out).
+        if let wait = gate.backoff(context.client), !gate.hasSession(request) { return wait }
+        guard let caller = try await gate.caller(of: request, scoped: policy.admitsScoped) else { return gate.refuse(request, client: context.client) }
         if let refusal = policy.refusal(of: caller, request) { throw APIError(status: .forbidden, message: refusal) }
         var context = context
         context.identity = caller
         guard policy == .form else { return try await next(request, context) }
+        // A browser's form (signed in by its cookie) says where it comes from; the middleware before held
+        // that to this face.
+        if case .session = caller.credential, request.headers[.origin] == nil, request.headers[.referer] == nil {
+            throw APIError(status: .forbidden, message: "a console form must come with an Origin or Referer header of this face (\(request.method) \(request.uri.path))")
+        }
         var request = request
         let body = try await request.collectBody(upTo: Self.formLimit)
         let form = FormFields.parse(String(buffer: body))
-        try ConsoleCSRF.check(form, request)
+        try ConsoleCSRF.check(form, request, sessions: gate.sessions)
         context.form = form
         return try await next(request, context)
     }

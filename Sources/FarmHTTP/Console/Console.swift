@@ -1,3 +1,4 @@
+import Crypto
 import FarmModel
 import Foundation
 import HTTPTypes
@@ -12,7 +13,8 @@ enum Console {
     enum Section: String { case overview, jobs, library, charts }
 
     /// A whole page. `csrf` goes into every form of `body` already; here only the layout.
-    static func page(title: String, section: Section?, live: Bool = true, body: HTML) -> HTML {
+    /// `signedIn`: the page is one a signed-in browser sees (the bar offers to sign out).
+    static func page(title: String, section: Section?, live: Bool = true, signedIn: Bool = true, body: HTML) -> HTML {
         func link(_ href: String, _ label: String, _ s: Section) -> HTML {
             "<a href=\"\(href)\"\(section == s ? " aria-current=\"page\"" as HTML : "")>\(label)</a>"
         }
@@ -24,7 +26,7 @@ enum Console {
         <script src="/console.js?v=\(assetVersion)" defer></script>
         </head>
         <body\(live ? " data-live=\"1\"" as HTML : "")>
-        <nav class="bar"><b class="brand">MediaFarm</b> \(link("/", "Overview", .overview)) \(link("/jobs", "Jobs", .jobs)) \(link("/library", "Library", .library)) \(link("/charts", "Charts", .charts))</nav>
+        <nav class="bar"><b class="brand">MediaFarm</b> \(link("/", "Overview", .overview)) \(link("/jobs", "Jobs", .jobs)) \(link("/library", "Library", .library)) \(link("/charts", "Charts", .charts))\(signedIn ? " <form class=\"signout\" method=\"post\" action=\"/logout\"><button type=\"submit\">Sign out</button></form>" as HTML : "")</nav>
         <main id="main">
         \(body)
         </main>
@@ -36,16 +38,10 @@ enum Console {
     /// A time as UTC text in a `<time>` element (the script rewrites it in the viewer's zone).
     static func time(_ date: Date?) -> HTML {
         guard let date else { return "–" }
-        let iso = isoFormatter.string(from: date)
+        let iso = date.formatted(.iso8601)
         let shown = iso.replacingOccurrences(of: "T", with: " ").replacingOccurrences(of: "Z", with: " UTC")
         return "<time datetime=\"\(iso)\" title=\"\(shown)\">\(shown)</time>"
     }
-
-    nonisolated(unsafe) static let isoFormatter: ISO8601DateFormatter = {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime]
-        return f
-    }()
 
     /// A state as a badge.
     static func badge(_ state: String) -> HTML { "<span class=\"state \(state)\">\(state)</span>" }
@@ -90,7 +86,7 @@ enum Console {
     a { color: var(--accent); } a:focus-visible, button:focus-visible, input:focus-visible, select:focus-visible { outline: 2px solid var(--accent); outline-offset: 1px; }
     .bar { display: flex; gap: 1.25em; align-items: center; flex-wrap: wrap; padding: .6em 1.5em; border-bottom: 1px solid var(--line); }
     .bar a { text-decoration: none; } .bar a[aria-current] { font-weight: 600; text-decoration: underline; }
-    .bar .theme { margin-left: auto; }
+    .bar .theme { margin-left: auto; } .bar .signout { margin: 0; order: 2; }
     h1 { margin: .2em 0; font-size: 1.45em; } h2 { font-size: 1.1em; margin-top: 1.6em; }
     table { border-collapse: collapse; width: 100%; } th, td { text-align: left; padding: .3em .6em; border-bottom: 1px solid var(--line); vertical-align: top; }
     th { font-weight: 600; color: var(--muted); }
@@ -286,27 +282,38 @@ enum Console {
     """
 }
 
-/// Forms of the console carry a token that only its own pages know (double submit: the same random value
-/// in a SameSite=Strict cookie and in each form), so a page of another site cannot make a signed-in
-/// browser act. A form POST without it, or with another, is refused with 403.
-struct ConsoleCSRF {
+/// The console's forms carry a CSRF token the face made: an HMAC, with its sessions' key, of what the form
+/// is bound to, the browser's session (or, with no session, as on a face without a token, the browser's
+/// own `mediafarm_csrf` cookie, issued by the face). A cookie a page elsewhere sets, or another session's
+/// token, does not pass.
+enum ConsoleCSRF {
     static let cookieName = "mediafarm_csrf"
 
-    /// The request's token, or a new one to set (with the cookie that carries it).
-    static func token(of request: Request, secure: Bool) -> (token: String, cookie: Cookie?) {
-        if let value = request.cookies[cookieName]?.value, value.count == 32, value.allSatisfy(\.isHexDigit) {
-            return (value, nil)
-        }
+    /// The token the request's pages carry, and the cookie to set when it is bound to a browser that had
+    /// none.
+    static func token(of request: Request, sessions: SessionStore) -> (token: String, cookie: Cookie?) {
+        if let binding = binding(of: request) { return (mac(binding, sessions), nil) }
         let value = SessionStore.randomHex(bytes: 16)
-        return (value, Cookie(name: cookieName, value: value, path: "/", secure: secure, httpOnly: true, sameSite: .strict))
+        let cookie = Cookie(name: cookieName, value: value, path: "/", secure: sessions.secureCookies, httpOnly: true, sameSite: .strict)
+        return (mac("browser:" + value, sessions), cookie)
     }
 
-    /// Refuses a form whose `csrf` field is not the request's cookie.
-    static func check(_ form: [String: [String]], _ request: Request) throws {
-        guard let cookie = request.cookies[cookieName]?.value, let given = form["csrf"]?.first,
-              Gate.constantTimeEqual(cookie, given) else {
+    /// Refuses a form whose `csrf` field is not the token of its session or browser.
+    static func check(_ form: [String: [String]], _ request: Request, sessions: SessionStore) throws {
+        guard let binding = binding(of: request), let given = form["csrf"]?.first, Gate.constantTimeEqual(mac(binding, sessions), given) else {
             throw APIError(status: .forbidden, message: "the form's CSRF token is missing or not this browser's: load the page again and resend")
         }
+    }
+
+    /// What the request's forms are bound to: its session, else its browser's cookie; nil for neither.
+    static func binding(of request: Request) -> String? {
+        if let session = request.cookies[SessionStore.cookieName]?.value, !session.isEmpty { return "session:" + session }
+        if let value = request.cookies[cookieName]?.value, value.count == 32, value.allSatisfy(\.isHexDigit) { return "browser:" + value }
+        return nil
+    }
+
+    static func mac(_ binding: String, _ sessions: SessionStore) -> String {
+        HMAC<SHA256>.authenticationCode(for: Data(binding.utf8), using: sessions.csrfKey).map { String(format: "%02x", $0) }.joined()
     }
 }
 

@@ -18,7 +18,7 @@ extension ConsoleJobs {
     }
 
     func jobPage(_ request: Request, _ caller: Caller, id: Int64) async throws -> Response {
-        let (csrf, cookie) = ConsoleCSRF.token(of: request, secure: configuration.cookieSecure)
+        let (csrf, cookie) = ConsoleCSRF.token(of: request, sessions: face.sessions)
         guard let data = try await jobPageData(id) else {
             let body: HTML = "<h1>No job \(id)</h1><p>The queue holds no job \(id): it was never submitted, or it was pruned.</p><p><a href=\"/jobs\">All jobs</a></p>"
             return html(Console.page(title: "No job \(id) · MediaFarm", section: .jobs, body: body), cookie: cookie, status: .notFound)

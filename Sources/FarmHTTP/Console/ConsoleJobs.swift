@@ -116,7 +116,7 @@ struct ConsoleJobs: FaceController {
     static let jobsPageSize = 50
 
     func jobsPage(_ request: Request, _ caller: Caller) async throws -> Response {
-        let (csrf, cookie) = ConsoleCSRF.token(of: request, secure: configuration.cookieSecure)
+        let (csrf, cookie) = ConsoleCSRF.token(of: request, sessions: face.sessions)
         let query = FormFields.parse(request.uri.query ?? "")
         let filter = try JobFilter(query)
         let now = Date()
@@ -258,7 +258,7 @@ struct ConsoleJobs: FaceController {
                 throw APIError(error)
             }
             audit("console: \(action) of job \(id) (\(job.name)) by \(caller.who)")
-            hub.publish(.changed(kind, id: id, name: job.name, state: job.state.rawValue))
+            events.publish(.changed(kind, id: id, name: job.name, state: job.state.rawValue))
             return .redirect(to: "/jobs/\(id)", type: .normal)
         case "resubmit":
             guard let job = try await storeJob(id) else { throw APIError(status: .notFound, message: "no job \(id)") }
@@ -324,7 +324,7 @@ struct ConsoleJobs: FaceController {
                 for outcome in try await store.change(ids, change, at: Date(), by: "the console's bulk retry, \(caller.who)") {
                     switch outcome {
                     case .success(let job):
-                        hub.publish(.changed(change == .cancel ? .cancelled : .retried, id: job.id, name: job.name, state: job.state.rawValue))
+                        events.publish(.changed(change == .cancel ? .cancelled : .retried, id: job.id, name: job.name, state: job.state.rawValue))
                         done += 1
                     case .failure(let error) where error.isRefusal: refused += 1
                     case .failure(let error): throw APIError(error)
@@ -344,15 +344,11 @@ struct ConsoleJobs: FaceController {
     /// its outputs checked as the API checks them), with the job's priority, attempts and requirements.
     func resubmit(_ job: Job, _ caller: Caller) async throws -> Int64 {
         let library = try library(for: caller)
-        let overwriteRefusal: ManifestIssue? = configuration.allowOverwrite ? nil
-            : ManifestIssue(path: "$.overwrite", message: "not allowed through the API: the coordinator replaces no existing file for a request "
-                            + "unless started with --api-allow-overwrite")
-        let rules = SubmissionRules(outputRoots: job.outputRoots, outputRootsWayOut: "to write there, the coordinator must be started with --output-root naming a folder above it",
-                                    missingInputWayOut: nil, overwriteRefusal: overwriteRefusal)
         let offer = ManifestOffer(bytes: Array(job.manifest.utf8), file: "job \(job.id)'s manifest", name: job.name, baseDirectory: job.baseDirectory)
         let options = JobOptions(outputRoots: job.outputRoots, priority: job.priority, maxAttempts: job.maxAttempts, timeout: job.timeout,
                                  name: job.name, baseDirectory: job.baseDirectory)
-        return try await enqueue(offer, rules: rules, library: library, keyed: false, options: options).id
+        return try await enqueue(offer, as: .resubmit(outputRoots: job.outputRoots, allowOverwrite: configuration.allowOverwrite), library: library, keyed: false,
+                                 options: options).id
     }
 }
 

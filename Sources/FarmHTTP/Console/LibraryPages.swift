@@ -93,7 +93,7 @@ struct LibraryPages: FaceController {
         let facts = asset.facts
         let name = (asset.path as NSString?)?.lastPathComponent ?? id.rawValue
         var body: HTML = "<p class=\"muted\"><a href=\"/library\">Library</a> › \(name)</p><h1>\(name)</h1>\n"
-        let (csrf, cookie) = ConsoleCSRF.token(of: request, secure: configuration.cookieSecure)
+        let (csrf, cookie) = ConsoleCSRF.token(of: request, sessions: face.sessions)
         if let job = request.uri.queryParameters.get("poster").flatMap(Int64.init) {
             body += "<p class=\"notice\" id=\"poster-requested\">A poster is being made: <a href=\"/jobs/\(job)\">job \(job)</a>.</p>\n"
         }

@@ -15,7 +15,7 @@ struct Overview: FaceController {
     /// The status page, rendered from the queue and this coordinator at the time of the request.
     func statusPage(_ request: Request, _ caller: Caller) async -> Response {
         let now = Date()
-        let (csrf, cookie) = ConsoleCSRF.token(of: request, secure: configuration.cookieSecure)
+        let (csrf, cookie) = ConsoleCSRF.token(of: request, sessions: face.sessions)
         var page = StatusPage(snapshot: coordinator.snapshot, location: store.location, now: now)
         page.csrf = csrf
         page.canAct = caller.canAct
@@ -181,7 +181,7 @@ struct StatusPage {
     }
 
     static func login(failed: Bool) -> HTML {
-        Console.page(title: "MediaFarm: sign in", section: nil, live: false, body: """
+        Console.page(title: "MediaFarm: sign in", section: nil, live: false, signedIn: false, body: """
         <h1>MediaFarm</h1>
         \(failed ? "<p class=\"error\">That is not the coordinator's token.</p>" as HTML : "")
         <form method="post" action="/login"><label>Token <input type="password" name="token" autofocus></label> <button>Sign in</button></form>

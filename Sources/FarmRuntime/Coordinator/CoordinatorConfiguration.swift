@@ -56,7 +56,7 @@ public struct CoordinatorConfiguration: Sendable {
     /// (`--chunk-seconds`, `--chunk-above`); nil: only those whose manifest asks.
     public var defaultChunking: DefaultChunking?
     /// Answer a job from an earlier job's result with the same content, and record the results of jobs
-    /// that may answer later ones (`Coordinator+Reuse.swift`); a manifest's `"reuse": false` opts out.
+    /// that may answer later ones (`ResultReuse`); a manifest's `"reuse": false` opts out.
     public var reuseResults = true
     /// What this host provides (`--provides gpu`): it claims only jobs whose requirements are among these
     /// (and whose `asset:ID` inputs are present on its host, the host part of `owner`).
@@ -120,8 +120,9 @@ public struct DefaultChunking: Sendable, Hashable {
 }
 
 extension PickupHops {
-    /// As an event carries them: seconds since 1970.
-    public var event: CoordinatorEvent.Hops {
-        CoordinatorEvent.Hops(woke: woke.timeIntervalSince1970, claimed: claimed.timeIntervalSince1970, handed: handed.timeIntervalSince1970)
+    /// As an event carries them: the seconds between the steps, from when the job was `due` (negative
+    /// `wait`: the turn that claimed it began just before it came due); they add up to its `queuedFor`.
+    public func event(due: Date) -> CoordinatorEvent.Hops {
+        CoordinatorEvent.Hops(wait: woke.timeIntervalSince(due), claim: claimed.timeIntervalSince(woke), hand: handed.timeIntervalSince(claimed))
     }
 }

@@ -17,10 +17,20 @@ public final class CoordinatorPrinter: Sendable {
         var lastDraw = Date.distantPast
     }
     private let state = Mutex(Live())
+    /// Where the text goes: standard output, or what a coordinator built in a test's process keeps.
+    private let write: @Sendable (String) -> Void
 
     public init(json: Bool) {
         self.json = json
         self.live = !json && isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["TERM"] != "dumb"
+        self.write = { FileHandle.standardOutput.write(Data($0.utf8)) }
+    }
+
+    /// Lines written to `write`, never a live line: the output of a coordinator built in another program.
+    public init(json: Bool, write: @escaping @Sendable (String) -> Void) {
+        self.json = json
+        self.live = false
+        self.write = write
     }
 
     public func notice(_ text: String) { print(.notice(text)) }
@@ -29,41 +39,44 @@ public final class CoordinatorPrinter: Sendable {
         state.withLock { state in
             if json {
                 // The one encoding, as GET /api/events sends it.
-                FileHandle.standardOutput.write(Data((event.json + "\n").utf8))
+                write(event.json + "\n")
                 return
             }
-            let id = event.job ?? 0, name = event.name ?? ""
-            switch event.event {
-            case .started:
-                state.progress[id] = (name, 0, "starting")
-                line(&state, String(format: "job %lld (%@) started: attempt %d, worker pid %d, %.0f ms after it was due", id, name, event.attempt ?? 0,
-                            event.pid ?? 0, (event.queuedFor ?? 0) * 1000))
-            case .progress:
-                state.progress[id] = (name, event.fraction ?? 0, event.phase ?? "")
+            switch event {
+            case .started(let e):
+                state.progress[e.job] = (e.name, 0, "starting")
+                line(&state, String(format: "job %lld (%@) started: attempt %d, worker pid %d, %.0f ms after it was due", e.job, e.name, e.attempt,
+                                    e.pid, e.queuedFor * 1000))
+            case .progress(let e):
+                state.progress[e.job] = (e.name, e.fraction, e.phase)
                 drawLive(&state, force: false)
-            case .finished:
-                state.progress[id] = nil
-                var text = String(format: "job %lld (%@) %@ after %.1f s (attempt %d)", id, name, event.state ?? "", event.seconds ?? 0, event.attempt ?? 0)
-                if let message = event.message { text += ": \(message)" }
+            case .finished(let e):
+                state.progress[e.job] = nil
+                var text = String(format: "job %lld (%@) %@ after %.1f s (attempt %d)", e.job, e.name, e.state, e.seconds, e.attempt)
+                if let message = e.message { text += ": \(message)" }
                 line(&state, text)
-            case .notice:
-                line(&state, event.message ?? "")
-            case .submitted, .cancelled, .retried:
-                line(&state, "job \(id) (\(name)) \(event.event.rawValue)" + (event.state.map { ": \($0)" } ?? ""))
+            case .notice(let e):
+                line(&state, e.message)
+            case .submitted(let e):
+                line(&state, "job \(e.job) (\(e.name)) submitted" + (e.queued ? "" : ": a live job already held its key"))
+            case .cancelled(let e), .retried(let e):
+                line(&state, "job \(e.job) (\(e.name)) \(event.kind.rawValue): \(e.state)")
             }
         }
     }
 
     public func finish() {
         state.withLock { _ in
-            if live { FileHandle.standardOutput.write(Data("\r\u{1B}[2K".utf8)) }
+            if live { write("\r\u{1B}[2K") }
         }
     }
 
+    /// One line of the log: whatever users wrote in it (names, paths, errors quoting them) escaped, so the
+    /// line stays one line and acts on no terminal.
     private func line(_ state: inout Live, _ text: String) {
         var out = live ? "\r\u{1B}[2K" : ""
-        out += text + "\n"
-        FileHandle.standardOutput.write(Data(out.utf8))
+        out += UserText.printable(text) + "\n"
+        write(out)
         drawLive(&state, force: true)
     }
 
@@ -73,8 +86,8 @@ public final class CoordinatorPrinter: Sendable {
         state.lastDraw = Date()
         let parts = state.progress.sorted { $0.key < $1.key }.map { id, p in
             let filled = Int(p.fraction * 10)
-            return "\(id) \(p.name) [" + String(repeating: "#", count: filled) + String(repeating: "-", count: 10 - filled) + "] \(p.phase)"
+            return "\(id) \(UserText.printable(p.name)) [" + String(repeating: "#", count: filled) + String(repeating: "-", count: 10 - filled) + "] \(UserText.printable(p.phase))"
         }
-        FileHandle.standardOutput.write(Data(("\r\u{1B}[2K" + parts.joined(separator: " | ")).prefix(200).utf8))
+        write(String(("\r\u{1B}[2K" + parts.joined(separator: " | ")).prefix(200)))
     }
 }

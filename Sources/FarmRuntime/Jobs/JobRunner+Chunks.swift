@@ -8,7 +8,7 @@ import MediaTime
 /// A chunked export's last run: its chunks, encoded by their own jobs, joined into the one output.
 extension JobRunner {
     func join(_ export: JobManifest.ExportSettings, session: ExportSession, composition: Composition, inspections: [AssetReport],
-              inspectSeconds: Double, pictures inputPictures: PicturesMade?, events: @escaping @Sendable (JobEvent) -> Void,
+              inspectSeconds: Double, pictures inputPictures: JobPictures.PicturesMade?, events: @escaping @Sendable (JobEvent) -> Void,
               started: Date) async throws -> JobResult {
         var pictures = inputPictures
         var scan: ScanSummary?
@@ -19,7 +19,7 @@ extension JobRunner {
             let scanStarted = Date()
             scan = try await scanCodes(settings, composition: composition)
             let codes = scan?.codes ?? []
-            scan?.images = try await codePictures(settings.images, codes: codes, composition: composition)
+            scan?.images = try await pictureMaker.codePictures(settings.images, codes: codes, composition: composition)
             scanSeconds = Date().timeIntervalSince(scanStarted)
         }
         let joinStarted = Date()
@@ -30,8 +30,8 @@ extension JobRunner {
         let joinSeconds = Date().timeIntervalSince(joinStarted)
         if let settings = export.poster {
             events(.progress(JobProgress(fraction: 0.99, phase: "poster")))
-            pictures = pictures ?? PicturesMade()
-            pictures?.exportPoster = try await poster(of: writePath(export.output), settings, at: "$.export.poster")
+            pictures = pictures ?? JobPictures.PicturesMade()
+            pictures?.exportPoster = try await pictureMaker.poster(of: writePath(export.output), settings, at: "$.export.poster")
         }
         let reportPath = try writeReport(
             inspections: inspections, composition: composition, export: joined, scan: scan, pictures: pictures, chunks: export.join,
@@ -39,7 +39,7 @@ extension JobRunner {
         events(.progress(JobProgress(fraction: 1, phase: "done")))
         var result = JobResult(name: manifest.name, succeeded: true, output: export.output, report: reportPath,
                                duration: joined.duration.seconds, seconds: Date().timeIntervalSince(started))
-        result.numbered = Self.numbered(pictures, scan)
+        result.numbered = JobPictures.numbered(pictures, scan)
         return result
     }
 }

@@ -36,29 +36,17 @@ public struct JobRunner: Sendable {
         self.stagingToken = stagingToken
     }
 
+    /// What makes the job's pictures, through this runner's staging.
+    var pictureMaker: JobPictures { JobPictures(runner: self) }
+
+    /// What sends the job's outputs bound for objects.
+    var objects: JobObjects { JobObjects(runner: self) }
+
     /// Where a finished file is written: its staged name, or its final path (an object's is staged in
     /// the spool folder either way).
     func writePath(_ finalPath: String) -> String {
         if let stagingToken { return StagedOutput.path(for: finalPath, token: stagingToken) }
         return PathRules.isObject(finalPath) ? ObjectOutput.stagedPath(for: finalPath, token: runToken) : finalPath
-    }
-
-    /// Without a coordinator, uploads the outputs bound for objects once every output is finished (a file
-    /// output is in place already). A failed job uploads nothing and leaves no staged file.
-    func publishObjects(_ succeeded: Bool, numbered: NumberedOutputs?, events: @escaping @Sendable (JobEvent) -> Void = { _ in }) async throws {
-        guard stagingToken == nil else { return }
-        let objects = StagedOutput.finalPaths(of: manifest, numbered: numbered).filter(PathRules.isObject)
-        defer {
-            for final in objects { unlink(writePath(final)) }
-            if numbered == nil, StagedOutput.numberedPatterns(of: manifest).contains(where: PathRules.isObject) {
-                ObjectOutput.discardStaged(token: runToken)
-            }
-        }
-        guard succeeded else { return }
-        for final in objects {
-            try await ObjectOutput.upload(writePath(final), to: final, allowExisting: manifest.overwrite,
-                                          log: { events(.log(level: "notice", message: $0)) })
-        }
     }
 
     /// Without a coordinator, the last check before an output is renamed into place: it is not an
@@ -67,30 +55,6 @@ public struct JobRunner: Sendable {
         guard stagingToken == nil else { return nil }
         let manifest = self.manifest
         return { final in try StagedOutput.checkBeforePublishing(final, of: manifest, allowExisting: manifest.overwrite) }
-    }
-
-    /// Under a coordinator, sends the parts of each output bound for an object (`ObjectOutput.uploadParts`)
-    /// once every output is finished; the coordinator completes the uploads under the lease. The staged
-    /// files are removed either way.
-    func uploadObjectParts(_ succeeded: Bool, numbered: NumberedOutputs?, events: @escaping @Sendable (JobEvent) -> Void) async throws -> [ObjectUpload] {
-        guard let stagingToken else { return [] }
-        let objects = StagedOutput.finalPaths(of: manifest, numbered: numbered).filter(PathRules.isObject)
-        defer {
-            for final in objects { unlink(StagedOutput.path(for: final, token: stagingToken)) }
-            if numbered == nil, StagedOutput.numberedPatterns(of: manifest).contains(where: PathRules.isObject) {
-                ObjectOutput.discardStaged(token: stagingToken)
-            }
-        }
-        guard succeeded, !objects.isEmpty else { return [] }
-        events(.progress(JobProgress(fraction: 1, phase: "uploading")))
-        var uploads: [ObjectUpload] = []
-        for final in objects {
-            uploads.append(try await ObjectOutput.uploadParts(StagedOutput.path(for: final, token: stagingToken), to: final,
-                                                              resuming: resumeUploads[final],
-                                                              began: { events(.upload(address: final, uploadID: $0)) },
-                                                              log: { events(.log(level: "notice", message: $0)) }))
-        }
-        return uploads
     }
 
     public func run(events: @escaping @Sendable (JobEvent) -> Void = { _ in }) async -> JobResult {
@@ -104,19 +68,19 @@ public struct JobRunner: Sendable {
             var result = try await execute(events: events, started: started)
             // A chunked export's first run only plans its chunks: it wrote nothing to upload.
             let wrote = result.succeeded && result.split == nil
-            try await publishObjects(wrote, numbered: result.numbered, events: events)
-            let uploads = try await uploadObjectParts(wrote, numbered: result.numbered, events: events)
+            try await objects.publish(wrote, numbered: result.numbered, events: events)
+            let uploads = try await objects.uploadParts(wrote, numbered: result.numbered, events: events)
             if !uploads.isEmpty { result.uploads = uploads }
             return result
         } catch is CancellationError {
             // Cleaning up after the job ended: what went wrong with the job is what is reported.
-            try? await publishObjects(false, numbered: nil)
-            _ = try? await uploadObjectParts(false, numbered: nil, events: events)  // as above
+            try? await objects.publish(false, numbered: nil)
+            _ = try? await objects.uploadParts(false, numbered: nil, events: events)  // as above
             return JobResult(name: manifest.name, succeeded: false, error: "cancelled", seconds: Date().timeIntervalSince(started))
         } catch {
             // As above: the job's error is the one reported.
-            try? await publishObjects(false, numbered: nil)
-            _ = try? await uploadObjectParts(false, numbered: nil, events: events)  // as above
+            try? await objects.publish(false, numbered: nil)
+            _ = try? await objects.uploadParts(false, numbered: nil, events: events)  // as above
             let retryable = Self.isRetryable(error)
             var message = Self.describe(error)
             if let verdict = Self.storageVerdict(error, retryable: retryable) { message += verdict }
@@ -236,111 +200,98 @@ public struct JobRunner: Sendable {
         return settings
     }
 
+    /// The job's stages: inspect, compose, then split (a long storyboard or export under a coordinator),
+    /// pictures, scan and export as the manifest asks.
     private func execute(events: @escaping @Sendable (JobEvent) -> Void, started: Date) async throws -> JobResult {
         events(.progress(JobProgress(fraction: 0, phase: "inspecting")))
         let (assets, inspections) = try await inspectSources()
-        let inspectSeconds = Date().timeIntervalSince(started)
+        var made = JobSoFar(started: started, inspections: inspections)
+        made.inspectSeconds = Date().timeIntervalSince(started)
         let composition = try await compose(assets)
-
-        var pictures: PicturesMade?
-        var pictureSeconds = 0.0
-        // Pictures are of the one input, as it is (the validator allows nothing else); with an export, once
-        // it is known not to be only split into chunks.
-        func makeInputPictures() async throws {
-            guard manifest.makesPictures else { return }
-            let picturesStarted = Date()
-            pictures = try await makePictures(of: manifest.edits[0].source, from: 0.02,
-                                              to: manifest.export == nil && manifest.scan == nil ? 0.99 : 0.2, events: events)
-            pictureSeconds = Date().timeIntervalSince(picturesStarted)
-        }
         if let board = manifest.storyboard, let every = board.chunkSeconds, board.join.isEmpty, board.part == nil, stagingToken != nil {
             // A storyboard made in parts, under a coordinator: where to cut it, when it is long enough (`mediafarm run` makes it whole).
-            let ranges = try await storyboardParts(of: manifest.edits[0].source, board, every: every)
+            let ranges = try await pictureMaker.storyboardParts(of: manifest.edits[0].source, board, every: every)
             if ranges.count > 1 { return split(into: ranges, of: "parts", every: every, started: started, events: events) }
         }
-        if manifest.export == nil { try await makeInputPictures() }
-
-        var scan: ScanSummary?
-        var scanSeconds = 0.0
+        if manifest.export == nil { try await makeInputPictures(&made, events: events) }
         // A constant-frame-rate export decodes every frame anyway: scan them there, decoding once.
         let scanWhileExporting = manifest.scan != nil && manifest.export?.mode == .constantFrameRate
         if let settings = manifest.scan, !scanWhileExporting {
             events(.progress(JobProgress(fraction: 0.02, phase: "scanning")))
             let scanStarted = Date()
-            scan = try await scanCodes(settings, composition: composition)
-            let codes = scan?.codes ?? []
-            scan?.images = try await codePictures(settings.images, codes: codes, composition: composition)
-            scanSeconds = Date().timeIntervalSince(scanStarted)
+            made.scan = try await scanCodes(settings, composition: composition)
+            let codes = made.scan?.codes ?? []
+            made.scan?.images = try await pictureMaker.codePictures(settings.images, codes: codes, composition: composition)
+            made.scanSeconds = Date().timeIntervalSince(scanStarted)
         }
-
         guard let export = manifest.export else {
-            var timings = ["inspect": inspectSeconds, "scan": scanSeconds, "total": Date().timeIntervalSince(started)]
-            if pictures != nil { timings["pictures"] = pictureSeconds }
             let reportPath = try writeReport(inspections: inspections, composition: manifest.isInspectionOnly || manifest.scan == nil ? nil : composition,
-                                             export: nil, scan: scan, pictures: pictures, timings: timings)
+                                             export: nil, scan: made.scan, pictures: made.pictures, timings: made.timings())
             events(.progress(JobProgress(fraction: 1, phase: "done")))
-            var result = JobResult(name: manifest.name, succeeded: true, output: pictures.flatMap(Self.mainPicture), report: reportPath,
+            var result = JobResult(name: manifest.name, succeeded: true, output: made.pictures.flatMap(JobPictures.mainPicture), report: reportPath,
                                    seconds: Date().timeIntervalSince(started))
-            result.numbered = Self.numbered(pictures, scan)
+            result.numbered = JobPictures.numbered(made.pictures, made.scan)
             return result
         }
+        return try await run(export, of: composition, made: made, scanning: scanWhileExporting, events: events)
+    }
 
-        let settings = exportSettings(export)
-        var session = ExportSession(composition: composition, settings: settings)
+    /// Pictures of the one input, as it is (the validator allows nothing else); with an export, once it is
+    /// known not to be only split into chunks.
+    private func makeInputPictures(_ made: inout JobSoFar, events: @escaping @Sendable (JobEvent) -> Void) async throws {
+        guard manifest.makesPictures else { return }
+        let picturesStarted = Date()
+        made.pictures = try await pictureMaker.makePictures(of: manifest.edits[0].source, from: 0.02,
+                                               to: manifest.export == nil && manifest.scan == nil ? 0.99 : 0.2, events: events)
+        made.pictureSeconds = Date().timeIntervalSince(picturesStarted)
+    }
+
+    /// The export: split into chunks, joined from them, or made whole (scanning its decoded frames when
+    /// asked), then its poster and the report.
+    private func run(_ export: JobManifest.ExportSettings, of composition: Composition, made: JobSoFar, scanning: Bool,
+                     events: @escaping @Sendable (JobEvent) -> Void) async throws -> JobResult {
+        var made = made
+        var session = ExportSession(composition: composition, settings: exportSettings(export))
         session.pool = pool
         if let every = export.chunkDuration, export.join.isEmpty, stagingToken != nil, export.chunkAbove.map({ composition.duration > $0 }) ?? true {
             // A chunked export's first run under a coordinator: where to cut it, when it is long enough to
             // cut (`mediafarm run` exports it whole).
             let ranges = try await session.chunkRanges(every: every)
-            if ranges.count > 1 { return split(into: ranges, of: "chunks", every: every, started: started, events: events) }
+            if ranges.count > 1 { return split(into: ranges, of: "chunks", every: every, started: made.started, events: events) }
         }
-        try await makeInputPictures()
+        try await makeInputPictures(&made, events: events)
         if !export.join.isEmpty {
-            return try await join(export, session: session, composition: composition, inspections: inspections,
-                                  inspectSeconds: inspectSeconds, pictures: pictures, events: events, started: started)
+            return try await join(export, session: session, composition: composition, inspections: made.inspections,
+                                  inspectSeconds: made.inspectSeconds, pictures: made.pictures, events: events, started: made.started)
         }
         if export.frames != nil {
             if stagingToken == nil { try ChunkFiles.makeFolder(of: export.output) } else { try ChunkFiles.checkFolder(of: export.output) }
         }
         let exportStarted = Date()
-        var scanSession: FrameScanSession?
-        if scanWhileExporting, let settings = manifest.scan {
-            scanSession = FrameScanSession(configuration: try Self.scanConfiguration(settings), workers: 1)
-        }
-        let observedComposition = composition
+        let scanSession = try manifest.scan.flatMap { scanning ? FrameScanSession(configuration: try Self.scanConfiguration($0), workers: 1) : nil }
         var exported = try await session.export(progress: { p in
             events(.progress(JobProgress(fraction: 0.02 + 0.97 * p.fraction, phase: p.phase, framesPerSecond: p.framesPerSecond, eta: p.eta)))
-        }, observingDecodedFrames: scanSession.map { scanner in { @Sendable in
-            let mapping = observedComposition.timeMapping
-            return { segment, sourceTime, frame in
-                guard observedComposition.segments[segment].sourceRange.contains(sourceTime),
-                      let t = mapping.targetTime(segment: segment, source: sourceTime) else { return }
-                try scanner.submit(time: t, frame: frame)
-            }
-        } })
+        }, observingDecodedFrames: scanSession.map { $0.observer(of: composition) })
         exported.output = export.output
         if let scanSession, let settings = manifest.scan {
-            scan = ScanSummary(decodedBy: "export", symbologies: settings.symbologies, framesScanned: scanSession.framesScanned,
-                               codes: try scanSession.finish())
-            let codes = scan?.codes ?? []
-            scan?.images = try await codePictures(settings.images, codes: codes, composition: composition)
+            made.scan = ScanSummary(decodedBy: "export", symbologies: settings.symbologies, framesScanned: scanSession.framesScanned,
+                                    codes: try scanSession.finish())
+            let codes = made.scan?.codes ?? []
+            made.scan?.images = try await pictureMaker.codePictures(settings.images, codes: codes, composition: composition)
         }
         if let settings = export.poster {
             events(.progress(JobProgress(fraction: 0.99, phase: "poster")))
             let picturesStarted = Date()
-            pictures = pictures ?? PicturesMade()
-            pictures?.exportPoster = try await poster(of: writePath(export.output), settings, at: "$.export.poster")
-            pictureSeconds += Date().timeIntervalSince(picturesStarted)
+            made.pictures = made.pictures ?? JobPictures.PicturesMade()
+            made.pictures?.exportPoster = try await pictureMaker.poster(of: writePath(export.output), settings, at: "$.export.poster")
+            made.pictureSeconds += Date().timeIntervalSince(picturesStarted)
         }
-        var timings = ["inspect": inspectSeconds, "scan": scanSeconds, "export": Date().timeIntervalSince(exportStarted),
-                       "total": Date().timeIntervalSince(started)]
-        if pictures != nil { timings["pictures"] = pictureSeconds }
-        let reportPath = try writeReport(inspections: inspections, composition: composition, export: exported, scan: scan,
-                                         pictures: pictures, timings: timings)
+        let reportPath = try writeReport(inspections: made.inspections, composition: composition, export: exported, scan: made.scan,
+                                         pictures: made.pictures, timings: made.timings(["export": Date().timeIntervalSince(exportStarted)]))
         events(.progress(JobProgress(fraction: 1, phase: "done")))
         var result = JobResult(name: manifest.name, succeeded: true, output: export.output, report: reportPath,
-                               duration: exported.duration.seconds, seconds: Date().timeIntervalSince(started))
-        result.numbered = Self.numbered(pictures, scan)
+                               duration: exported.duration.seconds, seconds: Date().timeIntervalSince(made.started))
+        result.numbered = JobPictures.numbered(made.pictures, made.scan)
         Self.tell(exported.audio, in: &result)
         return result
     }
@@ -403,7 +354,7 @@ public struct JobRunner: Sendable {
     }
 
     func writeReport(inspections: [AssetReport], composition: Composition?, export: ExportReport?, scan: ScanSummary? = nil,
-                     pictures: PicturesMade? = nil, chunks: [JobManifest.JoinedChunk]? = nil, timings: [String: Double]) throws -> String? {
+                     pictures: JobPictures.PicturesMade? = nil, chunks: [JobManifest.JoinedChunk]? = nil, timings: [String: Double]) throws -> String? {
         guard let path = manifest.report else { return nil }
         let report = JobReport(name: manifest.name, inspection: inspections,
                                composition: composition.map(JobReport.CompositionReport.init), scan: scan, export: export,
@@ -414,6 +365,38 @@ public struct JobRunner: Sendable {
         try output.write(contents: data)
         try output.commit()
         return path
+    }
+}
+
+extension FrameScanSession {
+    /// What the export's decoder hands the scanner: each frame shown in the composition, at its time there.
+    fileprivate func observer(of composition: Composition) -> @Sendable () -> DecodedFrameObserver {
+        { @Sendable in
+            let mapping = composition.timeMapping
+            return { segment, sourceTime, frame in
+                guard composition.segments[segment].sourceRange.contains(sourceTime),
+                      let t = mapping.targetTime(segment: segment, source: sourceTime) else { return }
+                try self.submit(time: t, frame: frame)
+            }
+        }
+    }
+}
+
+/// What a job has made so far besides its export, and how long each part took.
+private struct JobSoFar {
+    let started: Date
+    let inspections: [AssetReport]
+    var inspectSeconds = 0.0
+    var pictures: JobPictures.PicturesMade?
+    var pictureSeconds = 0.0
+    var scan: ScanSummary?
+    var scanSeconds = 0.0
+
+    /// The report's timings: `more` (the export's) with the parts', and the total.
+    func timings(_ more: [String: Double] = [:]) -> [String: Double] {
+        var timings = ["inspect": inspectSeconds, "scan": scanSeconds, "total": Date().timeIntervalSince(started)].merging(more) { a, _ in a }
+        if pictures != nil { timings["pictures"] = pictureSeconds }
+        return timings
     }
 }
 
@@ -477,7 +460,7 @@ struct JobReport: Encodable {
     var scan: ScanSummary?
     var export: ExportReport?
     /// The pictures of the input: each with the frame it is of.
-    var pictures: JobRunner.PicturesMade?
+    var pictures: JobPictures.PicturesMade?
     /// A chunked export's chunks: their frames, jobs and attempts.
     var chunks: [Chunk]?
     var timings: [String: Double]

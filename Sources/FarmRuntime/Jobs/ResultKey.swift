@@ -7,7 +7,7 @@ import MediaTime
 /// What a job computes from, as one key: every setting of its manifest that changes what it writes, its
 /// inputs by content id (not by path), and the versions of MediaFarm and of the media libraries. Two jobs
 /// with the same key write the same output and report, on any host: the second may be answered from the
-/// first's result (`Coordinator+Reuse.swift`). Left out: the job's name, where its outputs go, whether they
+/// first's result (`ResultReuse`). Left out: the job's name, where its outputs go, whether they
 /// may be overwritten, what it waits for, what it requires of a host, its webhooks and a chunked export's
 /// join list (the coordinator's, not the user's), and whether it writes a report (an earlier result without
 /// one answers only a job that asks for none).
@@ -43,12 +43,6 @@ enum ResultKey {
 
     /// The text the key hashes: compact JSON with its members in a fixed order.
     static func description(_ manifest: JobManifest, contents: [String: String], program: String) -> String {
-        func time(_ t: MediaTime?) -> JSONValue {
-            guard let t, t.isNumeric else { return .null }
-            let r = t.reduced
-            return .string("\(r.value)/\(r.timescale)")
-        }
-        func number(_ n: some Numeric) -> JSONValue { .number("\(n)") }
         var members: [(key: String, value: JSONValue)] = [
             ("program", .string(program)),
             ("version", number(manifest.version)),
@@ -60,38 +54,56 @@ enum ResultKey {
                                                            ("toDuration", time($0.toDuration))]) })),
             ("timePitch", .string(manifest.audio.timePitch.rawValue)),
         ]
-        if let scan = manifest.scan {
-            var roi: JSONValue = .null
-            if let r = scan.regionOfInterest { roi = .array([r.x, r.y, r.width, r.height].map { .number("\($0)") }) }
-            var scanMembers: [(key: String, value: JSONValue)] = [
-                ("symbologies", .array(scan.symbologies.map { .string($0) })), ("regionOfInterest", roi),
-                ("interval", time(scan.interval)), ("maxCodesPerFrame", number(scan.maxCodesPerFrame))]
-            if let images = scan.images {
-                scanMembers.append(("images", .object([("maxWidth", number(images.style.maxWidth)), ("maxHeight", number(images.style.maxHeight)),
-                                                       ("format", .string(images.style.format.rawValue)),
-                                                       ("quality", .number("\(images.style.quality)"))])))
-            }
-            members.append(("scan", .object(scanMembers)))
+        if let scan = manifest.scan { members.append(("scan", Self.scan(scan))) }
+        if let export = manifest.export { members.append(("export", Self.export(export))) }
+        members += pictures(manifest)
+        return JSONValue.object(members).text
+    }
+
+    private static func time(_ t: MediaTime?) -> JSONValue {
+        guard let t, t.isNumeric else { return .null }
+        let r = t.reduced
+        return .string("\(r.value)/\(r.timescale)")
+    }
+
+    private static func number(_ n: some Numeric) -> JSONValue { .number("\(n)") }
+
+    private static func scan(_ scan: JobManifest.ScanSettings) -> JSONValue {
+        var roi: JSONValue = .null
+        if let r = scan.regionOfInterest { roi = .array([r.x, r.y, r.width, r.height].map { .number("\($0)") }) }
+        var members: [(key: String, value: JSONValue)] = [
+            ("symbologies", .array(scan.symbologies.map { .string($0) })), ("regionOfInterest", roi),
+            ("interval", time(scan.interval)), ("maxCodesPerFrame", number(scan.maxCodesPerFrame))]
+        if let images = scan.images {
+            members.append(("images", .object([("maxWidth", number(images.style.maxWidth)), ("maxHeight", number(images.style.maxHeight)),
+                                               ("format", .string(images.style.format.rawValue)),
+                                               ("quality", .number("\(images.style.quality)"))])))
         }
-        if let export = manifest.export {
-            var frames: JSONValue = .null
-            if let f = export.frames { frames = .array([number(f.lowerBound), number(f.upperBound)]) }
-            members.append(("export", .object([
-                ("mode", .string(export.mode.rawValue)), ("fileType", .string(export.fileType.rawValue)),
-                ("frameDuration", time(export.frameDuration)),
-                ("video", .object([("codec", .string(export.video.codec)), ("crf", number(export.video.crf)),
-                                   ("preset", .string(export.video.preset)), ("threads", number(export.video.threads))])),
-                ("audio", .object([("policy", .string(export.audio.policy.rawValue)), ("codec", .string(export.audio.codec)),
-                                   ("bitrate", number(export.audio.bitrate)),
-                                   ("loudness", export.audio.loudness.map { l in
-                                       .object([("measure", .bool(l.measure)), ("standard", l.standard.map { .string($0.rawValue) } ?? .null),
-                                                ("target", l.target.map { .number("\($0)") } ?? .null),
-                                                ("truePeak", l.truePeak.map { .number("\($0)") } ?? .null)])
-                                   } ?? .null)])),
-                ("faststart", .bool(export.faststart)), ("cuts", .string(export.cuts.rawValue)),
-                ("chunkDuration", time(export.chunkDuration)), ("chunkAbove", time(export.chunkAbove)), ("frames", frames),
-            ])))
-        }
+        return .object(members)
+    }
+
+    private static func export(_ export: JobManifest.ExportSettings) -> JSONValue {
+        var frames: JSONValue = .null
+        if let f = export.frames { frames = .array([number(f.lowerBound), number(f.upperBound)]) }
+        return .object([
+            ("mode", .string(export.mode.rawValue)), ("fileType", .string(export.fileType.rawValue)),
+            ("frameDuration", time(export.frameDuration)),
+            ("video", .object([("codec", .string(export.video.codec)), ("crf", number(export.video.crf)),
+                               ("preset", .string(export.video.preset)), ("threads", number(export.video.threads))])),
+            ("audio", .object([("policy", .string(export.audio.policy.rawValue)), ("codec", .string(export.audio.codec)),
+                               ("bitrate", number(export.audio.bitrate)),
+                               ("loudness", export.audio.loudness.map { l in
+                                   .object([("measure", .bool(l.measure)), ("standard", l.standard.map { .string($0.rawValue) } ?? .null),
+                                            ("target", l.target.map { .number("\($0)") } ?? .null),
+                                            ("truePeak", l.truePeak.map { .number("\($0)") } ?? .null)])
+                               } ?? .null)])),
+            ("faststart", .bool(export.faststart)), ("cuts", .string(export.cuts.rawValue)),
+            ("chunkDuration", time(export.chunkDuration)), ("chunkAbove", time(export.chunkAbove)), ("frames", frames),
+        ])
+    }
+
+    /// The pictures' members: posters, images, storyboard, waveform, in that order.
+    private static func pictures(_ manifest: JobManifest) -> [(key: String, value: JSONValue)] {
         func tolerance(_ t: JobManifest.PictureTolerance) -> JSONValue { .array([time(t.before), time(t.after)]) }
         func style(_ s: JobManifest.PictureStyle) -> JSONValue {
             .object([("maxWidth", number(s.maxWidth)), ("maxHeight", number(s.maxHeight)), ("format", .string(s.format.rawValue)),
@@ -100,6 +112,7 @@ enum ResultKey {
         func poster(_ poster: JobManifest.PosterSettings) -> JSONValue {
             .object([("at", poster.at.map { time($0) } ?? .string("auto")), ("tolerance", tolerance(poster.tolerance)), ("style", style(poster.style))])
         }
+        var members: [(key: String, value: JSONValue)] = []
         if let settings = manifest.poster { members.append(("poster", poster(settings))) }
         if let settings = manifest.export?.poster { members.append(("exportPoster", poster(settings))) }
         if let images = manifest.images {
@@ -122,6 +135,6 @@ enum ResultKey {
             members.append(("waveform", .object([("width", number(waveform.width)), ("height", number(waveform.height)),
                                                  ("svg", .bool(waveform.isSVG)), ("peaks", .bool(waveform.peaks != nil))])))
         }
-        return JSONValue.object(members).text
+        return members
     }
 }

@@ -18,7 +18,10 @@ public final class StopSignals: Sendable {
 
     private struct State {
         var received: [Int32] = []
-        var waiters: [CheckedContinuation<Int32?, Never>] = []
+        /// Each waiting task's continuation, by a number of its own: a task cancelled stops its own wait
+        /// only (several service groups in one process each wait here).
+        var waiters: [Int: CheckedContinuation<Int32?, Never>] = [:]
+        var nextWaiter = 0
     }
     private let state = Mutex(State())
     /// Whether the signals are caught here (false only when no pipe could be made: use the lifecycle's).
@@ -43,30 +46,31 @@ public final class StopSignals: Sendable {
     private func deliver(_ signal: Int32) {
         let waiters = state.withLock { s -> [CheckedContinuation<Int32?, Never>] in
             s.received.append(signal)
-            defer { s.waiters = [] }
-            return s.waiters
+            defer { s.waiters = [:] }
+            return Array(s.waiters.values)
         }
         for waiter in waiters { waiter.resume(returning: signal) }
     }
 
     /// The first signal caught (at once when one came already), or nil when the calling task is cancelled.
     public func first() async -> Int32? {
-        await withTaskCancellationHandler {
+        let id = state.withLock { s in
+            defer { s.nextWaiter += 1 }
+            return s.nextWaiter
+        }
+        return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Int32?, Never>) in
                 let ready = state.withLock { s -> Int32? in
                     if let first = s.received.first { return first }
+                    // Cancelled before it waited: the handler below has run already and found no waiter.
                     if Task.isCancelled { return -1 }
-                    s.waiters.append(continuation)
+                    s.waiters[id] = continuation
                     return nil
                 }
                 if let ready { continuation.resume(returning: ready == -1 ? nil : ready) }
             }
         } onCancel: {
-            let waiters = state.withLock { s -> [CheckedContinuation<Int32?, Never>] in
-                defer { s.waiters = [] }
-                return s.waiters
-            }
-            for waiter in waiters { waiter.resume(returning: nil) }
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: nil)
         }
     }
 

@@ -14,7 +14,7 @@ import Glibc
 /// (`flock`) on a file of its own there for as long as it lives, holding its lease name: a lock that can
 /// be taken belongs to a coordinator that is gone. The next one to start on the host removes that one's
 /// folders and learns its name, so that its jobs can be taken back at once rather than when their leases
-/// expire (`Coordinator.takeBackJobsOfTheDead`).
+/// expire (`Rescuer.takeBackJobs`).
 final class WorkerFolders: Sendable {
     /// This coordinator's name in the folders: `mediafarm-worker-ID-XXXXXX`, locked by `mediafarm-coordinator-ID.lock`.
     let id = String(UInt64.random(in: 0...UInt64.max), radix: 36)

@@ -20,13 +20,16 @@ public enum WorkerLoop {
         FileHandle.standardOutput.write(data)
     }
 
-    /// Runs one job: its events and result on stdout, a failure's reason on stderr.
-    public static func run(_ job: WorkerAssignment, tooLarge: Bool = false, misbehaviour: WorkerMisbehaviour? = nil) async -> Outcome {
-        if tooLarge || job.manifest.utf8.count > ManifestLoader.maxBytes {
+    /// Runs one job: its events and result on stdout, a failure's reason on stderr. `checked`: its
+    /// coordinator checked the manifest against this host's files just before (a kept worker's job), and
+    /// only its shape is read again; otherwise (a worker run by hand, or for one job) it is checked here.
+    public static func run(_ job: WorkerAssignment, checked: Bool, tooLarge: Bool = false, misbehaviour: WorkerMisbehaviour? = nil) async -> Outcome {
+        if tooLarge {
             return report(invalid: "stdin: the manifest is larger than \(ManifestLoader.maxBytes / 1024) KiB", name: job.name)
         }
         let manifest: JobManifest
-        switch ManifestLoader.validate(text: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
+        switch checked ? ManifestLoader.checked(document: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots)
+            : ManifestLoader.validate(document: job.manifest, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
         case .success(let m): manifest = m
         case .failure(let e): return report(invalid: e.description, name: job.name)
         }
@@ -60,7 +63,7 @@ public enum WorkerLoop {
             }
             let outcome: Outcome
             do {
-                outcome = await run(try JSONDecoder().decode(WorkerAssignment.self, from: Data(line.utf8)), misbehaviour: misbehaviour)
+                outcome = await run(try WorkerAssignment(line: line), checked: true, misbehaviour: misbehaviour)
             } catch {
                 outcome = report(invalid: "stdin: a kept worker expects one JSON line per job (its options and manifest): \(error)", name: name)
             }
@@ -83,7 +86,7 @@ public enum WorkerLoop {
         }
     }
 
-    static func report(invalid message: String, name: String) -> Outcome {
+    public static func report(invalid message: String, name: String) -> Outcome {
         FileHandle.standardError.write(Data((message + "\n").utf8))
         print(.result(JobResult(name: name, succeeded: false, error: message, seconds: 0)))
         return .invalid

@@ -307,7 +307,7 @@ enum Outbox {
     /// The refusal of a job whose `"notify"` names a host the farm does not send to.
     static func refusal(_ url: WebhookURL, job name: String) -> String {
         "\(name): \"notify\" names \(url.text), whose host \(url.hostKey) is not one the farm sends webhooks to "
-            + "(a coordinator allows it with --webhook-allow-host \(url.bareHost) or \(url.hostKey)); nothing was queued"
+            + "(a coordinator allows it with --webhook-allow-host \(url.port == url.schemePort ? url.bareHost : url.hostKey)); nothing was queued"
     }
 
     /// The hosts the farm sends to: those allowed for jobs' `"notify"` (host, or host:port), and its

@@ -7,7 +7,10 @@ extension SQLiteJobStore {
     public func jobs(matching query: JobQuery) async throws(JobStoreError) -> [Job] {
         try await read { [self] db in
             var (sql, arguments) = Self.filter(query)
-            sql = "SELECT \(Self.columns) FROM jobs" + sql + (query.newest ? " ORDER BY id DESC" : " ORDER BY id")
+            // The running jobs are few (no more than the farm's slots): found by their lease index and sorted,
+            // rather than the whole table walked in id order for a page of them (`+id` keeps the walk out).
+            let id = query.states == [.running] ? "+id" : "id"
+            sql = "SELECT \(Self.columns) FROM jobs" + sql + (query.newest ? " ORDER BY \(id) DESC" : " ORDER BY \(id)")
             if let limit = query.limit {
                 sql += " LIMIT ?"
                 arguments.append(limit)
@@ -33,7 +36,13 @@ extension SQLiteJobStore {
             arguments += values
         }
         if let ids = query.ids { add("id IN (\(ids.map { String($0) }.joined(separator: ",")))") }
-        if let states = query.states { add("state IN (\(states.map { _ in "?" }.joined(separator: ",")))", states.map(\.rawValue)) }
+        if let states = query.states {
+            // The states as literals (the enum's raw values): `state = 'running'` can use a partial index on
+            // one state (jobs_waiting, jobs_leases, jobs_failed); SQLite reads `state IN (?)` as `state = +?`, which
+            // matches none, and the newest-first lists read the whole table.
+            let names = states.map { "'\($0.rawValue)'" }
+            add(names.count == 1 ? "state = \(names[0])" : "state IN (\(names.joined(separator: ",")))")
+        }
         if let before = query.before { add("id < ?", [before]) }
         if let after = query.afterID { add("id > ?", [after]) }
         if let prefix = query.namePrefix, !prefix.isEmpty { add("substr(name, 1, length(?)) = ?", [prefix, prefix]) }
@@ -43,8 +52,10 @@ extension SQLiteJobStore {
         if let after = query.runAfter { add("run_at > ?", [after.timeIntervalSince1970]) }
         if let by = query.runBy { add("run_at <= ?", [by.timeIntervalSince1970]) }
         if let prefix = query.keyPrefix, !prefix.isEmpty { add("substr(unique_key, 1, length(?)) = ?", [prefix, prefix]) }
-        if let from = query.createdFrom { add("created_at >= ?", [from.timeIntervalSince1970]) }
-        if let before = query.createdBefore { add("created_at < ?", [before.timeIntervalSince1970]) }
+        // `+created_at`: the index every job is in (jobs_made, for counting) would otherwise be taken for a
+        // range, and every job in it read and sorted for one page, instead of the newest walked until it is full.
+        if let from = query.createdFrom { add("+created_at >= ?", [from.timeIntervalSince1970]) }
+        if let before = query.createdBefore { add("+created_at < ?", [before.timeIntervalSince1970]) }
         if let text = query.mentions, !text.isEmpty { add("instr(manifest, ?) > 0", [text]) }
         if query.failedAttempts { add("errors <> '[]'") }
         if let blocker = query.blockedBy { add("blocked_by = ?", [blocker]) }
@@ -57,26 +68,21 @@ extension SQLiteJobStore {
 
     public func counts() async throws(JobStoreError) -> [JobState: Int] {
         try await read { [self] db in
-            var counts: [JobState: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM jobs GROUP BY state") {
-                if let state = JobState(rawValue: row["state"]) { counts[state] = row["n"] }
-            }
-            return counts
+            try Row.fetchOne(db, sql: JobCounts.read).map(JobCounts.counts) ?? [:]
         }
     }
 
     public func stats(at now: Date) async throws(JobStoreError) -> QueueStats {
         try await read { [self] db in
-            var counts: [String: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS n FROM jobs GROUP BY state") {
-                counts[row["state"]] = row["n"]
-            }
+            let byState = try Row.fetchOne(db, sql: JobCounts.read).map(JobCounts.counts) ?? [:]
+            let counts = Dictionary(uniqueKeysWithValues: byState.map { ($0.key.rawValue, $0.value) })
             var hosts: [String: Int] = [:]
             for row in try Row.fetchAll(db, sql: """
                 SELECT substr(lease_owner, 1, instr(lease_owner || ':', ':') - 1) AS host, COUNT(*) AS n
                 FROM jobs WHERE state = 'running' GROUP BY host
                 """) {
-                hosts[row["host"]] = row["n"]
+                // (A running row always has its lease; one without is no host's and no reason to fail.)
+                if let host: String = row["host"] { hosts[host] = row["n"] }
             }
             let oldest = try Double.fetchOne(db, sql: "SELECT MIN(run_at) FROM jobs WHERE state = 'queued' AND run_at <= ?",
                                              arguments: [now.timeIntervalSince1970])

@@ -145,6 +145,9 @@ extension SQLiteJobStore {
         migrator.registerMigration("v16 webhook events keep their job in its row") { db in
             for statement in WebhookEventSchema.nullableJobStatements { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v17 jobs counted by their indexes") { db in
+            for statement in JobCounts.statements { try db.execute(sql: statement) }
+        }
         return migrator
     }
 }
@@ -163,5 +166,41 @@ enum JobIndexes {
          "ALTER TABLE \(prefix)job_results ADD COLUMN origin_job_name TEXT",
          "ALTER TABLE \(prefix)jobs ADD COLUMN host TEXT",
          "CREATE INDEX asset_representations_job ON \(prefix)asset_representations (job_id)"]
+    }
+}
+
+/// The jobs counted by state without reading every row (SQLite; 34 ms of 100,000 rows before): the
+/// overview, the jobs list's tabs, `/metrics`, `/readyz` and the queue's samples read them. Every state but
+/// `succeeded` has a partial index of its own (waiting, queued and running had them for claiming and
+/// leases; failed, cancelled and dead get theirs here, written only when a job enters or leaves one of
+/// them), and every job is in one small index that nothing changes after the job is made; `succeeded`, the
+/// bulk of an old queue, is what is left. Claiming and succeeding write no page more than before. The lists
+/// of one state use the same partial indexes (with the states written as literals: `SQLiteJobStore.filter`).
+enum JobCounts {
+    /// The states counted by their own index.
+    static let indexed = JobState.allCases.filter { $0 != .succeeded }
+
+    static let statements = [
+        "CREATE INDEX jobs_made ON jobs (created_at)",
+        "CREATE INDEX jobs_failed ON jobs (id) WHERE state = 'failed'",
+        "CREATE INDEX jobs_cancelled ON jobs (id) WHERE state = 'cancelled'",
+        "CREATE INDEX jobs_dead ON jobs (id) WHERE state = 'dead'",
+    ]
+
+    /// One row: every job, then each indexed state's count, in `indexed`'s order.
+    static let read = "SELECT (SELECT COUNT(*) FROM jobs)"
+        + indexed.map { ", (SELECT COUNT(*) FROM jobs WHERE state = '\($0.rawValue)')" }.joined()
+
+    /// The counts of the row `read` gives, the states no job is in left out.
+    static func counts(_ row: Row) -> [JobState: Int] {
+        let all: Int = row[0]
+        var counts: [JobState: Int] = [:]
+        for (i, state) in indexed.enumerated() {
+            let n: Int = row[i + 1]
+            if n > 0 { counts[state] = n }
+        }
+        let succeeded = all - counts.values.reduce(0, +)
+        if succeeded > 0 { counts[.succeeded] = succeeded }
+        return counts
     }
 }

@@ -2,60 +2,21 @@ import FarmLibrary
 import FarmModel
 import Foundation
 
-/// The asset library as a coordinator uses it: `asset:ID` inputs resolved to this host's paths before the
-/// worker starts, and a successful job's output and codes recorded afterwards.
-extension Coordinator {
-    /// An input (a library asset, another job's result) that could not be put in before the worker starts.
-    struct InputFailure: Error {
-        var message: String
-        /// It may be there on a later attempt (another host, the queue answering again): the attempt is retried.
-        var retry: Bool
-    }
-
-    /// The manifest with each `asset:ID` replaced by this host's path, and the ids.
-    func resolveAssets(_ document: JSONValue) async -> Result<(JSONValue, [AssetID]), InputFailure> {
-        guard let library = configuration.library else {
-            return .failure(InputFailure(message: "the manifest names assets (asset:ID) but this coordinator has no asset library", retry: false))
-        }
-        do {
-            return .success(try await library.resolveManifest(document))
-        } catch {
-            if case .unknownAsset = error { return .failure(InputFailure(message: error.description, retry: false)) }
-            return .failure(InputFailure(message: error.description, retry: true))
-        }
-    }
-
-    /// The manifest with each input or edit source that is no longer at its path replaced by where the
-    /// library has the same bytes now on this host (a file renamed after its job was queued, which ingest
-    /// or `library add` saw at its new name). Each change is a notice.
-    func followRenamedInputs(_ job: Job, _ document: JSONValue) async -> JSONValue {
-        guard let library = configuration.library else { return document }
-        var replacements: [String: String] = [:]
-        for source in Set(document.manifestSources) where !source.isEmpty && !source.hasPrefix(AssetID.scheme) {
-            let path = PathRules.resolve(source, against: job.baseDirectory)
-            let relocation: (AssetID, String)?
-            do {
-                relocation = try await library.relocation(of: path)
-            } catch {
-                events(.notice("job \(job.id): cannot ask the library where \(path) went (\(error)); the job reads it where it was"))
-                continue
-            }
-            guard let (id, now) = relocation else { continue }
-            events(.notice("job \(job.id): \(path) is gone; the same content (\(id)) is at \(now): the job reads it there"))
-            replacements[source] = now
-        }
-        return document.replacingManifestSources(replacements)
-    }
+/// What a coordinator records in the asset library when a job succeeds: its exported output and pictures
+/// as representations of its sources, and the codes its scan found on them.
+struct LibraryRecorder: CoordinatorPart {
+    let context: CoordinatorContext
 
     /// Registers the job's exported output as a representation of its sources (the assets it named, or
     /// input files this host registered), and the codes its scan found on them. Errors are notices: the
     /// job itself has succeeded.
-    /// `submitted`: the manifest as it was queued (with its asset ids), the lineage's parameters.
-    /// `outputHash`: the output's, when the coordinator has just read it (recording the job's result for reuse).
-    func registerInLibrary(_ job: Job, manifest: JobManifest, submitted: String, sources named: [AssetID], outputHash: ContentHash? = nil) async {
+    /// The lineage's parameters are the manifest as it was queued (with its asset ids). `outputHash`: the
+    /// output's, when the coordinator has just read it (recording the job's result for reuse).
+    func registerInLibrary(_ claimed: ClaimedJob, outputHash: ContentHash? = nil) async {
         guard let library = configuration.library else { return }
+        let (job, manifest, submitted) = (claimed.job, claimed.manifest, claimed.submitted)
         do {
-            var sources = named
+            var sources = claimed.sources
             for id in try await library.assets(in: manifest.edits.map(\.source)) + library.jobInputs(job.id) where !sources.contains(id) {
                 sources.append(id)
             }

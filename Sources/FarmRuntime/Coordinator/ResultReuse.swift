@@ -4,6 +4,7 @@ import FarmModel
 import FarmStore
 import Foundation
 import MediaEdit
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,7 +14,18 @@ import Glibc
 /// running: the earlier output copied to this job's staged name while its bytes are hashed, published
 /// under the lease only when they are still what was published, and the report the earlier job wrote,
 /// saying so. Every job that may be reused records its result when it succeeds (table `job_results`).
-extension Coordinator {
+final class ResultReuse: CoordinatorPart {
+    let context: CoordinatorContext
+    let publisher: Publisher
+    let recorder: AttemptRecorder
+    let library: LibraryRecorder
+    /// Inputs' SHA-256 by path, while their identity and modification time stay those hashed.
+    private let contentHashes = Mutex<[String: (stamp: FileStamp, sha256: String)]>([:])
+
+    init(context: CoordinatorContext, publisher: Publisher, recorder: AttemptRecorder, library: LibraryRecorder) {
+        (self.context, self.publisher, self.recorder, self.library) = (context, publisher, recorder, library)
+    }
+
     /// The job's key, or nil when reuse does not apply to it (`ResultKey.applies`) or an input cannot be
     /// read (the worker says why).
     func resultKey(_ job: Job, _ manifest: JobManifest) async -> String? {
@@ -30,12 +42,12 @@ extension Coordinator {
     /// the same (a file changed in place, or replaced, is hashed again). nil when it cannot be read.
     func contentHash(of path: String) async -> String? {
         guard let stamp = FileStamp(path: path) else { return nil }
-        if let known = state.withLock({ $0.contentHashes[path] }), known.stamp == stamp { return known.sha256 }
+        if let known = contentHashes.withLock({ $0[path] }), known.stamp == stamp { return known.sha256 }
         // unreadable: no reuse; the job runs, and its own read reports the cause
         guard let hash = try? await ContentHash.reading(path), FileStamp(path: path) == stamp else { return nil }
-        state.withLock { s in
-            if s.contentHashes.count >= 4096 { s.contentHashes.removeAll() }
-            s.contentHashes[path] = (stamp, hash.sha256)
+        contentHashes.withLock { hashes in
+            if hashes.count >= 4096 { hashes.removeAll() }
+            hashes[path] = (stamp, hash.sha256)
         }
         return hash.sha256
     }
@@ -43,8 +55,8 @@ extension Coordinator {
     /// Answers the job from the newest earlier result with its key that this host can read and that still
     /// holds what was published. Returns whether it did (the attempt ended, published or not); false when
     /// there is none: the job runs. `began`: when the coordinator began the attempt (the attempt's seconds).
-    func answerFromEarlier(_ job: Job, token: String, manifest: JobManifest, key: String, submitted: String,
-                           sources: [AssetID], began: Date) async -> Bool {
+    func answerFromEarlier(_ claimed: ClaimedJob, key: String, began: Date) async -> Bool {
+        let (job, token, manifest) = (claimed.job, claimed.token, claimed.manifest)
         let candidates: [ReusableResult]
         do {
             candidates = try await store.results.results(key: key)
@@ -57,15 +69,15 @@ extension Coordinator {
             guard manifest.export == nil || earlier.output != nil else { continue }
             guard !manifest.writesPictures || earlier.files != nil else { continue }
             let worker = earlier.worker
-            state.withLock { $0.running[job.id]?.progress = JobProgress(fraction: 0, phase: "reusing the result of job \(worker.id)") }
+            jobs.state.withLock { $0.running[job.id]?.progress = JobProgress(fraction: 0, phase: "reusing the result of job \(worker.id)") }
             guard let staged = await stageEarlierResult(earlier, for: job, token: token, manifest: manifest) else {
                 StagedOutput.discard(manifest, token: token)
                 continue
             }
-            guard let entry = state.withLock({ $0.running.removeValue(forKey: job.id) }) else { return true }
+            guard let entry = jobs.state.withLock({ $0.running.removeValue(forKey: job.id) }) else { return true }
             defer {
                 StagedOutput.discard(manifest, token: token)
-                slotFreed.signal()
+                jobs.slotFreed.signal()
             }
             let seconds = now().timeIntervalSince(began)
             switch entry.stop {
@@ -76,11 +88,11 @@ extension Coordinator {
                                  message: "stopped while reusing the result of job \(worker.id): nothing published", seconds: seconds))
                 return true
             case .timeout(let limit):
-                await finish(job, token: token, outcome: .crashed(message: "timed out after \(Self.format(limit)) s reusing the result of job \(worker.id)"),
+                await recorder.finish(job, token: token, outcome: .crashed(message: "timed out after \(Self.format(limit)) s reusing the result of job \(worker.id)"),
                              seconds: seconds, reason: "timed_out")
                 return true
             case .drain:
-                await finish(job, token: token, outcome: .released, seconds: seconds)
+                await recorder.finish(job, token: token, outcome: .released, seconds: seconds)
                 return true
             }
             let numbered = earlier.files?.numbered
@@ -93,7 +105,7 @@ extension Coordinator {
             events(.notice("job \(job.id): answered from the result of job \(worker.id) (\(worker.name))"
                            + (worker.id != earlier.jobID ? ", copied from job \(earlier.jobID)" : "")
                            + (earlier.output.map { ": \($0) copied, its SHA-256 unchanged since it was published" } ?? "")))
-            await publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: [], numbered: numbered, seconds: seconds,
+            await publisher.publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: [], numbered: numbered, seconds: seconds,
                           reason: "reused") {
                 var again = earlier
                 (again.jobID, again.jobName, again.output, again.report, again.createdAt) = (job.id, job.name, manifest.export?.output, staged.report, now())
@@ -103,8 +115,7 @@ extension Coordinator {
                 }
                 await record(again, job: job)
                 // The copy's bytes were hashed as they were copied: the library does not read them again.
-                await registerInLibrary(job, manifest: manifest, submitted: submitted, sources: sources,
-                                        outputHash: earlier.sha256.flatMap(ContentHash.init(sha256:)))
+                await library.registerInLibrary(claimed, outputHash: earlier.sha256.flatMap(ContentHash.init(sha256:)))
             }
             return true
         }
@@ -129,7 +140,7 @@ extension Coordinator {
                 try? await store.results.forget(key: earlier.key, jobID: earlier.jobID)
                 return nil
             }
-            switch await Self.copyVerified(from, to: StagedOutput.path(for: output, token: token), sha256: sha256) {
+            switch await VerifiedCopy.copy(from, to: StagedOutput.path(for: output, token: token), sha256: sha256) {
             case .copied:
                 break
             case .changed(let found):
@@ -159,7 +170,7 @@ extension Coordinator {
                     try? await store.results.forget(key: earlier.key, jobID: earlier.jobID)  // if the queue does not answer, the next job finds it changed again
                     return nil
                 }
-                switch await Self.copyVerified(file.path, to: StagedOutput.path(for: target, token: token), sha256: file.sha256) {
+                switch await VerifiedCopy.copy(file.path, to: StagedOutput.path(for: target, token: token), sha256: file.sha256) {
                 case .copied:
                     break
                 case .changed(let found):
@@ -255,68 +266,5 @@ extension Coordinator {
         } catch {
             events(.notice("job \(job.id): its result was not recorded for reuse: \(error)"))
         }
-    }
-
-    enum VerifiedCopy: Equatable {
-        case copied
-        /// The source's bytes hash to this, not to what was expected: nothing was written.
-        case changed(String)
-        case failed(String)
-    }
-
-    /// Copies `source` to `target` (written whole under a temporary name, then renamed), hashing the bytes
-    /// as they are copied: the copy is kept only when they hash to `sha256`. On a thread of its own.
-    static func copyVerified(_ source: String, to target: String, sha256: String) async -> VerifiedCopy {
-        await withCheckedContinuation { done in
-            DispatchQueue.global().async { done.resume(returning: copyVerifiedNow(source, to: target, sha256: sha256)) }
-        }
-    }
-
-    private static func copyVerifiedNow(_ source: String, to target: String, sha256: String) -> VerifiedCopy {
-        let input = Glibc.open(source, O_RDONLY | O_CLOEXEC)
-        guard input >= 0 else { return .failed("cannot open \(source): \(String(cString: strerror(errno)))") }
-        defer { Glibc.close(input) }
-        let out: AtomicOutput
-        do { out = try AtomicOutput(finalPath: target) } catch { return .failed(error.description) }
-        let output = Glibc.open(out.temporaryPath, O_WRONLY | O_TRUNC | O_CLOEXEC)
-        guard output >= 0 else { return .failed("cannot write \(out.temporaryPath): \(String(cString: strerror(errno)))") }
-        var hasher = SHA256()
-        let size = 1 << 20
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
-        defer { buffer.deallocate() }
-        func fail(_ what: String) -> VerifiedCopy {
-            let reason = String(cString: strerror(errno))
-            Glibc.close(output)
-            out.discard()
-            return .failed("\(what): \(reason)")
-        }
-        while true {
-            let n = Glibc.read(input, buffer.baseAddress, size)
-            if n < 0 {
-                if errno == EINTR { continue }
-                return fail("cannot read \(source)")
-            }
-            if n == 0 { break }
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
-            var written = 0
-            while written < n {
-                let w = Glibc.write(output, buffer.baseAddress! + written, n - written)
-                if w < 0 {
-                    if errno == EINTR { continue }
-                    return fail("cannot write a copy of \(source) as \(target)")
-                }
-                written += w
-            }
-        }
-        let found = hasher.finalize().map { String(format: "%02x", $0) }.joined()
-        guard found == sha256 else {
-            Glibc.close(output)
-            out.discard()
-            return .changed(found)
-        }
-        guard Glibc.fsync(output) == 0 else { return fail("cannot write a copy of \(source) as \(target)") }
-        Glibc.close(output)
-        do { try out.commit() } catch { return .failed(error.description) }
-        return .copied
     }
 }

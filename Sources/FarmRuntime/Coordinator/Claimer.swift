@@ -2,68 +2,18 @@ import FarmModel
 import FarmStore
 import Foundation
 
-/// The claimer's side of a coordinator: claims for free slots (and, while jobs are short, a few ahead of
-/// them), kept worker processes waiting for each free slot, and jobs claimed ahead given back when they
-/// wait too long. A job's supervision (`supervise`) and the lease heartbeat are in Coordinator.swift.
-extension Coordinator {
-    /// Keeps a kept worker process waiting for each free slot (one started per turn of the loop).
-    func topUpStandbys() {
-        guard configuration.standbyWorkers else { return }
-        state.withLock { s in
-            let free = configuration.workers - s.workingCount
-            guard !s.draining, s.claiming, s.standbys.count < free else { return }
-            s.standbys.append(newKeptWorker(&s))
-        }
-    }
-
-    /// Starts a kept worker process (on a thread of its own; it does not wait for it), counted in `s`.
-    func newKeptWorker(_ s: inout State) -> StandbyWorker {
-        s.keptWorkersAlive += 1
-        return StandbyWorker(command: configuration.workerCommand + ["--standby"] + configuration.recycling.arguments, limits: configuration.limits, folders: workerFolders,
-                             onIdle: { [weak self] worker in self?.workerIdle(worker) },
-                             onRetire: { [weak self] reason in self?.workerRetired(reason) })
-    }
-
-    /// A kept worker finished a job and waits for another: first in line for the next job.
-    private func workerIdle(_ worker: StandbyWorker) {
-        let keep = state.withLock { s -> Bool in
-            // Never more waiting than free slots (a job may have started a process of its own meanwhile).
-            let free = configuration.workers - s.workingCount
-            guard !s.draining, s.claiming, s.standbys.count < free else { return false }
-            s.standbys.insert(worker, at: 0)
-            return true
-        }
-        if keep { slotFreed.signal() } else { worker.retire() }
-    }
-
-    /// A kept worker given to a job that did not need it: waiting again, or retired when there are enough.
-    func handBack(_ worker: StandbyWorker) {
-        workerIdle(worker)
-    }
-
-    /// A kept worker's process ended: counted by why (`mediafarm_worker_retirements_total`).
-    private func workerRetired(_ reason: WorkerRetirement?) {
-        state.withLock { $0.keptWorkersAlive -= 1 }
-        metrics.workerRetired(reason?.kind ?? "stopped")
-        // Worth a line: a worker that died, grew or was left unclean; not one that ran its number of jobs
-        // or was stopped with its job (a cancel).
-        if let reason, !["jobs", "stopped"].contains(reason.kind) { events(.notice("worker replaced: \(reason.message)")) }
-        slotFreed.signal()
-    }
-
-    func retireStandbys() {
-        let idle = state.withLock { s -> [StandbyWorker] in
-            s.claiming = false
-            defer { s.standbys.removeAll() }
-            return s.standbys
-        }
-        for standby in idle { standby.retire() }
-    }
+/// The claimer: claims for free slots (and, while jobs are short, a few ahead of them), starts a
+/// supervising task for each job it places, and drains when the coordinator stops.
+struct Claimer: CoordinatorPart {
+    let context: CoordinatorContext
+    let kept: KeptWorkers
+    let supervisor: JobSupervisor
+    let recorder: AttemptRecorder
 
     /// How many jobs may be claimed now: one per free slot, and while recent jobs were short, up to
     /// `claimAhead` more (started the moment a worker is free, without a claim's round trip).
     private func claimable() -> Int {
-        state.withLock { s in
+        jobs.state.withLock { s in
             let short = (s.recentAttemptSeconds ?? .infinity) < configuration.claimAheadBelow
             return configuration.workers - s.workingCount - s.ahead.count + (short ? configuration.claimAhead : 0)
         }
@@ -72,7 +22,7 @@ extension Coordinator {
     /// Moves jobs claimed ahead into free slots; each with a kept worker if one waits.
     private func startAhead() -> [(Job, String, StandbyWorker?)] {
         let t = now()
-        return state.withLock { s in
+        return jobs.state.withLock { s in
             var started: [(Job, String, StandbyWorker?)] = []
             var working = s.workingCount
             while working < configuration.workers, !s.ahead.isEmpty {
@@ -91,7 +41,7 @@ extension Coordinator {
 
     /// Claimed jobs: into free slots at once, the rest waiting ahead.
     private func place(_ claimed: [Job], woke: Date, at claimedAt: Date) -> [(Job, String, StandbyWorker?)] {
-        state.withLock { s in
+        jobs.state.withLock { s in
             var started: [(Job, String, StandbyWorker?)] = []
             var working = s.workingCount
             for job in claimed {
@@ -111,27 +61,30 @@ extension Coordinator {
         }
     }
 
-    /// Gives back every job claimed ahead (draining, stopping): queued again without using up an attempt.
-    func releaseAhead() async {
-        let waiting = state.withLock { s -> [Running] in
-            defer { s.ahead.removeAll() }
-            return s.ahead.compactMap { s.running.removeValue(forKey: $0) }
+    /// Claims until the coordinator drains or stops (or, with `exitWhenIdle`, the queue is idle), then
+    /// drains: each job placed is supervised in a child task, and this returns when the last has ended.
+    func run() async {
+        // A discarding group: a finished job's task is freed at once (a plain task group keeps every
+        // child's result until it is awaited, which grew the coordinator by ~16 KB a job).
+        await withDiscardingTaskGroup { group in
+            await claimLoop(group: &group)
+            await drain()
+            jobs.state.withLock { $0.draining = true }
         }
-        for entry in waiting { await finish(entry.job, token: entry.token, outcome: .released, seconds: 0) }
     }
 
-    func claimLoop(group: inout DiscardingTaskGroup) async {
-        defer { retireStandbys() }
+    private func claimLoop(group: inout DiscardingTaskGroup) async {
+        defer { kept.retireStandbys() }
         var poll = configuration.pollInterval
         while !Task.isCancelled {
             turned("claimer")
             let woke = now()
-            if state.withLock({ $0.draining }) { return }
+            if jobs.state.withLock({ $0.draining }) { return }
             for (job, token, standby) in startAhead() {
-                group.addTask(executorPreference: JobWorkExecutor.shared) { await self.supervise(job, token: token, standby: standby) }
+                group.addTask(executorPreference: JobWorkExecutor.shared) { await supervisor.supervise(job, token: token, standby: standby) }
             }
             let want = claimable()
-            let free = configuration.workers - state.withLock { $0.workingCount }
+            let free = configuration.workers - jobs.state.withLock { $0.workingCount }
             var claimed: [Job] = []
             var nextRunAt: Date?
             if want > 0 {
@@ -152,10 +105,10 @@ extension Coordinator {
                 }
             }
             for (job, token, standby) in place(claimed, woke: woke, at: now()) {
-                group.addTask(executorPreference: JobWorkExecutor.shared) { await self.supervise(job, token: token, standby: standby) }
+                group.addTask(executorPreference: JobWorkExecutor.shared) { await supervisor.supervise(job, token: token, standby: standby) }
             }
-            if configuration.exitWhenIdle, claimed.isEmpty, state.withLock({ $0.running.isEmpty }), await isQueueIdle() { return }
-            topUpStandbys()
+            if configuration.exitWhenIdle, claimed.isEmpty, jobs.state.withLock({ $0.running.isEmpty }), await isQueueIdle() { return }
+            kept.topUpStandbys()
             guard claimed.isEmpty else {
                 poll = configuration.pollInterval
                 continue
@@ -170,7 +123,7 @@ extension Coordinator {
             } else {
                 // No notifications (the listener is reconnecting), or every slot is busy: a freed slot
                 // wakes the claimer at once; otherwise it polls, backing off as far as the store advises.
-                await slotFreed.wait(upTo: poll)
+                await jobs.slotFreed.wait(upTo: poll)
                 if Task.isCancelled { return }
                 if want > 0 { poll = min(poll * 2, max(configuration.pollInterval, store.idlePollLimit)) }
             }
@@ -180,7 +133,7 @@ extension Coordinator {
     /// The pause that stops this coordinator now, if any; a change is said once (a notice event).
     func notePause() async throws -> QueuePause? {
         let pause = try await store.pauses.all().first { $0.stops(owner: configuration.owner) }
-        let before = state.withLock { state in
+        let before = jobs.state.withLock { state in
             defer { state.pause = pause }
             return state.pause
         }
@@ -199,7 +152,7 @@ extension Coordinator {
     private func waitForWorkOrSlot(upTo seconds: Double) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.store.waitForWork(upTo: seconds) }
-            group.addTask { await self.slotFreed.wait(upTo: seconds) }
+            group.addTask { await self.jobs.slotFreed.wait(upTo: seconds) }
             await group.next()
             group.cancelAll()
         }
@@ -212,18 +165,18 @@ extension Coordinator {
         (try? await store.hasWork(provides: configuration.provides, host: Job.host(ofOwner: configuration.owner))) == false
     }
 
-    /// Jobs claimed ahead that have waited longer than `claimAheadHold` (the jobs before them turned out
-    /// long) go back to the queue, for another coordinator's free slot.
-    func releaseStaleAhead(at t: Date) async {
-        let stale = state.withLock { s -> [Running] in
-            let old = s.ahead.filter { s.running[$0].map { t.timeIntervalSince($0.started) > configuration.claimAheadHold } ?? true }
-            s.ahead.removeAll { old.contains($0) }
-            // Jobs are long now: no more claims ahead until short ones bring the average down again.
-            if !old.isEmpty {
-                s.recentAttemptSeconds = max(s.recentAttemptSeconds ?? 0, configuration.claimAheadHold, configuration.claimAheadBelow)
+    private func drain() async {
+        await recorder.releaseAhead()
+        let deadline = (jobs.state.withLock { $0.drainBegan } ?? now()).addingTimeInterval(configuration.grace)
+        while jobs.state.withLock({ !$0.running.isEmpty }) {
+            if now() >= deadline || Task.isCancelled {
+                let ids = jobs.state.withLock { Array($0.running.keys) }
+                events(.notice("grace period over: stopping \(ids.count) job(s) and giving them back to the queue"))
+                for id in ids { stopWorker(id, reason: .drain) }
+                while jobs.state.withLock({ !$0.running.isEmpty }) { await Self.waitWhileStopping(0.02) }
+                return
             }
-            return old.compactMap { s.running.removeValue(forKey: $0) }
+            if !(await Self.pause(0.05)) { continue }
         }
-        for entry in stale { await finish(entry.job, token: entry.token, outcome: .released, seconds: 0) }
     }
 }

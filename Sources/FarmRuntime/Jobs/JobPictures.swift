@@ -11,7 +11,14 @@ import Synchronization
 /// file written whole under its staged name (or, without a coordinator, checked and renamed into place),
 /// reported with the frames they are of. Any picture that cannot be made fails the job, naming its time:
 /// nothing is published then.
-extension JobRunner {
+public struct JobPictures: Sendable {
+    /// The job the pictures are of: its manifest, limits, pool and staging.
+    let runner: JobRunner
+
+    var manifest: JobManifest { runner.manifest }
+    var limits: SafetyLimits { runner.limits }
+    var pool: BlockingWorkPool { runner.pool }
+
     /// What the pictures were, for the report; how many numbered files were written, for publication.
     struct PicturesMade: Encodable {
         var images: [ImageRecord]?
@@ -332,7 +339,7 @@ extension JobRunner {
         var wanted: [(index: Int, source: String, time: MediaTime)] = []
         for (i, code) in codes.enumerated() {
             guard let (segment, time) = mapping.sourceTime(at: code.firstTime) else {
-                throw JobError("$.scan.images: code \(i + 1) was seen at \(Self.seconds(code.firstTime)) s, which no piece of the composition holds")
+                throw JobError("$.scan.images: code \(i + 1) was seen at \(JobRunner.seconds(code.firstTime)) s, which no piece of the composition holds")
             }
             wanted.append((i, composition.segments[segment].source, time))
         }
@@ -365,8 +372,8 @@ extension JobRunner {
 
     /// One finished file, written whole under its staged name (or checked and renamed into place).
     func write(_ bytes: [UInt8], to final: String) throws {
-        let output = try AtomicOutput(finalPath: writePath(final))
-        if let check = publicationCheck {
+        let output = try AtomicOutput(finalPath: runner.writePath(final))
+        if let check = runner.publicationCheck {
             output.beforeCommit = { @Sendable _ in try check(final) }
         }
         try output.write(contents: Data(bytes))

@@ -3,53 +3,11 @@ import FarmStore
 import FarmSubmit
 import Foundation
 
-/// How a coordinator ends an attempt: publishing its staged outputs under the lease (files renamed,
-/// object uploads completed), recording the end in the queue (retried while the lease would hold), and
-/// aborting the object uploads of a job that ended without success. The claimer is in
-/// Coordinator+Claiming.swift, the rescuer in Coordinator+Rescue.swift.
-extension Coordinator {
-    /// Publishes the staged outputs while the lease is held, then records success. The lease is renewed
-    /// first (a stale attempt is refused there) in phase `publishing` with the worker's result, so that
-    /// if this coordinator dies while renaming or before recording success, whichever rescuer finds the
-    /// expired lease completes this publication (`completeInterruptedPublications`) instead of running
-    /// the job again: each output is published once. `recordPublished` runs between the publication and
-    /// the success (the result kept for reuse, the library's representations), so that whoever sees the
-    /// job succeed finds its outputs recorded.
-    /// - Returns: whether the outputs were published.
-    @discardableResult
-    func publish(_ job: Job, token: String, manifest: JobManifest, resultJSON: String?, uploads: [ObjectUpload],
-                 numbered: NumberedOutputs?, seconds: Double, reason: String? = nil,
-                 recordPublished: () async -> Void = {}) async -> Bool {
-        if let missing = StagedOutput.missing(manifest, token: token, uploads: uploads, numbered: numbered) {
-            await finish(job, token: token, outcome: .failed(message: "\(missing): the worker reported success but left no finished file to publish",
-                                                             result: resultJSON), seconds: seconds)
-            return false
-        }
-        guard await confirmLease(job, token: token, result: resultJSON) else {
-            metrics.attemptEnded("stale", seconds: seconds)
-            events(.finished(id: job.id, name: job.name, state: "stale", attempt: job.attempt,
-                             message: "the lease was lost before publishing: outputs discarded", seconds: seconds))
-            // Only this attempt's uploads: a newer attempt may be uploading the same keys.
-            for upload in uploads { await ObjectOutput.abort(upload) }
-            return false
-        }
-        do {
-            // A retried attempt may replace what an earlier attempt of this job published.
-            metrics.published(try await StagedOutput.publish(manifest, token: token, allowExisting: manifest.overwrite || job.attempt > 1,
-                                                             uploads: uploads, numbered: numbered,
-                                                             log: { self.events(.notice("job \(job.id): \($0)")) }))
-            if !uploads.isEmpty { await forgetUploads(of: job, completed: uploads) }
-            if job.attempt > 1 { StagedOutput.discardEarlierAttempts(manifest, keeping: token) }
-        } catch {
-            let message = "\(error)"
-            let retryable = (error as? JobError)?.retryable == true
-            await finish(job, token: token, outcome: retryable ? .crashed(message: message) : .failed(message: message, result: resultJSON), seconds: seconds)
-            return false
-        }
-        await holdingLease(job, token: token, result: resultJSON, while: recordPublished)
-        await finish(job, token: token, outcome: .succeeded(result: resultJSON), seconds: seconds, reason: reason)
-        return true
-    }
+/// How a coordinator records the end of an attempt in the queue (retried while the lease would hold),
+/// gives back jobs claimed ahead, aborts the object uploads of a job that ended without success, and says
+/// which jobs failed with it.
+struct AttemptRecorder: CoordinatorPart {
+    let context: CoordinatorContext
 
     /// Records the end of an attempt. A queue that does not answer (a server restarting, a network
     /// down) is retried with backoff for as long as the lease would hold, so that a finished job is not
@@ -63,7 +21,7 @@ extension Coordinator {
                 // and started (by the claimer, on the writer's thread) before this task is back to say so.
                 let recorded = Date()
                 let after = try await store.finish(id: job.id, token: token, outcome: outcome, at: now())
-                recordEnd(job.id, after.state)
+                jobs.recordEnd(job.id, after.state)
                 if [.failed, .dead, .cancelled].contains(after.state) { await abortUnfinishedUploads(after) }
                 metrics.attemptEnded(reason ?? outcome.metricName, seconds: seconds)
                 let message: String? = switch outcome {
@@ -142,47 +100,6 @@ extension Coordinator {
         }
     }
 
-    /// Runs `body` (which may read a large output through) with the publishing lease renewed every third
-    /// of its duration, so that no rescuer takes the job meanwhile. The last renewal has ended when it returns.
-    private func holdingLease(_ job: Job, token: String, result: String?, while body: () async -> Void) async {
-        let renewer = Task {
-            let every = configuration.leaseDuration / 3
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(every))  // cancelled: the body is done
-                guard !Task.isCancelled else { return }
-                let renewal = LeaseRenewal(id: job.id, token: token, progress: 1, phase: "publishing", result: result)
-                _ = try? await store.renew([renewal], leaseDuration: configuration.leaseDuration, at: now())  // a failed renewal leaves it to the next
-            }
-        }
-        await body()
-        renewer.cancel()
-        await renewer.value
-    }
-
-    /// Renews one lease, retrying a queue that does not answer while the lease would still hold.
-    /// false: the lease is lost (or could not be confirmed in time).
-    private func confirmLease(_ job: Job, token: String, result: String?) async -> Bool {
-        let deadline = now().addingTimeInterval(configuration.leaseDuration)
-        var delay = 0.1
-        while true {
-            do {
-                let lost = try await store.renew([LeaseRenewal(id: job.id, token: token, progress: 1, phase: "publishing", result: result)],
-                                                 leaseDuration: configuration.leaseDuration, at: now())
-                return !lost.contains(job.id)
-            } catch {
-                guard now().addingTimeInterval(delay) < deadline else {
-                    events(.notice("job \(job.id): cannot confirm the lease before publishing (\(error))"))
-                    return false
-                }
-                events(.notice("job \(job.id): cannot confirm the lease before publishing (\(error)); trying again"))
-                await Self.waitWhileStopping(delay)
-                delay = min(delay * 2, 2)
-            }
-        }
-    }
-}
-
-extension Coordinator {
     /// Says which jobs failed with `ended` (they waited for it, directly or not, and needed its success):
     /// the queue failed them in the same transaction, and nothing else would show them in this output.
     func reportFailedDependents(_ ended: Job) async {
@@ -197,5 +114,28 @@ extension Coordinator {
         } catch {
             events(.notice("job \(ended.id): cannot list the jobs that needed it: \(error)"))
         }
+    }
+
+    /// Gives back every job claimed ahead (draining, stopping): queued again without using up an attempt.
+    func releaseAhead() async {
+        for entry in jobs.takeAhead() { await finish(entry.job, token: entry.token, outcome: .released, seconds: 0) }
+    }
+}
+
+extension AttemptOutcome {
+    /// The outcome label of `mediafarm_attempts_total`.
+    var metricName: String {
+        switch self {
+        case .succeeded: "succeeded"
+        case .failed: "failed"
+        case .crashed: "crashed"
+        case .released: "released"
+        }
+    }
+
+    /// A job claimed ahead given back, or an attempt stopped by a drain.
+    var isRelease: Bool {
+        if case .released = self { return true }
+        return false
     }
 }

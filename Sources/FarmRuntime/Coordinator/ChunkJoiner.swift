@@ -1,30 +1,34 @@
 import FarmModel
-import Foundation
 import FarmStore
 import FarmSubmit
+import Foundation
 import MediaTime
 import S3Client
 
 /// Chunked constant-frame-rate exports: the first attempt of such a job says where to cut it; the
 /// coordinator makes a job of each chunk (any worker of any host runs them) and the job waits for them;
 /// when they have all succeeded it runs again and joins them. Their folder goes when the job ends.
-extension Coordinator {
+struct ChunkJoiner: CoordinatorPart {
+    let context: CoordinatorContext
+    let recorder: AttemptRecorder
+
     /// Makes the jobs of the parts of `job`, whose attempt (holding `token`) found these `ranges`: the chunks
     /// of a chunked export (ranges of its frames), or the parts of a storyboard made in parts (ranges of its
     /// tiles); the job waits for them. Each is derived from the manifest as submitted (`JobManifest.exportChunk`,
     /// `.storyboardPart`), so its assets and other jobs' results are put in on the host that runs it.
-    func split(_ job: Job, token: String, submitted: String, manifest: JobManifest, ranges: [Range<Int>], seconds: Double) async {
+    func split(_ claimed: ClaimedJob, ranges: [Range<Int>], seconds: Double) async {
+        let (job, token, manifest) = (claimed.job, claimed.token, claimed.manifest)
         let board = manifest.export == nil ? manifest.storyboard : nil
         let what = board == nil ? "the export" : "the storyboard"
         let original: JobManifest
-        switch ManifestLoader.validate(text: submitted, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
+        switch ManifestLoader.validate(text: claimed.submitted, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
         case .success(let m): original = m
         case .failure(let e):
-            await finish(job, token: token, outcome: .failed(message: "cannot split \(what): \(e)", result: nil), seconds: seconds)
+            await recorder.finish(job, token: token, outcome: .failed(message: "cannot split \(what): \(e)", result: nil), seconds: seconds)
             return
         }
         guard let end = ranges.last?.upperBound, let output = board?.output ?? manifest.export?.output else {
-            await finish(job, token: token, outcome: .failed(message: "cannot split \(what): the manifest has none", result: nil), seconds: seconds)
+            await recorder.finish(job, token: token, outcome: .failed(message: "cannot split \(what): the manifest has none", result: nil), seconds: seconds)
             return
         }
         let tag = String(UUID().uuidString.lowercased().filter(\.isHexDigit).prefix(10))
@@ -54,7 +58,7 @@ extension Coordinator {
         do {
             try ChunkFiles.makeFolder(of: plan.chunks[0].output)
         } catch {
-            await finish(job, token: token, outcome: .failed(message: "cannot split into chunks: \(error)", result: nil), seconds: seconds)
+            await recorder.finish(job, token: token, outcome: .failed(message: "cannot split into chunks: \(error)", result: nil), seconds: seconds)
             return
         }
         do throws(JobStoreError) {
@@ -68,7 +72,7 @@ extension Coordinator {
             events(.notice("job \(job.id): the lease was lost before its chunks were made; nothing was split"))
         } catch {
             _ = await ChunkFiles.remove(folder)
-            await finish(job, token: token, outcome: .crashed(message: "cannot split into chunks: \(error)"), seconds: seconds)
+            await recorder.finish(job, token: token, outcome: .crashed(message: "cannot split into chunks: \(error)"), seconds: seconds)
         }
     }
 

@@ -1,0 +1,59 @@
+import FarmModel
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A job's outputs bound for objects (`s3://`): uploaded whole once every output is finished (no
+/// coordinator), or sent in parts for the coordinator to complete under the lease.
+struct JobObjects: Sendable {
+    let runner: JobRunner
+
+    var manifest: JobManifest { runner.manifest }
+    var stagingToken: String? { runner.stagingToken }
+    var runToken: String { runner.runToken }
+    var resumeUploads: [String: String] { runner.resumeUploads }
+    func writePath(_ finalPath: String) -> String { runner.writePath(finalPath) }
+
+    /// Without a coordinator, uploads the outputs bound for objects once every output is finished (a file
+    /// output is in place already). A failed job uploads nothing and leaves no staged file.
+    func publish(_ succeeded: Bool, numbered: NumberedOutputs?, events: @escaping @Sendable (JobEvent) -> Void = { _ in }) async throws {
+        guard stagingToken == nil else { return }
+        let objects = StagedOutput.finalPaths(of: manifest, numbered: numbered).filter(PathRules.isObject)
+        defer {
+            for final in objects { unlink(writePath(final)) }
+            if numbered == nil, StagedOutput.numberedPatterns(of: manifest).contains(where: PathRules.isObject) {
+                ObjectOutput.discardStaged(token: runToken)
+            }
+        }
+        guard succeeded else { return }
+        for final in objects {
+            try await ObjectOutput.upload(writePath(final), to: final, allowExisting: manifest.overwrite,
+                                          log: { events(.log(level: "notice", message: $0)) })
+        }
+    }
+
+    /// Under a coordinator, sends the parts of each output bound for an object (`ObjectOutput.uploadParts`)
+    /// once every output is finished; the coordinator completes the uploads under the lease. The staged
+    /// files are removed either way.
+    func uploadParts(_ succeeded: Bool, numbered: NumberedOutputs?, events: @escaping @Sendable (JobEvent) -> Void) async throws -> [ObjectUpload] {
+        guard let stagingToken else { return [] }
+        let objects = StagedOutput.finalPaths(of: manifest, numbered: numbered).filter(PathRules.isObject)
+        defer {
+            for final in objects { unlink(StagedOutput.path(for: final, token: stagingToken)) }
+            if numbered == nil, StagedOutput.numberedPatterns(of: manifest).contains(where: PathRules.isObject) {
+                ObjectOutput.discardStaged(token: stagingToken)
+            }
+        }
+        guard succeeded, !objects.isEmpty else { return [] }
+        events(.progress(JobProgress(fraction: 1, phase: "uploading")))
+        var uploads: [ObjectUpload] = []
+        for final in objects {
+            uploads.append(try await ObjectOutput.uploadParts(StagedOutput.path(for: final, token: stagingToken), to: final,
+                                                              resuming: resumeUploads[final],
+                                                              began: { events(.upload(address: final, uploadID: $0)) },
+                                                              log: { events(.log(level: "notice", message: $0)) }))
+        }
+        return uploads
+    }
+}
