@@ -1,5 +1,6 @@
 import FarmTestSupport
 import Foundation
+import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -38,25 +39,47 @@ import Glibc
             _ = text.withCString { Glibc.send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }  // a closed connection: what is read says so
         }
 
-        /// What arrives until the face closes the connection, and how many seconds after it was made; nil
-        /// seconds when it is still open `limit` seconds after this call.
-        func untilClosed(limit: Double) async -> (seconds: Double?, received: String) {
-            await withCheckedContinuation { continuation in
-                Thread.detachNewThread { [fd, opened] in
-                    let start = Date()
-                    var received = [UInt8]()
-                    var buffer = [UInt8](repeating: 0, count: 4096)
-                    while Date().timeIntervalSince(start) < limit {
-                        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                        guard poll(&p, 1, 100) > 0 else { continue }
-                        let n = recv(fd, &buffer, buffer.count, 0)
-                        if n <= 0 {
-                            continuation.resume(returning: (Date().timeIntervalSince(opened), String(decoding: received, as: UTF8.self)))
-                            return
-                        }
-                        received += buffer[..<n]
+        /// Starts watching, at once, on a thread of its own (so a test process whose task-pool threads are
+        /// busy elsewhere still sees the moment the face closes it): what arrives until the face closes the
+        /// connection, and how many seconds after it was made; nil seconds when it is still open `limit`
+        /// seconds after this call.
+        func watch(limit: Double) -> Watch { Watch(fd: fd, opened: opened, limit: limit) }
+    }
+
+    /// A watch on a connection, begun when made; `value` waits for what it saw.
+    final class Watch: @unchecked Sendable {  // unchecked: `outcome` is written once, before `seen` is signalled, and read after
+        private let seen = DispatchSemaphore(value: 0)
+        private var outcome: (seconds: Double?, received: String) = (nil, "")
+
+        init(fd: Int32, opened: Date, limit: Double) {
+            Thread.detachNewThread { [self] in
+                let start = Date()
+                var received = [UInt8]()
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                var closed: Double?
+                while Date().timeIntervalSince(start) < limit {
+                    var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                    guard poll(&p, 1, 100) > 0 else { continue }
+                    let n = recv(fd, &buffer, buffer.count, 0)
+                    if n <= 0 {
+                        closed = Date().timeIntervalSince(opened)
+                        break
                     }
-                    continuation.resume(returning: (nil, String(decoding: received, as: UTF8.self)))
+                    received += buffer[..<n]
+                }
+                outcome = (closed, String(decoding: received, as: UTF8.self))
+                seen.signal()
+            }
+        }
+
+        var value: (seconds: Double?, received: String) {
+            get async {
+                await withCheckedContinuation { continuation in
+                    Thread.detachNewThread { [self] in
+                        seen.wait()
+                        seen.signal()
+                        continuation.resume(returning: outcome)
+                    }
                 }
             }
         }
@@ -73,32 +96,33 @@ import Glibc
         // Started first, checked last: a trickling body and an event stream.
         let body = try RawConnection(port: port)
         body.send("POST /api/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(Self.token)\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
-        let trickle = Task.detached { for _ in 0..<30 { body.send(" "); try? await Task.sleep(for: .milliseconds(500)) } }  // cancelled: done
+        let trickling = Atomic<Bool>(true)
+        Thread.detachNewThread { [body] in
+            for _ in 0..<30 where trickling.load(ordering: .relaxed) { body.send(" "); usleep(500_000) }
+        }
         let stream = try RawConnection(port: port)
         stream.send("GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(Self.token)\r\nAccept: text/event-stream\r\n\r\n")
-        let slowBody = Task { await body.untilClosed(limit: 40) }
+        let slowBody = body.watch(limit: 40)
         // Refused before its body was read (a wrong token), then silent: the body it promised is still owed.
         let owed = try RawConnection(port: port)
         owed.send("POST /api/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer wrong-\(Self.token)\r\nContent-Length: 100000\r\n\r\n{")
-        let owedBody = Task { await owed.untilClosed(limit: 40) }
-        let events = Task { await stream.untilClosed(limit: 8) }
+        let owedBody = owed.watch(limit: 40)
+        let events = stream.watch(limit: 8)
 
         let head = try RawConnection(port: port)
         head.send("GET /api/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         let idle = try RawConnection(port: port)
-        async let headClosed = head.untilClosed(limit: 20)
-        async let idleClosed = idle.untilClosed(limit: 20)
-        let (h, i) = await (headClosed, idleClosed)
+        let headClosed = head.watch(limit: 20), idleClosed = idle.watch(limit: 20)
+        let (h, i) = (await headClosed.value, await idleClosed.value)
         #expect((h.seconds ?? 99) < 2.9, "a slow head: \(h)")
         #expect((i.seconds ?? 99) >= 2.5 && (i.seconds ?? 99) < 10, "an idle connection: \(i)")
 
         // Eight half-open connections fill the cap (the five above are no longer half-open: closed, or their
         // heads read); of nine, one is closed at once (which one: whichever the face counted last).
         var held = try (0..<9).map { _ in try RawConnection(port: port) }
-        let ends = await withTaskGroup(of: (seconds: Double?, received: String).self) { group in
-            for connection in held { group.addTask { await connection.untilClosed(limit: 2) } }
-            return await group.reduce(into: []) { $0.append($1) }
-        }
+        let watches = held.map { $0.watch(limit: 2) }
+        var ends: [(seconds: Double?, received: String)] = []
+        for watch in watches { ends.append(await watch.value) }
         let refused = ends.filter { $0.seconds != nil }
         #expect(refused.count == 1 && refused.allSatisfy { $0.received.isEmpty }, "\(ends)")
         // Closed by their clients, they make way: a request is answered again (asked until the face has
@@ -108,14 +132,14 @@ import Glibc
         for _ in 0..<40 where answer.received.isEmpty {
             let coding = try RawConnection(port: port)
             coding.send("POST /login HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: xchunked\r\n\r\n")
-            answer = await coding.untilClosed(limit: 10)
+            answer = await coding.watch(limit: 10).value
         }
         #expect(answer.received.hasPrefix("HTTP/1.1 400"), "\(answer)")
 
         let stayed = await events.value
         #expect(stayed.seconds == nil && stayed.received.hasPrefix("HTTP/1.1 200"), "the event stream was closed: \(stayed)")
         let cut = await slowBody.value
-        trickle.cancel()
+        trickling.store(false, ordering: .relaxed)
         let unpaid = await owedBody.value
         #expect(unpaid.received.hasPrefix("HTTP/1.1 401") && unpaid.seconds != nil, "a refused request's owed body: \(unpaid)")
         #expect(cut.seconds != nil && (cut.seconds ?? 0) >= 9, "a trickling body: \(cut)")
