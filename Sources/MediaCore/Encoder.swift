@@ -41,15 +41,40 @@ public final class Encoder {
                             threads: Int, globalHeader: Bool) throws(FFmpegError) -> Encoder {
         let tb = Rational(Int32(clamping: frameDuration.value), frameDuration.timescale).reduced
         return try Encoder(codecName: "libx264", configure: { c in
-            c.pointee.width = Int32(width)
-            c.pointee.height = Int32(height)
-            c.pointee.pix_fmt = AV_PIX_FMT_YUV420P
-            c.pointee.time_base = tb.avRational
-            c.pointee.framerate = tb.inverted.avRational
-            c.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
-            c.pointee.thread_count = Int32(threads)
+            square(c, width: width, height: height, frameDuration: tb, threads: threads)
             if globalHeader { c.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         }, options: ["crf": String(crf), "preset": preset])
+    }
+
+    /// Square yuv420p pictures of `width` x `height`, one every `frameDuration` (the time base).
+    private static func square(_ c: UnsafeMutablePointer<AVCodecContext>, width: Int, height: Int, frameDuration tb: Rational, threads: Int) {
+        c.pointee.width = Int32(width)
+        c.pointee.height = Int32(height)
+        c.pointee.pix_fmt = AV_PIX_FMT_YUV420P
+        c.pointee.time_base = tb.avRational
+        c.pointee.framerate = tb.inverted.avRational
+        c.pointee.sample_aspect_ratio = AVRational(num: 1, den: 1)
+        c.pointee.thread_count = Int32(threads)
+    }
+
+    /// One rung of a streaming ladder: H.264 through libx264 at a target bit rate capped by `maxBitRate`
+    /// over a `bufferSize`-bit buffer (VBV), `profile` ("high") and `level` (40 for 4.0), yuv420p, one frame
+    /// per `frameDuration`. A keyframe every `gop` frames and nowhere else (no scene cuts), each an IDR
+    /// with a closed GOP, so every rung cut at the same frames starts each segment with an IDR. Headers
+    /// go in the global header, as fragmented MPEG-4 wants.
+    public static func h264Rung(width: Int, height: Int, frameDuration: MediaTime, bitRate: Int, maxBitRate: Int, bufferSize: Int,
+                                profile: String, level: Int, gop: Int, preset: String, threads: Int) throws(FFmpegError) -> Encoder {
+        let tb = Rational(Int32(clamping: frameDuration.value), frameDuration.timescale).reduced
+        return try Encoder(codecName: "libx264", configure: { c in
+            square(c, width: width, height: height, frameDuration: tb, threads: threads)
+            c.pointee.bit_rate = Int64(bitRate)
+            c.pointee.rc_max_rate = Int64(maxBitRate)
+            c.pointee.rc_buffer_size = Int32(clamping: bufferSize)
+            c.pointee.gop_size = Int32(gop)
+            c.pointee.keyint_min = Int32(gop)
+            c.pointee.level = Int32(level)
+            c.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER   // x264 closes its GOPs unless told otherwise
+        }, options: ["preset": preset, "profile": profile, "forced-idr": "1", "sc_threshold": "0"])
     }
 
     /// A video encoder (`codecName`: "libx264", "libx265") for pictures like `frame`: its size, pixel
@@ -89,6 +114,37 @@ public final class Encoder {
             c.pointee.time_base = AVRational(num: 1, den: Int32(sampleRate))
             if globalHeader { c.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER }
         }, options: noiseSubstitution ? [:] : ["aac_pns": "0"])
+    }
+
+    /// The codec's global header (an `avcC` record for H.264, an AudioSpecificConfig for AAC).
+    public var extradata: [UInt8] {
+        guard let data = context.pointee.extradata, context.pointee.extradata_size > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: data, count: Int(context.pointee.extradata_size)))
+    }
+
+    /// The stream's `CODECS` name (RFC 6381) as HLS and DASH write it, read from what the encoder made:
+    /// `avc1.PPCCLL` from the H.264 record's profile, constraints and level; `mp4a.40.T` from the AAC
+    /// object type. nil for other codecs.
+    public var codecsName: String? {
+        let header = extradata
+        switch codecName {
+        case "libx264":
+            // An avcC record (version 1, then profile, constraints, level), or Annex B as libx264 makes
+            // it: the same three bytes follow the sequence parameter set's NAL header.
+            let hex = { (bytes: ArraySlice<UInt8>) in "avc1." + bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() }
+            if header.count >= 4, header[0] == 1 { return hex(header[1...3]) }
+            var i = 0
+            while i + 6 < header.count {
+                if header[i] == 0, header[i + 1] == 0, header[i + 2] == 1, header[i + 3] & 0x1F == 7 { return hex(header[i + 4...i + 6]) }
+                i += 1
+            }
+            return nil
+        case "aac":
+            guard let first = header.first else { return nil }
+            return "mp4a.40.\(first >> 3)"
+        default:
+            return nil
+        }
     }
 
     public var timeBase: Rational { Rational(context.pointee.time_base) }

@@ -15,8 +15,10 @@ import Glibc
 public final class OutputFile {
     public let path: String
     let context: UnsafeMutablePointer<AVFormatContext>
-    private var isOpen = false
-    private var finished = false
+    var isOpen = false
+    var finished = false
+    /// Written into memory, one fragment at a time (`OutputFile+Fragments.swift`), not into `path`.
+    let inMemory: Bool
     /// A second descriptor on the file, used to start writeback early (see `write`).
     private var syncDescriptor: Int32 = -1
     private var writebackOffset: Int64 = 0
@@ -26,6 +28,7 @@ public final class OutputFile {
     public init(path: String, format: String) throws(MediaFileError) {
         FFmpegLog.installDefaultIfNeeded()
         self.path = path
+        inMemory = false
         var ctx: UnsafeMutablePointer<AVFormatContext>?
         let r = avformat_alloc_output_context2(&ctx, nil, format, path)
         guard r >= 0, let ctx else {
@@ -41,9 +44,29 @@ public final class OutputFile {
         syncDescriptor = open(path, O_RDONLY)
     }
 
+    /// An output into memory (see `OutputFile+Fragments.swift`).
+    init(inMemory name: String, format: String) throws(MediaFileError) {
+        FFmpegLog.installDefaultIfNeeded()
+        path = name
+        inMemory = true
+        var ctx: UnsafeMutablePointer<AVFormatContext>?
+        let r = avformat_alloc_output_context2(&ctx, nil, format, nil)
+        guard r >= 0, let ctx else {
+            throw MediaFileError(path: name, reason: .ffmpeg(.capture(r, "avformat_alloc_output_context2"), while: "creating the \(format) muxer"))
+        }
+        context = ctx
+        guard avio_open_dyn_buf(&ctx.pointee.pb) >= 0 else {
+            avformat_free_context(ctx)
+            throw MediaFileError(path: name, reason: .ffmpeg(.outOfMemory, while: "buffering"))
+        }
+        isOpen = true
+    }
+
     deinit {
         if syncDescriptor >= 0 { close(syncDescriptor) }
-        if isOpen { avio_closep(&context.pointee.pb) }
+        if isOpen {
+            if inMemory { discardBytes() } else { avio_closep(&context.pointee.pb) }
+        }
         avformat_free_context(context)
     }
 

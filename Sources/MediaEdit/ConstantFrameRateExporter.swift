@@ -86,25 +86,11 @@ struct ConstantFrameRateExporter {
 
         let scaler = VideoScaler(outputFormat: "yuv420p", width: width, height: height)
         var converted = Frame()
-        var reader: SegmentVideoReader?
-        var readerSegment = -1
-        var decoded = 0, decodeErrors = 0
+        let video = SampledVideo(mapping: mapping, sources: sources, frameDuration: fd, threads: settings.threads,
+                                 limits: settings.limits, interrupter: interrupter, observer: observer)
         let clock = Date()
         for k in frames {
-            let t = fd.multiplied(by: Int32(clamping: k))
-            guard let (segment, s) = mapping.sourceTime(at: t) ?? mapping.pieces.last.map({ ($0.segment, $0.source.end) }) else { break }
-            if segment != readerSegment {
-                if let reader { decoded += reader.framesDecoded; decodeErrors += reader.decodeErrors }
-                reader = try SegmentVideoReader(source: sources[segment], segment: segment, startingAt: s, threads: settings.threads,
-                                                limits: settings.limits, interrupter: interrupter, observer: observer)
-                readerSegment = segment
-            }
-            let shown = try reader!.advance(to: s)
-            if let failure = reader!.failure { throw failure }
-            guard shown else {
-                throw ExportError("\(sources[segment].path): no video frame could be decoded")
-            }
-            try scaler.prepare(reader!.current, into: &converted)
+            guard try video.withFrame(k, { frame in try scaler.prepare(frame, into: &converted) }) != nil else { break }
             if encodedWidth != width || encodedHeight != height { try converted.crop(toWidth: encodedWidth, height: encodedHeight) }
             converted.setPTS(Int64(k - frames.lowerBound))
             while try encoder.send(converted) == .full { try drainVideo() }
@@ -121,7 +107,6 @@ struct ConstantFrameRateExporter {
                 throw MediaFileError.interrupted(path: settings.outputPath, reason)
             }
         }
-        if let reader { decoded += reader.framesDecoded; decodeErrors += reader.decodeErrors }
         try encoder.sendEndOfStream()
         try drainVideo()
         try renderedAudio?.write(until: nil)
@@ -132,7 +117,7 @@ struct ConstantFrameRateExporter {
                    packets: 0, pieces: nil, decodeErrors: nil)
         return ExportReport(
             mode: .constantFrameRate, output: settings.outputPath, container: settings.muxer, duration: videoEnd,
-            video: .init(codec: "h264", frames: frames.count, framesDecoded: decoded, frameDuration: fd, width: encodedWidth, height: encodedHeight,
+            video: .init(codec: "h264", frames: frames.count, framesDecoded: video.decoded, frameDuration: fd, width: encodedWidth, height: encodedHeight,
                          cropped: Self.croppedNote(width: width, height: height)),
             audio: audioReport, snappedCuts: [], chapters: chapters, seconds: Date().timeIntervalSince(started))
     }

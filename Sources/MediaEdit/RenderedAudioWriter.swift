@@ -11,6 +11,8 @@ final class RenderedAudioWriter {
     private var times = MonotonicTimestamps()
     private var pending: PacketBox?
     private(set) var packets = 0
+    /// Where packets go instead of the file, when set (a segmented track that times what it is given).
+    var sink: ((inout Packet) throws -> Void)?
     /// The bit rate it encodes at, and the source's (its file's figure), bits per second.
     let bitRate: Int
     let sourceBitRate: Int?
@@ -48,7 +50,7 @@ final class RenderedAudioWriter {
             let fixed = times.fix(pts: ticks, dts: ticks)
             box.packet.retime(pts: fixed.pts, dts: fixed.dts,
                               duration: MediaTime(count: box.packet.duration, timeBase: sampleTB).count(in: tb) ?? 0, streamIndex: stream)
-            try file.write(&box.packet)
+            if let sink { try sink(&box.packet) } else { try file.write(&box.packet) }
             packets += 1
         }
     }

@@ -1,0 +1,153 @@
+import Foundation
+import MediaCore
+import MediaTime
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One track of a streaming package written as CMAF: an in-memory fragmented MPEG-4 muxer whose
+/// initialization and fragments are stored as `init.mp4` and `1.m4s`, `2.m4s`, … in the track's folder,
+/// each created new (never over a file) and synced. A segment's time is read off its packets: it starts
+/// at its first packet's presentation time and ends where the next one starts (the last, where its last
+/// packet ends). Times in the files start at 0: an encoder whose first packet decodes before 0 (B-frames
+/// reordered, AAC's priming) has its packets moved later by that much, and the initialization's edit list
+/// (`presentationOffset`) moves them back for presentation. Thread-confined.
+final class SegmentedTrack {
+    let kind: StreamTrack.Kind
+    let name: String
+    let folder: String
+    let file: OutputFile
+    private(set) var stream = 0
+    private(set) var codecs = ""
+    private(set) var segments: [StreamSegment] = []
+    private var start: Int64?
+    private var end: Int64 = 0
+    private var keyframeSize: Int?
+    private var initialization: [UInt8] = []
+    /// How much later than presented the track's packets are timed in its files (track ticks).
+    private(set) var presentationOffset: Int64?
+
+    /// A track named `name` (its folder under the package's `root`).
+    init(kind: StreamTrack.Kind, name: String, root: String) throws(MediaFileError) {
+        self.kind = kind
+        self.name = name
+        folder = root + "/" + name
+        file = try OutputFile(fragmentsNamed: folder, format: "mp4")
+    }
+
+    /// Adds the encoder's stream (unless `added` says it was: its index) and writes the initialization segment.
+    func begin(with encoder: Encoder, language: String?, added: Int? = nil) throws {
+        stream = try added ?? file.addStream(for: encoder, language: language)
+        codecs = encoder.codecsName ?? encoder.codecName
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        } catch {
+            throw ExportError("\(folder): cannot make the track's folder: \(error.localizedDescription)")
+        }
+        initialization = try file.writeInitialization()
+    }
+
+    /// The track's timescale (valid after `begin`).
+    var timeBase: Rational { file.timeBase(of: stream) }
+
+    /// Writes a packet already timed in the track's time base (consumed).
+    func write(_ packet: inout Packet) throws {
+        if presentationOffset == nil {
+            let offset = max(0, -(packet.dts ?? packet.pts ?? 0))
+            presentationOffset = offset
+            try Self.store(offset > 0 ? Self.editing(initialization, presentingFrom: offset) : initialization, at: folder + "/init.mp4")
+        }
+        let offset = presentationOffset ?? 0
+        packet.retime(pts: packet.pts.map { $0 + offset }, dts: packet.dts.map { $0 + offset }, duration: packet.duration, streamIndex: packet.streamIndex)
+        let pts = packet.pts ?? packet.dts ?? 0
+        if start == nil {
+            start = pts
+            keyframeSize = packet.isKeyframe ? packet.size : nil
+        }
+        end = max(end, pts + max(packet.duration, 0))
+        try file.write(&packet)
+    }
+
+    /// Ends the segment being written at `next` (the next segment's start as presented, in the track's time
+    /// base; nil: where its packets end) and stores it. Nothing happens when no packet was written since the
+    /// last cut.
+    func cut(at presented: Int64?) throws {
+        let next = presented.map { $0 + (presentationOffset ?? 0) }
+        guard let start else { return }
+        let bytes = try file.cutFragment()
+        guard !bytes.isEmpty else { return }
+        let index = segments.count + 1
+        let name = "\(index).m4s"
+        try Self.store(bytes, at: folder + "/" + name)
+        let keyframe = keyframeSize.flatMap { size in Self.mediaDataOffset(bytes).map { $0 + size } }
+        segments.append(StreamSegment(file: name, start: start, duration: (next ?? end) - start, bytes: bytes.count, keyframeBytes: keyframe))
+        self.start = nil
+        keyframeSize = nil
+    }
+
+    /// Cuts the last segment and ends the muxer.
+    func finish() throws {
+        try cut(at: nil)
+        _ = try file.finishFragments()
+    }
+
+    /// `initialization` with an edit list in its track that presents from `mediaTime` (track ticks): an `edts`
+    /// box after the `tkhd`, with one edit of duration 0 (to the end, as in a fragmented file).
+    static func editing(_ initialization: [UInt8], presentingFrom mediaTime: Int64) throws -> [UInt8] {
+        func be<T: FixedWidthInteger>(_ v: T) -> [UInt8] { withUnsafeBytes(of: v.bigEndian) { Array($0) } }
+        func box(_ type: String, in bytes: [UInt8], from: Int, to: Int) -> (start: Int, size: Int)? {
+            var at = from
+            while at + 8 <= to {
+                let size = bytes[at..<at + 4].reduce(0) { $0 << 8 | Int($1) }
+                if bytes[at + 4..<at + 8].elementsEqual(type.utf8) { return (at, size) }
+                guard size >= 8 else { return nil }
+                at += size
+            }
+            return nil
+        }
+        guard mediaTime <= Int64(Int32.max), let moov = box("moov", in: initialization, from: 0, to: initialization.count),
+              let trak = box("trak", in: initialization, from: moov.start + 8, to: moov.start + moov.size),
+              let tkhd = box("tkhd", in: initialization, from: trak.start + 8, to: trak.start + trak.size) else {
+            throw ExportError("the track's initialization has no moov/trak/tkhd to carry its edit list")
+        }
+        let elst = be(UInt32(28)) + Array("elst".utf8) + be(UInt32(0)) + be(UInt32(1)) + be(UInt32(0)) + be(Int32(mediaTime)) + be(UInt16(1)) + be(UInt16(0))
+        let edts = be(UInt32(8 + elst.count)) + Array("edts".utf8) + elst
+        var out = initialization
+        out.insert(contentsOf: edts, at: tkhd.start + tkhd.size)
+        out.replaceSubrange(trak.start..<trak.start + 4, with: be(UInt32(trak.size + edts.count)))
+        out.replaceSubrange(moov.start..<moov.start + 4, with: be(UInt32(moov.size + edts.count)))
+        return out
+    }
+
+    /// Where the sample data of a fragment begins: just past the `mdat` box's header.
+    static func mediaDataOffset(_ bytes: [UInt8]) -> Int? {
+        var at = 0
+        while at + 8 <= bytes.count {
+            var size = bytes[at..<at + 4].reduce(0) { $0 << 8 | Int($1) }
+            var header = 8
+            if size == 1, at + 16 <= bytes.count {
+                size = bytes[at + 8..<at + 16].reduce(0) { $0 << 8 | Int($1) }
+                header = 16
+            }
+            if bytes[at + 4..<at + 8].elementsEqual("mdat".utf8) { return at + header }
+            guard size >= header else { return nil }
+            at += size
+        }
+        return nil
+    }
+
+    /// Writes `bytes` as a new file at `path` (refusing one already there) and syncs it.
+    static func store(_ bytes: [UInt8], at path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw ExportError("\(path): cannot create it: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var written = 0
+        while written < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, bytes.count - written) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw ExportError("\(path): cannot write it: \(String(cString: strerror(errno)))") }
+            written += n
+        }
+        guard fsync(fd) == 0 else { throw ExportError("\(path): cannot sync it to disk: \(String(cString: strerror(errno)))") }
+    }
+}

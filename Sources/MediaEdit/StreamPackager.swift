@@ -1,0 +1,172 @@
+import Foundation
+import MediaCore
+import MediaTime
+
+/// Makes a streaming package's media, as AVAssetWriter does with `.mpeg4AppleHLS` and a preferred
+/// segment interval: the composition is decoded once, at a constant frame rate, and every rung's scaler
+/// and encoder is fed each frame; each rung starts every segment with an IDR at the same frame, so the
+/// rungs' segments line up exactly, and the audio (AAC) is cut at the first AAC frame at or after each
+/// video boundary, so it never drifts. Each track is CMAF (one track per file, fragmented MPEG-4) in a
+/// folder of its own under `settings.folder`: `video-1`, `video-2`, … and `audio`. The playlists are
+/// written from the report (`StreamPlaylists`).
+public struct StreamPackager: Sendable {
+    public let composition: Composition
+    public let settings: StreamSettings
+    public var pool: BlockingWorkPool = .shared
+
+    public init(composition: Composition, settings: StreamSettings) {
+        self.composition = composition
+        self.settings = settings
+    }
+
+    /// Writes the package's media and returns what it wrote. Cancelling the calling task stops it.
+    public func package(progress: @escaping @Sendable (ExportProgress) -> Void = { _ in }) async throws -> StreamReport {
+        let composition = self.composition, settings = self.settings
+        return try await pool.run(stallLimit: settings.limits.stallTimeout) { interrupter in
+            try PackageWriter(composition: composition, settings: settings, interrupter: interrupter, progress: progress).run()
+        }
+    }
+}
+
+/// A video rung being made: its scaler, encoder and track.
+private final class Rung {
+    let scaler: VideoScaler
+    let encoder: Encoder
+    let track: SegmentedTrack
+    var picture = Frame()
+    var packet = Packet()
+
+    init(_ rung: StreamRung, index: Int, settings: StreamSettings) throws {
+        scaler = VideoScaler(outputFormat: "yuv420p", width: rung.width, height: rung.height)
+        do {
+            encoder = try Encoder.h264Rung(width: rung.width, height: rung.height, frameDuration: settings.frameDuration.reduced,
+                                           bitRate: rung.bitRate, maxBitRate: rung.maxBitRate, bufferSize: rung.bufferSize,
+                                           profile: rung.profile, level: rung.level, gop: settings.framesPerSegment,
+                                           preset: settings.preset, threads: settings.threads)
+        } catch {
+            throw ExportError("rung \(index) (\(rung.width)x\(rung.height)): cannot set up the H.264 encoder: \(error)")
+        }
+        track = try SegmentedTrack(kind: .video, name: "video-\(index)", root: settings.folder)
+        try track.begin(with: encoder, language: nil)
+    }
+}
+
+struct PackageWriter {
+    let composition: Composition
+    let settings: StreamSettings
+    let interrupter: Interrupter
+    let progress: @Sendable (ExportProgress) -> Void
+
+    func run() throws -> StreamReport {
+        let started = Date()
+        guard !settings.rungs.isEmpty else { throw ExportError("a package needs at least one rung of video") }
+        for (i, rung) in settings.rungs.enumerated() where rung.width < 2 || rung.height < 2 || rung.width % 2 == 1 || rung.height % 2 == 1 {
+            throw ExportError("rung \(i + 1) is \(rung.width)x\(rung.height): H.264 4:2:0 needs even sizes of at least 2x2")
+        }
+        let sources = try ExportSource.open(composition.segments.map(\.source), limits: settings.limits, interrupter: interrupter)
+        for (i, s) in sources.enumerated() where s.video == nil {
+            throw ExportError("\(s.path) (segment \(i + 1)) has no video, and every rung of a package needs it")
+        }
+        let fd = settings.frameDuration.reduced
+        let video = SampledVideo(mapping: composition.timeMapping, sources: sources, frameDuration: fd, threads: settings.threads,
+                                 limits: settings.limits, interrupter: interrupter, observer: nil)
+        let frameCount = video.frameCount
+        guard frameCount > 0 else { throw ExportError("the composition is empty: nothing to package") }
+        let rungs = try settings.rungs.enumerated().map { try Rung($1, index: $0 + 1, settings: settings) }
+        let audio = try audioWriter(sources: sources, duration: fd.multiplied(by: Int32(clamping: frameCount)))
+        let gop = settings.framesPerSegment
+        let frameTB = Rational(Int32(clamping: fd.value), fd.timescale)
+
+        func drain(_ rung: Rung, first: Bool) throws {
+            let tb = rung.track.timeBase
+            while try rung.encoder.receive(into: &rung.packet) == .packet {
+                let frame = rung.packet.pts ?? 0
+                if rung.packet.isKeyframe, frame > 0, frame % Int64(gop) == 0 {
+                    let boundary = MediaTime(count: frame, timeBase: frameTB)
+                    try rung.track.cut(at: boundary.count(in: tb))
+                    if first, let audio { try audio.cut(before: boundary) }
+                }
+                let pts = MediaTime(count: frame, timeBase: frameTB), dts = MediaTime(count: rung.packet.dts ?? frame, timeBase: frameTB)
+                rung.packet.retime(pts: pts.count(in: tb), dts: dts.count(in: tb), duration: fd.count(in: tb) ?? 0, streamIndex: rung.track.stream)
+                try rung.track.write(&rung.packet)
+            }
+        }
+
+        let clock = Date()
+        for k in 0..<frameCount {
+            let fed: Void? = try video.withFrame(k) { frame in
+                for (i, rung) in rungs.enumerated() {
+                    try rung.scaler.prepare(frame, into: &rung.picture)
+                    rung.picture.setPTS(Int64(k))
+                    rung.picture.requestKeyframe(k % gop == 0)
+                    while try rung.encoder.send(rung.picture) == .full { try drain(rung, first: i == 0) }
+                    try drain(rung, first: i == 0)
+                }
+            }
+            guard fed != nil else { break }
+            report(done: k, of: frameCount, since: clock)
+            interrupter.progressed()   // a frame encoded on every rung
+            if k % 16 == 0, let reason = interrupter.reason {
+                throw MediaFileError.interrupted(path: settings.folder, reason)
+            }
+        }
+        for (i, rung) in rungs.enumerated() {
+            try rung.encoder.sendEndOfStream()
+            try drain(rung, first: i == 0)
+            try rung.track.finish()
+        }
+        try audio?.finish()
+        progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
+        let tracks = rungs.enumerated().map { i, rung in
+            StreamTrack(kind: .video, folder: rung.track.name, initialization: "init.mp4", codecs: rung.track.codecs,
+                        timescale: Int(rung.track.timeBase.denominator), presentationOffset: rung.track.presentationOffset ?? 0, width: settings.rungs[i].width, height: settings.rungs[i].height,
+                        frameRate: frameTB.inverted, segments: rung.track.segments)
+        } + (audio.map { [$0.report(language: settings.audioLanguage)] } ?? [])
+        return StreamReport(duration: fd.multiplied(by: Int32(clamping: frameCount)), segmentDuration: fd.multiplied(by: Int32(clamping: gop)),
+                            tracks: tracks, framesDecoded: video.decoded, seconds: Date().timeIntervalSince(started))
+    }
+
+    private func report(done k: Int, of count: Int, since clock: Date) {
+        guard k % 30 == 0 else { return }
+        let elapsed = Date().timeIntervalSince(clock)
+        let fraction = Double(k) / Double(count)
+        progress(ExportProgress(fraction: fraction, phase: "encoding", framesPerSecond: elapsed > 0 ? Double(k) / elapsed : nil,
+                                eta: fraction > 0.01 ? elapsed / fraction * (1 - fraction) : nil))
+    }
+
+    /// The audio track, rendered from the first source with audio; nil when none has any.
+    private func audioWriter(sources: [ExportSource], duration: MediaTime) throws -> PackageAudio? {
+        guard let audio = sources.first(where: { $0.audio != nil })?.audio else { return nil }
+        let track = try SegmentedTrack(kind: .audio, name: "audio", root: settings.folder)
+        var rendering = ExportSettings(mode: .constantFrameRate, outputPath: settings.folder, muxer: "mp4", audioBitRate: settings.audioBitRate,
+                                       timePitch: settings.timePitch, limits: settings.limits)
+        rendering.threads = settings.threads
+        let writer = try RenderedAudioWriter(mapping: composition.timeMapping, sources: sources, audio: audio, totalDuration: duration,
+                                             file: track.file, settings: rendering, interrupter: interrupter)
+        try track.begin(with: writer.renderer.encoder, language: settings.audioLanguage, added: 0)
+        writer.sink = { packet in try track.write(&packet) }
+        return PackageAudio(writer: writer, track: track)
+    }
+}
+
+/// The package's audio: its rendering and its track, cut where the first rung's segments are.
+private struct PackageAudio {
+    let writer: RenderedAudioWriter
+    let track: SegmentedTrack
+
+    /// Ends the audio segment before `boundary`: every AAC frame that starts before it is in.
+    func cut(before boundary: MediaTime) throws {
+        try writer.write(until: boundary - MediaTime(value: 1, timescale: Int32(writer.renderer.sampleRate)))
+        try track.cut(at: nil)
+    }
+
+    func finish() throws {
+        try writer.write(until: nil)
+        try track.finish()
+    }
+
+    func report(language: String?) -> StreamTrack {
+        StreamTrack(kind: .audio, folder: track.name, initialization: "init.mp4", codecs: track.codecs, timescale: Int(track.timeBase.denominator),
+                    presentationOffset: track.presentationOffset ?? 0, sampleRate: writer.renderer.sampleRate, channels: writer.renderer.channels, language: language, segments: track.segments)
+    }
+}
