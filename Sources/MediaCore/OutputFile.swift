@@ -179,6 +179,7 @@ public final class OutputFile {
     /// Writes the trailer, closes the file and fsyncs it to disk (unless `sync` is false: for a file the
     /// caller rewrites and syncs itself).
     public func finish(sync: Bool = true) throws(MediaFileError) {
+        if inMemory { _ = try finishFragments(); return }   // no file to close or sync
         guard !finished else { return }
         finished = true
         let r = av_write_trailer(context)

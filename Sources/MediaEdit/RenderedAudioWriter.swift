@@ -39,12 +39,13 @@ final class RenderedAudioWriter {
                   bitRate: settings.audioBitRate, sourceBitRate: audio.bitRate > 0 ? audio.bitRate : nil)
     }
 
-    func write(until: MediaTime?) throws {
+    /// Writes every packet that starts at or before `until` (before it, when not `inclusive`); nil: all.
+    func write(until: MediaTime?, inclusive: Bool = true) throws {
         let tb = file.timeBase(of: stream)
         let sampleTB = Rational(1, Int32(renderer.sampleRate))
         while let box = try pending ?? renderer.nextPacket() {
             let t = MediaTime(count: box.packet.pts ?? 0, timeBase: sampleTB)
-            if let until, t > until { pending = box; return }
+            if let until, inclusive ? t > until : t >= until { pending = box; return }
             pending = nil
             let ticks = t.count(in: tb) ?? 0
             let fixed = times.fix(pts: ticks, dts: ticks)

@@ -22,7 +22,7 @@ final class SegmentedTrack {
     private(set) var segments: [StreamSegment] = []
     private var start: Int64?
     private var end: Int64 = 0
-    private var keyframeSize: Int?
+    private var startsWithKeyframe = false
     private var initialization: [UInt8] = []
     /// How much later than presented the track's packets are timed in its files (track ticks).
     private(set) var presentationOffset: Int64?
@@ -62,7 +62,7 @@ final class SegmentedTrack {
         let pts = packet.pts ?? packet.dts ?? 0
         if start == nil {
             start = pts
-            keyframeSize = packet.isKeyframe ? packet.size : nil
+            startsWithKeyframe = packet.isKeyframe
         }
         end = max(end, pts + max(packet.duration, 0))
         try file.write(&packet)
@@ -79,10 +79,10 @@ final class SegmentedTrack {
         let index = segments.count + 1
         let name = "\(index).m4s"
         try Self.store(bytes, at: folder + "/" + name)
-        let keyframe = keyframeSize.flatMap { size in Self.mediaDataOffset(bytes).map { $0 + size } }
+        let keyframe = startsWithKeyframe ? Self.firstSampleEnd(bytes) : nil
         segments.append(StreamSegment(file: name, start: start, duration: (next ?? end) - start, bytes: bytes.count, keyframeBytes: keyframe))
         self.start = nil
-        keyframeSize = nil
+        startsWithKeyframe = false
     }
 
     /// Cuts the last segment and ends the muxer.
@@ -95,16 +95,6 @@ final class SegmentedTrack {
     /// box after the `tkhd`, with one edit of duration 0 (to the end, as in a fragmented file).
     static func editing(_ initialization: [UInt8], presentingFrom mediaTime: Int64) throws -> [UInt8] {
         func be<T: FixedWidthInteger>(_ v: T) -> [UInt8] { withUnsafeBytes(of: v.bigEndian) { Array($0) } }
-        func box(_ type: String, in bytes: [UInt8], from: Int, to: Int) -> (start: Int, size: Int)? {
-            var at = from
-            while at + 8 <= to {
-                let size = bytes[at..<at + 4].reduce(0) { $0 << 8 | Int($1) }
-                if bytes[at + 4..<at + 8].elementsEqual(type.utf8) { return (at, size) }
-                guard size >= 8 else { return nil }
-                at += size
-            }
-            return nil
-        }
         guard mediaTime <= Int64(Int32.max), let moov = box("moov", in: initialization, from: 0, to: initialization.count),
               let trak = box("trak", in: initialization, from: moov.start + 8, to: moov.start + moov.size),
               let tkhd = box("tkhd", in: initialization, from: trak.start + 8, to: trak.start + trak.size) else {
@@ -117,6 +107,47 @@ final class SegmentedTrack {
         out.replaceSubrange(trak.start..<trak.start + 4, with: be(UInt32(trak.size + edts.count)))
         out.replaceSubrange(moov.start..<moov.start + 4, with: be(UInt32(moov.size + edts.count)))
         return out
+    }
+
+    /// The box of `type` among those from `from` to `to` (32-bit sizes, as FFmpeg writes these).
+    static func box(_ type: String, in bytes: [UInt8], from: Int, to: Int) -> (start: Int, size: Int)? {
+        var at = from
+        while at + 8 <= min(to, bytes.count) {
+            let size = Self.number(bytes, at: at)
+            if bytes[at + 4..<at + 8].elementsEqual(type.utf8) { return at + size <= bytes.count ? (at, size) : nil }
+            guard size >= 8 else { return nil }
+            at += size
+        }
+        return nil
+    }
+
+    static func number(_ bytes: [UInt8], at: Int) -> Int { bytes[at..<at + 4].reduce(0) { $0 << 8 | Int($1) } }
+
+    /// Where a fragment's first sample ends, read off its `trun` (the size the muxer stored, after it
+    /// rewrote the encoder's start codes): the byte range an I-frame playlist names for a fragment that
+    /// begins with its keyframe. nil when the fragment does not say.
+    static func firstSampleEnd(_ bytes: [UInt8]) -> Int? {
+        guard let moof = box("moof", in: bytes, from: 0, to: bytes.count),
+              let traf = box("traf", in: bytes, from: moof.start + 8, to: moof.start + moof.size),
+              let tfhd = box("tfhd", in: bytes, from: traf.start + 8, to: traf.start + traf.size),
+              let trun = box("trun", in: bytes, from: traf.start + 8, to: traf.start + traf.size), trun.size >= 16 else { return nil }
+        let flags = number(bytes, at: trun.start + 8) & 0xFF_FFFF
+        var at = trun.start + 16
+        var start: Int?
+        if flags & 0x1 != 0 { start = moof.start + Int(Int32(truncatingIfNeeded: number(bytes, at: at))); at += 4 }
+        if flags & 0x4 != 0 { at += 4 }
+        if flags & 0x100 != 0 { at += 4 }
+        var size: Int?
+        if flags & 0x200 != 0, at + 4 <= trun.start + trun.size { size = number(bytes, at: at) }
+        if size == nil {
+            // The track's default size, when the run gives none (tfhd: flags, track id, then its fields).
+            let tfhdFlags = number(bytes, at: tfhd.start + 8) & 0xFF_FFFF
+            var field = tfhd.start + 16
+            for (flag, width) in [(0x1, 8), (0x2, 4), (0x8, 4)] where tfhdFlags & flag != 0 { field += width }
+            if tfhdFlags & 0x10 != 0, field + 4 <= tfhd.start + tfhd.size { size = number(bytes, at: field) }
+        }
+        guard let size, let first = start ?? mediaDataOffset(bytes) else { return nil }
+        return first + size
     }
 
     /// Where the sample data of a fragment begins: just past the `mdat` box's header.

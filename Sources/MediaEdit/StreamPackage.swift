@@ -1,3 +1,4 @@
+import Foundation
 import MediaCore
 import MediaTime
 
@@ -19,8 +20,9 @@ public struct StreamRung: Sendable, Hashable, Codable {
         self.width = width
         self.height = height
         self.bitRate = bitRate
-        self.maxBitRate = maxBitRate ?? bitRate * 3 / 2
-        self.bufferSize = bufferSize ?? 2 * (maxBitRate ?? bitRate * 3 / 2)
+        let peak = maxBitRate ?? Int(min(Double(bitRate) * 1.5, Double(Int32.max)))
+        self.maxBitRate = peak
+        self.bufferSize = bufferSize ?? Int(min(Double(peak) * 2, Double(Int32.max)))
         self.profile = profile
         self.level = level
     }
@@ -55,6 +57,31 @@ public struct StreamSettings: Sendable {
         self.timePitch = timePitch
         self.audioLanguage = audioLanguage
         self.limits = limits
+    }
+
+    /// Refuses what no encoder or player takes, naming the setting and its range (before any work).
+    public func check() throws(ExportError) {
+        guard !rungs.isEmpty else { throw ExportError("a package needs at least one rung of video") }
+        for (i, rung) in rungs.enumerated() {
+            let name = "rung \(i + 1) (\(rung.width)x\(rung.height))"
+            guard (2...8192).contains(rung.width), (2...8192).contains(rung.height), rung.width % 2 == 0, rung.height % 2 == 0 else {
+                throw ExportError("\(name): H.264 4:2:0 needs even sizes from 2 to 8192")
+            }
+            guard (1_000...1_000_000_000).contains(rung.bitRate), (rung.bitRate...2_000_000_000).contains(rung.maxBitRate),
+                  (1_000...Int(Int32.max)).contains(rung.bufferSize) else {
+                throw ExportError("\(name): the bit rate must be 1000 to 1000000000, the peak from it to 2000000000, the buffer 1000 to \(Int32.max) bits")
+            }
+            guard (10...62).contains(rung.level), ["baseline", "main", "high"].contains(rung.profile) else {
+                throw ExportError("\(name): the profile must be baseline, main or high and the level 10 to 62 (40 for 4.0)")
+            }
+        }
+        guard frameDuration.isNumeric, frameDuration > .zero, segmentDuration.isNumeric, segmentDuration >= frameDuration,
+              segmentDuration <= MediaTime(value: 60, timescale: 1) else {
+            throw ExportError("the segment duration must be from one frame to 60 s (it is \(segmentDuration.seconds) s)")
+        }
+        if let audioLanguage, audioLanguage.range(of: "^[a-z]{2,3}(-[A-Za-z0-9]{1,8})*$", options: .regularExpression) == nil {
+            throw ExportError("the audio language \"\(audioLanguage)\" is not a language tag (en, fra, pt-BR)")
+        }
     }
 
     /// Frames per segment: the segment duration in whole frames, at least one.
@@ -98,9 +125,33 @@ public struct StreamTrack: Sendable, Hashable, Codable {
     public var language: String?
     public var segments: [StreamSegment]
 
-    /// The highest bit rate of any segment (bits per second): what HLS calls BANDWIDTH.
-    public var peakBitRate: Int {
-        segments.map { Int((Double($0.bytes) * 8 * Double(timescale) / Double(max($0.duration, 1))).rounded(.up)) }.max() ?? 0
+    /// The longest segment rounded to the nearest second, at least 1: HLS's EXT-X-TARGETDURATION.
+    public var targetDuration: Int {
+        max(1, segments.map { Int((Double($0.duration) / Double(timescale)).rounded()) }.max() ?? 1)
+    }
+
+    /// The peak segment bit rate (bits per second), as RFC 8216 (4.3.4.2) measures it for BANDWIDTH: the
+    /// highest rate of any run of consecutive segments lasting 0.5 to 1.5 target durations, so a short last
+    /// segment (nearly all keyframe) does not stand for the rung; the whole track when it is shorter.
+    public var peakBitRate: Int { Self.peak(segments.map { ($0.duration, $0.bytes) }, timescale: timescale, target: targetDuration) }
+
+    /// The peak rate of `(duration, bytes)` runs, as `peakBitRate` measures it.
+    static func peak(_ parts: [(duration: Int64, bytes: Int)], timescale: Int, target: Int) -> Int {
+        let low = Double(target) * 0.5, high = Double(target) * 1.5
+        func rate(_ bytes: Int, _ seconds: Double) -> Int { Int((Double(bytes) * 8 / max(seconds, 1e-9)).rounded(.up)) }
+        var best: Int?
+        for i in parts.indices {
+            var seconds = 0.0, bytes = 0
+            for part in parts[i...] {
+                seconds += Double(part.duration) / Double(timescale)
+                bytes += part.bytes
+                if seconds > high { break }
+                if seconds >= low { best = max(best ?? 0, rate(bytes, seconds)) }
+            }
+        }
+        if let best { return best }
+        let total = parts.reduce(0.0) { $0 + Double($1.duration) / Double(timescale) }
+        return rate(parts.reduce(0) { $0 + $1.bytes }, total)
     }
 
     /// Every byte over the whole duration (bits per second): AVERAGE-BANDWIDTH.

@@ -59,10 +59,7 @@ struct PackageWriter {
 
     func run() throws -> StreamReport {
         let started = Date()
-        guard !settings.rungs.isEmpty else { throw ExportError("a package needs at least one rung of video") }
-        for (i, rung) in settings.rungs.enumerated() where rung.width < 2 || rung.height < 2 || rung.width % 2 == 1 || rung.height % 2 == 1 {
-            throw ExportError("rung \(i + 1) is \(rung.width)x\(rung.height): H.264 4:2:0 needs even sizes of at least 2x2")
-        }
+        try settings.check()
         let sources = try ExportSource.open(composition.segments.map(\.source), limits: settings.limits, interrupter: interrupter)
         for (i, s) in sources.enumerated() where s.video == nil {
             throw ExportError("\(s.path) (segment \(i + 1)) has no video, and every rung of a package needs it")
@@ -156,7 +153,7 @@ private struct PackageAudio {
 
     /// Ends the audio segment before `boundary`: every AAC frame that starts before it is in.
     func cut(before boundary: MediaTime) throws {
-        try writer.write(until: boundary - MediaTime(value: 1, timescale: Int32(writer.renderer.sampleRate)))
+        try writer.write(until: boundary, inclusive: false)
         try track.cut(at: nil)
     }
 

@@ -4,6 +4,8 @@ import MediaTime
 /// The presentations of a package, written from what its segments measured (never from what was asked
 /// for): an HLS master playlist with a media playlist and an I-frame playlist per rung and one per audio
 /// track, and a DASH MPD over the same files. Item numbers are the Apple HLS Authoring Specification's.
+/// Every value written into them comes from the report: numbers, codec names, file names the packager
+/// chose, and a language `StreamSettings.check` held to a tag's letters.
 public enum StreamPlaylists {
     /// Every file of the presentations, by path relative to the package's folder; `master.m3u8` and
     /// `manifest.mpd` are the two entry points (published last).
@@ -43,8 +45,7 @@ public enum StreamPlaylists {
     }
 
     private static func header(_ track: StreamTrack) -> [String] {
-        let target = track.segments.map { Int((Double($0.duration) / Double(track.timescale)).rounded()) }.max() ?? 1
-        return ["#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-TARGETDURATION:\(max(target, 1))", "#EXT-X-MEDIA-SEQUENCE:0",
+        ["#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-TARGETDURATION:\(track.targetDuration)", "#EXT-X-MEDIA-SEQUENCE:0",
                 "#EXT-X-PLAYLIST-TYPE:VOD", "#EXT-X-INDEPENDENT-SEGMENTS"]
     }
 
@@ -74,10 +75,11 @@ public enum StreamPlaylists {
             lines.append(track.folder + "/index.m3u8")
         }
         for track in video {
-            let frames = track.segments.compactMap(\.keyframeBytes)
-            let seconds = track.seconds
-            let average = seconds > 0 ? Int((Double(frames.reduce(0, +)) * 8 / seconds).rounded(.up)) : 0
-            let peak = zip(track.segments, frames).map { Int((Double($1) * 8 * Double(track.timescale) / Double(max($0.duration, 1))).rounded(.up)) }.max() ?? 0
+            // The I-frame playlist's parts: each keyframe's bytes over its segment's time.
+            let frames = track.segments.compactMap { s in s.keyframeBytes.map { (duration: s.duration, bytes: $0) } }
+            let seconds = Double(frames.reduce(Int64(0)) { $0 + $1.duration }) / Double(track.timescale)
+            let average = seconds > 0 ? Int((Double(frames.reduce(0) { $0 + $1.bytes }) * 8 / seconds).rounded(.up)) : 0
+            let peak = frames.isEmpty ? 0 : StreamTrack.peak(frames, timescale: track.timescale, target: track.targetDuration)
             var attributes = ["BANDWIDTH=\(peak)", "AVERAGE-BANDWIDTH=\(average)", "CODECS=\"\(track.codecs)\""]
             if let width = track.width, let height = track.height { attributes.append("RESOLUTION=\(width)x\(height)") }
             attributes.append("URI=\"\(track.folder)/iframes.m3u8\"")

@@ -60,6 +60,17 @@ import Testing
             #expect(profile.map { "avc1.\($0)28" } == track.codecs && stream.hasSuffix(",40\n"), "\(track.codecs) against \(stream)")
             #expect(frames.count == 300, "\(track.folder): \(frames.count) frames")
             #expect(frames.filter(\.key).map(\.time) == [0, 4, 8], "\(track.folder): keyframes at \(frames.filter(\.key).map(\.time))")
+            // The I-frame playlist's byte range of each segment holds its whole keyframe and nothing after it.
+            let initialization = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + track.folder + "/init.mp4"))
+            for segment in track.segments {
+                let bytes = try #require(segment.keyframeBytes)
+                let media = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + track.folder + "/" + segment.file))
+                let path = folder + "/" + track.folder + "-\(segment.file).iframe.mp4"
+                try (initialization + media.prefix(bytes)).write(to: URL(fileURLWithPath: path))
+                let decoded = try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", path, "-f", "framemd5", "-"]).stdout
+                    .split(separator: "\n").filter { !$0.hasPrefix("#") }
+                #expect(decoded.count == 1 && bytes < media.count, "\(track.folder)/\(segment.file): \(decoded.count) frames from \(bytes) of \(media.count) bytes")
+            }
         }
         let audio = try #require(report.tracks.first { $0.kind == .audio })
         #expect(audio.codecs == "mp4a.40.2" && audio.language == "en")
@@ -118,5 +129,34 @@ import Testing
             let frames = r.stdout.split(separator: "\n").filter { $0.contains(":") }.count
             #expect(r.status == 0 && frames == 300, "\(entry): status \(r.status), \(frames) frames: \(r.stderr.prefix(600))")
         }
+    }
+
+    /// BANDWIDTH is the peak of runs of 0.5 to 1.5 target durations (RFC 8216 4.3.4.2): a last segment of
+    /// one frame, nearly all keyframe, does not stand for the rung; a track shorter than half a target is
+    /// measured whole.
+    @Test func thePeakRateIsMeasuredOverRunsOfSegments() {
+        let parts: [(duration: Int64, bytes: Int)] = [(6 * 90000, 750_000), (6 * 90000, 900_000), (3000, 60_000)]
+        // Runs of 3 to 9 s: 750 kB over 6 s, 900 kB over 6 s, and 960 kB over 6.033 s, the busiest; the
+        // last segment alone (14.4 Mbit/s) is too short to be one.
+        #expect(StreamTrack.peak(parts, timescale: 90000, target: 6) == 1_272_929)
+        #expect(StreamTrack.peak([(3000, 60_000)], timescale: 90000, target: 6) == 14_400_000)
+    }
+
+    /// Settings no encoder or player takes are refused before any work, naming the setting and its range.
+    @Test func settingsOutOfRangeAreRefusedNamingTheRange() {
+        let good = StreamRung(width: 320, height: 240, bitRate: 400_000)
+        func refusal(_ change: (inout StreamSettings) -> Void) -> String? {
+            var settings = StreamSettings(folder: "/nonexistent", rungs: [good])
+            change(&settings)
+            do { try settings.check(); return nil } catch { return error.description }
+        }
+        #expect(refusal { _ in } == nil)
+        #expect(refusal { $0.rungs = [] }?.contains("at least one rung") == true)
+        #expect(refusal { $0.rungs = [StreamRung(width: 321, height: 240, bitRate: 400_000)] }?.contains("even sizes from 2 to 8192") == true)
+        #expect(refusal { $0.rungs = [StreamRung(width: 320, height: 240, bitRate: Int.max)] }?.contains("1000 to 1000000000") == true)
+        #expect(refusal { $0.rungs = [StreamRung(width: 320, height: 240, bitRate: 400_000, level: 99)] }?.contains("level 10 to 62") == true)
+        #expect(refusal { $0.segmentDuration = .zero }?.contains("from one frame to 60 s") == true)
+        #expect(refusal { $0.segmentDuration = MediaTime(value: 3600, timescale: 1) }?.contains("from one frame to 60 s") == true)
+        #expect(refusal { $0.audioLanguage = "en\"\n#EXT-X-ENDLIST" }?.contains("is not a language tag") == true)
     }
 }
