@@ -8,6 +8,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
 #endif
@@ -24,4 +28,9 @@ int mf_rename_noreplace(const char *from, const char *to) {
         return -error;
     }
     return 0;
+}
+
+int mf_rename_exchange(const char *a, const char *b) {
+    if (syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) == 0) return 0;
+    return -errno;
 }

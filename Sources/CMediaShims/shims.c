@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 #include <libavutil/avutil.h>
 #include <libavutil/error.h>
@@ -144,4 +145,33 @@ size_t mf_left_out_codecs(char *buf, size_t size) {
         used = needed;
     }
     return used;
+}
+
+void mf_turn_plane(const uint8_t *src, int src_stride, int width, int height, uint8_t *dst, int dst_stride, int quarter_turns) {
+    switch (quarter_turns & 3) {
+    case 0:
+        for (int y = 0; y < height; y++) memcpy(dst + (ptrdiff_t)y * dst_stride, src + (ptrdiff_t)y * src_stride, (size_t)width);
+        break;
+    case 1: // clockwise: source row y becomes column height - 1 - y
+        for (int y = 0; y < height; y++) {
+            const uint8_t *row = src + (ptrdiff_t)y * src_stride;
+            uint8_t *column = dst + (height - 1 - y);
+            for (int x = 0; x < width; x++) column[(ptrdiff_t)x * dst_stride] = row[x];
+        }
+        break;
+    case 2:
+        for (int y = 0; y < height; y++) {
+            const uint8_t *row = src + (ptrdiff_t)y * src_stride;
+            uint8_t *out = dst + (ptrdiff_t)(height - 1 - y) * dst_stride;
+            for (int x = 0; x < width; x++) out[width - 1 - x] = row[x];
+        }
+        break;
+    case 3: // counter-clockwise: source row y becomes column y, read upwards
+        for (int y = 0; y < height; y++) {
+            const uint8_t *row = src + (ptrdiff_t)y * src_stride;
+            uint8_t *column = dst + y;
+            for (int x = 0; x < width; x++) column[(ptrdiff_t)(width - 1 - x) * dst_stride] = row[x];
+        }
+        break;
+    }
 }

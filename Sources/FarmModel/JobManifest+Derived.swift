@@ -2,7 +2,7 @@ import MediaTime
 
 /// The top-level keys of a manifest, as `jobs/schema.json` names them (a test holds the two equal).
 public enum ManifestSection: String, CaseIterable, Sendable {
-    case version, name, input, edits, scale, audio, scan, export, images, poster, storyboard, waveform, report, overwrite, after,
+    case version, name, input, edits, scale, audio, scan, export, stream, images, poster, storyboard, waveform, report, overwrite, after,
          afterPolicy, requires, notify, reuse
 }
 
@@ -47,9 +47,9 @@ extension ManifestSection {
             return part ? .set : .keep
         case .input, .edits:
             return d == .sourcesPut ? .set : .keep
-        case .scan, .images, .poster, .waveform, .report, .after, .afterPolicy, .notify:
-            // The whole job's: its last run scans, makes the pictures, writes the report and is what others
-            // wait for and are told of. A part only encodes.
+        case .scan, .images, .poster, .waveform, .report, .after, .afterPolicy, .notify, .stream:
+            // The whole job's: its last run scans, makes the pictures and the package, writes the report and is
+            // what others wait for and are told of. A part only encodes.
             return part ? .drop : .keep
         case .export:
             switch d {
@@ -74,7 +74,7 @@ extension JobManifest {
         func kept<T>(_ section: ManifestSection, _ value: T, else dropped: T) -> T { section.rule(in: derivation) == .drop ? dropped : value }
         return JobManifest(
             version: version, name: name, edits: edits, scale: kept(.scale, scale, else: []), audio: kept(.audio, audio, else: AudioSettings()),
-            scan: kept(.scan, scan, else: nil), export: kept(.export, export, else: nil), images: kept(.images, images, else: nil),
+            scan: kept(.scan, scan, else: nil), export: kept(.export, export, else: nil), stream: kept(.stream, stream, else: nil), images: kept(.images, images, else: nil),
             poster: kept(.poster, poster, else: nil), storyboard: kept(.storyboard, storyboard, else: nil),
             waveform: kept(.waveform, waveform, else: nil), report: kept(.report, report, else: nil),
             overwrite: kept(.overwrite, overwrite, else: false), baseDirectory: baseDirectory, after: kept(.after, after, else: []),

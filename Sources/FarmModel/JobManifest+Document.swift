@@ -14,6 +14,7 @@ extension JobManifest {
         if audio != AudioSettings() { members.append(("audio", .object([("timePitch", .string(audio.timePitch.rawValue))]))) }
         if let scan { members.append(("scan", scan.document)) }
         if let export { members.append(("export", export.document)) }
+        if let stream { members.append(("stream", stream.document)) }
         if let images { members.append(("images", images.document)) }
         if let poster { members.append(("poster", poster.document)) }
         if let storyboard { members.append(("storyboard", storyboard.document)) }

@@ -114,6 +114,7 @@ extension JobManifest {
     public var writes: [String] {
         var files: [String] = []
         if let output = export?.output { files.append(output) }
+        if let package = stream?.output { files.append(package) }
         if let report { files.append(report) }
         if let poster { files.append(poster.output) }
         if let exportPoster = export?.poster { files.append(exportPoster.output) }

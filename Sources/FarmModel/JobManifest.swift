@@ -13,6 +13,8 @@ public struct JobManifest: Sendable, Hashable {
     public var audio: AudioSettings
     public var scan: ScanSettings?
     public var export: ExportSettings?
+    /// An adaptive streaming package of the composition (`JobManifest+Stream.swift`).
+    public var stream: StreamSettings?
     /// Pictures of the input (`JobManifest+Pictures.swift`).
     public var images: ImagesSettings?
     public var poster: PosterSettings?
@@ -39,17 +41,17 @@ public struct JobManifest: Sendable, Hashable {
     /// Every field, none defaulted: a field added later does not compile until each place that makes a
     /// manifest (the validator, each derivation in `JobManifest+Derived.swift`) says what it holds.
     public init(version: Int, name: String, edits: [Edit], scale: [ScaleRange], audio: AudioSettings, scan: ScanSettings?,
-                export: ExportSettings?, images: ImagesSettings?, poster: PosterSettings?, storyboard: StoryboardSettings?,
+                export: ExportSettings?, stream: StreamSettings?, images: ImagesSettings?, poster: PosterSettings?, storyboard: StoryboardSettings?,
                 waveform: WaveformSettings?, report: String?, overwrite: Bool, baseDirectory: String, after: [JobReference],
                 afterPolicy: AfterPolicy, requires: [String], notify: [WebhookURL], reuse: Bool?) {
         (self.version, self.name, self.edits, self.scale, self.audio, self.scan) = (version, name, edits, scale, audio, scan)
-        (self.export, self.images, self.poster, self.storyboard, self.waveform) = (export, images, poster, storyboard, waveform)
+        (self.export, self.stream, self.images, self.poster, self.storyboard, self.waveform) = (export, stream, images, poster, storyboard, waveform)
         (self.report, self.overwrite, self.baseDirectory, self.after, self.afterPolicy) = (report, overwrite, baseDirectory, after, afterPolicy)
         (self.requires, self.notify, self.reuse) = (requires, notify, reuse)
     }
 
     /// A manifest with nothing but an input: inspect it and report.
-    public var isInspectionOnly: Bool { export == nil && scan == nil && !makesPictures }
+    public var isInspectionOnly: Bool { export == nil && stream == nil && scan == nil && !makesPictures }
 
     public struct Edit: Sendable, Hashable {
         public var source: String

@@ -206,7 +206,7 @@ struct Walker {
     // MARK: - The manifest
 
     mutating func manifest(_ root: JSONValue) -> JobManifest? {
-        let keys = ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report", "overwrite", "after", "afterPolicy", "requires", "notify", "reuse"] + Self.pictureKeys
+        let keys = ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "stream", "report", "overwrite", "after", "afterPolicy", "requires", "notify", "reuse"] + Self.pictureKeys
         guard let o = object(root, "$", allowed: keys) else { return nil }
 
         if let v = o["version"] {
@@ -237,6 +237,10 @@ struct Walker {
         if let s = o["scan"] { scan = self.scan(s) }
         var export: JobManifest.ExportSettings?
         if let e = o["export"] { export = self.export(e) }
+        let stream = o["stream"].flatMap { self.stream($0) }
+        if o["stream"] != nil && o["export"] != nil {
+            fail("$.stream", "a job makes a movie (\"export\") or a package (\"stream\"), not both: submit a job for each")
+        }
         let images = o["images"].flatMap { self.images($0) }
         let poster = o["poster"].flatMap { self.poster($0) }
         let storyboard = o["storyboard"].flatMap { self.storyboard($0) }
@@ -245,8 +249,16 @@ struct Walker {
         checkChunkedStoryboard(o, storyboard)
         let report = path(o["report"], "$.report", output: true)
 
-        if !scale.isEmpty && export == nil { fail("$.scale", "retiming needs an \"export\" section to write the result") }
+        if !scale.isEmpty && export == nil && stream == nil { fail("$.scale", "retiming needs an \"export\" or \"stream\" section to write the result") }
         if let export, let report, export.output == report { fail("$.report", "is the same file as $.export.output") }
+        if let stream {
+            for edit in edits where PathRules.isInside(edit.source, root: stream.output) {
+                fail("$.stream.output", "holds the input \(edit.path) (\(edit.source)): a package's folder is replaced whole, so no input may be inside it")
+            }
+        }
+        if let stream, let report, PathRules.isInside(report, root: stream.output) {
+            fail("$.report", "is inside the package's folder $.stream.output, which is published whole: write the report beside it")
+        }
         var overwrite = false
         if let v = o["overwrite"] {
             if case .bool(let b) = v { overwrite = b } else { fail("$.overwrite", "expected true or false, found \(v.kindName)") }
@@ -254,7 +266,7 @@ struct Walker {
         }
         let inputs = edits.map { ($0.path, $0.source) }
         checkInputsExist(inputs)
-        let outputs = Self.fixedOutputs(export: export, report: report, poster: poster, waveform: waveform, storyboard: storyboard, images: images)
+        let outputs = Self.fixedOutputs(export: export, stream: stream, report: report, poster: poster, waveform: waveform, storyboard: storyboard, images: images)
         checkOutputs(outputs, inputs: inputs, overwrite: overwrite)
         checkPatterns(images: images, storyboard: storyboard, scanImages: scan?.images, fixed: outputs)
         var after = o["after"].map { self.after($0) } ?? []
@@ -266,8 +278,11 @@ struct Walker {
         if let v = o["reuse"] {
             if case .bool(let b) = v { reuse = b } else { fail("$.reuse", "expected true or false, found \(v.kindName)") }
         }
-        return JobManifest(version: 1, name: name, edits: edits, scale: scale, audio: audio, scan: scan, export: export, images: images,
-                           poster: poster, storyboard: storyboard, waveform: waveform, report: report, overwrite: overwrite,
+        if reuse == true, stream != nil {
+            fail("$.reuse", "a streaming package is not answered from an earlier job's result yet; leave \"reuse\" out (the package is made again)")
+        }
+        return JobManifest(version: 1, name: name, edits: edits, scale: scale, audio: audio, scan: scan, export: export, stream: stream,
+                           images: images, poster: poster, storyboard: storyboard, waveform: waveform, report: report, overwrite: overwrite,
                            baseDirectory: context.baseDirectory, after: after, afterPolicy: afterPolicy, requires: requires, notify: notify,
                            reuse: reuse)
     }
@@ -283,11 +298,12 @@ struct Walker {
     }
 
     /// The outputs with fixed names, each with its JSON path (numbered pictures are checked as patterns).
-    static func fixedOutputs(export: JobManifest.ExportSettings?, report: String?, poster: JobManifest.PosterSettings?,
+    static func fixedOutputs(export: JobManifest.ExportSettings?, stream: JobManifest.StreamSettings?, report: String?, poster: JobManifest.PosterSettings?,
                              waveform: JobManifest.WaveformSettings?, storyboard: JobManifest.StoryboardSettings?,
                              images: JobManifest.ImagesSettings?) -> [(String, String)] {
         var outputs: [(String, String)] = []
         if let output = export?.output { outputs.append(("$.export.output", output)) }
+        if let package = stream?.output { outputs.append(("$.stream.output", package)) }
         if let report { outputs.append(("$.report", report)) }
         if let poster { outputs.append(("$.poster.output", poster.output)) }
         if let exportPoster = export?.poster { outputs.append(("$.export.poster.output", exportPoster.output)) }

@@ -11,12 +11,13 @@ public struct StreamRung: Sendable, Hashable, Codable {
     /// The peak the encoder's buffer model holds to, bits per second, and the buffer's size in bits.
     public var maxBitRate: Int
     public var bufferSize: Int
-    /// H.264 profile ("high", "main", "baseline") and level (40 for 4.0).
+    /// H.264 profile ("high", "main", "baseline") and level (40 for 4.0; nil: the lowest that holds the
+    /// rung's picture, frame rate and peak, chosen once the ladder is fitted).
     public var profile: String
-    public var level: Int
+    public var level: Int?
 
     public init(width: Int, height: Int, bitRate: Int, maxBitRate: Int? = nil, bufferSize: Int? = nil,
-                profile: String = "high", level: Int = 40) {
+                profile: String = "high", level: Int? = nil) {
         self.width = width
         self.height = height
         self.bitRate = bitRate
@@ -35,7 +36,10 @@ public struct StreamSettings: Sendable {
     public var rungs: [StreamRung]
     /// Every segment but the last lasts this long, rounded to whole frames.
     public var segmentDuration: MediaTime
-    public var frameDuration: MediaTime
+    /// nil: the first source's own rate (`frameDuration(of:)`).
+    public var frameDuration: MediaTime?
+    /// What a rung larger than the source's picture does.
+    public var larger: LargerRungs
     public var audioBitRate: Int
     public var preset: String
     public var threads: Int
@@ -45,12 +49,13 @@ public struct StreamSettings: Sendable {
     public var limits: SafetyLimits
 
     public init(folder: String, rungs: [StreamRung], segmentDuration: MediaTime = MediaTime(value: 6, timescale: 1),
-                frameDuration: MediaTime = MediaTime(value: 1, timescale: 30), audioBitRate: Int = 128_000, preset: String = "veryfast",
+                frameDuration: MediaTime? = nil, larger: LargerRungs = .refuse, audioBitRate: Int = 128_000, preset: String = "veryfast",
                 threads: Int = 0, timePitch: AudioTimePitchAlgorithm = .spectral, audioLanguage: String? = nil, limits: SafetyLimits = .default) {
         self.folder = folder
         self.rungs = rungs
         self.segmentDuration = segmentDuration
         self.frameDuration = frameDuration
+        self.larger = larger
         self.audioBitRate = audioBitRate
         self.preset = preset
         self.threads = threads
@@ -64,17 +69,21 @@ public struct StreamSettings: Sendable {
         guard !rungs.isEmpty else { throw ExportError("a package needs at least one rung of video") }
         for (i, rung) in rungs.enumerated() {
             let name = "rung \(i + 1) (\(rung.width)x\(rung.height))"
-            guard (2...8192).contains(rung.width), (2...8192).contains(rung.height), rung.width % 2 == 0, rung.height % 2 == 0 else {
+            // A side of 0 follows the source's aspect (`StreamLadder`).
+            guard rung.width != 0 || rung.height != 0 else { throw ExportError("rung \(i + 1): give its height, its width or both") }
+            guard rung.width == 0 || (2...8192).contains(rung.width), rung.height == 0 || (2...8192).contains(rung.height),
+                  rung.width % 2 == 0, rung.height % 2 == 0 else {
                 throw ExportError("\(name): H.264 4:2:0 needs even sizes from 2 to 8192")
             }
             guard (1_000...1_000_000_000).contains(rung.bitRate), (rung.bitRate...2_000_000_000).contains(rung.maxBitRate),
                   (1_000...Int(Int32.max)).contains(rung.bufferSize) else {
                 throw ExportError("\(name): the bit rate must be 1000 to 1000000000, the peak from it to 2000000000, the buffer 1000 to \(Int32.max) bits")
             }
-            guard (10...62).contains(rung.level), ["baseline", "main", "high"].contains(rung.profile) else {
-                throw ExportError("\(name): the profile must be baseline, main or high and the level 10 to 62 (40 for 4.0)")
+            guard rung.level.map(H264Level.known.contains) ?? true, ["baseline", "main", "high"].contains(rung.profile) else {
+                throw ExportError("\(name): the profile must be baseline, main or high and the level one of H.264's (\(H264Level.known.map(H264Level.name).joined(separator: ", ")))")
             }
         }
+        let frameDuration = self.frameDuration ?? MediaTime(value: 1, timescale: 120)
         guard frameDuration.isNumeric, frameDuration > .zero, segmentDuration.isNumeric, segmentDuration >= frameDuration,
               segmentDuration <= MediaTime(value: 60, timescale: 1) else {
             throw ExportError("the segment duration must be from one frame to 60 s (it is \(segmentDuration.seconds) s)")
@@ -86,6 +95,7 @@ public struct StreamSettings: Sendable {
 
     /// Frames per segment: the segment duration in whole frames, at least one.
     public var framesPerSegment: Int {
+        let frameDuration = self.frameDuration ?? MediaTime(value: 1, timescale: 30)
         let tb = Rational(Int32(clamping: frameDuration.value), frameDuration.timescale)
         return max(1, Int(segmentDuration.count(in: tb) ?? 1))
     }
@@ -172,4 +182,14 @@ public struct StreamReport: Sendable, Hashable, Codable {
     public var tracks: [StreamTrack]
     public var framesDecoded: Int
     public var seconds: Double
+    /// The first source's picture as shown (what the ladder was fitted to), and the turns that made it upright.
+    public var sourcePicture: Picture?
+    /// The rungs left out as larger than the source (`LargerRungs.skip`), by their place from 1.
+    public var skippedRungs: [Int]?
+
+    public struct Picture: Sendable, Hashable, Codable {
+        public var width: Int
+        public var height: Int
+        public var quarterTurns: Int
+    }
 }

@@ -36,12 +36,12 @@ private final class Rung {
     var picture = Frame()
     var packet = Packet()
 
-    init(_ rung: StreamRung, index: Int, settings: StreamSettings) throws {
-        scaler = VideoScaler(outputFormat: "yuv420p", width: rung.width, height: rung.height)
+    init(_ rung: StreamRung, index: Int, settings: StreamSettings, frameDuration: MediaTime, quarterTurns: Int) throws {
+        scaler = VideoScaler(outputFormat: "yuv420p", width: rung.width, height: rung.height, quarterTurns: quarterTurns)
         do {
-            encoder = try Encoder.h264Rung(width: rung.width, height: rung.height, frameDuration: settings.frameDuration.reduced,
+            encoder = try Encoder.h264Rung(width: rung.width, height: rung.height, frameDuration: frameDuration,
                                            bitRate: rung.bitRate, maxBitRate: rung.maxBitRate, bufferSize: rung.bufferSize,
-                                           profile: rung.profile, level: rung.level, gop: settings.framesPerSegment,
+                                           profile: rung.profile, level: rung.level ?? 40, gop: settings.framesPerSegment,
                                            preset: settings.preset, threads: settings.threads)
         } catch {
             throw ExportError("rung \(index) (\(rung.width)x\(rung.height)): cannot set up the H.264 encoder: \(error)")
@@ -64,13 +64,38 @@ struct PackageWriter {
         for (i, s) in sources.enumerated() where s.video == nil {
             throw ExportError("\(s.path) (segment \(i + 1)) has no video, and every rung of a package needs it")
         }
-        let fd = settings.frameDuration.reduced
+        // The ladder is fitted to the first source's picture as shown, and made at its rate unless asked.
+        guard let first = sources.first?.video else { throw ExportError("the composition is empty: nothing to package") }
+        let ladder = try StreamLadder(settings.rungs, source: first, larger: settings.larger)
+        var made = settings
+        let fd = (settings.frameDuration ?? StreamSettings.frameDuration(of: first)).reduced
+        made.frameDuration = fd
+        made.rungs = try ladder.rungs.enumerated().map { i, rung in
+            guard rung.level == nil else { return rung }
+            var rung = rung
+            let fps = Double(fd.timescale) / Double(fd.value)
+            guard let level = H264Level.lowest(width: rung.width, height: rung.height, framesPerSecond: fps, maxBitRate: rung.maxBitRate,
+                                               profile: rung.profile) else {
+                throw ExportError("rung \(i + 1) (\(rung.width)x\(rung.height) at \(MediaTime.formatSeconds(fps)) fps, peak \(rung.maxBitRate) bit/s): "
+                                  + "no H.264 level holds it; make it smaller or its peak lower")
+            }
+            rung.level = level
+            return rung
+        }
+        return try write(sources, ladder: ladder, settings: made, started: started)
+    }
+
+    /// Decodes the composition once and feeds every rung; `settings` are the ladder's, at a known rate.
+    private func write(_ sources: [ExportSource], ladder: StreamLadder, settings: StreamSettings, started: Date) throws -> StreamReport {
+        let fd = settings.frameDuration ?? MediaTime(value: 1, timescale: 30)
         let video = SampledVideo(mapping: composition.timeMapping, sources: sources, frameDuration: fd, threads: settings.threads,
                                  limits: settings.limits, interrupter: interrupter, observer: nil)
         let frameCount = video.frameCount
         guard frameCount > 0 else { throw ExportError("the composition is empty: nothing to package") }
-        let rungs = try settings.rungs.enumerated().map { try Rung($1, index: $0 + 1, settings: settings) }
-        let audio = try audioWriter(sources: sources, duration: fd.multiplied(by: Int32(clamping: frameCount)))
+        let rungs = try settings.rungs.enumerated().map {
+            try Rung($1, index: $0 + 1, settings: settings, frameDuration: fd, quarterTurns: ladder.quarterTurns)
+        }
+        let audio = try audioWriter(sources: sources, duration: fd.multiplied(by: Int32(clamping: frameCount)), settings: settings)
         let gop = settings.framesPerSegment
         let frameTB = Rational(Int32(clamping: fd.value), fd.timescale)
 
@@ -120,7 +145,9 @@ struct PackageWriter {
                         frameRate: frameTB.inverted, segments: rung.track.segments)
         } + (audio.map { [$0.report(language: settings.audioLanguage)] } ?? [])
         return StreamReport(duration: fd.multiplied(by: Int32(clamping: frameCount)), segmentDuration: fd.multiplied(by: Int32(clamping: gop)),
-                            tracks: tracks, framesDecoded: video.decoded, seconds: Date().timeIntervalSince(started))
+                            tracks: tracks, framesDecoded: video.decoded, seconds: Date().timeIntervalSince(started),
+                            sourcePicture: StreamReport.Picture(width: ladder.displayWidth, height: ladder.displayHeight, quarterTurns: ladder.quarterTurns),
+                            skippedRungs: ladder.skipped.map { $0 + 1 })
     }
 
     private func report(done k: Int, of count: Int, since clock: Date) {
@@ -132,7 +159,7 @@ struct PackageWriter {
     }
 
     /// The audio track, rendered from the first source with audio; nil when none has any.
-    private func audioWriter(sources: [ExportSource], duration: MediaTime) throws -> PackageAudio? {
+    private func audioWriter(sources: [ExportSource], duration: MediaTime, settings: StreamSettings) throws -> PackageAudio? {
         guard let audio = sources.first(where: { $0.audio != nil })?.audio else { return nil }
         let track = try SegmentedTrack(kind: .audio, name: "audio", root: settings.folder)
         var rendering = ExportSettings(mode: .constantFrameRate, outputPath: settings.folder, muxer: "mp4", audioBitRate: settings.audioBitRate,

@@ -40,6 +40,13 @@ public enum SafeFiles {
         if result != 0 { throw FileMoveError(from: from, to: to, code: -result) }
     }
 
+    /// Swaps what is at `a` and at `b` in one step (both must exist): a folder replaced this way is never
+    /// missing to a reader; what was at `b` is at `a` afterwards, for the caller to remove.
+    public static func exchange(_ a: String, _ b: String) throws(FileMoveError) {
+        let result = mf_rename_exchange(a, b)
+        if result != 0 { throw FileMoveError(from: a, to: b, code: -result) }
+    }
+
     /// As `move`, and across file systems too: there the file is copied under a temporary name beside
     /// `to`, synced, moved into place without replacing, and only then removed from `from`.
     public static func moveAcrossDevices(_ from: String, to: String) throws(FileMoveError) {

@@ -47,6 +47,17 @@ let manifestsOfEveryField = [
     #"""
     {"version": 1, "input": "f.mp4"}
     """#,
+    #"""
+    {"version": 1, "input": "g.mov", "scale": [{"start": 0, "duration": 2, "rate": 2}], "report": "out/g.json",
+     "stream": {"output": "out/g/", "formats": ["dash", "hls"], "segmentSeconds": "2.002", "frameRate": "30000/1001",
+                "video": {"rungs": [{"height": 720, "bitrate": 3000000, "maxBitrate": 4500000, "bufferSize": 9000000, "profile": "main", "level": "3.1"},
+                                    {"width": 640, "bitrate": 800000, "level": 3}, {"width": 320, "height": 320, "bitrate": 200000, "profile": "baseline"}],
+                          "larger": "skip", "preset": "medium", "threads": 2},
+                "audio": {"bitrate": 96000, "language": "pt-BR"}}}
+    """#,
+    #"""
+    {"version": 1, "input": "h.mp4", "stream": {"output": "out/h", "formats": ["hls"], "video": {"rungs": [{"height": 360, "bitrate": 600000}]}}}
+    """#,
 ]
 
 /// A manifest written back as a document (`JobManifest.document`) and the manifests the farm derives from
@@ -87,6 +98,7 @@ let manifestsOfEveryField = [
             """#)
         full.scale = [JobManifest.ScaleRange(start: .zero, duration: MediaTime(value: 1, timescale: 1), toDuration: MediaTime(value: 2, timescale: 1))]
         full.storyboard = JobManifest.StoryboardSettings(output: "/jobs/out/s.vtt")
+        full.stream = JobManifest.StreamSettings(output: "/jobs/out/package", video: JobManifest.StreamVideo(rungs: [JobManifest.StreamRung(height: 360, bitrate: 600_000)]))
         if pieces { full.edits = [JobManifest.Edit(source: "/jobs/a.mp4", duration: MediaTime(value: 1, timescale: 1), path: "$.edits[0].source"),
                                  JobManifest.Edit(source: "/jobs/b.mp4", path: "$.edits[1].source")] }
         if derivation == .storyboardJoin { full.export = nil }

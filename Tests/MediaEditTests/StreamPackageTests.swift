@@ -53,11 +53,15 @@ import Testing
             #expect(track.segments.map { Double($0.start - track.presentationOffset) / Double(track.timescale) } == [0, 4, 8], "\(track.folder)")
             let frames = try Self.frames(folder, track)
             // CODECS is the stream's own: its profile as ffprobe names it (ultrafast makes Constrained
-            // Baseline, whatever the rung's ceiling), and the level asked for (4.0).
+            // Baseline, whatever the rung's ceiling), and the level chosen, the lowest that holds the rung
+            // (320x240 at 30 fps with a 600 kbit/s peak: 1.3; 160x120: 1.1).
             let stream = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "stream=profile,level",
                                                              "-of", "csv=p=0", folder + "/" + track.folder + ".joined.mp4"]).stdout
-            let profile = ["Constrained Baseline": "42c0", "Main": "4d40", "High": "6400"][String(stream.split(separator: ",")[0])]
-            #expect(profile.map { "avc1.\($0)28" } == track.codecs && stream.hasSuffix(",40\n"), "\(track.codecs) against \(stream)")
+            let fields = stream.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            let profile = ["Constrained Baseline": "42c0", "Main": "4d40", "High": "6400"][fields[0]]
+            let level = try #require(Int(fields[1]))
+            #expect(level == (track.width == 320 ? 13 : 11), "\(track.folder): level \(level)")
+            #expect(profile.map { "avc1.\($0)" + String(format: "%02x", level) } == track.codecs, "\(track.codecs) against \(stream)")
             #expect(frames.count == 300, "\(track.folder): \(frames.count) frames")
             #expect(frames.filter(\.key).map(\.time) == [0, 4, 8], "\(track.folder): keyframes at \(frames.filter(\.key).map(\.time))")
             // The I-frame playlist's byte range of each segment holds its whole keyframe and nothing after it.
@@ -153,10 +157,51 @@ import Testing
         #expect(refusal { _ in } == nil)
         #expect(refusal { $0.rungs = [] }?.contains("at least one rung") == true)
         #expect(refusal { $0.rungs = [StreamRung(width: 321, height: 240, bitRate: 400_000)] }?.contains("even sizes from 2 to 8192") == true)
+        #expect(refusal { $0.rungs = [StreamRung(width: 0, height: 0, bitRate: 400_000)] }?.contains("give its height, its width or both") == true)
         #expect(refusal { $0.rungs = [StreamRung(width: 320, height: 240, bitRate: Int.max)] }?.contains("1000 to 1000000000") == true)
-        #expect(refusal { $0.rungs = [StreamRung(width: 320, height: 240, bitRate: 400_000, level: 99)] }?.contains("level 10 to 62") == true)
+        #expect(refusal { $0.rungs = [StreamRung(width: 320, height: 240, bitRate: 400_000, level: 99)] }?.contains("the level one of H.264's") == true)
         #expect(refusal { $0.segmentDuration = .zero }?.contains("from one frame to 60 s") == true)
         #expect(refusal { $0.segmentDuration = MediaTime(value: 3600, timescale: 1) }?.contains("from one frame to 60 s") == true)
         #expect(refusal { $0.audioLanguage = "en\"\n#EXT-X-ENDLIST" }?.contains("is not a language tag") == true)
+    }
+
+    /// A ladder fitted to the picture as shown: one side follows the aspect, two make a box the picture fits
+    /// in, samples that are not square and a rotation are applied, sizes are even, and a rung larger than the
+    /// source is refused, left out or enlarged as asked.
+    @Test func aLadderIsFittedToThePictureAsShown() throws {
+        let rungs = [StreamRung(width: 0, height: 720, bitRate: 3_000_000), StreamRung(width: 640, height: 0, bitRate: 1_000_000),
+                     StreamRung(width: 400, height: 400, bitRate: 500_000)]
+        let wide = try StreamLadder(rungs, displayWidth: 1920, displayHeight: 1080, larger: .refuse)
+        #expect(wide.rungs.map { "\($0.width)x\($0.height)" } == ["1280x720", "640x360", "400x226"])
+        // A 720x576 PAL picture with 64:45 samples is shown 1024x576; a phone's 1920x1080 turned a quarter is 1080x1920.
+        let anamorphic = try StreamLadder([StreamRung(width: 0, height: 576, bitRate: 2_000_000)], width: 720, height: 576,
+                                          sampleAspect: Rational(64, 45), rotation: nil, larger: .refuse)
+        #expect(anamorphic.display == (1024, 576) && anamorphic.rungs[0].width == 1024)
+        let portrait = try StreamLadder([StreamRung(width: 0, height: 640, bitRate: 1_000_000)], width: 1920, height: 1080,
+                                        sampleAspect: nil, rotation: -90, larger: .refuse)
+        #expect(portrait.display == (1080, 1920) && portrait.quarterTurns == 1 && (portrait.rungs[0].width, portrait.rungs[0].height) == (360, 640))
+        // Larger than 1280x720: refused by default, naming the rung and the way past; left out; or enlarged.
+        let big = [StreamRung(width: 0, height: 1080, bitRate: 5_000_000), StreamRung(width: 0, height: 360, bitRate: 800_000)]
+        #expect(throws: ExportError.self) { try StreamLadder(big, displayWidth: 1280, displayHeight: 720, larger: .refuse) }
+        do { _ = try StreamLadder(big, displayWidth: 1280, displayHeight: 720, larger: .refuse) } catch {
+            #expect(error.description.contains("rung 1 (1920x1080) is larger than the source's picture (1280x720 as shown)") && error.description.contains("\"skip\""))
+        }
+        let skipped = try StreamLadder(big, displayWidth: 1280, displayHeight: 720, larger: .skip)
+        #expect(skipped.skipped == [0] && skipped.rungs.map(\.height) == [360])
+        #expect(try StreamLadder(big, displayWidth: 1280, displayHeight: 720, larger: .upscale).rungs.map(\.width) == [1920, 640])
+        #expect(throws: ExportError.self) { try StreamLadder([big[0]], displayWidth: 1280, displayHeight: 720, larger: .skip) }
+        // An odd source rounds to even sizes without counting as an enlargement.
+        let odd = try StreamLadder([StreamRung(width: 0, height: 122, bitRate: 100_000)], displayWidth: 161, displayHeight: 121, larger: .refuse)
+        #expect((odd.rungs[0].width, odd.rungs[0].height) == (162, 122))
+    }
+
+    /// The level chosen is the lowest of H.264's table that holds the picture, the rate and the peak.
+    @Test func theLevelIsTheLowestThatHoldsTheRung() {
+        #expect(H264Level.lowest(width: 1920, height: 1080, framesPerSecond: 30, maxBitRate: 7_500_000, profile: "high") == 40)
+        #expect(H264Level.lowest(width: 1920, height: 1080, framesPerSecond: 60, maxBitRate: 9_000_000, profile: "high") == 42)
+        #expect(H264Level.lowest(width: 1280, height: 720, framesPerSecond: 30, maxBitRate: 4_500_000, profile: "main") == 31)
+        #expect(H264Level.lowest(width: 1920, height: 1080, framesPerSecond: 30, maxBitRate: 30_000_000, profile: "main") == 41)
+        #expect(H264Level.lowest(width: 8192, height: 8192, framesPerSecond: 120, maxBitRate: 1_000_000, profile: "high") == nil)
+        #expect(H264Level.name(31) == "3.1")
     }
 }

@@ -30,7 +30,12 @@ import Testing
         #expect(results.count == manifests.count)
         for job in results {
             #expect(job["succeeded"] as? Bool == true, "\(job)")
-            if let output = job["output"] as? String {
+            var isFolder: ObjCBool = false
+            if let output = job["output"] as? String, FileManager.default.fileExists(atPath: output, isDirectory: &isFolder), isFolder.boolValue {
+                // A streaming package: ffprobe reads its master playlist and every variant.
+                let probe = try ProcessRunner.run("ffprobe", ["-v", "error", "-show_entries", "stream=codec_type", "-of", "csv=p=0", output + "/master.m3u8"])
+                #expect(probe.status == 0 && probe.stdout.contains("video") && probe.stdout.contains("audio"), "\(output): \(probe.stderr)")
+            } else if let output = job["output"] as? String {
                 let inspect = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["inspect", "--json", output])
                 #expect(inspect.status == 0, "\(output) does not inspect cleanly: \(inspect.stdout)")
             }
@@ -55,7 +60,7 @@ import Testing
         func keys(_ object: [String: Any]?) -> Set<String> { Set((object?["properties"] as? [String: Any])?.keys.map { $0 } ?? []) }
         let top = keys(json)
         let properties = json["properties"] as? [String: Any] ?? [:]
-        #expect(top == ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "report", "overwrite",
+        #expect(top == ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "stream", "report", "overwrite",
                        "after", "afterPolicy", "requires", "notify", "reuse", "images", "poster", "storyboard", "waveform"])
         #expect(keys(properties["waveform"] as? [String: Any]) == ["width", "height", "output", "peaks"])
         #expect(keys(properties["images"] as? [String: Any]) == ["times", "every", "count", "tolerance", "toleranceBefore", "toleranceAfter",
@@ -114,6 +119,24 @@ import Testing
         let p = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", dir.appendingPathComponent("pictures.json").path])
         #expect(!p.stderr.contains("unknown key") && p.stderr.contains("a.mp4"), "\(p.stderr)")
         #expect(p.status == 1)
+        // The package's section, every key of it and of a rung.
+        let stream = json["properties"].flatMap { ($0 as? [String: Any])?["stream"] as? [String: Any] }
+        #expect(keys(stream) == ["output", "formats", "segmentSeconds", "frameRate", "frameDuration", "video", "audio"])
+        let streamVideo = (stream?["properties"] as? [String: Any])?["video"] as? [String: Any]
+        #expect(keys(streamVideo) == ["rungs", "larger", "preset", "threads"])
+        #expect(keys((streamVideo?["properties"] as? [String: Any])?["rungs"].flatMap { ($0 as? [String: Any])?["items"] as? [String: Any] })
+                == ["width", "height", "bitrate", "maxBitrate", "bufferSize", "profile", "level"])
+        #expect(keys((stream?["properties"] as? [String: Any])?["audio"] as? [String: Any]) == ["bitrate", "language"])
+        let package = """
+        { "version": 1, "input": "a.mp4", "stream": { "output": "out/pkg", "formats": ["hls", "dash"], "segmentSeconds": 4, "frameRate": 25,
+          "video": { "rungs": [ { "width": 640, "height": 360, "bitrate": 800000, "maxBitrate": 1200000, "bufferSize": 2400000, "profile": "main", "level": "3.0" } ],
+                     "larger": "skip", "preset": "fast", "threads": 1 },
+          "audio": { "bitrate": 96000, "language": "en" } } }
+        """
+        try package.write(to: dir.appendingPathComponent("package.json"), atomically: true, encoding: .utf8)
+        let s = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", dir.appendingPathComponent("package.json").path])
+        #expect(!s.stderr.contains("unknown key") && s.stderr.contains("a.mp4"), "\(s.stderr)")
+        #expect(s.status == 1)
         let every = #"{ "version": 1, "input": "a.mp4", "images": { "every": 2, "output": "out/t-{index}.jpg" }, "storyboard": { "every": 3, "output": "out/b.vtt" } }"#
         try every.write(to: dir.appendingPathComponent("every.json"), atomically: true, encoding: .utf8)
         let e = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", dir.appendingPathComponent("every.json").path])

@@ -7,4 +7,8 @@
 /// followed by unlinking `from`. 0, or -errno (-EEXIST: `to` exists and was left untouched).
 int mf_rename_noreplace(const char *from, const char *to);
 
+/// Swaps `a` and `b` in one step (renameat2(RENAME_EXCHANGE)): both must exist; neither is ever missing
+/// to a reader. 0, or -errno (-EINVAL where the file system cannot).
+int mf_rename_exchange(const char *a, const char *b);
+
 #endif

@@ -49,4 +49,8 @@ size_t mf_log_last_error_since(uint64_t sequence, char *buf, size_t size);
 /// names, comma-separated, into buf (empty when every library is real); returns the length needed.
 size_t mf_left_out_codecs(char *buf, size_t size);
 
+/// Writes one 8-bit plane of `width` x `height` samples turned clockwise by `quarter_turns` (0 to 3)
+/// into `dst`, which is `height` x `width` for an odd number of turns. Strides are in bytes.
+void mf_turn_plane(const uint8_t *src, int src_stride, int width, int height, uint8_t *dst, int dst_stride, int quarter_turns);
+
 #endif

@@ -47,6 +47,24 @@ extension AudioTimePitchAlgorithm {
     }
 }
 
+extension LargerRungs {
+    init(_ policy: LargerRungPolicy) {
+        switch policy {
+        case .refuse: self = .refuse
+        case .skip: self = .skip
+        case .upscale: self = .upscale
+        }
+    }
+}
+
+extension MediaEdit.StreamRung {
+    /// A manifest's rung: a side it leaves out is 0 (it follows the source's aspect).
+    init(_ rung: JobManifest.StreamRung) {
+        self.init(width: rung.width ?? 0, height: rung.height ?? 0, bitRate: rung.bitrate, maxBitRate: rung.maxBitrate,
+                  bufferSize: rung.bufferSize, profile: rung.profile, level: rung.level)
+    }
+}
+
 extension CodeScan.NormalizedRect {
     init(_ rect: JobManifest.NormalizedRect) {
         self.init(x: rect.x, y: rect.y, width: rect.width, height: rect.height)

@@ -135,7 +135,7 @@ public struct JobRunner: Sendable {
         // An export reads every packet anyway and fails clearly on damaged data: it skips the
         // decode check (isPlayable, isDecodable), which costs an extra opening and decoding.
         // So do pictures: they decode what they show, and say which frame could not be.
-        let decodes = manifest.export != nil || manifest.makesPictures
+        let decodes = manifest.export != nil || manifest.stream != nil || manifest.makesPictures
         let keys = decodes ? AssetKey.standard.subtracting([.isPlayable]) : AssetKey.standard
         let trackKeys = decodes ? Set(TrackKey.allCases).subtracting([.isDecodable]) : Set(TrackKey.allCases)
         // Many sources (a day's recording in 1,440 segments) are inspected side by side, one per core;
@@ -156,7 +156,7 @@ public struct JobRunner: Sendable {
     /// none: they are of the input as it is.
     private func compose(_ assets: [String: Asset]) async throws -> Composition {
         var composition = Composition()
-        guard manifest.export != nil || manifest.scan != nil || !manifest.makesPictures else { return composition }
+        guard manifest.export != nil || manifest.stream != nil || manifest.scan != nil || !manifest.makesPictures else { return composition }
         for (i, edit) in manifest.edits.enumerated() {
             guard let asset = assets[edit.source] else { throw JobError("\(edit.source): not opened") }
             let length = try await asset.load(.duration)
@@ -224,6 +224,20 @@ public struct JobRunner: Sendable {
             made.scan?.images = try await pictureMaker.codePictures(settings.images, codes: codes, composition: composition)
             made.scanSeconds = Date().timeIntervalSince(scanStarted)
         }
+        if let stream = manifest.stream {
+            let (package, seconds) = try await self.package(stream, of: composition, events: events)
+            let reportPath = try writeReport(inspections: inspections, composition: composition, export: nil, stream: package, scan: made.scan,
+                                             pictures: made.pictures, timings: made.timings(["stream": seconds]))
+            events(.progress(JobProgress(fraction: 1, phase: "done")))
+            var result = JobResult(name: manifest.name, succeeded: true, output: stream.output, report: reportPath,
+                                   duration: package.duration.seconds, seconds: Date().timeIntervalSince(started))
+            result.numbered = JobPictures.numbered(made.pictures, made.scan)
+            if let skipped = package.skippedRungs, !skipped.isEmpty {
+                result.warnings = ["$.stream.video.rungs: left out as larger than the source's picture: "
+                                   + skipped.map { "rung \($0)" }.joined(separator: ", ")]
+            }
+            return result
+        }
         guard let export = manifest.export else {
             let reportPath = try writeReport(inspections: inspections, composition: manifest.isInspectionOnly || manifest.scan == nil ? nil : composition,
                                              export: nil, scan: made.scan, pictures: made.pictures, timings: made.timings())
@@ -242,7 +256,7 @@ public struct JobRunner: Sendable {
         guard manifest.makesPictures else { return }
         let picturesStarted = Date()
         made.pictures = try await pictureMaker.makePictures(of: manifest.edits[0].source, from: 0.02,
-                                               to: manifest.export == nil && manifest.scan == nil ? 0.99 : 0.2, events: events)
+                                               to: manifest.export == nil && manifest.stream == nil && manifest.scan == nil ? 0.99 : 0.2, events: events)
         made.pictureSeconds = Date().timeIntervalSince(picturesStarted)
     }
 
@@ -353,11 +367,11 @@ public struct JobRunner: Sendable {
         return ScanSummary(decodedBy: "scan", symbologies: settings.symbologies, framesScanned: framesScanned, codes: aggregator.codes)
     }
 
-    func writeReport(inspections: [AssetReport], composition: Composition?, export: ExportReport?, scan: ScanSummary? = nil,
+    func writeReport(inspections: [AssetReport], composition: Composition?, export: ExportReport?, stream: StreamReport? = nil, scan: ScanSummary? = nil,
                      pictures: JobPictures.PicturesMade? = nil, chunks: [JobManifest.JoinedChunk]? = nil, timings: [String: Double]) throws -> String? {
         guard let path = manifest.report else { return nil }
         let report = JobReport(name: manifest.name, inspection: inspections,
-                               composition: composition.map(JobReport.CompositionReport.init), scan: scan, export: export,
+                               composition: composition.map(JobReport.CompositionReport.init), scan: scan, export: export, stream: stream,
                                pictures: pictures, chunks: chunks?.map(JobReport.Chunk.init), timings: timings)
         let data = try JSONEncoder.mediafarm().encode(report)
         let output = try AtomicOutput(finalPath: writePath(path))
@@ -459,6 +473,8 @@ struct JobReport: Encodable {
     var composition: CompositionReport?
     var scan: ScanSummary?
     var export: ExportReport?
+    /// The streaming package: every track's segments with their measured durations and sizes.
+    var stream: StreamReport?
     /// The pictures of the input: each with the frame it is of.
     var pictures: JobPictures.PicturesMade?
     /// A chunked export's chunks: their frames, jobs and attempts.

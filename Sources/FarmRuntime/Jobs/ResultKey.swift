@@ -21,7 +21,8 @@ enum ResultKey {
     /// `"reuse": false`, nor when an input or output is an object (no content id without reading it all),
     /// nor for a chunk of an export (its export is reused as a whole).
     static func applies(to manifest: JobManifest) -> Bool {
-        if manifest.reuse == false || manifest.export?.frames != nil { return false }
+        // A package is a folder: reusing one is not built yet (the validator refuses `"reuse": true` with it).
+        if manifest.reuse == false || manifest.export?.frames != nil || manifest.stream != nil { return false }
         if manifest.edits.contains(where: { PathRules.isObject($0.source) }) { return false }
         if [manifest.export?.output, manifest.report].contains(where: { $0.map(PathRules.isObject) == true }) { return false }
         if [manifest.poster?.output, manifest.images?.output, manifest.storyboard?.output, manifest.export?.poster?.output, manifest.scan?.images?.output,

@@ -27,7 +27,7 @@ public enum StagedOutput {
     /// are named from the manifest's patterns and the counts the job reported (`numbered`); without them,
     /// only those whose count the manifest gives are listed (`numberedPatterns` names the rest).
     public static func finalPaths(of manifest: JobManifest, numbered: NumberedOutputs? = nil) -> [String] {
-        var paths = [manifest.export?.output, manifest.report, manifest.export?.poster?.output, manifest.poster?.output, manifest.storyboard?.output,
+        var paths = [manifest.export?.output, manifest.stream?.output, manifest.report, manifest.export?.poster?.output, manifest.poster?.output, manifest.storyboard?.output,
                      manifest.storyboard?.indexPath, manifest.waveform?.output, manifest.waveform?.peaks].compactMap { $0 }
         if let images = manifest.images, let count = numbered?.images ?? images.staticCount {
             paths += (0..<min(count, NumberedOutputs.limit)).map { NumberedOutputs.path(images.output, index: $0 + 1) }
@@ -41,9 +41,9 @@ public enum StagedOutput {
         return paths
     }
 
-    /// The pictures among `finalPaths` (all but the export and the report), in the same order.
+    /// The pictures among `finalPaths` (all but the export, the package and the report), in the same order.
     public static func picturePaths(of manifest: JobManifest, numbered: NumberedOutputs?) -> [String] {
-        Array(finalPaths(of: manifest, numbered: numbered).dropFirst([manifest.export?.output, manifest.report].compactMap { $0 }.count))
+        Array(finalPaths(of: manifest, numbered: numbered).dropFirst([manifest.export?.output, manifest.stream?.output, manifest.report].compactMap { $0 }.count))
     }
 
     /// The patterns (with `{index}`) of a manifest's numbered outputs.
@@ -87,7 +87,12 @@ public enum StagedOutput {
             guard isStaged else {
                 throw JobError("\(final): the worker reported success but left no finished file to publish")
             }
-            try checkBeforePublishing(final, of: manifest, allowExisting: allowExisting)
+            if final == manifest.stream?.output {
+                // A package swapped out by an interrupted publication is only removed (`PackageFolder.publish`).
+                if !(resuming && PackageFolder.token(of: staged) != token) { try PackageFolder.checkBeforePublishing(final, allowExisting: allowExisting) }
+            } else {
+                try checkBeforePublishing(final, of: manifest, allowExisting: allowExisting)
+            }
             toMove.insert(final)
         }
         for final in finals {
@@ -101,7 +106,9 @@ public enum StagedOutput {
             }
             guard toMove.contains(final) else { continue }
             let staged = path(for: final, token: token)
-            if allowExisting {
+            if final == manifest.stream?.output {
+                try PackageFolder.publish(staged, to: final, token: token, allowExisting: allowExisting, resuming: resuming)
+            } else if allowExisting {
                 guard rename(staged, final) == 0 else {
                     throw JobError("\(final): cannot publish the finished file: \(String(cString: strerror(errno)))")
                 }
@@ -146,6 +153,11 @@ public enum StagedOutput {
         }
     }
 
+    /// Removes a staged file, or a staged package's folder and all in it.
+    static func removeStaged(_ path: String) {
+        if unlink(path) != 0 && errno == EISDIR { PackageFolder.remove(path) }
+    }
+
     /// Removes the staged files that earlier attempts of a job left beside its outputs (any token but
     /// `token`): an attempt's staged file is removed by its coordinator when the attempt ends, or by the
     /// rescuer that finds its lease expired; when both died (a coordinator killed, then the one rescuing
@@ -158,7 +170,7 @@ public enum StagedOutput {
             let prefix = "." + url.lastPathComponent + marker
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { continue }  // nothing to remove then
             for name in names where name.hasPrefix(prefix) && name != prefix + token {
-                unlink(folder + "/" + name)
+                removeStaged(folder + "/" + name)
             }
         }
         discardNumbered(manifest) { $0 != token }
@@ -187,7 +199,7 @@ public enum StagedOutput {
     public static func discard(_ manifest: JobManifest, token: String, numbered: NumberedOutputs? = nil) {
         var folders = Set<String>()
         for final in finalPaths(of: manifest, numbered: numbered) {
-            unlink(path(for: final, token: token))
+            removeStaged(path(for: final, token: token))
             folders.insert(PathRules.isObject(final) ? ObjectOutput.spoolFolder : URL(fileURLWithPath: final).deletingLastPathComponent().path)
         }
         if numbered == nil {

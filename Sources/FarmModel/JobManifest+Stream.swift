@@ -1,0 +1,118 @@
+import MediaTime
+
+/// `"stream"`: an adaptive streaming package of the composition, as AVAssetWriter makes one with
+/// `.mpeg4AppleHLS`: a ladder of H.264 rungs and AAC audio in CMAF segments cut at the same frames on
+/// every rung, with an HLS master playlist and a DASH MPD over the same files, in one folder.
+extension JobManifest {
+    public struct StreamSettings: Sendable, Hashable {
+        /// The package's folder: published whole, once every file in it is written.
+        public var output: String
+        public var formats: [StreamFormat] = [.hls, .dash]
+        /// Every segment but the last lasts this long, in whole frames (`segmentSeconds`).
+        public var segmentDuration = MediaTime(value: 6, timescale: 1)
+        /// nil: the source's own rate (a standard rate when it is within 0.5% of one).
+        public var frameDuration: MediaTime?
+        public var video: StreamVideo
+        public var audio = StreamAudio()
+
+        public init(output: String, video: StreamVideo) { (self.output, self.video) = (output, video) }
+    }
+
+    public struct StreamVideo: Sendable, Hashable {
+        public var rungs: [StreamRung]
+        /// What a rung larger than the source's picture does.
+        public var larger: LargerRungPolicy = .refuse
+        public var preset = "veryfast"
+        /// 0: as many as there are cores.
+        public var threads = 0
+        public init(rungs: [StreamRung]) { self.rungs = rungs }
+    }
+
+    /// A rung: its size (a side left out follows the source's aspect; both: the largest picture inside
+    /// them), H.264 rate control, profile and level (nil: the lowest that holds it).
+    public struct StreamRung: Sendable, Hashable {
+        public var width: Int?
+        public var height: Int?
+        public var bitrate: Int
+        public var maxBitrate: Int?
+        public var bufferSize: Int?
+        public var profile = "high"
+        /// 40 for 4.0.
+        public var level: Int?
+        public init(width: Int? = nil, height: Int? = nil, bitrate: Int) { (self.width, self.height, self.bitrate) = (width, height, bitrate) }
+    }
+
+    public struct StreamAudio: Sendable, Hashable {
+        public var bitrate = 128_000
+        /// The audio's language in the playlists (BCP 47: "en", "pt-BR").
+        public var language: String?
+        public init() {}
+    }
+
+    /// The package's entry points: `master.m3u8` and `manifest.mpd` in its folder.
+    public static let streamEntryPoints: [StreamFormat: String] = [.hls: "master.m3u8", .dash: "manifest.mpd"]
+}
+
+/// A presentation of a package.
+public enum StreamFormat: String, Sendable, Hashable, CaseIterable, Codable {
+    case hls, dash
+}
+
+/// What a package does with a rung whose picture would be larger than the source's.
+public enum LargerRungPolicy: String, Sendable, Hashable, CaseIterable, Codable {
+    /// Refuse the job before any work, naming the rung and the source's size.
+    case refuse
+    /// Leave the rung out (the report names it), as a per-title ladder would.
+    case skip
+    /// Enlarge the source to the rung's size.
+    case upscale
+}
+
+/// H.264's profiles and levels, as a manifest names them.
+public enum H264Names {
+    public static let profiles = ["baseline", "main", "high"]
+    public static let levels = ["1.0", "1.1", "1.2", "1.3", "2.0", "2.1", "2.2", "3.0", "3.1", "3.2", "4.0", "4.1", "4.2", "5.0", "5.1", "5.2",
+                                "6.0", "6.1", "6.2"]
+
+    /// 40 for "4.0", "4" or 4; nil for a name that is not a level.
+    public static func level(_ text: String) -> Int? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), let major = Int(parts[0]), parts.count == 1 || parts[1].count == 1,
+              let minor = parts.count == 2 ? Int(parts[1]) : 0 else { return nil }
+        let name = "\(major).\(minor)"
+        return levels.contains(name) ? major * 10 + minor : nil
+    }
+}
+
+extension JobManifest.StreamSettings {
+    var document: JSONValue {
+        var members: [(key: String, value: JSONValue)] = [("output", .string(output))]
+        if formats != [.hls, .dash] { members.append(("formats", .array(formats.map { .string($0.rawValue) }))) }
+        if segmentDuration != MediaTime(value: 6, timescale: 1) { members.append(("segmentSeconds", segmentDuration.document)) }
+        if let frameDuration { members.append(("frameDuration", frameDuration.document)) }
+        var video: [(key: String, value: JSONValue)] = [("rungs", .array(self.video.rungs.map(\.document)))]
+        if self.video.larger != .refuse { video.append(("larger", .string(self.video.larger.rawValue))) }
+        if self.video.preset != "veryfast" { video.append(("preset", .string(self.video.preset))) }
+        if self.video.threads != 0 { video.append(("threads", .whole(self.video.threads))) }
+        members.append(("video", .object(video)))
+        var audio: [(key: String, value: JSONValue)] = []
+        if self.audio.bitrate != 128_000 { audio.append(("bitrate", .whole(self.audio.bitrate))) }
+        if let language = self.audio.language { audio.append(("language", .string(language))) }
+        if !audio.isEmpty { members.append(("audio", .object(audio))) }
+        return .object(members)
+    }
+}
+
+extension JobManifest.StreamRung {
+    var document: JSONValue {
+        var members: [(key: String, value: JSONValue)] = []
+        if let width { members.append(("width", .whole(width))) }
+        if let height { members.append(("height", .whole(height))) }
+        members.append(("bitrate", .whole(bitrate)))
+        if let maxBitrate { members.append(("maxBitrate", .whole(maxBitrate))) }
+        if let bufferSize { members.append(("bufferSize", .whole(bufferSize))) }
+        if profile != "high" { members.append(("profile", .string(profile))) }
+        if let level { members.append(("level", .string("\(level / 10).\(level % 10)"))) }
+        return .object(members)
+    }
+}

@@ -1,0 +1,121 @@
+import MediaTime
+
+/// `"stream"` in a manifest (`JobManifest.StreamSettings`).
+extension Walker {
+    mutating func stream(_ value: JSONValue) -> JobManifest.StreamSettings? {
+        let p = "$.stream"
+        guard let o = object(value, p, allowed: ["output", "formats", "segmentSeconds", "frameRate", "frameDuration", "video", "audio"]) else { return nil }
+        let output = streamFolder(o["output"], "\(p).output")
+        var formats: [StreamFormat] = [.hls, .dash]
+        if let list = o["formats"] {
+            if case .array(let items) = list, !items.isEmpty {
+                formats = items.enumerated().compactMap { enumeration($1, "\(p).formats[\($0)]", StreamFormat.self) }
+                formats = StreamFormat.allCases.filter(formats.contains)
+            } else {
+                fail("\(p).formats", "expected a list of presentations like [\"hls\", \"dash\"], found \(list.kindName == "an array" ? "an empty list" : list.kindName)")
+            }
+        }
+        var segment = MediaTime(value: 6, timescale: 1)
+        if let t = time(o["segmentSeconds"], "\(p).segmentSeconds", positive: true) {
+            if t < MediaTime(value: 1, timescale: 10) || t > MediaTime(value: 60, timescale: 1) {
+                fail("\(p).segmentSeconds", "\(MediaTime.formatSeconds(t.seconds)) s is outside 0.1...60 (Apple's HLS authoring specification asks for 6)")
+            } else { segment = t }
+        }
+        let frameDuration = streamFrameDuration(o, p)
+        let video = o["video"].flatMap { streamVideo($0, "\(p).video") }
+        if o["video"] == nil { fail("\(p).video", "is required: a package needs its ladder (\"video\": {\"rungs\": [{\"height\": 720, \"bitrate\": 3000000}]})") }
+        var audio = JobManifest.StreamAudio()
+        if let a = o["audio"], let ao = object(a, "\(p).audio", allowed: ["bitrate", "language"]) {
+            audio.bitrate = integer(ao["bitrate"], "\(p).audio.bitrate", in: 16_000...512_000) ?? audio.bitrate
+            if let language = string(ao["language"], "\(p).audio.language") {
+                if language.range(of: "^[a-z]{2,3}(-[A-Za-z0-9]{1,8})*$", options: .regularExpression) != nil, language.count <= 35 {
+                    audio.language = language
+                } else {
+                    fail("\(p).audio.language", "\"\(UserText.printable(language))\" is not a language tag like \"en\", \"fra\" or \"pt-BR\"")
+                }
+            }
+        }
+        guard let output, let video else { return nil }
+        var settings = JobManifest.StreamSettings(output: output, video: video)
+        (settings.formats, settings.segmentDuration, settings.frameDuration, settings.audio) = (formats, segment, frameDuration, audio)
+        return settings
+    }
+
+    /// The package's folder: a path under the output roots, not an object prefix (not yet).
+    private mutating func streamFolder(_ value: JSONValue?, _ p: String) -> String? {
+        if case .string(let raw)? = value, PathRules.isObject(raw) {
+            fail(p, "a package is written to a folder; object storage (\(raw)) is not supported for packages yet: write it to a folder and copy it")
+            return nil
+        }
+        if case .string(let raw)? = value, raw.hasSuffix("/") {
+            return path(.string(String(raw.dropLast(raw.count > 1 ? 1 : 0))), p, required: true, output: true)
+        }
+        return path(value, p, required: true, output: true)
+    }
+
+    private mutating func streamFrameDuration(_ o: [String: JSONValue], _ p: String) -> MediaTime? {
+        switch (o["frameRate"], o["frameDuration"]) {
+        case (.some, .some): fail("\(p).frameDuration", "give \"frameRate\" or \"frameDuration\", not both")
+        case (let r?, nil):
+            guard let rate = rate(r, "\(p).frameRate") else { return nil }
+            if rate.doubleValue < 1 || rate.doubleValue > 120 { fail("\(p).frameRate", "must be between 1 and 120 frames per second") } else { return rate.period }
+        case (nil, let d?):
+            guard let t = time(d, "\(p).frameDuration", positive: true) else { return nil }
+            if t > MediaTime(value: 1, timescale: 1) || t < MediaTime(value: 1, timescale: 120) { fail("\(p).frameDuration", "must be between 1/120 and 1 second") } else { return t }
+        case (nil, nil): break
+        }
+        return nil
+    }
+
+    private mutating func streamVideo(_ value: JSONValue, _ p: String) -> JobManifest.StreamVideo? {
+        guard let o = object(value, p, allowed: ["rungs", "larger", "preset", "threads"]) else { return nil }
+        var rungs: [JobManifest.StreamRung] = []
+        switch o["rungs"] {
+        case nil: fail("\(p).rungs", "is required: the ladder, for example [{\"height\": 720, \"bitrate\": 3000000}, {\"height\": 360, \"bitrate\": 800000}]")
+        case .array(let items)?:
+            if items.isEmpty || items.count > 12 { fail("\(p).rungs", "has \(items.count) rungs; a ladder has 1 to 12") }
+            rungs = items.enumerated().compactMap { streamRung($1, "\(p).rungs[\($0)]") }
+        case let other?: fail("\(p).rungs", "expected a list of rungs, found \(other.kindName)")
+        }
+        var video = JobManifest.StreamVideo(rungs: rungs)
+        video.larger = enumeration(o["larger"], "\(p).larger", LargerRungPolicy.self) ?? .refuse
+        if let preset = string(o["preset"], "\(p).preset") {
+            let presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
+            if presets.contains(preset) { video.preset = preset }
+            else { fail("\(p).preset", "\"\(UserText.printable(preset))\" is not one of \(presets.joined(separator: ", "))\(Suggestion.hint(preset, in: presets))") }
+        }
+        video.threads = integer(o["threads"], "\(p).threads", in: 0...64) ?? 0
+        return rungs.isEmpty ? nil : video
+    }
+
+    private mutating func streamRung(_ value: JSONValue, _ p: String) -> JobManifest.StreamRung? {
+        guard let o = object(value, p, allowed: ["width", "height", "bitrate", "maxBitrate", "bufferSize", "profile", "level"]) else { return nil }
+        func side(_ key: String) -> Int? {
+            guard let n = integer(o[key], "\(p).\(key)", in: 2...8192) else { return nil }
+            if n % 2 != 0 { fail("\(p).\(key)", "\(n) is odd: H.264 4:2:0 needs even sizes") }
+            return n
+        }
+        let width = side("width"), height = side("height")
+        if o["width"] == nil && o["height"] == nil { fail(p, "needs a \"height\" (its width follows the source's aspect), a \"width\", or both") }
+        let bitrate = integer(o["bitrate"], "\(p).bitrate", in: 16_000...500_000_000)
+        if o["bitrate"] == nil { fail("\(p).bitrate", "is required: the rung's target bit rate in bits per second (3000000 for 3 Mbit/s)") }
+        let maxBitrate = integer(o["maxBitrate"], "\(p).maxBitrate", in: 16_000...1_000_000_000)
+        if let maxBitrate, let bitrate, maxBitrate < bitrate { fail("\(p).maxBitrate", "\(maxBitrate) is below the rung's bitrate \(bitrate)") }
+        let bufferSize = integer(o["bufferSize"], "\(p).bufferSize", in: 16_000...2_000_000_000)
+        var level: Int?
+        if let raw = o["level"] {
+            let text: String? = switch raw { case .string(let s): s; case .number(let n): n; default: nil }
+            if let text, let l = H264Names.level(text) { level = l }
+            else { fail("\(p).level", "\(raw.numberText) is not an H.264 level; one of \(H264Names.levels.joined(separator: ", "))") }
+        }
+        var profile = "high"
+        if let name = string(o["profile"], "\(p).profile") {
+            if H264Names.profiles.contains(name) { profile = name }
+            else { fail("\(p).profile", "\"\(UserText.printable(name))\" is not one of \(H264Names.profiles.joined(separator: ", "))\(Suggestion.hint(name, in: H264Names.profiles))") }
+        }
+        guard let bitrate, width != nil || height != nil else { return nil }
+        var rung = JobManifest.StreamRung(width: width, height: height, bitrate: bitrate)
+        (rung.maxBitrate, rung.bufferSize, rung.profile, rung.level) = (maxBitrate, bufferSize, profile, level)
+        return rung
+    }
+}

@@ -1,0 +1,40 @@
+import FarmModel
+import Foundation
+import MediaEdit
+import MediaTime
+
+extension JobRunner {
+    /// The package: its media and presentations written into a staged folder, then published whole (by the
+    /// coordinator under the lease, or here without one, after the same checks).
+    func package(_ stream: JobManifest.StreamSettings, of composition: Composition, events: @escaping @Sendable (JobEvent) -> Void)
+        async throws -> (report: StreamReport, seconds: Double) {
+        let started = Date()
+        let token = stagingToken ?? runToken
+        let staged = StagedOutput.path(for: stream.output, token: token)
+        // Refused before any work: what is in the way stays in the way after an hour of encoding.
+        if stagingToken == nil { try PackageFolder.checkBeforePublishing(stream.output, allowExisting: manifest.overwrite) }
+        try PackageFolder.create(staged)
+        do {
+            var settings = StreamSettings(folder: staged, rungs: stream.video.rungs.map(MediaEdit.StreamRung.init), segmentDuration: stream.segmentDuration,
+                                          frameDuration: stream.frameDuration, larger: LargerRungs(stream.video.larger), audioBitRate: stream.audio.bitrate,
+                                          preset: stream.video.preset, threads: stream.video.threads, timePitch: AudioTimePitchAlgorithm(manifest.audio.timePitch),
+                                          audioLanguage: stream.audio.language, limits: limits)
+            settings.limits = limits
+            var packager = StreamPackager(composition: composition, settings: settings)
+            packager.pool = pool
+            let report = try await packager.package(progress: { p in
+                events(.progress(JobProgress(fraction: 0.02 + 0.96 * p.fraction, phase: p.phase, framesPerSecond: p.framesPerSecond, eta: p.eta)))
+            })
+            events(.progress(JobProgress(fraction: 0.98, phase: "presentations")))
+            try PackageFolder.writePresentations(report, formats: stream.formats, token: token, into: staged)
+            if stagingToken == nil { try PackageFolder.publish(staged, to: stream.output, token: token, allowExisting: manifest.overwrite) }
+            return (report, Date().timeIntervalSince(started))
+        } catch let error as ExportError {
+            PackageFolder.remove(staged)
+            throw JobError("$.stream: \(error.description)")
+        } catch {
+            PackageFolder.remove(staged)
+            throw error
+        }
+    }
+}

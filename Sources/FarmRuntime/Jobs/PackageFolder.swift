@@ -1,0 +1,119 @@
+import FarmModel
+import FarmSubmit
+import Foundation
+import MediaEdit
+import SafeFiles
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A streaming package's folder: written whole under a staged name beside its final path, then published
+/// in one rename, so that a reader never finds a package with a playlist but not its segments. An
+/// existing package is replaced (with `"overwrite": true`) by exchanging the two folders in one step
+/// (RENAME_EXCHANGE), then removing the old one; a folder the farm did not make as a package is never
+/// replaced.
+enum PackageFolder {
+    /// The file that marks a folder as a package the farm made, with the attempt that made it.
+    static let marker = ".mediafarm-package.json"
+
+    struct Marker: Codable {
+        var version = 1
+        /// The lease token (or a `mediafarm run`'s own) of the attempt that wrote the package.
+        var token: String
+        var entryPoints: [String]
+    }
+
+    /// Makes the staged folder, and the folders it is in (nothing may be at its name: each attempt's is its own).
+    static func create(_ staged: String) throws {
+        let parent = (staged as NSString).deletingLastPathComponent
+        do { try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true) } catch {
+            throw JobError("\(parent): cannot make the folder the package goes in: \(error.localizedDescription)")
+        }
+        guard mkdir(staged, 0o755) == 0 else {
+            throw JobError("\(staged): cannot make the package's folder: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Writes the presentations of `formats` over `report`'s segments, then the marker, each synced and
+    /// refusing to replace a file; then syncs every folder of the package.
+    static func writePresentations(_ report: StreamReport, formats: [StreamFormat], token: String, into folder: String) throws {
+        let entryPoints = formats.compactMap { JobManifest.streamEntryPoints[$0] }
+        for file in StreamPlaylists.files(report) {
+            let hls = file.path.hasSuffix(".m3u8")
+            guard hls ? formats.contains(.hls) : formats.contains(.dash) else { continue }
+            try create(folder + "/" + file.path, Data(file.text.utf8))
+        }
+        let data = try JSONEncoder().encode(Marker(token: token, entryPoints: entryPoints))
+        try create(folder + "/" + marker, data)
+        for track in report.tracks { SafeFiles.syncFolder(of: folder + "/" + track.folder + "/" + track.initialization) }
+        SafeFiles.syncFolder(of: folder + "/" + marker)
+    }
+
+    private static func create(_ path: String, _ data: Data) throws {
+        do { try SafeFiles.create(path, contents: data) } catch {
+            throw JobError("\(path): cannot write it: \(error)")
+        }
+    }
+
+    /// The token of the attempt that made the package at `folder`; nil when it is no package the farm made.
+    static func token(of folder: String) -> String? {
+        guard let data = FileManager.default.contents(atPath: folder + "/" + marker) else { return nil }
+        return (try? JSONDecoder().decode(Marker.self, from: data))?.token  // unreadable: not a package of the farm's
+    }
+
+    /// What is at `final` may be replaced by a package: nothing, or (when `allowExisting`) a package the
+    /// farm made holding none of the farm's own files. Refuses, naming the way past, otherwise.
+    static func checkBeforePublishing(_ final: String, allowExisting: Bool) throws {
+        if let refusal = ProtectedFiles.shared.check(final) { throw JobError("refusing to publish: \(refusal)") }
+        var status = stat()
+        guard lstat(final, &status) == 0 else {
+            if errno == ENOENT { return }
+            throw JobError("\(final): cannot check what the package's path names: \(String(cString: strerror(errno)))")
+        }
+        guard status.st_mode & S_IFMT == S_IFDIR else {
+            throw JobError("\(final): a file that is not a folder is in the way of the package; choose another \"output\" or move it")
+        }
+        guard token(of: final) != nil else {
+            throw JobError("\(final): the folder is there and is not a package the farm made (it has no \(marker)); it is never replaced: "
+                           + "choose another \"output\", or empty it yourself")
+        }
+        guard allowExisting else {
+            throw JobError("\(final): already holds a package; set \"overwrite\": true at the manifest's top level to replace it")
+        }
+        // Everything under it, hidden folders too (links are listed, not entered).
+        guard let walk = FileManager.default.enumerator(atPath: final) else { throw JobError("\(final): cannot read the package that is there") }
+        for case let name as String in walk where ProtectedFiles.shared.check(final + "/" + name) != nil {
+            throw JobError("\(final): holds \(name), one of the farm's own files: the package is not replaced")
+        }
+    }
+
+    /// Publishes the staged package at `final`. `resuming`: a publication that was interrupted; a staged
+    /// folder another attempt made is the package this one replaced, and is only removed.
+    static func publish(_ staged: String, to final: String, token: String, allowExisting: Bool, resuming: Bool = false) throws {
+        if resuming, let made = Self.token(of: staged), made != token {
+            remove(staged)
+            return
+        }
+        try checkBeforePublishing(final, allowExisting: allowExisting)
+        do {
+            try SafeFiles.move(staged, to: final)
+        } catch where error.targetExists && allowExisting {
+            // A package is there (checked just now): the two are swapped, and the old one removed.
+            try checkBeforePublishing(final, allowExisting: true)
+            do { try SafeFiles.exchange(staged, final) } catch {
+                throw JobError("\(final): cannot replace the package: \(String(cString: strerror(error.code)))")
+            }
+            remove(staged)
+        } catch {
+            throw JobError("\(final): cannot publish the package: " + (error.targetExists
+                ? "a folder of that name appeared meanwhile; set \"overwrite\": true at the manifest's top level to replace a package"
+                : String(cString: strerror(error.code))))
+        }
+        SafeFiles.syncFolder(of: final)
+    }
+
+    /// Removes a package's folder and everything in it (links are removed, never followed).
+    static func remove(_ folder: String) {
+        try? FileManager.default.removeItem(atPath: folder)  // what cannot be removed is swept with the staged files
+    }
+}

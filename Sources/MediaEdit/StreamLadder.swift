@@ -1,0 +1,129 @@
+import MediaCore
+import MediaTime
+
+/// What a package does with a rung whose picture would be larger than the source's.
+public enum LargerRungs: String, Sendable, Hashable, CaseIterable, Codable {
+    /// Refuse the package before any work, naming the rung and the source's size.
+    case refuse
+    /// Leave the rung out (the report names it), as a per-title ladder would.
+    case skip
+    /// Enlarge the source to the rung's size.
+    case upscale
+}
+
+/// A ladder fitted to one source: each rung's picture in the source's display aspect (its samples'
+/// aspect and its rotation applied, so a portrait phone clip gives portrait rungs), never larger than
+/// the source unless asked, in even sizes.
+public struct StreamLadder: Sendable, Hashable {
+    /// The source's picture as it is shown: square samples, upright.
+    public var display: (width: Int, height: Int) { (displayWidth, displayHeight) }
+    public let displayWidth: Int
+    public let displayHeight: Int
+    /// Clockwise quarter turns that make the stored picture upright.
+    public let quarterTurns: Int
+    /// The rungs made, each with its fitted size, and the ones left out (`LargerRungs.skip`), by place.
+    public let rungs: [StreamRung]
+    public let skipped: [Int]
+
+    /// Fits `asked` (a side given as 0 follows the aspect; both given: the largest picture inside that box)
+    /// to `source`, the first video track of the composition.
+    public init(_ asked: [StreamRung], source: StreamInfo, larger: LargerRungs) throws(ExportError) {
+        try self.init(asked, width: source.width, height: source.height, sampleAspect: source.sampleAspectRatio, rotation: source.rotation, larger: larger)
+    }
+
+    /// A stored `width` x `height` picture, its samples `sampleAspect` wide, shown turned by `rotation`
+    /// degrees counter-clockwise (FFmpeg's sense).
+    init(_ asked: [StreamRung], width: Int, height: Int, sampleAspect: Rational?, rotation: Double?, larger: LargerRungs) throws(ExportError) {
+        let sar = sampleAspect.map { Double($0.numerator) / Double($0.denominator) } ?? 1
+        var shownWidth = Double(width) * (sar > 0 && sar.isFinite ? sar : 1), shownHeight = Double(height)
+        // The display turns the picture back, clockwise.
+        let turns = rotation.map { ((Int((-$0 / 90).rounded()) % 4) + 4) % 4 } ?? 0
+        if turns % 2 == 1 { swap(&shownWidth, &shownHeight) }
+        try self.init(asked, displayWidth: Int(shownWidth.rounded()), displayHeight: Int(shownHeight.rounded()), quarterTurns: turns, larger: larger)
+    }
+
+    public init(_ asked: [StreamRung], displayWidth: Int, displayHeight: Int, quarterTurns: Int = 0, larger: LargerRungs) throws(ExportError) {
+        guard displayWidth > 0, displayHeight > 0 else { throw ExportError("the source's picture has no size") }
+        (self.displayWidth, self.displayHeight, self.quarterTurns) = (displayWidth, displayHeight, quarterTurns)
+        var fitted: [StreamRung] = [], skipped: [Int] = []
+        let aspect = Double(displayWidth) / Double(displayHeight)
+        for (i, rung) in asked.enumerated() {
+            var made = rung
+            switch (rung.width, rung.height) {
+            case (0, 0): (made.width, made.height) = (Self.even(Double(displayWidth)), Self.even(Double(displayHeight)))
+            case (0, let h): (made.width, made.height) = (Self.even(Double(h) * aspect), h)
+            case (let w, 0): (made.width, made.height) = (w, Self.even(Double(w) / aspect))
+            case (let w, let h):
+                let scale = min(Double(w) / Double(displayWidth), Double(h) / Double(displayHeight))
+                (made.width, made.height) = (Self.even(Double(displayWidth) * scale), Self.even(Double(displayHeight) * scale))
+            }
+            // A side one sample over the source is its rounding to an even size, not an enlargement.
+            if made.width > displayWidth + 1 || made.height > displayHeight + 1 {
+                switch larger {
+                case .upscale: break
+                case .skip:
+                    skipped.append(i)
+                    continue
+                case .refuse:
+                    throw ExportError("rung \(i + 1) (\(made.width)x\(made.height)) is larger than the source's picture (\(displayWidth)x\(displayHeight) "
+                                      + "as shown): a ladder never enlarges unless asked; leave the rung out, or set \"larger\" to \"skip\" "
+                                      + "(rungs larger than each source are left out) or \"upscale\"")
+                }
+            }
+            fitted.append(made)
+        }
+        guard !fitted.isEmpty else {
+            throw ExportError("every rung is larger than the source's picture (\(displayWidth)x\(displayHeight) as shown), so none is left; "
+                              + "add a rung at or below that size, or set \"larger\" to \"upscale\"")
+        }
+        (rungs, self.skipped) = (fitted, skipped)
+    }
+
+    /// The nearest even size, at least 2 (H.264 4:2:0 needs even sides).
+    static func even(_ size: Double) -> Int { max(2, Int((size / 2).rounded()) * 2) }
+}
+
+extension StreamSettings {
+    /// A frame rate a package is made at when none is asked: the source's average, snapped to the
+    /// standard rate within 0.5% of it (a phone's 29.87 is 30000/1001), else to whole frames per second;
+    /// 30 when the source does not say or says something outside 1 to 120.
+    public static func frameDuration(of source: StreamInfo) -> MediaTime {
+        guard let rate = source.averageFrameRate ?? source.realFrameRate, rate.denominator != 0 else { return MediaTime(value: 1, timescale: 30) }
+        let fps = Double(rate.numerator) / Double(rate.denominator)
+        guard fps.isFinite, fps >= 1, fps <= 120 else { return MediaTime(value: 1, timescale: 30) }
+        let standard: [(Double, MediaTime)] = [(24000.0 / 1001, MediaTime(value: 1001, timescale: 24000)), (24, MediaTime(value: 1, timescale: 24)),
+                                               (25, MediaTime(value: 1, timescale: 25)), (30000.0 / 1001, MediaTime(value: 1001, timescale: 30000)),
+                                               (30, MediaTime(value: 1, timescale: 30)), (50, MediaTime(value: 1, timescale: 50)),
+                                               (60000.0 / 1001, MediaTime(value: 1001, timescale: 60000)), (60, MediaTime(value: 1, timescale: 60))]
+        if let near = standard.min(by: { abs($0.0 - fps) < abs($1.0 - fps) }), abs(near.0 - fps) / near.0 <= 0.005 { return near.1 }
+        return MediaTime(value: 1, timescale: Int32(fps.rounded()))
+    }
+}
+
+/// H.264's levels (Annex A, table A-1) as the encoder takes them (40 for 4.0).
+public enum H264Level {
+    /// (level, most macroblocks a second, most macroblocks a frame, peak bit rate in kbit/s for Baseline
+    /// and Main; High may go 1.25 times higher).
+    static let table: [(level: Int, macroblocksPerSecond: Int, macroblocksPerFrame: Int, kilobits: Int)] = [
+        (10, 1485, 99, 64), (11, 3000, 396, 192), (12, 6000, 396, 384), (13, 11880, 396, 768), (20, 11880, 396, 2000),
+        (21, 19800, 792, 4000), (22, 20250, 1620, 4000), (30, 40500, 1620, 10000), (31, 108000, 3600, 14000),
+        (32, 216000, 5120, 20000), (40, 245760, 8192, 20000), (41, 245760, 8192, 50000), (42, 522240, 8704, 50000),
+        (50, 589824, 22080, 135000), (51, 983040, 36864, 240000), (52, 2073600, 36864, 240000), (60, 4177920, 139264, 240000),
+        (61, 8355840, 139264, 480000), (62, 16711680, 139264, 800000)]
+
+    public static let known = table.map(\.level)
+
+    /// "4.0" for 40.
+    public static func name(_ level: Int) -> String { "\(level / 10).\(level % 10)" }
+
+    /// The lowest level that holds `width` x `height` at `framesPerSecond` with a peak of `maxBitRate`; nil
+    /// when none does.
+    public static func lowest(width: Int, height: Int, framesPerSecond: Double, maxBitRate: Int, profile: String) -> Int? {
+        let frame = ((width + 15) / 16) * ((height + 15) / 16)
+        let perSecond = Double(frame) * framesPerSecond
+        let factor = profile == "high" ? 1.25 : 1
+        return table.first { l in
+            frame <= l.macroblocksPerFrame && perSecond <= Double(l.macroblocksPerSecond) && Double(maxBitRate) <= Double(l.kilobits) * 1000 * factor
+        }?.level
+    }
+}

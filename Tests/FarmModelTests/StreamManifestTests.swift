@@ -1,0 +1,90 @@
+import MediaTime
+import Testing
+@testable import FarmModel
+
+/// `"stream"`: a streaming package's section, read with its defaults, and every number and name a user
+/// types checked with its range.
+@Suite struct StreamManifestTests {
+    let context = ManifestContext(baseDirectory: "/jobs", outputRoots: ["/jobs/out"])
+
+    func validate(_ json: String) -> Result<JobManifest, ManifestValidationError> {
+        ManifestValidator.validate(json: Array(json.utf8), file: "m.json", context: context)
+    }
+
+    /// The issues of a manifest whose stream section is `stream`, as "path: message".
+    func messages(_ stream: String, more: String = "") -> [String] {
+        switch validate(#"{"version": 1, "input": "m.mp4"\#(more), "stream": \#(stream)}"#) {
+        case .success: Issue.record("expected the manifest to be rejected: \(stream)"); return []
+        case .failure(let e): return e.issues.map(\.description)
+        }
+    }
+
+    @Test func aLadderReadsWithItsDefaults() throws {
+        let m = try validate(#"{"version": 1, "input": "m.mp4", "stream": {"output": "out/pkg/", "video": {"rungs": [{"height": 720, "bitrate": 3000000}]}}}"#).get()
+        let stream = try #require(m.stream)
+        #expect(stream.output == "/jobs/out/pkg")
+        #expect(stream.formats == [.hls, .dash] && stream.segmentDuration == MediaTime(value: 6, timescale: 1) && stream.frameDuration == nil)
+        #expect(stream.video.rungs == [JobManifest.StreamRung(height: 720, bitrate: 3_000_000)])
+        #expect(stream.video.larger == .refuse && stream.video.preset == "veryfast" && stream.audio == JobManifest.StreamAudio())
+        #expect(m.writes == ["/jobs/out/pkg"] && !m.isInspectionOnly)
+    }
+
+    @Test func levelsAreReadAsH264NamesThem() {
+        #expect(H264Names.level("4.0") == 40 && H264Names.level("4") == 40 && H264Names.level("3.1") == 31 && H264Names.level("6.2") == 62)
+        for bad in ["4.3", "1e3", "", "nan", "4.", "-4", "4.00", "7"] { #expect(H264Names.level(bad) == nil, "\(bad)") }
+    }
+
+    /// Numbers out of range, nan, inf and 1e30, odd sizes, unknown names: each refused at its path with its range.
+    @Test func everyNumberAndNameIsChecked() {
+        let cases: [(stream: String, path: String, says: String)] = [
+            (#"{"output": "out/p", "video": {"rungs": [{"height": 721, "bitrate": 3000000}]}}"#, "$.stream.video.rungs[0].height", "odd"),
+            (#"{"output": "out/p", "video": {"rungs": [{"height": 720, "bitrate": 1e30}]}}"#, "$.stream.video.rungs[0].bitrate", "whole number"),
+            (#"{"output": "out/p", "video": {"rungs": [{"height": 720, "bitrate": 99999999999}]}}"#, "$.stream.video.rungs[0].bitrate", "16000...500000000"),
+            (#"{"output": "out/p", "video": {"rungs": [{"height": 720, "bitrate": -5}]}}"#, "$.stream.video.rungs[0].bitrate", "16000...500000000"),
+            (#"{"output": "out/p", "video": {"rungs": [{"width": 9000, "bitrate": 300000}]}}"#, "$.stream.video.rungs[0].width", "2...8192"),
+            (#"{"output": "out/p", "video": {"rungs": [{"bitrate": 300000}]}}"#, "$.stream.video.rungs[0]", "needs a \"height\""),
+            (#"{"output": "out/p", "video": {"rungs": [{"height": 360}]}}"#, "$.stream.video.rungs[0].bitrate", "is required"),
+            (#"{"output": "out/p", "video": {"rungs": [{"height": 360, "bitrate": 900000, "maxBitrate": 800000}]}}"#, "$.stream.video.rungs[0].maxBitrate", "below"),
+            (#"{"output": "out/p", "video": {"rungs": [{"height": 360, "bitrate": 900000, "level": "4.3"}]}}"#, "$.stream.video.rungs[0].level", "not an H.264 level"),
+            (#"{"output": "out/p", "video": {"rungs": [{"height": 360, "bitrate": 900000, "profile": "hihg"}]}}"#, "$.stream.video.rungs[0].profile", "high"),
+            (#"{"output": "out/p", "video": {"rungs": []}}"#, "$.stream.video.rungs", "1 to 12"),
+            (#"{"output": "out/p", "video": {"rungs": [{"height": 360, "bitrate": 900000}], "larger": "grow"}}"#, "$.stream.video.larger", "refuse, skip, upscale"),
+            (#"{"output": "out/p", "video": {"rungs": [{"height": 360, "bitrate": 900000}], "threads": 65}}"#, "$.stream.video.threads", "0...64"),
+            (#"{"output": "out/p", "segmentSeconds": "nan", "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.segmentSeconds", "not a time"),
+            (#"{"output": "out/p", "segmentSeconds": 61, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.segmentSeconds", "0.1...60"),
+            (#"{"output": "out/p", "segmentSeconds": 0, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.segmentSeconds", "greater than zero"),
+            (#"{"output": "out/p", "frameRate": "inf", "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.frameRate", "not a positive rate"),
+            (#"{"output": "out/p", "frameRate": 240, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.frameRate", "1 and 120"),
+            (#"{"output": "out/p", "formats": [], "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.formats", "empty"),
+            (#"{"output": "out/p", "formats": ["smooth"], "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.formats[0]", "hls, dash"),
+            (#"{"output": "out/p", "audio": {"language": "English\n"}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.language", "language tag"),
+            (#"{"output": "out/p", "audio": {"bitrate": 1e400}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.bitrate", "whole number"),
+            (#"{"output": "out/p"}"#, "$.stream.video", "is required"),
+            (#"{"output": "s3://media/pkg", "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.output", "not supported for packages yet"),
+            (#"{"output": "/elsewhere/pkg", "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.output", "outside the output roots"),
+        ]
+        for c in cases {
+            let said = messages(c.stream)
+            #expect(said.contains { $0.hasPrefix(c.path + ": ") && $0.contains(c.says) }, "\(c.stream): \(said)")
+        }
+    }
+
+    /// What a package cannot share a job with, or hold.
+    @Test func aPackageIsTheJobsOnlyMovieAndHoldsNoInputOrReport() {
+        let ladder = #"{"height": 360, "bitrate": 900000}"#
+        #expect(messages(#"{"output": "out/p", "video": {"rungs": [\#(ladder)]}}"#, more: #", "export": {"mode": "constantFrameRate", "output": "out/m.mp4"}"#)
+            .contains { $0.hasPrefix("$.stream: ") && $0.contains("not both") })
+        #expect(messages(#"{"output": "out/p", "video": {"rungs": [\#(ladder)]}}"#, more: #", "report": "out/p/report.json""#)
+            .contains { $0.hasPrefix("$.report: ") && $0.contains("published whole") })
+        #expect(messages(#"{"output": "out/p", "video": {"rungs": [\#(ladder)]}}"#, more: #", "reuse": true"#)
+            .contains { $0.hasPrefix("$.reuse: ") })
+        switch ManifestValidator.validate(json: Array(#"{"version": 1, "input": "out/p/m.mp4", "stream": {"output": "out/p", "video": {"rungs": [\#(ladder)]}}}"#.utf8),
+                                          context: context) {
+        case .success: Issue.record("an input inside the package's folder was accepted")
+        case .failure(let e): #expect(e.issues.contains { $0.path == "$.stream.output" && $0.message.contains("holds the input") }, "\(e.issues)")
+        }
+        // A retimed package is fine: scale applies to the composition it is made of.
+        let scaled = validate(#"{"version": 1, "input": "m.mp4", "scale": [{"start": 0, "duration": 1, "rate": 2}], "stream": {"output": "out/p", "video": {"rungs": [\#(ladder)]}}}"#)
+        #expect((try? scaled.get())?.scale.count == 1)  // a failure is the expectation's
+    }
+}

@@ -1,0 +1,109 @@
+import FarmTestSupport
+import Foundation
+import Testing
+
+/// Streaming packages as users make them: through a coordinator (staged whole, published under the lease
+/// in one rename) and with `mediafarm run`; what is in the way of a package (another package, a folder
+/// that is none) is replaced only when it may be, and a refusal leaves nothing behind.
+@Suite(.serialized) struct StreamJobTests {
+    static func ladder(_ output: String, overwrite: Bool = false, rungs: String = #"[{"height": 240, "bitrate": 400000}, {"height": 120, "bitrate": 150000}]"#,
+                       input: String = "in.mp4") -> String {
+        #"{"version": 1, "name": "package", "input": "\#(input)", "report": "out/package.json"\#(overwrite ? #", "overwrite": true"# : ""),"#
+            + #" "stream": {"output": "\#(output)", "segmentSeconds": 2, "video": {"rungs": \#(rungs)}, "audio": {"language": "en"}}}"#
+    }
+
+    func files(_ folder: URL) -> [String] {
+        guard let walk = FileManager.default.enumerator(atPath: folder.path) else { return [] }
+        return walk.compactMap { $0 as? String }.sorted()
+    }
+
+    /// Names that are not the farm's or a package's: staged folders, temporaries.
+    func strays(_ farm: Farm) -> [String] { files(farm.folder).filter { $0.contains("mediafarm-") && !$0.hasSuffix(".mediafarm-package.json") } }
+
+    @Test func aPackageThroughACoordinatorIsPublishedWholeAndReplacedOnlyWhenAllowed() async throws {
+        let farm = try Farm("stream")
+        let manifest = try farm.manifest("package", Self.ladder("out/show"))
+        let id = try await farm.queued([manifest])[0]
+        let coordinator = try await farm.coordinate(["--workers", "1", "--exit-when-idle"])
+        #expect(coordinator.status == 0, "\(coordinator.log.suffix(2000))")
+        let job = try await farm.jobs()[id] ?? [:]
+        #expect(job["state"] as? String == "succeeded", "\(job)")
+        let show = farm.out.appendingPathComponent("show")
+        var expected = [".mediafarm-package.json", "audio", "manifest.mpd", "master.m3u8", "video-1", "video-2"]
+        for track in ["audio", "video-1", "video-2"] {
+            let names: [String] = ["index.m3u8", "init.mp4"] + (1...5).map { "\($0).m4s" } + (track == "audio" ? [] : ["iframes.m3u8"])
+            expected += names.map { track + "/" + $0 }
+        }
+        expected.sort()
+        #expect(files(show) == expected)
+        #expect(strays(farm).isEmpty, "\(strays(farm))")
+        let master = try String(contentsOf: show.appendingPathComponent("master.m3u8"), encoding: .utf8)
+        #expect(master.contains("RESOLUTION=320x240") && master.contains("RESOLUTION=160x120") && master.contains(#"LANGUAGE="en""#), "\(master)")
+        let result = job["result"] as? [String: Any] ?? [:]
+        #expect(result["output"] as? String == show.path)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: farm.out.appendingPathComponent("package.json"))) as? [String: Any])
+        let tracks = (report["stream"] as? [String: Any])?["tracks"] as? [[String: Any]] ?? []
+        #expect(tracks.count == 3 && tracks.allSatisfy { ($0["segments"] as? [Any])?.count == 5 }, "\(report["stream"] ?? "none")")
+
+        // Again without "overwrite": refused at submission, naming the package's path; the package stays.
+        let again = try farm.mediafarm(["submit", manifest])
+        #expect(again.status == 2 && again.stderr.contains("$.stream.output") && again.stderr.contains("overwrite"), "\(again.stderr)")
+        let before = try Data(contentsOf: show.appendingPathComponent(".mediafarm-package.json"))
+
+        // With it: the new package takes the old one's place in one exchange, and the old is gone.
+        let replacing = try farm.manifest("replacing", Self.ladder("out/show", overwrite: true, rungs: #"[{"height": 120, "bitrate": 150000}]"#))
+        let second = try await farm.queued([replacing])[0]
+        let coordinated = try await farm.coordinate(["--workers", "1", "--exit-when-idle"])
+        let secondState = try await farm.jobState(second)
+        #expect(coordinated.status == 0 && secondState == "succeeded", "\(coordinated.log.suffix(2000))")
+        #expect(try Data(contentsOf: show.appendingPathComponent(".mediafarm-package.json")) != before)
+        #expect(!files(show).contains("video-2/index.m3u8") && files(show).contains("video-1/index.m3u8"), "\(files(show))")
+        #expect(strays(farm).isEmpty, "\(strays(farm))")
+    }
+
+    /// A folder that is no package of the farm's is never replaced, even with "overwrite": the job fails
+    /// saying so, and the folder and everything in it are as they were.
+    @Test func aFolderThatIsNoPackageIsNeverReplaced() async throws {
+        let farm = try Farm("stream-folder")
+        let site = farm.out.appendingPathComponent("site")
+        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
+        try Data("keep me".utf8).write(to: site.appendingPathComponent("index.html"))
+        let id = try await farm.queued([try farm.manifest("package", Self.ladder("out/site", overwrite: true))])[0]
+        let coordinator = try await farm.coordinate(["--workers", "1", "--exit-when-idle"])
+        #expect(coordinator.status == 1)
+        let job = try await farm.jobs()[id] ?? [:]
+        #expect(job["state"] as? String == "failed" && job.errors.last?.contains("is not a package the farm made") == true, "\(job.errors)")
+        #expect(files(site) == ["index.html"])
+        #expect(strays(farm).isEmpty, "\(strays(farm))")
+    }
+
+    /// `mediafarm run`: a portrait phone clip (stored on its side) gives upright portrait rungs, as FFmpeg
+    /// shows it; a rung larger than the source is refused before any work, naming the way past, and leaves
+    /// nothing; "skip" leaves it out and says so.
+    @Test func aRunFitsTheLadderToThePictureAsShown() throws {
+        let farm = try Farm("stream-run")
+        try FileManager.default.copyItem(atPath: MediaFixture.rotatedMP4.path, toPath: farm.folder.appendingPathComponent("phone.mp4").path)
+        let large = #"[{"height": 640, "bitrate": 900000}, {"height": 160, "bitrate": 200000}]"#
+        let refused = try farm.mediafarm(["run", try farm.manifest("large", Self.ladder("out/phone", rungs: large, input: "phone.mp4"))])
+        #expect(refused.status == 1 && refused.stderr.contains("$.stream: rung 1 (480x640) is larger than the source's picture (240x320 as shown)")
+                && refused.stderr.contains("\"skip\""), "\(refused.stderr)")
+        #expect(files(farm.out).isEmpty && strays(farm).isEmpty, "\(files(farm.out)) \(strays(farm))")
+
+        let skipping = #"{"version": 1, "input": "phone.mp4", "stream": {"output": "out/phone", "segmentSeconds": 0.5, "video": {"rungs": \#(large), "larger": "skip"}}}"#
+        let run = try farm.mediafarm(["run", "--json", try farm.manifest("skip", skipping)])
+        #expect(run.status == 0 && run.stdout.contains("left out as larger than the source's picture: rung 1"), "\(run.stdout) \(run.stderr)")
+        let phone = farm.out.appendingPathComponent("phone")
+        let master = try String(contentsOf: phone.appendingPathComponent("master.m3u8"), encoding: .utf8)
+        #expect(master.contains("RESOLUTION=120x160") && !master.contains("AUDIO="), "\(master)")
+        // The rung's first frame against FFmpeg's own turning of the source, at the same size.
+        var joined = try Data(contentsOf: phone.appendingPathComponent("video-1/init.mp4"))
+        joined.append(try Data(contentsOf: phone.appendingPathComponent("video-1/1.m4s")))
+        let rung = farm.folder.appendingPathComponent("rung.mp4").path
+        try joined.write(to: URL(fileURLWithPath: rung))
+        let psnr = try ProcessRunner.run("ffmpeg", ["-v", "info", "-i", rung, "-i", MediaFixture.rotatedMP4.path, "-frames:v", "1",
+                                                   "-lavfi", "[1:v]scale=120:160[r];[0:v][r]psnr", "-f", "null", "-"])
+        let average = psnr.stderr.components(separatedBy: "average:").last.flatMap { Double($0.prefix { "0123456789.".contains($0) }) }
+        #expect((average ?? 0) > 30, "\(psnr.stderr.suffix(400))")
+        #expect(strays(farm).isEmpty, "\(strays(farm))")
+    }
+}
