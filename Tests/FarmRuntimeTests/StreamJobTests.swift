@@ -106,4 +106,55 @@ import Testing
         #expect((average ?? 0) > 30, "\(psnr.stderr.suffix(400))")
         #expect(strays(farm).isEmpty, "\(strays(farm))")
     }
+
+    /// What PyPI's parsers (m3u8, mpegdash) read of a package (10 s cut every 3 s: a short last segment)
+    /// is what the segments measured: every EXTINF held by the target duration, the EXTINFs summing to the
+    /// programme within a frame, the MPD's timelines lasting what the playlists say, an I-frame range per
+    /// segment, the audio's language on its rendition and its adaptation set.
+    @Test func readersNoOneHereWroteReadWhatTheSegmentsMeasured() throws {
+        let farm = try Farm("stream-parse")
+        let manifest = #"{"version": 1, "input": "in.mp4", "stream": {"output": "out/p", "segmentSeconds": 3, "video": {"rungs": "#
+            + #"[{"height": 240, "bitrate": 400000}, {"height": 120, "bitrate": 150000}]}, "audio": {"language": "fr"}}}"#
+        let run = try farm.mediafarm(["run", try farm.manifest("parse", manifest)])
+        #expect(run.status == 0, "\(run.stderr)")
+        let reader = TestPaths.packageRoot.appendingPathComponent("Tests/Readers/stream-parse.py").path
+        let parsed = try ProcessRunner.check("python3", [reader, farm.out.appendingPathComponent("p").path]).stdout
+        let read = try #require(try JSONSerialization.jsonObject(with: Data(parsed.utf8)) as? [String: Any])
+        #expect(read["error"] == nil, "\(parsed)")
+        let hls = read["hls"] as? [String: Any] ?? [:], dash = read["dash"] as? [String: Any] ?? [:]
+        let variants = hls["variants"] as? [[String: Any]] ?? []
+        #expect(variants.count == 2 && hls["independent"] as? Bool == true)
+        var extinfs: [[Double]] = []
+        for variant in variants {
+            let playlist = variant["playlist"] as? [String: Any] ?? [:]
+            let durations = (playlist["segments"] as? [[String: Any]] ?? []).compactMap { $0["duration"] as? Double }
+            extinfs.append(durations)
+            #expect(durations == [3, 3, 3, 1], "\(playlist)")
+            #expect(playlist["targetDuration"] as? Double == 3 && durations.allSatisfy { $0.rounded() <= 3 })
+            #expect(playlist["playlistType"] as? String == "vod" && playlist["independent"] as? Bool == true && playlist["endList"] as? Bool == true)
+            let bandwidth = variant["bandwidth"] as? Int ?? 0, average = variant["averageBandwidth"] as? Int ?? 0
+            #expect(bandwidth >= average && average > 0 && (variant["codecs"] as? String)?.hasSuffix(",mp4a.40.2") == true, "\(variant)")
+            #expect(variant["frameRate"] as? Double == 30 && variant["audio"] as? String == "audio")
+        }
+        let iframes = hls["iframes"] as? [[String: Any]] ?? []
+        #expect(iframes.count == 2 && iframes.allSatisfy { i in
+            let segments = (i["playlist"] as? [String: Any])?["segments"] as? [[String: Any]] ?? []
+            return segments.count == 4 && segments.allSatisfy { ($0["byterange"] as? String)?.hasSuffix("@0") == true }
+        }, "\(iframes)")
+        let renditions = hls["renditions"] as? [[String: Any]] ?? []
+        #expect(renditions.count == 1 && renditions.first?["language"] as? String == "fr" && renditions.first?["name"] as? String == "French", "\(renditions)")
+        let audioSegments = ((renditions.first?["playlist"] as? [String: Any])?["segments"] as? [[String: Any]] ?? []).compactMap { $0["duration"] as? Double }
+        #expect(audioSegments.count == 4 && abs(audioSegments.reduce(0, +) - 10) <= 1024.0 / 48000 + 1e-6, "\(audioSegments)")
+
+        #expect(dash["type"] as? String == "static")
+        let sets = dash["adaptationSets"] as? [[String: Any]] ?? []
+        #expect(sets.map { $0["contentType"] as? String } == ["video", "audio"] && sets.last?["lang"] as? String == "fr", "\(sets)")
+        #expect(sets.first?["segmentAlignment"] as? Bool == true)
+        for representation in sets.first?["representations"] as? [[String: Any]] ?? [] {
+            let scale = Double(representation["timescale"] as? Int ?? 1)
+            let timeline = representation["timeline"] as? [[String: Any]] ?? []
+            let durations = timeline.flatMap { s in Array(repeating: Double(s["d"] as? Int ?? 0) / scale, count: 1 + (s["r"] as? Int ?? 0)) }
+            #expect(zip(durations, extinfs[0]).allSatisfy { abs($0 - $1) < 1e-4 } && durations.count == 4, "\(representation)")
+        }
+    }
 }
