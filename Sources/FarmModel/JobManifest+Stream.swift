@@ -46,6 +46,9 @@ extension JobManifest {
         public var bitrate = 128_000
         /// The audio's language in the playlists (BCP 47: "en", "pt-BR").
         public var language: String?
+        /// The source's audio tracks to keep, by language, one rendition each ("en" finds "eng" and "en");
+        /// empty: its first audio track.
+        public var languages: [String] = []
         public init() {}
     }
 
@@ -98,6 +101,7 @@ extension JobManifest.StreamSettings {
         var audio: [(key: String, value: JSONValue)] = []
         if self.audio.bitrate != 128_000 { audio.append(("bitrate", .whole(self.audio.bitrate))) }
         if let language = self.audio.language { audio.append(("language", .string(language))) }
+        if !self.audio.languages.isEmpty { audio.append(("languages", .array(self.audio.languages.map(JSONValue.string)))) }
         if !audio.isEmpty { members.append(("audio", .object(audio))) }
         return .object(members)
     }

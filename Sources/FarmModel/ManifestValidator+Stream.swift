@@ -25,20 +25,32 @@ extension Walker {
         let video = o["video"].flatMap { streamVideo($0, "\(p).video") }
         if o["video"] == nil { fail("\(p).video", "is required: a package needs its ladder (\"video\": {\"rungs\": [{\"height\": 720, \"bitrate\": 3000000}]})") }
         var audio = JobManifest.StreamAudio()
-        if let a = o["audio"], let ao = object(a, "\(p).audio", allowed: ["bitrate", "language"]) {
+        if let a = o["audio"], let ao = object(a, "\(p).audio", allowed: ["bitrate", "language", "languages"]) {
             audio.bitrate = integer(ao["bitrate"], "\(p).audio.bitrate", in: 16_000...512_000) ?? audio.bitrate
-            if let language = string(ao["language"], "\(p).audio.language") {
-                if language.range(of: "^[a-z]{2,3}(-[A-Za-z0-9]{1,8})*$", options: .regularExpression) != nil, language.count <= 35 {
-                    audio.language = language
-                } else {
-                    fail("\(p).audio.language", "\"\(UserText.printable(language))\" is not a language tag like \"en\", \"fra\" or \"pt-BR\"")
-                }
+            audio.language = languageTag(ao["language"], "\(p).audio.language")
+            switch ao["languages"] {
+            case nil: break
+            case .array(let items)? where (1...16).contains(items.count):
+                audio.languages = items.enumerated().compactMap { languageTag($1, "\(p).audio.languages[\($0)]") }
+                if Set(audio.languages.map { $0.lowercased() }).count != audio.languages.count { fail("\(p).audio.languages", "names a language twice") }
+            case let other?: fail("\(p).audio.languages", "expected a list of 1 to 16 languages like [\"en\", \"fr\"], found \(other.kindName)")
+            }
+            if audio.language != nil && !audio.languages.isEmpty {
+                fail("\(p).audio.language", "give \"language\" (what the one audio track is) or \"languages\" (which tracks to keep, each labelled by its own), not both")
             }
         }
         guard let output, let video else { return nil }
         var settings = JobManifest.StreamSettings(output: output, video: video)
         (settings.formats, settings.segmentDuration, settings.frameDuration, settings.audio) = (formats, segment, frameDuration, audio)
         return settings
+    }
+
+    /// A BCP 47 language tag, as the playlists carry it.
+    private mutating func languageTag(_ value: JSONValue?, _ p: String) -> String? {
+        guard let language = string(value, p) else { return nil }
+        if language.range(of: "^[a-z]{2,3}(-[A-Za-z0-9]{1,8})*\\z", options: .regularExpression) != nil, language.count <= 35 { return language }
+        fail(p, "\"\(UserText.printable(language))\" is not a language tag like \"en\", \"fra\" or \"pt-BR\"")
+        return nil
     }
 
     /// The package's folder: a path under the output roots, not an object prefix (not yet).

@@ -256,9 +256,7 @@ struct Walker {
                 fail("$.stream.output", "holds the input \(edit.path) (\(edit.source)): a package's folder is replaced whole, so no input may be inside it")
             }
         }
-        if let stream, let report, PathRules.isInside(report, root: stream.output) {
-            fail("$.report", "is inside the package's folder $.stream.output, which is published whole: write the report beside it")
-        }
+
         var overwrite = false
         if let v = o["overwrite"] {
             if case .bool(let b) = v { overwrite = b } else { fail("$.overwrite", "expected true or false, found \(v.kindName)") }
@@ -268,6 +266,8 @@ struct Walker {
         checkInputsExist(inputs)
         let outputs = Self.fixedOutputs(export: export, stream: stream, report: report, poster: poster, waveform: waveform, storyboard: storyboard, images: images)
         checkOutputs(outputs, inputs: inputs, overwrite: overwrite)
+        if let stream { checkPackageFolder(stream.output, outputs: outputs, patterns: [("$.images.output", images?.output),
+            ("$.storyboard.output", storyboard?.sheetPattern), ("$.scan.images.output", scan?.images?.output)]) }
         checkPatterns(images: images, storyboard: storyboard, scanImages: scan?.images, fixed: outputs)
         var after = o["after"].map { self.after($0) } ?? []
         after += jobInputs.filter { !after.contains($0) }
@@ -314,6 +314,18 @@ struct Walker {
         if let storyboard { outputs += [("$.storyboard.output", storyboard.output), ("$.storyboard.output", storyboard.indexPath)] }
         if let images, images.staticCount == 1 { outputs.append(("$.images.output", NumberedOutputs.path(images.output, index: 1))) }
         return outputs
+    }
+
+    /// The package's folder is published whole and replaced whole: nothing else the job writes may be in it,
+    /// and it may not hold an output root (it would replace everything under it).
+    mutating func checkPackageFolder(_ package: String, outputs: [(String, String)], patterns: [(String, String?)]) {
+        for (jsonPath, path) in outputs + patterns.compactMap({ p in p.1.map { (p.0, $0) } })
+        where jsonPath != "$.stream.output" && PathRules.isInside(path, root: package) {
+            fail(jsonPath, "is inside the package's folder $.stream.output, which is published and replaced whole: write it beside the package")
+        }
+        for root in context.outputRoots where !PathRules.isObject(root) && PathRules.isInside(PathRules.resolve(root, against: context.baseDirectory), root: package) {
+            fail("$.stream.output", "\(package) is the output root \(root) or holds it: a package's folder is replaced whole, so it must be a folder inside a root")
+        }
     }
 
     /// `"notify"`: http(s) URLs that receive the job's terminal events, at most 16.

@@ -53,8 +53,11 @@ public final class VideoScaler {
     static func turn(_ source: borrowing Frame, quarterTurns: Int, into destination: inout Frame) throws(FFmpegError) {
         let s = source.pointer
         guard let descriptor = av_pix_fmt_desc_get(AVPixelFormat(rawValue: s.pointee.format)),
-              descriptor.pointee.flags & UInt64(AV_PIX_FMT_FLAG_PLANAR) != 0, descriptor.pointee.comp.0.depth == 8 else {
-            throw FFmpegError(code: FFmpegError.invalidArgument.code, operation: "turn", detail: "only 8-bit planar pictures can be turned")
+              descriptor.pointee.flags & UInt64(AV_PIX_FMT_FLAG_PLANAR) != 0, descriptor.pointee.comp.0.depth == 8,
+              descriptor.pointee.log2_chroma_w == descriptor.pointee.log2_chroma_h,
+              Int(av_pix_fmt_count_planes(AVPixelFormat(rawValue: s.pointee.format))) == Int(descriptor.pointee.nb_components) else {
+            throw FFmpegError(code: FFmpegError.invalidArgument.code, operation: "turn",
+                              detail: "only 8-bit planar pictures with a plane per component and square chroma (4:2:0, 4:4:4) can be turned")
         }
         let odd = quarterTurns % 2 == 1
         destination.reset()
@@ -86,7 +89,8 @@ public final class VideoScaler {
     private func scale(_ source: borrowing Frame, into destination: inout Frame) throws(FFmpegError) {
         let s = source.pointer
         var w = width ?? s.pointee.width, h = height ?? s.pointee.height
-        if quarterTurns % 2 == 1 { swap(&w, &h) }
+        // The sizes asked for are after turning; the picture's own are before.
+        if quarterTurns % 2 == 1, width != nil || height != nil { swap(&w, &h) }
         let k = (s.pointee.width, s.pointee.height, s.pointee.format)
         if context == nil || key != k {
             sws_freeContext(context)

@@ -34,12 +34,23 @@ public struct StreamLadder: Sendable, Hashable {
     /// A stored `width` x `height` picture, its samples `sampleAspect` wide, shown turned by `rotation`
     /// degrees counter-clockwise (FFmpeg's sense).
     init(_ asked: [StreamRung], width: Int, height: Int, sampleAspect: Rational?, rotation: Double?, larger: LargerRungs) throws(ExportError) {
+        let shown = Self.shown(width: width, height: height, sampleAspect: sampleAspect, rotation: rotation)
+        try self.init(asked, displayWidth: shown.width, displayHeight: shown.height, quarterTurns: shown.quarterTurns, larger: larger)
+    }
+
+    /// How a source's picture is shown: its samples' aspect applied, then turned upright.
+    public static func shown(_ source: StreamInfo) -> (width: Int, height: Int, quarterTurns: Int) {
+        shown(width: source.width, height: source.height, sampleAspect: source.sampleAspectRatio, rotation: source.rotation)
+    }
+
+    static func shown(width: Int, height: Int, sampleAspect: Rational?, rotation: Double?) -> (width: Int, height: Int, quarterTurns: Int) {
         let sar = sampleAspect.map { Double($0.numerator) / Double($0.denominator) } ?? 1
         var shownWidth = Double(width) * (sar > 0 && sar.isFinite ? sar : 1), shownHeight = Double(height)
         // The display turns the picture back, clockwise.
         let turns = rotation.map { ((Int((-$0 / 90).rounded()) % 4) + 4) % 4 } ?? 0
         if turns % 2 == 1 { swap(&shownWidth, &shownHeight) }
-        try self.init(asked, displayWidth: Int(shownWidth.rounded()), displayHeight: Int(shownHeight.rounded()), quarterTurns: turns, larger: larger)
+        // A sample aspect no picture has (a crafted file's 2147483647:1) is held to what fits the arithmetic.
+        return (Int(min(shownWidth.rounded(), 1e9)), Int(min(shownHeight.rounded(), 1e9)), turns)
     }
 
     public init(_ asked: [StreamRung], displayWidth: Int, displayHeight: Int, quarterTurns: Int = 0, larger: LargerRungs) throws(ExportError) {
@@ -56,6 +67,10 @@ public struct StreamLadder: Sendable, Hashable {
             case (let w, let h):
                 let scale = min(Double(w) / Double(displayWidth), Double(h) / Double(displayHeight))
                 (made.width, made.height) = (Self.even(Double(displayWidth) * scale), Self.even(Double(displayHeight) * scale))
+            }
+            guard (2...8192).contains(made.width), (2...8192).contains(made.height) else {
+                throw ExportError("rung \(i + 1) comes out \(made.width)x\(made.height) in the source's aspect (\(displayWidth)x\(displayHeight) "
+                                  + "as shown), outside H.264's 2 to 8192 a side: give it both sides, or another size")
             }
             // A side one sample over the source is its rounding to an even size, not an enlargement.
             if made.width > displayWidth + 1 || made.height > displayHeight + 1 {

@@ -46,6 +46,9 @@ public struct StreamSettings: Sendable {
     public var timePitch: AudioTimePitchAlgorithm
     /// The audio's language in the playlists (ISO 639), when known.
     public var audioLanguage: String?
+    /// The source's audio tracks to package, by language, one rendition each (every source of the
+    /// composition must have each); empty: its first audio track, as `audioLanguage`.
+    public var audioLanguages: [String] = []
     public var limits: SafetyLimits
 
     public init(folder: String, rungs: [StreamRung], segmentDuration: MediaTime = MediaTime(value: 6, timescale: 1),
@@ -88,8 +91,9 @@ public struct StreamSettings: Sendable {
               segmentDuration <= MediaTime(value: 60, timescale: 1) else {
             throw ExportError("the segment duration must be from one frame to 60 s (it is \(segmentDuration.seconds) s)")
         }
-        if let audioLanguage, audioLanguage.range(of: "^[a-z]{2,3}(-[A-Za-z0-9]{1,8})*$", options: .regularExpression) == nil {
-            throw ExportError("the audio language \"\(audioLanguage)\" is not a language tag (en, fra, pt-BR)")
+        for language in [audioLanguage].compactMap({ $0 }) + audioLanguages
+        where language.range(of: "^[a-z]{2,3}(-[A-Za-z0-9]{1,8})*\\z", options: .regularExpression) == nil {
+            throw ExportError("the audio language \"\(language)\" is not a language tag (en, fra, pt-BR)")
         }
     }
 

@@ -7,7 +7,8 @@ import MediaTime
 /// and encoder is fed each frame; each rung starts every segment with an IDR at the same frame, so the
 /// rungs' segments line up exactly, and the audio (AAC) is cut at the first AAC frame at or after each
 /// video boundary, so it never drifts. Each track is CMAF (one track per file, fragmented MPEG-4) in a
-/// folder of its own under `settings.folder`: `video-1`, `video-2`, … and `audio`. The playlists are
+/// folder of its own under `settings.folder`: `video-1`, `video-2`, … and `audio` (`audio-en`, `audio-fr`, …
+/// when tracks are chosen by language). The playlists are
 /// written from the report (`StreamPlaylists`).
 public struct StreamPackager: Sendable {
     public let composition: Composition
@@ -67,6 +68,14 @@ struct PackageWriter {
         // The ladder is fitted to the first source's picture as shown, and made at its rate unless asked.
         guard let first = sources.first?.video else { throw ExportError("the composition is empty: nothing to package") }
         let ladder = try StreamLadder(settings.rungs, source: first, larger: settings.larger)
+        // One ladder, fitted and turned once: every source must show its picture the same way.
+        for (i, s) in sources.enumerated() {
+            guard let v = s.video, StreamLadder.shown(v) == (ladder.displayWidth, ladder.displayHeight, ladder.quarterTurns) else {
+                throw ExportError("\(s.path) (segment \(i + 1)) is shown \(Self.shown(s.video)), not as the first source is "
+                                  + "(\(ladder.displayWidth)x\(ladder.displayHeight), turned \(ladder.quarterTurns * 90)°): one package's sources must "
+                                  + "share a picture size, sample aspect and rotation; package them apart")
+            }
+        }
         var made = settings
         let fd = (settings.frameDuration ?? StreamSettings.frameDuration(of: first)).reduced
         made.frameDuration = fd
@@ -85,6 +94,13 @@ struct PackageWriter {
         return try write(sources, ladder: ladder, settings: made, started: started)
     }
 
+    /// How a source's picture is shown, for a message.
+    private static func shown(_ video: StreamInfo?) -> String {
+        guard let video else { return "without video" }
+        return "\(video.width)x\(video.height)" + (video.rotation.map { $0 == 0 ? "" : ", turned \(Int(-$0))°" } ?? "")
+            + (video.sampleAspectRatio.map { $0.numerator == $0.denominator ? "" : ", samples \($0.numerator):\($0.denominator)" } ?? "")
+    }
+
     /// Decodes the composition once and feeds every rung; `settings` are the ladder's, at a known rate.
     private func write(_ sources: [ExportSource], ladder: StreamLadder, settings: StreamSettings, started: Date) throws -> StreamReport {
         let fd = settings.frameDuration ?? MediaTime(value: 1, timescale: 30)
@@ -95,7 +111,7 @@ struct PackageWriter {
         let rungs = try settings.rungs.enumerated().map {
             try Rung($1, index: $0 + 1, settings: settings, frameDuration: fd, quarterTurns: ladder.quarterTurns)
         }
-        let audio = try audioWriter(sources: sources, duration: fd.multiplied(by: Int32(clamping: frameCount)), settings: settings)
+        let audio = try audioWriters(sources: sources, duration: fd.multiplied(by: Int32(clamping: frameCount)), settings: settings)
         let gop = settings.framesPerSegment
         let frameTB = Rational(Int32(clamping: fd.value), fd.timescale)
 
@@ -106,7 +122,7 @@ struct PackageWriter {
                 if rung.packet.isKeyframe, frame > 0, frame % Int64(gop) == 0 {
                     let boundary = MediaTime(count: frame, timeBase: frameTB)
                     try rung.track.cut(at: boundary.count(in: tb))
-                    if first, let audio { try audio.cut(before: boundary) }
+                    if first { for track in audio { try track.cut(before: boundary) } }
                 }
                 let pts = MediaTime(count: frame, timeBase: frameTB), dts = MediaTime(count: rung.packet.dts ?? frame, timeBase: frameTB)
                 rung.packet.retime(pts: pts.count(in: tb), dts: dts.count(in: tb), duration: fd.count(in: tb) ?? 0, streamIndex: rung.track.stream)
@@ -137,13 +153,13 @@ struct PackageWriter {
             try drain(rung, first: i == 0)
             try rung.track.finish()
         }
-        try audio?.finish()
+        for track in audio { try track.finish() }
         progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
         let tracks = rungs.enumerated().map { i, rung in
             StreamTrack(kind: .video, folder: rung.track.name, initialization: "init.mp4", codecs: rung.track.codecs,
                         timescale: Int(rung.track.timeBase.denominator), presentationOffset: rung.track.presentationOffset ?? 0, width: settings.rungs[i].width, height: settings.rungs[i].height,
                         frameRate: frameTB.inverted, segments: rung.track.segments)
-        } + (audio.map { [$0.report(language: settings.audioLanguage)] } ?? [])
+        } + audio.map { $0.report() }
         return StreamReport(duration: fd.multiplied(by: Int32(clamping: frameCount)), segmentDuration: fd.multiplied(by: Int32(clamping: gop)),
                             tracks: tracks, framesDecoded: video.decoded, seconds: Date().timeIntervalSince(started),
                             sourcePicture: StreamReport.Picture(width: ladder.displayWidth, height: ladder.displayHeight, quarterTurns: ladder.quarterTurns),
@@ -158,18 +174,43 @@ struct PackageWriter {
                                 eta: fraction > 0.01 ? elapsed / fraction * (1 - fraction) : nil))
     }
 
-    /// The audio track, rendered from the first source with audio; nil when none has any.
-    private func audioWriter(sources: [ExportSource], duration: MediaTime, settings: StreamSettings) throws -> PackageAudio? {
-        guard let audio = sources.first(where: { $0.audio != nil })?.audio else { return nil }
-        let track = try SegmentedTrack(kind: .audio, name: "audio", root: settings.folder)
+    /// The audio tracks: one per language asked for (each source's track in it), or the first source's
+    /// first audio track; none when no source has audio and no language is asked for.
+    private func audioWriters(sources: [ExportSource], duration: MediaTime, settings: StreamSettings) throws -> [PackageAudio] {
+        guard !settings.audioLanguages.isEmpty else {
+            guard let audio = sources.first(where: { $0.audio != nil })?.audio else { return [] }
+            return [try audioWriter(sources: sources, audio: audio, streams: nil, name: "audio", language: settings.audioLanguage,
+                                    duration: duration, settings: settings)]
+        }
+        return try settings.audioLanguages.map { language in
+            var streams: [Int?] = []
+            var format: StreamInfo?
+            for source in sources {
+                let all = try source.file.streams
+                guard let stream = LanguageMatch.audio(all, in: language).first else {
+                    let has = Set(all.filter { $0.mediaType == .audio }.map { $0.language ?? "und" }).sorted()
+                    throw ExportError("\(source.path) has no audio in \"\(language)\" (its audio: \(has.isEmpty ? "none" : has.joined(separator: ", "))); "
+                                      + "ask only for languages every source has")
+                }
+                streams.append(stream.index)
+                format = format ?? stream
+            }
+            return try audioWriter(sources: sources, audio: format!, streams: streams, name: "audio-" + LanguageMatch.primary(language),
+                                   language: language, duration: duration, settings: settings)
+        }
+    }
+
+    private func audioWriter(sources: [ExportSource], audio: StreamInfo, streams: [Int?]?, name: String, language: String?,
+                             duration: MediaTime, settings: StreamSettings) throws -> PackageAudio {
+        let track = try SegmentedTrack(kind: .audio, name: name, root: settings.folder)
         var rendering = ExportSettings(mode: .constantFrameRate, outputPath: settings.folder, muxer: "mp4", audioBitRate: settings.audioBitRate,
                                        timePitch: settings.timePitch, limits: settings.limits)
         rendering.threads = settings.threads
-        let writer = try RenderedAudioWriter(mapping: composition.timeMapping, sources: sources, audio: audio, totalDuration: duration,
+        let writer = try RenderedAudioWriter(mapping: composition.timeMapping, sources: sources, audio: audio, streams: streams, totalDuration: duration,
                                              file: track.file, settings: rendering, interrupter: interrupter)
-        try track.begin(with: writer.renderer.encoder, language: settings.audioLanguage, added: 0)
+        try track.begin(with: writer.renderer.encoder, language: language, added: 0)
         writer.sink = { packet in try track.write(&packet) }
-        return PackageAudio(writer: writer, track: track)
+        return PackageAudio(writer: writer, track: track, language: language)
     }
 }
 
@@ -177,6 +218,7 @@ struct PackageWriter {
 private struct PackageAudio {
     let writer: RenderedAudioWriter
     let track: SegmentedTrack
+    let language: String?
 
     /// Ends the audio segment before `boundary`: every AAC frame that starts before it is in.
     func cut(before boundary: MediaTime) throws {
@@ -189,7 +231,7 @@ private struct PackageAudio {
         try track.finish()
     }
 
-    func report(language: String?) -> StreamTrack {
+    func report() -> StreamTrack {
         StreamTrack(kind: .audio, folder: track.name, initialization: "init.mp4", codecs: track.codecs, timescale: Int(track.timeBase.denominator),
                     presentationOffset: track.presentationOffset ?? 0, sampleRate: writer.renderer.sampleRate, channels: writer.renderer.channels, language: language, segments: track.segments)
     }

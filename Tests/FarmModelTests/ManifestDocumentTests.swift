@@ -56,7 +56,8 @@ let manifestsOfEveryField = [
                 "audio": {"bitrate": 96000, "language": "pt-BR"}}}
     """#,
     #"""
-    {"version": 1, "input": "h.mp4", "stream": {"output": "out/h", "formats": ["hls"], "video": {"rungs": [{"height": 360, "bitrate": 600000}]}}}
+    {"version": 1, "input": "h.mp4", "stream": {"output": "out/h", "formats": ["hls"], "video": {"rungs": [{"height": 360, "bitrate": 600000}]},
+                                                "audio": {"languages": ["fr", "en-GB"]}}}
     """#,
 ]
 

@@ -57,9 +57,14 @@ import Testing
             (#"{"output": "out/p", "frameRate": 240, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.frameRate", "1 and 120"),
             (#"{"output": "out/p", "formats": [], "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.formats", "empty"),
             (#"{"output": "out/p", "formats": ["smooth"], "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.formats[0]", "hls, dash"),
+            (#"{"output": "out/p", "audio": {"language": "en\n"}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.language", "language tag"),
             (#"{"output": "out/p", "audio": {"language": "English\n"}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.language", "language tag"),
             (#"{"output": "out/p", "audio": {"bitrate": 1e400}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.bitrate", "whole number"),
             (#"{"output": "out/p"}"#, "$.stream.video", "is required"),
+            (#"{"output": "out/p", "audio": {"languages": ["en", "en"]}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.languages", "twice"),
+            (#"{"output": "out/p", "audio": {"languages": []}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.languages", "1 to 16"),
+            (#"{"output": "out/p", "audio": {"languages": ["en", "x"]}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.languages[1]", "language tag"),
+            (#"{"output": "out/p", "audio": {"language": "en", "languages": ["en"]}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.language", "not both"),
             (#"{"output": "s3://media/pkg", "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.output", "not supported for packages yet"),
             (#"{"output": "/elsewhere/pkg", "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.output", "outside the output roots"),
         ]
@@ -75,7 +80,13 @@ import Testing
         #expect(messages(#"{"output": "out/p", "video": {"rungs": [\#(ladder)]}}"#, more: #", "export": {"mode": "constantFrameRate", "output": "out/m.mp4"}"#)
             .contains { $0.hasPrefix("$.stream: ") && $0.contains("not both") })
         #expect(messages(#"{"output": "out/p", "video": {"rungs": [\#(ladder)]}}"#, more: #", "report": "out/p/report.json""#)
-            .contains { $0.hasPrefix("$.report: ") && $0.contains("published whole") })
+            .contains { $0.hasPrefix("$.report: ") && $0.contains("replaced whole") })
+        // Nothing else the job writes goes inside the package's folder, which is replaced whole; nor is it a root.
+        #expect(messages(#"{"output": "out/p", "video": {"rungs": [\#(ladder)]}}"#, more: #", "poster": {"output": "out/p/poster.jpg"}"#)
+            .contains { $0.hasPrefix("$.poster.output: ") && $0.contains("inside the package's folder") })
+        #expect(messages(#"{"output": "out/p", "video": {"rungs": [\#(ladder)]}}"#, more: #", "images": {"count": 3, "output": "out/p/t-{index}.jpg"}"#)
+            .contains { $0.hasPrefix("$.images.output: ") && $0.contains("inside the package's folder") })
+        #expect(messages(#"{"output": "out", "video": {"rungs": [\#(ladder)]}}"#).contains { $0.hasPrefix("$.stream.output: ") && $0.contains("output root") })
         #expect(messages(#"{"output": "out/p", "video": {"rungs": [\#(ladder)]}}"#, more: #", "reuse": true"#)
             .contains { $0.hasPrefix("$.reuse: ") })
         switch ManifestValidator.validate(json: Array(#"{"version": 1, "input": "out/p/m.mp4", "stream": {"output": "out/p", "video": {"rungs": [\#(ladder)]}}}"#.utf8),

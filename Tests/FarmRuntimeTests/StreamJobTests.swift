@@ -157,4 +157,43 @@ import Testing
             #expect(zip(durations, extinfs[0]).allSatisfy { abs($0 - $1) < 1e-4 } && durations.count == 4, "\(representation)")
         }
     }
+
+    /// Audio kept by language (a keep list): each language a rendition of its own, found by the tag its
+    /// track carries ("fr" finds Matroska's "fre", "en" finds "eng"), the first the default; a language
+    /// the source lacks is refused before any work, naming what it has.
+    @Test func audioIsKeptByLanguage() throws {
+        let farm = try Farm("stream-languages")
+        let source = farm.folder.appendingPathComponent("two.mkv").path
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=320x240:r=25:d=4", "-f", "lavfi", "-i", "sine=f=440:d=4",
+                                           "-f", "lavfi", "-i", "anullsrc=r=48000:cl=stereo", "-t", "4", "-map", "0", "-map", "1", "-map", "2",
+                                           "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-metadata:s:a:0", "language=eng",
+                                           "-metadata:s:a:1", "language=fre", source])
+        func manifest(_ languages: String) -> String {
+            #"{"version": 1, "input": "two.mkv", "stream": {"output": "out/p", "segmentSeconds": 2, "video": {"rungs": [{"height": 120, "bitrate": 150000}]}, "#
+                + #""audio": {"languages": \#(languages)}}}"#
+        }
+        let lacking = try farm.mediafarm(["run", try farm.manifest("de", manifest(#"["fr", "de"]"#))])
+        #expect(lacking.status == 1 && lacking.stderr.contains(#"has no audio in "de" (its audio: eng, fre)"#), "\(lacking.stderr)")
+        #expect(files(farm.out).isEmpty && strays(farm).isEmpty)
+
+        let run = try farm.mediafarm(["run", try farm.manifest("both", manifest(#"["fr", "en"]"#))])
+        #expect(run.status == 0, "\(run.stderr)")
+        let package = farm.out.appendingPathComponent("p")
+        let master = try String(contentsOf: package.appendingPathComponent("master.m3u8"), encoding: .utf8)
+        #expect(master.contains(#"NAME="French",LANGUAGE="fr",DEFAULT=YES"#) && master.contains(#"NAME="English",LANGUAGE="en",DEFAULT=NO"#)
+                && master.contains("audio-fr/index.m3u8") && master.contains("audio-en/index.m3u8"), "\(master)")
+        let mpd = try String(contentsOf: package.appendingPathComponent("manifest.mpd"), encoding: .utf8)
+        #expect(mpd.contains(#"lang="fr""#) && mpd.contains(#"lang="en""#), "\(mpd)")
+        // Each rendition holds its own track: the French one is the silent track, the English one the tone.
+        func loudest(_ track: String) throws -> Double? {
+            var joined = try Data(contentsOf: package.appendingPathComponent("\(track)/init.mp4"))
+            for i in 1...2 { joined.append(try Data(contentsOf: package.appendingPathComponent("\(track)/\(i).m4s"))) }
+            let path = farm.folder.appendingPathComponent("\(track).mp4").path
+            try joined.write(to: URL(fileURLWithPath: path))
+            let r = try ProcessRunner.run("ffmpeg", ["-v", "info", "-i", path, "-af", "volumedetect", "-f", "null", "-"])
+            return r.stderr.components(separatedBy: "max_volume:").last.flatMap { Double($0.trimmingCharacters(in: .whitespaces).prefix { "-0123456789.".contains($0) }) }
+        }
+        let french = try loudest("audio-fr"), english = try loudest("audio-en")
+        #expect((french ?? 0) < -80 && (english ?? -100) > -30, "fr \(french ?? .nan) dB, en \(english ?? .nan) dB")
+    }
 }

@@ -36,9 +36,12 @@ struct Publisher: CoordinatorPart {
         }
         do {
             // A retried attempt may replace what an earlier attempt of this job published.
-            metrics.published(try await StagedOutput.publish(manifest, token: token, allowExisting: manifest.overwrite || job.attempt > 1,
-                                                             uploads: uploads, numbered: numbered,
-                                                             log: { self.events(.notice("job \(job.id): \($0)")) }))
+            // Renewed while it runs: replacing a package (or completing uploads) may outlast a lease, and a rescuer
+            // that found it expired would publish the same outputs beside it.
+            metrics.published(try await holdingLease(job, token: token, result: resultJSON) {
+                try await StagedOutput.publish(manifest, token: token, allowExisting: manifest.overwrite || job.attempt > 1,
+                                               uploads: uploads, numbered: numbered, log: { self.events(.notice("job \(job.id): \($0)")) })
+            })
             if !uploads.isEmpty { await recorder.forgetUploads(of: job, completed: uploads) }
             if job.attempt > 1 { StagedOutput.discardEarlierAttempts(manifest, keeping: token) }
         } catch {
@@ -54,7 +57,7 @@ struct Publisher: CoordinatorPart {
 
     /// Runs `body` (which may read a large output through) with the publishing lease renewed every third
     /// of its duration, so that no rescuer takes the job meanwhile. The last renewal has ended when it returns.
-    private func holdingLease(_ job: Job, token: String, result: String?, while body: () async -> Void) async {
+    private func holdingLease<T>(_ job: Job, token: String, result: String?, while body: () async throws -> T) async rethrows -> T {
         let renewer = Task {
             let every = configuration.leaseDuration / 3
             while !Task.isCancelled {
@@ -64,9 +67,11 @@ struct Publisher: CoordinatorPart {
                 _ = try? await store.renew([renewal], leaseDuration: configuration.leaseDuration, at: now())  // a failed renewal leaves it to the next
             }
         }
-        await body()
+        defer { renewer.cancel() }
+        let value = try await body()
         renewer.cancel()
         await renewer.value
+        return value
     }
 
     /// Renews one lease, retrying a queue that does not answer while the lease would still hold.

@@ -11,15 +11,17 @@ extension JobRunner {
         let started = Date()
         let token = stagingToken ?? runToken
         let staged = StagedOutput.path(for: stream.output, token: token)
-        // Refused before any work: what is in the way stays in the way after an hour of encoding.
-        if stagingToken == nil { try PackageFolder.checkBeforePublishing(stream.output, allowExisting: manifest.overwrite) }
+        // Refused before any work: what is in the way stays in the way after an hour of encoding. Under a
+        // coordinator a package there may be replaced by a retried attempt: only what is never replaced is refused.
+        let inputs = manifest.edits.map(\.source)
+        try PackageFolder.checkBeforePublishing(stream.output, allowExisting: manifest.overwrite || stagingToken != nil, inputs: inputs)
         try PackageFolder.create(staged)
         do {
             var settings = StreamSettings(folder: staged, rungs: stream.video.rungs.map(MediaEdit.StreamRung.init), segmentDuration: stream.segmentDuration,
                                           frameDuration: stream.frameDuration, larger: LargerRungs(stream.video.larger), audioBitRate: stream.audio.bitrate,
                                           preset: stream.video.preset, threads: stream.video.threads, timePitch: AudioTimePitchAlgorithm(manifest.audio.timePitch),
                                           audioLanguage: stream.audio.language, limits: limits)
-            settings.limits = limits
+            settings.audioLanguages = stream.audio.languages
             var packager = StreamPackager(composition: composition, settings: settings)
             packager.pool = pool
             let report = try await packager.package(progress: { p in
@@ -27,7 +29,9 @@ extension JobRunner {
             })
             events(.progress(JobProgress(fraction: 0.98, phase: "presentations")))
             try PackageFolder.writePresentations(report, formats: stream.formats, token: token, into: staged)
-            if stagingToken == nil { try PackageFolder.publish(staged, to: stream.output, token: token, allowExisting: manifest.overwrite) }
+            if stagingToken == nil {
+                try PackageFolder.publish(staged, to: stream.output, token: token, allowExisting: manifest.overwrite, inputs: inputs)
+            }
             return (report, Date().timeIntervalSince(started))
         } catch let error as ExportError {
             PackageFolder.remove(staged)

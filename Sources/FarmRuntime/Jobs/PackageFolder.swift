@@ -62,8 +62,9 @@ enum PackageFolder {
     }
 
     /// What is at `final` may be replaced by a package: nothing, or (when `allowExisting`) a package the
-    /// farm made holding none of the farm's own files. Refuses, naming the way past, otherwise.
-    static func checkBeforePublishing(_ final: String, allowExisting: Bool) throws {
+    /// farm made holding none of the farm's own files and none of `inputs` (compared by real path, so a
+    /// link cannot hide one). Refuses, naming the way past, otherwise.
+    static func checkBeforePublishing(_ final: String, allowExisting: Bool, inputs: [String]) throws {
         if let refusal = ProtectedFiles.shared.check(final) { throw JobError("refusing to publish: \(refusal)") }
         var status = stat()
         guard lstat(final, &status) == 0 else {
@@ -80,36 +81,60 @@ enum PackageFolder {
         guard allowExisting else {
             throw JobError("\(final): already holds a package; set \"overwrite\": true at the manifest's top level to replace it")
         }
-        // Everything under it, hidden folders too (links are listed, not entered).
+        let real = realPath(final)
+        for input in inputs where PathRules.isInside(realPath(input), root: real) {
+            throw JobError("\(final): holds the job's input \(input): the package is not replaced")
+        }
         guard let walk = FileManager.default.enumerator(atPath: final) else { throw JobError("\(final): cannot read the package that is there") }
         for case let name as String in walk where ProtectedFiles.shared.check(final + "/" + name) != nil {
             throw JobError("\(final): holds \(name), one of the farm's own files: the package is not replaced")
         }
     }
 
-    /// Publishes the staged package at `final`. `resuming`: a publication that was interrupted; a staged
-    /// folder another attempt made is the package this one replaced, and is only removed.
-    static func publish(_ staged: String, to final: String, token: String, allowExisting: Bool, resuming: Bool = false) throws {
-        if resuming, let made = Self.token(of: staged), made != token {
-            remove(staged)
+    /// `path` with every link resolved (as far as it exists).
+    static func realPath(_ path: String) -> String {
+        guard let resolved = realpath(path, nil) else { return path }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// Publishes the staged package at `final`; idempotent, so that a publication resumed after a
+    /// coordinator died (`resuming`) finishes what it began: a package already at `final` with this
+    /// attempt's token is published, and what is at the staged name is then the package it swapped out.
+    static func publish(_ staged: String, to final: String, token: String, allowExisting: Bool, inputs: [String], resuming: Bool = false) throws {
+        if Self.token(of: final) == token {
+            if FileManager.default.fileExists(atPath: staged) { discard(staged) }
             return
         }
-        try checkBeforePublishing(final, allowExisting: allowExisting)
+        guard Self.token(of: staged) == token else {
+            // A package this attempt swapped out (its marker perhaps removed already) is only removed.
+            if resuming { discard(staged); return }
+            throw JobError("\(staged): the staged package is not this attempt's (its \(marker) is missing or another's); nothing was published")
+        }
+        try checkBeforePublishing(final, allowExisting: allowExisting, inputs: inputs)
         do {
             try SafeFiles.move(staged, to: final)
         } catch where error.targetExists && allowExisting {
             // A package is there (checked just now): the two are swapped, and the old one removed.
-            try checkBeforePublishing(final, allowExisting: true)
+            try checkBeforePublishing(final, allowExisting: true, inputs: inputs)
             do { try SafeFiles.exchange(staged, final) } catch {
                 throw JobError("\(final): cannot replace the package: \(String(cString: strerror(error.code)))")
             }
-            remove(staged)
+            discard(staged)
         } catch {
             throw JobError("\(final): cannot publish the package: " + (error.targetExists
                 ? "a folder of that name appeared meanwhile; set \"overwrite\": true at the manifest's top level to replace a package"
                 : String(cString: strerror(error.code))))
         }
         SafeFiles.syncFolder(of: final)
+    }
+
+    /// Removes a package that was swapped out: first renamed away from its staged name in one step, so that
+    /// nothing resumed later takes what is left of it for a package to publish (a later attempt's
+    /// `discardEarlierAttempts` removes what a crash left under the new name).
+    static func discard(_ staged: String) {
+        let aside = staged + "-replaced"
+        if (try? SafeFiles.move(staged, to: aside)) != nil { remove(aside) } else { remove(staged) }  // not movable: removed where it is
     }
 
     /// Removes a package's folder and everything in it (links are removed, never followed).

@@ -89,7 +89,10 @@ public enum StagedOutput {
             }
             if final == manifest.stream?.output {
                 // A package swapped out by an interrupted publication is only removed (`PackageFolder.publish`).
-                if !(resuming && PackageFolder.token(of: staged) != token) { try PackageFolder.checkBeforePublishing(final, allowExisting: allowExisting) }
+                let published = PackageFolder.token(of: final) == token, swappedOut = resuming && PackageFolder.token(of: staged) != token
+                if !published && !swappedOut {
+                    try PackageFolder.checkBeforePublishing(final, allowExisting: allowExisting, inputs: manifest.edits.map(\.source))
+                }
             } else {
                 try checkBeforePublishing(final, of: manifest, allowExisting: allowExisting)
             }
@@ -107,7 +110,8 @@ public enum StagedOutput {
             guard toMove.contains(final) else { continue }
             let staged = path(for: final, token: token)
             if final == manifest.stream?.output {
-                try PackageFolder.publish(staged, to: final, token: token, allowExisting: allowExisting, resuming: resuming)
+                try PackageFolder.publish(staged, to: final, token: token, allowExisting: allowExisting, inputs: manifest.edits.map(\.source),
+                                          resuming: resuming)
             } else if allowExisting {
                 guard rename(staged, final) == 0 else {
                     throw JobError("\(final): cannot publish the finished file: \(String(cString: strerror(errno)))")

@@ -1,0 +1,85 @@
+import FarmTestSupport
+import Foundation
+import Testing
+@testable import FarmRuntime
+
+/// A package's folder published under its staged name: once, whatever step a coordinator died after. A
+/// resumed publication finishes what the dead one began and never puts the old package back; what is
+/// never replaced (a folder that is no package, one holding the job's input) is refused.
+@Suite struct PackageFolderTests {
+    /// A package made by the attempt holding `token`: its marker and one segment saying which it is.
+    static func package(_ path: String, token: String?) throws {
+        try FileManager.default.createDirectory(atPath: path + "/video-1", withIntermediateDirectories: true)
+        try Data(token.map { "made by \($0)" }?.utf8 ?? "no marker".utf8).write(to: URL(fileURLWithPath: path + "/video-1/1.m4s"))
+        if let token {
+            try JSONEncoder().encode(PackageFolder.Marker(token: token, entryPoints: ["master.m3u8"]))
+                .write(to: URL(fileURLWithPath: path + "/" + PackageFolder.marker))
+        }
+    }
+
+    static func madeBy(_ path: String) -> String? {
+        (try? String(contentsOfFile: path + "/video-1/1.m4s", encoding: .utf8))  // absent: nothing there
+    }
+
+    func folder() throws -> (final: String, staged: String) {
+        let root = try TestPaths.makeTemporaryFolder("package-folder").path
+        return (root + "/show", root + "/.show.mediafarm-staged-new")
+    }
+
+    func names(_ final: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: (final as NSString).deletingLastPathComponent)) ?? []).sorted()
+    }
+
+    @Test func anOldPackageIsExchangedForTheNewAndRemoved() throws {
+        let (final, staged) = try folder()
+        try Self.package(final, token: "old")
+        try Self.package(staged, token: "new")
+        #expect(throws: JobError.self) { try PackageFolder.publish(staged, to: final, token: "new", allowExisting: false, inputs: []) }
+        #expect(Self.madeBy(final) == "made by old" && Self.madeBy(staged) == "made by new")
+        try PackageFolder.publish(staged, to: final, token: "new", allowExisting: true, inputs: [])
+        #expect(Self.madeBy(final) == "made by new" && names(final) == ["show"])
+    }
+
+    /// A coordinator died after the exchange: the new package is in place and the old one at the staged
+    /// name (its marker perhaps removed already). Resumed, the old one is removed and the new one stays.
+    @Test(arguments: [Optional("old"), nil]) func aResumedPublicationNeverPutsTheOldPackageBack(_ oldMarker: String?) throws {
+        let (final, staged) = try folder()
+        try Self.package(final, token: "new")
+        try Self.package(staged, token: oldMarker)
+        try PackageFolder.publish(staged, to: final, token: "new", allowExisting: true, inputs: [], resuming: true)
+        #expect(Self.madeBy(final) == "made by new" && names(final) == ["show"], "\(names(final))")
+        // And again, as a second rescuer would: nothing changes.
+        try PackageFolder.publish(staged, to: final, token: "new", allowExisting: true, inputs: [], resuming: true)
+        #expect(Self.madeBy(final) == "made by new" && names(final) == ["show"])
+    }
+
+    /// Not resuming, a staged folder without this attempt's marker is not published: it may be incomplete.
+    @Test func aStagedFolderThatIsNotThisAttemptsIsNotPublished() throws {
+        let (final, staged) = try folder()
+        try Self.package(staged, token: nil)
+        #expect(throws: JobError.self) { try PackageFolder.publish(staged, to: final, token: "new", allowExisting: true, inputs: []) }
+        #expect(!FileManager.default.fileExists(atPath: final))
+    }
+
+    /// The job's input inside the package there (by a link, too) stops its replacement; so does a folder
+    /// that is no package.
+    @Test func whatIsNeverReplacedIsRefused() throws {
+        let (final, staged) = try folder()
+        try Self.package(final, token: "old")
+        try Self.package(staged, token: "new")
+        try Data("movie".utf8).write(to: URL(fileURLWithPath: final + "/source.mp4"))
+        let link = (final as NSString).deletingLastPathComponent + "/input.mp4"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: final + "/source.mp4")
+        do {
+            try PackageFolder.publish(staged, to: final, token: "new", allowExisting: true, inputs: [link])
+            Issue.record("a package holding the job's input was replaced")
+        } catch { #expect("\(error)".contains("holds the job's input \(link)"), "\(error)") }
+        #expect(Self.madeBy(final) == "made by old")
+        try FileManager.default.removeItem(atPath: final + "/" + PackageFolder.marker)
+        do {
+            try PackageFolder.publish(staged, to: final, token: "new", allowExisting: true, inputs: [])
+            Issue.record("a folder that is no package was replaced")
+        } catch { #expect("\(error)".contains("is not a package the farm made"), "\(error)") }
+        #expect(Self.madeBy(final) == "made by old" && Self.madeBy(staged) == "made by new")
+    }
+}
