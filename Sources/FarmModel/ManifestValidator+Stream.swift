@@ -2,6 +2,14 @@ import MediaTime
 
 /// `"stream"` in a manifest (`JobManifest.StreamSettings`).
 extension Walker {
+    /// `"stream"` of the manifest's members, which may not come with `"export"`.
+    mutating func stream(in o: [String: JSONValue]) -> JobManifest.StreamSettings? {
+        if o["stream"] != nil && o["export"] != nil {
+            fail("$.stream", "a job makes a movie (\"export\") or a package (\"stream\"), not both: submit a job for each")
+        }
+        return o["stream"].flatMap { stream($0) }
+    }
+
     mutating func stream(_ value: JSONValue) -> JobManifest.StreamSettings? {
         let p = "$.stream"
         guard let o = object(value, p, allowed: ["output", "formats", "segmentSeconds", "frameRate", "frameDuration", "video", "audio"]) else { return nil }

@@ -237,10 +237,7 @@ struct Walker {
         if let s = o["scan"] { scan = self.scan(s) }
         var export: JobManifest.ExportSettings?
         if let e = o["export"] { export = self.export(e) }
-        let stream = o["stream"].flatMap { self.stream($0) }
-        if o["stream"] != nil && o["export"] != nil {
-            fail("$.stream", "a job makes a movie (\"export\") or a package (\"stream\"), not both: submit a job for each")
-        }
+        let stream = self.stream(in: o)
         let images = o["images"].flatMap { self.images($0) }
         let poster = o["poster"].flatMap { self.poster($0) }
         let storyboard = o["storyboard"].flatMap { self.storyboard($0) }
@@ -251,11 +248,6 @@ struct Walker {
 
         if !scale.isEmpty && export == nil && stream == nil { fail("$.scale", "retiming needs an \"export\" or \"stream\" section to write the result") }
         if let export, let report, export.output == report { fail("$.report", "is the same file as $.export.output") }
-        if let stream {
-            for edit in edits where PathRules.isInside(edit.source, root: stream.output) {
-                fail("$.stream.output", "holds the input \(edit.path) (\(edit.source)): a package's folder is replaced whole, so no input may be inside it")
-            }
-        }
 
         var overwrite = false
         if let v = o["overwrite"] {
@@ -266,7 +258,7 @@ struct Walker {
         checkInputsExist(inputs)
         let outputs = Self.fixedOutputs(export: export, stream: stream, report: report, poster: poster, waveform: waveform, storyboard: storyboard, images: images)
         checkOutputs(outputs, inputs: inputs, overwrite: overwrite)
-        if let stream { checkPackageFolder(stream.output, outputs: outputs, patterns: [("$.images.output", images?.output),
+        if let stream { checkPackageFolder(stream.output, inputs: edits, outputs: outputs, patterns: [("$.images.output", images?.output),
             ("$.storyboard.output", storyboard?.sheetPattern), ("$.scan.images.output", scan?.images?.output)]) }
         checkPatterns(images: images, storyboard: storyboard, scanImages: scan?.images, fixed: outputs)
         var after = o["after"].map { self.after($0) } ?? []
@@ -318,7 +310,10 @@ struct Walker {
 
     /// The package's folder is published whole and replaced whole: nothing else the job writes may be in it,
     /// and it may not hold an output root (it would replace everything under it).
-    mutating func checkPackageFolder(_ package: String, outputs: [(String, String)], patterns: [(String, String?)]) {
+    mutating func checkPackageFolder(_ package: String, inputs: [JobManifest.Edit], outputs: [(String, String)], patterns: [(String, String?)]) {
+        for edit in inputs where PathRules.isInside(edit.source, root: package) {
+            fail("$.stream.output", "holds the input \(edit.path) (\(edit.source)): a package's folder is replaced whole, so no input may be inside it")
+        }
         for (jsonPath, path) in outputs + patterns.compactMap({ p in p.1.map { (p.0, $0) } })
         where jsonPath != "$.stream.output" && PathRules.isInside(path, root: package) {
             fail(jsonPath, "is inside the package's folder $.stream.output, which is published and replaced whole: write it beside the package")

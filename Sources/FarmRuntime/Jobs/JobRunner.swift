@@ -225,18 +225,11 @@ public struct JobRunner: Sendable {
             made.scanSeconds = Date().timeIntervalSince(scanStarted)
         }
         if let stream = manifest.stream {
-            let (package, seconds) = try await self.package(stream, of: composition, events: events)
+            let (package, seconds) = try await JobPackage(runner: self).package(stream, of: composition, events: events)
             let reportPath = try writeReport(inspections: inspections, composition: composition, export: nil, stream: package, scan: made.scan,
                                              pictures: made.pictures, timings: made.timings(["stream": seconds]))
             events(.progress(JobProgress(fraction: 1, phase: "done")))
-            var result = JobResult(name: manifest.name, succeeded: true, output: stream.output, report: reportPath,
-                                   duration: package.duration.seconds, seconds: Date().timeIntervalSince(started))
-            result.numbered = JobPictures.numbered(made.pictures, made.scan)
-            if let skipped = package.skippedRungs, !skipped.isEmpty {
-                result.warnings = ["$.stream.video.rungs: left out as larger than the source's picture: "
-                                   + skipped.map { "rung \($0)" }.joined(separator: ", ")]
-            }
-            return result
+            return JobPackage(runner: self).result(package, of: stream, report: reportPath, numbered: JobPictures.numbered(made.pictures, made.scan), started: started)
         }
         guard let export = manifest.export else {
             let reportPath = try writeReport(inspections: inspections, composition: manifest.isInspectionOnly || manifest.scan == nil ? nil : composition,
