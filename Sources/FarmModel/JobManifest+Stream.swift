@@ -14,6 +14,8 @@ extension JobManifest {
         public var frameDuration: MediaTime?
         public var video: StreamVideo
         public var audio = StreamAudio()
+        /// The source's text subtitle tracks to keep as WebVTT renditions, by language (`subtitles.languages`).
+        public var subtitleLanguages: [String] = []
 
         public init(output: String, video: StreamVideo) { (self.output, self.video) = (output, video) }
     }
@@ -103,6 +105,7 @@ extension JobManifest.StreamSettings {
         if let language = self.audio.language { audio.append(("language", .string(language))) }
         if !self.audio.languages.isEmpty { audio.append(("languages", .array(self.audio.languages.map(JSONValue.string)))) }
         if !audio.isEmpty { members.append(("audio", .object(audio))) }
+        if !subtitleLanguages.isEmpty { members.append(("subtitles", .object([("languages", .array(subtitleLanguages.map(JSONValue.string)))]))) }
         return .object(members)
     }
 }

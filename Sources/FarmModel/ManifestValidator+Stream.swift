@@ -12,7 +12,7 @@ extension Walker {
 
     mutating func stream(_ value: JSONValue) -> JobManifest.StreamSettings? {
         let p = "$.stream"
-        guard let o = object(value, p, allowed: ["output", "formats", "segmentSeconds", "frameRate", "frameDuration", "video", "audio"]) else { return nil }
+        guard let o = object(value, p, allowed: ["output", "formats", "segmentSeconds", "frameRate", "frameDuration", "video", "audio", "subtitles"]) else { return nil }
         let output = streamFolder(o["output"], "\(p).output")
         var formats: [StreamFormat] = [.hls, .dash]
         if let list = o["formats"] {
@@ -36,21 +36,35 @@ extension Walker {
         if let a = o["audio"], let ao = object(a, "\(p).audio", allowed: ["bitrate", "language", "languages"]) {
             audio.bitrate = integer(ao["bitrate"], "\(p).audio.bitrate", in: 16_000...512_000) ?? audio.bitrate
             audio.language = languageTag(ao["language"], "\(p).audio.language")
-            switch ao["languages"] {
-            case nil: break
-            case .array(let items)? where (1...16).contains(items.count):
-                audio.languages = items.enumerated().compactMap { languageTag($1, "\(p).audio.languages[\($0)]") }
-                if Set(audio.languages.map { $0.lowercased() }).count != audio.languages.count { fail("\(p).audio.languages", "names a language twice") }
-            case let other?: fail("\(p).audio.languages", "expected a list of 1 to 16 languages like [\"en\", \"fr\"], found \(other.kindName)")
-            }
+            audio.languages = languageList(ao["languages"], "\(p).audio.languages")
             if audio.language != nil && !audio.languages.isEmpty {
                 fail("\(p).audio.language", "give \"language\" (what the one audio track is) or \"languages\" (which tracks to keep, each labelled by its own), not both")
             }
         }
+        var subtitles: [String] = []
+        if let t = o["subtitles"], let to = object(t, "\(p).subtitles", allowed: ["languages"]) {
+            subtitles = languageList(to["languages"], "\(p).subtitles.languages")
+            if to["languages"] == nil { fail("\(p).subtitles.languages", "is required: the text subtitle tracks to keep, like [\"en\", \"fr\"]") }
+        }
         guard let output, let video else { return nil }
         var settings = JobManifest.StreamSettings(output: output, video: video)
         (settings.formats, settings.segmentDuration, settings.frameDuration, settings.audio) = (formats, segment, frameDuration, audio)
+        settings.subtitleLanguages = subtitles
         return settings
+    }
+
+    /// A keep list of 1 to 16 languages, each named once.
+    private mutating func languageList(_ value: JSONValue?, _ p: String) -> [String] {
+        switch value {
+        case nil: return []
+        case .array(let items)? where (1...16).contains(items.count):
+            let languages = items.enumerated().compactMap { languageTag($1, "\(p)[\($0)]") }
+            if Set(languages.map { $0.lowercased() }).count != languages.count { fail(p, "names a language twice") }
+            return languages
+        case let other?:
+            fail(p, "expected a list of 1 to 16 languages like [\"en\", \"fr\"], found \(other.kindName)")
+            return []
+        }
     }
 
     /// A BCP 47 language tag, as the playlists carry it.

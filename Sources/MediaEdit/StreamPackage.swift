@@ -49,6 +49,8 @@ public struct StreamSettings: Sendable {
     /// The source's audio tracks to package, by language, one rendition each (every source of the
     /// composition must have each); empty: its first audio track, as `audioLanguage`.
     public var audioLanguages: [String] = []
+    /// The source's text subtitle tracks to package as WebVTT, by language (every source must have each).
+    public var subtitleLanguages: [String] = []
     public var limits: SafetyLimits
 
     public init(folder: String, rungs: [StreamRung], segmentDuration: MediaTime = MediaTime(value: 6, timescale: 1),
@@ -91,7 +93,7 @@ public struct StreamSettings: Sendable {
               segmentDuration <= MediaTime(value: 60, timescale: 1) else {
             throw ExportError("the segment duration must be from one frame to 60 s (it is \(segmentDuration.seconds) s)")
         }
-        for language in [audioLanguage].compactMap({ $0 }) + audioLanguages
+        for language in [audioLanguage].compactMap({ $0 }) + audioLanguages + subtitleLanguages
         where language.range(of: "^[a-z]{2,3}(-[A-Za-z0-9]{1,8})*\\z", options: .regularExpression) == nil {
             throw ExportError("the audio language \"\(language)\" is not a language tag (en, fra, pt-BR)")
         }
@@ -120,7 +122,8 @@ public struct StreamSegment: Sendable, Hashable, Codable {
 
 /// One track of a package (a rung of video, or the audio), with every segment it has.
 public struct StreamTrack: Sendable, Hashable, Codable {
-    public enum Kind: String, Sendable, Codable { case video, audio }
+    /// `text`: WebVTT subtitles, in segments and in one whole file (`initialization` names it).
+    public enum Kind: String, Sendable, Codable { case video, audio, text }
     public var kind: Kind
     /// Its folder, relative to the package's.
     public var folder: String

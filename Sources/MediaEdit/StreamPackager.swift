@@ -91,7 +91,22 @@ struct PackageWriter {
             rung.level = level
             return rung
         }
-        return try write(sources, ladder: ladder, settings: made, started: started)
+        // Subtitles are read before any encoding: a language a source lacks, or pictures that cannot become
+        // text, refuse the package before the work.
+        let subtitles = try settings.subtitleLanguages.map {
+            try SubtitleRendition(language: $0, sources: sources, mapping: composition.timeMapping, limits: settings.limits, interrupter: interrupter)
+        }
+        var report = try write(sources, ladder: ladder, settings: made, started: started)
+        if !subtitles.isEmpty, let rung = report.tracks.first(where: { $0.kind == .video }) {
+            // The video's boundaries, presented from 0.
+            let scale = Rational(1, Int32(clamping: rung.timescale))
+            let boundaries = rung.segments.map { MediaTime(count: $0.start - rung.presentationOffset, timeBase: scale) } + [report.duration]
+            for subtitle in subtitles {
+                report.tracks.append(try subtitle.write(into: settings.folder, name: "subtitles-" + LanguageMatch.primary(subtitle.language),
+                                                        boundaries: boundaries))
+            }
+        }
+        return report
     }
 
     /// How a source's picture is shown, for a message.

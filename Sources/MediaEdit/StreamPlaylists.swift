@@ -23,7 +23,8 @@ public enum StreamPlaylists {
     /// EXTINF is the segment's measured duration; the target duration holds every EXTINF rounded to the
     /// nearest second; VOD, independent segments, the CMAF initialization in EXT-X-MAP.
     public static func mediaPlaylist(_ track: StreamTrack) -> String {
-        var lines = header(track) + ["#EXT-X-MAP:URI=\"\(track.initialization)\""]
+        // WebVTT segments stand alone; CMAF ones need their initialization.
+        var lines = header(track) + (track.kind == .text ? [] : ["#EXT-X-MAP:URI=\"\(track.initialization)\""])
         for segment in track.segments {
             lines.append("#EXTINF:\(decimal(Double(segment.duration) / Double(track.timescale), places: 5)),")
             lines.append(segment.file)
@@ -62,6 +63,12 @@ public enum StreamPlaylists {
             lines.append("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"\(name(of: language))\",LANGUAGE=\"\(language)\","
                          + "DEFAULT=\(i == 0 ? "YES" : "NO"),AUTOSELECT=YES,CHANNELS=\"\(track.channels ?? 2)\",URI=\"\(track.folder)/index.m3u8\"")
         }
+        let text = report.tracks.filter { $0.kind == .text }
+        for track in text {
+            let language = track.language ?? "und"
+            lines.append("#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"subtitles\",NAME=\"\(name(of: language))\",LANGUAGE=\"\(language)\","
+                         + "DEFAULT=NO,AUTOSELECT=YES,FORCED=NO,URI=\"\(track.folder)/index.m3u8\"")
+        }
         let audioPeak = audio.map(\.peakBitRate).max() ?? 0, audioAverage = audio.map(\.averageBitRate).max() ?? 0
         let audioCodecs = Set(audio.map(\.codecs)).sorted()
         for track in video {
@@ -70,6 +77,7 @@ public enum StreamPlaylists {
             if let width = track.width, let height = track.height { attributes.append("RESOLUTION=\(width)x\(height)") }
             if let rate = track.frameRate { attributes.append("FRAME-RATE=\(decimal(Double(rate.numerator) / Double(rate.denominator), places: 3))") }
             if !audio.isEmpty { attributes.append("AUDIO=\"audio\"") }
+            if !text.isEmpty { attributes.append("SUBTITLES=\"subtitles\"") }
             attributes.append("CLOSED-CAPTIONS=NONE")
             lines.append("#EXT-X-STREAM-INF:" + attributes.joined(separator: ","))
             lines.append(track.folder + "/index.m3u8")
@@ -120,6 +128,15 @@ public enum StreamPlaylists {
                          + #"audioSamplingRate="\#(track.sampleRate ?? 48000)">"#)
             lines.append(#"        <AudioChannelConfiguration schemeIdUri="urn:mpeg:dash:23003:3:audio_channel_configuration:2011" value="\#(track.channels ?? 2)"/>"#)
             lines += template(track)
+            lines.append("      </Representation>")
+            lines.append("    </AdaptationSet>")
+        }
+        for (i, track) in report.tracks.filter({ $0.kind == .text }).enumerated() {
+            // A sidecar WebVTT file (DASH-IF IOP's text), the whole of it.
+            lines.append(#"    <AdaptationSet id="\#(audio.count + i + 1)" contentType="text" mimeType="text/vtt" lang="\#(track.language ?? "und")">"#)
+            lines.append(#"      <Role schemeIdUri="urn:mpeg:dash:role:2011" value="subtitle"/>"#)
+            lines.append(#"      <Representation id="\#(track.folder)" bandwidth="\#(max(track.averageBitRate, 1))">"#)
+            lines.append(#"        <BaseURL>\#(track.folder)/\#(track.initialization)</BaseURL>"#)
             lines.append("      </Representation>")
             lines.append("    </AdaptationSet>")
         }

@@ -57,7 +57,7 @@ let manifestsOfEveryField = [
     """#,
     #"""
     {"version": 1, "input": "h.mp4", "stream": {"output": "out/h", "formats": ["hls"], "video": {"rungs": [{"height": 360, "bitrate": 600000}]},
-                                                "audio": {"languages": ["fr", "en-GB"]}}}
+                                                "audio": {"languages": ["fr", "en-GB"]}, "subtitles": {"languages": ["en", "fr"]}}}
     """#,
 ]
 

@@ -196,4 +196,65 @@ import Testing
         let french = try loudest("audio-fr"), english = try loudest("audio-en")
         #expect((french ?? 0) < -80 && (english ?? -100) > -30, "fr \(french ?? .nan) dB, en \(english ?? .nan) dB")
     }
+
+    /// Text subtitles kept by language become WebVTT renditions: SubRip and ASS alike, override tags
+    /// dropped and italics kept, placed on the composition's timeline (a scaled range retimes its cues),
+    /// cut into segments at the video's boundaries (a cue across one is in both), with X-TIMESTAMP-MAP,
+    /// named in the master and in the MPD; a language without text subtitles is refused before any work.
+    @Test func textSubtitlesBecomeWebVTTRenditions() throws {
+        let farm = try Farm("stream-subtitles")
+        let srt = farm.folder.appendingPathComponent("en.srt").path, ass = farm.folder.appendingPathComponent("fr.ass").path
+        try "1\n00:00:00,500 --> 00:00:01,500\nHello <i>world</i>\n\n2\n00:00:01,800 --> 00:00:02,600\nAcross the cut\n\n3\n00:00:02,800 --> 00:00:03,500\nThe end\n\n"
+            .write(toFile: srt, atomically: true, encoding: .utf8)
+        try """
+            [Script Info]
+            ScriptType: v4.00+
+
+            [V4+ Styles]
+            Format: Name, Fontname, Fontsize, PrimaryColour, SecondaryColour, OutlineColour, BackColour, Bold, Italic, Underline, StrikeOut, ScaleX, ScaleY, Spacing, Angle, BorderStyle, Outline, Shadow, Alignment, MarginL, MarginR, MarginV, Encoding
+            Style: Default,Arial,20,&H00FFFFFF,&H000000FF,&H00000000,&H00000000,0,0,0,0,100,100,0,0,1,1,0,2,10,10,10,1
+
+            [Events]
+            Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text
+            Dialogue: 0,0:00:00.50,0:00:01.50,Default,,0,0,0,,{\\an8}Bonjour
+
+            """.write(toFile: ass, atomically: true, encoding: .utf8)
+        let source = farm.folder.appendingPathComponent("subs.mkv").path
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=320x240:r=25:d=4", "-i", srt, "-i", ass,
+                                           "-map", "0", "-map", "1", "-map", "2", "-c:v", "libx264", "-preset", "ultrafast", "-c:s:0", "srt", "-c:s:1", "ass",
+                                           "-metadata:s:s:0", "language=eng", "-metadata:s:s:1", "language=fre", source])
+        func manifest(_ languages: String) -> String {
+            #"{"version": 1, "input": "subs.mkv", "scale": [{"start": 0, "duration": 2, "rate": 2}], "stream": {"output": "out/p", "segmentSeconds": 2, "#
+                + #""video": {"rungs": [{"height": 120, "bitrate": 150000}]}, "subtitles": {"languages": \#(languages)}}}"#
+        }
+        let lacking = try farm.mediafarm(["run", try farm.manifest("de", manifest(#"["en", "de"]"#))])
+        #expect(lacking.status == 1 && lacking.stderr.contains(#"has no text subtitles in "de" (its subtitles: eng (subrip), fre (ass))"#), "\(lacking.stderr)")
+        #expect(files(farm.out).isEmpty && strays(farm).isEmpty)
+
+        let run = try farm.mediafarm(["run", try farm.manifest("both", manifest(#"["en", "fr"]"#))])
+        #expect(run.status == 0, "\(run.stderr)")
+        let package = farm.out.appendingPathComponent("p")
+        func text(_ path: String) throws -> String { try String(contentsOf: package.appendingPathComponent(path), encoding: .utf8) }
+        // The first 2 s play in 1: the composition lasts 3 s, cut at 2.
+        let first = try text("subtitles-en/1.vtt"), second = try text("subtitles-en/2.vtt")
+        #expect(first.hasPrefix("WEBVTT\nX-TIMESTAMP-MAP=MPEGTS:0,LOCAL:00:00:00.000\n"), "\(first)")
+        // "Across the cut" (1.8 to 2.6 s) was cut where the scaled range ends and is one cue again; "The end"
+        // (2.8 to 3.5 s, now 1.8 to 2.5) crosses the segments' boundary at 2 s and is in both.
+        #expect(first.contains("00:00:00.250 --> 00:00:00.750\nHello <i>world</i>") && first.contains("00:00:00.900 --> 00:00:01.600\nAcross the cut")
+                && first.contains("00:00:01.800 --> 00:00:02.500\nThe end"), "\(first)")
+        #expect(second.contains("00:00:01.800 --> 00:00:02.500\nThe end") && !second.contains("Hello") && !second.contains("Across"), "\(second)")
+        let french = try text("subtitles-fr/all.vtt")
+        #expect(french.contains("00:00:00.250 --> 00:00:00.750\nBonjour") && !french.contains("{"), "\(french)")
+        let index = try text("subtitles-en/index.m3u8")
+        #expect(index.contains("#EXTINF:2.00000,\n1.vtt") && index.contains("#EXTINF:1.00000,\n2.vtt") && !index.contains("EXT-X-MAP"), "\(index)")
+        let master = try text("master.m3u8")
+        #expect(master.contains(#"TYPE=SUBTITLES,GROUP-ID="subtitles",NAME="English",LANGUAGE="en""#) && master.contains(#"LANGUAGE="fr""#)
+                && master.contains(#"SUBTITLES="subtitles""#), "\(master)")
+        let mpd = try text("manifest.mpd")
+        #expect(mpd.contains(#"contentType="text" mimeType="text/vtt" lang="fr""#) && mpd.contains("<BaseURL>subtitles-en/all.vtt</BaseURL>"), "\(mpd)")
+        // PyPI's parser reads the subtitle renditions' playlists as it reads the rest.
+        let reader = TestPaths.packageRoot.appendingPathComponent("Tests/Readers/stream-parse.py").path
+        let parsed = try ProcessRunner.check("python3", [reader, package.path]).stdout
+        #expect(!parsed.contains(#""error""#) && parsed.contains(#""type": "SUBTITLES""#), "\(parsed)")
+    }
 }

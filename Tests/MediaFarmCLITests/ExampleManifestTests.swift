@@ -121,7 +121,7 @@ import Testing
         #expect(p.status == 1)
         // The package's section, every key of it and of a rung.
         let stream = json["properties"].flatMap { ($0 as? [String: Any])?["stream"] as? [String: Any] }
-        #expect(keys(stream) == ["output", "formats", "segmentSeconds", "frameRate", "frameDuration", "video", "audio"])
+        #expect(keys(stream) == ["output", "formats", "segmentSeconds", "frameRate", "frameDuration", "video", "audio", "subtitles"])
         let streamVideo = (stream?["properties"] as? [String: Any])?["video"] as? [String: Any]
         #expect(keys(streamVideo) == ["rungs", "larger", "preset", "threads"])
         #expect(keys((streamVideo?["properties"] as? [String: Any])?["rungs"].flatMap { ($0 as? [String: Any])?["items"] as? [String: Any] })
@@ -131,7 +131,7 @@ import Testing
         { "version": 1, "input": "a.mp4", "stream": { "output": "out/pkg", "formats": ["hls", "dash"], "segmentSeconds": 4, "frameRate": 25,
           "video": { "rungs": [ { "width": 640, "height": 360, "bitrate": 800000, "maxBitrate": 1200000, "bufferSize": 2400000, "profile": "main", "level": "3.0" } ],
                      "larger": "skip", "preset": "fast", "threads": 1 },
-          "audio": { "bitrate": 96000, "language": "en" } } }
+          "audio": { "bitrate": 96000, "language": "en" }, "subtitles": { "languages": ["en"] } } }
         """
         try package.write(to: dir.appendingPathComponent("package.json"), atomically: true, encoding: .utf8)
         let s = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", dir.appendingPathComponent("package.json").path])

@@ -45,6 +45,10 @@ def dash(folder):
         for a in period.adaptation_sets:
             representations = []
             for r in a.representations:
+                if not r.segment_templates:
+                    # A sidecar file (WebVTT): its BaseURL.
+                    representations.append({"id": r.id, "bandwidth": r.bandwidth, "baseURL": [b.base_url_value for b in (r.base_urls or [])]})
+                    continue
                 t = r.segment_templates[0]
                 timeline = [{"t": s.t, "d": s.d, "r": s.r} for s in t.segment_timelines[0].Ss]
                 representations.append({"id": r.id, "bandwidth": r.bandwidth, "codecs": r.codecs, "width": r.width, "height": r.height,

@@ -63,8 +63,12 @@ extension ConsoleJobs {
             throw APIError(status: .forbidden, message: "job \(job.id)'s \(name) \(full) is not under its output roots: the console serves nothing else")
         }
         var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: real, isDirectory: &isFolder), !isFolder.boolValue else {
+        guard FileManager.default.fileExists(atPath: real, isDirectory: &isFolder) else {
             throw APIError(status: .notFound, message: "job \(job.id)'s \(name) \(full) is not on this host now")
+        }
+        guard !isFolder.boolValue else {
+            throw APIError(status: .notFound, message: "job \(job.id)'s \(name) \(full) is a folder (a streaming package): the console does not serve packages yet; "
+                           + "serve the folder itself (its master.m3u8 and manifest.mpd)")
         }
         return real
     }
