@@ -1,0 +1,58 @@
+# The measurements of bench/streaming (see there). Arguments: mediafarm, the movie, a scratch folder.
+import json, os, subprocess, sys, time
+from benchlib import log
+
+bin, source, work = sys.argv[1], sys.argv[2], sys.argv[3]
+rungs = [(1080, 5_000_000), (720, 3_000_000), (480, 1_200_000)]
+
+
+def timed(command, cwd=None):
+    """Wall seconds, processor seconds (user + system) and peak resident MB of a command (GNU time)."""
+    started = time.perf_counter()
+    r = subprocess.run(["/usr/bin/time", "-f", "%U %S %M"] + command, capture_output=True, text=True, cwd=cwd)
+    seconds = time.perf_counter() - started
+    if r.returncode != 0:
+        raise SystemExit(f"{command[0]} failed: {r.stderr[-2000:]}")
+    user, system, peak = r.stderr.strip().splitlines()[-1].split()
+    return {"seconds": round(seconds, 2), "cpuSeconds": round(float(user) + float(system), 2), "peakMB": round(int(peak) / 1024, 1)}
+
+
+def mediafarm():
+    folder = os.path.join(work, "mediafarm")
+    os.makedirs(folder)
+    manifest = {"version": 1, "name": "ladder", "input": source, "reuse": False,
+                "stream": {"output": os.path.join(folder, "package"), "segmentSeconds": 6, "frameRate": 30,
+                           "video": {"rungs": [{"height": h, "bitrate": b} for h, b in rungs], "preset": "veryfast"},
+                           "audio": {"bitrate": 128000}}}
+    path = os.path.join(folder, "ladder.json")
+    with open(path, "w") as f:
+        json.dump(manifest, f)
+    return timed([bin, "run", path])
+
+
+def ffmpeg():
+    folder = os.path.join(work, "ffmpeg")
+    os.makedirs(folder)
+    splits = "".join(f"[s{i}]" for i in range(len(rungs)))
+    graph = f"[0:v]split={len(rungs)}{splits};" + ";".join(f"[s{i}]scale=-2:{h}[v{i}]" for i, (h, _) in enumerate(rungs))
+    command = ["ffmpeg", "-nostdin", "-v", "error", "-i", source, "-filter_complex", graph]
+    for i, (_, rate) in enumerate(rungs):
+        command += ["-map", f"[v{i}]", f"-c:v:{i}", "libx264", f"-b:v:{i}", str(rate), f"-maxrate:v:{i}", str(rate * 3 // 2),
+                    f"-bufsize:v:{i}", str(rate * 3)]
+    command += ["-map", "0:a:0", "-c:a", "aac", "-b:a", "128k", "-preset", "veryfast", "-g", "180", "-keyint_min", "180",
+                "-sc_threshold", "0", "-r", "30", "-f", "hls", "-hls_time", "6", "-hls_playlist_type", "vod", "-hls_segment_type", "fmp4",
+                "-var_stream_map", " ".join(f"v:{i},agroup:audio" for i in range(len(rungs))) + " a:0,agroup:audio",
+                "-master_pl_name", "master.m3u8", "-hls_segment_filename", os.path.join(folder, "%v", "%d.m4s"), os.path.join(folder, "%v", "index.m3u8")]
+    return timed(command)
+
+
+log("mediafarm ...")
+ours = mediafarm()
+log(f"mediafarm: {ours}")
+log("ffmpeg ...")
+theirs = ffmpeg()
+log(f"ffmpeg: {theirs}")
+print(json.dumps({"source": os.path.basename(source), "rungs": [f"{h}p {b}" for h, b in rungs],
+                  "mediafarm": ours, "ffmpeg": theirs,
+                  "timeRatio": round(ours["seconds"] / theirs["seconds"], 3), "cpuRatio": round(ours["cpuSeconds"] / theirs["cpuSeconds"], 3),
+                  "memoryRatio": round(ours["peakMB"] / theirs["peakMB"], 3)}, indent=2))
