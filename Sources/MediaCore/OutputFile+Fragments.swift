@@ -6,8 +6,10 @@ internal import CMediaShims
 /// (`moof` + `mdat`) when it is cut. The pieces are the owner's to store; nothing touches a file.
 extension OutputFile {
     /// The muxer options that make a CMAF track: an empty index up front, a fragment only when cut, a
-    /// decode time in every fragment, and no index at the end.
-    public static let cmafOptions = ["movflags": "+frag_custom+empty_moov+default_base_moof+cmaf+skip_trailer"]
+    /// decode time in every fragment, and no index at the end. Not the muxer's `cmaf` flag: it writes
+    /// negative composition offsets, which FFmpeg's own demuxer and GStreamer's shift later, where
+    /// positive offsets and the track's edit list read the same in every reader.
+    public static let cmafOptions = ["movflags": "+frag_custom+empty_moov+default_base_moof+skip_trailer"]
 
     /// An in-memory output of the muxer `format` ("mp4"); `name` names it in errors.
     public convenience init(fragmentsNamed name: String, format: String) throws(MediaFileError) {

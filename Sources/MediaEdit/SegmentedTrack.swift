@@ -11,7 +11,8 @@ import Glibc
 /// at its first packet's presentation time and ends where the next one starts (the last, where its last
 /// packet ends). Times in the files start at 0: an encoder whose first packet decodes before 0 (B-frames
 /// reordered, AAC's priming) has its packets moved later by that much, and the initialization's edit list
-/// (`presentationOffset`) moves them back for presentation. Thread-confined.
+/// (`presentationOffset`, DASH's presentationTimeOffset) moves them back for presentation; every track has
+/// its edit, 0 or not. Thread-confined.
 final class SegmentedTrack {
     let kind: StreamTrack.Kind
     let name: String
@@ -55,7 +56,7 @@ final class SegmentedTrack {
         if presentationOffset == nil {
             let offset = max(0, -(packet.dts ?? packet.pts ?? 0))
             presentationOffset = offset
-            try Self.store(offset > 0 ? Self.editing(initialization, presentingFrom: offset) : initialization, at: folder + "/init.mp4")
+            try Self.store(Self.editing(initialization, presentingFrom: offset), at: folder + "/init.mp4")
         }
         let offset = presentationOffset ?? 0
         packet.retime(pts: packet.pts.map { $0 + offset }, dts: packet.dts.map { $0 + offset }, duration: packet.duration, streamIndex: packet.streamIndex)

@@ -116,6 +116,45 @@ import Testing
         #expect(Set(dash.stdout.split(separator: "\n").map(String.init)) == ["video,320", "video,160", "audio"], "\(dash.stdout) \(dash.stderr)")
     }
 
+    /// Each track presents where the report and the playlists say, read off its boxes as ISO/IEC 14496-12
+    /// defines them: a fragment's earliest presentation time less the initialization's edit is the
+    /// segment's start in the programme; video's first frame presents at 0 exactly (its composition offsets
+    /// are positive, `trun` version 0, and the edit takes away the B-frames' delay, so FFmpeg's demuxer,
+    /// which shifts negative offsets its own way, agrees); only the audio's priming, one AAC frame, presents
+    /// before 0; and the MPD's segment times and presentationTimeOffset are the files' own (DASH-IF IOP 3.2.7).
+    @Test func theFilesPresentWhereTheReportAndTheMPDSay() async throws {
+        let (folder, report) = try await Self.package(.longMP4, rungs: [StreamRung(width: 320, height: 240, bitRate: 400_000)],
+                                                      segment: MediaTime(value: 4, timescale: 1))
+        let reader = TestPaths.packageRoot.appendingPathComponent("Tests/Readers/stream-parse.py").path
+        let parsed = try ProcessRunner.check("python3", [reader, folder]).stdout
+        let read = try #require(try JSONSerialization.jsonObject(with: Data(parsed.utf8)) as? [String: Any])
+        let sets = (read["dash"] as? [String: Any])?["adaptationSets"] as? [[String: Any]] ?? []
+        let representations = sets.flatMap { $0["representations"] as? [[String: Any]] ?? [] }
+        for track in report.tracks {
+            let initialization = folder + "/" + track.folder + "/init.mp4"
+            let edit = try FragmentProbe.editMediaTime(initialization: initialization)
+            let duration = try FragmentProbe.defaultDuration(initialization: initialization)
+            let earliest = try track.segments.map {
+                try FragmentProbe.earliestPresentationTime(segment: folder + "/" + track.folder + "/" + $0.file, defaultDuration: duration)
+            }
+            #expect(edit == track.presentationOffset, "\(track.folder): edit \(edit), reported \(track.presentationOffset)")
+            #expect(earliest == track.segments.map(\.start), "\(track.folder): \(earliest) against \(track.segments.map(\.start))")
+            let first = try #require(earliest.first) - edit
+            if track.kind == .video {
+                #expect(first == 0 && edit > 0, "\(track.folder): first frame at \(first), edit \(edit)")
+            } else {
+                #expect(first == -1024 && track.timescale == track.sampleRate, "\(track.folder): first sample at \(first)")
+            }
+            let representation = try #require(representations.first { $0["id"] as? String == track.folder }, "\(parsed)")
+            let timeline = (representation["timeline"] as? [[String: Any]] ?? []).flatMap { s -> [Int64] in
+                let t = (s["t"] as? NSNumber)?.int64Value ?? -1, d = (s["d"] as? NSNumber)?.int64Value ?? 0
+                return (0...((s["r"] as? NSNumber)?.intValue ?? 0)).map { t + Int64($0) * d }
+            }
+            #expect(timeline == earliest, "\(track.folder): MPD \(timeline), files \(earliest)")
+            #expect((representation["presentationTimeOffset"] as? NSNumber)?.int64Value ?? 0 == edit, "\(representation)")
+        }
+    }
+
     /// GStreamer's playbin3 (its own HLS and DASH demuxers, over HTTP as a player fetches) plays the
     /// master playlist and the MPD to the end, every frame of the rung it chose.
     @Test func playbin3PlaysTheHLSAndTheDASHToTheEnd() async throws {
