@@ -28,30 +28,21 @@ public struct StreamLadder: Sendable, Hashable {
     /// Fits `asked` (a side given as 0 follows the aspect; both given: the largest picture inside that box)
     /// to `source`, the first video track of the composition.
     public init(_ asked: [StreamRung], source: StreamInfo, larger: LargerRungs) throws(ExportError) {
-        try self.init(asked, width: source.width, height: source.height, sampleAspect: source.sampleAspectRatio, rotation: source.rotation, larger: larger)
+        try self.init(asked, picture: source.shown(), larger: larger)
     }
 
     /// A stored `width` x `height` picture, its samples `sampleAspect` wide, shown turned by `rotation`
     /// degrees counter-clockwise (FFmpeg's sense).
     init(_ asked: [StreamRung], width: Int, height: Int, sampleAspect: Rational?, rotation: Double?, larger: LargerRungs) throws(ExportError) {
-        let shown = Self.shown(width: width, height: height, sampleAspect: sampleAspect, rotation: rotation)
-        try self.init(asked, displayWidth: shown.width, displayHeight: shown.height, quarterTurns: shown.quarterTurns, larger: larger)
+        try self.init(asked, picture: ShownPicture(width: width, height: height, sampleAspect: sampleAspect, rotation: rotation), larger: larger)
     }
 
-    /// How a source's picture is shown: its samples' aspect applied, then turned upright.
-    public static func shown(_ source: StreamInfo) -> (width: Int, height: Int, quarterTurns: Int) {
-        shown(width: source.width, height: source.height, sampleAspect: source.sampleAspectRatio, rotation: source.rotation)
+    init(_ asked: [StreamRung], picture: ShownPicture, larger: LargerRungs) throws(ExportError) {
+        try self.init(asked, displayWidth: picture.width, displayHeight: picture.height, quarterTurns: picture.quarterTurns, larger: larger)
     }
 
-    static func shown(width: Int, height: Int, sampleAspect: Rational?, rotation: Double?) -> (width: Int, height: Int, quarterTurns: Int) {
-        let sar = sampleAspect.map { Double($0.numerator) / Double($0.denominator) } ?? 1
-        var shownWidth = Double(width) * (sar > 0 && sar.isFinite ? sar : 1), shownHeight = Double(height)
-        // The display turns the picture back, clockwise.
-        let turns = rotation.map { ((Int((-$0 / 90).rounded()) % 4) + 4) % 4 } ?? 0
-        if turns % 2 == 1 { swap(&shownWidth, &shownHeight) }
-        // A sample aspect no picture has (a crafted file's 2147483647:1) is held to what fits the arithmetic.
-        return (Int(min(shownWidth.rounded(), 1e9)), Int(min(shownHeight.rounded(), 1e9)), turns)
-    }
+    /// The source's picture as shown.
+    public var picture: ShownPicture { ShownPicture(width: displayWidth, height: displayHeight, quarterTurns: quarterTurns) }
 
     public init(_ asked: [StreamRung], displayWidth: Int, displayHeight: Int, quarterTurns: Int = 0, larger: LargerRungs) throws(ExportError) {
         guard displayWidth > 0, displayHeight > 0 else { throw ExportError("the source's picture has no size") }

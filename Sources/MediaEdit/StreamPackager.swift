@@ -70,9 +70,9 @@ struct PackageWriter {
         let ladder = try StreamLadder(settings.rungs, source: first, larger: settings.larger)
         // One ladder, fitted and turned once: every source must show its picture the same way.
         for (i, s) in sources.enumerated() {
-            guard let v = s.video, StreamLadder.shown(v) == (ladder.displayWidth, ladder.displayHeight, ladder.quarterTurns) else {
-                throw ExportError("\(s.path) (segment \(i + 1)) is shown \(Self.shown(s.video)), not as the first source is "
-                                  + "(\(ladder.displayWidth)x\(ladder.displayHeight), turned \(ladder.quarterTurns * 90)°): one package's sources must "
+            guard let v = s.video, v.shown() == ladder.picture else {
+                throw ExportError("\(s.path) (segment \(i + 1)) is shown \(s.video.map { "\($0.shown())" } ?? "without video"), not as the first "
+                                  + "source is (\(ladder.picture)): one package's sources must "
                                   + "share a picture size, sample aspect and rotation; package them apart")
             }
         }
@@ -107,13 +107,6 @@ struct PackageWriter {
             }
         }
         return report
-    }
-
-    /// How a source's picture is shown, for a message.
-    private static func shown(_ video: StreamInfo?) -> String {
-        guard let video else { return "without video" }
-        return "\(video.width)x\(video.height)" + (video.rotation.map { $0 == 0 ? "" : ", turned \(Int(-$0))°" } ?? "")
-            + (video.sampleAspectRatio.map { $0.numerator == $0.denominator ? "" : ", samples \($0.numerator):\($0.denominator)" } ?? "")
     }
 
     /// Decodes the composition once and feeds every rung; `settings` are the ladder's, at a known rate.

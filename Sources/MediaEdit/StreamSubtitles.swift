@@ -12,24 +12,18 @@ struct SubtitleRendition {
     /// The cues in composition time, in order.
     let cues: [TextCue]
 
-    /// Reads each source's first text track in `language` (every source must have one).
+    /// Reads each source's first text track in `language` (every source must have one), once a file
+    /// however many pieces of the composition come from it.
     init(language: String, sources: [ExportSource], mapping: TimeMapping, limits: SafetyLimits, interrupter: Interrupter) throws {
         self.language = language
+        var read: [String: [TextCue]] = [:]
         var placed: [TextCue] = []
         for (segment, source) in sources.enumerated() where !mapping.pieces(of: segment).isEmpty {
-            let file = try InputFile(path: source.path, limits: limits, interrupter: interrupter)
-            let tracks = file.streams.filter { $0.mediaType == .subtitle && LanguageMatch.matches(language, track: $0.language) }
-            guard let track = tracks.first(where: TextSubtitles.isText) else {
-                let has = file.streams.filter { $0.mediaType == .subtitle }.map { "\($0.language ?? "und") (\($0.codecName))" }
-                throw ExportError("\(source.path) has no text subtitles in \"\(language)\"" + (tracks.isEmpty
-                    ? " (its subtitles: \(has.isEmpty ? "none" : has.joined(separator: ", ")))"
-                    : ": its \(tracks[0].codecName) track is pictures, which cannot become WebVTT text"))
-            }
-            let origin = file.container.startTime.isNumeric ? file.container.startTime : .zero
-            for cue in try TextSubtitles.cues(of: file, stream: track.index) {
-                let (start, end) = (cue.start - origin, cue.end - origin)
-                for piece in mapping.pieces(of: segment) where start < piece.source.end && end > piece.source.start {
-                    let from = piece.targetTime(at: max(start, piece.source.start)), to = piece.targetTime(at: min(end, piece.source.end))
+            let cues = try read[source.path] ?? Self.cues(of: source.path, in: language, limits: limits, interrupter: interrupter)
+            read[source.path] = cues
+            for cue in cues {
+                for piece in mapping.pieces(of: segment) where cue.start < piece.source.end && cue.end > piece.source.start {
+                    let from = piece.targetTime(at: max(cue.start, piece.source.start)), to = piece.targetTime(at: min(cue.end, piece.source.end))
                     if from < to { placed.append(TextCue(start: from, end: to, text: cue.text)) }
                 }
             }
@@ -40,6 +34,20 @@ struct SubtitleRendition {
             if let last = merged.last, last.text == cue.text, last.end == cue.start { merged[merged.count - 1].end = cue.end } else { merged.append(cue) }
         }
         cues = merged
+    }
+
+    /// The cues of the first text track in `language` of the file at `path`, timed from its start.
+    static func cues(of path: String, in language: String, limits: SafetyLimits, interrupter: Interrupter) throws -> [TextCue] {
+        let file = try InputFile(path: path, limits: limits, interrupter: interrupter)
+        let tracks = file.streams.filter { $0.mediaType == .subtitle && LanguageMatch.matches(language, track: $0.language) }
+        guard let track = tracks.first(where: TextSubtitles.isText) else {
+            let has = file.streams.filter { $0.mediaType == .subtitle }.map { "\($0.language ?? "und") (\($0.codecName))" }
+            throw ExportError("\(path) has no text subtitles in \"\(language)\"" + (tracks.isEmpty
+                ? " (its subtitles: \(has.isEmpty ? "none" : has.joined(separator: ", ")))"
+                : ": its \(tracks[0].codecName) track is pictures, which cannot become WebVTT text"))
+        }
+        let origin = file.container.startTime.isNumeric ? file.container.startTime : .zero
+        return try TextSubtitles.cues(of: file, stream: track.index).map { TextCue(start: $0.start - origin, end: $0.end - origin, text: $0.text) }
     }
 
     /// Writes the segments (`1.vtt`, …, one per `[boundaries[i], boundaries[i + 1])`) and `all.vtt` into

@@ -112,18 +112,9 @@ public final class AssetImageGenerator {
             : file.container.headerDuration.isNumeric && file.container.headerDuration > .zero ? file.container.headerDuration : nil
         duration = header
         keyframes = Self.indexedKeyframes(file, video, duration: header)
-        // The display: samples widened (or narrowed) by their aspect ratio, then turned as the track says.
-        let sar = video.sampleAspectRatio.map { Double($0.numerator) / Double($0.denominator) } ?? 1
-        var width = Int((Double(video.width) * (sar > 0 && sar.isFinite ? sar : 1)).rounded()), height = video.height
-        var turns = 0
-        if settings.appliesPreferredTrackTransform, let degrees = video.rotation {
-            // FFmpeg's rotation is counter-clockwise; the display turns the picture back, clockwise.
-            turns = ((Int((-degrees / 90).rounded()) % 4) + 4) % 4
-        }
-        if turns % 2 == 1 { swap(&width, &height) }
-        displaySize = (width, height)
-        quarterTurns = turns
-        imageSize = Self.fit(width: width, height: height, maximumWidth: settings.maximumWidth, maximumHeight: settings.maximumHeight)
+        let shown = video.shown(turned: settings.appliesPreferredTrackTransform)
+        (displaySize, quarterTurns) = ((shown.width, shown.height), shown.quarterTurns)
+        imageSize = Self.fit(width: shown.width, height: shown.height, maximumWidth: settings.maximumWidth, maximumHeight: settings.maximumHeight)
     }
 
     /// Every keyframe's time from the demuxer's index, or none when the index may miss some. Matroska reads
