@@ -142,9 +142,15 @@ public struct StreamTrack: Sendable, Hashable, Codable {
     public var language: String?
     public var segments: [StreamSegment]
 
-    /// The longest segment rounded to the nearest second, at least 1: HLS's EXT-X-TARGETDURATION.
+    /// The segment's duration as presented (track ticks): without what comes before the programme's 0
+    /// (AAC's priming, which the track's edit takes away), so that HLS's EXTINFs sum to the programme.
+    public func presentedDuration(_ segment: StreamSegment) -> Int64 {
+        max(0, segment.start + segment.duration - max(segment.start, presentationOffset))
+    }
+
+    /// The longest segment as presented rounded to the nearest second, at least 1: HLS's EXT-X-TARGETDURATION.
     public var targetDuration: Int {
-        max(1, segments.map { Int((Double($0.duration) / Double(timescale)).rounded()) }.max() ?? 1)
+        max(1, segments.map { Int((Double(presentedDuration($0)) / Double(timescale)).rounded()) }.max() ?? 1)
     }
 
     /// The peak segment bit rate (bits per second), as RFC 8216 (4.3.4.2) measures it for BANDWIDTH: the
@@ -178,8 +184,8 @@ public struct StreamTrack: Sendable, Hashable, Codable {
         return Int((Double(bytes) * 8 * Double(timescale) / Double(max(ticks, 1))).rounded(.up))
     }
 
-    /// The whole track's duration, in seconds.
-    public var seconds: Double { Double(segments.reduce(Int64(0)) { $0 + $1.duration }) / Double(timescale) }
+    /// The whole track's duration as presented, in seconds.
+    public var seconds: Double { Double(segments.reduce(Int64(0)) { $0 + presentedDuration($1) }) / Double(timescale) }
 }
 
 /// What a package holds: its tracks, each cut at the same times.

@@ -20,13 +20,13 @@ public enum StreamPlaylists {
         return files
     }
 
-    /// EXTINF is the segment's measured duration; the target duration holds every EXTINF rounded to the
+    /// EXTINF is the segment's measured duration as presented; the target duration holds every EXTINF rounded to the
     /// nearest second; VOD, independent segments, the CMAF initialization in EXT-X-MAP.
     public static func mediaPlaylist(_ track: StreamTrack) -> String {
         // WebVTT segments stand alone; CMAF ones need their initialization.
         var lines = header(track) + (track.kind == .text ? [] : ["#EXT-X-MAP:URI=\"\(track.initialization)\""])
         for segment in track.segments {
-            lines.append("#EXTINF:\(decimal(Double(segment.duration) / Double(track.timescale), places: 5)),")
+            lines.append("#EXTINF:\(decimal(Double(track.presentedDuration(segment)) / Double(track.timescale), places: 5)),")
             lines.append(segment.file)
         }
         return (lines + ["#EXT-X-ENDLIST"]).joined(separator: "\n") + "\n"
@@ -38,7 +38,7 @@ public enum StreamPlaylists {
         var lines = header(track) + ["#EXT-X-I-FRAMES-ONLY", "#EXT-X-MAP:URI=\"\(track.initialization)\""]
         for segment in track.segments {
             guard let bytes = segment.keyframeBytes else { continue }
-            lines.append("#EXTINF:\(decimal(Double(segment.duration) / Double(track.timescale), places: 5)),")
+            lines.append("#EXTINF:\(decimal(Double(track.presentedDuration(segment)) / Double(track.timescale), places: 5)),")
             lines.append("#EXT-X-BYTERANGE:\(bytes)@0")
             lines.append(segment.file)
         }

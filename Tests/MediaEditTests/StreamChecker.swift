@@ -1,0 +1,191 @@
+import FarmTestSupport
+import Foundation
+import MediaEdit
+import MediaTime
+
+/// Checks a streaming package on its files against the rules it keeps, each finding named by the rule
+/// and its source (RFC 8216 for HLS, ISO/IEC 23009-1 and the DASH-IF IOP for DASH, ISO/IEC 14496-12 for
+/// the segments' times), reading with readers the farm did not write: PyPI's m3u8 and mpegdash, ffprobe,
+/// the boxes themselves (`FragmentProbe`) and GStreamer. Empty: every rule holds.
+enum StreamChecker {
+    struct CheckError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func check(folder: String, report: StreamReport) throws -> [String] {
+        var findings: [String] = []
+        func rule(_ holds: Bool, _ text: @autoclosure () -> String) { if !holds { findings.append(text()) } }
+        let reader = TestPaths.packageRoot.appendingPathComponent("Tests/Readers/stream-parse.py").path
+        let parsed = try ProcessRunner.check("python3", [reader, folder]).stdout
+        let read = try JSONSerialization.jsonObject(with: Data(parsed.utf8)) as? [String: Any] ?? [:]
+        guard read["error"] == nil else { return ["m3u8/mpegdash cannot parse the package: \(parsed)"] }
+        let hls = read["hls"] as? [String: Any] ?? [:], dash = read["dash"] as? [String: Any] ?? [:]
+        let video = report.tracks.filter { $0.kind == .video }
+        let frame = video.first.flatMap(\.frameRate).map { Double($0.denominator) / Double($0.numerator) } ?? 1.0 / 30
+        let programme = report.duration.seconds
+
+        // HLS: RFC 8216 4.3.3.1 (target duration), 4.3.3.5 (VOD), 4.3.5.1 (independent segments), and the sum of EXTINFs.
+        rule(hls["independent"] as? Bool == true, "RFC 8216 4.3.5.1: the master has no EXT-X-INDEPENDENT-SEGMENTS")
+        var playlists: [(String, [String: Any])] = []
+        for v in hls["variants"] as? [[String: Any]] ?? [] { playlists.append(("variant", v["playlist"] as? [String: Any] ?? [:])) }
+        for r in hls["renditions"] as? [[String: Any]] ?? [] {
+            rule((r["language"] as? String).map { !$0.isEmpty } == true && (r["name"] as? String).map { !$0.isEmpty } == true,
+                 "EXT-X-MEDIA without LANGUAGE or NAME: \(r)")
+            playlists.append(("rendition \(r["type"] ?? "")", r["playlist"] as? [String: Any] ?? [:]))
+        }
+        rule((hls["iframes"] as? [Any])?.count == video.count, "an I-frame playlist per rung: \((hls["iframes"] as? [Any])?.count ?? 0) for \(video.count)")
+        for (what, p) in playlists {
+            let uri = p["uri"] as? String ?? "?"
+            let durations = (p["segments"] as? [[String: Any]] ?? []).compactMap { $0["duration"] as? Double }
+            let target = p["targetDuration"] as? Int ?? 0
+            rule(durations.allSatisfy { Int($0.rounded()) <= target }, "RFC 8216 4.3.3.1: \(what) \(uri): EXTINFs \(durations) over target \(target)")
+            // Audio ends at the first AAC frame at or after the video's end; the rest at a frame.
+            let slack = what.hasSuffix("AUDIO") ? 1024.0 / Double(report.tracks.compactMap(\.sampleRate).min() ?? 48000) : frame
+            rule(abs(durations.reduce(0, +) - programme) <= slack + 1e-6, "\(what) \(uri): EXTINFs sum \(durations.reduce(0, +)), programme \(programme)")
+            rule(p["playlistType"] as? String == "vod" && p["endList"] as? Bool == true, "RFC 8216 4.3.3.5: \(uri) is not a whole VOD playlist")
+        }
+
+        // DASH: each representation's S@t is its segment's earliest presentation time, its
+        // presentationTimeOffset the track's edit (ISO/IEC 23009-1 5.3.9.6; DASH-IF IOP 3.2.7).
+        let sets = dash["adaptationSets"] as? [[String: Any]] ?? []
+        for set in sets where set["contentType"] as? String != "video" {
+            rule((set["lang"] as? String).map { !$0.isEmpty } == true, "DASH-IF IOP: the \(set["contentType"] ?? "") adaptation set has no lang")
+        }
+        let representations = sets.flatMap { $0["representations"] as? [[String: Any]] ?? [] }
+        for track in report.tracks where track.kind != .text {
+            let initialization = folder + "/" + track.folder + "/init.mp4"
+            let edit = try FragmentProbe.editMediaTime(initialization: initialization)
+            let duration = try FragmentProbe.defaultDuration(initialization: initialization)
+            let earliest = try track.segments.map {
+                try FragmentProbe.earliestPresentationTime(segment: folder + "/" + track.folder + "/" + $0.file, defaultDuration: duration)
+            }
+            rule(edit == track.presentationOffset, "\(track.folder): edit \(edit), reported \(track.presentationOffset)")
+            rule(earliest == track.segments.map(\.start), "ISO/IEC 14496-12: \(track.folder): earliest times \(earliest), reported \(track.segments.map(\.start))")
+            if track.kind == .video { rule(earliest.first.map { $0 - edit } == 0, "\(track.folder): the first frame presents at \(earliest.first.map { $0 - edit } ?? -1)") }
+            guard let r = representations.first(where: { $0["id"] as? String == track.folder }) else {
+                findings.append("the MPD has no representation \(track.folder)")
+                continue
+            }
+            let timeline = (r["timeline"] as? [[String: Any]] ?? []).flatMap { s -> [Int64] in
+                let t = (s["t"] as? NSNumber)?.int64Value ?? -1, d = (s["d"] as? NSNumber)?.int64Value ?? 0
+                return (0...((s["r"] as? NSNumber)?.intValue ?? 0)).map { t + Int64($0) * d }
+            }
+            rule(timeline == earliest, "ISO/IEC 23009-1 5.3.9.6: \(track.folder): S@t \(timeline), files \(earliest)")
+            rule((r["presentationTimeOffset"] as? NSNumber)?.int64Value ?? 0 == edit, "DASH-IF IOP 3.2.7: \(track.folder): presentationTimeOffset against edit \(edit)")
+        }
+
+        // Every rung: its frames as ffprobe reads them, a keyframe exactly at each segment's start and nowhere
+        // else, the same starts on every rung; the audio's boundaries within one AAC frame of the video's.
+        var starts: [[Double]] = []
+        for track in video {
+            let frames = try Self.frames(folder, track)
+            let segmentStarts = track.segments.map { Double($0.start - track.presentationOffset) / Double(track.timescale) }
+            starts.append(segmentStarts)
+            let keys = frames.filter(\.key).map(\.time)
+            rule(keys.count == segmentStarts.count && zip(keys, segmentStarts).allSatisfy { abs($0 - $1) < 1e-3 },
+                 "\(track.folder): keyframes at \(keys), segments at \(segmentStarts)")
+            rule(abs(Double(frames.count) * frame - programme) <= frame + 1e-6, "\(track.folder): \(frames.count) frames for \(programme) s")
+        }
+        rule(Set(starts).count <= 1, "the rungs' segments start apart: \(starts)")
+        for audio in report.tracks where audio.kind == .audio {
+            let aac = 1024.0 / Double(audio.sampleRate ?? 48000) + 1e-9
+            let audioStarts = audio.segments.map { Double($0.start - audio.presentationOffset) / Double(audio.timescale) }
+            rule(audioStarts.count == starts.first?.count && zip(audioStarts, starts.first ?? []).allSatisfy { abs($0 - $1) < aac },
+                 "\(audio.folder): boundaries \(audioStarts) against the video's \(starts.first ?? [])")
+            rule(abs(audio.seconds - programme) < aac, "\(audio.folder): \(audio.seconds) s against \(programme)")
+        }
+        return findings
+    }
+
+    /// The frames of one track as ffprobe reads them from its initialization and segments joined.
+    static func frames(_ folder: String, _ track: StreamTrack) throws -> [(time: Double, key: Bool)] {
+        var joined = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + track.folder + "/init.mp4"))
+        for segment in track.segments {
+            joined.append(try Data(contentsOf: URL(fileURLWithPath: folder + "/" + track.folder + "/" + segment.file)))
+        }
+        let path = folder + "/../" + track.folder + ".joined.mp4"
+        try joined.write(to: URL(fileURLWithPath: path))
+        let r = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "0", "-show_entries", "frame=pts_time,key_frame", "-of", "csv=p=0", path])
+        return r.stdout.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: ",")
+            guard fields.count >= 2, let time = Double(fields[1]) else { return nil }
+            return (time, fields[0] == "1")
+        }
+    }
+
+    /// Plays each rung alone, forced in turn, with GStreamer's playbin3 over HTTP: from a master playlist
+    /// and an MPD that name that rung only (written beside the package's, which stay as they are). Each
+    /// must play to the end, every frame ffprobe reads in the rung, at the rung's size.
+    static func playEachRung(folder: String, report: StreamReport) throws -> [String] {
+        let port = TestPaths.freeLoopbackPort()
+        let server = try Background(["/usr/bin/python3", "-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", folder],
+                                    log: folder + "/../server.log")
+        defer { server.kill(SIGKILL); _ = server.wait(timeout: 5) }
+        guard TestPaths.waitForListener(port: port, udp: false) else { return ["the HTTP server did not listen: \(server.log)"] }
+        let master = try String(contentsOfFile: folder + "/master.m3u8", encoding: .utf8)
+        let mpd = try String(contentsOfFile: folder + "/manifest.mpd", encoding: .utf8)
+        var findings: [String] = []
+        for track in report.tracks where track.kind == .video {
+            try forcedMaster(master, keeping: track.folder).write(toFile: folder + "/forced-\(track.folder).m3u8", atomically: true, encoding: .utf8)
+            try forcedMPD(mpd, keeping: track.folder, all: report.tracks.filter { $0.kind == .video }.map(\.folder))
+                .write(toFile: folder + "/forced-\(track.folder).mpd", atomically: true, encoding: .utf8)
+            let expected = try frames(folder, track).count
+            for entry in ["forced-\(track.folder).m3u8", "forced-\(track.folder).mpd"] {
+                let uri = "uri=http://127.0.0.1:\(port)/\(entry)"
+                let counted = try gstreamer("gst-launch-1.0", ["-q", "playbin3", uri, "video-sink=checksumsink hash=md5 sync=false", "audio-sink=fakesink sync=false"])
+                let played = counted.stdout.split(separator: "\n").filter { line in
+                    line.count == 50 && line.first?.isNumber == true && line.dropFirst(18).allSatisfy(\.isHexDigit)
+                }.count
+                // The rung's picture size as GStreamer's discoverer reads it off the stream.
+                let shown = try gstreamer("gst-discoverer-1.0", ["http://127.0.0.1:\(port)/\(entry)"])
+                let lines = shown.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+                let widths = lines.filter { $0.hasPrefix("Width: ") }.map { $0.dropFirst(7) }, heights = lines.filter { $0.hasPrefix("Height: ") }.map { $0.dropFirst(8) }
+                let sizes = Set(zip(widths, heights).map { "\($0)x\($1)" })
+                if counted.status != 0 || played != expected || shown.status != 0 || sizes != ["\(track.width ?? 0)x\(track.height ?? 0)"] {
+                    findings.append("GStreamer \(entry): status \(counted.status), \(played) of \(expected) frames, sizes \(sizes): \(counted.stderr.prefix(400))")
+                }
+            }
+        }
+        return findings
+    }
+
+    /// A GStreamer tool with `arguments`, once more (up to three runs) when its HLS demuxer says it "Couldn't
+    /// download fragments" though the server sent every one: GStreamer 1.22's hlsdemux2 does so now and then
+    /// on a short playlist, measured here as often on FFmpeg's own HLS (2 runs of 12 on a one-segment package).
+    static func gstreamer(_ tool: String, _ arguments: [String]) throws -> ProcessResult {
+        var result = try ProcessRunner.run(tool, arguments)
+        for _ in 0..<2 where result.status != 0 && (result.stderr + result.stdout).contains("Couldn't download fragments") {
+            result = try ProcessRunner.run(tool, arguments)
+        }
+        return result
+    }
+
+    /// The master playlist with one variant: the others and the I-frame variants left out.
+    static func forcedMaster(_ master: String, keeping folder: String) -> String {
+        var out: [Substring] = [], skipNext = false
+        for line in master.split(separator: "\n", omittingEmptySubsequences: false) {
+            if skipNext { skipNext = false; continue }
+            if line.hasPrefix("#EXT-X-I-FRAME-STREAM-INF") { continue }
+            if line.hasPrefix("#EXT-X-STREAM-INF") { skipNext = true; continue }
+            out.append(line)
+        }
+        let variant = master.split(separator: "\n").enumerated().first { i, line in
+            line.hasPrefix("#EXT-X-STREAM-INF") && master.split(separator: "\n")[i + 1].hasPrefix(folder + "/")
+        }
+        if let (i, line) = variant { out += [line, master.split(separator: "\n")[i + 1]] }
+        return out.joined(separator: "\n") + "\n"
+    }
+
+    /// The MPD with one video representation.
+    static func forcedMPD(_ mpd: String, keeping folder: String, all: [String]) -> String {
+        var text = mpd
+        for other in all where other != folder {
+            guard let start = text.range(of: "<Representation id=\"\(other)\""),
+                  let end = text.range(of: "</Representation>", range: start.upperBound..<text.endIndex) else { continue }
+            let lineStart = text[..<start.lowerBound].lastIndex(of: "\n").map { text.index(after: $0) } ?? start.lowerBound
+            let lineEnd = text[end.upperBound...].firstIndex(of: "\n").map { text.index(after: $0) } ?? end.upperBound
+            text.removeSubrange(lineStart..<lineEnd)
+        }
+        return text
+    }
+}
