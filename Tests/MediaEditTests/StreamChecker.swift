@@ -46,7 +46,7 @@ enum StreamChecker {
         }
 
         // DASH: each representation's S@t is its segment's earliest presentation time, its
-        // presentationTimeOffset the track's edit (ISO/IEC 23009-1 5.3.9.6; DASH-IF IOP 3.2.7).
+        // presentationTimeOffset the track's edit (ISO/IEC 23009-1 5.3.9.6; DASH-IF IOP).
         let sets = dash["adaptationSets"] as? [[String: Any]] ?? []
         for set in sets where set["contentType"] as? String != "video" {
             rule((set["lang"] as? String).map { !$0.isEmpty } == true, "DASH-IF IOP: the \(set["contentType"] ?? "") adaptation set has no lang")
@@ -71,7 +71,7 @@ enum StreamChecker {
                 return (0...((s["r"] as? NSNumber)?.intValue ?? 0)).map { t + Int64($0) * d }
             }
             rule(timeline == earliest, "ISO/IEC 23009-1 5.3.9.6: \(track.folder): S@t \(timeline), files \(earliest)")
-            rule((r["presentationTimeOffset"] as? NSNumber)?.int64Value ?? 0 == edit, "DASH-IF IOP 3.2.7: \(track.folder): presentationTimeOffset against edit \(edit)")
+            rule((r["presentationTimeOffset"] as? NSNumber)?.int64Value ?? 0 == edit, "DASH-IF IOP: \(track.folder): presentationTimeOffset against edit \(edit)")
         }
 
         // Every rung: its frames as ffprobe reads them, a keyframe exactly at each segment's start and nowhere

@@ -121,7 +121,7 @@ import Testing
     /// segment's start in the programme; video's first frame presents at 0 exactly (its composition offsets
     /// are positive, `trun` version 0, and the edit takes away the B-frames' delay, so FFmpeg's demuxer,
     /// which shifts negative offsets its own way, agrees); only the audio's priming, one AAC frame, presents
-    /// before 0; and the MPD's segment times and presentationTimeOffset are the files' own (DASH-IF IOP 3.2.7).
+    /// before 0; and the MPD's segment times and presentationTimeOffset are the files' own (DASH-IF IOP).
     @Test func theFilesPresentWhereTheReportAndTheMPDSay() async throws {
         let (folder, report) = try await Self.package(.longMP4, rungs: [StreamRung(width: 320, height: 240, bitRate: 400_000)],
                                                       segment: MediaTime(value: 4, timescale: 1))
