@@ -16,6 +16,8 @@ struct BrowserPlayback {
     var dropped: Int?
     /// The media time of each frame presented (requestVideoFrameCallback), in order.
     var times: [Double]
+    /// Every path fetched, in order, when a streaming package was played over HTTP.
+    var fetched: [String] = []
 
     /// Plays `movie` with `reader` (a script of Tests/Readers) at `rate` of real time.
     init(_ reader: String, _ movie: String, rate: String) throws {
@@ -30,6 +32,7 @@ struct BrowserPlayback {
         decoded = json["decoded"] as? Int
         dropped = json["dropped"] as? Int
         times = (json["times"] as? [Double]) ?? []
+        fetched = (json["fetched"] as? [String]) ?? []
     }
 
     /// Where the playback departs from a composition of `frames` frames at `rate` frames a second whose

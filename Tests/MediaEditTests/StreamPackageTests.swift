@@ -174,6 +174,24 @@ import Testing
         }
     }
 
+    /// Chromium plays the HLS natively in a page, fetched over HTTP as a player fetches it: every frame of
+    /// the programme decoded and the first and last presented at their times (whichever rung its adaptation
+    /// chose for each segment), every segment's time fetched from some rung, and every audio segment.
+    @Test func chromiumPlaysTheHLSNatively() async throws {
+        let (folder, report) = try await Self.package(.longMP4, rungs: [StreamRung(width: 320, height: 240, bitRate: 400_000),
+                                                                         StreamRung(width: 160, height: 120, bitRate: 150_000)],
+                                                      segment: MediaTime(value: 4, timescale: 1))
+        let played = try BrowserPlayback("chromium-play.py", folder, rate: "2")
+        #expect(played.departures(frames: 300).isEmpty, "\(played.departures(frames: 300))")
+        #expect(abs(played.duration - 10) < 1.0 / 30, "\(played.duration)")
+        let video = report.tracks.filter { $0.kind == .video }
+        for n in 1...3 {
+            #expect(video.contains { played.fetched.contains("/\($0.folder)/\(n).m4s") }, "segment \(n) of no rung: \(played.fetched)")
+        }
+        let audio = try #require(report.tracks.first { $0.kind == .audio })
+        #expect(audio.segments.allSatisfy { played.fetched.contains("/\(audio.folder)/\($0.file)") }, "\(played.fetched)")
+    }
+
     /// BANDWIDTH is the peak of runs of 0.5 to 1.5 target durations (RFC 8216 4.3.4.2): a last segment of
     /// one frame, nearly all keyframe, does not stand for the rung; a track shorter than half a target is
     /// measured whole.

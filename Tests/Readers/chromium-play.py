@@ -5,8 +5,11 @@
 # last decoded audio or video), and the media time of every frame it presents
 # (HTMLVideoElement.requestVideoFrameCallback); or {"error": ...}.
 #   chromium-play.py MOVIE [--rate R]
-# Playback runs in real time divided by R (default 1).
-import json, os, shutil, socket, subprocess, sys, tempfile, time, urllib.request
+#   chromium-play.py PACKAGE_FOLDER [--rate R]
+# Playback runs in real time divided by R (default 1). A streaming package (a folder with master.m3u8) is
+# served over HTTP on 127.0.0.1, as a player fetches it, and played by Chromium's native HLS; the JSON then
+# also lists every path fetched ("fetched"), in order.
+import functools, http.server, json, os, shutil, socket, subprocess, sys, tempfile, threading, time, urllib.request
 import websocket  # python3-websocket
 
 PAGE = """<!doctype html><html><body><video id=v muted playsinline></video><pre id=out>pending</pre><script>
@@ -19,7 +22,7 @@ v.onended = () => { const q = v.getVideoPlaybackQuality();
   out.textContent = JSON.stringify({duration, endedDuration: v.duration, times, decoded: q.totalVideoFrames, dropped: q.droppedVideoFrames}); };
 v.onerror = () => { out.textContent = JSON.stringify({error: 'media error ' + (v.error && (v.error.code + ': ' + v.error.message))}); };
 v.playbackRate = RATE;
-v.src = 'movie' + EXT;
+v.src = SRC;
 v.play().catch(e => { out.textContent = JSON.stringify({error: String(e)}); });
 </script></body></html>"""
 
@@ -30,15 +33,41 @@ def until(seconds):
         yield
 
 
+def package_server(root, page, fetched):
+    """An HTTP server on a free loopback port for the package at `root`, with the player's page at
+    /.mediafarm-play.html; each path fetched is appended to `fetched`."""
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self):
+            if self.path == "/.mediafarm-play.html":
+                body = page.encode()
+                self.send_response(200); self.send_header("Content-Type", "text/html"); self.send_header("Content-Length", str(len(body)))
+                self.end_headers(); self.wfile.write(body); return
+            fetched.append(self.path)
+            super().do_GET()
+
+        def log_message(self, *args):
+            pass
+    Handler.extensions_map = {**Handler.extensions_map, ".m3u8": "application/vnd.apple.mpegurl", ".m4s": "video/iso.segment", ".vtt": "text/vtt"}
+    return http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=root))
+
+
 def main():
     movie = os.path.abspath(sys.argv[1])
     rate = float(sys.argv[sys.argv.index("--rate") + 1]) if "--rate" in sys.argv else 1.0
     folder = tempfile.mkdtemp(prefix="mediafarm-chromium-")
+    server, fetched = None, []
     try:
-        ext = os.path.splitext(movie)[1]
-        os.symlink(movie, os.path.join(folder, "movie" + ext))
-        with open(os.path.join(folder, "play.html"), "w") as f:
-            f.write(PAGE.replace("RATE", repr(rate)).replace("EXT", json.dumps(ext)))
+        if os.path.isdir(movie):
+            page = PAGE.replace("RATE", repr(rate)).replace("SRC", json.dumps("master.m3u8"))
+            server = package_server(movie, page, fetched)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            address = f"http://127.0.0.1:{server.server_address[1]}/.mediafarm-play.html"
+        else:
+            ext = os.path.splitext(movie)[1]
+            os.symlink(movie, os.path.join(folder, "movie" + ext))
+            with open(os.path.join(folder, "play.html"), "w") as f:
+                f.write(PAGE.replace("RATE", repr(rate)).replace("SRC", json.dumps("movie" + ext)))
+            address = f"file://{folder}/play.html"
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
         chrome = subprocess.Popen(["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--mute-audio",
@@ -63,18 +92,23 @@ def main():
                 while True:
                     reply = json.loads(ws.recv())
                     if reply.get("id") == ids[0]: return reply
-            call("Page.navigate", url=f"file://{folder}/play.html")
+            call("Page.navigate", url=address)
             deadline = time.time() + 120
             while time.time() < deadline:
                 r = call("Runtime.evaluate", expression="document.getElementById('out') ? document.getElementById('out').textContent : 'pending'")
                 value = r.get("result", {}).get("result", {}).get("value")
                 if value and value != "pending":
-                    print(value); return 0
+                    out = json.loads(value)
+                    if server:
+                        out["fetched"] = fetched
+                    print(json.dumps(out)); return 0
                 time.sleep(0.2)
             print(json.dumps({"error": "playback did not end within 120 s"})); return 1
         finally:
             chrome.kill(); chrome.wait()
     finally:
+        if server:
+            server.shutdown()
         shutil.rmtree(folder, ignore_errors=True)
 
 sys.exit(main())
