@@ -46,6 +46,8 @@ extension JobManifest {
 
     public struct StreamAudio: Sendable, Hashable {
         public var bitrate = 128_000
+        /// AAC's channels: the source's mixed to this many (2, stereo, by default); 0: the source's own, up to 8.
+        public var channels = 2
         /// The audio's language in the playlists (BCP 47: "en", "pt-BR").
         public var language: String?
         /// The source's audio tracks to keep, by language, one rendition each ("en" finds "eng" and "en");
@@ -102,6 +104,7 @@ extension JobManifest.StreamSettings {
         members.append(("video", .object(video)))
         var audio: [(key: String, value: JSONValue)] = []
         if self.audio.bitrate != 128_000 { audio.append(("bitrate", .whole(self.audio.bitrate))) }
+        if self.audio.channels != 2 { audio.append(("channels", .whole(self.audio.channels))) }
         if let language = self.audio.language { audio.append(("language", .string(language))) }
         if !self.audio.languages.isEmpty { audio.append(("languages", .array(self.audio.languages.map(JSONValue.string)))) }
         if !audio.isEmpty { members.append(("audio", .object(audio))) }

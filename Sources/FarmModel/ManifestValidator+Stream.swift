@@ -33,8 +33,9 @@ extension Walker {
         let video = o["video"].flatMap { streamVideo($0, "\(p).video") }
         if o["video"] == nil { fail("\(p).video", "is required: a package needs its ladder (\"video\": {\"rungs\": [{\"height\": 720, \"bitrate\": 3000000}]})") }
         var audio = JobManifest.StreamAudio()
-        if let a = o["audio"], let ao = object(a, "\(p).audio", allowed: ["bitrate", "language", "languages"]) {
+        if let a = o["audio"], let ao = object(a, "\(p).audio", allowed: ["bitrate", "channels", "language", "languages"]) {
             audio.bitrate = integer(ao["bitrate"], "\(p).audio.bitrate", in: 16_000...512_000) ?? audio.bitrate
+            audio.channels = integer(ao["channels"], "\(p).audio.channels", in: 0...8) ?? audio.channels
             audio.language = languageTag(ao["language"], "\(p).audio.language")
             audio.languages = languageList(ao["languages"], "\(p).audio.languages")
             if audio.language != nil && !audio.languages.isEmpty {

@@ -28,13 +28,14 @@ final class RenderedAudioWriter {
     /// Sets up the composition's audio track, rendered from `audio`'s format, as a new stream of `file`;
     /// `totalDuration` may run past the mapping (silence to the end).
     /// `streams`: each source's stream to render (nil for one: silence there); by default each source's first.
-    convenience init(mapping: TimeMapping, sources: [ExportSource], audio: StreamInfo, streams: [Int?]? = nil, totalDuration: MediaTime,
+    /// `channels`: mixed to this many; nil: `audio`'s own, up to 8.
+    convenience init(mapping: TimeMapping, sources: [ExportSource], audio: StreamInfo, streams: [Int?]? = nil, channels: Int? = nil, totalDuration: MediaTime,
                      file: OutputFile, settings: ExportSettings, interrupter: Interrupter,
                      progress: (@Sendable (ExportProgress) -> Void)? = nil) throws {
         let indexes = streams ?? sources.map { $0.audio?.index }
         let renderer = try AudioTrackRenderer(
             mapping: mapping, sources: zip(sources, indexes).map { .init(path: $0.path, streamIndex: $1) },
-            sampleRate: audio.sampleRate, channels: min(max(audio.channelCount, 1), 8), algorithm: settings.timePitch,
+            sampleRate: audio.sampleRate, channels: channels ?? min(max(audio.channelCount, 1), 8), algorithm: settings.timePitch,
             bitRate: settings.audioBitRate, totalDuration: totalDuration, globalHeader: file.needsGlobalHeader,
             loudness: settings.loudness, limits: settings.limits, interrupter: interrupter, progress: progress)
         self.init(renderer: renderer, file: file, stream: try file.addStream(for: renderer.encoder, language: audio.language),

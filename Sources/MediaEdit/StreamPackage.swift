@@ -49,6 +49,8 @@ public struct StreamSettings: Sendable {
     /// The source's audio tracks to package, by language, one rendition each (every source of the
     /// composition must have each); empty: its first audio track, as `audioLanguage`.
     public var audioLanguages: [String] = []
+    /// AAC's channels: the source's mixed to this many; 0: the source's own, up to 8.
+    public var audioChannels = 2
     /// The source's text subtitle tracks to package as WebVTT, by language (every source must have each).
     public var subtitleLanguages: [String] = []
     public var limits: SafetyLimits
@@ -93,6 +95,7 @@ public struct StreamSettings: Sendable {
               segmentDuration <= MediaTime(value: 60, timescale: 1) else {
             throw ExportError("the segment duration must be from one frame to 60 s (it is \(segmentDuration.seconds) s)")
         }
+        guard (0...8).contains(audioChannels) else { throw ExportError("the audio's channels must be 0 (the source's own) to 8 (it is \(audioChannels))") }
         for language in [audioLanguage].compactMap({ $0 }) + audioLanguages + subtitleLanguages
         where language.range(of: "^[a-z]{2,3}(-[A-Za-z0-9]{1,8})*\\z", options: .regularExpression) == nil {
             throw ExportError("the audio language \"\(language)\" is not a language tag (en, fra, pt-BR)")

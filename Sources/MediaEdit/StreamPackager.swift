@@ -214,7 +214,8 @@ struct PackageWriter {
         var rendering = ExportSettings(mode: .constantFrameRate, outputPath: settings.folder, muxer: "mp4", audioBitRate: settings.audioBitRate,
                                        timePitch: settings.timePitch, limits: settings.limits)
         rendering.threads = settings.threads
-        let writer = try RenderedAudioWriter(mapping: composition.timeMapping, sources: sources, audio: audio, streams: streams, totalDuration: duration,
+        let writer = try RenderedAudioWriter(mapping: composition.timeMapping, sources: sources, audio: audio, streams: streams,
+                                             channels: settings.audioChannels == 0 ? nil : settings.audioChannels, totalDuration: duration,
                                              file: track.file, settings: rendering, interrupter: interrupter)
         try track.begin(with: writer.renderer.encoder, language: language, added: 0)
         writer.sink = { packet in try track.write(&packet) }

@@ -51,6 +51,8 @@ import Testing
         #expect(video.count == 2, "\(c.name): \(report.tracks.map(\.folder))")
         #expect(report.tracks.filter { $0.kind == .audio }.count == max(c.audio.count, c.name.contains("slow_motion") ? 0 : 1))
         #expect(report.tracks.filter { $0.kind == .text }.map(\.language) == c.subtitles.map { Optional($0) })
+        // AAC stereo by default: the 5.1 track is mixed down.
+        #expect(report.tracks.filter { $0.kind == .audio }.allSatisfy { $0.channels == 2 }, "\(report.tracks.map { ($0.folder, $0.channels) })")
         // The picture as shown: the phone clip stands up, the PAL picture is widened to 4:3 ... 16:9.
         let first = try #require(video.first)
         switch c.name {

@@ -220,6 +220,7 @@ import Testing
         #expect(refusal { $0.segmentDuration = .zero }?.contains("from one frame to 60 s") == true)
         #expect(refusal { $0.segmentDuration = MediaTime(value: 3600, timescale: 1) }?.contains("from one frame to 60 s") == true)
         #expect(refusal { $0.audioLanguage = "en\"\n#EXT-X-ENDLIST" }?.contains("is not a language tag") == true)
+        #expect(refusal { $0.audioChannels = 9 }?.contains("0 (the source's own) to 8") == true)
     }
 
     /// A ladder fitted to the picture as shown: one side follows the aspect, two make a box the picture fits

@@ -126,7 +126,7 @@ import Testing
         #expect(keys(streamVideo) == ["rungs", "larger", "preset", "threads"])
         #expect(keys((streamVideo?["properties"] as? [String: Any])?["rungs"].flatMap { ($0 as? [String: Any])?["items"] as? [String: Any] })
                 == ["width", "height", "bitrate", "maxBitrate", "bufferSize", "profile", "level"])
-        #expect(keys((stream?["properties"] as? [String: Any])?["audio"] as? [String: Any]) == ["bitrate", "language", "languages"])
+        #expect(keys((stream?["properties"] as? [String: Any])?["audio"] as? [String: Any]) == ["bitrate", "channels", "language", "languages"])
         let package = """
         { "version": 1, "input": "a.mp4", "stream": { "output": "out/pkg", "formats": ["hls", "dash"], "segmentSeconds": 4, "frameRate": 25,
           "video": { "rungs": [ { "width": 640, "height": 360, "bitrate": 800000, "maxBitrate": 1200000, "bufferSize": 2400000, "profile": "main", "level": "3.0" } ],

@@ -27,6 +27,7 @@ struct JobPackage {
                                           preset: stream.video.preset, threads: stream.video.threads, timePitch: AudioTimePitchAlgorithm(manifest.audio.timePitch),
                                           audioLanguage: stream.audio.language, limits: runner.limits)
             settings.audioLanguages = stream.audio.languages
+            settings.audioChannels = stream.audio.channels
             settings.subtitleLanguages = stream.subtitleLanguages
             var packager = StreamPackager(composition: composition, settings: settings)
             packager.pool = runner.pool
