@@ -30,6 +30,29 @@ import Testing
         ((try? FileManager.default.contentsOfDirectory(atPath: (final as NSString).deletingLastPathComponent)) ?? []).sorted()
     }
 
+    /// What a killed `mediafarm run` left beside a package (a staged folder without its marker that no
+    /// writer holds, older than a minute) is removed before the next package is written there; a folder
+    /// being written (its writer holds it locked), a whole package waiting for its coordinator (it has its
+    /// marker) and a folder just made stay.
+    @Test func whatAKilledWriterLeftIsSweptAndNothingElse() throws {
+        let root = try TestPaths.makeTemporaryFolder("package-sweep").path
+        let final = root + "/show"
+        let abandoned = root + "/.show.mediafarm-staged-killed", waiting = root + "/.show.mediafarm-staged-whole"
+        let young = root + "/.show.mediafarm-staged-young", writing = root + "/.other.mediafarm-staged-alive"
+        try Self.package(abandoned, token: nil)
+        try Self.package(waiting, token: "whole")
+        try Self.package(young, token: nil)
+        let lock = try PackageFolder.create(writing)
+        for path in [abandoned, waiting, writing] {
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -120)], ofItemAtPath: path)
+        }
+        #expect(PackageFolder.sweepAbandoned(beside: final) == [abandoned])
+        #expect(names(final) == [".other.mediafarm-staged-alive", ".show.mediafarm-staged-whole", ".show.mediafarm-staged-young"])
+        close(lock)
+        #expect(PackageFolder.sweepAbandoned(beside: final) == [writing])
+        #expect(FileManager.default.fileExists(atPath: waiting + "/" + PackageFolder.marker) && FileManager.default.fileExists(atPath: young))
+    }
+
     @Test func anOldPackageIsExchangedForTheNewAndRemoved() throws {
         let (final, staged) = try folder()
         try Self.package(final, token: "old")

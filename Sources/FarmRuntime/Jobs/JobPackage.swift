@@ -20,7 +20,9 @@ struct JobPackage {
         // coordinator a package there may be replaced by a retried attempt: only what is never replaced is refused.
         let inputs = manifest.edits.map(\.source)
         try PackageFolder.checkBeforePublishing(stream.output, allowExisting: manifest.overwrite || stagingToken != nil, inputs: inputs)
-        try PackageFolder.create(staged)
+        PackageFolder.sweepAbandoned(beside: stream.output)
+        let lock = try PackageFolder.create(staged)
+        defer { close(lock) }
         do {
             var settings = StreamSettings(folder: staged, rungs: stream.video.rungs.map(MediaEdit.StreamRung.init), segmentDuration: stream.segmentDuration,
                                           frameDuration: stream.frameDuration, larger: LargerRungs(stream.video.larger), audioBitRate: stream.audio.bitrate,
