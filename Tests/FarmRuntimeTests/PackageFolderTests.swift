@@ -1,5 +1,6 @@
 import FarmTestSupport
 import Foundation
+import SafeFiles
 import Testing
 @testable import FarmRuntime
 
@@ -98,6 +99,16 @@ import Testing
             Issue.record("a package holding the job's input was replaced")
         } catch { #expect("\(error)".contains("holds the job's input \(link)"), "\(error)") }
         #expect(Self.madeBy(final) == "made by old")
+        // One of the farm's own files inside the old package (a queue's database someone put there).
+        try FileManager.default.removeItem(atPath: link)
+        let database = final + "/video-1/queue.sqlite"
+        try Data("SQLite format 3\u{0}".utf8).write(to: URL(fileURLWithPath: database))
+        ProtectedFiles.shared.protect(database, role: "the queue's database")
+        do {
+            try PackageFolder.publish(staged, to: final, token: "new", allowExisting: true, inputs: [])
+            Issue.record("a package holding the farm's own file was replaced")
+        } catch { #expect("\(error)".contains("holds video-1/queue.sqlite, one of the farm's own files"), "\(error)") }
+        #expect(Self.madeBy(final) == "made by old" && FileManager.default.fileExists(atPath: database))
         try FileManager.default.removeItem(atPath: final + "/" + PackageFolder.marker)
         do {
             try PackageFolder.publish(staged, to: final, token: "new", allowExisting: true, inputs: [])
