@@ -110,11 +110,12 @@ extension JobManifest {
     public var writesPictures: Bool { makesPictures || export?.poster != nil || scan?.images != nil }
 
     /// Every file the job writes, and every pattern of its numbered files (with `{index}`), as the manifest
-    /// resolved them: two live jobs may not write one (the queue refuses the second at submission).
+    /// resolved them, and a package's folder as a folder (`OutputClaim`): two live jobs may not write one
+    /// (the queue refuses the second at submission).
     public var writes: [String] {
         var files: [String] = []
         if let output = export?.output { files.append(output) }
-        if let package = stream?.output { files.append(package) }
+        if let package = stream?.output { files.append(OutputClaim.folder(package)) }
         if let report { files.append(report) }
         if let poster { files.append(poster.output) }
         if let exportPoster = export?.poster { files.append(exportPoster.output) }

@@ -162,17 +162,18 @@ public struct Submission: Sendable {
         }
         // Two of its own manifests writing one file: named both (the queue would name a job that was never
         // made, its submission rolled back). One that waits for others may write theirs: the queue decides.
-        var writers: [String: String] = [:]
+        var writers = OutputClaimIndex<String>()
         var clashing: Set<Int> = []
         for (index, (offer, manifest)) in checked.valid.enumerated() where manifest.after.isEmpty && !rules.oneUniqueKey {
             var clashes: [ManifestIssue] = []
             for file in Set(manifest.writes).sorted() {
-                if let first = writers[file] {
+                if let (held, first) = writers.clashing(file).first {
                     let other = first == offer.file ? "\(first), given twice" : first
-                    clashes.append(ManifestIssue(path: "$", message: "\(file) is written by \(other) too, in the same submission: two jobs may not "
+                    let what = held == file ? "\(file) is written by \(other) too" : "\(file) and \(held), which \(other) writes, are one inside the other"
+                    clashes.append(ManifestIssue(path: "$", message: "\(what), in the same submission: two jobs may not "
                                                  + "write one file; write another path, or make one wait for the other (\"after\")"))
                 } else {
-                    writers[file] = offer.file
+                    writers.add(file, offer.file)
                 }
             }
             if !clashes.isEmpty {

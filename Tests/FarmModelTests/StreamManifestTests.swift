@@ -26,7 +26,7 @@ import Testing
         #expect(stream.formats == [.hls, .dash] && stream.segmentDuration == MediaTime(value: 6, timescale: 1) && stream.frameDuration == nil)
         #expect(stream.video.rungs == [JobManifest.StreamRung(height: 720, bitrate: 3_000_000)])
         #expect(stream.video.larger == .refuse && stream.video.preset == "veryfast" && stream.audio == JobManifest.StreamAudio())
-        #expect(m.writes == ["/jobs/out/pkg"] && !m.isInspectionOnly)
+        #expect(m.writes == ["/jobs/out/pkg/"] && !m.isInspectionOnly)
     }
 
     @Test func levelsAreReadAsH264NamesThem() {

@@ -48,6 +48,44 @@ import Testing
         #expect(try await store.delete([first]) == [first])
     }
 
+    /// A package's folder is claimed whole: a live job writing into it is refused, as is a package whose
+    /// folder holds what a live job writes, or is inside another package; a sibling whose name begins the
+    /// same is not inside it.
+    @Test(arguments: Backend.allCases)
+    func aPackageFolderClashesWithWhatIsInsideIt(backend: Backend) async throws {
+        let store = try await backend.make()
+        defer { Task { await store.close() } }
+        let package = try await store.enqueue([new("package", writes: [OutputClaim.folder("/data/out/show")])], at: t0)[0].id
+        let inside = try await refusal(store, [new("poster", writes: ["/data/out/show/poster.jpg"])])
+        #expect(inside.contains("/data/out/show/poster.jpg is inside /data/out/show/, written by job \(package) (package), which is queued"), "\(inside)")
+        let deeper = try await refusal(store, [new("inner", writes: [OutputClaim.folder("/data/out/show/extras")])])
+        #expect(deeper.contains("is inside /data/out/show/, written by job \(package)"), "\(deeper)")
+        let same = try await refusal(store, [new("file", writes: ["/data/out/show"])])
+        #expect(same.contains("written by job \(package) (package)"), "\(same)")
+        // Beside it, not inside: "/data/out/show2/" and "/data/out/show.json" begin with the same letters.
+        #expect(try await store.enqueue([new("sibling", writes: [OutputClaim.folder("/data/out/show2"), "/data/out/show.json"])], at: t0)[0].inserted)
+        // A poster first, then a package over its folder.
+        let poster = try await store.enqueue([new("poster", writes: ["/data/out/reel/a/poster.jpg"])], at: t0)[0].id
+        let over = try await refusal(store, [new("reel", writes: [OutputClaim.folder("/data/out/reel")])])
+        #expect(over.contains("/data/out/reel/ holds /data/out/reel/a/poster.jpg, written by job \(poster) (poster)"), "\(over)")
+        // Waiting for the package, a job may write into its folder.
+        #expect(try await store.enqueue([new("after", writes: ["/data/out/show/notes.txt"], after: [package])], at: t0)[0].inserted)
+        // In one submission too.
+        let both = try await refusal(store, [new("p", writes: [OutputClaim.folder("/data/out/pair")]), new("q", writes: ["/data/out/pair/q.mp4"])])
+        #expect(both.contains("/data/out/pair/q.mp4 is inside /data/out/pair/"), "\(both)")
+    }
+
+    /// The claims' rule, written once: what clashes and what does not.
+    @Test func claimsClashByPathAndFolder() {
+        #expect(OutputClaim.clash("/a/b/", "/a/b/c.mp4") && OutputClaim.clash("/a/b/c.mp4", "/a/b/") && OutputClaim.clash("/a/b/", "/a/b"))
+        #expect(OutputClaim.clash("/a/", "/a/b/") && OutputClaim.clash("/a/b.mp4", "/a/b.mp4"))
+        #expect(!OutputClaim.clash("/a/b/", "/a/bc/d.mp4") && !OutputClaim.clash("/a/b.mp4", "/a/c.mp4") && !OutputClaim.clash("/a/b/c.mp4", "/a/b/d.mp4"))
+        var index = OutputClaimIndex<Int>()
+        index.add("/a/b/c/d.mp4", 1)
+        index.add("/x/", 2)
+        #expect(index.clashing("/a/b/").map(\.holder) == [1] && index.clashing("/x/y.mp4").map(\.holder) == [2] && index.clashing("/a/bb/").isEmpty)
+    }
+
     func refusal(_ store: any JobStore, _ jobs: [NewJob]) async throws -> String {
         do {
             _ = try await store.enqueue(jobs, at: t0)

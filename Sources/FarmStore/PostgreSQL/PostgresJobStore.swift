@@ -128,13 +128,13 @@ public final class PostgresJobStore: JobStore {
             let writers = try await liveWriters(of: jobs, on: c)
             // Jobs with no key and no dependency go in together, a statement for up to 1,000, checked in
             // order as each other job is (a file written twice is refused naming the job inserted first).
-            var plain: [NewJob] = [], files: Set<String> = []
+            var plain: [NewJob] = [], files = OutputClaimIndex<Bool>()
             var hosts: Outbox.Hosts?
             for new in jobs {
                 if new.uniqueKey == nil && new.after.isEmpty {
-                    if plain.count == 1_000 || new.outputs.contains(where: files.contains) {
+                    if plain.count == 1_000 || new.outputs.contains(where: { !files.clashing($0).isEmpty }) {
                         results += try await insertPlain(plain, at: now, on: c, writers: writers)
-                        (plain, files) = ([], [])
+                        (plain, files) = ([], OutputClaimIndex())
                     }
                     if let notify = Outbox.notify(new.manifest) {
                         if hosts == nil { hosts = try await Self.hosts(c) }
@@ -144,10 +144,10 @@ public final class PostgresJobStore: JobStore {
                     }
                     try writers.check(new, after: [])
                     plain.append(new)
-                    files.formUnion(new.outputs)
+                    for file in new.outputs { files.add(file, true) }
                 } else {
                     results += try await insertPlain(plain, at: now, on: c, writers: writers)
-                    (plain, files) = ([], [])
+                    (plain, files) = ([], OutputClaimIndex())
                     results.append(try await insert(new, at: now, on: c, writers: writers))
                 }
             }

@@ -27,17 +27,22 @@ enum OutputClaims {
         ]
     }
 
-    /// The refusal of `new` for `file`, which live job `id` (`name`, `state`) writes.
-    static func refusal(_ new: NewJob, file: String, id: Int64, name: String, state: String) -> JobStoreError {
-        .refused("\(new.name): \(file) is written by job \(id) (\(name)), which is \(state): two live jobs may not write one file. "
-                 + "Wait for it (\"after\": [\(id)], or submit --after \(id)), or write another path; nothing was queued")
+    /// The refusal of `new` for its claim clashing with `held`, which live job `id` (`name`, `state`) writes.
+    static func refusal(_ new: NewJob, held: String, id: Int64, name: String, state: String) -> JobStoreError {
+        let mine = new.outputs.first { OutputClaim.clash($0, held) } ?? held
+        let what = mine == held ? "\(held) is written"
+            : OutputClaim.keys(mine).contains(held) ? "\(mine) is inside \(held), written" : "\(mine) holds \(held), written"
+        return .refused("\(new.name): \(what) by job \(id) (\(name)), which is \(state): two live jobs may not write one file, or one into the other's package. "
+                        + "Wait for it (\"after\": [\(id)], or submit --after \(id)), or write another path; nothing was queued")
     }
 
-    /// The query of a live writer of one of `count` files (bound first), not among the ids bound after them.
-    static func liveWriter(files count: Int, excluding excluded: Int) -> String {
-        """
+    /// The query of a live writer of a claim clashing with one of `keys` claims (bound first) or inside one of
+    /// `ranges` folders (each bound as its two ends), not among the `excluded` ids bound after them.
+    static func liveWriter(keys: Int, ranges: Int, excluding excluded: Int) -> String {
+        let inside = Array(repeating: " OR (o.path >= ? AND o.path < ?)", count: ranges).joined()
+        return """
         SELECT o.path, j.id, j.name, j.state FROM job_outputs AS o JOIN jobs AS j ON j.id = o.job_id
-        WHERE o.path IN (\(Array(repeating: "?", count: count).joined(separator: ", "))) AND j.state IN ('queued', 'waiting', 'running')
+        WHERE (o.path IN (\(Array(repeating: "?", count: keys).joined(separator: ", ")))\(inside)) AND j.state IN ('queued', 'waiting', 'running')
         \(excluded > 0 ? "AND j.id NOT IN (\(Array(repeating: "?", count: excluded).joined(separator: ", ")))" : "") ORDER BY j.id LIMIT 1
         """
     }
@@ -47,9 +52,12 @@ extension SQLiteJobStore {
     /// Refuses `new` when a live job writes one of its files (its dependencies `after` aside).
     func checkOutputs(_ new: NewJob, after: [Int64], _ db: Database) throws {
         guard !new.outputs.isEmpty else { return }
-        let arguments = StatementArguments(new.outputs) + StatementArguments(after)
-        if let row = try Row.fetchOne(db, sql: OutputClaims.liveWriter(files: new.outputs.count, excluding: after.count), arguments: arguments) {
-            throw OutputClaims.refusal(new, file: row[0], id: row[1], name: row[2], state: row[3])
+        let keys = Array(Set(new.outputs.flatMap(OutputClaim.keys))).sorted()
+        let ranges = new.outputs.compactMap(OutputClaim.inside)
+        let arguments = StatementArguments(keys) + StatementArguments(ranges.flatMap { [$0.from, $0.to] }) + StatementArguments(after)
+        let sql = OutputClaims.liveWriter(keys: keys.count, ranges: ranges.count, excluding: after.count)
+        if let row = try Row.fetchOne(db, sql: sql, arguments: arguments) {
+            throw OutputClaims.refusal(new, held: row[0], id: row[1], name: row[2], state: row[3])
         }
     }
 
@@ -67,19 +75,19 @@ extension SQLiteJobStore {
 /// Used inside one transaction only.
 final class OutputWriters: Sendable {
     typealias Writer = (id: Int64, name: String, state: String)
-    private let state = Mutex<(writers: [String: [Writer]], recorded: [(file: String, id: Int64)])>(([:], []))
+    private let state = Mutex<(writers: OutputClaimIndex<Writer>, recorded: [(file: String, id: Int64)])>((OutputClaimIndex(), []))
 
     /// A live job that writes `file`, as the queue found it.
     func found(_ file: String, _ writer: Writer) {
-        state.withLock { $0.writers[file, default: []].append(writer) }
+        state.withLock { $0.writers.add(file, writer) }
     }
 
-    /// Refuses `new` when a live job writes one of its files (its dependencies `after` aside).
+    /// Refuses `new` when a live job writes a claim clashing with one of its own (its dependencies `after` aside).
     func check(_ new: NewJob, after: [Int64]) throws {
         let writers = state.withLock { $0.writers }
         for file in new.outputs {
-            if let writer = writers[file]?.first(where: { !after.contains($0.id) }) {
-                throw OutputClaims.refusal(new, file: file, id: writer.id, name: writer.name, state: writer.state)
+            if let (held, writer) = writers.clashing(file).first(where: { !after.contains($0.holder.id) }) {
+                throw OutputClaims.refusal(new, held: held, id: writer.id, name: writer.name, state: writer.state)
             }
         }
     }
@@ -87,7 +95,7 @@ final class OutputWriters: Sendable {
     func add(_ new: NewJob, id: Int64) {
         state.withLock { state in
             for file in new.outputs {
-                state.writers[file, default: []].append((id, new.name, "queued"))
+                state.writers.add(file, (id, new.name, "queued"))
                 state.recorded.append((file, id))
             }
         }
@@ -102,12 +110,16 @@ extension PostgresJobStore {
     /// then finds which live jobs write them.
     func liveWriters(of jobs: [NewJob], on c: PostgresConnection) async throws -> OutputWriters {
         let writers = OutputWriters()
-        let files = Array(Set(jobs.flatMap(\.outputs))).sorted()
-        guard !files.isEmpty else { return writers }
-        _ = try await c.run("SELECT pg_advisory_xact_lock(hashtextextended(p, 7)) FROM unnest(\(files)::text[]) AS p ORDER BY p")
+        // Each claim's keys: a package and a file inside it both lock the package's folder, so two hosts
+        // submitting them at once wait for each other.
+        let keys = Array(Set(jobs.flatMap(\.outputs).flatMap(OutputClaim.keys))).sorted()
+        guard !keys.isEmpty else { return writers }
+        let folders = Array(Set(jobs.flatMap(\.outputs).filter(OutputClaim.isFolder))).sorted()
+        _ = try await c.run("SELECT pg_advisory_xact_lock(hashtextextended(p, 7)) FROM unnest(\(keys)::text[]) AS p ORDER BY p")
         let rows = try await c.run("""
             SELECT o.path, j.id, j.name, j.state FROM \(unescaped: schemaPrefix)job_outputs AS o JOIN \(unescaped: table) AS j ON j.id = o.job_id
-            WHERE o.path = ANY(\(files)::text[]) AND j.state IN ('queued', 'waiting', 'running') ORDER BY j.id
+            WHERE (o.path = ANY(\(keys)::text[]) OR EXISTS (SELECT 1 FROM unnest(\(folders)::text[]) AS f WHERE starts_with(o.path, f)))
+            AND j.state IN ('queued', 'waiting', 'running') ORDER BY j.id
             """)
         for row in rows {
             let (file, id, name, state) = try row.decode((String, Int64, String, String).self)
