@@ -206,19 +206,7 @@ import Testing
         let srt = farm.folder.appendingPathComponent("en.srt").path, ass = farm.folder.appendingPathComponent("fr.ass").path
         try "1\n00:00:00,500 --> 00:00:01,500\nHello <i>world</i>\n\n2\n00:00:01,800 --> 00:00:02,600\nAcross the cut\n\n3\n00:00:02,800 --> 00:00:03,500\nThe end\n\n"
             .write(toFile: srt, atomically: true, encoding: .utf8)
-        try """
-            [Script Info]
-            ScriptType: v4.00+
-
-            [V4+ Styles]
-            Format: Name, Fontname, Fontsize, PrimaryColour, SecondaryColour, OutlineColour, BackColour, Bold, Italic, Underline, StrikeOut, ScaleX, ScaleY, Spacing, Angle, BorderStyle, Outline, Shadow, Alignment, MarginL, MarginR, MarginV, Encoding
-            Style: Default,Arial,20,&H00FFFFFF,&H000000FF,&H00000000,&H00000000,0,0,0,0,100,100,0,0,1,1,0,2,10,10,10,1
-
-            [Events]
-            Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text
-            Dialogue: 0,0:00:00.50,0:00:01.50,Default,,0,0,0,,{\\an8}Bonjour
-
-            """.write(toFile: ass, atomically: true, encoding: .utf8)
+        try SubtitleFixtures.ass([#"0,0:00:00.50,0:00:01.50,Default,,0,0,0,,{\an8}Bonjour"#]).write(toFile: ass, atomically: true, encoding: .utf8)
         let source = farm.folder.appendingPathComponent("subs.mkv").path
         try ProcessRunner.check("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=320x240:r=25:d=4", "-i", srt, "-i", ass,
                                            "-map", "0", "-map", "1", "-map", "2", "-c:v", "libx264", "-preset", "ultrafast", "-c:s:0", "srt", "-c:s:1", "ass",

@@ -80,19 +80,7 @@ import Testing
         case "surround-two-languages.mkv":
             let srt = out + ".en.srt", ass = out + ".fr.ass"
             try "1\n00:00:00,500 --> 00:00:01,500\nHello\n\n2\n00:00:02,000 --> 00:00:02,800\nAgain\n\n".write(toFile: srt, atomically: true, encoding: .utf8)
-            try """
-                [Script Info]
-                ScriptType: v4.00+
-
-                [V4+ Styles]
-                Format: Name, Fontname, Fontsize, PrimaryColour, SecondaryColour, OutlineColour, BackColour, Bold, Italic, Underline, StrikeOut, ScaleX, ScaleY, Spacing, Angle, BorderStyle, Outline, Shadow, Alignment, MarginL, MarginR, MarginV, Encoding
-                Style: Default,Arial,20,&H00FFFFFF,&H000000FF,&H00000000,&H00000000,0,0,0,0,100,100,0,0,1,1,0,2,10,10,10,1
-
-                [Events]
-                Format: Layer, Start, End, Style, Name, MarginL, MarginR, MarginV, Effect, Text
-                Dialogue: 0,0:00:00.80,0:00:02.20,Default,,0,0,0,,{\\i1}Bonjour{\\i0}
-
-                """.write(toFile: ass, atomically: true, encoding: .utf8)
+            try SubtitleFixtures.ass([#"0,0:00:00.80,0:00:02.20,Default,,0,0,0,,{\i1}Bonjour{\i0}"#]).write(toFile: ass, atomically: true, encoding: .utf8)
             try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=25:d=3",
                         "-f", "lavfi", "-i", "sine=f=440:sample_rate=48000:d=3", "-f", "lavfi", "-i", "sine=f=660:sample_rate=48000:d=3",
                         "-i", srt, "-i", ass, "-map", "0", "-map", "1", "-map", "2", "-map", "3", "-map", "4"] + x264
