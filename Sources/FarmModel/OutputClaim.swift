@@ -8,26 +8,50 @@ public enum OutputClaim {
 
     public static func isFolder(_ claim: String) -> Bool { claim.hasSuffix("/") }
 
-    /// The claims that clash with `claim` by name: itself, the same path as file and as folder, and the
-    /// claim of each folder it is inside. A folder's claim also clashes with every claim beginning with it
-    /// (`inside`), which a lookup finds as a range.
-    public static func keys(_ claim: String) -> [String] {
-        let bare = isFolder(claim) ? String(claim.dropLast()) : claim
-        var keys = [bare, bare + "/"]
+    /// The path a claim names, without a folder's trailing "/".
+    public static func bare(_ claim: String) -> String { isFolder(claim) ? String(claim.dropLast()) : claim }
+
+    /// The folders `claim` is inside, nearest first, as folders' claims ("/a/b/", "/a/", "/").
+    public static func folders(of claim: String) -> [String] {
+        let bare = bare(claim)
+        var folders: [String] = []
         var at = bare.endIndex
         while let slash = bare[..<at].lastIndex(of: "/") {
-            keys.append(String(bare[...slash]))
+            folders.append(String(bare[...slash]))
             at = slash
         }
-        return keys
+        return folders
     }
 
-    /// The range of claims inside a folder's claim: from it (inclusive) to the first string after every
-    /// string that begins with it (exclusive); nil for a file's claim.
+    /// The claims that clash with `claim` by name: the same path as a file and as a folder, and each folder
+    /// it is inside, as a folder and as a bare path (a package recorded before folders were claimed with
+    /// "/"; a file there could not hold what is inside it anyway). A folder's claim also clashes with every
+    /// claim beginning with it (`inside`), which a lookup finds as a range.
+    public static func keys(_ claim: String) -> [String] {
+        let bare = bare(claim), folders = folders(of: claim)
+        return [bare, bare + "/"] + folders + folders.map { String($0.dropLast()) }.filter { !$0.isEmpty }
+    }
+
+    /// The range of claims inside a folder's claim, for a lookup in byte order (SQLite's BINARY collation,
+    /// where only "/" sorts between "x/" and "x0"): from it (inclusive) to the first string after every
+    /// string that begins with it (exclusive); nil for a file's claim. Not for a collation that orders
+    /// by language.
     public static func inside(_ claim: String) -> (from: String, to: String)? {
         guard isFolder(claim) else { return nil }
-        // "/" is followed by "0" in every collation byte order the queues use ("C" and UTF-8 binary).
         return (claim, String(claim.dropLast()) + "0")
+    }
+
+    /// The locks a submission of `claims` takes, in the order to take them (one order for every
+    /// submission, so two never wait for each other in a circle): each claim's own path (as a folder),
+    /// exclusive, and each folder it is inside, shared. Two claims that clash always meet at one key, one
+    /// of them exclusive; siblings share only their folders' keys and do not wait.
+    public static func locks(_ claims: [String]) -> [(key: String, exclusive: Bool)] {
+        var modes: [String: Bool] = [:]
+        for claim in claims {
+            modes[bare(claim) + "/"] = true
+            for folder in folders(of: claim) where modes[folder] == nil { modes[folder] = false }
+        }
+        return modes.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
     /// Whether `a` and `b` clash.
@@ -47,7 +71,7 @@ public struct OutputClaimIndex<Holder> {
 
     public mutating func add(_ claim: String, _ holder: Holder) {
         exact[claim, default: []].append(holder)
-        for folder in OutputClaim.keys(claim).dropFirst(2) { within[folder, default: []].append((claim, holder)) }
+        for folder in OutputClaim.folders(of: claim) { within[folder, default: []].append((claim, holder)) }
     }
 
     /// The claims held that clash with `claim`, each with its holders, nearest first (the same path, then

@@ -70,6 +70,10 @@ import Testing
         #expect(over.contains("/data/out/reel/ holds /data/out/reel/a/poster.jpg, written by job \(poster) (poster)"), "\(over)")
         // Waiting for the package, a job may write into its folder.
         #expect(try await store.enqueue([new("after", writes: ["/data/out/show/notes.txt"], after: [package])], at: t0)[0].inserted)
+        // A package queued before folders were claimed with "/" (its bare path) still holds its folder.
+        let legacy = try await store.enqueue([new("legacy", writes: ["/data/out/old-show"])], at: t0)[0].id
+        let intoLegacy = try await refusal(store, [new("poster", writes: ["/data/out/old-show/poster.jpg"])])
+        #expect(intoLegacy.contains("/data/out/old-show/poster.jpg is inside /data/out/old-show, written by job \(legacy)"), "\(intoLegacy)")
         // In one submission too.
         let both = try await refusal(store, [new("p", writes: [OutputClaim.folder("/data/out/pair")]), new("q", writes: ["/data/out/pair/q.mp4"])])
         #expect(both.contains("/data/out/pair/q.mp4 is inside /data/out/pair/"), "\(both)")
@@ -80,6 +84,9 @@ import Testing
         #expect(OutputClaim.clash("/a/b/", "/a/b/c.mp4") && OutputClaim.clash("/a/b/c.mp4", "/a/b/") && OutputClaim.clash("/a/b/", "/a/b"))
         #expect(OutputClaim.clash("/a/", "/a/b/") && OutputClaim.clash("/a/b.mp4", "/a/b.mp4"))
         #expect(!OutputClaim.clash("/a/b/", "/a/bc/d.mp4") && !OutputClaim.clash("/a/b.mp4", "/a/c.mp4") && !OutputClaim.clash("/a/b/c.mp4", "/a/b/d.mp4"))
+        // Locks: each claim's own path exclusive, its folders shared, in one order.
+        #expect(OutputClaim.locks(["/o/show/", "/o/a.mp4", "/o/show/p.jpg"]).map { "\($0.key)\($0.exclusive ? "!" : "")" }
+                == ["/", "/o/", "/o/a.mp4/!", "/o/show/!", "/o/show/p.jpg/!"])
         var index = OutputClaimIndex<Int>()
         index.add("/a/b/c/d.mp4", 1)
         index.add("/x/", 2)

@@ -30,7 +30,7 @@ enum OutputClaims {
     /// The refusal of `new` for its claim clashing with `held`, which live job `id` (`name`, `state`) writes.
     static func refusal(_ new: NewJob, held: String, id: Int64, name: String, state: String) -> JobStoreError {
         let mine = new.outputs.first { OutputClaim.clash($0, held) } ?? held
-        let what = mine == held ? "\(held) is written"
+        let what = OutputClaim.bare(mine) == OutputClaim.bare(held) ? "\(held) is written"
             : OutputClaim.keys(mine).contains(held) ? "\(mine) is inside \(held), written" : "\(mine) holds \(held), written"
         return .refused("\(new.name): \(what) by job \(id) (\(name)), which is \(state): two live jobs may not write one file, or one into the other's package. "
                         + "Wait for it (\"after\": [\(id)], or submit --after \(id)), or write another path; nothing was queued")
@@ -110,17 +110,30 @@ extension PostgresJobStore {
     /// then finds which live jobs write them.
     func liveWriters(of jobs: [NewJob], on c: PostgresConnection) async throws -> OutputWriters {
         let writers = OutputWriters()
-        // Each claim's keys: a package and a file inside it both lock the package's folder, so two hosts
-        // submitting them at once wait for each other.
-        let keys = Array(Set(jobs.flatMap(\.outputs).flatMap(OutputClaim.keys))).sorted()
-        guard !keys.isEmpty else { return writers }
-        let folders = Array(Set(jobs.flatMap(\.outputs).filter(OutputClaim.isFolder))).sorted()
-        _ = try await c.run("SELECT pg_advisory_xact_lock(hashtextextended(p, 7)) FROM unnest(\(keys)::text[]) AS p ORDER BY p")
-        let rows = try await c.run("""
-            SELECT o.path, j.id, j.name, j.state FROM \(unescaped: schemaPrefix)job_outputs AS o JOIN \(unescaped: table) AS j ON j.id = o.job_id
-            WHERE (o.path = ANY(\(keys)::text[]) OR EXISTS (SELECT 1 FROM unnest(\(folders)::text[]) AS f WHERE starts_with(o.path, f)))
-            AND j.state IN ('queued', 'waiting', 'running') ORDER BY j.id
+        // Each claim's own path locked exclusively and the folders it is in shared: a package and a file
+        // inside it meet at the package's folder, so two hosts submitting them at once wait for each other,
+        // while siblings (every job under one output root) do not.
+        let claims = jobs.flatMap(\.outputs)
+        let locks = OutputClaim.locks(claims)
+        guard !locks.isEmpty else { return writers }
+        _ = try await c.run("""
+            SELECT CASE WHEN x THEN pg_advisory_xact_lock(hashtextextended(p, 7))::text ELSE pg_advisory_xact_lock_shared(hashtextextended(p, 7))::text END
+            FROM unnest(\(locks.map(\.key))::text[], \(locks.map(\.exclusive))::bool[]) AS l(p, x) ORDER BY p
             """)
+        // By name through the primary key; what is inside a package's folder, only for a package.
+        let keys = Array(Set(claims.flatMap(OutputClaim.keys))).sorted()
+        var rows = Array(try await c.run("""
+            SELECT o.path, j.id, j.name, j.state FROM \(unescaped: schemaPrefix)job_outputs AS o JOIN \(unescaped: table) AS j ON j.id = o.job_id
+            WHERE o.path = ANY(\(keys)::text[]) AND j.state IN ('queued', 'waiting', 'running') ORDER BY j.id
+            """))
+        let folders = Array(Set(claims.filter(OutputClaim.isFolder))).sorted()
+        if !folders.isEmpty {
+            rows += try await c.run("""
+                SELECT o.path, j.id, j.name, j.state FROM \(unescaped: schemaPrefix)job_outputs AS o JOIN \(unescaped: table) AS j ON j.id = o.job_id
+                WHERE EXISTS (SELECT 1 FROM unnest(\(folders)::text[]) AS f WHERE starts_with(o.path, f)) AND j.state IN ('queued', 'waiting', 'running')
+                ORDER BY j.id
+                """)
+        }
         for row in rows {
             let (file, id, name, state) = try row.decode((String, Int64, String, String).self)
             writers.found(file, (id, name, state))
