@@ -31,27 +31,42 @@ import Testing
         ((try? FileManager.default.contentsOfDirectory(atPath: (final as NSString).deletingLastPathComponent)) ?? []).sorted()
     }
 
-    /// What a killed `mediafarm run` left beside a package (a staged folder without its marker that no
-    /// writer holds, older than a minute) is removed before the next package is written there; a folder
-    /// being written (its writer holds it locked), a whole package waiting for its coordinator (it has its
-    /// marker) and a folder just made stay.
+    /// What a killed writer left beside a package (a staged folder without its marker, whose writer file
+    /// nobody holds locked and nobody touched for ten minutes, or without one, the folder untouched as long)
+    /// is removed before the next package is written there; a folder being written here (its file locked),
+    /// one whose writer on another host touched its file lately, a whole package waiting for its
+    /// coordinator (it has its marker) and a folder just made stay.
     @Test func whatAKilledWriterLeftIsSweptAndNothingElse() throws {
         let root = try TestPaths.makeTemporaryFolder("package-sweep").path
         let final = root + "/show"
-        let abandoned = root + "/.show.mediafarm-staged-killed", waiting = root + "/.show.mediafarm-staged-whole"
-        let young = root + "/.show.mediafarm-staged-young", writing = root + "/.other.mediafarm-staged-alive"
-        try Self.package(abandoned, token: nil)
-        try Self.package(waiting, token: "whole")
-        try Self.package(young, token: nil)
-        let lock = try PackageFolder.create(writing)
-        for path in [abandoned, waiting, writing] {
-            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -120)], ofItemAtPath: path)
-        }
-        #expect(PackageFolder.sweepAbandoned(beside: final) == [abandoned])
-        #expect(names(final) == [".other.mediafarm-staged-alive", ".show.mediafarm-staged-whole", ".show.mediafarm-staged-young"])
-        close(lock)
-        #expect(PackageFolder.sweepAbandoned(beside: final) == [writing])
-        #expect(FileManager.default.fileExists(atPath: waiting + "/" + PackageFolder.marker) && FileManager.default.fileExists(atPath: young))
+        func staged(_ name: String) -> String { root + "/.show.mediafarm-staged-" + name }
+        let old = Date(timeIntervalSinceNow: -1200)
+        func age(_ path: String) throws { try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: path) }
+        // Killed before making its writer file; killed after (its file unlocked and stale).
+        try Self.package(staged("killed-early"), token: nil)
+        try age(staged("killed-early"))
+        try Self.package(staged("killed"), token: nil)
+        try Data().write(to: URL(fileURLWithPath: staged("killed") + "/" + PackageWriting.name))
+        try age(staged("killed") + "/" + PackageWriting.name)
+        // Alive on another host: unlocked here, touched lately (its folder is old).
+        try Self.package(staged("elsewhere"), token: nil)
+        try Data().write(to: URL(fileURLWithPath: staged("elsewhere") + "/" + PackageWriting.name))
+        try age(staged("elsewhere"))
+        // Alive here: locked, its file stale.
+        let writing = try PackageFolder.create(staged("writing"))
+        try age(writing.path)
+        try age(staged("writing"))
+        // Whole, and just made.
+        try Self.package(staged("whole"), token: "whole")
+        try age(staged("whole"))
+        try Self.package(staged("young"), token: nil)
+
+        #expect(PackageWriting.sweepAbandoned(beside: final).sorted() == [staged("killed"), staged("killed-early")])
+        #expect(names(final) == [".show.mediafarm-staged-elsewhere", ".show.mediafarm-staged-whole", ".show.mediafarm-staged-writing",
+                                 ".show.mediafarm-staged-young"])
+        // Done writing: its file is gone with its lock, and the package does not hold it.
+        writing.end()
+        #expect(!FileManager.default.fileExists(atPath: writing.path))
     }
 
     @Test func anOldPackageIsExchangedForTheNewAndRemoved() throws {

@@ -20,9 +20,9 @@ struct JobPackage {
         // coordinator a package there may be replaced by a retried attempt: only what is never replaced is refused.
         let inputs = manifest.edits.map(\.source)
         try PackageFolder.checkBeforePublishing(stream.output, allowExisting: manifest.overwrite || stagingToken != nil, inputs: inputs)
-        PackageFolder.sweepAbandoned(beside: stream.output)
-        let lock = try PackageFolder.create(staged)
-        defer { close(lock) }
+        PackageWriting.sweepAbandoned(beside: stream.output)
+        let writing = try PackageFolder.create(staged)
+        defer { writing.end() }
         do {
             var settings = StreamSettings(folder: staged, rungs: stream.video.rungs.map(MediaEdit.StreamRung.init), segmentDuration: stream.segmentDuration,
                                           frameDuration: stream.frameDuration, larger: LargerRungs(stream.video.larger), audioBitRate: stream.audio.bitrate,
@@ -34,10 +34,12 @@ struct JobPackage {
             var packager = StreamPackager(composition: composition, settings: settings)
             packager.pool = runner.pool
             let report = try await packager.package(progress: { p in
+                writing.touch()
                 events(.progress(JobProgress(fraction: 0.02 + 0.96 * p.fraction, phase: p.phase, framesPerSecond: p.framesPerSecond, eta: p.eta)))
             })
             events(.progress(JobProgress(fraction: 0.98, phase: "presentations")))
             try PackageFolder.writePresentations(report, formats: stream.formats, token: token, into: staged)
+            writing.end()  // whole: its marker says so, and the writer's file is not part of it
             if stagingToken == nil {
                 try PackageFolder.publish(staged, to: stream.output, token: token, allowExisting: manifest.overwrite, inputs: inputs)
             }

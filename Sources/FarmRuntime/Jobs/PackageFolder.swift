@@ -24,9 +24,8 @@ enum PackageFolder {
     }
 
     /// Makes the staged folder, and the folders it is in (nothing may be at its name: each attempt's is its
-    /// own), and returns it open and locked (`flock`): the writer holds it until the package is whole, so
-    /// that `sweepAbandoned` can tell a folder being written from one whose writer was killed. The caller closes it.
-    static func create(_ staged: String) throws -> Int32 {
+    /// own), with its writer's lock (`PackageWriting`) in it; the caller ends it once the package is whole.
+    static func create(_ staged: String) throws -> PackageWriting {
         let parent = (staged as NSString).deletingLastPathComponent
         do { try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true) } catch {
             throw JobError("\(parent): cannot make the folder the package goes in: \(error.localizedDescription)")
@@ -34,38 +33,10 @@ enum PackageFolder {
         guard mkdir(staged, 0o755) == 0 else {
             throw JobError("\(staged): cannot make the package's folder: \(String(cString: strerror(errno)))")
         }
-        let fd = open(staged, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0, flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            if fd >= 0 { close(fd) }
-            throw JobError("\(staged): cannot lock the package's folder: \(String(cString: strerror(errno)))")
+        do { return try PackageWriting(in: staged) } catch {
+            remove(staged)
+            throw error
         }
-        return fd
-    }
-
-    /// Removes the staged package folders beside `final` that a killed writer left: a folder under a
-    /// staged name without the marker (which is written last, so a whole package waiting for its
-    /// coordinator to publish it always has one), that no writer holds locked, and older than a minute (a
-    /// writer locks its folder right after making it). Returns the paths removed.
-    @discardableResult
-    static func sweepAbandoned(beside final: String, now: Date = Date()) -> [String] {
-        let parent = (final as NSString).deletingLastPathComponent
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: parent) else { return [] }  // no folder: nothing left in it
-        var removed: [String] = []
-        for name in names where name.hasPrefix(".") && name.contains(StagedOutput.marker) && !name.hasSuffix("-replaced") {
-            let path = parent + "/" + name
-            let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            guard fd >= 0 else { continue }  // not a folder (a staged file of an export), or gone
-            defer { close(fd) }
-            var st = stat()
-            guard flock(fd, LOCK_EX | LOCK_NB) == 0, fstat(fd, &st) == 0,
-                  now.timeIntervalSince1970 - Double(st.st_mtim.tv_sec) > 60,
-                  faccessat(fd, marker, F_OK, AT_SYMLINK_NOFOLLOW) != 0 else { continue }
-            var current = stat()
-            guard lstat(path, &current) == 0, current.st_ino == st.st_ino, current.st_dev == st.st_dev else { continue }
-            remove(path)
-            removed.append(path)
-        }
-        return removed
     }
 
     /// Writes the presentations of `formats` over `report`'s segments, then the marker, each synced and
@@ -167,7 +138,7 @@ enum PackageFolder {
     /// nothing resumed later takes what is left of it for a package to publish (a later attempt's
     /// `discardEarlierAttempts` removes what a crash left under the new name).
     static func discard(_ staged: String) {
-        let aside = staged + "-replaced"
+        let aside = staged + StagedOutput.asideSuffix
         if (try? SafeFiles.move(staged, to: aside)) != nil { remove(aside) } else { remove(staged) }  // not movable: removed where it is
     }
 

@@ -14,6 +14,13 @@ import Glibc
 /// coordinator does not take file names from the worker.
 public enum StagedOutput {
     static let marker = ".mediafarm-staged-"
+    /// Added to a staged package folder's name when it is renamed aside to be removed.
+    static let asideSuffix = "-aside"
+
+    /// Whether `name` (in a folder) is a staged output's: a file or a package folder, not one set aside for removal.
+    static func isStagedName(_ name: String) -> Bool {
+        name.hasPrefix(".") && name.contains(marker) && !name.hasSuffix(asideSuffix)
+    }
 
     /// `.NAME.mediafarm-staged-TOKEN` beside `finalPath`; for an object, in the spool folder
     /// (`ObjectOutput.stagedPath`).
