@@ -97,14 +97,20 @@ enum StreamChecker {
         return findings
     }
 
-    /// The frames of one track as ffprobe reads them from its initialization and segments joined.
-    static func frames(_ folder: String, _ track: StreamTrack) throws -> [(time: Double, key: Bool)] {
+    /// One track's initialization and segments joined into one file beside the package; its path.
+    static func joined(_ folder: String, _ track: StreamTrack) throws -> String {
         var joined = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + track.folder + "/init.mp4"))
         for segment in track.segments {
             joined.append(try Data(contentsOf: URL(fileURLWithPath: folder + "/" + track.folder + "/" + segment.file)))
         }
         let path = folder + "/../" + track.folder + ".joined.mp4"
         try joined.write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// The frames of one track as ffprobe reads them from its initialization and segments joined.
+    static func frames(_ folder: String, _ track: StreamTrack) throws -> [(time: Double, key: Bool)] {
+        let path = try joined(folder, track)
         let r = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "0", "-show_entries", "frame=pts_time,key_frame", "-of", "csv=p=0", path])
         return r.stdout.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: ",")
