@@ -36,6 +36,10 @@ extension Walker {
         if let a = o["audio"], let ao = object(a, "\(p).audio", allowed: ["bitrate", "channels", "language", "languages"]) {
             audio.bitrate = integer(ao["bitrate"], "\(p).audio.bitrate", in: 16_000...512_000) ?? audio.bitrate
             audio.channels = integer(ao["channels"], "\(p).audio.channels", in: 0...8) ?? audio.channels
+            if [3, 7].contains(audio.channels) {
+                fail("\(p).audio.channels", "must be one of AAC's channel configurations: 1, 2, 4, 5, 6 or 8 (or 0, the source's own); "
+                     + "\(audio.channels) channels have none, and many players refuse them")
+            }
             audio.language = languageTag(ao["language"], "\(p).audio.language")
             audio.languages = languageList(ao["languages"], "\(p).audio.languages")
             if audio.language != nil && !audio.languages.isEmpty {

@@ -95,7 +95,9 @@ public struct StreamSettings: Sendable {
               segmentDuration <= MediaTime(value: 60, timescale: 1) else {
             throw ExportError("the segment duration must be from one frame to 60 s (it is \(segmentDuration.seconds) s)")
         }
-        guard (0...8).contains(audioChannels) else { throw ExportError("the audio's channels must be 0 (the source's own) to 8 (it is \(audioChannels))") }
+        guard [0, 1, 2, 4, 5, 6, 8].contains(audioChannels) else {
+            throw ExportError("the audio's channels must be one of AAC's channel configurations, 1, 2, 4, 5, 6 or 8, or 0 (the source's own); it is \(audioChannels)")
+        }
         for language in [audioLanguage].compactMap({ $0 }) + audioLanguages + subtitleLanguages
         where language.range(of: "^[a-z]{2,3}(-[A-Za-z0-9]{1,8})*\\z", options: .regularExpression) == nil {
             throw ExportError("the audio language \"\(language)\" is not a language tag (en, fra, pt-BR)")

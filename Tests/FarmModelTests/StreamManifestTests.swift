@@ -62,6 +62,7 @@ import Testing
             (#"{"output": "out/p", "audio": {"bitrate": 1e400}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.bitrate", "whole number"),
             (#"{"output": "out/p", "audio": {"channels": 9}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.channels", "0...8"),
             (#"{"output": "out/p", "audio": {"channels": -1}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.channels", "0...8"),
+            (#"{"output": "out/p", "audio": {"channels": 3}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.channels", "AAC's channel configurations"),
             (#"{"output": "out/p"}"#, "$.stream.video", "is required"),
             (#"{"output": "out/p", "audio": {"languages": ["en", "en"]}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.languages", "twice"),
             (#"{"output": "out/p", "audio": {"languages": []}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.languages", "1 to 16"),
