@@ -157,9 +157,10 @@ public enum StreamPlaylists {
         return lines + ["          </SegmentTimeline>", "        </SegmentTemplate>"]
     }
 
-    /// Whether every rung's segments begin at the same times.
+    /// Whether every rung's segments begin at the same times as presented (each track's edit taken away:
+    /// a rung without B-frames has none).
     private static func sameBoundaries(_ tracks: [StreamTrack]) -> Bool {
-        let starts = tracks.map { t in t.segments.map { Double($0.start) / Double(t.timescale) } }
+        let starts = tracks.map { t in t.segments.map { Double($0.start - t.presentationOffset) / Double(t.timescale) } }
         guard let first = starts.first else { return true }
         return starts.allSatisfy { $0.count == first.count && zip($0, first).allSatisfy { abs($0 - $1) < 1e-6 } }
     }
