@@ -141,6 +141,20 @@ import Testing
         }
     }
 
+    /// A baseline rung (no B-frames, so no edit) beside a high one (B-frames, an edit of their delay): their
+    /// segments begin at the same frames as presented, and the MPD says so.
+    @Test func rungsWithAndWithoutBFramesAreAligned() async throws {
+        let (folder, report) = try await Self.package(.longMP4, rungs: [StreamRung(width: 320, height: 240, bitRate: 400_000),
+                                                                         StreamRung(width: 160, height: 120, bitRate: 150_000, profile: "baseline")],
+                                                      segment: MediaTime(value: 4, timescale: 1))
+        let offsets = report.tracks.filter { $0.kind == .video }.map(\.presentationOffset)
+        #expect(offsets.count == 2 && offsets[0] > 0 && offsets[1] == 0, "\(offsets)")
+        let findings = try StreamChecker.check(folder: folder, report: report)
+        #expect(findings.isEmpty, "\(findings)")
+        let mpd = try String(contentsOfFile: folder + "/manifest.mpd", encoding: .utf8)
+        #expect(mpd.contains(#"contentType="video" mimeType="video/mp4" segmentAlignment="true""#), "\(mpd)")
+    }
+
     /// Chromium plays the HLS natively in a page, fetched over HTTP as a player fetches it: every frame of
     /// the programme decoded and the first and last presented at their times (whichever rung its adaptation
     /// chose for each segment), every segment's time fetched from some rung, and every audio segment.
