@@ -90,8 +90,13 @@ enum StreamChecker {
         for audio in report.tracks where audio.kind == .audio {
             let aac = 1024.0 / Double(audio.sampleRate ?? 48000) + 1e-9
             let audioStarts = audio.segments.map { Double($0.start - audio.presentationOffset) / Double(audio.timescale) }
-            rule(audioStarts.count == starts.first?.count && zip(audioStarts, starts.first ?? []).allSatisfy { abs($0 - $1) < aac },
-                 "\(audio.folder): boundaries \(audioStarts) against the video's \(starts.first ?? [])")
+            // A last video segment shorter than an AAC frame has no audio frame starting in it: its audio is
+            // the previous segment's end.
+            let video = starts.first ?? []
+            let lastIsShort = video.count >= 2 && programme - (video.last ?? 0) < aac
+            rule((audioStarts.count == video.count || (lastIsShort && audioStarts.count == video.count - 1))
+                 && zip(audioStarts, video).allSatisfy { abs($0 - $1) < aac },
+                 "\(audio.folder): boundaries \(audioStarts) against the video's \(video)")
             rule(abs(audio.seconds - programme) < aac, "\(audio.folder): \(audio.seconds) s against \(programme)")
         }
         return findings
@@ -157,7 +162,8 @@ enum StreamChecker {
 
     /// A GStreamer tool with `arguments`, once more (up to three runs) when its HLS demuxer says it "Couldn't
     /// download fragments" though the server sent every one: GStreamer 1.22's hlsdemux2 does so now and then
-    /// on a short playlist, measured here as often on FFmpeg's own HLS (2 runs of 12 on a one-segment package).
+    /// on a one-segment playlist, measured here as often on FFmpeg's own HLS (3 runs of 16; none of 16 on three
+    /// segments), and under load three runs in a row: a package checked here has at least two segments.
     static func gstreamer(_ tool: String, _ arguments: [String]) throws -> ProcessResult {
         var result = try ProcessRunner.run(tool, arguments)
         for _ in 0..<2 where result.status != 0 && (result.stderr + result.stdout).contains("Couldn't download fragments") {
