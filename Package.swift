@@ -189,11 +189,13 @@ let package = Package(
 
         // Tests: one target per module, plus a helper that makes media fixtures with real FFmpeg.
         .target(name: "FarmTestSupport", path: "Tests/FarmTestSupport"),
+        // The streaming package checker, for the packager's tests and the farm's.
+        .target(name: "StreamTestSupport", dependencies: ["MediaEdit", "FarmTestSupport"], path: "Tests/StreamTestSupport"),
         .testTarget(name: "MediaTimeTests", dependencies: ["MediaTime"]),
         .testTarget(name: "SafeFilesTests", dependencies: ["SafeFiles", "FarmTestSupport"]),
         .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "MediaTime", "FarmTestSupport", "CRubberBand", "CZBar", "CEbur128"]),
         .testTarget(name: "MediaInspectTests", dependencies: ["MediaInspect", "MediaCore", "MediaTime", "FarmTestSupport"]),
-        .testTarget(name: "MediaEditTests", dependencies: ["MediaEdit", "MediaInspect", "MediaCore", "MediaTime", "FarmTestSupport"]),
+        .testTarget(name: "MediaEditTests", dependencies: ["MediaEdit", "MediaInspect", "MediaCore", "MediaTime", "FarmTestSupport", "StreamTestSupport"]),
         .testTarget(name: "MediaImageTests", dependencies: ["MediaImage", "MediaCore", "MediaTime", "FarmTestSupport"]),
         .testTarget(name: "FarmModelTests", dependencies: ["FarmModel", "MediaTime"]),
         .testTarget(name: "FarmStoreTests", dependencies: ["FarmStore", "FarmModel", "FarmTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
@@ -201,7 +203,7 @@ let package = Package(
         .testTarget(name: "FarmIngestTests", dependencies: ["FarmIngest", "FarmSubmit", "FarmStore", "FarmTestSupport"]),
         .testTarget(name: "FarmSubmitTests", dependencies: ["FarmSubmit", "FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "FarmTestSupport"]),
         .testTarget(name: "FarmLibraryTests", dependencies: ["FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "FarmTestSupport"]),
-        .testTarget(name: "FarmRuntimeTests", dependencies: ["FarmRuntime", "MediaFarmCLI", "QueueCLI", "FarmSubmit", "FarmStore", "FarmModel", "MediaTime", "CodeScan", "MediaEdit", "FarmTestSupport", "S3Client",
+        .testTarget(name: "FarmRuntimeTests", dependencies: ["FarmRuntime", "MediaFarmCLI", "QueueCLI", "FarmSubmit", "FarmStore", "FarmModel", "MediaTime", "CodeScan", "MediaEdit", "FarmTestSupport", "StreamTestSupport", "S3Client",
                                                          .product(name: "NIOCore", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "CodeScanTests", dependencies: ["CodeScan", "MediaCore", "MediaTime", "FarmTestSupport"]),
         .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "QueueCLI", "FarmApplication", "FarmRuntime", "FarmSubmit", "FarmTestSupport", "S3Client",

@@ -1,6 +1,6 @@
-/// How a chunked constant-frame-rate export was split: its chunks, each a job of its own that encodes a
-/// range of output frames into a file of the plan's folder; the job that was split waits for them and
-/// joins them. Recorded with that job (its `chunkPlan`).
+/// How a chunked constant-frame-rate export (or a package, or a storyboard) was split: its chunks, each a
+/// job of its own that encodes a range of output frames into a file (a package's: a folder) of the plan's
+/// folder; the job that was split waits for them and joins them. Recorded with that job (its `chunkPlan`).
 public struct ChunkPlan: Sendable, Hashable, Codable {
     /// Where the chunks' files are: a folder beside the output, or an object prefix beside it. Removed
     /// with everything in it when the job ends, however it ends.
@@ -35,10 +35,11 @@ public struct ChunkPlan: Sendable, Hashable, Codable {
         output(folder: folder, index: index, extension: fileType.rawValue)
     }
 
-    /// Where chunk `index` (from 0) of a plan in `folder` is written, with this file extension.
+    /// Where chunk `index` (from 0) of a plan in `folder` is written, with this file extension (none: a
+    /// folder, a package's chunk).
     public static func output(folder: String, index: Int, extension ext: String) -> String {
         let number = String(index + 1)
-        return folder + "/chunk-" + String(repeating: "0", count: max(0, 4 - number.count)) + number + "." + ext
+        return folder + "/chunk-" + String(repeating: "0", count: max(0, 4 - number.count)) + number + (ext.isEmpty ? "" : "." + ext)
     }
 
     /// The folder for the chunks of the job that writes `output`: a hidden sibling named after it, made

@@ -14,9 +14,14 @@ public enum ManifestDerivation: String, CaseIterable, Sendable {
     case storyboardPart
     /// A chunked export's last run: the chunks joined into the output.
     case exportJoin
+    /// One chunk of a package made in chunks: a range of its frames (whole segments), every rung's video,
+    /// into a folder of the plan's.
+    case streamChunk
+    /// A package's last run: its chunks' segments joined, its audio and subtitles made, its presentations written.
+    case streamJoin
     /// A storyboard's last run: the parts joined into it.
     case storyboardJoin
-    /// A coordinator's chunking (`--chunk-seconds`) given to an export that chose none.
+    /// A coordinator's chunking (`--chunk-seconds`) given to an export or a package that chose none.
     case defaultChunking
     /// Media sources put in on the host that runs the job: assets resolved, other jobs' results, inputs
     /// that were renamed.
@@ -38,7 +43,7 @@ extension ManifestSection {
     /// not compile until it has a row; a test reads the schema's keys and checks each derivation against it.
     public func rule(in derivation: ManifestDerivation) -> SectionRule {
         let d = derivation
-        let part = d == .exportChunk || d == .storyboardPart
+        let part = d == .exportChunk || d == .storyboardPart || d == .streamChunk
         switch self {
         case .version, .audio, .requires, .reuse, .scale:
             return .keep
@@ -47,21 +52,27 @@ extension ManifestSection {
             return part ? .set : .keep
         case .input, .edits:
             return d == .sourcesPut ? .set : .keep
-        case .scan, .images, .poster, .waveform, .report, .after, .afterPolicy, .notify, .stream:
-            // The whole job's: its last run scans, makes the pictures and the package, writes the report and is
-            // what others wait for and are told of. A part only encodes.
+        case .scan, .images, .poster, .waveform, .report, .after, .afterPolicy, .notify:
+            // The whole job's: its last run scans, makes the pictures, writes the report and is what others
+            // wait for and are told of. A part only encodes.
             return part ? .drop : .keep
         case .export:
             switch d {
             case .exportChunk, .exportJoin, .defaultChunking: return .set
-            case .storyboardPart: return .drop
-            case .storyboardJoin, .sourcesPut: return .keep
+            case .storyboardPart, .streamChunk: return .drop
+            case .storyboardJoin, .streamJoin, .sourcesPut: return .keep
+            }
+        case .stream:
+            switch d {
+            case .streamChunk, .streamJoin, .defaultChunking: return .set
+            case .exportChunk, .storyboardPart: return .drop
+            case .exportJoin, .storyboardJoin, .sourcesPut: return .keep
             }
         case .storyboard:
             switch d {
             case .storyboardPart, .storyboardJoin: return .set
-            case .exportChunk: return .drop
-            case .exportJoin, .defaultChunking, .sourcesPut: return .keep
+            case .exportChunk, .streamChunk: return .drop
+            case .exportJoin, .streamJoin, .defaultChunking, .sourcesPut: return .keep
             }
         }
     }
@@ -96,6 +107,20 @@ extension JobManifest {
         return chunk
     }
 
+    /// Chunk `index` of `count` of this package made in chunks: `frames` of it (whole segments), every rung's
+    /// video and nothing else, written to `output` (a folder in the plan's) under the name `jobName [chunk i/n]`.
+    public func streamChunk(_ index: Int, of count: Int, jobName: String, output: String, frames: Range<Int>) -> JobManifest {
+        var chunk = sections(for: .streamChunk)
+        chunk.name = "\(jobName) [chunk \(index + 1)/\(count)]"
+        chunk.overwrite = true
+        if var stream {
+            (stream.output, stream.chunking) = (output, JobManifest.Chunking())
+            stream.chunking.frames = frames
+            chunk.stream = stream
+        }
+        return chunk
+    }
+
     /// Part `index` of `count` of this storyboard made in parts: `tiles` of it, written to `output` (a
     /// WebVTT file in the plan's folder, its sheets and index beside it).
     public func storyboardPart(_ index: Int, of count: Int, jobName: String, output: String, tiles: Range<Int>) -> JobManifest {
@@ -109,7 +134,7 @@ extension JobManifest {
         return part
     }
 
-    /// The last run of a job made in parts: its export (or, with none, its storyboard) joins `chunks`.
+    /// The last run of a job made in parts: its export or package (or, with neither, its storyboard) joins `chunks`.
     public func joining(_ chunks: [JoinedChunk]) -> JobManifest {
         if var export {
             var joined = sections(for: .exportJoin)
@@ -117,19 +142,31 @@ extension JobManifest {
             joined.export = export
             return joined
         }
+        if var stream {
+            var joined = sections(for: .streamJoin)
+            stream.chunking.join = chunks
+            joined.stream = stream
+            return joined
+        }
         var joined = sections(for: .storyboardJoin)
         joined.storyboard?.join = chunks
         return joined
     }
 
-    /// This manifest with a coordinator's chunking, when it is a constant-frame-rate export that chose none
-    /// and is no chunk itself; nil when nothing is to change.
+    /// This manifest with a coordinator's chunking, when it is a constant-frame-rate export or a package that
+    /// chose none and is no chunk itself; nil when nothing is to change.
     public func chunked(every seconds: MediaTime, above: MediaTime?) -> JobManifest? {
-        guard var export, export.mode == .constantFrameRate, export.chunkDuration == nil, export.frames == nil, export.join.isEmpty else { return nil }
         var chunked = sections(for: .defaultChunking)
-        (export.chunkDuration, export.chunkAbove) = (seconds, above)
-        chunked.export = export
-        return chunked
+        var changed = false
+        if var stream, stream.chunking.duration == nil, stream.chunking.isWhole {
+            (stream.chunking.duration, stream.chunking.above) = (seconds, above)
+            (chunked.stream, changed) = (stream, true)
+        }
+        if var export, export.mode == .constantFrameRate, export.chunkDuration == nil, export.chunking.isWhole {
+            (export.chunkDuration, export.chunkAbove) = (seconds, above)
+            (chunked.export, changed) = (export, true)
+        }
+        return changed ? chunked : nil
     }
 
     /// This manifest with each media source (`input`, `edits[].source`) found in `replacements` replaced by

@@ -105,10 +105,7 @@ extension JobManifest.ExportSettings {
         // The validator's default is on for mp4 and mov, and Matroska has none to turn on.
         if fileType != .mkv, !faststart { members.append(("faststart", .bool(false))) }
         if mode == .passthrough, cuts != .exact { members.append(("cuts", .string(cuts.rawValue))) }
-        if let chunkDuration { members.append(("chunkSeconds", chunkDuration.document)) }
-        if let chunkAbove { members.append(("chunkAbove", chunkAbove.document)) }
-        if let frames { members.append(("frames", .range(frames))) }
-        if !join.isEmpty { members.append(("join", .array(join.map { $0.document(rangeKey: "frames") }))) }
+        members += chunking.members
         if let poster { members.append(("poster", poster.document)) }
         return .object(members)
     }
@@ -122,6 +119,18 @@ extension JobManifest.LoudnessSettings {
         if let target { members.append(("target", .decimal(target))) }
         if let truePeak { members.append(("truePeak", .decimal(truePeak))) }
         return .object(members)
+    }
+}
+
+extension JobManifest.Chunking {
+    /// The members of an export or a package that say how it is chunked.
+    var members: [(key: String, value: JSONValue)] {
+        var members: [(key: String, value: JSONValue)] = []
+        if let duration { members.append(("chunkSeconds", duration.document)) }
+        if let above { members.append(("chunkAbove", above.document)) }
+        if let frames { members.append(("frames", .range(frames))) }
+        if !join.isEmpty { members.append(("join", .array(join.map { $0.document(rangeKey: "frames") }))) }
+        return members
     }
 }
 

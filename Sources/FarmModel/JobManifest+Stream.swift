@@ -16,6 +16,8 @@ extension JobManifest {
         public var audio = StreamAudio()
         /// The source's text subtitle tracks to keep as WebVTT renditions, by language (`subtitles.languages`).
         public var subtitleLanguages: [String] = []
+        /// Made in chunks of whole segments over hosts (`chunkSeconds`), one chunk (`frames`), or the join of them.
+        public var chunking = JobManifest.Chunking()
 
         public init(output: String, video: StreamVideo) { (self.output, self.video) = (output, video) }
     }
@@ -109,6 +111,7 @@ extension JobManifest.StreamSettings {
         if !self.audio.languages.isEmpty { audio.append(("languages", .array(self.audio.languages.map(JSONValue.string)))) }
         if !audio.isEmpty { members.append(("audio", .object(audio))) }
         if !subtitleLanguages.isEmpty { members.append(("subtitles", .object([("languages", .array(subtitleLanguages.map(JSONValue.string)))]))) }
+        members += chunking.members
         return .object(members)
     }
 }

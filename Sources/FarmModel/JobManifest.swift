@@ -137,20 +137,38 @@ public struct JobManifest: Sendable, Hashable {
         public var faststart: Bool
         /// passthrough only: how edits that do not start on a keyframe are cut.
         public var cuts: CutMode = .exact
-        /// constantFrameRate only: encode the export in chunks of about this much output, each a job of
-        /// its own that any worker of any host may run, then join them (`chunkSeconds`).
-        public var chunkDuration: MediaTime?
-        /// With `chunkDuration`: split only an export whose composition is longer than this (`chunkAbove`;
-        /// a coordinator's `--chunk-above`); shorter ones are encoded whole.
-        public var chunkAbove: MediaTime?
-        /// constantFrameRate only: only these output frames (end excluded), video only, timed from 0: one
-        /// chunk of a chunked export.
-        public var frames: Range<Int>?
-        /// constantFrameRate only: the export's chunks, encoded already, in order: join them into `output`
-        /// instead of encoding (set by the coordinator on a chunked job's last run).
-        public var join: [JoinedChunk] = []
+        /// constantFrameRate only: encode the export in chunks, each a job of its own that any worker of any
+        /// host may run, then join them (`chunkSeconds`, `chunkAbove`, `frames`, `join`).
+        public var chunking = Chunking()
+        public var chunkDuration: MediaTime? { get { chunking.duration } set { chunking.duration = newValue } }
+        public var chunkAbove: MediaTime? { get { chunking.above } set { chunking.above = newValue } }
+        /// Only these output frames (end excluded), video only, timed from 0: one chunk of a chunked export.
+        public var frames: Range<Int>? { get { chunking.frames } set { chunking.frames = newValue } }
+        /// The export's chunks, encoded already, in order: join them into `output` instead of encoding (set by
+        /// the coordinator on a chunked job's last run).
+        public var join: [JoinedChunk] { get { chunking.join } set { chunking.join = newValue } }
         /// A poster of the exported movie (`export.poster`), made from it once it is written.
         public var poster: PosterSettings?
+    }
+
+    /// How a long export or package is made in chunks over hosts, the same members in both sections: split
+    /// (`chunkSeconds`, `chunkAbove`), one chunk (`frames`) or the join of them (`join`, which the coordinator sets).
+    public struct Chunking: Sendable, Hashable {
+        /// Make it in chunks of about this much output, each a job of its own that any worker of any host may run,
+        /// then join them (`chunkSeconds`).
+        public var duration: MediaTime?
+        /// With `duration`: split only when the composition is longer than this (`chunkAbove`; a coordinator's
+        /// `--chunk-above`); a shorter one is made whole.
+        public var above: MediaTime?
+        /// One chunk: only these output frames (end excluded), video only.
+        public var frames: Range<Int>?
+        /// The chunks, made already, in order: join them (set by the coordinator on the split job's last run).
+        public var join: [JoinedChunk] = []
+
+        public init() {}
+
+        /// Whether this is the section as submitted: neither a chunk nor a join.
+        public var isWhole: Bool { frames == nil && join.isEmpty }
     }
 
     /// One chunk a joining run copies: its file and the output frames it holds.

@@ -1,15 +1,16 @@
 import MediaTime
 
-/// The fields of a chunked constant-frame-rate export: `chunkSeconds` (split the export), `chunkAbove` (only
-/// when it is longer than that), `frames` (one chunk's range) and `join` (the chunks to join, which the
-/// coordinator sets).
+/// The members of a chunked constant-frame-rate export or package (`JobManifest.Chunking`): `chunkSeconds`
+/// (split it), `chunkAbove` (only when it is longer than that), `frames` (one chunk's range) and `join` (the
+/// chunks to join, which the coordinator sets).
 extension Walker {
     /// Chunks shorter than this cost more in seeking and joining than they give back.
     static let chunkSecondsRange = 2.0...3600.0
+    static let chunkingKeys = ["chunkSeconds", "chunkAbove", "frames", "join"]
 
-    mutating func chunking(_ o: [String: JSONValue], mode: ExportMode?) -> (MediaTime?, MediaTime?, Range<Int>?, [JobManifest.JoinedChunk]) {
-        let p = "$.export"
-        for key in ["chunkSeconds", "chunkAbove", "frames", "join"] where o[key] != nil && mode == .passthrough {
+    /// The chunking of the section at `p` (`$.export`, `$.stream`).
+    mutating func chunking(_ o: [String: JSONValue], at p: String, mode: ExportMode? = nil) -> JobManifest.Chunking {
+        for key in Self.chunkingKeys where o[key] != nil && mode == .passthrough {
             fail("\(p).\(key)", "applies to constantFrameRate exports only; a passthrough export copies packets and is not split")
         }
         var chunk: MediaTime?
@@ -23,7 +24,7 @@ extension Walker {
         var above: MediaTime?
         if let value = o["chunkAbove"] {
             above = time(value, "\(p).chunkAbove")
-            if o["chunkSeconds"] == nil { fail("\(p).chunkAbove", "needs \"chunkSeconds\": the length of the chunks of an export longer than this") }
+            if o["chunkSeconds"] == nil { fail("\(p).chunkAbove", "needs \"chunkSeconds\": the length of the chunks when it is longer than this") }
         }
         let frames = o["frames"].flatMap { frameRange($0, "\(p).frames") }
         var join: [JobManifest.JoinedChunk] = []
@@ -51,7 +52,9 @@ extension Walker {
         }
         if frames != nil && !join.isEmpty { fail("\(p).frames", "a join writes every frame; give \"frames\" or \"join\", not both") }
         if chunk != nil && frames != nil { fail("\(p).chunkSeconds", "a range of frames is one chunk already; give \"chunkSeconds\" or \"frames\", not both") }
-        return (chunk, above, frames, join)
+        var chunking = JobManifest.Chunking()
+        (chunking.duration, chunking.above, chunking.frames, chunking.join) = (chunk, above, frames, join)
+        return chunking
     }
 
     /// `[first, end]`: whole numbers, 0 <= first < end (end excluded).

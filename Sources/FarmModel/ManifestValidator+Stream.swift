@@ -12,7 +12,8 @@ extension Walker {
 
     mutating func stream(_ value: JSONValue) -> JobManifest.StreamSettings? {
         let p = "$.stream"
-        guard let o = object(value, p, allowed: ["output", "formats", "segmentSeconds", "frameRate", "frameDuration", "video", "audio", "subtitles"]) else { return nil }
+        guard let o = object(value, p, allowed: ["output", "formats", "segmentSeconds", "frameRate", "frameDuration", "video", "audio", "subtitles"]
+                                                + Self.chunkingKeys) else { return nil }
         let output = streamFolder(o["output"], "\(p).output")
         var formats: [StreamFormat] = [.hls, .dash]
         if let list = o["formats"] {
@@ -51,8 +52,10 @@ extension Walker {
             subtitles = languageList(to["languages"], "\(p).subtitles.languages")
             if to["languages"] == nil { fail("\(p).subtitles.languages", "is required: the text subtitle tracks to keep, like [\"en\", \"fr\"]") }
         }
+        let chunking = chunking(o, at: p)
         guard let output, let video else { return nil }
         var settings = JobManifest.StreamSettings(output: output, video: video)
+        settings.chunking = chunking
         (settings.formats, settings.segmentDuration, settings.frameDuration, settings.audio) = (formats, segment, frameDuration, audio)
         settings.subtitleLanguages = subtitles
         return settings

@@ -577,13 +577,13 @@ struct Walker {
         if cuts != nil, mode == .constantFrameRate {
             fail("\(p).cuts", "applies to passthrough exports only; constantFrameRate decodes every frame and is always exact")
         }
-        let chunking = chunking(o, mode: mode)
+        let chunking = chunking(o, at: p, mode: mode)
         let poster = o["poster"].flatMap { self.poster($0, at: "\(p).poster") }
         guard let mode, let output, let fileType else { return nil }
         var settings = JobManifest.ExportSettings(mode: mode, output: output, fileType: fileType, frameDuration: frameDuration,
                                                   video: video, audio: audio, faststart: faststart ?? (fileType != .mkv),
                                                   cuts: cuts ?? .exact)
-        (settings.chunkDuration, settings.chunkAbove, settings.frames, settings.join) = chunking
+        settings.chunking = chunking
         settings.poster = poster
         return settings
     }

@@ -27,6 +27,10 @@ final class SegmentedTrack {
     private var initialization: [UInt8] = []
     /// How much later than presented the track's packets are timed in its files (track ticks).
     private(set) var presentationOffset: Int64?
+    /// A chunk of a package: the number of its first segment, and how much later than its packets its
+    /// segments fall in the whole package's timeline (track ticks). 1 and 0 for a package made whole.
+    private(set) var firstNumber = 1
+    private var shift: Int64 = 0
 
     /// A track named `name` (its folder under the package's `root`).
     init(kind: StreamTrack.Kind, name: String, root: String) throws(MediaFileError) {
@@ -50,6 +54,16 @@ final class SegmentedTrack {
 
     /// The track's timescale (valid after `begin`).
     var timeBase: Rational { file.timeBase(of: stream) }
+
+    /// Makes the track a chunk of a package (after `begin`): its packets are timed from the chunk's start,
+    /// and its segments are numbered from `firstNumber` and timed from `start` of the whole, in their names,
+    /// their `mfhd` and `tfdt` boxes and the report, as the package made whole numbers and times them.
+    func place(firstNumber: Int, at start: MediaTime) throws {
+        guard firstNumber >= 1, let ticks = start.count(in: timeBase), ticks >= 0 else {
+            throw ExportError("\(folder): a chunk cannot start at \(start.seconds) s (segment \(firstNumber))")
+        }
+        (self.firstNumber, shift) = (firstNumber, ticks)
+    }
 
     /// Writes a packet already timed in the track's time base (consumed).
     func write(_ packet: inout Packet) throws {
@@ -75,13 +89,14 @@ final class SegmentedTrack {
     func cut(at presented: Int64?) throws {
         let next = presented.map { $0 + (presentationOffset ?? 0) }
         guard let start else { return }
-        let bytes = try file.cutFragment()
+        var bytes = try file.cutFragment()
         guard !bytes.isEmpty else { return }
-        let index = segments.count + 1
+        let index = firstNumber + segments.count
+        if firstNumber != 1 || shift != 0 { try Self.renumber(&bytes, sequenceBy: firstNumber - 1, timeBy: shift, in: folder) }
         let name = "\(index).m4s"
         try Self.store(bytes, at: folder + "/" + name)
         let keyframe = startsWithKeyframe ? Self.firstSampleEnd(bytes) : nil
-        segments.append(StreamSegment(file: name, start: start, duration: (next ?? end) - start, bytes: bytes.count, keyframeBytes: keyframe))
+        segments.append(StreamSegment(file: name, start: start + shift, duration: (next ?? end) - start, bytes: bytes.count, keyframeBytes: keyframe))
         self.start = nil
         startsWithKeyframe = false
     }
@@ -108,6 +123,30 @@ final class SegmentedTrack {
         out.replaceSubrange(trak.start..<trak.start + 4, with: be(UInt32(trak.size + edts.count)))
         out.replaceSubrange(moov.start..<moov.start + 4, with: be(UInt32(moov.size + edts.count)))
         return out
+    }
+
+    /// A chunk's fragment as the package made whole has it: its `mfhd` sequence number `extra` higher and its
+    /// `tfdt` decode time `shift` ticks later (ISO/IEC 14496-12 8.8.5 and 8.8.12; a version 0 `tfdt` that
+    /// cannot hold the time is refused).
+    static func renumber(_ bytes: inout [UInt8], sequenceBy extra: Int, timeBy shift: Int64, in folder: String) throws {
+        func put(_ value: UInt64, at: Int, width: Int) {
+            for i in 0..<width { bytes[at + i] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(width - 1 - i))) }
+        }
+        guard let moof = box("moof", in: bytes, from: 0, to: bytes.count),
+              let mfhd = box("mfhd", in: bytes, from: moof.start + 8, to: moof.start + moof.size), mfhd.size >= 16,
+              let traf = box("traf", in: bytes, from: moof.start + 8, to: moof.start + moof.size),
+              let tfdt = box("tfdt", in: bytes, from: traf.start + 8, to: traf.start + traf.size), tfdt.size >= 16 else {
+            throw ExportError("\(folder): a fragment without moof/mfhd/traf/tfdt: it cannot be placed in the package's timeline")
+        }
+        put(UInt64(number(bytes, at: mfhd.start + 12) + extra), at: mfhd.start + 12, width: 4)
+        if bytes[tfdt.start + 8] == 1, tfdt.size >= 20 {
+            let time = bytes[tfdt.start + 12..<tfdt.start + 20].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            put(time + UInt64(shift), at: tfdt.start + 12, width: 8)
+        } else {
+            let time = Int64(number(bytes, at: tfdt.start + 12)) + shift
+            guard time <= Int64(UInt32.max) else { throw ExportError("\(folder): a fragment's 32-bit decode time cannot hold \(time)") }
+            put(UInt64(time), at: tfdt.start + 12, width: 4)
+        }
     }
 
     /// The box of `type` among those from `from` to `to` (32-bit sizes, as FFmpeg writes these).

@@ -53,6 +53,9 @@ public struct StreamSettings: Sendable {
     public var audioChannels = 2
     /// The source's text subtitle tracks to package as WebVTT, by language (every source must have each).
     public var subtitleLanguages: [String] = []
+    /// One chunk of a package made in chunks: only these frames (whole segments, end excluded), video only,
+    /// its segments numbered and timed as in the whole (`StreamPackager.join` joins the chunks).
+    public var frames: Range<Int>?
     public var limits: SafetyLimits
 
     public init(folder: String, rungs: [StreamRung], segmentDuration: MediaTime = MediaTime(value: 6, timescale: 1),
@@ -109,6 +112,20 @@ public struct StreamSettings: Sendable {
         let frameDuration = self.frameDuration ?? MediaTime(value: 1, timescale: 30)
         let tb = Rational(Int32(clamping: frameDuration.value), frameDuration.timescale)
         return max(1, Int(segmentDuration.count(in: tb) ?? 1))
+    }
+}
+
+/// A chunk of a package, written with `StreamSettings.frames`: its folder (a track's files in a folder
+/// of the track's name, as in the package) and what it reported.
+public struct StreamChunk: Sendable {
+    public var folder: String
+    public var frames: Range<Int>
+    public var report: StreamReport
+
+    public init(folder: String, frames: Range<Int>, report: StreamReport) {
+        self.folder = folder
+        self.frames = frames
+        self.report = report
     }
 }
 

@@ -20,11 +20,43 @@ public struct StreamPackager: Sendable {
         self.settings = settings
     }
 
-    /// Writes the package's media and returns what it wrote. Cancelling the calling task stops it.
+    /// Writes the package's media and returns what it wrote; with `settings.frames`, one chunk of it: those
+    /// frames' segments of every rung, numbered and timed as in the whole (no audio or subtitles: the join
+    /// makes them). Cancelling the calling task stops it.
     public func package(progress: @escaping @Sendable (ExportProgress) -> Void = { _ in }) async throws -> StreamReport {
         let composition = self.composition, settings = self.settings
         return try await pool.run(stallLimit: settings.limits.stallTimeout) { interrupter in
             try PackageWriter(composition: composition, settings: settings, interrupter: interrupter, progress: progress).run()
+        }
+    }
+
+    /// The frame ranges of a package made in chunks of about `every` (whole segments each; the last holds
+    /// what is left, and a remainder shorter than half a chunk goes with the chunk before it). Everything that
+    /// would refuse the package is checked first (the ladder, the languages, the subtitles), so that no chunk
+    /// is encoded for a package its join would refuse. One range when the package is not longer than `every`.
+    public func chunkRanges(every: MediaTime) async throws -> [Range<Int>] {
+        let composition = self.composition, settings = self.settings
+        return try await pool.run(stallLimit: settings.limits.stallTimeout) { interrupter in
+            let writer = PackageWriter(composition: composition, settings: settings, interrupter: interrupter, progress: { _ in })
+            let plan = try writer.prepare(readingSubtitles: true)
+            _ = try writer.audioChoices(plan.sources)
+            let gop = plan.settings.framesPerSegment
+            let segments = (plan.frameCount + gop - 1) / gop
+            let perChunk = max(1, Int((every.seconds / plan.settings.segmentDuration.seconds).rounded()))
+            var starts = Array(stride(from: 0, to: segments, by: perChunk))
+            if starts.count > 1, segments - starts[starts.count - 1] < (perChunk + 1) / 2 { starts.removeLast() }
+            let bounds = starts.map { $0 * gop } + [plan.frameCount]
+            return zip(bounds, bounds.dropFirst()).map { $0..<$1 }
+        }
+    }
+
+    /// Joins a package's chunks (each written with `settings.frames`, in order, tiling its frames): their
+    /// segments are linked into `settings.folder` as they are (never muxed again), and the audio and subtitles
+    /// are made once over the whole composition, cut at the segments' boundaries.
+    public func join(_ chunks: [StreamChunk], progress: @escaping @Sendable (ExportProgress) -> Void = { _ in }) async throws -> StreamReport {
+        let composition = self.composition, settings = self.settings
+        return try await pool.run(stallLimit: settings.limits.stallTimeout) { interrupter in
+            try PackageWriter(composition: composition, settings: settings, interrupter: interrupter, progress: progress).join(chunks)
         }
     }
 }
@@ -37,7 +69,8 @@ private final class Rung {
     var picture = Frame()
     var packet = Packet()
 
-    init(_ rung: StreamRung, index: Int, settings: StreamSettings, frameDuration: MediaTime, quarterTurns: Int) throws {
+    /// `first`: the frame the rung begins at (a chunk's first; a multiple of the segment's frames).
+    init(_ rung: StreamRung, index: Int, settings: StreamSettings, frameDuration: MediaTime, quarterTurns: Int, first: Int) throws {
         scaler = VideoScaler(outputFormat: "yuv420p", width: rung.width, height: rung.height, quarterTurns: quarterTurns)
         do {
             encoder = try Encoder.h264Rung(width: rung.width, height: rung.height, frameDuration: frameDuration,
@@ -49,7 +82,22 @@ private final class Rung {
         }
         track = try SegmentedTrack(kind: .video, name: "video-\(index)", root: settings.folder)
         try track.begin(with: encoder, language: nil)
+        if first > 0 {
+            try track.place(firstNumber: first / settings.framesPerSegment + 1, at: frameDuration.multiplied(by: Int32(clamping: first)))
+        }
     }
+}
+
+/// What every way of making a package starts from: the sources opened, the ladder fitted to the first, the
+/// frame rate and each rung's level chosen (`settings`), and the subtitles read.
+struct PackagePlan {
+    let sources: [ExportSource]
+    let ladder: StreamLadder
+    let settings: StreamSettings
+    let subtitles: [SubtitleRendition]
+    var frameDuration: MediaTime { settings.frameDuration ?? MediaTime(value: 1, timescale: 30) }
+    /// The composition's frames at that rate (its duration rounded up).
+    let frameCount: Int
 }
 
 struct PackageWriter {
@@ -60,6 +108,14 @@ struct PackageWriter {
 
     func run() throws -> StreamReport {
         let started = Date()
+        // A chunk is video only: the join reads the subtitles and makes the audio.
+        let plan = try prepare(readingSubtitles: settings.frames == nil)
+        var report = try write(plan, frames: settings.frames, started: started)
+        try addSubtitles(plan, to: &report)
+        return report
+    }
+
+    func prepare(readingSubtitles: Bool) throws -> PackagePlan {
         try settings.check()
         let sources = try ExportSource.open(composition.segments.map(\.source), limits: settings.limits, interrupter: interrupter)
         for (i, s) in sources.enumerated() where s.video == nil {
@@ -93,36 +149,43 @@ struct PackageWriter {
         }
         // Subtitles are read before any encoding: a language a source lacks, or pictures that cannot become
         // text, refuse the package before the work.
-        let subtitles = try settings.subtitleLanguages.map {
+        let subtitles = readingSubtitles ? try settings.subtitleLanguages.map {
             try SubtitleRendition(language: $0, sources: sources, mapping: composition.timeMapping, limits: settings.limits, interrupter: interrupter)
-        }
-        var report = try write(sources, ladder: ladder, settings: made, started: started)
-        if !subtitles.isEmpty, let rung = report.tracks.first(where: { $0.kind == .video }) {
-            // The video's boundaries, presented from 0.
-            let scale = Rational(1, Int32(clamping: rung.timescale))
-            let boundaries = rung.segments.map { MediaTime(count: $0.start - rung.presentationOffset, timeBase: scale) } + [report.duration]
-            for subtitle in subtitles {
-                report.tracks.append(try subtitle.write(into: settings.folder, name: "subtitles-" + LanguageMatch.primary(subtitle.language),
-                                                        boundaries: boundaries))
-            }
-        }
-        return report
+        } : []
+        let frameTB = Rational(Int32(clamping: fd.value), fd.timescale)
+        let frameCount = Int(composition.timeMapping.duration.count(in: frameTB, rounding: .up) ?? 0)
+        guard frameCount > 0 else { throw ExportError("the composition is empty: nothing to package") }
+        return PackagePlan(sources: sources, ladder: ladder, settings: made, subtitles: subtitles, frameCount: frameCount)
     }
 
-    /// Decodes the composition once and feeds every rung; `settings` are the ladder's, at a known rate.
-    private func write(_ sources: [ExportSource], ladder: StreamLadder, settings: StreamSettings, started: Date) throws -> StreamReport {
-        let fd = settings.frameDuration ?? MediaTime(value: 1, timescale: 30)
-        let video = SampledVideo(mapping: composition.timeMapping, sources: sources, frameDuration: fd, threads: settings.threads,
-                                 limits: settings.limits, interrupter: interrupter, observer: nil)
-        let frameCount = video.frameCount
-        guard frameCount > 0 else { throw ExportError("the composition is empty: nothing to package") }
-        let rungs = try settings.rungs.enumerated().map {
-            try Rung($1, index: $0 + 1, settings: settings, frameDuration: fd, quarterTurns: ladder.quarterTurns)
+    /// The subtitle renditions, cut at the first rung's boundaries as presented from 0.
+    func addSubtitles(_ plan: PackagePlan, to report: inout StreamReport) throws {
+        guard !plan.subtitles.isEmpty, let rung = report.tracks.first(where: { $0.kind == .video }) else { return }
+        let scale = Rational(1, Int32(clamping: rung.timescale))
+        let boundaries = rung.segments.map { MediaTime(count: $0.start - rung.presentationOffset, timeBase: scale) } + [report.duration]
+        for subtitle in plan.subtitles {
+            report.tracks.append(try subtitle.write(into: settings.folder, name: "subtitles-" + LanguageMatch.primary(subtitle.language),
+                                                    boundaries: boundaries))
         }
-        let audio = try audioWriters(sources: sources, duration: fd.multiplied(by: Int32(clamping: frameCount)), settings: settings)
-        let gop = settings.framesPerSegment
+    }
+
+    /// Decodes the composition once (`frames` of it: a chunk) and feeds every rung, and the audio when whole.
+    private func write(_ plan: PackagePlan, frames: Range<Int>?, started: Date) throws -> StreamReport {
+        let (settings, fd, gop) = (plan.settings, plan.frameDuration, plan.settings.framesPerSegment)
+        let range = frames ?? 0..<plan.frameCount
+        guard range.lowerBound % gop == 0, range.upperBound == plan.frameCount || range.upperBound % gop == 0,
+              range.upperBound <= plan.frameCount, !range.isEmpty else {
+            throw ExportError("frames \(range.lowerBound)..<\(range.upperBound) are not whole segments of \(gop) frames of the package's 0..<\(plan.frameCount)")
+        }
+        let video = SampledVideo(mapping: composition.timeMapping, sources: plan.sources, frameDuration: fd, threads: settings.threads,
+                                 limits: settings.limits, interrupter: interrupter, observer: nil)
+        let rungs = try settings.rungs.enumerated().map {
+            try Rung($1, index: $0 + 1, settings: settings, frameDuration: fd, quarterTurns: plan.ladder.quarterTurns, first: range.lowerBound)
+        }
+        let audio = frames == nil ? try audioWriters(sources: plan.sources, duration: fd.multiplied(by: Int32(clamping: plan.frameCount)), settings: settings) : []
         let frameTB = Rational(Int32(clamping: fd.value), fd.timescale)
 
+        // Packets are timed from the range's first frame (a multiple of `gop`, so segments start as in the whole).
         func drain(_ rung: Rung, first: Bool) throws {
             let tb = rung.track.timeBase
             while try rung.encoder.receive(into: &rung.packet) == .packet {
@@ -139,18 +202,19 @@ struct PackageWriter {
         }
 
         let clock = Date()
-        for k in 0..<frameCount {
+        for k in range {
+            let n = k - range.lowerBound
             let fed: Void? = try video.withFrame(k) { frame in
                 for (i, rung) in rungs.enumerated() {
                     try rung.scaler.prepare(frame, into: &rung.picture)
-                    rung.picture.setPTS(Int64(k))
-                    rung.picture.requestKeyframe(k % gop == 0)
+                    rung.picture.setPTS(Int64(n))
+                    rung.picture.requestKeyframe(n % gop == 0)
                     while try rung.encoder.send(rung.picture) == .full { try drain(rung, first: i == 0) }
                     try drain(rung, first: i == 0)
                 }
             }
             guard fed != nil else { break }
-            report(done: k, of: frameCount, since: clock)
+            report(done: n, of: range.count, since: clock)
             interrupter.progressed()   // a frame encoded on every rung
             if k % 16 == 0, let reason = interrupter.reason {
                 throw MediaFileError.interrupted(path: settings.folder, reason)
@@ -168,13 +232,13 @@ struct PackageWriter {
                         timescale: Int(rung.track.timeBase.denominator), presentationOffset: rung.track.presentationOffset ?? 0, width: settings.rungs[i].width, height: settings.rungs[i].height,
                         frameRate: frameTB.inverted, segments: rung.track.segments)
         } + audio.map { $0.report() }
-        return StreamReport(duration: fd.multiplied(by: Int32(clamping: frameCount)), segmentDuration: fd.multiplied(by: Int32(clamping: gop)),
+        return StreamReport(duration: fd.multiplied(by: Int32(clamping: range.count)), segmentDuration: fd.multiplied(by: Int32(clamping: gop)),
                             tracks: tracks, framesDecoded: video.decoded, seconds: Date().timeIntervalSince(started),
-                            sourcePicture: StreamReport.Picture(width: ladder.displayWidth, height: ladder.displayHeight, quarterTurns: ladder.quarterTurns),
-                            skippedRungs: ladder.skipped.map { $0 + 1 })
+                            sourcePicture: StreamReport.Picture(width: plan.ladder.displayWidth, height: plan.ladder.displayHeight, quarterTurns: plan.ladder.quarterTurns),
+                            skippedRungs: plan.ladder.skipped.map { $0 + 1 })
     }
 
-    private func report(done k: Int, of count: Int, since clock: Date) {
+    func report(done k: Int, of count: Int, since clock: Date) {
         guard k % 30 == 0 else { return }
         let elapsed = Date().timeIntervalSince(clock)
         let fraction = Double(k) / Double(count)
@@ -182,13 +246,13 @@ struct PackageWriter {
                                 eta: fraction > 0.01 ? elapsed / fraction * (1 - fraction) : nil))
     }
 
-    /// The audio tracks: one per language asked for (each source's track in it), or the first source's
-    /// first audio track; none when no source has audio and no language is asked for.
-    private func audioWriters(sources: [ExportSource], duration: MediaTime, settings: StreamSettings) throws -> [PackageAudio] {
+    /// The audio tracks to package: one per language asked for (each source's track in it, by stream), or the
+    /// first source's first audio track (`streams` nil); none when no source has audio and no language is
+    /// asked for. A language a source lacks is refused, naming what it has.
+    func audioChoices(_ sources: [ExportSource]) throws -> [(name: String, language: String?, format: StreamInfo, streams: [Int?]?)] {
         guard !settings.audioLanguages.isEmpty else {
             guard let audio = sources.first(where: { $0.audio != nil })?.audio else { return [] }
-            return [try audioWriter(sources: sources, audio: audio, streams: nil, name: "audio", language: settings.audioLanguage,
-                                    duration: duration, settings: settings)]
+            return [("audio", settings.audioLanguage, audio, nil)]
         }
         return try settings.audioLanguages.map { language in
             var streams: [Int?] = []
@@ -203,8 +267,13 @@ struct PackageWriter {
                 streams.append(stream.index)
                 format = format ?? stream
             }
-            return try audioWriter(sources: sources, audio: format!, streams: streams, name: "audio-" + LanguageMatch.primary(language),
-                                   language: language, duration: duration, settings: settings)
+            return ("audio-" + LanguageMatch.primary(language), language, format!, streams)
+        }
+    }
+
+    func audioWriters(sources: [ExportSource], duration: MediaTime, settings: StreamSettings) throws -> [PackageAudio] {
+        try audioChoices(sources).map {
+            try audioWriter(sources: sources, audio: $0.format, streams: $0.streams, name: $0.name, language: $0.language, duration: duration, settings: settings)
         }
     }
 
@@ -224,7 +293,7 @@ struct PackageWriter {
 }
 
 /// The package's audio: its rendering and its track, cut where the first rung's segments are.
-private struct PackageAudio {
+struct PackageAudio {
     let writer: RenderedAudioWriter
     let track: SegmentedTrack
     let language: String?

@@ -76,11 +76,11 @@ struct CoordinatorCommand: AsyncParsableCommand {
     @OptionGroup var reuse: WorkerReuseOptions
 
     @Option(name: .customLong("chunk-seconds"), parsing: .unconditional,
-            help: "Encode constant-frame-rate exports that do not say otherwise in chunks of about this many seconds, each a job any worker of any host runs (a manifest's \"chunkSeconds\" wins) \(UserNumbers.chunkSeconds.inHelp).", transform: UserNumbers.chunkSeconds.option)
+            help: "Encode constant-frame-rate exports and streaming packages that do not say otherwise in chunks of about this many seconds, each a job any worker of any host runs (a manifest's \"chunkSeconds\" wins) \(UserNumbers.chunkSeconds.inHelp).", transform: UserNumbers.chunkSeconds.option)
     var chunkSeconds: Double?
 
     @Option(name: .customLong("chunk-above"), parsing: .unconditional,
-            help: "With --chunk-seconds: only exports longer than this many seconds are chunked; shorter ones are encoded whole \(UserNumbers.duration.inHelp).", transform: UserNumbers.duration.option)
+            help: "With --chunk-seconds: only exports and packages longer than this many seconds are chunked; shorter ones are encoded whole \(UserNumbers.duration.inHelp).", transform: UserNumbers.duration.option)
     var chunkAbove: Double?
 
     @Flag(name: .customLong("no-reuse-results"),

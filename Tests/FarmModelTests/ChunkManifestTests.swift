@@ -33,7 +33,7 @@ import Testing
         let m = try validate(#"{ "mode": "constantFrameRate", "output": "out/a.mp4", "chunkSeconds": 20, "chunkAbove": "600" }"#).get()
         #expect(m.export?.chunkDuration == MediaTime(value: 20, timescale: 1) && m.export?.chunkAbove == MediaTime(value: 600, timescale: 1))
         #expect(messages(#"{ "mode": "constantFrameRate", "output": "out/a.mp4", "chunkAbove": 600 }"#)
-            == ["$.export.chunkAbove: needs \"chunkSeconds\": the length of the chunks of an export longer than this"])
+            == ["$.export.chunkAbove: needs \"chunkSeconds\": the length of the chunks when it is longer than this"])
         #expect(messages(#"{ "mode": "passthrough", "output": "out/a.mp4", "chunkAbove": 600 }"#).contains(
             "$.export.chunkAbove: applies to constantFrameRate exports only; a passthrough export copies packets and is not split"))
     }

@@ -102,10 +102,13 @@ let manifestsOfEveryField = [
         full.stream = JobManifest.StreamSettings(output: "/jobs/out/package", video: JobManifest.StreamVideo(rungs: [JobManifest.StreamRung(height: 360, bitrate: 600_000)]))
         if pieces { full.edits = [JobManifest.Edit(source: "/jobs/a.mp4", duration: MediaTime(value: 1, timescale: 1), path: "$.edits[0].source"),
                                  JobManifest.Edit(source: "/jobs/b.mp4", path: "$.edits[1].source")] }
-        if derivation == .storyboardJoin { full.export = nil }
+        // A join joins the one section that was split.
+        if [.storyboardJoin, .streamJoin, .streamChunk].contains(derivation) { full.export = nil }
+        if derivation == .storyboardJoin { full.stream = nil }
         let base = full.document
         var absent: Set<String> = ["overwrite", pieces ? "input" : "edits"]
-        if derivation == .storyboardJoin { absent.insert("export") }
+        if [.storyboardJoin, .streamJoin, .streamChunk].contains(derivation) { absent.insert("export") }
+        if derivation == .storyboardJoin { absent.insert("stream") }
         for section in ManifestSection.allCases where !absent.contains(section.rawValue) {
             #expect(base[section.rawValue] != nil, "the full manifest lacks \(section.rawValue): \(base.text)")
         }
@@ -114,11 +117,12 @@ let manifestsOfEveryField = [
         switch derivation {
         case .exportChunk: derived = full.exportChunk(0, of: 3, jobName: "full", output: chunk.output, frames: chunk.frames)
         case .storyboardPart: derived = full.storyboardPart(0, of: 3, jobName: "full", output: "/jobs/out/.s.chunks-1/chunk-0001.vtt", tiles: 0..<10)
-        case .exportJoin, .storyboardJoin: derived = full.joining([chunk])
+        case .streamChunk: derived = full.streamChunk(0, of: 3, jobName: "full", output: "/jobs/out/.package.chunks-1/chunk-0001", frames: 0..<180)
+        case .exportJoin, .storyboardJoin, .streamJoin: derived = full.joining([chunk])
         case .defaultChunking: derived = try #require(full.chunked(every: MediaTime(value: 10, timescale: 1), above: nil))
         case .sourcesPut: derived = full.puttingSources(["/jobs/a.mp4": "/media/a.mp4"])
         }
-        if derivation == .exportChunk || derivation == .storyboardPart {
+        if derivation == .exportChunk || derivation == .storyboardPart || derivation == .streamChunk {
             // A part writes only its own files, in the plan's folder: all else is the whole job's, written once.
             #expect(!derived.writes.isEmpty && derived.writes.allSatisfy { $0.contains(".chunks-1/") }, "\(derived.writes)")
         }

@@ -65,6 +65,16 @@ public enum FragmentProbe {
         return earliest
     }
 
+    /// The fragment's sequence number (`mfhd`) and base decode time (`tfdt`).
+    public static func numberAndDecodeTime(segment path: String) throws -> (sequence: UInt32, decodeTime: Int64) {
+        let bytes = try read(path)
+        guard let moof = find("moof", bytes, 0, bytes.count), let mfhd = find("mfhd", bytes, moof.body, moof.end),
+              let traf = find("traf", bytes, moof.body, moof.end), let tfdt = find("tfdt", bytes, traf.body, traf.end) else {
+            throw ProbeError(description: "\(path): no moof with mfhd, and traf with tfdt")
+        }
+        return (u32(bytes, mfhd.body + 4), bytes[tfdt.body] == 1 ? Int64(u64(bytes, tfdt.body + 4)) : Int64(u32(bytes, tfdt.body + 4)))
+    }
+
     static func read(_ path: String) throws -> [UInt8] {
         [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
     }

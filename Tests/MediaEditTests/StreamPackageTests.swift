@@ -1,4 +1,5 @@
 import FarmTestSupport
+import StreamTestSupport
 import Foundation
 import MediaCore
 import MediaInspect

@@ -18,36 +18,32 @@ struct ChunkJoiner: CoordinatorPart {
     /// `.storyboardPart`), so its assets and other jobs' results are put in on the host that runs it.
     func split(_ claimed: ClaimedJob, ranges: [Range<Int>], seconds: Double) async {
         let (job, token, manifest) = (claimed.job, claimed.token, claimed.manifest)
-        let board = manifest.export == nil ? manifest.storyboard : nil
-        let what = board == nil ? "the export" : "the storyboard"
+        let kind = SplitWork(manifest)
         let original: JobManifest
         switch ManifestLoader.validate(text: claimed.submitted, name: job.name, baseDirectory: job.baseDirectory, outputRoots: job.outputRoots) {
         case .success(let m): original = m
         case .failure(let e):
-            await recorder.finish(job, token: token, outcome: .failed(message: "cannot split \(what): \(e)", result: nil), seconds: seconds)
+            await recorder.finish(job, token: token, outcome: .failed(message: "cannot split \(kind.what): \(e)", result: nil), seconds: seconds)
             return
         }
-        guard let end = ranges.last?.upperBound, let output = board?.output ?? manifest.export?.output else {
-            await recorder.finish(job, token: token, outcome: .failed(message: "cannot split \(what): the manifest has none", result: nil), seconds: seconds)
+        guard let end = ranges.last?.upperBound, let output = kind.output(of: manifest) else {
+            await recorder.finish(job, token: token, outcome: .failed(message: "cannot split \(kind.what): the manifest has none", result: nil), seconds: seconds)
             return
         }
         let tag = String(UUID().uuidString.lowercased().filter(\.isHexDigit).prefix(10))
         let folder = ChunkPlan.folder(beside: output, tag: tag)
-        let fileType = manifest.export?.fileType ?? .mp4
+        let ext = kind.chunkExtension(of: manifest)
         let plan = ChunkPlan(folder: folder, frameCount: end, chunks: ranges.enumerated().map { i, range in
-            ChunkPlan.Chunk(frames: range, output: board == nil ? ChunkPlan.output(folder: folder, index: i, fileType: fileType)
-                                                                : ChunkPlan.output(folder: folder, index: i, extension: "vtt"))
+            ChunkPlan.Chunk(frames: range, output: ChunkPlan.output(folder: folder, index: i, extension: ext))
         })
         let chunks = plan.chunks.enumerated().map { i, chunk in
-            let part = board == nil
-                ? original.exportChunk(i, of: plan.chunks.count, jobName: job.name, output: chunk.output, frames: chunk.frames)
-                : original.storyboardPart(i, of: plan.chunks.count, jobName: job.name, output: chunk.output, tiles: chunk.frames)
+            let part = kind.part(i, of: plan.chunks.count, original: original, jobName: job.name, output: chunk.output, range: chunk.frames)
             // What the job waited for has ended (the queue's ids): a part waits for nothing else, and needs what it needed.
             let options = JobOptions(outputRoots: job.outputRoots, priority: job.priority, maxAttempts: job.maxAttempts, timeout: job.timeout,
                                      after: job.after.map(JobReference.id), requires: job.requires, baseDirectory: job.baseDirectory)
             return options.job(part, text: part.document.text)
         }
-        await record(job, token: token, plan: plan, chunks: chunks, every: board?.chunkSeconds ?? manifest.export?.chunkDuration, seconds: seconds)
+        await record(job, token: token, plan: plan, chunks: chunks, every: kind.every(of: manifest), seconds: seconds)
     }
 
     /// Makes the plan's folder and its chunk jobs; the job waits for them.
@@ -128,10 +124,55 @@ struct ChunkJoiner: CoordinatorPart {
     }
 }
 
+/// What a split job is made of: an export's chunks (files of its container), a package's (folders of
+/// segments) or a storyboard's parts (WebVTT files with their sheets).
+private enum SplitWork {
+    case export, stream, storyboard
+
+    init(_ manifest: JobManifest) {
+        self = manifest.export != nil ? .export : manifest.stream != nil ? .stream : .storyboard
+    }
+
+    var what: String { switch self { case .export: "the export"; case .stream: "the package"; case .storyboard: "the storyboard" } }
+
+    func output(of manifest: JobManifest) -> String? {
+        switch self {
+        case .export: manifest.export?.output
+        case .stream: manifest.stream?.output
+        case .storyboard: manifest.storyboard?.output
+        }
+    }
+
+    func chunkExtension(of manifest: JobManifest) -> String {
+        switch self {
+        case .export: (manifest.export?.fileType ?? .mp4).rawValue
+        case .stream: ""
+        case .storyboard: "vtt"
+        }
+    }
+
+    func every(of manifest: JobManifest) -> MediaTime? {
+        switch self {
+        case .export: manifest.export?.chunkDuration
+        case .stream: manifest.stream?.chunking.duration
+        case .storyboard: manifest.storyboard?.chunkSeconds
+        }
+    }
+
+    /// The manifest of part `index`, derived from the manifest as submitted (`original`).
+    func part(_ index: Int, of count: Int, original: JobManifest, jobName: String, output: String, range: Range<Int>) -> JobManifest {
+        switch self {
+        case .export: original.exportChunk(index, of: count, jobName: jobName, output: output, frames: range)
+        case .stream: original.streamChunk(index, of: count, jobName: jobName, output: output, frames: range)
+        case .storyboard: original.storyboardPart(index, of: count, jobName: jobName, output: output, tiles: range)
+        }
+    }
+}
+
 extension ChunkFiles {
     /// Removes a chunk folder and the files in it (chunks, and the staged files of attempts that were
-    /// killed), or the objects under a chunk prefix. Only a folder named as `ChunkPlan.folder` names
-    /// them is touched, and only the regular files directly in it. nil when it is gone; else why not.
+    /// killed; a package's chunks are folders), or the objects under a chunk prefix. Only a folder named as
+    /// `ChunkPlan.folder` names them is touched: the regular files and folders in it, never what a link names. nil when it is gone; else why not.
     static func remove(_ folder: String) async -> String? {
         let name = folder.split(separator: "/").last.map(String.init) ?? ""
         guard name.hasPrefix("."), name.contains(".chunks-") else { return "\(folder): not a folder of chunks; left alone" }
@@ -152,7 +193,15 @@ extension ChunkFiles {
         for entry in entries {
             let path = folder + "/" + entry
             var info = stat()
-            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+            guard lstat(path, &info) == 0 else { continue }
+            if info.st_mode & S_IFMT == S_IFDIR {
+                // A package's chunk (or an attempt's staged one): its folders and files, links removed and never followed.
+                do { try FileManager.default.removeItem(atPath: path) } catch {
+                    return "\(path): cannot remove it: \(error.localizedDescription)"
+                }
+                continue
+            }
+            guard info.st_mode & S_IFMT == S_IFREG else { continue }
             if unlink(path) != 0 && errno != ENOENT { return "\(path): cannot remove it: \(String(cString: strerror(errno)))" }
         }
         if rmdir(folder) != 0 && errno != ENOENT { return "\(folder): cannot remove it: \(String(cString: strerror(errno)))" }

@@ -108,8 +108,8 @@ public struct DefaultChunking: Sendable, Hashable {
         self.above = above
     }
 
-    /// `manifest` with these chunks (`JobManifest.chunked`), when it is a constant-frame-rate export that
-    /// chooses none and is not a chunk; nil when nothing is to change.
+    /// `manifest` with these chunks (`JobManifest.chunked`), when it is a constant-frame-rate export or a
+    /// package that chooses none and is not a chunk; nil when nothing is to change.
     public func applied(to manifest: JobManifest) -> JobManifest? {
         // The numbers were checked as the coordinator's options were read (2...3600 s, at most 6 decimals as
         // written here): one that did not read back would chunk nothing.

@@ -9,36 +9,53 @@ struct JobPackage {
     var manifest: JobManifest { runner.manifest }
     var stagingToken: String? { runner.stagingToken }
 
+    /// The job's package, then its report and its result.
+    func run(_ stream: JobManifest.StreamSettings, of composition: Composition, made: JobSoFar, events: @escaping @Sendable (JobEvent) -> Void)
+        async throws -> JobResult {
+        let (package, seconds) = try await self.package(stream, of: composition, events: events)
+        let (joined, chunks) = (!stream.chunking.join.isEmpty, stream.chunking.join)
+        let reportPath = try runner.writeReport(inspections: made.inspections, composition: composition, export: nil, stream: package, scan: made.scan,
+                                                pictures: made.pictures, chunks: joined ? chunks : nil, timings: made.timings([joined ? "join" : "stream": seconds]))
+        events(.progress(JobProgress(fraction: 1, phase: "done")))
+        return result(package, of: stream, report: reportPath, numbered: JobPictures.numbered(made.pictures, made.scan), started: made.started)
+    }
+
     /// The package: its media and presentations written into a staged folder, then published whole (by the
-    /// coordinator under the lease, or here without one, after the same checks).
+    /// coordinator under the lease, or here without one, after the same checks). A chunk of a package made
+    /// in chunks (`chunking.frames`) is a folder too: its rungs' segments and what it reported
+    /// (`PackageFolder.chunkReport`), no presentations; the join (`chunking.join`) links the chunks' segments.
     func package(_ stream: JobManifest.StreamSettings, of composition: Composition, events: @escaping @Sendable (JobEvent) -> Void)
         async throws -> (report: StreamReport, seconds: Double) {
         let started = Date()
         let token = stagingToken ?? runner.runToken
         let staged = StagedOutput.path(for: stream.output, token: token)
+        let isChunk = stream.chunking.frames != nil
+        if isChunk {
+            // A chunk is written only into the folder its split made (`ChunkFiles.checkFolder`).
+            if stagingToken == nil { try ChunkFiles.makeFolder(of: stream.output) } else { try ChunkFiles.checkFolder(of: stream.output) }
+        }
         // Refused before any work: what is in the way stays in the way after an hour of encoding. Under a
         // coordinator a package there may be replaced by a retried attempt: only what is never replaced is refused.
         let inputs = manifest.edits.map(\.source)
         try PackageFolder.checkBeforePublishing(stream.output, allowExisting: manifest.overwrite || stagingToken != nil, inputs: inputs)
         PackageWriting.sweepAbandoned(beside: stream.output)
+        let chunks = try stream.chunking.join.map(PackageFolder.chunk)
         let writing = try PackageFolder.create(staged)
         defer { writing.end() }
         do {
-            var settings = StreamSettings(folder: staged, rungs: stream.video.rungs.map(MediaEdit.StreamRung.init), segmentDuration: stream.segmentDuration,
-                                          frameDuration: stream.frameDuration, larger: LargerRungs(stream.video.larger), audioBitRate: stream.audio.bitrate,
-                                          preset: stream.video.preset, threads: stream.video.threads, timePitch: AudioTimePitchAlgorithm(manifest.audio.timePitch),
-                                          audioLanguage: stream.audio.language, limits: runner.limits)
-            settings.audioLanguages = stream.audio.languages
-            settings.audioChannels = stream.audio.channels
-            settings.subtitleLanguages = stream.subtitleLanguages
-            var packager = StreamPackager(composition: composition, settings: settings)
+            var packager = StreamPackager(composition: composition, settings: settings(stream, folder: staged))
             packager.pool = runner.pool
-            let report = try await packager.package(progress: { p in
+            let progress: @Sendable (ExportProgress) -> Void = { p in
                 writing.touch()
                 events(.progress(JobProgress(fraction: 0.02 + 0.96 * p.fraction, phase: p.phase, framesPerSecond: p.framesPerSecond, eta: p.eta)))
-            })
+            }
+            let report = chunks.isEmpty ? try await packager.package(progress: progress) : try await packager.join(chunks, progress: progress)
             events(.progress(JobProgress(fraction: 0.98, phase: "presentations")))
-            try PackageFolder.writePresentations(report, formats: stream.formats, token: token, into: staged)
+            if isChunk {
+                try PackageFolder.writeChunk(report, token: token, into: staged)
+            } else {
+                try PackageFolder.writePresentations(report, formats: stream.formats, token: token, into: staged)
+            }
             writing.end()  // whole: its marker says so, and the writer's file is not part of it
             if stagingToken == nil {
                 try PackageFolder.publish(staged, to: stream.output, token: token, allowExisting: manifest.overwrite, inputs: inputs)
@@ -51,6 +68,30 @@ struct JobPackage {
             PackageFolder.remove(staged)
             throw error
         }
+    }
+
+    /// Where to cut a package made in chunks, under a coordinator, when it is long enough (whole segments of
+    /// about `chunkSeconds`; `StreamPackager.chunkRanges`, after everything that would refuse it was checked);
+    /// nil for a package made whole, a chunk or a join.
+    func chunkRanges(of composition: Composition) async throws -> (ranges: [Range<Int>], every: MediaTime)? {
+        guard let stream = manifest.stream, let every = stream.chunking.duration, stream.chunking.isWhole, stagingToken != nil,
+              stream.chunking.above.map({ composition.duration > $0 }) ?? true else { return nil }
+        var packager = StreamPackager(composition: composition, settings: settings(stream, folder: stream.output))
+        packager.pool = runner.pool
+        do { return (try await packager.chunkRanges(every: every), every) } catch let error as ExportError { throw JobError("$.stream: \(error.description)") }
+    }
+
+    /// The engine's settings of the manifest's package, written into `folder`.
+    private func settings(_ stream: JobManifest.StreamSettings, folder: String) -> StreamSettings {
+        var settings = StreamSettings(folder: folder, rungs: stream.video.rungs.map(MediaEdit.StreamRung.init), segmentDuration: stream.segmentDuration,
+                                      frameDuration: stream.frameDuration, larger: LargerRungs(stream.video.larger), audioBitRate: stream.audio.bitrate,
+                                      preset: stream.video.preset, threads: stream.video.threads, timePitch: AudioTimePitchAlgorithm(manifest.audio.timePitch),
+                                      audioLanguage: stream.audio.language, limits: runner.limits)
+        settings.audioLanguages = stream.audio.languages
+        settings.audioChannels = stream.audio.channels
+        settings.subtitleLanguages = stream.subtitleLanguages
+        settings.frames = stream.chunking.frames
+        return settings
     }
 
     /// The result of a job that made a package: rungs left out as larger than the source are a warning.

@@ -7,6 +7,17 @@ import MediaTime
 
 /// A chunked export's last run: its chunks, encoded by their own jobs, joined into the one output.
 extension JobRunner {
+    /// The result of a first run that only cut the work into `ranges` (a chunked export's chunks, a
+    /// storyboard's parts): the coordinator makes a job of each.
+    func split(into ranges: [Range<Int>], of what: String, every: MediaTime, started: Date,
+               events: @Sendable (JobEvent) -> Void) -> JobResult {
+        events(.log(level: "notice", message: "split into \(ranges.count) \(what) of about \(Self.seconds(every)) s"))
+        events(.progress(JobProgress(fraction: 0.01, phase: "split")))
+        var result = JobResult(name: manifest.name, succeeded: true, seconds: Date().timeIntervalSince(started))
+        result.split = ranges
+        return result
+    }
+
     func join(_ export: JobManifest.ExportSettings, session: ExportSession, composition: Composition, inspections: [AssetReport],
               inspectSeconds: Double, pictures inputPictures: JobPictures.PicturesMade?, events: @escaping @Sendable (JobEvent) -> Void,
               started: Date) async throws -> JobResult {

@@ -213,6 +213,9 @@ public struct JobRunner: Sendable {
             let ranges = try await pictureMaker.storyboardParts(of: manifest.edits[0].source, board, every: every)
             if ranges.count > 1 { return split(into: ranges, of: "parts", every: every, started: started, events: events) }
         }
+        if let (ranges, every) = try await JobPackage(runner: self).chunkRanges(of: composition), ranges.count > 1 {
+            return split(into: ranges, of: "chunks", every: every, started: started, events: events)
+        }
         if manifest.export == nil { try await makeInputPictures(&made, events: events) }
         // A constant-frame-rate export decodes every frame anyway: scan them there, decoding once.
         let scanWhileExporting = manifest.scan != nil && manifest.export?.mode == .constantFrameRate
@@ -225,11 +228,7 @@ public struct JobRunner: Sendable {
             made.scanSeconds = Date().timeIntervalSince(scanStarted)
         }
         if let stream = manifest.stream {
-            let (package, seconds) = try await JobPackage(runner: self).package(stream, of: composition, events: events)
-            let reportPath = try writeReport(inspections: inspections, composition: composition, export: nil, stream: package, scan: made.scan,
-                                             pictures: made.pictures, timings: made.timings(["stream": seconds]))
-            events(.progress(JobProgress(fraction: 1, phase: "done")))
-            return JobPackage(runner: self).result(package, of: stream, report: reportPath, numbered: JobPictures.numbered(made.pictures, made.scan), started: started)
+            return try await JobPackage(runner: self).run(stream, of: composition, made: made, events: events)
         }
         guard let export = manifest.export else {
             let reportPath = try writeReport(inspections: inspections, composition: manifest.isInspectionOnly || manifest.scan == nil ? nil : composition,
@@ -326,17 +325,6 @@ public struct JobRunner: Sendable {
 
     static func seconds(_ t: MediaTime) -> String { MediaTime.formatSeconds(t.seconds) }
 
-    /// The result of a first run that only cut the work into `ranges` (a chunked export's chunks, a
-    /// storyboard's parts): the coordinator makes a job of each.
-    func split(into ranges: [Range<Int>], of what: String, every: MediaTime, started: Date,
-               events: @Sendable (JobEvent) -> Void) -> JobResult {
-        events(.log(level: "notice", message: "split into \(ranges.count) \(what) of about \(Self.seconds(every)) s"))
-        events(.progress(JobProgress(fraction: 0.01, phase: "split")))
-        var result = JobResult(name: manifest.name, succeeded: true, seconds: Date().timeIntervalSince(started))
-        result.split = ranges
-        return result
-    }
-
     /// Writes the JSON report (atomically) when the manifest asks for one; returns its path.
     /// Scans every segment's source range; codes are timed on the composition's timeline.
     static func scanConfiguration(_ settings: JobManifest.ScanSettings) throws -> CodeScanner.Configuration {
@@ -390,7 +378,7 @@ extension FrameScanSession {
 }
 
 /// What a job has made so far besides its export, and how long each part took.
-private struct JobSoFar {
+struct JobSoFar {
     let started: Date
     let inspections: [AssetReport]
     var inspectSeconds = 0.0

@@ -39,6 +39,32 @@ enum PackageFolder {
         }
     }
 
+    /// What a chunk of a package made in chunks reported, in its folder (`StreamReport`, as JSON).
+    static let chunkReport = "segments.json"
+
+    /// Writes a chunk's report, then the marker (its entry points: none), each synced and refusing to replace a
+    /// file; then syncs every folder of the chunk.
+    static func writeChunk(_ report: StreamReport, token: String, into folder: String) throws {
+        try create(folder + "/" + chunkReport, try JSONEncoder.mediafarm().encode(report))
+        try create(folder + "/" + marker, try JSONEncoder().encode(Marker(token: token, entryPoints: [])))
+        for track in report.tracks { SafeFiles.syncFolder(of: folder + "/" + track.folder + "/" + track.initialization) }
+        SafeFiles.syncFolder(of: folder + "/" + marker)
+    }
+
+    /// A chunk to join, read from its folder: what it reported when it was written.
+    static func chunk(_ joined: JobManifest.JoinedChunk) throws -> StreamChunk {
+        let path = joined.output + "/" + chunkReport
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw JobError("\(path): the chunk's report is missing (the chunk's folder was removed, or is not seen from this host): "
+                           + "retry the job to make its chunks again")
+        }
+        do {
+            return StreamChunk(folder: joined.output, frames: joined.frames, report: try JSONDecoder().decode(StreamReport.self, from: data))
+        } catch {
+            throw JobError("\(path): the chunk's report cannot be read: \(error)")
+        }
+    }
+
     /// Writes the presentations of `formats` over `report`'s segments, then the marker, each synced and
     /// refusing to replace a file; then syncs every folder of the package.
     static func writePresentations(_ report: StreamReport, formats: [StreamFormat], token: String, into folder: String) throws {

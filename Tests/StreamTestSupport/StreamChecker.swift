@@ -7,12 +7,13 @@ import MediaTime
 /// and its source (RFC 8216 for HLS, ISO/IEC 23009-1 and the DASH-IF IOP for DASH, ISO/IEC 14496-12 for
 /// the segments' times), reading with readers the farm did not write: PyPI's m3u8 and mpegdash, ffprobe,
 /// the boxes themselves (`FragmentProbe`) and GStreamer. Empty: every rule holds.
-enum StreamChecker {
-    struct CheckError: Error, CustomStringConvertible {
-        let description: String
+public enum StreamChecker {
+    public struct CheckError: Error, CustomStringConvertible {
+        public let description: String
+        public init(description: String) { self.description = description }
     }
 
-    static func check(folder: String, report: StreamReport) throws -> [String] {
+    public static func check(folder: String, report: StreamReport) throws -> [String] {
         var findings: [String] = []
         func rule(_ holds: Bool, _ text: @autoclosure () -> String) { if !holds { findings.append(text()) } }
         let reader = TestPaths.packageRoot.appendingPathComponent("Tests/Readers/stream-parse.py").path
@@ -103,7 +104,7 @@ enum StreamChecker {
     }
 
     /// One track's initialization and segments joined into one file beside the package; its path.
-    static func joined(_ folder: String, _ track: StreamTrack) throws -> String {
+    public static func joined(_ folder: String, _ track: StreamTrack) throws -> String {
         var joined = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + track.folder + "/init.mp4"))
         for segment in track.segments {
             joined.append(try Data(contentsOf: URL(fileURLWithPath: folder + "/" + track.folder + "/" + segment.file)))
@@ -114,7 +115,7 @@ enum StreamChecker {
     }
 
     /// The frames of one track as ffprobe reads them from its initialization and segments joined.
-    static func frames(_ folder: String, _ track: StreamTrack) throws -> [(time: Double, key: Bool)] {
+    public static func frames(_ folder: String, _ track: StreamTrack) throws -> [(time: Double, key: Bool)] {
         let path = try joined(folder, track)
         let r = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "0", "-show_entries", "frame=pts_time,key_frame", "-of", "csv=p=0", path])
         return r.stdout.split(separator: "\n").compactMap { line in
@@ -127,7 +128,7 @@ enum StreamChecker {
     /// Plays each rung alone, forced in turn, with GStreamer's playbin3 over HTTP: from a master playlist
     /// and an MPD that name that rung only (written beside the package's, which stay as they are). Each
     /// must play to the end, every frame ffprobe reads in the rung, at the rung's size.
-    static func playEachRung(folder: String, report: StreamReport) throws -> [String] {
+    public static func playEachRung(folder: String, report: StreamReport) throws -> [String] {
         let port = TestPaths.freeLoopbackPort()
         let server = try Background(["/usr/bin/python3", "-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", folder],
                                     log: folder + "/../server.log")
@@ -164,7 +165,7 @@ enum StreamChecker {
     /// download fragments" though the server sent every one: GStreamer 1.22's hlsdemux2 does so now and then
     /// on a one-segment playlist, measured here as often on FFmpeg's own HLS (3 runs of 16; none of 16 on three
     /// segments), and under load three runs in a row: a package checked here has at least two segments.
-    static func gstreamer(_ tool: String, _ arguments: [String]) throws -> ProcessResult {
+    public static func gstreamer(_ tool: String, _ arguments: [String]) throws -> ProcessResult {
         var result = try ProcessRunner.run(tool, arguments)
         for _ in 0..<2 where result.status != 0 && (result.stderr + result.stdout).contains("Couldn't download fragments") {
             result = try ProcessRunner.run(tool, arguments)
@@ -173,7 +174,7 @@ enum StreamChecker {
     }
 
     /// The master playlist with one variant: the others and the I-frame variants left out.
-    static func forcedMaster(_ master: String, keeping folder: String) -> String {
+    public static func forcedMaster(_ master: String, keeping folder: String) -> String {
         var out: [Substring] = [], skipNext = false
         for line in master.split(separator: "\n", omittingEmptySubsequences: false) {
             if skipNext { skipNext = false; continue }
@@ -189,7 +190,7 @@ enum StreamChecker {
     }
 
     /// The MPD with one video representation.
-    static func forcedMPD(_ mpd: String, keeping folder: String, all: [String]) -> String {
+    public static func forcedMPD(_ mpd: String, keeping folder: String, all: [String]) -> String {
         var text = mpd
         for other in all where other != folder {
             guard let start = text.range(of: "<Representation id=\"\(other)\""),

@@ -1,0 +1,125 @@
+import Foundation
+import MediaCore
+import MediaTime
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A package made in chunks, joined: each chunk holds every rung's segments of its frames, numbered and
+/// timed as the package made whole has them (`SegmentedTrack.place`), so joining them is linking their
+/// files into the package's folder, after checking that they tile the timeline and were encoded alike. The
+/// audio and the subtitles are made here, once, over the whole composition, and cut at the video's
+/// boundaries as a package made whole cuts them: there is no seam in them.
+extension PackageWriter {
+    func join(_ chunks: [StreamChunk]) throws -> StreamReport {
+        let started = Date()
+        let plan = try prepare(readingSubtitles: true)
+        let gop = plan.settings.framesPerSegment
+        var next = 0
+        for chunk in chunks {
+            guard chunk.frames.lowerBound == next, !chunk.frames.isEmpty, next % gop == 0 else {
+                throw ExportError("\(chunk.folder): holds frames \(chunk.frames.lowerBound)..<\(chunk.frames.upperBound), but frame \(next) comes next "
+                                  + "(chunks are whole segments of \(gop) frames, in order)")
+            }
+            next = chunk.frames.upperBound
+        }
+        guard let first = chunks.first else { throw ExportError("no chunks to join") }
+        guard next == plan.frameCount else { throw ExportError("the chunks end at frame \(next); the package has \(plan.frameCount) frames") }
+        let rungs = first.report.tracks.filter { $0.kind == .video }
+        guard rungs.count == plan.settings.rungs.count else {
+            throw ExportError("\(first.folder): holds \(rungs.count) rungs of video; the package has \(plan.settings.rungs.count)")
+        }
+        var tracks: [StreamTrack] = []
+        for (i, rung) in rungs.enumerated() {
+            tracks.append(try link(rung, of: chunks, plan: plan))
+            progress(ExportProgress(fraction: 0.05 * Double(i + 1) / Double(rungs.count), phase: "joining", framesPerSecond: nil, eta: nil))
+        }
+        let fd = plan.frameDuration
+        let duration = fd.multiplied(by: Int32(clamping: plan.frameCount))
+        let audio = try audioWriters(sources: plan.sources, duration: duration, settings: plan.settings)
+        let boundaries = tracks[0].segments.dropFirst()
+        let scale = Rational(1, Int32(clamping: tracks[0].timescale))
+        for (i, segment) in boundaries.enumerated() {
+            let boundary = MediaTime(count: segment.start - tracks[0].presentationOffset, timeBase: scale)
+            for track in audio { try track.cut(before: boundary) }
+            progress(ExportProgress(fraction: 0.05 + 0.9 * Double(i + 1) / Double(boundaries.count + 1), phase: "audio", framesPerSecond: nil, eta: nil))
+            interrupter.progressed()
+            if let reason = interrupter.reason { throw MediaFileError.interrupted(path: settings.folder, reason) }
+        }
+        for track in audio { try track.finish() }
+        var report = StreamReport(duration: duration, segmentDuration: fd.multiplied(by: Int32(clamping: gop)), tracks: tracks + audio.map { $0.report() },
+                                  framesDecoded: chunks.reduce(0) { $0 + $1.report.framesDecoded }, seconds: 0,
+                                  sourcePicture: first.report.sourcePicture, skippedRungs: first.report.skippedRungs)
+        try addSubtitles(plan, to: &report)
+        progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
+        report.seconds = Date().timeIntervalSince(started)
+        return report
+    }
+
+    /// One rung's files linked from every chunk into the package's folder: the first chunk's initialization
+    /// (every chunk's must be the same bytes) and each chunk's segments, which must follow one another
+    /// without a gap or an overlap from the chunk's first frame.
+    private func link(_ rung: StreamTrack, of chunks: [StreamChunk], plan: PackagePlan) throws -> StreamTrack {
+        let folder = settings.folder + "/" + rung.folder
+        guard mkdir(folder, 0o755) == 0 else { throw ExportError("\(folder): cannot make the rung's folder: \(String(cString: strerror(errno)))") }
+        let initialization = try Self.contents(of: chunks[0].folder + "/" + rung.folder + "/" + rung.initialization)
+        try Self.link(chunks[0].folder + "/" + rung.folder + "/" + rung.initialization, to: folder + "/" + rung.initialization)
+        let scale = Rational(1, Int32(clamping: rung.timescale))
+        var joined = rung
+        joined.segments = []
+        for chunk in chunks {
+            let files = chunk.folder + "/" + rung.folder
+            guard let part = chunk.report.tracks.first(where: { $0.kind == .video && $0.folder == rung.folder }), part.codecs == rung.codecs,
+                  part.timescale == rung.timescale, part.presentationOffset == rung.presentationOffset, part.width == rung.width,
+                  part.height == rung.height, part.initialization == rung.initialization else {
+                throw ExportError("\(files): encoded otherwise than the first chunk's \(rung.folder) (its codec, size, timescale or edit differ): "
+                                  + "the chunks cannot be joined; retry the job to encode them again")
+            }
+            guard try Self.contents(of: files + "/" + part.initialization) == initialization else {
+                throw ExportError("\(files)/\(part.initialization): differs from the first chunk's: the chunks were encoded otherwise and cannot be joined; "
+                                  + "retry the job to encode them again")
+            }
+            guard var expected = plan.frameDuration.multiplied(by: Int32(clamping: chunk.frames.lowerBound)).count(in: scale) else {
+                throw ExportError("\(files): frame \(chunk.frames.lowerBound) has no time in the track's timescale 1/\(rung.timescale)")
+            }
+            expected += rung.presentationOffset
+            for segment in part.segments {
+                guard segment.start == expected else {
+                    throw ExportError("\(files)/\(segment.file): starts at tick \(segment.start), not \(expected) where the segment before it ends: "
+                                      + "the chunks do not tile the package's timeline")
+                }
+                let size = Self.size(of: files + "/" + segment.file)
+                guard size == segment.bytes else {
+                    throw ExportError("\(files)/\(segment.file): holds \(size.map(String.init) ?? "no") bytes, not the \(segment.bytes) its chunk wrote; "
+                                      + "retry the job to encode it again")
+                }
+                try Self.link(files + "/" + segment.file, to: folder + "/" + segment.file)
+                joined.segments.append(segment)
+                expected = segment.start + segment.duration
+            }
+        }
+        return joined
+    }
+
+    static func contents(of path: String) throws -> Data {
+        guard let data = FileManager.default.contents(atPath: path) else { throw ExportError("\(path): cannot read it (a chunk's file is missing)") }
+        return data
+    }
+
+    static func size(of path: String) -> Int? {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        return Int(info.st_size)
+    }
+
+    /// `target` made as a new name of `source`'s file (no byte copied, and the chunk keeps its own, so a join
+    /// that fails can run again); copied where the file system has no links. Never replaces a file.
+    static func link(_ source: String, to target: String) throws {
+        if Glibc.link(source, target) == 0 { return }
+        let failure = errno
+        guard [EXDEV, EPERM, ENOTSUP, EMLINK, ENOSYS].contains(failure) else {
+            throw ExportError("\(target): cannot link it to \(source): \(String(cString: strerror(failure)))")
+        }
+        try SegmentedTrack.store([UInt8](try contents(of: source)), at: target)
+    }
+}
