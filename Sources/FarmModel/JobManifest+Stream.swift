@@ -7,6 +7,8 @@ extension JobManifest {
     public struct StreamSettings: Sendable, Hashable {
         /// The package's folder: published whole, once every file in it is written.
         public var output: String
+        /// `ladder`: the composition encoded into every rung; `passthrough`: the source's packets copied, cut at its keyframes.
+        public var mode = StreamMode.ladder
         public var formats: [StreamFormat] = [.hls, .dash]
         /// Every segment but the last lasts this long, in whole frames (`segmentSeconds`).
         public var segmentDuration = MediaTime(value: 6, timescale: 1)
@@ -62,6 +64,14 @@ extension JobManifest {
     public static let streamEntryPoints: [StreamFormat: String] = [.hls: "master.m3u8", .dash: "manifest.mpd"]
 }
 
+/// How a package's media is made.
+public enum StreamMode: String, Sendable, Hashable, CaseIterable, Codable {
+    /// Decoded once and encoded into every rung of the ladder.
+    case ladder
+    /// The source's H.264 and AAC copied, no frame encoded (as `ffmpeg -c copy -f hls`), each segment cut at a keyframe.
+    case passthrough
+}
+
 /// A presentation of a package.
 public enum StreamFormat: String, Sendable, Hashable, CaseIterable, Codable {
     case hls, dash
@@ -96,6 +106,7 @@ public enum H264Names {
 extension JobManifest.StreamSettings {
     var document: JSONValue {
         var members: [(key: String, value: JSONValue)] = [("output", .string(output))]
+        if mode != .ladder { members.append(("mode", .string(mode.rawValue))) }
         if formats != [.hls, .dash] { members.append(("formats", .array(formats.map { .string($0.rawValue) }))) }
         if segmentDuration != MediaTime(value: 6, timescale: 1) { members.append(("segmentSeconds", segmentDuration.document)) }
         if let frameDuration { members.append(("frameDuration", frameDuration.document)) }
@@ -103,7 +114,7 @@ extension JobManifest.StreamSettings {
         if self.video.larger != .refuse { video.append(("larger", .string(self.video.larger.rawValue))) }
         if self.video.preset != "veryfast" { video.append(("preset", .string(self.video.preset))) }
         if self.video.threads != 0 { video.append(("threads", .whole(self.video.threads))) }
-        members.append(("video", .object(video)))
+        if mode == .ladder { members.append(("video", .object(video))) }
         var audio: [(key: String, value: JSONValue)] = []
         if self.audio.bitrate != 128_000 { audio.append(("bitrate", .whole(self.audio.bitrate))) }
         if self.audio.channels != 2 { audio.append(("channels", .whole(self.audio.channels))) }

@@ -206,7 +206,7 @@ extension Walker {
     /// A storyboard made in parts is a job of its own: nothing else to split or to join.
     mutating func checkChunkedStoryboard(_ o: [String: JSONValue], _ storyboard: JobManifest.StoryboardSettings?) {
         guard let storyboard, storyboard.chunkSeconds != nil || storyboard.part != nil || !storyboard.join.isEmpty else { return }
-        for key in ["export", "scan", "poster", "images", "waveform"] where o[key] != nil {
+        for key in ["export", "stream", "scan", "poster", "images", "waveform"] where o[key] != nil {
             fail("$.storyboard.chunkSeconds", "a storyboard made in parts is a job of its own: move \"\(key)\" to another job")
             return
         }

@@ -7,12 +7,17 @@ extension Walker {
         if o["stream"] != nil && o["export"] != nil {
             fail("$.stream", "a job makes a movie (\"export\") or a package (\"stream\"), not both: submit a job for each")
         }
-        return o["stream"].flatMap { stream($0) }
+        var stream: JobManifest.StreamSettings?
+        if let value = o["stream"] { stream = self.stream(value) }
+        if stream?.mode == .passthrough, o["edits"] != nil || o["scale"] != nil {
+            fail("$.stream.mode", "a passthrough package copies one whole \"input\": edits and scaled ranges need its frames encoded (leave out \"mode\")")
+        }
+        return stream
     }
 
     mutating func stream(_ value: JSONValue) -> JobManifest.StreamSettings? {
         let p = "$.stream"
-        guard let o = object(value, p, allowed: ["output", "formats", "segmentSeconds", "frameRate", "frameDuration", "video", "audio", "subtitles"]
+        guard let o = object(value, p, allowed: ["output", "mode", "formats", "segmentSeconds", "frameRate", "frameDuration", "video", "audio", "subtitles"]
                                                 + Self.chunkingKeys) else { return nil }
         let output = streamFolder(o["output"], "\(p).output")
         var formats: [StreamFormat] = [.hls, .dash]
@@ -30,11 +35,24 @@ extension Walker {
                 fail("\(p).segmentSeconds", "\(MediaTime.formatSeconds(t.seconds)) s is outside 0.1...60 (Apple's HLS authoring specification asks for 6)")
             } else { segment = t }
         }
+        let mode = enumeration(o["mode"], "\(p).mode", StreamMode.self) ?? .ladder
+        if mode == .passthrough {
+            // Nothing is encoded: what would say how is refused, not ignored.
+            for key in ["video", "frameRate", "frameDuration"] + Self.chunkingKeys where o[key] != nil {
+                fail("\(p).\(key)", "a passthrough package copies the source's video as it is (its size, rate and keyframes), and is quick enough not to be chunked: "
+                     + "leave out \"\(key)\", or \"mode\" to encode a ladder")
+            }
+        }
         let frameDuration = streamFrameDuration(o, p)
-        let video = o["video"].flatMap { streamVideo($0, "\(p).video") }
-        if o["video"] == nil { fail("\(p).video", "is required: a package needs its ladder (\"video\": {\"rungs\": [{\"height\": 720, \"bitrate\": 3000000}]})") }
+        let video = mode == .passthrough ? JobManifest.StreamVideo(rungs: []) : o["video"].flatMap { streamVideo($0, "\(p).video") }
+        if o["video"] == nil && mode == .ladder {
+            fail("\(p).video", "is required: a package needs its ladder (\"video\": {\"rungs\": [{\"height\": 720, \"bitrate\": 3000000}]}), or \"mode\": \"passthrough\" to copy the source's")
+        }
         var audio = JobManifest.StreamAudio()
         if let a = o["audio"], let ao = object(a, "\(p).audio", allowed: ["bitrate", "channels", "language", "languages"]) {
+            for key in ["bitrate", "channels"] where mode == .passthrough && ao[key] != nil {
+                fail("\(p).audio.\(key)", "a passthrough package copies the source's AAC as it is: leave out \"\(key)\", or \"mode\" to encode")
+            }
             audio.bitrate = integer(ao["bitrate"], "\(p).audio.bitrate", in: 16_000...512_000) ?? audio.bitrate
             audio.channels = integer(ao["channels"], "\(p).audio.channels", in: 0...8) ?? audio.channels
             if [3, 7].contains(audio.channels) {
@@ -55,7 +73,7 @@ extension Walker {
         let chunking = chunking(o, at: p)
         guard let output, let video else { return nil }
         var settings = JobManifest.StreamSettings(output: output, video: video)
-        settings.chunking = chunking
+        (settings.chunking, settings.mode) = (chunking, mode)
         (settings.formats, settings.segmentDuration, settings.frameDuration, settings.audio) = (formats, segment, frameDuration, audio)
         settings.subtitleLanguages = subtitles
         return settings

@@ -42,8 +42,13 @@ final class SegmentedTrack {
 
     /// Adds the encoder's stream (unless `added` says it was: its index) and writes the initialization segment.
     func begin(with encoder: Encoder, language: String?, added: Int? = nil) throws {
-        stream = try added ?? file.addStream(for: encoder, language: language)
-        codecs = encoder.codecsName ?? encoder.codecName
+        try begin(stream: try added ?? file.addStream(for: encoder, language: language), codecs: encoder.codecsName ?? encoder.codecName)
+    }
+
+    /// Writes the initialization segment of the file's stream `stream` (added already), named `codecs` (RFC 6381).
+    func begin(stream: Int, codecs: String) throws {
+        self.stream = stream
+        self.codecs = codecs
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         } catch {

@@ -60,6 +60,10 @@ extension PackageWriter {
     /// (every chunk's must be the same bytes) and each chunk's segments, which must follow one another
     /// without a gap or an overlap from the chunk's first frame.
     private func link(_ rung: StreamTrack, of chunks: [StreamChunk], plan: PackagePlan) throws -> StreamTrack {
+        // Every name comes from the chunks' reports: each is one name of the package's own making, never a path.
+        guard rung.folder.range(of: "^video-[0-9]{1,3}\\z", options: .regularExpression) != nil, rung.initialization == "init.mp4" else {
+            throw ExportError("\(chunks[0].folder): its report names a rung \"\(rung.folder)/\(rung.initialization)\", not one the packager makes")
+        }
         let folder = settings.folder + "/" + rung.folder
         guard mkdir(folder, 0o755) == 0 else { throw ExportError("\(folder): cannot make the rung's folder: \(String(cString: strerror(errno)))") }
         let initialization = try Self.contents(of: chunks[0].folder + "/" + rung.folder + "/" + rung.initialization)
@@ -83,7 +87,9 @@ extension PackageWriter {
                 throw ExportError("\(files): frame \(chunk.frames.lowerBound) has no time in the track's timescale 1/\(rung.timescale)")
             }
             expected += rung.presentationOffset
+            guard !part.segments.isEmpty else { throw ExportError("\(files): the chunk holds no segment of frames \(chunk.frames.lowerBound)..<\(chunk.frames.upperBound)") }
             for segment in part.segments {
+                guard Self.isSegmentName(segment.file) else { throw ExportError("\(files): its report names a segment \"\(segment.file)\", not a number.m4s") }
                 guard segment.start == expected else {
                     throw ExportError("\(files)/\(segment.file): starts at tick \(segment.start), not \(expected) where the segment before it ends: "
                                       + "the chunks do not tile the package's timeline")
@@ -97,11 +103,20 @@ extension PackageWriter {
                 joined.segments.append(segment)
                 expected = segment.start + segment.duration
             }
+            // The chunk's last segment ends where its frames do: a chunk that stopped short leaves no hole.
+            let end = plan.frameDuration.multiplied(by: Int32(clamping: chunk.frames.upperBound)).count(in: scale).map { $0 + rung.presentationOffset }
+            guard expected == end else {
+                throw ExportError("\(files): its segments end at tick \(expected), not at frame \(chunk.frames.upperBound) (tick \(end ?? -1)): the chunk is not whole; "
+                                  + "retry the job to encode it again")
+            }
         }
         return joined
     }
 
+    static func isSegmentName(_ name: String) -> Bool { name.range(of: "^[0-9]{1,9}\\.m4s\\z", options: .regularExpression) != nil }
+
     static func contents(of path: String) throws -> Data {
+        guard size(of: path) != nil else { throw ExportError("\(path): a chunk's file is missing or not a regular file") }
         guard let data = FileManager.default.contents(atPath: path) else { throw ExportError("\(path): cannot read it (a chunk's file is missing)") }
         return data
     }
@@ -115,9 +130,12 @@ extension PackageWriter {
     /// `target` made as a new name of `source`'s file (no byte copied, and the chunk keeps its own, so a join
     /// that fails can run again); copied where the file system has no links. Never replaces a file.
     static func link(_ source: String, to target: String) throws {
+        // A chunk's file is a regular file of its own (a link to another is never followed, and a file the
+        // kernel will not link, EPERM, is not copied around it either).
+        guard size(of: source) != nil else { throw ExportError("\(source): a chunk's file is missing or not a regular file") }
         if Glibc.link(source, target) == 0 { return }
         let failure = errno
-        guard [EXDEV, EPERM, ENOTSUP, EMLINK, ENOSYS].contains(failure) else {
+        guard [EXDEV, ENOTSUP, EMLINK, ENOSYS].contains(failure) else {
             throw ExportError("\(target): cannot link it to \(source): \(String(cString: strerror(failure)))")
         }
         try SegmentedTrack.store([UInt8](try contents(of: source)), at: target)

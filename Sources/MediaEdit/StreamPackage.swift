@@ -56,6 +56,9 @@ public struct StreamSettings: Sendable {
     /// One chunk of a package made in chunks: only these frames (whole segments, end excluded), video only,
     /// its segments numbered and timed as in the whole (`StreamPackager.join` joins the chunks).
     public var frames: Range<Int>?
+    /// Packaging without encoding: the source's H.264 video and AAC audio copied, cut at its keyframes
+    /// (`rungs`, `frameDuration`, the audio's bit rate and channels do not apply).
+    public var passthrough = false
     public var limits: SafetyLimits
 
     public init(folder: String, rungs: [StreamRung], segmentDuration: MediaTime = MediaTime(value: 6, timescale: 1),
@@ -76,7 +79,7 @@ public struct StreamSettings: Sendable {
 
     /// Refuses what no encoder or player takes, naming the setting and its range (before any work).
     public func check() throws(ExportError) {
-        guard !rungs.isEmpty else { throw ExportError("a package needs at least one rung of video") }
+        guard !rungs.isEmpty || passthrough else { throw ExportError("a package needs at least one rung of video") }
         for (i, rung) in rungs.enumerated() {
             let name = "rung \(i + 1) (\(rung.width)x\(rung.height))"
             // A side of 0 follows the source's aspect (`StreamLadder`).

@@ -44,7 +44,10 @@ public struct StreamPackager: Sendable {
             let segments = (plan.frameCount + gop - 1) / gop
             let perChunk = max(1, Int((every.seconds / plan.settings.segmentDuration.seconds).rounded()))
             var starts = Array(stride(from: 0, to: segments, by: perChunk))
-            if starts.count > 1, segments - starts[starts.count - 1] < (perChunk + 1) / 2 { starts.removeLast() }
+            // A short remainder (less than half a chunk, or than one whole segment) goes with the chunk before it.
+            if starts.count > 1, segments - starts[starts.count - 1] < (perChunk + 1) / 2 || plan.frameCount - starts[starts.count - 1] * gop < gop {
+                starts.removeLast()
+            }
             let bounds = starts.map { $0 * gop } + [plan.frameCount]
             return zip(bounds, bounds.dropFirst()).map { $0..<$1 }
         }
@@ -108,6 +111,7 @@ struct PackageWriter {
 
     func run() throws -> StreamReport {
         let started = Date()
+        if settings.passthrough { return try PackageCopier(writer: self).run(started: started) }
         // A chunk is video only: the join reads the subtitles and makes the audio.
         let plan = try prepare(readingSubtitles: settings.frames == nil)
         var report = try write(plan, frames: settings.frames, started: started)

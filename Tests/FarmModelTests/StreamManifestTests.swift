@@ -29,6 +29,24 @@ import Testing
         #expect(m.writes == ["/jobs/out/pkg/"] && !m.isInspectionOnly)
     }
 
+    /// A passthrough package copies: what would say how to encode is refused, naming its field and the way past.
+    @Test func aPassthroughPackageRefusesWhatWouldEncode() throws {
+        let read = try validate(#"{"version": 1, "input": "m.mp4", "stream": {"output": "out/p", "mode": "passthrough", "segmentSeconds": 4}}"#).get()
+        #expect(read.stream?.mode == .passthrough && read.stream?.video.rungs.isEmpty == true)
+        #expect(try ManifestValidator.validate(read.document, context: context).get() == read, "\(read.document.text)")
+        #expect(read.document["stream"]?["video"] == nil && read.document["stream"]?["mode"] == .string("passthrough"))
+        let refused = messages(#"{"output": "out/p", "mode": "passthrough", "video": {"rungs": [{"height": 360, "bitrate": 800000}]}, "frameRate": 30, "chunkSeconds": 60, "audio": {"bitrate": 96000}}"#)
+        for key in ["video", "frameRate", "chunkSeconds", "audio.bitrate"] {
+            #expect(refused.contains { $0.hasPrefix("$.stream.\(key): a passthrough package copies") && $0.contains("\"mode\"") }, "\(key): \(refused)")
+        }
+        let edited = ManifestValidator.validate(json: Array(#"{"version": 1, "edits": [{"source": "m.mp4", "duration": 2}], "stream": {"output": "out/p", "mode": "passthrough"}}"#.utf8),
+                                                file: "m.json", context: context)
+        guard case .failure(let e) = edited else { Issue.record("edits were accepted"); return }
+        #expect(e.issues.map(\.description).contains { $0.hasPrefix("$.stream.mode: a passthrough package copies one whole \"input\"") }, "\(e)")
+        #expect(messages(#"{"output": "out/p", "mode": "copy"}"#).contains { $0.hasPrefix("$.stream.mode") })
+        #expect(messages(#"{"output": "out/p"}"#).contains { $0.hasPrefix("$.stream.video: is required") && $0.contains("passthrough") })
+    }
+
     @Test func levelsAreReadAsH264NamesThem() {
         #expect(H264Names.level("4.0") == 40 && H264Names.level("4") == 40 && H264Names.level("3.1") == 31 && H264Names.level("6.2") == 62)
         for bad in ["4.3", "1e3", "", "nan", "4.", "-4", "4.00", "7"] { #expect(H264Names.level(bad) == nil, "\(bad)") }

@@ -118,6 +118,22 @@ import Glibc
         #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
     }
 
+    /// A manifest that names its own chunks to join is held to its package's chunk folder: a folder elsewhere
+    /// (one the user made, whose report could name any file) is refused before anything is read or linked.
+    @Test func aJoinOfFoldersThatAreNoChunksOfThePackageIsRefused() throws {
+        let farm = try Farm("chunked-package-forged")
+        let source = try Self.source(in: farm, seconds: 4)
+        let forged = farm.folder.appendingPathComponent("forged/chunk-0001").path
+        try FileManager.default.createDirectory(atPath: forged, withIntermediateDirectories: true)
+        try #"{"duration": {"value": 4, "timescale": 1}, "segmentDuration": {"value": 2, "timescale": 1}, "framesDecoded": 0, "seconds": 0, "tracks": []}"#
+            .write(toFile: forged + "/segments.json", atomically: true, encoding: String.Encoding.utf8)
+        let text = Self.manifest("forged", input: source, chunkSeconds: nil)
+            .replacingOccurrences(of: #""segmentSeconds": 2,"#, with: #""segmentSeconds": 2, "join": [{"output": "\#(forged)", "frames": [0, 120]}],"#)
+        let run = try farm.mediafarm(["run", try farm.manifest("forged", text)])
+        #expect(run.status == 1 && run.stderr.contains("not a chunk of this package's"), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: farm.out.appendingPathComponent("forged").path) && farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
     static func manifest(_ name: String, input: String, chunkSeconds: Int?, preset: String = "ultrafast") -> String {
         """
         { "version": 1, "name": "\(name)", "input": "\(input)", "report": "out/\(name).json", "reuse": false,

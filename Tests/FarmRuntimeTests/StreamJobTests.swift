@@ -107,6 +107,21 @@ import Testing
         #expect(strays(farm).isEmpty, "\(strays(farm))")
     }
 
+    /// `mediafarm run` of a passthrough package: the source's packets, cut at its keyframes, published whole;
+    /// a source whose keyframes are 10 s apart is refused for 6 s segments, naming its GOP, and leaves nothing.
+    @Test func aRunPackagesWithoutEncoding() throws {
+        let farm = try Farm("stream-copy")
+        let manifest = #"{"version": 1, "input": "SRC", "stream": {"output": "out/copy", "mode": "passthrough", "segmentSeconds": 2}}"#
+        let run = try farm.mediafarm(["run", try farm.manifest("copy", manifest.replacingOccurrences(of: "SRC", with: MediaFixture.bframesGOP1sMP4.path))])
+        #expect(run.status == 0, "\(run.stderr)")
+        let index = try String(contentsOf: farm.out.appendingPathComponent("copy/video-1/index.m3u8"), encoding: .utf8)
+        #expect(index.components(separatedBy: "#EXTINF:2.00000,").count == 6, "\(index)")
+        let refused = try farm.mediafarm(["run", try farm.manifest("long", manifest.replacingOccurrences(of: "SRC", with: MediaFixture.bframesGOP10sMP4.path)
+                                                                      .replacingOccurrences(of: "out/copy", with: "out/long"))])
+        #expect(refused.status == 1 && refused.stderr.contains("up to 10.000 s apart"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: farm.out.appendingPathComponent("long").path) && strays(farm).isEmpty, "\(strays(farm))")
+    }
+
     /// What PyPI's parsers (m3u8, mpegdash) read of a package (10 s cut every 3 s: a short last segment)
     /// is what the segments measured: every EXTINF held by the target duration, the EXTINFs summing to the
     /// programme within a frame, the MPD's timelines lasting what the playlists say, an I-frame range per

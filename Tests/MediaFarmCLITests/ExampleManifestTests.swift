@@ -121,7 +121,8 @@ import Testing
         #expect(p.status == 1)
         // The package's section, every key of it and of a rung.
         let stream = json["properties"].flatMap { ($0 as? [String: Any])?["stream"] as? [String: Any] }
-        #expect(keys(stream) == ["output", "formats", "segmentSeconds", "frameRate", "frameDuration", "video", "audio", "subtitles"])
+        #expect(keys(stream) == ["output", "mode", "formats", "segmentSeconds", "frameRate", "frameDuration", "video", "audio", "subtitles",
+                                 "chunkSeconds", "chunkAbove", "frames", "join"])
         let streamVideo = (stream?["properties"] as? [String: Any])?["video"] as? [String: Any]
         #expect(keys(streamVideo) == ["rungs", "larger", "preset", "threads"])
         #expect(keys((streamVideo?["properties"] as? [String: Any])?["rungs"].flatMap { ($0 as? [String: Any])?["items"] as? [String: Any] })

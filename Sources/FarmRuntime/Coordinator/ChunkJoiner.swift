@@ -185,7 +185,10 @@ extension ChunkFiles {
                 return "\(folder): cannot remove the chunks: \(error)"
             }
         }
-        guard FileManager.default.fileExists(atPath: folder) else { return nil }
+        var info = stat()
+        guard lstat(folder, &info) == 0 else { return nil }
+        // A link put in the folder's place is not followed: only a folder of chunks is emptied.
+        guard info.st_mode & S_IFMT == S_IFDIR else { return "\(folder): not a folder (a link or a file is in its place); left alone" }
         let entries: [String]
         do { entries = try FileManager.default.contentsOfDirectory(atPath: folder) } catch {
             return "\(folder): cannot list the chunks: \(error.localizedDescription)"

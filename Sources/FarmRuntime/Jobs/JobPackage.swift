@@ -39,7 +39,7 @@ struct JobPackage {
         let inputs = manifest.edits.map(\.source)
         try PackageFolder.checkBeforePublishing(stream.output, allowExisting: manifest.overwrite || stagingToken != nil, inputs: inputs)
         PackageWriting.sweepAbandoned(beside: stream.output)
-        let chunks = try stream.chunking.join.map(PackageFolder.chunk)
+        let chunks = try stream.chunking.join.map { try PackageFolder.chunk($0, of: stream.output) }
         let writing = try PackageFolder.create(staged)
         defer { writing.end() }
         do {
@@ -91,6 +91,7 @@ struct JobPackage {
         settings.audioChannels = stream.audio.channels
         settings.subtitleLanguages = stream.subtitleLanguages
         settings.frames = stream.chunking.frames
+        settings.passthrough = stream.mode == .passthrough
         return settings
     }
 

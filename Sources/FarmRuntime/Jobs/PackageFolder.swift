@@ -52,7 +52,15 @@ enum PackageFolder {
     }
 
     /// A chunk to join, read from its folder: what it reported when it was written.
-    static func chunk(_ joined: JobManifest.JoinedChunk) throws -> StreamChunk {
+    static func chunk(_ joined: JobManifest.JoinedChunk, of output: String) throws -> StreamChunk {
+        // Only a chunk of this package's own split: a folder in the chunk folder beside it (`ChunkPlan.folder`).
+        let plan = (joined.output as NSString).deletingLastPathComponent
+        let name = (output as NSString).lastPathComponent
+        guard (plan as NSString).deletingLastPathComponent == (output as NSString).deletingLastPathComponent,
+              (plan as NSString).lastPathComponent.hasPrefix("." + name + ".chunks-"),
+              (joined.output as NSString).lastPathComponent.range(of: "^chunk-[0-9]{4,}\\z", options: .regularExpression) != nil else {
+            throw JobError("\(joined.output): not a chunk of this package's (a folder chunk-NNNN in .\(name).chunks-TAG beside it)")
+        }
         let path = joined.output + "/" + chunkReport
         guard let data = FileManager.default.contents(atPath: path) else {
             throw JobError("\(path): the chunk's report is missing (the chunk's folder was removed, or is not seen from this host): "

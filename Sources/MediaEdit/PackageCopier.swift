@@ -1,0 +1,179 @@
+import Foundation
+import MediaCore
+import MediaTime
+
+/// A package made without encoding, as `ffmpeg -c copy -f hls` makes one: the source's H.264 video and AAC
+/// audio copied packet for packet into CMAF tracks. Each segment begins at the source keyframe nearest each
+/// multiple of the segment duration (chosen from the container's index before anything is written); the
+/// audio is cut before its first AAC frame at or after each video cut. A source whose keyframes are further
+/// apart than the segment duration is refused before any work, naming its longest GOP.
+struct PackageCopier {
+    let writer: PackageWriter
+    var settings: StreamSettings { writer.settings }
+
+    func run(started: Date) throws -> StreamReport {
+        try settings.check()
+        let composition = writer.composition
+        guard composition.segments.count == 1, let segment = composition.segments.first, segment.sourceRange.start == .zero else {
+            throw ExportError("a passthrough package copies one whole source: edits and scaled ranges need its frames encoded (leave out \"mode\")")
+        }
+        let sources = try ExportSource.open([segment.source], limits: settings.limits, interrupter: writer.interrupter)
+        let input = try sources[0].file, path = segment.source
+        guard let video = sources[0].video else { throw ExportError("\(path) has no video to package") }
+        guard video.codecName == "h264", video.extradata.first == 1, let videoCodecs = video.codecsName else {
+            throw ExportError("\(path): its video is \(video.codecName)\(video.codecName == "h264" ? " without an avcC record (a transport stream carries it in its packets)" : ""); "
+                              + "a passthrough package copies H.264 from MP4, MOV or Matroska only: leave out \"mode\" to encode a ladder")
+        }
+        let audio = try writer.audioChoices(sources).map { choice -> (name: String, language: String?, stream: StreamInfo) in
+            let index = choice.streams?.first.flatMap { $0 } ?? choice.format.index
+            guard let stream = input.streams.first(where: { $0.index == index }), stream.codecName == "aac" else {
+                throw ExportError("\(path): its audio \(choice.language.map { "in \"\($0)\" " } ?? "")is \(choice.format.codecName); a passthrough package copies AAC only: "
+                                  + "leave out \"mode\" to encode it")
+            }
+            return (choice.name, choice.language ?? stream.language, stream)
+        }
+        let cuts = try keyframeCuts(input: input, video: video, duration: composition.timeMapping.duration, path: path)
+        return try write(input: input, video: video, codecs: videoCodecs, audio: audio, cuts: cuts, sources: sources, started: started)
+    }
+
+    /// The decode times (video ticks) of the keyframes each segment after the first begins at: the keyframe
+    /// nearest each multiple of the segment duration. Refuses a source whose longest GOP is longer.
+    private func keyframeCuts(input: InputFile, video: StreamInfo, duration: MediaTime, path: String) throws -> Set<Int64> {
+        let keyframes = try keyframeTimes(input: input, video: video, path: path)
+        guard let first = keyframes.first else { throw ExportError("\(path): its video has no keyframe to begin a segment at") }
+        let tb = video.timeBase
+        let times = keyframes.map { Double($0 - first) * Double(tb.numerator) / Double(tb.denominator) }
+        let end = duration.seconds, target = settings.segmentDuration.seconds
+        let frame = video.averageFrameRate.map { Double($0.denominator) / Double(max($0.numerator, 1)) } ?? 0
+        var longest = (seconds: 0.0, at: 0.0)
+        for (a, b) in zip(times, times.dropFirst() + [end]) where b - a > longest.seconds { longest = (b - a, a) }
+        guard longest.seconds <= target + frame / 2 else {
+            throw ExportError(String(format: "\(path): its keyframes are up to %.3f s apart (the GOP from %.3f s), longer than the %@ s segments, and a copied "
+                                     + "segment starts at a keyframe: give \"segmentSeconds\" of at least %.0f, or leave out \"mode\" to encode",
+                                     longest.seconds, longest.at, MediaTime.formatSeconds(target), longest.seconds.rounded(.up)))
+        }
+        var cuts = Set<Int64>(), last = 0
+        var nominal = target
+        while nominal < end - frame / 2 {
+            // The keyframe nearest the nominal time, after the last cut.
+            var best: Int?
+            for i in (last + 1)..<times.count where best == nil || abs(times[i] - nominal) < abs(times[best!] - nominal) { best = i }
+            guard let chosen = best else { break }
+            cuts.insert(keyframes[chosen])
+            last = chosen
+            nominal = max(nominal + target, times[chosen] + target / 2)
+        }
+        return cuts
+    }
+
+    /// The decode times of the video's keyframes (video ticks, in order), from the index of an MP4 or MOV,
+    /// which holds every one. Other containers are refused: Matroska's cues may not list every keyframe, and
+    /// its timestamps carry no edit list to take away the B-frames' delay.
+    private func keyframeTimes(input: InputFile, video: StreamInfo, path: String) throws -> [Int64] {
+        guard input.container.formatName.contains("mov"), let index = input.index(of: video.index), !index.keyframes.isEmpty else {
+            throw ExportError("\(path): a passthrough package copies from MP4 or MOV, whose index holds every keyframe and time (this is "
+                              + "\(input.container.formatName)): remux it to MP4 (ffmpeg -c copy), or leave out \"mode\" to encode a ladder")
+        }
+        return index.keyframes
+    }
+
+    private func write(input: InputFile, video: StreamInfo, codecs: String, audio: [(name: String, language: String?, stream: StreamInfo)],
+                       cuts: Set<Int64>, sources: [ExportSource], started: Date) throws -> StreamReport {
+        let videoTrack = try SegmentedTrack(kind: .video, name: "video-1", root: settings.folder)
+        try videoTrack.begin(stream: try videoTrack.file.addStream(copying: video.index, of: input, timeBase: video.timeBase), codecs: codecs)
+        let audioTracks = try audio.map { a -> SegmentedTrack in
+            let track = try SegmentedTrack(kind: .audio, name: a.name, root: settings.folder)
+            try track.begin(stream: try track.file.addStream(copying: a.stream.index, of: input, timeBase: a.stream.timeBase), codecs: a.stream.codecsName ?? "mp4a.40.2")
+            return track
+        }
+        let audioIndex = Dictionary(uniqueKeysWithValues: audio.enumerated().map { ($1.stream.index, $0) })
+        input.discardAll(except: Set([video.index] + audio.map(\.stream.index)))
+        // Times from the video's first presentation; audio waits until the video has been read past it, so that
+        // every cut before it is known.
+        let zero = video.startTime
+        var boundaries: [MediaTime] = [], applied = Array(repeating: 0, count: audio.count)
+        var pending: [PacketBox] = []
+        var videoRead = MediaTime(value: Int64.min / 4, timescale: 1)
+        func writeAudio(_ box: PacketBox) throws {
+            let i = audioIndex[box.packet.streamIndex]!, stream = audio[i].stream, track = audioTracks[i]
+            let pts = MediaTime(count: box.packet.pts ?? box.packet.dts ?? 0, timeBase: stream.timeBase) - zero
+            while applied[i] < boundaries.count, pts >= boundaries[applied[i]] {
+                try track.cut(at: nil)
+                applied[i] += 1
+            }
+            try retime(&box.packet, from: stream.timeBase, zero: zero, into: track)
+            try track.write(&box.packet)
+        }
+        var packet = Packet()
+        var count = 0
+        let total = max(1, input.index(of: video.index)?.entries ?? 1)
+        while try input.read(into: &packet) == .packet {
+            if packet.streamIndex == video.index {
+                let pts = MediaTime(count: packet.pts ?? packet.dts ?? 0, timeBase: video.timeBase) - zero
+                if packet.isKeyframe, let dts = packet.dts, cuts.contains(dts) {
+                    try videoTrack.cut(at: pts.count(in: videoTrack.timeBase))
+                    boundaries.append(pts)
+                }
+                videoRead = MediaTime(count: packet.dts ?? packet.pts ?? 0, timeBase: video.timeBase) - zero
+                try retime(&packet, from: video.timeBase, zero: zero, into: videoTrack)
+                try videoTrack.write(&packet)
+                count += 1
+                while let box = pending.first, MediaTime(count: box.packet.pts ?? 0, timeBase: input.streams[box.packet.streamIndex].timeBase) - zero < videoRead {
+                    try writeAudio(pending.removeFirst())
+                }
+                if count % 240 == 0 {
+                    writer.progress(ExportProgress(fraction: Double(count) / Double(total), phase: "copying", framesPerSecond: nil, eta: nil))
+                    writer.interrupter.progressed()
+                    if let reason = writer.interrupter.reason { throw MediaFileError.interrupted(path: settings.folder, reason) }
+                }
+            } else if audioIndex[packet.streamIndex] != nil {
+                let box = PacketBox()
+                box.packet.take(from: &packet)
+                pending.append(box)
+            }
+        }
+        for box in pending { try writeAudio(box) }
+        try videoTrack.finish()
+        for track in audioTracks { try track.finish() }
+        let duration = writer.composition.timeMapping.duration
+        var tracks = [StreamTrack(kind: .video, folder: videoTrack.name, initialization: "init.mp4", codecs: videoTrack.codecs,
+                                  timescale: Int(videoTrack.timeBase.denominator), presentationOffset: videoTrack.presentationOffset ?? 0,
+                                  width: video.width, height: video.height, frameRate: video.averageFrameRate, segments: videoTrack.segments)]
+        for (i, track) in audioTracks.enumerated() {
+            tracks.append(StreamTrack(kind: .audio, folder: track.name, initialization: "init.mp4", codecs: track.codecs, timescale: Int(track.timeBase.denominator),
+                                      presentationOffset: track.presentationOffset ?? 0, sampleRate: audio[i].stream.sampleRate,
+                                      channels: audio[i].stream.channelCount, language: audio[i].language, segments: track.segments))
+        }
+        let longest = videoTrack.segments.map(\.duration).max() ?? 0
+        var report = StreamReport(duration: duration, segmentDuration: MediaTime(count: longest, timeBase: videoTrack.timeBase), tracks: tracks,
+                                  framesDecoded: 0, seconds: 0, sourcePicture: StreamReport.Picture(width: video.width, height: video.height, quarterTurns: 0))
+        try addSubtitles(sources, to: &report)
+        progress(done: true)
+        report.seconds = Date().timeIntervalSince(started)
+        return report
+    }
+
+    private func progress(done: Bool) {
+        writer.progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
+    }
+
+    /// The subtitle renditions, cut at the video's boundaries.
+    private func addSubtitles(_ sources: [ExportSource], to report: inout StreamReport) throws {
+        guard !settings.subtitleLanguages.isEmpty, let rung = report.tracks.first else { return }
+        let scale = Rational(1, Int32(clamping: rung.timescale))
+        let boundaries = rung.segments.map { MediaTime(count: $0.start - rung.presentationOffset, timeBase: scale) } + [report.duration]
+        for language in settings.subtitleLanguages {
+            let subtitle = try SubtitleRendition(language: language, sources: sources, mapping: writer.composition.timeMapping,
+                                                 limits: settings.limits, interrupter: writer.interrupter)
+            report.tracks.append(try subtitle.write(into: settings.folder, name: "subtitles-" + LanguageMatch.primary(language), boundaries: boundaries))
+        }
+    }
+
+    /// A copied packet's times from the source's time base, less `zero`, in the track's.
+    private func retime(_ packet: inout Packet, from tb: Rational, zero: MediaTime, into track: SegmentedTrack) throws {
+        let out = track.timeBase
+        func moved(_ t: Int64?) -> Int64? { t.flatMap { (MediaTime(count: $0, timeBase: tb) - zero).count(in: out) } }
+        let duration = MediaTime(count: packet.duration, timeBase: tb).count(in: out) ?? 0
+        packet.retime(pts: moved(packet.pts), dts: moved(packet.dts), duration: duration, streamIndex: track.stream)
+    }
+}

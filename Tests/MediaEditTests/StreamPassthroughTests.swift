@@ -1,0 +1,89 @@
+import FarmTestSupport
+import StreamTestSupport
+import Foundation
+import MediaCore
+import MediaInspect
+import MediaTime
+import Testing
+@testable import MediaEdit
+
+/// Packages made without encoding: the source's packets copied, cut at its keyframes.
+@Suite struct StreamPassthroughTests {
+    static func package(_ path: String, segment: MediaTime, subtitles: [String] = []) async throws -> (String, StreamReport) {
+        let folder = try TestPaths.makeTemporaryFolder("stream-copy").appendingPathComponent("package").path
+        var c = Composition()
+        let duration = try await Asset(path: path).load(.duration)
+        try c.insert(TimeRange(start: .zero, duration: duration), of: path)
+        var settings = StreamSettings(folder: folder, rungs: [], segmentDuration: segment)
+        settings.passthrough = true
+        settings.subtitleLanguages = subtitles
+        let report = try await StreamPackager(composition: c, settings: settings).package()
+        for file in StreamPlaylists.files(report) {
+            try file.text.write(toFile: folder + "/" + file.path, atomically: true, encoding: .utf8)
+        }
+        return (folder, report)
+    }
+
+    /// The MD5 of each packet of a file's first stream of `kind` ("v", "a"), in order, as FFmpeg's framemd5 reads them.
+    static func packetHashes(_ path: String, _ kind: String) throws -> [String] {
+        let r = try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", path, "-map", "0:\(kind):0", "-c", "copy", "-f", "framemd5", "-"])
+        return r.stdout.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { line in
+            // stream, dts, pts, duration, size, hash (then side data, which a copy may not carry alike).
+            let fields = line.split(separator: ",")
+            return fields.count > 5 ? fields[5].trimmingCharacters(in: .whitespaces) : nil
+        }
+    }
+
+    /// 10 s of H.264 with B-frames and a keyframe every second, in 2 s segments: five video segments of exactly
+    /// 2 s, each starting with a keyframe; every video and audio packet the source's, bytes and order; the
+    /// checker finds nothing and GStreamer plays it to the last frame.
+    @Test func aPassthroughPackageCopiesEveryPacketCutAtKeyframes() async throws {
+        let source = MediaFixture.bframesGOP1sMP4.path
+        let (folder, report) = try await Self.package(source, segment: MediaTime(value: 2, timescale: 1))
+        let video = try #require(report.tracks.first { $0.kind == .video })
+        #expect(report.tracks.map(\.folder) == ["video-1", "audio"] && video.codecs.hasPrefix("avc1.") && video.width == 320)
+        #expect(video.segments.map { Double($0.duration) / Double(video.timescale) } == [2, 2, 2, 2, 2], "\(video.segments)")
+        for track in report.tracks {
+            let joined = try StreamChecker.joined(folder, track)
+            let kind = track.kind == .video ? "v" : "a"
+            #expect(try Self.packetHashes(joined, kind) == (try Self.packetHashes(source, kind)), "\(track.folder): packets differ from the source's")
+        }
+        let frames = try StreamChecker.frames(folder, video)
+        #expect(frames.count == 300 && frames.filter(\.key).count == 10 && abs((frames.first?.time ?? 1)) < 0.0001, "\(frames.prefix(3))")
+        let findings = try StreamChecker.check(folder: folder, report: report, copied: true)
+        #expect(findings.isEmpty, "\(findings)")
+        let played = try StreamChecker.playEachRung(folder: folder, report: report)
+        #expect(played.isEmpty, "\(played)")
+    }
+
+    /// Matroska is refused, naming the way past: its cues may not list every keyframe, and its times carry
+    /// no edit list for the B-frames' delay.
+    @Test func aMatroskaSourceIsRefusedWithTheWayPast() async throws {
+        let folder = try TestPaths.makeTemporaryFolder("stream-copy-mkv")
+        let mkv = folder.appendingPathComponent("gop1s.mkv").path
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", MediaFixture.bframesGOP1sMP4.path, "-c", "copy", mkv])
+        await #expect {
+            _ = try await Self.package(mkv, segment: MediaTime(value: 3, timescale: 1))
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("copies from MP4 or MOV") && text.contains("remux it to MP4") && text.contains("matroska")
+        }
+    }
+
+    /// Keyframes 10 s apart do not make 6 s segments: refused before anything is written, naming the GOP and
+    /// the way past; so is a transport stream, whose parameter sets are in its packets.
+    @Test func keyframesFurtherApartThanTheSegmentAreRefusedNamingTheGOP() async throws {
+        await #expect {
+            _ = try await Self.package(MediaFixture.bframesGOP10sMP4.path, segment: MediaTime(value: 6, timescale: 1))
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("up to 10.000 s apart") && text.contains("\"segmentSeconds\" of at least 10") && text.contains("leave out \"mode\"")
+        }
+        let folder = try TestPaths.makeTemporaryFolder("stream-copy-ts")
+        let ts = folder.appendingPathComponent("gop1s.ts").path
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", MediaFixture.bframesGOP1sMP4.path, "-c", "copy", ts])
+        await #expect {
+            _ = try await Self.package(ts, segment: MediaTime(value: 2, timescale: 1))
+        } throws: { error in "\(error)".contains("without an avcC record") }
+    }
+}
