@@ -1,8 +1,10 @@
-# The measurements of bench/streaming (see there). Arguments: mediafarm, the movie, a scratch folder.
-import json, os, subprocess, sys, time
+# The measurements of bench/streaming (see there). Arguments: mediafarm, the movie, a scratch folder, and
+# which: ladder, copy or all.
+import json, os, shutil, subprocess, sys, time
 from benchlib import log
 
 bin, source, work = sys.argv[1], sys.argv[2], sys.argv[3]
+which = sys.argv[4] if len(sys.argv) > 4 else "all"
 rungs = [(1080, 5_000_000), (720, 3_000_000), (480, 1_200_000)]
 
 
@@ -46,13 +48,50 @@ def ffmpeg():
     return timed(command)
 
 
-log("mediafarm ...")
-ours = mediafarm()
-log(f"mediafarm: {ours}")
-log("ffmpeg ...")
-theirs = ffmpeg()
-log(f"ffmpeg: {theirs}")
-print(json.dumps({"source": os.path.basename(source), "rungs": [f"{h}p {b}" for h, b in rungs],
-                  "mediafarm": ours, "ffmpeg": theirs,
-                  "timeRatio": round(ours["seconds"] / theirs["seconds"], 3), "cpuRatio": round(ours["cpuSeconds"] / theirs["cpuSeconds"], 3),
-                  "memoryRatio": round(ours["peakMB"] / theirs["peakMB"], 3)}, indent=2))
+def copy_mediafarm(folder):
+    manifest = {"version": 1, "name": "copy", "input": source, "reuse": False,
+                "stream": {"output": os.path.join(folder, "package"), "mode": "passthrough", "segmentSeconds": 6}}
+    path = os.path.join(work, "copy.json")
+    with open(path, "w") as f:
+        json.dump(manifest, f)
+    return timed([bin, "run", path])
+
+
+def copy_ffmpeg(folder):
+    os.makedirs(folder)
+    return timed(["ffmpeg", "-nostdin", "-v", "error", "-i", source, "-c", "copy", "-f", "hls", "-hls_time", "6", "-hls_playlist_type", "vod",
+                  "-hls_segment_type", "fmp4", "-hls_segment_filename", os.path.join(folder, "%d.m4s"), os.path.join(folder, "index.m3u8")])
+
+
+def packaging():
+    """Each packages the movie twice (the first warms the cache); the second is measured. Throughput: the
+    movie's bytes a second."""
+    size = os.path.getsize(source)
+    figures = {}
+    for name, run in (("mediafarm", copy_mediafarm), ("ffmpeg", copy_ffmpeg)):
+        for attempt in range(2):
+            folder = os.path.join(work, f"copy-{name}")
+            shutil.rmtree(folder, ignore_errors=True)
+            if name == "mediafarm":
+                os.makedirs(folder)
+            figures[name] = run(folder)
+        figures[name]["MBperSecond"] = round(size / 1e6 / figures[name]["seconds"], 1)
+        log(f"packaging, {name}: {figures[name]}")
+    return {"sourceMB": round(size / 1e6, 1), "mediafarm": figures["mediafarm"], "ffmpeg": figures["ffmpeg"],
+            "throughputRatio": round(figures["mediafarm"]["MBperSecond"] / figures["ffmpeg"]["MBperSecond"], 3)}
+
+
+summary = {"source": os.path.basename(source)}
+if which in ("all", "ladder"):
+    log("mediafarm ...")
+    ours = mediafarm()
+    log(f"mediafarm: {ours}")
+    log("ffmpeg ...")
+    theirs = ffmpeg()
+    log(f"ffmpeg: {theirs}")
+    summary["ladder"] = {"rungs": [f"{h}p {b}" for h, b in rungs], "mediafarm": ours, "ffmpeg": theirs,
+                         "timeRatio": round(ours["seconds"] / theirs["seconds"], 3), "cpuRatio": round(ours["cpuSeconds"] / theirs["cpuSeconds"], 3),
+                         "memoryRatio": round(ours["peakMB"] / theirs["peakMB"], 3)}
+if which in ("all", "copy"):
+    summary["packaging"] = packaging()
+print(json.dumps(summary, indent=2))

@@ -366,6 +366,54 @@ import Glibc
         #expect(try await farm.request("GET", "/jobs/\(id)/files/report").status == 200)
     }
 
+    /// A package's page plays its HLS with a switcher of its rungs; its files are served from its folder only
+    /// (ranges allowed), a rung's master alone on asking, and nothing hidden, outside it or through a link.
+    @Test func aPackagesPagePlaysItAndServesItsFilesOnly() async throws {
+        let farm = try await ServedFarm("console-package", workers: 1)
+        let id = try await farm.submit("""
+            { "version": 1, "name": "pkg", "input": "tone.mp4", "reuse": false,
+              "stream": { "output": "out/pkg", "segmentSeconds": 2,
+                          "video": { "rungs": [{ "height": 240, "bitrate": 400000 }, { "height": 120, "bitrate": 150000 }], "preset": "ultrafast" } } }
+            """)
+        let job = try await farm.waitFor(id, timeout: 120) { ["succeeded", "failed", "dead"].contains($0["state"] as? String ?? "") }
+        #expect(job["state"] as? String == "succeeded", "\(job)")
+        let page = try await farm.request("GET", "/jobs/\(id)").body
+        #expect(page.contains("<video class=\"output\" id=\"package-player\" controls preload=\"metadata\" src=\"/jobs/\(id)/package/master.m3u8\">"), "\(page)")
+        #expect(page.contains("<option value=\"/jobs/\(id)/package/master.m3u8?rung=video-1\">video-1: 320x240")
+                && page.contains("?rung=video-2\">video-2: 160x120"), "\(page)")
+        let master = try await farm.request("GET", "/jobs/\(id)/package/master.m3u8")
+        #expect(master.status == 200 && master.headers.lowercased().contains("content-type: application/vnd.apple.mpegurl")
+                && master.body.components(separatedBy: "#EXT-X-STREAM-INF:").count == 3, "\(master.status) \(master.body)")
+        let one = try await farm.request("GET", "/jobs/\(id)/package/master.m3u8?rung=video-2")
+        #expect(one.status == 200 && one.body.components(separatedBy: "#EXT-X-STREAM-INF:").count == 2 && one.body.contains("\nvideo-2/index.m3u8")
+                && !one.body.contains("video-1/") && one.body.contains("#EXT-X-MEDIA:TYPE=AUDIO"), "\(one.body)")
+        let segment = try await farm.request("GET", "/jobs/\(id)/package/video-1/1.m4s", ["-H", "Range: bytes=0-99"])
+        #expect(segment.status == 206 && segment.headers.lowercased().contains("content-type: video/iso.segment"), "\(segment.status) \(segment.headers)")
+        #expect(try await farm.request("GET", "/jobs/\(id)/package/manifest.mpd").headers.lowercased().contains("application/dash+xml"))
+        // Outside the package, hidden, a rung it lacks, a link: none of them.
+        try FileManager.default.createSymbolicLink(atPath: farm.dir.appendingPathComponent("out/pkg/video-1/link.m4s").path,
+                                                   withDestinationPath: farm.dir.appendingPathComponent("tone.mp4").path)
+        for path in ["/package/.mediafarm-package.json", "/package/%2e%2e/pkg.json", "/package/video-1/%2e%2e/%2e%2e/tone.mp4", "/package/video-1/link.m4s",
+                     "/package/master.m3u8?rung=video-9", "/package/master.m3u8?rung=..%2Fx", "/package/a/b/c.m4s"] {
+            let answer = try await farm.request("GET", "/jobs/\(id)" + path)
+            #expect(answer.status == 404, "\(path): \(answer.status) \(answer.body.prefix(200))")
+        }
+        // The output is a folder: no file to serve there.
+        #expect(try await farm.request("GET", "/jobs/\(id)/files/output").status == 404)
+        // Chromium plays the page's player, switched to the small rung by the page's own script, to its last frame
+        // (of 600: 10 s at 60 fps). Its count of decoded frames keeps the few the first source decoded before the
+        // switch, and its duration keeps the AAC's priming (21 ms; docs/streaming.md).
+        var arguments = [TestPaths.packageRoot.appendingPathComponent("Tests/Readers/chromium-play.py").path, "--console", farm.base + "/jobs/\(id)",
+                         "package-player", "--choose", "/jobs/\(id)/package/master.m3u8?rung=video-2"]
+        if let token = farm.token { arguments += ["--header", "Authorization: Bearer \(token)"] }
+        let played = try await ProcessRunner.spawned("/usr/bin/python3", arguments)
+        let json = try JSONSerialization.jsonObject(with: Data(played.stdout.utf8)) as? [String: Any] ?? [:]
+        #expect(json["error"] == nil && (json["src"] as? String)?.hasSuffix("master.m3u8?rung=video-2") == true, "\(played.stdout) \(played.stderr)")
+        let last = (json["times"] as? [Double])?.max() ?? 0
+        #expect((600...630).contains(json["decoded"] as? Int ?? 0) && abs((json["duration"] as? Double ?? 0) - 10.021) < 0.01 && abs(last - 599.0 / 60) < 0.001,
+                "\(json["decoded"] ?? "none") frames decoded, \(json["duration"] ?? "no") s, the last presented at \(last) s")
+    }
+
     /// A job's page shows its report as tables: the composition's pieces, the QR code found with its times,
     /// and the export; a report outside the job's output roots is named, not read.
     @Test func aJobsPageShowsItsReportAsTables() async throws {

@@ -6,6 +6,9 @@
 # (HTMLVideoElement.requestVideoFrameCallback); or {"error": ...}.
 #   chromium-play.py MOVIE [--rate R]
 #   chromium-play.py PACKAGE_FOLDER [--rate R]
+#   chromium-play.py --console PAGE_URL VIDEO_ID [--choose VALUE] [--header "Name: value"] [--rate R]
+# The third plays the <video id=VIDEO_ID> of a page of the farm's console as it is served (its own script and
+# policy), after choosing VALUE in the page's select.rendition when given; the JSON adds the source played ("src").
 # Playback runs in real time divided by R (default 1). A streaming package (a folder with master.m3u8) is
 # served over HTTP on 127.0.0.1, as a player fetches it, and played by Chromium's native HLS; the JSON then
 # also lists every path fetched ("fetched"), in order.
@@ -25,6 +28,25 @@ v.playbackRate = RATE;
 v.src = SRC;
 v.play().catch(e => { out.textContent = JSON.stringify({error: String(e)}); });
 </script></body></html>"""
+
+CONSOLE = """(function () {
+  const v = document.getElementById(VID); window.__mediafarm = 'pending';
+  if (!v) { window.__mediafarm = JSON.stringify({error: 'the page has no video ' + VID}); return; }
+  const times = []; v.muted = true;
+  function onFrame(now, m) { times.push(m.mediaTime); v.requestVideoFrameCallback(onFrame); }
+  v.requestVideoFrameCallback(onFrame);
+  v.onended = () => { const q = v.getVideoPlaybackQuality();
+    window.__mediafarm = JSON.stringify({duration: v.duration, times, decoded: q.totalVideoFrames, dropped: q.droppedVideoFrames, src: v.currentSrc}); };
+  v.onerror = () => { window.__mediafarm = JSON.stringify({error: 'media error ' + (v.error && (v.error.code + ': ' + v.error.message))}); };
+  const choose = CHOOSE, select = document.querySelector('select.rendition');
+  if (choose) {
+    if (!select) { window.__mediafarm = JSON.stringify({error: 'the page has no rendition switcher'}); return; }
+    select.value = choose; select.dispatchEvent(new Event('change'));
+  }
+  v.playbackRate = RATE;
+  v.play().catch(e => { window.__mediafarm = JSON.stringify({error: String(e)}); });
+})()"""
+
 
 def until(seconds):
     """Yields until `seconds` have passed (the caller breaks out once what it waits for is there)."""
@@ -52,12 +74,15 @@ def package_server(root, page, fetched):
 
 
 def main():
-    movie = os.path.abspath(sys.argv[1])
+    console = sys.argv[1] == "--console"
+    movie = sys.argv[2] if console else os.path.abspath(sys.argv[1])
     rate = float(sys.argv[sys.argv.index("--rate") + 1]) if "--rate" in sys.argv else 1.0
     folder = tempfile.mkdtemp(prefix="mediafarm-chromium-")
     server, fetched = None, []
     try:
-        if os.path.isdir(movie):
+        if console:
+            address = movie
+        elif os.path.isdir(movie):
             page = PAGE.replace("RATE", repr(rate)).replace("SRC", json.dumps("master.m3u8"))
             server = package_server(movie, page, fetched)
             threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -92,10 +117,24 @@ def main():
                 while True:
                     reply = json.loads(ws.recv())
                     if reply.get("id") == ids[0]: return reply
+            if "--header" in sys.argv:
+                name, value = sys.argv[sys.argv.index("--header") + 1].split(":", 1)
+                call("Network.enable")
+                call("Network.setExtraHTTPHeaders", headers={name.strip(): value.strip()})
             call("Page.navigate", url=address)
+            if console:
+                for _ in until(60):
+                    r = call("Runtime.evaluate", expression="document.readyState")
+                    if r.get("result", {}).get("result", {}).get("value") == "complete": break
+                    time.sleep(0.1)
+                choose = sys.argv[sys.argv.index("--choose") + 1] if "--choose" in sys.argv else None
+                call("Runtime.evaluate", expression=CONSOLE.replace("VID", json.dumps(sys.argv[3])).replace("CHOOSE", json.dumps(choose))
+                     .replace("RATE", repr(rate)))
+            probe = "window.__mediafarm || 'pending'" if console else \
+                "document.getElementById('out') ? document.getElementById('out').textContent : 'pending'"
             deadline = time.time() + 120
             while time.time() < deadline:
-                r = call("Runtime.evaluate", expression="document.getElementById('out') ? document.getElementById('out').textContent : 'pending'")
+                r = call("Runtime.evaluate", expression=probe)
                 value = r.get("result", {}).get("result", {}).get("value")
                 if value and value != "pending":
                     out = json.loads(value)

@@ -274,8 +274,24 @@ enum Console {
           });
         });
       }
+      // A package's rendition switcher: the player loads the master of one rung (or all), where it was.
+      function renditions(root) {
+        root.querySelectorAll("select.rendition").forEach(function (select) {
+          select.addEventListener("change", function () {
+            var video = document.getElementById(select.dataset.video);
+            if (!video) return;
+            var at = video.currentTime, playing = !video.paused;
+            video.addEventListener("loadedmetadata", function once() {
+              video.removeEventListener("loadedmetadata", once);
+              video.currentTime = at;
+              if (playing) video.play();
+            });
+            video.src = select.value;
+          });
+        });
+      }
       document.addEventListener("DOMContentLoaded", function () {
-        localTimes(document); confirmations(document); themeSwitch(); scrubbers(document);
+        localTimes(document); confirmations(document); themeSwitch(); scrubbers(document); renditions(document);
         window.addEventListener("load", function () { setTimeout(listen, 0); });
       });
     })();

@@ -20,6 +20,9 @@ struct ConsoleJobs: FaceController {
         routes.get("/jobs/:id/files/:name", .look) { request, context in
             try await jobFile(request, context, id: Self.jobID(context), name: context.parameters.get("name") ?? "")
         }
+        routes.get("/jobs/:id/package/**", .look) { request, context in
+            try await packageFile(request, context, id: Self.jobID(context), path: context.parameters.getCatchAll().joined(separator: "/"))
+        }
         routes.post("/jobs/bulk", .form) { _, context in try await bulk(context.form, context.caller) }
         routes.post("/jobs/:id/:action", .form) { _, context in
             try await act(context.caller, id: Self.jobID(context), action: context.parameters.get("action") ?? "")

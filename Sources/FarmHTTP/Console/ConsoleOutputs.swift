@@ -16,9 +16,79 @@ extension ConsoleJobs {
     func jobFile(_ request: Request, _ context: FarmRequestContext, id: Int64, name: String) async throws -> Response {
         guard let job = try await storeJob(id) else { throw APIError(status: .notFound, message: "no job \(id)") }
         let path = try Self.servedFile(job, name)
+        return try await Self.serve(path, type: PictureAPI.mimeType(path), request, context)
+    }
+
+    /// A file of a job's streaming package (`GET /jobs/{id}/package/master.m3u8`, `video-1/3.m4s`, …), served as
+    /// the job's files are; `master.m3u8?rung=video-N` is the master with that rung alone (the page's switcher).
+    func packageFile(_ request: Request, _ context: FarmRequestContext, id: Int64, path: String) async throws -> Response {
+        guard let job = try await storeJob(id) else { throw APIError(status: .notFound, message: "no job \(id)") }
+        let file = try Self.packageMember(try Self.servedPackage(job), path)
+        guard let rung = request.uri.queryParameters.get("rung"), path == "master.m3u8" else {
+            return try await Self.serve(file, type: Self.packageType(path), request, context)
+        }
+        let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""  // unreadable: no rung found in it, said below
+        guard let one = Self.master(text, keeping: String(rung)) else {
+            throw APIError(status: .notFound, message: "job \(id)'s package has no rung \(rung) (video-1, video-2, …)")
+        }
+        return Response(status: .ok, headers: [.contentType: Self.packageType(path), .xContentTypeOptions: "nosniff", .cacheControl: "private, no-cache"],
+                        body: ResponseBody(byteBuffer: ByteBuffer(string: one)))
+    }
+
+    /// The media type of a package's file, by its name.
+    static func packageType(_ path: String) -> String {
+        switch (path as NSString).pathExtension.lowercased() {
+        case "m3u8": "application/vnd.apple.mpegurl"
+        case "mpd": "application/dash+xml"
+        case "m4s": "video/iso.segment"
+        default: PictureAPI.mimeType(path)
+        }
+    }
+
+    /// The master playlist `text` with one rung's variant (and its I-frame variant) and every audio and
+    /// subtitle rendition; nil when it has no such rung.
+    static func master(_ text: String, keeping rung: String) -> String? {
+        guard rung.range(of: "^video-[0-9]{1,3}\\z", options: .regularExpression) != nil else { return nil }
+        var kept: [String] = [], found = false
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        var i = 0
+        while i < lines.count {
+            let line = lines[i]
+            if line.hasPrefix("#EXT-X-STREAM-INF:"), i + 1 < lines.count {
+                if lines[i + 1].hasPrefix(rung + "/") { kept += [line, lines[i + 1]]; found = true }
+                i += 2
+                continue
+            }
+            if !line.hasPrefix("#EXT-X-I-FRAME-STREAM-INF:") || line.contains("URI=\"\(rung)/") { kept.append(line) }
+            i += 1
+        }
+        return found ? kept.joined(separator: "\n") : nil
+    }
+
+    /// The file at `relative` in the package `folder`: a name or folder/name of the package's own (letters,
+    /// digits, dot, dash, underscore; not hidden), every step a real folder or file, never a link.
+    static func packageMember(_ folder: String, _ relative: String) throws -> String {
+        let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count),
+              parts.allSatisfy({ $0.range(of: "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}\\z", options: .regularExpression) != nil }) else {
+            throw APIError(status: .notFound, message: "\(relative): not a file of the package (master.m3u8, manifest.mpd, video-1/index.m3u8, …)")
+        }
+        var path = folder
+        for (i, part) in parts.enumerated() {
+            path += "/" + part
+            var info = stat()
+            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == (i == parts.count - 1 ? S_IFREG : S_IFDIR) else {
+                throw APIError(status: .notFound, message: "\(relative): no such file in the package")
+            }
+        }
+        return path
+    }
+
+    /// A file streamed to `request`, ranges allowed (a player seeks), inline unless `?download`.
+    static func serve(_ path: String, type: String, _ request: Request, _ context: FarmRequestContext) async throws -> Response {
         let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0  // gone since: the read below says so
         var headers: HTTPFields = [
-            .contentType: PictureAPI.mimeType(path), .acceptRanges: "bytes", .xContentTypeOptions: "nosniff", .cacheControl: "private, no-cache",
+            .contentType: type, .acceptRanges: "bytes", .xContentTypeOptions: "nosniff", .cacheControl: "private, no-cache",
             .contentDisposition: "\(request.uri.queryParameters.get("download") == nil ? "inline" : "attachment"); filename=\"\(Self.headerSafe((path as NSString).lastPathComponent))\"",
         ]
         if let range = request.headers[.range], let wanted = Self.byteRange(range, size: size) {
@@ -36,6 +106,28 @@ extension ConsoleJobs {
     /// The real path of a job's `output`, `report` or `code-N` (the picture of the frame where its scan first
     /// saw code N, `scan.images` in its report) when the page may serve it; otherwise why not.
     static func servedFile(_ job: Job, _ name: String) throws -> String {
+        let real = try servedPath(job, name)
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: real, isDirectory: &isFolder), !isFolder.boolValue else {
+            throw APIError(status: .notFound, message: "job \(job.id)'s \(name) is a folder (a streaming package): its files are at /jobs/\(job.id)/package/")
+        }
+        return real
+    }
+
+    /// The real path of a job's package: its output, a folder the farm made as a package (its marker in it).
+    static func servedPackage(_ job: Job) throws -> String {
+        let real = try servedPath(job, "output")
+        var info = stat()
+        guard lstat(real, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, lstat(real + "/.mediafarm-package.json", &info) == 0,
+              info.st_mode & S_IFMT == S_IFREG else {
+            throw APIError(status: .notFound, message: "job \(job.id)'s output is not a streaming package")
+        }
+        return real
+    }
+
+    /// The real path of a job's `output`, `report` or `code-N` when it is under the job's output roots and on
+    /// this host (a file or a folder); otherwise why not.
+    static func servedPath(_ job: Job, _ name: String) throws -> String {
         let code = name.hasPrefix("code-") ? Int(name.dropFirst(5)).flatMap { $0 >= 1 && $0 <= NumberedOutputs.limit ? $0 : nil } : nil
         guard name == "output" || name == "report" || code != nil else {
             throw APIError(status: .notFound, message: "no file \(name): a job's files are its output, its report and its codes' pictures (code-N)")
@@ -62,13 +154,8 @@ extension ConsoleJobs {
         guard roots.contains(where: { real.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }) else {
             throw APIError(status: .forbidden, message: "job \(job.id)'s \(name) \(full) is not under its output roots: the console serves nothing else")
         }
-        var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: real, isDirectory: &isFolder) else {
+        guard FileManager.default.fileExists(atPath: real) else {
             throw APIError(status: .notFound, message: "job \(job.id)'s \(name) \(full) is not on this host now")
-        }
-        guard !isFolder.boolValue else {
-            throw APIError(status: .notFound, message: "job \(job.id)'s \(name) \(full) is a folder (a streaming package): the console does not serve packages yet; "
-                           + "serve the folder itself (its master.m3u8 and manifest.mpd)")
         }
         return real
     }
@@ -117,6 +204,9 @@ extension ConsoleJobs {
             files += "<p class=\"file\">\(name): <a href=\"\(link)?download=1\" download>\((path as NSString).lastPathComponent)</a> "
             files += "<span class=\"muted\">\(ByteCountFormatter.string(fromByteCount: size, countStyle: .file))</span></p>"
         }
+        if let folder = try? Self.servedPackage(job) {  // not a package: nothing more to show
+            files += Self.player(job.id, folder: folder)
+        }
         if !files.isEmpty { body += "<h2>Files</h2><div id=\"files\">\(files)</div>\n" }
         // The library's assets it read and made (when the library knows them), as tiles with their posters.
         let assets: (read: [LibraryAsset], made: [LibraryAsset], posters: Set<AssetID>)
@@ -130,6 +220,31 @@ extension ConsoleJobs {
             body += "<h2>\(title)</h2><div class=\"grid assets\" id=\"\(id)\">" + list.map { LibraryPages.thumbnail($0, poster: assets.posters.contains($0.id)) }.joined() + "</div>\n"
         }
         return body
+    }
+
+    /// A package's player: its HLS in the page's `<video>` (Chromium and Safari play HLS themselves), a
+    /// switcher of its rungs (each rung's master alone), and its two entry points.
+    static func player(_ id: Int64, folder: String) -> HTML {
+        let base = "/jobs/\(id)/package/"
+        let master = (try? String(contentsOfFile: folder + "/master.m3u8", encoding: .utf8)) ?? ""  // a DASH-only package: no player
+        var html: HTML = ""
+        if !master.isEmpty {
+            html += "<video class=\"output\" id=\"package-player\" controls preload=\"metadata\" src=\"\(base)master.m3u8\"></video>"
+            var options: HTML = "<option value=\"\(base)master.m3u8\">every rung (the player chooses)</option>"
+            let lines = master.split(separator: "\n").map(String.init)
+            for (line, uri) in zip(lines, lines.dropFirst()) where line.hasPrefix("#EXT-X-STREAM-INF:") {
+                let rung = String(uri.prefix { $0 != "/" })
+                let resolution = line.firstMatch(of: /RESOLUTION=([0-9]+x[0-9]+)/).map { String($0.1) } ?? "?"
+                let peak = line.firstMatch(of: /BANDWIDTH=([0-9]+)/).flatMap { Int($0.1) }.map { " \($0 / 1000) kbit/s" } ?? ""
+                options += "<option value=\"\(base)master.m3u8?rung=\(rung)\">\(rung): \(resolution)\(peak)</option>"
+            }
+            html += "<p><label>Rendition <select class=\"rendition\" data-video=\"package-player\">\(options)</select></label></p>"
+        }
+        html += "<p class=\"file\">package: "
+        for name in ["master.m3u8", "manifest.mpd"] where FileManager.default.fileExists(atPath: folder + "/" + name) {
+            html += "<a href=\"\(base)\(name)\">\(name)</a> "
+        }
+        return html + "</p>"
     }
 
     /// The assets job `id` read and made, each with which have a poster.
