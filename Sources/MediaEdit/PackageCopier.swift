@@ -43,8 +43,12 @@ struct PackageCopier {
         guard let first = keyframes.first else { throw ExportError("\(path): its video has no keyframe to begin a segment at") }
         let tb = video.timeBase
         let times = keyframes.map { Double($0 - first) * Double(tb.numerator) / Double(tb.denominator) }
-        let end = duration.seconds, target = settings.segmentDuration.seconds
+        let target = settings.segmentDuration.seconds
         let frame = video.averageFrameRate.map { Double($0.denominator) / Double(max($0.numerator, 1)) } ?? 0
+        // The video's own end (its last decode time and a frame), not the composition's: audio that runs on
+        // past the video is no gap between keyframes.
+        let videoEnd = input.index(of: video.index)?.timestamps.max().map { Double($0 - first) * Double(tb.numerator) / Double(tb.denominator) + frame }
+        let end = min(duration.seconds, videoEnd ?? duration.seconds)
         var longest = (seconds: 0.0, at: 0.0)
         for (a, b) in zip(times, times.dropFirst() + [end]) where b - a > longest.seconds { longest = (b - a, a) }
         guard longest.seconds <= target + frame / 2 else {

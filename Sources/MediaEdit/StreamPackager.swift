@@ -258,7 +258,7 @@ struct PackageWriter {
             guard let audio = sources.first(where: { $0.audio != nil })?.audio else { return [] }
             return [("audio", settings.audioLanguage, audio, nil)]
         }
-        return try settings.audioLanguages.map { language in
+        let choices: [(name: String, language: String?, format: StreamInfo, streams: [Int?]?)] = try settings.audioLanguages.map { language in
             var streams: [Int?] = []
             var format: StreamInfo?
             for source in sources {
@@ -273,6 +273,14 @@ struct PackageWriter {
             }
             return ("audio-" + LanguageMatch.primary(language), language, format!, streams)
         }
+        // Two languages that find the same track ("en" and "en-GB", "fr" and "fre") would make one rendition twice.
+        for i in choices.indices {
+            for j in 0..<i where choices[j].name == choices[i].name || choices[j].streams == choices[i].streams {
+                let (a, b) = (choices[j].language ?? "", choices[i].language ?? "")
+                throw ExportError("the audio languages \"\(a)\" and \"\(b)\" choose the same audio track: ask for each track once")
+            }
+        }
+        return choices
     }
 
     func audioWriters(sources: [ExportSource], duration: MediaTime, settings: StreamSettings) throws -> [PackageAudio] {

@@ -70,6 +70,25 @@ import Testing
         }
     }
 
+    /// Audio that runs on 0.6 s past the video is no gap between keyframes: the video is cut every second to its
+    /// own end. Two languages that find the same track are refused (not a crash).
+    @Test func audioLongerThanTheVideoAndOneTrackAskedTwice() async throws {
+        let folder = try TestPaths.makeTemporaryFolder("stream-copy-long-audio")
+        let source = folder.appendingPathComponent("long-audio.mp4").path
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=4", "-f", "lavfi", "-i", "sine=f=440:sample_rate=48000:d=4.6",
+                                           "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-c:a", "aac", "-metadata:s:a:0", "language=fra", source])
+        let (_, report) = try await Self.package(source, segment: MediaTime(value: 1, timescale: 1))
+        let video = try #require(report.tracks.first { $0.kind == .video })
+        #expect(video.segments.map { Double($0.duration) / Double(video.timescale) } == [1, 1, 1, 1], "\(video.segments)")
+        var c = Composition()
+        try c.insert(TimeRange(start: .zero, duration: try await Asset(path: source).load(.duration)), of: source)
+        var settings = StreamSettings(folder: folder.appendingPathComponent("twice").path, rungs: [], segmentDuration: MediaTime(value: 1, timescale: 1))
+        (settings.passthrough, settings.audioLanguages) = (true, ["fr", "fre"])
+        await #expect {
+            _ = try await StreamPackager(composition: c, settings: settings).package()
+        } throws: { error in "\(error)".contains("choose the same audio track") }
+    }
+
     /// Keyframes 10 s apart do not make 6 s segments: refused before anything is written, naming the GOP and
     /// the way past; so is a transport stream, whose parameter sets are in its packets.
     @Test func keyframesFurtherApartThanTheSegmentAreRefusedNamingTheGOP() async throws {

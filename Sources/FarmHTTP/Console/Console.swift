@@ -281,11 +281,10 @@ enum Console {
             var video = document.getElementById(select.dataset.video);
             if (!video) return;
             var at = video.currentTime, playing = !video.paused;
-            video.addEventListener("loadedmetadata", function once() {
-              video.removeEventListener("loadedmetadata", once);
+            video.addEventListener("loadedmetadata", function () {
               video.currentTime = at;
               if (playing) video.play();
-            });
+            }, { once: true });
             video.src = select.value;
           });
         });
