@@ -32,14 +32,23 @@ struct PackageCopier {
             }
             return (choice.name, choice.language ?? stream.language, stream)
         }
-        let cuts = try keyframeCuts(input: input, video: video, duration: composition.timeMapping.duration, path: path)
-        return try write(input: input, video: video, codecs: videoCodecs, audio: audio, cuts: cuts, sources: sources, started: started)
+        // Read before any packet is copied: a language the source lacks, or pictures, refuse the package first.
+        let subtitles = try settings.subtitleLanguages.map {
+            try SubtitleRendition(language: $0, sources: sources, mapping: composition.timeMapping, limits: settings.limits, interrupter: writer.interrupter)
+        }
+        let index = try videoIndex(input: input, video: video, path: path)
+        let cuts = try keyframeCuts(index, video: video, duration: composition.timeMapping.duration, path: path)
+        var report = try write(input: input, video: video, codecs: videoCodecs, audio: audio, cuts: cuts, packets: index.entries)
+        try writer.addSubtitles(subtitles, to: &report)
+        writer.progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
+        report.seconds = Date().timeIntervalSince(started)
+        return report
     }
 
     /// The decode times (video ticks) of the keyframes each segment after the first begins at: the keyframe
     /// nearest each multiple of the segment duration. Refuses a source whose longest GOP is longer.
-    private func keyframeCuts(input: InputFile, video: StreamInfo, duration: MediaTime, path: String) throws -> Set<Int64> {
-        let keyframes = try keyframeTimes(input: input, video: video, path: path)
+    private func keyframeCuts(_ index: InputFile.StreamIndex, video: StreamInfo, duration: MediaTime, path: String) throws -> Set<Int64> {
+        let keyframes = index.keyframes
         guard let first = keyframes.first else { throw ExportError("\(path): its video has no keyframe to begin a segment at") }
         let tb = video.timeBase
         let times = keyframes.map { Double($0 - first) * Double(tb.numerator) / Double(tb.denominator) }
@@ -47,7 +56,7 @@ struct PackageCopier {
         let frame = video.averageFrameRate.map { Double($0.denominator) / Double(max($0.numerator, 1)) } ?? 0
         // The video's own end (its last decode time and a frame), not the composition's: audio that runs on
         // past the video is no gap between keyframes.
-        let videoEnd = input.index(of: video.index)?.timestamps.max().map { Double($0 - first) * Double(tb.numerator) / Double(tb.denominator) + frame }
+        let videoEnd = index.timestamps.max().map { Double($0 - first) * Double(tb.numerator) / Double(tb.denominator) + frame }
         let end = min(duration.seconds, videoEnd ?? duration.seconds)
         var longest = (seconds: 0.0, at: 0.0)
         for (a, b) in zip(times, times.dropFirst() + [end]) where b - a > longest.seconds { longest = (b - a, a) }
@@ -70,19 +79,19 @@ struct PackageCopier {
         return cuts
     }
 
-    /// The decode times of the video's keyframes (video ticks, in order), from the index of an MP4 or MOV,
-    /// which holds every one. Other containers are refused: Matroska's cues may not list every keyframe, and
-    /// its timestamps carry no edit list to take away the B-frames' delay.
-    private func keyframeTimes(input: InputFile, video: StreamInfo, path: String) throws -> [Int64] {
+    /// The video's index (every packet's decode time, its keyframes' in order) from an MP4 or MOV, which holds
+    /// every one. Other containers are refused: Matroska's cues may not list every keyframe, and its
+    /// timestamps carry no edit list to take away the B-frames' delay.
+    private func videoIndex(input: InputFile, video: StreamInfo, path: String) throws -> InputFile.StreamIndex {
         guard input.container.formatName.contains("mov"), let index = input.index(of: video.index), !index.keyframes.isEmpty else {
             throw ExportError("\(path): a passthrough package copies from MP4 or MOV, whose index holds every keyframe and time (this is "
                               + "\(input.container.formatName)): remux it to MP4 (ffmpeg -c copy), or leave out \"mode\" to encode a ladder")
         }
-        return index.keyframes
+        return index
     }
 
     private func write(input: InputFile, video: StreamInfo, codecs: String, audio: [(name: String, language: String?, stream: StreamInfo)],
-                       cuts: Set<Int64>, sources: [ExportSource], started: Date) throws -> StreamReport {
+                       cuts: Set<Int64>, packets total: Int) throws -> StreamReport {
         let videoTrack = try SegmentedTrack(kind: .video, name: "video-1", root: settings.folder)
         try videoTrack.begin(stream: try videoTrack.file.addStream(copying: video.index, of: input, timeBase: video.timeBase), codecs: codecs)
         let audioTracks = try audio.map { a -> SegmentedTrack in
@@ -110,7 +119,6 @@ struct PackageCopier {
         }
         var packet = Packet()
         var count = 0
-        let total = max(1, input.index(of: video.index)?.entries ?? 1)
         while try input.read(into: &packet) == .packet {
             if packet.streamIndex == video.index {
                 let pts = MediaTime(count: packet.pts ?? packet.dts ?? 0, timeBase: video.timeBase) - zero
@@ -126,7 +134,7 @@ struct PackageCopier {
                     try writeAudio(pending.removeFirst())
                 }
                 if count % 240 == 0 {
-                    writer.progress(ExportProgress(fraction: Double(count) / Double(total), phase: "copying", framesPerSecond: nil, eta: nil))
+                    writer.progress(ExportProgress(fraction: Double(count) / Double(max(total, 1)), phase: "copying", framesPerSecond: nil, eta: nil))
                     writer.interrupter.progressed()
                     if let reason = writer.interrupter.reason { throw MediaFileError.interrupted(path: settings.folder, reason) }
                 }
@@ -149,28 +157,8 @@ struct PackageCopier {
                                       channels: audio[i].stream.channelCount, language: audio[i].language, segments: track.segments))
         }
         let longest = videoTrack.segments.map(\.duration).max() ?? 0
-        var report = StreamReport(duration: duration, segmentDuration: MediaTime(count: longest, timeBase: videoTrack.timeBase), tracks: tracks,
-                                  framesDecoded: 0, seconds: 0, sourcePicture: StreamReport.Picture(width: video.width, height: video.height, quarterTurns: 0))
-        try addSubtitles(sources, to: &report)
-        progress(done: true)
-        report.seconds = Date().timeIntervalSince(started)
-        return report
-    }
-
-    private func progress(done: Bool) {
-        writer.progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
-    }
-
-    /// The subtitle renditions, cut at the video's boundaries.
-    private func addSubtitles(_ sources: [ExportSource], to report: inout StreamReport) throws {
-        guard !settings.subtitleLanguages.isEmpty, let rung = report.tracks.first else { return }
-        let scale = Rational(1, Int32(clamping: rung.timescale))
-        let boundaries = rung.segments.map { MediaTime(count: $0.start - rung.presentationOffset, timeBase: scale) } + [report.duration]
-        for language in settings.subtitleLanguages {
-            let subtitle = try SubtitleRendition(language: language, sources: sources, mapping: writer.composition.timeMapping,
-                                                 limits: settings.limits, interrupter: writer.interrupter)
-            report.tracks.append(try subtitle.write(into: settings.folder, name: "subtitles-" + LanguageMatch.primary(language), boundaries: boundaries))
-        }
+        return StreamReport(duration: duration, segmentDuration: MediaTime(count: longest, timeBase: videoTrack.timeBase), tracks: tracks,
+                            framesDecoded: 0, seconds: 0, sourcePicture: StreamReport.Picture(width: video.width, height: video.height, quarterTurns: 0))
     }
 
     /// A copied packet's times from the source's time base, less `zero`, in the track's.

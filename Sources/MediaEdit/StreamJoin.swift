@@ -50,7 +50,7 @@ extension PackageWriter {
         var report = StreamReport(duration: duration, segmentDuration: fd.multiplied(by: Int32(clamping: gop)), tracks: tracks + audio.map { $0.report() },
                                   framesDecoded: chunks.reduce(0) { $0 + $1.report.framesDecoded }, seconds: 0,
                                   sourcePicture: first.report.sourcePicture, skippedRungs: first.report.skippedRungs)
-        try addSubtitles(plan, to: &report)
+        try addSubtitles(plan.subtitles, to: &report)
         progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
         report.seconds = Date().timeIntervalSince(started)
         return report

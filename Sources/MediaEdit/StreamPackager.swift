@@ -115,7 +115,7 @@ struct PackageWriter {
         // A chunk is video only: the join reads the subtitles and makes the audio.
         let plan = try prepare(readingSubtitles: settings.frames == nil)
         var report = try write(plan, frames: settings.frames, started: started)
-        try addSubtitles(plan, to: &report)
+        try addSubtitles(plan.subtitles, to: &report)
         return report
     }
 
@@ -163,11 +163,11 @@ struct PackageWriter {
     }
 
     /// The subtitle renditions, cut at the first rung's boundaries as presented from 0.
-    func addSubtitles(_ plan: PackagePlan, to report: inout StreamReport) throws {
-        guard !plan.subtitles.isEmpty, let rung = report.tracks.first(where: { $0.kind == .video }) else { return }
+    func addSubtitles(_ subtitles: [SubtitleRendition], to report: inout StreamReport) throws {
+        guard !subtitles.isEmpty, let rung = report.tracks.first(where: { $0.kind == .video }) else { return }
         let scale = Rational(1, Int32(clamping: rung.timescale))
         let boundaries = rung.segments.map { MediaTime(count: $0.start - rung.presentationOffset, timeBase: scale) } + [report.duration]
-        for subtitle in plan.subtitles {
+        for subtitle in subtitles {
             report.tracks.append(try subtitle.write(into: settings.folder, name: "subtitles-" + LanguageMatch.primary(subtitle.language),
                                                     boundaries: boundaries))
         }
