@@ -70,7 +70,10 @@ let package = Package(
         .target(name: "MediaInspect", dependencies: ["MediaCore", "MediaTime"]),
         .target(name: "CodeScan", dependencies: ["MediaCore", "MediaTime"]),
         .target(name: "MediaEdit", dependencies: ["MediaCore", "MediaTime",
-                                                  .product(name: "Logging", package: "swift-log")]),
+                                                  .product(name: "Logging", package: "swift-log"),
+                                                  // AES-128-CBC for HLS's encrypted segments.
+                                                  .product(name: "Crypto", package: "swift-crypto"),
+                                                  .product(name: "CryptoExtras", package: "swift-crypto")]),
         // Pictures of the media (AVAssetImageGenerator): frames at times, sized, turned, in true colours.
         .target(name: "MediaImage", dependencies: ["MediaCore", "MediaTime"]),
 

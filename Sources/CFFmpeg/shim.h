@@ -4,6 +4,7 @@
 #include <libavcodec/avcodec.h>
 #include <libavutil/avutil.h>
 #include <libavutil/dict.h>
+#include <libavutil/opt.h>
 #include <libavutil/display.h>
 #include <libavutil/channel_layout.h>
 #include <libavutil/pixdesc.h>

@@ -10,6 +10,10 @@ extension JobManifest {
         /// `ladder`: the composition encoded into every rung; `passthrough`: the source's packets copied, cut at its keyframes.
         public var mode = StreamMode.ladder
         public var formats: [StreamFormat] = [.hls, .dash]
+        /// `cmaf` (fragmented MPEG-4, for HLS and DASH) or `ts` (MPEG-TS, HLS only).
+        public var container = StreamContainer.cmaf
+        /// HLS's AES-128 over MPEG-TS segments; nil: in the clear.
+        public var encryption: JobManifest.StreamEncryption?
         /// Every segment but the last lasts this long, in whole frames (`segmentSeconds`).
         public var segmentDuration = MediaTime(value: 6, timescale: 1)
         /// nil: the source's own rate (a standard rate when it is within 0.5% of one).
@@ -60,8 +64,27 @@ extension JobManifest {
         public init() {}
     }
 
+    /// HLS's AES-128 (RFC 8216 5.2): each media segment encrypted whole with a 16-byte key, its IV its media
+    /// sequence number.
+    public struct StreamEncryption: Sendable, Hashable {
+        /// A file of the key's 16 bytes (`openssl rand 16 > show.key`), read on the worker's host; never copied
+        /// into the package.
+        public var keyFile: String
+        /// Where players fetch the key (EXT-X-KEY's URI): absolute, or relative to each media playlist.
+        public var keyURI: String
+        public init(keyFile: String, keyURI: String) { (self.keyFile, self.keyURI) = (keyFile, keyURI) }
+    }
+
     /// The package's entry points: `master.m3u8` and `manifest.mpd` in its folder.
     public static let streamEntryPoints: [StreamFormat: String] = [.hls: "master.m3u8", .dash: "manifest.mpd"]
+}
+
+/// How a package's segments are stored.
+public enum StreamContainer: String, Sendable, Hashable, CaseIterable, Codable {
+    /// CMAF: fragmented MPEG-4 (an `init.mp4` and `.m4s` segments per track), read by HLS and DASH alike.
+    case cmaf
+    /// MPEG-2 transport stream: `.ts` segments that stand alone, for HLS only.
+    case ts
 }
 
 /// How a package's media is made.
@@ -107,7 +130,12 @@ extension JobManifest.StreamSettings {
     var document: JSONValue {
         var members: [(key: String, value: JSONValue)] = [("output", .string(output))]
         if mode != .ladder { members.append(("mode", .string(mode.rawValue))) }
-        if formats != [.hls, .dash] { members.append(("formats", .array(formats.map { .string($0.rawValue) }))) }
+        if formats != (container == .ts ? [.hls] : [.hls, .dash]) { members.append(("formats", .array(formats.map { .string($0.rawValue) }))) }
+        if container != .cmaf { members.append(("container", .string(container.rawValue))) }
+        if let encryption {
+            members.append(("encryption", .object([("method", .string("aes-128")), ("keyFile", .string(encryption.keyFile)),
+                                                   ("keyURI", .string(encryption.keyURI))])))
+        }
         if segmentDuration != MediaTime(value: 6, timescale: 1) { members.append(("segmentSeconds", segmentDuration.document)) }
         if let frameDuration { members.append(("frameDuration", frameDuration.document)) }
         var video: [(key: String, value: JSONValue)] = [("rungs", .array(self.video.rungs.map(\.document)))]

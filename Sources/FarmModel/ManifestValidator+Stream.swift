@@ -17,10 +17,11 @@ extension Walker {
 
     mutating func stream(_ value: JSONValue) -> JobManifest.StreamSettings? {
         let p = "$.stream"
-        guard let o = object(value, p, allowed: ["output", "mode", "formats", "segmentSeconds", "frameRate", "frameDuration", "video", "audio", "subtitles"]
+        guard let o = object(value, p, allowed: ["output", "mode", "formats", "container", "encryption", "segmentSeconds", "frameRate", "frameDuration", "video", "audio", "subtitles"]
                                                 + Self.chunkingKeys) else { return nil }
         let output = streamFolder(o["output"], "\(p).output")
-        var formats: [StreamFormat] = [.hls, .dash]
+        let container = enumeration(o["container"], "\(p).container", StreamContainer.self) ?? .cmaf
+        var formats: [StreamFormat] = container == .ts ? [.hls] : [.hls, .dash]
         if let list = o["formats"] {
             if case .array(let items) = list, !items.isEmpty {
                 formats = items.enumerated().compactMap { enumeration($1, "\(p).formats[\($0)]", StreamFormat.self) }
@@ -28,6 +29,14 @@ extension Walker {
             } else {
                 fail("\(p).formats", "expected a list of presentations like [\"hls\", \"dash\"], found \(list.kindName == "an array" ? "an empty list" : list.kindName)")
             }
+            if container == .ts && formats.contains(.dash) {
+                fail("\(p).formats", "an MPEG-TS package is HLS only (DASH here reads CMAF): leave out \"dash\", or \"container\" to make CMAF, which both read")
+            }
+        }
+        let encryption = o["encryption"].flatMap { streamEncryption($0, "\(p).encryption") }
+        if o["encryption"] != nil && container != .ts {
+            fail("\(p).encryption", "AES-128 encrypts MPEG-TS segments: add \"container\": \"ts\" (over CMAF, players disagree on whether the "
+                 + "initialization is encrypted: GStreamer and Chromium decrypt it too)")
         }
         var segment = MediaTime(value: 6, timescale: 1)
         if let t = time(o["segmentSeconds"], "\(p).segmentSeconds", positive: true) {
@@ -75,8 +84,36 @@ extension Walker {
         var settings = JobManifest.StreamSettings(output: output, video: video)
         (settings.chunking, settings.mode) = (chunking, mode)
         (settings.formats, settings.segmentDuration, settings.frameDuration, settings.audio) = (formats, segment, frameDuration, audio)
+        (settings.container, settings.encryption) = (container, encryption)
         settings.subtitleLanguages = subtitles
         return settings
+    }
+
+    /// `"encryption": {"method": "aes-128", "keyFile": "/keys/show.key", "keyURI": "https://keys.example.com/show.key"}`.
+    private mutating func streamEncryption(_ value: JSONValue, _ p: String) -> JobManifest.StreamEncryption? {
+        guard let o = object(value, p, allowed: ["method", "keyFile", "keyURI"]) else { return nil }
+        if let method = string(o["method"], "\(p).method"), method.lowercased() != "aes-128" {
+            let cenc = ["sample-aes", "cenc", "cbcs", "cens", "cbc1"].contains(method.lowercased())
+            fail("\(p).method", "\"\(UserText.printable(method))\" is not one the farm writes\(cenc ? " (FFmpeg 5.1's muxers here write no SAMPLE-AES or CENC)" : ""): use \"aes-128\"")
+        }
+        var keyFile: String?
+        if let raw = string(o["keyFile"], "\(p).keyFile", required: true) {
+            if PathRules.isObject(raw) || JobOutputReference.parse(raw) != nil || AssetID.reference(raw) != nil {
+                fail("\(p).keyFile", "a key file is a path on the worker's host, not an object, an asset or another job's result")
+            } else {
+                keyFile = PathRules.resolve(raw, against: context.baseDirectory)
+            }
+        }
+        var keyURI: String?
+        if let uri = string(o["keyURI"], "\(p).keyURI", required: true) {
+            if uri.count > 2048 || uri.contains(where: { $0 == "\"" || $0.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F } }) {
+                fail("\(p).keyURI", "must be a URI of at most 2048 characters with no quote or control character (it is written into the playlists)")
+            } else {
+                keyURI = uri
+            }
+        }
+        guard let keyFile, let keyURI else { return nil }
+        return JobManifest.StreamEncryption(keyFile: keyFile, keyURI: keyURI)
     }
 
     /// A keep list of 1 to 16 languages, each named once.

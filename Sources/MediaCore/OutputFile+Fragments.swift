@@ -32,6 +32,12 @@ extension OutputFile {
         return try takeBytes()
     }
 
+    /// Sets the muxer's own option `name` ("mpegts_flags" to "+resend_headers"), for what it writes next.
+    public func setMuxerOption(_ name: String, _ value: String) throws(MediaFileError) {
+        let r = av_opt_set(context.pointee.priv_data, name, value, 0)
+        if r < 0 { throw MediaFileError(path: path, reason: .ffmpeg(.capture(r, "av_opt_set"), while: "setting the muxer's \(name)")) }
+    }
+
     /// Writes the trailer and returns the last bytes (the last fragment, when packets were left).
     public func finishFragments() throws(MediaFileError) -> [UInt8] {
         guard !finished else { return [] }

@@ -92,10 +92,10 @@ struct PackageCopier {
 
     private func write(input: InputFile, video: StreamInfo, codecs: String, audio: [(name: String, language: String?, stream: StreamInfo)],
                        cuts: Set<Int64>, packets total: Int) throws -> StreamReport {
-        let videoTrack = try SegmentedTrack(kind: .video, name: "video-1", root: settings.folder)
+        let videoTrack = try SegmentedTrack(kind: .video, name: "video-1", root: settings.folder, container: settings.container, encryption: settings.encryption)
         try videoTrack.begin(stream: try videoTrack.file.addStream(copying: video.index, of: input, timeBase: video.timeBase), codecs: codecs)
         let audioTracks = try audio.map { a -> SegmentedTrack in
-            let track = try SegmentedTrack(kind: .audio, name: a.name, root: settings.folder)
+            let track = try SegmentedTrack(kind: .audio, name: a.name, root: settings.folder, container: settings.container, encryption: settings.encryption)
             try track.begin(stream: try track.file.addStream(copying: a.stream.index, of: input, timeBase: a.stream.timeBase), codecs: a.stream.codecsName ?? "mp4a.40.2")
             return track
         }
@@ -148,13 +148,9 @@ struct PackageCopier {
         try videoTrack.finish()
         for track in audioTracks { try track.finish() }
         let duration = writer.composition.timeMapping.duration
-        var tracks = [StreamTrack(kind: .video, folder: videoTrack.name, initialization: "init.mp4", codecs: videoTrack.codecs,
-                                  timescale: Int(videoTrack.timeBase.denominator), presentationOffset: videoTrack.presentationOffset ?? 0,
-                                  width: video.width, height: video.height, frameRate: video.averageFrameRate, segments: videoTrack.segments)]
+        var tracks = [videoTrack.report(width: video.width, height: video.height, frameRate: video.averageFrameRate)]
         for (i, track) in audioTracks.enumerated() {
-            tracks.append(StreamTrack(kind: .audio, folder: track.name, initialization: "init.mp4", codecs: track.codecs, timescale: Int(track.timeBase.denominator),
-                                      presentationOffset: track.presentationOffset ?? 0, sampleRate: audio[i].stream.sampleRate,
-                                      channels: audio[i].stream.channelCount, language: audio[i].language, segments: track.segments))
+            tracks.append(track.report(sampleRate: audio[i].stream.sampleRate, channels: audio[i].stream.channelCount, language: audio[i].language))
         }
         let longest = videoTrack.segments.map(\.duration).max() ?? 0
         return StreamReport(duration: duration, segmentDuration: MediaTime(count: longest, timeBase: videoTrack.timeBase), tracks: tracks,

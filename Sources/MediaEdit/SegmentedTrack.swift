@@ -7,17 +7,24 @@ import Glibc
 
 /// One track of a streaming package written as CMAF: an in-memory fragmented MPEG-4 muxer whose
 /// initialization and fragments are stored as `init.mp4` and `1.m4s`, `2.m4s`, … in the track's folder,
-/// each created new (never over a file) and synced. A segment's time is read off its packets: it starts
+/// each created new (never over a file) and synced; or as MPEG-TS, `1.ts`, `2.ts`, … each beginning with
+/// its PAT and PMT, so that it stands alone (`SegmentContainer`); each encrypted whole when asked (HLS's
+/// AES-128, `SegmentEncryption`). A segment's time is read off its packets: it starts
 /// at its first packet's presentation time and ends where the next one starts (the last, where its last
 /// packet ends). Times in the files start at 0: an encoder whose first packet decodes before 0 (B-frames
 /// reordered, AAC's priming) has its packets moved later by that much, and the initialization's edit list
 /// (`presentationOffset`, DASH's presentationTimeOffset) moves them back for presentation; every track has
-/// its edit, 0 or not. Thread-confined.
+/// its edit, 0 or not. MPEG-TS has no edit list: every TS track presents its 0 at the same time
+/// (`SegmentContainer.transportOrigin`), and plays what comes before (AAC's priming) just before it.
+/// Thread-confined.
 final class SegmentedTrack {
     let kind: StreamTrack.Kind
     let name: String
     let folder: String
     let file: OutputFile
+    let container: SegmentContainer
+    /// Its media segments encrypted (HLS AES-128); nil: in the clear.
+    let encryption: SegmentEncryption?
     private(set) var stream = 0
     private(set) var codecs = ""
     private(set) var segments: [StreamSegment] = []
@@ -33,11 +40,13 @@ final class SegmentedTrack {
     private var shift: Int64 = 0
 
     /// A track named `name` (its folder under the package's `root`).
-    init(kind: StreamTrack.Kind, name: String, root: String) throws(MediaFileError) {
+    init(kind: StreamTrack.Kind, name: String, root: String, container: SegmentContainer = .cmaf,
+         encryption: SegmentEncryption? = nil) throws(MediaFileError) {
         self.kind = kind
         self.name = name
+        (self.container, self.encryption) = (container, encryption)
         folder = root + "/" + name
-        file = try OutputFile(fragmentsNamed: folder, format: "mp4")
+        file = try OutputFile(fragmentsNamed: folder, format: container.muxer)
     }
 
     /// Adds the encoder's stream (unless `added` says it was: its index) and writes the initialization segment.
@@ -54,7 +63,8 @@ final class SegmentedTrack {
         } catch {
             throw ExportError("\(folder): cannot make the track's folder: \(error.localizedDescription)")
         }
-        initialization = try file.writeInitialization()
+        // MPEG-TS has no initialization: what its header wrote (if anything) goes before the first segment.
+        initialization = try file.writeInitialization(options: container == .cmaf ? OutputFile.cmafOptions : [:])
     }
 
     /// The track's timescale (valid after `begin`).
@@ -70,14 +80,26 @@ final class SegmentedTrack {
         (self.firstNumber, shift) = (firstNumber, ticks)
     }
 
+    /// How much later than given its packets are timed in its files: its edit, and for a chunk's MPEG-TS its
+    /// place in the whole (PES headers cannot be moved afterwards, as fragments are by `renumber`).
+    private var packetOffset: Int64 { (presentationOffset ?? 0) + (container == .transportStream ? shift : 0) }
+
     /// Writes a packet already timed in the track's time base (consumed).
     func write(_ packet: inout Packet) throws {
         if presentationOffset == nil {
-            let offset = max(0, -(packet.dts ?? packet.pts ?? 0))
-            presentationOffset = offset
-            try Self.store(Self.editing(initialization, presentingFrom: offset), at: folder + "/init.mp4")
+            let early = -(packet.dts ?? packet.pts ?? 0)
+            switch container {
+            case .cmaf:
+                presentationOffset = max(0, early)
+                try Self.store(Self.editing(initialization, presentingFrom: max(0, early)), at: folder + "/init.mp4")
+            case .transportStream:
+                guard let origin = MediaTime(value: SegmentContainer.transportOrigin, timescale: 90_000).count(in: timeBase), early <= origin else {
+                    throw ExportError("\(folder): its first packet decodes \(early) ticks before its presentation, more than MPEG-TS's 1.4 s leaves")
+                }
+                presentationOffset = origin
+            }
         }
-        let offset = presentationOffset ?? 0
+        let offset = packetOffset
         packet.retime(pts: packet.pts.map { $0 + offset }, dts: packet.dts.map { $0 + offset }, duration: packet.duration, streamIndex: packet.streamIndex)
         let pts = packet.pts ?? packet.dts ?? 0
         if start == nil {
@@ -92,18 +114,43 @@ final class SegmentedTrack {
     /// base; nil: where its packets end) and stores it. Nothing happens when no packet was written since the
     /// last cut.
     func cut(at presented: Int64?) throws {
-        let next = presented.map { $0 + (presentationOffset ?? 0) }
+        let next = presented.map { $0 + packetOffset }
         guard let start else { return }
         var bytes = try file.cutFragment()
         guard !bytes.isEmpty else { return }
         let index = firstNumber + segments.count
-        if firstNumber != 1 || shift != 0 { try Self.renumber(&bytes, sequenceBy: firstNumber - 1, timeBy: shift, in: folder) }
-        let name = "\(index).m4s"
+        var keyframe: Int?
+        switch container {
+        case .cmaf:
+            if firstNumber != 1 || shift != 0 { try Self.renumber(&bytes, sequenceBy: firstNumber - 1, timeBy: shift, in: folder) }
+            keyframe = startsWithKeyframe ? Self.firstSampleEnd(bytes) : nil
+        case .transportStream:
+            if index == firstNumber { bytes = initialization + bytes }
+            keyframe = startsWithKeyframe ? TransportPackets.firstPictureEnd(bytes) : nil
+            // The next segment begins with its own PAT and PMT.
+            try file.setMuxerOption("mpegts_flags", "+resend_headers")
+        }
+        // An I-frame playlist's byte range of an encrypted segment would not decrypt alone: none then.
+        if let encryption {
+            bytes = try encryption.encrypt(bytes, sequence: index - 1)
+            keyframe = nil
+        }
+        let name = "\(index).\(container.fileExtension)"
         try Self.store(bytes, at: folder + "/" + name)
-        let keyframe = startsWithKeyframe ? Self.firstSampleEnd(bytes) : nil
-        segments.append(StreamSegment(file: name, start: start + shift, duration: (next ?? end) - start, bytes: bytes.count, keyframeBytes: keyframe))
+        let placed = container == .cmaf ? start + shift : start
+        segments.append(StreamSegment(file: name, start: placed, duration: (next ?? end) - start, bytes: bytes.count, keyframeBytes: keyframe))
         self.start = nil
         startsWithKeyframe = false
+    }
+
+    /// The track as the report has it: its folder, its files and every segment written.
+    func report(width: Int? = nil, height: Int? = nil, frameRate: Rational? = nil, sampleRate: Int? = nil, channels: Int? = nil,
+                language: String? = nil) -> StreamTrack {
+        var track = StreamTrack(kind: kind, folder: name, initialization: container == .cmaf ? "init.mp4" : "", codecs: codecs,
+                                timescale: Int(timeBase.denominator), presentationOffset: presentationOffset ?? 0, width: width, height: height,
+                                frameRate: frameRate, sampleRate: sampleRate, channels: channels, language: language, segments: segments)
+        (track.container, track.keyURI) = (container == .cmaf ? nil : container, encryption?.keyURI)
+        return track
     }
 
     /// Cuts the last segment and ends the muxer.

@@ -61,13 +61,19 @@ extension PackageWriter {
     /// without a gap or an overlap from the chunk's first frame.
     private func link(_ rung: StreamTrack, of chunks: [StreamChunk], plan: PackagePlan) throws -> StreamTrack {
         // Every name comes from the chunks' reports: each is one name of the package's own making, never a path.
-        guard rung.folder.range(of: "^video-[0-9]{1,3}\\z", options: .regularExpression) != nil, rung.initialization == "init.mp4" else {
+        // MPEG-TS has no initialization: its segments stand alone.
+        let container = rung.container ?? .cmaf
+        guard rung.folder.range(of: "^video-[0-9]{1,3}\\z", options: .regularExpression) != nil, container == plan.settings.container,
+              rung.initialization == (container == .cmaf ? "init.mp4" : "") else {
             throw ExportError("\(chunks[0].folder): its report names a rung \"\(rung.folder)/\(rung.initialization)\", not one the packager makes")
         }
         let folder = settings.folder + "/" + rung.folder
         guard mkdir(folder, 0o755) == 0 else { throw ExportError("\(folder): cannot make the rung's folder: \(String(cString: strerror(errno)))") }
-        let initialization = try Self.contents(of: chunks[0].folder + "/" + rung.folder + "/" + rung.initialization)
-        try Self.link(chunks[0].folder + "/" + rung.folder + "/" + rung.initialization, to: folder + "/" + rung.initialization)
+        var initialization: Data?
+        if container == .cmaf {
+            initialization = try Self.contents(of: chunks[0].folder + "/" + rung.folder + "/" + rung.initialization)
+            try Self.link(chunks[0].folder + "/" + rung.folder + "/" + rung.initialization, to: folder + "/" + rung.initialization)
+        }
         let scale = Rational(1, Int32(clamping: rung.timescale))
         var joined = rung
         joined.segments = []
@@ -75,11 +81,11 @@ extension PackageWriter {
             let files = chunk.folder + "/" + rung.folder
             guard let part = chunk.report.tracks.first(where: { $0.kind == .video && $0.folder == rung.folder }), part.codecs == rung.codecs,
                   part.timescale == rung.timescale, part.presentationOffset == rung.presentationOffset, part.width == rung.width,
-                  part.height == rung.height, part.initialization == rung.initialization else {
+                  part.height == rung.height, part.initialization == rung.initialization, part.container == rung.container, part.keyURI == rung.keyURI else {
                 throw ExportError("\(files): encoded otherwise than the first chunk's \(rung.folder) (its codec, size, timescale or edit differ): "
                                   + "the chunks cannot be joined; retry the job to encode them again")
             }
-            guard try Self.contents(of: files + "/" + part.initialization) == initialization else {
+            guard try initialization.map({ try Self.contents(of: files + "/" + part.initialization) == $0 }) ?? true else {
                 throw ExportError("\(files)/\(part.initialization): differs from the first chunk's: the chunks were encoded otherwise and cannot be joined; "
                                   + "retry the job to encode them again")
             }
@@ -89,7 +95,9 @@ extension PackageWriter {
             expected += rung.presentationOffset
             guard !part.segments.isEmpty else { throw ExportError("\(files): the chunk holds no segment of frames \(chunk.frames.lowerBound)..<\(chunk.frames.upperBound)") }
             for segment in part.segments {
-                guard Self.isSegmentName(segment.file) else { throw ExportError("\(files): its report names a segment \"\(segment.file)\", not a number.m4s") }
+                guard Self.isSegmentName(segment.file, container) else {
+                    throw ExportError("\(files): its report names a segment \"\(segment.file)\", not a number.\(container.fileExtension)")
+                }
                 guard segment.start == expected else {
                     throw ExportError("\(files)/\(segment.file): starts at tick \(segment.start), not \(expected) where the segment before it ends: "
                                       + "the chunks do not tile the package's timeline")
@@ -113,7 +121,9 @@ extension PackageWriter {
         return joined
     }
 
-    static func isSegmentName(_ name: String) -> Bool { name.range(of: "^[0-9]{1,9}\\.m4s\\z", options: .regularExpression) != nil }
+    static func isSegmentName(_ name: String, _ container: SegmentContainer) -> Bool {
+        name.range(of: "^[0-9]{1,9}\\.\(container.fileExtension)\\z", options: .regularExpression) != nil
+    }
 
     static func contents(of path: String) throws -> Data {
         guard size(of: path) != nil else { throw ExportError("\(path): a chunk's file is missing or not a regular file") }

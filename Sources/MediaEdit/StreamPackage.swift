@@ -56,6 +56,10 @@ public struct StreamSettings: Sendable {
     /// One chunk of a package made in chunks: only these frames (whole segments, end excluded), video only,
     /// its segments numbered and timed as in the whole (`StreamPackager.join` joins the chunks).
     public var frames: Range<Int>?
+    /// How the segments are stored: CMAF (HLS and DASH) or MPEG-TS (HLS only).
+    public var container = SegmentContainer.cmaf
+    /// HLS's AES-128: each media segment encrypted whole (nil: in the clear).
+    public var encryption: SegmentEncryption?
     /// Packaging without encoding: the source's H.264 video and AAC audio copied, cut at its keyframes
     /// (`rungs`, `frameDuration`, the audio's bit rate and channels do not apply).
     public var passthrough = false
@@ -118,6 +122,20 @@ public struct StreamSettings: Sendable {
     }
 }
 
+/// How a package's media segments are stored.
+public enum SegmentContainer: String, Sendable, Hashable, Codable {
+    /// CMAF: fragmented MPEG-4, an `init.mp4` and `1.m4s`, `2.m4s`, … per track, for HLS and DASH alike.
+    case cmaf
+    /// MPEG-2 transport stream: `1.ts`, `2.ts`, … per track, each beginning with its PAT and PMT, for HLS.
+    case transportStream = "ts"
+
+    var muxer: String { self == .cmaf ? "mp4" : "mpegts" }
+    var fileExtension: String { self == .cmaf ? "m4s" : "ts" }
+    /// The presentation's 0 in MPEG-TS's 90 kHz clock, on every track: 1.4 s, where FFmpeg's own muxers
+    /// begin, leaving room before it for B-frames' delay and AAC's priming. WebVTT's X-TIMESTAMP-MAP names it.
+    public static let transportOrigin: Int64 = 126_000
+}
+
 /// A chunk of a package, written with `StreamSettings.frames`: its folder (a track's files in a folder
 /// of the track's name, as in the package) and what it reported.
 public struct StreamChunk: Sendable {
@@ -166,6 +184,10 @@ public struct StreamTrack: Sendable, Hashable, Codable {
     public var channels: Int?
     public var language: String?
     public var segments: [StreamSegment]
+    /// nil: CMAF (an `init.mp4` and `.m4s` segments); `.transportStream`: `.ts` segments that stand alone.
+    public var container: SegmentContainer?
+    /// Where players fetch the key of its encrypted segments (HLS AES-128); nil: in the clear.
+    public var keyURI: String?
 
     /// The segment's duration as presented (track ticks): without what comes before the programme's 0
     /// (AAC's priming, which the track's edit takes away), so that HLS's EXTINFs sum to the programme.

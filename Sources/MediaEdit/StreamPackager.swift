@@ -83,7 +83,8 @@ private final class Rung {
         } catch {
             throw ExportError("rung \(index) (\(rung.width)x\(rung.height)): cannot set up the H.264 encoder: \(error)")
         }
-        track = try SegmentedTrack(kind: .video, name: "video-\(index)", root: settings.folder)
+        track = try SegmentedTrack(kind: .video, name: "video-\(index)", root: settings.folder, container: settings.container,
+                                   encryption: settings.encryption)
         try track.begin(with: encoder, language: nil)
         if first > 0 {
             try track.place(firstNumber: first / settings.framesPerSegment + 1, at: frameDuration.multiplied(by: Int32(clamping: first)))
@@ -169,7 +170,7 @@ struct PackageWriter {
         let boundaries = rung.segments.map { MediaTime(count: $0.start - rung.presentationOffset, timeBase: scale) } + [report.duration]
         for subtitle in subtitles {
             report.tracks.append(try subtitle.write(into: settings.folder, name: "subtitles-" + LanguageMatch.primary(subtitle.language),
-                                                    boundaries: boundaries))
+                                                    boundaries: boundaries, container: settings.container))
         }
     }
 
@@ -232,9 +233,7 @@ struct PackageWriter {
         for track in audio { try track.finish() }
         progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
         let tracks = rungs.enumerated().map { i, rung in
-            StreamTrack(kind: .video, folder: rung.track.name, initialization: "init.mp4", codecs: rung.track.codecs,
-                        timescale: Int(rung.track.timeBase.denominator), presentationOffset: rung.track.presentationOffset ?? 0, width: settings.rungs[i].width, height: settings.rungs[i].height,
-                        frameRate: frameTB.inverted, segments: rung.track.segments)
+            rung.track.report(width: settings.rungs[i].width, height: settings.rungs[i].height, frameRate: frameTB.inverted)
         } + audio.map { $0.report() }
         return StreamReport(duration: fd.multiplied(by: Int32(clamping: range.count)), segmentDuration: fd.multiplied(by: Int32(clamping: gop)),
                             tracks: tracks, framesDecoded: video.decoded, seconds: Date().timeIntervalSince(started),
@@ -291,7 +290,7 @@ struct PackageWriter {
 
     private func audioWriter(sources: [ExportSource], audio: StreamInfo, streams: [Int?]?, name: String, language: String?,
                              duration: MediaTime, settings: StreamSettings) throws -> PackageAudio {
-        let track = try SegmentedTrack(kind: .audio, name: name, root: settings.folder)
+        let track = try SegmentedTrack(kind: .audio, name: name, root: settings.folder, container: settings.container, encryption: settings.encryption)
         var rendering = ExportSettings(mode: .constantFrameRate, outputPath: settings.folder, muxer: "mp4", audioBitRate: settings.audioBitRate,
                                        timePitch: settings.timePitch, limits: settings.limits)
         rendering.threads = settings.threads
@@ -322,7 +321,6 @@ struct PackageAudio {
     }
 
     func report() -> StreamTrack {
-        StreamTrack(kind: .audio, folder: track.name, initialization: "init.mp4", codecs: track.codecs, timescale: Int(track.timeBase.denominator),
-                    presentationOffset: track.presentationOffset ?? 0, sampleRate: writer.renderer.sampleRate, channels: writer.renderer.channels, language: language, segments: track.segments)
+        track.report(sampleRate: writer.renderer.sampleRate, channels: writer.renderer.channels, language: language)
     }
 }

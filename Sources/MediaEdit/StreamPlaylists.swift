@@ -8,23 +8,34 @@ import MediaTime
 /// chose, and a language `StreamSettings.check` held to a tag's letters.
 public enum StreamPlaylists {
     /// Every file of the presentations, by path relative to the package's folder; `master.m3u8` and
-    /// `manifest.mpd` are the two entry points (published last).
+    /// `manifest.mpd` are the two entry points (published last). MPEG-TS segments have no MPD (DASH's
+    /// profiles here are ISO BMFF's), and encrypted ones no I-frame playlist.
     public static func files(_ report: StreamReport) -> [(path: String, text: String)] {
         var files: [(String, String)] = []
         for track in report.tracks {
             files.append((track.folder + "/index.m3u8", mediaPlaylist(track)))
-            if track.kind == .video { files.append((track.folder + "/iframes.m3u8", iFramePlaylist(track))) }
+            if hasIFrames(track) { files.append((track.folder + "/iframes.m3u8", iFramePlaylist(track))) }
         }
         files.append(("master.m3u8", master(report)))
-        files.append(("manifest.mpd", mpd(report)))
+        if !report.tracks.contains(where: { $0.container == .transportStream }) { files.append(("manifest.mpd", mpd(report))) }
         return files
+    }
+
+    /// A video track whose segments' keyframes can be fetched alone.
+    static func hasIFrames(_ track: StreamTrack) -> Bool { track.kind == .video && track.segments.contains { $0.keyframeBytes != nil } }
+
+    /// The initialization (CMAF's; MPEG-TS segments stand alone) and the key (HLS AES-128, after the
+    /// initialization, which stays in the clear; each segment's IV its media sequence number).
+    private static func mapAndKey(_ track: StreamTrack) -> [String] {
+        (track.initialization.isEmpty ? [] : ["#EXT-X-MAP:URI=\"\(track.initialization)\""])
+            + (track.keyURI.map { ["#EXT-X-KEY:METHOD=AES-128,URI=\"\($0)\""] } ?? [])
     }
 
     /// EXTINF is the segment's measured duration as presented; the target duration holds every EXTINF rounded to the
     /// nearest second; VOD, independent segments, the CMAF initialization in EXT-X-MAP.
     public static func mediaPlaylist(_ track: StreamTrack) -> String {
         // WebVTT segments stand alone; CMAF ones need their initialization.
-        var lines = header(track) + (track.kind == .text ? [] : ["#EXT-X-MAP:URI=\"\(track.initialization)\""])
+        var lines = header(track) + (track.kind == .text ? [] : mapAndKey(track))
         for segment in track.segments {
             lines.append("#EXTINF:\(decimal(Double(track.presentedDuration(segment)) / Double(track.timescale), places: 5)),")
             lines.append(segment.file)
@@ -35,7 +46,7 @@ public enum StreamPlaylists {
     /// Each segment's IDR picture as a byte range of its file (the fragment's header through the picture),
     /// lasting until the next one.
     public static func iFramePlaylist(_ track: StreamTrack) -> String {
-        var lines = header(track) + ["#EXT-X-I-FRAMES-ONLY", "#EXT-X-MAP:URI=\"\(track.initialization)\""]
+        var lines = header(track) + ["#EXT-X-I-FRAMES-ONLY"] + mapAndKey(track)
         for segment in track.segments {
             guard let bytes = segment.keyframeBytes else { continue }
             lines.append("#EXTINF:\(decimal(Double(track.presentedDuration(segment)) / Double(track.timescale), places: 5)),")
@@ -82,7 +93,7 @@ public enum StreamPlaylists {
             lines.append("#EXT-X-STREAM-INF:" + attributes.joined(separator: ","))
             lines.append(track.folder + "/index.m3u8")
         }
-        for track in video {
+        for track in video where hasIFrames(track) {
             // The I-frame playlist's parts: each keyframe's bytes over its segment's time.
             let frames = track.segments.compactMap { s in s.keyframeBytes.map { (duration: s.duration, bytes: $0) } }
             let seconds = Double(frames.reduce(Int64(0)) { $0 + $1.duration }) / Double(track.timescale)

@@ -52,26 +52,27 @@ struct SubtitleRendition {
 
     /// Writes the segments (`1.vtt`, …, one per `[boundaries[i], boundaries[i + 1])`) and `all.vtt` into
     /// `folder/name`; returns the track the playlists are written from (milliseconds).
-    func write(into folder: String, name: String, boundaries: [MediaTime]) throws -> StreamTrack {
+    func write(into folder: String, name: String, boundaries: [MediaTime], container: SegmentContainer) throws -> StreamTrack {
+        let origin = container == .transportStream ? SegmentContainer.transportOrigin : 0
         let path = folder + "/" + name
         do { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false) } catch {
             throw ExportError("\(path): cannot make the subtitles' folder: \(error.localizedDescription)")
         }
         var segments: [StreamSegment] = []
         for (i, (from, to)) in zip(boundaries, boundaries.dropFirst()).enumerated() {
-            let text = Self.document(cues.filter { $0.end > from && $0.start < to })
+            let text = Self.document(cues.filter { $0.end > from && $0.start < to }, origin: origin)
             try SegmentedTrack.store(Array(text.utf8), at: path + "/\(i + 1).vtt")
             let start = from.count(in: Rational(1, 1000)) ?? 0, end = to.count(in: Rational(1, 1000)) ?? 0
             segments.append(StreamSegment(file: "\(i + 1).vtt", start: start, duration: end - start, bytes: text.utf8.count))
         }
-        try SegmentedTrack.store(Array(Self.document(cues).utf8), at: path + "/all.vtt")
+        try SegmentedTrack.store(Array(Self.document(cues, origin: origin).utf8), at: path + "/all.vtt")
         return StreamTrack(kind: .text, folder: name, initialization: "all.vtt", codecs: "wvtt", timescale: 1000, language: language, segments: segments)
     }
 
-    /// A WebVTT file of `cues`, whose times are the media's: X-TIMESTAMP-MAP ties its 0 to the media's 0
-    /// (the CMAF tracks present from 0).
-    static func document(_ cues: [TextCue]) -> String {
-        var lines = ["WEBVTT", "X-TIMESTAMP-MAP=MPEGTS:0,LOCAL:00:00:00.000", ""]
+    /// A WebVTT file of `cues`, whose times are the media's: X-TIMESTAMP-MAP ties its 0 to the media's 0,
+    /// `origin` in MPEG-TS's 90 kHz clock (0 for CMAF tracks, which present from 0).
+    static func document(_ cues: [TextCue], origin: Int64 = 0) -> String {
+        var lines = ["WEBVTT", "X-TIMESTAMP-MAP=MPEGTS:\(origin),LOCAL:00:00:00.000", ""]
         for cue in cues {
             lines.append("\(timestamp(cue.start)) --> \(timestamp(cue.end))")
             // A blank line would end the cue early, and "-->" would start another: neither is text.

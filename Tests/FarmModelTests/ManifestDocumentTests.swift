@@ -59,6 +59,13 @@ let manifestsOfEveryField = [
     {"version": 1, "input": "h.mp4", "stream": {"output": "out/h", "formats": ["hls"], "video": {"rungs": [{"height": 360, "bitrate": 600000}]},
                                                 "audio": {"languages": ["fr", "en-GB"]}, "subtitles": {"languages": ["en", "fr"]}}}
     """#,
+    #"""
+    {"version": 1, "input": "i.mp4", "stream": {"output": "out/i", "container": "ts", "video": {"rungs": [{"height": 360, "bitrate": 600000}]},
+                                                "encryption": {"keyFile": "keys/i.key", "keyURI": "https://keys.example.com/i.key?v=1&x=%20"}}}
+    """#,
+    #"""
+    {"version": 1, "input": "j.mp4", "stream": {"output": "out/j", "mode": "passthrough", "container": "ts", "formats": ["hls"]}}
+    """#,
 ]
 
 /// A manifest written back as a document (`JobManifest.document`) and the manifests the farm derives from

@@ -47,6 +47,16 @@ import Testing
         #expect(messages(#"{"output": "out/p"}"#).contains { $0.hasPrefix("$.stream.video: is required") && $0.contains("passthrough") })
     }
 
+    /// MPEG-TS is HLS only by default, and encrypted with a key file read on the worker's host, resolved
+    /// against the manifest's folder.
+    @Test func aTransportStreamPackageIsHLSAndMayBeEncrypted() throws {
+        let m = try validate(#"{"version": 1, "input": "m.mp4", "stream": {"output": "out/p", "container": "ts", "encryption": {"keyFile": "keys/p.key", "keyURI": "https://k.example/p"}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}}"#).get()
+        let stream = try #require(m.stream)
+        #expect(stream.container == .ts && stream.formats == [.hls])
+        #expect(stream.encryption == JobManifest.StreamEncryption(keyFile: "/jobs/keys/p.key", keyURI: "https://k.example/p"))
+        #expect(m.document["stream"]?["formats"] == nil && m.document["stream"]?["container"] == .string("ts"), "\(m.document.text)")
+    }
+
     @Test func levelsAreReadAsH264NamesThem() {
         #expect(H264Names.level("4.0") == 40 && H264Names.level("4") == 40 && H264Names.level("3.1") == 31 && H264Names.level("6.2") == 62)
         for bad in ["4.3", "1e3", "", "nan", "4.", "-4", "4.00", "7"] { #expect(H264Names.level(bad) == nil, "\(bad)") }
@@ -86,6 +96,14 @@ import Testing
             (#"{"output": "out/p", "audio": {"languages": []}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.languages", "1 to 16"),
             (#"{"output": "out/p", "audio": {"languages": ["en", "x"]}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.languages[1]", "language tag"),
             (#"{"output": "out/p", "audio": {"language": "en", "languages": ["en"]}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.language", "not both"),
+            (#"{"output": "out/p", "container": "mp2t", "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.container", "cmaf, ts"),
+            (#"{"output": "out/p", "container": "ts", "formats": ["hls", "dash"], "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.formats", "HLS only"),
+            (#"{"output": "out/p", "encryption": {"keyFile": "k", "keyURI": "k"}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.encryption", "\"container\": \"ts\""),
+            (#"{"output": "out/p", "container": "ts", "encryption": {"method": "sample-aes", "keyFile": "k", "keyURI": "k"}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.encryption.method", "no SAMPLE-AES or CENC"),
+            (#"{"output": "out/p", "container": "ts", "encryption": {"keyURI": "k"}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.encryption.keyFile", "is required"),
+            (#"{"output": "out/p", "container": "ts", "encryption": {"keyFile": "s3://b/k", "keyURI": "k"}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.encryption.keyFile", "a path on the worker's host"),
+            (#"{"output": "out/p", "container": "ts", "encryption": {"keyFile": "k", "keyURI": "k\"\n#EXT-X-ENDLIST"}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.encryption.keyURI", "no quote or control character"),
+            (#"{"output": "out/p", "container": "ts", "encryption": {"keyFile": "k", "keyURI": "k", "iv": "0x1"}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.encryption.iv", "unknown key"),
             (#"{"output": "s3://media/pkg", "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.output", "not supported for packages yet"),
             (#"{"output": "/elsewhere/pkg", "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.output", "outside the output roots"),
         ]

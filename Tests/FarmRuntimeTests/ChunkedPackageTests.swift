@@ -102,6 +102,43 @@ import Glibc
         #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
     }
 
+    /// An MPEG-TS package encrypted with AES-128, made in 3 chunks under a coordinator: each chunk's segments
+    /// timed and encrypted (IV: the media sequence number) as the whole's, so its media playlists are the
+    /// whole's, text for text, its audio and subtitles the whole's byte for byte, and GStreamer plays it with
+    /// its key to the last frame (12 s and the AAC's last frame: 361).
+    @Test func anEncryptedTransportStreamPackageMadeInChunksIsTheWholePackage() throws {
+        let farm = try Farm("chunked-package-ts")
+        let source = try Self.source(in: farm, seconds: 12)
+        let key = farm.folder.appendingPathComponent("show.key")
+        try Data((0..<16).map { UInt8($0 * 5 + 2) }).write(to: key)
+        func manifest(_ name: String, chunkSeconds: Int?) -> String {
+            Self.manifest(name, input: source, chunkSeconds: chunkSeconds).replacingOccurrences(of: #""segmentSeconds": 2,"#, with: #""segmentSeconds": 2, "container": "ts", "#
+                + #""encryption": {"keyFile": "\#(key.path)", "keyURI": "../show.key"},"#)
+        }
+        let id = try farm.submit([try farm.manifest("chunked", manifest("chunked", chunkSeconds: 4))])[0]
+        let coordinator = try farm.startCoordinator(["--exit-when-idle", "--workers", "1"])
+        #expect(coordinator.wait(timeout: 240) == 0, "\(coordinator.log)")
+        let jobs = try farm.status()
+        #expect(jobs.count == 4 && jobs[id]?["state"] as? String == "succeeded", "one job and its 3 chunks: \(jobs)")
+        let made = try farm.mediafarm(["run", try farm.manifest("whole", manifest("whole", chunkSeconds: nil))])
+        #expect(made.status == 0, "\(made.stderr)")
+        let a = farm.out.appendingPathComponent("chunked").path, b = farm.out.appendingPathComponent("whole").path
+        let report = try Self.streamReport(farm.out.appendingPathComponent("chunked.json").path)
+        #expect(report.tracks.map(\.folder) == ["video-1", "video-2", "audio", "subtitles-en"] && report.tracks.allSatisfy { $0.kind == .text || $0.keyURI == "../show.key" })
+        for track in report.tracks {
+            let playlist = try String(contentsOfFile: "\(a)/\(track.folder)/index.m3u8", encoding: .utf8)
+            #expect(playlist == (try String(contentsOfFile: "\(b)/\(track.folder)/index.m3u8", encoding: .utf8)), "\(track.folder)'s playlist")
+            for segment in track.segments where track.kind != .video {
+                #expect(FileManager.default.contentsEqual(atPath: "\(a)/\(track.folder)/\(segment.file)", andPath: "\(b)/\(track.folder)/\(segment.file)"),
+                        "\(track.folder)/\(segment.file) differs from the whole's")
+            }
+        }
+        try FileManager.default.copyItem(atPath: key.path, toPath: a + "/show.key")
+        let played = try StreamChecker.playEachRung(folder: a, report: report, dash: false, frameCount: { _ in Int((report.duration.seconds * 30).rounded()) })
+        #expect(played.isEmpty, "\(played)")
+        #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
     /// What would refuse the package at its join refuses it before any chunk is made: a subtitle language the
     /// source lacks fails the job's first run, naming it, and no chunk job is queued.
     @Test func aPackageItsJoinWouldRefuseIsRefusedBeforeItsChunks() throws {

@@ -122,6 +122,45 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: farm.out.appendingPathComponent("long").path) && strays(farm).isEmpty, "\(strays(farm))")
     }
 
+    /// `mediafarm run` of an MPEG-TS package encrypted with AES-128: HLS only, every segment `N.ts` and not in
+    /// the clear, EXT-X-KEY naming the key's URI; the key file is read and never copied into the package or
+    /// its report. A key file that is missing or not 16 bytes refuses the job naming it and how to make
+    /// one, and leaves nothing.
+    @Test func aRunEncryptsTransportStreamSegmentsWithTheKeyFile() throws {
+        let farm = try Farm("stream-ts")
+        let key = Data((0..<16).map { UInt8($0 * 13 + 1) })
+        let keys = farm.folder.appendingPathComponent("keys")
+        try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true)
+        try key.write(to: keys.appendingPathComponent("show.key"))
+        try key.prefix(15).write(to: keys.appendingPathComponent("short.key"))
+        func manifest(_ output: String, key: String) -> String {
+            #"{"version": 1, "input": "\#(MediaFixture.longMP4.path)", "report": "out/\#(output).json", "stream": {"output": "out/\#(output)", "container": "ts", "#
+                + #""segmentSeconds": 4, "video": {"rungs": [{"height": 120, "bitrate": 150000}]}, "#
+                + #""encryption": {"keyFile": "\#(keys.path)/\#(key)", "keyURI": "https://keys.example.com/show.key"}}}"#
+        }
+        let run = try farm.mediafarm(["run", try farm.manifest("ts", manifest("show", key: "show.key"))])
+        #expect(run.status == 0, "\(run.stderr)")
+        let package = farm.out.appendingPathComponent("show")
+        let index = try String(contentsOf: package.appendingPathComponent("video-1/index.m3u8"), encoding: .utf8)
+        #expect(index.contains("#EXT-X-KEY:METHOD=AES-128,URI=\"https://keys.example.com/show.key\"\n") && !index.contains("EXT-X-MAP"), "\(index)")
+        #expect(!FileManager.default.fileExists(atPath: package.appendingPathComponent("manifest.mpd").path))
+        let names = files(package)
+        #expect(names.contains("video-1/1.ts") && names.contains("audio/3.ts") && !names.contains { $0.hasSuffix(".m4s") || $0.hasSuffix("init.mp4") }, "\(names)")
+        let segment = try Data(contentsOf: package.appendingPathComponent("video-1/1.ts"))
+        #expect(segment.first != 0x47 && segment.count % 16 == 0)
+        for name in names {
+            let data = (try? Data(contentsOf: package.appendingPathComponent(name))) ?? Data()  // a folder reads as nothing
+            #expect(data.range(of: key) == nil, "\(name) holds the key")
+        }
+        let report = try String(contentsOf: farm.out.appendingPathComponent("show.json"), encoding: .utf8)
+        #expect(report.contains("https://keys.example.com/show.key") && !report.contains(key.map { String(format: "%02x", $0) }.joined()))
+        for (name, says) in [("none.key", "openssl rand 16"), ("short.key", "exactly 16 bytes (this one is 15 bytes")] {
+            let refused = try farm.mediafarm(["run", try farm.manifest("bad", manifest("bad", key: name))])
+            #expect(refused.status == 1 && refused.stderr.contains(keys.path + "/" + name) && refused.stderr.contains(says), "\(refused.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: farm.out.appendingPathComponent("bad").path) && strays(farm).isEmpty, "\(strays(farm))")
+        }
+    }
+
     /// What PyPI's parsers (m3u8, mpegdash) read of a package (10 s cut every 3 s: a short last segment)
     /// is what the segments measured: every EXTINF held by the target duration, the EXTINFs summing to the
     /// programme within a frame, the MPD's timelines lasting what the playlists say, an I-frame range per

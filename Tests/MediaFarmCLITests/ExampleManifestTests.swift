@@ -121,13 +121,23 @@ import Testing
         #expect(p.status == 1)
         // The package's section, every key of it and of a rung.
         let stream = json["properties"].flatMap { ($0 as? [String: Any])?["stream"] as? [String: Any] }
-        #expect(keys(stream) == ["output", "mode", "formats", "segmentSeconds", "frameRate", "frameDuration", "video", "audio", "subtitles",
+        #expect(keys(stream) == ["output", "mode", "formats", "container", "encryption", "segmentSeconds", "frameRate", "frameDuration", "video", "audio", "subtitles",
                                  "chunkSeconds", "chunkAbove", "frames", "join"])
         let streamVideo = (stream?["properties"] as? [String: Any])?["video"] as? [String: Any]
         #expect(keys(streamVideo) == ["rungs", "larger", "preset", "threads"])
         #expect(keys((streamVideo?["properties"] as? [String: Any])?["rungs"].flatMap { ($0 as? [String: Any])?["items"] as? [String: Any] })
                 == ["width", "height", "bitrate", "maxBitrate", "bufferSize", "profile", "level"])
         #expect(keys((stream?["properties"] as? [String: Any])?["audio"] as? [String: Any]) == ["bitrate", "channels", "language", "languages"])
+        #expect(keys((stream?["properties"] as? [String: Any])?["encryption"] as? [String: Any]) == ["method", "keyFile", "keyURI"])
+        let transport = """
+        { "version": 1, "input": "a.mp4", "stream": { "output": "out/pkg-ts", "container": "ts", "formats": ["hls"],
+          "encryption": { "method": "aes-128", "keyFile": "show.key", "keyURI": "https://keys.example.com/show.key" },
+          "video": { "rungs": [ { "height": 360, "bitrate": 800000 } ] } } }
+        """
+        try transport.write(to: dir.appendingPathComponent("package-ts.json"), atomically: true, encoding: .utf8)
+        let t = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", dir.appendingPathComponent("package-ts.json").path])
+        #expect(!t.stderr.contains("unknown key") && t.stderr.contains("a.mp4"), "\(t.stderr)")
+        #expect(t.status == 1)
         let package = """
         { "version": 1, "input": "a.mp4", "stream": { "output": "out/pkg", "formats": ["hls", "dash"], "segmentSeconds": 4, "frameRate": 25,
           "video": { "rungs": [ { "width": 640, "height": 360, "bitrate": 800000, "maxBitrate": 1200000, "bufferSize": 2400000, "profile": "main", "level": "3.0" } ],

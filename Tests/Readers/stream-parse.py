@@ -16,7 +16,7 @@ def media(folder, uri):
     playlist = m3u8.load(os.path.join(folder, uri))
     return {"uri": uri, "targetDuration": playlist.target_duration, "version": playlist.version,
             "playlistType": playlist.playlist_type, "independent": playlist.is_independent_segments, "endList": playlist.is_endlist,
-            "iFramesOnly": playlist.is_i_frames_only, "map": [s.init_section.uri if s.init_section else None for s in playlist.segments][:1],
+            "iFramesOnly": playlist.is_i_frames_only, "keys": [{"method": k.method, "uri": k.uri, "iv": k.iv} for k in playlist.keys if k], "map": [s.init_section.uri if s.init_section else None for s in playlist.segments][:1],
             "segments": [{"uri": s.uri, "duration": s.duration, "byterange": s.byterange} for s in playlist.segments]}
 
 

@@ -131,22 +131,26 @@ public enum StreamChecker {
 
     /// Plays each rung alone, forced in turn, with GStreamer's playbin3 over HTTP: from a master playlist
     /// and an MPD that name that rung only (written beside the package's, which stay as they are). Each
-    /// must play to the end, every frame ffprobe reads in the rung, at the rung's size.
-    public static func playEachRung(folder: String, report: StreamReport) throws -> [String] {
+    /// must play to the end, every frame ffprobe reads in the rung (`frameCount`; by default from its CMAF
+    /// files joined), at the rung's size. `dash`: the MPD too (an MPEG-TS package has none).
+    public static func playEachRung(folder: String, report: StreamReport, dash: Bool = true,
+                                    frameCount: ((StreamTrack) throws -> Int)? = nil) throws -> [String] {
         let port = TestPaths.freeLoopbackPort()
         let server = try Background(["/usr/bin/python3", "-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", folder],
                                     log: folder + "/../server.log")
         defer { server.kill(SIGKILL); _ = server.wait(timeout: 5) }
         guard TestPaths.waitForListener(port: port, udp: false) else { return ["the HTTP server did not listen: \(server.log)"] }
         let master = try String(contentsOfFile: folder + "/master.m3u8", encoding: .utf8)
-        let mpd = try String(contentsOfFile: folder + "/manifest.mpd", encoding: .utf8)
+        let mpd = dash ? try String(contentsOfFile: folder + "/manifest.mpd", encoding: .utf8) : ""
         var findings: [String] = []
         for track in report.tracks where track.kind == .video {
             try forcedMaster(master, keeping: track.folder).write(toFile: folder + "/forced-\(track.folder).m3u8", atomically: true, encoding: .utf8)
-            try forcedMPD(mpd, keeping: track.folder, all: report.tracks.filter { $0.kind == .video }.map(\.folder))
-                .write(toFile: folder + "/forced-\(track.folder).mpd", atomically: true, encoding: .utf8)
-            let expected = try frames(folder, track).count
-            for entry in ["forced-\(track.folder).m3u8", "forced-\(track.folder).mpd"] {
+            if dash {
+                try forcedMPD(mpd, keeping: track.folder, all: report.tracks.filter { $0.kind == .video }.map(\.folder))
+                    .write(toFile: folder + "/forced-\(track.folder).mpd", atomically: true, encoding: .utf8)
+            }
+            let expected = try frameCount?(track) ?? frames(folder, track).count
+            for entry in ["forced-\(track.folder).m3u8"] + (dash ? ["forced-\(track.folder).mpd"] : []) {
                 let uri = "uri=http://127.0.0.1:\(port)/\(entry)"
                 let counted = try gstreamer("gst-launch-1.0", ["-q", "playbin3", uri, "video-sink=checksumsink hash=md5 sync=false", "audio-sink=fakesink sync=false"])
                 let played = counted.stdout.split(separator: "\n").filter { line in

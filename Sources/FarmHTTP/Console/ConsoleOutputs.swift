@@ -41,6 +41,7 @@ extension ConsoleJobs {
         case "m3u8": "application/vnd.apple.mpegurl"
         case "mpd": "application/dash+xml"
         case "m4s": "video/iso.segment"
+        case "ts": "video/mp2t"
         default: PictureAPI.mimeType(path)
         }
     }

@@ -36,14 +36,15 @@ struct JobPackage {
         }
         // Refused before any work: what is in the way stays in the way after an hour of encoding. Under a
         // coordinator a package there may be replaced by a retried attempt: only what is never replaced is refused.
-        let inputs = manifest.edits.map(\.source)
+        // The key file is read, never written: a package is never published over it.
+        let inputs = manifest.edits.map(\.source) + [stream.encryption?.keyFile].compactMap { $0 }
         try PackageFolder.checkBeforePublishing(stream.output, allowExisting: manifest.overwrite || stagingToken != nil, inputs: inputs)
         PackageWriting.sweepAbandoned(beside: stream.output)
         let chunks = try stream.chunking.join.map { try PackageFolder.chunk($0, of: stream.output) }
         let writing = try PackageFolder.create(staged)
         defer { writing.end() }
         do {
-            var packager = StreamPackager(composition: composition, settings: settings(stream, folder: staged))
+            var packager = StreamPackager(composition: composition, settings: try settings(stream, folder: staged))
             packager.pool = runner.pool
             let progress: @Sendable (ExportProgress) -> Void = { p in
                 writing.touch()
@@ -76,13 +77,13 @@ struct JobPackage {
     func chunkRanges(of composition: Composition) async throws -> (ranges: [Range<Int>], every: MediaTime)? {
         guard let stream = manifest.stream, let every = stream.chunking.duration, stream.chunking.isWhole, stagingToken != nil,
               stream.chunking.above.map({ composition.duration > $0 }) ?? true else { return nil }
-        var packager = StreamPackager(composition: composition, settings: settings(stream, folder: stream.output))
+        var packager = StreamPackager(composition: composition, settings: try settings(stream, folder: stream.output))
         packager.pool = runner.pool
         do { return (try await packager.chunkRanges(every: every), every) } catch let error as ExportError { throw JobError("$.stream: \(error.description)") }
     }
 
-    /// The engine's settings of the manifest's package, written into `folder`.
-    private func settings(_ stream: JobManifest.StreamSettings, folder: String) -> StreamSettings {
+    /// The engine's settings of the manifest's package, written into `folder`; its key read from its file.
+    private func settings(_ stream: JobManifest.StreamSettings, folder: String) throws -> StreamSettings {
         var settings = StreamSettings(folder: folder, rungs: stream.video.rungs.map(MediaEdit.StreamRung.init), segmentDuration: stream.segmentDuration,
                                       frameDuration: stream.frameDuration, larger: LargerRungs(stream.video.larger), audioBitRate: stream.audio.bitrate,
                                       preset: stream.video.preset, threads: stream.video.threads, timePitch: AudioTimePitchAlgorithm(manifest.audio.timePitch),
@@ -92,7 +93,25 @@ struct JobPackage {
         settings.subtitleLanguages = stream.subtitleLanguages
         settings.frames = stream.chunking.frames
         settings.passthrough = stream.mode == .passthrough
+        settings.container = stream.container == .ts ? .transportStream : .cmaf
+        if let encryption = stream.encryption { settings.encryption = try Self.encryption(encryption) }
         return settings
+    }
+
+    /// The key of `encryption`, read from its file: exactly 16 bytes, a regular file.
+    static func encryption(_ encryption: JobManifest.StreamEncryption) throws -> SegmentEncryption {
+        let path = encryption.keyFile
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw JobError("$.stream.encryption.keyFile: \(path): cannot read it: \(String(cString: strerror(errno))) (make one with: openssl rand 16 > \(path))")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG, info.st_size == 16, let key = FileManager.default.contents(atPath: path), key.count == 16 else {
+            throw JobError("$.stream.encryption.keyFile: \(path): an AES-128 key file holds exactly 16 bytes (this one is "
+                           + (info.st_mode & S_IFMT == S_IFREG ? "\(info.st_size) bytes" : "not a regular file") + "; make one with: openssl rand 16 > KEYFILE)")
+        }
+        do { return try SegmentEncryption(key: [UInt8](key), keyURI: encryption.keyURI) } catch {
+            throw JobError("$.stream.encryption: \(error.description)")
+        }
     }
 
     /// The result of a job that made a package: rungs left out as larger than the source are a warning.

@@ -47,7 +47,7 @@ enum PackageFolder {
     static func writeChunk(_ report: StreamReport, token: String, into folder: String) throws {
         try create(folder + "/" + chunkReport, try JSONEncoder.mediafarm().encode(report))
         try create(folder + "/" + marker, try JSONEncoder().encode(Marker(token: token, entryPoints: [])))
-        for track in report.tracks { SafeFiles.syncFolder(of: folder + "/" + track.folder + "/" + track.initialization) }
+        for track in report.tracks { SafeFiles.syncFolder(of: folder + "/" + track.folder + "/" + (track.segments.first?.file ?? track.initialization)) }
         SafeFiles.syncFolder(of: folder + "/" + marker)
     }
 
@@ -84,7 +84,7 @@ enum PackageFolder {
         }
         let data = try JSONEncoder().encode(Marker(token: token, entryPoints: entryPoints))
         try create(folder + "/" + marker, data)
-        for track in report.tracks { SafeFiles.syncFolder(of: folder + "/" + track.folder + "/" + track.initialization) }
+        for track in report.tracks { SafeFiles.syncFolder(of: folder + "/" + track.folder + "/" + (track.segments.first?.file ?? track.initialization)) }
         SafeFiles.syncFolder(of: folder + "/" + marker)
     }
 
