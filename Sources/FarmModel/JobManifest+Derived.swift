@@ -158,7 +158,7 @@ extension JobManifest {
     public func chunked(every seconds: MediaTime, above: MediaTime?) -> JobManifest? {
         var chunked = sections(for: .defaultChunking)
         var changed = false
-        if var stream, stream.chunking.duration == nil, stream.chunking.isWhole {
+        if var stream, stream.chunking.duration == nil, stream.chunking.isWhole, !stream.singleFile {
             (stream.chunking.duration, stream.chunking.above) = (seconds, above)
             (chunked.stream, changed) = (stream, true)
         }

@@ -14,6 +14,8 @@ extension JobManifest {
         public var container = StreamContainer.cmaf
         /// HLS's AES-128 over MPEG-TS segments; nil: in the clear.
         public var encryption: JobManifest.StreamEncryption?
+        /// Each track one file (`media.mp4`, `media.ts`), its segments byte ranges of it (`singleFile`).
+        public var singleFile = false
         /// Every segment but the last lasts this long, in whole frames (`segmentSeconds`).
         public var segmentDuration = MediaTime(value: 6, timescale: 1)
         /// nil: the source's own rate (a standard rate when it is within 0.5% of one).
@@ -132,6 +134,7 @@ extension JobManifest.StreamSettings {
         if mode != .ladder { members.append(("mode", .string(mode.rawValue))) }
         if formats != (container == .ts ? [.hls] : [.hls, .dash]) { members.append(("formats", .array(formats.map { .string($0.rawValue) }))) }
         if container != .cmaf { members.append(("container", .string(container.rawValue))) }
+        if singleFile { members.append(("singleFile", .bool(true))) }
         if let encryption {
             members.append(("encryption", .object([("method", .string("aes-128")), ("keyFile", .string(encryption.keyFile)),
                                                    ("keyURI", .string(encryption.keyURI))])))

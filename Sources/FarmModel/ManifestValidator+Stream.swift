@@ -17,7 +17,7 @@ extension Walker {
 
     mutating func stream(_ value: JSONValue) -> JobManifest.StreamSettings? {
         let p = "$.stream"
-        guard let o = object(value, p, allowed: ["output", "mode", "formats", "container", "encryption", "segmentSeconds", "frameRate", "frameDuration", "video", "audio", "subtitles"]
+        guard let o = object(value, p, allowed: ["output", "mode", "formats", "container", "encryption", "singleFile", "segmentSeconds", "frameRate", "frameDuration", "video", "audio", "subtitles"]
                                                 + Self.chunkingKeys) else { return nil }
         let output = streamFolder(o["output"], "\(p).output")
         let container = enumeration(o["container"], "\(p).container", StreamContainer.self) ?? .cmaf
@@ -80,11 +80,15 @@ extension Walker {
             if to["languages"] == nil { fail("\(p).subtitles.languages", "is required: the text subtitle tracks to keep, like [\"en\", \"fr\"]") }
         }
         let chunking = chunking(o, at: p)
+        let singleFile = boolean(o["singleFile"], "\(p).singleFile") ?? false
+        for key in Self.chunkingKeys where singleFile && o[key] != nil {
+            fail("\(p).\(key)", "a single-file package is made whole (its chunks would be copied into one file at the join): leave out \"\(key)\" or \"singleFile\"")
+        }
         guard let output, let video else { return nil }
         var settings = JobManifest.StreamSettings(output: output, video: video)
         (settings.chunking, settings.mode) = (chunking, mode)
         (settings.formats, settings.segmentDuration, settings.frameDuration, settings.audio) = (formats, segment, frameDuration, audio)
-        (settings.container, settings.encryption) = (container, encryption)
+        (settings.container, settings.encryption, settings.singleFile) = (container, encryption, singleFile)
         settings.subtitleLanguages = subtitles
         return settings
     }

@@ -92,10 +92,10 @@ struct PackageCopier {
 
     private func write(input: InputFile, video: StreamInfo, codecs: String, audio: [(name: String, language: String?, stream: StreamInfo)],
                        cuts: Set<Int64>, packets total: Int) throws -> StreamReport {
-        let videoTrack = try SegmentedTrack(kind: .video, name: "video-1", root: settings.folder, container: settings.container, encryption: settings.encryption)
+        let videoTrack = try SegmentedTrack(kind: .video, name: "video-1", settings: settings)
         try videoTrack.begin(stream: try videoTrack.file.addStream(copying: video.index, of: input, timeBase: video.timeBase), codecs: codecs)
         let audioTracks = try audio.map { a -> SegmentedTrack in
-            let track = try SegmentedTrack(kind: .audio, name: a.name, root: settings.folder, container: settings.container, encryption: settings.encryption)
+            let track = try SegmentedTrack(kind: .audio, name: a.name, settings: settings)
             try track.begin(stream: try track.file.addStream(copying: a.stream.index, of: input, timeBase: a.stream.timeBase), codecs: a.stream.codecsName ?? "mp4a.40.2")
             return track
         }

@@ -25,6 +25,10 @@ final class SegmentedTrack {
     let container: SegmentContainer
     /// Its media segments encrypted (HLS AES-128); nil: in the clear.
     let encryption: SegmentEncryption?
+    /// Every piece in one file (`media.mp4`, `media.ts`), each a byte range of it; nil: a file each.
+    private let single: SingleMediaFile?
+    /// The initialization's size at the start of the single file.
+    private var initializationBytes: Int?
     private(set) var stream = 0
     private(set) var codecs = ""
     private(set) var segments: [StreamSegment] = []
@@ -39,13 +43,13 @@ final class SegmentedTrack {
     private(set) var firstNumber = 1
     private var shift: Int64 = 0
 
-    /// A track named `name` (its folder under the package's `root`).
-    init(kind: StreamTrack.Kind, name: String, root: String, container: SegmentContainer = .cmaf,
-         encryption: SegmentEncryption? = nil) throws(MediaFileError) {
+    /// A track named `name` (its folder under the package's folder), stored as `settings` say.
+    init(kind: StreamTrack.Kind, name: String, settings: StreamSettings) throws(MediaFileError) {
         self.kind = kind
         self.name = name
-        (self.container, self.encryption) = (container, encryption)
-        folder = root + "/" + name
+        (container, encryption) = (settings.container, settings.encryption)
+        folder = settings.folder + "/" + name
+        single = settings.singleFile ? SingleMediaFile(folder: folder, name: "media." + (container == .cmaf ? "mp4" : "ts")) : nil
         file = try OutputFile(fragmentsNamed: folder, format: container.muxer)
     }
 
@@ -91,7 +95,9 @@ final class SegmentedTrack {
             switch container {
             case .cmaf:
                 presentationOffset = max(0, early)
-                try Self.store(Self.editing(initialization, presentingFrom: max(0, early)), at: folder + "/init.mp4")
+                let edited = try Self.editing(initialization, presentingFrom: max(0, early))
+                _ = try put(edited, named: "init.mp4")
+                if single != nil { initializationBytes = edited.count }
             case .transportStream:
                 guard let origin = MediaTime(value: SegmentContainer.transportOrigin, timescale: 90_000).count(in: timeBase), early <= origin else {
                     throw ExportError("\(folder): its first packet decodes \(early) ticks before its presentation, more than MPEG-TS's 1.4 s leaves")
@@ -135,10 +141,9 @@ final class SegmentedTrack {
             bytes = try encryption.encrypt(bytes, sequence: index - 1)
             keyframe = nil
         }
-        let name = "\(index).\(container.fileExtension)"
-        try Self.store(bytes, at: folder + "/" + name)
+        let (name, offset) = try put(bytes, named: "\(index).\(container.fileExtension)")
         let placed = container == .cmaf ? start + shift : start
-        segments.append(StreamSegment(file: name, start: placed, duration: (next ?? end) - start, bytes: bytes.count, keyframeBytes: keyframe))
+        segments.append(StreamSegment(file: name, start: placed, duration: (next ?? end) - start, bytes: bytes.count, keyframeBytes: keyframe, offset: offset))
         self.start = nil
         startsWithKeyframe = false
     }
@@ -146,17 +151,28 @@ final class SegmentedTrack {
     /// The track as the report has it: its folder, its files and every segment written.
     func report(width: Int? = nil, height: Int? = nil, frameRate: Rational? = nil, sampleRate: Int? = nil, channels: Int? = nil,
                 language: String? = nil) -> StreamTrack {
-        var track = StreamTrack(kind: kind, folder: name, initialization: container == .cmaf ? "init.mp4" : "", codecs: codecs,
+        let initialization = container == .transportStream ? "" : single?.name ?? "init.mp4"
+        var track = StreamTrack(kind: kind, folder: name, initialization: initialization, codecs: codecs,
                                 timescale: Int(timeBase.denominator), presentationOffset: presentationOffset ?? 0, width: width, height: height,
                                 frameRate: frameRate, sampleRate: sampleRate, channels: channels, language: language, segments: segments)
-        (track.container, track.keyURI) = (container == .cmaf ? nil : container, encryption?.keyURI)
+        (track.container, track.keyURI, track.initializationBytes) = (container == .cmaf ? nil : container, encryption?.keyURI, initializationBytes)
         return track
     }
 
-    /// Cuts the last segment and ends the muxer.
+    /// Stores a piece: as a new file `name`, or at the end of the single file. Its file and its offset in it.
+    private func put(_ bytes: [UInt8], named name: String) throws -> (file: String, offset: Int?) {
+        guard let single else {
+            try Self.store(bytes, at: folder + "/" + name)
+            return (name, nil)
+        }
+        return (single.name, try single.append(bytes))
+    }
+
+    /// Cuts the last segment and ends the muxer (and syncs the single file).
     func finish() throws {
         try cut(at: nil)
         _ = try file.finishFragments()
+        try single?.finish()
     }
 
     /// `initialization` with an edit list in its track that presents from `mediaTime` (track ticks): an `edts`
@@ -264,6 +280,12 @@ final class SegmentedTrack {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw ExportError("\(path): cannot create it: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
+        try write(bytes, to: fd, path: path)
+        guard fsync(fd) == 0 else { throw ExportError("\(path): cannot sync it to disk: \(String(cString: strerror(errno)))") }
+    }
+
+    /// Writes all of `bytes` to `fd` (the file at `path`, named in errors).
+    static func write(_ bytes: [UInt8], to fd: Int32, path: String) throws {
         var written = 0
         while written < bytes.count {
             let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, bytes.count - written) }
@@ -271,6 +293,36 @@ final class SegmentedTrack {
             guard n > 0 else { throw ExportError("\(path): cannot write it: \(String(cString: strerror(errno)))") }
             written += n
         }
+    }
+}
+
+/// A track's one media file of a single-file package: created new at its first piece (never over a file),
+/// each piece appended, synced when the track ends.
+final class SingleMediaFile {
+    let name: String
+    private let path: String
+    private var fd: Int32 = -1
+    private var size = 0
+
+    init(folder: String, name: String) { (self.name, path) = (name, folder + "/" + name) }
+
+    deinit { if fd >= 0 { close(fd) } }
+
+    /// Appends `bytes`; where they begin.
+    func append(_ bytes: [UInt8]) throws -> Int {
+        if fd < 0 {
+            fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw ExportError("\(path): cannot create it: \(String(cString: strerror(errno)))") }
+        }
+        let offset = size
+        try SegmentedTrack.write(bytes, to: fd, path: path)
+        size += bytes.count
+        return offset
+    }
+
+    func finish() throws {
+        guard fd >= 0 else { return }
+        defer { close(fd); fd = -1 }
         guard fsync(fd) == 0 else { throw ExportError("\(path): cannot sync it to disk: \(String(cString: strerror(errno)))") }
     }
 }

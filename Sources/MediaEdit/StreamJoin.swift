@@ -13,6 +13,7 @@ import Glibc
 extension PackageWriter {
     func join(_ chunks: [StreamChunk]) throws -> StreamReport {
         let started = Date()
+        guard !settings.singleFile else { throw ExportError("a single-file package is made whole, not joined from chunks") }
         let plan = try prepare(readingSubtitles: true)
         let gop = plan.settings.framesPerSegment
         var next = 0

@@ -60,6 +60,8 @@ public struct StreamSettings: Sendable {
     public var container = SegmentContainer.cmaf
     /// HLS's AES-128: each media segment encrypted whole (nil: in the clear).
     public var encryption: SegmentEncryption?
+    /// Each track in one file (`media.mp4`, `media.ts`), its pieces byte ranges of it; false: a file each.
+    public var singleFile = false
     /// Packaging without encoding: the source's H.264 video and AAC audio copied, cut at its keyframes
     /// (`rungs`, `frameDuration`, the audio's bit rate and channels do not apply).
     public var passthrough = false
@@ -104,6 +106,9 @@ public struct StreamSettings: Sendable {
         guard frameDuration.isNumeric, frameDuration > .zero, segmentDuration.isNumeric, segmentDuration >= frameDuration,
               segmentDuration <= MediaTime(value: 60, timescale: 1) else {
             throw ExportError("the segment duration must be from one frame to 60 s (it is \(segmentDuration.seconds) s)")
+        }
+        guard !singleFile || frames == nil else {
+            throw ExportError("a single-file package is made whole: its chunks would have to be copied into one file at the join")
         }
         guard [0, 1, 2, 4, 5, 6, 8].contains(audioChannels) else {
             throw ExportError("the audio's channels must be one of AAC's channel configurations, 1, 2, 4, 5, 6 or 8, or 0 (the source's own); it is \(audioChannels)")
@@ -161,6 +166,8 @@ public struct StreamSegment: Sendable, Hashable, Codable {
     /// Video: the bytes from the segment's start through its first (IDR) picture, the byte range an
     /// I-frame playlist names.
     public var keyframeBytes: Int?
+    /// Where it begins in `file`, the track's one media file (a single-file package); nil: the file is its own.
+    public var offset: Int?
 }
 
 /// One track of a package (a rung of video, or the audio), with every segment it has.
@@ -188,6 +195,8 @@ public struct StreamTrack: Sendable, Hashable, Codable {
     public var container: SegmentContainer?
     /// Where players fetch the key of its encrypted segments (HLS AES-128); nil: in the clear.
     public var keyURI: String?
+    /// A single-file CMAF track: the initialization's size at the start of its one file (`initialization`).
+    public var initializationBytes: Int?
 
     /// The segment's duration as presented (track ticks): without what comes before the programme's 0
     /// (AAC's priming, which the track's edit takes away), so that HLS's EXTINFs sum to the programme.

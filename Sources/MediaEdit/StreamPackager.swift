@@ -83,8 +83,7 @@ private final class Rung {
         } catch {
             throw ExportError("rung \(index) (\(rung.width)x\(rung.height)): cannot set up the H.264 encoder: \(error)")
         }
-        track = try SegmentedTrack(kind: .video, name: "video-\(index)", root: settings.folder, container: settings.container,
-                                   encryption: settings.encryption)
+        track = try SegmentedTrack(kind: .video, name: "video-\(index)", settings: settings)
         try track.begin(with: encoder, language: nil)
         if first > 0 {
             try track.place(firstNumber: first / settings.framesPerSegment + 1, at: frameDuration.multiplied(by: Int32(clamping: first)))
@@ -290,7 +289,7 @@ struct PackageWriter {
 
     private func audioWriter(sources: [ExportSource], audio: StreamInfo, streams: [Int?]?, name: String, language: String?,
                              duration: MediaTime, settings: StreamSettings) throws -> PackageAudio {
-        let track = try SegmentedTrack(kind: .audio, name: name, root: settings.folder, container: settings.container, encryption: settings.encryption)
+        let track = try SegmentedTrack(kind: .audio, name: name, settings: settings)
         var rendering = ExportSettings(mode: .constantFrameRate, outputPath: settings.folder, muxer: "mp4", audioBitRate: settings.audioBitRate,
                                        timePitch: settings.timePitch, limits: settings.limits)
         rendering.threads = settings.threads

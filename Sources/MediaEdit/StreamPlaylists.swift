@@ -27,7 +27,8 @@ public enum StreamPlaylists {
     /// The initialization (CMAF's; MPEG-TS segments stand alone) and the key (HLS AES-128, after the
     /// initialization, which stays in the clear; each segment's IV its media sequence number).
     private static func mapAndKey(_ track: StreamTrack) -> [String] {
-        (track.initialization.isEmpty ? [] : ["#EXT-X-MAP:URI=\"\(track.initialization)\""])
+        (track.initialization.isEmpty ? [] : ["#EXT-X-MAP:URI=\"\(track.initialization)\""
+                                              + (track.initializationBytes.map { ",BYTERANGE=\"\($0)@0\"" } ?? "")])
             + (track.keyURI.map { ["#EXT-X-KEY:METHOD=AES-128,URI=\"\($0)\""] } ?? [])
     }
 
@@ -38,6 +39,7 @@ public enum StreamPlaylists {
         var lines = header(track) + (track.kind == .text ? [] : mapAndKey(track))
         for segment in track.segments {
             lines.append("#EXTINF:\(decimal(Double(track.presentedDuration(segment)) / Double(track.timescale), places: 5)),")
+            if let offset = segment.offset { lines.append("#EXT-X-BYTERANGE:\(segment.bytes)@\(offset)") }
             lines.append(segment.file)
         }
         return (lines + ["#EXT-X-ENDLIST"]).joined(separator: "\n") + "\n"
@@ -50,7 +52,7 @@ public enum StreamPlaylists {
         for segment in track.segments {
             guard let bytes = segment.keyframeBytes else { continue }
             lines.append("#EXTINF:\(decimal(Double(track.presentedDuration(segment)) / Double(track.timescale), places: 5)),")
-            lines.append("#EXT-X-BYTERANGE:\(bytes)@0")
+            lines.append("#EXT-X-BYTERANGE:\(bytes)@\(segment.offset ?? 0)")
             lines.append(segment.file)
         }
         return (lines + ["#EXT-X-ENDLIST"]).joined(separator: "\n") + "\n"
@@ -154,18 +156,36 @@ public enum StreamPlaylists {
         return (lines + ["  </Period>", "</MPD>"]).joined(separator: "\n") + "\n"
     }
 
+    /// Where a Representation's segments are: a SegmentTemplate numbered as the files are, or for a single-file
+    /// track its BaseURL and a SegmentList of byte ranges; either with a SegmentTimeline in the track's timescale.
     private static func template(_ track: StreamTrack) -> [String] {
-        var lines = [#"        <SegmentTemplate timescale="\#(track.timescale)" initialization="\#(track.folder)/\#(track.initialization)" "#
+        var lines: [String]
+        if let initialization = track.initializationBytes, let file = track.segments.first?.file {
+            lines = ["        <BaseURL>\(track.folder)/\(file)</BaseURL>",
+                     #"        <SegmentList timescale="\#(track.timescale)" presentationTimeOffset="\#(track.presentationOffset)">"#,
+                     #"          <Initialization range="0-\#(initialization - 1)"/>"#, "          <SegmentTimeline>"]
+        } else {
+            lines = [#"        <SegmentTemplate timescale="\#(track.timescale)" initialization="\#(track.folder)/\#(track.initialization)" "#
                      + #"media="\#(track.folder)/$Number$.m4s" startNumber="1" presentationTimeOffset="\#(track.presentationOffset)">"#, "          <SegmentTimeline>"]
+        }
         var i = 0
         let segments = track.segments
+        // A SegmentList's timeline has an S per segment, no repeats: GStreamer 1.22's dashdemux2 pairs a
+        // repeated S with the wrong SegmentURL (it played the first segment twice and never the last).
+        let list = track.initializationBytes != nil
         while i < segments.count {
             var repeats = 0
-            while i + repeats + 1 < segments.count, segments[i + repeats + 1].duration == segments[i].duration { repeats += 1 }
+            while !list, i + repeats + 1 < segments.count, segments[i + repeats + 1].duration == segments[i].duration { repeats += 1 }
             lines.append(#"            <S t="\#(segments[i].start)" d="\#(segments[i].duration)"\#(repeats > 0 ? " r=\"\(repeats)\"" : "")/>"#)
             i += repeats + 1
         }
-        return lines + ["          </SegmentTimeline>", "        </SegmentTemplate>"]
+        guard track.initializationBytes != nil else { return lines + ["          </SegmentTimeline>", "        </SegmentTemplate>"] }
+        lines.append("          </SegmentTimeline>")
+        for segment in segments {
+            let offset = segment.offset ?? 0
+            lines.append(#"          <SegmentURL mediaRange="\#(offset)-\#(offset + segment.bytes - 1)"/>"#)
+        }
+        return lines + ["        </SegmentList>"]
     }
 
     /// Whether every rung's segments begin at the same times as presented (each track's edit taken away:

@@ -64,7 +64,7 @@ let manifestsOfEveryField = [
                                                 "encryption": {"keyFile": "keys/i.key", "keyURI": "https://keys.example.com/i.key?v=1&x=%20"}}}
     """#,
     #"""
-    {"version": 1, "input": "j.mp4", "stream": {"output": "out/j", "mode": "passthrough", "container": "ts", "formats": ["hls"]}}
+    {"version": 1, "input": "j.mp4", "stream": {"output": "out/j", "mode": "passthrough", "container": "ts", "formats": ["hls"], "singleFile": true}}
     """#,
 ]
 

@@ -57,6 +57,14 @@ import Testing
         #expect(m.document["stream"]?["formats"] == nil && m.document["stream"]?["container"] == .string("ts"), "\(m.document.text)")
     }
 
+    /// A single-file package is made whole: a coordinator's `--chunk-seconds` leaves it so.
+    @Test func aSingleFilePackageIsNotChunkedByTheCoordinator() throws {
+        let single = try validate(#"{"version": 1, "input": "m.mp4", "stream": {"output": "out/p", "singleFile": true, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}}"#).get()
+        #expect(single.stream?.singleFile == true && single.chunked(every: MediaTime(value: 60, timescale: 1), above: nil) == nil)
+        let files = try validate(#"{"version": 1, "input": "m.mp4", "stream": {"output": "out/p", "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}}"#).get()
+        #expect(files.chunked(every: MediaTime(value: 60, timescale: 1), above: nil)?.stream?.chunking.duration == MediaTime(value: 60, timescale: 1))
+    }
+
     @Test func levelsAreReadAsH264NamesThem() {
         #expect(H264Names.level("4.0") == 40 && H264Names.level("4") == 40 && H264Names.level("3.1") == 31 && H264Names.level("6.2") == 62)
         for bad in ["4.3", "1e3", "", "nan", "4.", "-4", "4.00", "7"] { #expect(H264Names.level(bad) == nil, "\(bad)") }
@@ -104,6 +112,8 @@ import Testing
             (#"{"output": "out/p", "container": "ts", "encryption": {"keyFile": "s3://b/k", "keyURI": "k"}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.encryption.keyFile", "a path on the worker's host"),
             (#"{"output": "out/p", "container": "ts", "encryption": {"keyFile": "k", "keyURI": "k\"\n#EXT-X-ENDLIST"}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.encryption.keyURI", "no quote or control character"),
             (#"{"output": "out/p", "container": "ts", "encryption": {"keyFile": "k", "keyURI": "k", "iv": "0x1"}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.encryption.iv", "unknown key"),
+            (#"{"output": "out/p", "singleFile": true, "chunkSeconds": 60, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.chunkSeconds", "made whole"),
+            (#"{"output": "out/p", "singleFile": "yes", "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.singleFile", "true or false"),
             (#"{"output": "s3://media/pkg", "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.output", "not supported for packages yet"),
             (#"{"output": "/elsewhere/pkg", "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.output", "outside the output roots"),
         ]

@@ -161,6 +161,24 @@ import Testing
         }
     }
 
+    /// `mediafarm run` of a single-file package: each track one file, the published playlists naming its ranges,
+    /// and the report each segment's offset.
+    @Test func aRunWritesASingleFilePackage() throws {
+        let farm = try Farm("stream-single")
+        let manifest = #"{"version": 1, "input": "\#(MediaFixture.longMP4.path)", "report": "out/one.json", "stream": {"output": "out/one", "singleFile": true, "#
+            + #""segmentSeconds": 4, "video": {"rungs": [{"height": 120, "bitrate": 150000}]}}}"#
+        let run = try farm.mediafarm(["run", try farm.manifest("one", manifest)])
+        #expect(run.status == 0, "\(run.stderr)")
+        let package = farm.out.appendingPathComponent("one")
+        let names = files(package).filter { !$0.hasPrefix(".") }
+        #expect(names == ["audio", "audio/index.m3u8", "audio/media.mp4", "manifest.mpd", "master.m3u8", "video-1", "video-1/iframes.m3u8",
+                          "video-1/index.m3u8", "video-1/media.mp4"], "\(names)")
+        let index = try String(contentsOf: package.appendingPathComponent("video-1/index.m3u8"), encoding: .utf8)
+        #expect(index.contains(#"#EXT-X-MAP:URI="media.mp4",BYTERANGE=""#) && index.components(separatedBy: "#EXT-X-BYTERANGE:").count == 4, "\(index)")
+        let report = try String(contentsOf: farm.out.appendingPathComponent("one.json"), encoding: .utf8)
+        #expect(report.contains(#""offset""#) && report.contains(#""initializationBytes""#), "\(report.prefix(400))")
+    }
+
     /// What PyPI's parsers (m3u8, mpegdash) read of a package (10 s cut every 3 s: a short last segment)
     /// is what the segments measured: every EXTINF held by the target duration, the EXTINFs summing to the
     /// programme within a frame, the MPD's timelines lasting what the playlists say, an I-frame range per

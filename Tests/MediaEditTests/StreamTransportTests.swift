@@ -7,8 +7,9 @@ import MediaTime
 import Testing
 @testable import MediaEdit
 
-/// Packages of MPEG-TS segments (HLS only) and HLS's AES-128 over them, read by ffprobe, PyPI's m3u8,
-/// OpenSSL, GStreamer and Chromium.
+/// Packages of MPEG-TS segments (HLS only), HLS's AES-128 over them, and single-file packages (each track
+/// one file, its segments byte ranges), read by ffprobe, PyPI's m3u8 and mpegdash, OpenSSL, GStreamer and
+/// Chromium.
 @Suite struct StreamTransportTests {
     static func package(_ source: String, rungs: [StreamRung], segment: MediaTime, change: (inout StreamSettings) -> Void = { _ in })
         async throws -> (String, StreamReport) {
@@ -138,6 +139,63 @@ import Testing
         #expect(joined.count == 300 && joined.map(\.time) == made.map(\.time) && joined.map(\.key) == made.map(\.key), "\(joined.prefix(3)) \(made.prefix(3))")
     }
 
+    /// A single-file package, CMAF and MPEG-TS: each track one file (`media.mp4` beginning with the
+    /// initialization, `media.ts`), its segments byte ranges that tile it in order; the playlists name the
+    /// ranges (EXT-X-MAP's BYTERANGE, EXT-X-BYTERANGE) and the MPD a SegmentList of them; the checker finds
+    /// nothing (reading each range); GStreamer plays each rung in HLS (and DASH), over a server that answers ranges.
+    @Test(arguments: [SegmentContainer.cmaf, .transportStream]) func aSingleFilePackageNamesRangesOfOneFilePerTrack(_ container: SegmentContainer) async throws {
+        let (folder, report) = try await Self.package(MediaFixture.longMP4.path, rungs: [StreamRung(width: 320, height: 240, bitRate: 400_000),
+                                                                                      StreamRung(width: 160, height: 120, bitRate: 150_000)],
+                                                      segment: MediaTime(value: 4, timescale: 1)) {
+            $0.container = container
+            $0.singleFile = true
+        }
+        let name = container == .cmaf ? "media.mp4" : "media.ts"
+        for track in report.tracks {
+            let names = try FileManager.default.contentsOfDirectory(atPath: folder + "/" + track.folder).sorted()
+            #expect(names == ([name, "index.m3u8"] + (track.kind == .video ? ["iframes.m3u8"] : [])).sorted(), "\(track.folder): \(names)")
+            #expect(track.segments.count == 3 && track.segments.allSatisfy { $0.file == name }, "\(track.folder)")
+            var next = track.initializationBytes ?? 0
+            for segment in track.segments {
+                #expect(segment.offset == next, "\(track.folder): a segment at \(segment.offset ?? -1), not \(next)")
+                next += segment.bytes
+            }
+            let size = try FileManager.default.attributesOfItem(atPath: folder + "/" + track.folder + "/" + name)[.size] as? Int
+            #expect(size == next && (container == .cmaf) == (track.initializationBytes != nil), "\(track.folder): \(size ?? -1) bytes, ranges to \(next)")
+            let playlist = try String(contentsOfFile: folder + "/" + track.folder + "/index.m3u8", encoding: .utf8)
+            let first = try #require(track.segments.first)
+            #expect(playlist.contains("#EXT-X-BYTERANGE:\(first.bytes)@\(first.offset ?? -1)\n\(name)\n"), "\(playlist)")
+            if let bytes = track.initializationBytes { #expect(playlist.contains("#EXT-X-MAP:URI=\"media.mp4\",BYTERANGE=\"\(bytes)@0\"\n"), "\(playlist)") }
+        }
+        if container == .cmaf {
+            let findings = try StreamChecker.check(folder: folder, report: report)
+            #expect(findings.isEmpty, "\(findings)")
+            let mpd = try String(contentsOfFile: folder + "/manifest.mpd", encoding: .utf8)
+            let video = try #require(report.tracks.first)
+            #expect(mpd.contains("<BaseURL>video-1/media.mp4</BaseURL>") && mpd.contains(#"<Initialization range="0-\#((video.initializationBytes ?? 0) - 1)"/>"#)
+                    && mpd.contains(#"<SegmentURL mediaRange="\#(video.segments[0].offset ?? 0)-\#((video.segments[0].offset ?? 0) + video.segments[0].bytes - 1)"/>"#), "\(mpd)")
+        } else {
+            for track in report.tracks where track.kind == .video {
+                let frames = try StreamChecker.frames(folder, track)
+                #expect(frames.count == 300 && frames.filter(\.key).map(\.time) == [1.4, 5.4, 9.4], "\(track.folder): \(frames.filter(\.key))")
+            }
+        }
+        let played = try StreamChecker.playEachRung(folder: folder, report: report, dash: container == .cmaf)
+        #expect(played.isEmpty, "\(played)")
+    }
+
+    /// Chromium plays a single-file package natively, fetching byte ranges of each track's one file.
+    @Test(arguments: [SegmentContainer.cmaf, .transportStream]) func chromiumPlaysASingleFilePackage(_ container: SegmentContainer) async throws {
+        let (folder, _) = try await Self.package(MediaFixture.longMP4.path, rungs: [StreamRung(width: 160, height: 120, bitRate: 150_000)],
+                                                 segment: MediaTime(value: 4, timescale: 1)) {
+            $0.container = container
+            $0.singleFile = true
+        }
+        let played = try BrowserPlayback("chromium-play.py", folder, rate: "2")
+        #expect(played.departures(frames: 300).isEmpty, "\(played.departures(frames: 300))")
+        #expect(played.fetched.contains("/video-1/media." + (container == .cmaf ? "mp4" : "ts")), "\(played.fetched)")
+    }
+
     /// WebVTT beside MPEG-TS ties its 0 to the 1.4 s at which every track presents its 0.
     @Test func subtitlesBesideTransportStreamNameItsOrigin() async throws {
         let source = try StreamCorpusTests.source("mkv_sample_with_srt.mkv")
@@ -177,10 +235,8 @@ import Testing
                 #expect(plain.status == 0 && plain.stdoutData.count % 188 == 0 && plain.stdoutData.first == 0x47, "\(track.folder)/\(segment.file): \(plain.stderr)")
             }
         }
-        let port = TestPaths.freeLoopbackPort()
-        let server = try Background(["/usr/bin/python3", "-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", folder], log: folder + ".server.log")
+        let (server, port) = try StreamChecker.serve(folder)
         defer { server.kill(SIGKILL); _ = server.wait(timeout: 5) }
-        #expect(TestPaths.waitForListener(port: port, udp: false), "\(server.log)")
         let played = try StreamChecker.gstreamer("gst-launch-1.0", ["-q", "playbin3", "uri=http://127.0.0.1:\(port)/master.m3u8",
                                                                     "video-sink=checksumsink hash=md5 sync=false", "audio-sink=fakesink sync=false"])
         let frames = played.stdout.split(separator: "\n").filter { $0.count == 50 && $0.dropFirst(18).allSatisfy(\.isHexDigit) }.count

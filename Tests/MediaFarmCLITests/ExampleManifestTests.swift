@@ -121,7 +121,7 @@ import Testing
         #expect(p.status == 1)
         // The package's section, every key of it and of a rung.
         let stream = json["properties"].flatMap { ($0 as? [String: Any])?["stream"] as? [String: Any] }
-        #expect(keys(stream) == ["output", "mode", "formats", "container", "encryption", "segmentSeconds", "frameRate", "frameDuration", "video", "audio", "subtitles",
+        #expect(keys(stream) == ["output", "mode", "formats", "container", "encryption", "singleFile", "segmentSeconds", "frameRate", "frameDuration", "video", "audio", "subtitles",
                                  "chunkSeconds", "chunkAbove", "frames", "join"])
         let streamVideo = (stream?["properties"] as? [String: Any])?["video"] as? [String: Any]
         #expect(keys(streamVideo) == ["rungs", "larger", "preset", "threads"])
@@ -130,7 +130,7 @@ import Testing
         #expect(keys((stream?["properties"] as? [String: Any])?["audio"] as? [String: Any]) == ["bitrate", "channels", "language", "languages"])
         #expect(keys((stream?["properties"] as? [String: Any])?["encryption"] as? [String: Any]) == ["method", "keyFile", "keyURI"])
         let transport = """
-        { "version": 1, "input": "a.mp4", "stream": { "output": "out/pkg-ts", "container": "ts", "formats": ["hls"],
+        { "version": 1, "input": "a.mp4", "stream": { "output": "out/pkg-ts", "container": "ts", "formats": ["hls"], "singleFile": true,
           "encryption": { "method": "aes-128", "keyFile": "show.key", "keyURI": "https://keys.example.com/show.key" },
           "video": { "rungs": [ { "height": 360, "bitrate": 800000 } ] } } }
         """

@@ -13,6 +13,7 @@
 # served over HTTP on 127.0.0.1, as a player fetches it, and played by Chromium's native HLS; the JSON then
 # also lists every path fetched ("fetched"), in order.
 import functools, http.server, json, os, shutil, socket, subprocess, sys, tempfile, threading, time, urllib.request
+import rangeserve  # noqa: E402 (beside this script)
 import websocket  # python3-websocket
 
 PAGE = """<!doctype html><html><body><video id=v muted playsinline></video><pre id=out>pending</pre><script>
@@ -58,7 +59,7 @@ def until(seconds):
 def package_server(root, page, fetched):
     """An HTTP server on a free loopback port for the package at `root`, with the player's page at
     /.mediafarm-play.html; each path fetched is appended to `fetched`."""
-    class Handler(http.server.SimpleHTTPRequestHandler):
+    class Handler(rangeserve.RangeHandler):
         def do_GET(self):
             if self.path == "/.mediafarm-play.html":
                 body = page.encode()
@@ -69,7 +70,6 @@ def package_server(root, page, fetched):
 
         def log_message(self, *args):
             pass
-    Handler.extensions_map = {**Handler.extensions_map, ".m3u8": "application/vnd.apple.mpegurl", ".m4s": "video/iso.segment", ".vtt": "text/vtt"}
     return http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=root))
 
 

@@ -17,7 +17,8 @@ def media(folder, uri):
     return {"uri": uri, "targetDuration": playlist.target_duration, "version": playlist.version,
             "playlistType": playlist.playlist_type, "independent": playlist.is_independent_segments, "endList": playlist.is_endlist,
             "iFramesOnly": playlist.is_i_frames_only, "keys": [{"method": k.method, "uri": k.uri, "iv": k.iv} for k in playlist.keys if k], "map": [s.init_section.uri if s.init_section else None for s in playlist.segments][:1],
-            "segments": [{"uri": s.uri, "duration": s.duration, "byterange": s.byterange} for s in playlist.segments]}
+            "segments": [{"uri": s.uri, "duration": s.duration, "byterange": s.byterange} for s in playlist.segments],
+            "mapByterange": [s.init_section.byterange if s.init_section else None for s in playlist.segments][:1]}
 
 
 def hls(folder):
@@ -45,6 +46,16 @@ def dash(folder):
         for a in period.adaptation_sets:
             representations = []
             for r in a.representations:
+                if r.segment_lists:
+                    # A single file's byte ranges: its BaseURL, the initialization's range and each segment's.
+                    l = r.segment_lists[0]
+                    timeline = [{"t": s.t, "d": s.d, "r": s.r} for s in l.segment_timelines[0].Ss]
+                    representations.append({"id": r.id, "bandwidth": r.bandwidth, "codecs": r.codecs, "width": r.width, "height": r.height,
+                                            "timescale": l.timescale, "presentationTimeOffset": l.presentation_time_offset,
+                                            "baseURL": [b.base_url_value for b in (r.base_urls or [])],
+                                            "initializationRange": l.initializations[0].range if l.initializations else None,
+                                            "mediaRanges": [u.media_range for u in (l.segment_urls or [])], "timeline": timeline})
+                    continue
                 if not r.segment_templates:
                     # A sidecar file (WebVTT): its BaseURL.
                     representations.append({"id": r.id, "bandwidth": r.bandwidth, "baseURL": [b.base_url_value for b in (r.base_urls or [])]})

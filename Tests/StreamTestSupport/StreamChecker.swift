@@ -56,11 +56,11 @@ public enum StreamChecker {
         }
         let representations = sets.flatMap { $0["representations"] as? [[String: Any]] ?? [] }
         for track in report.tracks where track.kind != .text {
-            let initialization = folder + "/" + track.folder + "/init.mp4"
+            let initialization = try initializationFile(folder, track)
             let edit = try FragmentProbe.editMediaTime(initialization: initialization)
             let duration = try FragmentProbe.defaultDuration(initialization: initialization)
             let earliest = try track.segments.map {
-                try FragmentProbe.earliestPresentationTime(segment: folder + "/" + track.folder + "/" + $0.file, defaultDuration: duration)
+                try FragmentProbe.earliestPresentationTime(segment: try segmentFile(folder, track, $0), defaultDuration: duration)
             }
             rule(edit == track.presentationOffset, "\(track.folder): edit \(edit), reported \(track.presentationOffset)")
             rule(earliest == track.segments.map(\.start), "ISO/IEC 14496-12: \(track.folder): earliest times \(earliest), reported \(track.segments.map(\.start))")
@@ -107,15 +107,48 @@ public enum StreamChecker {
         return findings
     }
 
-    /// One track's initialization and segments joined into one file beside the package; its path.
+    /// One track's initialization (CMAF's) and segments joined into one file beside the package; its path.
     public static func joined(_ folder: String, _ track: StreamTrack) throws -> String {
-        var joined = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + track.folder + "/init.mp4"))
-        for segment in track.segments {
-            joined.append(try Data(contentsOf: URL(fileURLWithPath: folder + "/" + track.folder + "/" + segment.file)))
-        }
-        let path = folder + "/../" + track.folder + ".joined.mp4"
+        var joined = track.initialization.isEmpty || track.initializationBytes != nil
+            ? Data() : try Data(contentsOf: URL(fileURLWithPath: folder + "/" + track.folder + "/" + track.initialization))
+        if let bytes = track.initializationBytes { joined.append(try piece(folder + "/" + track.folder + "/" + track.initialization, at: 0, bytes: bytes)) }
+        for segment in track.segments { joined.append(try bytes(folder, track, segment)) }
+        let path = folder + "/../" + track.folder + ".joined." + (track.container == .transportStream ? "ts" : "mp4")
         try joined.write(to: URL(fileURLWithPath: path))
         return path
+    }
+
+    /// A segment's bytes: its file, or its range of the track's one file.
+    public static func bytes(_ folder: String, _ track: StreamTrack, _ segment: StreamSegment) throws -> Data {
+        let path = folder + "/" + track.folder + "/" + segment.file
+        guard let offset = segment.offset else { return try Data(contentsOf: URL(fileURLWithPath: path)) }
+        return try piece(path, at: offset, bytes: segment.bytes)
+    }
+
+    /// A segment as a file of its own: its file, or its range written beside the package; its path.
+    public static func segmentFile(_ folder: String, _ track: StreamTrack, _ segment: StreamSegment) throws -> String {
+        guard segment.offset != nil else { return folder + "/" + track.folder + "/" + segment.file }
+        let path = folder + "/../" + track.folder + "-\(segment.offset ?? 0).piece"
+        try bytes(folder, track, segment).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// The initialization as a file of its own (a single file's first range written beside the package); its path.
+    public static func initializationFile(_ folder: String, _ track: StreamTrack) throws -> String {
+        let path = folder + "/" + track.folder + "/" + track.initialization
+        guard let bytes = track.initializationBytes else { return path }
+        let own = folder + "/../" + track.folder + ".init.mp4"
+        try piece(path, at: 0, bytes: bytes).write(to: URL(fileURLWithPath: own))
+        return own
+    }
+
+    static func piece(_ path: String, at offset: Int, bytes: Int) throws -> Data {
+        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        defer { try? handle.close() }  // read-only: nothing to lose
+        try handle.seek(toOffset: UInt64(offset))
+        let data = try handle.read(upToCount: bytes) ?? Data()
+        guard data.count == bytes else { throw CheckError(description: "\(path): \(data.count) bytes at \(offset), not \(bytes)") }
+        return data
     }
 
     /// The frames of one track as ffprobe reads them from its initialization and segments joined.
@@ -135,11 +168,8 @@ public enum StreamChecker {
     /// files joined), at the rung's size. `dash`: the MPD too (an MPEG-TS package has none).
     public static func playEachRung(folder: String, report: StreamReport, dash: Bool = true,
                                     frameCount: ((StreamTrack) throws -> Int)? = nil) throws -> [String] {
-        let port = TestPaths.freeLoopbackPort()
-        let server = try Background(["/usr/bin/python3", "-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", folder],
-                                    log: folder + "/../server.log")
+        let (server, port) = try serve(folder)
         defer { server.kill(SIGKILL); _ = server.wait(timeout: 5) }
-        guard TestPaths.waitForListener(port: port, udp: false) else { return ["the HTTP server did not listen: \(server.log)"] }
         let master = try String(contentsOfFile: folder + "/master.m3u8", encoding: .utf8)
         let mpd = dash ? try String(contentsOfFile: folder + "/manifest.mpd", encoding: .utf8) : ""
         var findings: [String] = []
@@ -167,6 +197,19 @@ public enum StreamChecker {
             }
         }
         return findings
+    }
+
+    /// An HTTP server of `folder` on a free loopback port that answers byte ranges (`Tests/Readers/rangeserve.py`),
+    /// listening; its requests logged (`server.log`).
+    public static func serve(_ folder: String) throws -> (server: Background, port: Int) {
+        let port = TestPaths.freeLoopbackPort()
+        let script = TestPaths.packageRoot.appendingPathComponent("Tests/Readers/rangeserve.py").path
+        let server = try Background(["/usr/bin/python3", script, String(port), folder], log: folder + "/../server-\(port).log")
+        guard TestPaths.waitForListener(port: port, udp: false) else {
+            server.kill(SIGKILL)
+            throw CheckError(description: "the HTTP server of \(folder) did not listen: \(server.log)")
+        }
+        return (server, port)
     }
 
     /// A GStreamer tool with `arguments`, once more (up to three runs) when its HLS demuxer says it "Couldn't

@@ -94,6 +94,7 @@ struct JobPackage {
         settings.frames = stream.chunking.frames
         settings.passthrough = stream.mode == .passthrough
         settings.container = stream.container == .ts ? .transportStream : .cmaf
+        settings.singleFile = stream.singleFile
         if let encryption = stream.encryption { settings.encryption = try Self.encryption(encryption) }
         return settings
     }
