@@ -140,6 +140,7 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "Metrics", package: "swift-metrics"),

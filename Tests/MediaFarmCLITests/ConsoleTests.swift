@@ -390,10 +390,14 @@ import Glibc
         let segment = try await farm.request("GET", "/jobs/\(id)/package/video-1/1.m4s", ["-H", "Range: bytes=0-99"])
         #expect(segment.status == 206 && segment.headers.lowercased().contains("content-type: video/iso.segment"), "\(segment.status) \(segment.headers)")
         #expect(try await farm.request("GET", "/jobs/\(id)/package/manifest.mpd").headers.lowercased().contains("application/dash+xml"))
-        // Outside the package, hidden, a rung it lacks, a link: none of them.
+        // Outside the package, hidden, a rung it lacks, a link (a file's, a folder's), a FIFO: none of them.
         try FileManager.default.createSymbolicLink(atPath: farm.dir.appendingPathComponent("out/pkg/video-1/link.m4s").path,
                                                    withDestinationPath: farm.dir.appendingPathComponent("tone.mp4").path)
+        try FileManager.default.createSymbolicLink(atPath: farm.dir.appendingPathComponent("out/pkg/video-8").path,
+                                                   withDestinationPath: farm.dir.appendingPathComponent("out/pkg/video-1").path)
+        #expect(mkfifo(farm.dir.appendingPathComponent("out/pkg/video-1/fifo.m4s").path, 0o644) == 0)
         for path in ["/package/.mediafarm-package.json", "/package/%2e%2e/pkg.json", "/package/video-1/%2e%2e/%2e%2e/tone.mp4", "/package/video-1/link.m4s",
+                     "/package/video-8/1.m4s", "/package/video-1/fifo.m4s",
                      "/package/master.m3u8?rung=video-9", "/package/master.m3u8?rung=..%2Fx", "/package/a/b/c.m4s"] {
             let answer = try await farm.request("GET", "/jobs/\(id)" + path)
             #expect(answer.status == 404, "\(path): \(answer.status) \(answer.body.prefix(200))")

@@ -10,13 +10,12 @@ import Hummingbird
 /// ended well, it is a regular local file, and its real path (links followed) lies under one of the job's
 /// output roots: the page never reads elsewhere on the host.
 extension ConsoleJobs {
-    static let fileIO = FileIO()
-
     /// The job's file `name` ("output" or "report"), streamed, or the answer saying why not.
     func jobFile(_ request: Request, _ context: FarmRequestContext, id: Int64, name: String) async throws -> Response {
         guard let job = try await storeJob(id) else { throw APIError(status: .notFound, message: "no job \(id)") }
         let path = try Self.servedFile(job, name)
-        return try await Self.serve(path, type: PictureAPI.mimeType(path), request, context)
+        guard let file = OpenedFile(path: path) else { throw APIError(status: .notFound, message: "job \(id)'s \(name) is not a regular file on this host now") }
+        return Self.serve(file, name: (path as NSString).lastPathComponent, type: PictureAPI.mimeType(path), request)
     }
 
     /// A file of a job's streaming package (`GET /jobs/{id}/package/master.m3u8`, `video-1/3.m4s`, …), served as
@@ -25,9 +24,9 @@ extension ConsoleJobs {
         guard let job = try await storeJob(id) else { throw APIError(status: .notFound, message: "no job \(id)") }
         let file = try Self.packageMember(try Self.servedPackage(job), path)
         guard let rung = request.uri.queryParameters.get("rung"), path == "master.m3u8" else {
-            return try await Self.serve(file, type: Self.packageType(path), request, context)
+            return Self.serve(file, name: String(path.split(separator: "/").last ?? ""), type: Self.packageType(path), request)
         }
-        let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""  // unreadable: no rung found in it, said below
+        let text = file.text() ?? ""  // unreadable: no rung found in it, said below
         guard let one = Self.master(text, keeping: String(rung)) else {
             throw APIError(status: .notFound, message: "job \(id)'s package has no rung \(rung) (video-1, video-2, …)")
         }
@@ -66,42 +65,34 @@ extension ConsoleJobs {
         return found ? kept.joined(separator: "\n") : nil
     }
 
-    /// The file at `relative` in the package `folder`: a name or folder/name of the package's own (letters,
-    /// digits, dot, dash, underscore; not hidden), every step a real folder or file, never a link.
-    static func packageMember(_ folder: String, _ relative: String) throws -> String {
+    /// The file at `relative` in the package `folder`, opened: a name or folder/name of the package's own (letters,
+    /// digits, dot, dash, underscore; not hidden), every step a real folder or file, never a link (`OpenedFile`).
+    static func packageMember(_ folder: String, _ relative: String) throws -> OpenedFile {
         let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
         guard (1...2).contains(parts.count),
               parts.allSatisfy({ $0.range(of: "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}\\z", options: .regularExpression) != nil }) else {
             throw APIError(status: .notFound, message: "\(relative): not a file of the package (master.m3u8, manifest.mpd, video-1/index.m3u8, …)")
         }
-        var path = folder
-        for (i, part) in parts.enumerated() {
-            path += "/" + part
-            var info = stat()
-            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == (i == parts.count - 1 ? S_IFREG : S_IFDIR) else {
-                throw APIError(status: .notFound, message: "\(relative): no such file in the package")
-            }
-        }
-        return path
+        guard let file = OpenedFile(in: folder, parts) else { throw APIError(status: .notFound, message: "\(relative): no such file in the package") }
+        return file
     }
 
-    /// A file streamed to `request`, ranges allowed (a player seeks), inline unless `?download`.
-    static func serve(_ path: String, type: String, _ request: Request, _ context: FarmRequestContext) async throws -> Response {
-        let size = ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0  // gone since: the read below says so
+    /// A file streamed to `request` from its descriptor, ranges allowed (a player seeks), inline unless `?download`.
+    static func serve(_ file: OpenedFile, name: String, type: String, _ request: Request) -> Response {
+        let size = file.size
         var headers: HTTPFields = [
             .contentType: type, .acceptRanges: "bytes", .xContentTypeOptions: "nosniff", .cacheControl: "private, no-cache",
-            .contentDisposition: "\(request.uri.queryParameters.get("download") == nil ? "inline" : "attachment"); filename=\"\(Self.headerSafe((path as NSString).lastPathComponent))\"",
+            .contentDisposition: "\(request.uri.queryParameters.get("download") == nil ? "inline" : "attachment"); filename=\"\(Self.headerSafe(name))\"",
         ]
         if let range = request.headers[.range], let wanted = Self.byteRange(range, size: size) {
             headers[.contentRange] = "bytes \(wanted.lowerBound)-\(wanted.upperBound)/\(size)"
             headers[.contentLength] = String(wanted.count)
-            let body = try await Self.fileIO.loadFile(path: path, range: wanted, context: context)
-            return Response(status: .partialContent, headers: headers, body: body)
+            return Response(status: .partialContent, headers: headers, body: file.body(wanted))
         } else if request.headers[.range] != nil {
             return Response(status: .rangeNotSatisfiable, headers: [.contentRange: "bytes */\(size)"])
         }
         headers[.contentLength] = String(size)
-        return Response(status: .ok, headers: headers, body: try await Self.fileIO.loadFile(path: path, context: context))
+        return Response(status: .ok, headers: headers, body: size > 0 ? file.body(0...(size - 1)) : ResponseBody())
     }
 
     /// The real path of a job's `output`, `report` or `code-N` (the picture of the frame where its scan first
@@ -227,7 +218,7 @@ extension ConsoleJobs {
     /// switcher of its rungs (each rung's master alone), and its two entry points.
     static func player(_ id: Int64, folder: String) -> HTML {
         let base = "/jobs/\(id)/package/"
-        let master = (try? String(contentsOfFile: folder + "/master.m3u8", encoding: .utf8)) ?? ""  // a DASH-only package: no player
+        let master = OpenedFile(in: folder, ["master.m3u8"])?.text() ?? ""  // a DASH-only package: no player
         var html: HTML = ""
         if !master.isEmpty {
             html += "<video class=\"output\" id=\"package-player\" controls preload=\"metadata\" src=\"\(base)master.m3u8\"></video>"
@@ -242,7 +233,7 @@ extension ConsoleJobs {
             html += "<p><label>Rendition <select class=\"rendition\" data-video=\"package-player\">\(options)</select></label></p>"
         }
         html += "<p class=\"file\">package: "
-        for name in ["master.m3u8", "manifest.mpd"] where FileManager.default.fileExists(atPath: folder + "/" + name) {
+        for name in ["master.m3u8", "manifest.mpd"] where OpenedFile(in: folder, [Substring(name)]) != nil {
             html += "<a href=\"\(base)\(name)\">\(name)</a> "
         }
         return html + "</p>"
