@@ -21,11 +21,22 @@ public struct SegmentEncryption: Sendable, Hashable {
 
     /// `segment` encrypted as the media segment of sequence number `sequence`.
     func encrypt(_ segment: [UInt8], sequence: Int) throws -> [UInt8] {
-        let iv = (0..<16).map { i in i < 8 ? 0 : UInt8(truncatingIfNeeded: UInt64(sequence) >> (8 * (15 - i))) }
         do {
-            return Array(try AES._CBC.encrypt(segment, using: SymmetricKey(data: key), iv: AES._CBC.IV(ivBytes: iv)))
+            return Array(try AES._CBC.encrypt(segment, using: SymmetricKey(data: key), iv: AES._CBC.IV(ivBytes: Self.iv(sequence))))
         } catch {
             throw ExportError("cannot encrypt segment \(sequence + 1): \(error)")
         }
     }
+
+    /// The media segment of sequence number `sequence`, decrypted.
+    func decrypt(_ segment: [UInt8], sequence: Int) throws -> [UInt8] {
+        do {
+            return Array(try AES._CBC.decrypt(segment, using: SymmetricKey(data: key), iv: AES._CBC.IV(ivBytes: Self.iv(sequence))))
+        } catch {
+            throw ExportError("cannot decrypt segment \(sequence + 1) with the package's key: \(error)")
+        }
+    }
+
+    /// The IV of sequence number `sequence`: the number as 128 bits, big-endian.
+    static func iv(_ sequence: Int) -> [UInt8] { (0..<16).map { i in i < 8 ? 0 : UInt8(truncatingIfNeeded: UInt64(sequence) >> (8 * (15 - i))) } }
 }

@@ -78,6 +78,7 @@ extension PackageWriter {
         let scale = Rational(1, Int32(clamping: rung.timescale))
         var joined = rung
         joined.segments = []
+        var counters: [Int: UInt8] = [:]
         for chunk in chunks {
             let files = chunk.folder + "/" + rung.folder
             guard let part = chunk.report.tracks.first(where: { $0.kind == .video && $0.folder == rung.folder }), part.codecs == rung.codecs,
@@ -108,7 +109,11 @@ extension PackageWriter {
                     throw ExportError("\(files)/\(segment.file): holds \(size.map(String.init) ?? "no") bytes, not the \(segment.bytes) its chunk wrote; "
                                       + "retry the job to encode it again")
                 }
-                try Self.link(files + "/" + segment.file, to: folder + "/" + segment.file)
+                if container == .transportStream {
+                    try Self.place(files + "/" + segment.file, to: folder + "/" + segment.file, counters: &counters, encryption: settings.encryption)
+                } else {
+                    try Self.link(files + "/" + segment.file, to: folder + "/" + segment.file)
+                }
                 joined.segments.append(segment)
                 expected = segment.start + segment.duration
             }
@@ -120,6 +125,21 @@ extension PackageWriter {
             }
         }
         return joined
+    }
+
+    /// An MPEG-TS segment of a chunk placed in the package: its continuity counters numbered on from the
+    /// segment before it (each chunk's muxer began its own at 0; Apple's HLS authoring specification 7.2 asks
+    /// for them sequential), decrypted and encrypted again with the same IV when the package is encrypted.
+    /// Linked as it is when nothing changes (the first chunk's), written anew otherwise.
+    static func place(_ source: String, to target: String, counters: inout [Int: UInt8], encryption: SegmentEncryption?) throws {
+        let stored = [UInt8](try contents(of: source))
+        let sequence = (Int((source as NSString).lastPathComponent.prefix { $0.isNumber }) ?? 1) - 1
+        var bytes = try encryption.map { try $0.decrypt(stored, sequence: sequence) } ?? stored
+        guard bytes.count % TransportPackets.size == 0, bytes.first == 0x47 else {
+            throw ExportError("\(source): not MPEG-TS packets\(encryption == nil ? "" : " once decrypted"): retry the job to encode the chunk again")
+        }
+        guard TransportPackets.continueCounters(&bytes, from: &counters) else { return try link(source, to: target) }
+        try SegmentedTrack.store(try encryption.map { try $0.encrypt(bytes, sequence: sequence) } ?? bytes, at: target)
     }
 
     static func isSegmentName(_ name: String, _ container: SegmentContainer) -> Bool {

@@ -23,6 +23,24 @@ enum TransportPackets {
         return elementary == nil ? nil : bytes.count
     }
 
+    /// Numbers each packet's continuity counter (ISO/IEC 13818-1 2.4.3.3) on from `last` (each PID's last
+    /// counter, updated): one more for a packet with a payload, the same for one without. Whether any changed.
+    static func continueCounters(_ bytes: inout [UInt8], from last: inout [Int: UInt8]) -> Bool {
+        var changed = false
+        for at in stride(from: 0, to: bytes.count - size + 1, by: size) where bytes[at] == 0x47 {
+            let pid = Int(bytes[at + 1] & 0x1F) << 8 | Int(bytes[at + 2])
+            guard pid != 0x1FFF else { continue }   // null packets carry no counter that matters
+            let hasPayload = (bytes[at + 3] >> 4) & 0x1 != 0
+            let counter = last[pid].map { hasPayload ? ($0 + 1) & 0xF : $0 } ?? bytes[at + 3] & 0xF
+            if bytes[at + 3] & 0xF != counter {
+                bytes[at + 3] = bytes[at + 3] & 0xF0 | counter
+                changed = true
+            }
+            last[pid] = counter
+        }
+        return changed
+    }
+
     /// Where a packet's payload begins, past its adaptation field; nil when it has none.
     static func payloadStart(_ bytes: [UInt8], at: Int) -> Int? {
         let control = (bytes[at + 3] >> 4) & 0x3

@@ -69,6 +69,11 @@ import Testing
                 #expect(Set(Self.tablesBeforeMedia(bytes)).isSuperset(of: [0, 0x1000]), "\(track.folder)/\(segment.file): \(Self.tablesBeforeMedia(bytes))")
             }
         }
+        for track in report.tracks {
+            // Apple HLS 7.2: continuity counters sequential from segment to segment.
+            let segments = try track.segments.map { [UInt8](try Data(contentsOf: URL(fileURLWithPath: folder + "/" + track.folder + "/" + $0.file))) }
+            #expect(Self.counterBreaks(segments).isEmpty, "\(track.folder): \(Self.counterBreaks(segments))")
+        }
         for track in report.tracks where track.kind == .video {
             let frames = try Self.frames(folder, track)
             #expect(frames.count == 300, "\(track.folder): \(frames.count) frames")
@@ -112,22 +117,28 @@ import Testing
         #expect(played.isEmpty, "\(played)")
     }
 
-    /// A package of MPEG-TS made in two chunks and joined, as hosts make one: each chunk's packets timed as in
-    /// the whole (PES headers cannot be moved afterwards), so the join's media playlists are the whole's, text
-    /// for text (the master's measured rates differ: the encoder's rate control begins again at each chunk), and every frame of the joined rung is presented when the whole's is.
-    @Test func transportStreamChunksJoinAsTheWhole() async throws {
+    /// A package of MPEG-TS made in two chunks and joined, as hosts make one, in the clear and encrypted: each
+    /// chunk's packets timed as in the whole (PES headers cannot be moved afterwards), so the join's media
+    /// playlists are the whole's, text for text (the master's measured rates differ: the encoder's rate control
+    /// begins again at each chunk), and every frame of the joined rung is presented when the whole's is; the
+    /// continuity counters run on across the chunks' seam on every PID, as in the whole (Apple HLS 7.2).
+    @Test(arguments: [false, true]) func transportStreamChunksJoinAsTheWhole(_ encrypted: Bool) async throws {
         let rungs = [StreamRung(width: 160, height: 120, bitRate: 150_000)]
-        let (whole, _) = try await Self.package(MediaFixture.longMP4.path, rungs: rungs, segment: MediaTime(value: 4, timescale: 1))
+        let encryption = encrypted ? try SegmentEncryption(key: (0..<16).map { UInt8($0 + 40) }, keyURI: "k") : nil
+        let (whole, _) = try await Self.package(MediaFixture.longMP4.path, rungs: rungs, segment: MediaTime(value: 4, timescale: 1)) { $0.encryption = encryption }
         var chunks: [StreamChunk] = []
         for frames in [0..<120, 120..<300] {
-            let (folder, report) = try await Self.package(MediaFixture.longMP4.path, rungs: rungs, segment: MediaTime(value: 4, timescale: 1)) { $0.frames = frames }
+            let (folder, report) = try await Self.package(MediaFixture.longMP4.path, rungs: rungs, segment: MediaTime(value: 4, timescale: 1)) {
+                $0.frames = frames
+                $0.encryption = encryption
+            }
             chunks.append(StreamChunk(folder: folder, frames: frames, report: report))
         }
         let folder = try TestPaths.makeTemporaryFolder("stream-ts-join").appendingPathComponent("package").path
         var c = Composition()
         try c.insert(TimeRange(start: .zero, duration: try await Asset(path: MediaFixture.longMP4.path).load(.duration)), of: MediaFixture.longMP4.path)
         var settings = StreamSettings(folder: folder, rungs: rungs, segmentDuration: MediaTime(value: 4, timescale: 1), preset: "veryfast", audioLanguage: "en")
-        settings.container = .transportStream
+        (settings.container, settings.encryption) = (.transportStream, encryption)
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
         let report = try await StreamPackager(composition: c, settings: settings).join(chunks)
         for file in StreamPlaylists.files(report) { try file.text.write(toFile: folder + "/" + file.path, atomically: true, encoding: .utf8) }
@@ -135,8 +146,32 @@ import Testing
             #expect(try String(contentsOfFile: folder + "/" + playlist, encoding: .utf8) == (try String(contentsOfFile: whole + "/" + playlist, encoding: .utf8)), "\(playlist)")
         }
         let video = try #require(report.tracks.first { $0.kind == .video })
-        let joined = try Self.frames(folder, video), made = try Self.frames(whole, video)
+        var plain: [[UInt8]] = []
+        for (i, segment) in video.segments.enumerated() {
+            let stored = [UInt8](try Data(contentsOf: URL(fileURLWithPath: folder + "/video-1/" + segment.file)))
+            plain.append(try encryption.map { try $0.decrypt(stored, sequence: i) } ?? stored)
+        }
+        #expect(Self.counterBreaks(plain).isEmpty, "\(Self.counterBreaks(plain))")
+        // Before the join mended them, the second chunk's counters began again at 0.
+        let second = [UInt8](try Data(contentsOf: URL(fileURLWithPath: chunks[1].folder + "/video-1/2.ts")))
+        #expect(!Self.counterBreaks([plain[0], try encryption.map { try $0.decrypt(second, sequence: 1) } ?? second]).isEmpty)
+        guard !encrypted else { return }
+        let joined = try StreamChecker.frames(folder, video), made = try StreamChecker.frames(whole, video)
         #expect(joined.count == 300 && joined.map(\.time) == made.map(\.time) && joined.map(\.key) == made.map(\.key), "\(joined.prefix(3)) \(made.prefix(3))")
+    }
+
+    /// Where a PID's continuity counter does not run on from its last packet with a payload, across `segments` in order.
+    static func counterBreaks(_ segments: [[UInt8]]) -> [String] {
+        var last: [Int: UInt8] = [:], breaks: [String] = []
+        for (n, bytes) in segments.enumerated() {
+            for at in stride(from: 0, to: bytes.count - 187, by: 188) {
+                let pid = Int(bytes[at + 1] & 0x1F) << 8 | Int(bytes[at + 2]), counter = bytes[at + 3] & 0xF
+                guard bytes[at + 3] & 0x10 != 0 else { continue }
+                if let previous = last[pid], counter != (previous + 1) & 0xF { breaks.append("segment \(n + 1), PID \(pid): \(counter) after \(previous)") }
+                last[pid] = counter
+            }
+        }
+        return breaks
     }
 
     /// A single-file package, CMAF and MPEG-TS: each track one file (`media.mp4` beginning with the

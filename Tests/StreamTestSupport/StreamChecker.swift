@@ -46,6 +46,9 @@ public enum StreamChecker {
             let slack = what.hasSuffix("AUDIO") ? 1024.0 / Double(report.tracks.compactMap(\.sampleRate).min() ?? 48000) : frame
             rule(abs(durations.reduce(0, +) - programme) <= slack + 1e-6, "\(what) \(uri): EXTINFs sum \(durations.reduce(0, +)), programme \(programme)")
             rule(p["playlistType"] as? String == "vod" && p["endList"] as? Bool == true, "RFC 8216 4.3.3.5: \(uri) is not a whole VOD playlist")
+            // Apple HLS 8.20: a CMAF track's playlist names its initialization (WebVTT and MPEG-TS need none).
+            let cmaf = !what.hasSuffix("SUBTITLES") && !report.tracks.contains { $0.container == .transportStream }
+            rule(!cmaf || (p["map"] as? [Any])?.first is String, "Apple HLS 8.20: \(uri) has no EXT-X-MAP")
         }
 
         // DASH: each representation's S@t is its segment's earliest presentation time, its
