@@ -11,6 +11,19 @@ enum NALUnits {
         }
     }
 
+    /// Whether a length-prefixed H.264 access unit holds an IDR slice (NAL unit type 5): a picture a
+    /// segment can begin at, where an open GOP's I picture (a recovery point) is not.
+    static func holdsIDR(_ data: UnsafeBufferPointer<UInt8>, lengthSize: Int) -> Bool {
+        var at = 0
+        while at + lengthSize < data.count {
+            let length = data[at..<at + lengthSize].reduce(0) { $0 << 8 | Int($1) }
+            if data[at + lengthSize] & 0x1F == 5 { return true }
+            guard length > 0 else { return false }
+            at += lengthSize + length
+        }
+        return false
+    }
+
     /// The parameter sets (H.264 SPS and PPS; HEVC VPS, SPS, PPS) of a configuration record, each
     /// framed with a `lengthSize`-byte length: to repeat them in-band.
     static func parameterSets(codec: String, extradata e: [UInt8], lengthSize: Int) -> [UInt8] {

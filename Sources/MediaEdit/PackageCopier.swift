@@ -61,9 +61,10 @@ struct PackageCopier {
         var longest = (seconds: 0.0, at: 0.0)
         for (a, b) in zip(times, times.dropFirst() + [end]) where b - a > longest.seconds { longest = (b - a, a) }
         guard longest.seconds <= target + frame / 2 else {
-            throw ExportError(String(format: "\(path): its keyframes are up to %.3f s apart (the GOP from %.3f s), longer than the %@ s segments, and a copied "
-                                     + "segment starts at a keyframe: give \"segmentSeconds\" of at least %.0f, or leave out \"mode\" to encode",
-                                     longest.seconds, longest.at, MediaTime.formatSeconds(target), longest.seconds.rounded(.up)))
+            // The path is text, never a format: a "%" in it is its own.
+            throw ExportError("\(path): " + String(format: "its keyframes are up to %.3f s apart (the GOP from %.3f s), longer than the %@ s segments, and a copied "
+                                                    + "segment starts at a keyframe: give \"segmentSeconds\" of at least %.0f, or leave out \"mode\" to encode",
+                                                    longest.seconds, longest.at, MediaTime.formatSeconds(target), longest.seconds.rounded(.up)))
         }
         var cuts = Set<Int64>(), last = 0
         var nominal = target
@@ -100,6 +101,7 @@ struct PackageCopier {
             return track
         }
         let audioIndex = Dictionary(uniqueKeysWithValues: audio.enumerated().map { ($1.stream.index, $0) })
+        let lengthSize = NALUnits.lengthSize(codec: "h264", extradata: video.extradata) ?? 4
         input.discardAll(except: Set([video.index] + audio.map(\.stream.index)))
         // Times from the video's first presentation; audio waits until the video has been read past it, so that
         // every cut before it is known.
@@ -122,9 +124,16 @@ struct PackageCopier {
         while try input.read(into: &packet) == .packet {
             if packet.streamIndex == video.index {
                 let pts = MediaTime(count: packet.pts ?? packet.dts ?? 0, timeBase: video.timeBase) - zero
-                if packet.isKeyframe, let dts = packet.dts, cuts.contains(dts) {
-                    try videoTrack.cut(at: pts.count(in: videoTrack.timeBase))
-                    boundaries.append(pts)
+                if count == 0 || (packet.isKeyframe && packet.dts.map(cuts.contains) == true) {
+                    // A sync sample may be an open GOP's I picture (a recovery point): no segment can begin there.
+                    guard packet.withBytes({ NALUnits.holdsIDR($0, lengthSize: lengthSize) }) else {
+                        throw ExportError("\(input.path): its keyframe at \(String(format: "%.3f", pts.seconds)) s is an I picture of an open GOP, not an IDR "
+                                          + "picture, and a copied segment must begin with one: leave out \"mode\" to encode a ladder")
+                    }
+                    if count > 0 {
+                        try videoTrack.cut(at: pts.count(in: videoTrack.timeBase))
+                        boundaries.append(pts)
+                    }
                 }
                 videoRead = MediaTime(count: packet.dts ?? packet.pts ?? 0, timeBase: video.timeBase) - zero
                 try retime(&packet, from: video.timeBase, zero: zero, into: videoTrack)

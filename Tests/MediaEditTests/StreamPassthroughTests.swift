@@ -70,6 +70,24 @@ import Testing
         }
     }
 
+    /// An open GOP's I pictures, which MP4 marks as sync samples, are no place for a segment to begin: refused,
+    /// naming the first and the way past. A "%" in a source's name is its own text in a refusal, never a format.
+    @Test func openGOPKeyframesAreRefusedAndAPercentInANameIsText() async throws {
+        await #expect {
+            _ = try await Self.package(MediaFixture.openGOPMP4.path, segment: MediaTime(value: 2, timescale: 1))
+        } throws: { error in
+            "\(error)".contains("its keyframe at 2.000 s is an I picture of an open GOP, not an IDR picture") && "\(error)".contains("leave out \"mode\"")
+        }
+        let folder = try TestPaths.makeTemporaryFolder("stream-copy-percent")
+        let odd = folder.appendingPathComponent("100%s %@ %n take.mp4").path
+        try FileManager.default.copyItem(atPath: MediaFixture.bframesGOP10sMP4.path, toPath: odd)
+        await #expect {
+            _ = try await Self.package(odd, segment: MediaTime(value: 6, timescale: 1))
+        } throws: { error in
+            "\(error)".hasPrefix(odd + ": its keyframes are up to 10.000 s apart")
+        }
+    }
+
     /// Audio that runs on 0.6 s past the video is no gap between keyframes: the video is cut every second to its
     /// own end. Two languages that find the same track are refused (not a crash).
     @Test func audioLongerThanTheVideoAndOneTrackAskedTwice() async throws {
