@@ -77,6 +77,9 @@ extension JobManifest {
         public init(keyFile: String, keyURI: String) { (self.keyFile, self.keyURI) = (keyFile, keyURI) }
     }
 
+    /// Every file the job reads by path: its sources and a package's key file (no output may replace one).
+    public var readPaths: [String] { edits.map(\.source) + [stream?.encryption?.keyFile].compactMap { $0 } }
+
     /// The package's entry points: `master.m3u8` and `manifest.mpd` in its folder.
     public static let streamEntryPoints: [StreamFormat: String] = [.hls: "master.m3u8", .dash: "manifest.mpd"]
 }

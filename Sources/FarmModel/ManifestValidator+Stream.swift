@@ -110,7 +110,8 @@ extension Walker {
         }
         var keyURI: String?
         if let uri = string(o["keyURI"], "\(p).keyURI", required: true) {
-            if uri.count > 2048 || uri.contains(where: { $0 == "\"" || $0.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F } }) {
+            // Holds what the engine's SegmentEncryption refuses (a quote, any line break) and more: no run fails on what was accepted.
+            if uri.count > 2048 || uri.contains(where: { $0 == "\"" || $0.isNewline || $0.unicodeScalars.contains { $0.properties.generalCategory == .control } }) {
                 fail("\(p).keyURI", "must be a URI of at most 2048 characters with no quote or control character (it is written into the playlists)")
             } else {
                 keyURI = uri

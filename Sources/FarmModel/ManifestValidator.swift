@@ -254,11 +254,12 @@ struct Walker {
             if case .bool(let b) = v { overwrite = b } else { fail("$.overwrite", "expected true or false, found \(v.kindName)") }
             if overwrite, let issue = context.overwriteRefusal { fail(issue.path, issue.message) }
         }
-        let inputs = edits.map { ($0.path, $0.source) }
+        // The key file is read like a source: no output may replace it.
+        let inputs = edits.map { ($0.path, $0.source) } + (stream?.encryption.map { [("$.stream.encryption.keyFile", $0.keyFile)] } ?? [])
         checkInputsExist(inputs)
         let outputs = Self.fixedOutputs(export: export, stream: stream, report: report, poster: poster, waveform: waveform, storyboard: storyboard, images: images)
         checkOutputs(outputs, inputs: inputs, overwrite: overwrite)
-        if let stream { checkPackageFolder(stream.output, inputs: edits, outputs: outputs, patterns: [("$.images.output", images?.output),
+        if let stream { checkPackageFolder(stream.output, inputs: inputs, outputs: outputs, patterns: [("$.images.output", images?.output),
             ("$.storyboard.output", storyboard?.sheetPattern), ("$.scan.images.output", scan?.images?.output)]) }
         checkPatterns(images: images, storyboard: storyboard, scanImages: scan?.images, fixed: outputs)
         var after = o["after"].map { self.after($0) } ?? []
@@ -310,9 +311,9 @@ struct Walker {
 
     /// The package's folder is published whole and replaced whole: nothing else the job writes may be in it,
     /// and it may not hold an output root (it would replace everything under it).
-    mutating func checkPackageFolder(_ package: String, inputs: [JobManifest.Edit], outputs: [(String, String)], patterns: [(String, String?)]) {
-        for edit in inputs where PathRules.isInside(edit.source, root: package) {
-            fail("$.stream.output", "holds the input \(edit.path) (\(edit.source)): a package's folder is replaced whole, so no input may be inside it")
+    mutating func checkPackageFolder(_ package: String, inputs: [(String, String)], outputs: [(String, String)], patterns: [(String, String?)]) {
+        for (jsonPath, source) in inputs where PathRules.isInside(source, root: package) {
+            fail("$.stream.output", "holds the input \(jsonPath) (\(source)): a package's folder is replaced whole, so no input may be inside it")
         }
         for (jsonPath, path) in outputs + patterns.compactMap({ p in p.1.map { (p.0, $0) } })
         where jsonPath != "$.stream.output" && PathRules.isInside(path, root: package) {

@@ -71,3 +71,10 @@ extension OutputFile {
 
     func discardBytes() { _ = closeBytes() }
 }
+
+/// The kernel's writeback of a file, started early: `start` asks it to begin writing the file's dirty pages
+/// now, without waiting, so that the `fsync` that makes the file durable later has little left to do.
+public enum Writeback {
+    /// Starts writing back `length` bytes of `fd` from `offset` (0: to the end). Advice: a failure is ignored.
+    public static func start(_ fd: Int32, offset: Int64 = 0, length: Int64 = 0) { _ = mf_start_writeback(fd, offset, length) }
+}

@@ -38,5 +38,7 @@ public struct SegmentEncryption: Sendable, Hashable {
     }
 
     /// The IV of sequence number `sequence`: the number as 128 bits, big-endian.
-    static func iv(_ sequence: Int) -> [UInt8] { (0..<16).map { i in i < 8 ? 0 : UInt8(truncatingIfNeeded: UInt64(sequence) >> (8 * (15 - i))) } }
+    static func iv(_ sequence: Int) -> [UInt8] {
+        (0..<16).map { i in i < 8 ? 0 : UInt8(truncatingIfNeeded: UInt64(max(sequence, 0)) >> (8 * (15 - i))) }
+    }
 }

@@ -29,6 +29,9 @@ final class SegmentedTrack {
     private let single: SingleMediaFile?
     /// The initialization's size at the start of the single file.
     private var initializationBytes: Int?
+    /// Files written whose writeback was started but not waited for: synced together when the track ends,
+    /// so that writing to disk goes on beside the work instead of stopping it at every segment.
+    private var unsynced: [String] = []
     private(set) var stream = 0
     private(set) var codecs = ""
     private(set) var segments: [StreamSegment] = []
@@ -162,17 +165,25 @@ final class SegmentedTrack {
     /// Stores a piece: as a new file `name`, or at the end of the single file. Its file and its offset in it.
     private func put(_ bytes: [UInt8], named name: String) throws -> (file: String, offset: Int?) {
         guard let single else {
-            try Self.store(bytes, at: folder + "/" + name)
+            try Self.store(bytes, at: folder + "/" + name, sync: false)
+            unsynced.append(folder + "/" + name)
             return (name, nil)
         }
         return (single.name, try single.append(bytes))
     }
 
-    /// Cuts the last segment and ends the muxer (and syncs the single file).
+    /// Cuts the last segment and ends the muxer; every file of the track synced.
     func finish() throws {
         try cut(at: nil)
         _ = try file.finishFragments()
         try single?.finish()
+        for path in unsynced {
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw ExportError("\(path): cannot open it to sync it: \(String(cString: strerror(errno)))") }
+            defer { close(fd) }
+            guard fsync(fd) == 0 else { throw ExportError("\(path): cannot sync it to disk: \(String(cString: strerror(errno)))") }
+        }
+        unsynced = []
     }
 
     /// `initialization` with an edit list in its track that presents from `mediaTime` (track ticks): an `edts`
@@ -275,12 +286,14 @@ final class SegmentedTrack {
         return nil
     }
 
-    /// Writes `bytes` as a new file at `path` (refusing one already there) and syncs it.
-    static func store(_ bytes: [UInt8], at path: String) throws {
+    /// Writes `bytes` as a new file at `path` (refusing one already there) and syncs it; with `sync` false,
+    /// starts its writeback only (the caller syncs it later).
+    static func store(_ bytes: [UInt8], at path: String, sync: Bool = true) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw ExportError("\(path): cannot create it: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         try write(bytes, to: fd, path: path)
+        guard sync else { return Writeback.start(fd) }
         guard fsync(fd) == 0 else { throw ExportError("\(path): cannot sync it to disk: \(String(cString: strerror(errno)))") }
     }
 
@@ -316,6 +329,7 @@ final class SingleMediaFile {
         }
         let offset = size
         try SegmentedTrack.write(bytes, to: fd, path: path)
+        Writeback.start(fd, offset: Int64(offset), length: Int64(bytes.count))
         size += bytes.count
         return offset
     }

@@ -65,6 +65,7 @@ extension PackageWriter {
         // MPEG-TS has no initialization: its segments stand alone.
         let container = rung.container ?? .cmaf
         guard rung.folder.range(of: "^video-[0-9]{1,3}\\z", options: .regularExpression) != nil, container == plan.settings.container,
+              rung.keyURI == plan.settings.encryption?.keyURI,
               rung.initialization == (container == .cmaf ? "init.mp4" : "") else {
             throw ExportError("\(chunks[0].folder): its report names a rung \"\(rung.folder)/\(rung.initialization)\", not one the packager makes")
         }
@@ -97,8 +98,9 @@ extension PackageWriter {
             expected += rung.presentationOffset
             guard !part.segments.isEmpty else { throw ExportError("\(files): the chunk holds no segment of frames \(chunk.frames.lowerBound)..<\(chunk.frames.upperBound)") }
             for segment in part.segments {
-                guard Self.isSegmentName(segment.file, container) else {
-                    throw ExportError("\(files): its report names a segment \"\(segment.file)\", not a number.\(container.fileExtension)")
+                // Its name is its place in the package (players number segments by place: the IV is that number).
+                guard segment.file == "\(joined.segments.count + 1).\(container.fileExtension)" else {
+                    throw ExportError("\(files): its report names a segment \"\(segment.file)\" where segment \(joined.segments.count + 1) of the package comes")
                 }
                 guard segment.start == expected else {
                     throw ExportError("\(files)/\(segment.file): starts at tick \(segment.start), not \(expected) where the segment before it ends: "
@@ -110,7 +112,8 @@ extension PackageWriter {
                                       + "retry the job to encode it again")
                 }
                 if container == .transportStream {
-                    try Self.place(files + "/" + segment.file, to: folder + "/" + segment.file, counters: &counters, encryption: settings.encryption)
+                    try Self.place(files + "/" + segment.file, to: folder + "/" + segment.file, sequence: joined.segments.count, counters: &counters,
+                                   encryption: settings.encryption)
                 } else {
                     try Self.link(files + "/" + segment.file, to: folder + "/" + segment.file)
                 }
@@ -131,9 +134,8 @@ extension PackageWriter {
     /// segment before it (each chunk's muxer began its own at 0; Apple's HLS authoring specification 7.2 asks
     /// for them sequential), decrypted and encrypted again with the same IV when the package is encrypted.
     /// Linked as it is when nothing changes (the first chunk's), written anew otherwise.
-    static func place(_ source: String, to target: String, counters: inout [Int: UInt8], encryption: SegmentEncryption?) throws {
+    static func place(_ source: String, to target: String, sequence: Int, counters: inout [Int: UInt8], encryption: SegmentEncryption?) throws {
         let stored = [UInt8](try contents(of: source))
-        let sequence = (Int((source as NSString).lastPathComponent.prefix { $0.isNumber }) ?? 1) - 1
         var bytes = try encryption.map { try $0.decrypt(stored, sequence: sequence) } ?? stored
         guard bytes.count % TransportPackets.size == 0, bytes.first == 0x47 else {
             throw ExportError("\(source): not MPEG-TS packets\(encryption == nil ? "" : " once decrypted"): retry the job to encode the chunk again")
@@ -142,9 +144,6 @@ extension PackageWriter {
         try SegmentedTrack.store(try encryption.map { try $0.encrypt(bytes, sequence: sequence) } ?? bytes, at: target)
     }
 
-    static func isSegmentName(_ name: String, _ container: SegmentContainer) -> Bool {
-        name.range(of: "^[0-9]{1,9}\\.\(container.fileExtension)\\z", options: .regularExpression) != nil
-    }
 
     static func contents(of path: String) throws -> Data {
         guard size(of: path) != nil else { throw ExportError("\(path): a chunk's file is missing or not a regular file") }

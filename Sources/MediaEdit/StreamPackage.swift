@@ -107,6 +107,9 @@ public struct StreamSettings: Sendable {
               segmentDuration <= MediaTime(value: 60, timescale: 1) else {
             throw ExportError("the segment duration must be from one frame to 60 s (it is \(segmentDuration.seconds) s)")
         }
+        guard encryption == nil || container == .transportStream else {
+            throw ExportError("AES-128 encrypts MPEG-TS segments: over CMAF, players disagree on whether the initialization is encrypted")
+        }
         guard !singleFile || frames == nil else {
             throw ExportError("a single-file package is made whole: its chunks would have to be copied into one file at the join")
         }

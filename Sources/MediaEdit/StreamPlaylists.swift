@@ -160,7 +160,8 @@ public enum StreamPlaylists {
     /// track its BaseURL and a SegmentList of byte ranges; either with a SegmentTimeline in the track's timescale.
     private static func template(_ track: StreamTrack) -> [String] {
         var lines: [String]
-        if let initialization = track.initializationBytes, let file = track.segments.first?.file {
+        let single = track.initializationBytes.flatMap { bytes in track.segments.first.map { (bytes: bytes, file: $0.file) } }
+        if let (initialization, file) = single {
             lines = ["        <BaseURL>\(track.folder)/\(file)</BaseURL>",
                      #"        <SegmentList timescale="\#(track.timescale)" presentationTimeOffset="\#(track.presentationOffset)">"#,
                      #"          <Initialization range="0-\#(initialization - 1)"/>"#, "          <SegmentTimeline>"]
@@ -172,14 +173,14 @@ public enum StreamPlaylists {
         let segments = track.segments
         // A SegmentList's timeline has an S per segment, no repeats: GStreamer 1.22's dashdemux2 pairs a
         // repeated S with the wrong SegmentURL (it played the first segment twice and never the last).
-        let list = track.initializationBytes != nil
+        let list = single != nil
         while i < segments.count {
             var repeats = 0
             while !list, i + repeats + 1 < segments.count, segments[i + repeats + 1].duration == segments[i].duration { repeats += 1 }
             lines.append(#"            <S t="\#(segments[i].start)" d="\#(segments[i].duration)"\#(repeats > 0 ? " r=\"\(repeats)\"" : "")/>"#)
             i += repeats + 1
         }
-        guard track.initializationBytes != nil else { return lines + ["          </SegmentTimeline>", "        </SegmentTemplate>"] }
+        guard single != nil else { return lines + ["          </SegmentTimeline>", "        </SegmentTemplate>"] }
         lines.append("          </SegmentTimeline>")
         for segment in segments {
             let offset = segment.offset ?? 0

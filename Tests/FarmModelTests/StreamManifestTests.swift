@@ -55,6 +55,11 @@ import Testing
         #expect(stream.container == .ts && stream.formats == [.hls])
         #expect(stream.encryption == JobManifest.StreamEncryption(keyFile: "/jobs/keys/p.key", keyURI: "https://k.example/p"))
         #expect(m.document["stream"]?["formats"] == nil && m.document["stream"]?["container"] == .string("ts"), "\(m.document.text)")
+        // The key file is read like a source: no output replaces it, and the package's folder does not hold it.
+        let keyed = #""container": "ts", "encryption": {"keyFile": "out/keys/p.key", "keyURI": "k"}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}"#
+        #expect(messages(#"{"output": "out/p", \#(keyed)}"#, more: #", "overwrite": true, "report": "out/keys/p.key""#)
+            .contains { $0.hasPrefix("$.report: would overwrite the input $.stream.encryption.keyFile") }, "\(messages(#"{"output": "out/p", \#(keyed)}"#, more: #", "report": "out/keys/p.key""#))")
+        #expect(messages(#"{"output": "out/keys", \#(keyed)}"#).contains { $0.hasPrefix("$.stream.output: holds the input $.stream.encryption.keyFile") })
     }
 
     /// A single-file package is made whole: a coordinator's `--chunk-seconds` leaves it so.

@@ -176,8 +176,8 @@ import Testing
 
     /// A single-file package, CMAF and MPEG-TS: each track one file (`media.mp4` beginning with the
     /// initialization, `media.ts`), its segments byte ranges that tile it in order; the playlists name the
-    /// ranges (EXT-X-MAP's BYTERANGE, EXT-X-BYTERANGE) and the MPD a SegmentList of them; the checker finds
-    /// nothing (reading each range); GStreamer plays each rung in HLS (and DASH), over a server that answers ranges.
+    /// ranges (EXT-X-MAP's BYTERANGE, EXT-X-BYTERANGE) and the MPD a SegmentList of them, every one as the
+    /// report has it (the checker compares each parsed range, and reads each); GStreamer plays each rung in HLS (and DASH), over a server that answers ranges.
     @Test(arguments: [SegmentContainer.cmaf, .transportStream]) func aSingleFilePackageNamesRangesOfOneFilePerTrack(_ container: SegmentContainer) async throws {
         let (folder, report) = try await Self.package(MediaFixture.longMP4.path, rungs: [StreamRung(width: 320, height: 240, bitRate: 400_000),
                                                                                       StreamRung(width: 160, height: 120, bitRate: 150_000)],

@@ -46,6 +46,13 @@ public enum StreamChecker {
             let slack = what.hasSuffix("AUDIO") ? 1024.0 / Double(report.tracks.compactMap(\.sampleRate).min() ?? 48000) : frame
             rule(abs(durations.reduce(0, +) - programme) <= slack + 1e-6, "\(what) \(uri): EXTINFs sum \(durations.reduce(0, +)), programme \(programme)")
             rule(p["playlistType"] as? String == "vod" && p["endList"] as? Bool == true, "RFC 8216 4.3.3.5: \(uri) is not a whole VOD playlist")
+            // Each segment's EXT-X-BYTERANGE (a single-file package's) is the range the track wrote it at, and the
+            // initialization's EXT-X-MAP range its size.
+            if let track = report.tracks.first(where: { uri.hasPrefix($0.folder + "/") }), track.segments.contains(where: { $0.offset != nil }) {
+                let ranges = (p["segments"] as? [[String: Any]] ?? []).map { $0["byterange"] as? String ?? "" }
+                rule(ranges == track.segments.map { "\($0.bytes)@\($0.offset ?? -1)" }, "RFC 8216 4.3.2.2: \(uri): ranges \(ranges)")
+                rule(track.initializationBytes.map { "\($0)@0" } == (p["mapByterange"] as? [Any])?.first as? String, "RFC 8216 4.3.2.5: \(uri): EXT-X-MAP's range")
+            }
             // Apple HLS 8.20: a CMAF track's playlist names its initialization (WebVTT and MPEG-TS need none).
             let cmaf = !what.hasSuffix("SUBTITLES") && !report.tracks.contains { $0.container == .transportStream }
             rule(!cmaf || (p["map"] as? [Any])?.first is String, "Apple HLS 8.20: \(uri) has no EXT-X-MAP")
@@ -77,6 +84,11 @@ public enum StreamChecker {
                 return (0...((s["r"] as? NSNumber)?.intValue ?? 0)).map { t + Int64($0) * d }
             }
             rule(timeline == earliest, "ISO/IEC 23009-1 5.3.9.6: \(track.folder): S@t \(timeline), files \(earliest)")
+            if let bytes = track.initializationBytes {
+                let ranges = track.segments.map { "\($0.offset ?? -1)-\(($0.offset ?? -1) + $0.bytes - 1)" }
+                rule(r["mediaRanges"] as? [String] == ranges && r["initializationRange"] as? String == "0-\(bytes - 1)",
+                     "ISO/IEC 23009-1 5.3.9.3: \(track.folder): SegmentList ranges \(r["mediaRanges"] ?? "none"), written at \(ranges)")
+            }
             rule((r["presentationTimeOffset"] as? NSNumber)?.int64Value ?? 0 == edit, "DASH-IF IOP: \(track.folder): presentationTimeOffset against edit \(edit)")
         }
 

@@ -21,9 +21,10 @@ enum ConsoleReport {
 
     /// A report of at most 4 MiB, parsed; nil when it is gone, bigger or not JSON.
     static func read(_ path: String) -> JSONValue? {
-        guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size <= 4 << 20,  // gone or unreadable: nil
-              let data = FileManager.default.contents(atPath: path) else { return nil }
-        return try? JSONParser.parse(Array(data))  // not JSON: nil
+        // One descriptor, never a link's or a FIFO's (`OpenedFile`); gone, bigger or unreadable: nil.
+        guard let file = OpenedFile(path: URL(fileURLWithPath: path).resolvingSymlinksInPath().path), file.size <= 4 << 20,
+              let text = file.text() else { return nil }
+        return try? JSONParser.parse(Array(text.utf8))  // not JSON: nil
     }
 
     /// The paths of the pictures of the codes' frames (`scan.images[i].path`) in the report at `path`, in

@@ -19,11 +19,19 @@ final class OpenedFile: Sendable {
         self.init(in: (path as NSString).deletingLastPathComponent, [Substring((path as NSString).lastPathComponent)])
     }
 
-    /// The file at `steps` ("video-1", "3.m4s") under the folder `folder` (itself not a link); nil when a step is
-    /// missing, a link, a folder where a file should be or not a regular file at the end.
+    /// The file at `steps` ("video-1", "3.m4s") under the folder `folder` (a real path: no step of it a link);
+    /// nil when a step of either is missing, a link, a folder where a file should be or not a regular file at the end.
     init?(in folder: String, _ steps: [Substring]) {
-        var at = open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        // From the root down: `folder` is a real path, so a link on the way is one put there since it was resolved.
+        guard folder.hasPrefix("/") else { return nil }
+        var at = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard at >= 0 else { return nil }
+        for step in folder.split(separator: "/") {
+            let next = openat(at, String(step), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            close(at)
+            guard next >= 0 else { return nil }
+            at = next
+        }
         for (i, step) in steps.enumerated() {
             // A FIFO at the end would block an open without O_NONBLOCK; it is refused below.
             let next = openat(at, String(step), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (i == steps.count - 1 ? O_NONBLOCK : O_DIRECTORY))

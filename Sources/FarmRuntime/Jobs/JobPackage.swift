@@ -37,7 +37,7 @@ struct JobPackage {
         // Refused before any work: what is in the way stays in the way after an hour of encoding. Under a
         // coordinator a package there may be replaced by a retried attempt: only what is never replaced is refused.
         // The key file is read, never written: a package is never published over it.
-        let inputs = manifest.edits.map(\.source) + [stream.encryption?.keyFile].compactMap { $0 }
+        let inputs = manifest.readPaths
         try PackageFolder.checkBeforePublishing(stream.output, allowExisting: manifest.overwrite || stagingToken != nil, inputs: inputs)
         PackageWriting.sweepAbandoned(beside: stream.output)
         let chunks = try stream.chunking.join.map { try PackageFolder.chunk($0, of: stream.output) }
@@ -102,15 +102,21 @@ struct JobPackage {
     /// The key of `encryption`, read from its file: exactly 16 bytes, a regular file.
     static func encryption(_ encryption: JobManifest.StreamEncryption) throws -> SegmentEncryption {
         let path = encryption.keyFile
-        var info = stat()
-        guard stat(path, &info) == 0 else {
+        // One descriptor: opened without waiting (a FIFO put there), its type and size read off it, then read.
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
             throw JobError("$.stream.encryption.keyFile: \(path): cannot read it: \(String(cString: strerror(errno))) (make one with: openssl rand 16 > \(path))")
         }
-        guard info.st_mode & S_IFMT == S_IFREG, info.st_size == 16, let key = FileManager.default.contents(atPath: path), key.count == 16 else {
+        defer { close(fd) }
+        var info = stat()
+        var key = [UInt8](repeating: 0, count: 17)
+        let regular = fstat(fd, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+        let got = regular ? key.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 17, 0) } : -1
+        guard got == 16 else {
             throw JobError("$.stream.encryption.keyFile: \(path): an AES-128 key file holds exactly 16 bytes (this one is "
-                           + (info.st_mode & S_IFMT == S_IFREG ? "\(info.st_size) bytes" : "not a regular file") + "; make one with: openssl rand 16 > KEYFILE)")
+                           + (regular ? "\(info.st_size) bytes" : "not a regular file") + "; make one with: openssl rand 16 > KEYFILE)")
         }
-        do { return try SegmentEncryption(key: [UInt8](key), keyURI: encryption.keyURI) } catch {
+        do { return try SegmentEncryption(key: Array(key.prefix(16)), keyURI: encryption.keyURI) } catch {
             throw JobError("$.stream.encryption: \(error.description)")
         }
     }

@@ -98,7 +98,7 @@ public enum StagedOutput {
                 // A package swapped out by an interrupted publication is only removed (`PackageFolder.publish`).
                 let published = PackageFolder.token(of: final) == token, swappedOut = resuming && PackageFolder.token(of: staged) != token
                 if !published && !swappedOut {
-                    try PackageFolder.checkBeforePublishing(final, allowExisting: allowExisting, inputs: manifest.edits.map(\.source))
+                    try PackageFolder.checkBeforePublishing(final, allowExisting: allowExisting, inputs: manifest.readPaths)
                 }
             } else {
                 try checkBeforePublishing(final, of: manifest, allowExisting: allowExisting)
@@ -117,7 +117,7 @@ public enum StagedOutput {
             guard toMove.contains(final) else { continue }
             let staged = path(for: final, token: token)
             if final == manifest.stream?.output {
-                try PackageFolder.publish(staged, to: final, token: token, allowExisting: allowExisting, inputs: manifest.edits.map(\.source),
+                try PackageFolder.publish(staged, to: final, token: token, allowExisting: allowExisting, inputs: manifest.readPaths,
                                           resuming: resuming)
             } else if allowExisting {
                 guard rename(staged, final) == 0 else {
@@ -152,7 +152,7 @@ public enum StagedOutput {
             throw JobError("\(final): cannot check what the output path names (a dangling symbolic link, or a folder that cannot be read)")
         }
         guard identity.exists else { return }
-        for source in Set(manifest.edits.map(\.source)) where FileIdentity.of(source) == identity {
+        for source in Set(manifest.readPaths) where FileIdentity.of(source) == identity {
             throw JobError("\(final): refusing to publish: it is the input \(source) (one file under two paths); the input is left untouched")
         }
         var isDirectory: ObjCBool = false
