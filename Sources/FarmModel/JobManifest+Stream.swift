@@ -90,6 +90,9 @@ public enum StreamContainer: String, Sendable, Hashable, CaseIterable, Codable {
     case cmaf
     /// MPEG-2 transport stream: `.ts` segments that stand alone, for HLS only.
     case ts
+
+    /// The presentations made when a manifest names none: both over CMAF, HLS alone over MPEG-TS.
+    public var defaultFormats: [StreamFormat] { self == .ts ? [.hls] : [.hls, .dash] }
 }
 
 /// How a package's media is made.
@@ -135,7 +138,7 @@ extension JobManifest.StreamSettings {
     var document: JSONValue {
         var members: [(key: String, value: JSONValue)] = [("output", .string(output))]
         if mode != .ladder { members.append(("mode", .string(mode.rawValue))) }
-        if formats != (container == .ts ? [.hls] : [.hls, .dash]) { members.append(("formats", .array(formats.map { .string($0.rawValue) }))) }
+        if formats != container.defaultFormats { members.append(("formats", .array(formats.map { .string($0.rawValue) }))) }
         if container != .cmaf { members.append(("container", .string(container.rawValue))) }
         if singleFile { members.append(("singleFile", .bool(true))) }
         if let encryption {

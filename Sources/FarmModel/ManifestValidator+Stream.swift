@@ -21,7 +21,7 @@ extension Walker {
                                                 + Self.chunkingKeys) else { return nil }
         let output = streamFolder(o["output"], "\(p).output")
         let container = enumeration(o["container"], "\(p).container", StreamContainer.self) ?? .cmaf
-        var formats: [StreamFormat] = container == .ts ? [.hls] : [.hls, .dash]
+        var formats = container.defaultFormats
         if let list = o["formats"] {
             if case .array(let items) = list, !items.isEmpty {
                 formats = items.enumerated().compactMap { enumeration($1, "\(p).formats[\($0)]", StreamFormat.self) }

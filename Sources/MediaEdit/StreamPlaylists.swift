@@ -169,18 +169,18 @@ public enum StreamPlaylists {
             lines = [#"        <SegmentTemplate timescale="\#(track.timescale)" initialization="\#(track.folder)/\#(track.initialization)" "#
                      + #"media="\#(track.folder)/$Number$.m4s" startNumber="1" presentationTimeOffset="\#(track.presentationOffset)">"#, "          <SegmentTimeline>"]
         }
+        let list = single != nil
         var i = 0
         let segments = track.segments
         // A SegmentList's timeline has an S per segment, no repeats: GStreamer 1.22's dashdemux2 pairs a
         // repeated S with the wrong SegmentURL (it played the first segment twice and never the last).
-        let list = single != nil
         while i < segments.count {
             var repeats = 0
             while !list, i + repeats + 1 < segments.count, segments[i + repeats + 1].duration == segments[i].duration { repeats += 1 }
             lines.append(#"            <S t="\#(segments[i].start)" d="\#(segments[i].duration)"\#(repeats > 0 ? " r=\"\(repeats)\"" : "")/>"#)
             i += repeats + 1
         }
-        guard single != nil else { return lines + ["          </SegmentTimeline>", "        </SegmentTemplate>"] }
+        guard list else { return lines + ["          </SegmentTimeline>", "        </SegmentTemplate>"] }
         lines.append("          </SegmentTimeline>")
         for segment in segments {
             let offset = segment.offset ?? 0
