@@ -135,7 +135,8 @@ public enum H264Names {
 }
 
 extension JobManifest.StreamSettings {
-    var document: JSONValue {
+    /// The section as a manifest writes it, defaults left out.
+    public var document: JSONValue {
         var members: [(key: String, value: JSONValue)] = [("output", .string(output))]
         if mode != .ladder { members.append(("mode", .string(mode.rawValue))) }
         if formats != container.defaultFormats { members.append(("formats", .array(formats.map { .string($0.rawValue) }))) }

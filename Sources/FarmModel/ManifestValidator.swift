@@ -271,9 +271,6 @@ struct Walker {
         if let v = o["reuse"] {
             if case .bool(let b) = v { reuse = b } else { fail("$.reuse", "expected true or false, found \(v.kindName)") }
         }
-        if reuse == true, stream != nil {
-            fail("$.reuse", "a streaming package is not answered from an earlier job's result yet; leave \"reuse\" out (the package is made again)")
-        }
         return JobManifest(version: 1, name: name, edits: edits, scale: scale, audio: audio, scan: scan, export: export, stream: stream,
                            images: images, poster: poster, storyboard: storyboard, waveform: waveform, report: report, overwrite: overwrite,
                            baseDirectory: context.baseDirectory, after: after, afterPolicy: afterPolicy, requires: requires, notify: notify,

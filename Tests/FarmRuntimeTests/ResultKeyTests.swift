@@ -59,6 +59,42 @@ import Testing
         #expect(ResultKey.program.hasPrefix("MediaFarm ") && ResultKey.program.contains("FFmpeg") && ResultKey.program.contains("Rubber Band"))
     }
 
+    /// A package's key: its settings and its key file by content; not where it goes, nor a join's chunk list.
+    /// Its ladder is reused by default, a passthrough package when asked, a chunk of one never.
+    @Test func aPackagesKeyAndWhenItMayBeReused() throws {
+        func stream(output: String = "out/p", _ settings: String = "", extra: String = "") throws -> JobManifest {
+            let video = settings.contains("passthrough") ? "" : #", "video": { "rungs": [{ "height": 360, "bitrate": 900000 }] }"#
+            return try manifest("""
+                { "version": 1, "input": "a.mp4" \(extra), "stream": { "output": "\(output)" \(video) \(settings) } }
+                """)
+        }
+        let base = key(try stream())
+        #expect(key(try stream(output: "out/elsewhere/q", extra: #", "overwrite": true"#)) == base)
+        #expect(key(try stream(#", "segmentSeconds": 4"#)) != base)
+        #expect(key(try stream(#", "formats": ["hls"]"#)) != base)
+        #expect(ResultKey.of(try stream(), contents: ["/jobs/a.mp4": contents["/jobs/b.mp4"]!]) != base, "another input's content")
+        var joined = try stream(#", "chunkSeconds": 6"#)
+        let whole = key(joined)
+        #expect(whole != base)
+        joined.stream?.chunking.join = [JobManifest.JoinedChunk(output: "/jobs/out/.p.chunks-x/chunk-0000", frames: 0..<180)]
+        #expect(key(joined) == whole, "the join's chunk list is the coordinator's")
+        // The key file by its content, not its path.
+        let encrypted = { (file: String) in try stream(#", "container": "ts", "encryption": { "method": "aes-128", "keyFile": "\#(file)", "keyURI": "k.key" }"#) }
+        let keys = ["/jobs/k1.key": String(repeating: "3", count: 64), "/jobs/k2.key": String(repeating: "3", count: 64), "/jobs/k3.key": String(repeating: "4", count: 64)]
+        let withKey = { (m: JobManifest) in ResultKey.of(m, contents: contents.merging(keys) { $1 }) }
+        #expect(withKey(try encrypted("k1.key")) == withKey(try encrypted("k2.key")))
+        #expect(withKey(try encrypted("k1.key")) != withKey(try encrypted("k3.key")))
+        #expect(!ResultKey.description(try encrypted("k1.key"), contents: contents.merging(keys) { $1 }, program: "p").contains("k1.key"))
+
+        #expect(ResultKey.applies(to: try stream()), "a ladder, by default")
+        #expect(!ResultKey.applies(to: try stream(extra: #", "reuse": false"#)))
+        #expect(!ResultKey.applies(to: try stream(#", "mode": "passthrough""#)), "a passthrough package costs what checking one would")
+        #expect(ResultKey.applies(to: try stream(#", "mode": "passthrough""#, extra: #", "reuse": true"#)))
+        var chunk = try stream(#", "chunkSeconds": 6"#)
+        chunk.stream?.chunking.frames = 0..<180
+        #expect(!ResultKey.applies(to: chunk), "a chunk of a package")
+    }
+
     @Test func reuseMustBeTrueOrFalse() {
         guard case .failure(let e) = ManifestValidator.validate(json: Array(#"{ "version": 1, "input": "a.mp4", "reuse": "no" }"#.utf8), context: context)
         else { Issue.record("accepted"); return }

@@ -111,7 +111,62 @@ import Glibc
                                   + "(\(bytes.count / 2) bytes, not \(bytes.count))"), "\(log.text)")
     }
 
+    /// A package's ladder made once is answered again to another folder without a worker: every file copied
+    /// and checked against what was published, the marker this job's. A segment of the newest copy changed
+    /// since (same size) is found as the copy is hashed: that result is forgotten and the older one answers.
+    @Test func aPackageIsAnsweredFromTheFirstAndAChangedSegmentIsNotCopied() async throws {
+        let farm = try Farm("reuse-package")
+        let first = try await farm.queued([try farm.manifest("first", Self.package("first"))])[0]
+        #expect(try Self.drain(farm) == [first])
+        let again = try await farm.queued([try farm.manifest("again", Self.package("again"))])[0]
+        let log = try Self.drainLog(farm)
+        #expect(log.ran.isEmpty, "a worker ran: \(log.text)")
+        #expect(log.text.contains("job \(again): answered from the result of job \(first) (first)"), "\(log.text)")
+        let (a, b) = (farm.out.appendingPathComponent("first").path, farm.out.appendingPathComponent("again").path)
+        let files = try Self.packageFiles(a)
+        #expect(files.count > 6 && files.contains("master.m3u8") && files.contains("manifest.mpd") && files.contains("video-1/1.m4s"), "\(files)")
+        #expect(try Self.packageFiles(b) == files)
+        for file in files {
+            #expect(FileManager.default.contents(atPath: a + "/" + file) == FileManager.default.contents(atPath: b + "/" + file), "\(file) differs")
+        }
+        let marker = { (folder: String) in try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: folder + "/.mediafarm-package.json"))) as? [String: Any] }
+        let (markerA, markerB) = (try marker(a), try marker(b))
+        #expect(markerB?["entryPoints"] as? [String] == ["master.m3u8", "manifest.mpd"], "\(markerB ?? [:])")
+        #expect(markerA?["token"] as? String != nil && markerA?["token"] as? String != markerB?["token"] as? String, "the copy's marker is its own job's")
+        #expect(try Self.reusedFrom(farm, again) == first)
+        #expect(!FileManager.default.fileExists(atPath: b + "/.mediafarm-writing"))
+
+        // One byte of a segment of the copy changed in place: the third job is answered from the first.
+        let segment = URL(fileURLWithPath: b + "/video-1/2.m4s")
+        var bytes = try Data(contentsOf: segment)
+        bytes[bytes.count / 2] ^= 0xff
+        try bytes.write(to: segment)
+        let third = try await farm.queued([try farm.manifest("third", Self.package("third"))])[0]
+        let thirdLog = try Self.drainLog(farm)
+        #expect(thirdLog.ran.isEmpty, "a worker ran: \(thirdLog.text)")
+        #expect(thirdLog.text.contains("job \(third): the result of job \(again) is not reused: \(segment.path) changed since it was published (SHA-256 "),
+                "\(thirdLog.text)")
+        #expect(thirdLog.text.contains("job \(third): answered from the result of job \(first) (first)\n") || thirdLog.text.hasSuffix("(first)"), "\(thirdLog.text)")
+        #expect(FileManager.default.contents(atPath: farm.out.appendingPathComponent("third/video-1/2.m4s").path) == FileManager.default.contents(atPath: a + "/video-1/2.m4s"))
+        #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
     // MARK: - Helpers
+
+    static func package(_ name: String) -> String {
+        """
+        { "version": 1, "name": "\(name)", "input": "in.mp4", "report": "out/\(name).json",
+          "stream": { "output": "out/\(name)", "segmentSeconds": 2, "video": { "rungs": [{ "height": 144, "bitrate": 200000 }] } } }
+        """
+    }
+
+    /// Every file of a package but its marker, relative to its folder.
+    static func packageFiles(_ folder: String) throws -> [String] {
+        try FileManager.default.subpathsOfDirectory(atPath: folder).filter { name in
+            var isFolder: ObjCBool = false
+            return FileManager.default.fileExists(atPath: folder + "/" + name, isDirectory: &isFolder) && !isFolder.boolValue && !name.hasSuffix(".mediafarm-package.json")
+        }.sorted()
+    }
 
     static func manifest(_ name: String, preset: String = "veryfast", reuse: Bool? = nil) -> String {
         """

@@ -31,7 +31,7 @@ final class ResultReuse: CoordinatorPart {
     func resultKey(_ job: Job, _ manifest: JobManifest) async -> String? {
         guard job.chunkOf == nil, ResultKey.applies(to: manifest) else { return nil }
         var contents: [String: String] = [:]
-        for source in Set(manifest.edits.map(\.source)) {
+        for source in Set(manifest.readPaths) {
             guard let sha256 = await contentHash(of: source) else { return nil }
             contents[source] = sha256
         }
@@ -68,6 +68,7 @@ final class ResultReuse: CoordinatorPart {
             if manifest.report != nil, earlier.report == nil { continue }
             guard manifest.export == nil || earlier.output != nil else { continue }
             guard !manifest.writesPictures || earlier.files != nil else { continue }
+            guard manifest.stream == nil || earlier.files?.package != nil else { continue }
             let worker = earlier.worker
             jobs.state.withLock { $0.running[job.id]?.progress = JobProgress(fraction: 0, phase: "reusing the result of job \(worker.id)") }
             guard let staged = await stageEarlierResult(earlier, for: job, token: token, manifest: manifest) else {
@@ -97,7 +98,7 @@ final class ResultReuse: CoordinatorPart {
             }
             let numbered = earlier.files?.numbered
             let pictures = StagedOutput.picturePaths(of: manifest, numbered: numbered)
-            let output = manifest.export?.output ?? manifest.poster?.output ?? manifest.storyboard?.output ?? pictures.first
+            let output = manifest.export?.output ?? manifest.stream?.output ?? manifest.poster?.output ?? manifest.storyboard?.output ?? pictures.first
             var result = JobResult(name: job.name, succeeded: true, output: output, report: manifest.report, seconds: seconds)
             result.numbered = numbered
             result.reused = ReusedResult(job: worker.id, name: worker.name, output: earlier.output, sha256: earlier.sha256)
@@ -111,7 +112,8 @@ final class ResultReuse: CoordinatorPart {
                 (again.jobID, again.jobName, again.output, again.report, again.createdAt) = (job.id, job.name, manifest.export?.output, staged.report, now())
                 (again.originJobID, again.originJobName) = worker
                 if let files = earlier.files {
-                    again.files = ReusedFiles(numbered: numbered, files: zip(pictures, files.files).map { ReusedFiles.File(path: $0, sha256: $1.sha256, size: $1.size) })
+                    again.files = ReusedFiles(numbered: numbered, files: zip(pictures, files.files).map { ReusedFiles.File(path: $0, sha256: $1.sha256, size: $1.size) },
+                                              package: files.package.flatMap { package in manifest.stream.map { ReusedFiles.Package(folder: $0.output, files: package.files) } })
                 }
                 await record(again, job: job)
                 // The copy's bytes were hashed as they were copied: the library does not read them again.
@@ -183,6 +185,14 @@ final class ResultReuse: CoordinatorPart {
                 }
             }
         }
+        if let stream = manifest.stream {
+            guard let package = earlier.files?.package else {
+                note("it recorded no package")
+                return nil
+            }
+            guard await stagePackage(package, of: earlier, to: StagedOutput.path(for: stream.output, token: token), token: token,
+                                     entryPoints: stream.formats.compactMap { JobManifest.streamEntryPoints[$0] }, note: note) else { return nil }
+        }
         var report: String?
         if let path = manifest.report, let text = earlier.report {
             let written = Self.reusedReport(text, name: job.name, from: earlier)
@@ -197,6 +207,58 @@ final class ResultReuse: CoordinatorPart {
             }
         }
         return StagedResult(report: report)
+    }
+
+    /// Writes the earlier package's files under the staged folder `staged`, each copied and checked against
+    /// its SHA-256, then the marker with this attempt's `token`. false (with a notice) when one cannot be
+    /// copied or changed since it was published (then the result is forgotten); the caller removes the folder.
+    private func stagePackage(_ package: ReusedFiles.Package, of earlier: ReusableResult, to staged: String, token: String,
+                              entryPoints: [String], note: (String) -> Void) async -> Bool {
+        let writing: PackageWriting
+        do { writing = try PackageFolder.create(staged) } catch {
+            note("\(error)")
+            return false
+        }
+        defer { writing.end() }
+        for file in package.files {
+            // Recorded by a coordinator from a folder it read: a name that could leave the package is no name of one.
+            guard !file.path.hasPrefix("/"), !file.path.split(separator: "/", omittingEmptySubsequences: false).contains(where: { ["", ".", ".."].contains($0) }) else {
+                note("it names \(file.path) in its package")
+                return false
+            }
+            let (from, target) = (package.folder + "/" + file.path, staged + "/" + file.path)
+            guard access(from, R_OK) == 0 else {
+                note("\(from) cannot be read on this host")
+                return false
+            }
+            if let now = FileStamp(path: from)?.size, now != file.size {
+                note("\(from) changed since it was published (\(now) bytes, not \(file.size)); that result is forgotten")
+                try? await store.results.forget(key: earlier.key, jobID: earlier.jobID)  // if the queue does not answer, the next job finds it changed again
+                return false
+            }
+            let folder = (target as NSString).deletingLastPathComponent
+            do { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch {
+                note("cannot make \(folder): \(error.localizedDescription)")
+                return false
+            }
+            writing.touch()
+            switch await VerifiedCopy.copy(from, to: target, sha256: file.sha256) {
+            case .copied:
+                break
+            case .changed(let found):
+                note("\(from) changed since it was published (SHA-256 \(found), not \(file.sha256)); that result is forgotten")
+                try? await store.results.forget(key: earlier.key, jobID: earlier.jobID)  // if the queue does not answer, the next job finds it changed again
+                return false
+            case .failed(let message):
+                note(message)
+                return false
+            }
+        }
+        do { try PackageFolder.writeMarker(token: token, entryPoints: entryPoints, into: staged) } catch {
+            note("\(error)")
+            return false
+        }
+        return true
     }
 
     /// An earlier result written under an attempt's staged names: the report as written.
@@ -241,6 +303,10 @@ final class ResultReuse: CoordinatorPart {
             }
             result.files = ReusedFiles(numbered: numbered, files: files)
         }
+        if let stream = manifest.stream {
+            guard let package = await readBack(stream.output, of: job) else { return nil }
+            result.files = ReusedFiles(numbered: result.files?.numbered, files: result.files?.files ?? [], package: package)
+        }
         if let output = result.output {
             let hash: ContentHash
             do { hash = try await ContentHash.reading(output) } catch {
@@ -258,6 +324,29 @@ final class ResultReuse: CoordinatorPart {
         }
         await record(result, job: job)
         return outputHash
+    }
+
+    /// The package published at `folder`: each file read back and hashed. nil (with a notice) when one cannot be.
+    private func readBack(_ folder: String, of job: Job) async -> ReusedFiles.Package? {
+        guard let names = PackageFolder.files(of: folder) else {
+            events(.notice("job \(job.id): cannot read back the package \(folder) to record its result for reuse"))
+            return nil
+        }
+        var files: [ReusedFiles.File] = []
+        for name in names {
+            let path = folder + "/" + name
+            let hash: ContentHash
+            do { hash = try await ContentHash.reading(path) } catch {
+                events(.notice("job \(job.id): cannot read back \(path) to record its result for reuse: \(error)"))
+                return nil
+            }
+            guard let stamp = FileStamp(path: path) else {
+                events(.notice("job \(job.id): \(path) is gone since it was published; its result is not recorded for reuse"))
+                return nil
+            }
+            files.append(ReusedFiles.File(path: name, sha256: hash.sha256, size: stamp.size))
+        }
+        return ReusedFiles.Package(folder: folder, files: files)
     }
 
     private func record(_ result: ReusableResult, job: Job) async {

@@ -82,10 +82,33 @@ enum PackageFolder {
             guard hls ? formats.contains(.hls) : formats.contains(.dash) else { continue }
             try create(folder + "/" + file.path, Data(file.text.utf8))
         }
-        let data = try JSONEncoder().encode(Marker(token: token, entryPoints: entryPoints))
-        try create(folder + "/" + marker, data)
         for track in report.tracks { SafeFiles.syncFolder(of: folder + "/" + track.folder + "/" + (track.segments.first?.file ?? track.initialization)) }
+        try writeMarker(token: token, entryPoints: entryPoints, into: folder)
+    }
+
+    /// Writes the marker that makes `folder` a whole package, refusing to replace a file, and syncs the folder.
+    static func writeMarker(token: String, entryPoints: [String], into folder: String) throws {
+        try create(folder + "/" + marker, try JSONEncoder().encode(Marker(token: token, entryPoints: entryPoints)))
         SafeFiles.syncFolder(of: folder + "/" + marker)
+    }
+
+    /// Every regular file of the package at `folder` but its marker, as paths relative to it, sorted; a link
+    /// is never followed (nor listed). nil when the folder cannot be read.
+    static func files(of folder: String) -> [String]? {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return nil }  // gone or unreadable: the caller says so
+        var files: [String] = []
+        for name in names.sorted() where name != marker && name != PackageWriting.name {
+            var info = stat()
+            guard lstat(folder + "/" + name, &info) == 0 else { return nil }
+            switch info.st_mode & S_IFMT {
+            case S_IFREG: files.append(name)
+            case S_IFDIR:
+                guard let inner = Self.files(of: folder + "/" + name) else { return nil }
+                files += inner.map { name + "/" + $0 }
+            default: continue
+            }
+        }
+        return files
     }
 
     private static func create(_ path: String, _ data: Data) throws {

@@ -16,23 +16,23 @@ enum ResultKey {
     static let program = "MediaFarm \(MediaFarmVersion.string); \(EngineVersion.description)"
 
     /// Whether the job may be answered from an earlier result and answer a later one: asked for
-    /// (`"reuse": true`), or by default when it decodes (a constant-frame-rate export, a scan, pictures): a
-    /// passthrough export or an inspection costs about what checking an earlier result would. Never with
-    /// `"reuse": false`, nor when an input or output is an object (no content id without reading it all),
-    /// nor for a chunk of an export (its export is reused as a whole).
+    /// (`"reuse": true`), or by default when it decodes (a constant-frame-rate export, a package's ladder, a
+    /// scan, pictures): a passthrough export or package or an inspection costs about what checking an earlier
+    /// result would. Never with `"reuse": false`, nor when an input or output is an object (no content id
+    /// without reading it all), nor for a chunk of an export or a package (reused as a whole).
     static func applies(to manifest: JobManifest) -> Bool {
-        // A package is a folder: reusing one is not built yet (the validator refuses `"reuse": true` with it).
-        if manifest.reuse == false || manifest.export?.frames != nil || manifest.stream != nil { return false }
+        if manifest.reuse == false || manifest.export?.frames != nil || manifest.stream?.chunking.frames != nil { return false }
         if manifest.edits.contains(where: { PathRules.isObject($0.source) }) { return false }
-        if [manifest.export?.output, manifest.report].contains(where: { $0.map(PathRules.isObject) == true }) { return false }
+        if [manifest.export?.output, manifest.stream?.output, manifest.report].contains(where: { $0.map(PathRules.isObject) == true }) { return false }
         if [manifest.poster?.output, manifest.images?.output, manifest.storyboard?.output, manifest.export?.poster?.output, manifest.scan?.images?.output,
             manifest.waveform?.output, manifest.waveform?.peaks]
             .contains(where: { $0.map(PathRules.isObject) == true }) {
             return false
         }
         // Something to answer with: an output, pictures or a report.
-        guard manifest.export != nil || manifest.report != nil || manifest.makesPictures else { return false }
-        return manifest.reuse == true || manifest.scan != nil || manifest.export?.mode == .constantFrameRate || manifest.makesPictures
+        guard manifest.export != nil || manifest.stream != nil || manifest.report != nil || manifest.makesPictures else { return false }
+        return manifest.reuse == true || manifest.scan != nil || manifest.export?.mode == .constantFrameRate || manifest.stream?.mode == .ladder
+            || manifest.makesPictures
     }
 
     /// The key (hex SHA-256) of `manifest`, whose sources have the content ids `contents` (path -> id).
@@ -57,6 +57,7 @@ enum ResultKey {
         ]
         if let scan = manifest.scan { members.append(("scan", Self.scan(scan))) }
         if let export = manifest.export { members.append(("export", Self.export(export))) }
+        if let stream = manifest.stream { members.append(("stream", Self.stream(stream, contents: contents))) }
         members += pictures(manifest)
         return JSONValue.object(members).text
     }
@@ -101,6 +102,22 @@ enum ResultKey {
             ("faststart", .bool(export.faststart)), ("cuts", .string(export.cuts.rawValue)),
             ("chunkDuration", time(export.chunkDuration)), ("chunkAbove", time(export.chunkAbove)), ("frames", frames),
         ])
+    }
+
+    /// A package's section as its manifest writes it, without where it goes (`output`) or the chunks a
+    /// join reads (the coordinator's), and with the key file by content.
+    private static func stream(_ stream: JobManifest.StreamSettings, contents: [String: String]) -> JSONValue {
+        guard case .object(let members) = stream.document else { return stream.document }
+        return .object(members.compactMap { member in
+            switch member.key {
+            case "output", "join": return nil
+            case "encryption":
+                guard let encryption = stream.encryption else { return member }
+                return (member.key, .object([("method", .string("aes-128")), ("key", .string(contents[encryption.keyFile] ?? "?" + encryption.keyFile)),
+                                             ("keyURI", .string(encryption.keyURI))]))
+            default: return member
+            }
+        })
     }
 
     /// The pictures' members: posters, images, storyboard, waveform, in that order.

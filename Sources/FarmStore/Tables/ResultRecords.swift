@@ -44,7 +44,7 @@ public struct ReusableResult: Sendable, Equatable {
 }
 
 /// The pictures of a reusable result: each file as published, with its SHA-256 and size, in the order of the
-/// job's outputs (`StagedOutput.picturePaths`); and how many numbered files it wrote.
+/// job's outputs (`StagedOutput.picturePaths`); and how many numbered files it wrote. And its package's files.
 public struct ReusedFiles: Sendable, Codable, Equatable {
     public struct File: Sendable, Codable, Equatable {
         public var path: String
@@ -54,7 +54,17 @@ public struct ReusedFiles: Sendable, Codable, Equatable {
     }
     public var numbered: NumberedOutputs?
     public var files: [File]
-    public init(numbered: NumberedOutputs?, files: [File]) { (self.numbered, self.files) = (numbered, files) }
+    /// A streaming package's folder as published, with every file in it (paths relative to it) but its marker.
+    public var package: Package?
+    public init(numbered: NumberedOutputs?, files: [File], package: Package? = nil) {
+        (self.numbered, self.files, self.package) = (numbered, files, package)
+    }
+
+    public struct Package: Sendable, Codable, Equatable {
+        public var folder: String
+        public var files: [File]
+        public init(folder: String, files: [File]) { (self.folder, self.files) = (folder, files) }
+    }
 }
 
 /// The queue's reusable results (table `job_results`, beside the jobs, in both backends): recorded when a
@@ -113,7 +123,7 @@ public struct ResultRecords: Sendable {
                 """, [SQLValue(key), SQLValue(limit)]).map { row in
                 var result = ReusableResult(key: row[0].string ?? "", jobID: row[1].int ?? 0, jobName: row[2].string ?? "", output: row[3].string,
                                             sha256: row[4].string, size: row[5].int, report: row[6].string, createdAt: row[7].date ?? .distantPast)
-                result.files = row[8].string.flatMap { try? JSONDecoder().decode(ReusedFiles.self, from: Data($0.utf8)) }  // unreadable: it answers no picture job
+                result.files = row[8].string.flatMap { try? JSONDecoder().decode(ReusedFiles.self, from: Data($0.utf8)) }  // unreadable: it answers no picture or package job
                 (result.originJobID, result.originJobName) = (row[9].int, row[10].string)
                 return result
             }
