@@ -9,10 +9,17 @@ env = dict(os.environ, MEDIAFARM_QUEUE="sqlite:" + queue)
 os.makedirs(os.path.join(work, "out"))
 
 
-def submit(name):
+LADDER = [{"height": 1080, "bitrate": 5000000}, {"height": 720, "bitrate": 3000000}, {"height": 480, "bitrate": 1200000}]
+
+
+def submit(name, package=False):
     path = os.path.join(work, f"{name}.json")
-    json.dump({"version": 1, "name": name, "input": source, "report": f"out/{name}.json",
-               "export": {"mode": "constantFrameRate", "frameRate": 30, "output": f"out/{name}.mp4"}}, open(path, "w"))
+    manifest = {"version": 1, "name": name, "input": source, "report": f"out/{name}.json"}
+    if package:
+        manifest["stream"] = {"output": f"out/{name}", "video": {"rungs": LADDER}}
+    else:
+        manifest["export"] = {"mode": "constantFrameRate", "frameRate": 30, "output": f"out/{name}.mp4"}
+    json.dump(manifest, open(path, "w"))
     out = subprocess.run([bin, "submit", "--json", path], env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out)[0]["id"]
 
@@ -48,8 +55,20 @@ with open(log_path, "w") as out:
             assert json.loads(result)["reused"]["job"] in [first] + hit_ids, result
             hit_ids.append(id)
             hits.append((finished - created) * 1000)
+        # A streaming package's 3-rung ladder, then the same package asked again 10 times.
+        package = submit("package", package=True)
+        state, created, finished, _ = wait(package, 1800)
+        packaged = finished - created
+        log(f"the package was made in {packaged:.1f} s")
+        package_hits, package_ids = [], []
+        for i in range(10):
+            id = submit(f"package{i}", package=True)
+            state, created, finished, result = wait(id, 60)
+            assert json.loads(result)["reused"]["job"] == package, result
+            package_ids.append(id)
+            package_hits.append((finished - created) * 1000)
         for e in events(log_path):
-            if e["event"] == "finished" and e["job"] != first:
+            if e["event"] == "finished" and e["job"] in hit_ids:
                 answered.append(e["seconds"] * 1000)
     finally:
         coordinator.terminate()
@@ -57,6 +76,16 @@ with open(log_path, "w") as out:
 
 digest = lambda p: hashlib.sha256(open(p, "rb").read()).hexdigest()
 assert all(digest(os.path.join(work, "out", f"again{i}.mp4")) == digest(os.path.join(work, "out", "first.mp4")) for i in range(20))
+
+
+def package_files(folder):
+    return sorted(os.path.relpath(os.path.join(d, f), folder) for d, _, fs in os.walk(folder) for f in fs if f != ".mediafarm-package.json")
+
+
+made = package_files(os.path.join(work, "out", "package"))
+assert all(package_files(os.path.join(work, "out", f"package{i}")) == made for i in range(10))
+assert all(digest(os.path.join(work, "out", f"package{i}", f)) == digest(os.path.join(work, "out", "package", f)) for i in (0, 9) for f in made)
+package_bytes = sum(os.path.getsize(os.path.join(work, "out", "package", f)) for f in made)
 
 started = time.monotonic()
 subprocess.run(["ffmpeg", "-nostdin", "-y", "-v", "error", "-i", source, "-r", "30", "-c:v", "libx264", "-preset", "veryfast", "-crf", "20",
@@ -75,6 +104,9 @@ summary = {
                "outputBytes": os.path.getsize(os.path.join(work, "out", "first.mp4"))},
     "reuseHit": {"submittedToEndedMs": percentiles(hits), "attemptMs": percentiles(answered),
                  "p50AgainstFfmpeg": round(percentiles(hits)["p50"] / 1000 / ffmpeg, 4)},
+    "package": {"ladder": "1080p 5 Mbit/s, 720p 3 Mbit/s, 480p 1.2 Mbit/s, AAC; 6 s CMAF segments, HLS and DASH", "farmSeconds": round(packaged, 2),
+                "files": len(made), "bytes": package_bytes},
+    "packageReuseHit": {"submittedToEndedMs": percentiles(package_hits)},
     "inputHash": {"bytes": os.path.getsize(source), "coldSeconds": round(hashed, 3)},
 }
 print(json.dumps(summary, indent=2))
