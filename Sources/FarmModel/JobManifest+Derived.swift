@@ -154,11 +154,12 @@ extension JobManifest {
     }
 
     /// This manifest with a coordinator's chunking, when it is a constant-frame-rate export or a package that
-    /// chose none and is no chunk itself; nil when nothing is to change.
+    /// chose none and is no chunk itself (nor made into one file, nor bound for object storage); nil when
+    /// nothing is to change.
     public func chunked(every seconds: MediaTime, above: MediaTime?) -> JobManifest? {
         var chunked = sections(for: .defaultChunking)
         var changed = false
-        if var stream, stream.chunking.duration == nil, stream.chunking.isWhole, !stream.singleFile {
+        if var stream, stream.chunking.duration == nil, stream.chunking.isWhole, !stream.singleFile, !PathRules.isObject(stream.output) {
             (stream.chunking.duration, stream.chunking.above) = (seconds, above)
             (chunked.stream, changed) = (stream, true)
         }

@@ -84,6 +84,10 @@ extension Walker {
         for key in Self.chunkingKeys where singleFile && o[key] != nil {
             fail("\(p).\(key)", "a single-file package is made whole (its chunks would be copied into one file at the join): leave out \"\(key)\" or \"singleFile\"")
         }
+        for key in Self.chunkingKeys where output.map(PathRules.isObject) == true && o[key] != nil {
+            fail("\(p).\(key)", "a package made in chunks shares them through a folder beside it, and object storage has none: leave out \"\(key)\", "
+                 + "or write the package to a shared folder")
+        }
         guard let output, let video else { return nil }
         var settings = JobManifest.StreamSettings(output: output, video: video)
         (settings.chunking, settings.mode) = (chunking, mode)
@@ -144,11 +148,8 @@ extension Walker {
     }
 
     /// The package's folder: a path under the output roots, not an object prefix (not yet).
+    /// A folder, or an object prefix (`s3://BUCKET/PREFIX`, its files objects under it); a trailing "/" left out.
     private mutating func streamFolder(_ value: JSONValue?, _ p: String) -> String? {
-        if case .string(let raw)? = value, PathRules.isObject(raw) {
-            fail(p, "a package is written to a folder; object storage (\(raw)) is not supported for packages yet: write it to a folder and copy it")
-            return nil
-        }
         if case .string(let raw)? = value, raw.hasSuffix("/") {
             return path(.string(String(raw.dropLast(raw.count > 1 ? 1 : 0))), p, required: true, output: true)
         }

@@ -119,13 +119,30 @@ import Testing
             (#"{"output": "out/p", "container": "ts", "encryption": {"keyFile": "k", "keyURI": "k", "iv": "0x1"}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.encryption.iv", "unknown key"),
             (#"{"output": "out/p", "singleFile": true, "chunkSeconds": 60, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.chunkSeconds", "made whole"),
             (#"{"output": "out/p", "singleFile": "yes", "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.singleFile", "true or false"),
-            (#"{"output": "s3://media/pkg", "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.output", "not supported for packages yet"),
+            (#"{"output": "s3://media/pkg", "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.output", "outside the output roots"),
+            (#"{"output": "s3://MEDIA/pkg", "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.output", "not a bucket name"),
             (#"{"output": "/elsewhere/pkg", "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.output", "outside the output roots"),
         ]
         for c in cases {
             let said = messages(c.stream)
             #expect(said.contains { $0.hasPrefix(c.path + ": ") && $0.contains(c.says) }, "\(c.stream): \(said)")
         }
+    }
+
+    /// A package bound for an object prefix: read without its trailing "/", made whole.
+    @Test func aPackageMayGoToAnObjectPrefixAndIsThenMadeWhole() throws {
+        let objects = ManifestContext(baseDirectory: "/jobs", outputRoots: ["/jobs/out", "s3://media/packages"])
+        let ladder = #""video": {"rungs": [{"height": 360, "bitrate": 900000}]}"#
+        let read = { (stream: String) in ManifestValidator.validate(json: Array(#"{"version": 1, "input": "m.mp4", "stream": \#(stream)}"#.utf8), context: objects) }
+        #expect(try read(#"{"output": "s3://media/packages/show/", \#(ladder)}"#).get().stream?.output == "s3://media/packages/show")
+        guard case .failure(let e) = read(#"{"output": "s3://media/packages/show", "chunkSeconds": 60, \#(ladder)}"#) else {
+            Issue.record("a chunked package to a prefix was accepted")
+            return
+        }
+        #expect(e.issues.map(\.description) == ["$.stream.chunkSeconds: a package made in chunks shares them through a folder beside it, and object storage "
+                                                + "has none: leave out \"chunkSeconds\", or write the package to a shared folder"], "\(e.issues)")
+        let whole = try read(#"{"output": "s3://media/packages/show", \#(ladder)}"#).get()
+        #expect(whole.chunked(every: MediaTime(value: 60, timescale: 1), above: nil) == nil, "the coordinator's chunking leaves a prefix's package whole")
     }
 
     /// What a package cannot share a job with, or hold.

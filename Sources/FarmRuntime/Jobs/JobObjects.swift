@@ -5,7 +5,8 @@ import Glibc
 #endif
 
 /// A job's outputs bound for objects (`s3://`): uploaded whole once every output is finished (no
-/// coordinator), or sent in parts for the coordinator to complete under the lease.
+/// coordinator), or sent in parts for the coordinator to complete under the lease. A package's folder is
+/// an object per file under its prefix (`PackageObjects`).
 struct JobObjects: Sendable {
     let runner: JobRunner
 
@@ -21,15 +22,19 @@ struct JobObjects: Sendable {
         guard stagingToken == nil else { return }
         let objects = StagedOutput.finalPaths(of: manifest, numbered: numbered).filter(PathRules.isObject)
         defer {
-            for final in objects { unlink(writePath(final)) }
+            for final in objects { StagedOutput.removeStaged(writePath(final)) }
             if numbered == nil, StagedOutput.numberedPatterns(of: manifest).contains(where: PathRules.isObject) {
                 ObjectOutput.discardStaged(token: runToken)
             }
         }
         guard succeeded else { return }
+        let log: @Sendable (String) -> Void = { events(.log(level: "notice", message: $0)) }
         for final in objects {
-            try await ObjectOutput.upload(writePath(final), to: final, allowExisting: manifest.overwrite,
-                                          log: { events(.log(level: "notice", message: $0)) })
+            if final == manifest.stream?.output {
+                try await PackageObjects.upload(writePath(final), to: final, allowExisting: manifest.overwrite, log: log)
+            } else {
+                try await ObjectOutput.upload(writePath(final), to: final, allowExisting: manifest.overwrite, log: log)
+            }
         }
     }
 
@@ -40,7 +45,7 @@ struct JobObjects: Sendable {
         guard let stagingToken else { return [] }
         let objects = StagedOutput.finalPaths(of: manifest, numbered: numbered).filter(PathRules.isObject)
         defer {
-            for final in objects { unlink(StagedOutput.path(for: final, token: stagingToken)) }
+            for final in objects { StagedOutput.removeStaged(StagedOutput.path(for: final, token: stagingToken)) }
             if numbered == nil, StagedOutput.numberedPatterns(of: manifest).contains(where: PathRules.isObject) {
                 ObjectOutput.discardStaged(token: stagingToken)
             }
@@ -48,10 +53,14 @@ struct JobObjects: Sendable {
         guard succeeded, !objects.isEmpty else { return [] }
         events(.progress(JobProgress(fraction: 1, phase: "uploading")))
         var uploads: [ObjectUpload] = []
-        for final in objects {
-            uploads.append(try await ObjectOutput.uploadParts(StagedOutput.path(for: final, token: stagingToken), to: final,
-                                                              resuming: resumeUploads[final],
-                                                              began: { events(.upload(address: final, uploadID: $0)) },
+        // A package's files, each an object under its prefix, in the order they are to be published.
+        let files = try objects.flatMap { final in
+            let staged = StagedOutput.path(for: final, token: stagingToken)
+            return final == manifest.stream?.output ? try PackageObjects.files(of: staged, prefix: final) : [(staged, final)]
+        }
+        for (file, address) in files {
+            uploads.append(try await ObjectOutput.uploadParts(file, to: address, resuming: resumeUploads[address],
+                                                              began: { events(.upload(address: address, uploadID: $0)) },
                                                               log: { events(.log(level: "notice", message: $0)) }))
         }
         return uploads

@@ -38,8 +38,13 @@ struct JobPackage {
         // coordinator a package there may be replaced by a retried attempt: only what is never replaced is refused.
         // The key file is read, never written: a package is never published over it.
         let inputs = manifest.readPaths
-        try PackageFolder.checkBeforePublishing(stream.output, allowExisting: manifest.overwrite || stagingToken != nil, inputs: inputs)
-        PackageWriting.sweepAbandoned(beside: stream.output)
+        let toObjects = PathRules.isObject(stream.output)
+        if toObjects {
+            try await PackageObjects.checkBeforePublishing(stream.output, allowExisting: manifest.overwrite || stagingToken != nil)
+        } else {
+            try PackageFolder.checkBeforePublishing(stream.output, allowExisting: manifest.overwrite || stagingToken != nil, inputs: inputs)
+            PackageWriting.sweepAbandoned(beside: stream.output)
+        }
         let chunks = try stream.chunking.join.map { try PackageFolder.chunk($0, of: stream.output) }
         let writing = try PackageFolder.create(staged)
         defer { writing.end() }
@@ -58,7 +63,8 @@ struct JobPackage {
                 try PackageFolder.writePresentations(report, formats: stream.formats, token: token, into: staged)
             }
             writing.end()  // whole: its marker says so, and the writer's file is not part of it
-            if stagingToken == nil {
+            // Bound for objects: uploaded with the job's other objects (`JobObjects`).
+            if stagingToken == nil && !toObjects {
                 try PackageFolder.publish(staged, to: stream.output, token: token, allowExisting: manifest.overwrite, inputs: inputs)
             }
             return (report, Date().timeIntervalSince(started))

@@ -363,6 +363,11 @@ public enum ObjectOutput {
         case "m4a": "audio/mp4"
         case "mkv": "video/x-matroska"
         case "json": "application/json"
+        case "m3u8": "application/vnd.apple.mpegurl"
+        case "mpd": "application/dash+xml"
+        case "m4s": "video/iso.segment"
+        case "ts": "video/mp2t"
+        case "vtt": "text/vtt"
         default: nil
         }
     }

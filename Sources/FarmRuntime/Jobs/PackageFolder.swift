@@ -21,6 +21,9 @@ enum PackageFolder {
         /// The lease token (or a `mediafarm run`'s own) of the attempt that wrote the package.
         var token: String
         var entryPoints: [String]
+        /// Every other file of the package, relative to its folder (what a package replaced under an object
+        /// prefix leaves is known from it: a prefix is not listed). nil in a chunk's marker.
+        var files: [String]?
     }
 
     /// Makes the staged folder, and the folders it is in (nothing may be at its name: each attempt's is its
@@ -46,7 +49,7 @@ enum PackageFolder {
     /// file; then syncs every folder of the chunk.
     static func writeChunk(_ report: StreamReport, token: String, into folder: String) throws {
         try create(folder + "/" + chunkReport, try JSONEncoder.mediafarm().encode(report))
-        try create(folder + "/" + marker, try JSONEncoder().encode(Marker(token: token, entryPoints: [])))
+        try create(folder + "/" + marker, try JSONEncoder().encode(Marker(token: token, entryPoints: [], files: nil)))
         for track in report.tracks { SafeFiles.syncFolder(of: folder + "/" + track.folder + "/" + (track.segments.first?.file ?? track.initialization)) }
         SafeFiles.syncFolder(of: folder + "/" + marker)
     }
@@ -88,7 +91,8 @@ enum PackageFolder {
 
     /// Writes the marker that makes `folder` a whole package, refusing to replace a file, and syncs the folder.
     static func writeMarker(token: String, entryPoints: [String], into folder: String) throws {
-        try create(folder + "/" + marker, try JSONEncoder().encode(Marker(token: token, entryPoints: entryPoints)))
+        guard let files = files(of: folder) else { throw JobError("\(folder): cannot list the package's files") }
+        try create(folder + "/" + marker, try JSONEncoder().encode(Marker(token: token, entryPoints: entryPoints, files: files)))
         SafeFiles.syncFolder(of: folder + "/" + marker)
     }
 

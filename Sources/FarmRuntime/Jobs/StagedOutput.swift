@@ -67,7 +67,9 @@ public enum StagedOutput {
     /// all): a file under its staged name, an object as an upload whose parts were sent (`uploads`).
     public static func missing(_ manifest: JobManifest, token: String, uploads: [ObjectUpload] = [], numbered: NumberedOutputs? = nil) -> String? {
         finalPaths(of: manifest, numbered: numbered).first { final in
-            PathRules.isObject(final) ? !uploads.contains { $0.address == final } : !FileManager.default.fileExists(atPath: path(for: final, token: token))
+            // A package's prefix: its marker was sent, and the rest with it.
+            let address = final == manifest.stream?.output ? PackageObjects.markerAddress(final) : final
+            return PathRules.isObject(final) ? !uploads.contains { $0.address == address } : !FileManager.default.fileExists(atPath: path(for: final, token: token))
         }
     }
 
@@ -106,6 +108,12 @@ public enum StagedOutput {
             toMove.insert(final)
         }
         for final in finals {
+            if PathRules.isObject(final), final == manifest.stream?.output {
+                try await PackageObjects.complete(uploads.filter { PackageObjects.holds(final, $0.address) }, prefix: final, allowExisting: allowExisting,
+                                                  resuming: resuming, log: log)
+                published.append(final)
+                continue
+            }
             if PathRules.isObject(final) {
                 guard let upload = uploads.first(where: { $0.address == final }) else {
                     throw JobError("\(final): the worker reported success but left no upload to complete")

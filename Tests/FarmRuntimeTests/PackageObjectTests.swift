@@ -1,0 +1,146 @@
+import FarmTestSupport
+import Foundation
+import MediaEdit
+import NIOCore
+import S3Client
+import StreamTestSupport
+import Testing
+
+/// Streaming packages bound for object storage (`"output": "s3://BUCKET/PREFIX"`), against a real server
+/// (moto): under a coordinator and by `mediafarm run`, each file an object under the prefix, read back
+/// whole by the package checker; a package there refused without `"overwrite"`, a presentation the farm did
+/// not make refused with it, and a package replaced leaving nothing of the one before.
+@Suite(.serialized) struct PackageObjectTests {
+    static func manifest(_ name: String, bucket: String, prefix: String, segmentSeconds: Int = 2, overwrite: Bool = false) -> String {
+        """
+        { "version": 1, "name": "\(name)", "input": "in.mp4", "report": "out/\(name).json", "overwrite": \(overwrite),
+          "stream": { "output": "s3://\(bucket)/\(prefix)/", "segmentSeconds": \(segmentSeconds),
+                      "video": { "rungs": [{ "height": 144, "bitrate": 200000 }] } } }
+        """
+    }
+
+    /// The keys under `prefix`, relative to it. (The whole bucket is listed: moto refuses the correct
+    /// signature of a listing whose prefix has a "/".)
+    static func keys(_ s3: S3, _ bucket: String, _ prefix: String) async throws -> [String] {
+        try await s3.list(S3Location(bucket: bucket, key: "")).map(\.location.key).filter { $0.hasPrefix(prefix + "/") }
+            .map { String($0.dropFirst(prefix.count + 1)) }.sorted()
+    }
+
+    /// Every object under `prefix` written into a new folder, as a web server would serve them.
+    static func download(_ s3: S3, _ bucket: String, _ prefix: String) async throws -> String {
+        let folder = try TestPaths.makeTemporaryFolder("s3-package").path
+        for key in try await keys(s3, bucket, prefix) {
+            let path = folder + "/" + key
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            let chunk = try await s3.get(S3Location(bucket: bucket, key: prefix + "/" + key))
+            try Data(chunk.bytes.readableBytesView).write(to: URL(fileURLWithPath: path))
+        }
+        return folder
+    }
+
+    /// The job's state, and its error (or all of it when it has none).
+    static func outcome(_ farm: Farm, _ id: Int64) throws -> (state: String?, message: String) {
+        let job = try farm.status()[id] ?? [:]
+        return (job["state"] as? String, (((job["errors"] as? [Any])?.last as? [String: Any])?["message"] as? String) ?? "\(job)")
+    }
+
+    @Test func aPackageUnderACoordinatorIsAnObjectPerFileAndAPrefixInTheWayIsRefused() async throws {
+        let server = try TestS3.shared()
+        let s3 = ObjectPublicationTests.client(server)
+        do {
+            let bucket = TestS3.bucketName("package")
+            try await s3.createBucket(bucket)
+            let farm = try Farm("s3-package")
+            let roots = ["--output-root", farm.out.path, "--output-root", "s3://\(bucket)/out"]
+            let environment = ObjectPublicationTests.environment(server, farm)
+            func drain() throws -> Farm.Coordinator {
+                let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"], environment: environment)
+                #expect(coordinator.wait(timeout: 180) != nil, "\(coordinator.log)")
+                return coordinator
+            }
+
+            let first = try farm.submit(roots + [try farm.manifest("show", Self.manifest("show", bucket: bucket, prefix: "out/show"))])[0]
+            _ = try drain()
+            let made = try Self.outcome(farm, first)
+            #expect(made.state == "succeeded", "\(made.message)")
+            let keys = try await Self.keys(s3, bucket, "out/show")
+            #expect(keys.contains("master.m3u8") && keys.contains("manifest.mpd") && keys.contains(".mediafarm-package.json")
+                    && keys.contains("video-1/init.mp4") && keys.contains("video-1/5.m4s") && keys.contains("audio/index.m3u8"), "\(keys)")
+            #expect(!keys.contains { $0.contains(".mediafarm-writing") || $0.contains("mediafarm-staged") }, "\(keys)")
+            let report = try ChunkedPackageTests.streamReport(farm.out.appendingPathComponent("show.json").path)
+            let folder = try await Self.download(s3, bucket, "out/show")
+            let findings = try StreamChecker.check(folder: folder, report: report)
+            #expect(findings.isEmpty, "\(findings)")
+            let spool = farm.folder.appendingPathComponent("spool").path
+            #expect(((try? FileManager.default.contentsOfDirectory(atPath: spool)) ?? []).isEmpty, "the spool folder keeps what was staged")
+
+            // The same prefix again without "overwrite": refused before any work, the package untouched.
+            let again = try farm.submit(roots + [try farm.manifest("again", Self.manifest("again", bucket: bucket, prefix: "out/show"))])[0]
+            // (Under a coordinator a retried attempt may replace its own earlier package: known when it publishes.)
+            _ = try drain()
+            let (state, message) = try Self.outcome(farm, again)
+            #expect(state == "failed")
+            #expect(message.contains("s3://\(bucket)/out/show: holds another package (s3://\(bucket)/out/show/.mediafarm-package.json)")
+                    && message.contains("\"overwrite\": true"), "\(message)")
+            #expect(try await Self.keys(s3, bucket, "out/show") == keys)
+
+            // A prefix holding a presentation the farm did not make: refused even with "overwrite", and left as it was.
+            try await s3.put(S3Location(bucket: bucket, key: "out/theirs/master.m3u8"), body: ByteBuffer(string: "#EXTM3U\n"))
+            let theirs = try farm.submit(roots + [try farm.manifest("theirs", Self.manifest("theirs", bucket: bucket, prefix: "out/theirs", overwrite: true))])[0]
+            _ = try drain()
+            let theirsMessage = try Self.outcome(farm, theirs).message
+            #expect(theirsMessage.contains("s3://\(bucket)/out/theirs: holds s3://\(bucket)/out/theirs/master.m3u8, and no .mediafarm-package.json"), "\(theirsMessage)")
+            #expect(try await Self.keys(s3, bucket, "out/theirs") == ["master.m3u8"])
+
+            // Replaced with "overwrite" by a package of 5 s segments: nothing of the 2 s one is left.
+            let replaced = try farm.submit(roots + [try farm.manifest("replaced", Self.manifest("replaced", bucket: bucket, prefix: "out/show", segmentSeconds: 5,
+                                                                                                  overwrite: true))])[0]
+            let replacing = try drain()
+            let replacedOutcome = try Self.outcome(farm, replaced)
+            #expect(replacedOutcome.state == "succeeded", "\(replacedOutcome.message)")
+            let now = try await Self.keys(s3, bucket, "out/show")
+            #expect(now.contains("video-1/2.m4s") && !now.contains("video-1/3.m4s") && now.contains("master.m3u8"), "\(now)")
+            let newReport = try ChunkedPackageTests.streamReport(farm.out.appendingPathComponent("replaced.json").path)
+            #expect(try StreamChecker.check(folder: try await Self.download(s3, bucket, "out/show"), report: newReport).isEmpty)
+            #expect(replacing.log.contains("object(s) left from the package replaced"), "\(replacing.log)")
+            await s3.shutdown()
+        } catch {
+            await s3.shutdown()  // a client left open ends the whole test process: the failure is reported instead
+            throw error
+        }
+    }
+
+    /// `mediafarm run` uploads the package itself once it is whole; a chunked package to a prefix is refused
+    /// at submission, naming the way past.
+    @Test func runUploadsAPackageAndAChunkedOneToAPrefixIsRefused() async throws {
+        let server = try TestS3.shared()
+        let s3 = ObjectPublicationTests.client(server)
+        do {
+            let bucket = TestS3.bucketName("package-run")
+            try await s3.createBucket(bucket)
+            let farm = try Farm("s3-package-run")
+            farm.queueURL = nil
+            let environment = ObjectPublicationTests.environment(server, farm)
+            let manifest = try farm.manifest("run", Self.manifest("run", bucket: bucket, prefix: "out/run"))
+            let ran = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", "--output-root", farm.out.path, "--output-root", "s3://\(bucket)/out",
+                                                                             manifest],
+                                            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
+            #expect(ran.status == 0, "\(ran.stderr)")
+            let report = try ChunkedPackageTests.streamReport(farm.out.appendingPathComponent("run.json").path)
+            #expect(try StreamChecker.check(folder: try await Self.download(s3, bucket, "out/run"), report: report).isEmpty)
+
+            let chunked = try farm.manifest("chunked", """
+                { "version": 1, "input": "in.mp4",
+                  "stream": { "output": "s3://\(bucket)/out/chunked", "chunkSeconds": 4, "video": { "rungs": [{ "height": 144, "bitrate": 200000 }] } } }
+                """)
+            let refused = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", "--output-root", "s3://\(bucket)/out", chunked],
+                                                environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
+            #expect(refused.status == 2 && refused.stderr.contains("$.stream.chunkSeconds: a package made in chunks shares them through a folder"), "\(refused.stderr)")
+            #expect(try await Self.keys(s3, bucket, "out/chunked").isEmpty)
+            await s3.shutdown()
+        } catch {
+            await s3.shutdown()  // a client left open ends the whole test process: the failure is reported instead
+            throw error
+        }
+    }
+}
