@@ -131,27 +131,7 @@ final class ResultReuse: CoordinatorPart {
                                     manifest: JobManifest) async -> StagedResult? {
         let note = { (what: String) in self.events(.notice("job \(job.id): the result of job \(earlier.jobID) is not reused: \(what)")) }
         if let output = manifest.export?.output, let from = earlier.output, let sha256 = earlier.sha256 {
-            guard access(from, R_OK) == 0 else {
-                note("\(from) cannot be read on this host")
-                return nil
-            }
-            // Another size: changed, known without reading it.
-            if let size = earlier.size, let now = FileStamp(path: from)?.size, now != size {
-                note("\(from) changed since it was published (\(now) bytes, not \(size)); that result is forgotten")
-                // if the queue does not answer, the next job with this key finds it changed again
-                try? await store.results.forget(key: earlier.key, jobID: earlier.jobID)
-                return nil
-            }
-            switch await VerifiedCopy.copy(from, to: StagedOutput.path(for: output, token: token), sha256: sha256) {
-            case .copied:
-                break
-            case .changed(let found):
-                note("\(from) changed since it was published (SHA-256 \(found), not \(sha256)); that result is forgotten")
-                // if the queue does not answer, the next job with this key finds it changed again
-                try? await store.results.forget(key: earlier.key, jobID: earlier.jobID)
-                return nil
-            case .failed(let message):
-                note(message)
+            guard await copyChecked(from, sha256: sha256, size: earlier.size, to: StagedOutput.path(for: output, token: token), of: earlier, note: note) else {
                 return nil
             }
         }
@@ -163,26 +143,8 @@ final class ResultReuse: CoordinatorPart {
                 return nil
             }
             for (target, file) in zip(targets, files.files) {
-                guard access(file.path, R_OK) == 0 else {
-                    note("\(file.path) cannot be read on this host")
-                    return nil
-                }
-                if let now = FileStamp(path: file.path)?.size, now != file.size {
-                    note("\(file.path) changed since it was published (\(now) bytes, not \(file.size)); that result is forgotten")
-                    try? await store.results.forget(key: earlier.key, jobID: earlier.jobID)  // if the queue does not answer, the next job finds it changed again
-                    return nil
-                }
-                switch await VerifiedCopy.copy(file.path, to: StagedOutput.path(for: target, token: token), sha256: file.sha256) {
-                case .copied:
-                    break
-                case .changed(let found):
-                    note("\(file.path) changed since it was published (SHA-256 \(found), not \(file.sha256)); that result is forgotten")
-                    try? await store.results.forget(key: earlier.key, jobID: earlier.jobID)  // if the queue does not answer, the next job finds it changed again
-                    return nil
-                case .failed(let message):
-                    note(message)
-                    return nil
-                }
+                guard await copyChecked(file.path, sha256: file.sha256, size: file.size, to: StagedOutput.path(for: target, token: token), of: earlier,
+                                        note: note) else { return nil }
             }
         }
         if let stream = manifest.stream {
@@ -209,6 +171,32 @@ final class ResultReuse: CoordinatorPart {
         return StagedResult(report: report)
     }
 
+    /// Copies `from`, as `earlier` published it (`sha256`, `size`), to `target`, hashing it as it is copied.
+    /// false (with a notice) when it cannot be read on this host, could not be copied, or changed since (another
+    /// size is known without reading it): then that result is forgotten.
+    private func copyChecked(_ from: String, sha256: String, size: Int64?, to target: String, of earlier: ReusableResult,
+                             note: (String) -> Void) async -> Bool {
+        guard access(from, R_OK) == 0 else {
+            note("\(from) cannot be read on this host")
+            return false
+        }
+        var changed: String?
+        if let size, let now = FileStamp(path: from)?.size, now != size {
+            changed = "\(now) bytes, not \(size)"
+        } else {
+            switch await VerifiedCopy.copy(from, to: target, sha256: sha256) {
+            case .copied: return true
+            case .changed(let found): changed = "SHA-256 \(found), not \(sha256)"
+            case .failed(let message):
+                note(message)
+                return false
+            }
+        }
+        note("\(from) changed since it was published (\(changed ?? "")); that result is forgotten")
+        try? await store.results.forget(key: earlier.key, jobID: earlier.jobID)  // if the queue does not answer, the next job finds it changed again
+        return false
+    }
+
     /// Writes the earlier package's files under the staged folder `staged`, each copied and checked against
     /// its SHA-256, then the marker with this attempt's `token`. false (with a notice) when one cannot be
     /// copied or changed since it was published (then the result is forgotten); the caller removes the folder.
@@ -226,31 +214,14 @@ final class ResultReuse: CoordinatorPart {
                 note("it names \(file.path) in its package")
                 return false
             }
-            let (from, target) = (package.folder + "/" + file.path, staged + "/" + file.path)
-            guard access(from, R_OK) == 0 else {
-                note("\(from) cannot be read on this host")
-                return false
-            }
-            if let now = FileStamp(path: from)?.size, now != file.size {
-                note("\(from) changed since it was published (\(now) bytes, not \(file.size)); that result is forgotten")
-                try? await store.results.forget(key: earlier.key, jobID: earlier.jobID)  // if the queue does not answer, the next job finds it changed again
-                return false
-            }
+            let target = staged + "/" + file.path
             let folder = (target as NSString).deletingLastPathComponent
             do { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch {
                 note("cannot make \(folder): \(error.localizedDescription)")
                 return false
             }
             writing.touch()
-            switch await VerifiedCopy.copy(from, to: target, sha256: file.sha256) {
-            case .copied:
-                break
-            case .changed(let found):
-                note("\(from) changed since it was published (SHA-256 \(found), not \(file.sha256)); that result is forgotten")
-                try? await store.results.forget(key: earlier.key, jobID: earlier.jobID)  // if the queue does not answer, the next job finds it changed again
-                return false
-            case .failed(let message):
-                note(message)
+            guard await copyChecked(package.folder + "/" + file.path, sha256: file.sha256, size: file.size, to: target, of: earlier, note: note) else {
                 return false
             }
         }
@@ -290,34 +261,18 @@ final class ResultReuse: CoordinatorPart {
             // Each picture read back from where it was published.
             var files: [ReusedFiles.File] = []
             for path in StagedOutput.picturePaths(of: manifest, numbered: numbered) {
-                let hash: ContentHash
-                do { hash = try await ContentHash.reading(path) } catch {
-                    events(.notice("job \(job.id): cannot read back \(path) to record its result for reuse: \(error)"))
-                    return nil
-                }
-                guard let stamp = FileStamp(path: path) else {
-                    events(.notice("job \(job.id): \(path) is gone since it was published; its result is not recorded for reuse"))
-                    return nil
-                }
-                files.append(ReusedFiles.File(path: path, sha256: hash.sha256, size: stamp.size))
+                guard let (hash, size) = await readBack(path, of: job) else { return nil }
+                files.append(ReusedFiles.File(path: path, sha256: hash.sha256, size: size))
             }
             result.files = ReusedFiles(numbered: numbered, files: files)
         }
         if let stream = manifest.stream {
-            guard let package = await readBack(stream.output, of: job) else { return nil }
+            guard let package = await readBackPackage(stream.output, of: job) else { return nil }
             result.files = ReusedFiles(numbered: result.files?.numbered, files: result.files?.files ?? [], package: package)
         }
         if let output = result.output {
-            let hash: ContentHash
-            do { hash = try await ContentHash.reading(output) } catch {
-                events(.notice("job \(job.id): cannot read back \(output) to record its result for reuse: \(error)"))
-                return nil
-            }
-            guard let stamp = FileStamp(path: output) else {
-                events(.notice("job \(job.id): \(output) is gone since it was published; its result is not recorded for reuse"))
-                return nil
-            }
-            (result.sha256, result.size, outputHash) = (hash.sha256, stamp.size, hash)
+            guard let (hash, size) = await readBack(output, of: job) else { return nil }
+            (result.sha256, result.size, outputHash) = (hash.sha256, size, hash)
         }
         if let path = manifest.report, let data = FileManager.default.contents(atPath: path), data.count <= ReusableResult.reportLimit {
             result.report = String(decoding: data, as: UTF8.self)
@@ -326,25 +281,30 @@ final class ResultReuse: CoordinatorPart {
         return outputHash
     }
 
+    /// A file as published, read back: its hash and size. nil (with a notice) when it cannot be.
+    private func readBack(_ path: String, of job: Job) async -> (hash: ContentHash, size: Int64)? {
+        let hash: ContentHash
+        do { hash = try await ContentHash.reading(path) } catch {
+            events(.notice("job \(job.id): cannot read back \(path) to record its result for reuse: \(error)"))
+            return nil
+        }
+        guard let stamp = FileStamp(path: path) else {
+            events(.notice("job \(job.id): \(path) is gone since it was published; its result is not recorded for reuse"))
+            return nil
+        }
+        return (hash, stamp.size)
+    }
+
     /// The package published at `folder`: each file read back and hashed. nil (with a notice) when one cannot be.
-    private func readBack(_ folder: String, of job: Job) async -> ReusedFiles.Package? {
+    private func readBackPackage(_ folder: String, of job: Job) async -> ReusedFiles.Package? {
         guard let names = PackageFolder.files(of: folder) else {
             events(.notice("job \(job.id): cannot read back the package \(folder) to record its result for reuse"))
             return nil
         }
         var files: [ReusedFiles.File] = []
         for name in names {
-            let path = folder + "/" + name
-            let hash: ContentHash
-            do { hash = try await ContentHash.reading(path) } catch {
-                events(.notice("job \(job.id): cannot read back \(path) to record its result for reuse: \(error)"))
-                return nil
-            }
-            guard let stamp = FileStamp(path: path) else {
-                events(.notice("job \(job.id): \(path) is gone since it was published; its result is not recorded for reuse"))
-                return nil
-            }
-            files.append(ReusedFiles.File(path: name, sha256: hash.sha256, size: stamp.size))
+            guard let (hash, size) = await readBack(folder + "/" + name, of: job) else { return nil }
+            files.append(ReusedFiles.File(path: name, sha256: hash.sha256, size: size))
         }
         return ReusedFiles.Package(folder: folder, files: files)
     }
