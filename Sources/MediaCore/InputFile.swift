@@ -238,6 +238,10 @@ public final class InputFile {
         public var timestamps: [Int64]
         /// Those of the keyframes among them.
         public var keyframes: [Int64] = []
+
+        public init(entries: Int, endOffset: Int64, bytes: Int64, timestamps: [Int64], keyframes: [Int64] = []) {
+            (self.entries, self.endOffset, self.bytes, self.timestamps, self.keyframes) = (entries, endOffset, bytes, timestamps, keyframes)
+        }
     }
 
     public func index(of streamIndex: Int) -> StreamIndex? {

@@ -3,7 +3,7 @@ import MediaCore
 import MediaTime
 
 /// A package made without encoding, as `ffmpeg -c copy -f hls` makes one: the source's H.264 video and AAC
-/// audio copied packet for packet into CMAF tracks. Each segment begins at the source keyframe nearest each
+/// audio, from MP4, MOV or Matroska, copied packet for packet into CMAF tracks. Each segment begins at the source keyframe nearest each
 /// multiple of the segment duration (chosen from the container's index before anything is written); the
 /// audio is cut before its first AAC frame at or after each video cut. A source whose keyframes are further
 /// apart than the segment duration is refused before any work, naming its longest GOP.
@@ -36,9 +36,9 @@ struct PackageCopier {
         let subtitles = try settings.subtitleLanguages.map {
             try SubtitleRendition(language: $0, sources: sources, mapping: composition.timeMapping, limits: settings.limits, interrupter: writer.interrupter)
         }
-        let index = try videoIndex(input: input, video: video, path: path)
+        let (index, decodeTimes) = try videoIndex(input: input, video: video, path: path)
         let cuts = try keyframeCuts(index, video: video, duration: composition.timeMapping.duration, path: path)
-        var report = try write(input: input, video: video, codecs: videoCodecs, audio: audio, cuts: cuts, packets: index.entries)
+        var report = try write(input: input, video: video, codecs: videoCodecs, audio: audio, cuts: cuts, packets: index.entries, decodeTimes: decodeTimes)
         try writer.addSubtitles(subtitles, to: &report)
         writer.progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
         report.seconds = Date().timeIntervalSince(started)
@@ -80,19 +80,52 @@ struct PackageCopier {
         return cuts
     }
 
-    /// The video's index (every packet's decode time, its keyframes' in order) from an MP4 or MOV, which holds
-    /// every one. Other containers are refused: Matroska's cues may not list every keyframe, and its
-    /// timestamps carry no edit list to take away the B-frames' delay.
-    private func videoIndex(input: InputFile, video: StreamInfo, path: String) throws -> InputFile.StreamIndex {
-        guard input.container.formatName.contains("mov"), let index = input.index(of: video.index), !index.keyframes.isEmpty else {
-            throw ExportError("\(path): a passthrough package copies from MP4 or MOV, whose index holds every keyframe and time (this is "
-                              + "\(input.container.formatName)): remux it to MP4 (ffmpeg -c copy), or leave out \"mode\" to encode a ladder")
+    /// The video's index (every packet's decode time, its keyframes' in order). An MP4 or MOV holds every one.
+    /// A Matroska file is read through once for it (its cues may not list every keyframe), and its decode
+    /// times, which it does not store, are made from its presentation times (`DecodeTimes`), returned with it.
+    /// Other containers are refused.
+    private func videoIndex(input: InputFile, video: StreamInfo, path: String) throws -> (InputFile.StreamIndex, decodeTimes: [Int64]?) {
+        let format = input.container.formatName
+        if format.contains("mov") {
+            guard let index = input.index(of: video.index), !index.keyframes.isEmpty else {
+                throw ExportError("\(path): its index lists no keyframe of its video: remux it (ffmpeg -c copy), or leave out \"mode\" to encode a ladder")
+            }
+            return (index, nil)
         }
-        return index
+        guard format.contains("matroska") else {
+            throw ExportError("\(path): a passthrough package copies from MP4, MOV or Matroska (this is \(format)): remux it to MP4 (ffmpeg -c copy), "
+                              + "or leave out \"mode\" to encode a ladder")
+        }
+        let scan = try InputFile(path: path, limits: settings.limits, interrupter: writer.interrupter)
+        scan.discardAll(except: [video.index])
+        var presentation: [Int64] = [], keys: [Bool] = []
+        var packet = Packet()
+        while try scan.read(into: &packet) == .packet {
+            guard packet.streamIndex == video.index else { continue }
+            guard let pts = packet.pts else {
+                throw ExportError("\(path): its video packet \(presentation.count + 1) has no time: remux it to MP4 (ffmpeg -c copy), or leave out \"mode\" to encode")
+            }
+            presentation.append(pts)
+            keys.append(packet.isKeyframe)
+            if presentation.count % 4096 == 0 {
+                writer.progress(ExportProgress(fraction: 0, phase: "indexing", framesPerSecond: nil, eta: nil))
+                writer.interrupter.progressed()
+                if let reason = writer.interrupter.reason { throw MediaFileError.interrupted(path: settings.folder, reason) }
+            }
+        }
+        guard let decode = DecodeTimes.make(presentation) else {
+            throw ExportError("\(path): its video's presentation times repeat, or are reordered by more than \(DecodeTimes.deepest) pictures: "
+                              + "leave out \"mode\" to encode a ladder")
+        }
+        var index = InputFile.StreamIndex(entries: decode.count, endOffset: 0, bytes: 0, timestamps: decode)
+        index.keyframes = zip(decode, keys).filter(\.1).map(\.0)
+        guard !index.keyframes.isEmpty else { throw ExportError("\(path): its video has no keyframe to begin a segment at") }
+        return (index, decode)
     }
 
+    /// `decodeTimes`: the video packets' decode times in the order they are read, when the container stores none.
     private func write(input: InputFile, video: StreamInfo, codecs: String, audio: [(name: String, language: String?, stream: StreamInfo)],
-                       cuts: Set<Int64>, packets total: Int) throws -> StreamReport {
+                       cuts: Set<Int64>, packets total: Int, decodeTimes: [Int64]?) throws -> StreamReport {
         let videoTrack = try SegmentedTrack(kind: .video, name: "video-1", settings: settings)
         try videoTrack.begin(stream: try videoTrack.file.addStream(copying: video.index, of: input, timeBase: video.timeBase), codecs: codecs)
         let audioTracks = try audio.map { a -> SegmentedTrack in
@@ -102,6 +135,8 @@ struct PackageCopier {
         }
         let audioIndex = Dictionary(uniqueKeysWithValues: audio.enumerated().map { ($1.stream.index, $0) })
         let lengthSize = NALUnits.lengthSize(codec: "h264", extradata: video.extradata) ?? 4
+        // A frame's length in the video's ticks, for the last packet of a container that gives none.
+        let frameTicks = video.averageFrameRate.flatMap { MediaTime(value: Int64($0.denominator), timescale: max($0.numerator, 1)).count(in: video.timeBase) } ?? 0
         input.discardAll(except: Set([video.index] + audio.map(\.stream.index)))
         // Times from the video's first presentation; audio waits until the video has been read past it, so that
         // every cut before it is known.
@@ -109,6 +144,8 @@ struct PackageCopier {
         var boundaries: [MediaTime] = [], applied = Array(repeating: 0, count: audio.count)
         var pending: [PacketBox] = []
         var videoRead = MediaTime(value: Int64.min / 4, timescale: 1)
+        // Where each audio track's next frame goes, in its samples, when the container's times are coarser than them.
+        var nextFrame = [Int64?](repeating: nil, count: audio.count)
         func writeAudio(_ box: PacketBox) throws {
             let i = audioIndex[box.packet.streamIndex]!, stream = audio[i].stream, track = audioTracks[i]
             let pts = MediaTime(count: box.packet.pts ?? box.packet.dts ?? 0, timeBase: stream.timeBase) - zero
@@ -117,12 +154,28 @@ struct PackageCopier {
                 applied[i] += 1
             }
             try retime(&box.packet, from: stream.timeBase, zero: zero, into: track)
+            if decodeTimes != nil, stream.frameSize > 0, let time = box.packet.pts {
+                // Matroska's milliseconds put an AAC frame 21 or 22 ms after the last, not 1024 samples: each frame
+                // follows the last whole, unless the source leaves a gap of more than half a frame.
+                let size = Int64(stream.frameSize)
+                let placed = nextFrame[i].flatMap { abs($0 - time) < size / 2 ? $0 : nil } ?? time
+                box.packet.retime(pts: placed, dts: placed, duration: size, streamIndex: box.packet.streamIndex)
+                nextFrame[i] = placed + size
+            }
             try track.write(&box.packet)
         }
         var packet = Packet()
         var count = 0
         while try input.read(into: &packet) == .packet {
             if packet.streamIndex == video.index {
+                if let decodeTimes {
+                    // The file read again holds the packets it held when it was indexed, unless it changed meanwhile.
+                    guard count < decodeTimes.count else { throw ExportError("\(input.path) changed while it was copied: it holds more video than when it was indexed") }
+                    let next = count + 1 < decodeTimes.count ? decodeTimes[count + 1] - decodeTimes[count] : nil
+                    // From the decode times, not the container's rounded durations (Matroska: 33 ms for 33.3).
+                    let duration = next ?? (packet.duration > 0 ? packet.duration : frameTicks)
+                    packet.retime(pts: packet.pts, dts: decodeTimes[count], duration: duration, streamIndex: packet.streamIndex)
+                }
                 let pts = MediaTime(count: packet.pts ?? packet.dts ?? 0, timeBase: video.timeBase) - zero
                 if count == 0 || (packet.isKeyframe && packet.dts.map(cuts.contains) == true) {
                     // A sync sample may be an open GOP's I picture (a recovery point): no segment can begin there.

@@ -56,17 +56,48 @@ import Testing
         #expect(played.isEmpty, "\(played)")
     }
 
-    /// Matroska is refused, naming the way past: its cues may not list every keyframe, and its times carry
-    /// no edit list for the B-frames' delay.
-    @Test func aMatroskaSourceIsRefusedWithTheWayPast() async throws {
+    /// Decode times from presentation times: the i-th smallest, delayed by the reordering's depth in pictures.
+    @Test func decodeTimesAreMadeFromPresentationTimes() {
+        #expect(DecodeTimes.make([0, 1, 2]) == [0, 1, 2], "no reordering")
+        #expect(DecodeTimes.make([0, 3, 1, 2]) == [-1, 0, 1, 2], "I P B B")
+        #expect(DecodeTimes.make([0, 4, 2, 1, 3]) == [-2, -1, 0, 1, 2], "a pyramid of B-frames")
+        #expect(DecodeTimes.make([0, 100, 33, 67, 200, 133, 167]) == [-33, 0, 33, 67, 100, 133, 167], "Matroska's milliseconds")
+        #expect(DecodeTimes.make([0, 1, 1]) == nil, "a presentation time twice")
+        #expect(DecodeTimes.make(Array((0..<40).reversed())) == nil, "reordered deeper than 16 pictures")
+        #expect(DecodeTimes.make([]) == [])
+    }
+
+    /// The same 10 s remuxed to Matroska, which stores neither every keyframe in its cues nor any decode time:
+    /// read through once for its index, its decode times made from its presentation times, and copied as from
+    /// MP4: five segments of 2 s, every packet the source's, the first frame at 0, played to the last frame.
+    /// A transport stream is refused, naming the way past.
+    @Test func aMatroskaSourceIsIndexedAndCopiedAndATransportStreamRefused() async throws {
         let folder = try TestPaths.makeTemporaryFolder("stream-copy-mkv")
         let mkv = folder.appendingPathComponent("gop1s.mkv").path
         try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", MediaFixture.bframesGOP1sMP4.path, "-c", "copy", mkv])
+        let (package, report) = try await Self.package(mkv, segment: MediaTime(value: 2, timescale: 1))
+        let video = try #require(report.tracks.first { $0.kind == .video })
+        #expect(report.tracks.map(\.folder) == ["video-1", "audio"])
+        #expect(video.segments.map { Double($0.duration) / Double(video.timescale) } == [2, 2, 2, 2, 2], "\(video.segments)")
+        for track in report.tracks {
+            let kind = track.kind == .video ? "v" : "a"
+            #expect(try Self.packetHashes(try StreamChecker.joined(package, track), kind) == (try Self.packetHashes(mkv, kind)),
+                    "\(track.folder): packets differ from the source's")
+        }
+        let frames = try StreamChecker.frames(package, video)
+        #expect(frames.count == 300 && frames.filter(\.key).count == 10 && abs((frames.first?.time ?? 1)) < 0.0001, "\(frames.prefix(3))")
+        let findings = try StreamChecker.check(folder: package, report: report, copied: true)
+        #expect(findings.isEmpty, "\(findings)")
+        let played = try StreamChecker.playEachRung(folder: package, report: report)
+        #expect(played.isEmpty, "\(played)")
+
+        let ts = folder.appendingPathComponent("gop1s.ts").path
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", MediaFixture.bframesGOP1sMP4.path, "-c", "copy", ts])
         await #expect {
-            _ = try await Self.package(mkv, segment: MediaTime(value: 3, timescale: 1))
+            _ = try await Self.package(ts, segment: MediaTime(value: 2, timescale: 1))
         } throws: { error in
             let text = "\(error)"
-            return text.contains("copies from MP4 or MOV") && text.contains("remux it to MP4") && text.contains("matroska")
+            return text.contains("H.264") && text.contains("leave out \"mode\"")
         }
     }
 
