@@ -84,6 +84,11 @@ extension JobManifest {
     public static let streamEntryPoints: [StreamFormat: String] = [.hls: "master.m3u8", .dash: "manifest.mpd"]
 }
 
+extension JobManifest.StreamSettings {
+    /// The entry points of the package's presentations (`JobManifest.streamEntryPoints`).
+    public var entryPoints: [String] { formats.compactMap { JobManifest.streamEntryPoints[$0] } }
+}
+
 /// How a package's segments are stored.
 public enum StreamContainer: String, Sendable, Hashable, CaseIterable, Codable {
     /// CMAF: fragmented MPEG-4 (an `init.mp4` and `.m4s` segments per track), read by HLS and DASH alike.

@@ -147,8 +147,7 @@ extension Walker {
         return nil
     }
 
-    /// The package's folder: a path under the output roots, not an object prefix (not yet).
-    /// A folder, or an object prefix (`s3://BUCKET/PREFIX`, its files objects under it); a trailing "/" left out.
+    /// The package's place under the output roots: a folder, or an object prefix (`s3://BUCKET/PREFIX`, its files objects under it); a trailing "/" left out.
     private mutating func streamFolder(_ value: JSONValue?, _ p: String) -> String? {
         if case .string(let raw)? = value, raw.hasSuffix("/") {
             return path(.string(String(raw.dropLast(raw.count > 1 ? 1 : 0))), p, required: true, output: true)

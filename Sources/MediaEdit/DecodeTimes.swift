@@ -9,9 +9,12 @@ enum DecodeTimes {
     /// frames share a presentation time or the reordering is deeper than `deepest` pictures.
     static func make(_ presentation: [Int64]) -> [Int64]? {
         let sorted = presentation.sorted()
-        guard zip(sorted, sorted.dropFirst()).allSatisfy({ $0 < $1 }) else { return nil }
-        // Before the first frame shown, one frame's step earlier per picture of delay.
-        let step = sorted.count > 1 ? sorted[1] - sorted[0] : 1
+        // Times a file gives: far enough from the ends of Int64 that no step below can overflow.
+        let bound = Int64.max / 4
+        guard zip(sorted, sorted.dropFirst()).allSatisfy({ $0 < $1 }), sorted.allSatisfy({ abs($0) < bound }) else { return nil }
+        // Before the first frame shown, one shortest frame earlier per picture of delay.
+        let step = zip(sorted, sorted.dropFirst()).map { $1 - $0 }.min() ?? 1
+        guard step <= bound / Int64(deepest + 1) else { return nil }
         for depth in 0...deepest {
             var times: [Int64] = []
             times.reserveCapacity(sorted.count)

@@ -36,9 +36,9 @@ struct PackageCopier {
         let subtitles = try settings.subtitleLanguages.map {
             try SubtitleRendition(language: $0, sources: sources, mapping: composition.timeMapping, limits: settings.limits, interrupter: writer.interrupter)
         }
-        let (index, decodeTimes) = try videoIndex(input: input, video: video, path: path)
+        let (index, timing) = try videoIndex(input: input, video: video, path: path)
         let cuts = try keyframeCuts(index, video: video, duration: composition.timeMapping.duration, path: path)
-        var report = try write(input: input, video: video, codecs: videoCodecs, audio: audio, cuts: cuts, packets: index.entries, decodeTimes: decodeTimes)
+        var report = try write(input: input, video: video, codecs: videoCodecs, audio: audio, cuts: cuts, packets: index.entries, timing: timing)
         try writer.addSubtitles(subtitles, to: &report)
         writer.progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
         report.seconds = Date().timeIntervalSince(started)
@@ -84,7 +84,7 @@ struct PackageCopier {
     /// A Matroska file is read through once for it (its cues may not list every keyframe), and its decode
     /// times, which it does not store, are made from its presentation times (`DecodeTimes`), returned with it.
     /// Other containers are refused.
-    private func videoIndex(input: InputFile, video: StreamInfo, path: String) throws -> (InputFile.StreamIndex, decodeTimes: [Int64]?) {
+    private func videoIndex(input: InputFile, video: StreamInfo, path: String) throws -> (InputFile.StreamIndex, timing: PacketTimes?) {
         let format = input.container.formatName
         if format.contains("mov") {
             guard let index = input.index(of: video.index), !index.keyframes.isEmpty else {
@@ -120,12 +120,19 @@ struct PackageCopier {
         var index = InputFile.StreamIndex(entries: decode.count, endOffset: 0, bytes: 0, timestamps: decode)
         index.keyframes = zip(decode, keys).filter(\.1).map(\.0)
         guard !index.keyframes.isEmpty else { throw ExportError("\(path): its video has no keyframe to begin a segment at") }
-        return (index, decode)
+        return (index, PacketTimes(presentation: presentation, decode: decode))
     }
 
-    /// `decodeTimes`: the video packets' decode times in the order they are read, when the container stores none.
+    /// The video packets' presentation times as indexed, in the order they are read, and the decode times made
+    /// from them (a container that stores none).
+    struct PacketTimes {
+        var presentation: [Int64]
+        var decode: [Int64]
+    }
+
+    /// `timing`: the video's times when the container stores no decode times.
     private func write(input: InputFile, video: StreamInfo, codecs: String, audio: [(name: String, language: String?, stream: StreamInfo)],
-                       cuts: Set<Int64>, packets total: Int, decodeTimes: [Int64]?) throws -> StreamReport {
+                       cuts: Set<Int64>, packets total: Int, timing: PacketTimes?) throws -> StreamReport {
         let videoTrack = try SegmentedTrack(kind: .video, name: "video-1", settings: settings)
         try videoTrack.begin(stream: try videoTrack.file.addStream(copying: video.index, of: input, timeBase: video.timeBase), codecs: codecs)
         let audioTracks = try audio.map { a -> SegmentedTrack in
@@ -153,14 +160,18 @@ struct PackageCopier {
                 try track.cut(at: nil)
                 applied[i] += 1
             }
-            try retime(&box.packet, from: stream.timeBase, zero: zero, into: track)
-            if decodeTimes != nil, stream.frameSize > 0, let time = box.packet.pts {
+            if timing != nil, stream.frameSize > 0, stream.sampleRate > 0 {
                 // Matroska's milliseconds put an AAC frame 21 or 22 ms after the last, not 1024 samples: each frame
-                // follows the last whole, unless the source leaves a gap of more than half a frame.
-                let size = Int64(stream.frameSize)
-                let placed = nextFrame[i].flatMap { abs($0 - time) < size / 2 ? $0 : nil } ?? time
-                box.packet.retime(pts: placed, dts: placed, duration: size, streamIndex: box.packet.streamIndex)
+                // follows the last whole (counted in samples), unless the source's time is more than half a frame
+                // away from there (a gap), or it gives none.
+                let rate = Rational(1, Int32(clamping: stream.sampleRate)), size = Int64(stream.frameSize)
+                let given = box.packet.pts.flatMap { (MediaTime(count: $0, timeBase: stream.timeBase) - zero).count(in: rate) }
+                let placed = nextFrame[i].flatMap { next in given.map { abs(next - $0) < size / 2 } ?? true ? next : nil } ?? given ?? 0
                 nextFrame[i] = placed + size
+                let at = { (samples: Int64) in MediaTime(count: samples, timeBase: rate).count(in: track.timeBase) }
+                box.packet.retime(pts: at(placed), dts: at(placed), duration: (at(placed + size) ?? 0) - (at(placed) ?? 0), streamIndex: track.stream)
+            } else {
+                try retime(&box.packet, from: stream.timeBase, zero: zero, into: track)
             }
             try track.write(&box.packet)
         }
@@ -168,9 +179,11 @@ struct PackageCopier {
         var count = 0
         while try input.read(into: &packet) == .packet {
             if packet.streamIndex == video.index {
-                if let decodeTimes {
+                if let decodeTimes = timing?.decode, let presentation = timing?.presentation {
                     // The file read again holds the packets it held when it was indexed, unless it changed meanwhile.
-                    guard count < decodeTimes.count else { throw ExportError("\(input.path) changed while it was copied: it holds more video than when it was indexed") }
+                    guard count < decodeTimes.count, packet.pts == presentation[count] else {
+                        throw ExportError("\(input.path) changed while it was copied: its video packet \(count + 1) is not the one indexed")
+                    }
                     let next = count + 1 < decodeTimes.count ? decodeTimes[count + 1] - decodeTimes[count] : nil
                     // From the decode times, not the container's rounded durations (Matroska: 33 ms for 33.3).
                     let duration = next ?? (packet.duration > 0 ? packet.duration : frameTicks)
@@ -207,6 +220,9 @@ struct PackageCopier {
             }
         }
         for box in pending { try writeAudio(box) }
+        if let timing, count != timing.decode.count {
+            throw ExportError("\(input.path) changed while it was copied: \(count) video packets read, \(timing.decode.count) when it was indexed")
+        }
         try videoTrack.finish()
         for track in audioTracks { try track.finish() }
         let duration = writer.composition.timeMapping.duration

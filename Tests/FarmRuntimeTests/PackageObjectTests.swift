@@ -92,7 +92,9 @@ import Testing
             #expect(theirsMessage.contains("s3://\(bucket)/out/theirs: holds s3://\(bucket)/out/theirs/master.m3u8, and no .mediafarm-package.json"), "\(theirsMessage)")
             #expect(try await Self.keys(s3, bucket, "out/theirs") == ["master.m3u8"])
 
-            // Replaced with "overwrite" by a package of 5 s segments: nothing of the 2 s one is left.
+            // Replaced with "overwrite" by a package of 5 s segments: nothing of the 2 s one is left, and an object
+            // the farm did not make, beside it under the prefix, is left as it was.
+            try await s3.put(S3Location(bucket: bucket, key: "out/show/notes.txt"), body: ByteBuffer(string: "mine"))
             let replaced = try farm.submit(roots + [try farm.manifest("replaced", Self.manifest("replaced", bucket: bucket, prefix: "out/show", segmentSeconds: 5,
                                                                                                   overwrite: true))])[0]
             let replacing = try drain()
@@ -103,6 +105,14 @@ import Testing
             let newReport = try ChunkedPackageTests.streamReport(farm.out.appendingPathComponent("replaced.json").path)
             #expect(try StreamChecker.check(folder: try await Self.download(s3, bucket, "out/show"), report: newReport).isEmpty)
             #expect(replacing.log.contains("object(s) left from the package replaced"), "\(replacing.log)")
+            #expect(now.contains("notes.txt"))
+            let notes = try await s3.get(S3Location(bucket: bucket, key: "out/show/notes.txt"))
+            #expect(String(buffer: notes.bytes) == "mine")
+            let marker = try await s3.get(S3Location(bucket: bucket, key: "out/show/.mediafarm-package.json"))
+            let markerJSON = try JSONSerialization.jsonObject(with: Data(marker.bytes.readableBytesView)) as? [String: Any]
+            #expect(markerJSON?["replacing"] == nil && (markerJSON?["files"] as? [String])?.contains("video-1/2.m4s") == true, "\(markerJSON ?? [:])")
+            #expect((markerJSON?["files"] as? [String])?.last == "manifest.mpd" || (markerJSON?["files"] as? [String])?.last == "master.m3u8",
+                    "the entry points are published last")
             await s3.shutdown()
         } catch {
             await s3.shutdown()  // a client left open ends the whole test process: the failure is reported instead
@@ -137,6 +147,15 @@ import Testing
                                                 environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
             #expect(refused.status == 2 && refused.stderr.contains("$.stream.chunkSeconds: a package made in chunks shares them through a folder"), "\(refused.stderr)")
             #expect(try await Self.keys(s3, bucket, "out/chunked").isEmpty)
+
+            // A marker that does not read is no package the farm answers for: refused even with "overwrite".
+            try await s3.put(S3Location(bucket: bucket, key: "out/junk/.mediafarm-package.json"), body: ByteBuffer(string: "{not json"))
+            let junk = try farm.manifest("junk", Self.manifest("junk", bucket: bucket, prefix: "out/junk", overwrite: true))
+            let junkRun = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", "--output-root", farm.out.path, "--output-root", "s3://\(bucket)/out", junk],
+                                                environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
+            #expect(junkRun.status == 1 && junkRun.stderr.contains("out/junk/.mediafarm-package.json: is no marker of a package MediaFarm made that it can read"),
+                    "\(junkRun.stderr)")
+            #expect(try await Self.keys(s3, bucket, "out/junk") == [".mediafarm-package.json"])
             await s3.shutdown()
         } catch {
             await s3.shutdown()  // a client left open ends the whole test process: the failure is reported instead

@@ -9,7 +9,7 @@ import Testing
 
 /// Packages made without encoding: the source's packets copied, cut at its keyframes.
 @Suite struct StreamPassthroughTests {
-    static func package(_ path: String, segment: MediaTime, subtitles: [String] = []) async throws -> (String, StreamReport) {
+    static func package(_ path: String, segment: MediaTime, subtitles: [String] = [], container: SegmentContainer = .cmaf) async throws -> (String, StreamReport) {
         let folder = try TestPaths.makeTemporaryFolder("stream-copy").appendingPathComponent("package").path
         var c = Composition()
         let duration = try await Asset(path: path).load(.duration)
@@ -17,8 +17,10 @@ import Testing
         var settings = StreamSettings(folder: folder, rungs: [], segmentDuration: segment)
         settings.passthrough = true
         settings.subtitleLanguages = subtitles
+        settings.container = container
         let report = try await StreamPackager(composition: c, settings: settings).package()
-        for file in StreamPlaylists.files(report) {
+        // An MPEG-TS package is HLS only (as the job writes it).
+        for file in StreamPlaylists.files(report) where container == .cmaf || file.path.hasSuffix(".m3u8") {
             try file.text.write(toFile: folder + "/" + file.path, atomically: true, encoding: .utf8)
         }
         return (folder, report)
@@ -90,6 +92,19 @@ import Testing
         #expect(findings.isEmpty, "\(findings)")
         let played = try StreamChecker.playEachRung(folder: package, report: report)
         #expect(played.isEmpty, "\(played)")
+        // Every AAC frame 1024 samples after the one before, not Matroska's 21 or 22 ms.
+        let audio = try #require(report.tracks.first { $0.kind == .audio })
+        let durations = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "a", "-show_entries", "packet=duration", "-of", "csv=p=0",
+                                                            try StreamChecker.joined(package, audio)]).stdout.split(separator: "\n")
+        #expect(durations.count > 400 && Set(durations.filter { $0 != "N/A" }) == ["1024"], "\(Set(durations))")
+        // The same into MPEG-TS segments (a 90 kHz clock): each AAC frame 1920 ticks after the one before.
+        let (tsPackage, tsReport) = try await Self.package(mkv, segment: MediaTime(value: 2, timescale: 1), container: .transportStream)
+        let tsAudio = try #require(tsReport.tracks.first { $0.kind == .audio })
+        let whole = folder.appendingPathComponent("audio.ts")
+        try Data(try tsAudio.segments.flatMap { try Data(contentsOf: URL(fileURLWithPath: "\(tsPackage)/\(tsAudio.folder)/\($0.file)")) }).write(to: whole)
+        let times = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "a", "-show_entries", "packet=pts", "-of", "csv=p=0", whole.path])
+            .stdout.split(whereSeparator: \.isNewline).compactMap { Int64($0.trimmingCharacters(in: CharacterSet(charactersIn: ","))) }
+        #expect(times.count > 400 && Set(zip(times, times.dropFirst()).map { $1 - $0 }) == [1920], "\(Set(zip(times, times.dropFirst()).map { $1 - $0 }))")
 
         let ts = folder.appendingPathComponent("gop1s.ts").path
         try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", MediaFixture.bframesGOP1sMP4.path, "-c", "copy", ts])

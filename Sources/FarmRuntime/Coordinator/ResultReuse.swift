@@ -153,7 +153,7 @@ final class ResultReuse: CoordinatorPart {
                 return nil
             }
             guard await stagePackage(package, of: earlier, to: StagedOutput.path(for: stream.output, token: token), token: token,
-                                     entryPoints: stream.formats.compactMap { JobManifest.streamEntryPoints[$0] }, note: note) else { return nil }
+                                     entryPoints: stream.entryPoints, note: note) else { return nil }
         }
         var report: String?
         if let path = manifest.report, let text = earlier.report {

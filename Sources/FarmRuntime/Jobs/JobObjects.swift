@@ -30,8 +30,9 @@ struct JobObjects: Sendable {
         guard succeeded else { return }
         let log: @Sendable (String) -> Void = { events(.log(level: "notice", message: $0)) }
         for final in objects {
-            if final == manifest.stream?.output {
-                try await PackageObjects.upload(writePath(final), to: final, allowExisting: manifest.overwrite, log: log)
+            if let stream = manifest.stream, final == stream.output {
+                try await PackageObjects.upload(writePath(final), to: final, token: runToken, entryPoints: stream.entryPoints, allowExisting: manifest.overwrite,
+                                                log: log)
             } else {
                 try await ObjectOutput.upload(writePath(final), to: final, allowExisting: manifest.overwrite, log: log)
             }

@@ -40,7 +40,7 @@ struct JobPackage {
         let inputs = manifest.readPaths
         let toObjects = PathRules.isObject(stream.output)
         if toObjects {
-            try await PackageObjects.checkBeforePublishing(stream.output, allowExisting: manifest.overwrite || stagingToken != nil)
+            _ = try await PackageObjects.checkBeforePublishing(stream.output, allowExisting: manifest.overwrite || stagingToken != nil)
         } else {
             try PackageFolder.checkBeforePublishing(stream.output, allowExisting: manifest.overwrite || stagingToken != nil, inputs: inputs)
             PackageWriting.sweepAbandoned(beside: stream.output)

@@ -24,6 +24,9 @@ enum PackageFolder {
         /// Every other file of the package, relative to its folder (what a package replaced under an object
         /// prefix leaves is known from it: a prefix is not listed). nil in a chunk's marker.
         var files: [String]?
+        /// Under an object prefix, while a package is replaced: the files of the one before that the new one
+        /// has not, deleted once it is published (a publication resumed finds them here).
+        var replacing: [String]?
     }
 
     /// Makes the staged folder, and the folders it is in (nothing may be at its name: each attempt's is its

@@ -1,110 +1,164 @@
 import FarmModel
 import Foundation
+import NIOCore
 import S3Client
 
 /// A streaming package bound for object storage (`"output": "s3://BUCKET/PREFIX"`): written whole into a
-/// staged folder in the spool folder, as a package bound for a folder is beside it, then uploaded one
-/// object per file under the prefix. The marker goes first (it says the prefix holds a package the farm
-/// made, so a retried publication may replace it), the entry points (`master.m3u8`, `manifest.mpd`) last:
-/// a reader who finds one finds every segment it names. A package there is replaced only with
-/// `"overwrite": true`, and nothing else there ever.
+/// staged folder in the spool folder, as a package bound for a folder is beside it, then published one
+/// object per file under the prefix. The publisher writes the marker first (the prefix holds a package the
+/// farm made: its files, and while it replaces one, what of that one is to be deleted), then the media, the
+/// media playlists, and the entry points (`master.m3u8`, `manifest.mpd`) last: on an empty prefix a reader
+/// who finds an entry point finds every file it names. A package there is replaced only with
+/// `"overwrite": true` (or by a retry of the job that made it); an object the farm did not make is never
+/// replaced, nor deleted.
 enum PackageObjects {
-    /// The files of the staged package at `folder` in the order they are published: the marker, the media,
-    /// the entry points. Each with its object's address under `prefix`.
+    /// The files of the staged package at `folder` but its marker, in the order they are published: media,
+    /// media playlists, entry points. Each with its object's address under `prefix`.
     static func files(of folder: String, prefix: String) throws -> [(file: String, address: String)] {
         guard let names = PackageFolder.files(of: folder) else {
             throw JobError("\(prefix): the finished package \(folder) cannot be read to upload it")
         }
+        return ordered(names).map { (folder + "/" + $0, prefix + "/" + $0) }
+    }
+
+    /// `names` in the order they are published.
+    static func ordered(_ names: [String]) -> [String] {
         let entryPoints = Set(JobManifest.streamEntryPoints.values)
-        let ordered = [PackageFolder.marker] + names.filter { !entryPoints.contains($0) } + names.filter(entryPoints.contains)
-        return ordered.map { (folder + "/" + $0, prefix + "/" + $0) }
+        let playlists = names.filter { $0.hasSuffix(".m3u8") && !entryPoints.contains($0) }
+        return names.filter { !$0.hasSuffix(".m3u8") && !entryPoints.contains($0) } + playlists + names.filter(entryPoints.contains)
     }
 
     /// The address of the marker of the package at `prefix`.
     static func markerAddress(_ prefix: String) -> String { prefix + "/" + PackageFolder.marker }
 
-    /// Whether `address` is one of the package at `prefix`'s objects.
-    static func holds(_ prefix: String, _ address: String) -> Bool { address.hasPrefix(prefix + "/") }
+    /// The name of `address` in the package at `prefix`, or nil when it is none of its objects.
+    static func name(_ address: String, in prefix: String) -> String? {
+        address.hasPrefix(prefix + "/") ? String(address.dropFirst(prefix.count + 1)) : nil
+    }
+
+    /// Whether `uploads` hold a package for `prefix`: its objects, an entry point among them.
+    static func sent(_ uploads: [ObjectUpload], to prefix: String) -> Bool {
+        let entryPoints = Set(JobManifest.streamEntryPoints.values)
+        return uploads.contains { name($0.address, in: prefix).map(entryPoints.contains) == true }
+    }
 
     /// What the prefix holds where a package would go.
     struct Earlier {
-        /// The package the farm made there (its marker's files), replaced with `"overwrite": true`.
-        var package: [String]?
-        /// Whether the objects of the new package may replace what is at their addresses: only over a package.
-        var replaces: Bool { package != nil }
+        /// A package the farm made is there (its marker).
+        var isPackage = false
+        /// Its files and those it was replacing: the farm's, which the new package may replace.
+        var known: Set<String> = []
+        /// What the publication that wrote it was to delete once published.
+        var replacing: [String] = []
     }
 
-    /// What is at `prefix` may be replaced by a package: no package's entry point, or (when `allowExisting`)
-    /// a package the farm made (its marker). Refuses, naming the way past, otherwise. A prefix is not listed
-    /// (a bucket's prefix may hold millions of objects): what is there besides is never replaced, since each
-    /// object is then written only where none is (`If-None-Match`).
-    static func checkBeforePublishing(_ prefix: String, allowExisting: Bool, s3: S3? = nil) async throws -> Earlier {
+    /// What is at `prefix` may take a package: no entry point of a presentation, or a package the farm made
+    /// (its marker) when `allowExisting` or it is the publication of `token` resumed. Refuses, naming the
+    /// way past, otherwise. A prefix is not listed (a bucket's prefix may hold millions of objects): what is
+    /// there besides is never replaced, since the objects the farm does not know are written only where
+    /// none is (`If-None-Match`).
+    static func checkBeforePublishing(_ prefix: String, allowExisting: Bool, token: String? = nil, s3: S3? = nil) async throws -> Earlier {
         let (location, client) = try ObjectOutput.target(markerAddress(prefix), s3)
-        var marker: S3Chunk?
-        do throws(S3Error) { marker = try await client.get(location) } catch where error.kind == .noSuchKey {
-            marker = nil
+        var found: S3Chunk?
+        do throws(S3Error) { found = try await client.get(location) } catch where error.kind == .noSuchKey {
+            found = nil
         } catch {
-            throw JobError("\(prefix): cannot read what is at the package's prefix: \(error.problem)", retryable: error.mayPass)
+            throw JobError("\(markerAddress(prefix)): cannot read whether a package is at the prefix: \(error.problem)", retryable: error.mayPass)
         }
-        if let marker {
-            guard allowExisting else {
+        if let found {
+            // A marker that does not read is no package the farm can answer for.
+            guard let marker = try? JSONDecoder().decode(PackageFolder.Marker.self, from: Data(found.bytes.readableBytesView)), let files = marker.files else {
+                throw JobError("\(markerAddress(prefix)): is no marker of a package MediaFarm made that it can read: nothing at the prefix is replaced; "
+                               + "delete that object if the package is the farm's, or name another prefix")
+            }
+            guard allowExisting || marker.token == token else {
                 throw JobError("\(prefix): holds another package (\(markerAddress(prefix))): set \"overwrite\": true at the manifest's top level "
                                + "to replace it, or name another prefix")
             }
-            let files = (try? JSONDecoder().decode(PackageFolder.Marker.self, from: Data(marker.bytes.readableBytesView)))?.files  // unreadable: nothing known to remove
-            return Earlier(package: files ?? [])
+            let replacing = marker.replacing ?? []
+            return Earlier(isPackage: true, known: Set(files + replacing), replacing: replacing)
         }
         for name in JobManifest.streamEntryPoints.values.sorted() {
             let (entry, _) = try ObjectOutput.target(prefix + "/" + name, s3)
             let exists: Bool
             do throws(S3Error) { exists = try await client.exists(entry) } catch {
-                throw JobError("\(prefix): cannot read what is at the package's prefix: \(error.problem)", retryable: error.mayPass)
+                throw JobError("\(prefix)/\(name): cannot read whether a presentation is at the prefix: \(error.problem)", retryable: error.mayPass)
             }
             if exists {
                 throw JobError("\(prefix): holds \(prefix)/\(name), and no \(PackageFolder.marker): a presentation MediaFarm did not make is never "
                                + "replaced; name another prefix")
             }
         }
-        return Earlier(package: nil)
+        return Earlier()
     }
 
-    /// Uploads the staged package at `folder` under `prefix` and removes what an earlier package there left
-    /// (without a coordinator: each object written whole, conditionally unless `allowExisting`).
-    static func upload(_ folder: String, to prefix: String, allowExisting: Bool, log: @Sendable (String) -> Void) async throws {
-        let earlier = try await checkBeforePublishing(prefix, allowExisting: allowExisting)
+    /// Uploads the staged package at `folder` under `prefix` (without a coordinator: each object written whole).
+    static func upload(_ folder: String, to prefix: String, token: String, entryPoints: [String], allowExisting: Bool,
+                       log: @Sendable (String) -> Void) async throws {
         let files = try files(of: folder, prefix: prefix)
-        for (file, address) in files {
-            try await ObjectOutput.upload(file, to: address, allowExisting: earlier.replaces, log: log)
+        try await publish(names: files.map { String($0.address.dropFirst(prefix.count + 1)) }, prefix: prefix, token: token, entryPoints: entryPoints,
+                          allowExisting: allowExisting, log: log) { name, mayReplace in
+            try await ObjectOutput.upload(folder + "/" + name, to: prefix + "/" + name, allowExisting: mayReplace, log: log)
         }
-        try await removeLeftovers(earlier, of: prefix, keeping: Set(files.map(\.address)), log: log)
     }
 
-    /// Completes the uploads of the package at `prefix` (the coordinator, under the lease) in the order they
-    /// were sent (`files(of:prefix:)`), then removes what an earlier package there left. A publication that
-    /// is `resuming` checks nothing before: its own marker may be there already.
-    static func complete(_ uploads: [ObjectUpload], prefix: String, allowExisting: Bool, resuming: Bool, log: @Sendable (String) -> Void) async throws {
-        guard uploads.contains(where: { $0.address == markerAddress(prefix) }) else {
-            throw JobError("\(prefix): the worker reported success but sent no package to publish")
+    /// Completes the uploads of the package at `prefix` (the coordinator, under the lease of `token`).
+    /// `resuming`: an interrupted publication of this attempt, gone on with.
+    static func complete(_ uploads: [ObjectUpload], prefix: String, token: String, entryPoints: [String], allowExisting: Bool,
+                         log: @Sendable (String) -> Void) async throws {
+        guard sent(uploads, to: prefix) else { throw JobError("\(prefix): the worker reported success but sent no package to publish") }
+        let byName = Dictionary(uploads.compactMap { upload in name(upload.address, in: prefix).map { ($0, upload) } }) { first, _ in first }
+        try await publish(names: Array(byName.keys), prefix: prefix, token: token, entryPoints: entryPoints, allowExisting: allowExisting, log: log) { name, mayReplace in
+            if let upload = byName[name] { try await ObjectOutput.complete(upload, allowExisting: mayReplace, log: log) }
         }
-        // Resumed: its own marker, completed first, is there; what it replaces is what the interrupted one did.
-        let earlier = try await checkBeforePublishing(prefix, allowExisting: allowExisting || resuming)
-        for upload in uploads {
-            try await ObjectOutput.complete(upload, allowExisting: earlier.replaces, log: log)
-        }
-        try await removeLeftovers(earlier, of: prefix, keeping: Set(uploads.map(\.address)), log: log)
     }
 
-    /// Deletes the objects of the package replaced that the new one does not have (its other rungs, segments
-    /// past its end), once the new one is published.
-    private static func removeLeftovers(_ earlier: Earlier, of prefix: String, keeping: Set<String>, log: @Sendable (String) -> Void) async throws {
-        let gone = (earlier.package ?? []).map { prefix + "/" + $0 }.filter { !keeping.contains($0) }
-        guard let first = gone.first else { return }
-        for address in gone {
-            let (location, client) = try ObjectOutput.target(address, nil)
-            do throws(S3Error) { try await client.delete(location) } catch {
-                log("\(address): left from the package replaced, and cannot be deleted: \(error.problem)")
+    /// The publication of the files `names` at `prefix`, each by `write` (told whether it may replace what is at
+    /// its address): the marker first, the files in their order, then what the package replaced deleted and
+    /// the marker written again without it.
+    private static func publish(names: [String], prefix: String, token: String, entryPoints: [String], allowExisting: Bool,
+                                log: @Sendable (String) -> Void, write: (String, Bool) async throws -> Void) async throws {
+        let earlier = try await checkBeforePublishing(prefix, allowExisting: allowExisting, token: token)
+        let replacing = earlier.known.subtracting(names).sorted()
+        let marker = PackageFolder.Marker(token: token, entryPoints: entryPoints, files: ordered(names), replacing: replacing.isEmpty ? nil : replacing)
+        try await putMarker(marker, at: prefix, replacing: earlier.isPackage)
+        do {
+            for name in ordered(names) { try await write(name, earlier.known.contains(name)) }
+        } catch {
+            // A prefix that held no package holds none: its objects written so far are the farm's, but nothing
+            // would say so (a later "overwrite" would otherwise take an object in the way for one of them).
+            if !earlier.isPackage, let (location, client) = try? ObjectOutput.target(markerAddress(prefix), nil) {
+                try? await client.delete(location)  // best effort: the publication's own error is the one to report
+            }
+            throw error
+        }
+        guard !replacing.isEmpty else { return }
+        var left: [String] = []
+        for name in replacing {
+            let (location, client) = try ObjectOutput.target(prefix + "/" + name, nil)
+            do throws(S3Error) { try await client.delete(location) } catch where error.kind == .noSuchKey {
+            } catch {
+                log("\(prefix)/\(name): left from the package replaced, and cannot be deleted yet: \(error.problem)")
+                left.append(name)
             }
         }
-        log("removed \(gone.count) object(s) left from the package replaced under \(prefix) (such as \(first))")
+        log("removed \(replacing.count - left.count) object(s) left from the package replaced under \(prefix) (such as \(replacing[0]))")
+        var done = marker
+        done.replacing = left.isEmpty ? nil : left
+        try await putMarker(done, at: prefix, replacing: true)
+    }
+
+    /// Writes the marker of the package at `prefix`: where none is, unless it replaces a package's.
+    private static func putMarker(_ marker: PackageFolder.Marker, at prefix: String, replacing: Bool) async throws {
+        let (location, client) = try ObjectOutput.target(markerAddress(prefix), nil)
+        let body: Data
+        do { body = try JSONEncoder().encode(marker) } catch { throw JobError("\(markerAddress(prefix)): cannot encode the marker: \(error)") }
+        do throws(S3Error) {
+            _ = try await client.put(location, body: ByteBuffer(bytes: body), contentType: "application/json", ifNoneMatch: !replacing)
+        } catch where error.kind == .alreadyExists {
+            throw JobError("\(prefix): a package appeared there meanwhile (\(markerAddress(prefix))): set \"overwrite\": true to replace it, or name another prefix")
+        } catch {
+            throw JobError("\(markerAddress(prefix)): cannot write the package's marker: \(error.problem)", retryable: error.mayPass)
+        }
     }
 }

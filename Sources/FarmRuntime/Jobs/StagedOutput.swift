@@ -67,9 +67,8 @@ public enum StagedOutput {
     /// all): a file under its staged name, an object as an upload whose parts were sent (`uploads`).
     public static func missing(_ manifest: JobManifest, token: String, uploads: [ObjectUpload] = [], numbered: NumberedOutputs? = nil) -> String? {
         finalPaths(of: manifest, numbered: numbered).first { final in
-            // A package's prefix: its marker was sent, and the rest with it.
-            let address = final == manifest.stream?.output ? PackageObjects.markerAddress(final) : final
-            return PathRules.isObject(final) ? !uploads.contains { $0.address == address } : !FileManager.default.fileExists(atPath: path(for: final, token: token))
+            if PathRules.isObject(final), final == manifest.stream?.output { return !PackageObjects.sent(uploads, to: final) }
+            return PathRules.isObject(final) ? !uploads.contains { $0.address == final } : !FileManager.default.fileExists(atPath: path(for: final, token: token))
         }
     }
 
@@ -108,9 +107,10 @@ public enum StagedOutput {
             toMove.insert(final)
         }
         for final in finals {
-            if PathRules.isObject(final), final == manifest.stream?.output {
-                try await PackageObjects.complete(uploads.filter { PackageObjects.holds(final, $0.address) }, prefix: final, allowExisting: allowExisting,
-                                                  resuming: resuming, log: log)
+            if PathRules.isObject(final), let stream = manifest.stream, final == stream.output {
+                // Resumed, the marker there is this attempt's own (its token).
+                try await PackageObjects.complete(uploads.filter { PackageObjects.name($0.address, in: final) != nil }, prefix: final, token: token,
+                                                  entryPoints: stream.entryPoints, allowExisting: allowExisting, log: log)
                 published.append(final)
                 continue
             }
