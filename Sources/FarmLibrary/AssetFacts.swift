@@ -1,3 +1,4 @@
+import FarmModel
 import Foundation
 import MediaTime
 
@@ -35,6 +36,9 @@ public struct AssetFacts: Sendable, Hashable, Codable {
     public var truePeak: Double?
     /// Its loudness range (EBU Tech 3342), LU.
     public var loudnessRange: Double?
+    /// A streaming package (its file is the package's entry point): its renditions, as the job that made it
+    /// measured them.
+    public var package: PackageSummary?
 
     public init(mediaType: LibraryMediaType, duration: MediaTime, size: Int64, container: String? = nil, codec: String? = nil,
                 audioCodec: String? = nil, frameRate: Double? = nil, width: Int? = nil, height: Int? = nil, rotation: Double? = nil,
@@ -56,9 +60,22 @@ public struct AssetFacts: Sendable, Hashable, Codable {
         self.model = model
     }
 
-    /// PHAssetMediaSubtype, in words: `highFrameRate` (and `slowMotion`, 100 fps or more), `rotated`, `hasAudio`.
+    /// The facts of a streaming package by its entry point: its largest rung's picture and codec, its first
+    /// audio's, in the container its entry point names (`hls`, `dash`). Its size is the entry point's, set
+    /// where the library records it.
+    public init(package: PackageSummary, entryPoint: String) {
+        let video = package.largestVideo, audio = package.firstAudio
+        self.init(mediaType: video == nil ? .audio : .video, duration: package.duration, size: 0,
+                  container: entryPoint.hasSuffix(".mpd") ? "dash" : "hls", codec: (video ?? audio)?.codecs, audioCodec: audio?.codecs,
+                  frameRate: video?.frameRate, width: video?.width, height: video?.height, hasAudio: audio != nil)
+        self.package = package
+    }
+
+    /// PHAssetMediaSubtype, in words: `highFrameRate` (and `slowMotion`, 100 fps or more), `rotated`, `hasAudio`,
+    /// `videoStreamed` (a streaming package).
     public var subtypes: [String] {
         var result: [String] = []
+        if package != nil { result.append("videoStreamed") }
         if isSlowMotion { result += ["highFrameRate", "slowMotion"] }
         if let rotation, rotation.truncatingRemainder(dividingBy: 360) != 0 { result.append("rotated") }
         if hasAudio && mediaType == .video { result.append("hasAudio") }

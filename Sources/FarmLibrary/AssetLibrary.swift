@@ -206,7 +206,12 @@ public struct AssetLibrary: Sendable {
         let known = try await read { s in try await s.value("SELECT 1 FROM assets WHERE id = ?", [.text(hash.id.rawValue)]) != nil }
         var facts: AssetFacts?
         if !known {
-            if let given { facts = given } else { facts = try await inspector.facts(path, stamp.size) }
+            if var given {
+                given.size = stamp.size  // the file's own, whatever the caller knew
+                facts = given
+            } else {
+                facts = try await inspector.facts(path, stamp.size)
+            }
         }
         return try await place(hash, facts: facts, at: path, stamp: stamp, album: album, host: placeHost, etag: etag)
     }

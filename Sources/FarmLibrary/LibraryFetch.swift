@@ -78,7 +78,8 @@ public struct FetchResult: Sendable, Hashable, Codable {
 extension AssetLibrary {
     static let assetColumns = "a.id, a.sha256, a.facts, a.added_at, a.date_key, a.codes"
     /// An asset `a` that is no picture the farm made of another (`FetchOptions.pictures`).
-    static let notAPicture = "NOT EXISTS (SELECT 1 FROM asset_representations p WHERE p.output_id = a.id AND p.kind <> 'export')"
+    static let notAPicture = "NOT EXISTS (SELECT 1 FROM asset_representations p WHERE p.output_id = a.id AND p.kind IN ("
+        + RepresentationKind.pictures.map { "'\($0.rawValue)'" }.joined(separator: ", ") + "))"
 
     /// The assets the options select, in their order, a page at a time.
     public func fetch(_ options: FetchOptions) async throws(LibraryError) -> FetchResult {

@@ -17,9 +17,13 @@ public struct Representation: Sendable, Hashable, Codable {
     public var kind: RepresentationKind
 }
 
-/// What a representation is: an export of the asset, or a picture of it.
+/// What a representation is: an export of the asset, a streaming package of it (by its entry point), or a
+/// picture of it.
 public enum RepresentationKind: String, Sendable, Hashable, Codable, CaseIterable {
-    case export, poster, storyboard, waveform
+    case export, package, poster, storyboard, waveform
+
+    /// The pictures of an asset: what the library's listings leave out (`FetchOptions.pictures`).
+    public static let pictures: [RepresentationKind] = [.poster, .storyboard, .waveform]
 }
 
 /// A picture of an asset as this host reaches it: its content id (the ETag) and its path here, or its
@@ -156,17 +160,19 @@ extension AssetLibrary {
 
     /// Registers a job's output (a file on this host) as an asset and as a representation of each source,
     /// with the job's lineage. Returns the output's id. `hash`: the file's, when the caller has just read it
-    /// (it is not read again).
+    /// (it is not read again). `facts`: what the job knows of it, when no inspection may learn them (a
+    /// package's entry point, a playlist that inspection refuses).
     @discardableResult
     public func registerOutput(_ path: String, sources: [AssetID], jobID: Int64, jobName: String, parameters: String,
-                               kind: RepresentationKind = .export, hash known: ContentHash? = nil) async throws(LibraryError) -> AssetID {
+                               kind: RepresentationKind = .export, hash known: ContentHash? = nil,
+                               facts: AssetFacts? = nil) async throws(LibraryError) -> AssetID {
         let real: String
         let id: AssetID
         var placeHost = host
         if path.hasPrefix("s3://") {
             // An object: hashed from a stream of its bytes; every host reaches it.
             real = path
-            guard let added = try await registerObject(path, album: nil).id else { throw .unreadable(path, "not registered") }
+            guard let added = try await registerObject(path, album: nil, facts: facts).id else { throw .unreadable(path, "not registered") }
             id = added
             placeHost = Self.everyHost
         } else {
@@ -174,7 +180,7 @@ extension AssetLibrary {
             guard let stamp = FileStamp(path: real) else { throw .unreadable(path, "no regular file there") }
             let hash: ContentHash
             if let known { hash = known } else { hash = try await ContentHash.reading(real) }
-            _ = try await record(hash, at: real, stamp: stamp, album: nil)
+            _ = try await record(hash, at: real, stamp: stamp, facts: facts, album: nil)
             id = hash.id
         }
         let time = now()

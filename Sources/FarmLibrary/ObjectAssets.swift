@@ -66,8 +66,8 @@ extension AssetLibrary {
 
     /// Registers object `address` (`library add s3://...`, or a job's output): not read again when the
     /// library has it at that address with the same entity tag and size; otherwise hashed from a stream
-    /// and, when its content is new, inspected through ranged reads.
-    func registerObject(_ address: String, album: String?) async throws(LibraryError) -> AddOutcome {
+    /// and, when its content is new, inspected through ranged reads (unless `facts` are given).
+    func registerObject(_ address: String, album: String?, facts: AssetFacts? = nil) async throws(LibraryError) -> AddOutcome {
         let s3 = try Self.objectClient()
         let object = try await Self.head(address, s3)
         let known = try await read { s in
@@ -80,7 +80,7 @@ extension AssetLibrary {
         }
         let hash = try await ContentHash.streaming(object, s3: s3)
         let status = try await record(hash, at: address, stamp: FileStamp(size: object.size, mtime: 0, inode: 0, device: 0),
-                                      album: album, host: Self.everyHost, etag: object.etag)
+                                      facts: facts, album: album, host: Self.everyHost, etag: object.etag)
         return AddOutcome(path: address, id: hash.id, status: status,
                           previous: known?[0].string.flatMap(AssetID.init).flatMap { $0 == hash.id ? nil : $0 })
     }

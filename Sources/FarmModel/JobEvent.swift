@@ -97,6 +97,8 @@ public struct JobResult: Sendable, Codable, Equatable {
     public var loudness: LoudnessOutcome?
     /// What the job did that its owner should know although it succeeded (a limiter cutting deep).
     public var warnings: [String]?
+    /// The streaming package it made, as its players see it (the library registers it with these facts).
+    public var package: PackageSummary?
 
     public init(name: String, succeeded: Bool, error: String? = nil, output: String? = nil, report: String? = nil,
                 duration: Double? = nil, seconds: Double) {

@@ -216,7 +216,7 @@ expect(status == 404, f"unknown asset: {status} {body}")
 status, body = request("GET", "/api/assets/not-an-id")
 expect(status == 400, f"malformed asset id: {status} {body}")
 # Pictures of an asset (the library's picture tests serve real ones): an unknown asset has none.
-for picture in ["poster", "waveform", "storyboard.vtt", "storyboard.json", "storyboard/x-1.jpg"]:
+for picture in ["poster", "waveform", "storyboard.vtt", "storyboard.json", "storyboard/x-1.jpg", "package/master.m3u8", "package/video-1/1.m4s"]:
     status, body = request("GET", "/api/assets/0000000000000000000000000g/" + picture)
     expect(status == 404, f"{picture} of an unknown asset: {status} {body}")
 status, body = request("GET", "/api/assets/not-an-id/poster")

@@ -504,6 +504,96 @@ import Testing
         #expect(try await fetch("/api/assets/\(talk)/storyboard.vtt", auth: false).0.status == 401)
     }
 
+    /// A package a job made from an asset is an asset of its own (by its master playlist), with the renditions
+    /// its job measured, its poster and its storyboard; its page plays it from its folder, and the job's page
+    /// shows its storyboard under the player. The same package asked again elsewhere is reused, and is the
+    /// same asset in a second place.
+    @Test func aPackageIsAStreamingAssetWithItsRenditionsAndPictures() async throws {
+        let farm = try HTTPFarm("library-package", workers: 1, token: "6c1f0a8e2b9d4c7f1e3a5b7d9f0c2e4a6b8d0f1a3c5e7092b4d6f8a0c2e4f6a8", arguments: ["--host", "web"])
+        let queue = "sqlite:" + farm.dir.appendingPathComponent("queue.sqlite").path
+        let tone = try #require(try add([farm.dir.appendingPathComponent("tone.mp4").path], host: "web", queue: queue, album: "Public")["tone.mp4"])
+        func submit(_ output: String) async throws -> [String: Any] {
+            let id = try await farm.submit("""
+                { "version": 1, "name": "tone-package", "input": "asset:\(tone)",
+                  "stream": { "output": "\(output)", "segmentSeconds": 2,
+                              "video": { "rungs": [{ "height": 240, "bitrate": 400000 }, { "height": 120, "bitrate": 150000 }], "preset": "ultrafast" } },
+                  "poster": { "output": "\(output)-poster.jpg" }, "storyboard": { "tiles": 8, "columns": 4, "rows": 2, "output": "\(output)-board/tone.vtt" } }
+                """)
+            let job = try await farm.waitFor(id, timeout: 120) { ["succeeded", "failed", "dead"].contains($0["state"] as? String ?? "") }
+            #expect(job["state"] as? String == "succeeded", "\(job) \(farm.log)")
+            return job
+        }
+        let first = try await submit("out/pkg")
+        let jobID = try #require(first["id"] as? Int)
+        let detail = try await farm.request("GET", "/api/assets/\(tone)").json ?? [:]
+        let made = try #require((detail["representations"] as? [[String: Any]])?.first { $0["kind"] as? String == "package" }, "\(detail)")
+        let package = try #require(made["output"] as? String)
+        #expect((made["path"] as? String)?.hasSuffix("/out/pkg/master.m3u8") == true, "\(made)")
+
+        // Its facts: a video in HLS, streamed, its largest rung's picture, and every rendition with its measured rates.
+        let asset = try #require(try await farm.request("GET", "/api/assets/\(package)").json?["asset"] as? [String: Any])
+        let facts = try #require(asset["facts"] as? [String: Any])
+        #expect(facts["mediaType"] as? String == "video" && facts["container"] as? String == "hls" && facts["width"] as? Int == 320
+                && facts["height"] as? Int == 240 && facts["hasAudio"] as? Bool == true && (facts["codec"] as? String)?.hasPrefix("avc1.") == true, "\(facts)")
+        #expect((asset["subtypes"] as? [String])?.contains("videoStreamed") == true, "\(asset)")
+        // Listed as the library's exports are (its pictures are not).
+        let listed = (try await farm.request("GET", "/api/assets").json?["assets"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+        #expect(listed.contains(package) && listed.contains(tone) && listed.count == 2, "\(listed)")
+        let summary = try #require(facts["package"] as? [String: Any])
+        let renditions = summary["renditions"] as? [[String: Any]] ?? []
+        #expect(renditions.map { $0["folder"] as? String ?? "" } == ["video-1", "video-2", "audio"], "\(summary)")
+        #expect(renditions.allSatisfy { ($0["peakBitRate"] as? Int ?? 0) >= ($0["averageBitRate"] as? Int ?? 1) && ($0["bytes"] as? Int ?? 0) > 0 }, "\(renditions)")
+        #expect(summary["entryPoints"] as? [String] == ["master.m3u8", "manifest.mpd"], "\(summary)")
+        let seconds = (facts["duration"] as? [String: Any])?["seconds"] as? Double ?? 0
+        #expect(abs(seconds - 10) < 0.05, "\(facts)")
+        // The master's BANDWIDTH is the rung's peak with the audio's: what the job measured is what the package says.
+        let master = try String(contentsOf: farm.dir.appendingPathComponent("out/pkg/master.m3u8"), encoding: .utf8)
+        let peaks = renditions.map { $0["peakBitRate"] as? Int ?? 0 }
+        #expect(master.contains("BANDWIDTH=\(peaks[0] + peaks[2]),"), "\(peaks) in \(master)")
+
+        // Its poster and storyboard are its own too.
+        #expect(try await farm.request("GET", "/api/assets/\(package)/poster").status == 200)
+        #expect(try await farm.request("GET", "/api/assets/\(package)/storyboard.json").status == 200)
+
+        // Its files, from its folder, and nothing else.
+        let served = try await farm.request("GET", "/api/assets/\(package)/package/master.m3u8")
+        #expect(served.status == 200 && served.body == master && served.headers.lowercased().contains("content-type: application/vnd.apple.mpegurl"))
+        let one = try await farm.request("GET", "/api/assets/\(package)/package/master.m3u8?rung=video-2")
+        #expect(one.status == 200 && !one.body.contains("video-1/") && one.body.contains("video-2/index.m3u8"), "\(one.body)")
+        let segment = try await farm.request("GET", "/api/assets/\(package)/package/video-1/1.m4s", ["-H", "Range: bytes=0-99"])
+        #expect(segment.status == 206, "\(segment.status) \(segment.headers)")
+        for path in ["/package/.mediafarm-package.json", "/package/video-1/%2e%2e/%2e%2e/tone.mp4", "/package/a/b/c.m4s", "/package/master.m3u8?rung=video-9"] {
+            let answer = try await farm.request("GET", "/api/assets/\(package)" + path)
+            #expect(answer.status == 404, "\(path): \(answer.status) \(answer.body.prefix(200))")
+        }
+        let notPackage = try await farm.request("GET", "/api/assets/\(tone)/package/master.m3u8")
+        #expect(notPackage.status == 404 && notPackage.body.contains("not a streaming package"), "\(notPackage.body)")
+        #expect(try await farm.request("GET", "/api/assets/\(package)/package/master.m3u8", auth: false).status == 401)
+
+        // The asset's page plays it with a switcher of its rungs and scrubs its storyboard; the job's page shows the storyboard too.
+        let page = try await farm.request("GET", "/library/assets/\(package)").body
+        #expect(page.contains("<video class=\"output\" id=\"package-player\" controls preload=\"metadata\" src=\"/api/assets/\(package)/package/master.m3u8\">"), "\(page)")
+        #expect(page.contains("?rung=video-2\">video-2: 160x120 ") && page.contains("data-index=\"/api/assets/\(package)/storyboard.json\""), "\(page)")
+        let jobPage = try await farm.request("GET", "/jobs/\(jobID)").body
+        #expect(jobPage.contains("src=\"/jobs/\(jobID)/package/master.m3u8\"") && jobPage.contains("data-index=\"/api/assets/\(package)/storyboard.json\""), "\(jobPage)")
+        var arguments = [TestPaths.packageRoot.appendingPathComponent("Tests/Readers/chromium-play.py").path, "--console", farm.base + "/library/assets/\(package)",
+                         "package-player", "--choose", "/api/assets/\(package)/package/master.m3u8?rung=video-2", "--rate", "2"]
+        if let token = farm.token { arguments += ["--header", "Authorization: Bearer \(token)"] }
+        let played = try await ProcessRunner.spawned("/usr/bin/python3", arguments)
+        let json = try JSONSerialization.jsonObject(with: Data(played.stdout.utf8)) as? [String: Any] ?? [:]
+        let last = (json["times"] as? [Double])?.max() ?? 0
+        #expect(json["error"] == nil && (json["src"] as? String)?.hasSuffix("?rung=video-2") == true && abs(last - 599.0 / 60) < 0.001,
+                "\(played.stdout) \(played.stderr)")
+
+        // Asked again elsewhere: reused, the same package (the same master) in a second place.
+        let second = try await submit("out/again")
+        let result = try #require(second["result"] as? [String: Any], "\(second)")
+        #expect(result["reused"] != nil && (result["package"] as? [String: Any])?["renditions"] != nil, "\(result)")
+        let again = try #require(try await farm.request("GET", "/api/assets/\(package)").json)
+        let places = (again["locations"] as? [[String: Any]] ?? []).compactMap { $0["path"] as? String }
+        #expect(places.contains { $0.hasSuffix("/out/again/master.m3u8") } && places.contains { $0.hasSuffix("/out/pkg/master.m3u8") }, "\(places)")
+    }
+
     /// The console's library in Chromium: albums as posters, an album's grid with its poster and duration
     /// badge, an asset's page with its poster and a storyboard scrubbed with the arrow keys; a browser signed
     /// in with a scoped library token sees its album only, and no jobs.

@@ -6,7 +6,7 @@ import NIOCore
 
 /// Pictures of the library's assets over HTTP: an asset's poster, its storyboard's WebVTT file, index and
 /// sheets, as the jobs that made them registered them (representations of kind `poster`, and `storyboard`
-/// by its first sheet, the other files beside it).
+/// by its first sheet, the other files beside it); and a streaming package's files, when the asset is one.
 /// The same access as the rest of the library: a scoped token sees only its albums' assets. Each answer's
 /// ETag is the picture's content id, and a request that names it (`?v=ID`, as the storyboard's cues do)
 /// is cached as immutable; without it the answer is revalidated (`If-None-Match` costs no file read).
@@ -51,6 +51,18 @@ struct PictureAPI: FaceController {
             }
             let path = URL(fileURLWithPath: vtt.path).deletingLastPathComponent().appendingPathComponent(sheet).path
             return try Self.file(path, id: vtt.id, etag: vtt.id.rawValue + "-" + sheet, request: request)
+        }
+        // A streaming package's files, from its folder on this host (the asset is its entry point).
+        routes.get("/api/assets/:id/package/**", .library) { request, context in
+            let library = try library(for: context.caller)
+            let id = try Self.assetID(context.parameters.get("id") ?? "")
+            var options = FetchOptions()
+            (options.ids, options.limit) = ([id], 1)
+            guard let asset = try await Self.answer({ try await library.fetch(options).assets.first }) else {
+                throw APIError(status: .notFound, message: "no asset \(id.reference)")
+            }
+            return try PackageFiles.answer(request, folder: try LibraryPages.packageFolder(asset), path: context.parameters.getCatchAll().joined(separator: "/"),
+                                           what: "\(id.reference)'s package")
         }
     }
 

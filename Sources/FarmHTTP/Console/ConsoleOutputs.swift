@@ -22,59 +22,7 @@ extension ConsoleJobs {
     /// the job's files are; `master.m3u8?rung=video-N` is the master with that rung alone (the page's switcher).
     func packageFile(_ request: Request, _ context: FarmRequestContext, id: Int64, path: String) async throws -> Response {
         guard let job = try await storeJob(id) else { throw APIError(status: .notFound, message: "no job \(id)") }
-        let file = try Self.packageMember(try Self.servedPackage(job), path)
-        guard let rung = request.uri.queryParameters.get("rung"), path == "master.m3u8" else {
-            return Self.serve(file, name: String(path.split(separator: "/").last ?? ""), type: Self.packageType(path), request)
-        }
-        let text = file.text() ?? ""  // unreadable: no rung found in it, said below
-        guard let one = Self.master(text, keeping: String(rung)) else {
-            throw APIError(status: .notFound, message: "job \(id)'s package has no rung \(rung) (video-1, video-2, …)")
-        }
-        return Response(status: .ok, headers: [.contentType: Self.packageType(path), .xContentTypeOptions: "nosniff", .cacheControl: "private, no-cache"],
-                        body: ResponseBody(byteBuffer: ByteBuffer(string: one)))
-    }
-
-    /// The media type of a package's file, by its name.
-    static func packageType(_ path: String) -> String {
-        switch (path as NSString).pathExtension.lowercased() {
-        case "m3u8": "application/vnd.apple.mpegurl"
-        case "mpd": "application/dash+xml"
-        case "m4s": "video/iso.segment"
-        case "ts": "video/mp2t"
-        default: PictureAPI.mimeType(path)
-        }
-    }
-
-    /// The master playlist `text` with one rung's variant (and its I-frame variant) and every audio and
-    /// subtitle rendition; nil when it has no such rung.
-    static func master(_ text: String, keeping rung: String) -> String? {
-        guard rung.range(of: "^video-[0-9]{1,3}\\z", options: .regularExpression) != nil else { return nil }
-        var kept: [String] = [], found = false
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        var i = 0
-        while i < lines.count {
-            let line = lines[i]
-            if line.hasPrefix("#EXT-X-STREAM-INF:"), i + 1 < lines.count {
-                if lines[i + 1].hasPrefix(rung + "/") { kept += [line, lines[i + 1]]; found = true }
-                i += 2
-                continue
-            }
-            if !line.hasPrefix("#EXT-X-I-FRAME-STREAM-INF:") || line.contains("URI=\"\(rung)/") { kept.append(line) }
-            i += 1
-        }
-        return found ? kept.joined(separator: "\n") : nil
-    }
-
-    /// The file at `relative` in the package `folder`, opened: a name or folder/name of the package's own (letters,
-    /// digits, dot, dash, underscore; not hidden), every step a real folder or file, never a link (`OpenedFile`).
-    static func packageMember(_ folder: String, _ relative: String) throws -> OpenedFile {
-        let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
-        guard (1...2).contains(parts.count),
-              parts.allSatisfy({ $0.range(of: "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}\\z", options: .regularExpression) != nil }) else {
-            throw APIError(status: .notFound, message: "\(relative): not a file of the package (master.m3u8, manifest.mpd, video-1/index.m3u8, …)")
-        }
-        guard let file = OpenedFile(in: folder, parts) else { throw APIError(status: .notFound, message: "\(relative): no such file in the package") }
-        return file
+        return try PackageFiles.answer(request, folder: try Self.servedPackage(job), path: path, what: "job \(id)'s package")
     }
 
     /// A file streamed to `request` from its descriptor, ranges allowed (a player seeks), inline unless `?download`.
@@ -109,11 +57,7 @@ extension ConsoleJobs {
     /// The real path of a job's package: its output, a folder the farm made as a package (its marker in it).
     static func servedPackage(_ job: Job) throws -> String {
         let real = try servedPath(job, "output")
-        var info = stat()
-        guard lstat(real, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, lstat(real + "/.mediafarm-package.json", &info) == 0,
-              info.st_mode & S_IFMT == S_IFREG else {
-            throw APIError(status: .notFound, message: "job \(job.id)'s output is not a streaming package")
-        }
+        guard PackageFiles.isPackage(real) else { throw APIError(status: .notFound, message: "job \(job.id)'s output is not a streaming package") }
         return real
     }
 
@@ -196,51 +140,38 @@ extension ConsoleJobs {
             files += "<p class=\"file\">\(name): <a href=\"\(link)?download=1\" download>\((path as NSString).lastPathComponent)</a> "
             files += "<span class=\"muted\">\(ByteCountFormatter.string(fromByteCount: size, countStyle: .file))</span></p>"
         }
-        if let folder = try? Self.servedPackage(job) {  // not a package: nothing more to show
-            files += Self.player(job.id, folder: folder)
-        }
-        if !files.isEmpty { body += "<h2>Files</h2><div id=\"files\">\(files)</div>\n" }
         // The library's assets it read and made (when the library knows them), as tiles with their posters.
-        let assets: (read: [LibraryAsset], made: [LibraryAsset], posters: Set<AssetID>)
+        var assets: (read: [LibraryAsset], made: [LibraryAsset], posters: Set<AssetID>, storyboards: Set<AssetID>)?
+        var unknown: HTML = ""
         do {
             let library = try library(for: caller)
             assets = try await Self.jobAssets(library, job.id)
         } catch {
-            return body + "<p class=\"muted\">The library cannot say now which assets the job read and made: \(String(describing: error))</p>\n"
+            unknown = "<p class=\"muted\">The library cannot say now which assets the job read and made: \(String(describing: error))</p>\n"
         }
+        // A package: played, with its storyboard when the library has one of it.
+        if let package = Self.result(of: job)?.package, (try? Self.servedPackage(job)) != nil {  // not a package here: nothing more to show
+            files += PackageFiles.player(base: "/jobs/\(job.id)/package/", package)
+            if let asset = assets?.made.first(where: { $0.facts.package != nil }), assets?.storyboards.contains(asset.id) == true {
+                files += LibraryPages.scrubber(asset.id)
+            }
+        }
+        if !files.isEmpty { body += "<h2>Files</h2><div id=\"files\">\(files)</div>\n" }
+        guard let assets else { return body + unknown }
         for (title, list, id) in [("Assets it read", assets.read, "inputs"), ("Assets it made", assets.made, "outputs")] where !list.isEmpty {
             body += "<h2>\(title)</h2><div class=\"grid assets\" id=\"\(id)\">" + list.map { LibraryPages.thumbnail($0, poster: assets.posters.contains($0.id)) }.joined() + "</div>\n"
         }
         return body
     }
 
-    /// A package's player: its HLS in the page's `<video>` (Chromium and Safari play HLS themselves), a
-    /// switcher of its rungs (each rung's master alone), and its two entry points.
-    static func player(_ id: Int64, folder: String) -> HTML {
-        let base = "/jobs/\(id)/package/"
-        let master = OpenedFile(in: folder, ["master.m3u8"])?.text() ?? ""  // a DASH-only package: no player
-        var html: HTML = ""
-        if !master.isEmpty {
-            html += "<video class=\"output\" id=\"package-player\" controls preload=\"metadata\" src=\"\(base)master.m3u8\"></video>"
-            var options: HTML = "<option value=\"\(base)master.m3u8\">every rung (the player chooses)</option>"
-            let lines = master.split(separator: "\n").map(String.init)
-            for (line, uri) in zip(lines, lines.dropFirst()) where line.hasPrefix("#EXT-X-STREAM-INF:") {
-                let rung = String(uri.prefix { $0 != "/" })
-                let resolution = line.firstMatch(of: /RESOLUTION=([0-9]+x[0-9]+)/).map { String($0.1) } ?? "?"
-                let peak = line.firstMatch(of: /BANDWIDTH=([0-9]+)/).flatMap { Int($0.1) }.map { " \($0 / 1000) kbit/s" } ?? ""
-                options += "<option value=\"\(base)master.m3u8?rung=\(rung)\">\(rung): \(resolution)\(peak)</option>"
-            }
-            html += "<p><label>Rendition <select class=\"rendition\" data-video=\"package-player\">\(options)</select></label></p>"
-        }
-        html += "<p class=\"file\">package: "
-        for name in ["master.m3u8", "manifest.mpd"] where OpenedFile(in: folder, [Substring(name)]) != nil {
-            html += "<a href=\"\(base)\(name)\">\(name)</a> "
-        }
-        return html + "</p>"
+    /// The job's result, when it has one that decodes.
+    static func result(of job: Job) -> JobResult? {
+        job.result.flatMap { try? JSONDecoder().decode(JobResult.self, from: Data($0.utf8)) }  // no result that decodes: none to show
     }
 
-    /// The assets job `id` read and made, each with which have a poster.
-    static func jobAssets(_ library: AssetLibrary, _ id: Int64) async throws -> (read: [LibraryAsset], made: [LibraryAsset], posters: Set<AssetID>) {
+    /// The assets job `id` read and made, with which of them have a poster and which a storyboard.
+    static func jobAssets(_ library: AssetLibrary, _ id: Int64) async throws
+        -> (read: [LibraryAsset], made: [LibraryAsset], posters: Set<AssetID>, storyboards: Set<AssetID>) {
         func assets(_ ids: [AssetID]) async throws -> [LibraryAsset] {
             guard !ids.isEmpty else { return [] }
             var options = FetchOptions()
@@ -249,6 +180,7 @@ extension ConsoleJobs {
         }
         let read = try await assets(try await library.jobInputs(id))
         let made = try await assets(try await library.jobOutputs(id))
-        return (read, made, try await library.pictured((read + made).map(\.id), kind: .poster))
+        let ids = (read + made).map(\.id)
+        return (read, made, try await library.pictured(ids, kind: .poster), try await library.pictured(ids, kind: .storyboard))
     }
 }

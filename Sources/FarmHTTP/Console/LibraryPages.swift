@@ -105,15 +105,16 @@ struct LibraryPages: FaceController {
             body += "<form class=\"inline\" method=\"post\" action=\"/library/assets/\(id.rawValue)/poster\">\(Console.csrfField(csrf))"
             body += "<button id=\"make-poster\">Make a poster</button></form>"
         }
-        if pictures[.storyboard] != nil {
-            // Scrubbed with the pointer or the arrow keys (the script reads the storyboard's JSON index).
-            body += "<div class=\"scrub\" tabindex=\"0\" role=\"slider\" aria-label=\"Storyboard: move to scrub\" data-index=\"/api/assets/\(id.rawValue)/storyboard.json\" "
-            body += "data-base=\"/api/assets/\(id.rawValue)/\"><div class=\"frame\"></div><span class=\"at muted\"></span></div>"
-        }
+        if pictures[.storyboard] != nil { body += Self.scrubber(id) }
         if pictures[.waveform] != nil {
             body += "<img class=\"waveform\" src=\"/api/assets/\(id.rawValue)/waveform\" alt=\"The waveform of \(name)\">"
         }
-        body += "</div>\n<div class=\"scroll\"><table class=\"facts\">"
+        body += "</div>\n"
+        // A streaming package: played from its folder on this host.
+        if let package = facts.package, (try? Self.packageFolder(asset)) != nil {  // not here: the locations say where
+            body += "<div id=\"files\">" + PackageFiles.player(base: "/api/assets/\(id.rawValue)/package/", package) + "</div>\n"
+        }
+        body += "<div class=\"scroll\"><table class=\"facts\">"
         func fact(_ label: String, _ value: HTML?) { if let value { body += "<tr><th>\(label)</th><td>\(value)</td></tr>" } }
         fact("id", "<code>asset:\(id.rawValue)</code>")
         fact("type", HTML(text: facts.mediaType.rawValue + (asset.subtypes.isEmpty ? "" : " (" + asset.subtypes.joined(separator: ", ") + ")")))
@@ -160,6 +161,25 @@ struct LibraryPages: FaceController {
 }
 
 extension LibraryPages {
+    /// An asset's storyboard, scrubbed with the pointer or the arrow keys (the page's script reads its JSON index).
+    static func scrubber(_ id: AssetID) -> HTML {
+        "<div class=\"scrub\" tabindex=\"0\" role=\"slider\" aria-label=\"Storyboard: move to scrub\" data-index=\"/api/assets/\(id.rawValue)/storyboard.json\" "
+            + "data-base=\"/api/assets/\(id.rawValue)/\"><div class=\"frame\"></div><span class=\"at muted\"></span></div>"
+    }
+
+    /// The folder of a package asset on this host: its entry point's, a package the farm made; otherwise why not.
+    static func packageFolder(_ asset: LibraryAsset) throws -> String {
+        guard let package = asset.facts.package else { throw APIError(status: .notFound, message: "\(asset.id.reference) is not a streaming package") }
+        guard let path = asset.path, !path.hasPrefix("s3://") else {
+            throw APIError(status: .notFound, message: "\(asset.id.reference) is not on this host (its locations say where it is)")
+        }
+        let folder = (path as NSString).deletingLastPathComponent
+        guard package.entryPoints.contains((path as NSString).lastPathComponent), PackageFiles.isPackage(folder) else {
+            throw APIError(status: .notFound, message: "\(asset.id.reference): \(folder) is no longer the package the library registered")
+        }
+        return folder
+    }
+
     /// The albums, the page of assets, which of them (and of the albums' key assets) have a poster, and each
     /// album's key asset: its newest with a poster among its newest few.
     static func libraryContents(_ library: AssetLibrary, _ options: FetchOptions) async throws
@@ -187,7 +207,7 @@ extension LibraryPages {
     static func assetContents(_ library: AssetLibrary, _ id: AssetID) async throws -> (AssetDetail, [RepresentationKind: PictureFile]) {
         let detail = try await library.detail(id)
         var pictures: [RepresentationKind: PictureFile] = [:]
-        for kind in [RepresentationKind.poster, .storyboard, .waveform] {
+        for kind in RepresentationKind.pictures {
             pictures[kind] = try await library.picture(of: id, kind: kind)
         }
         return (detail, pictures)

@@ -123,8 +123,10 @@ struct JobSupervisor: CoordinatorPart {
                                         numbered: result.numbered, seconds: seconds) {
                     // The output is read back once: for the result's record, and the library takes its hash from there.
                     var outputHash: ContentHash?
-                    if let key { outputHash = await reuse.recordResult(job, manifest: manifest, key: key, numbered: result.numbered) }
-                    await library.registerInLibrary(claimed, outputHash: outputHash)
+                    if let key {
+                        outputHash = await reuse.recordResult(job, token: token, manifest: manifest, key: key, numbered: result.numbered, package: result.package)
+                    }
+                    await library.registerInLibrary(claimed, outputHash: outputHash, package: result.package)
                 }
             } else if let result = entry.result, !result.succeeded, exit.status == 1 || exit.status == 2 {
                 // Object storage that did not answer may answer the next attempt.

@@ -11,8 +11,9 @@ struct LibraryRecorder: CoordinatorPart {
     /// input files this host registered), and the codes its scan found on them. Errors are notices: the
     /// job itself has succeeded.
     /// The lineage's parameters are the manifest as it was queued (with its asset ids). `outputHash`: the
-    /// output's, when the coordinator has just read it (recording the job's result for reuse).
-    func registerInLibrary(_ claimed: ClaimedJob, outputHash: ContentHash? = nil) async {
+    /// output's, when the coordinator has just read it (recording the job's result for reuse). `package`: the
+    /// streaming package the job made (its result's), registered by its entry point as an asset of its own.
+    func registerInLibrary(_ claimed: ClaimedJob, outputHash: ContentHash? = nil, package: PackageSummary? = nil) async {
         guard let library = configuration.library else { return }
         let (job, manifest, submitted) = (claimed.job, claimed.manifest, claimed.submitted)
         do {
@@ -37,6 +38,16 @@ struct LibraryRecorder: CoordinatorPart {
                     events(.notice("job \(job.id): poster \(poster) of \(id) registered in the library as \(posterID)"))
                 }
             }
+            // A streaming package: an asset of its own, known by its entry point (the master playlist, else the MPD),
+            // with the facts its job measured (inspection reads no playlist). Its pictures are the composition's.
+            var pictured = sources
+            if let stream = manifest.stream, let package, let entryPoint = package.entryPoints.first {
+                let path = stream.output + "/" + entryPoint
+                let id = try await library.registerOutput(path, sources: sources, jobID: job.id, jobName: job.name, parameters: submitted, kind: .package,
+                                                          facts: AssetFacts(package: package, entryPoint: entryPoint))
+                events(.notice("job \(job.id): package \(path) registered in the library as \(id)"))
+                pictured.append(id)
+            }
             // Pictures of the input: its poster and its storyboard, by its first sheet (a picture the library can
             // read; the WebVTT file, the index and the other sheets are beside it).
             let firstSheet = manifest.storyboard.map { NumberedOutputs.path($0.sheetPattern, index: 1) }
@@ -44,7 +55,7 @@ struct LibraryRecorder: CoordinatorPart {
             let waveform = manifest.waveform.flatMap { $0.isSVG ? nil : $0.output }
             for (kind, path) in [(RepresentationKind.poster, manifest.poster?.output), (.storyboard, firstSheet), (.waveform, waveform)] {
                 guard let path else { continue }
-                let id = try await library.registerOutput(path, sources: sources, jobID: job.id, jobName: job.name, parameters: submitted, kind: kind)
+                let id = try await library.registerOutput(path, sources: pictured, jobID: job.id, jobName: job.name, parameters: submitted, kind: kind)
                 events(.notice("job \(job.id): \(kind.rawValue) \(path) registered in the library as \(id)"))
             }
         } catch {

@@ -101,6 +101,7 @@ final class ResultReuse: CoordinatorPart {
             let output = manifest.export?.output ?? manifest.stream?.output ?? manifest.poster?.output ?? manifest.storyboard?.output ?? pictures.first
             var result = JobResult(name: job.name, succeeded: true, output: output, report: manifest.report, seconds: seconds)
             result.numbered = numbered
+            result.package = earlier.files?.package?.summary
             result.reused = ReusedResult(job: worker.id, name: worker.name, output: earlier.output, sha256: earlier.sha256)
             let resultJSON = try? String(decoding: JSONEncoder().encode(result), as: UTF8.self)  // a JobResult always encodes
             events(.notice("job \(job.id): answered from the result of job \(worker.id) (\(worker.name))"
@@ -113,11 +114,13 @@ final class ResultReuse: CoordinatorPart {
                 (again.originJobID, again.originJobName) = worker
                 if let files = earlier.files {
                     again.files = ReusedFiles(numbered: numbered, files: zip(pictures, files.files).map { ReusedFiles.File(path: $0, sha256: $1.sha256, size: $1.size) },
-                                              package: files.package.flatMap { package in manifest.stream.map { ReusedFiles.Package(folder: $0.output, files: package.files) } })
+                                              package: files.package.flatMap { package in
+                                                  manifest.stream.map { ReusedFiles.Package(folder: $0.output, files: package.files, summary: package.summary) }
+                                              })
                 }
                 await record(again, job: job)
                 // The copy's bytes were hashed as they were copied: the library does not read them again.
-                await library.registerInLibrary(claimed, outputHash: earlier.sha256.flatMap(ContentHash.init(sha256:)))
+                await library.registerInLibrary(claimed, outputHash: earlier.sha256.flatMap(ContentHash.init(sha256:)), package: result.package)
             }
             return true
         }
@@ -253,7 +256,8 @@ final class ResultReuse: CoordinatorPart {
     /// back from where it was published), its report's text. A failure is a notice: the job succeeded.
     /// Returns the output's hash (nil when it has none or it could not be read).
     @discardableResult
-    func recordResult(_ job: Job, manifest: JobManifest, key: String, numbered: NumberedOutputs?) async -> ContentHash? {
+    func recordResult(_ job: Job, token: String, manifest: JobManifest, key: String, numbered: NumberedOutputs?,
+                      package summary: PackageSummary?) async -> ContentHash? {
         var result = ReusableResult(key: key, jobID: job.id, jobName: job.name, output: manifest.export?.output, sha256: nil, size: nil,
                                     report: nil, createdAt: now())
         var outputHash: ContentHash?
@@ -267,7 +271,7 @@ final class ResultReuse: CoordinatorPart {
             result.files = ReusedFiles(numbered: numbered, files: files)
         }
         if let stream = manifest.stream {
-            guard let package = await readBackPackage(stream.output, of: job) else { return nil }
+            guard let package = await readBackPackage(stream.output, token: token, summary: summary, of: job) else { return nil }
             result.files = ReusedFiles(numbered: result.files?.numbered, files: result.files?.files ?? [], package: package)
         }
         if let output = result.output {
@@ -295,10 +299,12 @@ final class ResultReuse: CoordinatorPart {
         return (hash, stamp.size)
     }
 
-    /// The package published at `folder`: each file read back and hashed. nil (with a notice) when one cannot be.
-    private func readBackPackage(_ folder: String, of job: Job) async -> ReusedFiles.Package? {
-        guard let names = PackageFolder.files(of: folder) else {
-            events(.notice("job \(job.id): cannot read back the package \(folder) to record its result for reuse"))
+    /// The package this attempt (`token`) published at `folder`: each file its marker lists read back and
+    /// hashed. nil (with a notice) when one cannot be, or when the package there is not this attempt's.
+    private func readBackPackage(_ folder: String, token: String, summary: PackageSummary?, of job: Job) async -> ReusedFiles.Package? {
+        guard let marker = PackageFolder.marker(of: folder), marker.token == token, let names = marker.files else {
+            events(.notice("job \(job.id): the package at \(folder) is not the one it published (its marker is gone or another's); "
+                           + "its result is not recorded for reuse"))
             return nil
         }
         var files: [ReusedFiles.File] = []
@@ -306,7 +312,7 @@ final class ResultReuse: CoordinatorPart {
             guard let (hash, size) = await readBack(folder + "/" + name, of: job) else { return nil }
             files.append(ReusedFiles.File(path: name, sha256: hash.sha256, size: size))
         }
-        return ReusedFiles.Package(folder: folder, files: files)
+        return ReusedFiles.Package(folder: folder, files: files, summary: summary)
     }
 
     private func record(_ result: ReusableResult, job: Job) async {

@@ -133,9 +133,22 @@ struct JobPackage {
         var result = JobResult(name: manifest.name, succeeded: true, output: stream.output, report: report,
                                duration: package.duration.seconds, seconds: Date().timeIntervalSince(started))
         result.numbered = numbered
+        if stream.chunking.frames == nil { result.package = Self.summary(package, of: stream) }
         if let skipped = package.skippedRungs, !skipped.isEmpty {
             result.warnings = ["$.stream.video.rungs: left out as larger than the source's picture: " + skipped.map { "rung \($0)" }.joined(separator: ", ")]
         }
         return result
+    }
+
+    /// The package as its players see it (a chunk's folder is no package: it has none).
+    static func summary(_ package: StreamReport, of stream: JobManifest.StreamSettings) -> PackageSummary {
+        PackageSummary(duration: package.duration, entryPoints: stream.entryPoints, container: stream.container.rawValue,
+                       renditions: package.tracks.map { track in
+            var rendition = PackageSummary.Rendition(kind: track.kind.rawValue, folder: track.folder, codecs: track.codecs, peakBitRate: track.peakBitRate,
+                                                     averageBitRate: track.averageBitRate, bytes: track.segments.reduce(Int64(0)) { $0 + Int64($1.bytes) })
+            (rendition.width, rendition.height, rendition.frameRate) = (track.width, track.height, track.frameRate?.doubleValue)
+            (rendition.channels, rendition.language) = (track.channels, track.language)
+            return rendition
+        })
     }
 }

@@ -124,11 +124,14 @@ enum PackageFolder {
         }
     }
 
-    /// The token of the attempt that made the package at `folder`; nil when it is no package the farm made.
-    static func token(of folder: String) -> String? {
+    /// The marker of the package at `folder`; nil when it is no package the farm made.
+    static func marker(of folder: String) -> Marker? {
         guard let data = FileManager.default.contents(atPath: folder + "/" + marker) else { return nil }
-        return (try? JSONDecoder().decode(Marker.self, from: data))?.token  // unreadable: not a package of the farm's
+        return try? JSONDecoder().decode(Marker.self, from: data)  // unreadable: not a package of the farm's
     }
+
+    /// The token of the attempt that made the package at `folder`; nil when it is no package the farm made.
+    static func token(of folder: String) -> String? { marker(of: folder)?.token }
 
     /// What is at `final` may be replaced by a package: nothing, or (when `allowExisting`) a package the
     /// farm made holding none of the farm's own files and none of `inputs` (compared by real path, so a

@@ -63,7 +63,9 @@ public struct ReusedFiles: Sendable, Codable, Equatable {
     public struct Package: Sendable, Codable, Equatable {
         public var folder: String
         public var files: [File]
-        public init(folder: String, files: [File]) { (self.folder, self.files) = (folder, files) }
+        /// The package as its players see it (what its job's result said), carried to the job that reuses it.
+        public var summary: PackageSummary?
+        public init(folder: String, files: [File], summary: PackageSummary?) { (self.folder, self.files, self.summary) = (folder, files, summary) }
     }
 }
 
