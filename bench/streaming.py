@@ -1,7 +1,7 @@
 # The measurements of bench/streaming (see there). Arguments: mediafarm, the movie, a scratch folder, and
 # which: ladder, copy or all.
 import json, os, shutil, subprocess, sys, time
-from benchlib import log
+from benchlib import events, log
 
 bin, source, work = sys.argv[1], sys.argv[2], sys.argv[3]
 which = sys.argv[4] if len(sys.argv) > 4 else "all"
@@ -19,17 +19,93 @@ def timed(command, cwd=None):
     return {"seconds": round(seconds, 2), "cpuSeconds": round(float(user) + float(system), 2), "peakMB": round(int(peak) / 1024, 1)}
 
 
+def ladder_manifest(folder, name, chunk_seconds=None):
+    """The ladder's manifest, written into `folder`; its path."""
+    stream = {"output": os.path.join(folder, "package"), "segmentSeconds": 6, "frameRate": 30,
+              "video": {"rungs": [{"height": h, "bitrate": b} for h, b in rungs], "preset": "veryfast"},
+              "audio": {"bitrate": 128000}}
+    if chunk_seconds:
+        stream["chunkSeconds"] = chunk_seconds
+    path = os.path.join(folder, name + ".json")
+    with open(path, "w") as f:
+        json.dump({"version": 1, "name": name, "input": source, "reuse": False, "stream": stream}, f)
+    return path
+
+
 def mediafarm():
     folder = os.path.join(work, "mediafarm")
     os.makedirs(folder)
-    manifest = {"version": 1, "name": "ladder", "input": source, "reuse": False,
-                "stream": {"output": os.path.join(folder, "package"), "segmentSeconds": 6, "frameRate": 30,
-                           "video": {"rungs": [{"height": h, "bitrate": b} for h, b in rungs], "preset": "veryfast"},
-                           "audio": {"bitrate": 128000}}}
-    path = os.path.join(folder, "ladder.json")
-    with open(path, "w") as f:
-        json.dump(manifest, f)
-    return timed([bin, "run", path])
+    return timed([bin, "run", ladder_manifest(folder, "ladder")])
+
+
+def ip(*arguments, check=True):
+    return subprocess.run(["ip"] + list(arguments), capture_output=True, text=True, check=check)
+
+
+def chunked(hosts=2, chunk_seconds=60):
+    """The ladder in chunks of `chunk_seconds` by `hosts` coordinators of one worker each, each in a network
+    namespace of its own reaching one PostgreSQL queue over a veth pair (as the hosts' tests do). They share
+    this machine's cores: what is measured is the work, not the time. Returns the coordinators' summed
+    processor time (their workers' within it), the wall time, the join's seconds and the chunks."""
+    folder = os.path.join(work, "chunked")
+    os.makedirs(folder)
+    names = [(f"mfbench{i}", f"mfbh{i}", f"mfbc{i}", f"172.31.{10 + i}") for i in range(hosts)]
+    for ns, outside, _, _ in names:  # left by an earlier run that was killed
+        ip("link", "del", outside, check=False)
+        ip("netns", "del", ns, check=False)
+    pg = os.path.join(work, "pg")
+    coordinators = []
+    try:
+        for ns, outside, inside, net in names:
+            ip("netns", "add", ns)
+            ip("link", "add", outside, "type", "veth", "peer", "name", inside)
+            ip("link", "set", inside, "netns", ns)
+            ip("addr", "add", f"{net}.1/24", "dev", outside)
+            ip("link", "set", outside, "up")
+            ip("netns", "exec", ns, "ip", "addr", "add", f"{net}.2/24", "dev", inside)
+            ip("netns", "exec", ns, "ip", "link", "set", inside, "up")
+            ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
+        os.makedirs(pg)
+        os.chmod(work, 0o755)
+        started = subprocess.run(["script/pg-cluster", "start", pg, "", ",".join(["127.0.0.1"] + [n[3] + ".1" for n in names])],
+                                 capture_output=True, text=True, check=True).stdout
+        url = dict(line.split("=", 1) for line in started.split() if "=" in line)["MEDIAFARM_TEST_POSTGRES"].strip("'\"")
+        subprocess.run([bin, "queue", "migrate", "--queue", url], check=True, capture_output=True)
+        subprocess.run([bin, "submit", "--queue", url, ladder_manifest(folder, "ladder-chunked", chunk_seconds)], check=True, capture_output=True)
+        began = time.perf_counter()
+        for i, (ns, _, _, net) in enumerate(names):
+            log_file = open(os.path.join(folder, f"host{i}.log"), "w")
+            command = ["ip", "netns", "exec", ns, "/usr/bin/time", "-f", "%U %S %M", "-o", os.path.join(folder, f"host{i}.time"),
+                       bin, "coordinator", "--queue", url.replace("127.0.0.1", net + ".1"), "--workers", "1", "--host", f"host{i}",
+                       "--json", "--exit-when-idle"]
+            # Each host its own spool and temporary folder, as separate machines have.
+            own = {name: os.path.join(folder, f"host{i}-{name.lower()}") for name in ("MEDIAFARM_SPOOL", "TMPDIR")}
+            for path in own.values():
+                os.makedirs(path)
+            coordinators.append(subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=dict(os.environ, **own)))
+        codes = [c.wait() for c in coordinators]
+        seconds = time.perf_counter() - began
+        if any(codes):
+            raise SystemExit(f"a coordinator failed ({codes}): " + open(os.path.join(folder, "host0.log")).read()[-2000:])
+        cpu = 0.0
+        for i in range(hosts):
+            user, system, _ = open(os.path.join(folder, f"host{i}.time")).read().strip().splitlines()[-1].split()
+            cpu += float(user) + float(system)
+        evts = [e for i in range(hosts) for e in events(os.path.join(folder, f"host{i}.log"))]
+        finished = [e for e in evts if e.get("event") == "finished" and e.get("state") == "succeeded"]
+        chunks = [e for e in finished if "[chunk " in e.get("name", "")]
+        join = [e for e in finished if e.get("name") == "ladder-chunked"]
+        return {"seconds": round(seconds, 2), "cpuSeconds": round(cpu, 2), "chunks": len(chunks),
+                "chunkSeconds": chunk_seconds, "joinSeconds": round(join[-1]["seconds"], 2) if join else None,
+                "chunksPerHost": {f"host{i}": sum(1 for e in chunks if e.get("host") == f"host{i}") for i in range(hosts)}}
+    finally:
+        for c in coordinators:
+            if c.poll() is None:
+                c.kill()
+        subprocess.run(["script/pg-cluster", "stop", pg], capture_output=True)
+        for ns, outside, _, _ in names:
+            ip("link", "del", outside, check=False)
+            ip("netns", "del", ns, check=False)
 
 
 def ffmpeg():
@@ -89,9 +165,14 @@ if which in ("all", "ladder"):
     log("ffmpeg ...")
     theirs = ffmpeg()
     log(f"ffmpeg: {theirs}")
+    log("mediafarm in chunks over two coordinators ...")
+    chunks = chunked()
+    log(f"chunked: {chunks}")
     summary["ladder"] = {"rungs": [f"{h}p {b}" for h, b in rungs], "mediafarm": ours, "ffmpeg": theirs,
                          "timeRatio": round(ours["seconds"] / theirs["seconds"], 3), "cpuRatio": round(ours["cpuSeconds"] / theirs["cpuSeconds"], 3),
-                         "memoryRatio": round(ours["peakMB"] / theirs["peakMB"], 3)}
+                         "memoryRatio": round(ours["peakMB"] / theirs["peakMB"], 3),
+                         "chunked": chunks, "chunkedCpuRatio": round(chunks["cpuSeconds"] / ours["cpuSeconds"], 3),
+                         "joinShare": round(chunks["joinSeconds"] / ours["seconds"], 4) if chunks["joinSeconds"] else None}
 if which in ("all", "copy"):
     summary["packaging"] = packaging()
 print(json.dumps(summary, indent=2))
