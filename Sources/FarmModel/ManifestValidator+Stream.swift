@@ -88,6 +88,12 @@ extension Walker {
             fail("\(p).\(key)", "a package made in chunks shares them through a folder beside it, and object storage has none: leave out \"\(key)\", "
                  + "or write the package to a shared folder")
         }
+        // Every object of a package is named under its prefix: the longest of their names must fit S3's keys.
+        if let output, PathRules.isObject(output), let key = output.dropFirst(5).split(separator: "/", maxSplits: 1).dropFirst().first,
+           key.utf8.count > Self.longestPackagePrefix {
+            fail("\(p).output", "the prefix is \(key.utf8.count) bytes long: the package's objects are named under it, and S3's keys hold "
+                 + "1,024 bytes, so a package's prefix holds at most \(Self.longestPackagePrefix)")
+        }
         guard let output, let video else { return nil }
         var settings = JobManifest.StreamSettings(output: output, video: video)
         (settings.chunking, settings.mode) = (chunking, mode)
@@ -124,6 +130,10 @@ extension Walker {
         guard let keyFile, let keyURI else { return nil }
         return JobManifest.StreamEncryption(keyFile: keyFile, keyURI: keyURI)
     }
+
+    /// The longest prefix of a package in object storage, in bytes: S3's 1,024 less room for the longest name
+    /// of its files (`subtitles-LANGUAGE/index.m3u8` with a tag of up to 35 characters, `.mediafarm-package.json`).
+    static let longestPackagePrefix = 1024 - 64
 
     /// A keep list of 1 to 16 languages, each named once.
     private mutating func languageList(_ value: JSONValue?, _ p: String) -> [String] {

@@ -143,6 +143,15 @@ import Testing
                                                 + "has none: leave out \"chunkSeconds\", or write the package to a shared folder"], "\(e.issues)")
         let whole = try read(#"{"output": "s3://media/packages/show", \#(ladder)}"#).get()
         #expect(whole.chunked(every: MediaTime(value: 60, timescale: 1), above: nil) == nil, "the coordinator's chunking leaves a prefix's package whole")
+        // Its objects' names must fit S3's 1,024-byte keys: the prefix holds 960 bytes at most.
+        let longest = "packages/" + String(repeating: "x", count: 960 - 9)
+        #expect(try read(#"{"output": "s3://media/\#(longest)", \#(ladder)}"#).get().stream?.output == "s3://media/" + longest)
+        guard case .failure(let long) = read(#"{"output": "s3://media/\#(longest)y", \#(ladder)}"#) else {
+            Issue.record("a prefix too long for the package's keys was accepted")
+            return
+        }
+        #expect(long.issues.map(\.description).contains { $0.hasPrefix("$.stream.output: the prefix is 961 bytes long") && $0.contains("at most 960") },
+                "\(long.issues)")
     }
 
     /// What a package cannot share a job with, or hold.

@@ -59,8 +59,9 @@ struct JobObjects: Sendable {
             let staged = StagedOutput.path(for: final, token: stagingToken)
             return final == manifest.stream?.output ? try PackageObjects.files(of: staged, prefix: final) : [(staged, final)]
         }
+        let underWay = ObjectOutput.UnfinishedUploads()
         for (file, address) in files {
-            uploads.append(try await ObjectOutput.uploadParts(file, to: address, resuming: resumeUploads[address],
+            uploads.append(try await ObjectOutput.uploadParts(file, to: address, resuming: resumeUploads[address], underWay: underWay,
                                                               began: { events(.upload(address: address, uploadID: $0)) },
                                                               log: { events(.log(level: "notice", message: $0)) }))
         }

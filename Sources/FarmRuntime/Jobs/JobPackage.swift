@@ -60,7 +60,7 @@ struct JobPackage {
             if isChunk {
                 try PackageFolder.writeChunk(report, token: token, into: staged)
             } else {
-                try PackageFolder.writePresentations(report, formats: stream.formats, token: token, into: staged)
+                try PackageFolder.writePresentations(report, of: stream, token: token, into: staged)
             }
             writing.end()  // whole: its marker says so, and the writer's file is not part of it
             // Bound for objects: uploaded with the job's other objects (`JobObjects`).

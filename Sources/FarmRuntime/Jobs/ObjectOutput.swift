@@ -2,6 +2,7 @@ import FarmModel
 import Foundation
 import NIOCore
 import S3Client
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -126,6 +127,7 @@ public enum ObjectOutput {
     /// leaves the upload for the next attempt to go on with, or for the coordinator to abort when the
     /// job ends without success.
     public static func uploadParts(_ file: String, to final: String, resuming: String? = nil, s3: S3? = nil,
+                                   underWay listed: UnfinishedUploads? = nil,
                                    began: @Sendable (String) -> Void = { _ in },
                                    log: @Sendable (String) -> Void = { _ in }) async throws -> ObjectUpload {
         let (location, client) = try target(final, s3)
@@ -146,7 +148,7 @@ public enum ObjectOutput {
             // The key's uploads under way: the recorded one an earlier attempt began, and any that a
             // coordinator killed before it could record one left. One is gone on with (announced, so that
             // it is recorded under this attempt); the others are aborted.
-            let underWay = try await unfinishedUploads(of: location, client)
+            let underWay = try await (listed ?? UnfinishedUploads()).of(location, client)
             var candidates = underWay
             if let resuming, !candidates.contains(where: { $0.uploadID == resuming }) {
                 candidates.append(S3Upload(bucket: location.bucket, key: location.key, uploadID: resuming))
@@ -224,7 +226,27 @@ public enum ObjectOutput {
     /// (few: uploads that ended are not) and filtered by key, rather than asked for by prefix: moto
     /// refuses the correct signature of a listing whose prefix holds a "/".
     static func unfinishedUploads(of location: S3Location, _ client: S3) async throws(S3Error) -> [S3Upload] {
-        try await client.listMultipartUploads(S3Location(bucket: location.bucket, key: "")).filter { $0.key == location.key }
+        try await UnfinishedUploads().of(location, client)
+    }
+
+    /// The uploads under way of each bucket asked about, listed once: a job sending a package's thousand files
+    /// lists its bucket once, not once a file (a thousand listings of a thousand uploads).
+    public final class UnfinishedUploads: Sendable {
+        private let listed = Mutex<[String: [S3Upload]]>([:])
+
+        public init() {}
+
+        /// The uploads under way of `location`'s key, from its bucket's listing (made on the first question).
+        func of(_ location: S3Location, _ client: S3) async throws(S3Error) -> [S3Upload] {
+            let bucket: [S3Upload]
+            if let known = listed.withLock({ $0[location.bucket] }) {
+                bucket = known
+            } else {
+                bucket = try await client.listMultipartUploads(S3Location(bucket: location.bucket, key: ""))
+                listed.withLock { $0[location.bucket] = bucket }
+            }
+            return bucket.filter { $0.key == location.key }
+        }
     }
 
     /// The parts the server holds of `upload`; nil when the upload is gone (completed or aborted).

@@ -81,15 +81,14 @@ enum PackageFolder {
 
     /// Writes the presentations of `formats` over `report`'s segments, then the marker, each synced and
     /// refusing to replace a file; then syncs every folder of the package.
-    static func writePresentations(_ report: StreamReport, formats: [StreamFormat], token: String, into folder: String) throws {
-        let entryPoints = formats.compactMap { JobManifest.streamEntryPoints[$0] }
+    static func writePresentations(_ report: StreamReport, of stream: JobManifest.StreamSettings, token: String, into folder: String) throws {
         for file in StreamPlaylists.files(report) {
             let hls = file.path.hasSuffix(".m3u8")
-            guard hls ? formats.contains(.hls) : formats.contains(.dash) else { continue }
+            guard hls ? stream.formats.contains(.hls) : stream.formats.contains(.dash) else { continue }
             try create(folder + "/" + file.path, Data(file.text.utf8))
         }
         for track in report.tracks { SafeFiles.syncFolder(of: folder + "/" + track.folder + "/" + (track.segments.first?.file ?? track.initialization)) }
-        try writeMarker(token: token, entryPoints: entryPoints, into: folder)
+        try writeMarker(token: token, entryPoints: stream.entryPoints, into: folder)
     }
 
     /// Writes the marker that makes `folder` a whole package, refusing to replace a file, and syncs the folder.

@@ -96,7 +96,7 @@ enum PackageObjects {
     static func upload(_ folder: String, to prefix: String, token: String, entryPoints: [String], allowExisting: Bool,
                        log: @Sendable (String) -> Void) async throws {
         let files = try files(of: folder, prefix: prefix)
-        try await publish(names: files.map { String($0.address.dropFirst(prefix.count + 1)) }, prefix: prefix, token: token, entryPoints: entryPoints,
+        try await publish(names: files.compactMap { name($0.address, in: prefix) }, prefix: prefix, token: token, entryPoints: entryPoints,
                           allowExisting: allowExisting, log: log) { name, mayReplace in
             try await ObjectOutput.upload(folder + "/" + name, to: prefix + "/" + name, allowExisting: mayReplace, log: log)
         }
