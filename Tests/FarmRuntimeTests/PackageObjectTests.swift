@@ -132,10 +132,16 @@ import Testing
             farm.queueURL = nil
             let environment = ObjectPublicationTests.environment(server, farm)
             let manifest = try farm.manifest("run", Self.manifest("run", bucket: bucket, prefix: "out/run"))
+            // A package a killed run left half-written in the spool (no marker, untouched for 20 minutes): swept.
+            let abandoned = farm.folder.appendingPathComponent("spool/.0f3a-run.mediafarm-staged-killed")
+            try FileManager.default.createDirectory(at: abandoned.appendingPathComponent("video-1"), withIntermediateDirectories: true)
+            try Data(count: 1000).write(to: abandoned.appendingPathComponent("video-1/1.m4s"))
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -1200)], ofItemAtPath: abandoned.path)
             let ran = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", "--output-root", farm.out.path, "--output-root", "s3://\(bucket)/out",
                                                                              manifest],
                                             environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
             #expect(ran.status == 0, "\(ran.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: abandoned.path), "the abandoned package was left in the spool")
             let report = try ChunkedPackageTests.streamReport(farm.out.appendingPathComponent("run.json").path)
             #expect(try StreamChecker.check(folder: try await Self.download(s3, bucket, "out/run"), report: report).isEmpty)
 

@@ -41,6 +41,7 @@ struct JobPackage {
         let toObjects = PathRules.isObject(stream.output)
         if toObjects {
             _ = try await PackageObjects.checkBeforePublishing(stream.output, allowExisting: manifest.overwrite || stagingToken != nil)
+            PackageWriting.sweepAbandoned(beside: staged)  // in the spool: what killed writers left there
         } else {
             try PackageFolder.checkBeforePublishing(stream.output, allowExisting: manifest.overwrite || stagingToken != nil, inputs: inputs)
             PackageWriting.sweepAbandoned(beside: stream.output)
