@@ -91,13 +91,14 @@ def chunked(hosts=2, chunk_seconds=60):
         for i in range(hosts):
             user, system, _ = open(os.path.join(folder, f"host{i}.time")).read().strip().splitlines()[-1].split()
             cpu += float(user) + float(system)
-        evts = [e for i in range(hosts) for e in events(os.path.join(folder, f"host{i}.log"))]
-        finished = [e for e in evts if e.get("event") == "finished" and e.get("state") == "succeeded"]
-        chunks = [e for e in finished if "[chunk " in e.get("name", "")]
-        join = [e for e in finished if e.get("name") == "ladder-chunked"]
-        return {"seconds": round(seconds, 2), "cpuSeconds": round(cpu, 2), "chunks": len(chunks),
+        # Each host's log: the chunks it made, and the join where it ran.
+        finished = {i: [e for e in events(os.path.join(folder, f"host{i}.log")) if e.get("event") == "finished" and e.get("state") == "succeeded"]
+                    for i in range(hosts)}
+        chunks = {i: [e for e in finished[i] if "[chunk " in e.get("name", "")] for i in range(hosts)}
+        join = [e for i in range(hosts) for e in finished[i] if e.get("name") == "ladder-chunked"]
+        return {"seconds": round(seconds, 2), "cpuSeconds": round(cpu, 2), "chunks": sum(len(c) for c in chunks.values()),
                 "chunkSeconds": chunk_seconds, "joinSeconds": round(join[-1]["seconds"], 2) if join else None,
-                "chunksPerHost": {f"host{i}": sum(1 for e in chunks if e.get("host") == f"host{i}") for i in range(hosts)}}
+                "chunksPerHost": {f"host{i}": len(chunks[i]) for i in range(hosts)}}
     finally:
         for c in coordinators:
             if c.poll() is None:
