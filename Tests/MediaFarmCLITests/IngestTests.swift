@@ -407,6 +407,51 @@ import Glibc
         #expect(loudness.map { $0 < -3 && $0 > -60 } == true && peak.map { $0 <= 0 } == true, "\(tone.stdout)\(tone.stderr)")
     }
 
+    /// A template with a "stream" section: each ingested file (MP4 and Matroska alike) becomes a package in a
+    /// folder named by its template, registered in the library as the file's package; `mediafarm batch` makes
+    /// the same package from a manifest.
+    @Test func ingestedFilesBecomeStreamingPackagesInTheLibrary() throws {
+        let site = try Site("packages")
+        try """
+            { "version": 1, "name": "package-{stem}", "input": "{input}",
+              "stream": { "output": "../out/{stem}-{hash}", "segmentSeconds": 2,
+                          "video": { "rungs": [{ "height": 120, "bitrate": 150000 }], "preset": "ultrafast" } } }
+            """.write(to: site.folder.appendingPathComponent("templates/proxy.json"), atomically: true, encoding: .utf8)
+        let config = try String(contentsOfFile: site.config, encoding: .utf8)
+        try config.replacingOccurrences(of: #""*.mov", "*.part""#, with: #""*.mkv""#).write(toFile: site.config, atomically: true, encoding: .utf8)
+        try site.add(.tone60MP4, as: "tone.mp4")
+        try site.add(.cfr60MKV, as: "scene.mkv")
+        _ = try site.pass()
+        let report = try site.pass()
+        #expect(report["enqueued"] as? Int == 2, "\(report)")
+        let coordinator = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["coordinator", "--exit-when-idle", "--queue", site.queue])
+        #expect(coordinator.status == 0, "\(coordinator.stderr)")
+        let out = site.folder.appendingPathComponent("out")
+        for name in ["tone.mp4", "scene.mkv"] {
+            let hash = try #require(((report["jobs"] as? [[String: Any]]) ?? []).first { ($0["path"] as? String)?.hasSuffix("/" + name) == true }?["hash"] as? String)
+            let folder = out.appendingPathComponent((name as NSString).deletingPathExtension + "-" + hash.prefix(16))
+            #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("master.m3u8").path), "\(name): no package at \(folder.path)")
+            let shown = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["library", "show", "--json", "--queue", site.queue,
+                                                                               site.incoming.appendingPathComponent(name).path])
+            let detail = try JSONSerialization.jsonObject(with: shown.stdoutData) as? [String: Any] ?? [:]
+            let made = (detail["representations"] as? [[String: Any]] ?? []).map { ($0["kind"] as? String ?? "", $0["path"] as? String ?? "") }
+            #expect(made.count == 1 && made[0].0 == "package" && made[0].1 == folder.appendingPathComponent("master.m3u8").path, "\(name): \(made)")
+        }
+
+        // The same package by `mediafarm batch`.
+        let batch = site.folder.appendingPathComponent("batch")
+        try FileManager.default.createDirectory(at: batch, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: MediaFixture.tone60MP4.path, toPath: batch.appendingPathComponent("tone.mp4").path)
+        try """
+            { "version": 1, "name": "batch-package", "input": "tone.mp4",
+              "stream": { "output": "out/tone", "segmentSeconds": 2, "video": { "rungs": [{ "height": 120, "bitrate": 150000 }], "preset": "ultrafast" } } }
+            """.write(to: batch.appendingPathComponent("package.json"), atomically: true, encoding: .utf8)
+        let ran = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["batch", "--workers", "1", batch.appendingPathComponent("package.json").path])
+        #expect(ran.status == 0, "\(ran.stdout)\(ran.stderr)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: batch.appendingPathComponent("out/tone").path).sorted()
+        #expect(files == [".mediafarm-package.json", "audio", "manifest.mpd", "master.m3u8", "video-1"], "\(files)")
+    }
+
     /// A template that is a chain of two jobs: a cut of the file, then an inspection of the cut
     /// (`job:cut#output`). Each file's chain is enqueued in one go, the second waiting for the first; a
     /// chain with one invalid job enqueues none of it; a chain that names a later job is refused.
