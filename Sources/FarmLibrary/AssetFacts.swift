@@ -66,7 +66,7 @@ public struct AssetFacts: Sendable, Hashable, Codable {
     public init(package: PackageSummary, entryPoint: String) {
         let video = package.largestVideo, audio = package.firstAudio
         self.init(mediaType: video == nil ? .audio : .video, duration: package.duration, size: 0,
-                  container: entryPoint.hasSuffix(".mpd") ? "dash" : "hls", codec: (video ?? audio)?.codecs, audioCodec: audio?.codecs,
+                  container: JobManifest.streamEntryPoints.first { $0.value == entryPoint }?.key.rawValue, codec: (video ?? audio)?.codecs, audioCodec: audio?.codecs,
                   frameRate: video?.frameRate, width: video?.width, height: video?.height, hasAudio: audio != nil)
         self.package = package
     }
@@ -75,7 +75,7 @@ public struct AssetFacts: Sendable, Hashable, Codable {
     /// `videoStreamed` (a streaming package).
     public var subtypes: [String] {
         var result: [String] = []
-        if package != nil { result.append("videoStreamed") }
+        if package != nil && mediaType == .video { result.append("videoStreamed") }
         if isSlowMotion { result += ["highFrameRate", "slowMotion"] }
         if let rotation, rotation.truncatingRemainder(dividingBy: 360) != 0 { result.append("rotated") }
         if hasAudio && mediaType == .video { result.append("hasAudio") }

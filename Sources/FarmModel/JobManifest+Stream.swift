@@ -82,6 +82,8 @@ extension JobManifest {
 
     /// The package's entry points: `master.m3u8` and `manifest.mpd` in its folder.
     public static let streamEntryPoints: [StreamFormat: String] = [.hls: "master.m3u8", .dash: "manifest.mpd"]
+    /// The file that marks a folder (or an object prefix) as a package the farm made, with the attempt that made it.
+    public static let packageMarker = ".mediafarm-package.json"
 }
 
 extension JobManifest.StreamSettings {

@@ -119,13 +119,18 @@ public enum PathRules {
     /// Whether `path` addresses an object in S3-compatible storage rather than a file.
     public static func isObject(_ path: String) -> Bool { path.hasPrefix("s3://") }
 
+    /// The key of the object address `path` (`s3://BUCKET/KEY`): what follows the bucket's "/".
+    public static func objectKey(_ path: String) -> Substring {
+        let rest = path.dropFirst(5)
+        return rest.dropFirst(rest.prefix { $0 != "/" }.count + 1)
+    }
+
     /// What is wrong with an object's address, or nil: `s3://BUCKET/KEY`, the bucket 3 to 63 lower-case
     /// letters, digits, dots and hyphens, beginning and ending with a letter or a digit, and a key of
     /// at most 1,024 bytes.
     public static func objectAddressProblem(_ path: String) -> String? {
-        let rest = path.dropFirst(5)
-        let bucket = rest.prefix { $0 != "/" }
-        let key = rest.dropFirst(bucket.count + 1)
+        let bucket = path.dropFirst(5).prefix { $0 != "/" }
+        let key = objectKey(path)
         let letterOrDigit: (Unicode.Scalar) -> Bool = { ("a"..."z").contains($0) || ("0"..."9").contains($0) }
         guard (3...63).contains(bucket.count),
               bucket.unicodeScalars.allSatisfy({ letterOrDigit($0) || $0 == "." || $0 == "-" }),

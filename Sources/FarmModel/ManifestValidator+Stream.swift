@@ -89,9 +89,8 @@ extension Walker {
                  + "or write the package to a shared folder")
         }
         // Every object of a package is named under its prefix: the longest of their names must fit S3's keys.
-        if let output, PathRules.isObject(output), let key = output.dropFirst(5).split(separator: "/", maxSplits: 1).dropFirst().first,
-           key.utf8.count > Self.longestPackagePrefix {
-            fail("\(p).output", "the prefix is \(key.utf8.count) bytes long: the package's objects are named under it, and S3's keys hold "
+        if let output, PathRules.isObject(output), PathRules.objectKey(output).utf8.count > Self.longestPackagePrefix {
+            fail("\(p).output", "the prefix is \(PathRules.objectKey(output).utf8.count) bytes long: the package's objects are named under it, and S3's keys hold "
                  + "1,024 bytes, so a package's prefix holds at most \(Self.longestPackagePrefix)")
         }
         guard let output, let video else { return nil }

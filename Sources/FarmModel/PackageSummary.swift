@@ -7,18 +7,17 @@ public struct PackageSummary: Sendable, Hashable, Codable {
     public var duration: MediaTime
     /// Its entry points, relative to its folder: `master.m3u8` before `manifest.mpd`.
     public var entryPoints: [String]
-    /// `cmaf` (fragmented MPEG-4) or `ts` (MPEG-TS segments).
-    public var container: String
+    public var container: StreamContainer
     public var renditions: [Rendition]
 
-    public init(duration: MediaTime, entryPoints: [String], container: String, renditions: [Rendition]) {
+    public init(duration: MediaTime, entryPoints: [String], container: StreamContainer, renditions: [Rendition]) {
         (self.duration, self.entryPoints, self.container, self.renditions) = (duration, entryPoints, container, renditions)
     }
 
     /// One rendition: a rung of video, an audio or a subtitle track.
     public struct Rendition: Sendable, Hashable, Codable {
-        /// `video`, `audio` or `text`.
-        public var kind: String
+        public enum Kind: String, Sendable, Hashable, Codable { case video, audio, text }
+        public var kind: Kind
         /// Its folder in the package (`video-1`, `audio`).
         public var folder: String
         /// RFC 6381 (`avc1.64001f`, `mp4a.40.2`, `wvtt`).
@@ -34,17 +33,17 @@ public struct PackageSummary: Sendable, Hashable, Codable {
         public var averageBitRate: Int
         public var bytes: Int64
 
-        public init(kind: String, folder: String, codecs: String, peakBitRate: Int, averageBitRate: Int, bytes: Int64) {
+        public init(kind: Kind, folder: String, codecs: String, peakBitRate: Int, averageBitRate: Int, bytes: Int64) {
             (self.kind, self.folder, self.codecs, self.peakBitRate, self.averageBitRate, self.bytes) = (kind, folder, codecs, peakBitRate, averageBitRate, bytes)
         }
     }
 
     /// The largest video rung (the first when two are as large), or nil for a package of sound alone.
     public var largestVideo: Rendition? {
-        renditions.filter { $0.kind == "video" }.max { ($0.width ?? 0) * ($0.height ?? 0) < ($1.width ?? 0) * ($1.height ?? 0) }
+        renditions.filter { $0.kind == .video }.max { ($0.width ?? 0) * ($0.height ?? 0) < ($1.width ?? 0) * ($1.height ?? 0) }
     }
 
-    public var firstAudio: Rendition? { renditions.first { $0.kind == "audio" } }
+    public var firstAudio: Rendition? { renditions.first { $0.kind == .audio } }
 
     /// Every byte of its media.
     public var bytes: Int64 { renditions.reduce(0) { $0 + $1.bytes } }

@@ -15,6 +15,16 @@ import Testing
                                                  credentials: SigV4Credentials(accessKeyID: server.accessKey, secretAccessKey: server.secret)))
     }
 
+    /// An object's name may hold 1,000 bytes; the staged file's name holds 255: the stem is cut, the
+    /// extension kept, and two addresses still stage apart.
+    @Test func aLongObjectNameIsStagedUnderAFileNameThatFits() {
+        let long = "s3://media/out/" + String(repeating: "é", count: 450) + ".mp4"
+        let staged = (ObjectOutput.stagedPath(for: long, token: "0123456789abcdef0123456789abcdef") as NSString).lastPathComponent
+        #expect(staged.utf8.count <= 255 && staged.hasSuffix(".mp4.mediafarm-staged-0123456789abcdef0123456789abcdef"), "\(staged.utf8.count) bytes: \(staged)")
+        #expect(ObjectOutput.stagedPath(for: long, token: "t") != ObjectOutput.stagedPath(for: long.replacingOccurrences(of: ".mp4", with: "x.mp4"), token: "t"))
+        #expect((ObjectOutput.stagedPath(for: "s3://media/out/show.mp4", token: "t") as NSString).lastPathComponent.hasSuffix("-show.mp4.mediafarm-staged-t"))
+    }
+
     @Test func partsAreEightMebibytesUnlessTenThousandWouldNotHoldTheObject() {
         #expect(ObjectOutput.partSize(for: 1) == 8 << 20)
         #expect(ObjectOutput.partSize(for: 200_000_000) == 8 << 20)

@@ -408,8 +408,8 @@ import Glibc
     }
 
     /// A template with a "stream" section: each ingested file (MP4 and Matroska alike) becomes a package in a
-    /// folder named by its template, registered in the library as the file's package; `mediafarm batch` makes
-    /// the same package from a manifest.
+    /// folder named by its template, registered in the library as the file's package; `mediafarm batch` makes a
+    /// package from a manifest too.
     @Test func ingestedFilesBecomeStreamingPackagesInTheLibrary() throws {
         let site = try Site("packages")
         try """
@@ -438,7 +438,7 @@ import Glibc
             #expect(made.count == 1 && made[0].0 == "package" && made[0].1 == folder.appendingPathComponent("master.m3u8").path, "\(name): \(made)")
         }
 
-        // The same package by `mediafarm batch`.
+        // A package by `mediafarm batch`.
         let batch = site.folder.appendingPathComponent("batch")
         try FileManager.default.createDirectory(at: batch, withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: MediaFixture.tone60MP4.path, toPath: batch.appendingPathComponent("tone.mp4").path)

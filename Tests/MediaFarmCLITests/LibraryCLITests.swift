@@ -562,13 +562,18 @@ import Testing
         #expect(one.status == 200 && !one.body.contains("video-1/") && one.body.contains("video-2/index.m3u8"), "\(one.body)")
         let segment = try await farm.request("GET", "/api/assets/\(package)/package/video-1/1.m4s", ["-H", "Range: bytes=0-99"])
         #expect(segment.status == 206, "\(segment.status) \(segment.headers)")
-        for path in ["/package/.mediafarm-package.json", "/package/video-1/%2e%2e/%2e%2e/tone.mp4", "/package/a/b/c.m4s", "/package/master.m3u8?rung=video-9"] {
+        for path in ["/package/.mediafarm-package.json", "/package/%2e%2e/tone.mp4", "/package/video-1/%2e%2e/%2e%2e/tone.mp4", "/package/a/b/c.m4s",
+                     "/package/master.m3u8?rung=video-9"] {
             let answer = try await farm.request("GET", "/api/assets/\(package)" + path)
             #expect(answer.status == 404, "\(path): \(answer.status) \(answer.body.prefix(200))")
         }
         let notPackage = try await farm.request("GET", "/api/assets/\(tone)/package/master.m3u8")
         #expect(notPackage.status == 404 && notPackage.body.contains("not a streaming package"), "\(notPackage.body)")
         #expect(try await farm.request("GET", "/api/assets/\(package)/package/master.m3u8", auth: false).status == 401)
+        // A token scoped to the source's album sees the source, not the package (in no album).
+        let scoped = try mediafarm(["library", "token", "create", "--album", "Public", "site"], queue: queue).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try await farm.request("GET", "/api/assets/\(tone)", auth: false, ["-H", "Authorization: Bearer \(scoped)"]).status == 200)
+        #expect(try await farm.request("GET", "/api/assets/\(package)/package/master.m3u8", auth: false, ["-H", "Authorization: Bearer \(scoped)"]).status == 404)
 
         // The asset's page plays it with a switcher of its rungs and scrubs its storyboard; the job's page shows the storyboard too.
         let page = try await farm.request("GET", "/library/assets/\(package)").body
@@ -592,6 +597,14 @@ import Testing
         let again = try #require(try await farm.request("GET", "/api/assets/\(package)").json)
         let places = (again["locations"] as? [[String: Any]] ?? []).compactMap { $0["path"] as? String }
         #expect(places.contains { $0.hasSuffix("/out/again/master.m3u8") } && places.contains { $0.hasSuffix("/out/pkg/master.m3u8") }, "\(places)")
+        // Named by its folder on its page.
+        #expect(try await farm.request("GET", "/library/assets/\(package)").body.contains("<h1>again</h1>"))
+        // A folder whose package changed since (another package made there, which the library did not see) is not served as this one.
+        let entryPoint = ((again["asset"] as? [String: Any])?["path"] as? String) ?? ""
+        #expect(entryPoint.hasSuffix("/out/again/master.m3u8"), "\(again)")
+        try Data("#EXT-X-ANOTHER-PACKAGE\n".utf8).write(to: URL(fileURLWithPath: entryPoint))
+        let changed = try await farm.request("GET", "/api/assets/\(package)/package/video-1/1.m4s")
+        #expect(changed.status == 404 && changed.body.contains("no longer holds the package the library registered"), "\(changed.status) \(changed.body)")
     }
 
     /// The console's library in Chromium: albums as posters, an album's grid with its poster and duration

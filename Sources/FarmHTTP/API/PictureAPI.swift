@@ -6,7 +6,8 @@ import NIOCore
 
 /// Pictures of the library's assets over HTTP: an asset's poster, its storyboard's WebVTT file, index and
 /// sheets, as the jobs that made them registered them (representations of kind `poster`, and `storyboard`
-/// by its first sheet, the other files beside it); and a streaming package's files, when the asset is one.
+/// by its first sheet, the other files beside it); and a streaming package's files, when the asset is one
+/// (answered `no-cache`, without an ETag: a package's files are served as a job's are).
 /// The same access as the rest of the library: a scoped token sees only its albums' assets. Each answer's
 /// ETag is the picture's content id, and a request that names it (`?v=ID`, as the storyboard's cues do)
 /// is cached as immutable; without it the answer is revalidated (`If-None-Match` costs no file read).

@@ -69,7 +69,7 @@ extension ConsoleJobs {
             throw APIError(status: .notFound, message: "no file \(name): a job's files are its output, its report and its codes' pictures (code-N)")
         }
         // A result that does not decode has no files to serve: said below as "wrote none".
-        guard job.state == .succeeded, let text = job.result, let result = try? JSONDecoder().decode(JobResult.self, from: Data(text.utf8)),
+        guard job.state == .succeeded, let result = Self.result(of: job),
               var given = name == "output" ? result.output : result.report else {
             throw APIError(status: .notFound, message: "job \(job.id) has no \(name) (it has not succeeded, or wrote none)")
         }
@@ -150,8 +150,12 @@ extension ConsoleJobs {
             unknown = "<p class=\"muted\">The library cannot say now which assets the job read and made: \(String(describing: error))</p>\n"
         }
         // A package: played, with its storyboard when the library has one of it.
-        if let package = Self.result(of: job)?.package, (try? Self.servedPackage(job)) != nil {  // not a package here: nothing more to show
-            files += PackageFiles.player(base: "/jobs/\(job.id)/package/", package)
+        if let folder = try? Self.servedPackage(job) {  // not a package here: nothing more to show
+            // A result from before jobs summarised their packages: the entry points the folder has.
+            let package = Self.result(of: job)?.package
+            let entryPoints = package?.entryPoints
+                ?? StreamFormat.allCases.compactMap { JobManifest.streamEntryPoints[$0] }.filter { OpenedFile(in: folder, [Substring($0)]) != nil }
+            files += PackageFiles.player(base: "/jobs/\(job.id)/package/", entryPoints: entryPoints, renditions: package?.renditions ?? [])
             if let asset = assets?.made.first(where: { $0.facts.package != nil }), assets?.storyboards.contains(asset.id) == true {
                 files += LibraryPages.scrubber(asset.id)
             }

@@ -22,7 +22,7 @@ struct LibraryPages: FaceController {
 
     /// An asset's poster as a thumbnail, or its type and name when it has none.
     static func thumbnail(_ asset: LibraryAsset, poster: Bool) -> HTML {
-        let name = (asset.path as NSString?)?.lastPathComponent ?? asset.id.rawValue
+        let name = Self.name(of: asset)
         let duration = asset.facts.duration.seconds
         let badge: HTML = duration > 0 ? "<span class=\"badge\">\(StatusPage.clock(duration))</span>" : ""
         let picture: HTML = poster
@@ -91,7 +91,7 @@ struct LibraryPages: FaceController {
         let usedBy = detail.representations
         let asset = detail.asset
         let facts = asset.facts
-        let name = (asset.path as NSString?)?.lastPathComponent ?? id.rawValue
+        let name = Self.name(of: asset)
         var body: HTML = "<p class=\"muted\"><a href=\"/library\">Library</a> › \(name)</p><h1>\(name)</h1>\n"
         let (csrf, cookie) = ConsoleCSRF.token(of: request, sessions: face.sessions)
         if let job = request.uri.queryParameters.get("poster").flatMap(Int64.init) {
@@ -112,7 +112,8 @@ struct LibraryPages: FaceController {
         body += "</div>\n"
         // A streaming package: played from its folder on this host.
         if let package = facts.package, (try? Self.packageFolder(asset)) != nil {  // not here: the locations say where
-            body += "<div id=\"files\">" + PackageFiles.player(base: "/api/assets/\(id.rawValue)/package/", package) + "</div>\n"
+            body += "<div id=\"files\">" + PackageFiles.player(base: "/api/assets/\(id.rawValue)/package/", entryPoints: package.entryPoints,
+                                                                 renditions: package.renditions) + "</div>\n"
         }
         body += "<div class=\"scroll\"><table class=\"facts\">"
         func fact(_ label: String, _ value: HTML?) { if let value { body += "<tr><th>\(label)</th><td>\(value)</td></tr>" } }
@@ -167,17 +168,29 @@ extension LibraryPages {
             + "data-base=\"/api/assets/\(id.rawValue)/\"><div class=\"frame\"></div><span class=\"at muted\"></span></div>"
     }
 
-    /// The folder of a package asset on this host: its entry point's, a package the farm made; otherwise why not.
+    /// The folder of a package asset on this host: its entry point's, in a package the farm made, the entry point
+    /// still the asset's content (a package made there since, which the library may not know, is not served as
+    /// this one); otherwise why not.
     static func packageFolder(_ asset: LibraryAsset) throws -> String {
         guard let package = asset.facts.package else { throw APIError(status: .notFound, message: "\(asset.id.reference) is not a streaming package") }
-        guard let path = asset.path, !path.hasPrefix("s3://") else {
+        guard let path = asset.path, !PathRules.isObject(path) else {
             throw APIError(status: .notFound, message: "\(asset.id.reference) is not on this host (its locations say where it is)")
         }
         let folder = (path as NSString).deletingLastPathComponent
-        guard package.entryPoints.contains((path as NSString).lastPathComponent), PackageFiles.isPackage(folder) else {
-            throw APIError(status: .notFound, message: "\(asset.id.reference): \(folder) is no longer the package the library registered")
+        guard package.entryPoints.contains((path as NSString).lastPathComponent), PackageFiles.isPackage(folder),
+              (try? ContentHash.of(file: path))?.id == asset.id else {  // unreadable: not the package registered either
+            throw APIError(status: .notFound, message: "\(asset.id.reference): \(folder) no longer holds the package the library registered "
+                           + "(its \((path as NSString).lastPathComponent) has changed or is gone)")
         }
         return folder
+    }
+
+    /// What an asset is called on its page and tile: its file's name, a package's folder's.
+    static func name(of asset: LibraryAsset) -> String {
+        guard let path = asset.path else { return asset.id.rawValue }
+        let name = asset.facts.package != nil ? ((path as NSString).deletingLastPathComponent as NSString).lastPathComponent
+                                               : (path as NSString).lastPathComponent
+        return name.isEmpty ? asset.id.rawValue : name
     }
 
     /// The albums, the page of assets, which of them (and of the albums' key assets) have a poster, and each

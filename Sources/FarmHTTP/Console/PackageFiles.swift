@@ -10,7 +10,7 @@ enum PackageFiles {
     /// The file at `path` of the package `folder` (a real path, a package the farm made), or the master playlist
     /// with one rung when `?rung=video-N` asks for it. `what` names the package in a refusal.
     static func answer(_ request: Request, folder: String, path: String, what: String) throws -> Response {
-        let file = try member(folder, path)
+        let file = try member(folder, path, of: what)
         guard let rung = request.uri.queryParameters.get("rung"), path == "master.m3u8" else {
             return ConsoleJobs.serve(file, name: String(path.split(separator: "/").last ?? ""), type: type(path), request)
         }
@@ -26,7 +26,7 @@ enum PackageFiles {
     static func isPackage(_ folder: String) -> Bool {
         var info = stat()
         guard lstat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return false }
-        return lstat(folder + "/.mediafarm-package.json", &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+        return lstat(folder + "/" + JobManifest.packageMarker, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
     }
 
     /// The media type of a package's file, by its name.
@@ -62,32 +62,34 @@ enum PackageFiles {
 
     /// The file at `relative` in the package `folder`, opened: a name or folder/name of the package's own (letters,
     /// digits, dot, dash, underscore; not hidden), every step a real folder or file, never a link (`OpenedFile`).
-    static func member(_ folder: String, _ relative: String) throws -> OpenedFile {
+    static func member(_ folder: String, _ relative: String, of what: String) throws -> OpenedFile {
         let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
         guard (1...2).contains(parts.count),
               parts.allSatisfy({ $0.range(of: "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}\\z", options: .regularExpression) != nil }) else {
-            throw APIError(status: .notFound, message: "\(relative): not a file of the package (master.m3u8, manifest.mpd, video-1/index.m3u8, …)")
+            throw APIError(status: .notFound, message: "\(relative): not a file of \(what) (master.m3u8, manifest.mpd, video-1/index.m3u8, …)")
         }
-        guard let file = OpenedFile(in: folder, parts) else { throw APIError(status: .notFound, message: "\(relative): no such file in the package") }
+        guard let file = OpenedFile(in: folder, parts) else { throw APIError(status: .notFound, message: "\(relative): no such file in \(what)") }
         return file
     }
 
     /// A package's player, its files under `base`: its HLS in the page's `<video>` (Chromium and Safari play HLS
     /// themselves), a switcher of its rungs (each rung's master alone), and its entry points. What it offers is
-    /// what the job that made the package measured (`PackageSummary`).
-    static func player(base: String, _ package: PackageSummary) -> HTML {
+    /// what the job that made the package measured (`PackageSummary`); a package made before jobs said so has its
+    /// entry points and no rungs to choose.
+    static func player(base: String, entryPoints: [String], renditions: [PackageSummary.Rendition]) -> HTML {
         var html: HTML = ""
-        if package.entryPoints.contains("master.m3u8") {
-            html += "<video class=\"output\" id=\"package-player\" controls preload=\"metadata\" src=\"\(base)master.m3u8\"></video>"
-            var options: HTML = "<option value=\"\(base)master.m3u8\">every rung (the player chooses)</option>"
-            for rung in package.renditions where rung.kind == "video" {
+        let master = JobManifest.streamEntryPoints[.hls] ?? ""
+        if entryPoints.contains(master) {
+            html += "<video class=\"output\" id=\"package-player\" controls preload=\"metadata\" src=\"\(base)\(master)\"></video>"
+            var options: HTML = "<option value=\"\(base)\(master)\">every rung (the player chooses)</option>"
+            for rung in renditions where rung.kind == .video {
                 let size = rung.width.flatMap { w in rung.height.map { "\(w)x\($0)" } } ?? "?"
-                options += "<option value=\"\(base)master.m3u8?rung=\(rung.folder)\">\(rung.folder): \(size) \(rung.peakBitRate / 1000) kbit/s</option>"
+                options += "<option value=\"\(base)\(master)?rung=\(rung.folder)\">\(rung.folder): \(size) \(rung.peakBitRate / 1000) kbit/s</option>"
             }
             html += "<p><label>Rendition <select class=\"rendition\" data-video=\"package-player\">\(options)</select></label></p>"
         }
         html += "<p class=\"file\">package: "
-        for name in package.entryPoints { html += "<a href=\"\(base)\(name)\">\(name)</a> " }
+        for name in entryPoints { html += "<a href=\"\(base)\(name)\">\(name)</a> " }
         return html + "</p>"
     }
 }

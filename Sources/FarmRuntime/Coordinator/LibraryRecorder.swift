@@ -43,10 +43,15 @@ struct LibraryRecorder: CoordinatorPart {
             var pictured = sources
             if let stream = manifest.stream, let package, let entryPoint = package.entryPoints.first {
                 let path = stream.output + "/" + entryPoint
-                let id = try await library.registerOutput(path, sources: sources, jobID: job.id, jobName: job.name, parameters: submitted, kind: .package,
-                                                          facts: AssetFacts(package: package, entryPoint: entryPoint))
-                events(.notice("job \(job.id): package \(path) registered in the library as \(id)"))
-                pictured.append(id)
+                do {
+                    let id = try await library.registerOutput(path, sources: sources, jobID: job.id, jobName: job.name, parameters: submitted,
+                                                              kind: .package, facts: AssetFacts(package: package, entryPoint: entryPoint))
+                    events(.notice("job \(job.id): package \(path) registered in the library as \(id)"))
+                    pictured.append(id)
+                } catch {
+                    // Its pictures are still the sources'.
+                    events(.notice("job \(job.id): the library did not record its package \(path): \(error)"))
+                }
             }
             // Pictures of the input: its poster and its storyboard, by its first sheet (a picture the library can
             // read; the WebVTT file, the index and the other sheets are beside it).

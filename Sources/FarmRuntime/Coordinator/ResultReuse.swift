@@ -68,7 +68,8 @@ final class ResultReuse: CoordinatorPart {
             if manifest.report != nil, earlier.report == nil { continue }
             guard manifest.export == nil || earlier.output != nil else { continue }
             guard !manifest.writesPictures || earlier.files != nil else { continue }
-            guard manifest.stream == nil || earlier.files?.package != nil else { continue }
+            // A package recorded before results carried its summary is made again (the copy would have none).
+            guard manifest.stream == nil || earlier.files?.package?.summary != nil else { continue }
             let worker = earlier.worker
             jobs.state.withLock { $0.running[job.id]?.progress = JobProgress(fraction: 0, phase: "reusing the result of job \(worker.id)") }
             guard let staged = await stageEarlierResult(earlier, for: job, token: token, manifest: manifest) else {

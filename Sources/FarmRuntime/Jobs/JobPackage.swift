@@ -143,9 +143,10 @@ struct JobPackage {
 
     /// The package as its players see it (a chunk's folder is no package: it has none).
     static func summary(_ package: StreamReport, of stream: JobManifest.StreamSettings) -> PackageSummary {
-        PackageSummary(duration: package.duration, entryPoints: stream.entryPoints, container: stream.container.rawValue,
+        PackageSummary(duration: package.duration, entryPoints: stream.entryPoints, container: stream.container,
                        renditions: package.tracks.map { track in
-            var rendition = PackageSummary.Rendition(kind: track.kind.rawValue, folder: track.folder, codecs: track.codecs, peakBitRate: track.peakBitRate,
+            let kind: PackageSummary.Rendition.Kind = switch track.kind { case .video: .video; case .audio: .audio; case .text: .text }
+            var rendition = PackageSummary.Rendition(kind: kind, folder: track.folder, codecs: track.codecs, peakBitRate: track.peakBitRate,
                                                      averageBitRate: track.averageBitRate, bytes: track.segments.reduce(Int64(0)) { $0 + Int64($1.bytes) })
             (rendition.width, rendition.height, rendition.frameRate) = (track.width, track.height, track.frameRate?.doubleValue)
             (rendition.channels, rendition.language) = (track.channels, track.language)

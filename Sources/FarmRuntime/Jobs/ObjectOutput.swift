@@ -23,13 +23,23 @@ public enum ObjectOutput {
     static let defaultSpoolFolder = "/var/tmp/mediafarm-spool"
 
     /// The staged file of object `final` for the attempt holding `token`: in the spool folder, named by a
-    /// hash of the address (two outputs never share it) and the object's own name.
+    /// hash of the address (two outputs never share it) and the object's own name, its stem cut to
+    /// `stagedNameBytes` (a key's last step may hold 1,000 bytes; a file's name, 255).
     public static func stagedPath(for final: String, token: String) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in final.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        let name = final.split(separator: "/").last.map(String.init) ?? "object"
+        var name = final.split(separator: "/").last.map(String.init) ?? "object"
+        if name.utf8.count > stagedNameBytes {
+            let ext = (name as NSString).pathExtension.utf8.count <= 16 ? (name as NSString).pathExtension : ""
+            var stem = ""
+            for character in name where stem.utf8.count + character.utf8.count + ext.utf8.count + 1 <= stagedNameBytes { stem.append(character) }
+            name = ext.isEmpty ? stem : stem + "." + ext
+        }
         return spoolFolder + "/." + String(hash, radix: 16) + "-" + name + StagedOutput.marker + token
     }
+
+    /// The most of an object's own name a staged file's name holds, in bytes.
+    static let stagedNameBytes = 120
 
     /// Removes every file the attempt holding `token` staged in the spool folder (numbered outputs whose
     /// count it did not report): its token is its own.

@@ -14,7 +14,7 @@ import Glibc
 /// replaced.
 enum PackageFolder {
     /// The file that marks a folder as a package the farm made, with the attempt that made it.
-    static let marker = ".mediafarm-package.json"
+    static let marker = JobManifest.packageMarker
 
     struct Marker: Codable {
         var version = 1
