@@ -99,6 +99,7 @@ extension JobManifest.ExportSettings {
         if !video.isEmpty { members.append(("video", .object(video))) }
         var audio: [(key: String, value: JSONValue)] = []
         if self.audio.policy != .auto { audio.append(("policy", .string(self.audio.policy.rawValue))) }
+        audio += self.audio.tracks.members
         if self.audio.bitrate != 128_000 { audio.append(("bitrate", .whole(self.audio.bitrate))) }
         if let loudness = self.audio.loudness { audio.append(("loudness", loudness.document)) }
         if !audio.isEmpty { members.append(("audio", .object(audio))) }

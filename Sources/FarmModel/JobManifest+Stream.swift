@@ -60,9 +60,9 @@ extension JobManifest {
         public var channels = 2
         /// The audio's language in the playlists (BCP 47: "en", "pt-BR").
         public var language: String?
-        /// The source's audio tracks to keep, by language, one rendition each ("en" finds "eng" and "en");
-        /// empty: its first audio track.
-        public var languages: [String] = []
+        /// The source's audio tracks to keep, one rendition each: its default track, every one, or a keep
+        /// list of languages (`tracks`, `languages`).
+        public var tracks = AudioTracks.default
         public init() {}
     }
 
@@ -164,7 +164,7 @@ extension JobManifest.StreamSettings {
         if self.audio.bitrate != 128_000 { audio.append(("bitrate", .whole(self.audio.bitrate))) }
         if self.audio.channels != 2 { audio.append(("channels", .whole(self.audio.channels))) }
         if let language = self.audio.language { audio.append(("language", .string(language))) }
-        if !self.audio.languages.isEmpty { audio.append(("languages", .array(self.audio.languages.map(JSONValue.string)))) }
+        audio += self.audio.tracks.members
         if !audio.isEmpty { members.append(("audio", .object(audio))) }
         if !subtitleLanguages.isEmpty { members.append(("subtitles", .object([("languages", .array(subtitleLanguages.map(JSONValue.string)))]))) }
         members += chunking.members

@@ -198,6 +198,8 @@ public struct JobManifest: Sendable, Hashable {
 
     public struct AudioExportSettings: Sendable, Hashable {
         public var policy: AudioPolicy = .auto
+        /// The sources' audio tracks kept, each a track of the output (`tracks`, `languages`).
+        public var tracks = AudioTracks.default
         public var codec: String = "aac"
         public var bitrate: Int = 128_000
         /// Deliver at a loudness, or measure it only (`export.audio.loudness`).
@@ -302,6 +304,24 @@ public enum CutMode: String, Sendable, Hashable, CaseIterable, Codable {
     /// Exactly the frames and samples asked for with no edit list hiding anything: the frames from a cut
     /// to the next keyframe are re-encoded with the source's codec, the rest copied, the audio encoded.
     case smart
+}
+
+/// Which of the sources' audio tracks an export or a package keeps, as AVMediaSelectionGroup's audible
+/// options: `"tracks": "default"` (the one flagged default, else the first), `"tracks": "all"`, or a keep
+/// list, `"languages": ["en", "fr"]` ("en" finds "eng" and "en-GB"; every source must have each).
+public enum AudioTracks: Sendable, Hashable {
+    case `default`
+    case all
+    case languages([String])
+
+    /// Its members in an `audio` object: none for the default.
+    public var members: [(key: String, value: JSONValue)] {
+        switch self {
+        case .default: []
+        case .all: [("tracks", .string("all"))]
+        case .languages(let languages): [("languages", .array(languages.map(JSONValue.string)))]
+        }
+    }
 }
 
 /// What happens to audio in a passthrough export.

@@ -58,7 +58,7 @@ extension Walker {
             fail("\(p).video", "is required: a package needs its ladder (\"video\": {\"rungs\": [{\"height\": 720, \"bitrate\": 3000000}]}), or \"mode\": \"passthrough\" to copy the source's")
         }
         var audio = JobManifest.StreamAudio()
-        if let a = o["audio"], let ao = object(a, "\(p).audio", allowed: ["bitrate", "channels", "language", "languages"]) {
+        if let a = o["audio"], let ao = object(a, "\(p).audio", allowed: ["bitrate", "channels", "language", "languages", "tracks"]) {
             for key in ["bitrate", "channels"] where mode == .passthrough && ao[key] != nil {
                 fail("\(p).audio.\(key)", "a passthrough package copies the source's AAC as it is: leave out \"\(key)\", or \"mode\" to encode")
             }
@@ -69,9 +69,9 @@ extension Walker {
                      + "\(audio.channels) channels have none, and many players refuse them")
             }
             audio.language = languageTag(ao["language"], "\(p).audio.language")
-            audio.languages = languageList(ao["languages"], "\(p).audio.languages")
-            if audio.language != nil && !audio.languages.isEmpty {
-                fail("\(p).audio.language", "give \"language\" (what the one audio track is) or \"languages\" (which tracks to keep, each labelled by its own), not both")
+            audio.tracks = audioTracks(ao, "\(p).audio")
+            if audio.language != nil && audio.tracks != .default {
+                fail("\(p).audio.language", "labels the one default audio track: leave it out with \"languages\" or \"tracks\": \"all\" (each track is labelled by its own)")
             }
         }
         var subtitles: [String] = []
@@ -134,8 +134,24 @@ extension Walker {
     /// of its files (`subtitles-LANGUAGE/index.m3u8` with a tag of up to 35 characters, `.mediafarm-package.json`).
     static let longestPackagePrefix = 1024 - 64
 
+    /// Which audio tracks an `audio` object keeps: `"tracks": "default" | "all"` or `"languages"`, not both.
+    mutating func audioTracks(_ o: [String: JSONValue], _ p: String) -> AudioTracks {
+        let languages = languageList(o["languages"], "\(p).languages")
+        switch (o["tracks"], languages.isEmpty) {
+        case (nil, true): return .default
+        case (nil, false): return .languages(languages)
+        case (.string("default")?, true): return .default
+        case (.string("all")?, true): return .all
+        case (_?, false):
+            fail("\(p).tracks", "give \"tracks\" (\"default\" or \"all\") or \"languages\" (a keep list), not both")
+        case (let other?, true):
+            fail("\(p).tracks", "expected \"default\" (the source's default audio track) or \"all\" (every one), found \(other.numberText)")
+        }
+        return .default
+    }
+
     /// A keep list of 1 to 16 languages, each named once.
-    private mutating func languageList(_ value: JSONValue?, _ p: String) -> [String] {
+    mutating func languageList(_ value: JSONValue?, _ p: String) -> [String] {
         switch value {
         case nil: return []
         case .array(let items)? where (1...16).contains(items.count):

@@ -561,8 +561,12 @@ struct Walker {
             video.threads = integer(vo["threads"], "\(p).video.threads", in: 0...64) ?? video.threads
         }
         var audio = JobManifest.AudioExportSettings()
-        if let a = o["audio"], let ao = object(a, "\(p).audio", allowed: ["policy", "codec", "bitrate", "loudness"]) {
+        if let a = o["audio"], let ao = object(a, "\(p).audio", allowed: ["policy", "codec", "bitrate", "loudness", "tracks", "languages"]) {
             audio.policy = enumeration(ao["policy"], "\(p).audio.policy", AudioPolicy.self) ?? .auto
+            audio.tracks = audioTracks(ao, "\(p).audio")
+            if audio.policy == .drop, audio.tracks != .default {
+                fail("\(p).audio.policy", "\"drop\" keeps no audio track: leave out \"tracks\" and \"languages\", or the policy")
+            }
             if let codec = string(ao["codec"], "\(p).audio.codec"), codec != "aac" {
                 fail("\(p).audio.codec", "\"\(codec)\" is not supported; use \"aac\"")
             }

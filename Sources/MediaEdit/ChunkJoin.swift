@@ -54,12 +54,9 @@ struct ChunkJoiner {
         }
         let file = try OutputFile(path: temporary, format: settings.muxer)
         let videoOut = try file.addStream(copying: firstVideo.index, of: first, timeBase: frameTB)
-        var renderedAudio: RenderedAudioWriter?
-        let audioSource = sources.first { $0.audio != nil }?.audio
-        if let audio = audioSource, settings.audioPolicy != .drop {
-            renderedAudio = try RenderedAudioWriter(mapping: mapping, sources: sources, audio: audio, totalDuration: videoEnd,
-                                                    file: file, settings: settings, interrupter: interrupter, progress: progress)
-        }
+        let keptAudio = settings.audioPolicy == .drop ? [] : try settings.audioTracks.choose(sources)
+        let renderedAudio = try RenderedAudioWriter.tracks(keptAudio, mapping: mapping, sources: sources, totalDuration: videoEnd,
+                                                           file: file, settings: settings, interrupter: interrupter, progress: progress)
         let chapters = try file.writeHeader(sources: sources, mapping: mapping, settings: settings)
         let tb = file.timeBase(of: videoOut)
 
@@ -75,7 +72,7 @@ struct ChunkJoiner {
                 let shown = MediaTime(count: pts, timeBase: video.timeBase) - video.startTime
                 let decoded = MediaTime(count: packet.dts ?? pts, timeBase: video.timeBase) - video.startTime
                 let at = start + shown, decodeAt = start + decoded
-                try renderedAudio?.write(until: decodeAt)
+                for track in renderedAudio { try track.write(until: decodeAt) }
                 packet.retime(pts: at.count(in: tb), dts: decodeAt.count(in: tb), duration: fd.count(in: tb) ?? 0, streamIndex: videoOut)
                 try file.write(&packet)
                 count += 1
@@ -89,17 +86,16 @@ struct ChunkJoiner {
                 throw ExportError("\(chunk.path): holds \(count) frames, not the \(chunk.frames.count) of frames \(chunk.frames.lowerBound)..<\(chunk.frames.upperBound)")
             }
         }
-        try renderedAudio?.write(until: nil)
+        for track in renderedAudio { try track.write(until: nil) }
         progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
         try file.finish()
-        let audioReport: ExportReport.Audio = renderedAudio?.report ?? .init(handling: audioSource == nil ? "none" : "dropped", codec: nil, sampleRate: nil,
-                                                                           channels: nil, samples: nil, packets: 0, pieces: nil, decodeErrors: nil)
+        let audio = RenderedAudioWriter.reports(renderedAudio, sources: sources)
         return ExportReport(
             mode: .constantFrameRate, output: settings.outputPath, container: settings.muxer, duration: videoEnd,
             video: .init(codec: firstVideo.codecName, frames: frameCount, framesDecoded: 0, frameDuration: fd,
                          width: firstVideo.width, height: firstVideo.height,
                          cropped: sources.first { $0.video != nil }?.video.flatMap { ConstantFrameRateExporter.croppedNote(width: $0.width, height: $0.height) }),
-            audio: audioReport, snappedCuts: [], chapters: chapters, seconds: Date().timeIntervalSince(started))
+            audio: audio.first, additionalAudio: audio.more, snappedCuts: [], chapters: chapters, seconds: Date().timeIntervalSince(started))
     }
 }
 

@@ -62,12 +62,9 @@ struct ConstantFrameRateExporter {
         }
         let videoOut = try file.addStream(for: encoder, displayMatrix: sources[0].displayMatrix, language: sources[0].video?.language)
 
-        var renderedAudio: RenderedAudioWriter?
-        let audioSource = sources.first { $0.audio != nil }?.audio
-        if let audio = audioSource, settings.audioPolicy != .drop, !isChunk {
-            renderedAudio = try RenderedAudioWriter(mapping: mapping, sources: sources, audio: audio, totalDuration: videoEnd,
-                                                    file: file, settings: settings, interrupter: interrupter, progress: progress)
-        }
+        let keptAudio = settings.audioPolicy == .drop || isChunk ? [] : try settings.audioTracks.choose(sources)
+        let renderedAudio = try RenderedAudioWriter.tracks(keptAudio, mapping: mapping, sources: sources, totalDuration: videoEnd,
+                                                           file: file, settings: settings, interrupter: interrupter, progress: progress)
         let chapters = try file.writeHeader(sources: sources, mapping: mapping, settings: settings)
 
         var videoPackets = 0
@@ -77,7 +74,7 @@ struct ConstantFrameRateExporter {
             while try encoder.receive(into: &packet) == .packet {
                 let pts = MediaTime(count: packet.pts ?? 0, timeBase: frameTB)
                 let dts = MediaTime(count: packet.dts ?? packet.pts ?? 0, timeBase: frameTB)
-                try renderedAudio?.write(until: dts)
+                for track in renderedAudio { try track.write(until: dts) }
                 packet.retime(pts: pts.count(in: tb), dts: dts.count(in: tb), duration: fd.count(in: tb) ?? 0, streamIndex: videoOut)
                 try file.write(&packet)
                 videoPackets += 1
@@ -109,16 +106,15 @@ struct ConstantFrameRateExporter {
         }
         try encoder.sendEndOfStream()
         try drainVideo()
-        try renderedAudio?.write(until: nil)
+        for track in renderedAudio { try track.write(until: nil) }
         progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
         try file.finish()
 
-        let audioReport: ExportReport.Audio = renderedAudio?.report ?? .init(handling: audioSource == nil ? "none" : "dropped", codec: nil, sampleRate: nil, channels: nil, samples: nil,
-                   packets: 0, pieces: nil, decodeErrors: nil)
+        let audio = RenderedAudioWriter.reports(renderedAudio, sources: sources)
         return ExportReport(
             mode: .constantFrameRate, output: settings.outputPath, container: settings.muxer, duration: videoEnd,
             video: .init(codec: "h264", frames: frames.count, framesDecoded: video.decoded, frameDuration: fd, width: encodedWidth, height: encodedHeight,
                          cropped: Self.croppedNote(width: width, height: height)),
-            audio: audioReport, snappedCuts: [], chapters: chapters, seconds: Date().timeIntervalSince(started))
+            audio: audio.first, additionalAudio: audio.more, snappedCuts: [], chapters: chapters, seconds: Date().timeIntervalSince(started))
     }
 }

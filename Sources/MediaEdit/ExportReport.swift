@@ -19,6 +19,8 @@ public struct ExportReport: Sendable, Encodable {
     public struct Audio: Sendable, Encodable {
         /// "copied", "encoded", "dropped" or "none".
         public var handling: String
+        /// The kept track's language, as its source tags it ("eng"), when it does.
+        public var language: String? = nil
         public var codec: String?
         public var sampleRate: Int?
         public var channels: Int?
@@ -34,6 +36,12 @@ public struct ExportReport: Sendable, Encodable {
         public var bitRate: Int? = nil
         public var sourceBitRate: Int? = nil
         public var note: String? = nil
+
+        /// The report of an export that writes no audio: "none" when no source has any, else "dropped".
+        static func absent(sourcesHaveAudio: Bool) -> Audio {
+            Audio(handling: sourcesHaveAudio ? "dropped" : "none", codec: nil, sampleRate: nil, channels: nil, samples: nil, packets: 0,
+                  pieces: nil, decodeErrors: nil)
+        }
 
         /// What a change of bit rate says (more than 2 % either way), or nil.
         static func bitRateNote(encoded: Int, source: Int?) -> String? {
@@ -85,7 +93,10 @@ public struct ExportReport: Sendable, Encodable {
     public var container: String
     public var duration: MediaTime
     public var video: Video?
+    /// The first audio track kept (the only one, unless more were asked for).
     public var audio: Audio
+    /// The second and later audio tracks kept (`export.audio.languages`, `"tracks": "all"`), in output order.
+    public var additionalAudio: [Audio]? = nil
     public var snappedCuts: [SnappedCut]
     /// Passthrough: how each edit was cut, in composition order.
     public var cuts: [Cut] = []

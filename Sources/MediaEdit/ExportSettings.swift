@@ -49,6 +49,8 @@ public struct ExportSettings: Sendable {
     public var preset: String
     public var threads: Int
     public var audioPolicy: AudioPolicy
+    /// The sources' audio tracks kept, each a track of the output (`export.audio.languages`, `tracks`).
+    public var audioTracks = AudioSelection.defaultTrack
     /// passthrough only.
     public var cuts: Cuts
     public var audioBitRate: Int

@@ -12,6 +12,7 @@ import MediaTime
 final class ExportSource {
     let path: String
     let video: StreamInfo?
+    /// The default audio track (`AudioSelection.defaultTrack`).
     let audio: StreamInfo?
     /// Source time zero: the container's start time.
     let origin: MediaTime
@@ -53,7 +54,9 @@ final class ExportSource {
             throw MediaFileError(path: path, reason: .undecodable(track: v.index, codec: v.codecName, FFmpegError(
                 code: FFmpegError.endOfFile.code, operation: nil, detail: "the video track has no packets, so its picture size is unknown")))
         }
-        audio = file.streams.first { $0.mediaType == .audio }
+        // AVMediaSelectionGroup's default option: the track flagged default, else the first.
+        let audios = file.streams.filter { $0.mediaType == .audio }
+        audio = audios.first { $0.isDefault } ?? audios.first
         origin = file.container.startTime.isNumeric ? file.container.startTime : .zero
         displayMatrix = video?.displayMatrix
         tags = file.container.tags

@@ -25,7 +25,7 @@ struct PackageCopier {
                               + "a passthrough package copies H.264 from MP4, MOV or Matroska only: leave out \"mode\" to encode a ladder")
         }
         let audio = try writer.audioChoices(sources).map { choice -> (name: String, language: String?, stream: StreamInfo) in
-            let index = choice.streams?.first.flatMap { $0 } ?? choice.format.index
+            let index = choice.streams[0]?.index ?? choice.format.index
             guard let stream = input.streams.first(where: { $0.index == index }), stream.codecName == "aac" else {
                 throw ExportError("\(path): its audio \(choice.language.map { "in \"\($0)\" " } ?? "")is \(choice.format.codecName); a passthrough package copies AAC only: "
                                   + "leave out \"mode\" to encode it")

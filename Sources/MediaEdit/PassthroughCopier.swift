@@ -11,6 +11,8 @@ struct PassthroughCopier {
     let sources: [ExportSource]
     let mapping: TimeMapping
     let keyframes: [PassthroughExporter.Keyframe?]
+    /// The audio tracks kept, each copied or encoded as `audioHandling` says ("copied", "encoded").
+    let audio: [AudioChoice]
     let audioHandling: String
     /// Edit lists hide what is copied only to be decoded (MP4/QuickTime); otherwise packets are placed
     /// at their mapped times and what precedes a cut or follows its end is not copied.
@@ -68,8 +70,10 @@ struct PassthroughCopier {
         let file: OutputFile
         let chapters: Int
         var video: Track?
-        var audio: Track?
-        let rendered: RenderedAudioWriter?
+        /// The copied audio tracks, in the kept tracks' order.
+        var audio: [Track]
+        /// The encoded audio tracks, in the kept tracks' order.
+        let rendered: [RenderedAudioWriter]
         /// Per segment, how much earlier its decoding times are written (see `open`).
         let leads: [MediaTime]
         /// The placement of the current edit after everything already written, in output time.
@@ -116,20 +120,21 @@ struct PassthroughCopier {
             }
             if let cut = try copy(segment: segment, into: &output, usedPaths: &usedPaths) { cuts.append(cut) }
         }
-        try output.rendered?.write(until: nil)
+        for track in output.rendered { try track.write(until: nil) }
         progress(fraction: 1, phase: "finishing")
         // With edit lists the file is rewritten (and synced) once more: no sync now.
         try output.file.finish(sync: !editLists)
         if editLists {
             var lists: [UInt32: [EditListEntry]] = [:]
-            for track in [output.video, output.audio].compactMap({ $0 }) { lists[UInt32(track.index + 1)] = track.entries }
+            for track in [output.video].compactMap({ $0 }) + output.audio { lists[UInt32(track.index + 1)] = track.entries }
             try MP4EditLists.rewrite(path: temporary, lists: lists, faststart: settings.faststart)
         }
+        let audio = try audioReports(output)
         return ExportReport(
             mode: .passthrough, output: settings.outputPath, container: settings.muxer, duration: mapping.duration,
             video: sources[0].video.map { .init(codec: $0.codecName, frames: output.video?.packets ?? 0, framesDecoded: 0, frameDuration: nil,
                                                 width: $0.width, height: $0.height) },
-            audio: try audioReport(output), snappedCuts: [], cuts: cuts, chapters: output.chapters, seconds: Date().timeIntervalSince(started))
+            audio: audio.first, additionalAudio: audio.more, snappedCuts: [], cuts: cuts, chapters: output.chapters, seconds: Date().timeIntervalSince(started))
     }
 
     /// The output file with its tracks added and its header written.
@@ -147,18 +152,20 @@ struct PassthroughCopier {
             while scale < 10_000 { scale *= 2 }
             headerOptions["movie_timescale"] = String(scale)
         }
-        var audioTrack: Track?
-        var rendered: RenderedAudioWriter?
-        let audioSource = sources.first { $0.audio != nil }?.audio
-        if audioHandling == "copied", let audio = sources[0].audio {
-            audioTrack = Track(index: try file.addStream(copying: audio.index, of: first, timeBase: audio.timeBase), timeBase: audio.timeBase)
-            if videoTrack == nil, audio.sampleRate > 0 { headerOptions["movie_timescale"] = String(audio.sampleRate) }
-        } else if audioHandling == "encoded", let audio = audioSource {
-            rendered = try RenderedAudioWriter(mapping: mapping, sources: sources, audio: audio, totalDuration: mapping.duration,
-                                               file: file, settings: settings, interrupter: interrupter, progress: exporter.progress)
+        var audioTracks: [Track] = []
+        var rendered: [RenderedAudioWriter] = []
+        if audioHandling == "copied" {
+            // (Each kept track's first stream is the first source's: checked by `audioCopyProblem`.)
+            for audio in self.audio.compactMap({ $0.streams[0] }) {
+                audioTracks.append(Track(index: try file.addStream(copying: audio.index, of: first, timeBase: audio.timeBase), timeBase: audio.timeBase))
+            }
+            if videoTrack == nil, let audio = self.audio.first?.format, audio.sampleRate > 0 { headerOptions["movie_timescale"] = String(audio.sampleRate) }
+        } else if audioHandling == "encoded" {
+            rendered = try RenderedAudioWriter.tracks(audio, mapping: mapping, sources: sources, totalDuration: mapping.duration,
+                                                      file: file, settings: settings, interrupter: interrupter, progress: exporter.progress)
             // The encoded audio's edit (its priming hidden) lasts the composition to the sample: a
             // timescale both the video's and the sample rate divide, when one is small enough.
-            if let rendered, let movie = headerOptions["movie_timescale"].flatMap(Int.init), rendered.renderer.sampleRate > 0 {
+            if let rendered = rendered.first, let movie = headerOptions["movie_timescale"].flatMap(Int.init), rendered.renderer.sampleRate > 0 {
                 let both = lcm(Int64(movie), Int64(rendered.renderer.sampleRate))
                 if both <= 1_000_000 { headerOptions["movie_timescale"] = String(both) }
             }
@@ -173,7 +180,7 @@ struct PassthroughCopier {
         let chapters = try file.writeHeader(sources: sources, mapping: mapping, settings: settings,
                                             options: headerOptions, faststart: settings.faststart && !editLists)
         if videoTrack != nil { videoTrack!.timeBase = file.timeBase(of: videoTrack!.index) }
-        if audioTrack != nil { audioTrack!.timeBase = file.timeBase(of: audioTrack!.index) }
+        for j in audioTracks.indices { audioTracks[j].timeBase = file.timeBase(of: audioTracks[j].index) }
 
         // Readers that honour multi-entry edit lists by re-deriving decoding times (FFmpeg's) place an
         // edit's frames right only when, in every edit, the first packet shown has its decoding time
@@ -182,7 +189,7 @@ struct PassthroughCopier {
         // times are kept; decoding order, and so the stream, is unchanged).
         let decodeLeads = self.decodeLeads
         let reorder = decodeLeads.compactMap { $0 }.max() ?? .zero
-        return Output(file: file, chapters: chapters, video: videoTrack, audio: audioTrack, rendered: rendered,
+        return Output(file: file, chapters: chapters, video: videoTrack, audio: audioTracks, rendered: rendered,
                       leads: decodeLeads.map { $0.map { reorder - $0 } ?? .zero })
     }
 
@@ -209,9 +216,9 @@ struct PassthroughCopier {
     private mutating func copy(segment: Int, into output: inout Output, usedPaths: inout Set<String>) throws -> ExportReport.Cut? {
         guard var edit = edit(segment, lead: output.leads[segment]) else { return nil }
         if editLists { place(edit, in: &output) }
-        guard let input = try input(for: edit, hasAudio: output.audio != nil, usedPaths: &usedPaths) else { return nil }
+        guard let input = try input(for: edit, copyingAudio: !output.audio.isEmpty, usedPaths: &usedPaths) else { return nil }
         let source = edit.source
-        if var cutter = smartCutter, output.audio == nil, let v = source.video, let k = keyframes[segment] {
+        if var cutter = smartCutter, output.audio.isEmpty, let v = source.video, let k = keyframes[segment] {
             let r: SmartCutter.Result
             do {
                 r = try cutter.cut(input: input, source: source, key: k, start: edit.start, end: edit.end) { packet in
@@ -228,7 +235,7 @@ struct PassthroughCopier {
         try copyPackets(from: input, edit: &edit, into: &output)
         if editLists {
             output.video?.addEntry(start: edit.targetStart, duration: edit.targetDuration)
-            output.audio?.addEntry(start: edit.targetStart, duration: edit.targetDuration)
+            for j in output.audio.indices { output.audio[j].addEntry(start: edit.targetStart, duration: edit.targetDuration) }
             if (edit.cut.hiddenFrames > 0 || edit.audioTrimmed) && !edit.snapped { edit.cut.method = .editList }
         }
         return edit.cut
@@ -241,21 +248,22 @@ struct PassthroughCopier {
             let lastDTS = v.lastDTS.map { MediaTime(count: $0 + 1, timeBase: v.timeBase) } ?? .zero
             output.shift = MediaTime.max(output.shift, lastDTS - (edit.target(key.dts - edit.late) - edit.lead))
         }
-        if let a = output.audio, let audio = edit.source.audio {
+        for (a, choice) in zip(output.audio, audio) {
+            guard let stream = choice.streams[edit.segment] else { continue }
             // The audio's pre-roll starts at most two packets before the cut.
-            let packet = MediaTime(value: Int64(max(audio.frameSize, 2048)), timescale: Int32(max(audio.sampleRate, 1)))
+            let packet = MediaTime(value: Int64(max(stream.frameSize, 2048)), timescale: Int32(max(stream.sampleRate, 1)))
             let earliest = edit.target(edit.start) - packet.multiplied(by: 2)
             output.shift = MediaTime.max(output.shift, (a.end ?? .zero) - earliest)
         }
         if output.video != nil { output.video!.shift = output.shift.count(in: output.video!.timeBase, rounding: .up) ?? 0 }
-        if output.audio != nil { output.audio!.shift = output.shift.count(in: output.audio!.timeBase, rounding: .up) ?? 0 }
+        for j in output.audio.indices { output.audio[j].shift = output.shift.count(in: output.audio[j].timeBase, rounding: .up) ?? 0 }
     }
 
     /// The edit's source, read from where its packets start; nil when it has no stream the output takes.
     /// Each source's file is opened once and shared by its segments. A segment of a file already read
     /// seeks in it; one that starts near the beginning reads from a fresh opening instead (seeking back
     /// to the very start is unreliable in some containers), released after it.
-    private func input(for edit: Edit, hasAudio: Bool, usedPaths: inout Set<String>) throws -> InputFile? {
+    private func input(for edit: Edit, copyingAudio: Bool, usedPaths: inout Set<String>) throws -> InputFile? {
         let source = edit.source
         // Where reading starts. With a keyframe found by seeking to the cut (`keyframe(atOrBefore:)`),
         // a seek to a little before the cut (the audio's lead-in) lands on it or earlier; otherwise
@@ -267,11 +275,12 @@ struct PassthroughCopier {
         usedPaths.insert(source.path)
         var wanted: Set<Int> = []
         if let v = source.video { wanted.insert(v.index) }
-        if hasAudio, let a = source.audio { wanted.insert(a.index) }
+        let audioStreams = copyingAudio ? audio.compactMap { $0.streams[edit.segment] } : []
+        wanted.formUnion(audioStreams.map(\.index))
         guard !wanted.isEmpty else { return nil }
         input.discardAll(except: wanted)
         if !nearStart {
-            let seekStream = source.video ?? source.audio!
+            let seekStream = source.video ?? audioStreams[0]
             let from = MediaTime.max(edit.key == nil ? readFrom - MediaTime(value: 2, timescale: 1) : readFrom, MediaTime(value: -1, timescale: 1))
             try input.seek(stream: seekStream.index, toKeyframeBefore: source.ticks(from, in: seekStream))
         }
@@ -282,14 +291,16 @@ struct PassthroughCopier {
     private func copyPackets(from input: InputFile, edit: inout Edit, into output: inout Output) throws {
         let source = edit.source
         var videoDone = source.video == nil
-        var audioDone = !(output.audio != nil && source.audio != nil)
+        // Per copied audio track: this edit's stream of it, whether it has passed the edit's end, and the
+        // packet before the first one that overlaps the edit (its pre-roll).
+        let audioStreams = output.audio.isEmpty ? [] : audio.map { $0.streams[edit.segment] }
+        var audioDone = audioStreams.map { $0 == nil }
+        var audioPreroll = [PacketBox?](repeating: nil, count: audioStreams.count)
         var videoStarted = false
         // Video packets past the edit's end kept until a packet shown before the end needs them.
         var heldVideo: [PacketBox] = []
-        // The audio packet before the first one that overlaps the edit: its pre-roll.
-        var audioPreroll: PacketBox?
         var packet = Packet()
-        while !(videoDone && audioDone) {
+        while !(videoDone && !audioDone.contains(false)) {
             guard try input.read(into: &packet) == .packet else { break }
             if packet.isEncrypted {
                 throw MediaFileError(path: source.path, reason: .protectedContent(track: packet.streamIndex))
@@ -317,26 +328,26 @@ struct PassthroughCopier {
                     guard !(s < edit.start), s < edit.end else { continue }
                     try writeVideo(&packet, v, edit: &edit, into: &output)
                 }
-            } else if let a = source.audio, packet.streamIndex == a.index, output.audio != nil {
+            } else if let j = audioStreams.firstIndex(where: { $0?.index == packet.streamIndex }), let a = audioStreams[j] {
                 guard let rawPTS = packet.pts ?? packet.dts else { continue }
                 let s = source.time(rawPTS, in: a)
-                if !(s < edit.end) { audioDone = true; continue }
+                if !(s < edit.end) { audioDone[j] = true; continue }
                 if editLists {
                     let end = s + MediaTime(count: max(packet.duration, 1), timeBase: a.timeBase)
                     if !(edit.start < end) {
-                        let box = audioPreroll ?? PacketBox()
+                        let box = audioPreroll[j] ?? PacketBox()
                         box.packet.take(from: &packet)
-                        audioPreroll = box
+                        audioPreroll[j] = box
                         continue
                     }
-                    if let box = audioPreroll { try writeAudio(&box.packet, a, edit: &edit, into: &output); audioPreroll = nil }
-                    try writeAudio(&packet, a, edit: &edit, into: &output)
+                    if let box = audioPreroll[j] { try writeAudio(&box.packet, a, track: j, edit: &edit, into: &output); audioPreroll[j] = nil }
+                    try writeAudio(&packet, a, track: j, edit: &edit, into: &output)
                 } else {
                     // Encoder priming (packets an edit list discards) is kept at the very start of the
                     // output, where the muxer can discard it again with an edit list of its own.
                     let priming = packet.isDiscarded && edit.segment == 0 && edit.start == .zero
                     guard !(s < edit.start) || priming, !packet.isDiscarded || priming else { continue }
-                    try writeAudio(&packet, a, edit: &edit, into: &output)
+                    try writeAudio(&packet, a, track: j, edit: &edit, into: &output)
                 }
             }
         }
@@ -367,7 +378,7 @@ struct PassthroughCopier {
             t = .zero
         }
         edit.firstOfEdit = false
-        try output.rendered?.write(until: t + output.shift)
+        for track in output.rendered { try track.write(until: t + output.shift) }
         let tb = output.video!.timeBase
         let rate = mapping.rate(segment: edit.segment, source: s)
         var duration = MediaTime(count: packet.duration, timeBase: v.timeBase).multiplied(by: rate.inverted)
@@ -380,35 +391,39 @@ struct PassthroughCopier {
         if output.video!.packets % 64 == 0 { report(t, total: mapping.duration, frames: output.video!.packets, since: output.clock) }
     }
 
-    /// Writes one audio packet of the edit at its output time.
-    private func writeAudio(_ packet: inout Packet, _ a: StreamInfo, edit: inout Edit, into output: inout Output) throws {
+    /// Writes one audio packet of the edit at its output time, in copied track `j`.
+    private func writeAudio(_ packet: inout Packet, _ a: StreamInfo, track j: Int, edit: inout Edit, into output: inout Output) throws {
         guard let rawPTS = packet.pts ?? packet.dts else { return }
         let s = edit.source.time(rawPTS, in: a)
         if s < edit.start || edit.end < s + MediaTime(count: packet.duration, timeBase: a.timeBase) { edit.audioTrimmed = true }
-        let tb = output.audio!.timeBase
+        let tb = output.audio[j].timeBase
         let ticks = edit.target(s).count(in: tb) ?? 0
         let duration = MediaTime(count: packet.duration, timeBase: a.timeBase).count(in: tb) ?? 0
-        try output.audio!.write(&packet, pts: ticks, dts: ticks, duration: duration, to: output.file)
+        try output.audio[j].write(&packet, pts: ticks, dts: ticks, duration: duration, to: output.file)
     }
 
-    /// The audio's part of the report: what was rendered, or what was copied (with its loudness measured
-    /// when asked).
-    private func audioReport(_ output: Output) throws -> ExportReport.Audio {
-        if let rendered = output.rendered { return rendered.report }
-        let a = sources[0].audio
-        let copied = audioHandling == "copied"
-        var audioReport = ExportReport.Audio(handling: audioHandling, codec: copied ? a?.codecName : nil, sampleRate: copied ? a?.sampleRate : nil,
-                                             channels: copied ? a?.channelCount : nil, samples: nil, packets: output.audio?.packets ?? 0,
-                                             pieces: nil, decodeErrors: nil)
-        if copied, let goal = settings.loudness, let a {
-            // Measure only (a target was refused for copied audio): the composition's audio, decoded.
-            let audio = CompositionAudio(mapping: mapping, sources: sources.map { .init(path: $0.path, streamIndex: $0.audio?.index) },
-                                         sampleRate: a.sampleRate, channels: min(max(a.channelCount, 1), 8), algorithm: settings.timePitch,
-                                         totalDuration: mapping.duration, limits: settings.limits, interrupter: exporter.interrupter)
-            progress(fraction: 1, phase: "measuring loudness")
-            audioReport.loudness = LoudnessDelivery(measuredOnly: goal, before: try audio.measure(), after: nil)
+    /// The audio's part of the report, per kept track: what was rendered, or what was copied (with its
+    /// loudness measured when asked).
+    private func audioReports(_ output: Output) throws -> (first: ExportReport.Audio, more: [ExportReport.Audio]?) {
+        if !output.rendered.isEmpty || audio.isEmpty { return RenderedAudioWriter.reports(output.rendered, sources: sources) }
+        var reports: [ExportReport.Audio] = []
+        for (j, choice) in audio.enumerated() {
+            let a = choice.streams[0]
+            let copied = audioHandling == "copied"
+            var report = ExportReport.Audio(handling: audioHandling, language: choice.format.knownLanguage, codec: copied ? a?.codecName : nil,
+                                            sampleRate: copied ? a?.sampleRate : nil, channels: copied ? a?.channelCount : nil, samples: nil,
+                                            packets: copied ? output.audio[j].packets : 0, pieces: nil, decodeErrors: nil)
+            if copied, let goal = settings.loudness, let a {
+                // Measure only (a target was refused for copied audio): the composition's audio, decoded.
+                let decoded = CompositionAudio(mapping: mapping, sources: zip(sources, choice.indexes).map { .init(path: $0.path, streamIndex: $1) },
+                                               sampleRate: a.sampleRate, channels: min(max(a.channelCount, 1), 8), algorithm: settings.timePitch,
+                                               totalDuration: mapping.duration, limits: settings.limits, interrupter: exporter.interrupter)
+                progress(fraction: 1, phase: "measuring loudness")
+                report.loudness = LoudnessDelivery(measuredOnly: goal, before: try decoded.measure(), after: nil)
+            }
+            reports.append(report)
         }
-        return audioReport
+        return (reports[0], reports.count > 1 ? Array(reports.dropFirst()) : nil)
     }
 
     /// The NAL unit length size of HEVC video in MP4/QuickTime framing (from its hvcC record); nil
@@ -430,7 +445,7 @@ struct PassthroughCopier {
         }
         var rate = 0.0
         if let v = sources[0].video { rate += v.averageFrameRate?.doubleValue ?? 60 }
-        if audioHandling != "none", audioHandling != "dropped", let a = sources.first(where: { $0.audio != nil })?.audio {
+        for a in audio.map(\.format) where audioHandling != "none" && audioHandling != "dropped" {
             rate += Double(a.sampleRate) / Double(max(a.frameSize, 1024)) + 1
         }
         let bytes = 2 * 40 * seconds * max(rate, 1) + Double(sources.count * 2 * 24) + 65_536

@@ -78,8 +78,9 @@ struct PassthroughExporter {
             })
         let mapping = final.timeMapping
 
-        // Decide what happens to the audio.
+        // Decide what happens to the audio: every kept track alike.
         let hasAudio = sources.contains { $0.audio != nil }
+        let kept = settings.audioPolicy == .drop ? [] : try settings.audioTracks.choose(sources)
         var handling = "none"
         let normalizing = settings.loudness.map { !$0.measureOnly } ?? false
         if hasAudio {
@@ -91,7 +92,7 @@ struct PassthroughExporter {
                 if mapping.isScaled {
                     throw ExportError("audio policy \"copy\" cannot keep retimed audio: $.scale changes its speed; use \"auto\" or \"reencode\"")
                 }
-                if let why = audioCopyProblem(sources) { throw ExportError("audio policy \"copy\" is impossible: \(why); use \"auto\" or \"reencode\"") }
+                if let why = audioCopyProblem(kept) { throw ExportError("audio policy \"copy\" is impossible: \(why); use \"auto\" or \"reencode\"") }
                 if cutsInsideAudio {
                     let (why, otherwise) = settings.cuts == .smart
                         ? ("with \"cuts\": \"smart\", which writes no edit lists", "or set \"cuts\": \"exact\" (copied audio cut by an edit list) or \"keyframe\"")
@@ -100,14 +101,14 @@ struct PassthroughExporter {
                 }
                 handling = "copied"
             case .auto:
-                handling = normalizing || mapping.isScaled || cutsInsideAudio || audioCopyProblem(sources) != nil ? "encoded" : "copied"
+                handling = normalizing || mapping.isScaled || cutsInsideAudio || audioCopyProblem(kept) != nil ? "encoded" : "copied"
             }
         }
 
         let output = try AtomicOutput(finalPath: settings.outputPath)
         output.beforeCommit = settings.beforeCommit
         var copier = PassthroughCopier(exporter: self, sources: sources, mapping: mapping, keyframes: keyframes,
-                                       audioHandling: handling, editLists: editLists, smartCutter: smartCutter)
+                                       audio: handling == "dropped" ? [] : kept, audioHandling: handling, editLists: editLists, smartCutter: smartCutter)
         return try output.write { temporary in
             var report = try copier.write(to: temporary, usedPaths: &usedPaths, started: started)
             report.snappedCuts = snapped
@@ -185,16 +186,21 @@ struct PassthroughExporter {
         }
     }
 
-    private func audioCopyProblem(_ sources: [ExportSource]) -> String? {
-        guard let a = sources[0].audio else { return "the first source has no audio" }
-        for s in sources.dropFirst() {
-            guard let b = s.audio else { return "\(s.path) has no audio" }
-            if a.codecName != b.codecName || a.sampleRate != b.sampleRate || a.channelCount != b.channelCount || a.extradata != b.extradata {
-                return "the audio of \(s.path) differs from that of \(sources[0].path)"
+    /// Why the kept tracks cannot be copied (nil when they can): a source without the track, a track that
+    /// differs from the first source's, or a codec the container cannot hold.
+    private func audioCopyProblem(_ kept: [AudioChoice]) -> String? {
+        for choice in kept {
+            let named = choice.language.map { " in \"\($0)\"" } ?? ""
+            guard let a = choice.streams[0] else { return "the first source has no audio\(named)" }
+            for (s, b) in zip(composition.segments.map(\.source), choice.streams).dropFirst() {
+                guard let b else { return "\(s) has no audio\(named)" }
+                if a.codecName != b.codecName || a.sampleRate != b.sampleRate || a.channelCount != b.channelCount || a.extradata != b.extradata {
+                    return "the audio\(named) of \(s) differs from that of \(composition.segments[0].source)"
+                }
             }
-        }
-        if !a.passthroughContainers.contains(settings.muxer) && !(settings.muxer == "mov" && a.passthroughContainers.contains("mp4")) {
-            return "\(a.codecName) audio cannot be stored in \(settings.muxer)"
+            if !a.passthroughContainers.contains(settings.muxer) && !(settings.muxer == "mov" && a.passthroughContainers.contains("mp4")) {
+                return "\(a.codecName) audio cannot be stored in \(settings.muxer)"
+            }
         }
         return nil
     }

@@ -16,13 +16,16 @@ final class RenderedAudioWriter {
     /// The bit rate it encodes at, and the source's (its file's figure), bits per second.
     let bitRate: Int
     let sourceBitRate: Int?
+    /// The language its first source's track is tagged with.
+    let language: String?
 
-    init(renderer: AudioTrackRenderer, file: OutputFile, stream: Int, bitRate: Int, sourceBitRate: Int?) {
+    init(renderer: AudioTrackRenderer, file: OutputFile, stream: Int, bitRate: Int, sourceBitRate: Int?, language: String? = nil) {
         self.renderer = renderer
         self.file = file
         self.stream = stream
         self.bitRate = bitRate
         self.sourceBitRate = sourceBitRate
+        self.language = language
     }
 
     /// Sets up the composition's audio track, rendered from `audio`'s format, as a new stream of `file`;
@@ -39,7 +42,24 @@ final class RenderedAudioWriter {
             bitRate: settings.audioBitRate, totalDuration: totalDuration, globalHeader: file.needsGlobalHeader,
             loudness: settings.loudness, limits: settings.limits, interrupter: interrupter, progress: progress)
         self.init(renderer: renderer, file: file, stream: try file.addStream(for: renderer.encoder, language: audio.language),
-                  bitRate: settings.audioBitRate, sourceBitRate: audio.bitRate > 0 ? audio.bitRate : nil)
+                  bitRate: settings.audioBitRate, sourceBitRate: audio.bitRate > 0 ? audio.bitRate : nil, language: audio.knownLanguage)
+    }
+
+    /// One writer per audio track an export keeps (`ExportSettings.audioTracks`), each a stream of `file` in
+    /// the choices' order.
+    static func tracks(_ choices: [AudioChoice], mapping: TimeMapping, sources: [ExportSource], totalDuration: MediaTime,
+                       file: OutputFile, settings: ExportSettings, interrupter: Interrupter,
+                       progress: (@Sendable (ExportProgress) -> Void)? = nil) throws -> [RenderedAudioWriter] {
+        try choices.map {
+            try RenderedAudioWriter(mapping: mapping, sources: sources, audio: $0.format, streams: $0.indexes, totalDuration: totalDuration,
+                                    file: file, settings: settings, interrupter: interrupter, progress: progress)
+        }
+    }
+
+    /// The report's audio of an export that wrote `tracks`: the first, and the others when there are any.
+    static func reports(_ tracks: [RenderedAudioWriter], sources: [ExportSource]) -> (first: ExportReport.Audio, more: [ExportReport.Audio]?) {
+        (tracks.first?.report ?? .absent(sourcesHaveAudio: sources.contains { $0.audio != nil }),
+         tracks.count > 1 ? tracks.dropFirst().map(\.report) : nil)
     }
 
     /// Writes every packet that starts at or before `until` (before it, when not `inclusive`); nil: all.
@@ -60,7 +80,7 @@ final class RenderedAudioWriter {
     }
 
     var report: ExportReport.Audio {
-        .init(handling: "encoded", codec: "aac", sampleRate: renderer.sampleRate, channels: renderer.channels,
+        .init(handling: "encoded", language: language, codec: "aac", sampleRate: renderer.sampleRate, channels: renderer.channels,
               samples: renderer.samplesWritten, packets: packets, pieces: renderer.pieces, decodeErrors: renderer.decodeErrors,
               loudness: renderer.loudnessReport, bitRate: bitRate, sourceBitRate: sourceBitRate,
               note: ExportReport.Audio.bitRateNote(encoded: bitRate, source: sourceBitRate))

@@ -46,9 +46,9 @@ public struct StreamSettings: Sendable {
     public var timePitch: AudioTimePitchAlgorithm
     /// The audio's language in the playlists (ISO 639), when known.
     public var audioLanguage: String?
-    /// The source's audio tracks to package, by language, one rendition each (every source of the
-    /// composition must have each); empty: its first audio track, as `audioLanguage`.
-    public var audioLanguages: [String] = []
+    /// The source's audio tracks to package, one rendition each: its default track (labelled
+    /// `audioLanguage`), every track, or those in the languages asked for (every source must have each).
+    public var audioTracks = AudioSelection.defaultTrack
     /// AAC's channels: the source's mixed to this many; 0: the source's own, up to 8.
     public var audioChannels = 2
     /// The source's text subtitle tracks to package as WebVTT, by language (every source must have each).
@@ -116,7 +116,9 @@ public struct StreamSettings: Sendable {
         guard [0, 1, 2, 4, 5, 6, 8].contains(audioChannels) else {
             throw ExportError("the audio's channels must be one of AAC's channel configurations, 1, 2, 4, 5, 6 or 8, or 0 (the source's own); it is \(audioChannels)")
         }
-        for language in [audioLanguage].compactMap({ $0 }) + audioLanguages + subtitleLanguages
+        var asked = [audioLanguage].compactMap { $0 } + subtitleLanguages
+        if case .languages(let languages) = audioTracks { asked += languages }
+        for language in asked
         where language.range(of: "^[a-z]{2,3}(-[A-Za-z0-9]{1,8})*\\z", options: .regularExpression) == nil {
             throw ExportError("the audio language \"\(language)\" is not a language tag (en, fra, pt-BR)")
         }

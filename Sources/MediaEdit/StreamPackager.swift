@@ -248,42 +248,14 @@ struct PackageWriter {
                                 eta: fraction > 0.01 ? elapsed / fraction * (1 - fraction) : nil))
     }
 
-    /// The audio tracks to package: one per language asked for (each source's track in it, by stream), or the
-    /// first source's first audio track (`streams` nil); none when no source has audio and no language is
-    /// asked for. A language a source lacks is refused, naming what it has.
-    func audioChoices(_ sources: [ExportSource]) throws -> [(name: String, language: String?, format: StreamInfo, streams: [Int?]?)] {
-        guard !settings.audioLanguages.isEmpty else {
-            guard let audio = sources.first(where: { $0.audio != nil })?.audio else { return [] }
-            return [("audio", settings.audioLanguage, audio, nil)]
-        }
-        let choices: [(name: String, language: String?, format: StreamInfo, streams: [Int?]?)] = try settings.audioLanguages.map { language in
-            var streams: [Int?] = []
-            var format: StreamInfo?
-            for source in sources {
-                let all = try source.file.streams
-                guard let stream = LanguageMatch.audio(all, in: language).first else {
-                    let has = Set(all.filter { $0.mediaType == .audio }.map { $0.language ?? "und" }).sorted()
-                    throw ExportError("\(source.path) has no audio in \"\(language)\" (its audio: \(has.isEmpty ? "none" : has.joined(separator: ", "))); "
-                                      + "ask only for languages every source has")
-                }
-                streams.append(stream.index)
-                format = format ?? stream
-            }
-            return ("audio-" + LanguageMatch.primary(language), language, format!, streams)
-        }
-        // Two languages that find the same track ("en" and "en-GB", "fr" and "fre") would make one rendition twice.
-        for i in choices.indices {
-            for j in 0..<i where choices[j].name == choices[i].name || choices[j].streams == choices[i].streams {
-                let (a, b) = (choices[j].language ?? "", choices[i].language ?? "")
-                throw ExportError("the audio languages \"\(a)\" and \"\(b)\" choose the same audio track: ask for each track once")
-            }
-        }
-        return choices
+    /// The audio tracks to package (`StreamSettings.audioTracks`).
+    func audioChoices(_ sources: [ExportSource]) throws -> [AudioChoice] {
+        try settings.audioTracks.choose(sources, label: settings.audioLanguage)
     }
 
     func audioWriters(sources: [ExportSource], duration: MediaTime, settings: StreamSettings) throws -> [PackageAudio] {
         try audioChoices(sources).map {
-            try audioWriter(sources: sources, audio: $0.format, streams: $0.streams, name: $0.name, language: $0.language, duration: duration, settings: settings)
+            try audioWriter(sources: sources, audio: $0.format, streams: $0.indexes, name: $0.name, language: $0.language, duration: duration, settings: settings)
         }
     }
 

@@ -11,7 +11,7 @@ let manifestsOfEveryField = [
      "audio": {"timePitch": "varispeed"},
      "scan": {"symbologies": ["qr", "EAN13"], "regionOfInterest": {"x": 0.1, "y": 0, "width": 0.5, "height": 0.25}, "interval": "0.1",
               "maxCodesPerFrame": 5, "images": {"output": "out/code-{index}.png", "maxWidth": 320, "quality": 0.5}},
-     "export": {"mode": "passthrough", "output": "out/a.mov", "faststart": false, "cuts": "smart", "audio": {"policy": "reencode", "bitrate": 96000}},
+     "export": {"mode": "passthrough", "output": "out/a.mov", "faststart": false, "cuts": "smart", "audio": {"policy": "reencode", "languages": ["fr", "en"], "bitrate": 96000}},
      "report": "out/a.json", "overwrite": true, "after": [3, "nightly"], "afterPolicy": "always", "requires": ["gpu"],
      "notify": ["https://hooks.example.com/farm"], "reuse": false}
     """#,
@@ -42,7 +42,7 @@ let manifestsOfEveryField = [
     """#,
     #"""
     {"version": 1, "input": "e.mp4", "images": {"count": 4, "output": "out/e-{index}.jpg"},
-     "export": {"mode": "constantFrameRate", "output": "out/e.mp4", "frameDuration": "1/25", "frames": [25, 50], "audio": {"loudness": {"target": -16.5}}}}
+     "export": {"mode": "constantFrameRate", "output": "out/e.mp4", "frameDuration": "1/25", "frames": [25, 50], "audio": {"tracks": "all", "loudness": {"target": -16.5}}}}
     """#,
     #"""
     {"version": 1, "input": "f.mp4"}
@@ -64,7 +64,7 @@ let manifestsOfEveryField = [
                                                 "encryption": {"keyFile": "keys/i.key", "keyURI": "https://keys.example.com/i.key?v=1&x=%20"}}}
     """#,
     #"""
-    {"version": 1, "input": "j.mp4", "stream": {"output": "out/j", "mode": "passthrough", "container": "ts", "formats": ["hls"], "singleFile": true}}
+    {"version": 1, "input": "j.mp4", "stream": {"output": "out/j", "mode": "passthrough", "container": "ts", "formats": ["hls"], "singleFile": true, "audio": {"tracks": "all"}}}
     """#,
 ]
 

@@ -108,7 +108,7 @@ import Testing
             (#"{"output": "out/p", "audio": {"languages": ["en", "en"]}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.languages", "twice"),
             (#"{"output": "out/p", "audio": {"languages": []}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.languages", "1 to 16"),
             (#"{"output": "out/p", "audio": {"languages": ["en", "x"]}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.languages[1]", "language tag"),
-            (#"{"output": "out/p", "audio": {"language": "en", "languages": ["en"]}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.language", "not both"),
+            (#"{"output": "out/p", "audio": {"language": "en", "languages": ["en"]}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.audio.language", "labels the one default audio track"),
             (#"{"output": "out/p", "container": "mp2t", "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.container", "cmaf, ts"),
             (#"{"output": "out/p", "container": "ts", "formats": ["hls", "dash"], "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.formats", "HLS only"),
             (#"{"output": "out/p", "encryption": {"keyFile": "k", "keyURI": "k"}, "video": {"rungs": [{"height": 360, "bitrate": 900000}]}}"#, "$.stream.encryption", "\"container\": \"ts\""),

@@ -270,6 +270,48 @@ import Glibc
         #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
     }
 
+    /// A chunked export that keeps two audio tracks by language: the join encodes each, in the order asked,
+    /// sample for sample what `mediafarm run` makes whole.
+    @Test func aChunkedExportKeepsTheAudioLanguagesAskedFor() async throws {
+        let farm = try Farm("chunked-languages")
+        let source = farm.folder.appendingPathComponent("two-languages.mkv").path
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=20",
+                                           "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=20",
+                                           "-f", "lavfi", "-i", "sine=frequency=660:sample_rate=48000:duration=20",
+                                           "-map", "0", "-map", "1", "-map", "2", "-c:v", "libx264", "-preset", "ultrafast", "-g", "60", "-c:a", "aac",
+                                           "-metadata:s:a:0", "language=eng", "-metadata:s:a:1", "language=fre", source])
+        func manifest(_ name: String, chunkSeconds: Int?) throws -> String {
+            try farm.manifest(name, """
+                { "version": 1, "name": "\(name)", "input": "\(source)", "report": "out/\(name).json", "reuse": false,
+                  "export": { "mode": "constantFrameRate", "frameRate": 30, "output": "out/\(name).mp4",
+                              \(chunkSeconds.map { "\"chunkSeconds\": \($0)," } ?? "") "video": { "preset": "ultrafast" },
+                              "audio": { "languages": ["fr", "en"] } } }
+                """)
+        }
+        let id = try await farm.queued([try manifest("chunked", chunkSeconds: 8)])[0]
+        let coordinator = try await farm.coordinate(["--exit-when-idle", "--workers", "2"])
+        #expect(coordinator.status == 0, "\(coordinator.log)")
+        let jobs = try await farm.jobs()
+        #expect(jobs[id]?["state"] as? String == "succeeded" && jobs.count == 4, "one job and its 3 chunks: \(jobs)")
+        let made = try farm.mediafarm(["run", try manifest("whole", chunkSeconds: nil)])
+        #expect(made.status == 0, "\(made.stderr)")
+        let a = farm.out.appendingPathComponent("chunked.mp4").path, b = farm.out.appendingPathComponent("whole.mp4").path
+        for path in [a, b] {
+            let tags = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "a", "-show_entries", "stream_tags=language", "-of", "csv=p=0", path])
+            #expect(tags.stdout.split(separator: "\n") == ["fre", "eng"], "\(path): \(tags.stdout)")
+        }
+        for (track, frequency) in [(0, 660.0), (1, 440.0)] {
+            let chunked = try MediaProbe.monoSamples(a, audio: track), whole = try MediaProbe.monoSamples(b, audio: track)
+            #expect(chunked.samples == whole.samples, "track \(track) differs from the unchunked export's")
+            #expect(abs(MediaProbe.toneFrequency(chunked, from: 5, to: 15) - frequency) < 5, "track \(track)")
+        }
+        let report = try JSONSerialization.jsonObject(with: Data(contentsOf: farm.out.appendingPathComponent("chunked.json"))) as? [String: Any]
+        let export = report?["export"] as? [String: Any]
+        #expect((export?["audio"] as? [String: Any])?["language"] as? String == "fre", "\(export ?? [:])")
+        #expect((export?["additionalAudio"] as? [[String: Any]])?.map { $0["language"] as? String } == ["eng"], "\(export ?? [:])")
+        #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
     // MARK: - Helpers
 
     static func manifest(_ name: String, input: String, chunkSeconds: Int?, preset: String = "veryfast") -> String {

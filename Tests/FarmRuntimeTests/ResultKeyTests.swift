@@ -40,6 +40,10 @@ import Testing
         #expect(key(try export(audio: #"{ "loudness": { "target": -23 } }"#)) != base)
         #expect(key(try export(audio: #"{ "loudness": { "measure": true } }"#)) != base)
         #expect(key(try export(audio: #"{ "loudness": { "standard": "ebu-r128" } }"#)) == ebu)
+        // The audio tracks kept: each choice its own key; the default written out or left out the same.
+        let french = key(try export(audio: #"{ "languages": ["fr"] }"#))
+        #expect(Set([base, french, key(try export(audio: #"{ "languages": ["fr", "en"] }"#)), key(try export(audio: #"{ "tracks": "all" }"#))]).count == 4)
+        #expect(key(try export(audio: #"{ "tracks": "default" }"#)) == base)
         // The same bytes at another path are the same input.
         let moved = try export(input: "b.mp4")
         #expect(ResultKey.of(moved, contents: ["/jobs/b.mp4": contents["/jobs/a.mp4"]!]) == base)

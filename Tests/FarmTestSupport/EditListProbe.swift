@@ -108,17 +108,19 @@ public enum EditListProbe {
         return (movieTimescale, tracks)
     }
 
-    /// The first audio track as its edit list plays it, mono 16-bit: every stored AAC packet decoded by
+    /// The first audio track (or the `audio`-th) as its edit list plays it, mono 16-bit: every stored AAC packet decoded by
     /// FFmpeg with edit lists ignored (`-ignore_editlist`), then the list's media ranges cut out of that
     /// exactly, by sample. (FFmpeg's own edit-list handling trims only an edit's start, by whole packets
     /// elsewhere.) Assumes 1,024 samples per packet (AAC).
-    public static func editedAudio(_ path: String) throws -> [Int16] {
+    public static func editedAudio(_ path: String, audio: Int = 0) throws -> [Int16] {
         let (movieTimescale, tracks) = try editLists(path)
-        guard let track = tracks.first(where: { $0.handler == "soun" }) else { return [] }
-        let raw = try ProcessRunner.check("ffmpeg", ["-v", "error", "-ignore_editlist", "1", "-i", path, "-map", "0:a:0",
+        let sound = tracks.filter { $0.handler == "soun" }
+        guard audio < sound.count else { return [] }
+        let track = sound[audio]
+        let raw = try ProcessRunner.check("ffmpeg", ["-v", "error", "-ignore_editlist", "1", "-i", path, "-map", "0:a:\(audio)",
                                                      "-ac", "1", "-f", "s16le", "-"]).stdoutData
         let decoded = raw.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
-        let listing = try ProcessRunner.check("ffprobe", ["-v", "error", "-ignore_editlist", "1", "-select_streams", "a:0",
+        let listing = try ProcessRunner.check("ffprobe", ["-v", "error", "-ignore_editlist", "1", "-select_streams", "a:\(audio)",
                                                           "-show_entries", "packet=pts", "-of", "csv=p=0", path]).stdout
         let starts = listing.split(separator: "\n").compactMap { Int($0.split(separator: ",")[0]) }
         // Where a media time lies in the decoded samples: its packet's place times 1,024, plus the offset.

@@ -19,11 +19,11 @@ public enum MediaProbe {
         }.sorted { $0.pts < $1.pts }
     }
 
-    /// The first audio stream decoded to mono 16-bit samples at its own rate, edit lists applied.
-    public static func monoSamples(_ path: String) throws -> (samples: [Int16], rate: Int) {
-        let rate = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries", "stream=sample_rate",
+    /// The first audio stream (or the `audio`-th) decoded to mono 16-bit samples at its own rate, edit lists applied.
+    public static func monoSamples(_ path: String, audio: Int = 0) throws -> (samples: [Int16], rate: Int) {
+        let rate = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "a:\(audio)", "-show_entries", "stream=sample_rate",
                                                        "-of", "csv=p=0", path]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        let r = try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", path, "-map", "0:a:0", "-ac", "1", "-f", "s16le", "-"])
+        let r = try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", path, "-map", "0:a:\(audio)", "-ac", "1", "-f", "s16le", "-"])
         let samples = r.stdoutData.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
         return (samples, Int(rate) ?? 0)
     }

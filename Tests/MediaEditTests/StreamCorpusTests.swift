@@ -45,7 +45,7 @@ import Testing
         try composition.insert(TimeRange(start: .zero, duration: duration), of: source)
         var settings = StreamSettings(folder: folder, rungs: [c.rung, StreamRung(width: 0, height: c.rung.height / 2, bitRate: c.rung.bitRate / 2)],
                                       segmentDuration: c.segment, preset: "veryfast")
-        settings.audioLanguages = c.audio
+        if !c.audio.isEmpty { settings.audioTracks = .languages(c.audio) }
         settings.subtitleLanguages = c.subtitles
         let report = try await StreamPackager(composition: composition, settings: settings).package()
         for file in StreamPlaylists.files(report) {

@@ -147,7 +147,7 @@ import Testing
         var c = Composition()
         try c.insert(TimeRange(start: .zero, duration: try await Asset(path: source).load(.duration)), of: source)
         var settings = StreamSettings(folder: folder.appendingPathComponent("twice").path, rungs: [], segmentDuration: MediaTime(value: 1, timescale: 1))
-        (settings.passthrough, settings.audioLanguages) = (true, ["fr", "fre"])
+        (settings.passthrough, settings.audioTracks) = (true, .languages(["fr", "fre"]))
         await #expect {
             _ = try await StreamPackager(composition: c, settings: settings).package()
         } throws: { error in "\(error)".contains("choose the same audio track") }

@@ -79,7 +79,7 @@ import Testing
                                   "chunkSeconds", "chunkAbove", "frames", "join", "poster"])
         let exportProperties = export?["properties"] as? [String: Any]
         #expect(keys(exportProperties?["video"] as? [String: Any]) == ["codec", "crf", "preset", "threads"])
-        #expect(keys(exportProperties?["audio"] as? [String: Any]) == ["policy", "codec", "bitrate", "loudness"])
+        #expect(keys(exportProperties?["audio"] as? [String: Any]) == ["policy", "tracks", "languages", "codec", "bitrate", "loudness"])
         let audioProperties = (exportProperties?["audio"] as? [String: Any])?["properties"] as? [String: Any]
         #expect(keys(audioProperties?["loudness"] as? [String: Any]) == ["measure", "standard", "target", "truePeak"])
         // Every key the schema allows is one the validator accepts: try them all in one manifest.
@@ -127,7 +127,7 @@ import Testing
         #expect(keys(streamVideo) == ["rungs", "larger", "preset", "threads"])
         #expect(keys((streamVideo?["properties"] as? [String: Any])?["rungs"].flatMap { ($0 as? [String: Any])?["items"] as? [String: Any] })
                 == ["width", "height", "bitrate", "maxBitrate", "bufferSize", "profile", "level"])
-        #expect(keys((stream?["properties"] as? [String: Any])?["audio"] as? [String: Any]) == ["bitrate", "channels", "language", "languages"])
+        #expect(keys((stream?["properties"] as? [String: Any])?["audio"] as? [String: Any]) == ["bitrate", "channels", "language", "languages", "tracks"])
         #expect(keys((stream?["properties"] as? [String: Any])?["encryption"] as? [String: Any]) == ["method", "keyFile", "keyURI"])
         let transport = """
         { "version": 1, "input": "a.mp4", "stream": { "output": "out/pkg-ts", "container": "ts", "formats": ["hls"], "singleFile": true,

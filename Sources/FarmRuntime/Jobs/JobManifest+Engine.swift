@@ -27,6 +27,16 @@ extension ExportSettings.AudioPolicy {
     }
 }
 
+extension AudioSelection {
+    init(_ tracks: AudioTracks) {
+        switch tracks {
+        case .default: self = .defaultTrack
+        case .all: self = .all
+        case .languages(let languages): self = .languages(languages)
+        }
+    }
+}
+
 extension ExportSettings.Cuts {
     init(_ cuts: CutMode) {
         switch cuts {

@@ -95,7 +95,7 @@ struct JobPackage {
                                       frameDuration: stream.frameDuration, larger: LargerRungs(stream.video.larger), audioBitRate: stream.audio.bitrate,
                                       preset: stream.video.preset, threads: stream.video.threads, timePitch: AudioTimePitchAlgorithm(manifest.audio.timePitch),
                                       audioLanguage: stream.audio.language, limits: runner.limits)
-        settings.audioLanguages = stream.audio.languages
+        settings.audioTracks = AudioSelection(stream.audio.tracks)
         settings.audioChannels = stream.audio.channels
         settings.subtitleLanguages = stream.subtitleLanguages
         settings.frames = stream.chunking.frames

@@ -98,7 +98,7 @@ enum ResultKey {
                                    .object([("measure", .bool(l.measure)), ("standard", l.standard.map { .string($0.rawValue) } ?? .null),
                                             ("target", l.target.map { .number("\($0)") } ?? .null),
                                             ("truePeak", l.truePeak.map { .number("\($0)") } ?? .null)])
-                               } ?? .null)])),
+                               } ?? .null)] + export.audio.tracks.members)),
             ("faststart", .bool(export.faststart)), ("cuts", .string(export.cuts.rawValue)),
             ("chunkDuration", time(export.chunkDuration)), ("chunkAbove", time(export.chunkAbove)), ("frames", frames),
         ])

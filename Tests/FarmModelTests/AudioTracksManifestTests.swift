@@ -1,0 +1,46 @@
+import Testing
+@testable import FarmModel
+
+/// `audio.tracks` and `audio.languages`: which audio tracks an export or a package keeps, one rule for both
+/// sections, and the refusals that name their field.
+@Suite struct AudioTracksManifestTests {
+    let context = ManifestContext(baseDirectory: "/jobs", outputRoots: ["/jobs/out"])
+
+    func validate(export audio: String) -> Result<JobManifest, ManifestValidationError> {
+        let json = #"{"version": 1, "input": "in.mkv", "export": {"mode": "passthrough", "output": "out/a.mp4", "audio": \#(audio)}}"#
+        return ManifestValidator.validate(json: Array(json.utf8), file: "m.json", context: context)
+    }
+
+    func validate(stream audio: String) -> Result<JobManifest, ManifestValidationError> {
+        let json = #"{"version": 1, "input": "in.mkv", "stream": {"output": "out/p", "video": {"rungs": [{"height": 360, "bitrate": 900000}]}, "audio": \#(audio)}}"#
+        return ManifestValidator.validate(json: Array(json.utf8), file: "m.json", context: context)
+    }
+
+    @Test func anExportAndAPackageKeepTracksByTheSameRule() throws {
+        for (audio, tracks) in [(#"{}"#, AudioTracks.default), (#"{"tracks": "default"}"#, .default), (#"{"tracks": "all"}"#, .all),
+                                (#"{"languages": ["fr", "en-GB"]}"#, .languages(["fr", "en-GB"]))] {
+            #expect(try validate(export: audio).get().export?.audio.tracks == tracks, "\(audio)")
+            #expect(try validate(stream: audio).get().stream?.audio.tracks == tracks, "\(audio)")
+        }
+    }
+
+    @Test(arguments: [
+        (#"{"tracks": "all", "languages": ["en"]}"#, "$.export.audio.tracks", "not both"),
+        (#"{"tracks": "some"}"#, "$.export.audio.tracks", "\"default\""),
+        (#"{"tracks": 2}"#, "$.export.audio.tracks", "found 2"),
+        (#"{"languages": []}"#, "$.export.audio.languages", "1 to 16"),
+        (#"{"languages": ["en", "en"]}"#, "$.export.audio.languages", "twice"),
+        (#"{"languages": ["english"]}"#, "$.export.audio.languages[0]", "language tag"),
+        (#"{"policy": "drop", "languages": ["en"]}"#, "$.export.audio.policy", "keeps no audio track"),
+        (#"{"policy": "drop", "tracks": "all"}"#, "$.export.audio.policy", "keeps no audio track"),
+    ])
+    func aBadChoiceNamesItsField(_ audio: String, _ path: String, _ words: String) {
+        guard case .failure(let e) = validate(export: audio) else { Issue.record("\(audio) was accepted"); return }
+        #expect(e.issues.contains { $0.path == path && $0.message.contains(words) }, "\(e.issues)")
+    }
+
+    @Test func aPackagesLabelIsForItsOneDefaultTrack() {
+        guard case .failure(let e) = validate(stream: #"{"language": "en", "tracks": "all"}"#) else { Issue.record("accepted"); return }
+        #expect(e.issues.contains { $0.path == "$.stream.audio.language" && $0.message.contains("labels the one default audio track") }, "\(e.issues)")
+    }
+}

@@ -1,0 +1,126 @@
+import FarmTestSupport
+import Foundation
+import MediaCore
+import MediaInspect
+import MediaTime
+import Testing
+@testable import MediaEdit
+
+/// Exports that keep audio tracks by language, the default one, or all (AVMediaSelectionGroup's audible
+/// options), copied or encoded, checked with ffprobe and ffmpeg.
+@Suite struct AudioSelectionTests {
+    /// A tone per language, and the track flagged default (the third, German, not the first).
+    static let tones: [(language: String, frequency: Double)] = [("eng", 440), ("fre", 660), ("ger", 880)]
+
+    /// A 4 s source with three AAC tracks (eng 440 Hz, fre 660 Hz, ger 880 Hz; ger flagged default), in MP4 or Matroska.
+    static func source(_ ext: String) throws -> String {
+        let path = try TestPaths.makeTemporaryFolder("audio-selection").appendingPathComponent("three-languages.\(ext)").path
+        var args = ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=4"]
+        for tone in tones { args += ["-f", "lavfi", "-i", "sine=f=\(Int(tone.frequency)):sample_rate=48000:d=4"] }
+        args += ["-map", "0", "-map", "1", "-map", "2", "-map", "3", "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-c:a", "aac"]
+        for (i, tone) in tones.enumerated() { args += ["-metadata:s:a:\(i)", "language=\(tone.language)", "-disposition:a:\(i)", i == 2 ? "default" : "0"] }
+        try ProcessRunner.check("ffmpeg", args + [path])
+        return path
+    }
+
+    /// The audio streams' language tags, in order.
+    func languages(_ path: String) throws -> [String] {
+        try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "a", "-show_entries", "stream_tags=language", "-of", "csv=p=0", path])
+            .stdout.split(separator: "\n").map(String.init)
+    }
+
+    func export(_ source: String, _ selection: AudioSelection, to name: String, mode: ExportSettings.Mode = .passthrough,
+                range: TimeRange? = nil, scaledTo: MediaTime? = nil) async throws -> (String, ExportReport) {
+        let muxer = name.hasSuffix(".mkv") ? "matroska" : "mp4"
+        let path = try TestPaths.makeTemporaryFolder("audio-selection-out").appendingPathComponent(name).path
+        var c = Composition()
+        let whole = TimeRange(start: .zero, duration: try await Asset(path: source).load(.duration))
+        try c.insert(range ?? whole, of: source)
+        if let scaledTo { try c.scale(TimeRange(start: .zero, duration: (range ?? whole).duration), toDuration: scaledTo) }
+        var settings = ExportSettings(mode: mode, outputPath: path, muxer: muxer, preset: "ultrafast")
+        settings.audioTracks = selection
+        return (path, try await ExportSession(composition: c, settings: settings).export())
+    }
+
+    /// The tone of the output's `audio`-th track, Hz.
+    func tone(_ path: String, audio: Int) throws -> Double {
+        MediaProbe.toneFrequency(try MediaProbe.monoSamples(path, audio: audio), from: 0.5, to: 1.5)
+    }
+
+    @Test(arguments: ["mp4", "mkv"])
+    func aPassthroughCopiesTheLanguagesAskedForInTheirOrder(_ ext: String) async throws {
+        let source = try Self.source(ext)
+        let (path, report) = try await export(source, .languages(["fr", "en"]), to: "fr-en.\(ext)")
+        // The French track, then the English one, packet for packet the source's.
+        #expect(try languages(path) == ["fre", "eng"])
+        let hashes = try MediaProbe.streamHashes(source), copied = try MediaProbe.streamHashes(path)
+        func md5(_ line: String) -> Substring { line.split(separator: "=").last ?? "" }
+        #expect(copied.count == 3 && md5(copied[1]) == md5(hashes[2]) && md5(copied[2]) == md5(hashes[1]), "\(copied) from \(hashes)")
+        #expect(report.audio.handling == "copied" && report.audio.language == "fre")
+        #expect(report.additionalAudio?.map(\.language) == ["eng"] && report.additionalAudio?.first?.handling == "copied")
+    }
+
+    @Test func withoutAChoiceTheTrackFlaggedDefaultIsKept() async throws {
+        let source = try Self.source("mp4")
+        let (path, report) = try await export(source, .defaultTrack, to: "default.mp4")
+        #expect(try languages(path) == ["ger"] && report.additionalAudio == nil)
+        #expect(abs(try tone(path, audio: 0) - 880) < 5)
+    }
+
+    @Test func aCutKeepsEveryTrackExactToTheSample() async throws {
+        // Cut inside packets in every track, each hidden by its own edit list: 1.25 s to 3.5 s of each tone.
+        let source = try Self.source("mp4")
+        let range = TimeRange(start: MediaTime(value: 5, timescale: 4), end: MediaTime(value: 7, timescale: 2))
+        let (path, report) = try await export(source, .all, to: "all-cut.mp4", range: range)
+        #expect(try languages(path) == ["eng", "fre", "ger"])
+        #expect(report.audio.handling == "copied" && report.additionalAudio?.count == 2)
+        for (i, track) in Self.tones.enumerated() {
+            let whole = try MediaProbe.monoSamples(source, audio: i).samples
+            let expected = Array(whole[60_000..<168_000])
+            let played = try EditListProbe.editedAudio(path, audio: i)
+            #expect(played.count == expected.count, "\(track.language): \(played.count) samples")
+            #expect((zip(played, expected).map { abs(Int($0) - Int($1)) }.max() ?? 99) <= 4, "\(track.language)")
+        }
+    }
+
+    @Test(arguments: ["mp4", "mkv"])
+    func aConstantFrameRateExportEncodesEachTrackKept(_ ext: String) async throws {
+        let source = try Self.source(ext)
+        let (path, report) = try await export(source, .languages(["de", "fr"]), to: "cfr-de-fr.\(ext)", mode: .constantFrameRate)
+        #expect(try languages(path) == ["ger", "fre"])
+        let tones = (try tone(path, audio: 0), try tone(path, audio: 1))
+        #expect(abs(tones.0 - 880) < 5 && abs(tones.1 - 660) < 5, "\(tones)")
+        let reports = [report.audio] + (report.additionalAudio ?? [])
+        #expect(reports.map(\.handling) == ["encoded", "encoded"] && reports.map(\.language) == ["ger", "fre"])
+        // Each track lasts the video's frames to the sample (1,600 samples a frame at 30 fps).
+        let frames = try #require(report.video?.frames)
+        #expect(frames >= 120 && reports.allSatisfy { $0.samples == frames * 1600 }, "\(frames) frames, \(reports.map(\.samples)) samples")
+    }
+
+    @Test func retimedTracksAreEachEncodedWithTheirPitchKept() async throws {
+        let source = try Self.source("mp4")
+        let (path, report) = try await export(source, .all, to: "slow-all.mp4", range: TimeRange(start: .zero, duration: MediaTime(value: 4, timescale: 1)),
+                                              scaledTo: MediaTime(value: 8, timescale: 1))
+        let reports = [report.audio] + (report.additionalAudio ?? [])
+        #expect(reports.map(\.handling) == ["encoded", "encoded", "encoded"] && reports.allSatisfy { $0.samples == 8 * 48000 })
+        for (i, expected) in Self.tones.enumerated() {
+            #expect(abs(try tone(path, audio: i) - expected.frequency) / expected.frequency < 0.01, "\(expected.language)")
+        }
+    }
+
+    @Test func aLanguageTheSourceLacksIsRefusedBeforeAnythingIsWritten() async throws {
+        let source = try Self.source("mp4")
+        let folder = try TestPaths.makeTemporaryFolder("audio-selection-refused")
+        for (selection, words) in [(AudioSelection.languages(["en", "ja"]), "has no audio in \"ja\" (its audio: eng, fre, ger)"),
+                                   (.languages(["fr", "fre"]), "choose the same audio track")] {
+            let path = folder.appendingPathComponent("refused.mp4").path
+            var c = Composition()
+            try c.insert(TimeRange(start: .zero, duration: MediaTime(value: 4, timescale: 1)), of: source)
+            var settings = ExportSettings(mode: .constantFrameRate, outputPath: path, muxer: "mp4", preset: "ultrafast")
+            settings.audioTracks = selection
+            let error = await #expect(throws: ExportError.self) { try await ExportSession(composition: c, settings: settings).export() }
+            #expect(error?.description.contains(words) == true, "\(String(describing: error))")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+        }
+    }
+}
