@@ -120,6 +120,60 @@ import Testing
         }
     }
 
+    /// A coordinator killed in the middle of publishing a package (a relay holds its publications after the
+    /// first few unanswered, as a host that died leaves them): no entry point is there yet, so no reader finds
+    /// a package with files missing; the next coordinator completes the publication from the queue without
+    /// encoding anything again, and the package is whole, with no upload left open.
+    @Test func aCoordinatorKilledWhilePublishingAPackageLeavesItToTheNext() async throws {
+        // The relay forwards requests as they came: a server of the test's own that takes any signature.
+        let server = try TestS3.Server(checksSignatures: false)
+        defer { server.stop() }
+        let s3 = ObjectPublicationTests.client(server.endpoint)
+        do {
+            let bucket = TestS3.bucketName("package-kill")
+            try await s3.createBucket(bucket)
+            let farm = try Farm("s3-package-kill")
+            let log = farm.folder.appendingPathComponent("relay.log").path
+            let relay = try Background(["/usr/bin/python3", TestPaths.packageRoot.appendingPathComponent("script/s3-relay").path, server.endpoint.url,
+                                        "--hold-publishing", "4"], log: log)
+            defer { relay.kill(SIGKILL); _ = relay.wait(timeout: 5) }
+            func printed() -> [String] { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+            #expect(try eventually(120) { printed().first?.hasPrefix("http://") == true }, "the relay printed no address")
+            var relayed = server.endpoint
+            relayed.url = try #require(printed().first)
+
+            let id = try farm.submit(["--output-root", farm.out.path, "--output-root", "s3://\(bucket)/out",
+                                      try farm.manifest("show", Self.manifest("show", bucket: bucket, prefix: "out/show"))])[0]
+            let first = try farm.startCoordinator(["--workers", "1", "--lease", "2"], log: "first.log",
+                                                  environment: ObjectPublicationTests.environment(relayed, farm))
+            #expect(try eventually(180) { printed().contains("held") }, "\(first.log.suffix(3000))")
+            kill(first.pid, SIGKILL)
+            _ = first.wait(timeout: 10)
+            // Cut short: the marker and some media are there, no entry point.
+            let partial = try await Self.keys(s3, bucket, "out/show")
+            #expect(partial.contains(".mediafarm-package.json") && !partial.contains("master.m3u8") && !partial.contains("manifest.mpd"), "\(partial)")
+            #expect(try Self.outcome(farm, id).state == "running")
+
+            let second = try farm.startCoordinator(["--workers", "1", "--lease", "2", "--exit-when-idle"], log: "second.log",
+                                                   environment: ObjectPublicationTests.environment(server.endpoint, farm))
+            #expect(second.wait(timeout: 120) == 0, "\(second.log.suffix(3000))")
+            let job = try #require(try farm.status()[id])
+            #expect(job["state"] as? String == "succeeded" && job.int == 1, "\(job)")
+            #expect(second.log.contains("publication completed here"), "\(second.log.suffix(3000))")
+            #expect(!second.events().contains { $0["event"] as? String == "started" }, "nothing was encoded again: \(second.log.suffix(3000))")
+            let keys = try await Self.keys(s3, bucket, "out/show")
+            #expect(keys.contains("master.m3u8") && keys.contains("manifest.mpd") && keys.contains("video-1/5.m4s"), "\(keys)")
+            let report = try ChunkedPackageTests.streamReport(farm.out.appendingPathComponent("show.json").path)
+            let findings = try StreamChecker.check(folder: try await Self.download(s3, bucket, "out/show"), report: report)
+            #expect(findings.isEmpty, "\(findings)")
+            #expect(try await s3.listMultipartUploads(S3Location(bucket: bucket, key: "")).isEmpty)
+            await s3.shutdown()
+        } catch {
+            await s3.shutdown()  // a client left open ends the whole test process: the failure is reported instead
+            throw error
+        }
+    }
+
     /// `mediafarm run` uploads the package itself once it is whole; a chunked package to a prefix is refused
     /// at submission, naming the way past.
     @Test func runUploadsAPackageAndAChunkedOneToAPrefixIsRefused() async throws {

@@ -448,6 +448,7 @@ import Glibc
         #expect(try await farm.request("GET", "/jobs/\(id)/files/code-2").status == 404)
         #expect(try await farm.request("GET", "/jobs/\(id)/files/code-0").status == 404)
         #expect(page.contains("<table class=\"facts\" id=\"export\">"), "no export table")
+        #expect(page.contains("<tr><th>audio</th><td>none</td></tr>"), "a movie without audio: no track kept")
         // How long the export took, as a person reads it: two decimals under ten seconds, never seventeen.
         let took = try #require(page.firstMatch(of: /<tr><th>took<\/th><td>([^<]*)<\/td>/), "no time in \(page)").1
         #expect(took.wholeMatch(of: /\d\.\d\d s|\d+ s|\d+ (min|h) .*/) != nil, "took \(took)")

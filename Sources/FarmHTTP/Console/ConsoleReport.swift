@@ -67,6 +67,12 @@ enum ConsoleReport {
             body += "<tr><th>output</th><td><code>\(string(export["output"]))</code></td></tr>"
             body += "<tr><th>mode</th><td>\(string(export["mode"]))</td></tr><tr><th>duration</th><td>\(seconds(export["duration"]))</td></tr>"
             body += "<tr><th>cuts</th><td>\(count("cuts")) (snapped to keyframes: \(count("snappedCuts")))</td></tr>"
+            // Each audio track kept: how it was made, and its language.
+            let more: [JSONValue] = if case .array(let list)? = export["additionalAudio"] { list } else { [] }
+            let tracks = ([export["audio"]].compactMap { $0 } + more).map { track in
+                string(track["handling"]) + (track["language"].map { " (\(string($0)))" } ?? "")
+            }
+            body += "<tr><th>audio</th><td>\(tracks.isEmpty ? "–" : tracks.joined(separator: ", "))</td></tr>"
             let took = Double(string(export["seconds"])).map { $0 < 10 ? String(format: "%.2f s", $0) : Spoken.duration($0) } ?? "–"
             body += "<tr><th>took</th><td>\(took)</td></tr></table>\n"
         }
