@@ -136,18 +136,14 @@ extension Walker {
 
     /// Which audio tracks an `audio` object keeps: `"tracks": "default" | "all"` or `"languages"`, not both.
     mutating func audioTracks(_ o: [String: JSONValue], _ p: String) -> AudioTracks {
+        enum Kept: String, CaseIterable { case `default`, all }
+        let kept = enumeration(o["tracks"], "\(p).tracks", Kept.self)
         let languages = languageList(o["languages"], "\(p).languages")
-        switch (o["tracks"], languages.isEmpty) {
-        case (nil, true): return .default
-        case (nil, false): return .languages(languages)
-        case (.string("default")?, true): return .default
-        case (.string("all")?, true): return .all
-        case (_?, false):
+        if o["tracks"] != nil && o["languages"] != nil {
             fail("\(p).tracks", "give \"tracks\" (\"default\" or \"all\") or \"languages\" (a keep list), not both")
-        case (let other?, true):
-            fail("\(p).tracks", "expected \"default\" (the source's default audio track) or \"all\" (every one), found \(other.numberText)")
         }
-        return .default
+        if kept == .all { return .all }
+        return languages.isEmpty ? .default : .languages(languages)
     }
 
     /// A keep list of 1 to 16 languages, each named once.

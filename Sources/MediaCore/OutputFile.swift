@@ -93,6 +93,12 @@ public final class OutputFile {
         return Int(s.pointee.index)
     }
 
+    /// Marks `stream` as its kind's default track (the one players choose), or clears the mark.
+    public func setDefault(_ stream: Int, _ isDefault: Bool) {
+        guard let s = context.pointee.streams[stream] else { return }
+        s.pointee.disposition = isDefault ? s.pointee.disposition | AV_DISPOSITION_DEFAULT : s.pointee.disposition & ~AV_DISPOSITION_DEFAULT
+    }
+
     /// Adds a stream for `encoder`'s packets; `displayMatrix` (9 Int32) sets the rotation to keep.
     public func addStream(for encoder: Encoder, displayMatrix: [Int32]? = nil, language: String? = nil) throws(MediaFileError) -> Int {
         guard let s = avformat_new_stream(context, nil) else { throw failure(.outOfMemory, "adding a stream") }

@@ -37,31 +37,44 @@ extension AudioSelection {
             guard let format = sources.first(where: { $0.audio != nil })?.audio else { return [] }
             return [AudioChoice(name: "audio", language: label, format: format, streams: sources.map(\.audio))]
         case .all:
+            // Later sources' tracks are paired by place; a pair tagged with different languages is refused.
             guard let first = sources.first(where: { $0.audio != nil }) else { return [] }
-            let tracks = try first.file.streams.filter { $0.mediaType == .audio }
-            let perSource = try sources.map { try $0.file.streams.filter { $0.mediaType == .audio } }
+            let tracks = first.audioTracks
             let names = tracks.map { $0.knownLanguage.map(LanguageMatch.primary) }
+            for source in sources where source !== first {
+                for (i, (a, b)) in zip(tracks, source.audioTracks).enumerated() {
+                    if let x = a.knownLanguage, let y = b.knownLanguage, LanguageMatch.primary(x) != LanguageMatch.primary(y) {
+                        throw ExportError("\(source.path)'s audio track \(i + 1) is in \"\(y)\" where \(first.path)'s is in \"\(x)\": \"tracks\": \"all\" pairs "
+                                          + "the sources' tracks by place; ask for \"languages\" to pair them by language")
+                    }
+                }
+            }
             return tracks.enumerated().map { i, format in
                 let unique = names[i].map { name in names.filter { $0 == name }.count == 1 } ?? false
                 return AudioChoice(name: tracks.count == 1 ? "audio" : "audio-" + (unique ? names[i]! : String(i + 1)),
-                                   language: names[i], format: format, streams: perSource.map { i < $0.count ? $0[i] : nil })
+                                   language: names[i], format: format, streams: sources.map { i < $0.audioTracks.count ? $0.audioTracks[i] : nil })
             }
         case .languages(let languages):
             let choices = try languages.map { language in
                 let streams = try sources.map { source in
-                    let all = try source.file.streams
-                    guard let stream = LanguageMatch.audio(all, in: language).first else {
-                        let has = Set(all.filter { $0.mediaType == .audio }.map { $0.language ?? "und" }).sorted()
+                    // A track tagged exactly as asked ("en-GB") before one of the language's other tags.
+                    let found = LanguageMatch.audio(source.audioTracks, in: language)
+                    guard let stream = found.first(where: { $0.language?.lowercased() == language.lowercased() }) ?? found.first else {
+                        let has = Set(source.audioTracks.map { $0.language ?? "und" }).sorted()
                         throw ExportError("\(source.path) has no audio in \"\(language)\" (its audio: \(has.isEmpty ? "none" : has.joined(separator: ", "))); "
                                           + "ask only for languages every source has")
                     }
                     return stream
                 }
-                return AudioChoice(name: "audio-" + LanguageMatch.primary(language), language: language, format: streams[0], streams: streams)
+                // Named by the language's primary subtag ("audio-fr"), by the whole tag where two share it ("audio-en-gb").
+                let primary = LanguageMatch.primary(language)
+                let shared = languages.filter { LanguageMatch.primary($0) == primary }.count > 1
+                return AudioChoice(name: "audio-" + (shared ? language.lowercased() : primary), language: language, format: streams[0], streams: streams)
             }
-            // Two languages that find the same track ("en" and "en-GB", "fr" and "fre") would keep it twice.
+            // Two languages that find the same track ("en" and "en-GB" of a source with one English track,
+            // "fr" and "fre") would keep it twice.
             for i in choices.indices {
-                for j in 0..<i where choices[j].name == choices[i].name || zip(choices[j].indexes, choices[i].indexes).contains(where: { $0 == $1 }) {
+                for j in 0..<i where zip(choices[j].indexes, choices[i].indexes).contains(where: { $0 == $1 }) {
                     throw ExportError("the audio languages \"\(choices[j].language ?? "")\" and \"\(choices[i].language ?? "")\" choose the same audio track: ask for each track once")
                 }
             }

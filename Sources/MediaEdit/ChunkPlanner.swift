@@ -70,13 +70,18 @@ struct ChunkPlanner {
 
 extension ExportSession {
     /// The output frame ranges of a chunked constant-frame-rate export of about `every` each, cut near
-    /// source keyframes (`ChunkPlanner`); one range when the export is not much longer than `every`.
+    /// source keyframes (`ChunkPlanner`); one range when the export is not much longer than `every`. The
+    /// audio tracks asked for are chosen first: a language a source lacks refuses the export before any chunk.
     public func chunkRanges(every: MediaTime) async throws -> [Range<Int>] {
         let composition = self.composition, settings = self.settings
         guard settings.mode == .constantFrameRate else { throw ExportError("only constant-frame-rate exports are encoded in chunks") }
         return try await pool.run(stallLimit: settings.limits.stallTimeout) { interrupter in
-            try ChunkPlanner(composition: composition, frameDuration: settings.frameDuration, every: every,
-                             limits: settings.limits, interrupter: interrupter).run()
+            // What the join would refuse is refused before any chunk is encoded: a language a source lacks.
+            if settings.audioPolicy != .drop, settings.audioTracks != .defaultTrack {
+                _ = try settings.audioTracks.choose(try ExportSource.open(composition.segments.map(\.source), limits: settings.limits, interrupter: interrupter))
+            }
+            return try ChunkPlanner(composition: composition, frameDuration: settings.frameDuration, every: every,
+                                    limits: settings.limits, interrupter: interrupter).run()
         }
     }
 }

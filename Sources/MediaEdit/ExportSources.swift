@@ -14,6 +14,9 @@ final class ExportSource {
     let video: StreamInfo?
     /// The default audio track (`AudioSelection.defaultTrack`).
     let audio: StreamInfo?
+    /// Every audio track, in the file's order (read once: a source closed between uses is not opened again
+    /// to choose among them).
+    let audioTracks: [StreamInfo]
     /// Source time zero: the container's start time.
     let origin: MediaTime
     let displayMatrix: [Int32]?
@@ -55,8 +58,8 @@ final class ExportSource {
                 code: FFmpegError.endOfFile.code, operation: nil, detail: "the video track has no packets, so its picture size is unknown")))
         }
         // AVMediaSelectionGroup's default option: the track flagged default, else the first.
-        let audios = file.streams.filter { $0.mediaType == .audio }
-        audio = audios.first { $0.isDefault } ?? audios.first
+        audioTracks = file.streams.filter { $0.mediaType == .audio }
+        audio = audioTracks.first { $0.isDefault } ?? audioTracks.first
         origin = file.container.startTime.isNumeric ? file.container.startTime : .zero
         displayMatrix = video?.displayMatrix
         tags = file.container.tags

@@ -155,9 +155,12 @@ struct PassthroughCopier {
         var audioTracks: [Track] = []
         var rendered: [RenderedAudioWriter] = []
         if audioHandling == "copied" {
-            // (Each kept track's first stream is the first source's: checked by `audioCopyProblem`.)
-            for audio in self.audio.compactMap({ $0.streams[0] }) {
-                audioTracks.append(Track(index: try file.addStream(copying: audio.index, of: first, timeBase: audio.timeBase), timeBase: audio.timeBase))
+            // One output track per kept track, in order (each is the first source's: `audioCopyProblem` refuses copying otherwise).
+            for (j, choice) in audio.enumerated() {
+                guard let stream = choice.streams[0] else { throw ExportError("\(sources[0].path) has no audio track \(j + 1) to copy") }
+                let index = try file.addStream(copying: stream.index, of: first, timeBase: stream.timeBase)
+                file.setDefault(index, j == 0)  // the first kept track is the one players choose, whatever the source flagged
+                audioTracks.append(Track(index: index, timeBase: stream.timeBase))
             }
             if videoTrack == nil, let audio = self.audio.first?.format, audio.sampleRate > 0 { headerOptions["movie_timescale"] = String(audio.sampleRate) }
         } else if audioHandling == "encoded" {

@@ -7,7 +7,7 @@ import MediaTime
 final class RenderedAudioWriter {
     let renderer: AudioTrackRenderer
     private let file: OutputFile
-    private let stream: Int
+    let stream: Int
     private var times = MonotonicTimestamps()
     private var pending: PacketBox?
     private(set) var packets = 0
@@ -50,9 +50,11 @@ final class RenderedAudioWriter {
     static func tracks(_ choices: [AudioChoice], mapping: TimeMapping, sources: [ExportSource], totalDuration: MediaTime,
                        file: OutputFile, settings: ExportSettings, interrupter: Interrupter,
                        progress: (@Sendable (ExportProgress) -> Void)? = nil) throws -> [RenderedAudioWriter] {
-        try choices.map {
-            try RenderedAudioWriter(mapping: mapping, sources: sources, audio: $0.format, streams: $0.indexes, totalDuration: totalDuration,
-                                    file: file, settings: settings, interrupter: interrupter, progress: progress)
+        try choices.enumerated().map { j, choice in
+            let writer = try RenderedAudioWriter(mapping: mapping, sources: sources, audio: choice.format, streams: choice.indexes, totalDuration: totalDuration,
+                                                 file: file, settings: settings, interrupter: interrupter, progress: progress)
+            file.setDefault(writer.stream, j == 0)  // the first kept track is the one players choose
+            return writer
         }
     }
 

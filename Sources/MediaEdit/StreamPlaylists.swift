@@ -71,9 +71,12 @@ public enum StreamPlaylists {
         let audio = report.tracks.filter { $0.kind == .audio }
         let video = report.tracks.filter { $0.kind == .video }.sorted { $0.averageBitRate > $1.averageBitRate }
         var lines = ["#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-INDEPENDENT-SEGMENTS"]
+        // NAME is unique in its group (RFC 8216 4.3.4.1): a language kept twice is "English 2" the second time.
+        let audioNames = audio.map { name(of: $0.language ?? "und") }
         for (i, track) in audio.enumerated() {
             let language = track.language ?? "und"
-            lines.append("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"\(name(of: language))\",LANGUAGE=\"\(language)\","
+            let earlier = audioNames[..<i].filter { $0 == audioNames[i] }.count
+            lines.append("#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID=\"audio\",NAME=\"\(audioNames[i])\(earlier > 0 ? " \(earlier + 1)" : "")\",LANGUAGE=\"\(language)\","
                          + "DEFAULT=\(i == 0 ? "YES" : "NO"),AUTOSELECT=YES,CHANNELS=\"\(track.channels ?? 2)\",URI=\"\(track.folder)/index.m3u8\"")
         }
         let text = report.tracks.filter { $0.kind == .text }

@@ -26,8 +26,8 @@ import Testing
 
     @Test(arguments: [
         (#"{"tracks": "all", "languages": ["en"]}"#, "$.export.audio.tracks", "not both"),
-        (#"{"tracks": "some"}"#, "$.export.audio.tracks", "\"default\""),
-        (#"{"tracks": 2}"#, "$.export.audio.tracks", "found 2"),
+        (#"{"tracks": "al"}"#, "$.export.audio.tracks", "is not one of default, all (did you mean \"all\"?)"),
+        (#"{"tracks": 2}"#, "$.export.audio.tracks", "string"),
         (#"{"languages": []}"#, "$.export.audio.languages", "1 to 16"),
         (#"{"languages": ["en", "en"]}"#, "$.export.audio.languages", "twice"),
         (#"{"languages": ["english"]}"#, "$.export.audio.languages[0]", "language tag"),

@@ -1,5 +1,6 @@
 import FarmTestSupport
 import Foundation
+import StreamTestSupport
 import MediaCore
 import MediaInspect
 import MediaTime
@@ -60,6 +61,70 @@ import Testing
         #expect(report.additionalAudio?.map(\.language) == ["eng"] && report.additionalAudio?.first?.handling == "copied")
     }
 
+    /// The audio streams' default flags, in order.
+    func defaults(_ path: String) throws -> [String] {
+        try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "a", "-show_entries", "stream_disposition=default", "-of", "csv=p=0", path])
+            .stdout.split(separator: "\n").map(String.init)
+    }
+
+    @Test(arguments: [ExportSettings.Mode.passthrough, .constantFrameRate])
+    func theFirstTrackKeptIsTheDefaultWhateverTheSourceFlagged(_ mode: ExportSettings.Mode) async throws {
+        // Matroska flags every track default unless told otherwise: copied as they are, players would play both.
+        let folder = try TestPaths.makeTemporaryFolder("audio-selection-flags")
+        let source = folder.appendingPathComponent("all-default.mkv").path
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", try Self.source("mkv"), "-map", "0", "-c", "copy",
+                                           "-disposition:a:0", "default", "-disposition:a:1", "default", "-disposition:a:2", "default", source])
+        #expect(try defaults(source) == ["1", "1", "1"])
+        let (path, _) = try await export(source, .languages(["fr", "en"]), to: "flags-\(mode).mp4", mode: mode)
+        let flags = try defaults(path)
+        #expect(try languages(path) == ["fre", "eng"] && flags == ["1", "0"], "\(flags)")
+    }
+
+    @Test func everyTrackOfTwoSourcesIsPairedByPlaceAndADifferentLanguageRefused() async throws {
+        let source = try Self.source("mp4")
+        let folder = try TestPaths.makeTemporaryFolder("audio-selection-pairs")
+        let swapped = folder.appendingPathComponent("swapped.mp4").path
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", source, "-map", "0:v", "-map", "0:a:1", "-map", "0:a:0", "-c", "copy", swapped])
+        var c = Composition()
+        for path in [source, swapped] { try c.insert(TimeRange(start: .zero, duration: MediaTime(value: 2, timescale: 1)), of: path) }
+        var settings = ExportSettings(mode: .passthrough, outputPath: folder.appendingPathComponent("paired.mp4").path, muxer: "mp4")
+        settings.audioTracks = .all
+        let error = await #expect(throws: ExportError.self) { try await ExportSession(composition: c, settings: settings).export() }
+        #expect(error?.description.contains("swapped.mp4's audio track 1 is in \"fre\" where") == true
+                && error?.description.contains("ask for \"languages\"") == true, "\(String(describing: error))")
+        // By language instead: each output track is one language over both sources.
+        settings.audioTracks = .languages(["fr", "en"])
+        let report = try await ExportSession(composition: c, settings: settings).export()
+        #expect(report.audio.language == "fre" && report.additionalAudio?.map(\.language) == ["eng"])
+        let path = settings.outputPath
+        for (i, frequency) in [(0, 660.0), (1, 440.0)] {
+            let audio = try MediaProbe.monoSamples(path, audio: i)
+            #expect(abs(MediaProbe.toneFrequency(audio, from: 0.5, to: 1.5) - frequency) < 5 && abs(MediaProbe.toneFrequency(audio, from: 2.5, to: 3.5) - frequency) < 5,
+                    "track \(i) changes language at the join")
+        }
+    }
+
+    @Test func aPackageOfEveryTrackNamesARepeatedLanguageApart() async throws {
+        // Two English tracks (a programme and its commentary): each a rendition, NAME unique in the group.
+        let folder = try TestPaths.makeTemporaryFolder("audio-selection-package")
+        let source = folder.appendingPathComponent("commentary.mp4").path
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", try Self.source("mp4"), "-map", "0:v", "-map", "0:a:0", "-map", "0:a:1", "-map", "0:a:0",
+                                           "-c", "copy", source])
+        let package = folder.appendingPathComponent("package").path
+        var c = Composition()
+        try c.insert(TimeRange(start: .zero, duration: try await Asset(path: source).load(.duration)), of: source)
+        var settings = StreamSettings(folder: package, rungs: [], segmentDuration: MediaTime(value: 1, timescale: 1))
+        (settings.passthrough, settings.audioTracks) = (true, .all)
+        let report = try await StreamPackager(composition: c, settings: settings).package()
+        for file in StreamPlaylists.files(report) { try file.text.write(toFile: package + "/" + file.path, atomically: true, encoding: .utf8) }
+        #expect(report.tracks.filter { $0.kind == .audio }.map(\.folder) == ["audio-1", "audio-fr", "audio-3"])
+        let master = try String(contentsOfFile: package + "/master.m3u8", encoding: .utf8)
+        for name in ["NAME=\"English\",LANGUAGE=\"en\"", "NAME=\"French\",LANGUAGE=\"fr\"", "NAME=\"English 2\",LANGUAGE=\"en\""] {
+            #expect(master.contains(name), "\(name) in \(master)")
+        }
+        #expect(try StreamChecker.check(folder: package, report: report, copied: true).isEmpty)
+    }
+
     @Test func withoutAChoiceTheTrackFlaggedDefaultIsKept() async throws {
         let source = try Self.source("mp4")
         let (path, report) = try await export(source, .defaultTrack, to: "default.mp4")
@@ -116,11 +181,17 @@ import Testing
             let path = folder.appendingPathComponent("refused.mp4").path
             var c = Composition()
             try c.insert(TimeRange(start: .zero, duration: MediaTime(value: 4, timescale: 1)), of: source)
+            for mode in [ExportSettings.Mode.constantFrameRate, .passthrough] {
+                var settings = ExportSettings(mode: mode, outputPath: path, muxer: "mp4", preset: "ultrafast")
+                settings.audioTracks = selection
+                let error = await #expect(throws: ExportError.self) { try await ExportSession(composition: c, settings: settings).export() }
+                #expect(error?.description.contains(words) == true, "\(String(describing: error))")
+                #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+            }
+            // A chunked export is refused as its chunks are planned, before any is made.
             var settings = ExportSettings(mode: .constantFrameRate, outputPath: path, muxer: "mp4", preset: "ultrafast")
             settings.audioTracks = selection
-            let error = await #expect(throws: ExportError.self) { try await ExportSession(composition: c, settings: settings).export() }
-            #expect(error?.description.contains(words) == true, "\(String(describing: error))")
-            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+            await #expect(throws: ExportError.self) { _ = try await ExportSession(composition: c, settings: settings).chunkRanges(every: MediaTime(value: 1, timescale: 1)) }
         }
     }
 }

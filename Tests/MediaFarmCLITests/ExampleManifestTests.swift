@@ -90,7 +90,7 @@ import Testing
                     "images": { "maxWidth": 320, "maxHeight": 240, "format": "jpeg", "quality": 0.8, "output": "out/code-{index}.jpg" } },
           "export": { "mode": "constantFrameRate", "output": "out/a.mp4", "fileType": "mp4", "frameRate": 25, "faststart": true,
                       "video": { "codec": "h264", "crf": 18, "preset": "fast", "threads": 2 },
-                      "audio": { "policy": "reencode", "codec": "aac", "bitrate": 96000,
+                      "audio": { "policy": "reencode", "tracks": "all", "codec": "aac", "bitrate": 96000,
                                  "loudness": { "measure": false, "standard": "ebu-r128", "target": -23, "truePeak": -1 } },
                       "poster": { "at": "auto", "maxWidth": 320, "output": "out/a-poster.jpg" } },
           "report": "out/a.json", "overwrite": false }

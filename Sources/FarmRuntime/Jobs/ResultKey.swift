@@ -98,7 +98,7 @@ enum ResultKey {
                                    .object([("measure", .bool(l.measure)), ("standard", l.standard.map { .string($0.rawValue) } ?? .null),
                                             ("target", l.target.map { .number("\($0)") } ?? .null),
                                             ("truePeak", l.truePeak.map { .number("\($0)") } ?? .null)])
-                               } ?? .null)] + export.audio.tracks.members)),
+                               } ?? .null), ("tracks", tracks(export.audio.tracks))])),
             ("faststart", .bool(export.faststart)), ("cuts", .string(export.cuts.rawValue)),
             ("chunkDuration", time(export.chunkDuration)), ("chunkAbove", time(export.chunkAbove)), ("frames", frames),
         ])
@@ -117,7 +117,13 @@ enum ResultKey {
                                              ("keyURI", .string(encryption.keyURI))]))
             default: return member
             }
-        })
+        } + [("audioTracks", tracks(stream.audio.tracks))])
+    }
+
+    /// The audio tracks kept, the default written out: "default" is the track flagged default (it was the
+    /// first track in results made before), so a result keyed without it is not taken for one.
+    private static func tracks(_ tracks: AudioTracks) -> JSONValue {
+        tracks.members.first?.value ?? .string("default")
     }
 
     /// The pictures' members: posters, images, storyboard, waveform, in that order.
