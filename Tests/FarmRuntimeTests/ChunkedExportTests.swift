@@ -242,22 +242,7 @@ import Glibc
     @Test func aChunkedExportIsNormalizedOverItsWholeComposition() async throws {
         let farm = try Farm("chunked-loudness")
         let source = try Self.source(in: farm, seconds: 24, size: "320x240")
-        func manifest(_ name: String, chunkSeconds: Int?) throws -> String {
-            try farm.manifest(name, """
-                { "version": 1, "name": "\(name)", "input": "\(source)", "report": "out/\(name).json", "reuse": false,
-                  "export": { "mode": "constantFrameRate", "frameRate": 30, "output": "out/\(name).mp4",
-                              \(chunkSeconds.map { "\"chunkSeconds\": \($0)," } ?? "") "video": { "preset": "ultrafast" },
-                              "audio": { "loudness": { "standard": "streaming-16" } } } }
-                """)
-        }
-        let id = try await farm.queued([try manifest("chunked", chunkSeconds: 8)])[0]
-        let coordinator = try await farm.coordinate(["--exit-when-idle", "--workers", "2"])
-        #expect(coordinator.status == 0, "\(coordinator.log)")
-        let jobs = try await farm.jobs()
-        #expect(jobs[id]?["state"] as? String == "succeeded" && jobs.count == 4, "one job and its 3 chunks: \(jobs)")
-        let made = try farm.mediafarm(["run", try manifest("whole", chunkSeconds: nil)])
-        #expect(made.status == 0, "\(made.stderr)")
-        let a = farm.out.appendingPathComponent("chunked.mp4").path, b = farm.out.appendingPathComponent("whole.mp4").path
+        let (a, b) = try await Self.chunkedAndWhole(farm, input: source, audio: #"{ "loudness": { "standard": "streaming-16" } }"#)
         #expect(try Self.samples(a) == Self.samples(b), "the audio differs from the unchunked export's")
         let theirs = try EBUR128Probe.summary(a)
         #expect(abs(theirs.integrated + 16) <= 0.1 && theirs.truePeak <= -1, "ffmpeg reads \(theirs.integrated) LUFS, \(theirs.truePeak) dBTP")
@@ -280,22 +265,7 @@ import Glibc
                                            "-f", "lavfi", "-i", "sine=frequency=660:sample_rate=48000:duration=20",
                                            "-map", "0", "-map", "1", "-map", "2", "-c:v", "libx264", "-preset", "ultrafast", "-g", "60", "-c:a", "aac",
                                            "-metadata:s:a:0", "language=eng", "-metadata:s:a:1", "language=fre", source])
-        func manifest(_ name: String, chunkSeconds: Int?) throws -> String {
-            try farm.manifest(name, """
-                { "version": 1, "name": "\(name)", "input": "\(source)", "report": "out/\(name).json", "reuse": false,
-                  "export": { "mode": "constantFrameRate", "frameRate": 30, "output": "out/\(name).mp4",
-                              \(chunkSeconds.map { "\"chunkSeconds\": \($0)," } ?? "") "video": { "preset": "ultrafast" },
-                              "audio": { "languages": ["fr", "en"] } } }
-                """)
-        }
-        let id = try await farm.queued([try manifest("chunked", chunkSeconds: 8)])[0]
-        let coordinator = try await farm.coordinate(["--exit-when-idle", "--workers", "2"])
-        #expect(coordinator.status == 0, "\(coordinator.log)")
-        let jobs = try await farm.jobs()
-        #expect(jobs[id]?["state"] as? String == "succeeded" && jobs.count == 4, "one job and its 3 chunks: \(jobs)")
-        let made = try farm.mediafarm(["run", try manifest("whole", chunkSeconds: nil)])
-        #expect(made.status == 0, "\(made.stderr)")
-        let a = farm.out.appendingPathComponent("chunked.mp4").path, b = farm.out.appendingPathComponent("whole.mp4").path
+        let (a, b) = try await Self.chunkedAndWhole(farm, input: source, audio: #"{ "languages": ["fr", "en"] }"#)
         for path in [a, b] {
             let tags = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "a", "-show_entries", "stream_tags=language", "-of", "csv=p=0", path])
             #expect(tags.stdout.split(separator: "\n") == ["fre", "eng"], "\(path): \(tags.stdout)")
@@ -313,6 +283,26 @@ import Glibc
     }
 
     // MARK: - Helpers
+
+    /// The same export of `input` made in 8 s chunks under a coordinator (one job and its 3 chunks, checked)
+    /// and whole by `mediafarm run`, `audio` its export's audio section; the two movies' paths.
+    static func chunkedAndWhole(_ farm: Farm, input: String, audio: String) async throws -> (chunked: String, whole: String) {
+        func manifest(_ name: String, chunkSeconds: Int?) throws -> String {
+            try farm.manifest(name, """
+                { "version": 1, "name": "\(name)", "input": "\(input)", "report": "out/\(name).json", "reuse": false,
+                  "export": { "mode": "constantFrameRate", "frameRate": 30, "output": "out/\(name).mp4",
+                              \(chunkSeconds.map { "\"chunkSeconds\": \($0)," } ?? "") "video": { "preset": "ultrafast" }, "audio": \(audio) } }
+                """)
+        }
+        let id = try await farm.queued([try manifest("chunked", chunkSeconds: 8)])[0]
+        let coordinator = try await farm.coordinate(["--exit-when-idle", "--workers", "2"])
+        #expect(coordinator.status == 0, "\(coordinator.log)")
+        let jobs = try await farm.jobs()
+        #expect(jobs[id]?["state"] as? String == "succeeded" && jobs.count == 4, "one job and its 3 chunks: \(jobs)")
+        let made = try farm.mediafarm(["run", try manifest("whole", chunkSeconds: nil)])
+        #expect(made.status == 0, "\(made.stderr)")
+        return (farm.out.appendingPathComponent("chunked.mp4").path, farm.out.appendingPathComponent("whole.mp4").path)
+    }
 
     static func manifest(_ name: String, input: String, chunkSeconds: Int?, preset: String = "veryfast") -> String {
         """
