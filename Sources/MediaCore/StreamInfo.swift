@@ -91,3 +91,12 @@ public struct ContainerInfo: Sendable, Hashable {
     public var tags: [String: String]
     public var chapters: [ChapterInfo]
 }
+
+extension Array where Element == StreamInfo {
+    /// The default audio track, as AVMediaSelectionGroup's default option: the one flagged default, else the
+    /// first (nil without audio). Exports keep it and waveforms draw it.
+    public var defaultAudio: StreamInfo? {
+        let audio = filter { $0.mediaType == .audio }
+        return audio.first { $0.isDefault } ?? audio.first
+    }
+}

@@ -57,9 +57,8 @@ final class ExportSource {
             throw MediaFileError(path: path, reason: .undecodable(track: v.index, codec: v.codecName, FFmpegError(
                 code: FFmpegError.endOfFile.code, operation: nil, detail: "the video track has no packets, so its picture size is unknown")))
         }
-        // AVMediaSelectionGroup's default option: the track flagged default, else the first.
         audioTracks = file.streams.filter { $0.mediaType == .audio }
-        audio = audioTracks.first { $0.isDefault } ?? audioTracks.first
+        audio = file.streams.defaultAudio
         origin = file.container.startTime.isNumeric ? file.container.startTime : .zero
         displayMatrix = video?.displayMatrix
         tags = file.container.tags

@@ -2,7 +2,7 @@ import Foundation
 import MediaCore
 import MediaTime
 
-/// A picture of a movie's or a recording's sound: the levels of its first audio track, as the lowest and
+/// A picture of a movie's or a recording's sound: the levels of its default audio track, as the lowest and
 /// highest sample (all channels together) of each column, drawn as a PNG or an SVG, and the same peaks as
 /// JSON in audiowaveform's format (version 2, 16 bits), which peaks.js reads and wavesurfer.js takes as
 /// its peaks.
@@ -30,12 +30,12 @@ public struct Waveform: Sendable {
 
     static let block = 256
 
-    /// Decodes the first audio track of `path` and measures its columns.
+    /// Decodes the default audio track of `path` (flagged default, else the first) and measures its columns.
     public static func make(path: String, settings: Settings, limits: SafetyLimits = .default,
                             interrupter: Interrupter = Interrupter(), progress: (Double) -> Void = { _ in }) throws(ImageGenerationError) -> Waveform {
         let file: InputFile
         do { file = try InputFile(path: path, limits: limits, interrupter: interrupter) } catch { throw .of(error) }
-        guard let audio = file.streams.first(where: { $0.mediaType == .audio && $0.sampleRate > 0 }) else {
+        guard let audio = file.streams.defaultAudio, audio.sampleRate > 0 else {
             throw .unreadable("\(path): no audio track to draw")
         }
         let decoder: Decoder

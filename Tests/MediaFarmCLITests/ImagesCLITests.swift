@@ -111,6 +111,15 @@ import Testing
             let bad = try waveform(arguments)
             #expect(bad.status == 2 && bad.stderr.contains(says), "\(arguments): \(bad.status) \(bad.stderr)")
         }
+        // Of two tracks, the one flagged default is drawn: a silent first track and a tone flagged default.
+        let two = folder.appendingPathComponent("two-tracks.mp4").path
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "anullsrc=r=48000:cl=stereo:d=2", "-f", "lavfi", "-i", "sine=f=440:sample_rate=44100:d=2",
+                                           "-map", "0", "-map", "1", "-c:a", "aac", "-disposition:a:0", "0", "-disposition:a:1", "default", two])
+        let drawn = try waveform(["--json", "-o", "two.svg", "--peaks", "two.json", two])
+        let drawnRecord = try JSONSerialization.jsonObject(with: drawn.stdoutData) as? [String: Any]
+        #expect(drawn.status == 0 && drawnRecord?["sampleRate"] as? Int == 44100, "the flagged track's rate: \(drawn.stdout) \(drawn.stderr)")
+        let drawnPeaks = try JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent("two.json"))) as? [String: Any]
+        #expect(((drawnPeaks?["data"] as? [Int]) ?? []).map(abs).max() ?? 0 > 1000, "the tone, not the silence")
         let silent = try waveform(["-o", "silent.png", MediaFixture.rotatedMP4.path])
         #expect(silent.status == 1 && silent.stderr.contains("no audio track to draw"), "\(silent.stderr)")
         #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("silent.png").path))
