@@ -97,7 +97,7 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"),
         ]),
         // Where the library meets inspection: an asset's facts from MediaInspect (AssetInspector.media).
-        .target(name: "FarmLibraryMedia", dependencies: ["FarmLibrary", "MediaInspect"]),
+        .target(name: "FarmLibraryMedia", dependencies: ["FarmLibrary", "MediaCore", "MediaInspect"]),
         // The one way jobs enter the queue (submit, the API, ingest, capture): manifests read and checked
         // against the file system, unknown assets, a scoped token's policy, templates, enqueueing, lineage.
         .target(name: "FarmSubmit", dependencies: ["FarmModel", "FarmStore", "FarmLibrary", "SafeFiles", "S3Client"]),

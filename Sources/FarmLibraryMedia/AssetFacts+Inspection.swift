@@ -1,5 +1,6 @@
 import FarmLibrary
 import Foundation
+import MediaCore
 import MediaInspect
 
 /// Where the library meets inspection: an asset's facts from what `AssetReport` loaded.
@@ -35,7 +36,8 @@ extension AssetFacts {
         if report.isPlayable == false { throw .notMedia(path, "no track can be decoded (see `mediafarm inspect`)") }
         let tracks = report.tracks ?? []
         let video = tracks.first { $0.mediaType == .video }
-        let audio = tracks.first { $0.mediaType == .audio }
+        // The audio a player chooses (AVMediaSelectionGroup's default option).
+        let audio = defaultTrack(tracks.filter { $0.mediaType == .audio }, isDefault: \.isDefault)
         guard video != nil || audio != nil else { throw .notMedia(path, "no video or audio track") }
         let container = report.format?.name
         let still = video.map { v in

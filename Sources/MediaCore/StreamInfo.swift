@@ -92,11 +92,15 @@ public struct ContainerInfo: Sendable, Hashable {
     public var chapters: [ChapterInfo]
 }
 
+/// AVMediaSelectionGroup's default option among a kind's tracks: the one flagged default, else the first.
+/// The one rule for exports (the audio they keep), waveforms, the library's facts and the inspection's groups.
+public func defaultTrack<Track>(_ tracks: [Track], isDefault: (Track) -> Bool) -> Track? {
+    tracks.first(where: isDefault) ?? tracks.first
+}
+
 extension Array where Element == StreamInfo {
-    /// The default audio track, as AVMediaSelectionGroup's default option: the one flagged default, else the
-    /// first (nil without audio). Exports keep it and waveforms draw it.
+    /// The default audio track (`defaultTrack`); nil without audio. Exports keep it and waveforms draw it.
     public var defaultAudio: StreamInfo? {
-        let audio = filter { $0.mediaType == .audio }
-        return audio.first { $0.isDefault } ?? audio.first
+        defaultTrack(filter { $0.mediaType == .audio }, isDefault: \.isDefault)
     }
 }

@@ -75,7 +75,7 @@ public struct MediaSelectionGroup: Sendable, Hashable, Codable {
             }
             guard !options.isEmpty else { return nil }
             return MediaSelectionGroup(mediaCharacteristic: name, options: options,
-                                       defaultTrackID: (options.first(where: \.isDefault) ?? options.first)?.trackID)
+                                       defaultTrackID: defaultTrack(options, isDefault: \.isDefault)?.trackID)
         }
     }
 }

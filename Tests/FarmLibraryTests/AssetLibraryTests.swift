@@ -450,6 +450,21 @@ import Testing
 extension AssetLibraryTests {
     /// The library knows every asset's loudness: measured when it is added (BS.1770's calibration tone reads
     /// -23.0 LUFS), kept in its facts, nil for an asset without audio.
+    /// Of two audio tracks, the facts give the one a player chooses: the one flagged default, not the first.
+    @Test func anAssetsAudioIsItsDefaultTrack() async throws {
+        let folder = try TestPaths.makeTemporaryFolder("library-default-audio")
+        let path = folder.appendingPathComponent("two-tracks.mkv").path
+        _ = try ProcessRunner.check("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=64x64:rate=10:d=1", "-f", "lavfi", "-i", "sine=d=1",
+                                               "-f", "lavfi", "-i", "sine=d=1", "-map", "0", "-map", "1", "-map", "2", "-c:v", "libx264",
+                                               "-c:a:0", "mp3", "-c:a:1", "aac", "-disposition:a:0", "0", "-disposition:a:1", "default", path])
+        let store = try await Backend.sqlite.makeStore()
+        let library = try library(store, host: "a")
+        let added = try await library.add([path])
+        let facts = try await library.detail(try #require(added[0].id)).asset.facts
+        #expect(facts.audioCodec == "aac" && facts.hasAudio, "\(facts)")
+        await store.close()
+    }
+
     @Test func anAssetsLoudnessIsInItsFacts() async throws {
         let folder = try TestPaths.makeTemporaryFolder("library-loudness")
         let tone = folder.appendingPathComponent("tone.wav").path, silent = folder.appendingPathComponent("picture.mp4").path
