@@ -93,6 +93,18 @@ public final class OutputFile {
         return Int(s.pointee.index)
     }
 
+    /// Replaces the codec header (extradata) of `stream`, added and not yet written: a record in the framing
+    /// this container wants, where the source's was in another (an avcC record for Annex B parameter sets).
+    public func setCodecHeader(_ stream: Int, _ bytes: [UInt8]) throws(MediaFileError) {
+        guard let s = context.pointee.streams[stream], let par = s.pointee.codecpar else { return }
+        let padding = Int(AV_INPUT_BUFFER_PADDING_SIZE)
+        guard let data = av_mallocz(bytes.count + padding)?.assumingMemoryBound(to: UInt8.self) else { throw failure(.outOfMemory, "setting a codec header") }
+        bytes.withUnsafeBufferPointer { if let base = $0.baseAddress { data.update(from: base, count: bytes.count) } }
+        av_freep(&par.pointee.extradata)
+        par.pointee.extradata = data
+        par.pointee.extradata_size = Int32(bytes.count)
+    }
+
     /// Marks `stream` as its kind's default track (the one players choose), or clears the mark.
     public func setDefault(_ stream: Int, _ isDefault: Bool) {
         guard let s = context.pointee.streams[stream] else { return }

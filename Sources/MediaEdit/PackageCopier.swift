@@ -3,7 +3,8 @@ import MediaCore
 import MediaTime
 
 /// A package made without encoding, as `ffmpeg -c copy -f hls` makes one: the source's H.264 video and AAC
-/// audio, from MP4, MOV or Matroska, copied packet for packet into CMAF tracks. Each segment begins at the source keyframe nearest each
+/// audio, from MP4, MOV, Matroska or MPEG-TS (reframed as MP4 carries them, `TransportFraming`), copied packet
+/// for packet into CMAF tracks. Each segment begins at the source keyframe nearest each
 /// multiple of the segment duration (chosen from the container's index before anything is written); the
 /// audio is cut before its first AAC frame at or after each video cut. A source whose keyframes are further
 /// apart than the segment duration is refused before any work, naming its longest GOP.
@@ -20,9 +21,10 @@ struct PackageCopier {
         let sources = try ExportSource.open([segment.source], limits: settings.limits, interrupter: writer.interrupter)
         let input = try sources[0].file, path = segment.source
         guard let video = sources[0].video else { throw ExportError("\(path) has no video to package") }
-        guard video.codecName == "h264", video.extradata.first == 1, let videoCodecs = video.codecsName else {
-            throw ExportError("\(path): its video is \(video.codecName)\(video.codecName == "h264" ? " without an avcC record (a transport stream carries it in its packets)" : ""); "
-                              + "a passthrough package copies H.264 from MP4, MOV or Matroska only: leave out \"mode\" to encode a ladder")
+        let transport = input.container.formatName.contains("mpegts")
+        guard video.codecName == "h264", transport || video.extradata.first == 1 else {
+            throw ExportError("\(path): its video is \(video.codecName)\(video.codecName == "h264" ? " without an avcC record" : ""); "
+                              + "a passthrough package copies H.264 from MP4, MOV, Matroska or MPEG-TS only: leave out \"mode\" to encode a ladder")
         }
         let audio = try writer.audioChoices(sources).map { choice -> (name: String, language: String?, stream: StreamInfo) in
             let index = choice.streams[0]?.index ?? choice.format.index
@@ -36,9 +38,17 @@ struct PackageCopier {
         let subtitles = try settings.subtitleLanguages.map {
             try SubtitleRendition(language: $0, sources: sources, mapping: composition.timeMapping, limits: settings.limits, interrupter: writer.interrupter)
         }
-        let (index, timing) = try videoIndex(input: input, video: video, path: path)
-        let cuts = try keyframeCuts(index, video: video, duration: composition.timeMapping.duration, path: path)
-        var report = try write(input: input, video: video, codecs: videoCodecs, audio: audio, cuts: cuts, packets: index.entries, timing: timing)
+        let (index, timing, framing) = try videoIndex(input: input, video: video, audio: audio.map(\.stream.index), path: path)
+        guard let videoCodecs = framing.map({ CodecsName.of("h264", extradata: $0.record) }) ?? video.codecsName else {
+            throw ExportError("\(path): its video's avcC record names no profile and level: leave out \"mode\" to encode a ladder")
+        }
+        // The asset's span begins at its earliest stream (a transport stream's AAC priming frame, presented just
+        // before its video); the package's at its video's first picture, what comes before hidden by each edit.
+        let earliest = input.streams.map(\.startTime).filter(\.isNumeric).min() ?? video.startTime
+        let programme = composition.timeMapping.duration - max(.zero, video.startTime - earliest)
+        let cuts = try keyframeCuts(index, video: video, duration: programme, path: path)
+        var report = try write(input: input, video: video, codecs: videoCodecs, audio: audio, cuts: cuts, packets: index.entries, timing: timing,
+                               framing: framing, programme: programme)
         try writer.addSubtitles(subtitles, to: &report)
         writer.progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
         report.seconds = Date().timeIntervalSince(started)
@@ -81,29 +91,49 @@ struct PackageCopier {
     }
 
     /// The video's index (every packet's decode time, its keyframes' in order). An MP4 or MOV holds every one.
-    /// A Matroska file is read through once for it (its cues may not list every keyframe), and its decode
-    /// times, which it does not store, are made from its presentation times (`DecodeTimes`), returned with it.
+    /// A Matroska file or a transport stream is read through once for it (cues may not list every keyframe, and
+    /// a transport stream has none), returned with its times: a transport stream's own decode times, Matroska's
+    /// made from its presentation times (`DecodeTimes`), as it stores none. A transport stream's framing in
+    /// MP4's terms comes with them (its parameter sets as an avcC record, each of `audio`'s AudioSpecificConfig).
     /// Other containers are refused.
-    private func videoIndex(input: InputFile, video: StreamInfo, path: String) throws -> (InputFile.StreamIndex, timing: PacketTimes?) {
+    private func videoIndex(input: InputFile, video: StreamInfo, audio: [Int], path: String) throws
+        -> (InputFile.StreamIndex, timing: PacketTimes?, framing: TransportSource?) {
         let format = input.container.formatName
         if format.contains("mov") {
             guard let index = input.index(of: video.index), !index.keyframes.isEmpty else {
                 throw ExportError("\(path): its index lists no keyframe of its video: remux it (ffmpeg -c copy), or leave out \"mode\" to encode a ladder")
             }
-            return (index, nil)
+            return (index, nil, nil)
         }
-        guard format.contains("matroska") else {
-            throw ExportError("\(path): a passthrough package copies from MP4, MOV or Matroska (this is \(format)): remux it to MP4 (ffmpeg -c copy), "
+        let transport = format.contains("mpegts")
+        guard format.contains("matroska") || transport else {
+            throw ExportError("\(path): a passthrough package copies from MP4, MOV, Matroska or MPEG-TS (this is \(format)): remux it to MP4 (ffmpeg -c copy), "
                               + "or leave out \"mode\" to encode a ladder")
         }
         let scan = try InputFile(path: path, limits: settings.limits, interrupter: writer.interrupter)
-        scan.discardAll(except: [video.index])
-        var presentation: [Int64] = [], keys: [Bool] = []
+        scan.discardAll(except: Set([video.index] + (transport ? audio : [])))
+        var presentation: [Int64] = [], stored: [Int64] = [], keys: [Bool] = []
+        var record = transport ? TransportFraming.avcC(annexB: video.extradata) : nil
+        var configs: [Int: [UInt8]] = [:]
         var packet = Packet()
         while try scan.read(into: &packet) == .packet {
+            if transport, packet.streamIndex != video.index {
+                if configs[packet.streamIndex] == nil {
+                    guard let header = packet.withBytes(TransportFraming.ADTSHeader.init) else {
+                        throw ExportError("\(path): its AAC in stream \(packet.streamIndex) is not in single-block ADTS frames with a channel configuration: "
+                                          + "leave out \"mode\" to encode it")
+                    }
+                    configs[packet.streamIndex] = header.config
+                }
+                continue
+            }
             guard packet.streamIndex == video.index else { continue }
-            guard let pts = packet.pts else {
+            guard let pts = packet.pts, !transport || packet.dts != nil else {
                 throw ExportError("\(path): its video packet \(presentation.count + 1) has no time: remux it to MP4 (ffmpeg -c copy), or leave out \"mode\" to encode")
+            }
+            if transport {
+                stored.append(packet.dts!)
+                if record == nil, packet.isKeyframe { record = packet.withBytes { TransportFraming.avcC(annexB: Array($0)) } }
             }
             presentation.append(pts)
             keys.append(packet.isKeyframe)
@@ -113,14 +143,29 @@ struct PackageCopier {
                 if let reason = writer.interrupter.reason { throw MediaFileError.interrupted(path: settings.folder, reason) }
             }
         }
-        guard let decode = DecodeTimes.make(presentation) else {
+        var framing: TransportSource?
+        if transport {
+            guard let record else { throw ExportError("\(path): its video carries no sequence and picture parameter sets: leave out \"mode\" to encode a ladder") }
+            guard zip(stored, stored.dropFirst()).allSatisfy({ $0 < $1 }) else {
+                throw ExportError("\(path): its video's decode times repeat or go back: leave out \"mode\" to encode a ladder")
+            }
+            framing = TransportSource(record: record, audio: configs)
+        }
+        guard let decode = transport ? stored : DecodeTimes.make(presentation) else {
             throw ExportError("\(path): its video's presentation times repeat, or are reordered by more than \(DecodeTimes.deepest) pictures: "
                               + "leave out \"mode\" to encode a ladder")
         }
         var index = InputFile.StreamIndex(entries: decode.count, endOffset: 0, bytes: 0, timestamps: decode)
         index.keyframes = zip(decode, keys).filter(\.1).map(\.0)
         guard !index.keyframes.isEmpty else { throw ExportError("\(path): its video has no keyframe to begin a segment at") }
-        return (index, PacketTimes(presentation: presentation, decode: decode))
+        return (index, PacketTimes(presentation: presentation, decode: decode), framing)
+    }
+
+    /// A transport stream's framing in MP4's terms: its video's avcC record (from its parameter sets), and each
+    /// AAC stream's AudioSpecificConfig (from its first ADTS header), by stream index.
+    struct TransportSource {
+        var record: [UInt8]
+        var audio: [Int: [UInt8]]
     }
 
     /// The video packets' presentation times as indexed, in the order they are read, and the decode times made
@@ -132,16 +177,25 @@ struct PackageCopier {
 
     /// `timing`: the video's times when the container stores no decode times.
     private func write(input: InputFile, video: StreamInfo, codecs: String, audio: [(name: String, language: String?, stream: StreamInfo)],
-                       cuts: Set<Int64>, packets total: Int, timing: PacketTimes?) throws -> StreamReport {
+                       cuts: Set<Int64>, packets total: Int, timing: PacketTimes?, framing: TransportSource?, programme duration: MediaTime) throws -> StreamReport {
         let videoTrack = try SegmentedTrack(kind: .video, name: "video-1", settings: settings)
-        try videoTrack.begin(stream: try videoTrack.file.addStream(copying: video.index, of: input, timeBase: video.timeBase), codecs: codecs)
+        let videoStream = try videoTrack.file.addStream(copying: video.index, of: input, timeBase: video.timeBase)
+        if let framing { try videoTrack.file.setCodecHeader(videoStream, framing.record) }
+        try videoTrack.begin(stream: videoStream, codecs: codecs)
         let audioTracks = try audio.map { a -> SegmentedTrack in
             let track = try SegmentedTrack(kind: .audio, name: a.name, settings: settings)
-            try track.begin(stream: try track.file.addStream(copying: a.stream.index, of: input, timeBase: a.stream.timeBase), codecs: a.stream.codecsName ?? "mp4a.40.2")
+            let stream = try track.file.addStream(copying: a.stream.index, of: input, timeBase: a.stream.timeBase)
+            var codecs = a.stream.codecsName
+            if let framing {
+                guard let config = framing.audio[a.stream.index] else { throw ExportError("\(input.path): its audio stream \(a.stream.index) has no packet to copy") }
+                try track.file.setCodecHeader(stream, config)
+                codecs = CodecsName.of("aac", extradata: config)
+            }
+            try track.begin(stream: stream, codecs: codecs ?? "mp4a.40.2")
             return track
         }
         let audioIndex = Dictionary(uniqueKeysWithValues: audio.enumerated().map { ($1.stream.index, $0) })
-        let lengthSize = NALUnits.lengthSize(codec: "h264", extradata: video.extradata) ?? 4
+        let lengthSize = framing != nil ? 4 : NALUnits.lengthSize(codec: "h264", extradata: video.extradata) ?? 4
         // A frame's length in the video's ticks, for the last packet of a container that gives none.
         let frameTicks = video.averageFrameRate.flatMap { MediaTime(value: Int64($0.denominator), timescale: max($0.numerator, 1)).count(in: video.timeBase) } ?? 0
         input.discardAll(except: Set([video.index] + audio.map(\.stream.index)))
@@ -155,6 +209,15 @@ struct PackageCopier {
         var nextFrame = [Int64?](repeating: nil, count: audio.count)
         func writeAudio(_ box: PacketBox) throws {
             let i = audioIndex[box.packet.streamIndex]!, stream = audio[i].stream, track = audioTracks[i]
+            if let config = framing?.audio[stream.index] {
+                // ADTS to a raw frame, under the configuration its first header gave.
+                guard let raw = box.packet.withBytes({ data in TransportFraming.ADTSHeader(data).flatMap { $0.config == config ? Array(data[$0.length...]) : nil } }) else {
+                    throw ExportError("\(input.path): its audio stream \(stream.index) changes its AAC configuration, or holds a frame that is not ADTS, at "
+                                      + String(format: "%.3f s", (MediaTime(count: box.packet.pts ?? 0, timeBase: stream.timeBase) - zero).seconds)
+                                      + ": leave out \"mode\" to encode it")
+                }
+                box.packet.replaceData(with: raw)
+            }
             let pts = MediaTime(count: box.packet.pts ?? box.packet.dts ?? 0, timeBase: stream.timeBase) - zero
             while applied[i] < boundaries.count, pts >= boundaries[applied[i]] {
                 try track.cut(at: nil)
@@ -190,6 +253,13 @@ struct PackageCopier {
                     packet.retime(pts: packet.pts, dts: decodeTimes[count], duration: duration, streamIndex: packet.streamIndex)
                 }
                 let pts = MediaTime(count: packet.pts ?? packet.dts ?? 0, timeBase: video.timeBase) - zero
+                if let framing {
+                    guard let sample = packet.withBytes({ TransportFraming.sample(annexB: $0, record: framing.record) }) else {
+                        throw ExportError("\(input.path): its video's parameter sets change at \(String(format: "%.3f", pts.seconds)) s, and a copied track has one "
+                                          + "format: leave out \"mode\" to encode a ladder")
+                    }
+                    packet.replaceData(with: sample)
+                }
                 if count == 0 || (packet.isKeyframe && packet.dts.map(cuts.contains) == true) {
                     // A sync sample may be an open GOP's I picture (a recovery point): no segment can begin there.
                     guard packet.withBytes({ NALUnits.holdsIDR($0, lengthSize: lengthSize) }) else {
@@ -225,7 +295,6 @@ struct PackageCopier {
         }
         try videoTrack.finish()
         for track in audioTracks { try track.finish() }
-        let duration = writer.composition.timeMapping.duration
         var tracks = [videoTrack.report(width: video.width, height: video.height, frameRate: video.averageFrameRate)]
         for (i, track) in audioTracks.enumerated() {
             tracks.append(track.report(sampleRate: audio[i].stream.sampleRate, channels: audio[i].stream.channelCount, language: audio[i].language))

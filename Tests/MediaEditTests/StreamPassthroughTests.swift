@@ -72,8 +72,9 @@ import Testing
     /// The same 10 s remuxed to Matroska, which stores neither every keyframe in its cues nor any decode time:
     /// read through once for its index, its decode times made from its presentation times, and copied as from
     /// MP4: five segments of 2 s, every packet the source's, the first frame at 0, played to the last frame.
-    /// A transport stream is refused, naming the way past.
-    @Test func aMatroskaSourceIsIndexedAndCopiedAndATransportStreamRefused() async throws {
+    /// The same packets in a transport stream are reframed (H.264 from Annex B, AAC from ADTS) and copied alike;
+    /// a transport stream of MPEG-2 video is refused, naming the way past.
+    @Test func aMatroskaSourceIsIndexedAndCopiedAndATransportStreamReframed() async throws {
         let folder = try TestPaths.makeTemporaryFolder("stream-copy-mkv")
         let mkv = folder.appendingPathComponent("gop1s.mkv").path
         try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", MediaFixture.bframesGOP1sMP4.path, "-c", "copy", mkv])
@@ -106,13 +107,37 @@ import Testing
             .stdout.split(whereSeparator: \.isNewline).compactMap { Int64($0.trimmingCharacters(in: CharacterSet(charactersIn: ","))) }
         #expect(times.count > 400 && Set(zip(times, times.dropFirst()).map { $1 - $0 }) == [1920], "\(Set(zip(times, times.dropFirst()).map { $1 - $0 }))")
 
+        // The same packets in a transport stream (Annex B with parameter sets and delimiters in-band, ADTS), as
+        // broadcast delivers them: reframed as MP4 carries them, every packet the MP4's again, bytes and order.
         let ts = folder.appendingPathComponent("gop1s.ts").path
         try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", MediaFixture.bframesGOP1sMP4.path, "-c", "copy", ts])
+        let (fromTS, fromTSReport) = try await Self.package(ts, segment: MediaTime(value: 2, timescale: 1))
+        let fromTSVideo = try #require(fromTSReport.tracks.first { $0.kind == .video })
+        #expect(fromTSVideo.segments.map { Double($0.duration) / Double(fromTSVideo.timescale) } == [2, 2, 2, 2, 2], "\(fromTSVideo.segments)")
+        #expect(fromTSReport.tracks.map(\.codecs) == report.tracks.map(\.codecs), "\(fromTSReport.tracks.map(\.codecs))")
+        for track in fromTSReport.tracks {
+            let kind = track.kind == .video ? "v" : "a"
+            #expect(try Self.packetHashes(try StreamChecker.joined(fromTS, track), kind) == (try Self.packetHashes(MediaFixture.bframesGOP1sMP4.path, kind)),
+                    "\(track.folder): packets differ from the MP4's")
+        }
+        let fromTSFindings = try StreamChecker.check(folder: fromTS, report: fromTSReport, copied: true)
+        #expect(fromTSFindings.isEmpty, "\(fromTSFindings)")
+        let fromTSPlayed = try StreamChecker.playEachRung(folder: fromTS, report: fromTSReport)
+        #expect(fromTSPlayed.isEmpty, "\(fromTSPlayed)")
+        // And from a transport stream into MPEG-TS segments (back to Annex B): every frame, a keyframe each segment's first.
+        let (tsToTS, tsToTSReport) = try await Self.package(ts, segment: MediaTime(value: 2, timescale: 1), container: .transportStream)
+        let tsToTSVideo = try #require(tsToTSReport.tracks.first { $0.kind == .video })
+        let joinedTS = folder.appendingPathComponent("video.ts")
+        try Data(try tsToTSVideo.segments.flatMap { try Data(contentsOf: URL(fileURLWithPath: "\(tsToTS)/\(tsToTSVideo.folder)/\($0.file)")) }).write(to: joinedTS)
+        let tsFrames = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "frame=key_frame", "-of", "csv=p=0", joinedTS.path])
+            .stdout.split(whereSeparator: \.isNewline)
+        #expect(tsFrames.count == 300 && tsFrames.filter { $0.hasPrefix("1") }.count == 10 && tsToTSVideo.segments.count == 5, "\(tsFrames.count) frames")
+        // A transport stream of MPEG-2 video is refused, naming the way past.
         await #expect {
-            _ = try await Self.package(ts, segment: MediaTime(value: 2, timescale: 1))
+            _ = try await Self.package(try #require(TestPaths.corpus).appendingPathComponent("ts_bbb_2500ms.ts").path, segment: MediaTime(value: 2, timescale: 1))
         } throws: { error in
             let text = "\(error)"
-            return text.contains("H.264") && text.contains("leave out \"mode\"")
+            return text.contains("its video is mpeg2video") && text.contains("MPEG-TS") && text.contains("leave out \"mode\"")
         }
     }
 
@@ -154,7 +179,7 @@ import Testing
     }
 
     /// Keyframes 10 s apart do not make 6 s segments: refused before anything is written, naming the GOP and
-    /// the way past; so is a transport stream, whose parameter sets are in its packets.
+    /// the way past; so are a transport stream's, read through for its index.
     @Test func keyframesFurtherApartThanTheSegmentAreRefusedNamingTheGOP() async throws {
         await #expect {
             _ = try await Self.package(MediaFixture.bframesGOP10sMP4.path, segment: MediaTime(value: 6, timescale: 1))
@@ -163,10 +188,10 @@ import Testing
             return text.contains("up to 10.000 s apart") && text.contains("\"segmentSeconds\" of at least 10") && text.contains("leave out \"mode\"")
         }
         let folder = try TestPaths.makeTemporaryFolder("stream-copy-ts")
-        let ts = folder.appendingPathComponent("gop1s.ts").path
-        try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", MediaFixture.bframesGOP1sMP4.path, "-c", "copy", ts])
+        let ts = folder.appendingPathComponent("gop10s.ts").path
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", MediaFixture.bframesGOP10sMP4.path, "-c", "copy", ts])
         await #expect {
-            _ = try await Self.package(ts, segment: MediaTime(value: 2, timescale: 1))
-        } throws: { error in "\(error)".contains("without an avcC record") }
+            _ = try await Self.package(ts, segment: MediaTime(value: 6, timescale: 1))
+        } throws: { error in "\(error)".contains("up to 10.000 s apart") && "\(error)".contains("\"segmentSeconds\" of at least 10") }
     }
 }
