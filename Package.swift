@@ -134,7 +134,7 @@ let package = Package(
         ]),
         // The coordinator's HTTP face: health, Prometheus metrics, the JSON API, the status page.
         .target(name: "FarmHTTP", dependencies: [
-            "FarmRuntime", "FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "FarmSubmit",
+            "FarmRuntime", "FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "FarmSubmit", "S3Client",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
             .product(name: "Crypto", package: "swift-crypto"),

@@ -70,7 +70,8 @@ extension AssetLibrary {
                                              [.text(id.rawValue)]).map { r in
                 LocalIdentifier(host: r[0].string ?? "", path: r[1].string ?? "", state: r[2].string ?? "", seenAt: r[3].date ?? .distantPast)
             }
-            asset.path = locations.first { $0.host == host && $0.state == "present" }?.path
+            // Where this host reaches it, as a listing says (`fetch`): its own file, else the object every host reads.
+            asset.path = (locations.first { $0.host == host && $0.state == "present" } ?? locations.first { $0.host == Self.everyHost && $0.state == "present" })?.path
             var albums = try await s.rows("SELECT album FROM album_assets WHERE asset_id = ? ORDER BY album", [.text(id.rawValue)])
                 .compactMap { $0[0].string }
             if let scope = access.albums { albums = albums.filter(scope.contains) }

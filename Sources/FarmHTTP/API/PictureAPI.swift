@@ -53,7 +53,7 @@ struct PictureAPI: FaceController {
             let path = URL(fileURLWithPath: vtt.path).deletingLastPathComponent().appendingPathComponent(sheet).path
             return try Self.file(path, id: vtt.id, etag: vtt.id.rawValue + "-" + sheet, request: request)
         }
-        // A streaming package's files, from its folder on this host (the asset is its entry point).
+        // A streaming package's files, from its folder on this host or its prefix in object storage (the asset is its entry point).
         routes.get("/api/assets/:id/package/**", .library) { request, context in
             let library = try library(for: context.caller)
             let id = try Self.assetID(context.parameters.get("id") ?? "")
@@ -62,7 +62,7 @@ struct PictureAPI: FaceController {
             guard let asset = try await Self.answer({ try await library.fetch(options).assets.first }) else {
                 throw APIError(status: .notFound, message: "no asset \(id.reference)")
             }
-            return try PackageFiles.answer(request, folder: try LibraryPages.packageFolder(asset), path: context.parameters.getCatchAll().joined(separator: "/"),
+            return try await PackageFiles.answer(request, place: try LibraryPages.packagePlace(asset), path: context.parameters.getCatchAll().joined(separator: "/"),
                                            what: "\(id.reference)'s package")
         }
     }

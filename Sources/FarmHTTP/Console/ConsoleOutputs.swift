@@ -3,6 +3,7 @@ import FarmModel
 import Foundation
 import HTTPTypes
 import Hummingbird
+import S3Client
 
 /// A job's files on its page: its output shown (a movie plays, with its own scrubbing; a picture shows) and
 /// both output and report to download (`GET /jobs/{id}/files/output|report`, ranges allowed, so a player can
@@ -22,7 +23,7 @@ extension ConsoleJobs {
     /// the job's files are; `master.m3u8?rung=video-N` is the master with that rung alone (the page's switcher).
     func packageFile(_ request: Request, _ context: FarmRequestContext, id: Int64, path: String) async throws -> Response {
         guard let job = try await storeJob(id) else { throw APIError(status: .notFound, message: "no job \(id)") }
-        return try PackageFiles.answer(request, folder: try Self.servedPackage(job), path: path, what: "job \(id)'s package")
+        return try await PackageFiles.answer(request, place: try Self.servedPackage(job), path: path, what: "job \(id)'s package")
     }
 
     /// A file streamed to `request` from its descriptor, ranges allowed (a player seeks), inline unless `?download`.
@@ -54,11 +55,15 @@ extension ConsoleJobs {
         return real
     }
 
-    /// The real path of a job's package: its output, a folder the farm made as a package (its marker in it).
-    static func servedPackage(_ job: Job) throws -> String {
+    /// Where a job's package is: its output, a folder the farm made as a package (its marker in it), or the prefix
+    /// of object storage the job published a package to (its result says so).
+    static func servedPackage(_ job: Job) throws -> PackageFiles.Place {
+        if job.state == .succeeded, let result = result(of: job), result.package != nil, S3Location.isObject(result.output ?? "") {
+            return try PackageFiles.Place.objects(at: result.output ?? "")
+        }
         let real = try servedPath(job, "output")
         guard PackageFiles.isPackage(real) else { throw APIError(status: .notFound, message: "job \(job.id)'s output is not a streaming package") }
-        return real
+        return .folder(real)
     }
 
     /// The real path of a job's `output`, `report` or `code-N` when it is under the job's output roots and on
@@ -150,11 +155,12 @@ extension ConsoleJobs {
             unknown = "<p class=\"muted\">The library cannot say now which assets the job read and made: \(String(describing: error))</p>\n"
         }
         // A package: played, with its storyboard when the library has one of it.
-        if let folder = try? Self.servedPackage(job) {  // not a package here: nothing more to show
+        if let place = try? Self.servedPackage(job) {  // not a package here: nothing more to show
             // A result from before jobs summarised their packages: the entry points the folder has.
             let package = Self.result(of: job)?.package
-            let entryPoints = package?.entryPoints
-                ?? StreamFormat.allCases.compactMap { JobManifest.streamEntryPoints[$0] }.filter { OpenedFile(in: folder, [Substring($0)]) != nil }
+            let entryPoints = package?.entryPoints ?? StreamFormat.allCases.compactMap { JobManifest.streamEntryPoints[$0] }.filter { name in
+                if case .folder(let folder) = place { OpenedFile(in: folder, [Substring(name)]) != nil } else { false }
+            }
             files += PackageFiles.player(base: "/jobs/\(job.id)/package/", entryPoints: entryPoints, renditions: package?.renditions ?? [])
             if let asset = assets?.made.first(where: { $0.facts.package != nil }), assets?.storyboards.contains(asset.id) == true {
                 files += LibraryPages.scrubber(asset.id)

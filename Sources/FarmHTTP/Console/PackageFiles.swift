@@ -2,24 +2,88 @@ import FarmModel
 import Foundation
 import HTTPTypes
 import Hummingbird
+import S3Client
 
 /// A streaming package's files over HTTP, wherever the page found the package (a job's output, a library
-/// asset's folder): each file of its own served from its descriptor (`OpenedFile`), the master playlist cut to
-/// one rung for the player's switcher, and the player itself.
+/// asset's folder or prefix): each file of its own served from its descriptor (`OpenedFile`) or read from its
+/// object, the master playlist cut to one rung for the player's switcher, and the player itself.
 enum PackageFiles {
-    /// The file at `path` of the package `folder` (a real path, a package the farm made), or the master playlist
-    /// with one rung when `?rung=video-N` asks for it. `what` names the package in a refusal.
-    static func answer(_ request: Request, folder: String, path: String, what: String) throws -> Response {
-        let file = try member(folder, path, of: what)
-        guard let rung = request.uri.queryParameters.get("rung"), path == "master.m3u8" else {
-            return ConsoleJobs.serve(file, name: String(path.split(separator: "/").last ?? ""), type: type(path), request)
+    /// Where a package's files are read from.
+    enum Place {
+        /// A folder on this host: a real path, a package the farm made (its marker in it).
+        case folder(String)
+        /// The objects under a prefix of object storage ("" or ending in "/"), where a job published it.
+        case objects(S3Location)
+
+        /// The objects under the prefix `address` (`s3://BUCKET/PREFIX`, with or without its last "/").
+        static func objects(at address: String) throws -> Place {
+            var prefix = try S3Location(parsing: address, prefix: true)
+            if !prefix.key.isEmpty, !prefix.key.hasSuffix("/") { prefix.key += "/" }
+            return .objects(prefix)
         }
-        let text = file.text() ?? ""  // unreadable: no rung found in it, said below
-        guard let one = master(text, keeping: String(rung)) else {
+    }
+
+    /// The file at `path` of the package at `place`, or the master playlist with one rung when `?rung=video-N`
+    /// asks for it. `what` names the package in a refusal.
+    static func answer(_ request: Request, place: Place, path: String, what: String) async throws -> Response {
+        let rung = path == "master.m3u8" ? request.uri.queryParameters.get("rung").map { String($0) } : nil
+        switch place {
+        case .folder(let folder):
+            let file = try member(folder, path, of: what)
+            guard let rung else { return ConsoleJobs.serve(file, name: String(path.split(separator: "/").last ?? ""), type: type(path), request) }
+            return try cut(file.text() ?? "", to: rung, of: what)  // unreadable: no rung found in it, said there
+        case .objects(let prefix):
+            try checkName(path, of: what)
+            let object = S3Location(bucket: prefix.bucket, key: prefix.key + path)
+            guard let rung else { return try await serve(object, name: String(path.split(separator: "/").last ?? ""), type: type(path), request, what: what) }
+            let chunk = try await read(object, range: nil, what: what)
+            return try cut(String(buffer: chunk.bytes), to: rung, of: what)
+        }
+    }
+
+    /// The master playlist `text` cut to `rung`, answered, or the refusal naming the rungs there are.
+    private static func cut(_ text: String, to rung: String, of what: String) throws -> Response {
+        guard let one = master(text, keeping: rung) else {
             throw APIError(status: .notFound, message: "\(what) has no rung \(rung) (video-1, video-2, …)")
         }
-        return Response(status: .ok, headers: [.contentType: type(path), .xContentTypeOptions: "nosniff", .cacheControl: "private, no-cache"],
+        return Response(status: .ok, headers: [.contentType: type("master.m3u8"), .xContentTypeOptions: "nosniff", .cacheControl: "private, no-cache"],
                         body: ResponseBody(byteBuffer: ByteBuffer(string: one)))
+    }
+
+    /// The object `object` streamed to `request` as a file of the host is (`ConsoleJobs.serve`): a range asked for
+    /// is read alone, from the object whose size was read for it (its entity tag held).
+    private static func serve(_ object: S3Location, name: String, type: String, _ request: Request, what: String) async throws -> Response {
+        var headers: HTTPFields = [.contentType: type, .acceptRanges: "bytes", .xContentTypeOptions: "nosniff", .cacheControl: "private, no-cache",
+                                   .contentDisposition: "inline; filename=\"\(ConsoleJobs.headerSafe(name))\""]
+        guard let asked = request.headers[.range] else {
+            let chunk = try await read(object, range: nil, what: what)
+            headers[.contentLength] = String(chunk.bytes.readableBytes)
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: chunk.bytes))
+        }
+        let facts: S3Object
+        do throws(S3Error) { facts = try await S3.shared().head(object) } catch { throw refusal(error, object, what) }
+        guard let wanted = ConsoleJobs.byteRange(asked, size: Int(facts.size)) else {
+            return Response(status: .rangeNotSatisfiable, headers: [.contentRange: "bytes */\(facts.size)"])
+        }
+        let chunk = try await read(object, range: Int64(wanted.lowerBound)..<Int64(wanted.upperBound) + 1, etag: facts.etag, what: what)
+        headers[.contentRange] = "bytes \(wanted.lowerBound)-\(wanted.upperBound)/\(facts.size)"
+        headers[.contentLength] = String(chunk.bytes.readableBytes)
+        return Response(status: .partialContent, headers: headers, body: ResponseBody(byteBuffer: chunk.bytes))
+    }
+
+    /// Bytes of `object` (all of it when `range` is nil), or the refusal saying what object storage answered.
+    private static func read(_ object: S3Location, range: Range<Int64>?, etag: String? = nil, what: String) async throws -> S3Chunk {
+        do throws(S3Error) { return try await S3.shared().get(object, range: range, ifMatch: etag) } catch { throw refusal(error, object, what) }
+    }
+
+    /// An answer of object storage as the page's: a missing object is a file the package lacks; storage that
+    /// cannot be reached or refuses the coordinator is no fault of the request's.
+    private static func refusal(_ error: S3Error, _ object: S3Location, _ what: String) -> APIError {
+        switch error.kind {
+        case .noSuchKey, .noSuchBucket: APIError(status: .notFound, message: "\(object): no such file in \(what)")
+        case .configuration: APIError(status: .serviceUnavailable, message: "\(what) is in object storage, which this coordinator is not configured to reach: \(error)")
+        default: APIError(status: .badGateway, message: "\(what): object storage answered: \(error)")
+        }
     }
 
     /// Whether the real path `folder` is a folder the farm made as a package: its marker in it, neither a link.
@@ -63,13 +127,21 @@ enum PackageFiles {
     /// The file at `relative` in the package `folder`, opened: a name or folder/name of the package's own (letters,
     /// digits, dot, dash, underscore; not hidden), every step a real folder or file, never a link (`OpenedFile`).
     static func member(_ folder: String, _ relative: String, of what: String) throws -> OpenedFile {
+        let parts = try checkName(relative, of: what)
+        guard let file = OpenedFile(in: folder, parts) else { throw APIError(status: .notFound, message: "\(relative): no such file in \(what)") }
+        return file
+    }
+
+    /// The steps of `relative` when it names a file a package may hold: a name or folder/name (letters, digits,
+    /// dot, dash, underscore; not hidden), in a folder or under a prefix alike.
+    @discardableResult
+    static func checkName(_ relative: String, of what: String) throws -> [Substring] {
         let parts = relative.split(separator: "/", omittingEmptySubsequences: false)
         guard (1...2).contains(parts.count),
               parts.allSatisfy({ $0.range(of: "^[A-Za-z0-9][A-Za-z0-9._-]{0,99}\\z", options: .regularExpression) != nil }) else {
             throw APIError(status: .notFound, message: "\(relative): not a file of \(what) (master.m3u8, manifest.mpd, video-1/index.m3u8, …)")
         }
-        guard let file = OpenedFile(in: folder, parts) else { throw APIError(status: .notFound, message: "\(relative): no such file in \(what)") }
-        return file
+        return parts
     }
 
     /// A package's player, its files under `base`: its HLS in the page's `<video>` (Chromium and Safari play HLS
