@@ -14,10 +14,11 @@ public enum ManifestDerivation: String, CaseIterable, Sendable {
     case storyboardPart
     /// A chunked export's last run: the chunks joined into the output.
     case exportJoin
-    /// One chunk of a package made in chunks: a range of its frames (whole segments), every rung's video,
-    /// into a folder of the plan's.
+    /// One chunk of a package made in chunks: a range of its frames (whole segments), every rung's video (and
+    /// the first chunk, the package's whole audio), into a folder of the plan's.
     case streamChunk
-    /// A package's last run: its chunks' segments joined, its audio and subtitles made, its presentations written.
+    /// A package's last run: its chunks' segments joined (the audio the first chunk made with them), its
+    /// subtitles made, its presentations written.
     case streamJoin
     /// A storyboard's last run: the parts joined into it.
     case storyboardJoin
@@ -108,7 +109,7 @@ extension JobManifest {
     }
 
     /// Chunk `index` of `count` of this package made in chunks: `frames` of it (whole segments), every rung's
-    /// video and nothing else, written to `output` (a folder in the plan's) under the name `jobName [chunk i/n]`.
+    /// video (the first chunk, the package's whole audio too), written to `output` (a folder in the plan's) under the name `jobName [chunk i/n]`.
     public func streamChunk(_ index: Int, of count: Int, jobName: String, output: String, frames: Range<Int>) -> JobManifest {
         var chunk = sections(for: .streamChunk)
         chunk.name = "\(jobName) [chunk \(index + 1)/\(count)]"

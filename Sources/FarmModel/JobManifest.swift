@@ -160,7 +160,8 @@ public struct JobManifest: Sendable, Hashable {
         /// With `duration`: split only when the composition is longer than this (`chunkAbove`; a coordinator's
         /// `--chunk-above`); a shorter one is made whole.
         public var above: MediaTime?
-        /// One chunk: only these output frames (end excluded), video only.
+        /// One chunk: only these output frames (end excluded), video only; a package's chunk from frame 0 makes
+        /// the package's whole audio too.
         public var frames: Range<Int>?
         /// The chunks, made already, in order: join them (set by the coordinator on the split job's last run).
         public var join: [JoinedChunk] = []

@@ -8,8 +8,8 @@ import Glibc
 /// A package made in chunks, joined: each chunk holds every rung's segments of its frames, numbered and
 /// timed as the package made whole has them (`SegmentedTrack.place`), so joining them is linking their
 /// files into the package's folder, after checking that they tile the timeline and were encoded alike. The
-/// audio and the subtitles are made here, once, over the whole composition, and cut at the video's
-/// boundaries as a package made whole cuts them: there is no seam in them.
+/// audio was made by the first chunk over the whole composition, and cut at the video's boundaries as a
+/// package made whole cuts it (there is no seam in it): it is linked too. The subtitles are made here.
 extension PackageWriter {
     func join(_ chunks: [StreamChunk]) throws -> StreamReport {
         let started = Date()
@@ -37,24 +37,65 @@ extension PackageWriter {
         }
         let fd = plan.frameDuration
         let duration = fd.multiplied(by: Int32(clamping: plan.frameCount))
-        let audio = try audioWriters(sources: plan.sources, duration: duration, settings: plan.settings)
-        let boundaries = tracks[0].segments.dropFirst()
-        let scale = Rational(1, Int32(clamping: tracks[0].timescale))
-        for (i, segment) in boundaries.enumerated() {
-            let boundary = MediaTime(count: segment.start - tracks[0].presentationOffset, timeBase: scale)
-            for track in audio { try track.cut(before: boundary) }
-            progress(ExportProgress(fraction: 0.05 + 0.9 * Double(i + 1) / Double(boundaries.count + 1), phase: "audio", framesPerSecond: nil, eta: nil))
-            interrupter.progressed()
-            if let reason = interrupter.reason { throw MediaFileError.interrupted(path: settings.folder, reason) }
+        let audio: [StreamTrack]
+        let made = first.report.tracks.filter { $0.kind == .audio }
+        if made.isEmpty {
+            // Chunks made before the first chunk made the audio: it is made here, over the whole composition.
+            audio = try encodeAudio(plan: plan, duration: duration, video: tracks[0])
+        } else {
+            let names = try audioChoices(plan.sources).map(\.name)
+            guard made.map(\.folder) == names else {
+                throw ExportError("\(first.folder): holds the audio tracks \(made.map(\.folder)), where the package has \(names): retry the job to make them again")
+            }
+            audio = try made.map { try linkAudio($0, of: first, plan: plan, segments: tracks[0].segments.count) }
         }
-        for track in audio { try track.finish() }
-        var report = StreamReport(duration: duration, segmentDuration: fd.multiplied(by: Int32(clamping: gop)), tracks: tracks + audio.map { $0.report() },
+        var report = StreamReport(duration: duration, segmentDuration: fd.multiplied(by: Int32(clamping: gop)), tracks: tracks + audio,
                                   framesDecoded: chunks.reduce(0) { $0 + $1.report.framesDecoded }, seconds: 0,
                                   sourcePicture: first.report.sourcePicture, skippedRungs: first.report.skippedRungs)
         try addSubtitles(plan.subtitles, to: &report)
         progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
         report.seconds = Date().timeIntervalSince(started)
         return report
+    }
+
+    /// The package's audio made over the whole composition and cut where the video's segments begin (`video`).
+    private func encodeAudio(plan: PackagePlan, duration: MediaTime, video: StreamTrack) throws -> [StreamTrack] {
+        let audio = try audioWriters(sources: plan.sources, duration: duration, settings: plan.settings)
+        let boundaries = video.segments.dropFirst()
+        let scale = Rational(1, Int32(clamping: video.timescale))
+        for (i, segment) in boundaries.enumerated() {
+            let boundary = MediaTime(count: segment.start - video.presentationOffset, timeBase: scale)
+            for track in audio { try track.cut(before: boundary) }
+            progress(ExportProgress(fraction: 0.05 + 0.9 * Double(i + 1) / Double(boundaries.count + 1), phase: "audio", framesPerSecond: nil, eta: nil))
+            interrupter.progressed()
+            if let reason = interrupter.reason { throw MediaFileError.interrupted(path: settings.folder, reason) }
+        }
+        for track in audio { try track.finish() }
+        return audio.map { $0.report() }
+    }
+
+    /// An audio track the first chunk made for the whole package, linked into the package's folder: its
+    /// initialization and one segment for each of the video's `segments`, as that chunk's report names them.
+    private func linkAudio(_ track: StreamTrack, of chunk: StreamChunk, plan: PackagePlan, segments count: Int) throws -> StreamTrack {
+        let container = track.container ?? .cmaf
+        guard track.folder.range(of: "^audio(-[0-9]{1,2})?\\z", options: .regularExpression) != nil, container == plan.settings.container,
+              track.keyURI == plan.settings.encryption?.keyURI, track.initialization == (container == .cmaf ? "init.mp4" : "") else {
+            throw ExportError("\(chunk.folder): its report names an audio track \"\(track.folder)/\(track.initialization)\", not one the packager makes")
+        }
+        let files = chunk.folder + "/" + track.folder, folder = settings.folder + "/" + track.folder
+        guard track.segments.count == count else {
+            throw ExportError("\(files): holds \(track.segments.count) audio segments where the package has \(count): retry the job to make them again")
+        }
+        guard mkdir(folder, 0o755) == 0 else { throw ExportError("\(folder): cannot make the track's folder: \(String(cString: strerror(errno)))") }
+        if container == .cmaf { try Self.link(files + "/" + track.initialization, to: folder + "/" + track.initialization) }
+        for (i, segment) in track.segments.enumerated() {
+            guard segment.file == "\(i + 1).\(container.fileExtension)", Self.size(of: files + "/" + segment.file) == segment.bytes else {
+                throw ExportError("\(files)/\(segment.file): not segment \(i + 1) as its chunk wrote it (its name or size differ): retry the job to make it again")
+            }
+            try Self.link(files + "/" + segment.file, to: folder + "/" + segment.file)
+            progress(ExportProgress(fraction: 0.05 + 0.9 * Double(i + 1) / Double(count), phase: "joining", framesPerSecond: nil, eta: nil))
+        }
+        return track
     }
 
     /// One rung's files linked from every chunk into the package's folder: the first chunk's initialization

@@ -53,8 +53,9 @@ public struct StreamSettings: Sendable {
     public var audioChannels = 2
     /// The source's text subtitle tracks to package as WebVTT, by language (every source must have each).
     public var subtitleLanguages: [String] = []
-    /// One chunk of a package made in chunks: only these frames (whole segments, end excluded), video only,
-    /// its segments numbered and timed as in the whole (`StreamPackager.join` joins the chunks).
+    /// One chunk of a package made in chunks: only these frames (whole segments, end excluded), their video,
+    /// its segments numbered and timed as in the whole, and for the chunk from frame 0 the package's whole audio
+    /// (`StreamPackager.join` joins the chunks).
     public var frames: Range<Int>?
     /// How the segments are stored: CMAF (HLS and DASH) or MPEG-TS (HLS only).
     public var container = SegmentContainer.cmaf

@@ -21,8 +21,8 @@ public struct StreamPackager: Sendable {
     }
 
     /// Writes the package's media and returns what it wrote; with `settings.frames`, one chunk of it: those
-    /// frames' segments of every rung, numbered and timed as in the whole (no audio or subtitles: the join
-    /// makes them). Cancelling the calling task stops it.
+    /// frames' segments of every rung, numbered and timed as in the whole, and for the first chunk (from frame
+    /// 0) the package's whole audio too (no subtitles: the join makes them). Cancelling the calling task stops it.
     public func package(progress: @escaping @Sendable (ExportProgress) -> Void = { _ in }) async throws -> StreamReport {
         let composition = self.composition, settings = self.settings
         return try await pool.run(stallLimit: settings.limits.stallTimeout) { interrupter in
@@ -112,7 +112,7 @@ struct PackageWriter {
     func run() throws -> StreamReport {
         let started = Date()
         if settings.passthrough { return try PackageCopier(writer: self).run(started: started) }
-        // A chunk is video only: the join reads the subtitles and makes the audio.
+        // A chunk is video (and the first, the audio): the join reads the subtitles.
         let plan = try prepare(readingSubtitles: settings.frames == nil)
         var report = try write(plan, frames: settings.frames, started: started)
         try addSubtitles(plan.subtitles, to: &report)
@@ -186,7 +186,9 @@ struct PackageWriter {
         let rungs = try settings.rungs.enumerated().map {
             try Rung($1, index: $0 + 1, settings: settings, frameDuration: fd, quarterTurns: plan.ladder.quarterTurns, first: range.lowerBound)
         }
-        let audio = frames == nil ? try audioWriters(sources: plan.sources, duration: fd.multiplied(by: Int32(clamping: plan.frameCount)), settings: settings) : []
+        // The package's audio is made whole, over the whole composition, by the package made whole or by its first
+        // chunk (on past its own frames, once its video is written): the join only links it.
+        let audio = range.lowerBound == 0 ? try audioWriters(sources: plan.sources, duration: fd.multiplied(by: Int32(clamping: plan.frameCount)), settings: settings) : []
         let frameTB = Rational(Int32(clamping: fd.value), fd.timescale)
 
         // Packets are timed from the range's first frame (a multiple of `gop`, so segments start as in the whole).
@@ -228,6 +230,14 @@ struct PackageWriter {
             try rung.encoder.sendEndOfStream()
             try drain(rung, first: i == 0)
             try rung.track.finish()
+        }
+        // The first chunk's audio goes on to the package's end, cut where the package's segments begin.
+        let rest = Array(stride(from: range.upperBound, to: audio.isEmpty ? range.upperBound : plan.frameCount, by: gop))
+        for (i, k) in rest.enumerated() {
+            for track in audio { try track.cut(before: MediaTime(count: Int64(k), timeBase: frameTB)) }
+            progress(ExportProgress(fraction: 1, phase: "audio: segment \(k / gop + 1) of \((plan.frameCount + gop - 1) / gop)", framesPerSecond: nil, eta: nil))
+            interrupter.progressed()
+            if i % 16 == 0, let reason = interrupter.reason { throw MediaFileError.interrupted(path: settings.folder, reason) }
         }
         for track in audio { try track.finish() }
         progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))

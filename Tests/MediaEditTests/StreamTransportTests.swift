@@ -155,9 +155,31 @@ import Testing
         // Before the join mended them, the second chunk's counters began again at 0.
         let second = [UInt8](try Data(contentsOf: URL(fileURLWithPath: chunks[1].folder + "/video-1/2.ts")))
         #expect(!Self.counterBreaks([plain[0], try encryption.map { try $0.decrypt(second, sequence: 1) } ?? second]).isEmpty)
+        // The first chunk made the whole package's audio, which the join linked (the same files), and which is
+        // the whole's, byte for byte; the second chunk made none.
+        let audio = try #require(report.tracks.first { $0.kind == .audio })
+        #expect(chunks[0].report.tracks.filter { $0.kind == .audio }.map(\.segments.count) == [video.segments.count]
+                && !chunks[1].report.tracks.contains { $0.kind == .audio }, "\(chunks.map { $0.report.tracks.map(\.folder) })")
+        func inode(_ path: String) -> UInt64 { var info = stat(); return lstat(path, &info) == 0 ? UInt64(info.st_ino) : 0 }
+        for segment in audio.segments {
+            #expect(inode(folder + "/audio/" + segment.file) == inode(chunks[0].folder + "/audio/" + segment.file), "\(segment.file) is not the chunk's")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: folder + "/audio/" + segment.file)) == (try Data(contentsOf: URL(fileURLWithPath: whole + "/audio/" + segment.file))))
+        }
         guard !encrypted else { return }
         let joined = try StreamChecker.frames(folder, video), made = try StreamChecker.frames(whole, video)
         #expect(joined.count == 300 && joined.map(\.time) == made.map(\.time) && joined.map(\.key) == made.map(\.key), "\(joined.prefix(3)) \(made.prefix(3))")
+        // Chunks made before the first chunk made the audio (its report without it): the join makes it, the same bytes.
+        var older = chunks
+        older[0].report.tracks.removeAll { $0.kind == .audio }
+        settings.folder = try TestPaths.makeTemporaryFolder("stream-ts-join-older").appendingPathComponent("package").path
+        try FileManager.default.createDirectory(atPath: settings.folder, withIntermediateDirectories: false)
+        let remade = try await StreamPackager(composition: c, settings: settings).join(older)
+        let remadeAudio = try #require(remade.tracks.first { $0.kind == .audio })
+        #expect(remadeAudio.segments.count == audio.segments.count)
+        for segment in remadeAudio.segments {
+            #expect(inode(settings.folder + "/audio/" + segment.file) != inode(chunks[0].folder + "/audio/" + segment.file))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: settings.folder + "/audio/" + segment.file)) == (try Data(contentsOf: URL(fileURLWithPath: whole + "/audio/" + segment.file))))
+        }
     }
 
     /// Where a PID's continuity counter does not run on from its last packet with a payload, across `segments` in order.
