@@ -166,11 +166,11 @@ struct PassthroughCopier {
         } else if audioHandling == "encoded" {
             rendered = try RenderedAudioWriter.tracks(audio, mapping: mapping, sources: sources, totalDuration: mapping.duration,
                                                       file: file, settings: settings, interrupter: interrupter, progress: exporter.progress)
-            // The encoded audio's edit (its priming hidden) lasts the composition to the sample: a
-            // timescale both the video's and the sample rate divide, when one is small enough.
-            if let rendered = rendered.first, let movie = headerOptions["movie_timescale"].flatMap(Int.init), rendered.renderer.sampleRate > 0 {
-                let both = lcm(Int64(movie), Int64(rendered.renderer.sampleRate))
-                if both <= 1_000_000 { headerOptions["movie_timescale"] = String(both) }
+            // Each encoded track's edit (its priming hidden) lasts the composition to the sample: a timescale
+            // the video's and every track's sample rate divide, when one is small enough.
+            if let movie = headerOptions["movie_timescale"].flatMap(Int.init) {
+                let all = rendered.map(\.renderer.sampleRate).filter { $0 > 0 }.reduce(Int64(movie)) { $0 > 1_000_000 ? $0 : lcm($0, Int64($1)) }
+                if all <= 1_000_000 { headerOptions["movie_timescale"] = String(all) }
             }
         }
         if !["mp4", "mov"].contains(settings.muxer) { headerOptions = [:] }

@@ -173,6 +173,23 @@ import Testing
         }
     }
 
+    /// Two retimed tracks encoded at different sample rates (48 and 32 kHz): each one's edit hides its priming and
+    /// lasts the composition to its own sample, in a movie timescale both rates divide.
+    @Test func retimedTracksAtTwoSampleRatesEachLastTheCompositionToTheSample() async throws {
+        let folder = try TestPaths.makeTemporaryFolder("audio-selection-rates")
+        let source = folder.appendingPathComponent("two-rates.mp4").path
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", try Self.source("mp4"), "-map", "0:v", "-map", "0:a:0", "-map", "0:a:1", "-c:v", "copy",
+                                           "-c:a", "aac", "-ar:a:1", "32000", source])
+        let (path, report) = try await export(source, .all, to: "slow-two-rates.mp4", range: TimeRange(start: .zero, duration: MediaTime(value: 4, timescale: 1)),
+                                              scaledTo: MediaTime(value: 8, timescale: 1))
+        let reports = [report.audio] + (report.additionalAudio ?? [])
+        #expect(reports.map(\.handling) == ["encoded", "encoded"] && reports.map(\.sampleRate) == [48000, 32000], "\(reports)")
+        for (i, rate) in [48000, 32000].enumerated() {
+            let played = try EditListProbe.editedAudio(path, audio: i)
+            #expect(played.count == 8 * rate, "track \(i + 1): \(played.count) samples, not \(8 * rate)")
+        }
+    }
+
     @Test func aLanguageTheSourceLacksIsRefusedBeforeAnythingIsWritten() async throws {
         let source = try Self.source("mp4")
         let folder = try TestPaths.makeTemporaryFolder("audio-selection-refused")
