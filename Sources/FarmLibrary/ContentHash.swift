@@ -33,6 +33,12 @@ public struct ContentHash: Sendable, Hashable {
         return try result.get()
     }
 
+    /// The identity of `bytes` held in memory (an object read whole).
+    public static func of(bytes: [UInt8]) -> ContentHash {
+        let digest = Array(SHA256.hash(data: bytes))
+        return ContentHash(sha256: digest.map { String(format: "%02x", $0) }.joined(), id: AssetID(digest: digest))
+    }
+
     /// Reads the file 1 MiB at a time. Throws a message naming why it could not be read.
     public static func of(file path: String) throws(LibraryError) -> ContentHash {
         let fd = open(path, O_RDONLY | O_CLOEXEC)

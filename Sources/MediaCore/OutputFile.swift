@@ -96,7 +96,9 @@ public final class OutputFile {
     /// Replaces the codec header (extradata) of `stream`, added and not yet written: a record in the framing
     /// this container wants, where the source's was in another (an avcC record for Annex B parameter sets).
     public func setCodecHeader(_ stream: Int, _ bytes: [UInt8]) throws(MediaFileError) {
-        guard let s = context.pointee.streams[stream], let par = s.pointee.codecpar else { return }
+        guard stream >= 0, stream < Int(context.pointee.nb_streams), let s = context.pointee.streams[stream], let par = s.pointee.codecpar else {
+            throw failure(.streamNotFound, "setting stream \(stream)'s codec header")
+        }
         let padding = Int(AV_INPUT_BUFFER_PADDING_SIZE)
         guard let data = av_mallocz(bytes.count + padding)?.assumingMemoryBound(to: UInt8.self) else { throw failure(.outOfMemory, "setting a codec header") }
         bytes.withUnsafeBufferPointer { if let base = $0.baseAddress { data.update(from: base, count: bytes.count) } }

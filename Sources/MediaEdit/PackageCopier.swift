@@ -118,25 +118,34 @@ struct PackageCopier {
         var packet = Packet()
         while try scan.read(into: &packet) == .packet {
             if transport, packet.streamIndex != video.index {
-                if configs[packet.streamIndex] == nil {
-                    guard let header = packet.withBytes(TransportFraming.ADTSHeader.init) else {
-                        throw ExportError("\(path): its AAC in stream \(packet.streamIndex) is not in single-block ADTS frames with a channel configuration: "
-                                          + "leave out \"mode\" to encode it")
-                    }
-                    configs[packet.streamIndex] = header.config
+                // Every frame ADTS of one configuration, checked before the copy begins.
+                guard let header = packet.withBytes(TransportFraming.ADTSHeader.init), configs[packet.streamIndex].map({ $0 == header.config }) ?? true else {
+                    throw ExportError("\(path): its AAC in stream \(packet.streamIndex) is not in single-block ADTS frames of one configuration with a channel "
+                                      + "configuration (frame at \(String(format: "%.3f", MediaTime(count: packet.pts ?? 0, timeBase: input.streams[packet.streamIndex].timeBase).seconds)) s): "
+                                      + "leave out \"mode\" to encode it")
                 }
+                configs[packet.streamIndex] = header.config
                 continue
             }
             guard packet.streamIndex == video.index else { continue }
             guard let pts = packet.pts, !transport || packet.dts != nil else {
                 throw ExportError("\(path): its video packet \(presentation.count + 1) has no time: remux it to MP4 (ffmpeg -c copy), or leave out \"mode\" to encode")
             }
+            var key = packet.isKeyframe
             if transport {
                 stored.append(packet.dts!)
                 if record == nil, packet.isKeyframe { record = packet.withBytes { TransportFraming.avcC(annexB: Array($0)) } }
+                // A recovery point's I picture, which a transport stream flags too, is no place to cut: only IDR
+                // pictures are; and every picture reframes under the one record, before the copy begins.
+                key = key && packet.withBytes(TransportFraming.holdsIDR)
+                if let record, packet.withBytes({ TransportFraming.sample(annexB: $0, record: record) }) == nil {
+                    throw ExportError("\(path): its video's parameter sets change, or a packet holds no picture, at "
+                                      + "\(String(format: "%.3f", (MediaTime(count: pts, timeBase: video.timeBase) - video.startTime).seconds)) s, and a copied "
+                                      + "track has one format: leave out \"mode\" to encode a ladder")
+                }
             }
             presentation.append(pts)
-            keys.append(packet.isKeyframe)
+            keys.append(key)
             if presentation.count % 4096 == 0 {
                 writer.progress(ExportProgress(fraction: 0, phase: "indexing", framesPerSecond: nil, eta: nil))
                 writer.interrupter.progressed()
@@ -210,11 +219,9 @@ struct PackageCopier {
         func writeAudio(_ box: PacketBox) throws {
             let i = audioIndex[box.packet.streamIndex]!, stream = audio[i].stream, track = audioTracks[i]
             if let config = framing?.audio[stream.index] {
-                // ADTS to a raw frame, under the configuration its first header gave.
+                // ADTS to a raw frame, under the configuration its headers gave (checked when indexed: this is the file changed since).
                 guard let raw = box.packet.withBytes({ data in TransportFraming.ADTSHeader(data).flatMap { $0.config == config ? Array(data[$0.length...]) : nil } }) else {
-                    throw ExportError("\(input.path): its audio stream \(stream.index) changes its AAC configuration, or holds a frame that is not ADTS, at "
-                                      + String(format: "%.3f s", (MediaTime(count: box.packet.pts ?? 0, timeBase: stream.timeBase) - zero).seconds)
-                                      + ": leave out \"mode\" to encode it")
+                    throw ExportError("\(input.path) changed while it was copied: its audio stream \(stream.index) holds a frame that is not the ADTS it held when indexed")
                 }
                 box.packet.replaceData(with: raw)
             }
@@ -224,9 +231,9 @@ struct PackageCopier {
                 applied[i] += 1
             }
             if timing != nil, stream.frameSize > 0, stream.sampleRate > 0 {
-                // Matroska's milliseconds put an AAC frame 21 or 22 ms after the last, not 1024 samples: each frame
-                // follows the last whole (counted in samples), unless the source's time is more than half a frame
-                // away from there (a gap), or it gives none.
+                // Matroska's milliseconds (and a transport stream's 90 kHz clock) put an AAC frame 21 or 22 ms after the
+                // last, not 1024 samples: each frame follows the last whole (counted in samples), unless the source's
+                // time is more than half a frame away from there (a gap), or it gives none.
                 let rate = Rational(1, Int32(clamping: stream.sampleRate)), size = Int64(stream.frameSize)
                 let given = box.packet.pts.flatMap { (MediaTime(count: $0, timeBase: stream.timeBase) - zero).count(in: rate) }
                 let placed = nextFrame[i].flatMap { next in given.map { abs(next - $0) < size / 2 } ?? true ? next : nil } ?? given ?? 0
@@ -254,9 +261,9 @@ struct PackageCopier {
                 }
                 let pts = MediaTime(count: packet.pts ?? packet.dts ?? 0, timeBase: video.timeBase) - zero
                 if let framing {
+                    // Checked when indexed: this is the file changed since.
                     guard let sample = packet.withBytes({ TransportFraming.sample(annexB: $0, record: framing.record) }) else {
-                        throw ExportError("\(input.path): its video's parameter sets change at \(String(format: "%.3f", pts.seconds)) s, and a copied track has one "
-                                          + "format: leave out \"mode\" to encode a ladder")
+                        throw ExportError("\(input.path) changed while it was copied: its video packet \(count + 1) does not reframe as it did when indexed")
                     }
                     packet.replaceData(with: sample)
                 }

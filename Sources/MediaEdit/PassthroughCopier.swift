@@ -166,11 +166,14 @@ struct PassthroughCopier {
         } else if audioHandling == "encoded" {
             rendered = try RenderedAudioWriter.tracks(audio, mapping: mapping, sources: sources, totalDuration: mapping.duration,
                                                       file: file, settings: settings, interrupter: interrupter, progress: exporter.progress)
-            // Each encoded track's edit (its priming hidden) lasts the composition to the sample: a timescale
-            // the video's and every track's sample rate divide, when one is small enough.
+            // Each encoded track's edit (its priming hidden) lasts the composition to the sample: a timescale the
+            // video's and each track's sample rate divide, taking the tracks in order while one is small enough.
             if let movie = headerOptions["movie_timescale"].flatMap(Int.init) {
-                let all = rendered.map(\.renderer.sampleRate).filter { $0 > 0 }.reduce(Int64(movie)) { $0 > 1_000_000 ? $0 : lcm($0, Int64($1)) }
-                if all <= 1_000_000 { headerOptions["movie_timescale"] = String(all) }
+                let scale = rendered.map(\.renderer.sampleRate).filter { $0 > 0 }.reduce(Int64(movie)) { scale, rate in
+                    let both = lcm(scale, Int64(rate))
+                    return both <= 1_000_000 ? both : scale
+                }
+                headerOptions["movie_timescale"] = String(scale)
             }
         }
         if !["mp4", "mov"].contains(settings.muxer) { headerOptions = [:] }

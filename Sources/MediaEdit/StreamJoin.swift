@@ -77,9 +77,9 @@ extension PackageWriter {
     /// An audio track the first chunk made for the whole package, linked into the package's folder: its
     /// initialization and one segment for each of the video's `segments`, as that chunk's report names them.
     private func linkAudio(_ track: StreamTrack, of chunk: StreamChunk, plan: PackagePlan, segments count: Int) throws -> StreamTrack {
+        // Its folder is one of the package's audio names (checked by the caller).
         let container = track.container ?? .cmaf
-        guard track.folder.range(of: "^audio(-[0-9]{1,2})?\\z", options: .regularExpression) != nil, container == plan.settings.container,
-              track.keyURI == plan.settings.encryption?.keyURI, track.initialization == (container == .cmaf ? "init.mp4" : "") else {
+        guard isStoredAsPlanned(track, plan: plan) else {
             throw ExportError("\(chunk.folder): its report names an audio track \"\(track.folder)/\(track.initialization)\", not one the packager makes")
         }
         let files = chunk.folder + "/" + track.folder, folder = settings.folder + "/" + track.folder
@@ -98,6 +98,13 @@ extension PackageWriter {
         return track
     }
 
+    /// Whether a chunk's track is stored as the package's are: its container, its key, its initialization's name.
+    private func isStoredAsPlanned(_ track: StreamTrack, plan: PackagePlan) -> Bool {
+        let container = track.container ?? .cmaf
+        return container == plan.settings.container && track.keyURI == plan.settings.encryption?.keyURI
+            && track.initialization == (container == .cmaf ? "init.mp4" : "")
+    }
+
     /// One rung's files linked from every chunk into the package's folder: the first chunk's initialization
     /// (every chunk's must be the same bytes) and each chunk's segments, which must follow one another
     /// without a gap or an overlap from the chunk's first frame.
@@ -105,9 +112,7 @@ extension PackageWriter {
         // Every name comes from the chunks' reports: each is one name of the package's own making, never a path.
         // MPEG-TS has no initialization: its segments stand alone.
         let container = rung.container ?? .cmaf
-        guard rung.folder.range(of: "^video-[0-9]{1,3}\\z", options: .regularExpression) != nil, container == plan.settings.container,
-              rung.keyURI == plan.settings.encryption?.keyURI,
-              rung.initialization == (container == .cmaf ? "init.mp4" : "") else {
+        guard rung.folder.range(of: "^video-[0-9]{1,3}\\z", options: .regularExpression) != nil, isStoredAsPlanned(rung, plan: plan) else {
             throw ExportError("\(chunks[0].folder): its report names a rung \"\(rung.folder)/\(rung.initialization)\", not one the packager makes")
         }
         let folder = settings.folder + "/" + rung.folder

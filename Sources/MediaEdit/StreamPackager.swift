@@ -54,8 +54,8 @@ public struct StreamPackager: Sendable {
     }
 
     /// Joins a package's chunks (each written with `settings.frames`, in order, tiling its frames): their
-    /// segments are linked into `settings.folder` as they are (never muxed again), and the audio and subtitles
-    /// are made once over the whole composition, cut at the segments' boundaries.
+    /// segments, and the audio the first chunk made over the whole composition, are linked into `settings.folder`
+    /// as they are (never muxed again), and the subtitles are made once over the whole, cut at the segments' boundaries.
     public func join(_ chunks: [StreamChunk], progress: @escaping @Sendable (ExportProgress) -> Void = { _ in }) async throws -> StreamReport {
         let composition = self.composition, settings = self.settings
         return try await pool.run(stallLimit: settings.limits.stallTimeout) { interrupter in
@@ -173,7 +173,8 @@ struct PackageWriter {
         }
     }
 
-    /// Decodes the composition once (`frames` of it: a chunk) and feeds every rung, and the audio when whole.
+    /// Decodes the composition once (`frames` of it: a chunk) and feeds every rung, and the audio when whole or
+    /// the first chunk (the whole package's audio).
     private func write(_ plan: PackagePlan, frames: Range<Int>?, started: Date) throws -> StreamReport {
         let (settings, fd, gop) = (plan.settings, plan.frameDuration, plan.settings.framesPerSegment)
         let range = frames ?? 0..<plan.frameCount

@@ -9,16 +9,24 @@ enum TransportFraming {
     /// extradata, or a keyframe's packet); nil when it holds neither.
     static func avcC(annexB data: [UInt8]) -> [UInt8]? {
         let units = self.units(data)
-        guard let sps = units.first(where: { $0.first.map { $0 & 0x1F == 7 } == true }), sps.count >= 4,
-              let pps = units.first(where: { $0.first.map { $0 & 0x1F == 8 } == true }) else { return nil }
+        // Each sized in 16 bits in the record: a longer unit is no parameter set.
+        guard let sps = units.first(where: { $0.first.map { $0 & 0x1F == 7 } == true }), (4...0xFFFF).contains(sps.count),
+              let pps = units.first(where: { $0.first.map { $0 & 0x1F == 8 } == true }), pps.count <= 0xFFFF else { return nil }
         func sized(_ unit: ArraySlice<UInt8>) -> [UInt8] { [UInt8(unit.count >> 8), UInt8(unit.count & 0xFF)] + unit }
         // Version 1, profile, constraints, level (the SPS's bytes after its header), 4-byte lengths, one SPS, one PPS.
         return [1, sps[sps.startIndex + 1], sps[sps.startIndex + 2], sps[sps.startIndex + 3], 0xFF, 0xE1] + sized(sps) + [1] + sized(pps)
     }
 
+    /// Whether the Annex B access unit `data` holds an IDR slice (NAL unit type 5): a picture a segment can
+    /// begin at, where a recovery point's I picture, which a transport stream also flags, is not.
+    static func holdsIDR(annexB data: UnsafeBufferPointer<UInt8>) -> Bool {
+        units(data).contains { $0.first.map { $0 & 0x1F == 5 } == true }
+    }
+
     /// One access unit of Annex B `data` as MP4 sample bytes (4-byte lengths): without access unit delimiters,
     /// and without the parameter sets `record` holds. Nil when it carries other parameter sets than the
-    /// record's (the stream changes its format midway: one sample entry cannot describe both).
+    /// record's (the stream changes its format midway: one sample entry cannot describe both), or nothing but
+    /// those (no picture: an empty sample).
     static func sample(annexB data: UnsafeBufferPointer<UInt8>, record: [UInt8]) -> [UInt8]? {
         var out: [UInt8] = []
         out.reserveCapacity(data.count + 8)
@@ -34,7 +42,7 @@ enum TransportFraming {
             }
             out += framed
         }
-        return out
+        return out.isEmpty ? nil : out
     }
 
     /// The NAL units of Annex B `data`, without their start codes (trailing zero bytes dropped).

@@ -190,6 +190,39 @@ import Testing
         }
     }
 
+    /// A package of two languages made in two chunks: the first chunk makes both tracks over the whole, the join
+    /// links them under the package's names, and they are the package made whole's, byte for byte.
+    @Test func aPackageOfTwoLanguagesMadeInChunksIsTheWholes() async throws {
+        let source = try Self.source("mp4")
+        var c = Composition()
+        try c.insert(TimeRange(start: .zero, duration: try await Asset(path: source).load(.duration)), of: source)
+        func settings(_ label: String, frames: Range<Int>? = nil) throws -> StreamSettings {
+            let folder = try TestPaths.makeTemporaryFolder(label).appendingPathComponent("package").path
+            var settings = StreamSettings(folder: folder, rungs: [StreamRung(width: 160, height: 120, bitRate: 150_000)], segmentDuration: MediaTime(value: 1, timescale: 1),
+                                          preset: "ultrafast")
+            (settings.audioTracks, settings.frames) = (.languages(["fr", "en"]), frames)
+            return settings
+        }
+        let whole = try settings("chunked-languages-whole")
+        let made = try await StreamPackager(composition: c, settings: whole).package()
+        var chunks: [StreamChunk] = []
+        for frames in [0..<60, 60..<120] {
+            let chunk = try settings("chunked-languages-chunk", frames: frames)
+            chunks.append(StreamChunk(folder: chunk.folder, frames: frames, report: try await StreamPackager(composition: c, settings: chunk).package()))
+        }
+        let joined = try settings("chunked-languages-joined")
+        try FileManager.default.createDirectory(atPath: joined.folder, withIntermediateDirectories: false)
+        let report = try await StreamPackager(composition: c, settings: joined).join(chunks)
+        let audio = report.tracks.filter { $0.kind == .audio }
+        #expect(audio.map(\.folder) == made.tracks.filter { $0.kind == .audio }.map(\.folder) && audio.map(\.folder) == ["audio-fr", "audio-en"], "\(audio.map(\.folder)) \(audio.map(\.language))")
+        for track in audio {
+            for file in ["init.mp4"] + track.segments.map(\.file) {
+                #expect(try Data(contentsOf: URL(fileURLWithPath: "\(joined.folder)/\(track.folder)/\(file)")) == (try Data(contentsOf: URL(fileURLWithPath: "\(whole.folder)/\(track.folder)/\(file)"))),
+                        "\(track.folder)/\(file)")
+            }
+        }
+    }
+
     @Test func aLanguageTheSourceLacksIsRefusedBeforeAnythingIsWritten() async throws {
         let source = try Self.source("mp4")
         let folder = try TestPaths.makeTemporaryFolder("audio-selection-refused")

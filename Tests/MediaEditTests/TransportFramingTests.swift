@@ -15,6 +15,8 @@ struct TransportFramingTests {
         #expect(record == [1, 0x64, 0x00, 0x1F, 0xFF, 0xE1, 0, 6] + Self.sps + [1, 0, 4] + Self.pps)
         #expect(TransportFraming.avcC(annexB: Self.start + Self.sps) == nil, "no PPS")
         #expect(TransportFraming.avcC(annexB: [1, 2, 3]) == nil, "no start code")
+        // A "parameter set" longer than a record can size (16 bits) is none: no trap, no record.
+        #expect(TransportFraming.avcC(annexB: Self.start + Self.sps + [UInt8](repeating: 0x11, count: 70_000) + Self.start + Self.pps) == nil)
     }
 
     /// A sample loses its delimiter and the parameter sets its record holds, keeps every other unit in order with
@@ -27,6 +29,13 @@ struct TransportFramingTests {
         #expect(sample == [0, 0, 0, 5] + sei + [0, 0, 0, 5] + idr)
         let changed = Self.start + [0x67, 0x42, 0x00, 0x1E, 0xAC] + Self.start + idr
         #expect(changed.withUnsafeBufferPointer { TransportFraming.sample(annexB: $0, record: record) } == nil)
+        // Nothing but what the record holds: no picture, no sample.
+        let empty = Self.start + [0x09, 0xF0] + Self.start + Self.sps + Self.start + Self.pps
+        #expect(empty.withUnsafeBufferPointer { TransportFraming.sample(annexB: $0, record: record) } == nil)
+        // An IDR picture is a place to cut; a recovery point's I slice (NAL type 1 with SEI) is not.
+        #expect(unit.withUnsafeBufferPointer(TransportFraming.holdsIDR))
+        let recovery = Self.start + sei + Self.start + [0x41, 0x9A, 0x00]
+        #expect(!recovery.withUnsafeBufferPointer(TransportFraming.holdsIDR))
     }
 
     /// An ADTS header of AAC-LC, 48 kHz, stereo: AudioSpecificConfig 0x11 0x90, its raw frame after 7 bytes, or 9

@@ -62,7 +62,7 @@ struct PictureAPI: FaceController {
             guard let asset = try await Self.answer({ try await library.fetch(options).assets.first }) else {
                 throw APIError(status: .notFound, message: "no asset \(id.reference)")
             }
-            return try await PackageFiles.answer(request, place: try LibraryPages.packagePlace(asset), path: context.parameters.getCatchAll().joined(separator: "/"),
+            return try await PackageFiles.answer(request, place: try await LibraryPages.packagePlace(asset), path: context.parameters.getCatchAll().joined(separator: "/"),
                                            what: "\(id.reference)'s package")
         }
     }

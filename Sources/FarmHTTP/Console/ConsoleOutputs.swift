@@ -3,7 +3,6 @@ import FarmModel
 import Foundation
 import HTTPTypes
 import Hummingbird
-import S3Client
 
 /// A job's files on its page: its output shown (a movie plays, with its own scrubbing; a picture shows) and
 /// both output and report to download (`GET /jobs/{id}/files/output|report`, ranges allowed, so a player can
@@ -28,7 +27,12 @@ extension ConsoleJobs {
 
     /// A file streamed to `request` from its descriptor, ranges allowed (a player seeks), inline unless `?download`.
     static func serve(_ file: OpenedFile, name: String, type: String, _ request: Request) -> Response {
-        let size = file.size
+        serve(size: file.size, name: name, type: type, request, body: file.body)
+    }
+
+    /// `size` bytes named `name` answered to `request`, whatever holds them: the range asked for (or all of them),
+    /// read by `body`; inline unless `?download`.
+    static func serve(size: Int, name: String, type: String, _ request: Request, body: (ClosedRange<Int>) -> ResponseBody) -> Response {
         var headers: HTTPFields = [
             .contentType: type, .acceptRanges: "bytes", .xContentTypeOptions: "nosniff", .cacheControl: "private, no-cache",
             .contentDisposition: "\(request.uri.queryParameters.get("download") == nil ? "inline" : "attachment"); filename=\"\(Self.headerSafe(name))\"",
@@ -36,12 +40,12 @@ extension ConsoleJobs {
         if let range = request.headers[.range], let wanted = Self.byteRange(range, size: size) {
             headers[.contentRange] = "bytes \(wanted.lowerBound)-\(wanted.upperBound)/\(size)"
             headers[.contentLength] = String(wanted.count)
-            return Response(status: .partialContent, headers: headers, body: file.body(wanted))
+            return Response(status: .partialContent, headers: headers, body: body(wanted))
         } else if request.headers[.range] != nil {
             return Response(status: .rangeNotSatisfiable, headers: [.contentRange: "bytes */\(size)"])
         }
         headers[.contentLength] = String(size)
-        return Response(status: .ok, headers: headers, body: size > 0 ? file.body(0...(size - 1)) : ResponseBody())
+        return Response(status: .ok, headers: headers, body: size > 0 ? body(0...(size - 1)) : ResponseBody())
     }
 
     /// The real path of a job's `output`, `report` or `code-N` (the picture of the frame where its scan first
@@ -58,8 +62,13 @@ extension ConsoleJobs {
     /// Where a job's package is: its output, a folder the farm made as a package (its marker in it), or the prefix
     /// of object storage the job published a package to (its result says so).
     static func servedPackage(_ job: Job) throws -> PackageFiles.Place {
-        if job.state == .succeeded, let result = result(of: job), result.package != nil, S3Location.isObject(result.output ?? "") {
-            return try PackageFiles.Place.objects(at: result.output ?? "")
+        if job.state == .succeeded, let result = result(of: job), result.package != nil, let output = result.output, PathRules.isObject(output) {
+            // Under one of the job's object roots, as its files are under its folders: the page reads nothing else.
+            let prefix = output.hasSuffix("/") ? output : output + "/"
+            guard job.writableRoots.contains(where: { PathRules.isObject($0) && prefix.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") && prefix.count > $0.count + 1 }) else {
+                throw APIError(status: .forbidden, message: "job \(job.id)'s package \(output) is not under its output roots: the console serves nothing else")
+            }
+            return try PackageFiles.Place.objects(at: output)
         }
         let real = try servedPath(job, "output")
         guard PackageFiles.isPackage(real) else { throw APIError(status: .notFound, message: "job \(job.id)'s output is not a streaming package") }
@@ -86,7 +95,7 @@ extension ConsoleJobs {
             }
             given = path
         }
-        guard !given.hasPrefix("s3://") else {
+        guard !PathRules.isObject(given) else {
             throw APIError(status: .notFound, message: "job \(job.id)'s \(name) is the object \(given): read it from its bucket")
         }
         let full = given.hasPrefix("/") ? given : job.baseDirectory + "/" + given

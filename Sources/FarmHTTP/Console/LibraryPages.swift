@@ -111,7 +111,7 @@ struct LibraryPages: FaceController {
         }
         body += "</div>\n"
         // A streaming package: played from its folder on this host or its prefix in object storage.
-        if let package = facts.package, (try? Self.packagePlace(asset)) != nil {  // not here: the locations say where
+        if let package = facts.package, (try? await Self.packagePlace(asset)) != nil {  // not here: the locations say where
             body += "<div id=\"files\">" + PackageFiles.player(base: "/api/assets/\(id.rawValue)/package/", entryPoints: package.entryPoints,
                                                                  renditions: package.renditions) + "</div>\n"
         }
@@ -168,25 +168,28 @@ extension LibraryPages {
             + "data-base=\"/api/assets/\(id.rawValue)/\"><div class=\"frame\"></div><span class=\"at muted\"></span></div>"
     }
 
-    /// Where a package asset's files are: on this host, its entry point's folder, in a package the farm made, the
-    /// entry point still the asset's content (a package made there since, which the library may not know, is not
-    /// served as this one); in object storage, its entry point's prefix. Otherwise why not.
-    static func packagePlace(_ asset: LibraryAsset) throws -> PackageFiles.Place {
+    /// Where a package asset's files are: on this host, its entry point's folder, in a package the farm made; in
+    /// object storage, its entry point's prefix; in both, the entry point still the asset's content (a package made
+    /// there since, which the library may not know, is not served as this one). Otherwise why not.
+    static func packagePlace(_ asset: LibraryAsset) async throws -> PackageFiles.Place {
         guard let package = asset.facts.package else { throw APIError(status: .notFound, message: "\(asset.id.reference) is not a streaming package") }
         guard let path = asset.path else { throw APIError(status: .notFound, message: "\(asset.id.reference) has no location the console can read") }
         let entryPoint = String(path.split(separator: "/", omittingEmptySubsequences: false).last ?? "")
         guard package.entryPoints.contains(entryPoint) else {
             throw APIError(status: .notFound, message: "\(asset.id.reference): \(path) is not one of its package's entry points")
         }
-        // Objects: the prefix its entry point is under (what is there now is what is served; the page reads no
-        // more of it than a player asks for).
-        if PathRules.isObject(path) { return try PackageFiles.Place.objects(at: String(path.dropLast(entryPoint.count))) }
-        let folder = (path as NSString).deletingLastPathComponent
-        guard PackageFiles.isPackage(folder), (try? ContentHash.of(file: path))?.id == asset.id else {  // unreadable: not the package registered either
-            throw APIError(status: .notFound, message: "\(asset.id.reference): \(folder) no longer holds the package the library registered "
-                           + "(its \((path as NSString).lastPathComponent) has changed or is gone)")
+        let place: PackageFiles.Place
+        if PathRules.isObject(path) {
+            place = try PackageFiles.Place.objects(at: String(path.dropLast(entryPoint.count)))
+        } else {
+            let folder = (path as NSString).deletingLastPathComponent
+            guard PackageFiles.isPackage(folder) else { throw APIError(status: .notFound, message: "\(asset.id.reference): \(folder) holds no package the farm made") }
+            place = .folder(folder)
         }
-        return .folder(folder)
+        guard try await PackageFiles.identity(of: entryPoint, in: place, what: asset.id.reference).id == asset.id else {
+            throw APIError(status: .notFound, message: "\(asset.id.reference): \(path) no longer holds the package the library registered (it has changed or is gone)")
+        }
+        return place
     }
 
     /// What an asset is called on its page and tile: its file's name, a package's folder's.

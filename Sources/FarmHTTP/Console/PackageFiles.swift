@@ -1,3 +1,4 @@
+import FarmLibrary
 import FarmModel
 import Foundation
 import HTTPTypes
@@ -15,10 +16,12 @@ enum PackageFiles {
         /// The objects under a prefix of object storage ("" or ending in "/"), where a job published it.
         case objects(S3Location)
 
-        /// The objects under the prefix `address` (`s3://BUCKET/PREFIX`, with or without its last "/").
+        /// The objects under the prefix `address` (`s3://BUCKET/PREFIX`, with or without its last "/"; never a
+        /// whole bucket).
         static func objects(at address: String) throws -> Place {
             var prefix = try S3Location(parsing: address, prefix: true)
-            if !prefix.key.isEmpty, !prefix.key.hasSuffix("/") { prefix.key += "/" }
+            guard !prefix.key.isEmpty, prefix.key != "/" else { throw APIError(status: .notFound, message: "\(address): a whole bucket is no package") }
+            if !prefix.key.hasSuffix("/") { prefix.key += "/" }
             return .objects(prefix)
         }
     }
@@ -35,8 +38,14 @@ enum PackageFiles {
         case .objects(let prefix):
             try checkName(path, of: what)
             let object = S3Location(bucket: prefix.bucket, key: prefix.key + path)
-            guard let rung else { return try await serve(object, name: String(path.split(separator: "/").last ?? ""), type: type(path), request, what: what) }
-            let chunk = try await read(object, range: nil, what: what)
+            let facts = try await head(object, what: what)
+            guard let rung else {
+                return ConsoleJobs.serve(size: Int(facts.size), name: String(path.split(separator: "/").last ?? ""), type: type(path), request) { range in
+                    body(object, range, etag: facts.etag)
+                }
+            }
+            guard facts.size <= 4 << 20 else { throw APIError(status: .notFound, message: "\(object): \(facts.size) bytes is no master playlist of \(what)") }
+            let chunk = try await read(object, range: nil, etag: facts.etag, what: what)
             return try cut(String(buffer: chunk.bytes), to: rung, of: what)
         }
     }
@@ -50,25 +59,43 @@ enum PackageFiles {
                         body: ResponseBody(byteBuffer: ByteBuffer(string: one)))
     }
 
-    /// The object `object` streamed to `request` as a file of the host is (`ConsoleJobs.serve`): a range asked for
-    /// is read alone, from the object whose size was read for it (its entity tag held).
-    private static func serve(_ object: S3Location, name: String, type: String, _ request: Request, what: String) async throws -> Response {
-        var headers: HTTPFields = [.contentType: type, .acceptRanges: "bytes", .xContentTypeOptions: "nosniff", .cacheControl: "private, no-cache",
-                                   .contentDisposition: "inline; filename=\"\(ConsoleJobs.headerSafe(name))\""]
-        guard let asked = request.headers[.range] else {
-            let chunk = try await read(object, range: nil, what: what)
-            headers[.contentLength] = String(chunk.bytes.readableBytes)
-            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: chunk.bytes))
+    /// Bytes `range` of `object` as a response body, read a part at a time (the coordinator holds one part, not the
+    /// object), each from the object whose size was read for it (its entity tag held: one replaced meanwhile ends
+    /// the answer short, not mixed).
+    private static func body(_ object: S3Location, _ range: ClosedRange<Int>, etag: String) -> ResponseBody {
+        ResponseBody(contentLength: range.count) { writer in
+            var offset = range.lowerBound
+            while offset <= range.upperBound {
+                let end = min(offset + (8 << 20), range.upperBound + 1)
+                let chunk: S3Chunk
+                do throws(S3Error) { chunk = try await S3.shared().get(object, range: Int64(offset)..<Int64(end), ifMatch: etag) } catch {
+                    throw HTTPError(.internalServerError, message: "\(object): \(error)")
+                }
+                guard chunk.bytes.readableBytes == end - offset else { throw HTTPError(.internalServerError, message: "\(object): shorter than its size") }
+                try await writer.write(chunk.bytes)
+                offset = end
+            }
+            try await writer.finish(nil)
         }
-        let facts: S3Object
-        do throws(S3Error) { facts = try await S3.shared().head(object) } catch { throw refusal(error, object, what) }
-        guard let wanted = ConsoleJobs.byteRange(asked, size: Int(facts.size)) else {
-            return Response(status: .rangeNotSatisfiable, headers: [.contentRange: "bytes */\(facts.size)"])
+    }
+
+    /// The size and entity tag of `object`, or the refusal saying what object storage answered.
+    private static func head(_ object: S3Location, what: String) async throws -> S3Object {
+        do throws(S3Error) { return try await S3.shared().head(object) } catch { throw refusal(error, object, what) }
+    }
+
+    /// The content identity of the package's entry point `name` (a playlist or MPD, read whole: 4 MiB at most), to
+    /// hold it to the asset the library registered.
+    static func identity(of name: String, in place: Place, what: String) async throws -> ContentHash {
+        switch place {
+        case .folder(let folder):
+            do { return try ContentHash.of(file: folder + "/" + name) } catch { throw APIError(status: .notFound, message: "\(what): \(error)") }
+        case .objects(let prefix):
+            let object = S3Location(bucket: prefix.bucket, key: prefix.key + name)
+            let facts = try await head(object, what: what)
+            guard facts.size <= 4 << 20 else { throw APIError(status: .notFound, message: "\(object): \(facts.size) bytes is no entry point of \(what)") }
+            return ContentHash.of(bytes: Array(try await read(object, range: nil, etag: facts.etag, what: what).bytes.readableBytesView))
         }
-        let chunk = try await read(object, range: Int64(wanted.lowerBound)..<Int64(wanted.upperBound) + 1, etag: facts.etag, what: what)
-        headers[.contentRange] = "bytes \(wanted.lowerBound)-\(wanted.upperBound)/\(facts.size)"
-        headers[.contentLength] = String(chunk.bytes.readableBytes)
-        return Response(status: .partialContent, headers: headers, body: ResponseBody(byteBuffer: chunk.bytes))
     }
 
     /// Bytes of `object` (all of it when `range` is nil), or the refusal saying what object storage answered.
