@@ -26,9 +26,13 @@ public enum GStreamerProbe {
 }
 
 extension GStreamerProbe {
+    /// Seconds the discoverer may take: its default (10 s) ends it early on a busy machine, with no answer and
+    /// status 0.
+    public static let discovererTimeout = 300
+
     /// The duration GStreamer's discoverer gives the file (what a GStreamer-based player shows).
     public static func duration(_ path: String) throws -> Double {
-        let r = try ProcessRunner.check("gst-discoverer-1.0", [path])
+        let r = try ProcessRunner.check("gst-discoverer-1.0", ["--timeout", String(discovererTimeout), path])
         guard let line = r.stdout.split(separator: "\n").first(where: { $0.contains("Duration: ") }),
               let text = line.split(separator: " ").last else {
             throw GStreamerError(description: "gst-discoverer-1.0 gives no duration for \(path): \(r.stdout.suffix(400))")

@@ -201,8 +201,9 @@ public enum StreamChecker {
                 let played = counted.stdout.split(separator: "\n").filter { line in
                     line.count == 50 && line.first?.isNumber == true && line.dropFirst(18).allSatisfy(\.isHexDigit)
                 }.count
-                // The rung's picture size as GStreamer's discoverer reads it off the stream.
-                let shown = try gstreamer("gst-discoverer-1.0", ["http://127.0.0.1:\(port)/\(entry)"])
+                // The rung's picture size as GStreamer's discoverer reads it off the stream (given time on a busy
+                // machine: its own default, 10 s, ends it with no size and status 0).
+                let shown = try gstreamer("gst-discoverer-1.0", ["--timeout", String(GStreamerProbe.discovererTimeout), "http://127.0.0.1:\(port)/\(entry)"])
                 let lines = shown.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
                 let widths = lines.filter { $0.hasPrefix("Width: ") }.map { $0.dropFirst(7) }, heights = lines.filter { $0.hasPrefix("Height: ") }.map { $0.dropFirst(8) }
                 let sizes = Set(zip(widths, heights).map { "\($0)x\($1)" })
