@@ -61,13 +61,15 @@ let package = Package(
 
         // Pure Swift time model.
         .target(name: "MediaTime"),
+        // Pure Swift: the quality checks' plan, severities, verdict and report, one shape for the manifest and the checks.
+        .target(name: "QualityModel"),
 
         // Swift over FFmpeg, no policy.
         .target(name: "MediaCore", dependencies: [
             "CFFmpeg", "CMediaShims", "CRubberBand", "CZBar", "CEbur128", "CZXingShim", "MediaTime", "S3Client",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "MediaInspect", dependencies: ["MediaCore", "MediaTime"]),
+        .target(name: "MediaInspect", dependencies: ["MediaCore", "MediaTime", "QualityModel"]),
         .target(name: "CodeScan", dependencies: ["MediaCore", "MediaTime"]),
         .target(name: "MediaEdit", dependencies: ["MediaCore", "MediaTime",
                                                   .product(name: "Logging", package: "swift-log"),
@@ -80,7 +82,7 @@ let package = Package(
         // Live capture: sources, the segment writer, the capture session (AVCaptureMovieFileOutput).
         .target(name: "MediaCapture", dependencies: ["CDeviceShims", "CodeScan", "MediaImage", "MediaCore", "MediaTime", "SafeFiles"]),
         // The farm's pure model: manifests, jobs, state machine. No I/O.
-        .target(name: "FarmModel", dependencies: ["MediaTime"]),
+        .target(name: "FarmModel", dependencies: ["MediaTime", "QualityModel"]),
         // The queue: one protocol; SQLite (GRDB) the embedded backend, PostgreSQL (postgres-nio) for several hosts.
         .target(name: "FarmStore", dependencies: [
             "FarmModel", "SafeFiles",
@@ -108,7 +110,7 @@ let package = Package(
         ]),
         // Where the farm meets the media modules: JobRunner, the coordinator and its worker processes.
         .target(name: "FarmRuntime", dependencies: [
-            "FarmModel", "FarmStore", "FarmLibrary", "FarmLibraryMedia", "FarmSubmit", "SafeFiles", "CProcessShims", "CodeScan", "MediaImage", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime",
+            "FarmModel", "FarmStore", "FarmLibrary", "FarmLibraryMedia", "FarmSubmit", "SafeFiles", "CProcessShims", "CodeScan", "MediaImage", "MediaEdit", "MediaInspect", "MediaCore", "MediaTime", "QualityModel",
             "S3Client", .product(name: "NIOCore", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -168,7 +170,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "MediaFarmCLI", dependencies: [
-            "QueueCLI", "FarmApplication", "FarmLibraryMedia", "FarmHTTP", "FarmWebhooks", "MediaCapture", "FarmRuntime", "FarmSubmit", "SafeFiles", "FarmStore", "FarmLibrary", "FarmIngest", "CodeScan", "MediaImage", "MediaInspect", "MediaCore", "MediaTime", "FarmModel",
+            "QueueCLI", "FarmApplication", "FarmLibraryMedia", "FarmHTTP", "FarmWebhooks", "MediaCapture", "FarmRuntime", "FarmSubmit", "SafeFiles", "FarmStore", "FarmLibrary", "FarmIngest", "CodeScan", "MediaImage", "MediaInspect", "MediaCore", "MediaTime", "FarmModel", "QualityModel",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -198,10 +200,10 @@ let package = Package(
         .testTarget(name: "MediaTimeTests", dependencies: ["MediaTime"]),
         .testTarget(name: "SafeFilesTests", dependencies: ["SafeFiles", "FarmTestSupport"]),
         .testTarget(name: "MediaCoreTests", dependencies: ["MediaCore", "MediaTime", "FarmTestSupport", "CRubberBand", "CZBar", "CEbur128"]),
-        .testTarget(name: "MediaInspectTests", dependencies: ["MediaInspect", "MediaCore", "MediaTime", "FarmTestSupport"]),
+        .testTarget(name: "MediaInspectTests", dependencies: ["MediaInspect", "MediaCore", "MediaTime", "QualityModel", "FarmTestSupport"]),
         .testTarget(name: "MediaEditTests", dependencies: ["MediaEdit", "MediaInspect", "MediaCore", "MediaTime", "FarmTestSupport", "StreamTestSupport"]),
         .testTarget(name: "MediaImageTests", dependencies: ["MediaImage", "MediaCore", "MediaTime", "FarmTestSupport"]),
-        .testTarget(name: "FarmModelTests", dependencies: ["FarmModel", "MediaTime"]),
+        .testTarget(name: "FarmModelTests", dependencies: ["FarmModel", "MediaTime", "QualityModel"]),
         .testTarget(name: "FarmStoreTests", dependencies: ["FarmStore", "FarmModel", "FarmTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "MediaCaptureTests", dependencies: ["MediaCapture", "FarmTestSupport"]),
         .testTarget(name: "FarmIngestTests", dependencies: ["FarmIngest", "FarmSubmit", "FarmStore", "FarmTestSupport"]),

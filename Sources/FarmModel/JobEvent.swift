@@ -1,3 +1,5 @@
+import QualityModel
+
 /// What a running job reports, one JSON line each (`mediafarm run --json`, and a worker's stdout).
 public enum JobEvent: Sendable, Codable, Equatable {
     case progress(JobProgress)
@@ -99,6 +101,9 @@ public struct JobResult: Sendable, Codable, Equatable {
     public var warnings: [String]?
     /// The streaming package it made, as its players see it (the library registers it with these facts).
     public var package: PackageSummary?
+    /// What its quality checks found (`"checks"`): the verdict, and each check's result and runs. A job whose
+    /// verdict is `failed` failed, and published nothing.
+    public var checks: CheckReport?
 
     public init(name: String, succeeded: Bool, error: String? = nil, output: String? = nil, report: String? = nil,
                 duration: Double? = nil, seconds: Double) {

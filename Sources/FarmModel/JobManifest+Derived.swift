@@ -2,7 +2,7 @@ import MediaTime
 
 /// The top-level keys of a manifest, as `jobs/schema.json` names them (a test holds the two equal).
 public enum ManifestSection: String, CaseIterable, Sendable {
-    case version, name, input, edits, scale, audio, scan, export, stream, images, poster, storyboard, waveform, report, overwrite, after,
+    case version, name, input, edits, scale, audio, scan, export, stream, images, poster, storyboard, waveform, checks, report, overwrite, after,
          afterPolicy, requires, notify, reuse
 }
 
@@ -53,9 +53,9 @@ extension ManifestSection {
             return part ? .set : .keep
         case .input, .edits:
             return d == .sourcesPut ? .set : .keep
-        case .scan, .images, .poster, .waveform, .report, .after, .afterPolicy, .notify:
-            // The whole job's: its last run scans, makes the pictures, writes the report and is what others
-            // wait for and are told of. A part only encodes.
+        case .scan, .images, .poster, .waveform, .checks, .report, .after, .afterPolicy, .notify:
+            // The whole job's: its last run scans, makes the pictures, checks the whole, writes the report and is
+            // what others wait for and are told of. A part only encodes.
             return part ? .drop : .keep
         case .export:
             switch d {
@@ -88,7 +88,7 @@ extension JobManifest {
             version: version, name: name, edits: edits, scale: kept(.scale, scale, else: []), audio: kept(.audio, audio, else: AudioSettings()),
             scan: kept(.scan, scan, else: nil), export: kept(.export, export, else: nil), stream: kept(.stream, stream, else: nil), images: kept(.images, images, else: nil),
             poster: kept(.poster, poster, else: nil), storyboard: kept(.storyboard, storyboard, else: nil),
-            waveform: kept(.waveform, waveform, else: nil), report: kept(.report, report, else: nil),
+            waveform: kept(.waveform, waveform, else: nil), checks: kept(.checks, checks, else: nil), report: kept(.report, report, else: nil),
             overwrite: kept(.overwrite, overwrite, else: false), baseDirectory: baseDirectory, after: kept(.after, after, else: []),
             afterPolicy: kept(.afterPolicy, afterPolicy, else: .success), requires: kept(.requires, requires, else: []),
             notify: kept(.notify, notify, else: []), reuse: kept(.reuse, reuse, else: nil))

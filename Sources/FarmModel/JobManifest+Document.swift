@@ -19,6 +19,7 @@ extension JobManifest {
         if let poster { members.append(("poster", poster.document)) }
         if let storyboard { members.append(("storyboard", storyboard.document)) }
         if let waveform { members.append(("waveform", waveform.document)) }
+        if let checks { members.append(("checks", checks.document)) }
         if let report { members.append(("report", .string(report))) }
         if overwrite { members.append(("overwrite", .bool(true))) }
         if !after.isEmpty { members.append(("after", .array(after.map(\.document)))) }

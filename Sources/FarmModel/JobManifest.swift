@@ -1,4 +1,5 @@
 import MediaTime
+import QualityModel
 
 /// A validated job manifest, version 1: what to read, how to edit and retime it, what to scan and
 /// what to export. Paths are absolute (resolved against the manifest's folder). Build one with
@@ -20,6 +21,8 @@ public struct JobManifest: Sendable, Hashable {
     public var poster: PosterSettings?
     public var storyboard: StoryboardSettings?
     public var waveform: WaveformSettings?
+    /// Quality checks of the input or of the export (`ManifestValidator+Checks.swift`).
+    public var checks: ChecksSettings?
     /// Where the JSON report goes, when asked for.
     public var report: String?
     /// Outputs (movie, report) that already exist may be replaced. Inputs never are.
@@ -42,12 +45,12 @@ public struct JobManifest: Sendable, Hashable {
     /// manifest (the validator, each derivation in `JobManifest+Derived.swift`) says what it holds.
     public init(version: Int, name: String, edits: [Edit], scale: [ScaleRange], audio: AudioSettings, scan: ScanSettings?,
                 export: ExportSettings?, stream: StreamSettings?, images: ImagesSettings?, poster: PosterSettings?, storyboard: StoryboardSettings?,
-                waveform: WaveformSettings?, report: String?, overwrite: Bool, baseDirectory: String, after: [JobReference],
+                waveform: WaveformSettings?, checks: ChecksSettings?, report: String?, overwrite: Bool, baseDirectory: String, after: [JobReference],
                 afterPolicy: AfterPolicy, requires: [String], notify: [WebhookURL], reuse: Bool?) {
         (self.version, self.name, self.edits, self.scale, self.audio, self.scan) = (version, name, edits, scale, audio, scan)
         (self.export, self.stream, self.images, self.poster, self.storyboard, self.waveform) = (export, stream, images, poster, storyboard, waveform)
         (self.report, self.overwrite, self.baseDirectory, self.after, self.afterPolicy) = (report, overwrite, baseDirectory, after, afterPolicy)
-        (self.requires, self.notify, self.reuse) = (requires, notify, reuse)
+        (self.requires, self.notify, self.reuse, self.checks) = (requires, notify, reuse, checks)
     }
 
     /// A manifest with nothing but an input: inspect it and report.
@@ -253,6 +256,32 @@ public enum LoudnessStandard: String, Sendable, Hashable, CaseIterable, Codable 
         case .ebuR128, .streaming14, .streaming16: -1
         case .atscA85: -2
         }
+    }
+
+    /// LU either side of the target a checked programme may be: ±1 LU for EBU R128 (Tech 3343's allowance where
+    /// exact normalisation is not possible; ±0.5 is its aim), ±2 dB for ATSC A/85 (RP's tolerance), ±1 LU for streaming.
+    public var tolerance: Double {
+        switch self {
+        case .ebuR128, .streaming14, .streaming16: 1
+        case .atscA85: 2
+        }
+    }
+}
+
+extension JobManifest {
+    /// `"checks"`: the quality checks to run, and whether on the job's input or on its export.
+    public struct ChecksSettings: Sendable, Hashable {
+        public enum Subject: String, Sendable, Hashable, CaseIterable {
+            /// The job's input, read once (as `scan` and `loudness` read it).
+            case input
+            /// The export, after it is written and before it is published.
+            case export
+        }
+        /// nil: the export when the job has one, else the input.
+        public var of: Subject?
+        public var plan: CheckPlan
+
+        public init(of: Subject?, plan: CheckPlan) { (self.of, self.plan) = (of, plan) }
     }
 }
 

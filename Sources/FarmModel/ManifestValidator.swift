@@ -206,7 +206,7 @@ struct Walker {
     // MARK: - The manifest
 
     mutating func manifest(_ root: JSONValue) -> JobManifest? {
-        let keys = ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "stream", "report", "overwrite", "after", "afterPolicy", "requires", "notify", "reuse"] + Self.pictureKeys
+        let keys = ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "stream", "report", "overwrite", "after", "afterPolicy", "requires", "notify", "reuse", "checks"] + Self.pictureKeys
         guard let o = object(root, "$", allowed: keys) else { return nil }
 
         if let v = o["version"] {
@@ -242,6 +242,8 @@ struct Walker {
         let poster = o["poster"].flatMap { self.poster($0) }
         let storyboard = o["storyboard"].flatMap { self.storyboard($0) }
         let waveform = o["waveform"].flatMap { self.waveform($0) }
+        let checks = o["checks"].flatMap { self.checks($0) }
+        if let checks { checkSubject(checks, o, export: export, stream: stream) }
         checkPictureInput(o)
         checkChunkedStoryboard(o, storyboard)
         let report = path(o["report"], "$.report", output: true)
@@ -272,7 +274,7 @@ struct Walker {
             if case .bool(let b) = v { reuse = b } else { fail("$.reuse", "expected true or false, found \(v.kindName)") }
         }
         return JobManifest(version: 1, name: name, edits: edits, scale: scale, audio: audio, scan: scan, export: export, stream: stream,
-                           images: images, poster: poster, storyboard: storyboard, waveform: waveform, report: report, overwrite: overwrite,
+                           images: images, poster: poster, storyboard: storyboard, waveform: waveform, checks: checks, report: report, overwrite: overwrite,
                            baseDirectory: context.baseDirectory, after: after, afterPolicy: afterPolicy, requires: requires, notify: notify,
                            reuse: reuse)
     }

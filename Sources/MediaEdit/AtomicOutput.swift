@@ -25,6 +25,9 @@ public final class AtomicOutput {
     private var committed = false
     /// Runs with the final path just before the rename; a throw discards the output.
     public var beforeCommit: (@Sendable (String) throws -> Void)?
+    /// Runs with the temporary path once the file is whole, before `beforeCommit` (quality checks read it
+    /// there, before anyone can see it); a throw discards the output.
+    public var checkWritten: (@Sendable (String) throws -> Void)?
 
     static let marker = ".mediafarm-"
     static let suffix = ".tmp"
@@ -96,6 +99,14 @@ public final class AtomicOutput {
 
     /// Moves the finished temporary into place and syncs the folder, so the rename survives a crash.
     public func commit() throws(ExportError) {
+        if let checkWritten {
+            do {
+                try checkWritten(temporaryPath)
+            } catch {
+                discard()
+                throw ExportError("\(error)")
+            }
+        }
         if let beforeCommit {
             do {
                 try beforeCommit(finalPath)

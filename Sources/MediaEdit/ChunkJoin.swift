@@ -19,6 +19,7 @@ struct ChunkJoiner {
         let sources = try ExportSource.open(composition.segments.map(\.source), limits: settings.limits, interrupter: interrupter)
         let output = try AtomicOutput(finalPath: settings.outputPath)
         output.beforeCommit = settings.beforeCommit
+        output.checkWritten = settings.checkWritten
         return try output.write { temporary in try write(to: temporary, sources: sources, started: started) }
     }
 

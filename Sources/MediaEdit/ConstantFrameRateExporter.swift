@@ -24,6 +24,7 @@ struct ConstantFrameRateExporter {
         }
         let output = try AtomicOutput(finalPath: settings.outputPath)
         output.beforeCommit = settings.beforeCommit
+        output.checkWritten = settings.checkWritten
         return try output.write { temporary in
             try write(to: temporary, sources: sources, width: firstVideo.width, height: firstVideo.height, started: started)
         }

@@ -63,6 +63,8 @@ public struct ExportSettings: Sendable {
     /// Runs just before the finished output is renamed to `outputPath` (given as its argument); a
     /// throw discards the output (the caller's last check that the path does not name an input).
     public var beforeCommit: (@Sendable (String) throws -> Void)? = nil
+    /// Runs with the written file's temporary path before it is committed (`AtomicOutput.checkWritten`).
+    public var checkWritten: (@Sendable (String) throws -> Void)? = nil
     /// constantFrameRate only: encode only the output frames `lowerBound..<upperBound` of the composition
     /// (frame k shows composition time k x frameDuration), as one chunk of a chunked export: video only,
     /// its first frame a keyframe (the encoder's first), its timestamps from 0. nil: every frame.

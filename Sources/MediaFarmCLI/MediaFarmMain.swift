@@ -15,7 +15,7 @@ public struct MediaFarmMain: AsyncParsableCommand {
         version: MediaFarmVersion.string,
         subcommands: [InspectCommand.self, ScanCommand.self, ImagesCommand.self, PosterCommand.self, StoryboardCommand.self, WaveformCommand.self, RunCommand.self, SubmitCommand.self, StatusCommand.self,
                       CancelCommand.self, RetryCommand.self, CoordinatorCommand.self, WorkerCommand.self, QueueCommand.self, IngestCommand.self, BatchCommand.self, HealthcheckCommand.self, CaptureCommand.self,
-                      MediaLibraryCommand.self, WebhooksCommand.self, LoudnessCommand.self])
+                      MediaLibraryCommand.self, WebhooksCommand.self, LoudnessCommand.self, CheckCommand.self])
 
     public init() {}
 

@@ -22,7 +22,12 @@ let manifestsOfEveryField = [
                 "poster": {"at": "2.5", "tolerance": "0.5", "output": "out/b-poster.webp", "quality": 0.9}},
      "images": {"every": "2.5", "toleranceBefore": 0, "output": "out/i-{index}.jpg", "maxHeight": 180},
      "poster": {"at": "auto", "output": "out/p.png"},
-     "waveform": {"output": "out/w.svg", "peaks": "out/w.json", "width": 900, "height": 100}}
+     "waveform": {"output": "out/w.svg", "peaks": "out/w.json", "width": 900, "height": 100},
+     "checks": {"of": "export", "black": {"severity": "warn", "duration": "1.5", "pictureRatio": 0.9, "pixelThreshold": 0.05},
+                "freeze": {"duration": 3, "noise": "-50dB"}, "levels": {"pixelShare": 0.02, "duration": 1}, "cadence": {"severity": "measure"},
+                "silence": {"duration": 1, "noise": 0.002, "eachChannel": true}, "clipping": {"level": "-0.1dB", "samples": 5, "gap": 0.5},
+                "channels": true, "loudness": {"standard": "atsc-a85", "tolerance": 1.5, "truePeak": -3},
+                "length": {"duration": 600, "durationTolerance": "0.5", "frames": 18000, "frameTolerance": 2}}}
     """#,
     #"""
     {"version": 1, "input": "c.mp4", "storyboard": {"tiles": 120, "tileWidth": 120, "columns": 8, "rows": 6, "format": "webp", "quality": 0.5,
@@ -102,7 +107,7 @@ let manifestsOfEveryField = [
             {"version": 1, "name": "full", "input": "a.mp4", "audio": {"timePitch": "varispeed"}, "scan": {"symbologies": ["qr"]},
              "export": {"mode": "constantFrameRate", "output": "out/a.mp4"}, "images": {"count": 3, "output": "out/i-{index}.jpg"},
              "poster": {"output": "out/p.jpg"}, "waveform": {"output": "out/w.png"}, "report": "out/a.json", "after": [7], "afterPolicy": "always",
-             "requires": ["gpu"], "notify": ["https://hooks.example.com/f"], "reuse": true}
+             "requires": ["gpu"], "notify": ["https://hooks.example.com/f"], "reuse": true, "checks": {"black": true}}
             """#)
         full.scale = [JobManifest.ScaleRange(start: .zero, duration: MediaTime(value: 1, timescale: 1), toDuration: MediaTime(value: 2, timescale: 1))]
         full.storyboard = JobManifest.StoryboardSettings(output: "/jobs/out/s.vtt")

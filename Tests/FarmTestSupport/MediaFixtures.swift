@@ -61,6 +61,13 @@ public enum MediaFixture: String, CaseIterable, Sendable {
     /// white bar) and 1 s (19 to 20 s) of a picture: the one frame there that is a poster. Pictures outside
     /// the middle third.
     case posterMP4 = "poster.mp4"
+    /// 20 s, 320x240, 30 fps H.264 of legal levels (luma 20-230, chroma 20-235) + 48 kHz stereo PCM (a 440 Hz tone at
+    /// 0.3 on the left, 660 Hz on the right), with faults at known times: pictures 120-209 (4.0 to 7.0 s) all picture 120
+    /// (a freeze of 3 s); the right channel digitally silent from 5.0 to 7.0 s; the left ten times louder from 9.0 to
+    /// 9.05 s (clipped to full scale in 16 bits); black from 12.0 to 13.5 s; luma 250 in the top-left quarter from 15.0 to 16.0 s.
+    case faultsMKV = "faults.mkv"
+    /// 10 s, 320x240, 30 fps H.264 in Matroska whose picture 100 (3.333 s) is missing: the others keep their times.
+    case droppedFrameMKV = "dropped-frame.mkv"
 
     public var path: String { Fixtures.path(self) }
 }
@@ -95,6 +102,17 @@ public enum Fixtures {
 
     private static func generate(_ fixture: MediaFixture, to out: String) throws {
         switch fixture {
+        case .faultsMKV:
+            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=20",
+                        "-f", "lavfi", "-i", "aevalsrc='0.3*sin(2*PI*440*t)*if(gte(t,9)*lt(t,9.05),10,1)|if(gte(t,5)*lt(t,7),0,0.3*sin(2*PI*660*t))':s=48000:d=20",
+                        "-filter_complex", "[0:v]format=yuv420p,lutyuv=y='clip(val,20,230)':u='clip(val,20,235)':v='clip(val,20,235)',split[a][b];"
+                            + "[a][b]freezeframes=first=120:last=209:replace=120,drawbox=color=black:t=fill:enable='gte(t,12)*lt(t,13.5)',"
+                            + "geq=lum='if(lt(X,W/2)*lt(Y,H/2),250,lum(X,Y))':cb='cb(X,Y)':cr='cr(X,Y)':enable='gte(t,15)*lt(t,16)'[v]",
+                        "-map", "[v]", "-map", "1:a", "-c:v", "libx264", "-crf", "16", "-preset", "veryfast", "-pix_fmt", "yuv420p",
+                        "-c:a", "pcm_s16le", out])
+        case .droppedFrameMKV:
+            try ffmpeg(["-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=10", "-vf", "select='not(eq(n,100))'", "-fps_mode", "passthrough"]
+                       + x264 + [out])
         case .posterMP4:
             let size = "s=320x180:r=25"
             try ffmpeg(["-f", "lavfi", "-i", "testsrc2=\(size):d=10", "-f", "lavfi", "-i", "color=c=black:\(size):d=3",

@@ -37,7 +37,7 @@ import Testing
                         "cancel": "farm.md", "retry": "farm.md", "coordinator": "farm.md", "worker": "farm.md", "queue": "farm.md",
                         "ingest": "ingest.md", "capture": "capture.md", "library": "library.md", "batch": "operations.md",
                         "healthcheck": "operations.md", "webhooks": "webhooks.md", "images": "pictures.md", "poster": "pictures.md", "storyboard": "pictures.md", "waveform": "pictures.md",
-                        "loudness": "inspection.md"]
+                        "loudness": "inspection.md", "check": "checks.md"]
 
     @Test func everyOptionIsInThePageOfItsCommand() throws {
         let commands = try Self.commands()

@@ -61,7 +61,9 @@ import Testing
         let top = keys(json)
         let properties = json["properties"] as? [String: Any] ?? [:]
         #expect(top == ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "stream", "report", "overwrite",
-                       "after", "afterPolicy", "requires", "notify", "reuse", "images", "poster", "storyboard", "waveform"])
+                       "after", "afterPolicy", "requires", "notify", "reuse", "images", "poster", "storyboard", "waveform", "checks"])
+        #expect(keys(properties["checks"] as? [String: Any]) == ["of", "black", "freeze", "levels", "cadence", "silence", "clipping", "channels",
+                                                                  "loudness", "length"])
         #expect(keys(properties["waveform"] as? [String: Any]) == ["width", "height", "output", "peaks"])
         #expect(keys(properties["images"] as? [String: Any]) == ["times", "every", "count", "tolerance", "toleranceBefore", "toleranceAfter",
                                                                   "maxWidth", "maxHeight", "format", "quality", "output"])

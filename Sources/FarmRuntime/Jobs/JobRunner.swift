@@ -6,6 +6,7 @@ import MediaEdit
 import MediaImage
 import MediaInspect
 import MediaTime
+import QualityModel
 import S3Client
 #if canImport(Glibc)
 import Glibc
@@ -26,6 +27,8 @@ public struct JobRunner: Sendable {
     /// Under a coordinator: uploads an earlier attempt began for outputs bound for objects (address ->
     /// upload id), gone on with instead of begun again.
     public var resumeUploads: [String: String] = [:]
+    /// What the job's quality checks found, kept for its result whether it succeeds or not.
+    let checks = JobChecks()
 
     /// Without a coordinator, the name under which outputs bound for objects are staged before this
     /// runner uploads them.
@@ -66,6 +69,7 @@ public struct JobRunner: Sendable {
                 try await ObjectOutput.checkBuckets(StagedOutput.finalPaths(of: manifest) + StagedOutput.numberedPatterns(of: manifest))
             }
             var result = try await execute(events: events, started: started)
+            if let report = checks.report { JobChecks.tell(report, in: &result) }
             // A chunked export's first run only plans its chunks: it wrote nothing to upload.
             let wrote = result.succeeded && result.split == nil
             try await objects.publish(wrote, numbered: result.numbered, events: events)
@@ -86,6 +90,7 @@ public struct JobRunner: Sendable {
             if let verdict = Self.storageVerdict(error, retryable: retryable) { message += verdict }
             var result = JobResult(name: manifest.name, succeeded: false, error: message, seconds: Date().timeIntervalSince(started))
             if retryable { result.retryable = true }
+            result.checks = checks.report
             return result
         }
     }
@@ -112,6 +117,7 @@ public struct JobRunner: Sendable {
         if let e = error as? ExportError { return e.description }
         if let e = error as? CompositionError { return e.description }
         if let e = error as? JobError { return e.description }
+        if let e = error as? ChecksFailed { return e.description }
         return String(describing: error)
     }
 
@@ -181,7 +187,7 @@ public struct JobRunner: Sendable {
     }
 
     /// The engine's settings of the manifest's export.
-    private func exportSettings(_ export: JobManifest.ExportSettings) -> ExportSettings {
+    private func exportSettings(_ export: JobManifest.ExportSettings, events: @escaping @Sendable (JobEvent) -> Void = { _ in }) -> ExportSettings {
         var settings = ExportSettings(
             mode: ExportSettings.Mode(export.mode),
             outputPath: writePath(export.output), muxer: export.fileType.muxerName, faststart: export.faststart,
@@ -192,6 +198,9 @@ public struct JobRunner: Sendable {
             timePitch: AudioTimePitchAlgorithm(manifest.audio.timePitch),
             metadata: [:], limits: limits)
         settings.beforeCommit = publicationCheck
+        if JobChecks.ofExport(manifest), let plan = manifest.checks?.plan, export.frames == nil {
+            settings.checkWritten = checks.exportHook(plan: plan, limits: limits, events: events)
+        }
         settings.frameRange = export.frames
         settings.audioTracks = AudioSelection(export.audio.tracks)
         settings.loudness = export.audio.loudness.map { l in
@@ -217,7 +226,10 @@ public struct JobRunner: Sendable {
         if let (ranges, every) = try await JobPackage(runner: self).chunkRanges(of: composition), ranges.count > 1 {
             return split(into: ranges, of: "chunks", every: every, started: started, events: events)
         }
-        if manifest.export == nil { try await makeInputPictures(&made, events: events) }
+        if manifest.export == nil {
+            try await checkInput(events)
+            try await makeInputPictures(&made, events: events)
+        }
         // A constant-frame-rate export decodes every frame anyway: scan them there, decoding once.
         let scanWhileExporting = manifest.scan != nil && manifest.export?.mode == .constantFrameRate
         if let settings = manifest.scan, !scanWhileExporting {
@@ -243,6 +255,13 @@ public struct JobRunner: Sendable {
         return try await run(export, of: composition, made: made, scanning: scanWhileExporting, events: events)
     }
 
+    /// The checks of the job's one whole input, when it has them: in the run that makes its outputs (not in a
+    /// chunked job's first run, which only plans).
+    private func checkInput(_ events: @escaping @Sendable (JobEvent) -> Void) async throws {
+        guard let settings = manifest.checks, !JobChecks.ofExport(manifest) else { return }
+        try await checks.checkInput(manifest.edits[0].source, plan: settings.plan, runner: self, events: events)
+    }
+
     /// Pictures of the one input, as it is (the validator allows nothing else); with an export, once it is
     /// known not to be only split into chunks.
     private func makeInputPictures(_ made: inout JobSoFar, events: @escaping @Sendable (JobEvent) -> Void) async throws {
@@ -258,7 +277,7 @@ public struct JobRunner: Sendable {
     private func run(_ export: JobManifest.ExportSettings, of composition: Composition, made: JobSoFar, scanning: Bool,
                      events: @escaping @Sendable (JobEvent) -> Void) async throws -> JobResult {
         var made = made
-        var session = ExportSession(composition: composition, settings: exportSettings(export))
+        var session = ExportSession(composition: composition, settings: exportSettings(export, events: events))
         session.pool = pool
         if let every = export.chunkDuration, export.join.isEmpty, stagingToken != nil, export.chunkAbove.map({ composition.duration > $0 }) ?? true {
             // A chunked export's first run under a coordinator: where to cut it, when it is long enough to
@@ -266,6 +285,7 @@ public struct JobRunner: Sendable {
             let ranges = try await session.chunkRanges(every: every)
             if ranges.count > 1 { return split(into: ranges, of: "chunks", every: every, started: made.started, events: events) }
         }
+        try await checkInput(events)
         try await makeInputPictures(&made, events: events)
         if !export.join.isEmpty {
             return try await join(export, session: session, composition: composition, inspections: made.inspections,
@@ -357,7 +377,7 @@ public struct JobRunner: Sendable {
         guard let path = manifest.report else { return nil }
         let report = JobReport(name: manifest.name, inspection: inspections,
                                composition: composition.map(JobReport.CompositionReport.init), scan: scan, export: export, stream: stream,
-                               pictures: pictures, chunks: chunks?.map(JobReport.Chunk.init), timings: timings)
+                               pictures: pictures, chunks: chunks?.map(JobReport.Chunk.init), checks: checks.report, timings: timings)
         let data = try JSONEncoder.mediafarm().encode(report)
         let output = try AtomicOutput(finalPath: writePath(path))
         output.beforeCommit = publicationCheck
@@ -464,6 +484,8 @@ struct JobReport: Encodable {
     var pictures: JobPictures.PicturesMade?
     /// A chunked export's chunks: their frames, jobs and attempts.
     var chunks: [Chunk]?
+    /// What the quality checks found.
+    var checks: CheckReport?
     var timings: [String: Double]
 
     /// A chunk as the report tells it: its file is named as one that was (`joinedFrom`): it was joined into

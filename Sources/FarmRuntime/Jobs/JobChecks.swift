@@ -1,0 +1,63 @@
+import FarmModel
+import Foundation
+import MediaCore
+import MediaInspect
+import QualityModel
+import Synchronization
+
+/// A job's quality checks (`"checks"`): of its input, in one pass before anything is made; or of its
+/// export, read back once when it is written and before it is committed, so a failed verdict leaves
+/// nothing published. What they found is kept here for the result, whether the job succeeds or not.
+final class JobChecks: Sendable {
+    private let found = Mutex<CheckReport?>(nil)
+
+    /// The checks' report, once they ran.
+    var report: CheckReport? { found.withLock { $0 } }
+
+    /// Whether the manifest's checks are of the export (else of the input).
+    static func ofExport(_ manifest: JobManifest) -> Bool {
+        guard let checks = manifest.checks else { return false }
+        return checks.of == .export || (checks.of == nil && manifest.export != nil)
+    }
+
+    /// Checks the job's one whole input; throws `ChecksFailed` when the verdict is `failed`.
+    func checkInput(_ path: String, plan: CheckPlan, runner: JobRunner, events: @escaping @Sendable (JobEvent) -> Void) async throws {
+        events(.progress(JobProgress(fraction: 0.02, phase: "checking")))
+        let limits = runner.limits
+        let report = try await runner.pool.run { interrupter in
+            try CheckReport.check(path: path, plan: plan, limits: limits, interrupter: interrupter) { p in
+                events(.progress(JobProgress(fraction: 0.02 + 0.17 * p, phase: "checking")))
+            }
+        }
+        try keep(report)
+    }
+
+    /// What the export runs on its written file before committing it.
+    func exportHook(plan: CheckPlan, limits: SafetyLimits, events: @escaping @Sendable (JobEvent) -> Void) -> @Sendable (String) throws -> Void {
+        { [self] path in
+            events(.progress(JobProgress(fraction: 0.99, phase: "checking")))
+            try keep(try CheckReport.check(path: path, plan: plan, limits: limits))
+        }
+    }
+
+    private func keep(_ report: CheckReport) throws {
+        found.withLock { $0 = report }
+        if report.verdict == .failed { throw ChecksFailed(report: report) }
+    }
+
+    /// The result's words for what the checks found: warnings of checks that warn.
+    static func tell(_ report: CheckReport, in result: inout JobResult) {
+        result.checks = report
+        let warned = report.checks.filter { $0.outcome == .warning }.map { "$.checks.\($0.check): \($0.summary)" }
+        if !warned.isEmpty { result.warnings = (result.warnings ?? []) + warned }
+    }
+}
+
+/// A verdict of `failed`: the job fails, naming each check that failed and what it found.
+struct ChecksFailed: Error, CustomStringConvertible {
+    let report: CheckReport
+    var description: String {
+        "quality checks failed: " + report.checks.filter { $0.outcome == .failed }.map { "$.checks.\($0.check): \($0.summary)" }.joined(separator: "; ")
+            + " (nothing was published; the result's checks give every run)"
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import MediaCore
+import MediaTime
+import QualityModel
+
+extension CheckReport {
+    /// Runs every check of `plan` on `path` in one pass over its packets: the first video track's pictures
+    /// and every audio track's samples, decoded once. Throws `MediaFileError` naming the file and the problem.
+    public static func check(path: String, plan: CheckPlan, limits: SafetyLimits = .default, interrupter: Interrupter = Interrupter(),
+                             progress: (Double) -> Void = { _ in }) throws(MediaFileError) -> CheckReport {
+        try check(try InputFile(path: path, limits: limits, interrupter: interrupter), plan: plan, progress: progress)
+    }
+
+    /// Runs the checks on an opened file from its first packet.
+    public static func check(_ file: InputFile, plan: CheckPlan, progress: (Double) -> Void = { _ in }) throws(MediaFileError) -> CheckReport {
+        let started = Date()
+        let path = file.path
+        let videoStream = plan.needsVideo ? file.streams.first { $0.mediaType == .video && !$0.isAttachedPicture } : nil
+        let audioStreams = plan.needsAudio ? file.streams.filter { $0.mediaType == .audio && !$0.isAttachedPicture } : []
+        file.discardAll(except: Set(audioStreams.map(\.index) + (videoStream.map { [$0.index] } ?? [])))
+        func undecodable(_ stream: StreamInfo, _ error: FFmpegError) -> MediaFileError {
+            MediaFileError(path: path, reason: .undecodable(track: stream.index, codec: stream.codecName, error))
+        }
+        let origin = file.container.startTime.isNumeric ? file.container.startTime : .zero
+
+        var decoders: [Int: Decoder] = [:]
+        var pictures: PictureChecks?
+        if let v = videoStream {
+            decoders[v.index] = try Decoder(file: file, streamIndex: v.index)
+            // A constant rate: the stream's rate, which its average is within 1% of (a dropped picture or two moves the average).
+            let constant = v.realFrameRate.flatMap { r in
+                v.averageFrameRate.flatMap { a in r.numerator > 0 && a.numerator > 0 && abs(a.doubleValue / r.doubleValue - 1) <= 0.01 ? r : nil }
+            }
+            pictures = PictureChecks(plan: plan, timeBase: v.timeBase, origin: origin.count(in: v.timeBase) ?? 0, frameRate: constant)
+        }
+        var sounds: [Int: SoundChecks] = [:]
+        var expected: [Int: Int64] = [:]
+        for a in audioStreams {
+            decoders[a.index] = try Decoder(file: file, streamIndex: a.index, threads: 1)
+            do {
+                sounds[a.index] = try SoundChecks(plan: plan, track: a.index + 1, sampleRate: a.sampleRate, channelCount: a.channelCount, layoutName: a.channelLayout)
+            } catch {
+                throw undecodable(a, error)
+            }
+        }
+        let total = max(file.container.headerDuration.isNumeric ? file.container.headerDuration.seconds : 0, 0)
+        var frame = Frame()
+        func pull(_ index: Int) throws(MediaFileError) {
+            guard let decoder = decoders[index] else { return }
+            while true {
+                do {
+                    guard try decoder.receive(into: &frame) == .frame else { return }
+                    if let pictures, index == videoStream?.index {
+                        try pictures.add(frame, pts: frame.pts ?? 0)
+                    } else if let sound = sounds[index] {
+                        let rate = Rational(1, Int32(clamping: sound.sampleRate))
+                        let stamped = frame.pts.flatMap { MediaTime(count: $0, timeBase: decoder.stream.timeBase).count(in: rate) }
+                            .map { $0 - (origin.count(in: rate) ?? 0) }
+                        // Samples follow one another; a time stamp that jumps by more than half a frame is believed.
+                        var position = expected[index] ?? stamped ?? 0
+                        if let stamped, abs(stamped - position) > Int64(frame.sampleCount / 2) { position = stamped }
+                        try sound.add(frame, position: position)
+                        expected[index] = position + Int64(frame.sampleCount)
+                    }
+                } catch {
+                    throw undecodable(decoder.stream, error)
+                }
+            }
+        }
+        var packet = Packet()
+        var read = 0
+        while try file.read(into: &packet) == .packet {
+            read += 1
+            if read & 255 == 0 {
+                try file.checkInterrupt()
+                if total > 0, let pts = packet.pts, let stream = file.streams.first(where: { $0.index == packet.streamIndex }) {
+                    progress(min(1, max(0, (MediaTime(count: pts, timeBase: stream.timeBase) - origin).seconds / total)))
+                }
+            }
+            let index = packet.streamIndex
+            guard let decoder = decoders[index] else { continue }
+            let full: Bool
+            do throws(FFmpegError) { full = try decoder.send(packet) == .full } catch { throw undecodable(decoder.stream, error) }
+            if full {
+                try pull(index)
+                do throws(FFmpegError) { _ = try decoder.send(packet) } catch { throw undecodable(decoder.stream, error) }
+            }
+            try pull(index)
+        }
+        for (index, decoder) in decoders {
+            try? decoder.sendEndOfStream()  // draining after the packets: an error leaves nothing more to decode
+            try pull(index)
+        }
+
+        var results = pictures?.finish(severities: plan) ?? []
+        if let v = plan.black, videoStream == nil { results.append(.notApplicable("black", v.severity, "the file has no video")) }
+        if let v = plan.freeze, videoStream == nil { results.append(.notApplicable("freeze", v.severity, "the file has no video")) }
+        if let v = plan.levels, videoStream == nil { results.append(.notApplicable("levels", v.severity, "the file has no video")) }
+        if let v = plan.cadence, videoStream == nil { results.append(.notApplicable("cadence", v.severity, "the file has no video")) }
+        var soundSeconds = 0.0
+        for a in audioStreams {
+            guard let sound = sounds[a.index] else { continue }
+            do { results += try sound.finish() } catch { throw undecodable(a, error) }
+            soundSeconds = max(soundSeconds, Double(sound.end) / Double(sound.sampleRate))
+        }
+        if audioStreams.isEmpty {
+            for (name, severity) in [("silence", plan.silence?.severity), ("clipping", plan.clipping?.severity),
+                                     ("channels", plan.channels?.severity), ("loudness", plan.loudness?.severity)] {
+                if let severity { results.append(.notApplicable(name, severity, "the file has no audio")) }
+            }
+        }
+        let duration = max(pictures?.duration ?? 0, soundSeconds)
+        if let length = plan.length {
+            results.append(Self.length(length, duration: duration, frames: pictures?.frames))
+        }
+        progress(1)
+        return CheckReport(checks: results, duration: duration, frames: pictures?.frames ?? 0, seconds: Date().timeIntervalSince(started))
+    }
+
+    /// The duration and picture count against their expected values.
+    static func length(_ p: CheckPlan.Length, duration: Double, frames: Int?) -> CheckResult {
+        var problems: [String] = [], said: [String] = []
+        var thresholds: [String: Double] = [:]
+        if let expected = p.duration {
+            thresholds["duration"] = expected
+            thresholds["durationTolerance"] = p.durationTolerance
+            said.append(String(format: "%.3f s", duration))
+            if abs(duration - expected) > p.durationTolerance {
+                problems.append(String(format: "lasts %.3f s, not %.3f ± %.3f s", duration, expected, p.durationTolerance))
+            }
+        }
+        if let expected = p.frames {
+            thresholds["frames"] = Double(expected)
+            thresholds["frameTolerance"] = Double(p.frameTolerance)
+            if let frames {
+                said.append("\(frames) pictures")
+                if abs(frames - expected) > p.frameTolerance { problems.append("has \(frames) pictures, not \(expected) ± \(p.frameTolerance)") }
+            } else {
+                problems.append("has no video: 0 pictures, not \(expected)")
+            }
+        }
+        var figures = ["duration": duration]
+        figures["frames"] = frames.map(Double.init)
+        return CheckResult(check: "length", severity: p.severity, found: !problems.isEmpty,
+                           summary: problems.isEmpty ? said.joined(separator: ", ") : problems.joined(separator: "; "),
+                           thresholds: thresholds, figures: figures)
+    }
+}

@@ -1,0 +1,141 @@
+/// What a quality check does with what it finds (the manifest's `severity`).
+public enum CheckSeverity: String, Sendable, Codable, Hashable, CaseIterable {
+    /// A finding fails the job: nothing is published.
+    case fail
+    /// A finding is a warning in the result and the report.
+    case warn
+    /// Figures only: a finding changes no verdict.
+    case measure
+}
+
+/// The quality checks to run in one decode, with their thresholds. Each is off when nil. The defaults
+/// are FFmpeg's filters' (`blackdetect`, `freezedetect`, `silencedetect`), so a run agrees with the
+/// filter a user would otherwise script.
+public struct CheckPlan: Sendable, Hashable {
+    /// Black runs (`blackdetect`).
+    public struct Black: Sendable, Hashable {
+        public var severity: CheckSeverity = .fail
+        /// Shortest run reported, seconds (`d`, 2).
+        public var duration = 2.0
+        /// Share of a picture's pixels that must be black (`pic_th`, 0.98).
+        public var pictureRatio = 0.98
+        /// Luma at or below this share of the legal range is black (`pix_th`, 0.10).
+        public var pixelThreshold = 0.10
+        public init() {}
+    }
+
+    /// Frozen runs (`freezedetect`).
+    public struct Freeze: Sendable, Hashable {
+        public var severity: CheckSeverity = .fail
+        /// Shortest run reported, seconds (`d`, 2).
+        public var duration = 2.0
+        /// Mean absolute difference, as a share of full scale, at or below which two pictures are the same (`n`, 0.001 = -60 dB).
+        public var noise = 0.001
+        public init() {}
+    }
+
+    /// Luma or chroma outside the legal range (`signalstats` BRNG: Y 16–235, U and V 16–240 at 8 bits).
+    public struct Levels: Sendable, Hashable {
+        public var severity: CheckSeverity = .warn
+        /// A picture is out of range when more than this share of its pixels is (EBU R 103 allows 1%).
+        public var pixelShare = 0.01
+        /// Shortest run reported, seconds (0: any picture).
+        public var duration = 0.0
+        public init() {}
+    }
+
+    /// Pictures that are not where a constant frame rate puts them: a gap of more than one frame
+    /// (dropped) or two pictures at one time (duplicated).
+    public struct Cadence: Sendable, Hashable {
+        public var severity: CheckSeverity = .warn
+        public init() {}
+    }
+
+    /// Silence runs (`silencedetect`).
+    public struct Silence: Sendable, Hashable {
+        public var severity: CheckSeverity = .warn
+        /// Shortest run reported, seconds (`d`, 2).
+        public var duration = 2.0
+        /// Amplitude below which a sample is silent (`n`, 0.001 = -60 dBFS).
+        public var noise = 0.001
+        /// Each channel on its own (`mono=1`); otherwise a run needs every channel silent.
+        public var eachChannel = false
+        public init() {}
+    }
+
+    /// Clipping: runs of consecutive samples at full scale.
+    public struct Clipping: Sendable, Hashable {
+        public var severity: CheckSeverity = .fail
+        /// A sample whose magnitude reaches this is at full scale (0.999 = -0.009 dBFS).
+        public var level = 0.999
+        /// Consecutive samples at full scale that make a clip (3, as broadcast QC counts them).
+        public var samples = 3
+        /// Clips closer than this, seconds, are one run.
+        public var gap = 0.1
+        public init() {}
+    }
+
+    /// Channels that are digitally silent throughout, or phase-inverted copies of one another.
+    public struct Channels: Sendable, Hashable {
+        public var severity: CheckSeverity = .warn
+        public init() {}
+    }
+
+    /// Loudness against a target: integrated within the tolerance, true peak at most the limit.
+    public struct Loudness: Sendable, Hashable {
+        public var severity: CheckSeverity = .fail
+        /// LUFS.
+        public var target: Double
+        /// LU either side of the target.
+        public var tolerance: Double
+        /// dBTP.
+        public var truePeak: Double
+        public init(target: Double, tolerance: Double, truePeak: Double) {
+            self.target = target
+            self.tolerance = tolerance
+            self.truePeak = truePeak
+        }
+    }
+
+    /// Duration and picture count against expected values.
+    public struct Length: Sendable, Hashable {
+        public var severity: CheckSeverity = .fail
+        /// Seconds, with its tolerance.
+        public var duration: Double?
+        public var durationTolerance = 0.0
+        /// Pictures, with its tolerance.
+        public var frames: Int?
+        public var frameTolerance = 0
+        public init() {}
+    }
+
+    public var black: Black?
+    public var freeze: Freeze?
+    public var levels: Levels?
+    public var cadence: Cadence?
+    public var silence: Silence?
+    public var clipping: Clipping?
+    public var channels: Channels?
+    public var loudness: Loudness?
+    public var length: Length?
+
+    public init(black: Black? = nil, freeze: Freeze? = nil, levels: Levels? = nil, cadence: Cadence? = nil, silence: Silence? = nil,
+                clipping: Clipping? = nil, channels: Channels? = nil, loudness: Loudness? = nil, length: Length? = nil) {
+        self.black = black
+        self.freeze = freeze
+        self.levels = levels
+        self.cadence = cadence
+        self.silence = silence
+        self.clipping = clipping
+        self.channels = channels
+        self.loudness = loudness
+        self.length = length
+    }
+
+    /// Every picture and sound check at its defaults (no loudness target, no expected length).
+    public static let standard = CheckPlan(black: Black(), freeze: Freeze(), levels: Levels(), cadence: Cadence(), silence: Silence(),
+                                           clipping: Clipping(), channels: Channels())
+
+    public var needsVideo: Bool { black != nil || freeze != nil || levels != nil || cadence != nil || length?.frames != nil }
+    public var needsAudio: Bool { silence != nil || clipping != nil || channels != nil || loudness != nil }
+}

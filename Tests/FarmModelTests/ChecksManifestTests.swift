@@ -1,0 +1,81 @@
+import QualityModel
+import Testing
+@testable import FarmModel
+
+/// `"checks"`: each check on at its defaults or with its thresholds, numbers held to their ranges at their
+/// paths, and the refusals (an unknown check or field, checks of an export the job does not make, of an
+/// edited input).
+@Suite struct ChecksManifestTests {
+    let context = ManifestContext(baseDirectory: "/jobs", outputRoots: ["/jobs/out"])
+
+    func validate(_ checks: String, export: Bool = true, edits: Bool = false) -> Result<JobManifest, ManifestValidationError> {
+        let input = edits ? #""edits": [{"source": "in.mov", "duration": 5}]"# : #""input": "in.mov""#
+        let json = """
+        { "version": 1, \(input), \(export ? #""export": { "mode": "constantFrameRate", "output": "out/a.mp4" },"# : "")
+          "checks": \(checks) }
+        """
+        return ManifestValidator.validate(json: Array(json.utf8), file: "m.json", context: context)
+    }
+
+    func issues(_ checks: String, export: Bool = true, edits: Bool = false) -> [ManifestIssue] {
+        guard case .failure(let e) = validate(checks, export: export, edits: edits) else { Issue.record("\(checks) was accepted"); return [] }
+        return e.issues
+    }
+
+    @Test func trueGivesAChecksDefaultsAndAnObjectItsThresholds() throws {
+        let plain = try #require(try validate(#"{"black": true, "freeze": true, "silence": false}"#).get().checks)
+        #expect(plain.of == nil && plain.plan.black == CheckPlan.Black() && plain.plan.freeze == CheckPlan.Freeze() && plain.plan.silence == nil)
+        let given = try #require(try validate(#"{"of": "input", "black": {"severity": "warn", "duration": "1.5", "pictureRatio": 0.9},"#
+                                              + #" "silence": {"noise": "-50dB", "eachChannel": true}, "loudness": {"standard": "ebu-r128"}}"#).get().checks)
+        #expect(given.of == .input && given.plan.black?.severity == .warn && given.plan.black?.duration == 1.5 && given.plan.black?.pictureRatio == 0.9)
+        #expect(abs((given.plan.silence?.noise ?? 0) - 0.0031623) < 1e-6 && given.plan.silence?.eachChannel == true)
+        #expect(given.plan.loudness == CheckPlan.Loudness(target: -23, tolerance: 1, truePeak: -1))
+        let atsc = try #require(try validate(#"{"loudness": {"standard": "atsc-a85", "target": -22, "severity": "measure"}}"#).get().checks?.plan.loudness)
+        #expect(atsc.target == -22 && atsc.tolerance == 2 && atsc.truePeak == -2 && atsc.severity == .measure)
+    }
+
+    @Test(arguments: [
+        (#"{"black": {"pictureRatio": 1.5}}"#, "$.checks.black.pictureRatio", "outside 0...1"),
+        (#"{"black": {"pixelThreshold": -0.1}}"#, "$.checks.black.pixelThreshold", "outside 0...1"),
+        (#"{"black": {"duration": -1}}"#, "$.checks.black.duration", "negative"),
+        (#"{"freeze": {"duration": 1e30}}"#, "$.checks.freeze.duration", "is not a time"),
+        (#"{"freeze": {"duration": 1000000}}"#, "$.checks.freeze.duration", "at most 48 hours"),
+        (#"{"freeze": {"noise": "+10dB"}}"#, "$.checks.freeze.noise", "-200dB to 0dB"),
+        (#"{"freeze": {"noise": "loud dB"}}"#, "$.checks.freeze.noise", "-200dB to 0dB"),
+        (#"{"silence": {"noise": 1e400}}"#, "$.checks.silence.noise", "too large"),
+        (#"{"silence": {"eachChannel": 1}}"#, "$.checks.silence.eachChannel", "true or false"),
+        (#"{"clipping": {"level": 0.1}}"#, "$.checks.clipping.level", "at least 0.5"),
+        (#"{"clipping": {"samples": 0}}"#, "$.checks.clipping.samples", "outside 1...48000"),
+        (#"{"clipping": {"gap": 60}}"#, "$.checks.clipping.gap", "at most 10 seconds"),
+        (#"{"loudness": {"target": 5}}"#, "$.checks.loudness.target", "outside -70...0"),
+        (#"{"loudness": {"target": -23, "tolerance": -1}}"#, "$.checks.loudness.tolerance", "outside 0...10"),
+        (#"{"loudness": {"target": -23, "truePeak": 1e30}}"#, "$.checks.loudness.truePeak", "outside -20...3"),
+        (#"{"loudness": true}"#, "$.checks.loudness", "needs a \"standard\""),
+        (#"{"loudness": {"tolerance": 1}}"#, "$.checks.loudness", "needs a \"standard\""),
+        (#"{"length": {"frames": -1}}"#, "$.checks.length.frames", "outside 0...100000000"),
+        (#"{"length": {"severity": "warn"}}"#, "$.checks.length", "needs the expected"),
+        (#"{"black": {"severity": "fatal"}}"#, "$.checks.black.severity", "not one of fail, warn, measure"),
+        (#"{"blackness": true}"#, "$.checks.blackness", "unknown key \"blackness\""),
+        (#"{"black": {"threshold": 0.1}}"#, "$.checks.black.threshold", "unknown key"),
+        (#"{}"#, "$.checks", "names no check"),
+        (#"{"black": 1}"#, "$.checks.black", "expected an object"),
+    ])
+    func aBadThresholdIsRefusedAtItsPath(_ checks: String, _ path: String, _ words: String) {
+        let found = issues(checks)
+        #expect(found.contains { $0.path == path && $0.message.contains(words) }, "\(found)")
+    }
+
+    @Test func checksOfAnExportNeedOneAndChecksOfTheInputAWholeInput() {
+        #expect(issues(#"{"of": "export", "black": true}"#, export: false).contains { $0.path == "$.checks.of" && $0.message.contains("no \"export\" to check") })
+        #expect(issues(#"{"black": true}"#, export: false, edits: true).contains { $0.path == "$.checks" && $0.message.contains("one whole input") })
+        // With an export, checks are of it by default, edits and all.
+        #expect((try? validate(#"{"black": true}"#, edits: true).get()) != nil)
+    }
+
+    @Test func theSectionReadsBackAsTheSamePlan() throws {
+        let json = #"{"of": "export", "black": {"duration": 1}, "clipping": {"level": "-0.1dB"}, "length": {"frames": 300}}"#
+        let first = try #require(try validate(json).get().checks)
+        let again = try #require(try ManifestValidator.checks(json: Array(first.document.text.utf8), file: "c.json").get())
+        #expect(again == first, "\(first.document.text)")
+    }
+}

@@ -1,0 +1,97 @@
+import FarmTestSupport
+import Foundation
+import Testing
+
+/// Quality checks from the command line: `mediafarm check` and its exit statuses, and a job's `"checks"` that
+/// fail it before anything is published, or only warn.
+@Suite struct QualityCheckCLITests {
+    static func json(_ data: Data) -> Any? { try? JSONSerialization.jsonObject(with: data) }
+
+    static func result(_ stdout: String) -> [String: Any]? {
+        stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .first { $0["event"] as? String == "result" }?["job"] as? [String: Any]
+    }
+
+    @Test func checkExitsByTheVerdictAndPrintsTheSameJSON() throws {
+        let dir = try TestPaths.makeTemporaryFolder("check-cli")
+        let faults = MediaFixture.faultsMKV.path
+        // At the defaults the faults file fails (the freeze and the clip), and says where in text.
+        let text = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["check", faults])
+        #expect(text.status == 1 && text.stdout.contains("FAILED") && text.stdout.contains("freeze: 1 frozen run") && text.stdout.contains("4.000–7.000 s"),
+                "\(text.stdout) \(text.stderr)")
+        // Only warnings: exit 0.
+        let warn = dir.appendingPathComponent("warn.json")
+        try #"{"black": {"duration": 1, "severity": "warn"}, "silence": {"eachChannel": true}}"#.write(to: warn, atomically: true, encoding: .utf8)
+        let warned = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["check", "--json", "--checks", warn.path, faults, MediaFixture.longMP4.path])
+        #expect(warned.status == 0, "\(warned.stderr)")
+        let rows = try #require(Self.json(warned.stdoutData) as? [[String: Any]], "\(warned.stdout)")
+        let first = try #require(rows.first?["checks"] as? [String: Any])
+        #expect(first["verdict"] as? String == "warnings" && (rows.last?["checks"] as? [String: Any])?["verdict"] as? String == "passed", "\(rows)")
+        let checks = try #require(first["checks"] as? [[String: Any]])
+        #expect(checks.map { $0["check"] as? String } == ["black", "silence"], "\(checks)")
+        let run = try #require((checks.first?["runs"] as? [[String: Any]])?.first)
+        #expect(run["start"] as? Double == 12 && run["end"] as? Double == 13.5 && run["duration"] as? Double == 1.5, "\(run)")
+
+        // A bad checks file: exit 2, naming the path in it; a missing media file: exit 1, naming it.
+        let bad = dir.appendingPathComponent("bad.json")
+        try #"{"black": {"pictureRatio": 2}}"#.write(to: bad, atomically: true, encoding: .utf8)
+        let refused = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["check", "--checks", bad.path, faults])
+        #expect(refused.status == 2 && refused.stderr.contains("$.black.pictureRatio") && refused.stderr.contains("outside 0...1"), "\(refused.stderr)")
+        let absent = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["check", dir.appendingPathComponent("absent.mkv").path])
+        #expect(absent.status == 1 && absent.stderr.contains("absent.mkv: no such file"), "\(absent.stderr)")
+        let none = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["check"])
+        #expect(none.status == 2, "\(none.stderr)")
+    }
+
+    /// A black export fails its job: nothing is published (no movie, no report), and the result carries the verdict and the runs.
+    @Test func anExportThatFailsItsChecksPublishesNothing() throws {
+        let dir = try TestPaths.makeTemporaryFolder("check-run")
+        try FileManager.default.copyItem(atPath: MediaFixture.faultsMKV.path, toPath: dir.appendingPathComponent("faults.mkv").path)
+        try #"""
+            { "version": 1, "name": "qc", "input": "faults.mkv", "report": "out/qc.json",
+              "export": { "mode": "constantFrameRate", "output": "out/qc.mp4", "video": { "preset": "ultrafast" } },
+              "checks": { "black": { "duration": 1 }, "freeze": { "severity": "warn" } } }
+            """#.write(to: dir.appendingPathComponent("qc.json"), atomically: true, encoding: .utf8)
+        let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", "--json", "qc.json"], currentDirectory: dir.path)
+        #expect(r.status == 1, "\(r.stderr)")
+        let result = try #require(Self.result(r.stdout), "\(r.stdout)")
+        #expect(result["succeeded"] as? Bool == false && (result["error"] as? String)?.contains("quality checks failed: $.checks.black: 1 black run") == true,
+                "\(result)")
+        let checks = try #require(result["checks"] as? [String: Any])
+        #expect(checks["verdict"] as? String == "failed", "\(checks)")
+        let out = (try? FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("out").path)) ?? []
+        #expect(out.isEmpty, "published after failing its checks: \(out)")
+
+        // The same job warned only: it succeeds, says so, and its report holds the checks.
+        try #"""
+            { "version": 1, "name": "qc", "input": "faults.mkv", "report": "out/qc.json",
+              "export": { "mode": "constantFrameRate", "output": "out/qc.mp4", "video": { "preset": "ultrafast" } },
+              "checks": { "black": { "duration": 1, "severity": "warn" } } }
+            """#.write(to: dir.appendingPathComponent("qc-warn.json"), atomically: true, encoding: .utf8)
+        let w = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", "--json", "qc-warn.json"], currentDirectory: dir.path)
+        #expect(w.status == 0, "\(w.stderr)")
+        let warned = try #require(Self.result(w.stdout))
+        #expect((warned["checks"] as? [String: Any])?["verdict"] as? String == "warnings", "\(warned)")
+        #expect((warned["warnings"] as? [String])?.contains { $0.hasPrefix("$.checks.black: 1 black run") } == true, "\(warned)")
+        let report = try #require(Self.json(try Data(contentsOf: dir.appendingPathComponent("out/qc.json"))) as? [String: Any])
+        #expect((report["checks"] as? [String: Any])?["verdict"] as? String == "warnings", "\(report.keys)")
+        #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("out/qc.mp4").path))
+    }
+
+    /// Checks of the input fail the job before the export is made.
+    @Test func anInputThatFailsItsChecksIsNotExported() throws {
+        let dir = try TestPaths.makeTemporaryFolder("check-input")
+        try FileManager.default.copyItem(atPath: MediaFixture.faultsMKV.path, toPath: dir.appendingPathComponent("faults.mkv").path)
+        try #"""
+            { "version": 1, "name": "qc-in", "input": "faults.mkv",
+              "export": { "mode": "passthrough", "output": "out/in.mkv" },
+              "checks": { "of": "input", "clipping": true } }
+            """#.write(to: dir.appendingPathComponent("in.json"), atomically: true, encoding: .utf8)
+        let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", "--json", "in.json"], currentDirectory: dir.path)
+        #expect(r.status == 1, "\(r.stderr)")
+        let result = try #require(Self.result(r.stdout), "\(r.stdout)")
+        let runs = ((result["checks"] as? [String: Any])?["checks"] as? [[String: Any]])?.first?["runs"] as? [[String: Any]]
+        #expect(runs?.count == 1 && runs?.first?["channel"] as? Int == 1, "\(result)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("out/in.mkv").path))
+    }
+}
