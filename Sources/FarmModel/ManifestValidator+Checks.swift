@@ -5,7 +5,7 @@ import QualityModel
 /// `"checks"` in a manifest (`JobManifest.ChecksSettings`): quality checks of the job's input or of its
 /// export, each `true` (its defaults) or an object of thresholds and a `severity`.
 extension Walker {
-    static let checkNames = ["black", "freeze", "levels", "cadence", "silence", "clipping", "channels", "loudness", "length"]
+    static let checkNames = ["black", "freeze", "levels", "interlace", "cadence", "silence", "clipping", "channels", "loudness", "length"]
 
     mutating func checks(_ value: JSONValue, at p: String = "$.checks") -> JobManifest.ChecksSettings? {
         guard let o = object(value, p, allowed: ["of"] + Self.checkNames) else { return nil }
@@ -41,6 +41,15 @@ extension Walker {
             c.pixelShare = unitFraction(m["pixelShare"], "\(p).levels.pixelShare") ?? c.pixelShare
             c.duration = seconds(m["duration"], "\(p).levels.duration") ?? c.duration
             plan.levels = c
+        }
+        if let m = members("interlace", ["duration", "threshold"]) {
+            var c = CheckPlan.Interlace()
+            c.severity = severity(m, "interlace", c.severity)
+            c.duration = seconds(m["duration"], "\(p).interlace.duration") ?? c.duration
+            if let t = fraction(m["threshold"], "\(p).interlace.threshold") {
+                if (1...10).contains(t) { c.threshold = t } else { fail("\(p).interlace.threshold", "\(m["threshold"]!.numberText) is outside 1...10 (FFmpeg's idet uses 1.04)") }
+            }
+            plan.interlace = c
         }
         if let m = members("cadence", []) {
             var c = CheckPlan.Cadence()
@@ -173,6 +182,7 @@ extension JobManifest.ChecksSettings {
         }
         if let c = plan.freeze { add("freeze", c.severity, [("duration", .decimal(c.duration)), ("noise", .decimal(c.noise))]) }
         if let c = plan.levels { add("levels", c.severity, [("pixelShare", .decimal(c.pixelShare)), ("duration", .decimal(c.duration))]) }
+        if let c = plan.interlace { add("interlace", c.severity, [("duration", .decimal(c.duration)), ("threshold", .decimal(c.threshold))]) }
         if let c = plan.cadence { add("cadence", c.severity, []) }
         if let c = plan.silence {
             add("silence", c.severity, [("duration", .decimal(c.duration)), ("noise", .decimal(c.noise)), ("eachChannel", .bool(c.eachChannel))])

@@ -44,6 +44,17 @@ public struct CheckPlan: Sendable, Hashable {
         public init() {}
     }
 
+    /// Interlaced pictures in a video whose pictures say they are progressive (`idet`'s multi-frame detection).
+    public struct Interlace: Sendable, Hashable {
+        public var severity: CheckSeverity = .warn
+        /// Shortest run of interlaced pictures reported, seconds.
+        public var duration = 1.0
+        /// How much stronger one field order's combing must be than the other's (`intl_thres`): FFmpeg's 1.04
+        /// types moving progressive test patterns as interlaced; 1.2 does not, and still finds woven fields.
+        public var threshold = 1.2
+        public init() {}
+    }
+
     /// Pictures that are not where a constant frame rate puts them: a gap of more than one frame
     /// (dropped) or two pictures at one time (duplicated).
     public struct Cadence: Sendable, Hashable {
@@ -112,6 +123,7 @@ public struct CheckPlan: Sendable, Hashable {
     public var black: Black?
     public var freeze: Freeze?
     public var levels: Levels?
+    public var interlace: Interlace?
     public var cadence: Cadence?
     public var silence: Silence?
     public var clipping: Clipping?
@@ -119,11 +131,12 @@ public struct CheckPlan: Sendable, Hashable {
     public var loudness: Loudness?
     public var length: Length?
 
-    public init(black: Black? = nil, freeze: Freeze? = nil, levels: Levels? = nil, cadence: Cadence? = nil, silence: Silence? = nil,
+    public init(black: Black? = nil, freeze: Freeze? = nil, levels: Levels? = nil, interlace: Interlace? = nil, cadence: Cadence? = nil, silence: Silence? = nil,
                 clipping: Clipping? = nil, channels: Channels? = nil, loudness: Loudness? = nil, length: Length? = nil) {
         self.black = black
         self.freeze = freeze
         self.levels = levels
+        self.interlace = interlace
         self.cadence = cadence
         self.silence = silence
         self.clipping = clipping
@@ -133,9 +146,9 @@ public struct CheckPlan: Sendable, Hashable {
     }
 
     /// Every picture and sound check at its defaults (no loudness target, no expected length).
-    public static let standard = CheckPlan(black: Black(), freeze: Freeze(), levels: Levels(), cadence: Cadence(), silence: Silence(),
+    public static let standard = CheckPlan(black: Black(), freeze: Freeze(), levels: Levels(), interlace: Interlace(), cadence: Cadence(), silence: Silence(),
                                            clipping: Clipping(), channels: Channels())
 
-    public var needsVideo: Bool { black != nil || freeze != nil || levels != nil || cadence != nil || length?.frames != nil }
+    public var needsVideo: Bool { black != nil || freeze != nil || levels != nil || interlace != nil || cadence != nil || length?.frames != nil }
     public var needsAudio: Bool { silence != nil || clipping != nil || channels != nil || loudness != nil }
 }

@@ -62,4 +62,17 @@ public struct QCFilterProbe: Sendable {
         }
         return probe
     }
+
+    /// `idet`'s counts (at the checks' threshold, `intl_thres=1.2`): single-frame and multi-frame detection, each TFF, BFF, progressive, undetermined.
+    public static func idet(_ path: String, threshold: Double = 1.2) throws -> (single: [Int], multi: [Int]) {
+        let r = try ProcessRunner.run("/usr/bin/ffmpeg", ["-hide_banner", "-nostdin", "-nostats", "-i", path, "-an", "-vf", "idet=intl_thres=\(threshold)", "-f", "null", "-"])
+        guard r.status == 0 else { throw FixtureError("ffmpeg idet \(path): \(r.stderr)") }
+        func counts(_ label: String) -> [Int] {
+            guard let line = r.stderr.split(separator: "\n").first(where: { $0.contains(label) }) else { return [] }
+            return ["TFF:", "BFF:", "Progressive:", "Undetermined:"].compactMap { key in
+                line.range(of: key).flatMap { Int(line[$0.upperBound...].drop { $0 == " " }.prefix { $0.isNumber }) }
+            }
+        }
+        return (counts("Single frame detection"), counts("Multi frame detection"))
+    }
 }

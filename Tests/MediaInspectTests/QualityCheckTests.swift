@@ -74,7 +74,7 @@ import Testing
             #expect(run.channel == 1 && abs(run.start - 9) <= 0.01 && abs(run.end - 9.05) <= 0.01, "\(run)")
             #expect(theirs.peakCounts.first.map(Double.init) == run.value, "ours \(run.value ?? 0), astats' \(theirs.peakCounts)")
         }
-        for name in ["channels", "cadence"] { #expect(try Self.result(report, name).outcome == .passed, "\(name)") }
+        for name in ["channels", "cadence", "interlace"] { #expect(try Self.result(report, name).outcome == .passed, "\(name)") }
     }
 
     @Test func aMissingPictureInAConstantRateIsFound() throws {
@@ -85,6 +85,29 @@ import Testing
         // The same file whole is fine.
         let whole = try CheckReport.check(path: MediaFixture.longMP4.path, plan: CheckPlan(cadence: .init()))
         #expect(try Self.result(whole, "cadence").outcome == .passed)
+    }
+
+    /// Fields woven into progressive pictures (60 fields a second, coded as 30 progressive pictures) are found, counted as `idet` counts them
+    /// at the same threshold; and FFmpeg's own threshold (1.04) would have typed the moving test pattern of the faults file as interlaced.
+    @Test func interlacedPicturesInAProgressiveVideoAreFoundAsIdetFindsThem() throws {
+        let path = try Self.make("combed.mp4", ["-f", "lavfi", "-i", "testsrc2=s=320x240:r=60:d=6", "-vf", "tinterlace=mode=interleave_top",
+                                                "-c:v", "libx264", "-crf", "16", "-preset", "veryfast", "-pix_fmt", "yuv420p"])
+        let interlace = try Self.result(try CheckReport.check(path: path, plan: CheckPlan(interlace: .init())), "interlace")
+        #expect(interlace.outcome == .warning && interlace.runs.count == 1 && interlace.runs.first?.duration == 6, "\(interlace)")
+        let theirs = try QCFilterProbe.idet(path)
+        let figures = interlace.figures ?? [:]
+        #expect(["tff", "bff", "progressive", "undetermined"].map { Int(figures[$0] ?? -1) } == theirs.multi, "ours \(figures), idet's \(theirs)")
+        #expect(["singleTFF", "singleBFF", "singleProgressive", "singleUndetermined"].map { Int(figures[$0] ?? -1) } == theirs.single, "ours \(figures), idet's \(theirs)")
+        var lenient = CheckPlan.Interlace()
+        lenient.threshold = 1.04
+        let fooled = try Self.result(try CheckReport.check(path: MediaFixture.faultsMKV.path, plan: CheckPlan(interlace: lenient)), "interlace")
+        let theirsFooled = Array(try QCFilterProbe.idet(MediaFixture.faultsMKV.path, threshold: 1.04).multi.prefix(2))
+        #expect(fooled.outcome == .warning && ["tff", "bff"].map { Int(fooled.figures?[$0] ?? -1) } == theirsFooled, "\(fooled)")
+        #expect(try Self.result(try CheckReport.check(path: MediaFixture.faultsMKV.path, plan: CheckPlan(interlace: .init())), "interlace").outcome == .passed)
+        // The same pictures coded as interlaced say so: the check does not apply.
+        let flagged = try Self.make("flagged.mp4", ["-f", "lavfi", "-i", "testsrc2=s=320x240:r=60:d=2", "-vf", "tinterlace=mode=interleave_top",
+                                                    "-c:v", "libx264", "-flags", "+ildct+ilme", "-preset", "veryfast", "-pix_fmt", "yuv420p"])
+        #expect(try Self.result(try CheckReport.check(path: flagged, plan: CheckPlan(interlace: .init())), "interlace").outcome == .notApplicable)
     }
 
     @Test func aSilentChannelAndAnInvertedPairAreFound() throws {
@@ -129,7 +152,7 @@ import Testing
             "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-c:a", "flac", "-ac", "2"])
         let report = try CheckReport.check(path: path, plan: .standard)
         #expect(report.verdict == .passed, "\(report.problems)")
-        #expect(report.checks.map(\.check) == ["black", "freeze", "levels", "cadence", "silence", "clipping", "channels"], "\(report.checks.map(\.check))")
+        #expect(report.checks.map(\.check) == ["black", "freeze", "levels", "interlace", "cadence", "silence", "clipping", "channels"], "\(report.checks.map(\.check))")
     }
 
     /// The corpus's real files: nothing black, frozen, silent, clipped or odd in their channels; where levels or cadence find
@@ -141,6 +164,11 @@ import Testing
             for check in ["black", "freeze", "silence", "clipping", "channels"] {
                 let r = try Self.result(report, check)
                 #expect(r.outcome == .passed || r.outcome == .notApplicable, "\(url.lastPathComponent): \(r)")
+            }
+            if try Self.result(report, "interlace").outcome != .notApplicable {
+                let figures = try Self.result(report, "interlace").figures ?? [:]
+                #expect(["tff", "bff", "progressive", "undetermined"].map { Int(figures[$0] ?? -1) } == (try QCFilterProbe.idet(path).multi),
+                        "\(url.lastPathComponent): \(figures)")
             }
             let levels = try Self.result(report, "levels")
             guard levels.outcome != .notApplicable else { continue }

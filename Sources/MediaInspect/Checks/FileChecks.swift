@@ -96,6 +96,7 @@ extension CheckReport {
         if let v = plan.black, videoStream == nil { results.append(.notApplicable("black", v.severity, "the file has no video")) }
         if let v = plan.freeze, videoStream == nil { results.append(.notApplicable("freeze", v.severity, "the file has no video")) }
         if let v = plan.levels, videoStream == nil { results.append(.notApplicable("levels", v.severity, "the file has no video")) }
+        if let v = plan.interlace, videoStream == nil { results.append(.notApplicable("interlace", v.severity, "the file has no video")) }
         if let v = plan.cadence, videoStream == nil { results.append(.notApplicable("cadence", v.severity, "the file has no video")) }
         var soundSeconds = 0.0
         for a in audioStreams {
