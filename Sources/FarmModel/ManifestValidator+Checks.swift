@@ -5,7 +5,7 @@ import QualityModel
 /// `"checks"` in a manifest (`JobManifest.ChecksSettings`): quality checks of the job's input or of its
 /// export, each `true` (its defaults) or an object of thresholds and a `severity`.
 extension Walker {
-    static let checkNames = ["black", "freeze", "levels", "interlace", "cadence", "silence", "clipping", "channels", "loudness", "length"]
+    static let checkNames = ["black", "freeze", "levels", "interlace", "cadence", "silence", "clipping", "channels", "loudness", "length", "spec"]
 
     mutating func checks(_ value: JSONValue, at p: String = "$.checks") -> JobManifest.ChecksSettings? {
         guard let o = object(value, p, allowed: ["of"] + Self.checkNames) else { return nil }
@@ -108,6 +108,9 @@ extension Walker {
             if m["duration"] == nil && m["frames"] == nil { fail("\(p).length", "needs the expected \"duration\" (seconds) or \"frames\"") }
             plan.length = c
         }
+        if let v = o["spec"] {
+            if case .object = v { plan.spec = spec(v, at: "\(p).spec") } else { fail("\(p).spec", "expected an object of the fields to hold the file to, found \(v.kindName)") }
+        }
         if Self.checkNames.allSatisfy({ o[$0] == nil }) {
             fail(p, "names no check; give one or more of \(Self.checkNames.joined(separator: ", ")), each true (its defaults) or an object")
         }
@@ -128,6 +131,94 @@ extension Walker {
         } else if ofInput && o["scale"] != nil && export == nil {
             fail("$.checks", "checks of the input are of the input as it is, not retimed: check the export (\"of\": \"export\")")
         }
+    }
+
+    /// `"spec"`: a file spec, each field an allowed value (or list of them) or a range.
+    mutating func spec(_ value: JSONValue, at p: String) -> CheckPlan.Spec? {
+        guard let o = object(value, p, allowed: ["severity", "container", "size", "bitRate", "video", "audio"]) else { return nil }
+        var spec = CheckPlan.Spec()
+        spec.severity = enumeration(o["severity"], "\(p).severity", CheckSeverity.self) ?? spec.severity
+        spec.container = names(o["container"], "\(p).container")
+        spec.size = specRange(o["size"], "\(p).size", in: 0...1e15)
+        spec.bitRate = specRange(o["bitRate"], "\(p).bitRate", in: 0...1e12)
+        if let v = o["video"], let m = object(v, "\(p).video", allowed: ["codec", "profile", "level", "width", "height", "pixelFormat", "frameRate",
+                                                                        "scanType", "bitRate"]) {
+            var video = CheckPlan.Spec.Video()
+            video.codec = names(m["codec"], "\(p).video.codec")
+            video.profile = names(m["profile"], "\(p).video.profile")
+            video.level = specRange(m["level"], "\(p).video.level", in: 0...100)
+            video.width = specRange(m["width"], "\(p).video.width", in: 1...65536)
+            video.height = specRange(m["height"], "\(p).video.height", in: 1...65536)
+            video.pixelFormat = names(m["pixelFormat"], "\(p).video.pixelFormat")
+            if let f = m["frameRate"] {
+                let items: [JSONValue] = if case .array(let list) = f { list } else { [f] }
+                if items.isEmpty || items.count > 32 { fail("\(p).video.frameRate", "expected a rate or a list of 1 to 32 rates") } else {
+                    let rates = items.enumerated().compactMap { rate($0.element, "\(p).video.frameRate" + (items.count > 1 ? "[\($0.offset)]" : "")) }
+                    if rates.count == items.count {
+                        if let bad = rates.first(where: { $0.doubleValue > 1000 }) { fail("\(p).video.frameRate", "\(bad) is above 1000 pictures a second") }
+                        else { video.frameRate = rates.map(\.doubleValue) }
+                    }
+                }
+            }
+            if let scan = string(m["scanType"], "\(p).video.scanType") {
+                if ["progressive", "interlaced"].contains(scan) { video.scanType = scan } else { fail("\(p).video.scanType", "\"\(scan)\" is not one of progressive, interlaced") }
+            }
+            video.bitRate = specRange(m["bitRate"], "\(p).video.bitRate", in: 0...1e12)
+            spec.video = video
+        }
+        if let v = o["audio"], let m = object(v, "\(p).audio", allowed: ["codec", "profile", "sampleRate", "channels", "channelLayout", "bitRate"]) {
+            var audio = CheckPlan.Spec.Audio()
+            audio.codec = names(m["codec"], "\(p).audio.codec")
+            audio.profile = names(m["profile"], "\(p).audio.profile")
+            if let r = m["sampleRate"] {
+                let items: [JSONValue] = if case .array(let list) = r { list } else { [r] }
+                let rates = items.enumerated().compactMap { integer($0.element, "\(p).audio.sampleRate" + (items.count > 1 ? "[\($0.offset)]" : ""), in: 1000...768_000) }
+                if items.isEmpty { fail("\(p).audio.sampleRate", "expected a rate or a list of rates") } else if rates.count == items.count { audio.sampleRate = rates }
+            }
+            audio.channels = specRange(m["channels"], "\(p).audio.channels", in: 1...64)
+            audio.channelLayout = names(m["channelLayout"], "\(p).audio.channelLayout")
+            audio.bitRate = specRange(m["bitRate"], "\(p).audio.bitRate", in: 0...1e12)
+            spec.audio = audio
+        }
+        if ["container", "size", "bitRate", "video", "audio"].allSatisfy({ o[$0] == nil }) {
+            fail(p, "names no field; give one or more of container, size, bitRate, video, audio")
+        }
+        return spec
+    }
+
+    /// A name or a list of 1 to 32 names.
+    mutating func names(_ value: JSONValue?, _ path: String) -> [String]? {
+        guard let value else { return nil }
+        if case .array(let items) = value {
+            guard !items.isEmpty, items.count <= 32 else { fail(path, "expected 1 to 32 names, found \(items.count)"); return nil }
+            let list = items.enumerated().compactMap { string($0.element, "\(path)[\($0.offset)]") }
+            return list.count == items.count ? list : nil
+        }
+        return string(value, path).map { [$0] }
+    }
+
+    /// An exact number, or `{"min": …, "max": …}` (either end may be left out), each inside `bounds`.
+    mutating func specRange(_ value: JSONValue?, _ path: String, in bounds: ClosedRange<Double>) -> SpecRange? {
+        guard let value else { return nil }
+        func bounded(_ v: JSONValue?, _ at: String) -> Double? {
+            guard let v else { return nil }
+            guard case .number(let text) = v else { fail(at, "expected a number, found \(v.kindName)"); return nil }
+            guard let d = Double(text), d.isFinite, bounds.contains(d) else {
+                fail(at, "\(text) is outside \(bounds.lowerBound.shortText)...\(bounds.upperBound.shortText)")
+                return nil
+            }
+            return d
+        }
+        if case .object = value {
+            guard let m = object(value, path, allowed: ["min", "max"]) else { return nil }
+            let low = bounded(m["min"], "\(path).min"), high = bounded(m["max"], "\(path).max")
+            if m["min"] == nil && m["max"] == nil { fail(path, "needs \"min\", \"max\" or both"); return nil }
+            if let low, let high, low > high { fail(path, "\"min\" \(low.shortText) is above \"max\" \(high.shortText)"); return nil }
+            if (m["min"] != nil && low == nil) || (m["max"] != nil && high == nil) { return nil }
+            return SpecRange(min: low, max: high)
+        }
+        guard let exact = bounded(value, path) else { return nil }
+        return SpecRange(min: exact, max: exact)
     }
 
     /// Seconds as a time is written (2.5, "5/2", "00:00:02.500"), 0 to 48 hours.
@@ -192,6 +283,7 @@ extension JobManifest.ChecksSettings {
         if let c = plan.loudness {
             add("loudness", c.severity, [("target", .decimal(c.target)), ("tolerance", .decimal(c.tolerance)), ("truePeak", .decimal(c.truePeak))])
         }
+        if let spec = plan.spec { members.append(("spec", spec.document)) }
         if let c = plan.length {
             var fields: [(key: String, value: JSONValue)] = []
             if let d = c.duration { fields += [("duration", .decimal(d)), ("durationTolerance", .decimal(c.durationTolerance))] }
@@ -213,5 +305,34 @@ extension ManifestValidator {
         let settings = w.checks(document, at: "$")
         if let settings, w.issues.isEmpty { return .success(settings) }
         return .failure(ManifestValidationError(file: file, issues: w.issues))
+    }
+}
+
+extension CheckPlan.Spec {
+    var document: JSONValue {
+        func names(_ list: [String]?) -> JSONValue? { list.map { .array($0.map(JSONValue.string)) } }
+        func range(_ r: SpecRange?) -> JSONValue? {
+            guard let r else { return nil }
+            var m: [(key: String, value: JSONValue)] = []
+            if let a = r.min { m.append(("min", .decimal(a))) }
+            if let b = r.max { m.append(("max", .decimal(b))) }
+            return .object(m)
+        }
+        func object(_ fields: [(String, JSONValue?)]) -> JSONValue { .object(fields.compactMap { k, v in v.map { (key: k, value: $0) } }) }
+        var fields: [(String, JSONValue?)] = [("severity", .string(severity.rawValue)), ("container", names(container)), ("size", range(size)),
+                                               ("bitRate", range(bitRate))]
+        if let v = video {
+            fields.append(("video", object([("codec", names(v.codec)), ("profile", names(v.profile)), ("level", range(v.level)), ("width", range(v.width)),
+                                            ("height", range(v.height)), ("pixelFormat", names(v.pixelFormat)),
+                                            // Nine decimals at most, as a time is read (30000/1001 within 1e-9: well inside the 0.1% a rate is held to).
+                                            ("frameRate", v.frameRate.map { .array($0.map { .number(String(format: "%.9f", $0)) }) }),
+                                            ("scanType", v.scanType.map(JSONValue.string)), ("bitRate", range(v.bitRate))])))
+        }
+        if let a = audio {
+            fields.append(("audio", object([("codec", names(a.codec)), ("profile", names(a.profile)),
+                                            ("sampleRate", a.sampleRate.map { .array($0.map(JSONValue.whole)) }), ("channels", range(a.channels)),
+                                            ("channelLayout", names(a.channelLayout)), ("bitRate", range(a.bitRate))])))
+        }
+        return object(fields)
     }
 }

@@ -120,6 +120,48 @@ public struct CheckPlan: Sendable, Hashable {
         public init() {}
     }
 
+    /// A file spec, as MediaConch's policies are: container, codecs, profile and level, sizes, rates, scan type,
+    /// sound layout, bit rates. Each field is an allowed list or a range; a field left out is not checked.
+    public struct Spec: Sendable, Hashable {
+        public struct Video: Sendable, Hashable {
+            public var codec: [String]?
+            public var profile: [String]?
+            /// As the codec numbers it: 4.1 for H.264, 4 or 5.1 for HEVC (FFmpeg's 41 and 120 or 153).
+            public var level: SpecRange?
+            public var width: SpecRange?
+            public var height: SpecRange?
+            public var pixelFormat: [String]?
+            /// Pictures a second, each within 0.1%.
+            public var frameRate: [Double]?
+            /// "progressive" or "interlaced", as the decoded pictures say.
+            public var scanType: String?
+            /// Bits a second, measured from the track's packets.
+            public var bitRate: SpecRange?
+            public init() {}
+        }
+        public struct Audio: Sendable, Hashable {
+            public var codec: [String]?
+            public var profile: [String]?
+            public var sampleRate: [Int]?
+            public var channels: SpecRange?
+            /// FFmpeg's layout names: "mono", "stereo", "5.1(side)".
+            public var channelLayout: [String]?
+            public var bitRate: SpecRange?
+            public init() {}
+        }
+        public var severity: CheckSeverity = .fail
+        /// Any of the demuxer's names for the container ("mp4", "mov", "matroska", "webm", "mpegts", "wav").
+        public var container: [String]?
+        /// Bytes.
+        public var size: SpecRange?
+        /// The whole file's bits a second (its size over its duration).
+        public var bitRate: SpecRange?
+        public var video: Video?
+        /// Every audio track is held to it.
+        public var audio: Audio?
+        public init() {}
+    }
+
     public var black: Black?
     public var freeze: Freeze?
     public var levels: Levels?
@@ -130,9 +172,10 @@ public struct CheckPlan: Sendable, Hashable {
     public var channels: Channels?
     public var loudness: Loudness?
     public var length: Length?
+    public var spec: Spec?
 
     public init(black: Black? = nil, freeze: Freeze? = nil, levels: Levels? = nil, interlace: Interlace? = nil, cadence: Cadence? = nil, silence: Silence? = nil,
-                clipping: Clipping? = nil, channels: Channels? = nil, loudness: Loudness? = nil, length: Length? = nil) {
+                clipping: Clipping? = nil, channels: Channels? = nil, loudness: Loudness? = nil, length: Length? = nil, spec: Spec? = nil) {
         self.black = black
         self.freeze = freeze
         self.levels = levels
@@ -143,12 +186,35 @@ public struct CheckPlan: Sendable, Hashable {
         self.channels = channels
         self.loudness = loudness
         self.length = length
+        self.spec = spec
     }
 
     /// Every picture and sound check at its defaults (no loudness target, no expected length).
     public static let standard = CheckPlan(black: Black(), freeze: Freeze(), levels: Levels(), interlace: Interlace(), cadence: Cadence(), silence: Silence(),
                                            clipping: Clipping(), channels: Channels())
 
-    public var needsVideo: Bool { black != nil || freeze != nil || levels != nil || interlace != nil || cadence != nil || length?.frames != nil }
-    public var needsAudio: Bool { silence != nil || clipping != nil || channels != nil || loudness != nil }
+    public var needsVideo: Bool {
+        black != nil || freeze != nil || levels != nil || interlace != nil || cadence != nil || length?.frames != nil || spec?.video != nil
+    }
+    public var needsAudio: Bool { silence != nil || clipping != nil || channels != nil || loudness != nil || spec?.audio != nil }
+}
+
+/// A spec's range of numbers, both ends included; an exact value is both.
+public struct SpecRange: Sendable, Hashable, CustomStringConvertible {
+    public var min: Double?
+    public var max: Double?
+    public init(min: Double?, max: Double?) { (self.min, self.max) = (min, max) }
+
+    public func contains(_ value: Double) -> Bool { (min.map { value >= $0 } ?? true) && (max.map { value <= $0 } ?? true) }
+
+    public var description: String {
+        func n(_ v: Double) -> String { v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : String(v) }
+        switch (min, max) {
+        case let (a?, b?) where a == b: return n(a)
+        case let (a?, b?): return "\(n(a)) to \(n(b))"
+        case let (a?, nil): return "at least \(n(a))"
+        case let (nil, b?): return "at most \(n(b))"
+        case (nil, nil): return "any"
+        }
+    }
 }

@@ -59,6 +59,15 @@ import Testing
         (#"{"black": {"threshold": 0.1}}"#, "$.checks.black.threshold", "unknown key"),
         (#"{}"#, "$.checks", "names no check"),
         (#"{"black": 1}"#, "$.checks.black", "expected an object"),
+        (#"{"spec": {}}"#, "$.checks.spec", "names no field"),
+        (#"{"spec": {"video": {"width": {"min": 1920, "max": 1280}}}}"#, "$.checks.spec.video.width", "\"min\" 1920 is above \"max\" 1280"),
+        (#"{"spec": {"video": {"width": 1e30}}}"#, "$.checks.spec.video.width", "outside 1...65536"),
+        (#"{"spec": {"video": {"frameRate": [25, -1]}}}"#, "$.checks.spec.video.frameRate[1]", "not a positive rate"),
+        (#"{"spec": {"video": {"scanType": "mixed"}}}"#, "$.checks.spec.video.scanType", "not one of progressive, interlaced"),
+        (#"{"spec": {"audio": {"sampleRate": 10}}}"#, "$.checks.spec.audio.sampleRate", "outside 1000...768000"),
+        (#"{"spec": {"audio": {"codecs": "aac"}}}"#, "$.checks.spec.audio.codecs", "did you mean \"codec\""),
+        (#"{"spec": {"container": []}}"#, "$.checks.spec.container", "1 to 32 names"),
+        (#"{"spec": {"size": {"least": 5}}}"#, "$.checks.spec.size.least", "unknown key"),
     ])
     func aBadThresholdIsRefusedAtItsPath(_ checks: String, _ path: String, _ words: String) {
         let found = issues(checks)
@@ -73,7 +82,9 @@ import Testing
     }
 
     @Test func theSectionReadsBackAsTheSamePlan() throws {
-        let json = #"{"of": "export", "black": {"duration": 1}, "clipping": {"level": "-0.1dB"}, "length": {"frames": 300}}"#
+        let json = #"{"of": "export", "black": {"duration": 1}, "clipping": {"level": "-0.1dB"}, "length": {"frames": 300},"#
+            + #" "spec": {"container": "mp4", "size": {"max": 1e9}, "video": {"codec": ["h264"], "level": {"max": 4.1}, "frameRate": [25, "50"], "scanType": "progressive"},"#
+            + #" "audio": {"sampleRate": [48000, 44100], "channels": 2, "bitRate": {"min": 96000}}}}"#
         let first = try #require(try validate(json).get().checks)
         let again = try #require(try ManifestValidator.checks(json: Array(first.document.text.utf8), file: "c.json").get())
         #expect(again == first, "\(first.document.text)")

@@ -134,6 +134,42 @@ import Testing
         #expect(peak.outcome == .failed && peak.summary.contains("true peak"), "\(peak)")
     }
 
+    /// A spec that holds passes; one that does not names each field, what it expected and what it found.
+    @Test func aFileIsHeldToItsSpec() throws {
+        var spec = CheckPlan.Spec()
+        spec.container = ["mp4"]
+        spec.size = SpecRange(min: nil, max: 10_000_000)
+        var video = CheckPlan.Spec.Video()
+        (video.codec, video.profile, video.width, video.height) = (["h264"], ["Constrained Baseline", "High"], SpecRange(min: 320, max: 320), SpecRange(min: 240, max: 240))
+        (video.frameRate, video.scanType, video.pixelFormat) = ([30], "progressive", ["yuv420p"])
+        video.bitRate = SpecRange(min: 1000, max: nil)
+        var audio = CheckPlan.Spec.Audio()
+        (audio.codec, audio.sampleRate, audio.channels, audio.channelLayout) = (["aac"], [48000], SpecRange(min: 2, max: 2), ["stereo"])
+        audio.bitRate = SpecRange(min: 64_000, max: 128_000)
+        (spec.video, spec.audio) = (video, audio)
+        let fine = try Self.result(try CheckReport.check(path: MediaFixture.cfr30MP4.path, plan: CheckPlan(spec: spec)), "spec")
+        #expect(fine.outcome == .passed, "\(fine.summary)")
+
+        spec.container = ["matroska"]
+        spec.video?.codec = ["hevc", "av1"]
+        spec.video?.frameRate = [25, 50]
+        spec.video?.width = SpecRange(min: 1280, max: nil)
+        spec.audio?.sampleRate = [44100]
+        spec.audio?.bitRate = SpecRange(min: 192_000, max: nil)
+        let off = try Self.result(try CheckReport.check(path: MediaFixture.cfr30MP4.path, plan: CheckPlan(spec: spec)), "spec")
+        #expect(off.outcome == .failed, "\(off)")
+        for said in ["container: expected matroska, found mov,mp4,m4a,3gp,3g2,mj2", "video.codec: expected one of hevc, av1, found h264",
+                     "video.frameRate: expected one of 25, 50, found 30", "video.width: expected at least 1280, found 320",
+                     "audio.sampleRate: expected 44100, found 48000", "audio.bitRate: expected at least 192000 b/s, found "] {
+            #expect(off.summary.contains(said), "\(said) not in \(off.summary)")
+        }
+        // Video asked of a file with none.
+        var wants = CheckPlan.Spec()
+        wants.video = CheckPlan.Spec.Video()
+        let none = try Self.result(try CheckReport.check(path: MediaFixture.audioWAV.path, plan: CheckPlan(spec: wants)), "spec")
+        #expect(none.outcome == .failed && none.summary == "video: expected a video track, found none", "\(none)")
+    }
+
     @Test func theLengthIsHeldToWhatIsExpected() throws {
         var length = CheckPlan.Length()
         (length.duration, length.durationTolerance, length.frames) = (10, 0.05, 300)

@@ -69,8 +69,10 @@ extension CheckReport {
         }
         var packet = Packet()
         var read = 0
+        var bytes: [Int: Int64] = [:]
         while try file.read(into: &packet) == .packet {
             read += 1
+            bytes[packet.streamIndex, default: 0] += Int64(packet.size)
             if read & 255 == 0 {
                 try file.checkInterrupt()
                 if total > 0, let pts = packet.pts, let stream = file.streams.first(where: { $0.index == packet.streamIndex }) {
@@ -99,9 +101,11 @@ extension CheckReport {
         if let v = plan.interlace, videoStream == nil { results.append(.notApplicable("interlace", v.severity, "the file has no video")) }
         if let v = plan.cadence, videoStream == nil { results.append(.notApplicable("cadence", v.severity, "the file has no video")) }
         var soundSeconds = 0.0
+        var audioDurations: [Int: Double] = [:]
         for a in audioStreams {
             guard let sound = sounds[a.index] else { continue }
             do { results += try sound.finish() } catch { throw undecodable(a, error) }
+            audioDurations[a.index] = Double(sound.end - sound.first) / Double(sound.sampleRate)
             soundSeconds = max(soundSeconds, Double(sound.end) / Double(sound.sampleRate))
         }
         if audioStreams.isEmpty {
@@ -113,6 +117,11 @@ extension CheckReport {
         let duration = max(pictures?.duration ?? 0, soundSeconds)
         if let length = plan.length {
             results.append(Self.length(length, duration: duration, frames: pictures?.frames))
+        }
+        if let spec = plan.spec {
+            let measured = SpecCheck.Measured(bytes: bytes, duration: duration, videoDuration: pictures?.duration, audioDurations: audioDurations,
+                                              interlaced: pictures.flatMap { $0.frames > 0 ? $0.saidInterlaced : nil })
+            results.append(SpecCheck(spec: spec, file: file).result(video: videoStream, audio: audioStreams, measured: measured))
         }
         progress(1)
         return CheckReport(checks: results, duration: duration, frames: pictures?.frames ?? 0, seconds: Date().timeIntervalSince(started))

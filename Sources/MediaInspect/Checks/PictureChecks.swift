@@ -18,6 +18,8 @@ final class PictureChecks {
     private var cadence: Cadence?
     private let interlace: InterlaceRuns?
     private(set) var frames = 0
+    /// Any picture said it was interlaced.
+    private(set) var saidInterlaced = false
     private var lastPTS: Int64?
     private var firstPTS: Int64?
     private var lastDuration: Int64 = 0
@@ -48,6 +50,7 @@ final class PictureChecks {
         if firstPTS == nil { firstPTS = pts }
         lastPTS = pts
         lastDuration = frame.duration
+        if frame.scanType != "progressive" { saidInterlaced = true }
         cadence?.add(pts)
         if frame.withPlanes({ _ in true }) == true {
             measure(frame, pts: pts)

@@ -19,7 +19,9 @@ final class SoundChecks {
     private var samples = AudioSamples(channelCount: 1)
     /// The position after the last sample seen.
     private(set) var end: Int64 = 0
-    private var first: Int64?
+    /// The position of the first sample seen.
+    var first: Int64 { firstSeen ?? 0 }
+    private var firstSeen: Int64?
 
     init(plan: CheckPlan, track: Int, sampleRate: Int, channelCount: Int, layoutName: String?) throws(FFmpegError) {
         self.plan = plan
@@ -42,7 +44,7 @@ final class SoundChecks {
         try meter?.add(frame)
         samples = AudioSamples(channelCount: channelCount)
         try resampler.convert(frame, appendingTo: &samples)
-        if first == nil { first = position }
+        if firstSeen == nil { firstSeen = position }
         let count = samples.count
         silence?.add(samples, position: position)
         for c in clipping.indices { clipping[c].add(samples.channels[c], position: position) }
