@@ -85,7 +85,7 @@ let package = Package(
         .target(name: "FarmModel", dependencies: ["MediaTime", "QualityModel"]),
         // The queue: one protocol; SQLite (GRDB) the embedded backend, PostgreSQL (postgres-nio) for several hosts.
         .target(name: "FarmStore", dependencies: [
-            "FarmModel", "SafeFiles",
+            "FarmModel", "QualityModel", "SafeFiles",
             .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -1,3 +1,6 @@
+import Foundation
+import QualityModel
+
 /// A job another job waits for, as a submission names it: by id, or by the unique key an earlier
 /// submission gave it (the newest job with that key).
 public enum JobReference: Sendable, Hashable, CustomStringConvertible {
@@ -32,6 +35,10 @@ public enum AfterPolicy: String, Sendable, Hashable, CaseIterable, Codable {
     /// When every dependency succeeded; a dependency that fails for good (failed, dead, cancelled)
     /// fails the job, naming it.
     case success
+    /// When every dependency succeeded and its quality checks (`"checks"`) passed without warnings; a
+    /// dependency without checks passes. One that succeeded with warnings fails the job, naming it: a pipeline
+    /// stops before it publishes what a check doubted.
+    case passed
     /// When every dependency ended, however it ended: clean-up jobs.
     case always
 }
@@ -53,18 +60,30 @@ public enum DependencyVerdict: Sendable, Hashable {
         public var state: JobState
         /// Its last error, for the message of a job it fails.
         public var lastError: String?
+        /// What its quality checks found, when it succeeded with checks (read from its result).
+        public var checks: CheckVerdict.Said?
 
-        public init(id: Int64, name: String, state: JobState, lastError: String?) {
+        public init(id: Int64, name: String, state: JobState, lastError: String?, checks: CheckVerdict.Said? = nil) {
             self.id = id
             self.name = name
             self.state = state
             self.lastError = lastError
+            self.checks = checks
         }
+
+        /// The dependency, with its result's quality verdict (`result` is the job's result JSON).
+        public init(id: Int64, name: String, state: JobState, lastError: String?, result: String?) {
+            self.init(id: id, name: name, state: state, lastError: lastError, checks: CheckVerdict.Said(result: result))
+        }
+
+        /// It succeeded, but its checks warned: an `afterPolicy` of `passed` does not take it.
+        var warned: Bool { state == .succeeded && checks?.verdict == .warnings }
     }
 
     public static func of(_ dependencies: [Dependency], policy: AfterPolicy) -> DependencyVerdict {
-        if policy == .success,
-           let failed = dependencies.filter({ $0.state.isTerminal && $0.state != .succeeded }).min(by: { $0.id < $1.id }) {
+        if policy != .always,
+           let failed = dependencies.filter({ ($0.state.isTerminal && $0.state != .succeeded) || (policy == .passed && $0.warned) })
+               .min(by: { $0.id < $1.id }) {
             return .failed(by: failed.id, message: failureMessage(failed))
         }
         let open = dependencies.filter { !$0.state.isTerminal }.count
@@ -76,13 +95,15 @@ public enum DependencyVerdict: Sendable, Hashable {
     /// failed, because job 12 (scan) failed: no such file; retry job 12 ...", naming the job to retry.
     public static func failureMessage(_ d: Dependency, root: Dependency? = nil) -> String {
         func how(_ d: Dependency) -> String {
+            if d.warned { return "succeeded, but its quality checks warned (\(d.checks?.problems ?? "")): \"afterPolicy\": \"passed\" needs them to pass" }
             switch d.state {
-            case .cancelled: "was cancelled"
-            case .dead: "is dead (every attempt crashed)"
-            default: d.state.rawValue
+            case .cancelled: return "was cancelled"
+            case .dead: return "is dead (every attempt crashed)"
+            default: return d.state.rawValue
             }
         }
         guard let root else {
+            if d.warned { return "dependency job \(d.id) (\(d.name)) \(how(d)); mend its input and retry job \(d.id), or give this job \"afterPolicy\": \"success\"" }
             return "dependency job \(d.id) (\(d.name)) \(how(d))\(d.lastError.map { ": \($0)" } ?? ""); retry job \(d.id) to run this one after it"
         }
         return "dependency job \(d.id) (\(d.name)) \(how(d)), because job \(root.id) (\(root.name)) \(how(root))"
@@ -152,5 +173,21 @@ public enum HostCapability {
             return "\"\(tag)\" is not a capability: 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit (as `coordinator --provides` names it)"
         }
         return nil
+    }
+}
+
+extension CheckVerdict {
+    /// A job's quality verdict as its result says it, with its findings in a line.
+    public struct Said: Sendable, Hashable {
+        public var verdict: CheckVerdict
+        public var problems: String
+
+        /// From a job's result JSON; nil when the job had no checks (or no result).
+        public init?(result: String?) {
+            guard let result, let decoded = try? JSONDecoder().decode(JobResult.self, from: Data(result.utf8)),  // a result that does not decode has no verdict to read
+                  let checks = decoded.checks else { return nil }
+            verdict = checks.verdict
+            problems = checks.problems.joined(separator: "; ")
+        }
     }
 }

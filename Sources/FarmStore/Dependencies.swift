@@ -1,5 +1,6 @@
 import FarmModel
 import Foundation
+import QualityModel
 
 /// What both backends do to jobs that wait for others (`DependencyVerdict` decides; the backends read
 /// and write the rows, in the transaction of the change that moved a dependency).
@@ -34,7 +35,8 @@ enum Dependencies {
             return .failed(by: done.id, message: "chunk job \(done.id) (frames \(chunk.frames.lowerBound)..<\(chunk.frames.upperBound)) \(how)"
                            + "\(done.errors.last.map { ": \($0.message)" } ?? ""); retry job \(dependent.id) to encode its chunks again")
         }
-        if done.state == .succeeded || dependent.afterPolicy == .always {
+        let warned = dependent.afterPolicy == .passed && done.state == .succeeded && CheckVerdict.Said(result: done.result)?.verdict == .warnings
+        if (done.state == .succeeded && !warned) || dependent.afterPolicy == .always {
             dependent.waitingFor -= 1
             return dependent.waitingFor <= 0 ? .ready : .waiting(dependent.waitingFor)
         }
@@ -49,7 +51,7 @@ enum Dependencies {
 
     /// A job that ended, as the cause of its dependents' failure.
     static func cause(_ job: Job) -> DependencyVerdict.Dependency {
-        DependencyVerdict.Dependency(id: job.id, name: job.name, state: job.state, lastError: job.errors.last?.message)
+        DependencyVerdict.Dependency(id: job.id, name: job.name, state: job.state, lastError: job.errors.last?.message, result: job.result)
     }
 
     /// A job a dependency's failure had failed, after that dependency was retried: waiting again, or

@@ -194,7 +194,7 @@ public struct StatusCommand: AsyncParsableCommand {
                 detail = (job.phase ?? "encoding chunks") + " (\(job.chunkPlan?.chunks.count ?? 0) chunk jobs: status --chunks)"
             case .waiting:
                 detail = "waits for " + StatusCommand.jobList(job.after) + " (\(job.waitingFor) not ended"
-                    + (job.afterPolicy == .always ? "; runs however they end)" : ")")
+                    + (job.afterPolicy == .always ? "; runs however they end)" : job.afterPolicy == .passed ? "; each must pass its checks)" : ")")
             case .queued:
                 let wait = job.runAt.timeIntervalSinceNow
                 detail = wait > 0.5 ? "due in " + Spoken.duration(wait)

@@ -42,7 +42,7 @@ public struct SubmitCommand: AsyncParsableCommand {
         valueName: "id|key"))
     var after: [String] = []
 
-    @Option(name: .customLong("after-policy"), help: "success (default): a dependency that fails fails these jobs; always: run once every dependency ended.")
+    @Option(name: .customLong("after-policy"), help: "success (default): a dependency that fails fails these jobs; passed: one whose quality checks warned fails them too; always: run once every dependency ended.")
     var afterPolicy: AfterPolicy?
 
     @Option(name: .customLong("max-attempts"), parsing: .unconditional, help: "Attempts before a crashing job is dead \(UserNumbers.attempts.inHelp).", transform: UserNumbers.attempts.option)

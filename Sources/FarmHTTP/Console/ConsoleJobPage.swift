@@ -119,7 +119,7 @@ extension ConsoleJobs {
     /// What happened to it, in order, from the times the queue keeps.
     static func timeline(_ job: Job) -> HTML {
         var events: [(Date, String, Bool)] = [(job.createdAt, "submitted", false)]
-        if !job.after.isEmpty { events.append((job.createdAt, "waits for \(job.after.count) job\(job.after.count == 1 ? "" : "s") to \(job.afterPolicy == .always ? "end" : "succeed")", false)) }
+        if !job.after.isEmpty { events.append((job.createdAt, "waits for \(job.after.count) job\(job.after.count == 1 ? "" : "s") to \(job.afterPolicy == .always ? "end" : job.afterPolicy == .passed ? "pass their checks" : "succeed")", false)) }
         if job.runAt > job.createdAt.addingTimeInterval(1) && (job.startedAt == nil || job.state == .queued) {
             events.append((job.runAt, job.state == .queued ? "due to run" : "was due", false))
         }

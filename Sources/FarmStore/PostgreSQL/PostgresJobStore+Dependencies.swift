@@ -23,10 +23,10 @@ extension PostgresJobStore {
     /// The jobs `ids` as the dependency verdict needs them.
     func dependencies(_ ids: [Int64], on c: PostgresConnection) async throws -> [DependencyVerdict.Dependency] {
         guard !ids.isEmpty else { return [] }
-        return try await c.run("SELECT id, name, state, errors FROM \(unescaped: table) WHERE id = ANY(\(ids))").map { row in
-            let (id, name, state, errors) = try row.decode((Int64, String, String, String).self)
+        return try await c.run("SELECT id, name, state, errors, result FROM \(unescaped: table) WHERE id = ANY(\(ids))").map { row in
+            let (id, name, state, errors, result) = try row.decode((Int64, String, String, String, String?).self)
             return DependencyVerdict.Dependency(id: id, name: name, state: JobState(rawValue: state) ?? .dead,
-                                                lastError: JobCoding.decode([Job.AttemptError].self, errors)?.last?.message)
+                                                lastError: JobCoding.decode([Job.AttemptError].self, errors)?.last?.message, result: result)
         }
     }
 

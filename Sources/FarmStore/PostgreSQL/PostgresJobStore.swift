@@ -1,4 +1,5 @@
 import FarmModel
+import QualityModel
 import Foundation
 import Logging
 import PostgresNIO
@@ -254,10 +255,16 @@ public final class PostgresJobStore: JobStore {
         return Set(leases.keys).subtracting(held)
     }
 
+    /// A success whose quality checks warned: its dependents' policies decide (`"afterPolicy": "passed"` does
+    /// not take it), so it goes through the state machine, not the one statement that releases them all.
+    static func warned(_ result: String?) -> Bool {
+        result?.contains("\"verdict\"") == true && CheckVerdict.Said(result: result)?.verdict == .warnings
+    }
+
     /// A success (the common end) is one prepared statement (`SucceedStatement`); any other outcome, or
     /// a refused success (to say why), goes through the state machine.
     public func finish(id: Int64, token: String, outcome: AttemptOutcome, at now: Date) async throws(JobStoreError) -> Job {
-        if case .succeeded(let result) = outcome {
+        if case .succeeded(let result) = outcome, !Self.warned(result) {
             if let done = try succeeded(try await execute(SucceedStatement(id: id, token: token, result: result, now: now.timeIntervalSince1970))) {
                 if done.recorded { outboxSignal.signal() }
                 // Jobs whose last dependency this was are due: wake the coordinators.
@@ -284,7 +291,7 @@ public final class PostgresJobStore: JobStore {
                 }
                 // A success is one statement, as a single one is (the job saved, its dependents released,
                 // its webhook deliveries recorded): a third of the round trips of the general path.
-                if case .succeeded(let result) = a.outcome, job.state == .running, job.lease?.token == a.token {
+                if case .succeeded(let result) = a.outcome, job.state == .running, job.lease?.token == a.token, !Self.warned(result) {
                     let statement = SucceedStatement(id: a.id, token: a.token, result: result, now: now.timeIntervalSince1970)
                     if let done = try succeeded(try await c.rows(of: statement)) {
                         jobs[a.id] = (done.job, revision + 1)

@@ -23,9 +23,9 @@ extension SQLiteJobStore {
     /// The jobs `ids` as the dependency verdict needs them.
     func dependencies(_ ids: [Int64], _ db: Database) throws -> [DependencyVerdict.Dependency] {
         guard !ids.isEmpty else { return [] }
-        return try Row.fetchAll(db, sql: "SELECT id, name, state, errors FROM jobs WHERE id IN (\(ids.map { String($0) }.joined(separator: ",")))").map { row in
+        return try Row.fetchAll(db, sql: "SELECT id, name, state, errors, result FROM jobs WHERE id IN (\(ids.map { String($0) }.joined(separator: ",")))").map { row in
             DependencyVerdict.Dependency(id: row[0], name: row[1], state: JobState(rawValue: row[2]) ?? .dead,
-                                         lastError: JobCoding.decode([Job.AttemptError].self, row[3])?.last?.message)
+                                         lastError: JobCoding.decode([Job.AttemptError].self, row[3])?.last?.message, result: row[4])
         }
     }
 
