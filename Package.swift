@@ -136,7 +136,7 @@ let package = Package(
         ]),
         // The coordinator's HTTP face: health, Prometheus metrics, the JSON API, the status page.
         .target(name: "FarmHTTP", dependencies: [
-            "FarmRuntime", "FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "FarmSubmit", "S3Client",
+            "FarmRuntime", "FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "FarmSubmit", "S3Client", "QualityModel",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -165,7 +165,7 @@ let package = Package(
         // media), as a library that loads no media module; and the `mediafarm` front that runs them or
         // hands every other command to the media program.
         .target(name: "QueueCLI", dependencies: [
-            "FarmSubmit", "FarmLibrary", "FarmStore", "FarmModel", "SafeFiles",
+            "FarmSubmit", "FarmLibrary", "FarmStore", "FarmModel", "QualityModel", "SafeFiles",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

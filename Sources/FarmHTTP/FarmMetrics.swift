@@ -2,6 +2,7 @@ import FarmModel
 import FarmRuntime
 import FarmStore
 import Foundation
+import QualityModel
 
 import Prometheus
 import Synchronization
@@ -35,6 +36,9 @@ public final class FarmMetrics: Sendable {
         }
         for outcome in ["delivered", "retried", "failed", "refused"] {
             _ = registry.makeCounter(descriptor: Self.name("webhook_deliveries_total"), labels: [("outcome", outcome)])
+        }
+        for verdict in CheckVerdict.allCases {
+            _ = registry.makeCounter(descriptor: Self.name("check_verdicts_total"), labels: [("verdict", verdict.rawValue)])
         }
         for kind in GuessLimiter.Kind.allCases {
             _ = registry.makeCounter(descriptor: Self.name("http_auth_failures_total"), labels: [("kind", kind.rawValue)])

@@ -1,4 +1,5 @@
 import Foundation
+import QualityModel
 
 /// A job as JSON: the API's (`GET /api/jobs/{id}`, described in `docs/openapi.json`) and `status --json`'s,
 /// `cancel --json`'s and `retry --json`'s, one view for all.
@@ -43,6 +44,8 @@ public struct JobView: Encodable {
     /// What a host must provide to run the job.
     var requires: [String]?
     var errors: [Job.AttemptError]
+    /// The verdict of the job's quality checks (`passed`, `warnings`, `failed`), when it had checks and an attempt ended.
+    var verdict: String?
     /// The worker's report (inspection, scan, export statistics), when the last attempt gave one.
     var result: AnyJSON?
     var manifest: AnyJSON?
@@ -78,6 +81,7 @@ public struct JobView: Encodable {
         blockedBy = job.blockedBy
         requires = job.requires.isEmpty ? nil : job.requires
         errors = job.errors
+        verdict = CheckVerdict.Said(result: job.result)?.verdict.rawValue
         result = job.result.flatMap { try? JSONDecoder().decode(AnyJSON.self, from: Data($0.utf8)) }  // a result that is no JSON is shown as none
         manifest = try? JSONDecoder().decode(AnyJSON.self, from: Data(job.manifest.utf8))  // validated at submission
     }

@@ -1,4 +1,5 @@
 import FarmModel
+import QualityModel
 import Foundation
 
 /// What a submission asks for.
@@ -137,6 +138,12 @@ public struct JobQuery: Sendable, Hashable {
     public var failedAttempts = false
     /// Only jobs that failed because this job (which they waited for, directly or not) did not succeed.
     public var blockedBy: Int64?
+    /// Only jobs whose quality checks gave this verdict (their result's `checks.verdict`).
+    public var verdict: CheckVerdict?
+
+    /// The text a result holds when its checks gave `verdict`: results are compact JSON, and a string's own
+    /// quotes are escaped in it, so only the report's key matches.
+    static func verdictText(_ verdict: CheckVerdict) -> String { "\"verdict\":\"\(verdict.rawValue)\"" }
 
     public init(ids: [Int64]? = nil, states: [JobState]? = nil, limit: Int? = nil, newest: Bool = false, before: Int64? = nil) {
         self.ids = ids

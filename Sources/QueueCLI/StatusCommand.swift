@@ -2,6 +2,7 @@ import ArgumentParser
 import FarmModel
 import FarmStore
 import Foundation
+import QualityModel
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -58,6 +59,9 @@ public struct StatusCommand: AsyncParsableCommand {
     @Flag(help: "Show the chunk jobs of chunked exports too (folded under their export by default).")
     var chunks = false
 
+    @Option(help: "Only jobs whose quality checks gave this verdict: passed, warnings or failed.")
+    var verdict: CheckVerdict?
+
     static let defaultLimit = 100
 
     public func run() async throws {
@@ -72,6 +76,7 @@ public struct StatusCommand: AsyncParsableCommand {
         // Every job of another state is due already: queued with them is their side of the due time too.
         if asked == [.delayed] { query.runAfter = now } else if asked.contains(.queued) && !asked.contains(.delayed) { query.runBy = now }
         query.topLevel = !chunks && !named
+        query.verdict = verdict
         if json && all && !watch {
             try await Self.stream(store, query)
             return
@@ -339,3 +344,5 @@ enum JobControl {
         if refused > 0 { throw ExitCode(ExitStatus.failure) }
     }
 }
+
+extension CheckVerdict: ExpressibleByArgument {}

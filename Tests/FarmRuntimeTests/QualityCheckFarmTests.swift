@@ -54,6 +54,13 @@ import Testing
                 "\(reason(publishID))")
         #expect(jobs[proxyID]?["state"] as? String == "succeeded", "\(jobs[proxyID] ?? [:])")
         #expect(jobs[afterID]?["state"] as? String == "failed" && reason(afterID).hasPrefix("dependency job \(rejectedID) (rejected) failed"), "\(reason(afterID))")
+        // The queue lists jobs by verdict, on either backend.
+        let failedOnes = try farm.mediafarm(["status", "--json", "--verdict", "failed"])
+        let rows = try JSONSerialization.jsonObject(with: Data(failedOnes.stdout.utf8)) as? [[String: Any]] ?? []
+        #expect(rows.compactMap { ($0["id"] as? NSNumber)?.int64Value } == [rejectedID] && rows.first?["verdict"] as? String == "failed", "\(failedOnes.stdout)")
+        let warnedOnes = try farm.mediafarm(["status", "--json", "--verdict", "warnings"])
+        #expect((try JSONSerialization.jsonObject(with: Data(warnedOnes.stdout.utf8)) as? [[String: Any]])?.compactMap { ($0["id"] as? NSNumber)?.int64Value } == [masterID],
+                "\(warnedOnes.stdout)")
         let shown = try farm.mediafarm(["status", String(publishID)])
         #expect(shown.stdout.contains("quality checks warned"), "\(shown.stdout)")
     }

@@ -95,3 +95,32 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("out/in.mkv").path))
     }
 }
+
+/// Quality checks over HTTP: jobs submitted to the API carry their verdict in the job's view, the list and
+/// the console filter by it, and `/metrics` counts verdicts.
+@Suite struct QualityCheckAPITests {
+    @Test func theAPIAndTheConsoleFilterByVerdictAndMetricsCountThem() async throws {
+        let farm = try HTTPFarm("checks-api", workers: 2)
+        try FileManager.default.copyItem(atPath: MediaFixture.faultsMKV.path, toPath: farm.dir.appendingPathComponent("faults.mkv").path)
+        let warned = try await farm.submit(#"{"version": 1, "name": "qc-warned", "input": "faults.mkv", "checks": {"black": {"duration": 1, "severity": "warn"}}}"#)
+        let failed = try await farm.submit(#"{"version": 1, "name": "qc-failed", "input": "faults.mkv", "checks": {"freeze": true}}"#)
+        let plain = try await farm.submit(#"{"version": 1, "name": "qc-none", "input": "clip.mp4"}"#)
+        for id in [warned, failed, plain] {
+            let job = try await farm.waitFor(id, timeout: 120) { ["succeeded", "failed"].contains($0["state"] as? String ?? "") }
+            #expect(["succeeded", "failed"].contains(job["state"] as? String ?? ""), "\(job)")
+        }
+        #expect(try await farm.job(warned)["verdict"] as? String == "warnings")
+        #expect(try await farm.job(failed)["verdict"] as? String == "failed")
+        #expect(try await farm.job(plain)["verdict"] == nil)
+        let listed = try await farm.request("GET", "/api/jobs?verdict=failed").json?["jobs"] as? [[String: Any]]
+        #expect(listed?.compactMap { $0["id"] as? Int }.map(Int64.init) == [failed], "\(listed ?? [])")
+        let bad = try await farm.request("GET", "/api/jobs?verdict=ok")
+        #expect(bad.status == 400 && bad.body.contains("verdict ok: give one of passed, warnings, failed"), "\(bad.body)")
+        #expect(try await farm.metric(#"mediafarm_check_verdicts_total{verdict="warnings"}"#) == 1)
+        #expect(try await farm.metric(#"mediafarm_check_verdicts_total{verdict="failed"}"#) == 1)
+        #expect(try await farm.metric(#"mediafarm_check_verdicts_total{verdict="passed"}"#) == 0)
+        let page = try await farm.request("GET", "/jobs?state=all&verdict=warnings").body
+        #expect(page.contains("qc-warned") && !page.contains("qc-failed") && !page.contains(">qc-none<"), "\(page)")
+        #expect(page.contains(#"<option value="warnings" selected>"#), "\(page)")
+    }
+}

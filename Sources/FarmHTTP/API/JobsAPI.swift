@@ -4,6 +4,7 @@ import FarmRuntime
 import FarmStore
 import FarmSubmit
 import Foundation
+import QualityModel
 import HTTPTypes
 import Hummingbird
 
@@ -124,9 +125,18 @@ struct JobsAPI: FaceController {
                 return state
             }
         }
+        var verdict: CheckVerdict?
+        if let text = query.get("verdict"), !text.isEmpty {
+            guard let v = CheckVerdict(rawValue: text) else {
+                throw APIError(status: .badRequest, message: "verdict \(text): give one of \(CheckVerdict.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            verdict = v
+        }
         let limit = try Self.number(query, "limit", Self.pageSize) ?? 50
         let after = try Self.number(query, "after", UserNumbers.jobID)
-        let jobs = try await store.jobs(matching: JobQuery(states: states, limit: limit, newest: true, before: after))
+        var matching = JobQuery(states: states, limit: limit, newest: true, before: after)
+        matching.verdict = verdict
+        let jobs = try await store.jobs(matching: matching)
         struct Page: Encodable {
             var jobs: [JobView]
             var next: Int64?

@@ -3,6 +3,7 @@ import FarmModel
 import FarmStore
 import FarmSubmit
 import Foundation
+import QualityModel
 import HTTPTypes
 import Hummingbird
 
@@ -44,6 +45,8 @@ struct ConsoleJobs: FaceController {
         /// The host that ran (or runs) the latest attempt; an album one of whose assets the job reads.
         var host = ""
         var album = ""
+        /// The verdict of the jobs' quality checks (passed, warnings, failed).
+        var verdict = ""
         var before: Int64?
 
         /// A day as YYYY-MM-DD (UTC): its start.
@@ -69,6 +72,10 @@ struct ConsoleJobs: FaceController {
             path = String((query["path"]?.first ?? "").prefix(1000))
             host = String((query["host"]?.first ?? "").prefix(200))
             album = String((query["album"]?.first ?? "").prefix(200))
+            verdict = query["verdict"]?.first ?? ""
+            if !verdict.isEmpty && CheckVerdict(rawValue: verdict) == nil {
+                throw APIError(status: .badRequest, message: "verdict \(verdict): give one of \(CheckVerdict.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
             from = query["from"]?.first ?? ""
             to = query["to"]?.first ?? ""
             _ = try Self.day(from, "from")
@@ -95,18 +102,20 @@ struct ConsoleJobs: FaceController {
             query.mentions = path.isEmpty ? nil : path
             query.host = host.isEmpty ? nil : host
             query.album = album.isEmpty ? nil : album
+            query.verdict = CheckVerdict(rawValue: verdict)
             query.createdFrom = try? Self.day(from, "from")  // checked when read
             query.createdBefore = (try? Self.day(to, "to"))??.addingTimeInterval(86_400)  // the whole day
             query.topLevel = true
             return query
         }
 
-        var isFiltered: Bool { !(name + key + path + from + to + host + album).isEmpty }
+        var isFiltered: Bool { !(name + key + path + from + to + host + album + verdict).isEmpty }
 
         /// This filter's query string, with `before` when given.
         func link(tab: String? = nil, before: Int64? = nil) -> String {
             var items = [URLQueryItem(name: "state", value: tab ?? self.tab)]
-            for (field, value) in [("name", name), ("key", key), ("path", path), ("host", host), ("album", album), ("from", from), ("to", to)] where !value.isEmpty {
+            for (field, value) in [("name", name), ("key", key), ("path", path), ("host", host), ("album", album), ("verdict", verdict), ("from", from), ("to", to)]
+            where !value.isEmpty {
                 items.append(URLQueryItem(name: field, value: value))
             }
             if let before { items.append(URLQueryItem(name: "before", value: String(before))) }
@@ -188,6 +197,8 @@ struct ConsoleJobs: FaceController {
         <label>Path <input type="search" name="path" id="filter-path" value="\(filter.path)" placeholder="input or output" size="14"></label>
         <label>Host <input type="search" name="host" id="filter-host" value="\(filter.host)" size="8" list="hosts"></label>
         <label>Album <input type="search" name="album" id="filter-album" value="\(filter.album)" size="8" list="albums"></label>
+        <label>Checks <select name="verdict" id="filter-verdict"><option value="">any</option>\(CheckVerdict.allCases.map {
+            "<option value=\"\($0.rawValue)\"\($0.rawValue == filter.verdict ? " selected" : "")>\($0.rawValue)</option>" as HTML }.joined())</select></label>
         <datalist id="hosts">\(hosts.map { "<option value=\"\($0)\">" as HTML }.joined())</datalist>
         <datalist id="albums">\(albums.map { "<option value=\"\($0)\">" as HTML }.joined())</datalist>
         <label>Submitted from <input type="date" name="from" value="\(filter.from)"></label>
@@ -210,7 +221,8 @@ struct ConsoleJobs: FaceController {
         \(Console.csrfField(csrf))<input type="hidden" name="state" value="\(filter.tab)"><input type="hidden" name="name" value="\(filter.name)">\
         <input type="hidden" name="key" value="\(filter.key)"><input type="hidden" name="path" value="\(filter.path)">\
         <input type="hidden" name="from" value="\(filter.from)"><input type="hidden" name="to" value="\(filter.to)">\
-        <input type="hidden" name="host" value="\(filter.host)"><input type="hidden" name="album" value="\(filter.album)">
+        <input type="hidden" name="host" value="\(filter.host)"><input type="hidden" name="album" value="\(filter.album)">\
+        <input type="hidden" name="verdict" value="\(filter.verdict)">
         \(canAct ? """
         <div class="actions"><button name="action" value="retry" data-confirm="Retry {n} jobs?">Retry</button>
         <button name="action" value="cancel" class="danger" data-confirm="Cancel {n} jobs?">Cancel</button>

@@ -2,6 +2,7 @@ import FarmModel
 import FarmStore
 import FarmSubmit
 import Foundation
+import QualityModel
 
 /// How a coordinator records the end of an attempt in the queue (retried while the lease would hold),
 /// gives back jobs claimed ahead, aborts the object uploads of a job that ended without success, and says
@@ -24,6 +25,11 @@ struct AttemptRecorder: CoordinatorPart {
                 jobs.recordEnd(job.id, after.state)
                 if [.failed, .dead, .cancelled].contains(after.state) { await abortUnfinishedUploads(after) }
                 metrics.attemptEnded(reason ?? outcome.metricName, seconds: seconds)
+                switch outcome {
+                case .succeeded(let result), .failed(_, let result):
+                    if let said = CheckVerdict.Said(result: result) { metrics.checked(said.verdict) }
+                case .crashed, .released: break
+                }
                 let message: String? = switch outcome {
                 case .succeeded: nil
                 case .failed(let m, _), .crashed(let m): m

@@ -1,5 +1,6 @@
 import Foundation
 import Metrics
+import QualityModel
 
 /// What a coordinator counts as it works, through swift-metrics: the process chooses the backend (the HTTP
 /// face's Prometheus registry), a coordinator without one counts into the no-op backend. Names follow
@@ -32,6 +33,11 @@ public struct CoordinatorMetrics: Sendable {
     func attemptEnded(_ outcome: String, seconds: Double) {
         Counter(label: "mediafarm_attempts_total", dimensions: [("outcome", outcome)], factory: factory).increment()
         if seconds > 0 { duration.recordSeconds(seconds) }
+    }
+
+    /// A job's quality checks gave `verdict` (`mediafarm_check_verdicts_total{verdict}`).
+    func checked(_ verdict: CheckVerdict) {
+        Counter(label: "mediafarm_check_verdicts_total", dimensions: [("verdict", verdict.rawValue)], factory: factory).increment()
     }
 
     /// A kept worker process ended: `kind` is jobs, memory, unclean, died or stopped (`WorkerRetirement`).

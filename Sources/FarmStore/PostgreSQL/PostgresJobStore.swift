@@ -416,6 +416,7 @@ public final class PostgresJobStore: JobStore {
               AND (\(query.mentions ?? "") = '' OR strpos(manifest, \(query.mentions ?? "")) > 0)
               AND (NOT \(query.failedAttempts) OR errors <> '[]')
               AND (\(query.blockedBy == nil) OR blocked_by = \(query.blockedBy ?? 0))
+              AND (\(query.verdict == nil) OR strpos(COALESCE(result, ''), \(query.verdict.map(JobQuery.verdictText) ?? "")) > 0)
               AND (\(query.host ?? "") = '' OR COALESCE(split_part(lease_owner, ':', 1), host) = \(query.host ?? ""))
               AND (\(query.album ?? "") = '' OR id = ANY(ARRAY(SELECT i.job_id FROM \(unescaped: schemaPrefix)job_inputs i
                   JOIN \(unescaped: schemaPrefix)album_assets a ON a.asset_id = i.asset_id WHERE a.album = \(query.album ?? ""))))

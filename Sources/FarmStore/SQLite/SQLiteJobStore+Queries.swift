@@ -59,6 +59,7 @@ extension SQLiteJobStore {
         if let text = query.mentions, !text.isEmpty { add("instr(manifest, ?) > 0", [text]) }
         if query.failedAttempts { add("errors <> '[]'") }
         if let blocker = query.blockedBy { add("blocked_by = ?", [blocker]) }
+        if let verdict = query.verdict { add("instr(result, ?) > 0", [JobQuery.verdictText(verdict)]) }
         if let host = query.host, !host.isEmpty { add("COALESCE(substr(lease_owner, 1, instr(lease_owner || ':', ':') - 1), host) = ?", [host]) }
         if let album = query.album, !album.isEmpty {
             add("id IN (SELECT i.job_id FROM job_inputs i JOIN album_assets a ON a.asset_id = i.asset_id WHERE a.album = ?)", [album])
