@@ -63,43 +63,8 @@ public struct LoudnessReport: Sendable, Codable, Equatable {
             }
         }
         let total = audio.map(\.headerDuration.seconds).filter { $0.isFinite && $0 > 0 }.max() ?? 0
-        var frame = Frame()
-        func pull(_ index: Int) throws(MediaFileError) {
-            guard let decoder = decoders[index], let meter = meters[index] else { return }
-            while true {
-                do {
-                    guard try decoder.receive(into: &frame) == .frame else { return }
-                    try meter.add(frame)
-                } catch {
-                    throw undecodable(decoder.stream, error)
-                }
-            }
-        }
-        var packet = Packet()
-        var read = 0
-        while try file.read(into: &packet) == .packet {
-            read += 1
-            if read & 255 == 0 {
-                try file.checkInterrupt()
-                if total > 0, let pts = packet.pts, let stream = file.streams.first(where: { $0.index == packet.streamIndex }) {
-                    let seconds = Double(pts) * Double(stream.timeBase.numerator) / Double(max(1, stream.timeBase.denominator))
-                    progress(min(1, max(0, seconds / total)))
-                }
-            }
-            let index = packet.streamIndex
-            guard let decoder = decoders[index] else { continue }
-            // .full: the decoder holds frames to take first.
-            let full: Bool
-            do throws(FFmpegError) { full = try decoder.send(packet) == .full } catch { throw undecodable(decoder.stream, error) }
-            if full {
-                try pull(index)
-                do throws(FFmpegError) { _ = try decoder.send(packet) } catch { throw undecodable(decoder.stream, error) }
-            }
-            try pull(index)
-        }
-        for (index, decoder) in decoders {
-            try? decoder.sendEndOfStream()  // draining after the packets: an error leaves nothing more to decode
-            try pull(index)
+        try DecodePass.run(file, decoders: decoders, total: total, progress: progress) { decoder, frame throws(FFmpegError) in
+            try meters[decoder.stream.index]?.add(frame)
         }
         var tracks: [Track] = []
         for stream in audio {

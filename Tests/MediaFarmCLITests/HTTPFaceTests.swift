@@ -16,7 +16,9 @@ import Glibc
     @Test func theServerAnswersAsItsOpenAPIDocumentSays() async throws {
         let farm = try await ServedFarm("openapi", token: Self.token)
         let manifest = farm.dir.appendingPathComponent("probe.json").path
-        try #"{ "version": 1, "name": "probe", "input": "clip.mp4", "report": "out/probe.json" }"#
+        // No host provides "openapi-check": the job is never claimed, so a retry that makes it due cannot race the
+        // cancel after it (a busy machine's worker had run it to success first).
+        try #"{ "version": 1, "name": "probe", "input": "clip.mp4", "report": "out/probe.json", "requires": ["openapi-check"] }"#
             .write(toFile: manifest, atomically: true, encoding: .utf8)
         let spec = TestPaths.packageRoot.appendingPathComponent("docs/openapi.json").path
         let script = TestPaths.packageRoot.appendingPathComponent("Tests/HTTP/openapi-check.py").path
@@ -35,7 +37,9 @@ import Glibc
                      "openapi-python-client is missing: script/bootstrap installs it under .build/openapi-client")
         let farm = try await ServedFarm("client", token: Self.token)
         let manifest = farm.dir.appendingPathComponent("probe.json").path
-        try #"{ "version": 1, "name": "probe", "input": "clip.mp4", "report": "out/probe.json" }"#
+        // No host provides "openapi-check": the job is never claimed, so a retry that makes it due cannot race the
+        // cancel after it (a busy machine's worker had run it to success first).
+        try #"{ "version": 1, "name": "probe", "input": "clip.mp4", "report": "out/probe.json", "requires": ["openapi-check"] }"#
             .write(toFile: manifest, atomically: true, encoding: .utf8)
         let spec = TestPaths.packageRoot.appendingPathComponent("docs/openapi.json").path
         let script = TestPaths.packageRoot.appendingPathComponent("Tests/HTTP/generated-client.py").path

@@ -44,54 +44,22 @@ extension CheckReport {
             }
         }
         let total = max(file.container.headerDuration.isNumeric ? file.container.headerDuration.seconds : 0, 0)
-        var frame = Frame()
-        func pull(_ index: Int) throws(MediaFileError) {
-            guard let decoder = decoders[index] else { return }
-            while true {
-                do {
-                    guard try decoder.receive(into: &frame) == .frame else { return }
-                    if let pictures, index == videoStream?.index {
-                        try pictures.add(frame, pts: frame.pts ?? 0)
-                    } else if let sound = sounds[index] {
-                        let rate = Rational(1, Int32(clamping: sound.sampleRate))
-                        let stamped = frame.pts.flatMap { MediaTime(count: $0, timeBase: decoder.stream.timeBase).count(in: rate) }
-                            .map { $0 - (origin.count(in: rate) ?? 0) }
-                        // Samples follow one another; a time stamp that jumps by more than half a frame is believed.
-                        var position = expected[index] ?? stamped ?? 0
-                        if let stamped, abs(stamped - position) > Int64(frame.sampleCount / 2) { position = stamped }
-                        try sound.add(frame, position: position)
-                        expected[index] = position + Int64(frame.sampleCount)
-                    }
-                } catch {
-                    throw undecodable(decoder.stream, error)
-                }
-            }
-        }
-        var packet = Packet()
-        var read = 0
         var bytes: [Int: Int64] = [:]
-        while try file.read(into: &packet) == .packet {
-            read += 1
-            bytes[packet.streamIndex, default: 0] += Int64(packet.size)
-            if read & 255 == 0 {
-                try file.checkInterrupt()
-                if total > 0, let pts = packet.pts, let stream = file.streams.first(where: { $0.index == packet.streamIndex }) {
-                    progress(min(1, max(0, (MediaTime(count: pts, timeBase: stream.timeBase) - origin).seconds / total)))
-                }
+        try DecodePass.run(file, decoders: decoders, total: total, progress: progress, packet: { bytes[$0.streamIndex, default: 0] += Int64($0.size) }) {
+            decoder, frame throws(FFmpegError) in
+            let index = decoder.stream.index
+            if let pictures, index == videoStream?.index {
+                try pictures.add(frame, pts: frame.pts ?? 0)
+            } else if let sound = sounds[index] {
+                let rate = Rational(1, Int32(clamping: sound.sampleRate))
+                let stamped = frame.pts.flatMap { MediaTime(count: $0, timeBase: decoder.stream.timeBase).count(in: rate) }
+                    .map { $0 - (origin.count(in: rate) ?? 0) }
+                // Samples follow one another; a time stamp that jumps by more than half a frame is believed.
+                var position = expected[index] ?? stamped ?? 0
+                if let stamped, abs(stamped - position) > Int64(frame.sampleCount / 2) { position = stamped }
+                try sound.add(frame, position: position)
+                expected[index] = position + Int64(frame.sampleCount)
             }
-            let index = packet.streamIndex
-            guard let decoder = decoders[index] else { continue }
-            let full: Bool
-            do throws(FFmpegError) { full = try decoder.send(packet) == .full } catch { throw undecodable(decoder.stream, error) }
-            if full {
-                try pull(index)
-                do throws(FFmpegError) { _ = try decoder.send(packet) } catch { throw undecodable(decoder.stream, error) }
-            }
-            try pull(index)
-        }
-        for (index, decoder) in decoders {
-            try? decoder.sendEndOfStream()  // draining after the packets: an error leaves nothing more to decode
-            try pull(index)
         }
 
         var results = pictures?.finish(severities: plan) ?? []
