@@ -11,62 +11,18 @@ extension Walker {
         guard let o = object(value, p, allowed: ["of"] + Self.checkNames) else { return nil }
         var plan = CheckPlan()
         let of = enumeration(o["of"], "\(p).of", JobManifest.ChecksSettings.Subject.self)
-        /// The check's members, or nil when it is off; `true` gives an empty object (its defaults).
-        func members(_ name: String, _ allowed: [String]) -> [String: JSONValue]? {
-            guard let v = o[name] else { return nil }
-            if case .bool(let on) = v { return on ? [:] : nil }
-            return object(v, "\(p).\(name)", allowed: ["severity"] + allowed)
-        }
-        func severity(_ m: [String: JSONValue], _ name: String, _ fallback: CheckSeverity) -> CheckSeverity {
-            enumeration(m["severity"], "\(p).\(name).severity", CheckSeverity.self) ?? fallback
-        }
-        if let m = members("black", ["duration", "pictureRatio", "pixelThreshold"]) {
-            var c = CheckPlan.Black()
-            c.severity = severity(m, "black", c.severity)
-            c.duration = seconds(m["duration"], "\(p).black.duration") ?? c.duration
-            c.pictureRatio = unitFraction(m["pictureRatio"], "\(p).black.pictureRatio") ?? c.pictureRatio
-            c.pixelThreshold = unitFraction(m["pixelThreshold"], "\(p).black.pixelThreshold") ?? c.pixelThreshold
-            plan.black = c
-        }
-        if let m = members("freeze", ["duration", "noise"]) {
-            var c = CheckPlan.Freeze()
-            c.severity = severity(m, "freeze", c.severity)
-            c.duration = seconds(m["duration"], "\(p).freeze.duration") ?? c.duration
-            c.noise = level(m["noise"], "\(p).freeze.noise") ?? c.noise
-            plan.freeze = c
-        }
-        if let m = members("levels", ["pixelShare", "duration"]) {
-            var c = CheckPlan.Levels()
-            c.severity = severity(m, "levels", c.severity)
-            c.pixelShare = unitFraction(m["pixelShare"], "\(p).levels.pixelShare") ?? c.pixelShare
-            c.duration = seconds(m["duration"], "\(p).levels.duration") ?? c.duration
-            plan.levels = c
-        }
-        if let m = members("interlace", ["duration", "threshold"]) {
-            var c = CheckPlan.Interlace()
-            c.severity = severity(m, "interlace", c.severity)
-            c.duration = seconds(m["duration"], "\(p).interlace.duration") ?? c.duration
-            if let t = fraction(m["threshold"], "\(p).interlace.threshold") {
-                if (1...10).contains(t) { c.threshold = t } else { fail("\(p).interlace.threshold", "\(m["threshold"]!.numberText) is outside 1...10 (FFmpeg's idet uses 1.04)") }
-            }
-            plan.interlace = c
-        }
-        if let m = members("cadence", []) {
-            var c = CheckPlan.Cadence()
-            c.severity = severity(m, "cadence", c.severity)
-            plan.cadence = c
-        }
-        if let m = members("silence", ["duration", "noise", "eachChannel"]) {
+        pictureChecks(&plan, o, at: p)
+        if let m = checkMembers(o, "silence", at: p, ["duration", "noise", "eachChannel"]) {
             var c = CheckPlan.Silence()
-            c.severity = severity(m, "silence", c.severity)
+            c.severity = checkSeverity(m, "silence", at: p, c.severity)
             c.duration = seconds(m["duration"], "\(p).silence.duration") ?? c.duration
             c.noise = level(m["noise"], "\(p).silence.noise") ?? c.noise
             c.eachChannel = boolean(m["eachChannel"], "\(p).silence.eachChannel") ?? c.eachChannel
             plan.silence = c
         }
-        if let m = members("clipping", ["level", "samples", "gap"]) {
+        if let m = checkMembers(o, "clipping", at: p, ["level", "samples", "gap"]) {
             var c = CheckPlan.Clipping()
-            c.severity = severity(m, "clipping", c.severity)
+            c.severity = checkSeverity(m, "clipping", at: p, c.severity)
             if let l = level(m["level"], "\(p).clipping.level") {
                 if l >= 0.5 { c.level = l } else { fail("\(p).clipping.level", "must be at least 0.5 (-6 dBFS): full scale is 1 (0 dBFS)") }
             }
@@ -76,15 +32,15 @@ extension Walker {
             }
             plan.clipping = c
         }
-        if let m = members("channels", []) {
+        if let m = checkMembers(o, "channels", at: p, []) {
             var c = CheckPlan.Channels()
-            c.severity = severity(m, "channels", c.severity)
+            c.severity = checkSeverity(m, "channels", at: p, c.severity)
             plan.channels = c
         }
         if let v = o["loudness"] {
             if case .bool(true) = v {
                 fail("\(p).loudness", "needs a \"standard\" (\(LoudnessStandard.allCases.map(\.rawValue).joined(separator: ", "))) or a \"target\" in LUFS")
-            } else if let m = members("loudness", ["standard", "target", "tolerance", "truePeak"]) {
+            } else if let m = checkMembers(o, "loudness", at: p, ["standard", "target", "tolerance", "truePeak"]) {
                 let standard = enumeration(m["standard"], "\(p).loudness.standard", LoudnessStandard.self)
                 let target = decibels(m["target"], "\(p).loudness.target", in: -70...0, unit: "LUFS")
                 let peak = decibels(m["truePeak"], "\(p).loudness.truePeak", in: -20...3, unit: "dBTP")
@@ -93,14 +49,14 @@ extension Walker {
                     fail("\(p).loudness", "needs a \"standard\" (\(LoudnessStandard.allCases.map(\.rawValue).joined(separator: ", "))) or a \"target\" in LUFS")
                 } else if let t = target ?? standard?.target {
                     var c = CheckPlan.Loudness(target: t, tolerance: tolerance ?? standard?.tolerance ?? 1, truePeak: peak ?? standard?.truePeak ?? -1)
-                    c.severity = severity(m, "loudness", c.severity)
+                    c.severity = checkSeverity(m, "loudness", at: p, c.severity)
                     plan.loudness = c
                 }
             }
         }
-        if let m = members("length", ["duration", "durationTolerance", "frames", "frameTolerance"]) {
+        if let m = checkMembers(o, "length", at: p, ["duration", "durationTolerance", "frames", "frameTolerance"]) {
             var c = CheckPlan.Length()
-            c.severity = severity(m, "length", c.severity)
+            c.severity = checkSeverity(m, "length", at: p, c.severity)
             c.duration = seconds(m["duration"], "\(p).length.duration")
             c.durationTolerance = seconds(m["durationTolerance"], "\(p).length.durationTolerance") ?? 0
             c.frames = integer(m["frames"], "\(p).length.frames", in: 0...100_000_000)
@@ -219,6 +175,57 @@ extension Walker {
         }
         guard let exact = bounded(value, path) else { return nil }
         return SpecRange(min: exact, max: exact)
+    }
+
+    /// A check's members, or nil when it is off; `true` gives an empty object (its defaults).
+    private mutating func checkMembers(_ o: [String: JSONValue], _ name: String, at p: String, _ allowed: [String]) -> [String: JSONValue]? {
+        guard let v = o[name] else { return nil }
+        if case .bool(let on) = v { return on ? [:] : nil }
+        return object(v, "\(p).\(name)", allowed: ["severity"] + allowed)
+    }
+
+    private mutating func checkSeverity(_ m: [String: JSONValue], _ name: String, at p: String, _ fallback: CheckSeverity) -> CheckSeverity {
+        enumeration(m["severity"], "\(p).\(name).severity", CheckSeverity.self) ?? fallback
+    }
+
+    /// The picture checks of `"checks"`: black, freeze, levels, interlace, cadence.
+    private mutating func pictureChecks(_ plan: inout CheckPlan, _ o: [String: JSONValue], at p: String) {
+        if let m = checkMembers(o, "black", at: p, ["duration", "pictureRatio", "pixelThreshold"]) {
+            var c = CheckPlan.Black()
+            c.severity = checkSeverity(m, "black", at: p, c.severity)
+            c.duration = seconds(m["duration"], "\(p).black.duration") ?? c.duration
+            c.pictureRatio = unitFraction(m["pictureRatio"], "\(p).black.pictureRatio") ?? c.pictureRatio
+            c.pixelThreshold = unitFraction(m["pixelThreshold"], "\(p).black.pixelThreshold") ?? c.pixelThreshold
+            plan.black = c
+        }
+        if let m = checkMembers(o, "freeze", at: p, ["duration", "noise"]) {
+            var c = CheckPlan.Freeze()
+            c.severity = checkSeverity(m, "freeze", at: p, c.severity)
+            c.duration = seconds(m["duration"], "\(p).freeze.duration") ?? c.duration
+            c.noise = level(m["noise"], "\(p).freeze.noise") ?? c.noise
+            plan.freeze = c
+        }
+        if let m = checkMembers(o, "levels", at: p, ["pixelShare", "duration"]) {
+            var c = CheckPlan.Levels()
+            c.severity = checkSeverity(m, "levels", at: p, c.severity)
+            c.pixelShare = unitFraction(m["pixelShare"], "\(p).levels.pixelShare") ?? c.pixelShare
+            c.duration = seconds(m["duration"], "\(p).levels.duration") ?? c.duration
+            plan.levels = c
+        }
+        if let m = checkMembers(o, "interlace", at: p, ["duration", "threshold"]) {
+            var c = CheckPlan.Interlace()
+            c.severity = checkSeverity(m, "interlace", at: p, c.severity)
+            c.duration = seconds(m["duration"], "\(p).interlace.duration") ?? c.duration
+            if let t = fraction(m["threshold"], "\(p).interlace.threshold") {
+                if (1...10).contains(t) { c.threshold = t } else { fail("\(p).interlace.threshold", "\(m["threshold"]!.numberText) is outside 1...10 (FFmpeg's idet uses 1.04)") }
+            }
+            plan.interlace = c
+        }
+        if let m = checkMembers(o, "cadence", at: p, []) {
+            var c = CheckPlan.Cadence()
+            c.severity = checkSeverity(m, "cadence", at: p, c.severity)
+            plan.cadence = c
+        }
     }
 
     /// Seconds as a time is written (2.5, "5/2", "00:00:02.500"), 0 to 48 hours.

@@ -20,8 +20,11 @@ final class JobChecks: Sendable {
         return checks.of == .export || (checks.of == nil && manifest.export != nil)
     }
 
-    /// Checks the job's one whole input; throws `ChecksFailed` when the verdict is `failed`.
-    func checkInput(_ path: String, plan: CheckPlan, runner: JobRunner, events: @escaping @Sendable (JobEvent) -> Void) async throws {
+    /// Checks the job's one whole input, when its checks are of the input; throws `ChecksFailed` when the verdict
+    /// is `failed`. In the run that makes its outputs (not in a chunked job's first run, which only plans).
+    func checkInput(of runner: JobRunner, events: @escaping @Sendable (JobEvent) -> Void) async throws {
+        guard let plan = runner.manifest.checks?.plan, !Self.ofExport(runner.manifest) else { return }
+        let path = runner.manifest.edits[0].source
         events(.progress(JobProgress(fraction: 0.02, phase: "checking")))
         let limits = runner.limits
         let report = try await runner.pool.run { interrupter in

@@ -227,7 +227,7 @@ public struct JobRunner: Sendable {
             return split(into: ranges, of: "chunks", every: every, started: started, events: events)
         }
         if manifest.export == nil {
-            try await checkInput(events)
+            try await checks.checkInput(of: self, events: events)
             try await makeInputPictures(&made, events: events)
         }
         // A constant-frame-rate export decodes every frame anyway: scan them there, decoding once.
@@ -255,13 +255,6 @@ public struct JobRunner: Sendable {
         return try await run(export, of: composition, made: made, scanning: scanWhileExporting, events: events)
     }
 
-    /// The checks of the job's one whole input, when it has them: in the run that makes its outputs (not in a
-    /// chunked job's first run, which only plans).
-    private func checkInput(_ events: @escaping @Sendable (JobEvent) -> Void) async throws {
-        guard let settings = manifest.checks, !JobChecks.ofExport(manifest) else { return }
-        try await checks.checkInput(manifest.edits[0].source, plan: settings.plan, runner: self, events: events)
-    }
-
     /// Pictures of the one input, as it is (the validator allows nothing else); with an export, once it is
     /// known not to be only split into chunks.
     private func makeInputPictures(_ made: inout JobSoFar, events: @escaping @Sendable (JobEvent) -> Void) async throws {
@@ -285,7 +278,7 @@ public struct JobRunner: Sendable {
             let ranges = try await session.chunkRanges(every: every)
             if ranges.count > 1 { return split(into: ranges, of: "chunks", every: every, started: made.started, events: events) }
         }
-        try await checkInput(events)
+        try await checks.checkInput(of: self, events: events)
         try await makeInputPictures(&made, events: events)
         if !export.join.isEmpty {
             return try await join(export, session: session, composition: composition, inspections: made.inspections,
@@ -320,58 +313,13 @@ public struct JobRunner: Sendable {
                                duration: exported.duration.seconds, seconds: Date().timeIntervalSince(made.started))
         result.numbered = JobPictures.numbered(made.pictures, made.scan)
         let tracks = [exported.audio] + (exported.additionalAudio ?? [])
-        for audio in tracks { Self.tell(audio, in: &result, naming: tracks.count > 1) }
+        for audio in tracks { result.tell(audio, naming: tracks.count > 1) }
         return result
-    }
-
-    /// What a user should see of an exported audio track in the result: a bit rate below the source's, and what
-    /// loudness normalisation did (a limiter that cut deep, as a warning). With more than one track kept, each
-    /// warning names its track's language, and the result's loudness is the first track's.
-    static func tell(_ audio: ExportReport.Audio, in result: inout JobResult, naming: Bool = false) {
-        let track = naming ? audio.language.map { " (the \($0) track)" } ?? "" : ""
-        // A lower bit rate than the source's is said where the user looks (a higher one is in the report).
-        // (A source above the highest bit rate a manifest may give, as PCM is, is in the report only.)
-        if let note = audio.note, let bitRate = audio.bitRate, let source = audio.sourceBitRate, bitRate < source,
-           source <= 512_000 {
-            result.warnings = (result.warnings ?? []) + ["$.export.audio.bitrate\(track): " + note]
-        }
-        if let delivery = audio.loudness, delivery.mode != .measured {
-            let outcome = LoudnessOutcome(before: delivery.before.integrated, after: delivery.after?.integrated, target: delivery.target,
-                                          gain: delivery.gain, gains: delivery.gains?.map(\.gain) ?? [], limiterReduction: delivery.limiter?.maxReduction)
-            result.loudness = result.loudness ?? outcome
-            if let cut = outcome.limiterReduction, -cut > LoudnessOutcome.deepCut {
-                result.warnings = (result.warnings ?? []) + ["$.export.audio.loudness" + track + String(format: ": the limiter took off up to %.1f dB to hold the true peak to %.1f dBTP: "
-                                          + "it shapes the sound, not only its peaks (a lower target or a higher truePeak would spare it)",
-                                          -cut, delivery.truePeakLimit ?? 0)]
-            }
-        }
     }
 
     static func seconds(_ t: MediaTime) -> String { MediaTime.formatSeconds(t.seconds) }
 
     /// Writes the JSON report (atomically) when the manifest asks for one; returns its path.
-    /// Scans every segment's source range; codes are timed on the composition's timeline.
-    static func scanConfiguration(_ settings: JobManifest.ScanSettings) throws -> CodeScanner.Configuration {
-        let symbologies = try Symbology.fromManifest(settings.symbologies)
-        let roi = settings.regionOfInterest.map(NormalizedRect.init) ?? .full
-        return CodeScanner.Configuration(symbologies: symbologies, regionOfInterest: roi,
-                                         interval: settings.interval, maxCodesPerFrame: settings.maxCodesPerFrame)
-    }
-
-    func scanCodes(_ settings: JobManifest.ScanSettings, composition: Composition) async throws -> ScanSummary {
-        let configuration = try Self.scanConfiguration(settings)
-        var aggregator = CodeAggregator()
-        var framesScanned = 0
-        let mapping = composition.timeMapping
-        for (i, segment) in composition.segments.enumerated() {
-            let report = try await FileScanner.scan(path: segment.source, configuration: configuration, range: segment.sourceRange,
-                                                    mapTime: { mapping.targetTime(segment: i, source: $0) }, limits: limits, pool: pool)
-            aggregator.merge(report.codes)
-            framesScanned += report.framesScanned
-        }
-        return ScanSummary(decodedBy: "scan", symbologies: settings.symbologies, framesScanned: framesScanned, codes: aggregator.codes)
-    }
-
     func writeReport(inspections: [AssetReport], composition: Composition?, export: ExportReport?, stream: StreamReport? = nil, scan: ScanSummary? = nil,
                      pictures: JobPictures.PicturesMade? = nil, chunks: [JobManifest.JoinedChunk]? = nil, timings: [String: Double]) throws -> String? {
         guard let path = manifest.report else { return nil }
