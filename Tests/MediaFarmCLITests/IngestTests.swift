@@ -550,3 +550,31 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: site.appendingPathComponent("q.sqlite").path), "a dry run made a queue")
     }
 }
+
+extension IngestTests {
+    /// A watch folder's template can check what it takes: the file that fails its checks is not published, and
+    /// both jobs' results carry their verdicts.
+    @Test func aTemplatesChecksHoldBackTheFileThatFailsThem() throws {
+        let site = try Site("checks")
+        try """
+        { "version": 1, "name": "proxy-{stem}", "input": "{input}",
+          "export": { "mode": "passthrough", "output": "../out/{stem}-{hash}.{ext}" }, "checks": { "freeze": true } }
+        """.write(to: site.folder.appendingPathComponent("templates/proxy.json"), atomically: true, encoding: .utf8)
+        let config = try String(contentsOfFile: site.config, encoding: .utf8)
+        try config.replacingOccurrences(of: #""*.mov", "*.part""#, with: #""*.mkv""#).write(toFile: site.config, atomically: true, encoding: .utf8)
+        try site.add(.faultsMKV, as: "frozen.mkv")
+        try site.add(.cfr30MP4, as: "clean.mp4")
+        _ = try site.pass()
+        let second = try site.pass()
+        #expect(second["enqueued"] as? Int == 2, "\(second)")
+        let farm = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["coordinator", "--exit-when-idle", "--queue", site.queue])
+        #expect(farm.status == 1, "one job fails its checks: \(farm.stderr)")
+        let rows = try JSONSerialization.jsonObject(with: try ProcessRunner.run(TestPaths.mediafarmExecutable, ["status", "--json", "--all", "--queue", site.queue]).stdoutData)
+            as? [[String: Any]] ?? []
+        let byName = Dictionary(uniqueKeysWithValues: rows.map { ($0["name"] as? String ?? "", $0) })
+        #expect(byName["proxy-frozen"]?["state"] as? String == "failed" && byName["proxy-frozen"]?["verdict"] as? String == "failed", "\(rows)")
+        #expect(byName["proxy-clean"]?["state"] as? String == "succeeded" && byName["proxy-clean"]?["verdict"] as? String == "passed", "\(rows)")
+        let out = (try? FileManager.default.contentsOfDirectory(atPath: site.folder.appendingPathComponent("out").path)) ?? []
+        #expect(out.count == 1 && out.first?.hasPrefix("clean-") == true, "\(out)")
+    }
+}
