@@ -59,7 +59,9 @@ public struct CheckResult: Sendable, Codable, Equatable {
     public var summary: String
     /// The thresholds used, by the names the manifest gives them.
     public var thresholds: [String: Double]
+    /// The first `CheckResult.runLimit` runs, in time order; `runsLeftOut` says how many more there were.
     public var runs: [CheckRun]
+    public var runsLeftOut: Int?
     /// Figures the check measured (loudness in LUFS, the worst share of pixels out of range, …).
     public var figures: [String: Double]?
 
@@ -70,9 +72,14 @@ public struct CheckResult: Sendable, Codable, Equatable {
         outcome = severity == .measure ? .measured : !found ? .passed : severity == .fail ? .failed : .warning
         self.summary = summary
         self.thresholds = thresholds
-        self.runs = runs
+        self.runs = Array(runs.prefix(Self.runLimit))
+        runsLeftOut = runs.count > Self.runLimit ? runs.count - Self.runLimit : nil
         self.figures = figures
     }
+
+    /// Runs kept in a result: a picture flickering in and out of range for an hour would otherwise make a
+    /// report of a hundred thousand runs (the summary counts them all).
+    public static let runLimit = 1000
 
     public static func notApplicable(_ check: String, _ severity: CheckSeverity, _ why: String) -> CheckResult {
         var result = CheckResult(check: check, severity: severity, found: false, summary: why, thresholds: [:])
