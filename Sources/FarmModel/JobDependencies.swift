@@ -103,7 +103,11 @@ public enum DependencyVerdict: Sendable, Hashable {
             }
         }
         guard let root else {
-            if d.warned { return "dependency job \(d.id) (\(d.name)) \(how(d)); mend its input and retry job \(d.id), or give this job \"afterPolicy\": \"success\"" }
+            if d.warned {
+                // A job that succeeded is not retried: what gets past it is a new submission.
+                return "dependency job \(d.id) (\(d.name)) \(how(d)); submit it again once its input is mended, or submit this job again "
+                    + "with \"afterPolicy\": \"success\" to take it as it is"
+            }
             return "dependency job \(d.id) (\(d.name)) \(how(d))\(d.lastError.map { ": \($0)" } ?? ""); retry job \(d.id) to run this one after it"
         }
         return "dependency job \(d.id) (\(d.name)) \(how(d)), because job \(root.id) (\(root.name)) \(how(root))"

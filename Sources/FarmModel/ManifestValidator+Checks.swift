@@ -67,7 +67,7 @@ extension Walker {
         if let v = o["spec"] {
             if case .object = v { plan.spec = spec(v, at: "\(p).spec") } else { fail("\(p).spec", "expected an object of the fields to hold the file to, found \(v.kindName)") }
         }
-        if Self.checkNames.allSatisfy({ o[$0] == nil }) {
+        if plan == CheckPlan() {
             fail(p, "names no check; give one or more of \(Self.checkNames.joined(separator: ", ")), each true (its defaults) or an object")
         }
         return JobManifest.ChecksSettings(of: of, plan: plan)

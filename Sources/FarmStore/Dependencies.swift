@@ -73,7 +73,8 @@ enum Dependencies {
     static func retried(_ job: Job, _ verdict: DependencyVerdict, by who: String, machine: JobStateMachine, at now: Date) throws(JobStoreError) -> Job {
         var job = job
         switch verdict {
-        case .failed(let other, _):
+        case .failed(let other, let message):
+            if message.contains("quality checks warned") { throw .refused("job \(job.id) cannot run: \(message)") }
             throw .refused("job \(job.id) waits for job \(other), which did not succeed: retry job \(other) (the jobs waiting for it follow)")
         case .waiting(let n): job.waitingFor = n
         case .ready: job.waitingFor = 0

@@ -45,7 +45,7 @@ struct CheckCommand: AsyncParsableCommand {
             let progress = TerminalProgress(label: "checking \((path as NSString).lastPathComponent)", total: 1000)
             let result = try await stop.run {
                 do {
-                    let report = try await pool.run { interrupter in
+                    let report = try await pool.run(stallLimit: SafetyLimits.default.stallTimeout) { interrupter in
                         try CheckReport.check(path: path, plan: plan, interrupter: interrupter) { progress.update(Int($0 * 1000)) }
                     }
                     return Checked(path: path, checks: report, error: nil)

@@ -193,10 +193,12 @@ public struct CheckPlan: Sendable, Hashable {
     public static let standard = CheckPlan(black: Black(), freeze: Freeze(), levels: Levels(), interlace: Interlace(), cadence: Cadence(), silence: Silence(),
                                            clipping: Clipping(), channels: Channels())
 
+    /// The duration is measured from the pictures and samples decoded: a length or a whole file's bit rate needs both.
+    private var needsDuration: Bool { length != nil || spec?.bitRate != nil }
     public var needsVideo: Bool {
-        black != nil || freeze != nil || levels != nil || interlace != nil || cadence != nil || length?.frames != nil || spec?.video != nil
+        black != nil || freeze != nil || levels != nil || interlace != nil || cadence != nil || spec?.video != nil || needsDuration
     }
-    public var needsAudio: Bool { silence != nil || clipping != nil || channels != nil || loudness != nil || spec?.audio != nil }
+    public var needsAudio: Bool { silence != nil || clipping != nil || channels != nil || loudness != nil || spec?.audio != nil || needsDuration }
 }
 
 /// A spec's range of numbers, both ends included; an exact value is both.

@@ -58,6 +58,7 @@ import Testing
         (#"{"blackness": true}"#, "$.checks.blackness", "unknown key \"blackness\""),
         (#"{"black": {"threshold": 0.1}}"#, "$.checks.black.threshold", "unknown key"),
         (#"{}"#, "$.checks", "names no check"),
+        (#"{"black": false, "freeze": false}"#, "$.checks", "names no check"),
         (#"{"black": 1}"#, "$.checks.black", "expected an object"),
         (#"{"spec": {}}"#, "$.checks.spec", "names no field"),
         (#"{"spec": {"video": {"width": {"min": 1920, "max": 1280}}}}"#, "$.checks.spec.video.width", "\"min\" 1920 is above \"max\" 1280"),

@@ -61,6 +61,10 @@ import Testing
         let warnedOnes = try farm.mediafarm(["status", "--json", "--verdict", "warnings"])
         #expect((try JSONSerialization.jsonObject(with: Data(warnedOnes.stdout.utf8)) as? [[String: Any]])?.compactMap { ($0["id"] as? NSNumber)?.int64Value } == [masterID],
                 "\(warnedOnes.stdout)")
+        // A job that succeeded is not retried: the way past the warning is a new submission, as the refusal says.
+        let again = try farm.mediafarm(["retry", String(publishID)])
+        #expect(again.status != 0 && again.stderr.contains("cannot run: dependency job \(masterID) (master) succeeded, but its quality checks warned")
+                && again.stderr.contains("submit it again once its input is mended"), "\(again.stderr)")
         let shown = try farm.mediafarm(["status", String(publishID)])
         #expect(shown.stdout.contains("quality checks warned"), "\(shown.stdout)")
     }

@@ -175,6 +175,11 @@ import Testing
         (length.duration, length.durationTolerance, length.frames) = (10, 0.05, 300)
         let fine = try Self.result(try CheckReport.check(path: MediaFixture.longMP4.path, plan: CheckPlan(length: length)), "length")
         #expect(fine.outcome == .passed && fine.figures?["frames"] == 300, "\(fine)")
+        // A duration alone is measured too (the pictures and the sound are decoded for it).
+        var alone = CheckPlan.Length()
+        (alone.duration, alone.durationTolerance) = (10, 0.05)
+        let measured = try Self.result(try CheckReport.check(path: MediaFixture.longMP4.path, plan: CheckPlan(length: alone)), "length")
+        #expect(measured.outcome == .passed && abs((measured.figures?["duration"] ?? 0) - 10) < 0.05, "\(measured)")
         length.frames = 299
         let off = try Self.result(try CheckReport.check(path: MediaFixture.longMP4.path, plan: CheckPlan(length: length)), "length")
         #expect(off.outcome == .failed && off.summary.contains("has 300 pictures, not 299 ± 0"), "\(off)")

@@ -27,7 +27,7 @@ final class JobChecks: Sendable {
         let path = runner.manifest.edits[0].source
         events(.progress(JobProgress(fraction: 0.02, phase: "checking")))
         let limits = runner.limits
-        let report = try await runner.pool.run { interrupter in
+        let report = try await runner.pool.run(stallLimit: limits.stallTimeout) { interrupter in
             try CheckReport.check(path: path, plan: plan, limits: limits, interrupter: interrupter) { p in
                 events(.progress(JobProgress(fraction: 0.02 + 0.17 * p, phase: "checking")))
             }

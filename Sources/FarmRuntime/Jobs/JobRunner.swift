@@ -279,7 +279,10 @@ public struct JobRunner: Sendable {
             if ranges.count > 1 { return split(into: ranges, of: "chunks", every: every, started: made.started, events: events) }
         }
         try await checks.checkInput(of: self, events: events)
-        try await makeInputPictures(&made, events: events)
+        // Without a coordinator pictures are renamed into place as they are made: after an export that is checked,
+        // so that one that fails its checks leaves none.
+        let picturesAfter = stagingToken == nil && JobChecks.ofExport(manifest)
+        if !picturesAfter { try await makeInputPictures(&made, events: events) }
         if !export.join.isEmpty {
             return try await join(export, session: session, composition: composition, inspections: made.inspections,
                                   inspectSeconds: made.inspectSeconds, pictures: made.pictures, events: events, started: made.started)
@@ -293,6 +296,7 @@ public struct JobRunner: Sendable {
             events(.progress(JobProgress(fraction: 0.02 + 0.97 * p.fraction, phase: p.phase, framesPerSecond: p.framesPerSecond, eta: p.eta)))
         }, observingDecodedFrames: scanSession.map { $0.observer(of: composition) })
         exported.output = export.output
+        if picturesAfter { try await makeInputPictures(&made, events: events) }
         if let scanSession, let settings = manifest.scan {
             made.scan = ScanSummary(decodedBy: "export", symbologies: settings.symbologies, framesScanned: scanSession.framesScanned,
                                     codes: try scanSession.finish())

@@ -56,7 +56,7 @@ extension CheckReport {
                     .map { $0 - (origin.count(in: rate) ?? 0) }
                 // Samples follow one another; a time stamp that jumps by more than half a frame is believed.
                 var position = expected[index] ?? stamped ?? 0
-                if let stamped, abs(stamped - position) > Int64(frame.sampleCount / 2) { position = stamped }
+                if let stamped, (stamped &- position).magnitude > UInt64(frame.sampleCount / 2) { position = stamped }
                 try sound.add(frame, position: position)
                 expected[index] = position + Int64(frame.sampleCount)
             }

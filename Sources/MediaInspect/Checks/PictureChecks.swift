@@ -202,7 +202,7 @@ struct BlackRuns {
     }
 
     private mutating func close(_ s: Int64, _ end: Int64, toEnd: Bool = false) {
-        if end - s >= minimumTicks { runs.append(TickRun(start: s, end: end, toEnd: toEnd)) }
+        if end &- s >= minimumTicks { runs.append(TickRun(start: s, end: end, toEnd: toEnd)) }
     }
 
     /// A run still open at the end lasts to the end of the last picture (`blackdetect` ends it at the last picture's start).
@@ -229,7 +229,7 @@ final class FreezeRuns {
     init(_ settings: CheckPlan.Freeze, timeBase: Rational) {
         self.settings = settings
         self.timeBase = timeBase
-        minimumMicroseconds = Int64((settings.duration * 1_000_000).rounded(.towardZero))
+        minimumMicroseconds = Int64((settings.duration * 1_000_000).rounded())
     }
 
     private func microseconds(_ ticks: Int64) -> Int64 {
@@ -246,7 +246,7 @@ final class FreezeRuns {
             referencePTS = reference.hasData ? pts : nil
             return
         }
-        let duration = pts < refPTS ? 0 : microseconds(pts - refPTS)
+        let duration = pts < refPTS ? 0 : microseconds(pts &- refPTS)
         let frozen = Self.isFrozen(reference, frame, noise: settings.noise)
         if duration >= minimumMicroseconds {
             if !reported { openStart = refPTS }
@@ -347,7 +347,7 @@ struct LevelRuns {
     }
 
     private mutating func close(_ s: Int64, _ end: Int64, toEnd: Bool = false) {
-        if end - s >= minimumTicks { runs.append(TickRun(start: s, end: end, value: runWorst, toEnd: toEnd)) }
+        if end &- s >= minimumTicks { runs.append(TickRun(start: s, end: end, value: runWorst, toEnd: toEnd)) }
     }
 
     mutating func finish(end: Int64) -> [TickRun] {
@@ -408,12 +408,12 @@ struct Cadence {
     mutating func add(_ pts: Int64) {
         defer { last = pts }
         guard let last else { return }
-        let step = Double(pts - last)
+        let step = Double(pts) - Double(last)
         if step < frameDuration / 2 {
             duplicated += 1
             runs.append(TickRun(start: last, end: last + Int64(frameDuration.rounded()), value: 0))
         } else if step > frameDuration * 1.5 {
-            let missing = Int((step / frameDuration).rounded()) - 1
+            let missing = Int(min(step / frameDuration, 1e9).rounded()) - 1
             dropped += missing
             runs.append(TickRun(start: last + Int64(frameDuration.rounded()), end: pts, value: Double(missing)))
         }
@@ -479,7 +479,7 @@ final class InterlaceRuns {
     }
 
     private func close(_ s: Int64, _ end: Int64, toEnd: Bool = false) {
-        if end - s >= minimumTicks { runs.append(TickRun(start: s, end: end, toEnd: toEnd)) }
+        if end &- s >= minimumTicks { runs.append(TickRun(start: s, end: end, toEnd: toEnd)) }
     }
 
     func finish(end: Int64) -> [TickRun] {

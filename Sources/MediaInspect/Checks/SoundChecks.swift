@@ -136,8 +136,9 @@ struct SilenceRuns {
         self.channels = channels
         independent = settings.eachChannel ? channels : 1
         // av_rescale(d µs, rate, 1e6), rounded to nearest.
-        let micro = Int64((settings.duration * 1_000_000).rounded(.towardZero))
-        durationSamples = (micro * Int64(sampleRate) + 500_000) / 1_000_000
+        let micro = Int64((settings.duration * 1_000_000).rounded())
+        // In Double: 48 hours at an absurd declared rate must not trap (exact for any real rate and duration).
+        durationSamples = Int64(min((Double(micro) * Double(sampleRate) / 1_000_000).rounded(), 1e15))
         notify = durationSamples * Int64(settings.eachChannel ? 1 : channels)
         nulls = Array(repeating: 0, count: independent)
         starts = Array(repeating: nil, count: independent)

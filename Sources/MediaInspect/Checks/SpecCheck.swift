@@ -34,7 +34,7 @@ struct SpecCheck {
             guard let range else { return }
             guard let found, found.isFinite else { problems.append("\(path): expected \(range)\(unit), found none"); return }
             if !range.contains(found) {
-                let shown = found == found.rounded() ? String(Int64(found)) : String(format: "%.3f", found)
+                let shown = found == found.rounded() && abs(found) < 1e15 ? String(Int64(found)) : String(format: "%.3f", found)
                 problems.append("\(path): expected \(range)\(unit), found \(shown)\(unit)")
             }
         }
