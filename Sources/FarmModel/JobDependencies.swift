@@ -186,9 +186,11 @@ extension CheckVerdict {
         public var verdict: CheckVerdict
         public var problems: String
 
-        /// From a job's result JSON; nil when the job had no checks (or no result).
+        /// From a job's result JSON (its `checks` alone are read); nil when the job had no checks (or no result).
         public init?(result: String?) {
-            guard let result, let decoded = try? JSONDecoder().decode(JobResult.self, from: Data(result.utf8)),  // a result that does not decode has no verdict to read
+            struct Shape: Decodable { var checks: CheckReport? }
+            guard let result, result.contains("\"verdict\""),
+                  let decoded = try? JSONDecoder().decode(Shape.self, from: Data(result.utf8)),  // a result whose checks do not decode has no verdict to read
                   let checks = decoded.checks else { return nil }
             verdict = checks.verdict
             problems = checks.problems.joined(separator: "; ")
