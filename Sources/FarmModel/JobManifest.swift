@@ -282,6 +282,9 @@ extension JobManifest {
         public var plan: CheckPlan
 
         public init(of: Subject?, plan: CheckPlan) { (self.of, self.plan) = (of, plan) }
+
+        /// What is checked in a job that has an export or not.
+        public func subject(hasExport: Bool) -> Subject { of ?? (hasExport ? .export : .input) }
     }
 }
 

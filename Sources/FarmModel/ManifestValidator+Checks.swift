@@ -81,7 +81,7 @@ extension Walker {
             fail("$.checks.of", stream != nil ? "a streaming package's renditions are not checked: check the input (\"of\": \"input\"), or export a movie too"
                  : "the job has no \"export\" to check: check its input (\"of\": \"input\") or add an export")
         }
-        let ofInput = checks.of == .input || (checks.of == nil && export == nil)
+        let ofInput = checks.subject(hasExport: export != nil) == .input
         if ofInput && o["edits"] != nil {
             fail("$.checks", "checks of the input are of one whole input: give \"input\", not \"edits\" (to check an edited composition, check its export: \"of\": \"export\")")
         } else if ofInput && o["scale"] != nil && export == nil {

@@ -16,8 +16,7 @@ final class JobChecks: Sendable {
 
     /// Whether the manifest's checks are of the export (else of the input).
     static func ofExport(_ manifest: JobManifest) -> Bool {
-        guard let checks = manifest.checks else { return false }
-        return checks.of == .export || (checks.of == nil && manifest.export != nil)
+        manifest.checks?.subject(hasExport: manifest.export != nil) == .export
     }
 
     /// Checks the job's one whole input, when its checks are of the input; throws `ChecksFailed` when the verdict
