@@ -38,27 +38,9 @@ struct CheckCommand: AsyncParsableCommand {
     func run() async throws {
         stall.apply()
         let plan = try loadPlan()
-        let pool = BlockingWorkPool(threads: 1)
-        let stop = SignalStop()
-        var results: [Checked] = []
-        for path in paths {
-            let progress = TerminalProgress(label: "checking \((path as NSString).lastPathComponent)", total: 1000)
-            let result = try await stop.run {
-                do {
-                    let report = try await pool.run(stallLimit: SafetyLimits.default.stallTimeout) { interrupter in
-                        try CheckReport.check(path: path, plan: plan, interrupter: interrupter) { progress.update(Int($0 * 1000)) }
-                    }
-                    return Checked(path: path, checks: report, error: nil)
-                } catch let error as MediaFileError {
-                    return Checked(path: path, checks: nil, error: error.description)
-                } catch {
-                    return Checked(path: path, checks: nil, error: "\(path): \(error)")
-                }
-            }
-            progress.finish()
-            try stop.exitIfStopped("check")
-            results.append(result)
-        }
+        let results = try await EachFile.read(paths, doing: "checking", command: "check") { path, interrupter, progress in
+            try CheckReport.check(path: path, plan: plan, interrupter: interrupter, progress: progress)
+        }.map { Checked(path: $0.path, checks: $0.value, error: $0.error) }
         if json {
             FileHandle.standardOutput.write(try JSONEncoder.mediafarm().encode(results))
             FileHandle.standardOutput.write(Data("\n".utf8))

@@ -25,27 +25,9 @@ struct LoudnessCommand: AsyncParsableCommand {
 
     func run() async throws {
         stall.apply()
-        let pool = BlockingWorkPool(threads: 1)
-        let stop = SignalStop()
-        var results: [Measured] = []
-        for path in paths {
-            let progress = TerminalProgress(label: "measuring \((path as NSString).lastPathComponent)", total: 1000)
-            let result = try await stop.run {
-                do {
-                    let report = try await pool.run { interrupter in
-                        try LoudnessReport.measure(path: path, interrupter: interrupter) { progress.update(Int($0 * 1000)) }
-                    }
-                    return Measured(path: path, report: report, error: nil)
-                } catch let error as MediaFileError {
-                    return Measured(path: path, report: nil, error: error.description)
-                } catch {
-                    return Measured(path: path, report: nil, error: "\(path): \(error)")
-                }
-            }
-            progress.finish()
-            try stop.exitIfStopped("loudness")
-            results.append(result)
-        }
+        let results = try await EachFile.read(paths, doing: "measuring", command: "loudness") { path, interrupter, progress in
+            try LoudnessReport.measure(path: path, interrupter: interrupter, progress: progress)
+        }.map { Measured(path: $0.path, report: $0.value, error: $0.error) }
         if json {
             FileHandle.standardOutput.write(try JSONEncoder.mediafarm().encode(results))
             FileHandle.standardOutput.write(Data("\n".utf8))
