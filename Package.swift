@@ -95,7 +95,7 @@ let package = Package(
         ]),
         // The asset library: content ids, local paths per host, albums, fetches, representations, changes.
         .target(name: "FarmLibrary", dependencies: [
-            "FarmStore", "FarmModel", "MediaTime", "SafeFiles", "S3Client",
+            "FarmStore", "FarmModel", "MediaTime", "SafeFiles", "S3Client", "QualityModel",
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"),
         ]),
         // Where the library meets inspection: an asset's facts from MediaInspect (AssetInspector.media).
@@ -136,7 +136,7 @@ let package = Package(
         ]),
         // The coordinator's HTTP face: health, Prometheus metrics, the JSON API, the status page.
         .target(name: "FarmHTTP", dependencies: [
-            "FarmRuntime", "FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "FarmSubmit", "S3Client", "QualityModel",
+            "FarmRuntime", "FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "FarmSubmit", "S3Client", "QualityModel", "MediaImage",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
             .product(name: "Crypto", package: "swift-crypto"),

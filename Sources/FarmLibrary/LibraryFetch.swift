@@ -1,6 +1,7 @@
 import FarmModel
 import FarmStore
 import Foundation
+import QualityModel
 
 /// A code a scan found in an asset.
 public struct LibraryCode: Sendable, Hashable, Codable {
@@ -27,6 +28,9 @@ public struct LibraryAsset: Sendable, Hashable, Codable {
     public var codes: [LibraryCode]
     /// Where this host keeps it (the first path, when there are several); nil when not on this host.
     public var path: String?
+    /// The verdict of the last quality checks of it (a job's `"checks"` of it as an input, or of it as the
+    /// export they made); nil when none ran.
+    public var verdict: CheckVerdict?
 }
 
 /// What to fetch (PHFetchOptions): predicates on the facts, a sort, and a page.
@@ -53,6 +57,8 @@ public struct FetchOptions: Sendable, Hashable {
     public var codec: String?
     public var hasCodes: Bool?
     public var slowMotion: Bool?
+    /// Only assets whose last quality checks gave this verdict.
+    public var verdict: CheckVerdict?
     public var sort: Sort = .date
     public var descending = false
     public var limit: Int?
@@ -76,7 +82,7 @@ public struct FetchResult: Sendable, Hashable, Codable {
 }
 
 extension AssetLibrary {
-    static let assetColumns = "a.id, a.sha256, a.facts, a.added_at, a.date_key, a.codes"
+    static let assetColumns = "a.id, a.sha256, a.facts, a.added_at, a.date_key, a.codes, a.verdict"
     /// An asset `a` that is no picture the farm made of another (`FetchOptions.pictures`).
     static let notAPicture = "NOT EXISTS (SELECT 1 FROM asset_representations p WHERE p.output_id = a.id AND p.kind IN ("
         + RepresentationKind.pictures.map { "'\($0.rawValue)'" }.joined(separator: ", ") + "))"
@@ -109,6 +115,7 @@ extension AssetLibrary {
         if let codec = options.codec { add("a.codec = ?", [.text(codec)]) }
         if let hasCodes = options.hasCodes { add("a.has_codes = ?", [SQLValue(hasCodes)]) }
         if let slowMotion = options.slowMotion { add("a.slow_motion = ?", [SQLValue(slowMotion)]) }
+        if let verdict = options.verdict { add("a.verdict = ?", [.text(verdict.rawValue)]) }
         let key = options.sort.column
         if let cursor = options.after {
             let (sort, value, id) = try Self.parseCursor(cursor)
@@ -140,9 +147,9 @@ extension AssetLibrary {
         var keys: [Double] = []
         for row in rows.prefix(options.limit ?? rows.count) {
             guard var asset = Self.asset(row) else { continue }
-            asset.path = row[7].string
+            asset.path = row[8].string
             assets.append(asset)
-            keys.append(row[6].double ?? 0)
+            keys.append(row[7].double ?? 0)
         }
         let more = options.limit.map { rows.count > $0 } ?? false
         let next = more ? assets.last.map { Self.cursor(options.sort.rawValue, keys.last ?? 0, $0.id) } : nil
@@ -154,7 +161,8 @@ extension AssetLibrary {
         guard let id = row[0].string.flatMap(AssetID.init), let facts = decode(AssetFacts.self, row[2].string) else { return nil }
         return LibraryAsset(id: id, sha256: row[1].string ?? "", facts: facts, subtypes: facts.subtypes,
                             date: row[4].date ?? .distantPast, addedAt: row[3].date ?? .distantPast,
-                            codes: decode([LibraryCode].self, row[5].string) ?? [], path: nil)
+                            codes: decode([LibraryCode].self, row[5].string) ?? [], path: nil,
+                            verdict: row[6].string.flatMap(CheckVerdict.init(rawValue:)))
     }
 
     static func cursor(_ sort: String, _ key: Double, _ id: AssetID) -> String {

@@ -1,6 +1,7 @@
 import FarmModel
 import FarmStore
 import Foundation
+import QualityModel
 
 /// An output a job made from an asset (ALAssetRepresentation), and how.
 public struct Representation: Sendable, Hashable, Codable {
@@ -56,6 +57,8 @@ public struct AssetDetail: Sendable, Hashable, Codable {
     public var derivedFrom: [Representation]
     /// Jobs that read it (newest first, at most 50).
     public var jobs: [Int64]
+    /// Its last quality checks (their verdict is the asset's `verdict`).
+    public var checks: CheckReport?
 }
 
 extension AssetLibrary {
@@ -110,7 +113,8 @@ extension AssetLibrary {
             } ?? ("", [])
             let jobs = try await s.rows("SELECT job_id FROM job_inputs WHERE asset_id = ?\(outside.sql) ORDER BY job_id DESC LIMIT 50",
                                         [.text(id.rawValue)] + outside.binds).compactMap { $0[0].int }
-            return AssetDetail(asset: asset, locations: locations, albums: albums, representations: made, derivedFrom: from, jobs: jobs)
+            let checks = try await s.value("SELECT checks FROM assets WHERE id = ?", [.text(id.rawValue)])?.string.flatMap { Self.decode(CheckReport.self, $0) }
+            return AssetDetail(asset: asset, locations: locations, albums: albums, representations: made, derivedFrom: from, jobs: jobs, checks: checks)
         }
         guard let found else { throw .unknownAsset(id) }
         return found
@@ -200,6 +204,20 @@ extension AssetLibrary {
             }
         }
         return id
+    }
+
+    /// Keeps the quality checks a job ran on these assets, and their verdict: their last, replacing the ones before.
+    public func recordChecks(_ ids: [AssetID], _ report: CheckReport, jobID: Int64) async throws(LibraryError) {
+        guard !ids.isEmpty else { return }
+        let time = now()
+        let verdict = report.verdict.rawValue
+        let json = Self.json(report)
+        try await write { s in
+            for id in ids {
+                let changed = try await s.rows("UPDATE assets SET verdict = ?, checks = ? WHERE id = ? RETURNING id", [.text(verdict), .text(json), .text(id.rawValue)])
+                if !changed.isEmpty { try await record(s, .assetUpdated, asset: id, detail: "quality checks \(verdict) (job \(jobID))", at: time) }
+            }
+        }
     }
 
     /// Adds codes a scan found to an asset's facts (merged with those it had).

@@ -41,6 +41,15 @@ public enum AfterPolicy: String, Sendable, Hashable, CaseIterable, Codable {
     case passed
     /// When every dependency ended, however it ended: clean-up jobs.
     case always
+
+    /// What a waiting job waits for its dependencies to do, as pages and `status` say it ("waits for 2 jobs to …").
+    public var waitsTo: String {
+        switch self {
+        case .success: "succeed"
+        case .passed: "pass their checks"
+        case .always: "end"
+        }
+    }
 }
 
 /// What a job's dependencies, as they are now, make of it: shared by submission, retry and the

@@ -5,7 +5,7 @@ import QualityModel
 /// `"checks"` in a manifest (`JobManifest.ChecksSettings`): quality checks of the job's input or of its
 /// export, each `true` (its defaults) or an object of thresholds and a `severity`.
 extension Walker {
-    static let checkNames = ["black", "freeze", "levels", "interlace", "cadence", "silence", "clipping", "channels", "loudness", "length", "spec"]
+    static let checkNames = ["black", "freeze", "levels", "interlace", "cadence", "silence", "clipping", "channels", "loudness", "length", "spec", "fidelity"]
 
     mutating func checks(_ value: JSONValue, at p: String = "$.checks") -> JobManifest.ChecksSettings? {
         guard let o = object(value, p, allowed: ["of"] + Self.checkNames) else { return nil }
@@ -67,6 +67,13 @@ extension Walker {
         if let v = o["spec"] {
             if case .object = v { plan.spec = spec(v, at: "\(p).spec") } else { fail("\(p).spec", "expected an object of the fields to hold the file to, found \(v.kindName)") }
         }
+        if let m = checkMembers(o, "fidelity", at: p, ["psnr", "ssim"]) {
+            var c = CheckPlan.Fidelity()
+            c.severity = checkSeverity(m, "fidelity", at: p, c.severity)
+            c.psnr = decibels(m["psnr"], "\(p).fidelity.psnr", in: 0...100, unit: "dB") ?? c.psnr
+            c.ssim = unitFraction(m["ssim"], "\(p).fidelity.ssim") ?? c.ssim
+            plan.fidelity = c
+        }
         if plan == CheckPlan() {
             fail(p, "names no check; give one or more of \(Self.checkNames.joined(separator: ", ")), each true (its defaults) or an object")
         }
@@ -82,6 +89,15 @@ extension Walker {
                  : "the job has no \"export\" to check: check its input (\"of\": \"input\") or add an export")
         }
         let ofInput = checks.subject(hasExport: export != nil) == .input
+        if checks.plan.fidelity != nil {
+            if ofInput || export == nil {
+                fail("$.checks.fidelity", "measures an export against its composition: the job needs an \"export\" and checks of it (\"of\": \"export\")")
+            } else if export?.mode == .passthrough {
+                fail("$.checks.fidelity", "a passthrough export copies its pictures, so there is nothing to measure: export \"mode\": \"constantFrameRate\", or drop the fidelity check")
+            } else if export?.chunkDuration != nil {
+                fail("$.checks.fidelity", "is measured as the export encodes, and a chunked export's chunks are encoded apart: drop \"chunkSeconds\" or the fidelity check")
+            }
+        }
         if ofInput && o["edits"] != nil {
             fail("$.checks", "checks of the input are of one whole input: give \"input\", not \"edits\" (to check an edited composition, check its export: \"of\": \"export\")")
         } else if ofInput && o["scale"] != nil && export == nil {
@@ -291,6 +307,9 @@ extension JobManifest.ChecksSettings {
             add("loudness", c.severity, [("target", .decimal(c.target)), ("tolerance", .decimal(c.tolerance)), ("truePeak", .decimal(c.truePeak))])
         }
         if let spec = plan.spec { members.append(("spec", spec.document)) }
+        if let c = plan.fidelity {
+            add("fidelity", c.severity, [c.psnr.map { ("psnr", .decimal($0)) }, c.ssim.map { ("ssim", .decimal($0)) }].compactMap { $0 })
+        }
         if let c = plan.length {
             var fields: [(key: String, value: JSONValue)] = []
             if let d = c.duration { fields += [("duration", .decimal(d)), ("durationTolerance", .decimal(c.durationTolerance))] }

@@ -169,6 +169,8 @@ public enum UserNumbers {
     public static let sheetTiles = NumberRule<Int>.integer(1, 100)
     /// Seconds between a live recording's stills.
     public static let stillInterval = NumberRule<Double>.seconds(0.1, 86_400)
+    /// A time in a file to see a still picture at (48 hours, as a manifest's times).
+    public static let stillTime = NumberRule<Double>.seconds(0, 172_800)
     /// Seconds between a live recording's levels events.
     public static let levelsInterval = NumberRule<Double>.seconds(0.05, 3600)
     /// A waveform's columns and rows.

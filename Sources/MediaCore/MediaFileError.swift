@@ -15,6 +15,8 @@ public struct MediaFileError: Error, Sendable, CustomStringConvertible {
         case noStreams
         /// A measurement of sound (loudness) of a file without an audio track.
         case noAudio
+        /// A reference for pictures to be measured against has none.
+        case noVideo
         /// `count` is nil when the demuxer stopped at the limit before counting them all.
         case tooManyStreams(count: Int?, limit: Int)
         case frameTooLarge(width: Int, height: Int, limits: String)
@@ -66,6 +68,7 @@ public struct MediaFileError: Error, Sendable, CustomStringConvertible {
             return "the file looks truncated: its media ends at \(MediaTime.formatSeconds(endsAt.seconds)) s but its header declares \(MediaTime.formatSeconds(declared.seconds)) s"
         case .noStreams: return "the file contains no audio, video or subtitle streams"
         case .noAudio: return "the file has no audio track: there is no loudness to measure"
+        case .noVideo: return "the file has no video track: there are no pictures to measure against"
         case let .tooManyStreams(count, limit):
             return "declares \(count.map(String.init) ?? "more") streams, more than the limit of \(limit)"
         case let .frameTooLarge(width, height, limits):

@@ -70,11 +70,13 @@ struct ConstantFrameRateExporter {
 
         var videoPackets = 0
         var packet = Packet()
+        let fidelity = try settings.fidelity.map { try ExportFidelity(encoder: encoder, log: $0, frameDuration: fd) }
         func drainVideo() throws {
             let tb = file.timeBase(of: videoOut)
             while try encoder.receive(into: &packet) == .packet {
                 let pts = MediaTime(count: packet.pts ?? 0, timeBase: frameTB)
                 let dts = MediaTime(count: packet.dts ?? packet.pts ?? 0, timeBase: frameTB)
+                try fidelity?.read(packet)
                 for track in renderedAudio { try track.write(until: dts) }
                 packet.retime(pts: pts.count(in: tb), dts: dts.count(in: tb), duration: fd.count(in: tb) ?? 0, streamIndex: videoOut)
                 try file.write(&packet)
@@ -91,6 +93,7 @@ struct ConstantFrameRateExporter {
             guard try video.withFrame(k, { frame in try scaler.prepare(frame, into: &converted) }) != nil else { break }
             if encodedWidth != width || encodedHeight != height { try converted.crop(toWidth: encodedWidth, height: encodedHeight) }
             converted.setPTS(Int64(k - frames.lowerBound))
+            try fidelity?.hold(converted, pts: Int64(k - frames.lowerBound))
             while try encoder.send(converted) == .full { try drainVideo() }
             try drainVideo()
             let done = k - frames.lowerBound
@@ -107,6 +110,7 @@ struct ConstantFrameRateExporter {
         }
         try encoder.sendEndOfStream()
         try drainVideo()
+        try fidelity?.finish()
         for track in renderedAudio { try track.write(until: nil) }
         progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
         try file.finish()

@@ -65,6 +65,9 @@ public struct ExportSettings: Sendable {
     public var beforeCommit: (@Sendable (String) throws -> Void)? = nil
     /// Runs with the written file's temporary path before it is committed (`AtomicOutput.checkWritten`).
     public var checkWritten: (@Sendable (String) throws -> Void)? = nil
+    /// constantFrameRate only: measure each encoded picture against the composition's, as it is encoded, into
+    /// this log (PSNR and SSIM, `PictureFidelity`).
+    public var fidelity: FidelityLog? = nil
     /// constantFrameRate only: encode only the output frames `lowerBound..<upperBound` of the composition
     /// (frame k shows composition time k x frameDuration), as one chunk of a chunked export: video only,
     /// its first frame a keyframe (the encoder's first), its timestamps from 0. nil: every frame.

@@ -9,6 +9,8 @@ final class SegmentVideoReader {
     private let decoder: Decoder
     private let source: ExportSource
     private let stream: StreamInfo
+    /// Half the stream's tick.
+    private let halfTick: MediaTime
     private var packet = Packet()
     /// The frame shown at the last time asked for.
     var current = Frame()
@@ -31,6 +33,7 @@ final class SegmentVideoReader {
         self.segment = segment
         self.observer = observer
         stream = source.video!
+        halfTick = MediaTime(value: Int64(stream.timeBase.numerator), timescale: Int32(clamping: Int64(stream.timeBase.denominator) * 2))
         file = try InputFile(path: source.path, limits: limits, interrupter: interrupter)
         file.discardAll(except: [stream.index])
         decoder = try Decoder(file: file, streamIndex: stream.index, threads: threads)
@@ -43,7 +46,10 @@ final class SegmentVideoReader {
 
     /// Makes `current` the frame on screen at source time `s`; false when the track has no frame at all.
     func advance(to s: MediaTime) throws(MediaFileError) -> Bool {
-        while let t = nextTime, !(s < t) || currentTime == nil {
+        // A time stamp is rounded to its stream's tick (Matroska's millisecond: the third picture of 30 fps is
+        // at 67 ms, not 66.67): a picture within half a tick of `s` is on screen at `s`.
+        let shown = s + halfTick
+        while let t = nextTime, !(shown < t) || currentTime == nil {
             current.take(&next)
             currentTime = t
             nextTime = nil

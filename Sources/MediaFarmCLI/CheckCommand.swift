@@ -26,6 +26,9 @@ struct CheckCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("A JSON file of checks, as a manifest's \"checks\" section.", valueName: "file"))
     var checks: String?
 
+    @Option(name: .long, help: ArgumentHelp("A movie to measure each file's pictures against, paired in order: the fidelity check (PSNR and SSIM of each picture, at its defaults unless --checks sets it).", valueName: "file"))
+    var reference: String?
+
     @Argument(help: "Movies or audio files.")
     var paths: [String]
 
@@ -39,7 +42,7 @@ struct CheckCommand: AsyncParsableCommand {
         stall.apply()
         let plan = try loadPlan()
         let results = try await EachFile.read(paths, doing: "checking", command: "check") { path, interrupter, progress in
-            try CheckReport.check(path: path, plan: plan, interrupter: interrupter, progress: progress)
+            try CheckReport.check(path: path, plan: plan, reference: reference, interrupter: interrupter, progress: progress)
         }.map { Checked(path: $0.path, checks: $0.value, error: $0.error) }
         if json {
             FileHandle.standardOutput.write(try JSONEncoder.mediafarm().encode(results))
@@ -52,6 +55,16 @@ struct CheckCommand: AsyncParsableCommand {
     }
 
     private func loadPlan() throws -> CheckPlan {
+        var plan = try readPlan()
+        if reference != nil && plan.fidelity == nil { plan.fidelity = CheckPlan.Fidelity() }
+        if reference == nil && plan.fidelity != nil {
+            FileHandle.standardError.write(Data("error: the fidelity check measures pictures against a reference: give --reference FILE\n".utf8))
+            throw ExitCode(ExitStatus.usage)
+        }
+        return plan
+    }
+
+    private func readPlan() throws -> CheckPlan {
         guard let checks else { return .standard }
         guard let data = FileManager.default.contents(atPath: checks) else {
             FileHandle.standardError.write(Data("error: \(checks): cannot be read (no such file, or not a file this user may read)\n".utf8))
@@ -94,6 +107,9 @@ struct CheckCommand: AsyncParsableCommand {
                 lines.append("      \(where_)")
             }
             if c.runs.count > 10 { lines.append("      … \(c.runs.count - 10) more") }
+            for p in c.pictures ?? [] {
+                lines.append(String(format: "      worst: %.3f s PSNR %@ dB SSIM %.4f", p.time, p.psnr.map { String(format: "%.2f", $0) } ?? "inf", p.ssim))
+            }
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -120,6 +120,18 @@ public struct CheckPlan: Sendable, Hashable {
         public init() {}
     }
 
+    /// Fidelity of an export to its composition (or of a file to a reference picture for picture): PSNR and
+    /// SSIM of each picture, as FFmpeg's `psnr` and `ssim` filters measure them. A picture below either
+    /// minimum is a finding.
+    public struct Fidelity: Sendable, Hashable {
+        public var severity: CheckSeverity = .fail
+        /// The lowest PSNR a picture may have, dB (30: visibly damaged); nil: not held to one.
+        public var psnr: Double? = 30
+        /// The lowest SSIM a picture may have (0.9); nil: not held to one.
+        public var ssim: Double? = 0.9
+        public init() {}
+    }
+
     /// A file spec, as MediaConch's policies are: container, codecs, profile and level, sizes, rates, scan type,
     /// sound layout, bit rates. Each field is an allowed list or a range; a field left out is not checked.
     public struct Spec: Sendable, Hashable {
@@ -173,9 +185,11 @@ public struct CheckPlan: Sendable, Hashable {
     public var loudness: Loudness?
     public var length: Length?
     public var spec: Spec?
+    public var fidelity: Fidelity?
 
     public init(black: Black? = nil, freeze: Freeze? = nil, levels: Levels? = nil, interlace: Interlace? = nil, cadence: Cadence? = nil, silence: Silence? = nil,
-                clipping: Clipping? = nil, channels: Channels? = nil, loudness: Loudness? = nil, length: Length? = nil, spec: Spec? = nil) {
+                clipping: Clipping? = nil, channels: Channels? = nil, loudness: Loudness? = nil, length: Length? = nil, spec: Spec? = nil,
+                fidelity: Fidelity? = nil) {
         self.black = black
         self.freeze = freeze
         self.levels = levels
@@ -187,6 +201,7 @@ public struct CheckPlan: Sendable, Hashable {
         self.loudness = loudness
         self.length = length
         self.spec = spec
+        self.fidelity = fidelity
     }
 
     /// Every picture and sound check at its defaults (no loudness target, no expected length).
@@ -196,7 +211,7 @@ public struct CheckPlan: Sendable, Hashable {
     /// The duration is measured from the pictures and samples decoded: a length or a whole file's bit rate needs both.
     private var needsDuration: Bool { length != nil || spec?.bitRate != nil }
     public var needsVideo: Bool {
-        black != nil || freeze != nil || levels != nil || interlace != nil || cadence != nil || spec?.video != nil || needsDuration
+        black != nil || freeze != nil || levels != nil || interlace != nil || cadence != nil || spec?.video != nil || fidelity != nil || needsDuration
     }
     public var needsAudio: Bool { silence != nil || clipping != nil || channels != nil || loudness != nil || spec?.audio != nil || needsDuration }
 }

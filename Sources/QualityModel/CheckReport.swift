@@ -11,7 +11,7 @@ public enum CheckVerdict: String, Sendable, Codable, Hashable, CaseIterable, Com
 
 /// What the quality checks found in one decode: the verdict, then each check's result. `mediafarm check
 /// --json` prints it; a job's result and report hold it under `checks`.
-public struct CheckReport: Sendable, Codable, Equatable {
+public struct CheckReport: Sendable, Codable, Hashable {
     public var verdict: CheckVerdict
     public var checks: [CheckResult]
     /// Pictures and sound the checks saw, from the file's start (seconds).
@@ -35,7 +35,7 @@ public struct CheckReport: Sendable, Codable, Equatable {
 }
 
 /// One check's result: its outcome, a sentence, the thresholds it used, and its runs in the file's timeline.
-public struct CheckResult: Sendable, Codable, Equatable {
+public struct CheckResult: Sendable, Codable, Hashable {
     public enum Outcome: String, Sendable, Codable, Hashable {
         /// Nothing found.
         case passed
@@ -64,6 +64,8 @@ public struct CheckResult: Sendable, Codable, Equatable {
     public var runsLeftOut: Int?
     /// Figures the check measured (loudness in LUFS, the worst share of pixels out of range, …).
     public var figures: [String: Double]?
+    /// The fidelity check's worst pictures, worst first.
+    public var pictures: [CheckPicture]?
 
     public init(check: String, severity: CheckSeverity, found: Bool, summary: String, thresholds: [String: Double], runs: [CheckRun] = [],
          figures: [String: Double]? = nil) {
@@ -89,9 +91,18 @@ public struct CheckResult: Sendable, Codable, Equatable {
     }
 }
 
+/// One picture's fidelity to its reference: its time (seconds from the start), PSNR (dB; absent when the two
+/// are identical, FFmpeg's `inf`) and SSIM.
+public struct CheckPicture: Sendable, Codable, Hashable {
+    public var time: Double
+    public var psnr: Double?
+    public var ssim: Double
+    public init(time: Double, psnr: Double?, ssim: Double) { (self.time, self.psnr, self.ssim) = (time, psnr, ssim) }
+}
+
 /// A stretch of the file where a check found something: seconds from the file's start (`end` is the
 /// first time it no longer holds), with the track and channel where it is one of several.
-public struct CheckRun: Sendable, Codable, Equatable {
+public struct CheckRun: Sendable, Codable, Hashable {
     public var start: Double
     public var end: Double
     public var duration: Double

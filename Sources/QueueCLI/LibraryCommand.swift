@@ -3,6 +3,7 @@ import FarmLibrary
 import FarmModel
 import FarmStore
 import Foundation
+import QualityModel
 
 /// `mediafarm library`: the asset library (PhotoKit for a farm) in the queue's database. In the queue's
 /// program, without `add` and `verify`, which inspect media (the media program has them).
@@ -86,6 +87,9 @@ struct LibraryList: AsyncParsableCommand {
     @Flag(name: .customLong("slow-motion"), help: "Only slow-motion (100 fps or more) videos.")
     var slowMotion = false
 
+    @Option(help: "Only assets whose last quality checks gave this verdict: passed, warnings or failed.")
+    var verdict: CheckVerdict?
+
     @Option(help: "date (default), duration or added.")
     var sort: String = "date"
 
@@ -117,6 +121,7 @@ struct LibraryList: AsyncParsableCommand {
         options.codec = codec
         options.hasCodes = hasCodes ? true : nil
         options.slowMotion = slowMotion ? true : nil
+        options.verdict = verdict
         guard let s = FetchOptions.Sort(rawValue: sort) else {
             throw ValidationError("--sort \(sort)\(Suggestion.hint(sort, in: ["date", "duration", "added"])): give date, duration or added")
         }
@@ -152,6 +157,7 @@ struct LibraryList: AsyncParsableCommand {
         let duration = String(format: "%9.3f s", a.facts.duration.seconds)
         return "\(a.id)  \(a.facts.mediaType.rawValue.padding(toLength: 5, withPad: " ", startingAt: 0))  \(duration)  \(date)  "
             + "\((a.facts.codec ?? "-").padding(toLength: 6, withPad: " ", startingAt: 0))  \(a.path ?? "(not on this host)")"
+            + (a.verdict.map { "  checks \($0.rawValue)" } ?? "")
     }
 }
 
@@ -188,6 +194,7 @@ struct LibraryShow: AsyncParsableCommand {
         if let date = f.creationDate { lines.append("  created    \(date.formatted(.iso8601))") }
         if let location = f.location { lines.append("  location   \(location)") }
         if f.make != nil || f.model != nil { lines.append("  camera     \([f.make, f.model].compactMap { $0 }.joined(separator: " "))") }
+        if let verdict = a.verdict { lines.append("  checks     \(verdict.rawValue) (the last quality checks of it)") }
         lines.append("  added      \(a.addedAt.formatted(.iso8601))")
         for code in a.codes { lines.append("  code       \(code.symbology): \(code.payload ?? code.payloadBase64 ?? "")") }
         for l in detail.locations { lines.append("  local      \(l.host):\(l.path)\(l.state == "present" ? "" : " (\(l.state))")") }

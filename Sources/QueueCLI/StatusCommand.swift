@@ -198,8 +198,7 @@ public struct StatusCommand: AsyncParsableCommand {
             case .waiting where job.chunkPlan != nil:
                 detail = (job.phase ?? "encoding chunks") + " (\(job.chunkPlan?.chunks.count ?? 0) chunk jobs: status --chunks)"
             case .waiting:
-                detail = "waits for " + StatusCommand.jobList(job.after) + " (\(job.waitingFor) not ended"
-                    + (job.afterPolicy == .always ? "; runs however they end)" : job.afterPolicy == .passed ? "; each must pass its checks)" : ")")
+                detail = "waits for " + StatusCommand.jobList(job.after) + " (\(job.waitingFor) not ended; they must \(job.afterPolicy.waitsTo))"
             case .queued:
                 let wait = job.runAt.timeIntervalSinceNow
                 detail = wait > 0.5 ? "due in " + Spoken.duration(wait)

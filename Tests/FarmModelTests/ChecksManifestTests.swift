@@ -69,6 +69,10 @@ import Testing
         (#"{"spec": {"audio": {"codecs": "aac"}}}"#, "$.checks.spec.audio.codecs", "did you mean \"codec\""),
         (#"{"spec": {"container": []}}"#, "$.checks.spec.container", "1 to 32 names"),
         (#"{"spec": {"size": {"least": 5}}}"#, "$.checks.spec.size.least", "unknown key"),
+        (#"{"fidelity": {"psnr": 1e30}}"#, "$.checks.fidelity.psnr", "outside 0...100"),
+        (#"{"fidelity": {"psnr": "40dB"}}"#, "$.checks.fidelity.psnr", "expected a number of dB"),
+        (#"{"fidelity": {"ssim": 1.5}}"#, "$.checks.fidelity.ssim", "outside 0...1"),
+        (#"{"fidelity": {"vmaf": 90}}"#, "$.checks.fidelity.vmaf", "unknown key"),
     ])
     func aBadThresholdIsRefusedAtItsPath(_ checks: String, _ path: String, _ words: String) {
         let found = issues(checks)
@@ -78,6 +82,15 @@ import Testing
     @Test func checksOfAnExportNeedOneAndChecksOfTheInputAWholeInput() {
         #expect(issues(#"{"of": "export", "black": true}"#, export: false).contains { $0.path == "$.checks.of" && $0.message.contains("no \"export\" to check") })
         #expect(issues(#"{"black": true}"#, export: false, edits: true).contains { $0.path == "$.checks" && $0.message.contains("one whole input") })
+        // Fidelity is of an export the farm encodes, whole.
+        #expect(issues(#"{"fidelity": true}"#, export: false).contains { $0.path == "$.checks.fidelity" && $0.message.contains("needs an \"export\"") })
+        #expect(issues(#"{"of": "input", "fidelity": true}"#).contains { $0.path == "$.checks.fidelity" && $0.message.contains("\"of\": \"export\"") })
+        let passthrough = #"{ "version": 1, "input": "in.mov", "export": { "mode": "passthrough", "output": "out/a.mov" }, "checks": {"fidelity": true} }"#
+        let chunked = #"{ "version": 1, "input": "in.mov", "export": { "mode": "constantFrameRate", "output": "out/a.mp4", "chunkSeconds": 60 }, "checks": {"fidelity": true} }"#
+        for (json, words) in [(passthrough, "copies its pictures"), (chunked, "drop \"chunkSeconds\"")] {
+            guard case .failure(let e) = ManifestValidator.validate(json: Array(json.utf8), file: "m.json", context: context) else { Issue.record("accepted: \(json)"); continue }
+            #expect(e.issues.contains { $0.path == "$.checks.fidelity" && $0.message.contains(words) }, "\(e.issues)")
+        }
         // With an export, checks are of it by default, edits and all.
         #expect((try? validate(#"{"black": true}"#, edits: true).get()) != nil)
     }
@@ -85,7 +98,7 @@ import Testing
     @Test func theSectionReadsBackAsTheSamePlan() throws {
         let json = #"{"of": "export", "black": {"duration": 1}, "clipping": {"level": "-0.1dB"}, "length": {"frames": 300},"#
             + #" "spec": {"container": "mp4", "size": {"max": 1e9}, "video": {"codec": ["h264"], "level": {"max": 4.1}, "frameRate": [25, "50"], "scanType": "progressive"},"#
-            + #" "audio": {"sampleRate": [48000, 44100], "channels": 2, "bitRate": {"min": 96000}}}}"#
+            + #" "audio": {"sampleRate": [48000, 44100], "channels": 2, "bitRate": {"min": 96000}}}, "fidelity": {"ssim": 0.95, "severity": "warn"}}"#
         let first = try #require(try validate(json).get().checks)
         let again = try #require(try ManifestValidator.checks(json: Array(first.document.text.utf8), file: "c.json").get())
         #expect(again == first, "\(first.document.text)")

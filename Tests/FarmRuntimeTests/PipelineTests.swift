@@ -20,7 +20,7 @@ import Glibc
         }
         #expect(ids.count == 100)
         let waiting = try farm.mediafarm(["status"])
-        #expect(waiting.stdout.contains("waits for job \(ids[0]) (1 not ended)"), "\(waiting.stdout)")
+        #expect(waiting.stdout.contains("waits for job \(ids[0]) (1 not ended; they must succeed)"), "\(waiting.stdout)")
         let coordinator = try await farm.coordinate(["--exit-when-idle", "--workers", "2"])
         #expect(coordinator.status == 0, "\(coordinator.log)")
         let jobs = try await farm.jobs()

@@ -24,6 +24,14 @@ import Testing
               "export": { "mode": "passthrough", "output": "out/rejected.mkv" },
               "checks": { "freeze": true } }
             """)
+        // The input is an asset of the library: checks of it (failing its clipping) leave their verdict on it.
+        #expect(try farm.mediafarm(["library", "add", farm.folder.appendingPathComponent("faults.mkv").path]).status == 0)
+        let inputCheck = try farm.manifest("input-check", """
+            { "version": 1, "name": "input-check", "input": "faults.mkv",
+              "export": { "mode": "passthrough", "output": "out/input-check.mkv" },
+              "checks": { "of": "input", "clipping": true } }
+            """)
+        let inputCheckID = try farm.submit([inputCheck])[0]
         let masterID = try farm.submit(["--unique-key", "master", master])[0]
         let rejectedID = try farm.submit(["--unique-key", "rejected", rejected])[0]
         let publish = try farm.manifest("publish", #"{ "version": 1, "name": "publish", "input": "job:master#output", "afterPolicy": "passed" }"#)
@@ -57,7 +65,8 @@ import Testing
         // The queue lists jobs by verdict, on either backend.
         let failedOnes = try farm.mediafarm(["status", "--json", "--verdict", "failed"])
         let rows = try JSONSerialization.jsonObject(with: Data(failedOnes.stdout.utf8)) as? [[String: Any]] ?? []
-        #expect(rows.compactMap { ($0["id"] as? NSNumber)?.int64Value } == [rejectedID] && rows.first?["verdict"] as? String == "failed", "\(failedOnes.stdout)")
+        #expect(Set(rows.compactMap { ($0["id"] as? NSNumber)?.int64Value }) == [rejectedID, inputCheckID] && rows.allSatisfy { $0["verdict"] as? String == "failed" },
+                "\(failedOnes.stdout)")
         let warnedOnes = try farm.mediafarm(["status", "--json", "--verdict", "warnings"])
         #expect((try JSONSerialization.jsonObject(with: Data(warnedOnes.stdout.utf8)) as? [[String: Any]])?.compactMap { ($0["id"] as? NSNumber)?.int64Value } == [masterID],
                 "\(warnedOnes.stdout)")
@@ -67,5 +76,17 @@ import Testing
                 && again.stderr.contains("submit it again once its input is mended"), "\(again.stderr)")
         let shown = try farm.mediafarm(["status", String(publishID)])
         #expect(shown.stdout.contains("quality checks warned"), "\(shown.stdout)")
+
+        // Assets keep their last verdict: the input failed its checks, the master's export warned.
+        func assets(_ verdict: String) throws -> [String] {
+            let listed = try farm.mediafarm(["library", "list", "--json", "--verdict", verdict])
+            let page = try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [String: Any]
+            return ((page?["assets"] as? [[String: Any]]) ?? []).compactMap { ($0["path"] as? String).map { URL(fileURLWithPath: $0).lastPathComponent } }
+        }
+        #expect(try assets("failed") == ["faults.mkv"])
+        #expect(try assets("warnings") == ["master.mkv"])
+        #expect(try assets("passed").isEmpty)
+        let wrong = try farm.mediafarm(["library", "list", "--verdict", "fine"])
+        #expect(wrong.status == 64 || wrong.status == 2, "\(wrong.status) \(wrong.stderr)")
     }
 }

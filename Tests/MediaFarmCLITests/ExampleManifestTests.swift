@@ -63,7 +63,7 @@ import Testing
         #expect(top == ["version", "name", "input", "edits", "scale", "audio", "scan", "export", "stream", "report", "overwrite",
                        "after", "afterPolicy", "requires", "notify", "reuse", "images", "poster", "storyboard", "waveform", "checks"])
         #expect(keys(properties["checks"] as? [String: Any]) == ["of", "black", "freeze", "levels", "interlace", "cadence", "silence", "clipping", "channels",
-                                                                  "loudness", "length", "spec"])
+                                                                  "loudness", "length", "spec", "fidelity"])
         #expect(keys(properties["waveform"] as? [String: Any]) == ["width", "height", "output", "peaks"])
         #expect(keys(properties["images"] as? [String: Any]) == ["times", "every", "count", "tolerance", "toleranceBefore", "toleranceAfter",
                                                                   "maxWidth", "maxHeight", "format", "quality", "output"])

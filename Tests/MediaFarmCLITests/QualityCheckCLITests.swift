@@ -78,6 +78,66 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("out/qc.mp4").path))
     }
 
+    /// An export's fidelity, measured as it encodes: a minimum it misses fails the job and publishes nothing;
+    /// the figures it gives are FFmpeg's `psnr` and `ssim` of the published file against the source, and
+    /// `mediafarm check --reference` gives them again from the files.
+    @Test func anExportsFidelityIsMeasuredAsItEncodesAndCanFailIt() throws {
+        let dir = try TestPaths.makeTemporaryFolder("check-fidelity")
+        let source = dir.appendingPathComponent("source.mkv").path
+        try ProcessRunner.check("ffmpeg", ["-y", "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30:duration=3",
+                                           "-pix_fmt", "yuv420p", "-c:v", "ffv1", source])
+        func manifest(_ name: String, _ fidelity: String) throws {
+            try """
+                { "version": 1, "name": "\(name)", "input": "source.mkv",
+                  "export": { "mode": "constantFrameRate", "output": "out/\(name).mp4", "video": { "preset": "ultrafast", "crf": 30 } },
+                  "checks": { "fidelity": \(fidelity) } }
+                """.write(to: dir.appendingPathComponent("\(name).json"), atomically: true, encoding: .utf8)
+        }
+        try manifest("strict", #"{ "psnr": 99 }"#)
+        let failed = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", "--json", "strict.json"], currentDirectory: dir.path)
+        #expect(failed.status == 1, "\(failed.stderr)")
+        let refused = try #require(Self.result(failed.stdout), "\(failed.stdout)")
+        #expect((refused["error"] as? String)?.contains("$.checks.fidelity: 1 below-PSNR 99 dB or SSIM 0.9 run") == true, "\(refused)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("out/strict.mp4").path))
+
+        try manifest("fair", "true")
+        let passed = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", "--json", "fair.json"], currentDirectory: dir.path)
+        #expect(passed.status == 0, "\(passed.stderr)")
+        let result = try #require(Self.result(passed.stdout), "\(passed.stdout)")
+        let fidelity = try #require(((result["checks"] as? [String: Any])?["checks"] as? [[String: Any]])?.first { $0["check"] as? String == "fidelity" })
+        let figures = try #require(fidelity["figures"] as? [String: Double], "\(fidelity)")
+        #expect(fidelity["outcome"] as? String == "passed" && figures["pictures"] == 90, "\(fidelity)")
+        #expect((fidelity["pictures"] as? [[String: Any]])?.count == 5, "\(fidelity)")
+
+        // FFmpeg on the published file and the source, paired in order: by time, the filters would pair the export's
+        // third picture (66.67 ms) with the source's second (Matroska's milliseconds put its third at 67 ms).
+        let output = dir.appendingPathComponent("out/fair.mp4").path
+        let ffmpeg = try ProcessRunner.check("ffmpeg", ["-nostdin", "-i", output, "-i", source, "-filter_complex",
+                                                        "[0:v]settb=1/30,setpts=N,split[a][b];[1:v]settb=1/30,setpts=N,split[c][d];[a][c]psnr;[b][d]ssim",
+                                                        "-f", "null", "-"])
+        func summary(_ key: String, _ label: String) throws -> Double {
+            let line = try #require(ffmpeg.stderr.split(separator: "\n").first { $0.contains("] \(label) ") }, "\(ffmpeg.stderr)")
+            return try #require(line.split(separator: " ").first { $0.hasPrefix(key + ":") }.flatMap { Double($0.dropFirst(key.count + 1)) })
+        }
+        #expect(abs(try #require(figures["psnrAverage"]) - summary("average", "PSNR")) < 0.01, "\(figures) \(ffmpeg.stderr)")
+        #expect(abs(try #require(figures["psnrMin"]) - summary("min", "PSNR")) < 0.01, "\(figures)")
+        #expect(abs(try #require(figures["ssimMean"]) - summary("All", "SSIM")) < 0.0001, "\(figures)")
+
+        // The files compared afterwards give the same figures; the fidelity check without a reference is refused.
+        let check = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["check", "--json", "--reference", source, output])
+        #expect(check.status == 0, "\(check.stderr)")
+        let rows = try #require(Self.json(check.stdoutData) as? [[String: Any]], "\(check.stdout)")
+        let again = try #require(((rows.first?["checks"] as? [String: Any])?["checks"] as? [[String: Any]])?.first { $0["check"] as? String == "fidelity" })
+        #expect(again["figures"] as? [String: Double] == figures, "\(again)")
+        // The composition is the source picture for picture: a 30 fps Matroska source exported at 30 fps loses none
+        // to its millisecond times (a picture dropped and one doubled would measure about 23 dB).
+        #expect((figures["psnrMin"] ?? 0) > 30, "\(figures)")
+        let plan = dir.appendingPathComponent("fidelity.json")
+        try #"{"fidelity": {"ssim": 0.95}}"#.write(to: plan, atomically: true, encoding: .utf8)
+        let noReference = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["check", "--checks", plan.path, output])
+        #expect(noReference.status == 2 && noReference.stderr.contains("--reference"), "\(noReference.stderr)")
+    }
+
     /// Checks of the input fail the job before the export is made.
     @Test func anInputThatFailsItsChecksIsNotExported() throws {
         let dir = try TestPaths.makeTemporaryFolder("check-input")
@@ -102,6 +162,13 @@ import Testing
     @Test func theAPIAndTheConsoleFilterByVerdictAndMetricsCountThem() async throws {
         let farm = try HTTPFarm("checks-api", workers: 2)
         try FileManager.default.copyItem(atPath: MediaFixture.faultsMKV.path, toPath: farm.dir.appendingPathComponent("faults.mkv").path)
+        // The checked file is an asset: the pages' strips link each run to the picture at its start.
+        var environment = ProcessInfo.processInfo.environment
+        environment["MEDIAFARM_QUEUE"] = "sqlite:" + farm.dir.appendingPathComponent("queue.sqlite").path
+        let added = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["library", "add", "--json", farm.dir.appendingPathComponent("faults.mkv").path],
+                                          environment: environment)
+        let asset = try #require(((try JSONSerialization.jsonObject(with: Data(added.stdout.utf8)) as? [String: Any])?["files"] as? [[String: Any]])?.first?["id"] as? String,
+                                 "\(added.stdout) \(added.stderr)")
         let warned = try await farm.submit(#"{"version": 1, "name": "qc-warned", "input": "faults.mkv", "checks": {"black": {"duration": 1, "severity": "warn"}}}"#)
         let failed = try await farm.submit(#"{"version": 1, "name": "qc-failed", "input": "faults.mkv", "checks": {"freeze": true}}"#)
         let plain = try await farm.submit(#"{"version": 1, "name": "qc-none", "input": "clip.mp4"}"#)
@@ -122,5 +189,24 @@ import Testing
         let page = try await farm.request("GET", "/jobs?state=all&verdict=warnings").body
         #expect(page.contains("qc-warned") && !page.contains("qc-failed") && !page.contains(">qc-none<"), "\(page)")
         #expect(page.contains(#"<option value="warnings" selected>"#), "\(page)")
+
+        // The failed job's page draws its freeze (4 s to 7 s of 20 s) in the strip, linked to the still at 4 s.
+        let jobPage = try await farm.request("GET", "/jobs/\(failed)").body
+        let still = "/api/assets/\(asset)/still?at=4.000000"
+        #expect(jobPage.contains(#"id="checks-strip""#) && jobPage.contains(#"<a href="\#(still)"><rect class="run run-freeze failed" x="\#(90 + 0.2 * 910)""#),
+                "\(jobPage)")
+        let picture = try await farm.request("GET", still)
+        #expect(picture.status == 200 && picture.headers.lowercased().contains("content-type: image/jpeg"), "\(picture.status) \(picture.headers)")
+        for (at, words) in [("nan", "from 0 to 172800"), ("-1", "from 0 to 172800"), ("1e30", "from 0 to 172800")] {
+            let refused = try await farm.request("GET", "/api/assets/\(asset)/still?at=\(at)")
+            #expect(refused.status == 400 && refused.body.contains(words), "\(at): \(refused.status) \(refused.body)")
+        }
+        let missing = try await farm.request("GET", "/api/assets/\(asset)/still")
+        #expect(missing.status == 400 && missing.body.contains("at: give the time"), "\(missing.body)")
+        let past = try await farm.request("GET", "/api/assets/\(asset)/still?at=99")
+        #expect(past.status == 422 && past.body.contains("no still picture at 99"), "\(past.status) \(past.body)")
+        // The asset keeps the last verdict (the failed job ran after the warned one on the same file) and its page draws it.
+        let assetPage = try await farm.request("GET", "/library/assets/\(asset)").body
+        #expect(assetPage.contains("Its last quality checks") && assetPage.contains(#"id="checks-strip""#), "\(assetPage)")
     }
 }

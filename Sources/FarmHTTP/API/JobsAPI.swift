@@ -125,13 +125,7 @@ struct JobsAPI: FaceController {
                 return state
             }
         }
-        var verdict: CheckVerdict?
-        if let text = query.get("verdict"), !text.isEmpty {
-            guard let v = CheckVerdict(rawValue: text) else {
-                throw APIError(status: .badRequest, message: "verdict \(text): give one of \(CheckVerdict.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            verdict = v
-        }
+        let verdict = try CheckVerdict(queried: query.get("verdict"))
         let limit = try Self.number(query, "limit", Self.pageSize) ?? 50
         let after = try Self.number(query, "after", UserNumbers.jobID)
         var matching = JobQuery(states: states, limit: limit, newest: true, before: after)
@@ -186,5 +180,16 @@ struct JobsAPI: FaceController {
         case .full: .api(scopedToken: nil)
         case .limited(let name, _): .api(scopedToken: name)
         }
+    }
+}
+
+extension CheckVerdict {
+    /// A query string's `verdict`: nil when absent or empty, a 400 naming the values when it is none of them.
+    init?(queried text: String?) throws(APIError) {
+        guard let text, !text.isEmpty else { return nil }
+        guard let verdict = CheckVerdict(rawValue: text) else {
+            throw APIError(status: .badRequest, message: "verdict \(text): give one of \(CheckVerdict.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        self = verdict
     }
 }

@@ -3,6 +3,7 @@ import FarmLibraryMedia
 import FarmModel
 import FarmStore
 import Foundation
+import QualityModel
 import Hummingbird
 
 /// The asset library over HTTP: fetches, an asset's detail, resolution to this host's paths, albums and
@@ -54,6 +55,7 @@ struct LibraryAPI: FaceController {
         options.codec = query.get("codec").flatMap { $0.isEmpty ? nil : $0 }
         options.hasCodes = try Self.flag(query, "hasCodes")
         options.slowMotion = try Self.flag(query, "slowMotion")
+        options.verdict = try CheckVerdict(queried: query.get("verdict"))
         if let sort = query.get("sort") {
             guard let s = FetchOptions.Sort(rawValue: sort) else { throw APIError(status: .badRequest, message: "sort \(sort): date, duration or added") }
             options.sort = s

@@ -2,7 +2,11 @@ import FarmLibrary
 import FarmModel
 import Foundation
 import Hummingbird
+import MediaCore
+import MediaImage
+import MediaTime
 import NIOCore
+import NIOPosix
 
 /// Pictures of the library's assets over HTTP: an asset's poster, its storyboard's WebVTT file, index and
 /// sheets, as the jobs that made them registered them (representations of kind `poster`, and `storyboard`
@@ -52,6 +56,36 @@ struct PictureAPI: FaceController {
             }
             let path = URL(fileURLWithPath: vtt.path).deletingLastPathComponent().appendingPathComponent(sheet).path
             return try Self.file(path, id: vtt.id, etag: vtt.id.rawValue + "-" + sheet, request: request)
+        }
+        // The picture on screen at `at` seconds, decoded from the asset's file on this host (a quality check's run
+        // links to it): a JPEG at most 640 pixels wide.
+        routes.get("/api/assets/:id/still", .library) { request, context in
+            let library = try library(for: context.caller)
+            let id = try Self.assetID(context.parameters.get("id") ?? "")
+            guard let at = try Self.number(request.uri.queryParameters, "at", UserNumbers.stillTime) else {
+                throw APIError(status: .badRequest, message: "at: give the time of the picture, seconds from the start (from 0 to 172800)")
+            }
+            var options = FetchOptions()
+            (options.ids, options.limit, options.pictures) = ([id], 1, true)
+            guard let asset = try await Self.answer({ try await library.fetch(options).assets.first }) else {
+                throw APIError(status: .notFound, message: "no asset \(id.reference)")
+            }
+            guard let path = asset.path, !path.hasPrefix("s3://"), asset.facts.mediaType == .video else {
+                throw APIError(status: .notFound, message: "\(id.reference) has no video file on this host to take a still picture from")
+            }
+            let etag = "\(id.rawValue)-still-\(at)"
+            if let answer = Self.notModified(request, etag: etag) { return answer }
+            let image = try await NIOThreadPool.singleton.runIfActive { () throws -> AssetImageGenerator.Image in
+                var settings = AssetImageGenerator.Settings()
+                (settings.toleranceBefore, settings.toleranceAfter, settings.maximumWidth) = (.zero, .zero, 640)
+                do {
+                    return try AssetImageGenerator(path: path, settings: settings, limits: .default)
+                        .image(at: MediaTime(value: Int64((at * 1e6).rounded()), timescale: 1_000_000))
+                } catch {
+                    throw APIError(status: .unprocessableContent, message: "\(path): no still picture at \(at) s: \(error)")
+                }
+            }
+            return Self.answer(image.data, type: image.format.mimeType, etag: etag, request: request, of: id)
         }
         // A streaming package's files, from its folder on this host or its prefix in object storage (the asset is its entry point).
         routes.get("/api/assets/:id/package/**", .library) { request, context in

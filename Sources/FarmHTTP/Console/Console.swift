@@ -135,6 +135,10 @@ enum Console {
     #files .output { display: block; max-width: min(100%, 48em); max-height: 60vh; border-radius: 6px; background: #000; }
     .scrub { border: 1px solid var(--line); border-radius: 6px; padding: .5em; cursor: ew-resize; }
     .scrub .frame { background-repeat: no-repeat; min-width: 160px; min-height: 90px; }
+    .state.passed { color: var(--good); } .state.warnings { color: var(--accent); }
+    .checks-strip { margin: .5em 0 1em; } .checks-strip svg { width: 100%; max-width: 60em; height: auto; display: block; }
+    .checks-strip .label { fill: var(--muted); font-size: 11px; } .checks-strip .lane { fill: var(--chip); }
+    .checks-strip .run { fill: var(--accent); } .checks-strip .run.failed { fill: var(--bad); } .checks-strip .run.measured { fill: var(--muted); }
     .chart { margin: .5em 0 1em; } .chart svg { width: 100%; max-width: 60em; height: auto; display: block; }
     .chart .axis { stroke: var(--line); } .chart .label { fill: var(--muted); font-size: 11px; }
     .chart path { fill: none; stroke-width: 2; } .chart figcaption { color: var(--muted); }

@@ -39,6 +39,7 @@ extension ConsoleJobs {
             body += "<h2>Result</h2><pre id=\"result\">\(Self.prettyJSON(result, linkAssets: false))</pre>\n"
         }
         body += await filesSection(job, caller)
+        body += await checksSection(job, caller)
         body += ConsoleReport.section(job)
         body += "<h2>Manifest</h2><pre id=\"manifest\">\(Self.prettyJSON(job.manifest, linkAssets: true))</pre>\n"
         body += Self.deliveries(data.deliveries)
@@ -119,7 +120,7 @@ extension ConsoleJobs {
     /// What happened to it, in order, from the times the queue keeps.
     static func timeline(_ job: Job) -> HTML {
         var events: [(Date, String, Bool)] = [(job.createdAt, "submitted", false)]
-        if !job.after.isEmpty { events.append((job.createdAt, "waits for \(job.after.count) job\(job.after.count == 1 ? "" : "s") to \(job.afterPolicy == .always ? "end" : job.afterPolicy == .passed ? "pass their checks" : "succeed")", false)) }
+        if !job.after.isEmpty { events.append((job.createdAt, "waits for \(job.after.count) job\(job.after.count == 1 ? "" : "s") to \(job.afterPolicy.waitsTo)", false)) }
         if job.runAt > job.createdAt.addingTimeInterval(1) && (job.startedAt == nil || job.state == .queued) {
             events.append((job.runAt, job.state == .queued ? "due to run" : "was due", false))
         }

@@ -72,10 +72,7 @@ struct ConsoleJobs: FaceController {
             path = String((query["path"]?.first ?? "").prefix(1000))
             host = String((query["host"]?.first ?? "").prefix(200))
             album = String((query["album"]?.first ?? "").prefix(200))
-            verdict = query["verdict"]?.first ?? ""
-            if !verdict.isEmpty && CheckVerdict(rawValue: verdict) == nil {
-                throw APIError(status: .badRequest, message: "verdict \(verdict): give one of \(CheckVerdict.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
+            verdict = try CheckVerdict(queried: query["verdict"]?.first)?.rawValue ?? ""
             from = query["from"]?.first ?? ""
             to = query["to"]?.first ?? ""
             _ = try Self.day(from, "from")

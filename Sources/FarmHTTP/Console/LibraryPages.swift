@@ -110,6 +110,7 @@ struct LibraryPages: FaceController {
             body += "<img class=\"waveform\" src=\"/api/assets/\(id.rawValue)/waveform\" alt=\"The waveform of \(name)\">"
         }
         body += "</div>\n"
+        body += ChecksStrip.section(detail.checks, still: facts.mediaType == .video && asset.path != nil ? id : nil, title: "Its last quality checks")
         // A streaming package: played from its folder on this host or its prefix in object storage.
         if let package = facts.package, (try? await Self.packagePlace(asset)) != nil {  // not here: the locations say where
             body += "<div id=\"files\">" + PackageFiles.player(base: "/api/assets/\(id.rawValue)/package/", entryPoints: package.entryPoints,
@@ -132,6 +133,7 @@ struct LibraryPages: FaceController {
         fact("bytes", HTML(text: String(facts.size)))
         fact("made", facts.creationDate.map(Console.time))
         fact("camera", [facts.make, facts.model].compactMap { $0 }.joined(separator: " ").nilIfEmpty.map(HTML.init(text:)))
+        fact("checks", asset.verdict.map { Console.badge($0.rawValue) })
         fact("added", Console.time(asset.addedAt))
         fact("albums", detail.albums.isEmpty ? nil : detail.albums.map { "<a href=\"/library?album=\($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")\">\($0)</a>" as HTML }.joined(separator: ", "))
         fact("codes", asset.codes.isEmpty ? nil : asset.codes.map { "\($0.symbology) <code>\($0.payload ?? "(binary)")</code>" as HTML }.joined(separator: "<br>"))

@@ -133,7 +133,7 @@ struct StatusPage {
                     + (job.after.count > 10 ? " and \(job.after.count - 10) more" : "")
                 body += """
                 <tr class="waiting" data-job="\(job.id)"><td>\(job.id)</td><td class="name">\(job.name)</td><td class="after">\(ids)</td>\
-                <td>\(job.waitingFor)</td><td>\(job.afterPolicy == .always ? "end" : job.afterPolicy == .passed ? "pass their checks" : "succeed")</td></tr>
+                <td>\(job.waitingFor)</td><td>\(job.afterPolicy.waitsTo)</td></tr>
                 """
             }
             body += "</table></section>\n"

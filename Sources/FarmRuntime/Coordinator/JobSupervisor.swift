@@ -126,11 +126,12 @@ struct JobSupervisor: CoordinatorPart {
                     if let key {
                         outputHash = await reuse.recordResult(job, token: token, manifest: manifest, key: key, numbered: result.numbered, package: result.package)
                     }
-                    await library.registerInLibrary(claimed, outputHash: outputHash, package: result.package)
+                    await library.registerInLibrary(claimed, outputHash: outputHash, package: result.package, checks: result.checks)
                 }
             } else if let result = entry.result, !result.succeeded, exit.status == 1 || exit.status == 2 {
                 // Object storage that did not answer may answer the next attempt.
                 let message = result.error ?? "failed"
+                if let checks = result.checks, checks.verdict == .failed { await library.recordFailedVerdict(claimed, checks: checks) }
                 await recorder.finish(job, token: token, outcome: result.retryable == true ? .crashed(message: message) : .failed(message: message, result: resultJSON),
                                       seconds: seconds)
             } else {

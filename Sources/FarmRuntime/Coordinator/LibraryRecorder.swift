@@ -1,5 +1,6 @@
 import FarmLibrary
 import FarmModel
+import QualityModel
 import Foundation
 
 /// What a coordinator records in the asset library when a job succeeds: its exported output and pictures
@@ -13,7 +14,8 @@ struct LibraryRecorder: CoordinatorPart {
     /// The lineage's parameters are the manifest as it was queued (with its asset ids). `outputHash`: the
     /// output's, when the coordinator has just read it (recording the job's result for reuse). `package`: the
     /// streaming package the job made (its result's), registered by its entry point as an asset of its own.
-    func registerInLibrary(_ claimed: ClaimedJob, outputHash: ContentHash? = nil, package: PackageSummary? = nil) async {
+    /// `checks`: the result's quality checks, whose verdict the asset they were of keeps (the input, or the export).
+    func registerInLibrary(_ claimed: ClaimedJob, outputHash: ContentHash? = nil, package: PackageSummary? = nil, checks: CheckReport? = nil) async {
         guard let library = configuration.library else { return }
         let (job, manifest, submitted) = (claimed.job, claimed.manifest, claimed.submitted)
         do {
@@ -23,6 +25,7 @@ struct LibraryRecorder: CoordinatorPart {
             }
             guard !sources.isEmpty else { return }
             try await library.recordJobInputs(job.id, sources)
+            if let checks, !JobChecks.ofExport(manifest) { try await library.recordChecks(sources, checks, jobID: job.id) }
             if let report = manifest.report, manifest.scan != nil {
                 let codes = Self.codes(inReport: report)
                 for id in sources { try await library.recordCodes(id, codes) }
@@ -31,6 +34,7 @@ struct LibraryRecorder: CoordinatorPart {
                 let id = try await library.registerOutput(output, sources: sources, jobID: job.id, jobName: job.name, parameters: submitted,
                                                           hash: outputHash)
                 events(.notice("job \(job.id): output \(output) registered in the library as \(id)"))
+                if let checks, JobChecks.ofExport(manifest) { try await library.recordChecks([id], checks, jobID: job.id) }
                 // Its poster (`export.poster`) is the output's.
                 if let poster = manifest.export?.poster?.output {
                     let posterID = try await library.registerOutput(poster, sources: [id], jobID: job.id, jobName: job.name, parameters: submitted,
@@ -65,6 +69,19 @@ struct LibraryRecorder: CoordinatorPart {
             }
         } catch {
             events(.notice("job \(job.id): the library did not record its output: \(error)"))
+        }
+    }
+
+    /// A job that failed its checks of its input: the input assets keep the verdict (a failed export was
+    /// never published, so it is no asset). Errors are notices.
+    func recordFailedVerdict(_ claimed: ClaimedJob, checks: CheckReport) async {
+        guard let library = configuration.library, !JobChecks.ofExport(claimed.manifest) else { return }
+        do {
+            var sources = claimed.sources
+            for id in try await library.assets(in: claimed.manifest.edits.map(\.source)) where !sources.contains(id) { sources.append(id) }
+            try await library.recordChecks(sources, checks, jobID: claimed.job.id)
+        } catch {
+            events(.notice("job \(claimed.job.id): the library did not record its checks' verdict: \(error)"))
         }
     }
 

@@ -34,11 +34,20 @@ final class JobChecks: Sendable {
         try keep(report)
     }
 
-    /// What the export runs on its written file before committing it.
-    func exportHook(plan: CheckPlan, limits: SafetyLimits, events: @escaping @Sendable (JobEvent) -> Void) -> @Sendable (String) throws -> Void {
+    /// What the export runs on its written file before committing it. The fidelity check is not of the
+    /// file alone: the export measured it as it encoded, into `fidelity`.
+    func exportHook(plan: CheckPlan, fidelity: FidelityLog?, limits: SafetyLimits,
+                    events: @escaping @Sendable (JobEvent) -> Void) -> @Sendable (String) throws -> Void {
         { [self] path in
             events(.progress(JobProgress(fraction: 0.99, phase: "checking")))
-            try keep(try CheckReport.check(path: path, plan: plan, limits: limits))
+            var fileChecks = plan
+            fileChecks.fidelity = nil
+            var report = fileChecks == CheckPlan() ? CheckReport(checks: [], duration: 0, frames: 0, seconds: 0)
+                : try CheckReport.check(path: path, plan: fileChecks, limits: limits)
+            if let p = plan.fidelity, let fidelity {
+                report = CheckReport(checks: report.checks + [.fidelity(p, fidelity)], duration: report.duration, frames: report.frames, seconds: report.seconds)
+            }
+            try keep(report)
         }
     }
 

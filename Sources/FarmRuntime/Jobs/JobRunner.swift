@@ -199,7 +199,8 @@ public struct JobRunner: Sendable {
             metadata: [:], limits: limits)
         settings.beforeCommit = publicationCheck
         if JobChecks.ofExport(manifest), let plan = manifest.checks?.plan, export.frames == nil {
-            settings.checkWritten = checks.exportHook(plan: plan, limits: limits, events: events)
+            settings.fidelity = plan.fidelity != nil ? FidelityLog() : nil
+            settings.checkWritten = checks.exportHook(plan: plan, fidelity: settings.fidelity, limits: limits, events: events)
         }
         settings.frameRange = export.frames
         settings.audioTracks = AudioSelection(export.audio.tracks)

@@ -30,6 +30,14 @@ enum LibrarySchema {
             + assets(words) + locations(words) + albums(words) + lineage(words) + changes(words)
     }
 
+    /// An asset's last quality checks: their verdict (`passed`, `warnings`, `failed`), which fetches filter on,
+    /// and their report (JSON), which its page draws.
+    static func verdictStatements(_ prefix: String) -> [String] {
+        ["ALTER TABLE \(prefix)assets ADD COLUMN verdict TEXT",
+         "ALTER TABLE \(prefix)assets ADD COLUMN checks TEXT",
+         "CREATE INDEX assets_verdict ON \(prefix)assets (verdict) WHERE verdict IS NOT NULL"]
+    }
+
     /// `assets`, with the indexes fetches sort on.
     static func assets(_ words: Words) -> [String] {
         let (integer, real, prefix) = (words.integer, words.real, words.prefix)

@@ -88,6 +88,7 @@ enum PostgresSchema {
         JobIndexes.statements("{schema}.") + OutputClaims.statements(.postgres),
         // A delivery's job is made from the job's row when it is first claimed (`WebhookSchema`).
         ["ALTER TABLE {schema}.webhook_deliveries ALTER COLUMN job DROP NOT NULL"],
+        LibrarySchema.verdictStatements("{schema}."),
     ]
 
     /// Checks the schema's version, creating or upgrading it with `migrate` (concurrent migrators wait

@@ -148,6 +148,9 @@ extension SQLiteJobStore {
         migrator.registerMigration("v17 jobs counted by their indexes") { db in
             for statement in JobCounts.statements { try db.execute(sql: statement) }
         }
+        migrator.registerMigration("v18 assets' verdicts") { db in
+            for statement in LibrarySchema.verdictStatements("") { try db.execute(sql: statement) }
+        }
         return migrator
     }
 }

@@ -6,13 +6,18 @@ import QualityModel
 extension CheckReport {
     /// Runs every check of `plan` on `path` in one pass over its packets: the first video track's pictures
     /// and every audio track's samples, decoded once. Throws `MediaFileError` naming the file and the problem.
-    public static func check(path: String, plan: CheckPlan, limits: SafetyLimits = .default, interrupter: Interrupter = Interrupter(),
+    /// The fidelity check measures each picture against `reference`'s, decoded alongside, paired in order.
+    public static func check(path: String, plan: CheckPlan, reference: String? = nil, limits: SafetyLimits = .default, interrupter: Interrupter = Interrupter(),
                              progress: (Double) -> Void = { _ in }) throws(MediaFileError) -> CheckReport {
-        try check(try InputFile(path: path, limits: limits, interrupter: interrupter), plan: plan, progress: progress)
+        let file = try InputFile(path: path, limits: limits, interrupter: interrupter)
+        let pictures = try plan.fidelity == nil ? nil : reference.map { path throws(MediaFileError) in
+            try ReferencePictures(path: path, limits: limits, interrupter: interrupter)
+        }
+        return try check(file, plan: plan, reference: pictures, progress: progress)
     }
 
     /// Runs the checks on an opened file from its first packet.
-    public static func check(_ file: InputFile, plan: CheckPlan, progress: (Double) -> Void = { _ in }) throws(MediaFileError) -> CheckReport {
+    static func check(_ file: InputFile, plan: CheckPlan, reference: ReferencePictures? = nil, progress: (Double) -> Void = { _ in }) throws(MediaFileError) -> CheckReport {
         let started = Date()
         let path = file.path
         let videoStream = plan.needsVideo ? file.streams.first { $0.mediaType == .video && !$0.isAttachedPicture } : nil
@@ -31,7 +36,7 @@ extension CheckReport {
             let constant = v.realFrameRate.flatMap { r in
                 v.averageFrameRate.flatMap { a in r.numerator > 0 && a.numerator > 0 && abs(a.doubleValue / r.doubleValue - 1) <= 0.01 ? r : nil }
             }
-            pictures = PictureChecks(plan: plan, timeBase: v.timeBase, origin: origin.count(in: v.timeBase) ?? 0, frameRate: constant)
+            pictures = PictureChecks(plan: plan, timeBase: v.timeBase, origin: origin.count(in: v.timeBase) ?? 0, frameRate: constant, reference: reference)
         }
         var sounds: [Int: SoundChecks] = [:]
         var expected: [Int: Int64] = [:]
@@ -62,12 +67,14 @@ extension CheckReport {
             }
         }
 
-        var results = pictures?.finish(severities: plan) ?? []
-        if let v = plan.black, videoStream == nil { results.append(.notApplicable("black", v.severity, "the file has no video")) }
-        if let v = plan.freeze, videoStream == nil { results.append(.notApplicable("freeze", v.severity, "the file has no video")) }
-        if let v = plan.levels, videoStream == nil { results.append(.notApplicable("levels", v.severity, "the file has no video")) }
-        if let v = plan.interlace, videoStream == nil { results.append(.notApplicable("interlace", v.severity, "the file has no video")) }
-        if let v = plan.cadence, videoStream == nil { results.append(.notApplicable("cadence", v.severity, "the file has no video")) }
+        if let failure = pictures?.referenceFailure { throw failure }
+        var results = pictures?.finish() ?? []
+        if videoStream == nil {
+            for (name, severity) in [("black", plan.black?.severity), ("freeze", plan.freeze?.severity), ("levels", plan.levels?.severity),
+                                     ("interlace", plan.interlace?.severity), ("cadence", plan.cadence?.severity), ("fidelity", plan.fidelity?.severity)] {
+                if let severity { results.append(.notApplicable(name, severity, "the file has no video")) }
+            }
+        }
         var soundSeconds = 0.0
         var audioDurations: [Int: Double] = [:]
         for a in audioStreams {

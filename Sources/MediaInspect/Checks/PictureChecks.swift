@@ -24,10 +24,19 @@ final class PictureChecks {
     private var firstPTS: Int64?
     private var lastDuration: Int64 = 0
     private let scaler = VideoScaler(outputFormat: "yuv420p")
+    /// The fidelity check's reference (`mediafarm check --reference`), its pictures paired with these in order.
+    private let reference: ReferencePictures?
+    private let referenceScaler = VideoScaler(outputFormat: "yuv420p")
+    private let fidelity = FidelityLog()
+    /// Pictures left without a reference picture (the reference is shorter).
+    private var unpaired = 0
+    /// What stopped the reference being read: thrown once the pass ends.
+    private(set) var referenceFailure: MediaFileError?
 
     /// `frameRate` is the track's declared constant rate, nil when it has none (the cadence check then does not apply).
-    init(plan: CheckPlan, timeBase: Rational, origin: Int64, frameRate: Rational?) {
+    init(plan: CheckPlan, timeBase: Rational, origin: Int64, frameRate: Rational?, reference: ReferencePictures? = nil) {
         self.plan = plan
+        self.reference = plan.fidelity != nil ? reference : nil
         self.timeBase = timeBase
         self.origin = origin
         if let rate = frameRate, rate.numerator > 0, rate.denominator > 0, timeBase.numerator > 0 {
@@ -52,28 +61,54 @@ final class PictureChecks {
         lastDuration = frame.duration
         if frame.scanType != "progressive" { saidInterlaced = true }
         cadence?.add(pts)
-        if frame.withPlanes({ _ in true }) == true {
-            measure(frame, pts: pts)
-        } else {
+        if !measure(frame, pts: pts) {
             var fresh = Frame()  // a new buffer each time: the freeze check keeps a reference to it
             try scaler.convert(frame, into: &fresh)
-            measure(fresh, pts: pts)
+            _ = measure(fresh, pts: pts)
         }
+        if let reference, referenceFailure == nil { try compare(frame, with: reference, pts: pts) }
     }
 
-    private func measure(_ frame: borrowing Frame, pts: Int64) {
-        _ = frame.withPlanes { planes in
+    /// PSNR and SSIM against the reference's next picture, both converted to 8-bit 4:2:0 when their formats differ.
+    private func compare(_ frame: borrowing Frame, with reference: ReferencePictures, pts: Int64) throws(FFmpegError) {
+        do throws(MediaFileError) {
+            guard try reference.next() else { unpaired += 1; return }
+        } catch {
+            referenceFailure = error
+            return
+        }
+        var measured = frame.withPlanes { a in reference.frame.withPlanes { PictureFidelity.measure(a, $0) } ?? nil } ?? nil
+        if measured == nil {
+            var a = Frame(), b = Frame()
+            try scaler.convert(frame, into: &a)
+            try referenceScaler.convert(reference.frame, into: &b)
+            measured = a.withPlanes { pa in b.withPlanes { PictureFidelity.measure(pa, $0) } ?? nil } ?? nil
+        }
+        guard let measured else {
+            referenceFailure = MediaFileError(path: reference.file.path, reason: .ffmpeg(FFmpegError(code: FFmpegError.invalidArgument.code, operation: "fidelity",
+                detail: "its pictures are \(reference.frame.width)x\(reference.frame.height), the checked file's \(frame.width)x\(frame.height): PSNR and SSIM compare pictures of one size"), while: "comparing pictures"))
+            return
+        }
+        fidelity.add(time: seconds(pts), fidelity: measured, frameDuration: (nominalFrameDuration ?? Double(frame.duration)) * timeBase.doubleValue)
+    }
+
+    /// False, measuring nothing, when the picture's format is not one the measurements read.
+    private func measure(_ frame: borrowing Frame, pts: Int64) -> Bool {
+        let read = frame.withPlanes { planes -> Bool in
             black?.add(planes, pts: pts)
             levels?.add(planes, pts: pts)
-        }
+            return true
+        } ?? false
+        guard read else { return false }
         freeze?.add(frame, pts: pts)
         interlace?.add(frame, pts: pts)
+        return true
     }
 
     /// The results, with the file's last picture ending at `end` ticks (its start plus its duration).
-    func finish(severities plan: CheckPlan) -> [CheckResult] {
+    func finish() -> [CheckResult] {
         let last = lastPTS ?? 0
-        let end = last + max(lastDuration, Int64((nominalFrameDuration ?? 0).rounded()))
+        let end = last &+ lastPictureTicks
         var results: [CheckResult] = []
         let seconds = { (ticks: Int64) in self.seconds(ticks) }
         if var black, let p = plan.black {
@@ -106,7 +141,7 @@ final class PictureChecks {
             let m = interlace.multi, s = interlace.single
             let figures = ["tff": Double(m[0]), "bff": Double(m[1]), "progressive": Double(m[2]), "undetermined": Double(m[3]),
                            "singleTFF": Double(s[0]), "singleBFF": Double(s[1]), "singleProgressive": Double(s[2]), "singleUndetermined": Double(s[3])]
-            if interlace.declaredInterlaced {
+            if saidInterlaced {
                 var result = CheckResult.notApplicable("interlace", p.severity, "the video says its pictures are interlaced")
                 result.figures = figures
                 results.append(result)
@@ -131,6 +166,18 @@ final class PictureChecks {
                 results.append(.notApplicable("cadence", p.severity, "the video declares no constant frame rate"))
             }
         }
+        if let p = plan.fidelity {
+            if reference != nil {
+                var result = CheckResult.fidelity(p, fidelity)
+                if unpaired > 0 {
+                    result.summary += "; the reference ended \(unpaired) picture\(unpaired == 1 ? "" : "s") early"
+                    result.figures?["unpaired"] = Double(unpaired)
+                }
+                results.append(result)
+            } else {
+                results.append(.notApplicable("fidelity", p.severity, "no reference to measure the pictures against (mediafarm check --reference FILE)"))
+            }
+        }
         return results
     }
 
@@ -139,8 +186,10 @@ final class PictureChecks {
     /// Seconds from the first picture's start to the last one's end.
     var duration: Double {
         guard let first = firstPTS, let last = lastPTS else { return 0 }
-        return Double(last + max(lastDuration, Int64((nominalFrameDuration ?? 0).rounded())) - first) * timeBase.doubleValue
+        return Double(last &+ lastPictureTicks &- first) * timeBase.doubleValue
     }
+    /// The last picture's duration: its own, or one frame of the declared rate (time stamps from a hostile file may be anything).
+    private var lastPictureTicks: Int64 { max(lastDuration, Int64(min((nominalFrameDuration ?? 0).rounded(), 1e15))) }
 }
 
 /// A run in ticks, before it is said in seconds.
@@ -433,7 +482,6 @@ final class InterlaceRuns {
     private var history: [Kind] = [.undetermined, .undetermined, .undetermined, .undetermined]
     private var lastType: Kind = .undetermined
     private(set) var single = [0, 0, 0, 0], multi = [0, 0, 0, 0]
-    private(set) var declaredInterlaced = false
     private var start: Int64?
     private var runKind: Kind = .undetermined
     private var runs: [TickRun] = []
@@ -444,7 +492,6 @@ final class InterlaceRuns {
     }
 
     func add(_ frame: borrowing Frame, pts: Int64) {
-        if frame.scanType != "progressive" { declaredInterlaced = true }
         if let at = curPTS {
             measure(next: frame, at: at)
             try? prev.reference(cur)  // a failed reference leaves the picture before empty: it is measured against itself
