@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// How close one picture is to its reference, as FFmpeg 5.1's `psnr` and `ssim` filters measure a pair: the
 /// mean squared error of each plane and their pixel-weighted mean, its PSNR, and the structural similarity
@@ -13,7 +14,8 @@ public struct PictureFidelity: Sendable, Equatable {
     /// The weighted peak the PSNR is of (`average_max`).
     public var peak: Int
 
-    /// The pair's fidelity, or nil when their formats or sizes differ (a caller converts first).
+    /// The pair's fidelity, or nil when their formats or sizes differ (a caller converts first). The planes
+    /// are measured in parallel, the luma plane in two halves.
     public static func measure(_ main: PicturePlanes, _ reference: PicturePlanes) -> PictureFidelity? {
         guard main.depth == reference.depth, main.planes.count == reference.planes.count,
               zip(main.planes, reference.planes).allSatisfy({ $0.width == $1.width && $0.height == $1.height }) else { return nil }
@@ -23,13 +25,40 @@ public struct PictureFidelity: Sendable, Equatable {
         let weights = pixels.map { $0 / total }
         let max = (1 << main.depth) - 1
         let peak = Int((Double(max) * weights.reduce(0, +)).rounded(.toNearestOrEven))
-        var mse = 0.0, ssim = 0.0
-        for p in 0..<main.planes.count {
-            let a = main.planes[p], b = reference.planes[p]
-            mse += Double(squaredError(a, b, wide: main.depth > 8)) / pixels[p] * weights[p]
-            ssim += planeSSIM(a, b, depth: main.depth) * weights[p]
+        // Parts: each plane's pixel rows (for the squared error) and window rows (1..<blockRows, for SSIM), the
+        // first plane's in two.
+        var parts: [(plane: Int, pixels: Range<Int>, windows: Range<Int>)] = []
+        for (p, plane) in main.planes.enumerated() {
+            let blockRows = plane.height >> 2
+            if p == 0 && blockRows > 8 {
+                let middle = blockRows / 2
+                parts += [(p, 0..<(4 * middle), 1..<middle), (p, (4 * middle)..<plane.height, middle..<blockRows)]
+            } else {
+                parts.append((p, 0..<plane.height, 1..<Swift.max(blockRows, 1)))
+            }
         }
-        return PictureFidelity(mse: mse, psnr: psnr(mse: mse, peak: peak), ssim: ssim, peak: peak)
+        // Each part reads its own rows of the two pictures (alive for this call) and writes its own slot.
+        nonisolated(unsafe) let sums = UnsafeMutableBufferPointer<(sse: UInt64, ssim: Double)>.allocate(capacity: parts.count)
+        defer { sums.deallocate() }
+        nonisolated(unsafe) let pictures = (main, reference)
+        let wide = main.depth > 8, depth = main.depth, shares = parts
+        DispatchQueue.concurrentPerform(iterations: shares.count) { i in
+            let part = shares[i]
+            let a = pictures.0.planes[part.plane], b = pictures.1.planes[part.plane]
+            sums[i] = (squaredError(a, b, rows: part.pixels, wide: wide), windows(a, b, depth: depth, rows: part.windows))
+        }
+        var sse = [UInt64](repeating: 0, count: main.planes.count), ssim = [Double](repeating: 0, count: main.planes.count)
+        for (i, part) in parts.enumerated() {
+            sse[part.plane] &+= sums[i].sse
+            ssim[part.plane] += sums[i].ssim
+        }
+        var mse = 0.0, all = 0.0
+        for (p, plane) in main.planes.enumerated() {
+            mse += Double(sse[p]) / pixels[p] * weights[p]
+            let bw = plane.width >> 2, bh = plane.height >> 2
+            all += (bw >= 2 && bh >= 2 ? ssim[p] / Double((bw - 1) * (bh - 1)) : 1) * weights[p]
+        }
+        return PictureFidelity(mse: mse, psnr: psnr(mse: mse, peak: peak), ssim: all, peak: peak)
     }
 
     /// The PSNR of a mean squared error (the mean of pictures' errors gives FFmpeg's `average`).
@@ -37,47 +66,48 @@ public struct PictureFidelity: Sendable, Equatable {
         mse == 0 ? .infinity : 10 * log10(Double(UInt32(truncatingIfNeeded: peak * peak)) / mse)
     }
 
-    private static func squaredError(_ a: PicturePlanes.Plane, _ b: PicturePlanes.Plane, wide: Bool) -> UInt64 {
+    private static func squaredError(_ a: PicturePlanes.Plane, _ b: PicturePlanes.Plane, rows: Range<Int>, wide: Bool) -> UInt64 {
         var sum: UInt64 = 0
-        for y in 0..<a.height {
+        for y in rows {
             let ra = a.base + y * a.bytesPerRow, rb = b.base + y * b.bytesPerRow
-            var line: UInt64 = 0
             if wide {
                 let wa = UnsafeRawPointer(ra), wb = UnsafeRawPointer(rb)
+                var line: UInt64 = 0
                 for x in 0..<a.width {
                     let d = Int64(wa.loadUnaligned(fromByteOffset: 2 * x, as: UInt16.self)) - Int64(wb.loadUnaligned(fromByteOffset: 2 * x, as: UInt16.self))
                     line &+= UInt64(d * d)
                 }
+                sum &+= line
             } else {
-                var l: UInt32 = 0  // at most 65,025 a sample: a row of 66,000 fits
+                var line: UInt32 = 0  // at most 65,025 a sample: a row of 66,000 fits
                 for x in 0..<a.width {
                     let d = Int32(ra[x]) - Int32(rb[x])
-                    l &+= UInt32(d * d)
+                    line &+= UInt32(d * d)
                 }
-                line = UInt64(l)
+                sum &+= UInt64(line)
             }
-            sum &+= line
         }
         return sum
     }
 
-    /// Σ a, Σ b, Σ a² + b², Σ ab of each 4×4 block of a row of blocks.
-    private struct BlockSums { var s1 = 0, s2 = 0, ss = 0, s12 = 0 }
-
-    /// The plane's SSIM: each 8×8 window (2×2 blocks of 4×4, stepped by one block) scored with x264's integer
-    /// constants as `vf_ssim` scores it, in single precision; their mean. Pixels past the last whole block are not read.
-    private static func planeSSIM(_ a: PicturePlanes.Plane, _ b: PicturePlanes.Plane, depth: Int) -> Double {
-        let bw = a.width >> 2, bh = a.height >> 2
-        guard bw >= 2, bh >= 2 else { return 1 }
+    /// The sum of the SSIM of each 8×8 window (2×2 blocks of 4×4, stepped by one block) whose lower block row
+    /// is in `rows`, scored with x264's integer constants as `vf_ssim` scores them, in single precision.
+    /// Pixels past the last whole block are not read.
+    private static func windows(_ a: PicturePlanes.Plane, _ b: PicturePlanes.Plane, depth: Int, rows: Range<Int>) -> Double {
+        let bw = a.width >> 2
+        guard bw >= 2, !rows.isEmpty else { return 0 }
         let max = Double((1 << depth) - 1)
         let c1 = Int(0.01 * 0.01 * max * max * 64 + 0.5), c2 = Int(0.03 * 0.03 * max * max * 64 * 63 + 0.5)
         let wide = depth > 8
-        var above = [BlockSums](repeating: BlockSums(), count: bw), current = above
-        func sums(row by: Int, into out: inout [BlockSums]) {
-            for bx in 0..<bw {
-                var s = BlockSums()
-                for y in 0..<4 {
-                    let ra = a.base + (4 * by + y) * a.bytesPerRow, rb = b.base + (4 * by + y) * b.bytesPerRow
+        // Σa, Σb, Σa²+Σb², Σab of each block of a block row, four Ints a block.
+        var above = UnsafeMutableBufferPointer<Int>.allocate(capacity: 4 * bw), current = UnsafeMutableBufferPointer<Int>.allocate(capacity: 4 * bw)
+        defer { above.deallocate(); current.deallocate() }
+        func sums(row by: Int, into out: UnsafeMutableBufferPointer<Int>) {
+            out.initialize(repeating: 0)
+            for y in (4 * by)..<(4 * by + 4) {
+                let ra = a.base + y * a.bytesPerRow, rb = b.base + y * b.bytesPerRow
+                for bx in 0..<bw {
+                    var s1 = 0, s2 = 0, ss = 0, s12 = 0
                     for x in (4 * bx)..<(4 * bx + 4) {
                         let u: Int, v: Int
                         if wide {
@@ -86,23 +116,24 @@ public struct PictureFidelity: Sendable, Equatable {
                         } else {
                             u = Int(ra[x]); v = Int(rb[x])
                         }
-                        s.s1 += u; s.s2 += v; s.ss += u * u + v * v; s.s12 += u * v
+                        s1 += u; s2 += v; ss += u * u + v * v; s12 += u * v
                     }
+                    out[4 * bx] += s1; out[4 * bx + 1] += s2; out[4 * bx + 2] += ss; out[4 * bx + 3] += s12
                 }
-                out[bx] = s
             }
         }
-        sums(row: 0, into: &above)
+        sums(row: rows.lowerBound - 1, into: above)
         var total = 0.0
-        for by in 1..<bh {
-            sums(row: by, into: &current)
+        for by in rows {
+            sums(row: by, into: current)
             var row = 0.0
             var rowFloat: Float = 0
             for bx in 0..<(bw - 1) {
-                let s1 = above[bx].s1 + above[bx + 1].s1 + current[bx].s1 + current[bx + 1].s1
-                let s2 = above[bx].s2 + above[bx + 1].s2 + current[bx].s2 + current[bx + 1].s2
-                let ss = above[bx].ss + above[bx + 1].ss + current[bx].ss + current[bx + 1].ss
-                let s12 = above[bx].s12 + above[bx + 1].s12 + current[bx].s12 + current[bx + 1].s12
+                let i = 4 * bx, j = 4 * bx + 4
+                let s1 = above[i] + above[j] + current[i] + current[j]
+                let s2 = above[i + 1] + above[j + 1] + current[i + 1] + current[j + 1]
+                let ss = above[i + 2] + above[j + 2] + current[i + 2] + current[j + 2]
+                let s12 = above[i + 3] + above[j + 3] + current[i + 3] + current[j + 3]
                 let vars = ss * 64 - s1 * s1 - s2 * s2, covar = s12 * 64 - s1 * s2
                 let value = Float(2 * s1 * s2 + c1) * Float(2 * covar + c2) / (Float(s1 * s1 + s2 * s2 + c1) * Float(vars + c2))
                 // 8 bits add each window into a double; deeper pictures add a row's windows in single precision first.
@@ -111,32 +142,32 @@ public struct PictureFidelity: Sendable, Equatable {
             total += wide ? Double(rowFloat) : row
             swap(&above, &current)
         }
-        return total / Double((bw - 1) * (bh - 1))
+        return total
     }
 }
 
-/// Each picture's fidelity, in order, as an export or a comparison measures them: kept whole (32 bytes a
-/// picture: 10 hours at 30 fps is 35 MB) so the report can give the worst pictures and the runs below a
-/// threshold. Filled on the export's thread, read after it; locked for the hand-over.
-public final class FidelityLog: @unchecked Sendable {
+/// Each picture's fidelity, in order, as an export or a comparison measures them: kept whole (40 bytes a
+/// picture: 10 hours at 30 fps is 43 MB) so the report can give the worst pictures and the runs below a
+/// threshold. Filled on the export's thread, read after it.
+public final class FidelityLog: Sendable {
     public struct Entry: Sendable, Equatable {
         /// Seconds from the export's start.
         public var time: Double
         public var fidelity: PictureFidelity
     }
-    private let lock = NSLock()
-    private var kept: [Entry] = []
-    /// Seconds each picture lasts, for the runs' ends.
-    public private(set) var frameDuration = 0.0
+    private struct State { var entries: [Entry] = []; var frameDuration = 0.0 }
+    private let state = Mutex(State())
 
     public init() {}
 
     public func add(time: Double, fidelity: PictureFidelity, frameDuration: Double) {
-        lock.withLock {
-            kept.append(Entry(time: time, fidelity: fidelity))
-            self.frameDuration = frameDuration
+        state.withLock {
+            $0.entries.append(Entry(time: time, fidelity: fidelity))
+            $0.frameDuration = frameDuration
         }
     }
 
-    public var entries: [Entry] { lock.withLock { kept } }
+    public var entries: [Entry] { state.withLock { $0.entries } }
+    /// Seconds each picture lasts, for the runs' ends.
+    public var frameDuration: Double { state.withLock { $0.frameDuration } }
 }
