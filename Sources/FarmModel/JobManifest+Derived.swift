@@ -156,7 +156,7 @@ extension JobManifest {
 
     /// This manifest with a coordinator's chunking, when it is a constant-frame-rate export or a package that
     /// chose none and is no chunk itself (nor made into one file, nor bound for object storage); nil when
-    /// nothing is to change.
+    /// nothing is to change. An export whose fidelity is checked stays whole: it is measured as it encodes.
     public func chunked(every seconds: MediaTime, above: MediaTime?) -> JobManifest? {
         var chunked = sections(for: .defaultChunking)
         var changed = false
@@ -164,7 +164,7 @@ extension JobManifest {
             (stream.chunking.duration, stream.chunking.above) = (seconds, above)
             (chunked.stream, changed) = (stream, true)
         }
-        if var export, export.mode == .constantFrameRate, export.chunkDuration == nil, export.chunking.isWhole {
+        if var export, export.mode == .constantFrameRate, export.chunkDuration == nil, export.chunking.isWhole, checks?.plan.fidelity == nil {
             (export.chunkDuration, export.chunkAbove) = (seconds, above)
             (chunked.export, changed) = (export, true)
         }

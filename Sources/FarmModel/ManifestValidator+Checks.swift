@@ -70,8 +70,9 @@ extension Walker {
         if let m = checkMembers(o, "fidelity", at: p, ["psnr", "ssim"]) {
             var c = CheckPlan.Fidelity()
             c.severity = checkSeverity(m, "fidelity", at: p, c.severity)
-            c.psnr = decibels(m["psnr"], "\(p).fidelity.psnr", in: 0...100, unit: "dB") ?? c.psnr
-            c.ssim = unitFraction(m["ssim"], "\(p).fidelity.ssim") ?? c.ssim
+            // 0: no minimum (SSIM may be negative, PSNR may be 0).
+            if let psnr = decibels(m["psnr"], "\(p).fidelity.psnr", in: 0...100, unit: "dB") { c.psnr = psnr == 0 ? nil : psnr }
+            if let ssim = unitFraction(m["ssim"], "\(p).fidelity.ssim") { c.ssim = ssim == 0 ? nil : ssim }
             plan.fidelity = c
         }
         if plan == CheckPlan() {
@@ -308,7 +309,7 @@ extension JobManifest.ChecksSettings {
         }
         if let spec = plan.spec { members.append(("spec", spec.document)) }
         if let c = plan.fidelity {
-            add("fidelity", c.severity, [c.psnr.map { ("psnr", .decimal($0)) }, c.ssim.map { ("ssim", .decimal($0)) }].compactMap { $0 })
+            add("fidelity", c.severity, [("psnr", .decimal(c.psnr ?? 0)), ("ssim", .decimal(c.ssim ?? 0))])
         }
         if let c = plan.length {
             var fields: [(key: String, value: JSONValue)] = []

@@ -3,7 +3,7 @@ internal import CMediaShims
 
 /// Decodes what an `Encoder` makes as its packets come out, to measure them against the pictures that went
 /// in (an export's fidelity), without reading the written file again. Frames are timed in the encoder's
-/// time base. Thread-confined, like the encoder.
+/// time base. One thread: frame threads would hold pictures back. Thread-confined, like the encoder.
 public final class EncodedReadBack {
     let context: UnsafeMutablePointer<AVCodecContext>
     private var frame = Frame()
@@ -21,7 +21,7 @@ public final class EncodedReadBack {
         if r < 0 { avcodec_free_context(&owned); throw .capture(r, "avcodec_parameters_to_context") }
         ctx.pointee.pkt_timebase = source.pointee.time_base
         var options: OpaquePointer? = nil
-        av_dict_set(&options, "threads", "auto", 0)
+        av_dict_set(&options, "threads", "1", 0)
         FFmpegLog.clearLastError()
         r = avcodec_open2(ctx, codec, &options)
         av_dict_free(&options)

@@ -79,12 +79,12 @@ public struct PictureFidelity: Sendable, Equatable {
                 }
                 sum &+= line
             } else {
-                var line: UInt32 = 0  // at most 65,025 a sample: a row of 66,000 fits
+                var line: UInt64 = 0
                 for x in 0..<a.width {
                     let d = Int32(ra[x]) - Int32(rb[x])
-                    line &+= UInt32(d * d)
+                    line &+= UInt64(d * d)
                 }
-                sum &+= UInt64(line)
+                sum &+= line
             }
         }
         return sum

@@ -70,7 +70,7 @@ struct ConstantFrameRateExporter {
 
         var videoPackets = 0
         var packet = Packet()
-        let fidelity = try settings.fidelity.map { try ExportFidelity(encoder: encoder, log: $0, frameDuration: fd) }
+        let fidelity = try settings.fidelity.map { try ExportFidelity(encoder: encoder, log: $0, frameDuration: fd, output: settings.outputPath) }
         func drainVideo() throws {
             let tb = file.timeBase(of: videoOut)
             while try encoder.receive(into: &packet) == .packet {

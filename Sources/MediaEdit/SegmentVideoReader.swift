@@ -9,7 +9,7 @@ final class SegmentVideoReader {
     private let decoder: Decoder
     private let source: ExportSource
     private let stream: StreamInfo
-    /// Half the stream's tick.
+    /// Half the stream's tick, at most half a millisecond.
     private let halfTick: MediaTime
     private var packet = Packet()
     /// The frame shown at the last time asked for.
@@ -33,7 +33,8 @@ final class SegmentVideoReader {
         self.segment = segment
         self.observer = observer
         stream = source.video!
-        halfTick = MediaTime(value: Int64(stream.timeBase.numerator), timescale: Int32(clamping: Int64(stream.timeBase.denominator) * 2))
+        halfTick = MediaTime.min(MediaTime(value: Int64(stream.timeBase.numerator), timescale: Int32(clamping: Int64(stream.timeBase.denominator) * 2)),
+                                 MediaTime(value: 1, timescale: 2000))
         file = try InputFile(path: source.path, limits: limits, interrupter: interrupter)
         file.discardAll(except: [stream.index])
         decoder = try Decoder(file: file, streamIndex: stream.index, threads: threads)
@@ -47,7 +48,8 @@ final class SegmentVideoReader {
     /// Makes `current` the frame on screen at source time `s`; false when the track has no frame at all.
     func advance(to s: MediaTime) throws(MediaFileError) -> Bool {
         // A time stamp is rounded to its stream's tick (Matroska's millisecond: the third picture of 30 fps is
-        // at 67 ms, not 66.67): a picture within half a tick of `s` is on screen at `s`.
+        // at 67 ms, not 66.67): a picture within half a tick of `s`, at most half a millisecond, is on screen at
+        // `s` (a coarser tick, an AVI's 1/25 s, is the picture's own time, not a rounding).
         let shown = s + halfTick
         while let t = nextTime, !(shown < t) || currentTime == nil {
             current.take(&next)

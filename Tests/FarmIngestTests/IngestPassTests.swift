@@ -60,18 +60,16 @@ import Testing
         try FileManager.default.createDirectory(atPath: (config.state as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let holder = open(config.state + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         #expect(holder >= 0 && flock(holder, LOCK_EX | LOCK_NB) == 0)
-        // Released from a thread of its own: on a busy machine the tasks' threads may all be held by other tests'
-        // processes for longer than the pass's patience, and a task sleeping there would release it too late.
-        let released = Task.detached {
-            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(500)) {
-                    close(holder)
-                    done.resume()
-                }
-            }
+        // Released from a thread of its own, scheduled here and now: on a busy machine the tasks' threads may all
+        // be held by other tests for longer than the pass's patience, and a task (even one that would only
+        // schedule the release) may start too late.
+        let (released, done) = AsyncStream<Void>.makeStream()
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(500)) {
+            close(holder)
+            done.finish()
         }
         let first = try await pass.run()
-        await released.value
+        for await _ in released {}
         #expect(!first.busy && first.settling == 1, "\(first)")
 
         let other = open(config.state + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)

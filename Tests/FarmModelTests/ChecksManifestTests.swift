@@ -1,3 +1,4 @@
+import MediaTime
 import QualityModel
 import Testing
 @testable import FarmModel
@@ -91,6 +92,11 @@ import Testing
             guard case .failure(let e) = ManifestValidator.validate(json: Array(json.utf8), file: "m.json", context: context) else { Issue.record("accepted: \(json)"); continue }
             #expect(e.issues.contains { $0.path == "$.checks.fidelity" && $0.message.contains(words) }, "\(e.issues)")
         }
+        // A coordinator's own chunking leaves an export whose fidelity is checked whole; 0 is no minimum.
+        let fidelity = try? validate(#"{"fidelity": {"psnr": 0, "ssim": 0.95}}"#).get()
+        #expect(fidelity?.checks?.plan.fidelity?.psnr == nil && fidelity?.checks?.plan.fidelity?.ssim == 0.95)
+        #expect(fidelity?.chunked(every: MediaTime(value: 60, timescale: 1), above: nil) == nil)
+        #expect((try? validate(#"{"black": true}"#).get())?.chunked(every: MediaTime(value: 60, timescale: 1), above: nil) != nil)
         // With an export, checks are of it by default, edits and all.
         #expect((try? validate(#"{"black": true}"#, edits: true).get()) != nil)
     }

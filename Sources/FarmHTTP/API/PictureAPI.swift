@@ -7,6 +7,7 @@ import MediaImage
 import MediaTime
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// Pictures of the library's assets over HTTP: an asset's poster, its storyboard's WebVTT file, index and
 /// sheets, as the jobs that made them registered them (representations of kind `poster`, and `storyboard`
@@ -58,34 +59,46 @@ struct PictureAPI: FaceController {
             return try Self.file(path, id: vtt.id, etag: vtt.id.rawValue + "-" + sheet, request: request)
         }
         // The picture on screen at `at` seconds, decoded from the asset's file on this host (a quality check's run
-        // links to it): a JPEG at most 640 pixels wide.
+        // links to it): a JPEG at most 640 pixels wide. At most two are made at once (429 beyond), each within
+        // 10 s (a file without an index is decoded from its keyframe before `at`); the asset's id is its content,
+        // so the answer never changes and is cached as immutable.
         routes.get("/api/assets/:id/still", .library) { request, context in
             let library = try library(for: context.caller)
             let id = try Self.assetID(context.parameters.get("id") ?? "")
-            guard let at = try Self.number(request.uri.queryParameters, "at", UserNumbers.stillTime) else {
-                throw APIError(status: .badRequest, message: "at: give the time of the picture, seconds from the start (from 0 to 172800)")
-            }
             var options = FetchOptions()
             (options.ids, options.limit, options.pictures) = ([id], 1, true)
             guard let asset = try await Self.answer({ try await library.fetch(options).assets.first }) else {
                 throw APIError(status: .notFound, message: "no asset \(id.reference)")
             }
-            guard let path = asset.path, !path.hasPrefix("s3://"), asset.facts.mediaType == .video else {
+            guard let path = LibraryPages.stillSource(asset) else {
                 throw APIError(status: .notFound, message: "\(id.reference) has no video file on this host to take a still picture from")
+            }
+            guard let at = try Self.number(request.uri.queryParameters, "at", UserNumbers.stillTime) else {
+                throw APIError(status: .badRequest, message: "at: give the time of the picture, seconds from the start (from 0 to 172800)")
             }
             let etag = "\(id.rawValue)-still-\(at)"
             if let answer = Self.notModified(request, etag: etag) { return answer }
+            guard Self.stillsMaking.withLock({ n in n < 2 ? { n += 1; return true }() : false }) else {
+                throw APIError(status: .tooManyRequests, message: "two still pictures are being made: ask again in a second")
+            }
+            defer { Self.stillsMaking.withLock { $0 -= 1 } }
+            let interrupter = Interrupter()
+            let deadline = Task { try? await Task.sleep(for: .seconds(10)); interrupter.cancel() }  // cancelled: the still came first
+            defer { deadline.cancel() }
             let image = try await NIOThreadPool.singleton.runIfActive { () throws -> AssetImageGenerator.Image in
                 var settings = AssetImageGenerator.Settings()
                 (settings.toleranceBefore, settings.toleranceAfter, settings.maximumWidth) = (.zero, .zero, 640)
                 do {
-                    return try AssetImageGenerator(path: path, settings: settings, limits: .default)
+                    return try AssetImageGenerator(path: path, settings: settings, limits: .default, interrupter: interrupter)
                         .image(at: MediaTime(value: Int64((at * 1e6).rounded()), timescale: 1_000_000))
                 } catch {
-                    throw APIError(status: .unprocessableContent, message: "\(path): no still picture at \(at) s: \(error)")
+                    let why = interrupter.reason != nil ? "it took more than 10 s to decode" : "\(error)"
+                    throw APIError(status: .unprocessableContent, message: "\(path): no still picture at \(at) s: \(why)")
                 }
             }
-            return Self.answer(image.data, type: image.format.mimeType, etag: etag, request: request, of: id)
+            var answer = Self.answer(image.data, type: image.format.mimeType, etag: etag, request: request, of: id)
+            answer.headers[.cacheControl] = "private, max-age=31536000, immutable"
+            return answer
         }
         // A streaming package's files, from its folder on this host or its prefix in object storage (the asset is its entry point).
         routes.get("/api/assets/:id/package/**", .library) { request, context in
@@ -100,6 +113,9 @@ struct PictureAPI: FaceController {
                                            what: "\(id.reference)'s package")
         }
     }
+
+    /// Stills being made now (`/api/assets/{id}/still`).
+    static let stillsMaking = Mutex(0)
 
     /// The asset's newest picture of `kind` on this host, or the answer saying why there is none.
     func picture(_ context: FarmRequestContext, _ kind: RepresentationKind) async throws -> (PictureFile, AssetID) {

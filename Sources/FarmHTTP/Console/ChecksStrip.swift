@@ -68,7 +68,9 @@ extension ConsoleJobs {
             var options = FetchOptions()
             options.ids = (try? await subject == .export ? library.jobOutputs(job.id) : library.jobInputs(job.id)) ?? []  // as above
             (options.limit, options.mediaType) = (10, .video)
-            if options.ids?.isEmpty == false { still = (try? await library.fetch(options))?.assets.first?.id }  // as above
+            if options.ids?.isEmpty == false {
+                still = (try? await library.fetch(options))?.assets.first { LibraryPages.stillSource($0) != nil }?.id  // as above
+            }
         }
         return ChecksStrip.section(report, still: still)
     }

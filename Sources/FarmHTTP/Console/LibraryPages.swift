@@ -110,7 +110,7 @@ struct LibraryPages: FaceController {
             body += "<img class=\"waveform\" src=\"/api/assets/\(id.rawValue)/waveform\" alt=\"The waveform of \(name)\">"
         }
         body += "</div>\n"
-        body += ChecksStrip.section(detail.checks, still: facts.mediaType == .video && asset.path != nil ? id : nil, title: "Its last quality checks")
+        body += ChecksStrip.section(detail.checks, still: Self.stillSource(asset) != nil ? id : nil, title: "Its last quality checks")
         // A streaming package: played from its folder on this host or its prefix in object storage.
         if let package = facts.package, (try? await Self.packagePlace(asset)) != nil {  // not here: the locations say where
             body += "<div id=\"files\">" + PackageFiles.player(base: "/api/assets/\(id.rawValue)/package/", entryPoints: package.entryPoints,
@@ -164,6 +164,12 @@ struct LibraryPages: FaceController {
 }
 
 extension LibraryPages {
+    /// The file a still picture of the asset is taken from: its video file on this host (not an object).
+    static func stillSource(_ asset: LibraryAsset) -> String? {
+        guard asset.facts.mediaType == .video, let path = asset.path, !PathRules.isObject(path) else { return nil }
+        return path
+    }
+
     /// An asset's storyboard, scrubbed with the pointer or the arrow keys (the page's script reads its JSON index).
     static func scrubber(_ id: AssetID) -> HTML {
         "<div class=\"scrub\" tabindex=\"0\" role=\"slider\" aria-label=\"Storyboard: move to scrub\" data-index=\"/api/assets/\(id.rawValue)/storyboard.json\" "

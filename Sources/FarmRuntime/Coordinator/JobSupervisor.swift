@@ -131,7 +131,7 @@ struct JobSupervisor: CoordinatorPart {
             } else if let result = entry.result, !result.succeeded, exit.status == 1 || exit.status == 2 {
                 // Object storage that did not answer may answer the next attempt.
                 let message = result.error ?? "failed"
-                if let checks = result.checks, checks.verdict == .failed { await library.recordFailedVerdict(claimed, checks: checks) }
+                if let checks = result.checks { await library.recordFailedChecks(claimed, checks: checks) }
                 await recorder.finish(job, token: token, outcome: result.retryable == true ? .crashed(message: message) : .failed(message: message, result: resultJSON),
                                       seconds: seconds)
             } else {

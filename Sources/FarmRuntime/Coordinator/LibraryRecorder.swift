@@ -19,10 +19,7 @@ struct LibraryRecorder: CoordinatorPart {
         guard let library = configuration.library else { return }
         let (job, manifest, submitted) = (claimed.job, claimed.manifest, claimed.submitted)
         do {
-            var sources = claimed.sources
-            for id in try await library.assets(in: manifest.edits.map(\.source)) + library.jobInputs(job.id) where !sources.contains(id) {
-                sources.append(id)
-            }
+            let sources = try await Self.sources(of: claimed, in: library)
             guard !sources.isEmpty else { return }
             try await library.recordJobInputs(job.id, sources)
             if let checks, !JobChecks.ofExport(manifest) { try await library.recordChecks(sources, checks, jobID: job.id) }
@@ -72,14 +69,22 @@ struct LibraryRecorder: CoordinatorPart {
         }
     }
 
-    /// A job that failed its checks of its input: the input assets keep the verdict (a failed export was
-    /// never published, so it is no asset). Errors are notices.
-    func recordFailedVerdict(_ claimed: ClaimedJob, checks: CheckReport) async {
+    /// The assets a job read: those its manifest named, the input files this host registered, and those the
+    /// queue recorded for it.
+    static func sources(of claimed: ClaimedJob, in library: AssetLibrary) async throws -> [AssetID] {
+        var sources = claimed.sources
+        for id in try await library.assets(in: claimed.manifest.edits.map(\.source)) + library.jobInputs(claimed.job.id) where !sources.contains(id) {
+            sources.append(id)
+        }
+        return sources
+    }
+
+    /// A job that failed after its checks of its input ran (failing them or not): the input assets keep them
+    /// (a failed export was never published, so it is no asset). Errors are notices.
+    func recordFailedChecks(_ claimed: ClaimedJob, checks: CheckReport) async {
         guard let library = configuration.library, !JobChecks.ofExport(claimed.manifest) else { return }
         do {
-            var sources = claimed.sources
-            for id in try await library.assets(in: claimed.manifest.edits.map(\.source)) where !sources.contains(id) { sources.append(id) }
-            try await library.recordChecks(sources, checks, jobID: claimed.job.id)
+            try await library.recordChecks(try await Self.sources(of: claimed, in: library), checks, jobID: claimed.job.id)
         } catch {
             events(.notice("job \(claimed.job.id): the library did not record its checks' verdict: \(error)"))
         }

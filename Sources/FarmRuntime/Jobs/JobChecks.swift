@@ -42,11 +42,15 @@ final class JobChecks: Sendable {
             events(.progress(JobProgress(fraction: 0.99, phase: "checking")))
             var fileChecks = plan
             fileChecks.fidelity = nil
-            var report = fileChecks == CheckPlan() ? CheckReport(checks: [], duration: 0, frames: 0, seconds: 0)
-                : try CheckReport.check(path: path, plan: fileChecks, limits: limits)
+            var report = fileChecks == CheckPlan() ? nil : try CheckReport.check(path: path, plan: fileChecks, limits: limits)
             if let p = plan.fidelity, let fidelity {
-                report = CheckReport(checks: report.checks + [.fidelity(p, fidelity)], duration: report.duration, frames: report.frames, seconds: report.seconds)
+                // Fidelity alone: the export's pictures are those it measured.
+                let pictures = fidelity.entries.count
+                report = CheckReport(checks: (report?.checks ?? []) + [.fidelity(p, fidelity)],
+                                     duration: report?.duration ?? Double(pictures) * fidelity.frameDuration, frames: report?.frames ?? pictures,
+                                     seconds: report?.seconds ?? 0)
             }
+            guard let report else { return }
             try keep(report)
         }
     }

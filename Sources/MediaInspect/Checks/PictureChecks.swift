@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import MediaCore
 import MediaTime
@@ -92,18 +93,39 @@ final class PictureChecks {
         fidelity.add(time: seconds(pts), fidelity: measured, frameDuration: (nominalFrameDuration ?? Double(frame.duration)) * timeBase.doubleValue)
     }
 
-    /// False, measuring nothing, when the picture's format is not one the measurements read.
+    /// False, measuring nothing, when the picture's format is not one the measurements read. Black and levels,
+    /// freeze, and interlace each keep their own state: with more than one of them on, they measure the picture
+    /// beside one another (the decode's threads are FFmpeg's; the measurements were one thread's).
     private func measure(_ frame: borrowing Frame, pts: Int64) -> Bool {
-        let read = frame.withPlanes { planes -> Bool in
-            black?.add(planes, pts: pts)
-            levels?.add(planes, pts: pts)
-            return true
-        } ?? false
-        guard read else { return false }
-        freeze?.add(frame, pts: pts)
-        interlace?.add(frame, pts: pts)
+        guard frame.withPlanes({ _ in true }) == true else { return false }
+        let parts = [black != nil || levels != nil, freeze != nil, interlace != nil]
+        if parts.filter({ $0 }).count > 1, (try? shared.frame.reference(frame)) != nil {  // a picture not held is measured here, in turn
+            nonisolated(unsafe) let checks = self  // each part touches its own checks' state only, and the picture read-only
+            DispatchQueue.concurrentPerform(iterations: 3) { part in
+                if parts[part] { checks.measure(part: part, of: checks.shared.frame, pts: pts) }
+            }
+            shared.frame.reset()
+        } else {
+            for part in 0..<3 where parts[part] { measure(part: part, of: frame, pts: pts) }
+        }
         return true
     }
+
+    private func measure(part: Int, of frame: borrowing Frame, pts: Int64) {
+        switch part {
+        case 0:
+            _ = frame.withPlanes { planes in
+                black?.add(planes, pts: pts)
+                levels?.add(planes, pts: pts)
+            }
+        case 1: freeze?.add(frame, pts: pts)
+        default: interlace?.add(frame, pts: pts)
+        }
+    }
+
+    /// The picture the measurements read beside one another.
+    private final class SharedPicture { var frame = Frame() }
+    private let shared = SharedPicture()
 
     /// The results, with the file's last picture ending at `end` ticks (its start plus its duration).
     func finish() -> [CheckResult] {
