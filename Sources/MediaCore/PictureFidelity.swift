@@ -40,7 +40,7 @@ public struct PictureFidelity: Sendable, Equatable {
         // Each part reads its own rows of the two pictures (alive for this call) and writes its own slot.
         nonisolated(unsafe) let sums = UnsafeMutableBufferPointer<(sse: UInt64, ssim: Double)>.allocate(capacity: parts.count)
         defer { sums.deallocate() }
-        nonisolated(unsafe) let pictures = (main, reference)
+        nonisolated(unsafe) let pictures = (main, reference)  // read only, by every part, while this call holds the frames
         let wide = main.depth > 8, depth = main.depth, shares = parts
         DispatchQueue.concurrentPerform(iterations: shares.count) { i in
             let part = shares[i]

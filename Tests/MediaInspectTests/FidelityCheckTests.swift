@@ -100,6 +100,11 @@ import Testing
         } throws: { error in
             "\(error)".contains(small) && "\(error)".contains("160x90") && "\(error)".contains("322x182")
         }
+        // A shorter file than its reference: measured, and said.
+        let half = Self.folder.appendingPathComponent("half.mkv").path
+        try ProcessRunner.check("ffmpeg", ["-y", "-nostdin", "-v", "error", "-i", pair.encoded, "-t", "1", "-c", "copy", half])
+        let shorter = try #require(try CheckReport.check(path: half, plan: CheckPlan(fidelity: .init()), reference: pair.reference).checks.first)
+        #expect((shorter.figures?["pictures"] ?? 50) < 50 && shorter.summary.hasSuffix("the reference has more pictures than the file"), "\(shorter)")
         let sound = Self.folder.appendingPathComponent("tone.wav").path
         try ProcessRunner.check("ffmpeg", ["-y", "-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=duration=1", sound])
         #expect {

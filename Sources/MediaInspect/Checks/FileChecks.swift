@@ -50,6 +50,8 @@ extension CheckReport {
         }
         let total = max(file.container.headerDuration.isNumeric ? file.container.headerDuration.seconds : 0, 0)
         var bytes: [Int: Int64] = [:]
+        // A reference that fails stops the pass at once: its error, not the checked file's, is the answer.
+        do throws(MediaFileError) {
         try DecodePass.run(file, decoders: decoders, total: total, progress: progress, packet: { bytes[$0.streamIndex, default: 0] += Int64($0.size) }) {
             decoder, frame throws(FFmpegError) in
             let index = decoder.stream.index
@@ -66,8 +68,9 @@ extension CheckReport {
                 expected[index] = position + Int64(frame.sampleCount)
             }
         }
-
-        if let failure = pictures?.referenceFailure { throw failure }
+        } catch {
+            throw pictures?.referenceFailure ?? error
+        }
         var results = pictures?.finish() ?? []
         if videoStream == nil {
             for (name, severity) in [("black", plan.black?.severity), ("freeze", plan.freeze?.severity), ("levels", plan.levels?.severity),

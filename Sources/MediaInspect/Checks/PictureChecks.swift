@@ -67,7 +67,11 @@ final class PictureChecks {
             try scaler.convert(frame, into: &fresh)
             _ = measure(fresh, pts: pts)
         }
-        if let reference, referenceFailure == nil { try compare(frame, with: reference, pts: pts) }
+        if let reference {
+            try compare(frame, with: reference, pts: pts)
+            // Stops the pass (the caller answers with `referenceFailure`).
+            if referenceFailure != nil { throw FFmpegError(code: FFmpegError.invalidArgument.code, operation: "fidelity", detail: "the reference failed") }
+        }
     }
 
     /// PSNR and SSIM against the reference's next picture, both converted to 8-bit 4:2:0 when their formats differ.
@@ -194,6 +198,8 @@ final class PictureChecks {
                 if unpaired > 0 {
                     result.summary += "; the reference ended \(unpaired) picture\(unpaired == 1 ? "" : "s") early"
                     result.figures?["unpaired"] = Double(unpaired)
+                } else if (try? reference?.next()) == true {  // a reference that fails past the last picture has no more to say
+                    result.summary += "; the reference has more pictures than the file"
                 }
                 results.append(result)
             } else {
