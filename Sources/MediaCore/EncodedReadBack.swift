@@ -2,11 +2,13 @@ internal import CFFmpeg
 internal import CMediaShims
 
 /// Decodes what an `Encoder` makes as its packets come out, to measure them against the pictures that went
-/// in (an export's fidelity), without reading the written file again. Frames are timed in the encoder's
+/// in (an export's fidelity, its checks), without reading the written file again. Frames are timed in the encoder's
 /// time base. One thread: frame threads would hold pictures back. Thread-confined, like the encoder.
 public final class EncodedReadBack {
     let context: UnsafeMutablePointer<AVCodecContext>
     private var frame = Frame()
+    /// Samples an audio encoder primes its output with (its first packet's time is minus this many).
+    public let leadingSamples: Int
 
     public init(_ encoder: Encoder) throws(FFmpegError) {
         let source = encoder.context
@@ -27,6 +29,7 @@ public final class EncodedReadBack {
         av_dict_free(&options)
         if r < 0 { avcodec_free_context(&owned); throw .capture(r, "avcodec_open2 (reading the encoder's packets back)") }
         context = ctx
+        leadingSamples = Int(source.pointee.initial_padding)
     }
 
     deinit {

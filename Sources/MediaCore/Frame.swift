@@ -32,6 +32,14 @@ public struct Frame: ~Copyable {
         pointer.pointee.key_frame = keyframe ? 1 : 0
     }
 
+    /// Says the picture is progressive and lasts `duration` ticks, as an encoder of progressive pictures at a
+    /// constant rate writes it (its source may have said otherwise).
+    public mutating func setProgressive(duration: Int64) {
+        pointer.pointee.interlaced_frame = 0
+        pointer.pointee.top_field_first = 0
+        pointer.pointee.pkt_duration = duration
+    }
+
     /// Makes this frame a new reference to `other`'s data (no pixel copy).
     public mutating func reference(_ other: borrowing Frame) throws(FFmpegError) {
         av_frame_unref(pointer)

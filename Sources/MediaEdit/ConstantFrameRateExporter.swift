@@ -66,6 +66,13 @@ struct ConstantFrameRateExporter {
         let keptAudio = settings.audioPolicy == .drop || isChunk ? [] : try settings.audioTracks.choose(sources)
         let renderedAudio = try RenderedAudioWriter.tracks(keptAudio, mapping: mapping, sources: sources, totalDuration: videoEnd,
                                                            file: file, settings: settings, interrupter: interrupter, progress: progress)
+        if let watch = settings.watch {
+            try watch.begin(frameDuration: fd, audio: renderedAudio.map {
+                WatchedAudio(stream: $0.stream, encoder: $0.renderer.encoder, sampleRate: $0.renderer.sampleRate, channels: $0.renderer.channels,
+                             samples: Int64($0.renderer.samplesWritten))
+            })
+            for track in renderedAudio { track.watch = watch }
+        }
         let chapters = try file.writeHeader(sources: sources, mapping: mapping, settings: settings)
 
         var videoPackets = 0
@@ -94,6 +101,7 @@ struct ConstantFrameRateExporter {
             if encodedWidth != width || encodedHeight != height { try converted.crop(toWidth: encodedWidth, height: encodedHeight) }
             converted.setPTS(Int64(k - frames.lowerBound))
             try fidelity?.hold(converted, pts: Int64(k - frames.lowerBound))
+            try settings.watch?.picture(converted, index: Int64(k - frames.lowerBound))
             while try encoder.send(converted) == .full { try drainVideo() }
             try drainVideo()
             let done = k - frames.lowerBound

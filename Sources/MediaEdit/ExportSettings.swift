@@ -68,6 +68,8 @@ public struct ExportSettings: Sendable {
     /// constantFrameRate only: measure each encoded picture against the composition's, as it is encoded, into
     /// this log (PSNR and SSIM, `PictureFidelity`).
     public var fidelity: FidelityLog? = nil
+    /// constantFrameRate only: sees each picture and audio packet as the export encodes it (its quality checks).
+    public var watch: (any EncodingWatch)? = nil
     /// constantFrameRate only: encode only the output frames `lowerBound..<upperBound` of the composition
     /// (frame k shows composition time k x frameDuration), as one chunk of a chunked export: video only,
     /// its first frame a keyframe (the encoder's first), its timestamps from 0. nil: every frame.

@@ -13,6 +13,8 @@ final class RenderedAudioWriter {
     private(set) var packets = 0
     /// Where packets go instead of the file, when set (a segmented track that times what it is given).
     var sink: ((inout Packet) throws -> Void)?
+    /// Sees each packet before it is written (an export's checks).
+    var watch: (any EncodingWatch)?
     /// The bit rate it encodes at, and the source's (its file's figure), bits per second.
     let bitRate: Int
     let sourceBitRate: Int?
@@ -72,6 +74,7 @@ final class RenderedAudioWriter {
             let t = MediaTime(count: box.packet.pts ?? 0, timeBase: sampleTB)
             if let until, inclusive ? t > until : t >= until { pending = box; return }
             pending = nil
+            try watch?.audioPacket(stream: stream, box.packet)
             let ticks = t.count(in: tb) ?? 0
             let fixed = times.fix(pts: ticks, dts: ticks)
             box.packet.retime(pts: fixed.pts, dts: fixed.dts,

@@ -78,6 +78,68 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("out/qc.mp4").path))
     }
 
+    /// An export's checks run as it encodes, not over the written file after: they find what `mediafarm check`
+    /// finds on the published file. The pictures (as handed to the encoder) give the same black, frozen and
+    /// out-of-range runs (a frozen picture's first encodings aside); the sound (its encoder's packets decoded as they are written,
+    /// the priming and padding left out) the same silent and clipped runs, the same clipped samples and the
+    /// same loudness; the spec the same verdict; the length ends with the last picture, without the encoder's padding.
+    @Test func anExportsChecksAsItEncodesFindWhatTheWrittenFileHas() throws {
+        let dir = try TestPaths.makeTemporaryFolder("check-beside")
+        try FileManager.default.copyItem(atPath: MediaFixture.faultsMKV.path, toPath: dir.appendingPathComponent("faults.mkv").path)
+        let checks = #"""
+            { "black": { "duration": 1, "severity": "measure" }, "freeze": { "severity": "measure" }, "levels": { "severity": "measure" },
+              "interlace": { "severity": "measure" }, "cadence": { "severity": "measure" }, "silence": { "eachChannel": true, "duration": 1.5, "severity": "measure" },
+              "clipping": { "severity": "measure" }, "channels": { "severity": "measure" }, "loudness": { "standard": "ebu-r128", "severity": "measure" },
+              "length": { "duration": 20, "durationTolerance": 0.001, "frames": 600, "severity": "warn" },
+              "spec": { "container": ["mp4"], "video": { "codec": ["h264"], "scanType": "progressive" },
+                        "audio": { "codec": ["aac"], "sampleRate": [48000] }, "severity": "warn" } }
+            """#
+        try #"""
+            { "version": 1, "name": "qc", "input": "faults.mkv",
+              "export": { "mode": "constantFrameRate", "output": "out/qc.mp4", "video": { "preset": "ultrafast" } },
+              "checks": \#(checks) }
+            """#.write(to: dir.appendingPathComponent("qc.json"), atomically: true, encoding: .utf8)
+        try checks.write(to: dir.appendingPathComponent("checks.json"), atomically: true, encoding: .utf8)
+        let r = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", "--json", "qc.json"], currentDirectory: dir.path)
+        #expect(r.status == 0, "\(r.stderr)")
+        let watched = try #require(Self.result(r.stdout)?["checks"] as? [String: Any], "\(r.stdout)")
+        let c = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["check", "--json", "--checks", "checks.json", "out/qc.mp4"], currentDirectory: dir.path)
+        let read = try #require((Self.json(Data(c.stdout.utf8)) as? [[String: Any]])?.first?["checks"] as? [String: Any], "\(c.stdout) \(c.stderr)")
+        func results(_ report: [String: Any]) -> [String: [String: Any]] {
+            Dictionary(uniqueKeysWithValues: ((report["checks"] as? [[String: Any]]) ?? []).compactMap { r in (r["check"] as? String).map { ($0, r) } })
+        }
+        let (a, b) = (results(watched), results(read))
+        #expect(Set(a.keys) == Set(b.keys) && a.count == 11, "\(a.keys.sorted()) against \(b.keys.sorted())")
+        func runs(_ r: [String: Any]?) -> [(Double, Double)] {
+            ((r?["runs"] as? [[String: Any]]) ?? []).map { (($0["start"] as? Double) ?? -1, ($0["end"] as? Double) ?? -1) }
+        }
+        func figure(_ r: [String: Any]?, _ key: String) -> Double? { (r?["figures"] as? [String: Any])?[key] as? Double }
+        // A still picture's first few encodings are refined until they stop changing: the written file's freeze
+        // starts those few pictures later (0.167 s at ultrafast) than the pictures handed to the encoder.
+        for (check, tolerance) in [("black", 0.034), ("freeze", 0.2), ("levels", 0.034), ("silence", 0.0), ("clipping", 0.0)] {
+            let (x, y) = (runs(a[check]), runs(b[check]))
+            #expect(!x.isEmpty && x.count == y.count && zip(x, y).allSatisfy { abs($0.0 - $1.0) <= tolerance && abs($0.1 - $1.1) <= tolerance },
+                    "\(check): \(x) as it encoded, \(y) in the written file")
+        }
+        #expect(runs(a["interlace"]).isEmpty && runs(a["cadence"]).isEmpty && runs(b["cadence"]).isEmpty, "\(a["interlace"] ?? [:]) \(a["cadence"] ?? [:])")
+        // The same packets decoded: the same samples, the same words.
+        for check in ["silence", "clipping", "channels", "loudness"] {
+            #expect(a[check]?["summary"] as? String == b[check]?["summary"] as? String && a[check]?["summary"] != nil,
+                    "\(check): \(a[check]?["summary"] ?? "none") against \(b[check]?["summary"] ?? "none")")
+        }
+        for key in ["integrated", "truePeak", "range"] {
+            let x = figure(a["loudness"], key)
+            #expect(x != nil && figure(b["loudness"], key).map { abs($0 - x!) <= 0.01 } == true, "loudness.\(key): \(String(describing: x))")
+        }
+        #expect(figure(a["length"], "frames") == 600 && figure(b["length"], "frames") == 600, "\(a["length"] ?? [:])")
+        // The sound ends with the last picture, at 20 s; the written file's decoder also plays its encoder's
+        // padding past the end (512 samples here), which the checks as it encoded leave out.
+        #expect(figure(a["length"], "duration").map { abs($0 - 20) < 1e-9 } == true, "\(a["length"] ?? [:])")
+        #expect(figure(b["length"], "duration").map { $0 >= 20 && $0 <= 20 + 1024 / 48000.0 } == true, "\(b["length"] ?? [:])")
+        #expect(a["spec"]?["outcome"] as? String == "passed" && b["spec"]?["outcome"] as? String == "passed", "\(a["spec"] ?? [:]) \(b["spec"] ?? [:])")
+        #expect(a["length"]?["outcome"] as? String == "passed", "\(a["length"] ?? [:])")
+    }
+
     /// An export's fidelity, measured as it encodes: a minimum it misses fails the job and publishes nothing;
     /// the figures it gives are FFmpeg's `psnr` and `ssim` of the published file against the source, and
     /// `mediafarm check --reference` gives them again from the files.

@@ -6,8 +6,8 @@ import QualityModel
 import Synchronization
 
 /// A job's quality checks (`"checks"`): of its input, in one pass before anything is made; or of its
-/// export, read back once when it is written and before it is committed, so a failed verdict leaves
-/// nothing published. What they found is kept here for the result, whether the job succeeds or not.
+/// export, as it encodes (or read back once, when it encodes nothing) and said before it is committed, so
+/// a failed verdict leaves nothing published. What they found is kept here for the result, whether the job succeeds or not.
 final class JobChecks: Sendable {
     private let found = Mutex<CheckReport?>(nil)
 
@@ -34,15 +34,17 @@ final class JobChecks: Sendable {
         try keep(report)
     }
 
-    /// What the export runs on its written file before committing it. The fidelity check is not of the
-    /// file alone: the export measured it as it encoded, into `fidelity`.
+    /// What the export watches as it encodes (`ExportChecks`: every check but fidelity), and what it runs on
+    /// its written file before committing it: the watched checks' findings with the file's spec and length, or,
+    /// when the export watched nothing (passthrough, a join of chunks), the checks of the file read back. The
+    /// fidelity check is not of the file alone: the export measured it as it encoded, into `fidelity`.
     func exportHook(plan: CheckPlan, fidelity: FidelityLog?, limits: SafetyLimits,
-                    events: @escaping @Sendable (JobEvent) -> Void) -> @Sendable (String) throws -> Void {
-        { [self] path in
+                    events: @escaping @Sendable (JobEvent) -> Void) -> (watch: ExportChecks?, check: @Sendable (String) throws -> Void) {
+        let fileChecks = { var p = plan; p.fidelity = nil; return p }()
+        let watch = fileChecks == CheckPlan() ? nil : ExportChecks(plan: fileChecks)
+        return (watch, { [self] path in
             events(.progress(JobProgress(fraction: 0.99, phase: "checking")))
-            var fileChecks = plan
-            fileChecks.fidelity = nil
-            var report = fileChecks == CheckPlan() ? nil : try CheckReport.check(path: path, plan: fileChecks, limits: limits)
+            var report = try watch.map { try CheckReport.check(path: path, plan: fileChecks, limits: limits, watched: $0) }
             if let p = plan.fidelity, let fidelity {
                 // Fidelity alone: the export's pictures are those it measured.
                 let pictures = fidelity.entries.count
@@ -52,7 +54,7 @@ final class JobChecks: Sendable {
             }
             guard let report else { return }
             try keep(report)
-        }
+        })
     }
 
     private func keep(_ report: CheckReport) throws {

@@ -200,7 +200,7 @@ public struct JobRunner: Sendable {
         settings.beforeCommit = publicationCheck
         if JobChecks.ofExport(manifest), let plan = manifest.checks?.plan, export.frames == nil {
             settings.fidelity = plan.fidelity != nil ? FidelityLog() : nil
-            settings.checkWritten = checks.exportHook(plan: plan, fidelity: settings.fidelity, limits: limits, events: events)
+            (settings.watch, settings.checkWritten) = checks.exportHook(plan: plan, fidelity: settings.fidelity, limits: limits, events: events)
         }
         settings.frameRange = export.frames
         settings.audioTracks = AudioSelection(export.audio.tracks)

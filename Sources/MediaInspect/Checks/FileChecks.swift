@@ -7,17 +7,20 @@ extension CheckReport {
     /// Runs every check of `plan` on `path` in one pass over its packets: the first video track's pictures
     /// and every audio track's samples, decoded once. Throws `MediaFileError` naming the file and the problem.
     /// The fidelity check measures each picture against `reference`'s, decoded alongside, paired in order.
+    /// `watched`: the checks an export ran as it wrote `path` (`ExportChecks`); when it fed them, the file is not
+    /// decoded again: its packets are read only for a spec's bit rates.
     public static func check(path: String, plan: CheckPlan, reference: String? = nil, limits: SafetyLimits = .default, interrupter: Interrupter = Interrupter(),
-                             progress: (Double) -> Void = { _ in }) throws(MediaFileError) -> CheckReport {
+                             watched: ExportChecks? = nil, progress: (Double) -> Void = { _ in }) throws(MediaFileError) -> CheckReport {
         let file = try InputFile(path: path, limits: limits, interrupter: interrupter)
         let pictures = try plan.fidelity == nil ? nil : reference.map { path throws(MediaFileError) in
             try ReferencePictures(path: path, limits: limits, interrupter: interrupter)
         }
-        return try check(file, plan: plan, reference: pictures, progress: progress)
+        return try check(file, plan: plan, reference: pictures, watched: watched?.began == true ? watched : nil, progress: progress)
     }
 
     /// Runs the checks on an opened file from its first packet.
-    static func check(_ file: InputFile, plan: CheckPlan, reference: ReferencePictures? = nil, progress: (Double) -> Void = { _ in }) throws(MediaFileError) -> CheckReport {
+    static func check(_ file: InputFile, plan: CheckPlan, reference: ReferencePictures? = nil, watched: ExportChecks? = nil,
+                      progress: (Double) -> Void = { _ in }) throws(MediaFileError) -> CheckReport {
         let started = Date()
         let path = file.path
         let videoStream = plan.needsVideo ? file.streams.first { $0.mediaType == .video && !$0.isAttachedPicture } : nil
@@ -30,7 +33,15 @@ extension CheckReport {
 
         var decoders: [Int: Decoder] = [:]
         var pictures: PictureChecks?
-        if let v = videoStream {
+        var sounds: [Int: SoundChecks] = [:]
+        if let watched {
+            do {
+                (pictures, sounds) = try watched.finish()
+            } catch {
+                throw MediaFileError(path: path, reason: .ffmpeg(error as? FFmpegError ?? FFmpegError(code: FFmpegError.invalidArgument.code, operation: "check",
+                                                                                                        detail: "\(error)"), while: "checking the export as it was encoded"))
+            }
+        } else if let v = videoStream {
             decoders[v.index] = try Decoder(file: file, streamIndex: v.index)
             // A constant rate: the stream's rate, which its average is within 1% of (a dropped picture or two moves the average).
             let constant = v.realFrameRate.flatMap { r in
@@ -38,9 +49,8 @@ extension CheckReport {
             }
             pictures = PictureChecks(plan: plan, timeBase: v.timeBase, origin: origin.count(in: v.timeBase) ?? 0, frameRate: constant, reference: reference)
         }
-        var sounds: [Int: SoundChecks] = [:]
         var expected: [Int: Int64] = [:]
-        for a in audioStreams {
+        for a in audioStreams where watched == nil {
             decoders[a.index] = try Decoder(file: file, streamIndex: a.index, threads: 1)
             do {
                 sounds[a.index] = try SoundChecks(plan: plan, track: a.index + 1, sampleRate: a.sampleRate, channelCount: a.channelCount, layoutName: a.channelLayout)
@@ -51,25 +61,28 @@ extension CheckReport {
         let total = max(file.container.headerDuration.isNumeric ? file.container.headerDuration.seconds : 0, 0)
         var bytes: [Int: Int64] = [:]
         // A reference that fails stops the pass at once: its error, not the checked file's, is the answer.
-        do throws(MediaFileError) {
-        try DecodePass.run(file, decoders: decoders, total: total, progress: progress, packet: { bytes[$0.streamIndex, default: 0] += Int64($0.size) }) {
-            decoder, frame throws(FFmpegError) in
-            let index = decoder.stream.index
-            if let pictures, index == videoStream?.index {
-                try pictures.add(frame, pts: frame.pts ?? 0)
-            } else if let sound = sounds[index] {
-                let rate = Rational(1, Int32(clamping: sound.sampleRate))
-                let stamped = frame.pts.flatMap { MediaTime(count: $0, timeBase: decoder.stream.timeBase).count(in: rate) }
-                    .map { $0 - (origin.count(in: rate) ?? 0) }
-                // Samples follow one another; a time stamp that jumps by more than half a frame is believed.
-                var position = expected[index] ?? stamped ?? 0
-                if let stamped, (stamped &- position).magnitude > UInt64(frame.sampleCount / 2) { position = stamped }
-                try sound.add(frame, position: position)
-                expected[index] = position + Int64(frame.sampleCount)
+        // What an export watched is not decoded again: its packets are read for a spec's bit rates alone.
+        if watched == nil || plan.spec != nil {
+            do throws(MediaFileError) {
+                try DecodePass.run(file, decoders: decoders, total: total, progress: progress, packet: { bytes[$0.streamIndex, default: 0] += Int64($0.size) }) {
+                    decoder, frame throws(FFmpegError) in
+                    let index = decoder.stream.index
+                    if let pictures, index == videoStream?.index {
+                        try pictures.add(frame, pts: frame.pts ?? 0)
+                    } else if let sound = sounds[index] {
+                        let rate = Rational(1, Int32(clamping: sound.sampleRate))
+                        let stamped = frame.pts.flatMap { MediaTime(count: $0, timeBase: decoder.stream.timeBase).count(in: rate) }
+                            .map { $0 - (origin.count(in: rate) ?? 0) }
+                        // Samples follow one another; a time stamp that jumps by more than half a frame is believed.
+                        var position = expected[index] ?? stamped ?? 0
+                        if let stamped, (stamped &- position).magnitude > UInt64(frame.sampleCount / 2) { position = stamped }
+                        try sound.add(frame, position: position)
+                        expected[index] = position + Int64(frame.sampleCount)
+                    }
+                }
+            } catch {
+                throw pictures?.referenceFailure ?? error
             }
-        }
-        } catch {
-            throw pictures?.referenceFailure ?? error
         }
         var results = pictures?.finish() ?? []
         if videoStream == nil {

@@ -38,10 +38,9 @@ final class InterlaceRuns {
 
     private func measure(next: borrowing Frame, at pts: Int64) {
         guard let sums = prev.hasData ? Self.sums(prev, cur, next) : Self.sums(cur, cur, next) else { return }
-        let (a0, a1, delta, g0, g1) = (Float(sums.0), Float(sums.1), Float(sums.2), Float(sums.3), Float(sums.4))
+        let (a0, a1, delta) = (Float(sums.0), Float(sums.1), Float(sums.2))
         let intl = Float(settings.threshold), prog: Float = 1.5
         let type: Kind = a0 > intl * a1 ? .tff : a1 > intl * a0 ? .bff : a1 > prog * delta ? .progressive : .undetermined
-        _ = (g0, g1)  // repeated fields are not a finding here
         history = [type] + history.prefix(3)
         var best: Kind = .undetermined, match = 0
         for h in history where h != .undetermined {
@@ -75,15 +74,15 @@ final class InterlaceRuns {
         return runs
     }
 
-    /// alpha[0], alpha[1], delta, gamma[0], gamma[1] over every plane, rows 2 to height - 3.
-    static func sums(_ p: borrowing Frame, _ c: borrowing Frame, _ n: borrowing Frame) -> (Int64, Int64, Int64, Int64, Int64)? {
+    /// alpha[0], alpha[1] and delta over every plane, rows 2 to height - 3 (idet's gamma, its repeated fields, is not a finding here).
+    static func sums(_ p: borrowing Frame, _ c: borrowing Frame, _ n: borrowing Frame) -> (Int64, Int64, Int64)? {
         p.withPlanes { pp in
             c.withPlanes { cp in
-                n.withPlanes { np -> (Int64, Int64, Int64, Int64, Int64)? in
+                n.withPlanes { np -> (Int64, Int64, Int64)? in
                     guard pp.planes.count == cp.planes.count, np.planes.count == cp.planes.count, pp.depth == cp.depth, np.depth == cp.depth,
                           zip(pp.planes, cp.planes).allSatisfy({ $0.width == $1.width && $0.height == $1.height }),
                           zip(np.planes, cp.planes).allSatisfy({ $0.width == $1.width && $0.height == $1.height }) else { return nil }
-                    var alpha: (Int64, Int64) = (0, 0), delta: Int64 = 0, gamma: (Int64, Int64) = (0, 0)
+                    var alpha: (Int64, Int64) = (0, 0), delta: Int64 = 0
                     let wide = cp.depth > 8
                     for i in 0..<cp.planes.count {
                         let plane = cp.planes[i], w = plane.width
@@ -93,35 +92,26 @@ final class InterlaceRuns {
                             let cur = plane.base + y * plane.bytesPerRow
                             let next = np.planes[i].base + y * np.planes[i].bytesPerRow
                             let above = cur - plane.bytesPerRow, below = cur + plane.bytesPerRow
-                            let a = line(above, prev, below, w, wide), b = line(above, next, below, w, wide)
+                            let (a, b, d) = wide ? (line(above, prev, below, w), line(above, next, below, w), line(above, cur, below, w))
+                                : RowSums.fieldDifferences(above: above, below: below, prev: prev, next: next, cur: cur, w)
                             if y & 1 == 0 { alpha.0 += a; alpha.1 += b } else { alpha.1 += a; alpha.0 += b }
-                            delta += line(above, cur, below, w, wide)
-                            let g = line(cur, prev, cur, w, wide)
-                            if y & 1 == 0 { gamma.1 += g } else { gamma.0 += g }
+                            delta += d
                         }
                     }
-                    return (alpha.0, alpha.1, delta, gamma.0, gamma.1)
+                    return (alpha.0, alpha.1, delta)
                 } ?? nil
             } ?? nil
         } ?? nil
     }
 
-    /// Σ |a + c - 2b| over a row.
-    @inline(__always)
-    static func line(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ c: UnsafePointer<UInt8>, _ w: Int, _ wide: Bool) -> Int64 {
+    /// Σ |a + c - 2b| over a row of 16-bit samples.
+    static func line(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ c: UnsafePointer<UInt8>, _ w: Int) -> Int64 {
         var sum = 0
-        if wide {
-            let ra = UnsafeRawPointer(a), rb = UnsafeRawPointer(b), rc = UnsafeRawPointer(c)
-            for x in 0..<w {
-                let v = Int(ra.loadUnaligned(fromByteOffset: 2 * x, as: UInt16.self)) + Int(rc.loadUnaligned(fromByteOffset: 2 * x, as: UInt16.self))
-                    - 2 * Int(rb.loadUnaligned(fromByteOffset: 2 * x, as: UInt16.self))
-                sum += abs(v)
-            }
-        } else {
-            for x in 0..<w {
-                let v = Int(a[x]) + Int(c[x]) - 2 * Int(b[x])
-                sum += abs(v)
-            }
+        let ra = UnsafeRawPointer(a), rb = UnsafeRawPointer(b), rc = UnsafeRawPointer(c)
+        for x in 0..<w {
+            let v = Int(ra.loadUnaligned(fromByteOffset: 2 * x, as: UInt16.self)) + Int(rc.loadUnaligned(fromByteOffset: 2 * x, as: UInt16.self))
+                - 2 * Int(rb.loadUnaligned(fromByteOffset: 2 * x, as: UInt16.self))
+            sum += abs(v)
         }
         return Int64(sum)
     }

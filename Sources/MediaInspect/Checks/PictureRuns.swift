@@ -30,10 +30,7 @@ struct BlackRuns {
         var count = 0
         if planes.depth == 8 {
             let t = UInt8(clamping: th)
-            for y in 0..<luma.height {
-                let row = luma.base + y * luma.bytesPerRow
-                for x in 0..<luma.width where row[x] <= t { count += 1 }
-            }
+            for y in 0..<luma.height { count += RowSums.countAtMost(luma.base + y * luma.bytesPerRow, luma.width, t) }
         } else {
             for y in 0..<luma.height {
                 let row = UnsafeRawPointer(luma.base + y * luma.bytesPerRow)
@@ -147,11 +144,7 @@ final class FreezeRuns {
                     line &+= UInt64(d.magnitude)
                 }
             } else {
-                let ra = a.base + y * a.bytesPerRow, rb = b.base + y * b.bytesPerRow
-                for x in 0..<a.width {
-                    let u = ra[x], v = rb[x]
-                    line &+= UInt64(u > v ? u - v : v - u)
-                }
+                line = RowSums.absoluteDifference(a.base + y * a.bytesPerRow, b.base + y * b.bytesPerRow, a.width)
             }
             sad &+= line
         }
@@ -173,6 +166,8 @@ struct LevelRuns {
     private var runWorst = 0.0
     private var runs: [TickRun] = []
     private var badChroma: [Bool] = []
+    /// Whether each luma sample of a row sits on out-of-range chroma (1) or not (0), 8-bit pictures.
+    private var spread: [UInt8] = []
 
     init(_ settings: CheckPlan.Levels, timeBase: Rational) {
         self.settings = settings
@@ -213,6 +208,10 @@ struct LevelRuns {
         }
         var count = 0
         guard planes.hasChroma else {
+            if !wide {
+                for y in 0..<luma.height { count += RowSums.countOutside(luma.base + y * luma.bytesPerRow, luma.width, UInt8(lo), UInt8(hi), chroma: nil) }
+                return count
+            }
             for y in 0..<luma.height {
                 let row = luma.base + y * luma.bytesPerRow
                 for x in 0..<luma.width { let v = value(row, x); if v < lo || v > hi { count += 1 } }
@@ -221,6 +220,7 @@ struct LevelRuns {
         }
         let u = planes.planes[1], v = planes.planes[2]
         let (hs, vs) = planes.chromaShift
+        if !wide { return outOfRange8(luma: luma, u: u, v: v, shift: (hs, vs)) }
         if badChroma.count != u.width { badChroma = Array(repeating: false, count: u.width) }
         var chromaRow = -1
         for y in 0..<luma.height {
@@ -240,6 +240,30 @@ struct LevelRuns {
             }
         }
         return count
+    }
+
+    /// The same for 8-bit samples: each chroma row's verdict spread to a byte per luma sample, each luma row counted sixteen at a time.
+    private mutating func outOfRange8(luma: PicturePlanes.Plane, u: PicturePlanes.Plane, v: PicturePlanes.Plane, shift: (horizontal: Int, vertical: Int)) -> Int {
+        let (lo, hi) = (UInt8(legal.lumaMin), UInt8(legal.lumaMax))
+        let (clo, chi) = (UInt8(legal.chromaMin), UInt8(legal.chromaMax))
+        if spread.count != luma.width { spread = Array(repeating: 0, count: luma.width) }
+        var count = 0, chromaRow = -1
+        return spread.withUnsafeMutableBufferPointer { bad in
+            for y in 0..<luma.height {
+                let cy = y >> shift.vertical
+                if cy != chromaRow {
+                    chromaRow = cy
+                    let ru = u.base + cy * u.bytesPerRow, rv = v.base + cy * v.bytesPerRow
+                    for x in 0..<luma.width {
+                        let c = x >> shift.horizontal
+                        let a = ru[c], b = rv[c]
+                        bad[x] = a < clo || a > chi || b < clo || b > chi ? 1 : 0
+                    }
+                }
+                count += RowSums.countOutside(luma.base + y * luma.bytesPerRow, luma.width, lo, hi, chroma: UnsafePointer(bad.baseAddress!))
+            }
+            return count
+        }
     }
 }
 

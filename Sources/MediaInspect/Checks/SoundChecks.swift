@@ -37,13 +37,34 @@ final class SoundChecks {
 
     /// Checks one decoded frame whose first sample is at `position` (samples from the file's start).
     func add(_ frame: borrowing Frame, position: Int64) throws(FFmpegError) {
-        guard frame.sampleCount > 0 else { return }
+        guard try convert(frame) else { return }
+        try meter?.add(frame)
+        measure(position: position)
+    }
+
+    /// Checks the samples of a decoded frame at `position` that fall in `0..<limit`: an export's encoded
+    /// audio, whose encoder primes it before 0 and pads it past its end (what a file's edit list hides).
+    func add(_ frame: borrowing Frame, position: Int64, limit: Int64) throws(FFmpegError) {
+        guard try convert(frame) else { return }
+        let from = Int(max(0, -position)), to = Int(max(0, min(Int64(samples.count), limit - position)))
+        guard from < to else { return }
+        if from > 0 || to < samples.count { samples = AudioSamples(channels: samples.channels.map { Array($0[from..<to]) }) }
+        try meter?.add(samples)
+        measure(position: position + Int64(from))
+    }
+
+    /// The frame's samples as 32-bit floats into `samples`; false for a frame without any.
+    private func convert(_ frame: borrowing Frame) throws(FFmpegError) -> Bool {
+        guard frame.sampleCount > 0 else { return false }
         guard frame.channelCount == channelCount else {
             throw FFmpegError(code: -22, operation: "check", detail: "the audio changed from \(channelCount) to \(frame.channelCount) channels mid-stream")
         }
-        try meter?.add(frame)
         samples = AudioSamples(channelCount: channelCount)
         try resampler.convert(frame, appendingTo: &samples)
+        return true
+    }
+
+    private func measure(position: Int64) {
         if firstSeen == nil { firstSeen = position }
         let count = samples.count
         silence?.add(samples, position: position)
