@@ -29,6 +29,16 @@ public final class AtomicOutput {
     /// there, before anyone can see it); a throw discards the output.
     public var checkWritten: (@Sendable (String) throws -> Void)?
 
+    /// An export's hooks: its last check before the rename, and its checks of the written file (under `interrupter`).
+    func take(_ settings: ExportSettings, interrupter: Interrupter) {
+        beforeCommit = settings.beforeCommit
+        if let check = settings.checkWritten {
+            checkWritten = { @Sendable path in try check(path, interrupter) }
+        } else {
+            checkWritten = nil
+        }
+    }
+
     static let marker = ".mediafarm-"
     static let suffix = ".tmp"
     /// Unlocked temporaries younger than this are not removed (see the type's notes).

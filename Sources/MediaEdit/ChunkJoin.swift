@@ -18,8 +18,7 @@ struct ChunkJoiner {
         let started = Date()
         let sources = try ExportSource.open(composition.segments.map(\.source), limits: settings.limits, interrupter: interrupter)
         let output = try AtomicOutput(finalPath: settings.outputPath)
-        output.beforeCommit = settings.beforeCommit
-        output.checkWritten = settings.checkWritten
+        output.take(settings, interrupter: interrupter)
         return try output.write { temporary in try write(to: temporary, sources: sources, started: started) }
     }
 

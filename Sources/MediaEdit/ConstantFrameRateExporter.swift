@@ -23,8 +23,7 @@ struct ConstantFrameRateExporter {
             throw ExportError("\(s.path) (segment \(i + 1)) has no video to fill its part of a constant-frame-rate export")
         }
         let output = try AtomicOutput(finalPath: settings.outputPath)
-        output.beforeCommit = settings.beforeCommit
-        output.checkWritten = settings.checkWritten
+        output.take(settings, interrupter: interrupter)
         return try output.write { temporary in
             try write(to: temporary, sources: sources, width: firstVideo.width, height: firstVideo.height, started: started)
         }

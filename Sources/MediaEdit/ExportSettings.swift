@@ -63,8 +63,9 @@ public struct ExportSettings: Sendable {
     /// Runs just before the finished output is renamed to `outputPath` (given as its argument); a
     /// throw discards the output (the caller's last check that the path does not name an input).
     public var beforeCommit: (@Sendable (String) throws -> Void)? = nil
-    /// Runs with the written file's temporary path before it is committed (`AtomicOutput.checkWritten`).
-    public var checkWritten: (@Sendable (String) throws -> Void)? = nil
+    /// Runs with the written file's temporary path before it is committed (`AtomicOutput.checkWritten`),
+    /// stopped by the export's interrupter when it reads the file.
+    public var checkWritten: (@Sendable (String, Interrupter) throws -> Void)? = nil
     /// constantFrameRate only: measure each encoded picture against the composition's, as it is encoded, into
     /// this log (PSNR and SSIM, `PictureFidelity`).
     public var fidelity: FidelityLog? = nil

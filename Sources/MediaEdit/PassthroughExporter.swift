@@ -106,8 +106,7 @@ struct PassthroughExporter {
         }
 
         let output = try AtomicOutput(finalPath: settings.outputPath)
-        output.beforeCommit = settings.beforeCommit
-        output.checkWritten = settings.checkWritten
+        output.take(settings, interrupter: interrupter)
         var copier = PassthroughCopier(exporter: self, sources: sources, mapping: mapping, keyframes: keyframes,
                                        audio: handling == "dropped" ? [] : kept, audioHandling: handling, editLists: editLists, smartCutter: smartCutter)
         return try output.write { temporary in

@@ -39,12 +39,12 @@ final class JobChecks: Sendable {
     /// when the export watched nothing (passthrough, a join of chunks), the checks of the file read back. The
     /// fidelity check is not of the file alone: the export measured it as it encoded, into `fidelity`.
     func exportHook(plan: CheckPlan, fidelity: FidelityLog?, limits: SafetyLimits,
-                    events: @escaping @Sendable (JobEvent) -> Void) -> (watch: ExportChecks?, check: @Sendable (String) throws -> Void) {
+                    events: @escaping @Sendable (JobEvent) -> Void) -> (watch: ExportChecks?, check: @Sendable (String, Interrupter) throws -> Void) {
         let fileChecks = { var p = plan; p.fidelity = nil; return p }()
         let watch = fileChecks == CheckPlan() ? nil : ExportChecks(plan: fileChecks)
-        return (watch, { [self] path in
+        return (watch, { [self] path, interrupter in
             events(.progress(JobProgress(fraction: 0.99, phase: "checking")))
-            var report = try watch.map { try CheckReport.check(path: path, plan: fileChecks, limits: limits, watched: $0) }
+            var report = try watch.map { try CheckReport.check(path: path, plan: fileChecks, limits: limits, interrupter: interrupter, watched: $0) }
             if let p = plan.fidelity, let fidelity {
                 // Fidelity alone: the export's pictures are those it measured.
                 let pictures = fidelity.entries.count
