@@ -10,22 +10,26 @@ import Testing
 @Suite struct FidelityCheckTests {
     static let folder = try! TestPaths.makeTemporaryFolder("fidelity")
 
-    /// A lossless reference, and an H.264 encoding of it at a low quality (so the figures are far from equal).
-    static func pair(_ name: String, pixelFormat: String) throws -> (encoded: String, reference: String) {
+    /// A lossless reference, and an encoding of it at a low quality (so the figures are far from equal): H.264
+    /// in Matroska unless `container` and `codec` say otherwise.
+    static func pair(_ name: String, pixelFormat: String, container: String = "mkv",
+                     codec: [String] = ["-c:v", "libx264", "-crf", "38", "-preset", "veryfast"]) throws -> (encoded: String, reference: String) {
         let reference = folder.appendingPathComponent("\(name)-reference.mkv").path
-        let encoded = folder.appendingPathComponent("\(name)-encoded.mkv").path
+        let encoded = folder.appendingPathComponent("\(name)-encoded.\(container)").path
         try ProcessRunner.check("ffmpeg", ["-y", "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=322x182:rate=25:duration=2",
                                            "-pix_fmt", pixelFormat, "-c:v", "ffv1", reference])
-        try ProcessRunner.check("ffmpeg", ["-y", "-nostdin", "-v", "error", "-i", reference, "-c:v", "libx264", "-crf", "38", "-preset", "veryfast",
-                                           "-pix_fmt", pixelFormat, encoded])
+        try ProcessRunner.check("ffmpeg", ["-y", "-nostdin", "-v", "error", "-i", reference] + codec + ["-pix_fmt", pixelFormat, encoded])
         return (encoded, reference)
     }
 
-    /// FFmpeg's per-picture figures: PSNR (`psnr_avg`, 2 decimals) and SSIM (`All`, 6 decimals), and its summaries.
+    /// FFmpeg's per-picture figures: PSNR (`psnr_avg`, 2 decimals) and SSIM (`All`, 6 decimals), and its summaries;
+    /// both files' pictures renumbered, so the filters pair them in order, as the check does (a transport stream
+    /// starts at 1.4 s).
     static func theirs(_ pair: (encoded: String, reference: String)) throws -> (psnr: [Double], ssim: [Double], log: String) {
         let psnrLog = pair.encoded + ".psnr", ssimLog = pair.encoded + ".ssim"
         let run = try ProcessRunner.check("ffmpeg", ["-nostdin", "-i", pair.encoded, "-i", pair.reference, "-filter_complex",
-                                                     "[0:v]split[a][b];[1:v]split[c][d];[a][c]psnr=stats_file=\(psnrLog);[b][d]ssim=stats_file=\(ssimLog)",
+                                                     "[0:v]settb=1/25,setpts=N,split[a][b];[1:v]settb=1/25,setpts=N,split[c][d];"
+                                                         + "[a][c]psnr=stats_file=\(psnrLog);[b][d]ssim=stats_file=\(ssimLog)",
                                                      "-f", "null", "-"])
         func field(_ line: Substring, _ key: String) -> Double? {
             line.split(separator: " ").first { $0.hasPrefix(key + ":") }.flatMap { Double($0.dropFirst(key.count + 1)) }
@@ -59,6 +63,21 @@ import Testing
             #expect(abs(o.ssim - t.1) <= 0.000001, "picture \(i + 1): SSIM ours \(o.ssim), ssim's \(t.1)")
         }
         #expect(ours.allSatisfy { $0.psnr < 45 && $0.ssim < 0.999 }, "the encoding is lossy: the figures must not be of equal pictures")
+    }
+
+    /// The same of a VP9 WebM and of an H.264 transport stream against their Matroska references.
+    @Test(arguments: ["webm", "ts"])
+    func eachPicturesFiguresAreFFmpegsInOtherContainers(container: String) throws {
+        let codec = container == "webm" ? ["-c:v", "libvpx-vp9", "-crf", "50", "-b:v", "0", "-deadline", "realtime", "-cpu-used", "8"]
+            : ["-c:v", "libx264", "-crf", "38", "-preset", "veryfast"]
+        let pair = try Self.pair("pair-\(container)", pixelFormat: "yuv420p", container: container, codec: codec)
+        let theirs = try Self.theirs(pair)
+        let ours = try Self.ours(pair)
+        #expect(ours.count == 50 && theirs.psnr.count == 50 && theirs.ssim.count == 50, "\(ours.count) \(theirs.psnr.count) \(theirs.ssim.count)")
+        for (i, (o, t)) in zip(ours, zip(theirs.psnr, theirs.ssim)).enumerated() {
+            #expect(abs(o.psnr - t.0) <= 0.0051 && abs(o.ssim - t.1) <= 0.000001, "\(container) picture \(i + 1): ours \(o.psnr) dB \(o.ssim), theirs \(t.0) dB \(t.1)")
+        }
+        #expect(ours.contains { $0.psnr < 40 }, "an encoding at a low quality: \(ours.map(\.psnr).min() ?? 0) dB at worst")
     }
 
     @Test func theCheckGivesTheFiltersSummariesAndItsWorstPictures() throws {
