@@ -241,7 +241,8 @@ for target in package.targets where [.regular, .executable, .test].contains(targ
 }
 
 // The quality checks' arithmetic runs over every sample of real movies in the tests: it is built optimized
-// in debug builds too (unoptimized, its rows of sixteen samples run lane by lane, many times slower).
+// in debug builds too (unoptimized, its row loops run a sample at a time: the corpus's checks took 431 s, 28 s
+// optimized).
 for target in package.targets where target.name == "MediaInspect" {
     target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-O"], .when(configuration: .debug))]
 }

@@ -1,9 +1,9 @@
 @testable import MediaInspect
 import Testing
 
-/// The checks' row sums, sixteen samples at a time, against their plain loops: random rows of every width
-/// from 0 to 40 (the tails), extreme values (0 and 255, where the lanes could overflow) and rows up to 8,192 wide
-/// (the lanes emptied into the total on the way).
+/// The checks' row sums, as vector loops, against their plain loops: random rows of every width
+/// from 0 to 40 (the tails), extreme values (0 and 255, the largest sums) and rows up to 8,192 wide
+/// (the longest sums).
 @Suite struct RowSumsTests {
     var generator = SystemRandomNumberGenerator()
 
