@@ -79,12 +79,13 @@ public struct PictureFidelity: Sendable, Equatable {
                 }
                 sum &+= line
             } else {
-                var line: UInt64 = 0
+                // 32 bits hold a row of 65,025 at most a sample; wrapping arithmetic lets the loop be vectorized.
+                var line: UInt32 = 0
                 for x in 0..<a.width {
-                    let d = Int32(ra[x]) - Int32(rb[x])
-                    line &+= UInt64(d * d)
+                    let d = Int32(ra[x]) &- Int32(rb[x])
+                    line &+= UInt32(bitPattern: d &* d)
                 }
-                sum &+= line
+                sum &+= UInt64(line)
             }
         }
         return sum
@@ -101,8 +102,12 @@ public struct PictureFidelity: Sendable, Equatable {
         let wide = depth > 8
         // Σa, Σb, Σa²+Σb², Σab of each block of a block row, four Ints a block.
         var above = UnsafeMutableBufferPointer<Int>.allocate(capacity: 4 * bw), current = UnsafeMutableBufferPointer<Int>.allocate(capacity: 4 * bw)
-        defer { above.deallocate(); current.deallocate() }
+        // 8 bits: each column's four sums over the block row's four rows first (a loop the compiler vectorizes,
+        // in 32 bits: 4 × 2 × 255² at most), then each block's four columns.
+        let columns = UnsafeMutableBufferPointer<Int32>.allocate(capacity: wide ? 0 : 4 * 4 * bw)
+        defer { above.deallocate(); current.deallocate(); columns.deallocate() }
         func sums(row by: Int, into out: UnsafeMutableBufferPointer<Int>) {
+            if !wide { return sums8(row: by, into: out) }
             out.initialize(repeating: 0)
             for y in (4 * by)..<(4 * by + 4) {
                 let ra = a.base + y * a.bytesPerRow, rb = b.base + y * b.bytesPerRow
@@ -120,6 +125,28 @@ public struct PictureFidelity: Sendable, Equatable {
                     }
                     out[4 * bx] += s1; out[4 * bx + 1] += s2; out[4 * bx + 2] += ss; out[4 * bx + 3] += s12
                 }
+            }
+        }
+        func sums8(row by: Int, into out: UnsafeMutableBufferPointer<Int>) {
+            let n = 4 * bw
+            let c1 = columns.baseAddress!, c2 = c1 + n, css = c2 + n, c12 = css + n
+            columns.initialize(repeating: 0)
+            for y in (4 * by)..<(4 * by + 4) {
+                let ra = a.base + y * a.bytesPerRow, rb = b.base + y * b.bytesPerRow
+                for x in 0..<n {
+                    let u = Int32(ra[x]), v = Int32(rb[x])
+                    c1[x] &+= u
+                    c2[x] &+= v
+                    css[x] &+= u &* u &+ v &* v
+                    c12[x] &+= u &* v
+                }
+            }
+            for bx in 0..<bw {
+                let k = 4 * bx
+                out[4 * bx] = Int(c1[k] &+ c1[k + 1] &+ c1[k + 2] &+ c1[k + 3])
+                out[4 * bx + 1] = Int(c2[k] &+ c2[k + 1] &+ c2[k + 2] &+ c2[k + 3])
+                out[4 * bx + 2] = Int(css[k] &+ css[k + 1] &+ css[k + 2] &+ css[k + 3])
+                out[4 * bx + 3] = Int(c12[k] &+ c12[k + 1] &+ c12[k + 2] &+ c12[k + 3])
             }
         }
         sums(row: rows.lowerBound - 1, into: above)
