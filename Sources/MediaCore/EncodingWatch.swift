@@ -10,6 +10,8 @@ public protocol EncodingWatch: AnyObject, Sendable {
     func picture(_ frame: borrowing Frame, index: Int64) throws
     /// An audio packet as its encoder made it (time base 1/sample rate), before the muxer takes it.
     func audioPacket(stream: Int, _ packet: borrowing Packet) throws
+    /// The export failed: nothing more comes, and what the watch holds can go.
+    func abandon()
 }
 
 /// An audio stream an export encodes: its output stream index, its encoder, its format, and how many

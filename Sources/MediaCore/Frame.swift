@@ -32,12 +32,13 @@ public struct Frame: ~Copyable {
         pointer.pointee.key_frame = keyframe ? 1 : 0
     }
 
-    /// Says the picture is progressive and lasts `duration` ticks, as an encoder of progressive pictures at a
-    /// constant rate writes it (its source may have said otherwise).
-    public mutating func setProgressive(duration: Int64) {
+    /// Says the picture is as the H.264 export writes it, whatever its source said: progressive, `duration`
+    /// ticks long, and of no range said (limited, to its readers).
+    public mutating func setAsExported(duration: Int64) {
         pointer.pointee.interlaced_frame = 0
         pointer.pointee.top_field_first = 0
         pointer.pointee.pkt_duration = duration
+        pointer.pointee.color_range = AVCOL_RANGE_UNSPECIFIED
     }
 
     /// Makes this frame a new reference to `other`'s data (no pixel copy).

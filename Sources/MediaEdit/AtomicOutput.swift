@@ -114,7 +114,8 @@ public final class AtomicOutput {
                 try checkWritten(temporaryPath)
             } catch {
                 discard()
-                throw ExportError("\(error)")
+                // Said of the output, not of its temporary name, which is gone.
+                throw ExportError("\(error)".replacingOccurrences(of: temporaryPath, with: finalPath))
             }
         }
         if let beforeCommit {

@@ -24,9 +24,19 @@ struct ConstantFrameRateExporter {
         }
         let output = try AtomicOutput(finalPath: settings.outputPath)
         output.take(settings, interrupter: interrupter)
-        return try output.write { temporary in
-            try write(to: temporary, sources: sources, width: firstVideo.width, height: firstVideo.height, started: started)
+        do {
+            return try output.write { temporary in
+                try write(to: temporary, sources: sources, width: firstVideo.width, height: firstVideo.height, started: started)
+            }
+        } catch {
+            settings.watch?.abandon()
+            throw error
         }
+    }
+
+    /// The export's checks as it encodes, their failure said as the output's.
+    private func watching(_ body: () throws -> Void) throws {
+        do { try body() } catch { throw ExportError("\(settings.outputPath): checking the export as it encodes: \(error)") }
     }
 
     /// What the report says when an odd size lost its last column or row (nil when nothing was cropped).
@@ -65,11 +75,13 @@ struct ConstantFrameRateExporter {
         let keptAudio = settings.audioPolicy == .drop || isChunk ? [] : try settings.audioTracks.choose(sources)
         let renderedAudio = try RenderedAudioWriter.tracks(keptAudio, mapping: mapping, sources: sources, totalDuration: videoEnd,
                                                            file: file, settings: settings, interrupter: interrupter, progress: progress)
-        if let watch = settings.watch {
-            try watch.begin(frameDuration: fd, audio: renderedAudio.map {
+        // A chunk's pictures are timed from its own first: only a whole export is watched.
+        let watch = isChunk ? nil : settings.watch
+        if let watch {
+            try watching { try watch.begin(frameDuration: fd, audio: renderedAudio.map {
                 WatchedAudio(stream: $0.stream, encoder: $0.renderer.encoder, sampleRate: $0.renderer.sampleRate, channels: $0.renderer.channels,
                              samples: Int64($0.renderer.samplesWritten))
-            })
+            }) }
             for track in renderedAudio { track.watch = watch }
         }
         let chapters = try file.writeHeader(sources: sources, mapping: mapping, settings: settings)
@@ -100,7 +112,7 @@ struct ConstantFrameRateExporter {
             if encodedWidth != width || encodedHeight != height { try converted.crop(toWidth: encodedWidth, height: encodedHeight) }
             converted.setPTS(Int64(k - frames.lowerBound))
             try fidelity?.hold(converted, pts: Int64(k - frames.lowerBound))
-            try settings.watch?.picture(converted, index: Int64(k - frames.lowerBound))
+            if let watch { try watching { try watch.picture(converted, index: Int64(k - frames.lowerBound)) } }
             while try encoder.send(converted) == .full { try drainVideo() }
             try drainVideo()
             let done = k - frames.lowerBound

@@ -30,6 +30,7 @@ public final class ExportChecks: EncodingWatch {
                 worker.sounds[a.stream] = Worker.Sound(
                     checks: try SoundChecks(plan: worker.plan, track: a.stream + 1, sampleRate: a.sampleRate, channelCount: a.channels, layoutName: nil),
                     readBack: try EncodedReadBack(a.encoder), samples: a.samples)
+                worker.sounds[a.stream]?.next = -Int64(worker.sounds[a.stream]?.readBack.leadingSamples ?? 0)
             }
         }
         worker.start()
@@ -39,7 +40,7 @@ public final class ExportChecks: EncodingWatch {
         guard worker.pictures != nil else { return }
         let box = Worker.FrameBox()
         try box.frame.reference(frame)
-        box.frame.setProgressive(duration: 1)  // as the export encodes it: one frame long, in frames
+        box.frame.setAsExported(duration: 1)  // one frame long, in frames
         try worker.put(.picture(box, index))
     }
 
@@ -49,6 +50,8 @@ public final class ExportChecks: EncodingWatch {
         box.packet.reference(packet)
         try worker.put(.packet(stream, box))
     }
+
+    public func abandon() { worker.stop() }
 
     /// Waits until everything handed over is checked: the picture checks and each audio stream's sound checks.
     func finish() throws -> (pictures: PictureChecks?, sounds: [Int: SoundChecks]) {
@@ -67,10 +70,15 @@ public final class ExportChecks: EncodingWatch {
             var began = false, finished = false, stopped = false, done = false
             var failure: (any Error)?
         }
-        struct Sound {
+        final class Sound {
             let checks: SoundChecks
             let readBack: EncodedReadBack
             let samples: Int64
+            /// Where the next decoded samples go when they are not timed: after the last, from the priming's start.
+            var next: Int64 = 0
+            init(checks: SoundChecks, readBack: EncodedReadBack, samples: Int64) {
+                (self.checks, self.readBack, self.samples) = (checks, readBack, samples)
+            }
         }
 
         let plan: CheckPlan
@@ -148,7 +156,9 @@ public final class ExportChecks: EncodingWatch {
 
         /// Decoded samples, timed from the encoder's first (its priming before 0).
         private func add(_ frame: borrowing Frame, to sound: Sound) throws(FFmpegError) {
-            try sound.checks.add(frame, position: (frame.pts ?? sound.checks.end), limit: sound.samples)
+            let position = frame.pts ?? sound.next
+            sound.next = position + Int64(frame.sampleCount)
+            try sound.checks.add(frame, position: position, limit: sound.samples)
         }
     }
 }

@@ -62,7 +62,8 @@ extension CheckReport {
         var bytes: [Int: Int64] = [:]
         // A reference that fails stops the pass at once: its error, not the checked file's, is the answer.
         // What an export watched is not decoded again: its packets are read for a spec's bit rates alone.
-        if watched == nil || plan.spec != nil {
+        let bitRates = plan.spec.map { $0.bitRate != nil || $0.video?.bitRate != nil || $0.audio?.bitRate != nil } ?? false
+        if watched == nil || bitRates {
             do throws(MediaFileError) {
                 try DecodePass.run(file, decoders: decoders, total: total, progress: progress, packet: { bytes[$0.streamIndex, default: 0] += Int64($0.size) }) {
                     decoder, frame throws(FFmpegError) in
