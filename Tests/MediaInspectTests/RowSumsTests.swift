@@ -2,8 +2,8 @@
 import Testing
 
 /// The checks' row sums, as vector loops, against their plain loops: random rows of every width
-/// from 0 to 40 (the tails), extreme values (0 and 255, the largest sums) and rows up to 8,192 wide
-/// (the longest sums).
+/// from 0 to 40 (the tails), about each narrow sum's stretch (128 and 255 samples), extreme values (0 and
+/// 255, the largest sums) and rows up to 8,192 wide, and 70,000 for the count in 16-bit lanes.
 @Suite struct RowSumsTests {
     var generator = SystemRandomNumberGenerator()
 
@@ -12,7 +12,7 @@ import Testing
         (0..<count).map { _ in (0...width).map { _ in extreme ? (Bool.random(using: &g) ? 255 : 0) : UInt8.random(in: 0...255, using: &g) } }
     }
 
-    static var widths: [Int] { Array(0...40) + [255, 256, 1920, 4111, 8192] }
+    static var widths: [Int] { Array(0...40) + [127, 128, 129, 254, 255, 256, 510, 1920, 4111, 8192] }
 
     @Test mutating func countsAtMostAThreshold() {
         for width in Self.widths {
@@ -65,6 +65,39 @@ import Testing
                         #expect(RowSums.countOutside(r.baseAddress!, width, 16, 235, chroma: c.baseAddress!) == with, "width \(width), with chroma")
                     }
                 }
+            }
+        }
+    }
+
+    @Test func countsRowsLongerThanASixteenBitSum() {
+        for width in [65_535, 65_536, 70_000] {
+            let row = [UInt8](repeating: 3, count: width + 1)
+            #expect(row.withUnsafeBufferPointer { RowSums.countAtMost($0.baseAddress!, width, 3) } == width, "width \(width)")
+            #expect(row.withUnsafeBufferPointer { RowSums.countAtMost($0.baseAddress!, width, 2) } == 0, "width \(width)")
+        }
+    }
+
+    @Test mutating func spreadsChromaVerdictsOverTheLumaTheyCover() {
+        for lumaWidth in Array(0...40) + [1919, 1920, 4111] {
+            for shift in 0...2 {
+                let width = (lumaWidth + (1 << shift) - 1) >> shift
+                let u = (0...width).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                let v = (0...width).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                let plain = (0..<lumaWidth).map { x -> UInt8 in
+                    let c = x >> shift
+                    return u[c] < 16 || u[c] > 240 || v[c] < 16 || v[c] > 240 ? 1 : 0
+                }
+                var spread = [UInt8](repeating: 7, count: lumaWidth + 1)
+                u.withUnsafeBufferPointer { pu in
+                    v.withUnsafeBufferPointer { pv in
+                        spread.withUnsafeMutableBufferPointer {
+                            RowSums.spreadChromaVerdicts(u: pu.baseAddress!, v: pv.baseAddress!, width, 16, 240, horizontalShift: shift,
+                                                         into: $0.baseAddress!, lumaWidth: lumaWidth)
+                        }
+                    }
+                }
+                #expect(Array(spread.prefix(lumaWidth)) == plain, "luma width \(lumaWidth), shift \(shift)")
+                #expect(spread[lumaWidth] == 7, "luma width \(lumaWidth), shift \(shift): nothing written past the row")
             }
         }
     }

@@ -168,7 +168,6 @@ struct LevelRuns {
     private var badChroma: [Bool] = []
     /// Whether each chroma sample of a row is out of range (1) or not (0), and each luma sample of a row sits
     /// on such chroma: 8-bit pictures.
-    private var chromaVerdicts: [UInt8] = []
     private var spread: [UInt8] = []
 
     init(_ settings: CheckPlan.Levels, timeBase: Rational) {
@@ -249,29 +248,18 @@ struct LevelRuns {
         let (lo, hi) = (UInt8(legal.lumaMin), UInt8(legal.lumaMax))
         let (clo, chi) = (UInt8(legal.chromaMin), UInt8(legal.chromaMax))
         if spread.count != luma.width { spread = Array(repeating: 0, count: luma.width) }
-        if chromaVerdicts.count != u.width { chromaVerdicts = Array(repeating: 0, count: u.width) }
         var count = 0, chromaRow = -1
-        var chromaVerdicts = self.chromaVerdicts
-        defer { self.chromaVerdicts = chromaVerdicts }
         return spread.withUnsafeMutableBufferPointer { bad in
-            chromaVerdicts.withUnsafeMutableBufferPointer { chroma in
             for y in 0..<luma.height {
                 let cy = y >> shift.vertical
                 if cy != chromaRow {
                     chromaRow = cy
-                    let ru = u.base + cy * u.bytesPerRow, rv = v.base + cy * v.bytesPerRow
-                    let (l, h) = (Int32(clo), Int32(chi))
-                    for c in 0..<u.width {
-                        let a = Int32(ru[c]), b = Int32(rv[c])
-                        // 1 when any difference is negative (its sign).
-                        chroma[c] = UInt8(truncatingIfNeeded: (((a &- l) >> 31) | ((h &- a) >> 31) | ((b &- l) >> 31) | ((h &- b) >> 31)) & 1)
-                    }
-                    for x in 0..<luma.width { bad[x] = chroma[x >> shift.horizontal] }
+                    RowSums.spreadChromaVerdicts(u: u.base + cy * u.bytesPerRow, v: v.base + cy * v.bytesPerRow, u.width, clo, chi,
+                                                 horizontalShift: shift.horizontal, into: bad.baseAddress!, lumaWidth: luma.width)
                 }
                 count += RowSums.countOutside(luma.base + y * luma.bytesPerRow, luma.width, lo, hi, chroma: UnsafePointer(bad.baseAddress!))
             }
             return count
-            }
         }
     }
 }
