@@ -99,62 +99,30 @@ public struct PictureFidelity: Sendable, Equatable {
         guard bw >= 2, !rows.isEmpty else { return 0 }
         let max = Double((1 << depth) - 1)
         let c1 = Int(0.01 * 0.01 * max * max * 64 + 0.5), c2 = Int(0.03 * 0.03 * max * max * 64 * 63 + 0.5)
-        let wide = depth > 8
+        if depth <= 8 { return windows8(a, b, blocks: bw, rows: rows, c1: Int32(c1), c2: Int32(c2)) }
         // Σa, Σb, Σa²+Σb², Σab of each block of a block row, four Ints a block.
         var above = UnsafeMutableBufferPointer<Int>.allocate(capacity: 4 * bw), current = UnsafeMutableBufferPointer<Int>.allocate(capacity: 4 * bw)
-        // 8 bits: each column's four sums over the block row's four rows first (a loop the compiler vectorizes,
-        // in 32 bits: 4 × 2 × 255² at most), then each block's four columns.
-        let columns = UnsafeMutableBufferPointer<Int32>.allocate(capacity: wide ? 0 : 4 * 4 * bw)
-        defer { above.deallocate(); current.deallocate(); columns.deallocate() }
+        defer { above.deallocate(); current.deallocate() }
         func sums(row by: Int, into out: UnsafeMutableBufferPointer<Int>) {
-            if !wide { return sums8(row: by, into: out) }
             out.initialize(repeating: 0)
             for y in (4 * by)..<(4 * by + 4) {
-                let ra = a.base + y * a.bytesPerRow, rb = b.base + y * b.bytesPerRow
+                let ra = UnsafeRawPointer(a.base + y * a.bytesPerRow), rb = UnsafeRawPointer(b.base + y * b.bytesPerRow)
                 for bx in 0..<bw {
                     var s1 = 0, s2 = 0, ss = 0, s12 = 0
                     for x in (4 * bx)..<(4 * bx + 4) {
-                        let u: Int, v: Int
-                        if wide {
-                            u = Int(UnsafeRawPointer(ra).loadUnaligned(fromByteOffset: 2 * x, as: UInt16.self))
-                            v = Int(UnsafeRawPointer(rb).loadUnaligned(fromByteOffset: 2 * x, as: UInt16.self))
-                        } else {
-                            u = Int(ra[x]); v = Int(rb[x])
-                        }
+                        let u = Int(ra.loadUnaligned(fromByteOffset: 2 * x, as: UInt16.self)), v = Int(rb.loadUnaligned(fromByteOffset: 2 * x, as: UInt16.self))
                         s1 += u; s2 += v; ss += u * u + v * v; s12 += u * v
                     }
                     out[4 * bx] += s1; out[4 * bx + 1] += s2; out[4 * bx + 2] += ss; out[4 * bx + 3] += s12
                 }
             }
         }
-        func sums8(row by: Int, into out: UnsafeMutableBufferPointer<Int>) {
-            let n = 4 * bw
-            let c1 = columns.baseAddress!, c2 = c1 + n, css = c2 + n, c12 = css + n
-            columns.initialize(repeating: 0)
-            for y in (4 * by)..<(4 * by + 4) {
-                let ra = a.base + y * a.bytesPerRow, rb = b.base + y * b.bytesPerRow
-                for x in 0..<n {
-                    let u = Int32(ra[x]), v = Int32(rb[x])
-                    c1[x] &+= u
-                    c2[x] &+= v
-                    css[x] &+= u &* u &+ v &* v
-                    c12[x] &+= u &* v
-                }
-            }
-            for bx in 0..<bw {
-                let k = 4 * bx
-                out[4 * bx] = Int(c1[k] &+ c1[k + 1] &+ c1[k + 2] &+ c1[k + 3])
-                out[4 * bx + 1] = Int(c2[k] &+ c2[k + 1] &+ c2[k + 2] &+ c2[k + 3])
-                out[4 * bx + 2] = Int(css[k] &+ css[k + 1] &+ css[k + 2] &+ css[k + 3])
-                out[4 * bx + 3] = Int(c12[k] &+ c12[k + 1] &+ c12[k + 2] &+ c12[k + 3])
-            }
-        }
         sums(row: rows.lowerBound - 1, into: above)
         var total = 0.0
         for by in rows {
             sums(row: by, into: current)
-            var row = 0.0
-            var rowFloat: Float = 0
+            // Deeper pictures add a row's windows in single precision first.
+            var row: Float = 0
             for bx in 0..<(bw - 1) {
                 let i = 4 * bx, j = 4 * bx + 4
                 let s1 = above[i] + above[j] + current[i] + current[j]
@@ -162,11 +130,63 @@ public struct PictureFidelity: Sendable, Equatable {
                 let ss = above[i + 2] + above[j + 2] + current[i + 2] + current[j + 2]
                 let s12 = above[i + 3] + above[j + 3] + current[i + 3] + current[j + 3]
                 let vars = ss * 64 - s1 * s1 - s2 * s2, covar = s12 * 64 - s1 * s2
-                let value = Float(2 * s1 * s2 + c1) * Float(2 * covar + c2) / (Float(s1 * s1 + s2 * s2 + c1) * Float(vars + c2))
-                // 8 bits add each window into a double; deeper pictures add a row's windows in single precision first.
-                if wide { rowFloat += value } else { row += Double(value) }
+                row += Float(2 * s1 * s2 + c1) * Float(2 * covar + c2) / (Float(s1 * s1 + s2 * s2 + c1) * Float(vars + c2))
             }
-            total += wide ? Double(rowFloat) : row
+            total += Double(row)
+            swap(&above, &current)
+        }
+        return total
+    }
+
+    /// The same for 8-bit samples, in 32-bit lanes (a window's Σa² + Σb² is at most 64 × 2 × 255², its products
+    /// with 64 at most 2³⁰, as `vf_ssim`'s 8-bit sums are `int`s), in loops the compiler vectorizes: each
+    /// column's sums over the block row's four rows at once, each block's four columns, then every window's score
+    /// into an array. Each window's score is added into a double, in order.
+    private static func windows8(_ a: PicturePlanes.Plane, _ b: PicturePlanes.Plane, blocks bw: Int, rows: Range<Int>, c1: Int32, c2: Int32) -> Double {
+        let n = 4 * bw
+        // Four columns' sums (Σa, Σb, Σa²+Σb², Σab), then two block rows' four block sums, then the scores.
+        let columns = UnsafeMutablePointer<Int32>.allocate(capacity: 4 * n)
+        var above = UnsafeMutablePointer<Int32>.allocate(capacity: 4 * bw), current = UnsafeMutablePointer<Int32>.allocate(capacity: 4 * bw)
+        let scores = UnsafeMutablePointer<Float>.allocate(capacity: bw)
+        defer { columns.deallocate(); above.deallocate(); current.deallocate(); scores.deallocate() }
+        func sums(row by: Int, into out: UnsafeMutablePointer<Int32>) {
+            let k1 = columns, k2 = k1 + n, kss = k2 + n, k12 = kss + n
+            let r0 = a.base + 4 * by * a.bytesPerRow, r1 = r0 + a.bytesPerRow, r2 = r1 + a.bytesPerRow, r3 = r2 + a.bytesPerRow
+            let q0 = b.base + 4 * by * b.bytesPerRow, q1 = q0 + b.bytesPerRow, q2 = q1 + b.bytesPerRow, q3 = q2 + b.bytesPerRow
+            for x in 0..<n {
+                let u0 = Int32(r0[x]), u1 = Int32(r1[x]), u2 = Int32(r2[x]), u3 = Int32(r3[x])
+                let v0 = Int32(q0[x]), v1 = Int32(q1[x]), v2 = Int32(q2[x]), v3 = Int32(q3[x])
+                k1[x] = u0 &+ u1 &+ u2 &+ u3
+                k2[x] = v0 &+ v1 &+ v2 &+ v3
+                kss[x] = u0 &* u0 &+ u1 &* u1 &+ u2 &* u2 &+ u3 &* u3 &+ v0 &* v0 &+ v1 &* v1 &+ v2 &* v2 &+ v3 &* v3
+                k12[x] = u0 &* v0 &+ u1 &* v1 &+ u2 &* v2 &+ u3 &* v3
+            }
+            let o1 = out, o2 = o1 + bw, oss = o2 + bw, o12 = oss + bw
+            for bx in 0..<bw {
+                let k = 4 * bx
+                o1[bx] = k1[k] &+ k1[k + 1] &+ k1[k + 2] &+ k1[k + 3]
+                o2[bx] = k2[k] &+ k2[k + 1] &+ k2[k + 2] &+ k2[k + 3]
+                oss[bx] = kss[k] &+ kss[k + 1] &+ kss[k + 2] &+ kss[k + 3]
+                o12[bx] = k12[k] &+ k12[k + 1] &+ k12[k + 2] &+ k12[k + 3]
+            }
+        }
+        sums(row: rows.lowerBound - 1, into: above)
+        var total = 0.0
+        for by in rows {
+            sums(row: by, into: current)
+            let a1 = above, a2 = a1 + bw, ass = a2 + bw, a12 = ass + bw
+            let b1 = current, b2 = b1 + bw, bss = b2 + bw, b12 = bss + bw
+            for bx in 0..<(bw - 1) {
+                let s1 = a1[bx] &+ a1[bx + 1] &+ b1[bx] &+ b1[bx + 1]
+                let s2 = a2[bx] &+ a2[bx + 1] &+ b2[bx] &+ b2[bx + 1]
+                let ss = ass[bx] &+ ass[bx + 1] &+ bss[bx] &+ bss[bx + 1]
+                let s12 = a12[bx] &+ a12[bx + 1] &+ b12[bx] &+ b12[bx + 1]
+                let vars = ss &* 64 &- s1 &* s1 &- s2 &* s2, covar = s12 &* 64 &- s1 &* s2
+                scores[bx] = Float(2 &* s1 &* s2 &+ c1) * Float(2 &* covar &+ c2) / (Float(s1 &* s1 &+ s2 &* s2 &+ c1) * Float(vars &+ c2))
+            }
+            var row = 0.0
+            for bx in 0..<(bw - 1) { row += Double(scores[bx]) }
+            total += row
             swap(&above, &current)
         }
         return total
