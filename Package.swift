@@ -212,7 +212,7 @@ let package = Package(
         .testTarget(name: "FarmRuntimeTests", dependencies: ["FarmRuntime", "MediaFarmCLI", "QueueCLI", "FarmSubmit", "FarmStore", "FarmModel", "MediaTime", "CodeScan", "MediaEdit", "FarmTestSupport", "StreamTestSupport", "S3Client",
                                                          .product(name: "NIOCore", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "CodeScanTests", dependencies: ["CodeScan", "MediaCore", "MediaTime", "FarmTestSupport"]),
-        .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "QueueCLI", "FarmApplication", "FarmRuntime", "FarmSubmit", "FarmTestSupport", "S3Client",
+        .testTarget(name: "MediaFarmCLITests", dependencies: ["MediaFarmCLI", "QueueCLI", "FarmApplication", "FarmRuntime", "FarmStore", "FarmSubmit", "FarmTestSupport", "S3Client",
                                                            .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "S3ClientTests", dependencies: ["S3Client", "FarmTestSupport"]),
         .testTarget(name: "FarmWebhooksTests", dependencies: ["FarmWebhooks", "FarmStore", "FarmModel", "FarmTestSupport",

@@ -57,7 +57,14 @@ public final class FarmMetrics: Sendable {
     }
 
     /// Sets the gauges from the queue and the coordinator, then renders every metric in the text format.
-    func scrape(stats: QueueStats?, webhooks: WebhookSettings? = nil, pauses: [QueuePause]? = nil, snapshot: CoordinatorSnapshot, now: Date) -> [UInt8] {
+    func scrape(stats: QueueStats?, webhooks: WebhookSettings? = nil, pauses: [QueuePause]? = nil, scaling: ScalingDemand? = nil,
+                snapshot: CoordinatorSnapshot, now: Date) -> [UInt8] {
+        if let scaling {
+            gauge("scaling_jobs", """
+                Due queued jobs this coordinator's kind (its host and --provides) could claim plus jobs running on its kind: what \
+                KEDA's query reads (`mediafarm queue depth`); an autoscaler's target is --workers of them a coordinator.
+                """).set(Double(scaling.jobs))
+        }
         if let pauses {
             gauge("queue_pauses", "Pauses of claiming in the queue (the farm's, hosts', coordinators').").set(Double(pauses.count))
             gauge("claiming_paused", "1 when a pause stops this coordinator's claims (queue pause).")

@@ -77,7 +77,9 @@ struct HealthRoutes: FaceController {
         let stats = try? await store.stats(at: Date())  // a scrape while the queue does not answer has the coordinator's own figures
         let webhooks = try? await store.webhookSettings(at: Date())  // as above
         let pauses = try? await store.pauses.all()  // as above
-        let bytes = face.metrics.scrape(stats: stats, webhooks: webhooks, pauses: pauses, snapshot: coordinator.snapshot, now: Date())
+        let snapshot = coordinator.snapshot
+        let scaling = try? await store.scaling.demand(provides: snapshot.provides, host: Job.host(ofOwner: snapshot.owner), slots: snapshot.workers)  // as above
+        let bytes = face.metrics.scrape(stats: stats, webhooks: webhooks, pauses: pauses, scaling: scaling, snapshot: snapshot, now: Date())
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
     }

@@ -132,6 +132,8 @@ public enum UserNumbers {
     /// One attempt's time: up to a year.
     public static let timeout = NumberRule<Double>.seconds(0, 31_536_000, exclusive: true)
     public static let grace = NumberRule<Double>.seconds(0, 86_400)
+    /// `coordinator --exit-after-idle`.
+    public static let idleExit = NumberRule<Double>.seconds(0, 86_400)
     public static let lease = NumberRule<Double>.seconds(1, 86_400)
     /// A short wait (a stall, a read, a request, a backoff): above 0, up to a day.
     public static let wait = NumberRule<Double>.seconds(0, 86_400, exclusive: true)

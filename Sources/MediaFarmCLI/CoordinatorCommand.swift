@@ -48,6 +48,11 @@ struct CoordinatorCommand: AsyncParsableCommand {
     @Flag(name: .customLong("exit-when-idle"), help: "Exit when nothing is queued or running (for CI); status 1 if a job failed.")
     var exitWhenIdle = false
 
+    @Option(name: .customLong("exit-after-idle"), parsing: .unconditional,
+            help: ArgumentHelp("Exit (status 0) once this coordinator has run nothing and found nothing to claim for this many seconds, whatever runs elsewhere (a pod of a Kubernetes ScaledJob) \(UserNumbers.idleExit.inHelp).", valueName: "seconds"),
+            transform: UserNumbers.idleExit.option)
+    var exitAfterIdle: Double?
+
     @Option(parsing: .unconditional, help: "Seconds a lease holds without renewal \(UserNumbers.lease.inHelp).", transform: UserNumbers.lease.option)
     var lease: Double = 30
 
@@ -254,6 +259,7 @@ struct CoordinatorCommand: AsyncParsableCommand {
         configuration.jobTimeout = jobTimeout
         configuration.grace = grace
         configuration.exitWhenIdle = exitWhenIdle
+        configuration.exitAfterIdle = exitAfterIdle
         configuration.standbyWorkers = !noStandby
         configuration.reuseResults = !noReuseResults
         configuration.defaultChunking = chunkSeconds.map { DefaultChunking(seconds: $0, above: chunkAbove) }

@@ -10,7 +10,7 @@ public struct QueueCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "queue",
         abstract: "Create or upgrade the queue, show its figures, prune finished jobs.",
-        subcommands: [Migrate.self, Stats.self, Pause.self, Resume.self, Prune.self])
+        subcommands: [Migrate.self, Stats.self, Depth.self, Pause.self, Resume.self, Prune.self])
 
     /// A pause's scope in words: "the farm", "host NAME", "coordinator OWNER".
     static func describe(_ scope: String) -> String {
@@ -197,6 +197,62 @@ public struct QueueCommand: AsyncParsableCommand {
                 let state = (since > silentAfter ? ", silent" : c.draining ? ", draining" : "") + paused
                 print("  \(c.owner): \(c.busy) of \(c.slots) slots busy\(state), last report \(String(format: "%.0f", since)) s ago")
             }
+        }
+    }
+
+    struct Depth: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "depth",
+            abstract: "The coordinators of one kind the queue asks for: the figure an autoscaler reads, with its parts.",
+            discussion: """
+                A kind is the coordinators of one host name (--host: pods that share their volumes share one) \
+                that provide the same tags (--provides), each with --slots workers. The figure is queued + \
+                running: the due queued jobs they could claim (by the claim's own rule; none while the farm or \
+                the host is paused) and the jobs running on them. An autoscaler whose target is --slots jobs a \
+                coordinator asks for jobs / slots, rounded up. On a PostgreSQL queue, the KEDA query printed \
+                reads the same figure (docs/operations.md, Kubernetes).
+                """)
+
+        @OptionGroup var queue: QueueOptions
+        @Option(name: .customLong("provides"), help: ArgumentHelp("A tag the kind's coordinators provide (repeatable, as coordinator --provides).", valueName: "tag"))
+        var provides: [String] = []
+        @Option(help: ArgumentHelp("The kind's host name, as its coordinators' --host or MEDIAFARM_HOST (default: $MEDIAFARM_HOST, else this machine's host name).",
+                                   valueName: "name"))
+        var host: String?
+        @Option(parsing: .unconditional, help: "Worker slots of each coordinator of the kind, as its --workers \(UserNumbers.workers.inHelp).",
+                transform: UserNumbers.workers.option)
+        var slots: Int = 2
+        @Flag(help: "Print the figure and its parts as JSON.")
+        var json = false
+
+        func validate() throws {
+            for tag in provides { if let problem = HostCapability.problem(tag) { throw ValidationError("--provides: \(problem)") } }
+            if let host, host.isEmpty || host.contains(":") { throw ValidationError("--host \(host): a host name, without a colon") }
+        }
+
+        func run() async throws {
+            let location = try queue.location()
+            let host = LibraryOptions.hostName(self.host)
+            let store = try await queue.open()
+            let figure: ScalingDemand
+            do { figure = try await store.scaling.demand(provides: provides, host: host, slots: slots) } catch {
+                throw CLIError(String(describing: error))
+            }
+            await store.close()
+            let query: String? = if case .postgres(let server) = location {
+                ScalingDemand.query(schema: server.schema, provides: provides, host: host)
+            } else { nil }
+            if json {
+                struct Row: Encodable { var queue: String, scaling: ScalingDemand, kedaQuery: String? }
+                print(String(decoding: try JSONEncoder.sortedPretty().encode(Row(queue: store.location, scaling: figure, kedaQuery: query)), as: UTF8.self))
+                return
+            }
+            let kind = figure.provides.isEmpty ? "providing nothing more" : "providing " + figure.provides.joined(separator: ", ")
+            print("queue \(store.location): coordinators of host \(host), \(kind), \(Spoken.count(slots, "slot")) each")
+            print("  queued   \(figure.queued)" + (figure.paused ? " (claiming paused)" : " (due, claimable by them)"))
+            print("  running  \(figure.running)")
+            print("  jobs     \(figure.jobs): \(Spoken.count(figure.coordinators, "coordinator")) asked for (\(figure.jobs) / \(slots), rounded up)")
+            if let query { print("KEDA query (targetQueryValue \"\(slots)\"): \(query)") }
         }
     }
 

@@ -76,6 +76,8 @@ struct Claimer: CoordinatorPart {
     private func claimLoop(group: inout DiscardingTaskGroup) async {
         defer { kept.retireStandbys() }
         var poll = configuration.pollInterval
+        // Since when this coordinator has run nothing and claimed nothing (`exitAfterIdle`).
+        var idleSince: Date?
         while !Task.isCancelled {
             turned("claimer")
             let woke = now()
@@ -108,6 +110,18 @@ struct Claimer: CoordinatorPart {
                 group.addTask(executorPreference: JobWorkExecutor.shared) { await supervisor.supervise(job, token: token, standby: standby) }
             }
             if configuration.exitWhenIdle, claimed.isEmpty, jobs.state.withLock({ $0.running.isEmpty }), await isQueueIdle() { return }
+            if let limit = configuration.exitAfterIdle {
+                if !claimed.isEmpty || jobs.state.withLock({ !$0.running.isEmpty }) {
+                    idleSince = nil
+                } else if let since = idleSince {
+                    if now().timeIntervalSince(since) >= limit {
+                        events(.notice("nothing to run for \(Spoken.duration(limit)): exiting (--exit-after-idle)"))
+                        return
+                    }
+                } else {
+                    idleSince = now()
+                }
+            }
             kept.topUpStandbys()
             guard claimed.isEmpty else {
                 poll = configuration.pollInterval

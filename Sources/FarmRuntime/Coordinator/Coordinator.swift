@@ -73,7 +73,7 @@ public final class Coordinator: Service, CoordinatorPart {
                                                    fraction: r.progress?.fraction, phase: r.phase == .ahead ? Job.claimedAheadPhase : r.progress?.phase,
                                                    eta: r.progress?.eta)
                 }.sorted { $0.id < $1.id },
-                loops: s.loopTurns)
+                loops: s.loopTurns, provides: configuration.provides)
         }
     }
 

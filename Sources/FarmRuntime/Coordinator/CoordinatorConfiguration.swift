@@ -37,6 +37,9 @@ public struct CoordinatorConfiguration: Sendable {
     public var grace: Double = 30
     /// Process the queue, then exit (non-zero when a job failed).
     public var exitWhenIdle = false
+    /// Exit once this coordinator has run nothing and found nothing it could claim for this many seconds,
+    /// whatever runs elsewhere (a pod of a Kubernetes ScaledJob); nil: run until told to stop.
+    public var exitAfterIdle: Double?
     /// The worker program; the worker's arguments are appended. Default: this executable's `worker`.
     public var workerCommand: [String] = [WorkerProcess.currentExecutable, "worker"]
     public var limits: WorkerLimits = .default

@@ -81,6 +81,8 @@ public struct CoordinatorSnapshot: Sendable {
     public var running: [RunningJob]
     /// The last turn of the claimer, the lease heartbeat and the rescuer; nil before the first.
     public var loops: [String: Date]
+    /// What it provides (`--provides`): with its host and slots, the kind an autoscaler counts it in.
+    public var provides: [String] = []
 
     public var busySlots: Int { running.count }
     public var freeSlots: Int { max(0, workers - running.count) }

@@ -89,6 +89,8 @@ enum PostgresSchema {
         // A delivery's job is made from the job's row when it is first claimed (`WebhookSchema`).
         ["ALTER TABLE {schema}.webhook_deliveries ALTER COLUMN job DROP NOT NULL"],
         LibrarySchema.verdictStatements("{schema}."),
+        // What an autoscaler reads (`ScalingDemands`): a migration that changes the claim's rule replaces it.
+        ScalingDemands.functionStatements(),
     ]
 
     /// Checks the schema's version, creating or upgrading it with `migrate` (concurrent migrators wait

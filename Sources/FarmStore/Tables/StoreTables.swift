@@ -9,6 +9,8 @@ extension JobStore {
     public var registry: CoordinatorRegistry { get throws(JobStoreError) { CoordinatorRegistry(try database) } }
     /// The queue's depth over time, for the console's charts.
     public var history: QueueHistory { get throws(JobStoreError) { QueueHistory(try database) } }
+    /// How many coordinators of a kind the queue asks for (autoscaling).
+    public var scaling: ScalingDemands { get throws(JobStoreError) { ScalingDemands(try database) } }
     /// Results kept by content, for reuse.
     public var results: ResultRecords { get throws(JobStoreError) { ResultRecords(try database) } }
 }
