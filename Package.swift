@@ -154,6 +154,10 @@ let package = Package(
         // webhook deliverer, the stop signals), built by a function the command line and tests call alike.
         .target(name: "FarmApplication", dependencies: [
             "FarmHTTP", "FarmWebhooks", "FarmRuntime", "FarmStore", "FarmModel",
+            // The pod-deletion cost's patches to the Kubernetes API server.
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -220,6 +224,9 @@ let package = Package(
         .testTarget(name: "FarmApplicationTests", dependencies: [
             "FarmApplication", "FarmHTTP", "FarmRuntime", "FarmStore", "FarmModel", "FarmTestSupport",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            // A stand-in for the Kubernetes API server (PodDeletionCostTests).
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),
         .testTarget(name: "FarmHTTPTests", dependencies: [
             "FarmHTTP", "FarmLibrary", "FarmRuntime", "FarmStore", "FarmTestSupport",

@@ -24,6 +24,8 @@ public struct FarmApplication: Sendable {
         /// The secret webhooks are signed with, and how they are delivered; nil: this coordinator does not
         /// deliver them (another one with the secret does).
         public var webhookDelivery: (secret: WebhookSecret, configuration: WebhookDelivererConfiguration)?
+        /// The Kubernetes pod this coordinator runs in: its deletion cost is kept current (`PodDeletionCost`).
+        public var pod: KubernetesPod?
 
         public init() {}
     }
@@ -71,6 +73,9 @@ public struct FarmApplication: Sendable {
             services.append(.init(service: httpFace))
         }
         services += try await webhookServices(store: store, faces: faces, owner: configuration.owner, metrics: metrics, notice: notice)
+        if let pod = faces.pod {
+            services.append(.init(service: PodDeletionCost(pod: pod, coordinator: coordinator, notice: notice)))
+        }
         services.append(.init(service: coordinator, successTerminationBehavior: .gracefullyShutdownGroup))
         return FarmApplication(coordinator: coordinator, group: group(services, label: "mediafarm.coordinator", stopSignals: stopSignals), face: face)
     }

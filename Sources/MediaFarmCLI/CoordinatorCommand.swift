@@ -240,6 +240,14 @@ struct CoordinatorCommand: AsyncParsableCommand {
         let configuration = try coordinatorConfiguration(store)
         faces.webhookDelivery = secret.map { ($0, webhooks.configuration(owner: configuration.owner, exitWhenIdle: exitWhenIdle)) }
         printer.notice("coordinator \(configuration.owner): \(Spoken.count(workers, "worker")) on \(store.location)")
+        // In a Kubernetes pod (deploy/kubernetes sets its name and namespace): its deletion cost kept current.
+        switch KubernetesPod.from(environment: ProcessInfo.processInfo.environment) {
+        case .success(let pod)?:
+            faces.pod = pod
+            printer.notice("pod deletion cost: keeping \(PodDeletionCost.annotation) of pod \(pod.namespace)/\(pod.name) current")
+        case .failure(let problem)?: printer.notice("pod deletion cost: not kept: \(problem)")
+        case nil: break
+        }
         let application: FarmApplication
         do {
             application = try await FarmApplication.coordinator(store: store, configuration: configuration, faces: faces, stopSignals: stopSignals,
