@@ -74,7 +74,8 @@ public struct FarmApplication: Sendable {
         }
         services += try await webhookServices(store: store, faces: faces, owner: configuration.owner, metrics: metrics, notice: notice)
         if let pod = faces.pod {
-            services.append(.init(service: PodDeletionCost(pod: pod, coordinator: coordinator, notice: notice)))
+            // Its end (a refusal, said once) leaves the coordinator running.
+            services.append(.init(service: PodDeletionCost(pod: pod, coordinator: coordinator, notice: notice), successTerminationBehavior: .ignore))
         }
         services.append(.init(service: coordinator, successTerminationBehavior: .gracefullyShutdownGroup))
         return FarmApplication(coordinator: coordinator, group: group(services, label: "mediafarm.coordinator", stopSignals: stopSignals), face: face)

@@ -36,6 +36,9 @@ public struct KubernetesPod: Sendable, Equatable {
         guard let namespace = value("MEDIAFARM_POD_NAMESPACE") else {
             return .failure(Problem(description: "MEDIAFARM_POD_NAME is set but MEDIAFARM_POD_NAMESPACE is not (the downward API's metadata.namespace)"))
         }
+        for (key, value) in [("MEDIAFARM_POD_NAME", name), ("MEDIAFARM_POD_NAMESPACE", namespace)] where !isName(value) {
+            return .failure(Problem(description: "\(key) \(value): not a Kubernetes name (lower-case letters, digits, '-' and '.', at most 253)"))
+        }
         let token = "\(serviceAccount)/token", ca = "\(serviceAccount)/ca.crt"
         if let api = value("MEDIAFARM_KUBERNETES_API") {
             guard api.hasPrefix("http://") || api.hasPrefix("https://") else {
@@ -52,6 +55,12 @@ public struct KubernetesPod: Sendable, Equatable {
         let place = host.contains(":") ? "[\(host)]" : host
         return .success(KubernetesPod(name: name, namespace: namespace, api: "https://\(place):\(port)",
                                       tokenFile: fileExists(token) ? token : nil, caFile: fileExists(ca) ? ca : nil))
+    }
+
+    /// A DNS-1123 subdomain, as pods' and namespaces' names are: nothing in it can leave its URL path segment.
+    static func isName(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 253 && text.first != "-" && text.last != "-"
+            && text.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "." }
     }
 
     public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {

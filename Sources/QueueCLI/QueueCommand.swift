@@ -233,9 +233,13 @@ public struct QueueCommand: AsyncParsableCommand {
         func run() async throws {
             let location = try queue.location()
             let host = LibraryOptions.hostName(self.host)
+            guard !host.isEmpty, !host.contains(":") else {
+                throw CLIError("host \(host) (from MEDIAFARM_HOST or this machine): a host name, without a colon; give --host", status: ExitStatus.usage)
+            }
             let store = try await queue.open()
             let figure: ScalingDemand
             do { figure = try await store.scaling.demand(provides: provides, host: host, slots: slots) } catch {
+                await store.close()
                 throw CLIError(String(describing: error))
             }
             await store.close()

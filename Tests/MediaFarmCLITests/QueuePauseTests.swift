@@ -48,6 +48,8 @@ import Glibc
         #expect(second.log.contains("claiming paused (the farm)"), "\(second.log)")
         for id in ids { #expect(try await farm.job(id)["state"] as? String == "queued", "job \(id) ran while the farm was paused") }
         #expect(try await farm.metric("mediafarm_claiming_paused") == 1)
+        // What an autoscaler reads counts no queued job while the farm is paused (nothing runs either).
+        #expect(try await farm.metric("mediafarm_scaling_jobs") == 0)
         // Nothing starts while paused, however long the pause lasts: each job's one attempt starts after the
         // resume was clicked (below, the page's clock just before the click), which no wait of a fixed length
         // could show.

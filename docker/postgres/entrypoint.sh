@@ -13,4 +13,6 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
   createdb --username="$POSTGRES_USER" "$POSTGRES_DB"
   pg_ctl -w stop >/dev/null
 fi
+# A volume whose group Kubernetes set (fsGroup) has its folders group-writable: the server wants its own.
+chmod 0700 "$PGDATA"
 exec postgres -c listen_addresses='*'

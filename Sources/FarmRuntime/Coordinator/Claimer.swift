@@ -89,6 +89,7 @@ struct Claimer: CoordinatorPart {
             let free = configuration.workers - jobs.state.withLock { $0.workingCount }
             var claimed: [Job] = []
             var nextRunAt: Date?
+            var claimFailed = false
             if want > 0 {
                 do {
                     // The claim first (one round trip when work is due); when nothing was, when it will be.
@@ -104,6 +105,7 @@ struct Claimer: CoordinatorPart {
                     }
                 } catch {
                     events(.notice("queue: \(error)"))
+                    claimFailed = true
                 }
             }
             for (job, token, standby) in place(claimed, woke: woke, at: now()) {
@@ -111,7 +113,8 @@ struct Claimer: CoordinatorPart {
             }
             if configuration.exitWhenIdle, claimed.isEmpty, jobs.state.withLock({ $0.running.isEmpty }), await isQueueIdle() { return }
             if let limit = configuration.exitAfterIdle {
-                if !claimed.isEmpty || jobs.state.withLock({ !$0.running.isEmpty }) {
+                // A queue that does not answer is not known to have nothing: the wait starts again.
+                if !claimed.isEmpty || claimFailed || jobs.state.withLock({ !$0.running.isEmpty }) {
                     idleSince = nil
                 } else if let since = idleSince {
                     if now().timeIntervalSince(since) >= limit {

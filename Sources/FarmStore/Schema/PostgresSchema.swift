@@ -90,7 +90,7 @@ enum PostgresSchema {
         ["ALTER TABLE {schema}.webhook_deliveries ALTER COLUMN job DROP NOT NULL"],
         LibrarySchema.verdictStatements("{schema}."),
         // What an autoscaler reads (`ScalingDemands`): a migration that changes the claim's rule replaces it.
-        ScalingDemands.functionStatements(),
+        [ScalingDemands.migration16],
     ]
 
     /// Checks the schema's version, creating or upgrading it with `migrate` (concurrent migrators wait
