@@ -389,7 +389,12 @@ final class HostNetwork: @unchecked Sendable {
 
     init(hosts: Int) throws {
         let tag = String(UInt32.random(in: 0...0xFFFFF), radix: 16)
-        let subnet = Int.random(in: 16...31)
+        // A 172.N subnet no interface has: namespaces left by a run that was killed keep theirs, and two
+        // routes to one subnet would send this run's packets into the old veth.
+        let inUse = (try? ProcessRunner.spawn("/usr/sbin/ip", ["-o", "addr", "show"]))?.stdout ?? ""  // unreadable: every subnet looks free
+        guard let subnet = (16...31).filter({ !inUse.contains(" 172.\($0).") }).randomElement() else {
+            throw FixtureError("every 172.16-31 subnet is on an interface here: remove leftover namespaces (ip netns list)")
+        }
         var namespaces: [String] = [], addresses: [String] = [], links: [String] = []
         func ip(_ args: [String]) throws {
             let r = try ProcessRunner.spawn("/usr/sbin/ip", args)
