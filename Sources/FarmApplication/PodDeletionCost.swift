@@ -99,9 +99,10 @@ public final class PodDeletionCost: Service, Sendable {
     }
 
     /// The cost of a coordinator as it is now: 0 when it runs nothing, else 1 + the whole minutes its oldest
-    /// running job has run (at most Int32's largest, the annotation's range).
+    /// running job has run (at most Int32's largest, the annotation's range). A job claimed ahead of a free
+    /// slot has not started: a drain gives it back at once, so it costs nothing.
     public static func cost(_ snapshot: CoordinatorSnapshot, now: Date) -> Int32 {
-        guard let oldest = snapshot.running.map(\.started).min() else { return 0 }
+        guard let oldest = snapshot.running.filter({ $0.phase != Job.claimedAheadPhase }).map(\.started).min() else { return 0 }
         let minutes = max(0, now.timeIntervalSince(oldest)) / 60
         return minutes.isFinite && minutes < Double(Int32.max - 1) ? Int32(minutes) + 1 : Int32.max
     }

@@ -98,18 +98,22 @@ import Testing
 
     @Test func theCostIsTheOldestJobsMinutes() {
         let now = Date(timeIntervalSince1970: 1_800_000_000)
-        func snapshot(_ started: [Double]) -> CoordinatorSnapshot {
-            CoordinatorSnapshot(owner: "cluster:1:a", workers: 2, draining: false, startedAt: now,
-                                running: started.enumerated().map { i, s in
-                                    CoordinatorSnapshot.RunningJob(id: Int64(i), name: "j", attempt: 1, pid: nil, started: now.addingTimeInterval(-s),
-                                                                   fraction: nil, phase: nil, eta: nil)
-                                }, loops: [:])
+        func snapshot(_ started: [Double], ahead: [Double] = []) -> CoordinatorSnapshot {
+            let jobs = started.map { ($0, nil as String?) } + ahead.map { ($0, Job.claimedAheadPhase as String?) }
+            return CoordinatorSnapshot(owner: "cluster:1:a", workers: 2, draining: false, startedAt: now,
+                                       running: jobs.enumerated().map { i, job in
+                                           CoordinatorSnapshot.RunningJob(id: Int64(i), name: "j", attempt: 1, pid: nil, started: now.addingTimeInterval(-job.0),
+                                                                          fraction: nil, phase: job.1, eta: nil)
+                                       }, loops: [:])
         }
         #expect(PodDeletionCost.cost(snapshot([]), now: now) == 0)
         #expect(PodDeletionCost.cost(snapshot([10]), now: now) == 1)
         #expect(PodDeletionCost.cost(snapshot([10, 125]), now: now) == 3)
         #expect(PodDeletionCost.cost(snapshot([1e15]), now: now) == Int32.max)
         #expect(PodDeletionCost.cost(snapshot([-30]), now: now) == 1, "a clock step back is not a negative age")
+        // Jobs claimed ahead of a free slot have not started: a drain gives them back at once.
+        #expect(PodDeletionCost.cost(snapshot([], ahead: [600]), now: now) == 0)
+        #expect(PodDeletionCost.cost(snapshot([70], ahead: [600]), now: now) == 2)
     }
 
     @Test func thePodAndItsServerComeFromTheEnvironment() {
