@@ -1,0 +1,252 @@
+# The farm on a simulated cluster (bench/autoscale): script/play-autoscaler plays KEDA and Kubernetes for
+# coordinator "pods" in network namespaces on one PostgreSQL queue, each pod limited to POD_CPU cores
+# (a CFS quota, as the kubelet enforces resources.limits.cpu), so that a fleet's speed grows with its pods
+# as a cluster's does. From idle, a burst of 1,000 small jobs (inspections) and 20 chunked exports is
+# submitted at once; the scaled fleet (the ScaledObject's behavior, its windows and periods at TIME_SCALE)
+# and a fixed fleet of the scaled fleet's peak size run the same work.
+#   python3 bench/autoscale.py BIN WORK   prints a JSON summary; writes WORK/autoscale.svg
+import json, math, os, shutil, subprocess, sys, time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from benchlib import events, log  # noqa: E402
+
+bin, work = sys.argv[1], sys.argv[2]
+root = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+player = os.path.join(root, "script/play-autoscaler")
+SMALL, EXPORTS, EXPORT_SECONDS, CHUNK = 1000, 20, 60, 10
+MAX_PODS, POD_CPU, TIME_SCALE = 4, 0.5, 0.05
+IDLE = 15  # seconds of an idle farm before the burst and after the fleet is back at its minimum
+
+
+def ip(*arguments, check=True):
+    return subprocess.run(["ip"] + list(arguments), capture_output=True, text=True, check=check)
+
+
+def ffmpeg(*arguments):
+    subprocess.run(["ffmpeg", "-nostdin", "-y", "-v", "error"] + list(arguments), check=True)
+
+
+def media():
+    ffmpeg("-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=2", "-f", "lavfi", "-i", "sine=f=440:sample_rate=48000:d=2",
+           "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "-ac", "2", os.path.join(work, "clip.mp4"))
+    ffmpeg("-f", "lavfi", "-i", f"testsrc2=s=640x360:r=30:d={EXPORT_SECONDS}", "-f", "lavfi",
+           "-i", f"sine=f=440:sample_rate=48000:d={EXPORT_SECONDS}", "-c:v", "libx264", "-preset", "ultrafast", "-g", "30",
+           "-pix_fmt", "yuv420p", "-c:a", "aac", "-ac", "2", os.path.join(work, "long.mp4"))
+
+
+def manifests(folder):
+    """The burst: the small jobs with the exports spread through them, as an ingest pass hands them in."""
+    os.makedirs(folder)
+    every = (SMALL + EXPORTS) // EXPORTS
+    for i in range(SMALL + EXPORTS):
+        name = f"job{i:04d}"
+        if i % every == 0:
+            text = {"version": 1, "name": name, "input": "../long.mp4", "reuse": False,
+                    "export": {"mode": "constantFrameRate", "frameRate": 30, "output": f"../out/{name}.mp4", "chunkSeconds": CHUNK,
+                               "video": {"preset": "medium"}}}
+        else:
+            text = {"version": 1, "name": name, "input": "../clip.mp4", "reuse": False, "report": f"../out/{name}.json"}
+        with open(os.path.join(folder, name + ".json"), "w") as f:
+            json.dump(text, f)
+
+
+def ticks(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def fleet(label, url, namespaces, fixed=None):
+    """One run: idle, the burst, until every job succeeded, then (scaled) back to the minimum, then idle."""
+    folder = os.path.join(work, label)
+    os.makedirs(folder)
+    out = os.path.join(work, "out")
+    shutil.rmtree(out, ignore_errors=True)
+    subprocess.run(["psql", url, "-qX", "-c", 'DROP SCHEMA IF EXISTS "mediafarm" CASCADE'], check=True, capture_output=True)
+    subprocess.run([bin, "queue", "migrate", "--queue", url], check=True, capture_output=True)
+    timeline, summary = os.path.join(folder, "timeline.jsonl"), os.path.join(folder, "summary.json")
+    command = [sys.executable, player, "--connection", url, "--pods", os.path.join(folder, "pods"), "--timeline", timeline,
+               "--summary", summary, "--time-scale", str(TIME_SCALE), "--max-replicas", str(MAX_PODS), "--pod-cpu", str(POD_CPU)]
+    command += [f"--namespace={ns}={address}" for ns, address in namespaces]
+    if fixed:
+        command += ["--fixed", str(fixed)]
+    # The Deployment's coordinator: 2 slots, a 30 s drain, 45 s of termination grace (the player's default).
+    command += ["--", bin, "coordinator", "--workers", "2", "--host", "cluster", "--grace", "30", "--json"]
+    playing = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, "player.log"), "w"))
+    try:
+        def wait_for(what, seconds, condition):
+            deadline = time.time() + seconds
+            while time.time() < deadline:
+                if playing.poll() is not None:
+                    raise SystemExit(f"the player ended: {open(os.path.join(folder, 'player.log')).read()[-2000:]}")
+                t = ticks(timeline) if os.path.exists(timeline) else []
+                if t and condition(t[-1]):
+                    return t[-1]
+                time.sleep(0.25)
+            raise SystemExit(f"{label}: no {what} in {seconds} s")
+        wanted = fixed or 1
+        wait_for("idle fleet", 120, lambda t: t.get("metric") == 0 and t["replicas"] == wanted and t["terminating"] == 0)
+        time.sleep(IDLE)
+        submitted = time.time()
+        subprocess.run([bin, "submit", "--queue", url, "--output-root", out, os.path.join(work, "burst")], check=True, capture_output=True)
+        while True:
+            stats = json.loads(subprocess.run([bin, "queue", "stats", "--json", "--queue", url], check=True, capture_output=True, text=True).stdout)
+            counts = stats["counts"]
+            if counts.get("dead", 0) or counts.get("failed", 0):
+                raise SystemExit(f"{label}: jobs failed: {counts}")
+            if counts.get("succeeded", 0) >= SMALL + EXPORTS and counts["succeeded"] == sum(counts.values()):
+                break
+            time.sleep(0.25)
+        done = time.time()
+        log(f"{label}: the burst's work done in {done - submitted:.1f} s")
+        back = wait_for("fleet back at its minimum", 600, lambda t: t.get("metric") == 0 and t["replicas"] == wanted and t["terminating"] == 0)
+        time.sleep(IDLE)
+    finally:
+        playing.terminate()
+        playing.wait(timeout=120)
+    life = json.load(open(summary))
+    epoch = life["epoch"]
+    back_at = epoch + back["t"]
+
+    def pod_seconds(start, end):
+        return sum(max(0.0, min(end, epoch + p["exited"]) - max(start, epoch + p["started"])) for p in life["pods"])
+
+    # Chunks: how many started more than once, and the seconds of encoding repeated (the attempts given back).
+    starts, repeated_seconds, drained_busy = {}, 0.0, 0
+    for pod in life["pods"]:
+        evs = events(pod["log"])
+        drained = [e for e in evs if e.get("event") == "notice" and "draining" in e.get("message", "")]
+        for e in evs:
+            if e.get("event") == "started" and "[chunk " in e.get("name", ""):
+                starts[e["job"]] = starts.get(e["job"], 0) + 1
+            if e.get("event") == "finished" and "[chunk " in e.get("name", "") and e.get("state") != "succeeded":
+                repeated_seconds += e.get("seconds", 0)
+        # Stopped by a scale-in before the work was done, with chunks running (finished after its drain began).
+        if pod["terminated"] is not None and epoch + pod["terminated"] < done and drained:
+            if any(e.get("event") == "finished" and "[chunk " in e.get("name", "") and e["at"] >= drained[0]["at"] for e in evs):
+                drained_busy += 1
+    t = ticks(timeline)
+    stopped_in_work = [p for p in life["pods"] if p["terminated"] is not None and epoch + p["terminated"] < done]
+    return {
+        "seconds": round(done - submitted, 2),
+        "podSeconds": round(pod_seconds(submitted, done), 1),
+        "podSecondsUntilBackAtMinimum": round(pod_seconds(submitted, back_at), 1),
+        "backAtMinimumSeconds": round(back_at - submitted, 2),
+        "peakPods": max(x["replicas"] for x in t),
+        "pods": len(life["pods"]),
+        "podsStoppedDuringWork": len(stopped_in_work),
+        "podsStoppedWithChunksRunning": drained_busy,
+        "chunks": len(starts),
+        "chunksRepeated": sum(n - 1 for n in starts.values()),
+        "chunkSecondsRepeated": round(repeated_seconds, 2),
+        "curve": [{"t": round(epoch + x["t"] - submitted, 2), "replicas": x["replicas"], "queued": x.get("queued"),
+                   "running": x.get("running"), "terminating": x["terminating"]} for x in t],
+    }
+
+
+def svg(scaled, fixed, path):
+    """The replica curves and the scaled run's queue depth over time, from the runs' timelines."""
+    width, height, left, right, top = 900, 420, 60, 60, 30
+    curve = [c for c in scaled["curve"] if c["queued"] is not None]
+    end = max(c["t"] for c in curve + fixed["curve"])
+    start = min(c["t"] for c in curve)
+    plot_h = height - top - 50
+    depth_max = max(c["queued"] + c["running"] for c in curve) or 1
+    depth_scale = math.log10(depth_max + 1)
+
+    def x(t):
+        return left + (t - start) / (end - start) * (width - left - right)
+
+    def y_pods(n):
+        return top + plot_h - n / (MAX_PODS + 0.5) * plot_h
+
+    def y_depth(n):
+        return top + plot_h - math.log10(n + 1) / depth_scale * plot_h
+
+    def steps(points, y):
+        d = []
+        for i, (t, v) in enumerate(points):
+            d.append(f"{'M' if i == 0 else 'L'}{x(t):.1f},{y(v):.1f}")
+            if i + 1 < len(points):
+                d.append(f"L{x(points[i + 1][0]):.1f},{y(v):.1f}")
+        return " ".join(d)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',
+             f'<rect width="{width}" height="{height}" fill="white"/>',
+             f'<text x="{left}" y="18">Simulated cluster: {SMALL:,} small jobs and {EXPORTS} chunked exports from idle (t = 0: the burst submitted)</text>']
+    for n in range(MAX_PODS + 1):
+        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y_pods(n):.1f}" y2="{y_pods(n):.1f}" stroke="#ddd"/>')
+        parts.append(f'<text x="{width - right + 6}" y="{y_pods(n) + 4:.1f}">{n}</text>')
+    for n in [1, 10, 100, 1000]:
+        if n <= depth_max:
+            parts.append(f'<text x="{left - 8}" y="{y_depth(n) + 4:.1f}" text-anchor="end" fill="#1f77b4">{n}</text>')
+    tick = 30 if end - start > 120 else 10
+    for s in range(int(math.ceil(start / tick)) * tick, int(end) + 1, tick):
+        parts.append(f'<text x="{x(s):.1f}" y="{top + plot_h + 18}" text-anchor="middle">{s} s</text>')
+    parts.append(f'<path d="{steps([(c["t"], c["queued"] + c["running"]) for c in curve], y_depth)}" fill="none" stroke="#1f77b4" stroke-width="1.5"/>')
+    parts.append(f'<path d="{steps([(c["t"], c["running"]) for c in curve], y_depth)}" fill="none" stroke="#1f77b4" stroke-dasharray="4 3"/>')
+    parts.append(f'<path d="{steps([(c["t"], c["replicas"]) for c in fixed["curve"]], y_pods)}" fill="none" stroke="#999" stroke-width="2"/>')
+    parts.append(f'<path d="{steps([(c["t"], c["replicas"]) for c in curve], y_pods)}" fill="none" stroke="#d62728" stroke-width="2.5"/>')
+    for t, label in [(scaled["seconds"], "scaled: work done"), (fixed["seconds"], "fixed: work done")]:
+        parts.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{top}" y2="{top + plot_h}" stroke="#555" stroke-dasharray="2 2"/>')
+        parts.append(f'<text x="{x(t) + 3:.1f}" y="{top + 12 + (14 if label.startswith("fixed") else 0)}" fill="#555">{label}</text>')
+    legend = [("#d62728", "pods, scaled (right axis)"), ("#999", f"pods, fixed fleet of {fixed['peakPods']}"),
+              ("#1f77b4", "queue depth: queued + running (left axis, log)"), ("#1f77b4", "running jobs")]
+    for i, (color, text) in enumerate(legend):
+        lx = left + i * 205
+        dash = ' stroke-dasharray="4 3"' if text == "running jobs" else ""
+        parts.append(f'<line x1="{lx}" x2="{lx + 22}" y1="{height - 12}" y2="{height - 12}" stroke="{color}" stroke-width="2"{dash}/>')
+        parts.append(f'<text x="{lx + 26}" y="{height - 8}">{text}</text>')
+    parts.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(parts) + "\n")
+
+
+def main():
+    os.chmod(work, 0o755)
+    media()
+    manifests(os.path.join(work, "burst"))
+    names = [(f"mfscale{i}", f"mfsh{i}", f"mfsc{i}", f"172.30.{10 + i}") for i in range(MAX_PODS)]
+    for ns, outside, _, _ in names:  # left by an earlier run that was killed
+        ip("link", "del", outside, check=False)
+        ip("netns", "del", ns, check=False)
+    pg = os.path.join(work, "pg")
+    try:
+        for ns, outside, inside, net in names:
+            ip("netns", "add", ns)
+            ip("link", "add", outside, "type", "veth", "peer", "name", inside)
+            ip("link", "set", inside, "netns", ns)
+            ip("addr", "add", f"{net}.1/24", "dev", outside)
+            ip("link", "set", outside, "up")
+            ip("netns", "exec", ns, "ip", "addr", "add", f"{net}.2/24", "dev", inside)
+            ip("netns", "exec", ns, "ip", "link", "set", inside, "up")
+            ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
+        os.makedirs(pg)
+        started = subprocess.run([os.path.join(root, "script/pg-cluster"), "start", pg, "", ",".join(["127.0.0.1"] + [n[3] + ".1" for n in names])],
+                                 capture_output=True, text=True, check=True).stdout
+        url = dict(line.split("=", 1) for line in started.split() if "=" in line)["MEDIAFARM_TEST_POSTGRES"].strip("'\"")
+        namespaces = [(ns, net + ".1") for ns, _, _, net in names]
+        scaled = fleet("scaled", url, namespaces)
+        fixed = fleet("fixed", url, namespaces, fixed=scaled["peakPods"])
+    finally:
+        subprocess.run([os.path.join(root, "script/pg-cluster"), "stop", pg], capture_output=True)
+        for ns, outside, _, _ in names:
+            ip("link", "del", outside, check=False)
+            ip("netns", "del", ns, check=False)
+    svg(scaled, fixed, os.path.join(work, "autoscale.svg"))
+    result = {
+        "work": {"smallJobs": SMALL, "chunkedExports": EXPORTS, "exportSeconds": EXPORT_SECONDS, "chunkSeconds": CHUNK,
+                 "exportPreset": "medium", "exportSize": "640x360"},
+        "cluster": {"maxPods": MAX_PODS, "podCPU": POD_CPU, "slotsPerPod": 2, "timeScale": TIME_SCALE,
+                    "note": "the ScaledObject's behavior with its windows and periods multiplied by timeScale; the query every second"},
+        "scaled": {k: v for k, v in scaled.items() if k != "curve"},
+        "fixed": {k: v for k, v in fixed.items() if k != "curve"},
+        "ratios": {"time": round(scaled["seconds"] / fixed["seconds"], 3),
+                   "podSeconds": round(scaled["podSeconds"] / fixed["podSeconds"], 3),
+                   "podSecondsUntilBackAtMinimum": round(scaled["podSecondsUntilBackAtMinimum"] / fixed["podSeconds"], 3)},
+        "goals": {"time": "<= 1.2", "podSeconds": "<= 0.6", "chunksRepeatedPerPodStopped": "<= 1"},
+        "curve": scaled["curve"],
+    }
+    print(json.dumps(result, indent=1))
+
+
+main()
