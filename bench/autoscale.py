@@ -13,9 +13,11 @@ from benchlib import events, log  # noqa: E402
 bin, work = sys.argv[1], sys.argv[2]
 root = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 player = os.path.join(root, "script/play-autoscaler")
-SMALL, EXPORTS, EXPORT_SECONDS, CHUNK = 1000, 20, 60, 10
+SMALL, EXPORTS, EXPORT_SECONDS, CHUNK = 1000, 20, 60, 30
 MAX_PODS, POD_CPU, TIME_SCALE = 4, 0.5, 0.05
-IDLE = 15  # seconds of an idle farm before the burst and after the fleet is back at its minimum
+# The simulated period: the burst comes LEAD seconds into it; it lasts PERIOD seconds (at 1/20: 2 hours), or
+# until the fleet is back at its minimum if that is later. Both fleets are measured over the same length.
+LEAD, PERIOD = 30, 360
 
 
 def ip(*arguments, check=True):
@@ -85,7 +87,8 @@ def fleet(label, url, namespaces, fixed=None):
             raise SystemExit(f"{label}: no {what} in {seconds} s")
         wanted = fixed or 1
         wait_for("idle fleet", 120, lambda t: t.get("metric") == 0 and t["replicas"] == wanted and t["terminating"] == 0)
-        time.sleep(IDLE)
+        began = time.time()
+        time.sleep(LEAD)
         submitted = time.time()
         subprocess.run([bin, "submit", "--queue", url, "--output-root", out, os.path.join(work, "burst")], check=True, capture_output=True)
         while True:
@@ -99,7 +102,8 @@ def fleet(label, url, namespaces, fixed=None):
         done = time.time()
         log(f"{label}: the burst's work done in {done - submitted:.1f} s")
         back = wait_for("fleet back at its minimum", 600, lambda t: t.get("metric") == 0 and t["replicas"] == wanted and t["terminating"] == 0)
-        time.sleep(IDLE)
+        ended = max(began + PERIOD, time.time())
+        time.sleep(max(0.0, ended - time.time()))
     finally:
         playing.terminate()
         playing.wait(timeout=120)
@@ -130,6 +134,8 @@ def fleet(label, url, namespaces, fixed=None):
         "seconds": round(done - submitted, 2),
         "podSeconds": round(pod_seconds(submitted, done), 1),
         "podSecondsUntilBackAtMinimum": round(pod_seconds(submitted, back_at), 1),
+        "periodSeconds": round(ended - began, 1),
+        "podSecondsOverThePeriod": round(pod_seconds(began, ended), 1),
         "backAtMinimumSeconds": round(back_at - submitted, 2),
         "peakPods": max(x["replicas"] for x in t),
         "pods": len(life["pods"]),
@@ -141,6 +147,88 @@ def fleet(label, url, namespaces, fixed=None):
         "curve": [{"t": round(epoch + x["t"] - submitted, 2), "replicas": x["replicas"], "queued": x.get("queued"),
                    "running": x.get("running"), "terminating": x["terminating"]} for x in t],
     }
+
+
+def scale_in(url, namespaces, grace, exports=8):
+    """A scale-in in the middle of chunked exports: 4 pods run `exports` exports of 2 chunks each; once every
+    slot has run a chunk for 10 s, the fleet is scaled to 2 (as `kubectl scale`, a lowered maxReplicaCount or
+    a node's drain would stop pods: the ReplicaSet picks the 2 of lowest deletion cost) with the pods' drain
+    at `grace` seconds. What the stopped pods were running, and what was done again."""
+    label = f"scale-in-grace-{grace}"
+    folder = os.path.join(work, label)
+    jobs = os.path.join(folder, "jobs")
+    os.makedirs(jobs)
+    for i in range(exports):
+        with open(os.path.join(jobs, f"export{i}.json"), "w") as f:
+            json.dump({"version": 1, "name": f"export{i}", "input": "../../long.mp4", "reuse": False,
+                       "export": {"mode": "constantFrameRate", "frameRate": 30, "output": f"../../out/{label}-{i}.mp4", "chunkSeconds": 30,
+                                  "video": {"preset": "medium"}}}, f)
+    subprocess.run(["psql", url, "-qX", "-c", 'DROP SCHEMA IF EXISTS "mediafarm" CASCADE'], check=True, capture_output=True)
+    subprocess.run([bin, "queue", "migrate", "--queue", url], check=True, capture_output=True)
+    timeline, summary, replicas = (os.path.join(folder, n) for n in ("timeline.jsonl", "summary.json", "replicas"))
+    command = [sys.executable, player, "--connection", url, "--pods", os.path.join(folder, "pods"), "--timeline", timeline,
+               "--summary", summary, "--fixed", str(MAX_PODS), "--replicas-file", replicas, "--pod-cpu", str(POD_CPU),
+               "--termination-grace", str(grace + 15)]
+    command += [f"--namespace={ns}={address}" for ns, address in namespaces]
+    command += ["--", bin, "coordinator", "--workers", "2", "--host", "cluster", "--grace", str(grace), "--json"]
+    playing = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(os.path.join(folder, "player.log"), "w"))
+    try:
+        deadline = time.time() + 120
+        while not (os.path.exists(timeline) and (t := ticks(timeline)) and t[-1].get("metric") == 0 and t[-1]["replicas"] == MAX_PODS):
+            if time.time() > deadline or playing.poll() is not None:
+                raise SystemExit(f"{label}: no idle fleet: {open(os.path.join(folder, 'player.log')).read()[-2000:]}")
+            time.sleep(0.25)
+        subprocess.run([bin, "submit", "--queue", url, "--output-root", os.path.join(work, "out"), jobs], check=True, capture_output=True)
+        # Every slot running a chunk for 10 s.
+        full_since = None
+        while True:
+            t = ticks(timeline)[-1]
+            full = t.get("running") == MAX_PODS * 2 and t.get("queued", 0) > 0
+            full_since = (full_since or time.time()) if full else None
+            if full_since and time.time() - full_since >= 10:
+                break
+            time.sleep(0.25)
+        with open(replicas, "w") as f:
+            f.write("2\n")
+        stopped_at = time.time()
+        while True:
+            counts = json.loads(subprocess.run([bin, "queue", "stats", "--json", "--queue", url], check=True, capture_output=True, text=True).stdout)["counts"]
+            if counts.get("dead", 0) or counts.get("failed", 0):
+                raise SystemExit(f"{label}: jobs failed: {counts}")
+            if counts.get("succeeded", 0) >= exports * 3 and counts["succeeded"] == sum(counts.values()):
+                break
+            time.sleep(0.25)
+        done = time.time()
+    finally:
+        playing.terminate()
+        playing.wait(timeout=300)
+    life = json.load(open(summary))
+    epoch = life["epoch"]
+    stopped = [p for p in life["pods"] if p["terminated"] is not None and epoch + p["terminated"] < done]
+    running_at_stop, finished_in_grace, given_back, given_back_seconds = 0, 0, 0, 0.0
+    for pod in stopped:
+        evs = events(pod["log"])
+        drain = next(e["at"] for e in evs if e.get("event") == "notice" and "draining" in e.get("message", ""))
+        for e in evs:
+            if e.get("event") == "finished" and "[chunk " in e.get("name", "") and e["at"] >= drain:
+                running_at_stop += 1
+                if e.get("state") == "succeeded":
+                    finished_in_grace += 1
+                else:
+                    given_back += 1
+                    given_back_seconds += e.get("seconds", 0)
+    starts = {}
+    for pod in life["pods"]:
+        for e in events(pod["log"]):
+            if e.get("event") == "started" and "[chunk " in e.get("name", ""):
+                starts[e["job"]] = starts.get(e["job"], 0) + 1
+    attempts = json.loads(subprocess.run([bin, "status", "--json", "--all", "--chunks", "--queue", url], check=True, capture_output=True, text=True).stdout)
+    return {"grace": grace, "podsStopped": len(stopped), "costsAtStop": [p["costAtTermination"] for p in stopped],
+            "chunksRunningOnThem": running_at_stop, "finishedWithinTheGrace": finished_in_grace, "givenBack": given_back,
+            "chunksRepeated": sum(n - 1 for n in starts.values()), "chunkSecondsRepeated": round(given_back_seconds, 2),
+            "chunksRepeatedPerPodStopped": round(sum(n - 1 for n in starts.values()) / max(1, len(stopped)), 2),
+            "attemptsAbove1": sum(1 for j in attempts if j.get("attempt", 1) > 1), "chunks": len(starts),
+            "secondsAfterTheScaleIn": round(done - stopped_at, 1)}
 
 
 def svg(scaled, fixed, path):
@@ -202,6 +290,7 @@ def svg(scaled, fixed, path):
 
 
 def main():
+    only = os.environ.get("MEDIAFARM_BENCH_AUTOSCALE_ONLY", "")
     os.chmod(work, 0o755)
     media()
     manifests(os.path.join(work, "burst"))
@@ -225,24 +314,31 @@ def main():
                                  capture_output=True, text=True, check=True).stdout
         url = dict(line.split("=", 1) for line in started.split() if "=" in line)["MEDIAFARM_TEST_POSTGRES"].strip("'\"")
         namespaces = [(ns, net + ".1") for ns, _, _, net in names]
-        scaled = fleet("scaled", url, namespaces)
-        fixed = fleet("fixed", url, namespaces, fixed=scaled["peakPods"])
+        if only != "scale-in":
+            scaled = fleet("scaled", url, namespaces)
+            fixed = fleet("fixed", url, namespaces, fixed=scaled["peakPods"])
+        scale_ins = [scale_in(url, namespaces, grace) for grace in (30, 5)] if only in ("", "scale-in") else []
     finally:
         subprocess.run([os.path.join(root, "script/pg-cluster"), "stop", pg], capture_output=True)
         for ns, outside, _, _ in names:
             ip("link", "del", outside, check=False)
             ip("netns", "del", ns, check=False)
+    if only == "scale-in":
+        print(json.dumps({"scaleIn": scale_ins}, indent=1))
+        return
     svg(scaled, fixed, os.path.join(work, "autoscale.svg"))
     result = {
         "work": {"smallJobs": SMALL, "chunkedExports": EXPORTS, "exportSeconds": EXPORT_SECONDS, "chunkSeconds": CHUNK,
                  "exportPreset": "medium", "exportSize": "640x360"},
-        "cluster": {"maxPods": MAX_PODS, "podCPU": POD_CPU, "slotsPerPod": 2, "timeScale": TIME_SCALE,
+        "cluster": {"maxPods": MAX_PODS, "podCPU": POD_CPU, "slotsPerPod": 2, "timeScale": TIME_SCALE, "leadSeconds": LEAD, "periodSeconds": PERIOD,
                     "note": "the ScaledObject's behavior with its windows and periods multiplied by timeScale; the query every second"},
         "scaled": {k: v for k, v in scaled.items() if k != "curve"},
         "fixed": {k: v for k, v in fixed.items() if k != "curve"},
         "ratios": {"time": round(scaled["seconds"] / fixed["seconds"], 3),
                    "podSeconds": round(scaled["podSeconds"] / fixed["podSeconds"], 3),
-                   "podSecondsUntilBackAtMinimum": round(scaled["podSecondsUntilBackAtMinimum"] / fixed["podSeconds"], 3)},
+                   "podSecondsUntilBackAtMinimum": round(scaled["podSecondsUntilBackAtMinimum"] / fixed["podSeconds"], 3),
+                   "podSecondsOverThePeriod": round(scaled["podSecondsOverThePeriod"] / fixed["podSecondsOverThePeriod"], 3)},
+        "scaleIn": scale_ins,
         "goals": {"time": "<= 1.2", "podSeconds": "<= 0.6", "chunksRepeatedPerPodStopped": "<= 1"},
         "curve": scaled["curve"],
     }
