@@ -8,7 +8,7 @@
 import json, math, os, shutil, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from benchlib import events, log  # noqa: E402
+from benchlib import Hosts, events, log  # noqa: E402
 
 bin, work = sys.argv[1], sys.argv[2]
 root = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -18,10 +18,6 @@ MAX_PODS, POD_CPU, TIME_SCALE = 4, 0.5, 0.05
 # The simulated period: the burst comes LEAD seconds into it; it lasts PERIOD seconds (at 1/20: 2 hours), or
 # until the fleet is back at its minimum if that is later. Both fleets are measured over the same length.
 LEAD, PERIOD = 30, 360
-
-
-def ip(*arguments, check=True):
-    return subprocess.run(["ip"] + list(arguments), capture_output=True, text=True, check=check)
 
 
 def ffmpeg(*arguments):
@@ -294,35 +290,11 @@ def main():
     os.chmod(work, 0o755)
     media()
     manifests(os.path.join(work, "burst"))
-    names = [(f"mfscale{i}", f"mfsh{i}", f"mfsc{i}", f"172.30.{10 + i}") for i in range(MAX_PODS)]
-    for ns, outside, _, _ in names:  # left by an earlier run that was killed
-        ip("link", "del", outside, check=False)
-        ip("netns", "del", ns, check=False)
-    pg = os.path.join(work, "pg")
-    try:
-        for ns, outside, inside, net in names:
-            ip("netns", "add", ns)
-            ip("link", "add", outside, "type", "veth", "peer", "name", inside)
-            ip("link", "set", inside, "netns", ns)
-            ip("addr", "add", f"{net}.1/24", "dev", outside)
-            ip("link", "set", outside, "up")
-            ip("netns", "exec", ns, "ip", "addr", "add", f"{net}.2/24", "dev", inside)
-            ip("netns", "exec", ns, "ip", "link", "set", inside, "up")
-            ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
-        os.makedirs(pg)
-        started = subprocess.run([os.path.join(root, "script/pg-cluster"), "start", pg, "", ",".join(["127.0.0.1"] + [n[3] + ".1" for n in names])],
-                                 capture_output=True, text=True, check=True).stdout
-        url = dict(line.split("=", 1) for line in started.split() if "=" in line)["MEDIAFARM_TEST_POSTGRES"].strip("'\"")
-        namespaces = [(ns, net + ".1") for ns, _, _, net in names]
+    with Hosts("mfscale", MAX_PODS, 30, work) as hosts:
         if only != "scale-in":
-            scaled = fleet("scaled", url, namespaces)
-            fixed = fleet("fixed", url, namespaces, fixed=scaled["peakPods"])
-        scale_ins = [scale_in(url, namespaces, grace) for grace in (30, 5)] if only in ("", "scale-in") else []
-    finally:
-        subprocess.run([os.path.join(root, "script/pg-cluster"), "stop", pg], capture_output=True)
-        for ns, outside, _, _ in names:
-            ip("link", "del", outside, check=False)
-            ip("netns", "del", ns, check=False)
+            scaled = fleet("scaled", hosts.url, hosts.namespaces)
+            fixed = fleet("fixed", hosts.url, hosts.namespaces, fixed=scaled["peakPods"])
+        scale_ins = [scale_in(hosts.url, hosts.namespaces, grace) for grace in (30, 5)] if only in ("", "scale-in") else []
     if only == "scale-in":
         print(json.dumps({"scaleIn": scale_ins}, indent=1))
         return

@@ -30,3 +30,54 @@ def event(line):
 def events(path):
     with open(path) as f:
         return [e for e in map(event, f) if e is not None]
+
+
+def ip(*arguments, check=True):
+    import subprocess
+    return subprocess.run(["ip"] + list(arguments), capture_output=True, text=True, check=check)
+
+
+class Hosts:
+    """Network namespaces joined to this one by veth pairs (as the hosts' tests make them) and a throwaway
+    PostgreSQL server (script/pg-cluster) listening on loopback and on each namespace's way back here.
+    `with Hosts(prefix, count, subnet, folder) as hosts:` gives `hosts.url` (the queue from here) and
+    `hosts.namespaces`, each (namespace, the address of this machine from it); everything goes at the end."""
+
+    def __init__(self, prefix, count, subnet, folder):
+        import os
+        self.names = [(f"{prefix}{i}", f"{prefix}h{i}", f"{prefix}c{i}", f"172.{subnet}.{10 + i}") for i in range(count)]
+        self.pg = os.path.join(folder, "pg")
+        self.script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../script/pg-cluster")
+
+    def __enter__(self):
+        import os, subprocess
+        self.remove()  # left by an earlier run that was killed
+        try:
+            for ns, outside, inside, net in self.names:
+                ip("netns", "add", ns)
+                ip("link", "add", outside, "type", "veth", "peer", "name", inside)
+                ip("link", "set", inside, "netns", ns)
+                ip("addr", "add", f"{net}.1/24", "dev", outside)
+                ip("link", "set", outside, "up")
+                ip("netns", "exec", ns, "ip", "addr", "add", f"{net}.2/24", "dev", inside)
+                ip("netns", "exec", ns, "ip", "link", "set", inside, "up")
+                ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
+            os.makedirs(self.pg)
+            started = subprocess.run([self.script, "start", self.pg, "", ",".join(["127.0.0.1"] + [n[3] + ".1" for n in self.names])],
+                                     capture_output=True, text=True, check=True).stdout
+        except BaseException:
+            self.__exit__()
+            raise
+        self.url = dict(line.split("=", 1) for line in started.split() if "=" in line)["MEDIAFARM_TEST_POSTGRES"].strip("'\"")
+        self.namespaces = [(ns, net + ".1") for ns, _, _, net in self.names]
+        return self
+
+    def __exit__(self, *_):
+        import subprocess
+        subprocess.run([self.script, "stop", self.pg], capture_output=True)
+        self.remove()
+
+    def remove(self):
+        for ns, outside, _, _ in self.names:
+            ip("link", "del", outside, check=False)
+            ip("netns", "del", ns, check=False)

@@ -1,7 +1,7 @@
 # The measurements of bench/streaming (see there). Arguments: mediafarm, the movie, a scratch folder, and
 # which: ladder, copy or all.
 import json, os, shutil, subprocess, sys, time
-from benchlib import events, log
+from benchlib import Hosts, events, log
 
 bin, source, work = sys.argv[1], sys.argv[2], sys.argv[3]
 which = sys.argv[4] if len(sys.argv) > 4 else "all"
@@ -38,10 +38,6 @@ def mediafarm():
     return timed([bin, "run", ladder_manifest(folder, "ladder")])
 
 
-def ip(*arguments, check=True):
-    return subprocess.run(["ip"] + list(arguments), capture_output=True, text=True, check=check)
-
-
 def chunked(hosts=2, chunk_seconds=60):
     """The ladder in chunks of `chunk_seconds` by `hosts` coordinators of one worker each, each in a network
     namespace of its own reaching one PostgreSQL queue over a veth pair (as the hosts' tests do). They share
@@ -49,64 +45,44 @@ def chunked(hosts=2, chunk_seconds=60):
     processor time (their workers' within it), the wall time, the join's seconds and the chunks."""
     folder = os.path.join(work, "chunked")
     os.makedirs(folder)
-    names = [(f"mfbench{i}", f"mfbh{i}", f"mfbc{i}", f"172.31.{10 + i}") for i in range(hosts)]
-    for ns, outside, _, _ in names:  # left by an earlier run that was killed
-        ip("link", "del", outside, check=False)
-        ip("netns", "del", ns, check=False)
-    pg = os.path.join(work, "pg")
+    os.chmod(work, 0o755)
     coordinators = []
     try:
-        for ns, outside, inside, net in names:
-            ip("netns", "add", ns)
-            ip("link", "add", outside, "type", "veth", "peer", "name", inside)
-            ip("link", "set", inside, "netns", ns)
-            ip("addr", "add", f"{net}.1/24", "dev", outside)
-            ip("link", "set", outside, "up")
-            ip("netns", "exec", ns, "ip", "addr", "add", f"{net}.2/24", "dev", inside)
-            ip("netns", "exec", ns, "ip", "link", "set", inside, "up")
-            ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
-        os.makedirs(pg)
-        os.chmod(work, 0o755)
-        started = subprocess.run(["script/pg-cluster", "start", pg, "", ",".join(["127.0.0.1"] + [n[3] + ".1" for n in names])],
-                                 capture_output=True, text=True, check=True).stdout
-        url = dict(line.split("=", 1) for line in started.split() if "=" in line)["MEDIAFARM_TEST_POSTGRES"].strip("'\"")
-        subprocess.run([bin, "queue", "migrate", "--queue", url], check=True, capture_output=True)
-        subprocess.run([bin, "submit", "--queue", url, ladder_manifest(folder, "ladder-chunked", chunk_seconds)], check=True, capture_output=True)
-        began = time.perf_counter()
-        for i, (ns, _, _, net) in enumerate(names):
-            log_file = open(os.path.join(folder, f"host{i}.log"), "w")
-            command = ["ip", "netns", "exec", ns, "/usr/bin/time", "-f", "%U %S %M", "-o", os.path.join(folder, f"host{i}.time"),
-                       bin, "coordinator", "--queue", url.replace("127.0.0.1", net + ".1"), "--workers", "1", "--host", f"host{i}",
-                       "--json", "--exit-when-idle"]
-            # Each host its own spool and temporary folder, as separate machines have.
-            own = {name: os.path.join(folder, f"host{i}-{name.lower()}") for name in ("MEDIAFARM_SPOOL", "TMPDIR")}
-            for path in own.values():
-                os.makedirs(path)
-            coordinators.append(subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=dict(os.environ, **own)))
-        codes = [c.wait() for c in coordinators]
-        seconds = time.perf_counter() - began
-        if any(codes):
-            raise SystemExit(f"a coordinator failed ({codes}): " + open(os.path.join(folder, "host0.log")).read()[-2000:])
-        cpu = 0.0
-        for i in range(hosts):
-            user, system, _ = open(os.path.join(folder, f"host{i}.time")).read().strip().splitlines()[-1].split()
-            cpu += float(user) + float(system)
-        # Each host's log: the chunks it made, and the join where it ran.
-        finished = {i: [e for e in events(os.path.join(folder, f"host{i}.log")) if e.get("event") == "finished" and e.get("state") == "succeeded"]
-                    for i in range(hosts)}
-        chunks = {i: [e for e in finished[i] if "[chunk " in e.get("name", "")] for i in range(hosts)}
-        join = [e for i in range(hosts) for e in finished[i] if e.get("name") == "ladder-chunked"]
-        return {"seconds": round(seconds, 2), "cpuSeconds": round(cpu, 2), "chunks": sum(len(c) for c in chunks.values()),
-                "chunkSeconds": chunk_seconds, "joinSeconds": round(join[-1]["seconds"], 2) if join else None,
-                "chunksPerHost": {f"host{i}": len(chunks[i]) for i in range(hosts)}}
+        with Hosts("mfbench", hosts, 31, work) as network:
+            url = network.url
+            subprocess.run([bin, "queue", "migrate", "--queue", url], check=True, capture_output=True)
+            subprocess.run([bin, "submit", "--queue", url, ladder_manifest(folder, "ladder-chunked", chunk_seconds)], check=True, capture_output=True)
+            began = time.perf_counter()
+            for i, (ns, address) in enumerate(network.namespaces):
+                log_file = open(os.path.join(folder, f"host{i}.log"), "w")
+                command = ["ip", "netns", "exec", ns, "/usr/bin/time", "-f", "%U %S %M", "-o", os.path.join(folder, f"host{i}.time"),
+                           bin, "coordinator", "--queue", url.replace("127.0.0.1", address), "--workers", "1", "--host", f"host{i}",
+                           "--json", "--exit-when-idle"]
+                # Each host its own spool and temporary folder, as separate machines have.
+                own = {name: os.path.join(folder, f"host{i}-{name.lower()}") for name in ("MEDIAFARM_SPOOL", "TMPDIR")}
+                for path in own.values():
+                    os.makedirs(path)
+                coordinators.append(subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=dict(os.environ, **own)))
+            codes = [c.wait() for c in coordinators]
+            seconds = time.perf_counter() - began
     finally:
         for c in coordinators:
             if c.poll() is None:
                 c.kill()
-        subprocess.run(["script/pg-cluster", "stop", pg], capture_output=True)
-        for ns, outside, _, _ in names:
-            ip("link", "del", outside, check=False)
-            ip("netns", "del", ns, check=False)
+    if any(codes):
+        raise SystemExit(f"a coordinator failed ({codes}): " + open(os.path.join(folder, "host0.log")).read()[-2000:])
+    cpu = 0.0
+    for i in range(hosts):
+        user, system, _ = open(os.path.join(folder, f"host{i}.time")).read().strip().splitlines()[-1].split()
+        cpu += float(user) + float(system)
+    # Each host's log: the chunks it made, and the join where it ran.
+    finished = {i: [e for e in events(os.path.join(folder, f"host{i}.log")) if e.get("event") == "finished" and e.get("state") == "succeeded"]
+                for i in range(hosts)}
+    chunks = {i: [e for e in finished[i] if "[chunk " in e.get("name", "")] for i in range(hosts)}
+    join = [e for i in range(hosts) for e in finished[i] if e.get("name") == "ladder-chunked"]
+    return {"seconds": round(seconds, 2), "cpuSeconds": round(cpu, 2), "chunks": sum(len(c) for c in chunks.values()),
+            "chunkSeconds": chunk_seconds, "joinSeconds": round(join[-1]["seconds"], 2) if join else None,
+            "chunksPerHost": {f"host{i}": len(chunks[i]) for i in range(hosts)}}
 
 
 def ffmpeg():

@@ -341,17 +341,20 @@ public enum CutMode: String, Sendable, Hashable, CaseIterable, Codable {
 
 /// Which of the sources' audio tracks an export or a package keeps, as AVMediaSelectionGroup's audible
 /// options: `"tracks": "default"` (the one flagged default, else the first), `"tracks": "all"`, or a keep
-/// list, `"languages": ["en", "fr"]` ("en" finds "eng" and "en-GB"; every source must have each).
+/// list, `"languages": ["en", "fr"]` ("en" finds "eng" and "en-GB"; every source must have each); or, in a
+/// package, `"tracks": "none"` (video only; an export says `"policy": "drop"`).
 public enum AudioTracks: Sendable, Hashable {
     case `default`
     case all
     case languages([String])
+    case none
 
     /// Its members in an `audio` object: none for the default.
     public var members: [(key: String, value: JSONValue)] {
         switch self {
         case .default: []
         case .all: [("tracks", .string("all"))]
+        case .none: [("tracks", .string("none"))]
         case .languages(let languages): [("languages", .array(languages.map(JSONValue.string)))]
         }
     }

@@ -69,8 +69,8 @@ extension Walker {
                      + "\(audio.channels) channels have none, and many players refuse them")
             }
             audio.language = languageTag(ao["language"], "\(p).audio.language")
-            audio.tracks = audioTracks(ao, "\(p).audio")
-            if audio.language != nil && audio.tracks != .default {
+            audio.tracks = audioTracks(ao, "\(p).audio", package: true)
+            if audio.language != nil && ![.default, .none].contains(audio.tracks) {
                 fail("\(p).audio.language", "labels the one default audio track: leave it out with \"languages\" or \"tracks\": \"all\" (each track is labelled by its own)")
             }
         }
@@ -134,9 +134,20 @@ extension Walker {
     /// of its files (`subtitles-LANGUAGE/index.m3u8` with a tag of up to 35 characters, `.mediafarm-package.json`).
     static let longestPackagePrefix = 1024 - 64
 
-    /// Which audio tracks an `audio` object keeps: `"tracks": "default" | "all"` or `"languages"`, not both.
-    mutating func audioTracks(_ o: [String: JSONValue], _ p: String) -> AudioTracks {
+    /// Which audio tracks an `audio` object keeps: `"tracks": "default" | "all"` or `"languages"`, not both;
+    /// a package's may say `"tracks": "none"` (an export's `"policy": "drop"` says it there).
+    mutating func audioTracks(_ o: [String: JSONValue], _ p: String, package: Bool = false) -> AudioTracks {
         enum Kept: String, CaseIterable { case `default`, all }
+        if o["tracks"] == .string("none") {
+            guard package else {
+                fail("\(p).tracks", "\"none\" is a package's: an export without audio says \"policy\": \"drop\"")
+                return .default
+            }
+            if let other = ["languages", "language", "bitrate", "channels"].first(where: { o[$0] != nil }) {
+                fail("\(p).\(other)", "a package without audio (\"tracks\": \"none\") has no \"\(other)\": leave one of them out")
+            }
+            return .none
+        }
         let kept = enumeration(o["tracks"], "\(p).tracks", Kept.self)
         let languages = languageList(o["languages"], "\(p).languages")
         if o["tracks"] != nil && o["languages"] != nil {

@@ -10,6 +10,8 @@ public enum AudioSelection: Sendable, Hashable {
     case all
     /// One track per language, in this order ("en" finds "eng" and "en-GB"); every source must have each.
     case languages([String])
+    /// No audio (a package of video only).
+    case none
 }
 
 /// One audio track of an output, made of one stream of each source (nil: silence, or no audio, there).
@@ -33,6 +35,8 @@ extension AudioSelection {
     /// that find the same track. `label` is the default track's language in playlists.
     func choose(_ sources: [ExportSource], label: String? = nil) throws -> [AudioChoice] {
         switch self {
+        case .none:
+            return []
         case .defaultTrack:
             guard let format = sources.first(where: { $0.audio != nil })?.audio else { return [] }
             return [AudioChoice(name: "audio", language: label, format: format, streams: sources.map(\.audio))]

@@ -151,6 +151,7 @@ struct PackageWriter {
             rung.level = level
             return rung
         }
+        _ = try audioChoices(sources)  // a package that asks for audio a source lacks is refused before any work
         // Subtitles are read before any encoding: a language a source lacks, or pictures that cannot become
         // text, refuse the package before the work.
         let subtitles = readingSubtitles ? try settings.subtitleLanguages.map {
@@ -259,9 +260,16 @@ struct PackageWriter {
                                 eta: fraction > 0.01 ? elapsed / fraction * (1 - fraction) : nil))
     }
 
-    /// The audio tracks to package (`StreamSettings.audioTracks`).
+    /// The audio tracks to package (`StreamSettings.audioTracks`). A package asks for audio unless it says
+    /// `none`: a composition with none is refused, with the way to a package of video only.
     func audioChoices(_ sources: [ExportSource]) throws -> [AudioChoice] {
-        try settings.audioTracks.choose(sources, label: settings.audioLanguage)
+        let choices = try settings.audioTracks.choose(sources, label: settings.audioLanguage)
+        if choices.isEmpty && settings.audioTracks != .none {
+            let which = sources.count == 1 ? "\(sources[0].path) has no audio" : "no source of the composition has audio"
+            throw ExportError("\(which), and the package's audio rendition needs it: "
+                              + "give \"audio\": {\"tracks\": \"none\"} for a package of video only")
+        }
+        return choices
     }
 
     func audioWriters(sources: [ExportSource], duration: MediaTime, settings: StreamSettings) throws -> [PackageAudio] {

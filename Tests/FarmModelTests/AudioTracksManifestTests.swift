@@ -33,10 +33,27 @@ import Testing
         (#"{"languages": ["english"]}"#, "$.export.audio.languages[0]", "language tag"),
         (#"{"policy": "drop", "languages": ["en"]}"#, "$.export.audio.policy", "keeps no audio track"),
         (#"{"policy": "drop", "tracks": "all"}"#, "$.export.audio.policy", "keeps no audio track"),
+        (#"{"tracks": "none"}"#, "$.export.audio.tracks", #"an export without audio says "policy": "drop""#),
     ])
     func aBadChoiceNamesItsField(_ audio: String, _ path: String, _ words: String) {
         guard case .failure(let e) = validate(export: audio) else { Issue.record("\(audio) was accepted"); return }
         #expect(e.issues.contains { $0.path == path && $0.message.contains(words) }, "\(e.issues)")
+    }
+
+    /// A package of video only says `"tracks": "none"`, with no other audio key; it is written back as given.
+    @Test func aPackageWithoutAudioSaysNoneAndNothingElse() throws {
+        let manifest = try validate(stream: #"{"tracks": "none"}"#).get()
+        #expect(manifest.stream?.audio.tracks == AudioTracks.none)
+        guard case .object(let members)? = manifest.stream?.document, let audio = members.first(where: { $0.key == "audio" })?.value else {
+            Issue.record("the package's document has no audio: \(String(describing: manifest.stream?.document))")
+            return
+        }
+        #expect(try validate(stream: audio.text).get().stream?.audio.tracks == AudioTracks.none, "\(audio.text)")
+        for (audio, key) in [(#"{"tracks": "none", "bitrate": 96000}"#, "bitrate"), (#"{"tracks": "none", "languages": ["en"]}"#, "languages"),
+                             (#"{"tracks": "none", "language": "en"}"#, "language"), (#"{"tracks": "none", "channels": 2}"#, "channels")] {
+            guard case .failure(let e) = validate(stream: audio) else { Issue.record("\(audio) was accepted"); continue }
+            #expect(e.issues.contains { $0.path == "$.stream.audio.\(key)" && $0.message.contains(#"a package without audio ("tracks": "none") has no"#) }, "\(e.issues)")
+        }
     }
 
     @Test func aPackagesLabelIsForItsOneDefaultTrack() {

@@ -21,6 +21,17 @@ public enum FragmentProbe {
         return version == 1 ? Int64(bitPattern: u64(bytes, elst.body + 16)) : Int64(Int32(bitPattern: u32(bytes, elst.body + 12)))
     }
 
+    /// The track's timescale: its `mdhd`'s ticks a second.
+    public static func mediaTimescale(initialization path: String) throws -> Int64 {
+        let bytes = try read(path)
+        guard let moov = find("moov", bytes, 0, bytes.count), let trak = find("trak", bytes, moov.body, moov.end),
+              let mdia = find("mdia", bytes, trak.body, trak.end), let mdhd = find("mdhd", bytes, mdia.body, mdia.end) else {
+            throw ProbeError(description: "\(path): no moov/trak/mdia/mdhd")
+        }
+        // version and flags, then creation and modification times (32 or 64 bits each), then the timescale.
+        return Int64(u32(bytes, mdhd.body + (bytes[mdhd.body] == 1 ? 20 : 12)))
+    }
+
     /// The default sample duration of the initialization's `trex` (0 without one).
     public static func defaultDuration(initialization path: String) throws -> Int64 {
         let bytes = try read(path)

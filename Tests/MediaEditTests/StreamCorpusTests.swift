@@ -46,6 +46,7 @@ import Testing
         var settings = StreamSettings(folder: folder, rungs: [c.rung, StreamRung(width: 0, height: c.rung.height / 2, bitRate: c.rung.bitRate / 2)],
                                       segmentDuration: c.segment, preset: "veryfast")
         if !c.audio.isEmpty { settings.audioTracks = .languages(c.audio) }
+        if c.name.contains("slow_motion") { settings.audioTracks = .none }  // video only: a package says so
         settings.subtitleLanguages = c.subtitles
         let report = try await StreamPackager(composition: composition, settings: settings).package()
         for file in StreamPlaylists.files(report) {

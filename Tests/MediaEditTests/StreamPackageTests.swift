@@ -185,6 +185,108 @@ import Testing
         #expect(StreamTrack.peak([(3000, 60_000)], timescale: 90000, target: 6) == 14_400_000)
     }
 
+    /// A package asks for audio and video: a source without audio is refused before any work, naming the way
+    /// to a package of video only (`"tracks": "none"`), which then has no audio track; a source without video
+    /// is refused too. Nothing is written for a refused package.
+    @Test func aSourceWithoutTheAudioOrVideoAPackageAsksForIsRefusedBeforeAnyWork() async throws {
+        let folder = try TestPaths.makeTemporaryFolder("stream-missing").appendingPathComponent("package").path
+        func packager(_ fixture: MediaFixture, _ change: (inout StreamSettings) -> Void = { _ in }) async throws -> StreamPackager {
+            var c = Composition()
+            try c.insert(TimeRange(start: .zero, duration: try await Asset(path: fixture.path).load(.duration)), of: fixture.path)
+            var settings = StreamSettings(folder: folder, rungs: [StreamRung(width: 0, height: 120, bitRate: 200_000)],
+                                          segmentDuration: MediaTime(value: 2, timescale: 1), preset: "ultrafast")
+            change(&settings)
+            return StreamPackager(composition: c, settings: settings)
+        }
+        // The dropped-frame Matroska file has video only.
+        var refusal = ""
+        do { _ = try await packager(.droppedFrameMKV).package() } catch let error as ExportError { refusal = error.description }
+        #expect(refusal.contains("dropped-frame.mkv has no audio") && refusal.contains(#""audio": {"tracks": "none"}"#), "\(refusal)")
+        #expect(!FileManager.default.fileExists(atPath: folder), "a refused package wrote \(folder)")
+        // In chunks too: the chunks' plan is refused before any chunk is made.
+        refusal = ""
+        do { _ = try await packager(.droppedFrameMKV).chunkRanges(every: MediaTime(value: 4, timescale: 1)) } catch let error as ExportError { refusal = error.description }
+        #expect(refusal.contains("has no audio"), "\(refusal)")
+        // Asked for video only, it is made with no audio track.
+        let report = try await packager(.droppedFrameMKV) { $0.audioTracks = .none }.package()
+        #expect(report.tracks.map(\.kind) == [.video], "\(report.tracks.map(\.kind))")
+        // Audio only: refused, naming the source.
+        refusal = ""
+        do { _ = try await packager(.audioM4A).package() } catch let error as ExportError { refusal = error.description }
+        #expect(refusal.contains("audio.m4a (segment 1) has no video, and every rung of a package needs it"), "\(refusal)")
+    }
+
+    /// Text subtitles in MP4 (mov_text) and in Matroska (WebVTT), muxed by FFmpeg from one SubRip file, become
+    /// the package's WebVTT with their cues at their times, italics kept; a bitmap track (PGS, as a Blu-ray
+    /// carries it) is refused before any work, saying it cannot become text.
+    @Test func movTextAndWebVTTTracksBecomeWebVTTAndABitmapTrackIsRefused() async throws {
+        let work = try TestPaths.makeTemporaryFolder("stream-subtitle-sources")
+        let srt = work.appendingPathComponent("cues.srt").path
+        try "1\n00:00:00,500 --> 00:00:01,500\nThe first cue\n\n2\n00:00:05,000 --> 00:00:06,250\n<i>The second</i> cue\n"
+            .write(toFile: srt, atomically: true, encoding: .utf8)
+        func mux(_ name: String, _ subtitles: String, _ codec: String) throws -> String {
+            let out = work.appendingPathComponent(name).path
+            try ProcessRunner.check("ffmpeg", ["-nostdin", "-y", "-v", "error", "-i", MediaFixture.longMP4.path, "-i", subtitles,
+                                               "-map", "0", "-map", "1", "-c:v", "copy", "-c:a", "copy", "-c:s", codec,
+                                               "-metadata:s:s:0", "language=eng", out])
+            return out
+        }
+        func package(_ source: String, into name: String) async throws -> (String, StreamReport) {
+            let folder = work.appendingPathComponent(name).path
+            var c = Composition()
+            try c.insert(TimeRange(start: .zero, duration: try await Asset(path: source).load(.duration)), of: source)
+            var settings = StreamSettings(folder: folder, rungs: [StreamRung(width: 0, height: 120, bitRate: 150_000)],
+                                          segmentDuration: MediaTime(value: 4, timescale: 1), preset: "ultrafast")
+            settings.subtitleLanguages = ["en"]
+            return (folder, try await StreamPackager(composition: c, settings: settings).package())
+        }
+        for (source, codec) in [(try mux("mov-text.mp4", srt, "mov_text"), "mov_text"), (try mux("webvtt.mkv", srt, "webvtt"), "webvtt")] {
+            let probed = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "s", "-show_entries", "stream=codec_name", "-of", "csv=p=0", source])
+            #expect(probed.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == codec)
+            let (folder, report) = try await package(source, into: codec)
+            let text = try #require(report.tracks.first { $0.kind == .text }, "\(codec): no text track")
+            #expect(text.segments.count == 3, "\(codec): \(text.segments.map(\.file))")
+            // Each cue at its time in the file as FFmpeg reads its packets (FFmpeg's Matroska muxer moves every
+            // track 21 ms later, the AAC priming it no longer hides: the cues with them; mov_text's empty
+            // samples, 2 bytes, fill the gaps between cues).
+            let packets = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "s", "-show_entries", "packet=pts_time,duration_time,size",
+                                                              "-of", "csv=p=0", source]).stdout.split(separator: "\n")
+                .map { $0.split(separator: ",").compactMap { Double($0) } }.filter { $0.count == 3 && $0[2] > 2 }.map { Array($0.prefix(2)) }
+            try #require(packets.count == 2 && packets.allSatisfy { $0.count == 2 }, "\(codec): \(packets)")
+            func vtt(_ t: Double) -> String {
+                let ms = Int((t * 1000).rounded())
+                return String(format: "%02d:%02d:%02d.%03d", ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, ms % 1000)
+            }
+            let all = try String(contentsOfFile: folder + "/" + text.folder + "/all.vtt", encoding: .utf8)
+            #expect(all.contains("\(vtt(packets[0][0])) --> \(vtt(packets[0][0] + packets[0][1]))\nThe first cue"), "\(codec): \(all)")
+            #expect(all.contains("\(vtt(packets[1][0])) --> \(vtt(packets[1][0] + packets[1][1]))\n<i>The second</i> cue"), "\(codec): \(all)")
+            #expect(abs(packets[0][0] - 0.5) < 0.03 && abs(packets[1][1] - 1.25) < 0.001, "\(codec): \(packets)")
+            // The first cue in the first segment, the second in the second (4 to 8 s), none in the third.
+            let segments = try text.segments.map { try String(contentsOfFile: folder + "/" + text.folder + "/" + $0.file, encoding: .utf8) }
+            #expect(segments[0].contains("The first cue") && segments[1].contains("The second") && !segments[2].contains("cue"), "\(codec): \(segments)")
+        }
+
+        // A PGS display set (presentation, window, palette, a 4x2 object, end), the smallest a demuxer takes.
+        func segment(_ type: UInt8, _ payload: [UInt8]) -> [UInt8] {
+            [0x50, 0x47] + [0, 0, 0x46, 0x50] + [0, 0, 0, 0] + [type, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)] + payload
+        }
+        let object: [UInt8] = [1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 0]
+        let sup = segment(0x16, [1, 64, 0, 240, 0x10, 0, 1, 0x80, 0, 0, 1, 0, 0, 0, 0, 0, 10, 0, 10])
+            + segment(0x17, [1, 0, 0, 10, 0, 10, 0, 4, 0, 2])
+            + segment(0x14, [0, 0, 1, 235, 128, 128, 255])
+            + segment(0x15, [0, 0, 0, 0xC0, 0, 0, UInt8(object.count + 4), 0, 4, 0, 2] + object)
+            + segment(0x80, [])
+        let supPath = work.appendingPathComponent("cues.sup").path
+        try Data(sup).write(to: URL(fileURLWithPath: supPath))
+        let pgs = try mux("pgs.mkv", supPath, "copy")
+        let probed = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "s", "-show_entries", "stream=codec_name", "-of", "csv=p=0", pgs])
+        #expect(probed.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "hdmv_pgs_subtitle")
+        var refusal = ""
+        do { _ = try await package(pgs, into: "pgs") } catch let error as ExportError { refusal = error.description }
+        #expect(refusal.contains(#"pgs.mkv has no text subtitles in "en": its hdmv_pgs_subtitle track is pictures, which cannot become WebVTT text"#), "\(refusal)")
+        #expect(!FileManager.default.fileExists(atPath: work.appendingPathComponent("pgs").path), "a refused package wrote its folder")
+    }
+
     /// Settings no encoder or player takes are refused before any work, naming the setting and its range.
     @Test func settingsOutOfRangeAreRefusedNamingTheRange() {
         let good = StreamRung(width: 320, height: 240, bitRate: 400_000)

@@ -90,6 +90,24 @@ public enum StreamChecker {
                      "ISO/IEC 23009-1 5.3.9.3: \(track.folder): SegmentList ranges \(r["mediaRanges"] ?? "none"), written at \(ranges)")
             }
             rule((r["presentationTimeOffset"] as? NSNumber)?.int64Value ?? 0 == edit, "DASH-IF IOP: \(track.folder): presentationTimeOffset against edit \(edit)")
+            // One timescale: the MPD's times are in the track's own (its mdhd's), which the report and the
+            // playlists' durations are computed from.
+            let timescale = try FragmentProbe.mediaTimescale(initialization: initialization)
+            rule((r["timescale"] as? NSNumber)?.int64Value == timescale && track.timescale == Int(timescale),
+                 "ISO/IEC 23009-1 5.3.9.2: \(track.folder): the MPD's timescale \(r["timescale"] ?? "none"), the track's \(timescale), reported \(track.timescale)")
+        }
+        // segmentAlignment said truthfully (ISO/IEC 23009-1 5.3.3.2): "true" only where every representation of the
+        // set starts its segments at the same presentation times; the video rungs share one timescale, so their
+        // S@t are the same numbers.
+        for set in sets {
+            let members = (set["representations"] as? [[String: Any]] ?? []).compactMap { r in report.tracks.first { $0.folder == r["id"] as? String } }
+            let starts = Set(members.map { t in t.segments.map { Double($0.start - t.presentationOffset) / Double(t.timescale) } })
+            let aligned = set["segmentAlignment"] as? Bool ?? ((set["segmentAlignment"] as? String).map { $0 == "true" } ?? false)
+            if aligned { rule(starts.count <= 1, "ISO/IEC 23009-1 5.3.3.2: the \(set["contentType"] ?? "") set says segmentAlignment, its representations start apart") }
+            if set["contentType"] as? String == "video" {
+                rule(aligned == (starts.count <= 1), "the video set's segmentAlignment \(aligned), its rungs' starts \(starts.count == 1 ? "equal" : "apart")")
+                rule(Set(members.map(\.timescale)).count <= 1, "one timescale: the video rungs' \(members.map(\.timescale))")
+            }
         }
 
         // Every rung: its frames as ffprobe reads them, a keyframe exactly at each segment's start and nowhere

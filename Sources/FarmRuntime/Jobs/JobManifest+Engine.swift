@@ -33,6 +33,7 @@ extension AudioSelection {
         case .default: self = .defaultTrack
         case .all: self = .all
         case .languages(let languages): self = .languages(languages)
+        case .none: self = .none
         }
     }
 }
