@@ -88,6 +88,8 @@ def fleet(label, url, namespaces, fixed=None):
         submitted = time.time()
         subprocess.run([bin, "submit", "--queue", url, "--output-root", out, os.path.join(work, "burst")], check=True, capture_output=True)
         while True:
+            if time.time() > submitted + 3600 or playing.poll() is not None:
+                raise SystemExit(f"{label}: the burst's work did not end: {open(os.path.join(folder, 'player.log')).read()[-2000:]}")
             stats = json.loads(subprocess.run([bin, "queue", "stats", "--json", "--queue", url], check=True, capture_output=True, text=True).stdout)
             counts = stats["counts"]
             if counts.get("dead", 0) or counts.get("failed", 0):
@@ -176,8 +178,10 @@ def scale_in(url, namespaces, grace, exports=8):
             time.sleep(0.25)
         subprocess.run([bin, "submit", "--queue", url, "--output-root", os.path.join(work, "out"), jobs], check=True, capture_output=True)
         # Every slot running a chunk for 10 s.
-        full_since = None
+        full_since, deadline = None, time.time() + 600
         while True:
+            if time.time() > deadline or playing.poll() is not None:
+                raise SystemExit(f"{label}: the slots never all ran chunks: {open(os.path.join(folder, 'player.log')).read()[-2000:]}")
             t = ticks(timeline)[-1]
             full = t.get("running") == MAX_PODS * 2 and t.get("queued", 0) > 0
             full_since = (full_since or time.time()) if full else None
@@ -188,6 +192,8 @@ def scale_in(url, namespaces, grace, exports=8):
             f.write("2\n")
         stopped_at = time.time()
         while True:
+            if time.time() > stopped_at + 1800 or playing.poll() is not None:
+                raise SystemExit(f"{label}: the exports did not end: {open(os.path.join(folder, 'player.log')).read()[-2000:]}")
             counts = json.loads(subprocess.run([bin, "queue", "stats", "--json", "--queue", url], check=True, capture_output=True, text=True).stdout)["counts"]
             if counts.get("dead", 0) or counts.get("failed", 0):
                 raise SystemExit(f"{label}: jobs failed: {counts}")
@@ -290,7 +296,7 @@ def main():
     os.chmod(work, 0o755)
     media()
     manifests(os.path.join(work, "burst"))
-    with Hosts("mfscale", MAX_PODS, 30, work) as hosts:
+    with Hosts("mfscale", MAX_PODS, work) as hosts:
         if only != "scale-in":
             scaled = fleet("scaled", hosts.url, hosts.namespaces)
             fixed = fleet("fixed", hosts.url, hosts.namespaces, fixed=scaled["peakPods"])
@@ -308,6 +314,7 @@ def main():
         "fixed": {k: v for k, v in fixed.items() if k != "curve"},
         "ratios": {"time": round(scaled["seconds"] / fixed["seconds"], 3),
                    "podSeconds": round(scaled["podSeconds"] / fixed["podSeconds"], 3),
+                   # The scaled fleet's pod-seconds until it is back at one pod against the fixed fleet's over its work.
                    "podSecondsUntilBackAtMinimum": round(scaled["podSecondsUntilBackAtMinimum"] / fixed["podSeconds"], 3),
                    "podSecondsOverThePeriod": round(scaled["podSecondsOverThePeriod"] / fixed["podSecondsOverThePeriod"], 3)},
         "scaleIn": scale_ins,

@@ -40,12 +40,18 @@ def ip(*arguments, check=True):
 class Hosts:
     """Network namespaces joined to this one by veth pairs (as the hosts' tests make them) and a throwaway
     PostgreSQL server (script/pg-cluster) listening on loopback and on each namespace's way back here.
-    `with Hosts(prefix, count, subnet, folder) as hosts:` gives `hosts.url` (the queue from here) and
+    `with Hosts(prefix, count, folder) as hosts:` gives `hosts.url` (the queue from here) and
     `hosts.namespaces`, each (namespace, the address of this machine from it); everything goes at the end."""
 
-    def __init__(self, prefix, count, subnet, folder):
-        import os
-        self.names = [(f"{prefix}{i}", f"{prefix}h{i}", f"{prefix}c{i}", f"172.{subnet}.{10 + i}") for i in range(count)]
+    def __init__(self, prefix, count, folder):
+        import os, subprocess
+        # A 172.N subnet no interface has (namespaces a killed run left keep theirs; two routes to one subnet
+        # would send this run's packets into the old veth), as the hosts' tests pick theirs.
+        used = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True).stdout
+        free = [n for n in range(16, 32) if f" 172.{n}." not in used]
+        if not free:
+            raise SystemExit("every 172.16-31 subnet is on an interface here: remove leftover namespaces (ip netns list)")
+        self.names = [(f"{prefix}{i}", f"{prefix}h{i}", f"{prefix}c{i}", f"172.{free[-1]}.{10 + i}") for i in range(count)]
         self.pg = os.path.join(folder, "pg")
         self.script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../script/pg-cluster")
 

@@ -47,8 +47,8 @@ def chunked(hosts=2, chunk_seconds=60):
     os.makedirs(folder)
     os.chmod(work, 0o755)
     coordinators = []
-    try:
-        with Hosts("mfbench", hosts, 31, work) as network:
+    with Hosts("mfbench", hosts, work) as network:
+        try:
             url = network.url
             subprocess.run([bin, "queue", "migrate", "--queue", url], check=True, capture_output=True)
             subprocess.run([bin, "submit", "--queue", url, ladder_manifest(folder, "ladder-chunked", chunk_seconds)], check=True, capture_output=True)
@@ -65,10 +65,12 @@ def chunked(hosts=2, chunk_seconds=60):
                 coordinators.append(subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=dict(os.environ, **own)))
             codes = [c.wait() for c in coordinators]
             seconds = time.perf_counter() - began
-    finally:
-        for c in coordinators:
-            if c.poll() is None:
-                c.kill()
+        finally:
+            # Before their network and their queue go.
+            for c in coordinators:
+                if c.poll() is None:
+                    c.kill()
+                    c.wait()
     if any(codes):
         raise SystemExit(f"a coordinator failed ({codes}): " + open(os.path.join(folder, "host0.log")).read()[-2000:])
     cpu = 0.0

@@ -148,7 +148,10 @@ extension Walker {
             }
             return .none
         }
-        let kept = enumeration(o["tracks"], "\(p).tracks", Kept.self)
+        // A package's refusal names all three ("none" was taken above).
+        enum PackageKept: String, CaseIterable { case `default`, all, none }
+        let kept = package ? enumeration(o["tracks"], "\(p).tracks", PackageKept.self).flatMap { Kept(rawValue: $0.rawValue) }
+            : enumeration(o["tracks"], "\(p).tracks", Kept.self)
         let languages = languageList(o["languages"], "\(p).languages")
         if o["tracks"] != nil && o["languages"] != nil {
             fail("\(p).tracks", "give \"tracks\" (\"default\" or \"all\") or \"languages\" (a keep list), not both")

@@ -53,6 +53,9 @@ extension InputFile {
             hasDecoder: LeftOutCodecs.hasDecoder(par.codec_id),
             passthroughContainers: passthroughContainers(par.codec_id)
         )
+        info.dispositions = (0..<31).compactMap { bit in
+            stream.pointee.disposition & (Int32(1) << bit) == 0 ? nil : av_disposition_to_string(Int32(1) << bit).map { String(cString: $0) }
+        }
         if par.extradata_size > 0, let data = par.extradata {
             info.extradata = Array(UnsafeBufferPointer(start: data, count: Int(par.extradata_size)))
         }

@@ -48,6 +48,9 @@ public struct StreamInfo: Sendable, Hashable {
     public var tags: [String: String]
     public var isDefault: Bool
     public var isForced: Bool
+    /// Every disposition FFmpeg read for the stream, by FFmpeg's names ("default", "forced", "hearing_impaired",
+    /// "visual_impaired", "captions", "descriptions", "comment", "dub", "original", …).
+    public var dispositions: [String] = []
     public var isAttachedPicture: Bool
     /// FFmpeg has a decoder for this codec.
     public var hasDecoder: Bool

@@ -60,6 +60,10 @@ public struct MediaSelectionGroup: Sendable, Hashable, Codable {
         public var languageCode: String
         public var title: String?
         public var isDefault: Bool
+        /// AVMediaCharacteristic's values the option has (`hasMediaCharacteristic`), from the track's kind
+        /// and its container's flags (FFmpeg's dispositions): "public.audible", "public.main-program-content",
+        /// "public.subtitles.forced-only", "public.accessibility.transcribes-spoken-dialog", …
+        public var mediaCharacteristics: [String]
     }
 
     public var mediaCharacteristic: String
@@ -71,13 +75,37 @@ public struct MediaSelectionGroup: Sendable, Hashable, Codable {
         let kinds: [(MediaType, String)] = [(.audio, "audible"), (.subtitle, "legible"), (.video, "visual")]
         return kinds.compactMap { type, name in
             let options = probe.timedStreams.filter { $0.mediaType == type }.map {
-                Option(trackID: $0.index + 1, languageCode: $0.language ?? "und", title: $0.tags["title"], isDefault: $0.isDefault)
+                Option(trackID: $0.index + 1, languageCode: $0.language ?? "und", title: $0.tags["title"], isDefault: $0.isDefault,
+                       mediaCharacteristics: mediaCharacteristics($0, kind: "public." + name))
             }
             guard !options.isEmpty else { return nil }
             return MediaSelectionGroup(mediaCharacteristic: name, options: options,
                                        defaultTrackID: defaultTrack(options, isDefault: \.isDefault)?.trackID)
         }
     }
+}
+
+/// AVMediaCharacteristic's values a track has, from its kind and its container's flags (FFmpeg's dispositions,
+/// which Matroska's FlagForced, FlagHearingImpaired, FlagVisualImpaired, FlagCommentary and FlagOriginal,
+/// MP4's `kind` boxes and MPEG-TS descriptors set): a commentary track is auxiliary, every other main
+/// programme content; forced subtitles are forced-only; subtitles for the hearing impaired (or captions)
+/// transcribe spoken dialog and describe music and sound; audio for the visually impaired describes video.
+func mediaCharacteristics(_ stream: StreamInfo, kind: String) -> [String] {
+    let flags = Set(stream.dispositions)
+    var found = [kind, flags.contains("comment") ? "public.auxiliary-content" : "public.main-program-content"]
+    if flags.contains("original") { found.append("public.original-content") }
+    if flags.contains("dub") { found += ["public.translation", "public.translation.dubbed"] }
+    switch stream.mediaType {
+    case .subtitle:
+        if flags.contains("forced") { found.append("public.subtitles.forced-only") }
+        if flags.contains("hearing_impaired") || flags.contains("captions") {
+            found += ["public.accessibility.transcribes-spoken-dialog", "public.accessibility.describes-music-and-sound"]
+        }
+    case .audio:
+        if flags.contains("visual_impaired") || flags.contains("descriptions") { found.append("public.accessibility.describes-video") }
+    default: break
+    }
+    return found
 }
 
 /// A picture size in pixels.

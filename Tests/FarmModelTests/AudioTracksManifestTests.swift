@@ -49,6 +49,8 @@ import Testing
             return
         }
         #expect(try validate(stream: audio.text).get().stream?.audio.tracks == AudioTracks.none, "\(audio.text)")
+        guard case .failure(let e) = validate(stream: #"{"tracks": "nonee"}"#) else { Issue.record("accepted"); return }
+        #expect(e.issues.contains { $0.path == "$.stream.audio.tracks" && $0.message.contains(#"is not one of default, all, none (did you mean "none"?)"#) }, "\(e.issues)")
         for (audio, key) in [(#"{"tracks": "none", "bitrate": 96000}"#, "bitrate"), (#"{"tracks": "none", "languages": ["en"]}"#, "languages"),
                              (#"{"tracks": "none", "language": "en"}"#, "language"), (#"{"tracks": "none", "channels": 2}"#, "channels")] {
             guard case .failure(let e) = validate(stream: audio) else { Issue.record("\(audio) was accepted"); continue }

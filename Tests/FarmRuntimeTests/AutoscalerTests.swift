@@ -7,7 +7,7 @@ import Glibc
 
 /// The farm scaled as KEDA and Kubernetes would scale it, with no cluster: `script/play-autoscaler` runs the
 /// ScaledObject's own query every second, decides as the HorizontalPodAutoscaler does with the
-/// ScaledObject's behavior (its windows and periods at 1/20 of their length), and starts coordinator
+/// ScaledObject's behavior (its windows and periods at 3/100 of their length), and starts coordinator
 /// processes in network namespaces or SIGTERMs the ones of lowest deletion cost, which the coordinators
 /// patch into the player's stand-in API as they would into a pod's annotations.
 extension MultiHostTests {
@@ -94,13 +94,14 @@ extension MultiHostTests {
 
         // The player: at most 4 pods of 2 slots (this machine's two cores), the ScaledObject's windows and
         // periods at 3/100 (scale-down stabilization 9 s, one pod every 1.8 s), a 2 s drain (jobs running past
-        // it are given back) and 10 s of termination grace. The pods claim nothing ahead of their free slots
+        // it are given back) and 10 s of termination grace; each pod one core at most (the tail's exports last
+        // long enough for the scale-down window on a machine of many cores too). The pods claim nothing ahead of their free slots
         // (`--claim-ahead 0`), so that the tail's exports land as it says.
         let pods = folder.appendingPathComponent("pods"), timeline = folder.appendingPathComponent("timeline.jsonl")
         let summary = folder.appendingPathComponent("summary.json")
         let player = try Background(["/usr/bin/python3", TestPaths.packageRoot.appendingPathComponent("script/play-autoscaler").path,
                                      "--connection", cluster.url, "--pods", pods.path, "--timeline", timeline.path, "--summary", summary.path,
-                                     "--time-scale", "0.03", "--max-replicas", "4", "--termination-grace", "10"]
+                                     "--time-scale", "0.03", "--max-replicas", "4", "--termination-grace", "10", "--pod-cpu", "1"]
                                     + network.namespaces.enumerated().flatMap { ["--namespace", "\($1)=\(network.serverAddresses[$0])"] }
                                     + ["--", TestPaths.mediafarmExecutable, "coordinator", "--workers", "2", "--host", "cluster", "--lease", "5",
                                        "--grace", "2", "--claim-ahead", "0", "--json"],
@@ -191,9 +192,15 @@ extension MultiHostTests {
             return log[drain.upperBound...].contains(#""event":"finished""#)
         }
         #expect(!drainedBusy.isEmpty, "no pod was stopped with work running: \(podLives)")
-        // The deletion costs the pods patched: busy pods above idle ones.
+        // The deletion costs the pods patched: busy pods above idle ones, and each scale-in stopped a pod of the
+        // lowest cost then running (the pods left have none lower).
         #expect(all.contains { (($0["costs"] as? [String: Int]) ?? [:]).values.contains { $0 >= 1 } }, "no pod ever reported a cost above 0")
         #expect(all.contains { (($0["costs"] as? [String: Int]) ?? [:]).values.contains(0) })
+        for tick in all {
+            let stopped = (tick["stopped"] as? [[String: Any]] ?? []).compactMap { $0["cost"] as? Int }
+            let left = ((tick["costs"] as? [String: Int]) ?? [:]).values
+            #expect(stopped.allSatisfy { cost in left.allSatisfy { cost <= $0 } }, "stopped \(stopped) with \(left) left at \(tick["t"] ?? "")")
+        }
         print("autoscaler: \(podLives.count) pods over \(Int(burstEnds.last ?? 0)) s; \(drainedBusy.count) stopped with work running")
     }
 }

@@ -102,6 +102,38 @@ import Testing
         #expect(audible.options.map(\.languageCode) == ["fra"])
     }
 
+    /// The options of each selection group say their characteristics as AVFoundation names them, from the
+    /// flags Matroska carries (as FFmpeg's muxer writes them from its dispositions): main or auxiliary
+    /// content, original or dubbed, forced-only subtitles, SDH subtitles, audio describing the video.
+    @Test func selectionOptionsSayTheirCharacteristics() async throws {
+        let folder = try TestPaths.makeTemporaryFolder("characteristics")
+        let srt = folder.appendingPathComponent("cues.srt").path, movie = folder.appendingPathComponent("flags.mkv").path
+        try "1\n00:00:00,500 --> 00:00:01,000\nA cue\n".write(toFile: srt, atomically: true, encoding: .utf8)
+        try ProcessRunner.check("ffmpeg", ["-nostdin", "-y", "-v", "error", "-f", "lavfi", "-i", "testsrc2=s=160x120:r=10:d=1",
+                                           "-f", "lavfi", "-i", "sine=d=1", "-i", srt,
+                                           "-map", "0", "-map", "1", "-map", "1", "-map", "1", "-map", "2", "-map", "2", "-map", "2",
+                                           "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-c:s", "srt",
+                                           "-disposition:a:0", "default+original", "-disposition:a:1", "dub", "-disposition:a:2", "visual_impaired+comment",
+                                           "-disposition:s:0", "0", "-disposition:s:1", "forced", "-disposition:s:2", "hearing_impaired",
+                                           movie])
+        let groups = try await Asset(path: movie).load(.mediaSelectionGroups)
+        let audible = try #require(groups.first { $0.mediaCharacteristic == "audible" }).options.map(\.mediaCharacteristics)
+        let legible = try #require(groups.first { $0.mediaCharacteristic == "legible" }).options.map(\.mediaCharacteristics)
+        #expect(audible == [["public.audible", "public.main-program-content", "public.original-content"],
+                            ["public.audible", "public.main-program-content", "public.translation", "public.translation.dubbed"],
+                            ["public.audible", "public.auxiliary-content", "public.accessibility.describes-video"]], "\(audible)")
+        #expect(legible == [["public.legible", "public.main-program-content"],
+                            ["public.legible", "public.main-program-content", "public.subtitles.forced-only"],
+                            ["public.legible", "public.main-program-content", "public.accessibility.transcribes-spoken-dialog",
+                             "public.accessibility.describes-music-and-sound"]], "\(legible)")
+        // The flags as ffprobe reads them from the file (the independent reader): what the expectations above assume.
+        let probed = try ProcessRunner.check("ffprobe", ["-v", "error", "-show_entries", "stream=index:stream_disposition", "-of", "json", movie])
+        let streams = (try JSONSerialization.jsonObject(with: probed.stdoutData) as? [String: Any])?["streams"] as? [[String: Any]] ?? []
+        let set = streams.map { stream in Set(((stream["disposition"] as? [String: Int]) ?? [:]).filter { $0.value == 1 }.keys) }
+        #expect(set.count == 7 && set[1].isSuperset(of: ["original"]) && set[2].contains("dub") && set[3].isSuperset(of: ["visual_impaired", "comment"])
+                && set[5].contains("forced") && set[6].contains("hearing_impaired") && !set[4].contains("forced"), "\(set)")
+    }
+
     @Test func rotationFromTheTrackMatrix() async throws {
         let asset = Asset(path: MediaFixture.rotatedMP4.path)
         let video = try #require(try await asset.load(.tracks).first)

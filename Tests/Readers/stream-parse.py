@@ -5,6 +5,7 @@
 #   stream-parse.py PACKAGE_FOLDER
 # script/bootstrap installs both parsers into .build/stream-readers.
 import json, os, sys
+from xml.etree import ElementTree
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".build", "stream-readers")
 sys.path.insert(0, root)
@@ -40,7 +41,11 @@ def hls(folder):
 
 
 def dash(folder):
-    mpd = MPEGDASHParser.parse(os.path.join(folder, "manifest.mpd"))
+    path = os.path.join(folder, "manifest.mpd")
+    mpd = MPEGDASHParser.parse(path)
+    # segmentAlignment as written: mpegdash reads the attribute with bool(), which takes "false" for true.
+    namespace = "{urn:mpeg:dash:schema:mpd:2011}"
+    written = [a.get("segmentAlignment") for a in ElementTree.parse(path).getroot().iter(namespace + "AdaptationSet")]
     sets = []
     for period in mpd.periods:
         for a in period.adaptation_sets:
@@ -66,7 +71,8 @@ def dash(folder):
                                         "timescale": t.timescale, "presentationTimeOffset": t.presentation_time_offset,
                                         "initialization": t.initialization, "media": t.media, "startNumber": t.start_number,
                                         "timeline": timeline})
-            sets.append({"contentType": a.content_type, "lang": a.lang, "segmentAlignment": a.segment_alignment,
+            alignment = written[len(sets)] if len(sets) < len(written) else None
+            sets.append({"contentType": a.content_type, "lang": a.lang, "segmentAlignment": alignment == "true",
                          "representations": representations})
     return {"type": mpd.type, "duration": mpd.media_presentation_duration, "adaptationSets": sets}
 

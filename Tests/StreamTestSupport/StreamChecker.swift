@@ -102,7 +102,7 @@ public enum StreamChecker {
         for set in sets {
             let members = (set["representations"] as? [[String: Any]] ?? []).compactMap { r in report.tracks.first { $0.folder == r["id"] as? String } }
             let starts = Set(members.map { t in t.segments.map { Double($0.start - t.presentationOffset) / Double(t.timescale) } })
-            let aligned = set["segmentAlignment"] as? Bool ?? ((set["segmentAlignment"] as? String).map { $0 == "true" } ?? false)
+            let aligned = set["segmentAlignment"] as? Bool == true
             if aligned { rule(starts.count <= 1, "ISO/IEC 23009-1 5.3.3.2: the \(set["contentType"] ?? "") set says segmentAlignment, its representations start apart") }
             if set["contentType"] as? String == "video" {
                 rule(aligned == (starts.count <= 1), "the video set's segmentAlignment \(aligned), its rungs' starts \(starts.count == 1 ? "equal" : "apart")")
