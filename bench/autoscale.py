@@ -158,8 +158,8 @@ def scale_in(url, namespaces, grace, exports=8):
     os.makedirs(jobs)
     for i in range(exports):
         with open(os.path.join(jobs, f"export{i}.json"), "w") as f:
-            json.dump({"version": 1, "name": f"export{i}", "input": "../../long.mp4", "reuse": False,
-                       "export": {"mode": "constantFrameRate", "frameRate": 30, "output": f"../../out/{label}-{i}.mp4", "chunkSeconds": 30,
+            json.dump({"version": 1, "name": f"export{i}", "input": os.path.join(work, "long.mp4"), "reuse": False,
+                       "export": {"mode": "constantFrameRate", "frameRate": 30, "output": os.path.join(work, "out", f"{label}-{i}.mp4"), "chunkSeconds": 30,
                                   "video": {"preset": "medium"}}}, f)
     subprocess.run(["psql", url, "-qX", "-c", 'DROP SCHEMA IF EXISTS "mediafarm" CASCADE'], check=True, capture_output=True)
     subprocess.run([bin, "queue", "migrate", "--queue", url], check=True, capture_output=True)
