@@ -47,15 +47,13 @@ extension InputFile {
             channelLayout: nil,
             sampleFormat: nil,
             tags: dictionary(stream.pointee.metadata),
-            isDefault: stream.pointee.disposition & AV_DISPOSITION_DEFAULT != 0,
-            isForced: stream.pointee.disposition & AV_DISPOSITION_FORCED != 0,
+            dispositions: (0..<31).compactMap { bit in
+                stream.pointee.disposition & (Int32(1) << bit) == 0 ? nil : av_disposition_to_string(Int32(1) << bit).map { String(cString: $0) }
+            },
             isAttachedPicture: stream.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC != 0,
             hasDecoder: LeftOutCodecs.hasDecoder(par.codec_id),
             passthroughContainers: passthroughContainers(par.codec_id)
         )
-        info.dispositions = (0..<31).compactMap { bit in
-            stream.pointee.disposition & (Int32(1) << bit) == 0 ? nil : av_disposition_to_string(Int32(1) << bit).map { String(cString: $0) }
-        }
         if par.extradata_size > 0, let data = par.extradata {
             info.extradata = Array(UnsafeBufferPointer(start: data, count: Int(par.extradata_size)))
         }

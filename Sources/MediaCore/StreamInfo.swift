@@ -46,11 +46,9 @@ public struct StreamInfo: Sendable, Hashable {
     public var channelLayout: String?
     public var sampleFormat: String?
     public var tags: [String: String]
-    public var isDefault: Bool
-    public var isForced: Bool
     /// Every disposition FFmpeg read for the stream, by FFmpeg's names ("default", "forced", "hearing_impaired",
     /// "visual_impaired", "captions", "descriptions", "comment", "dub", "original", …).
-    public var dispositions: [String] = []
+    public var dispositions: [String]
     public var isAttachedPicture: Bool
     /// FFmpeg has a decoder for this codec.
     public var hasDecoder: Bool
@@ -59,6 +57,9 @@ public struct StreamInfo: Sendable, Hashable {
     /// The codec's out-of-band configuration (avcC, AudioSpecificConfig): streams can be joined by
     /// copying packets only when it is identical.
     public var extradata: [UInt8] = []
+
+    /// The stream is flagged to be chosen when nothing else decides (FFmpeg's "default" disposition).
+    public var isDefault: Bool { dispositions.contains("default") }
 
     public var language: String? {
         tags["language"].flatMap { $0.isEmpty ? nil : $0 }
