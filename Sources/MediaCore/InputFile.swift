@@ -238,6 +238,16 @@ public final class InputFile {
         public var timestamps: [Int64]
         /// Those of the keyframes among them.
         public var keyframes: [Int64] = []
+        /// The timestamp of the keyframe a copy of the stream begins at, when an edit list hides it: the last
+        /// discarded keyframe before the first entry shown (whose pictures that entry may need to decode).
+        public var hiddenLeadKeyframe: Int64?
+
+        /// Whether the entries reach the end of `stream` as its header gives it (to within a second), or the
+        /// header gives none: an index of a fragmented file may hold only the fragments read so far.
+        public func covers(_ stream: StreamInfo) -> Bool {
+            guard stream.headerDuration.isNumeric, let first = timestamps.min(), let last = timestamps.max() else { return true }
+            return MediaTime(count: last - first, timeBase: stream.timeBase) + MediaTime(value: 1, timescale: 1) >= stream.headerDuration
+        }
 
         public init(entries: Int, endOffset: Int64, bytes: Int64, timestamps: [Int64], keyframes: [Int64] = []) {
             (self.entries, self.endOffset, self.bytes, self.timestamps, self.keyframes) = (entries, endOffset, bytes, timestamps, keyframes)
@@ -258,6 +268,8 @@ public final class InputFile {
             if e.flags & AVINDEX_DISCARD_FRAME == 0 {
                 result.timestamps.append(e.timestamp)
                 if e.flags & AVINDEX_KEYFRAME != 0 { result.keyframes.append(e.timestamp) }
+            } else if result.timestamps.isEmpty, e.flags & AVINDEX_KEYFRAME != 0 {
+                result.hiddenLeadKeyframe = e.timestamp
             }
         }
         return result

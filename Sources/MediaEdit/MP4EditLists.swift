@@ -36,24 +36,7 @@ enum MP4EditLists {
 
     private static func rewrite(fd: Int32, lists: [UInt32: [EditListEntry]], faststart: Bool) throws(BoxError) {
         let fileSize = Int64(lseek(fd, 0, SEEK_END))
-        // Top level: find the boxes; moov must be the last one.
-        var top: [(type: String, offset: Int64, size: Int64)] = []
-        var at: Int64 = 0
-        while at < fileSize {
-            let header = try read(fd, at: at, count: 16 <= fileSize - at ? 16 : Int(fileSize - at))
-            guard header.count >= 8 else { throw BoxError("a box header at byte \(at) is cut short") }
-            var size = Int64(be32(header, 0))
-            let type = fourCC(header, 4)
-            if size == 1 {
-                guard header.count >= 16 else { throw BoxError("a box header at byte \(at) is cut short") }
-                size = Int64(bitPattern: be64(header, 8))
-            } else if size == 0 {
-                size = fileSize - at
-            }
-            guard size >= 8, at + size <= fileSize else { throw BoxError("box \(type) at byte \(at) has an impossible size \(size)") }
-            top.append((type, at, size))
-            at += size
-        }
+        let top = try topLevel(fd, size: fileSize)
         guard let moovIndex = top.firstIndex(where: { $0.type == "moov" }) else { throw BoxError("the file has no moov box") }
         let moovEntry = top[moovIndex]
         var moov = try Box.parse(try read(fd, at: moovEntry.offset, count: Int(moovEntry.size)))
@@ -157,6 +140,42 @@ enum MP4EditLists {
     }
 
     // MARK: file I/O
+
+    /// The file's top-level boxes, in order.
+    private static func topLevel(_ fd: Int32, size fileSize: Int64) throws(BoxError) -> [(type: String, offset: Int64, size: Int64)] {
+        var top: [(type: String, offset: Int64, size: Int64)] = []
+        var at: Int64 = 0
+        while at < fileSize {
+            let header = try read(fd, at: at, count: 16 <= fileSize - at ? 16 : Int(fileSize - at))
+            guard header.count >= 8 else { throw BoxError("a box header at byte \(at) is cut short") }
+            var size = Int64(be32(header, 0))
+            let type = fourCC(header, 4)
+            if size == 1 {
+                guard header.count >= 16 else { throw BoxError("a box header at byte \(at) is cut short") }
+                size = Int64(bitPattern: be64(header, 8))
+            } else if size == 0 {
+                size = fileSize - at
+            }
+            guard size >= 8, at + size <= fileSize else { throw BoxError("box \(type) at byte \(at) has an impossible size \(size)") }
+            top.append((type, at, size))
+            at += size
+        }
+        return top
+    }
+
+    /// Whether the MP4 or QuickTime file at `path` holds movie fragments (a top-level `moof`), whose samples
+    /// FFmpeg's demuxer may index only as it reads them (with a `sidx`, only the first fragment's at open).
+    /// A file whose boxes cannot be walked counts as fragmented: reading it through is right for both.
+    static func isFragmented(path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return true }
+        defer { close(fd) }
+        do throws(BoxError) {
+            return try topLevel(fd, size: Int64(lseek(fd, 0, SEEK_END))).contains { $0.type == "moof" }
+        } catch {
+            return true
+        }
+    }
 
     private static func read(_ fd: Int32, at offset: Int64, count: Int) throws(BoxError) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)

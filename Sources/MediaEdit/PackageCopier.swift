@@ -39,6 +39,14 @@ struct PackageCopier {
             try SubtitleRendition(language: $0, sources: sources, mapping: composition.timeMapping, limits: settings.limits, interrupter: writer.interrupter)
         }
         let (index, timing, framing) = try videoIndex(input: input, video: video, audio: audio.map(\.stream.index), path: path)
+        // An MP4's edit list may hide what comes before the movie's start (a trim without encoding): the copy begins
+        // at the first picture shown, which must then be a keyframe. Pictures hidden before one would be shown by
+        // players that do not read edit lists (GStreamer's among them), and the first segment would be longer.
+        let copyStart = index.keyframes.first
+        if let shown = index.timestamps.first, shown != copyStart, index.hiddenLeadKeyframe != nil {
+            throw ExportError("\(path): its edit list starts the movie after a keyframe, not at one (a trim without encoding), and a copied package begins at a keyframe: leave out \"mode\" to encode a ladder, "
+                              + "or trim it at a keyframe")
+        }
         guard let videoCodecs = framing.map({ CodecsName.of("h264", extradata: $0.record) }) ?? video.codecsName else {
             throw ExportError("\(path): its video's avcC record names no profile and level: leave out \"mode\" to encode a ladder")
         }
@@ -46,8 +54,8 @@ struct PackageCopier {
         // before its video); the package's at its video's first picture, what comes before hidden by each edit.
         let earliest = input.streams.map(\.startTime).filter(\.isNumeric).min() ?? video.startTime
         let programme = composition.timeMapping.duration - max(.zero, video.startTime - earliest)
-        let cuts = try keyframeCuts(index, video: video, duration: programme, path: path)
-        var report = try write(input: input, video: video, codecs: videoCodecs, audio: audio, cuts: cuts, packets: index.entries, timing: timing,
+        let cuts = try keyframeCuts(index, from: copyStart, video: video, duration: programme, path: path)
+        var report = try write(input: input, video: video, codecs: videoCodecs, audio: audio, cuts: cuts, from: copyStart, packets: index.entries, timing: timing,
                                framing: framing, programme: programme)
         try writer.addSubtitles(subtitles, to: &report)
         writer.progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
@@ -56,18 +64,22 @@ struct PackageCopier {
     }
 
     /// The decode times (video ticks) of the keyframes each segment after the first begins at: the keyframe
-    /// nearest each multiple of the segment duration. Refuses a source whose longest GOP is longer.
-    private func keyframeCuts(_ index: InputFile.StreamIndex, video: StreamInfo, duration: MediaTime, path: String) throws -> Set<Int64> {
-        let keyframes = index.keyframes
-        guard let first = keyframes.first else { throw ExportError("\(path): its video has no keyframe to begin a segment at") }
+    /// nearest each multiple of the segment duration from `start`, the keyframe the copy begins at, while
+    /// more than a segment is left. Refuses a source whose longest GOP is longer.
+    private func keyframeCuts(_ index: InputFile.StreamIndex, from start: Int64?, video: StreamInfo, duration: MediaTime, path: String) throws -> Set<Int64> {
+        guard let first = start else { throw ExportError("\(path): its video has no keyframe to begin a segment at") }
+        let keyframes = [first] + index.keyframes.filter { $0 > first }
         let tb = video.timeBase
-        let times = keyframes.map { Double($0 - first) * Double(tb.numerator) / Double(tb.denominator) }
+        let seconds = { (ticks: Int64) in Double(ticks - first) * Double(tb.numerator) / Double(tb.denominator) }
+        let times = keyframes.map(seconds)
         let target = settings.segmentDuration.seconds
         let frame = video.averageFrameRate.map { Double($0.denominator) / Double(max($0.numerator, 1)) } ?? 0
         // The video's own end (its last decode time and a frame), not the composition's: audio that runs on
-        // past the video is no gap between keyframes.
-        let videoEnd = index.timestamps.max().map { Double($0 - first) * Double(tb.numerator) / Double(tb.denominator) + frame }
-        let end = min(duration.seconds, videoEnd ?? duration.seconds)
+        // past the video is no gap between keyframes. The programme is counted from the first picture shown,
+        // the times from the copy's first keyframe, before it by what an edit list hides and the reordering.
+        let videoEnd = index.timestamps.max().map { seconds($0) + frame }
+        let shownFrom = index.timestamps.min().map(seconds) ?? 0
+        let end = min(duration.seconds + shownFrom, videoEnd ?? duration.seconds)
         var longest = (seconds: 0.0, at: 0.0)
         for (a, b) in zip(times, times.dropFirst() + [end]) where b - a > longest.seconds { longest = (b - a, a) }
         guard longest.seconds <= target + frame / 2 else {
@@ -78,7 +90,8 @@ struct PackageCopier {
         }
         var cuts = Set<Int64>(), last = 0
         var nominal = target
-        while nominal < end - frame / 2 {
+        // The rest is one segment once it fits in one: a cut just before the end would leave two short ones.
+        while nominal < end - frame / 2, end - times[last] > target + frame / 2 {
             // The keyframe nearest the nominal time, after the last cut.
             var best: Int?
             for i in (last + 1)..<times.count where best == nil || abs(times[i] - nominal) < abs(times[best!] - nominal) { best = i }
@@ -99,14 +112,17 @@ struct PackageCopier {
     private func videoIndex(input: InputFile, video: StreamInfo, audio: [Int], path: String) throws
         -> (InputFile.StreamIndex, timing: PacketTimes?, framing: TransportSource?) {
         let format = input.container.formatName
-        if format.contains("mov") {
-            guard let index = input.index(of: video.index), !index.keyframes.isEmpty else {
+        let mp4 = format.contains("mov")
+        if mp4, !MP4EditLists.isFragmented(path: path), let index = input.index(of: video.index), index.covers(video) {
+            guard !index.keyframes.isEmpty else {
                 throw ExportError("\(path): its index lists no keyframe of its video: remux it (ffmpeg -c copy), or leave out \"mode\" to encode a ladder")
             }
             return (index, nil, nil)
         }
-        let transport = format.contains("mpegts")
-        guard format.contains("matroska") || transport else {
+        // A fragmented MP4's index holds the fragments read so far (with a `sidx`, the first one only): it is
+        // read through, as a container without an index is, its decode times as stored.
+        let transport = format.contains("mpegts"), storesDecodeTimes = transport || mp4
+        guard format.contains("matroska") || transport || mp4 else {
             throw ExportError("\(path): a passthrough package copies from MP4, MOV, Matroska or MPEG-TS (this is \(format)): remux it to MP4 (ffmpeg -c copy), "
                               + "or leave out \"mode\" to encode a ladder")
         }
@@ -128,12 +144,12 @@ struct PackageCopier {
                 continue
             }
             guard packet.streamIndex == video.index else { continue }
-            guard let pts = packet.pts, !transport || packet.dts != nil else {
+            guard let pts = packet.pts, !storesDecodeTimes || packet.dts != nil else {
                 throw ExportError("\(path): its video packet \(presentation.count + 1) has no time: remux it to MP4 (ffmpeg -c copy), or leave out \"mode\" to encode")
             }
             var key = packet.isKeyframe
+            if storesDecodeTimes { stored.append(packet.dts!) }
             if transport {
-                stored.append(packet.dts!)
                 if record == nil, packet.isKeyframe { record = packet.withBytes { TransportFraming.avcC(annexB: Array($0)) } }
                 // A recovery point's I picture, which a transport stream flags too, is no place to cut: only IDR
                 // pictures are; and every picture reframes under the one record, before the copy begins.
@@ -155,12 +171,12 @@ struct PackageCopier {
         var framing: TransportSource?
         if transport {
             guard let record else { throw ExportError("\(path): its video carries no sequence and picture parameter sets: leave out \"mode\" to encode a ladder") }
-            guard zip(stored, stored.dropFirst()).allSatisfy({ $0 < $1 }) else {
-                throw ExportError("\(path): its video's decode times repeat or go back: leave out \"mode\" to encode a ladder")
-            }
             framing = TransportSource(record: record, audio: configs)
         }
-        guard let decode = transport ? stored : DecodeTimes.make(presentation) else {
+        if storesDecodeTimes, !zip(stored, stored.dropFirst()).allSatisfy({ $0 < $1 }) {
+            throw ExportError("\(path): its video's decode times repeat or go back: leave out \"mode\" to encode a ladder")
+        }
+        guard let decode = storesDecodeTimes ? stored : DecodeTimes.make(presentation) else {
             throw ExportError("\(path): its video's presentation times repeat, or are reordered by more than \(DecodeTimes.deepest) pictures: "
                               + "leave out \"mode\" to encode a ladder")
         }
@@ -186,7 +202,7 @@ struct PackageCopier {
 
     /// `timing`: the video's times when the container stores no decode times.
     private func write(input: InputFile, video: StreamInfo, codecs: String, audio: [(name: String, language: String?, stream: StreamInfo)],
-                       cuts: Set<Int64>, packets total: Int, timing: PacketTimes?, framing: TransportSource?, programme duration: MediaTime) throws -> StreamReport {
+                       cuts: Set<Int64>, from start: Int64?, packets total: Int, timing: PacketTimes?, framing: TransportSource?, programme duration: MediaTime) throws -> StreamReport {
         let videoTrack = try SegmentedTrack(kind: .video, name: "video-1", settings: settings)
         let videoStream = try videoTrack.file.addStream(copying: video.index, of: input, timeBase: video.timeBase)
         if let framing { try videoTrack.file.setCodecHeader(videoStream, framing.record) }
@@ -216,7 +232,25 @@ struct PackageCopier {
         var videoRead = MediaTime(value: Int64.min / 4, timescale: 1)
         // Where each audio track's next frame goes, in its samples, when the container's times are coarser than them.
         var nextFrame = [Int64?](repeating: nil, count: audio.count)
+        // Audio before the video's first picture is never shown: of what starts before it, only the last frame is
+        // copied, when the next follows it without a gap (the frame whose decode the first sound shown overlaps; an
+        // MP4's priming frame), held until the next frame shows that it was the last.
+        var held = [PacketBox?](repeating: nil, count: audio.count)
         func writeAudio(_ box: PacketBox) throws {
+            let i = audioIndex[box.packet.streamIndex]!, stream = audio[i].stream
+            if let t = box.packet.pts ?? box.packet.dts, MediaTime(count: t, timeBase: stream.timeBase) < zero {
+                held[i] = box
+                return
+            }
+            if let first = held[i] {
+                held[i] = nil
+                let frame = first.packet.duration > 0 ? first.packet.duration
+                    : stream.sampleRate > 0 ? MediaTime(count: Int64(stream.frameSize), timeBase: Rational(1, Int32(clamping: stream.sampleRate))).count(in: stream.timeBase) ?? 0 : 0
+                if let a = first.packet.pts ?? first.packet.dts, let b = box.packet.pts ?? box.packet.dts, b - a <= frame + frame / 2 { try copyAudio(first) }
+            }
+            try copyAudio(box)
+        }
+        func copyAudio(_ box: PacketBox) throws {
             let i = audioIndex[box.packet.streamIndex]!, stream = audio[i].stream, track = audioTracks[i]
             if let config = framing?.audio[stream.index] {
                 // ADTS to a raw frame, under the configuration its headers gave (checked when indexed: this is the file changed since).
@@ -249,6 +283,8 @@ struct PackageCopier {
         var count = 0
         while try input.read(into: &packet) == .packet {
             if packet.streamIndex == video.index {
+                // Hidden GOPs before the one the copy begins at (an MP4's edit list; a file read through has none).
+                if timing == nil, let start, let dts = packet.dts, dts < start { continue }
                 if let decodeTimes = timing?.decode, let presentation = timing?.presentation {
                     // The file read again holds the packets it held when it was indexed, unless it changed meanwhile.
                     guard count < decodeTimes.count, packet.pts == presentation[count] else {
@@ -297,11 +333,19 @@ struct PackageCopier {
             }
         }
         for box in pending { try writeAudio(box) }
+        for case let box? in held { try copyAudio(box) }
         if let timing, count != timing.decode.count {
             throw ExportError("\(input.path) changed while it was copied: \(count) video packets read, \(timing.decode.count) when it was indexed")
         }
         try videoTrack.finish()
-        for track in audioTracks { try track.finish() }
+        for (i, track) in audioTracks.enumerated() {
+            try track.finish()
+            // A track the container declares but that holds no frame would be a rendition without segments.
+            guard !track.segments.isEmpty else {
+                throw ExportError("\(input.path): its audio stream \(audio[i].stream.index)\(audio[i].language.map { " (\"\($0)\")" } ?? "") holds no sound to copy: "
+                                  + "leave out \"mode\" to encode it (as silence), or give \"audio\": {\"tracks\": \"none\"} for a package of video only")
+            }
+        }
         var tracks = [videoTrack.report(width: video.width, height: video.height, frameRate: video.averageFrameRate)]
         for (i, track) in audioTracks.enumerated() {
             tracks.append(track.report(sampleRate: audio[i].stream.sampleRate, channels: audio[i].stream.channelCount, language: audio[i].language))

@@ -194,4 +194,57 @@ import Testing
             _ = try await Self.package(ts, segment: MediaTime(value: 6, timescale: 1))
         } throws: { error in "\(error)".contains("up to 10.000 s apart") && "\(error)".contains("\"segmentSeconds\" of at least 10") }
     }
+
+    /// Three MP4s that FFmpeg's index does not describe as written. A fragmented MP4 with a `sidx`, whose index at
+    /// open holds its first fragment only (the package was one 10 s segment): read through, five segments of 2 s,
+    /// every packet the source's, the audio before the first picture left out but the frame that overlaps it. One
+    /// trimmed by an edit list at a keyframe: copied from there in 2 s segments; at 2.5 s, half a second into a GOP
+    /// (its first segment held 3 s of pictures, the first 0.5 s shown by GStreamer): refused. A Matroska file whose audio track
+    /// holds no frame: refused after the copy, before anything is published, naming the ways past (it was a
+    /// rendition without a segment).
+    @Test func aFragmentedMP4AnEditListAndAnEmptyAudioTrackAreCopiedAsShownOrRefused() async throws {
+        let folder = try TestPaths.makeTemporaryFolder("stream-copy-mp4-kinds")
+        let source = MediaFixture.bframesGOP1sMP4.path, two = MediaTime(value: 2, timescale: 1)
+        let fragmented = folder.appendingPathComponent("fragmented.mp4").path
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", source, "-c", "copy", "-movflags", "+dash+frag_keyframe+global_sidx", fragmented])
+        let (package, report) = try await Self.package(fragmented, segment: two)
+        let video = try #require(report.tracks.first { $0.kind == .video })
+        #expect(video.segments.map { Double($0.duration) / Double(video.timescale) } == [2, 2, 2, 2, 2], "\(video.segments)")
+        #expect(try Self.packetHashes(try StreamChecker.joined(package, video), "v") == (try Self.packetHashes(source, "v")), "packets differ from the source's")
+        let audio = try #require(report.tracks.first { $0.kind == .audio })
+        let sourceAudio = try Self.packetHashes(fragmented, "a"), copiedAudio = try Self.packetHashes(try StreamChecker.joined(package, audio), "a")
+        #expect(copiedAudio.count > 400 && sourceAudio.suffix(copiedAudio.count) == copiedAudio[...], "\(sourceAudio.count) against \(copiedAudio.count)")
+        let findings = try StreamChecker.check(folder: package, report: report, copied: true)
+        #expect(findings.isEmpty, "\(findings)")
+
+        // Trimmed at a keyframe: the copy begins there, and its first segment is 2 s like the rest.
+        let trimmed = folder.appendingPathComponent("trimmed.mp4").path
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-ss", "3", "-i", source, "-c", "copy", trimmed])
+        let (trimmedPackage, trimmedReport) = try await Self.package(trimmed, segment: two)
+        let trimmedVideo = try #require(trimmedReport.tracks.first { $0.kind == .video })
+        #expect(trimmedVideo.segments.map { Double($0.duration) / Double(trimmedVideo.timescale) } == [2, 2, 2, 1], "\(trimmedVideo.segments)")
+        let trimmedFindings = try StreamChecker.check(folder: trimmedPackage, report: trimmedReport, copied: true)
+        #expect(trimmedFindings.isEmpty, "\(trimmedFindings)")
+        let played = try StreamChecker.playEachRung(folder: trimmedPackage, report: trimmedReport)
+        #expect(played.isEmpty, "\(played)")
+        // Trimmed half a second into a GOP: the pictures before would be shown by players that do not read edit lists.
+        let midGOP = folder.appendingPathComponent("trimmed-mid-gop.mp4").path
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-ss", "2.5", "-i", source, "-c", "copy", midGOP])
+        await #expect {
+            _ = try await Self.package(midGOP, segment: two)
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("its edit list starts the movie after a keyframe, not at one") && text.contains("leave out \"mode\"")
+        }
+
+        let silent = folder.appendingPathComponent("no-sound.mkv").path
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", source, "-f", "lavfi", "-i", "anullsrc=r=48000", "-map", "0:v", "-map", "1:a",
+                                           "-c:v", "copy", "-c:a", "aac", "-frames:a", "0", "-t", "10", silent])
+        await #expect {
+            _ = try await Self.package(silent, segment: two)
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("its audio stream 1 holds no sound to copy") && text.contains("leave out \"mode\"") && text.contains("\"tracks\": \"none\"")
+        }
+    }
 }
