@@ -247,4 +247,20 @@ import Testing
             return text.contains("its audio stream 1 holds no sound to copy") && text.contains("leave out \"mode\"") && text.contains("\"tracks\": \"none\"")
         }
     }
+
+    /// Keyframes 1/30 s after each multiple of 2 s (the first picture held longer), in 6 s segments: the 6.03 s
+    /// left after the first cut are one segment, not a cut at 10.03 s before an end with no keyframe near it
+    /// (6.03, 4 and 2 s, as a 3-minute fragmented recording was cut).
+    @Test func theRestIsOneSegmentOnceItFitsInOne() async throws {
+        let folder = try TestPaths.makeTemporaryFolder("stream-copy-late-keys")
+        let source = folder.appendingPathComponent("late.mp4").path
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=s=320x240:r=30:d=12", "-f", "lavfi", "-i", "sine=f=440:sample_rate=48000:d=12",
+                                           "-c:a", "aac", "-vf", "settb=1/15360,setpts='if(eq(N,0),0,PTS+0.02/TB)'",
+                                           "-fps_mode", "passthrough", "-c:v", "libx264", "-preset", "ultrafast", "-g", "60", "-keyint_min", "60", "-sc_threshold", "0",
+                                           "-video_track_timescale", "15360", source])
+        let (_, report) = try await Self.package(source, segment: MediaTime(value: 6, timescale: 1))
+        let video = try #require(report.tracks.first { $0.kind == .video })
+        let seconds = video.segments.map { (Double($0.duration) / Double(video.timescale) * 1000).rounded() / 1000 }
+        #expect(seconds == [6.033, 6], "\(seconds)")
+    }
 }
