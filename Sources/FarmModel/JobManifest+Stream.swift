@@ -48,6 +48,8 @@ extension JobManifest {
         public var bitrate: Int
         public var maxBitrate: Int?
         public var bufferSize: Int?
+        /// "h264", "hevc" or "av1" (`RungCodecNames`).
+        public var codec = "h264"
         public var profile = "high"
         /// 40 for 4.0.
         public var level: Int?
@@ -125,19 +127,32 @@ public enum LargerRungPolicy: String, Sendable, Hashable, CaseIterable, Codable 
     case upscale
 }
 
-/// H.264's profiles and levels, as a manifest names them.
-public enum H264Names {
-    public static let profiles = ["baseline", "main", "high"]
-    public static let levels = ["1.0", "1.1", "1.2", "1.3", "2.0", "2.1", "2.2", "3.0", "3.1", "3.2", "4.0", "4.1", "4.2", "5.0", "5.1", "5.2",
-                                "6.0", "6.1", "6.2"]
+/// A rung's codecs, and each one's profiles and levels, as a manifest names them (the engine's `RungCodec` and
+/// `RungLevel`, which `RungCodecNamesTests` holds these to).
+public enum RungCodecNames {
+    public static let codecs = ["h264", "hevc", "av1"]
 
-    /// 40 for "4.0", "4" or 4; nil for a name that is not a level.
-    public static func level(_ text: String) -> Int? {
+    /// The codec's profiles, its default first.
+    public static func profiles(_ codec: String) -> [String] { codec == "h264" ? ["high", "main", "baseline"] : ["main"] }
+
+    public static func levels(_ codec: String) -> [String] {
+        switch codec {
+        case "hevc": ["1.0", "2.0", "2.1", "3.0", "3.1", "4.0", "4.1", "5.0", "5.1", "5.2", "6.0", "6.1", "6.2"]
+        case "av1": ["2.0", "2.1", "3.0", "3.1", "4.0", "4.1", "5.0", "5.1", "5.2", "5.3", "6.0", "6.1", "6.2", "6.3"]
+        default: ["1.0", "1.1", "1.2", "1.3", "2.0", "2.1", "2.2", "3.0", "3.1", "3.2", "4.0", "4.1", "4.2", "5.0", "5.1", "5.2", "6.0", "6.1", "6.2"]
+        }
+    }
+
+    /// How reports and errors name it.
+    public static func name(_ codec: String) -> String { ["h264": "H.264", "hevc": "HEVC", "av1": "AV1"][codec] ?? codec }
+
+    /// 40 for "4.0", "4" or 4; nil for a name that is not one of `codec`'s levels.
+    public static func level(_ text: String, codec: String = "h264") -> Int? {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard (1...2).contains(parts.count), let major = Int(parts[0]), parts.count == 1 || parts[1].count == 1,
               let minor = parts.count == 2 ? Int(parts[1]) : 0 else { return nil }
         let name = "\(major).\(minor)"
-        return levels.contains(name) ? major * 10 + minor : nil
+        return levels(codec).contains(name) ? major * 10 + minor : nil
     }
 }
 
@@ -180,7 +195,8 @@ extension JobManifest.StreamRung {
         members.append(("bitrate", .whole(bitrate)))
         if let maxBitrate { members.append(("maxBitrate", .whole(maxBitrate))) }
         if let bufferSize { members.append(("bufferSize", .whole(bufferSize))) }
-        if profile != "high" { members.append(("profile", .string(profile))) }
+        if codec != "h264" { members.append(("codec", .string(codec))) }
+        if profile != RungCodecNames.profiles(codec)[0] { members.append(("profile", .string(profile))) }
         if let level { members.append(("level", .string("\(level / 10).\(level % 10)"))) }
         return .object(members)
     }

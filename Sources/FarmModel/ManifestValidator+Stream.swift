@@ -54,6 +54,10 @@ extension Walker {
         }
         let frameDuration = streamFrameDuration(o, p)
         let video = mode == .passthrough ? JobManifest.StreamVideo(rungs: []) : o["video"].flatMap { streamVideo($0, "\(p).video") }
+        for (i, rung) in (video?.rungs ?? []).enumerated() where rung.codec != "h264" && container != .cmaf {
+            fail("\(p).video.rungs[\(i)].codec", "an \(RungCodecNames.name(rung.codec)) rung is packaged in CMAF only (Apple's HLS authoring specification "
+                 + "asks fMP4 of HEVC, and FFmpeg's MPEG-TS muxer carries no AV1): leave out \"container\", or make the rung H.264")
+        }
         if o["video"] == nil && mode == .ladder {
             fail("\(p).video", "is required: a package needs its ladder (\"video\": {\"rungs\": [{\"height\": 720, \"bitrate\": 3000000}]}), or \"mode\": \"passthrough\" to copy the source's")
         }
@@ -226,10 +230,10 @@ extension Walker {
     }
 
     private mutating func streamRung(_ value: JSONValue, _ p: String) -> JobManifest.StreamRung? {
-        guard let o = object(value, p, allowed: ["width", "height", "bitrate", "maxBitrate", "bufferSize", "profile", "level"]) else { return nil }
+        guard let o = object(value, p, allowed: ["width", "height", "bitrate", "maxBitrate", "bufferSize", "codec", "profile", "level"]) else { return nil }
         func side(_ key: String) -> Int? {
             guard let n = integer(o[key], "\(p).\(key)", in: 2...8192) else { return nil }
-            if n % 2 != 0 { fail("\(p).\(key)", "\(n) is odd: H.264 4:2:0 needs even sizes") }
+            if n % 2 != 0 { fail("\(p).\(key)", "\(n) is odd: 4:2:0 pictures need even sizes") }
             return n
         }
         let width = side("width"), height = side("height")
@@ -239,20 +243,26 @@ extension Walker {
         let maxBitrate = integer(o["maxBitrate"], "\(p).maxBitrate", in: 16_000...1_000_000_000)
         if let maxBitrate, let bitrate, maxBitrate < bitrate { fail("\(p).maxBitrate", "\(maxBitrate) is below the rung's bitrate \(bitrate)") }
         let bufferSize = integer(o["bufferSize"], "\(p).bufferSize", in: 16_000...2_000_000_000)
+        var codec = "h264"
+        if let name = string(o["codec"], "\(p).codec") {
+            if RungCodecNames.codecs.contains(name) { codec = name }
+            else { fail("\(p).codec", "\"\(UserText.printable(name))\" is not one of \(RungCodecNames.codecs.joined(separator: ", "))\(Suggestion.hint(name, in: RungCodecNames.codecs))") }
+        }
+        let codecName = RungCodecNames.name(codec), levels = RungCodecNames.levels(codec), profiles = RungCodecNames.profiles(codec)
         var level: Int?
         if let raw = o["level"] {
             let text: String? = switch raw { case .string(let s): s; case .number(let n): n; default: nil }
-            if let text, let l = H264Names.level(text) { level = l }
-            else { fail("\(p).level", "\(raw.numberText) is not an H.264 level; one of \(H264Names.levels.joined(separator: ", "))") }
+            if let text, let l = RungCodecNames.level(text, codec: codec) { level = l }
+            else { fail("\(p).level", "\(raw.numberText) is not an \(codecName) level; one of \(levels.joined(separator: ", "))") }
         }
-        var profile = "high"
+        var profile = profiles[0]
         if let name = string(o["profile"], "\(p).profile") {
-            if H264Names.profiles.contains(name) { profile = name }
-            else { fail("\(p).profile", "\"\(UserText.printable(name))\" is not one of \(H264Names.profiles.joined(separator: ", "))\(Suggestion.hint(name, in: H264Names.profiles))") }
+            if profiles.contains(name) { profile = name }
+            else { fail("\(p).profile", "\"\(UserText.printable(name))\" is not one of \(codecName)'s: \(profiles.joined(separator: ", "))\(Suggestion.hint(name, in: profiles))") }
         }
         guard let bitrate, width != nil || height != nil else { return nil }
         var rung = JobManifest.StreamRung(width: width, height: height, bitrate: bitrate)
-        (rung.maxBitrate, rung.bufferSize, rung.profile, rung.level) = (maxBitrate, bufferSize, profile, level)
+        (rung.maxBitrate, rung.bufferSize, rung.codec, rung.profile, rung.level) = (maxBitrate, bufferSize, codec, profile, level)
         return rung
     }
 }

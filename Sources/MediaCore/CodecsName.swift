@@ -24,6 +24,42 @@ public enum CodecsName {
     }
 }
 
+extension CodecsName {
+    /// The `CODECS` name of the track an MP4 initialization segment describes, from its HEVC or AV1 configuration
+    /// record (ISO/IEC 14496-15 E.3: `hvc1.1.6.L93.90`; AV1 in ISOBMFF, "Codecs Parameter String":
+    /// `av01.0.05M.08`); nil when it holds neither.
+    public static func of(initialization bytes: [UInt8]) -> String? {
+        func payload(_ type: String) -> ArraySlice<UInt8>? {
+            let name = Array(type.utf8)
+            guard bytes.count >= 8 else { return nil }
+            for i in 4..<(bytes.count - 4) where bytes[i] == name[0] && bytes[i + 1] == name[1] && bytes[i + 2] == name[2] && bytes[i + 3] == name[3] {
+                let size = Int(bytes[i - 4]) << 24 | Int(bytes[i - 3]) << 16 | Int(bytes[i - 2]) << 8 | Int(bytes[i - 1])
+                guard size >= 8, i - 4 + size <= bytes.count else { return nil }
+                return bytes[(i + 4)..<(i - 4 + size)]
+            }
+            return nil
+        }
+        let hex = { (value: UInt64) in String(value, radix: 16, uppercase: true) }
+        if let c = payload("hvcC"), c.count >= 13 {
+            let b = Array(c)
+            let space = ["", "A", "B", "C"][Int(b[1] >> 6)], tier = b[1] & 0x20 != 0 ? "H" : "L", profile = b[1] & 0x1F
+            // The compatibility flags in reverse bit order; the constraint bytes without the trailing zeros.
+            let flags = UInt32(b[2]) << 24 | UInt32(b[3]) << 16 | UInt32(b[4]) << 8 | UInt32(b[5])
+            var reversed: UInt32 = 0
+            for bit in 0..<32 where flags & (1 << bit) != 0 { reversed |= 1 << (31 - bit) }
+            var constraints = Array(b[6..<12])
+            while constraints.last == 0 { constraints.removeLast() }
+            return "hvc1.\(space)\(profile).\(hex(UInt64(reversed))).\(tier)\(b[12])" + constraints.map { "." + hex(UInt64($0)) }.joined()
+        }
+        if let c = payload("av1C"), c.count >= 4 {
+            let b = Array(c)
+            let depth = b[2] & 0x40 == 0 ? 8 : b[2] & 0x20 != 0 ? 12 : 10
+            return "av01.\(b[1] >> 5)." + String(format: "%02d", Int(b[1] & 0x1F)) + (b[2] & 0x80 != 0 ? "H" : "M") + "." + String(format: "%02d", depth)
+        }
+        return nil
+    }
+}
+
 extension StreamInfo {
     /// `CodecsName` of the stream as it is stored.
     public var codecsName: String? { CodecsName.of(codecName, extradata: extradata) }

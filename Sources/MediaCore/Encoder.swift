@@ -4,6 +4,17 @@ import MediaTime
 
 /// Encodes frames into packets: the owner of one AVCodecContext for an encoder, freed in `deinit`.
 /// Packets come out in the encoder's `timeBase`. Thread-confined.
+/// The codecs a streaming package's video rung is encoded in: H.264 (libx264), HEVC (libx265, Main; tagged
+/// `hvc1`, as Apple's players ask) or AV1 (SVT-AV1, Main).
+public enum RungCodec: String, Sendable, Hashable, Codable, CaseIterable {
+    case h264, hevc, av1
+
+    /// The profiles a rung may ask for, the default first.
+    public var profiles: [String] { self == .h264 ? ["high", "main", "baseline"] : ["main"] }
+    /// How reports and errors name it.
+    public var name: String { switch self { case .h264: "H.264"; case .hevc: "HEVC"; case .av1: "AV1" } }
+}
+
 public final class Encoder {
     public enum SendResult: Sendable, Equatable { case accepted, full }
     public enum ReceiveResult: Sendable, Equatable { case packet, needsInput, endOfStream }
@@ -57,15 +68,15 @@ public final class Encoder {
         c.pointee.thread_count = Int32(threads)
     }
 
-    /// One rung of a streaming ladder: H.264 through libx264 at a target bit rate capped by `maxBitRate`
-    /// over a `bufferSize`-bit buffer (VBV), `profile` ("high") and `level` (40 for 4.0), yuv420p, one frame
-    /// per `frameDuration`. A keyframe every `gop` frames and nowhere else (no scene cuts), each an IDR
-    /// with a closed GOP, so every rung cut at the same frames starts each segment with an IDR. Headers
-    /// go in the global header, as fragmented MPEG-4 wants.
-    public static func h264Rung(width: Int, height: Int, frameDuration: MediaTime, bitRate: Int, maxBitRate: Int, bufferSize: Int,
-                                profile: String, level: Int, gop: Int, preset: String, threads: Int) throws(FFmpegError) -> Encoder {
+    /// A rung of a streaming package: `width` x `height` yuv420p at one frame a `frameDuration`, a keyframe every
+    /// `gop` frames and at no other (no scene cuts), each a closed GOP's IDR (H.264, HEVC) or key frame (AV1),
+    /// rate-controlled to `bitRate` with `maxBitRate` and `bufferSize` as its buffer model, at `level` (41 for 4.1),
+    /// headers global (the CMAF initialization carries them). `preset`: x264's names, which x265 shares and which
+    /// map onto SVT-AV1's numbers (veryfast is 10).
+    public static func rung(_ codec: RungCodec, width: Int, height: Int, frameDuration: MediaTime, bitRate: Int, maxBitRate: Int, bufferSize: Int,
+                            profile: String, level: Int, gop: Int, preset: String, threads: Int) throws(FFmpegError) -> Encoder {
         let tb = Rational(Int32(clamping: frameDuration.value), frameDuration.timescale).reduced
-        return try Encoder(codecName: "libx264", configure: { c in
+        let configure = { (c: UnsafeMutablePointer<AVCodecContext>) in
             square(c, width: width, height: height, frameDuration: tb, threads: threads)
             c.pointee.bit_rate = Int64(bitRate)
             c.pointee.rc_max_rate = Int64(maxBitRate)
@@ -73,8 +84,22 @@ public final class Encoder {
             c.pointee.gop_size = Int32(gop)
             c.pointee.keyint_min = Int32(gop)
             c.pointee.level = Int32(level)
-            c.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER   // x264 closes its GOPs unless told otherwise
-        }, options: ["preset": preset, "profile": profile, "forced-idr": "1", "sc_threshold": "0"])
+            c.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
+        }
+        switch codec {
+        case .h264:
+            // x264 closes its GOPs unless told otherwise.
+            return try Encoder(codecName: "libx264", configure: configure, options: ["preset": preset, "profile": profile, "forced-idr": "1", "sc_threshold": "0"])
+        case .hevc:
+            return try Encoder(codecName: "libx265", configure: configure, options: [
+                "preset": preset, "profile": profile, "forced-idr": "1",
+                "x265-params": "keyint=\(gop):min-keyint=\(gop):scenecut=0:open-gop=0:level-idc=\(level):log-level=error"])
+        case .av1:
+            // SVT-AV1 closes its GOPs (key frames) by default; its level is 31 for 3.1.
+            let presets = ["ultrafast": 12, "superfast": 11, "veryfast": 10, "faster": 9, "fast": 8, "medium": 7, "slow": 6, "slower": 5, "veryslow": 4]
+            return try Encoder(codecName: "libsvtav1", configure: configure, options: [
+                "preset": String(presets[preset] ?? 10), "svtav1-params": "level=\(level):scd=0"])
+        }
     }
 
     /// A video encoder (`codecName`: "libx264", "libx265") for pictures like `frame`: its size, pixel

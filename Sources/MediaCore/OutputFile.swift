@@ -114,10 +114,13 @@ public final class OutputFile {
     }
 
     /// Adds a stream for `encoder`'s packets; `displayMatrix` (9 Int32) sets the rotation to keep.
-    public func addStream(for encoder: Encoder, displayMatrix: [Int32]? = nil, language: String? = nil) throws(MediaFileError) -> Int {
+    public func addStream(for encoder: Encoder, displayMatrix: [Int32]? = nil, language: String? = nil, codecTag: String? = nil) throws(MediaFileError) -> Int {
         guard let s = avformat_new_stream(context, nil) else { throw failure(.outOfMemory, "adding a stream") }
         let r = avcodec_parameters_from_context(s.pointee.codecpar, encoder.context)
         if r < 0 { throw failure(.capture(r, "avcodec_parameters_from_context"), "adding a stream") }
+        if let tag = codecTag.map(Array.init)?.map(\.asciiValue), tag.count == 4, tag.allSatisfy({ $0 != nil }) {
+            s.pointee.codecpar.pointee.codec_tag = tag.reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1!) }
+        }
         s.pointee.time_base = encoder.context.pointee.time_base
         if let language { av_dict_set(&s.pointee.metadata, "language", language, 0) }
         if let displayMatrix, displayMatrix.count == 9,

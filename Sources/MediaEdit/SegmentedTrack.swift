@@ -56,9 +56,10 @@ final class SegmentedTrack {
         file = try OutputFile(fragmentsNamed: folder, format: container.muxer)
     }
 
-    /// Adds the encoder's stream (unless `added` says it was: its index) and writes the initialization segment.
-    func begin(with encoder: Encoder, language: String?, added: Int? = nil) throws {
-        try begin(stream: try added ?? file.addStream(for: encoder, language: language), codecs: encoder.codecsName ?? encoder.codecName)
+    /// Adds the encoder's stream (unless `added` says it was: its index), tagged `codecTag` when given, and writes
+    /// the initialization segment.
+    func begin(with encoder: Encoder, language: String?, added: Int? = nil, codecTag: String? = nil) throws {
+        try begin(stream: try added ?? file.addStream(for: encoder, language: language, codecTag: codecTag), codecs: encoder.codecsName ?? encoder.codecName)
     }
 
     /// Writes the initialization segment of the file's stream `stream` (added already), named `codecs` (RFC 6381).
@@ -72,6 +73,8 @@ final class SegmentedTrack {
         }
         // MPEG-TS has no initialization: what its header wrote (if anything) goes before the first segment.
         initialization = try file.writeInitialization(options: container == .cmaf ? OutputFile.cmafOptions : [:])
+        // HEVC's and AV1's names come from the configuration record the muxer wrote (hvcC, av1C).
+        if let named = CodecsName.of(initialization: initialization) { self.codecs = named }
     }
 
     /// The track's timescale (valid after `begin`).

@@ -61,7 +61,7 @@ public struct StreamLadder: Sendable, Hashable {
             }
             guard (2...8192).contains(made.width), (2...8192).contains(made.height) else {
                 throw ExportError("rung \(i + 1) comes out \(made.width)x\(made.height) in the source's aspect (\(displayWidth)x\(displayHeight) "
-                                  + "as shown), outside H.264's 2 to 8192 a side: give it both sides, or another size")
+                                  + "as shown), outside 2 to 8192 a side: give it both sides, or another size")
             }
             // A side one sample over the source is its rounding to an even size, not an enlargement.
             if made.width > displayWidth + 1 || made.height > displayHeight + 1 {
@@ -103,6 +103,59 @@ extension StreamSettings {
                                                (60000.0 / 1001, MediaTime(value: 1001, timescale: 60000)), (60, MediaTime(value: 1, timescale: 60))]
         if let near = standard.min(by: { abs($0.0 - fps) < abs($1.0 - fps) }), abs(near.0 - fps) / near.0 <= 0.005 { return near.1 }
         return MediaTime(value: 1, timescale: Int32(fps.rounded()))
+    }
+}
+
+/// The levels of a rung's codec as their encoders take them (41 for 4.1), and the lowest that holds a rung.
+public enum RungLevel {
+    /// HEVC's levels (H.265 Annex A, tables A.8 and A.9, Main tier): (level, most luma samples a picture, most
+    /// luma samples a second, peak bit rate of the Main profile in bits a second).
+    static let hevc: [(level: Int, pictureSamples: Int, samplesPerSecond: Int, bits: Int)] = [
+        (10, 36_864, 552_960, 128_000), (20, 122_880, 3_686_400, 1_500_000), (21, 245_760, 7_372_800, 3_000_000),
+        (30, 552_960, 16_588_800, 6_000_000), (31, 983_040, 33_177_600, 10_000_000), (40, 2_228_224, 66_846_720, 12_000_000),
+        (41, 2_228_224, 133_693_440, 20_000_000), (50, 8_912_896, 267_386_880, 25_000_000), (51, 8_912_896, 534_773_760, 40_000_000),
+        (52, 8_912_896, 1_069_547_520, 60_000_000), (60, 35_651_584, 1_069_547_520, 60_000_000), (61, 35_651_584, 2_139_095_040, 120_000_000),
+        (62, 35_651_584, 4_278_190_080, 240_000_000)]
+    /// AV1's levels (AV1 Annex A.3, Main tier): (level, most samples a picture, widest, tallest, most samples shown
+    /// a second, peak bit rate in bits a second).
+    static let av1: [(level: Int, pictureSamples: Int, width: Int, height: Int, samplesPerSecond: Int, bits: Int)] = [
+        (20, 147_456, 2048, 1152, 4_423_680, 1_500_000), (21, 278_784, 2816, 1584, 8_363_520, 3_000_000),
+        (30, 665_856, 4352, 2448, 19_975_680, 6_000_000), (31, 1_065_024, 5504, 3096, 31_950_720, 10_000_000),
+        (40, 2_359_296, 6144, 3456, 70_778_880, 12_000_000), (41, 2_359_296, 6144, 3456, 141_557_760, 20_000_000),
+        (50, 8_912_896, 8192, 4352, 267_386_880, 30_000_000), (51, 8_912_896, 8192, 4352, 534_773_760, 40_000_000),
+        (52, 8_912_896, 8192, 4352, 1_069_547_520, 60_000_000), (53, 8_912_896, 8192, 4352, 1_069_547_520, 60_000_000),
+        (60, 35_651_584, 16384, 8704, 1_069_547_520, 60_000_000), (61, 35_651_584, 16384, 8704, 2_139_095_040, 100_000_000),
+        (62, 35_651_584, 16384, 8704, 4_278_190_080, 160_000_000), (63, 35_651_584, 16384, 8704, 4_278_190_080, 160_000_000)]
+
+    public static func known(_ codec: StreamRung.Codec) -> [Int] {
+        switch codec {
+        case .h264: H264Level.known
+        case .hevc: hevc.map(\.level)
+        case .av1: av1.map(\.level)
+        }
+    }
+
+    /// "4.1" for 41.
+    public static func name(_ level: Int) -> String { "\(level / 10).\(level % 10)" }
+
+    /// The lowest level of `codec` that holds `width` x `height` at `framesPerSecond` with a peak of
+    /// `maxBitRate`; nil when none does.
+    public static func lowest(_ codec: StreamRung.Codec, width: Int, height: Int, framesPerSecond: Double, maxBitRate: Int, profile: String) -> Int? {
+        let samples = width * height, perSecond = Double(samples) * framesPerSecond
+        switch codec {
+        case .h264:
+            return H264Level.lowest(width: width, height: height, framesPerSecond: framesPerSecond, maxBitRate: maxBitRate, profile: profile)
+        case .hevc:
+            // A side at most the square root of 8 pictures' samples (A.4.1).
+            return hevc.first { l in
+                let side = Int((8 * Double(l.pictureSamples)).squareRoot())
+                return samples <= l.pictureSamples && width <= side && height <= side && perSecond <= Double(l.samplesPerSecond) && maxBitRate <= l.bits
+            }?.level
+        case .av1:
+            return av1.first { l in
+                samples <= l.pictureSamples && width <= l.width && height <= l.height && perSecond <= Double(l.samplesPerSecond) && maxBitRate <= l.bits
+            }?.level
+        }
     }
 }
 

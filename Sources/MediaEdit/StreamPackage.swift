@@ -11,20 +11,25 @@ public struct StreamRung: Sendable, Hashable, Codable {
     /// The peak the encoder's buffer model holds to, bits per second, and the buffer's size in bits.
     public var maxBitRate: Int
     public var bufferSize: Int
-    /// H.264 profile ("high", "main", "baseline") and level (40 for 4.0; nil: the lowest that holds the
-    /// rung's picture, frame rate and peak, chosen once the ladder is fitted).
+    /// The rung's video codec (`RungCodec`).
+    public typealias Codec = RungCodec
+
+    public var codec: Codec
+    /// The codec's profile (H.264: "high", "main", "baseline"; HEVC and AV1: "main") and level (40 for 4.0;
+    /// nil: the lowest that holds the rung's picture, frame rate and peak, chosen once the ladder is fitted).
     public var profile: String
     public var level: Int?
 
     public init(width: Int, height: Int, bitRate: Int, maxBitRate: Int? = nil, bufferSize: Int? = nil,
-                profile: String = "high", level: Int? = nil) {
+                codec: Codec = .h264, profile: String? = nil, level: Int? = nil) {
         self.width = width
         self.height = height
         self.bitRate = bitRate
         let peak = maxBitRate ?? Int(min(Double(bitRate) * 1.5, Double(Int32.max)))
         self.maxBitRate = peak
         self.bufferSize = bufferSize ?? Int(min(Double(peak) * 2, Double(Int32.max)))
-        self.profile = profile
+        self.codec = codec
+        self.profile = profile ?? codec.profiles[0]
         self.level = level
     }
 }
@@ -99,8 +104,14 @@ public struct StreamSettings: Sendable {
                   (1_000...Int(Int32.max)).contains(rung.bufferSize) else {
                 throw ExportError("\(name): the bit rate must be 1000 to 1000000000, the peak from it to 2000000000, the buffer 1000 to \(Int32.max) bits")
             }
-            guard rung.level.map(H264Level.known.contains) ?? true, ["baseline", "main", "high"].contains(rung.profile) else {
-                throw ExportError("\(name): the profile must be baseline, main or high and the level one of H.264's (\(H264Level.known.map(H264Level.name).joined(separator: ", ")))")
+            let levels = RungLevel.known(rung.codec)
+            guard rung.level.map(levels.contains) ?? true, rung.codec.profiles.contains(rung.profile) else {
+                throw ExportError("\(name): the \(rung.codec.name) profile must be \(rung.codec.profiles.joined(separator: " or ")) and the level one of "
+                                  + "\(rung.codec.name)'s (\(levels.map(RungLevel.name).joined(separator: ", ")))")
+            }
+            guard rung.codec == .h264 || container == .cmaf else {
+                throw ExportError("\(name): an \(rung.codec.name) rung is packaged in CMAF only (Apple's HLS authoring specification asks fMP4 of HEVC, "
+                                  + "and FFmpeg's MPEG-TS muxer carries no AV1): leave out \"container\", or make the rung H.264")
             }
         }
         let frameDuration = self.frameDuration ?? MediaTime(value: 1, timescale: 120)

@@ -76,15 +76,16 @@ private final class Rung {
     init(_ rung: StreamRung, index: Int, settings: StreamSettings, frameDuration: MediaTime, quarterTurns: Int, first: Int) throws {
         scaler = VideoScaler(outputFormat: "yuv420p", width: rung.width, height: rung.height, quarterTurns: quarterTurns)
         do {
-            encoder = try Encoder.h264Rung(width: rung.width, height: rung.height, frameDuration: frameDuration,
-                                           bitRate: rung.bitRate, maxBitRate: rung.maxBitRate, bufferSize: rung.bufferSize,
-                                           profile: rung.profile, level: rung.level ?? 40, gop: settings.framesPerSegment,
-                                           preset: settings.preset, threads: settings.threads)
+            encoder = try Encoder.rung(rung.codec, width: rung.width, height: rung.height, frameDuration: frameDuration,
+                                       bitRate: rung.bitRate, maxBitRate: rung.maxBitRate, bufferSize: rung.bufferSize,
+                                       profile: rung.profile, level: rung.level ?? 40, gop: settings.framesPerSegment,
+                                       preset: settings.preset, threads: settings.threads)
         } catch {
-            throw ExportError("rung \(index) (\(rung.width)x\(rung.height)): cannot set up the H.264 encoder: \(error)")
+            throw ExportError("rung \(index) (\(rung.width)x\(rung.height)): cannot set up the \(rung.codec.name) encoder: \(error)")
         }
         track = try SegmentedTrack(kind: .video, name: "video-\(index)", settings: settings)
-        try track.begin(with: encoder, language: nil)
+        // Apple's players take HEVC tagged `hvc1` (parameter sets in the sample entry only), not FFmpeg's `hev1`.
+        try track.begin(with: encoder, language: nil, codecTag: rung.codec == .hevc ? "hvc1" : nil)
         if first > 0 {
             try track.place(firstNumber: first / settings.framesPerSegment + 1, at: frameDuration.multiplied(by: Int32(clamping: first)))
         }
@@ -143,10 +144,10 @@ struct PackageWriter {
             guard rung.level == nil else { return rung }
             var rung = rung
             let fps = Double(fd.timescale) / Double(fd.value)
-            guard let level = H264Level.lowest(width: rung.width, height: rung.height, framesPerSecond: fps, maxBitRate: rung.maxBitRate,
+            guard let level = RungLevel.lowest(rung.codec, width: rung.width, height: rung.height, framesPerSecond: fps, maxBitRate: rung.maxBitRate,
                                                profile: rung.profile) else {
                 throw ExportError("rung \(i + 1) (\(rung.width)x\(rung.height) at \(MediaTime.formatSeconds(fps)) fps, peak \(rung.maxBitRate) bit/s): "
-                                  + "no H.264 level holds it; make it smaller or its peak lower")
+                                  + "no \(rung.codec.name) level holds it; make it smaller or its peak lower")
             }
             rung.level = level
             return rung

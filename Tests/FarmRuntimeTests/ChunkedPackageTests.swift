@@ -12,8 +12,8 @@ import Glibc
 /// runs, the join linking their segments and making the audio and subtitles once. Held against the same
 /// package made whole, by the checker and by GStreamer.
 @Suite(.serialized) struct ChunkedPackageTests {
-    /// Two coordinators on one PostgreSQL queue share the 5 chunks of a 36 s package (2 rungs, 2 s segments,
-    /// chunks of 8 s). Its playlists are the whole package's, text for text; every segment is numbered and timed
+    /// Two coordinators on one PostgreSQL queue share the 5 chunks of a 36 s package (an HEVC and an AV1 rung, 2 s
+    /// segments, chunks of 8 s). Its playlists are the whole package's, text for text; every segment is numbered and timed
     /// as the whole's (`mfhd`, `tfdt`); the audio and subtitles are the whole's, byte for byte; the checker
     /// finds nothing and GStreamer plays every rung to its last frame. (The video's bytes differ: each chunk's
     /// encoder starts its own rate control, as each host's would.)
@@ -22,7 +22,7 @@ import Glibc
         farm.queueURL = try TestPostgres.url(freshSchema: true)
         #expect(try farm.mediafarm(["queue", "migrate"]).status == 0)
         let source = try Self.source(in: farm, seconds: 36)
-        let chunked = try farm.manifest("chunked", Self.manifest("chunked", input: source, chunkSeconds: 8))
+        let chunked = try farm.manifest("chunked", Self.manifest("chunked", input: source, chunkSeconds: 8, codecs: ["hevc", "av1"]))
         let coordinators = try (1...2).map { try farm.startCoordinator(["--workers", "1", "--host", "host\($0)"], log: "host\($0).log") }
         defer { for c in coordinators where c.process.isRunning { kill(c.pid, SIGKILL) } }
         let id = try farm.submit([chunked])[0]
@@ -38,7 +38,7 @@ import Glibc
         #expect(ran.reduce(0, +) == 5 && ran.allSatisfy { $0 > 0 }, "chunks run by each host: \(ran)")
 
         farm.queueURL = nil
-        let made = try farm.mediafarm(["run", try farm.manifest("whole", Self.manifest("whole", input: source, chunkSeconds: nil))])
+        let made = try farm.mediafarm(["run", try farm.manifest("whole", Self.manifest("whole", input: source, chunkSeconds: nil, codecs: ["hevc", "av1"]))])
         #expect(made.status == 0, "\(made.stderr)")
         let a = farm.out.appendingPathComponent("chunked").path, b = farm.out.appendingPathComponent("whole").path
         let report = try Self.streamReport(farm.out.appendingPathComponent("chunked.json").path)
@@ -171,11 +171,13 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: farm.out.appendingPathComponent("forged").path) && farm.leftovers().isEmpty, "\(farm.leftovers())")
     }
 
-    static func manifest(_ name: String, input: String, chunkSeconds: Int?, preset: String = "ultrafast") -> String {
+    /// `codecs`: the two rungs'.
+    static func manifest(_ name: String, input: String, chunkSeconds: Int?, preset: String = "ultrafast", codecs: [String] = ["h264", "h264"]) -> String {
         """
         { "version": 1, "name": "\(name)", "input": "\(input)", "report": "out/\(name).json", "reuse": false,
           "stream": { "output": "out/\(name)", "segmentSeconds": 2, \(chunkSeconds.map { "\"chunkSeconds\": \($0)," } ?? "")
-                      "video": { "rungs": [{ "height": 360, "bitrate": 800000 }, { "height": 180, "bitrate": 250000 }], "preset": "\(preset)" },
+                      "video": { "rungs": [{ "height": 360, "bitrate": 800000, "codec": "\(codecs[0])" }, { "height": 180, "bitrate": 250000, "codec": "\(codecs[1])" }],
+                                 "preset": "\(preset)" },
                       "subtitles": { "languages": ["en"] } } }
         """
     }

@@ -19,4 +19,15 @@ import Testing
         #expect(AudioPolicy.allCases.allSatisfy { ExportSettings.AudioPolicy($0).rawValue == $0.rawValue })
         #expect(ExportMode.allCases.allSatisfy { ExportSettings.Mode($0).rawValue == $0.rawValue })
     }
+
+    /// A rung's codecs, profiles and levels as a manifest names them are the engine's, codec for codec.
+    @Test func rungCodecNamesAreTheEngines() {
+        #expect(RungCodecNames.codecs == MediaEdit.StreamRung.Codec.allCases.map(\.rawValue))
+        for codec in MediaEdit.StreamRung.Codec.allCases {
+            #expect(RungCodecNames.profiles(codec.rawValue) == codec.profiles, "\(codec)")
+            #expect(RungCodecNames.levels(codec.rawValue).compactMap { RungCodecNames.level($0, codec: codec.rawValue) } == RungLevel.known(codec), "\(codec)")
+            #expect(RungCodecNames.levels(codec.rawValue) == RungLevel.known(codec).map(RungLevel.name), "\(codec)")
+            #expect(RungCodecNames.name(codec.rawValue) == codec.name)
+        }
+    }
 }

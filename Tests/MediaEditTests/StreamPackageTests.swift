@@ -347,4 +347,39 @@ import Testing
         #expect(H264Level.lowest(width: 8192, height: 8192, framesPerSecond: 120, maxBitRate: 1_000_000, profile: "high") == nil)
         #expect(H264Level.name(31) == "3.1")
     }
+
+    /// A ladder of an HEVC, an AV1 and an H.264 rung over 10 s cut every 2 s: each rung's segments begin at the same
+    /// frames with its keyframes (and no others); each CODECS is read from the configuration record the muxer wrote
+    /// and agrees with ffprobe's profile and level of the stream (HEVC: Main, level 2.0 for 320x240 at 30 fps and
+    /// a 0.9 Mbit/s peak, `hvc1` as Apple's players take it; AV1: Main, level 2.0 for 160x120); the checker finds
+    /// nothing and GStreamer plays each rung to its last frame. Over MPEG-TS, HEVC and AV1 are refused before work.
+    @Test func hevcAndAV1RungsBeginTheirSegmentsAtTheSameFramesAndPlay() async throws {
+        let rungs = [StreamRung(width: 320, height: 240, bitRate: 600_000, codec: .hevc), StreamRung(width: 160, height: 120, bitRate: 200_000, codec: .av1),
+                     StreamRung(width: 160, height: 120, bitRate: 150_000)]
+        let (folder, report) = try await Self.package(.longMP4, rungs: rungs, segment: MediaTime(value: 2, timescale: 1))
+        let video = report.tracks.filter { $0.kind == .video }
+        #expect(video.count == 3, "\(video.map(\.codecs))")
+        for track in video {
+            #expect(track.segments.map { Double($0.duration) / Double(track.timescale) } == [2, 2, 2, 2, 2], "\(track.folder)")
+            let frames = try Self.frames(folder, track)
+            #expect(frames.count == 300 && frames.filter(\.key).map(\.time) == [0, 2, 4, 6, 8], "\(track.folder): keyframes at \(frames.filter(\.key).map(\.time))")
+            let stream = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "stream=codec_name,codec_tag_string,profile,level",
+                                                             "-of", "csv=p=0", folder + "/" + track.folder + ".joined.mp4"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            switch track.folder {
+            case "video-1": #expect(stream == "hevc,Main,hvc1,60" && track.codecs.hasPrefix("hvc1.1.6.L60."), "\(stream) \(track.codecs)")
+            case "video-2": #expect(stream == "av1,Main,av01,0" && track.codecs == "av01.0.00M.08", "\(stream) \(track.codecs)")
+            default: #expect(stream.hasPrefix("h264,") && track.codecs.hasPrefix("avc1."), "\(stream) \(track.codecs)")
+            }
+        }
+        let findings = try StreamChecker.check(folder: folder, report: report)
+        #expect(findings.isEmpty, "\(findings)")
+        let played = try StreamChecker.playEachRung(folder: folder, report: report)
+        #expect(played.isEmpty, "\(played)")
+
+        var settings = StreamSettings(folder: folder + "-ts", rungs: [rungs[0]], segmentDuration: MediaTime(value: 2, timescale: 1))
+        settings.container = .transportStream
+        #expect { try settings.check() } throws: { error in
+            "\(error)".contains("HEVC rung is packaged in CMAF only") && "\(error)".contains("leave out \"container\"")
+        }
+    }
 }

@@ -128,7 +128,7 @@ import Testing
         let streamVideo = (stream?["properties"] as? [String: Any])?["video"] as? [String: Any]
         #expect(keys(streamVideo) == ["rungs", "larger", "preset", "threads"])
         #expect(keys((streamVideo?["properties"] as? [String: Any])?["rungs"].flatMap { ($0 as? [String: Any])?["items"] as? [String: Any] })
-                == ["width", "height", "bitrate", "maxBitrate", "bufferSize", "profile", "level"])
+                == ["width", "height", "bitrate", "maxBitrate", "bufferSize", "codec", "profile", "level"])
         #expect(keys((stream?["properties"] as? [String: Any])?["audio"] as? [String: Any]) == ["bitrate", "channels", "language", "languages", "tracks"])
         #expect(keys((stream?["properties"] as? [String: Any])?["encryption"] as? [String: Any]) == ["method", "keyFile", "keyURI"])
         let transport = """

@@ -72,7 +72,7 @@ extension MediaEdit.StreamRung {
     /// A manifest's rung: a side it leaves out is 0 (it follows the source's aspect).
     init(_ rung: JobManifest.StreamRung) {
         self.init(width: rung.width ?? 0, height: rung.height ?? 0, bitRate: rung.bitrate, maxBitRate: rung.maxBitrate,
-                  bufferSize: rung.bufferSize, profile: rung.profile, level: rung.level)
+                  bufferSize: rung.bufferSize, codec: MediaEdit.StreamRung.Codec(rawValue: rung.codec) ?? .h264, profile: rung.profile, level: rung.level)
     }
 }
 
