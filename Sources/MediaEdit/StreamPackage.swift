@@ -229,7 +229,9 @@ public struct StreamTrack: Sendable, Hashable, Codable {
     /// The peak segment bit rate (bits per second), as RFC 8216 (4.3.4.2) measures it for BANDWIDTH: the
     /// highest rate of any run of consecutive segments lasting 0.5 to 1.5 target durations, so a short last
     /// segment (nearly all keyframe) does not stand for the rung; the whole track when it is shorter.
-    public var peakBitRate: Int { Self.peak(segments.map { ($0.duration, $0.bytes) }, timescale: timescale, target: targetDuration) }
+    /// Each segment's bytes over its duration as presented (its `EXTINF`): a first segment's AAC priming or
+    /// B-frame delay, which the edit takes away, is no time a player spends on it.
+    public var peakBitRate: Int { Self.peak(segments.map { (presentedDuration($0), $0.bytes) }, timescale: timescale, target: targetDuration) }
 
     /// The peak rate of `(duration, bytes)` runs, as `peakBitRate` measures it.
     static func peak(_ parts: [(duration: Int64, bytes: Int)], timescale: Int, target: Int) -> Int {
@@ -250,9 +252,9 @@ public struct StreamTrack: Sendable, Hashable, Codable {
         return rate(parts.reduce(0) { $0 + $1.bytes }, total)
     }
 
-    /// Every byte over the whole duration (bits per second): AVERAGE-BANDWIDTH.
+    /// Every byte over the whole duration as presented (bits per second): AVERAGE-BANDWIDTH.
     public var averageBitRate: Int {
-        let ticks = segments.reduce(Int64(0)) { $0 + $1.duration }
+        let ticks = segments.reduce(Int64(0)) { $0 + presentedDuration($1) }
         let bytes = segments.reduce(0) { $0 + $1.bytes }
         return Int((Double(bytes) * 8 * Double(timescale) / Double(max(ticks, 1))).rounded(.up))
     }

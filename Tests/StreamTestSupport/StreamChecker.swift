@@ -137,7 +137,87 @@ public enum StreamChecker {
                  "\(audio.folder): boundaries \(audioStarts) against the video's \(video)")
             rule(abs(audio.seconds - programme) < aac, "\(audio.folder): \(audio.seconds) s against \(programme)")
         }
+        try rateAndCodecRules(folder: folder, report: report, hls: hls, rule: rule)
         return findings
+    }
+
+    /// Apple's HLS authoring specification 9.13 and 9.14 and RFC 8216 4.3.4.2, measured again from the files
+    /// as the playlists name them: each variant's BANDWIDTH the largest sum of peak segment bit rates of its
+    /// rung and an audio rendition (the highest rate of any run of segments lasting 0.5 to 1.5 target
+    /// durations), AVERAGE-BANDWIDTH the sum of their averages; CODECS (RFC 6381), RESOLUTION and FRAME-RATE
+    /// as ffprobe reads the rung's and the audio's streams.
+    static func rateAndCodecRules(folder: String, report: StreamReport, hls: [String: Any], rule: (Bool, @autoclosure () -> String) -> Void) throws {
+        /// (peak, average) of a media playlist, from its EXTINFs and its segments' bytes on disk.
+        func rates(_ p: [String: Any]) throws -> (peak: Double, average: Double) {
+            let target = Double((p["targetDuration"] as? NSNumber)?.intValue ?? 1), uri = p["uri"] as? String ?? ""
+            let base = (folder as NSString).appendingPathComponent((uri as NSString).deletingLastPathComponent)
+            let parts: [(seconds: Double, bytes: Double)] = try (p["segments"] as? [[String: Any]] ?? []).map { segment in
+                let seconds = (segment["duration"] as? NSNumber)?.doubleValue ?? 0
+                if let range = segment["byterange"] as? String, let length = range.split(separator: "@").first.flatMap({ Double($0) }) { return (seconds, length) }
+                let size = try FileManager.default.attributesOfItem(atPath: base + "/" + (segment["uri"] as? String ?? ""))[.size] as? NSNumber
+                return (seconds, size?.doubleValue ?? 0)
+            }
+            var peak: Double?
+            for i in parts.indices {
+                var seconds = 0.0, bytes = 0.0
+                for part in parts[i...] {
+                    (seconds, bytes) = (seconds + part.seconds, bytes + part.bytes)
+                    if seconds > target * 1.5 { break }
+                    if seconds >= target * 0.5 { peak = max(peak ?? 0, bytes * 8 / seconds) }
+                }
+            }
+            let seconds = parts.reduce(0) { $0 + $1.seconds }, bytes = parts.reduce(0) { $0 + $1.bytes }
+            return (peak ?? bytes * 8 / max(seconds, 1e-9), bytes * 8 / max(seconds, 1e-9))
+        }
+        func near(_ declared: Any?, _ measured: Double) -> Bool {
+            guard let d = (declared as? NSNumber)?.doubleValue else { return false }
+            return abs(d - measured) <= measured * 0.002 + 8
+        }
+        /// The stream's CODECS name as ffprobe's reading of it gives it: its codec, profile and level.
+        func codecs(_ track: StreamTrack) throws -> (name: String, width: Int, height: Int, rate: Double)? {
+            let fields = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "0", "-show_entries",
+                                                             "stream=codec_name,profile,level,width,height,avg_frame_rate,pix_fmt", "-of", "json",
+                                                             try joined(folder, track)]).stdout
+            guard let stream = ((try JSONSerialization.jsonObject(with: Data(fields.utf8)) as? [String: Any])?["streams"] as? [[String: Any]])?.first else { return nil }
+            let profile = stream["profile"] as? String ?? "", level = (stream["level"] as? NSNumber)?.intValue ?? -1
+            let rate = (stream["avg_frame_rate"] as? String ?? "0/1").split(separator: "/").compactMap { Double($0) }
+            let (width, height) = ((stream["width"] as? NSNumber)?.intValue ?? 0, (stream["height"] as? NSNumber)?.intValue ?? 0)
+            let fps = rate.count == 2 && rate[1] > 0 ? rate[0] / rate[1] : 0
+            switch stream["codec_name"] as? String {
+            case "h264":
+                // profile_idc and the constraint flags libx264 sets for each (Constrained Baseline: 42c0), then the level.
+                guard let p = ["Constrained Baseline": "42c0", "Baseline": "4200", "Main": "4d40", "High": "6400"][profile] else { return ("h264 \(profile)", width, height, fps) }
+                return ("avc1.\(p)" + String(format: "%02x", level), width, height, fps)
+            case "hevc": return (profile == "Main" ? "hvc1.1.6.L\(level)" : "hevc \(profile)", width, height, fps)
+            case "av1": return (profile == "Main" && stream["pix_fmt"] as? String == "yuv420p" ? "av01.0." + String(format: "%02d", level) + "M.08" : "av1 \(profile)", width, height, fps)
+            case "aac": return (["LC": "mp4a.40.2", "HE-AAC": "mp4a.40.5", "HE-AACv2": "mp4a.40.29"][profile] ?? "aac \(profile)", 0, 0, 0)
+            default: return nil
+            }
+        }
+        let renditions = (hls["renditions"] as? [[String: Any]] ?? []).filter { $0["type"] as? String == "AUDIO" }
+        let audioRates = try renditions.map { try rates($0["playlist"] as? [String: Any] ?? [:]) }
+        let audioPeak = audioRates.map(\.peak).max() ?? 0, audioAverage = audioRates.map(\.average).max() ?? 0
+        let audioCodecs = try report.tracks.filter { $0.kind == .audio }.compactMap { try codecs($0)?.name }
+        for variant in hls["variants"] as? [[String: Any]] ?? [] {
+            let p = variant["playlist"] as? [String: Any] ?? [:], uri = p["uri"] as? String ?? ""
+            guard let track = report.tracks.first(where: { $0.kind == .video && uri.hasPrefix($0.folder + "/") }) else { rule(false, "variant \(uri): no rung"); continue }
+            let video = try rates(p)
+            rule(near(variant["bandwidth"], video.peak + audioPeak),
+                 "Apple HLS 9.13: \(uri): BANDWIDTH \(variant["bandwidth"] ?? "none"), the measured peaks \(Int(video.peak)) + \(Int(audioPeak))")
+            rule(near(variant["averageBandwidth"], video.average + audioAverage),
+                 "Apple HLS 9.14: \(uri): AVERAGE-BANDWIDTH \(variant["averageBandwidth"] ?? "none"), measured \(Int(video.average)) + \(Int(audioAverage))")
+            guard let read = try codecs(track) else { rule(false, "\(uri): ffprobe reads no stream"); continue }
+            let declared = (variant["codecs"] as? String ?? "").split(separator: ",").map(String.init)
+            // HEVC's constraint bytes, which ffprobe does not name, follow its level.
+            let videoDeclared = declared.first.map { read.name.hasPrefix("hvc1.") ? $0.split(separator: ".").prefix(4).joined(separator: ".") : $0 }
+            rule(videoDeclared == read.name && Set(declared.dropFirst()) == Set(audioCodecs.prefix(1)),
+                 "Apple HLS 9.1, 9.15, RFC 6381: \(uri): CODECS \(declared), the streams read as \(read.name) and \(audioCodecs)")
+            rule((variant["resolution"] as? [NSNumber])?.map(\.intValue) == [read.width, read.height],
+                 "Apple HLS 9.2: \(uri): RESOLUTION \(variant["resolution"] ?? "none"), the stream \(read.width)x\(read.height)")
+            // Within its three decimals, or 0.1% where the times are coarse (Matroska's milliseconds copied: 30.003).
+            rule(((variant["frameRate"] as? NSNumber)?.doubleValue).map { abs($0 - read.rate) <= max(0.0015, read.rate * 0.001) } == true,
+                 "Apple HLS 9.2: \(uri): FRAME-RATE \(variant["frameRate"] ?? "none"), the stream \(read.rate)")
+        }
     }
 
     /// One track's initialization (CMAF's) and segments joined into one file beside the package; its path.
