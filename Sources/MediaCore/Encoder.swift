@@ -2,8 +2,6 @@ internal import CFFmpeg
 internal import CMediaShims
 import MediaTime
 
-/// Encodes frames into packets: the owner of one AVCodecContext for an encoder, freed in `deinit`.
-/// Packets come out in the encoder's `timeBase`. Thread-confined.
 /// The codecs a streaming package's video rung is encoded in: H.264 (libx264), HEVC (libx265, Main; tagged
 /// `hvc1`, as Apple's players ask) or AV1 (SVT-AV1, Main).
 public enum RungCodec: String, Sendable, Hashable, Codable, CaseIterable {
@@ -15,6 +13,8 @@ public enum RungCodec: String, Sendable, Hashable, Codable, CaseIterable {
     public var name: String { switch self { case .h264: "H.264"; case .hevc: "HEVC"; case .av1: "AV1" } }
 }
 
+/// Encodes frames into packets: the owner of one AVCodecContext for an encoder, freed in `deinit`.
+/// Packets come out in the encoder's `timeBase`. Thread-confined.
 public final class Encoder {
     public enum SendResult: Sendable, Equatable { case accepted, full }
     public enum ReceiveResult: Sendable, Equatable { case packet, needsInput, endOfStream }
@@ -93,7 +93,7 @@ public final class Encoder {
         case .hevc:
             return try Encoder(codecName: "libx265", configure: configure, options: [
                 "preset": preset, "profile": profile, "forced-idr": "1",
-                "x265-params": "keyint=\(gop):min-keyint=\(gop):scenecut=0:open-gop=0:level-idc=\(level):log-level=error"])
+                "x265-params": "keyint=\(gop):min-keyint=\(gop):scenecut=0:open-gop=0:level-idc=\(level):high-tier=0:log-level=error"])
         case .av1:
             // SVT-AV1 closes its GOPs (key frames) by default; its level is 31 for 3.1.
             let presets = ["ultrafast": 12, "superfast": 11, "veryfast": 10, "faster": 9, "fast": 8, "medium": 7, "slow": 6, "slower": 5, "veryslow": 4]

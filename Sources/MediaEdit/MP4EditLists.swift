@@ -156,7 +156,8 @@ enum MP4EditLists {
             } else if size == 0 {
                 size = fileSize - at
             }
-            guard size >= 8, at + size <= fileSize else { throw BoxError("box \(type) at byte \(at) has an impossible size \(size)") }
+            // Compared without adding: a crafted 64-bit size would overflow `at + size`.
+            guard size >= 8, size <= fileSize - at else { throw BoxError("box \(type) at byte \(at) has an impossible size \(size)") }
             top.append((type, at, size))
             at += size
         }

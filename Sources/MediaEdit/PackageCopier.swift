@@ -43,9 +43,10 @@ struct PackageCopier {
         // at the first picture shown, which must then be a keyframe. Pictures hidden before one would be shown by
         // players that do not read edit lists (GStreamer's among them), and the first segment would be longer.
         let copyStart = index.keyframes.first
-        if let shown = index.timestamps.first, shown != copyStart, index.hiddenLeadKeyframe != nil {
-            throw ExportError("\(path): its edit list starts the movie after a keyframe, not at one (a trim without encoding), and a copied package begins at a keyframe: leave out \"mode\" to encode a ladder, "
-                              + "or trim it at a keyframe")
+        if let shown = index.timestamps.first, shown != copyStart {
+            throw ExportError("\(path): its first picture shown is not a keyframe"
+                              + (index.hiddenLeadKeyframe != nil ? " (its edit list starts the movie after one: a trim without encoding)" : "")
+                              + ", and a copied package begins at a keyframe: leave out \"mode\" to encode a ladder, or trim it at a keyframe")
         }
         guard let videoCodecs = framing.map({ CodecsName.of("h264", extradata: $0.record) }) ?? video.codecsName else {
             throw ExportError("\(path): its video's avcC record names no profile and level: leave out \"mode\" to encode a ladder")
@@ -55,7 +56,7 @@ struct PackageCopier {
         let earliest = input.streams.map(\.startTime).filter(\.isNumeric).min() ?? video.startTime
         let programme = composition.timeMapping.duration - max(.zero, video.startTime - earliest)
         let cuts = try keyframeCuts(index, from: copyStart, video: video, duration: programme, path: path)
-        var report = try write(input: input, video: video, codecs: videoCodecs, audio: audio, cuts: cuts, from: copyStart, packets: index.entries, timing: timing,
+        var report = try write(input: input, video: video, codecs: videoCodecs, audio: audio, cuts: cuts, packets: index.entries, timing: timing,
                                framing: framing, programme: programme)
         try writer.addSubtitles(subtitles, to: &report)
         writer.progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
@@ -144,6 +145,9 @@ struct PackageCopier {
                 continue
             }
             guard packet.streamIndex == video.index else { continue }
+            // What an MP4's edit list hides before its first picture shown (a trim without encoding) is not
+            // indexed: the copy leaves it out.
+            if packet.isDiscarded, presentation.isEmpty { continue }
             guard let pts = packet.pts, !storesDecodeTimes || packet.dts != nil else {
                 throw ExportError("\(path): its video packet \(presentation.count + 1) has no time: remux it to MP4 (ffmpeg -c copy), or leave out \"mode\" to encode")
             }
@@ -183,6 +187,10 @@ struct PackageCopier {
         var index = InputFile.StreamIndex(entries: decode.count, endOffset: 0, bytes: 0, timestamps: decode)
         index.keyframes = zip(decode, keys).filter(\.1).map(\.0)
         guard !index.keyframes.isEmpty else { throw ExportError("\(path): its video has no keyframe to begin a segment at") }
+        guard keys.first == true else {
+            throw ExportError("\(path): its first picture shown is not a keyframe, and a copied package begins at a keyframe: leave out \"mode\" to encode a ladder, "
+                              + "or trim it at a keyframe")
+        }
         return (index, PacketTimes(presentation: presentation, decode: decode), framing)
     }
 
@@ -202,7 +210,7 @@ struct PackageCopier {
 
     /// `timing`: the video's times when the container stores no decode times.
     private func write(input: InputFile, video: StreamInfo, codecs: String, audio: [(name: String, language: String?, stream: StreamInfo)],
-                       cuts: Set<Int64>, from start: Int64?, packets total: Int, timing: PacketTimes?, framing: TransportSource?, programme duration: MediaTime) throws -> StreamReport {
+                       cuts: Set<Int64>, packets total: Int, timing: PacketTimes?, framing: TransportSource?, programme duration: MediaTime) throws -> StreamReport {
         let videoTrack = try SegmentedTrack(kind: .video, name: "video-1", settings: settings)
         let videoStream = try videoTrack.file.addStream(copying: video.index, of: input, timeBase: video.timeBase)
         if let framing { try videoTrack.file.setCodecHeader(videoStream, framing.record) }
@@ -244,9 +252,10 @@ struct PackageCopier {
             }
             if let first = held[i] {
                 held[i] = nil
-                let frame = first.packet.duration > 0 ? first.packet.duration
-                    : stream.sampleRate > 0 ? MediaTime(count: Int64(stream.frameSize), timeBase: Rational(1, Int32(clamping: stream.sampleRate))).count(in: stream.timeBase) ?? 0 : 0
-                if let a = first.packet.pts ?? first.packet.dts, let b = box.packet.pts ?? box.packet.dts, b - a <= frame + frame / 2 { try copyAudio(first) }
+                // In Double: a hostile file's times and durations could overflow Int64's arithmetic.
+                let frame = first.packet.duration > 0 ? Double(first.packet.duration)
+                    : stream.sampleRate > 0 ? Double(stream.frameSize) / Double(stream.sampleRate) / (Double(stream.timeBase.numerator) / Double(stream.timeBase.denominator)) : 0
+                if let a = first.packet.pts ?? first.packet.dts, let b = box.packet.pts ?? box.packet.dts, Double(b) - Double(a) <= frame * 1.5 { try copyAudio(first) }
             }
             try copyAudio(box)
         }
@@ -280,11 +289,13 @@ struct PackageCopier {
             try track.write(&box.packet)
         }
         var packet = Packet()
-        var count = 0
+        var count = 0, begun = false
         while try input.read(into: &packet) == .packet {
             if packet.streamIndex == video.index {
-                // Hidden GOPs before the one the copy begins at (an MP4's edit list; a file read through has none).
-                if timing == nil, let start, let dts = packet.dts, dts < start { continue }
+                // Pictures an MP4's edit list hides before the first shown, the keyframe the copy begins at (left out
+                // of the index too). Those it hides at the end stay: pictures shown before may refer to them.
+                if packet.isDiscarded, !begun { continue }
+                begun = true
                 if let decodeTimes = timing?.decode, let presentation = timing?.presentation {
                     // The file read again holds the packets it held when it was indexed, unless it changed meanwhile.
                     guard count < decodeTimes.count, packet.pts == presentation[count] else {

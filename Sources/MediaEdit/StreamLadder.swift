@@ -109,13 +109,14 @@ extension StreamSettings {
 /// The levels of a rung's codec as their encoders take them (41 for 4.1), and the lowest that holds a rung.
 public enum RungLevel {
     /// HEVC's levels (H.265 Annex A, tables A.8 and A.9, Main tier): (level, most luma samples a picture, most
-    /// luma samples a second, peak bit rate of the Main profile in bits a second).
-    static let hevc: [(level: Int, pictureSamples: Int, samplesPerSecond: Int, bits: Int)] = [
-        (10, 36_864, 552_960, 128_000), (20, 122_880, 3_686_400, 1_500_000), (21, 245_760, 7_372_800, 3_000_000),
-        (30, 552_960, 16_588_800, 6_000_000), (31, 983_040, 33_177_600, 10_000_000), (40, 2_228_224, 66_846_720, 12_000_000),
-        (41, 2_228_224, 133_693_440, 20_000_000), (50, 8_912_896, 267_386_880, 25_000_000), (51, 8_912_896, 534_773_760, 40_000_000),
-        (52, 8_912_896, 1_069_547_520, 60_000_000), (60, 35_651_584, 1_069_547_520, 60_000_000), (61, 35_651_584, 2_139_095_040, 120_000_000),
-        (62, 35_651_584, 4_278_190_080, 240_000_000)]
+    /// luma samples a second, peak bit rate and largest coded picture buffer of the Main profile, in bits).
+    static let hevc: [(level: Int, pictureSamples: Int, samplesPerSecond: Int, bits: Int, buffer: Int)] = [
+        (10, 36_864, 552_960, 128_000, 350_000), (20, 122_880, 3_686_400, 1_500_000, 1_500_000), (21, 245_760, 7_372_800, 3_000_000, 3_000_000),
+        (30, 552_960, 16_588_800, 6_000_000, 6_000_000), (31, 983_040, 33_177_600, 10_000_000, 10_000_000),
+        (40, 2_228_224, 66_846_720, 12_000_000, 10_000_000), (41, 2_228_224, 133_693_440, 20_000_000, 12_000_000),
+        (50, 8_912_896, 267_386_880, 25_000_000, 25_000_000), (51, 8_912_896, 534_773_760, 40_000_000, 40_000_000),
+        (52, 8_912_896, 1_069_547_520, 60_000_000, 60_000_000), (60, 35_651_584, 1_069_547_520, 60_000_000, 60_000_000),
+        (61, 35_651_584, 2_139_095_040, 120_000_000, 120_000_000), (62, 35_651_584, 4_278_190_080, 240_000_000, 240_000_000)]
     /// AV1's levels (AV1 Annex A.3, Main tier): (level, most samples a picture, widest, tallest, most samples shown
     /// a second, peak bit rate in bits a second).
     static let av1: [(level: Int, pictureSamples: Int, width: Int, height: Int, samplesPerSecond: Int, bits: Int)] = [
@@ -139,8 +140,10 @@ public enum RungLevel {
     public static func name(_ level: Int) -> String { "\(level / 10).\(level % 10)" }
 
     /// The lowest level of `codec` that holds `width` x `height` at `framesPerSecond` with a peak of
-    /// `maxBitRate`; nil when none does.
-    public static func lowest(_ codec: StreamRung.Codec, width: Int, height: Int, framesPerSecond: Double, maxBitRate: Int, profile: String) -> Int? {
+    /// `maxBitRate` (and for HEVC, a buffer of `bufferSize` bits: x265 otherwise signals the High tier, or
+    /// shrinks the buffer); nil when none does.
+    public static func lowest(_ codec: StreamRung.Codec, width: Int, height: Int, framesPerSecond: Double, maxBitRate: Int, bufferSize: Int,
+                              profile: String) -> Int? {
         let samples = width * height, perSecond = Double(samples) * framesPerSecond
         switch codec {
         case .h264:
@@ -150,6 +153,7 @@ public enum RungLevel {
             return hevc.first { l in
                 let side = Int((8 * Double(l.pictureSamples)).squareRoot())
                 return samples <= l.pictureSamples && width <= side && height <= side && perSecond <= Double(l.samplesPerSecond) && maxBitRate <= l.bits
+                    && bufferSize <= l.buffer
             }?.level
         case .av1:
             return av1.first { l in

@@ -27,7 +27,8 @@ public struct StreamRung: Sendable, Hashable, Codable {
         self.bitRate = bitRate
         let peak = maxBitRate ?? Int(min(Double(bitRate) * 1.5, Double(Int32.max)))
         self.maxBitRate = peak
-        self.bufferSize = bufferSize ?? Int(min(Double(peak) * 2, Double(Int32.max)))
+        // HEVC's Main tier holds a buffer of about a second at its level's peak: two would raise the level.
+        self.bufferSize = bufferSize ?? Int(min(Double(peak) * (codec == .hevc ? 1 : 2), Double(Int32.max)))
         self.codec = codec
         self.profile = profile ?? codec.profiles[0]
         self.level = level

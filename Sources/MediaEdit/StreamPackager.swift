@@ -141,15 +141,20 @@ struct PackageWriter {
         let fd = (settings.frameDuration ?? StreamSettings.frameDuration(of: first)).reduced
         made.frameDuration = fd
         made.rungs = try ladder.rungs.enumerated().map { i, rung in
-            guard rung.level == nil else { return rung }
             var rung = rung
             let fps = Double(fd.timescale) / Double(fd.value)
+            let what = "rung \(i + 1) (\(rung.width)x\(rung.height) at \(MediaTime.formatSeconds(fps)) fps, peak \(rung.maxBitRate) bit/s"
+                + (rung.codec == .hevc ? ", buffer \(rung.bufferSize) bits)" : ")")
             guard let level = RungLevel.lowest(rung.codec, width: rung.width, height: rung.height, framesPerSecond: fps, maxBitRate: rung.maxBitRate,
-                                               profile: rung.profile) else {
-                throw ExportError("rung \(i + 1) (\(rung.width)x\(rung.height) at \(MediaTime.formatSeconds(fps)) fps, peak \(rung.maxBitRate) bit/s): "
-                                  + "no \(rung.codec.name) level holds it; make it smaller or its peak lower")
+                                               bufferSize: rung.bufferSize, profile: rung.profile) else {
+                throw ExportError("\(what): no \(rung.codec.name) level holds it; make it smaller or its peak\(rung.codec == .hevc ? " or buffer" : "") lower")
             }
-            rung.level = level
+            // A level asked for must hold the rung: a stream above its level is one players may refuse.
+            if let asked = rung.level, asked < level {
+                throw ExportError("\(what): \(rung.codec.name) level \(RungLevel.name(asked)) does not hold it; the lowest that does is "
+                                  + "\(RungLevel.name(level)): ask for that, or leave out \"level\"")
+            }
+            rung.level = rung.level ?? level
             return rung
         }
         _ = try audioChoices(sources)  // a package that asks for audio a source lacks is refused before any work

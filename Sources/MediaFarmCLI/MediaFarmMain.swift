@@ -21,9 +21,6 @@ public struct MediaFarmMain: AsyncParsableCommand {
 
     /// Parses the arguments, runs the command, and exits with MediaFarm's exit codes.
     public static func runAndExit() async -> Never {
-        // SVT-AV1 (AV1 rungs) writes its whole configuration to stderr at every encoder's start unless its log
-        // level says otherwise (1: errors); a user's own setting stands.
-        setenv("SVT_LOG", "1", 0)
         let code = await run(arguments: Array(CommandLine.arguments.dropFirst()))
         Foundation.exit(code)
     }

@@ -5,11 +5,21 @@ import Testing
 /// specification (`avc1.640028`, `hvc1.2.4.L123.B0`), ISO/IEC 14496-15 E.3 (`hvc1.1.6.L93.B0`) and the AV1
 /// codec ISO media file format binding's "Codecs Parameter String" (`av01.0.04M.10`).
 @Suite struct CodecsNameTests {
-    /// A box of `type` holding `payload`, inside a few bytes of something else, as an initialization holds it.
-    static func initialization(_ type: String, _ payload: [UInt8]) -> [UInt8] {
+    static func box(_ type: String, _ payload: [UInt8]) -> [UInt8] {
         let size = UInt32(8 + payload.count)
-        let box = [UInt8(size >> 24), UInt8(size >> 16 & 0xFF), UInt8(size >> 8 & 0xFF), UInt8(size & 0xFF)] + Array(type.utf8) + payload
-        return [0, 0, 0, 16] + Array("ftypiso6".utf8) + [0, 0, 0, 0] + box + [0, 0, 0, 8] + Array("free".utf8)
+        return [UInt8(size >> 24), UInt8(size >> 16 & 0xFF), UInt8(size >> 8 & 0xFF), UInt8(size & 0xFF)] + Array(type.utf8) + payload
+    }
+
+    /// An initialization whose one track's sample entry holds a `type` record of `payload`, as FFmpeg's muxer
+    /// nests it (moov/trak/mdia/minf/stbl/stsd), after a handler box whose name says "hvcC" (a source's
+    /// handler name is copied into it) and a `free` box.
+    static func initialization(_ type: String, _ payload: [UInt8]) -> [UInt8] {
+        let entry = ["hvcC": "hvc1", "av1C": "av01", "avcC": "avc1"][type] ?? "mp4v"
+        let sample = box(entry, [UInt8](repeating: 0, count: 78) + box(type, payload))
+        let stsd = box("stsd", [0, 0, 0, 0, 0, 0, 0, 1] + sample)
+        let handler = box("hdlr", [0, 0, 0, 0, 0, 0, 0, 0] + Array("vide".utf8) + [UInt8](repeating: 0, count: 12) + Array(" hvcC and more text\u{0}".utf8))
+        let moov = box("moov", box("trak", box("mdia", handler + box("minf", box("stbl", stsd)))))
+        return box("ftyp", Array("iso6".utf8) + [0, 0, 0, 0]) + moov + box("free", [])
     }
 
     @Test func hevcNamesFollowTheConfigurationRecord() {
@@ -34,13 +44,16 @@ import Testing
         #expect(CodecsName.of(initialization: Self.initialization("av1C", [0x81, 0x4D, 0xE0, 0x00])) == "av01.2.13H.12")
     }
 
-    @Test func otherInitializationsAndCutRecordsNameNothing() {
+    @Test func otherInitializationsAndCutRecordsNameNothing() throws {
         #expect(CodecsName.of(initialization: Self.initialization("avcC", [1, 0x64, 0, 0x28])) == nil)
         #expect(CodecsName.of(initialization: []) == nil)
         // A record cut short, or a box whose size runs past the end, names nothing rather than reading on.
         #expect(CodecsName.of(initialization: Self.initialization("hvcC", [1, 0x01, 0x60])) == nil)
         var long = Self.initialization("av1C", [0x81, 0x05, 0x0C, 0x00])
-        long[19] = 200  // the av1C box's size
+        let at = try #require((0..<(long.count - 4)).first { String(decoding: long[$0..<($0 + 4)], as: UTF8.self) == "av1C" }) - 1
+        long[at] = 200  // the av1C box's size
         #expect(CodecsName.of(initialization: long) == nil)
+        // An H.264 track whose handler's name holds "hvcC" is no HEVC track.
+        #expect(CodecsName.of(initialization: Self.initialization("avcC", [1, 0x64, 0, 0x28, 0xFF, 0xE1, 0, 0])) == nil)
     }
 }

@@ -348,13 +348,36 @@ import Testing
         #expect(H264Level.name(31) == "3.1")
     }
 
+    /// HEVC's and AV1's levels, Main tier: the picture (and HEVC's sides), the samples a second, the peak, and
+    /// HEVC's buffer, whose default is one second at the peak (two would put 1080p at level 5.0).
+    @Test func hevcAndAV1LevelsAreTheLowestThatHoldTheRung() {
+        let hd = StreamRung(width: 1920, height: 1080, bitRate: 4_500_000, codec: .hevc)
+        #expect(hd.bufferSize == hd.maxBitRate && StreamRung(width: 2, height: 2, bitRate: 4_500_000).bufferSize == 13_500_000)
+        func hevc(_ w: Int, _ h: Int, _ fps: Double, peak: Int, buffer: Int) -> Int? {
+            RungLevel.lowest(.hevc, width: w, height: h, framesPerSecond: fps, maxBitRate: peak, bufferSize: buffer, profile: "main")
+        }
+        #expect(hevc(1920, 1080, 30, peak: 6_750_000, buffer: 6_750_000) == 40)
+        #expect(hevc(1920, 1080, 30, peak: 6_750_000, buffer: 13_500_000) == 50, "a buffer over 4.1's 12 Mbit")
+        #expect(hevc(1920, 1080, 60, peak: 6_750_000, buffer: 6_750_000) == 41)
+        #expect(hevc(3840, 2160, 30, peak: 20_000_000, buffer: 20_000_000) == 50)
+        #expect(hevc(320, 240, 30, peak: 900_000, buffer: 1_800_000) == 21, "2.0's buffer is 1.5 Mbit")
+        #expect(hevc(8192, 300, 30, peak: 1_000_000, buffer: 1_000_000) == 50, "a side over 4.1's square root of 8 pictures")
+        func av1(_ w: Int, _ h: Int, _ fps: Double, peak: Int) -> Int? {
+            RungLevel.lowest(.av1, width: w, height: h, framesPerSecond: fps, maxBitRate: peak, bufferSize: 0, profile: "main")
+        }
+        #expect(av1(1920, 1080, 30, peak: 7_500_000) == 40 && av1(1280, 720, 30, peak: 4_500_000) == 31 && av1(160, 120, 30, peak: 300_000) == 20)
+        #expect(av1(1920, 1080, 30, peak: 25_000_000) == 50 && av1(16384, 8704, 120, peak: 1_000_000) == nil)
+        #expect(RungLevel.known(.av1).first == 20 && RungLevel.known(.hevc).contains(62) && RungLevel.name(53) == "5.3")
+    }
+
     /// A ladder of an HEVC, an AV1 and an H.264 rung over 10 s cut every 2 s: each rung's segments begin at the same
     /// frames with its keyframes (and no others); each CODECS is read from the configuration record the muxer wrote
-    /// and agrees with ffprobe's profile and level of the stream (HEVC: Main, level 2.0 for 320x240 at 30 fps and
-    /// a 0.9 Mbit/s peak, `hvc1` as Apple's players take it; AV1: Main, level 2.0 for 160x120); the checker finds
+    /// and agrees with ffprobe's profile and level of the stream (HEVC: Main tier, level 2.1 for 320x240 at 30 fps,
+    /// a 0.9 Mbit/s peak and a 1.8 Mbit buffer, over 2.0's 1.5, which x265 would have shrunk; `hvc1` as Apple's
+    /// players take it; AV1: Main, level 2.0 for 160x120). A level asked for that does not hold the rung is refused.; the checker finds
     /// nothing and GStreamer plays each rung to its last frame. Over MPEG-TS, HEVC and AV1 are refused before work.
     @Test func hevcAndAV1RungsBeginTheirSegmentsAtTheSameFramesAndPlay() async throws {
-        let rungs = [StreamRung(width: 320, height: 240, bitRate: 600_000, codec: .hevc), StreamRung(width: 160, height: 120, bitRate: 200_000, codec: .av1),
+        let rungs = [StreamRung(width: 320, height: 240, bitRate: 600_000, bufferSize: 1_800_000, codec: .hevc), StreamRung(width: 160, height: 120, bitRate: 200_000, codec: .av1),
                      StreamRung(width: 160, height: 120, bitRate: 150_000)]
         let (folder, report) = try await Self.package(.longMP4, rungs: rungs, segment: MediaTime(value: 2, timescale: 1))
         let video = report.tracks.filter { $0.kind == .video }
@@ -366,7 +389,7 @@ import Testing
             let stream = try ProcessRunner.check("ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries", "stream=codec_name,codec_tag_string,profile,level",
                                                              "-of", "csv=p=0", folder + "/" + track.folder + ".joined.mp4"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             switch track.folder {
-            case "video-1": #expect(stream == "hevc,Main,hvc1,60" && track.codecs.hasPrefix("hvc1.1.6.L60."), "\(stream) \(track.codecs)")
+            case "video-1": #expect(stream == "hevc,Main,hvc1,63" && track.codecs.hasPrefix("hvc1.1.6.L63."), "\(stream) \(track.codecs)")
             case "video-2": #expect(stream == "av1,Main,av01,0" && track.codecs == "av01.0.00M.08", "\(stream) \(track.codecs)")
             default: #expect(stream.hasPrefix("h264,") && track.codecs.hasPrefix("avc1."), "\(stream) \(track.codecs)")
             }
@@ -376,6 +399,12 @@ import Testing
         let played = try StreamChecker.playEachRung(folder: folder, report: report)
         #expect(played.isEmpty, "\(played)")
 
+        await #expect {
+            _ = try await Self.package(.longMP4, rungs: [StreamRung(width: 320, height: 240, bitRate: 600_000, codec: .hevc, level: 10)],
+                                       segment: MediaTime(value: 2, timescale: 1))
+        } throws: { error in
+            "\(error)".contains("HEVC level 1.0 does not hold it; the lowest that does is 2.0") && "\(error)".contains("leave out \"level\"")
+        }
         var settings = StreamSettings(folder: folder + "-ts", rungs: [rungs[0]], segmentDuration: MediaTime(value: 2, timescale: 1))
         settings.container = .transportStream
         #expect { try settings.check() } throws: { error in

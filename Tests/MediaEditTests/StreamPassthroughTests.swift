@@ -216,6 +216,14 @@ import Testing
         #expect(copiedAudio.count > 400 && sourceAudio.suffix(copiedAudio.count) == copiedAudio[...], "\(sourceAudio.count) against \(copiedAudio.count)")
         let findings = try StreamChecker.check(folder: package, report: report, copied: true)
         #expect(findings.isEmpty, "\(findings)")
+        // A box after the movie whose 64-bit size would overflow the walk's arithmetic: copied (read through), no trap.
+        let odd = folder.appendingPathComponent("huge-box.mp4")
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: source))
+        bytes.append(contentsOf: [0, 0, 0, 1] + Array("free".utf8) + [0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF])
+        try bytes.write(to: odd)
+        #expect(MP4EditLists.isFragmented(path: odd.path))
+        let (_, oddReport) = try await Self.package(odd.path, segment: two)
+        #expect(oddReport.tracks.first?.segments.count == 5)
 
         // Trimmed at a keyframe: the copy begins there, and its first segment is 2 s like the rest.
         let trimmed = folder.appendingPathComponent("trimmed.mp4").path
@@ -234,8 +242,16 @@ import Testing
             _ = try await Self.package(midGOP, segment: two)
         } throws: { error in
             let text = "\(error)"
-            return text.contains("its edit list starts the movie after a keyframe, not at one") && text.contains("leave out \"mode\"")
+            return text.contains("its first picture shown is not a keyframe (its edit list starts the movie after one") && text.contains("leave out \"mode\"")
         }
+        // An MP4 whose first sample is no keyframe and that hides nothing (a copy from a transport stream that kept
+        // the pictures before its first keyframe): refused too, not copied from its first keyframe on.
+        let ts = folder.appendingPathComponent("gop1s.ts").path, late = folder.appendingPathComponent("starts-mid-gop.mp4").path
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", source, "-c", "copy", ts])
+        try ProcessRunner.check("ffmpeg", ["-v", "error", "-ss", "2.5", "-i", ts, "-c", "copy", "-copyinkf", late])
+        await #expect {
+            _ = try await Self.package(late, segment: two)
+        } throws: { error in "\(error)".contains("its first picture shown is not a keyframe, and a copied package begins at a keyframe") }
 
         let silent = folder.appendingPathComponent("no-sound.mkv").path
         try ProcessRunner.check("ffmpeg", ["-v", "error", "-i", source, "-f", "lavfi", "-i", "anullsrc=r=48000", "-map", "0:v", "-map", "1:a",
