@@ -124,10 +124,11 @@ import Testing
                     let before = counters.withLock { $0.requests }
                     if explicitly { reader!.close() } else { reader = nil }
                     // The cancelled fetches end as soon as they are scheduled; beside the whole suite the task pool
-                    // may take a while to get to them. Once none is in flight the count is final: a fetch ahead
-                    // counts its request before its task ends, the closed reader starts no more, and this
-                    // thread reads nothing more, so no wait after it could see another.
-                    let deadline = Date().addingTimeInterval(120)
+                    // may take a while to get to them (on 2 cores, tests that wait on ffmpeg or GStreamer hold its
+                    // threads: 3 were still unscheduled after 120 s in one CI run). Once none is in flight the
+                    // count is final: a fetch ahead counts its request before its task ends, the closed reader
+                    // starts no more, and this thread reads nothing more, so no wait after it could see another.
+                    let deadline = Date().addingTimeInterval(900)
                     while counters.withLock({ $0.inFlight }) > 0, Date() < deadline { usleep(10_000) }
                     withExtendedLifetime(reader) {}
                     done.resume(returning: (inFlight, before, counters.withLock { $0.requests }, counters.withLock { $0.inFlight }))
