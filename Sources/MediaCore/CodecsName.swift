@@ -25,42 +25,13 @@ public enum CodecsName {
 }
 
 extension CodecsName {
-    /// The `CODECS` name of the track an MP4 initialization segment describes (its first track's first sample
-    /// entry), from its HEVC or AV1 configuration record (ISO/IEC 14496-15 E.3: `hvc1.1.6.L93.90`; AV1 in ISOBMFF, "Codecs Parameter String":
-    /// `av01.0.05M.08`); nil when it holds neither.
-    public static func of(initialization bytes: [UInt8]) -> String? {
-        /// The payload of the first box of `type` among the boxes from `start` to `end`.
-        func child(_ type: String, from start: Int, to end: Int) -> ArraySlice<UInt8>? {
-            var at = start
-            while at + 8 <= end {
-                let size = Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
-                guard size >= 8, size <= end - at else { return nil }
-                if String(decoding: bytes[(at + 4)..<(at + 8)], as: UTF8.self) == type { return bytes[(at + 8)..<(at + size)] }
-                at += size
-            }
-            return nil
-        }
-        /// The configuration record of the first track's first sample entry (moov/trak/mdia/minf/stbl/stsd), when
-        /// it is `entry` with a `record` box after the visual sample entry's 78 bytes.
-        func record(_ entries: [String], _ record: String) -> ArraySlice<UInt8>? {
-            var box = bytes[...]
-            for type in ["moov", "trak", "mdia", "minf", "stbl", "stsd"] {
-                guard let inner = child(type, from: box.startIndex, to: box.endIndex) else { return nil }
-                box = inner
-            }
-            // stsd: version and flags, an entry count, then the entries.
-            guard box.count >= 8 else { return nil }
-            for entry in entries {
-                if let sample = child(entry, from: box.startIndex + 8, to: box.endIndex), sample.count >= 78 {
-                    return child(record, from: sample.startIndex + 78, to: sample.endIndex)
-                }
-            }
-            return nil
-        }
-        let hvcC = record(["hvc1", "hev1"], "hvcC"), av1C = hvcC == nil ? record(["av01"], "av1C") : nil
+    /// The `CODECS` name an HEVC or AV1 configuration record gives (`type` "hvcC" or "av1C", `record` its
+    /// payload): ISO/IEC 14496-15 E.3 (`hvc1.1.6.L93.90`), AV1 in ISOBMFF's "Codecs Parameter String"
+    /// (`av01.0.05M.08`); nil for another record, or one cut short.
+    public static func of(configuration type: String, record: ArraySlice<UInt8>) -> String? {
         let hex = { (value: UInt64) in String(value, radix: 16, uppercase: true) }
-        if let c = hvcC, c.count >= 13 {
-            let b = Array(c)
+        if type == "hvcC", record.count >= 13 {
+            let b = Array(record)
             let space = ["", "A", "B", "C"][Int(b[1] >> 6)], tier = b[1] & 0x20 != 0 ? "H" : "L", profile = b[1] & 0x1F
             // The compatibility flags in reverse bit order; the constraint bytes without the trailing zeros.
             let flags = UInt32(b[2]) << 24 | UInt32(b[3]) << 16 | UInt32(b[4]) << 8 | UInt32(b[5])
@@ -70,8 +41,8 @@ extension CodecsName {
             while constraints.last == 0 { constraints.removeLast() }
             return "hvc1.\(space)\(profile).\(hex(UInt64(reversed))).\(tier)\(b[12])" + constraints.map { "." + hex(UInt64($0)) }.joined()
         }
-        if let c = av1C, c.count >= 4 {
-            let b = Array(c)
+        if type == "av1C", record.count >= 4 {
+            let b = Array(record)
             let depth = b[2] & 0x40 == 0 ? 8 : b[2] & 0x20 != 0 ? 12 : 10
             return "av01.\(b[1] >> 5)." + String(format: "%02d", Int(b[1] & 0x1F)) + (b[2] & 0x80 != 0 ? "H" : "M") + "." + String(format: "%02d", depth)
         }

@@ -166,10 +166,12 @@ enum MP4EditLists {
 
     /// Whether the MP4 or QuickTime file at `path` holds movie fragments (a top-level `moof`), whose samples
     /// FFmpeg's demuxer may index only as it reads them (with a `sidx`, only the first fragment's at open).
-    /// A file whose boxes cannot be walked counts as fragmented: reading it through is right for both.
+    /// A file whose boxes cannot be walked counts as fragmented: reading it through is right for both. One that
+    /// FFmpeg opened but this cannot (an object in S3) does not: reading it through would fetch it twice, and
+    /// an index that stops short of its duration is read through anyway (`StreamIndex.covers`).
     static func isFragmented(path: String) -> Bool {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return true }
+        guard fd >= 0 else { return false }
         defer { close(fd) }
         do throws(BoxError) {
             return try topLevel(fd, size: Int64(lseek(fd, 0, SEEK_END))).contains { $0.type == "moof" }

@@ -42,8 +42,7 @@ struct PackageCopier {
         // An MP4's edit list may hide what comes before the movie's start (a trim without encoding): the copy begins
         // at the first picture shown, which must then be a keyframe. Pictures hidden before one would be shown by
         // players that do not read edit lists (GStreamer's among them), and the first segment would be longer.
-        let copyStart = index.keyframes.first
-        if let shown = index.timestamps.first, shown != copyStart {
+        if let shown = index.timestamps.first, shown != index.keyframes.first {
             throw ExportError("\(path): its first picture shown is not a keyframe"
                               + (index.hiddenLeadKeyframe != nil ? " (its edit list starts the movie after one: a trim without encoding)" : "")
                               + ", and a copied package begins at a keyframe: leave out \"mode\" to encode a ladder, or trim it at a keyframe")
@@ -55,7 +54,7 @@ struct PackageCopier {
         // before its video); the package's at its video's first picture, what comes before hidden by each edit.
         let earliest = input.streams.map(\.startTime).filter(\.isNumeric).min() ?? video.startTime
         let programme = composition.timeMapping.duration - max(.zero, video.startTime - earliest)
-        let cuts = try keyframeCuts(index, from: copyStart, video: video, duration: programme, path: path)
+        let cuts = try keyframeCuts(index, video: video, duration: programme, path: path)
         var report = try write(input: input, video: video, codecs: videoCodecs, audio: audio, cuts: cuts, packets: index.entries, timing: timing,
                                framing: framing, programme: programme)
         try writer.addSubtitles(subtitles, to: &report)
@@ -65,22 +64,20 @@ struct PackageCopier {
     }
 
     /// The decode times (video ticks) of the keyframes each segment after the first begins at: the keyframe
-    /// nearest each multiple of the segment duration from `start`, the keyframe the copy begins at, while
-    /// more than a segment is left. Refuses a source whose longest GOP is longer.
-    private func keyframeCuts(_ index: InputFile.StreamIndex, from start: Int64?, video: StreamInfo, duration: MediaTime, path: String) throws -> Set<Int64> {
-        guard let first = start else { throw ExportError("\(path): its video has no keyframe to begin a segment at") }
-        let keyframes = [first] + index.keyframes.filter { $0 > first }
+    /// nearest each multiple of the segment duration from the first (the first picture shown), while more than
+    /// a segment is left. Refuses a source whose longest GOP is longer.
+    private func keyframeCuts(_ index: InputFile.StreamIndex, video: StreamInfo, duration: MediaTime, path: String) throws -> Set<Int64> {
+        let keyframes = index.keyframes
+        guard let first = keyframes.first else { throw ExportError("\(path): its video has no keyframe to begin a segment at") }
         let tb = video.timeBase
         let seconds = { (ticks: Int64) in Double(ticks - first) * Double(tb.numerator) / Double(tb.denominator) }
         let times = keyframes.map(seconds)
         let target = settings.segmentDuration.seconds
         let frame = video.averageFrameRate.map { Double($0.denominator) / Double(max($0.numerator, 1)) } ?? 0
         // The video's own end (its last decode time and a frame), not the composition's: audio that runs on
-        // past the video is no gap between keyframes. The programme is counted from the first picture shown,
-        // the times from the copy's first keyframe, before it by what an edit list hides and the reordering.
+        // past the video is no gap between keyframes.
         let videoEnd = index.timestamps.max().map { seconds($0) + frame }
-        let shownFrom = index.timestamps.min().map(seconds) ?? 0
-        let end = min(duration.seconds + shownFrom, videoEnd ?? duration.seconds)
+        let end = min(duration.seconds, videoEnd ?? duration.seconds)
         var longest = (seconds: 0.0, at: 0.0)
         for (a, b) in zip(times, times.dropFirst() + [end]) where b - a > longest.seconds { longest = (b - a, a) }
         guard longest.seconds <= target + frame / 2 else {
@@ -187,10 +184,6 @@ struct PackageCopier {
         var index = InputFile.StreamIndex(entries: decode.count, endOffset: 0, bytes: 0, timestamps: decode)
         index.keyframes = zip(decode, keys).filter(\.1).map(\.0)
         guard !index.keyframes.isEmpty else { throw ExportError("\(path): its video has no keyframe to begin a segment at") }
-        guard keys.first == true else {
-            throw ExportError("\(path): its first picture shown is not a keyframe, and a copied package begins at a keyframe: leave out \"mode\" to encode a ladder, "
-                              + "or trim it at a keyframe")
-        }
         return (index, PacketTimes(presentation: presentation, decode: decode), framing)
     }
 

@@ -74,7 +74,7 @@ final class SegmentedTrack {
         // MPEG-TS has no initialization: what its header wrote (if anything) goes before the first segment.
         initialization = try file.writeInitialization(options: container == .cmaf ? OutputFile.cmafOptions : [:])
         // HEVC's and AV1's names come from the configuration record the muxer wrote (hvcC, av1C).
-        if let named = CodecsName.of(initialization: initialization) { self.codecs = named }
+        if let named = Self.codecs(initialization: initialization) { self.codecs = named }
     }
 
     /// The track's timescale (valid after `begin`).
@@ -229,6 +229,24 @@ final class SegmentedTrack {
             guard time <= Int64(UInt32.max) else { throw ExportError("\(folder): a fragment's 32-bit decode time cannot hold \(time)") }
             put(UInt64(time), at: tfdt.start + 12, width: 4)
         }
+    }
+
+    /// The `CODECS` name of an HEVC or AV1 track from its initialization: the configuration record of the first
+    /// track's first sample entry (moov/trak/mdia/minf/stbl/stsd, then hvc1, hev1 or av01, whose visual sample
+    /// entry takes 78 bytes before its boxes); nil for other codecs.
+    static func codecs(initialization bytes: [UInt8]) -> String? {
+        var inside = (start: 0, end: bytes.count)
+        for type in ["moov", "trak", "mdia", "minf", "stbl", "stsd"] {
+            guard let b = box(type, in: bytes, from: inside.start, to: inside.end), b.size >= 8 else { return nil }
+            inside = (b.start + 8, b.start + b.size)
+        }
+        // stsd: its version and flags, and an entry count, before the entries.
+        for (entry, record) in [("hvc1", "hvcC"), ("hev1", "hvcC"), ("av01", "av1C")] {
+            guard let sample = box(entry, in: bytes, from: inside.start + 8, to: inside.end), sample.size >= 8 + 78,
+                  let config = box(record, in: bytes, from: sample.start + 8 + 78, to: sample.start + sample.size), config.size >= 8 else { continue }
+            return CodecsName.of(configuration: record, record: bytes[(config.start + 8)..<(config.start + config.size)])
+        }
+        return nil
     }
 
     /// The box of `type` among those from `from` to `to` (32-bit sizes, as FFmpeg writes these).
