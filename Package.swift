@@ -195,7 +195,7 @@ let package = Package(
         // bench/queue's store throughput measurement.
         .executableTarget(name: "mediafarm-queue-bench", dependencies: ["FarmStore", "FarmModel"], path: "bench/QueueBench"),
         // bench/library's fetch and resolve measurement over a large library.
-        .executableTarget(name: "mediafarm-library-bench", dependencies: ["FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "MediaTime"], path: "bench/LibraryBench"),
+        .executableTarget(name: "mediafarm-library-bench", dependencies: ["FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "MediaTime", "SafeFiles"], path: "bench/LibraryBench"),
 
         // Tests: one target per module, plus a helper that makes media fixtures with real FFmpeg.
         .target(name: "FarmTestSupport", path: "Tests/FarmTestSupport"),
@@ -212,7 +212,7 @@ let package = Package(
         .testTarget(name: "MediaCaptureTests", dependencies: ["MediaCapture", "FarmTestSupport"]),
         .testTarget(name: "FarmIngestTests", dependencies: ["FarmIngest", "FarmSubmit", "FarmStore", "FarmTestSupport"]),
         .testTarget(name: "FarmSubmitTests", dependencies: ["FarmSubmit", "FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "FarmTestSupport"]),
-        .testTarget(name: "FarmLibraryTests", dependencies: ["FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "FarmTestSupport"]),
+        .testTarget(name: "FarmLibraryTests", dependencies: ["FarmLibrary", "FarmLibraryMedia", "FarmStore", "FarmModel", "SafeFiles", "FarmTestSupport"]),
         .testTarget(name: "FarmRuntimeTests", dependencies: ["FarmRuntime", "MediaFarmCLI", "QueueCLI", "FarmSubmit", "FarmStore", "FarmModel", "MediaTime", "CodeScan", "MediaEdit", "FarmTestSupport", "StreamTestSupport", "S3Client",
                                                          .product(name: "NIOCore", package: "swift-nio"), .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "CodeScanTests", dependencies: ["CodeScan", "MediaCore", "MediaTime", "FarmTestSupport"]),

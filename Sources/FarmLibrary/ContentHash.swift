@@ -61,29 +61,3 @@ public struct ContentHash: Sendable, Hashable {
         return ContentHash(sha256: digest.map { String(format: "%02x", $0) }.joined(), id: AssetID(digest: digest))
     }
 }
-
-/// What `stat` says about a file: a registered path whose identity is unchanged is not hashed again.
-public struct FileStamp: Sendable, Hashable {
-    public var size: Int64
-    /// Modification time, seconds since 1970 with nanoseconds.
-    public var mtime: Double
-    public var inode: Int64
-    public var device: Int64
-
-    /// nil when there is no regular file at `path` (following symbolic links).
-    public init?(path: String) {
-        var info = stat()
-        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        size = Int64(info.st_size)
-        mtime = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
-        inode = Int64(bitPattern: UInt64(info.st_ino))
-        device = Int64(bitPattern: UInt64(info.st_dev))
-    }
-
-    public init(size: Int64, mtime: Double, inode: Int64, device: Int64) {
-        self.size = size
-        self.mtime = mtime
-        self.inode = inode
-        self.device = device
-    }
-}

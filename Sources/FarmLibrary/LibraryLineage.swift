@@ -1,6 +1,7 @@
 import FarmModel
 import FarmStore
 import Foundation
+import SafeFiles
 import QualityModel
 
 /// An output a job made from an asset (ALAssetRepresentation), and how.

@@ -1,6 +1,7 @@
 import FarmModel
 import FarmStore
 import Foundation
+import SafeFiles
 
 /// Where an id is on this host (PHCloudIdentifierMapping): one answer per id, never a guess.
 public struct Resolution: Sendable, Hashable, Codable {

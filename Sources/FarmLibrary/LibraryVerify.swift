@@ -1,6 +1,7 @@
 import FarmModel
 import FarmStore
 import Foundation
+import SafeFiles
 
 /// What `library verify` found on this host.
 public struct VerifyReport: Sendable, Hashable, Codable {

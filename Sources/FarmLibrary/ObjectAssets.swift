@@ -1,6 +1,7 @@
 import Crypto
 import FarmModel
 import Foundation
+import SafeFiles
 import NIOCore
 import S3Client
 

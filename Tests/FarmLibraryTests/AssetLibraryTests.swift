@@ -4,6 +4,7 @@ import FarmModel
 import FarmStore
 import FarmTestSupport
 import Foundation
+import SafeFiles
 import Testing
 
 /// The asset library against both queue backends, with real media files.

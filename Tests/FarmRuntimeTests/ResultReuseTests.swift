@@ -112,10 +112,11 @@ import Glibc
                                   + "(\(bytes.count / 2) bytes, not \(bytes.count))"), "\(log.text)")
     }
 
-    /// A package's ladder made once is answered again to another folder without a worker: every file copied
-    /// and checked against what was published, the marker this job's. A segment of the newest copy changed
-    /// since (same size) is found as the copy is hashed: that result is forgotten and the older one answers.
-    @Test func aPackageIsAnsweredFromTheFirstAndAChangedSegmentIsNotCopied() async throws {
+    /// A package's ladder made once is answered again to another folder without a worker, its marker this
+    /// job's: every file unchanged since it was published is linked (the same inode, no byte written), one
+    /// whose stamp changed (touched) is copied and checked. A segment of the newest answer changed since
+    /// (same size) is found as the copy is hashed: that result is forgotten and the older one answers.
+    @Test func aPackageIsAnsweredFromTheFirstByLinksAndAChangedSegmentIsNotCopied() async throws {
         let farm = try Farm("reuse-package")
         let first = try await farm.queued([try farm.manifest("first", Self.package("first"))])[0]
         #expect(try Self.drain(farm) == [first])
@@ -123,33 +124,56 @@ import Glibc
         let log = try Self.drainLog(farm)
         #expect(log.ran.isEmpty, "a worker ran: \(log.text)")
         #expect(log.text.contains("job \(again): answered from the result of job \(first) (first)"), "\(log.text)")
-        let (a, b) = (farm.out.appendingPathComponent("first").path, farm.out.appendingPathComponent("again").path)
+        let folder = { (name: String) in farm.out.appendingPathComponent(name).path }
+        let (a, b) = (folder("first"), folder("again"))
         let files = try Self.packageFiles(a)
         #expect(files.count > 6 && files.contains("master.m3u8") && files.contains("manifest.mpd") && files.contains("video-1/1.m4s"), "\(files)")
         #expect(try Self.packageFiles(b) == files)
         for file in files {
             #expect(FileManager.default.contents(atPath: a + "/" + file) == FileManager.default.contents(atPath: b + "/" + file), "\(file) differs")
+            #expect(Self.inode(a + "/" + file) == Self.inode(b + "/" + file), "\(file) was copied, not linked")
         }
         let marker = { (folder: String) in try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: folder + "/.mediafarm-package.json"))) as? [String: Any] }
         let (markerA, markerB) = (try marker(a), try marker(b))
         #expect(markerB?["entryPoints"] as? [String] == ["master.m3u8", "manifest.mpd"], "\(markerB ?? [:])")
-        #expect(markerA?["token"] as? String != nil && markerA?["token"] as? String != markerB?["token"] as? String, "the copy's marker is its own job's")
+        #expect(markerA?["token"] as? String != nil && markerA?["token"] as? String != markerB?["token"] as? String, "the answer's marker is its own job's")
+        #expect(Self.inode(a + "/.mediafarm-package.json") != Self.inode(b + "/.mediafarm-package.json"))
         #expect(try Self.reusedFrom(farm, again) == first)
         #expect(!FileManager.default.fileExists(atPath: b + "/.mediafarm-writing"))
 
-        // One byte of a segment of the copy changed in place: the third job is answered from the first.
-        let segment = URL(fileURLWithPath: b + "/video-1/2.m4s")
-        var bytes = try Data(contentsOf: segment)
-        bytes[bytes.count / 2] ^= 0xff
-        try bytes.write(to: segment)
+        // A segment touched (its bytes unchanged): the third job, answered from the second, copies it and links the rest.
+        let touched = b + "/video-1/1.m4s"
+        var times = [timespec(tv_sec: 1_000_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000_000, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, touched, &times, 0) == 0)
         let third = try await farm.queued([try farm.manifest("third", Self.package("third"))])[0]
         let thirdLog = try Self.drainLog(farm)
         #expect(thirdLog.ran.isEmpty, "a worker ran: \(thirdLog.text)")
-        #expect(thirdLog.text.contains("job \(third): the result of job \(again) is not reused: \(segment.path) changed since it was published (SHA-256 "),
-                "\(thirdLog.text)")
-        #expect(thirdLog.text.contains("job \(third): answered from the result of job \(first) (first)\n") || thirdLog.text.hasSuffix("(first)"), "\(thirdLog.text)")
-        #expect(FileManager.default.contents(atPath: farm.out.appendingPathComponent("third/video-1/2.m4s").path) == FileManager.default.contents(atPath: a + "/video-1/2.m4s"))
+        #expect(thirdLog.text.contains("job \(third): answered from the result of job \(first) (first), copied from job \(again)"), "\(thirdLog.text)")
+        let c = folder("third")
+        for file in files {
+            #expect(FileManager.default.contents(atPath: c + "/" + file) == FileManager.default.contents(atPath: a + "/" + file), "\(file) differs")
+            let linked = Self.inode(c + "/" + file) == Self.inode(a + "/" + file)
+            #expect(linked == (file != "video-1/1.m4s"), "\(file): linked \(linked)")
+        }
+
+        // One byte of the third's own copy changed in place: the fourth is answered from the second, copying its touched segment.
+        let segment = URL(fileURLWithPath: c + "/video-1/1.m4s")
+        var bytes = try Data(contentsOf: segment)
+        bytes[bytes.count / 2] ^= 0xff
+        try bytes.write(to: segment)
+        let fourth = try await farm.queued([try farm.manifest("fourth", Self.package("fourth"))])[0]
+        let fourthLog = try Self.drainLog(farm)
+        #expect(fourthLog.ran.isEmpty, "a worker ran: \(fourthLog.text)")
+        #expect(fourthLog.text.contains("job \(fourth): the result of job \(third) is not reused: \(segment.path) changed since it was published (SHA-256 "),
+                "\(fourthLog.text)")
+        #expect(fourthLog.text.contains("job \(fourth): answered from the result of job \(first) (first), copied from job \(again)"), "\(fourthLog.text)")
+        #expect(FileManager.default.contents(atPath: folder("fourth") + "/video-1/1.m4s") == FileManager.default.contents(atPath: a + "/video-1/1.m4s"))
         #expect(farm.leftovers().isEmpty, "\(farm.leftovers())")
+    }
+
+    static func inode(_ path: String) -> UInt64? {
+        var info = stat()
+        return stat(path, &info) == 0 ? UInt64(info.st_ino) : nil
     }
 
     // MARK: - Helpers

@@ -8,6 +8,7 @@ import FarmModel
 import FarmStore
 import Foundation
 import MediaTime
+import SafeFiles
 
 @main
 struct LibraryBench {

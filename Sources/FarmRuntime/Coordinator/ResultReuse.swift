@@ -4,6 +4,7 @@ import FarmModel
 import FarmStore
 import Foundation
 import MediaEdit
+import SafeFiles
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -116,7 +117,7 @@ final class ResultReuse: CoordinatorPart {
                 if let files = earlier.files {
                     again.files = ReusedFiles(numbered: numbered, files: zip(pictures, files.files).map { ReusedFiles.File(path: $0, sha256: $1.sha256, size: $1.size) },
                                               package: files.package.flatMap { package in
-                                                  manifest.stream.map { ReusedFiles.Package(folder: $0.output, files: package.files, summary: package.summary) }
+                                                  manifest.stream.map { ReusedFiles.Package(folder: $0.output, files: staged.packageFiles ?? package.files, summary: package.summary) }
                                               })
                 }
                 await record(again, job: job)
@@ -151,13 +152,15 @@ final class ResultReuse: CoordinatorPart {
                                         note: note) else { return nil }
             }
         }
+        var packageFiles: [ReusedFiles.File]?
         if let stream = manifest.stream {
             guard let package = earlier.files?.package else {
                 note("it recorded no package")
                 return nil
             }
-            guard await stagePackage(package, of: earlier, to: StagedOutput.path(for: stream.output, token: token), token: token,
-                                     entryPoints: stream.entryPoints, note: note) else { return nil }
+            guard let files = await stagePackage(package, of: earlier, to: StagedOutput.path(for: stream.output, token: token), token: token,
+                                                 entryPoints: stream.entryPoints, note: note) else { return nil }
+            packageFiles = files
         }
         var report: String?
         if let path = manifest.report, let text = earlier.report {
@@ -172,7 +175,7 @@ final class ResultReuse: CoordinatorPart {
                 return nil
             }
         }
-        return StagedResult(report: report)
+        return StagedResult(report: report, packageFiles: packageFiles)
     }
 
     /// Copies `from`, as `earlier` published it (`sha256`, `size`), to `target`, hashing it as it is copied.
@@ -201,44 +204,59 @@ final class ResultReuse: CoordinatorPart {
         return false
     }
 
-    /// Writes the earlier package's files under the staged folder `staged`, each copied and checked against
-    /// its SHA-256, then the marker with this attempt's `token`. false (with a notice) when one cannot be
-    /// copied or changed since it was published (then the result is forgotten); the caller removes the folder.
+    /// Writes the earlier package's files under the staged folder `staged`, then the marker with this attempt's
+    /// `token`. A file whose stamp is still the one recorded is linked (`VerifiedCopy.link`: no byte is written
+    /// or read); any other is copied and checked against its SHA-256. Returns the files as staged, each with
+    /// its stamp (a link's is the earlier file's; a copy's, its own). nil (with a notice) when one cannot be
+    /// staged or changed since it was published (then the result is forgotten); the caller removes the folder.
     private func stagePackage(_ package: ReusedFiles.Package, of earlier: ReusableResult, to staged: String, token: String,
-                              entryPoints: [String], note: (String) -> Void) async -> Bool {
+                              entryPoints: [String], note: (String) -> Void) async -> [ReusedFiles.File]? {
         let writing: PackageWriting
         do { writing = try PackageFolder.create(staged) } catch {
             note("\(error)")
-            return false
+            return nil
         }
         defer { writing.end() }
+        var files: [ReusedFiles.File] = []
+        var folders: Set<String> = []
         for file in package.files {
             // Recorded by a coordinator from a folder it read: a name that could leave the package is no name of one.
             guard !file.path.hasPrefix("/"), !file.path.split(separator: "/", omittingEmptySubsequences: false).contains(where: { ["", ".", ".."].contains($0) }) else {
                 note("it names \(file.path) in its package")
-                return false
+                return nil
             }
-            let target = staged + "/" + file.path
+            let (source, target) = (package.folder + "/" + file.path, staged + "/" + file.path)
             let folder = (target as NSString).deletingLastPathComponent
-            do { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch {
-                note("cannot make \(folder): \(error.localizedDescription)")
-                return false
+            if folders.insert(folder).inserted {
+                do { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) } catch {
+                    note("cannot make \(folder): \(error.localizedDescription)")
+                    return nil
+                }
             }
             writing.touch()
-            guard await copyChecked(package.folder + "/" + file.path, sha256: file.sha256, size: file.size, to: target, of: earlier, note: note) else {
-                return false
+            var kept = file
+            if let stamp = file.stamp, VerifiedCopy.link(source, to: target, stamp: stamp) {
+                files.append(kept)
+                continue
             }
+            guard await copyChecked(source, sha256: file.sha256, size: file.size, to: target, of: earlier, note: note) else { return nil }
+            kept.stamp = FileStamp(path: target)
+            files.append(kept)
         }
+        // The links' names survive a crash once their folders are synced (a copy's folder is synced as it is renamed in).
+        for folder in folders { SafeFiles.syncFolder(of: folder + "/.") }
         do { try PackageFolder.writeMarker(token: token, entryPoints: entryPoints, into: staged) } catch {
             note("\(error)")
-            return false
+            return nil
         }
-        return true
+        return files
     }
 
     /// An earlier result written under an attempt's staged names: the report as written.
     struct StagedResult {
         var report: String?
+        /// A package's files as staged, with their stamps.
+        var packageFiles: [ReusedFiles.File]?
     }
 
     /// The earlier job's report under this job's name, saying which job's result it is.
@@ -266,7 +284,7 @@ final class ResultReuse: CoordinatorPart {
             // Each picture read back from where it was published.
             var files: [ReusedFiles.File] = []
             for path in StagedOutput.picturePaths(of: manifest, numbered: numbered) {
-                guard let (hash, size) = await readBack(path, of: job) else { return nil }
+                guard let (hash, size, _) = await readBack(path, of: job) else { return nil }
                 files.append(ReusedFiles.File(path: path, sha256: hash.sha256, size: size))
             }
             result.files = ReusedFiles(numbered: numbered, files: files)
@@ -276,7 +294,7 @@ final class ResultReuse: CoordinatorPart {
             result.files = ReusedFiles(numbered: result.files?.numbered, files: result.files?.files ?? [], package: package)
         }
         if let output = result.output {
-            guard let (hash, size) = await readBack(output, of: job) else { return nil }
+            guard let (hash, size, _) = await readBack(output, of: job) else { return nil }
             (result.sha256, result.size, outputHash) = (hash.sha256, size, hash)
         }
         if let path = manifest.report, let data = FileManager.default.contents(atPath: path), data.count <= ReusableResult.reportLimit {
@@ -286,8 +304,10 @@ final class ResultReuse: CoordinatorPart {
         return outputHash
     }
 
-    /// A file as published, read back: its hash and size. nil (with a notice) when it cannot be.
-    private func readBack(_ path: String, of job: Job) async -> (hash: ContentHash, size: Int64)? {
+    /// A file as published, read back: its hash, size and stamp (nil when the file changed while it was read:
+    /// the next job that reuses it reads it again). nil (with a notice) when it cannot be read.
+    private func readBack(_ path: String, of job: Job) async -> (hash: ContentHash, size: Int64, stamp: FileStamp?)? {
+        let before = FileStamp(path: path)
         let hash: ContentHash
         do { hash = try await ContentHash.reading(path) } catch {
             events(.notice("job \(job.id): cannot read back \(path) to record its result for reuse: \(error)"))
@@ -297,7 +317,7 @@ final class ResultReuse: CoordinatorPart {
             events(.notice("job \(job.id): \(path) is gone since it was published; its result is not recorded for reuse"))
             return nil
         }
-        return (hash, stamp.size)
+        return (hash, stamp.size, before == stamp ? stamp : nil)
     }
 
     /// The package this attempt (`token`) published at `folder`: each file its marker lists read back and
@@ -310,8 +330,8 @@ final class ResultReuse: CoordinatorPart {
         }
         var files: [ReusedFiles.File] = []
         for name in names {
-            guard let (hash, size) = await readBack(folder + "/" + name, of: job) else { return nil }
-            files.append(ReusedFiles.File(path: name, sha256: hash.sha256, size: size))
+            guard let (hash, size, stamp) = await readBack(folder + "/" + name, of: job) else { return nil }
+            files.append(ReusedFiles.File(path: name, sha256: hash.sha256, size: size, stamp: stamp))
         }
         return ReusedFiles.Package(folder: folder, files: files, summary: summary)
     }

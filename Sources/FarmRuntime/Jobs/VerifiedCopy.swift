@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import MediaEdit
+import SafeFiles
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,6 +20,22 @@ enum VerifiedCopy: Equatable {
         await withCheckedContinuation { done in
             DispatchQueue.global().async { done.resume(returning: copyNow(source, to: target, sha256: sha256)) }
         }
+    }
+
+    /// Links `source` at `target` (a new name: a name taken is never replaced) when `source` is still the
+    /// file `stamp` recorded, which is then not read: a file whose size, modification time and identity are
+    /// unchanged holds the bytes it held (as a registered input is not hashed again). false, with nothing
+    /// left at `target`, when it is not that file or cannot be linked (another filesystem, a file this user
+    /// may not link, its links at their limit): the caller copies it, checked.
+    static func link(_ source: String, to target: String, stamp: FileStamp) -> Bool {
+        guard FileStamp(path: source) == stamp else { return false }
+        guard linkat(AT_FDCWD, source, AT_FDCWD, target, AT_SYMLINK_FOLLOW) == 0 else { return false }
+        // Linked after the check: what is at `target` must still be the file stamped (not one put at `source` since).
+        guard FileStamp(path: target) == stamp else {
+            unlink(target)
+            return false
+        }
+        return true
     }
 
     private static func copyNow(_ source: String, to target: String, sha256: String) -> VerifiedCopy {

@@ -1,4 +1,5 @@
 import FarmModel
+import SafeFiles
 import Foundation
 
 /// A succeeded job's result, kept so that the same work asked again is answered from it (results reused
@@ -50,7 +51,13 @@ public struct ReusedFiles: Sendable, Codable, Equatable {
         public var path: String
         public var sha256: String
         public var size: Int64
-        public init(path: String, sha256: String, size: Int64) { (self.path, self.sha256, self.size) = (path, sha256, size) }
+        /// The file's stamp when it held those bytes (taken before and after they were hashed, or as it was
+        /// linked): a file whose stamp is still this one is linked by the next job that reuses it, not read.
+        /// nil in results recorded before stamps were: those are copied and hashed.
+        public var stamp: FileStamp?
+        public init(path: String, sha256: String, size: Int64, stamp: FileStamp? = nil) {
+            (self.path, self.sha256, self.size, self.stamp) = (path, sha256, size, stamp)
+        }
     }
     public var numbered: NumberedOutputs?
     public var files: [File]
