@@ -104,6 +104,7 @@ extension JobManifest.ExportSettings {
         if self.audio.bitrate != 128_000 { audio.append(("bitrate", .whole(self.audio.bitrate))) }
         if let loudness = self.audio.loudness { audio.append(("loudness", loudness.document)) }
         if !audio.isEmpty { members.append(("audio", .object(audio))) }
+        if !subtitleLanguages.isEmpty { members.append(("subtitles", .object([("languages", .array(subtitleLanguages.map(JSONValue.string)))]))) }
         // The validator's default is on for mp4 and mov, and Matroska has none to turn on.
         if fileType != .mkv, !faststart { members.append(("faststart", .bool(false))) }
         if mode == .passthrough, cuts != .exact { members.append(("cuts", .string(cuts.rawValue))) }

@@ -136,6 +136,9 @@ public struct JobManifest: Sendable, Hashable {
         public var frameDuration: MediaTime?
         public var video: VideoSettings
         public var audio: AudioExportSettings
+        /// constantFrameRate only: the sources' text subtitle tracks kept, by language, each a track of the
+        /// output (`subtitles.languages`): 3GPP text in MP4 and MOV, SubRip in Matroska.
+        public var subtitleLanguages: [String] = []
         /// Put the MP4/MOV index first (default for mp4 and mov).
         public var faststart: Bool
         /// passthrough only: how edits that do not start on a keyframe are cut.

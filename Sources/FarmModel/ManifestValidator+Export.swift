@@ -5,7 +5,7 @@ extension Walker {
     mutating func export(_ value: JSONValue) -> JobManifest.ExportSettings? {
         let p = "$.export"
         guard let o = object(value, p, allowed: ["mode", "output", "fileType", "frameRate", "frameDuration", "video", "audio", "faststart", "cuts",
-                                                         "chunkSeconds", "chunkAbove", "poster"], hidden: ["frames", "join"]) else { return nil }
+                                                         "subtitles", "chunkSeconds", "chunkAbove", "poster"], hidden: ["frames", "join"]) else { return nil }
         let mode = enumeration(o["mode"], "\(p).mode", ExportMode.self, required: true)
         let output = path(o["output"], "\(p).output", required: true, output: true)
         var fileType: ContainerType?
@@ -67,6 +67,10 @@ extension Walker {
             audio.bitrate = integer(ao["bitrate"], "\(p).audio.bitrate", in: 16_000...512_000) ?? audio.bitrate
             if let l = ao["loudness"] { audio.loudness = loudness(l, at: "\(p).audio.loudness", policy: audio.policy) }
         }
+        let subtitles = subtitleLanguages(o, p)
+        if o["subtitles"] != nil, mode == .passthrough {
+            fail("\(p).subtitles", "applies to constantFrameRate exports only: a passthrough export keeps no subtitles")
+        }
         let faststart = boolean(o["faststart"], "\(p).faststart")
         if faststart == true, fileType == .mkv { fail("\(p).faststart", "applies to mp4 and mov only") }
         let cuts = enumeration(o["cuts"], "\(p).cuts", CutMode.self)
@@ -79,6 +83,7 @@ extension Walker {
         var settings = JobManifest.ExportSettings(mode: mode, output: output, fileType: fileType, frameDuration: frameDuration,
                                                   video: video, audio: audio, faststart: faststart ?? (fileType != .mkv),
                                                   cuts: cuts ?? .exact)
+        settings.subtitleLanguages = subtitles
         settings.chunking = chunking
         settings.poster = poster
         return settings

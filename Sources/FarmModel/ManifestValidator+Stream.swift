@@ -78,11 +78,7 @@ extension Walker {
                 fail("\(p).audio.language", "labels the one default audio track: leave it out with \"languages\" or \"tracks\": \"all\" (each track is labelled by its own)")
             }
         }
-        var subtitles: [String] = []
-        if let t = o["subtitles"], let to = object(t, "\(p).subtitles", allowed: ["languages"]) {
-            subtitles = languageList(to["languages"], "\(p).subtitles.languages")
-            if to["languages"] == nil { fail("\(p).subtitles.languages", "is required: the text subtitle tracks to keep, like [\"en\", \"fr\"]") }
-        }
+        let subtitles = subtitleLanguages(o, p)
         let chunking = chunking(o, at: p)
         let singleFile = boolean(o["singleFile"], "\(p).singleFile") ?? false
         for key in Self.chunkingKeys where singleFile && o[key] != nil {
@@ -165,6 +161,13 @@ extension Walker {
     }
 
     /// A keep list of 1 to 16 languages, each named once.
+    /// `subtitles.languages` of a package or an export: the text subtitle tracks to keep.
+    mutating func subtitleLanguages(_ o: [String: JSONValue], _ p: String) -> [String] {
+        guard let t = o["subtitles"], let to = object(t, "\(p).subtitles", allowed: ["languages"]) else { return [] }
+        if to["languages"] == nil { fail("\(p).subtitles.languages", "is required: the text subtitle tracks to keep, like [\"en\", \"fr\"]") }
+        return languageList(to["languages"], "\(p).subtitles.languages")
+    }
+
     mutating func languageList(_ value: JSONValue?, _ p: String) -> [String] {
         switch value {
         case nil: return []

@@ -173,6 +173,14 @@ public final class OutputFile {
 
     /// Writes the container header. `options` are muxer options ("movflags": "+faststart").
     public func writeHeader(options: [String: String] = [:]) throws(MediaFileError) {
+        // FFmpeg's QuickTime muxer knows a language by its terminology code only: "fre" would be lost.
+        if String(cString: context.pointee.oformat.pointee.name) == "mov" {
+            for i in 0..<Int(context.pointee.nb_streams) {
+                guard let s = context.pointee.streams[i], let tag = av_dict_get(s.pointee.metadata, "language", nil, 0) else { continue }
+                let code = String(cString: tag.pointee.value).lowercased()
+                if ISO639.terminology(code) != code { av_dict_set(&s.pointee.metadata, "language", ISO639.terminology(code), 0) }
+            }
+        }
         var dict: OpaquePointer? = nil
         for (k, v) in options { av_dict_set(&dict, k, v, 0) }
         let r = avformat_write_header(context, &dict)
@@ -217,7 +225,7 @@ public final class OutputFile {
         }
     }
 
-    private func failure(_ e: FFmpegError, _ activity: String) -> MediaFileError {
+    func failure(_ e: FFmpegError, _ activity: String) -> MediaFileError {
         MediaFileError(path: path, reason: .ffmpeg(e, while: activity))
     }
 }

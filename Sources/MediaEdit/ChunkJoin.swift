@@ -57,6 +57,8 @@ struct ChunkJoiner {
         let keptAudio = settings.audioPolicy == .drop ? [] : try settings.audioTracks.choose(sources)
         let renderedAudio = try RenderedAudioWriter.tracks(keptAudio, mapping: mapping, sources: sources, totalDuration: videoEnd,
                                                            file: file, settings: settings, interrupter: interrupter, progress: progress)
+        let subtitles = try TextTrackWriter.tracks(settings.subtitleLanguages, mapping: mapping, sources: sources, totalDuration: videoEnd,
+                                                   file: file, settings: settings, interrupter: interrupter)
         let chapters = try file.writeHeader(sources: sources, mapping: mapping, settings: settings)
         let tb = file.timeBase(of: videoOut)
 
@@ -73,6 +75,7 @@ struct ChunkJoiner {
                 let decoded = MediaTime(count: packet.dts ?? pts, timeBase: video.timeBase) - video.startTime
                 let at = start + shown, decodeAt = start + decoded
                 for track in renderedAudio { try track.write(until: decodeAt) }
+                for track in subtitles { try track.write(until: decodeAt) }
                 packet.retime(pts: at.count(in: tb), dts: decodeAt.count(in: tb), duration: fd.count(in: tb) ?? 0, streamIndex: videoOut)
                 try file.write(&packet)
                 count += 1
@@ -87,6 +90,7 @@ struct ChunkJoiner {
             }
         }
         for track in renderedAudio { try track.write(until: nil) }
+        for track in subtitles { try track.write(until: nil) }
         progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
         try file.finish()
         let audio = RenderedAudioWriter.reports(renderedAudio, sources: sources)
@@ -95,7 +99,8 @@ struct ChunkJoiner {
             video: .init(codec: firstVideo.codecName, frames: frameCount, framesDecoded: 0, frameDuration: fd,
                          width: firstVideo.width, height: firstVideo.height,
                          cropped: sources.first { $0.video != nil }?.video.flatMap { ConstantFrameRateExporter.croppedNote(width: $0.width, height: $0.height) }),
-            audio: audio.first, additionalAudio: audio.more, snappedCuts: [], chapters: chapters, seconds: Date().timeIntervalSince(started))
+            audio: audio.first, additionalAudio: audio.more, snappedCuts: [], subtitles: subtitles.isEmpty ? nil : subtitles.map(\.report),
+            chapters: chapters, seconds: Date().timeIntervalSince(started))
     }
 }
 

@@ -71,14 +71,21 @@ struct ChunkPlanner {
 extension ExportSession {
     /// The output frame ranges of a chunked constant-frame-rate export of about `every` each, cut near
     /// source keyframes (`ChunkPlanner`); one range when the export is not much longer than `every`. The
-    /// audio tracks asked for are chosen first: a language a source lacks refuses the export before any chunk.
+    /// audio and subtitle tracks asked for are chosen first: a language a source lacks, or a subtitle track of
+    /// pictures, refuses the export before any chunk.
     public func chunkRanges(every: MediaTime) async throws -> [Range<Int>] {
         let composition = self.composition, settings = self.settings
         guard settings.mode == .constantFrameRate else { throw ExportError("only constant-frame-rate exports are encoded in chunks") }
         return try await pool.run(stallLimit: settings.limits.stallTimeout) { interrupter in
             // What the join would refuse is refused before any chunk is encoded: a language a source lacks.
-            if settings.audioPolicy != .drop, settings.audioTracks != .defaultTrack {
-                _ = try settings.audioTracks.choose(try ExportSource.open(composition.segments.map(\.source), limits: settings.limits, interrupter: interrupter))
+            let audio = settings.audioPolicy != .drop && settings.audioTracks != .defaultTrack
+            if audio || !settings.subtitleLanguages.isEmpty {
+                let sources = try ExportSource.open(composition.segments.map(\.source), limits: settings.limits, interrupter: interrupter)
+                if audio { _ = try settings.audioTracks.choose(sources) }
+                for language in settings.subtitleLanguages {
+                    _ = try SubtitleRendition(language: language, sources: sources, mapping: composition.timeMapping, limits: settings.limits,
+                                              interrupter: interrupter)
+                }
             }
             return try ChunkPlanner(composition: composition, frameDuration: settings.frameDuration, every: every,
                                     limits: settings.limits, interrupter: interrupter).run()

@@ -75,6 +75,8 @@ struct ConstantFrameRateExporter {
         let keptAudio = settings.audioPolicy == .drop || isChunk ? [] : try settings.audioTracks.choose(sources)
         let renderedAudio = try RenderedAudioWriter.tracks(keptAudio, mapping: mapping, sources: sources, totalDuration: videoEnd,
                                                            file: file, settings: settings, interrupter: interrupter, progress: progress)
+        let subtitles = isChunk ? [] : try TextTrackWriter.tracks(settings.subtitleLanguages, mapping: mapping, sources: sources, totalDuration: videoEnd,
+                                                                  file: file, settings: settings, interrupter: interrupter)
         // A chunk's pictures are timed from its own first: only a whole export is watched.
         let watch = isChunk ? nil : settings.watch
         if let watch {
@@ -96,6 +98,7 @@ struct ConstantFrameRateExporter {
                 let dts = MediaTime(count: packet.dts ?? packet.pts ?? 0, timeBase: frameTB)
                 try fidelity?.read(packet)
                 for track in renderedAudio { try track.write(until: dts) }
+                for track in subtitles { try track.write(until: dts) }
                 packet.retime(pts: pts.count(in: tb), dts: dts.count(in: tb), duration: fd.count(in: tb) ?? 0, streamIndex: videoOut)
                 try file.write(&packet)
                 videoPackets += 1
@@ -131,6 +134,7 @@ struct ConstantFrameRateExporter {
         try drainVideo()
         try fidelity?.finish()
         for track in renderedAudio { try track.write(until: nil) }
+        for track in subtitles { try track.write(until: nil) }
         progress(ExportProgress(fraction: 1, phase: "finishing", framesPerSecond: nil, eta: 0))
         try file.finish()
 
@@ -139,6 +143,7 @@ struct ConstantFrameRateExporter {
             mode: .constantFrameRate, output: settings.outputPath, container: settings.muxer, duration: videoEnd,
             video: .init(codec: "h264", frames: frames.count, framesDecoded: video.decoded, frameDuration: fd, width: encodedWidth, height: encodedHeight,
                          cropped: Self.croppedNote(width: width, height: height)),
-            audio: audio.first, additionalAudio: audio.more, snappedCuts: [], chapters: chapters, seconds: Date().timeIntervalSince(started))
+            audio: audio.first, additionalAudio: audio.more, snappedCuts: [], subtitles: subtitles.isEmpty ? nil : subtitles.map(\.report),
+            chapters: chapters, seconds: Date().timeIntervalSince(started))
     }
 }

@@ -53,6 +53,14 @@ public struct ExportReport: Sendable, Encodable {
         }
     }
 
+    /// A text subtitle track an export wrote: its language, how containers carry text (`mov_text`, `subrip`)
+    /// and how many cues it holds (a cue cut by an edit is one in each piece).
+    public struct Subtitles: Sendable, Encodable, Equatable {
+        public var language: String
+        public var codec: String
+        public var cues: Int
+    }
+
     public struct SnappedCut: Sendable, Encodable {
         public var segment: Int
         public var requested: MediaTime
@@ -98,6 +106,8 @@ public struct ExportReport: Sendable, Encodable {
     /// The second and later audio tracks kept (`export.audio.languages`, `"tracks": "all"`), in output order.
     public var additionalAudio: [Audio]? = nil
     public var snappedCuts: [SnappedCut]
+    /// The text subtitle tracks kept (`export.subtitles.languages`), in output order.
+    public var subtitles: [Subtitles]? = nil
     /// Passthrough: how each edit was cut, in composition order.
     public var cuts: [Cut] = []
     public var chapters: Int

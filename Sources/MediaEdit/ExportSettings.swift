@@ -51,6 +51,9 @@ public struct ExportSettings: Sendable {
     public var audioPolicy: AudioPolicy
     /// The sources' audio tracks kept, each a track of the output (`export.audio.languages`, `tracks`).
     public var audioTracks = AudioSelection.defaultTrack
+    /// constantFrameRate only: the sources' text subtitle tracks kept by language, each a track of the output
+    /// as its container carries text (`export.subtitles.languages`).
+    public var subtitleLanguages: [String] = []
     /// passthrough only.
     public var cuts: Cuts
     public var audioBitRate: Int

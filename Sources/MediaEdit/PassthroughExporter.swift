@@ -31,6 +31,10 @@ struct PassthroughExporter {
     }
 
     func run() throws -> ExportReport {
+        guard settings.subtitleLanguages.isEmpty else {
+            throw ExportError("a passthrough export keeps no subtitles: use the constantFrameRate mode to keep text subtitles by language, "
+                              + "or leave out \"subtitles\"")
+        }
         let started = Date()
         let limits = settings.limits
         let sources = try ExportSource.open(composition.segments.map(\.source), limits: limits, interrupter: interrupter)

@@ -9,6 +9,8 @@ import MediaTime
 /// that the MPD names.
 struct SubtitleRendition {
     let language: String
+    /// The language tag of the first source's track (`eng` where `en` was asked), which a movie's track keeps.
+    let trackLanguage: String?
     /// The cues in composition time, in order.
     let cues: [TextCue]
 
@@ -16,12 +18,14 @@ struct SubtitleRendition {
     /// however many pieces of the composition come from it.
     init(language: String, sources: [ExportSource], mapping: TimeMapping, limits: SafetyLimits, interrupter: Interrupter) throws {
         self.language = language
-        var read: [String: [TextCue]] = [:]
+        var read: [String: (cues: [TextCue], language: String?)] = [:]
         var placed: [TextCue] = []
+        var trackLanguage: String?
         for (segment, source) in sources.enumerated() where !mapping.pieces(of: segment).isEmpty {
-            let cues = try read[source.path] ?? Self.cues(of: source.path, in: language, limits: limits, interrupter: interrupter)
-            read[source.path] = cues
-            for cue in cues {
+            let track = try read[source.path] ?? Self.cues(of: source.path, in: language, limits: limits, interrupter: interrupter)
+            read[source.path] = track
+            if read.count == 1 { trackLanguage = track.language }
+            for cue in track.cues {
                 for piece in mapping.pieces(of: segment) where cue.start < piece.source.end && cue.end > piece.source.start {
                     let from = piece.targetTime(at: max(cue.start, piece.source.start)), to = piece.targetTime(at: min(cue.end, piece.source.end))
                     if from < to { placed.append(TextCue(start: from, end: to, text: cue.text)) }
@@ -34,10 +38,11 @@ struct SubtitleRendition {
             if let last = merged.last, last.text == cue.text, last.end == cue.start { merged[merged.count - 1].end = cue.end } else { merged.append(cue) }
         }
         cues = merged
+        self.trackLanguage = trackLanguage
     }
 
-    /// The cues of the first text track in `language` of the file at `path`, timed from its start.
-    static func cues(of path: String, in language: String, limits: SafetyLimits, interrupter: Interrupter) throws -> [TextCue] {
+    /// The cues of the first text track in `language` of the file at `path`, timed from its start, and the track's tag.
+    static func cues(of path: String, in language: String, limits: SafetyLimits, interrupter: Interrupter) throws -> (cues: [TextCue], language: String?) {
         let file = try InputFile(path: path, limits: limits, interrupter: interrupter)
         let tracks = file.streams.filter { $0.mediaType == .subtitle && LanguageMatch.matches(language, track: $0.language) }
         guard let track = tracks.first(where: TextSubtitles.isText) else {
@@ -47,7 +52,8 @@ struct SubtitleRendition {
                 : ": its \(tracks[0].codecName) track is pictures, which cannot become WebVTT text"))
         }
         let origin = file.container.startTime.isNumeric ? file.container.startTime : .zero
-        return try TextSubtitles.cues(of: file, stream: track.index).map { TextCue(start: $0.start - origin, end: $0.end - origin, text: $0.text) }
+        return (try TextSubtitles.cues(of: file, stream: track.index).map { TextCue(start: $0.start - origin, end: $0.end - origin, text: $0.text) },
+                track.language)
     }
 
     /// Writes the segments (`1.vtt`, …, one per `[boundaries[i], boundaries[i + 1])`) and `all.vtt` into

@@ -40,6 +40,32 @@ import Testing
         #expect(e.issues.contains { $0.path == path && $0.message.contains(words) }, "\(e.issues)")
     }
 
+    /// `subtitles.languages` keeps text tracks by the same rule in an export (constantFrameRate only) and in a
+    /// package; the export's document carries it back, and a passthrough or an empty list is refused.
+    @Test func subtitlesAreKeptByLanguageInAnExportAsInAPackage() throws {
+        func export(_ mode: String, _ subtitles: String) -> Result<JobManifest, ManifestValidationError> {
+            let json = #"{"version": 1, "input": "in.mkv", "export": {"mode": "\#(mode)", "output": "out/a.mkv", "subtitles": \#(subtitles)}}"#
+            return ManifestValidator.validate(json: Array(json.utf8), file: "m.json", context: context)
+        }
+        let kept = try export("constantFrameRate", #"{"languages": ["fr", "en"]}"#).get()
+        #expect(kept.export?.subtitleLanguages == ["fr", "en"])
+        let document = try #require(kept.export?.document)
+        guard case .object(let members) = document, let subtitles = members.first(where: { $0.key == "subtitles" })?.value else {
+            Issue.record("the export's document has no subtitles: \(document.text)")
+            return
+        }
+        #expect(try export("constantFrameRate", subtitles.text).get().export?.subtitleLanguages == ["fr", "en"], "\(subtitles.text)")
+        for (mode, subtitles, path, words) in [
+            ("passthrough", #"{"languages": ["en"]}"#, "$.export.subtitles", "applies to constantFrameRate exports only"),
+            ("constantFrameRate", #"{}"#, "$.export.subtitles.languages", "is required"),
+            ("constantFrameRate", #"{"languages": ["en", "en"]}"#, "$.export.subtitles.languages", "twice"),
+            ("constantFrameRate", #"{"languages": ["en"], "format": "srt"}"#, "$.export.subtitles.format", "unknown key"),
+        ] {
+            guard case .failure(let e) = export(mode, subtitles) else { Issue.record("\(mode) \(subtitles) was accepted"); continue }
+            #expect(e.issues.contains { $0.path == path && $0.message.contains(words) }, "\(e.issues)")
+        }
+    }
+
     /// A package of video only says `"tracks": "none"`, with no other audio key; it is written back as given.
     @Test func aPackageWithoutAudioSaysNoneAndNothingElse() throws {
         let manifest = try validate(stream: #"{"tracks": "none"}"#).get()

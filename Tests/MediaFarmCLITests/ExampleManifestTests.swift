@@ -78,8 +78,9 @@ import Testing
         #expect(keys(properties["scan"] as? [String: Any]) == ["symbologies", "regionOfInterest", "interval", "maxCodesPerFrame", "images"])
         let export = properties["export"] as? [String: Any]
         #expect(keys(export) == ["mode", "output", "fileType", "frameRate", "frameDuration", "video", "audio", "faststart", "cuts",
-                                  "chunkSeconds", "chunkAbove", "frames", "join", "poster"])
+                                  "subtitles", "chunkSeconds", "chunkAbove", "frames", "join", "poster"])
         let exportProperties = export?["properties"] as? [String: Any]
+        #expect(keys(exportProperties?["subtitles"] as? [String: Any]) == ["languages"])
         #expect(keys(exportProperties?["video"] as? [String: Any]) == ["codec", "crf", "preset", "threads"])
         #expect(keys(exportProperties?["audio"] as? [String: Any]) == ["policy", "tracks", "languages", "codec", "bitrate", "loudness"])
         let audioProperties = (exportProperties?["audio"] as? [String: Any])?["properties"] as? [String: Any]

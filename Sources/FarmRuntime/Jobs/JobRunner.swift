@@ -204,6 +204,7 @@ public struct JobRunner: Sendable {
         }
         settings.frameRange = export.frames
         settings.audioTracks = AudioSelection(export.audio.tracks)
+        settings.subtitleLanguages = export.subtitleLanguages
         settings.loudness = export.audio.loudness.map { l in
             LoudnessGoal(measureOnly: l.measure, target: l.target ?? l.standard?.target, truePeak: l.truePeak ?? l.standard?.truePeak ?? -1,
                          standard: l.standard?.rawValue)

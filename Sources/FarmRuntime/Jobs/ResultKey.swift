@@ -100,6 +100,7 @@ enum ResultKey {
                                             ("target", l.target.map { .number("\($0)") } ?? .null),
                                             ("truePeak", l.truePeak.map { .number("\($0)") } ?? .null)])
                                } ?? .null), ("tracks", tracks(export.audio.tracks))])),
+            ("subtitles", .array(export.subtitleLanguages.map(JSONValue.string))),
             ("faststart", .bool(export.faststart)), ("cuts", .string(export.cuts.rawValue)),
             ("chunkDuration", time(export.chunkDuration)), ("chunkAbove", time(export.chunkAbove)), ("frames", frames),
         ])
