@@ -102,7 +102,8 @@ extension JobManifest {
         chunk.overwrite = true
         if var export {
             (export.output, export.frames, export.chunkDuration, export.chunkAbove, export.join) = (output, frames, nil, nil, [])
-            export.poster = nil
+            // A chunk is video only: the join writes the audio and the subtitles.
+            (export.poster, export.subtitleLanguages) = (nil, [])
             chunk.export = export
         }
         return chunk

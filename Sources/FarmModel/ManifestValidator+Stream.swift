@@ -160,7 +160,6 @@ extension Walker {
         return languages.isEmpty ? .default : .languages(languages)
     }
 
-    /// A keep list of 1 to 16 languages, each named once.
     /// `subtitles.languages` of a package or an export: the text subtitle tracks to keep.
     mutating func subtitleLanguages(_ o: [String: JSONValue], _ p: String) -> [String] {
         guard let t = o["subtitles"], let to = object(t, "\(p).subtitles", allowed: ["languages"]) else { return [] }
@@ -168,6 +167,7 @@ extension Walker {
         return languageList(to["languages"], "\(p).subtitles.languages")
     }
 
+    /// A keep list of 1 to 16 languages, each named once.
     mutating func languageList(_ value: JSONValue?, _ p: String) -> [String] {
         switch value {
         case nil: return []

@@ -173,12 +173,12 @@ public final class OutputFile {
 
     /// Writes the container header. `options` are muxer options ("movflags": "+faststart").
     public func writeHeader(options: [String: String] = [:]) throws(MediaFileError) {
-        // FFmpeg's QuickTime muxer knows a language by its terminology code only: "fre" would be lost.
+        // FFmpeg's QuickTime muxer knows one form of each bibliographic/terminology pair: "fre" or "deu" would be lost.
         if String(cString: context.pointee.oformat.pointee.name) == "mov" {
             for i in 0..<Int(context.pointee.nb_streams) {
                 guard let s = context.pointee.streams[i], let tag = av_dict_get(s.pointee.metadata, "language", nil, 0) else { continue }
                 let code = String(cString: tag.pointee.value).lowercased()
-                if ISO639.terminology(code) != code { av_dict_set(&s.pointee.metadata, "language", ISO639.terminology(code), 0) }
+                if ISO639.quickTime(code) != code { av_dict_set(&s.pointee.metadata, "language", ISO639.quickTime(code), 0) }
             }
         }
         var dict: OpaquePointer? = nil

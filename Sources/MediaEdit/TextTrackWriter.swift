@@ -33,9 +33,12 @@ final class TextTrackWriter {
     /// The cues as packets of `codec` can carry them, in order, ending by `end`: cues that start together are
     /// one (their lines in order; a stream's packets cannot share a time), and 3GPP text, which shows one
     /// sample at a time, ends each cue where the next begins.
+    /// Times are counted in the streams' milliseconds first: cues less than 1 ms apart start together.
     static func packets(_ cues: [TextCue], until end: MediaTime, codec: TextTrackCodec) -> [TextCue] {
+        let ms = Rational(1, 1000)
+        let counted = { (t: MediaTime) in MediaTime(value: t.count(in: ms) ?? 0, timescale: 1000) }
         var merged: [TextCue] = []
-        for cue in cues {
+        for cue in cues.map({ TextCue(start: counted($0.start), end: counted($0.end), text: $0.text) }) {
             if let last = merged.last, last.start == cue.start {
                 merged[merged.count - 1].text += "\n" + cue.text
                 merged[merged.count - 1].end = max(last.end, cue.end)
@@ -44,10 +47,10 @@ final class TextTrackWriter {
             }
         }
         for i in merged.indices {
-            merged[i].end = min(merged[i].end, end)
+            merged[i].end = min(merged[i].end, counted(end))
             if codec == .movText, i + 1 < merged.count { merged[i].end = min(merged[i].end, merged[i + 1].start) }
         }
-        return merged
+        return merged.filter { $0.start < counted(end) }
     }
 
     private init(file: OutputFile, stream: Int, codec: TextTrackCodec, language: String, cues: [TextCue]) {

@@ -30,9 +30,9 @@ import Testing
 
     /// Source 1 to 5 s, its first 2 s (source 1 to 3 s) scaled to 4 s: the composition lasts 6 s.
     static func export(_ source: String, to name: String, languages: [String], mode: ExportSettings.Mode = .constantFrameRate,
-                       frames: Range<Int>? = nil) async throws -> (String, ExportReport) {
+                       frames: Range<Int>? = nil, in folder: URL? = nil) async throws -> (String, ExportReport) {
         let muxer = name.hasSuffix(".mkv") ? "matroska" : name.hasSuffix(".mov") ? "mov" : "mp4"
-        let path = try TestPaths.makeTemporaryFolder("subtitle-export-out").appendingPathComponent(name).path
+        let path = try (folder ?? TestPaths.makeTemporaryFolder("subtitle-export-out")).appendingPathComponent(name).path
         var c = Composition()
         try c.insert(TimeRange(start: MediaTime(value: 1, timescale: 1), duration: MediaTime(value: 4, timescale: 1)), of: source)
         try c.scale(TimeRange(start: .zero, duration: MediaTime(value: 2, timescale: 1)), toDuration: MediaTime(value: 4, timescale: 1))
@@ -122,10 +122,11 @@ import Testing
             ("copy.mkv", ["en"], .passthrough, "a passthrough export keeps no subtitles: use the constantFrameRate mode"),
         ] {
             var refusal = ""
-            do { _ = try await Self.export(source, to: name, languages: languages, mode: mode) } catch { refusal = "\(error)" }
+            let folder = try TestPaths.makeTemporaryFolder("subtitle-export-refused")
+            do { _ = try await Self.export(source, to: name, languages: languages, mode: mode, in: folder) } catch { refusal = "\(error)" }
             #expect(refusal.contains(message), "\(name): \(refusal)")
-            let folder = try TestPaths.makeTemporaryFolder("subtitle-export-out").path
-            #expect(!FileManager.default.fileExists(atPath: folder + "/" + name), "\(name) was written")
+            let left = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+            #expect(left.isEmpty, "\(name): \(left) written")
         }
         // A chunked export is refused before any chunk is planned, as the join would refuse it.
         var c = Composition()
@@ -147,6 +148,11 @@ import Testing
                 == [TextCue(start: t(0), end: t(2000), text: "a\nb"), TextCue(start: t(1500), end: t(3000), text: "c")])
         #expect(TextTrackWriter.packets(cues, until: t(3000), codec: .movText)
                 == [TextCue(start: t(0), end: t(1500), text: "a\nb"), TextCue(start: t(1500), end: t(3000), text: "c")])
+        // Less than a millisecond apart (cues 10 ms apart slowed 32 times): one cue, not one that would never show.
+        let close = [TextCue(start: t(1000), end: t(2000), text: "a"), TextCue(start: MediaTime(value: 10_004, timescale: 10_000), end: t(2000), text: "b")]
+        #expect(TextTrackWriter.packets(close, until: t(3000), codec: .movText) == [TextCue(start: t(1000), end: t(2000), text: "a\nb")])
+        // A cue that starts with the end, once counted in milliseconds, is none.
+        #expect(TextTrackWriter.packets([TextCue(start: MediaTime(value: 29_996, timescale: 10_000), end: t(4000), text: "c")], until: t(3000), codec: .subrip).isEmpty)
         #expect(TextTrackCodec.movText.packet("<i>x</i> &amp; &lt;y&gt;") == [0, 7] + Array("x & <y>".utf8))
         #expect(TextTrackCodec.subrip.packet("<i>x</i> &amp;") == Array("<i>x</i> &".utf8))
     }

@@ -12,7 +12,8 @@ import Glibc
 
 /// Results reused by content: a job whose key (`ResultKey`: its settings, its inputs' content ids, the
 /// program's versions) is that of a job that succeeded is answered from that job's result instead of
-/// running: the earlier output copied to this job's staged name while its bytes are hashed, published
+/// running: the earlier output copied to this job's staged name while its bytes are hashed (a package's
+/// files unchanged since they were published linked instead), published
 /// under the lease only when they are still what was published, and the report the earlier job wrote,
 /// saying so. Every job that may be reused records its result when it succeeds (table `job_results`).
 final class ResultReuse: CoordinatorPart {
@@ -238,6 +239,11 @@ final class ResultReuse: CoordinatorPart {
             if let stamp = file.stamp, VerifiedCopy.link(source, to: target, stamp: stamp) {
                 files.append(kept)
                 continue
+            }
+            // Nothing is written over: a name listed twice is no package's.
+            guard access(target, F_OK) != 0 else {
+                note("it names \(file.path) twice in its package")
+                return nil
             }
             guard await copyChecked(source, sha256: file.sha256, size: file.size, to: target, of: earlier, note: note) else { return nil }
             kept.stamp = FileStamp(path: target)
