@@ -151,8 +151,16 @@ public struct LoudnessOutcome: Sendable, Codable, Equatable {
 }
 
 /// An output's multipart upload whose parts a worker sent, not yet completed: its address
-/// (`s3://BUCKET/KEY`), upload id, size and parts (number, entity tag, size).
+/// (`s3://BUCKET/KEY`), upload id, size and parts (number, entity tag, size). Or an object to be published
+/// by a copy on the server (`copy`: a package answered from an earlier one's objects; no upload id nor parts).
 public struct ObjectUpload: Sendable, Codable, Equatable {
+    /// The object copied, and the entity tag it must still have.
+    public struct Copy: Sendable, Codable, Equatable {
+        public var source: String
+        public var etag: String
+        public init(source: String, etag: String) { (self.source, self.etag) = (source, etag) }
+    }
+
     public struct Part: Sendable, Codable, Equatable {
         public var number: Int
         public var etag: String
@@ -169,12 +177,21 @@ public struct ObjectUpload: Sendable, Codable, Equatable {
     public var uploadID: String
     public var size: Int64
     public var parts: [Part]
+    /// The file's SHA-256, hashed by the worker before it sent the parts (a package's files, recorded for reuse).
+    public var sha256: String?
+    public var copy: Copy?
 
-    public init(address: String, uploadID: String, size: Int64, parts: [Part]) {
+    public init(address: String, uploadID: String, size: Int64, parts: [Part], sha256: String? = nil) {
         self.address = address
         self.uploadID = uploadID
         self.size = size
         self.parts = parts
+        self.sha256 = sha256
+    }
+
+    /// An object published by copying `copy.source` (of `size` bytes, SHA-256 `sha256`) to `address`.
+    public init(address: String, copying copy: Copy, size: Int64, sha256: String) {
+        (self.address, self.uploadID, self.size, self.parts, self.sha256, self.copy) = (address, "", size, [], sha256, copy)
     }
 }
 

@@ -120,10 +120,85 @@ import Testing
         }
     }
 
+    /// The same package asked again at another prefix is answered from the first by copies on the server, with
+    /// no worker: the same objects, a marker of its own. An object changed since it was published is found
+    /// before any copy (that result forgotten, the next answering); a package bound for a folder is not copied
+    /// from a prefix: it runs.
+    @Test func aPackageAskedAgainAtAnotherPrefixIsCopiedOnTheServer() async throws {
+        let server = try TestS3.shared()
+        let s3 = ObjectPublicationTests.client(server)
+        do {
+            let bucket = TestS3.bucketName("package-reuse")
+            try await s3.createBucket(bucket)
+            let farm = try Farm("s3-package-reuse")
+            let roots = ["--output-root", farm.out.path, "--output-root", "s3://\(bucket)/out"]
+            let environment = ObjectPublicationTests.environment(server, farm)
+            func drain(_ name: String, _ manifest: String) throws -> (id: Int64, ran: Bool, notices: String) {
+                let id = try farm.submit(roots + [try farm.manifest(name, manifest)])[0]
+                let coordinator = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"], environment: environment)
+                #expect(coordinator.wait(timeout: 180) == 0, "\(coordinator.log)")
+                let (state, message) = try Self.outcome(farm, id)
+                #expect(state == "succeeded", "\(name): \(message)")
+                return (id, coordinator.events().contains { $0["event"] as? String == "started" }, ResultReuseTests.notices(coordinator))
+            }
+            func bytes(_ prefix: String, _ key: String) async throws -> [UInt8] {
+                Array(buffer: try await s3.get(S3Location(bucket: bucket, key: prefix + "/" + key)).bytes)
+            }
+
+            let first = try drain("first", Self.manifest("first", bucket: bucket, prefix: "out/first"))
+            #expect(first.ran)
+            let keys = try await Self.keys(s3, bucket, "out/first")
+            #expect(keys.contains("master.m3u8") && keys.contains("video-1/3.m4s"), "\(keys)")
+
+            let again = try drain("again", Self.manifest("again", bucket: bucket, prefix: "out/again"))
+            #expect(!again.ran, "a worker ran: \(again.notices)")
+            #expect(again.notices.contains("job \(again.id): answered from the result of job \(first.id) (first)"), "\(again.notices)")
+            #expect(try await Self.keys(s3, bucket, "out/again") == keys)
+            for key in keys where key != ".mediafarm-package.json" {
+                #expect(try await bytes("out/again", key) == (try await bytes("out/first", key)), "\(key) differs")
+            }
+            let marker = { (prefix: String) async throws -> String? in
+                let object = try await s3.get(S3Location(bucket: bucket, key: prefix + "/" + ".mediafarm-package.json"))
+                return (try JSONSerialization.jsonObject(with: Data(object.bytes.readableBytesView)) as? [String: Any])?["token"] as? String
+            }
+            let (tokenA, tokenB) = (try await marker("out/first"), try await marker("out/again"))
+            #expect(tokenA != nil && tokenB != nil && tokenA != tokenB, "the answer's marker is its own job's")
+            let result = try farm.status()[again.id]?["result"] as? [String: Any]
+            #expect(((result?["reused"] as? [String: Any])?["job"] as? NSNumber)?.int64Value == first.id, "\(result ?? [:])")
+            let report = try ChunkedPackageTests.streamReport(farm.out.appendingPathComponent("again.json").path)
+            #expect(try StreamChecker.check(folder: try await Self.download(s3, bucket, "out/again"), report: report).isEmpty)
+
+            // A segment of the answer replaced (other bytes): the third finds it before copying, forgets that
+            // result and is answered from the first.
+            let changed = S3Location(bucket: bucket, key: "out/again/video-1/2.m4s")
+            try await s3.put(changed, body: ByteBuffer(string: "not a segment"))
+            let third = try drain("third", Self.manifest("third", bucket: bucket, prefix: "out/third"))
+            #expect(!third.ran, "a worker ran: \(third.notices)")
+            #expect(third.notices.contains("job \(third.id): the result of job \(again.id) is not reused: \(changed) changed (entity tag "), "\(third.notices)")
+            #expect(third.notices.contains("since it was published; that result is forgotten"), "\(third.notices)")
+            #expect(third.notices.contains("job \(third.id): answered from the result of job \(first.id) (first)\n")
+                    || third.notices.hasSuffix("job \(third.id): answered from the result of job \(first.id) (first)"), "\(third.notices)")
+            #expect(try await bytes("out/third", "video-1/2.m4s") == (try await bytes("out/first", "video-1/2.m4s")))
+
+            // The same package bound for a folder: not copied from a prefix, made.
+            let local = try drain("local", """
+                { "version": 1, "name": "local", "input": "in.mp4", "report": "out/local.json",
+                  "stream": { "output": "out/local", "segmentSeconds": 2, "video": { "rungs": [{ "height": 144, "bitrate": 200000 }] } } }
+                """)
+            #expect(local.ran)
+            #expect(local.notices.contains("a package is copied from a folder to a folder, or from a prefix to a prefix"), "\(local.notices)")
+            await s3.shutdown()
+        } catch {
+            await s3.shutdown()  // a client left open ends the whole test process: the failure is reported instead
+            throw error
+        }
+    }
+
     /// A coordinator killed in the middle of publishing a package (a relay holds its publications after the
     /// first few unanswered, as a host that died leaves them): no entry point is there yet, so no reader finds
     /// a package with files missing; the next coordinator completes the publication from the queue without
-    /// encoding anything again, and the package is whole, with no upload left open.
+    /// encoding anything again, and the package is whole, with no upload left open. The same for a package
+    /// answered from it by copies on the server.
     @Test func aCoordinatorKilledWhilePublishingAPackageLeavesItToTheNext() async throws {
         // The relay forwards requests as they came: a server of the test's own that takes any signature.
         let server = try TestS3.Server(checksSignatures: false)
@@ -167,6 +242,45 @@ import Testing
             let findings = try StreamChecker.check(folder: try await Self.download(s3, bucket, "out/show"), report: report)
             #expect(findings.isEmpty, "\(findings)")
             #expect(try await s3.listMultipartUploads(S3Location(bucket: bucket, key: "")).isEmpty)
+
+            // The same package asked again at another prefix, answered by copies on the server, cut short the
+            // same way: the next coordinator makes the copies left, from the queue. (A publication a rescuer
+            // completed is not recorded for reuse: the package answered from is made first.)
+            let base = try farm.submit(["--output-root", farm.out.path, "--output-root", "s3://\(bucket)/out",
+                                        try farm.manifest("base", Self.manifest("base", bucket: bucket, prefix: "out/base"))])[0]
+            let made = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"], log: "base.log",
+                                                 environment: ObjectPublicationTests.environment(server.endpoint, farm))
+            #expect(made.wait(timeout: 120) == 0, "\(made.log.suffix(3000))")
+            #expect(try Self.outcome(farm, base).state == "succeeded")
+            let relayLog = farm.folder.appendingPathComponent("relay-copies.log").path
+            let copyRelay = try Background(["/usr/bin/python3", TestPaths.packageRoot.appendingPathComponent("script/s3-relay").path, server.endpoint.url,
+                                            "--hold-publishing", "4"], log: relayLog)
+            defer { copyRelay.kill(SIGKILL); _ = copyRelay.wait(timeout: 5) }
+            func relayed2() -> [String] { ((try? String(contentsOfFile: relayLog, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+            #expect(try eventually(120) { relayed2().first?.hasPrefix("http://") == true }, "the relay printed no address")
+            var copying = server.endpoint
+            copying.url = try #require(relayed2().first)
+            let again = try farm.submit(["--output-root", farm.out.path, "--output-root", "s3://\(bucket)/out",
+                                         try farm.manifest("again", Self.manifest("again", bucket: bucket, prefix: "out/again"))])[0]
+            let third = try farm.startCoordinator(["--workers", "1", "--lease", "2"], log: "third.log",
+                                                  environment: ObjectPublicationTests.environment(copying, farm))
+            #expect(try eventually(180) { relayed2().contains("held") }, "\(third.log.suffix(3000))")
+            kill(third.pid, SIGKILL)
+            _ = third.wait(timeout: 10)
+            let copied = try await Self.keys(s3, bucket, "out/again")
+            #expect(copied.contains(".mediafarm-package.json") && copied.count < keys.count && !copied.contains("master.m3u8"), "\(copied)")
+            #expect(!third.events().contains { $0["event"] as? String == "started" }, "\(third.log.suffix(3000))")
+            let fourth = try farm.startCoordinator(["--workers", "1", "--lease", "2", "--exit-when-idle"], log: "fourth.log",
+                                                   environment: ObjectPublicationTests.environment(server.endpoint, farm))
+            #expect(fourth.wait(timeout: 120) == 0, "\(fourth.log.suffix(3000))")
+            #expect(try Self.outcome(farm, again).state == "succeeded")
+            #expect(fourth.log.contains("publication completed here"), "\(fourth.log.suffix(3000))")
+            #expect(!fourth.events().contains { $0["event"] as? String == "started" }, "nothing was encoded: \(fourth.log.suffix(3000))")
+            #expect(try await Self.keys(s3, bucket, "out/again") == keys)
+            for key in keys where key != ".mediafarm-package.json" {
+                let (a, b) = (try await s3.get(S3Location(bucket: bucket, key: "out/base/" + key)), try await s3.get(S3Location(bucket: bucket, key: "out/again/" + key)))
+                #expect(a.bytes == b.bytes, "\(key) differs")
+            }
             await s3.shutdown()
         } catch {
             await s3.shutdown()  // a client left open ends the whole test process: the failure is reported instead

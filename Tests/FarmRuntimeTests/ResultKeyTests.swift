@@ -6,7 +6,7 @@ import Testing
 /// A result's key: what changes an output changes it; where outputs go, names and scheduling do not; which
 /// jobs may be reused at all; the manifest's `reuse`.
 @Suite struct ResultKeyTests {
-    let context = ManifestContext(baseDirectory: "/jobs", outputRoots: ["/jobs/out"])
+    let context = ManifestContext(baseDirectory: "/jobs", outputRoots: ["/jobs/out", "s3://bucket/out"])
     let contents = ["/jobs/a.mp4": String(repeating: "1", count: 64), "/jobs/b.mp4": String(repeating: "2", count: 64)]
 
     func manifest(_ text: String) throws -> JobManifest {
@@ -91,6 +91,9 @@ import Testing
         #expect(!ResultKey.description(try encrypted("k1.key"), contents: contents.merging(keys) { $1 }, program: "p").contains("k1.key"))
 
         #expect(ResultKey.applies(to: try stream()), "a ladder, by default")
+        #expect(ResultKey.applies(to: try stream(output: "s3://bucket/out/p")), "a package bound for a prefix")
+        #expect(key(try stream(output: "s3://bucket/out/p")) == base, "where it goes is not its key")
+        #expect(!ResultKey.applies(to: try stream(output: "s3://bucket/out/p", extra: #", "report": "s3://bucket/out/p.json""#)), "a report bound for an object")
         #expect(!ResultKey.applies(to: try stream(extra: #", "reuse": false"#)))
         #expect(!ResultKey.applies(to: try stream(#", "mode": "passthrough""#)), "a passthrough package costs what checking one would")
         #expect(ResultKey.applies(to: try stream(#", "mode": "passthrough""#, extra: #", "reuse": true"#)))

@@ -120,11 +120,12 @@ struct JobSupervisor: CoordinatorPart {
                 await joiner.split(claimed, ranges: ranges, seconds: seconds)
             } else if exit.status == 0, let result = entry.result, result.succeeded {
                 await publisher.publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: result.uploads ?? [],
-                                        numbered: result.numbered, seconds: seconds) {
+                                        numbered: result.numbered, seconds: seconds) { publication in
                     // The output is read back once: for the result's record, and the library takes its hash from there.
                     var outputHash: ContentHash?
                     if let key {
-                        outputHash = await reuse.recordResult(job, token: token, manifest: manifest, key: key, numbered: result.numbered, package: result.package)
+                        outputHash = await reuse.recordResult(job, token: token, manifest: manifest, key: key, numbered: result.numbered, package: result.package,
+                                                              uploads: result.uploads ?? [], etags: publication.etags)
                     }
                     await library.registerInLibrary(claimed, outputHash: outputHash, package: result.package, checks: result.checks)
                 }

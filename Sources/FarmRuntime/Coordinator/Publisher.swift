@@ -15,12 +15,12 @@ struct Publisher: CoordinatorPart {
     /// expired lease completes this publication (`completeInterruptedPublications`) instead of running
     /// the job again: each output is published once. `recordPublished` runs between the publication and
     /// the success (the result kept for reuse, the library's representations), so that whoever sees the
-    /// job succeed finds its outputs recorded.
+    /// job succeed finds its outputs recorded; it is given the publication (the objects' entity tags).
     /// - Returns: whether the outputs were published.
     @discardableResult
     func publish(_ job: Job, token: String, manifest: JobManifest, resultJSON: String?, uploads: [ObjectUpload],
                  numbered: NumberedOutputs?, seconds: Double, reason: String? = nil,
-                 recordPublished: () async -> Void = {}) async -> Bool {
+                 recordPublished: (StagedOutput.Publication) async -> Void = { _ in }) async -> Bool {
         if let missing = StagedOutput.missing(manifest, token: token, uploads: uploads, numbered: numbered) {
             await recorder.finish(job, token: token, outcome: .failed(message: "\(missing): the worker reported success but left no finished file to publish",
                                                              result: resultJSON), seconds: seconds)
@@ -34,14 +34,16 @@ struct Publisher: CoordinatorPart {
             for upload in uploads { await ObjectOutput.abort(upload) }
             return false
         }
+        let publication: StagedOutput.Publication
         do {
             // A retried attempt may replace what an earlier attempt of this job published.
             // Renewed while it runs: replacing a package (or completing uploads) may outlast a lease, and a rescuer
             // that found it expired would publish the same outputs beside it.
-            metrics.published(try await holdingLease(job, token: token, result: resultJSON) {
+            publication = try await holdingLease(job, token: token, result: resultJSON) {
                 try await StagedOutput.publish(manifest, token: token, allowExisting: manifest.overwrite || job.attempt > 1,
                                                uploads: uploads, numbered: numbered, log: { self.events(.notice("job \(job.id): \($0)")) })
-            })
+            }
+            metrics.published(publication.paths)
             if !uploads.isEmpty { await recorder.forgetUploads(of: job, completed: uploads) }
             if job.attempt > 1 { StagedOutput.discardEarlierAttempts(manifest, keeping: token) }
         } catch {
@@ -50,7 +52,7 @@ struct Publisher: CoordinatorPart {
             await recorder.finish(job, token: token, outcome: retryable ? .crashed(message: message) : .failed(message: message, result: resultJSON), seconds: seconds)
             return false
         }
-        await holdingLease(job, token: token, result: resultJSON, while: recordPublished)
+        await holdingLease(job, token: token, result: resultJSON) { await recordPublished(publication) }
         await recorder.finish(job, token: token, outcome: .succeeded(result: resultJSON), seconds: seconds, reason: reason)
         return true
     }
@@ -137,7 +139,7 @@ struct Publisher: CoordinatorPart {
             do {
                 metrics.published(try await StagedOutput.publish(manifest, token: lease.token, allowExisting: manifest.overwrite || job.attempt > 1,
                                                                  resuming: true, uploads: uploads, numbered: numbered,
-                                                                 log: { self.events(.notice("job \(job.id): \($0)")) }))
+                                                                 log: { self.events(.notice("job \(job.id): \($0)")) }).paths)
                 if !uploads.isEmpty { await recorder.forgetUploads(of: job, completed: uploads) }
             } catch {
                 events(.notice("job \(job.id) (\(job.name)): cannot complete the publication of \(lease.owner): \(error)"))

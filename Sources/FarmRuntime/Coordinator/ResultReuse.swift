@@ -4,6 +4,7 @@ import FarmModel
 import FarmStore
 import Foundation
 import MediaEdit
+import S3Client
 import SafeFiles
 import Synchronization
 #if canImport(Glibc)
@@ -13,7 +14,8 @@ import Glibc
 /// Results reused by content: a job whose key (`ResultKey`: its settings, its inputs' content ids, the
 /// program's versions) is that of a job that succeeded is answered from that job's result instead of
 /// running: the earlier output copied to this job's staged name while its bytes are hashed (a package's
-/// files unchanged since they were published linked instead), published
+/// files unchanged since they were published linked instead; a package at a prefix copied on the server, to
+/// another prefix, while its objects keep the entity tags recorded), published
 /// under the lease only when they are still what was published, and the report the earlier job wrote,
 /// saying so. Every job that may be reused records its result when it succeeds (table `job_results`).
 final class ResultReuse: CoordinatorPart {
@@ -104,21 +106,31 @@ final class ResultReuse: CoordinatorPart {
             let output = manifest.export?.output ?? manifest.stream?.output ?? manifest.poster?.output ?? manifest.storyboard?.output ?? pictures.first
             var result = JobResult(name: job.name, succeeded: true, output: output, report: manifest.report, seconds: seconds)
             result.numbered = numbered
+            // A rescuer that finds this publication interrupted makes the copies from here.
+            result.uploads = staged.copies.isEmpty ? nil : staged.copies
             result.package = earlier.files?.package?.summary
             result.reused = ReusedResult(job: worker.id, name: worker.name, output: earlier.output, sha256: earlier.sha256)
             let resultJSON = try? String(decoding: JSONEncoder().encode(result), as: UTF8.self)  // a JobResult always encodes
             events(.notice("job \(job.id): answered from the result of job \(worker.id) (\(worker.name))"
                            + (worker.id != earlier.jobID ? ", copied from job \(earlier.jobID)" : "")
                            + (earlier.output.map { ": \($0) copied, its SHA-256 unchanged since it was published" } ?? "")))
-            await publisher.publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: [], numbered: numbered, seconds: seconds,
-                          reason: "reused") {
+            await publisher.publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: staged.copies, numbered: numbered,
+                                    seconds: seconds, reason: "reused") { publication in
                 var again = earlier
                 (again.jobID, again.jobName, again.output, again.report, again.createdAt) = (job.id, job.name, manifest.export?.output, staged.report, now())
                 (again.originJobID, again.originJobName) = worker
                 if let files = earlier.files {
                     again.files = ReusedFiles(numbered: numbered, files: zip(pictures, files.files).map { ReusedFiles.File(path: $0, sha256: $1.sha256, size: $1.size) },
                                               package: files.package.flatMap { package in
-                                                  manifest.stream.map { ReusedFiles.Package(folder: $0.output, files: staged.packageFiles ?? package.files, summary: package.summary) }
+                                                  manifest.stream.map { stream in
+                                                      // A copy's entity tag is its own (the server's answer to the copy).
+                                                      let copied = (staged.packageFiles ?? package.files).map { file in
+                                                          var file = file
+                                                          if !staged.copies.isEmpty { file.etag = publication.etags[stream.output + "/" + file.path] }
+                                                          return file
+                                                      }
+                                                      return ReusedFiles.Package(folder: stream.output, files: copied, summary: package.summary)
+                                                  }
                                               })
                 }
                 await record(again, job: job)
@@ -154,14 +166,20 @@ final class ResultReuse: CoordinatorPart {
             }
         }
         var packageFiles: [ReusedFiles.File]?
+        var copies: [ObjectUpload] = []
         if let stream = manifest.stream {
             guard let package = earlier.files?.package else {
                 note("it recorded no package")
                 return nil
             }
-            guard let files = await stagePackage(package, of: earlier, to: StagedOutput.path(for: stream.output, token: token), token: token,
-                                                 entryPoints: stream.entryPoints, note: note) else { return nil }
-            packageFiles = files
+            if PathRules.isObject(stream.output) || PathRules.isObject(package.folder) {
+                guard let made = await packageCopies(package, of: earlier, to: stream.output, note: note) else { return nil }
+                (copies, packageFiles) = (made, package.files)
+            } else {
+                guard let files = await stagePackage(package, of: earlier, to: StagedOutput.path(for: stream.output, token: token), token: token,
+                                                     entryPoints: stream.entryPoints, note: note) else { return nil }
+                packageFiles = files
+            }
         }
         var report: String?
         if let path = manifest.report, let text = earlier.report {
@@ -176,7 +194,101 @@ final class ResultReuse: CoordinatorPart {
                 return nil
             }
         }
-        return StagedResult(report: report, packageFiles: packageFiles)
+        return StagedResult(report: report, packageFiles: packageFiles, copies: copies)
+    }
+
+    /// The copies on the server that publish the earlier package at `prefix`: one per object, each checked
+    /// first (a HEAD each, `concurrentChecks` at once) to still have the size and entity tag recorded; the copy
+    /// asks the server for that tag again (`x-amz-copy-source-if-match`). nil (with a notice) when the earlier
+    /// package and this one are not both at prefixes, are at the same one, or an object cannot be copied or
+    /// changed since it was published (then the result is forgotten).
+    private func packageCopies(_ package: ReusedFiles.Package, of earlier: ReusableResult, to prefix: String,
+                               note: (String) -> Void) async -> [ObjectUpload]? {
+        guard PathRules.isObject(package.folder), PathRules.isObject(prefix) else {
+            note("its package is at \(package.folder) and this one goes to \(prefix): a package is copied from a folder to a folder, or from a prefix to a prefix")
+            return nil
+        }
+        guard package.folder != prefix else {
+            note("its package is at \(prefix), where this one goes")
+            return nil
+        }
+        var copies: [ObjectUpload] = []
+        for file in package.files {
+            guard Self.isPackageName(file.path) else {
+                note("it names \(file.path) in its package")
+                return nil
+            }
+            let source = package.folder + "/" + file.path
+            guard let etag = file.etag else {
+                note("it recorded no entity tag of \(source)")
+                return nil
+            }
+            guard file.size <= S3.maximumPartSize else {
+                note("\(source) is larger than the server copies in one request (\(S3.maximumPartSize >> 30) GiB)")
+                return nil
+            }
+            copies.append(ObjectUpload(address: prefix + "/" + file.path, copying: ObjectUpload.Copy(source: source, etag: etag), size: file.size,
+                                       sha256: file.sha256))
+        }
+        switch await Self.firstChange(copies) {
+        case nil:
+            return copies
+        case .failed(let message)?:
+            note(message)
+        case .changed(let message)?:
+            note("\(message) since it was published; that result is forgotten")
+            try? await store.results.forget(key: earlier.key, jobID: earlier.jobID)  // if the queue does not answer, the next job finds it changed again
+        }
+        return nil
+    }
+
+    /// What a check of an earlier package's objects found first.
+    enum ObjectChange: Equatable {
+        case changed(String)
+        case failed(String)
+    }
+
+    /// The sources of `copies` looked at (a HEAD each, `concurrentChecks` at once): the first that is gone, has
+    /// another size or entity tag, or cannot be asked about; nil when each is as recorded.
+    static func firstChange(_ copies: [ObjectUpload]) async -> ObjectChange? {
+        await withTaskGroup(of: ObjectChange?.self) { group in
+            var next = copies.makeIterator()
+            func add() {
+                guard let copy = next.next(), let source = copy.copy else { return }
+                group.addTask {
+                    let location: S3Location
+                    let client: S3
+                    do { (location, client) = try ObjectOutput.target(source.source, nil) } catch { return .failed("\(error)") }
+                    do throws(S3Error) {
+                        let object = try await client.head(location)
+                        if object.etag != source.etag { return .changed("\(source.source) changed (entity tag \(object.etag), not \(source.etag))") }
+                        if object.size != copy.size { return .changed("\(source.source) changed (\(object.size) bytes, not \(copy.size))") }
+                        return nil
+                    } catch where error.kind == .noSuchKey {
+                        return .changed("\(source.source) is gone")
+                    } catch {
+                        return .failed("\(source.source) cannot be checked: \(error.problem)")
+                    }
+                }
+            }
+            for _ in 0..<concurrentChecks { add() }
+            while let found = await group.next() {
+                if let found {
+                    group.cancelAll()
+                    return found
+                }
+                add()
+            }
+            return nil
+        }
+    }
+
+    /// Objects looked at at once.
+    static let concurrentChecks = 8
+
+    /// Whether `path`, recorded in a package, is a name inside it (relative, without "." or ".." steps).
+    static func isPackageName(_ path: String) -> Bool {
+        !path.hasPrefix("/") && !path.split(separator: "/", omittingEmptySubsequences: false).contains { ["", ".", ".."].contains($0) }
     }
 
     /// Copies `from`, as `earlier` published it (`sha256`, `size`), to `target`, hashing it as it is copied.
@@ -222,7 +334,7 @@ final class ResultReuse: CoordinatorPart {
         var folders: Set<String> = []
         for file in package.files {
             // Recorded by a coordinator from a folder it read: a name that could leave the package is no name of one.
-            guard !file.path.hasPrefix("/"), !file.path.split(separator: "/", omittingEmptySubsequences: false).contains(where: { ["", ".", ".."].contains($0) }) else {
+            guard Self.isPackageName(file.path) else {
                 note("it names \(file.path) in its package")
                 return nil
             }
@@ -261,8 +373,10 @@ final class ResultReuse: CoordinatorPart {
     /// An earlier result written under an attempt's staged names: the report as written.
     struct StagedResult {
         var report: String?
-        /// A package's files as staged, with their stamps.
+        /// A package's files as staged, with their stamps; or, at a prefix, as recorded.
         var packageFiles: [ReusedFiles.File]?
+        /// A package bound for a prefix: the copies on the server that publish it.
+        var copies: [ObjectUpload] = []
     }
 
     /// The earlier job's report under this job's name, saying which job's result it is.
@@ -280,9 +394,11 @@ final class ResultReuse: CoordinatorPart {
     /// Records the result of a job that succeeded and may be reused: its output's SHA-256 and size (read
     /// back from where it was published), its report's text. A failure is a notice: the job succeeded.
     /// Returns the output's hash (nil when it has none or it could not be read).
+    /// A package at a prefix is recorded from its worker's uploads (`uploads`: each file's SHA-256 and size)
+    /// and the entity tags the server answered as they were published (`etags`, by address).
     @discardableResult
     func recordResult(_ job: Job, token: String, manifest: JobManifest, key: String, numbered: NumberedOutputs?,
-                      package summary: PackageSummary?) async -> ContentHash? {
+                      package summary: PackageSummary?, uploads: [ObjectUpload] = [], etags: [String: String] = [:]) async -> ContentHash? {
         var result = ReusableResult(key: key, jobID: job.id, jobName: job.name, output: manifest.export?.output, sha256: nil, size: nil,
                                     report: nil, createdAt: now())
         var outputHash: ContentHash?
@@ -296,7 +412,10 @@ final class ResultReuse: CoordinatorPart {
             result.files = ReusedFiles(numbered: numbered, files: files)
         }
         if let stream = manifest.stream {
-            guard let package = await readBackPackage(stream.output, token: token, summary: summary, of: job) else { return nil }
+            let package = PathRules.isObject(stream.output)
+                ? objectPackage(stream.output, uploads: uploads, etags: etags, summary: summary, of: job)
+                : await readBackPackage(stream.output, token: token, summary: summary, of: job)
+            guard let package else { return nil }
             result.files = ReusedFiles(numbered: result.files?.numbered, files: result.files?.files ?? [], package: package)
         }
         if let output = result.output {
@@ -340,6 +459,22 @@ final class ResultReuse: CoordinatorPart {
             files.append(ReusedFiles.File(path: name, sha256: hash.sha256, size: size, stamp: stamp))
         }
         return ReusedFiles.Package(folder: folder, files: files, summary: summary)
+    }
+
+    /// The package this attempt published at `prefix`: each object's SHA-256 and size as its worker hashed and
+    /// sent it, its entity tag as the server answered its completion. nil (with a notice) when one lacks either.
+    private func objectPackage(_ prefix: String, uploads: [ObjectUpload], etags: [String: String], summary: PackageSummary?,
+                               of job: Job) -> ReusedFiles.Package? {
+        var files: [ReusedFiles.File] = []
+        for upload in uploads {
+            guard let name = PackageObjects.name(upload.address, in: prefix) else { continue }
+            guard let sha256 = upload.sha256, let etag = etags[upload.address] else {
+                events(.notice("job \(job.id): \(upload.address) was published without its SHA-256 or entity tag; its result is not recorded for reuse"))
+                return nil
+            }
+            files.append(ReusedFiles.File(path: name, sha256: sha256, size: upload.size, etag: etag))
+        }
+        return ReusedFiles.Package(folder: prefix, files: files, summary: summary)
     }
 
     private func record(_ result: ReusableResult, job: Job) async {

@@ -1,3 +1,4 @@
+import FarmLibrary
 import FarmModel
 import Foundation
 #if canImport(Glibc)
@@ -60,10 +61,18 @@ struct JobObjects: Sendable {
             return final == manifest.stream?.output ? try PackageObjects.files(of: staged, prefix: final) : [(staged, final)]
         }
         let underWay = ObjectOutput.UnfinishedUploads()
+        let package = manifest.stream?.output
         for (file, address) in files {
-            uploads.append(try await ObjectOutput.uploadParts(file, to: address, resuming: resumeUploads[address], underWay: underWay,
-                                                              began: { events(.upload(address: address, uploadID: $0)) },
-                                                              log: { events(.log(level: "notice", message: $0)) }))
+            var upload = try await ObjectOutput.uploadParts(file, to: address, resuming: resumeUploads[address], underWay: underWay,
+                                                            began: { events(.upload(address: address, uploadID: $0)) },
+                                                            log: { events(.log(level: "notice", message: $0)) })
+            // A package's files by content, for the coordinator to record the package for reuse.
+            if let package, PackageObjects.name(address, in: package) != nil {
+                do { upload.sha256 = try await ContentHash.reading(file).sha256 } catch {
+                    throw JobError("\(address): cannot read the finished file \(file) to hash it: \(error)")
+                }
+            }
+            uploads.append(upload)
         }
         return uploads
     }

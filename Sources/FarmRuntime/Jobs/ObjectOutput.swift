@@ -274,17 +274,19 @@ public enum ObjectOutput {
     /// The coordinator's side: completes `record` (the caller holds the lease), which publishes the object
     /// whole. Unless `allowExisting` the completion is conditional. An upload that is gone because it was
     /// completed already (a publication that a coordinator began before it died) is recognised by the
-    /// object's entity tag, which a multipart upload's parts determine.
+    /// object's entity tag, which a multipart upload's parts determine. A record of a copy (`record.copy`) is
+    /// published by copying its source on the server (`copy`). Returns the published object's entity tag.
+    @discardableResult
     public static func complete(_ record: ObjectUpload, allowExisting: Bool, s3: S3? = nil,
-                                log: @Sendable (String) -> Void = { _ in }) async throws {
+                                log: @Sendable (String) -> Void = { _ in }) async throws -> String {
         let (location, client) = try target(record.address, s3)
+        if let copy = record.copy { return try await Self.copy(copy, to: record.address, allowExisting: allowExisting, client) }
         try await checkAbsence(location, record.address, allowExisting: allowExisting, client, log)
         let upload = S3Upload(bucket: location.bucket, key: location.key, uploadID: record.uploadID)
         let parts = record.parts.map { S3Part(number: $0.number, etag: $0.etag, size: $0.size) }
         let failure: S3Error
         do throws(S3Error) {
-            try await client.completeMultipartUpload(upload, parts: parts, ifNoneMatch: !allowExisting)
-            return
+            return try await client.completeMultipartUpload(upload, parts: parts, ifNoneMatch: !allowExisting)
         } catch {
             failure = error
         }
@@ -300,7 +302,7 @@ public enum ObjectOutput {
                 throw JobError("\(record.address): cannot publish the finished file: its upload \(record.uploadID) is gone, and the object "
                                + "cannot be checked: \(error.problem)", retryable: error.mayPass)
             }
-            if object.etag == S3.multipartETag(parts) { return }
+            if object.etag == S3.multipartETag(parts) { return object.etag }
             throw JobError("\(record.address): cannot publish the finished file: its upload \(record.uploadID) is gone and the object is not it")
         case .alreadyExists:
             try? await client.abortMultipartUpload(upload)  // best effort: the refusal is what matters; one left open is aborted at the job's end
@@ -310,10 +312,33 @@ public enum ObjectOutput {
         }
     }
 
+    /// Publishes object `address` by copying `copy.source` on the server, only while the source's entity tag is
+    /// `copy.etag` (on a server that honours `x-amz-copy-source-if-match`). A copy is not a conditional write:
+    /// unless `allowExisting`, the target is looked for first (an object written there between the look and
+    /// the copy would be replaced). A copy done already (a publication that was interrupted) is done again.
+    static func copy(_ copy: ObjectUpload.Copy, to address: String, allowExisting: Bool, _ client: S3) async throws -> String {
+        let (location, _) = try target(address, client)
+        let (source, _) = try target(copy.source, client)
+        if !allowExisting {
+            let exists: Bool
+            do throws(S3Error) { exists = try await client.exists(location) } catch {
+                throw JobError("\(address): cannot publish the copy: \(error.problem)", retryable: error.mayPass)
+            }
+            if exists { throw JobError("\(address): already exists; set \"overwrite\": true at the manifest's top level to replace it") }
+        }
+        do throws(S3Error) {
+            return try await client.copy(source, to: location, ifMatch: copy.etag)
+        } catch {
+            // A source that changed or is gone since it was checked: the job's next attempt finds so and runs.
+            let gone = error.kind == .changed || error.kind == .noSuchKey
+            throw JobError("\(address): cannot copy \(copy.source) there: \(error.problem)", retryable: gone || error.mayPass)
+        }
+    }
+
     /// Aborts `record`'s upload (an attempt whose lease was lost: only its own upload, since a newer
     /// attempt may be uploading the same key).
     public static func abort(_ record: ObjectUpload, s3: S3? = nil) async {
-        guard let (location, client) = try? target(record.address, s3) else { return }  // an address that names no object has no upload to abort
+        guard record.copy == nil, let (location, client) = try? target(record.address, s3) else { return }  // an address that names no object has no upload to abort
         // best effort: a stale attempt's upload; the bucket's lifecycle rule or the job's end takes one left open
         try? await client.abortMultipartUpload(S3Upload(bucket: location.bucket, key: location.key, uploadID: record.uploadID))
     }

@@ -96,34 +96,38 @@ enum PackageObjects {
     static func upload(_ folder: String, to prefix: String, token: String, entryPoints: [String], allowExisting: Bool,
                        log: @Sendable (String) -> Void) async throws {
         let files = try files(of: folder, prefix: prefix)
-        try await publish(names: files.compactMap { name($0.address, in: prefix) }, prefix: prefix, token: token, entryPoints: entryPoints,
-                          allowExisting: allowExisting, log: log) { name, mayReplace in
+        _ = try await publish(names: files.compactMap { name($0.address, in: prefix) }, prefix: prefix, token: token, entryPoints: entryPoints,
+                              allowExisting: allowExisting, log: log) { name, mayReplace in
             try await ObjectOutput.upload(folder + "/" + name, to: prefix + "/" + name, allowExisting: mayReplace, log: log)
         }
     }
 
-    /// Completes the uploads of the package at `prefix` (the coordinator, under the lease of `token`).
-    /// `resuming`: an interrupted publication of this attempt, gone on with.
+    /// Completes the uploads of the package at `prefix` (the coordinator, under the lease of `token`), or
+    /// makes its copies (a package answered from an earlier one). Returns each object's entity tag, by address.
     static func complete(_ uploads: [ObjectUpload], prefix: String, token: String, entryPoints: [String], allowExisting: Bool,
-                         log: @Sendable (String) -> Void) async throws {
+                         log: @Sendable (String) -> Void) async throws -> [String: String] {
         guard sent(uploads, to: prefix) else { throw JobError("\(prefix): the worker reported success but sent no package to publish") }
         let byName = Dictionary(uploads.compactMap { upload in name(upload.address, in: prefix).map { ($0, upload) } }) { first, _ in first }
-        try await publish(names: Array(byName.keys), prefix: prefix, token: token, entryPoints: entryPoints, allowExisting: allowExisting, log: log) { name, mayReplace in
-            if let upload = byName[name] { try await ObjectOutput.complete(upload, allowExisting: mayReplace, log: log) }
+        let etags = try await publish(names: Array(byName.keys), prefix: prefix, token: token, entryPoints: entryPoints, allowExisting: allowExisting,
+                                      log: log) { name, mayReplace in
+            guard let upload = byName[name] else { throw JobError("\(prefix)/\(name): no upload to complete") }
+            return try await ObjectOutput.complete(upload, allowExisting: mayReplace, log: log)
         }
+        return Dictionary(uniqueKeysWithValues: etags.map { (prefix + "/" + $0.key, $0.value) })
     }
 
     /// The publication of the files `names` at `prefix`, each by `write` (told whether it may replace what is at
     /// its address): the marker first, the files in their order, then what the package replaced deleted and
-    /// the marker written again without it.
+    /// the marker written again without it. Returns what `write` returned for each name (the object's entity tag).
     private static func publish(names: [String], prefix: String, token: String, entryPoints: [String], allowExisting: Bool,
-                                log: @Sendable (String) -> Void, write: (String, Bool) async throws -> Void) async throws {
+                                log: @Sendable (String) -> Void, write: (String, Bool) async throws -> String) async throws -> [String: String] {
         let earlier = try await checkBeforePublishing(prefix, allowExisting: allowExisting, token: token)
         let replacing = earlier.known.subtracting(names).sorted()
         let marker = PackageFolder.Marker(token: token, entryPoints: entryPoints, files: ordered(names), replacing: replacing.isEmpty ? nil : replacing)
         try await putMarker(marker, at: prefix, replacing: earlier.isPackage)
+        var etags: [String: String] = [:]
         do {
-            for name in ordered(names) { try await write(name, earlier.known.contains(name)) }
+            for name in ordered(names) { etags[name] = try await write(name, earlier.known.contains(name)) }
         } catch {
             // A prefix that held no package holds none: its objects written so far are the farm's, but nothing
             // would say so (a later "overwrite" would otherwise take an object in the way for one of them).
@@ -132,7 +136,7 @@ enum PackageObjects {
             }
             throw error
         }
-        guard !replacing.isEmpty else { return }
+        guard !replacing.isEmpty else { return etags }
         var left: [String] = []
         for name in replacing {
             let (location, client) = try ObjectOutput.target(prefix + "/" + name, nil)
@@ -146,6 +150,7 @@ enum PackageObjects {
         var done = marker
         done.replacing = left.isEmpty ? nil : left
         try await putMarker(done, at: prefix, replacing: true)
+        return etags
     }
 
     /// Writes the marker of the package at `prefix`: where none is, unless it replaces a package's.

@@ -19,12 +19,13 @@ enum ResultKey {
     /// (`"reuse": true`), or by default when it decodes (a constant-frame-rate export, a package's ladder, a
     /// scan, pictures): a passthrough export or package or an inspection costs about what checking an earlier
     /// result would. Never with `"reuse": false`, nor when an input or output is an object (no content id
-    /// without reading it all), nor for a chunk of an export or a package (reused as a whole), nor for a job
+    /// without reading it all; a package's prefix is the exception: its files are hashed as they are sent, and
+    /// an earlier package at a prefix is copied on the server), nor for a chunk of an export or a package (reused as a whole), nor for a job
     /// with quality checks (they run every time, and their verdict is the job's own).
     static func applies(to manifest: JobManifest) -> Bool {
         if manifest.reuse == false || manifest.checks != nil || manifest.export?.frames != nil || manifest.stream?.chunking.frames != nil { return false }
         if manifest.edits.contains(where: { PathRules.isObject($0.source) }) { return false }
-        if [manifest.export?.output, manifest.stream?.output, manifest.report].contains(where: { $0.map(PathRules.isObject) == true }) { return false }
+        if [manifest.export?.output, manifest.report].contains(where: { $0.map(PathRules.isObject) == true }) { return false }
         if [manifest.poster?.output, manifest.images?.output, manifest.storyboard?.output, manifest.export?.poster?.output, manifest.scan?.images?.output,
             manifest.waveform?.output, manifest.waveform?.peaks]
             .contains(where: { $0.map(PathRules.isObject) == true }) {

@@ -82,8 +82,9 @@ public enum StagedOutput {
     /// (`ObjectOutput.complete`).
     public static func publish(_ manifest: JobManifest, token: String, allowExisting: Bool, resuming: Bool = false,
                                uploads: [ObjectUpload] = [], numbered: NumberedOutputs? = nil,
-                               log: @Sendable (String) -> Void = { _ in }) async throws -> [String] {
+                               log: @Sendable (String) -> Void = { _ in }) async throws -> Publication {
         var published: [String] = []
+        var etags: [String: String] = [:]
         let finals = finalPaths(of: manifest, numbered: numbered)
         // Every file is checked before any is moved: a picture in the way refuses the job's outputs as a
         // whole, not after some of them were published.
@@ -109,8 +110,8 @@ public enum StagedOutput {
         for final in finals {
             if PathRules.isObject(final), let stream = manifest.stream, final == stream.output {
                 // Resumed, the marker there is this attempt's own (its token).
-                try await PackageObjects.complete(uploads.filter { PackageObjects.name($0.address, in: final) != nil }, prefix: final, token: token,
-                                                  entryPoints: stream.entryPoints, allowExisting: allowExisting, log: log)
+                etags.merge(try await PackageObjects.complete(uploads.filter { PackageObjects.name($0.address, in: final) != nil }, prefix: final,
+                                                              token: token, entryPoints: stream.entryPoints, allowExisting: allowExisting, log: log)) { $1 }
                 published.append(final)
                 continue
             }
@@ -118,7 +119,7 @@ public enum StagedOutput {
                 guard let upload = uploads.first(where: { $0.address == final }) else {
                     throw JobError("\(final): the worker reported success but left no upload to complete")
                 }
-                try await ObjectOutput.complete(upload, allowExisting: allowExisting, log: log)
+                etags[final] = try await ObjectOutput.complete(upload, allowExisting: allowExisting, log: log)
                 published.append(final)
                 continue
             }
@@ -146,7 +147,14 @@ public enum StagedOutput {
             let folder = URL(fileURLWithPath: final).deletingLastPathComponent().path
             if synced.insert(folder).inserted { SafeFiles.syncFolder(of: final) }
         }
-        return published
+        return Publication(paths: published, etags: etags)
+    }
+
+    /// What a publication published: the final paths, and each object's entity tag as the server answered it
+    /// (by address; a package's objects each under its own).
+    public struct Publication: Sendable {
+        public var paths: [String]
+        public var etags: [String: String]
     }
 
     /// Refuses the farm's own files (`ProtectedFiles`), an input of the job (compared by device and inode,

@@ -55,8 +55,11 @@ public struct ReusedFiles: Sendable, Codable, Equatable {
         /// linked): a file whose stamp is still this one is linked by the next job that reuses it, not read.
         /// nil in results recorded before stamps were: those are copied and hashed.
         public var stamp: FileStamp?
-        public init(path: String, sha256: String, size: Int64, stamp: FileStamp? = nil) {
-            (self.path, self.sha256, self.size, self.stamp) = (path, sha256, size, stamp)
+        /// An object's entity tag as published (a package at a prefix): the next job that reuses it copies it
+        /// on the server only while the object still has it.
+        public var etag: String?
+        public init(path: String, sha256: String, size: Int64, stamp: FileStamp? = nil, etag: String? = nil) {
+            (self.path, self.sha256, self.size, self.stamp, self.etag) = (path, sha256, size, stamp, etag)
         }
     }
     public var numbered: NumberedOutputs?
@@ -68,6 +71,7 @@ public struct ReusedFiles: Sendable, Codable, Equatable {
     }
 
     public struct Package: Sendable, Codable, Equatable {
+        /// Its folder, or its prefix (`s3://BUCKET/PREFIX`).
         public var folder: String
         public var files: [File]
         /// The package as its players see it (what its job's result said), carried to the job that reuses it.
