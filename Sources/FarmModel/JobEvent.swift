@@ -189,8 +189,8 @@ public struct ObjectUpload: Sendable, Codable, Equatable {
         self.sha256 = sha256
     }
 
-    /// An object published by copying `copy.source` (of `size` bytes, SHA-256 `sha256`) to `address`.
-    public init(address: String, copying copy: Copy, size: Int64, sha256: String) {
+    /// An object published by copying `copy.source` (of `size` bytes, SHA-256 `sha256` when known) to `address`.
+    public init(address: String, copying copy: Copy, size: Int64, sha256: String?) {
         (self.address, self.uploadID, self.size, self.parts, self.sha256, self.copy) = (address, "", size, [], sha256, copy)
     }
 }

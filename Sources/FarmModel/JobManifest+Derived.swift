@@ -156,12 +156,13 @@ extension JobManifest {
     }
 
     /// This manifest with a coordinator's chunking, when it is a constant-frame-rate export or a package that
-    /// chose none and is no chunk itself (nor made into one file, nor bound for object storage); nil when
+    /// chose none and is no chunk itself (nor made into one file); nil when
     /// nothing is to change. An export whose fidelity is checked stays whole: it is measured as it encodes.
     public func chunked(every seconds: MediaTime, above: MediaTime?) -> JobManifest? {
         var chunked = sections(for: .defaultChunking)
         var changed = false
-        if var stream, stream.chunking.duration == nil, stream.chunking.isWhole, !stream.singleFile, !PathRules.isObject(stream.output) {
+        if var stream, stream.chunking.duration == nil, stream.chunking.isWhole, !stream.singleFile,
+           !PathRules.isObject(stream.output) || PathRules.objectKey(stream.output).utf8.count <= Walker.longestPackagePrefix - Walker.chunkPrefixGrowth {
             (stream.chunking.duration, stream.chunking.above) = (seconds, above)
             (chunked.stream, changed) = (stream, true)
         }

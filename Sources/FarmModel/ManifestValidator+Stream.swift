@@ -84,14 +84,15 @@ extension Walker {
         for key in Self.chunkingKeys where singleFile && o[key] != nil {
             fail("\(p).\(key)", "a single-file package is made whole (its chunks would be copied into one file at the join): leave out \"\(key)\" or \"singleFile\"")
         }
-        for key in Self.chunkingKeys where output.map(PathRules.isObject) == true && o[key] != nil {
-            fail("\(p).\(key)", "a package made in chunks shares them through a folder beside it, and object storage has none: leave out \"\(key)\", "
-                 + "or write the package to a shared folder")
-        }
         // Every object of a package is named under its prefix: the longest of their names must fit S3's keys.
         if let output, PathRules.isObject(output), PathRules.objectKey(output).utf8.count > Self.longestPackagePrefix {
             fail("\(p).output", "the prefix is \(PathRules.objectKey(output).utf8.count) bytes long: the package's objects are named under it, and S3's keys hold "
                  + "1,024 bytes, so a package's prefix holds at most \(Self.longestPackagePrefix)")
+        } else if let output, PathRules.isObject(output), chunking.duration != nil,
+                  PathRules.objectKey(output).utf8.count > Self.longestPackagePrefix - Self.chunkPrefixGrowth {
+            fail("\(p).chunkSeconds", "the prefix is \(PathRules.objectKey(output).utf8.count) bytes long: a package made in chunks names its chunks' objects "
+                 + "under a longer one beside it (.NAME.chunks-TAG/chunk-NNNN), so its prefix holds at most \(Self.longestPackagePrefix - Self.chunkPrefixGrowth) "
+                 + "bytes: leave out \"chunkSeconds\", or name a shorter prefix")
         }
         guard let output, let video else { return nil }
         var settings = JobManifest.StreamSettings(output: output, video: video)
@@ -133,6 +134,10 @@ extension Walker {
     /// The longest prefix of a package in object storage, in bytes: S3's 1,024 less room for the longest name
     /// of its files (`subtitles-LANGUAGE/index.m3u8` with a tag of up to 35 characters, `.mediafarm-package.json`).
     static let longestPackagePrefix = 1024 - 64
+
+    /// How much longer a chunk's prefix is than its package's: `/NAME` becomes `/.NAME.chunks-TAG/chunk-NNNN`
+    /// (a tag of 10 characters, a chunk number of up to 6 digits).
+    static let chunkPrefixGrowth = 32
 
     /// Which audio tracks an `audio` object keeps: `"tracks": "default" | "all"` or `"languages"`, not both;
     /// a package's may say `"tracks": "none"` (an export's `"policy": "drop"` says it there).

@@ -11,7 +11,7 @@ import Glibc
 /// audio was made by the first chunk over the whole composition, and cut at the video's boundaries as a
 /// package made whole cuts it (there is no seam in it): it is linked too. The subtitles are made here.
 extension PackageWriter {
-    func join(_ chunks: [StreamChunk]) throws -> StreamReport {
+    func join(_ chunks: [StreamChunk], files store: any ChunkFileStore) throws -> StreamReport {
         let started = Date()
         guard !settings.singleFile else { throw ExportError("a single-file package is made whole, not joined from chunks") }
         let plan = try prepare(readingSubtitles: true)
@@ -32,7 +32,7 @@ extension PackageWriter {
         }
         var tracks: [StreamTrack] = []
         for (i, rung) in rungs.enumerated() {
-            tracks.append(try link(rung, of: chunks, plan: plan))
+            tracks.append(try link(rung, of: chunks, plan: plan, store: store))
             progress(ExportProgress(fraction: 0.05 * Double(i + 1) / Double(rungs.count), phase: "joining", framesPerSecond: nil, eta: nil))
         }
         let fd = plan.frameDuration
@@ -47,7 +47,7 @@ extension PackageWriter {
             guard made.map(\.folder) == names else {
                 throw ExportError("\(first.folder): holds the audio tracks \(made.map(\.folder)), where the package has \(names): retry the job to make them again")
             }
-            audio = try made.map { try linkAudio($0, of: first, plan: plan, segments: tracks[0].segments.count) }
+            audio = try made.map { try linkAudio($0, of: first, plan: plan, segments: tracks[0].segments.count, store: store) }
         }
         var report = StreamReport(duration: duration, segmentDuration: fd.multiplied(by: Int32(clamping: gop)), tracks: tracks + audio,
                                   framesDecoded: chunks.reduce(0) { $0 + $1.report.framesDecoded }, seconds: 0,
@@ -76,7 +76,7 @@ extension PackageWriter {
 
     /// An audio track the first chunk made for the whole package, linked into the package's folder: its
     /// initialization and one segment for each of the video's `segments`, as that chunk's report names them.
-    private func linkAudio(_ track: StreamTrack, of chunk: StreamChunk, plan: PackagePlan, segments count: Int) throws -> StreamTrack {
+    private func linkAudio(_ track: StreamTrack, of chunk: StreamChunk, plan: PackagePlan, segments count: Int, store: any ChunkFileStore) throws -> StreamTrack {
         // Its folder is one of the package's audio names (checked by the caller).
         let container = track.container ?? .cmaf
         guard isStoredAsPlanned(track, plan: plan) else {
@@ -87,12 +87,12 @@ extension PackageWriter {
             throw ExportError("\(files): holds \(track.segments.count) audio segments where the package has \(count): retry the job to make them again")
         }
         guard mkdir(folder, 0o755) == 0 else { throw ExportError("\(folder): cannot make the track's folder: \(String(cString: strerror(errno)))") }
-        if container == .cmaf { try Self.link(files + "/" + track.initialization, to: folder + "/" + track.initialization) }
+        if container == .cmaf { try store.link(files + "/" + track.initialization, to: folder + "/" + track.initialization) }
         for (i, segment) in track.segments.enumerated() {
-            guard segment.file == "\(i + 1).\(container.fileExtension)", Self.size(of: files + "/" + segment.file) == segment.bytes else {
+            guard segment.file == "\(i + 1).\(container.fileExtension)", store.size(of: files + "/" + segment.file) == segment.bytes else {
                 throw ExportError("\(files)/\(segment.file): not segment \(i + 1) as its chunk wrote it (its name or size differ): retry the job to make it again")
             }
-            try Self.link(files + "/" + segment.file, to: folder + "/" + segment.file)
+            try store.link(files + "/" + segment.file, to: folder + "/" + segment.file)
             progress(ExportProgress(fraction: 0.05 + 0.9 * Double(i + 1) / Double(count), phase: "joining", framesPerSecond: nil, eta: nil))
         }
         return track
@@ -108,7 +108,7 @@ extension PackageWriter {
     /// One rung's files linked from every chunk into the package's folder: the first chunk's initialization
     /// (every chunk's must be the same bytes) and each chunk's segments, which must follow one another
     /// without a gap or an overlap from the chunk's first frame.
-    private func link(_ rung: StreamTrack, of chunks: [StreamChunk], plan: PackagePlan) throws -> StreamTrack {
+    private func link(_ rung: StreamTrack, of chunks: [StreamChunk], plan: PackagePlan, store: any ChunkFileStore) throws -> StreamTrack {
         // Every name comes from the chunks' reports: each is one name of the package's own making, never a path.
         // MPEG-TS has no initialization: its segments stand alone.
         let container = rung.container ?? .cmaf
@@ -119,8 +119,8 @@ extension PackageWriter {
         guard mkdir(folder, 0o755) == 0 else { throw ExportError("\(folder): cannot make the rung's folder: \(String(cString: strerror(errno)))") }
         var initialization: Data?
         if container == .cmaf {
-            initialization = try Self.contents(of: chunks[0].folder + "/" + rung.folder + "/" + rung.initialization)
-            try Self.link(chunks[0].folder + "/" + rung.folder + "/" + rung.initialization, to: folder + "/" + rung.initialization)
+            initialization = try store.contents(of: chunks[0].folder + "/" + rung.folder + "/" + rung.initialization)
+            try store.link(chunks[0].folder + "/" + rung.folder + "/" + rung.initialization, to: folder + "/" + rung.initialization)
         }
         let scale = Rational(1, Int32(clamping: rung.timescale))
         var joined = rung
@@ -134,7 +134,7 @@ extension PackageWriter {
                 throw ExportError("\(files): encoded otherwise than the first chunk's \(rung.folder) (its codec, size, timescale or edit differ): "
                                   + "the chunks cannot be joined; retry the job to encode them again")
             }
-            guard try initialization.map({ try Self.contents(of: files + "/" + part.initialization) == $0 }) ?? true else {
+            guard try initialization.map({ try store.contents(of: files + "/" + part.initialization) == $0 }) ?? true else {
                 throw ExportError("\(files)/\(part.initialization): differs from the first chunk's: the chunks were encoded otherwise and cannot be joined; "
                                   + "retry the job to encode them again")
             }
@@ -152,16 +152,16 @@ extension PackageWriter {
                     throw ExportError("\(files)/\(segment.file): starts at tick \(segment.start), not \(expected) where the segment before it ends: "
                                       + "the chunks do not tile the package's timeline")
                 }
-                let size = Self.size(of: files + "/" + segment.file)
+                let size = store.size(of: files + "/" + segment.file)
                 guard size == segment.bytes else {
                     throw ExportError("\(files)/\(segment.file): holds \(size.map(String.init) ?? "no") bytes, not the \(segment.bytes) its chunk wrote; "
                                       + "retry the job to encode it again")
                 }
                 if container == .transportStream {
                     try Self.place(files + "/" + segment.file, to: folder + "/" + segment.file, sequence: joined.segments.count, counters: &counters,
-                                   encryption: settings.encryption)
+                                   encryption: settings.encryption, store: store)
                 } else {
-                    try Self.link(files + "/" + segment.file, to: folder + "/" + segment.file)
+                    try store.link(files + "/" + segment.file, to: folder + "/" + segment.file)
                 }
                 joined.segments.append(segment)
                 expected = segment.start + segment.duration
@@ -180,24 +180,40 @@ extension PackageWriter {
     /// segment before it (each chunk's muxer began its own at 0; Apple's HLS authoring specification 7.2 asks
     /// for them sequential), decrypted and encrypted again with the same IV when the package is encrypted.
     /// Linked as it is when nothing changes (the first chunk's), written anew otherwise.
-    static func place(_ source: String, to target: String, sequence: Int, counters: inout [Int: UInt8], encryption: SegmentEncryption?) throws {
-        let stored = [UInt8](try contents(of: source))
+    static func place(_ source: String, to target: String, sequence: Int, counters: inout [Int: UInt8], encryption: SegmentEncryption?,
+                      store: any ChunkFileStore = LocalChunkFiles()) throws {
+        let stored = [UInt8](try store.contents(of: source))
         var bytes = try encryption.map { try $0.decrypt(stored, sequence: sequence) } ?? stored
         guard bytes.count % TransportPackets.size == 0, bytes.first == 0x47 else {
             throw ExportError("\(source): not MPEG-TS packets\(encryption == nil ? "" : " once decrypted"): retry the job to encode the chunk again")
         }
-        guard TransportPackets.continueCounters(&bytes, from: &counters) else { return try link(source, to: target) }
+        guard TransportPackets.continueCounters(&bytes, from: &counters) else { return try store.link(source, to: target) }
         try SegmentedTrack.store(try encryption.map { try $0.encrypt(bytes, sequence: sequence) } ?? bytes, at: target)
     }
+}
 
+/// Where a package's chunks are read from, and how their files become the package's: a chunk's file is
+/// named by its chunk's folder (`StreamChunk.folder`) and its name in it.
+public protocol ChunkFileStore: Sendable {
+    /// The size of a chunk's file; nil when it is missing or not a regular file.
+    func size(of path: String) -> Int?
+    /// A chunk's file's bytes.
+    func contents(of path: String) throws -> Data
+    /// Makes `target` (a path in the package's folder) the chunk's file `source`, as it is. Never replaces a file.
+    func link(_ source: String, to target: String) throws
+}
 
-    static func contents(of path: String) throws -> Data {
+/// Chunks in folders: their files linked into the package's folder.
+public struct LocalChunkFiles: ChunkFileStore {
+    public init() {}
+
+    public func contents(of path: String) throws -> Data {
         guard size(of: path) != nil else { throw ExportError("\(path): a chunk's file is missing or not a regular file") }
         guard let data = FileManager.default.contents(atPath: path) else { throw ExportError("\(path): cannot read it (a chunk's file is missing)") }
         return data
     }
 
-    static func size(of path: String) -> Int? {
+    public func size(of path: String) -> Int? {
         var info = stat()
         guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
         return Int(info.st_size)
@@ -205,7 +221,7 @@ extension PackageWriter {
 
     /// `target` made as a new name of `source`'s file (no byte copied, and the chunk keeps its own, so a join
     /// that fails can run again); copied where the file system has no links. Never replaces a file.
-    static func link(_ source: String, to target: String) throws {
+    public func link(_ source: String, to target: String) throws {
         // A chunk's file is a regular file of its own (a link to another is never followed, and a file the
         // kernel will not link, EPERM, is not copied around it either).
         guard size(of: source) != nil else { throw ExportError("\(source): a chunk's file is missing or not a regular file") }

@@ -56,10 +56,12 @@ public struct StreamPackager: Sendable {
     /// Joins a package's chunks (each written with `settings.frames`, in order, tiling its frames): their
     /// segments, and the audio the first chunk made over the whole composition, are linked into `settings.folder`
     /// as they are (never muxed again), and the subtitles are made once over the whole, cut at the segments' boundaries.
-    public func join(_ chunks: [StreamChunk], progress: @escaping @Sendable (ExportProgress) -> Void = { _ in }) async throws -> StreamReport {
+    /// The chunks' files are read, and made the package's, through `files` (folders by default).
+    public func join(_ chunks: [StreamChunk], files: any ChunkFileStore = LocalChunkFiles(),
+                     progress: @escaping @Sendable (ExportProgress) -> Void = { _ in }) async throws -> StreamReport {
         let composition = self.composition, settings = self.settings
         return try await pool.run(stallLimit: settings.limits.stallTimeout) { interrupter in
-            try PackageWriter(composition: composition, settings: settings, interrupter: interrupter, progress: progress).join(chunks)
+            try PackageWriter(composition: composition, settings: settings, interrupter: interrupter, progress: progress).join(chunks, files: files)
         }
     }
 }

@@ -27,6 +27,11 @@ extension S3 {
         try object(location, try await send(Operation(method: .HEAD, bucket: location.bucket, key: location.key)))
     }
 
+    /// `head`, waiting on the calling thread (a blocking thread).
+    public func headBlocking(_ location: S3Location) throws(S3Error) -> S3Object {
+        try object(location, try sendBlocking(Operation(method: .HEAD, bucket: location.bucket, key: location.key)))
+    }
+
     /// Whether the object exists (a 404 is an answer here, not an error).
     public func exists(_ location: S3Location) async throws(S3Error) -> Bool {
         let response = try await send(Operation(method: .HEAD, bucket: location.bucket, key: location.key, expected: [404]))

@@ -159,20 +159,27 @@ import Testing
         }
     }
 
-    /// A package bound for an object prefix: read without its trailing "/", made whole.
-    @Test func aPackageMayGoToAnObjectPrefixAndIsThenMadeWhole() throws {
+    /// A package bound for an object prefix: read without its trailing "/", made in chunks when asked (its
+    /// chunks under a longer prefix beside it, which must fit S3's keys too).
+    @Test func aPackageMayGoToAnObjectPrefixAndBeMadeInChunks() throws {
         let objects = ManifestContext(baseDirectory: "/jobs", outputRoots: ["/jobs/out", "s3://media/packages"])
         let ladder = #""video": {"rungs": [{"height": 360, "bitrate": 900000}]}"#
         let read = { (stream: String) in ManifestValidator.validate(json: Array(#"{"version": 1, "input": "m.mp4", "stream": \#(stream)}"#.utf8), context: objects) }
         #expect(try read(#"{"output": "s3://media/packages/show/", \#(ladder)}"#).get().stream?.output == "s3://media/packages/show")
-        guard case .failure(let e) = read(#"{"output": "s3://media/packages/show", "chunkSeconds": 60, \#(ladder)}"#) else {
-            Issue.record("a chunked package to a prefix was accepted")
+        #expect(try read(#"{"output": "s3://media/packages/show", "chunkSeconds": 60, \#(ladder)}"#).get().stream?.chunking.duration?.seconds == 60)
+        let whole = try read(#"{"output": "s3://media/packages/show", \#(ladder)}"#).get()
+        #expect(whole.chunked(every: MediaTime(value: 60, timescale: 1), above: nil)?.stream?.chunking.duration?.seconds == 60)
+        // A chunk's prefix is 32 bytes longer: a chunked package's holds 928 bytes at most.
+        let chunkable = "packages/" + String(repeating: "c", count: 928 - 9)
+        #expect(try read(#"{"output": "s3://media/\#(chunkable)", "chunkSeconds": 60, \#(ladder)}"#).get().stream?.output == "s3://media/" + chunkable)
+        guard case .failure(let e) = read(#"{"output": "s3://media/\#(chunkable)c", "chunkSeconds": 60, \#(ladder)}"#) else {
+            Issue.record("a chunked package whose chunks' keys would not fit was accepted")
             return
         }
-        #expect(e.issues.map(\.description) == ["$.stream.chunkSeconds: a package made in chunks shares them through a folder beside it, and object storage "
-                                                + "has none: leave out \"chunkSeconds\", or write the package to a shared folder"], "\(e.issues)")
-        let whole = try read(#"{"output": "s3://media/packages/show", \#(ladder)}"#).get()
-        #expect(whole.chunked(every: MediaTime(value: 60, timescale: 1), above: nil) == nil, "the coordinator's chunking leaves a prefix's package whole")
+        #expect(e.issues.map(\.description).first?.hasPrefix("$.stream.chunkSeconds: the prefix is 929 bytes long: a package made in chunks names") == true,
+                "\(e.issues)")
+        #expect(try read(#"{"output": "s3://media/\#(chunkable)c", \#(ladder)}"#).get().chunked(every: MediaTime(value: 60, timescale: 1), above: nil) == nil,
+                "the coordinator's chunking leaves a package whole whose chunks' keys would not fit")
         // Its objects' names must fit S3's 1,024-byte keys: the prefix holds 960 bytes at most.
         let longest = "packages/" + String(repeating: "x", count: 960 - 9)
         #expect(try read(#"{"output": "s3://media/\#(longest)", \#(ladder)}"#).get().stream?.output == "s3://media/" + longest)

@@ -18,6 +18,19 @@ import Testing
         return try ManifestLoader.load(path).get()
     }
 
+    /// A join of a package at a prefix reads only chunks of its own split: a prefix `chunk-NNNN` in
+    /// `.NAME.chunks-TAG` beside it. Any other is refused before a request is made.
+    @Test func aJoinAtAPrefixReadsOnlyItsOwnChunks() async throws {
+        let output = "s3://media/out/show"
+        for forged in ["s3://media/out/other/chunk-0001", "s3://media/elsewhere/.show.chunks-ab12/chunk-0001", "s3://media/out/.show.chunks-ab12/segments",
+                       "s3://media/out/.shows.chunk-ab12/chunk-0001", "s3://other/out/.show.chunks-ab12/chunk-0001", "/jobs/out/.show.chunks-ab12/chunk-0001"] {
+            let error = await #expect(throws: JobError.self) {
+                _ = try await PackageChunkObjects.chunk(JobManifest.JoinedChunk(output: forged, frames: 0..<60), of: output)
+            }
+            #expect(error?.description.contains("\(forged): not a chunk of this package's") == true, "\(forged): \(String(describing: error))")
+        }
+    }
+
     @Test func aChunkWhoseFolderIsGoneWritesNothing() async throws {
         let farm = try Farm("chunk-folder-gone")
         let manifest = try chunkManifest(farm)

@@ -194,6 +194,72 @@ import Testing
         }
     }
 
+    /// A package bound for a prefix made in chunks (3 chunks of 4 s, two workers): each chunk a package of its
+    /// own under a hidden prefix beside it, joined by copies on the server (the join's worker sends only what
+    /// it writes: playlists, subtitles, and MPEG-TS segments whose counters it numbers on). The package is the
+    /// one made whole, playlist for playlist; the checker finds nothing in it (a transport stream's plays every
+    /// rung to its last frame); no chunk object nor upload is left.
+    @Test(arguments: ["cmaf", "ts"]) func aPackageAtAPrefixIsMadeInChunksAndJoinedByCopiesOnTheServer(container: String) async throws {
+        let server = try TestS3.Server(checksSignatures: false)  // the chunks' prefixes are listed to be removed
+        defer { server.stop() }
+        let s3 = ObjectPublicationTests.client(server.endpoint)
+        do {
+            let bucket = TestS3.bucketName("package-chunks")
+            try await s3.createBucket(bucket)
+            let farm = try Farm("s3-package-chunks")
+            let source = try ChunkedPackageTests.source(in: farm, seconds: 12)
+            func manifest(_ name: String, output: String, chunkSeconds: Int?) -> String {
+                ChunkedPackageTests.manifest(name, input: source, chunkSeconds: chunkSeconds)
+                    .replacingOccurrences(of: #""output": "out/\#(name)""#, with: #""output": "\#(output)""#)
+                    .replacingOccurrences(of: #""reuse": false"#, with: #""reuse": true"#)
+                    .replacingOccurrences(of: #""segmentSeconds": 2,"#, with: #""segmentSeconds": 2, "container": "\#(container)","#)
+            }
+            let id = try farm.submit(["--output-root", farm.out.path, "--output-root", "s3://\(bucket)/out",
+                                      try farm.manifest("chunked", manifest("chunked", output: "s3://\(bucket)/out/chunked", chunkSeconds: 4))])[0]
+            let coordinator = try farm.startCoordinator(["--workers", "2", "--exit-when-idle"], environment: ObjectPublicationTests.environment(server.endpoint, farm))
+            #expect(coordinator.wait(timeout: 240) == 0, "\(coordinator.log.suffix(3000))")
+            let jobs = try farm.status()
+            #expect(jobs.count == 4 && jobs[id]?["state"] as? String == "succeeded", "one job and its 3 chunks: \(jobs[id] ?? [:])")
+            let uploads = ((jobs[id]?["result"] as? [String: Any])?["uploads"] as? [[String: Any]]) ?? []
+            let copied = uploads.filter { $0["copy"] != nil }.compactMap { $0["address"] as? String }
+            #expect(copied.contains("s3://\(bucket)/out/chunked/video-1/1.\(container == "ts" ? "ts" : "m4s")")
+                    && !copied.contains { $0.hasSuffix(".m3u8") || $0.hasSuffix(".vtt") }, "\(copied)")
+            let keys = try await s3.list(S3Location(bucket: bucket, key: "")).map(\.location.key)
+            #expect(!keys.contains { $0.contains(".chunks-") || $0.contains("mediafarm-copies") }, "\(keys)")
+            #expect(try await s3.listMultipartUploads(S3Location(bucket: bucket, key: "")).isEmpty)
+
+            let made = try farm.mediafarm(["run", try farm.manifest("whole", manifest("whole", output: "out/whole", chunkSeconds: nil))])
+            #expect(made.status == 0, "\(made.stderr)")
+            let folder = try await Self.download(s3, bucket, "out/chunked")
+            let report = try ChunkedPackageTests.streamReport(farm.out.appendingPathComponent("chunked.json").path)
+            let whole = farm.out.appendingPathComponent("whole").path
+            for track in report.tracks {
+                let playlist = try String(contentsOfFile: "\(folder)/\(track.folder)/index.m3u8", encoding: .utf8)
+                #expect(playlist == (try String(contentsOfFile: "\(whole)/\(track.folder)/index.m3u8", encoding: .utf8)), "\(track.folder)'s playlist")
+            }
+            if container == "cmaf" {
+                #expect(try StreamChecker.check(folder: folder, report: report).isEmpty)
+                // Recorded with the chunks' hashes: asked again at another prefix, answered by copies, no worker.
+                let again = try farm.submit(["--output-root", farm.out.path, "--output-root", "s3://\(bucket)/out",
+                                             try farm.manifest("again", manifest("again", output: "s3://\(bucket)/out/again", chunkSeconds: 4))])[0]
+                let answering = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"], environment: ObjectPublicationTests.environment(server.endpoint, farm))
+                #expect(answering.wait(timeout: 120) == 0, "\(answering.log.suffix(3000))")
+                #expect(try farm.status()[again]?["state"] as? String == "succeeded")
+                #expect(!answering.events().contains { $0["event"] as? String == "started" }, "\(answering.log.suffix(3000))")
+                #expect(try await Self.keys(s3, bucket, "out/again") == (try await Self.keys(s3, bucket, "out/chunked")))
+            } else {
+                // (The checker reads fragmented MPEG-4: a transport stream's package is played instead.)
+                let played = try StreamChecker.playEachRung(folder: folder, report: report, dash: false,
+                                                            frameCount: { _ in Int((report.duration.seconds * 30).rounded()) })
+                #expect(played.isEmpty, "\(played)")
+            }
+            await s3.shutdown()
+        } catch {
+            await s3.shutdown()  // a client left open ends the whole test process: the failure is reported instead
+            throw error
+        }
+    }
+
     /// A coordinator killed in the middle of publishing a package (a relay holds its publications after the
     /// first few unanswered, as a host that died leaves them): no entry point is there yet, so no reader finds
     /// a package with files missing; the next coordinator completes the publication from the queue without
@@ -288,9 +354,9 @@ import Testing
         }
     }
 
-    /// `mediafarm run` uploads the package itself once it is whole; a chunked package to a prefix is refused
-    /// at submission, naming the way past.
-    @Test func runUploadsAPackageAndAChunkedOneToAPrefixIsRefused() async throws {
+    /// `mediafarm run` uploads the package itself once it is whole (a chunked one too: chunks need a
+    /// coordinator); a marker that does not read is refused.
+    @Test func runUploadsAPackageWholeToAPrefixAndAJunkMarkerIsRefused() async throws {
         let server = try TestS3.shared()
         let s3 = ObjectPublicationTests.client(server)
         do {
@@ -317,10 +383,13 @@ import Testing
                 { "version": 1, "input": "in.mp4",
                   "stream": { "output": "s3://\(bucket)/out/chunked", "chunkSeconds": 4, "video": { "rungs": [{ "height": 144, "bitrate": 200000 }] } } }
                 """)
-            let refused = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", "--output-root", "s3://\(bucket)/out", chunked],
-                                                environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
-            #expect(refused.status == 2 && refused.stderr.contains("$.stream.chunkSeconds: a package made in chunks shares them through a folder"), "\(refused.stderr)")
-            #expect(try await Self.keys(s3, bucket, "out/chunked").isEmpty)
+            // Without a coordinator a package is made whole, its chunking aside.
+            let whole = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", "--output-root", "s3://\(bucket)/out", chunked],
+                                              environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
+            #expect(whole.status == 0, "\(whole.stderr)")
+            let chunkedKeys = try await Self.keys(s3, bucket, "out/chunked")
+            #expect(chunkedKeys.contains("master.m3u8") && !chunkedKeys.contains { $0.contains("chunk") }, "\(chunkedKeys)")
+            #expect(try await s3.list(S3Location(bucket: bucket, key: "")).allSatisfy { !$0.location.key.contains(".chunks-") })
 
             // A marker that does not read is no package the farm answers for: refused even with "overwrite".
             try await s3.put(S3Location(bucket: bucket, key: "out/junk/.mediafarm-package.json"), body: ByteBuffer(string: "{not json"))

@@ -413,7 +413,7 @@ final class ResultReuse: CoordinatorPart {
         }
         if let stream = manifest.stream {
             let package = PathRules.isObject(stream.output)
-                ? objectPackage(stream.output, uploads: uploads, etags: etags, summary: summary, of: job)
+                ? objectPackage(stream.output, uploads: await hashingCopies(uploads, of: job), etags: etags, summary: summary, of: job)
                 : await readBackPackage(stream.output, token: token, summary: summary, of: job)
             guard let package else { return nil }
             result.files = ReusedFiles(numbered: result.files?.numbered, files: result.files?.files ?? [], package: package)
@@ -459,6 +459,23 @@ final class ResultReuse: CoordinatorPart {
             files.append(ReusedFiles.File(path: name, sha256: hash.sha256, size: size, stamp: stamp))
         }
         return ReusedFiles.Package(folder: folder, files: files, summary: summary)
+    }
+
+    /// `uploads` with the SHA-256 of each copy of a chunk's object (a package at a prefix made in chunks): as the
+    /// chunk's worker hashed it when it sent it (its job's result). A copy whose hash is not found keeps none.
+    private func hashingCopies(_ uploads: [ObjectUpload], of job: Job) async -> [ObjectUpload] {
+        guard let plan = job.chunkPlan, uploads.contains(where: { $0.copy != nil && $0.sha256 == nil }) else { return uploads }
+        var hashes: [String: String] = [:]
+        // unreadable: those copies keep no hash, and the result is not recorded (said by the caller)
+        for chunk in (try? await store.jobs(ids: plan.jobs)) ?? [] {
+            guard let text = chunk.result, let result = try? JSONDecoder().decode(JobResult.self, from: Data(text.utf8)) else { continue }  // as above
+            for upload in result.uploads ?? [] { if let sha256 = upload.sha256 { hashes[upload.address] = sha256 } }
+        }
+        return uploads.map { upload in
+            var upload = upload
+            if upload.sha256 == nil, let source = upload.copy?.source { upload.sha256 = hashes[source] }
+            return upload
+        }
     }
 
     /// The package this attempt published at `prefix`: each object's SHA-256 and size as its worker hashed and

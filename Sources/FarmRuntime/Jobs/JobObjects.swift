@@ -55,14 +55,30 @@ struct JobObjects: Sendable {
         guard succeeded, !objects.isEmpty else { return [] }
         events(.progress(JobProgress(fraction: 1, phase: "uploading")))
         var uploads: [ObjectUpload] = []
-        // A package's files, each an object under its prefix, in the order they are to be published.
-        let files = try objects.flatMap { final in
+        // A package's files, each an object under its prefix, in the order they are to be published; those a
+        // join made of its chunks' objects are copies on the server, published in their place among them.
+        var files: [(file: String, address: String)] = []
+        var copies: [String: PackageChunkObjects.Copied] = [:]
+        for final in objects {
             let staged = StagedOutput.path(for: final, token: stagingToken)
-            return final == manifest.stream?.output ? try PackageObjects.files(of: staged, prefix: final) : [(staged, final)]
+            guard final == manifest.stream?.output else {
+                files.append((staged, final))
+                continue
+            }
+            let local = try PackageObjects.files(of: staged, prefix: final)
+            for (name, copied) in try PackageChunkObjects.copies(in: staged) { copies[final + "/" + name] = copied }
+            let byAddress = Dictionary(local.map { ($0.address, $0.file) }) { first, _ in first }
+            let names = PackageObjects.ordered(local.compactMap { PackageObjects.name($0.address, in: final) }
+                                               + copies.keys.compactMap { PackageObjects.name($0, in: final) })
+            files += names.map { name in (byAddress[final + "/" + name] ?? "", final + "/" + name) }
         }
         let underWay = ObjectOutput.UnfinishedUploads()
         let package = manifest.stream?.output
         for (file, address) in files {
+            if let copied = copies[address] {
+                uploads.append(ObjectUpload(address: address, copying: copied.copy, size: copied.size, sha256: nil))
+                continue
+            }
             var upload = try await ObjectOutput.uploadParts(file, to: address, resuming: resumeUploads[address], underWay: underWay,
                                                             began: { events(.upload(address: address, uploadID: $0)) },
                                                             log: { events(.log(level: "notice", message: $0)) })

@@ -46,7 +46,11 @@ struct JobPackage {
             try PackageFolder.checkBeforePublishing(stream.output, allowExisting: manifest.overwrite || stagingToken != nil, inputs: inputs)
             PackageWriting.sweepAbandoned(beside: stream.output)
         }
-        let chunks = try stream.chunking.join.map { try PackageFolder.chunk($0, of: stream.output) }
+        // A package at a prefix made in chunks joins chunks at prefixes: their segments become its objects by copies on the server.
+        var chunks: [StreamChunk] = []
+        for joined in stream.chunking.join {
+            chunks.append(toObjects ? try await PackageChunkObjects.chunk(joined, of: stream.output) : try PackageFolder.chunk(joined, of: stream.output))
+        }
         let writing = try PackageFolder.create(staged)
         defer { writing.end() }
         do {
@@ -56,7 +60,15 @@ struct JobPackage {
                 writing.touch()
                 events(.progress(JobProgress(fraction: 0.02 + 0.96 * p.fraction, phase: p.phase, framesPerSecond: p.framesPerSecond, eta: p.eta)))
             }
-            let report = chunks.isEmpty ? try await packager.package(progress: progress) : try await packager.join(chunks, progress: progress)
+            var objectChunks: PackageChunkObjects?
+            if toObjects, !chunks.isEmpty {
+                let store = try PackageChunkObjects(folder: staged)
+                try await store.prefetch(chunks)
+                objectChunks = store
+            }
+            let report = chunks.isEmpty ? try await packager.package(progress: progress)
+                : try await packager.join(chunks, files: objectChunks ?? LocalChunkFiles(), progress: progress)
+            try objectChunks?.writeCopies()
             events(.progress(JobProgress(fraction: 0.98, phase: "presentations")))
             if isChunk {
                 try PackageFolder.writeChunk(report, token: token, into: staged)

@@ -103,7 +103,7 @@ enum PackageFolder {
     static func files(of folder: String) -> [String]? {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return nil }  // gone or unreadable: the caller says so
         var files: [String] = []
-        for name in names.sorted() where name != marker && name != PackageWriting.name {
+        for name in names.sorted() where name != marker && name != PackageWriting.name && name != PackageChunkObjects.copiesFile {
             var info = stat()
             guard lstat(folder + "/" + name, &info) == 0 else { return nil }
             switch info.st_mode & S_IFMT {

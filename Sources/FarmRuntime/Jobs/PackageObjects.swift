@@ -36,9 +36,9 @@ enum PackageObjects {
         address.hasPrefix(prefix + "/") ? String(address.dropFirst(prefix.count + 1)) : nil
     }
 
-    /// Whether `uploads` hold a package for `prefix`: its objects, an entry point among them.
+    /// Whether `uploads` hold a package for `prefix`: its objects, an entry point among them (a chunk's: its report).
     static func sent(_ uploads: [ObjectUpload], to prefix: String) -> Bool {
-        let entryPoints = Set(JobManifest.streamEntryPoints.values)
+        let entryPoints = Set(JobManifest.streamEntryPoints.values).union([PackageFolder.chunkReport])
         return uploads.contains { name($0.address, in: prefix).map(entryPoints.contains) == true }
     }
 

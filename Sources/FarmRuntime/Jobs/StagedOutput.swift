@@ -111,7 +111,8 @@ public enum StagedOutput {
             if PathRules.isObject(final), let stream = manifest.stream, final == stream.output {
                 // Resumed, the marker there is this attempt's own (its token).
                 etags.merge(try await PackageObjects.complete(uploads.filter { PackageObjects.name($0.address, in: final) != nil }, prefix: final,
-                                                              token: token, entryPoints: stream.entryPoints, allowExisting: allowExisting, log: log)) { $1 }
+                                                              token: token, entryPoints: stream.chunking.frames == nil ? stream.entryPoints : [],
+                                                              allowExisting: allowExisting, log: log)) { $1 }
                 published.append(final)
                 continue
             }
