@@ -1,5 +1,6 @@
 # The measurements of bench/reuse (see there). Arguments: mediafarm, a scratch folder holding source.mp4, the
-# source's seconds, and which: all, or package (the package and its reuse only).
+# source's seconds, and which: all, package (the package and its reuse only), or package-s3 (the same, at prefixes of
+# the S3 server MEDIAFARM_TEST_S3 names).
 import hashlib, json, os, sqlite3, subprocess, sys, time
 from benchlib import events, log, percentiles
 
@@ -10,6 +11,14 @@ source = os.path.join(work, "source.mp4")
 queue = os.path.join(work, "queue.sqlite")
 env = dict(os.environ, MEDIAFARM_QUEUE="sqlite:" + queue)
 os.makedirs(os.path.join(work, "out"))
+objects = which == "package-s3"
+if objects:
+    import boto3
+    endpoint, key, secret = os.environ["MEDIAFARM_TEST_S3"], os.environ["MEDIAFARM_TEST_S3_KEY"], os.environ["MEDIAFARM_TEST_S3_SECRET"]
+    s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=key, aws_secret_access_key=secret, region_name="us-east-1")
+    s3.create_bucket(Bucket="bench-out")
+    env.update(MEDIAFARM_S3_ENDPOINT=endpoint, AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret, AWS_REGION="us-east-1",
+               MEDIAFARM_SPOOL=os.path.join(work, "spool"))
 
 
 LADDER = [{"height": 1080, "bitrate": 5000000}, {"height": 720, "bitrate": 3000000}, {"height": 480, "bitrate": 1200000}]
@@ -19,11 +28,12 @@ def submit(name, package=False):
     path = os.path.join(work, f"{name}.json")
     manifest = {"version": 1, "name": name, "input": source, "report": f"out/{name}.json"}
     if package:
-        manifest["stream"] = {"output": f"out/{name}", "video": {"rungs": LADDER}}
+        manifest["stream"] = {"output": f"s3://bench-out/out/{name}" if objects else f"out/{name}", "video": {"rungs": LADDER}}
     else:
         manifest["export"] = {"mode": "constantFrameRate", "frameRate": 30, "output": f"out/{name}.mp4"}
     json.dump(manifest, open(path, "w"))
-    out = subprocess.run([bin, "submit", "--json", path], env=env, check=True, capture_output=True, text=True).stdout
+    roots = ["--output-root", os.path.join(work, "out"), "--output-root", "s3://bench-out/out"] if objects else []
+    out = subprocess.run([bin, "submit", "--json"] + roots + [path], env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out)[0]["id"]
 
 
@@ -86,12 +96,20 @@ def package_files(folder):
     return sorted(os.path.relpath(os.path.join(d, f), folder) for d, _, fs in os.walk(folder) for f in fs if f != ".mediafarm-package.json")
 
 
+if objects:
+    # Each package's objects written into a folder of the same name, as a web server would serve them.
+    for name in ["package"] + [f"package{i}" for i in range(10)]:
+        listed = s3.get_paginator("list_objects_v2").paginate(Bucket="bench-out", Prefix=f"out/{name}/")
+        for key in (o["Key"] for page in listed for o in page.get("Contents", [])):
+            path = os.path.join(work, key)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            s3.download_file("bench-out", key, path)
 made = package_files(os.path.join(work, "out", "package"))
 assert all(package_files(os.path.join(work, "out", f"package{i}")) == made for i in range(10))
 assert all(digest(os.path.join(work, "out", f"package{i}", f)) == digest(os.path.join(work, "out", "package", f)) for i in (0, 9) for f in made)
 package_bytes = sum(os.path.getsize(os.path.join(work, "out", "package", f)) for f in made)
-if which == "package":
-    print(json.dumps({"source": f"{seconds} s 1920x1080 30 fps",
+if which != "all":
+    print(json.dumps({"source": f"{seconds} s 1920x1080 30 fps", "output": "s3 prefixes (moto)" if objects else "folders",
                       "package": {"ladder": "1080p 5 Mbit/s, 720p 3 Mbit/s, 480p 1.2 Mbit/s, AAC; 6 s CMAF segments, HLS and DASH",
                                   "farmSeconds": round(packaged, 2), "files": len(made), "bytes": package_bytes},
                       "packageReuseHit": {"submittedToEndedMs": percentiles(package_hits)}}, indent=2))
