@@ -97,6 +97,35 @@ extension S3 {
         return Self.unquoted(S3XML.value("ETag", in: response.text) ?? response.header("ETag") ?? "")
     }
 
+    /// Makes part `number` of `upload` the whole object at `source` (of `size` bytes), copied on the server
+    /// (UploadPartCopy: no byte passes through here), only if the source's entity tag is still `ifMatch` when
+    /// one is given (`changed` otherwise; a server that ignores the condition copies whatever is there). A
+    /// part holds at most 5 GiB (`maximumPartSize`).
+    public func uploadPartCopy(_ upload: S3Upload, number: Int, source: S3Location, size: Int64, ifMatch: String? = nil) async throws(S3Error) -> S3Part {
+        let path = ("/" + source.bucket + "/" + source.key).split(separator: "/", omittingEmptySubsequences: false)
+            .map { SigV4Signer.encode(String($0)) }.joined(separator: "/")
+        var headers: [(name: String, value: String)] = [("x-amz-copy-source", path)]
+        if let ifMatch { headers.append(("x-amz-copy-source-if-match", "\"\(ifMatch)\"")) }
+        let op = Operation(method: .PUT, bucket: upload.bucket, key: upload.key, query: [("partNumber", String(number)), ("uploadId", upload.uploadID)],
+                           headers: headers)
+        let response: Response
+        do {
+            response = try await send(op)
+        } catch {
+            guard ifMatch != nil, error.kind == .alreadyExists else { throw error }
+            throw S3Error(.changed, source.description, "the object changed since (its entity tag is no longer \(ifMatch!)): not copied to \(upload.location)",
+                          status: error.status, code: error.code)
+        }
+        // A copy can fail after a 200: the error is in the body.
+        if let code = S3XML.value("Code", in: response.text), !S3XML.elements("Error", in: response.text).isEmpty {
+            throw failure(op, Response(status: 500, headers: response.headers, body: response.body)).withCode(code)
+        }
+        guard let etag = S3XML.value("ETag", in: response.text) else {
+            throw S3Error(.badResponse, upload.location.description, "the server's answer to a copy of part \(number) names no entity tag")
+        }
+        return S3Part(number: number, etag: Self.unquoted(etag), size: size)
+    }
+
     /// Abandons `upload`, freeing its parts. An upload already gone is not an error.
     public func abortMultipartUpload(_ upload: S3Upload) async throws(S3Error) {
         _ = try await send(Operation(method: .DELETE, bucket: upload.bucket, key: upload.key,

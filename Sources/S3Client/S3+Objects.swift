@@ -62,36 +62,6 @@ extension S3 {
         return Self.unquoted(response.header("ETag") ?? "")
     }
 
-    /// Copies the object at `source` to `target` on the server (CopyObject: no byte passes through here; its
-    /// metadata, such as its content type, copied with it), only if the source's entity tag is still `ifMatch`
-    /// when one is given (`changed` otherwise; a server that ignores the condition copies whatever is there).
-    /// An object of more than 5 GiB cannot be copied in one request. Returns the new object's entity tag (a
-    /// copy of a multipart object has an entity tag of its own).
-    @discardableResult
-    public func copy(_ source: S3Location, to target: S3Location, ifMatch: String? = nil) async throws(S3Error) -> String {
-        let path = ("/" + source.bucket + "/" + source.key).split(separator: "/", omittingEmptySubsequences: false)
-            .map { SigV4Signer.encode(String($0)) }.joined(separator: "/")
-        var headers: [(name: String, value: String)] = [("x-amz-copy-source", path)]
-        if let ifMatch { headers.append(("x-amz-copy-source-if-match", "\"\(ifMatch)\"")) }
-        let response: Response
-        do {
-            response = try await send(Operation(method: .PUT, bucket: target.bucket, key: target.key, headers: headers))
-        } catch {
-            guard ifMatch != nil, error.kind == .alreadyExists else { throw error }
-            throw S3Error(.changed, source.description, "the object changed since (its entity tag is no longer \(ifMatch!)): not copied to \(target)",
-                          status: error.status, code: error.code)
-        }
-        // A copy can fail after a 200: the error is in the body.
-        if let code = S3XML.value("Code", in: response.text), !S3XML.elements("Error", in: response.text).isEmpty {
-            throw failure(Operation(method: .PUT, bucket: target.bucket, key: target.key), Response(status: 500, headers: response.headers, body: response.body))
-                .withCode(code)
-        }
-        guard let etag = S3XML.value("ETag", in: response.text) else {
-            throw S3Error(.badResponse, target.description, "the server's answer to a copy names no entity tag")
-        }
-        return Self.unquoted(etag)
-    }
-
     /// Whether the server of `bucket` honours `If-None-Match: *` on writes (S3 and most compatible servers
     /// do; some ignore the header and replace the object). Asked once per bucket and client, by writing a
     /// small probe object twice under a name of its own (the second write must be refused) and deleting it.

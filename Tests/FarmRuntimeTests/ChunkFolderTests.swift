@@ -31,6 +31,30 @@ import Testing
         }
     }
 
+    /// The coordinator publishes a package's copies only of objects under its chunks or the package it reuses,
+    /// and only to names of a package's files: any other record is refused before a request is made.
+    @Test func aPackagesCopiesAreOfItsChunksOrOfThePackageItReusesOnly() async throws {
+        let prefix = "s3://media/out/show"
+        let chunks = ["s3://media/out/.show.chunks-ab12/chunk-0001/"]
+        func copy(_ name: String, from source: String) -> ObjectUpload {
+            ObjectUpload(address: prefix + "/" + name, copying: ObjectUpload.Copy(source: source, etag: "e"), size: 10, sha256: nil)
+        }
+        let entry = copy("master.m3u8", from: chunks[0] + "master.m3u8")
+        for (uploads, refusal) in [
+            ([copy("video-1/1.m4s", from: "s3://media/secret/key.bin"), entry], "a copy of s3://media/secret/key.bin, which is neither a chunk"),
+            ([copy("video-1/1.m4s", from: chunks[0] + "../../secret.bin"), entry], "which is neither a chunk"),
+            ([copy("video-1/1.m4s", from: "s3://media/out/.show.chunks-ab12/chunk-00011/1.m4s"), entry], "which is neither a chunk"),
+            ([copy(".mediafarm-package.json", from: chunks[0] + "video-1/1.m4s"), entry], ".mediafarm-package.json: names no file of a package"),
+            ([copy("video-1/../../x", from: chunks[0] + "video-1/1.m4s"), entry], "names no file of a package"),
+        ] {
+            let error = await #expect(throws: JobError.self) {
+                _ = try await PackageObjects.complete(uploads, prefix: prefix, token: "t", entryPoints: ["master.m3u8"], allowExisting: false, copiesFrom: chunks,
+                                                      log: { _ in })
+            }
+            #expect(error?.description.contains(refusal) == true, "\(String(describing: error))")
+        }
+    }
+
     @Test func aChunkWhoseFolderIsGoneWritesNothing() async throws {
         let farm = try Farm("chunk-folder-gone")
         let manifest = try chunkManifest(farm)

@@ -180,6 +180,19 @@ import Testing
                     || third.notices.hasSuffix("job \(third.id): answered from the result of job \(first.id) (first)"), "\(third.notices)")
             #expect(try await bytes("out/third", "video-1/2.m4s") == (try await bytes("out/first", "video-1/2.m4s")))
 
+            // An object the farm did not make in the way of one of the copies: the publication fails, and what it
+            // copied before (its marker too) is deleted, so that nothing is left in the way of a next attempt.
+            let theirs = S3Location(bucket: bucket, key: "out/blocked/video-1/3.m4s")
+            try await s3.put(theirs, body: ByteBuffer(string: "theirs"))
+            let blockedID = try farm.submit(roots + [try farm.manifest("blocked", Self.manifest("blocked", bucket: bucket, prefix: "out/blocked"))])[0]
+            let blocking = try farm.startCoordinator(["--workers", "1", "--exit-when-idle"], environment: environment)
+            #expect(blocking.wait(timeout: 180) != nil, "\(blocking.log)")
+            let blocked = try Self.outcome(farm, blockedID)
+            #expect(blocked.state == "failed" && blocked.message.contains("\(theirs): already exists"), "\(blocked.message)")
+            #expect(!blocking.events().contains { $0["event"] as? String == "started" })
+            #expect(try await Self.keys(s3, bucket, "out/blocked") == ["video-1/3.m4s"])
+            #expect(String(buffer: try await s3.get(theirs).bytes) == "theirs")
+
             // The same package bound for a folder: not copied from a prefix, made.
             let local = try drain("local", """
                 { "version": 1, "name": "local", "input": "in.mp4", "report": "out/local.json",
@@ -383,6 +396,18 @@ import Testing
                 { "version": 1, "input": "in.mp4",
                   "stream": { "output": "s3://\(bucket)/out/chunked", "chunkSeconds": 4, "video": { "rungs": [{ "height": 144, "bitrate": 200000 }] } } }
                 """)
+            // A join at a prefix is a coordinator's: refused by run before any work.
+            let join = try farm.manifest("join", """
+                { "version": 1, "input": "in.mp4",
+                  "stream": { "output": "s3://\(bucket)/out/joined", "join": [{ "output": "s3://\(bucket)/out/.joined.chunks-ab12/chunk-0001", "frames": [0, 60] }],
+                              "video": { "rungs": [{ "height": 144, "bitrate": 200000 }] } } }
+                """)
+            let joinRun = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", "--output-root", "s3://\(bucket)/out", join],
+                                                environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
+            #expect(joinRun.status == 1 && joinRun.stderr.contains("$.stream.join: a package at a prefix joins its chunks by copies its coordinator makes"),
+                    "\(joinRun.stderr)")
+            #expect(try await Self.keys(s3, bucket, "out/joined").isEmpty)
+
             // Without a coordinator a package is made whole, its chunking aside.
             let whole = try ProcessRunner.run(TestPaths.mediafarmExecutable, ["run", "--output-root", "s3://\(bucket)/out", chunked],
                                               environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })

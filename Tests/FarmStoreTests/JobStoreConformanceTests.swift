@@ -427,7 +427,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
         let holder = Thread {
             try? other.inTransaction(.immediate) { _ in
                 locked.signal()
-                _ = impatientDone.wait(timeout: .now() + 60)
+                _ = impatientDone.wait(timeout: .now() + 600)  // signalled as soon as it gave up; the bound only ends a test gone wrong
                 Thread.sleep(forTimeInterval: 1)
                 released.set()
                 return .commit

@@ -206,7 +206,9 @@ struct JobSupervisor: CoordinatorPart {
                 return s.running[id]?.job.name
             }
             if let name { events(.progress(id: id, name: name, fraction: p.fraction, phase: p.phase)) }
-        case .result(let r):
+        case .result(var r):
+            // A worker runs the job: only the coordinator answers one from an earlier result, and names what its copies come from.
+            r.reused = nil
             jobs.state.withLock { $0.running[id]?.result = r }
         case .log(let level, let message):
             events(.notice("job \(id): \(level): \(message)"))

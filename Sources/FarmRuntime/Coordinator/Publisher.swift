@@ -19,7 +19,7 @@ struct Publisher: CoordinatorPart {
     /// - Returns: whether the outputs were published.
     @discardableResult
     func publish(_ job: Job, token: String, manifest: JobManifest, resultJSON: String?, uploads: [ObjectUpload],
-                 numbered: NumberedOutputs?, seconds: Double, reason: String? = nil,
+                 numbered: NumberedOutputs?, seconds: Double, reason: String? = nil, copiesFrom: [String] = [],
                  recordPublished: (StagedOutput.Publication) async -> Void = { _ in }) async -> Bool {
         if let missing = StagedOutput.missing(manifest, token: token, uploads: uploads, numbered: numbered) {
             await recorder.finish(job, token: token, outcome: .failed(message: "\(missing): the worker reported success but left no finished file to publish",
@@ -41,7 +41,8 @@ struct Publisher: CoordinatorPart {
             // that found it expired would publish the same outputs beside it.
             publication = try await holdingLease(job, token: token, result: resultJSON) {
                 try await StagedOutput.publish(manifest, token: token, allowExisting: manifest.overwrite || job.attempt > 1,
-                                               uploads: uploads, numbered: numbered, log: { self.events(.notice("job \(job.id): \($0)")) })
+                                               uploads: uploads, numbered: numbered, copiesFrom: copiesFrom,
+                                               log: { self.events(.notice("job \(job.id): \($0)")) })
             }
             metrics.published(publication.paths)
             if !uploads.isEmpty { await recorder.forgetUploads(of: job, completed: uploads) }
@@ -125,10 +126,14 @@ struct Publisher: CoordinatorPart {
             // as if it had no uploads would fail it as "left no upload", the cause lost.
             var uploads: [ObjectUpload] = []
             var numbered: NumberedOutputs?
+            // A join's copies are of its chunks (the manifest recorded is the one submitted, without its join).
+            var copiesFrom = job.chunkPlan?.chunks.map { $0.output + "/" } ?? []
             if let text = job.result {
                 do {
                     let result = try JSONDecoder().decode(JobResult.self, from: Data(text.utf8))
                     (uploads, numbered) = (result.uploads ?? [], result.numbered)
+                    // A package answered from an earlier one is copied from it (a worker's result names none: `JobSupervisor`).
+                    if let earlier = result.reused?.output { copiesFrom.append(earlier + "/") }
                 } catch {
                     events(.notice("job \(job.id) (\(job.name)): \(lease.owner) stopped while publishing attempt \(job.attempt), but its worker's "
                                    + "recorded result cannot be read (\(error)); the publication is not completed here, and the attempt is "
@@ -138,7 +143,7 @@ struct Publisher: CoordinatorPart {
             }
             do {
                 metrics.published(try await StagedOutput.publish(manifest, token: lease.token, allowExisting: manifest.overwrite || job.attempt > 1,
-                                                                 resuming: true, uploads: uploads, numbered: numbered,
+                                                                 resuming: true, uploads: uploads, numbered: numbered, copiesFrom: copiesFrom,
                                                                  log: { self.events(.notice("job \(job.id): \($0)")) }).paths)
                 if !uploads.isEmpty { await recorder.forgetUploads(of: job, completed: uploads) }
             } catch {

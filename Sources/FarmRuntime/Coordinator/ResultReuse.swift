@@ -109,13 +109,14 @@ final class ResultReuse: CoordinatorPart {
             // A rescuer that finds this publication interrupted makes the copies from here.
             result.uploads = staged.copies.isEmpty ? nil : staged.copies
             result.package = earlier.files?.package?.summary
-            result.reused = ReusedResult(job: worker.id, name: worker.name, output: earlier.output, sha256: earlier.sha256)
+            // A package's output is its folder or prefix: what its copies come from (a rescuer checks them against it).
+            result.reused = ReusedResult(job: worker.id, name: worker.name, output: earlier.output ?? earlier.files?.package?.folder, sha256: earlier.sha256)
             let resultJSON = try? String(decoding: JSONEncoder().encode(result), as: UTF8.self)  // a JobResult always encodes
             events(.notice("job \(job.id): answered from the result of job \(worker.id) (\(worker.name))"
                            + (worker.id != earlier.jobID ? ", copied from job \(earlier.jobID)" : "")
                            + (earlier.output.map { ": \($0) copied, its SHA-256 unchanged since it was published" } ?? "")))
             await publisher.publish(job, token: token, manifest: manifest, resultJSON: resultJSON, uploads: staged.copies, numbered: numbered,
-                                    seconds: seconds, reason: "reused") { publication in
+                                    seconds: seconds, reason: "reused", copiesFrom: earlier.files?.package.map { [$0.folder + "/"] } ?? []) { publication in
                 var again = earlier
                 (again.jobID, again.jobName, again.output, again.report, again.createdAt) = (job.id, job.name, manifest.export?.output, staged.report, now())
                 (again.originJobID, again.originJobName) = worker
@@ -214,7 +215,7 @@ final class ResultReuse: CoordinatorPart {
         }
         var copies: [ObjectUpload] = []
         for file in package.files {
-            guard Self.isPackageName(file.path) else {
+            guard PackageFolder.isFileName(file.path) else {
                 note("it names \(file.path) in its package")
                 return nil
             }
@@ -252,7 +253,7 @@ final class ResultReuse: CoordinatorPart {
     /// another size or entity tag, or cannot be asked about; nil when each is as recorded.
     static func firstChange(_ copies: [ObjectUpload]) async -> ObjectChange? {
         await withTaskGroup(of: ObjectChange?.self) { group in
-            var next = copies.makeIterator()
+            var next = copies.filter { $0.copy != nil }.makeIterator()
             func add() {
                 guard let copy = next.next(), let source = copy.copy else { return }
                 group.addTask {
@@ -286,10 +287,6 @@ final class ResultReuse: CoordinatorPart {
     /// Objects looked at at once.
     static let concurrentChecks = 8
 
-    /// Whether `path`, recorded in a package, is a name inside it (relative, without "." or ".." steps).
-    static func isPackageName(_ path: String) -> Bool {
-        !path.hasPrefix("/") && !path.split(separator: "/", omittingEmptySubsequences: false).contains { ["", ".", ".."].contains($0) }
-    }
 
     /// Copies `from`, as `earlier` published it (`sha256`, `size`), to `target`, hashing it as it is copied.
     /// false (with a notice) when it cannot be read on this host, could not be copied, or changed since (another
@@ -334,7 +331,7 @@ final class ResultReuse: CoordinatorPart {
         var folders: Set<String> = []
         for file in package.files {
             // Recorded by a coordinator from a folder it read: a name that could leave the package is no name of one.
-            guard Self.isPackageName(file.path) else {
+            guard PackageFolder.isFileName(file.path) else {
                 note("it names \(file.path) in its package")
                 return nil
             }
@@ -465,15 +462,18 @@ final class ResultReuse: CoordinatorPart {
     /// chunk's worker hashed it when it sent it (its job's result). A copy whose hash is not found keeps none.
     private func hashingCopies(_ uploads: [ObjectUpload], of job: Job) async -> [ObjectUpload] {
         guard let plan = job.chunkPlan, uploads.contains(where: { $0.copy != nil && $0.sha256 == nil }) else { return uploads }
-        var hashes: [String: String] = [:]
-        // unreadable: those copies keep no hash, and the result is not recorded (said by the caller)
-        for chunk in (try? await store.jobs(ids: plan.jobs)) ?? [] {
+        // Each chunk object's hash, with the entity tag its upload's parts give it: a copy takes the hash only of the object it copied.
+        var hashes: [String: (sha256: String, etag: String?)] = [:]
+        let chunks = (try? await store.jobs(ids: plan.jobs)) ?? []  // unreadable: those copies keep no hash, and the result is not recorded (said by the caller)
+        for chunk in chunks {
             guard let text = chunk.result, let result = try? JSONDecoder().decode(JobResult.self, from: Data(text.utf8)) else { continue }  // as above
-            for upload in result.uploads ?? [] { if let sha256 = upload.sha256 { hashes[upload.address] = sha256 } }
+            for upload in result.uploads ?? [] {
+                if let sha256 = upload.sha256 { hashes[upload.address] = (sha256, S3.multipartETag(upload.parts.map { S3Part(number: $0.number, etag: $0.etag, size: $0.size) })) }
+            }
         }
         return uploads.map { upload in
             var upload = upload
-            if upload.sha256 == nil, let source = upload.copy?.source { upload.sha256 = hashes[source] }
+            if upload.sha256 == nil, let copy = upload.copy, let known = hashes[copy.source], known.etag == copy.etag { upload.sha256 = known.sha256 }
             return upload
         }
     }

@@ -39,6 +39,10 @@ struct JobPackage {
         // The key file is read, never written: a package is never published over it.
         let inputs = manifest.readPaths
         let toObjects = PathRules.isObject(stream.output)
+        if toObjects, stagingToken == nil, !stream.chunking.join.isEmpty {
+            throw JobError("$.stream.join: a package at a prefix joins its chunks by copies its coordinator makes as it publishes: submit the job to a "
+                           + "queue (chunks are made under a coordinator)")
+        }
         if toObjects {
             _ = try await PackageObjects.checkBeforePublishing(stream.output, allowExisting: manifest.overwrite || stagingToken != nil)
             PackageWriting.sweepAbandoned(beside: staged)  // in the spool: what killed writers left there

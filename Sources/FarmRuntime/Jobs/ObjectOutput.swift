@@ -280,7 +280,7 @@ public enum ObjectOutput {
     public static func complete(_ record: ObjectUpload, allowExisting: Bool, s3: S3? = nil,
                                 log: @Sendable (String) -> Void = { _ in }) async throws -> String {
         let (location, client) = try target(record.address, s3)
-        if let copy = record.copy { return try await Self.copy(copy, to: record.address, allowExisting: allowExisting, client) }
+        if let copy = record.copy { return try await Self.copy(copy, size: record.size, to: record.address, allowExisting: allowExisting, client, log: log) }
         try await checkAbsence(location, record.address, allowExisting: allowExisting, client, log)
         let upload = S3Upload(bucket: location.bucket, key: location.key, uploadID: record.uploadID)
         let parts = record.parts.map { S3Part(number: $0.number, etag: $0.etag, size: $0.size) }
@@ -312,23 +312,31 @@ public enum ObjectOutput {
         }
     }
 
-    /// Publishes object `address` by copying `copy.source` on the server, only while the source's entity tag is
-    /// `copy.etag` (on a server that honours `x-amz-copy-source-if-match`). A copy is not a conditional write:
-    /// unless `allowExisting`, the target is looked for first (an object written there between the look and
-    /// the copy would be replaced). A copy done already (a publication that was interrupted) is done again.
-    static func copy(_ copy: ObjectUpload.Copy, to address: String, allowExisting: Bool, _ client: S3) async throws -> String {
+    /// Publishes object `address` by copying `copy.source` (`size` bytes) on the server, only while the source's
+    /// entity tag is `copy.etag` (on a server that honours `x-amz-copy-source-if-match`): a multipart upload of
+    /// one part copied from it (UploadPartCopy), completed as any upload is, conditionally unless `allowExisting`,
+    /// so that no object written there meanwhile is replaced. A copy done already (a publication that was
+    /// interrupted) is done again. Returns the new object's entity tag.
+    static func copy(_ copy: ObjectUpload.Copy, size: Int64, to address: String, allowExisting: Bool, _ client: S3,
+                     log: @Sendable (String) -> Void) async throws -> String {
         let (location, _) = try target(address, client)
         let (source, _) = try target(copy.source, client)
-        if !allowExisting {
-            let exists: Bool
-            do throws(S3Error) { exists = try await client.exists(location) } catch {
-                throw JobError("\(address): cannot publish the copy: \(error.problem)", retryable: error.mayPass)
-            }
-            if exists { throw JobError("\(address): already exists; set \"overwrite\": true at the manifest's top level to replace it") }
+        guard size <= S3.maximumPartSize else {
+            throw JobError("\(address): cannot copy \(copy.source) there: it holds \(size) bytes, more than a copy on the server takes (5 GiB)")
+        }
+        try await checkAbsence(location, address, allowExisting: allowExisting, client, log)
+        let upload: S3Upload
+        do throws(S3Error) { upload = try await client.createMultipartUpload(location, contentType: contentType(of: address)) } catch {
+            throw JobError("\(address): cannot publish the copy: \(error.problem)", retryable: error.mayPass)
         }
         do throws(S3Error) {
-            return try await client.copy(source, to: location, ifMatch: copy.etag)
+            let part = try await client.uploadPartCopy(upload, number: 1, source: source, size: size, ifMatch: copy.etag)
+            return try await client.completeMultipartUpload(upload, parts: [part], ifNoneMatch: !allowExisting)
         } catch {
+            try? await client.abortMultipartUpload(upload)  // best effort: the error below is the cause; one left open is taken by the bucket's lifecycle rule
+            if error.kind == .alreadyExists && !allowExisting {
+                throw JobError("\(address): already exists; set \"overwrite\": true at the manifest's top level to replace it")
+            }
             // A source that changed or is gone since it was checked: the job's next attempt finds so and runs.
             let gone = error.kind == .changed || error.kind == .noSuchKey
             throw JobError("\(address): cannot copy \(copy.source) there: \(error.problem)", retryable: gone || error.mayPass)

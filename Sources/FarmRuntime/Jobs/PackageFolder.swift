@@ -98,6 +98,13 @@ enum PackageFolder {
         SafeFiles.syncFolder(of: folder + "/" + marker)
     }
 
+    /// Whether `path`, recorded or reported as a package's file, is a name inside it (relative, without "." or
+    /// ".." steps), and none of the farm's own files (its marker, the list of a join's copies).
+    static func isFileName(_ path: String) -> Bool {
+        !path.hasPrefix("/") && !path.split(separator: "/", omittingEmptySubsequences: false).contains { ["", ".", ".."].contains($0) }
+            && path != marker && path != PackageChunkObjects.copiesFile
+    }
+
     /// Every regular file of the package at `folder` but its marker, as paths relative to it, sorted; a link
     /// is never followed (nor listed). nil when the folder cannot be read.
     static func files(of folder: String) -> [String]? {

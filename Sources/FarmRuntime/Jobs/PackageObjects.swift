@@ -21,9 +21,9 @@ enum PackageObjects {
         return ordered(names).map { (folder + "/" + $0, prefix + "/" + $0) }
     }
 
-    /// `names` in the order they are published.
+    /// `names` in the order they are published (a chunk's report is its entry point).
     static func ordered(_ names: [String]) -> [String] {
-        let entryPoints = Set(JobManifest.streamEntryPoints.values)
+        let entryPoints = Set(JobManifest.streamEntryPoints.values).union([PackageFolder.chunkReport])
         let playlists = names.filter { $0.hasSuffix(".m3u8") && !entryPoints.contains($0) }
         return names.filter { !$0.hasSuffix(".m3u8") && !entryPoints.contains($0) } + playlists + names.filter(entryPoints.contains)
     }
@@ -103,12 +103,22 @@ enum PackageObjects {
     }
 
     /// Completes the uploads of the package at `prefix` (the coordinator, under the lease of `token`), or
-    /// makes its copies (a package answered from an earlier one). Returns each object's entity tag, by address.
+    /// makes its copies: of objects under one of `copiesFrom` only (prefixes ending in "/": a join's chunks, the
+    /// package reused), so that no record makes the coordinator copy another object. Returns each object's
+    /// entity tag, by address.
     static func complete(_ uploads: [ObjectUpload], prefix: String, token: String, entryPoints: [String], allowExisting: Bool,
-                         log: @Sendable (String) -> Void) async throws -> [String: String] {
+                         copiesFrom: [String] = [], log: @Sendable (String) -> Void) async throws -> [String: String] {
         guard sent(uploads, to: prefix) else { throw JobError("\(prefix): the worker reported success but sent no package to publish") }
+        for upload in uploads {
+            guard let name = name(upload.address, in: prefix) else { continue }
+            guard PackageFolder.isFileName(name) else { throw JobError("\(upload.address): names no file of a package: nothing is published") }
+            if let source = upload.copy?.source,
+               !copiesFrom.contains(where: { source.hasPrefix($0) && PackageFolder.isFileName(String(source.dropFirst($0.count))) }) {
+                throw JobError("\(upload.address): a copy of \(source), which is neither a chunk of this package nor the package it reuses: nothing is published")
+            }
+        }
         let byName = Dictionary(uploads.compactMap { upload in name(upload.address, in: prefix).map { ($0, upload) } }) { first, _ in first }
-        let etags = try await publish(names: Array(byName.keys), prefix: prefix, token: token, entryPoints: entryPoints, allowExisting: allowExisting,
+        let etags = try await publish(names: byName.keys.sorted(), prefix: prefix, token: token, entryPoints: entryPoints, allowExisting: allowExisting,
                                       log: log) { name, mayReplace in
             guard let upload = byName[name] else { throw JobError("\(prefix)/\(name): no upload to complete") }
             return try await ObjectOutput.complete(upload, allowExisting: mayReplace, log: log)
@@ -129,10 +139,14 @@ enum PackageObjects {
         do {
             for name in ordered(names) { etags[name] = try await write(name, earlier.known.contains(name)) }
         } catch {
-            // A prefix that held no package holds none: its objects written so far are the farm's, but nothing
-            // would say so (a later "overwrite" would otherwise take an object in the way for one of them).
-            if !earlier.isPackage, let (location, client) = try? ObjectOutput.target(markerAddress(prefix), nil) {
-                try? await client.delete(location)  // best effort: the publication's own error is the one to report
+            // A prefix that held no package holds none again: the objects written so far (each where none was)
+            // are deleted, then the marker; left, they would be in the way of the next attempt, and nothing would
+            // say they are the farm's.
+            if !earlier.isPackage {
+                for name in etags.keys.sorted() + [PackageFolder.marker] {
+                    guard let (location, client) = try? ObjectOutput.target(prefix + "/" + name, nil) else { continue }  // its address was written: it parses
+                    try? await client.delete(location)  // best effort: the publication's own error is the one to report
+                }
             }
             throw error
         }

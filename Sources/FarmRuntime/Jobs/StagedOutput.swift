@@ -80,8 +80,9 @@ public enum StagedOutput {
     /// An object is published by completing the upload whose parts the worker sent (`uploads`, from its
     /// result); an upload completed already, by a publication that was interrupted, is recognised
     /// (`ObjectOutput.complete`).
+    /// A package's copies are made of objects under its join's chunks or `copiesFrom` only (`PackageObjects.complete`).
     public static func publish(_ manifest: JobManifest, token: String, allowExisting: Bool, resuming: Bool = false,
-                               uploads: [ObjectUpload] = [], numbered: NumberedOutputs? = nil,
+                               uploads: [ObjectUpload] = [], numbered: NumberedOutputs? = nil, copiesFrom: [String] = [],
                                log: @Sendable (String) -> Void = { _ in }) async throws -> Publication {
         var published: [String] = []
         var etags: [String: String] = [:]
@@ -112,7 +113,8 @@ public enum StagedOutput {
                 // Resumed, the marker there is this attempt's own (its token).
                 etags.merge(try await PackageObjects.complete(uploads.filter { PackageObjects.name($0.address, in: final) != nil }, prefix: final,
                                                               token: token, entryPoints: stream.chunking.frames == nil ? stream.entryPoints : [],
-                                                              allowExisting: allowExisting, log: log)) { $1 }
+                                                              allowExisting: allowExisting,
+                                                              copiesFrom: stream.chunking.join.map { $0.output + "/" } + copiesFrom, log: log)) { $1 }
                 published.append(final)
                 continue
             }
