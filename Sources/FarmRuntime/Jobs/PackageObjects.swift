@@ -22,11 +22,19 @@ enum PackageObjects {
     }
 
     /// `names` in the order they are published (a chunk's report is its entry point).
-    static func ordered(_ names: [String]) -> [String] {
+    static func ordered(_ names: [String]) -> [String] { stages(names).flatMap { $0 } }
+
+    /// `names` in the stages they are published in: the media, the media playlists, the entry points (a chunk's
+    /// report is its entry point). A stage begins once the one before it is whole; within one, no order holds.
+    static func stages(_ names: [String]) -> [[String]] {
         let entryPoints = Set(JobManifest.streamEntryPoints.values).union([PackageFolder.chunkReport])
         let playlists = names.filter { $0.hasSuffix(".m3u8") && !entryPoints.contains($0) }
-        return names.filter { !$0.hasSuffix(".m3u8") && !entryPoints.contains($0) } + playlists + names.filter(entryPoints.contains)
+        return [names.filter { !$0.hasSuffix(".m3u8") && !entryPoints.contains($0) }, playlists, names.filter(entryPoints.contains)]
     }
+
+    /// Objects written at once within a stage (each upload without a coordinator sends `ObjectOutput.concurrentParts`
+    /// parts at once: 4 × 4 parts of 8 MiB at most in memory).
+    static let concurrentWrites = 4
 
     /// The address of the marker of the package at `prefix`.
     static func markerAddress(_ prefix: String) -> String { prefix + "/" + PackageFolder.marker }
@@ -94,7 +102,7 @@ enum PackageObjects {
 
     /// Uploads the staged package at `folder` under `prefix` (without a coordinator: each object written whole).
     static func upload(_ folder: String, to prefix: String, token: String, entryPoints: [String], allowExisting: Bool,
-                       log: @Sendable (String) -> Void) async throws {
+                       log: @escaping @Sendable (String) -> Void) async throws {
         let files = try files(of: folder, prefix: prefix)
         _ = try await publish(names: files.compactMap { name($0.address, in: prefix) }, prefix: prefix, token: token, entryPoints: entryPoints,
                               allowExisting: allowExisting, log: log) { name, mayReplace in
@@ -107,7 +115,7 @@ enum PackageObjects {
     /// package reused), so that no record makes the coordinator copy another object. Returns each object's
     /// entity tag, by address.
     static func complete(_ uploads: [ObjectUpload], prefix: String, token: String, entryPoints: [String], allowExisting: Bool,
-                         copiesFrom: [String] = [], log: @Sendable (String) -> Void) async throws -> [String: String] {
+                         copiesFrom: [String] = [], log: @escaping @Sendable (String) -> Void) async throws -> [String: String] {
         guard sent(uploads, to: prefix) else { throw JobError("\(prefix): the worker reported success but sent no package to publish") }
         for upload in uploads {
             guard let name = name(upload.address, in: prefix) else { continue }
@@ -127,18 +135,38 @@ enum PackageObjects {
     }
 
     /// The publication of the files `names` at `prefix`, each by `write` (told whether it may replace what is at
-    /// its address): the marker first, the files in their order, then what the package replaced deleted and
+    /// its address): the marker first, the files in their stages, then what the package replaced deleted and
     /// the marker written again without it. Returns what `write` returned for each name (the object's entity tag).
+    /// The files of a stage (`stages`) are written `concurrentWrites` at once: a failure stops the writes not begun.
     private static func publish(names: [String], prefix: String, token: String, entryPoints: [String], allowExisting: Bool,
-                                log: @Sendable (String) -> Void, write: (String, Bool) async throws -> String) async throws -> [String: String] {
+                                log: @Sendable (String) -> Void, write: @escaping @Sendable (String, Bool) async throws -> String) async throws -> [String: String] {
         let earlier = try await checkBeforePublishing(prefix, allowExisting: allowExisting, token: token)
         let replacing = earlier.known.subtracting(names).sorted()
         let marker = PackageFolder.Marker(token: token, entryPoints: entryPoints, files: ordered(names), replacing: replacing.isEmpty ? nil : replacing)
         try await putMarker(marker, at: prefix, replacing: earlier.isPackage)
         var etags: [String: String] = [:]
-        do {
-            for name in ordered(names) { etags[name] = try await write(name, earlier.known.contains(name)) }
-        } catch {
+        var failure: (any Error)?
+        for stage in stages(names) where failure == nil {
+            await withTaskGroup(of: (String, Result<String, any Error>).self) { writes in
+                var next = stage.makeIterator()
+                func add() {
+                    guard failure == nil, let name = next.next() else { return }
+                    let mayReplace = earlier.known.contains(name)
+                    writes.addTask {
+                        do { return (name, .success(try await write(name, mayReplace))) } catch { return (name, .failure(error)) }
+                    }
+                }
+                for _ in 0..<concurrentWrites { add() }
+                while let (name, outcome) = await writes.next() {
+                    switch outcome {
+                    case .success(let etag): etags[name] = etag
+                    case .failure(let error): failure = failure ?? error
+                    }
+                    add()
+                }
+            }
+        }
+        if let error = failure {
             // A prefix that held no package holds none again: the objects written so far (each where none was)
             // are deleted, then the marker; left, they would be in the way of the next attempt, and nothing would
             // say they are the farm's.

@@ -83,7 +83,7 @@ public enum StagedOutput {
     /// A package's copies are made of objects under its join's chunks or `copiesFrom` only (`PackageObjects.complete`).
     public static func publish(_ manifest: JobManifest, token: String, allowExisting: Bool, resuming: Bool = false,
                                uploads: [ObjectUpload] = [], numbered: NumberedOutputs? = nil, copiesFrom: [String] = [],
-                               log: @Sendable (String) -> Void = { _ in }) async throws -> Publication {
+                               log: @escaping @Sendable (String) -> Void = { _ in }) async throws -> Publication {
         var published: [String] = []
         var etags: [String: String] = [:]
         let finals = finalPaths(of: manifest, numbered: numbered)
