@@ -147,20 +147,20 @@ enum PackageObjects {
         var etags: [String: String] = [:]
         var failure: (any Error)?
         for stage in stages(names) where failure == nil {
-            await withTaskGroup(of: (String, Result<String, any Error>).self) { writes in
+            // A failed write is the group's error from `next()`; the writes under way are waited for (and recorded).
+            await withThrowingTaskGroup(of: (name: String, etag: String).self) { writes in
                 var next = stage.makeIterator()
                 func add() {
                     guard failure == nil, let name = next.next() else { return }
                     let mayReplace = earlier.known.contains(name)
-                    writes.addTask {
-                        do { return (name, .success(try await write(name, mayReplace))) } catch { return (name, .failure(error)) }
-                    }
+                    writes.addTask { (name, try await write(name, mayReplace)) }
                 }
                 for _ in 0..<concurrentWrites { add() }
-                while let (name, outcome) = await writes.next() {
-                    switch outcome {
-                    case .success(let etag): etags[name] = etag
-                    case .failure(let error): failure = failure ?? error
+                while !writes.isEmpty {
+                    do {
+                        if let written = try await writes.next() { etags[written.name] = written.etag }
+                    } catch {
+                        failure = failure ?? error
                     }
                     add()
                 }
